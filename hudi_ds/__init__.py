@@ -1,0 +1,36 @@
+"""hudi_ds: Apache Hudi's table format and streaming write path in Python.
+
+The embedded API (no JVM)::
+
+    import hudi_ds
+    table = hudi_ds.read("/path/to/table")                       # snapshot, as pyarrow.Table
+    t = hudi_ds.HudiTable("/path/to/table")                      # timeline, schema, file slices
+
+The Spark data source ``hudi_py`` lives in :mod:`hudi_ds.spark`.
+"""
+
+from hudi_ds.errors import (
+    CommitConflictError,
+    ConfigError,
+    CorruptBlockError,
+    CorruptFileError,
+    HudiError,
+    SchemaError,
+    TableNotFoundError,
+)
+from hudi_ds.table.table import HudiTable, read
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CommitConflictError",
+    "ConfigError",
+    "CorruptBlockError",
+    "CorruptFileError",
+    "HudiError",
+    "HudiTable",
+    "SchemaError",
+    "TableNotFoundError",
+    "__version__",
+    "read",
+]

@@ -1,0 +1,222 @@
+"""Typed configuration: Hudi's own ``hoodie.*`` keys, their defaults, aliases and parsers.
+
+Every option a user passes is checked here, on the driver, before anything is written: an unknown
+``hoodie.*`` key, or a value its parser refuses, raises :class:`~hudi_ds.errors.ConfigError` that
+names the key and the value (and the valid values, or the closest known key).
+
+Each scope (table, write, read) is a namespace class of :class:`ConfigProperty` entries.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from hudi_ds.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def parse_bool(value: str) -> bool:
+    v = str(value).strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def parse_int(value: str) -> int:
+    return int(str(value).strip())
+
+
+def parse_str(value: str) -> str:
+    return str(value)
+
+
+def parse_list(value: str | Iterable[str]) -> list[str]:
+    """A comma separated list (empty items dropped); a Python list is accepted as is."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def parse_size(value: str) -> int:
+    """A byte size: ``1048576``, ``64mb``, ``1g``, ``512k``."""
+    v = str(value).strip().lower().removesuffix("b")
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(v[-1:] if v else "", 1)
+    if mult != 1:
+        v = v[:-1]
+    n = int(float(v) * mult)
+    if n <= 0:
+        raise ValueError("must be positive")
+    return n
+
+
+def one_of(*choices: str, upper: bool = True) -> Callable[[str], str]:
+    """A parser accepting one of ``choices`` (case-insensitive)."""
+
+    def parse(value: str) -> str:
+        v = str(value).strip()
+        norm = v.upper() if upper else v.lower()
+        for c in choices:
+            if (c.upper() if upper else c.lower()) == norm:
+                return c
+        raise ValueError(f"expected one of {', '.join(choices)}")
+
+    parse.choices = choices  # type: ignore[attr-defined]
+    return parse
+
+
+@dataclass(frozen=True)
+class ConfigProperty(Generic[T]):
+    """One option: its ``hoodie.*`` key, default, deprecated aliases, parser and doc."""
+
+    key: str
+    default: T | None
+    parser: Callable[[Any], T] = parse_str  # type: ignore[assignment]
+    doc: str = ""
+    aliases: tuple[str, ...] = ()
+
+    def all_keys(self) -> tuple[str, ...]:
+        return (self.key, *self.aliases)
+
+    def parse(self, value: Any) -> T:
+        try:
+            return self.parser(value)
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"invalid value {value!r} for option '{self.key}': {e}") from None
+
+
+@dataclass
+class Options:
+    """A validated bag of options (keys as given by Hudi; case-insensitive lookup)."""
+
+    raw: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any] | None) -> Options:
+        out: dict[str, str] = {}
+        for k, v in (options or {}).items():
+            if v is None:
+                continue
+            out[str(k).strip().lower()] = v if isinstance(v, str) else _to_str(v)
+        return cls(out)
+
+    def get(self, prop: ConfigProperty[T]) -> T:
+        """The parsed value of ``prop`` (first of key and aliases present) or its default."""
+        for k in prop.all_keys():
+            if k.lower() in self.raw:
+                return prop.parse(self.raw[k.lower()])
+        return prop.default  # type: ignore[return-value]
+
+    def is_set(self, prop: ConfigProperty[Any]) -> bool:
+        return any(k.lower() in self.raw for k in prop.all_keys())
+
+    def get_str(self, key: str, default: str | None = None) -> str | None:
+        return self.raw.get(key.lower(), default)
+
+    def with_defaults(self, defaults: Mapping[str, str]) -> Options:
+        merged = {k.lower(): v for k, v in defaults.items()}
+        merged.update(self.raw)
+        return Options(merged)
+
+    def validate(self, *scopes: type, ignored: Iterable[str] = ()) -> None:
+        """Raise ConfigError for unknown ``hoodie.*`` keys and for values that do not parse.
+
+        Keys outside the ``hoodie.`` namespace (``path``, ``checkpointLocation`` ...) are left to
+        their owners. ``ignored`` lists Hudi keys accepted without effect.
+        """
+        props = [p for s in scopes for p in properties_of(s)]
+        known = {k.lower(): p for p in props for k in p.all_keys()}
+        ignored_set = {k.lower() for k in (*ignored, *IGNORED_HUDI_KEYS)}
+        for key, value in self.raw.items():
+            if key in known:
+                known[key].parse(value)
+            elif key.startswith("hoodie.") and key not in ignored_set:
+                close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.8)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise ConfigError(f"unknown option '{key}' (value {value!r}){hint}")
+
+
+def _to_str(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+def properties_of(scope: type) -> list[ConfigProperty[Any]]:
+    """Every ConfigProperty declared on a scope class."""
+    return [v for v in vars(scope).values() if isinstance(v, ConfigProperty)]
+
+
+# Hudi keys a user may paste that have no effect here (Spark/Java tuning knobs and the like).
+IGNORED_HUDI_KEYS = (
+    "hoodie.upsert.shuffle.parallelism",
+    "hoodie.insert.shuffle.parallelism",
+    "hoodie.bulkinsert.shuffle.parallelism",
+    "hoodie.delete.shuffle.parallelism",
+    "hoodie.datasource.write.keygenerator.class",
+    "hoodie.datasource.write.keygenerator.type",
+    "hoodie.metadata.enable",
+    "hoodie.embed.timeline.server",
+    "hoodie.datasource.hive_sync.enable",
+    "hoodie.datasource.meta.sync.enable",
+    "hoodie.parquet.small.file.limit",
+    "hoodie.parquet.max.file.size",
+    "hoodie.index.bucket.engine",
+    "hoodie.storage.layout.type",
+    "hoodie.storage.layout.partitioner.class",
+    "hoodie.datasource.write.table.name",
+    "hoodie.write.markers.type",
+    "hoodie.schema.on.read.enable",
+    "hoodie.datasource.read.use.new.parquet.file.format",
+    "hoodie.file.group.reader.enabled",
+    "hoodie.read.use.read_optimized.mode",
+)
+
+
+class ReadConfig:
+    """Options of a read (``hudi_ds.read`` and ``spark.read.format("hudi_py")``)."""
+
+    QUERY_TYPE = ConfigProperty(
+        "hoodie.datasource.query.type",
+        "snapshot",
+        one_of("snapshot", "read_optimized", "incremental", upper=False),
+        "snapshot: latest merged rows; read_optimized: base files only; incremental: changes.",
+    )
+    BEGIN_INSTANT = ConfigProperty(
+        "hoodie.datasource.read.begin.instanttime",
+        None,
+        parse_str,
+        "Incremental queries: changes after this instant (exclusive).",
+    )
+    END_INSTANT = ConfigProperty(
+        "hoodie.datasource.read.end.instanttime",
+        None,
+        parse_str,
+        "Incremental queries: changes up to this instant (inclusive); default the latest.",
+    )
+    AS_OF_INSTANT = ConfigProperty(
+        "as.of.instant",
+        None,
+        parse_str,
+        "Time travel: read the table as of this instant (inclusive).",
+        aliases=("hoodie.datasource.read.as.of.instant",),
+    )
+    INCREMENTAL_EMIT_DELETES = ConfigProperty(
+        "hoodie.datasource.read.incr.emit.deletes",
+        False,
+        parse_bool,
+        "Incremental queries: also return deleted keys (with _hoodie_is_deleted=true).",
+    )
+    MERGE_CUSTOM_CLASSES = ConfigProperty(
+        "hoodie.write.record.merge.custom.implementation.classes",
+        None,
+        parse_list,
+        "CUSTOM merge mode: importable Python class paths of RecordMerger implementations.",
+    )

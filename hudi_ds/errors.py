@@ -1,0 +1,54 @@
+"""The one error hierarchy of hudi_ds.
+
+Users catch :class:`HudiError`; tests assert the exact child.
+"""
+
+from __future__ import annotations
+
+
+class HudiError(Exception):
+    """Base class of every error raised by hudi_ds."""
+
+
+class ConfigError(HudiError, ValueError):
+    """An option is unknown, missing or has an invalid value (the message names key and value)."""
+
+
+class SchemaError(HudiError, ValueError):
+    """Input data does not fit the table schema (missing, mistyped or null key columns...)."""
+
+
+class TableNotFoundError(HudiError, FileNotFoundError):
+    """The path holds no Hudi table (no ``.hoodie/hoodie.properties``)."""
+
+
+class TableExistsError(HudiError):
+    """A table was to be created where one already exists with incompatible settings."""
+
+
+class UnsupportedError(HudiError, NotImplementedError):
+    """A feature of the Hudi format that hudi_ds does not handle (named in the message)."""
+
+
+class CorruptFileError(HudiError):
+    """A file that a committed instant needs cannot be read (the message names the file)."""
+
+
+class CorruptBlockError(CorruptFileError):
+    """A log block is torn or malformed. Readers skip such blocks and count them."""
+
+
+class TimelineError(HudiError):
+    """The timeline is inconsistent or an instant transition is not allowed."""
+
+
+class InstantNotFoundError(TimelineError):
+    """A requested instant (time travel, incremental bound, rollback target) does not exist."""
+
+
+class CommitConflictError(HudiError):
+    """Another writer committed a conflicting change first; this write was rolled back."""
+
+
+class WriteError(HudiError):
+    """A write failed; the instant was rolled back and nothing became visible."""

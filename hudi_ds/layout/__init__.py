@@ -1,0 +1,1 @@
+"""File layout: file names, partition paths, file groups and file slices."""

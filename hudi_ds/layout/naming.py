@@ -1,0 +1,147 @@
+"""Hudi data file names: the one place their grammar is parsed and produced.
+
+Grammar (Java ``FSUtils``)::
+
+    fileId      = <uuid>-<n>                  e.g. d206069c-22c8-4532-b9ea-3cf4282342c4-0
+                                              (bucket index: first 8 chars = %08d bucket id)
+    writeToken  = <taskPartitionId>-<stageId>-<taskAttemptId>     three decimal ints, e.g. 0-13-23
+    base file   = <fileId>_<writeToken>_<instantTime>.<ext>        ext: parquet | orc | hfile | lance
+    log file    = .<fileId>_<instantTime>.log.<version>[_<writeToken>[.cdc]]
+                  (leading dot = hidden; versions start at 1;
+                   v6: instantTime = base instant of the file slice;
+                   v8+: instantTime = requested time of the deltacommit that wrote it)
+
+A fileId never contains ``_`` (names are split on it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import quote
+
+BASE_FILE_EXTENSIONS = (".parquet", ".orc", ".hfile", ".lance")
+PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
+
+_LOG_RE = re.compile(
+    r"^\.(?P<file_id>.+)_(?P<instant>[^_]*)\.(?P<ext>log|archive)\.(?P<version>\d+)"
+    r"(?:_(?P<token>\d+-\d+-\d+)(?P<cdc>\.cdc)?)?$"
+)
+_BASE_RE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>[^_.]+)(?P<ext>\.\w+)$")
+_TOKEN_RE = re.compile(r"^\d+-\d+-\d+$")
+
+
+@dataclass(frozen=True, order=True)
+class BaseFileName:
+    """A parsed base file name."""
+
+    file_id: str
+    write_token: str
+    instant_time: str
+    extension: str = ".parquet"
+
+    @property
+    def name(self) -> str:
+        return f"{self.file_id}_{self.write_token}_{self.instant_time}{self.extension}"
+
+
+@dataclass(frozen=True)
+class LogFileName:
+    """A parsed log file name."""
+
+    file_id: str
+    instant_time: str
+    version: int
+    write_token: str | None = None
+    extension: str = "log"
+    cdc: bool = False
+
+    @property
+    def name(self) -> str:
+        tail = f"_{self.write_token}" if self.write_token else ""
+        cdc = ".cdc" if self.cdc else ""
+        return f".{self.file_id}_{self.instant_time}.{self.extension}.{self.version}{tail}{cdc}"
+
+
+def parse_base_file_name(name: str) -> BaseFileName | None:
+    """Parse ``<fileId>_<writeToken>_<instantTime>.<ext>``; None if ``name`` is not one."""
+    if name.startswith("."):
+        return None
+    m = _BASE_RE.match(name)
+    if not m or m.group("ext") not in BASE_FILE_EXTENSIONS:
+        return None
+    return BaseFileName(m.group("file_id"), m.group("token"), m.group("instant"), m.group("ext"))
+
+
+def parse_log_file_name(name: str) -> LogFileName | None:
+    """Parse ``.<fileId>_<instant>.log.<version>[_<writeToken>]``; None if not a log file."""
+    m = _LOG_RE.match(name)
+    if not m:
+        return None
+    return LogFileName(
+        m.group("file_id"),
+        m.group("instant"),
+        int(m.group("version")),
+        m.group("token"),
+        m.group("ext"),
+        bool(m.group("cdc")),
+    )
+
+
+def base_file_name(file_id: str, write_token: str, instant_time: str, ext: str = ".parquet") -> str:
+    """Format a base file name (Java ``FSUtils.makeBaseFileName``)."""
+    _check_file_id(file_id)
+    _check_token(write_token)
+    return BaseFileName(file_id, write_token, instant_time, ext).name
+
+
+def log_file_name(file_id: str, instant_time: str, version: int, write_token: str) -> str:
+    """Format a log file name (Java ``FSUtils.makeLogFileName``)."""
+    _check_file_id(file_id)
+    _check_token(write_token)
+    if version < 1:
+        raise ValueError(f"log version must be >= 1, got {version}")
+    return LogFileName(file_id, instant_time, version, write_token).name
+
+
+def write_token(task_partition_id: int, stage_id: int, task_attempt_id: int) -> str:
+    """``<taskPartitionId>-<stageId>-<taskAttemptId>`` (Java ``FSUtils.makeWriteToken``)."""
+    return f"{int(task_partition_id)}-{int(stage_id)}-{int(task_attempt_id)}"
+
+
+def _check_file_id(file_id: str) -> None:
+    if not file_id or "_" in file_id or "/" in file_id:
+        raise ValueError(f"invalid fileId {file_id!r}: must be non-empty without '_' or '/'")
+
+
+def _check_token(token: str) -> None:
+    if not _TOKEN_RE.match(token):
+        raise ValueError(f"invalid write token {token!r}: expected <int>-<int>-<int>")
+
+
+# --------------------------------------------------------------------------- partition paths
+def partition_path_of(
+    fields: list[str], values: list[str], hive_style: bool, url_encode: bool = False
+) -> str:
+    """Format a relative partition path from string values (``f1=v1/f2=v2`` when hive style)."""
+    parts = []
+    for f, v in zip(fields, values, strict=True):
+        v = quote(v, safe="") if url_encode else v
+        parts.append(f"{f}={v}" if hive_style else v)
+    return "/".join(parts)
+
+
+def partition_values_of(partition_path: str, fields: list[str], hive_style: bool) -> list[str]:
+    """Split a partition path into raw string values, one per partition field (best effort).
+
+    Non-hive paths with more segments than fields (timestamp key generators writing
+    ``yyyy/MM/dd``) are returned as one value per field by joining the extra segments
+    into the last field.
+    """
+    if not fields:
+        return []
+    segs = partition_path.split("/") if partition_path else []
+    vals = [s.split("=", 1)[1] if hive_style and "=" in s else s for s in segs]
+    if len(vals) > len(fields):
+        vals = [*vals[: len(fields) - 1], "/".join(vals[len(fields) - 1 :])]
+    return vals + [""] * (len(fields) - len(vals))

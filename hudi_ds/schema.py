@@ -1,0 +1,906 @@
+"""Arrow <-> Avro: schemas, record data and schema evolution.
+
+Hudi keeps every schema in Avro (commit metadata, ``hoodie.table.create.schema``, the ``SCHEMA``
+header of log blocks); hudi_ds works on Arrow. This module converts both ways:
+
+* :func:`avro_to_arrow_schema` / :func:`arrow_to_avro_schema` -- schemas. The Avro side is shaped
+  exactly like the schemas Spark + Hudi write (``AvroConversionUtils`` /
+  Spark ``SchemaConverters``): every field ``{"name", "type": ["null", T], "default": null}``,
+  meta fields with ``"doc": ""``, nested records named after their field in the namespace
+  ``<parent namespace>.<parent record name>``, decimals as ``fixed`` named ``fixed`` in the
+  namespace ``<record namespace>.<record name>.<field>`` with the minimal byte size.
+* :func:`avro_records_to_arrow` / :func:`arrow_to_avro_records` -- record data, in the shapes
+  fastavro reads and writes.
+* :func:`promote_table` -- brings rows written with an older schema to the table schema (reorder,
+  add missing nullable columns, safe widening casts); :func:`conform_table` -- the writer's
+  stricter counterpart (exact columns, value-checked casts).
+
+Logical types are mapped as follows (Avro -> Arrow)::
+
+    decimal (bytes|fixed)      decimal128(p, s)   (decimal256 when p > 38)
+    date                       date32
+    time-millis / time-micros  time32[ms] / time64[us]
+    timestamp-millis|micros|nanos        timestamp[ms|us|ns, tz=UTC]
+    local-timestamp-millis|micros|nanos  timestamp[ms|us|ns]  (naive)
+    uuid                       string
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, cast
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_ds.errors import SchemaError, UnsupportedError
+
+META_FIELDS = [
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+]
+OPERATION_FIELD = "_hoodie_operation"
+IS_DELETED_FIELD = "_hoodie_is_deleted"
+
+#: Name of the Arrow list item field. Spark's parquet files (and so pyarrow reading them) use
+#: ``element``; using the same name keeps avro-block and base-file tables identical.
+LIST_ITEM_NAME = "element"
+
+_PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+AvroSchema = str | dict[str, Any]
+
+
+# --------------------------------------------------------------------------------------------
+# Avro schema model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class AvroType:
+    """One resolved Avro type: named references inlined, nullable unions collapsed.
+
+    ``kind`` is the Avro type name (``record``, ``array``, ``long`` ...); ``logical`` the logical
+    type when it is one hudi_ds understands. ``fields`` holds ``(name, type, nullable)`` for
+    records, ``items``/``items_nullable`` the element (array) or value (map) type.
+    """
+
+    kind: str
+    logical: str | None = None
+    size: int | None = None
+    precision: int | None = None
+    scale: int | None = None
+    fields: list[tuple[str, AvroType, bool]] = field(default_factory=list)
+    items: AvroType | None = None
+    items_nullable: bool = False
+
+
+_KNOWN_LOGICAL = {
+    ("bytes", "decimal"),
+    ("fixed", "decimal"),
+    ("int", "date"),
+    ("int", "time-millis"),
+    ("long", "time-micros"),
+    ("long", "timestamp-millis"),
+    ("long", "timestamp-micros"),
+    ("long", "timestamp-nanos"),
+    ("long", "local-timestamp-millis"),
+    ("long", "local-timestamp-micros"),
+    ("long", "local-timestamp-nanos"),
+    ("string", "uuid"),
+}
+
+
+def parse_avro_json(avro: AvroSchema) -> Any:
+    """Return the Avro schema as parsed JSON (a JSON string is decoded, a dict returned as is)."""
+    if isinstance(avro, str):
+        try:
+            return json.loads(avro)
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"invalid Avro schema JSON: {e}") from e
+    return avro
+
+
+class _AvroResolver:
+    """Resolves Avro JSON into :class:`AvroType` trees (named types, namespaces, unions)."""
+
+    def __init__(self) -> None:
+        self.named: dict[str, AvroType] = {}
+        self.pending: set[str] = set()
+
+    @staticmethod
+    def _fullname(name: str, namespace: str) -> str:
+        if "." in name or not namespace:
+            return name
+        return f"{namespace}.{name}"
+
+    def _lookup(self, name: str, ns: str, path: str) -> AvroType:
+        for candidate in (self._fullname(name, ns), name):
+            if candidate in self.pending:
+                raise UnsupportedError(f"field {path!r}: recursive Avro type {name!r}")
+            if candidate in self.named:
+                return self.named[candidate]
+        raise UnsupportedError(f"field {path!r}: unknown Avro type {name!r}")
+
+    def resolve(self, t: Any, ns: str, path: str) -> tuple[AvroType, bool]:
+        """Resolve ``t`` in namespace ``ns``; returns ``(type, nullable)``."""
+        if isinstance(t, list):
+            return self._union(t, ns, path)
+        if isinstance(t, str):
+            if t in _PRIMITIVES:
+                return AvroType(t), t == "null"
+            return self._lookup(t, ns, path), False
+        if isinstance(t, dict):
+            return self._complex(t, ns, path), False
+        raise UnsupportedError(f"field {path!r}: invalid Avro type {t!r}")
+
+    def _union(self, branches: list[Any], ns: str, path: str) -> tuple[AvroType, bool]:
+        non_null = [b for b in branches if b != "null" and b != {"type": "null"}]
+        nullable = len(non_null) < len(branches)
+        if not non_null:
+            return AvroType("null"), True
+        if len(non_null) > 1:
+            raise UnsupportedError(
+                f"field {path!r}: Avro union with several non-null branches {branches!r}"
+            )
+        inner, inner_nullable = self.resolve(non_null[0], ns, path)
+        return inner, nullable or inner_nullable
+
+    def _named(self, t: dict[str, Any], ns: str) -> tuple[str, str]:
+        name = t.get("name")
+        if not isinstance(name, str):
+            raise UnsupportedError(f"named Avro type without a name: {t!r}")
+        own_ns = t.get("namespace", ns) or ""
+        full = self._fullname(name, own_ns)
+        return full, full.rpartition(".")[0]
+
+    def _complex(self, t: dict[str, Any], ns: str, path: str) -> AvroType:
+        kind = t.get("type")
+        if isinstance(kind, (dict, list)):
+            return self.resolve(kind, ns, path)[0]
+        if kind in ("record", "error"):
+            return self._record(t, ns, path)
+        if kind == "enum":
+            full, _ = self._named(t, ns)
+            self.named[full] = AvroType("enum")
+            return self.named[full]
+        if kind == "fixed":
+            full, _ = self._named(t, ns)
+            self.named[full] = self._logical(t, "fixed")
+            return self.named[full]
+        if kind == "array":
+            items, nullable = self.resolve(t.get("items"), ns, f"{path}[]")
+            return AvroType("array", items=items, items_nullable=nullable)
+        if kind == "map":
+            values, nullable = self.resolve(t.get("values"), ns, f"{path}{{}}")
+            return AvroType("map", items=values, items_nullable=nullable)
+        if isinstance(kind, str) and kind in _PRIMITIVES:
+            return self._logical(t, kind)
+        if isinstance(kind, str):
+            return self._lookup(kind, ns, path)
+        raise UnsupportedError(f"field {path!r}: invalid Avro type {t!r}")
+
+    @staticmethod
+    def _logical(t: dict[str, Any], kind: str) -> AvroType:
+        logical = t.get("logicalType")
+        node = AvroType(kind, size=t.get("size") if kind == "fixed" else None)
+        if (kind, logical) not in _KNOWN_LOGICAL:
+            return node  # unknown logical types fall back to the underlying type (Avro spec)
+        if logical == "decimal":
+            precision, scale = t.get("precision"), t.get("scale", 0)
+            if not isinstance(precision, int) or not isinstance(scale, int):
+                return node
+            if not 0 < precision <= 76 or not 0 <= scale <= precision:
+                return node
+            node.precision, node.scale = precision, scale
+        node.logical = cast(str, logical)
+        return node
+
+    def _record(self, t: dict[str, Any], ns: str, path: str) -> AvroType:
+        full, own_ns = self._named(t, ns)
+        self.pending.add(full)
+        fields = []
+        for f in t.get("fields", []):
+            name = f["name"]
+            fpath = f"{path}.{name}" if path else name
+            ftype, nullable = self.resolve(f["type"], own_ns, fpath)
+            fields.append((name, ftype, nullable))
+        self.pending.discard(full)
+        node = AvroType("record", fields=fields)
+        self.named[full] = node
+        return node
+
+
+def resolve_avro(avro: AvroSchema) -> AvroType:
+    """Parse an Avro schema (JSON string or dict) into a resolved :class:`AvroType` tree."""
+    node, _ = _AvroResolver().resolve(parse_avro_json(avro), "", "")
+    return node
+
+
+# --------------------------------------------------------------------------------------------
+# Avro -> Arrow
+# --------------------------------------------------------------------------------------------
+
+_SIMPLE_ARROW: dict[tuple[str, str | None], pa.DataType] = {
+    ("null", None): pa.null(),
+    ("boolean", None): pa.bool_(),
+    ("int", None): pa.int32(),
+    ("long", None): pa.int64(),
+    ("float", None): pa.float32(),
+    ("double", None): pa.float64(),
+    ("bytes", None): pa.binary(),
+    ("fixed", None): pa.binary(),
+    ("string", None): pa.string(),
+    ("string", "uuid"): pa.string(),
+    ("enum", None): pa.string(),
+    ("int", "date"): pa.date32(),
+    ("int", "time-millis"): pa.time32("ms"),
+    ("long", "time-micros"): pa.time64("us"),
+    ("long", "timestamp-millis"): pa.timestamp("ms", tz="UTC"),
+    ("long", "timestamp-micros"): pa.timestamp("us", tz="UTC"),
+    ("long", "timestamp-nanos"): pa.timestamp("ns", tz="UTC"),
+    ("long", "local-timestamp-millis"): pa.timestamp("ms"),
+    ("long", "local-timestamp-micros"): pa.timestamp("us"),
+    ("long", "local-timestamp-nanos"): pa.timestamp("ns"),
+}
+
+
+def _decimal_type(precision: int, scale: int) -> pa.DataType:
+    if precision <= 38:
+        return pa.decimal128(precision, scale)
+    return pa.decimal256(precision, scale)
+
+
+def _arrow_type(node: AvroType, physical: bool = False) -> pa.DataType:
+    """Arrow type of ``node``; ``physical`` gives the type of fastavro's raw (logical-free) values."""
+    if node.kind == "record":
+        return pa.struct(
+            [pa.field(n, _arrow_type(t, physical), nullable) for n, t, nullable in node.fields]
+        )
+    if node.kind == "array":
+        assert node.items is not None
+        item = pa.field(LIST_ITEM_NAME, _arrow_type(node.items, physical), node.items_nullable)
+        return pa.list_(item)
+    if node.kind == "map":
+        assert node.items is not None
+        value = pa.field("value", _arrow_type(node.items, physical), node.items_nullable)
+        return pa.map_(pa.string(), value)
+    if physical:
+        return _physical_leaf(node)
+    if node.logical == "decimal":
+        return _decimal_type(cast(int, node.precision), cast(int, node.scale))
+    return _SIMPLE_ARROW[(node.kind, node.logical)]
+
+
+def _physical_leaf(node: AvroType) -> pa.DataType:
+    if node.kind == "fixed" and node.size is not None and node.logical == "decimal":
+        return pa.binary(node.size)
+    return _SIMPLE_ARROW[(node.kind, None)]
+
+
+def avro_to_arrow_schema(avro: AvroSchema) -> pa.Schema:
+    """Convert an Avro record schema to an Arrow schema.
+
+    ``["null", T]`` unions become nullable fields of type T; other types as in the module
+    docstring. Docs and defaults are dropped.
+
+    Raises:
+        UnsupportedError: the schema is not a record, or a field has an unknown type or a union
+            with more than one non-null branch (the message names the field).
+    """
+    node = resolve_avro(avro)
+    if node.kind != "record":
+        raise UnsupportedError(f"top-level Avro schema must be a record, got {node.kind!r}")
+    return pa.schema(cast(pa.StructType, _arrow_type(node)))
+
+
+def physical_arrow_schema(avro: AvroSchema) -> pa.Schema:
+    """Arrow schema of records decoded by fastavro with :func:`strip_logical_types` applied.
+
+    Timestamps/dates/times stay integers, decimals stay bytes (``fixed_size_binary`` for
+    ``fixed``); :func:`from_physical` turns such a table into :func:`avro_to_arrow_schema` types.
+    """
+    node = resolve_avro(avro)
+    if node.kind != "record":
+        raise UnsupportedError(f"top-level Avro schema must be a record, got {node.kind!r}")
+    return pa.schema(cast(pa.StructType, _arrow_type(node, physical=True)))
+
+
+def strip_logical_types(avro: Any) -> Any:
+    """Return a copy of Avro JSON without ``logicalType`` keys (fastavro then skips conversions)."""
+    if isinstance(avro, list):
+        return [strip_logical_types(t) for t in avro]
+    if isinstance(avro, dict):
+        return {k: strip_logical_types(v) for k, v in avro.items() if k != "logicalType"}
+    return avro
+
+
+# --------------------------------------------------------------------------------------------
+# Arrow -> Avro
+# --------------------------------------------------------------------------------------------
+
+
+def decimal_fixed_size(precision: int) -> int:
+    """Minimal number of bytes of a two's complement integer holding ``precision`` digits.
+
+    Same as Spark's ``Decimal.minBytesForPrecision`` (5 for precision 10, 7 for 15, 16 for 38).
+    """
+    size = 1
+    while 2 ** (8 * size - 1) < 10**precision:
+        size += 1
+    return size
+
+
+def _check_name(name: str, path: str) -> None:
+    if not _NAME_RE.match(name):
+        raise SchemaError(
+            f"column {path!r}: {name!r} is not a valid Avro name ([A-Za-z_][A-Za-z0-9_]*)"
+        )
+
+
+def _field_json(name: str, avro_type: Any, nullable: bool = True) -> dict[str, Any]:
+    field_json: dict[str, Any] = {"name": name, "type": ["null", avro_type] if nullable else avro_type}
+    if name in META_FIELDS or name == OPERATION_FIELD:
+        field_json["doc"] = ""
+    if nullable:
+        field_json["default"] = None
+    return field_json
+
+
+def _record_json(
+    struct: pa.StructType | pa.Schema, name: str, namespace: str, path: str
+) -> dict[str, Any]:
+    child_ns = f"{namespace}.{name}" if namespace else name
+    fields = []
+    for f in struct:
+        fpath = f"{path}.{f.name}" if path else f.name
+        _check_name(f.name, fpath)
+        fields.append(_field_json(f.name, _avro_type(f.type, f.name, child_ns, fpath)))
+    out: dict[str, Any] = {"type": "record", "name": name}
+    if namespace:
+        out["namespace"] = namespace
+    out["fields"] = fields
+    return out
+
+
+def _avro_type(t: pa.DataType, name: str, ns: str, path: str) -> Any:
+    """Avro type of Arrow type ``t`` for a field ``name`` whose record's children live in ``ns``."""
+    if pa.types.is_dictionary(t):
+        return _avro_type(t.value_type, name, ns, path)
+    if pa.types.is_struct(t):
+        return _record_json(t, name, ns, path)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        items = _avro_type(t.value_type, name, ns, f"{path}[]")
+        return {"type": "array", "items": ["null", items] if t.value_field.nullable else items}
+    if pa.types.is_map(t):
+        if not (pa.types.is_string(t.key_type) or pa.types.is_large_string(t.key_type)):
+            raise SchemaError(f"column {path!r}: Avro maps need string keys, got {t.key_type}")
+        values = _avro_type(t.item_type, name, ns, f"{path}{{}}")
+        return {"type": "map", "values": ["null", values] if t.item_field.nullable else values}
+    if pa.types.is_decimal(t):
+        return {
+            "type": "fixed",
+            "name": "fixed",
+            "namespace": f"{ns}.{name}" if ns else name,
+            "size": decimal_fixed_size(t.precision),
+            "logicalType": "decimal",
+            "precision": t.precision,
+            "scale": t.scale,
+        }
+    leaf = _avro_leaf(t)
+    if leaf is None:
+        raise SchemaError(f"column {path!r}: Arrow type {t} has no Avro equivalent")
+    return leaf
+
+
+def _avro_leaf(t: pa.DataType) -> Any:
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
+        return "int"
+    if pa.types.is_uint8(t) or pa.types.is_uint16(t):
+        return "int"
+    if pa.types.is_int64(t) or pa.types.is_uint32(t):
+        return "long"
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_binary_view(t)
+        or pa.types.is_fixed_size_binary(t)
+    ):
+        return "bytes"
+    if pa.types.is_date(t):
+        return {"type": "int", "logicalType": "date"}
+    if pa.types.is_time32(t):
+        return {"type": "int", "logicalType": "time-millis"}
+    if pa.types.is_time64(t):
+        return {"type": "long", "logicalType": "time-micros"}
+    if pa.types.is_timestamp(t):
+        unit = "millis" if t.unit == "ms" else "micros"
+        prefix = "timestamp" if t.tz is not None else "local-timestamp"
+        return {"type": "long", "logicalType": f"{prefix}-{unit}"}
+    return None
+
+
+def arrow_to_avro_schema(schema: pa.Schema, record_name: str, namespace: str) -> dict[str, Any]:
+    """Convert an Arrow schema to the Avro record schema Spark/Hudi would write for it.
+
+    ``record_name``/``namespace`` are Hudi's ``<table>_record`` / ``hoodie.<table>``. Every field
+    becomes ``{"name", "type": ["null", T], "default": null}`` (meta fields add ``"doc": ""``);
+    list items and map values are ``["null", T]`` when the Arrow item field is nullable.
+    int8/int16/uint8/uint16 -> int, uint32 -> long, large/view strings -> string, any binary ->
+    bytes, timestamps in s/ns -> micros (values are cast safely when written).
+
+    Raises:
+        SchemaError: a column name is not a valid Avro name or a type has no Avro equivalent
+            (uint64, null, duration, intervals, unions, non-string map keys...).
+    """
+    return _record_json(schema, record_name, namespace, "")
+
+
+def avro_schema_json(avro: AvroSchema) -> str:
+    """Compact JSON text of an Avro schema, as Java's ``Schema.toString()`` prints it.
+
+    A string is returned unchanged (so a schema read from a file round-trips byte for byte).
+    """
+    if isinstance(avro, str):
+        return avro
+    return json.dumps(avro, separators=(",", ":"), ensure_ascii=False)
+
+
+def with_meta_fields(schema: pa.Schema) -> pa.Schema:
+    """Return ``schema`` with the five Hudi meta columns first (string, nullable).
+
+    Meta columns already present keep their field definition and move to the front.
+    """
+    present = {f.name: f for f in schema if f.name in META_FIELDS}
+    meta = [present.get(n, pa.field(n, pa.string())) for n in META_FIELDS]
+    rest = [f for f in schema if f.name not in META_FIELDS]
+    return pa.schema(meta + rest, metadata=schema.metadata)
+
+
+def without_meta_fields(schema: pa.Schema) -> pa.Schema:
+    """Return ``schema`` without the Hudi meta columns (the five and ``_hoodie_operation``)."""
+    drop = {*META_FIELDS, OPERATION_FIELD}
+    return pa.schema([f for f in schema if f.name not in drop], metadata=schema.metadata)
+
+
+# --------------------------------------------------------------------------------------------
+# Vectorised decimal <-> two's complement big-endian bytes
+# --------------------------------------------------------------------------------------------
+
+
+def _validity(arr: pa.Array) -> pa.Buffer | None:
+    if arr.null_count == 0:
+        return None
+    valid = pc.invert(arr.is_null())
+    return cast(pa.Buffer, valid.buffers()[1])
+
+
+def _binary_layout(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, ends)`` byte offsets of each value of a (fixed size / large) binary array."""
+    n = len(arr)
+    if pa.types.is_fixed_size_binary(arr.type):
+        width = arr.type.byte_width
+        starts = (np.arange(n, dtype=np.int64) + arr.offset) * width
+        return starts, starts + width
+    dtype = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+    buf = arr.buffers()[1]
+    offsets = np.frombuffer(buf, dtype=dtype)[arr.offset : arr.offset + n + 1].astype(np.int64)
+    return offsets[:-1], offsets[1:]
+
+
+def decimal_from_bytes(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """Decode Avro decimals (big-endian two's complement ``bytes``/``fixed``) to ``target``.
+
+    Vectorised with numpy; ``target`` is a decimal128/decimal256 type.
+    """
+    if pa.types.is_binary_view(arr.type):
+        arr = arr.cast(pa.binary())
+    width = target.byte_width
+    n = len(arr)
+    starts, ends = _binary_layout(arr)
+    lengths = ends - starts
+    if n and int(lengths.max()) > width:
+        raise SchemaError(f"decimal value of {int(lengths.max())} bytes does not fit {target}")
+    data_buf = arr.buffers()[-1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    if data.size == 0:
+        data = np.zeros(1, np.uint8)
+    j = np.arange(width, dtype=np.int64)[None, :]
+    src = np.clip(ends[:, None] - 1 - j, 0, data.size - 1)
+    first = data[np.clip(starts, 0, data.size - 1)]
+    sign = np.where((lengths > 0) & (first >= 0x80), 0xFF, 0x00).astype(np.uint8)
+    little = np.where(j < lengths[:, None], data[src], sign[:, None]).astype(np.uint8)
+    return pa.Array.from_buffers(target, n, [_validity(arr), pa.py_buffer(little.tobytes())])
+
+
+def decimal_to_bytes(arr: pa.Array, size: int) -> pa.Array:
+    """Encode a decimal array as ``size``-byte big-endian two's complement (``fixed_size_binary``).
+
+    Raises:
+        SchemaError: a value does not fit in ``size`` bytes.
+    """
+    width = arr.type.byte_width
+    n = len(arr)
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.uint8)[arr.offset * width :]
+    big = raw[: n * width].reshape(n, width)[:, ::-1]
+    if size >= width:
+        sign = np.where(big[:, :1] >= 0x80, 0xFF, 0x00).astype(np.uint8)
+        out = np.hstack([np.repeat(sign, size - width, axis=1), big])
+    else:
+        out = big[:, width - size :]
+        sign = np.where(out[:, :1] >= 0x80, 0xFF, 0x00).astype(np.uint8)
+        fits = (big[:, : width - size] == sign).all(axis=1) | ~_valid_mask(arr)
+        if not fits.all():
+            raise SchemaError(f"decimal value does not fit {size} bytes ({arr.type})")
+    buf = pa.py_buffer(np.ascontiguousarray(out).tobytes())
+    return pa.Array.from_buffers(pa.binary(size), n, [_validity(arr), buf])
+
+
+def _valid_mask(arr: pa.Array) -> np.ndarray:
+    if arr.null_count == 0:
+        return np.ones(len(arr), dtype=bool)
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+# --------------------------------------------------------------------------------------------
+# Record data
+# --------------------------------------------------------------------------------------------
+
+
+def _map_chunks(
+    col: pa.ChunkedArray | pa.Array, fn: Callable[[pa.Array], pa.Array]
+) -> pa.ChunkedArray | pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        chunks = [fn(c) for c in col.chunks]
+        if not chunks:
+            return pa.chunked_array([], type=fn(pa.array([], type=col.type)).type)
+        return pa.chunked_array(chunks)
+    return fn(col)
+
+
+def _has_decimal(t: pa.DataType) -> bool:
+    if pa.types.is_decimal(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_decimal(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_decimal(t.value_type)
+    if pa.types.is_map(t):
+        return _has_decimal(t.item_type)
+    return False
+
+
+def from_physical(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """Convert an array of raw Avro values (ints, decimal bytes) to the logical ``target`` type."""
+    if arr.type == target:
+        return arr
+    if pa.types.is_decimal(target):
+        return decimal_from_bytes(arr, target)
+    if not _has_decimal(target):
+        return arr.cast(target)
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(target):
+        sarr = cast(pa.StructArray, arr)
+        children = [from_physical(sarr.field(i), f.type) for i, f in enumerate(target)]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if pa.types.is_map(target):
+        marr = cast(pa.MapArray, arr)
+        items = from_physical(marr.items, target.item_type)
+        return pa.MapArray.from_arrays(
+            marr.offsets, marr.keys, items, type=target, mask=mask
+        )
+    larr = cast(pa.ListArray, arr)
+    values = from_physical(larr.values, target.value_type)
+    return pa.ListArray.from_arrays(larr.offsets, values, type=target, mask=mask)
+
+
+def raw_avro_records_to_arrow(records: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Build a table from records fastavro decoded with :func:`strip_logical_types`.
+
+    ``schema`` is the logical Arrow schema (:func:`avro_to_arrow_schema`); the records hold the
+    raw values (ints for timestamps/dates/times, big-endian bytes for decimals).
+    """
+    physical = _physical_of(schema)
+    table = pa.Table.from_pylist(records, schema=physical)
+    if physical == schema:
+        return table
+    columns = [
+        _map_chunks(table.column(i), lambda a, t=f.type: from_physical(a, t))
+        for i, f in enumerate(schema)
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _physical_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_decimal(t):
+        return pa.binary()
+    if pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_date64(t):
+        return pa.int64()
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return pa.int32()
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_physical_type(f.type)) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_physical_type(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field, t.item_field.with_type(_physical_type(t.item_type)))
+    return t
+
+
+def _physical_of(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(_physical_type(f.type)) for f in schema])
+
+
+def _to_python_value(v: Any) -> Any:
+    """Make fastavro's logical values acceptable to pyarrow (uuid.UUID -> str, recursively)."""
+    if isinstance(v, dict):
+        return {k: _to_python_value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_to_python_value(x) for x in v]
+    if v is None or isinstance(v, (str, bytes, int, float, Decimal)):
+        return v
+    if type(v).__name__ == "UUID":
+        return str(v)
+    return v
+
+
+def avro_records_to_arrow(records: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Build a table of exactly ``schema``'s types from records as fastavro decodes them.
+
+    Accepts fastavro's logical values (``Decimal``, tz-aware ``datetime``, ``date``, ``time``,
+    ``UUID``) as well as raw ones (ints for temporal types, two's complement bytes for decimals).
+    """
+    errors = (pa.ArrowTypeError, pa.ArrowInvalid, TypeError)
+    try:
+        return pa.Table.from_pylist(records, schema=schema)
+    except errors:
+        pass
+    try:
+        return raw_avro_records_to_arrow(records, schema)
+    except errors:
+        pass
+    return pa.Table.from_pylist([_to_python_value(r) for r in records], schema=schema)
+
+
+def to_physical(arr: pa.Array, node: AvroType) -> pa.Array:
+    """Convert ``arr`` (already of the Avro schema's Arrow type) to raw Avro-encodable values."""
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.dictionary_decode()
+        t = arr.type
+    if pa.types.is_decimal(t):
+        size = node.size if node.kind == "fixed" and node.size else decimal_fixed_size(t.precision)
+        return decimal_to_bytes(arr, size)
+    if pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_date64(t):
+        return arr.cast(pa.int64())
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return arr.cast(pa.int32())
+    if pa.types.is_struct(t) and node.kind == "record":
+        sarr = cast(pa.StructArray, arr)
+        children = [to_physical(sarr.field(i), ft) for i, (_, ft, _) in enumerate(node.fields)]
+        mask = arr.is_null() if arr.null_count else None
+        names = [f.name for f in t]
+        return pa.StructArray.from_arrays(children, names=names, mask=mask)
+    if pa.types.is_map(t) and node.items is not None:
+        marr = cast(pa.MapArray, arr)
+        items = to_physical(marr.items, node.items)
+        mask = arr.is_null() if arr.null_count else None
+        return pa.MapArray.from_arrays(marr.offsets, marr.keys, items, mask=mask)
+    if pa.types.is_list(t) and node.items is not None:
+        larr = cast(pa.ListArray, arr)
+        values = to_physical(larr.values, node.items)
+        mask = arr.is_null() if arr.null_count else None
+        return pa.ListArray.from_arrays(larr.offsets, values, mask=mask)
+    return arr
+
+
+def arrow_to_avro_records(
+    table: pa.Table, avro_schema: AvroSchema | None = None
+) -> list[dict[str, Any]]:
+    """Return the per-record dicts fastavro encodes for ``table``.
+
+    Values are the raw Avro values (which fastavro also accepts for logical types): ints for
+    timestamps (in the Avro schema's unit), dates and times; big-endian two's complement bytes
+    for decimals (the ``fixed`` size of ``avro_schema``, else the minimal size for the
+    precision); dicts for maps. Encoding with :func:`strip_logical_types` of the schema skips
+    fastavro's per-value logical conversions.
+
+    Args:
+        table: the rows; with ``avro_schema`` they are first cast to its types (see
+            :func:`conform_table`).
+        avro_schema: the writer schema; default: :func:`arrow_to_avro_schema` of the table.
+
+    Raises:
+        SchemaError: the table does not fit the Avro schema.
+    """
+    if avro_schema is None:
+        avro_schema = arrow_to_avro_schema(table.schema, "record", "")
+    node = resolve_avro(avro_schema)
+    table = conform_table(table, pa.schema(cast(pa.StructType, _arrow_type(node))))
+    columns = [
+        _map_chunks(table.column(i), lambda a, t=ft: to_physical(a, t))
+        for i, (_, ft, _) in enumerate(node.fields)
+    ]
+    physical = pa.Table.from_arrays(columns, names=table.column_names)
+    return physical.to_pylist(maps_as_pydicts="strict")
+
+
+# --------------------------------------------------------------------------------------------
+# Schema evolution
+# --------------------------------------------------------------------------------------------
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _is_binary(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_binary_view(t)
+        or pa.types.is_fixed_size_binary(t)
+    )
+
+
+def _int_bits(t: pa.DataType) -> int:
+    return int(t.bit_width) if pa.types.is_integer(t) else 0
+
+
+def _widens(src: pa.DataType, dst: pa.DataType) -> bool:
+    """True if every ``src`` value converts to ``dst`` without loss (Avro/Hudi promotions)."""
+    if pa.types.is_integer(src) and pa.types.is_integer(dst):
+        if pa.types.is_signed_integer(src) == pa.types.is_signed_integer(dst):
+            return _int_bits(dst) >= _int_bits(src)
+        return pa.types.is_unsigned_integer(src) and _int_bits(dst) > _int_bits(src)
+    if pa.types.is_integer(src) and pa.types.is_floating(dst):
+        return True  # Avro promotes int/long to float/double
+    if pa.types.is_floating(src) and pa.types.is_floating(dst):
+        return dst.bit_width >= src.bit_width
+    if pa.types.is_decimal(src) and pa.types.is_decimal(dst):
+        return dst.scale >= src.scale and dst.precision - dst.scale >= src.precision - src.scale
+    if _is_string(dst):
+        return (
+            _is_string(src)
+            or _is_binary(src)
+            or pa.types.is_integer(src)
+            or pa.types.is_floating(src)
+            or pa.types.is_decimal(src)
+            or pa.types.is_date(src)
+        )
+    if _is_binary(dst):
+        return _is_binary(src) or _is_string(src)
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst):
+        order = ["s", "ms", "us", "ns"]
+        same_zone = (src.tz is None) == (dst.tz is None)
+        return same_zone and order.index(dst.unit) >= order.index(src.unit)
+    if pa.types.is_date32(src) and pa.types.is_timestamp(dst):
+        return True
+    return False
+
+
+def _check_promotion(src: pa.DataType, dst: pa.DataType, path: str) -> None:
+    if pa.types.is_dictionary(src):
+        src = src.value_type
+    if src == dst or pa.types.is_null(src):
+        return
+    if pa.types.is_struct(src) and pa.types.is_struct(dst):
+        names = {f.name: f for f in src}
+        for f in dst:
+            if f.name in names:
+                _check_promotion(names[f.name].type, f.type, f"{path}.{f.name}")
+            elif not f.nullable:
+                raise SchemaError(f"column {path}.{f.name!s} is missing and not nullable")
+        return
+    src_list = pa.types.is_list(src) or pa.types.is_large_list(src)
+    if src_list and (pa.types.is_list(dst) or pa.types.is_large_list(dst)):
+        _check_promotion(src.value_type, dst.value_type, f"{path}[]")
+        return
+    if pa.types.is_map(src) and pa.types.is_map(dst):
+        _check_promotion(src.key_type, dst.key_type, f"{path}{{key}}")
+        _check_promotion(src.item_type, dst.item_type, f"{path}{{}}")
+        return
+    if not _widens(src, dst):
+        raise SchemaError(f"column {path!r}: cannot promote {src} to {dst}")
+
+
+def _cast_column(
+    col: pa.ChunkedArray, target: pa.DataType, path: str, safe: bool = True
+) -> pa.ChunkedArray:
+    if col.type == target:
+        return col
+    try:
+        if pa.types.is_null(col.type):
+            return pa.chunked_array([pa.nulls(len(col), type=target)])
+        return col.cast(target, safe=safe)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise SchemaError(f"column {path!r}: cannot cast {col.type} to {target}: {e}") from e
+
+
+def promote_table(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """Bring ``table`` (rows written with an older schema) to the ``target`` schema.
+
+    Columns are matched by name and reordered to ``target``; columns missing from ``table`` are
+    added as nulls; columns not in ``target`` are dropped; types are widened the way Avro/Hudi
+    schema evolution allows (int8 -> int16 -> int32 -> int64, integers -> float/double,
+    float -> double, decimal(p, s) -> wider decimal, numbers/decimals/dates/binary -> string,
+    string -> binary, timestamp units to finer ones), recursively inside structs, lists and maps
+    (missing struct fields become null).
+
+    Raises:
+        SchemaError: a column's type cannot be promoted safely, or a non-nullable target column
+            is missing (the message names the column).
+    """
+    if table.schema == target:
+        return table
+    columns = []
+    for f in target:
+        idx = table.schema.get_field_index(f.name)
+        if idx < 0:
+            if not f.nullable:
+                raise SchemaError(f"column {f.name!r} is missing and not nullable")
+            columns.append(pa.chunked_array([pa.nulls(table.num_rows, type=f.type)]))
+            continue
+        col = table.column(idx)
+        _check_promotion(col.type, f.type, f.name)
+        columns.append(_cast_column(col, f.type, f.name))
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def conform_table(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """Cast ``table`` to ``target`` for writing: same columns (any order), value-checked casts.
+
+    Unlike :func:`promote_table` narrowing casts are allowed when every value survives (pyarrow
+    ``safe`` casts: no overflow, no truncated timestamps); missing nullable columns become null.
+
+    Raises:
+        SchemaError: an extra column, a missing non-nullable column, nulls in a non-nullable
+            column or a value that does not survive the cast (the message names the column).
+    """
+    extra = [n for n in table.column_names if target.get_field_index(n) < 0]
+    if extra:
+        raise SchemaError(f"columns {extra} are not in the schema {target.names}")
+    if table.schema == target:
+        return table
+    columns = []
+    for f in target:
+        idx = table.schema.get_field_index(f.name)
+        if idx < 0:
+            if not f.nullable:
+                raise SchemaError(f"column {f.name!r} is missing and not nullable")
+            columns.append(pa.chunked_array([pa.nulls(table.num_rows, type=f.type)]))
+            continue
+        col = table.column(idx)
+        if not f.nullable and col.null_count:
+            raise SchemaError(f"column {f.name!r} holds nulls but is not nullable")
+        columns.append(_cast_column(col, f.type, f.name))
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+# --------------------------------------------------------------------------------------------
+# Small helpers for callers
+# --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def cached_arrow_schema(avro_json: str) -> pa.Schema:
+    """:func:`avro_to_arrow_schema` of a schema JSON string, memoised (log headers repeat)."""
+    return avro_to_arrow_schema(avro_json)

@@ -1,0 +1,217 @@
+"""Storage: the only module that touches files.
+
+Everything goes through :mod:`pyarrow.fs`, so local paths and URIs (``file://``, ``s3://``,
+``gs://``, ``hdfs://``) work the same. Paths handed to and returned by :class:`Storage` are
+*relative to the table base path* and use ``/`` separators.
+
+Two primitives carry the writer's atomicity:
+
+* :meth:`Storage.create_if_absent` -- atomic create-if-absent (``O_EXCL`` locally; on object
+  stores a check-then-write, which is what Hudi itself does there);
+* :meth:`Storage.write_atomic` -- write to a temporary name, then rename over the target, so a
+  reader sees the old file or the complete new one, never a torn one.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from hudi_ds.errors import HudiError
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A listed file: path relative to the base path, size in bytes and modification time (ms)."""
+
+    path: str
+    size: int
+    mtime_ms: int
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+class Storage:
+    """File access rooted at a table's base path.
+
+    Args:
+        base_uri: a local path or a URI understood by ``pyarrow.fs.FileSystem.from_uri``.
+        filesystem: an explicit pyarrow filesystem (then ``base_uri`` is a path inside it).
+    """
+
+    def __init__(self, base_uri: str, filesystem: pafs.FileSystem | None = None) -> None:
+        self.base_uri = str(base_uri)
+        if filesystem is not None:
+            self.fs = filesystem
+            self.root = self.base_uri.rstrip("/")
+        elif "://" in self.base_uri:
+            self.fs, root = pafs.FileSystem.from_uri(self.base_uri)
+            self.root = root.rstrip("/")
+        else:
+            self.fs = pafs.LocalFileSystem()
+            self.root = os.path.abspath(self.base_uri).rstrip("/") or "/"
+        self.is_local = isinstance(self.fs, pafs.LocalFileSystem)
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        # pickles as its URI: cheap to send to Spark executors
+        uri = self.base_uri if "://" in self.base_uri else self.root
+        return (Storage, (uri,))
+
+    # -- paths -------------------------------------------------------------------------------
+    def full_path(self, rel: str = "") -> str:
+        """The filesystem path of ``rel`` (relative to the base path)."""
+        return self.root if not rel else f"{self.root}/{rel.lstrip('/')}"
+
+    def uri(self, rel: str = "") -> str:
+        """A URI of ``rel`` suitable for other readers (hudi-rs, Spark)."""
+        if "://" in self.base_uri:
+            base = self.base_uri.rstrip("/")
+            return base if not rel else f"{base}/{rel.lstrip('/')}"
+        return self.full_path(rel)
+
+    def sub(self, rel: str) -> Storage:
+        """A Storage rooted at a sub folder (e.g. the metadata table)."""
+        return Storage(self.full_path(rel), self.fs)
+
+    # -- queries -----------------------------------------------------------------------------
+    def exists(self, rel: str) -> bool:
+        return self.fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound
+
+    def is_dir(self, rel: str) -> bool:
+        return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory
+
+    def info(self, rel: str) -> FileInfo | None:
+        fi = self.fs.get_file_info(self.full_path(rel))
+        if fi.type != pafs.FileType.File:
+            return None
+        return FileInfo(rel, int(fi.size or 0), _mtime_ms(fi))
+
+    def list_files(self, rel: str = "", recursive: bool = False) -> list[FileInfo]:
+        """Files directly in ``rel`` (or below it when ``recursive``); empty if it is missing."""
+        return [f for f, is_dir in self._list(rel, recursive) if not is_dir]
+
+    def list_dirs(self, rel: str = "") -> list[str]:
+        """Sub folders directly in ``rel`` (relative paths)."""
+        return [f.path for f, is_dir in self._list(rel, False) if is_dir]
+
+    def _list(self, rel: str, recursive: bool) -> Iterator[tuple[FileInfo, bool]]:
+        sel = pafs.FileSelector(self.full_path(rel), allow_not_found=True, recursive=recursive)
+        prefix = len(self.root) + 1 if self.root != "/" else 1
+        for fi in self.fs.get_file_info(sel):
+            path = fi.path[prefix:] if fi.path.startswith(self.root) else fi.path
+            yield (
+                FileInfo(path, int(fi.size or 0), _mtime_ms(fi)),
+                fi.type == pafs.FileType.Directory,
+            )
+
+    # -- reads -------------------------------------------------------------------------------
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            with self.fs.open_input_stream(self.full_path(rel)) as f:
+                return bytes(f.read())
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            if not self.exists(rel):
+                raise FileNotFoundError(self.full_path(rel)) from e
+            raise
+
+    def read_text(self, rel: str) -> str:
+        return self.read_bytes(rel).decode("utf-8")
+
+    def open_input_file(self, rel: str) -> pa.NativeFile:
+        """A random-access file (for Parquet)."""
+        return self.fs.open_input_file(self.full_path(rel))
+
+    # -- writes ------------------------------------------------------------------------------
+    def makedirs(self, rel: str) -> None:
+        self.fs.create_dir(self.full_path(rel), recursive=True)
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Write (or overwrite) a file in place; use :meth:`write_atomic` for commit points."""
+        self._ensure_parent(rel)
+        with self.fs.open_output_stream(self.full_path(rel)) as f:
+            f.write(data)
+
+    def open_output_stream(self, rel: str) -> pa.NativeFile:
+        self._ensure_parent(rel)
+        return self.fs.open_output_stream(self.full_path(rel))
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        """Write ``data`` to a temporary sibling, then rename it onto ``rel``."""
+        self._ensure_parent(rel)
+        parent, _, name = rel.rpartition("/")
+        tmp = _join(parent, f".{name}.{uuid.uuid4().hex}.tmp")
+        with self.fs.open_output_stream(self.full_path(tmp)) as f:
+            f.write(data)
+        try:
+            self.fs.move(self.full_path(tmp), self.full_path(rel))
+        except Exception:
+            self.delete(tmp)
+            raise
+
+    def create_if_absent(self, rel: str, data: bytes = b"") -> bool:
+        """Atomically create ``rel`` with ``data`` unless it exists. Returns True if created."""
+        self._ensure_parent(rel)
+        if self.is_local:
+            try:
+                fd = os.open(self.full_path(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return True
+        if self.exists(rel):
+            return False
+        self.write_bytes(rel, data)
+        return True
+
+    def rename(self, src: str, dst: str) -> None:
+        self._ensure_parent(dst)
+        self.fs.move(self.full_path(src), self.full_path(dst))
+
+    def delete(self, rel: str) -> bool:
+        """Delete a file if present. Returns True if something was deleted."""
+        try:
+            self.fs.delete_file(self.full_path(rel))
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError:
+            if self.exists(rel):
+                raise
+            return False
+
+    def delete_dir(self, rel: str) -> None:
+        if self.is_dir(rel):
+            self.fs.delete_dir(self.full_path(rel))
+
+    def _ensure_parent(self, rel: str) -> None:
+        parent = rel.rpartition("/")[0]
+        if parent:
+            self.fs.create_dir(self.full_path(parent), recursive=True)
+        elif not self.exists(""):
+            self.fs.create_dir(self.root, recursive=True)
+
+
+def _mtime_ms(fi: pafs.FileInfo) -> int:
+    mt = fi.mtime_ns
+    return int(mt // 1_000_000) if mt is not None else 0
+
+
+class StorageError(HudiError):
+    """A storage operation failed."""

@@ -1,0 +1,93 @@
+"""Read filters: ``(column, op, value)`` tuples, partition pruning and row filtering."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_ds.errors import ConfigError
+
+Filter = tuple[str, str, Any]
+OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
+
+
+def normalize_filters(filters: Sequence[Filter], schema: pa.Schema) -> list[Filter]:
+    """Check every filter names a known column and a supported operator."""
+    out: list[Filter] = []
+    for f in filters:
+        if not isinstance(f, (tuple, list)) or len(f) != 3:
+            raise ConfigError(f"invalid filter {f!r}: expected (column, op, value)")
+        col, op, value = f
+        op = str(op).strip().lower()
+        if op not in OPS:
+            raise ConfigError(f"invalid filter operator {op!r} in {f!r}; use one of {OPS}")
+        if schema.get_field_index(col) < 0:
+            raise ConfigError(f"filter on unknown column '{col}'; columns are {schema.names}")
+        if op in ("in", "not in") and not isinstance(value, (list, tuple, set, frozenset)):
+            raise ConfigError(f"filter {f!r}: '{op}' needs a list of values")
+        out.append((col, "=" if op == "==" else op, value))
+    return out
+
+
+_FUNCS = {
+    "=": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
+
+
+def _compare(field: Any, op: str, value: Any) -> Any:
+    """``field op value`` for an Arrow array or a compute expression."""
+    if op in _FUNCS:
+        return _FUNCS[op](field, pa.scalar(value) if not isinstance(value, pa.Scalar) else value)
+    if op == "in":
+        return pc.is_in(field, value_set=pa.array(list(value)))
+    if op == "not in":
+        return pc.invert(pc.is_in(field, value_set=pa.array(list(value))))
+    raise ConfigError(f"unsupported filter operator {op!r}")
+
+
+def filter_expression(filters: Sequence[Filter]) -> pc.Expression | None:
+    """The AND of all filters as a pyarrow compute expression (None when there are none)."""
+    expr = None
+    for col, op, value in filters:
+        e = _compare(pc.field(col), op, value)
+        expr = e if expr is None else expr & e
+    return expr
+
+
+def prune_partition(
+    values: list[str],
+    fields: list[str],
+    filters: Sequence[Filter],
+    schema: pa.Schema,
+    key_generator: str,
+) -> bool:
+    """False only when a filter on a partition column surely excludes this partition.
+
+    Only SIMPLE/COMPLEX key generators write the column value itself as the partition value;
+    for others (timestamp-based ...) pruning is skipped and rows are filtered after reading.
+    """
+    if key_generator not in ("SIMPLE", "COMPLEX") or not filters:
+        return True
+    for col, op, value in filters:
+        if col not in fields:
+            continue
+        raw = values[fields.index(col)]
+        if raw == "__HIVE_DEFAULT_PARTITION__":
+            continue
+        try:
+            typed = pa.array([raw]).cast(schema.field(col).type)
+            keep = _compare(typed, op, value)
+            result = keep.to_pylist()[0] if hasattr(keep, "to_pylist") else bool(keep)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
+            continue
+        if result is False:
+            return False
+    return True

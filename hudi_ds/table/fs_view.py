@@ -1,0 +1,187 @@
+"""The file-system view: partitions, file groups and the file slices visible as of an instant.
+
+Files are found by listing storage (the metadata table is not needed). Which files count is
+decided by a :class:`Visibility`: the set of data instants (completed commit, deltacommit and
+replacecommit, by requested time) that a query may see. Files of instants older than the first
+active instant are treated as committed (they were archived), as Java does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from hudi_ds.layout.file_group import BaseFile, FileGroup, FileSlice, LogFile
+from hudi_ds.layout.naming import (
+    PARTITION_METADATA_FILE,
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Which instants' files and log blocks a query sees.
+
+    Attributes:
+        instants: requested times of the visible completed data instants.
+        completion: completion time of each visible instant (layout 2; requested time in layout 1).
+        first_active: the earliest instant on the active timeline; older files count as archived
+            (committed) instants.
+        replaced: file ids replaced (insert_overwrite / clustering) by visible replacecommits,
+            per partition.
+        pending_compactions: requested times of compactions scheduled but not completed.
+    """
+
+    instants: frozenset[str]
+    completion: dict[str, str] = field(default_factory=dict)
+    first_active: str | None = None
+    replaced: dict[str, frozenset[str]] = field(default_factory=dict)
+    pending_compactions: frozenset[str] = frozenset()
+
+    def sees(self, instant_time: str) -> bool:
+        if instant_time in self.instants:
+            return True
+        return self.first_active is not None and instant_time < self.first_active
+
+    def completion_of(self, instant_time: str) -> str:
+        return self.completion.get(instant_time, instant_time)
+
+
+class FileSystemView:
+    """File groups of a table, built by listing its partitions."""
+
+    def __init__(self, storage: Storage, config: TableConfig) -> None:
+        self.storage = storage
+        self.config = config
+        self._groups: dict[str, list[FileGroup]] = {}
+        self._partitions: list[str] | None = None
+
+    # -- listing -------------------------------------------------------------------------------
+    def partitions(self) -> list[str]:
+        """Relative paths of every partition holding data files (``""`` = non-partitioned)."""
+        if self._partitions is None:
+            found: list[str] = []
+            self._walk("", found)
+            self._partitions = sorted(found)
+        return self._partitions
+
+    def _walk(self, rel: str, found: list[str]) -> None:
+        has_data = False
+        for f in self.storage.list_files(rel):
+            name = f.name
+            if name == PARTITION_METADATA_FILE or name.startswith(PARTITION_METADATA_FILE):
+                has_data = True
+            elif parse_base_file_name(name) or parse_log_file_name(name):
+                has_data = True
+        if has_data:
+            found.append(rel)
+        for d in self.storage.list_dirs(rel):
+            leaf = d.rsplit("/", 1)[-1]
+            if leaf.startswith(".") or (rel == "" and leaf in ("__MACOSX",)):
+                continue
+            self._walk(d, found)
+
+    def file_groups(self, partition: str) -> list[FileGroup]:
+        """Every file group of ``partition`` with all its files (committed or not)."""
+        if partition not in self._groups:
+            self._groups[partition] = self._load_groups(partition)
+        return self._groups[partition]
+
+    def _load_groups(self, partition: str) -> list[FileGroup]:
+        base: dict[str, list[BaseFile]] = {}
+        logs: dict[str, list[LogFile]] = {}
+        for f in self.storage.list_files(partition):
+            b = parse_base_file_name(f.name)
+            if b is not None:
+                base.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))
+                continue
+            lg = parse_log_file_name(f.name)
+            if lg is not None and lg.extension == "log" and not lg.cdc:
+                logs.setdefault(lg.file_id, []).append(LogFile(f.path, lg, f.size))
+        groups = []
+        for fid in sorted(set(base) | set(logs)):
+            groups.append(FileGroup(partition, fid, base.get(fid, []), logs.get(fid, [])))
+        return groups
+
+    # -- slices --------------------------------------------------------------------------------
+    def latest_file_slices(
+        self, partition: str, vis: Visibility, *, include_logs: bool = True
+    ) -> list[FileSlice]:
+        """The latest visible, merged file slice of every live file group of ``partition``.
+
+        With a compaction pending at C, logs written after it was scheduled sit in slice C,
+        which has no base file yet; they are merged into the slice before it, as Java does.
+        """
+        replaced = vis.replaced.get(partition, frozenset())
+        out = []
+        for g in self.file_groups(partition):
+            if g.file_id in replaced:
+                continue
+            s = self._latest_slice(g, vis, include_logs)
+            if s is not None and not s.is_empty:
+                out.append(s)
+        return out
+
+    def _latest_slice(self, g: FileGroup, vis: Visibility, include_logs: bool) -> FileSlice | None:
+        base_files, log_files = g.base_files, g.log_files
+        layout2 = self.config.timeline_layout_version >= 2
+        slices: dict[str, FileSlice] = {}
+        for b in base_files:
+            if vis.sees(b.instant_time):
+                s = slices.setdefault(
+                    b.instant_time, FileSlice(g.partition_path, g.file_id, b.instant_time)
+                )
+                s.base_file = b
+        # a pending compaction opens a new (base-less) slice
+        pending = sorted(vis.pending_compactions)
+        if include_logs:
+            if layout2:
+                self._assign_logs_v8(g, log_files, slices, vis, pending)
+            else:
+                for lf in log_files:
+                    key = lf.instant_time
+                    slices.setdefault(key, FileSlice(g.partition_path, g.file_id, key))
+                    slices[key].log_files.append(lf)
+        if not slices:
+            return None
+        keys = sorted(slices)
+        latest = slices[keys[-1]]
+        if latest.base_file is None and len(keys) > 1 and keys[-1] in vis.pending_compactions:
+            prev = slices[keys[-2]]
+            merged = FileSlice(
+                g.partition_path,
+                g.file_id,
+                prev.base_instant_time,
+                prev.base_file,
+                prev.log_files + latest.log_files,
+            )
+            latest = merged
+        latest.log_files = sorted(latest.log_files, key=LogFile.sort_key)
+        return latest
+
+    @staticmethod
+    def _assign_logs_v8(
+        g: FileGroup,
+        log_files: Iterable[LogFile],
+        slices: dict[str, FileSlice],
+        vis: Visibility,
+        pending: list[str],
+    ) -> None:
+        visible = []
+        for lf in log_files:
+            if not vis.sees(lf.instant_time):
+                continue
+            done = vis.completion_of(lf.instant_time)
+            visible.append(
+                LogFile(lf.path, lf.name, lf.size, completion_time=done)
+            )
+        visible.sort(key=LogFile.sort_key)
+        for lf in visible:
+            keys = sorted(set(slices) | {p for p in pending if p <= lf.completion_time})
+            cands = [k for k in keys if k <= lf.completion_time]
+            key = cands[-1] if cands else lf.instant_time
+            slices.setdefault(key, FileSlice(g.partition_path, g.file_id, key))
+            slices[key].log_files.append(lf)

@@ -1,0 +1,253 @@
+"""Reading file slices: base file, then log blocks in timeline order, merged per record key.
+
+For each visible file slice the reader
+
+1. reads the base file (Parquet; Lance when the optional ``pylance`` is installed);
+2. scans the slice's log files in order, keeping the blocks of visible instants, dropping blocks
+   that a rollback command block invalidates, and skipping (and counting) corrupt blocks;
+3. merges every version of every key through the merge engine
+   (:func:`hudi_ds.merge.engine.resolve_latest`), honouring delete blocks with ordering values
+   and ``_hoodie_is_deleted``.
+
+Everything stays Arrow: the only per-row work is inside pyarrow/numpy kernels (and fastavro for
+Avro log blocks, which are row-based by nature).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hudi_ds.errors import CorruptFileError, UnsupportedError
+from hudi_ds.keygen import record_keys
+from hudi_ds.layout.file_group import BaseFile, FileSlice
+from hudi_ds.log.block import BlockType, LogBlock
+from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
+from hudi_ds.merge.engine import MergeInput, resolve_latest
+from hudi_ds.schema import IS_DELETED_FIELD, promote_table
+from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import Visibility
+
+log = logging.getLogger("hudi_ds.read")
+
+RECORD_KEY = "_hoodie_record_key"
+
+
+@dataclass
+class ReadStats:
+    """What a read touched and what it skipped (reported, never silently dropped)."""
+
+    base_files: int = 0
+    log_files: int = 0
+    log_blocks: int = 0
+    corrupt_blocks: int = 0
+    corrupt_bytes: int = 0
+    uncommitted_blocks: int = 0
+    rolled_back_blocks: int = 0
+    corrupt_files: list[str] = field(default_factory=list)
+
+    def add(self, other: ReadStats) -> None:
+        for k in ("base_files", "log_files", "log_blocks", "corrupt_blocks", "corrupt_bytes"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.uncommitted_blocks += other.uncommitted_blocks
+        self.rolled_back_blocks += other.rolled_back_blocks
+        self.corrupt_files.extend(other.corrupt_files)
+
+
+@dataclass(frozen=True)
+class SliceReadContext:
+    """What a task needs to read and merge slices (small and picklable)."""
+
+    schema: pa.Schema
+    record_key_fields: tuple[str, ...]
+    complex_key: bool
+    ordering_field: str | None
+    merge_mode: str
+    populate_meta_fields: bool = True
+
+
+def read_base_file(
+    storage: Storage, base: BaseFile, schema: pa.Schema, columns: list[str] | None = None
+) -> pa.Table:
+    """Read a base file and bring it to ``schema`` (optionally only ``columns``)."""
+    target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+    try:
+        if base.name.extension == ".parquet":
+            with storage.open_input_file(base.path) as f:
+                pf = pq.ParquetFile(f)
+                present = [c for c in target.names if c in pf.schema_arrow.names]
+                table = pf.read(columns=present)
+        elif base.name.extension == ".lance":
+            table = _read_lance(storage, base, target.names)
+        else:
+            raise UnsupportedError(f"base file format {base.name.extension} ({base.path})")
+    except (OSError, pa.ArrowInvalid) as e:
+        raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
+    return promote_table(table, target)
+
+
+def _read_lance(storage: Storage, base: BaseFile, names: list[str]) -> pa.Table:
+    try:
+        from lance.file import LanceFileReader  # type: ignore[import-not-found]
+    except ImportError as e:  # pragma: no cover - depends on the optional extra
+        raise UnsupportedError(
+            f"{base.path} is a Lance base file; install hudi_ds[lance] (the 'pylance' package)"
+        ) from e
+    table = LanceFileReader(storage.uri(base.path)).read_all().to_table()
+    return table.select([c for c in names if c in table.column_names])
+
+
+def scan_slice_logs(
+    storage: Storage, fslice: FileSlice, vis: Visibility, stats: ReadStats
+) -> list[LogBlock]:
+    """The valid data and delete blocks of a slice's log files, in application order."""
+    blocks: list[LogBlock] = []
+    for lf in fslice.log_files:
+        stats.log_files += 1
+        try:
+            data = storage.read_bytes(lf.path)
+        except FileNotFoundError:
+            continue
+        scan = scan_log_bytes(data, lf.path)
+        if scan.corrupt_blocks:
+            stats.corrupt_blocks += scan.corrupt_blocks
+            stats.corrupt_bytes += scan.skipped_bytes
+            stats.corrupt_files.append(lf.path)
+        blocks.extend(scan.blocks)
+    stats.log_blocks += len(blocks)
+    # rollback command blocks invalidate earlier blocks of their target instant
+    out: list[LogBlock] = []
+    for b in blocks:
+        if b.block_type == BlockType.COMMAND:
+            if b.is_rollback_command and b.target_instant_time:
+                before = len(out)
+                out = [x for x in out if x.instant_time != b.target_instant_time]
+                stats.rolled_back_blocks += before - len(out)
+            continue
+        if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE):
+            continue
+        if not b.instant_time or not vis.sees(b.instant_time):
+            stats.uncommitted_blocks += 1
+            continue
+        out.append(b)
+    return out
+
+
+def read_file_slice(
+    storage: Storage,
+    fslice: FileSlice,
+    vis: Visibility,
+    ctx: SliceReadContext,
+    stats: ReadStats,
+    columns: list[str] | None = None,
+) -> pa.Table:
+    """Read one file slice as merged, live rows in ``ctx.schema`` (or ``columns`` of it)."""
+    schema = ctx.schema
+    blocks = scan_slice_logs(storage, fslice, vis, stats) if fslice.log_files else []
+    if not blocks:
+        if fslice.base_file is None:
+            return schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
+        stats.base_files += 1
+        table = read_base_file(storage, fslice.base_file, schema, columns=None)
+        table = _drop_deleted(table)
+        return table if columns is None else _project(table, columns)
+
+    data_tables: list[pa.Table] = []
+    keys: list[pa.Array] = []
+    ordering: list[pa.Array] = []
+    is_delete: list[np.ndarray] = []
+    natural: list[np.ndarray] = []
+    seq: list[np.ndarray] = []
+    data_pos: list[np.ndarray] = []  # index into the concatenated data rows, -1 for deletes
+    n_data = 0
+    ord_type = schema.field(ctx.ordering_field).type if _has(schema, ctx.ordering_field) else None
+
+    def add_data(t: pa.Table, source: int) -> None:
+        nonlocal n_data
+        n = t.num_rows
+        data_tables.append(t)
+        keys.append(_keys_of(t, ctx))
+        if ord_type is not None:
+            ordering.append(t.column(ctx.ordering_field).combine_chunks())
+        dele = t.column(IS_DELETED_FIELD) if IS_DELETED_FIELD in t.column_names else None
+        is_delete.append(
+            np.zeros(n, bool)
+            if dele is None
+            else np.asarray(pc.fill_null(dele, False).combine_chunks(), bool)
+        )
+        natural.append(np.zeros(n, bool))
+        seq.append((source << 32) + np.arange(n, dtype=np.int64))
+        data_pos.append(np.arange(n_data, n_data + n, dtype=np.int64))
+        n_data += n
+
+    source = 0
+    if fslice.base_file is not None:
+        stats.base_files += 1
+        add_data(read_base_file(storage, fslice.base_file, schema), source)
+    for b in blocks:
+        source += 1
+        if b.block_type == BlockType.DELETE:
+            d = decode_delete_block(b)
+            n = d.num_rows
+            keys.append(d.column(RECORD_KEY).combine_chunks().cast(pa.string()))
+            ov = d.column("_ordering_value").combine_chunks()
+            if ord_type is not None:
+                ov = _cast_or_null(ov, ord_type)
+                ordering.append(ov)
+            is_delete.append(np.ones(n, bool))
+            natural.append(np.asarray(ov.is_null(), bool))
+            seq.append((source << 32) + np.arange(n, dtype=np.int64))
+            data_pos.append(np.full(n, -1, dtype=np.int64))
+        else:
+            add_data(decode_data_block(b, schema), source)
+
+    inp = MergeInput(
+        keys=pa.concat_arrays(keys),
+        seq=np.concatenate(seq),
+        ordering=pa.concat_arrays(ordering) if ord_type is not None else None,
+        is_delete=np.concatenate(is_delete),
+        natural_delete=np.concatenate(natural),
+    )
+    winners, deleted = resolve_latest(inp, ctx.merge_mode)
+    live = winners[~deleted]
+    pos = np.concatenate(data_pos)[live]
+    data = pa.concat_tables(data_tables) if data_tables else schema.empty_table()
+    out = data.take(pa.array(pos, pa.int64()))
+    return out if columns is None else _project(out, columns)
+
+
+def _has(schema: pa.Schema, name: str | None) -> bool:
+    return name is not None and schema.get_field_index(name) >= 0
+
+
+def _keys_of(t: pa.Table, ctx: SliceReadContext) -> pa.Array:
+    if RECORD_KEY in t.column_names and t.column(RECORD_KEY).null_count < t.num_rows:
+        return t.column(RECORD_KEY).combine_chunks().cast(pa.string())
+    return record_keys(t, list(ctx.record_key_fields), ctx.complex_key)
+
+
+def _cast_or_null(values: pa.Array, target: pa.DataType) -> pa.Array:
+    if values.type == target:
+        return values
+    try:
+        return values.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.nulls(len(values), target)
+
+
+def _drop_deleted(table: pa.Table) -> pa.Table:
+    if IS_DELETED_FIELD not in table.column_names:
+        return table
+    col = table.column(IS_DELETED_FIELD)
+    if col.null_count == len(col) or not pc.any(col).as_py():
+        return table
+    return table.filter(pc.invert(pc.fill_null(col, False)))
+
+
+def _project(table: pa.Table, columns: list[str]) -> pa.Table:
+    return table.select(columns)

@@ -1,0 +1,371 @@
+"""``HudiTable``: open a Hudi table and read it (snapshot, read-optimized, incremental, time travel)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_ds.config import Options, ReadConfig
+from hudi_ds.errors import ConfigError, InstantNotFoundError
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import partition_values_of
+from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
+from hudi_ds.storage import Storage
+from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
+from hudi_ds.table.fs_view import FileSystemView, Visibility
+from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
+from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.instant import Instant
+from hudi_ds.timeline.timeline import Timeline
+
+log = logging.getLogger("hudi_ds.read")
+
+DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
+
+
+class HudiTable:
+    """A Hudi table at ``path`` (a local path or a URI).
+
+    Args:
+        path: the table base path.
+        options: storage or read options (``hoodie.*`` keys).
+
+    Raises:
+        TableNotFoundError: there is no ``.hoodie/hoodie.properties`` under ``path``.
+    """
+
+    def __init__(self, path: str | Storage, options: Mapping[str, Any] | None = None) -> None:
+        self.storage = path if isinstance(path, Storage) else Storage(str(path))
+        self.options = Options.of(options)
+        self.config = TableConfig.load(self.storage)
+        self.last_read_stats = ReadStats()
+
+    # -- metadata ----------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        return self.storage.uri()
+
+    @property
+    def name(self) -> str:
+        return self.config.table_name
+
+    @property
+    def is_mor(self) -> bool:
+        return self.config.is_mor
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        """The active timeline (loaded once; call :meth:`refresh` after writes)."""
+        return Timeline.load(
+            self.storage, self.config.timeline_layout_version, self.config.timeline_path
+        )
+
+    def refresh(self) -> None:
+        """Forget cached timeline and listings (after another writer committed)."""
+        self.__dict__.pop("timeline", None)
+        self.__dict__.pop("schema", None)
+        self.config = TableConfig.load(self.storage)
+
+    @cached_property
+    def schema(self) -> pa.Schema:
+        """The table schema (Arrow), with Hudi's meta fields first when the table keeps them."""
+        avro = self._latest_avro_schema()
+        if avro is None:
+            return pa.schema([])
+        schema = avro_to_arrow_schema(avro)
+        if self.config.populate_meta_fields:
+            schema = with_meta_fields(schema)
+        return schema
+
+    def _latest_avro_schema(self) -> str | None:
+        for inst in reversed(self.timeline.commits()):
+            md = self.timeline.read_commit_metadata(inst)
+            s = md.extra_metadata.get("schema") if md is not None else None
+            if s:
+                return s
+        return self.config.create_schema
+
+    def _view(self) -> FileSystemView:
+        return FileSystemView(self.storage, self.config)
+
+    # -- visibility --------------------------------------------------------------------------
+    def visibility(self, as_of: str | None = None) -> Visibility:
+        """The instants a read as of ``as_of`` (default: the latest) may see."""
+        tl = self.timeline
+        commits = tl.commits()
+        if as_of is not None:
+            as_of = _normalize_instant(as_of)
+            commits = [i for i in commits if i.requested_time <= as_of]
+        return self._visibility_of(commits)
+
+    def _visibility_of(self, commits: Sequence[Instant]) -> Visibility:
+        tl = self.timeline
+        visible = frozenset(i.requested_time for i in commits)
+        replaced: dict[str, set[str]] = {}
+        for i in commits:
+            if i.action == "replacecommit":
+                md = tl.read_commit_metadata(i)
+                for p, fids in (md.partition_to_replace_file_ids if md else {}).items():
+                    replaced.setdefault(p, set()).update(fids)
+        first = tl.instants[0].requested_time if tl.instants else None
+        return Visibility(
+            instants=visible,
+            completion={
+                i.requested_time: i.completion_time or i.requested_time for i in commits
+            },
+            first_active=first,
+            replaced={p: frozenset(v) for p, v in replaced.items()},
+            pending_compactions=frozenset(
+                i.requested_time for i in tl.pending_compactions()
+            ),
+        )
+
+    def file_slices(
+        self, as_of: str | None = None, partitions: Sequence[str] | None = None
+    ) -> list[FileSlice]:
+        """The latest visible file slice of every live file group (as of ``as_of``)."""
+        vis = self.visibility(as_of)
+        view = self._view()
+        parts = view.partitions() if partitions is None else partitions
+        return [s for p in parts for s in view.latest_file_slices(p, vis)]
+
+    def _read_context(self) -> SliceReadContext:
+        cfg = self.config
+        ordering = cfg.ordering_fields[0] if cfg.ordering_fields else None
+        return SliceReadContext(
+            schema=self.schema,
+            record_key_fields=tuple(cfg.record_key_fields),
+            complex_key=cfg.key_generator == "COMPLEX",
+            ordering_field=ordering,
+            merge_mode=cfg.merge_mode if cfg.merge_mode != "CUSTOM" else "EVENT_TIME_ORDERING",
+            populate_meta_fields=cfg.populate_meta_fields,
+        )
+
+    # -- reads ---------------------------------------------------------------------------------
+    def read(
+        self,
+        options: Mapping[str, Any] | None = None,
+        columns: Sequence[str] | None = None,
+        filters: Sequence[Filter] | None = None,
+    ) -> pa.Table:
+        """Read the table into one Arrow table.
+
+        Args:
+            options: ``hoodie.datasource.query.type`` (``snapshot`` | ``read_optimized`` |
+                ``incremental``), ``hoodie.datasource.read.begin.instanttime`` /
+                ``hoodie.datasource.read.end.instanttime`` (incremental: begin exclusive, end
+                inclusive), ``as.of.instant`` (time travel).
+            columns: columns to return (default all).
+            filters: ``(column, op, value)`` tuples, ANDed; ops ``= != < <= > >= in``.
+                Partition columns prune partitions first; every filter is applied to the rows.
+
+        Returns:
+            The rows as a ``pyarrow.Table``.
+        """
+        batches = list(self.iter_batches(options, columns, filters))
+        schema = self._output_schema(columns)
+        if not batches:
+            return schema.empty_table()
+        return pa.Table.from_batches(batches, schema=schema)
+
+    def _output_schema(self, columns: Sequence[str] | None) -> pa.Schema:
+        if columns is None:
+            return self.schema
+        return pa.schema([self._field(c) for c in columns])
+
+    def _field(self, name: str) -> pa.Field:
+        idx = self.schema.get_field_index(name)
+        if idx < 0:
+            raise ConfigError(f"unknown column '{name}'; columns are {self.schema.names}")
+        return self.schema.field(idx)
+
+    def iter_batches(
+        self,
+        options: Mapping[str, Any] | None = None,
+        columns: Sequence[str] | None = None,
+        filters: Sequence[Filter] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Like :meth:`read`, but yields record batches one file slice at a time."""
+        plan = self.plan_read(options, columns, filters)
+        yield from self.read_plan_slices(plan, plan.slices)
+
+    def plan_read(
+        self,
+        options: Mapping[str, Any] | None = None,
+        columns: Sequence[str] | None = None,
+        filters: Sequence[Filter] | None = None,
+    ) -> ReadPlan:
+        """Validate options and choose the file slices a read needs (the driver side of a read)."""
+        opts = self.options.with_defaults({}) if options is None else Options.of(options)
+        opts = Options({**self.options.raw, **opts.raw})
+        opts.validate(ReadConfig)
+        qtype = opts.get(ReadConfig.QUERY_TYPE)
+        cols = list(columns) if columns is not None else None
+        if cols is not None:
+            for c in cols:
+                self._field(c)
+        flt = normalize_filters(filters or [], self.schema)
+        commit_times: frozenset[str] | None = None
+        if qtype == "incremental":
+            begin = opts.get(ReadConfig.BEGIN_INSTANT)
+            if begin is None:
+                raise ConfigError(
+                    "incremental queries need 'hoodie.datasource.read.begin.instanttime'"
+                )
+            end = opts.get(ReadConfig.END_INSTANT)
+            commits = self._incremental_commits(begin, end)
+            vis = self._visibility_of(self._commits_up_to(commits))
+            commit_times = frozenset(i.requested_time for i in commits)
+            touched = self._touched_file_groups(commits)
+        else:
+            as_of = opts.get(ReadConfig.AS_OF_INSTANT)
+            if as_of is not None:
+                self._check_as_of(as_of)
+            vis = self.visibility(as_of)
+            touched = None
+        view = self._view()
+        slices: list[FileSlice] = []
+        fields = self.config.partition_fields
+        for p in view.partitions():
+            if fields and not prune_partition(
+                partition_values_of(p, fields, self.config.hive_style_partitioning),
+                fields,
+                flt,
+                self.schema,
+                self.config.key_generator,
+            ):
+                continue
+            for s in view.latest_file_slices(p, vis, include_logs=qtype != "read_optimized"):
+                if touched is not None and (p, s.file_id) not in touched:
+                    continue
+                if qtype == "read_optimized" and s.base_file is None:
+                    continue
+                slices.append(s)
+        return ReadPlan(
+            vis, self._read_context(), slices, cols, flt, commit_times, self._output_schema(cols)
+        )
+
+    def read_plan_slices(
+        self, plan: ReadPlan, slices: Sequence[FileSlice], stats: ReadStats | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """Read ``slices`` of ``plan`` (runs on executors in the Spark reader)."""
+        stats = stats if stats is not None else ReadStats()
+        self.last_read_stats = stats
+        expr = filter_expression(plan.filters)
+        for s in slices:
+            t = read_file_slice(self.storage, s, plan.visibility, plan.context, stats)
+            if plan.commit_times is not None and "_hoodie_commit_time" in t.column_names:
+                t = t.filter(pc.is_in(t.column("_hoodie_commit_time"), pa.array(sorted(plan.commit_times))))
+            if expr is not None and t.num_rows:
+                t = t.filter(expr)
+            if plan.columns is not None:
+                t = t.select(plan.columns)
+            if t.num_rows:
+                yield from t.to_batches()
+        if stats.corrupt_blocks:
+            log.warning(
+                "skipped %d corrupt log block(s) (%d bytes) in %s",
+                stats.corrupt_blocks,
+                stats.corrupt_bytes,
+                sorted(set(stats.corrupt_files)),
+            )
+
+    # -- incremental / time travel helpers -------------------------------------------------------
+    def _check_as_of(self, as_of: str) -> None:
+        as_of = _normalize_instant(as_of)
+        commits = self.timeline.commits()
+        if commits and as_of < commits[0].requested_time and not self._archived_covers(as_of):
+            raise InstantNotFoundError(
+                f"as.of.instant {as_of} is before the first instant on the active timeline "
+                f"({commits[0].requested_time}); older instants are archived"
+            )
+
+    def _archived_covers(self, as_of: str) -> bool:
+        return False
+
+    def _incremental_commits(self, begin: str, end: str | None) -> list[Instant]:
+        begin = _normalize_instant(begin)
+        end = _normalize_instant(end) if end is not None else None
+        layout2 = self.config.timeline_layout_version >= 2
+        out = []
+        for i in self.timeline.commits():
+            t = (i.completion_time or i.requested_time) if layout2 else i.requested_time
+            if t > begin and (end is None or t <= end):
+                out.append(i)
+        return out
+
+    def _commits_up_to(self, commits: list[Instant]) -> list[Instant]:
+        if not commits:
+            return []
+        last = max(i.requested_time for i in commits)
+        layout2 = self.config.timeline_layout_version >= 2
+        if layout2:
+            last_done = max(i.completion_time or i.requested_time for i in commits)
+            return [
+                i
+                for i in self.timeline.commits()
+                if (i.completion_time or i.requested_time) <= last_done
+            ]
+        return [i for i in self.timeline.commits() if i.requested_time <= last]
+
+    def _touched_file_groups(self, commits: list[Instant]) -> set[tuple[str, str]]:
+        out: set[tuple[str, str]] = set()
+        for i in commits:
+            md = self.timeline.read_commit_metadata(i)
+            if md is None:
+                continue
+            for p, stats in md.partition_to_write_stats.items():
+                for st in stats:
+                    if st.file_id:
+                        out.add((p, st.file_id))
+        return out
+
+
+class ReadPlan:
+    """A planned read: visibility, merge context, slices, projection and filters (picklable)."""
+
+    def __init__(
+        self,
+        visibility: Visibility,
+        context: SliceReadContext,
+        slices: list[FileSlice],
+        columns: list[str] | None,
+        filters: list[tuple[str, str, Any]],
+        commit_times: frozenset[str] | None,
+        output_schema: pa.Schema,
+    ) -> None:
+        self.visibility = visibility
+        self.context = context
+        self.slices = slices
+        self.columns = columns
+        self.filters = filters
+        self.commit_times = commit_times
+        self.output_schema = output_schema
+
+
+def _normalize_instant(value: str) -> str:
+    """Accept ``yyyyMMddHHmmss[SSS]`` or ISO-like ``yyyy-MM-dd HH:mm:ss[.SSS]`` instants."""
+    v = str(value).strip()
+    digits = "".join(ch for ch in v if ch.isdigit())
+    if not digits or (not v.isdigit() and len(digits) not in (8, 14, 17)):
+        raise ConfigError(f"invalid instant time {value!r}: expected yyyyMMddHHmmss[SSS]")
+    if len(digits) == 8:
+        digits += "000000"
+    return digits
+
+
+def read(
+    path: str,
+    options: Mapping[str, Any] | None = None,
+    columns: Sequence[str] | None = None,
+    filters: Sequence[Filter] | None = None,
+) -> pa.Table:
+    """Read the Hudi table at ``path`` (see :meth:`HudiTable.read`)."""
+    return HudiTable(path, options).read(options, columns, filters)
+
+

@@ -1,0 +1,303 @@
+r"""``.hoodie/hoodie.properties``: the table's persistent configuration (Hudi ``HoodieTableConfig``).
+
+The file uses Java ``Properties.store`` syntax::
+
+    #Updated at 2024-04-18T17:32:14.081Z      <- comment lines start with '#' or '!'
+    #Thu Apr 18 17:32:14 UTC 2024
+    hoodie.table.name=v6_empty                 <- key=value (or key:value, or key value)
+    hoodie.table.create.schema={"type"\:"record",...}   <- ':' '=' '\\' escaped, \\uXXXX for non-latin1
+
+and carries ``hoodie.table.checksum`` = unsigned CRC32 of UTF-8 ``"<database>.<table name>"``,
+which Java validates on load.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from hudi_ds.errors import ConfigError, CorruptFileError, TableNotFoundError
+from hudi_ds.storage import Storage
+
+PROPS_FILE = ".hoodie/hoodie.properties"
+PROPS_BACKUP = ".hoodie/hoodie.properties.backup"
+
+# payload classes and merge strategy ids (Hudi's own values)
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+OVERWRITE_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+CUSTOM_STRATEGY_ID = "1897ef5f-18bc-4557-939c-9d6a8afd1519"
+PAYLOAD_BASED_STRATEGY_ID = "00000000-0000-0000-0000-000000000000"
+
+EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+CUSTOM = "CUSTOM"
+
+
+# --------------------------------------------------------------------------- Java properties
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text (logical lines, escapes, ``=``/``:``/space separators)."""
+    out: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        # join continuation lines (odd number of trailing backslashes)
+        while _ends_with_continuation(line) and i < len(lines):
+            line = line[:-1] + lines[i].lstrip()
+            i += 1
+        key, value = _split_key_value(line)
+        out[_unescape(key)] = _unescape(value)
+    return out
+
+
+def _ends_with_continuation(line: str) -> bool:
+    n = len(line) - len(line.rstrip("\\"))
+    return n % 2 == 1
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    j = 0
+    while j < len(line):
+        c = line[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c in "=: \t\f":
+            break
+        j += 1
+    key = line[:j]
+    rest = line[j:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            n = s[i + 1]
+            if n == "u" and i + 6 <= len(s):
+                out.append(chr(int(s[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append(_ESCAPES.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _escape(s: str, is_key: bool) -> str:
+    out = []
+    for idx, c in enumerate(s):
+        if c in "\\=:#!":
+            out.append("\\" + c)
+        elif c == " " and (is_key or idx == 0):
+            out.append("\\ ")
+        elif c in "\t\n\r\f":
+            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}[c])
+        elif ord(c) < 0x20 or ord(c) > 0x7E:
+            data = c.encode("utf-16-be")
+            for k in range(0, len(data), 2):
+                out.append("\\u%04X" % int.from_bytes(data[k : k + 2], "big"))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def format_properties(props: Mapping[str, str], comment: str | None = None) -> str:
+    """Format ``props`` as Java ``Properties.store`` would (sorted keys for stable diffs)."""
+    now = datetime.now(timezone.utc)
+    lines = [f"#{comment}"] if comment else []
+    lines.append(now.strftime("#%a %b %d %H:%M:%S UTC %Y"))
+    for k in sorted(props):
+        lines.append(f"{_escape(k, True)}={_escape(str(props[k]), False)}")
+    return "\n".join(lines) + "\n"
+
+
+def table_checksum(table_name: str, database: str = "") -> int:
+    """``hoodie.table.checksum``: unsigned CRC32 of UTF-8 ``"<database>.<table name>"``."""
+    return zlib.crc32(f"{database}.{table_name}".encode())
+
+
+# --------------------------------------------------------------------------- TableConfig
+@dataclass
+class TableConfig:
+    """The parsed ``hoodie.properties`` with typed accessors for what readers and writers need."""
+
+    props: dict[str, str] = field(default_factory=dict)
+
+    # -- IO ---------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, storage: Storage) -> TableConfig:
+        """Read ``hoodie.properties`` (falling back to the backup Hudi keeps during updates)."""
+        for rel in (PROPS_FILE, PROPS_BACKUP):
+            try:
+                text = storage.read_text(rel)
+            except FileNotFoundError:
+                continue
+            cfg = cls(parse_properties(text))
+            if "hoodie.table.name" not in cfg.props:
+                raise CorruptFileError(f"{storage.full_path(rel)}: no hoodie.table.name")
+            return cfg
+        raise TableNotFoundError(
+            f"no Hudi table at {storage.base_uri}: {PROPS_FILE} does not exist"
+        )
+
+    def save(self, storage: Storage) -> None:
+        """Write atomically (temp file + rename), with a fresh checksum."""
+        self.props["hoodie.table.checksum"] = str(
+            table_checksum(self.table_name, self.props.get("hoodie.database.name", ""))
+        )
+        storage.write_atomic(PROPS_FILE, format_properties(self.props).encode("utf-8"))
+
+    def validate_checksum(self) -> bool:
+        """True when the stored checksum matches (or none is stored)."""
+        stored = self.props.get("hoodie.table.checksum")
+        if stored is None:
+            return True
+        expected = table_checksum(self.table_name, self.props.get("hoodie.database.name", ""))
+        return int(stored) == expected
+
+    # -- accessors ----------------------------------------------------------------------------
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.props.get(key, default)
+
+    @property
+    def table_name(self) -> str:
+        return self.props["hoodie.table.name"]
+
+    @property
+    def table_type(self) -> str:
+        return self.props.get("hoodie.table.type", "COPY_ON_WRITE").upper()
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == "MERGE_ON_READ"
+
+    @property
+    def table_version(self) -> int:
+        return int(self.props.get("hoodie.table.version", "6"))
+
+    @property
+    def timeline_layout_version(self) -> int:
+        v = self.props.get("hoodie.timeline.layout.version")
+        if v is not None:
+            return int(v)
+        return 2 if self.table_version >= 8 else 1
+
+    @property
+    def timeline_path(self) -> str:
+        """Folder of the active timeline, relative to the base path."""
+        if self.timeline_layout_version >= 2:
+            return ".hoodie/" + self.props.get("hoodie.timeline.path", "timeline")
+        return ".hoodie"
+
+    @property
+    def record_key_fields(self) -> list[str]:
+        return _split(self.props.get("hoodie.table.recordkey.fields", ""))
+
+    @property
+    def partition_fields(self) -> list[str]:
+        """Partition fields without key-generator type suffixes (``f:SIMPLE`` in 1.x)."""
+        return [f.split(":")[0] for f in _split(self.props.get("hoodie.table.partition.fields", ""))]
+
+    @property
+    def ordering_fields(self) -> list[str]:
+        v = self.props.get("hoodie.table.ordering.fields") or self.props.get(
+            "hoodie.table.precombine.field", ""
+        )
+        return _split(v)
+
+    @property
+    def hive_style_partitioning(self) -> bool:
+        return self.props.get("hoodie.datasource.write.hive_style_partitioning", "false") == "true"
+
+    @property
+    def url_encode_partitions(self) -> bool:
+        return self.props.get("hoodie.datasource.write.partitionpath.urlencode", "false") == "true"
+
+    @property
+    def populate_meta_fields(self) -> bool:
+        return self.props.get("hoodie.populate.meta.fields", "true") == "true"
+
+    @property
+    def base_file_format(self) -> str:
+        return self.props.get("hoodie.table.base.file.format", "PARQUET").upper()
+
+    @property
+    def key_generator(self) -> str:
+        """``SIMPLE`` / ``COMPLEX`` / ``NON_PARTITION`` / ``TIMESTAMP`` / ``CUSTOM``."""
+        t = self.props.get("hoodie.table.keygenerator.type")
+        if t:
+            return t.upper()
+        cls = self.props.get("hoodie.table.keygenerator.class", "")
+        short = cls.rsplit(".", 1)[-1]
+        return {
+            "SimpleKeyGenerator": "SIMPLE",
+            "ComplexKeyGenerator": "COMPLEX",
+            "NonpartitionedKeyGenerator": "NON_PARTITION",
+            "TimestampBasedKeyGenerator": "TIMESTAMP",
+            "CustomKeyGenerator": "CUSTOM",
+        }.get(short, "COMPLEX" if len(self.record_key_fields) > 1 else "SIMPLE")
+
+    @property
+    def create_schema(self) -> str | None:
+        return self.props.get("hoodie.table.create.schema")
+
+    @property
+    def payload_class(self) -> str | None:
+        return self.props.get("hoodie.compaction.payload.class") or self.props.get(
+            "hoodie.table.payload.class"
+        )
+
+    @property
+    def merge_mode(self) -> str:
+        """The record merge mode readers must apply (v8+ property; v6 derived from the payload)."""
+        mode = self.props.get("hoodie.record.merge.mode")
+        if mode:
+            mode = mode.upper()
+            if mode not in (EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING, CUSTOM):
+                raise ConfigError(f"unknown hoodie.record.merge.mode {mode!r} in hoodie.properties")
+            return mode
+        strategy = self.props.get("hoodie.record.merge.strategy.id") or self.props.get(
+            "hoodie.compaction.record.merger.strategy"
+        )
+        payload = self.payload_class or ""
+        if strategy == COMMIT_TIME_STRATEGY_ID:
+            return COMMIT_TIME_ORDERING
+        if strategy == CUSTOM_STRATEGY_ID:
+            return CUSTOM
+        if payload.endswith("OverwriteWithLatestAvroPayload") or not payload:
+            if self.table_version >= 8 and not payload:
+                return EVENT_TIME_ORDERING if self.ordering_fields else COMMIT_TIME_ORDERING
+            return COMMIT_TIME_ORDERING
+        if payload.endswith("DefaultHoodieRecordPayload") or payload.endswith(
+            "EventTimeAvroPayload"
+        ):
+            return EVENT_TIME_ORDERING if self.ordering_fields else COMMIT_TIME_ORDERING
+        return CUSTOM
+
+    @property
+    def timeline_timezone(self) -> str:
+        return self.props.get("hoodie.table.timeline.timezone", "LOCAL").upper()
+
+
+def _split(v: str) -> list[str]:
+    return [s.strip() for s in v.split(",") if s.strip()]

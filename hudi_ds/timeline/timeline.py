@@ -1,0 +1,937 @@
+"""The active timeline (loader and queries), the archived timeline, and the writer's transitions.
+
+* :class:`Timeline` -- an immutable, sorted view of instants. :meth:`Timeline.load` lists the
+  instant files of a table (layout 1: ``.hoodie/``; layout 2: ``.hoodie/timeline/``) and
+  collapses the states of each instant to its latest one. Filters return new views that share
+  the file listing and the metadata cache.
+* :func:`load_archived` -- what was archived: v6 ``.hoodie/archived/.commits_.archive.N_token``
+  log files, v8+ LSM ``.hoodie/timeline/history/*.parquet``.
+* :class:`TimelineWriter` -- requested -> inflight -> completed transitions. The completed file
+  is the commit point: it is written last, atomically (write to a temp name, then rename).
+
+Visibility order ("which instants are done as of time T") is defined once, in
+:meth:`Timeline.visibility_time`: the requested time in layout 1 (its file names carry no
+completion time; Java 0.x orders by requested time too), the completion time in layout 2.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast, overload
+
+from hudi_ds.errors import (
+    CorruptFileError,
+    InstantNotFoundError,
+    TimelineError,
+    UnsupportedError,
+)
+from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.timeline.instant import (
+    CLEAN,
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    INDEXING,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    ROLLBACK,
+    SAVEPOINT,
+    Instant,
+    State,
+    TimeZoneLike,
+    completed_action,
+    format_instant_time,
+    new_instant_time,
+)
+from hudi_ds.timeline.metadata import (
+    AvroRecord,
+    CleanerPlan,
+    CleanMetadata,
+    CommitMetadata,
+    CompactionPlan,
+    IndexCommitMetadata,
+    IndexPlan,
+    RequestedReplaceMetadata,
+    RollbackMetadata,
+    RollbackPlan,
+    SavepointMetadata,
+)
+
+__all__ = [
+    "DATA_ACTIONS",
+    "HOODIE_FOLDER",
+    "ArchivedEntry",
+    "ArchivedTimeline",
+    "Timeline",
+    "TimelineWriter",
+    "load_archived",
+    "timeline_dir",
+]
+
+HOODIE_FOLDER = ".hoodie"
+# completed instants of these actions make data visible
+DATA_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+
+# actions that may share one requested time (pending action -> completed action)
+_FAMILIES = {
+    COMMIT: frozenset({COMMIT, COMPACTION}),
+    COMPACTION: frozenset({COMMIT, COMPACTION}),
+    DELTA_COMMIT: frozenset({DELTA_COMMIT, LOG_COMPACTION}),
+    LOG_COMPACTION: frozenset({DELTA_COMMIT, LOG_COMPACTION}),
+    REPLACE_COMMIT: frozenset({REPLACE_COMMIT, CLUSTERING}),
+    CLUSTERING: frozenset({REPLACE_COMMIT, CLUSTERING}),
+}
+
+
+def _family(action: str) -> frozenset[str]:
+    return _FAMILIES.get(action, frozenset({action}))
+
+
+def timeline_dir(layout_version: int, timeline_path: str | None = None) -> str:
+    """The folder of the active timeline, relative to the base path.
+
+    Args:
+        layout_version: 1 (instant files directly in ``.hoodie``) or 2 (``.hoodie/timeline``).
+        timeline_path: an explicit folder; relative to the base path when it starts with
+            ``.hoodie`` (as ``TableConfig.timeline_path`` returns it), otherwise taken as the
+            value of ``hoodie.timeline.path``, i.e. relative to ``.hoodie``.
+    """
+    if timeline_path:
+        p = timeline_path.strip("/")
+        if p == HOODIE_FOLDER or p.startswith(HOODIE_FOLDER + "/"):
+            return p
+        return f"{HOODIE_FOLDER}/{p}"
+    if layout_version == 1:
+        return HOODIE_FOLDER
+    if layout_version == 2:
+        return f"{HOODIE_FOLDER}/timeline"
+    raise ValueError(f"unsupported timeline layout version {layout_version!r}")
+
+
+@dataclass(frozen=True)
+class _InstantFile:
+    instant: Instant  # as parsed from the file name
+    info: FileInfo
+
+
+_Content = bytes | Mapping[str, Any] | None
+A = TypeVar("A", bound=AvroRecord)
+
+
+class Timeline(Sequence[Instant]):
+    """An immutable, sorted view of a table's instants.
+
+    Build it with :meth:`load`; every filter returns a new view. Completed instants of a loaded
+    timeline always have a ``completion_time``: the one in the file name (layout 2), the file's
+    mtime for legacy layout-2 files without one (as Java does), and the requested time in
+    layout 1 (whose file names have none; the mtime is available via :meth:`mtime_ms`).
+
+    Args:
+        instants: the instants of the view (sorted here).
+        layout_version: timeline layout, 1 or 2.
+    """
+
+    def __init__(
+        self,
+        instants: Iterable[Instant] = (),
+        layout_version: int = 1,
+        *,
+        _storage: Storage | None = None,
+        _path: str | None = None,
+        _files: Mapping[str, Mapping[State, _InstantFile]] | None = None,
+        _cache: dict[tuple[str, str, State], Any] | None = None,
+    ) -> None:
+        self._instants: tuple[Instant, ...] = tuple(sorted(instants))
+        self._layout = layout_version
+        self._storage = _storage
+        self._path = _path
+        self._files: Mapping[str, Mapping[State, _InstantFile]] = _files or {}
+        self._cache: dict[tuple[str, str, State], Any] = {} if _cache is None else _cache
+        self._by_time = {i.requested_time: i for i in self._instants}
+
+    # -- loading ------------------------------------------------------------------------------
+    @classmethod
+    def load(
+        cls,
+        storage: Storage,
+        layout_version: int,
+        timeline_path: str | None = None,
+        *,
+        timezone: TimeZoneLike = "UTC",
+    ) -> Timeline:
+        """Load the active timeline of the table at ``storage``.
+
+        Args:
+            storage: the table's storage (paths relative to the base path).
+            layout_version: ``hoodie.timeline.layout.version`` (1 for v6, 2 for v8/v9).
+            timeline_path: see :func:`timeline_dir`.
+            timezone: time zone used to format the mtime of legacy layout-2 completed files.
+        """
+        path = timeline_dir(layout_version, timeline_path)
+        files: dict[str, dict[State, _InstantFile]] = {}
+        for info in storage.list_files(path):
+            inst = Instant.parse(info.name, layout_version)
+            if inst is None:
+                continue
+            states = files.setdefault(inst.requested_time, {})
+            prev = states.get(inst.state)
+            # two completed files of one instant (legacy + new name): keep the one with a time
+            if prev is None or (prev.instant.completion_time is None and inst.completion_time):
+                states[inst.state] = _InstantFile(inst, info)
+        instants = []
+        for ts, states in files.items():
+            latest = states[max(states, key=lambda s: s.rank)]
+            inst = latest.instant
+            if inst.is_completed:
+                if layout_version == 1:
+                    inst = Instant(ts, inst.action, inst.state, ts)
+                elif inst.completion_time is None:
+                    done = format_instant_time(latest.info.mtime_ms, timezone)
+                    inst = Instant(ts, inst.action, inst.state, done)
+            instants.append(inst)
+        return cls(instants, layout_version, _storage=storage, _path=path, _files=files)
+
+    def reload(self) -> Timeline:
+        """A fresh :meth:`load` of the same timeline folder."""
+        storage = self._require_storage()
+        return Timeline.load(storage, self._layout, self._path)
+
+    def _derive(self, instants: Iterable[Instant]) -> Timeline:
+        return Timeline(
+            instants,
+            self._layout,
+            _storage=self._storage,
+            _path=self._path,
+            _files=self._files,
+            _cache=self._cache,
+        )
+
+    # -- basics -------------------------------------------------------------------------------
+    @property
+    def layout_version(self) -> int:
+        return self._layout
+
+    @property
+    def path(self) -> str | None:
+        """The timeline folder relative to the base path (None if not loaded from storage)."""
+        return self._path
+
+    @property
+    def instants(self) -> tuple[Instant, ...]:
+        """The instants of this view, sorted by (requested time, state)."""
+        return self._instants
+
+    def __iter__(self) -> Iterator[Instant]:
+        return iter(self._instants)
+
+    def __len__(self) -> int:
+        return len(self._instants)
+
+    @overload
+    def __getitem__(self, index: int) -> Instant: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Timeline: ...
+
+    def __getitem__(self, index: int | slice) -> Instant | Timeline:
+        if isinstance(index, slice):
+            return self._derive(self._instants[index])
+        return self._instants[index]
+
+    def __reversed__(self) -> Iterator[Instant]:
+        return reversed(self._instants)
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, Instant):
+            return item in self._instants
+        return isinstance(item, str) and item in self._by_time
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Timeline):
+            return NotImplemented
+        return self._layout == other._layout and self._instants == other._instants
+
+    def __hash__(self) -> int:
+        return hash((self._layout, self._instants))
+
+    def __repr__(self) -> str:
+        body = ", ".join(str(i) for i in self._instants)
+        return f"Timeline(layout={self._layout}, [{body}])"
+
+    def first(self) -> Instant | None:
+        """The first instant (by requested time), or None."""
+        return self._instants[0] if self._instants else None
+
+    def last(self) -> Instant | None:
+        """The last instant (by requested time), or None."""
+        return self._instants[-1] if self._instants else None
+
+    def get(self, requested_time: str) -> Instant | None:
+        """The instant requested at ``requested_time`` in this view, or None."""
+        return self._by_time.get(requested_time)
+
+    # -- filters ------------------------------------------------------------------------------
+    def filter(self, predicate: Callable[[Instant], bool]) -> Timeline:
+        """The instants for which ``predicate`` is true."""
+        return self._derive(i for i in self._instants if predicate(i))
+
+    def completed(self) -> Timeline:
+        """Completed instants."""
+        return self.filter(lambda i: i.is_completed)
+
+    def pending(self) -> Timeline:
+        """Requested and inflight instants."""
+        return self.filter(lambda i: not i.is_completed)
+
+    def filter_actions(self, *actions: str) -> Timeline:
+        """Instants whose action is one of ``actions`` (completed compactions are ``commit``)."""
+        wanted = frozenset(actions)
+        return self.filter(lambda i: i.action in wanted)
+
+    def commits(self) -> Timeline:
+        """Completed commit / deltacommit / replacecommit instants: those that make data visible."""
+        return self.filter(lambda i: i.is_completed and i.action in DATA_ACTIONS)
+
+    def pending_compactions(self) -> Timeline:
+        """Requested and inflight compaction instants."""
+        return self.filter(lambda i: not i.is_completed and i.action == COMPACTION)
+
+    def pending_log_compactions(self) -> Timeline:
+        """Requested and inflight log-compaction instants."""
+        return self.filter(lambda i: not i.is_completed and i.action == LOG_COMPACTION)
+
+    # -- the visibility rule ------------------------------------------------------------------
+    def visibility_time(self, instant: Instant) -> str:
+        """The time at which a completed instant counts as done, for "as of T" questions.
+
+        Layout 1: the requested time (file names carry no completion time). Layout 2: the
+        completion time. This is the only place that rule lives.
+        """
+        if self._layout == 1 or instant.completion_time is None:
+            return instant.requested_time
+        return instant.completion_time
+
+    def completed_before_or_at(self, ts: str) -> Timeline:
+        """Completed instants done at or before ``ts`` (see :meth:`visibility_time`)."""
+        return self.filter(lambda i: i.is_completed and self.visibility_time(i) <= ts)
+
+    def last_completed(self, *actions: str) -> Instant | None:
+        """The completed instant that became visible last (optionally among ``actions``)."""
+        done = [
+            i for i in self._instants if i.is_completed and (not actions or i.action in actions)
+        ]
+        if not done:
+            return None
+        return max(done, key=lambda i: (self.visibility_time(i), i.requested_time))
+
+    # -- point queries --------------------------------------------------------------------------
+    def contains(self, requested_time: str) -> bool:
+        """True if an instant (any state) was requested at ``requested_time``."""
+        return requested_time in self._by_time
+
+    def is_completed(self, requested_time: str) -> bool:
+        """True if the instant requested at ``requested_time`` is completed."""
+        i = self._by_time.get(requested_time)
+        return i is not None and i.is_completed
+
+    def completion_time(self, requested_time: str) -> str | None:
+        """Completion time of a completed instant (requested time in layout 1), else None."""
+        i = self._by_time.get(requested_time)
+        if i is None or not i.is_completed:
+            return None
+        return i.completion_time or i.requested_time
+
+    def first_active_time(self) -> str | None:
+        """Requested time of the first instant of this view (None if empty).
+
+        Files older than the first instant of the active timeline belong to archived (hence
+        committed) instants, as Java's ``containsOrBeforeTimelineStarts`` assumes.
+        """
+        return self._instants[0].requested_time if self._instants else None
+
+    def contains_or_before_start(self, requested_time: str) -> bool:
+        """True if the instant is in this view or older than its first instant."""
+        first = self.first_active_time()
+        return self.contains(requested_time) or (first is not None and requested_time < first)
+
+    def origin_action(self, requested_time: str) -> str | None:
+        """The action the instant was requested as (``compaction`` for a completed compaction,
+        ``clustering`` for a completed layout-2 clustering), from its pending files."""
+        states = self._files.get(requested_time, {})
+        for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):
+            if state in states:
+                return states[state].instant.action
+        i = self._by_time.get(requested_time)
+        return None if i is None else i.action
+
+    def file_paths(self, requested_time: str) -> dict[State, str]:
+        """Paths (relative to the base path) of the instant's files, per state."""
+        return {s: f.info.path for s, f in self._files.get(requested_time, {}).items()}
+
+    def mtime_ms(self, requested_time: str) -> int | None:
+        """Modification time of the instant's latest-state file (ms since the epoch)."""
+        states = self._files.get(requested_time)
+        if not states:
+            return None
+        return states[max(states, key=lambda s: s.rank)].info.mtime_ms
+
+    # -- contents ------------------------------------------------------------------------------
+    def _require_storage(self) -> Storage:
+        if self._storage is None:
+            raise TimelineError("this timeline was not loaded from storage")
+        return self._storage
+
+    def _content(self, requested_time: str, state: State, actions: Iterable[str]) -> _Content:
+        """The raw content of the instant's ``state`` file, if its action is one of ``actions``."""
+        wanted = frozenset(actions)
+        f = self._files.get(requested_time, {}).get(state)
+        if f is None or f.instant.action not in wanted:
+            raise InstantNotFoundError(
+                f"no {state.value.lower()} {'/'.join(sorted(wanted))} instant file for "
+                f"{requested_time} in {self._path}"
+            )
+        storage = self._require_storage()
+        try:
+            return storage.read_bytes(f.info.path)
+        except FileNotFoundError as e:
+            raise InstantNotFoundError(f"instant file vanished: {f.info.path}") from e
+
+    def _where(self, requested_time: str, state: State) -> str:
+        f = self._files.get(requested_time, {}).get(state)
+        return f.info.path if f is not None else f"{requested_time} ({state.value.lower()})"
+
+    def _cached(self, kind: str, ts: str, state: State, make: Callable[[], Any]) -> Any:
+        key = (kind, ts, state)
+        if key not in self._cache:
+            try:
+                self._cache[key] = make()
+            except CorruptFileError as e:
+                raise CorruptFileError(f"{self._where(ts, state)}: {e}") from e
+        return self._cache[key]
+
+    def _read_record(self, cls: type[A], ts: str, state: State, actions: Iterable[str]) -> A:
+        def make() -> A:
+            data = self._content(ts, state, actions)
+            if data is None:
+                return cls()
+            if isinstance(data, bytes | bytearray):
+                return cls.from_bytes(bytes(data))
+            return cls.from_avro(data)
+
+        return cast(A, self._cached(cls.__name__, ts, state, make))
+
+    @staticmethod
+    def _ts(instant: Instant | str) -> str:
+        return instant if isinstance(instant, str) else instant.requested_time
+
+    def _state_of(self, instant: Instant | str) -> State:
+        if isinstance(instant, Instant):
+            return instant.state
+        i = self._by_time.get(instant)
+        if i is not None:
+            return i.state
+        states = self._files.get(instant)
+        if not states:
+            raise InstantNotFoundError(f"no instant {instant} in {self._path}")
+        return max(states, key=lambda s: s.rank)
+
+    def read_commit_metadata(self, instant: Instant | str) -> CommitMetadata:
+        """Commit metadata of a commit/deltacommit/replacecommit (cached).
+
+        A completed instant reads its completed file, an inflight one its inflight file (the
+        planned write stats); a requested one has no commit metadata (empty object).
+
+        Raises:
+            InstantNotFoundError: no such instant file.
+            CorruptFileError: the file cannot be parsed (the message names it).
+        """
+        ts = self._ts(instant)
+        state = self._state_of(instant)
+        if state is State.REQUESTED:
+            return CommitMetadata()
+        actions = _family(COMMIT) | _family(DELTA_COMMIT) | _family(REPLACE_COMMIT)
+
+        def make() -> CommitMetadata:
+            data = self._content(ts, state, actions)
+            if data is None:
+                return CommitMetadata()
+            if isinstance(data, bytes | bytearray):
+                return CommitMetadata.from_bytes(bytes(data))
+            return CommitMetadata.from_avro_record(data)
+
+        return cast(CommitMetadata, self._cached("commit", ts, state, make))
+
+    def read_compaction_plan(self, instant: Instant | str) -> CompactionPlan:
+        """The plan of a (log) compaction, from its ``.requested`` file (any state)."""
+        ts = self._ts(instant)
+        return self._read_record(CompactionPlan, ts, State.REQUESTED, (COMPACTION, LOG_COMPACTION))
+
+    def read_requested_replace(self, instant: Instant | str) -> RequestedReplaceMetadata:
+        """The requested metadata of a replacecommit / clustering (the clustering plan)."""
+        ts = self._ts(instant)
+        return self._read_record(
+            RequestedReplaceMetadata, ts, State.REQUESTED, (REPLACE_COMMIT, CLUSTERING)
+        )
+
+    def read_rollback_plan(self, instant: Instant | str) -> RollbackPlan:
+        """The plan of a rollback (``T.rollback.requested``)."""
+        return self._read_record(RollbackPlan, self._ts(instant), State.REQUESTED, (ROLLBACK,))
+
+    def read_rollback_metadata(self, instant: Instant | str) -> RollbackMetadata:
+        """The metadata of a completed rollback."""
+        return self._read_record(RollbackMetadata, self._ts(instant), State.COMPLETED, (ROLLBACK,))
+
+    def read_cleaner_plan(self, instant: Instant | str) -> CleanerPlan:
+        """The plan of a clean (``T.clean.requested``)."""
+        return self._read_record(CleanerPlan, self._ts(instant), State.REQUESTED, (CLEAN,))
+
+    def read_clean_metadata(self, instant: Instant | str) -> CleanMetadata:
+        """The metadata of a completed clean."""
+        return self._read_record(CleanMetadata, self._ts(instant), State.COMPLETED, (CLEAN,))
+
+    def read_savepoint_metadata(self, instant: Instant | str) -> SavepointMetadata:
+        """The metadata of a completed savepoint."""
+        return self._read_record(
+            SavepointMetadata, self._ts(instant), State.COMPLETED, (SAVEPOINT,)
+        )
+
+    def read_index_plan(self, instant: Instant | str) -> IndexPlan:
+        """The plan of an indexing action."""
+        return self._read_record(IndexPlan, self._ts(instant), State.REQUESTED, (INDEXING,))
+
+    def read_index_commit_metadata(self, instant: Instant | str) -> IndexCommitMetadata:
+        """The metadata of a completed indexing action."""
+        return self._read_record(
+            IndexCommitMetadata, self._ts(instant), State.COMPLETED, (INDEXING,)
+        )
+
+    # -- derived facts --------------------------------------------------------------------------
+    def replaced_file_ids(self, as_of: str | None = None) -> dict[str, set[str]]:
+        """Partition -> file ids replaced by completed replacecommits (visible at ``as_of``)."""
+        view = self.commits().filter_actions(REPLACE_COMMIT)
+        if as_of is not None:
+            view = view.completed_before_or_at(as_of)
+        out: dict[str, set[str]] = {}
+        for inst in view:
+            for partition, ids in self.read_commit_metadata(inst).replaced_file_ids().items():
+                out.setdefault(partition, set()).update(ids)
+        return out
+
+    def rolled_back_instants(self) -> set[str]:
+        """Instant times rolled back by the completed rollbacks of this view."""
+        out: set[str] = set()
+        for inst in self.completed().filter_actions(ROLLBACK):
+            meta = self.read_rollback_metadata(inst)
+            targets = meta.rolled_back_instants
+            if not targets:  # empty metadata: fall back to the plan
+                try:
+                    plan = self.read_rollback_plan(inst)
+                except InstantNotFoundError:
+                    plan = RollbackPlan()
+                if plan.instant_to_rollback is not None:
+                    targets = [plan.instant_to_rollback.commit_time]
+            out.update(t for t in targets if t)
+        return out
+
+    def latest_schema(self) -> str | None:
+        """``extraMetadata.schema`` of the latest completed data instant that has one."""
+        done = sorted(
+            self.commits(), key=lambda i: (self.visibility_time(i), i.requested_time), reverse=True
+        )
+        for inst in done:
+            schema = self.read_commit_metadata(inst).schema
+            if schema:
+                return schema
+        return None
+
+
+# -- archived timeline --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArchivedEntry:
+    """One archived instant.
+
+    Attributes:
+        instant: the archived (completed) instant.
+        metadata: its completed content -- raw bytes (v8+ LSM history: the bytes of the original
+            instant file) or a decoded Avro record (v6 archive: the ``HoodieArchivedMetaEntry``
+            field matching the action).
+        plan: the requested content (compaction / clustering / clean plans), same forms.
+    """
+
+    instant: Instant
+    metadata: bytes | Mapping[str, Any] | None = None
+    plan: bytes | Mapping[str, Any] | None = None
+
+
+class ArchivedTimeline(Timeline):
+    """The archived instants (completed only); ``read_*`` decode their archived contents."""
+
+    def __init__(self, entries: Iterable[ArchivedEntry], layout_version: int) -> None:
+        self._entries = {e.instant.requested_time: e for e in entries}
+        super().__init__((e.instant for e in self._entries.values()), layout_version)
+
+    @property
+    def entries(self) -> dict[str, ArchivedEntry]:
+        """Archived entries by requested time."""
+        return dict(self._entries)
+
+    def _derive(self, instants: Iterable[Instant]) -> Timeline:
+        keep = {i.requested_time for i in instants}
+        return ArchivedTimeline((e for ts, e in self._entries.items() if ts in keep), self._layout)
+
+    def _content(self, requested_time: str, state: State, actions: Iterable[str]) -> _Content:
+        e = self._entries.get(requested_time)
+        wanted = {a for action in actions for a in (action, completed_action(action))}
+        if e is None or e.instant.action not in wanted:
+            raise InstantNotFoundError(f"no archived {'/'.join(sorted(wanted))} {requested_time}")
+        if state is State.COMPLETED:
+            return e.metadata
+        if state is State.REQUESTED:
+            return e.plan
+        return None
+
+    def _state_of(self, instant: Instant | str) -> State:
+        return State.COMPLETED if isinstance(instant, str) else instant.state
+
+
+_V1_ARCHIVE_RE = re.compile(r"^\.commits_\.archive\.\d+(_.*)?$")
+_LSM_FILE_RE = re.compile(r"^(\d+)_(\d+)_(\d+)\.parquet$")
+_MANIFEST_RE = re.compile(r"^manifest_(\d+)$")
+
+# HoodieArchivedMetaEntry field holding the completed metadata, per archived action
+_V1_METADATA_FIELD = {
+    COMMIT: "hoodieCommitMetadata",
+    DELTA_COMMIT: "hoodieCommitMetadata",
+    REPLACE_COMMIT: "hoodieReplaceCommitMetadata",
+    CLEAN: "hoodieCleanMetadata",
+    ROLLBACK: "hoodieRollbackMetadata",
+    SAVEPOINT: "hoodieSavePointMetadata",
+    INDEXING: "hoodieIndexCommitMetadata",
+    COMPACTION: "hoodieCompactionPlan",
+}
+
+
+def load_archived(
+    storage: Storage,
+    layout_version: int,
+    timeline_path: str | None = None,
+    *,
+    archive_folder: str = "archived",
+    history_path: str = "history",
+) -> ArchivedTimeline:
+    """Load the archived timeline.
+
+    * layout 1 (v6): ``.hoodie/<archive_folder>/.commits_.archive.N_<token>`` -- Hudi log files
+      whose Avro data blocks hold ``HoodieArchivedMetaEntry`` records (needs ``hudi_ds.log``).
+    * layout 2 (v8+): the LSM history ``<timeline>/<history_path>/``: the manifest named by
+      ``_version_`` lists the live ``<min>_<max>_<level>.parquet`` files (columns
+      ``instantTime, completionTime, action, metadata, plan``); without a manifest, all parquet
+      files are read.
+
+    Args:
+        storage: the table's storage.
+        layout_version: 1 or 2.
+        timeline_path: see :func:`timeline_dir`.
+        archive_folder: ``hoodie.archivelog.folder`` (layout 1), relative to ``.hoodie``.
+        history_path: ``hoodie.timeline.history.path`` (layout 2), relative to the timeline.
+
+    Raises:
+        UnsupportedError: layout 1 archive files exist but the log reader is unavailable.
+        CorruptFileError: an archive file cannot be read.
+    """
+    if layout_version == 1:
+        entries = _load_archived_v1(storage, f"{HOODIE_FOLDER}/{archive_folder.strip('/')}")
+    else:
+        folder = f"{timeline_dir(layout_version, timeline_path)}/{history_path.strip('/')}"
+        entries = _load_lsm_history(storage, folder)
+    return ArchivedTimeline(entries, layout_version)
+
+
+def _load_archived_v1(storage: Storage, folder: str) -> list[ArchivedEntry]:
+    files = sorted(
+        (f for f in storage.list_files(folder) if _V1_ARCHIVE_RE.match(f.name)),
+        key=lambda f: _archive_number(f.name),
+    )
+    if not files:
+        return []
+    try:
+        from hudi_ds.log.reader import scan_log_bytes
+    except ImportError as e:  # pragma: no cover - the log module ships with hudi_ds
+        raise UnsupportedError(
+            "reading the v6 archived timeline needs the log reader (hudi_ds.log)"
+        ) from e
+    by_time: dict[str, dict[State, tuple[Instant, Mapping[str, Any]]]] = {}
+    for f in files:
+        scan = scan_log_bytes(storage.read_bytes(f.path), f.path)
+        for block in scan.blocks:
+            for rec in _archived_records(block, f.path):
+                ts = rec.get("commitTime")
+                action = rec.get("actionType")
+                if not ts or not action:
+                    continue
+                state_name = (rec.get("actionState") or "COMPLETED").upper()
+                try:
+                    state = State(state_name)
+                except ValueError:
+                    continue
+                inst = Instant(ts, action, state)
+                by_time.setdefault(ts, {})[state] = (inst, rec)
+    out = []
+    for ts, states in by_time.items():
+        if State.COMPLETED not in states:
+            continue
+        inst, rec = states[State.COMPLETED]
+        action = completed_action(inst.action)
+        meta = rec.get(_V1_METADATA_FIELD.get(action, ""))
+        plan = None
+        requested = states.get(State.REQUESTED)
+        if requested is not None:
+            req = requested[1]
+            plan = (
+                req.get("hoodieCompactionPlan")
+                or req.get("hoodieCleanerPlan")
+                or req.get("hoodieRequestedReplaceMetadata")
+            )
+        plan = plan or rec.get("hoodieCompactionPlan") or rec.get("hoodieCleanerPlan")
+        out.append(ArchivedEntry(Instant(ts, action, State.COMPLETED, ts), meta, plan))
+    return out
+
+
+def _archive_number(name: str) -> int:
+    m = re.search(r"\.archive\.(\d+)", name)
+    return int(m.group(1)) if m else 0
+
+
+def _archived_records(block: Any, path: str) -> list[Mapping[str, Any]]:
+    """Decode the ``HoodieArchivedMetaEntry`` records of an Avro data block, as dicts.
+
+    Content: int32 version (1-3), int32 record count (version >= 2), then per record an int32
+    length and one Avro binary datum written with the block's ``SCHEMA`` header.
+    """
+    import io
+    import struct
+
+    import fastavro
+
+    from hudi_ds.log.block import BlockType
+
+    if block.block_type != BlockType.AVRO_DATA:
+        return []
+    if block.schema is None:
+        raise CorruptFileError(f"{path}: archived data block without a SCHEMA header")
+    buf = bytes(block.content)
+    out: list[Mapping[str, Any]] = []
+    try:
+        schema = fastavro.parse_schema(json.loads(block.schema))
+        (version,) = struct.unpack_from(">i", buf, 0)
+        pos = 4
+        count = -1
+        if version >= 2:
+            (count,) = struct.unpack_from(">i", buf, 4)
+            pos = 8
+        while pos < len(buf) and count != 0:
+            (n,) = struct.unpack_from(">i", buf, pos)
+            pos += 4
+            rec = fastavro.schemaless_reader(io.BytesIO(buf[pos : pos + n]), schema, None)
+            pos += n
+            count -= 1
+            out.append(cast(dict[str, Any], rec))
+    except (struct.error, EOFError, ValueError, TypeError) as e:
+        raise CorruptFileError(f"{path}: unreadable archived data block: {e}") from e
+    return out
+
+
+def _load_lsm_history(storage: Storage, folder: str) -> list[ArchivedEntry]:
+    import pyarrow.parquet as pq
+
+    names = _lsm_live_files(storage, folder)
+    by_time: dict[str, ArchivedEntry] = {}
+    for name in names:
+        path = f"{folder}/{name}"
+        try:
+            with storage.open_input_file(path) as fh:
+                table = pq.read_table(fh)
+        except FileNotFoundError:
+            continue
+        except Exception as e:
+            raise CorruptFileError(f"{path}: unreadable LSM timeline file: {e}") from e
+        cols = set(table.column_names)
+        rows = table.to_pylist()
+        for row in rows:
+            ts = row.get("instantTime")
+            action = row.get("action")
+            if not ts or not action:
+                continue
+            done = row.get("completionTime") if "completionTime" in cols else None
+            inst = Instant(ts, completed_action(action), State.COMPLETED, done or ts)
+            by_time[ts] = ArchivedEntry(inst, row.get("metadata"), row.get("plan"))
+    return list(by_time.values())
+
+
+def _lsm_live_files(storage: Storage, folder: str) -> list[str]:
+    listed = storage.list_files(folder)
+    version: int | None = None
+    names = {f.name for f in listed}
+    if "_version_" in names:
+        try:
+            version = int(storage.read_text(f"{folder}/_version_").strip())
+        except (ValueError, FileNotFoundError):
+            version = None
+    if version is None:
+        versions = [int(m.group(1)) for n in names if (m := _MANIFEST_RE.match(n))]
+        version = max(versions) if versions else None
+    if version is not None and f"manifest_{version}" in names:
+        try:
+            manifest = json.loads(storage.read_text(f"{folder}/manifest_{version}"))
+            return [e["fileName"] for e in manifest.get("files", [])]
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptFileError(f"{folder}/manifest_{version}: {e}") from e
+    return sorted(n for n in names if _LSM_FILE_RE.match(n))
+
+
+# -- writer ------------------------------------------------------------------------------------
+
+
+class TimelineWriter:
+    """Instant transitions of a writer: requested -> inflight -> completed.
+
+    Every transition creates a new file; nothing is renamed. The completed file is the commit
+    point: :meth:`complete` writes it last and atomically (temp file + rename via
+    :meth:`Storage.write_atomic`), so readers see either no completed instant or the whole
+    metadata.
+
+    Args:
+        storage: the table's storage.
+        layout_version: 1 or 2.
+        timeline_path: see :func:`timeline_dir`.
+        timezone: time zone of generated completion times (layout 2).
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        layout_version: int,
+        timeline_path: str | None = None,
+        *,
+        timezone: TimeZoneLike = "UTC",
+    ) -> None:
+        if layout_version not in (1, 2):
+            raise ValueError(f"unsupported timeline layout version {layout_version!r}")
+        self.storage = storage
+        self.layout_version = layout_version
+        self.path = timeline_dir(layout_version, timeline_path)
+        self.timezone = timezone
+
+    def path_of(self, instant: Instant) -> str:
+        """The path (relative to the base path) of ``instant``'s file."""
+        return f"{self.path}/{instant.file_name(self.layout_version)}"
+
+    def _files_of(self, requested_time: str) -> list[tuple[Instant, str]]:
+        out = []
+        for info in self.storage.list_files(self.path):
+            inst = Instant.parse(info.name, self.layout_version)
+            if inst is not None and inst.requested_time == requested_time:
+                out.append((inst, info.path))
+        return out
+
+    def create_requested(self, instant: Instant, content: bytes = b"") -> bool:
+        """Create the requested file of ``instant`` (atomic create-if-absent).
+
+        Returns:
+            False if any file of an instant with this requested time already exists (the
+            caller must pick a new instant time), True if created.
+        """
+        req = Instant(instant.requested_time, instant.action, State.REQUESTED)
+        if self._files_of(req.requested_time):
+            return False
+        return self.storage.create_if_absent(self.path_of(req), content)
+
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Create the inflight file of a requested instant.
+
+        Raises:
+            InstantNotFoundError: the requested file does not exist.
+            TimelineError: the instant is already inflight or completed.
+        """
+        req = Instant(instant.requested_time, instant.action, State.REQUESTED)
+        inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
+        if not self.storage.exists(self.path_of(req)):
+            raise InstantNotFoundError(f"{self.path_of(req)} does not exist")
+        if any(i.is_completed for i, _ in self._files_of(instant.requested_time)):
+            raise TimelineError(f"instant {instant.requested_time} is already completed")
+        if not self.storage.create_if_absent(self.path_of(inflight), content):
+            raise TimelineError(f"{self.path_of(inflight)} already exists")
+        return inflight
+
+    def complete(
+        self, instant: Instant, content: bytes, completion_time: str | None = None
+    ) -> Instant:
+        """Write the completed file of an inflight instant -- the commit point.
+
+        Layout 2 names the file ``T_C.<action>`` with ``C = new_instant_time(after=T)`` unless
+        ``completion_time`` is given; layout 1 writes ``T.<action>`` and the returned instant
+        has ``completion_time == requested_time`` (as :meth:`Timeline.load` reports it).
+
+        Returns:
+            The completed instant, as a reload of the timeline will show it (a compaction
+            completes as ``commit``, a clustering as ``replacecommit``).
+
+        Raises:
+            InstantNotFoundError: the inflight file does not exist.
+            TimelineError: the instant is already completed.
+        """
+        ts = instant.requested_time
+        inflight = Instant(ts, instant.action, State.INFLIGHT)
+        if not self.storage.exists(self.path_of(inflight)):
+            raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
+        if any(i.is_completed for i, _ in self._files_of(ts)):
+            raise TimelineError(f"instant {ts} is already completed")
+        if self.layout_version == 1:
+            done = Instant(ts, completed_action(instant.action), State.COMPLETED, ts)
+        else:
+            c = completion_time or new_instant_time(after=ts, timezone=self.timezone)
+            if c <= ts:
+                raise TimelineError(f"completion time {c} is not after requested time {ts}")
+            done = Instant(ts, completed_action(instant.action), State.COMPLETED, c)
+        self.storage.write_atomic(self.path_of(done), content)
+        return done
+
+    def revert_to_requested(self, instant: Instant) -> Instant:
+        """Delete the inflight file of a pending instant (back to requested).
+
+        Raises:
+            TimelineError: the instant is completed.
+        """
+        ts = instant.requested_time
+        files = self._files_of(ts)
+        if any(i.is_completed for i, _ in files):
+            raise TimelineError(f"instant {ts} is completed; roll it back instead")
+        for i, path in files:
+            if i.is_inflight:
+                self.storage.delete(path)
+        return Instant(ts, instant.action, State.REQUESTED)
+
+    def delete_instant_files(self, instant: Instant | str) -> list[str]:
+        """Delete every file of an instant (all states), completed first, requested last.
+
+        Used by rollback. With an :class:`Instant`, only files of the same action family are
+        touched (compaction/commit, logcompaction/deltacommit, clustering/replacecommit).
+
+        Returns:
+            The deleted paths.
+        """
+        ts = instant if isinstance(instant, str) else instant.requested_time
+        family = None if isinstance(instant, str) else _family(instant.action)
+        files = [(i, p) for i, p in self._files_of(ts) if family is None or i.action in family]
+        files.sort(key=lambda ip: -ip[0].state.rank)
+        deleted = []
+        for _, path in files:
+            if self.storage.delete(path):
+                deleted.append(path)
+        return deleted
