@@ -1,11 +1,12 @@
-r"""``.hoodie/hoodie.properties``: the table's persistent configuration (Hudi ``HoodieTableConfig``).
+r"""``.hoodie/hoodie.properties``: the table's persistent configuration (``HoodieTableConfig``).
 
 The file uses Java ``Properties.store`` syntax::
 
     #Updated at 2024-04-18T17:32:14.081Z      <- comment lines start with '#' or '!'
     #Thu Apr 18 17:32:14 UTC 2024
     hoodie.table.name=v6_empty                 <- key=value (or key:value, or key value)
-    hoodie.table.create.schema={"type"\:"record",...}   <- ':' '=' '\\' escaped, \\uXXXX for non-latin1
+    hoodie.table.create.schema={"type"\:"record",...}
+        (':' '=' and backslash escaped, \\uXXXX for non-latin1)
 
 and carries ``hoodie.table.checksum`` = unsigned CRC32 of UTF-8 ``"<database>.<table name>"``,
 which Java validates on load.
@@ -100,7 +101,9 @@ def _unescape(s: str) -> str:
             continue
         out.append(c)
         i += 1
-    return "".join(out)
+    text = "".join(out)
+    # \\uD83D\\uDE00 style surrogate pairs -> one code point
+    return text.encode("utf-16", "surrogatepass").decode("utf-16")
 
 
 def _escape(s: str, is_key: bool) -> str:
@@ -115,7 +118,7 @@ def _escape(s: str, is_key: bool) -> str:
         elif ord(c) < 0x20 or ord(c) > 0x7E:
             data = c.encode("utf-16-be")
             for k in range(0, len(data), 2):
-                out.append("\\u%04X" % int.from_bytes(data[k : k + 2], "big"))
+                out.append(f"\\u{int.from_bytes(data[k : k + 2], 'big'):04X}")
         else:
             out.append(c)
     return "".join(out)
@@ -216,7 +219,9 @@ class TableConfig:
     @property
     def partition_fields(self) -> list[str]:
         """Partition fields without key-generator type suffixes (``f:SIMPLE`` in 1.x)."""
-        return [f.split(":")[0] for f in _split(self.props.get("hoodie.table.partition.fields", ""))]
+        return [
+            f.split(":")[0] for f in _split(self.props.get("hoodie.table.partition.fields", ""))
+        ]
 
     @property
     def ordering_fields(self) -> list[str]:

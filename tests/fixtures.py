@@ -6,6 +6,7 @@ import os
 import zipfile
 from pathlib import Path
 
+
 def _fixtures_dir() -> Path:
     env = os.environ.get("HUDI_DS_FIXTURES")
     if env:

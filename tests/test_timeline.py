@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ def _readme_completed_actions() -> dict[str, collections.Counter[str]]:
         for part in cells[actions_col].split(","):
             part = part.strip()
             if part and part != "—":
-                action, _, n = part.partition("×")
+                action, _, n = part.partition("\u00d7")  # e.g. "commit\u00d72"
                 counter[action.strip()] = int(n)
         out[name] = counter
     return out
@@ -123,7 +124,9 @@ def test_readme_lists_every_fixture() -> None:
 
 
 @pytest.mark.parametrize("name", FIXTURES)
-def test_completed_actions_match_readme(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_completed_actions_match_readme(
+    name: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     _, _, tl = _load(name, tmp_path_factory)
     got = collections.Counter(i.action for i in tl.completed())
     assert got == README_ACTIONS[name]
@@ -139,13 +142,14 @@ def test_completed_actions_match_readme(name: str, tmp_path_factory: pytest.Temp
 def test_commit_metadata_of_every_data_instant(
     name: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    root, layout, tl = _load(name, tmp_path_factory)
+    root, _, tl = _load(name, tmp_path_factory)
     data = tl.commits()
+    n_stats = 0
     for inst in data:
         md = tl.read_commit_metadata(inst)
         assert md is tl.read_commit_metadata(inst.requested_time)  # cached
-        stats = list(md.write_stats())
-        assert stats, inst
+        stats = list(md.write_stats())  # may be empty: an update that matched no row
+        n_stats += len(stats)
         for s in stats:
             assert isinstance(s.file_id, str) and s.file_id, (inst, s)
             assert s.path, (inst, s)
@@ -161,6 +165,7 @@ def test_commit_metadata_of_every_data_instant(
             assert md.is_replace
         else:
             assert not md.replaced_file_ids()
+    assert (n_stats > 0) == bool(data)
     if data:
         assert tl.latest_schema() is not None
         last = tl.last_completed(*[a for a in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)])
@@ -169,9 +174,7 @@ def test_commit_metadata_of_every_data_instant(
     assert first == (tl[0].requested_time if tl else None)
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in FIXTURES if README_ACTIONS[n].get(REPLACE_COMMIT)]
-)
+@pytest.mark.parametrize("name", [n for n in FIXTURES if README_ACTIONS[n].get(REPLACE_COMMIT)])
 def test_replacecommits_expose_replaced_file_ids(
     name: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -185,18 +188,21 @@ def test_replacecommits_expose_replaced_file_ids(
         assert replaced, inst
         # replaced file groups were written by earlier data instants
         earlier: dict[str, set[str]] = {}
-        for prev in tl.commits().filter(lambda i, ts=inst.requested_time: i.requested_time < ts):
+        for prev in tl.commits():
+            if prev.requested_time >= inst.requested_time:
+                continue
             for p, ids in tl.read_commit_metadata(prev).file_ids_by_partition().items():
                 earlier.setdefault(p, set()).update(ids)
         for partition, ids in replaced.items():
             assert ids <= earlier.get(partition, set()), (inst, partition)
             assert ids <= all_replaced[partition]
-        # as of just before the replacecommit, its replaced ids are not yet replaced
-        before = tl.replaced_file_ids(as_of=tl.visibility_time(inst)[:-1] + "0")
-        at = tl.replaced_file_ids(as_of=tl.visibility_time(inst))
+        # as of just before the replacecommit became visible, its file groups are still live
+        done = tl.visibility_time(inst)
+        before = tl.replaced_file_ids(as_of=str(int(done) - 1).zfill(len(done)))
+        at = tl.replaced_file_ids(as_of=done)
         for partition, ids in replaced.items():
             assert ids <= at[partition]
-            assert not ids <= before.get(partition, set()) or before.get(partition) is None
+            assert not ids & before.get(partition, set())
 
 
 @pytest.mark.parametrize(
@@ -209,7 +215,7 @@ def test_replacecommits_expose_replaced_file_ids(
 def test_rollback_fixtures_expose_the_rolled_back_instant(
     name: str, rolled_back: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    _, _, tl = _load(name, tmp_path_factory)
+    root, _, tl = _load(name, tmp_path_factory)
     assert tl.rolled_back_instants() == {rolled_back}
     assert not tl.contains(rolled_back)  # its instant files were deleted
     (rb,) = tl.completed().filter_actions(ROLLBACK)
@@ -226,13 +232,7 @@ def test_rollback_fixtures_expose_the_rolled_back_instant(
         assert pm.rollback_log_files and pm.log_files_from_failed_commit
         assert any(".log.2_" in f for f in pm.rollback_log_files)
     inflight = tl.file_paths(rb.requested_time)[State.INFLIGHT]
-    assert RollbackPlan.from_bytes(Storage(str(tl_root(tl))).read_bytes(inflight)) == RollbackPlan()
-
-
-def tl_root(tl: Timeline) -> str:
-    storage = tl._storage
-    assert storage is not None
-    return storage.root
+    assert RollbackPlan.from_bytes((root / inflight).read_bytes()) == RollbackPlan()
 
 
 @pytest.mark.parametrize(
@@ -251,7 +251,9 @@ def test_compaction_plans_parse_with_existing_files(
         md = tl.read_commit_metadata(inst)
         assert md.compacted and md.operation_type == "COMPACT"
         for op in plan.operations:
-            assert op.file_id and op.base_instant_time and op.base_instant_time < inst.requested_time
+            assert (
+                op.file_id and op.base_instant_time and op.base_instant_time < inst.requested_time
+            )
             if op.base_file_rel_path:
                 assert (root / op.base_file_rel_path).is_file()
             for rel in op.log_file_rel_paths:
@@ -266,7 +268,7 @@ def test_compaction_plans_parse_with_existing_files(
 
 
 def test_v8_compaction_plan_details(tmp_path_factory: pytest.TempPathFactory) -> None:
-    root, layout, tl = _load("mor_avro_v8_trips_8i3u1d", tmp_path_factory)
+    _, layout, tl = _load("mor_avro_v8_trips_8i3u1d", tmp_path_factory)
     assert layout == 2
     inst = tl.get("20251220210129235")
     assert inst is not None and inst.action == COMMIT and inst.is_completed
@@ -292,9 +294,7 @@ def test_v8_compaction_plan_details(tmp_path_factory: pytest.TempPathFactory) ->
 
 def test_clustering_v9(tmp_path_factory: pytest.TempPathFactory) -> None:
     _, _, tl = _load("mor_avro_v9_txns_simple_meta", tmp_path_factory)
-    clustering = [
-        i for i in tl.commits() if tl.origin_action(i.requested_time) == CLUSTERING
-    ]
+    clustering = [i for i in tl.commits() if tl.origin_action(i.requested_time) == CLUSTERING]
     assert len(clustering) == 1
     (inst,) = clustering
     assert inst.action == REPLACE_COMMIT
@@ -339,7 +339,7 @@ def _json_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 def test_commit_metadata_json_round_trip(tmp_path_factory: pytest.TempPathFactory) -> None:
     files = _json_files(tmp_path_factory)
     assert len(files) >= 50
-    kinds = collections.Counter()
+    kinds: collections.Counter[str] = collections.Counter()
     for path in files:
         raw = path.read_bytes()
         md = CommitMetadata.from_bytes(raw)
@@ -367,8 +367,11 @@ def test_json_details_of_a_v6_deltacommit(tmp_path_factory: pytest.TempPathFacto
     (d,) = second.partition_to_write_stats["city=san_francisco"]
     assert d.is_delta and d.log_version == 1 and d.log_offset == 0
     assert d.prev_commit == "20250331030642808"
-    assert d.log_files == [".d0304c53-6fd2-4b7a-a9d6-5ff632f79224-0_20250331030642808.log.1_0-26-85"]
-    assert d.records_stats == {"val": None}
+    assert d.log_files == [
+        ".d0304c53-6fd2-4b7a-a9d6-5ff632f79224-0_20250331030642808.log.1_0-26-85"
+    ]
+    assert d.records_stats is None  # Java's empty Option, written back as {"val": null}
+    assert d.to_json()["recordsStats"] == {"val": None}
     assert second.operation_type == "UPSERT_PREPPED"
     assert second.schema is not None and json.loads(second.schema)["type"] == "record"
     # inflight metadata: planned file ids, path null
@@ -415,12 +418,13 @@ _RECORD_CLASSES: dict[str, Any] = {
 
 def test_avro_round_trip(tmp_path_factory: pytest.TempPathFactory) -> None:
     files = _avro_files(tmp_path_factory)
-    seen = collections.Counter()
+    seen: collections.Counter[str] = collections.Counter()
     for path in files:
         raw = path.read_bytes()
         reader = fastavro.reader(io.BytesIO(raw))
         assert reader.codec == "null"
-        schema_name = reader.writer_schema["name"].rsplit(".", 1)[-1]
+        writer_schema: dict[str, Any] = reader.writer_schema  # type: ignore[assignment]
+        schema_name = writer_schema["name"].rsplit(".", 1)[-1]
         records = list(reader)
         assert len(records) == 1
         if schema_name in ("HoodieCommitMetadata", "HoodieReplaceCommitMetadata"):
@@ -435,7 +439,8 @@ def test_avro_round_trip(tmp_path_factory: pytest.TempPathFactory) -> None:
             again = cls.from_bytes(out)
         assert again == obj, path
         out_reader = fastavro.reader(io.BytesIO(out))
-        assert out_reader.writer_schema["name"] == reader.writer_schema["name"]
+        out_schema: dict[str, Any] = out_reader.writer_schema  # type: ignore[assignment]
+        assert out_schema["name"] == writer_schema["name"]
         assert list(out_reader) == records, path
         seen[schema_name] += 1
     assert set(seen) >= {
@@ -466,7 +471,9 @@ def test_rollback_and_compaction_plan_round_trips() -> None:
     plan = RollbackPlan(
         InstantInfo("20250101000000000", DELTA_COMMIT),
         [
-            RollbackRequest("p", "f-0", "20241231000000000", ["p/a.parquet"], {"p/.f-0_x.log.1": 10}),
+            RollbackRequest(
+                "p", "f-0", "20241231000000000", ["p/a.parquet"], {"p/.f-0_x.log.1": 10}
+            ),
             RollbackRequest("q", None, None, [], None),
         ],
     )
@@ -580,22 +587,17 @@ def test_grammar_round_trip_of_fixture_files(
     names = [p.name for p in hoodie.iterdir()]
     if layout == 2:
         names += [p.name for p in (hoodie / "timeline").iterdir()]
-    parsed = 0
+    instant_files = {p.name for p in _timeline_files(root, layout) if p.name[0].isdigit()}
+    parsed = set()
     for file_name in names:
         inst = Instant.parse(file_name, layout)
-        is_instant_file = (root / timeline_dir(layout) / file_name).is_file() and (
-            file_name[0].isdigit()
-        )
         if inst is None:
-            assert not is_instant_file, file_name
+            assert file_name not in instant_files, file_name
             continue
-        assert is_instant_file, file_name
         assert inst.file_name(layout) == file_name
         assert Instant.parse(inst.file_name(layout), layout) == inst
-        parsed += 1
-    assert parsed == len(list(_timeline_files(root, layout))) - (
-        1 if layout == 1 else 0  # hoodie.properties sits among layout-1 instant files
-    )
+        parsed.add(file_name)
+    assert parsed == instant_files
 
 
 @pytest.mark.parametrize(
@@ -697,9 +699,6 @@ def test_grammar_property(inst: Instant, layout: int) -> None:
     parsed = Instant.parse(name, layout)
     assert parsed == inst.normalized(layout)
     assert parsed is not None and parsed.file_name(layout) == name
-    assert Instant.parse(name, 3 - layout) in (None, parsed, parsed.normalized(3 - layout)) or (
-        layout == 2 and parsed.completion_time is not None
-    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -777,7 +776,7 @@ def test_corrupt_instant_file_names_the_file(tmp_path: Path) -> None:
     hoodie.mkdir()
     (hoodie / "20240101000000000.deltacommit").write_bytes(b"\x00\x01garbage")
     tl = Timeline.load(Storage(str(tmp_path)), 1)
-    with pytest.raises(CorruptFileError, match="20240101000000000.deltacommit"):
+    with pytest.raises(CorruptFileError, match=re.escape("20240101000000000.deltacommit")):
         tl.read_commit_metadata("20240101000000000")
     with pytest.raises(InstantNotFoundError):
         tl.read_commit_metadata("20240101000000001")
@@ -865,7 +864,9 @@ def test_writer_transitions(tmp_path: Path, layout: int) -> None:
     assert not Timeline.load(storage, layout).contains(fts)
     deleted = w.delete_instant_files(cdone)
     assert len(deleted) == 3  # compaction.requested, compaction.inflight, commit
-    assert [i.requested_time for i in Timeline.load(storage, layout)] == [ts]
+    tl = Timeline.load(storage, layout)
+    assert [i.requested_time for i in tl] == [ts]
+    assert tl.reload() == tl and tl.path == timeline_dir(layout)
 
 
 def test_writer_needs_requested_before_inflight(tmp_path: Path) -> None:
@@ -907,6 +908,11 @@ def _archived_entry(ts: str, action: str, state: str, **fields: Any) -> dict[str
     return rec
 
 
+def _packaged_schema_text() -> str:
+    path = resources.files("hudi_ds.timeline").joinpath("avro", "HoodieArchivedMetaEntry.avsc")
+    return json.dumps(json.loads(path.read_text(encoding="utf-8")))
+
+
 def test_load_archived_v6(tmp_path: Path) -> None:
     schema = avro_schema("HoodieArchivedMetaEntry")
     md = CommitMetadata(
@@ -917,8 +923,12 @@ def test_load_archived_v6(tmp_path: Path) -> None:
     records = [
         _archived_entry("20240101000000000", COMMIT, "REQUESTED"),
         _archived_entry("20240101000000000", COMMIT, "INFLIGHT"),
-        _archived_entry("20240101000000000", COMMIT, "COMPLETED", hoodieCommitMetadata=md.to_avro_record()),
-        _archived_entry("20240101000000003", ROLLBACK, "COMPLETED", hoodieRollbackMetadata=rb.to_avro()),
+        _archived_entry(
+            "20240101000000000", COMMIT, "COMPLETED", hoodieCommitMetadata=md.to_avro_record()
+        ),
+        _archived_entry(
+            "20240101000000003", ROLLBACK, "COMPLETED", hoodieRollbackMetadata=rb.to_avro()
+        ),
         _archived_entry("20240101000000004", DELTA_COMMIT, "INFLIGHT"),  # never completed
     ]
     payload = [b"\x00\x00\x00\x03", len(records).to_bytes(4, "big")]
@@ -928,9 +938,7 @@ def test_load_archived_v6(tmp_path: Path) -> None:
         payload += [len(buf.getvalue()).to_bytes(4, "big"), buf.getvalue()]
     block = encode_block(
         BlockType.AVRO_DATA,
-        {HeaderKey.INSTANT_TIME: "20240101000000005", HeaderKey.SCHEMA: json.dumps(
-            json.loads((Path(__file__).parents[1] / "hudi_ds/timeline/avro/HoodieArchivedMetaEntry.avsc").read_text())
-        )},
+        {HeaderKey.INSTANT_TIME: "20240101000000005", HeaderKey.SCHEMA: _packaged_schema_text()},
         b"".join(payload),
     )
     archived = tmp_path / ".hoodie" / "archived"
@@ -967,7 +975,9 @@ def test_load_archived_lsm_history(tmp_path: Path) -> None:
     )
     pq.write_table(table, history / "20240101000000000_20240101000000002_0.parquet")
     pq.write_table(table.slice(0, 1), history / "20230101000000000_20230101000000002_0.parquet")
-    manifest = {"files": [{"fileName": "20240101000000000_20240101000000002_0.parquet", "fileLen": 1}]}
+    manifest = {
+        "files": [{"fileName": "20240101000000000_20240101000000002_0.parquet", "fileLen": 1}]
+    }
     (history / "manifest_1").write_text(json.dumps(manifest))
     (history / "_version_").write_text("1")
     tl = load_archived(Storage(str(tmp_path)), 2)

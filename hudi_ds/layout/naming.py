@@ -5,7 +5,7 @@ Grammar (Java ``FSUtils``)::
     fileId      = <uuid>-<n>                  e.g. d206069c-22c8-4532-b9ea-3cf4282342c4-0
                                               (bucket index: first 8 chars = %08d bucket id)
     writeToken  = <taskPartitionId>-<stageId>-<taskAttemptId>     three decimal ints, e.g. 0-13-23
-    base file   = <fileId>_<writeToken>_<instantTime>.<ext>        ext: parquet | orc | hfile | lance
+    base file   = <fileId>_<writeToken>_<instantTime>.<ext>     ext: parquet|orc|hfile|lance
     log file    = .<fileId>_<instantTime>.log.<version>[_<writeToken>[.cdc]]
                   (leading dot = hidden; versions start at 1;
                    v6: instantTime = base instant of the file slice;

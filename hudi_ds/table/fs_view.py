@@ -72,9 +72,12 @@ class FileSystemView:
         has_data = False
         for f in self.storage.list_files(rel):
             name = f.name
-            if name == PARTITION_METADATA_FILE or name.startswith(PARTITION_METADATA_FILE):
-                has_data = True
-            elif parse_base_file_name(name) or parse_log_file_name(name):
+            if (
+                name == PARTITION_METADATA_FILE
+                or name.startswith(PARTITION_METADATA_FILE)
+                or parse_base_file_name(name)
+                or parse_log_file_name(name)
+            ):
                 has_data = True
         if has_data:
             found.append(rel)
@@ -175,9 +178,7 @@ class FileSystemView:
             if not vis.sees(lf.instant_time):
                 continue
             done = vis.completion_of(lf.instant_time)
-            visible.append(
-                LogFile(lf.path, lf.name, lf.size, completion_time=done)
-            )
+            visible.append(LogFile(lf.path, lf.name, lf.size, completion_time=done))
         visible.sort(key=LogFile.sort_key)
         for lf in visible:
             keys = sorted(set(slices) | {p for p in pending if p <= lf.completion_time})

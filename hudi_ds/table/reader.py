@@ -151,7 +151,9 @@ def read_file_slice(
     blocks = scan_slice_logs(storage, fslice, vis, stats) if fslice.log_files else []
     if not blocks:
         if fslice.base_file is None:
-            return schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
+            return (
+                schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
+            )
         stats.base_files += 1
         table = read_base_file(storage, fslice.base_file, schema, columns=None)
         table = _drop_deleted(table)

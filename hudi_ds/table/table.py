@@ -1,4 +1,7 @@
-"""``HudiTable``: open a Hudi table and read it (snapshot, read-optimized, incremental, time travel)."""
+"""``HudiTable``: open a Hudi table and read it.
+
+Queries: snapshot, read-optimized, incremental and time travel.
+"""
 
 from __future__ import annotations
 
@@ -97,7 +100,7 @@ class HudiTable:
     def visibility(self, as_of: str | None = None) -> Visibility:
         """The instants a read as of ``as_of`` (default: the latest) may see."""
         tl = self.timeline
-        commits = tl.commits()
+        commits = list(tl.commits())
         if as_of is not None:
             as_of = _normalize_instant(as_of)
             commits = [i for i in commits if i.requested_time <= as_of]
@@ -115,14 +118,10 @@ class HudiTable:
         first = tl.instants[0].requested_time if tl.instants else None
         return Visibility(
             instants=visible,
-            completion={
-                i.requested_time: i.completion_time or i.requested_time for i in commits
-            },
+            completion={i.requested_time: i.completion_time or i.requested_time for i in commits},
             first_active=first,
             replaced={p: frozenset(v) for p, v in replaced.items()},
-            pending_compactions=frozenset(
-                i.requested_time for i in tl.pending_compactions()
-            ),
+            pending_compactions=frozenset(i.requested_time for i in tl.pending_compactions()),
         )
 
     def file_slices(
@@ -260,7 +259,9 @@ class HudiTable:
         for s in slices:
             t = read_file_slice(self.storage, s, plan.visibility, plan.context, stats)
             if plan.commit_times is not None and "_hoodie_commit_time" in t.column_names:
-                t = t.filter(pc.is_in(t.column("_hoodie_commit_time"), pa.array(sorted(plan.commit_times))))
+                t = t.filter(
+                    pc.is_in(t.column("_hoodie_commit_time"), pa.array(sorted(plan.commit_times)))
+                )
             if expr is not None and t.num_rows:
                 t = t.filter(expr)
             if plan.columns is not None:
@@ -367,5 +368,3 @@ def read(
 ) -> pa.Table:
     """Read the Hudi table at ``path`` (see :meth:`HudiTable.read`)."""
     return HudiTable(path, options).read(options, columns, filters)
-
-

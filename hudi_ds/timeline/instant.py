@@ -182,14 +182,17 @@ class Instant:
     # -- states -------------------------------------------------------------------------------
     @property
     def is_requested(self) -> bool:
+        """True in the requested state."""
         return self.state is State.REQUESTED
 
     @property
     def is_inflight(self) -> bool:
+        """True in the inflight state."""
         return self.state is State.INFLIGHT
 
     @property
     def is_completed(self) -> bool:
+        """True in the completed state."""
         return self.state is State.COMPLETED
 
     def with_state(self, state: State, completion_time: str | None = None) -> Instant:

@@ -266,7 +266,7 @@ class RuntimeStats(AvroRecord):
     total_upsert_time: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        # Jackson field order of org.apache.hudi.common.model.HoodieWriteStat.RuntimeStats
+        """The v6 JSON object (Jackson field order: scan, upsert, create)."""
         return {
             "totalScanTime": self.total_scan_time,
             "totalUpsertTime": self.total_upsert_time,
@@ -275,6 +275,7 @@ class RuntimeStats(AvroRecord):
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> RuntimeStats:
+        """Parse the v6 JSON object."""
         return cls(
             total_scan_time=int(obj.get("totalScanTime") or 0),
             total_create_time=int(obj.get("totalCreateTime") or 0),
@@ -409,7 +410,7 @@ class WriteStat(AvroRecord):
             if name == "runtimeStats":
                 kwargs[attr] = None if value is None else RuntimeStats.from_json(value)
             elif name == "recordsStats":
-                kwargs[attr] = value
+                kwargs[attr] = None if value == {"val": None} else value  # Java's empty Option
             elif value is None and defaults[attr].default not in (None, NULL_COMMIT):
                 continue  # Java primitive: keep the default
             else:

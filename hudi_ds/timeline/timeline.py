@@ -144,7 +144,11 @@ class Timeline(Sequence[Instant]):
         _path: str | None = None,
         _files: Mapping[str, Mapping[State, _InstantFile]] | None = None,
         _cache: dict[tuple[str, str, State], Any] | None = None,
+        _timezone: TimeZoneLike = "UTC",
     ) -> None:
+        if layout_version not in (1, 2):
+            raise ValueError(f"unsupported timeline layout version {layout_version!r}")
+        self._timezone = _timezone
         self._instants: tuple[Instant, ...] = tuple(sorted(instants))
         self._layout = layout_version
         self._storage = _storage
@@ -193,12 +197,19 @@ class Timeline(Sequence[Instant]):
                     done = format_instant_time(latest.info.mtime_ms, timezone)
                     inst = Instant(ts, inst.action, inst.state, done)
             instants.append(inst)
-        return cls(instants, layout_version, _storage=storage, _path=path, _files=files)
+        return cls(
+            instants,
+            layout_version,
+            _storage=storage,
+            _path=path,
+            _files=files,
+            _timezone=timezone,
+        )
 
     def reload(self) -> Timeline:
         """A fresh :meth:`load` of the same timeline folder."""
         storage = self._require_storage()
-        return Timeline.load(storage, self._layout, self._path)
+        return Timeline.load(storage, self._layout, self._path, timezone=self._timezone)
 
     def _derive(self, instants: Iterable[Instant]) -> Timeline:
         return Timeline(
@@ -208,11 +219,13 @@ class Timeline(Sequence[Instant]):
             _path=self._path,
             _files=self._files,
             _cache=self._cache,
+            _timezone=self._timezone,
         )
 
     # -- basics -------------------------------------------------------------------------------
     @property
     def layout_version(self) -> int:
+        """The timeline layout version (1 or 2)."""
         return self._layout
 
     @property

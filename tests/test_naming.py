@@ -1,0 +1,60 @@
+"""File name grammar, on every data file of every fixture."""
+
+from __future__ import annotations
+
+import pytest
+
+from hudi_ds.layout.naming import (
+    base_file_name,
+    log_file_name,
+    parse_base_file_name,
+    parse_log_file_name,
+    partition_path_of,
+    partition_values_of,
+    write_token,
+)
+from tests.fixtures import fixture_names, fixture_table
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_fixture_file_names_round_trip(name: str, tmp_path_factory) -> None:
+    root = fixture_table(name, tmp_path_factory)
+    for p in root.rglob("*"):
+        if ".hoodie" in p.parts or not p.is_file():
+            continue
+        b = parse_base_file_name(p.name)
+        lg = parse_log_file_name(p.name)
+        if b is not None:
+            assert b.name == p.name
+            assert "_" not in b.file_id
+        elif lg is not None:
+            assert lg.name == p.name and lg.version >= 1
+        else:
+            assert p.name.startswith((".hoodie_partition_metadata", "._", ".DS_Store"))
+
+
+def test_format_and_parse() -> None:
+    tok = write_token(2, 986, 2794)
+    assert tok == "2-986-2794"
+    fid = "00000003-afb1-424d-b18a-a8b6423a6780-0"
+    name = base_file_name(fid, tok, "20250101000000000")
+    assert name == f"{fid}_2-986-2794_20250101000000000.parquet"
+    b = parse_base_file_name(name)
+    assert b is not None and b.file_id == fid and b.instant_time == "20250101000000000"
+    lname = log_file_name(fid, "20250101000000000", 3, "0-1-2")
+    assert lname == f".{fid}_20250101000000000.log.3_0-1-2"
+    lg = parse_log_file_name(lname)
+    assert lg is not None and (lg.file_id, lg.version, lg.write_token) == (fid, 3, "0-1-2")
+    with pytest.raises(ValueError):
+        base_file_name("bad_id", tok, "1")
+    with pytest.raises(ValueError):
+        log_file_name(fid, "1", 1, "x")
+    assert parse_base_file_name("hoodie.properties") is None
+    assert parse_log_file_name("x.parquet") is None
+
+
+def test_partition_paths() -> None:
+    assert partition_path_of(["a", "b"], ["1", "x"], True) == "a=1/b=x"
+    assert partition_path_of(["a"], ["2024/01"], False) == "2024/01"
+    assert partition_values_of("a=1/b=x", ["a", "b"], True) == ["1", "x"]
+    assert partition_values_of("2024/01/15", ["ts"], False) == ["2024/01/15"]
