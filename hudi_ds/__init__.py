@@ -18,7 +18,8 @@ from hudi_ds.errors import (
     SchemaError,
     TableNotFoundError,
 )
-from hudi_ds.table.table import HudiTable, read
+from hudi_ds.table.table import read
+from hudi_ds.write.api import HudiTable, write
 
 __version__ = "0.1.0"
 
@@ -33,4 +34,5 @@ __all__ = [
     "TableNotFoundError",
     "__version__",
     "read",
+    "write",
 ]

@@ -220,3 +220,154 @@ class ReadConfig:
         parse_list,
         "CUSTOM merge mode: importable Python class paths of RecordMerger implementations.",
     )
+
+
+class WriteConfig:
+    """Options of a write (``hudi_ds.write``, ``df.write.format("hudi_py")``, the stream sink)."""
+
+    TABLE_NAME = ConfigProperty(
+        "hoodie.table.name", None, parse_str, "Table name (required when creating a table)."
+    )
+    DATABASE_NAME = ConfigProperty(
+        "hoodie.database.name", None, parse_str, "Database name stored in hoodie.properties."
+    )
+    RECORD_KEY_FIELDS = ConfigProperty(
+        "hoodie.datasource.write.recordkey.field",
+        None,
+        parse_list,
+        "Record key field(s), comma separated.",
+        aliases=("hoodie.table.recordkey.fields",),
+    )
+    PARTITION_FIELDS = ConfigProperty(
+        "hoodie.datasource.write.partitionpath.field",
+        [],
+        parse_list,
+        "Partition field(s), comma separated; empty for a non-partitioned table.",
+        aliases=("hoodie.table.partition.fields",),
+    )
+    HIVE_STYLE = ConfigProperty(
+        "hoodie.datasource.write.hive_style_partitioning",
+        False,
+        parse_bool,
+        "Partition folders named field=value.",
+    )
+    URL_ENCODE = ConfigProperty(
+        "hoodie.datasource.write.partitionpath.urlencode",
+        False,
+        parse_bool,
+        "URL-encode partition values (otherwise unsafe values are refused).",
+    )
+    PRECOMBINE_FIELD = ConfigProperty(
+        "hoodie.datasource.write.precombine.field",
+        None,
+        parse_str,
+        "The ordering field: with EVENT_TIME_ORDERING the greatest value wins.",
+        aliases=("hoodie.table.precombine.field", "hoodie.table.ordering.fields"),
+    )
+    TABLE_TYPE = ConfigProperty(
+        "hoodie.datasource.write.table.type",
+        "MERGE_ON_READ",
+        one_of("MERGE_ON_READ", "COPY_ON_WRITE"),
+        "MERGE_ON_READ (log files, merged on read) or COPY_ON_WRITE (base files rewritten).",
+        aliases=("hoodie.table.type",),
+    )
+    OPERATION = ConfigProperty(
+        "hoodie.datasource.write.operation",
+        "upsert",
+        one_of(
+            "upsert",
+            "insert",
+            "bulk_insert",
+            "delete",
+            "insert_overwrite",
+            "insert_overwrite_table",
+            "delete_partition",
+            upper=False,
+        ),
+        "The write operation.",
+    )
+    INDEX_TYPE = ConfigProperty(
+        "hoodie.index.type", "BUCKET", one_of("BUCKET"), "Only the bucket index is supported."
+    )
+    NUM_BUCKETS = ConfigProperty(
+        "hoodie.bucket.index.num.buckets",
+        4,
+        parse_int,
+        "Buckets (file groups) per partition; fixed for the life of the table.",
+    )
+    HASH_FIELD = ConfigProperty(
+        "hoodie.bucket.index.hash.field",
+        [],
+        parse_list,
+        "Fields hashed to the bucket (a subset of the record key fields; default all).",
+    )
+    MERGE_MODE = ConfigProperty(
+        "hoodie.write.record.merge.mode",
+        None,
+        one_of("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING", "CUSTOM"),
+        "EVENT_TIME_ORDERING (default with an ordering field) or COMMIT_TIME_ORDERING.",
+        aliases=("hoodie.record.merge.mode",),
+    )
+    MERGE_STRATEGY_ID = ConfigProperty(
+        "hoodie.write.record.merge.strategy.id",
+        None,
+        parse_str,
+        "Merge strategy UUID (CUSTOM merge mode).",
+        aliases=("hoodie.record.merge.strategy.id",),
+    )
+    MERGE_CUSTOM_CLASSES = ReadConfig.MERGE_CUSTOM_CLASSES
+    PAYLOAD_CLASS = ConfigProperty(
+        "hoodie.datasource.write.payload.class",
+        None,
+        parse_str,
+        "Hudi payload class name (mapped onto a merge mode).",
+        aliases=("hoodie.compaction.payload.class",),
+    )
+    LOG_BLOCK_FORMAT = ConfigProperty(
+        "hoodie.logfile.data.block.format",
+        "parquet",
+        one_of("parquet", "avro", upper=False),
+        "Format of log data blocks.",
+    )
+    LOG_BLOCK_MAX_SIZE = ConfigProperty(
+        "hoodie.logfile.data.block.max.size",
+        256 << 20,
+        parse_size,
+        "Largest log data block (bytes of buffered Arrow data).",
+    )
+    PARQUET_CODEC = ConfigProperty(
+        "hoodie.parquet.compression.codec",
+        "snappy",
+        one_of("snappy", "gzip", "zstd", "lz4", "none", "uncompressed", upper=False),
+        "Compression of base files and parquet log blocks.",
+    )
+    TASK_MAX_SIZE_MB = ConfigProperty(
+        "write.task.max.size",
+        256.0,
+        float,
+        "Memory budget of one writer task in MB (Flink's key): buffered rows beyond it flush.",
+    )
+    BATCH_SIZE_MB = ConfigProperty(
+        "write.batch.size",
+        64.0,
+        float,
+        "Buffer size in MB of one file group's handle before it flushes a block (Flink's key).",
+    )
+    STREAMING_CHECKPOINT_ID = ConfigProperty(
+        "hoodie.datasource.write.streaming.checkpoint.identifier",
+        "default_single_writer",
+        parse_str,
+        "Writer identifier under which a streaming sink records its batch ids.",
+    )
+    SET_NULL_FOR_MISSING = ConfigProperty(
+        "hoodie.write.set.null.for.missing.columns",
+        False,
+        parse_bool,
+        "Fill table columns missing from the input with nulls instead of failing.",
+    )
+    TIMELINE_TIMEZONE = ConfigProperty(
+        "hoodie.table.timeline.timezone",
+        "UTC",
+        one_of("UTC", "LOCAL"),
+        "Time zone of instant times.",
+    )

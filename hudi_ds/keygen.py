@@ -60,18 +60,36 @@ def record_keys(table: pa.Table, fields: list[str], complex_key: bool) -> pa.Arr
     return pc.binary_join_element_wise(*parts, ",")
 
 
+# a partition value must stay one safe folder name
+_UNSAFE_PARTITION_VALUE = r"(^\.)|[/\\\x00-\x1f]"
+
+
 def partition_paths(
     table: pa.Table, fields: list[str], hive_style: bool, url_encode: bool = False
 ) -> pa.Array:
-    """Build ``_hoodie_partition_path`` for every row (``""`` when non-partitioned)."""
+    """Build ``_hoodie_partition_path`` for every row (``""`` when non-partitioned).
+
+    Raises:
+        SchemaError: a value would not be one safe folder name (contains ``/``, ``\\`` or a
+            control character, or starts with ``.``) and URL encoding is off; the message names
+            the column and the value.
+    """
     if not fields:
-        return pa.array([""] * table.num_rows, pa.string())
+        return pa.repeat(pa.scalar("", pa.string()), table.num_rows)
     parts = []
     for f in fields:
         v = key_string(_column(table, f), f)
         v = pc.if_else(pc.or_kleene(pc.is_null(v), pc.equal(v, "")), DEFAULT_PARTITION, v)
         if url_encode:
             v = _url_encode(v)
+        bad = pc.match_substring_regex(v, _UNSAFE_PARTITION_VALUE)
+        if pc.any(bad).as_py():
+            first = v.filter(bad)[0].as_py()
+            raise SchemaError(
+                f"unsafe partition value {first!r} in column '{f}': a partition value may not "
+                "contain '/', '\\' or control characters, nor start with '.' (set "
+                "hoodie.datasource.write.partitionpath.urlencode=true to encode it)"
+            )
         parts.append(pc.binary_join_element_wise(f"{f}=", v, "") if hive_style else v)
     if len(parts) == 1:
         return parts[0]
@@ -80,9 +98,10 @@ def partition_paths(
 
 def _url_encode(v: pa.Array) -> pa.Array:
     # Java URLEncoder-like escaping of the characters that are unsafe in a path segment
-    for ch, code in (("%", "%25"), ("/", "%2F"), (" ", "+"), ("=", "%3D"), (":", "%3A")):
+    for ch, code in (("%", "%25"), ("/", "%2F"), ("\\", "%5C"), ("=", "%3D"), (":", "%3A")):
         v = pc.replace_substring(v, ch, code)
-    return v
+    # leading dot would hide the folder
+    return pc.replace_substring_regex(v, r"^\.", "%2E")
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:

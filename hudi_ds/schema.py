@@ -68,11 +68,11 @@ AvroSchema = str | dict[str, Any]
 
 @dataclass
 class AvroType:
-    """One resolved Avro type: named references inlined, nullable unions collapsed.
+    """One resolved Avro type, named references inlined.
 
     ``kind`` is the Avro type name (``record``, ``array``, ``long`` ...); ``logical`` the logical
-    type when it is one hudi_ds understands. ``fields`` holds ``(name, type, nullable)`` for
-    records, ``items``/``items_nullable`` the element (array) or value (map) type.
+    type when it is one hudi_ds understands; ``fields`` the slots of a record, ``items`` the
+    element (array) or value (map) slot; ``symbols`` those of an enum.
     """
 
     kind: str
@@ -80,9 +80,29 @@ class AvroType:
     size: int | None = None
     precision: int | None = None
     scale: int | None = None
-    fields: list[tuple[str, AvroType, bool]] = field(default_factory=list)
-    items: AvroType | None = None
-    items_nullable: bool = False
+    fields: list[AvroSlot] = field(default_factory=list)
+    items: AvroSlot | None = None
+    symbols: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AvroSlot:
+    """A place holding a value -- record field, array element, map value -- and its union.
+
+    ``["null", T]`` (or ``[T, "null"]``, ``[T]``) is collapsed to ``type`` T with
+    ``union=True`` and the branch indexes of null and of T, which the binary encoding writes.
+    """
+
+    name: str
+    type: AvroType
+    union: bool = False
+    null_index: int | None = None
+    value_index: int | None = None
+
+    @property
+    def nullable(self) -> bool:
+        """True if the slot can hold null (a union with a null branch, or the null type)."""
+        return self.null_index is not None or self.type.kind == "null"
 
 
 _KNOWN_LOGICAL = {
@@ -132,29 +152,32 @@ class _AvroResolver:
                 return self.named[candidate]
         raise UnsupportedError(f"field {path!r}: unknown Avro type {name!r}")
 
-    def resolve(self, t: Any, ns: str, path: str) -> tuple[AvroType, bool]:
-        """Resolve ``t`` in namespace ``ns``; returns ``(type, nullable)``."""
-        if isinstance(t, list):
-            return self._union(t, ns, path)
+    def resolve(self, t: Any, ns: str, path: str) -> AvroType:
+        """Resolve the (non-union) type ``t`` in namespace ``ns``."""
         if isinstance(t, str):
             if t in _PRIMITIVES:
-                return AvroType(t), t == "null"
-            return self._lookup(t, ns, path), False
+                return AvroType(t)
+            return self._lookup(t, ns, path)
         if isinstance(t, dict):
-            return self._complex(t, ns, path), False
+            return self._complex(t, ns, path)
         raise UnsupportedError(f"field {path!r}: invalid Avro type {t!r}")
 
-    def _union(self, branches: list[Any], ns: str, path: str) -> tuple[AvroType, bool]:
-        non_null = [b for b in branches if b != "null" and b != {"type": "null"}]
-        nullable = len(non_null) < len(branches)
-        if not non_null:
-            return AvroType("null"), True
-        if len(non_null) > 1:
+    def slot(self, name: str, t: Any, ns: str, path: str) -> AvroSlot:
+        """Resolve the type ``t`` of a field/element/value, collapsing a nullable union."""
+        if isinstance(t, dict) and isinstance(t.get("type"), list):
+            t = t["type"]
+        if not isinstance(t, list):
+            return AvroSlot(name, self.resolve(t, ns, path))
+        is_null = [b == "null" or b == {"type": "null"} for b in t]
+        values = [i for i, null in enumerate(is_null) if not null]
+        if len(values) > 1:
             raise UnsupportedError(
-                f"field {path!r}: Avro union with several non-null branches {branches!r}"
+                f"field {path!r}: Avro union with several non-null branches {t!r}"
             )
-        inner, inner_nullable = self.resolve(non_null[0], ns, path)
-        return inner, nullable or inner_nullable
+        null_index = is_null.index(True) if any(is_null) else None
+        if not values:
+            return AvroSlot(name, AvroType("null"), True, null_index, None)
+        return AvroSlot(name, self.resolve(t[values[0]], ns, path), True, null_index, values[0])
 
     def _named(self, t: dict[str, Any], ns: str) -> tuple[str, str]:
         name = t.get("name")
@@ -166,24 +189,26 @@ class _AvroResolver:
 
     def _complex(self, t: dict[str, Any], ns: str, path: str) -> AvroType:
         kind = t.get("type")
-        if isinstance(kind, (dict, list)):
-            return self.resolve(kind, ns, path)[0]
+        if isinstance(kind, dict):
+            return self.resolve(kind, ns, path)
+        if isinstance(kind, list):
+            raise UnsupportedError(f"field {path!r}: a union cannot be nested here: {t!r}")
         if kind in ("record", "error"):
             return self._record(t, ns, path)
         if kind == "enum":
             full, _ = self._named(t, ns)
-            self.named[full] = AvroType("enum")
+            self.named[full] = AvroType("enum", symbols=list(t.get("symbols", [])))
             return self.named[full]
         if kind == "fixed":
             full, _ = self._named(t, ns)
             self.named[full] = self._logical(t, "fixed")
             return self.named[full]
         if kind == "array":
-            items, nullable = self.resolve(t.get("items"), ns, f"{path}[]")
-            return AvroType("array", items=items, items_nullable=nullable)
+            items = self.slot(LIST_ITEM_NAME, t.get("items"), ns, f"{path}[]")
+            return AvroType("array", items=items)
         if kind == "map":
-            values, nullable = self.resolve(t.get("values"), ns, f"{path}{{}}")
-            return AvroType("map", items=values, items_nullable=nullable)
+            values = self.slot("value", t.get("values"), ns, f"{path}{{}}")
+            return AvroType("map", items=values)
         if isinstance(kind, str) and kind in _PRIMITIVES:
             return self._logical(t, kind)
         if isinstance(kind, str):
@@ -213,8 +238,7 @@ class _AvroResolver:
         for f in t.get("fields", []):
             name = f["name"]
             fpath = f"{path}.{name}" if path else name
-            ftype, nullable = self.resolve(f["type"], own_ns, fpath)
-            fields.append((name, ftype, nullable))
+            fields.append(self.slot(name, f["type"], own_ns, fpath))
         self.pending.discard(full)
         node = AvroType("record", fields=fields)
         self.named[full] = node
@@ -223,8 +247,10 @@ class _AvroResolver:
 
 def resolve_avro(avro: AvroSchema) -> AvroType:
     """Parse an Avro schema (JSON string or dict) into a resolved :class:`AvroType` tree."""
-    node, _ = _AvroResolver().resolve(parse_avro_json(avro), "", "")
-    return node
+    avro = parse_avro_json(avro)
+    if isinstance(avro, list):
+        raise UnsupportedError("top-level Avro schema must be a record, got a union")
+    return _AvroResolver().resolve(avro, "", "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,24 +288,24 @@ def _decimal_type(precision: int, scale: int) -> pa.DataType:
 
 
 def _arrow_type(node: AvroType, physical: bool = False) -> pa.DataType:
-    """Arrow type of ``node``; ``physical`` gives the type of fastavro's raw (logical-free) values."""
+    """Arrow type of ``node``; ``physical``: the type of fastavro's raw (logical-free) values."""
     if node.kind == "record":
-        return pa.struct(
-            [pa.field(n, _arrow_type(t, physical), nullable) for n, t, nullable in node.fields]
-        )
+        return pa.struct([_arrow_field(f, physical) for f in node.fields])
     if node.kind == "array":
         assert node.items is not None
-        item = pa.field(LIST_ITEM_NAME, _arrow_type(node.items, physical), node.items_nullable)
-        return pa.list_(item)
+        return pa.list_(_arrow_field(node.items, physical))
     if node.kind == "map":
         assert node.items is not None
-        value = pa.field("value", _arrow_type(node.items, physical), node.items_nullable)
-        return pa.map_(pa.string(), value)
+        return pa.map_(pa.string(), _arrow_field(node.items, physical))
     if physical:
         return _physical_leaf(node)
     if node.logical == "decimal":
         return _decimal_type(cast(int, node.precision), cast(int, node.scale))
     return _SIMPLE_ARROW[(node.kind, node.logical)]
+
+
+def _arrow_field(slot: AvroSlot, physical: bool) -> pa.Field:
+    return pa.field(slot.name, _arrow_type(slot.type, physical), slot.nullable)
 
 
 def _physical_leaf(node: AvroType) -> pa.DataType:
@@ -302,6 +328,11 @@ def avro_to_arrow_schema(avro: AvroSchema) -> pa.Schema:
     if node.kind != "record":
         raise UnsupportedError(f"top-level Avro schema must be a record, got {node.kind!r}")
     return pa.schema(cast(pa.StructType, _arrow_type(node)))
+
+
+def arrow_type_of(node: AvroType) -> pa.DataType:
+    """Arrow type of a resolved Avro type (a struct for a record)."""
+    return _arrow_type(node)
 
 
 def physical_arrow_schema(avro: AvroSchema) -> pa.Schema:
@@ -349,7 +380,10 @@ def _check_name(name: str, path: str) -> None:
 
 
 def _field_json(name: str, avro_type: Any, nullable: bool = True) -> dict[str, Any]:
-    field_json: dict[str, Any] = {"name": name, "type": ["null", avro_type] if nullable else avro_type}
+    field_json: dict[str, Any] = {
+        "name": name,
+        "type": ["null", avro_type] if nullable else avro_type,
+    }
     if name in META_FIELDS or name == OPERATION_FIELD:
         field_json["doc"] = ""
     if nullable:
@@ -520,7 +554,9 @@ def decimal_from_bytes(arr: pa.Array, target: pa.DataType) -> pa.Array:
     if n and int(lengths.max()) > width:
         raise SchemaError(f"decimal value of {int(lengths.max())} bytes does not fit {target}")
     data_buf = arr.buffers()[-1]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    data = (
+        np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    )
     if data.size == 0:
         data = np.zeros(1, np.uint8)
     j = np.arange(width, dtype=np.int64)[None, :]
@@ -566,14 +602,13 @@ def _valid_mask(arr: pa.Array) -> np.ndarray:
 
 
 def _map_chunks(
-    col: pa.ChunkedArray | pa.Array, fn: Callable[[pa.Array], pa.Array]
-) -> pa.ChunkedArray | pa.Array:
-    if isinstance(col, pa.ChunkedArray):
-        chunks = [fn(c) for c in col.chunks]
-        if not chunks:
-            return pa.chunked_array([], type=fn(pa.array([], type=col.type)).type)
-        return pa.chunked_array(chunks)
-    return fn(col)
+    col: pa.ChunkedArray, fn: Callable[[pa.Array, Any], pa.Array], arg: Any
+) -> pa.ChunkedArray:
+    """Apply ``fn(chunk, arg)`` to every chunk of ``col``."""
+    chunks = [fn(c, arg) for c in col.chunks]
+    if not chunks:
+        return pa.chunked_array([], type=fn(pa.array([], type=col.type), arg).type)
+    return pa.chunked_array(chunks)
 
 
 def _has_decimal(t: pa.DataType) -> bool:
@@ -604,9 +639,7 @@ def from_physical(arr: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_map(target):
         marr = cast(pa.MapArray, arr)
         items = from_physical(marr.items, target.item_type)
-        return pa.MapArray.from_arrays(
-            marr.offsets, marr.keys, items, type=target, mask=mask
-        )
+        return pa.MapArray.from_arrays(marr.offsets, marr.keys, items, type=target, mask=mask)
     larr = cast(pa.ListArray, arr)
     values = from_physical(larr.values, target.value_type)
     return pa.ListArray.from_arrays(larr.offsets, values, type=target, mask=mask)
@@ -622,10 +655,7 @@ def raw_avro_records_to_arrow(records: list[dict[str, Any]], schema: pa.Schema) 
     table = pa.Table.from_pylist(records, schema=physical)
     if physical == schema:
         return table
-    columns = [
-        _map_chunks(table.column(i), lambda a, t=f.type: from_physical(a, t))
-        for i, f in enumerate(schema)
-    ]
+    columns = [_map_chunks(table.column(i), from_physical, f.type) for i, f in enumerate(schema)]
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -695,18 +725,18 @@ def to_physical(arr: pa.Array, node: AvroType) -> pa.Array:
         return arr.cast(pa.int32())
     if pa.types.is_struct(t) and node.kind == "record":
         sarr = cast(pa.StructArray, arr)
-        children = [to_physical(sarr.field(i), ft) for i, (_, ft, _) in enumerate(node.fields)]
+        children = [to_physical(sarr.field(i), f.type) for i, f in enumerate(node.fields)]
         mask = arr.is_null() if arr.null_count else None
         names = [f.name for f in t]
         return pa.StructArray.from_arrays(children, names=names, mask=mask)
     if pa.types.is_map(t) and node.items is not None:
         marr = cast(pa.MapArray, arr)
-        items = to_physical(marr.items, node.items)
+        items = to_physical(marr.items, node.items.type)
         mask = arr.is_null() if arr.null_count else None
         return pa.MapArray.from_arrays(marr.offsets, marr.keys, items, mask=mask)
     if pa.types.is_list(t) and node.items is not None:
         larr = cast(pa.ListArray, arr)
-        values = to_physical(larr.values, node.items)
+        values = to_physical(larr.values, node.items.type)
         mask = arr.is_null() if arr.null_count else None
         return pa.ListArray.from_arrays(larr.offsets, values, mask=mask)
     return arr
@@ -735,10 +765,7 @@ def arrow_to_avro_records(
         avro_schema = arrow_to_avro_schema(table.schema, "record", "")
     node = resolve_avro(avro_schema)
     table = conform_table(table, pa.schema(cast(pa.StructType, _arrow_type(node))))
-    columns = [
-        _map_chunks(table.column(i), lambda a, t=ft: to_physical(a, t))
-        for i, (_, ft, _) in enumerate(node.fields)
-    ]
+    columns = [_map_chunks(table.column(i), to_physical, f.type) for i, f in enumerate(node.fields)]
     physical = pa.Table.from_arrays(columns, names=table.column_names)
     return physical.to_pylist(maps_as_pydicts="strict")
 
@@ -792,9 +819,7 @@ def _widens(src: pa.DataType, dst: pa.DataType) -> bool:
         order = ["s", "ms", "us", "ns"]
         same_zone = (src.tz is None) == (dst.tz is None)
         return same_zone and order.index(dst.unit) >= order.index(src.unit)
-    if pa.types.is_date32(src) and pa.types.is_timestamp(dst):
-        return True
-    return False
+    return bool(pa.types.is_date32(src) and pa.types.is_timestamp(dst))
 
 
 def _check_promotion(src: pa.DataType, dst: pa.DataType, path: str) -> None:

@@ -188,7 +188,8 @@ def parse_block(data: bytes | memoryview, offset: int = 0) -> LogBlock:
         version    := int32   log format version, must be 1
         type       := int32   BlockType ordinal (0..6)
         header     := map
-        map        := int32 count, then count x (int32 HeaderKey ordinal 0..8, int32 n, n UTF-8 bytes)
+        map        := int32 count, then count x
+                      (int32 HeaderKey ordinal 0..8, int32 n, n UTF-8 bytes)
         contentLength := int64
         content    := contentLength bytes
         footer     := map

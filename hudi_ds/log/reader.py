@@ -154,7 +154,7 @@ def _decode_framed(plan: _AvroPlan, content: bytes, count: int) -> pa.Table | No
     buf = b"".join([_zigzag_varint(count), memoryview(content)[8:], b"\x00"])
     stream = io.BytesIO(buf)
     try:
-        records = schemaless_reader(stream, plan.framed, None)
+        records = cast(list[dict[str, Any]], schemaless_reader(stream, plan.framed, None))
     except Exception:
         return None
     if stream.tell() != len(buf) or len(records) != count:
@@ -289,7 +289,7 @@ def _ordering_values(values: list[Any]) -> pa.Array:
 
 
 def decode_delete_block(block: LogBlock) -> pa.Table:
-    """Decode a delete block to ``_hoodie_record_key``, ``_hoodie_partition_path``, ``_ordering_value``.
+    """Decode a delete block to record keys, partition paths and ordering values.
 
     Grammar (version 3, Hudi 0.14+)::
 

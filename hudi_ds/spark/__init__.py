@@ -1,0 +1,53 @@
+"""The ``hudi_py`` Spark data source (the only package of hudi_ds that imports pyspark).
+
+::
+
+    from hudi_ds.spark import register, cluster_by_bucket
+    register(spark)
+    cluster_by_bucket(df, opts).write.format("hudi_py").mode("append").options(**opts).save(path)
+    spark.read.format("hudi_py").load(path)
+
+Installing hudi_ds also installs the top-level module ``pyspark_hudi_py``, which pyspark finds
+and registers by itself (without filter pushdown) in sessions whose Python workers can import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hudi_ds.spark.cluster import cluster_by_bucket
+from hudi_ds.spark.datasource import NAME, HudiDataSource, HudiDataSourceWithPushdown
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: Any, filter_pushdown: bool | None = None) -> type[HudiDataSource]:
+    """Register the ``hudi_py`` format in a SparkSession.
+
+    Args:
+        spark: the ``SparkSession`` (registration is per session).
+        filter_pushdown: prune partitions and buckets with Spark's filters. ``None`` (default):
+            on when ``spark.sql.python.filterPushdown.enabled`` is true. ``True`` also sets that
+            conf (pyspark refuses a reader with ``pushFilters`` otherwise); don't turn the conf
+            off afterwards in this session. ``False``: never.
+
+    Returns:
+        The registered class.
+    """
+    enabled = str(spark.conf.get(PUSHDOWN_CONF, "false")).strip().lower() == "true"
+    if filter_pushdown is None:
+        filter_pushdown = enabled
+    elif filter_pushdown and not enabled:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+    cls = HudiDataSourceWithPushdown if filter_pushdown else HudiDataSource
+    spark.dataSource.register(cls)
+    return cls
+
+
+__all__ = [
+    "NAME",
+    "HudiDataSource",
+    "HudiDataSourceWithPushdown",
+    "cluster_by_bucket",
+    "register",
+]

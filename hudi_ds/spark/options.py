@@ -1,0 +1,106 @@
+"""Options of the ``hudi_py`` Spark data source.
+
+Hudi's own ``hoodie.*`` keys mean what they mean in the embedded API and are validated by it.
+Keys that only make sense inside Spark live in the ``hudi_py.`` namespace (Hudi has no key for
+them); they are validated here and never reach the embedded API.
+
+Spark hands options over lower-cased (a ``CaseInsensitiveDict``) with ``path`` added by
+``load(path)`` / ``save(path)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from hudi_ds.config import ConfigProperty, parse_bool, parse_int, parse_size, properties_of
+from hudi_ds.errors import ConfigError
+
+PREFIX = "hudi_py."
+
+
+class SparkConfig:
+    """Connector-only options (``hudi_py.*``)."""
+
+    SPLIT_BYTES = ConfigProperty(
+        "hudi_py.read.split.bytes",
+        128 << 20,
+        parse_size,
+        "Reads: file slices are packed into one Spark partition up to this many bytes "
+        "(like spark.sql.files.maxPartitionBytes).",
+    )
+    OPEN_COST_BYTES = ConfigProperty(
+        "hudi_py.read.open.cost.bytes",
+        4 << 20,
+        parse_size,
+        "Reads: the estimated cost of opening one file slice, in bytes, added to its size when "
+        "packing (like spark.sql.files.openCostInBytes).",
+    )
+    FILTER_PUSHDOWN = ConfigProperty(
+        "hudi_py.read.filter.pushdown",
+        None,
+        parse_bool,
+        "Reads: use Spark's filters for partition and bucket pruning. Needs "
+        "spark.sql.python.filterPushdown.enabled=true (default: on when hudi_ds.spark.register "
+        "saw that conf enabled).",
+    )
+    TEST_FAIL_PARTITION = ConfigProperty(
+        "hudi_py.test.fail.partition",
+        None,
+        parse_int,
+        "Tests only: the write task of this Spark partition raises after writing its data.",
+    )
+    TEST_FAIL_ATTEMPTS = ConfigProperty(
+        "hudi_py.test.fail.attempts",
+        1,
+        parse_int,
+        "Tests only: how many attempts of that task fail (then it succeeds).",
+    )
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str], dict[str, str]]:
+    """Split Spark's options into ``(path, hudi options, connector options)``.
+
+    Connector options are parsed (a bad value or an unknown ``hudi_py.*`` key raises).
+
+    Raises:
+        ConfigError: an unknown ``hudi_py.*`` key or a value that does not parse.
+    """
+    known = {p.key: p for p in properties_of(SparkConfig)}
+    path: str | None = None
+    hudi: dict[str, str] = {}
+    conn: dict[str, str] = {}
+    for k, v in options.items():
+        key = str(k).strip().lower()
+        if v is None:
+            continue
+        value = str(v)
+        if key == "path":
+            path = value
+        elif key.startswith(PREFIX):
+            if key not in known:
+                close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.8)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise ConfigError(f"unknown option '{key}' (value {value!r}){hint}")
+            known[key].parse(value)
+            conn[key] = value
+        else:
+            hudi[key] = value
+    return path, hudi, conn
+
+
+def get(conn: Mapping[str, str], prop: ConfigProperty[Any]) -> Any:
+    """The parsed value of a connector option (or its default)."""
+    raw = conn.get(prop.key)
+    return prop.default if raw is None else prop.parse(raw)
+
+
+def require_path(path: str | None) -> str:
+    """The table path, or ConfigError when neither ``load(path)``/``save(path)`` gave one."""
+    if not path:
+        raise ConfigError(
+            "no table path: use .load(path) / .save(path) or .option('path', ...) "
+            "(saveAsTable without a location is not supported)"
+        )
+    return path

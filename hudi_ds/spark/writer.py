@@ -1,0 +1,245 @@
+"""Writes of ``df.write.format("hudi_py")``: the driver coordinates, tasks write file groups.
+
+One :class:`WriteJob` holds everything a write needs and is shared by the batch writer here and
+the streaming writer (issue 5); they differ only in how an instant is started and committed.
+
+Process model (pyspark 4.3, see the reference notes):
+
+* ``DataSource.writer()`` runs in a planner worker on the driver, at execution time, before any
+  task: :meth:`WriteJob.prepare` validates every option and the DataFrame schema (raising
+  there fails ``save()`` with nothing written), then :meth:`WriteClient.start` creates the
+  table if needed, rolls back failed earlier writes and opens instant T.
+* ``write(batches)`` runs once per Spark partition on an executor, on an unpickled copy of the
+  writer: rows go to a task writer (per-file-group handles, bounded memory) whose WriteStatuses
+  come back in one :class:`HudiCommitMessage`.
+* ``commit(messages)`` runs in *another* planner process on a copy of the writer as it was when
+  ``writer()`` returned, with the messages of the successful attempts only:
+  :meth:`WriteClient.commit` deletes the files of failed or superseded attempts (found through
+  their markers) and publishes T atomically. ``abort(messages)`` rolls T back (messages of
+  failed tasks are ``None``; the markers still name their files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from hudi_ds.errors import ConfigError, WriteError
+from hudi_ds.spark import options as opt
+from hudi_ds.spark.options import SparkConfig
+from hudi_ds.spark.types import conform_batch, spark_to_arrow_schema
+
+if TYPE_CHECKING:
+    from hudi_ds.write.client import WriteClient, WriteStatus
+
+OPERATION_KEY = "hoodie.datasource.write.operation"
+#: operations a ``mode("overwrite")`` write may carry (anything else becomes
+#: ``insert_overwrite_table``).
+OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
+#: operations that make no sense with ``mode("overwrite")``.
+NON_OVERWRITE_OPERATIONS = ("delete", "delete_partition")
+
+
+@dataclass(frozen=True)
+class HudiCommitMessage(WriterCommitMessage):  # type: ignore[misc]
+    """What one write task reports to the driver.
+
+    Attributes:
+        instant: the instant the task wrote for.
+        partition_id: the Spark partition the task wrote.
+        attempt: the task attempt number (0 for the first attempt).
+        statuses: one WriteStatus per file written.
+    """
+
+    instant: str
+    partition_id: int
+    attempt: int
+    statuses: tuple[WriteStatus, ...] = ()
+
+    @property
+    def num_files(self) -> int:
+        return len(self.statuses)
+
+
+@dataclass(frozen=True)
+class TaskIdentity:
+    """Which Spark task attempt is writing (part of every file's write token)."""
+
+    partition_id: int
+    stage_id: int
+    task_attempt_id: int
+    attempt_number: int
+
+    @classmethod
+    def current(cls) -> TaskIdentity:
+        """The running Spark task (all zeros outside Spark, e.g. in unit tests)."""
+        ctx = TaskContext.get()
+        if ctx is None:
+            return cls(0, 0, 0, 0)
+        return cls(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId(), ctx.attemptNumber())
+
+
+class WriteJob:
+    """A validated write into one table: the options, the Arrow schema and the write client.
+
+    Built on the driver (``writer()`` / ``streamWriter()``) and pickled to executors and to the
+    commit process. Construction raises before anything is written when an option or the schema
+    is invalid.
+
+    Args:
+        path: the table base path.
+        options: the ``hoodie.*`` write options.
+        connector: the validated ``hudi_py.*`` options.
+        schema: the DataFrame's Spark schema.
+        overwrite: ``mode("overwrite")`` (or streaming complete mode).
+
+    Raises:
+        ConfigError: a bad option (named with its value), or an operation that cannot overwrite.
+        SchemaError: the DataFrame does not fit the table (missing or mistyped key, partition or
+            ordering column...).
+        UnsupportedError: a column type that a Hudi table cannot store.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        options: Mapping[str, str],
+        connector: Mapping[str, str],
+        schema: StructType,
+        overwrite: bool,
+    ) -> None:
+        from hudi_ds.write.client import WriteClient
+
+        self.path = path
+        self.options = dict(options)
+        self.connector = dict(connector)
+        self.overwrite = overwrite
+        self.arrow_schema = spark_to_arrow_schema(schema)
+        self.operation = resolve_operation(self.options, overwrite)
+        self.client: WriteClient = WriteClient(path, self.options)
+        self.client.validate_schema(self.arrow_schema)
+
+    # -- driver ----------------------------------------------------------------------------------
+    def start(self) -> str:
+        """Open a new instant (creates the table on the first write); returns its time."""
+        return self.client.start(self.operation)
+
+    def commit(
+        self,
+        instant: str,
+        messages: Sequence[WriterCommitMessage | None],
+        extra_metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        """Publish ``instant`` with the files of the successful task attempts.
+
+        Raises:
+            WriteError: a message is missing or belongs to another instant (the instant is not
+                published; Spark then calls abort).
+        """
+        statuses: list[WriteStatus] = []
+        for i, m in enumerate(messages):
+            if not isinstance(m, HudiCommitMessage):
+                raise WriteError(
+                    f"instant {instant}: no commit message from Spark partition {i} ({m!r})"
+                )
+            if m.instant != instant:
+                raise WriteError(
+                    f"instant {instant}: partition {m.partition_id} wrote for instant {m.instant}"
+                )
+            statuses.extend(m.statuses)
+        self.client.commit(instant, statuses, dict(extra_metadata) if extra_metadata else None)
+
+    def abort(self, instant: str) -> None:
+        """Roll ``instant`` back: its files and instant files are removed."""
+        self.client.abort(instant)
+
+    # -- executors -------------------------------------------------------------------------------
+    def write_task(self, instant: str, batches: Iterator[pa.RecordBatch]) -> HudiCommitMessage:
+        """Write one Spark partition's rows for ``instant`` (runs in an executor task)."""
+        task = TaskIdentity.current()
+        writer = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if writer is None:
+                writer = self.client.task_writer(
+                    instant, task.partition_id, task.stage_id, task.task_attempt_id
+                )
+            writer.write(conform_batch(batch, self.arrow_schema))
+        statuses = tuple(writer.close()) if writer is not None else ()
+        self._maybe_fail(task)
+        return HudiCommitMessage(instant, task.partition_id, task.attempt_number, statuses)
+
+    def _maybe_fail(self, task: TaskIdentity) -> None:
+        """Test hook: fail after the data is written (``hudi_py.test.fail.*``)."""
+        part = opt.get(self.connector, SparkConfig.TEST_FAIL_PARTITION)
+        if part is None or part != task.partition_id:
+            return
+        if task.attempt_number < opt.get(self.connector, SparkConfig.TEST_FAIL_ATTEMPTS):
+            raise RuntimeError(
+                f"hudi_py.test.fail.partition: injected failure of partition {part}, "
+                f"attempt {task.attempt_number}"
+            )
+
+
+def resolve_operation(options: Mapping[str, str], overwrite: bool) -> str | None:
+    """The operation a write runs: the configured one, or ``insert_overwrite_table`` for
+    ``mode("overwrite")`` (an explicit ``insert_overwrite`` is kept: it replaces only the
+    partitions written).
+
+    Returns:
+        The operation to start, or None for the configured default (``upsert``).
+
+    Raises:
+        ConfigError: ``mode("overwrite")`` with ``delete`` / ``delete_partition``.
+    """
+    configured = options.get(OPERATION_KEY)
+    op = configured.strip().lower() if configured else None
+    if not overwrite:
+        return op
+    if op in NON_OVERWRITE_OPERATIONS:
+        raise ConfigError(
+            f"{OPERATION_KEY}={configured!r} cannot be used with mode('overwrite'); "
+            "use mode('append')"
+        )
+    return op if op in OVERWRITE_OPERATIONS else "insert_overwrite_table"
+
+
+class HudiBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
+    """The batch writer: one instant per ``save()``.
+
+    Args:
+        job: the validated write.
+        instant: the instant started on the driver by ``HudiDataSource.writer``.
+    """
+
+    def __init__(self, job: WriteJob, instant: str) -> None:
+        self.job = job
+        self.instant = instant
+
+    @classmethod
+    def create(
+        cls,
+        options: Mapping[str, Any],
+        schema: StructType,
+        overwrite: bool,
+    ) -> HudiBatchWriter:
+        """Validate options and schema, then start the instant (driver side of ``writer()``)."""
+        path, hudi, connector = opt.split_options(options)
+        job = WriteJob(opt.require_path(path), hudi, connector, schema, overwrite)
+        return cls(job, job.start())
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> HudiCommitMessage:
+        return self.job.write_task(self.instant, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.job.commit(self.instant, messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.job.abort(self.instant)

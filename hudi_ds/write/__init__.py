@@ -1,0 +1,1 @@
+"""The write path: per-file-group handles, WriteStatus, markers and the write client."""

@@ -1,0 +1,123 @@
+"""The embedded write API: ``hudi_ds.write`` and the writable ``HudiTable``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from hudi_ds.errors import SchemaError
+from hudi_ds.storage import Storage
+from hudi_ds.table.table import HudiTable as ReadableTable
+from hudi_ds.write.client import WriteClient
+
+ArrowLike = Any  # pa.Table | pa.RecordBatch | pa.RecordBatchReader | __arrow_c_stream__ objects
+
+
+def _as_reader(data: ArrowLike) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    if isinstance(data, pa.Table):
+        return data.schema, iter(data.to_batches())
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, iter([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, iter(data)
+    if hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
+        return reader.schema, iter(reader)
+    if type(data).__module__.startswith("pandas"):
+        t = pa.Table.from_pandas(data, preserve_index=False)
+        return t.schema, iter(t.to_batches())
+    if isinstance(data, (list, tuple)) and all(isinstance(r, dict) for r in data):
+        t = pa.Table.from_pylist(list(data))
+        return t.schema, iter(t.to_batches())
+    raise SchemaError(
+        f"cannot write {type(data).__name__}: pass a pyarrow Table, RecordBatch, "
+        "RecordBatchReader or an object with __arrow_c_stream__ (pandas, polars)"
+    )
+
+
+def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+    """Write ``data`` to the Hudi table at ``path`` (creating it on the first write).
+
+    Args:
+        path: table base path or URI.
+        data: a pyarrow Table/RecordBatch/RecordBatchReader, or anything with
+            ``__arrow_c_stream__`` (pandas, polars). Streams go through bounded memory.
+        options: Hudi write options, e.g. ``hoodie.table.name``,
+            ``hoodie.datasource.write.recordkey.field``,
+            ``hoodie.datasource.write.partitionpath.field``,
+            ``hoodie.datasource.write.precombine.field``, ``hoodie.datasource.write.operation``.
+
+    Returns:
+        The instant time of the completed commit.
+
+    Raises:
+        ConfigError: invalid options. SchemaError: bad input (before anything is written).
+    """
+    client = WriteClient(path, options)
+    schema, batches = _as_reader(data)
+    instant = client.start(schema)
+    try:
+        task = client.task_writer(instant)
+        for batch in batches:
+            task.write(batch)
+        statuses = task.close()
+        partitions = client.options.get_str("hoodie.datasource.write.partitions.to.delete")
+        client.commit(
+            instant,
+            statuses,
+            partitions_to_delete=[p for p in (partitions or "").split(",") if p]
+            or task.touched_partitions(),
+        )
+    except BaseException:
+        client.abort(instant)
+        raise
+    return instant
+
+
+class HudiTable(ReadableTable):
+    """A Hudi table that can be read and written (see :class:`hudi_ds.table.table.HudiTable`).
+
+    Write methods take the same options as :func:`write`; options given when the table was
+    opened are the defaults.
+    """
+
+    def _write(self, data: ArrowLike, operation: str, options: Mapping[str, Any] | None) -> str:
+        opts = {**self.options.raw, **dict(options or {})}
+        opts["hoodie.datasource.write.operation"] = operation
+        instant = write(self.storage, data, opts)
+        self.refresh()
+        return instant
+
+    def upsert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+        """Insert new keys and update existing ones (the table's merge mode decides)."""
+        return self._write(data, "upsert", options)
+
+    def insert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+        """Insert rows (with the bucket index, an existing key is updated as in upsert)."""
+        return self._write(data, "insert", options)
+
+    def delete(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+        """Delete the keys of ``data`` (rows or just the key and partition columns)."""
+        return self._write(data, "delete", options)
+
+    def insert_overwrite(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+        """Replace the partitions that ``data`` touches with its rows."""
+        return self._write(data, "insert_overwrite", options)
+
+    def insert_overwrite_table(
+        self, data: ArrowLike, options: Mapping[str, Any] | None = None
+    ) -> str:
+        """Replace the whole table with ``data``."""
+        return self._write(data, "insert_overwrite_table", options)
+
+    def delete_partition(
+        self, partitions: Sequence[str], options: Mapping[str, Any] | None = None
+    ) -> str:
+        """Drop whole partitions (given as relative partition paths)."""
+        opts = dict(options or {})
+        opts["hoodie.datasource.write.partitions.to.delete"] = ",".join(partitions)
+        schema = self.schema
+        empty = pa.schema([f for f in schema if not f.name.startswith("_hoodie_")]).empty_table()
+        return self._write(empty, "delete_partition", opts)

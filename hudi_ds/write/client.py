@@ -1,0 +1,900 @@
+"""The write client: the coordinator (driver) and the task writers of one write.
+
+The protocol, shared by the embedded API and the Spark connector::
+
+    client = WriteClient(path, options)           # validates every option (driver)
+    instant = client.start(schema=...)            # creates/opens the table, rolls back failed
+                                                  # writes, writes T.<action>.requested/.inflight
+    task = client.task_writer(instant, p, s, a)   # in each task: per-file-group handles
+    task.write(batch) ...; statuses = task.close()
+    client.commit(instant, all_statuses)          # driver: drop debris, publish T atomically
+    client.abort(instant)                         # driver: roll T back
+
+The completed instant file is the commit point: it is written last, atomically (temp + rename).
+Until then readers see nothing of T; after a crash the next writer rolls T back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_ds.config import Options, ReadConfig, WriteConfig
+from hudi_ds.errors import ConfigError, SchemaError, TableExistsError, WriteError
+from hudi_ds.index.bucket import (
+    bucket_id_from_file_id,
+    bucket_ids_from_record_keys,
+    new_bucket_file_id,
+    validate_hash_fields,
+    validate_num_buckets,
+)
+from hudi_ds.keygen import partition_paths, record_keys
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import PARTITION_METADATA_FILE
+from hudi_ds.schema import (
+    IS_DELETED_FIELD,
+    META_FIELDS,
+    arrow_to_avro_schema,
+    avro_schema_json,
+    avro_to_arrow_schema,
+    conform_table,
+    with_meta_fields,
+)
+from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import FileSystemView, Visibility
+from hudi_ds.table.table import HudiTable
+from hudi_ds.table_config import (
+    COMMIT_TIME_ORDERING,
+    CUSTOM,
+    DEFAULT_PAYLOAD,
+    EVENT_TIME_ORDERING,
+    EVENT_TIME_STRATEGY_ID,
+    OVERWRITE_LATEST_PAYLOAD,
+    TableConfig,
+)
+from hudi_ds.timeline.instant import Instant, State, new_instant_time
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.write.handles import (
+    DELETE_KEY,
+    DELETE_ORDERING,
+    DELETE_PARTITION,
+    AppendHandle,
+    HandleContext,
+    MergeHandle,
+    delete_schema,
+)
+from hudi_ds.write.markers import delete_markers, marked_files
+from hudi_ds.write.rollback import rollback_failed_writes, rollback_instant
+from hudi_ds.write.write_status import WriteStatus
+
+OVERWRITE_OPS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")
+STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything tasks need to write instant ``instant`` (small and picklable)."""
+
+    instant: str
+    action: str
+    operation: str
+    table_type: str
+    schema: pa.Schema  # full record schema, meta fields first
+    avro_schema: str  # full record schema as Avro JSON
+    data_avro_schema: str  # writer schema without meta fields (commit metadata)
+    record_key_fields: tuple[str, ...]
+    complex_key: bool
+    partition_fields: tuple[str, ...]
+    hive_style: bool
+    url_encode: bool
+    ordering_field: str | None
+    merge_mode: str
+    num_buckets: int
+    hash_fields: tuple[str, ...]
+    block_format: str
+    codec: str
+    task_budget_bytes: int
+    handle_budget_bytes: int
+    visibility: Visibility
+    pending_compaction: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    set_null_for_missing: bool = False
+
+
+class WriteClient:
+    """Writes to the Hudi table at ``path`` (creating it on the first write).
+
+    Args:
+        path: table base path or URI.
+        options: Hudi write options (``hoodie.*`` keys; see :class:`hudi_ds.config.WriteConfig`).
+
+    Raises:
+        ConfigError: an unknown ``hoodie.*`` key, an invalid value, or options that contradict
+            the existing table (the message names the key and the value).
+    """
+
+    def __init__(self, path: str | Storage, options: Mapping[str, Any] | None = None) -> None:
+        self.storage = path if isinstance(path, Storage) else Storage(str(path))
+        self.options = Options.of(options)
+        self.options.validate(WriteConfig, ReadConfig, ignored=_EXTRA_KEYS)
+        self._plans: dict[str, WritePlan] = {}
+        self._resolve()
+
+    # -- option resolution ------------------------------------------------------------------
+    def _resolve(self) -> None:
+        o = self.options
+        self.operation: str = o.get(WriteConfig.OPERATION)
+        try:
+            self.table_config: TableConfig | None = TableConfig.load(self.storage)
+        except FileNotFoundError:
+            self.table_config = None
+        cfg = self.table_config
+        if cfg is not None:
+            self._check_against_table(cfg)
+            self.table_name = cfg.table_name
+            self.table_type = cfg.table_type
+            self.record_key_fields = cfg.record_key_fields
+            self.partition_fields = cfg.partition_fields
+            self.hive_style = cfg.hive_style_partitioning
+            self.url_encode = cfg.url_encode_partitions
+            self.ordering_field = cfg.ordering_fields[0] if cfg.ordering_fields else None
+            self.merge_mode = cfg.merge_mode
+            self.complex_key = cfg.key_generator == "COMPLEX"
+            if cfg.table_version != 6:
+                raise ConfigError(
+                    f"hudi_ds writes table version 6; the table at {self.storage.base_uri} is "
+                    f"version {cfg.table_version} (hoodie.table.version)"
+                )
+        else:
+            self.table_name = o.get(WriteConfig.TABLE_NAME) or ""
+            self.table_type = o.get(WriteConfig.TABLE_TYPE)
+            self.record_key_fields = list(o.get(WriteConfig.RECORD_KEY_FIELDS) or [])
+            self.partition_fields = list(o.get(WriteConfig.PARTITION_FIELDS) or [])
+            self.hive_style = o.get(WriteConfig.HIVE_STYLE)
+            self.url_encode = o.get(WriteConfig.URL_ENCODE)
+            self.ordering_field = o.get(WriteConfig.PRECOMBINE_FIELD) or None
+            self.merge_mode = self._merge_mode_option(self.ordering_field)
+            self.complex_key = len(self.record_key_fields) > 1
+        self.num_buckets = validate_num_buckets(o.get(WriteConfig.NUM_BUCKETS))
+        if self.record_key_fields:
+            self.hash_fields = validate_hash_fields(
+                o.get(WriteConfig.HASH_FIELD), self.record_key_fields
+            )
+        else:
+            self.hash_fields = []
+
+    def _merge_mode_option(self, ordering: str | None) -> str:
+        o = self.options
+        mode = o.get(WriteConfig.MERGE_MODE)
+        payload = o.get(WriteConfig.PAYLOAD_CLASS)
+        if mode is None and payload:
+            short = payload.rsplit(".", 1)[-1]
+            if short in ("OverwriteWithLatestAvroPayload",):
+                mode = COMMIT_TIME_ORDERING
+            elif short in ("DefaultHoodieRecordPayload", "EventTimeAvroPayload"):
+                mode = EVENT_TIME_ORDERING
+            else:
+                raise ConfigError(
+                    f"payload class {payload!r} (hoodie.datasource.write.payload.class) is not "
+                    "supported yet; use hoodie.write.record.merge.mode"
+                )
+        if mode is None:
+            mode = EVENT_TIME_ORDERING if ordering else COMMIT_TIME_ORDERING
+        if mode == CUSTOM:
+            raise ConfigError(
+                "hoodie.write.record.merge.mode=CUSTOM is not supported by the writer yet"
+            )
+        if mode == EVENT_TIME_ORDERING and not ordering:
+            raise ConfigError(
+                "hoodie.write.record.merge.mode=EVENT_TIME_ORDERING needs an ordering field "
+                "(hoodie.datasource.write.precombine.field)"
+            )
+        return mode
+
+    def _check_against_table(self, cfg: TableConfig) -> None:
+        o = self.options
+
+        def same(prop: Any, value: Any, norm: Any = lambda x: x) -> None:
+            if o.is_set(prop) and norm(o.get(prop)) != norm(value):
+                raise ConfigError(
+                    f"option '{prop.key}'={o.get(prop)!r} contradicts the existing table "
+                    f"({value!r} in hoodie.properties)"
+                )
+
+        same(WriteConfig.TABLE_TYPE, cfg.table_type)
+        same(WriteConfig.RECORD_KEY_FIELDS, cfg.record_key_fields)
+        same(WriteConfig.PARTITION_FIELDS, cfg.partition_fields)
+        same(WriteConfig.HIVE_STYLE, cfg.hive_style_partitioning)
+        same(
+            WriteConfig.PRECOMBINE_FIELD,
+            cfg.ordering_fields[0] if cfg.ordering_fields else None,
+        )
+        if o.is_set(WriteConfig.MERGE_MODE) and o.get(WriteConfig.MERGE_MODE) != cfg.merge_mode:
+            raise ConfigError(
+                f"option 'hoodie.write.record.merge.mode'={o.get(WriteConfig.MERGE_MODE)!r} "
+                f"contradicts the table's merge mode {cfg.merge_mode} (set at creation; it "
+                "cannot change)"
+            )
+        name = o.get(WriteConfig.TABLE_NAME)
+        if name and name != cfg.table_name:
+            raise ConfigError(
+                f"option 'hoodie.table.name'={name!r} contradicts the existing table "
+                f"{cfg.table_name!r}"
+            )
+
+    # -- schema -------------------------------------------------------------------------------
+    def _table(self) -> HudiTable | None:
+        if self.table_config is None:
+            return None
+        return HudiTable(self.storage)
+
+    def validate_schema(self, schema: pa.Schema) -> pa.Schema:
+        """Check an input schema and return the table schema to write (meta fields first).
+
+        Raises:
+            SchemaError: a key, partition or ordering column is missing or has an unusable
+                type, or the input drops table columns (names the column).
+        """
+        data = pa.schema([f for f in schema if f.name not in META_FIELDS])
+        if not self.record_key_fields:
+            raise ConfigError(
+                "option 'hoodie.datasource.write.recordkey.field' is required to create a table"
+            )
+        table = self._table()
+        existing = table.schema if table is not None else pa.schema([])
+        existing_data = pa.schema([f for f in existing if f.name not in META_FIELDS])
+        if self.operation in ("delete", "delete_partition") and len(existing_data):
+            needed = list(self.record_key_fields) + list(self.partition_fields)
+            if self.operation == "delete_partition":
+                needed = list(self.partition_fields)
+            for c in needed:
+                if data.get_field_index(c) < 0:
+                    raise SchemaError(f"{self.operation}: input lacks column '{c}'")
+            return existing
+        for c in [*self.record_key_fields, *self.partition_fields]:
+            if data.get_field_index(c) < 0:
+                raise SchemaError(f"key column '{c}' is missing from the input {data.names}")
+            t = data.field(c).type
+            if not (
+                pa.types.is_string(t)
+                or pa.types.is_large_string(t)
+                or pa.types.is_integer(t)
+                or pa.types.is_boolean(t)
+                or pa.types.is_date(t)
+                or pa.types.is_dictionary(t)
+            ):
+                raise SchemaError(f"key column '{c}' has unsupported type {t}")
+        if self.ordering_field and data.get_field_index(self.ordering_field) < 0:
+            raise SchemaError(
+                f"ordering column '{self.ordering_field}' "
+                "(hoodie.datasource.write.precombine.field) is missing from the input"
+            )
+        merged = self._evolve(existing_data, data)
+        name = self._avro_name()
+        avro = arrow_to_avro_schema(merged, f"{name}_record", f"hoodie.{name}")
+        return with_meta_fields(avro_to_arrow_schema(avro))
+
+    def _evolve(self, existing: pa.Schema, incoming: pa.Schema) -> pa.Schema:
+        if not len(existing):
+            return incoming
+        missing = [f.name for f in existing if incoming.get_field_index(f.name) < 0]
+        if missing and not self.options.get(WriteConfig.SET_NULL_FOR_MISSING):
+            raise SchemaError(
+                f"input lacks table column(s) {missing}; add them or set "
+                "hoodie.write.set.null.for.missing.columns=true"
+            )
+        fields = list(existing)
+        for f in incoming:
+            if existing.get_field_index(f.name) < 0:
+                fields.append(f.with_nullable(True))
+            else:
+                old = existing.field(f.name).type
+                if old != f.type and not _castable(f.type, old):
+                    raise SchemaError(
+                        f"column '{f.name}' has type {f.type}; the table has {old}"
+                    )
+        return pa.schema(fields)
+
+    def _avro_name(self) -> str:
+        return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in self.table_name)
+
+    # -- table creation -------------------------------------------------------------------------
+    def _create_table(self, schema: pa.Schema) -> None:
+        if not self.table_name:
+            raise ConfigError("option 'hoodie.table.name' is required to create a table")
+        name = self._avro_name()
+        data = pa.schema([f for f in schema if f.name not in META_FIELDS])
+        props = {
+            "hoodie.table.name": self.table_name,
+            "hoodie.table.type": self.table_type,
+            "hoodie.table.version": "6",
+            "hoodie.timeline.layout.version": "1",
+            "hoodie.table.recordkey.fields": ",".join(self.record_key_fields),
+            "hoodie.table.partition.fields": ",".join(self.partition_fields),
+            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen." + self._keygen_class(),
+            "hoodie.datasource.write.hive_style_partitioning": str(self.hive_style).lower(),
+            "hoodie.datasource.write.partitionpath.urlencode": str(self.url_encode).lower(),
+            "hoodie.datasource.write.drop.partition.columns": "false",
+            "hoodie.table.base.file.format": "PARQUET",
+            "hoodie.archivelog.folder": "archived",
+            "hoodie.populate.meta.fields": "true",
+            "hoodie.table.timeline.timezone": "UTC",
+            "hoodie.compaction.payload.class": (
+                DEFAULT_PAYLOAD if self.merge_mode == EVENT_TIME_ORDERING
+                else OVERWRITE_LATEST_PAYLOAD
+            ),
+            "hoodie.compaction.record.merger.strategy": EVENT_TIME_STRATEGY_ID,
+            "hoodie.table.create.schema": avro_schema_json(
+                arrow_to_avro_schema(data, f"{name}_record", f"hoodie.{name}")
+            ),
+        }
+        db = self.options.get(WriteConfig.DATABASE_NAME)
+        if db:
+            props["hoodie.database.name"] = db
+        if self.ordering_field:
+            props["hoodie.table.precombine.field"] = self.ordering_field
+        for d in (".hoodie/archived", ".hoodie/.temp", ".hoodie/.schema",
+                  ".hoodie/.aux/.bootstrap/.partitions", ".hoodie/.aux/.bootstrap/.fileids"):
+            self.storage.makedirs(d)
+        if self.storage.exists(".hoodie/hoodie.properties"):
+            raise TableExistsError(f"a table was created at {self.storage.base_uri} meanwhile")
+        TableConfig(props).save(self.storage)
+        self.table_config = TableConfig.load(self.storage)
+
+    def _keygen_class(self) -> str:
+        if not self.partition_fields:
+            return "NonpartitionedKeyGenerator"
+        return "ComplexKeyGenerator" if self.complex_key else "SimpleKeyGenerator"
+
+    # -- instant lifecycle -------------------------------------------------------------------
+    def start(self, schema: pa.Schema | None = None, operation: str | None = None) -> str:
+        """Begin a write: create or open the table, roll back failed writes, start an instant.
+
+        Args:
+            schema: the input's Arrow schema (required unless the table exists and the
+                operation is a delete).
+            operation: overrides ``hoodie.datasource.write.operation``.
+
+        Returns:
+            The new instant time.
+        """
+        if operation is not None:
+            self.operation = WriteConfig.OPERATION.parse(operation)
+        if schema is None:
+            table = self._table()
+            if table is None or not len(table.schema):
+                raise SchemaError("the first write of a table needs the input schema")
+            full = table.schema
+        else:
+            full = self.validate_schema(schema)
+        if self.table_config is None:
+            self._create_table(full)
+        cfg = self.table_config
+        assert cfg is not None
+        rollback_failed_writes(self.storage, cfg)
+        timeline = Timeline.load(self.storage, 1)
+        action = self._action()
+        writer = TimelineWriter(self.storage, 1)
+        last = timeline.instants[-1].requested_time if len(timeline) else None
+        for _ in range(100):
+            instant = new_instant_time(after=last)
+            req = Instant(instant, action, State.REQUESTED)
+            if writer.create_requested(req):
+                break
+            last = instant
+        else:  # pragma: no cover - 100 clashes in a row
+            raise WriteError("could not allocate a unique instant time")
+        inflight = CommitMetadata(operation_type=_OPERATION_TYPES[self.operation])
+        writer.transition_to_inflight(req, inflight.to_json_bytes())
+        self._plans[instant] = self._make_plan(instant, action, full, timeline)
+        return instant
+
+    def _action(self) -> str:
+        if self.operation in OVERWRITE_OPS:
+            return "replacecommit"
+        return "deltacommit" if self.table_type == "MERGE_ON_READ" else "commit"
+
+    def _make_plan(
+        self, instant: str, action: str, schema: pa.Schema, timeline: Timeline
+    ) -> WritePlan:
+        o = self.options
+        name = self._avro_name()
+        data = pa.schema([f for f in schema if f.name not in META_FIELDS])
+        table = HudiTable(self.storage)
+        vis = table.visibility()
+        pending: dict[tuple[str, str], str] = {}
+        for c in timeline.pending_compactions():
+            plan = timeline.read_compaction_plan(c)
+            for op in plan.operations or []:
+                pending[(op.partition_path or "", op.file_id or "")] = c.requested_time
+        return WritePlan(
+            instant=instant,
+            action=action,
+            operation=self.operation,
+            table_type=self.table_type,
+            schema=schema,
+            avro_schema=avro_schema_json(
+                arrow_to_avro_schema(schema, f"{name}_record", f"hoodie.{name}")
+            ),
+            data_avro_schema=avro_schema_json(
+                arrow_to_avro_schema(data, f"{name}_record", f"hoodie.{name}")
+            ),
+            record_key_fields=tuple(self.record_key_fields),
+            complex_key=self.complex_key,
+            partition_fields=tuple(self.partition_fields),
+            hive_style=self.hive_style,
+            url_encode=self.url_encode,
+            ordering_field=self.ordering_field,
+            merge_mode=self.merge_mode,
+            num_buckets=self.num_buckets,
+            hash_fields=tuple(self.hash_fields),
+            block_format=o.get(WriteConfig.LOG_BLOCK_FORMAT),
+            codec=o.get(WriteConfig.PARQUET_CODEC),
+            task_budget_bytes=int(o.get(WriteConfig.TASK_MAX_SIZE_MB) * MB),
+            handle_budget_bytes=min(
+                int(o.get(WriteConfig.BATCH_SIZE_MB) * MB), o.get(WriteConfig.LOG_BLOCK_MAX_SIZE)
+            ),
+            visibility=vis,
+            pending_compaction=pending,
+            set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
+        )
+
+    def plan(self, instant: str) -> WritePlan:
+        """The plan of a started instant."""
+        try:
+            return self._plans[instant]
+        except KeyError:
+            raise WriteError(f"instant {instant} was not started by this client") from None
+
+    def task_writer(
+        self,
+        instant: str,
+        task_partition_id: int = 0,
+        stage_id: int = 0,
+        task_attempt_id: int = 0,
+        exclusive: bool = True,
+    ) -> TaskWriter:
+        """A writer for one task attempt of ``instant`` (runs on executors).
+
+        Args:
+            exclusive: True when this task is the only writer of the instant (the embedded
+                API). COW tables then merge in the task; otherwise tasks stage their rows and
+                :meth:`commit` merges each file group once.
+        """
+        token = f"{int(task_partition_id)}-{int(stage_id)}-{int(task_attempt_id)}"
+        return TaskWriter(self.storage, self.plan(instant), token, task_partition_id, exclusive)
+
+    def commit(
+        self,
+        instant: str,
+        statuses: Iterable[WriteStatus],
+        extra_metadata: Mapping[str, str] | None = None,
+        partitions_to_delete: Sequence[str] | None = None,
+    ) -> Instant:
+        """Publish ``instant``: drop files of failed attempts, then write the completed file.
+
+        Returns:
+            The completed instant.
+        """
+        plan = self.plan(instant)
+        statuses = list(statuses)
+        if plan.table_type == "COPY_ON_WRITE" and any(s.kind == "stage" for s in statuses):
+            from hudi_ds.write.cow import merge_staged
+
+            statuses = merge_staged(self.storage, plan, statuses)
+        keep = {s.path for s in statuses}
+        for path in marked_files(self.storage, instant):
+            if path not in keep:
+                self.storage.delete(path)  # a failed or superseded task attempt's file
+        for p in sorted({s.partition_path for s in statuses}):
+            _write_partition_metadata(self.storage, p, instant)
+        md = CommitMetadata(operation_type=_OPERATION_TYPES[plan.operation])
+        for s in statuses:
+            md.partition_to_write_stats.setdefault(s.partition_path, []).append(s.stat)
+        md.extra_metadata["schema"] = plan.data_avro_schema
+        md.extra_metadata.update(extra_metadata or {})
+        if plan.action == "replacecommit":
+            md.is_replace = True
+            md.partition_to_replace_file_ids = self._replaced(plan, statuses, partitions_to_delete)
+        done = TimelineWriter(self.storage, 1).complete(
+            Instant(instant, plan.action, State.INFLIGHT), md.to_json_bytes()
+        )
+        delete_markers(self.storage, instant)
+        return done
+
+    def _replaced(
+        self,
+        plan: WritePlan,
+        statuses: list[WriteStatus],
+        partitions_to_delete: Sequence[str] | None,
+    ) -> dict[str, list[str]]:
+        view = FileSystemView(self.storage, self.table_config or TableConfig.load(self.storage))
+        if plan.operation == "insert_overwrite_table":
+            parts = view.partitions()
+        elif plan.operation == "delete_partition":
+            parts = list(partitions_to_delete or [])
+        else:
+            parts = sorted({s.partition_path for s in statuses})
+        new_ids = {(s.partition_path, s.file_id) for s in statuses}
+        out: dict[str, list[str]] = {}
+        for p in parts:
+            ids = [
+                s.file_id
+                for s in view.latest_file_slices(p, plan.visibility)
+                if (p, s.file_id) not in new_ids
+            ]
+            if ids:
+                out[p] = sorted(ids)
+        return out
+
+    def abort(self, instant: str) -> None:
+        """Roll ``instant`` back: remove every file it wrote and its instant files."""
+        cfg = self.table_config or TableConfig.load(self.storage)
+        rollback_instant(self.storage, cfg, instant)
+
+    def committed_streaming_batch(self, identifier: str) -> int | None:
+        """The latest batch id committed under ``identifier`` by a streaming sink, if any."""
+        import json
+
+        if self.table_config is None:
+            return None
+        timeline = Timeline.load(self.storage, 1)
+        for inst in reversed(timeline.commits()):
+            md = timeline.read_commit_metadata(inst)
+            raw = md.extra_metadata.get(STREAMING_CHECKPOINT_KEY) if md else None
+            if not raw:
+                continue
+            try:
+                value = json.loads(raw).get(identifier)
+            except (ValueError, AttributeError):
+                continue
+            if value is not None:
+                return int(value)
+        return None
+
+
+_EXTRA_KEYS = ("hoodie.datasource.write.partitions.to.delete",)
+
+_OPERATION_TYPES = {
+    "upsert": "UPSERT",
+    "insert": "INSERT",
+    "bulk_insert": "BULK_INSERT",
+    "delete": "DELETE",
+    "insert_overwrite": "INSERT_OVERWRITE",
+    "insert_overwrite_table": "INSERT_OVERWRITE_TABLE",
+    "delete_partition": "DELETE_PARTITION",
+}
+
+
+def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
+    try:
+        pa.array([], src).cast(dst)
+        return True
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+
+
+def _write_partition_metadata(storage: Storage, partition: str, instant: str) -> None:
+    rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+    if storage.exists(rel):
+        return
+    depth = len(partition.split("/")) if partition else 0
+    when = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
+    text = f"#partition metadata\n#{when}\ncommitTime={instant}\npartitionDepth={depth}\n"
+    storage.create_if_absent(rel, text.encode())
+
+
+# ------------------------------------------------------------------------------------------------
+class TaskWriter:
+    """Routes one task's rows to per-file-group handles under a memory budget."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        plan: WritePlan,
+        token: str,
+        task_partition_id: int,
+        exclusive: bool,
+    ) -> None:
+        self.storage = storage
+        self.plan = plan
+        self.token = token
+        self.task_partition_id = int(task_partition_id)
+        self.exclusive = exclusive
+        self.ctx = HandleContext(
+            storage=storage,
+            instant=plan.instant,
+            token=token,
+            schema=plan.schema,
+            avro_schema=plan.avro_schema,
+            block_format=plan.block_format,
+            codec=plan.codec,
+            ordering_field=plan.ordering_field,
+            merge_mode=plan.merge_mode,
+        )
+        self.handles: dict[tuple[str, int], AppendHandle | MergeHandle] = {}
+        self._buckets: dict[str, dict[int, FileSlice]] = {}
+        self._groups: dict[str, Any] = {}
+        self._view: FileSystemView | None = None
+        self._record_index = 0
+        self._seen_partitions: set[str] = set()
+        self.rows_in = 0
+        self.flushes = 0
+        data_schema = pa.schema([f for f in plan.schema if f.name not in META_FIELDS])
+        self._data_schema = data_schema
+        otype = (
+            data_schema.field(plan.ordering_field).type
+            if plan.ordering_field and data_schema.get_field_index(plan.ordering_field) >= 0
+            else pa.null()
+        )
+        self._delete_schema = delete_schema(otype)
+
+    # -- input --------------------------------------------------------------------------------
+    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Route the rows of ``batch`` to their file groups' handles."""
+        table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        if table.num_rows == 0:
+            return
+        self.rows_in += table.num_rows
+        op = self.plan.operation
+        if op == "delete_partition":
+            parts = partition_paths(
+                table, list(self.plan.partition_fields), self.plan.hive_style, self.plan.url_encode
+            )
+            self._seen_partitions.update(pc.unique(parts).to_pylist())
+            return
+        drop = [c for c in table.column_names if c in META_FIELDS]
+        if drop:
+            table = table.drop_columns(drop)
+        if op == "delete":
+            data, deletes, data_parts, del_parts = self._prepare_deletes(table)
+        else:
+            data, deletes, data_parts, del_parts = self._prepare_upserts(table)
+        self._route(data, deletes, data_parts, del_parts)
+        self._enforce_budget()
+
+    def _check_keys(self, table: pa.Table) -> None:
+        for c in self.plan.record_key_fields:
+            if c not in table.column_names:
+                raise SchemaError(f"key column '{c}' is missing from the input")
+            nulls = table.column(c).null_count
+            if nulls:
+                raise SchemaError(f"key column '{c}' holds {nulls} null value(s)")
+        for c in self.plan.partition_fields:
+            if c not in table.column_names:
+                raise SchemaError(f"partition column '{c}' is missing from the input")
+
+    def _keys_and_partitions(self, table: pa.Table) -> tuple[pa.Array, pa.Array]:
+        p = self.plan
+        keys = record_keys(table, list(p.record_key_fields), p.complex_key)
+        if not p.complex_key:
+            bad = pc.and_(pc.match_substring(keys, ","), pc.match_substring(keys, ":"))
+            if pc.any(bad).as_py():
+                raise SchemaError(
+                    f"record key {keys.filter(bad)[0].as_py()!r} in column "
+                    f"'{p.record_key_fields[0]}' contains both ',' and ':', which Hudi's bucket "
+                    "index would parse as a complex key"
+                )
+        parts = partition_paths(table, list(p.partition_fields), p.hive_style, p.url_encode)
+        return keys, parts
+
+    def _prepare_upserts(
+        self, table: pa.Table
+    ) -> tuple[pa.Table, pa.Table, pa.Array, pa.Array]:
+        p = self.plan
+        self._check_keys(table)
+        try:
+            table = conform_table(table, self._data_schema)
+        except SchemaError:
+            raise
+        keys, parts = self._keys_and_partitions(table)
+        n = table.num_rows
+        deleted = None
+        if IS_DELETED_FIELD in table.column_names:
+            flag = table.column(IS_DELETED_FIELD).combine_chunks().fill_null(False)
+            if pc.any(flag).as_py():
+                deleted = np.asarray(flag, dtype=bool)
+        start = self._record_index
+        self._record_index += n
+        seqno = pc.binary_join_element_wise(
+            f"{p.instant}_{self.task_partition_id}_",
+            pa.array(np.arange(start, start + n, dtype=np.int64)).cast(pa.string()),
+            "",
+        )
+        meta = [
+            pa.repeat(pa.scalar(p.instant, pa.string()), n),
+            seqno,
+            keys,
+            parts,
+            pa.repeat(pa.scalar("", pa.string()), n),
+        ]
+        full = pa.Table.from_arrays(
+            meta + [table.column(i) for i in range(table.num_columns)], schema=p.schema
+        )
+        if deleted is None:
+            return full, self._delete_schema.empty_table(), parts, pa.array([], pa.string())
+        idx_del = pa.array(np.flatnonzero(deleted))
+        idx_keep = pa.array(np.flatnonzero(~deleted))
+        dels = self._delete_table(
+            keys.take(idx_del),
+            parts.take(idx_del),
+            table.column(p.ordering_field).take(idx_del) if p.ordering_field else None,
+        )
+        return full.take(idx_keep), dels, parts.take(idx_keep), parts.take(idx_del)
+
+    def _prepare_deletes(
+        self, table: pa.Table
+    ) -> tuple[pa.Table, pa.Table, pa.Array, pa.Array]:
+        p = self.plan
+        self._check_keys(table)
+        keys, parts = self._keys_and_partitions(table)
+        ordering = None
+        if (
+            p.merge_mode == EVENT_TIME_ORDERING
+            and p.ordering_field
+            and p.ordering_field in table.column_names
+        ):
+            ordering = table.column(p.ordering_field)
+        dels = self._delete_table(keys, parts, ordering)
+        return p.schema.empty_table(), dels, pa.array([], pa.string()), parts
+
+    def _delete_table(
+        self, keys: pa.Array, parts: pa.Array, ordering: pa.ChunkedArray | pa.Array | None
+    ) -> pa.Table:
+        otype = self._delete_schema.field(DELETE_ORDERING).type
+        if ordering is None:
+            ov = pa.nulls(len(keys), otype)
+        else:
+            ov = ordering.combine_chunks() if isinstance(ordering, pa.ChunkedArray) else ordering
+            ov = ov.cast(otype) if ov.type != otype else ov
+        return pa.Table.from_arrays(
+            [keys.cast(pa.string()), parts.cast(pa.string()), ov], schema=self._delete_schema
+        )
+
+    # -- routing ------------------------------------------------------------------------------
+    def _route(
+        self, data: pa.Table, deletes: pa.Table, data_parts: pa.Array, del_parts: pa.Array
+    ) -> None:
+        for rows, parts, is_delete in ((data, data_parts, False), (deletes, del_parts, True)):
+            if rows.num_rows == 0:
+                continue
+            keys = rows.column(DELETE_KEY if is_delete else "_hoodie_record_key")
+            buckets = bucket_ids_from_record_keys(
+                keys, list(self.plan.hash_fields), self.plan.num_buckets, self.plan.complex_key
+            )
+            enc = pc.dictionary_encode(parts.combine_chunks() if isinstance(
+                parts, pa.ChunkedArray) else parts)
+            pidx = np.asarray(enc.indices, dtype=np.int64)
+            names = enc.dictionary.to_pylist()
+            self._seen_partitions.update(names)
+            group = pidx * self.plan.num_buckets + buckets.astype(np.int64)
+            order = np.argsort(group, kind="stable")
+            sorted_groups = group[order]
+            bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
+            for chunk in np.split(order, bounds):
+                g = int(group[chunk[0]])
+                part = names[g // self.plan.num_buckets]
+                bucket = g % self.plan.num_buckets
+                handle = self._handle(part, bucket)
+                sl = rows.take(pa.array(chunk))
+                if is_delete:
+                    handle.write(None, sl)
+                else:
+                    handle.write(sl, None)
+
+    def _handle(self, partition: str, bucket: int) -> AppendHandle | MergeHandle:
+        key = (partition, bucket)
+        h = self.handles.get(key)
+        if h is not None:
+            return h
+        p = self.plan
+        existing = None if p.operation in OVERWRITE_OPS else self._bucket_map(partition).get(bucket)
+        if existing is not None:
+            file_id = existing.file_id
+        else:
+            file_id = new_bucket_file_id(partition, bucket, p.instant)
+        if p.table_type == "COPY_ON_WRITE" and self.exclusive:
+            h = MergeHandle(
+                self.ctx, partition, file_id, existing.base_file if existing else None
+            )
+        elif p.table_type == "COPY_ON_WRITE":
+            from hudi_ds.write.cow import stage_handle
+
+            h = stage_handle(self.ctx, partition, file_id, existing)
+        else:
+            if existing is not None:
+                base_instant = p.pending_compaction.get(
+                    (partition, file_id), existing.base_instant_time
+                )
+                base_name = (
+                    existing.base_file.name.name
+                    if existing.base_file is not None
+                    and existing.base_file.instant_time == base_instant
+                    else None
+                )
+            else:
+                base_instant, base_name = p.instant, None
+            version = self._next_log_version(partition, file_id, base_instant)
+            h = AppendHandle(
+                self.ctx, partition, file_id, base_instant, version, base_name, existing is None
+            )
+        self.handles[key] = h
+        return h
+
+    def _fs_view(self) -> FileSystemView:
+        if self._view is None:
+            self._view = FileSystemView(self.storage, TableConfig.load(self.storage))
+        return self._view
+
+    def _bucket_map(self, partition: str) -> dict[int, FileSlice]:
+        m = self._buckets.get(partition)
+        if m is None:
+            m = {}
+            for s in self._fs_view().latest_file_slices(partition, self.plan.visibility):
+                b = bucket_id_from_file_id(s.file_id)
+                if b in m:
+                    raise WriteError(
+                        f"partition '{partition}' has two file groups for bucket {b}: "
+                        f"{m[b].file_id} and {s.file_id}"
+                    )
+                m[b] = s
+            self._buckets[partition] = m
+        return m
+
+    def _next_log_version(self, partition: str, file_id: str, base_instant: str) -> int:
+        versions = [
+            lf.name.version
+            for g in self._fs_view().file_groups(partition)
+            if g.file_id == file_id
+            for lf in g.log_files
+            if lf.instant_time == base_instant
+        ]
+        return max(versions, default=0) + 1
+
+    def _enforce_budget(self) -> None:
+        budget = self.plan.task_budget_bytes
+        per_handle = self.plan.handle_budget_bytes
+        for h in self.handles.values():
+            if isinstance(h, AppendHandle) and h.buffered_bytes >= per_handle:
+                h.flush()
+                self.flushes += 1
+        total = sum(h.buffered_bytes for h in self.handles.values())
+        if total <= budget:
+            return
+        for h in sorted(self.handles.values(), key=lambda x: -x.buffered_bytes):
+            if total <= budget // 2:
+                break
+            if isinstance(h, AppendHandle):
+                total -= h.buffered_bytes
+                h.flush()
+                self.flushes += 1
+
+    def touched_partitions(self) -> list[str]:
+        """Partition paths of the rows this task has seen."""
+        return sorted(self._seen_partitions)
+
+    @property
+    def buffered_bytes(self) -> int:
+        return sum(h.buffered_bytes for h in self.handles.values())
+
+    def close(self) -> list[WriteStatus]:
+        """Flush and close every handle; the WriteStatuses go to the driver's commit."""
+        out = []
+        for h in self.handles.values():
+            st = h.close()
+            if st is not None:
+                if st.partition_path or self.plan.partition_fields:
+                    _write_partition_metadata(self.storage, st.partition_path, self.plan.instant)
+                else:
+                    _write_partition_metadata(self.storage, "", self.plan.instant)
+                out.append(st)
+        self.handles.clear()
+        return out
+

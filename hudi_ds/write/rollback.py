@@ -1,0 +1,184 @@
+"""Rolling back writes that did not complete (Hudi's eager rollback of failed writes).
+
+A failed instant T (requested or inflight commit/deltacommit/replacecommit) is rolled back by
+
+1. writing ``R.rollback.requested`` (an Avro ``HoodieRollbackPlan`` naming T and its files),
+2. deleting every file T wrote -- the files its markers name, plus any base file carrying T in
+   its name (our log files are never shared between instants, so they are deleted whole),
+3. deleting T's instant files and markers,
+4. completing ``R.rollback`` (an Avro ``HoodieRollbackMetadata``).
+
+Every step is idempotent: a crash anywhere leaves T (or R) pending, and the next writer repeats
+the rollback. Readers never saw T, since it never completed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.instant import Instant, State, new_instant_time
+from hudi_ds.timeline.metadata import (
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
+)
+from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.write.markers import delete_markers, marked_files
+
+log = logging.getLogger("hudi_ds.write")
+
+WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
+
+
+def rollback_failed_writes(storage: Storage, config: TableConfig) -> list[str]:
+    """Roll back every pending write instant (and finish interrupted rollbacks).
+
+    Returns:
+        The instant times rolled back.
+    """
+    layout = config.timeline_layout_version
+    timeline = Timeline.load(storage, layout, config.timeline_path)
+    done = []
+    for r in timeline.pending().filter_actions("rollback"):
+        target = _rollback_target(timeline, r)
+        if target is not None and timeline.contains(target) and not timeline.is_completed(target):
+            _rollback(storage, config, timeline, target, r.requested_time)
+        else:
+            _finish_rollback(storage, layout, config, r.requested_time, target, {})
+        if target:
+            done.append(target)
+    timeline = Timeline.load(storage, layout, config.timeline_path)
+    for inst in timeline.pending().filter_actions(*WRITE_ACTIONS):
+        _rollback(storage, config, timeline, inst.requested_time, None)
+        done.append(inst.requested_time)
+    return done
+
+
+def rollback_instant(storage: Storage, config: TableConfig, instant: str) -> bool:
+    """Roll back the pending write ``instant``; a completed instant is left alone.
+
+    Returns:
+        True if something was rolled back.
+    """
+    timeline = Timeline.load(storage, config.timeline_layout_version, config.timeline_path)
+    inst = timeline.get(instant)
+    if inst is not None and inst.is_completed:
+        log.warning("not rolling back %s: it is already completed", instant)
+        return False
+    if inst is None and not marked_files(storage, instant):
+        return False
+    _rollback(storage, config, timeline, instant, None)
+    return True
+
+
+def _rollback_target(timeline: Timeline, r: Instant) -> str | None:
+    try:
+        plan = timeline.read_rollback_plan(r)
+    except Exception:  # an empty or torn plan: nothing we can trust
+        return None
+    info = plan.instant_to_rollback
+    return info.commit_time if info is not None else None
+
+
+def _files_of(storage: Storage, config: TableConfig, instant: str) -> list[str]:
+    files = set(marked_files(storage, instant))
+    view = FileSystemView(storage, config)
+    for p in view.partitions():
+        for g in view.file_groups(p):
+            for b in g.base_files:
+                if b.instant_time == instant:
+                    files.add(b.path)
+            for lf in g.log_files:
+                if config.timeline_layout_version >= 2 and lf.instant_time == instant:
+                    files.add(lf.path)
+    return sorted(files)
+
+
+def _rollback(
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    instant: str,
+    rollback_time: str | None,
+) -> None:
+    layout = config.timeline_layout_version
+    writer = TimelineWriter(storage, layout, config.timeline_path)
+    target = timeline.get(instant)
+    action = target.action if target is not None else "deltacommit"
+    files = _files_of(storage, config, instant)
+    by_partition: dict[str, list[str]] = {}
+    for f in files:
+        by_partition.setdefault(_partition_of(f), []).append(f)
+    if rollback_time is None:
+        last = timeline.instants[-1].requested_time if len(timeline) else None
+        for _ in range(100):
+            rollback_time = new_instant_time(after=last)
+            plan = RollbackPlan(
+                instant_to_rollback=InstantInfo(commit_time=instant, action=action),
+                rollback_requests=[
+                    RollbackRequest(partition_path=p, files_to_be_deleted=fs)
+                    for p, fs in sorted(by_partition.items())
+                ],
+                version=1,
+            )
+            req = Instant(rollback_time, "rollback", State.REQUESTED)
+            if writer.create_requested(req, plan.to_bytes()):
+                writer.transition_to_inflight(req)
+                break
+            last = rollback_time
+    assert rollback_time is not None
+    deleted: dict[str, list[str]] = {}
+    for f in files:
+        if storage.delete(f):
+            deleted.setdefault(_partition_of(f), []).append(f)
+    if target is not None:
+        writer.delete_instant_files(target)
+    else:
+        writer.delete_instant_files(instant)
+    delete_markers(storage, instant)
+    _finish_rollback(storage, layout, config, rollback_time, instant, deleted, action)
+    log.info("rolled back %s (%d files)", instant, sum(len(v) for v in deleted.values()))
+
+
+def _finish_rollback(
+    storage: Storage,
+    layout: int,
+    config: TableConfig,
+    rollback_time: str,
+    target: str | None,
+    deleted: dict[str, list[str]],
+    action: str = "deltacommit",
+) -> None:
+    writer = TimelineWriter(storage, layout, config.timeline_path)
+    md = RollbackMetadata(
+        start_rollback_time=rollback_time,
+        time_taken_in_millis=0,
+        total_files_deleted=sum(len(v) for v in deleted.values()),
+        commits_rollback=[target] if target else [],
+        partition_metadata={
+            p: RollbackPartitionMetadata(partition_path=p, success_delete_files=fs)
+            for p, fs in deleted.items()
+        },
+        version=1,
+        instants_rollback=[InstantInfo(commit_time=target, action=action)] if target else [],
+    )
+    inst = Instant(rollback_time, "rollback", State.INFLIGHT)
+    timeline = Timeline.load(storage, layout, config.timeline_path)
+    current = timeline.get(rollback_time)
+    if current is not None and current.state == State.REQUESTED:
+        writer.transition_to_inflight(current)
+    writer.complete(inst, md.to_bytes())
+    _ = time
+
+
+def _partition_of(path: str) -> str:
+    parent, _, name = path.rpartition("/")
+    _ = parse_base_file_name(name) or parse_log_file_name(name)
+    return parent

@@ -1,0 +1,35 @@
+"""WriteStatus: what one handle wrote, sent from a writer task to the committing driver."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hudi_ds.timeline.metadata import WriteStat
+
+
+@dataclass(frozen=True)
+class WriteStatus:
+    """The outcome of one handle (Java ``WriteStatus``): the file it wrote and its counts.
+
+    Attributes:
+        stat: the write stat that goes into the commit metadata.
+        kind: ``append`` (MOR log file), ``create`` (new base file), ``merge`` (new version of a
+            base file) or ``stage`` (COW rows staged for the driver-side merge).
+        task: the write token of the task attempt that wrote it.
+    """
+
+    stat: WriteStat
+    kind: str
+    task: str
+
+    @property
+    def path(self) -> str:
+        return self.stat.path or ""
+
+    @property
+    def partition_path(self) -> str:
+        return self.stat.partition_path or ""
+
+    @property
+    def file_id(self) -> str:
+        return self.stat.file_id or ""
