@@ -611,6 +611,13 @@ def _map_chunks(
     return pa.chunked_array(chunks)
 
 
+def _offsets(arr: pa.Array) -> pa.Array:
+    """Offsets of a list/map array as a fresh array (``from_arrays`` rejects sliced offsets
+    together with a null mask)."""
+    offsets = arr.offsets
+    return pa.array(np.asarray(offsets), type=offsets.type) if arr.offset else offsets
+
+
 def _has_decimal(t: pa.DataType) -> bool:
     if pa.types.is_decimal(t):
         return True
@@ -639,10 +646,10 @@ def from_physical(arr: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_map(target):
         marr = cast(pa.MapArray, arr)
         items = from_physical(marr.items, target.item_type)
-        return pa.MapArray.from_arrays(marr.offsets, marr.keys, items, type=target, mask=mask)
+        return pa.MapArray.from_arrays(_offsets(marr), marr.keys, items, type=target, mask=mask)
     larr = cast(pa.ListArray, arr)
     values = from_physical(larr.values, target.value_type)
-    return pa.ListArray.from_arrays(larr.offsets, values, type=target, mask=mask)
+    return pa.ListArray.from_arrays(_offsets(larr), values, type=target, mask=mask)
 
 
 def raw_avro_records_to_arrow(records: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -733,12 +740,12 @@ def to_physical(arr: pa.Array, node: AvroType) -> pa.Array:
         marr = cast(pa.MapArray, arr)
         items = to_physical(marr.items, node.items.type)
         mask = arr.is_null() if arr.null_count else None
-        return pa.MapArray.from_arrays(marr.offsets, marr.keys, items, mask=mask)
+        return pa.MapArray.from_arrays(_offsets(marr), marr.keys, items, mask=mask)
     if pa.types.is_list(t) and node.items is not None:
         larr = cast(pa.ListArray, arr)
         values = to_physical(larr.values, node.items.type)
         mask = arr.is_null() if arr.null_count else None
-        return pa.ListArray.from_arrays(larr.offsets, values, mask=mask)
+        return pa.ListArray.from_arrays(_offsets(larr), values, mask=mask)
     return arr
 
 

@@ -942,7 +942,7 @@ def test_vectorised_encoder_union_shapes() -> None:
                 "arr": [[1.5, None], [], [-0.0]],
                 "m": [("a", [("x", True)]), ("b", [])],
             },
-            {"plain": 2**62, "f": b"\x00\x00\x00", "tm": dt.time(0), "arr": [], "m": None},
+            {"plain": 2**62, "single": 0, "f": b"\x00" * 3, "tm": dt.time(0), "arr": [], "m": None},
         ],
         schema=avro_to_arrow_schema(UNION_SHAPES),
     )
@@ -952,13 +952,16 @@ def test_vectorised_encoder_union_shapes() -> None:
 
 
 def test_vectorised_encoder_errors() -> None:
+    base = {
+        "plain": [1],
+        "single": [1],
+        "f": [b"abc"],
+        "tm": pa.array([0], pa.time32("ms")),
+        "arr": pa.array([[]], pa.list_(pa.list_(pa.float64()))),
+    }
     with pytest.raises(SchemaError, match="'e'"):
-        table = pa.table({"plain": [1], "f": [b"abc"], "tm": pa.array([0], pa.time32("ms"))})
-        table = table.append_column("e", pa.array(["Z"]))
-        encode_avro_records(table, UNION_SHAPES)
+        encode_avro_records(pa.table({**base, "e": ["Z"]}), UNION_SHAPES)
     with pytest.raises(SchemaError, match="'f'"):
-        table = pa.table({"plain": [1], "f": [b"ab"], "tm": pa.array([0], pa.time32("ms"))})
-        encode_avro_records(table, UNION_SHAPES)
+        encode_avro_records(pa.table({**base, "f": [b"ab"]}), UNION_SHAPES)
     with pytest.raises(SchemaError, match="plain"):
-        table = pa.table({"plain": pa.array([None], pa.int64()), "f": [b"abc"]})
-        encode_avro_records(table, UNION_SHAPES)
+        encode_avro_records(pa.table({**base, "plain": pa.array([None], pa.int64())}), UNION_SHAPES)

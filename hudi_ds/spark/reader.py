@@ -42,7 +42,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from hudi_ds.config import Options, ReadConfig
+from hudi_ds.config import Options, ReadConfig, WriteConfig, properties_of
 from hudi_ds.errors import ConfigError, HudiError
 from hudi_ds.index.bucket import (
     HASH_FIELD_KEY,
@@ -61,8 +61,8 @@ from hudi_ds.table.table import HudiTable, ReadPlan
 
 HudiFilter = tuple[str, str, Any]
 
-#: read options that configure bucket pruning (Hudi's write-side keys; not read options).
-BUCKET_KEYS = (NUM_BUCKETS_KEY, HASH_FIELD_KEY)
+#: the keys :meth:`HudiTable.plan_read` understands (lower-cased, aliases included).
+READ_KEYS = frozenset(k.lower() for p in properties_of(ReadConfig) for k in p.all_keys())
 #: at most this many candidate record keys are hashed for bucket pruning.
 MAX_BUCKET_KEYS = 4096
 
@@ -113,8 +113,8 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
 
     # -- driver --------------------------------------------------------------------------------
     def read_options(self) -> dict[str, str]:
-        """The options handed to :meth:`HudiTable.plan_read` (bucket keys removed)."""
-        return {k: v for k, v in self.options.items() if k not in BUCKET_KEYS}
+        """The options handed to :meth:`HudiTable.plan_read`: the read options only."""
+        return {k: v for k, v in self.options.items() if k in READ_KEYS}
 
     def plan(self) -> tuple[HudiTable, ReadPlan]:
         """Plan the read (validates the options; lists the table's file slices)."""
@@ -359,8 +359,12 @@ def _without_slices(plan: ReadPlan) -> ReadPlan:
 
 
 def validate_read_options(options: Mapping[str, str]) -> None:
-    """Check the ``hoodie.*`` read options (ConfigError naming a bad key or value)."""
-    Options.of({k: v for k, v in options.items() if k not in BUCKET_KEYS}).validate(ReadConfig)
+    """Check the ``hoodie.*`` options of a read (ConfigError naming a bad key or value).
+
+    Write options are accepted (and ignored, except the bucket keys) so that one option dict
+    can serve both ``df.write`` and ``spark.read``.
+    """
+    Options.of(options).validate(ReadConfig, WriteConfig)
 
 
 __all__ = [

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from hudi_ds.write.client import WriteClient, WriteStatus
 
 OPERATION_KEY = "hoodie.datasource.write.operation"
+PARTITIONS_TO_DELETE_KEY = "hoodie.datasource.write.partitions.to.delete"
 #: operations a ``mode("overwrite")`` write may carry (anything else becomes
 #: ``insert_overwrite_table``).
 OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
@@ -55,12 +56,15 @@ class HudiCommitMessage(WriterCommitMessage):  # type: ignore[misc]
         partition_id: the Spark partition the task wrote.
         attempt: the task attempt number (0 for the first attempt).
         statuses: one WriteStatus per file written.
+        partitions: the partition paths of the rows the task received (``delete_partition``
+            drops these unless ``hoodie.datasource.write.partitions.to.delete`` names others).
     """
 
     instant: str
     partition_id: int
     attempt: int
     statuses: tuple[WriteStatus, ...] = ()
+    partitions: tuple[str, ...] = ()
 
     @property
     def num_files(self) -> int:
@@ -128,7 +132,7 @@ class WriteJob:
     # -- driver ----------------------------------------------------------------------------------
     def start(self) -> str:
         """Open a new instant (creates the table on the first write); returns its time."""
-        return self.client.start(self.operation)
+        return self.client.start(schema=self.arrow_schema, operation=self.operation)
 
     def commit(
         self,
@@ -143,6 +147,7 @@ class WriteJob:
                 published; Spark then calls abort).
         """
         statuses: list[WriteStatus] = []
+        touched: set[str] = set()
         for i, m in enumerate(messages):
             if not isinstance(m, HudiCommitMessage):
                 raise WriteError(
@@ -153,7 +158,15 @@ class WriteJob:
                     f"instant {instant}: partition {m.partition_id} wrote for instant {m.instant}"
                 )
             statuses.extend(m.statuses)
-        self.client.commit(instant, statuses, dict(extra_metadata) if extra_metadata else None)
+            touched.update(m.partitions)
+        listed = self.options.get(PARTITIONS_TO_DELETE_KEY)
+        to_delete = [p for p in (listed or "").split(",") if p] or sorted(touched)
+        self.client.commit(
+            instant,
+            statuses,
+            dict(extra_metadata) if extra_metadata else None,
+            partitions_to_delete=to_delete,
+        )
 
     def abort(self, instant: str) -> None:
         """Roll ``instant`` back: its files and instant files are removed."""
@@ -168,13 +181,21 @@ class WriteJob:
             if batch.num_rows == 0:
                 continue
             if writer is None:
+                # exclusive=False: other tasks write the same file groups in this instant (the
+                # API cannot shuffle by bucket); COW tasks stage rows and commit() merges.
                 writer = self.client.task_writer(
-                    instant, task.partition_id, task.stage_id, task.task_attempt_id
+                    instant, task.partition_id, task.stage_id, task.task_attempt_id, exclusive=False
                 )
             writer.write(conform_batch(batch, self.arrow_schema))
-        statuses = tuple(writer.close()) if writer is not None else ()
+        statuses: tuple[WriteStatus, ...] = ()
+        partitions: tuple[str, ...] = ()
+        if writer is not None:
+            statuses = tuple(writer.close())
+            partitions = tuple(writer.touched_partitions())
         self._maybe_fail(task)
-        return HudiCommitMessage(instant, task.partition_id, task.attempt_number, statuses)
+        return HudiCommitMessage(
+            instant, task.partition_id, task.attempt_number, statuses, partitions
+        )
 
     def _maybe_fail(self, task: TaskIdentity) -> None:
         """Test hook: fail after the data is written (``hudi_py.test.fail.*``)."""
