@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -287,31 +288,23 @@ def _decimal_type(precision: int, scale: int) -> pa.DataType:
     return pa.decimal256(precision, scale)
 
 
-def _arrow_type(node: AvroType, physical: bool = False) -> pa.DataType:
-    """Arrow type of ``node``; ``physical``: the type of fastavro's raw (logical-free) values."""
+def _arrow_type(node: AvroType) -> pa.DataType:
+    """Arrow type of a resolved Avro type."""
     if node.kind == "record":
-        return pa.struct([_arrow_field(f, physical) for f in node.fields])
+        return pa.struct([_arrow_field(f) for f in node.fields])
     if node.kind == "array":
         assert node.items is not None
-        return pa.list_(_arrow_field(node.items, physical))
+        return pa.list_(_arrow_field(node.items))
     if node.kind == "map":
         assert node.items is not None
-        return pa.map_(pa.string(), _arrow_field(node.items, physical))
-    if physical:
-        return _physical_leaf(node)
+        return pa.map_(pa.string(), _arrow_field(node.items))
     if node.logical == "decimal":
         return _decimal_type(cast(int, node.precision), cast(int, node.scale))
     return _SIMPLE_ARROW[(node.kind, node.logical)]
 
 
-def _arrow_field(slot: AvroSlot, physical: bool) -> pa.Field:
-    return pa.field(slot.name, _arrow_type(slot.type, physical), slot.nullable)
-
-
-def _physical_leaf(node: AvroType) -> pa.DataType:
-    if node.kind == "fixed" and node.size is not None and node.logical == "decimal":
-        return pa.binary(node.size)
-    return _SIMPLE_ARROW[(node.kind, None)]
+def _arrow_field(slot: AvroSlot) -> pa.Field:
+    return pa.field(slot.name, _arrow_type(slot.type), slot.nullable)
 
 
 def avro_to_arrow_schema(avro: AvroSchema) -> pa.Schema:
@@ -338,13 +331,10 @@ def arrow_type_of(node: AvroType) -> pa.DataType:
 def physical_arrow_schema(avro: AvroSchema) -> pa.Schema:
     """Arrow schema of records decoded by fastavro with :func:`strip_logical_types` applied.
 
-    Timestamps/dates/times stay integers, decimals stay bytes (``fixed_size_binary`` for
-    ``fixed``); :func:`from_physical` turns such a table into :func:`avro_to_arrow_schema` types.
+    Timestamps/dates/times stay integers, decimals stay big-endian bytes; :func:`from_physical`
+    turns such values into the :func:`avro_to_arrow_schema` types.
     """
-    node = resolve_avro(avro)
-    if node.kind != "record":
-        raise UnsupportedError(f"top-level Avro schema must be a record, got {node.kind!r}")
-    return pa.schema(cast(pa.StructType, _arrow_type(node, physical=True)))
+    return _physical_of(avro_to_arrow_schema(avro))
 
 
 def strip_logical_types(avro: Any) -> Any:
@@ -694,9 +684,7 @@ def _to_python_value(v: Any) -> Any:
         return [_to_python_value(x) for x in v]
     if v is None or isinstance(v, (str, bytes, int, float, Decimal)):
         return v
-    if type(v).__name__ == "UUID":
-        return str(v)
-    return v
+    return str(v) if isinstance(v, uuid.UUID) else v
 
 
 def avro_records_to_arrow(records: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:

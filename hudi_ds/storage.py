@@ -171,7 +171,6 @@ class Storage:
                 return False
             try:
                 os.write(fd, data)
-                os.fsync(fd)
             finally:
                 os.close(fd)
             return True

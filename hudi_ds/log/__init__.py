@@ -6,6 +6,7 @@ from hudi_ds.log.block import MAGIC, BlockType, HeaderKey, LogBlock, encode_bloc
 from hudi_ds.log.reader import LogScan, decode_data_block, decode_delete_block, scan_log_bytes
 from hudi_ds.log.writer import (
     encode_avro_data_block,
+    encode_avro_records,
     encode_delete_block,
     encode_parquet_data_block,
     encode_rollback_command_block,
@@ -20,6 +21,7 @@ __all__ = [
     "decode_data_block",
     "decode_delete_block",
     "encode_avro_data_block",
+    "encode_avro_records",
     "encode_block",
     "encode_delete_block",
     "encode_parquet_data_block",

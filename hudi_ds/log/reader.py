@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import io
-import json
 import logging
 import struct
 from dataclasses import dataclass, field
@@ -289,7 +288,10 @@ def _ordering_values(values: list[Any]) -> pa.Array:
 
 
 def decode_delete_block(block: LogBlock) -> pa.Table:
-    """Decode a delete block to record keys, partition paths and ordering values.
+    """Decode a delete block to a table of the deleted keys.
+
+    Columns: ``_hoodie_record_key`` (string), ``_hoodie_partition_path`` (string),
+    ``_ordering_value``.
 
     Grammar (version 3, Hudi 0.14+)::
 
@@ -341,17 +343,3 @@ def decode_delete_block(block: LogBlock) -> pa.Table:
     return pa.table(
         {RECORD_KEY: keys, PARTITION_PATH: partitions, ORDERING_VALUE: _ordering_values(ordering)}
     )
-
-
-def block_summary(block: LogBlock) -> dict[str, Any]:
-    """A JSON-friendly description of a block (type, offsets, header) for diagnostics."""
-    header = {k.name: v for k, v in block.header.items()}
-    if "SCHEMA" in header:
-        header["SCHEMA"] = json.loads(header["SCHEMA"]).get("name", "?")
-    return {
-        "type": block.block_type.name,
-        "offset": block.offset,
-        "size": block.size,
-        "content_bytes": len(block.content),
-        "header": header,
-    }

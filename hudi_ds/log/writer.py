@@ -12,6 +12,7 @@ import io
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, cast
 
 import numpy as np
@@ -244,11 +245,17 @@ def _valid(arr: pa.Array) -> np.ndarray:
     return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _record_parts(table: pa.Table, avro_schema: AvroSchema) -> list[_Seg]:
-    node = resolve_avro(avro_schema)
+@lru_cache(maxsize=64)
+def _writer_plan(schema_json: str) -> tuple[AvroType, pa.Schema]:
+    node = resolve_avro(schema_json)
     if node.kind != "record":
         raise SchemaError(f"the Avro schema must be a record, got {node.kind!r}")
-    table = conform_table(table, pa.schema(cast(pa.StructType, arrow_type_of(node))))
+    return node, pa.schema(cast(pa.StructType, arrow_type_of(node)))
+
+
+def _record_parts(table: pa.Table, avro_schema: AvroSchema) -> list[_Seg]:
+    node, arrow = _writer_plan(avro_schema_json(avro_schema))
+    table = conform_table(table, arrow)
     parts = []
     for i, f in enumerate(node.fields):
         column = to_physical(table.column(i).combine_chunks(), f.type)
@@ -295,6 +302,34 @@ def encode_avro_data_block(table: pa.Table, instant_time: str, avro_schema: Avro
     return encode_block(BlockType.AVRO_DATA, _data_header(instant_time, schema_json), content)
 
 
+def _low_cardinality(col: pa.ChunkedArray | pa.Array) -> bool:
+    n = len(col)
+    if n == 0:
+        return True
+    sample = col.slice(0, min(n, 4096))
+    return pc.count_distinct(sample).as_py() * 4 <= len(sample)
+
+
+def parquet_write_options(table: pa.Table) -> dict[str, object]:
+    """Parquet writer settings for Hudi files (log blocks and base files).
+
+    Dictionary encoding only for string/binary/integer columns that repeat (a sampled distinct
+    count), never for floating point: dictionary-encoding unique values costs several times the
+    plain encoding. Column statistics are kept (readers prune with them).
+    """
+    dict_cols = []
+    for f, col in zip(table.schema, table.columns, strict=True):
+        t = f.type
+        if (
+            pa.types.is_string(t)
+            or pa.types.is_large_string(t)
+            or pa.types.is_binary(t)
+            or pa.types.is_integer(t)
+        ) and _low_cardinality(col):
+            dict_cols.append(f.name)
+    return {"use_dictionary": dict_cols}
+
+
 def encode_parquet_data_block(
     table: pa.Table,
     instant_time: str,
@@ -318,7 +353,7 @@ def encode_parquet_data_block(
         {"parquet.avro.schema": schema_json, "writer.model.name": "avro"}
     )
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=compression)
+    pq.write_table(table, sink, compression=compression, **parquet_write_options(table))
     content = sink.getvalue().to_pybytes()
     return encode_block(BlockType.PARQUET_DATA, _data_header(instant_time, schema_json), content)
 

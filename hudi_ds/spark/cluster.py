@@ -9,6 +9,7 @@ commit instead of one per task. :func:`cluster_by_bucket` does that shuffle expl
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,13 +64,13 @@ class BucketSpec:
         else:
             o = Options.of(hudi)
             o.validate(WriteConfig, ReadConfig)
-            keys = list(o.get(WriteConfig.RECORD_KEY_FIELDS) or [])
+            keys = list(_opt(o, WriteConfig.RECORD_KEY_FIELDS) or [])
             spec = cls(
                 tuple(keys),
-                tuple(o.get(WriteConfig.PARTITION_FIELDS) or []),
+                tuple(_opt(o, WriteConfig.PARTITION_FIELDS) or []),
                 len(keys) > 1,
-                validate_num_buckets(o.get(WriteConfig.NUM_BUCKETS)),
-                tuple(validate_hash_fields(o.get(WriteConfig.HASH_FIELD), keys)) if keys else (),
+                validate_num_buckets(_opt(o, WriteConfig.NUM_BUCKETS)),
+                tuple(validate_hash_fields(_opt(o, WriteConfig.HASH_FIELD), keys)) if keys else (),
             )
         if not spec.key_fields:
             raise ConfigError(
@@ -77,6 +78,10 @@ class BucketSpec:
                 "(or an existing table)"
             )
         return spec
+
+
+def _opt(o: Options, prop: Any) -> Any:
+    return o.get(prop)
 
 
 def cluster_by_bucket(
@@ -126,8 +131,8 @@ def cluster_by_bucket(
 
     out_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
     n = num_partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    return (
-        df.mapInArrow(add_bucket, out_schema)
-        .repartition(n, *part_fields, BUCKET_COLUMN)
-        .drop(BUCKET_COLUMN)
-    )
+    with warnings.catch_warnings():
+        # mapInArrow goes through pandas_udf's version check although no pandas is involved
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas")
+        with_bucket = df.mapInArrow(add_bucket, out_schema)
+    return with_bucket.repartition(n, *part_fields, BUCKET_COLUMN).drop(BUCKET_COLUMN)

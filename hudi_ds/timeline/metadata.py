@@ -20,6 +20,7 @@ the others written from ``hudi-common/src/main/avro`` of apache/hudi.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import types
@@ -314,6 +315,7 @@ _JSON_DELTA_FIELDS = ("logVersion", "logOffset", "baseFile", "logFiles", "record
 _AVRO_ONLY_FIELDS = ("totalLogFiles", "prevBaseFile", "totalLogReadTimeMs", "numUpdates")
 
 
+@functools.lru_cache(maxsize=1024)
 def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
 

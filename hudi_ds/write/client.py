@@ -777,13 +777,14 @@ class TaskWriter:
             group = pidx * self.plan.num_buckets + buckets.astype(np.int64)
             order = np.argsort(group, kind="stable")
             sorted_groups = group[order]
-            bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
-            for chunk in np.split(order, bounds):
-                g = int(group[chunk[0]])
-                part = names[g // self.plan.num_buckets]
-                bucket = g % self.plan.num_buckets
-                handle = self._handle(part, bucket)
-                sl = rows.take(pa.array(chunk))
+            # one take for the whole batch, then zero-copy slices per file group
+            rows = rows.take(pa.array(order))
+            starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_groups)) + 1])
+            ends = np.append(starts[1:], len(order))
+            for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+                g = int(sorted_groups[a])
+                handle = self._handle(names[g // self.plan.num_buckets], g % self.plan.num_buckets)
+                sl = rows.slice(a, b - a)
                 if is_delete:
                     handle.write(None, sl)
                 else:

@@ -27,6 +27,7 @@ from hudi_ds.log.writer import (
     encode_avro_data_block,
     encode_delete_block,
     encode_parquet_data_block,
+    parquet_write_options,
 )
 from hudi_ds.merge.engine import MergeInput, resolve_latest
 from hudi_ds.storage import Storage
@@ -73,6 +74,10 @@ def precombine(
     n_data, n_del = data.num_rows, deletes.num_rows
     if n_data + n_del <= 1:
         return data, deletes
+    if n_del == 0 and "_hoodie_is_deleted" not in data.column_names:
+        # the common case: no duplicate keys, nothing to combine (a hash count, no sort)
+        if pc.count_distinct(data.column(RECORD_KEY)).as_py() == n_data:
+            return data, deletes
     keys = pa.concat_arrays(
         [
             data.column(RECORD_KEY).combine_chunks(),
@@ -358,6 +363,7 @@ def write_base_file(storage: Storage, path: str, table: pa.Table, codec: str) ->
         buf,
         compression=None if codec in ("none", "uncompressed") else codec,
         use_compliant_nested_type=True,
+        **parquet_write_options(table),  # type: ignore[arg-type]
     )
     data = buf.getvalue()
     storage.write_bytes(path, data)

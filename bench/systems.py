@@ -1,0 +1,118 @@
+"""One runner per system. Each runs the whole workload and returns its measurements.
+
+A runner gets the workload and an empty directory and returns a dict with ``insert_s``,
+``upsert_s`` (one per batch), ``read_s``, ``read_rows``, ``read_sum``, ``lookup_s`` and
+``state`` (id -> ts of the final table, for the correctness check).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from bench.workload import Workload, insert_batch, upsert_batches
+
+Result = dict[str, Any]
+LOOKUP = 100
+
+
+def _lookup_keys(w: Workload) -> list[str]:
+    return [f"id-{i}" for i in range(0, w.base_rows, max(1, w.base_rows // LOOKUP))][:LOOKUP]
+
+
+def run_pyarrow(w: Workload, root: Path) -> Result:
+    """The physical ceiling: plain Parquet files, no keys, no merging (state is not upserted)."""
+    out: Result = {"upsert_s": []}
+    t0 = time.perf_counter()
+    pq.write_table(insert_batch(w), root / "base.parquet")
+    out["insert_s"] = time.perf_counter() - t0
+    for i, step in enumerate(upsert_batches(w)):
+        t0 = time.perf_counter()
+        pq.write_table(step.upserts, root / f"batch-{i}.parquet")
+        out["upsert_s"].append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    t = pq.read_table(root)
+    out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
+    out["read_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ds.dataset(root).to_table(filter=pc.field("id").isin(_lookup_keys(w)))
+    out["lookup_s"] = time.perf_counter() - t0
+    out["state"] = None  # not an upserting system
+    return out
+
+
+def _hudi_ds(table_type: str, block: str) -> Callable[[Workload, Path], Result]:
+    def run(w: Workload, root: Path) -> Result:
+        import hudi_ds
+
+        path = str(root / "table")
+        opts = {
+            "hoodie.table.name": "bench",
+            "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "dt",
+            "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.table.type": table_type,
+            "hoodie.logfile.data.block.format": block,
+            "hoodie.bucket.index.num.buckets": "4",
+            "write.task.max.size": "256",
+        }
+        out: Result = {"upsert_s": []}
+        base = insert_batch(w)
+        t0 = time.perf_counter()
+        hudi_ds.write(
+            path,
+            pa.RecordBatchReader.from_batches(base.schema, base.to_batches(100_000)),
+            {**opts, "hoodie.datasource.write.operation": "insert"},
+        )
+        out["insert_s"] = time.perf_counter() - t0
+        del base
+        for step in upsert_batches(w):
+            t0 = time.perf_counter()
+            hudi_ds.write(path, step.upserts, opts)
+            hudi_ds.write(path, step.deletes, {**opts, "hoodie.datasource.write.operation": "delete"})
+            out["upsert_s"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        t = hudi_ds.read(path, columns=["id", "ts", "d1"])
+        out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
+        out["read_s"] = time.perf_counter() - t0
+        out["state_table"] = t.select(["id", "ts"])
+        t0 = time.perf_counter()
+        hudi_ds.read(path, filters=[("id", "in", _lookup_keys(w))])
+        out["lookup_s"] = time.perf_counter() - t0
+        return out
+
+    return run
+
+
+def _hudi_rs_read(w: Workload, root: Path) -> Result:
+    """hudi-rs (the ``hudi`` package) reading the MOR table hudi_ds wrote."""
+    import hudi
+
+    import hudi_ds
+
+    path = str(root / "table")
+    writer = _hudi_ds("MERGE_ON_READ", "parquet")
+    out = writer(w, root)
+    _ = hudi_ds
+    t0 = time.perf_counter()
+    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
+    t = pa.Table.from_batches(batches)
+    out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
+    out["read_s"] = time.perf_counter() - t0
+    out["state_table"] = t.select(["id", "ts"])
+    return out
+
+
+SYSTEMS: dict[str, Callable[[Workload, Path], Result]] = {
+    "pyarrow": run_pyarrow,
+    "hudi_ds_mor_parquet": _hudi_ds("MERGE_ON_READ", "parquet"),
+    "hudi_ds_mor_avro": _hudi_ds("MERGE_ON_READ", "avro"),
+    "hudi_ds_cow": _hudi_ds("COPY_ON_WRITE", "parquet"),
+}
