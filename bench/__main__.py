@@ -69,7 +69,7 @@ def main() -> None:
 def _table(results: list[dict], base: dict | None, w: Workload) -> list[str]:
     head = (
         "| system | insert rows/s | upsert rows/s (mean) | upsert vs pyarrow write | "
-        "read rows/s | lookup s | peak RSS MB | files | MB on disk | correct |"
+        "read rows/s | lookup s | peak RSS MB (writes / all) | files | MB on disk | correct |"
     )
     lines = [head, "|" + "---|" * 10]
     for r in results:
@@ -84,7 +84,7 @@ def _table(results: list[dict], base: dict | None, w: Workload) -> list[str]:
         lines.append(
             f"| {r['system']} | {w.base_rows / r['insert_s']:,.0f} | {w.batch_rows / mean:,.0f} | "
             f"{ratio} | {r['read_rows'] / r['read_s']:,.0f} | {r['lookup_s']:.3f} | "
-            f"{r['peak_rss_mb']:,.0f} | {r['files']} | {r['bytes'] / 1e6:,.1f} | "
+            f"{r.get('write_peak_rss_mb', 0):,.0f} / {r['peak_rss_mb']:,.0f} | {r['files']} | {r['bytes'] / 1e6:,.1f} | "
             f"{r.get('correct', 'n/a')} |"
         )
     return lines

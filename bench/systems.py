@@ -23,6 +23,12 @@ Result = dict[str, Any]
 LOOKUP = 100
 
 
+def _rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _lookup_keys(w: Workload) -> list[str]:
     return [f"id-{i}" for i in range(0, w.base_rows, max(1, w.base_rows // LOOKUP))][:LOOKUP]
 
@@ -37,6 +43,7 @@ def run_pyarrow(w: Workload, root: Path) -> Result:
         t0 = time.perf_counter()
         pq.write_table(step.upserts, root / f"batch-{i}.parquet")
         out["upsert_s"].append(time.perf_counter() - t0)
+    out["write_peak_rss_mb"] = _rss_mb()
     t0 = time.perf_counter()
     t = pq.read_table(root)
     out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
@@ -76,8 +83,11 @@ def _hudi_ds(table_type: str, block: str) -> Callable[[Workload, Path], Result]:
         for step in upsert_batches(w):
             t0 = time.perf_counter()
             hudi_ds.write(path, step.upserts, opts)
-            hudi_ds.write(path, step.deletes, {**opts, "hoodie.datasource.write.operation": "delete"})
+            hudi_ds.write(
+                path, step.deletes, {**opts, "hoodie.datasource.write.operation": "delete"}
+            )
             out["upsert_s"].append(time.perf_counter() - t0)
+        out["write_peak_rss_mb"] = _rss_mb()
         t0 = time.perf_counter()
         t = hudi_ds.read(path, columns=["id", "ts", "d1"])
         out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()

@@ -81,8 +81,9 @@ def upsert_batches(w: Workload) -> Iterator[Step]:
         ts[:n_late] = 500  # late: older than anything written
         new_ids = np.arange(next_id, next_id + n_new)
         next_id += n_new
-        rows = make_rows(np.concatenate([upd_ids, new_ids]),
-                         np.concatenate([ts, np.full(n_new, 2_000 + b)]), rng)
+        rows = make_rows(
+            np.concatenate([upd_ids, new_ids]), np.concatenate([ts, np.full(n_new, 2_000 + b)]), rng
+        )
         rows = rows.take(pa.array(rng.permutation(rows.num_rows)))
         del_ids = rng.choice(next_id, w.batch_rows // 100, replace=False)
         dels = make_rows(del_ids, np.zeros(len(del_ids)), rng).select(["id", "dt"])
@@ -96,8 +97,9 @@ def reference(w: Workload) -> dict[str, int]:
     for k, t in zip(base["id"].to_pylist(), base["ts"].to_pylist(), strict=True):
         state[k] = t
     for step in upsert_batches(w):
-        for k, t in zip(step.upserts["id"].to_pylist(), step.upserts["ts"].to_pylist(),
-                        strict=True):
+        for k, t in zip(
+            step.upserts["id"].to_pylist(), step.upserts["ts"].to_pylist(), strict=True
+        ):
             cur = state.get(k)
             if cur is None or t >= cur:
                 state[k] = t

@@ -36,7 +36,7 @@ def parse_str(value: str) -> str:
     return str(value)
 
 
-def parse_list(value: str | Iterable[str]) -> list[str]:
+def parse_list(value: Any) -> list[str]:
     """A comma separated list (empty items dropped); a Python list is accepted as is."""
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
@@ -231,16 +231,16 @@ class WriteConfig:
     DATABASE_NAME = ConfigProperty(
         "hoodie.database.name", None, parse_str, "Database name stored in hoodie.properties."
     )
-    RECORD_KEY_FIELDS = ConfigProperty(
+    RECORD_KEY_FIELDS: ConfigProperty[list[str]] = ConfigProperty(
         "hoodie.datasource.write.recordkey.field",
         None,
         parse_list,
         "Record key field(s), comma separated.",
         aliases=("hoodie.table.recordkey.fields",),
     )
-    PARTITION_FIELDS = ConfigProperty(
+    PARTITION_FIELDS: ConfigProperty[list[str]] = ConfigProperty(
         "hoodie.datasource.write.partitionpath.field",
-        [],
+        list[str](),
         parse_list,
         "Partition field(s), comma separated; empty for a non-partitioned table.",
         aliases=("hoodie.table.partition.fields",),
@@ -295,9 +295,9 @@ class WriteConfig:
         parse_int,
         "Buckets (file groups) per partition; fixed for the life of the table.",
     )
-    HASH_FIELD = ConfigProperty(
+    HASH_FIELD: ConfigProperty[list[str]] = ConfigProperty(
         "hoodie.bucket.index.hash.field",
-        [],
+        list[str](),
         parse_list,
         "Fields hashed to the bucket (a subset of the record key fields; default all).",
     )

@@ -72,7 +72,9 @@ def test_sigkill_mid_write_then_recover(tmp_path: Path) -> None:
     table = hudi_ds.HudiTable(path)
     pending = [i for i in table.timeline.instants if not i.is_completed]
     assert pending, "the killed write left a pending instant"
-    debris = [p for p in Path(path).rglob(f"*{pending[0].requested_time}*") if ".hoodie" not in p.parts]
+    debris = [
+        p for p in Path(path).rglob(f"*{pending[0].requested_time}*") if ".hoodie" not in p.parts
+    ]
     assert debris, "the killed write had written data files"
     # readers see exactly the table as it was
     assert _rows(path) == before

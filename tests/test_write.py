@@ -12,8 +12,8 @@ import pytest
 
 import hudi_ds
 from hudi_ds.errors import ConfigError, SchemaError
-from hudi_ds.table_config import TableConfig, table_checksum
 from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig, table_checksum
 from hudi_ds.write.client import WriteClient
 
 OPTS = {
@@ -67,9 +67,13 @@ def test_created_table_is_v6_with_merge_semantics(tmp_path: Path) -> None:
     assert (tmp_path / "t" / "sf" / ".hoodie_partition_metadata").exists()
     # commit-time table: OverwriteWithLatestAvroPayload
     path2 = str(tmp_path / "t2")
-    hudi_ds.write(path2, trips(range(2)), {**OPTS, "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"})
-    assert TableConfig.load(Storage(path2)).props["hoodie.compaction.payload.class"].endswith(
-        "OverwriteWithLatestAvroPayload"
+    hudi_ds.write(
+        path2, trips(range(2)), {**OPTS, "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}
+    )
+    assert (
+        TableConfig.load(Storage(path2))
+        .props["hoodie.compaction.payload.class"]
+        .endswith("OverwriteWithLatestAvroPayload")
     )
 
 
@@ -109,7 +113,9 @@ def test_cow_with_several_tasks_stages_and_merges_once(tmp_path: Path) -> None:
     assert not list((tmp_path / "t" / ".hoodie" / ".temp").rglob("*.log.*"))
     got = hudi_ds.read(path).sort_by("id")
     assert dict(zip(got["id"].to_pylist(), got["ts"].to_pylist(), strict=True))["t2"] == 6
-    assert ids_of(path) == hudi_rs_ids(path) == sorted([f"t{i}" for i in range(10)] + ["t20", "t21"])
+    assert (
+        ids_of(path) == hudi_rs_ids(path) == sorted([f"t{i}" for i in range(10)] + ["t20", "t21"])
+    )
 
 
 def test_failed_attempt_files_never_become_visible(tmp_path: Path) -> None:
@@ -163,7 +169,9 @@ def test_overwrite_operations(tmp_path: Path) -> None:
 
 def test_is_deleted_column_and_bulk_insert(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    hudi_ds.write(path, trips(range(4)), {**OPTS, "hoodie.datasource.write.operation": "bulk_insert"})
+    hudi_ds.write(
+        path, trips(range(4)), {**OPTS, "hoodie.datasource.write.operation": "bulk_insert"}
+    )
     d = trips([1, 2], ts=5).append_column("_hoodie_is_deleted", pa.array([True, False]))
     hudi_ds.write(path, d, OPTS)
     assert ids_of(path) == hudi_rs_ids(path) == ["t0", "t2", "t3"]
@@ -187,9 +195,24 @@ def test_event_time_ignores_late_rows_and_precombines(tmp_path: Path) -> None:
         (pa.table({"id": ["a"], "ts": [1], "city": ["../etc"]}), {}, SchemaError, "../etc"),
         (pa.table({"id": ["a"], "ts": [1], "city": ["a/b"]}), {}, SchemaError, "a/b"),
         (pa.table({"id": ["a,b:c"], "ts": [1], "city": ["x"]}), {}, SchemaError, "a,b:c"),
-        (pa.table({"id": ["a"], "ts": [1], "city": ["x"]}), {"hoodie.datasource.write.operation": "merge"}, ConfigError, "operation"),
-        (pa.table({"id": ["a"], "ts": [1], "city": ["x"]}), {"hoodie.bucket.index.num.buckets": "0"}, ConfigError, "num.buckets"),
-        (pa.table({"id": ["a"], "ts": [1], "city": ["x"]}), {"hoodie.datasource.write.recordkey.feld": "id"}, ConfigError, "recordkey.field"),
+        (
+            pa.table({"id": ["a"], "ts": [1], "city": ["x"]}),
+            {"hoodie.datasource.write.operation": "merge"},
+            ConfigError,
+            "operation",
+        ),
+        (
+            pa.table({"id": ["a"], "ts": [1], "city": ["x"]}),
+            {"hoodie.bucket.index.num.buckets": "0"},
+            ConfigError,
+            "num.buckets",
+        ),
+        (
+            pa.table({"id": ["a"], "ts": [1], "city": ["x"]}),
+            {"hoodie.datasource.write.recordkey.feld": "id"},
+            ConfigError,
+            "recordkey.field",
+        ),
         (pa.table({"id": [[1]], "ts": [1], "city": ["x"]}), {}, SchemaError, "'id'"),
     ],
 )
@@ -214,13 +237,17 @@ def test_options_contradicting_the_table(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="recordkey"):
         hudi_ds.write(path, trips([1]), {**OPTS, "hoodie.datasource.write.recordkey.field": "city"})
     with pytest.raises(ConfigError, match="merge.mode"):
-        hudi_ds.write(path, trips([1]), {**OPTS, "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"})
+        hudi_ds.write(
+            path, trips([1]), {**OPTS, "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}
+        )
 
 
 def test_pandas_and_reader_inputs(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     hudi_ds.write(path, trips(range(3)).to_pandas(), OPTS)
-    hudi_ds.write(path, pa.RecordBatchReader.from_batches(trips([9]).schema, trips([9]).to_batches()), OPTS)
+    hudi_ds.write(
+        path, pa.RecordBatchReader.from_batches(trips([9]).schema, trips([9]).to_batches()), OPTS
+    )
     assert ids_of(path) == ["t0", "t1", "t2", "t9"]
     with pytest.raises(SchemaError):
         hudi_ds.write(path, 42, OPTS)
@@ -235,3 +262,19 @@ def test_schema_evolution_adds_columns(tmp_path: Path) -> None:
     with pytest.raises(SchemaError, match="fare"):
         hudi_ds.write(path, trips([3]).drop_columns(["fare"]), OPTS)
     _ = np
+
+
+def test_key_lookup_reads_only_the_buckets_of_the_keys(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, trips(range(200)), {**OPTS, "hoodie.bucket.index.num.buckets": "8"})
+    table = hudi_ds.HudiTable(path)
+    assert table.config.props["hoodie.bucket.index.num.buckets"] == "8"
+    all_slices = len(table.plan_read().slices)
+    plan = table.plan_read(filters=[("id", "in", ["t5", "t17"])])
+    assert 0 < len(plan.slices) <= 4 < all_slices
+    got = table.read(filters=[("id", "in", ["t5", "t17"])])
+    assert sorted(got["id"].to_pylist()) == ["t17", "t5"]
+    for i in range(200):  # every key is found through its bucket
+        assert table.read(filters=[("id", "=", f"t{i}")]).num_rows == 1
+    with pytest.raises(ConfigError, match="num.buckets"):
+        hudi_ds.write(path, trips([1]), {**OPTS, "hoodie.bucket.index.num.buckets": "4"})

@@ -1,8 +1,8 @@
 """Check hudi_ds's layering: a module imports only from its own layer or the layers below.
 
 Layers, bottom to top (docs/architecture.md):
-    errors, config -> storage, schema, table_config, keygen -> timeline, layout
-    -> log, index, merge -> table -> write -> services -> spark, cli
+    errors, config -> storage, schema, table_config, keygen -> timeline, layout, log
+    -> index, merge -> table -> write -> services -> spark, cli
 Also: nothing outside hudi_ds/spark imports pyspark.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 LAYERS = [
     {"errors", "config"},
     {"storage", "schema", "table_config", "keygen"},
-    {"timeline", "layout"},
-    {"log", "index", "merge"},
+    {"timeline", "layout", "log"},
+    {"index", "merge"},
     {"table"},
     {"write"},
     {"services"},

@@ -335,6 +335,7 @@ def encode_parquet_data_block(
     instant_time: str,
     avro_schema: AvroSchema,
     compression: str = "snappy",
+    dictionary_columns: list[str] | None = None,
 ) -> bytes:
     """Encode ``table`` as a ``PARQUET_DATA`` block: the content is one complete Parquet file.
 
@@ -346,6 +347,8 @@ def encode_parquet_data_block(
         instant_time: the writing instant.
         avro_schema: the full record schema (also the ``SCHEMA`` header).
         compression: Parquet codec (``snappy``, ``gzip``, ``zstd``, ``none``...).
+        dictionary_columns: columns to dictionary-encode (default: chosen from the data by
+            :func:`parquet_write_options`; writers pass a choice made once per task).
     """
     schema_json = avro_schema_json(avro_schema)
     table = conform_table(table, cached_arrow_schema(schema_json))
@@ -353,7 +356,9 @@ def encode_parquet_data_block(
         {"parquet.avro.schema": schema_json, "writer.model.name": "avro"}
     )
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=compression, **parquet_write_options(table))
+    if dictionary_columns is None:
+        dictionary_columns = parquet_write_options(table)["use_dictionary"]  # type: ignore[assignment]
+    pq.write_table(table, sink, compression=compression, use_dictionary=dictionary_columns)
     content = sink.getvalue().to_pybytes()
     return encode_block(BlockType.PARQUET_DATA, _data_header(instant_time, schema_json), content)
 

@@ -15,6 +15,8 @@ import pyarrow.compute as pc
 
 from hudi_ds.config import Options, ReadConfig
 from hudi_ds.errors import ConfigError, InstantNotFoundError
+from hudi_ds.index.bucket import bucket_ids_from_record_keys
+from hudi_ds.keygen import key_string
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import partition_values_of
 from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
@@ -228,6 +230,7 @@ class HudiTable:
             vis = self.visibility(as_of)
             touched = None
         view = self._view()
+        buckets = self._key_buckets(flt)
         slices: list[FileSlice] = []
         fields = self.config.partition_fields
         for p in view.partitions():
@@ -241,6 +244,8 @@ class HudiTable:
                 continue
             for s in view.latest_file_slices(p, vis, include_logs=qtype != "read_optimized"):
                 if touched is not None and (p, s.file_id) not in touched:
+                    continue
+                if buckets is not None and _bucket_of(s.file_id) not in buckets:
                     continue
                 if qtype == "read_optimized" and s.base_file is None:
                     continue
@@ -275,6 +280,31 @@ class HudiTable:
                 stats.corrupt_bytes,
                 sorted(set(stats.corrupt_files)),
             )
+
+    def _key_buckets(self, filters: list[tuple[str, str, Any]]) -> set[int] | None:
+        """Buckets holding the keys of a record-key lookup (``key = v`` / ``key in [...]``).
+
+        Only for tables whose bucket layout is recorded in hoodie.properties (tables written by
+        hudi_ds) and keyed by one field; None means "no pruning".
+        """
+        cfg = self.config
+        n = cfg.props.get("hoodie.bucket.index.num.buckets")
+        keys = cfg.record_key_fields
+        if n is None or len(keys) != 1 or cfg.key_generator == "COMPLEX":
+            return None
+        hash_fields = [
+            f for f in cfg.props.get("hoodie.bucket.index.hash.field", "").split(",") if f
+        ]
+        wanted: set[int] | None = None
+        for col, op, value in filters:
+            if col != keys[0] or op not in ("=", "in"):
+                continue
+            values = [value] if op == "=" else list(value)
+            arr = key_string(pa.array(values), col)
+            ids = bucket_ids_from_record_keys(arr, hash_fields or keys, int(n), False)
+            found = {int(b) for b in ids}
+            wanted = found if wanted is None else wanted & found
+        return wanted
 
     # -- incremental / time travel helpers -------------------------------------------------------
     def _check_as_of(self, as_of: str) -> None:
@@ -347,6 +377,11 @@ class ReadPlan:
         self.filters = filters
         self.commit_times = commit_times
         self.output_schema = output_schema
+
+
+def _bucket_of(file_id: str) -> int:
+    head = file_id[:8]
+    return int(head) if head.isdigit() else -1
 
 
 def _normalize_instant(value: str) -> str:

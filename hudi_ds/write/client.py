@@ -16,6 +16,7 @@ Until then readers see nothing of T; after a crash the next writer rolls T back.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import pyarrow.compute as pc
 from hudi_ds.config import Options, ReadConfig, WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError, TableExistsError, WriteError
 from hudi_ds.index.bucket import (
+    NUM_BUCKETS_KEY,
     bucket_id_from_file_id,
     bucket_ids_from_record_keys,
     new_bucket_file_id,
@@ -37,6 +39,7 @@ from hudi_ds.index.bucket import (
 from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import PARTITION_METADATA_FILE
+from hudi_ds.log.writer import parquet_write_options
 from hudi_ds.schema import (
     IS_DELETED_FIELD,
     META_FIELDS,
@@ -64,7 +67,6 @@ from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.write.handles import (
     DELETE_KEY,
     DELETE_ORDERING,
-    DELETE_PARTITION,
     AppendHandle,
     HandleContext,
     MergeHandle,
@@ -155,14 +157,25 @@ class WriteClient:
         else:
             self.table_name = o.get(WriteConfig.TABLE_NAME) or ""
             self.table_type = o.get(WriteConfig.TABLE_TYPE)
-            self.record_key_fields = list(o.get(WriteConfig.RECORD_KEY_FIELDS) or [])
-            self.partition_fields = list(o.get(WriteConfig.PARTITION_FIELDS) or [])
+            keys: list[str] | None = o.get(WriteConfig.RECORD_KEY_FIELDS)
+            parts: list[str] | None = o.get(WriteConfig.PARTITION_FIELDS)
+            self.record_key_fields = list(keys or [])
+            self.partition_fields = list(parts or [])
             self.hive_style = o.get(WriteConfig.HIVE_STYLE)
             self.url_encode = o.get(WriteConfig.URL_ENCODE)
             self.ordering_field = o.get(WriteConfig.PRECOMBINE_FIELD) or None
             self.merge_mode = self._merge_mode_option(self.ordering_field)
             self.complex_key = len(self.record_key_fields) > 1
-        self.num_buckets = validate_num_buckets(o.get(WriteConfig.NUM_BUCKETS))
+        stored = cfg.props.get(NUM_BUCKETS_KEY) if cfg is not None else None
+        if stored is not None and o.is_set(WriteConfig.NUM_BUCKETS):
+            if int(stored) != o.get(WriteConfig.NUM_BUCKETS):
+                raise ConfigError(
+                    f"option '{NUM_BUCKETS_KEY}'={o.get(WriteConfig.NUM_BUCKETS)} contradicts the "
+                    f"table's {stored} buckets (fixed when the table was created)"
+                )
+        self.num_buckets = validate_num_buckets(
+            int(stored) if stored is not None else o.get(WriteConfig.NUM_BUCKETS)
+        )
         if self.record_key_fields:
             self.hash_fields = validate_hash_fields(
                 o.get(WriteConfig.HASH_FIELD), self.record_key_fields
@@ -297,9 +310,7 @@ class WriteClient:
             else:
                 old = existing.field(f.name).type
                 if old != f.type and not _castable(f.type, old):
-                    raise SchemaError(
-                        f"column '{f.name}' has type {f.type}; the table has {old}"
-                    )
+                    raise SchemaError(f"column '{f.name}' has type {f.type}; the table has {old}")
         return pa.schema(fields)
 
     def _avro_name(self) -> str:
@@ -327,7 +338,8 @@ class WriteClient:
             "hoodie.populate.meta.fields": "true",
             "hoodie.table.timeline.timezone": "UTC",
             "hoodie.compaction.payload.class": (
-                DEFAULT_PAYLOAD if self.merge_mode == EVENT_TIME_ORDERING
+                DEFAULT_PAYLOAD
+                if self.merge_mode == EVENT_TIME_ORDERING
                 else OVERWRITE_LATEST_PAYLOAD
             ),
             "hoodie.compaction.record.merger.strategy": EVENT_TIME_STRATEGY_ID,
@@ -335,13 +347,23 @@ class WriteClient:
                 arrow_to_avro_schema(data, f"{name}_record", f"hoodie.{name}")
             ),
         }
+        # the bucket layout is a property of the table: persisted so that every later writer
+        # (and key lookups on read) use the same one; Java ignores these extra keys
+        props["hoodie.index.type"] = "BUCKET"
+        props[NUM_BUCKETS_KEY] = str(self.num_buckets)
+        props["hoodie.bucket.index.hash.field"] = ",".join(self.hash_fields)
         db = self.options.get(WriteConfig.DATABASE_NAME)
         if db:
             props["hoodie.database.name"] = db
         if self.ordering_field:
             props["hoodie.table.precombine.field"] = self.ordering_field
-        for d in (".hoodie/archived", ".hoodie/.temp", ".hoodie/.schema",
-                  ".hoodie/.aux/.bootstrap/.partitions", ".hoodie/.aux/.bootstrap/.fileids"):
+        for d in (
+            ".hoodie/archived",
+            ".hoodie/.temp",
+            ".hoodie/.schema",
+            ".hoodie/.aux/.bootstrap/.partitions",
+            ".hoodie/.aux/.bootstrap/.fileids",
+        ):
             self.storage.makedirs(d)
         if self.storage.exists(".hoodie/hoodie.properties"):
             raise TableExistsError(f"a table was created at {self.storage.base_uri} meanwhile")
@@ -621,7 +643,7 @@ class TaskWriter:
         )
         self.handles: dict[tuple[str, int], AppendHandle | MergeHandle] = {}
         self._buckets: dict[str, dict[int, FileSlice]] = {}
-        self._groups: dict[str, Any] = {}
+        self._log_versions: dict[str, dict[tuple[str, str], int]] = {}
         self._view: FileSystemView | None = None
         self._record_index = 0
         self._seen_partitions: set[str] = set()
@@ -657,6 +679,12 @@ class TaskWriter:
             data, deletes, data_parts, del_parts = self._prepare_deletes(table)
         else:
             data, deletes, data_parts, del_parts = self._prepare_upserts(table)
+        if self.ctx.dictionary_columns is None and data.num_rows:
+            opts = parquet_write_options(data.slice(0, 4096))
+            self.ctx = dataclasses.replace(
+                self.ctx,
+                dictionary_columns=tuple(opts["use_dictionary"]),  # type: ignore[arg-type]
+            )
         self._route(data, deletes, data_parts, del_parts)
         self._enforce_budget()
 
@@ -685,9 +713,7 @@ class TaskWriter:
         parts = partition_paths(table, list(p.partition_fields), p.hive_style, p.url_encode)
         return keys, parts
 
-    def _prepare_upserts(
-        self, table: pa.Table
-    ) -> tuple[pa.Table, pa.Table, pa.Array, pa.Array]:
+    def _prepare_upserts(self, table: pa.Table) -> tuple[pa.Table, pa.Table, pa.Array, pa.Array]:
         p = self.plan
         self._check_keys(table)
         try:
@@ -729,9 +755,7 @@ class TaskWriter:
         )
         return full.take(idx_keep), dels, parts.take(idx_keep), parts.take(idx_del)
 
-    def _prepare_deletes(
-        self, table: pa.Table
-    ) -> tuple[pa.Table, pa.Table, pa.Array, pa.Array]:
+    def _prepare_deletes(self, table: pa.Table) -> tuple[pa.Table, pa.Table, pa.Array, pa.Array]:
         p = self.plan
         self._check_keys(table)
         keys, parts = self._keys_and_partitions(table)
@@ -769,8 +793,9 @@ class TaskWriter:
             buckets = bucket_ids_from_record_keys(
                 keys, list(self.plan.hash_fields), self.plan.num_buckets, self.plan.complex_key
             )
-            enc = pc.dictionary_encode(parts.combine_chunks() if isinstance(
-                parts, pa.ChunkedArray) else parts)
+            enc = pc.dictionary_encode(
+                parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
+            )
             pidx = np.asarray(enc.indices, dtype=np.int64)
             names = enc.dictionary.to_pylist()
             self._seen_partitions.update(names)
@@ -802,9 +827,7 @@ class TaskWriter:
         else:
             file_id = new_bucket_file_id(partition, bucket, p.instant)
         if p.table_type == "COPY_ON_WRITE" and self.exclusive:
-            h = MergeHandle(
-                self.ctx, partition, file_id, existing.base_file if existing else None
-            )
+            h = MergeHandle(self.ctx, partition, file_id, existing.base_file if existing else None)
         elif p.table_type == "COPY_ON_WRITE":
             from hudi_ds.write.cow import stage_handle
 
@@ -850,14 +873,15 @@ class TaskWriter:
         return m
 
     def _next_log_version(self, partition: str, file_id: str, base_instant: str) -> int:
-        versions = [
-            lf.name.version
-            for g in self._fs_view().file_groups(partition)
-            if g.file_id == file_id
-            for lf in g.log_files
-            if lf.instant_time == base_instant
-        ]
-        return max(versions, default=0) + 1
+        versions = self._log_versions.get(partition)
+        if versions is None:
+            versions = {}
+            for g in self._fs_view().file_groups(partition):
+                for lf in g.log_files:
+                    k = (g.file_id, lf.instant_time)
+                    versions[k] = max(versions.get(k, 0), lf.name.version)
+            self._log_versions[partition] = versions
+        return versions.get((file_id, base_instant), 0) + 1
 
     def _enforce_budget(self) -> None:
         budget = self.plan.task_budget_bytes
@@ -898,4 +922,3 @@ class TaskWriter:
                 out.append(st)
         self.handles.clear()
         return out
-

@@ -56,6 +56,7 @@ class HandleContext:
     codec: str
     ordering_field: str | None
     merge_mode: str
+    dictionary_columns: tuple[str, ...] | None = None  # chosen once per task from its data
 
 
 def _constant(value: str, n: int) -> pa.Array:
@@ -74,10 +75,13 @@ def precombine(
     n_data, n_del = data.num_rows, deletes.num_rows
     if n_data + n_del <= 1:
         return data, deletes
-    if n_del == 0 and "_hoodie_is_deleted" not in data.column_names:
-        # the common case: no duplicate keys, nothing to combine (a hash count, no sort)
-        if pc.count_distinct(data.column(RECORD_KEY)).as_py() == n_data:
-            return data, deletes
+    # the common case: no duplicate keys, nothing to combine (a hash count, no sort)
+    if (
+        n_del == 0
+        and "_hoodie_is_deleted" not in data.column_names
+        and pc.count_distinct(data.column(RECORD_KEY)).as_py() == n_data
+    ):
+        return data, deletes
     keys = pa.concat_arrays(
         [
             data.column(RECORD_KEY).combine_chunks(),
@@ -163,7 +167,13 @@ class AppendHandle:
                 block = encode_avro_data_block(data, ctx.instant, ctx.avro_schema)
             else:
                 block = encode_parquet_data_block(
-                    data, ctx.instant, ctx.avro_schema, compression=ctx.codec
+                    data,
+                    ctx.instant,
+                    ctx.avro_schema,
+                    compression=ctx.codec,
+                    dictionary_columns=(
+                        list(ctx.dictionary_columns) if ctx.dictionary_columns is not None else None
+                    ),
                 )
             out.write(block)
             self._written += len(block)
