@@ -167,12 +167,12 @@ class WriteClient:
             self.merge_mode = self._merge_mode_option(self.ordering_field)
             self.complex_key = len(self.record_key_fields) > 1
         stored = cfg.props.get(NUM_BUCKETS_KEY) if cfg is not None else None
-        if stored is not None and o.is_set(WriteConfig.NUM_BUCKETS):
-            if int(stored) != o.get(WriteConfig.NUM_BUCKETS):
-                raise ConfigError(
-                    f"option '{NUM_BUCKETS_KEY}'={o.get(WriteConfig.NUM_BUCKETS)} contradicts the "
-                    f"table's {stored} buckets (fixed when the table was created)"
-                )
+        asked = o.get(WriteConfig.NUM_BUCKETS)
+        if stored is not None and o.is_set(WriteConfig.NUM_BUCKETS) and int(stored) != asked:
+            raise ConfigError(
+                f"option '{NUM_BUCKETS_KEY}'={asked} contradicts the table's {stored} buckets "
+                "(fixed when the table was created)"
+            )
         self.num_buckets = validate_num_buckets(
             int(stored) if stored is not None else o.get(WriteConfig.NUM_BUCKETS)
         )
