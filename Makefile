@@ -36,7 +36,12 @@ lint: $(STAMP)  ## ruff + mypy + layering check
 	$(BIN)/mypy hudi_ds
 	$(BIN)/python tools/check_layers.py
 
-bench: $(STAMP)  ## benchmarks (SCALE=...)
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)  ## benchmarks against the peers (SCALE=1 default; SCALE=0.1 is quick)
 	$(BIN)/python -m bench --scale $(SCALE)
 
 clean:  ## remove the environment and caches
