@@ -223,10 +223,14 @@ def _decode_avro_content(block: LogBlock) -> pa.Table:
     return table if table is not None else _decode_each(plan, content, count, 8)
 
 
-def _decode_parquet_content(block: LogBlock) -> pa.Table:
+def _decode_parquet_content(block: LogBlock, columns: list[str] | None = None) -> pa.Table:
     """Decode a Parquet data block: the content is one complete Parquet file (``PAR1...PAR1``)."""
     try:
-        return pq.read_table(pa.BufferReader(block.content))
+        if columns is None:
+            return pq.read_table(pa.BufferReader(block.content))
+        pf = pq.ParquetFile(pa.BufferReader(block.content))
+        present = [c for c in columns if c in pf.schema_arrow.names]
+        return pf.read(columns=present)
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptBlockError(f"Parquet data block does not read: {e}") from e
 
@@ -239,7 +243,8 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
 
     Args:
         block: an ``AVRO_DATA``, ``CDC_DATA`` or ``PARQUET_DATA`` block.
-        schema: if given, the rows are brought to it with :func:`hudi_ds.schema.promote_table`.
+        schema: if given, the rows are brought to it with :func:`hudi_ds.schema.promote_table`
+            (Parquet blocks then decode only its columns).
 
     Raises:
         CorruptBlockError: the content does not decode.
@@ -249,7 +254,8 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
     if block.block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         table = _decode_avro_content(block)
     elif block.block_type == BlockType.PARQUET_DATA:
-        table = _decode_parquet_content(block)
+        # only the columns the caller asked for (Parquet is columnar)
+        table = _decode_parquet_content(block, None if schema is None else schema.names)
     else:
         raise UnsupportedError(f"{block.block_type.name} blocks are not data blocks hudi_ds reads")
     return table if schema is None else promote_table(table, schema)

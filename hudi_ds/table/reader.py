@@ -148,6 +148,13 @@ def read_file_slice(
 ) -> pa.Table:
     """Read one file slice as merged, live rows in ``ctx.schema`` (or ``columns`` of it)."""
     schema = ctx.schema
+    if columns is not None:
+        # read only what the caller wants plus what merging needs
+        merge_cols = [RECORD_KEY, ctx.ordering_field, IS_DELETED_FIELD, *ctx.record_key_fields]
+        wanted = list(columns) + [
+            c for c in merge_cols if c and c not in columns and schema.get_field_index(c) >= 0
+        ]
+        schema = pa.schema([schema.field(c) for c in wanted])
     blocks = scan_slice_logs(storage, fslice, vis, stats) if fslice.log_files else []
     if not blocks:
         if fslice.base_file is None:
@@ -155,7 +162,7 @@ def read_file_slice(
                 schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
             )
         stats.base_files += 1
-        table = read_base_file(storage, fslice.base_file, schema, columns=None)
+        table = read_base_file(storage, fslice.base_file, schema)
         table = _drop_deleted(table)
         return table if columns is None else _project(table, columns)
 

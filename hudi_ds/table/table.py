@@ -6,7 +6,10 @@ Queries: snapshot, read-optimized, incremental and time travel.
 from __future__ import annotations
 
 import logging
+import os
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
@@ -49,6 +52,8 @@ class HudiTable:
         self.options = Options.of(options)
         self.config = TableConfig.load(self.storage)
         self.last_read_stats = ReadStats()
+        #: threads reading file slices in parallel (embedded reads; Spark tasks use one)
+        self.read_threads = os.cpu_count() or 1
 
     # -- metadata ----------------------------------------------------------------------------
     @property
@@ -261,18 +266,53 @@ class HudiTable:
         stats = stats if stats is not None else ReadStats()
         self.last_read_stats = stats
         expr = filter_expression(plan.filters)
-        for s in slices:
-            t = read_file_slice(self.storage, s, plan.visibility, plan.context, stats)
-            if plan.commit_times is not None and "_hoodie_commit_time" in t.column_names:
-                t = t.filter(
-                    pc.is_in(t.column("_hoodie_commit_time"), pa.array(sorted(plan.commit_times)))
-                )
+        needed = None
+        if plan.columns is not None:
+            needed = list(plan.columns)
+            extra = [c for c, _, _ in plan.filters]
+            if plan.commit_times is not None:
+                extra.append("_hoodie_commit_time")
+            for c in extra:
+                if c not in needed and plan.context.schema.get_field_index(c) >= 0:
+                    needed.append(c)
+        commit_set = pa.array(sorted(plan.commit_times)) if plan.commit_times is not None else None
+
+        def one(s: FileSlice) -> tuple[pa.Table, ReadStats]:
+            st = ReadStats()
+            t = read_file_slice(self.storage, s, plan.visibility, plan.context, st, needed)
+            if commit_set is not None and "_hoodie_commit_time" in t.column_names:
+                t = t.filter(pc.is_in(t.column("_hoodie_commit_time"), commit_set))
             if expr is not None and t.num_rows:
                 t = t.filter(expr)
             if plan.columns is not None:
                 t = t.select(plan.columns)
-            if t.num_rows:
-                yield from t.to_batches()
+            return t, st
+
+        # slices are independent: read them on a few threads (Arrow and numpy release the
+        # GIL), at most 2 per thread in flight to bound memory, results in slice order
+        workers = max(1, min(len(slices), self.read_threads))
+        if workers == 1:
+            results: Iterator[tuple[pa.Table, ReadStats]] = map(one, slices)
+            for t, st in results:
+                stats.add(st)
+                if t.num_rows:
+                    yield from t.to_batches()
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                pending: deque[Future[tuple[pa.Table, ReadStats]]] = deque()
+                it = iter(slices)
+                for s in it:
+                    pending.append(pool.submit(one, s))
+                    if len(pending) >= 2 * workers:
+                        break
+                while pending:
+                    t, st = pending.popleft().result()
+                    nxt = next(it, None)
+                    if nxt is not None:
+                        pending.append(pool.submit(one, nxt))
+                    stats.add(st)
+                    if t.num_rows:
+                        yield from t.to_batches()
         if stats.corrupt_blocks:
             log.warning(
                 "skipped %d corrupt log block(s) (%d bytes) in %s",
