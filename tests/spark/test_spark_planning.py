@@ -256,8 +256,24 @@ def test_record_key_filter_reads_one_file_group_per_partition(tmp_path: Path) ->
     parts = plan(ds, [In(("id",), keys)])
     assert len([s for p in parts for s in p.slices]) <= 2 * len(keys)
     assert sorted(read_all(ds, parts).column("id").to_pylist()) == keys
-    # without the bucket count (not in hoodie.properties) nothing is pruned
+    # the writer keeps the bucket count in hoodie.properties: no read option needed
     bare = HudiDataSourceWithPushdown({"path": path})
-    assert len([s for p in plan(bare, [EqualTo(("id",), "key-00007")]) for s in p.slices]) == len(
-        all_slices
+    assert len([s for p in plan(bare, [EqualTo(("id",), "key-00007")]) for s in p.slices]) == 2
+    # a table without it (e.g. written by Java Hudi): nothing is pruned
+    props = Path(path) / ".hoodie" / "hoodie.properties"
+    props.write_text(
+        "\n".join(
+            line
+            for line in props.read_text().splitlines()
+            if not line.startswith("hoodie.bucket.index.")
+        )
     )
+    unpruned = plan(bare, [EqualTo(("id",), "key-00007")])
+    assert len([s for p in unpruned for s in p.slices]) == len(all_slices)
+
+
+def test_auto_registration_module() -> None:
+    import pyspark_hudi_py
+
+    assert pyspark_hudi_py.DefaultSource is HudiDataSource
+    assert pyspark_hudi_py.DefaultSource.name() == "hudi_py"
