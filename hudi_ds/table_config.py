@@ -37,6 +37,26 @@ EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
 CUSTOM = "CUSTOM"
 
+#: Hudi's built-in payload classes and the merge mode Hudi 1.1 maps each onto (RFC-97).
+PAYLOAD_MERGE_MODES = {
+    OVERWRITE_LATEST_PAYLOAD: COMMIT_TIME_ORDERING,
+    DEFAULT_PAYLOAD: EVENT_TIME_ORDERING,
+    "org.apache.hudi.common.model.EventTimeAvroPayload": EVENT_TIME_ORDERING,
+    "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload": (
+        COMMIT_TIME_ORDERING
+    ),
+    "org.apache.hudi.common.model.PartialUpdateAvroPayload": EVENT_TIME_ORDERING,
+    "org.apache.hudi.common.model.AWSDmsAvroPayload": COMMIT_TIME_ORDERING,
+    "org.apache.hudi.common.model.debezium.MySqlDebeziumAvroPayload": EVENT_TIME_ORDERING,
+    "org.apache.hudi.common.model.debezium.PostgresDebeziumAvroPayload": EVENT_TIME_ORDERING,
+}
+BUILTIN_STRATEGY_IDS = (
+    EVENT_TIME_STRATEGY_ID,
+    COMMIT_TIME_STRATEGY_ID,
+    CUSTOM_STRATEGY_ID,
+    PAYLOAD_BASED_STRATEGY_ID,
+)
+
 
 # --------------------------------------------------------------------------- Java properties
 def parse_properties(text: str) -> dict[str, str]:
@@ -263,6 +283,12 @@ class TableConfig:
         }.get(short, "COMPLEX" if len(self.record_key_fields) > 1 else "SIMPLE")
 
     @property
+    def complex_record_key(self) -> bool:
+        """Record keys are ``f1:v1,f2:v2`` (complex keygen, or several fields without partitions)."""
+        kg = self.key_generator
+        return kg == "COMPLEX" or (kg == "NON_PARTITION" and len(self.record_key_fields) > 1)
+
+    @property
     def create_schema(self) -> str | None:
         return self.props.get("hoodie.table.create.schema")
 
@@ -287,17 +313,16 @@ class TableConfig:
         payload = self.payload_class or ""
         if strategy == COMMIT_TIME_STRATEGY_ID:
             return COMMIT_TIME_ORDERING
-        if strategy == CUSTOM_STRATEGY_ID:
-            return CUSTOM
+        if strategy == CUSTOM_STRATEGY_ID or (strategy and strategy not in BUILTIN_STRATEGY_IDS):
+            return CUSTOM  # a user merger's own strategy id
         if payload.endswith("OverwriteWithLatestAvroPayload") or not payload:
             if self.table_version >= 8 and not payload:
                 return EVENT_TIME_ORDERING if self.ordering_fields else COMMIT_TIME_ORDERING
             return COMMIT_TIME_ORDERING
-        if payload.endswith("DefaultHoodieRecordPayload") or payload.endswith(
-            "EventTimeAvroPayload"
-        ):
-            return EVENT_TIME_ORDERING if self.ordering_fields else COMMIT_TIME_ORDERING
-        return CUSTOM
+        mode = PAYLOAD_MERGE_MODES.get(payload)
+        if mode == EVENT_TIME_ORDERING and not self.ordering_fields:
+            return COMMIT_TIME_ORDERING
+        return mode or CUSTOM
 
     @property
     def timeline_timezone(self) -> str:

@@ -278,3 +278,32 @@ def test_key_lookup_reads_only_the_buckets_of_the_keys(tmp_path: Path) -> None:
         assert table.read(filters=[("id", "=", f"t{i}")]).num_rows == 1
     with pytest.raises(ConfigError, match="num.buckets"):
         hudi_ds.write(path, trips([1]), {**OPTS, "hoodie.bucket.index.num.buckets": "4"})
+
+
+def test_nonpartitioned_table_with_two_key_fields(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = {
+        "hoodie.table.name": "np",
+        "hoodie.datasource.write.recordkey.field": "a,b",
+        "hoodie.datasource.write.precombine.field": "ts",
+    }
+    t = pa.table({"a": ["x", "x", "y"], "b": [1, 2, 1], "ts": [1, 1, 1]})
+    hudi_ds.write(path, t, opts)
+    hudi_ds.write(path, pa.table({"a": ["x"], "b": [2], "ts": [5]}), opts)
+    got = hudi_ds.read(path).sort_by([("a", "ascending"), ("b", "ascending")])
+    assert got["_hoodie_record_key"].to_pylist() == ["a:x,b:1", "a:x,b:2", "a:y,b:1"]
+    assert got["ts"].to_pylist() == [1, 5, 1]
+    assert hudi_rs_ids.__name__  # hudi-rs reads it too:
+    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
+    assert sum(b.num_rows for b in batches) == 3
+
+
+def test_commit_from_a_client_that_did_not_start_the_instant(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    starter = WriteClient(path, OPTS)
+    instant = starter.start(trips([0]).schema)
+    task = starter.task_writer(instant, 0, 0, 0, exclusive=False)
+    task.write(trips([1, 2]))
+    statuses = task.close()
+    WriteClient(path, OPTS).commit(instant, statuses)  # e.g. a streaming commit elsewhere
+    assert ids_of(path) == hudi_rs_ids(path) == ["t1", "t2"]

@@ -146,7 +146,7 @@ class HudiTable:
         return SliceReadContext(
             schema=self.schema,
             record_key_fields=tuple(cfg.record_key_fields),
-            complex_key=cfg.key_generator == "COMPLEX",
+            complex_key=cfg.complex_record_key,
             ordering_field=ordering,
             merge_mode=cfg.merge_mode if cfg.merge_mode != "CUSTOM" else "EVENT_TIME_ORDERING",
             populate_meta_fields=cfg.populate_meta_fields,
@@ -330,7 +330,7 @@ class HudiTable:
         cfg = self.config
         n = cfg.props.get("hoodie.bucket.index.num.buckets")
         keys = cfg.record_key_fields
-        if n is None or len(keys) != 1 or cfg.key_generator == "COMPLEX":
+        if n is None or len(keys) != 1 or cfg.complex_record_key:
             return None
         hash_fields = [
             f for f in cfg.props.get("hoodie.bucket.index.hash.field", "").split(",") if f

@@ -148,7 +148,7 @@ class WriteClient:
             self.url_encode = cfg.url_encode_partitions
             self.ordering_field = cfg.ordering_fields[0] if cfg.ordering_fields else None
             self.merge_mode = cfg.merge_mode
-            self.complex_key = cfg.key_generator == "COMPLEX"
+            self.complex_key = cfg.complex_record_key
             if cfg.table_version != 6:
                 raise ConfigError(
                     f"hudi_ds writes table version 6; the table at {self.storage.base_uri} is "
@@ -413,9 +413,15 @@ class WriteClient:
             last = instant
         else:  # pragma: no cover - 100 clashes in a row
             raise WriteError("could not allocate a unique instant time")
-        inflight = CommitMetadata(operation_type=_OPERATION_TYPES[self.operation])
+        plan = self._make_plan(instant, action, full, timeline)
+        # the inflight metadata carries the writer schema, as in Hudi: a client that did not
+        # start the instant (a streaming commit in another process) rebuilds the plan from it
+        inflight = CommitMetadata(
+            operation_type=_OPERATION_TYPES[self.operation],
+            extra_metadata={"schema": plan.data_avro_schema},
+        )
         writer.transition_to_inflight(req, inflight.to_json_bytes())
-        self._plans[instant] = self._make_plan(instant, action, full, timeline)
+        self._plans[instant] = plan
         return instant
 
     def _action(self) -> str:
@@ -469,11 +475,25 @@ class WriteClient:
         )
 
     def plan(self, instant: str) -> WritePlan:
-        """The plan of a started instant."""
-        try:
-            return self._plans[instant]
-        except KeyError:
-            raise WriteError(f"instant {instant} was not started by this client") from None
+        """The plan of a started instant (rebuilt from its inflight metadata if need be)."""
+        plan = self._plans.get(instant)
+        if plan is None:
+            plan = self._plans[instant] = self._rebuild_plan(instant)
+        return plan
+
+    def _rebuild_plan(self, instant: str) -> WritePlan:
+        timeline = Timeline.load(self.storage, 1)
+        inst = timeline.get(instant)
+        if inst is None or inst.is_completed:
+            raise WriteError(f"instant {instant} is not a pending write of this table")
+        md = timeline.read_commit_metadata(inst)
+        schema_json = md.extra_metadata.get("schema") if md is not None else None
+        if not schema_json:
+            raise WriteError(f"instant {instant} has no writer schema in its inflight metadata")
+        ops = {v: k for k, v in _OPERATION_TYPES.items()}
+        self.operation = ops.get(md.operation_type or "", self.operation)
+        full = with_meta_fields(avro_to_arrow_schema(schema_json))
+        return self._make_plan(instant, inst.action, full, timeline)
 
     def task_writer(
         self,
