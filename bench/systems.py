@@ -219,3 +219,102 @@ def run_iceberg(w: Workload, root: Path) -> Result:
 SYSTEMS["delta_rs"] = run_delta
 SYSTEMS["pyiceberg"] = run_iceberg
 SYSTEMS["hudi_rs_read"] = _hudi_rs_read
+
+
+def _spark():  # type: ignore[no-untyped-def]
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    from hudi_ds.spark import register
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("hudi_ds-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+def _cached(spark, table: pa.Table, parts: int = 2):  # type: ignore[no-untyped-def]
+    df = spark.createDataFrame(table).repartition(parts).cache()
+    df.count()
+    return df
+
+
+def _spark_runner(fmt: str) -> Callable[[Workload, Path], Result]:
+    """Spark on ``local[2]``: ``hudi_py`` upserts, or Spark's own parquet appends (ceiling)."""
+
+    def run(w: Workload, root: Path) -> Result:
+        from pyspark.sql import functions as F
+
+        spark = _spark()
+        path = str(root / "t")
+        opts = {
+            "hoodie.table.name": "bench",
+            "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "dt",
+            "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.bucket.index.num.buckets": "4",
+        }
+        out: Result = {"upsert_s": []}
+        base = _cached(spark, insert_batch(w))
+        t0 = time.perf_counter()
+        if fmt == "parquet":
+            base.write.mode("append").parquet(path)
+        else:
+            base.write.format("hudi_py").mode("append").options(
+                **{**opts, "hoodie.datasource.write.operation": "insert"}
+            ).save(path)
+        out["insert_s"] = time.perf_counter() - t0
+        base.unpersist()
+        for step in upsert_batches(w):
+            ups = _cached(spark, step.upserts)
+            dels = _cached(spark, step.deletes)
+            t0 = time.perf_counter()
+            if fmt == "parquet":
+                ups.write.mode("append").parquet(path)
+            else:
+                ups.write.format("hudi_py").mode("append").options(**opts).save(path)
+                dels.write.format("hudi_py").mode("append").options(
+                    **{**opts, "hoodie.datasource.write.operation": "delete"}
+                ).save(path)
+            out["upsert_s"].append(time.perf_counter() - t0)
+            ups.unpersist()
+            dels.unpersist()
+        out["write_peak_rss_mb"] = _rss_mb()
+        reader = (
+            spark.read.parquet(path)
+            if fmt == "parquet"
+            else spark.read.format("hudi_py").load(path)
+        )
+        t0 = time.perf_counter()
+        row = reader.agg(F.count("*").alias("n"), F.sum("d1").alias("s")).collect()[0]
+        out["read_s"] = time.perf_counter() - t0
+        out["read_rows"], out["read_sum"] = row["n"], row["s"]
+        t0 = time.perf_counter()
+        reader.filter(F.col("id").isin(_lookup_keys(w))).collect()
+        out["lookup_s"] = time.perf_counter() - t0
+        if fmt != "parquet":
+            out["state_table"] = reader.select("id", "ts").toArrow()
+        else:
+            out["state"] = None
+        spark.stop()
+        return out
+
+    return run
+
+
+SYSTEMS["spark_parquet"] = _spark_runner("parquet")
+SYSTEMS["hudi_ds_spark"] = _spark_runner("hudi_py")

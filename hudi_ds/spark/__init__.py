@@ -26,17 +26,20 @@ def register(spark: Any, filter_pushdown: bool | None = None) -> type[HudiDataSo
 
     Args:
         spark: the ``SparkSession`` (registration is per session).
-        filter_pushdown: prune partitions and buckets with Spark's filters. ``None`` (default):
-            on when ``spark.sql.python.filterPushdown.enabled`` is true. ``True`` also sets that
-            conf (pyspark refuses a reader with ``pushFilters`` otherwise); don't turn the conf
-            off afterwards in this session. ``False``: never.
+        filter_pushdown: prune partitions and buckets with Spark's filters. Off by default
+            (``None``/``False``): pyspark 4.3 reuses the pushed filters of one query for later
+            queries of the same DataFrame, which drops rows. ``True`` turns it on (and sets
+            ``spark.sql.python.filterPushdown.enabled``); then build a fresh DataFrame
+            (``spark.read.format("hudi_py").load(path)``) for every query.
 
     Returns:
         The registered class.
     """
     enabled = str(spark.conf.get(PUSHDOWN_CONF, "false")).strip().lower() == "true"
     if filter_pushdown is None:
-        filter_pushdown = enabled
+        # off unless asked for: in pyspark 4.3 a DataFrame that ran one filtered query keeps
+        # that query's pushed filters for its later queries (wrong results), see docs/spark.md
+        filter_pushdown = False
     elif filter_pushdown and not enabled:
         spark.conf.set(PUSHDOWN_CONF, "true")
     cls = HudiDataSourceWithPushdown if filter_pushdown else HudiDataSource

@@ -122,3 +122,28 @@ def test_bad_read_options_fail_at_load(spark: Any, tmp_path_factory) -> None:
         ).collect()
     with pytest.raises(Exception, match=r"hoodie\.datasource\.query\.typo"):
         spark.read.format("hudi_py").option("hoodie.datasource.query.typo", "x").load(root)
+
+
+def test_reused_dataframe_is_not_narrowed_by_an_earlier_filter(spark, tmp_path) -> None:
+    """pyspark 4.3 keeps pushed filters across queries of one DataFrame; default is no pushdown."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    import hudi_ds
+
+    path = str(tmp_path / "t")
+    rows = pa.table({"id": [f"k{i}" for i in range(50)], "ts": [1] * 50, "dt": ["a", "b"] * 25})
+    hudi_ds.write(
+        path,
+        rows,
+        {
+            "hoodie.table.name": "reuse",
+            "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "dt",
+            "hoodie.datasource.write.precombine.field": "ts",
+        },
+    )
+    df = spark.read.format("hudi_py").load(path)
+    assert df.filter(F.col("id").isin(["k1", "k2"])).count() == 2
+    assert df.filter(F.col("dt") == "a").count() == 25
+    assert df.count() == 50
