@@ -57,6 +57,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--systems", default=DEFAULT_SYSTEMS)
     ap.add_argument("--no-scaling", action="store_true")
+    ap.add_argument("--no-compaction", action="store_true")
     args = ap.parse_args()
     w = Workload.scaled(args.scale)
     print(f"workload: {w.base_rows:,} rows, then {w.batches} upsert batches of {w.batch_rows:,}")
@@ -81,6 +82,14 @@ def main() -> None:
                 scaling.append(_run(["bench.scaling", system, str(n), "--batch", str(batch)]))
         lines += ["", *_scaling_table(scaling, sizes)]
         print("\n".join(lines[-(len(sizes) + 4) :]))
+    compaction: dict = {}
+    if not args.no_compaction:
+        from bench.compaction import table as compaction_table
+
+        print("compaction: hudi_ds vs a plain pyarrow rewrite of the same rows ...", flush=True)
+        compaction = _run(["bench.compaction", "--scale", str(args.scale)])
+        lines += ["", *compaction_table(compaction)]
+        print("\n".join(compaction_table(compaction)))
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     meta = {
@@ -91,6 +100,7 @@ def main() -> None:
         "workload": w.__dict__,
         "results": results,
         "scaling": scaling,
+        "compaction": compaction,
     }
     (out / "latest.json").write_text(json.dumps(meta, indent=1, default=str))
     vers = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())

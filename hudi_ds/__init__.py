@@ -9,6 +9,7 @@ The embedded API (no JVM)::
 The Spark data source ``hudi_py`` lives in :mod:`hudi_ds.spark`.
 """
 
+import hudi_ds.services  # noqa: F401  (registers the post-commit table services)
 from hudi_ds.errors import (
     CommitConflictError,
     ConfigError,

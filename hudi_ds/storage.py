@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from hudi_ds.errors import HudiError
+from hudi_ds.faults import crash_point
 
 
 @dataclass(frozen=True)
@@ -148,13 +149,15 @@ class Storage:
         self._ensure_parent(rel)
         return self.fs.open_output_stream(self.full_path(rel))
 
-    def write_atomic(self, rel: str, data: bytes) -> None:
+    def write_atomic(self, rel: str, data: bytes, crash_point_name: str | None = None) -> None:
         """Write ``data`` to a temporary sibling, then rename it onto ``rel``."""
         self._ensure_parent(rel)
         parent, _, name = rel.rpartition("/")
         tmp = _join(parent, f".{name}.{uuid.uuid4().hex}.tmp")
         with self.fs.open_output_stream(self.full_path(tmp)) as f:
             f.write(data)
+        if crash_point_name:
+            crash_point(crash_point_name)
         try:
             self.fs.move(self.full_path(tmp), self.full_path(rel))
         except Exception:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 LAYERS = [
-    {"errors", "config"},
+    {"errors", "config", "faults"},
     {"storage", "schema", "table_config", "keygen"},
     {"timeline", "layout", "log"},
     {"index", "merge"},

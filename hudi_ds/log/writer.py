@@ -48,8 +48,14 @@ _DELETE_SCHEMA = parse_schema(DELETE_RECORD_LIST_SCHEMA)
 _NO_ORDERING = (f"{WRAPPER_NAMESPACE}.IntWrapper", {"value": 0})
 
 
-def _data_header(instant_time: str, schema_json: str) -> dict[HeaderKey, str]:
-    return {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
+def _data_header(
+    instant_time: str, schema_json: str, partial: bool = False
+) -> dict[HeaderKey, str]:
+    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
+    if partial:
+        # Hudi 1.x: the SCHEMA header holds only the columns the rows carry
+        header[HeaderKey.IS_PARTIAL] = "true"
+    return header
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,7 +283,9 @@ def encode_avro_records(table: pa.Table, avro_schema: AvroSchema) -> tuple[bytes
     return rows.data.tobytes(), rows.offs
 
 
-def encode_avro_data_block(table: pa.Table, instant_time: str, avro_schema: AvroSchema) -> bytes:
+def encode_avro_data_block(
+    table: pa.Table, instant_time: str, avro_schema: AvroSchema, partial: bool = False
+) -> bytes:
     """Encode ``table`` as an ``AVRO_DATA`` block (content version 3).
 
     Content grammar: ``int32 3, int32 count, count x (int32 n, n bytes of Avro binary datum)``,
@@ -288,6 +296,8 @@ def encode_avro_data_block(table: pa.Table, instant_time: str, avro_schema: Avro
         table: the records; cast to the schema's types with :func:`hudi_ds.schema.conform_table`.
         instant_time: the writing instant (``INSTANT_TIME`` header).
         avro_schema: the full record schema; a JSON string is written to the header verbatim.
+        partial: the rows are partial updates and ``avro_schema`` holds only their columns
+            (adds the ``IS_PARTIAL`` header, as Hudi 1.x does).
 
     Raises:
         SchemaError: the table does not fit the schema.
@@ -299,7 +309,8 @@ def encode_avro_data_block(table: pa.Table, instant_time: str, avro_schema: Avro
     length_prefix = _fixed_seg(np.asarray(sizes, dtype=">i4").view(np.uint8), n, 4)
     framed = _concat([length_prefix, *parts], n)
     content = struct.pack(">ii", CONTENT_VERSION, n) + framed.data.tobytes()
-    return encode_block(BlockType.AVRO_DATA, _data_header(instant_time, schema_json), content)
+    header = _data_header(instant_time, schema_json, partial)
+    return encode_block(BlockType.AVRO_DATA, header, content)
 
 
 def _low_cardinality(col: pa.ChunkedArray | pa.Array) -> bool:
@@ -336,6 +347,7 @@ def encode_parquet_data_block(
     avro_schema: AvroSchema,
     compression: str = "snappy",
     dictionary_columns: list[str] | None = None,
+    partial: bool = False,
 ) -> bytes:
     """Encode ``table`` as a ``PARQUET_DATA`` block: the content is one complete Parquet file.
 
@@ -349,6 +361,8 @@ def encode_parquet_data_block(
         compression: Parquet codec (``snappy``, ``gzip``, ``zstd``, ``none``...).
         dictionary_columns: columns to dictionary-encode (default: chosen from the data by
             :func:`parquet_write_options`; writers pass a choice made once per task).
+        partial: the rows are partial updates (``IS_PARTIAL`` header; see
+            :func:`encode_avro_data_block`).
     """
     schema_json = avro_schema_json(avro_schema)
     table = conform_table(table, cached_arrow_schema(schema_json))
@@ -360,7 +374,8 @@ def encode_parquet_data_block(
         dictionary_columns = parquet_write_options(table)["use_dictionary"]  # type: ignore[assignment]
     pq.write_table(table, sink, compression=compression, use_dictionary=dictionary_columns)
     content = sink.getvalue().to_pybytes()
-    return encode_block(BlockType.PARQUET_DATA, _data_header(instant_time, schema_json), content)
+    header = _data_header(instant_time, schema_json, partial)
+    return encode_block(BlockType.PARQUET_DATA, header, content)
 
 
 # --------------------------------------------------------------------------------------------

@@ -152,16 +152,17 @@ class FileSystemView:
             return None
         keys = sorted(slices)
         latest = slices[keys[-1]]
-        if latest.base_file is None and len(keys) > 1 and keys[-1] in vis.pending_compactions:
-            prev = slices[keys[-2]]
-            merged = FileSlice(
+        # (several compactions may be pending as far as this read is concerned)
+        while latest.base_file is None and len(keys) > 1 and keys[-1] in vis.pending_compactions:
+            keys.pop()
+            prev = slices[keys[-1]]
+            latest = FileSlice(
                 g.partition_path,
                 g.file_id,
                 prev.base_instant_time,
                 prev.base_file,
                 prev.log_files + latest.log_files,
             )
-            latest = merged
         latest.log_files = sorted(latest.log_files, key=LogFile.sort_key)
         return latest
 

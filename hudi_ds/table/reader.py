@@ -6,8 +6,8 @@ For each visible file slice the reader
 2. scans the slice's log files in order, keeping the blocks of visible instants, dropping blocks
    that a rollback command block invalidates, and skipping (and counting) corrupt blocks;
 3. merges every version of every key through the merge engine
-   (:func:`hudi_ds.merge.engine.resolve_latest`), honouring delete blocks with ordering values
-   and ``_hoodie_is_deleted``.
+   (:func:`hudi_ds.merge.engine.merge_versions`) with the table's merger, honouring delete
+   blocks with ordering values, ``_hoodie_is_deleted`` and partial (``IS_PARTIAL``) blocks.
 
 Everything stays Arrow: the only per-row work is inside pyarrow/numpy kernels (and fastavro for
 Avro log blocks, which are row-based by nature).
@@ -18,18 +18,24 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_ds.errors import CorruptFileError, UnsupportedError
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import BaseFile, FileSlice
-from hudi_ds.log.block import BlockType, LogBlock
+from hudi_ds.log.block import BlockType, HeaderKey, LogBlock
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
-from hudi_ds.merge.engine import MergeInput, resolve_latest
-from hudi_ds.schema import IS_DELETED_FIELD, promote_table
+from hudi_ds.merge.engine import (
+    DataPart,
+    DeleteKeys,
+    Part,
+    drop_deleted_rows,
+    merge_versions,
+    resolve_spec,
+)
+from hudi_ds.merge.modes import MergeSpec
+from hudi_ds.schema import IS_DELETED_FIELD, cached_arrow_schema, promote_table
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import Visibility
 
@@ -69,6 +75,12 @@ class SliceReadContext:
     ordering_field: str | None
     merge_mode: str
     populate_meta_fields: bool = True
+    merge: MergeSpec | None = None  # the table's merger (default: built-in of merge_mode)
+
+    @property
+    def merge_spec(self) -> MergeSpec:
+        """The merge spec (``merge``, or the built-in one of ``merge_mode``)."""
+        return resolve_spec(self.merge, self.merge_mode, self.ordering_field)
 
 
 def read_base_file(
@@ -151,8 +163,11 @@ def read_file_slice(
     if columns is not None:
         # read only what the caller wants plus what merging needs
         merge_cols = [RECORD_KEY, ctx.ordering_field, IS_DELETED_FIELD, *ctx.record_key_fields]
+        merge_cols += ctx.merge_spec.required_columns()
         wanted = list(columns) + [
-            c for c in merge_cols if c and c not in columns and schema.get_field_index(c) >= 0
+            c
+            for c in dict.fromkeys(merge_cols)
+            if c and c not in columns and schema.get_field_index(c) >= 0
         ]
         schema = pa.schema([schema.field(c) for c in wanted])
     blocks = scan_slice_logs(storage, fslice, vis, stats) if fslice.log_files else []
@@ -163,71 +178,33 @@ def read_file_slice(
             )
         stats.base_files += 1
         table = read_base_file(storage, fslice.base_file, schema)
-        table = _drop_deleted(table)
+        table = drop_deleted_rows(table, ctx.merge_spec)
         return table if columns is None else _project(table, columns)
 
-    data_tables: list[pa.Table] = []
-    keys: list[pa.Array] = []
-    ordering: list[pa.Array] = []
-    is_delete: list[np.ndarray] = []
-    natural: list[np.ndarray] = []
-    seq: list[np.ndarray] = []
-    data_pos: list[np.ndarray] = []  # index into the concatenated data rows, -1 for deletes
-    n_data = 0
-    ord_type = schema.field(ctx.ordering_field).type if _has(schema, ctx.ordering_field) else None
-
-    def add_data(t: pa.Table, source: int) -> None:
-        nonlocal n_data
-        n = t.num_rows
-        data_tables.append(t)
-        keys.append(_keys_of(t, ctx))
-        if ord_type is not None:
-            ordering.append(t.column(ctx.ordering_field).combine_chunks())
-        dele = t.column(IS_DELETED_FIELD) if IS_DELETED_FIELD in t.column_names else None
-        is_delete.append(
-            np.zeros(n, bool)
-            if dele is None
-            else np.asarray(pc.fill_null(dele, False).combine_chunks(), bool)
-        )
-        natural.append(np.zeros(n, bool))
-        seq.append((source << 32) + np.arange(n, dtype=np.int64))
-        data_pos.append(np.arange(n_data, n_data + n, dtype=np.int64))
-        n_data += n
-
-    source = 0
+    parts: list[Part] = []
     if fslice.base_file is not None:
         stats.base_files += 1
-        add_data(read_base_file(storage, fslice.base_file, schema), source)
+        parts.append(read_base_file(storage, fslice.base_file, schema))
     for b in blocks:
-        source += 1
         if b.block_type == BlockType.DELETE:
-            d = decode_delete_block(b)
-            n = d.num_rows
-            keys.append(d.column(RECORD_KEY).combine_chunks().cast(pa.string()))
-            ov = d.column("_ordering_value").combine_chunks()
-            if ord_type is not None:
-                ov = _cast_or_null(ov, ord_type)
-                ordering.append(ov)
-            is_delete.append(np.ones(n, bool))
-            natural.append(np.asarray(ov.is_null(), bool))
-            seq.append((source << 32) + np.arange(n, dtype=np.int64))
-            data_pos.append(np.full(n, -1, dtype=np.int64))
+            parts.append(DeleteKeys.from_table(decode_delete_block(b)))
         else:
-            add_data(decode_data_block(b, schema), source)
-
-    inp = MergeInput(
-        keys=pa.concat_arrays(keys),
-        seq=np.concatenate(seq),
-        ordering=pa.concat_arrays(ordering) if ord_type is not None else None,
-        is_delete=np.concatenate(is_delete),
-        natural_delete=np.concatenate(natural),
-    )
-    winners, deleted = resolve_latest(inp, ctx.merge_mode)
-    live = winners[~deleted]
-    pos = np.concatenate(data_pos)[live]
-    data = pa.concat_tables(data_tables) if data_tables else schema.empty_table()
-    out = data.take(pa.array(pos, pa.int64()))
+            t = decode_data_block(b, schema)
+            if _is_partial(b):
+                carried = set(cached_arrow_schema(b.schema).names) if b.schema else set()
+                t = t.select([c for c in t.column_names if c in carried])
+                parts.append(DataPart(t, partial=True))
+            else:
+                parts.append(t)
+    spec = ctx.merge_spec
+    result = merge_versions(parts, spec, schema, key_fn=lambda t: _keys_of(t, ctx))
+    out = result.rows
     return out if columns is None else _project(out, columns)
+
+
+def _is_partial(b: LogBlock) -> bool:
+    """A data block written with a partial schema (Hudi 1.x ``IS_PARTIAL`` header)."""
+    return b.header.get(HeaderKey.IS_PARTIAL, "").strip().lower() == "true"
 
 
 def _has(schema: pa.Schema, name: str | None) -> bool:
@@ -238,24 +215,6 @@ def _keys_of(t: pa.Table, ctx: SliceReadContext) -> pa.Array:
     if RECORD_KEY in t.column_names and t.column(RECORD_KEY).null_count < t.num_rows:
         return t.column(RECORD_KEY).combine_chunks().cast(pa.string())
     return record_keys(t, list(ctx.record_key_fields), ctx.complex_key)
-
-
-def _cast_or_null(values: pa.Array, target: pa.DataType) -> pa.Array:
-    if values.type == target:
-        return values
-    try:
-        return values.cast(target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.nulls(len(values), target)
-
-
-def _drop_deleted(table: pa.Table) -> pa.Table:
-    if IS_DELETED_FIELD not in table.column_names:
-        return table
-    col = table.column(IS_DELETED_FIELD)
-    if col.null_count == len(col) or not pc.any(col).as_py():
-        return table
-    return table.filter(pc.invert(pc.fill_null(col, False)))
 
 
 def _project(table: pa.Table, columns: list[str]) -> pa.Table:

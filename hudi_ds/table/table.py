@@ -22,6 +22,7 @@ from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.keygen import key_string
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import partition_values_of
+from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
@@ -122,13 +123,26 @@ class HudiTable:
                 md = tl.read_commit_metadata(i)
                 for p, fids in (md.partition_to_replace_file_ids if md else {}).items():
                     replaced.setdefault(p, set()).update(fids)
-        first = tl.instants[0].requested_time if tl.instants else None
+        # files older than the first commit-family instant belong to archived commits (as in
+        # Java's containsOrBeforeTimelineStarts); a clean or rollback instant left before it
+        # must not hide them
+        first = next(
+            (i.requested_time for i in tl if i.action in (*DATA_ACTIONS, "compaction")), None
+        )
+        # a compaction that completed after the read's instant is pending as far as the read
+        # is concerned (logs written on top of it merge into the slice before it)
+        pending = {i.requested_time for i in tl.pending_compactions()}
+        pending.update(
+            t
+            for t in (i.requested_time for i in tl.commits())
+            if t not in visible and tl.origin_action(t) == "compaction"
+        )
         return Visibility(
             instants=visible,
             completion={i.requested_time: i.completion_time or i.requested_time for i in commits},
             first_active=first,
             replaced={p: frozenset(v) for p, v in replaced.items()},
-            pending_compactions=frozenset(i.requested_time for i in tl.pending_compactions()),
+            pending_compactions=frozenset(pending),
         )
 
     def file_slices(
@@ -140,16 +154,19 @@ class HudiTable:
         parts = view.partitions() if partitions is None else partitions
         return [s for p in parts for s in view.latest_file_slices(p, vis)]
 
-    def _read_context(self) -> SliceReadContext:
+    def _read_context(self, options: Options | None = None) -> SliceReadContext:
+        """How slices are read and merged (``options`` may name CUSTOM merger classes)."""
         cfg = self.config
         ordering = cfg.ordering_fields[0] if cfg.ordering_fields else None
+        spec = table_spec(cfg, custom_classes_option(options or self.options))
         return SliceReadContext(
             schema=self.schema,
             record_key_fields=tuple(cfg.record_key_fields),
             complex_key=cfg.complex_record_key,
             ordering_field=ordering,
-            merge_mode=cfg.merge_mode if cfg.merge_mode != "CUSTOM" else "EVENT_TIME_ORDERING",
+            merge_mode=spec.mode,
             populate_meta_fields=cfg.populate_meta_fields,
+            merge=spec,
         )
 
     # -- reads ---------------------------------------------------------------------------------
@@ -255,9 +272,8 @@ class HudiTable:
                 if qtype == "read_optimized" and s.base_file is None:
                     continue
                 slices.append(s)
-        return ReadPlan(
-            vis, self._read_context(), slices, cols, flt, commit_times, self._output_schema(cols)
-        )
+        ctx = self._read_context(opts)
+        return ReadPlan(vis, ctx, slices, cols, flt, commit_times, self._output_schema(cols))
 
     def read_plan_slices(
         self, plan: ReadPlan, slices: Sequence[FileSlice], stats: ReadStats | None = None
@@ -350,18 +366,68 @@ class HudiTable:
     def _check_as_of(self, as_of: str) -> None:
         as_of = _normalize_instant(as_of)
         commits = self.timeline.commits()
-        if commits and as_of < commits[0].requested_time and not self._archived_covers(as_of):
+        if commits and as_of < commits[0].requested_time:
+            if self._archived_covers(as_of):
+                raise InstantNotFoundError(
+                    f"as.of.instant {as_of} reaches the archived timeline: the active timeline "
+                    f"starts at {commits[0].requested_time} and older instants were archived "
+                    "(time travel reads the active timeline only; keep more instants with "
+                    "hoodie.keep.min.commits / hoodie.keep.max.commits)"
+                )
             raise InstantNotFoundError(
-                f"as.of.instant {as_of} is before the first instant on the active timeline "
-                f"({commits[0].requested_time}); older instants are archived"
+                f"as.of.instant {as_of} is before the first commit of the table "
+                f"({commits[0].requested_time})"
             )
+        self._check_retained(as_of, "as.of.instant")
 
     def _archived_covers(self, as_of: str) -> bool:
-        return False
+        """True when the archived timeline holds a commit at or before ``as_of``."""
+        from hudi_ds.timeline.timeline import load_archived
+
+        try:
+            archived = load_archived(
+                self.storage,
+                self.config.timeline_layout_version,
+                self.config.timeline_path,
+                archive_folder=self.config.get("hoodie.archivelog.folder", "archived")
+                or "archived",
+            )
+        except Exception:  # an unreadable archive still means: archived
+            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
+            return True
+        return any(i.requested_time <= as_of for i in archived.commits())
+
+    def _check_retained(self, instant: str, what: str) -> None:
+        """Refuse reads as of an instant older than what the last clean kept files for."""
+        tl = self.timeline
+        for c in reversed(tl.completed().filter_actions("clean")):
+            md = tl.read_clean_metadata(c)
+            e = md.earliest_commit_to_retain
+            if not e:
+                continue
+            if md.total_files_deleted and instant < e:
+                raise InstantNotFoundError(
+                    f"{what} {instant} is older than the earliest commit the cleaner retained "
+                    f"({e}, clean {c.requested_time}); the file versions it needs were cleaned "
+                    "(retain more with hoodie.cleaner.commits.retained)"
+                )
+            return
 
     def _incremental_commits(self, begin: str, end: str | None) -> list[Instant]:
         begin = _normalize_instant(begin)
         end = _normalize_instant(end) if end is not None else None
+        first = self.timeline.commits().first()
+        if first is not None and begin < first.requested_time:
+            archived_after = self._archived_commits_after(begin)
+            if archived_after:
+                raise InstantNotFoundError(
+                    f"incremental read from {begin} reaches the archived timeline: "
+                    f"{len(archived_after)} archived commit(s) after it (up to "
+                    f"{archived_after[-1]}) are no longer on the active timeline, which starts "
+                    f"at {first.requested_time}; start at or after that instant"
+                )
+        if end is not None:
+            self._check_retained(end, "incremental read up to")
         layout2 = self.config.timeline_layout_version >= 2
         out = []
         for i in self.timeline.commits():
@@ -369,6 +435,22 @@ class HudiTable:
             if t > begin and (end is None or t <= end):
                 out.append(i)
         return out
+
+    def _archived_commits_after(self, begin: str) -> list[str]:
+        from hudi_ds.timeline.timeline import load_archived
+
+        try:
+            archived = load_archived(
+                self.storage,
+                self.config.timeline_layout_version,
+                self.config.timeline_path,
+                archive_folder=self.config.get("hoodie.archivelog.folder", "archived")
+                or "archived",
+            )
+        except Exception:
+            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
+            return []
+        return sorted(i.requested_time for i in archived.commits() if i.requested_time > begin)
 
     def _commits_up_to(self, commits: list[Instant]) -> list[Instant]:
         if not commits:

@@ -55,6 +55,8 @@ __all__ = [
     "IndexPlan",
     "InstantInfo",
     "RequestedReplaceMetadata",
+    "RestoreMetadata",
+    "RestorePlan",
     "RollbackMetadata",
     "RollbackPartitionMetadata",
     "RollbackPlan",
@@ -684,6 +686,32 @@ class RollbackMetadata(AvroRecord):
             if i.commit_time and i.commit_time not in out:
                 out.append(i.commit_time)
         return out
+
+
+@dataclass
+class RestorePlan(AvroRecord):
+    """``HoodieRestorePlan`` (content of ``T.restore.requested``): what a restore rolls back."""
+
+    AVRO_SCHEMA: ClassVar[str] = "HoodieRestorePlan"
+
+    instants_to_rollback: list[InstantInfo] = field(default_factory=list)
+    version: int | None = 2
+    savepoint_to_restore_timestamp: str | None = None
+
+
+@dataclass
+class RestoreMetadata(AvroRecord):
+    """``HoodieRestoreMetadata`` (content of a completed restore)."""
+
+    AVRO_SCHEMA: ClassVar[str] = "HoodieRestoreMetadata"
+
+    start_restore_time: str = ""
+    time_taken_in_millis: int = 0
+    instants_to_rollback: list[str] = field(default_factory=list)
+    hoodie_restore_metadata: dict[str, list[RollbackMetadata | None]] = field(default_factory=dict)
+    version: int | None = 1
+    restore_instant_info: list[InstantInfo] = field(default_factory=list)
+    extra_metadata: dict[str, str] | None = None
 
 
 # -- compaction ----------------------------------------------------------------------------------

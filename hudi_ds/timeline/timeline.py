@@ -38,6 +38,7 @@ from hudi_ds.timeline.instant import (
     INDEXING,
     LOG_COMPACTION,
     REPLACE_COMMIT,
+    RESTORE,
     ROLLBACK,
     SAVEPOINT,
     Instant,
@@ -56,6 +57,8 @@ from hudi_ds.timeline.metadata import (
     IndexCommitMetadata,
     IndexPlan,
     RequestedReplaceMetadata,
+    RestoreMetadata,
+    RestorePlan,
     RollbackMetadata,
     RollbackPlan,
     SavepointMetadata,
@@ -145,10 +148,14 @@ class Timeline(Sequence[Instant]):
         _files: Mapping[str, Mapping[State, _InstantFile]] | None = None,
         _cache: dict[tuple[str, str, State], Any] | None = None,
         _timezone: TimeZoneLike = "UTC",
+        _savepoints: Mapping[str, Mapping[State, _InstantFile]] | None = None,
     ) -> None:
         if layout_version not in (1, 2):
             raise ValueError(f"unsupported timeline layout version {layout_version!r}")
         self._timezone = _timezone
+        # savepoints share the requested time of the commit they save (T.savepoint next to
+        # T.commit), so they are kept apart from the instants
+        self._savepoints: Mapping[str, Mapping[State, _InstantFile]] = _savepoints or {}
         self._instants: tuple[Instant, ...] = tuple(sorted(instants))
         self._layout = layout_version
         self._storage = _storage
@@ -177,9 +184,15 @@ class Timeline(Sequence[Instant]):
         """
         path = timeline_dir(layout_version, timeline_path)
         files: dict[str, dict[State, _InstantFile]] = {}
+        savepoints: dict[str, dict[State, _InstantFile]] = {}
         for info in storage.list_files(path):
             inst = Instant.parse(info.name, layout_version)
             if inst is None:
+                continue
+            if inst.action == SAVEPOINT:
+                savepoints.setdefault(inst.requested_time, {})[inst.state] = _InstantFile(
+                    inst, info
+                )
                 continue
             states = files.setdefault(inst.requested_time, {})
             prev = states.get(inst.state)
@@ -204,6 +217,7 @@ class Timeline(Sequence[Instant]):
             _path=path,
             _files=files,
             _timezone=timezone,
+            _savepoints=savepoints,
         )
 
     def reload(self) -> Timeline:
@@ -220,6 +234,7 @@ class Timeline(Sequence[Instant]):
             _files=self._files,
             _cache=self._cache,
             _timezone=self._timezone,
+            _savepoints=self._savepoints,
         )
 
     # -- basics -------------------------------------------------------------------------------
@@ -506,11 +521,42 @@ class Timeline(Sequence[Instant]):
         """The metadata of a completed clean."""
         return self._read_record(CleanMetadata, self._ts(instant), State.COMPLETED, (CLEAN,))
 
+    def savepoints(self) -> list[Instant]:
+        """Savepoint instants (latest state of each), by requested time.
+
+        A savepoint carries the requested time of the commit it saves, so savepoints are not
+        among :attr:`instants`; completed ones protect that commit's files from the cleaner
+        and its instants from archival.
+        """
+        out = []
+        for ts in sorted(self._savepoints):
+            states = self._savepoints[ts]
+            out.append(states[max(states, key=lambda s: s.rank)].instant)
+        return out
+
     def read_savepoint_metadata(self, instant: Instant | str) -> SavepointMetadata:
         """The metadata of a completed savepoint."""
-        return self._read_record(
-            SavepointMetadata, self._ts(instant), State.COMPLETED, (SAVEPOINT,)
-        )
+        ts = self._ts(instant)
+        f = self._savepoints.get(ts, {}).get(State.COMPLETED)
+        if f is None:
+            return self._read_record(SavepointMetadata, ts, State.COMPLETED, (SAVEPOINT,))
+
+        def make() -> SavepointMetadata:
+            storage = self._require_storage()
+            try:
+                return SavepointMetadata.from_bytes(storage.read_bytes(f.info.path))
+            except FileNotFoundError as e:
+                raise InstantNotFoundError(f"instant file vanished: {f.info.path}") from e
+
+        return cast(SavepointMetadata, self._cached("savepoint", ts, State.COMPLETED, make))
+
+    def read_restore_plan(self, instant: Instant | str) -> RestorePlan:
+        """The plan of a restore (``T.restore.requested``)."""
+        return self._read_record(RestorePlan, self._ts(instant), State.REQUESTED, (RESTORE,))
+
+    def read_restore_metadata(self, instant: Instant | str) -> RestoreMetadata:
+        """The metadata of a completed restore."""
+        return self._read_record(RestoreMetadata, self._ts(instant), State.COMPLETED, (RESTORE,))
 
     def read_index_plan(self, instant: Instant | str) -> IndexPlan:
         """The plan of an indexing action."""
@@ -912,7 +958,7 @@ class TimelineWriter:
             if c <= ts:
                 raise TimelineError(f"completion time {c} is not after requested time {ts}")
             done = Instant(ts, completed_action(instant.action), State.COMPLETED, c)
-        self.storage.write_atomic(self.path_of(done), content)
+        self.storage.write_atomic(self.path_of(done), content, crash_point_name="commit_write")
         return done
 
     def revert_to_requested(self, instant: Instant) -> Instant:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +26,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.config import Options, ReadConfig, WriteConfig
-from hudi_ds.errors import ConfigError, SchemaError, TableExistsError, WriteError
+from hudi_ds.config import (
+    Options,
+    ReadConfig,
+    ServiceConfig,
+    WriteConfig,
+    validate_service_options,
+)
+from hudi_ds.errors import (
+    ConfigError,
+    InstantNotFoundError,
+    SchemaError,
+    TableExistsError,
+    TimelineError,
+    WriteError,
+)
+from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import (
     NUM_BUCKETS_KEY,
     bucket_id_from_file_id,
@@ -40,6 +54,14 @@ from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import PARTITION_METADATA_FILE
 from hudi_ds.log.writer import parquet_write_options
+from hudi_ds.merge.modes import (
+    MergeSpec,
+    check_same_spec,
+    custom_classes_option,
+    default_ordering_field,
+    table_spec,
+    write_spec,
+)
 from hudi_ds.schema import (
     IS_DELETED_FIELD,
     META_FIELDS,
@@ -52,15 +74,7 @@ from hudi_ds.schema import (
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView, Visibility
 from hudi_ds.table.table import HudiTable
-from hudi_ds.table_config import (
-    COMMIT_TIME_ORDERING,
-    CUSTOM,
-    DEFAULT_PAYLOAD,
-    EVENT_TIME_ORDERING,
-    EVENT_TIME_STRATEGY_ID,
-    OVERWRITE_LATEST_PAYLOAD,
-    TableConfig,
-)
+from hudi_ds.table_config import EVENT_TIME_ORDERING, TableConfig
 from hudi_ds.timeline.instant import Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import CommitMetadata
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
@@ -78,7 +92,11 @@ from hudi_ds.write.write_status import WriteStatus
 
 OVERWRITE_OPS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")
 STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
+PARTIAL_COLUMNS_KEY = "_hudi_ds_partial_update_columns"
 MB = 1 << 20
+#: Called as ``hook(client, completed_instant)`` after every commit (table services register
+#: here: :mod:`hudi_ds.services` runs inline compaction, cleaning and archival).
+POST_COMMIT_HOOKS: list[Callable[[WriteClient, Instant], None]] = []
 
 
 @dataclass(frozen=True)
@@ -108,6 +126,8 @@ class WritePlan:
     visibility: Visibility
     pending_compaction: Mapping[tuple[str, str], str] = field(default_factory=dict)
     set_null_for_missing: bool = False
+    merge: MergeSpec | None = None  # the table's merger
+    partial_columns: tuple[str, ...] | None = None  # partial update write: the data columns
 
 
 class WriteClient:
@@ -125,13 +145,15 @@ class WriteClient:
     def __init__(self, path: str | Storage, options: Mapping[str, Any] | None = None) -> None:
         self.storage = path if isinstance(path, Storage) else Storage(str(path))
         self.options = Options.of(options)
-        self.options.validate(WriteConfig, ReadConfig, ignored=_EXTRA_KEYS)
+        self.options.validate(WriteConfig, ReadConfig, ServiceConfig, ignored=_EXTRA_KEYS)
+        validate_service_options(self.options)
         self._plans: dict[str, WritePlan] = {}
         self._resolve()
 
     # -- option resolution ------------------------------------------------------------------
     def _resolve(self) -> None:
         o = self.options
+        self.partial_columns: tuple[str, ...] | None = None
         self.operation: str = o.get(WriteConfig.OPERATION)
         try:
             self.table_config: TableConfig | None = TableConfig.load(self.storage)
@@ -147,7 +169,9 @@ class WriteClient:
             self.hive_style = cfg.hive_style_partitioning
             self.url_encode = cfg.url_encode_partitions
             self.ordering_field = cfg.ordering_fields[0] if cfg.ordering_fields else None
-            self.merge_mode = cfg.merge_mode
+            self.merge_spec = table_spec(cfg, custom_classes_option(o))
+            check_same_spec(o, self.merge_spec)
+            self.merge_mode = self.merge_spec.mode
             self.complex_key = cfg.complex_record_key
             if cfg.table_version != 6:
                 raise ConfigError(
@@ -163,8 +187,11 @@ class WriteClient:
             self.partition_fields = list(parts or [])
             self.hive_style = o.get(WriteConfig.HIVE_STYLE)
             self.url_encode = o.get(WriteConfig.URL_ENCODE)
-            self.ordering_field = o.get(WriteConfig.PRECOMBINE_FIELD) or None
-            self.merge_mode = self._merge_mode_option(self.ordering_field)
+            self.ordering_field = (
+                o.get(WriteConfig.PRECOMBINE_FIELD) or default_ordering_field(o) or None
+            )
+            self.merge_spec = write_spec(o, self.ordering_field)
+            self.merge_mode = self.merge_spec.mode
             self.complex_key = len(self.record_key_fields) > 1
         stored = cfg.props.get(NUM_BUCKETS_KEY) if cfg is not None else None
         asked = o.get(WriteConfig.NUM_BUCKETS)
@@ -182,34 +209,6 @@ class WriteClient:
             )
         else:
             self.hash_fields = []
-
-    def _merge_mode_option(self, ordering: str | None) -> str:
-        o = self.options
-        mode = o.get(WriteConfig.MERGE_MODE)
-        payload = o.get(WriteConfig.PAYLOAD_CLASS)
-        if mode is None and payload:
-            short = payload.rsplit(".", 1)[-1]
-            if short in ("OverwriteWithLatestAvroPayload",):
-                mode = COMMIT_TIME_ORDERING
-            elif short in ("DefaultHoodieRecordPayload", "EventTimeAvroPayload"):
-                mode = EVENT_TIME_ORDERING
-            else:
-                raise ConfigError(
-                    f"payload class {payload!r} (hoodie.datasource.write.payload.class) is not "
-                    "supported yet; use hoodie.write.record.merge.mode"
-                )
-        if mode is None:
-            mode = EVENT_TIME_ORDERING if ordering else COMMIT_TIME_ORDERING
-        if mode == CUSTOM:
-            raise ConfigError(
-                "hoodie.write.record.merge.mode=CUSTOM is not supported by the writer yet"
-            )
-        if mode == EVENT_TIME_ORDERING and not ordering:
-            raise ConfigError(
-                "hoodie.write.record.merge.mode=EVENT_TIME_ORDERING needs an ordering field "
-                "(hoodie.datasource.write.precombine.field)"
-            )
-        return mode
 
     def _check_against_table(self, cfg: TableConfig) -> None:
         o = self.options
@@ -229,12 +228,6 @@ class WriteClient:
             WriteConfig.PRECOMBINE_FIELD,
             cfg.ordering_fields[0] if cfg.ordering_fields else None,
         )
-        if o.is_set(WriteConfig.MERGE_MODE) and o.get(WriteConfig.MERGE_MODE) != cfg.merge_mode:
-            raise ConfigError(
-                f"option 'hoodie.write.record.merge.mode'={o.get(WriteConfig.MERGE_MODE)!r} "
-                f"contradicts the table's merge mode {cfg.merge_mode} (set at creation; it "
-                "cannot change)"
-            )
         name = o.get(WriteConfig.TABLE_NAME)
         if name and name != cfg.table_name:
             raise ConfigError(
@@ -298,10 +291,20 @@ class WriteClient:
         if not len(existing):
             return incoming
         missing = [f.name for f in existing if incoming.get_field_index(f.name) < 0]
-        if missing and not self.options.get(WriteConfig.SET_NULL_FOR_MISSING):
+        self.partial_columns = None
+        partial: bool = self.options.get(WriteConfig.PARTIAL_UPDATES)
+        if missing and partial:
+            # a partial update: the missing columns keep their stored values
+            self.partial_columns = tuple(f.name for f in incoming if f.name not in META_FIELDS)
+        elif (
+            missing
+            and not self.options.get(WriteConfig.SET_NULL_FOR_MISSING)
+            and not self.merge_spec.nulls_mean_unchanged
+        ):
             raise SchemaError(
-                f"input lacks table column(s) {missing}; add them or set "
-                "hoodie.write.set.null.for.missing.columns=true"
+                f"input lacks table column(s) {missing}; add them, set "
+                "hoodie.write.set.null.for.missing.columns=true, or write a partial update "
+                "(hoodie.write.partial.updates=true)"
             )
         fields = list(existing)
         for f in incoming:
@@ -337,12 +340,7 @@ class WriteClient:
             "hoodie.archivelog.folder": "archived",
             "hoodie.populate.meta.fields": "true",
             "hoodie.table.timeline.timezone": "UTC",
-            "hoodie.compaction.payload.class": (
-                DEFAULT_PAYLOAD
-                if self.merge_mode == EVENT_TIME_ORDERING
-                else OVERWRITE_LATEST_PAYLOAD
-            ),
-            "hoodie.compaction.record.merger.strategy": EVENT_TIME_STRATEGY_ID,
+            **self.merge_spec.table_properties(),
             "hoodie.table.create.schema": avro_schema_json(
                 arrow_to_avro_schema(data, f"{name}_record", f"hoodie.{name}")
             ),
@@ -376,16 +374,54 @@ class WriteClient:
         return "ComplexKeyGenerator" if self.complex_key else "SimpleKeyGenerator"
 
     # -- instant lifecycle -------------------------------------------------------------------
-    def start(self, schema: pa.Schema | None = None, operation: str | None = None) -> str:
+    def create_table_if_absent(self, schema: pa.Schema) -> bool:
+        """Create the table for input ``schema`` unless it exists (no instant is started).
+
+        A streaming micro-batch's tasks start their instant concurrently
+        (``start(instant=...)``); the driver creates the table first so that they never race
+        to create it.
+
+        Returns:
+            True if this call created the table.
+        """
+        if self.table_config is not None:
+            return False
+        full = self.validate_schema(schema)
+        try:
+            self._create_table(full)
+        except TableExistsError:
+            self._resolve()
+            return False
+        return True
+
+    def start(
+        self,
+        schema: pa.Schema | None = None,
+        operation: str | None = None,
+        *,
+        instant: str | None = None,
+        rollback_failed: bool = True,
+        extra_metadata: Mapping[str, str] | None = None,
+    ) -> str:
         """Begin a write: create or open the table, roll back failed writes, start an instant.
 
         Args:
             schema: the input's Arrow schema (required unless the table exists and the
                 operation is a delete).
             operation: overrides ``hoodie.datasource.write.operation``.
+            instant: join this instant time instead of allocating a new one: its requested
+                and inflight files are created unless they exist. Several tasks of one
+                streaming micro-batch do this concurrently, each computing the same plan;
+                the time must be later than every instant on the timeline.
+            rollback_failed: roll back pending writes first (Hudi's eager policy); False for
+                tasks joining an instant (the streaming sink's commit rolls back instead).
+            extra_metadata: extra entries of the inflight commit metadata.
 
         Returns:
-            The new instant time.
+            The instant time.
+
+        Raises:
+            WriteError: ``instant`` is already completed.
         """
         if operation is not None:
             self.operation = WriteConfig.OPERATION.parse(operation)
@@ -400,29 +436,65 @@ class WriteClient:
             self._create_table(full)
         cfg = self.table_config
         assert cfg is not None
-        rollback_failed_writes(self.storage, cfg)
+        if rollback_failed:
+            rollback_failed_writes(self.storage, cfg)
         timeline = Timeline.load(self.storage, 1)
         action = self._action()
         writer = TimelineWriter(self.storage, 1)
-        last = timeline.instants[-1].requested_time if len(timeline) else None
-        for _ in range(100):
-            instant = new_instant_time(after=last)
-            req = Instant(instant, action, State.REQUESTED)
-            if writer.create_requested(req):
-                break
-            last = instant
-        else:  # pragma: no cover - 100 clashes in a row
-            raise WriteError("could not allocate a unique instant time")
-        plan = self._make_plan(instant, action, full, timeline)
+        joined = instant is not None
+        if instant is not None:
+            req = self._join_requested(instant, action, timeline, writer)
+        else:
+            last = timeline.instants[-1].requested_time if len(timeline) else None
+            for _ in range(100):
+                instant = new_instant_time(after=last)
+                req = Instant(instant, action, State.REQUESTED)
+                if writer.create_requested(req):
+                    break
+                last = instant
+            else:  # pragma: no cover - 100 clashes in a row
+                raise WriteError("could not allocate a unique instant time")
+        # reloaded after T exists: a compaction scheduled meanwhile is seen (its file groups
+        # get log files named with its instant)
+        plan = self._make_plan(instant, action, full, timeline.reload())
         # the inflight metadata carries the writer schema, as in Hudi: a client that did not
         # start the instant (a streaming commit in another process) rebuilds the plan from it
         inflight = CommitMetadata(
             operation_type=_OPERATION_TYPES[self.operation],
             extra_metadata={"schema": plan.data_avro_schema},
         )
-        writer.transition_to_inflight(req, inflight.to_json_bytes())
+        if plan.partial_columns is not None:
+            inflight.extra_metadata[PARTIAL_COLUMNS_KEY] = ",".join(plan.partial_columns)
+        inflight.extra_metadata.update(extra_metadata or {})
+        current = timeline.get(instant) if joined else None
+        try:
+            if current is None or current.is_requested:
+                writer.transition_to_inflight(req, inflight.to_json_bytes())
+        except InstantNotFoundError:
+            raise  # rolled back meanwhile
+        except TimelineError:
+            if not joined:
+                raise
+            # another task of the instant made it inflight first (same content)
+            if Timeline.load(self.storage, 1).is_completed(instant):
+                raise WriteError(f"instant {instant} is already completed") from None
         self._plans[instant] = plan
+        crash_point("after_requested")
         return instant
+
+    def _join_requested(
+        self, instant: str, action: str, timeline: Timeline, writer: TimelineWriter
+    ) -> Instant:
+        """The requested instant ``instant``, created unless another task did it first."""
+        current = timeline.get(instant)
+        if current is not None and current.is_completed:
+            raise WriteError(f"instant {instant} is already completed")
+        if current is not None and current.action != action:
+            raise WriteError(f"instant {instant} is a {current.action}, not a {action}")
+        req = Instant(instant, action, State.REQUESTED)
+        if current is None:
+            writer.create_requested(req)  # False: a concurrent task created it
+        return req
 
     def _action(self) -> str:
         if self.operation in OVERWRITE_OPS:
@@ -472,6 +544,8 @@ class WriteClient:
             visibility=vis,
             pending_compaction=pending,
             set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
+            merge=self.merge_spec,
+            partial_columns=self.partial_columns,
         )
 
     def plan(self, instant: str) -> WritePlan:
@@ -493,6 +567,8 @@ class WriteClient:
         ops = {v: k for k, v in _OPERATION_TYPES.items()}
         self.operation = ops.get(md.operation_type or "", self.operation)
         full = with_meta_fields(avro_to_arrow_schema(schema_json))
+        partial = md.extra_metadata.get(PARTIAL_COLUMNS_KEY) if md is not None else None
+        self.partial_columns = tuple(c for c in partial.split(",") if c) if partial else None
         return self._make_plan(instant, inst.action, full, timeline)
 
     def task_writer(
@@ -527,6 +603,7 @@ class WriteClient:
         """
         plan = self.plan(instant)
         statuses = list(statuses)
+        crash_point("after_files")
         if plan.table_type == "COPY_ON_WRITE" and any(s.kind == "stage" for s in statuses):
             from hudi_ds.write.cow import merge_staged
 
@@ -549,6 +626,9 @@ class WriteClient:
             Instant(instant, plan.action, State.INFLIGHT), md.to_json_bytes()
         )
         delete_markers(self.storage, instant)
+        crash_point("after_commit")
+        for hook in POST_COMMIT_HOOKS:
+            hook(self, done)
         return done
 
     def _replaced(
@@ -623,6 +703,15 @@ def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
         return False
 
 
+def _conform_partial(table: pa.Table, schema: pa.Schema, carried: Sequence[str]) -> pa.Table:
+    """A partial update batch in ``schema``: its columns cast, the others null (not written)."""
+    sub = pa.schema([f for f in schema if f.name in carried])
+    table = conform_table(table.select([c for c in table.column_names if c in sub.names]), sub)
+    n = table.num_rows
+    cols = [table.column(f.name) if f.name in sub.names else pa.nulls(n, f.type) for f in schema]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
 def _write_partition_metadata(storage: Storage, partition: str, instant: str) -> None:
     rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
     if storage.exists(rel):
@@ -660,6 +749,8 @@ class TaskWriter:
             codec=plan.codec,
             ordering_field=plan.ordering_field,
             merge_mode=plan.merge_mode,
+            merge=plan.merge,
+            partial_columns=plan.partial_columns,
         )
         self.handles: dict[tuple[str, int], AppendHandle | MergeHandle] = {}
         self._buckets: dict[str, dict[int, FileSlice]] = {}
@@ -736,10 +827,10 @@ class TaskWriter:
     def _prepare_upserts(self, table: pa.Table) -> tuple[pa.Table, pa.Table, pa.Array, pa.Array]:
         p = self.plan
         self._check_keys(table)
-        try:
+        if p.partial_columns is not None:
+            table = _conform_partial(table, self._data_schema, p.partial_columns)
+        else:
             table = conform_table(table, self._data_schema)
-        except SchemaError:
-            raise
         keys, parts = self._keys_and_partitions(table)
         n = table.num_rows
         deleted = None

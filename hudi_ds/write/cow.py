@@ -91,6 +91,8 @@ def merge_staged(
         codec=plan.codec,
         ordering_field=plan.ordering_field,
         merge_mode=plan.merge_mode,
+        merge=plan.merge,
+        partial_columns=plan.partial_columns,
     )
     otype = (
         plan.schema.field(plan.ordering_field).type

@@ -14,13 +14,16 @@ prepared (meta columns set except ``_hoodie_file_name``, which the handle fills)
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudi_ds.faults import crash_point
 from hudi_ds.layout.file_group import BaseFile
 from hudi_ds.layout.naming import base_file_name, log_file_name
 from hudi_ds.log.writer import (
@@ -29,7 +32,15 @@ from hudi_ds.log.writer import (
     encode_parquet_data_block,
     parquet_write_options,
 )
-from hudi_ds.merge.engine import MergeInput, resolve_latest
+from hudi_ds.merge.engine import (
+    DataPart,
+    DeleteKeys,
+    combines_in_groups,
+    merge_versions,
+    resolve_spec,
+)
+from hudi_ds.merge.modes import MergeSpec
+from hudi_ds.schema import META_FIELDS
 from hudi_ds.storage import Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
@@ -57,6 +68,20 @@ class HandleContext:
     ordering_field: str | None
     merge_mode: str
     dictionary_columns: tuple[str, ...] | None = None  # chosen once per task from its data
+    merge: MergeSpec | None = None  # the table's merger (default: built-in of merge_mode)
+    partial_columns: tuple[str, ...] | None = None  # partial update write: the data columns
+
+    @property
+    def merge_spec(self) -> MergeSpec:
+        """The merge spec (``merge``, or the built-in one of ``merge_mode``)."""
+        return resolve_spec(self.merge, self.merge_mode, self.ordering_field)
+
+    def carried(self, table: pa.Table) -> pa.Table:
+        """The columns incoming rows carry (all, unless this is a partial update write)."""
+        if self.partial_columns is None:
+            return table
+        keep = set(META_FIELDS) | set(self.partial_columns)
+        return table.select([c for c in table.column_names if c in keep])
 
 
 def _constant(value: str, n: int) -> pa.Array:
@@ -69,46 +94,73 @@ def _set_file_name(table: pa.Table, name: str) -> pa.Table:
 
 
 def precombine(
-    data: pa.Table, deletes: pa.Table, ordering_field: str | None, mode: str
+    data: pa.Table,
+    deletes: pa.Table,
+    ordering_field: str | None,
+    mode: str,
+    spec: MergeSpec | None = None,
+    partial_columns: tuple[str, ...] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
-    """Keep one version per record key among ``data`` rows and ``deletes`` (write order)."""
+    """Keep one version per record key among ``data`` rows and ``deletes`` (write order).
+
+    Under a merger that is not associative (or a partial update write under event time) the
+    versions are all kept: readers fold them one by one.
+    """
+    spec = resolve_spec(spec, mode, ordering_field)
     n_data, n_del = data.num_rows, deletes.num_rows
-    if n_data + n_del <= 1:
+    if n_data + n_del == 0 or not combines_in_groups(spec, partial_columns is not None):
         return data, deletes
+    b = spec.builtin
+    marker_col = b.delete_field if b is not None and b.delete_field in data.column_names else None
     # the common case: no duplicate keys, nothing to combine (a hash count, no sort)
     if (
         n_del == 0
         and "_hoodie_is_deleted" not in data.column_names
+        and marker_col is None
         and pc.count_distinct(data.column(RECORD_KEY)).as_py() == n_data
     ):
         return data, deletes
-    keys = pa.concat_arrays(
-        [
-            data.column(RECORD_KEY).combine_chunks(),
-            deletes.column(DELETE_KEY).combine_chunks().cast(pa.string()),
-        ]
+    full = data
+    if partial_columns is not None:
+        keep = set(META_FIELDS) | set(partial_columns)
+        data = data.select([c for c in data.column_names if c in keep])
+    res = merge_versions(
+        [DataPart(data, partial=partial_columns is not None), DeleteKeys.from_table(deletes)],
+        spec,
+        full.schema,
     )
-    ordering = None
-    natural = None
-    if ordering_field is not None and ordering_field in data.column_names:
-        otype = data.schema.field(ordering_field).type
-        dord = deletes.column(DELETE_ORDERING).combine_chunks()
-        dord = dord.cast(otype) if dord.type != otype else dord
-        ordering = pa.concat_arrays([data.column(ordering_field).combine_chunks(), dord])
-        natural = np.concatenate([np.zeros(n_data, bool), np.asarray(dord.is_null(), dtype=bool)])
-    is_delete = np.concatenate([np.zeros(n_data, bool), np.ones(n_del, bool)])
-    if "_hoodie_is_deleted" in data.column_names:
-        flag = data.column("_hoodie_is_deleted").combine_chunks().fill_null(False)
-        is_delete[:n_data] |= np.asarray(flag, dtype=bool)
-    winners, _ = resolve_latest(
-        MergeInput(keys, np.arange(n_data + n_del, dtype=np.int64), ordering, is_delete, natural),
-        mode,
-    )
-    if len(winners) == n_data + n_del:
-        return data, deletes
-    d = winners[winners < n_data]
-    x = winners[winners >= n_data] - n_data
-    return data.take(pa.array(d)), deletes.take(pa.array(x))
+    if len(res.winners) == n_data and len(res.deleted) == n_del:
+        return full, deletes  # every version is its own key
+    dead_data = res.deleted[res.deleted < n_data]
+    dels = deletes.take(pa.array(res.deleted[res.deleted >= n_data] - n_data, pa.int64()))
+    if len(dead_data):
+        # data rows that are deletes (marker columns): write them as delete entries
+        rows = full.take(pa.array(dead_data, pa.int64()))
+        otype = deletes.schema.field(DELETE_ORDERING).type
+        if ordering_field and ordering_field in rows.column_names and not pa.types.is_null(otype):
+            ov = rows.column(ordering_field).combine_chunks()
+            ov = ov.cast(otype) if ov.type != otype else ov
+        else:
+            ov = pa.nulls(rows.num_rows, otype)
+        extra = pa.Table.from_arrays(
+            [
+                rows.column(RECORD_KEY).combine_chunks().cast(pa.string()),
+                rows.column(DELETE_PARTITION).combine_chunks().cast(pa.string()),
+                ov,
+            ],
+            schema=deletes.schema,
+        )
+        dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
+    return res.rows, dels
+
+
+@lru_cache(maxsize=64)
+def partial_avro_schema(avro_json: str, columns: tuple[str, ...]) -> str:
+    """The record schema ``avro_json`` restricted to ``columns`` (field order kept)."""
+    doc = json.loads(avro_json)
+    keep = set(columns)
+    doc["fields"] = [f for f in doc["fields"] if f["name"] in keep]
+    return json.dumps(doc, separators=(",", ":"))
 
 
 class AppendHandle:
@@ -159,23 +211,36 @@ class AppendHandle:
         data = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
         self._data, self._deletes, self.buffered_bytes = [], [], 0
-        data, dels = precombine(data, dels, ctx.ordering_field, ctx.merge_mode)
+        data, dels = precombine(
+            data, dels, ctx.ordering_field, ctx.merge_mode, ctx.merge, ctx.partial_columns
+        )
         out = self._stream()
         if data.num_rows:
-            data = _set_file_name(data, self.file_id)
+            data = ctx.carried(_set_file_name(data, self.file_id))
+            partial = ctx.partial_columns is not None
+            avro_schema = (
+                partial_avro_schema(ctx.avro_schema, tuple(data.column_names))
+                if partial
+                else ctx.avro_schema
+            )
             if ctx.block_format == "avro":
-                block = encode_avro_data_block(data, ctx.instant, ctx.avro_schema)
+                block = encode_avro_data_block(data, ctx.instant, avro_schema, partial=partial)
             else:
+                dict_cols = (
+                    [c for c in ctx.dictionary_columns if c in data.column_names]
+                    if ctx.dictionary_columns is not None
+                    else None
+                )
                 block = encode_parquet_data_block(
                     data,
                     ctx.instant,
-                    ctx.avro_schema,
+                    avro_schema,
                     compression=ctx.codec,
-                    dictionary_columns=(
-                        list(ctx.dictionary_columns) if ctx.dictionary_columns is not None else None
-                    ),
+                    dictionary_columns=dict_cols,
+                    partial=partial,
                 )
             out.write(block)
+            crash_point("handle_flush")
             self._written += len(block)
             self.blocks += 1
             self.num_writes += data.num_rows
@@ -188,6 +253,7 @@ class AppendHandle:
                 ctx.avro_schema,
             )
             out.write(block)
+            crash_point("handle_flush")
             self._written += len(block)
             self.blocks += 1
             self.num_deletes += dels.num_rows
@@ -283,7 +349,6 @@ class MergeHandle:
             return None
         incoming = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
-        incoming, dels = precombine(incoming, dels, ctx.ordering_field, ctx.merge_mode)
         old = (
             read_base_file(ctx.storage, self.base_file, ctx.schema)
             if self.base_file is not None
@@ -293,6 +358,7 @@ class MergeHandle:
         merged = _set_file_name(merged, self.name)
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
         size = write_base_file(ctx.storage, self.path, merged, ctx.codec)
+        crash_point("handle_flush")
         stat = WriteStat(
             file_id=self.file_id,
             path=self.path,
@@ -311,50 +377,31 @@ class MergeHandle:
 def merge_into_base(
     old: pa.Table, incoming: pa.Table, dels: pa.Table, ctx: HandleContext
 ) -> tuple[pa.Table, int, int, int]:
-    """Merge pre-combined incoming rows and deletes into a base file's rows.
+    """Merge incoming rows and deletes (write order) into a base file's rows, in one pass.
 
-    Returns ``(rows, updates, inserts, deletes)``: the surviving rows (old rows keep their meta
-    columns), and how many incoming rows updated an existing key or inserted a new one, and how
-    many existing keys were deleted.
+    Returns ``(rows, updates, inserts, deletes)``: the surviving rows (rows the incoming
+    versions did not change keep their meta columns), how many existing keys the write
+    changed, how many keys it inserted, and how many existing keys it deleted.
     """
-    n_old, n_in, n_del = old.num_rows, incoming.num_rows, dels.num_rows
-    data = pa.concat_tables([old, incoming]) if n_old else incoming
-    keys = pa.concat_arrays(
-        [
-            data.column(RECORD_KEY).combine_chunks(),
-            dels.column(DELETE_KEY).combine_chunks().cast(pa.string()),
-        ]
+    n_old = old.num_rows
+    partial = ctx.partial_columns is not None
+    res = merge_versions(
+        [old, DataPart(ctx.carried(incoming), partial=partial), DeleteKeys.from_table(dels)],
+        ctx.merge_spec,
+        ctx.schema,
     )
-    seq = np.concatenate(
-        [np.arange(n_old, dtype=np.int64), (1 << 40) + np.arange(n_in + n_del, dtype=np.int64)]
+    rows = res.rows
+    if n_old == 0:
+        return rows, 0, rows.num_rows, 0
+    existed = np.asarray(
+        pc.is_in(rows.column(RECORD_KEY), old.column(RECORD_KEY).combine_chunks()), dtype=bool
     )
-    ordering = natural = None
-    if ctx.ordering_field is not None and ctx.ordering_field in data.column_names:
-        otype = data.schema.field(ctx.ordering_field).type
-        dord = dels.column(DELETE_ORDERING).combine_chunks()
-        dord = dord.cast(otype) if dord.type != otype else dord
-        ordering = pa.concat_arrays([data.column(ctx.ordering_field).combine_chunks(), dord])
-        natural = np.concatenate([np.zeros(n_old + n_in, bool), np.asarray(dord.is_null(), bool)])
-    is_delete = np.concatenate([np.zeros(n_old + n_in, bool), np.ones(n_del, bool)])
-    if "_hoodie_is_deleted" in data.column_names:
-        flag = data.column("_hoodie_is_deleted").combine_chunks().fill_null(False)
-        is_delete[: n_old + n_in] |= np.asarray(flag, dtype=bool)
-    winners, deleted = resolve_latest(
-        MergeInput(keys, seq, ordering, is_delete, natural), ctx.merge_mode
+    touched = np.asarray(
+        pc.equal(rows.column("_hoodie_commit_time"), ctx.instant).fill_null(False), dtype=bool
     )
-    live = winners[~deleted]
-    rows = data.take(pa.array(live[live < n_old + n_in]))
-    # counts: which keys existed before
-    old_keys = old.column(RECORD_KEY).combine_chunks() if n_old else pa.array([], pa.string())
-    win_in = live[(live >= n_old) & (live < n_old + n_in)]
-    if len(win_in):
-        existed = np.asarray(
-            pc.is_in(data.column(RECORD_KEY).take(pa.array(win_in)), old_keys), bool
-        )
-        n_updates, n_inserts = int(existed.sum()), int((~existed).sum())
-    else:
-        n_updates = n_inserts = 0
-    n_deleted = n_old - int((live < n_old).sum()) - n_updates
+    n_updates = int((existed & touched).sum())
+    n_inserts = int((~existed).sum())
+    n_deleted = n_old - int(existed.sum())
     return rows, n_updates, n_inserts, max(n_deleted, 0)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 
+from hudi_ds.faults import crash_point
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
@@ -37,8 +38,14 @@ log = logging.getLogger("hudi_ds.write")
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
-def rollback_failed_writes(storage: Storage, config: TableConfig) -> list[str]:
+def rollback_failed_writes(
+    storage: Storage, config: TableConfig, before: str | None = None
+) -> list[str]:
     """Roll back every pending write instant (and finish interrupted rollbacks).
+
+    Args:
+        before: only instants requested before this time (a streaming commit keeps its own
+            instant and anything newer).
 
     Returns:
         The instant times rolled back.
@@ -48,6 +55,8 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> list[str]:
     done = []
     for r in timeline.pending().filter_actions("rollback"):
         target = _rollback_target(timeline, r)
+        if before is not None and target is not None and target >= before:
+            continue
         if target is not None and timeline.contains(target) and not timeline.is_completed(target):
             _rollback(storage, config, timeline, target, r.requested_time)
         else:
@@ -56,6 +65,8 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> list[str]:
             done.append(target)
     timeline = Timeline.load(storage, layout, config.timeline_path)
     for inst in timeline.pending().filter_actions(*WRITE_ACTIONS):
+        if before is not None and inst.requested_time >= before:
+            continue
         _rollback(storage, config, timeline, inst.requested_time, None)
         done.append(inst.requested_time)
     return done
@@ -113,6 +124,10 @@ def _rollback(
     target = timeline.get(instant)
     action = target.action if target is not None else "deltacommit"
     files = _files_of(storage, config, instant)
+    command_logs: dict[str, int] = {}
+    if rollback_time is not None:  # resuming: the plan also names what was found back then
+        planned, command_logs = plan_requests(storage, timeline, rollback_time)
+        files = sorted(set(files) | set(planned))
     by_partition: dict[str, list[str]] = {}
     for f in files:
         by_partition.setdefault(_partition_of(f), []).append(f)
@@ -135,15 +150,18 @@ def _rollback(
             last = rollback_time
     assert rollback_time is not None
     deleted: dict[str, list[str]] = {}
-    for f in files:
+    for n, f in enumerate(files):
+        if n == len(files) // 2:
+            crash_point("rollback")
         if storage.delete(f):
             deleted.setdefault(_partition_of(f), []).append(f)
+    appended = append_rollback_blocks(storage, rollback_time, instant, command_logs)
     if target is not None:
         writer.delete_instant_files(target)
     else:
         writer.delete_instant_files(instant)
     delete_markers(storage, instant)
-    _finish_rollback(storage, layout, config, rollback_time, instant, deleted, action)
+    _finish_rollback(storage, layout, config, rollback_time, instant, deleted, action, appended)
     log.info("rolled back %s (%d files)", instant, sum(len(v) for v in deleted.values()))
 
 
@@ -155,16 +173,24 @@ def _finish_rollback(
     target: str | None,
     deleted: dict[str, list[str]],
     action: str = "deltacommit",
+    appended: dict[str, int] | None = None,
 ) -> None:
     writer = TimelineWriter(storage, layout, config.timeline_path)
+    logs_by_partition: dict[str, dict[str, int]] = {}
+    for path, size in (appended or {}).items():
+        logs_by_partition.setdefault(_partition_of(path), {})[path] = size
     md = RollbackMetadata(
         start_rollback_time=rollback_time,
         time_taken_in_millis=0,
         total_files_deleted=sum(len(v) for v in deleted.values()),
         commits_rollback=[target] if target else [],
         partition_metadata={
-            p: RollbackPartitionMetadata(partition_path=p, success_delete_files=fs)
-            for p, fs in deleted.items()
+            p: RollbackPartitionMetadata(
+                partition_path=p,
+                success_delete_files=deleted.get(p, []),
+                rollback_log_files=logs_by_partition.get(p),
+            )
+            for p in sorted(set(deleted) | set(logs_by_partition))
         },
         version=1,
         instants_rollback=[InstantInfo(commit_time=target, action=action)] if target else [],
@@ -182,3 +208,85 @@ def _partition_of(path: str) -> str:
     parent, _, name = path.rpartition("/")
     _ = parse_base_file_name(name) or parse_log_file_name(name)
     return parent
+
+
+def plan_requests(
+    storage: Storage, timeline: Timeline, rollback_time: str
+) -> tuple[list[str], dict[str, int]]:
+    """What the plan of rollback ``rollback_time`` asks for: files to delete, and log files whose
+    blocks of the target must be invalidated by a rollback command block (relative paths)."""
+    try:
+        plan = timeline.read_rollback_plan(rollback_time)
+    except Exception:  # no plan, or an empty or torn one: nothing to add
+        return [], {}
+    files: list[str] = []
+    logs: dict[str, int] = {}
+    for req in plan.rollback_requests or []:
+        for f in req.files_to_be_deleted or []:
+            files.append(_relative(storage, f, req.partition_path))
+        for f, size in (req.log_blocks_to_be_deleted or {}).items():
+            logs[_relative(storage, f, req.partition_path)] = size
+    return files, logs
+
+
+def append_rollback_blocks(
+    storage: Storage, rollback_time: str, target: str, log_files: dict[str, int]
+) -> dict[str, int]:
+    """Invalidate ``target``'s blocks in log files that also hold other instants' blocks.
+
+    Such a file cannot be deleted; as Hudi 0.x does, a ROLLBACK command block
+    (``TARGET_INSTANT_TIME=target``) is written -- into a new log file of the same file slice
+    (the next version), since hudi_ds never appends to an existing file. Readers drop every
+    earlier block of ``target`` in the slice. A file whose command block already exists (a
+    resumed rollback) is skipped.
+
+    Returns:
+        The written command-block files (relative paths) and their sizes.
+    """
+    from hudi_ds.layout.naming import log_file_name
+    from hudi_ds.log.reader import scan_log_bytes
+    from hudi_ds.log.writer import encode_rollback_command_block
+
+    out: dict[str, int] = {}
+    for path in sorted(log_files):
+        parsed = parse_log_file_name(path.rsplit("/", 1)[-1])
+        if parsed is None:
+            continue
+        partition = _partition_of(path)
+        siblings = [
+            (f, parse_log_file_name(f.name))
+            for f in storage.list_files(partition)
+            if f.name.startswith(f".{parsed.file_id}_{parsed.instant_time}.log.")
+        ]
+        done = False
+        top = 0
+        for f, sib in siblings:
+            if sib is None:
+                continue
+            top = max(top, sib.version)
+            if sib.version > parsed.version and f.size < 4096:
+                for b in scan_log_bytes(storage.read_bytes(f.path), f.path).blocks:
+                    if b.is_rollback_command and b.target_instant_time == target:
+                        done = True
+        if done:
+            continue
+        block = encode_rollback_command_block(rollback_time, target)
+        new_name = log_file_name(parsed.file_id, parsed.instant_time, top + 1, "0-0-0")
+        rel = f"{partition}/{new_name}" if partition else new_name
+        storage.write_bytes(rel, block)
+        out[rel] = len(block)
+    return out
+
+
+def _relative(storage: Storage, path: str, partition: str | None) -> str:
+    """A path from a plan (full URI, absolute or relative) relative to the table base path."""
+    for prefix in (storage.uri(), storage.full_path()):
+        p = prefix.rstrip("/") + "/"
+        if path.startswith(p):
+            return path[len(p) :]
+    if path.startswith("file:"):
+        return _relative(storage, path.removeprefix("file://").removeprefix("file:"), partition)
+    if "://" in path or path.startswith("/"):
+        name = path.rsplit("/", 1)[-1]
+        return f"{partition}/{name}" if partition else name
+    return path

@@ -1,0 +1,49 @@
+"""Crash injection for tests (off unless ``HUDI_DS_CRASH_AT`` is set).
+
+The write path and the table services call :func:`crash_point` at each step where a real
+process could die. With ``HUDI_DS_CRASH_AT=<point>`` (optionally ``<point>:<n>`` for the n-th
+time the point is reached, default the first) the process exits immediately with status 137,
+as if killed by SIGKILL: no ``finally`` blocks, no flushing, no rollback.
+
+Points (see :data:`POINTS`):
+
+* ``after_requested``   the instant's requested/inflight files exist, nothing else
+* ``handle_flush``      a log block or base file is being written (after its marker)
+* ``after_files``       every data file is written, the commit has not started
+* ``commit_write``      the completed instant file is written to its temp name, not renamed
+* ``after_commit``      the instant completed (services not yet run)
+* ``compaction``        a compaction wrote some of its base files
+* ``clean``             a clean deleted some of its files
+* ``rollback``          a rollback deleted some of the failed instant's files
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV = "HUDI_DS_CRASH_AT"
+EXIT_CODE = 137
+POINTS = (
+    "after_requested",
+    "handle_flush",
+    "after_files",
+    "commit_write",
+    "after_commit",
+    "compaction",
+    "clean",
+    "rollback",
+)
+_hits: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    """Die here (``os._exit(137)``) if ``HUDI_DS_CRASH_AT`` names this point."""
+    spec = os.environ.get(ENV)
+    if not spec:
+        return
+    point, _, nth = spec.partition(":")
+    if point != name:
+        return
+    _hits[name] = _hits.get(name, 0) + 1
+    if _hits[name] >= (int(nth) if nth else 1):
+        os._exit(EXIT_CODE)

@@ -1,0 +1,182 @@
+"""Vectorised kernels of the merge engine: ordering ranks, winners, column sources.
+
+Everything here works on numpy arrays over *all* versions of *all* keys at once. The versions
+are sorted once by (key, write order) with ``numpy.lexsort``; per-key results come from
+``ufunc.reduceat`` over the key runs. No Python loop touches rows.
+
+The merge rule these kernels implement is a left fold over each key's versions in write order
+(see :func:`resolve`): a version *wins* when its ordering rank is at least the greatest rank
+seen so far for the key (commit time: every version wins), a winning delete discards the
+record, a delete without an ordering value (a *natural* delete) also restarts the ranking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def key_codes(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Dictionary codes of the record keys (int64; nulls -1)."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    enc = pc.dictionary_encode(keys)
+    return np.asarray(enc.indices.fill_null(-1), dtype=np.int64)
+
+
+def _dense_rank(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Dense ascending rank starting at 1; nulls rank 0 (lowest)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    n = len(values)
+    if pa.types.is_null(values.type) or values.null_count == n:
+        return np.zeros(n, dtype=np.int64)
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    rank = np.asarray(pc.rank(values, sort_keys="ascending", tiebreaker="dense"), dtype=np.int64)
+    if values.null_count:
+        nulls = np.asarray(values.is_null(), dtype=bool)
+        return np.where(nulls, 0, rank)
+    return rank
+
+
+def ordering_rank(columns: Sequence[pa.Array | pa.ChunkedArray], n: int) -> np.ndarray:
+    """Dense rank of the ordering values (lexicographic over ``columns``); nulls lowest.
+
+    Equal ordering values get equal ranks; a version whose ordering values are all null ranks
+    0 (below any value).
+    """
+    if not columns:
+        return np.zeros(n, dtype=np.int64)
+    ranks = [_dense_rank(c) for c in columns]
+    if len(ranks) == 1:
+        return ranks[0]
+    order = np.lexsort(tuple(reversed(ranks)))
+    sorted_ranks = np.stack([r[order] for r in ranks])
+    change = np.ones(n, dtype=bool)
+    change[1:] = np.any(sorted_ranks[:, 1:] != sorted_ranks[:, :-1], axis=0)
+    dense = np.cumsum(change) - 1
+    all_null = np.all(sorted_ranks == 0, axis=0)
+    # keep "all null" at rank 0 and everything else above it
+    base = dense if all_null.any() and all_null[0] else dense + 1
+    out = np.empty(n, dtype=np.int64)
+    out[order] = np.where(all_null, 0, base)
+    return out
+
+
+@dataclass
+class Resolution:
+    """The outcome of :func:`resolve` (positions are in the sorted order ``order``).
+
+    Attributes:
+        order: sorted position -> version index (sorted by key, then write order).
+        key_starts: sorted position where each key's run starts.
+        key_of: per sorted position, the key run it belongs to.
+        winner: per sorted position, whether the version won when it was merged.
+        eligible: per sorted position, whether the version contributes to the live record
+            (non-delete versions after the key's last winning delete, from the first winner
+            on).
+        live: per key, whether it survives (False: deleted).
+        first: per key, the sorted position of the version that started the live record (the
+            first winner after the last winning delete; ``len(order)`` for deleted keys).
+        record: per key, the sorted position of the record winner (live keys) or of the delete
+            that decided it (deleted keys).
+    """
+
+    order: np.ndarray
+    key_starts: np.ndarray
+    key_of: np.ndarray
+    winner: np.ndarray
+    eligible: np.ndarray
+    live: np.ndarray
+    first: np.ndarray
+    record: np.ndarray
+
+    def latest_eligible(self) -> np.ndarray:
+        """Per key: sorted position of the last contributing version."""
+        pos = np.arange(len(self.order), dtype=np.int64)
+        return np.maximum.reduceat(np.where(self.eligible, pos, -1), self.key_starts)
+
+    def column_sources(self, level: np.ndarray) -> np.ndarray:
+        """Per key: sorted position of the version whose value a column takes.
+
+        Args:
+            level: per sorted position, how much the version says about the column:
+                2 = a value, 1 = "unchanged" (null under IGNORE_DEFAULTS, a marker under
+                IGNORE_MARKERS), 0 = the version does not carry the column.
+
+        The left fold keeps the value of the highest level seen; a winning version takes over
+        on ties, a losing one only when it raises the level. So the source is the last winner
+        at the key's highest level, or else the first version at that level.
+        """
+        n = len(self.order)
+        pos = np.arange(n, dtype=np.int64)
+        ks = self.key_starts
+        masked = np.where(self.eligible, level, -1)
+        top = np.maximum.reduceat(masked, ks)
+        at = self.eligible & (level == top[self.key_of])
+        last_w = np.maximum.reduceat(np.where(at & self.winner, pos, -1), ks)
+        first = np.minimum.reduceat(np.where(at, pos, n), ks)
+        return np.where(last_w >= 0, last_w, first)
+
+
+def resolve(
+    codes: np.ndarray,
+    seq: np.ndarray,
+    rank: np.ndarray | None,
+    deletes: np.ndarray,
+    natural: np.ndarray | None = None,
+) -> Resolution:
+    """Fold every key's versions in write order (vectorised).
+
+    Args:
+        codes: key code per version.
+        seq: write order per version.
+        rank: ordering rank per version (event time), or None (commit time: latest wins).
+        deletes: whether each version is a delete.
+        natural: deletes without an ordering value: they always apply and restart the
+            ranking (a later version of the key always wins over them).
+
+    Returns:
+        The :class:`Resolution`.
+    """
+    n = len(codes)
+    if n == 0:
+        e = np.empty(0, dtype=np.int64)
+        b = np.empty(0, dtype=bool)
+        return Resolution(e, e, e, b, b, b, e, e)
+    order = np.lexsort((np.asarray(seq, dtype=np.int64), codes))
+    c = codes[order]
+    d = np.asarray(deletes, dtype=bool)[order]
+    pos = np.arange(n, dtype=np.int64)
+    key_first = np.ones(n, dtype=bool)
+    key_first[1:] = c[1:] != c[:-1]
+    key_starts = np.flatnonzero(key_first)
+    key_of = np.cumsum(key_first) - 1
+    if rank is None:
+        winner = np.ones(n, dtype=bool)
+    else:
+        nat = d & (np.asarray(natural, dtype=bool)[order] if natural is not None else False)
+        seg_first = key_first | nat
+        seg = np.cumsum(seg_first) - 1
+        eff = np.where(nat, 0, np.asarray(rank, dtype=np.int64)[order] + 1)
+        width = int(eff.max()) + 1
+        v = seg * width + eff
+        running = np.maximum.accumulate(v)
+        prev = np.empty(n, dtype=np.int64)
+        prev[0] = 0
+        prev[1:] = running[:-1]
+        winner = seg_first | (eff >= prev - seg * width)
+    win_del = winner & d
+    last_del = np.maximum.reduceat(np.where(win_del, pos, -1), key_starts)
+    after = pos > last_del[key_of]
+    first = np.minimum.reduceat(np.where(winner & ~d & after, pos, n), key_starts)
+    live = first < n
+    eligible = ~d & (pos >= first[key_of])
+    w = np.maximum.reduceat(np.where(eligible & winner, pos, -1), key_starts)
+    record = np.where(live, w, last_del)
+    return Resolution(order, key_starts, key_of, winner, eligible, live, first, record)

@@ -1,0 +1,501 @@
+"""Merge modes, strategy ids, payload classes, and the merge behaviour each one selects.
+
+A table merges versions of a key in one of three modes, fixed when the table is created:
+
+* ``COMMIT_TIME_ORDERING`` -- the latest write wins;
+* ``EVENT_TIME_ORDERING`` -- the greatest ordering (precombine) value wins, ties to the latest
+  write (the default when an ordering field is configured);
+* ``CUSTOM`` -- a user :class:`~hudi_ds.merge.merger.RecordMerger`, named by importable Python
+  class paths and chosen by its strategy id.
+
+Hudi's payload classes keep working: each built-in payload maps onto a mode plus a *behaviour*
+(how "unchanged" columns and deletes are recognised), as Hudi 1.1 maps them (RFC-97):
+
+* ``OverwriteWithLatestAvroPayload``: commit time, full records;
+* ``DefaultHoodieRecordPayload``, ``EventTimeAvroPayload``: event time, full records;
+* ``OverwriteNonDefaultsWithLatestAvroPayload``: commit time, a null keeps the older value
+  (``IGNORE_DEFAULTS``);
+* ``PartialUpdateAvroPayload``: event time, a null keeps the other version's value;
+* ``AWSDmsAvroPayload``: commit time, ``Op`` = ``D`` deletes;
+* ``MySqlDebeziumAvroPayload``: event time by ``_event_seq`` (``"file.pos"``),
+  ``_change_operation_type`` = ``d`` deletes;
+* ``PostgresDebeziumAvroPayload``: event time by ``_event_lsn``, ``d`` deletes, the TOAST
+  marker ``__debezium_unavailable_value`` keeps the older value (``IGNORE_MARKERS``).
+
+``_hoodie_is_deleted`` = true deletes under every behaviour. The choice is persisted the way Hudi
+0.x/1.x readers of a version-6 table expect it: ``hoodie.compaction.payload.class`` (the payload
+class) and ``hoodie.compaction.record.merger.strategy`` (the strategy id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hudi_ds.config import Options, WriteConfig
+from hudi_ds.errors import ConfigError
+from hudi_ds.table_config import (
+    COMMIT_TIME_ORDERING,
+    COMMIT_TIME_STRATEGY_ID,
+    CUSTOM,
+    DEFAULT_PAYLOAD,
+    EVENT_TIME_ORDERING,
+    EVENT_TIME_STRATEGY_ID,
+    OVERWRITE_LATEST_PAYLOAD,
+    PAYLOAD_BASED_STRATEGY_ID,
+    TableConfig,
+)
+
+if TYPE_CHECKING:
+    from hudi_ds.merge.merger import RecordMerger
+
+MERGE_MODES = (COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING, CUSTOM)
+BUILTIN_STRATEGY_IDS = {
+    COMMIT_TIME_ORDERING: COMMIT_TIME_STRATEGY_ID,
+    EVENT_TIME_ORDERING: EVENT_TIME_STRATEGY_ID,
+}
+
+# partial update modes (Hudi's PartialUpdateMode)
+PARTIAL_NONE = "NONE"
+IGNORE_DEFAULTS = "IGNORE_DEFAULTS"
+IGNORE_MARKERS = "IGNORE_MARKERS"
+
+DEBEZIUM_UNAVAILABLE_VALUE = "__debezium_unavailable_value"
+
+# merge properties handed to mergers (Hudi's keys)
+ORDERING_FIELDS_PROP = "hoodie.table.ordering.fields"
+MERGE_MODE_PROP = "hoodie.record.merge.mode"
+DELETE_FIELD_PROP = "hoodie.payload.delete.field"
+DELETE_MARKER_PROP = "hoodie.payload.delete.marker"
+PARTIAL_MODE_PROP = "hoodie.table.partial.update.mode"
+PARTIAL_MARKER_PROP = "hoodie.write.partial.update.custom.marker"
+ORDERING_TRANSFORM_PROP = "hudi_ds.merge.ordering.transform"  # "mysql_seq"
+
+MODEL = "org.apache.hudi.common.model."
+AWS_DMS_PAYLOAD = MODEL + "AWSDmsAvroPayload"
+EVENT_TIME_PAYLOAD = MODEL + "EventTimeAvroPayload"
+OVERWRITE_NON_DEFAULTS_PAYLOAD = MODEL + "OverwriteNonDefaultsWithLatestAvroPayload"
+PARTIAL_UPDATE_PAYLOAD = MODEL + "PartialUpdateAvroPayload"
+MYSQL_DEBEZIUM_PAYLOAD = MODEL + "debezium.MySqlDebeziumAvroPayload"
+POSTGRES_DEBEZIUM_PAYLOAD = MODEL + "debezium.PostgresDebeziumAvroPayload"
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """A built-in merge behaviour (what one of Hudi's payload classes does).
+
+    Attributes:
+        name: short name (``default``, ``partial_update`` ...).
+        payload_class: Hudi's Java payload class.
+        mode: the merge mode it orders by.
+        merger: the Python merger class path implementing it.
+        partial: the partial update mode (``NONE``, ``IGNORE_DEFAULTS``, ``IGNORE_MARKERS``).
+        delete_field: a column whose value ``delete_marker`` (case-insensitive) marks a delete.
+        delete_marker: see ``delete_field``.
+        partial_marker: the value meaning "unchanged" under ``IGNORE_MARKERS``.
+        default_ordering: the ordering field used when none is configured.
+        ordering_transform: how the ordering column is read (``mysql_seq``: ``"file.pos"``).
+    """
+
+    name: str
+    payload_class: str
+    mode: str
+    merger: str
+    partial: str = PARTIAL_NONE
+    delete_field: str | None = None
+    delete_marker: str | None = None
+    partial_marker: str | None = None
+    default_ordering: str | None = None
+    ordering_transform: str | None = None
+
+
+_P = "hudi_ds.merge.payloads."
+BEHAVIOURS: dict[str, Behaviour] = {
+    b.name: b
+    for b in (
+        Behaviour(
+            "overwrite_with_latest",
+            OVERWRITE_LATEST_PAYLOAD,
+            COMMIT_TIME_ORDERING,
+            _P + "OverwriteWithLatestMerger",
+        ),
+        Behaviour("default", DEFAULT_PAYLOAD, EVENT_TIME_ORDERING, _P + "DefaultMerger"),
+        Behaviour("event_time", EVENT_TIME_PAYLOAD, EVENT_TIME_ORDERING, _P + "EventTimeMerger"),
+        Behaviour(
+            "overwrite_non_defaults",
+            OVERWRITE_NON_DEFAULTS_PAYLOAD,
+            COMMIT_TIME_ORDERING,
+            _P + "OverwriteNonDefaultsMerger",
+            partial=IGNORE_DEFAULTS,
+        ),
+        Behaviour(
+            "partial_update",
+            PARTIAL_UPDATE_PAYLOAD,
+            EVENT_TIME_ORDERING,
+            _P + "PartialUpdateMerger",
+            partial=IGNORE_DEFAULTS,
+        ),
+        Behaviour(
+            "aws_dms",
+            AWS_DMS_PAYLOAD,
+            COMMIT_TIME_ORDERING,
+            _P + "AWSDmsMerger",
+            delete_field="Op",
+            delete_marker="D",
+        ),
+        Behaviour(
+            "mysql_debezium",
+            MYSQL_DEBEZIUM_PAYLOAD,
+            EVENT_TIME_ORDERING,
+            _P + "MySqlDebeziumMerger",
+            delete_field="_change_operation_type",
+            delete_marker="d",
+            default_ordering="_event_seq",
+            ordering_transform="mysql_seq",
+        ),
+        Behaviour(
+            "postgres_debezium",
+            POSTGRES_DEBEZIUM_PAYLOAD,
+            EVENT_TIME_ORDERING,
+            _P + "PostgresDebeziumMerger",
+            partial=IGNORE_MARKERS,
+            delete_field="_change_operation_type",
+            delete_marker="d",
+            partial_marker=DEBEZIUM_UNAVAILABLE_VALUE,
+            default_ordering="_event_lsn",
+        ),
+    )
+}
+BY_PAYLOAD: dict[str, Behaviour] = {b.payload_class: b for b in BEHAVIOURS.values()}
+_BY_SHORT: dict[str, Behaviour] = {
+    b.payload_class.rsplit(".", 1)[-1].lower(): b for b in BEHAVIOURS.values()
+}
+MODE_BEHAVIOUR = {
+    COMMIT_TIME_ORDERING: BEHAVIOURS["overwrite_with_latest"],
+    EVENT_TIME_ORDERING: BEHAVIOURS["default"],
+}
+
+
+def behaviour_of_payload(payload: str, key: str = "") -> Behaviour:
+    """The built-in behaviour of a Hudi payload class (full or short Java name).
+
+    Raises:
+        ConfigError: not one of Hudi's built-in payload classes (names ``key`` and the value).
+    """
+    b = BY_PAYLOAD.get(payload.strip()) or _BY_SHORT.get(payload.strip().rsplit(".", 1)[-1].lower())
+    if b is None:
+        where = f"option '{key}'={payload!r}" if key else f"payload class {payload!r}"
+        known = ", ".join(sorted(p.rsplit(".", 1)[-1] for p in BY_PAYLOAD))
+        raise ConfigError(
+            f"{where}: not a payload class hudi_ds implements ({known}); for your own merge "
+            "logic set hoodie.write.record.merge.mode=CUSTOM and "
+            "hoodie.write.record.merge.custom.implementation.classes to a Python RecordMerger"
+        )
+    return b
+
+
+@dataclass(frozen=True)
+class MergeSpec:
+    """How a table merges: mode, behaviour or custom merger, ordering fields (picklable).
+
+    Attributes:
+        mode: ``COMMIT_TIME_ORDERING``, ``EVENT_TIME_ORDERING`` or ``CUSTOM``.
+        behaviour: the built-in behaviour name, or None for a custom merger.
+        ordering_fields: the ordering (precombine) fields, in priority order.
+        strategy_id: the merger's strategy id.
+        payload_class: the Hudi payload class persisted for Java readers.
+        custom_classes: CUSTOM: the configured Python merger class paths.
+    """
+
+    mode: str
+    behaviour: str | None = "default"
+    ordering_fields: tuple[str, ...] = ()
+    strategy_id: str = EVENT_TIME_STRATEGY_ID
+    payload_class: str | None = DEFAULT_PAYLOAD
+    custom_classes: tuple[str, ...] = ()
+
+    @property
+    def is_custom(self) -> bool:
+        return self.behaviour is None
+
+    @property
+    def builtin(self) -> Behaviour | None:
+        return BEHAVIOURS[self.behaviour] if self.behaviour is not None else None
+
+    @property
+    def nulls_mean_unchanged(self) -> bool:
+        """True when a null incoming value keeps the stored one (IGNORE_DEFAULTS behaviours)."""
+        b = self.builtin
+        return b is not None and b.partial == IGNORE_DEFAULTS
+
+    def props(self) -> dict[str, str]:
+        """The merge properties handed to the merger (Hudi's keys)."""
+        out = {MERGE_MODE_PROP: self.mode}
+        if self.ordering_fields:
+            out[ORDERING_FIELDS_PROP] = ",".join(self.ordering_fields)
+        b = self.builtin
+        if b is not None:
+            out[PARTIAL_MODE_PROP] = b.partial
+            if b.delete_field and b.delete_marker:
+                out[DELETE_FIELD_PROP] = b.delete_field
+                out[DELETE_MARKER_PROP] = b.delete_marker
+            if b.partial_marker:
+                out[PARTIAL_MARKER_PROP] = b.partial_marker
+            if b.ordering_transform and self.ordering_fields == (b.default_ordering,):
+                out[ORDERING_TRANSFORM_PROP] = b.ordering_transform
+        return out
+
+    def required_columns(self) -> list[str]:
+        """Columns a merge reads besides the ones a query asks for."""
+        cols = list(self.ordering_fields)
+        b = self.builtin
+        if b is not None and b.delete_field:
+            cols.append(b.delete_field)
+        return cols
+
+    def table_properties(self) -> dict[str, str]:
+        """The ``hoodie.properties`` entries recording this choice in a version-6 table.
+
+        Built-ins record their payload class with Hudi's default strategy id (0.x readers merge
+        through the payload); a custom merger records its own strategy id, with the closest
+        built-in payload as the fallback Java readers apply.
+        """
+        if self.is_custom:
+            return {
+                "hoodie.compaction.payload.class": self.payload_class or DEFAULT_PAYLOAD,
+                "hoodie.compaction.record.merger.strategy": self.strategy_id,
+            }
+        return {
+            "hoodie.compaction.payload.class": self.payload_class or DEFAULT_PAYLOAD,
+            "hoodie.compaction.record.merger.strategy": EVENT_TIME_STRATEGY_ID,
+        }
+
+
+def spec_for_mode(mode: str, ordering_fields: Sequence[str] = ()) -> MergeSpec:
+    """The built-in spec of a merge mode (``COMMIT_TIME_ORDERING`` / ``EVENT_TIME_ORDERING``)."""
+    if mode not in MODE_BEHAVIOUR:
+        raise ConfigError(f"merge mode {mode!r} has no built-in merger")
+    return builtin_spec(MODE_BEHAVIOUR[mode], ordering_fields)
+
+
+def builtin_spec(b: Behaviour, ordering_fields: Sequence[str] = ()) -> MergeSpec:
+    """The spec of a built-in behaviour."""
+    return MergeSpec(
+        mode=b.mode,
+        behaviour=b.name,
+        ordering_fields=tuple(ordering_fields),
+        strategy_id=BUILTIN_STRATEGY_IDS[b.mode],
+        payload_class=b.payload_class,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Custom mergers
+# --------------------------------------------------------------------------------------------
+
+
+def pick_custom_class(classes: Sequence[str], strategy_id: str | None) -> type[RecordMerger]:
+    """The configured merger class implementing ``strategy_id`` (the only one if None).
+
+    Raises:
+        ConfigError: no class given, a class does not import, or none (or several, with no
+            strategy id to choose) match.
+    """
+    from hudi_ds.merge.merger import load_merger_class
+
+    key = WriteConfig.MERGE_CUSTOM_CLASSES.key
+    if not classes:
+        what = f" with strategy id {strategy_id}" if strategy_id else ""
+        raise ConfigError(
+            f"merge mode CUSTOM{what} needs option '{key}' (importable Python RecordMerger "
+            "class paths)"
+        )
+    loaded = [load_merger_class(c, key) for c in classes]
+    if strategy_id is None:
+        if len(loaded) > 1:
+            raise ConfigError(
+                f"option '{key}' names {len(loaded)} mergers; set "
+                f"'{WriteConfig.MERGE_STRATEGY_ID.key}' to choose one"
+            )
+        return loaded[0]
+    for cls in loaded:
+        if cls.strategy_id == strategy_id:
+            return cls
+    have = ", ".join(f"{c.__module__}.{c.__qualname__}={c.strategy_id}" for c in loaded)
+    raise ConfigError(
+        f"option '{WriteConfig.MERGE_STRATEGY_ID.key}'={strategy_id!r}: no class in "
+        f"'{key}' has this strategy id ({have})"
+    )
+
+
+def custom_spec(
+    classes: Sequence[str], strategy_id: str | None, ordering_fields: Sequence[str]
+) -> MergeSpec:
+    """A CUSTOM spec for the configured classes (validated by importing them)."""
+    cls = pick_custom_class(classes, strategy_id)
+    return MergeSpec(
+        mode=CUSTOM,
+        behaviour=None,
+        ordering_fields=tuple(ordering_fields),
+        strategy_id=cls.strategy_id,
+        payload_class=DEFAULT_PAYLOAD if ordering_fields else OVERWRITE_LATEST_PAYLOAD,
+        custom_classes=tuple(classes),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Resolution from write options and from a table's hoodie.properties
+# --------------------------------------------------------------------------------------------
+
+
+def custom_classes_option(options: Options) -> list[str]:
+    """The ``hoodie.write.record.merge.custom.implementation.classes`` option (a list)."""
+    raw: Any = options.get(WriteConfig.MERGE_CUSTOM_CLASSES)
+    return [str(c) for c in raw or []]
+
+
+def default_ordering_field(options: Options) -> str | None:
+    """The ordering field a payload class implies when none is configured (Debezium)."""
+    payload = options.get(WriteConfig.PAYLOAD_CLASS)
+    if not payload:
+        return None
+    b = behaviour_of_payload(payload, WriteConfig.PAYLOAD_CLASS.key)
+    return b.default_ordering
+
+
+def write_spec(options: Options, ordering_field: str | None) -> MergeSpec:
+    """The merge spec a write asks for, validated (for a table being created).
+
+    Raises:
+        ConfigError: unknown payload class, contradicting mode/payload/strategy options,
+            EVENT_TIME_ORDERING without an ordering field, or CUSTOM without a loadable merger
+            (the message names the key and the value).
+    """
+    mode: str | None = options.get(WriteConfig.MERGE_MODE)
+    payload: str | None = options.get(WriteConfig.PAYLOAD_CLASS)
+    strategy: str | None = options.get(WriteConfig.MERGE_STRATEGY_ID)
+    classes = custom_classes_option(options)
+    ordering = (ordering_field,) if ordering_field else ()
+    mode_key, payload_key = WriteConfig.MERGE_MODE.key, WriteConfig.PAYLOAD_CLASS.key
+    strategy_key = WriteConfig.MERGE_STRATEGY_ID.key
+
+    implied: str | None = None
+    if strategy:
+        strategy = strategy.strip()
+        if strategy == COMMIT_TIME_STRATEGY_ID:
+            implied = COMMIT_TIME_ORDERING
+        elif strategy == EVENT_TIME_STRATEGY_ID:
+            implied = None if payload else EVENT_TIME_ORDERING
+        elif strategy == PAYLOAD_BASED_STRATEGY_ID:
+            if not payload:
+                raise ConfigError(
+                    f"option '{strategy_key}'={strategy!r} (payload based) needs '{payload_key}'"
+                )
+        else:
+            implied = CUSTOM
+    if mode is None:
+        mode = implied
+    elif implied is not None and implied != mode:
+        raise ConfigError(
+            f"option '{strategy_key}'={strategy!r} contradicts option '{mode_key}'={mode!r}"
+        )
+    if mode is None and classes and not payload:
+        mode = CUSTOM
+
+    if mode == CUSTOM:
+        if payload:
+            raise ConfigError(
+                f"option '{payload_key}'={payload!r} cannot be combined with "
+                f"'{mode_key}'=CUSTOM: hudi_ds runs Python RecordMergers, not Java payloads"
+            )
+        return custom_spec(classes, strategy, ordering)
+
+    if payload:
+        b = behaviour_of_payload(payload, payload_key)
+        if mode is not None and mode != b.mode:
+            raise ConfigError(
+                f"option '{payload_key}'={payload!r} merges by {b.mode}, which contradicts "
+                f"option '{mode_key}'={mode!r}"
+            )
+        if not ordering and b.default_ordering:
+            ordering = (b.default_ordering,)
+    else:
+        if mode is None:
+            mode = EVENT_TIME_ORDERING if ordering else COMMIT_TIME_ORDERING
+        b = MODE_BEHAVIOUR[mode]
+    if b.mode == EVENT_TIME_ORDERING and not ordering:
+        what = (
+            f"option '{payload_key}'={payload!r} orders by event time and"
+            if payload
+            else f"option '{mode_key}'=EVENT_TIME_ORDERING"
+        )
+        raise ConfigError(
+            f"{what} needs an ordering field (hoodie.datasource.write.precombine.field)"
+        )
+    return builtin_spec(b, ordering)
+
+
+def table_spec(cfg: TableConfig, custom_classes: Sequence[str] | None = None) -> MergeSpec:
+    """How the table in ``cfg`` merges (its ``hoodie.properties``), for readers and writers.
+
+    Args:
+        cfg: the table config.
+        custom_classes: Python merger class paths (``CUSTOM`` tables need them).
+
+    Raises:
+        ConfigError: a ``CUSTOM`` table read or written without a matching merger class.
+    """
+    mode = cfg.merge_mode
+    ordering = tuple(cfg.ordering_fields)
+    payload = cfg.payload_class or cfg.get("hoodie.legacy.payload.class")
+    strategy = cfg.get("hoodie.record.merge.strategy.id") or cfg.get(
+        "hoodie.compaction.record.merger.strategy"
+    )
+    b = BY_PAYLOAD.get(payload or "")
+    if mode == CUSTOM:
+        payload_based = strategy in (None, "", PAYLOAD_BASED_STRATEGY_ID)
+        if b is not None and payload_based:
+            return builtin_spec(b, ordering)
+        if payload_based and not custom_classes:
+            raise ConfigError(
+                f"the table merges with payload class {payload!r}, which hudi_ds does not "
+                f"implement; set '{WriteConfig.MERGE_CUSTOM_CLASSES.key}' to a Python "
+                "RecordMerger that does the same"
+            )
+        return custom_spec(
+            list(custom_classes or []), None if payload_based else strategy, ordering
+        )
+    if b is not None and b.mode == mode:
+        return builtin_spec(b, ordering)
+    return spec_for_mode(mode, ordering)
+
+
+def check_same_spec(options: Options, table: MergeSpec) -> None:
+    """Refuse write options that would change an existing table's merge choice.
+
+    Raises:
+        ConfigError: the merge mode, payload class or strategy id differs from the table's
+            (names the key, the value and the table's value).
+    """
+    mode = options.get(WriteConfig.MERGE_MODE)
+    if mode is not None and mode != table.mode:
+        raise ConfigError(
+            f"option '{WriteConfig.MERGE_MODE.key}'={mode!r} contradicts the table's merge mode "
+            f"{table.mode} (set at creation; it cannot change)"
+        )
+    payload = options.get(WriteConfig.PAYLOAD_CLASS)
+    if payload:
+        b = behaviour_of_payload(payload, WriteConfig.PAYLOAD_CLASS.key)
+        if b.name != table.behaviour:
+            raise ConfigError(
+                f"option '{WriteConfig.PAYLOAD_CLASS.key}'={payload!r} contradicts the table's "
+                f"merge choice ({table.payload_class if not table.is_custom else 'CUSTOM'}; "
+                "set at creation, it cannot change)"
+            )
+    strategy = options.get(WriteConfig.MERGE_STRATEGY_ID)
+    if strategy and strategy.strip() != table.strategy_id:
+        raise ConfigError(
+            f"option '{WriteConfig.MERGE_STRATEGY_ID.key}'={strategy!r} contradicts the table's "
+            f"merge strategy {table.strategy_id} (set at creation; it cannot change)"
+        )

@@ -1,0 +1,439 @@
+"""The built-in record mergers: Hudi's payload behaviours, vectorised.
+
+One class per Hudi payload (see :mod:`hudi_ds.merge.modes` for the mapping). They all share one
+rule, parameterised by the merge mode, the partial update mode and the delete marker:
+
+* **Ordering.** Commit time: a newer version wins. Event time: a version wins when its
+  ordering value is at least the greatest seen so far for the key (ties: the later write).
+  Null ordering values rank lowest.
+* **Deletes.** ``_hoodie_is_deleted`` = true, delete-block entries, and the behaviour's marker
+  (``Op`` = ``D`` for AWS DMS, ``_change_operation_type`` = ``d`` for Debezium) are deletes. A
+  delete competes like any version; a delete without an ordering value always applies.
+* **Columns.** The winner's values make the record. Where the winner says nothing about a
+  column -- the column is absent from its (partial) row, or under ``IGNORE_DEFAULTS`` it is
+  null, or under ``IGNORE_MARKERS`` it holds the marker (``__debezium_unavailable_value``) --
+  the value comes from the other version. Under the partial behaviours the meta columns
+  (commit time...) come from the newest contributing version, so incremental queries see the
+  change; otherwise from the winner.
+
+:meth:`BuiltinMerger.merge` is that rule for two records; :meth:`BuiltinMerger.merge_batches`
+computes the same left fold for all keys at once with numpy (:mod:`hudi_ds.merge.core`).
+
+Associativity: the full-record behaviours are associative. Event time combined with "take the
+other version's value" (PartialUpdate, PostgresDebezium, or partial rows under event time)
+cannot be: with ``A(ts=3, name=x, price=null)``, ``B(ts=1, name=y, price=1)``,
+``C(ts=2, name=null, price=2)``, ``(A.B).C`` keeps price 1 while ``A.(B.C)`` takes price 2 (Hudi's
+payload has the same property). Those mergers declare ``associative = False`` and writers do not
+pre-combine for them: every reader folds the versions one by one in write order, so MOR
+snapshots, compaction and COW agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_ds.config import WriteConfig
+from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.merge.core import key_codes, ordering_rank, resolve
+from hudi_ds.merge.merger import (
+    DELETE,
+    IS_DELETED,
+    MergeOutcome,
+    MergeResult,
+    Record,
+    RecordMerger,
+    Versions,
+    complete,
+    load_merger_class,
+)
+from hudi_ds.merge.modes import (
+    BEHAVIOURS,
+    BUILTIN_STRATEGY_IDS,
+    DELETE_FIELD_PROP,
+    DELETE_MARKER_PROP,
+    EVENT_TIME_ORDERING,
+    IGNORE_DEFAULTS,
+    IGNORE_MARKERS,
+    MERGE_MODE_PROP,
+    ORDERING_FIELDS_PROP,
+    ORDERING_TRANSFORM_PROP,
+    PARTIAL_MARKER_PROP,
+    PARTIAL_MODE_PROP,
+    PARTIAL_NONE,
+    Behaviour,
+    MergeSpec,
+)
+from hudi_ds.schema import META_FIELDS
+
+_META = frozenset(META_FIELDS)
+
+
+@dataclass(frozen=True)
+class _Cfg:
+    event_time: bool
+    ordering: tuple[str, ...]
+    partial: str
+    marker: str | None
+    delete_field: str | None
+    delete_marker: str | None
+    transform: str | None
+
+
+@lru_cache(maxsize=64)
+def _config(b: Behaviour, items: tuple[tuple[str, str], ...]) -> _Cfg:
+    props = dict(items)
+    ordering = tuple(
+        f.strip()
+        for f in (
+            props.get(ORDERING_FIELDS_PROP)
+            or props.get("hoodie.datasource.write.precombine.field")
+            or props.get("hoodie.payload.ordering.field")
+            or ""
+        ).split(",")
+        if f.strip()
+    )
+    mode = props.get(MERGE_MODE_PROP, b.mode)
+    if mode not in BUILTIN_STRATEGY_IDS:
+        mode = b.mode
+    transform = props.get(ORDERING_TRANSFORM_PROP)
+    if transform is None and b.ordering_transform and ordering == (b.default_ordering,):
+        transform = b.ordering_transform
+    return _Cfg(
+        event_time=mode == EVENT_TIME_ORDERING and bool(ordering),
+        ordering=ordering,
+        partial=props.get(PARTIAL_MODE_PROP, b.partial).upper(),
+        marker=props.get(PARTIAL_MARKER_PROP, b.partial_marker),
+        delete_field=props.get(DELETE_FIELD_PROP, b.delete_field),
+        delete_marker=props.get(DELETE_MARKER_PROP, b.delete_marker),
+        transform=transform,
+    )
+
+
+def _mysql_seq(value: Any) -> tuple[int, int]:
+    file, _, pos = str(value).partition(".")
+    try:
+        return int(file), int(pos)
+    except ValueError:
+        raise SchemaError(
+            f"_event_seq value {value!r} is not '<binlog file number>.<position>'"
+        ) from None
+
+
+class BuiltinMerger(RecordMerger):
+    """A built-in merge behaviour (:data:`hudi_ds.merge.modes.BEHAVIOURS`)."""
+
+    behaviour: ClassVar[str] = "default"
+
+    def _cfg(self, props: Mapping[str, str]) -> _Cfg:
+        return _config(BEHAVIOURS[self.behaviour], tuple(sorted(props.items())))
+
+    # -- per record -----------------------------------------------------------------------
+    def is_delete(self, record: Record, props: Mapping[str, str]) -> bool:
+        if record.get(IS_DELETED) is True:
+            return True
+        cfg = self._cfg(props)
+        if cfg.delete_field and cfg.delete_marker:
+            v = record.get(cfg.delete_field)
+            if isinstance(v, bytes):
+                v = v.decode("utf-8", "replace")
+            return v is not None and str(v).lower() == cfg.delete_marker.lower()
+        return False
+
+    def _key(self, cfg: _Cfg, record: Record) -> tuple[Any, ...]:
+        out: list[Any] = []
+        for f in cfg.ordering:
+            v = record.get(f)
+            if v is None:
+                out.append((0,))
+            elif cfg.transform == "mysql_seq":
+                out.append((1, *_mysql_seq(v)))
+            else:
+                out.append((1, v))
+        return tuple(out)
+
+    def _level(self, cfg: _Cfg, record: Record, name: str) -> int:
+        if name not in record:
+            return 0
+        v = record[name]
+        if cfg.partial == IGNORE_DEFAULTS and v is None:
+            return 1
+        if (
+            cfg.partial == IGNORE_MARKERS
+            and cfg.marker is not None
+            and v is not None
+            and (v == cfg.marker or v == cfg.marker.encode())
+        ):
+            return 1
+        return 2
+
+    def _fill(
+        self, cfg: _Cfg, base: Record, other: Record, meta: Record, names: list[str]
+    ) -> Record:
+        if cfg.partial == PARTIAL_NONE and all(n in base for n in names):
+            return base
+        out: Record = {}
+        for name in names:
+            if name in _META:
+                src = meta if name in meta else (base if name in base else other)
+            else:
+                src = (
+                    base if self._level(cfg, base, name) >= self._level(cfg, other, name) else other
+                )
+            if name in src:
+                out[name] = src[name]
+        return out
+
+    def merge(
+        self, older: Record, newer: Record, schema: pa.Schema, props: Mapping[str, str]
+    ) -> MergeOutcome:
+        cfg = self._cfg(props)
+        newer_del = self.is_delete(newer, props)
+        older_del = self.is_delete(older, props)
+        if cfg.event_time:
+            kn = self._key(cfg, newer)
+            if newer_del and all(k == (0,) for k in kn):
+                return DELETE  # no ordering value: applies whatever came before
+            newer_wins = kn >= self._key(cfg, older)
+        else:
+            if newer_del:
+                return DELETE
+            newer_wins = True
+        names = schema.names
+        if newer_wins:
+            if newer_del:
+                return newer
+            if older_del:
+                return complete(newer, names)  # a new record: what it lacks is null
+            return self._fill(cfg, newer, older, newer, names)
+        if older_del or newer_del:
+            return older
+        meta = newer if cfg.partial != PARTIAL_NONE else older
+        return self._fill(cfg, older, newer, meta, names)
+
+    def partial_merge(
+        self, older: Record, newer: Record, schema: pa.Schema, props: Mapping[str, str]
+    ) -> MergeOutcome:
+        return self.merge(older, newer, schema, props)
+
+    # -- vectorised -------------------------------------------------------------------------
+    def _deletes(self, cfg: _Cfg, versions: Versions) -> np.ndarray:
+        t = versions.table
+        out = np.asarray(versions.deletes, dtype=bool).copy()
+        if IS_DELETED in t.column_names:
+            flag = t.column(IS_DELETED)
+            if flag.null_count < len(flag):
+                out |= np.asarray(pc.fill_null(flag, False).combine_chunks(), dtype=bool)
+        f = cfg.delete_field
+        if f and cfg.delete_marker and f in t.column_names:
+            col = t.column(f).combine_chunks()
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(col.type.value_type)
+            if not pa.types.is_string(col.type):
+                col = col.cast(pa.string())
+            hit = pc.equal(pc.utf8_lower(col), cfg.delete_marker.lower()).fill_null(False)
+            hit_np = np.asarray(hit, dtype=bool)
+            if f in versions.absent:
+                hit_np &= ~versions.absent[f]
+            out |= hit_np
+        return out
+
+    def _ordering_columns(self, cfg: _Cfg, t: pa.Table) -> list[pa.Array]:
+        cols: list[pa.Array] = []
+        for f in cfg.ordering:
+            if f not in t.column_names:
+                cols.append(pa.nulls(t.num_rows))
+                continue
+            col = t.column(f).combine_chunks()
+            if cfg.transform == "mysql_seq":
+                s = col.cast(pa.string())
+                parts = pc.split_pattern(s, ".", max_splits=1)
+                try:
+                    cols.append(pc.list_element(parts, 0).cast(pa.int64()))
+                    cols.append(pc.list_element(parts, 1).cast(pa.int64()))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise SchemaError(
+                        f"_event_seq values must be '<binlog file number>.<position>' ({e})"
+                    ) from None
+            else:
+                cols.append(col)
+        return cols
+
+    def _levels(
+        self, cfg: _Cfg, versions: Versions, name: str, all_null: bool, starts: np.ndarray
+    ) -> np.ndarray | None:
+        """Per version: 2 = value, 1 = "unchanged", 0 = column absent; None if all 2.
+
+        ``starts`` are the versions that start a record: a column they lack is null there.
+        """
+        col = versions.table.column(name)
+        absent = versions.absent.get(name)
+        lev: np.ndarray | None = None
+        if absent is not None and absent.any():
+            absent = absent.copy()
+            absent[starts] = False
+        if absent is not None and absent.any():
+            lev = np.where(absent, 0, 2).astype(np.int8)
+        if cfg.partial == IGNORE_DEFAULTS and col.null_count:
+            nulls = np.asarray(col.is_null().combine_chunks(), dtype=bool)
+            if lev is None:
+                lev = np.full(len(nulls), 2, dtype=np.int8)
+            lev[nulls & (lev == 2)] = 1
+        elif cfg.partial == IGNORE_MARKERS and cfg.marker is not None and not all_null:
+            t = col.type
+            if pa.types.is_dictionary(t):
+                t = t.value_type
+            if pa.types.is_string(t) or pa.types.is_large_string(t):
+                marker: Any = cfg.marker
+            elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
+                marker = cfg.marker.encode()
+            else:
+                return lev
+            hit = np.asarray(
+                pc.equal(col, pa.scalar(marker, t)).fill_null(False).combine_chunks(), dtype=bool
+            )
+            if hit.any():
+                if lev is None:
+                    lev = np.full(len(hit), 2, dtype=np.int8)
+                lev[hit & (lev == 2)] = 1
+        return lev
+
+    def merge_batches(
+        self, versions: Versions, schema: pa.Schema, props: Mapping[str, str]
+    ) -> MergeResult:
+        cfg = self._cfg(props)
+        t = versions.table
+        n = t.num_rows
+        if n == 0:
+            return MergeResult(t, np.empty(0, np.int64), np.empty(0, np.int64))
+        deletes = self._deletes(cfg, versions)
+        rank = natural = None
+        if cfg.event_time:
+            cols = self._ordering_columns(cfg, t)
+            rank = ordering_rank(cols, n)
+            natural = deletes & np.all([np.asarray(c.is_null(), bool) for c in cols], axis=0)
+        res = resolve(key_codes(versions.keys), versions.seq, rank, deletes, natural)
+        order = res.order
+        live = np.flatnonzero(res.live)
+        rec = res.record[live]
+        win_idx = order[rec]
+        perm = np.argsort(win_idx, kind="stable")
+        win_idx = win_idx[perm]
+        live = live[perm]
+        rows = t.take(pa.array(win_idx, pa.int64()))
+        meta_src = None
+        if cfg.partial != PARTIAL_NONE:
+            meta_src = order[res.latest_eligible()[live]]
+        starts = order[res.first[live]]
+        for i, name in enumerate(t.column_names):
+            if name in _META:
+                src = meta_src
+            else:
+                col = t.column(name)
+                lev = self._levels(cfg, versions, name, col.null_count == n, starts)
+                src = None if lev is None else order[res.column_sources(lev[order])[live]]
+            if src is not None and not np.array_equal(src, win_idx):
+                rows = rows.set_column(
+                    i, t.schema.field(i), t.column(name).take(pa.array(src, pa.int64()))
+                )
+        dead = np.flatnonzero(~res.live)
+        deleted = np.sort(order[res.record[dead]])
+        return MergeResult(rows, win_idx, deleted)
+
+
+def _strategy(b: str) -> str:
+    return BUILTIN_STRATEGY_IDS[BEHAVIOURS[b].mode]
+
+
+class OverwriteWithLatestMerger(BuiltinMerger):
+    """``OverwriteWithLatestAvroPayload`` / ``COMMIT_TIME_ORDERING``: the latest write wins."""
+
+    behaviour = "overwrite_with_latest"
+    strategy_id = _strategy("overwrite_with_latest")
+
+
+class DefaultMerger(BuiltinMerger):
+    """``DefaultHoodieRecordPayload`` / ``EVENT_TIME_ORDERING``: the greatest ordering wins."""
+
+    behaviour = "default"
+    strategy_id = _strategy("default")
+
+
+class EventTimeMerger(BuiltinMerger):
+    """``EventTimeAvroPayload``: as :class:`DefaultMerger` (Hudi 1.1 maps both alike)."""
+
+    behaviour = "event_time"
+    strategy_id = _strategy("event_time")
+
+
+class OverwriteNonDefaultsMerger(BuiltinMerger):
+    """``OverwriteNonDefaultsWithLatestAvroPayload``: latest write; its nulls keep old values."""
+
+    behaviour = "overwrite_non_defaults"
+    strategy_id = _strategy("overwrite_non_defaults")
+
+
+class PartialUpdateMerger(BuiltinMerger):
+    """``PartialUpdateAvroPayload``: greatest ordering; nulls filled from the other version."""
+
+    behaviour = "partial_update"
+    strategy_id = _strategy("partial_update")
+    associative = False
+
+
+class AWSDmsMerger(BuiltinMerger):
+    """``AWSDmsAvroPayload``: latest write; ``Op`` = ``D`` deletes."""
+
+    behaviour = "aws_dms"
+    strategy_id = _strategy("aws_dms")
+
+
+class MySqlDebeziumMerger(BuiltinMerger):
+    """``MySqlDebeziumAvroPayload``: greatest ``_event_seq`` (file, pos); op ``d`` deletes."""
+
+    behaviour = "mysql_debezium"
+    strategy_id = _strategy("mysql_debezium")
+
+
+class PostgresDebeziumMerger(BuiltinMerger):
+    """``PostgresDebeziumAvroPayload``: greatest ``_event_lsn``; op ``d`` deletes; TOAST fill."""
+
+    behaviour = "postgres_debezium"
+    strategy_id = _strategy("postgres_debezium")
+    associative = False
+
+
+BUILTIN_MERGERS: dict[str, type[BuiltinMerger]] = {
+    cls.behaviour: cls
+    for cls in (
+        OverwriteWithLatestMerger,
+        DefaultMerger,
+        EventTimeMerger,
+        OverwriteNonDefaultsMerger,
+        PartialUpdateMerger,
+        AWSDmsMerger,
+        MySqlDebeziumMerger,
+        PostgresDebeziumMerger,
+    )
+}
+
+
+@lru_cache(maxsize=32)
+def merger_for(spec: MergeSpec) -> RecordMerger:
+    """The merger instance a spec selects (built-in, or the CUSTOM class; cached)."""
+    if spec.behaviour is not None:
+        return BUILTIN_MERGERS[spec.behaviour]()
+    for path in spec.custom_classes:
+        cls = load_merger_class(path)
+        if cls.strategy_id == spec.strategy_id:
+            return cls()
+    raise ConfigError(
+        f"no class in '{WriteConfig.MERGE_CUSTOM_CLASSES.key}'={list(spec.custom_classes)} "
+        f"has strategy id {spec.strategy_id}"
+    )

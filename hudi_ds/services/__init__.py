@@ -1,0 +1,72 @@
+"""Table services: compaction, cleaning, rollback/savepoint/restore, archival.
+
+Each service works on a :class:`~hudi_ds.services.base.ServiceContext` (an opened table plus
+options)::
+
+    from hudi_ds.services import ServiceContext, compaction, clean, archival, rollback
+    ctx = ServiceContext.open("/data/trips", {"hoodie.cleaner.commits.retained": "5"})
+    c = compaction.schedule_compaction(ctx)        # C.compaction.requested, or None
+    compaction.run_compaction(ctx, c)              # base files + C.commit
+    clean.clean(ctx)                               # C.clean
+    archival.archive(ctx)                          # .hoodie/archived/.commits_.archive.N_...
+    rollback.rollback(ctx, "20250101000000000")    # R.rollback
+
+Writers run them after every commit (:data:`hudi_ds.write.client.POST_COMMIT_HOOKS`), as Hudi's
+write client does: inline compaction when ``hoodie.compact.inline`` is set, cleaning when
+``hoodie.clean.automatic`` (default true), archival when ``hoodie.archive.automatic`` (default
+true). A failing service never undoes the commit that triggered it; it is logged and retried
+after the next commit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from hudi_ds.config import ServiceConfig
+from hudi_ds.services import archival, clean, compaction, rollback
+from hudi_ds.services.base import ServiceContext
+from hudi_ds.table_config import TableConfig
+from hudi_ds.write import client as _client
+
+if TYPE_CHECKING:
+    from hudi_ds.timeline.instant import Instant
+    from hudi_ds.write.client import WriteClient
+
+log = logging.getLogger("hudi_ds.services")
+
+__all__ = [
+    "ServiceContext",
+    "archival",
+    "clean",
+    "compaction",
+    "rollback",
+    "run_post_commit_services",
+]
+
+
+def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
+    """The writer's post-commit table services: inline compaction, cleaning, archival."""
+    try:
+        config = TableConfig.load(client.storage)
+        if config.table_version != 6 or config.timeline_layout_version != 1:
+            return
+        ctx = ServiceContext(client.storage, config, client.options)
+        if config.is_mor:
+            compaction.run_inline_compaction(ctx)
+        if ctx.get(ServiceConfig.CLEAN_AUTOMATIC):
+            tl = ctx.timeline()
+            if clean.clean_due(ctx, tl) and clean.may_have_work(ctx, tl):
+                clean.clean(ctx, debris=clean.debris_possible(tl))
+        if ctx.get(ServiceConfig.ARCHIVE_AUTOMATIC):
+            archival.archive(ctx)
+    except Exception:
+        log.exception(
+            "a table service after commit %s failed (the commit stands; the service runs "
+            "again after the next commit)",
+            instant.requested_time,
+        )
+
+
+if run_post_commit_services not in _client.POST_COMMIT_HOOKS:
+    _client.POST_COMMIT_HOOKS.append(run_post_commit_services)

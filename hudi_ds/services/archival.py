@@ -1,0 +1,279 @@
+"""Archival: move old instants from the active timeline to the archived timeline (table v6).
+
+The active timeline is read by every query and every writer; archival keeps it short. As
+Hudi's ``HoodieTimelineArchiver`` (0.14) does it:
+
+* completed **commits** (commit, deltacommit, replacecommit) are archived once there are more
+  than ``hoodie.keep.max.commits`` of them, down to ``hoodie.keep.min.commits``, oldest first,
+  stopping at the first savepoint (unless ``hoodie.archive.beyond.savepoint``), at the oldest
+  pending write or compaction, at the earliest commit the last clean retained, and at a
+  replacecommit whose replaced files are not cleaned yet;
+* completed **clean** and **rollback** instants likewise by count, per action -- and always the
+  ones older than the first commit that stays (so the active timeline starts with a commit);
+* every file of an archived instant (requested, inflight, completed) becomes one
+  ``HoodieArchivedMetaEntry`` record (``actionState`` says which), written as an Avro data
+  block of a Hudi log file ``.hoodie/archived/.commits_.archive.<N>_<token>``; then the instant
+  files are deleted, the pending states of an instant before its completed file.
+
+Data files of archived instants stay: readers treat files older than the first active instant
+as committed (Java's ``containsOrBeforeTimelineStarts``; hudi-rs does the same). Time travel and
+incremental reads that reach archived instants fail with a clear error
+(:class:`~hudi_ds.errors.InstantNotFoundError`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import fastavro
+
+from hudi_ds.config import ServiceConfig
+from hudi_ds.log.block import BlockType, HeaderKey, encode_block
+from hudi_ds.services.base import ServiceContext
+from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.timeline.instant import (
+    CLEAN,
+    COMPACTION,
+    REPLACE_COMMIT,
+    ROLLBACK,
+    Instant,
+    State,
+)
+from hudi_ds.timeline.metadata import AVRO_MAGIC, CommitMetadata, avro_schema
+from hudi_ds.timeline.timeline import HOODIE_FOLDER, Timeline
+
+log = logging.getLogger("hudi_ds.services")
+
+__all__ = ["ArchiveResult", "archive", "instants_to_archive"]
+
+DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
+ARCHIVE_TOKEN = "1-0-1"
+_ARCHIVE_RE = re.compile(r"^\.commits_\.archive\.(\d+)(?:_.*)?$")
+
+
+@dataclass
+class ArchiveResult:
+    """What an archival did.
+
+    Attributes:
+        archived: requested times of the archived instants.
+        archive_file: the archive log file written (relative path), or None.
+        deleted: instant files deleted.
+    """
+
+    archived: list[str] = field(default_factory=list)
+    archive_file: str | None = None
+    deleted: list[str] = field(default_factory=list)
+
+
+def _first_data_instant(tl: Timeline) -> str | None:
+    for i in tl:
+        if i.action in (*DATA_ACTIONS, COMPACTION):
+            return i.requested_time
+    return None
+
+
+def _replaced_files_remain(ctx: ServiceContext, tl: Timeline, inst: Instant) -> bool:
+    md = tl.read_commit_metadata(inst)
+    replaced = md.replaced_file_ids()
+    if not replaced:
+        return False
+    view = FileSystemView(ctx.storage, ctx.config)
+    for p, ids in replaced.items():
+        for g in view.file_groups(p):
+            if g.file_id in ids and (g.base_files or g.log_files):
+                return True
+    return False
+
+
+def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list[Instant]:
+    """The completed instants an archival now would move (see the module docstring)."""
+    tl = tl if tl is not None else ctx.timeline()
+    hi = ctx.get(ServiceConfig.KEEP_MAX_COMMITS)
+    lo = ctx.get(ServiceConfig.KEEP_MIN_COMMITS)
+    out: list[Instant] = []
+    commits = list(tl.commits())
+    if len(commits) > hi:
+        limits = []
+        pending = [i for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)]
+        if pending:
+            limits.append(pending[0].requested_time)
+        saved = [sp.requested_time for sp in tl.savepoints() if sp.is_completed]
+        beyond = ctx.get(ServiceConfig.ARCHIVE_BEYOND_SAVEPOINT)
+        if saved and not beyond:
+            limits.append(min(saved))
+        for c in reversed(tl.completed().filter_actions(CLEAN)):
+            e = tl.read_clean_metadata(c).earliest_commit_to_retain
+            if e:
+                limits.append(e)
+                break
+        limit = min(limits) if limits else None
+        budget = len(commits) - lo
+        for c in commits:
+            if budget <= 0 or (limit is not None and c.requested_time >= limit):
+                break
+            if beyond and c.requested_time in saved:
+                continue
+            if c.action == REPLACE_COMMIT and _replaced_files_remain(ctx, tl, c):
+                break
+            out.append(c)
+            budget -= 1
+    kept = [c for c in commits if c not in out]
+    first_kept = min(
+        [c.requested_time for c in kept]
+        + [i.requested_time for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)],
+        default=None,
+    )
+    for action in (CLEAN, ROLLBACK):
+        done = list(tl.completed().filter_actions(action))
+        n_by_count = len(done) - lo if len(done) > hi else 0
+        for k, i in enumerate(done):
+            older = first_kept is not None and i.requested_time < first_kept
+            if k < n_by_count or (older and out):
+                out.append(i)
+    return sorted(out)
+
+
+# -- archive records ----------------------------------------------------------------------------
+
+
+@cache
+def _entry_schema_text() -> str:
+    path = resources.files("hudi_ds.timeline").joinpath("avro", "HoodieArchivedMetaEntry.avsc")
+    return json.dumps(json.loads(path.read_text(encoding="utf-8")))
+
+
+def _record(
+    ctx: ServiceContext, tl: Timeline, inst: Instant, state: State, origin: str
+) -> dict[str, Any]:
+    ts = inst.requested_time
+    rec: dict[str, Any] = {
+        "commitTime": ts,
+        "actionState": state.value,
+        "version": 1,
+        "stateTransitionTime": None,
+    }
+    if origin == COMPACTION and state is not State.COMPLETED:
+        rec["actionType"] = COMPACTION
+        rec["hoodieCompactionPlan"] = tl.read_compaction_plan(ts).to_avro()
+        return rec
+    action = inst.action
+    rec["actionType"] = action
+    if action in ("commit", "deltacommit"):
+        md = _commit_metadata(ctx, tl, ts, state)
+        if md is not None:
+            rec["hoodieCommitMetadata"] = md.to_avro_record()
+    elif action == REPLACE_COMMIT:
+        if state is State.COMPLETED:
+            md = _commit_metadata(ctx, tl, ts, state)
+            if md is not None:
+                md.is_replace = True
+                rec["hoodieReplaceCommitMetadata"] = md.to_avro_record()
+        elif state is State.INFLIGHT:
+            md = _commit_metadata(ctx, tl, ts, state)
+            if md is not None:
+                md.is_replace = False
+                md.partition_to_replace_file_ids = {}
+                rec["HoodieInflightReplaceMetadata"] = md.to_avro_record()
+        else:
+            data = _raw(ctx, tl, ts, state)
+            if data.startswith(AVRO_MAGIC):
+                rec["hoodieRequestedReplaceMetadata"] = tl.read_requested_replace(ts).to_avro()
+    elif action == CLEAN:
+        if state is State.COMPLETED:
+            rec["hoodieCleanMetadata"] = tl.read_clean_metadata(ts).to_avro()
+        else:
+            rec["hoodieCleanerPlan"] = tl.read_cleaner_plan(ts).to_avro()
+    elif action == ROLLBACK and state is State.COMPLETED:
+        rec["hoodieRollbackMetadata"] = tl.read_rollback_metadata(ts).to_avro()
+    return rec
+
+
+def _raw(ctx: ServiceContext, tl: Timeline, ts: str, state: State) -> bytes:
+    path = tl.file_paths(ts).get(state)
+    if path is None:
+        return b""
+    try:
+        return ctx.storage.read_bytes(path)
+    except FileNotFoundError:
+        return b""
+
+
+def _commit_metadata(
+    ctx: ServiceContext, tl: Timeline, ts: str, state: State
+) -> CommitMetadata | None:
+    data = _raw(ctx, tl, ts, state)
+    if not data.strip():
+        return None
+    return CommitMetadata.from_bytes(data)
+
+
+def _encode_entries(records: list[Mapping[str, Any]]) -> bytes:
+    schema = avro_schema("HoodieArchivedMetaEntry")
+    parts = [struct.pack(">ii", 3, len(records))]
+    for rec in records:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, schema, dict(rec))
+        parts.append(struct.pack(">i", len(buf.getvalue())))
+        parts.append(buf.getvalue())
+    return encode_block(
+        BlockType.AVRO_DATA, {HeaderKey.SCHEMA: _entry_schema_text()}, b"".join(parts)
+    )
+
+
+def _next_archive_file(ctx: ServiceContext) -> str:
+    folder = (
+        f"{HOODIE_FOLDER}/{ctx.config.get('hoodie.archivelog.folder', 'archived') or 'archived'}"
+    )
+    n = 0
+    for f in ctx.storage.list_files(folder):
+        m = _ARCHIVE_RE.match(f.name)
+        if m:
+            n = max(n, int(m.group(1)))
+    return f"{folder}/.commits_.archive.{n + 1}_{ARCHIVE_TOKEN}"
+
+
+def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
+    """Archive the instants :func:`instants_to_archive` selects.
+
+    Returns:
+        What was archived (nothing when the active timeline is short enough).
+    """
+    ctx.require_writable("archival")
+    tl = ctx.timeline()
+    chosen = instants_to_archive(ctx, tl)
+    if not chosen or dry_run:
+        return ArchiveResult([i.requested_time for i in chosen])
+    records: list[Mapping[str, Any]] = []
+    files: list[tuple[int, str]] = []
+    for inst in chosen:
+        ts = inst.requested_time
+        origin = tl.origin_action(ts) or inst.action
+        paths = tl.file_paths(ts)
+        for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):
+            if state in paths:
+                records.append(_record(ctx, tl, inst, state, origin))
+                files.append((state.rank, paths[state]))
+    target = _next_archive_file(ctx)
+    ctx.storage.write_atomic(target, _encode_entries(records))
+    deleted = []
+    # pending states first: an instant must never look pending after its completed file is gone
+    for _, path in sorted(files, key=lambda rp: rp[0]):
+        if ctx.storage.delete(path):
+            deleted.append(path)
+    log.info("archived %d instant(s) into %s", len(chosen), target)
+    return ArchiveResult([i.requested_time for i in chosen], target, deleted)
+
+
+def first_active_data_instant(tl: Timeline) -> str | None:
+    """The first commit-family instant of the active timeline (any state)."""
+    return _first_data_instant(tl)

@@ -1,0 +1,170 @@
+"""What every table service shares: the opened table, its options, instants and progress.
+
+A service works on a :class:`ServiceContext`: the table's storage and ``hoodie.properties``,
+the validated options (:class:`~hudi_ds.config.ServiceConfig` keys plus the write/read keys a
+user may pass along), a fresh timeline on demand, and helpers to allocate a new instant time and
+to report progress.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hudi_ds.config import (
+    Options,
+    ReadConfig,
+    ServiceConfig,
+    WriteConfig,
+    validate_service_options,
+)
+from hudi_ds.errors import TimelineError, UnsupportedError
+from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.instant import Instant, State, new_instant_time
+from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+
+log = logging.getLogger("hudi_ds.services")
+
+#: ``progress(done, total, what)`` -- called as long work advances (the CLI draws a bar).
+Progress = Callable[[int, int, str], None]
+
+
+def no_progress(done: int, total: int, what: str) -> None:
+    """The default progress callback: nothing."""
+
+
+@dataclass
+class ServiceContext:
+    """An opened table plus the options of a service run.
+
+    Attributes:
+        storage: the table's storage.
+        config: its ``hoodie.properties``.
+        options: validated options.
+        progress: progress callback for long work.
+    """
+
+    storage: Storage
+    config: TableConfig
+    options: Options = field(default_factory=Options)
+    progress: Progress = no_progress
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Storage,
+        options: Mapping[str, Any] | Options | None = None,
+        progress: Progress | None = None,
+    ) -> ServiceContext:
+        """Open the table at ``path`` and validate ``options``.
+
+        Raises:
+            TableNotFoundError: no Hudi table there.
+            ConfigError: an unknown ``hoodie.*`` key or an invalid value.
+        """
+        storage = path if isinstance(path, Storage) else Storage(str(path))
+        opts = options if isinstance(options, Options) else Options.of(options)
+        opts.validate(ServiceConfig, WriteConfig, ReadConfig)
+        validate_service_options(opts)
+        return cls(storage, TableConfig.load(storage), opts, progress or no_progress)
+
+    # -- timeline ---------------------------------------------------------------------------------
+    @property
+    def layout(self) -> int:
+        return self.config.timeline_layout_version
+
+    def timeline(self) -> Timeline:
+        """A fresh load of the active timeline."""
+        return Timeline.load(self.storage, self.layout, self.config.timeline_path)
+
+    def writer(self) -> TimelineWriter:
+        return TimelineWriter(self.storage, self.layout, self.config.timeline_path)
+
+    def require_writable(self, what: str) -> None:
+        """Services that write support table version 6 (timeline layout 1), as the writer does.
+
+        Raises:
+            UnsupportedError: for other table versions.
+        """
+        if self.config.table_version != 6 or self.layout != 1:
+            raise UnsupportedError(
+                f"{what} writes table version 6 (timeline layout 1); the table at "
+                f"{self.storage.base_uri} is version {self.config.table_version}"
+            )
+
+    def new_instant(
+        self, action: str, content: bytes = b"", timeline: Timeline | None = None
+    ) -> Instant:
+        """Create ``T.<action>.requested`` for a new, unique instant time T after every instant.
+
+        Returns:
+            The requested instant.
+        """
+        tl = timeline if timeline is not None else self.timeline()
+        last = tl.instants[-1].requested_time if len(tl) else None
+        writer = self.writer()
+        for _ in range(100):
+            ts = new_instant_time(after=last)
+            req = Instant(ts, action, State.REQUESTED)
+            if writer.create_requested(req, content):
+                return req
+            last = ts
+        raise TimelineError(f"could not allocate a unique instant time for a {action}")
+
+    def get(self, prop: Any) -> Any:
+        """The value of a :class:`ServiceConfig` option."""
+        return self.options.get(prop)
+
+
+def partition_of(rel_path: str) -> str:
+    """The partition path of a data file path (relative to the base path)."""
+    return rel_path.rpartition("/")[0]
+
+
+def file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def is_data_file(name: str) -> bool:
+    """A base file or a (non-CDC) log file name."""
+    if parse_base_file_name(name) is not None:
+        return True
+    lg = parse_log_file_name(name)
+    return lg is not None and lg.extension == "log"
+
+
+def rel_path(storage: Storage, path: str, partition: str | None = None) -> str:
+    """A data file path from a plan (full URI, absolute path or relative) relative to the table.
+
+    Hudi writes full paths into cleaner and rollback plans; ours carry full URIs too. When a
+    path is outside the table (the table was moved), ``partition`` + the file name is used.
+    """
+    for prefix in (storage.uri(), storage.full_path(), storage.base_uri):
+        p = prefix.rstrip("/") + "/"
+        if path.startswith(p):
+            return path[len(p) :]
+    for scheme in ("file://", "file:"):
+        if path.startswith(scheme):
+            return rel_path(storage, path[len(scheme) :], partition)
+    if "://" in path or path.startswith("/"):
+        name = file_name(path)
+        return f"{partition}/{name}" if partition else name
+    return path.lstrip("/")
+
+
+def delete_files(storage: Storage, paths: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Delete files (relative paths); returns ``(deleted, failed)``; missing files count as
+    deleted (a re-run after a crash finds them gone)."""
+    deleted, failed = [], []
+    for p in paths:
+        try:
+            storage.delete(p)
+            deleted.append(p)
+        except OSError as e:
+            log.warning("could not delete %s: %s", p, e)
+            failed.append(p)
+    return deleted, failed

@@ -1,0 +1,763 @@
+"""Compaction of MOR file slices: schedule a plan, execute it, complete it as a commit.
+
+Protocol (Hudi's, table version 6 / timeline layout 1)::
+
+    schedule:  C.compaction.requested   Avro HoodieCompactionPlan (one operation per file slice)
+    execute:   C.compaction.inflight    (empty), then per operation a new base file
+               <fileId>_<token>_C.parquet = the slice's base file + log blocks, merged
+    complete:  C.commit                 JSON commit metadata, compacted=true, operationType COMPACT
+
+* **Which slices** (the strategy, ``hoodie.compaction.strategy``): file slices with log files,
+  not already under a pending compaction, ordered by total log size
+  (``LogFileSizeBasedCompactionStrategy``, the default; slices below
+  ``hoodie.compaction.logfile.size.threshold`` are skipped) or log file count
+  (``LogFileNumBasedCompactionStrategy``, threshold ``hoodie.compaction.logfile.num.threshold``)
+  and cut once the IO budget ``hoodie.compaction.target.io`` (MB read + written, Hudi's
+  ``TOTAL_IO_MB`` metric) is spent; ``UnBoundedCompactionStrategy`` takes every slice.
+* **Merging** goes through the MOR reader (:func:`hudi_ds.table.reader.read_file_slice`), so a
+  compacted base file holds exactly what a snapshot read of the slice returned. Meta columns are
+  kept as Hudi keeps them: each record's ``_hoodie_commit_time`` / ``_hoodie_commit_seqno`` stay,
+  ``_hoodie_file_name`` becomes the new base file name.
+* **While pending**, writers name new log files of the planned file groups with base instant C
+  (``WriteClient`` maps them), and readers merge those logs into the slice being compacted
+  until ``C.commit`` exists; base files of C are invisible until then.
+* **Failures**: an execution that raises is rolled back at once (its files deleted, C back to
+  requested). A process killed mid-way leaves ``C.compaction.inflight``; the next
+  :func:`run_compaction` (or the next write with inline compaction) rolls that attempt back --
+  recorded as a rollback instant, as Hudi does -- and executes the plan again.
+  :func:`unschedule_compaction` drops a plan altogether (renaming log files written on top of it
+  back into the previous slice).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from hudi_ds.config import ServiceConfig, WriteConfig, compaction_strategy_class
+from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TimelineError, UnsupportedError
+from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
+from hudi_ds.layout.naming import (
+    base_file_name,
+    log_file_name,
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
+from hudi_ds.services.base import Progress, ServiceContext, partition_of
+from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import FileSystemView, Visibility
+from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
+from hudi_ds.table.table import HudiTable
+from hudi_ds.timeline.instant import COMPACTION, Instant, State
+from hudi_ds.timeline.metadata import (
+    CommitMetadata,
+    CompactionOperation,
+    CompactionPlan,
+    CompactionStrategy,
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
+    RuntimeStats,
+    WriteStat,
+)
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.write.handles import write_base_file
+from hudi_ds.write.markers import create_marker, delete_markers, marked_files
+
+log = logging.getLogger("hudi_ds.services")
+
+__all__ = [
+    "CompactionJob",
+    "CompactionResult",
+    "compaction_due",
+    "execute_operation",
+    "finish_compaction",
+    "plan_compaction",
+    "prepare_compaction",
+    "rollback_inflight_compaction",
+    "run_compaction",
+    "run_inline_compaction",
+    "schedule_compaction",
+    "unschedule_compaction",
+]
+
+FILE_NAME = "_hoodie_file_name"
+RECORD_KEY = "_hoodie_record_key"
+MB = 1 << 20
+#: Hudi's default ``hoodie.parquet.max.file.size`` (written size assumed for a log-only slice)
+DEFAULT_BASE_FILE_SIZE = 120 * MB
+WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
+
+# metric names of HoodieCompactionOperation.metrics (Java CompactionStrategy)
+TOTAL_IO_READ_MB = "TOTAL_IO_READ_MB"
+TOTAL_IO_WRITE_MB = "TOTAL_IO_WRITE_MB"
+TOTAL_IO_MB = "TOTAL_IO_MB"
+TOTAL_LOG_FILE_SIZE = "TOTAL_LOG_FILES_SIZE"
+TOTAL_LOG_FILES = "TOTAL_LOG_FILES"
+
+
+# -- scheduling ---------------------------------------------------------------------------------
+
+
+def _pending_writes(tl: Timeline, before: str | None = None) -> list[Instant]:
+    return [
+        i
+        for i in tl.pending().filter_actions(*WRITE_ACTIONS)
+        if before is None or i.requested_time < before
+    ]
+
+
+def _file_groups_in_pending_compaction(tl: Timeline) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for c in tl.pending_compactions():
+        for op in tl.read_compaction_plan(c).operations or []:
+            out.add((op.partition_path or "", op.file_id or ""))
+    return out
+
+
+def _metrics(fslice: FileSlice) -> dict[str, float]:
+    log_size = sum(lf.size for lf in fslice.log_files)
+    base_size = fslice.base_file.size if fslice.base_file is not None else 0
+    read_mb = (base_size + log_size) / MB
+    write_mb = (base_size if base_size > 0 else DEFAULT_BASE_FILE_SIZE) / MB
+    return {
+        TOTAL_IO_READ_MB: float(read_mb),
+        TOTAL_IO_WRITE_MB: float(write_mb),
+        TOTAL_IO_MB: float(read_mb + write_mb),
+        TOTAL_LOG_FILE_SIZE: float(log_size),
+        TOTAL_LOG_FILES: float(len(fslice.log_files)),
+    }
+
+
+def _operation(fslice: FileSlice) -> CompactionOperation:
+    return CompactionOperation(
+        base_instant_time=fslice.base_instant_time,
+        delta_file_paths=[lf.name.name for lf in fslice.sorted_log_files()],
+        data_file_path=fslice.base_file.name.name if fslice.base_file is not None else None,
+        file_id=fslice.file_id,
+        partition_path=fslice.partition_path,
+        metrics=_metrics(fslice),
+        bootstrap_file_path=None,
+    )
+
+
+def _apply_strategy(
+    ops: list[CompactionOperation], ctx: ServiceContext
+) -> list[CompactionOperation]:
+    """Order and cut the candidate operations as the configured Hudi strategy does."""
+    strategy = ctx.get(ServiceConfig.COMPACTION_STRATEGY)
+    m = lambda op, k: (op.metrics or {}).get(k, 0.0)  # noqa: E731
+    if strategy == "LogFileSizeBasedCompactionStrategy":
+        threshold = ctx.get(ServiceConfig.COMPACTION_LOG_SIZE_THRESHOLD)
+        ops = [op for op in ops if m(op, TOTAL_LOG_FILE_SIZE) >= threshold]
+        ops.sort(key=lambda op: -m(op, TOTAL_LOG_FILE_SIZE))
+    elif strategy == "LogFileNumBasedCompactionStrategy":
+        threshold = ctx.get(ServiceConfig.COMPACTION_LOG_NUM_THRESHOLD)
+        ops = [op for op in ops if m(op, TOTAL_LOG_FILES) >= threshold]
+        ops.sort(key=lambda op: -m(op, TOTAL_LOG_FILES))
+    if strategy == "UnBoundedCompactionStrategy":
+        return ops
+    budget = float(ctx.get(ServiceConfig.COMPACTION_TARGET_IO_MB))
+    out = []
+    for op in ops:  # BoundedIOCompactionStrategy: the operation that crosses the budget is kept
+        out.append(op)
+        budget -= m(op, TOTAL_IO_MB)
+        if budget <= 0:
+            break
+    return out
+
+
+def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> CompactionPlan:
+    """The plan a compaction scheduled now would carry (nothing is written).
+
+    Takes the latest visible slice of every live file group that has log files and is not
+    under a pending compaction, then applies the strategy (module docstring).
+    """
+    tl = tl if tl is not None else ctx.timeline()
+    table = HudiTable(ctx.storage)
+    vis = table.visibility()
+    busy = _file_groups_in_pending_compaction(tl)
+    view = FileSystemView(ctx.storage, ctx.config)
+    ops = []
+    for p in view.partitions():
+        for s in view.latest_file_slices(p, vis):
+            if (p, s.file_id) in busy or not s.log_files:
+                continue
+            ops.append(_operation(s))
+    strategy = ctx.get(ServiceConfig.COMPACTION_STRATEGY)
+    return CompactionPlan(
+        operations=_apply_strategy(ops, ctx),
+        extra_metadata=None,
+        version=2,
+        strategy=CompactionStrategy(
+            compactor_class_name=compaction_strategy_class(strategy),
+            strategy_params={
+                "hoodie.compaction.target.io": str(ctx.get(ServiceConfig.COMPACTION_TARGET_IO_MB))
+            },
+            version=1,
+        ),
+        preserve_hoodie_metadata=True,
+        missing_schedule_partitions=None,
+    )
+
+
+def schedule_compaction(ctx: ServiceContext) -> str | None:
+    """Schedule a compaction: write ``C.compaction.requested`` with the strategy's plan.
+
+    Returns:
+        The compaction instant C, or None when no file slice needs compacting.
+
+    Raises:
+        UnsupportedError: not a MOR table of version 6.
+        TimelineError: a write is in flight (its log files could miss the plan and be lost to
+            the compacted slice); run again after it finished or was rolled back.
+    """
+    ctx.require_writable("compaction")
+    if not ctx.config.is_mor:
+        raise UnsupportedError(
+            f"compaction needs a MERGE_ON_READ table; {ctx.config.table_name} is "
+            f"{ctx.config.table_type}"
+        )
+    tl = ctx.timeline()
+    pending = _pending_writes(tl)
+    if pending:
+        raise TimelineError(
+            "cannot schedule a compaction while writes are pending: "
+            f"{', '.join(i.requested_time for i in pending)} (a write still running, or a "
+            "failed one the next write will roll back)"
+        )
+    plan = plan_compaction(ctx, tl)
+    if not plan.operations:
+        return None
+    req = ctx.new_instant(COMPACTION, plan.to_bytes(), tl)
+    c = req.requested_time
+    # a writer that started meanwhile with an earlier instant may not have seen the plan
+    late = _pending_writes(ctx.timeline(), before=c)
+    if late:
+        ctx.writer().delete_instant_files(req)
+        raise TimelineError(
+            f"a write ({late[0].requested_time}) started while compaction {c} was being "
+            "scheduled; the plan was withdrawn, try again"
+        )
+    log.info("scheduled compaction %s of %d file slice(s)", c, len(plan.operations))
+    return c
+
+
+# -- execution ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompactionJob:
+    """What executing the operations of compaction ``instant`` needs (small, picklable).
+
+    Attributes:
+        storage: the table's storage.
+        instant: the compaction instant C.
+        operations: the plan's operations, in plan order.
+        visibility: the instants whose log blocks count (completed before C).
+        context: merge context (schema as of C, keys, ordering field, merge mode).
+        codec: Parquet codec of the new base files.
+        attempt: attempt number (part of the write tokens, so retries never clash).
+    """
+
+    storage: Storage
+    instant: str
+    operations: tuple[CompactionOperation, ...]
+    visibility: Visibility
+    context: SliceReadContext
+    codec: str
+    attempt: int = 0
+
+
+@dataclass
+class CompactionResult:
+    """What a completed compaction did.
+
+    Attributes:
+        instant: the compaction instant (completed as ``C.commit``).
+        operations: file slices compacted.
+        rows: rows written into the new base files.
+        bytes_written: size of the new base files.
+        log_files: log files compacted.
+        seconds: wall time of the execution (without scheduling).
+    """
+
+    instant: str
+    operations: int = 0
+    rows: int = 0
+    bytes_written: int = 0
+    log_files: int = 0
+    seconds: float = 0.0
+    stats: list[WriteStat] = field(default_factory=list)
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+
+def _schema_before(tl: Timeline, instant: str, table: HudiTable) -> pa.Schema:
+    for inst in reversed(tl.commits()):
+        if inst.requested_time >= instant:
+            continue
+        schema = tl.read_commit_metadata(inst).schema
+        if schema:
+            out = avro_to_arrow_schema(schema)
+            return with_meta_fields(out) if table.config.populate_meta_fields else out
+    return table.schema
+
+
+def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> CompactionJob:
+    """Read the plan of pending compaction ``instant`` and build its job (driver side).
+
+    Raises:
+        InstantNotFoundError: no pending compaction ``instant``.
+    """
+    tl = ctx.timeline()
+    inst = tl.get(instant)
+    if inst is None or inst.is_completed or inst.action != COMPACTION:
+        raise InstantNotFoundError(f"no pending compaction {instant} on the timeline")
+    plan = tl.read_compaction_plan(instant)
+    table = HudiTable(ctx.storage, ctx.options.raw)  # options may name CUSTOM merger classes
+    vis = table.visibility(as_of=instant)
+    base_ctx = table._read_context()
+    read_ctx = dataclasses.replace(base_ctx, schema=_schema_before(tl, instant, table))
+    return CompactionJob(
+        storage=ctx.storage,
+        instant=instant,
+        operations=tuple(plan.operations or ()),
+        visibility=vis,
+        context=read_ctx,
+        codec=ctx.options.get(WriteConfig.PARQUET_CODEC),
+        attempt=attempt,
+    )
+
+
+def _slice_of(storage: Storage, op: CompactionOperation) -> FileSlice:
+    partition = op.partition_path or ""
+    fid = op.file_id or ""
+
+    def info(rel: str) -> int:
+        fi = storage.info(rel)
+        if fi is None:
+            raise CorruptFileError(
+                f"compaction needs {storage.full_path(rel)}, which does not exist"
+            )
+        return fi.size
+
+    base = None
+    if op.data_file_path:
+        rel = op.base_file_rel_path or ""
+        parsed = parse_base_file_name(rel.rsplit("/", 1)[-1])
+        if parsed is None:
+            raise CorruptFileError(f"compaction plan names a bad base file {rel!r}")
+        base = BaseFile(rel, parsed, info(rel))
+    logs = []
+    for rel in op.log_file_rel_paths:
+        parsed_log = parse_log_file_name(rel.rsplit("/", 1)[-1])
+        if parsed_log is None:
+            raise CorruptFileError(f"compaction plan names a bad log file {rel!r}")
+        logs.append(LogFile(rel, parsed_log, info(rel)))
+    fs = FileSlice(partition, fid, op.base_instant_time or "", base, logs)
+    fs.log_files = fs.sorted_log_files()
+    return fs
+
+
+def execute_operation(job: CompactionJob, index: int, token: str | None = None) -> WriteStat:
+    """Compact one file slice of the plan into a new base file (runs on executors).
+
+    Args:
+        job: the prepared job.
+        index: position of the operation in ``job.operations`` (part of the write token).
+        token: the write token of the new base file (default ``<index>-<attempt>-<index>``;
+            the Spark runner passes the task attempt's, so retried tasks never clash).
+
+    Returns:
+        The write stat of the new base file.
+    """
+    op = job.operations[index]
+    storage = job.storage
+    t0 = time.perf_counter()
+    fslice = _slice_of(storage, op)
+    stats = ReadStats()
+    rows = read_file_slice(storage, fslice, job.visibility, job.context, stats)
+    t_scan = time.perf_counter() - t0
+    token = token or f"{index}-{job.attempt + 1}-{index}"
+    name = base_file_name(fslice.file_id, token, job.instant)
+    rel = f"{fslice.partition_path}/{name}" if fslice.partition_path else name
+    idx = rows.schema.get_field_index(FILE_NAME)
+    if idx >= 0:
+        rows = rows.set_column(
+            idx, rows.schema.field(idx), pa.repeat(pa.scalar(name, pa.string()), rows.num_rows)
+        )
+    create_marker(storage, job.instant, rel, "CREATE")
+    t1 = time.perf_counter()
+    size = write_base_file(storage, rel, rows, job.codec)
+    t_write = time.perf_counter() - t1
+    log_size = sum(lf.size for lf in fslice.log_files)
+    return WriteStat(
+        file_id=fslice.file_id,
+        path=rel,
+        prev_commit=op.base_instant_time,
+        num_writes=rows.num_rows,
+        num_update_writes=rows.num_rows,
+        total_write_bytes=size,
+        partition_path=fslice.partition_path,
+        total_log_records=0,
+        total_log_files=len(fslice.log_files),
+        total_updated_records_compacted=rows.num_rows,
+        total_log_blocks=stats.log_blocks,
+        total_corrupt_log_block=stats.corrupt_blocks,
+        total_rollback_blocks=stats.rolled_back_blocks,
+        file_size_in_bytes=size,
+        prev_base_file=fslice.base_file.name.name if fslice.base_file is not None else None,
+        runtime_stats=RuntimeStats(
+            total_scan_time=int(t_scan * 1000),
+            total_create_time=int(t_write * 1000),
+            total_upsert_time=0,
+        ),
+        total_log_files_compacted=len(fslice.log_files),
+        total_log_size_compacted=log_size,
+    )
+
+
+def finish_compaction(
+    ctx: ServiceContext, job: CompactionJob, stats: Sequence[WriteStat]
+) -> Instant:
+    """Complete compaction ``job.instant``: drop files of failed attempts, write ``C.commit``.
+
+    Returns:
+        The completed instant (``commit``).
+    """
+    storage = ctx.storage
+    keep = {s.path for s in stats}
+    for path in marked_files(storage, job.instant):
+        if path not in keep:
+            storage.delete(path)
+    md = CommitMetadata(operation_type="COMPACT", compacted=True)
+    for s in stats:
+        md.partition_to_write_stats.setdefault(s.partition_path or "", []).append(s)
+    md.extra_metadata["schema"] = _data_schema_json(ctx, job)
+    done = ctx.writer().complete(
+        Instant(job.instant, COMPACTION, State.INFLIGHT), md.to_bytes(ctx.layout)
+    )
+    delete_markers(storage, job.instant)
+    return done
+
+
+def _data_schema_json(ctx: ServiceContext, job: CompactionJob) -> str:
+    tl = ctx.timeline()
+    for inst in reversed(tl.commits()):
+        if inst.requested_time < job.instant:
+            schema = tl.read_commit_metadata(inst).schema
+            if schema:
+                return schema
+    return ctx.config.create_schema or ""
+
+
+def rollback_inflight_compaction(
+    ctx: ServiceContext, instant: str, record: bool = True
+) -> list[str]:
+    """Undo a failed attempt of compaction ``instant``: delete its files, back to requested.
+
+    With ``record`` a rollback instant names the attempt (``R.rollback`` with
+    ``instantToRollback = {C, compaction}``), as Hudi records it.
+
+    Returns:
+        The deleted files (relative paths).
+    """
+    storage = ctx.storage
+    tl = ctx.timeline()
+    inst = tl.get(instant)
+    if inst is None or inst.is_completed or inst.action != COMPACTION:
+        raise InstantNotFoundError(f"no pending compaction {instant} on the timeline")
+    files = set(marked_files(storage, instant))
+    plan = tl.read_compaction_plan(instant)
+    view = FileSystemView(storage, ctx.config)
+    for op in plan.operations or []:
+        for g in view.file_groups(op.partition_path or ""):
+            if g.file_id == op.file_id:
+                files.update(b.path for b in g.base_files if b.instant_time == instant)
+    writer = ctx.writer()
+    rb_req: Instant | None = None
+    if record and (files or inst.is_inflight):
+        by_part: dict[str, list[str]] = {}
+        for f in sorted(files):
+            by_part.setdefault(partition_of(f), []).append(storage.uri(f))
+        rplan = RollbackPlan(
+            instant_to_rollback=InstantInfo(commit_time=instant, action=COMPACTION),
+            rollback_requests=[
+                RollbackRequest(partition_path=p, files_to_be_deleted=fs)
+                for p, fs in sorted(by_part.items())
+            ],
+            version=1,
+        )
+        rb_req = ctx.new_instant("rollback", rplan.to_bytes(), tl)
+        writer.transition_to_inflight(rb_req)
+    t0 = time.perf_counter()
+    deleted = sorted(files)
+    for f in deleted:
+        storage.delete(f)  # already gone after an earlier, interrupted rollback: fine
+    delete_markers(storage, instant)
+    if inst.is_inflight:
+        writer.revert_to_requested(inst)
+    if rb_req is not None:
+        parts: dict[str, RollbackPartitionMetadata] = {}
+        for f in deleted:
+            p = partition_of(f)
+            parts.setdefault(p, RollbackPartitionMetadata(partition_path=p))
+            parts[p].success_delete_files.append(storage.uri(f))
+        md = RollbackMetadata(
+            start_rollback_time=rb_req.requested_time,
+            time_taken_in_millis=int((time.perf_counter() - t0) * 1000),
+            total_files_deleted=len(deleted),
+            commits_rollback=[instant],
+            partition_metadata=parts,
+            version=1,
+            instants_rollback=[InstantInfo(commit_time=instant, action=COMPACTION)],
+        )
+        writer.complete(Instant(rb_req.requested_time, "rollback", State.INFLIGHT), md.to_bytes())
+    log.info("rolled back the failed attempt of compaction %s (%d files)", instant, len(deleted))
+    return deleted
+
+
+def _attempts(ctx: ServiceContext, instant: str) -> int:
+    """How many attempts of ``instant`` were rolled back before (for unique write tokens)."""
+    tl = ctx.timeline()
+    n = 0
+    for r in tl.completed().filter_actions("rollback"):
+        try:
+            if instant in tl.read_rollback_metadata(r).rolled_back_instants:
+                n += 1
+        except CorruptFileError:
+            continue
+    return n
+
+
+def run_compaction(
+    ctx: ServiceContext,
+    instant: str | None = None,
+    *,
+    executor: Callable[[CompactionJob], list[WriteStat]] | None = None,
+) -> list[CompactionResult]:
+    """Execute pending compactions (``instant``, or all of them, oldest first).
+
+    A compaction left inflight by a failed or killed attempt is rolled back first, then run
+    again. ``executor`` runs the operations of a job (default: here, one after the other;
+    :mod:`hudi_ds.spark.compaction` passes one that runs them as Spark tasks).
+
+    Returns:
+        One result per completed compaction.
+
+    Raises:
+        InstantNotFoundError: ``instant`` is not a pending compaction.
+    """
+    ctx.require_writable("compaction")
+    tl = ctx.timeline()
+    if instant is not None:
+        inst = tl.get(instant)
+        if inst is None or inst.action != COMPACTION or inst.is_completed:
+            done = inst is not None and tl.origin_action(instant) == COMPACTION
+            raise InstantNotFoundError(
+                f"compaction {instant} is already completed"
+                if done
+                else f"no pending compaction {instant} on the timeline"
+            )
+        todo = [inst]
+    else:
+        todo = list(tl.pending_compactions())
+    results = []
+    for inst in todo:
+        results.append(_run_one(ctx, inst, executor))
+    return results
+
+
+def _run_one(
+    ctx: ServiceContext,
+    inst: Instant,
+    executor: Callable[[CompactionJob], list[WriteStat]] | None,
+) -> CompactionResult:
+    c = inst.requested_time
+    if inst.is_inflight:
+        log.warning("compaction %s was left inflight by a failed attempt; retrying it", c)
+        rollback_inflight_compaction(ctx, c)
+    attempt = _attempts(ctx, c)
+    job = prepare_compaction(ctx, c, attempt)
+    writer = ctx.writer()
+    writer.transition_to_inflight(Instant(c, COMPACTION, State.REQUESTED))
+    t0 = time.perf_counter()
+    try:
+        stats = (executor or _run_locally(ctx.progress))(job)
+        done = finish_compaction(ctx, job, stats)
+    except BaseException:
+        log.error("compaction %s failed; rolling the attempt back", c)
+        try:
+            rollback_inflight_compaction(ctx, c)
+        except Exception:  # pragma: no cover - the next run retries the rollback
+            log.exception("rolling back compaction %s failed", c)
+        raise
+    seconds = time.perf_counter() - t0
+    res = CompactionResult(
+        instant=done.requested_time,
+        operations=len(stats),
+        rows=sum(s.num_writes for s in stats),
+        bytes_written=sum(s.file_size_in_bytes for s in stats),
+        log_files=sum(s.total_log_files_compacted for s in stats),
+        seconds=seconds,
+        stats=list(stats),
+    )
+    log.info(
+        "compaction %s: %d slices, %d rows in %.2fs (%.0f rows/s)",
+        c,
+        res.operations,
+        res.rows,
+        seconds,
+        res.rows_per_second,
+    )
+    return res
+
+
+def _run_locally(progress: Progress) -> Callable[[CompactionJob], list[WriteStat]]:
+    """Run the operations on a small thread pool (Arrow and Parquet release the GIL)."""
+
+    def run(job: CompactionJob) -> list[WriteStat]:
+        n = len(job.operations)
+        workers = max(1, min(n, os.cpu_count() or 1, 8))
+        out: list[WriteStat | None] = [None] * n
+        if workers == 1:
+            for i in range(n):
+                out[i] = execute_operation(job, i)
+                progress(i + 1, n, f"compaction {job.instant}")
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="hudi-compaction") as pool:
+                futures = {pool.submit(execute_operation, job, i): i for i in range(n)}
+                for done, fut in enumerate(as_completed(futures), start=1):
+                    out[futures[fut]] = fut.result()
+                    progress(done, n, f"compaction {job.instant}")
+        return [s for s in out if s is not None]
+
+    return run
+
+
+# -- unscheduling -------------------------------------------------------------------------------
+
+
+def unschedule_compaction(ctx: ServiceContext, instant: str) -> list[tuple[str, str]]:
+    """Drop pending compaction ``instant``: roll back any attempt, delete its plan, and move log
+    files written on top of it (named with base instant C) back into the previous file slice.
+
+    Returns:
+        ``(old, new)`` relative paths of the renamed log files.
+    """
+    ctx.require_writable("compaction")
+    tl = ctx.timeline()
+    inst = tl.get(instant)
+    if inst is None or inst.action != COMPACTION or inst.is_completed:
+        raise InstantNotFoundError(f"no pending compaction {instant} on the timeline")
+    pending = _pending_writes(tl)
+    if pending:
+        raise TimelineError(
+            f"cannot unschedule compaction {instant} while writes are pending: "
+            f"{', '.join(i.requested_time for i in pending)}"
+        )
+    if inst.is_inflight:
+        rollback_inflight_compaction(ctx, instant)
+    plan = tl.read_compaction_plan(instant)
+    storage = ctx.storage
+    view = FileSystemView(storage, ctx.config)
+    renamed: list[tuple[str, str]] = []
+    for op in plan.operations or []:
+        partition, fid, prev = op.partition_path or "", op.file_id or "", op.base_instant_time
+        if not prev:
+            continue
+        for g in view.file_groups(partition):
+            if g.file_id != fid:
+                continue
+            top = max((lf.name.version for lf in g.log_files if lf.instant_time == prev), default=0)
+            moving = sorted(
+                (lf for lf in g.log_files if lf.instant_time == instant), key=LogFile.sort_key
+            )
+            for k, lf in enumerate(moving, start=1):
+                new_name = log_file_name(fid, prev, top + k, lf.name.write_token or "0-0-0")
+                dst = f"{partition}/{new_name}" if partition else new_name
+                storage.rename(lf.path, dst)
+                renamed.append((lf.path, dst))
+    ctx.writer().delete_instant_files(Instant(instant, COMPACTION, State.REQUESTED))
+    log.info("unscheduled compaction %s (%d log files moved back)", instant, len(renamed))
+    return renamed
+
+
+# -- inline compaction ---------------------------------------------------------------------------
+
+
+def compaction_due(ctx: ServiceContext, tl: Timeline | None = None) -> bool:
+    """Whether the inline trigger (``hoodie.compact.inline.trigger.strategy``) is met.
+
+    Counts completed delta commits after the latest compaction (completed or pending) -- or
+    since the first delta commit when there was none -- and/or the seconds since then.
+    """
+    tl = tl if tl is not None else ctx.timeline()
+    compactions = [i for i in tl if tl.origin_action(i.requested_time) == COMPACTION]
+    last = compactions[-1].requested_time if compactions else None
+    deltas = [
+        i
+        for i in tl.completed().filter_actions("deltacommit")
+        if last is None or i.requested_time > last
+    ]
+    num = len(deltas)
+    ref = last or (deltas[0].requested_time if deltas else None)
+    elapsed = 0.0
+    if ref is not None:
+        from hudi_ds.timeline.instant import instant_time_to_datetime
+
+        try:
+            start = instant_time_to_datetime(ref, ctx.config.timeline_timezone)
+            elapsed = time.time() - start.timestamp()
+        except ValueError:
+            elapsed = 0.0
+    num_ok = num >= ctx.get(ServiceConfig.COMPACT_MAX_DELTA_COMMITS)
+    time_ok = num > 0 and elapsed >= ctx.get(ServiceConfig.COMPACT_MAX_DELTA_SECONDS)
+    strategy = ctx.get(ServiceConfig.COMPACT_TRIGGER_STRATEGY)
+    return {
+        "NUM_COMMITS": num_ok,
+        "TIME_ELAPSED": time_ok,
+        "NUM_AND_TIME": num_ok and time_ok,
+        "NUM_OR_TIME": num_ok or time_ok,
+    }[strategy]
+
+
+def run_inline_compaction(ctx: ServiceContext) -> list[CompactionResult]:
+    """The post-commit compaction of a writer (``hoodie.compact.inline`` /
+    ``hoodie.compact.schedule.inline``): retry pending compactions, then schedule (and run)
+    a new one when the trigger is met."""
+    inline = ctx.get(ServiceConfig.COMPACT_INLINE)
+    schedule_only = ctx.get(ServiceConfig.COMPACT_SCHEDULE_INLINE)
+    if not ctx.config.is_mor or not (inline or schedule_only):
+        return []
+    results: list[CompactionResult] = []
+    if inline:
+        results += run_compaction(ctx)
+    tl = ctx.timeline()
+    if not compaction_due(ctx, tl):
+        return results
+    if _pending_writes(tl):
+        log.info("inline compaction skipped: writes are pending")
+        return results
+    c = schedule_compaction(ctx)
+    if c is not None and inline:
+        results += run_compaction(ctx, c)
+    return results
+
+
+def compaction_plans(tl: Timeline) -> dict[str, CompactionPlan]:
+    """Plans of the pending compactions."""
+    return {c.requested_time: tl.read_compaction_plan(c) for c in tl.pending_compactions()}

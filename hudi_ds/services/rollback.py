@@ -1,0 +1,456 @@
+"""Rollback of completed instants on request, savepoints, and restore to a savepoint.
+
+Failed (pending) writes are rolled back automatically before the next write
+(:mod:`hudi_ds.write.rollback`); this module undoes *completed* ones, as Hudi's
+``rollback <instant>`` does:
+
+1. ``R.rollback.requested`` -- Avro ``HoodieRollbackPlan`` naming T and, per file group, the
+   files T wrote (``filesToBeDeleted``) and log files that also hold other instants' blocks
+   (``logBlocksToBeDeleted``: they get a ROLLBACK command block instead);
+2. ``R.rollback.inflight``;
+3. T's completed file is deleted first: readers stop seeing T at once, and from here on T is
+   a pending instant, so a crash is finished by the next writer (which resumes R with its plan);
+4. T's files are deleted, command blocks written, T's remaining instant files deleted;
+5. ``R.rollback`` -- Avro ``HoodieRollbackMetadata``.
+
+Only the latest completed data instant can be rolled back (roll back later ones first, or
+restore), never one that a savepoint keeps, and a COW commit or compaction only while the file
+versions it replaced still exist.
+
+Savepoints (``T.savepoint``, Avro ``HoodieSavepointMetadata``: the latest file slices as of T)
+keep T's files from the cleaner and T from archival; :func:`restore` rolls back every instant
+after a savepoint, newest first (``R.restore.requested`` / ``.inflight`` / ``R.restore``, Avro
+``HoodieRestorePlan`` / ``HoodieRestoreMetadata``).
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import time
+from dataclasses import dataclass, field
+
+from hudi_ds.errors import InstantNotFoundError, TimelineError, UnsupportedError
+from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.log.reader import scan_log_bytes
+from hudi_ds.services.base import ServiceContext, file_name, partition_of
+from hudi_ds.services.compaction import rollback_inflight_compaction
+from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table.table import HudiTable
+from hudi_ds.timeline.instant import (
+    COMPACTION,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    Instant,
+    State,
+)
+from hudi_ds.timeline.metadata import (
+    InstantInfo,
+    RestoreMetadata,
+    RestorePlan,
+    RollbackMetadata,
+    RollbackPlan,
+    RollbackRequest,
+    SavepointMetadata,
+    SavepointPartitionMetadata,
+)
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.write.rollback import (
+    _rollback,
+    rollback_failed_writes,
+    rollback_instant,
+)
+
+log = logging.getLogger("hudi_ds.services")
+
+__all__ = [
+    "RollbackResult",
+    "create_savepoint",
+    "delete_savepoint",
+    "restore",
+    "rollback",
+]
+
+DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
+
+
+@dataclass
+class RollbackResult:
+    """What a rollback did.
+
+    Attributes:
+        instant: the instant rolled back.
+        action: its action (``compaction`` for a compaction commit).
+        rollback_instant: the rollback instant R (None for an unscheduled compaction plan).
+        deleted: files deleted (relative paths).
+        command_logs: log files written with a ROLLBACK command block.
+    """
+
+    instant: str
+    action: str
+    rollback_instant: str | None
+    deleted: list[str] = field(default_factory=list)
+    command_logs: list[str] = field(default_factory=list)
+
+
+# -- rollback of a completed instant ---------------------------------------------------------------
+
+
+def _only_instant(blocks_instants: set[str], target: str) -> bool:
+    return blocks_instants <= {target}
+
+
+def _requests(ctx: ServiceContext, tl: Timeline, target: Instant) -> list[RollbackRequest]:
+    """Per file group: the files ``target`` wrote, and shared log files needing a command block."""
+    storage = ctx.storage
+    ts = target.requested_time
+    md = tl.read_commit_metadata(target)
+    groups: dict[tuple[str, str], RollbackRequest] = {}
+    paths: set[str] = set()
+    for st in md.write_stats():
+        part = st.partition_path or ""
+        if st.path:
+            paths.add(st.path)
+        for name in st.log_files or []:
+            paths.add(f"{part}/{name}" if part else name)
+    view = FileSystemView(storage, ctx.config)
+    for p in view.partitions():  # base files carrying T in their name (e.g. a COW commit)
+        for g in view.file_groups(p):
+            paths.update(b.path for b in g.base_files if b.instant_time == ts)
+    for path in sorted(paths):
+        info = storage.info(path)
+        if info is None:
+            continue
+        name = file_name(path)
+        part = partition_of(path)
+        base = parse_base_file_name(name)
+        lg = parse_log_file_name(name)
+        fid = base.file_id if base is not None else (lg.file_id if lg is not None else "")
+        req = groups.setdefault(
+            (part, fid),
+            RollbackRequest(
+                partition_path=part,
+                file_id=fid,
+                latest_base_instant=lg.instant_time if lg is not None else ts,
+                files_to_be_deleted=[],
+                log_blocks_to_be_deleted={},
+            ),
+        )
+        if lg is not None:
+            scan = scan_log_bytes(storage.read_bytes(path), path)
+            instants = {b.instant_time for b in scan.blocks if b.instant_time}
+            if not _only_instant(instants, ts):
+                assert req.log_blocks_to_be_deleted is not None
+                req.log_blocks_to_be_deleted[storage.uri(path)] = info.size
+                continue
+        req.files_to_be_deleted.append(storage.uri(path))
+    return [groups[k] for k in sorted(groups)]
+
+
+def _check_rollback(ctx: ServiceContext, tl: Timeline, inst: Instant) -> None:
+    ts = inst.requested_time
+    if any(sp.requested_time == ts for sp in tl.savepoints()):
+        raise TimelineError(f"cannot roll back {ts}: it is savepointed; delete the savepoint first")
+    later = [i for i in tl.commits() if i.requested_time > ts]
+    if later:
+        raise TimelineError(
+            f"cannot roll back {ts}: later instants completed after it "
+            f"({', '.join(i.requested_time for i in later)}); roll those back first or "
+            "restore to a savepoint"
+        )
+    later_compactions = [c for c in tl.pending_compactions() if c.requested_time > ts]
+    if later_compactions:
+        raise TimelineError(
+            f"cannot roll back {ts}: compaction {later_compactions[0].requested_time} is "
+            "scheduled after it and may read its files; run or unschedule it first"
+        )
+    storage = ctx.storage
+    if tl.origin_action(ts) == COMPACTION:
+        plan = tl.read_compaction_plan(ts)
+        for op in plan.operations or []:
+            for rel in [op.base_file_rel_path, *op.log_file_rel_paths]:
+                if rel and not storage.exists(rel):
+                    raise TimelineError(
+                        f"cannot roll back compaction {ts}: {rel}, which it compacted, was cleaned"
+                    )
+        return
+    md = tl.read_commit_metadata(inst)
+    for st in md.write_stats():
+        if st.is_delta or not st.prev_commit or st.prev_commit == "null":
+            continue
+        fid, part = st.file_id or "", st.partition_path or ""
+        view = FileSystemView(storage, ctx.config)
+        prev = [
+            b
+            for g in view.file_groups(part)
+            if g.file_id == fid
+            for b in g.base_files
+            if b.instant_time == st.prev_commit
+        ]
+        if not prev:
+            raise TimelineError(
+                f"cannot roll back {ts}: the previous version ({st.prev_commit}) of file group "
+                f"{fid} in '{part}' was cleaned"
+            )
+
+
+def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
+    """Roll back ``instant`` (see the module docstring).
+
+    A pending write is rolled back as a failed one; a pending compaction is unscheduled.
+
+    Raises:
+        InstantNotFoundError: no such instant on the active timeline (the message says when it
+            was archived).
+        TimelineError: it cannot be rolled back (later commits, savepoint, cleaned versions).
+        UnsupportedError: it is not a data instant (clean, rollback...).
+    """
+    ctx.require_writable("rollback")
+    tl = ctx.timeline()
+    inst = tl.get(instant)
+    if inst is None:
+        first = tl.first_active_time()
+        if first is not None and instant < first:
+            raise InstantNotFoundError(
+                f"instant {instant} is not on the active timeline (it starts at {first}); "
+                "archived instants cannot be rolled back"
+            )
+        raise InstantNotFoundError(f"no instant {instant} on the timeline")
+    if not inst.is_completed:
+        if inst.action == COMPACTION:
+            from hudi_ds.services.compaction import unschedule_compaction
+
+            unschedule_compaction(ctx, instant)
+            return RollbackResult(instant, COMPACTION, None)
+        if inst.action in DATA_ACTIONS:
+            before = {i.requested_time for i in ctx.timeline().filter_actions(ROLLBACK)}
+            rollback_instant(ctx.storage, ctx.config, instant)
+            after = ctx.timeline().filter_actions(ROLLBACK)
+            new = [i.requested_time for i in after if i.requested_time not in before]
+            return RollbackResult(instant, inst.action, new[-1] if new else None)
+        raise UnsupportedError(f"cannot roll back a pending {inst.action} ({instant})")
+    if inst.action not in DATA_ACTIONS:
+        raise UnsupportedError(
+            f"only commits, delta commits and replace commits can be rolled back, not a "
+            f"{inst.action} ({instant})"
+        )
+    # a failed write would be rolled back by the next writer anyway; do it now (single writer)
+    rollback_failed_writes(ctx.storage, ctx.config)
+    tl = ctx.timeline()
+    inst = tl.get(instant) or inst
+    _check_rollback(ctx, tl, inst)
+    return _rollback_completed(ctx, tl, inst)
+
+
+def _rollback_completed(ctx: ServiceContext, tl: Timeline, inst: Instant) -> RollbackResult:
+    ts = inst.requested_time
+    action = COMPACTION if tl.origin_action(ts) == COMPACTION else inst.action
+    requests = _requests(ctx, tl, inst)
+    plan = RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=ts, action=action),
+        rollback_requests=requests,
+        version=1,
+    )
+    req = ctx.new_instant(ROLLBACK, plan.to_bytes(), tl)
+    writer = ctx.writer()
+    writer.transition_to_inflight(req)
+    # the rollback point: T disappears for readers; it is now a pending instant
+    completed = Instant(ts, inst.action, State.COMPLETED)
+    ctx.storage.delete(writer.path_of(completed))
+    # delete T's files, write command blocks, delete T's instant files, complete R
+    _rollback(ctx.storage, ctx.config, ctx.timeline(), ts, req.requested_time)
+    md = ctx.timeline().read_rollback_metadata(req.requested_time)
+    deleted = [f for pm in md.partition_metadata.values() for f in pm.success_delete_files]
+    logs = [f for pm in md.partition_metadata.values() for f in (pm.rollback_log_files or {})]
+    log.info("rolled back %s %s as %s", action, ts, req.requested_time)
+    return RollbackResult(ts, action, req.requested_time, deleted, logs)
+
+
+# -- savepoints ---------------------------------------------------------------------------------
+
+
+def _last_retained(tl: Timeline) -> str | None:
+    """The earliest commit the last clean kept (savepoints before it may miss files)."""
+    cleans = [c for c in tl.filter_actions("clean") if c.is_completed]
+    for c in reversed(cleans):
+        e = tl.read_clean_metadata(c).earliest_commit_to_retain
+        if e:
+            return e
+    return None
+
+
+def create_savepoint(
+    ctx: ServiceContext, instant: str | None = None, user: str | None = None, comment: str = ""
+) -> str:
+    """Savepoint ``instant`` (default: the latest completed commit).
+
+    Returns:
+        The savepointed instant time.
+
+    Raises:
+        InstantNotFoundError: not a completed commit on the active timeline.
+        TimelineError: already savepointed, or older than what the cleaner retained.
+    """
+    ctx.require_writable("savepoint")
+    tl = ctx.timeline()
+    if instant is None:
+        last = tl.commits().last()
+        if last is None:
+            raise InstantNotFoundError("the table has no completed commit to savepoint")
+        instant = last.requested_time
+    inst = tl.get(instant)
+    if inst is None or not inst.is_completed or inst.action not in DATA_ACTIONS:
+        raise InstantNotFoundError(f"no completed commit {instant} on the active timeline")
+    if any(sp.requested_time == instant for sp in tl.savepoints()):
+        raise TimelineError(f"{instant} is already savepointed")
+    kept = _last_retained(tl)
+    if kept is not None and instant < kept:
+        raise TimelineError(
+            f"cannot savepoint {instant}: the cleaner only retained files from {kept} on"
+        )
+    table = HudiTable(ctx.storage)
+    parts: dict[str, SavepointPartitionMetadata] = {}
+    for s in table.file_slices(as_of=instant):
+        pm = parts.setdefault(
+            s.partition_path, SavepointPartitionMetadata(partition_path=s.partition_path)
+        )
+        if s.base_file is not None:
+            pm.savepoint_data_file.append(s.base_file.name.name)
+        pm.savepoint_data_file.extend(lf.name.name for lf in s.log_files)
+    md = SavepointMetadata(
+        savepointed_by=user or _user(),
+        savepointed_at=int(time.time()),
+        comments=comment,
+        partition_metadata=parts,
+        version=1,
+    )
+    writer = ctx.writer()
+    inflight = Instant(instant, SAVEPOINT, State.INFLIGHT)
+    ctx.storage.create_if_absent(writer.path_of(inflight))
+    ctx.storage.write_atomic(
+        writer.path_of(Instant(instant, SAVEPOINT, State.COMPLETED)), md.to_bytes()
+    )
+    log.info("savepointed %s", instant)
+    return instant
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # pragma: no cover - no user database
+        return "hudi_ds"
+
+
+def delete_savepoint(ctx: ServiceContext, instant: str) -> None:
+    """Delete the savepoint of ``instant`` (its files become cleanable again).
+
+    Raises:
+        InstantNotFoundError: no savepoint at ``instant``.
+    """
+    ctx.require_writable("savepoint")
+    tl = ctx.timeline()
+    if not any(sp.requested_time == instant for sp in tl.savepoints()):
+        raise InstantNotFoundError(f"no savepoint at {instant}")
+    writer = ctx.writer()
+    for state in (State.COMPLETED, State.INFLIGHT):
+        ctx.storage.delete(writer.path_of(Instant(instant, SAVEPOINT, state)))
+
+
+# -- restore --------------------------------------------------------------------------------------
+
+
+def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
+    """Restore the table to savepoint ``savepoint``: roll back every later instant, newest first.
+
+    A restore interrupted by a crash is finished by running it again.
+
+    Returns:
+        The restore metadata (one rollback per instant undone).
+
+    Raises:
+        InstantNotFoundError: no completed savepoint at ``savepoint``.
+    """
+    ctx.require_writable("restore")
+    tl = ctx.timeline()
+    if not any(sp.requested_time == savepoint and sp.is_completed for sp in tl.savepoints()):
+        raise InstantNotFoundError(
+            f"no savepoint at {savepoint}; savepoints: "
+            f"{', '.join(sp.requested_time for sp in tl.savepoints()) or 'none'}"
+        )
+    pending = [
+        r
+        for r in tl.pending().filter_actions(RESTORE)
+        if tl.read_restore_plan(r).savepoint_to_restore_timestamp == savepoint
+    ]
+    todo = _instants_after(tl, savepoint)
+    writer = ctx.writer()
+    if pending:
+        req = pending[0]
+    else:
+        plan = RestorePlan(
+            instants_to_rollback=[
+                InstantInfo(commit_time=i.requested_time, action=_action(tl, i)) for i in todo
+            ],
+            version=2,
+            savepoint_to_restore_timestamp=savepoint,
+        )
+        req = ctx.new_instant(RESTORE, plan.to_bytes(), tl)
+    if req.is_requested:
+        writer.transition_to_inflight(req)
+    t0 = time.perf_counter()
+    per_instant: dict[str, list[RollbackMetadata | None]] = {}
+    infos: list[InstantInfo] = []
+    for k, inst in enumerate(todo, start=1):
+        ts = inst.requested_time
+        action = _action(tl, inst)
+        infos.append(InstantInfo(commit_time=ts, action=action))
+        current = ctx.timeline()
+        now = current.get(ts)
+        if now is None:
+            continue
+        if action == COMPACTION and not now.is_completed:
+            if now.is_inflight:
+                rollback_inflight_compaction(ctx, ts)
+            ctx.writer().delete_instant_files(Instant(ts, COMPACTION, State.REQUESTED))
+            per_instant[ts] = [None]
+        elif not now.is_completed:
+            rollback_instant(ctx.storage, ctx.config, ts)
+            per_instant[ts] = [_last_rollback_of(ctx.timeline(), ts)]
+        else:
+            res = _rollback_completed(ctx, current, now)
+            per_instant[ts] = [
+                ctx.timeline().read_rollback_metadata(res.rollback_instant)
+                if res.rollback_instant
+                else None
+            ]
+        ctx.progress(k, len(todo), f"restore to {savepoint}")
+    md = RestoreMetadata(
+        start_restore_time=req.requested_time,
+        time_taken_in_millis=int((time.perf_counter() - t0) * 1000),
+        instants_to_rollback=[i.commit_time for i in infos],
+        hoodie_restore_metadata=per_instant,
+        version=1,
+        restore_instant_info=infos,
+        extra_metadata=None,
+    )
+    writer.complete(Instant(req.requested_time, RESTORE, State.INFLIGHT), md.to_bytes())
+    log.info("restored to savepoint %s (%d instants rolled back)", savepoint, len(todo))
+    return md
+
+
+def _action(tl: Timeline, inst: Instant) -> str:
+    return COMPACTION if tl.origin_action(inst.requested_time) == COMPACTION else inst.action
+
+
+def _instants_after(tl: Timeline, savepoint: str) -> list[Instant]:
+    out = [i for i in tl.filter_actions(*DATA_ACTIONS, COMPACTION) if i.requested_time > savepoint]
+    return sorted(out, key=lambda i: i.requested_time, reverse=True)
+
+
+def _last_rollback_of(tl: Timeline, target: str) -> RollbackMetadata | None:
+    for r in reversed(tl.completed().filter_actions(ROLLBACK)):
+        md = tl.read_rollback_metadata(r)
+        if target in md.rolled_back_instants:
+            return md
+    return None

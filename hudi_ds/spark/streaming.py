@@ -1,0 +1,333 @@
+"""The streaming sink ``df.writeStream.format("hudi_py")``: one micro-batch is one instant,
+committed exactly once.
+
+::
+
+    (events.writeStream.format("hudi_py")
+        .options(**hoodie_opts)
+        .option("checkpointLocation", ck)
+        .start(path))
+
+Process model (pyspark 4.3, see the reference notes) and where each step happens:
+
+* ``streamWriter()`` runs once per micro-batch in a planner worker (the writer it returns is
+  pickled to that batch's tasks) **and** once per commit in the sink's commit runner, on a fresh
+  instance that never saw the tasks. Neither knows the batch id. It therefore only validates
+  the options and the schema, creates the table if needed (idempotent) and *allocates* an
+  instant time T after every instant on the timeline -- no instant file is written, so the
+  commit runner's own allocation is harmless.
+* Each task (``write``) reads the batch id from its ``TaskContext``. If the table already
+  recorded that batch id for this writer identifier, the task writes nothing. Otherwise the
+  first non-empty Arrow batch *joins* instant T: ``T.<action>.requested`` and ``.inflight`` are
+  created unless another task of the micro-batch did it first (every task writes the same
+  content: schema, operation, and a ``_hudi_py_streaming_batch`` marker naming the identifier
+  and batch id). All tasks of one micro-batch share one pickled writer, hence one T.
+* ``commit(messages, batchId)`` (commit runner): if the batch id is already recorded it returns
+  (a replay after a crash between the table commit and Spark's own commit log). Otherwise it
+  rolls back pending writes older than T (earlier attempts of this or a previous batch that
+  crashed: Hudi's eager rollback of a single writer), then publishes T with
+  ``_hudi_streaming_sink_checkpoint = {"<identifier>": "<batchId>"}`` in its extra metadata
+  (Hudi's key and format, so Hudi's own sink resumes from it too). Table services registered
+  as post-commit hooks (inline compaction, cleaning, archival) run inside that commit.
+* ``abort(messages, batchId)`` rolls back the batch's pending instant (named by the messages or
+  found through the marker when every message is ``None``). A completed instant is never
+  rolled back: Spark calls ``abort`` after a ``commit`` that raised, possibly after the commit
+  point.
+
+A micro-batch with no rows writes no instant and records nothing (replaying it writes nothing
+either).
+
+Single writer: concurrent writers into one table are not supported (a sink's commit rolls
+back every older pending write). Several streams may write one table *one after another*;
+each keeps its own checkpoint under its identifier
+(``hoodie.datasource.write.streaming.checkpoint.identifier``, default
+``default_single_writer``). A query restarted with a *new* Spark checkpoint restarts at batch
+0: give it a new identifier, or its batches are skipped as already written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.types import StructType
+
+from hudi_ds.config import Options, WriteConfig
+from hudi_ds.errors import WriteError
+from hudi_ds.spark import options as opt
+from hudi_ds.spark.writer import HudiCommitMessage, TaskIdentity, WriteJob
+from hudi_ds.timeline.instant import new_instant_time
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.write.client import STREAMING_CHECKPOINT_KEY
+from hudi_ds.write.rollback import WRITE_ACTIONS, rollback_failed_writes
+
+try:  # pyspark >= 4.1: Arrow batches straight from the JVM
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
+
+    ARROW_STREAM_WRITER = True
+except ImportError:  # pragma: no cover - pyspark 4.0: Rows, converted to Arrow here
+    from pyspark.sql.datasource import (  # type: ignore[assignment]
+        DataSourceStreamWriter as _StreamWriterBase,
+    )
+
+    ARROW_STREAM_WRITER = False
+
+log = logging.getLogger("hudi_ds.spark.streaming")
+
+#: inflight extra metadata of a sink's instant: ``{"identifier", "batchId", "queryId"}``.
+STREAM_BATCH_KEY = "_hudi_py_streaming_batch"
+#: task-local properties Spark sets in every task of a micro-batch.
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+#: tests only: ``point:batchId[,...]`` with point ``write`` (a task, files written, message not
+#: returned), ``commit`` (driver, before the commit point) or ``committed`` (after it, before
+#: Spark records the batch): the process touches ``$HUDI_PY_TEST_STREAM_SIGNAL/<point>-<id>``
+#: and sleeps, to be killed.
+PAUSE_ENV = "HUDI_PY_TEST_STREAM_PAUSE"
+SIGNAL_ENV = "HUDI_PY_TEST_STREAM_SIGNAL"
+#: benchmarks: append one JSON line per driver-side commit (batch, instant, seconds) here.
+METRICS_ENV = "HUDI_PY_STREAM_METRICS"
+ROW_CHUNK = 10_000
+
+
+def task_batch_id() -> int | None:
+    """The micro-batch id of the running Spark task (None outside a streaming task)."""
+    ctx = TaskContext.get()
+    raw = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+    return int(raw) if raw not in (None, "") else None
+
+
+def task_query_id() -> str | None:
+    """The streaming query id of the running Spark task (stable across restarts)."""
+    ctx = TaskContext.get()
+    return ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
+
+
+def checkpoint_value(identifier: str, batch_id: int) -> str:
+    """Hudi's ``_hudi_streaming_sink_checkpoint`` value: a JSON object identifier -> batch id
+    (a string, as Java's ``CommitUtils.getCheckpointValueAsString`` writes it)."""
+    return json.dumps({identifier: str(batch_id)}, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class HudiStreamCommitMessage(HudiCommitMessage):
+    """What one streaming write task reports (see :class:`HudiCommitMessage`).
+
+    Attributes:
+        batch_id: the micro-batch the task wrote.
+        skipped: the task found the batch already committed and wrote nothing.
+    """
+
+    batch_id: int = -1
+    skipped: bool = False
+
+
+class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
+    """The streaming sink's writer (one instance per micro-batch, and one per commit).
+
+    Args:
+        job: the validated write (shared with batch writes).
+        instant: the instant time allocated for this micro-batch (written only when a task
+            joins it).
+        identifier: the writer identifier the batch ids are recorded under.
+    """
+
+    def __init__(self, job: WriteJob, instant: str, identifier: str) -> None:
+        self.job = job
+        self.instant = instant
+        self.identifier = identifier
+
+    @classmethod
+    def create(
+        cls, options: Mapping[str, Any], schema: StructType, overwrite: bool
+    ) -> HudiStreamWriter:
+        """Validate options and schema, create the table if needed, allocate an instant time.
+
+        Raises:
+            ConfigError, SchemaError, UnsupportedError: as :class:`WriteJob`.
+        """
+        path, hudi, connector = opt.split_options(options)
+        job = WriteJob(opt.require_path(path), hudi, connector, schema, overwrite)
+        job.client.create_table_if_absent(job.arrow_schema)
+        identifier = Options.of(hudi).get(WriteConfig.STREAMING_CHECKPOINT_ID)
+        timeline = Timeline.load(job.client.storage, 1)
+        last = timeline.instants[-1].requested_time if len(timeline) else None
+        return cls(job, new_instant_time(after=last), identifier)
+
+    # -- executors -------------------------------------------------------------------------------
+    def write(self, iterator: Iterator[Any]) -> HudiStreamCommitMessage:
+        """Write one task's rows of the micro-batch (nothing if the batch is committed)."""
+        batch_id = task_batch_id()
+        if batch_id is None:
+            raise WriteError("the hudi_py stream writer runs only inside a streaming micro-batch")
+        task = TaskIdentity.current()
+        batches = iterator if ARROW_STREAM_WRITER else _rows_to_batches(iterator, self.job)
+        committed = self.job.client.committed_streaming_batch(self.identifier)
+        if committed is not None and batch_id <= committed:
+            for _ in batches:  # the rows were already written by an earlier attempt
+                pass
+            return HudiStreamCommitMessage(
+                self.instant,
+                task.partition_id,
+                task.attempt_number,
+                batch_id=batch_id,
+                skipped=True,
+            )
+        marker = json.dumps(
+            {"identifier": self.identifier, "batchId": str(batch_id), "queryId": task_query_id()},
+            sort_keys=True,
+        )
+        msg = self.job.write_task(self.instant, self._joining(batches, marker))
+        _test_pause("write", batch_id)
+        return HudiStreamCommitMessage(**_fields_of(msg), batch_id=batch_id)
+
+    def _joining(self, batches: Iterator[pa.RecordBatch], marker: str) -> Iterator[pa.RecordBatch]:
+        """``batches``, joining the instant before the first non-empty one goes on."""
+        joined = False
+        for b in batches:
+            if not joined and b.num_rows:
+                self.job.client.start(
+                    self.job.arrow_schema,
+                    self.job.operation,
+                    instant=self.instant,
+                    rollback_failed=False,
+                    extra_metadata={STREAM_BATCH_KEY: marker},
+                )
+                joined = True
+            yield b
+
+    # -- driver ----------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[Any], batchId: int) -> None:
+        """Publish the micro-batch's instant with its batch id, unless already committed.
+
+        Raises:
+            WriteError: a task failed (``None`` message), or the messages disagree on the
+                instant or the batch; nothing is published and Spark calls :meth:`abort`.
+        """
+        t0 = time.perf_counter()
+        client = self.job.client
+        msgs = list(messages)
+        committed = client.committed_streaming_batch(self.identifier)
+        if committed is not None and batchId <= committed:
+            log.warning(
+                "batch %d of writer %r is already committed (up to %d): skipped",
+                batchId,
+                self.identifier,
+                committed,
+            )
+            self._roll_back(self._written_instants(msgs))
+            return
+        for i, m in enumerate(msgs):
+            if not isinstance(m, HudiStreamCommitMessage):
+                raise WriteError(f"batch {batchId}: no commit message from Spark partition {i}")
+            if m.batch_id != batchId:
+                raise WriteError(f"batch {batchId}: partition {i} wrote batch {m.batch_id}")
+            if m.skipped:
+                raise WriteError(
+                    f"batch {batchId}: a task found it committed, but the table's latest batch "
+                    f"for writer {self.identifier!r} is {committed}"
+                )
+        instants = {m.instant for m in msgs}
+        if len(instants) > 1:
+            raise WriteError(f"batch {batchId}: tasks wrote different instants {sorted(instants)}")
+        if not instants:
+            return
+        instant = instants.pop()
+        cfg = client.table_config
+        assert cfg is not None
+        # earlier attempts that crashed before their commit (Hudi's eager rollback)
+        rollback_failed_writes(client.storage, cfg, before=instant)
+        current = Timeline.load(client.storage, 1).get(instant)
+        if current is None:
+            if any(m.statuses for m in msgs):
+                raise WriteError(f"batch {batchId}: instant {instant} is gone (rolled back?)")
+            log.info(
+                "batch %d of writer %r had no rows: nothing committed", batchId, self.identifier
+            )
+            return
+        _test_pause("commit", batchId)
+        self.job.commit(
+            instant, msgs, {STREAMING_CHECKPOINT_KEY: checkpoint_value(self.identifier, batchId)}
+        )
+        _record_metrics(batchId, instant, time.perf_counter() - t0, msgs)
+        _test_pause("committed", batchId)
+
+    def abort(self, messages: Sequence[Any], batchId: int) -> None:
+        """Roll back the micro-batch's pending instant; a completed one is left alone."""
+        instants = self._written_instants(list(messages))
+        instants.update(self._pending_instants_of(batchId))
+        self._roll_back(instants)
+
+    def _written_instants(self, msgs: list[Any]) -> set[str]:
+        return {
+            m.instant
+            for m in msgs
+            if isinstance(m, HudiCommitMessage) and not getattr(m, "skipped", False)
+        }
+
+    def _pending_instants_of(self, batch_id: int) -> set[str]:
+        """Pending instants whose inflight marker names this identifier and batch."""
+        out = set()
+        tl = Timeline.load(self.job.client.storage, 1)
+        for inst in tl.pending().filter_actions(*WRITE_ACTIONS):
+            if not inst.is_inflight:
+                continue
+            try:
+                md = tl.read_commit_metadata(inst)
+                mark = json.loads(md.extra_metadata.get(STREAM_BATCH_KEY) or "{}")
+            except Exception:  # a torn inflight file: the next commit rolls it back
+                continue
+            if mark.get("identifier") == self.identifier and mark.get("batchId") == str(batch_id):
+                out.add(inst.requested_time)
+        return out
+
+    def _roll_back(self, instants: set[str]) -> None:
+        tl = Timeline.load(self.job.client.storage, 1)
+        for t in sorted(instants):
+            if not tl.is_completed(t):
+                self.job.abort(t)
+
+
+def _fields_of(msg: HudiCommitMessage) -> dict[str, Any]:
+    """The fields of a batch commit message (WriteStatuses kept as they are)."""
+    return {f.name: getattr(msg, f.name) for f in fields(HudiCommitMessage)}
+
+
+def _rows_to_batches(rows: Iterator[Any], job: WriteJob) -> Iterator[pa.RecordBatch]:
+    """pyspark 4.0's stream writer gets Rows: chunks of them as Arrow batches."""
+    chunk: list[dict[str, Any]] = []
+    for r in rows:
+        chunk.append(r.asDict(recursive=True))
+        if len(chunk) >= ROW_CHUNK:
+            yield pa.RecordBatch.from_pylist(chunk, schema=job.arrow_schema)
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pylist(chunk, schema=job.arrow_schema)
+
+
+def _test_pause(point: str, batch_id: int) -> None:
+    spec = os.environ.get(PAUSE_ENV)
+    if not spec or f"{point}:{batch_id}" not in spec.split(","):
+        return
+    signal = os.environ.get(SIGNAL_ENV)
+    if signal:
+        Path(signal, f"{point}-{batch_id}").touch()
+    time.sleep(3600)
+
+
+def _record_metrics(batch_id: int, instant: str, seconds: float, msgs: list[Any]) -> None:
+    path = os.environ.get(METRICS_ENV)
+    if not path:
+        return
+    rows = sum(s.stat.num_writes + s.stat.num_deletes for m in msgs for s in m.statuses)
+    line = {"batch": batch_id, "instant": instant, "commit_s": round(seconds, 4), "rows": rows}
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")

@@ -1,0 +1,291 @@
+"""Exactly-once under crashes: a streaming write into ``hudi_py`` whose driver is SIGKILLed.
+
+A deterministic, replayable source (Parquet files, one per micro-batch) of change events --
+inserts, updates, late updates carrying an older event time, deletes -- is streamed into a
+partitioned MOR bucket-index table by a separate driver process (this file run as a script,
+each run with its own SparkSession). The test kills the driver's whole process group (the
+Python driver, its JVM and Python workers) with SIGKILL five times -- during task writes,
+between the writes and the commit, right after the commit point before Spark recorded the
+batch, and at random moments -- restarting from the same checkpoint each time, and finally
+checks:
+
+* the snapshot equals the expected state (event-time ordering, deletes competing by event
+  time): zero duplicate keys, zero lost updates -- read by hudi_ds and by hudi-rs;
+* every micro-batch is committed exactly once: the completed commits carry the batch ids
+  0..N-1 once each, and together wrote exactly the source's rows (keys are unique per file,
+  so nothing is pre-combined away);
+* no pending instant and no data file outside the completed commits is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+FILES = 8
+ROWS = 1500
+KEYS = 3000
+PARTS = 3
+IDENTIFIER = "crash_test"
+OPTIONS = {
+    "hoodie.table.name": "events",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "part",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+    "hoodie.bucket.index.num.buckets": "2",
+    "hoodie.datasource.write.streaming.checkpoint.identifier": IDENTIFIER,
+}
+SCHEMA = "id string, ts long, part string, amount double, note string, _hoodie_is_deleted boolean"
+RUN_TIMEOUT = 150.0
+
+
+def make_source(src: Path, seed: int = 7) -> list[pa.Table]:
+    """``FILES`` Parquet files of change events; event times are unique, some are late."""
+    rng = np.random.default_rng(seed)
+    src.mkdir(parents=True)
+    files = []
+    for f in range(FILES):
+        keys = rng.choice(KEYS, ROWS, replace=False)  # unique per file: no pre-combining
+        seq = f * ROWS + np.arange(ROWS)
+        late = rng.random(ROWS) < 0.15
+        ts = np.where(late, (seq - 2 * ROWS) * 10 + 5, seq * 10)  # late ones: ts % 10 == 5
+        t = pa.table(
+            {
+                "id": pa.array([f"k{k:05d}" for k in keys]),
+                "ts": pa.array(ts, pa.int64()),
+                "part": pa.array([f"p{k % PARTS}" for k in keys]),
+                "amount": pa.array(rng.normal(100, 10, ROWS).round(3)),
+                "note": pa.array([f"f{f}r{i}" for i in range(ROWS)]),
+                "_hoodie_is_deleted": pa.array(rng.random(ROWS) < 0.08),
+            }
+        )
+        path = src / f"events-{f:03d}.parquet"
+        pq.write_table(t, path)
+        os.utime(path, (1_700_000_000 + f * 10, 1_700_000_000 + f * 10))  # the file order
+        files.append(t)
+    return files
+
+
+def expected_state(files: list[pa.Table]) -> dict[str, tuple[Any, ...]]:
+    """Key -> (ts, part, amount, note) of the surviving version; deletes compete by ts."""
+    best: dict[str, dict[str, Any]] = {}
+    for t in files:
+        for r in t.to_pylist():
+            cur = best.get(r["id"])
+            if cur is None or r["ts"] > cur["ts"]:
+                best[r["id"]] = r
+    return {
+        k: (r["ts"], r["part"], r["amount"], r["note"])
+        for k, r in best.items()
+        if not r["_hoodie_is_deleted"]
+    }
+
+
+# ------------------------------------------------------------------------------ the driver
+def drive(src: str, table: str, checkpoint: str, signal_dir: str) -> None:
+    """One run of the streaming job (this file as a script): all files, then exit 0."""
+    from pyspark.sql import SparkSession
+
+    from hudi_ds.spark import register
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("hudi_ds-stream-crash")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    events = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(src)
+        # two tasks per micro-batch: both join the batch's instant
+        .repartition(2)
+    )
+    q = (
+        events.writeStream.format("hudi_py")
+        .options(**OPTIONS)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start(table)
+    )
+    Path(signal_dir, "started").touch()
+    q.awaitTermination()
+    spark.stop()
+
+
+# ------------------------------------------------------------------------------ the test
+def committed_batch(table: Path) -> int:
+    from hudi_ds.write.client import WriteClient
+
+    if not (table / ".hoodie" / "hoodie.properties").exists():
+        return -1
+    got = WriteClient(str(table), OPTIONS).committed_streaming_batch(IDENTIFIER)
+    return -1 if got is None else got
+
+
+def run_driver(
+    tmp: Path, run: int, pause: str | None, kill_after: float | None
+) -> tuple[str, float]:
+    """Start the driver; kill its process group when it pauses (or after ``kill_after`` s
+    from the query start). Returns ``(outcome, seconds)``: ``killed`` or ``finished``."""
+    sig = tmp / f"signal-{run}"
+    sig.mkdir()
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "HUDI_PY_TEST_STREAM_SIGNAL": str(sig),
+    }
+    env.pop("HUDI_PY_TEST_STREAM_PAUSE", None)
+    if pause:
+        env["HUDI_PY_TEST_STREAM_PAUSE"] = pause
+    log = open(tmp / f"driver-{run}.log", "w")  # noqa: SIM115
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            str(tmp / "src"),
+            str(tmp / "table"),
+            str(tmp / "ck"),
+            str(sig),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        started = None
+        while True:
+            if proc.poll() is not None:
+                assert proc.returncode == 0, _tail(tmp / f"driver-{run}.log")
+                return "finished", time.monotonic() - t0
+            names = {p.name for p in sig.iterdir()}
+            if started is None and "started" in names:
+                started = time.monotonic()
+            paused = pause is not None and any(n != "started" for n in names)
+            timed = kill_after is not None and started is not None
+            if paused or (timed and time.monotonic() - started >= kill_after):  # type: ignore[operator]
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return "killed", time.monotonic() - t0
+            if time.monotonic() - t0 > RUN_TIMEOUT:
+                raise AssertionError(f"run {run} timed out\n" + _tail(tmp / f"driver-{run}.log"))
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def _tail(path: Path, n: int = 40) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+
+
+def pending_instants(table: Path) -> list[str]:
+    from hudi_ds.storage import Storage
+    from hudi_ds.timeline.timeline import Timeline
+
+    tl = Timeline.load(Storage(str(table)), 1)
+    return [f"{i.requested_time}.{i.action}.{i.state.name}" for i in tl.pending()]
+
+
+@pytest.mark.spark
+def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
+    from hudi_ds.table.table import HudiTable
+
+    files = make_source(tmp_path / "src")
+    table = tmp_path / "table"
+    rng = random.Random(5)
+    history = []
+    # (pause point relative to the next batch to write, or a random kill delay)
+    plan: list[tuple[str | None, int, float | None]] = [
+        ("write", 1, None),  # a task of the 2nd batch of the run has written its files
+        ("commit", 0, None),  # all tasks wrote; the driver is about to commit
+        ("committed", 0, None),  # committed in the table, not yet in Spark's checkpoint
+        (None, 0, rng.uniform(2.0, 9.0)),  # random moments
+        (None, 0, rng.uniform(2.0, 9.0)),
+    ]
+    for run, (point, ahead, delay) in enumerate(plan):
+        nxt = committed_batch(table) + 1
+        pause = f"{point}:{nxt + ahead}" if point else None
+        outcome, secs = run_driver(tmp_path, run, pause, delay)
+        history.append((run, pause or f"after {delay:.1f}s", outcome, round(secs, 1)))
+        done = committed_batch(table)
+        if point == "write" and outcome == "killed":
+            assert done == nxt + ahead - 1
+            assert pending_instants(table), "the killed batch left no pending instant"
+        if point == "commit" and outcome == "killed":
+            assert done == nxt - 1 and pending_instants(table)
+        if point == "committed" and outcome == "killed":
+            assert done == nxt  # durable, Spark will replay it
+    kills = sum(1 for h in history if h[2] == "killed")
+    assert kills >= 5, history
+    outcome, secs = run_driver(tmp_path, len(plan), None, None)
+    history.append((len(plan), "final", outcome, round(secs, 1)))
+    assert outcome == "finished", history
+
+    # the snapshot: the expected state, no duplicates, nothing lost (hudi_ds and hudi-rs)
+    expected = expected_state(files)
+    snap = HudiTable(str(table)).read(columns=["id", "ts", "part", "amount", "note"])
+    ids = snap["id"].to_pylist()
+    assert len(ids) == len(set(ids)), "duplicate keys"
+    got = {r["id"]: (r["ts"], r["part"], r["amount"], r["note"]) for r in snap.to_pylist()}
+    assert got == expected, (len(got), len(expected), history)
+    import hudi
+
+    rs = hudi.HudiTableBuilder.from_base_uri(str(table)).build().read(hudi.HudiReadOptions())
+    rs_ids = sorted(i for b in rs for i in b.column("id").to_pylist())
+    assert rs_ids == sorted(expected), "hudi-rs disagrees"
+
+    # each batch committed exactly once, and all rows written exactly once
+    from hudi_ds.storage import Storage
+    from hudi_ds.timeline.timeline import Timeline
+
+    tl = Timeline.load(Storage(str(table)), 1)
+    batches, writes, referenced = [], 0, set()
+    for inst in tl.commits():
+        md = tl.read_commit_metadata(inst)
+        raw = md.extra_metadata.get("_hudi_streaming_sink_checkpoint")
+        assert raw, f"{inst} has no streaming checkpoint"
+        batches.append(int(json.loads(raw)[IDENTIFIER]))
+        for stats in md.partition_to_write_stats.values():
+            for s in stats:
+                writes += s.num_writes + s.num_deletes
+                referenced.add(s.path)
+    assert sorted(batches) == list(range(FILES)), (batches, history)
+    assert writes == FILES * ROWS
+    assert not pending_instants(table)
+    on_disk = {
+        str(p.relative_to(table))
+        for p in table.rglob("*")
+        if p.is_file() and ".hoodie" not in p.parts and p.name != ".hoodie_partition_metadata"
+    }
+    assert on_disk <= referenced, f"debris: {sorted(on_disk - referenced)}"
+    print("runs:", history)
+
+
+if __name__ == "__main__":
+    drive(*sys.argv[1:5])

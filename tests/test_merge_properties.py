@@ -1,0 +1,358 @@
+"""Property tests of the built-in mergers (hypothesis).
+
+* the vectorised path (``merge_batches``) equals the per-record path (a fold of ``merge``) on
+  random histories with nulls, TOAST markers, partial rows, every kind of delete;
+* the associative built-ins give the same result whatever the grouping of the versions, both
+  for the per-record ``merge`` and for whole batches merged group by group (as pre-combine,
+  log blocks and compaction group them);
+* the non-associative ones (event time + "unchanged" values) are consistent under prefix
+  grouping -- what a COW merge, a compaction and a MOR read do -- and associative when
+  versions arrive in ordering order; the counter-example is pinned down.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hudi_ds.merge import DELETE, DataPart, DeleteKeys, VersionsBuilder, merge_versions, merger_for
+from hudi_ds.merge.engine import MergeInput, resolve_latest
+from hudi_ds.merge.merger import merge_per_record
+from hudi_ds.merge.modes import BEHAVIOURS, builtin_spec
+from hudi_ds.table_config import EVENT_TIME_ORDERING
+
+TOAST = "__debezium_unavailable_value"
+SCHEMA = pa.schema(
+    [
+        ("_hoodie_commit_time", pa.string()),
+        ("_hoodie_record_key", pa.string()),
+        ("ts", pa.int64()),
+        ("a", pa.string()),
+        ("b", pa.int64()),
+        ("c", pa.binary()),
+        ("Op", pa.string()),
+        ("_change_operation_type", pa.string()),
+        ("_hoodie_is_deleted", pa.bool_()),
+    ]
+)
+DATA_COLS = ["a", "b", "c"]
+ALL = sorted(BEHAVIOURS)
+ASSOCIATIVE = [b for b in ALL if merger_for(builtin_spec(BEHAVIOURS[b], ("ts",))).associative]
+NON_ASSOCIATIVE = [b for b in ALL if b not in ASSOCIATIVE]
+
+
+def spec_of(name: str, ordering=("ts",)):
+    return builtin_spec(BEHAVIOURS[name], ordering)
+
+
+@st.composite
+def version(draw, partial: bool = True, ts=None) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["data"] * 5 + ["is_deleted", "delete", "op_delete"]))
+    ts = draw(st.one_of(st.none(), st.integers(0, 4))) if ts is None else ts
+    v: dict[str, Any] = {
+        "kind": kind,
+        "key": draw(st.sampled_from(["k1", "k2", "k3"])),
+        "ts": ts,
+        "a": draw(st.one_of(st.none(), st.sampled_from(["x", "y", TOAST]))),
+        "b": draw(st.one_of(st.none(), st.integers(0, 3))),
+        "c": draw(st.one_of(st.none(), st.sampled_from([b"p", TOAST.encode()]))),
+        "absent": sorted(draw(st.sets(st.sampled_from(DATA_COLS)))) if partial else [],
+    }
+    return v
+
+
+def history(partial: bool = True, max_size: int = 20):
+    return st.lists(version(partial), max_size=max_size)
+
+
+def part_of(v: dict[str, Any], i: int):
+    """One version as a write unit (its own part: rows of one part share their columns)."""
+    key = v["key"]
+    if v["kind"] == "delete":
+        return DeleteKeys(pa.array([key]), pa.array([v["ts"]], pa.int64()))
+    op = v["kind"] == "op_delete"
+    row = {
+        "_hoodie_commit_time": f"c{i:03d}",
+        "_hoodie_record_key": key,
+        "ts": v["ts"],
+        "a": v["a"],
+        "b": v["b"],
+        "c": v["c"],
+        "Op": "D" if op else "U",
+        "_change_operation_type": "d" if op else "u",
+        "_hoodie_is_deleted": v["kind"] == "is_deleted",
+    }
+    t = pa.Table.from_pylist([row], schema=SCHEMA)
+    if v["absent"]:
+        t = t.select([c for c in t.column_names if c not in v["absent"]])
+        return DataPart(t, partial=True)
+    return t
+
+
+def parts_of(h: list[dict[str, Any]]):
+    return [part_of(v, i) for i, v in enumerate(h)]
+
+
+def outcome(result) -> tuple[list[dict], set[str]]:
+    rows = sorted(result.rows.to_pylist(), key=lambda r: r["_hoodie_record_key"])
+    return rows, set(result.rows.column("_hoodie_record_key").to_pylist())
+
+
+def vectorised(name: str, parts, ordering=("ts",)):
+    return merge_versions(parts, spec_of(name, ordering), SCHEMA)
+
+
+def per_record(name: str, parts, ordering=("ts",)):
+    spec = spec_of(name, ordering)
+    b = VersionsBuilder(SCHEMA, spec.ordering_fields)
+    for p in parts:
+        b.add(p)
+    return merge_per_record(merger_for(spec), b.build(), SCHEMA, spec.props())
+
+
+def as_parts(result, source_parts) -> list:
+    """A merge result as write units again: live rows, then the deleting versions."""
+    out: list = [result.rows]
+    if len(result.deleted):
+        b = VersionsBuilder(SCHEMA, ("ts",))
+        for p in source_parts:
+            b.add(p)
+        v = b.build()
+        idx = pa.array(result.deleted, pa.int64())
+        out.append(DeleteKeys(v.keys.take(idx), v.table.column("ts").take(idx).combine_chunks()))
+    return out
+
+
+# -- vectorised == per record ------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(history(), st.sampled_from(ALL))
+def test_vectorised_equals_per_record(h, name) -> None:
+    parts = parts_of(h)
+    fast, slow = vectorised(name, parts), per_record(name, parts)
+    assert outcome(fast) == outcome(slow)
+    assert sorted(fast.deleted.tolist()) == sorted(slow.deleted.tolist())
+
+
+@settings(max_examples=100, deadline=None)
+@given(history(partial=False), st.sampled_from(ALL))
+def test_vectorised_equals_per_record_without_ordering(h, name) -> None:
+    """No ordering field: event-time behaviours fall back to the latest write."""
+    parts = parts_of(h)
+    assert outcome(vectorised(name, parts, ())) == outcome(per_record(name, parts, ()))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["k1", "k2"]), st.integers(0, 3), st.integers(0, 12), st.booleans()), max_size=15))
+def test_mysql_event_seq_vectorised_equals_per_record(items) -> None:
+    schema = pa.schema(
+        [
+            ("_hoodie_record_key", pa.string()),
+            ("_event_seq", pa.string()),
+            ("v", pa.int64()),
+            ("_change_operation_type", pa.string()),
+        ]
+    )
+    rows = [
+        {
+            "_hoodie_record_key": k,
+            "_event_seq": f"{f}.{pos}",
+            "v": i,
+            "_change_operation_type": "d" if d else "u",
+        }
+        for i, (k, f, pos, d) in enumerate(items)
+    ]
+    parts = [pa.Table.from_pylist([r], schema=schema) for r in rows]
+    spec = builtin_spec(BEHAVIOURS["mysql_debezium"], ("_event_seq",))
+    fast = merge_versions(parts, spec, schema)
+    b = VersionsBuilder(schema, spec.ordering_fields)
+    for p in parts:
+        b.add(p)
+    slow = merge_per_record(merger_for(spec), b.build(), schema, spec.props())
+    assert fast.rows.to_pylist() == slow.rows.to_pylist()
+    # and the model: the greatest (file, pos) wins numerically, its op decides
+    best: dict[str, tuple] = {}
+    for r in rows:
+        f, pos = map(int, r["_event_seq"].split("."))
+        cur = best.get(r["_hoodie_record_key"])
+        if cur is None or (f, pos) >= cur[0]:
+            best[r["_hoodie_record_key"]] = ((f, pos), r)
+    want = sorted(
+        (r["_hoodie_record_key"], r["v"]) for _, r in best.values() if r["_change_operation_type"] != "d"
+    )
+    assert sorted((r["_hoodie_record_key"], r["v"]) for r in fast.rows.to_pylist()) == want
+
+
+# -- associativity -----------------------------------------------------------------------------
+
+
+def _record(v: dict[str, Any], i: int) -> dict[str, Any]:
+    part = part_of(v, i)
+    if isinstance(part, DeleteKeys):
+        rec: dict[str, Any] = {"_hoodie_record_key": v["key"], "_hoodie_is_deleted": True}
+        if v["ts"] is not None:
+            rec["ts"] = v["ts"]
+        return rec
+    t = part.table if isinstance(part, DataPart) else part
+    return t.to_pylist()[0]
+
+
+@st.composite
+def triple(draw):
+    """Three full versions of one key; deletes carry an ordering value (Debezium/DMS events
+    and delete blocks of event-time tables do). Under a partial behaviour only data versions:
+    a delete there resets the record, which a plain record cannot remember (see below)."""
+    name = draw(st.sampled_from(ASSOCIATIVE))
+    partial = BEHAVIOURS[name].partial != "NONE"
+    out = []
+    for _ in range(3):
+        v = draw(version(partial=False, ts=draw(st.integers(0, 4))))
+        if partial:
+            v = {**v, "kind": "data"}
+        out.append({**v, "key": "k"})
+    return name, out
+
+
+@settings(max_examples=400, deadline=None)
+@given(triple())
+def test_per_record_merge_is_associative(t) -> None:
+    name, (x, y, z) = t
+    spec = spec_of(name)
+    m = merger_for(spec)
+    props = spec.props()
+
+    def f(a, b):
+        if a is DELETE:
+            return b
+        if b is DELETE:
+            return DELETE
+        return m.merge(a, b, SCHEMA, props)
+
+    def norm(r):
+        return "deleted" if r is DELETE or m.is_delete(r, props) else r
+
+    a, b, c = (_record(v, i) for i, v in enumerate((x, y, z)))
+    assert norm(f(f(a, b), c)) == norm(f(a, f(b, c)))
+
+
+def test_resets_are_not_associative_on_plain_records() -> None:
+    """A delete followed by an update resets the record; ``merge(delete, update)`` returns the
+    update, which no longer says that older values must not fill its nulls. Writers therefore
+    put a batch's deletes after its rows (Hudi does the same) and never pre-combine a reset
+    followed by more versions."""
+    spec = spec_of("overwrite_non_defaults")
+    m, props = merger_for(spec), spec.props()
+    x = {"_hoodie_record_key": "k", "ts": 1, "a": "old"}
+    y = {"_hoodie_record_key": "k", "ts": 2, "_hoodie_is_deleted": True}
+    z = {"_hoodie_record_key": "k", "ts": 3, "a": None}
+    assert m.merge(x, y, SCHEMA, props) is DELETE  # (x.y).z == z: a is null
+    assert m.merge(x, m.merge(y, z, SCHEMA, props), SCHEMA, props)["a"] == "old"
+
+
+@st.composite
+def grouped(draw, partial: bool = False, ordered: bool = False):
+    """A history cut into write batches shaped as writers shape them: in each batch the rows
+    (with marker deletes, which carry an ordering value) come first, then the deletes."""
+    h = draw(history(partial=partial, max_size=16))
+    h = [{**v, "ts": v["ts"] if v["ts"] is not None else 0} if v["kind"] == "op_delete" else v for v in h]
+    if ordered:
+        ts = sorted(draw(st.lists(st.integers(0, 6), min_size=len(h), max_size=len(h))))
+        h = [{**v, "ts": t} for v, t in zip(h, ts, strict=True)]
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(h) - 1)), max_size=4))) if len(h) > 1 else []
+    groups, start = [], 0
+    for c in [*cuts, len(h)]:
+        g = h[start:c]
+        rows = [v for v in g if v["kind"] in ("data", "op_delete")]
+        dels = [v for v in g if v["kind"] in ("delete", "is_deleted")]
+        groups.append(rows + dels)
+        start = c
+    groups = [g for g in groups if g]
+    return [v for g in groups for v in g], groups
+
+
+def merge_grouped(name: str, groups) -> tuple:
+    parts: list = []
+    offset = 0
+    for g in groups:
+        gp = [part_of(v, offset + i) for i, v in enumerate(g)]
+        offset += len(g)
+        parts.extend(as_parts(vectorised(name, gp), gp))
+    return outcome(vectorised(name, parts))
+
+
+@settings(max_examples=200, deadline=None)
+@given(grouped(), st.sampled_from(ASSOCIATIVE))
+def test_batches_merged_in_any_grouping_agree(hg, name) -> None:
+    h, groups = hg
+    assert merge_grouped(name, groups) == outcome(vectorised(name, parts_of(h)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(grouped(partial=True), st.sampled_from(ALL))
+def test_all_mergers_agree_on_prefixes(hg, name) -> None:
+    """Merging a prefix first (a COW merge, a compaction) and then the rest is the same."""
+    h, groups = hg
+    if not groups:
+        return
+    prefix, rest = groups[0], [v for g in groups[1:] for v in g]
+    pp = parts_of(prefix)
+    parts = as_parts(vectorised(name, pp), pp) + [
+        part_of(v, len(prefix) + i) for i, v in enumerate(rest)
+    ]
+    assert outcome(vectorised(name, parts)) == outcome(vectorised(name, parts_of(h)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(grouped(ordered=True), st.sampled_from(NON_ASSOCIATIVE))
+def test_non_associative_mergers_are_associative_in_event_order(hg, name) -> None:
+    h, groups = hg
+    assert merge_grouped(name, groups) == outcome(vectorised(name, parts_of(h)))
+
+
+def test_partial_update_counter_example() -> None:
+    """Event time + null fill cannot be associative (Hudi's payload neither)."""
+    spec = spec_of("partial_update")
+    m, props = merger_for(spec), spec.props()
+
+    def r(ts, a, b):
+        return {"_hoodie_commit_time": "c", "_hoodie_record_key": "k", "ts": ts, "a": a, "b": b}
+
+    x, y, z = r(3, "x", None), r(1, "y", 1), r(2, None, 2)
+    left = m.merge(m.merge(x, y, SCHEMA, props), z, SCHEMA, props)
+    right = m.merge(x, m.merge(y, z, SCHEMA, props), SCHEMA, props)
+    assert (left["a"], left["b"]) == ("x", 1)
+    assert (right["a"], right["b"]) == ("x", 2)
+    assert not m.associative
+    # writers keep every version for it, so every reader folds in write order
+    from hudi_ds.merge.engine import combines_in_groups
+
+    assert not combines_in_groups(spec)
+    assert combines_in_groups(spec_of("default"))
+    assert not combines_in_groups(spec_of("default"), partial_write=True)
+
+
+# -- the winner-only kernel still matches its fold model -----------------------------------------
+
+
+def test_resolve_latest_kept() -> None:
+    inp = MergeInput(
+        keys=pa.array(["k", "k", "j"]),
+        seq=np.arange(3, dtype=np.int64),
+        ordering=pa.array([5, 3, 1]),
+        is_delete=np.array([False, False, True]),
+        natural_delete=np.array([False, False, True]),
+    )
+    winners, deleted = resolve_latest(inp, EVENT_TIME_ORDERING)
+    assert winners.tolist() == [0, 2] and deleted.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_empty_input(name: str) -> None:
+    r = vectorised(name, [])
+    assert r.rows.num_rows == 0 and len(r.deleted) == 0
