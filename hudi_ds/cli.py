@@ -303,9 +303,12 @@ def cmd_files(cmd: Command) -> int:
         latest = {s.file_id: s for s in view.latest_file_slices(p, vis)}
         for g in view.file_groups(p):
             s = latest.get(g.file_id)
-            slices = sorted(
-                {b.instant_time for b in g.base_files} | {lf.instant_time for lf in g.log_files}
-            )
+            if table.config.timeline_layout_version >= 2:  # logs carry their own instant
+                slices = sorted({b.instant_time for b in g.base_files}) or ["log-only"]
+            else:
+                slices = sorted(
+                    {b.instant_time for b in g.base_files} | {lf.instant_time for lf in g.log_files}
+                )
             entry = {
                 "partition": p,
                 "file_id": g.file_id,

@@ -603,3 +603,53 @@ def validate_service_options(options: Options) -> None:
             "option 'hoodie.compaction.preserve.commit.metadata'=false is not supported "
             "(compaction keeps each record's commit time and sequence number)"
         )
+
+
+class ConcurrencyConfig:
+    """Multi-writer options: optimistic concurrency control, locks, heartbeats."""
+
+    MODE = ConfigProperty(
+        "hoodie.write.concurrency.mode",
+        "single_writer",
+        one_of(
+            "single_writer",
+            "optimistic_concurrency_control",
+            "non_blocking_concurrency_control",
+            upper=False,
+        ),
+        "single_writer, or optimistic concurrency control for several writers.",
+    )
+    LOCK_PROVIDER = ConfigProperty(
+        "hoodie.write.lock.provider",
+        "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+        parse_str,
+        "Lock provider class (file-system based or in-process).",
+    )
+    LOCK_WAIT_MS = ConfigProperty(
+        "hoodie.write.lock.wait_time_ms", 100, parse_int, "Wait between lock attempts (ms)."
+    )
+    LOCK_RETRIES = ConfigProperty(
+        "hoodie.write.lock.num_retries", 600, parse_int, "Lock attempts before giving up."
+    )
+    LOCK_EXPIRE_MIN = ConfigProperty(
+        "hoodie.write.lock.filesystem.expire",
+        10.0,
+        float,
+        "Minutes after which a file-system lock of a dead holder is broken.",
+    )
+    HEARTBEAT_MS = ConfigProperty(
+        "hoodie.client.heartbeat.interval_in_ms", 60_000, parse_int, "Writer heartbeat interval."
+    )
+    HEARTBEAT_MISSES = ConfigProperty(
+        "hoodie.client.heartbeat.tolerable.misses",
+        2,
+        parse_int,
+        "Missed heartbeats after which another writer rolls a pending write back.",
+    )
+    FAILED_WRITES_POLICY = ConfigProperty(
+        "hoodie.cleaner.policy.failed.writes",
+        None,
+        one_of("EAGER", "LAZY", "NEVER"),
+        "EAGER (single writer default): roll back pending writes at start; LAZY (multi-writer "
+        "default): only those whose heartbeat expired.",
+    )

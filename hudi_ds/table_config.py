@@ -56,6 +56,7 @@ BUILTIN_STRATEGY_IDS = (
     CUSTOM_STRATEGY_ID,
     PAYLOAD_BASED_STRATEGY_ID,
 )
+_NOT_CUSTOM = (EVENT_TIME_STRATEGY_ID, COMMIT_TIME_STRATEGY_ID, PAYLOAD_BASED_STRATEGY_ID)
 
 
 # --------------------------------------------------------------------------- Java properties
@@ -284,7 +285,7 @@ class TableConfig:
 
     @property
     def complex_record_key(self) -> bool:
-        """Record keys are ``f1:v1,f2:v2`` (complex keygen, or several fields without partitions)."""
+        """Keys are ``f1:v1,f2:v2``: complex keygen, or several fields without partitions."""
         kg = self.key_generator
         return kg == "COMPLEX" or (kg == "NON_PARTITION" and len(self.record_key_fields) > 1)
 
@@ -313,8 +314,8 @@ class TableConfig:
         payload = self.payload_class or ""
         if strategy == COMMIT_TIME_STRATEGY_ID:
             return COMMIT_TIME_ORDERING
-        if strategy == CUSTOM_STRATEGY_ID or (strategy and strategy not in BUILTIN_STRATEGY_IDS):
-            return CUSTOM  # a user merger's own strategy id
+        if strategy and strategy not in _NOT_CUSTOM:
+            return CUSTOM  # Hudi's custom strategy id or a user merger's own one
         if payload.endswith("OverwriteWithLatestAvroPayload") or not payload:
             if self.table_version >= 8 and not payload:
                 return EVENT_TIME_ORDERING if self.ordering_fields else COMMIT_TIME_ORDERING

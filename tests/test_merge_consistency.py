@@ -22,14 +22,14 @@ import pytest
 
 import hudi_ds
 from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.log.block import BlockType, HeaderKey
+from hudi_ds.log.reader import decode_data_block, decode_delete_block
 from hudi_ds.merge import merge_versions
 from hudi_ds.merge.engine import DataPart, DeleteKeys
 from hudi_ds.services import ServiceContext, compaction
 from hudi_ds.storage import Storage
 from hudi_ds.table.reader import ReadStats, read_file_slice, scan_slice_logs
 from hudi_ds.table.table import HudiTable
-from hudi_ds.log.block import BlockType, HeaderKey
-from hudi_ds.log.reader import decode_data_block, decode_delete_block
 
 TOAST = "__debezium_unavailable_value"
 SCHEMA = pa.schema(
@@ -140,11 +140,6 @@ def test_mor_snapshot_compaction_and_cow_agree(tmp_path: Path, mode: str, seed: 
     snapshot = rows_of(mor, mode)
     assert snapshot == rows_of(cow, mode)
     assert snapshot, "the history should leave rows"
-    if mode == "custom":
-        # compaction reads with the table's options; the services open CUSTOM tables
-        # without the merger classes (reported to the lead), so compaction is covered by
-        # test_compaction_facing_merge_equals_reader below for this mode
-        return
     half = len(ops) // 2
     o = options(mode, "MERGE_ON_READ")
     apply(mor_c, ops[:half], o)
@@ -157,8 +152,8 @@ def test_mor_snapshot_compaction_and_cow_agree(tmp_path: Path, mode: str, seed: 
 
 def _slice_parts(storage: Storage, table: HudiTable, fs: FileSlice, schema: pa.Schema) -> list:
     """What a compaction hands the engine for one file slice (oldest first)."""
-    from hudi_ds.table.reader import read_base_file
     from hudi_ds.schema import cached_arrow_schema
+    from hudi_ds.table.reader import read_base_file
 
     parts: list = []
     if fs.base_file is not None:
@@ -170,7 +165,9 @@ def _slice_parts(storage: Storage, table: HudiTable, fs: FileSlice, schema: pa.S
             t = decode_data_block(b, schema)
             if b.header.get(HeaderKey.IS_PARTIAL) == "true":
                 keep = set(cached_arrow_schema(b.schema).names)
-                parts.append(DataPart(t.select([c for c in t.column_names if c in keep]), partial=True))
+                parts.append(
+                    DataPart(t.select([c for c in t.column_names if c in keep]), partial=True)
+                )
             else:
                 parts.append(t)
     return parts

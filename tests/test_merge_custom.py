@@ -159,7 +159,11 @@ def test_custom_table_needs_its_merger_to_read_and_write(tmp_path: Path) -> None
         hudi_ds.read(p, {CLASSES_KEY: other})
     # the mode is fixed at creation
     with pytest.raises(ConfigError, match="cannot change"):
-        hudi_ds.write(p, batch(("a", 1, 1, "x")), opts("MERGE_ON_READ", **{"hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}))
+        hudi_ds.write(
+            p,
+            batch(("a", 1, 1, "x")),
+            opts("MERGE_ON_READ", **{"hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}),
+        )
 
 
 class OtherMerger(CounterMerger):
@@ -177,12 +181,19 @@ class OtherMerger(CounterMerger):
 )
 def test_bad_custom_classes(tmp_path: Path, value: str, match: str) -> None:
     with pytest.raises(ConfigError, match=match) as e:
-        hudi_ds.write(str(tmp_path / "t"), batch(("a", 1, 1, "x")), opts("MERGE_ON_READ", **{CLASSES_KEY: value}))
+        hudi_ds.write(
+            str(tmp_path / "t"),
+            batch(("a", 1, 1, "x")),
+            opts("MERGE_ON_READ", **{CLASSES_KEY: value}),
+        )
     assert CLASSES_KEY in str(e.value) and value in str(e.value)
 
 
 def test_custom_needs_a_class_for_its_strategy(tmp_path: Path) -> None:
-    o = opts("MERGE_ON_READ", **{"hoodie.write.record.merge.strategy.id": "00000000-0000-0000-0000-00000000abcd"})
+    o = opts(
+        "MERGE_ON_READ",
+        **{"hoodie.write.record.merge.strategy.id": "00000000-0000-0000-0000-00000000abcd"},
+    )
     with pytest.raises(ConfigError, match="no class .* has this strategy id"):
         hudi_ds.write(str(tmp_path / "t"), batch(("a", 1, 1, "x")), o)
 
@@ -197,7 +208,9 @@ def test_custom_classes_alone_imply_custom(tmp_path: Path) -> None:
 
 
 def test_payload_with_custom_is_refused(tmp_path: Path) -> None:
-    o = opts("MERGE_ON_READ", **{"hoodie.datasource.write.payload.class": "PartialUpdateAvroPayload"})
+    o = opts(
+        "MERGE_ON_READ", **{"hoodie.datasource.write.payload.class": "PartialUpdateAvroPayload"}
+    )
     with pytest.raises(ConfigError, match="cannot be combined"):
         hudi_ds.write(str(tmp_path / "t"), batch(("a", 1, 1, "x")), o)
 
@@ -205,7 +218,19 @@ def test_payload_with_custom_is_refused(tmp_path: Path) -> None:
 def _versions(rng: np.random.Generator, n: int) -> list[pa.Table]:
     keys = rng.integers(0, 40, n)
     return [
-        batch(*[(f"k{k}", int(c), int(s), f"w{i}") for i, (k, c, s) in enumerate(zip(keys[a:b], rng.integers(0, 9, b - a), rng.integers(0, 99, b - a), strict=True))])
+        batch(
+            *[
+                (f"k{k}", int(c), int(s), f"w{i}")
+                for i, (k, c, s) in enumerate(
+                    zip(
+                        keys[a:b],
+                        rng.integers(0, 9, b - a),
+                        rng.integers(0, 99, b - a),
+                        strict=True,
+                    )
+                )
+            ]
+        )
         for a, b in ((0, n // 3), (n // 3, 2 * n // 3), (2 * n // 3, n))
     ]
 
@@ -221,7 +246,10 @@ def test_vectorised_custom_merger_equals_per_record() -> None:
     b = VersionsBuilder(schema)
     for p in parts:
         b.add(p)
-    assert merge_per_record(CounterMerger(), b.build(), schema, props).rows.to_pylist() == slow.rows.to_pylist()
+    assert (
+        merge_per_record(CounterMerger(), b.build(), schema, props).rows.to_pylist()
+        == slow.rows.to_pylist()
+    )
 
 
 def test_compaction_facing_merge_with_custom_merger() -> None:
@@ -229,7 +257,9 @@ def test_compaction_facing_merge_with_custom_merger() -> None:
     schema = SCHEMA.insert(0, pa.field("_hoodie_record_key", pa.string()))
 
     def t(*rows):
-        return pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema)
+        return pa.Table.from_pylist(
+            [dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema
+        )
 
     base = t(("a", "a", 1, 1, "base"), ("b", "b", 1, 1, "base"), ("c", "c", 1, 1, "base"))
     log1 = t(("a", "a", 2, 5, "l1"), ("b", "b", 3, 0, "l1"))

@@ -62,7 +62,9 @@ def state(path: str) -> dict[str, tuple]:
 def data_blocks(path: str) -> list:
     out = []
     for f in sorted(Path(path).rglob(".*.log.*")):
-        out.extend(b for b in scan_log_bytes(f.read_bytes()).blocks if b.block_type != BlockType.DELETE)
+        out.extend(
+            b for b in scan_log_bytes(f.read_bytes()).blocks if b.block_type != BlockType.DELETE
+        )
     return out
 
 
@@ -73,7 +75,9 @@ def test_partial_update_keeps_other_columns(tmp_path: Path, table_type: str, fmt
     o = opts(table_type, fmt)
     hudi_ds.write(p, base_rows(), o)
     # price only; a null written explicitly is a value (it replaces the stored one)
-    hudi_ds.write(p, pa.table({"id": ["a", "b"], "ts": pa.array([2, 2], pa.int64()), "price": [9.0, None]}), o)
+    hudi_ds.write(
+        p, pa.table({"id": ["a", "b"], "ts": pa.array([2, 2], pa.int64()), "price": [9.0, None]}), o
+    )
     # a partial update of a new key: the columns it lacks are null
     hudi_ds.write(p, pa.table({"id": ["c"], "ts": pa.array([1], pa.int64()), "name": ["carol"]}), o)
     # a late partial update (older ts) loses under event time
@@ -152,3 +156,42 @@ def test_partial_update_needs_keys_and_ordering(tmp_path: Path) -> None:
     hudi_ds.write(p, base_rows(), o)
     with pytest.raises(SchemaError, match="ordering column 'ts'"):
         hudi_ds.write(p, pa.table({"id": ["a"], "price": [1.0]}), o)
+
+
+STRICT = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("name", pa.string(), nullable=False),
+        pa.field("price", pa.float64()),
+    ]
+)
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_partial_update_by_several_tasks_with_required_columns(
+    tmp_path: Path, table_type: str
+) -> None:
+    """Tasks that are not exclusive writers (Spark): COW stages partial rows, the commit merges
+    them; a required column the partial rows leave out is taken from the stored row."""
+    from hudi_ds.write.client import WriteClient
+
+    p = str(tmp_path / "t")
+    o = opts(table_type)
+    full = pa.Table.from_pylist(
+        [{"id": k, "ts": 1, "name": k.upper(), "price": 1.0} for k in "abcd"], schema=STRICT
+    )
+    hudi_ds.write(p, full, o)
+    upd = pa.table(
+        {"id": list("abcd"), "ts": pa.array([2] * 4, pa.int64()), "price": [2.0, 3.0, 4.0, 5.0]}
+    )
+    client = WriteClient(p, o)
+    instant = client.start(upd.schema)
+    statuses = []
+    for task, rows in enumerate((upd.slice(0, 2), upd.slice(2, 2))):
+        w = client.task_writer(instant, task, 0, 0, exclusive=False)
+        w.write(rows)
+        statuses.extend(w.close())
+    client.commit(instant, statuses)
+    got = {r["id"]: (r["ts"], r["name"], r["price"]) for r in hudi_ds.read(p).to_pylist()}
+    assert got == {"a": (2, "A", 2.0), "b": (2, "B", 3.0), "c": (2, "C", 4.0), "d": (2, "D", 5.0)}

@@ -86,7 +86,10 @@ SELECTORS = {
         {"hoodie.datasource.write.payload.class": "PartialUpdateAvroPayload"},
     ],
     "overwrite_non_defaults": [
-        {"hoodie.datasource.write.payload.class": MODEL + "OverwriteNonDefaultsWithLatestAvroPayload"},
+        {
+            "hoodie.datasource.write.payload.class": MODEL
+            + "OverwriteNonDefaultsWithLatestAvroPayload"
+        },
     ],
 }
 CASES = [(b, i, t) for b, sels in SELECTORS.items() for i in range(len(sels)) for t in TYPES]
@@ -192,7 +195,12 @@ def test_order_status_story(tmp_path: Path, table_type: str, mode: str) -> None:
 # -- deletes -----------------------------------------------------------------------------------
 
 DEL = pa.schema(
-    [("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("_hoodie_is_deleted", pa.bool_())]
+    [
+        ("id", pa.string()),
+        ("ts", pa.int64()),
+        ("v", pa.string()),
+        ("_hoodie_is_deleted", pa.bool_()),
+    ]
 )
 
 
@@ -256,11 +264,23 @@ def test_aws_dms_op_column(tmp_path: Path, table_type: str) -> None:
         hudi_ds.write(p, pa.Table.from_pylist(rows, schema=DMS), o)
 
     w([{"id": k, "Op": None, "v": 1} for k in "abcd"])  # full load: no Op
-    w([{"id": "a", "Op": "U", "v": 2}, {"id": "b", "Op": "D", "v": 1}, {"id": "e", "Op": "I", "v": 1}])
+    w(
+        [
+            {"id": "a", "Op": "U", "v": 2},
+            {"id": "b", "Op": "D", "v": 1},
+            {"id": "e", "Op": "I", "v": 1},
+        ]
+    )
     # commit time: the latest change wins, whatever its values; lower-case d deletes too
     w([{"id": "c", "Op": "d", "v": 1}, {"id": "e", "Op": "U", "v": 0}])
     # in one batch: delete then re-insert, and insert then delete
-    w([{"id": "b", "Op": "I", "v": 7}, {"id": "d", "Op": "U", "v": 3}, {"id": "d", "Op": "D", "v": 3}])
+    w(
+        [
+            {"id": "b", "Op": "I", "v": 7},
+            {"id": "d", "Op": "U", "v": 3},
+            {"id": "d", "Op": "D", "v": 3},
+        ]
+    )
     got = {k: (r["Op"], r["v"]) for k, r in read(p).items()}
     assert got == {"a": ("U", 2), "b": ("I", 7), "e": ("U", 0)}
     cfg = TableConfig.load(Storage(p))
@@ -336,20 +356,59 @@ def test_postgres_debezium_toast_and_deletes(tmp_path: Path, table_type: str) ->
 
     w(
         [
-            {"id": "a", "doc": "big", "blob": b"B", "n": 1, "_change_operation_type": "r", "_event_lsn": 10},
-            {"id": "b", "doc": "x", "blob": b"x", "n": 1, "_change_operation_type": "r", "_event_lsn": 10},
+            {
+                "id": "a",
+                "doc": "big",
+                "blob": b"B",
+                "n": 1,
+                "_change_operation_type": "r",
+                "_event_lsn": 10,
+            },
+            {
+                "id": "b",
+                "doc": "x",
+                "blob": b"x",
+                "n": 1,
+                "_change_operation_type": "r",
+                "_event_lsn": 10,
+            },
         ]
     )
     # an update whose TOASTed columns were not sent: they keep their values; a null is a value
     w(
         [
-            {"id": "a", "doc": TOAST, "blob": TOAST.encode(), "n": None, "_change_operation_type": "u", "_event_lsn": 20},
-            {"id": "b", "doc": "y", "blob": b"y", "n": 2, "_change_operation_type": "d", "_event_lsn": 5},
+            {
+                "id": "a",
+                "doc": TOAST,
+                "blob": TOAST.encode(),
+                "n": None,
+                "_change_operation_type": "u",
+                "_event_lsn": 20,
+            },
+            {
+                "id": "b",
+                "doc": "y",
+                "blob": b"y",
+                "n": 2,
+                "_change_operation_type": "d",
+                "_event_lsn": 5,
+            },
         ]
     )
     got = {k: (r["doc"], r["blob"], r["n"], r["_event_lsn"]) for k, r in read(p).items()}
     assert got == {"a": ("big", b"B", None, 20), "b": ("x", b"x", 1, 10)}  # b's delete is older
-    w([{"id": "b", "doc": "y", "blob": b"y", "n": 2, "_change_operation_type": "d", "_event_lsn": 30}])
+    w(
+        [
+            {
+                "id": "b",
+                "doc": "y",
+                "blob": b"y",
+                "n": 2,
+                "_change_operation_type": "d",
+                "_event_lsn": 30,
+            }
+        ]
+    )
     assert sorted(read(p)) == ["a"]
     assert TableConfig.load(Storage(p)).ordering_fields == ["_event_lsn"]
 
@@ -389,7 +448,9 @@ def test_contradicting_strategy_id(tmp_path: Path) -> None:
 
 def test_event_time_payload_needs_ordering(tmp_path: Path) -> None:
     o = opts(
-        "MERGE_ON_READ", None, **{"hoodie.datasource.write.payload.class": "PartialUpdateAvroPayload"}
+        "MERGE_ON_READ",
+        None,
+        **{"hoodie.datasource.write.payload.class": "PartialUpdateAvroPayload"},
     )
     with pytest.raises(ConfigError, match="ordering field"):
         write(str(tmp_path / "t"), [row("1", 1, "a", "b")], o)
@@ -397,7 +458,10 @@ def test_event_time_payload_needs_ordering(tmp_path: Path) -> None:
 
 def test_strategy_id_selects_mode(tmp_path: Path) -> None:
     p = str(tmp_path / "t")
-    o = opts("MERGE_ON_READ", **{"hoodie.write.record.merge.strategy.id": "ce9acb64-bde0-424c-9b91-f6ebba25356d"})
+    o = opts(
+        "MERGE_ON_READ",
+        **{"hoodie.write.record.merge.strategy.id": "ce9acb64-bde0-424c-9b91-f6ebba25356d"},
+    )
     write(p, [row("1", 2, "a", "b")], o)
     write(p, [row("1", 1, "c", "d")], o)
     assert read(p)["1"]["name"] == "c"
@@ -418,7 +482,11 @@ def test_merge_choice_cannot_change(tmp_path: Path, change: dict[str, str]) -> N
     with pytest.raises(ConfigError, match="cannot change"):
         write(p, [row("1", 2, "a", "b")], opts("MERGE_ON_READ", **change))
     # the same choice restated is fine
-    write(p, [row("1", 2, "a", "b")], opts("MERGE_ON_READ", **{"hoodie.write.record.merge.mode": "EVENT_TIME_ORDERING"}))
+    write(
+        p,
+        [row("1", 2, "a", "b")],
+        opts("MERGE_ON_READ", **{"hoodie.write.record.merge.mode": "EVENT_TIME_ORDERING"}),
+    )
 
 
 @pytest.mark.parametrize("name", sorted(BEHAVIOURS))
@@ -435,11 +503,27 @@ def test_payload_persisted_and_recognised(tmp_path: Path, name: str) -> None:
             ("_event_lsn", pa.int64()),
         ]
     )
-    rows = [{"id": "1", "ts": 1, "Op": "I", "_change_operation_type": "c", "_event_seq": "1.1", "_event_lsn": 1}]
-    hudi_ds.write(p, pa.Table.from_pylist(rows, schema=schema), opts("COPY_ON_WRITE", **{"payload.class": b.payload_class}))
+    rows = [
+        {
+            "id": "1",
+            "ts": 1,
+            "Op": "I",
+            "_change_operation_type": "c",
+            "_event_seq": "1.1",
+            "_event_lsn": 1,
+        }
+    ]
+    hudi_ds.write(
+        p,
+        pa.Table.from_pylist(rows, schema=schema),
+        opts("COPY_ON_WRITE", **{"payload.class": b.payload_class}),
+    )
     cfg = TableConfig.load(Storage(p))
     assert cfg.props["hoodie.compaction.payload.class"] == b.payload_class
-    assert cfg.props["hoodie.compaction.record.merger.strategy"] == "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+    assert (
+        cfg.props["hoodie.compaction.record.merger.strategy"]
+        == "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+    )
     assert cfg.merge_mode == b.mode
     from hudi_ds.merge.modes import table_spec
 
@@ -452,4 +536,61 @@ def test_missing_columns_still_refused_without_partial_semantics(tmp_path: Path)
     p = str(tmp_path / "t")
     write(p, [row("1", 1, "a", "b")], opts("MERGE_ON_READ"))
     with pytest.raises(SchemaError, match="hoodie.write.partial.updates"):
-        hudi_ds.write(p, pa.table({"id": ["1"], "ts": pa.array([2], pa.int64())}), opts("MERGE_ON_READ"))
+        hudi_ds.write(
+            p, pa.table({"id": ["1"], "ts": pa.array([2], pa.int64())}), opts("MERGE_ON_READ")
+        )
+
+
+def test_table_spec_of_java_tables() -> None:
+    """How tables written by Hudi 1.x map onto behaviours (v8 payload-based CUSTOM, v9)."""
+    from hudi_ds.merge.modes import table_spec
+
+    def spec(**props: str):
+        return table_spec(TableConfig({"hoodie.table.name": "t", **props}))
+
+    v8_partial = spec(
+        **{
+            "hoodie.table.version": "8",
+            "hoodie.record.merge.mode": "CUSTOM",
+            "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+            "hoodie.compaction.payload.class": MODEL + "PartialUpdateAvroPayload",
+            "hoodie.table.precombine.field": "ts",
+        }
+    )
+    assert v8_partial.behaviour == "partial_update" and v8_partial.ordering_fields == ("ts",)
+    v9_legacy = spec(
+        **{
+            "hoodie.table.version": "9",
+            "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
+            "hoodie.legacy.payload.class": MODEL + "AWSDmsAvroPayload",
+        }
+    )
+    assert v9_legacy.behaviour == "aws_dms"
+    v9_native = spec(
+        **{
+            "hoodie.table.version": "9",
+            "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+            "hoodie.table.ordering.fields": "ts",
+            "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS",
+        }
+    )
+    assert v9_native.behaviour == "partial_update"
+    with pytest.raises(
+        ConfigError, match="hoodie.write.record.merge.custom.implementation.classes"
+    ):
+        spec(
+            **{
+                "hoodie.table.version": "8",
+                "hoodie.record.merge.mode": "CUSTOM",
+                "hoodie.record.merge.strategy.id": "aaaaaaaa-0000-0000-0000-000000000000",
+            }
+        )
+    with pytest.raises(ConfigError, match="com.acme.Payload"):
+        spec(
+            **{
+                "hoodie.table.version": "8",
+                "hoodie.record.merge.mode": "CUSTOM",
+                "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+                "hoodie.compaction.payload.class": "com.acme.Payload",
+            }
+        )

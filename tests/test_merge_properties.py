@@ -149,7 +149,14 @@ def test_vectorised_equals_per_record_without_ordering(h, name) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["k1", "k2"]), st.integers(0, 3), st.integers(0, 12), st.booleans()), max_size=15))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["k1", "k2"]), st.integers(0, 3), st.integers(0, 12), st.booleans()
+        ),
+        max_size=15,
+    )
+)
 def test_mysql_event_seq_vectorised_equals_per_record(items) -> None:
     schema = pa.schema(
         [
@@ -184,7 +191,9 @@ def test_mysql_event_seq_vectorised_equals_per_record(items) -> None:
         if cur is None or (f, pos) >= cur[0]:
             best[r["_hoodie_record_key"]] = ((f, pos), r)
     want = sorted(
-        (r["_hoodie_record_key"], r["v"]) for _, r in best.values() if r["_change_operation_type"] != "d"
+        (r["_hoodie_record_key"], r["v"])
+        for _, r in best.values()
+        if r["_change_operation_type"] != "d"
     )
     assert sorted((r["_hoodie_record_key"], r["v"]) for r in fast.rows.to_pylist()) == want
 
@@ -260,11 +269,16 @@ def grouped(draw, partial: bool = False, ordered: bool = False):
     """A history cut into write batches shaped as writers shape them: in each batch the rows
     (with marker deletes, which carry an ordering value) come first, then the deletes."""
     h = draw(history(partial=partial, max_size=16))
-    h = [{**v, "ts": v["ts"] if v["ts"] is not None else 0} if v["kind"] == "op_delete" else v for v in h]
+    h = [
+        {**v, "ts": v["ts"] if v["ts"] is not None else 0} if v["kind"] == "op_delete" else v
+        for v in h
+    ]
     if ordered:
         ts = sorted(draw(st.lists(st.integers(0, 6), min_size=len(h), max_size=len(h))))
         h = [{**v, "ts": t} for v, t in zip(h, ts, strict=True)]
-    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(h) - 1)), max_size=4))) if len(h) > 1 else []
+    cuts = (
+        sorted(draw(st.sets(st.integers(1, max(1, len(h) - 1)), max_size=4))) if len(h) > 1 else []
+    )
     groups, start = [], 0
     for c in [*cuts, len(h)]:
         g = h[start:c]

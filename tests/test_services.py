@@ -6,8 +6,10 @@ Every check compares our reader and hudi-rs (the ``hudi`` package) with the expe
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +314,19 @@ def test_inline_compaction_cleaning_20_commits(tmp_path: Path) -> None:
     assert {i.requested_time for i in archived.commits()} >= set(instants[:5])
     with pytest.raises(InstantNotFoundError, match="archived"):
         hudi_ds.read(path, {"as.of.instant": instants[0]})
+    # hudi-rs and our reader while a compaction is pending, then half executed
+    write(path, trips(range(0, 300, 7), 50), m, {**opts, "hoodie.compact.inline": "false"})
+    ctx = ServiceContext.open(path, opts)
+    c = compaction.schedule_compaction(ctx)
+    assert c is not None
+    assert ours(path) == hudi_rs(path) == m.rows()
+    job = compaction.prepare_compaction(ctx, c)
+    ctx.writer().transition_to_inflight(Instant(c, "compaction", State.REQUESTED))
+    compaction.execute_operation(job, 0)
+    assert ours(path) == hudi_rs(path) == m.rows()
+    write(path, trips(range(5), 99), m, opts)  # the next write retries it (inline)
+    assert ctx.timeline().is_completed(c)
+    assert ours(path) == hudi_rs(path) == m.rows()
 
 
 # -- cleaning ---------------------------------------------------------------------------------
@@ -448,6 +463,8 @@ def test_clean_removes_debris_of_failed_writes(tmp_path: Path) -> None:
     marker_dir = Path(path) / ".hoodie" / ".temp" / later
     marker_dir.mkdir(parents=True)
     (marker_dir / "x.marker.CREATE").write_text("")
+    old_time = time.time() - 3600  # untouched for an hour: a fresh one may be in use
+    os.utime(marker_dir / "x.marker.CREATE", (old_time, old_time))
     old_base = part / f"00000000-aaaa-bbbb-cccc-dddddddddddd-0_0-0-0_{ghost}.parquet"
     shutil.copy(stray_base, old_base)  # older than the first instant: taken as archived, kept
     ctx = ServiceContext.open(path)
@@ -727,3 +744,40 @@ def test_compaction_of_a_hudi_written_table(name: str, tmp_path_factory) -> None
     assert without_file_name(row_set(got)) == without_file_name(expected)
     assert without_file_name(row_set(rs)) == without_file_name(expected)
     assert without_file_name(row_set(ro)) == without_file_name(expected)
+
+
+def test_rollback_of_an_instant_sharing_a_log_file(tmp_path: Path) -> None:
+    """Java Hudi appends delta commits to one v6 log file: such a file cannot be deleted, so
+    the rollback writes a ROLLBACK command block (in a new log file of the slice)."""
+    path = str(tmp_path / "t")
+    m = Model()
+    one_group = {"hoodie.bucket.index.num.buckets": "1"}
+    write(path, trips([0, 2, 4], 1), m, one_group)
+    before = m.rows()
+    last = hudi_ds.write(path, trips([2, 6], 2), {**OPTS, **one_group})
+    hoodie = Path(path) / ".hoodie"
+    md = json.loads((hoodie / f"{last}.deltacommit").read_text())
+    (stat,) = md["partitionToWriteStats"]["nyc"]
+    mine = Path(path) / stat["path"]
+    first = next(p for p in (Path(path) / "nyc").glob(".*.log.1_*"))
+    # make it look like Java's append: T's blocks at the end of the earlier log file
+    first.write_bytes(first.read_bytes() + mine.read_bytes())
+    mine.unlink()
+    stat["path"] = f"nyc/{first.name}"
+    stat["logFiles"] = [first.name]
+    (hoodie / f"{last}.deltacommit").write_text(json.dumps(md))
+    assert ours(path) != before
+    res = rollback.rollback(ServiceContext.open(path), last)
+    assert first.exists() and not res.deleted
+    assert len(res.command_logs) == 1
+    assert ours(path) == hudi_rs(path) == before
+    tl = ServiceContext.open(path).timeline()
+    assert res.rollback_instant is not None
+    plan = tl.read_rollback_plan(res.rollback_instant)
+    assert any(r.log_blocks_to_be_deleted for r in plan.rollback_requests or [])
+    rmd = tl.read_rollback_metadata(res.rollback_instant)
+    assert any(pm.rollback_log_files for pm in rmd.partition_metadata.values())
+    # the command-block file is no debris: a clean keeps it
+    clean.clean(ServiceContext.open(path))
+    assert all((Path(path) / p).exists() for p in res.command_logs)
+    assert ours(path) == hudi_rs(path) == before

@@ -164,7 +164,7 @@ def _cast_or_null(values: pa.Array, target: pa.DataType) -> pa.Array:
         return pa.nulls(len(values), target)
 
 
-def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+def conform_to(t: pa.Table, schema: pa.Schema) -> pa.Table:
     """``t`` in ``schema``: shared columns promoted, missing ones null, extra ones dropped."""
     sub = pa.schema([f for f in schema if f.name in t.column_names])
     t = promote_table(t.select(sub.names), sub)
@@ -214,7 +214,7 @@ class VersionsBuilder:
             else:
                 raise ValueError("versions need _hoodie_record_key or a key function")
         if t.schema != self.schema:
-            t = _conform(t, self.schema)
+            t = conform_to(t, self.schema)
         self._tables.append(t)
         self._keys.append(_as_string(keys))
         if IS_DELETED in t.column_names and t.column(IS_DELETED).null_count < n:

@@ -468,6 +468,10 @@ def table_spec(cfg: TableConfig, custom_classes: Sequence[str] | None = None) ->
         )
     if b is not None and b.mode == mode:
         return builtin_spec(b, ordering)
+    if (cfg.get(PARTIAL_MODE_PROP) or "").upper() == IGNORE_DEFAULTS:
+        # Hudi 1.1 tables: the partial update mode is a table property of its own
+        name = "partial_update" if mode == EVENT_TIME_ORDERING else "overwrite_non_defaults"
+        return builtin_spec(BEHAVIOURS[name], ordering)
     return spec_for_mode(mode, ordering)
 
 

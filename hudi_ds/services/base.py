@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_ds.config import (
+    ConcurrencyConfig,
     Options,
     ReadConfig,
     ServiceConfig,
@@ -68,7 +69,7 @@ class ServiceContext:
         """
         storage = path if isinstance(path, Storage) else Storage(str(path))
         opts = options if isinstance(options, Options) else Options.of(options)
-        opts.validate(ServiceConfig, WriteConfig, ReadConfig)
+        opts.validate(ServiceConfig, WriteConfig, ReadConfig, ConcurrencyConfig)
         validate_service_options(opts)
         return cls(storage, TableConfig.load(storage), opts, progress or no_progress)
 

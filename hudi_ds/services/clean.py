@@ -310,17 +310,28 @@ def _referenced_files(tl: Timeline) -> set[str]:
     return out
 
 
-def _stale_temp(ctx: ServiceContext, tl: Timeline) -> list[str]:
-    """Marker folders of instants that are not pending; stale ``*.tmp`` timeline files."""
-    out = []
-    pending = {i.requested_time for i in tl.pending()}
+def _stale_temp(ctx: ServiceContext) -> list[str]:
+    """Marker folders of instants on no timeline (rolled back or never started) untouched for
+    a while, and stale ``*.tmp`` files of the timeline folder.
+
+    The folders are listed before the timeline is loaded (a writer creates its requested
+    instant before its markers), and a folder must be older than ``STALE_TMP_SECONDS``: a
+    rollback deleting its instant's markers right now keeps them.
+    """
+    now_ms = time.time() * 1000
+    limit = STALE_TMP_SECONDS * 1000
+    candidates = []
     for d in ctx.storage.list_dirs(TEMP_DIR):
         name = d.rsplit("/", 1)[-1]
-        if name.isdigit() and name not in pending:
-            out.append(d)
-    now_ms = time.time() * 1000
+        if not name.isdigit():
+            continue
+        files = ctx.storage.list_files(d, recursive=True)
+        if all(now_ms - f.mtime_ms > limit for f in files):
+            candidates.append((name, d))
+    tl = ctx.timeline()
+    out = [d for name, d in candidates if not tl.contains(name)]
     for f in ctx.storage.list_files(tl.path or ".hoodie"):
-        if f.name.endswith(".tmp") and now_ms - f.mtime_ms > STALE_TMP_SECONDS * 1000:
+        if f.name.endswith(".tmp") and now_ms - f.mtime_ms > limit:
             out.append(f.path)
     return out
 
@@ -464,7 +475,7 @@ def clean(ctx: ServiceContext, *, dry_run: bool = False, debris: bool = True) ->
         for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items()
         for fi in infos
     ]
-    stale = _stale_temp(ctx, ctx.timeline())
+    stale = _stale_temp(ctx)
     if dry_run or not files:
         if not dry_run:
             for d in stale:

@@ -41,7 +41,12 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from hudi_ds.config import ServiceConfig, WriteConfig, compaction_strategy_class
+from hudi_ds.config import (
+    ConcurrencyConfig,
+    ServiceConfig,
+    WriteConfig,
+    compaction_strategy_class,
+)
 from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TimelineError, UnsupportedError
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
@@ -72,6 +77,7 @@ from hudi_ds.timeline.metadata import (
 )
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.handles import write_base_file
+from hudi_ds.write.lock import Heartbeat, heartbeat_expired
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
 
 log = logging.getLogger("hudi_ds.services")
@@ -577,23 +583,52 @@ def run_compaction(
         todo = list(tl.pending_compactions())
     results = []
     for inst in todo:
-        results.append(_run_one(ctx, inst, executor))
+        res = _run_one(ctx, inst, executor)
+        if res is not None:
+            results.append(res)
+        elif instant is not None:
+            raise TimelineError(f"compaction {instant} is running in another process")
     return results
+
+
+def _multi_writer(ctx: ServiceContext) -> bool:
+    """LAZY failed-writes policy (multi-writer tables): an inflight compaction is taken as
+    failed only once its heartbeat expired; EAGER (single writer): at once."""
+    policy = ctx.options.get(ConcurrencyConfig.FAILED_WRITES_POLICY)
+    if policy is None:
+        return ctx.options.get(ConcurrencyConfig.MODE) != "single_writer"
+    return policy == "LAZY"
+
+
+def _attempt_alive(ctx: ServiceContext, instant: str) -> bool:
+    if not _multi_writer(ctx):
+        return False
+    o = ctx.options
+    timeout = (
+        o.get(ConcurrencyConfig.HEARTBEAT_MS)
+        / 1000
+        * max(1, o.get(ConcurrencyConfig.HEARTBEAT_MISSES))
+    )
+    return not heartbeat_expired(ctx.storage, instant, timeout)
 
 
 def _run_one(
     ctx: ServiceContext,
     inst: Instant,
     executor: Callable[[CompactionJob], list[WriteStat]] | None,
-) -> CompactionResult:
+) -> CompactionResult | None:
     c = inst.requested_time
     if inst.is_inflight:
+        if _attempt_alive(ctx, c):
+            log.info("compaction %s is running elsewhere (live heartbeat); skipped", c)
+            return None
         log.warning("compaction %s was left inflight by a failed attempt; retrying it", c)
         rollback_inflight_compaction(ctx, c)
     attempt = _attempts(ctx, c)
     job = prepare_compaction(ctx, c, attempt)
     writer = ctx.writer()
     writer.transition_to_inflight(Instant(c, COMPACTION, State.REQUESTED))
+    heartbeat = Heartbeat(ctx.storage, c, ctx.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000)
     t0 = time.perf_counter()
     try:
         stats = (executor or _run_locally(ctx.progress))(job)
@@ -605,6 +640,8 @@ def _run_one(
         except Exception:  # pragma: no cover - the next run retries the rollback
             log.exception("rolling back compaction %s failed", c)
         raise
+    finally:
+        heartbeat.stop()
     seconds = time.perf_counter() - t0
     res = CompactionResult(
         instant=done.requested_time,

@@ -56,11 +56,7 @@ from hudi_ds.timeline.metadata import (
     SavepointPartitionMetadata,
 )
 from hudi_ds.timeline.timeline import Timeline
-from hudi_ds.write.rollback import (
-    _rollback,
-    rollback_failed_writes,
-    rollback_instant,
-)
+from hudi_ds.write.rollback import _rollback, rollback_instant
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -235,9 +231,12 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
             f"only commits, delta commits and replace commits can be rolled back, not a "
             f"{inst.action} ({instant})"
         )
-    # a failed write would be rolled back by the next writer anyway; do it now (single writer)
-    rollback_failed_writes(ctx.storage, ctx.config)
-    tl = ctx.timeline()
+    pending = [i.requested_time for i in tl.pending().filter_actions(*DATA_ACTIONS)]
+    if pending:
+        raise TimelineError(
+            f"cannot roll back {instant} while writes are pending ({', '.join(pending)}); if "
+            "their writers are gone, roll those back first (hudi-py rollback <path> <instant>)"
+        )
     inst = tl.get(instant) or inst
     _check_rollback(ctx, tl, inst)
     return _rollback_completed(ctx, tl, inst)

@@ -16,6 +16,10 @@ micro-batch of a query started at ``earliest`` is the snapshot as of ``b``.
   was committed when the query started, in batches of that size.
 * Start: ``hoodie.datasource.streaming.startOffset`` = ``earliest`` (default), ``latest`` or an
   instant time (changes *after* it); a restarted query resumes from its checkpoint instead.
+  From ``earliest`` the first micro-batch reaches at least the earliest commit the cleaner
+  retained (a snapshot as of an older instant is no longer readable). A query that falls
+  behind the cleaner fails with a message naming the retained instant: retain more commits
+  (``hoodie.cleaner.commits.retained``) than a stopped query may lag.
 * Deletes: with ``hoodie.datasource.read.incr.emit.deletes=true`` a key that existed before the
   range and is gone at its end comes as its last row with ``_hoodie_is_deleted = true`` (the
   column is added to the schema when the table has none).
@@ -193,6 +197,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         capped = not isinstance(limit, ReadAllAvailable)
         max_commits = self.max_commits if capped else None
         max_rows = self.max_rows if capped else None
+        # a query starting from the beginning reads a snapshot first: as of an instant whose
+        # file versions the cleaner kept (earlier ones may be gone)
+        floor = retained_floor(tl) if begin == INIT_OFFSET else None
         end = begin
         commits = rows = 0
         for inst in self._admissible(tl):
@@ -202,6 +209,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
             if self._available_now is not None and pos > self._available_now:
                 break
             data = tl.origin_action(inst.requested_time) not in ("compaction", "clustering")
+            if floor is not None and inst.requested_time < floor:
+                end = pos
+                continue
             if data:
                 n = self._rows_of(tl, inst)
                 if max_commits is not None and commits >= max_commits:
@@ -302,6 +312,16 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
             if gone is not None and gone.num_rows:
                 for batch in _with_flag_table(gone, True).to_batches():
                     yield conform_batch(batch, target)
+
+
+def retained_floor(tl: Timeline) -> str | None:
+    """The earliest commit whose file versions the last clean kept, when it deleted any (reads
+    as of earlier instants are refused)."""
+    for c in reversed(tl.completed().filter_actions("clean")):
+        md = tl.read_clean_metadata(c)
+        if md.earliest_commit_to_retain:
+            return md.earliest_commit_to_retain if md.total_files_deleted else None
+    return None
 
 
 def stream_schema(schema: StructType, emit_deletes: bool) -> StructType:

@@ -146,6 +146,10 @@ class FileSystemView:
             else:
                 for lf in log_files:
                     key = lf.instant_time
+                    if not vis.sees(key) and key not in vis.pending_compactions:
+                        # the slice's base instant never completed (a write in flight or
+                        # failed): none of its blocks can be visible
+                        continue
                     slices.setdefault(key, FileSlice(g.partition_path, g.file_id, key))
                     slices[key].log_files.append(lf)
         if not slices:

@@ -189,20 +189,19 @@ def read_file_slice(
         if b.block_type == BlockType.DELETE:
             parts.append(DeleteKeys.from_table(decode_delete_block(b)))
         else:
-            t = decode_data_block(b, schema)
-            if _is_partial(b):
+            if is_partial_block(b):
                 carried = set(cached_arrow_schema(b.schema).names) if b.schema else set()
-                t = t.select([c for c in t.column_names if c in carried])
-                parts.append(DataPart(t, partial=True))
+                sub = pa.schema([f for f in schema if f.name in carried])
+                parts.append(DataPart(decode_data_block(b, sub), partial=True))
             else:
-                parts.append(t)
+                parts.append(decode_data_block(b, schema))
     spec = ctx.merge_spec
     result = merge_versions(parts, spec, schema, key_fn=lambda t: _keys_of(t, ctx))
     out = result.rows
     return out if columns is None else _project(out, columns)
 
 
-def _is_partial(b: LogBlock) -> bool:
+def is_partial_block(b: LogBlock) -> bool:
     """A data block written with a partial schema (Hudi 1.x ``IS_PARTIAL`` header)."""
     return b.header.get(HeaderKey.IS_PARTIAL, "").strip().lower() == "true"
 

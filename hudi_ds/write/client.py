@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.config import (
+    ConcurrencyConfig,
     Options,
     ReadConfig,
     ServiceConfig,
@@ -34,6 +35,7 @@ from hudi_ds.config import (
     validate_service_options,
 )
 from hudi_ds.errors import (
+    CommitConflictError,
     ConfigError,
     InstantNotFoundError,
     SchemaError,
@@ -52,7 +54,7 @@ from hudi_ds.index.bucket import (
 )
 from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.layout.naming import PARTITION_METADATA_FILE
+from hudi_ds.layout.naming import PARTITION_METADATA_FILE, log_file_name, parse_log_file_name
 from hudi_ds.log.writer import parquet_write_options
 from hudi_ds.merge.modes import (
     MergeSpec,
@@ -86,7 +88,16 @@ from hudi_ds.write.handles import (
     MergeHandle,
     delete_schema,
 )
-from hudi_ds.write.markers import delete_markers, marked_files
+from hudi_ds.write.lock import (
+    HEARTBEAT_DIR,
+    FileSystemLock,
+    Heartbeat,
+    InProcessLock,
+    heartbeat_expired,
+    held,
+    make_lock,
+)
+from hudi_ds.write.markers import create_marker, delete_markers, marked_files
 from hudi_ds.write.rollback import rollback_failed_writes, rollback_instant
 from hudi_ds.write.write_status import WriteStatus
 
@@ -145,9 +156,15 @@ class WriteClient:
     def __init__(self, path: str | Storage, options: Mapping[str, Any] | None = None) -> None:
         self.storage = path if isinstance(path, Storage) else Storage(str(path))
         self.options = Options.of(options)
-        self.options.validate(WriteConfig, ReadConfig, ServiceConfig, ignored=_EXTRA_KEYS)
+        self.options.validate(
+            WriteConfig, ReadConfig, ServiceConfig, ConcurrencyConfig, ignored=_EXTRA_KEYS
+        )
         validate_service_options(self.options)
         self._plans: dict[str, WritePlan] = {}
+        self._heartbeats: dict[str, Heartbeat] = {}
+        self.multi_writer = self.options.get(ConcurrencyConfig.MODE) != "single_writer"
+        if self.multi_writer:
+            self._lock()  # validate the provider now
         self._resolve()
 
     # -- option resolution ------------------------------------------------------------------
@@ -436,8 +453,21 @@ class WriteClient:
             self._create_table(full)
         cfg = self.table_config
         assert cfg is not None
-        if rollback_failed:
-            rollback_failed_writes(self.storage, cfg)
+        with held(self._lock()):
+            return self._start_locked(full, instant, rollback_failed, extra_metadata)
+
+    def _start_locked(
+        self,
+        full: pa.Schema,
+        instant: str | None,
+        rollback_failed: bool,
+        extra_metadata: Mapping[str, str] | None,
+    ) -> str:
+        cfg = self.table_config
+        assert cfg is not None
+        if rollback_failed and self._failed_writes_policy() != "NEVER":
+            lazy = self._failed_writes_policy() == "LAZY"
+            rollback_failed_writes(self.storage, cfg, is_failed=self._is_dead if lazy else None)
         timeline = Timeline.load(self.storage, 1)
         action = self._action()
         writer = TimelineWriter(self.storage, 1)
@@ -479,8 +509,143 @@ class WriteClient:
             if Timeline.load(self.storage, 1).is_completed(instant):
                 raise WriteError(f"instant {instant} is already completed") from None
         self._plans[instant] = plan
+        if self.multi_writer and not joined:
+            interval = self.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
+            self._heartbeats[instant] = Heartbeat(self.storage, instant, interval)
         crash_point("after_requested")
         return instant
+
+    # -- concurrency --------------------------------------------------------------------------
+    def _lock(self) -> FileSystemLock | InProcessLock | None:
+        """The table lock of a multi-writer client (None for a single writer)."""
+        if not self.multi_writer:
+            return None
+        o = self.options
+        return make_lock(
+            o.get(ConcurrencyConfig.LOCK_PROVIDER),
+            self.storage,
+            o.get(ConcurrencyConfig.LOCK_EXPIRE_MIN),
+            o.get(ConcurrencyConfig.LOCK_WAIT_MS),
+            o.get(ConcurrencyConfig.LOCK_RETRIES),
+        )
+
+    def _failed_writes_policy(self) -> str:
+        policy = self.options.get(ConcurrencyConfig.FAILED_WRITES_POLICY)
+        return policy or ("LAZY" if self.multi_writer else "EAGER")
+
+    def _is_dead(self, instant: str) -> bool:
+        o = self.options
+        timeout = (
+            o.get(ConcurrencyConfig.HEARTBEAT_MS)
+            / 1000
+            * max(1, o.get(ConcurrencyConfig.HEARTBEAT_MISSES))
+        )
+        return heartbeat_expired(self.storage, instant, timeout)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_heartbeats"] = {}  # threads stay with the process that started them
+        return state
+
+    def _stop_heartbeat(self, instant: str) -> None:
+        hb = self._heartbeats.pop(instant, None)
+        if hb is not None:
+            hb.stop()
+        elif self.multi_writer:
+            self.storage.delete(f"{HEARTBEAT_DIR}/{instant}")
+
+    def _resolve_conflicts(self, plan: WritePlan, statuses: list[WriteStatus]) -> list[WriteStatus]:
+        """Check the instants completed since this write started (under the table lock).
+
+        COW file groups (and file groups replaced meanwhile) admit one writer: an overlap is
+        a conflict. MOR log files of a bucket table are appended by both writers (Hudi's
+        non-blocking concurrency control): ours are renumbered after the other writer's so
+        that log order is commit order, and a bucket that both writers created is merged into
+        the file group committed first.
+        """
+        timeline = Timeline.load(self.storage, 1)
+        ours = {(s.partition_path, s.file_id) for s in statuses}
+        others = [
+            i
+            for i in timeline.commits()
+            if i.requested_time not in plan.visibility.instants and i.requested_time != plan.instant
+        ]
+        if not others:
+            return statuses
+        exclusive = plan.table_type == "COPY_ON_WRITE" or plan.action == "replacecommit"
+        theirs_new: dict[tuple[str, int], str] = {}
+        for other in others:
+            md = timeline.read_commit_metadata(other)
+            theirs = {(p, s.file_id) for p, st in md.partition_to_write_stats.items() for s in st}
+            replaced = {(p, f) for p, fs in md.partition_to_replace_file_ids.items() for f in fs}
+            clash = (ours & replaced) or (exclusive and ours & theirs)
+            for p, f in theirs:
+                if f and f[:8].isdigit():
+                    theirs_new.setdefault((p, bucket_id_from_file_id(f)), f)
+            for s in statuses:
+                b = (s.partition_path, bucket_id_from_file_id(s.file_id))
+                created_too = theirs_new.get(b, s.file_id) != s.file_id
+                if exclusive and s.stat.prev_commit == "null" and created_too:
+                    clash = clash or {(s.partition_path, s.file_id)}
+            if clash:
+                p, f = sorted(clash)[0]
+                raise CommitConflictError(
+                    f"instant {plan.instant} conflicts with {other.requested_time} "
+                    f"({other.action}) on file group {f} of partition '{p}'"
+                )
+        return self._rehome_logs(plan, statuses)
+
+    def _rehome_logs(self, plan: WritePlan, statuses: list[WriteStatus]) -> list[WriteStatus]:
+        """Rename our log files after the concurrent writers' ones (see _resolve_conflicts)."""
+        view = FileSystemView(self.storage, TableConfig.load(self.storage))
+        vis = HudiTable(self.storage).visibility()
+        mine = {s.path for s in statuses}
+        top: dict[tuple[str, str, str], int] = {}
+        live: dict[tuple[str, int], FileSlice] = {}
+        for p in {s.partition_path for s in statuses if s.kind == "append"}:
+            for g in view.file_groups(p):
+                for lf in g.log_files:
+                    if lf.path not in mine:
+                        k = (p, g.file_id, lf.instant_time)
+                        top[k] = max(top.get(k, 0), lf.name.version)
+            for fs in view.latest_file_slices(p, vis):
+                foreign = fs.base_file is not None or any(
+                    lf.path not in mine for lf in fs.log_files
+                )
+                if foreign:  # a file group someone else committed (not just our new files)
+                    live.setdefault((p, bucket_id_from_file_id(fs.file_id)), fs)
+        out = []
+        for s in statuses:
+            name = parse_log_file_name(s.path.rsplit("/", 1)[-1]) if s.kind == "append" else None
+            if name is None:
+                out.append(s)
+                continue
+            fid, base = s.file_id, name.instant_time
+            other = live.get((s.partition_path, bucket_id_from_file_id(fid)))
+            if other is not None and other.file_id != fid:
+                # both writers created this bucket: join the file group committed first
+                fid, base = other.file_id, other.base_instant_time
+            k = (s.partition_path, fid, base)
+            if fid == s.file_id and name.version > top.get(k, 0):
+                top[k] = name.version
+                out.append(s)
+                continue
+            version = top.get(k, 0) + 1
+            top[k] = version
+            new_name = log_file_name(fid, base, version, name.write_token or "0-0-0")
+            new_path = f"{s.partition_path}/{new_name}" if s.partition_path else new_name
+            create_marker(self.storage, plan.instant, new_path, "APPEND")
+            self.storage.rename(s.path, new_path)
+            stat = dataclasses.replace(
+                s.stat,
+                file_id=fid,
+                path=new_path,
+                log_version=version,
+                log_files=[new_name],
+                prev_commit=base if fid != s.file_id else s.stat.prev_commit,
+            )
+            out.append(WriteStatus(stat, s.kind, s.task))
+        return out
 
     def _join_requested(
         self, instant: str, action: str, timeline: Timeline, writer: TimelineWriter
@@ -575,7 +740,7 @@ class WriteClient:
         self,
         instant: str,
         task_partition_id: int = 0,
-        stage_id: int = 0,
+        stage_id: int | None = None,
         task_attempt_id: int = 0,
         exclusive: bool = True,
     ) -> TaskWriter:
@@ -586,6 +751,9 @@ class WriteClient:
                 API). COW tables then merge in the task; otherwise tasks stage their rows and
                 :meth:`commit` merges each file group once.
         """
+        if stage_id is None:
+            # unique per instant, so concurrent writers never produce the same file name
+            stage_id = int(instant[-9:])
         token = f"{int(task_partition_id)}-{int(stage_id)}-{int(task_attempt_id)}"
         return TaskWriter(self.storage, self.plan(instant), token, task_partition_id, exclusive)
 
@@ -614,6 +782,28 @@ class WriteClient:
                 self.storage.delete(path)  # a failed or superseded task attempt's file
         for p in sorted({s.partition_path for s in statuses}):
             _write_partition_metadata(self.storage, p, instant)
+        try:
+            with held(self._lock()):
+                if self.multi_writer:
+                    statuses = self._resolve_conflicts(plan, statuses)
+                done = self._publish(plan, statuses, extra_metadata, partitions_to_delete)
+        except CommitConflictError:
+            self.abort(instant)
+            raise
+        self._stop_heartbeat(instant)
+        crash_point("after_commit")
+        for hook in POST_COMMIT_HOOKS:
+            hook(self, done)
+        return done
+
+    def _publish(
+        self,
+        plan: WritePlan,
+        statuses: list[WriteStatus],
+        extra_metadata: Mapping[str, str] | None,
+        partitions_to_delete: Sequence[str] | None,
+    ) -> Instant:
+        instant = plan.instant
         md = CommitMetadata(operation_type=_OPERATION_TYPES[plan.operation])
         for s in statuses:
             md.partition_to_write_stats.setdefault(s.partition_path, []).append(s.stat)
@@ -626,9 +816,6 @@ class WriteClient:
             Instant(instant, plan.action, State.INFLIGHT), md.to_json_bytes()
         )
         delete_markers(self.storage, instant)
-        crash_point("after_commit")
-        for hook in POST_COMMIT_HOOKS:
-            hook(self, done)
         return done
 
     def _replaced(
@@ -658,8 +845,10 @@ class WriteClient:
 
     def abort(self, instant: str) -> None:
         """Roll ``instant`` back: remove every file it wrote and its instant files."""
+        self._stop_heartbeat(instant)
         cfg = self.table_config or TableConfig.load(self.storage)
-        rollback_instant(self.storage, cfg, instant)
+        with held(self._lock()):  # other writers finish pending rollbacks under the lock
+            rollback_instant(self.storage, cfg, instant)
 
     def committed_streaming_batch(self, identifier: str) -> int | None:
         """The latest batch id committed under ``identifier`` by a streaming sink, if any."""

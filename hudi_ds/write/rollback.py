@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
@@ -39,13 +40,18 @@ WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
 def rollback_failed_writes(
-    storage: Storage, config: TableConfig, before: str | None = None
+    storage: Storage,
+    config: TableConfig,
+    before: str | None = None,
+    is_failed: Callable[[str], bool] | None = None,
 ) -> list[str]:
     """Roll back every pending write instant (and finish interrupted rollbacks).
 
     Args:
         before: only instants requested before this time (a streaming commit keeps its own
             instant and anything newer).
+        is_failed: only instants for which this returns True (multi-writer: the ones whose
+            writer's heartbeat expired); default every pending write (a single writer).
 
     Returns:
         The instant times rolled back.
@@ -59,6 +65,11 @@ def rollback_failed_writes(
             continue
         if target is not None and timeline.contains(target) and not timeline.is_completed(target):
             _rollback(storage, config, timeline, target, r.requested_time)
+        elif target is not None and timeline.is_completed(target):
+            # a rollback of a completed instant (hudi_ds.services) interrupted before its
+            # rollback point (deleting the target's completed file): nothing was undone
+            TimelineWriter(storage, layout, config.timeline_path).delete_instant_files(r)
+            continue
         else:
             _finish_rollback(storage, layout, config, r.requested_time, target, {})
         if target:
@@ -67,6 +78,8 @@ def rollback_failed_writes(
     for inst in timeline.pending().filter_actions(*WRITE_ACTIONS):
         if before is not None and inst.requested_time >= before:
             continue
+        if is_failed is not None and not is_failed(inst.requested_time):
+            continue  # a live writer's instant
         _rollback(storage, config, timeline, inst.requested_time, None)
         done.append(inst.requested_time)
     return done

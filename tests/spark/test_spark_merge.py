@@ -39,14 +39,18 @@ def opts(table_type: str, **extra: str) -> dict[str, str]:
     }
 
 
-def save(spark: Any, rows: list[dict[str, Any]], path: str, o: dict[str, str], schema=SCHEMA) -> None:
+def save(
+    spark: Any, rows: list[dict[str, Any]], path: str, o: dict[str, str], schema=SCHEMA
+) -> None:
     df = spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema)).repartition(3)
     df.write.format("hudi_py").mode("append").options(**o).save(path)
 
 
 def spark_rows(spark: Any, path: str, **read_opts: str) -> dict[str, dict[str, Any]]:
     t = spark.read.format("hudi_py").options(**read_opts).load(path).toArrow()
-    return {r["id"]: {k: v for k, v in r.items() if not k.startswith("_hoodie")} for r in t.to_pylist()}
+    return {
+        r["id"]: {k: v for k, v in r.items() if not k.startswith("_hoodie")} for r in t.to_pylist()
+    }
 
 
 def row(id_: str, ts: int, name: str | None, price: str | None) -> dict[str, Any]:
@@ -54,15 +58,30 @@ def row(id_: str, ts: int, name: str | None, price: str | None) -> dict[str, Any
 
 
 CASES = {
-    "COMMIT_TIME_ORDERING": ({"hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}, row("1", 1, None, "price_1")),
-    "DefaultHoodieRecordPayload": ({"hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.DefaultHoodieRecordPayload"}, row("1", 2, "name_1", None)),
-    "PartialUpdateAvroPayload": ({"hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.PartialUpdateAvroPayload"}, row("1", 2, "name_1", "price_1")),
+    "COMMIT_TIME_ORDERING": (
+        {"hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"},
+        row("1", 1, None, "price_1"),
+    ),
+    "DefaultHoodieRecordPayload": (
+        {
+            "hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+        },
+        row("1", 2, "name_1", None),
+    ),
+    "PartialUpdateAvroPayload": (
+        {
+            "hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.PartialUpdateAvroPayload"
+        },
+        row("1", 2, "name_1", "price_1"),
+    ),
 }
 
 
 @pytest.mark.parametrize("table_type", TYPES)
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_seed_examples_through_spark(spark: Any, tmp_path: Path, table_type: str, case: str) -> None:
+def test_seed_examples_through_spark(
+    spark: Any, tmp_path: Path, table_type: str, case: str
+) -> None:
     extra, expected = CASES[case]
     p = str(tmp_path / "t")
     o = opts(table_type, **extra)
@@ -103,7 +122,9 @@ def crow(id_: str, count: int, seen: int, who: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("table_type", TYPES)
-def test_custom_merger_through_spark_batch_writes(spark: Any, tmp_path: Path, table_type: str) -> None:
+def test_custom_merger_through_spark_batch_writes(
+    spark: Any, tmp_path: Path, table_type: str
+) -> None:
     p = str(tmp_path / "t")
     o = copts(table_type)
     save(spark, [crow(f"k{i}", 1, i, "a") for i in range(20)], p, o, CSCHEMA)

@@ -1,0 +1,256 @@
+"""Structured Streaming through ``hudi_py`` in the shared session: the sink (exactly once
+across replays and failed tasks, separate checkpoints per writer identifier) and the source
+(every commit's changes delivered once across a restart, admission control, deletes).
+
+Killing the driver itself is ``test_streaming_crash.py`` (separate processes).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import hudi_ds
+from hudi_ds.storage import Storage
+from hudi_ds.table.table import HudiTable
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.write.client import WriteClient
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "id string, ts long, part string, v double"
+OPTS = {
+    "hoodie.table.name": "s",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "part",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+    "hoodie.bucket.index.num.buckets": "2",
+}
+
+
+def events(ids: range, ts: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": [f"k{i:04d}" for i in ids],
+            "ts": pa.array([ts + i % 7 for i in ids], pa.int64()),
+            "part": [f"p{i % 3}" for i in ids],
+            "v": [float(i * ts) for i in ids],
+        }
+    )
+
+
+def source_dir(root: Path, tables: list[pa.Table]) -> str:
+    """One Parquet file per table, in this order (modification times)."""
+    root.mkdir(parents=True, exist_ok=True)
+    start = len(list(root.iterdir()))
+    for i, t in enumerate(tables, start):
+        f = root / f"part-{i:04d}.parquet"
+        pq.write_table(t, f)
+        os.utime(f, (1_700_000_000 + i, 1_700_000_000 + i))
+    return str(root)
+
+
+def model(tables: list[pa.Table]) -> dict[str, tuple[int, float]]:
+    out: dict[str, tuple[int, float]] = {}
+    for t in tables:
+        for r in t.to_pylist():
+            cur = out.get(r["id"])
+            if cur is None or r["ts"] >= cur[0]:
+                out[r["id"]] = (r["ts"], r["v"])
+    return out
+
+
+def snapshot(path: str) -> dict[str, tuple[int, float]]:
+    t = hudi_ds.read(path, columns=["id", "ts", "v"])
+    ids = t["id"].to_pylist()
+    assert len(ids) == len(set(ids)), "duplicate keys"
+    return {r["id"]: (r["ts"], r["v"]) for r in t.to_pylist()}
+
+
+def sink(spark: Any, src: str, path: str, ck: str, **extra: str) -> Any:
+    q = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(src)
+        .repartition(2)
+        .writeStream.format("hudi_py")
+        .options(**OPTS, **extra)
+        .option("checkpointLocation", ck)
+        .trigger(availableNow=True)
+        .start(path)
+    )
+    q.awaitTermination()
+    return q
+
+
+def instants(path: str) -> list[str]:
+    return [repr(i) for i in Timeline.load(Storage(path), 1)]
+
+
+def test_sink_exactly_once_and_replay_changes_nothing(spark: Any, tmp_path: Path) -> None:
+    tables = [events(range(0, 300), 10), events(range(200, 500), 20), events(range(100, 150), 5)]
+    src = source_dir(tmp_path / "src", tables)
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    sink(spark, src, path, ck)
+    assert snapshot(path) == model(tables)
+    client = WriteClient(path, OPTS)
+    assert client.committed_streaming_batch("default_single_writer") == 2
+    assert len(HudiTable(path).timeline.commits()) == 3
+
+    # a crash after the table commit, before Spark's commit log: Spark replays batch 2
+    before, files = instants(path), sorted(p.name for p in Path(path).rglob("*"))
+    for f in (Path(ck, "commits", "2"), Path(ck, "commits", ".2.crc")):
+        f.unlink(missing_ok=True)
+    q = sink(spark, src, path, ck)
+    assert [p["batchId"] for p in q.recentProgress if p["numInputRows"]] == [2]
+    assert instants(path) == before
+    assert sorted(p.name for p in Path(path).rglob("*")) == files
+    assert snapshot(path) == model(tables)
+
+    # new data continues at batch 3
+    more = [events(range(450, 600), 30)]
+    source_dir(tmp_path / "src", more)
+    sink(spark, src, path, ck)
+    assert snapshot(path) == model(tables + more)
+    assert client.committed_streaming_batch("default_single_writer") == 3
+
+
+def test_two_identifiers_keep_separate_checkpoints(spark: Any, tmp_path: Path) -> None:
+    a_tables = [events(range(0, 50), 1), events(range(50, 100), 1), events(range(100, 150), 1)]
+    b_tables = [events(range(1000, 1050), 1), events(range(1050, 1100), 1)]
+    path = str(tmp_path / "t")
+    a_src = source_dir(tmp_path / "a", a_tables)
+    b_src = source_dir(tmp_path / "b", b_tables)
+    ident = "hoodie.datasource.write.streaming.checkpoint.identifier"
+    sink(spark, a_src, path, str(tmp_path / "ck_a"), **{ident: "stream_a"})
+    sink(spark, b_src, path, str(tmp_path / "ck_b"), **{ident: "stream_b"})
+    client = WriteClient(path, OPTS)
+    assert client.committed_streaming_batch("stream_a") == 2
+    assert client.committed_streaming_batch("stream_b") == 1
+    assert snapshot(path) == model(a_tables + b_tables)
+    # stream b restarted with a *fresh* checkpoint under identifier a: its batches 0..2 count
+    # as committed for a, so they are skipped -- use a new identifier with a new checkpoint
+    c_tables = [events(range(2000, 2010), 1)]
+    c_src = source_dir(tmp_path / "c", c_tables)
+    sink(spark, c_src, path, str(tmp_path / "ck_c"), **{ident: "stream_a"})
+    assert snapshot(path) == model(a_tables + b_tables)
+
+
+def test_failed_tasks_retry_or_abort(spark: Any, tmp_path: Path) -> None:
+    tables = [events(range(0, 100), 1), events(range(50, 200), 2)]
+    src = source_dir(tmp_path / "src", tables)
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    # local[2,2]: a task failing once is retried; the failed attempt's files are dropped
+    sink(spark, src, path, ck, **{"hudi_py.test.fail.partition": "1"})
+    assert snapshot(path) == model(tables)
+    committed = {
+        s.path
+        for i in HudiTable(path).timeline.commits()
+        for ss in HudiTable(path).timeline.read_commit_metadata(i).partition_to_write_stats.values()
+        for s in ss
+    }
+    on_disk = {
+        str(p.relative_to(path))
+        for p in Path(path).rglob("*.log.*")
+        if p.is_file() and ".hoodie" not in p.parts
+    }
+    assert on_disk == committed
+    # a task failing on every attempt fails the batch: abort rolls its instant back
+    more = [events(range(300, 400), 3)]
+    source_dir(tmp_path / "src", more)
+    with pytest.raises(Exception, match="injected failure"):
+        sink(
+            spark,
+            src,
+            path,
+            ck,
+            **{"hudi_py.test.fail.partition": "0", "hudi_py.test.fail.attempts": "9"},
+        )
+    tl = Timeline.load(Storage(path), 1)
+    assert not tl.pending().filter_actions("deltacommit"), instants(path)
+    assert snapshot(path) == model(tables)
+    sink(spark, src, path, ck)  # the restart writes the batch
+    assert snapshot(path) == model(tables + more)
+
+
+def collect_stream(
+    spark: Any, path: str, ck: str, **options: str
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """Run a hudi_py source with availableNow; returns (batch id, rows) per micro-batch."""
+    got: list[tuple[int, list[dict[str, Any]]]] = []
+
+    def each(df: Any, batch_id: int) -> None:
+        got.append((batch_id, [r.asDict() for r in df.collect()]))
+
+    q = (
+        spark.readStream.format("hudi_py")
+        .options(**options)
+        .load(path)
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", ck)
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    return [g for g in got if g[1]]
+
+
+def test_source_delivers_every_commit_once_across_a_restart(spark: Any, tmp_path: Path) -> None:
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    written = []
+    for i in range(5):  # commit i: 40 new keys and updates of 20 earlier ones
+        t = pa.concat_tables([events(range(i * 40, i * 40 + 40), 10 + i)])
+        if i:
+            t = pa.concat_tables([t, events(range(i * 40 - 20, i * 40), 10 + i)])
+        hudi_ds.write(path, t, OPTS)
+        written.append(HudiTable(path).timeline.commits()[-1].requested_time)
+    got = collect_stream(spark, path, ck, maxCommitsPerTrigger="2")
+    commit_sets = [sorted({r["_hoodie_commit_time"] for r in rows}) for _, rows in got]
+    assert commit_sets == [written[0:2], written[2:4], written[4:5]]
+    # each batch = the latest state of the keys its commits wrote, once each
+    for _, rows in got:
+        assert len({r["id"] for r in rows}) == len(rows)
+    first = {r["id"] for r in got[0][1]}
+    assert first == {f"k{i:04d}" for i in range(0, 80)}
+
+    # more commits, then the query restarts from its checkpoint: only the new changes
+    for i in range(5, 8):
+        hudi_ds.write(path, events(range(i * 40, i * 40 + 40), 10 + i), OPTS)
+        written.append(HudiTable(path).timeline.commits()[-1].requested_time)
+    again = collect_stream(spark, path, ck, maxCommitsPerTrigger="2")
+    commit_sets = [sorted({r["_hoodie_commit_time"] for r in rows}) for _, rows in again]
+    assert commit_sets == [written[5:7], written[7:8]]
+    assert again[0][0] > got[-1][0]
+    delivered = [r["id"] for _, rows in got + again for r in rows]
+    assert set(delivered) == {f"k{i:04d}" for i in range(0, 320)}
+
+
+def test_source_emits_deletes(spark: Any, tmp_path: Path) -> None:
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    hudi_ds.write(path, events(range(0, 30), 1), OPTS)
+    opts = {"hoodie.datasource.read.incr.emit.deletes": "true"}
+    first = collect_stream(spark, path, ck, **opts)
+    assert len(first) == 1 and not any(r["_hoodie_is_deleted"] for r in first[0][1])
+    gone = events(range(0, 5), 9).select(["id", "part", "ts"])
+    hudi_ds.write(path, gone, {**OPTS, "hoodie.datasource.write.operation": "delete"})
+    hudi_ds.write(path, events(range(30, 33), 2), OPTS)
+    second = collect_stream(spark, path, ck, **opts)
+    rows = [r for _, rs in second for r in rs]
+    deleted = sorted(r["id"] for r in rows if r["_hoodie_is_deleted"])
+    assert deleted == [f"k{i:04d}" for i in range(5)]
+    assert sorted(r["id"] for r in rows if not r["_hoodie_is_deleted"]) == [
+        "k0030",
+        "k0031",
+        "k0032",
+    ]
+    # the delete rows carry the last image of the row
+    last = {r["id"]: r for r in first[0][1]}
+    assert all(r["v"] == last[r["id"]]["v"] for r in rows if r["_hoodie_is_deleted"])
+    with pytest.raises(Exception, match="streaming reads"):
+        spark.read.format("hudi_py").options(**opts).load(path).collect()

@@ -1,0 +1,291 @@
+"""The streaming sink and source without a JVM: the writer's task, commit and abort calls
+driven directly (as Spark's processes would), and the source's offset arithmetic.
+
+Spark's process model is mimicked: every ``streamWriter()`` builds a *fresh* writer (the
+planner's for the tasks, another one for the commit), tasks read the batch id from the task
+context (monkeypatched here).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, ReadMaxRows
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+import hudi_ds
+from hudi_ds.errors import ConfigError, WriteError
+from hudi_ds.spark import streaming
+from hudi_ds.spark.datasource import HudiDataSource
+from hudi_ds.spark.stream_reader import INIT_OFFSET, OFFSET_KEY, HudiStreamReader
+from hudi_ds.spark.writer import TaskIdentity
+from hudi_ds.storage import Storage
+from hudi_ds.table.table import HudiTable
+from hudi_ds.timeline.instant import Instant, State
+from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.write.client import WriteClient
+
+SCHEMA = StructType(
+    [
+        StructField("id", StringType()),
+        StructField("ts", LongType()),
+        StructField("part", StringType()),
+        StructField("v", DoubleType()),
+    ]
+)
+OPTS = {
+    "hoodie.table.name": "s",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "part",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.bucket.index.num.buckets": "2",
+}
+
+
+def rows(ids: range, ts: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
+        {
+            "id": [f"k{i:03d}" for i in ids],
+            "ts": [ts] * len(ids),
+            "part": [f"p{i % 2}" for i in ids],
+            "v": [float(i + ts) for i in ids],
+        }
+    )
+
+
+def stream_writer(path: Path, **extra: str) -> streaming.HudiStreamWriter:
+    """What ``streamWriter()`` returns in a planner or commit process (a fresh instance)."""
+    ds = HudiDataSource({**OPTS, **extra, "path": str(path)})
+    w = ds.streamWriter(SCHEMA, False)
+    assert isinstance(w, streaming.HudiStreamWriter)
+    return w
+
+
+@pytest.fixture
+def batch_id(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """The task context's batch id (settable)."""
+    box = {"id": 0}
+    monkeypatch.setattr(streaming, "task_batch_id", lambda: box["id"])
+    return box
+
+
+def run_batch(path: Path, bid: int, batches: list[pa.RecordBatch], box: dict[str, int]) -> Any:
+    """One micro-batch: a planner's writer for the task, a fresh writer for the commit."""
+    box["id"] = bid
+    msg = stream_writer(path).write(iter(batches))
+    stream_writer(path).commit([msg], bid)
+    return msg
+
+
+def snapshot(path: Path) -> dict[str, tuple[int, float]]:
+    t = hudi_ds.read(str(path), columns=["id", "ts", "v"])
+    return {r["id"]: (r["ts"], r["v"]) for r in t.to_pylist()}
+
+
+def streaming_checkpoints(path: Path) -> list[dict[str, str]]:
+    tl = Timeline.load(Storage(str(path)), 1)
+    out = []
+    for i in tl.commits():
+        raw = tl.read_commit_metadata(i).extra_metadata.get("_hudi_streaming_sink_checkpoint")
+        out.append(json.loads(raw) if raw else {})
+    return out
+
+
+def test_batches_commit_once_and_replays_change_nothing(
+    tmp_path: Path, batch_id: dict[str, int]
+) -> None:
+    path = tmp_path / "t"
+    run_batch(path, 0, [rows(range(10), 1)], batch_id)
+    run_batch(path, 1, [rows(range(5, 15), 2)], batch_id)
+    before = snapshot(path)
+    assert len(before) == 15 and before["k007"] == (2, 9.0)
+    # Hudi's own format: {"<identifier>": "<batch id>"} (a string), compact JSON
+    tl = Timeline.load(Storage(str(path)), 1)
+    raw = tl.read_commit_metadata(tl.commits()[-1]).extra_metadata[
+        "_hudi_streaming_sink_checkpoint"
+    ]
+    assert raw == '{"default_single_writer":"1"}'
+    files = sorted(p.name for p in path.rglob("*") if p.is_file())
+    # batch 1 re-delivered after a crash (with other rows: skipped all the same)
+    msg = run_batch(path, 1, [rows(range(100, 110), 9)], batch_id)
+    assert msg.skipped and not msg.statuses
+    assert snapshot(path) == before
+    assert sorted(p.name for p in path.rglob("*") if p.is_file()) == files
+    assert WriteClient(str(path), OPTS).committed_streaming_batch("default_single_writer") == 1
+
+
+def test_tasks_of_one_batch_join_one_instant(
+    tmp_path: Path, batch_id: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t"
+    run_batch(path, 0, [rows(range(4), 1)], batch_id)
+    batch_id["id"] = 1
+    planned = stream_writer(path)  # pickled to every task of the micro-batch
+    local = threading.local()
+    monkeypatch.setattr(TaskIdentity, "current", classmethod(lambda cls: local.task))
+    msgs: list[Any] = [None] * 4
+    barrier = threading.Barrier(4)
+
+    def task(p: int) -> None:
+        local.task = TaskIdentity(p, 3, 100 + p, 0)
+        barrier.wait()
+        msgs[p] = planned.write(iter([rows(range(p * 10, p * 10 + 10), 5)]))
+
+    threads = [threading.Thread(target=task, args=(p,)) for p in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {m.instant for m in msgs} == {planned.instant}
+    stream_writer(path).commit(msgs, 1)
+    assert len(snapshot(path)) == 40
+    tl = Timeline.load(Storage(str(path)), 1)
+    assert [i.requested_time for i in tl.commits()][-1] == planned.instant
+    assert not tl.pending()
+
+
+def test_crashed_attempt_is_rolled_back_by_the_retry(
+    tmp_path: Path, batch_id: dict[str, int]
+) -> None:
+    path = tmp_path / "t"
+    run_batch(path, 0, [rows(range(10), 1)], batch_id)
+    batch_id["id"] = 1
+    stream_writer(path).write(iter([rows(range(10), 2)]))  # crash: no commit
+    pending = Timeline.load(Storage(str(path)), 1).pending()
+    assert len(pending) == 1
+    # restart: batch 1 again, new planner writer, new instant
+    run_batch(path, 1, [rows(range(10), 2)], batch_id)
+    tl = Timeline.load(Storage(str(path)), 1)
+    assert not tl.pending().filter_actions("deltacommit")
+    assert pending[0].requested_time not in {i.requested_time for i in tl.commits()}
+    assert [c.get("default_single_writer") for c in streaming_checkpoints(path)] == ["0", "1"]
+    assert snapshot(path)["k003"] == (2, 5.0)
+    assert len(HudiTable(str(path)).read()) == 10
+
+
+def test_abort_rolls_back_but_never_undoes_a_commit(
+    tmp_path: Path, batch_id: dict[str, int]
+) -> None:
+    path = tmp_path / "t"
+    run_batch(path, 0, [rows(range(10), 1)], batch_id)
+    batch_id["id"] = 1
+    msg = stream_writer(path).write(iter([rows(range(10), 2)]))
+    # every task failed: Spark hands None messages; the marker finds the instant
+    stream_writer(path).abort([None], 1)
+    tl = Timeline.load(Storage(str(path)), 1)
+    assert not tl.contains(msg.instant)
+    assert snapshot(path)["k001"] == (1, 2.0)
+    # commit raised after the commit point: abort with the real messages is a no-op
+    msg = run_batch(path, 1, [rows(range(10), 2)], batch_id)
+    stream_writer(path).abort([msg], 1)
+    assert Timeline.load(Storage(str(path)), 1).is_completed(msg.instant)
+    assert snapshot(path)["k001"] == (2, 3.0)
+
+
+def test_commit_refuses_failed_or_mixed_messages(tmp_path: Path, batch_id: dict[str, int]) -> None:
+    path = tmp_path / "t"
+    run_batch(path, 0, [rows(range(4), 1)], batch_id)
+    batch_id["id"] = 1
+    msg = stream_writer(path).write(iter([rows(range(4), 2)]))
+    with pytest.raises(WriteError, match="no commit message"):
+        stream_writer(path).commit([msg, None], 1)
+    with pytest.raises(WriteError, match="wrote batch 1"):
+        stream_writer(path).commit([msg], 2)
+
+
+def test_empty_batch_commits_nothing(tmp_path: Path, batch_id: dict[str, int]) -> None:
+    path = tmp_path / "t"
+    run_batch(path, 0, [rows(range(4), 1)], batch_id)
+    msg = run_batch(path, 1, [rows(range(0), 1)], batch_id)
+    assert not msg.statuses
+    assert len(Timeline.load(Storage(str(path)), 1)) == 1
+
+
+def test_identifiers_keep_separate_checkpoints(tmp_path: Path, batch_id: dict[str, int]) -> None:
+    path = tmp_path / "t"
+    a = {"hoodie.datasource.write.streaming.checkpoint.identifier": "a"}
+    b = {"hoodie.datasource.write.streaming.checkpoint.identifier": "b"}
+    for bid in range(3):
+        batch_id["id"] = bid
+        msg = stream_writer(path, **a).write(iter([rows(range(bid, bid + 1), 1)]))
+        stream_writer(path, **a).commit([msg], bid)
+    for bid in range(2):
+        batch_id["id"] = bid
+        msg = stream_writer(path, **b).write(iter([rows(range(50 + bid, 51 + bid), 1)]))
+        assert not msg.skipped
+        stream_writer(path, **b).commit([msg], bid)
+    client = WriteClient(str(path), OPTS)
+    assert client.committed_streaming_batch("a") == 2
+    assert client.committed_streaming_batch("b") == 1
+    assert len(snapshot(path)) == 5
+
+
+# ------------------------------------------------------------------------------ the source
+def reader(path: Path, **options: str) -> HudiStreamReader:
+    r = HudiDataSource({"path": str(path), **options}).streamReader(
+        StructType([StructField("id", StringType())])
+    )
+    assert isinstance(r, HudiStreamReader)
+    return r
+
+
+def write(path: Path, ids: range, ts: int) -> str:
+    hudi_ds.write(str(path), pa.Table.from_batches([rows(ids, ts)]), OPTS)
+    return HudiTable(str(path)).timeline.commits()[-1].requested_time
+
+
+def test_source_offsets_and_admission_control(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    c = [write(path, range(i * 10, i * 10 + 10 * (i + 1)), i) for i in range(4)]
+    r = reader(path, maxCommitsPerTrigger="2")
+    start = r.initialOffset()
+    assert start == {OFFSET_KEY: INIT_OFFSET}
+    assert isinstance(r.getDefaultReadLimit(), ReadMaxFiles)
+    assert r.latestOffset(start, r.getDefaultReadLimit()) == {OFFSET_KEY: c[1]}
+    assert r.latestOffset({OFFSET_KEY: c[1]}, r.getDefaultReadLimit()) == {OFFSET_KEY: c[3]}
+    assert r.latestOffset({OFFSET_KEY: c[3]}, r.getDefaultReadLimit()) == {OFFSET_KEY: c[3]}
+    assert r.latestOffset(start, ReadAllAvailable()) == {OFFSET_KEY: c[3]}
+    # rows: commit i wrote 10 * (i + 1) rows; at least one commit is always admitted
+    rr = reader(path, maxRowsPerTrigger="35")
+    assert isinstance(rr.getDefaultReadLimit(), ReadMaxRows)
+    assert rr.latestOffset(start, rr.getDefaultReadLimit()) == {OFFSET_KEY: c[1]}
+    assert rr.latestOffset({OFFSET_KEY: c[1]}, rr.getDefaultReadLimit()) == {OFFSET_KEY: c[2]}
+    latest = reader(path, **{"hoodie.datasource.streaming.startOffset": "latest"})
+    assert latest.initialOffset() == {OFFSET_KEY: c[3]}
+    with pytest.raises(ConfigError):
+        reader(path, maxCommitsPerTrigger="0")
+    # availableNow: later commits wait for the next query
+    r.prepareForTriggerAvailableNow()
+    c4 = write(path, range(3), 9)
+    assert r.latestOffset({OFFSET_KEY: c[3]}, r.getDefaultReadLimit()) == {OFFSET_KEY: c[3]}
+    assert reader(path).latestOffset({OFFSET_KEY: c[3]}, ReadAllAvailable()) == {OFFSET_KEY: c4}
+
+
+def test_source_stops_before_a_pending_write(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    c1 = write(path, range(5), 1)
+    # a slow writer's instant requested before the next commit completes
+    storage = Storage(str(path))
+    slow = Instant(str(int(c1) + 1), "deltacommit", State.REQUESTED)
+    TimelineWriter(storage, 1).create_requested(slow)
+    c2 = _commit_without_rollback(path, range(5, 9))
+    assert c2 > slow.requested_time
+    r = reader(path)
+    assert r.latestOffset({OFFSET_KEY: INIT_OFFSET}, ReadAllAvailable()) == {OFFSET_KEY: c1}
+    TimelineWriter(storage, 1).delete_instant_files(slow)
+    assert r.latestOffset({OFFSET_KEY: c1}, ReadAllAvailable()) == {OFFSET_KEY: c2}
+
+
+def _commit_without_rollback(path: Path, ids: range) -> str:
+    client = WriteClient(str(path), OPTS)
+    batch = rows(ids, 2)
+    t = client.start(batch.schema, rollback_failed=False)
+    w = client.task_writer(t)
+    w.write(batch)
+    client.commit(t, w.close())
+    return t
