@@ -924,3 +924,12 @@ def conform_table(table: pa.Table, target: pa.Schema) -> pa.Table:
 def cached_arrow_schema(avro_json: str) -> pa.Schema:
     """:func:`avro_to_arrow_schema` of a schema JSON string, memoised (log headers repeat)."""
     return avro_to_arrow_schema(avro_json)
+
+
+def can_promote(src: pa.DataType, dst: pa.DataType) -> bool:
+    """True if values of ``src`` convert to ``dst`` under Hudi's schema-evolution promotions."""
+    try:
+        _check_promotion(src, dst, "")
+    except SchemaError:
+        return False
+    return True

@@ -48,7 +48,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import BooleanType, StructField, StructType
 
 from hudi_ds.config import Options, ReadConfig
-from hudi_ds.errors import ConfigError
+from hudi_ds.errors import ConfigError, TableNotFoundError
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.schema import IS_DELETED_FIELD
 from hudi_ds.spark import options as opt
@@ -150,6 +150,14 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
     def _table(self) -> HudiTable:
         return HudiTable(self.path)
 
+    def _timeline(self) -> Timeline | None:
+        """The table's timeline, or None while no table exists (a source started before its
+        first write -- with ``.schema(...)`` -- waits for it)."""
+        try:
+            return self._table().timeline
+        except TableNotFoundError:
+            return None
+
     def _position(self, tl: Timeline, inst: Instant) -> str:
         """Where a completed instant sits on the stream (Hudi's visibility time)."""
         return tl.visibility_time(inst)
@@ -170,7 +178,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         if start == "earliest":
             return {OFFSET_KEY: INIT_OFFSET}
         if start == "latest":
-            tl = self._table().timeline
+            tl = self._timeline()
+            if tl is None:
+                return {OFFSET_KEY: INIT_OFFSET}
             commits = self._admissible(tl)
             return {OFFSET_KEY: self._position(tl, commits[-1]) if commits else INIT_OFFSET}
         return {OFFSET_KEY: _normalize_instant(start)}
@@ -186,20 +196,26 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
 
     def prepareForTriggerAvailableNow(self) -> None:
         """``availableNow``: stop at what is committed now."""
-        tl = self._table().timeline
+        tl = self._timeline()
+        if tl is None:
+            self._available_now = INIT_OFFSET
+            return
         commits = self._admissible(tl)
         self._available_now = self._position(tl, commits[-1]) if commits else INIT_OFFSET
 
     def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
         """The end of the next micro-batch: admissible commits after ``start``, within limits."""
         begin = str(start.get(OFFSET_KEY, INIT_OFFSET)) if start else INIT_OFFSET
-        tl = self._table().timeline
+        tl = self._timeline()
+        if tl is None:
+            return {OFFSET_KEY: begin}
         capped = not isinstance(limit, ReadAllAvailable)
         max_commits = self.max_commits if capped else None
         max_rows = self.max_rows if capped else None
         # a query starting from the beginning reads a snapshot first: as of an instant whose
         # file versions the cleaner kept (earlier ones may be gone)
         floor = retained_floor(tl) if begin == INIT_OFFSET else None
+        reached = floor is None
         end = begin
         commits = rows = 0
         for inst in self._admissible(tl):
@@ -208,24 +224,30 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
                 continue
             if self._available_now is not None and pos > self._available_now:
                 break
-            data = tl.origin_action(inst.requested_time) not in ("compaction", "clustering")
-            if floor is not None and inst.requested_time < floor:
-                end = pos
+            if not reached and floor is not None and inst.requested_time < floor:
+                end = pos  # folded into the first (snapshot) batch
                 continue
-            if data:
+            if tl.origin_action(inst.requested_time) in ("compaction", "clustering"):
+                # no new data: never the end of a batch (a later data commit's range holds it)
+                if not reached:
+                    end, reached = pos, True
+                continue
+            if max_commits is not None and commits >= max_commits:
+                break
+            if max_rows is not None:
                 n = self._rows_of(tl, inst)
-                if max_commits is not None and commits >= max_commits:
+                if commits and rows + n > max_rows:
                     break
-                if max_rows is not None and commits and rows + n > max_rows:
-                    break
-                commits += 1
                 rows += n
-            end = pos
+            commits += 1
+            end, reached = pos, True
         return {OFFSET_KEY: end}
 
     def reportLatestOffset(self) -> dict[str, str] | None:
         """The latest admissible commit (progress reporting only)."""
-        tl = self._table().timeline
+        tl = self._timeline()
+        if tl is None:
+            return None
         commits = self._admissible(tl)
         return {OFFSET_KEY: self._position(tl, commits[-1])} if commits else None
 
@@ -247,6 +269,13 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         if stop <= begin:
             return []
         table = self._table()
+        tl = table.timeline
+        if begin != INIT_OFFSET and all(
+            tl.origin_action(i.requested_time) in ("compaction", "clustering")
+            for i in tl.commits()
+            if begin < self._position(tl, i) <= stop
+        ):
+            return []  # only table services in the range: no new data
         names = list(self.schema.fieldNames())
         data_names = [n for n in names if n != IS_DELETED_FIELD or n in table.schema.names]
         columns = None if data_names == table.schema.names else data_names

@@ -87,11 +87,10 @@ STREAM_BATCH_KEY = "_hudi_py_streaming_batch"
 #: task-local properties Spark sets in every task of a micro-batch.
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
-#: tests only: ``point:batchId[,...]`` with point ``write`` (a task, files written, message not
-#: returned), ``commit`` (driver, before the commit point) or ``committed`` (after it, before
-#: Spark records the batch): the process touches ``$HUDI_PY_TEST_STREAM_SIGNAL/<point>-<id>``
-#: and sleeps, to be killed.
-PAUSE_ENV = "HUDI_PY_TEST_STREAM_PAUSE"
+#: tests only: a directory; when it holds a file ``pause`` listing ``point:batchId[,...]`` with
+#: point ``write`` (a task, files written, message not returned), ``commit`` (driver, before the
+#: commit point) or ``committed`` (after it, before Spark records the batch), the process
+#: touches ``<dir>/<point>-<batchId>`` there and sleeps, to be killed.
 SIGNAL_ENV = "HUDI_PY_TEST_STREAM_SIGNAL"
 #: benchmarks: append one JSON line per driver-side commit (batch, instant, seconds) here.
 METRICS_ENV = "HUDI_PY_STREAM_METRICS"
@@ -248,8 +247,10 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         instant = instants.pop()
         cfg = client.table_config
         assert cfg is not None
-        # earlier attempts that crashed before their commit (Hudi's eager rollback)
-        rollback_failed_writes(client.storage, cfg, before=instant)
+        if not getattr(client, "multi_writer", False):
+            # earlier attempts that crashed before their commit (Hudi's eager rollback of a
+            # single writer; with several writers the lazy, heartbeat-based policy applies)
+            rollback_failed_writes(client.storage, cfg, before=instant)
         current = Timeline.load(client.storage, 1).get(instant)
         if current is None:
             if any(m.statuses for m in msgs):
@@ -319,13 +320,16 @@ def _rows_to_batches(rows: Iterator[Any], job: WriteJob) -> Iterator[pa.RecordBa
 
 
 def _test_pause(point: str, batch_id: int) -> None:
-    spec = os.environ.get(PAUSE_ENV)
-    if not spec or f"{point}:{batch_id}" not in spec.split(","):
-        return
     signal = os.environ.get(SIGNAL_ENV)
-    if signal:
+    if not signal:
+        return
+    try:
+        spec = Path(signal, "pause").read_text().split(",")
+    except OSError:
+        return
+    if f"{point}:{batch_id}" in (x.strip() for x in spec):
         Path(signal, f"{point}-{batch_id}").touch()
-    time.sleep(3600)
+        time.sleep(3600)
 
 
 def _record_metrics(

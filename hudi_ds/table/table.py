@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.config import Options, ReadConfig
-from hudi_ds.errors import ConfigError, InstantNotFoundError
+from hudi_ds.errors import ConfigError, InstantNotFoundError, UnsupportedError
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.keygen import key_string
 from hudi_ds.layout.file_group import FileSlice
@@ -34,6 +34,7 @@ from hudi_ds.timeline.timeline import Timeline
 
 log = logging.getLogger("hudi_ds.read")
 
+SUPPORTED_VERSIONS = (6, 8, 9)
 DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
@@ -52,6 +53,12 @@ class HudiTable:
         self.storage = path if isinstance(path, Storage) else Storage(str(path))
         self.options = Options.of(options)
         self.config = TableConfig.load(self.storage)
+        if self.config.table_version not in SUPPORTED_VERSIONS:
+            raise UnsupportedError(
+                f"{self.storage.base_uri} is a Hudi table of version "
+                f"{self.config.table_version} (hoodie.table.version); hudi_ds reads versions "
+                f"{', '.join(map(str, SUPPORTED_VERSIONS))}"
+            )
         self.last_read_stats = ReadStats()
         #: threads reading file slices in parallel (embedded reads; Spark tasks use one)
         self.read_threads = os.cpu_count() or 1

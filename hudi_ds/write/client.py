@@ -196,6 +196,7 @@ class WriteClient:
                     f"version {cfg.table_version} (hoodie.table.version)"
                 )
         else:
+            self._check_path_is_free()
             self.table_name = o.get(WriteConfig.TABLE_NAME) or ""
             self.table_type = o.get(WriteConfig.TABLE_TYPE)
             keys: list[str] | None = o.get(WriteConfig.RECORD_KEY_FIELDS)
@@ -294,6 +295,18 @@ class WriteClient:
                 or pa.types.is_dictionary(t)
             ):
                 raise SchemaError(f"key column '{c}' has unsupported type {t}")
+        if self.ordering_field and data.get_field_index(self.ordering_field) >= 0:
+            t = data.field(self.ordering_field).type
+            if (
+                pa.types.is_nested(t)
+                or pa.types.is_null(t)
+                or pa.types.is_binary(t)
+                or pa.types.is_large_binary(t)
+            ):
+                raise SchemaError(
+                    f"ordering column '{self.ordering_field}' has type {t}, which has no order "
+                    "(hoodie.datasource.write.precombine.field)"
+                )
         if self.ordering_field and data.get_field_index(self.ordering_field) < 0:
             raise SchemaError(
                 f"ordering column '{self.ordering_field}' "
@@ -324,19 +337,45 @@ class WriteClient:
                 "(hoodie.write.partial.updates=true)"
             )
         fields = list(existing)
-        for f in incoming:
-            if existing.get_field_index(f.name) < 0:
+        name = self._avro_name() or "t"
+        canonical = avro_to_arrow_schema(
+            arrow_to_avro_schema(incoming, f"{name}_record", f"hoodie.{name}")
+        )
+        for f in canonical:
+            idx = existing.get_field_index(f.name)
+            if idx < 0:
                 fields.append(f.with_nullable(True))
-            else:
-                old = existing.field(f.name).type
-                if old != f.type and not _castable(f.type, old):
-                    raise SchemaError(f"column '{f.name}' has type {f.type}; the table has {old}")
+                continue
+            old = existing.field(f.name).type
+            if old == f.type or _avro_promotes(f.type, old):
+                continue  # the input is cast to the table's type
+            if _avro_promotes(old, f.type):
+                fields[idx] = existing.field(f.name).with_type(f.type)  # e.g. int -> long
+                continue
+            raise SchemaError(
+                f"column '{f.name}' has type {f.type}; the table has {old} and neither "
+                "promotes safely to the other"
+            )
         return pa.schema(fields)
 
     def _avro_name(self) -> str:
         return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in self.table_name)
 
     # -- table creation -------------------------------------------------------------------------
+    def _check_path_is_free(self) -> None:
+        """A new table goes into an empty (or missing) folder, never over other data."""
+        st = self.storage
+        if st.info("") is not None:
+            raise TableExistsError(f"{st.base_uri} is a file, not a folder for a Hudi table")
+        stray = [f.name for f in st.list_files("")] + [
+            d.rsplit("/", 1)[-1] for d in st.list_dirs("") if not d.endswith(".hoodie")
+        ]
+        if stray:
+            raise TableExistsError(
+                f"{st.base_uri} holds {sorted(stray)[:5]} but no Hudi table "
+                "(.hoodie/hoodie.properties); refusing to create a table over other data"
+            )
+
     def _create_table(self, schema: pa.Schema) -> None:
         if not self.table_name:
             raise ConfigError("option 'hoodie.table.name' is required to create a table")
@@ -884,6 +923,32 @@ _OPERATION_TYPES = {
 }
 
 
+def _avro_promotes(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Avro's schema-resolution promotions (what every Hudi reader accepts), recursively.
+
+    int -> long -> float -> double, float -> double, string <-> bytes, decimal to a wider
+    precision at the same scale; structs/lists/maps field by field.
+    """
+    t = pa.types
+    if src == dst:
+        return True
+    order = {pa.int32(): 0, pa.int64(): 1, pa.float32(): 2, pa.float64(): 3}
+    if src in order and dst in order:
+        return order[src] <= order[dst] and not (src == pa.int64() and dst == pa.float32())
+    if {t.is_string(src) or t.is_binary(src), t.is_string(dst) or t.is_binary(dst)} == {True}:
+        return True
+    if t.is_decimal(src) and t.is_decimal(dst):
+        return src.scale == dst.scale and dst.precision >= src.precision
+    if t.is_struct(src) and t.is_struct(dst):
+        fields = {f.name: f.type for f in dst}
+        return all(f.name not in fields or _avro_promotes(f.type, fields[f.name]) for f in src)
+    if t.is_list(src) and t.is_list(dst):
+        return _avro_promotes(src.value_type, dst.value_type)
+    if t.is_map(src) and t.is_map(dst):
+        return _avro_promotes(src.item_type, dst.item_type)
+    return False
+
+
 def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
     try:
         pa.array([], src).cast(dst)
@@ -992,9 +1057,15 @@ class TaskWriter:
         for c in self.plan.record_key_fields:
             if c not in table.column_names:
                 raise SchemaError(f"key column '{c}' is missing from the input")
-            nulls = table.column(c).null_count
-            if nulls:
-                raise SchemaError(f"key column '{c}' holds {nulls} null value(s)")
+            col = table.column(c)
+            if col.null_count:
+                raise SchemaError(f"key column '{c}' holds {col.null_count} null value(s)")
+            if not self.plan.complex_key and (
+                pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+            ):
+                empty = pc.sum(pc.equal(col, "")).as_py() or 0
+                if empty:
+                    raise SchemaError(f"key column '{c}' holds {empty} empty value(s)")
         for c in self.plan.partition_fields:
             if c not in table.column_names:
                 raise SchemaError(f"partition column '{c}' is missing from the input")

@@ -98,6 +98,13 @@ def rollback_instant(storage: Storage, config: TableConfig, instant: str) -> boo
         return False
     if inst is None and not marked_files(storage, instant):
         return False
+    if inst is not None and not _files_of(storage, config, instant):
+        # it wrote nothing (e.g. its input was refused): just withdraw the instant
+        TimelineWriter(
+            storage, config.timeline_layout_version, config.timeline_path
+        ).delete_instant_files(inst)
+        delete_markers(storage, instant)
+        return True
     _rollback(storage, config, timeline, instant, None)
     return True
 

@@ -26,6 +26,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,10 @@ def drive(src: str, table: str, checkpoint: str, signal_dir: str) -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    # started ahead of time (the JVM warms up while the previous run works): wait for "go"
+    Path(signal_dir, "ready").touch()
+    while not Path(signal_dir, "go").exists():
+        time.sleep(0.02)
     events = (
         spark.readStream.schema(SCHEMA)
         .option("maxFilesPerTrigger", 1)
@@ -143,11 +149,17 @@ def committed_batch(table: Path) -> int:
     return -1 if got is None else got
 
 
-def run_driver(
-    tmp: Path, run: int, pause: str | None, kill_after: float | None
-) -> tuple[str, float]:
-    """Start the driver; kill its process group when it pauses (or after ``kill_after`` s
-    from the query start). Returns ``(outcome, seconds)``: ``killed`` or ``finished``."""
+@dataclass
+class Driver:
+    """A driver process started ahead of its turn (SparkSession up, waiting for ``go``)."""
+
+    run: int
+    proc: subprocess.Popen[bytes]
+    sig: Path
+    log: Path
+
+
+def spawn(tmp: Path, run: int) -> Driver:
     sig = tmp / f"signal-{run}"
     sig.mkdir()
     env = {
@@ -156,48 +168,60 @@ def run_driver(
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "HUDI_PY_TEST_STREAM_SIGNAL": str(sig),
     }
-    env.pop("HUDI_PY_TEST_STREAM_PAUSE", None)
+    log = tmp / f"driver-{run}.log"
+    with open(log, "w") as out:
+        args = [str(tmp / "src"), str(tmp / "table"), str(tmp / "ck"), str(sig)]
+        proc = subprocess.Popen(
+            [sys.executable, __file__, *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # its JVM and Python workers share its process group
+        )
+    return Driver(run, proc, sig, log)
+
+
+def kill(d: Driver) -> None:
+    if d.proc.poll() is None:
+        os.killpg(d.proc.pid, signal.SIGKILL)
+        d.proc.wait()
+
+
+def go(
+    d: Driver, pause: str | None, kill_after: float | None, warm_next: Callable[[], Driver] | None
+) -> tuple[str, float, Driver | None]:
+    """Let ``d`` start its query; SIGKILL its process group when it pauses (or ``kill_after``
+    seconds after the query started). The next run's driver is spawned once this one's query
+    runs. Returns ``(outcome, seconds, next driver)``: outcome ``killed`` or ``finished``."""
     if pause:
-        env["HUDI_PY_TEST_STREAM_PAUSE"] = pause
-    log = open(tmp / f"driver-{run}.log", "w")  # noqa: SIM115
+        (d.sig / "pause").write_text(pause)
+    (d.sig / "go").touch()
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            __file__,
-            str(tmp / "src"),
-            str(tmp / "table"),
-            str(tmp / "ck"),
-            str(sig),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-    )
+    started: float | None = None
+    nxt: Driver | None = None
     try:
-        started = None
         while True:
-            if proc.poll() is not None:
-                assert proc.returncode == 0, _tail(tmp / f"driver-{run}.log")
-                return "finished", time.monotonic() - t0
-            names = {p.name for p in sig.iterdir()}
+            if d.proc.poll() is not None:
+                assert d.proc.returncode == 0, _tail(d.log)
+                return "finished", time.monotonic() - t0, nxt
+            names = {p.name for p in d.sig.iterdir()}
             if started is None and "started" in names:
                 started = time.monotonic()
-            paused = pause is not None and any(n != "started" for n in names)
+                if warm_next is not None:
+                    nxt = warm_next()
+            paused = any(n.split("-")[0] in ("write", "commit", "committed") for n in names)
             timed = kill_after is not None and started is not None
             if paused or (timed and time.monotonic() - started >= kill_after):  # type: ignore[operator]
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return "killed", time.monotonic() - t0
+                kill(d)
+                return "killed", time.monotonic() - t0, nxt
             if time.monotonic() - t0 > RUN_TIMEOUT:
-                raise AssertionError(f"run {run} timed out\n" + _tail(tmp / f"driver-{run}.log"))
+                raise AssertionError(f"run {d.run} timed out\n" + _tail(d.log))
             time.sleep(0.05)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+    except BaseException:
+        kill(d)
+        if nxt is not None:
+            kill(nxt)
+        raise
 
 
 def _tail(path: Path, n: int = 40) -> str:
@@ -228,11 +252,15 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
         (None, 0, rng.uniform(2.0, 9.0)),  # random moments
         (None, 0, rng.uniform(2.0, 9.0)),
     ]
+    driver: Driver | None = spawn(tmp_path, 0)
     for run, (point, ahead, delay) in enumerate(plan):
+        assert driver is not None
         nxt = committed_batch(table) + 1
         pause = f"{point}:{nxt + ahead}" if point else None
-        outcome, secs = run_driver(tmp_path, run, pause, delay)
+        outcome, secs, driver = go(driver, pause, delay, lambda r=run: spawn(tmp_path, r + 1))
         history.append((run, pause or f"after {delay:.1f}s", outcome, round(secs, 1)))
+        if driver is None:  # finished before its query started the next one
+            driver = spawn(tmp_path, run + 1)
         done = committed_batch(table)
         if point == "write" and outcome == "killed":
             assert done == nxt + ahead - 1
@@ -243,7 +271,8 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
             assert done == nxt  # durable, Spark will replay it
     kills = sum(1 for h in history if h[2] == "killed")
     assert kills >= 5, history
-    outcome, secs = run_driver(tmp_path, len(plan), None, None)
+    assert driver is not None
+    outcome, secs, _ = go(driver, None, None, None)
     history.append((len(plan), "final", outcome, round(secs, 1)))
     assert outcome == "finished", history
 

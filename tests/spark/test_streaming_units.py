@@ -289,3 +289,43 @@ def _commit_without_rollback(path: Path, ids: range) -> str:
     w.write(batch)
     client.commit(t, w.close())
     return t
+
+
+def test_source_with_compaction_and_cleaning(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    services = {
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": "2",
+        "hoodie.cleaner.commits.retained": "1",
+    }
+    for i in range(5):
+        hudi_ds.write(str(path), pa.Table.from_batches([rows(range(20), i + 1)]), OPTS | services)
+    tl = HudiTable(str(path)).timeline
+    compactions = {
+        i.requested_time for i in tl.commits() if tl.origin_action(i.requested_time) == "compaction"
+    }
+    assert compactions and tl.completed().filter_actions("clean")
+    r = reader(path, maxCommitsPerTrigger="1")
+    ends = []
+    start = {OFFSET_KEY: INIT_OFFSET}
+    while True:
+        end = r.latestOffset(start, r.getDefaultReadLimit())
+        if end == start:
+            break
+        assert end[OFFSET_KEY] not in compactions  # a batch never ends at a compaction
+        parts = r.partitions(start, end)  # readable: the first batch starts at a kept instant
+        assert parts
+        ends.append(end[OFFSET_KEY])
+        start = end
+    data = [i.requested_time for i in tl.commits() if i.requested_time not in compactions]
+    assert ends[-1] == data[-1] and len(ends) < len(data)  # older history folded into a snapshot
+
+
+def test_source_waits_for_the_table(tmp_path: Path) -> None:
+    path = tmp_path / "later"
+    r = reader(path)  # started with .schema(...) before the first write
+    start = r.initialOffset()
+    assert r.latestOffset(start, ReadAllAvailable()) == start
+    assert r.reportLatestOffset() is None
+    c = write(path, range(3), 1)
+    assert r.latestOffset(start, ReadAllAvailable()) == {OFFSET_KEY: c}
