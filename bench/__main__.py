@@ -23,7 +23,8 @@ from bench.workload import Workload, reference
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SYSTEMS = (
-    "pyarrow,hudi_ds_mor_parquet,hudi_ds_mor_avro,hudi_ds_cow,hudi_rs_read,delta_rs,pyiceberg"
+    "pyarrow,hudi_ds_mor_parquet,hudi_ds_mor_avro,hudi_ds_cow,hudi_rs_read,delta_rs,pyiceberg,"
+    "spark_parquet,hudi_ds_spark"
 )
 PACKAGES = ("pyarrow", "pyspark", "deltalake", "pyiceberg", "hudi", "fastavro", "numpy")
 
