@@ -102,7 +102,9 @@ def test_crash_at_each_write_step(point: str, table_type: str, tmp_path: Path) -
     first = list(range(20))
     hudi_ds.write(
         path,
-        pa.table({"id": [f"k{i}" for i in first], "ts": [1] * 20, "p": [f"p{i % 3}" for i in first]}),
+        pa.table(
+            {"id": [f"k{i}" for i in first], "ts": [1] * 20, "p": [f"p{i % 3}" for i in first]}
+        ),
         o,
     )
     model = apply({}, first, 1)

@@ -286,9 +286,7 @@ def candidate_buckets(
             f: pa.array([r[i] for r in rows], schema.field(f).type) for i, f in enumerate(fields)
         }
         keys = record_keys(pa.table(cols), fields, cfg.complex_record_key)
-        ids = bucket_ids_from_record_keys(
-            keys, hash_fields, num_buckets, cfg.complex_record_key
-        )
+        ids = bucket_ids_from_record_keys(keys, hash_fields, num_buckets, cfg.complex_record_key)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, HudiError, KeyError):
         return None
     except (TypeError, ValueError, OverflowError):

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-FILES = 8
+FILES = 12
 ROWS = 1500
 KEYS = 3000
 PARTS = 3
@@ -249,8 +249,8 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
         ("write", 1, None),  # a task of the 2nd batch of the run has written its files
         ("commit", 0, None),  # all tasks wrote; the driver is about to commit
         ("committed", 0, None),  # committed in the table, not yet in Spark's checkpoint
-        (None, 0, rng.uniform(2.0, 9.0)),  # random moments
-        (None, 0, rng.uniform(2.0, 9.0)),
+        (None, 0, rng.uniform(1.0, 8.0)),  # random moments
+        (None, 0, rng.uniform(1.0, 8.0)),
     ]
     driver: Driver | None = spawn(tmp_path, 0)
     for run, (point, ahead, delay) in enumerate(plan):
