@@ -43,6 +43,7 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: $(BENCH_STAMP)  ## benchmarks against the peers (SCALE=1 default; SCALE=0.1 is quick)
 	$(BIN)/python -m bench --scale $(SCALE)
+	$(BIN)/python -m bench.bench_streaming --scale $(SCALE) | tee bench/results/streaming.txt
 	$(BIN)/python bench/bench_merge.py
 
 clean:  ## remove the environment and caches
