@@ -141,3 +141,43 @@ def test_crash_during_rollback_of_a_failed_write(table_type: str, tmp_path: Path
     assert state(path) == model
     assert hudi_rs_state(path) == model
     assert debris(path) == []
+
+
+@pytest.mark.parametrize("point", ["compaction", "clean"])
+def test_crash_in_table_services(point: str, tmp_path: Path) -> None:
+    """A write whose inline compaction / automatic clean dies half way: the write stands, the
+    service is finished (or redone) by the next writer, readers are exact throughout."""
+    path = str(tmp_path / "t")
+    o = {
+        **opts("MERGE_ON_READ"),
+        "hoodie.clean.automatic": "true",
+        "hoodie.cleaner.commits.retained": "1",
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": "3",
+    }
+    model: dict[str, int] = {}
+    for ts in range(1, 3):
+        assert run_writer(path, o, list(range(30)), ts, None) == 0
+        model = apply(model, list(range(30)), ts)
+    # write until the service runs: that write dies inside it (after its own commit)
+    for crash_ts in range(3, 12):
+        code = run_writer(path, o, list(range(30)), crash_ts, point)
+        model = apply(model, list(range(30)), crash_ts)  # the write itself committed
+        if code == EXIT_CODE:
+            break
+        assert code == 0
+    else:
+        pytest.fail(f"{point} never ran")
+    pending = [i.action for i in hudi_ds.HudiTable(path).timeline.instants if not i.is_completed]
+    assert pending == (["compaction"] if point == "compaction" else ["clean"])
+    assert state(path) == model
+    assert hudi_rs_state(path) == model
+    for ts in (20, 21, 22):
+        assert run_writer(path, o, list(range(10, 40)), ts, None) == 0
+        model = apply(model, list(range(10, 40)), ts)
+        assert state(path) == model
+        assert hudi_rs_state(path) == model
+    table = hudi_ds.HudiTable(path)
+    done = {i.action for i in table.timeline.instants if i.is_completed}
+    assert ("commit" if point == "compaction" else "clean") in done
+    assert [i for i in table.timeline.instants if not i.is_completed] == []

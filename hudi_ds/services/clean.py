@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from hudi_ds.config import ServiceConfig
+from hudi_ds.faults import crash_point
 from hudi_ds.layout.file_group import BaseFile, FileGroup, LogFile
 from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.services.base import ServiceContext, file_name, partition_of, rel_path
@@ -523,6 +524,7 @@ def _execute(
             storage.delete(rel)
             pm.success_delete_files.append(file_name(rel))
             deleted.append(rel)
+            crash_point("clean")
         except OSError as err:
             log.warning("clean %s: could not delete %s: %s", inst.requested_time, rel, err)
             pm.failed_delete_files.append(file_name(rel))

@@ -48,6 +48,7 @@ from hudi_ds.config import (
     compaction_strategy_class,
 )
 from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TimelineError, UnsupportedError
+from hudi_ds.faults import crash_point
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
     base_file_name,
@@ -408,6 +409,7 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     create_marker(storage, job.instant, rel, "CREATE")
     t1 = time.perf_counter()
     size = write_base_file(storage, rel, rows, job.codec)
+    crash_point("compaction")
     t_write = time.perf_counter() - t1
     log_size = sum(lf.size for lf in fslice.log_files)
     return WriteStat(
