@@ -140,6 +140,22 @@ class WritePlan:
     merge: MergeSpec | None = None  # the table's merger
     partial_columns: tuple[str, ...] | None = None  # partial update write: the data columns
 
+    def handle_context(self, storage: Storage, token: str) -> HandleContext:
+        """What the handles of one task attempt (write token ``token``) share."""
+        return HandleContext(
+            storage=storage,
+            instant=self.instant,
+            token=token,
+            schema=self.schema,
+            avro_schema=self.avro_schema,
+            block_format=self.block_format,
+            codec=self.codec,
+            ordering_field=self.ordering_field,
+            merge_mode=self.merge_mode,
+            merge=self.merge,
+            partial_columns=self.partial_columns,
+        )
+
 
 class WriteClient:
     """Writes to the Hudi table at ``path`` (creating it on the first write).
@@ -993,19 +1009,7 @@ class TaskWriter:
         self.token = token
         self.task_partition_id = int(task_partition_id)
         self.exclusive = exclusive
-        self.ctx = HandleContext(
-            storage=storage,
-            instant=plan.instant,
-            token=token,
-            schema=plan.schema,
-            avro_schema=plan.avro_schema,
-            block_format=plan.block_format,
-            codec=plan.codec,
-            ordering_field=plan.ordering_field,
-            merge_mode=plan.merge_mode,
-            merge=plan.merge,
-            partial_columns=plan.partial_columns,
-        )
+        self.ctx = plan.handle_context(storage, token)
         self.handles: dict[tuple[str, int], AppendHandle | MergeHandle] = {}
         self._buckets: dict[str, dict[int, FileSlice]] = {}
         self._log_versions: dict[str, dict[tuple[str, str], int]] = {}

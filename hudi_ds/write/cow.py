@@ -83,19 +83,7 @@ def merge_staged(
             continue
         for fs in view.latest_file_slices(p, plan.visibility):
             latest[(p, fs.file_id)] = fs
-    ctx = HandleContext(
-        storage=storage,
-        instant=plan.instant,
-        token="0-0-0",
-        schema=plan.schema,
-        avro_schema=plan.avro_schema,
-        block_format=plan.block_format,
-        codec=plan.codec,
-        ordering_field=plan.ordering_field,
-        merge_mode=plan.merge_mode,
-        merge=plan.merge,
-        partial_columns=plan.partial_columns,
-    )
+    ctx = plan.handle_context(storage, "0-0-0")
     otype = (
         plan.schema.field(plan.ordering_field).type
         if plan.ordering_field and plan.schema.get_field_index(plan.ordering_field) >= 0

@@ -163,7 +163,24 @@ def partial_avro_schema(avro_json: str, columns: tuple[str, ...]) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
 
-class AppendHandle:
+class _Buffered:
+    """The row buffer of a handle: prepared rows and delete keys, with their Arrow size."""
+
+    _data: list[pa.Table]
+    _deletes: list[pa.Table]
+    buffered_bytes: int
+
+    def write(self, data: pa.Table | None, deletes: pa.Table | None = None) -> None:
+        """Buffer prepared rows (and delete keys) for this file group."""
+        if data is not None and data.num_rows:
+            self._data.append(data)
+            self.buffered_bytes += data.nbytes
+        if deletes is not None and deletes.num_rows:
+            self._deletes.append(deletes)
+            self.buffered_bytes += deletes.nbytes
+
+
+class AppendHandle(_Buffered):
     """Appends the rows of one MOR file group to a new log file of this task attempt."""
 
     def __init__(
@@ -193,15 +210,6 @@ class AppendHandle:
         self.num_writes = 0
         self.num_deletes = 0
         self.blocks = 0
-
-    def write(self, data: pa.Table | None, deletes: pa.Table | None = None) -> None:
-        """Buffer prepared rows (and delete keys) for this file group."""
-        if data is not None and data.num_rows:
-            self._data.append(data)
-            self.buffered_bytes += data.nbytes
-        if deletes is not None and deletes.num_rows:
-            self._deletes.append(deletes)
-            self.buffered_bytes += deletes.nbytes
 
     def flush(self) -> None:
         """Pre-combine the buffer and append it as log blocks."""
@@ -311,7 +319,7 @@ def delete_schema(ordering_type: pa.DataType) -> pa.Schema:
     )
 
 
-class MergeHandle:
+class MergeHandle(_Buffered):
     """Writes a new base file version of one COW file group (CreateHandle when it is new)."""
 
     def __init__(
@@ -331,14 +339,6 @@ class MergeHandle:
         self._data: list[pa.Table] = []
         self._deletes: list[pa.Table] = []
         self.buffered_bytes = 0
-
-    def write(self, data: pa.Table | None, deletes: pa.Table | None = None) -> None:
-        if data is not None and data.num_rows:
-            self._data.append(data)
-            self.buffered_bytes += data.nbytes
-        if deletes is not None and deletes.num_rows:
-            self._deletes.append(deletes)
-            self.buffered_bytes += deletes.nbytes
 
     def flush(self) -> None:
         """COW rows cannot be flushed early: a file group gets one new base file per commit."""
