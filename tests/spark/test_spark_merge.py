@@ -9,6 +9,7 @@ the readers' tasks.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,8 @@ def test_custom_merger_through_the_streaming_sink(spark: Any, tmp_path: Path) ->
     for b in range(3):
         rows = [crow(f"k{i}", 1, 10 * b + i, f"b{b}") for i in range(5)]
         pq.write_table(pa.Table.from_pylist(rows, schema=CSCHEMA), f"{src}/part-{b}.parquet")
+        # the file source orders files by modification time: make the order explicit
+        os.utime(f"{src}/part-{b}.parquet", (1_700_000_000 + b, 1_700_000_000 + b))
     events = (
         spark.readStream.schema(spark.createDataFrame(CSCHEMA.empty_table()).schema)
         .option("maxFilesPerTrigger", 1)
