@@ -307,3 +307,36 @@ def test_commit_from_a_client_that_did_not_start_the_instant(tmp_path: Path) -> 
     statuses = task.close()
     WriteClient(path, OPTS).commit(instant, statuses)  # e.g. a streaming commit elsewhere
     assert ids_of(path) == hudi_rs_ids(path) == ["t1", "t2"]
+
+
+def test_schema_evolution_promotes_types(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    first = trips([1]).append_column("qty", pa.array([7], pa.int32()))
+    first = first.append_column("score", pa.array([1.5], pa.float32()))
+    hudi_ds.write(path, first, OPTS)
+    second = trips([2]).append_column("qty", pa.array([2**40], pa.int64()))  # int -> long
+    second = second.append_column("score", pa.array([2.25], pa.float64()))  # float -> double
+    hudi_ds.write(path, second, OPTS)
+    got = hudi_ds.read(path).sort_by("id")
+    assert got.schema.field("qty").type == pa.int64()
+    assert got.schema.field("score").type == pa.float64()
+    assert got["qty"].to_pylist() == [7, 2**40]
+    assert got["score"].to_pylist() == [1.5, 2.25]
+    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
+    assert sum(b.num_rows for b in batches) == 2
+    # narrowing back is fine (cast to the table's type); a lossy change is refused
+    hudi_ds.write(
+        path,
+        trips([3])
+        .append_column("qty", pa.array([3], pa.int32()))
+        .append_column("score", pa.array([0.5], pa.float32())),
+        OPTS,
+    )
+    with pytest.raises(SchemaError, match="qty"):
+        hudi_ds.write(
+            path,
+            trips([4])
+            .append_column("qty", pa.array(["x"]))
+            .append_column("score", pa.array([0.5])),
+            OPTS,
+        )

@@ -93,6 +93,7 @@ from hudi_ds.write.lock import (
     FileSystemLock,
     Heartbeat,
     InProcessLock,
+    beat_once,
     heartbeat_expired,
     held,
     make_lock,
@@ -567,6 +568,10 @@ class WriteClient:
         if self.multi_writer and not joined:
             interval = self.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
             self._heartbeats[instant] = Heartbeat(self.storage, instant, interval)
+        elif self.multi_writer:
+            # a task joining a streaming micro-batch's instant: one beat per task keeps the
+            # instant alive for other writers' lazy rollback while the batch runs
+            beat_once(self.storage, instant)
         crash_point("after_requested")
         return instant
 

@@ -165,6 +165,11 @@ class Heartbeat:
             self.storage.delete(self.path)
 
 
+def beat_once(storage: Storage, instant: str) -> None:
+    """Refresh ``instant``'s heartbeat once (writers without a long-lived process)."""
+    storage.write_atomic(f"{HEARTBEAT_DIR}/{instant}", str(int(time.time() * 1000)).encode())
+
+
 def heartbeat_expired(storage: Storage, instant: str, timeout_s: float) -> bool:
     """True if ``instant`` has no heartbeat or its last beat is older than ``timeout_s``."""
     info = storage.info(f"{HEARTBEAT_DIR}/{instant}")
