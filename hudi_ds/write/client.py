@@ -1264,17 +1264,23 @@ class TaskWriter:
         return versions.get((file_id, base_instant), 0) + 1
 
     def _enforce_budget(self) -> None:
+        """Flush handles so that buffers *and* the copies a flush makes fit the task budget.
+
+        A flush of B buffered bytes briefly needs about 2B more (the concatenated rows, the
+        encoded block), so buffers are kept under half the budget and one handle under a
+        quarter of it.
+        """
         budget = self.plan.task_budget_bytes
-        per_handle = self.plan.handle_budget_bytes
+        per_handle = min(self.plan.handle_budget_bytes, budget // 4)
         for h in self.handles.values():
             if isinstance(h, AppendHandle) and h.buffered_bytes >= per_handle:
                 h.flush()
                 self.flushes += 1
         total = sum(h.buffered_bytes for h in self.handles.values())
-        if total <= budget:
+        if total <= budget // 2:
             return
         for h in sorted(self.handles.values(), key=lambda x: -x.buffered_bytes):
-            if total <= budget // 2:
+            if total <= budget // 4:
                 break
             if isinstance(h, AppendHandle):
                 total -= h.buffered_bytes
