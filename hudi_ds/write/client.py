@@ -1267,20 +1267,20 @@ class TaskWriter:
         """Flush handles so that buffers *and* the copies a flush makes fit the task budget.
 
         A flush of B buffered bytes briefly needs about 2B more (the concatenated rows, the
-        encoded block), so buffers are kept under half the budget and one handle under a
-        quarter of it.
+        encoded block), and Arrow's allocator keeps some freed memory, so buffers are kept
+        under a third of the budget and one handle under a sixth of it.
         """
         budget = self.plan.task_budget_bytes
-        per_handle = min(self.plan.handle_budget_bytes, budget // 4)
+        per_handle = min(self.plan.handle_budget_bytes, budget // 6)
         for h in self.handles.values():
             if isinstance(h, AppendHandle) and h.buffered_bytes >= per_handle:
                 h.flush()
                 self.flushes += 1
         total = sum(h.buffered_bytes for h in self.handles.values())
-        if total <= budget // 2:
+        if total <= budget // 3:
             return
         for h in sorted(self.handles.values(), key=lambda x: -x.buffered_bytes):
-            if total <= budget // 4:
+            if total <= budget // 6:
                 break
             if isinstance(h, AppendHandle):
                 total -= h.buffered_bytes
