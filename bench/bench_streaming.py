@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,26 +38,11 @@ MULT = 2_654_435_761
 
 
 def session() -> Any:
-    from pyspark.sql import SparkSession
+    from hudi_ds.spark.session import local_session
 
-    from hudi_ds.spark import register
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudi_ds-bench-streaming")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
-        .getOrCreate()
+    return local_session(
+        "hudi_ds-bench-streaming", **{"spark.sql.streaming.numRecentProgressUpdates": "1000"}
     )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
 
 
 def events(spark: Any, rows_per_batch: int, total: int, keys: int) -> Any:

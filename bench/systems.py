@@ -222,30 +222,15 @@ SYSTEMS["hudi_rs_read"] = _hudi_rs_read
 
 
 def _spark():  # type: ignore[no-untyped-def]
-    import os
-    import sys
+    from hudi_ds.spark.session import local_session
 
-    from pyspark.sql import SparkSession
-
-    from hudi_ds.spark import register
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudi_ds-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
+    return local_session(
+        "hudi_ds-bench",
+        **{
+            "spark.sql.python.filterPushdown.enabled": "true",
+            "spark.driver.memory": "4g",
+        },
     )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
 
 
 def _cached(spark, table: pa.Table, parts: int = 2):  # type: ignore[no-untyped-def]

@@ -19,7 +19,6 @@ Run: ``make demo`` (``.venv/bin/python examples/demo.py``); about a minute on 2 
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -106,26 +105,9 @@ def expected_state() -> pa.Table:
 
 
 def session() -> Any:
-    from pyspark.sql import SparkSession
+    from hudi_ds.spark.session import local_session
 
-    from hudi_ds.spark import register
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudi_ds-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
+    return local_session("hudi_ds-demo", **{"spark.sql.streaming.numRecentProgressUpdates": "1000"})
 
 
 def run_sink(spark: Any) -> list[dict[str, Any]]:
