@@ -10,6 +10,7 @@ Each scope (table, write, read) is a namespace class of :class:`ConfigProperty` 
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -55,6 +56,22 @@ def parse_size(value: str) -> int:
     return n
 
 
+def parse_positive_float(value: str) -> float:
+    """A finite number > 0 (``write.task.max.size``, ``write.batch.size`` in MB)."""
+    n = float(str(value).strip())
+    if not math.isfinite(n) or n <= 0:
+        raise ValueError("must be a finite number > 0")
+    return n
+
+
+def parse_non_negative_float(value: str) -> float:
+    """A finite number >= 0."""
+    n = float(str(value).strip())
+    if not math.isfinite(n) or n < 0:
+        raise ValueError("must be a finite number >= 0")
+    return n
+
+
 def one_of(*choices: str, upper: bool = True) -> Callable[[str], str]:
     """A parser accepting one of ``choices`` (case-insensitive)."""
 
@@ -86,7 +103,7 @@ class ConfigProperty(Generic[T]):
     def parse(self, value: Any) -> T:
         try:
             return self.parser(value)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise ConfigError(f"invalid value {value!r} for option '{self.key}': {e}") from None
 
 
@@ -358,13 +375,13 @@ class WriteConfig:
     TASK_MAX_SIZE_MB = ConfigProperty(
         "write.task.max.size",
         256.0,
-        float,
+        parse_positive_float,
         "Memory budget of one writer task in MB (Flink's key): buffered rows beyond it flush.",
     )
     BATCH_SIZE_MB = ConfigProperty(
         "write.batch.size",
         64.0,
-        float,
+        parse_positive_float,
         "Buffer size in MB of one file group's handle before it flushes a block (Flink's key).",
     )
     STREAMING_CHECKPOINT_ID = ConfigProperty(
@@ -626,24 +643,24 @@ class ConcurrencyConfig:
         "Lock provider class (file-system based or in-process).",
     )
     LOCK_WAIT_MS = ConfigProperty(
-        "hoodie.write.lock.wait_time_ms", 100, parse_int, "Wait between lock attempts (ms)."
+        "hoodie.write.lock.wait_time_ms", 100, parse_non_negative, "Wait between lock attempts (ms)."
     )
     LOCK_RETRIES = ConfigProperty(
-        "hoodie.write.lock.num_retries", 600, parse_int, "Lock attempts before giving up."
+        "hoodie.write.lock.num_retries", 600, parse_non_negative, "Lock attempts before giving up."
     )
     LOCK_EXPIRE_MIN = ConfigProperty(
         "hoodie.write.lock.filesystem.expire",
         10.0,
-        float,
+        parse_non_negative_float,
         "Minutes after which a file-system lock of a dead holder is broken.",
     )
     HEARTBEAT_MS = ConfigProperty(
-        "hoodie.client.heartbeat.interval_in_ms", 60_000, parse_int, "Writer heartbeat interval."
+        "hoodie.client.heartbeat.interval_in_ms", 60_000, parse_positive, "Writer heartbeat interval."
     )
     HEARTBEAT_MISSES = ConfigProperty(
         "hoodie.client.heartbeat.tolerable.misses",
         2,
-        parse_int,
+        parse_non_negative,
         "Missed heartbeats after which another writer rolls a pending write back.",
     )
     FAILED_WRITES_POLICY = ConfigProperty(

@@ -842,6 +842,27 @@ def _check_promotion(src: pa.DataType, dst: pa.DataType, path: str) -> None:
         raise SchemaError(f"column {path!r}: cannot promote {src} to {dst}")
 
 
+def _int_to_float_only(src: pa.DataType, dst: pa.DataType) -> bool:
+    """True if ``src`` and ``dst`` differ only by integer -> floating point leaves.
+
+    Such a cast is Avro's int/long -> float/double promotion, which rounds to the nearest
+    representable value when the integer has more significant bits than the mantissa.
+    """
+    if src == dst:
+        return True
+    if pa.types.is_integer(src) and pa.types.is_floating(dst):
+        return True
+    if pa.types.is_struct(src) and pa.types.is_struct(dst):
+        names = {f.name: f.type for f in src}
+        return all(f.name not in names or _int_to_float_only(names[f.name], f.type) for f in dst)
+    src_list = pa.types.is_list(src) or pa.types.is_large_list(src)
+    if src_list and (pa.types.is_list(dst) or pa.types.is_large_list(dst)):
+        return _int_to_float_only(src.value_type, dst.value_type)
+    if pa.types.is_map(src) and pa.types.is_map(dst):
+        return src.key_type == dst.key_type and _int_to_float_only(src.item_type, dst.item_type)
+    return False
+
+
 def _cast_column(
     col: pa.ChunkedArray, target: pa.DataType, path: str, safe: bool = True
 ) -> pa.ChunkedArray:
@@ -850,7 +871,19 @@ def _cast_column(
     try:
         if pa.types.is_null(col.type):
             return pa.chunked_array([pa.nulls(len(col), type=target)])
-        return col.cast(target, safe=safe)
+        try:
+            return col.cast(target, safe=safe)
+        except pa.ArrowInvalid:
+            if not _int_to_float_only(col.type, target):
+                raise
+            # Avro's int -> float / long -> double promotion rounds integers beyond the
+            # mantissa to the nearest value, as Java does: Avro's ResolvingDecoder reads a long
+            # under a double reader schema as ``(double) readLong()``, and Hudi's
+            # HoodieAvroUtils.rewritePrimaryTypeWithDiffSchemaType uses
+            # ``((Long) oldValue).doubleValue()``. pyarrow's unchecked cast rounds the same way
+            # (round to nearest, ties to even). Refusing would leave a table whose type was
+            # widened unreadable.
+            return col.cast(target, safe=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise SchemaError(f"column {path!r}: cannot cast {col.type} to {target}: {e}") from e
 

@@ -162,3 +162,79 @@ def test_unsupported_table_version(tmp_path: Path) -> None:
         hudi_ds.read(str(root))
     with pytest.raises(ConfigError, match="hoodie.table.version"):
         hudi_ds.write(str(root), good(), OPTS)
+
+
+# -- issue 12: input that used to be accepted and then broke the table ----------------------------
+
+
+def _rows(path: Path | str) -> list[dict[str, Any]]:
+    t = hudi_ds.read(str(path))
+    cols = [c for c in t.column_names if c == "_hoodie_commit_time" or not c.startswith("_hoodie")]
+    return sorted(t.select(cols).to_pylist(), key=lambda r: r["id"])
+
+
+def _hudi_rs_rows(path: Path | str) -> list[dict[str, Any]]:
+    import hudi
+
+    batches = hudi.HudiTableBuilder.from_base_uri(str(path)).build().read(hudi.HudiReadOptions())
+    t = pa.Table.from_batches(batches)
+    cols = [c for c in t.column_names if c == "_hoodie_commit_time" or not c.startswith("_hoodie")]
+    return sorted(t.select(cols).to_pylist(), key=lambda r: r["id"])
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize(
+    "narrow, wide, big, rounded",
+    [
+        (pa.int64(), pa.float64(), 2**53 + 1, float(2**53)),
+        (pa.int32(), pa.float32(), 2**24 + 1, float(2**24)),
+    ],
+    ids=["int64->double", "int32->float32"],
+)
+def test_widening_int_to_float_keeps_table_readable(
+    table_type: str, narrow: pa.DataType, wide: pa.DataType, big: int, rounded: float, tmp_path
+) -> None:
+    """Finding 4: int -> float widening rounds old values as Avro/Java do, never breaks reads."""
+    root = tmp_path / "t"
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    first = pa.table(
+        {
+            "id": ["a", "b"],
+            "ts": [1, 1],
+            "city": ["x", "x"],
+            "fare": [1.0, 2.0],
+            "v": pa.array([big, 7], narrow),
+        }
+    )
+    t1 = hudi_ds.write(str(root), first, opts)
+    second = pa.table(
+        {"id": ["c"], "ts": [1], "city": ["x"], "fare": [3.0], "v": pa.array([1.5], wide)}
+    )
+    t2 = hudi_ds.write(str(root), second, opts)
+    assert hudi_ds.read(str(root)).schema.field("v").type == wide
+    # Java's Avro resolution reads the stored int/long under the float/double reader schema as
+    # ``(double) value`` (round to nearest): 2**53 + 1 -> 2**53, 2**24 + 1 -> 2**24 (float32)
+    expected = [
+        {"_hoodie_commit_time": t1, "id": "a", "ts": 1, "city": "x", "fare": 1.0, "v": rounded},
+        {"_hoodie_commit_time": t1, "id": "b", "ts": 1, "city": "x", "fare": 2.0, "v": 7.0},
+        {"_hoodie_commit_time": t2, "id": "c", "ts": 1, "city": "x", "fare": 3.0, "v": 1.5},
+    ]
+    assert _rows(root) == expected
+    assert _hudi_rs_rows(root) == expected
+    # later writes still work: an update of the rounded row and an int input cast to the wide type
+    third = pa.table(
+        {"id": ["a", "d"], "ts": [2, 1], "city": ["x", "x"], "fare": [9.0, 4.0], "v": [big, 5]},
+        schema=pa.schema(
+            [("id", pa.string()), ("ts", pa.int64()), ("city", pa.string()), ("fare", pa.float64()),
+             ("v", narrow)]
+        ),
+    )
+    t3 = hudi_ds.write(str(root), third, opts)
+    expected = [
+        {"_hoodie_commit_time": t3, "id": "a", "ts": 2, "city": "x", "fare": 9.0, "v": rounded},
+        expected[1],
+        expected[2],
+        {"_hoodie_commit_time": t3, "id": "d", "ts": 1, "city": "x", "fare": 4.0, "v": 5.0},
+    ]
+    assert _rows(root) == expected
+    assert _hudi_rs_rows(root) == expected
