@@ -643,7 +643,10 @@ class ConcurrencyConfig:
         "Lock provider class (file-system based or in-process).",
     )
     LOCK_WAIT_MS = ConfigProperty(
-        "hoodie.write.lock.wait_time_ms", 100, parse_non_negative, "Wait between lock attempts (ms)."
+        "hoodie.write.lock.wait_time_ms",
+        100,
+        parse_non_negative,
+        "Wait between lock attempts (ms).",
     )
     LOCK_RETRIES = ConfigProperty(
         "hoodie.write.lock.num_retries", 600, parse_non_negative, "Lock attempts before giving up."
@@ -655,7 +658,10 @@ class ConcurrencyConfig:
         "Minutes after which a file-system lock of a dead holder is broken.",
     )
     HEARTBEAT_MS = ConfigProperty(
-        "hoodie.client.heartbeat.interval_in_ms", 60_000, parse_positive, "Writer heartbeat interval."
+        "hoodie.client.heartbeat.interval_in_ms",
+        60_000,
+        parse_positive,
+        "Writer heartbeat interval.",
     )
     HEARTBEAT_MISSES = ConfigProperty(
         "hoodie.client.heartbeat.tolerable.misses",

@@ -50,5 +50,12 @@ class CommitConflictError(HudiError):
     """Another writer committed a conflicting change first; this write was rolled back."""
 
 
+class StorageError(HudiError, OSError):
+    """A storage operation failed: the disk or quota is full (names the file).
+
+    Also an ``OSError``, so code that handles I/O errors generically still catches it.
+    """
+
+
 class WriteError(HudiError):
     """A write failed; the instant was rolled back and nothing became visible."""

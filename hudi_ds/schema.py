@@ -499,6 +499,31 @@ def with_meta_fields(schema: pa.Schema) -> pa.Schema:
     return pa.schema(meta + rest, metadata=schema.metadata)
 
 
+def check_unique_names(schema: pa.Schema | pa.StructType, path: str = "") -> None:
+    """Refuse duplicate column (and struct field) names, compared case-insensitively.
+
+    Spark resolves column names case-insensitively by default and refuses such a schema
+    (``SchemaUtils.checkColumnNameDuplication``, which Hudi's Spark writer relies on); Avro
+    record fields must be unique too.
+
+    Raises:
+        SchemaError: names the duplicated column (with its path inside structs).
+    """
+    seen: dict[str, str] = {}
+    for f in schema:
+        full = f"{path}{f.name}"
+        other = seen.get(f.name.lower())
+        if other is not None:
+            same = "" if other == f.name else f" (and {path}{other!r})"
+            raise SchemaError(f"duplicate column name {full!r}{same}")
+        seen[f.name.lower()] = f.name
+        t = f.type
+        while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+            t = t.item_type if pa.types.is_map(t) else t.value_type
+        if pa.types.is_struct(t):
+            check_unique_names(t, f"{full}.")
+
+
 def without_meta_fields(schema: pa.Schema) -> pa.Schema:
     """Return ``schema`` without the Hudi meta columns (the five and ``_hoodie_operation``)."""
     drop = {*META_FIELDS, OPERATION_FIELD}

@@ -14,15 +14,17 @@ Two primitives carry the writer's atomicity:
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hudi_ds.errors import HudiError
+from hudi_ds.errors import StorageError
 from hudi_ds.faults import crash_point
 
 
@@ -102,9 +104,9 @@ class Storage:
         """Files directly in ``rel`` (or below it when ``recursive``); empty if it is missing."""
         return [f for f, is_dir in self._list(rel, recursive) if not is_dir]
 
-    def list_dirs(self, rel: str = "") -> list[str]:
-        """Sub folders directly in ``rel`` (relative paths)."""
-        return [f.path for f, is_dir in self._list(rel, False) if is_dir]
+    def list_dirs(self, rel: str = "", recursive: bool = False) -> list[str]:
+        """Sub folders directly in ``rel`` (or below it when ``recursive``; relative paths)."""
+        return [f.path for f, is_dir in self._list(rel, recursive) if is_dir]
 
     def _list(self, rel: str, recursive: bool) -> Iterator[tuple[FileInfo, bool]]:
         sel = pafs.FileSelector(self.full_path(rel), allow_not_found=True, recursive=recursive)
@@ -137,25 +139,44 @@ class Storage:
 
     # -- writes ------------------------------------------------------------------------------
     def makedirs(self, rel: str) -> None:
-        self.fs.create_dir(self.full_path(rel), recursive=True)
+        with writing(self.full_path(rel)):
+            self.fs.create_dir(self.full_path(rel), recursive=True)
 
     def write_bytes(self, rel: str, data: bytes) -> None:
-        """Write (or overwrite) a file in place; use :meth:`write_atomic` for commit points."""
-        self._ensure_parent(rel)
-        with self.fs.open_output_stream(self.full_path(rel)) as f:
-            f.write(data)
+        """Write (or overwrite) a file in place; use :meth:`write_atomic` for commit points.
 
-    def open_output_stream(self, rel: str) -> pa.NativeFile:
-        self._ensure_parent(rel)
-        return self.fs.open_output_stream(self.full_path(rel))
+        Raises:
+            StorageError: the disk or quota is full (the message names the file).
+        """
+        with writing(self.full_path(rel)):
+            self._ensure_parent(rel)
+            with self.fs.open_output_stream(self.full_path(rel)) as f:
+                f.write(data)
+
+    def open_output_stream(self, rel: str) -> OutputStream:
+        """A new file to write (its ``write``/``close`` raise StorageError on a full disk)."""
+        with writing(self.full_path(rel)):
+            self._ensure_parent(rel)
+            return OutputStream(
+                self.fs.open_output_stream(self.full_path(rel)), self.full_path(rel)
+            )
 
     def write_atomic(self, rel: str, data: bytes, crash_point_name: str | None = None) -> None:
-        """Write ``data`` to a temporary sibling, then rename it onto ``rel``."""
-        self._ensure_parent(rel)
+        """Write ``data`` to a temporary sibling, then rename it onto ``rel``.
+
+        Raises:
+            StorageError: the disk or quota is full (names the file; ``rel`` is unchanged).
+        """
         parent, _, name = rel.rpartition("/")
         tmp = _join(parent, f".{name}.{uuid.uuid4().hex}.tmp")
-        with self.fs.open_output_stream(self.full_path(tmp)) as f:
-            f.write(data)
+        try:
+            with writing(self.full_path(rel)):
+                self._ensure_parent(rel)
+                with self.fs.open_output_stream(self.full_path(tmp)) as f:
+                    f.write(data)
+        except BaseException:
+            self.delete(tmp)
+            raise
         if crash_point_name:
             crash_point(crash_point_name)
         try:
@@ -166,21 +187,30 @@ class Storage:
 
     def create_if_absent(self, rel: str, data: bytes = b"") -> bool:
         """Atomically create ``rel`` with ``data`` unless it exists. Returns True if created."""
-        self._ensure_parent(rel)
-        if self.is_local:
-            try:
-                fd = os.open(self.full_path(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
+        with writing(self.full_path(rel)):
+            self._ensure_parent(rel)
+            if self.is_local:
+                try:
+                    fd = os.open(self.full_path(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    return False
+                try:
+                    try:
+                        os.write(fd, data)
+                    finally:
+                        os.close(fd)
+                except BaseException:
+                    self.delete(rel)  # ours, just created: leave no empty or torn file
+                    raise
+                return True
+            if self.exists(rel):
                 return False
             try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
+                self.write_bytes(rel, data)
+            except BaseException:
+                self.delete(rel)
+                raise
             return True
-        if self.exists(rel):
-            return False
-        self.write_bytes(rel, data)
-        return True
 
     def rename(self, src: str, dst: str) -> None:
         self._ensure_parent(dst)
@@ -215,5 +245,62 @@ def _mtime_ms(fi: pafs.FileInfo) -> int:
     return int(mt // 1_000_000) if mt is not None else 0
 
 
-class StorageError(HudiError):
-    """A storage operation failed."""
+#: errno values meaning "no room left": the device is full or the user's quota is exhausted
+_NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def _no_space(e: OSError) -> bool:
+    if e.errno in _NO_SPACE:
+        return True
+    # pyarrow's filesystems report the errno in the message ("[errno 28] No space left ...")
+    text = str(e).lower()
+    return "no space left on device" in text or "disk quota exceeded" in text
+
+
+@contextmanager
+def writing(path: str) -> Iterator[None]:
+    """Translate a full disk (ENOSPC) or exhausted quota (EDQUOT) into :class:`StorageError`.
+
+    Raises:
+        StorageError: naming ``path``; other ``OSError`` s pass unchanged.
+    """
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as e:
+        if not _no_space(e):
+            raise
+        raise StorageError(f"no space left writing {path}: {e}") from e
+
+
+class OutputStream:
+    """A file being written (from :meth:`Storage.open_output_stream`).
+
+    ``write`` and ``close`` raise :class:`StorageError` naming the file when the disk is full.
+    """
+
+    def __init__(self, stream: pa.NativeFile, path: str) -> None:
+        self._stream = stream
+        self.path = path
+
+    def write(self, data: bytes | pa.Buffer) -> int:
+        with writing(self.path):
+            return int(self._stream.write(data))
+
+    def tell(self) -> int:
+        return int(self._stream.tell())
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._stream.closed)
+
+    def close(self) -> None:
+        with writing(self.path):
+            self._stream.close()
+
+    def __enter__(self) -> OutputStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -167,9 +167,17 @@ def test_unsupported_table_version(tmp_path: Path) -> None:
 # -- issue 12: input that used to be accepted and then broke the table ----------------------------
 
 
+HIDDEN = {
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+}
+
+
 def _rows(path: Path | str) -> list[dict[str, Any]]:
     t = hudi_ds.read(str(path))
-    cols = [c for c in t.column_names if c == "_hoodie_commit_time" or not c.startswith("_hoodie")]
+    cols = [c for c in t.column_names if c not in HIDDEN]
     return sorted(t.select(cols).to_pylist(), key=lambda r: r["id"])
 
 
@@ -178,7 +186,7 @@ def _hudi_rs_rows(path: Path | str) -> list[dict[str, Any]]:
 
     batches = hudi.HudiTableBuilder.from_base_uri(str(path)).build().read(hudi.HudiReadOptions())
     t = pa.Table.from_batches(batches)
-    cols = [c for c in t.column_names if c == "_hoodie_commit_time" or not c.startswith("_hoodie")]
+    cols = [c for c in t.column_names if c not in HIDDEN]
     return sorted(t.select(cols).to_pylist(), key=lambda r: r["id"])
 
 
@@ -225,8 +233,13 @@ def test_widening_int_to_float_keeps_table_readable(
     third = pa.table(
         {"id": ["a", "d"], "ts": [2, 1], "city": ["x", "x"], "fare": [9.0, 4.0], "v": [big, 5]},
         schema=pa.schema(
-            [("id", pa.string()), ("ts", pa.int64()), ("city", pa.string()), ("fare", pa.float64()),
-             ("v", narrow)]
+            [
+                ("id", pa.string()),
+                ("ts", pa.int64()),
+                ("city", pa.string()),
+                ("fare", pa.float64()),
+                ("v", narrow),
+            ]
         ),
     )
     t3 = hudi_ds.write(str(root), third, opts)
@@ -238,3 +251,208 @@ def test_widening_int_to_float_keeps_table_readable(
     ]
     assert _rows(root) == expected
     assert _hudi_rs_rows(root) == expected
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
+
+
+FIRST_WRITE_CASES = [
+    ("null key", good(id=["a", None]), SchemaError, "'id'"),
+    ("key with , and :", good(id=["a", "x,y:z"]), SchemaError, "x,y:z"),
+    ("bad partition value", good(city=["..", "y"]), SchemaError, "'..'"),
+    (
+        "duplicate column",
+        pa.Table.from_arrays(
+            [pa.array(["a"]), pa.array([1]), pa.array(["x"]), pa.array([1.0]), pa.array([2.0])],
+            names=["id", "ts", "city", "fare", "fare"],
+        ),
+        SchemaError,
+        "duplicate column name 'fare'",
+    ),
+    (
+        "duplicate column, other case",
+        pa.Table.from_arrays(
+            [pa.array(["a"]), pa.array([1]), pa.array(["x"]), pa.array([1.0]), pa.array([2.0])],
+            names=["id", "ts", "city", "fare", "Fare"],
+        ),
+        SchemaError,
+        "'Fare'",
+    ),
+    (
+        "duplicate nested field",
+        good(s=pa.array([{"a": 1, "b": 2}] * 2, pa.struct([("a", pa.int64()), ("a", pa.int64())]))),
+        SchemaError,
+        "'s.a'",
+    ),
+    ("NaN ordering value", good(ts=[1.0, float("nan")]), SchemaError, "'ts'.*'b'"),
+]
+
+
+@pytest.mark.parametrize("folder_exists", [False, True], ids=["new path", "empty folder"])
+@pytest.mark.parametrize(
+    "data, error, match", [c[1:] for c in FIRST_WRITE_CASES], ids=[c[0] for c in FIRST_WRITE_CASES]
+)
+def test_refused_first_write_leaves_no_table(
+    data: pa.Table, error: type, match: str, folder_exists: bool, tmp_path: Path
+) -> None:
+    """Finding 6: a refused first write leaves the path as it was; the corrected retry works."""
+    root = tmp_path / "t"
+    if folder_exists:
+        root.mkdir()
+    before = _listing(root)
+    with pytest.raises(error, match=match):
+        hudi_ds.write(str(root), data, OPTS)
+    assert root.exists() == folder_exists
+    assert _listing(root) == before
+    # the corrected retry may choose other table settings: nothing of the refused one remains
+    fixed = {**OPTS, "hoodie.datasource.write.partitionpath.field": "", "hoodie.table.name": "ok"}
+    t = hudi_ds.write(str(root), good(), fixed)
+    expected = [
+        {"_hoodie_commit_time": t, "id": "a", "ts": 1, "city": "x", "fare": 1.0},
+        {"_hoodie_commit_time": t, "id": "b", "ts": 2, "city": "y", "fare": 2.0},
+    ]
+    assert _rows(root) == expected
+    assert _hudi_rs_rows(root) == expected
+
+
+S_TYPE = pa.struct(
+    [
+        ("a", pa.int64()),
+        ("b", pa.int64()),
+        ("l", pa.list_(pa.struct([("x", pa.int64()), ("y", pa.int64())]))),
+    ]
+)
+S_VALUES = pa.array([{"a": 1, "b": 1, "l": [{"x": 1, "y": 1}]}, {"a": 2, "b": 2, "l": []}], S_TYPE)
+
+
+def nested(**over: Any) -> pa.Table:
+    return good(**{"s": S_VALUES, **over})
+
+
+MORE_CASES = [
+    ("NaN ordering value", nested(ts=[float("nan"), 2.0]), {}, SchemaError, "'ts'.*'a'"),
+    (
+        "nested field dropped",
+        good(s=[{"a": 1}, {"a": 2}]),
+        {},
+        SchemaError,
+        r"s\.b",
+    ),
+    (
+        "deep nested field dropped",
+        good(s=[{"a": 1, "b": 1, "l": [{"x": 1}]}, {"a": 2, "b": 2, "l": []}]),
+        {},
+        SchemaError,
+        r"s\.l\[\]\.y",
+    ),
+    ("write.batch.size -1", nested(), {"write.batch.size": "-1"}, ConfigError, "write.batch.size"),
+    ("write.batch.size nan", nested(), {"write.batch.size": "nan"}, ConfigError, "'nan'"),
+    ("write.task.max.size 0", nested(), {"write.task.max.size": "0"}, ConfigError, "task.max.size"),
+    (
+        "negative lock retries",
+        nested(),
+        {"hoodie.write.lock.num_retries": "-1"},
+        ConfigError,
+        "hoodie.write.lock.num_retries",
+    ),
+    (
+        "zero heartbeat interval",
+        nested(),
+        {"hoodie.client.heartbeat.interval_in_ms": "0"},
+        ConfigError,
+        "hoodie.client.heartbeat.interval_in_ms",
+    ),
+    (
+        "infinite block size",
+        nested(),
+        {"hoodie.logfile.data.block.max.size": "inf"},
+        ConfigError,
+        "hoodie.logfile.data.block.max.size",
+    ),
+]
+
+
+def _nested_table(root: Path) -> None:
+    hudi_ds.write(str(root), nested(), OPTS)
+
+
+@pytest.mark.parametrize(
+    "data, options, error, match", [c[1:] for c in MORE_CASES], ids=[c[0] for c in MORE_CASES]
+)
+def test_more_bad_input(data, options, error, match, tmp_path: Path) -> None:
+    """Finding 8: NaN ordering values, dropped nested fields and out-of-range options."""
+    root = tmp_path / "t"
+    _nested_table(root)
+    before = snapshot(root)
+    rows = _rows(root)
+    with pytest.raises(error, match=match) as info:
+        hudi_ds.write(str(root), data, {**OPTS, **options})
+    assert isinstance(info.value, HudiError)
+    assert snapshot(root) == before
+    assert _rows(root) == rows
+
+
+def test_dropped_nested_field_with_set_null_option(tmp_path: Path) -> None:
+    """hoodie.write.set.null.for.missing.columns fills a dropped nested field with nulls."""
+    root = tmp_path / "t"
+    _nested_table(root)
+    data = good(id=["c", "d"], s=[{"a": 3, "l": [{"x": 3}]}, {"a": 4, "l": None}])
+    t = hudi_ds.write(
+        str(root), data, {**OPTS, "hoodie.write.set.null.for.missing.columns": "true"}
+    )
+    got = {r["id"]: r for r in _rows(root)}
+    assert got["c"] == {
+        "_hoodie_commit_time": t,
+        "id": "c",
+        "ts": 1,
+        "city": "x",
+        "fare": 1.0,
+        "s": {"a": 3, "b": None, "l": [{"x": 3, "y": None}]},
+    }
+    assert got["d"]["s"] == {"a": 4, "b": None, "l": None}
+    assert got["a"]["s"] == {"a": 1, "b": 1, "l": [{"x": 1, "y": 1}]}
+    assert {r["id"]: r["s"] for r in _hudi_rs_rows(root)} == {k: v["s"] for k, v in got.items()}
+
+
+def test_operation_meta_column_is_not_data(tmp_path: Path) -> None:
+    """Finding 8: ``_hoodie_operation`` in the input is a Hudi meta column, not a data column.
+
+    Hudi drops it with the five other meta columns (HoodieAvroUtils.isMetadataField), e.g. when
+    rows read from a table with the operation field are written back; ``_hoodie_is_deleted``
+    stays a data column (Hudi's delete marker).
+    """
+    root = tmp_path / "t"
+    data = good(_hoodie_operation=["I", "U"], _hoodie_is_deleted=[False, False])
+    t = hudi_ds.write(str(root), data, OPTS)
+    table = hudi_ds.read(str(root))
+    assert "_hoodie_operation" not in table.column_names
+    expected = [
+        {
+            "_hoodie_commit_time": t,
+            "id": "a",
+            "ts": 1,
+            "city": "x",
+            "fare": 1.0,
+            "_hoodie_is_deleted": False,
+        },
+        {
+            "_hoodie_commit_time": t,
+            "id": "b",
+            "ts": 2,
+            "city": "y",
+            "fare": 2.0,
+            "_hoodie_is_deleted": False,
+        },
+    ]
+    assert _rows(root) == expected
+    assert _hudi_rs_rows(root) == expected  # hudi-rs used to panic on such a table
+    # deletes through the delete-marker column still work
+    t2 = hudi_ds.write(
+        str(root),
+        good(id=["a"], ts=[5], city=["x"], fare=[0.0], _hoodie_is_deleted=[True]),
+        OPTS,
+    )
+    assert _rows(root) == expected[1:]
+    assert _hudi_rs_rows(root) == expected[1:]
+    assert t2 > t

@@ -25,7 +25,7 @@ from hudi_ds.errors import TimelineError, UnsupportedError
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
-from hudi_ds.timeline.instant import Instant, State, new_instant_time
+from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 
 log = logging.getLogger("hudi_ds.services")
@@ -109,7 +109,7 @@ class ServiceContext:
         last = tl.instants[-1].requested_time if len(tl) else None
         writer = self.writer()
         for _ in range(100):
-            ts = new_instant_time(after=last)
+            ts = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
             req = Instant(ts, action, State.REQUESTED)
             if writer.create_requested(req, content):
                 return req

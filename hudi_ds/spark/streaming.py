@@ -64,7 +64,7 @@ from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import WriteError
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.writer import HudiCommitMessage, TaskIdentity, WriteJob
-from hudi_ds.timeline.instant import new_instant_time
+from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, new_instant_time
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.client import STREAMING_CHECKPOINT_KEY
 from hudi_ds.write.rollback import WRITE_ACTIONS, rollback_failed_writes
@@ -162,7 +162,9 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         identifier = Options.of(hudi).get(WriteConfig.STREAMING_CHECKPOINT_ID)
         timeline = Timeline.load(job.client.storage, 1)
         last = timeline.instants[-1].requested_time if len(timeline) else None
-        writer = cls(job, new_instant_time(after=last), identifier)
+        writer = cls(
+            job, new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS), identifier
+        )
         writer.setup_seconds = time.perf_counter() - t0
         return writer
 

@@ -80,6 +80,7 @@ __all__ = [
     "completed_action",
     "format_instant_time",
     "instant_time_to_datetime",
+    "MAX_INSTANT_AHEAD_MS",
     "new_instant_time",
 ]
 
@@ -341,7 +342,16 @@ _last_claimed_ms = 0
 _MAX_CLAIM_LEAD_MS = 60_000
 
 
-def new_instant_time(after: str | None = None, timezone: TimeZoneLike = "UTC") -> str:
+#: How far the latest instant of a timeline may be ahead of this host's clock before
+#: :func:`new_instant_time` (with ``max_ahead_ms``) refuses to allocate instants after it. A day
+#: covers clock skew between hosts and any time zone offset (a table whose timeline zone is
+#: LOCAL, written in UTC+14, read here in UTC); a stray instant dated years ahead is refused.
+MAX_INSTANT_AHEAD_MS = 24 * 3600 * 1000
+
+
+def new_instant_time(
+    after: str | None = None, timezone: TimeZoneLike = "UTC", max_ahead_ms: int | None = None
+) -> str:
     """A new instant time: the current time, strictly greater than ``after``.
 
     The clock reading is claimed uniquely: strictly increasing within a process and -- through
@@ -356,9 +366,15 @@ def new_instant_time(after: str | None = None, timezone: TimeZoneLike = "UTC") -
             the timeline, or the requested time when generating a completion time).
         timezone: the timeline time zone (``hoodie.table.timeline.timezone``; Hudi's default is
             ``LOCAL``, this function's default is ``"UTC"``).
+        max_ahead_ms: refuse an ``after`` more than this far ahead of the clock (writers pass
+            :data:`MAX_INSTANT_AHEAD_MS`). Hudi takes instant times from the clock alone
+            (``HoodieInstantTimeGenerator.createNewInstantTime`` with a ``TimeGenerator`` such
+            as ``SkewAdjustingTimeGenerator``), never from the timeline, so one stray
+            far-future instant must not drag every later instant to its year.
 
     Raises:
-        TimelineError: no time after ``after`` can be formatted (e.g. ``after`` is all nines).
+        TimelineError: no time after ``after`` can be formatted (e.g. ``after`` is all nines),
+            or ``after`` is more than ``max_ahead_ms`` ahead of the clock (names ``after``).
     """
     global _last_claimed_ms
     now_ms = int(datetime.now(_dt_timezone.utc).timestamp() * 1000)
@@ -370,6 +386,14 @@ def new_instant_time(after: str | None = None, timezone: TimeZoneLike = "UTC") -
         with contextlib.suppress(ValueError, OverflowError):
             after_ms = int(instant_time_to_datetime(after, timezone).timestamp() * 1000)
             candidate = max(candidate, after_ms + 1)
+        if max_ahead_ms is not None and candidate - now_ms > max_ahead_ms:
+            ahead = timedelta(milliseconds=candidate - now_ms)
+            raise TimelineError(
+                f"the latest instant on the timeline, {after}, is {ahead} ahead of this host's "
+                f"clock ({format_instant_time(now_ms, timezone)}): refusing to create instants "
+                f"after it. Remove the stray instant's files ({after}.*) from the timeline or "
+                "fix the clock that wrote it"
+            )
     for _ in range(10_000):
         try:
             result = format_instant_time(candidate, timezone)

@@ -67,17 +67,20 @@ from hudi_ds.merge.modes import (
 from hudi_ds.schema import (
     IS_DELETED_FIELD,
     META_FIELDS,
+    OPERATION_FIELD,
     arrow_to_avro_schema,
     avro_schema_json,
     avro_to_arrow_schema,
+    check_unique_names,
     conform_table,
     with_meta_fields,
+    without_meta_fields,
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView, Visibility
 from hudi_ds.table.table import HudiTable
 from hudi_ds.table_config import EVENT_TIME_ORDERING, TableConfig
-from hudi_ds.timeline.instant import Instant, State, new_instant_time
+from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import CommitMetadata
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.write.handles import (
@@ -179,6 +182,8 @@ class WriteClient:
         validate_service_options(self.options)
         self._plans: dict[str, WritePlan] = {}
         self._heartbeats: dict[str, Heartbeat] = {}
+        # instant -> what the folder held before :meth:`start` created the table for it
+        self._created_with: dict[str, set[str]] = {}
         self.multi_writer = self.options.get(ConcurrencyConfig.MODE) != "single_writer"
         if self.multi_writer:
             self._lock()  # validate the provider now
@@ -283,7 +288,10 @@ class WriteClient:
             SchemaError: a key, partition or ordering column is missing or has an unusable
                 type, or the input drops table columns (names the column).
         """
-        data = pa.schema([f for f in schema if f.name not in META_FIELDS])
+        check_unique_names(schema)
+        # meta columns in the input (e.g. rows read from a Hudi table) are not data: Hudi drops
+        # the five and _hoodie_operation alike (HoodieAvroUtils.isMetadataField)
+        data = without_meta_fields(schema)
         if not self.record_key_fields:
             raise ConfigError(
                 "option 'hoodie.datasource.write.recordkey.field' is required to create a table"
@@ -338,6 +346,21 @@ class WriteClient:
         if not len(existing):
             return incoming
         missing = [f.name for f in existing if incoming.get_field_index(f.name) < 0]
+        nested = [
+            p
+            for f in incoming
+            if existing.get_field_index(f.name) >= 0
+            for p in _missing_subfields(existing.field(f.name).type, f.type, f.name)
+        ]
+        if nested and not self.options.get(WriteConfig.SET_NULL_FOR_MISSING):
+            # a dropped struct field is a dropped column (Hudi's schema compatibility check,
+            # AvroSchemaCompatibility via HoodieSchemaUtils.deduceWriterSchema, treats nested
+            # fields like top-level ones); partial updates and null-means-unchanged mergers
+            # work on top-level columns, so they cannot keep a nested field's stored value
+            raise SchemaError(
+                f"input lacks nested table field(s) {nested}; add them or set "
+                "hoodie.write.set.null.for.missing.columns=true"
+            )
         self.partial_columns = None
         partial: bool = self.options.get(WriteConfig.PARTIAL_UPDATES)
         if missing and partial:
@@ -505,12 +528,22 @@ class WriteClient:
             full = table.schema
         else:
             full = self.validate_schema(schema)
+        before: set[str] | None = None
         if self.table_config is None:
+            before = self._listing()
             self._create_table(full)
         cfg = self.table_config
         assert cfg is not None
-        with held(self._lock()):
-            return self._start_locked(full, instant, rollback_failed, extra_metadata)
+        try:
+            with held(self._lock()):
+                started = self._start_locked(full, instant, rollback_failed, extra_metadata)
+        except BaseException:
+            if before is not None:
+                self._undo_create(before, None)
+            raise
+        if before is not None:
+            self._created_with[started] = before
+        return started
 
     def _start_locked(
         self,
@@ -533,7 +566,7 @@ class WriteClient:
         else:
             last = timeline.instants[-1].requested_time if len(timeline) else None
             for _ in range(100):
-                instant = new_instant_time(after=last)
+                instant = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
                 req = Instant(instant, action, State.REQUESTED)
                 if writer.create_requested(req):
                     break
@@ -904,11 +937,53 @@ class WriteClient:
         return out
 
     def abort(self, instant: str) -> None:
-        """Roll ``instant`` back: remove every file it wrote and its instant files."""
+        """Roll ``instant`` back: remove every file it wrote and its instant files.
+
+        If :meth:`start` created the table for ``instant`` (the first write of a table), the
+        table is removed again: a refused first write leaves the path as it was.
+        """
         self._stop_heartbeat(instant)
         cfg = self.table_config or TableConfig.load(self.storage)
         with held(self._lock()):  # other writers finish pending rollbacks under the lock
             rollback_instant(self.storage, cfg, instant)
+        before = self._created_with.pop(instant, None)
+        if before is not None:
+            self._undo_create(before, instant)
+
+    def _listing(self) -> set[str]:
+        """Every file and folder under the base path (relative), before creating a table."""
+        st = self.storage
+        if not st.exists(""):
+            return set()
+        return (
+            {f.path for f in st.list_files("", recursive=True)}
+            | set(st.list_dirs("", recursive=True))
+            | {""}
+        )
+
+    def _undo_create(self, before: set[str], instant: str | None) -> None:
+        """Remove the table this client created for a first write that failed.
+
+        Only a single writer does this, and only while the timeline holds nothing but the
+        failed write (and rollbacks): nothing committed can be lost. Everything that was in
+        the folder before (``before``, from :meth:`_listing`) stays.
+        """
+        if self.multi_writer:
+            return  # other writers may already use the new table
+        st = self.storage
+        timeline = Timeline.load(st, 1)
+        if any(i.requested_time != instant and i.action != "rollback" for i in timeline.instants):
+            return
+        for f in st.list_files("", recursive=True):
+            if f.path not in before:
+                st.delete(f.path)
+        for d in sorted(st.list_dirs("", recursive=True), key=lambda d: -d.count("/")):
+            if d not in before:
+                st.delete_dir(d)
+        if "" not in before:
+            st.delete_dir("")
+        self.table_config = None
+        self._plans.pop(instant or "", None)
 
     def committed_streaming_batch(self, identifier: str) -> int | None:
         """The latest batch id committed under ``identifier`` by a streaming sink, if any."""
@@ -968,6 +1043,29 @@ def _avro_promotes(src: pa.DataType, dst: pa.DataType) -> bool:
     if t.is_map(src) and t.is_map(dst):
         return _avro_promotes(src.item_type, dst.item_type)
     return False
+
+
+def _missing_subfields(table: pa.DataType, incoming: pa.DataType, path: str) -> list[str]:
+    """Paths (``a.b``, ``a[].b``, ``a{}.b``) of ``table``'s struct fields not in ``incoming``."""
+    t = pa.types
+    if t.is_struct(table) and t.is_struct(incoming):
+        names = {f.name: f.type for f in incoming}
+        out = []
+        for f in table:
+            sub = f"{path}.{f.name}"
+            if f.name not in names:
+                out.append(sub)
+            else:
+                out.extend(_missing_subfields(f.type, names[f.name], sub))
+        return out
+    lists = (t.is_list(table) or t.is_large_list(table)) and (
+        t.is_list(incoming) or t.is_large_list(incoming)
+    )
+    if lists:
+        return _missing_subfields(table.value_type, incoming.value_type, f"{path}[]")
+    if t.is_map(table) and t.is_map(incoming):
+        return _missing_subfields(table.item_type, incoming.item_type, f"{path}{{}}")
+    return []
 
 
 def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
@@ -1046,7 +1144,7 @@ class TaskWriter:
             )
             self._seen_partitions.update(pc.unique(parts).to_pylist())
             return
-        drop = [c for c in table.column_names if c in META_FIELDS]
+        drop = [c for c in table.column_names if c in META_FIELDS or c == OPERATION_FIELD]
         if drop:
             table = table.drop_columns(drop)
         if op == "delete":
@@ -1079,6 +1177,28 @@ class TaskWriter:
             if c not in table.column_names:
                 raise SchemaError(f"partition column '{c}' is missing from the input")
 
+    def _check_ordering(self, table: pa.Table, keys: pa.Array) -> None:
+        """Refuse NaN ordering values.
+
+        Java's ``Double.compareTo`` (how Hudi's payloads and mergers compare ordering values,
+        e.g. DefaultHoodieRecordPayload) sorts NaN above every number, so a NaN would silently
+        win every later merge of its key; a NaN is bad input, refused naming a key.
+        """
+        field = self.plan.ordering_field
+        if not field or field not in table.column_names:
+            return
+        col = table.column(field)
+        if not pa.types.is_floating(col.type):
+            return
+        nan = pc.fill_null(pc.is_nan(col), False)
+        if pc.any(nan).as_py():
+            key = keys.filter(nan.combine_chunks())[0].as_py()
+            count = pc.sum(nan).as_py()
+            raise SchemaError(
+                f"ordering column '{field}' holds {count} NaN value(s) (e.g. record key "
+                f"{key!r}); NaN has no order (hoodie.datasource.write.precombine.field)"
+            )
+
     def _keys_and_partitions(self, table: pa.Table) -> tuple[pa.Array, pa.Array]:
         p = self.plan
         keys = record_keys(table, list(p.record_key_fields), p.complex_key)
@@ -1101,6 +1221,7 @@ class TaskWriter:
         else:
             table = conform_table(table, self._data_schema)
         keys, parts = self._keys_and_partitions(table)
+        self._check_ordering(table, keys)
         n = table.num_rows
         deleted = None
         if IS_DELETED_FIELD in table.column_names:
@@ -1146,6 +1267,7 @@ class TaskWriter:
             and p.ordering_field in table.column_names
         ):
             ordering = table.column(p.ordering_field)
+            self._check_ordering(table, keys)
         dels = self._delete_table(keys, parts, ordering)
         return p.schema.empty_table(), dels, pa.array([], pa.string()), parts
 

@@ -41,7 +41,7 @@ from hudi_ds.merge.engine import (
 )
 from hudi_ds.merge.modes import MergeSpec
 from hudi_ds.schema import META_FIELDS
-from hudi_ds.storage import Storage
+from hudi_ds.storage import OutputStream, Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 from hudi_ds.write.markers import create_marker
@@ -205,7 +205,7 @@ class AppendHandle(_Buffered):
         self._data: list[pa.Table] = []
         self._deletes: list[pa.Table] = []
         self.buffered_bytes = 0
-        self._out: pa.NativeFile | None = None
+        self._out: OutputStream | None = None
         self._written = 0
         self.num_writes = 0
         self.num_deletes = 0
@@ -266,7 +266,7 @@ class AppendHandle(_Buffered):
             self.blocks += 1
             self.num_deletes += dels.num_rows
 
-    def _stream(self) -> pa.NativeFile:
+    def _stream(self) -> OutputStream:
         if self._out is None:
             create_marker(self.ctx.storage, self.ctx.instant, self.path, "APPEND")
             self._out = self.ctx.storage.open_output_stream(self.path)

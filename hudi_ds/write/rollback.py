@@ -23,7 +23,7 @@ from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableConfig
-from hudi_ds.timeline.instant import Instant, State, new_instant_time
+from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import (
     InstantInfo,
     RollbackMetadata,
@@ -154,7 +154,7 @@ def _rollback(
     if rollback_time is None:
         last = timeline.instants[-1].requested_time if len(timeline) else None
         for _ in range(100):
-            rollback_time = new_instant_time(after=last)
+            rollback_time = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
             plan = RollbackPlan(
                 instant_to_rollback=InstantInfo(commit_time=instant, action=action),
                 rollback_requests=[
