@@ -6,11 +6,13 @@ timeline) is byte-for-byte what it was.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 
 import hudi_ds
@@ -456,3 +458,186 @@ def test_operation_meta_column_is_not_data(tmp_path: Path) -> None:
     assert _rows(root) == expected[1:]
     assert _hudi_rs_rows(root) == expected[1:]
     assert t2 > t
+
+
+@pytest.mark.parametrize("state", ["commit", "commit.requested"])
+def test_stray_future_instant_is_refused(state: str, tmp_path: Path) -> None:
+    """Finding 8: a far-future instant is named and refused, never copied into new instants."""
+    from hudi_ds.errors import TimelineError
+
+    root = tmp_path / "t"
+    t1 = hudi_ds.write(str(root), good(), OPTS)
+    hoodie = root / ".hoodie"
+    done = next(
+        p for p in hoodie.iterdir() if p.name.startswith(t1) and p.suffix.endswith("commit")
+    )
+    stray = hoodie / f"29990101000000000{done.suffix}{'.requested' if 'requested' in state else ''}"
+    stray.write_bytes(done.read_bytes() if state == "commit" else b"")
+    before = snapshot(root)
+    with pytest.raises(TimelineError, match="29990101000000000"):
+        hudi_ds.write(str(root), good(fare=[5.0, 6.0]), OPTS)
+    assert snapshot(root) == before
+    # once the stray instant is removed, instants come from the clock again
+    stray.unlink()
+    t2 = hudi_ds.write(str(root), good(fare=[5.0, 6.0]), OPTS)
+    assert t1 < t2 < "2100"
+    expected = [
+        {"_hoodie_commit_time": t2, "id": "a", "ts": 1, "city": "x", "fare": 5.0},
+        {"_hoodie_commit_time": t2, "id": "b", "ts": 2, "city": "y", "fare": 6.0},
+    ]
+    assert _rows(root) == expected
+    assert _hudi_rs_rows(root) == expected
+
+
+def test_new_instant_time_refuses_far_future_after() -> None:
+    from hudi_ds.errors import TimelineError
+    from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, new_instant_time
+
+    with pytest.raises(TimelineError, match="29990101000000000"):
+        new_instant_time(after="29990101000000000", max_ahead_ms=MAX_INSTANT_AHEAD_MS)
+    # within the allowed skew (e.g. another host's clock, a LOCAL timeline zone) it follows
+    ahead = new_instant_time()[:8] + "235959999"  # later today: less than a day ahead
+    assert new_instant_time(after=ahead, max_ahead_ms=MAX_INSTANT_AHEAD_MS) > ahead
+
+
+class _FullDisk(pafs.FileSystemHandler):
+    """A local filesystem whose writes fail with ENOSPC once ``fail(path)`` is true.
+
+    ``at_open``: the file cannot be created; otherwise it is created and writing it fails.
+    """
+
+    def __init__(self, fail: Any, at_open: bool) -> None:
+        self.fs = pafs.LocalFileSystem()
+        self.fail = fail
+        self.at_open = at_open
+        self.failed: list[str] = []
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    def get_type_name(self) -> str:
+        return "full-disk"
+
+    def normalize_path(self, path: str) -> str:
+        return self.fs.normalize_path(path)
+
+    def get_file_info(self, paths: Any) -> Any:
+        return self.fs.get_file_info(paths)
+
+    def get_file_info_selector(self, selector: Any) -> Any:
+        return self.fs.get_file_info(selector)
+
+    def create_dir(self, path: str, recursive: bool) -> None:
+        self.fs.create_dir(path, recursive=recursive)
+
+    def delete_dir(self, path: str) -> None:
+        self.fs.delete_dir(path)
+
+    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
+        self.fs.delete_dir_contents(path, missing_dir_ok=missing_dir_ok)
+
+    def delete_root_dir_contents(self) -> None:
+        raise NotImplementedError
+
+    def delete_file(self, path: str) -> None:
+        self.fs.delete_file(path)
+
+    def move(self, src: str, dest: str) -> None:
+        self.fs.move(src, dest)
+
+    def copy_file(self, src: str, dest: str) -> None:
+        self.fs.copy_file(src, dest)
+
+    def open_input_stream(self, path: str) -> Any:
+        return self.fs.open_input_stream(path)
+
+    def open_input_file(self, path: str) -> Any:
+        return self.fs.open_input_file(path)
+
+    def open_append_stream(self, path: str, metadata: Any) -> Any:
+        return self.fs.open_append_stream(path, metadata=metadata)
+
+    def open_output_stream(self, path: str, metadata: Any) -> Any:
+        if not (self.fail is not None and self.fail(path)):
+            return self.fs.open_output_stream(path, metadata=metadata)
+        self.failed.append(path)
+        if self.at_open:
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        inner = self.fs.open_output_stream(path, metadata=metadata)
+
+        class Full:
+            closed = False
+
+            def write(self, data: Any) -> int:
+                inner.write(memoryview(data)[:7])  # a torn prefix reaches the disk
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+            def close(self) -> None:
+                self.closed = True
+                inner.close()
+
+            def flush(self) -> None:
+                pass
+
+        return pa.PythonFile(Full(), mode="w")
+
+
+def _is_data_file(path: str) -> bool:
+    return "/.hoodie" not in path and (".log." in path or path.endswith(".parquet"))
+
+
+def _is_commit_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".tmp") and (".commit." in name or ".deltacommit." in name)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize(
+    "fail, at_open",
+    [(_is_data_file, True), (_is_data_file, False), (_is_commit_file, True)],
+    ids=["data file create", "data file write", "commit file"],
+)
+def test_disk_full_rolls_back(table_type: str, fail: Any, at_open: bool, tmp_path: Path) -> None:
+    """Finding 8: a full disk raises StorageError naming the file; the write is rolled back."""
+    from hudi_ds.errors import StorageError
+    from hudi_ds.storage import Storage
+
+    root = tmp_path / "t"
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    t1 = hudi_ds.write(str(root), good(), opts)
+    rows = _rows(root)
+    handler = _FullDisk(fail, at_open)
+    full = Storage(str(root), pafs.PyFileSystem(handler))
+    with pytest.raises(StorageError, match="no space left writing") as info:
+        hudi_ds.write(full, good(id=["a", "c"], fare=[7.0, 8.0]), opts)
+    assert isinstance(info.value, HudiError) and info.value.__cause__ is not None
+    assert handler.failed and handler.failed[0].rsplit("/", 1)[-1] in str(info.value)
+    # rolled back: same rows, nothing pending, no file of the failed instant left
+    assert _rows(root) == rows
+    assert _hudi_rs_rows(root) == rows
+    timeline = hudi_ds.HudiTable(str(root)).timeline
+    assert [i.requested_time for i in timeline.commits()] == [t1]
+    assert not [i for i in timeline.instants if not i.is_completed]
+    data_files = [p for p in root.rglob("*") if _is_data_file(str(p))]
+    assert all(t1 in p.name for p in data_files)
+    # the table is writable again once there is room
+    t3 = hudi_ds.write(str(root), good(id=["a", "c"], fare=[7.0, 8.0]), opts)
+    assert _rows(root) == [
+        {"_hoodie_commit_time": t3, "id": "a", "ts": 1, "city": "x", "fare": 7.0},
+        rows[1],
+        {"_hoodie_commit_time": t3, "id": "c", "ts": 2, "city": "y", "fare": 8.0},
+    ]
+
+
+def test_disk_full_on_first_write_leaves_nothing(tmp_path: Path) -> None:
+    from hudi_ds.errors import StorageError
+    from hudi_ds.storage import Storage
+
+    root = tmp_path / "t"
+    full = Storage(str(root), pafs.PyFileSystem(_FullDisk(_is_commit_file, True)))
+    with pytest.raises(StorageError, match="commit"):
+        hudi_ds.write(full, good(), OPTS)
+    assert not root.exists()
