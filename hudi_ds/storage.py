@@ -291,6 +291,10 @@ class OutputStream:
     def tell(self) -> int:
         return int(self._stream.tell())
 
+    def flush(self) -> None:
+        with writing(self.path):
+            self._stream.flush()
+
     @property
     def closed(self) -> bool:
         return bool(self._stream.closed)
