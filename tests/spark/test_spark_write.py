@@ -205,6 +205,25 @@ def test_bad_options_and_schema_fail_before_writing(spark: Any, tmp_path: Path) 
     assert sorted(p.name for p in path.rglob("*")) == before
 
 
+def test_refused_first_write_creates_no_table(spark: Any, tmp_path: Path) -> None:
+    """Issue 12 finding 6: a first write refused in the tasks (a null key) leaves no table."""
+    path = tmp_path / "t"
+    good = rows(range(10), [1] * 10)
+    ids = good.column("id").to_pylist()
+    bad = good.set_column(0, "id", pa.array([None, *ids[1:]], pa.string()))
+    with pytest.raises(Exception, match="'id'"):
+        save(spark, bad, str(path), options("MERGE_ON_READ"))
+    assert not path.exists()
+    # the corrected retry may choose other settings (here: another partition column)
+    save(spark, good, str(path), options("MERGE_ON_READ", **{PARTITION_KEY: "region"}))
+    model = Model()
+    model.upsert(good)
+    check(spark, str(path), model)
+
+
+PARTITION_KEY = "hoodie.datasource.write.partitionpath.field"
+
+
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 def test_task_failing_once_commits_exactly_once(
     spark: Any, table_type: str, tmp_path: Path
