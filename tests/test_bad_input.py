@@ -253,6 +253,14 @@ def test_widening_int_to_float_keeps_table_readable(
     ]
     assert _rows(root) == expected
     assert _hudi_rs_rows(root) == expected
+    if table_type == "MERGE_ON_READ":  # compaction reads the old int files the same way
+        from hudi_ds.services.base import ServiceContext
+        from hudi_ds.services.compaction import run_compaction, schedule_compaction
+
+        ctx = ServiceContext.open(str(root))
+        assert run_compaction(ctx, schedule_compaction(ctx))
+        assert _rows(root) == expected
+        assert _hudi_rs_rows(root) == expected
 
 
 def _listing(root: Path) -> list[str]:
