@@ -661,15 +661,19 @@ class WriteClient:
         appends = [k for k, s in enumerate(statuses) if s.kind == "append"]
         if not appends:
             return statuses
+        names = [parse_log_file_name(statuses[k].path.rsplit("/", 1)[-1]) for k in appends]
+        bases = {n.instant_time for n in names if n is not None}
+        if not bases:
+            return statuses
         tl = Timeline.load(self.storage, 1)
-        seen = plan.visibility.instants | plan.visibility.pending_compactions
+        oldest = min(bases)
         news = any(
-            i.requested_time not in seen and tl.origin_action(i.requested_time) == "compaction"
+            i.requested_time > oldest and tl.origin_action(i.requested_time) == "compaction"
             for i in tl
         )
-        gone = any(not tl.contains(c) for c in plan.pending_compaction.values())
+        gone = any(not tl.contains(b) for b in bases)
         if not news and not gone:
-            return statuses  # no compaction scheduled or dropped since the write started
+            return statuses  # no slice newer than the ones written to, none taken back
         moved = retarget_logs(self.storage, [statuses[k].stat for k in appends], plan.instant)
         out = list(statuses)
         for k, stat in zip(appends, moved, strict=True):
@@ -1348,9 +1352,14 @@ def _compaction_targets(
     view = FileSystemView(storage, TableConfig.load(storage))
     targets: dict[tuple[str, str], str] = {}
     parts = set(partitions)
+    first = timeline.first_active_time() or ""
+
+    def committed(t: str) -> bool:  # completed, or archived (older than the active timeline)
+        return timeline.is_completed(t) or (not timeline.contains(t) and t < first)
+
     for p in parts:
         for g in view.file_groups(p):
-            done = [b.instant_time for b in g.base_files if timeline.is_completed(b.instant_time)]
+            done = [b.instant_time for b in g.base_files if committed(b.instant_time)]
             if done:
                 targets[(p, g.file_id)] = max(done)
     planned: set[str] = set()
