@@ -169,3 +169,25 @@ def test_services_take_the_table_lock(tmp_path: Path, service: str) -> None:
     calls[service]()  # the lock is free again
     ours, rs = both_readers(path)
     assert ours == rs == expected(3, "2")
+
+
+def test_inline_compaction_of_one_writer_while_another_writes(tmp_path: Path) -> None:
+    """Multi-writer: a writer's inline compaction is scheduled even though another writer's
+    instant is pending; that writer's logs join the compaction's slice when it commits."""
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, row(1, "one"), MULTI)
+    slow = WriteClient(path, MULTI)
+    t = slow.start(row(3, "x").schema)
+    task = slow.task_writer(t)
+    task.write(row(3, "three"))
+    statuses = task.close()
+    inline = {**MULTI, "hoodie.compact.inline": "true"}
+    inline["hoodie.compact.inline.max.delta.commits"] = "1"
+    hudi_ds.write(path, row(2, "two"), inline)
+    tl = hudi_ds.HudiTable(path).timeline
+    compacted = [i for i in tl.commits() if tl.origin_action(i.requested_time) == "compaction"]
+    assert len(compacted) == 1 and compacted[0].requested_time > t
+    slow.commit(t, statuses)
+    # event-time ordering: ts 3 wins although it committed last on top of the compacted slice
+    ours, rs = both_readers(path)
+    assert ours == rs == expected(3, "three")

@@ -835,7 +835,7 @@ def run_inline_compaction(ctx: ServiceContext) -> list[CompactionResult]:
     tl = ctx.timeline()
     if not compaction_due(ctx, tl):
         return results
-    if _pending_writes(tl):
+    if _pending_writes(tl) and not ctx.multi_writer:
         log.info("inline compaction skipped: writes are pending")
         return results
     c = schedule_compaction(ctx)
