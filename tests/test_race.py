@@ -85,7 +85,8 @@ with open(log, "w") as out:
             break
         if pace:
             time.sleep(rng.uniform(0.5 * pace, pace))
-print(json.dumps({"conflicts": conflicts}))
+    batches = sum(1 for _ in open(log))
+print(json.dumps({"conflicts": conflicts, "batches": batches}))
 """
 
 SERVICES = r"""
