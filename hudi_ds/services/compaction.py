@@ -279,7 +279,8 @@ def _retarget_missed_writes(ctx: ServiceContext, before: Timeline, plan: Compact
     """Writes that completed between the planning and ``C.compaction.requested`` did not see C
     and their logs are not in its plan: move those logs into C's slices now. (Under the table
     lock no write can complete in between; without one, a write that is still pending now
-    moves its logs itself when it commits.)"""
+    moves its logs itself when it commits. The moved files keep their old names in that
+    write's commit metadata: snapshot reads list the file system and find the new ones.)"""
     planned = {(op.partition_path or "", op.file_id or "") for op in plan.operations or []}
     tl = ctx.timeline()
     for inst in tl.commits().filter_actions("deltacommit"):
