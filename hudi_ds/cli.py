@@ -18,6 +18,9 @@ Usage::
 Every subcommand takes ``--json`` (machine-readable output on stdout), ``-o key=value``
 (``hoodie.*`` options, e.g. ``-o hoodie.cleaner.commits.retained=5``) and ``--progress``
 (force the progress bar on stderr; it is drawn by default when stderr is a terminal).
+Table services run while writers write take the writers' table lock when given their
+concurrency options (``-o hoodie.write.concurrency.mode=optimistic_concurrency_control`` and
+``-o hoodie.write.lock.provider=...``), as Hudi requires for table services in other processes.
 
 Exit codes: 0 success, 1 unexpected error, 2 bad usage or options, 3 not a Hudi table,
 4 instant not found, 5 refused in the table's current state (pending writes, later commits,

@@ -14,6 +14,7 @@ Two primitives carry the writer's atomicity:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import uuid
@@ -186,31 +187,64 @@ class Storage:
             raise
 
     def create_if_absent(self, rel: str, data: bytes = b"") -> bool:
-        """Atomically create ``rel`` with ``data`` unless it exists. Returns True if created."""
+        """Atomically create ``rel`` with ``data`` unless it exists. Returns True if created.
+
+        Locally the file appears *with its content*: ``data`` goes to a temporary sibling that
+        is then hard-linked to ``rel`` (``link`` fails if ``rel`` exists), so a reader never
+        sees the new file empty or half-written (a lock holder's body, a timeline instant).
+        Where hard links are not supported, ``O_EXCL`` creation is used. On other storage it
+        is a check-then-write (what Hudi does there); :class:`~hudi_ds.write.lock.FileSystemLock`
+        tolerates the short window in which such a file exists without its body.
+        """
         with writing(self.full_path(rel)):
             self._ensure_parent(rel)
             if self.is_local:
-                try:
-                    fd = os.open(self.full_path(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                except FileExistsError:
-                    return False
+                target = self.full_path(rel)
+                if not data:
+                    return self._create_excl(target, data)
+                parent, _, name = target.rpartition("/")
+                tmp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
                 try:
                     try:
                         os.write(fd, data)
                     finally:
                         os.close(fd)
-                except BaseException:
-                    self.delete(rel)  # ours, just created: leave no empty or torn file
-                    raise
-                return True
+                    try:
+                        os.link(tmp, target)
+                    except FileExistsError:
+                        return False
+                    except OSError:  # no hard links on this file system
+                        return self._create_excl(target, data)
+                    return True
+                finally:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp)
             if self.exists(rel):
                 return False
             try:
                 self.write_bytes(rel, data)
             except BaseException:
-                self.delete(rel)
+                self.delete(rel)  # ours, just created: leave no empty or torn file
                 raise
             return True
+
+    @staticmethod
+    def _create_excl(target: str, data: bytes) -> bool:
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)  # ours, just created: leave no empty or torn file
+            raise
+        return True
 
     def rename(self, src: str, dst: str) -> None:
         self._ensure_parent(dst)

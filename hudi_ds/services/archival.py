@@ -38,7 +38,7 @@ import fastavro
 
 from hudi_ds.config import ServiceConfig
 from hudi_ds.log.block import BlockType, HeaderKey, encode_block
-from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.base import ServiceContext, under_table_lock
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import (
     CLEAN,
@@ -242,6 +242,7 @@ def _next_archive_file(ctx: ServiceContext) -> str:
     return f"{folder}/.commits_.archive.{n + 1}_{ARCHIVE_TOKEN}"
 
 
+@under_table_lock
 def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
     """Archive the instants :func:`instants_to_archive` selects.
 

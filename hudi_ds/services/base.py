@@ -8,10 +8,11 @@ to report progress.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from hudi_ds.config import (
     ConcurrencyConfig,
@@ -27,6 +28,7 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.write.lock import FileSystemLock, InProcessLock, held, make_lock
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -119,6 +121,40 @@ class ServiceContext:
     def get(self, prop: Any) -> Any:
         """The value of a :class:`ServiceConfig` option."""
         return self.options.get(prop)
+
+    @property
+    def multi_writer(self) -> bool:
+        """Several writers may run (``hoodie.write.concurrency.mode`` is not single_writer)."""
+        return bool(self.options.get(ConcurrencyConfig.MODE) != "single_writer")
+
+    def lock(self) -> FileSystemLock | InProcessLock | None:
+        """The table lock the writers take (``hoodie.write.lock.provider``); None for a single
+        writer. Table services take it for their timeline transitions, as Hudi's do (its
+        ``TransactionManager`` around scheduling and completing a table service)."""
+        if not self.multi_writer:
+            return None
+        o = self.options
+        return make_lock(
+            o.get(ConcurrencyConfig.LOCK_PROVIDER),
+            self.storage,
+            o.get(ConcurrencyConfig.LOCK_EXPIRE_MIN),
+            o.get(ConcurrencyConfig.LOCK_WAIT_MS),
+            o.get(ConcurrencyConfig.LOCK_RETRIES),
+        )
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def under_table_lock(fn: _F) -> _F:
+    """Run a service entry point ``fn(ctx, ...)`` holding the table lock (multi-writer mode)."""
+
+    @functools.wraps(fn)
+    def run(ctx: ServiceContext, *args: Any, **kwargs: Any) -> Any:
+        with held(ctx.lock()):
+            return fn(ctx, *args, **kwargs)
+
+    return cast(_F, run)
 
 
 def partition_of(rel_path: str) -> str:

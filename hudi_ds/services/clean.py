@@ -41,7 +41,13 @@ from hudi_ds.config import ServiceConfig
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.file_group import BaseFile, FileGroup, LogFile
 from hudi_ds.log.reader import scan_log_bytes
-from hudi_ds.services.base import ServiceContext, file_name, partition_of, rel_path
+from hudi_ds.services.base import (
+    ServiceContext,
+    file_name,
+    partition_of,
+    rel_path,
+    under_table_lock,
+)
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import (
     CLEAN,
@@ -452,6 +458,7 @@ def clean_due(ctx: ServiceContext, tl: Timeline | None = None) -> bool:
     return len(commits) >= ctx.get(ServiceConfig.CLEAN_MAX_COMMITS)
 
 
+@under_table_lock
 def clean(ctx: ServiceContext, *, dry_run: bool = False, debris: bool = True) -> CleanResult:
     """Finish any pending clean, then plan and execute a new one if there is anything to delete.
 

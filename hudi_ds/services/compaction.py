@@ -57,7 +57,7 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
 )
 from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
-from hudi_ds.services.base import Progress, ServiceContext, partition_of
+from hudi_ds.services.base import Progress, ServiceContext, partition_of, under_table_lock
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView, Visibility
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
@@ -77,8 +77,9 @@ from hudi_ds.timeline.metadata import (
     WriteStat,
 )
 from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.write.client import retarget_logs
 from hudi_ds.write.handles import write_base_file
-from hudi_ds.write.lock import Heartbeat, heartbeat_expired
+from hudi_ds.write.lock import Heartbeat, heartbeat_expired, held
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
 
 log = logging.getLogger("hudi_ds.services")
@@ -195,11 +196,24 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     vis = table.visibility()
     busy = _file_groups_in_pending_compaction(tl)
     view = FileSystemView(ctx.storage, ctx.config)
+    slices = [(p, s) for p in view.partitions() for s in view.latest_file_slices(p, vis)]
+    # logs of writes still pending are not the plan's: such a write moves them into the new
+    # slice when it commits (hudi_ds.write.client.retarget_logs). A write's requested file and
+    # markers are made before its log files, and both are read after the listing, so every
+    # listed log of a pending write is found.
+    pending_logs = {
+        f
+        for i in _pending_writes(ctx.timeline())
+        for f in marked_files(ctx.storage, i.requested_time)
+    }
     ops = []
-    for p in view.partitions():
-        for s in view.latest_file_slices(p, vis):
-            if (p, s.file_id) in busy or not s.log_files:
-                continue
+    for p, s in slices:
+        if (p, s.file_id) in busy:
+            continue
+        s = dataclasses.replace(
+            s, log_files=[lf for lf in s.log_files if lf.path not in pending_logs]
+        )
+        if s.log_files:
             ops.append(_operation(s))
     strategy = ctx.get(ServiceConfig.COMPACTION_STRATEGY)
     return CompactionPlan(
@@ -218,16 +232,24 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     )
 
 
+@under_table_lock
 def schedule_compaction(ctx: ServiceContext) -> str | None:
     """Schedule a compaction: write ``C.compaction.requested`` with the strategy's plan.
+
+    Runs under the table lock (multi-writer mode), as Hudi schedules table services inside a
+    transaction: a writer starting meanwhile either sees C (and writes into C's slices) or
+    started before it. Writes pending at C -- started before it -- keep going: their logs are
+    not in the plan, and they move them into C's slices when they commit
+    (:func:`hudi_ds.write.client.retarget_logs`). A single writer (no lock) keeps Hudi's rule
+    that no write may be pending when a compaction is scheduled (``ScheduleCompactionAction
+    Executor``: "Earliest write inflight instant time must be later than compaction time").
 
     Returns:
         The compaction instant C, or None when no file slice needs compacting.
 
     Raises:
         UnsupportedError: not a MOR table of version 6.
-        TimelineError: a write is in flight (its log files could miss the plan and be lost to
-            the compacted slice); run again after it finished or was rolled back.
+        TimelineError: single-writer mode and a write is in flight.
     """
     ctx.require_writable("compaction")
     if not ctx.config.is_mor:
@@ -237,7 +259,7 @@ def schedule_compaction(ctx: ServiceContext) -> str | None:
         )
     tl = ctx.timeline()
     pending = _pending_writes(tl)
-    if pending:
+    if pending and not ctx.multi_writer:
         raise TimelineError(
             "cannot schedule a compaction while writes are pending: "
             f"{', '.join(i.requested_time for i in pending)} (a write still running, or a "
@@ -248,16 +270,31 @@ def schedule_compaction(ctx: ServiceContext) -> str | None:
         return None
     req = ctx.new_instant(COMPACTION, plan.to_bytes(), tl)
     c = req.requested_time
-    # a writer that started meanwhile with an earlier instant may not have seen the plan
-    late = _pending_writes(ctx.timeline(), before=c)
-    if late:
-        ctx.writer().delete_instant_files(req)
-        raise TimelineError(
-            f"a write ({late[0].requested_time}) started while compaction {c} was being "
-            "scheduled; the plan was withdrawn, try again"
-        )
+    _retarget_missed_writes(ctx, tl, plan)
     log.info("scheduled compaction %s of %d file slice(s)", c, len(plan.operations))
     return c
+
+
+def _retarget_missed_writes(ctx: ServiceContext, before: Timeline, plan: CompactionPlan) -> None:
+    """Writes that completed between the planning and ``C.compaction.requested`` did not see C
+    and their logs are not in its plan: move those logs into C's slices now. (Under the table
+    lock no write can complete in between; without one, a write that is still pending now
+    moves its logs itself when it commits. The moved files keep their old names in that
+    write's commit metadata: snapshot reads list the file system and find the new ones.)"""
+    planned = {(op.partition_path or "", op.file_id or "") for op in plan.operations or []}
+    tl = ctx.timeline()
+    for inst in tl.commits().filter_actions("deltacommit"):
+        if before.is_completed(inst.requested_time):
+            continue
+        md = tl.read_commit_metadata(inst)
+        stats = [
+            st
+            for p, sts in md.partition_to_write_stats.items()
+            for st in sts
+            if (p, st.file_id or "") in planned
+        ]
+        if stats:
+            retarget_logs(ctx.storage, stats)
 
 
 # -- execution ----------------------------------------------------------------------------------
@@ -620,25 +657,35 @@ def _run_one(
     executor: Callable[[CompactionJob], list[WriteStat]] | None,
 ) -> CompactionResult | None:
     c = inst.requested_time
-    if inst.is_inflight:
-        if _attempt_alive(ctx, c):
-            log.info("compaction %s is running elsewhere (live heartbeat); skipped", c)
+    # the timeline transitions run under the table lock (multi-writer mode), the merging
+    # outside it, as Hudi's table services do
+    with held(ctx.lock()):
+        cur = ctx.timeline().get(c)
+        if cur is None or cur.is_completed or cur.action != COMPACTION:
+            log.info("compaction %s was completed or dropped meanwhile; skipped", c)
             return None
-        log.warning("compaction %s was left inflight by a failed attempt; retrying it", c)
-        rollback_inflight_compaction(ctx, c)
-    attempt = _attempts(ctx, c)
-    job = prepare_compaction(ctx, c, attempt)
-    writer = ctx.writer()
-    writer.transition_to_inflight(Instant(c, COMPACTION, State.REQUESTED))
-    heartbeat = Heartbeat(ctx.storage, c, ctx.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000)
+        if cur.is_inflight:
+            if _attempt_alive(ctx, c):
+                log.info("compaction %s is running elsewhere (live heartbeat); skipped", c)
+                return None
+            log.warning("compaction %s was left inflight by a failed attempt; retrying it", c)
+            rollback_inflight_compaction(ctx, c)
+        attempt = _attempts(ctx, c)
+        job = prepare_compaction(ctx, c, attempt)
+        writer = ctx.writer()
+        writer.transition_to_inflight(Instant(c, COMPACTION, State.REQUESTED))
+        interval = ctx.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
+        heartbeat = Heartbeat(ctx.storage, c, interval)
     t0 = time.perf_counter()
     try:
         stats = (executor or _run_locally(ctx.progress))(job)
-        done = finish_compaction(ctx, job, stats)
+        with held(ctx.lock()):
+            done = finish_compaction(ctx, job, stats)
     except BaseException:
         log.error("compaction %s failed; rolling the attempt back", c)
         try:
-            rollback_inflight_compaction(ctx, c)
+            with held(ctx.lock()):
+                rollback_inflight_compaction(ctx, c)
         except Exception:  # pragma: no cover - the next run retries the rollback
             log.exception("rolling back compaction %s failed", c)
         raise
@@ -690,6 +737,7 @@ def _run_locally(progress: Progress) -> Callable[[CompactionJob], list[WriteStat
 # -- unscheduling -------------------------------------------------------------------------------
 
 
+@under_table_lock
 def unschedule_compaction(ctx: ServiceContext, instant: str) -> list[tuple[str, str]]:
     """Drop pending compaction ``instant``: roll back any attempt, delete its plan, and move log
     files written on top of it (named with base instant C) back into the previous file slice.
@@ -788,7 +836,7 @@ def run_inline_compaction(ctx: ServiceContext) -> list[CompactionResult]:
     tl = ctx.timeline()
     if not compaction_due(ctx, tl):
         return results
-    if _pending_writes(tl):
+    if _pending_writes(tl) and not ctx.multi_writer:
         log.info("inline compaction skipped: writes are pending")
         return results
     c = schedule_compaction(ctx)

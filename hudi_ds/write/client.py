@@ -81,7 +81,7 @@ from hudi_ds.table.fs_view import FileSystemView, Visibility
 from hudi_ds.table.table import HudiTable
 from hudi_ds.table_config import EVENT_TIME_ORDERING, TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
-from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.write.handles import (
     DELETE_KEY,
@@ -688,6 +688,32 @@ class WriteClient:
                 )
         return self._rehome_logs(plan, statuses)
 
+    def _retarget_logs(self, plan: WritePlan, statuses: list[WriteStatus]) -> list[WriteStatus]:
+        """Logs of file groups compacted since this write started join the compaction's slice
+        (:func:`retarget_logs`); runs under the table lock, right before the commit."""
+        appends = [k for k, s in enumerate(statuses) if s.kind == "append"]
+        if not appends:
+            return statuses
+        names = [parse_log_file_name(statuses[k].path.rsplit("/", 1)[-1]) for k in appends]
+        bases = {n.instant_time for n in names if n is not None}
+        if not bases:
+            return statuses
+        tl = Timeline.load(self.storage, 1)
+        oldest = min(bases)
+        news = any(
+            i.requested_time > oldest and tl.origin_action(i.requested_time) == "compaction"
+            for i in tl
+        )
+        gone = any(not tl.contains(b) for b in bases)
+        if not news and not gone:
+            return statuses  # no slice newer than the ones written to, none taken back
+        moved = retarget_logs(self.storage, [statuses[k].stat for k in appends], plan.instant)
+        out = list(statuses)
+        for k, stat in zip(appends, moved, strict=True):
+            if stat is not statuses[k].stat:
+                out[k] = WriteStatus(stat, statuses[k].kind, statuses[k].task)
+        return out
+
     def _rehome_logs(self, plan: WritePlan, statuses: list[WriteStatus]) -> list[WriteStatus]:
         """Rename our log files after the concurrent writers' ones (see _resolve_conflicts)."""
         view = FileSystemView(self.storage, TableConfig.load(self.storage))
@@ -877,6 +903,8 @@ class WriteClient:
             _write_partition_metadata(self.storage, p, instant)
         try:
             with held(self._lock()):
+                if plan.table_type == "MERGE_ON_READ":
+                    statuses = self._retarget_logs(plan, statuses)
                 if self.multi_writer:
                     statuses = self._resolve_conflicts(plan, statuses)
                 done = self._publish(plan, statuses, extra_metadata, partitions_to_delete)
@@ -1430,3 +1458,97 @@ class TaskWriter:
                 out.append(st)
         self.handles.clear()
         return out
+
+
+# ------------------------------------------------------------------------------------------------
+def _compaction_targets(
+    storage: Storage, timeline: Timeline, partitions: Iterable[str]
+) -> tuple[dict[tuple[str, str], str], set[str]]:
+    """The current base instant of each file group of ``partitions`` that has one, and the
+    log files named by any compaction plan on the timeline.
+
+    A file group's current base instant is its latest committed base file's instant or, if
+    later, the latest pending compaction planned on it: new log files belong there (Hudi's
+    ``getLatestFileSlices`` opens the slice of a pending compaction at its requested time).
+    """
+    view = FileSystemView(storage, TableConfig.load(storage))
+    targets: dict[tuple[str, str], str] = {}
+    parts = set(partitions)
+    first = timeline.first_active_time() or ""
+
+    def committed(t: str) -> bool:  # completed, or archived (older than the active timeline)
+        return timeline.is_completed(t) or (not timeline.contains(t) and t < first)
+
+    for p in parts:
+        for g in view.file_groups(p):
+            done = [b.instant_time for b in g.base_files if committed(b.instant_time)]
+            if done:
+                targets[(p, g.file_id)] = max(done)
+    planned: set[str] = set()
+    for c in timeline.filter(lambda i: timeline.origin_action(i.requested_time) == "compaction"):
+        plan = timeline.read_compaction_plan(c.requested_time)
+        for op in plan.operations or []:
+            planned.update(op.log_file_rel_paths)
+            k = (op.partition_path or "", op.file_id or "")
+            if not c.is_completed and k[0] in parts and c.requested_time > targets.get(k, ""):
+                targets[k] = c.requested_time
+    return targets, planned
+
+
+def retarget_logs(
+    storage: Storage, stats: Sequence[WriteStat], marker_instant: str | None = None
+) -> list[WriteStat]:
+    """Move log files written against a file slice that a compaction has since replaced into
+    the compaction's slice; returns the stats with the new paths.
+
+    A write that started before compaction C was scheduled names its logs after the slice it
+    saw; C's plan holds only the logs that existed when it was scheduled (never the logs of a
+    pending write), so once C completes those logs would belong to a superseded slice and drop
+    out of every read. Renamed to base instant C after C's own logs, they are read on top of
+    C's base file -- as Hudi's writers, which write into the pending compaction's slice, do.
+    A log whose slice was taken back (a compaction unscheduled) moves to the current slice the
+    same way. Logs that a compaction plan names are left where the plan expects them.
+
+    Args:
+        marker_instant: the pending write owning the files (a marker is made for each new
+            name, so that a rollback finds it); None for files of a completed write.
+    """
+    deltas = [
+        (i, s, parse_log_file_name((s.path or "").rsplit("/", 1)[-1]))
+        for i, s in enumerate(stats)
+        if s.path
+    ]
+    deltas = [(i, s, n) for i, s, n in deltas if n is not None]
+    if not deltas:
+        return list(stats)
+    timeline = Timeline.load(storage, 1)
+    targets, planned = _compaction_targets(
+        storage, timeline, {s.partition_path or "" for _, s, _ in deltas}
+    )
+    out = list(stats)
+    view: FileSystemView | None = None
+    top: dict[tuple[str, str, str], int] = {}
+    for i, s, name in deltas:
+        assert name is not None
+        p, fid = s.partition_path or "", name.file_id
+        target = targets.get((p, fid))
+        if target is None or target == name.instant_time or (s.path or "") in planned:
+            continue
+        if view is None:
+            view = FileSystemView(storage, TableConfig.load(storage))
+            for part in {q for q, _ in targets}:
+                for g in view.file_groups(part):
+                    for lf in g.log_files:
+                        k = (part, g.file_id, lf.instant_time)
+                        top[k] = max(top.get(k, 0), lf.name.version)
+        k = (p, fid, target)
+        version = top[k] = top.get(k, 0) + 1
+        new_name = log_file_name(fid, target, version, name.write_token or "0-0-0")
+        new_path = f"{p}/{new_name}" if p else new_name
+        if marker_instant is not None:
+            create_marker(storage, marker_instant, new_path, "APPEND")
+        storage.rename(s.path or "", new_path)
+        out[i] = dataclasses.replace(
+            s, path=new_path, log_version=version, log_files=[new_name], prev_commit=target
+        )
+    return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import threading
@@ -29,6 +30,8 @@ from contextlib import contextmanager
 
 from hudi_ds.errors import ConfigError, HudiError
 from hudi_ds.storage import Storage
+
+log = logging.getLogger("hudi_ds.write")
 
 LOCK_FILE = ".hoodie/lock"
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
@@ -74,20 +77,54 @@ class FileSystemLock:
         )
 
     def _break_if_expired(self, now: float) -> None:
+        """Delete the lock if its holder's expiry passed (the holder died).
+
+        A lock whose body cannot be read as a complete ``{"owner", "expires"}`` record is being
+        created right now (on storage where a file appears before its content) or was left
+        torn by a crash: it is only taken as expired once its modification time is older than
+        the expiry -- never at once, or two writers would hold the lock together.
+        """
         try:
-            held = json.loads(self.storage.read_bytes(LOCK_FILE) or b"{}")
-        except (FileNotFoundError, ValueError):
+            raw = self.storage.read_bytes(LOCK_FILE)
+        except FileNotFoundError:
             return
-        if float(held.get("expires", 0)) < now:
-            self.storage.delete(LOCK_FILE)  # the holder died: its lock expired
+        held = _parse_lock(raw)
+        if held is None:
+            info = self.storage.info(LOCK_FILE)
+            if info is None or now - info.mtime_ms / 1000 <= self.expire_s:
+                return
+        elif held[1] >= now:
+            return
+        # move the expired lock aside (atomic): of several writers breaking it, one wins
+        tomb = f"{LOCK_FILE}.{uuid.uuid4().hex}.expired"
+        try:
+            self.storage.rename(LOCK_FILE, tomb)
+        except (FileNotFoundError, OSError):
+            return
+        try:
+            moved = self.storage.read_bytes(tomb)
+            # a writer took the lock between our read and the move: hand it back
+            if moved != raw and not self.storage.create_if_absent(LOCK_FILE, moved):
+                log.warning("a live lock was broken while breaking an expired one")
+        finally:
+            self.storage.delete(tomb)
 
     def release(self) -> None:
         try:
-            held = json.loads(self.storage.read_bytes(LOCK_FILE) or b"{}")
-        except (FileNotFoundError, ValueError):
+            held = _parse_lock(self.storage.read_bytes(LOCK_FILE))
+        except FileNotFoundError:
             return
-        if held.get("owner") == self.owner:
+        if held is not None and held[0] == self.owner:
             self.storage.delete(LOCK_FILE)
+
+
+def _parse_lock(raw: bytes) -> tuple[str, float] | None:
+    """``(owner, expires)`` of a lock file body, or None if it is empty or incomplete."""
+    try:
+        body = json.loads(raw)
+        return str(body["owner"]), float(body["expires"])
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 _in_process: dict[str, threading.Lock] = {}
