@@ -268,21 +268,17 @@ def _archive_records(path: str) -> list[tuple]:
     ]
 
 
-def test_archival_resumes_a_half_deleted_clean(tmp_path: Path) -> None:
-    """Finding 3 without a crash point: the state a kill left (``T.clean`` and
-    ``T.clean.inflight`` without ``T.clean.requested``, the instants already in the archive)
-    no longer wedges archival (it failed with ``no requested clean instant file``)."""
-    path = str(tmp_path / "t")
+def _half_archived(path: str) -> tuple[Rows, list[Instant]]:
+    """A table in the state an archival killed after deleting every ``.requested`` file left:
+    its archive file written, ``T.clean`` + ``T.clean.inflight`` (and ``T.commit`` +
+    ``T.compaction.inflight``) without their requested files."""
     model: Rows = {}
-    o = {"hoodie.archive.automatic": "false"}
     for k in range(1, 12):
-        _, model = write(path, model, k, **o)
+        _, model = write(path, model, k, **{"hoodie.archive.automatic": "false"})
     c = ctx(path)
     tl = c.timeline()
     chosen = archival.instants_to_archive(c, tl)
-    cleans = [i for i in chosen if i.action == "clean"]
-    assert cleans
-    # what archival did up to its kill: the archive written, every .requested deleted
+    assert any(i.action == "clean" for i in chosen)
     records = [
         archival._record(c, tl, i, s, tl.origin_action(i.requested_time) or i.action)
         for i in chosen
@@ -294,31 +290,43 @@ def test_archival_resumes_a_half_deleted_clean(tmp_path: Path) -> None:
         req = tl.file_paths(i.requested_time).get(State.REQUESTED)
         if req:
             c.storage.delete(req)
-    assert (Path(path) / ".hoodie" / f"{cleans[0].requested_time}.clean.inflight").exists()
+    return model, chosen
+
+
+def test_archival_resumes_a_half_deleted_clean(tmp_path: Path) -> None:
+    """Finding 3 without a crash point: the state a kill left no longer wedges archival (it
+    failed with ``no requested clean instant file`` / ``no requested compaction...``)."""
+    path = str(tmp_path / "t")
+    model, chosen = _half_archived(path)
+    clean_t = next(i.requested_time for i in chosen if i.action == "clean")
+    assert (Path(path) / ".hoodie" / f"{clean_t}.clean.inflight").exists()
     before = len(instant_files(path))
     res = archival.archive(ctx(path))
     assert sorted(res.archived) == sorted(i.requested_time for i in chosen)
+    assert res.archive_file is None  # every record was archived before the kill
+    tl = ctx(path).timeline()
+    assert not any(tl.file_paths(i.requested_time) for i in chosen)
     assert len(instant_files(path)) < before
     entries = _archive_records(path)
-    assert len(entries) == len(set(entries))
+    assert len(entries) == len(set(entries)), "no record archived twice"
     archived = load_archived(Storage(path), 1)
     assert {i.requested_time for i in chosen} <= {i.requested_time for i in archived}
-    assert archived.read_clean_metadata(cleans[0].requested_time).total_files_deleted >= 0
+    assert archived.read_clean_metadata(clean_t).start_clean_time == clean_t
     assert ours(path) == theirs(path) == rows(model)
-    _ten_commits(path, model, 20, **o | {"hoodie.archive.automatic": "true"})
+    _ten_commits(path, model, 20)
 
 
 def test_cli_archive_after_a_half_deleted_archival(tmp_path: Path) -> None:
-    """``hudi-py archive`` exited 4 on that state; now it archives."""
+    """``hudi-py archive`` exited 4 on that state; now it finishes the archival."""
     from hudi_ds.cli import main
 
     path = str(tmp_path / "t")
-    model: Rows = {}
-    for k in range(1, 12):
-        _, model = write(path, model, k, **{"hoodie.archive.automatic": "false"})
-    n = _archive_phases(path)["all_requested_deleted"]
-    assert crash(f"archive:{n}", lambda: archival.archive(ctx(path))) == EXIT_CODE
-    assert main(["archive", path]) == 0
+    model, chosen = _half_archived(path)
+    o = [f"{k}={OPTS[k]}" for k in ("hoodie.keep.min.commits", "hoodie.keep.max.commits")]
+    o.append("hoodie.cleaner.commits.retained=2")
+    assert main(["archive", *(x for kv in o for x in ("-o", kv)), path]) == 0
+    tl = ctx(path).timeline()
+    assert not any(tl.file_paths(i.requested_time) for i in chosen)
     assert ours(path) == theirs(path) == rows(model)
 
 
