@@ -18,8 +18,8 @@ Points (see :data:`POINTS`):
                         completed instant also stops here once inflight and once past its rollback
                         point (the target's completed file deleted)
 * ``clean_plan``        a clean's requested file exists (``:2``: its inflight file too)
-* ``archive``           an archival wrote its archive file (``:1``), or deleted its n-1-th
-                        instant file (``:n``)
+* ``archive``           an archival wrote its archive file to its temporary name (``:1``),
+                        renamed it (``:2``), or deleted its n-2-th instant file (``:n``)
 * ``restore``           a restore is inflight (``:1``), or rolled back n-1 instants (``:n``)
 * ``savepoint``         a savepoint's inflight file exists, its completed file does not
 

@@ -169,8 +169,9 @@ def _copy(bases: dict[str, Any], name: str, tmp_path: Path) -> tuple[str, Rows, 
 
 
 def _archive_phases(path: str) -> dict[str, int]:
-    """Hit numbers of the ``archive`` point: 1 after the archive file is written, k + 1 after
-    the k-th instant file is deleted (all requested, then all inflight, then completed)."""
+    """Hit numbers of the ``archive`` point: 1 with the archive file under its temporary
+    name, 2 once renamed, k + 2 after the k-th instant file is deleted (all requested, then all
+    inflight, then completed)."""
     c = ctx(path)
     tl = c.timeline()
     chosen = archival.instants_to_archive(c, tl)
@@ -179,12 +180,13 @@ def _archive_phases(path: str) -> dict[str, int]:
     f = states.count(State.INFLIGHT)
     assert any(i.action == "clean" for i in chosen), "the archival takes a clean"
     return {
-        "archive_written": 1,
-        "one_requested_deleted": 2,
-        "all_requested_deleted": r + 1,  # the state of the issue: T.clean + T.clean.inflight
-        "some_inflight_deleted": r + 2,
-        "all_pending_deleted": r + f + 1,
-        "some_completed_deleted": r + f + 3,
+        "archive_tmp_written": 1,
+        "archive_written": 2,
+        "one_requested_deleted": 3,
+        "all_requested_deleted": r + 2,  # the state of the issue: T.clean + T.clean.inflight
+        "some_inflight_deleted": r + 3,
+        "all_pending_deleted": r + f + 2,
+        "some_completed_deleted": r + f + 4,
     }
 
 
@@ -230,6 +232,7 @@ def _ten_commits(path: str, model: Rows, start: int, **over: str) -> Rows:
 # -- archival ---------------------------------------------------------------------------------------
 
 ARCHIVE_PHASES = [
+    "archive_tmp_written",
     "archive_written",
     "one_requested_deleted",
     "all_requested_deleted",
@@ -247,6 +250,10 @@ def test_archival_killed_at_each_step(phase: str, bases: dict, tmp_path: Path) -
     chosen = [i.requested_time for i in archival.instants_to_archive(ctx(path))]
     assert crash(f"archive:{n}", lambda: archival.archive(ctx(path))) == EXIT_CODE
     assert ours(path) == theirs(path) == rows(model)
+    tmp = list((Path(path) / ".hoodie" / "archived").glob("*.tmp"))
+    assert len(tmp) == (phase == "archive_tmp_written")
+    for t in tmp:  # a torn archive file is never read; once stale, archival deletes it
+        os.utime(t, (t.stat().st_atime - 3600, t.stat().st_mtime - 3600))
     # the next archival finishes the job: every chosen instant is archived once, none is left
     res = archival.archive(ctx(path))
     tl = ctx(path).timeline()
@@ -255,6 +262,7 @@ def test_archival_killed_at_each_step(phase: str, bases: dict, tmp_path: Path) -
     assert len(entries) == len(set(entries)), "no record archived twice"
     assert set(chosen) <= {i.requested_time for i in load_archived(Storage(path), 1)}
     assert res.archived
+    assert not any(t.exists() for t in tmp)
     assert ours(path) == theirs(path) == rows(model)
     _ten_commits(path, model, 20)
 

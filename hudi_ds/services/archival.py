@@ -28,6 +28,7 @@ import json
 import logging
 import re
 import struct
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -41,6 +42,7 @@ from hudi_ds.errors import InstantNotFoundError
 from hudi_ds.faults import crash_point
 from hudi_ds.log.block import BlockType, HeaderKey, encode_block
 from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.clean import STALE_TMP_SECONDS
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import (
     CLEAN,
@@ -262,6 +264,15 @@ def _next_archive_file(ctx: ServiceContext) -> str:
     return f"{_archive_folder(ctx)}/.commits_.archive.{n + 1}_{ARCHIVE_TOKEN}"
 
 
+def _delete_stale_temp(ctx: ServiceContext) -> None:
+    """Temporary files of archive files whose write was killed (``..commits_.archive.N_<token>
+    .<uuid>.tmp``, never read as archive files), once older than a running write can be."""
+    now_ms = time.time() * 1000
+    for f in ctx.storage.list_files(_archive_folder(ctx)):
+        if f.name.endswith(".tmp") and now_ms - f.mtime_ms > STALE_TMP_SECONDS * 1000:
+            ctx.storage.delete(f.path)
+
+
 def _already_archived(ctx: ServiceContext, tl: Timeline) -> set[tuple[str, State]]:
     """``(instant time, state)`` records of still-active instants that an earlier archival,
     killed after writing its archive file, already archived.
@@ -304,6 +315,7 @@ def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
     chosen = instants_to_archive(ctx, tl)
     if not chosen or dry_run:
         return ArchiveResult([i.requested_time for i in chosen])
+    _delete_stale_temp(ctx)
     done = _already_archived(ctx, tl)
     records: list[Mapping[str, Any]] = []
     files: list[tuple[int, str, str]] = []
@@ -319,7 +331,7 @@ def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
     target = None
     if records:
         target = _next_archive_file(ctx)
-        ctx.storage.write_atomic(target, _encode_entries(records))
+        ctx.storage.write_atomic(target, _encode_entries(records), crash_point_name="archive")
     else:
         log.info("resuming an interrupted archival: every record is archived already")
     crash_point("archive")
