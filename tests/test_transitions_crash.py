@@ -376,6 +376,72 @@ def test_compaction_killed_at_each_step(spec: str, bases: dict, tmp_path: Path) 
     _ten_commits(path, model, 20)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["rollback:1", "rollback:2"])
+@pytest.mark.parametrize("resume", ["writer", "compactor"])
+def test_compaction_attempt_rollback_killed(
+    spec: str, resume: str, bases: dict, tmp_path: Path
+) -> None:
+    """A killed compaction attempt whose rollback is killed too: the compaction goes back to
+    requested with its plan (the next writer used to delete the plan, and with it the rows of
+    the log files written on top of it)."""
+    path, model, _ = _copy(bases, "compaction", tmp_path)
+    c = compaction.schedule_compaction(ctx(path))
+    assert c is not None
+    _, model = write(path, model, 6, **{"hoodie.compact.inline": "false"})  # logs named after c
+    assert crash("compaction:1", lambda: compaction.run_compaction(ctx(path), c)) == EXIT_CODE
+    assert crash(spec, lambda: compaction.run_compaction(ctx(path), c)) == EXIT_CODE
+    tl = ctx(path).timeline()
+    assert {i.action for i in tl.pending()} == {"compaction", "rollback"}
+    assert ours(path) == rows(model)  # (hudi-rs 0.5 ignores logs named after a pending compaction)
+    if resume == "compactor":
+        [res] = compaction.run_compaction(ctx(path), c)
+        assert res.instant == c
+    else:
+        _, model = write(path, model, 7, **{"hoodie.compact.inline": "false"})
+        tl = ctx(path).timeline()
+        assert [(i.requested_time, i.state) for i in tl.pending()] == [(c, State.REQUESTED)]
+    assert ours(path) == rows(model)
+    _ten_commits(path, model, 20)
+    assert ctx(path).timeline().is_completed(c) or c in {
+        i.requested_time for i in load_archived(Storage(path), 1)
+    }
+
+
+class _Killed(BaseException):
+    """Stands in for SIGKILL inside this process (nothing catches a BaseException here)."""
+
+
+def test_next_writer_keeps_a_compaction_whose_attempt_rollback_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rollback of a killed compaction attempt dies after ``R.rollback.inflight``: the next
+    writer finished R as a write's rollback and deleted the compaction plan -- losing the rows
+    of the log files named after it. Now the compaction goes back to requested."""
+    path = str(tmp_path / "t")
+    model, _ = _base(path, 5, **{"hoodie.compact.inline": "false"})
+    c = compaction.schedule_compaction(ctx(path))
+    assert c is not None
+    _, model = write(path, model, 6, **{"hoodie.compact.inline": "false"})  # logs named after c
+    assert crash("compaction:1", lambda: compaction.run_compaction(ctx(path), c)) == EXIT_CODE
+
+    def die(self: Storage, rel: str) -> bool:
+        raise _Killed(rel)
+
+    with monkeypatch.context() as m:
+        m.setattr(Storage, "delete", die)
+        with pytest.raises(_Killed):
+            compaction.rollback_inflight_compaction(ctx(path), c)
+    assert {i.action for i in ctx(path).timeline().pending()} == {"compaction", "rollback"}
+    _, model = write(path, model, 7, **{"hoodie.compact.inline": "false"})
+    tl = ctx(path).timeline()
+    assert [(i.requested_time, i.state) for i in tl.pending()] == [(c, State.REQUESTED)]
+    assert ours(path) == rows(model)
+    [res] = compaction.run_compaction(ctx(path), c)
+    assert res.instant == c
+    assert ours(path) == theirs(path) == rows(model)
+
+
 # -- rollback, savepoint, restore -----------------------------------------------------------------
 
 
