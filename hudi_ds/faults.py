@@ -16,7 +16,8 @@ Points (see :data:`POINTS`):
 * ``clean``             a clean deleted some of its files
 * ``rollback``          a rollback deleted some of the failed instant's files; a rollback of a
                         completed instant also stops here once inflight and once past its rollback
-                        point (the target's completed file deleted)
+                        point (the target's completed file deleted), the rollback of a compaction
+                        attempt once inflight and once its files are deleted
 * ``clean_plan``        a clean's requested file exists (``:2``: its inflight file too)
 * ``archive``           an archival wrote its archive file to its temporary name (``:1``),
                         renamed it (``:2``), or deleted its n-2-th instant file (``:n``)

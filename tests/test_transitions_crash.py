@@ -331,6 +331,9 @@ def test_cli_archive_after_a_half_deleted_archival(tmp_path: Path) -> None:
 
     path = str(tmp_path / "t")
     model, chosen = _half_archived(path)
+    # the other commands read the state (a completed instant without its requested file)
+    for cmd in ("timeline", "stats", "files"):
+        assert main([cmd, "--json", path]) == 0
     o = [f"{k}={OPTS[k]}" for k in ("hoodie.keep.min.commits", "hoodie.keep.max.commits")]
     o.append("hoodie.cleaner.commits.retained=2")
     assert main(["archive", *(x for kv in o for x in ("-o", kv)), path]) == 0
