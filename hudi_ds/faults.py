@@ -14,7 +14,18 @@ Points (see :data:`POINTS`):
 * ``after_commit``      the instant completed (services not yet run)
 * ``compaction``        a compaction wrote some of its base files
 * ``clean``             a clean deleted some of its files
-* ``rollback``          a rollback deleted some of the failed instant's files
+* ``rollback``          a rollback deleted some of the failed instant's files; a rollback of a
+                        completed instant also stops here once inflight and once past its rollback
+                        point (the target's completed file deleted), the rollback of a compaction
+                        attempt once inflight and once its files are deleted
+* ``clean_plan``        a clean's requested file exists (``:2``: its inflight file too)
+* ``archive``           an archival wrote its archive file to its temporary name (``:1``),
+                        renamed it (``:2``), or deleted its n-2-th instant file (``:n``)
+* ``restore``           a restore is inflight (``:1``), or rolled back n-1 instants (``:n``)
+* ``savepoint``         a savepoint's inflight file exists, its completed file does not
+
+``<point>:<n>`` makes every step of a multi-step transition reachable: the crash matrix of
+``tests/test_transitions_crash.py`` kills at each n in turn.
 """
 
 from __future__ import annotations
@@ -32,6 +43,10 @@ POINTS = (
     "compaction",
     "clean",
     "rollback",
+    "clean_plan",
+    "archive",
+    "restore",
+    "savepoint",
 )
 _hits: dict[str, int] = {}
 

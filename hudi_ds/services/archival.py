@@ -28,6 +28,7 @@ import json
 import logging
 import re
 import struct
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -37,8 +38,11 @@ from typing import Any
 import fastavro
 
 from hudi_ds.config import ServiceConfig
+from hudi_ds.errors import InstantNotFoundError
+from hudi_ds.faults import crash_point
 from hudi_ds.log.block import BlockType, HeaderKey, encode_block
 from hudi_ds.services.base import ServiceContext, under_table_lock
+from hudi_ds.services.clean import STALE_TMP_SECONDS
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import (
     CLEAN,
@@ -48,8 +52,13 @@ from hudi_ds.timeline.instant import (
     Instant,
     State,
 )
-from hudi_ds.timeline.metadata import AVRO_MAGIC, CommitMetadata, avro_schema
-from hudi_ds.timeline.timeline import HOODIE_FOLDER, Timeline
+from hudi_ds.timeline.metadata import AVRO_MAGIC, CleanerPlan, CommitMetadata, avro_schema
+from hudi_ds.timeline.timeline import (
+    HOODIE_FOLDER,
+    Timeline,
+    archive_file_entries,
+    archive_files,
+)
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -164,7 +173,12 @@ def _record(
     }
     if origin == COMPACTION and state is not State.COMPLETED:
         rec["actionType"] = COMPACTION
-        rec["hoodieCompactionPlan"] = tl.read_compaction_plan(ts).to_avro()
+        try:
+            rec["hoodieCompactionPlan"] = tl.read_compaction_plan(ts).to_avro()
+        except InstantNotFoundError:
+            # the plan file went with an earlier archival that was killed half way (its
+            # record is in the archive already); the inflight record carries no plan
+            rec["hoodieCompactionPlan"] = None
         return rec
     action = inst.action
     rec["actionType"] = action
@@ -192,7 +206,13 @@ def _record(
         if state is State.COMPLETED:
             rec["hoodieCleanMetadata"] = tl.read_clean_metadata(ts).to_avro()
         else:
-            rec["hoodieCleanerPlan"] = tl.read_cleaner_plan(ts).to_avro()
+            # the plan as the state's own file holds it (the inflight file repeats it), as
+            # Java's CleanerUtils.getCleanerPlan(metaClient, instant) reads the instant's own
+            # content: a killed archival may have deleted the requested file already
+            data = _raw(ctx, tl, ts, state)
+            rec["hoodieCleanerPlan"] = (
+                CleanerPlan.from_bytes(data).to_avro() if data.strip() else None
+            )
     elif action == ROLLBACK and state is State.COMPLETED:
         rec["hoodieRollbackMetadata"] = tl.read_rollback_metadata(ts).to_avro()
     return rec
@@ -230,21 +250,63 @@ def _encode_entries(records: list[Mapping[str, Any]]) -> bytes:
     )
 
 
+def _archive_folder(ctx: ServiceContext) -> str:
+    name = ctx.config.get("hoodie.archivelog.folder", "archived") or "archived"
+    return f"{HOODIE_FOLDER}/{name}"
+
+
 def _next_archive_file(ctx: ServiceContext) -> str:
-    folder = (
-        f"{HOODIE_FOLDER}/{ctx.config.get('hoodie.archivelog.folder', 'archived') or 'archived'}"
-    )
     n = 0
-    for f in ctx.storage.list_files(folder):
+    for f in ctx.storage.list_files(_archive_folder(ctx)):
         m = _ARCHIVE_RE.match(f.name)
         if m:
             n = max(n, int(m.group(1)))
-    return f"{folder}/.commits_.archive.{n + 1}_{ARCHIVE_TOKEN}"
+    return f"{_archive_folder(ctx)}/.commits_.archive.{n + 1}_{ARCHIVE_TOKEN}"
+
+
+def _delete_stale_temp(ctx: ServiceContext) -> None:
+    """Temporary files of archive files whose write was killed (``..commits_.archive.N_<token>
+    .<uuid>.tmp``, never read as archive files), once older than a running write can be."""
+    now_ms = time.time() * 1000
+    for f in ctx.storage.list_files(_archive_folder(ctx)):
+        if f.name.endswith(".tmp") and now_ms - f.mtime_ms > STALE_TMP_SECONDS * 1000:
+            ctx.storage.delete(f.path)
+
+
+def _already_archived(ctx: ServiceContext, tl: Timeline) -> set[tuple[str, State]]:
+    """``(instant time, state)`` records of still-active instants that an earlier archival,
+    killed after writing its archive file, already archived.
+
+    A killed run's records are in the newest archive files: they are read newest first, up to
+    the first one that holds neither an active instant nor one as recent as the oldest active
+    instant (normally only the newest file is read, and nothing is found). Readers collapse
+    duplicates anyway (ours by instant and state, Java's ``HoodieArchivedTimeline`` into a
+    set); this keeps the archive free of them.
+    """
+    active = {i.requested_time for i in tl}
+    if not active:
+        return set()
+    first = min(active)
+    found: set[tuple[str, State]] = set()
+    for f in reversed(archive_files(ctx.storage, _archive_folder(ctx))):
+        entries = archive_file_entries(ctx.storage, f.path)
+        hits = {(ts, st) for ts, _, st in entries if ts in active}
+        if not hits and all(ts < first for ts, _, _ in entries):
+            break
+        found |= hits
+    return found
 
 
 @under_table_lock
 def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
     """Archive the instants :func:`instants_to_archive` selects.
+
+    Resumable: a run killed at any step leaves the archive file written (or not) and some of
+    the instant files deleted. Deleting pending states before completed ones (as Hudi's
+    ``TimelineArchiverV1.deleteArchivedInstants`` does) keeps every instant that is left
+    completed; the next run selects what is left, writes no record twice (records already in
+    the newest archive files are skipped), reads a clean plan from whichever state file is
+    left, and deletes the rest.
 
     Returns:
         What was archived (nothing when the active timeline is short enough).
@@ -254,23 +316,34 @@ def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
     chosen = instants_to_archive(ctx, tl)
     if not chosen or dry_run:
         return ArchiveResult([i.requested_time for i in chosen])
+    _delete_stale_temp(ctx)
+    done = _already_archived(ctx, tl)
     records: list[Mapping[str, Any]] = []
-    files: list[tuple[int, str]] = []
+    files: list[tuple[int, str, str]] = []
     for inst in chosen:
         ts = inst.requested_time
         origin = tl.origin_action(ts) or inst.action
         paths = tl.file_paths(ts)
         for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):
             if state in paths:
-                records.append(_record(ctx, tl, inst, state, origin))
-                files.append((state.rank, paths[state]))
-    target = _next_archive_file(ctx)
-    ctx.storage.write_atomic(target, _encode_entries(records))
+                if (ts, state) not in done:
+                    records.append(_record(ctx, tl, inst, state, origin))
+                files.append((state.rank, ts, paths[state]))
+    target = None
+    if records:
+        target = _next_archive_file(ctx)
+        ctx.storage.write_atomic(target, _encode_entries(records), crash_point_name="archive")
+    else:
+        log.info("resuming an interrupted archival: every record is archived already")
+    crash_point("archive")
     deleted = []
-    # pending states first: an instant must never look pending after its completed file is gone
-    for _, path in sorted(files, key=lambda rp: rp[0]):
+    # Hudi's deleteArchivedInstants: requested -> inflight -> completed, the completed files
+    # last and in ascending time -- a completed file removed first would make the instant look
+    # pending to the other services, and a gap in the completed instants would hide data
+    for _, _, path in sorted(files):
         if ctx.storage.delete(path):
             deleted.append(path)
+        crash_point("archive")
     log.info("archived %d instant(s) into %s", len(chosen), target)
     return ArchiveResult([i.requested_time for i in chosen], target, deleted)
 

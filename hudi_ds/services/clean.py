@@ -492,6 +492,7 @@ def clean(ctx: ServiceContext, *, dry_run: bool = False, debris: bool = True) ->
     if found:
         plan.extra_metadata = {**(plan.extra_metadata or {}), DEBRIS_KEY: str(len(found))}
     req = ctx.new_instant(CLEAN, plan.to_bytes())
+    crash_point("clean_plan")
     res = _execute(ctx, req, plan, found)
     for d in stale:
         _delete_any(ctx, d)
@@ -516,6 +517,7 @@ def _execute(
     t0 = time.perf_counter()
     if inst.is_requested:
         writer.transition_to_inflight(inst, plan.to_bytes())
+        crash_point("clean_plan")
     parts: dict[str, CleanPartitionMetadata] = {}
     deleted: list[str] = []
     failed: list[str] = []

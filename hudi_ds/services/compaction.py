@@ -81,6 +81,7 @@ from hudi_ds.write.client import retarget_logs
 from hudi_ds.write.handles import write_base_file
 from hudi_ds.write.lock import Heartbeat, heartbeat_expired, held
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
+from hudi_ds.write.rollback import pending_rollback_of, resume_rollback
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -525,6 +526,11 @@ def rollback_inflight_compaction(
     inst = tl.get(instant)
     if inst is None or inst.is_completed or inst.action != COMPACTION:
         raise InstantNotFoundError(f"no pending compaction {instant} on the timeline")
+    pending_rb = pending_rollback_of(tl, instant)
+    if pending_rb is not None:  # an earlier rollback of an attempt was killed: finish that one
+        resume_rollback(storage, ctx.config, tl, pending_rb)
+        md = ctx.timeline().read_rollback_metadata(pending_rb)
+        return sorted(f for pm in md.partition_metadata.values() for f in pm.success_delete_files)
     files = set(marked_files(storage, instant))
     plan = tl.read_compaction_plan(instant)
     view = FileSystemView(storage, ctx.config)
@@ -548,10 +554,12 @@ def rollback_inflight_compaction(
         )
         rb_req = ctx.new_instant("rollback", rplan.to_bytes(), tl)
         writer.transition_to_inflight(rb_req)
+        crash_point("rollback")
     t0 = time.perf_counter()
     deleted = sorted(files)
     for f in deleted:
         storage.delete(f)  # already gone after an earlier, interrupted rollback: fine
+    crash_point("rollback")
     delete_markers(storage, instant)
     if inst.is_inflight:
         writer.revert_to_requested(inst)

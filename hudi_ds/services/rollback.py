@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 
 from hudi_ds.errors import InstantNotFoundError, TimelineError, UnsupportedError
+from hudi_ds.faults import crash_point
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.services.base import ServiceContext, file_name, partition_of
@@ -56,7 +57,7 @@ from hudi_ds.timeline.metadata import (
     SavepointPartitionMetadata,
 )
 from hudi_ds.timeline.timeline import Timeline
-from hudi_ds.write.rollback import _rollback, rollback_instant
+from hudi_ds.write.rollback import _rollback, rollback_failed_writes, rollback_instant
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -203,8 +204,11 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
         UnsupportedError: it is not a data instant (clean, rollback...).
     """
     ctx.require_writable("rollback")
+    finished = _resume_rollbacks(ctx)
     tl = ctx.timeline()
     inst = tl.get(instant)
+    if inst is None and instant in finished:  # a rollback of it was killed; now finished
+        return _result_of(tl, instant)
     if inst is None:
         first = tl.first_active_time()
         if first is not None and instant < first:
@@ -242,6 +246,35 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
     return _rollback_completed(ctx, tl, inst)
 
 
+def _resume_rollbacks(ctx: ServiceContext) -> list[str]:
+    """Finish rollbacks a killed process left pending, with their own plans (the plan names
+    log files that need a command block, which a fresh rollback would no longer find), before
+    anything else is rolled back -- as the next writer does (pending writes are left alone).
+
+    Returns:
+        The instants whose rollback was finished (or withdrawn, if it had not started).
+    """
+    if not ctx.timeline().pending().filter_actions(ROLLBACK):
+        return []
+    return rollback_failed_writes(ctx.storage, ctx.config, is_failed=lambda _ts: False)
+
+
+def _result_of(tl: Timeline, instant: str) -> RollbackResult:
+    """The result of the completed rollback of ``instant``."""
+    for r in reversed(tl.completed().filter_actions(ROLLBACK)):
+        md = tl.read_rollback_metadata(r)
+        if instant in md.rolled_back_instants:
+            infos = [i for i in md.instants_rollback or [] if i.commit_time == instant]
+            return RollbackResult(
+                instant,
+                infos[0].action if infos else "",
+                r.requested_time,
+                [f for pm in md.partition_metadata.values() for f in pm.success_delete_files],
+                [f for pm in md.partition_metadata.values() for f in (pm.rollback_log_files or {})],
+            )
+    raise InstantNotFoundError(f"no instant {instant} on the timeline")
+
+
 def _rollback_completed(ctx: ServiceContext, tl: Timeline, inst: Instant) -> RollbackResult:
     ts = inst.requested_time
     action = COMPACTION if tl.origin_action(ts) == COMPACTION else inst.action
@@ -254,9 +287,11 @@ def _rollback_completed(ctx: ServiceContext, tl: Timeline, inst: Instant) -> Rol
     req = ctx.new_instant(ROLLBACK, plan.to_bytes(), tl)
     writer = ctx.writer()
     writer.transition_to_inflight(req)
+    crash_point("rollback")  # R pending, T untouched: the next writer withdraws R
     # the rollback point: T disappears for readers; it is now a pending instant
     completed = Instant(ts, inst.action, State.COMPLETED)
     ctx.storage.delete(writer.path_of(completed))
+    crash_point("rollback")  # T pending, R inflight: resumed with R's plan
     # delete T's files, write command blocks, delete T's instant files, complete R
     _rollback(ctx.storage, ctx.config, ctx.timeline(), ts, req.requested_time)
     md = ctx.timeline().read_rollback_metadata(req.requested_time)
@@ -301,8 +336,10 @@ def create_savepoint(
     inst = tl.get(instant)
     if inst is None or not inst.is_completed or inst.action not in DATA_ACTIONS:
         raise InstantNotFoundError(f"no completed commit {instant} on the active timeline")
-    if any(sp.requested_time == instant for sp in tl.savepoints()):
+    if any(sp.requested_time == instant and sp.is_completed for sp in tl.savepoints()):
         raise TimelineError(f"{instant} is already savepointed")
+    # a savepoint left inflight by a killed process is completed by this call (its inflight
+    # file is empty, as Hudi's; the metadata is computed again)
     kept = _last_retained(tl)
     if kept is not None and instant < kept:
         raise TimelineError(
@@ -327,6 +364,7 @@ def create_savepoint(
     writer = ctx.writer()
     inflight = Instant(instant, SAVEPOINT, State.INFLIGHT)
     ctx.storage.create_if_absent(writer.path_of(inflight))
+    crash_point("savepoint")
     ctx.storage.write_atomic(
         writer.path_of(Instant(instant, SAVEPOINT, State.COMPLETED)), md.to_bytes()
     )
@@ -377,19 +415,28 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
             f"no savepoint at {savepoint}; savepoints: "
             f"{', '.join(sp.requested_time for sp in tl.savepoints()) or 'none'}"
         )
+    # a rollback killed inside an earlier attempt is finished first, with its own plan
+    _resume_rollbacks(ctx)
+    tl = ctx.timeline()
     pending = [
         r
         for r in tl.pending().filter_actions(RESTORE)
         if tl.read_restore_plan(r).savepoint_to_restore_timestamp == savepoint
     ]
-    todo = _instants_after(tl, savepoint)
+    # what is after the savepoint now, plus (resuming) what the plan named and an earlier
+    # attempt already rolled back -- the metadata lists every instant the restore undid
+    todo = {i.requested_time: _action(tl, i) for i in _instants_after(tl, savepoint)}
     writer = ctx.writer()
     if pending:
         req = pending[0]
+        for info in tl.read_restore_plan(req).instants_to_rollback or []:
+            if info.commit_time and info.commit_time not in todo:
+                todo[info.commit_time] = info.action or ""
     else:
         plan = RestorePlan(
             instants_to_rollback=[
-                InstantInfo(commit_time=i.requested_time, action=_action(tl, i)) for i in todo
+                InstantInfo(commit_time=ts, action=a)
+                for ts, a in sorted(todo.items(), reverse=True)
             ],
             version=2,
             savepoint_to_restore_timestamp=savepoint,
@@ -397,18 +444,18 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
         req = ctx.new_instant(RESTORE, plan.to_bytes(), tl)
     if req.is_requested:
         writer.transition_to_inflight(req)
+    crash_point("restore")
     t0 = time.perf_counter()
     per_instant: dict[str, list[RollbackMetadata | None]] = {}
     infos: list[InstantInfo] = []
-    for k, inst in enumerate(todo, start=1):
-        ts = inst.requested_time
-        action = _action(tl, inst)
+    items = sorted(todo.items(), reverse=True)  # newest first
+    for k, (ts, action) in enumerate(items, start=1):
         infos.append(InstantInfo(commit_time=ts, action=action))
         current = ctx.timeline()
         now = current.get(ts)
-        if now is None:
-            continue
-        if action == COMPACTION and not now.is_completed:
+        if now is None:  # rolled back by an earlier, interrupted attempt
+            per_instant[ts] = [None if action == COMPACTION else _last_rollback_of(current, ts)]
+        elif action == COMPACTION and not now.is_completed:
             if now.is_inflight:
                 rollback_inflight_compaction(ctx, ts)
             ctx.writer().delete_instant_files(Instant(ts, COMPACTION, State.REQUESTED))
@@ -423,7 +470,8 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
                 if res.rollback_instant
                 else None
             ]
-        ctx.progress(k, len(todo), f"restore to {savepoint}")
+        ctx.progress(k, len(items), f"restore to {savepoint}")
+        crash_point("restore")
     md = RestoreMetadata(
         start_restore_time=req.requested_time,
         time_taken_in_millis=int((time.perf_counter() - t0) * 1000),
@@ -434,7 +482,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
         extra_metadata=None,
     )
     writer.complete(Instant(req.requested_time, RESTORE, State.INFLIGHT), md.to_bytes())
-    log.info("restored to savepoint %s (%d instants rolled back)", savepoint, len(todo))
+    log.info("restored to savepoint %s (%d instants rolled back)", savepoint, len(items))
     return md
 
 

@@ -71,6 +71,8 @@ __all__ = [
     "ArchivedTimeline",
     "Timeline",
     "TimelineWriter",
+    "archive_file_entries",
+    "archive_files",
     "load_archived",
     "timeline_dir",
 ]
@@ -713,10 +715,7 @@ def load_archived(
 
 
 def _load_archived_v1(storage: Storage, folder: str) -> list[ArchivedEntry]:
-    files = sorted(
-        (f for f in storage.list_files(folder) if _V1_ARCHIVE_RE.match(f.name)),
-        key=lambda f: _archive_number(f.name),
-    )
+    files = archive_files(storage, folder)
     if not files:
         return []
     try:
@@ -760,6 +759,40 @@ def _load_archived_v1(storage: Storage, folder: str) -> list[ArchivedEntry]:
         plan = plan or rec.get("hoodieCompactionPlan") or rec.get("hoodieCleanerPlan")
         out.append(ArchivedEntry(Instant(ts, action, State.COMPLETED, ts), meta, plan))
     return out
+
+
+def archive_file_entries(storage: Storage, path: str) -> list[tuple[str, str, State]]:
+    """``(commitTime, actionType, actionState)`` of every ``HoodieArchivedMetaEntry`` record
+    of one v6 archive file (``.hoodie/archived/.commits_.archive.N_token``), in file order.
+
+    Archival reads its newest archive files with this to resume a run killed after its
+    archive file was written: records already there are not written twice.
+
+    Raises:
+        CorruptFileError: the file cannot be read.
+    """
+    from hudi_ds.log.reader import scan_log_bytes
+
+    out = []
+    scan = scan_log_bytes(storage.read_bytes(path), path)
+    for block in scan.blocks:
+        for rec in _archived_records(block, path):
+            ts, action = rec.get("commitTime"), rec.get("actionType")
+            try:
+                state = State((rec.get("actionState") or "COMPLETED").upper())
+            except ValueError:
+                continue
+            if ts and action:
+                out.append((ts, action, state))
+    return out
+
+
+def archive_files(storage: Storage, folder: str) -> list[FileInfo]:
+    """The v6 archive files of ``folder`` (``.hoodie/<archive folder>``), oldest first."""
+    return sorted(
+        (f for f in storage.list_files(folder) if _V1_ARCHIVE_RE.match(f.name)),
+        key=lambda f: _archive_number(f.name),
+    )
 
 
 def _archive_number(name: str) -> int:

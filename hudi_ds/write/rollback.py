@@ -23,7 +23,13 @@ from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableConfig
-from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
+from hudi_ds.timeline.instant import (
+    COMPACTION,
+    MAX_INSTANT_AHEAD_MS,
+    Instant,
+    State,
+    new_instant_time,
+)
 from hudi_ds.timeline.metadata import (
     InstantInfo,
     RollbackMetadata,
@@ -63,16 +69,7 @@ def rollback_failed_writes(
         target = _rollback_target(timeline, r)
         if before is not None and target is not None and target >= before:
             continue
-        if target is not None and timeline.contains(target) and not timeline.is_completed(target):
-            _rollback(storage, config, timeline, target, r.requested_time)
-        elif target is not None and timeline.is_completed(target):
-            # a rollback of a completed instant (hudi_ds.services) interrupted before its
-            # rollback point (deleting the target's completed file): nothing was undone
-            TimelineWriter(storage, layout, config.timeline_path).delete_instant_files(r)
-            continue
-        else:
-            _finish_rollback(storage, layout, config, r.requested_time, target, {})
-        if target:
+        if resume_rollback(storage, config, timeline, r) and target:
             done.append(target)
     timeline = Timeline.load(storage, layout, config.timeline_path)
     for inst in timeline.pending().filter_actions(*WRITE_ACTIONS):
@@ -83,6 +80,66 @@ def rollback_failed_writes(
         _rollback(storage, config, timeline, inst.requested_time, None)
         done.append(inst.requested_time)
     return done
+
+
+def resume_rollback(storage: Storage, config: TableConfig, timeline: Timeline, r: Instant) -> bool:
+    """Finish the pending rollback ``r`` a killed process left, with its own plan.
+
+    * its target is a pending write: the rollback is repeated (idempotent steps);
+    * its target is a pending compaction (a failed attempt's rollback, or a rollback of a
+      completed compaction killed past its rollback point): the attempt's files are deleted and
+      the compaction goes back to requested -- its plan stays, since log files written on top
+      of it are named after it (Hudi leaves these rollbacks to the compactor too:
+      ``getPendingRollbackInfos(..., ignoreCompactionAndClusteringInstants)``);
+    * its target is completed (killed before the rollback point): ``r`` is withdrawn;
+    * its target is gone (killed just before completing): ``r`` is completed.
+
+    Returns:
+        False if ``r`` was withdrawn (nothing was undone), True otherwise.
+    """
+    layout = config.timeline_layout_version
+    target = _rollback_target(timeline, r)
+    inst = timeline.get(target) if target is not None else None
+    if inst is not None and not inst.is_completed:
+        if inst.action == COMPACTION:
+            _revert_compaction_attempt(storage, config, timeline, inst, r.requested_time)
+        else:
+            _rollback(storage, config, timeline, inst.requested_time, r.requested_time)
+    elif inst is not None:
+        TimelineWriter(storage, layout, config.timeline_path).delete_instant_files(r)
+        return False
+    else:
+        _finish_rollback(storage, layout, config, r.requested_time, target, {})
+    return True
+
+
+def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
+    """The pending rollback whose plan targets ``instant``, if a killed process left one."""
+    for r in timeline.pending().filter_actions("rollback"):
+        if _rollback_target(timeline, r) == instant:
+            return r
+    return None
+
+
+def _revert_compaction_attempt(
+    storage: Storage, config: TableConfig, timeline: Timeline, inst: Instant, rollback_time: str
+) -> None:
+    ts = inst.requested_time
+    files = set(_files_of(storage, config, ts)) | set(
+        plan_requests(storage, timeline, rollback_time)[0]
+    )
+    deleted: dict[str, list[str]] = {}
+    for f in sorted(files):
+        if storage.delete(f):
+            deleted.setdefault(_partition_of(f), []).append(f)
+    delete_markers(storage, ts)
+    writer = TimelineWriter(storage, config.timeline_layout_version, config.timeline_path)
+    if inst.is_inflight:
+        writer.revert_to_requested(inst)
+    _finish_rollback(
+        storage, config.timeline_layout_version, config, rollback_time, ts, deleted, COMPACTION
+    )
+    log.info("rolled back the failed attempt of compaction %s (resumed)", ts)
 
 
 def rollback_instant(storage: Storage, config: TableConfig, instant: str) -> bool:
