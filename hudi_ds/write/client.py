@@ -80,6 +80,7 @@ from hudi_ds.table_config import EVENT_TIME_ORDERING, TableConfig
 from hudi_ds.timeline.instant import Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import CommitMetadata
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.handles import (
     DELETE_KEY,
     DELETE_ORDERING,
@@ -505,6 +506,12 @@ class WriteClient:
             full = table.schema
         else:
             full = self.validate_schema(schema)
+        if self.table_config is not None and instant is None:
+            # hoodie.properties' checksum does not cover the bucket count: check it against the
+            # file groups before writing (tasks joining an instant rely on the driver's check)
+            check_bucket_layout(
+                self.storage, self.table_config, self.num_buckets, list(self.hash_fields)
+            )
         if self.table_config is None:
             self._create_table(full)
         cfg = self.table_config
