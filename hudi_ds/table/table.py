@@ -453,11 +453,16 @@ class HudiTable:
             where = self.storage.full_path(x.path)
             if x.kind == "missing":
                 if not ctx.ignore_missing_files:
-                    raise MissingFileError(
-                        f"{x.describe(where)}; the read would silently lose its rows "
-                        "(set spark.sql.files.ignoreMissingFiles=true to skip it)",
-                        x.path,
+                    clean = self._cleaned_by(x.path)
+                    why = (
+                        f"; clean {clean} deleted it: the file versions this read needs were "
+                        "cleaned (retain more with hoodie.cleaner.commits.retained / "
+                        "hoodie.cleaner.fileversions.retained)"
+                        if clean is not None
+                        else "; the read would silently lose its rows (set "
+                        "spark.sql.files.ignoreMissingFiles=true to skip it)"
                     )
+                    raise MissingFileError(f"{x.describe(where)}{why}", x.path)
                 skipped_missing.append(x.path)
             else:
                 if not ctx.ignore_corrupt_files:
