@@ -205,6 +205,31 @@ def test_read_planned_before_a_compaction_and_clean_replans(tmp_path: Path) -> N
     assert racing.last_read_stats.replans == 1
 
 
+def test_cow_read_racing_a_newer_version_and_its_clean_replans(tmp_path: Path) -> None:
+    """On main this raised CorruptFileError for the base file the cleaner removed."""
+    path = two_commits(tmp_path, COW)
+    third = pa.table({"id": ["b"], "ts": [3], "p": ["x"], "v": ["b3"]})
+    expected = sorted([*(r for r in EXPECTED if r[0] != "b"), ("b", 3, "x", "b3")])
+
+    class Racing(hudi_ds.HudiTable):
+        """A new file version is committed and the old one cleaned right after planning."""
+
+        raced = False
+
+        def plan_read(self, *args: Any, **kwargs: Any) -> Any:
+            planned = super().plan_read(*args, **kwargs)
+            if not Racing.raced:
+                Racing.raced = True
+                hudi_ds.write(path, third, COW)
+                assert clean.clean(ServiceContext.open(path, RETAIN_ONE)).deleted
+            return planned
+
+    racing = Racing(path)
+    racing.read_threads = 1
+    assert rows(racing.read()) == expected == hudi_rs(path)
+    assert racing.last_read_stats.replans == 1
+
+
 def test_long_lived_table_with_a_stale_timeline_replans(tmp_path: Path) -> None:
     path = two_commits(tmp_path)
     table = hudi_ds.HudiTable(path)

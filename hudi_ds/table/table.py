@@ -508,9 +508,9 @@ class HudiTable:
     ) -> Iterator[tuple[FileSlice, pa.Table]]:
         """Read ``slices`` (a few in parallel), yielding each with its rows, in slice order."""
         self.last_read_stats = stats
-        stats.missing_files.extend(plan.missing_files)
-        stats.damaged_files.extend(plan.damaged_files)
-        stats.replans += plan.replans
+        planned = ReadStats(replans=plan.replans)
+        planned.missing_files, planned.damaged_files = plan.missing_files, plan.damaged_files
+        stats.add(planned)
         expr = filter_expression(plan.filters)
         needed = None
         if plan.columns is not None:
