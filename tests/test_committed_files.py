@@ -125,6 +125,19 @@ def test_deleted_committed_base_file_is_an_error_naming_it(tmp_path: Path, opts:
     assert e.value.path == str(latest.relative_to(path))
 
 
+def test_cow_write_refuses_to_merge_into_an_older_version(tmp_path: Path) -> None:
+    path = two_commits(tmp_path, COW)
+    latest = bases(path)[-1]
+    saved = latest.read_bytes()
+    latest.unlink()
+    before = instants(path)
+    with pytest.raises(MissingFileError, match=latest.name):
+        hudi_ds.write(path, pa.table({"id": ["e"], "ts": [3], "p": ["x"], "v": ["e3"]}), COW)
+    assert instants(path) == before  # nothing was written
+    latest.write_bytes(saved)
+    assert rows(hudi_ds.read(path)) == EXPECTED == hudi_rs(path)
+
+
 def test_base_file_of_another_size_than_committed_is_an_error(tmp_path: Path) -> None:
     path = two_commits(tmp_path, COW)
     latest = bases(path)[-1]

@@ -47,7 +47,13 @@ from hudi_ds.config import (
     WriteConfig,
     compaction_strategy_class,
 )
-from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TimelineError, UnsupportedError
+from hudi_ds.errors import (
+    CorruptFileError,
+    InstantNotFoundError,
+    MissingFileError,
+    TimelineError,
+    UnsupportedError,
+)
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
@@ -371,8 +377,8 @@ def _slice_of(storage: Storage, op: CompactionOperation) -> FileSlice:
     def info(rel: str) -> int:
         fi = storage.info(rel)
         if fi is None:
-            raise CorruptFileError(
-                f"compaction needs {storage.full_path(rel)}, which does not exist"
+            raise MissingFileError(
+                f"compaction needs {storage.full_path(rel)}, which does not exist", rel
             )
         return fi.size
 

@@ -45,8 +45,11 @@ KEYS_PER_LOG = 4
 
 def check_bucket_layout(
     storage: Storage, config: TableConfig, num_buckets: int, hash_fields: list[str]
-) -> None:
+) -> FileSystemView:
     """Raise when the file groups on storage contradict ``num_buckets``.
+
+    Returns:
+        The file-system view it listed (for further checks on the same listing).
 
     Raises:
         CorruptFileError: a file group's bucket id is not below ``num_buckets``, or a sampled
@@ -70,7 +73,7 @@ def check_bucket_layout(
                 )
             groups.append((g, bucket))
     if not config.populate_meta_fields or not config.record_key_fields:
-        return
+        return view
     # base files first: their footer statistics are the cheapest sample
     groups.sort(key=lambda gb: (not gb[0].base_files, gb[1]))
     sampled = 0
@@ -93,6 +96,7 @@ def check_bucket_layout(
                     f"{num_buckets} buckets; the table was written with another bucket count "
                     "(writing now would duplicate keys)"
                 )
+    return view
 
 
 def _sample_keys(storage: Storage, g: FileGroup) -> list[str]:

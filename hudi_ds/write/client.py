@@ -509,9 +509,15 @@ class WriteClient:
         if self.table_config is not None and instant is None:
             # hoodie.properties' checksum does not cover the bucket count: check it against the
             # file groups before writing (tasks joining an instant rely on the driver's check)
-            check_bucket_layout(
+            view = check_bucket_layout(
                 self.storage, self.table_config, self.num_buckets, list(self.hash_fields)
             )
+            if self.table_type == "COPY_ON_WRITE":
+                # a COW write rewrites the latest base file of each group it touches: with a
+                # committed file missing or short, it would merge into an older version and
+                # make the loss permanent
+                table = HudiTable(self.storage)
+                table.verify_committed_files(view, table.visibility())
         if self.table_config is None:
             self._create_table(full)
         cfg = self.table_config
