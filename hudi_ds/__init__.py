@@ -16,6 +16,7 @@ from hudi_ds.errors import (
     CorruptBlockError,
     CorruptFileError,
     HudiError,
+    MissingFileError,
     SchemaError,
     TableNotFoundError,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "CorruptFileError",
     "HudiError",
     "HudiTable",
+    "MissingFileError",
     "SchemaError",
     "TableNotFoundError",
     "__version__",

@@ -238,6 +238,22 @@ class ReadConfig:
         "Streaming reads without a checkpoint: start at 'earliest' (the whole table), 'latest' "
         "(only later commits) or after a given instant time.",
     )
+    IGNORE_MISSING_FILES = ConfigProperty(
+        "spark.sql.files.ignoreMissingFiles",
+        False,
+        parse_bool,
+        "Spark's option: skip (warn, report in the read stats) committed files that are gone "
+        "instead of failing the read. Off by default: a missing committed file is an error.",
+        aliases=("ignoreMissingFiles",),
+    )
+    IGNORE_CORRUPT_FILES = ConfigProperty(
+        "spark.sql.files.ignoreCorruptFiles",
+        False,
+        parse_bool,
+        "Spark's option: skip (warn, report) committed files shorter than their commit recorded, "
+        "unreadable base files and corrupt log blocks inside committed bytes instead of failing.",
+        aliases=("ignoreCorruptFiles",),
+    )
     MERGE_CUSTOM_CLASSES = ConfigProperty(
         "hoodie.write.record.merge.custom.implementation.classes",
         None,

@@ -35,7 +35,23 @@ class CorruptFileError(HudiError):
 
 
 class CorruptBlockError(CorruptFileError):
-    """A log block is torn or malformed. Readers skip such blocks and count them."""
+    """A log block is torn or malformed (the message names the file and the offset).
+
+    Readers skip torn blocks past a log file's committed size (the tail of a failed write) and
+    count them; a corrupt block inside the committed bytes is raised.
+    """
+
+
+class MissingFileError(HudiError, FileNotFoundError):
+    """A file that a completed instant committed is gone (the message names file and instant).
+
+    Attributes:
+        path: the missing file, relative to the table's base path.
+    """
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class TimelineError(HudiError):

@@ -14,6 +14,7 @@ which Java validates on load.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from datetime import datetime, timezone
 
 from hudi_ds.errors import ConfigError, CorruptFileError, TableNotFoundError
 from hudi_ds.storage import Storage
+
+log = logging.getLogger("hudi_ds.table")
 
 PROPS_FILE = ".hoodie/hoodie.properties"
 PROPS_BACKUP = ".hoodie/hoodie.properties.backup"
@@ -170,19 +173,86 @@ class TableConfig:
     # -- IO ---------------------------------------------------------------------------------
     @classmethod
     def load(cls, storage: Storage) -> TableConfig:
-        """Read ``hoodie.properties`` (falling back to the backup Hudi keeps during updates)."""
+        """Read ``hoodie.properties``, or ``hoodie.properties.backup`` when it is not valid.
+
+        As Java's ``ConfigUtils.fetchConfigs`` (called by ``HoodieTableConfig``'s constructor)
+        does: the main file, then the backup that ``HoodieTableConfig.modify`` writes before
+        rewriting the main file; a file is taken when it parses and its
+        ``hoodie.table.checksum`` (if any) matches. Stricter than Java, a file that does not
+        decode, lacks ``hoodie.table.name``, or looks truncated (no checksum, or no final line
+        break: ``Properties.store`` ends every line with one) gives way to a valid backup.
+
+        Raises:
+            TableNotFoundError: neither file exists.
+            CorruptFileError: no valid file (the message names each file and what is wrong).
+        """
+        problems: list[str] = []
+        suspect: tuple[TableConfig, str] | None = None
         for rel in (PROPS_FILE, PROPS_BACKUP):
             try:
-                text = storage.read_text(rel)
+                data = storage.read_bytes(rel)
             except FileNotFoundError:
                 continue
-            cfg = cls(parse_properties(text))
-            if "hoodie.table.name" not in cfg.props:
-                raise CorruptFileError(f"{storage.full_path(rel)}: no hoodie.table.name")
-            return cfg
+            where = storage.full_path(rel)
+            try:
+                cfg, doubt = cls._parse_file(data)
+            except CorruptFileError as e:
+                problems.append(f"{where}: {e}")
+                log.warning("invalid table config %s: %s", where, e)
+                continue
+            if doubt is None:
+                if suspect is not None:
+                    problems.append(suspect[1])
+                if problems:
+                    log.warning("using %s instead: %s", where, "; ".join(problems))
+                return cfg
+            if suspect is None:
+                suspect = (cfg, f"{where}: {doubt}")
+        if suspect is not None:  # the best there is (Java would take it as well)
+            log.debug("table config %s", suspect[1])
+            return suspect[0]
+        if problems:
+            raise CorruptFileError("; ".join(problems))
         raise TableNotFoundError(
             f"no Hudi table at {storage.base_uri}: {PROPS_FILE} does not exist"
         )
+
+    @classmethod
+    def _parse_file(cls, data: bytes) -> tuple[TableConfig, str | None]:
+        """Parse one properties file: the config and a doubt about it (None: valid).
+
+        Raises:
+            CorruptFileError: it does not decode or parse, has no ``hoodie.table.name`` or
+                its checksum does not match.
+        """
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorruptFileError(
+                f"byte {e.start} (0x{data[e.start]:02x}) is not valid text: the file is damaged"
+            ) from None
+        try:
+            cfg = cls(parse_properties(text))
+        except (ValueError, UnicodeError) as e:
+            raise CorruptFileError(f"does not parse as Java properties: {e}") from None
+        if "hoodie.table.name" not in cfg.props:
+            raise CorruptFileError("no hoodie.table.name (empty or truncated file)")
+        stored = cfg.props.get("hoodie.table.checksum")
+        if stored is not None:
+            try:
+                ok = cfg.validate_checksum()
+            except ValueError:
+                ok = False
+            if not ok:
+                raise CorruptFileError(
+                    f"hoodie.table.checksum={stored!r} does not match the table name "
+                    f"{cfg.table_name!r}"
+                )
+        if stored is None:
+            return cfg, "no hoodie.table.checksum (truncated?)"
+        if not data.endswith((b"\n", b"\r")):
+            return cfg, "its last line is cut off (truncated?)"
+        return cfg, None
 
     def save(self, storage: Storage) -> None:
         """Write atomically (temp file + rename), with a fresh checksum."""

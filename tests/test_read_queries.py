@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import ConfigError, InstantNotFoundError
+from hudi_ds.errors import ConfigError, CorruptFileError, InstantNotFoundError
 from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table
 from tests.golden import golden_rows, golden_set, norm_golden, row_set
 
@@ -183,7 +183,12 @@ def test_truncated_log_file_reads_intact_blocks(tmp_path_factory, tmp_path) -> N
     data = log.read_bytes()
     log.write_bytes(data[: len(data) // 2])  # the only block is now torn
     table = hudi_ds.HudiTable(str(root))
-    got = table.read()
+    # the commit recorded the log file's size: a committed block is lost, which is an error...
+    with pytest.raises(CorruptFileError, match=log.name):
+        table.read()
+    # ...unless the user opts into skipping damaged files
+    got = table.read({"spark.sql.files.ignoreCorruptFiles": "true"})
+    assert table.last_read_stats.damaged_files == [str(log.relative_to(root))]
     # the update in the torn block is lost; every base row is intact
     assert row_set(got) == golden_set(GOLDEN_DIR / f"{name}.read_optimized.jsonl")
     assert table.last_read_stats.corrupt_blocks == 1

@@ -62,6 +62,7 @@ class LogBlock:
         content: the raw content bytes (see :mod:`hudi_ds.log.reader` for their decoding).
         offset: position of the block's magic in the file.
         size: total bytes of the block, magic to reverse pointer (``blockLength + 14``).
+        path: the log file it was read from (for messages; ``""`` if unknown).
     """
 
     block_type: BlockType
@@ -70,6 +71,7 @@ class LogBlock:
     content: bytes = b""
     offset: int = 0
     size: int = 0
+    path: str = ""
 
     @property
     def instant_time(self) -> str | None:
@@ -177,7 +179,7 @@ class _Cursor:
         return out
 
 
-def parse_block(data: bytes | memoryview, offset: int = 0) -> LogBlock:
+def parse_block(data: bytes | memoryview, offset: int = 0, path: str = "") -> LogBlock:
     """Parse the block starting at ``offset`` of ``data`` (a whole log file).
 
     Grammar (all integers big-endian)::
@@ -196,6 +198,7 @@ def parse_block(data: bytes | memoryview, offset: int = 0) -> LogBlock:
         revPtr     := int64   must equal blockLength + 6
 
     Every length must stay inside the block and the fields must end exactly at ``revPtr``.
+    ``path`` (the file's name, for messages) is kept on the block.
 
     Raises:
         CorruptBlockError: the bytes at ``offset`` are not one intact block (bad magic, length
@@ -231,7 +234,7 @@ def parse_block(data: bytes | memoryview, offset: int = 0) -> LogBlock:
     rev = cur.i64("reverse pointer")
     if rev != block_length + 6:
         raise CorruptBlockError(f"block at {offset}: reverse pointer {rev} != {block_length + 6}")
-    return LogBlock(block_type, header, footer, content, offset, end - offset)
+    return LogBlock(block_type, header, footer, content, offset, end - offset, path)
 
 
 # --------------------------------------------------------------------------------------------

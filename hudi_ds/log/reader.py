@@ -58,12 +58,14 @@ class LogScan:
         corrupt_blocks: number of corrupt regions skipped (each counted once).
         skipped_bytes: total bytes in those regions.
         path: the file's path (for messages).
+        corrupt_offsets: where each corrupt region starts.
     """
 
     blocks: list[LogBlock] = field(default_factory=list)
     corrupt_blocks: int = 0
     skipped_bytes: int = 0
     path: str = ""
+    corrupt_offsets: list[int] = field(default_factory=list)
 
 
 def scan_log_bytes(data: bytes, path: str = "") -> LogScan:
@@ -74,7 +76,9 @@ def scan_log_bytes(data: bytes, path: str = "") -> LogScan:
     of the file, torn or garbage bytes, reverse pointer mismatch), the reader -- like Java's
     ``HoodieLogFileReader`` -- treats everything up to the next ``#HUDI#`` magic (or the end of
     the file) as one corrupt region, logs a warning and resumes there. Never raises for
-    corrupt input; an empty file has no blocks.
+    corrupt input; an empty file has no blocks. Whether a corrupt region may be skipped (a
+    failed write's tail) or is committed data is the caller's decision
+    (:func:`hudi_ds.table.reader.scan_slice_logs` checks the committed byte ranges).
     """
     scan = LogScan(path=path)
     view = memoryview(data)
@@ -82,11 +86,12 @@ def scan_log_bytes(data: bytes, path: str = "") -> LogScan:
     corrupt_start: int | None = None
     while pos < n:
         try:
-            block = parse_block(view, pos)
+            block = parse_block(view, pos, path)
         except CorruptBlockError as e:
             if corrupt_start is None:
                 corrupt_start = pos
                 scan.corrupt_blocks += 1
+                scan.corrupt_offsets.append(pos)
                 logger.warning("corrupt log block in %s at offset %d: %s", path or "<log>", pos, e)
             nxt = data.find(MAGIC, pos + 1)
             nxt = n if nxt < 0 else nxt
@@ -226,12 +231,13 @@ def _decode_avro_content(block: LogBlock) -> pa.Table:
 def _decode_parquet_content(block: LogBlock, columns: list[str] | None = None) -> pa.Table:
     """Decode a Parquet data block: the content is one complete Parquet file (``PAR1...PAR1``)."""
     try:
+        # pages written with a CRC (parquet-mr's default, and ours) are verified
+        pf = pq.ParquetFile(pa.BufferReader(block.content), page_checksum_verification=True)
         if columns is None:
-            return pq.read_table(pa.BufferReader(block.content))
-        pf = pq.ParquetFile(pa.BufferReader(block.content))
+            return pf.read()
         present = [c for c in columns if c in pf.schema_arrow.names]
         return pf.read(columns=present)
-    except (pa.ArrowInvalid, OSError) as e:
+    except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptBlockError(f"Parquet data block does not read: {e}") from e
 
 
@@ -251,13 +257,18 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
         UnsupportedError: the block is not a data block hudi_ds reads (HFile, command, delete).
         SchemaError: the rows cannot be promoted to ``schema``.
     """
-    if block.block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
-        table = _decode_avro_content(block)
-    elif block.block_type == BlockType.PARQUET_DATA:
-        # only the columns the caller asked for (Parquet is columnar)
-        table = _decode_parquet_content(block, None if schema is None else schema.names)
-    else:
-        raise UnsupportedError(f"{block.block_type.name} blocks are not data blocks hudi_ds reads")
+    try:
+        if block.block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
+            table = _decode_avro_content(block)
+        elif block.block_type == BlockType.PARQUET_DATA:
+            # only the columns the caller asked for (Parquet is columnar)
+            table = _decode_parquet_content(block, None if schema is None else schema.names)
+        else:
+            raise UnsupportedError(
+                f"{block.block_type.name} blocks are not data blocks hudi_ds reads"
+            )
+    except CorruptBlockError as e:
+        raise CorruptBlockError(f"{_where(block)}: {e}") from e
     return table if schema is None else promote_table(table, schema)
 
 
@@ -325,6 +336,18 @@ def decode_delete_block(block: LogBlock) -> pa.Table:
     """
     if block.block_type != BlockType.DELETE:
         raise UnsupportedError(f"{block.block_type.name} block is not a delete block")
+    try:
+        return _decode_delete_content(block)
+    except CorruptBlockError as e:
+        raise CorruptBlockError(f"{_where(block)}: {e}") from e
+
+
+def _where(block: LogBlock) -> str:
+    """``<file> block at offset <n>`` for messages."""
+    return f"{block.path or '<log>'} block at offset {block.offset}"
+
+
+def _decode_delete_content(block: LogBlock) -> pa.Table:
     content = block.content
     if len(content) < 8:
         raise CorruptBlockError("delete block content is shorter than its header")

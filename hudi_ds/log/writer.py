@@ -372,7 +372,15 @@ def encode_parquet_data_block(
     sink = pa.BufferOutputStream()
     if dictionary_columns is None:
         dictionary_columns = parquet_write_options(table)["use_dictionary"]  # type: ignore[assignment]
-    pq.write_table(table, sink, compression=compression, use_dictionary=dictionary_columns)
+    # page CRCs (as parquet-mr writes by default): log blocks have no checksum of their own,
+    # so a flipped byte in a data page is caught when the block is read
+    pq.write_table(
+        table,
+        sink,
+        compression=compression,
+        use_dictionary=dictionary_columns,
+        write_page_checksum=True,
+    )
     content = sink.getvalue().to_pybytes()
     header = _data_header(instant_time, schema_json, partial)
     return encode_block(BlockType.PARQUET_DATA, header, content)

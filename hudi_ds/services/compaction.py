@@ -47,7 +47,13 @@ from hudi_ds.config import (
     WriteConfig,
     compaction_strategy_class,
 )
-from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TimelineError, UnsupportedError
+from hudi_ds.errors import (
+    CorruptFileError,
+    InstantNotFoundError,
+    MissingFileError,
+    TimelineError,
+    UnsupportedError,
+)
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
@@ -59,6 +65,7 @@ from hudi_ds.layout.naming import (
 from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
 from hudi_ds.services.base import Progress, ServiceContext, partition_of, under_table_lock
 from hudi_ds.storage import Storage
+from hudi_ds.table.committed import committed_files, visible_commits
 from hudi_ds.table.fs_view import FileSystemView, Visibility
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.table import HudiTable
@@ -197,6 +204,8 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     vis = table.visibility()
     busy = _file_groups_in_pending_compaction(tl)
     view = FileSystemView(ctx.storage, ctx.config)
+    # a committed file gone or short would be compacted away for good: refuse
+    table.verify_committed_files(view, vis)
     slices = [(p, s) for p in view.partitions() for s in view.latest_file_slices(p, vis)]
     # logs of writes still pending are not the plan's: such a write moves them into the new
     # slice when it commits (hudi_ds.write.client.retarget_logs). A write's requested file and
@@ -375,7 +384,19 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
     table = HudiTable(ctx.storage, ctx.options.raw)  # options may name CUSTOM merger classes
     vis = table.visibility(as_of=instant)
     base_ctx = table._read_context()
-    read_ctx = dataclasses.replace(base_ctx, schema=_schema_before(tl, instant, table))
+    # committed byte ranges of the plan's log files: a corrupt block inside them is an error
+    layout2 = table.config.timeline_layout_version >= 2
+    committed = committed_files(tl, visible_commits(tl, vis), layout2)
+    known = {f.path: f for files in committed.values() for f in files if f.is_log}
+    ranges = {
+        rel: tuple(known[rel].ranges)
+        for op in plan.operations or ()
+        for rel in op.log_file_rel_paths
+        if rel in known and known[rel].ranges
+    }
+    read_ctx = dataclasses.replace(
+        base_ctx, schema=_schema_before(tl, instant, table), log_ranges=ranges
+    )
     return CompactionJob(
         storage=ctx.storage,
         instant=instant,
@@ -394,8 +415,8 @@ def _slice_of(storage: Storage, op: CompactionOperation) -> FileSlice:
     def info(rel: str) -> int:
         fi = storage.info(rel)
         if fi is None:
-            raise CorruptFileError(
-                f"compaction needs {storage.full_path(rel)}, which does not exist"
+            raise MissingFileError(
+                f"compaction needs {storage.full_path(rel)}, which does not exist", rel
             )
         return fi.size
 

@@ -20,6 +20,7 @@ pruning may be inexact but never loses a row.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -134,7 +135,10 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
             opt.get(self.connector, SparkConfig.SPLIT_BYTES),
             opt.get(self.connector, SparkConfig.OPEN_COST_BYTES),
         )
-        return [HudiInputPartition(i, tuple(g), header) for i, g in enumerate(groups)]
+        return [
+            HudiInputPartition(i, tuple(g), _with_ranges_of(header, g))
+            for i, g in enumerate(groups)
+        ]
 
     # -- executors -----------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -342,6 +346,17 @@ def pack_slices(
     if current:
         groups.append(current)
     return groups
+
+
+def _with_ranges_of(header: ReadPlan, slices: list[FileSlice]) -> ReadPlan:
+    """``header`` carrying the committed log ranges of ``slices`` only (small task payloads)."""
+    ranges = header.context.log_ranges or {}
+    if not ranges:
+        return header
+    mine = {lf.path: ranges[lf.path] for s in slices for lf in s.log_files if lf.path in ranges}
+    out = _without_slices(header)
+    out.context = dataclasses.replace(header.context, log_ranges=mine)
+    return out
 
 
 def _without_slices(plan: ReadPlan) -> ReadPlan:

@@ -16,12 +16,18 @@ Avro log blocks, which are row-based by nature).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_ds.errors import CorruptFileError, UnsupportedError
+from hudi_ds.errors import (
+    CorruptBlockError,
+    CorruptFileError,
+    MissingFileError,
+    UnsupportedError,
+)
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.log.block import BlockType, HeaderKey, LogBlock
@@ -56,6 +62,12 @@ class ReadStats:
     uncommitted_blocks: int = 0
     rolled_back_blocks: int = 0
     corrupt_files: list[str] = field(default_factory=list)
+    #: committed files found missing and skipped (``spark.sql.files.ignoreMissingFiles``)
+    missing_files: list[str] = field(default_factory=list)
+    #: committed files found truncated or corrupt and skipped (``...ignoreCorruptFiles``)
+    damaged_files: list[str] = field(default_factory=list)
+    #: times the read re-planned after a clean removed a file it had planned to read
+    replans: int = 0
 
     def add(self, other: ReadStats) -> None:
         for k in ("base_files", "log_files", "log_blocks", "corrupt_blocks", "corrupt_bytes"):
@@ -63,6 +75,10 @@ class ReadStats:
         self.uncommitted_blocks += other.uncommitted_blocks
         self.rolled_back_blocks += other.rolled_back_blocks
         self.corrupt_files.extend(other.corrupt_files)
+        # a file may be reported both when planning and when reading: once is enough
+        self.missing_files.extend(f for f in other.missing_files if f not in self.missing_files)
+        self.damaged_files.extend(f for f in other.damaged_files if f not in self.damaged_files)
+        self.replans += other.replans
 
 
 @dataclass(frozen=True)
@@ -76,6 +92,15 @@ class SliceReadContext:
     merge_mode: str
     populate_meta_fields: bool = True
     merge: MergeSpec | None = None  # the table's merger (default: built-in of merge_mode)
+    #: skip (warn, count) committed files that are missing instead of raising
+    ignore_missing_files: bool = False
+    #: skip (warn, count) corrupt blocks inside committed bytes / unreadable base files
+    ignore_corrupt_files: bool = False
+    #: committed ``(start, end, instant)`` byte ranges per log file path (from commit metadata);
+    #: a corrupt block starting inside one is an error, one outside is a failed write's tail
+    log_ranges: Mapping[str, tuple[tuple[int, int, str], ...]] | None = field(
+        default=None, compare=False, hash=False
+    )
 
     @property
     def merge_spec(self) -> MergeSpec:
@@ -98,7 +123,12 @@ def read_base_file(
             table = _read_lance(storage, base, target.names)
         else:
             raise UnsupportedError(f"base file format {base.name.extension} ({base.path})")
-    except (OSError, pa.ArrowInvalid) as e:
+    except FileNotFoundError as e:
+        raise MissingFileError(
+            f"base file {storage.full_path(base.path)} of a committed file slice is missing",
+            base.path,
+        ) from e
+    except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
     return promote_table(table, target)
 
@@ -115,17 +145,51 @@ def _read_lance(storage: Storage, base: BaseFile, names: list[str]) -> pa.Table:
 
 
 def scan_slice_logs(
-    storage: Storage, fslice: FileSlice, vis: Visibility, stats: ReadStats
+    storage: Storage,
+    fslice: FileSlice,
+    vis: Visibility,
+    stats: ReadStats,
+    ctx: SliceReadContext | None = None,
 ) -> list[LogBlock]:
-    """The valid data and delete blocks of a slice's log files, in application order."""
+    """The valid data and delete blocks of a slice's log files, in application order.
+
+    Raises:
+        MissingFileError: a log file of the slice is gone (unless ``ctx.ignore_missing_files``).
+        CorruptBlockError: a corrupt block starts inside the committed bytes of a log file
+            (``ctx.log_ranges``; unless ``ctx.ignore_corrupt_files``). Corrupt regions outside
+            them are torn tails of failed writes: skipped and counted, as Java does.
+    """
     blocks: list[LogBlock] = []
+    ranges = ctx.log_ranges if ctx is not None and ctx.log_ranges else {}
     for lf in fslice.log_files:
         stats.log_files += 1
         try:
             data = storage.read_bytes(lf.path)
-        except FileNotFoundError:
-            continue
+        except FileNotFoundError as e:
+            if ctx is not None and ctx.ignore_missing_files:
+                log.warning("skipping missing log file %s", storage.full_path(lf.path))
+                stats.missing_files.append(lf.path)
+                continue
+            raise MissingFileError(
+                f"log file {storage.full_path(lf.path)} of a committed file slice is missing",
+                lf.path,
+            ) from e
         scan = scan_log_bytes(data, lf.path)
+        committed = ranges.get(lf.path)
+        if scan.corrupt_blocks and committed:
+            for off in scan.corrupt_offsets:
+                hit = next((r for r in committed if r[0] <= off < r[1]), None)
+                if hit is None:
+                    continue
+                msg = (
+                    f"corrupt log block in {storage.full_path(lf.path)} at offset {off}, inside "
+                    f"the bytes [{hit[0]}, {hit[1]}) committed by instant {hit[2]}"
+                )
+                if ctx is None or not ctx.ignore_corrupt_files:
+                    raise CorruptBlockError(msg)
+                log.warning("skipping %s", msg)
+                stats.damaged_files.append(lf.path)
+                break
         if scan.corrupt_blocks:
             stats.corrupt_blocks += scan.corrupt_blocks
             stats.corrupt_bytes += scan.skipped_bytes
@@ -170,35 +234,66 @@ def read_file_slice(
             if c and c not in columns and schema.get_field_index(c) >= 0
         ]
         schema = pa.schema([schema.field(c) for c in wanted])
-    blocks = scan_slice_logs(storage, fslice, vis, stats) if fslice.log_files else []
+    blocks = scan_slice_logs(storage, fslice, vis, stats, ctx) if fslice.log_files else []
+    base = _base_or_none(storage, fslice.base_file, schema, ctx, stats)
     if not blocks:
-        if fslice.base_file is None:
+        if base is None:
             return (
                 schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
             )
         stats.base_files += 1
-        table = read_base_file(storage, fslice.base_file, schema)
-        table = drop_deleted_rows(table, ctx.merge_spec)
+        table = drop_deleted_rows(base, ctx.merge_spec)
         return table if columns is None else _project(table, columns)
 
     parts: list[Part] = []
-    if fslice.base_file is not None:
+    if base is not None:
         stats.base_files += 1
-        parts.append(read_base_file(storage, fslice.base_file, schema))
+        parts.append(base)
     for b in blocks:
-        if b.block_type == BlockType.DELETE:
-            parts.append(DeleteKeys.from_table(decode_delete_block(b)))
-        else:
-            if is_partial_block(b):
+        try:
+            if b.block_type == BlockType.DELETE:
+                parts.append(DeleteKeys.from_table(decode_delete_block(b)))
+            elif is_partial_block(b):
                 carried = set(cached_arrow_schema(b.schema).names) if b.schema else set()
                 sub = pa.schema([f for f in schema if f.name in carried])
                 parts.append(DataPart(decode_data_block(b, sub), partial=True))
             else:
                 parts.append(decode_data_block(b, schema))
+        except CorruptBlockError as e:
+            if not ctx.ignore_corrupt_files:
+                raise  # the message names the log file and the block's offset
+            log.warning("skipping an undecodable log block: %s", e)
+            stats.corrupt_blocks += 1
+            stats.damaged_files.append(b.path)
     spec = ctx.merge_spec
     result = merge_versions(parts, spec, schema, key_fn=lambda t: _keys_of(t, ctx))
     out = result.rows
     return out if columns is None else _project(out, columns)
+
+
+def _base_or_none(
+    storage: Storage,
+    base: BaseFile | None,
+    schema: pa.Schema,
+    ctx: SliceReadContext,
+    stats: ReadStats,
+) -> pa.Table | None:
+    """The slice's base file rows (None: no base file, or a skipped missing/corrupt one)."""
+    if base is None:
+        return None
+    try:
+        return read_base_file(storage, base, schema)
+    except MissingFileError:
+        if not ctx.ignore_missing_files:
+            raise
+        log.warning("skipping missing base file %s", storage.full_path(base.path))
+        stats.missing_files.append(base.path)
+    except CorruptFileError:
+        if not ctx.ignore_corrupt_files:
+            raise
+        log.warning("skipping unreadable base file %s", storage.full_path(base.path))
+        stats.damaged_files.append(base.path)
+    return None
 
 
 def is_partial_block(b: LogBlock) -> bool:

@@ -5,10 +5,11 @@ Queries: snapshot, read-optimized, incremental and time travel.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
@@ -17,14 +18,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.config import Options, ReadConfig
-from hudi_ds.errors import ConfigError, InstantNotFoundError, UnsupportedError
+from hudi_ds.errors import (
+    ConfigError,
+    CorruptFileError,
+    InstantNotFoundError,
+    MissingFileError,
+    UnsupportedError,
+)
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.keygen import key_string
-from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import partition_values_of
 from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
 from hudi_ds.storage import Storage
+from hudi_ds.table.committed import (
+    CommittedFile,
+    Problem,
+    check_group,
+    cleaned_by,
+    committed_files,
+    log_ranges,
+    visible_commits,
+)
 from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
 from hudi_ds.table.fs_view import FileSystemView, Visibility
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
@@ -220,17 +236,73 @@ class HudiTable:
         columns: Sequence[str] | None = None,
         filters: Sequence[Filter] | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Like :meth:`read`, but yields record batches one file slice at a time."""
+        """Like :meth:`read`, but yields record batches one file slice at a time.
+
+        A read racing the cleaner re-plans once: when a planned file is gone because a clean
+        that completed meanwhile deleted it (its slice was superseded by a compaction or a
+        newer version), the timeline is reloaded and the file groups not yet returned are read
+        from the new plan. Any other missing committed file is a :class:`MissingFileError`.
+        """
         plan = self.plan_read(options, columns, filters)
-        yield from self.read_plan_slices(plan, plan.slices)
+        stats = ReadStats()
+        done: set[tuple[str, str]] = set()
+        try:
+            for s, t in self._slice_tables(plan, plan.slices, stats):
+                done.add((s.partition_path, s.file_id))
+                if t.num_rows:
+                    yield from t.to_batches()
+        except MissingFileError as e:
+            clean = self._cleaned_by(e.path)
+            if clean is None or plan.replans:
+                raise
+            log.warning(
+                "%s was deleted by clean %s while the read ran: re-planning the read", e.path, clean
+            )
+            self.refresh()
+            again = self.plan_read(options, columns, filters, _attempt=1)
+            replaced = again.visibility.replaced
+            if any(fid in replaced.get(p, ()) for p, fid in done):
+                raise MissingFileError(
+                    f"{e}; a replacecommit rewrote file groups this read already returned "
+                    f"while it ran (clean {clean} removed the old files): read again",
+                    e.path,
+                ) from e
+            stats.replans += 1
+            rest = [s for s in again.slices if (s.partition_path, s.file_id) not in done]
+            for _, t in self._slice_tables(again, rest, stats):
+                if t.num_rows:
+                    yield from t.to_batches()
+        self._report(stats)
+
+    def _cleaned_by(self, path: str) -> str | None:
+        """The completed clean (on the freshly loaded timeline) that deleted ``path``."""
+        if not path:
+            return None
+        fresh = Timeline.load(
+            self.storage, self.config.timeline_layout_version, self.config.timeline_path
+        )
+        return cleaned_by(fresh, path)
 
     def plan_read(
         self,
         options: Mapping[str, Any] | None = None,
         columns: Sequence[str] | None = None,
         filters: Sequence[Filter] | None = None,
+        _attempt: int = 0,
     ) -> ReadPlan:
-        """Validate options and choose the file slices a read needs (the driver side of a read)."""
+        """Validate options and choose the file slices a read needs (the driver side of a read).
+
+        Every file that the visible commits wrote into the latest slice of a file group the
+        read covers must be listed, base files with their committed size and log files with at
+        least it (:mod:`hudi_ds.table.committed`).
+
+        Raises:
+            MissingFileError: a committed file is missing (unless
+                ``spark.sql.files.ignoreMissingFiles``); a file a completed clean deleted
+                meanwhile makes the plan reload the timeline and re-plan once instead.
+            CorruptFileError: a committed file is shorter than committed (unless
+                ``spark.sql.files.ignoreCorruptFiles``).
+        """
         opts = self.options.with_defaults({}) if options is None else Options.of(options)
         opts = Options({**self.options.raw, **opts.raw})
         opts.validate(ReadConfig)
@@ -262,32 +334,183 @@ class HudiTable:
         buckets = self._key_buckets(flt)
         slices: list[FileSlice] = []
         fields = self.config.partition_fields
+        include_logs = qtype != "read_optimized"
+        pruned: dict[str, bool] = {}
+
+        def keep_partition(p: str) -> bool:
+            if p not in pruned:
+                pruned[p] = not fields or prune_partition(
+                    partition_values_of(p, fields, self.config.hive_style_partitioning),
+                    fields,
+                    flt,
+                    self.schema,
+                    self.config.key_generator,
+                )
+            return pruned[p]
+
+        def keep_group(p: str, fid: str) -> bool:
+            if touched is not None and (p, fid) not in touched:
+                return False
+            return buckets is None or _bucket_of(fid) in buckets
+
         for p in view.partitions():
-            if fields and not prune_partition(
-                partition_values_of(p, fields, self.config.hive_style_partitioning),
-                fields,
-                flt,
-                self.schema,
-                self.config.key_generator,
-            ):
+            if not keep_partition(p):
                 continue
-            for s in view.latest_file_slices(p, vis, include_logs=qtype != "read_optimized"):
-                if touched is not None and (p, s.file_id) not in touched:
-                    continue
-                if buckets is not None and _bucket_of(s.file_id) not in buckets:
+            for s in view.latest_file_slices(p, vis, include_logs=include_logs):
+                if not keep_group(p, s.file_id):
                     continue
                 if qtype == "read_optimized" and s.base_file is None:
                     continue
                 slices.append(s)
         ctx = self._read_context(opts)
-        return ReadPlan(vis, ctx, slices, cols, flt, commit_times, self._output_schema(cols))
+        ctx = dataclasses.replace(
+            ctx,
+            ignore_missing_files=bool(opts.get(ReadConfig.IGNORE_MISSING_FILES)),
+            ignore_corrupt_files=bool(opts.get(ReadConfig.IGNORE_CORRUPT_FILES)),
+        )
+        # every committed file of the slices read must be there, whole
+        committed, problems = self._committed_problems(
+            view, vis, include_logs, lambda p, fid: keep_partition(p) and keep_group(p, fid)
+        )
+        skipped_missing: list[str] = []
+        skipped_damaged: list[str] = []
+        if problems:
+            missing = [x for x in problems if x.kind == "missing"]
+            if _attempt == 0 and missing and len(missing) == len(problems):
+                clean = self._cleaned_by(missing[0].path)
+                if clean is not None:
+                    # planned against a timeline older than a compaction (or a newer file
+                    # version) and the clean that followed it: reload and plan again
+                    log.warning(
+                        "%s was deleted by clean %s: reloading the timeline and re-planning",
+                        missing[0].path,
+                        clean,
+                    )
+                    self.refresh()
+                    again = self.plan_read(options, columns, filters, _attempt=1)
+                    again.replans += 1
+                    return again
+            slices = self._skip_problems(problems, slices, ctx, skipped_missing, skipped_damaged)
+        ctx = dataclasses.replace(ctx, log_ranges=log_ranges(slices, committed))
+        plan = ReadPlan(vis, ctx, slices, cols, flt, commit_times, self._output_schema(cols))
+        plan.missing_files = skipped_missing
+        plan.damaged_files = skipped_damaged
+        return plan
+
+    def _committed_problems(
+        self,
+        view: FileSystemView,
+        vis: Visibility,
+        include_logs: bool,
+        keep: Callable[[str, str], bool] = lambda p, fid: True,
+    ) -> tuple[dict[tuple[str, str], list[CommittedFile]], list[Problem]]:
+        """The committed files of the visible commits and those missing or short on storage."""
+        layout2 = self.config.timeline_layout_version >= 2
+        committed = committed_files(self.timeline, visible_commits(self.timeline, vis), layout2)
+        problems: list[Problem] = []
+        listed: dict[str, dict[str, FileGroup]] = {}
+        for (p, fid), files in committed.items():
+            if fid in vis.replaced.get(p, ()) or not keep(p, fid):
+                continue
+            if p not in listed:  # the listing the view already holds (no IO per file)
+                listed[p] = {g.file_id: g for g in view.file_groups(p)}
+            problems.extend(check_group(listed[p].get(fid), files, include_logs))
+        return committed, problems
+
+    def verify_committed_files(
+        self, view: FileSystemView, vis: Visibility
+    ) -> dict[tuple[str, str], list[CommittedFile]]:
+        """Check that the latest slices' committed files are all listed and whole.
+
+        For table services (compaction), which must never bake a loss into a new base file.
+
+        Returns:
+            The committed files per ``(partition, file id)`` (their committed log ranges).
+
+        Raises:
+            MissingFileError: a committed file is missing (names it and its instant).
+            CorruptFileError: a committed file is shorter than its commit recorded.
+        """
+        committed, problems = self._committed_problems(view, vis, True)
+        for x in problems:
+            where = self.storage.full_path(x.path)
+            if x.kind == "missing":
+                raise MissingFileError(x.describe(where), x.path)
+            raise CorruptFileError(f"{x.describe(where)}: it is truncated or damaged")
+        return committed
+
+    def _skip_problems(
+        self,
+        problems: list[Problem],
+        slices: list[FileSlice],
+        ctx: SliceReadContext,
+        skipped_missing: list[str],
+        skipped_damaged: list[str],
+    ) -> list[FileSlice]:
+        """Raise for the first problem, or (when the user opted in) skip the files and warn."""
+        drop_base: set[str] = set()
+        for x in problems:
+            where = self.storage.full_path(x.path)
+            if x.kind == "missing":
+                if not ctx.ignore_missing_files:
+                    clean = self._cleaned_by(x.path)
+                    why = (
+                        f"; clean {clean} deleted it: the file versions this read needs were "
+                        "cleaned (retain more with hoodie.cleaner.commits.retained / "
+                        "hoodie.cleaner.fileversions.retained)"
+                        if clean is not None
+                        else "; the read would silently lose its rows (set "
+                        "spark.sql.files.ignoreMissingFiles=true to skip it)"
+                    )
+                    raise MissingFileError(f"{x.describe(where)}{why}", x.path)
+                skipped_missing.append(x.path)
+            else:
+                if not ctx.ignore_corrupt_files:
+                    raise CorruptFileError(
+                        f"{x.describe(where)}: it is truncated or damaged "
+                        "(set spark.sql.files.ignoreCorruptFiles=true to skip it)"
+                    )
+                skipped_damaged.append(x.path)
+                if not x.is_log:
+                    drop_base.add(x.path)
+            log.warning("read skips: %s", x.describe(where))
+        if not drop_base:
+            return slices
+        out = []
+        for s in slices:
+            if s.base_file is not None and s.base_file.path in drop_base:
+                s = FileSlice(s.partition_path, s.file_id, s.base_instant_time, None, s.log_files)
+            if not s.is_empty:
+                out.append(s)
+        return out
 
     def read_plan_slices(
         self, plan: ReadPlan, slices: Sequence[FileSlice], stats: ReadStats | None = None
     ) -> Iterator[pa.RecordBatch]:
         """Read ``slices`` of ``plan`` (runs on executors in the Spark reader)."""
         stats = stats if stats is not None else ReadStats()
+        for _, t in self._slice_tables(plan, slices, stats):
+            if t.num_rows:
+                yield from t.to_batches()
+        self._report(stats)
+
+    def _report(self, stats: ReadStats) -> None:
+        if stats.corrupt_blocks:
+            log.warning(
+                "skipped %d corrupt log block(s) (%d bytes) in %s",
+                stats.corrupt_blocks,
+                stats.corrupt_bytes,
+                sorted(set(stats.corrupt_files)),
+            )
+
+    def _slice_tables(
+        self, plan: ReadPlan, slices: Sequence[FileSlice], stats: ReadStats
+    ) -> Iterator[tuple[FileSlice, pa.Table]]:
+        """Read ``slices`` (a few in parallel), yielding each with its rows, in slice order."""
         self.last_read_stats = stats
+        planned = ReadStats(replans=plan.replans)
+        planned.missing_files, planned.damaged_files = plan.missing_files, plan.damaged_files
+        stats.add(planned)
         expr = filter_expression(plan.filters)
         needed = None
         if plan.columns is not None:
@@ -315,34 +538,29 @@ class HudiTable:
         # GIL), at most 2 per thread in flight to bound memory, results in slice order
         workers = max(1, min(len(slices), self.read_threads))
         if workers == 1:
-            results: Iterator[tuple[pa.Table, ReadStats]] = map(one, slices)
-            for t, st in results:
+            for s in slices:
+                t, st = one(s)
                 stats.add(st)
-                if t.num_rows:
-                    yield from t.to_batches()
+                yield s, t
         else:
             with ThreadPoolExecutor(workers) as pool:
                 pending: deque[Future[tuple[pa.Table, ReadStats]]] = deque()
                 it = iter(slices)
+                order: deque[FileSlice] = deque()
                 for s in it:
                     pending.append(pool.submit(one, s))
+                    order.append(s)
                     if len(pending) >= 2 * workers:
                         break
                 while pending:
                     t, st = pending.popleft().result()
+                    done = order.popleft()
                     nxt = next(it, None)
                     if nxt is not None:
                         pending.append(pool.submit(one, nxt))
+                        order.append(nxt)
                     stats.add(st)
-                    if t.num_rows:
-                        yield from t.to_batches()
-        if stats.corrupt_blocks:
-            log.warning(
-                "skipped %d corrupt log block(s) (%d bytes) in %s",
-                stats.corrupt_blocks,
-                stats.corrupt_bytes,
-                sorted(set(stats.corrupt_files)),
-            )
+                    yield done, t
 
     def _key_buckets(self, filters: list[tuple[str, str, Any]]) -> set[int] | None:
         """Buckets holding the keys of a record-key lookup (``key = v`` / ``key in [...]``).
@@ -506,6 +724,11 @@ class ReadPlan:
         self.filters = filters
         self.commit_times = commit_times
         self.output_schema = output_schema
+        #: committed files the plan found missing / damaged and skips (user opted in)
+        self.missing_files: list[str] = []
+        self.damaged_files: list[str] = []
+        #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
+        self.replans = 0
 
 
 def _bucket_of(file_id: str) -> int:

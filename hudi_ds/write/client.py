@@ -83,6 +83,7 @@ from hudi_ds.table_config import EVENT_TIME_ORDERING, TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.handles import (
     DELETE_KEY,
     DELETE_ORDERING,
@@ -529,6 +530,18 @@ class WriteClient:
         else:
             full = self.validate_schema(schema)
         before: set[str] | None = None
+        if self.table_config is not None and instant is None:
+            # hoodie.properties' checksum does not cover the bucket count: check it against the
+            # file groups before writing (tasks joining an instant rely on the driver's check)
+            view = check_bucket_layout(
+                self.storage, self.table_config, self.num_buckets, list(self.hash_fields)
+            )
+            if self.table_type == "COPY_ON_WRITE":
+                # a COW write rewrites the latest base file of each group it touches: with a
+                # committed file missing or short, it would merge into an older version and
+                # make the loss permanent
+                table = HudiTable(self.storage)
+                table.verify_committed_files(view, table.visibility())
         if self.table_config is None:
             before = self._listing()
             self._create_table(full)
