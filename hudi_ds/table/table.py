@@ -45,7 +45,7 @@ from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, 
 from hudi_ds.table.fs_view import FileSystemView, Visibility
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table_config import TableConfig
-from hudi_ds.timeline.instant import Instant
+from hudi_ds.timeline.instant import RESTORE, Instant
 from hudi_ds.timeline.timeline import Timeline
 
 log = logging.getLogger("hudi_ds.read")
@@ -135,6 +135,18 @@ class HudiTable:
         if as_of is not None:
             as_of = _normalize_instant(as_of)
             commits = [i for i in commits if i.requested_time <= as_of]
+        restoring = [
+            tl.read_restore_plan(r).savepoint_to_restore_timestamp
+            for r in tl.pending().filter_actions(RESTORE)
+        ]
+        if restoring:
+            # A restore in progress (killed, or running) undoes every instant after its
+            # savepoint, newest first. The states in between may lack files the cleaner removed
+            # (a savepoint keeps only its own), so a read sees the restore's outcome: the table
+            # as of the savepoint.
+            sp = min((t for t in restoring if t), default=None)
+            if sp is not None:
+                commits = [i for i in commits if i.requested_time <= sp]
         return self._visibility_of(commits)
 
     def _visibility_of(self, commits: Sequence[Instant]) -> Visibility:
