@@ -1,0 +1,277 @@
+"""Memory of a writer task: bounded by ``write.task.max.size``, whatever the input size.
+
+The fast tests stream COW writes through a task writer under a tiny budget (so merge handles
+spill and merge partition by partition) and compare every row, and the write statistics, with
+the same writes under an unbounded budget, with a model of the expected rows and with hudi-rs.
+
+The slow tests measure peak RSS: each case runs in a fresh subprocess that streams rows through one
+:class:`~hudi_ds.write.client.TaskWriter` in batches and reports its own peak RSS growth over the
+baseline taken after imports and a warm-up write (``/proc/self/clear_refs`` resets the kernel's
+high-water mark, ``VmHWM`` is read after the write). The acceptance bound is
+``2 x budget + 100 MB`` for COW (merge handles) and MOR (append handles), 32 MB and 256 MB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import hudi
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import hudi_ds
+from hudi_ds.write.client import WriteClient
+
+MB = 1 << 20
+BATCH = 50_000
+OPTS = {
+    "hoodie.table.name": "mem",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "city",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.bucket.index.num.buckets": "2",
+}
+
+
+COW = {
+    "hoodie.table.name": "spill",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "city",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+    "hoodie.bucket.index.num.buckets": "2",
+}
+COLS = ["id", "ts", "city", "fare", "note", "_hoodie_is_deleted"]
+TINY = "1"  # MB: a merge handle's share is 128 KB, below one file group's rows
+
+
+def _rows(ids: np.ndarray, ts: np.ndarray, deleted: np.ndarray | None = None) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array([f"k{i:06d}" for i in ids]),
+            "ts": pa.array(ts, pa.int64()),
+            "city": pa.array(["sf" if i % 3 else "nyc" for i in ids]),
+            "fare": pa.array(ids * 1.5 + ts),
+            "note": pa.array(
+                [None if i % 5 == 0 else f"n{i}-{t}" for i, t in zip(ids, ts, strict=True)]
+            ),
+            "_hoodie_is_deleted": pa.array(
+                np.zeros(len(ids), bool) if deleted is None else deleted
+            ),
+        }
+    )
+
+
+def _batches(step: int) -> list[pa.Table]:
+    """Step 0: 6,000 inserts. Step 1: updates, late updates, inserts, deletes and the same keys
+    again in later batches (they merge across spills)."""
+    rng = np.random.default_rng(11 + step)
+    if step == 0:
+        ids = rng.permutation(6000)
+        return [_rows(ids[i : i + 500], np.full(500, 100)) for i in range(0, 6000, 500)]
+    out = []
+    for b in range(10):
+        ids = rng.choice(9000, 700, replace=False)
+        ts = rng.integers(50, 200, 700)
+        out.append(_rows(ids, ts, rng.random(700) < 0.1 if b % 2 else None))
+    return out
+
+
+def _model(batches: list[list[pa.Table]]) -> list[tuple]:
+    """Expected rows (event-time ordering: the greatest ts wins, ties to the later write)."""
+    state: dict[str, dict] = {}
+    for step in batches:
+        for t in step:
+            for r in t.to_pylist():
+                cur = state.get(r["id"])
+                if cur is None or r["ts"] >= cur["ts"]:
+                    state[r["id"]] = r
+    live = [r for r in state.values() if not r["_hoodie_is_deleted"]]
+    return sorted(tuple(r[c] for c in COLS[:-1]) for r in live)
+
+
+def _ours(path: str) -> list[tuple]:
+    t = hudi_ds.read(path, columns=COLS[:-1])
+    return sorted(zip(*(t.column(c).to_pylist() for c in COLS[:-1]), strict=True))
+
+
+def _theirs(path: str) -> list[tuple]:
+    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
+    t = pa.Table.from_batches(batches)
+    return sorted(zip(*(t.column(c).to_pylist() for c in COLS[:-1]), strict=True))
+
+
+def _write(path: str, options: dict, exclusive: bool) -> tuple[list[dict], int, int]:
+    """Both steps through task writers; returns the write stats, the peak bytes the tasks
+    buffered and how many flushes they made."""
+    stats: list[dict] = []
+    peak = flushes = 0
+    for step in (0, 1):
+        client = WriteClient(path, options)
+        data = _batches(step)
+        inst = client.start(data[0].schema)
+        statuses = []
+        if exclusive:
+            tasks = [client.task_writer(inst)]
+        else:  # two Spark-like tasks: COW rows are staged and merged by the commit
+            tasks = [client.task_writer(inst, i, 1, 0, exclusive=False) for i in range(2)]
+        for i, b in enumerate(data):
+            task = tasks[i % len(tasks)]
+            task.write(b)
+            peak = max(peak, task.buffered_bytes)
+        for task in tasks:
+            flushes += task.flushes
+            statuses += task.close()
+        client.commit(inst, statuses)
+        timeline = hudi_ds.HudiTable(path).timeline
+        md = timeline.read_commit_metadata(timeline.commits()[-1])
+        for ws in md.partition_to_write_stats.values():
+            for w in ws:
+                stats.append(
+                    {
+                        "group": (w.partition_path, w.file_id[:8]),  # bucket
+                        "num_writes": w.num_writes,
+                        "num_deletes": w.num_deletes,
+                        "num_update_writes": w.num_update_writes,
+                        "num_inserts": w.num_inserts,
+                    }
+                )
+    return sorted(stats, key=lambda s: (s["group"], s["num_writes"])), peak, flushes
+
+
+@pytest.mark.parametrize("exclusive", [True, False], ids=["task-merge", "staged-merge"])
+def test_cow_merge_under_budget_spills_and_keeps_every_row(exclusive: bool, tmp_path: Path) -> None:
+    small, big = str(tmp_path / "small"), str(tmp_path / "big")
+    stats_small, peak, flushes = _write(small, {**COW, "write.task.max.size": TINY}, exclusive)
+    stats_big, _, _ = _write(big, COW, exclusive)
+    budget = float(TINY) * MB
+    # the task's buffers stay within the budget (+ the batch being routed) ...
+    assert peak <= budget + _batches(1)[0].nbytes * 2, peak
+    assert flushes > 0
+    # ... and the rows and write statistics are those of an unbounded merge
+    expected = _model([_batches(0), _batches(1)])
+    assert _ours(small) == _ours(big) == expected
+    assert _theirs(small) == expected
+    assert stats_small == stats_big
+    # the new base files were written partition by partition (several row groups), with
+    # Hudi's min/max record key footer over all of them
+    for f in Path(small).rglob("*.parquet"):
+        pf = pq.ParquetFile(f)
+        keys = pf.read(columns=["_hoodie_record_key"]).column(0).to_pylist()
+        md = pf.schema_arrow.metadata or {}
+        meta = pf.metadata.metadata
+        assert meta[b"hoodie_min_record_key"].decode() == min(keys), (f, md)
+        assert meta[b"hoodie_max_record_key"].decode() == max(keys)
+        assert len(keys) == len(set(keys))
+    assert max(pq.ParquetFile(f).num_row_groups for f in Path(small).rglob("*.parquet")) > 1
+
+
+def test_spill_files_live_in_the_spill_path_until_close(tmp_path: Path) -> None:
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    path = str(tmp_path / "t")
+    opts = {**COW, "write.task.max.size": TINY, "hoodie.memory.spillable.map.path": str(spill)}
+    client = WriteClient(path, opts)
+    data = _batches(0)
+    inst = client.start(data[0].schema)
+    task = client.task_writer(inst)
+    for b in data:
+        task.write(b)
+    assert list(spill.rglob("*.arrows")), "merge handles spilled nothing"
+    client.commit(inst, task.close())
+    assert not list(spill.iterdir())
+    assert _ours(path) == _theirs(path) == _model([data])
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _batch(start: int, n: int) -> pa.Table:
+    import pyarrow.compute as pc
+
+    i = np.arange(start, start + n, dtype=np.int64)
+    ids = pc.binary_join_element_wise("k", pa.array(i).cast(pa.string()), "")
+    return pa.table(
+        {
+            "id": ids,
+            "ts": pa.array(i % 1000, pa.int64()),
+            "city": pa.array(np.where(i % 2 == 0, "nyc", "sf")),
+            "fare": pa.array(i.astype(np.float64) / 7),
+            "note": pc.binary_join_element_wise("note-", ids, "-xxxxxxxx", ""),
+        }
+    )
+
+
+def _child(table_type: str, budget_mb: int, rows: int, root: str) -> None:
+    """Stream ``rows`` rows through one task writer and print the peak RSS growth (JSON)."""
+    from hudi_ds.write.client import WriteClient
+
+    opts = {
+        **OPTS,
+        "hoodie.datasource.write.table.type": table_type,
+        "write.task.max.size": str(budget_mb),
+    }
+    # warm-up: import and run every code path once on a small table
+    warm = WriteClient(os.path.join(root, "warm"), opts)
+    inst = warm.start(_batch(0, 10).schema)
+    task = warm.task_writer(inst)
+    task.write(_batch(0, 1000))
+    warm.commit(inst, task.close())
+    del warm, task
+    base_kb = _status_kb("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset VmHWM to the current RSS
+    except OSError:
+        base_kb = _status_kb("VmHWM")
+    client = WriteClient(os.path.join(root, "t"), opts)
+    inst = client.start(_batch(0, 10).schema)
+    task = client.task_writer(inst)
+    for start in range(0, rows, BATCH):
+        task.write(_batch(start, min(BATCH, rows - start)))
+    statuses = task.close()
+    client.commit(inst, statuses)
+    peak_kb = _status_kb("VmHWM")
+    print(json.dumps({"growth_mb": (peak_kb - base_kb) / 1024, "base_mb": base_kb / 1024}))
+
+
+def _measure(table_type: str, budget_mb: int, rows: int) -> float:
+    import hudi_ds
+
+    repo = str(Path(hudi_ds.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with tempfile.TemporaryDirectory(prefix="hudi-mem-") as root:
+        out = subprocess.run(
+            [sys.executable, __file__, table_type, str(budget_mb), str(rows), root],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    assert out.returncode == 0, out.stderr[-4000:]
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["growth_mb"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("budget_mb", [32, 256])
+def test_peak_rss_streaming_2m_rows_within_budget(table_type: str, budget_mb: int) -> None:
+    growth = _measure(table_type, budget_mb, 2_000_000)
+    assert growth <= 2 * budget_mb + 100, f"{table_type} {budget_mb} MB: grew {growth:.0f} MB"
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
