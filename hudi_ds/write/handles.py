@@ -331,15 +331,17 @@ def delete_schema(ordering_type: pa.DataType) -> pa.Schema:
     )
 
 
-#: Spill files hold Arrow IPC streams, LZ4-compressed where pyarrow has the codec.
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions(
-    compression="lz4" if pa.Codec.is_available("lz4_frame") else None
-)
+#: Spill files hold uncompressed Arrow IPC streams (LZ4 doubled the merge time; they are
+#: short-lived local files).
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions()
 #: Knuth's multiplicative hash constant (2**32 / golden ratio). The keys of one file group share
 #: their bucket (their hash modulo the bucket count), so the top bits of ``hash * constant``, not
 #: the low bits of the hash, spread them over the merge's key partitions.
 _SPREAD = np.uint64(0x9E3779B1)
 _MAX_KEY_PARTITIONS = 256
+#: Rows spill straight into ``2**_SPILL_BITS`` key partitions; the merge regroups them (unions of
+#: partitions, or each split further) into as many partitions as its budget needs.
+_SPILL_BITS = 4
 _BASE_READ_ROWS = 64 * 1024
 
 
@@ -387,11 +389,26 @@ class _Run:
         parts = list(self.tables())
         return pa.concat_tables(parts) if parts else None
 
+    def discard(self) -> None:
+        """Delete the file (its rows were read)."""
+        self.finish()
+        if self.rows:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path)
+        self.rows = 0
+
 
 class _KeyPartitions:
-    """Rows split by a hash of their record key into ``2**bits`` spill files."""
+    """Rows split by a hash of their record key into ``2**bits`` spill files.
+
+    Partition ``p`` holds the keys whose spread hash has ``p`` as its top ``bits`` bits, so the
+    partitions of fewer bits are unions of consecutive partitions and those of more bits split
+    each partition: every version of a key stays in one partition, in write order.
+    """
 
     def __init__(self, folder: str, name: str, bits: int) -> None:
+        self.folder = folder
+        self.name = name
         self.bits = bits
         self.runs = [_Run(os.path.join(folder, f"{name}-{p}.arrows")) for p in range(1 << bits)]
 
@@ -411,8 +428,27 @@ class _KeyPartitions:
                 self.runs[p].append(table.slice(offset, n))
                 offset += n
 
-    def read(self, p: int) -> pa.Table | None:
-        return self.runs[p].read()
+    def regrouped(self, bits: int) -> Iterator[pa.Table | None]:
+        """The rows of each of the ``2**bits`` key partitions in turn (None: no rows), read
+        back one partition at a time; each file is deleted once read."""
+        if bits <= self.bits:
+            d = self.bits - bits
+            for p in range(1 << bits):
+                parts: list[pa.Table] = []
+                for q in range(p << d, (p + 1) << d):
+                    parts.extend(self.runs[q].tables())
+                    self.runs[q].discard()
+                yield pa.concat_tables(parts) if parts else None
+            return
+        for q, run in enumerate(self.runs):
+            fine = _KeyPartitions(self.folder, f"{self.name}-{q}", bits)
+            for t in run.tables():
+                fine.add(t)
+            run.discard()
+            lo = q << (bits - self.bits)
+            for p in range(lo, lo + (1 << (bits - self.bits))):
+                yield fine.runs[p].read()
+                fine.runs[p].discard()
 
 
 def _base_file_bytes(storage: Storage, base: BaseFile) -> int:
@@ -479,8 +515,8 @@ class MergeHandle(_Buffered):
         self.buffered_bytes = 0
         self.spilled_bytes = 0
         self._spill_dir: str | None = None
-        self._spilled_data: _Run | None = None
-        self._spilled_deletes: _Run | None = None
+        self._spilled_data: _KeyPartitions | None = None
+        self._spilled_deletes: _KeyPartitions | None = None
 
     @property
     def merge_budget(self) -> int | None:
@@ -501,13 +537,13 @@ class MergeHandle(_Buffered):
             self._spill_dir = tempfile.mkdtemp(
                 prefix=f"hudi-merge-{self.file_id}-", dir=self.ctx.spill_dir or None
             )
-            self._spilled_data = _Run(os.path.join(self._spill_dir, "data.arrows"))
-            self._spilled_deletes = _Run(os.path.join(self._spill_dir, "deletes.arrows"))
+            self._spilled_data = _KeyPartitions(self._spill_dir, "data", _SPILL_BITS)
+            self._spilled_deletes = _KeyPartitions(self._spill_dir, "deletes", _SPILL_BITS)
         assert self._spilled_data is not None and self._spilled_deletes is not None
         for t in self._data:
-            self._spilled_data.append(t)
+            self._spilled_data.add(t)
         for t in self._deletes:
-            self._spilled_deletes.append(t)
+            self._spilled_deletes.add(t)
         self.spilled_bytes += self.buffered_bytes
         self._data, self._deletes, self.buffered_bytes = [], [], 0
 
@@ -528,8 +564,8 @@ class MergeHandle(_Buffered):
             self._discard_spill()
 
     def _discard_spill(self) -> None:
-        for run in (self._spilled_data, self._spilled_deletes):
-            if run is not None:
+        for parts in (self._spilled_data, self._spilled_deletes):
+            for run in parts.runs if parts is not None else ():
                 run.finish()
         if self._spill_dir is not None:
             shutil.rmtree(self._spill_dir, ignore_errors=True)
@@ -559,25 +595,20 @@ class MergeHandle(_Buffered):
         assert self._spilled_data is not None and self._spilled_deletes is not None
         n_parts = min(_MAX_KEY_PARTITIONS, max(2, math.ceil(total / budget)))
         bits = (n_parts - 1).bit_length()
-        folder = self._spill_dir
-        old_parts = _KeyPartitions(folder, "base", bits)
-        data_parts = _KeyPartitions(folder, "data", bits)
-        del_parts = _KeyPartitions(folder, "deletes", bits)
+        old_parts = _KeyPartitions(self._spill_dir, "base", bits)
         if self.base_file is not None:
             for t in _iter_base_file(ctx.storage, self.base_file, ctx.schema):
                 old_parts.add(t)
-        for t in self._spilled_data.tables():
-            data_parts.add(t)
-        for t in self._spilled_deletes.tables():
-            del_parts.add(t)
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
         writer = _BaseFileWriter(ctx.storage, self.path, ctx.codec)
         n_rows = n_updates = n_inserts = n_deleted = 0
         try:
-            for p in range(1 << bits):
-                old = old_parts.read(p)
-                incoming = data_parts.read(p)
-                dels = del_parts.read(p)
+            for old, incoming, dels in zip(
+                old_parts.regrouped(bits),
+                self._spilled_data.regrouped(bits),
+                self._spilled_deletes.regrouped(bits),
+                strict=True,
+            ):
                 if incoming is None and dels is None and old is None:
                     continue
                 merged, u, i, d = merge_into_base(
