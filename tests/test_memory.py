@@ -191,6 +191,39 @@ def test_spill_files_live_in_the_spill_path_until_close(tmp_path: Path) -> None:
     assert _ours(path) == _theirs(path) == _model([data])
 
 
+@pytest.mark.parametrize("bits", [1, 4, 6])
+def test_key_partitions_keep_each_key_whole_and_in_write_order(bits: int, tmp_path: Path) -> None:
+    from hudi_ds.write.handles import _KeyPartitions  # spill files of merge handles
+
+    rng = np.random.default_rng(bits)
+    keys = np.concatenate([rng.permutation(3000) for _ in range(3)])  # 3 versions per key
+    rows = pa.table(
+        {
+            "_hoodie_record_key": pa.array([f"key-{k}" for k in keys]),
+            "seq": pa.array(np.arange(len(keys))),
+        }
+    )
+    spilled = _KeyPartitions(str(tmp_path), "data", 4)  # rows spill into 16 partitions ...
+    for i in range(0, rows.num_rows, 700):
+        spilled.add(rows.slice(i, 700))
+    parts = list(spilled.regrouped(bits))  # ... the merge reads them as 2**bits
+    assert len(parts) == 1 << bits
+    seen: dict[str, int] = {}
+    got = []
+    for p, t in enumerate(parts):
+        assert t is not None and t.num_rows > 0.5 * rows.num_rows / len(parts)  # spread
+        for k in set(t.column(0).to_pylist()):
+            assert seen.setdefault(k, p) == p  # a key lives in one partition
+        got += t.to_pylist()
+    # every version once; per key in write order
+    assert sorted(got, key=lambda r: r["seq"]) == rows.to_pylist()
+    order: dict[str, list[int]] = {}
+    for r in got:
+        order.setdefault(r["_hoodie_record_key"], []).append(r["seq"])
+    assert all(v == sorted(v) for v in order.values())
+    assert not list(tmp_path.iterdir())  # read partitions are deleted
+
+
 def _status_kb(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
