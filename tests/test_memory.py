@@ -50,6 +50,7 @@ COW = {
     "hoodie.bucket.index.num.buckets": "2",
 }
 COLS = ["id", "ts", "city", "fare", "note", "_hoodie_is_deleted"]
+STEPS = (0, 1, 2)
 TINY = "1"  # MB: a merge handle's share is 128 KB, below one file group's rows
 
 
@@ -72,11 +73,15 @@ def _rows(ids: np.ndarray, ts: np.ndarray, deleted: np.ndarray | None = None) ->
 
 def _batches(step: int) -> list[pa.Table]:
     """Step 0: 6,000 inserts. Step 1: updates, late updates, inserts, deletes and the same keys
-    again in later batches (they merge across spills)."""
+    again in later batches (they merge across spills). Step 2: a few updates and deletes (no
+    spill, but the base files are too large to merge in one pass)."""
     rng = np.random.default_rng(11 + step)
     if step == 0:
         ids = rng.permutation(6000)
         return [_rows(ids[i : i + 500], np.full(500, 100)) for i in range(0, 6000, 500)]
+    if step == 2:
+        ids = rng.choice(9000, 300, replace=False)
+        return [_rows(ids, rng.integers(50, 250, 300), rng.random(300) < 0.2)]
     out = []
     for b in range(10):
         ids = rng.choice(9000, 700, replace=False)
@@ -86,7 +91,8 @@ def _batches(step: int) -> list[pa.Table]:
 
 
 def _model(batches: list[list[pa.Table]]) -> list[tuple]:
-    """Expected rows (event-time ordering: the greatest ts wins, ties to the later write)."""
+    """Expected rows (event-time ordering: the greatest ts wins, ties to the later write; a
+    commit stores no tombstones, so a later commit may insert a deleted key at any ts)."""
     state: dict[str, dict] = {}
     for step in batches:
         for t in step:
@@ -94,8 +100,8 @@ def _model(batches: list[list[pa.Table]]) -> list[tuple]:
                 cur = state.get(r["id"])
                 if cur is None or r["ts"] >= cur["ts"]:
                     state[r["id"]] = r
-    live = [r for r in state.values() if not r["_hoodie_is_deleted"]]
-    return sorted(tuple(r[c] for c in COLS[:-1]) for r in live)
+        state = {k: r for k, r in state.items() if not r["_hoodie_is_deleted"]}
+    return sorted(tuple(r[c] for c in COLS[:-1]) for r in state.values())
 
 
 def _ours(path: str) -> list[tuple]:
@@ -109,12 +115,13 @@ def _theirs(path: str) -> list[tuple]:
     return sorted(zip(*(t.column(c).to_pylist() for c in COLS[:-1]), strict=True))
 
 
-def _write(path: str, options: dict, exclusive: bool) -> tuple[list[dict], int, int]:
-    """Both steps through task writers; returns the write stats, the peak bytes the tasks
-    buffered and how many flushes they made."""
+def _write(path: str, options: dict, exclusive: bool) -> tuple[list[dict], int, int, list[str]]:
+    """Every step through task writers; returns the write stats, the peak bytes the tasks
+    buffered, how many flushes they made and the files of the last commit."""
     stats: list[dict] = []
+    files: list[str] = []
     peak = flushes = 0
-    for step in (0, 1):
+    for step in STEPS:
         client = WriteClient(path, options)
         data = _batches(step)
         inst = client.start(data[0].schema)
@@ -133,10 +140,12 @@ def _write(path: str, options: dict, exclusive: bool) -> tuple[list[dict], int, 
         client.commit(inst, statuses)
         timeline = hudi_ds.HudiTable(path).timeline
         md = timeline.read_commit_metadata(timeline.commits()[-1])
+        files = [w.path for ws in md.partition_to_write_stats.values() for w in ws]
         for ws in md.partition_to_write_stats.values():
             for w in ws:
                 stats.append(
                     {
+                        "step": step,
                         "group": (w.partition_path, w.file_id[:8]),  # bucket
                         "num_writes": w.num_writes,
                         "num_deletes": w.num_deletes,
@@ -144,20 +153,21 @@ def _write(path: str, options: dict, exclusive: bool) -> tuple[list[dict], int, 
                         "num_inserts": w.num_inserts,
                     }
                 )
-    return sorted(stats, key=lambda s: (s["group"], s["num_writes"])), peak, flushes
+    return sorted(stats, key=lambda s: (s["step"], s["group"])), peak, flushes, files
 
 
 @pytest.mark.parametrize("exclusive", [True, False], ids=["task-merge", "staged-merge"])
 def test_cow_merge_under_budget_spills_and_keeps_every_row(exclusive: bool, tmp_path: Path) -> None:
     small, big = str(tmp_path / "small"), str(tmp_path / "big")
-    stats_small, peak, flushes = _write(small, {**COW, "write.task.max.size": TINY}, exclusive)
-    stats_big, _, _ = _write(big, COW, exclusive)
+    opts = {**COW, "write.task.max.size": TINY}
+    stats_small, peak, flushes, last = _write(small, opts, exclusive)
+    stats_big, _, _, _ = _write(big, COW, exclusive)
     budget = float(TINY) * MB
     # the task's buffers stay under a third of the budget after every batch ...
     assert 0 < peak <= budget / 3, peak
     assert flushes > 0
     # ... and the rows and write statistics are those of an unbounded merge
-    expected = _model([_batches(0), _batches(1)])
+    expected = _model([_batches(s) for s in STEPS])
     assert _ours(small) == _ours(big) == expected
     assert _theirs(small) == expected
     assert stats_small == stats_big
@@ -172,6 +182,8 @@ def test_cow_merge_under_budget_spills_and_keeps_every_row(exclusive: bool, tmp_
         assert meta[b"hoodie_max_record_key"].decode() == max(keys)
         assert len(keys) == len(set(keys))
     assert max(pq.ParquetFile(f).num_row_groups for f in Path(small).rglob("*.parquet")) > 1
+    # the last step spilled nothing, but its base files were too large to merge in one pass
+    assert last and all(pq.ParquetFile(Path(small) / f).num_row_groups > 1 for f in last)
 
 
 def test_spill_files_live_in_the_spill_path_until_close(tmp_path: Path) -> None:
