@@ -24,6 +24,7 @@ from pathlib import Path
 import hudi
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -55,15 +56,15 @@ TINY = "1"  # MB: a merge handle's share is 128 KB, below one file group's rows
 
 
 def _rows(ids: np.ndarray, ts: np.ndarray, deleted: np.ndarray | None = None) -> pa.Table:
+    sid = pa.array(np.char.zfill(ids.astype(str), 6))
+    note = pc.binary_join_element_wise("n", sid, "-", pa.array(ts.astype(str)), "")
     return pa.table(
         {
-            "id": pa.array([f"k{i:06d}" for i in ids]),
+            "id": pc.binary_join_element_wise("k", sid, ""),
             "ts": pa.array(ts, pa.int64()),
-            "city": pa.array(["sf" if i % 3 else "nyc" for i in ids]),
+            "city": pa.array(np.where(ids % 3 == 0, "nyc", "sf")),
             "fare": pa.array(ids * 1.5 + ts),
-            "note": pa.array(
-                [None if i % 5 == 0 else f"n{i}-{t}" for i, t in zip(ids, ts, strict=True)]
-            ),
+            "note": pc.if_else(pa.array(ids % 5 == 0), pa.scalar(None, pa.string()), note),
             "_hoodie_is_deleted": pa.array(
                 np.zeros(len(ids), bool) if deleted is None else deleted
             ),
@@ -71,6 +72,7 @@ def _rows(ids: np.ndarray, ts: np.ndarray, deleted: np.ndarray | None = None) ->
     )
 
 
+@functools.cache
 def _batches(step: int) -> list[pa.Table]:
     """Step 0: 6,000 inserts. Step 1: updates, late updates, inserts, deletes and the same keys
     again in later batches (they merge across spills). Step 2: a few updates and deletes (no
@@ -245,8 +247,6 @@ def _status_kb(field: str) -> int:
 
 
 def _batch(start: int, n: int) -> pa.Table:
-    import pyarrow.compute as pc
-
     i = np.arange(start, start + n, dtype=np.int64)
     ids = pc.binary_join_element_wise("k", pa.array(i).cast(pa.string()), "")
     return pa.table(

@@ -535,10 +535,11 @@ class MergeHandle(_Buffered):
         if not self._data and not self._deletes:
             return
         data, deletes = self._spill_files()
-        for t in self._data:
-            data.add(t)
-        for t in self._deletes:
-            deletes.add(t)
+        # one split per flush (like AppendHandle.flush, it copies the buffer about twice)
+        if self._data:
+            data.add(pa.concat_tables(self._data))
+        if self._deletes:
+            deletes.add(pa.concat_tables(self._deletes))
         self.spilled_bytes += self.buffered_bytes
         self._data, self._deletes, self.buffered_bytes = [], [], 0
 
