@@ -14,6 +14,7 @@ high-water mark, ``VmHWM`` is read after the write). The acceptance bound is
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import subprocess
@@ -203,6 +204,15 @@ def test_spill_files_live_in_the_spill_path_until_close(tmp_path: Path) -> None:
     client.commit(inst, task.close())
     assert not list(spill.iterdir())
     assert _ours(path) == _theirs(path) == _model([data])
+    # a failed task's spill files go when its handles are collected
+    inst = client.start(data[0].schema)
+    failed = client.task_writer(inst)
+    for b in data:
+        failed.write(b)
+    assert list(spill.iterdir())
+    del failed
+    gc.collect()
+    assert not list(spill.iterdir())
 
 
 @pytest.mark.parametrize("bits", [1, 4, 6])

@@ -22,6 +22,7 @@ import math
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -518,6 +519,7 @@ class MergeHandle(_Buffered):
         self._spill_dir: str | None = None
         self._spilled_data: _KeyPartitions | None = None
         self._spilled_deletes: _KeyPartitions | None = None
+        self._remove_spill: weakref.finalize | None = None
 
     @property
     def merge_budget(self) -> int | None:
@@ -565,6 +567,8 @@ class MergeHandle(_Buffered):
             self._spill_dir = tempfile.mkdtemp(
                 prefix=f"hudi-merge-{self.file_id}-", dir=self.ctx.spill_dir or None
             )
+            # removed at close, or when an abandoned handle (a failed task) is collected
+            self._remove_spill = weakref.finalize(self, shutil.rmtree, self._spill_dir, True)
             self._spilled_data = _KeyPartitions(self._spill_dir, "data", _SPILL_BITS)
             self._spilled_deletes = _KeyPartitions(self._spill_dir, "deletes", _SPILL_BITS)
         return self._spilled_data, self._spilled_deletes
@@ -573,8 +577,9 @@ class MergeHandle(_Buffered):
         for parts in (self._spilled_data, self._spilled_deletes):
             for run in parts.runs if parts is not None else ():
                 run.finish()
-        if self._spill_dir is not None:
-            shutil.rmtree(self._spill_dir, ignore_errors=True)
+        if self._remove_spill is not None:
+            self._remove_spill()
+        self._remove_spill = None
         self._spill_dir = self._spilled_data = self._spilled_deletes = None
 
     def _close_in_memory(self) -> WriteStatus:
