@@ -160,7 +160,12 @@ def _write(path: str, options: dict, exclusive: bool) -> tuple[list[dict], int, 
 
 
 @pytest.mark.parametrize("exclusive", [True, False], ids=["task-merge", "staged-merge"])
-def test_cow_merge_under_budget_spills_and_keeps_every_row(exclusive: bool, tmp_path: Path) -> None:
+def test_cow_merge_under_budget_spills_and_keeps_every_row(
+    exclusive: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hudi_ds.write import handles
+
+    monkeypatch.setattr(handles, "_BASE_READ_ROWS", 512)  # base files stream in several batches
     small, big = str(tmp_path / "small"), str(tmp_path / "big")
     opts = {**COW, "write.task.max.size": TINY}
     stats_small, peak, flushes, last = _write(small, opts, exclusive)
@@ -185,7 +190,8 @@ def test_cow_merge_under_budget_spills_and_keeps_every_row(exclusive: bool, tmp_
         assert meta[b"hoodie_max_record_key"].decode() == max(keys)
         assert len(keys) == len(set(keys))
     assert max(pq.ParquetFile(f).num_row_groups for f in Path(small).rglob("*.parquet")) > 1
-    # the last step spilled nothing, but its base files were too large to merge in one pass
+    # the last step spilled nothing, but its base files were too large to merge in one pass:
+    # they streamed batch by batch against the incoming rows
     assert last and all(pq.ParquetFile(Path(small) / f).num_row_groups > 1 for f in last)
 
 

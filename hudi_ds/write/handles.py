@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -557,6 +557,8 @@ class MergeHandle(_Buffered):
             total = self.spilled_bytes + self.buffered_bytes + old_bytes
             if self._spill_dir is None and (budget is None or total <= budget):
                 return self._close_in_memory()
+            if self._spill_dir is None and self.buffered_bytes <= (budget or 0):
+                return self._close_streaming()
             return self._close_partitioned(total, budget or total)
         finally:
             self._discard_spill()
@@ -599,7 +601,39 @@ class MergeHandle(_Buffered):
         crash_point("handle_flush")
         return self._status(merged.num_rows, n_updates, n_inserts, n_deleted, size)
 
+    def _close_streaming(self) -> WriteStatus:
+        """The incoming rows fit the share, the base file does not: stream the base file.
+
+        As Hudi's ``HoodieMergeHandle`` iterates the old base file against the incoming records
+        it holds: each batch of the base file merges with the incoming versions of its keys
+        (a key has one row in a base file, so each key merges once, with all its versions);
+        the incoming keys the base file lacks merge last, as inserts.
+        """
+        ctx = self.ctx
+        incoming = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
+        dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
+        self._data, self._deletes, self.buffered_bytes = [], [], 0
+        in_keys = incoming.column(RECORD_KEY).combine_chunks()
+        del_keys = dels.column(DELETE_KEY).combine_chunks()
+        left_in = np.ones(len(in_keys), dtype=bool)
+        left_del = np.ones(len(del_keys), dtype=bool)
+        base = self.base_file
+        assert base is not None
+
+        def groups() -> Iterator[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]:
+            for old in _iter_base_file(ctx.storage, base, ctx.schema):
+                keys = old.column(RECORD_KEY).combine_chunks()
+                hit_in = np.asarray(pc.is_in(in_keys, value_set=keys), dtype=bool)
+                hit_del = np.asarray(pc.is_in(del_keys, value_set=keys), dtype=bool)
+                left_in[hit_in] = False
+                left_del[hit_del] = False
+                yield old, incoming.filter(hit_in), dels.filter(hit_del)
+            yield None, incoming.filter(left_in), dels.filter(left_del)
+
+        return self._write_merged(groups())
+
     def _close_partitioned(self, total: int, budget: int) -> WriteStatus:
+        """Neither fits: split everything by record key, then merge one partition at a time."""
         ctx = self.ctx
         self.flush()  # every incoming row on disk: the merge holds one partition at a time
         data, deletes = self._spill_files()
@@ -610,17 +644,27 @@ class MergeHandle(_Buffered):
         if self.base_file is not None:
             for t in _iter_base_file(ctx.storage, self.base_file, ctx.schema):
                 old_parts.add(t)
-        create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        writer = _BaseFileWriter(ctx.storage, self.path, ctx.codec)
-        n_rows = n_updates = n_inserts = n_deleted = 0
-        try:
-            for old, incoming, dels in zip(
+        return self._write_merged(
+            zip(
                 old_parts.regrouped(bits),
                 data.regrouped(bits),
                 deletes.regrouped(bits),
                 strict=True,
-            ):
-                if incoming is None and dels is None and old is None:
+            )
+        )
+
+    def _write_merged(
+        self, groups: Iterable[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]
+    ) -> WriteStatus:
+        """Merge each ``(base rows, incoming rows, delete keys)`` group (groups share no key)
+        and write the results as consecutive row groups of the new base file."""
+        ctx = self.ctx
+        create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
+        writer = _BaseFileWriter(ctx.storage, self.path, ctx.codec)
+        n_rows = n_updates = n_inserts = n_deleted = 0
+        try:
+            for old, incoming, dels in groups:
+                if not any(t is not None and t.num_rows for t in (old, incoming, dels)):
                     continue
                 merged, u, i, d = merge_into_base(
                     old if old is not None else ctx.schema.empty_table(),
