@@ -489,13 +489,19 @@ class MergeHandle(_Buffered):
     Memory is bounded the way Hudi's ``HoodieMergeHandle`` bounds it with an
     ``ExternalSpillableMap`` (incoming records beyond ``hoodie.memory.merge.max.size`` go to
     local disk under ``hoodie.memory.spillable.map.path``): :meth:`flush` appends the buffered
-    rows to local Arrow IPC spill files. At :meth:`close`, a merge that fits the handle's share
-    of the budget (:attr:`merge_budget`) runs in memory as one pass; otherwise the base file is
-    streamed batch by batch and the spilled and buffered rows are re-read, all split by a hash
-    of the record key into partitions that fit the share, and each partition's versions are
-    merged (in write order, so every key merges exactly as in one pass) and written as row
-    groups of the new base file through one Parquet writer. Row order inside the file then
-    follows the partitions; the rows are the same.
+    rows to local Arrow IPC spill files, split by a hash of the record key. :meth:`close` then
+    merges in one of three ways, by what fits the handle's share of the budget
+    (:attr:`merge_budget`):
+
+    * everything fits: one in-memory pass over the base file and the incoming rows;
+    * the incoming rows fit, the base file does not: the base file streams batch by batch, each
+      batch merging with the incoming versions of its keys, then the new keys are inserted;
+    * otherwise the base file streams into the same key partitions as the spilled rows, and the
+      partitions (regrouped so that each fits the share) merge one at a time.
+
+    Every key merges once, with all its versions in write order, so the rows are those of one
+    in-memory pass; the streamed results are written as consecutive row groups of the new base
+    file through one Parquet writer (the row order follows the batches or partitions).
     """
 
     def __init__(
