@@ -343,7 +343,7 @@ _MAX_KEY_PARTITIONS = 256
 #: Rows spill straight into ``2**_SPILL_BITS`` key partitions; the merge regroups them (unions of
 #: partitions, or each split further) into as many partitions as its budget needs.
 _SPILL_BITS = 4
-_BASE_READ_ROWS = 64 * 1024
+_BASE_READ_ROWS = 64 * 1024  # most rows of one base-file batch a streamed merge reads
 
 
 class _Run:
@@ -452,10 +452,11 @@ class _KeyPartitions:
                 fine.runs[p].discard()
 
 
-def _base_file_bytes(storage: Storage, base: BaseFile) -> int:
-    """Estimated in-memory (Arrow) size of a base file's rows, from its Parquet footer."""
+def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
+    """Estimated in-memory (Arrow) size of a base file's rows and their number, from its
+    Parquet footer (``(0, 0)`` for other formats)."""
     if base.name.extension != ".parquet":
-        return 0
+        return 0, 0
     try:
         with storage.open_input_file(base.path) as f:
             md = pq.ParquetFile(f).metadata
@@ -464,11 +465,14 @@ def _base_file_bytes(storage: Storage, base: BaseFile) -> int:
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
     # encoded pages (dictionaries, run lengths) are smaller than the decoded Arrow columns:
     # measured 2.4x for hudi_ds base files (the meta columns repeat)
-    return 3 * size
+    return 3 * size, md.num_rows
 
 
-def _iter_base_file(storage: Storage, base: BaseFile, schema: pa.Schema) -> Iterator[pa.Table]:
-    """The rows of a base file in ``schema``, a batch at a time (Parquet), else all at once."""
+def _iter_base_file(
+    storage: Storage, base: BaseFile, schema: pa.Schema, batch_rows: int
+) -> Iterator[pa.Table]:
+    """The rows of a base file in ``schema``, ``batch_rows`` at a time (Parquet), else all at
+    once."""
     if base.name.extension != ".parquet":
         yield read_base_file(storage, base, schema)
         return
@@ -476,7 +480,7 @@ def _iter_base_file(storage: Storage, base: BaseFile, schema: pa.Schema) -> Iter
         with storage.open_input_file(base.path) as f:
             pf = pq.ParquetFile(f)
             present = [c for c in schema.names if c in pf.schema_arrow.names]
-            batches = pf.iter_batches(batch_size=_BASE_READ_ROWS, columns=present)
+            batches = pf.iter_batches(batch_size=batch_rows, columns=present)
             for batch in batches:
                 yield promote_table(pa.Table.from_batches([batch]), schema)
     except (OSError, pa.ArrowInvalid) as e:
@@ -526,6 +530,7 @@ class MergeHandle(_Buffered):
         self._spilled_data: _KeyPartitions | None = None
         self._spilled_deletes: _KeyPartitions | None = None
         self._remove_spill: weakref.finalize | None = None
+        self._base_batch_rows = _BASE_READ_ROWS
 
     @property
     def merge_budget(self) -> int | None:
@@ -559,7 +564,13 @@ class MergeHandle(_Buffered):
             budget = self.merge_budget
             if self._spill_dir is None and budget is None:
                 return self._close_in_memory()
-            old_bytes = _base_file_bytes(self.ctx.storage, self.base_file) if self.base_file else 0
+            old_bytes, old_rows = (
+                _base_file_size(self.ctx.storage, self.base_file) if self.base_file else (0, 0)
+            )
+            # a streamed batch of the base file takes about four copies: a quarter of the share
+            row_bytes = max(old_bytes // max(old_rows, 1), 1)
+            rows = (budget or 0) // (4 * row_bytes)
+            self._base_batch_rows = min(_BASE_READ_ROWS, max(1024, rows))
             total = self.spilled_bytes + self.buffered_bytes + old_bytes
             if self._spill_dir is None and (budget is None or total <= budget):
                 return self._close_in_memory()
@@ -627,7 +638,7 @@ class MergeHandle(_Buffered):
         assert base is not None
 
         def groups() -> Iterator[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]:
-            for old in _iter_base_file(ctx.storage, base, ctx.schema):
+            for old in _iter_base_file(ctx.storage, base, ctx.schema, self._base_batch_rows):
                 keys = old.column(RECORD_KEY).combine_chunks()
                 hit_in = np.asarray(pc.is_in(in_keys, value_set=keys), dtype=bool)
                 hit_del = np.asarray(pc.is_in(del_keys, value_set=keys), dtype=bool)
@@ -648,7 +659,9 @@ class MergeHandle(_Buffered):
         bits = (n_parts - 1).bit_length()
         old_parts = _KeyPartitions(self._spill_dir, "base", bits)
         if self.base_file is not None:
-            for t in _iter_base_file(ctx.storage, self.base_file, ctx.schema):
+            for t in _iter_base_file(
+                ctx.storage, self.base_file, ctx.schema, self._base_batch_rows
+            ):
                 old_parts.add(t)
         return self._write_merged(
             zip(
