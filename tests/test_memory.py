@@ -165,7 +165,8 @@ def test_cow_merge_under_budget_spills_and_keeps_every_row(
 ) -> None:
     from hudi_ds.write import handles
 
-    monkeypatch.setattr(handles, "_BASE_READ_ROWS", 512)  # base files stream in several batches
+    # base files stream in several batches
+    monkeypatch.setattr(handles, "_BASE_READ_ROWS", 512, raising=False)
     small, big = str(tmp_path / "small"), str(tmp_path / "big")
     opts = {**COW, "write.task.max.size": TINY}
     stats_small, peak, flushes, last = _write(small, opts, exclusive)
