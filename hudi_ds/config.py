@@ -400,6 +400,13 @@ class WriteConfig:
         parse_positive_float,
         "Buffer size in MB of one file group's handle before it flushes a block (Flink's key).",
     )
+    SPILLABLE_MAP_PATH = ConfigProperty(
+        "hoodie.memory.spillable.map.path",
+        "",
+        parse_str,
+        "Local folder where a COW merge spills rows that do not fit its memory budget "
+        "(default: the system temp folder, TMPDIR or /tmp as in Hudi).",
+    )
     STREAMING_CHECKPOINT_ID = ConfigProperty(
         "hoodie.datasource.write.streaming.checkpoint.identifier",
         "default_single_writer",

@@ -144,6 +144,7 @@ class WritePlan:
     set_null_for_missing: bool = False
     merge: MergeSpec | None = None  # the table's merger
     partial_columns: tuple[str, ...] | None = None  # partial update write: the data columns
+    spill_dir: str | None = None  # hoodie.memory.spillable.map.path (None: system temp)
 
     def handle_context(self, storage: Storage, token: str) -> HandleContext:
         """What the handles of one task attempt (write token ``token``) share."""
@@ -159,6 +160,8 @@ class WritePlan:
             merge_mode=self.merge_mode,
             merge=self.merge,
             partial_columns=self.partial_columns,
+            memory_budget=self.task_budget_bytes,
+            spill_dir=self.spill_dir,
         )
 
 
@@ -843,6 +846,7 @@ class WriteClient:
             set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
             merge=self.merge_spec,
             partial_columns=self.partial_columns,
+            spill_dir=o.get(WriteConfig.SPILLABLE_MAP_PATH) or None,
         )
 
     def plan(self, instant: str) -> WritePlan:
@@ -1431,12 +1435,14 @@ class TaskWriter:
 
         A flush of B buffered bytes briefly needs about 2B more (the concatenated rows, the
         encoded block), and Arrow's allocator keeps some freed memory, so buffers are kept
-        under a third of the budget and one handle under a sixth of it.
+        under a third of the budget and one handle under a sixth of it. Append handles flush
+        log blocks; merge handles (COW) spill their rows to local disk and merge them with the
+        base file at close, within their share of the budget (see ``MergeHandle``).
         """
         budget = self.plan.task_budget_bytes
         per_handle = min(self.plan.handle_budget_bytes, budget // 6)
         for h in self.handles.values():
-            if isinstance(h, AppendHandle) and h.buffered_bytes >= per_handle:
+            if h.buffered_bytes >= per_handle:
                 h.flush()
                 self.flushes += 1
         total = sum(h.buffered_bytes for h in self.handles.values())
@@ -1445,10 +1451,9 @@ class TaskWriter:
         for h in sorted(self.handles.values(), key=lambda x: -x.buffered_bytes):
             if total <= budget // 6:
                 break
-            if isinstance(h, AppendHandle):
-                total -= h.buffered_bytes
-                h.flush()
-                self.flushes += 1
+            total -= h.buffered_bytes
+            h.flush()
+            self.flushes += 1
 
     def touched_partitions(self) -> list[str]:
         """Partition paths of the rows this task has seen."""

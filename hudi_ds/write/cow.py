@@ -115,6 +115,9 @@ def merge_staged(
                     else:
                         rows = decode_data_block(block, plan.schema)
                     handle.write(rows, None)
+                budget = handle.merge_budget
+                if budget is not None and handle.buffered_bytes >= budget:
+                    handle.flush()  # spill: the merge below runs within the budget
         merged = handle.close()
         if merged is not None:
             out.append(merged)

@@ -5,7 +5,9 @@
   delete block to its own new log file ``.<fileId>_<baseInstant>.log.<version>_<token>``.
 * :class:`MergeHandle` (COW): buffers the incoming rows and on close merges them with the
   file group's current base file into a new base file ``<fileId>_<token>_<instant>.parquet``
-  (a :class:`MergeHandle` without a base file is Hudi's ``CreateHandle``).
+  (a :class:`MergeHandle` without a base file is Hudi's ``CreateHandle``). Under a memory
+  budget, :meth:`~MergeHandle.flush` spills the buffer to local disk and a merge that does not
+  fit the budget runs partition by partition of the record keys (see :class:`MergeHandle`).
 
 Both close into a :class:`~hudi_ds.write.write_status.WriteStatus`. Rows reach a handle already
 prepared (meta columns set except ``_hoodie_file_name``, which the handle fills).
@@ -13,8 +15,15 @@ prepared (meta columns set except ``_hoodie_file_name``, which the handle fills)
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import math
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -23,7 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudi_ds.errors import CorruptFileError
 from hudi_ds.faults import crash_point
+from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import BaseFile
 from hudi_ds.layout.naming import base_file_name, log_file_name
 from hudi_ds.log.writer import (
@@ -40,7 +51,7 @@ from hudi_ds.merge.engine import (
     resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
-from hudi_ds.schema import META_FIELDS
+from hudi_ds.schema import META_FIELDS, promote_table
 from hudi_ds.storage import OutputStream, Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
@@ -70,6 +81,8 @@ class HandleContext:
     dictionary_columns: tuple[str, ...] | None = None  # chosen once per task from its data
     merge: MergeSpec | None = None  # the table's merger (default: built-in of merge_mode)
     partial_columns: tuple[str, ...] | None = None  # partial update write: the data columns
+    memory_budget: int | None = None  # bytes the task's handles may hold (None: unbounded)
+    spill_dir: str | None = None  # local folder of spill files (None: the system temp folder)
 
     @property
     def merge_spec(self) -> MergeSpec:
@@ -319,8 +332,181 @@ def delete_schema(ordering_type: pa.DataType) -> pa.Schema:
     )
 
 
+#: Spill files hold uncompressed Arrow IPC streams (LZ4 doubled the merge time; they are
+#: short-lived local files).
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions()
+#: Knuth's multiplicative hash constant (2**32 / golden ratio). The keys of one file group share
+#: their bucket (their hash modulo the bucket count), so the top bits of ``hash * constant``, not
+#: the low bits of the hash, spread them over the merge's key partitions.
+_SPREAD = np.uint64(0x9E3779B1)
+_MAX_KEY_PARTITIONS = 256
+#: Rows spill straight into ``2**_SPILL_BITS`` key partitions; the merge regroups them (unions of
+#: partitions, or each split further) into as many partitions as its budget needs.
+_SPILL_BITS = 4
+_BASE_READ_ROWS = 64 * 1024  # most rows of one base-file batch a streamed merge reads
+
+
+class _Run:
+    """Rows spilled to one local Arrow IPC stream file: appended, then read back batch by batch."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.rows = 0
+        self._schema: pa.Schema | None = None
+        self._sink: pa.NativeFile | None = None
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
+
+    def append(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        if self._writer is None:
+            self._schema = table.schema
+            self._sink = pa.OSFile(self.path, "wb")
+            self._writer = pa.ipc.new_stream(self._sink, table.schema, options=_IPC_OPTIONS)
+        elif not table.schema.equals(self._schema):
+            table = table.cast(self._schema)
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def finish(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+
+    def tables(self) -> Iterator[pa.Table]:
+        """The spilled rows, one record batch at a time."""
+        self.finish()
+        if self.rows == 0:
+            return
+        with pa.OSFile(self.path, "rb") as f:
+            for batch in pa.ipc.open_stream(f):
+                yield pa.Table.from_batches([batch])
+
+    def read(self) -> pa.Table | None:
+        """All spilled rows (None if none)."""
+        parts = list(self.tables())
+        return pa.concat_tables(parts) if parts else None
+
+    def discard(self) -> None:
+        """Delete the file (its rows were read)."""
+        self.finish()
+        if self.rows:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path)
+        self.rows = 0
+
+
+class _KeyPartitions:
+    """Rows split by a hash of their record key into ``2**bits`` spill files.
+
+    Partition ``p`` holds the keys whose spread hash has ``p`` as its top ``bits`` bits, so the
+    partitions of fewer bits are unions of consecutive partitions and those of more bits split
+    each partition: every version of a key stays in one partition, in write order.
+    """
+
+    def __init__(self, folder: str, name: str, bits: int) -> None:
+        self.folder = folder
+        self.name = name
+        self.bits = bits
+        self.runs = [_Run(os.path.join(folder, f"{name}-{p}.arrows")) for p in range(1 << bits)]
+
+    def add(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        h = java_string_hash(table.column(RECORD_KEY)).view(np.uint32).astype(np.uint64)
+        part = (((h * _SPREAD) & np.uint64(0xFFFFFFFF)) >> np.uint64(32 - self.bits)).astype(
+            np.int64
+        )
+        order = np.argsort(part, kind="stable")
+        table = table.take(pa.array(order))
+        counts = np.bincount(part, minlength=len(self.runs))
+        offset = 0
+        for p, n in enumerate(counts.tolist()):
+            if n:
+                self.runs[p].append(table.slice(offset, n))
+                offset += n
+
+    def regrouped(self, bits: int) -> Iterator[pa.Table | None]:
+        """The rows of each of the ``2**bits`` key partitions in turn (None: no rows), read
+        back one partition at a time; each file is deleted once read."""
+        if bits <= self.bits:
+            d = self.bits - bits
+            for p in range(1 << bits):
+                parts: list[pa.Table] = []
+                for q in range(p << d, (p + 1) << d):
+                    parts.extend(self.runs[q].tables())
+                    self.runs[q].discard()
+                yield pa.concat_tables(parts) if parts else None
+            return
+        for q, run in enumerate(self.runs):
+            fine = _KeyPartitions(self.folder, f"{self.name}-{q}", bits)
+            for t in run.tables():
+                fine.add(t)
+            run.discard()
+            lo = q << (bits - self.bits)
+            for p in range(lo, lo + (1 << (bits - self.bits))):
+                yield fine.runs[p].read()
+                fine.runs[p].discard()
+
+
+def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
+    """Estimated in-memory (Arrow) size of a base file's rows and their number, from its
+    Parquet footer (``(0, 0)`` for other formats)."""
+    if base.name.extension != ".parquet":
+        return 0, 0
+    try:
+        with storage.open_input_file(base.path) as f:
+            md = pq.ParquetFile(f).metadata
+            size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+    except (OSError, pa.ArrowInvalid) as e:
+        raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
+    # encoded pages (dictionaries, run lengths) are smaller than the decoded Arrow columns:
+    # measured 2.4x for hudi_ds base files (the meta columns repeat)
+    return 3 * size, md.num_rows
+
+
+def _iter_base_file(
+    storage: Storage, base: BaseFile, schema: pa.Schema, batch_rows: int
+) -> Iterator[pa.Table]:
+    """The rows of a base file in ``schema``, ``batch_rows`` at a time (Parquet), else all at
+    once."""
+    if base.name.extension != ".parquet":
+        yield read_base_file(storage, base, schema)
+        return
+    try:
+        with storage.open_input_file(base.path) as f:
+            pf = pq.ParquetFile(f)
+            present = [c for c in schema.names if c in pf.schema_arrow.names]
+            batches = pf.iter_batches(batch_size=batch_rows, columns=present)
+            for batch in batches:
+                yield promote_table(pa.Table.from_batches([batch]), schema)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
+
+
 class MergeHandle(_Buffered):
-    """Writes a new base file version of one COW file group (CreateHandle when it is new)."""
+    """Writes a new base file version of one COW file group (CreateHandle when it is new).
+
+    Memory is bounded the way Hudi's ``HoodieMergeHandle`` bounds it with an
+    ``ExternalSpillableMap`` (incoming records beyond ``hoodie.memory.merge.max.size`` go to
+    local disk under ``hoodie.memory.spillable.map.path``): :meth:`flush` appends the buffered
+    rows to local Arrow IPC spill files, split by a hash of the record key. :meth:`close` then
+    merges in one of three ways, by what fits the handle's share of the budget
+    (:attr:`merge_budget`):
+
+    * everything fits: one in-memory pass over the base file and the incoming rows;
+    * the incoming rows fit, the base file does not: the base file streams batch by batch, each
+      batch merging with the incoming versions of its keys, then the new keys are inserted;
+    * otherwise the base file streams into the same key partitions as the spilled rows, and the
+      partitions (regrouped so that each fits the share) merge one at a time.
+
+    Every key merges once, with all its versions in write order, so the rows are those of one
+    in-memory pass; the streamed results are written as consecutive row groups of the new base
+    file through one Parquet writer (the row order follows the batches or partitions).
+    """
 
     def __init__(
         self,
@@ -339,16 +525,87 @@ class MergeHandle(_Buffered):
         self._data: list[pa.Table] = []
         self._deletes: list[pa.Table] = []
         self.buffered_bytes = 0
+        self.spilled_bytes = 0
+        self._spill_dir: str | None = None
+        self._spilled_data: _KeyPartitions | None = None
+        self._spilled_deletes: _KeyPartitions | None = None
+        self._remove_spill: weakref.finalize | None = None
+        self._base_batch_rows = _BASE_READ_ROWS
+
+    @property
+    def merge_budget(self) -> int | None:
+        """Bytes of versions one merge pass may hold: an eighth of the task budget.
+
+        A merge pass holds about four copies of its versions (the concatenated versions, the
+        merged rows, the file-name column, the Parquet encoding), and the task's other handles
+        keep buffering up to a third of the budget meanwhile.
+        """
+        budget = self.ctx.memory_budget
+        return None if budget is None else max(budget // 8, 1)
 
     def flush(self) -> None:
-        """COW rows cannot be flushed early: a file group gets one new base file per commit."""
+        """Spill the buffered rows and delete keys to local disk (write order is kept)."""
+        if not self._data and not self._deletes:
+            return
+        data, deletes = self._spill_files()
+        # one split per flush (like AppendHandle.flush, it copies the buffer about twice)
+        if self._data:
+            data.add(pa.concat_tables(self._data))
+        if self._deletes:
+            deletes.add(pa.concat_tables(self._deletes))
+        self.spilled_bytes += self.buffered_bytes
+        self._data, self._deletes, self.buffered_bytes = [], [], 0
 
     def close(self) -> WriteStatus | None:
+        """Merge the rows into the new base file and describe it (None if no rows came)."""
+        try:
+            if not self._data and not self._deletes and self._spill_dir is None:
+                return None
+            budget = self.merge_budget
+            if self._spill_dir is None and budget is None:
+                return self._close_in_memory()
+            old_bytes, old_rows = (
+                _base_file_size(self.ctx.storage, self.base_file) if self.base_file else (0, 0)
+            )
+            # a streamed batch of the base file takes about four copies: a quarter of the share
+            row_bytes = max(old_bytes // max(old_rows, 1), 1)
+            rows = (budget or 0) // (4 * row_bytes)
+            self._base_batch_rows = min(_BASE_READ_ROWS, max(1024, rows))
+            total = self.spilled_bytes + self.buffered_bytes + old_bytes
+            if self._spill_dir is None and (budget is None or total <= budget):
+                return self._close_in_memory()
+            if self._spill_dir is None and self.buffered_bytes <= (budget or 0):
+                return self._close_streaming()
+            return self._close_partitioned(total, budget or total)
+        finally:
+            self._discard_spill()
+
+    def _spill_files(self) -> tuple[_KeyPartitions, _KeyPartitions]:
+        """The spill files of rows and of delete keys (created on first use)."""
+        if self._spilled_data is None or self._spilled_deletes is None:
+            self._spill_dir = tempfile.mkdtemp(
+                prefix=f"hudi-merge-{self.file_id}-", dir=self.ctx.spill_dir or None
+            )
+            # removed at close, or when an abandoned handle (a failed task) is collected
+            self._remove_spill = weakref.finalize(self, shutil.rmtree, self._spill_dir, True)
+            self._spilled_data = _KeyPartitions(self._spill_dir, "data", _SPILL_BITS)
+            self._spilled_deletes = _KeyPartitions(self._spill_dir, "deletes", _SPILL_BITS)
+        return self._spilled_data, self._spilled_deletes
+
+    def _discard_spill(self) -> None:
+        for parts in (self._spilled_data, self._spilled_deletes):
+            for run in parts.runs if parts is not None else ():
+                run.finish()
+        if self._remove_spill is not None:
+            self._remove_spill()
+        self._remove_spill = None
+        self._spill_dir = self._spilled_data = self._spilled_deletes = None
+
+    def _close_in_memory(self) -> WriteStatus:
         ctx = self.ctx
-        if not self._data and not self._deletes:
-            return None
         incoming = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
+        self._data, self._deletes, self.buffered_bytes = [], [], 0
         old = (
             read_base_file(ctx.storage, self.base_file, ctx.schema)
             if self.base_file is not None
@@ -359,11 +616,100 @@ class MergeHandle(_Buffered):
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
         size = write_base_file(ctx.storage, self.path, merged, ctx.codec)
         crash_point("handle_flush")
+        return self._status(merged.num_rows, n_updates, n_inserts, n_deleted, size)
+
+    def _close_streaming(self) -> WriteStatus:
+        """The incoming rows fit the share, the base file does not: stream the base file.
+
+        As Hudi's ``HoodieMergeHandle`` iterates the old base file against the incoming records
+        it holds: each batch of the base file merges with the incoming versions of its keys
+        (a key has one row in a base file, so each key merges once, with all its versions);
+        the incoming keys the base file lacks merge last, as inserts.
+        """
+        ctx = self.ctx
+        incoming = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
+        dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
+        self._data, self._deletes, self.buffered_bytes = [], [], 0
+        in_keys = incoming.column(RECORD_KEY).combine_chunks()
+        del_keys = dels.column(DELETE_KEY).combine_chunks()
+        left_in = np.ones(len(in_keys), dtype=bool)
+        left_del = np.ones(len(del_keys), dtype=bool)
+        base = self.base_file
+        assert base is not None
+
+        def groups() -> Iterator[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]:
+            for old in _iter_base_file(ctx.storage, base, ctx.schema, self._base_batch_rows):
+                keys = old.column(RECORD_KEY).combine_chunks()
+                hit_in = np.asarray(pc.is_in(in_keys, value_set=keys), dtype=bool)
+                hit_del = np.asarray(pc.is_in(del_keys, value_set=keys), dtype=bool)
+                left_in[hit_in] = False
+                left_del[hit_del] = False
+                yield old, incoming.filter(hit_in), dels.filter(hit_del)
+            yield None, incoming.filter(left_in), dels.filter(left_del)
+
+        return self._write_merged(groups())
+
+    def _close_partitioned(self, total: int, budget: int) -> WriteStatus:
+        """Neither fits: split everything by record key, then merge one partition at a time."""
+        ctx = self.ctx
+        self.flush()  # every incoming row on disk: the merge holds one partition at a time
+        data, deletes = self._spill_files()
+        assert self._spill_dir is not None
+        n_parts = min(_MAX_KEY_PARTITIONS, max(2, math.ceil(total / budget)))
+        bits = (n_parts - 1).bit_length()
+        old_parts = _KeyPartitions(self._spill_dir, "base", bits)
+        if self.base_file is not None:
+            for t in _iter_base_file(
+                ctx.storage, self.base_file, ctx.schema, self._base_batch_rows
+            ):
+                old_parts.add(t)
+        return self._write_merged(
+            zip(
+                old_parts.regrouped(bits),
+                data.regrouped(bits),
+                deletes.regrouped(bits),
+                strict=True,
+            )
+        )
+
+    def _write_merged(
+        self, groups: Iterable[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]
+    ) -> WriteStatus:
+        """Merge each ``(base rows, incoming rows, delete keys)`` group (groups share no key)
+        and write the results as consecutive row groups of the new base file."""
+        ctx = self.ctx
+        create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
+        writer = _BaseFileWriter(ctx.storage, self.path, ctx.codec)
+        n_rows = n_updates = n_inserts = n_deleted = 0
+        try:
+            for old, incoming, dels in groups:
+                if not any(t is not None and t.num_rows for t in (old, incoming, dels)):
+                    continue
+                merged, u, i, d = merge_into_base(
+                    old if old is not None else ctx.schema.empty_table(),
+                    incoming if incoming is not None else ctx.schema.empty_table(),
+                    dels if dels is not None else _empty_deletes(ctx),
+                    ctx,
+                )
+                del old, incoming, dels
+                writer.write(_set_file_name(merged, self.name))
+                n_rows += merged.num_rows
+                n_updates, n_inserts, n_deleted = n_updates + u, n_inserts + i, n_deleted + d
+            size = writer.close(ctx.schema)
+        except BaseException:
+            writer.abort()
+            raise
+        crash_point("handle_flush")
+        return self._status(n_rows, n_updates, n_inserts, n_deleted, size)
+
+    def _status(
+        self, n_rows: int, n_updates: int, n_inserts: int, n_deleted: int, size: int
+    ) -> WriteStatus:
         stat = WriteStat(
             file_id=self.file_id,
             path=self.path,
             prev_commit=self.base_file.instant_time if self.base_file else NULL_COMMIT,
-            num_writes=merged.num_rows,
+            num_writes=n_rows,
             num_deletes=n_deleted,
             num_update_writes=n_updates,
             num_inserts=n_inserts,
@@ -371,7 +717,62 @@ class MergeHandle(_Buffered):
             partition_path=self.partition_path,
             file_size_in_bytes=size,
         )
-        return WriteStatus(stat, "merge" if self.base_file else "create", ctx.token)
+        return WriteStatus(stat, "merge" if self.base_file else "create", self.ctx.token)
+
+
+class _BaseFileWriter:
+    """Writes a base file row group by row group (footer: Hudi's min/max record keys)."""
+
+    def __init__(self, storage: Storage, path: str, codec: str) -> None:
+        self.storage = storage
+        self.path = path
+        self.codec = codec
+        self._out: OutputStream | None = None
+        self._writer: pq.ParquetWriter | None = None
+        self._min: str | None = None
+        self._max: str | None = None
+
+    def _open(self, table: pa.Table) -> pq.ParquetWriter:
+        self._out = self.storage.open_output_stream(self.path)
+        self._writer = pq.ParquetWriter(
+            self._out,
+            table.schema,
+            compression=None if self.codec in ("none", "uncompressed") else self.codec,
+            use_compliant_nested_type=True,
+            **parquet_write_options(table),  # type: ignore[arg-type]
+        )
+        return self._writer
+
+    def write(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        writer = self._writer or self._open(table)
+        writer.write_table(table)
+        mm = pc.min_max(table.column(RECORD_KEY))
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        self._min = lo if self._min is None or lo < self._min else self._min
+        self._max = hi if self._max is None or hi > self._max else self._max
+
+    def close(self, schema: pa.Schema) -> int:
+        """Finish the file (an empty one if nothing was written); returns its size."""
+        writer = self._writer or self._open(schema.empty_table())
+        if self._min is not None:
+            # the same key order as write_base_file's pc.min_max (UTF-8 bytes = code points)
+            writer.add_key_value_metadata(
+                {"hoodie_min_record_key": self._min, "hoodie_max_record_key": str(self._max)}
+            )
+        writer.close()
+        assert self._out is not None
+        size = self._out.tell()
+        self._out.close()
+        return int(size)
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(Exception):  # already failing: keep the first error
+                self._writer.close()
+        if self._out is not None and not self._out.closed:
+            self._out.close()
 
 
 def merge_into_base(
