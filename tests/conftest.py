@@ -80,3 +80,25 @@ def assert_rows(
             f"unexpected {sorted(have - need, key=repr)[:10]}, "
             f"missing {sorted(need - have, key=repr)[:10]}"
         )
+
+
+def _is_hypothesis_test(item: object) -> bool:
+    obj = getattr(item, "obj", None)
+    if getattr(obj, "is_hypothesis_test", False):
+        return True
+    cls = getattr(item, "cls", None)
+    return cls is not None and any(
+        c.__module__.startswith("hypothesis.stateful") for c in cls.__mro__
+    )
+
+
+def pytest_collection_modifyitems(config: object, items: list) -> None:
+    """``HUDI_DS_HYPOTHESIS_ONLY=1`` keeps only the property-based tests (``make test-explore``)."""
+    if os.environ.get("HUDI_DS_HYPOTHESIS_ONLY") != "1":
+        return
+    keep = [i for i in items if _is_hypothesis_test(i)]
+    dropped = [i for i in items if not _is_hypothesis_test(i)]
+    items[:] = keep
+    hook = getattr(config, "hook", None)
+    if dropped and hook is not None:
+        hook.pytest_deselected(items=dropped)
