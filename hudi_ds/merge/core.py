@@ -7,7 +7,8 @@ are sorted once by (key, write order) with ``numpy.lexsort``; per-key results co
 The merge rule these kernels implement is a left fold over each key's versions in write order
 (see :func:`resolve`): a version *wins* when its ordering rank is at least the greatest rank
 seen so far for the key (commit time: every version wins), a winning delete discards the
-record, a delete without an ordering value (a *natural* delete) also restarts the ranking.
+record, a delete without an ordering value (a *natural* delete) also restarts the ranking, and
+the deletes with an ordering value that follow it before any data version rank as its tombstone.
 """
 
 from __future__ import annotations
@@ -164,6 +165,16 @@ def resolve(
         seg_first = key_first | nat
         seg = np.cumsum(seg_first) - 1
         eff = np.where(nat, 0, np.asarray(rank, dtype=np.int64)[order] + 1)
+        if nat.any():
+            # a delete with an ordering value does not replace a natural delete's tombstone
+            # (Hudi 1.1 BufferedRecordMergerFactory.deltaMergeDeleteRecord keeps an existing
+            # commit-time-ordering delete): until the segment's first data version it loses
+            # and ranks as the tombstone, so that data version still wins whatever its
+            # ordering value
+            seg_starts = np.flatnonzero(seg_first)
+            first_data = np.minimum.reduceat(np.where(d, n, pos), seg_starts)
+            tomb = d & ~nat & nat[seg_starts][seg] & (pos < first_data[seg])
+            eff = np.where(tomb, 0, eff)
         width = int(eff.max()) + 1
         v = seg * width + eff
         running = np.maximum.accumulate(v)
@@ -171,6 +182,8 @@ def resolve(
         prev[0] = 0
         prev[1:] = running[:-1]
         winner = seg_first | (eff >= prev - seg * width)
+        if nat.any():
+            winner &= ~tomb
     win_del = winner & d
     last_del = np.maximum.reduceat(np.where(win_del, pos, -1), key_starts)
     after = pos > last_del[key_of]
