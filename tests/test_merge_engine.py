@@ -36,8 +36,8 @@ def model(versions, mode):
         cur = state.get(k)
         new = (i, o, kind == "delete")
         if mode == EVENT_TIME_ORDERING and k in natural:
+            state[k] = new  # the latest delete reports the deletion
             if kind == "data":
-                state[k] = new
                 natural.discard(k)
             continue
         if cur is None or mode == COMMIT_TIME_ORDERING:

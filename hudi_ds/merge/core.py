@@ -168,9 +168,8 @@ def resolve(
         if nat.any():
             # a delete with an ordering value does not replace a natural delete's tombstone
             # (Hudi 1.1 BufferedRecordMergerFactory.deltaMergeDeleteRecord keeps an existing
-            # commit-time-ordering delete): until the segment's first data version it loses
-            # and ranks as the tombstone, so that data version still wins whatever its
-            # ordering value
+            # commit-time-ordering delete): until the segment's first data version it ranks
+            # as the tombstone, so that data version still wins whatever its ordering value
             seg_starts = np.flatnonzero(seg_first)
             first_data = np.minimum.reduceat(np.where(d, n, pos), seg_starts)
             tomb = d & ~nat & nat[seg_starts][seg] & (pos < first_data[seg])
@@ -182,8 +181,6 @@ def resolve(
         prev[0] = 0
         prev[1:] = running[:-1]
         winner = seg_first | (eff >= prev - seg * width)
-        if nat.any():
-            winner &= ~tomb
     win_del = winner & d
     last_del = np.maximum.reduceat(np.where(win_del, pos, -1), key_starts)
     after = pos > last_del[key_of]

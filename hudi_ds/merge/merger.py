@@ -220,7 +220,11 @@ def fold(
     state: MergeOutcome = _start(merger, records[0], names, props)
     for rec in records[1:]:
         if isinstance(state, _Delete):
-            state = _start(merger, rec, names, props)
+            # a later delete does not replace the reset with a tombstone that data would have
+            # to outrank (Hudi 1.1 BufferedRecordMergerFactory.deltaMergeDeleteRecord keeps an
+            # existing commit-time-ordering delete); the next data version starts afresh
+            if not merger.is_delete(rec, props):
+                state = _start(merger, rec, names, props)
             continue
         if (
             partial
