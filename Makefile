@@ -5,10 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SCALE ?= 1
 
-.PHONY: help install demo test test-core test-spark lint bench clean
+.PHONY: help install demo test test-core test-spark test-explore lint bench clean
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,6 +29,21 @@ test-core: $(STAMP)  ## core tests only (no JVM)
 
 test-spark: $(STAMP)  ## spark tests only
 	$(BIN)/python -m pytest -q -m spark tests
+
+# Property-based tests with fresh random examples, round after round, for EXPLORE_SECONDS.
+# A failure stops the loop; hypothesis prints the failing example and a reproduction blob
+# (docs/testing.md). `make test` runs the same tests derandomized.
+EXPLORE_SECONDS ?= 600
+test-explore: $(STAMP)  ## hypothesis tests, fresh examples, for EXPLORE_SECONDS (600 s)
+	@end=$$(( $$(date +%s) + $(EXPLORE_SECONDS) )); round=0; \
+	while [ $$(date +%s) -lt $$end ]; do \
+	  round=$$((round + 1)); left=$$(( end - $$(date +%s) )); \
+	  echo "== explore round $$round ($$left s left)"; \
+	  HYPOTHESIS_PROFILE=explore HUDI_DS_HYPOTHESIS_ONLY=1 timeout --foreground $$left \
+	    $(BIN)/python -m pytest -q -x -m "not spark" tests; rc=$$?; \
+	  if [ $$rc -eq 124 ]; then echo "== time is up (round $$round cut short)"; break; fi; \
+	  if [ $$rc -ne 0 ]; then echo "== round $$round FAILED"; exit $$rc; fi; \
+	done; echo "== explored $$round round(s), no failure"
 
 lint: $(STAMP)  ## ruff + mypy + layering check
 	$(BIN)/ruff check hudi_ds tests bench examples

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import hudi
 import pyarrow as pa
 import pytest
 
@@ -25,6 +24,7 @@ from hudi_ds.cli import (
     main,
     render_table,
 )
+from tests.conftest import assert_rows, hudi_rs_table, table_rows
 
 OPTS = {
     "hoodie.table.name": "trips",
@@ -60,13 +60,23 @@ def run_json(*args: str) -> dict:
     return json.loads(out)
 
 
-def ids(path: str) -> list[str]:
-    return sorted(hudi_ds.read(path, columns=["id"]).column("id").to_pylist())
+COLUMNS = ["id", "ts", "city", "fare"]
 
 
-def hudi_rs_ids(path: str) -> list[str]:
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    return sorted(pa.Table.from_batches(batches).column("id").to_pylist()) if batches else []
+def _full_rows(t: pa.Table) -> list[tuple]:
+    got = table_rows(t, COLUMNS)
+    assert_rows(t, got, COLUMNS)  # no duplicate key
+    return got
+
+
+def rows(path: str) -> list[tuple]:
+    """Every row hudi_ds reads (all data columns, sorted; fails on a duplicate key)."""
+    return _full_rows(hudi_ds.read(path))
+
+
+def hudi_rs_rows(path: str) -> list[tuple]:
+    """The same as hudi-rs reads it."""
+    return _full_rows(hudi_rs_table(path))
 
 
 @pytest.fixture
@@ -92,7 +102,7 @@ def test_timeline_files_stats_show_config(table: str) -> None:
     assert code == EXIT_OK and "nyc" not in out
     stats = run_json("stats", table)
     n_logs = sum(g["log_files"] for g in files["file_groups"])
-    assert stats["rows"] == len(ids(table)) and stats["log_files"] == n_logs
+    assert stats["rows"] == len(rows(table)) and stats["log_files"] == n_logs
     assert sum(h["log_files"] for h in stats["histogram"]) == n_logs
     code, out, _ = run("stats", table)
     assert "rows" in out and "file sizes" in out
@@ -105,7 +115,7 @@ def test_timeline_files_stats_show_config(table: str) -> None:
 
 
 def test_compact_clean_archive(table: str) -> None:
-    before = ids(table)
+    before = rows(table)
     sched = run_json("compact", "schedule", table)
     c = sched["scheduled"]
     assert c and sched["operations"] == 4
@@ -114,19 +124,23 @@ def test_compact_clean_archive(table: str) -> None:
     code, out, err = run("compact", "run", table, "--progress")
     assert code == EXIT_OK and f"compaction {c}" in out and "rows/s" in out
     assert "[" in err  # the progress bar
-    assert ids(table) == hudi_rs_ids(table) == before
+    assert rows(table) == hudi_rs_rows(table) == before
     code, out, _ = run("compact", "run", table)
     assert code == EXIT_OK and "no pending compaction" in out
     for k in range(3):
         hudi_ds.write(table, trips(range(3), 10 + k), OPTS)
     hudi_ds.write(table, trips(range(3), 20), OPTS)
+    before = sorted(
+        (i, 20, c, f) if i in ("t0", "t1", "t2") else (i, ts, c, f) for i, ts, c, f in before
+    )
+    assert rows(table) == hudi_rs_rows(table) == before
     res = run_json("compact", "run", table, "--schedule")
     assert len(res["compactions"]) == 1 and res["compactions"][0]["rows_per_second"] > 0
     dry = run_json("clean", table, "--dry-run", "-o", "hoodie.cleaner.commits.retained=1")
     assert dry["dry_run"] and dry["deleted"]
     cl = run_json("clean", table, "-o", "hoodie.cleaner.commits.retained=1")
     assert cl["clean"] and sorted(cl["deleted"]) == sorted(dry["deleted"])
-    assert ids(table) == hudi_rs_ids(table) == before
+    assert rows(table) == hudi_rs_rows(table) == before
     arch = run_json(
         "archive",
         table,
@@ -140,7 +154,7 @@ def test_compact_clean_archive(table: str) -> None:
     assert arch["archived"] and arch["archive_file"]
     tl = run_json("timeline", table, "--archived")
     assert any(i["archived"] for i in tl["instants"])
-    assert ids(table) == hudi_rs_ids(table) == before
+    assert rows(table) == hudi_rs_rows(table) == before
 
 
 def test_rollback_savepoint_restore(table: str) -> None:
@@ -154,11 +168,11 @@ def test_rollback_savepoint_restore(table: str) -> None:
     assert code == EXIT_REFUSED and "later instants" in err
     rb = run_json("rollback", table, last)
     assert rb["instant"] == last and rb["rollback_instant"] and rb["deleted"]
-    at_sp = ids(table)
+    at_sp = rows(table)
     hudi_ds.write(table, trips(range(50, 55), 9), OPTS)
     res = run_json("restore", table, sp)
     assert res["savepoint"] == sp and len(res["rolled_back"]) == 1
-    assert ids(table) == hudi_rs_ids(table) == at_sp
+    assert rows(table) == hudi_rs_rows(table) == at_sp
     assert run_json("savepoint", table, sp, "--delete")["deleted_savepoint"] == sp
     code, out, err = run("restore", table, sp, "--json")
     assert code == EXIT_NOT_FOUND and json.loads(out)["exit_code"] == EXIT_NOT_FOUND
@@ -204,7 +218,7 @@ def test_installed_console_script_end_to_end(table: str) -> None:
 
     assert len(cli("timeline", table)["instants"]) == 4
     assert cli("files", table)["file_groups"]
-    assert cli("stats", table)["rows"] == len(ids(table))
+    assert cli("stats", table)["rows"] == len(rows(table))
     assert cli("show-config", table)["table"]["hoodie.table.type"] == "MERGE_ON_READ"
     c = cli("compact", "schedule", table)["scheduled"]
     assert cli("compact", "run", table)["compactions"][0]["instant"] == c
@@ -217,4 +231,4 @@ def test_installed_console_script_end_to_end(table: str) -> None:
     assert cli("restore", table, sp)["savepoint"] == sp
     assert "archived" in cli("archive", table)
     assert cli("timeline", table + "-missing", expect=EXIT_NOT_A_TABLE)["exit_code"] == 3
-    assert ids(table) == hudi_rs_ids(table)
+    assert rows(table) == hudi_rs_rows(table)

@@ -16,12 +16,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import hudi
 import pyarrow as pa
 import pytest
 
 import hudi_ds
 from hudi_ds.errors import CommitConflictError
+from tests.conftest import assert_rows, hudi_rs_table
 
 WRITER = r"""
 import json, random, sys, time
@@ -108,24 +108,23 @@ def run_two_writers(path: str, opts: dict[str, str], seconds: float, tmp: Path) 
     return results
 
 
-def expected_state(results: list[dict]) -> dict[str, int]:
-    state = {"seed": 0}
-    for r in results:
+def expected_rows(results: list[dict]) -> list[tuple]:
+    """Per key the row of the logged batch with the greatest ts: (id, ts, p, who)."""
+    state: dict[str, tuple] = {"seed": ("seed", 0, "p0", 0)}
+    for who, r in enumerate(results, start=1):  # results are in writer seed order (1, 2)
         for b in r["batches"]:
             for k in b["keys"]:
-                state[f"k{k}"] = max(state.get(f"k{k}", -1), b["ts"])
-    return state
+                cur = state.get(f"k{k}")
+                if cur is None or b["ts"] >= cur[1]:
+                    state[f"k{k}"] = (f"k{k}", b["ts"], f"p{k % 4}", who)
+    return list(state.values())
 
 
 def check(path: str, results: list[dict]) -> None:
-    expected = expected_state(results)
-    t = hudi_ds.read(path, columns=["id", "ts"])
-    ids = t["id"].to_pylist()
-    assert len(ids) == len(set(ids)), "duplicate keys"
-    assert dict(zip(ids, t["ts"].to_pylist(), strict=True)) == expected
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    rs = pa.Table.from_batches(batches)
-    assert dict(zip(rs["id"].to_pylist(), rs["ts"].to_pylist(), strict=True)) == expected
+    expected = expected_rows(results)
+    columns = ["id", "ts", "p", "who"]
+    assert_rows(hudi_ds.read(path), expected, columns)
+    assert_rows(hudi_rs_table(path), expected, columns)
     table = hudi_ds.HudiTable(path)
     assert [i for i in table.timeline.instants if not i.is_completed] == []
     assert all(len(r["batches"]) > 3 for r in results)
@@ -165,7 +164,8 @@ def test_overlapping_cow_commit_raises_and_leaves_nothing(tmp_path: Path) -> Non
     second.commit(i2, s2)
     with pytest.raises(CommitConflictError, match="file group"):
         first.commit(i1, t1.close())
-    got = hudi_ds.read(path, columns=["id", "ts"]).sort_by("id")
-    assert got["ts"].to_pylist() == [6, 1]
+    expected = [("a", 6, "p0", 2), ("b", 1, "p0", 0)]
+    assert_rows(hudi_ds.read(path), expected, ["id", "ts", "p", "who"])
+    assert_rows(hudi_rs_table(path), expected, ["id", "ts", "p", "who"])
     assert not list((Path(path) / ".hoodie" / ".temp").glob(f"{i1}*"))
     assert not hudi_ds.HudiTable(path).timeline.get(i1)

@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import hudi
 import pyarrow as pa
 
 import hudi_ds
+from tests.conftest import assert_rows, hudi_rs_table
 
 WRITER = r"""
 import sys, pyarrow as pa, hudi_ds
@@ -32,14 +32,10 @@ hudi_ds.write(path, pa.RecordBatchReader.from_batches(next(batches()).schema, ba
 """
 
 
-def _rows(path: str) -> list[tuple]:
-    t = hudi_ds.read(path, columns=["id", "ts", "p"])
-    return sorted(zip(t["id"].to_pylist(), t["ts"].to_pylist(), t["p"].to_pylist(), strict=True))
-
-
-def _hudi_rs_count(path: str) -> int:
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    return sum(b.num_rows for b in batches)
+def _check(path: str, expected: list[tuple]) -> None:
+    """hudi_ds and hudi-rs both read exactly ``expected``: every column, no duplicate key."""
+    assert_rows(hudi_ds.read(path), expected, ["id", "ts", "p"])
+    assert_rows(hudi_rs_table(path), expected, ["id", "ts", "p"])
 
 
 def test_sigkill_mid_write_then_recover(tmp_path: Path) -> None:
@@ -53,7 +49,8 @@ def test_sigkill_mid_write_then_recover(tmp_path: Path) -> None:
     }
     first = pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "p": ["p0", "p1", "p2"]})
     hudi_ds.write(path, first, opts)
-    before = _rows(path)
+    before = [("a", 1, "p0"), ("b", 1, "p1"), ("c", 1, "p2")]
+    _check(path, before)
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, path], stdout=subprocess.PIPE, text=True, env=os.environ
     )
@@ -77,12 +74,10 @@ def test_sigkill_mid_write_then_recover(tmp_path: Path) -> None:
     ]
     assert debris, "the killed write had written data files"
     # readers see exactly the table as it was
-    assert _rows(path) == before
-    assert _hudi_rs_count(path) == len(before)
+    _check(path, before)
     # the next write rolls the failed one back and succeeds
     hudi_ds.write(path, pa.table({"id": ["d"], "ts": [2], "p": ["p0"]}), opts)
-    assert _rows(path) == sorted([*before, ("d", 2, "p0")])
-    assert _hudi_rs_count(path) == len(before) + 1
+    _check(path, [*before, ("d", 2, "p0")])
     assert not [p for p in debris if p.exists()]
     assert not list(temp.rglob("*.marker.*"))
     table = hudi_ds.HudiTable(path)

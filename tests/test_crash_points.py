@@ -13,12 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import hudi
 import pyarrow as pa
 import pytest
 
 import hudi_ds
 from hudi_ds.faults import ENV, EXIT_CODE
+from tests.conftest import assert_rows, hudi_rs_table
+
+COLUMNS = ["id", "ts", "p"]
 
 WRITER = r"""
 import sys, json, pyarrow as pa, hudi_ds
@@ -55,15 +57,15 @@ def run_writer(path: str, o: dict, ids: list[int], ts: int, crash: str | None) -
     return proc.returncode
 
 
-def state(path: str) -> dict[str, int]:
-    t = hudi_ds.read(path, columns=["id", "ts"])
-    return dict(zip(t["id"].to_pylist(), t["ts"].to_pylist(), strict=True))
+def expected_rows(model: dict[str, int]) -> list[tuple]:
+    """The full rows (id, ts, p) the model says the table holds."""
+    return [(k, ts, f"p{int(k[1:]) % 3}") for k, ts in model.items()]
 
 
-def hudi_rs_state(path: str) -> dict[str, int]:
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    t = pa.Table.from_batches(batches)
-    return dict(zip(t["id"].to_pylist(), t["ts"].to_pylist(), strict=True))
+def check_state(path: str, model: dict[str, int]) -> None:
+    """hudi_ds and hudi-rs both read exactly the model's rows: every column, no duplicate."""
+    assert_rows(hudi_ds.read(path), expected_rows(model), COLUMNS)
+    assert_rows(hudi_rs_table(path), expected_rows(model), COLUMNS)
 
 
 def apply(model: dict[str, int], ids: list[int], ts: int) -> dict[str, int]:
@@ -112,13 +114,11 @@ def test_crash_at_each_write_step(point: str, table_type: str, tmp_path: Path) -
     assert run_writer(path, o, batch, 5, point) == EXIT_CODE
     if point == "after_commit":
         model = apply(model, batch, 5)  # the commit point was passed: durable
-    assert state(path) == model
-    assert hudi_rs_state(path) == model
+    check_state(path, model)
     again = list(range(25, 40))
     assert run_writer(path, o, again, 9, None) == 0
     model = apply(model, again, 9)
-    assert state(path) == model
-    assert hudi_rs_state(path) == model
+    check_state(path, model)
     assert debris(path) == []
     pending = [i for i in hudi_ds.HudiTable(path).timeline.instants if not i.is_completed]
     assert pending == []
@@ -134,12 +134,10 @@ def test_crash_during_rollback_of_a_failed_write(table_type: str, tmp_path: Path
     assert run_writer(path, o, list(range(30)), 2, "after_files") == EXIT_CODE
     # the next writer starts rolling the failed write back and dies half way
     assert run_writer(path, o, [100], 3, "rollback") == EXIT_CODE
-    assert state(path) == model
-    assert hudi_rs_state(path) == model
+    check_state(path, model)
     assert run_writer(path, o, [101], 4, None) == 0
     model = apply(model, [101], 4)
-    assert state(path) == model
-    assert hudi_rs_state(path) == model
+    check_state(path, model)
     assert debris(path) == []
 
 
@@ -170,13 +168,11 @@ def test_crash_in_table_services(point: str, tmp_path: Path) -> None:
         pytest.fail(f"{point} never ran")
     pending = [i.action for i in hudi_ds.HudiTable(path).timeline.instants if not i.is_completed]
     assert pending == (["compaction"] if point == "compaction" else ["clean"])
-    assert state(path) == model
-    assert hudi_rs_state(path) == model
+    check_state(path, model)
     for ts in (20, 21, 22):
         assert run_writer(path, o, list(range(10, 40)), ts, None) == 0
         model = apply(model, list(range(10, 40)), ts)
-        assert state(path) == model
-        assert hudi_rs_state(path) == model
+        check_state(path, model)
     table = hudi_ds.HudiTable(path)
     done = {i.action for i in table.timeline.instants if i.is_completed}
     assert ("commit" if point == "compaction" else "clean") in done

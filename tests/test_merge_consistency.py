@@ -9,7 +9,9 @@ compaction-facing entry point :func:`hudi_ds.merge.merge_versions` against the r
 
 Deletes follow the rule that keeps them consistent in Hudi too: a delete that carries an
 ordering value is never followed by a version of the key with a smaller one (once compacted,
-a tombstone no longer exists to win against it).
+a tombstone no longer exists to win against it), and a key deleted by the delete operation is
+re-inserted only above every ordering value it had (below, Hudi returns the base file's old row
+on MOR but the re-insert on COW: tests/test_delete_semantics.py).
 """
 
 from __future__ import annotations
@@ -82,18 +84,23 @@ def options(mode: str, table_type: str) -> dict[str, str]:
 def history(seed: int, writes: int = 6) -> list[tuple[str, pa.Table]]:
     rng = np.random.default_rng(seed)
     out: list[tuple[str, pa.Table]] = []
+    top: dict[str, int] = {}  # greatest ordering value each key had
+    floor: dict[str, int] = {}  # keys the delete operation removed: re-insert above this
     for w in range(writes):
         n = int(rng.integers(4, 14))
         rows = []
         for _ in range(n):
+            key = f"k{int(rng.integers(0, 8))}"
             ts = 10 * (w + 1) + int(rng.integers(0, 16))
             deleted = bool(rng.random() < 0.1)
             if deleted:
                 ts = 10 * (w + 1)  # deletes never outrank a later write
+            ts = max(ts, floor.get(key, -1) + 1)
+            top[key] = max(top.get(key, ts), ts)
             marker = rng.random() < 0.12
             rows.append(
                 {
-                    "id": f"k{int(rng.integers(0, 8))}",
+                    "id": key,
                     "ts": ts,
                     "name": [None, "x", "y", TOAST][int(rng.integers(0, 4))],
                     "price": None if rng.random() < 0.3 else int(rng.integers(0, 9)),
@@ -107,6 +114,7 @@ def history(seed: int, writes: int = 6) -> list[tuple[str, pa.Table]]:
         if rng.random() < 0.35:
             ids = sorted({f"k{int(i)}" for i in rng.integers(0, 8, 2)})
             out.append(("delete", pa.table({"id": ids})))
+            floor.update({k: top[k] for k in ids if k in top})
     return out
 
 

@@ -19,14 +19,27 @@ version = st.tuples(
 
 
 def model(versions, mode):
-    """Fold the versions in write order, exactly as the merge rules say."""
+    """Fold the versions in write order, exactly as the merge rules say.
+
+    Event time: a natural delete (no ordering value) always applies; its tombstone is not
+    replaced by a later delete with an ordering value and loses to any later data version
+    (Hudi 1.1 ``BufferedRecordMergerFactory``: ``deltaMergeDeleteRecord`` keeps an existing
+    commit-time-ordering delete, ``shouldKeepNewerRecord`` lets data replace it).
+    """
     state: dict[str, tuple[int, int | None, bool]] = {}
+    natural: set[str] = set()
     for i, (k, o, kind) in enumerate(versions):
         if kind == "natural":
             state[k] = (i, None, True)
+            natural.add(k)
             continue
         cur = state.get(k)
         new = (i, o, kind == "delete")
+        if mode == EVENT_TIME_ORDERING and k in natural:
+            state[k] = new  # the latest delete reports the deletion
+            if kind == "data":
+                natural.discard(k)
+            continue
         if cur is None or mode == COMMIT_TIME_ORDERING:
             state[k] = new
             continue

@@ -50,6 +50,7 @@ def read(path: str, options: dict[str, str] | None = None) -> dict[str, dict[str
     out = {}
     for r in t.to_pylist():
         out[r["id"]] = {k: v for k, v in r.items() if not k.startswith("_hoodie")}
+    assert len(out) == t.num_rows, "hudi_ds reads a key twice"
     return out
 
 
@@ -58,9 +59,11 @@ def hudi_rs(path: str) -> dict[str, dict[str, Any]]:
     if not batches:
         return {}
     t = pa.Table.from_batches(batches)
-    return {
+    out = {
         r["id"]: {k: v for k, v in r.items() if not k.startswith("_hoodie")} for r in t.to_pylist()
     }
+    assert len(out) == t.num_rows, "hudi-rs reads a key twice"
+    return out
 
 
 def row(id_: str, ts: int, name: str | None, price: str | None) -> dict[str, Any]:
@@ -189,7 +192,7 @@ def test_order_status_story(tmp_path: Path, table_type: str, mode: str) -> None:
         assert status == {"o1": "paid", "o2": "cancelled"}  # no jumping back in time
     else:
         assert status == {"o1": "created", "o2": "created"}  # latest write wins
-    assert {k: v["status"] for k, v in hudi_rs(p).items()} == status
+    assert hudi_rs(p) == read(p)  # every column, not only the status
 
 
 # -- deletes -----------------------------------------------------------------------------------
@@ -232,9 +235,10 @@ def test_hoodie_is_deleted_everywhere(tmp_path: Path, table_type: str, payload: 
             {"id": "d", "ts": 2, "v": None, "_hoodie_is_deleted": True},
         ]
     )
-    assert sorted(read(p)) == ["b", "c"]
+    expected = {k: {"id": k, "ts": 1, "v": k} for k in "bc"}
+    assert read(p) == expected
     if payload in ("OverwriteWithLatestAvroPayload", "DefaultHoodieRecordPayload"):
-        assert sorted(hudi_rs(p)) == ["b", "c"]
+        assert hudi_rs(p) == expected
 
 
 @pytest.mark.parametrize("table_type", TYPES)
@@ -248,8 +252,8 @@ def test_event_time_delete_with_older_ordering_is_ignored(tmp_path: Path, table_
     w([{"id": k, "ts": 10, "v": k, "_hoodie_is_deleted": False} for k in "ab"])
     w([{"id": "a", "ts": 5, "v": None, "_hoodie_is_deleted": True}])  # older: loses
     w([{"id": "b", "ts": 15, "v": None, "_hoodie_is_deleted": True}])  # newer: deletes
-    assert sorted(read(p)) == ["a"]
-    assert sorted(hudi_rs(p)) == ["a"]
+    assert read(p) == {"a": {"id": "a", "ts": 10, "v": "a"}}
+    assert hudi_rs(p) == read(p)
 
 
 DMS = pa.schema([("id", pa.string()), ("Op", pa.string()), ("v", pa.int64())])
@@ -529,7 +533,7 @@ def test_payload_persisted_and_recognised(tmp_path: Path, name: str) -> None:
 
     assert table_spec(cfg).behaviour == name
     # hudi-rs reads the single version of every payload-based table alike
-    assert sorted(hudi_rs(p)) == ["1"]
+    assert hudi_rs(p) == read(p) and sorted(read(p)) == ["1"]
 
 
 def test_missing_columns_still_refused_without_partial_semantics(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import hudi
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -15,6 +14,7 @@ from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, table_checksum
 from hudi_ds.write.client import WriteClient
+from tests.conftest import assert_rows, hudi_rs_table, table_rows
 
 OPTS = {
     "hoodie.table.name": "trips",
@@ -37,13 +37,27 @@ def trips(ids, ts=1, city=None) -> pa.Table:
     )
 
 
+COLUMNS = ["id", "ts", "city", "fare"]
+
+
+def _checked_ids(t: pa.Table) -> list[str]:
+    """The ids of ``t`` after checking no id repeats and every row's fare is its own."""
+    rows = table_rows(t, COLUMNS)
+    assert_rows(t, rows, COLUMNS)  # no duplicate key
+    assert all(fare == float(i[1:]) for i, _, _, fare in rows), "a row carries another's values"
+    return sorted(r[0] for r in rows)
+
+
 def ids_of(path: str) -> list[str]:
-    return sorted(hudi_ds.read(path, columns=["id"]).column("id").to_pylist())
+    """The ids hudi_ds reads (checked: no duplicate, values of the right key)."""
+    return _checked_ids(hudi_ds.read(path))
 
 
 def hudi_rs_ids(path: str) -> list[str]:
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    return sorted(pa.Table.from_batches(batches).column("id").to_pylist()) if batches else []
+    """The ids hudi-rs reads, after checking its rows equal hudi_ds's in every column."""
+    rs = hudi_rs_table(path)
+    assert table_rows(rs, COLUMNS) == table_rows(hudi_ds.read(path), COLUMNS)
+    return _checked_ids(rs)
 
 
 def test_created_table_is_v6_with_merge_semantics(tmp_path: Path) -> None:
@@ -293,9 +307,13 @@ def test_nonpartitioned_table_with_two_key_fields(tmp_path: Path) -> None:
     got = hudi_ds.read(path).sort_by([("a", "ascending"), ("b", "ascending")])
     assert got["_hoodie_record_key"].to_pylist() == ["a:x,b:1", "a:x,b:2", "a:y,b:1"]
     assert got["ts"].to_pylist() == [1, 5, 1]
-    assert hudi_rs_ids.__name__  # hudi-rs reads it too:
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    assert sum(b.num_rows for b in batches) == 3
+    assert_rows(
+        hudi_rs_table(path),
+        [("x", 1, 1), ("x", 2, 5), ("y", 1, 1)],
+        ["a", "b", "ts"],
+        key=["a", "b"],
+    )
+    assert_rows(got, [("x", 1, 1), ("x", 2, 5), ("y", 1, 1)], ["a", "b", "ts"], key=["a", "b"])
 
 
 def test_commit_from_a_client_that_did_not_start_the_instant(tmp_path: Path) -> None:
@@ -322,8 +340,10 @@ def test_schema_evolution_promotes_types(tmp_path: Path) -> None:
     assert got.schema.field("score").type == pa.float64()
     assert got["qty"].to_pylist() == [7, 2**40]
     assert got["score"].to_pylist() == [1.5, 2.25]
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    assert sum(b.num_rows for b in batches) == 2
+    cols = ["id", "ts", "city", "fare", "qty", "score"]
+    expected = [("t1", 1, "sf", 1.0, 7, 1.5), ("t2", 1, "nyc", 2.0, 2**40, 2.25)]
+    assert_rows(got, expected, cols)
+    assert_rows(hudi_rs_table(path), expected, cols)
     # narrowing back is fine (cast to the table's type); a lossy change is refused
     hudi_ds.write(
         path,

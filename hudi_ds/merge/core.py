@@ -7,7 +7,8 @@ are sorted once by (key, write order) with ``numpy.lexsort``; per-key results co
 The merge rule these kernels implement is a left fold over each key's versions in write order
 (see :func:`resolve`): a version *wins* when its ordering rank is at least the greatest rank
 seen so far for the key (commit time: every version wins), a winning delete discards the
-record, a delete without an ordering value (a *natural* delete) also restarts the ranking.
+record, a delete without an ordering value (a *natural* delete) also restarts the ranking, and
+the deletes with an ordering value that follow it before any data version rank as its tombstone.
 """
 
 from __future__ import annotations
@@ -164,6 +165,15 @@ def resolve(
         seg_first = key_first | nat
         seg = np.cumsum(seg_first) - 1
         eff = np.where(nat, 0, np.asarray(rank, dtype=np.int64)[order] + 1)
+        if nat.any():
+            # a delete with an ordering value does not replace a natural delete's tombstone
+            # (Hudi 1.1 BufferedRecordMergerFactory.deltaMergeDeleteRecord keeps an existing
+            # commit-time-ordering delete): until the segment's first data version it ranks
+            # as the tombstone, so that data version still wins whatever its ordering value
+            seg_starts = np.flatnonzero(seg_first)
+            first_data = np.minimum.reduceat(np.where(d, n, pos), seg_starts)
+            tomb = d & ~nat & nat[seg_starts][seg] & (pos < first_data[seg])
+            eff = np.where(tomb, 0, eff)
         width = int(eff.max()) + 1
         v = seg * width + eff
         running = np.maximum.accumulate(v)
@@ -180,3 +190,81 @@ def resolve(
     w = np.maximum.reduceat(np.where(eligible & winner, pos, -1), key_starts)
     record = np.where(live, w, last_del)
     return Resolution(order, key_starts, key_of, winner, eligible, live, first, record)
+
+
+def merge_with_base(
+    res: Resolution,
+    rank: np.ndarray,
+    deletes: np.ndarray,
+    natural: np.ndarray | None,
+    base: np.ndarray,
+) -> Resolution:
+    """Event time: the base file's version against the merged log versions (Hudi's final merge).
+
+    Hudi merges a file slice in two steps: it folds the log records of each key (a delta
+    merge), then merges the base file's record (older) with the fold's result (newer). A
+    delete without an ordering value (a *natural* delete: the delete operation, Spark SQL
+    ``DELETE``) discards what the fold holds -- but not the base record, which only meets the
+    fold's result at the end. A version written after such a delete therefore wins the fold
+    and is then compared with the base record by ordering value: if the base record's is
+    greater, the base record is returned, as if the delete had not happened.
+
+    * Hudi 0.15 (table version 6), ``DefaultHoodieRecordPayload``: the log fold takes a data
+      record over a buffered delete whatever their ordering values
+      (``OverwriteWithLatestAvroPayload.preCombine``: "use natural order for delete record"),
+      then ``DefaultHoodieRecordPayload.combineAndGetUpdateValue`` keeps the stored record when
+      ``needUpdatingPersistedRecord`` finds its ordering value greater.
+    * Hudi 1.1 (``BufferedRecordMergerFactory.EventTimeBufferedRecordMerger``): ``deltaMerge``
+      keeps a newer record over a commit-time-ordering delete (``shouldKeepNewerRecord``), a
+      delete with an ordering value does not replace such a delete
+      (``deltaMergeDeleteRecord``), and ``finalMerge`` returns the older (base) record when
+      ``oldOrderingValue.compareTo(newOrderingValue) > 0`` unless the newer one is a
+      commit-time-ordering delete.
+
+    Keys with no natural delete after their base version are left as :func:`resolve` folded
+    them: without a restart the one fold already equals the two steps.
+
+    Args:
+        res: :func:`resolve` of all versions (base versions first in write order).
+        rank: ordering rank per version.
+        deletes: whether each version is a delete.
+        natural: natural deletes (None: none).
+        base: whether each version comes from the base file.
+
+    Returns:
+        ``res`` with the keys whose base version wins the final merge made live again, the
+        base version as their only contributing version.
+    """
+    n = len(res.order)
+    if n == 0 or natural is None or not base.any():
+        return res
+    order, ks, key_of = res.order, res.key_starts, res.key_of
+    d = np.asarray(deletes, dtype=bool)[order]
+    nat = np.asarray(natural, dtype=bool)[order] & d
+    if not nat.any():
+        return res
+    r = np.asarray(rank, dtype=np.int64)[order]
+    pos = np.arange(n, dtype=np.int64)
+    bpos = np.minimum.reduceat(np.where(np.asarray(base, dtype=bool)[order], pos, n), ks)
+    last_nat = np.maximum.reduceat(np.where(nat, pos, -1), ks)
+    cand = (bpos < n) & (last_nat > bpos)
+    if not cand.any():
+        return res
+    rec = res.record
+    # deleted keys: a natural tombstone stays (a later delete with an ordering value does not
+    # replace it); a delete with an ordering value that follows a data version competes
+    data_after_nat = np.maximum.reduceat(
+        np.where(res.winner & ~d & (pos > last_nat[key_of]), pos, -1), ks
+    )
+    ordered_del = ~res.live & (rec != last_nat) & (data_after_nat >= 0) & (data_after_nat < rec)
+    contest = cand & (res.live | ordered_del)
+    safe_b = np.minimum(bpos, n - 1)
+    revive = contest & (r[safe_b] > r[np.clip(rec, 0, n - 1)])
+    if not revive.any():
+        return res
+    live = res.live | revive
+    record = np.where(revive, bpos, rec)
+    first = np.where(revive, bpos, res.first)
+    on_revived = revive[key_of]
+    eligible = np.where(on_revived, pos == bpos[key_of], res.eligible)
+    return Resolution(order, ks, key_of, res.winner, eligible, live, first, record)

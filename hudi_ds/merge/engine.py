@@ -191,6 +191,14 @@ class VersionsBuilder:
     _deletes: list[np.ndarray] = field(default_factory=list)
     _absent: list[tuple[int, int, list[str]]] = field(default_factory=list)
     _n: int = 0
+    _base_rows: int = 0
+
+    def add_base(self, table: pa.Table) -> None:
+        """Add the base file's rows (the stored records); must come before any other part."""
+        if self._n:
+            raise ValueError("the base file's rows come first")
+        self._add_data(table, False, None)
+        self._base_rows = self._n
 
     def add(self, part: Part) -> None:
         """Add the next write unit (rows in write order)."""
@@ -269,7 +277,11 @@ class VersionsBuilder:
                     m = absent[c] = np.zeros(n, dtype=bool)
                 m[start:end] = True
         deletes = np.concatenate(self._deletes) if self._deletes else np.zeros(0, dtype=bool)
-        return Versions(table, keys, np.arange(n, dtype=np.int64), deletes, absent)
+        base = None
+        if self._base_rows:
+            base = np.zeros(n, dtype=bool)
+            base[: self._base_rows] = True
+        return Versions(table, keys, np.arange(n, dtype=np.int64), deletes, absent, base)
 
 
 def merger_of(spec: MergeSpec | RecordMerger) -> RecordMerger:
@@ -283,6 +295,7 @@ def merge_versions(
     schema: pa.Schema,
     props: Mapping[str, str] | None = None,
     key_fn: Callable[[pa.Table], pa.Array] | None = None,
+    has_base: bool = False,
 ) -> MergeResult:
     """Merge the versions of one or more file groups, given in write order.
 
@@ -298,6 +311,10 @@ def merge_versions(
             or absent for partial parts).
         props: merge properties (default: the spec's).
         key_fn: record keys of tables without ``_hoodie_record_key`` (no meta fields).
+        has_base: ``parts[0]`` holds base file rows (the stored records of the file slices):
+            under event-time ordering they meet the merged later versions last, as in Hudi
+            (a natural delete followed by an older re-insert does not hide a base record with
+            a greater ordering value; :func:`hudi_ds.merge.core.merge_with_base`).
 
     Returns:
         A :class:`~hudi_ds.merge.merger.MergeResult` whose ``winners`` / ``deleted`` index the
@@ -307,8 +324,11 @@ def merge_versions(
         props = spec.props() if isinstance(spec, MergeSpec) else {}
     ordering = _ordering_fields(spec, props)
     builder = VersionsBuilder(schema, ordering, key_fn)
-    for p in parts:
-        builder.add(p)
+    for i, p in enumerate(parts):
+        if i == 0 and has_base and isinstance(p, pa.Table):
+            builder.add_base(p)
+        else:
+            builder.add(p)
     return merger_of(spec).merge_batches(builder.build(), schema, props)
 
 

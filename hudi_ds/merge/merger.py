@@ -84,6 +84,9 @@ class Versions:
             flagged ``_hoodie_is_deleted``); a merger may detect more (e.g. an ``Op`` column).
         absent: per column, a bool mask of the versions that do not carry it (partial rows).
             Columns not listed are carried by every version.
+        base: versions read from a base file (the stored records of a file slice), or None
+            (no base file: a write batch). Hudi merges these with the result of the log
+            versions last (see :func:`hudi_ds.merge.core.merge_with_base`).
     """
 
     table: pa.Table
@@ -91,6 +94,7 @@ class Versions:
     seq: np.ndarray
     deletes: np.ndarray
     absent: dict[str, np.ndarray] = field(default_factory=dict)
+    base: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -216,7 +220,11 @@ def fold(
     state: MergeOutcome = _start(merger, records[0], names, props)
     for rec in records[1:]:
         if isinstance(state, _Delete):
-            state = _start(merger, rec, names, props)
+            # a later delete does not replace the reset with a tombstone that data would have
+            # to outrank (Hudi 1.1 BufferedRecordMergerFactory.deltaMergeDeleteRecord keeps an
+            # existing commit-time-ordering delete); the next data version starts afresh
+            if not merger.is_delete(rec, props):
+                state = _start(merger, rec, names, props)
             continue
         if (
             partial

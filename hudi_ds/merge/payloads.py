@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 
 from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
-from hudi_ds.merge.core import key_codes, ordering_rank, resolve
+from hudi_ds.merge.core import key_codes, merge_with_base, ordering_rank, resolve
 from hudi_ds.merge.merger import (
     DELETE,
     IS_DELETED,
@@ -319,6 +319,9 @@ class BuiltinMerger(RecordMerger):
             rank = ordering_rank(cols, n)
             natural = deletes & np.all([np.asarray(c.is_null(), bool) for c in cols], axis=0)
         res = resolve(key_codes(versions.keys), versions.seq, rank, deletes, natural)
+        if rank is not None and versions.base is not None and cfg.partial == PARTIAL_NONE:
+            # Hudi's final merge of the base record with the merged log records
+            res = merge_with_base(res, rank, deletes, natural, versions.base)
         order = res.order
         live = np.flatnonzero(res.live)
         rec = res.record[live]

@@ -266,7 +266,13 @@ def read_file_slice(
             stats.corrupt_blocks += 1
             stats.damaged_files.append(b.path)
     spec = ctx.merge_spec
-    result = merge_versions(parts, spec, schema, key_fn=lambda t: _keys_of(t, ctx))
+    result = merge_versions(
+        parts,
+        spec,
+        schema,
+        key_fn=lambda t: _keys_of(t, ctx),
+        has_base=fslice.base_file is not None,
+    )
     out = result.rows
     return out if columns is None else _project(out, columns)
 

@@ -79,7 +79,7 @@ from hudi_ds.schema import (
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView, Visibility
 from hudi_ds.table.table import HudiTable
-from hudi_ds.table_config import EVENT_TIME_ORDERING, TableConfig
+from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
@@ -1305,15 +1305,15 @@ class TaskWriter:
         p = self.plan
         self._check_keys(table)
         keys, parts = self._keys_and_partitions(table)
-        ordering = None
-        if (
-            p.merge_mode == EVENT_TIME_ORDERING
-            and p.ordering_field
-            and p.ordering_field in table.column_names
-        ):
-            ordering = table.column(p.ordering_field)
-            self._check_ordering(table, keys)
-        dels = self._delete_table(keys, parts, ordering)
+        # The delete operation deletes keys, whatever ordering values the rows carry, as in
+        # Hudi 0.15 and 1.x: HoodieSparkSqlWriter (case DELETE) keeps only the HoodieKey of
+        # each row (HoodieCreateRecordUtils.getHoodieKeyAndMaybeLocationFromAvroRecord), and
+        # HoodieDeleteHelper.execute writes EmptyHoodieRecordPayload records whose ordering
+        # value is the default 0, "natural order": the log reader applies such a delete over
+        # any record (processNextDeletedRecord / deltaMergeDeleteRecord:
+        # `!deleteOrderingVal.equals(0) && ...`). A delete that must lose to newer versions is
+        # an upsert with `_hoodie_is_deleted` = true.
+        dels = self._delete_table(keys, parts, None)
         return p.schema.empty_table(), dels, pa.array([], pa.string()), parts
 
     def _delete_table(

@@ -790,6 +790,7 @@ def merge_into_base(
         [old, DataPart(ctx.carried(incoming), partial=partial), DeleteKeys.from_table(dels)],
         ctx.merge_spec,
         ctx.schema,
+        has_base=True,
     )
     rows = res.rows
     if n_old == 0:
