@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SCALE ?= 1
 
-.PHONY: help install demo test test-core test-spark test-explore lint bench clean
+.PHONY: help install demo test test-core test-quick test-spark test-explore lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ test: $(STAMP)  ## the whole test suite (core + spark)
 
 test-core: $(STAMP)  ## core tests only (no JVM)
 	$(BIN)/python -m pytest -q -m "not spark" tests
+
+test-quick: $(STAMP)  ## the inner loop: no JVM, no slow tests
+	$(BIN)/python -m pytest -q -m "not spark and not slow" tests
 
 test-spark: $(STAMP)  ## spark tests only
 	$(BIN)/python -m pytest -q -m spark tests

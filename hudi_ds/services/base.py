@@ -28,7 +28,7 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
-from hudi_ds.write.lock import FileSystemLock, InProcessLock, held, make_lock
+from hudi_ds.write.lock import FileSystemLock, InProcessLock, held, table_lock
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -131,16 +131,7 @@ class ServiceContext:
         """The table lock the writers take (``hoodie.write.lock.provider``); None for a single
         writer. Table services take it for their timeline transitions, as Hudi's do (its
         ``TransactionManager`` around scheduling and completing a table service)."""
-        if not self.multi_writer:
-            return None
-        o = self.options
-        return make_lock(
-            o.get(ConcurrencyConfig.LOCK_PROVIDER),
-            self.storage,
-            o.get(ConcurrencyConfig.LOCK_EXPIRE_MIN),
-            o.get(ConcurrencyConfig.LOCK_WAIT_MS),
-            o.get(ConcurrencyConfig.LOCK_RETRIES),
-        )
+        return table_lock(self.storage, self.options)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -430,11 +430,15 @@ class HudiTable:
         return committed, problems
 
     def verify_committed_files(
-        self, view: FileSystemView, vis: Visibility
+        self, view: FileSystemView, vis: Visibility, *, recheck_cleaned: bool = False
     ) -> dict[tuple[str, str], list[CommittedFile]]:
         """Check that the latest slices' committed files are all listed and whole.
 
-        For table services (compaction), which must never bake a loss into a new base file.
+        For writers and table services (compaction), which must never bake a loss into a new
+        base file. With ``recheck_cleaned`` (a caller that plans from a fresh view afterwards),
+        a missing file that a completed clean deleted -- another writer committed a newer
+        version and cleaned this one after this table's timeline was loaded -- makes the check
+        reload the timeline and the listing and run once more.
 
         Returns:
             The committed files per ``(partition, file id)`` (their committed log ranges).
@@ -444,6 +448,13 @@ class HudiTable:
             CorruptFileError: a committed file is shorter than its commit recorded.
         """
         committed, problems = self._committed_problems(view, vis, True)
+        if recheck_cleaned and any(
+            x.kind == "missing" and self._cleaned_by(x.path) is not None for x in problems
+        ):
+            self.refresh()
+            return self.verify_committed_files(
+                FileSystemView(self.storage, self.config), self.visibility()
+            )
         for x in problems:
             where = self.storage.full_path(x.path)
             if x.kind == "missing":

@@ -100,7 +100,7 @@ from hudi_ds.write.lock import (
     beat_once,
     heartbeat_expired,
     held,
-    make_lock,
+    table_lock,
 )
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
 from hudi_ds.write.rollback import rollback_failed_writes, rollback_instant
@@ -544,7 +544,7 @@ class WriteClient:
                 # committed file missing or short, it would merge into an older version and
                 # make the loss permanent
                 table = HudiTable(self.storage)
-                table.verify_committed_files(view, table.visibility())
+                table.verify_committed_files(view, table.visibility(), recheck_cleaned=True)
         if self.table_config is None:
             before = self._listing()
             self._create_table(full)
@@ -627,16 +627,7 @@ class WriteClient:
     # -- concurrency --------------------------------------------------------------------------
     def _lock(self) -> FileSystemLock | InProcessLock | None:
         """The table lock of a multi-writer client (None for a single writer)."""
-        if not self.multi_writer:
-            return None
-        o = self.options
-        return make_lock(
-            o.get(ConcurrencyConfig.LOCK_PROVIDER),
-            self.storage,
-            o.get(ConcurrencyConfig.LOCK_EXPIRE_MIN),
-            o.get(ConcurrencyConfig.LOCK_WAIT_MS),
-            o.get(ConcurrencyConfig.LOCK_RETRIES),
-        )
+        return table_lock(self.storage, self.options)
 
     def _failed_writes_policy(self) -> str:
         policy = self.options.get(ConcurrencyConfig.FAILED_WRITES_POLICY)

@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from hudi_ds.config import ConcurrencyConfig, Options
 from hudi_ds.errors import ConfigError, HudiError
 from hudi_ds.storage import Storage
 
@@ -143,6 +144,20 @@ class InProcessLock:
 
     def release(self) -> None:
         self._lock.release()
+
+
+def table_lock(storage: Storage, options: Options) -> FileSystemLock | InProcessLock | None:
+    """The table lock that writers and table services take, from the ``hoodie.write.lock.*``
+    options; None for a single writer (``hoodie.write.concurrency.mode=single_writer``)."""
+    if options.get(ConcurrencyConfig.MODE) == "single_writer":
+        return None
+    return make_lock(
+        options.get(ConcurrencyConfig.LOCK_PROVIDER),
+        storage,
+        options.get(ConcurrencyConfig.LOCK_EXPIRE_MIN),
+        options.get(ConcurrencyConfig.LOCK_WAIT_MS),
+        options.get(ConcurrencyConfig.LOCK_RETRIES),
+    )
 
 
 def make_lock(
