@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from hudi_ds.errors import InstantNotFoundError
 from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.table.fs_view import Visibility
@@ -83,7 +84,13 @@ def committed_files(
     """Committed files of ``commits``, per ``(partition, file id)``, from their write stats."""
     by_path: dict[str, CommittedFile] = {}
     for inst in commits:
-        md = timeline.read_commit_metadata(inst)
+        try:
+            md = timeline.read_commit_metadata(inst)
+        except InstantNotFoundError:
+            # its file went after the timeline was listed: a concurrent archival moved the
+            # instant to the archived timeline (Hudi's archiver deletes completed files last),
+            # and archived commits' files are not checked
+            continue
         done = inst.completion_time or inst.requested_time
         for stats in md.partition_to_write_stats.values():
             for st in stats:

@@ -452,9 +452,8 @@ class HudiTable:
             x.kind == "missing" and self._cleaned_by(x.path) is not None for x in problems
         ):
             self.refresh()
-            return self.verify_committed_files(
-                FileSystemView(self.storage, self.config), self.visibility()
-            )
+            vis = self.visibility()  # the timeline first, then the listing
+            return self.verify_committed_files(FileSystemView(self.storage, self.config), vis)
         for x in problems:
             where = self.storage.full_path(x.path)
             if x.kind == "missing":

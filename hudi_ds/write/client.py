@@ -536,15 +536,19 @@ class WriteClient:
         if self.table_config is not None and instant is None:
             # hoodie.properties' checksum does not cover the bucket count: check it against the
             # file groups before writing (tasks joining an instant rely on the driver's check)
+            cow = self.table_type == "COPY_ON_WRITE"
+            # the timeline is loaded before the listing: a commit landing in between is then
+            # listed but not yet visible, never visible but unlisted ("missing")
+            cow_table = HudiTable(self.storage) if cow else None
+            vis = cow_table.visibility() if cow_table is not None else None
             view = check_bucket_layout(
                 self.storage, self.table_config, self.num_buckets, list(self.hash_fields)
             )
-            if self.table_type == "COPY_ON_WRITE":
+            if cow_table is not None and vis is not None:
                 # a COW write rewrites the latest base file of each group it touches: with a
                 # committed file missing or short, it would merge into an older version and
                 # make the loss permanent
-                table = HudiTable(self.storage)
-                table.verify_committed_files(view, table.visibility(), recheck_cleaned=True)
+                cow_table.verify_committed_files(view, vis, recheck_cleaned=True)
         if self.table_config is None:
             before = self._listing()
             self._create_table(full)
