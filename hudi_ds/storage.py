@@ -112,7 +112,18 @@ class Storage:
     def _list(self, rel: str, recursive: bool) -> Iterator[tuple[FileInfo, bool]]:
         sel = pafs.FileSelector(self.full_path(rel), allow_not_found=True, recursive=recursive)
         prefix = len(self.root) + 1 if self.root != "/" else 1
-        for fi in self.fs.get_file_info(sel):
+        try:
+            infos = self.fs.get_file_info(sel)
+        except FileNotFoundError:
+            # a folder below ``rel`` went while it was being listed (e.g. the markers of an
+            # instant that completed meanwhile): list again, what is gone is not listed
+            try:
+                infos = self.fs.get_file_info(sel)
+            except FileNotFoundError:
+                if self.is_dir(rel):
+                    raise
+                infos = []
+        for fi in infos:
             path = fi.path[prefix:] if fi.path.startswith(self.root) else fi.path
             yield (
                 FileInfo(path, int(fi.size or 0), _mtime_ms(fi)),
