@@ -35,8 +35,9 @@ from hudi_ds.table_config import PROPS_FILE, TableConfig
 log = logging.getLogger("hudi_ds.write")
 
 RECORD_KEY = "_hoodie_record_key"
-#: file groups whose keys are sampled
-MAX_SAMPLED_GROUPS = 16
+#: file groups whose keys are sampled (a key of a group matches a wrong count by chance with
+#: a probability of about 1/num_buckets, so a few groups with 2-4 keys each are enough)
+MAX_SAMPLED_GROUPS = 4
 #: log files larger than this are not read for a sample (base files only need their footer)
 MAX_SAMPLED_LOG_BYTES = 4 << 20
 #: keys taken from one log block
