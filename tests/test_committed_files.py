@@ -8,6 +8,7 @@ where the table is left readable.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +193,22 @@ def compact_and_clean(path: str) -> None:
     assert clean.clean(ctx).deleted
 
 
+def racing_table(path: str, race: Callable[[], None]) -> Any:
+    """A table whose first ``plan_read`` runs ``race`` right after planning (``.raced`` tells)."""
+
+    class Racing(hudi_ds.HudiTable):
+        raced = False
+
+        def plan_read(self, *args: Any, **kwargs: Any) -> Any:
+            planned = super().plan_read(*args, **kwargs)
+            if not self.raced:
+                self.raced = True
+                race()
+            return planned
+
+    return Racing(path)
+
+
 def test_read_planned_before_a_compaction_and_clean_replans(tmp_path: Path) -> None:
     path = two_commits(tmp_path)
     old_files = set(logs(path))
@@ -199,21 +216,9 @@ def test_read_planned_before_a_compaction_and_clean_replans(tmp_path: Path) -> N
     plan = table.plan_read()
     assert {Path(path) / lf.path for s in plan.slices for lf in s.log_files} == old_files
 
-    class Racing(hudi_ds.HudiTable):
-        """Compaction and clean run right after the read planned."""
-
-        raced = False
-
-        def plan_read(self, *args: Any, **kwargs: Any) -> Any:
-            planned = super().plan_read(*args, **kwargs)
-            if not Racing.raced:
-                Racing.raced = True
-                compact_and_clean(path)
-            return planned
-
-    racing = Racing(path)
+    racing = racing_table(path, lambda: compact_and_clean(path))
     got = racing.read()
-    assert Racing.raced and not any(f.exists() for f in old_files)  # the clean removed them
+    assert racing.raced and not any(f.exists() for f in old_files)  # the clean removed them
     assert rows(got) == EXPECTED == hudi_rs(path)
     assert racing.last_read_stats.replans == 1
 
@@ -224,20 +229,12 @@ def test_cow_read_racing_a_newer_version_and_its_clean_replans(tmp_path: Path) -
     third = pa.table({"id": ["b"], "ts": [3], "p": ["x"], "v": ["b3"]})
     expected = sorted([*(r for r in EXPECTED if r[0] != "b"), ("b", 3, "x", "b3")])
 
-    class Racing(hudi_ds.HudiTable):
+    def race() -> None:
         """A new file version is committed and the old one cleaned right after planning."""
+        hudi_ds.write(path, third, COW)
+        assert clean.clean(ServiceContext.open(path, RETAIN_ONE)).deleted
 
-        raced = False
-
-        def plan_read(self, *args: Any, **kwargs: Any) -> Any:
-            planned = super().plan_read(*args, **kwargs)
-            if not Racing.raced:
-                Racing.raced = True
-                hudi_ds.write(path, third, COW)
-                assert clean.clean(ServiceContext.open(path, RETAIN_ONE)).deleted
-            return planned
-
-    racing = Racing(path)
+    racing = racing_table(path, race)
     racing.read_threads = 1
     assert rows(racing.read()) == expected == hudi_rs(path)
     assert racing.last_read_stats.replans == 1
