@@ -718,7 +718,9 @@ class WriteClient:
         gone = any(not tl.contains(b) for b in bases)
         if not news and not gone:
             return statuses  # no slice newer than the ones written to, none taken back
-        moved = retarget_logs(self.storage, [statuses[k].stat for k in appends], plan.instant)
+        moved = retarget_logs(
+            self.storage, [statuses[k].stat for k in appends], plan.instant, timeline=tl
+        )
         out = list(statuses)
         for k, stat in zip(appends, moved, strict=True):
             if stat is not statuses[k].stat:
@@ -1475,7 +1477,7 @@ class TaskWriter:
 
 # ------------------------------------------------------------------------------------------------
 def _compaction_targets(
-    storage: Storage, timeline: Timeline, partitions: Iterable[str]
+    view: FileSystemView, timeline: Timeline, partitions: Iterable[str]
 ) -> tuple[dict[tuple[str, str], str], set[str]]:
     """The current base instant of each file group of ``partitions`` that has one, and the
     log files named by any compaction plan on the timeline.
@@ -1484,7 +1486,6 @@ def _compaction_targets(
     later, the latest pending compaction planned on it: new log files belong there (Hudi's
     ``getLatestFileSlices`` opens the slice of a pending compaction at its requested time).
     """
-    view = FileSystemView(storage, TableConfig.load(storage))
     targets: dict[tuple[str, str], str] = {}
     parts = set(partitions)
     first = timeline.first_active_time() or ""
@@ -1509,7 +1510,10 @@ def _compaction_targets(
 
 
 def retarget_logs(
-    storage: Storage, stats: Sequence[WriteStat], marker_instant: str | None = None
+    storage: Storage,
+    stats: Sequence[WriteStat],
+    marker_instant: str | None = None,
+    timeline: Timeline | None = None,
 ) -> list[WriteStat]:
     """Move log files written against a file slice that a compaction has since replaced into
     the compaction's slice; returns the stats with the new paths.
@@ -1525,6 +1529,7 @@ def retarget_logs(
     Args:
         marker_instant: the pending write owning the files (a marker is made for each new
             name, so that a rollback finds it); None for files of a completed write.
+        timeline: the timeline, if the caller just loaded it.
     """
     deltas = [
         (i, s, parse_log_file_name((s.path or "").rsplit("/", 1)[-1]))
@@ -1534,21 +1539,21 @@ def retarget_logs(
     deltas = [(i, s, n) for i, s, n in deltas if n is not None]
     if not deltas:
         return list(stats)
-    timeline = Timeline.load(storage, 1)
+    timeline = timeline if timeline is not None else Timeline.load(storage, 1)
+    view = FileSystemView(storage, TableConfig.load(storage))
     targets, planned = _compaction_targets(
-        storage, timeline, {s.partition_path or "" for _, s, _ in deltas}
+        view, timeline, {s.partition_path or "" for _, s, _ in deltas}
     )
     out = list(stats)
-    view: FileSystemView | None = None
-    top: dict[tuple[str, str, str], int] = {}
+    top: dict[tuple[str, str, str], int] | None = None
     for i, s, name in deltas:
         assert name is not None
         p, fid = s.partition_path or "", name.file_id
         target = targets.get((p, fid))
         if target is None or target == name.instant_time or (s.path or "") in planned:
             continue
-        if view is None:
-            view = FileSystemView(storage, TableConfig.load(storage))
+        if top is None:  # the log versions per slice, from the same listing
+            top = {}
             for part in {q for q, _ in targets}:
                 for g in view.file_groups(part):
                     for lf in g.log_files:
