@@ -66,7 +66,7 @@ from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
 from hudi_ds.services.base import Progress, ServiceContext, partition_of, under_table_lock
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import committed_files, visible_commits
-from hudi_ds.table.fs_view import FileSystemView, Visibility
+from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.table import HudiTable
 from hudi_ds.timeline.instant import COMPACTION, Instant, State
@@ -84,6 +84,7 @@ from hudi_ds.timeline.metadata import (
     WriteStat,
 )
 from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.client import retarget_logs
 from hudi_ds.write.handles import write_base_file
 from hudi_ds.write.lock import Heartbeat, heartbeat_expired, held

@@ -60,8 +60,8 @@ from hudi_ds.spark.reader import (
     validate_read_options,
 )
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
-from hudi_ds.table.table import HudiTable, ReadPlan, _normalize_instant
-from hudi_ds.timeline.instant import Instant
+from hudi_ds.table.table import HudiTable, ReadPlan
+from hudi_ds.timeline.instant import Instant, normalize_instant
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.rollback import WRITE_ACTIONS
 
@@ -143,7 +143,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         reader = cls(opt.require_path(path), hudi, connector, schema)
         start = reader.start_offset.strip().lower()
         if start not in ("earliest", "latest"):
-            _normalize_instant(start)
+            normalize_instant(start)
         return reader
 
     # -- offsets (driver, one long-lived process) ------------------------------------------------
@@ -183,7 +183,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
                 return {OFFSET_KEY: INIT_OFFSET}
             commits = self._admissible(tl)
             return {OFFSET_KEY: self._position(tl, commits[-1]) if commits else INIT_OFFSET}
-        return {OFFSET_KEY: _normalize_instant(start)}
+        return {OFFSET_KEY: normalize_instant(start)}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """``maxCommitsPerTrigger`` (as a file limit: one commit is one unit) or

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from hudi_ds.errors import InstantNotFoundError
 from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
-from hudi_ds.table.fs_view import Visibility
 from hudi_ds.timeline.instant import Instant
 from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.view import Visibility
 
 #: committed byte ranges of one log file: ``(start, end, instant)`` per committing instant
 Ranges = tuple[tuple[int, int, str], ...]

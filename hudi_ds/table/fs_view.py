@@ -9,7 +9,6 @@ active instant are treated as committed (they were archived), as Java does.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from hudi_ds.layout.file_group import BaseFile, FileGroup, FileSlice, LogFile
 from hudi_ds.layout.naming import (
@@ -19,35 +18,7 @@ from hudi_ds.layout.naming import (
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
-
-
-@dataclass(frozen=True)
-class Visibility:
-    """Which instants' files and log blocks a query sees.
-
-    Attributes:
-        instants: requested times of the visible completed data instants.
-        completion: completion time of each visible instant (layout 2; requested time in layout 1).
-        first_active: the earliest instant on the active timeline; older files count as archived
-            (committed) instants.
-        replaced: file ids replaced (insert_overwrite / clustering) by visible replacecommits,
-            per partition.
-        pending_compactions: requested times of compactions scheduled but not completed.
-    """
-
-    instants: frozenset[str]
-    completion: dict[str, str] = field(default_factory=dict)
-    first_active: str | None = None
-    replaced: dict[str, frozenset[str]] = field(default_factory=dict)
-    pending_compactions: frozenset[str] = frozenset()
-
-    def sees(self, instant_time: str) -> bool:
-        if instant_time in self.instants:
-            return True
-        return self.first_active is not None and instant_time < self.first_active
-
-    def completion_of(self, instant_time: str) -> str:
-        return self.completion.get(instant_time, instant_time)
+from hudi_ds.timeline.view import Visibility
 
 
 class FileSystemView:

@@ -43,7 +43,7 @@ from hudi_ds.merge.engine import (
 from hudi_ds.merge.modes import MergeSpec
 from hudi_ds.schema import IS_DELETED_FIELD, cached_arrow_schema, promote_table
 from hudi_ds.storage import Storage
-from hudi_ds.table.fs_view import Visibility
+from hudi_ds.timeline.view import Visibility
 
 log = logging.getLogger("hudi_ds.read")
 

@@ -11,7 +11,6 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -30,7 +29,6 @@ from hudi_ds.keygen import key_string
 from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import partition_values_of
 from hudi_ds.merge.modes import custom_classes_option, table_spec
-from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import (
     CommittedFile,
@@ -42,16 +40,16 @@ from hudi_ds.table.committed import (
     visible_commits,
 )
 from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
-from hudi_ds.table.fs_view import FileSystemView, Visibility
+from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table_config import TableConfig
-from hudi_ds.timeline.instant import RESTORE, Instant
+from hudi_ds.timeline.instant import Instant, normalize_instant
 from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.view import TableState, Visibility
 
 log = logging.getLogger("hudi_ds.read")
 
 SUPPORTED_VERSIONS = (6, 8, 9)
-DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
 class HudiTable:
@@ -65,10 +63,12 @@ class HudiTable:
         TableNotFoundError: there is no ``.hoodie/hoodie.properties`` under ``path``.
     """
 
-    def __init__(self, path: str | Storage, options: Mapping[str, Any] | None = None) -> None:
-        self.storage = path if isinstance(path, Storage) else Storage(str(path))
+    def __init__(
+        self, path: str | Storage | TableState, options: Mapping[str, Any] | None = None
+    ) -> None:
+        self.state = path if isinstance(path, TableState) else TableState.open(path)
+        self.storage = self.state.storage
         self.options = Options.of(options)
-        self.config = TableConfig.load(self.storage)
         if self.config.table_version not in SUPPORTED_VERSIONS:
             raise UnsupportedError(
                 f"{self.storage.base_uri} is a Hudi table of version "
@@ -92,37 +92,24 @@ class HudiTable:
     def is_mor(self) -> bool:
         return self.config.is_mor
 
-    @cached_property
+    @property
+    def config(self) -> TableConfig:
+        """The table's ``hoodie.properties``."""
+        return self.state.config
+
+    @property
     def timeline(self) -> Timeline:
-        """The active timeline (loaded once; call :meth:`refresh` after writes)."""
-        return Timeline.load(
-            self.storage, self.config.timeline_layout_version, self.config.timeline_path
-        )
+        """The active timeline (listed once; call :meth:`refresh` after writes)."""
+        return self.state.timeline
 
     def refresh(self) -> None:
-        """Forget cached timeline and listings (after another writer committed)."""
-        self.__dict__.pop("timeline", None)
-        self.__dict__.pop("schema", None)
-        self.config = TableConfig.load(self.storage)
+        """Forget the cached timeline, re-read ``hoodie.properties`` (another writer committed)."""
+        self.state.refresh()
 
-    @cached_property
+    @property
     def schema(self) -> pa.Schema:
         """The table schema (Arrow), with Hudi's meta fields first when the table keeps them."""
-        avro = self._latest_avro_schema()
-        if avro is None:
-            return pa.schema([])
-        schema = avro_to_arrow_schema(avro)
-        if self.config.populate_meta_fields:
-            schema = with_meta_fields(schema)
-        return schema
-
-    def _latest_avro_schema(self) -> str | None:
-        for inst in reversed(self.timeline.commits()):
-            md = self.timeline.read_commit_metadata(inst)
-            s = md.extra_metadata.get("schema") if md is not None else None
-            if s:
-                return s
-        return self.config.create_schema
+        return self.state.schema
 
     def _view(self) -> FileSystemView:
         return FileSystemView(self.storage, self.config)
@@ -130,55 +117,7 @@ class HudiTable:
     # -- visibility --------------------------------------------------------------------------
     def visibility(self, as_of: str | None = None) -> Visibility:
         """The instants a read as of ``as_of`` (default: the latest) may see."""
-        tl = self.timeline
-        commits = list(tl.commits())
-        if as_of is not None:
-            as_of = _normalize_instant(as_of)
-            commits = [i for i in commits if i.requested_time <= as_of]
-        restoring = [
-            tl.read_restore_plan(r).savepoint_to_restore_timestamp
-            for r in tl.pending().filter_actions(RESTORE)
-        ]
-        if restoring:
-            # A restore in progress (killed, or running) undoes every instant after its
-            # savepoint, newest first. The states in between may lack files the cleaner removed
-            # (a savepoint keeps only its own), so a read sees the restore's outcome: the table
-            # as of the savepoint.
-            sp = min((t for t in restoring if t), default=None)
-            if sp is not None:
-                commits = [i for i in commits if i.requested_time <= sp]
-        return self._visibility_of(commits)
-
-    def _visibility_of(self, commits: Sequence[Instant]) -> Visibility:
-        tl = self.timeline
-        visible = frozenset(i.requested_time for i in commits)
-        replaced: dict[str, set[str]] = {}
-        for i in commits:
-            if i.action == "replacecommit":
-                md = tl.read_commit_metadata(i)
-                for p, fids in (md.partition_to_replace_file_ids if md else {}).items():
-                    replaced.setdefault(p, set()).update(fids)
-        # files older than the first commit-family instant belong to archived commits (as in
-        # Java's containsOrBeforeTimelineStarts); a clean or rollback instant left before it
-        # must not hide them
-        first = next(
-            (i.requested_time for i in tl if i.action in (*DATA_ACTIONS, "compaction")), None
-        )
-        # a compaction that completed after the read's instant is pending as far as the read
-        # is concerned (logs written on top of it merge into the slice before it)
-        pending = {i.requested_time for i in tl.pending_compactions()}
-        pending.update(
-            t
-            for t in (i.requested_time for i in tl.commits())
-            if t not in visible and tl.origin_action(t) == "compaction"
-        )
-        return Visibility(
-            instants=visible,
-            completion={i.requested_time: i.completion_time or i.requested_time for i in commits},
-            first_active=first,
-            replaced={p: frozenset(v) for p, v in replaced.items()},
-            pending_compactions=frozenset(pending),
-        )
+        return self.state.visibility(as_of)
 
     def file_slices(
         self, as_of: str | None = None, partitions: Sequence[str] | None = None
@@ -290,10 +229,7 @@ class HudiTable:
         """The completed clean (on the freshly loaded timeline) that deleted ``path``."""
         if not path:
             return None
-        fresh = Timeline.load(
-            self.storage, self.config.timeline_layout_version, self.config.timeline_path
-        )
-        return cleaned_by(fresh, path)
+        return cleaned_by(self.state.load_timeline(), path)
 
     def plan_read(
         self,
@@ -333,7 +269,7 @@ class HudiTable:
                 )
             end = opts.get(ReadConfig.END_INSTANT)
             commits = self._incremental_commits(begin, end)
-            vis = self._visibility_of(self._commits_up_to(commits))
+            vis = self.state.visibility_of(self._commits_up_to(commits))
             commit_times = frozenset(i.requested_time for i in commits)
             touched = self._touched_file_groups(commits)
         else:
@@ -611,7 +547,7 @@ class HudiTable:
 
     # -- incremental / time travel helpers -------------------------------------------------------
     def _check_as_of(self, as_of: str) -> None:
-        as_of = _normalize_instant(as_of)
+        as_of = normalize_instant(as_of)
         commits = self.timeline.commits()
         if commits and as_of < commits[0].requested_time:
             if self._archived_covers(as_of):
@@ -661,8 +597,8 @@ class HudiTable:
             return
 
     def _incremental_commits(self, begin: str, end: str | None) -> list[Instant]:
-        begin = _normalize_instant(begin)
-        end = _normalize_instant(end) if end is not None else None
+        begin = normalize_instant(begin)
+        end = normalize_instant(end) if end is not None else None
         first = self.timeline.commits().first()
         if first is not None and begin < first.requested_time:
             archived_after = self._archived_commits_after(begin)
@@ -756,17 +692,6 @@ class ReadPlan:
 def _bucket_of(file_id: str) -> int:
     head = file_id[:8]
     return int(head) if head.isdigit() else -1
-
-
-def _normalize_instant(value: str) -> str:
-    """Accept ``yyyyMMddHHmmss[SSS]`` or ISO-like ``yyyy-MM-dd HH:mm:ss[.SSS]`` instants."""
-    v = str(value).strip()
-    digits = "".join(ch for ch in v if ch.isdigit())
-    if not digits or (not v.isdigit() and len(digits) not in (8, 14, 17)):
-        raise ConfigError(f"invalid instant time {value!r}: expected yyyyMMddHHmmss[SSS]")
-    if len(digits) == 8:
-        digits += "000000"
-    return digits
 
 
 def read(

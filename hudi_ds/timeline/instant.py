@@ -54,7 +54,7 @@ from datetime import timezone as _dt_timezone
 from enum import Enum
 from functools import total_ordering
 
-from hudi_ds.errors import TimelineError
+from hudi_ds.errors import ConfigError, TimelineError
 
 try:  # POSIX only: cross-process uniqueness of instant times on one host
     import fcntl
@@ -430,3 +430,14 @@ def _claim_across_processes(candidate_ms: int, now_ms: int) -> int:
     finally:
         os.close(fd)  # releases the lock
     return candidate_ms
+
+
+def normalize_instant(value: str) -> str:
+    """Accept ``yyyyMMddHHmmss[SSS]`` or ISO-like ``yyyy-MM-dd HH:mm:ss[.SSS]`` instants."""
+    v = str(value).strip()
+    digits = "".join(ch for ch in v if ch.isdigit())
+    if not digits or (not v.isdigit() and len(digits) not in (8, 14, 17)):
+        raise ConfigError(f"invalid instant time {value!r}: expected yyyyMMddHHmmss[SSS]")
+    if len(digits) == 8:
+        digits += "000000"
+    return digits

@@ -77,12 +77,13 @@ from hudi_ds.schema import (
     without_meta_fields,
 )
 from hudi_ds.storage import Storage
-from hudi_ds.table.fs_view import FileSystemView, Visibility
+from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import HudiTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.handles import (
     DELETE_KEY,
