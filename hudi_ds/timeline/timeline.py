@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
@@ -127,6 +128,42 @@ _Content = bytes | Mapping[str, Any] | None
 A = TypeVar("A", bound=AvroRecord)
 
 
+def _add_file(
+    files: dict[str, dict[State, _InstantFile]],
+    savepoints: dict[str, dict[State, _InstantFile]],
+    info: FileInfo,
+    layout_version: int,
+) -> None:
+    inst = Instant.parse(info.name, layout_version)
+    if inst is None:
+        return
+    if inst.action == SAVEPOINT:
+        savepoints.setdefault(inst.requested_time, {})[inst.state] = _InstantFile(inst, info)
+        return
+    states = files.setdefault(inst.requested_time, {})
+    prev = states.get(inst.state)
+    # two completed files of one instant (legacy + new name): keep the one with a time
+    if prev is None or (prev.instant.completion_time is None and inst.completion_time):
+        states[inst.state] = _InstantFile(inst, info)
+
+
+def _instants_of(
+    files: Mapping[str, Mapping[State, _InstantFile]], layout_version: int, timezone: TimeZoneLike
+) -> list[Instant]:
+    instants = []
+    for ts, states in files.items():
+        latest = states[max(states, key=lambda s: s.rank)]
+        inst = latest.instant
+        if inst.is_completed:
+            if layout_version == 1:
+                inst = Instant(ts, inst.action, inst.state, ts)
+            elif inst.completion_time is None:
+                done = format_instant_time(latest.info.mtime_ms, timezone)
+                inst = Instant(ts, inst.action, inst.state, done)
+        instants.append(inst)
+    return instants
+
+
 class Timeline(Sequence[Instant]):
     """An immutable, sorted view of a table's instants.
 
@@ -188,37 +225,34 @@ class Timeline(Sequence[Instant]):
         files: dict[str, dict[State, _InstantFile]] = {}
         savepoints: dict[str, dict[State, _InstantFile]] = {}
         for info in storage.list_files(path):
-            inst = Instant.parse(info.name, layout_version)
-            if inst is None:
-                continue
-            if inst.action == SAVEPOINT:
-                savepoints.setdefault(inst.requested_time, {})[inst.state] = _InstantFile(
-                    inst, info
-                )
-                continue
-            states = files.setdefault(inst.requested_time, {})
-            prev = states.get(inst.state)
-            # two completed files of one instant (legacy + new name): keep the one with a time
-            if prev is None or (prev.instant.completion_time is None and inst.completion_time):
-                states[inst.state] = _InstantFile(inst, info)
-        instants = []
-        for ts, states in files.items():
-            latest = states[max(states, key=lambda s: s.rank)]
-            inst = latest.instant
-            if inst.is_completed:
-                if layout_version == 1:
-                    inst = Instant(ts, inst.action, inst.state, ts)
-                elif inst.completion_time is None:
-                    done = format_instant_time(latest.info.mtime_ms, timezone)
-                    inst = Instant(ts, inst.action, inst.state, done)
-            instants.append(inst)
+            _add_file(files, savepoints, info, layout_version)
         return cls(
-            instants,
+            _instants_of(files, layout_version, timezone),
             layout_version,
             _storage=storage,
             _path=path,
             _files=files,
             _timezone=timezone,
+            _savepoints=savepoints,
+        )
+
+    def with_file(self, info: FileInfo) -> Timeline:
+        """This timeline plus one instant file just written, as a new :meth:`load` would show it.
+
+        A writer that created ``info`` itself keeps its timeline current this way, without
+        listing the timeline folder again.
+        """
+        files = {ts: dict(states) for ts, states in self._files.items()}
+        savepoints = {ts: dict(states) for ts, states in self._savepoints.items()}
+        _add_file(files, savepoints, info, self._layout)
+        return Timeline(
+            _instants_of(files, self._layout, self._timezone),
+            self._layout,
+            _storage=self._storage,
+            _path=self._path,
+            _files=files,
+            _cache=self._cache,
+            _timezone=self._timezone,
             _savepoints=savepoints,
         )
 
@@ -903,6 +937,9 @@ class TimelineWriter:
         layout_version: 1 or 2.
         timeline_path: see :func:`timeline_dir`.
         timezone: time zone of generated completion times (layout 2).
+        on_write: called with each instant file this writer created (a :class:`TableState`
+            keeps its timeline current with it).
+        on_delete: called after this writer deleted instant files.
     """
 
     def __init__(
@@ -912,6 +949,8 @@ class TimelineWriter:
         timeline_path: str | None = None,
         *,
         timezone: TimeZoneLike = "UTC",
+        on_write: Callable[[FileInfo], None] | None = None,
+        on_delete: Callable[[], None] | None = None,
     ) -> None:
         if layout_version not in (1, 2):
             raise ValueError(f"unsupported timeline layout version {layout_version!r}")
@@ -919,6 +958,17 @@ class TimelineWriter:
         self.layout_version = layout_version
         self.path = timeline_dir(layout_version, timeline_path)
         self.timezone = timezone
+        self._on_write = on_write
+        self._on_delete = on_delete
+
+    def _wrote(self, instant: Instant, content: bytes) -> None:
+        if self._on_write is not None:
+            now = int(time.time() * 1000)
+            self._on_write(FileInfo(self.path_of(instant), len(content), now))
+
+    def _deleted(self) -> None:
+        if self._on_delete is not None:
+            self._on_delete()
 
     def path_of(self, instant: Instant) -> str:
         """The path (relative to the base path) of ``instant``'s file."""
@@ -942,7 +992,10 @@ class TimelineWriter:
         req = Instant(instant.requested_time, instant.action, State.REQUESTED)
         if self._files_of(req.requested_time):
             return False
-        return self.storage.create_if_absent(self.path_of(req), content)
+        created = self.storage.create_if_absent(self.path_of(req), content)
+        if created:
+            self._wrote(req, content)
+        return created
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
         """Create the inflight file of a requested instant.
@@ -959,6 +1012,7 @@ class TimelineWriter:
             raise TimelineError(f"instant {instant.requested_time} is already completed")
         if not self.storage.create_if_absent(self.path_of(inflight), content):
             raise TimelineError(f"{self.path_of(inflight)} already exists")
+        self._wrote(inflight, content)
         return inflight
 
     def complete(
@@ -992,6 +1046,7 @@ class TimelineWriter:
                 raise TimelineError(f"completion time {c} is not after requested time {ts}")
             done = Instant(ts, completed_action(instant.action), State.COMPLETED, c)
         self.storage.write_atomic(self.path_of(done), content, crash_point_name="commit_write")
+        self._wrote(done, content)
         return done
 
     def revert_to_requested(self, instant: Instant) -> Instant:
@@ -1007,6 +1062,7 @@ class TimelineWriter:
         for i, path in files:
             if i.is_inflight:
                 self.storage.delete(path)
+        self._deleted()
         return Instant(ts, instant.action, State.REQUESTED)
 
     def delete_instant_files(self, instant: Instant | str) -> list[str]:
@@ -1026,4 +1082,5 @@ class TimelineWriter:
         for _, path in files:
             if self.storage.delete(path):
                 deleted.append(path)
+        self._deleted()
         return deleted

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
-from hudi_ds.storage import Storage
+from hudi_ds.storage import FileInfo, Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import RESTORE, Instant, normalize_instant
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
@@ -114,8 +114,27 @@ class TableState:
         self._schema = None
 
     def timeline_writer(self) -> TimelineWriter:
-        """A writer of instant files on this table's timeline."""
-        return TimelineWriter(self.storage, self.layout, self.config.timeline_path)
+        """A writer of instant files on this table's timeline that keeps this state current.
+
+        Each instant file it creates is added to the cached timeline (no listing); deleting
+        instant files (rollback) makes the next use list the timeline again.
+        """
+        return TimelineWriter(
+            self.storage,
+            self.layout,
+            self.config.timeline_path,
+            on_write=self._wrote,
+            on_delete=self._forget_timeline,
+        )
+
+    def _wrote(self, info: FileInfo) -> None:
+        if self._timeline is not None:
+            self._timeline = self._timeline.with_file(info)
+            self._schema = None
+
+    def _forget_timeline(self) -> None:
+        self._timeline = None
+        self._schema = None
 
     # -- schema ---------------------------------------------------------------------------------
     def latest_avro_schema(self) -> str | None:
