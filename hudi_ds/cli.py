@@ -47,6 +47,7 @@ from hudi_ds.errors import (
     TimelineError,
     UnsupportedError,
 )
+from hudi_ds.log.archive import load_archived
 from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
@@ -54,7 +55,7 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import HudiTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import State, instant_time_to_datetime
-from hudi_ds.timeline.timeline import Timeline, load_archived
+from hudi_ds.timeline.timeline import Timeline
 
 EXIT_OK = 0
 EXIT_ERROR = 1

@@ -19,9 +19,9 @@ import pytest
 
 import hudi_ds
 from hudi_ds.errors import ConfigError, InstantNotFoundError, TimelineError, UnsupportedError
+from hudi_ds.log.archive import load_archived
 from hudi_ds.services import ServiceContext, archival, clean, compaction, rollback
 from hudi_ds.storage import Storage
-from hudi_ds.timeline import load_archived
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.write.client import WriteClient
 from tests.fixtures import GOLDEN_DIR, fixture_table

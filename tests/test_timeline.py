@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TimelineError
+from hudi_ds.log.archive import load_archived
 from hudi_ds.log.block import BlockType, HeaderKey, encode_block
 from hudi_ds.storage import Storage
 from hudi_ds.timeline import (
@@ -46,7 +47,6 @@ from hudi_ds.timeline import (
     TimelineWriter,
     WriteStat,
     format_instant_time,
-    load_archived,
     new_instant_time,
     timeline_dir,
 )

@@ -26,9 +26,9 @@ import pytest
 import hudi_ds
 from hudi_ds import faults
 from hudi_ds.faults import ENV, EXIT_CODE
+from hudi_ds.log.archive import load_archived
 from hudi_ds.services import ServiceContext, archival, clean, compaction, rollback
 from hudi_ds.storage import Storage
-from hudi_ds.timeline import load_archived
 from hudi_ds.timeline.instant import Instant, State
 
 COLS = ["id", "ts", "p", "v"]
@@ -269,7 +269,7 @@ def test_archival_killed_at_each_step(phase: str, bases: dict, tmp_path: Path) -
 
 
 def _archive_records(path: str) -> list[tuple]:
-    from hudi_ds.timeline.timeline import archive_file_entries, archive_files
+    from hudi_ds.log.archive import archive_file_entries, archive_files
 
     st = Storage(path)
     return [

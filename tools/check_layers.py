@@ -1,21 +1,39 @@
-"""Check hudi_ds's layering: a module imports only from its own layer or the layers below.
+"""Check hudi_ds's layering and refuse import cycles.
 
 Layers, bottom to top (docs/architecture.md):
-    errors, config -> storage, schema, table_config, keygen -> timeline, layout, log
-    -> index, merge -> table -> write -> services -> spark, cli
-Also: nothing outside hudi_ds/spark imports pyspark.
+    errors, config, faults -> storage, schema, table_config, keygen -> timeline, layout -> log
+    -> index, merge -> table -> write -> services -> spark, cli, api
+
+Rules, for every module of the package:
+
+1. Every import anywhere in the module -- at module level, inside functions and classes, under
+   ``if TYPE_CHECKING:``, relative imports resolved -- names a module of its own layer or of a
+   layer below.
+2. Nothing outside ``hudi_ds/spark`` imports pyspark.
+3. The package's import graph has no cycle. Its edges are the runtime imports (module level and
+   inside functions alike); imports only under ``if TYPE_CHECKING:`` never execute and are left
+   out. An edge goes to the module an import names: ``import a.b.c`` and ``from a.b.c import x``
+   to ``a.b.c``, ``from a.b import c`` to ``a.b.c`` when ``c`` is a module, else to ``a.b``
+   (the package's ``__init__``). Each strongly connected component of more than one module (or a
+   module importing itself) is refused, printed with its modules and the import lines inside it.
+
+Usage: ``python tools/check_layers.py [PACKAGE_DIR]`` (default: the repository's ``hudi_ds``);
+``main(root)`` returns the exit status (0 clean, 1 findings) and prints the findings.
 """
 
 from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 LAYERS = [
     {"errors", "config", "faults"},
     {"storage", "schema", "table_config", "keygen"},
-    {"timeline", "layout", "log"},
+    {"timeline", "layout"},
+    {"log"},
     {"index", "merge"},
     {"table"},
     {"write"},
@@ -25,41 +43,194 @@ LAYERS = [
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 
 
-def top(module: str) -> str | None:
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target, as found in a module."""
+
+    module: str  # the importing module (dotted)
+    target: str  # the imported module (dotted, resolved)
+    path: Path
+    line: int
+    text: str  # the statement's source line
+    type_only: bool  # under ``if TYPE_CHECKING:``
+
+
+def module_name(path: Path, root: Path) -> str:
+    """The dotted name of the module at ``path`` in the package rooted at ``root``."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(node: ast.AST, type_only: bool = False) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node under ``node`` with whether it sits in an ``if TYPE_CHECKING:`` body."""
+    for child in ast.iter_child_nodes(node):
+        yield child, type_only
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.body:
+                yield stmt, True
+                yield from _walk(stmt, True)
+            for stmt in child.orelse:
+                yield stmt, type_only
+                yield from _walk(stmt, type_only)
+        else:
+            yield from _walk(child, type_only)
+
+
+def _resolve(name: str, modules: set[str]) -> str:
+    """The longest prefix of ``name`` that is a module of the package (``name`` if none is)."""
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:n])
+        if candidate in modules:
+            return candidate
+    return name
+
+
+def imports_of(path: Path, root: Path, modules: set[str]) -> list[Import]:
+    """Every import in the module at ``path``, relative ones resolved against its package."""
+    mod = module_name(path, root)
+    is_package = path.name == "__init__.py"
+    source = path.read_text()
+    lines = source.splitlines()
+    tree = ast.parse(source, str(path))
+    found: list[Import] = []
+    for node, type_only in _walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [_resolve(a.name, modules) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                package = mod.split(".") if is_package else mod.split(".")[:-1]
+                keep = len(package) - (node.level - 1)
+                base = ".".join(package[: max(keep, 0)])
+                source_mod = f"{base}.{node.module}" if node.module else base
+            else:
+                source_mod = node.module or ""
+            for alias in node.names:
+                sub = f"{source_mod}.{alias.name}"
+                targets.append(sub if sub in modules else _resolve(source_mod, modules))
+        else:
+            continue
+        text = lines[node.lineno - 1].strip()
+        for target in dict.fromkeys(targets):
+            found.append(Import(mod, target, path, node.lineno, text, type_only))
+    return found
+
+
+def _layer(module: str, package: str) -> str | None:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[0] == "hudi_ds" else None
+    if parts[0] != package:
+        return None
+    return parts[1] if len(parts) > 1 else None
 
 
-def main() -> int:
-    root = Path(__file__).resolve().parents[1] / "hudi_ds"
+def layer_errors(imports: list[Import], package: str) -> list[str]:
+    """Imports of a higher layer, of pyspark outside spark/, and of modules with no layer."""
     errors = []
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root.parent).with_suffix("")
-        mod = ".".join(rel.parts)
-        own = top(mod) if mod != "hudi_ds.__init__" else None
-        if own is not None:
-            own = own.removesuffix(".__init__")
-        tree = ast.parse(path.read_text(), str(path))
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            for name in names:
-                if name.split(".")[0] == "pyspark" and own != "spark":
-                    errors.append(f"{path}: imports pyspark outside hudi_ds/spark")
-                dep = top(name)
-                if own is None or dep is None or dep == own:
-                    continue
-                if own not in RANK or dep not in RANK:
-                    errors.append(f"{path}: module '{own}' or '{dep}' has no layer")
-                elif RANK[dep] > RANK[own]:
-                    errors.append(f"{path}: layer '{own}' imports higher layer '{dep}' ({name})")
+    for imp in imports:
+        own = _layer(imp.module, package)
+        if imp.target.split(".")[0] == "pyspark" and own != "spark":
+            errors.append(f"{imp.path}:{imp.line}: imports pyspark outside {package}/spark")
+        dep = _layer(imp.target, package)
+        if own is None or dep is None or dep == own:
+            continue
+        if own not in RANK or dep not in RANK:
+            errors.append(f"{imp.path}:{imp.line}: module '{own}' or '{dep}' has no layer")
+        elif RANK[dep] > RANK[own]:
+            errors.append(
+                f"{imp.path}:{imp.line}: layer '{own}' imports higher layer '{dep}': {imp.text}"
+            )
+    return errors
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of ``graph`` (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(sorted(component))
+    return components
+
+
+def cycle_errors(imports: list[Import], modules: set[str]) -> list[str]:
+    """One finding per import cycle: the component's modules and the runtime imports inside it."""
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for imp in imports:
+        if not imp.type_only and imp.target in modules:
+            graph[imp.module].add(imp.target)
+    errors = []
+    for component in strongly_connected(graph):
+        members = set(component)
+        if len(component) == 1 and component[0] not in graph[component[0]]:
+            continue
+        closing = [
+            f"    {imp.path}:{imp.line}: {imp.text}"
+            for imp in imports
+            if not imp.type_only and imp.module in members and imp.target in members
+        ]
+        errors.append(
+            "import cycle between " + ", ".join(component) + ":\n" + "\n".join(sorted(closing))
+        )
+    return errors
+
+
+def check(root: Path) -> list[str]:
+    """Every finding for the package rooted at directory ``root`` (layers first, then cycles)."""
+    paths = sorted(root.rglob("*.py"))
+    modules = {module_name(p, root) for p in paths}
+    imports = [imp for p in paths for imp in imports_of(p, root, modules)]
+    return layer_errors(imports, root.name) + cycle_errors(imports, modules)
+
+
+def main(root: Path | None = None) -> int:
+    """Check the package at ``root`` (default: the repository's ``hudi_ds``); print findings."""
+    if root is None:
+        root = Path(__file__).resolve().parents[1] / "hudi_ds"
+    errors = check(root)
     for e in errors:
         print(e)
     return 1 if errors else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else None))

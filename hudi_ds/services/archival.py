@@ -40,6 +40,7 @@ import fastavro
 from hudi_ds.config import ServiceConfig
 from hudi_ds.errors import InstantNotFoundError
 from hudi_ds.faults import crash_point
+from hudi_ds.log.archive import archive_file_entries, archive_files
 from hudi_ds.log.block import BlockType, HeaderKey, encode_block
 from hudi_ds.services.base import ServiceContext, under_table_lock
 from hudi_ds.services.clean import STALE_TMP_SECONDS
@@ -53,12 +54,7 @@ from hudi_ds.timeline.instant import (
     State,
 )
 from hudi_ds.timeline.metadata import AVRO_MAGIC, CleanerPlan, CommitMetadata, avro_schema
-from hudi_ds.timeline.timeline import (
-    HOODIE_FOLDER,
-    Timeline,
-    archive_file_entries,
-    archive_files,
-)
+from hudi_ds.timeline.timeline import HOODIE_FOLDER, Timeline
 
 log = logging.getLogger("hudi_ds.services")
 

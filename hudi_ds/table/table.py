@@ -28,6 +28,7 @@ from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.keygen import key_string
 from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import partition_values_of
+from hudi_ds.log.archive import load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import (
@@ -565,8 +566,6 @@ class HudiTable:
 
     def _archived_covers(self, as_of: str) -> bool:
         """True when the archived timeline holds a commit at or before ``as_of``."""
-        from hudi_ds.timeline.timeline import load_archived
-
         try:
             archived = load_archived(
                 self.storage,
@@ -620,8 +619,6 @@ class HudiTable:
         return out
 
     def _archived_commits_after(self, begin: str) -> list[str]:
-        from hudi_ds.timeline.timeline import load_archived
-
         try:
             archived = load_archived(
                 self.storage,

@@ -42,7 +42,7 @@ from hudi_ds.timeline.timeline import (
     ArchivedTimeline,
     Timeline,
     TimelineWriter,
-    load_archived,
+    load_lsm_history,
     timeline_dir,
 )
 
@@ -80,7 +80,7 @@ __all__ = [
     "completed_action",
     "format_instant_time",
     "instant_time_to_datetime",
-    "load_archived",
+    "load_lsm_history",
     "new_instant_time",
     "timeline_dir",
 ]

@@ -4,8 +4,10 @@
   instant files of a table (layout 1: ``.hoodie/``; layout 2: ``.hoodie/timeline/``) and
   collapses the states of each instant to its latest one. Filters return new views that share
   the file listing and the metadata cache.
-* :func:`load_archived` -- what was archived: v6 ``.hoodie/archived/.commits_.archive.N_token``
-  log files, v8+ LSM ``.hoodie/timeline/history/*.parquet``.
+* :class:`ArchivedTimeline` -- what was archived; :func:`load_lsm_history` reads the v8+ LSM
+  ``.hoodie/timeline/history/*.parquet``. The v6 archive (``.hoodie/archived/.commits_.archive.
+  N_token``) is Hudi log files, so it is read one layer up: :func:`hudi_ds.log.archive.
+  load_archived` loads the archived timeline of either layout.
 * :class:`TimelineWriter` -- requested -> inflight -> completed transitions. The completed file
   is the commit point: it is written last, atomically (write to a temp name, then rename).
 
@@ -27,7 +29,6 @@ from hudi_ds.errors import (
     CorruptFileError,
     InstantNotFoundError,
     TimelineError,
-    UnsupportedError,
 )
 from hudi_ds.storage import FileInfo, Storage
 from hudi_ds.timeline.instant import (
@@ -72,9 +73,7 @@ __all__ = [
     "ArchivedTimeline",
     "Timeline",
     "TimelineWriter",
-    "archive_file_entries",
-    "archive_files",
-    "load_archived",
+    "load_lsm_history",
     "timeline_dir",
 ]
 
@@ -695,185 +694,21 @@ class ArchivedTimeline(Timeline):
         return State.COMPLETED if isinstance(instant, str) else instant.state
 
 
-_V1_ARCHIVE_RE = re.compile(r"^\.commits_\.archive\.\d+(_.*)?$")
 _LSM_FILE_RE = re.compile(r"^(\d+)_(\d+)_(\d+)\.parquet$")
 _MANIFEST_RE = re.compile(r"^manifest_(\d+)$")
 
-# HoodieArchivedMetaEntry field holding the completed metadata, per archived action
-_V1_METADATA_FIELD = {
-    COMMIT: "hoodieCommitMetadata",
-    DELTA_COMMIT: "hoodieCommitMetadata",
-    REPLACE_COMMIT: "hoodieReplaceCommitMetadata",
-    CLEAN: "hoodieCleanMetadata",
-    ROLLBACK: "hoodieRollbackMetadata",
-    SAVEPOINT: "hoodieSavePointMetadata",
-    INDEXING: "hoodieIndexCommitMetadata",
-    COMPACTION: "hoodieCompactionPlan",
-}
 
+def load_lsm_history(storage: Storage, folder: str) -> list[ArchivedEntry]:
+    """The archived instants of timeline layout 2 (v8+): the LSM history in ``folder``.
 
-def load_archived(
-    storage: Storage,
-    layout_version: int,
-    timeline_path: str | None = None,
-    *,
-    archive_folder: str = "archived",
-    history_path: str = "history",
-) -> ArchivedTimeline:
-    """Load the archived timeline.
-
-    * layout 1 (v6): ``.hoodie/<archive_folder>/.commits_.archive.N_<token>`` -- Hudi log files
-      whose Avro data blocks hold ``HoodieArchivedMetaEntry`` records (needs ``hudi_ds.log``).
-    * layout 2 (v8+): the LSM history ``<timeline>/<history_path>/``: the manifest named by
-      ``_version_`` lists the live ``<min>_<max>_<level>.parquet`` files (columns
-      ``instantTime, completionTime, action, metadata, plan``); without a manifest, all parquet
-      files are read.
-
-    Args:
-        storage: the table's storage.
-        layout_version: 1 or 2.
-        timeline_path: see :func:`timeline_dir`.
-        archive_folder: ``hoodie.archivelog.folder`` (layout 1), relative to ``.hoodie``.
-        history_path: ``hoodie.timeline.history.path`` (layout 2), relative to the timeline.
+    The manifest named by ``_version_`` lists the live ``<min>_<max>_<level>.parquet`` files
+    (columns ``instantTime, completionTime, action, metadata, plan``); without a manifest, all
+    parquet files are read (Hudi: ``ArchivedTimelineLoaderV2``). Layout 1's archive is Hudi log
+    files, read by :mod:`hudi_ds.log.archive`, which also picks the loader by layout.
 
     Raises:
-        UnsupportedError: layout 1 archive files exist but the log reader is unavailable.
-        CorruptFileError: an archive file cannot be read.
+        CorruptFileError: a history file or the manifest cannot be read.
     """
-    if layout_version == 1:
-        entries = _load_archived_v1(storage, f"{HOODIE_FOLDER}/{archive_folder.strip('/')}")
-    else:
-        folder = f"{timeline_dir(layout_version, timeline_path)}/{history_path.strip('/')}"
-        entries = _load_lsm_history(storage, folder)
-    return ArchivedTimeline(entries, layout_version)
-
-
-def _load_archived_v1(storage: Storage, folder: str) -> list[ArchivedEntry]:
-    files = archive_files(storage, folder)
-    if not files:
-        return []
-    try:
-        from hudi_ds.log.reader import scan_log_bytes
-    except ImportError as e:  # pragma: no cover - the log module ships with hudi_ds
-        raise UnsupportedError(
-            "reading the v6 archived timeline needs the log reader (hudi_ds.log)"
-        ) from e
-    by_time: dict[str, dict[State, tuple[Instant, Mapping[str, Any]]]] = {}
-    for f in files:
-        scan = scan_log_bytes(storage.read_bytes(f.path), f.path)
-        for block in scan.blocks:
-            for rec in _archived_records(block, f.path):
-                ts = rec.get("commitTime")
-                action = rec.get("actionType")
-                if not ts or not action:
-                    continue
-                state_name = (rec.get("actionState") or "COMPLETED").upper()
-                try:
-                    state = State(state_name)
-                except ValueError:
-                    continue
-                inst = Instant(ts, action, state)
-                by_time.setdefault(ts, {})[state] = (inst, rec)
-    out = []
-    for ts, states in by_time.items():
-        if State.COMPLETED not in states:
-            continue
-        inst, rec = states[State.COMPLETED]
-        action = completed_action(inst.action)
-        meta = rec.get(_V1_METADATA_FIELD.get(action, ""))
-        plan = None
-        requested = states.get(State.REQUESTED)
-        if requested is not None:
-            req = requested[1]
-            plan = (
-                req.get("hoodieCompactionPlan")
-                or req.get("hoodieCleanerPlan")
-                or req.get("hoodieRequestedReplaceMetadata")
-            )
-        plan = plan or rec.get("hoodieCompactionPlan") or rec.get("hoodieCleanerPlan")
-        out.append(ArchivedEntry(Instant(ts, action, State.COMPLETED, ts), meta, plan))
-    return out
-
-
-def archive_file_entries(storage: Storage, path: str) -> list[tuple[str, str, State]]:
-    """``(commitTime, actionType, actionState)`` of every ``HoodieArchivedMetaEntry`` record
-    of one v6 archive file (``.hoodie/archived/.commits_.archive.N_token``), in file order.
-
-    Archival reads its newest archive files with this to resume a run killed after its
-    archive file was written: records already there are not written twice.
-
-    Raises:
-        CorruptFileError: the file cannot be read.
-    """
-    from hudi_ds.log.reader import scan_log_bytes
-
-    out = []
-    scan = scan_log_bytes(storage.read_bytes(path), path)
-    for block in scan.blocks:
-        for rec in _archived_records(block, path):
-            ts, action = rec.get("commitTime"), rec.get("actionType")
-            try:
-                state = State((rec.get("actionState") or "COMPLETED").upper())
-            except ValueError:
-                continue
-            if ts and action:
-                out.append((ts, action, state))
-    return out
-
-
-def archive_files(storage: Storage, folder: str) -> list[FileInfo]:
-    """The v6 archive files of ``folder`` (``.hoodie/<archive folder>``), oldest first."""
-    return sorted(
-        (f for f in storage.list_files(folder) if _V1_ARCHIVE_RE.match(f.name)),
-        key=lambda f: _archive_number(f.name),
-    )
-
-
-def _archive_number(name: str) -> int:
-    m = re.search(r"\.archive\.(\d+)", name)
-    return int(m.group(1)) if m else 0
-
-
-def _archived_records(block: Any, path: str) -> list[Mapping[str, Any]]:
-    """Decode the ``HoodieArchivedMetaEntry`` records of an Avro data block, as dicts.
-
-    Content: int32 version (1-3), int32 record count (version >= 2), then per record an int32
-    length and one Avro binary datum written with the block's ``SCHEMA`` header.
-    """
-    import io
-    import struct
-
-    import fastavro
-
-    from hudi_ds.log.block import BlockType
-
-    if block.block_type != BlockType.AVRO_DATA:
-        return []
-    if block.schema is None:
-        raise CorruptFileError(f"{path}: archived data block without a SCHEMA header")
-    buf = bytes(block.content)
-    out: list[Mapping[str, Any]] = []
-    try:
-        schema = fastavro.parse_schema(json.loads(block.schema))
-        (version,) = struct.unpack_from(">i", buf, 0)
-        pos = 4
-        count = -1
-        if version >= 2:
-            (count,) = struct.unpack_from(">i", buf, 4)
-            pos = 8
-        while pos < len(buf) and count != 0:
-            (n,) = struct.unpack_from(">i", buf, pos)
-            pos += 4
-            rec = fastavro.schemaless_reader(io.BytesIO(buf[pos : pos + n]), schema, None)
-            pos += n
-            count -= 1
-            out.append(cast(dict[str, Any], rec))
-    except (struct.error, EOFError, ValueError, TypeError) as e:
-        raise CorruptFileError(f"{path}: unreadable archived data block: {e}") from e
-    return out
-
-
-def _load_lsm_history(storage: Storage, folder: str) -> list[ArchivedEntry]:
     import pyarrow.parquet as pq
 
     names = _lsm_live_files(storage, folder)
