@@ -31,10 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError
+from hudi_ds.merge.merger import RecordMerger, load_merger_class
 from hudi_ds.table_config import (
     COMMIT_TIME_ORDERING,
     COMMIT_TIME_STRATEGY_ID,
@@ -46,9 +47,6 @@ from hudi_ds.table_config import (
     PAYLOAD_BASED_STRATEGY_ID,
     TableConfig,
 )
-
-if TYPE_CHECKING:
-    from hudi_ds.merge.merger import RecordMerger
 
 MERGE_MODES = (COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING, CUSTOM)
 BUILTIN_STRATEGY_IDS = {
@@ -302,8 +300,6 @@ def pick_custom_class(classes: Sequence[str], strategy_id: str | None) -> type[R
         ConfigError: no class given, a class does not import, or none (or several, with no
             strategy id to choose) match.
     """
-    from hudi_ds.merge.merger import load_merger_class
-
     key = WriteConfig.MERGE_CUSTOM_CLASSES.key
     if not classes:
         what = f" with strategy id {strategy_id}" if strategy_id else ""

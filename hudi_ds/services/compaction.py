@@ -69,7 +69,7 @@ from hudi_ds.table.committed import committed_files, visible_commits
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.table import HudiTable
-from hudi_ds.timeline.instant import COMPACTION, Instant, State
+from hudi_ds.timeline.instant import COMPACTION, Instant, State, instant_time_to_datetime
 from hudi_ds.timeline.metadata import (
     CommitMetadata,
     CompactionOperation,
@@ -89,7 +89,7 @@ from hudi_ds.write.client import retarget_logs
 from hudi_ds.write.handles import write_base_file
 from hudi_ds.write.lock import Heartbeat, heartbeat_expired, held
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
-from hudi_ds.write.rollback import pending_rollback_of, resume_rollback
+from hudi_ds.write.rollback_executor import pending_rollback_of, resume_rollback
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -834,8 +834,6 @@ def compaction_due(ctx: ServiceContext, tl: Timeline | None = None) -> bool:
     ref = last or (deltas[0].requested_time if deltas else None)
     elapsed = 0.0
     if ref is not None:
-        from hudi_ds.timeline.instant import instant_time_to_datetime
-
         try:
             start = instant_time_to_datetime(ref, ctx.config.timeline_timezone)
             elapsed = time.time() - start.timestamp()

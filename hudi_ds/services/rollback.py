@@ -1,8 +1,10 @@
-"""Rollback of completed instants on request, savepoints, and restore to a savepoint.
+"""The table-service rollback: completed instants on request, savepoints, restore.
 
 Failed (pending) writes are rolled back automatically before the next write
-(:mod:`hudi_ds.write.rollback`); this module undoes *completed* ones, as Hudi's
-``rollback <instant>`` does:
+(:mod:`hudi_ds.write.rollback_executor`); this module undoes *completed* ones, as Hudi's
+``rollback <instant>`` does. It plans the rollback and takes T out of readers' sight; the
+execution (steps 4-5) is the executor's :func:`~hudi_ds.write.rollback_executor.execute_rollback`,
+the same one a failed write's rollback runs (Hudi: ``BaseRollbackActionExecutor``):
 
 1. ``R.rollback.requested`` -- Avro ``HoodieRollbackPlan`` naming T and, per file group, the
    files T wrote (``filesToBeDeleted``) and log files that also hold other instants' blocks
@@ -35,7 +37,7 @@ from hudi_ds.faults import crash_point
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.services.base import ServiceContext, file_name, partition_of
-from hudi_ds.services.compaction import rollback_inflight_compaction
+from hudi_ds.services.compaction import rollback_inflight_compaction, unschedule_compaction
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import HudiTable
 from hudi_ds.timeline.instant import (
@@ -57,7 +59,11 @@ from hudi_ds.timeline.metadata import (
     SavepointPartitionMetadata,
 )
 from hudi_ds.timeline.timeline import Timeline
-from hudi_ds.write.rollback import _rollback, rollback_failed_writes, rollback_instant
+from hudi_ds.write.rollback_executor import (
+    execute_rollback,
+    rollback_failed_writes,
+    rollback_instant,
+)
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -219,8 +225,6 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
         raise InstantNotFoundError(f"no instant {instant} on the timeline")
     if not inst.is_completed:
         if inst.action == COMPACTION:
-            from hudi_ds.services.compaction import unschedule_compaction
-
             unschedule_compaction(ctx, instant)
             return RollbackResult(instant, COMPACTION, None)
         if inst.action in DATA_ACTIONS:
@@ -293,7 +297,7 @@ def _rollback_completed(ctx: ServiceContext, tl: Timeline, inst: Instant) -> Rol
     ctx.storage.delete(writer.path_of(completed))
     crash_point("rollback")  # T pending, R inflight: resumed with R's plan
     # delete T's files, write command blocks, delete T's instant files, complete R
-    _rollback(ctx.storage, ctx.config, ctx.timeline(), ts, req.requested_time)
+    execute_rollback(ctx.storage, ctx.config, ctx.timeline(), ts, req.requested_time)
     md = ctx.timeline().read_rollback_metadata(req.requested_time)
     deleted = [f for pm in md.partition_metadata.values() for f in pm.success_delete_files]
     logs = [f for pm in md.partition_metadata.values() for f in (pm.rollback_log_files or {})]

@@ -63,7 +63,7 @@ from hudi_ds.spark.types import conform_batch, read_arrow_schema
 from hudi_ds.table.table import HudiTable, ReadPlan
 from hudi_ds.timeline.instant import Instant, normalize_instant
 from hudi_ds.timeline.timeline import Timeline
-from hudi_ds.write.rollback import WRITE_ACTIONS
+from hudi_ds.write.rollback_executor import WRITE_ACTIONS
 
 log = logging.getLogger("hudi_ds.spark.stream_reader")
 

@@ -67,7 +67,7 @@ from hudi_ds.spark.writer import HudiCommitMessage, TaskIdentity, WriteJob
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, new_instant_time
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.client import STREAMING_CHECKPOINT_KEY
-from hudi_ds.write.rollback import WRITE_ACTIONS, rollback_failed_writes
+from hudi_ds.write.rollback_executor import WRITE_ACTIONS, rollback_failed_writes
 
 try:  # pyspark >= 4.1: Arrow batches straight from the JVM
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase

@@ -104,7 +104,7 @@ from hudi_ds.write.lock import (
     table_lock,
 )
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
-from hudi_ds.write.rollback import rollback_failed_writes, rollback_instant
+from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant
 from hudi_ds.write.write_status import WriteStatus
 
 OVERWRITE_OPS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")

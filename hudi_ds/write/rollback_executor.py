@@ -1,25 +1,33 @@
-"""Rolling back writes that did not complete (Hudi's eager rollback of failed writes).
+"""Executing a rollback, and rolling back failed writes (Hudi's eager rollback).
 
-A failed instant T (requested or inflight commit/deltacommit/replacecommit) is rolled back by
+:func:`execute_rollback` is the one procedure that undoes an instant T, as Hudi's
+``BaseRollbackActionExecutor`` executes a rollback plan for both the write client's
+``rollbackFailedWrites`` (here :func:`rollback_failed_writes`, :func:`rollback_instant`) and the
+table-service rollback of a completed instant (:mod:`hudi_ds.services.rollback`, which also
+restores to savepoints):
 
-1. writing ``R.rollback.requested`` (an Avro ``HoodieRollbackPlan`` naming T and its files),
-2. deleting every file T wrote -- the files its markers name, plus any base file carrying T in
-   its name (our log files are never shared between instants, so they are deleted whole),
-3. deleting T's instant files and markers,
-4. completing ``R.rollback`` (an Avro ``HoodieRollbackMetadata``).
+1. ``R.rollback.requested`` (an Avro ``HoodieRollbackPlan`` naming T and its files) -- written
+   here for a failed write, by the caller for a completed instant (it plans the files from T's
+   commit metadata), read back when a killed rollback is resumed;
+2. every file T wrote is deleted -- the files its markers name, any base file carrying T in its
+   name (our log files are never shared between instants, so they are deleted whole), and what
+   the plan names; log files that also hold other instants' blocks get a ROLLBACK command block;
+3. T's instant files and markers are deleted;
+4. ``R.rollback`` (an Avro ``HoodieRollbackMetadata``) is completed.
 
 Every step is idempotent: a crash anywhere leaves T (or R) pending, and the next writer repeats
-the rollback. Readers never saw T, since it never completed.
+the rollback. Readers never saw a failed T, since it never completed.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 
 from hudi_ds.faults import crash_point
-from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.layout.naming import log_file_name, parse_log_file_name
+from hudi_ds.log.reader import scan_log_bytes
+from hudi_ds.log.writer import encode_rollback_command_block
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableConfig
@@ -77,7 +85,7 @@ def rollback_failed_writes(
             continue
         if is_failed is not None and not is_failed(inst.requested_time):
             continue  # a live writer's instant
-        _rollback(storage, config, timeline, inst.requested_time, None)
+        execute_rollback(storage, config, timeline, inst.requested_time, None)
         done.append(inst.requested_time)
     return done
 
@@ -104,7 +112,7 @@ def resume_rollback(storage: Storage, config: TableConfig, timeline: Timeline, r
         if inst.action == COMPACTION:
             _revert_compaction_attempt(storage, config, timeline, inst, r.requested_time)
         else:
-            _rollback(storage, config, timeline, inst.requested_time, r.requested_time)
+            execute_rollback(storage, config, timeline, inst.requested_time, r.requested_time)
     elif inst is not None:
         TimelineWriter(storage, layout, config.timeline_path).delete_instant_files(r)
         return False
@@ -162,7 +170,7 @@ def rollback_instant(storage: Storage, config: TableConfig, instant: str) -> boo
         ).delete_instant_files(inst)
         delete_markers(storage, instant)
         return True
-    _rollback(storage, config, timeline, instant, None)
+    execute_rollback(storage, config, timeline, instant, None)
     return True
 
 
@@ -189,13 +197,31 @@ def _files_of(storage: Storage, config: TableConfig, instant: str) -> list[str]:
     return sorted(files)
 
 
-def _rollback(
+def execute_rollback(
     storage: Storage,
     config: TableConfig,
     timeline: Timeline,
     instant: str,
     rollback_time: str | None,
 ) -> None:
+    """Undo ``instant``: delete the files it wrote, its instant files and markers; complete R.
+
+    The one rollback procedure (Hudi: ``BaseRollbackActionExecutor.execute``), for a failed
+    write and for a completed instant alike. The files to delete are found again (markers, base
+    files carrying ``instant`` in their name, and on layout 2 log files carrying it); a plan
+    adds what it names, and the log files its ``logBlocksToBeDeleted`` names get a ROLLBACK
+    command block (:func:`append_rollback_blocks`).
+
+    Args:
+        storage: the table's storage.
+        config: its ``hoodie.properties``.
+        timeline: the active timeline, as recent as the caller's last transition.
+        instant: the instant T to roll back; pending by now (a completed T's completed file is
+            deleted by the caller first -- its rollback point) or already gone.
+        rollback_time: the rollback instant R whose plan to execute (a table-service rollback,
+            or a killed rollback being resumed); None plans a new R here for a failed write
+            (``R.rollback.requested`` naming T's files, then inflight).
+    """
     layout = config.timeline_layout_version
     writer = TimelineWriter(storage, layout, config.timeline_path)
     target = timeline.get(instant)
@@ -278,13 +304,11 @@ def _finish_rollback(
     if current is not None and current.state == State.REQUESTED:
         writer.transition_to_inflight(current)
     writer.complete(inst, md.to_bytes())
-    _ = time
 
 
 def _partition_of(path: str) -> str:
-    parent, _, name = path.rpartition("/")
-    _ = parse_base_file_name(name) or parse_log_file_name(name)
-    return parent
+    """The partition path of a data file path (relative to the base path)."""
+    return path.rpartition("/")[0]
 
 
 def plan_requests(
@@ -320,10 +344,6 @@ def append_rollback_blocks(
     Returns:
         The written command-block files (relative paths) and their sizes.
     """
-    from hudi_ds.layout.naming import log_file_name
-    from hudi_ds.log.reader import scan_log_bytes
-    from hudi_ds.log.writer import encode_rollback_command_block
-
     out: dict[str, int] = {}
     for path in sorted(log_files):
         parsed = parse_log_file_name(path.rsplit("/", 1)[-1])
