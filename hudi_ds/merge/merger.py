@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
@@ -396,8 +396,3 @@ def load_merger_class(path: str, key: str = "") -> type[RecordMerger]:
     if not cls.strategy_id:
         raise ConfigError(f"{where}: {path} does not set a strategy_id")
     return cls
-
-
-def iter_records(table: pa.Table) -> Iterator[Record]:
-    """Rows of ``table`` as record dicts (a convenience for tests and tools)."""
-    yield from table.to_pylist()

@@ -80,13 +80,6 @@ class ArchiveResult:
     deleted: list[str] = field(default_factory=list)
 
 
-def _first_data_instant(tl: Timeline) -> str | None:
-    for i in tl:
-        if i.action in (*DATA_ACTIONS, COMPACTION):
-            return i.requested_time
-    return None
-
-
 def _replaced_files_remain(ctx: ServiceContext, tl: Timeline, inst: Instant) -> bool:
     md = tl.read_commit_metadata(inst)
     replaced = md.replaced_file_ids()
@@ -342,8 +335,3 @@ def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
         crash_point("archive")
     log.info("archived %d instant(s) into %s", len(chosen), target)
     return ArchiveResult([i.requested_time for i in chosen], target, deleted)
-
-
-def first_active_data_instant(tl: Timeline) -> str | None:
-    """The first commit-family instant of the active timeline (any state)."""
-    return _first_data_instant(tl)

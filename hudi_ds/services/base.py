@@ -9,8 +9,7 @@ to report progress.
 from __future__ import annotations
 
 import functools
-import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -23,14 +22,11 @@ from hudi_ds.config import (
     validate_service_options,
 )
 from hudi_ds.errors import TimelineError, UnsupportedError
-from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.write.lock import FileSystemLock, InProcessLock, held, table_lock
-
-log = logging.getLogger("hudi_ds.services")
 
 #: ``progress(done, total, what)`` -- called as long work advances (the CLI draws a bar).
 Progress = Callable[[int, int, str], None]
@@ -157,14 +153,6 @@ def file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def is_data_file(name: str) -> bool:
-    """A base file or a (non-CDC) log file name."""
-    if parse_base_file_name(name) is not None:
-        return True
-    lg = parse_log_file_name(name)
-    return lg is not None and lg.extension == "log"
-
-
 def rel_path(storage: Storage, path: str, partition: str | None = None) -> str:
     """A data file path from a plan (full URI, absolute path or relative) relative to the table.
 
@@ -182,17 +170,3 @@ def rel_path(storage: Storage, path: str, partition: str | None = None) -> str:
         name = file_name(path)
         return f"{partition}/{name}" if partition else name
     return path.lstrip("/")
-
-
-def delete_files(storage: Storage, paths: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Delete files (relative paths); returns ``(deleted, failed)``; missing files count as
-    deleted (a re-run after a crash finds them gone)."""
-    deleted, failed = [], []
-    for p in paths:
-        try:
-            storage.delete(p)
-            deleted.append(p)
-        except OSError as e:
-            log.warning("could not delete %s: %s", p, e)
-            failed.append(p)
-    return deleted, failed

@@ -307,10 +307,6 @@ def is_partial_block(b: LogBlock) -> bool:
     return b.header.get(HeaderKey.IS_PARTIAL, "").strip().lower() == "true"
 
 
-def _has(schema: pa.Schema, name: str | None) -> bool:
-    return name is not None and schema.get_field_index(name) >= 0
-
-
 def _keys_of(t: pa.Table, ctx: SliceReadContext) -> pa.Array:
     if RECORD_KEY in t.column_names and t.column(RECORD_KEY).null_count < t.num_rows:
         return t.column(RECORD_KEY).combine_chunks().cast(pa.string())

@@ -48,7 +48,7 @@ import os
 import re
 import tempfile
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from datetime import timezone as _dt_timezone
 from enum import Enum
@@ -195,11 +195,6 @@ class Instant:
     def is_completed(self) -> bool:
         """True in the completed state."""
         return self.state is State.COMPLETED
-
-    def with_state(self, state: State, completion_time: str | None = None) -> Instant:
-        """This instant in another state (completing maps compaction to commit etc.)."""
-        action = completed_action(self.action) if state is State.COMPLETED else self.action
-        return replace(self, action=action, state=state, completion_time=completion_time)
 
     def normalized(self, layout: int) -> Instant:
         """The instant as parsing its own file name in ``layout`` gives it back."""
