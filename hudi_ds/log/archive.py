@@ -47,12 +47,15 @@ from hudi_ds.timeline.timeline import (
 
 __all__ = [
     "archive_file_entries",
+    "archive_file_name",
     "archive_files",
+    "archive_number",
     "load_archived",
     "load_archived_v1",
 ]
 
-_V1_ARCHIVE_RE = re.compile(r"^\.commits_\.archive\.\d+(_.*)?$")
+#: archive file name := ".commits_.archive." number [ "_" write token ]
+_V1_ARCHIVE_RE = re.compile(r"^\.commits_\.archive\.(\d+)(?:_.*)?$")
 
 # HoodieArchivedMetaEntry field holding the completed metadata, per archived action
 _V1_METADATA_FIELD = {
@@ -176,15 +179,20 @@ def archive_file_entries(storage: Storage, path: str) -> list[tuple[str, str, St
 
 def archive_files(storage: Storage, folder: str) -> list[FileInfo]:
     """The v6 archive files of ``folder`` (``.hoodie/<archive folder>``), oldest first."""
-    return sorted(
-        (f for f in storage.list_files(folder) if _V1_ARCHIVE_RE.match(f.name)),
-        key=lambda f: _archive_number(f.name),
-    )
+    files = [f for f in storage.list_files(folder) if archive_number(f.name) is not None]
+    return sorted(files, key=lambda f: archive_number(f.name) or 0)
 
 
-def _archive_number(name: str) -> int:
-    m = re.search(r"\.archive\.(\d+)", name)
-    return int(m.group(1)) if m else 0
+def archive_number(name: str) -> int | None:
+    """The number N of archive file ``name`` (``.commits_.archive.N_<token>``), None if the
+    name is not an archive file's."""
+    m = _V1_ARCHIVE_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def archive_file_name(number: int, write_token: str) -> str:
+    """The name of archive file ``number``: ``.commits_.archive.<number>_<write token>``."""
+    return f".commits_.archive.{number}_{write_token}"
 
 
 def _archived_records(block: LogBlock, path: str) -> list[Mapping[str, Any]]:

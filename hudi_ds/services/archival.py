@@ -26,7 +26,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import re
 import struct
 import time
 from collections.abc import Mapping
@@ -40,7 +39,12 @@ import fastavro
 from hudi_ds.config import ServiceConfig
 from hudi_ds.errors import InstantNotFoundError
 from hudi_ds.faults import crash_point
-from hudi_ds.log.archive import archive_file_entries, archive_files
+from hudi_ds.log.archive import (
+    archive_file_entries,
+    archive_file_name,
+    archive_files,
+    archive_number,
+)
 from hudi_ds.log.block import BlockType, HeaderKey, encode_block
 from hudi_ds.services.base import ServiceContext, under_table_lock
 from hudi_ds.services.clean import STALE_TMP_SECONDS
@@ -54,15 +58,13 @@ from hudi_ds.timeline.instant import (
     State,
 )
 from hudi_ds.timeline.metadata import AVRO_MAGIC, CleanerPlan, CommitMetadata, avro_schema
-from hudi_ds.timeline.timeline import HOODIE_FOLDER, Timeline
+from hudi_ds.timeline.timeline import DATA_ACTIONS, HOODIE_FOLDER, Timeline
 
 log = logging.getLogger("hudi_ds.services")
 
 __all__ = ["ArchiveResult", "archive", "instants_to_archive"]
 
-DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
 ARCHIVE_TOKEN = "1-0-1"
-_ARCHIVE_RE = re.compile(r"^\.commits_\.archive\.(\d+)(?:_.*)?$")
 
 
 @dataclass
@@ -245,12 +247,9 @@ def _archive_folder(ctx: ServiceContext) -> str:
 
 
 def _next_archive_file(ctx: ServiceContext) -> str:
-    n = 0
-    for f in ctx.storage.list_files(_archive_folder(ctx)):
-        m = _ARCHIVE_RE.match(f.name)
-        if m:
-            n = max(n, int(m.group(1)))
-    return f"{_archive_folder(ctx)}/.commits_.archive.{n + 1}_{ARCHIVE_TOKEN}"
+    files = archive_files(ctx.storage, _archive_folder(ctx))
+    n = (archive_number(files[-1].name) or 0) if files else 0
+    return f"{_archive_folder(ctx)}/{archive_file_name(n + 1, ARCHIVE_TOKEN)}"
 
 
 def _delete_stale_temp(ctx: ServiceContext) -> None:

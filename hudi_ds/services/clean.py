@@ -79,7 +79,6 @@ __all__ = [
     "savepointed_files",
 ]
 
-WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
 DEBRIS_KEY = "hudi_ds.debris.files"
 #: temp files of the timeline folder older than this are leftovers of a crashed atomic write

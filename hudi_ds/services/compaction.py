@@ -83,7 +83,7 @@ from hudi_ds.timeline.metadata import (
     RuntimeStats,
     WriteStat,
 )
-from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.client import retarget_logs
 from hudi_ds.write.handles import write_base_file
@@ -113,7 +113,6 @@ RECORD_KEY = "_hoodie_record_key"
 MB = 1 << 20
 #: Hudi's default ``hoodie.parquet.max.file.size`` (written size assumed for a log-only slice)
 DEFAULT_BASE_FILE_SIZE = 120 * MB
-WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 # metric names of HoodieCompactionOperation.metrics (Java CompactionStrategy)
 TOTAL_IO_READ_MB = "TOTAL_IO_READ_MB"
@@ -129,7 +128,7 @@ TOTAL_LOG_FILES = "TOTAL_LOG_FILES"
 def _pending_writes(tl: Timeline, before: str | None = None) -> list[Instant]:
     return [
         i
-        for i in tl.pending().filter_actions(*WRITE_ACTIONS)
+        for i in tl.pending().filter_actions(*DATA_ACTIONS)
         if before is None or i.requested_time < before
     ]
 

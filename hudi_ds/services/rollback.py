@@ -58,7 +58,7 @@ from hudi_ds.timeline.metadata import (
     SavepointMetadata,
     SavepointPartitionMetadata,
 )
-from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.write.rollback_executor import (
     execute_rollback,
     rollback_failed_writes,
@@ -74,8 +74,6 @@ __all__ = [
     "restore",
     "rollback",
 ]
-
-DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
 @dataclass

@@ -62,8 +62,7 @@ from hudi_ds.spark.reader import (
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
 from hudi_ds.table.table import HudiTable, ReadPlan
 from hudi_ds.timeline.instant import Instant, normalize_instant
-from hudi_ds.timeline.timeline import Timeline
-from hudi_ds.write.rollback_executor import WRITE_ACTIONS
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 
 log = logging.getLogger("hudi_ds.spark.stream_reader")
 
@@ -166,7 +165,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         """Completed commits in stream order, up to the first pending write (layout 1)."""
         commits = sorted(tl.commits(), key=lambda i: (self._position(tl, i), i.requested_time))
         if tl.layout_version == 1:
-            pending = [i.requested_time for i in tl.pending().filter_actions(*WRITE_ACTIONS)]
+            pending = [i.requested_time for i in tl.pending().filter_actions(*DATA_ACTIONS)]
             if pending:
                 barrier = min(pending)
                 commits = [i for i in commits if i.requested_time < barrier]

@@ -65,9 +65,9 @@ from hudi_ds.errors import WriteError
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.writer import HudiCommitMessage, TaskIdentity, WriteJob
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, new_instant_time
-from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.write.client import STREAMING_CHECKPOINT_KEY
-from hudi_ds.write.rollback_executor import WRITE_ACTIONS, rollback_failed_writes
+from hudi_ds.write.rollback_executor import rollback_failed_writes
 
 try:  # pyspark >= 4.1: Arrow batches straight from the JVM
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
@@ -285,7 +285,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         """Pending instants whose inflight marker names this identifier and batch."""
         out = set()
         tl = Timeline.load(self.job.client.storage, 1)
-        for inst in tl.pending().filter_actions(*WRITE_ACTIONS):
+        for inst in tl.pending().filter_actions(*DATA_ACTIONS):
             if not inst.is_inflight:
                 continue
             try:

@@ -5,9 +5,9 @@
   collapses the states of each instant to its latest one. Filters return new views that share
   the file listing and the metadata cache.
 * :class:`ArchivedTimeline` -- what was archived; :func:`load_lsm_history` reads the v8+ LSM
-  ``.hoodie/timeline/history/*.parquet``. The v6 archive (``.hoodie/archived/.commits_.archive.
-  N_token``) is Hudi log files, so it is read one layer up: :func:`hudi_ds.log.archive.
-  load_archived` loads the archived timeline of either layout.
+  ``.hoodie/timeline/history/*.parquet``. The v6 archive files are Hudi log files, so they are
+  read one layer up, in :mod:`hudi_ds.log.archive`, whose ``load_archived`` loads the archived
+  timeline of either layout.
 * :class:`TimelineWriter` -- requested -> inflight -> completed transitions. The completed file
   is the commit point: it is written last, atomically (write to a temp name, then rename).
 

@@ -45,12 +45,10 @@ from hudi_ds.timeline.metadata import (
     RollbackPlan,
     RollbackRequest,
 )
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, TimelineWriter
 from hudi_ds.write.markers import delete_markers, marked_files
 
 log = logging.getLogger("hudi_ds.write")
-
-WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
 def rollback_failed_writes(
@@ -80,7 +78,7 @@ def rollback_failed_writes(
         if resume_rollback(storage, config, timeline, r) and target:
             done.append(target)
     timeline = Timeline.load(storage, layout, config.timeline_path)
-    for inst in timeline.pending().filter_actions(*WRITE_ACTIONS):
+    for inst in timeline.pending().filter_actions(*DATA_ACTIONS):
         if before is not None and inst.requested_time >= before:
             continue
         if is_failed is not None and not is_failed(inst.requested_time):
