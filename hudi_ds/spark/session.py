@@ -6,6 +6,10 @@ import os
 import sys
 from typing import Any
 
+from pyspark.sql import SparkSession
+
+from hudi_ds.spark import register
+
 
 def local_session(app: str, master: str = "local[2]", **conf: str) -> Any:
     """A ``SparkSession`` on this machine: UI off, loopback networking, UTC, ``hudi_py`` ready.
@@ -15,10 +19,6 @@ def local_session(app: str, master: str = "local[2]", **conf: str) -> Any:
         master: the Spark master (default ``local[2]``).
         conf: extra Spark settings (``spark.driver.memory="4g"`` ...).
     """
-    from pyspark.sql import SparkSession
-
-    from hudi_ds.spark import register
-
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master)
