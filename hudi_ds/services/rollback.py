@@ -210,7 +210,7 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
     if inst is None and instant in finished:  # a rollback of it was killed; now finished
         return _result_of(tl, instant)
     if inst is None:
-        first = tl.first_active_time()
+        first = tl.start_time()
         if first is not None and instant < first:
             raise InstantNotFoundError(
                 f"instant {instant} is not on the active timeline (it starts at {first}); "
