@@ -773,6 +773,10 @@ def test_archival_beyond_savepoint_loses_no_data(tmp_path: Path, table_type: str
     assert all(f.exists() for f in kept)
     assert_rows(hudi_ds.read(path), expected, COLS)
     assert_rows(hudi_rs_table(path), expected, COLS)
+    # c2 cannot be rolled back: no restore across it (Java refuses any restore with
+    # hoodie.archive.beyond.savepoint)
+    with pytest.raises(TimelineError, match="archived"):
+        rollback.restore(ctx, s1)
     # and the table keeps working
     write(path, trips([0, 2], 9), m, opts)
     assert ours(path) == hudi_rs(path) == m.rows()

@@ -56,7 +56,7 @@ from hudi_ds.timeline.metadata import (
     SavepointMetadata,
     SavepointPartitionMetadata,
 )
-from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.timeline import Timeline, load_archived
 from hudi_ds.write.rollback import _rollback, rollback_failed_writes, rollback_instant
 
 log = logging.getLogger("hudi_ds.services")
@@ -407,6 +407,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
 
     Raises:
         InstantNotFoundError: no completed savepoint at ``savepoint``.
+        TimelineError: commits after the savepoint were archived (archival beyond savepoints).
     """
     ctx.require_writable("restore")
     tl = ctx.timeline()
@@ -415,6 +416,25 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
             f"no savepoint at {savepoint}; savepoints: "
             f"{', '.join(sp.requested_time for sp in tl.savepoints()) or 'none'}"
         )
+    # an archived commit cannot be rolled back: its files would stay, and count as committed
+    # again once a later commit starts the timeline after them. Java's restoreToSavepoint
+    # refuses whenever hoodie.archive.beyond.savepoint is set (HUDI-4501); here, when a commit
+    # after the savepoint actually was archived.
+    tl_start = tl.start_time()
+    if tl_start is not None and savepoint < tl_start:
+        archived = load_archived(
+            ctx.storage,
+            ctx.layout,
+            ctx.config.timeline_path,
+            archive_folder=ctx.config.get("hoodie.archivelog.folder", "archived") or "archived",
+        )
+        later = sorted(i.requested_time for i in archived.commits() if i.requested_time > savepoint)
+        if later:
+            raise TimelineError(
+                f"cannot restore to savepoint {savepoint}: {len(later)} commit(s) after it were "
+                f"archived (archival beyond savepoints, up to {later[-1]}) and cannot be rolled "
+                "back"
+            )
     # a rollback killed inside an earlier attempt is finished first, with its own plan
     _resume_rollbacks(ctx)
     tl = ctx.timeline()
