@@ -24,6 +24,7 @@ from hudi_ds.services import ServiceContext, archival, clean, compaction, rollba
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.write.client import WriteClient
+from tests.conftest import assert_rows, hudi_rs_table
 from tests.fixtures import GOLDEN_DIR, fixture_table
 from tests.golden import golden_set, row_set
 
@@ -698,6 +699,87 @@ def test_archival_stops_at_savepoints_and_pending_instants(tmp_path: Path) -> No
     assert c is not None
     assert [i.requested_time for i in archival.instants_to_archive(ctx)] == instants[:7]
     compaction.run_compaction(ctx, c)
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+def test_archival_beyond_savepoint_loses_no_data(tmp_path: Path, table_type: str) -> None:
+    """``hoodie.archive.beyond.savepoint`` archives commits after a savepointed commit, which
+    stays active: the timeline gets holes. Java's file-system view and hudi-rs take files of
+    commits in a hole for uncommitted, so archival stops at one whose files a snapshot still
+    reads (here the compaction, or the last COW commit of "nyc"); the files of the commits in
+    a hole that a later savepoint keeps stay committed (Java's ``findFirstNonSavepointCommit``):
+    the cleaner must not delete them as debris of failed writes."""
+    path = str(tmp_path / "t")
+    m = Model()
+    opts = {
+        "hoodie.archive.automatic": "false",
+        "hoodie.clean.automatic": "false",
+        "hoodie.datasource.write.table.type": table_type,
+    }
+    s1 = write(path, trips(range(8), 1), m, opts)
+    c2 = write(path, trips(range(1, 8, 2), 2), m, opts)  # "sf" only
+    s2 = write(path, trips(range(0, 8, 2), 3), m, opts)  # "nyc" only
+    ctx = ServiceContext.open(
+        path,
+        {
+            "hoodie.keep.min.commits": "2",
+            "hoodie.keep.max.commits": "3",
+            "hoodie.cleaner.commits.retained": "1",
+            "hoodie.archive.beyond.savepoint": "true",
+        },
+    )
+    rollback.create_savepoint(ctx, s1)
+    rollback.create_savepoint(ctx, s2)
+    for k in range(4, 7):
+        write(path, trips(range(8), k), m, opts)
+    if table_type == "MERGE_ON_READ":
+        _compact(path)
+    # later writes touch only "sf": the latest "nyc" slices stay the compaction's / commit 6's
+    for k in range(7, 9):
+        write(path, trips(range(1, 8, 2), k), m, opts)
+    clean.clean(ctx)
+    expected = m.rows()
+    assert ours(path) == hudi_rs(path) == expected
+    res = archival.archive(ctx)
+    tl = ctx.timeline()
+    # both savepointed commits stay; c2, between them, is archived: a hole
+    assert tl.get(s1) is not None and tl.get(s2) is not None
+    assert c2 in res.archived and tl.get(c2) is None
+    # nothing a snapshot reads was archived after a savepoint
+    start = tl.first_non_savepoint_commit()
+    assert start is not None and start.requested_time > max(res.archived)
+    # an incremental read from s1 would miss c2: refused, as across any archived commit
+    with pytest.raises(InstantNotFoundError, match="archived"):
+        hudi_ds.read(
+            path,
+            {
+                "hoodie.datasource.query.type": "incremental",
+                "hoodie.datasource.read.begin.instanttime": s1,
+            },
+        )
+    # every row, every value, by both readers
+    assert_rows(hudi_ds.read(path), expected, COLS)
+    assert_rows(hudi_rs_table(path), expected, COLS)
+    # the cleaner keeps what savepoint s2 keeps, c2's files included: they are not debris
+    saved = tl.read_savepoint_metadata(s2)
+    kept = [
+        Path(path) / pm.partition_path / name
+        for pm in saved.partition_metadata.values()
+        for name in pm.savepoint_data_file
+    ]
+    assert kept and all(f.exists() for f in kept)
+    res_clean = clean.clean(ctx)
+    assert not res_clean.debris
+    assert all(f.exists() for f in kept)
+    assert_rows(hudi_ds.read(path), expected, COLS)
+    assert_rows(hudi_rs_table(path), expected, COLS)
+    # c2 cannot be rolled back: no restore across it (Java refuses any restore with
+    # hoodie.archive.beyond.savepoint)
+    with pytest.raises(TimelineError, match="archived"):
+        rollback.restore(ctx, s1)
+    # and the table keeps working
+    write(path, trips([0, 2], 9), m, opts)
+    assert ours(path) == hudi_rs(path) == m.rows()
 
 
 def test_services_options_are_validated(tmp_path: Path) -> None:

@@ -760,6 +760,42 @@ def test_legacy_layout2_completed_file_uses_mtime(tmp_path: Path) -> None:
     }
 
 
+def test_timeline_starts_at_its_first_non_savepointed_commit(tmp_path: Path) -> None:
+    """Archival beyond savepoints leaves holes after a savepointed commit: the timeline starts
+    at the first commit-family instant no savepoint carries (Java's findFirstNonSavepointCommit);
+    clean and rollback instants never start it."""
+    hoodie = tmp_path / ".hoodie"
+    hoodie.mkdir()
+    t = [f"2024010100000000{k}" for k in range(8)]
+    names = [
+        f"{t[0]}.clean",  # an old clean left active
+        f"{t[1]}.commit",
+        f"{t[1]}.savepoint",  # t[2], t[3] archived: a hole
+        f"{t[4]}.commit",
+        f"{t[4]}.savepoint",
+        f"{t[5]}.rollback",
+        f"{t[6]}.commit",
+        f"{t[7]}.compaction.requested",
+    ]
+    for n in names:
+        (hoodie / n).write_bytes(b"")
+    tl = Timeline.load(Storage(str(tmp_path)), 1)
+    start = tl.first_non_savepoint_commit()
+    assert start is not None and start.requested_time == tl.start_time() == t[6]
+    assert tl.first_active_time() == t[0]
+    assert tl.contains_or_before_start(t[2]) and tl.is_before_start(t[3])
+    assert tl.contains_or_before_start(t[7]) and not tl.is_before_start(t[7])
+    assert not tl.contains_or_before_start("20240101000000010")
+    # every commit savepointed (after a restore): the first of them
+    (hoodie / f"{t[6]}.savepoint").write_bytes(b"")
+    (hoodie / f"{t[7]}.compaction.requested").unlink()
+    assert Timeline.load(Storage(str(tmp_path)), 1).start_time() == t[1]
+    # no savepoint: the first commit-family instant
+    for n in (f"{t[1]}.savepoint", f"{t[4]}.savepoint", f"{t[6]}.savepoint"):
+        (hoodie / n).unlink()
+    assert Timeline.load(Storage(str(tmp_path)), 1).start_time() == t[1]
+
+
 def test_custom_timeline_path(tmp_path: Path) -> None:
     assert timeline_dir(2, "tl") == ".hoodie/tl"
     assert timeline_dir(2, ".hoodie/tl") == ".hoodie/tl"

@@ -5,9 +5,13 @@ Hudi's ``HoodieTimelineArchiver`` (0.14) does it:
 
 * completed **commits** (commit, deltacommit, replacecommit) are archived once there are more
   than ``hoodie.keep.max.commits`` of them, down to ``hoodie.keep.min.commits``, oldest first,
-  stopping at the first savepoint (unless ``hoodie.archive.beyond.savepoint``), at the oldest
-  pending write or compaction, at the earliest commit the last clean retained, and at a
-  replacecommit whose replaced files are not cleaned yet;
+  stopping at the first savepoint, at the oldest pending write or compaction, at the earliest
+  commit the last clean retained, and at a replacecommit whose replaced files are not cleaned
+  yet. With ``hoodie.archive.beyond.savepoint`` the savepointed commits stay and the ones
+  around them go, which leaves holes in the active timeline; then one commit that is not
+  savepointed always stays (where the timeline starts), and archival stops at a commit after a
+  savepoint whose files a snapshot still reads (Java's file-system view and hudi-rs take the
+  files of a commit in a hole for uncommitted);
 * completed **clean** and **rollback** instants likewise by count, per action -- and always the
   ones older than the first commit that stays (so the active timeline starts with a commit);
 * every file of an archived instant (requested, inflight, completed) becomes one
@@ -15,8 +19,11 @@ Hudi's ``HoodieTimelineArchiver`` (0.14) does it:
   block of a Hudi log file ``.hoodie/archived/.commits_.archive.<N>_<token>``; then the instant
   files are deleted, the pending states of an instant before its completed file.
 
-Data files of archived instants stay: readers treat files older than the first active instant
-as committed (Java's ``containsOrBeforeTimelineStarts``; hudi-rs does the same). Time travel and
+Data files of archived instants stay: readers treat files older than where the active timeline
+starts as committed (Java's ``containsOrBeforeTimelineStarts``; its start is the first
+non-savepointed commit-family instant, :meth:`~hudi_ds.timeline.timeline.Timeline
+.first_non_savepoint_commit`, so the files of commits in a hole that a savepoint keeps stay
+committed; hudi-rs starts at the first active instant). Time travel and
 incremental reads that reach archived instants fail with a clear error
 (:class:`~hudi_ds.errors.InstantNotFoundError`).
 """
@@ -59,6 +66,7 @@ from hudi_ds.timeline.instant import (
 )
 from hudi_ds.timeline.metadata import AVRO_MAGIC, CleanerPlan, CommitMetadata, avro_schema
 from hudi_ds.timeline.timeline import DATA_ACTIONS, HOODIE_FOLDER, Timeline
+from hudi_ds.timeline.view import TableState
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -95,6 +103,30 @@ def _replaced_files_remain(ctx: ServiceContext, tl: Timeline, inst: Instant) -> 
     return False
 
 
+def _live_files(ctx: ServiceContext, tl: Timeline) -> set[str]:
+    """Paths (relative) of the files of every latest file slice: what a snapshot read reads."""
+    vis = TableState(ctx.storage, ctx.config, tl).visibility()
+    view = FileSystemView(ctx.storage, ctx.config)
+    out: set[str] = set()
+    for p in view.partitions():
+        for s in view.latest_file_slices(p, vis):
+            if s.base_file is not None:
+                out.add(s.base_file.path)
+            out.update(lf.path for lf in s.log_files)
+    return out
+
+
+def _written_files(md: CommitMetadata) -> set[str]:
+    """Paths (relative) of the files a commit wrote, log files appended to included."""
+    out: set[str] = set()
+    for s in md.write_stats():
+        if s.path:
+            out.add(s.path)
+        part = s.partition_path or ""
+        out.update(f"{part}/{name}" if part else name for name in s.log_files or [])
+    return out
+
+
 def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list[Instant]:
     """The completed instants an archival now would move (see the module docstring)."""
     tl = tl if tl is not None else ctx.timeline()
@@ -118,6 +150,13 @@ def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list
                 break
         limit = min(limits) if limits else None
         budget = len(commits) - lo
+        if beyond:
+            # the timeline starts at its first commit that no savepoint keeps: with none left
+            # after the archived ones (only savepointed commits active), readers would start at
+            # a savepointed commit and lose the files of the commits archived after it (Java's
+            # limit(count - minInstantsToKeep) counts the savepointed commits too)
+            budget = min(budget, sum(c.requested_time not in saved for c in commits) - 1)
+        live: set[str] | None = None  # files of the latest slices, listed on first need
         for c in commits:
             if budget <= 0 or (limit is not None and c.requested_time >= limit):
                 break
@@ -125,6 +164,18 @@ def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list
                 continue
             if c.action == REPLACE_COMMIT and _replaced_files_remain(ctx, tl, c):
                 break
+            if beyond and c.requested_time > min(saved, default=c.requested_time):
+                # archived after a savepointed commit that stays, c leaves a hole in the
+                # timeline. Java's file-system view asks containsOrBeforeTimelineStarts of its
+                # write timeline, which holds no savepoint instants (AbstractTableFileSystemView
+                # .refreshTimeline -> getWriteTimeline, HoodieFileGroup.isFileSliceCommitted),
+                # and hudi-rs bounds the archived instants by the earliest active one: both
+                # take the files of such a c for uncommitted. So c goes only when a snapshot
+                # no longer reads any file it wrote (cleaned, or superseded by a later slice).
+                if live is None:
+                    live = _live_files(ctx, tl)
+                if not live.isdisjoint(_written_files(tl.read_commit_metadata(c))):
+                    break
             out.append(c)
             budget -= 1
     kept = [c for c in commits if c not in out]

@@ -24,9 +24,10 @@ replaced groups for KEEP_LATEST_FILE_VERSIONS) are deleted whole.
 
 Debris of failed writes (found by listing, then checked against a fresh timeline): data files
 of instants that are on no timeline (rolled back, or never started) and are newer than the
-first active instant, log files none of whose blocks belongs to a known instant and that no
-pending write marked, marker folders of instants that are not pending, and stale temporary
-files of the timeline folder.
+start of the active timeline (its first non-savepointed commit-family instant: older instants
+were archived, ``Timeline.first_non_savepoint_commit``), log files none of whose blocks belongs
+to a known instant and that no pending write marked, marker folders of instants that are not
+pending, and stale temporary files of the timeline folder.
 """
 
 from __future__ import annotations
@@ -285,7 +286,7 @@ def _debris(
     """Data files of failed writes (see the module docstring)."""
     marked = _pending_marked(ctx, tl_before)
     tl = ctx.timeline()  # loaded after the listing and the markers: see the module docstring
-    first = tl.first_active_time()
+    first = tl.start_time()
     out = []
     for gs in groups.values():
         for g in gs:
@@ -361,7 +362,7 @@ def plan_clean(ctx: ServiceContext, debris: bool = True) -> tuple[CleanerPlan, l
     groups = {p: list(view.file_groups(p)) for p in view.partitions()}  # list first ...
     tl = ctx.timeline()  # ... then the timeline
     policy = ctx.get(ServiceConfig.CLEANER_POLICY)
-    first = tl.first_active_time()
+    first = tl.start_time()
     earliest = earliest_commit_to_retain(ctx, tl)
     saved, saved_times = savepointed_files(tl)
     pending_bases = _pending_compaction_bases(tl)

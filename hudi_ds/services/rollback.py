@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from hudi_ds.errors import InstantNotFoundError, TimelineError, UnsupportedError
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.log.archive import load_archived
 from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.services.base import ServiceContext, file_name, partition_of
 from hudi_ds.services.compaction import rollback_inflight_compaction, unschedule_compaction
@@ -214,7 +215,7 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
     if inst is None and instant in finished:  # a rollback of it was killed; now finished
         return _result_of(tl, instant)
     if inst is None:
-        first = tl.first_active_time()
+        first = tl.start_time()
         if first is not None and instant < first:
             raise InstantNotFoundError(
                 f"instant {instant} is not on the active timeline (it starts at {first}); "
@@ -409,6 +410,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
 
     Raises:
         InstantNotFoundError: no completed savepoint at ``savepoint``.
+        TimelineError: commits after the savepoint were archived (archival beyond savepoints).
     """
     ctx.require_writable("restore")
     tl = ctx.timeline()
@@ -417,6 +419,25 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
             f"no savepoint at {savepoint}; savepoints: "
             f"{', '.join(sp.requested_time for sp in tl.savepoints()) or 'none'}"
         )
+    # an archived commit cannot be rolled back: its files would stay, and count as committed
+    # again once a later commit starts the timeline after them. Java's restoreToSavepoint
+    # refuses whenever hoodie.archive.beyond.savepoint is set (HUDI-4501); here, when a commit
+    # after the savepoint actually was archived.
+    tl_start = tl.start_time()
+    if tl_start is not None and savepoint < tl_start:
+        archived = load_archived(
+            ctx.storage,
+            ctx.layout,
+            ctx.config.timeline_path,
+            archive_folder=ctx.config.get("hoodie.archivelog.folder", "archived") or "archived",
+        )
+        later = sorted(i.requested_time for i in archived.commits() if i.requested_time > savepoint)
+        if later:
+            raise TimelineError(
+                f"cannot restore to savepoint {savepoint}: {len(later)} commit(s) after it were "
+                f"archived (archival beyond savepoints, up to {later[-1]}) and cannot be rolled "
+                "back"
+            )
     # a rollback killed inside an earlier attempt is finished first, with its own plan
     _resume_rollbacks(ctx)
     tl = ctx.timeline()

@@ -599,14 +599,17 @@ class HudiTable:
         begin = normalize_instant(begin)
         end = normalize_instant(end) if end is not None else None
         first = self.timeline.commits().first()
-        if first is not None and begin < first.requested_time:
+        # archived commits lie before where the timeline starts, its first non-savepointed
+        # commit (archival beyond savepoints leaves holes after a savepointed first commit)
+        start = max(first.requested_time if first else "", self.timeline.start_time() or "")
+        if start and begin < start:
             archived_after = self._archived_commits_after(begin)
             if archived_after:
                 raise InstantNotFoundError(
                     f"incremental read from {begin} reaches the archived timeline: "
                     f"{len(archived_after)} archived commit(s) after it (up to "
                     f"{archived_after[-1]}) are no longer on the active timeline, which starts "
-                    f"at {first.requested_time}; start at or after that instant"
+                    f"at {start}; start at or after that instant"
                 )
         if end is not None:
             self._check_retained(end, "incremental read up to")

@@ -409,17 +409,51 @@ class Timeline(Sequence[Instant]):
         return i.completion_time or i.requested_time
 
     def first_active_time(self) -> str | None:
-        """Requested time of the first instant of this view (None if empty).
+        """Requested time of the first instant of this view, any action (None if empty).
 
-        Files older than the first instant of the active timeline belong to archived (hence
-        committed) instants, as Java's ``containsOrBeforeTimelineStarts`` assumes.
+        Where the timeline *starts* for "is it committed?" questions is :meth:`start_time`.
         """
         return self._instants[0].requested_time if self._instants else None
 
+    def first_non_savepoint_commit(self) -> Instant | None:
+        """The instant this timeline starts at: files of older instants that are on no timeline
+        belong to archived, hence committed, instants.
+
+        That is the first commit, delta commit, replace commit or compaction (any state) that
+        no savepoint carries. Clean and rollback instants do not count: they are archived by
+        their own count, and an old one left active must not hide archived commits. Savepointed
+        commits do not count either: archival beyond savepoints
+        (``hoodie.archive.beyond.savepoint``) keeps a savepointed commit active and archives
+        the commits around it, leaving holes. Java's ``BaseHoodieTimeline
+        .findFirstNonSavepointCommit``: "there could be holes in the timeline due to archival
+        and savepoint interplay. So, the first non-savepoint commit is considered as beginning
+        of the active timeline" (used by ``isBeforeTimelineStarts`` /
+        ``containsOrBeforeTimelineStarts``). Java's file-system view asks that of its write
+        timeline (``getWriteTimeline``), which holds no savepoint instants, and so starts at the
+        savepointed commit; the savepoints are known to every view here, so readers, the
+        cleaner and the writer all skip them. When every such instant is savepointed (nothing
+        after them was archived, e.g. after a restore), the first of them.
+        """
+        family = [i for i in self._instants if i.action in (*DATA_ACTIONS, COMPACTION)]
+        if not family:
+            return None
+        return next((i for i in family if i.requested_time not in self._savepoints), family[0])
+
+    def start_time(self) -> str | None:
+        """Requested time of :meth:`first_non_savepoint_commit` (None if there is none)."""
+        start = self.first_non_savepoint_commit()
+        return start.requested_time if start is not None else None
+
+    def is_before_start(self, requested_time: str) -> bool:
+        """True if the instant is older than where this timeline starts (archived, committed);
+        Java's ``isBeforeTimelineStarts``."""
+        start = self.start_time()
+        return start is not None and requested_time < start
+
     def contains_or_before_start(self, requested_time: str) -> bool:
-        """True if the instant is in this view or older than its first instant."""
-        first = self.first_active_time()
-        return self.contains(requested_time) or (first is not None and requested_time < first)
+        """True if the instant is in this view or older than its start (Java's
+        ``containsOrBeforeTimelineStarts``)."""
+        return self.contains(requested_time) or self.is_before_start(requested_time)
 
     def origin_action(self, requested_time: str) -> str | None:
         """The action the instant was requested as (``compaction`` for a completed compaction,

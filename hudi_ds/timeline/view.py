@@ -35,8 +35,11 @@ class Visibility:
     Attributes:
         instants: requested times of the visible completed data instants.
         completion: completion time of each visible instant (layout 2; requested time in layout 1).
-        first_active: the earliest instant on the active timeline; older files count as archived
-            (committed) instants.
+        first_active: where the active timeline starts (``Timeline.start_time``, its first
+            non-savepointed commit-family instant); older files count as archived (committed)
+            instants.
+        as_of: the time a time-travel read is as of; archived instants after it are not seen
+            (archival beyond savepoints leaves archived commits newer than a savepointed one).
         replaced: file ids replaced (insert_overwrite / clustering) by visible replacecommits,
             per partition.
         pending_compactions: requested times of compactions scheduled but not completed.
@@ -47,11 +50,14 @@ class Visibility:
     first_active: str | None = None
     replaced: dict[str, frozenset[str]] = field(default_factory=dict)
     pending_compactions: frozenset[str] = frozenset()
+    as_of: str | None = None
 
     def sees(self, instant_time: str) -> bool:
         if instant_time in self.instants:
             return True
-        return self.first_active is not None and instant_time < self.first_active
+        if self.first_active is None or instant_time >= self.first_active:
+            return False
+        return self.as_of is None or instant_time <= self.as_of
 
     def completion_of(self, instant_time: str) -> str:
         return self.completion.get(instant_time, instant_time)
@@ -178,10 +184,12 @@ class TableState:
             sp = min((t for t in restoring if t), default=None)
             if sp is not None:
                 commits = [i for i in commits if i.requested_time <= sp]
-        return self.visibility_of(commits)
+                as_of = sp if as_of is None else min(as_of, sp)
+        return self.visibility_of(commits, as_of)
 
-    def visibility_of(self, commits: Sequence[Instant]) -> Visibility:
-        """The visibility of exactly ``commits`` (completed data instants of this timeline)."""
+    def visibility_of(self, commits: Sequence[Instant], as_of: str | None = None) -> Visibility:
+        """The visibility of exactly ``commits`` (completed data instants of this timeline),
+        for a read as of ``as_of`` (default: the latest)."""
         tl = self.timeline
         visible = frozenset(i.requested_time for i in commits)
         replaced: dict[str, set[str]] = {}
@@ -190,12 +198,9 @@ class TableState:
                 md = tl.read_commit_metadata(i)
                 for p, fids in (md.partition_to_replace_file_ids if md else {}).items():
                     replaced.setdefault(p, set()).update(fids)
-        # files older than the first commit-family instant belong to archived commits (as in
-        # Java's containsOrBeforeTimelineStarts); a clean or rollback instant left before it
-        # must not hide them
-        first = next(
-            (i.requested_time for i in tl if i.action in (*DATA_ACTIONS, "compaction")), None
-        )
+        # files older than the first non-savepointed commit-family instant belong to archived
+        # commits (Java's containsOrBeforeTimelineStarts, see Timeline.first_non_savepoint_commit)
+        first = tl.start_time()
         # a compaction that completed after the read's instant is pending as far as the read
         # is concerned (logs written on top of it merge into the slice before it)
         pending = {i.requested_time for i in tl.pending_compactions()}
@@ -208,6 +213,7 @@ class TableState:
             instants=visible,
             completion={i.requested_time: i.completion_time or i.requested_time for i in commits},
             first_active=first,
+            as_of=as_of,
             replaced={p: frozenset(v) for p, v in replaced.items()},
             pending_compactions=frozenset(pending),
         )

@@ -1489,7 +1489,7 @@ def _compaction_targets(
     """
     targets: dict[tuple[str, str], str] = {}
     parts = set(partitions)
-    first = timeline.first_active_time() or ""
+    first = timeline.start_time() or ""
 
     def committed(t: str) -> bool:  # completed, or archived (older than the active timeline)
         return timeline.is_completed(t) or (not timeline.contains(t) and t < first)
