@@ -47,6 +47,7 @@ from hudi_ds.errors import (
     TimelineError,
     UnsupportedError,
 )
+from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
 from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
@@ -378,7 +379,7 @@ def cmd_stats(cmd: Command) -> int:
     slices = table.file_slices()
     rows = 0
     if len(table.schema):
-        key = "_hoodie_record_key" if "_hoodie_record_key" in table.schema.names else None
+        key = RECORD_KEY_METADATA_FIELD if RECORD_KEY_METADATA_FIELD in table.schema.names else None
         cols = [key] if key else [table.schema.names[0]]
         rows = table.read(columns=cols).num_rows
     hist = []

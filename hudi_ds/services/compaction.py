@@ -62,7 +62,7 @@ from hudi_ds.layout.naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
-from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
+from hudi_ds.schema import FILENAME_METADATA_FIELD, avro_to_arrow_schema, with_meta_fields
 from hudi_ds.services.base import Progress, ServiceContext, partition_of, under_table_lock
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import committed_files, visible_commits
@@ -108,8 +108,6 @@ __all__ = [
     "unschedule_compaction",
 ]
 
-FILE_NAME = "_hoodie_file_name"
-RECORD_KEY = "_hoodie_record_key"
 MB = 1 << 20
 #: Hudi's default ``hoodie.parquet.max.file.size`` (written size assumed for a log-only slice)
 DEFAULT_BASE_FILE_SIZE = 120 * MB
@@ -461,7 +459,7 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     token = token or f"{index}-{job.attempt + 1}-{index}"
     name = base_file_name(fslice.file_id, token, job.instant)
     rel = f"{fslice.partition_path}/{name}" if fslice.partition_path else name
-    idx = rows.schema.get_field_index(FILE_NAME)
+    idx = rows.schema.get_field_index(FILENAME_METADATA_FIELD)
     if idx >= 0:
         rows = rows.set_column(
             idx, rows.schema.field(idx), pa.repeat(pa.scalar(name, pa.string()), rows.num_rows)

@@ -50,7 +50,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 from hudi_ds.config import Options, ReadConfig
 from hudi_ds.errors import ConfigError, TableNotFoundError
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.schema import IS_DELETED_FIELD
+from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.reader import (
@@ -299,7 +299,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
             return [HudiInputPartition(i, tuple(g), header) for i, g in enumerate(groups)]
         # deleted keys: alive before the range (as of ``begin``), gone at its end
         before = table.plan_read({"as.of.instant": begin}, columns)
-        after = table.plan_read({"as.of.instant": stop}, ["_hoodie_record_key"])
+        after = table.plan_read({"as.of.instant": stop}, [RECORD_KEY_METADATA_FIELD])
         old = {(s.partition_path, s.file_id): s for s in before.slices}
         new = {(s.partition_path, s.file_id): s for s in after.slices}
         before_header, after_header = _without_slices(before), _without_slices(after)
@@ -369,14 +369,16 @@ def _deleted_rows(table: HudiTable, part: HudiStreamPartition) -> pa.Table | Non
         return None
     old = pa.Table.from_batches(before)
     alive = [
-        b.column(b.schema.get_field_index("_hoodie_record_key"))
+        b.column(b.schema.get_field_index(RECORD_KEY_METADATA_FIELD))
         for b in table.read_plan_slices(part.after_plan, part.after)
         if b.num_rows
     ]
     if not alive:
         return old
     keys = pa.chunked_array(alive)
-    mask = pc.invert(pc.is_in(old.column("_hoodie_record_key"), value_set=keys.combine_chunks()))
+    mask = pc.invert(
+        pc.is_in(old.column(RECORD_KEY_METADATA_FIELD), value_set=keys.combine_chunks())
+    )
     return old.filter(mask)
 
 

@@ -29,6 +29,7 @@ from hudi_ds.keygen import key_string
 from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import partition_values_of
 from hudi_ds.merge.modes import custom_classes_option, table_spec
+from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import (
     CommittedFile,
@@ -475,7 +476,7 @@ class HudiTable:
             needed = list(plan.columns)
             extra = [c for c, _, _ in plan.filters]
             if plan.commit_times is not None:
-                extra.append("_hoodie_commit_time")
+                extra.append(COMMIT_TIME_METADATA_FIELD)
             for c in extra:
                 if c not in needed and plan.context.schema.get_field_index(c) >= 0:
                     needed.append(c)
@@ -484,8 +485,8 @@ class HudiTable:
         def one(s: FileSlice) -> tuple[pa.Table, ReadStats]:
             st = ReadStats()
             t = read_file_slice(self.storage, s, plan.visibility, plan.context, st, needed)
-            if commit_set is not None and "_hoodie_commit_time" in t.column_names:
-                t = t.filter(pc.is_in(t.column("_hoodie_commit_time"), commit_set))
+            if commit_set is not None and COMMIT_TIME_METADATA_FIELD in t.column_names:
+                t = t.filter(pc.is_in(t.column(COMMIT_TIME_METADATA_FIELD), commit_set))
             if expr is not None and t.num_rows:
                 t = t.filter(expr)
             if plan.columns is not None:

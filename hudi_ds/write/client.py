@@ -67,7 +67,8 @@ from hudi_ds.merge.modes import (
 from hudi_ds.schema import (
     IS_DELETED_FIELD,
     META_FIELDS,
-    OPERATION_FIELD,
+    OPERATION_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
     arrow_to_avro_schema,
     avro_schema_json,
     avro_to_arrow_schema,
@@ -86,7 +87,6 @@ from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.handles import (
-    DELETE_KEY,
     DELETE_ORDERING,
     AppendHandle,
     HandleContext,
@@ -1187,7 +1187,7 @@ class TaskWriter:
             )
             self._seen_partitions.update(pc.unique(parts).to_pylist())
             return
-        drop = [c for c in table.column_names if c in META_FIELDS or c == OPERATION_FIELD]
+        drop = [c for c in table.column_names if c in META_FIELDS or c == OPERATION_METADATA_FIELD]
         if drop:
             table = table.drop_columns(drop)
         if op == "delete":
@@ -1334,7 +1334,7 @@ class TaskWriter:
         for rows, parts, is_delete in ((data, data_parts, False), (deletes, del_parts, True)):
             if rows.num_rows == 0:
                 continue
-            keys = rows.column(DELETE_KEY if is_delete else "_hoodie_record_key")
+            keys = rows.column(RECORD_KEY_METADATA_FIELD)
             buckets = bucket_ids_from_record_keys(
                 keys, list(self.plan.hash_fields), self.plan.num_buckets, self.plan.complex_key
             )

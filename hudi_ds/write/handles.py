@@ -51,17 +51,21 @@ from hudi_ds.merge.engine import (
     resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
-from hudi_ds.schema import META_FIELDS, promote_table
+from hudi_ds.schema import (
+    COMMIT_TIME_METADATA_FIELD,
+    FILENAME_METADATA_FIELD,
+    IS_DELETED_FIELD,
+    META_FIELDS,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    promote_table,
+)
 from hudi_ds.storage import OutputStream, Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 from hudi_ds.write.markers import create_marker
 from hudi_ds.write.write_status import WriteStatus
 
-RECORD_KEY = "_hoodie_record_key"
-FILE_NAME = "_hoodie_file_name"
-DELETE_KEY = "_hoodie_record_key"
-DELETE_PARTITION = "_hoodie_partition_path"
 DELETE_ORDERING = "_ordering_value"
 
 
@@ -102,7 +106,7 @@ def _constant(value: str, n: int) -> pa.Array:
 
 
 def _set_file_name(table: pa.Table, name: str) -> pa.Table:
-    idx = table.schema.get_field_index(FILE_NAME)
+    idx = table.schema.get_field_index(FILENAME_METADATA_FIELD)
     return table.set_column(idx, table.schema.field(idx), _constant(name, table.num_rows))
 
 
@@ -128,9 +132,9 @@ def precombine(
     # the common case: no duplicate keys, nothing to combine (a hash count, no sort)
     if (
         n_del == 0
-        and "_hoodie_is_deleted" not in data.column_names
+        and IS_DELETED_FIELD not in data.column_names
         and marker_col is None
-        and pc.count_distinct(data.column(RECORD_KEY)).as_py() == n_data
+        and pc.count_distinct(data.column(RECORD_KEY_METADATA_FIELD)).as_py() == n_data
     ):
         return data, deletes
     full = data
@@ -157,8 +161,8 @@ def precombine(
             ov = pa.nulls(rows.num_rows, otype)
         extra = pa.Table.from_arrays(
             [
-                rows.column(RECORD_KEY).combine_chunks().cast(pa.string()),
-                rows.column(DELETE_PARTITION).combine_chunks().cast(pa.string()),
+                rows.column(RECORD_KEY_METADATA_FIELD).combine_chunks().cast(pa.string()),
+                rows.column(PARTITION_PATH_METADATA_FIELD).combine_chunks().cast(pa.string()),
                 ov,
             ],
             schema=deletes.schema,
@@ -267,8 +271,8 @@ class AppendHandle(_Buffered):
             self.num_writes += data.num_rows
         if dels.num_rows:
             block = encode_delete_block(
-                dels.column(DELETE_KEY).combine_chunks(),
-                dels.column(DELETE_PARTITION).combine_chunks(),
+                dels.column(RECORD_KEY_METADATA_FIELD).combine_chunks(),
+                dels.column(PARTITION_PATH_METADATA_FIELD).combine_chunks(),
                 dels.column(DELETE_ORDERING).combine_chunks(),
                 ctx.instant,
                 ctx.avro_schema,
@@ -325,8 +329,8 @@ def delete_schema(ordering_type: pa.DataType) -> pa.Schema:
     """Schema of the delete-key tables handles receive."""
     return pa.schema(
         [
-            pa.field(DELETE_KEY, pa.string()),
-            pa.field(DELETE_PARTITION, pa.string()),
+            pa.field(RECORD_KEY_METADATA_FIELD, pa.string()),
+            pa.field(PARTITION_PATH_METADATA_FIELD, pa.string()),
             pa.field(DELETE_ORDERING, ordering_type),
         ]
     )
@@ -416,7 +420,11 @@ class _KeyPartitions:
     def add(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
-        h = java_string_hash(table.column(RECORD_KEY)).view(np.uint32).astype(np.uint64)
+        h = (
+            java_string_hash(table.column(RECORD_KEY_METADATA_FIELD))
+            .view(np.uint32)
+            .astype(np.uint64)
+        )
         part = (((h * _SPREAD) & np.uint64(0xFFFFFFFF)) >> np.uint64(32 - self.bits)).astype(
             np.int64
         )
@@ -630,8 +638,8 @@ class MergeHandle(_Buffered):
         incoming = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
         self._data, self._deletes, self.buffered_bytes = [], [], 0
-        in_keys = incoming.column(RECORD_KEY).combine_chunks()
-        del_keys = dels.column(DELETE_KEY).combine_chunks()
+        in_keys = incoming.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
+        del_keys = dels.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
         left_in = np.ones(len(in_keys), dtype=bool)
         left_del = np.ones(len(del_keys), dtype=bool)
         base = self.base_file
@@ -639,7 +647,7 @@ class MergeHandle(_Buffered):
 
         def groups() -> Iterator[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]:
             for old in _iter_base_file(ctx.storage, base, ctx.schema, self._base_batch_rows):
-                keys = old.column(RECORD_KEY).combine_chunks()
+                keys = old.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
                 hit_in = np.asarray(pc.is_in(in_keys, value_set=keys), dtype=bool)
                 hit_del = np.asarray(pc.is_in(del_keys, value_set=keys), dtype=bool)
                 left_in[hit_in] = False
@@ -748,7 +756,7 @@ class _BaseFileWriter:
             return
         writer = self._writer or self._open(table)
         writer.write_table(table)
-        mm = pc.min_max(table.column(RECORD_KEY))
+        mm = pc.min_max(table.column(RECORD_KEY_METADATA_FIELD))
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         self._min = lo if self._min is None or lo < self._min else self._min
         self._max = hi if self._max is None or hi > self._max else self._max
@@ -796,10 +804,14 @@ def merge_into_base(
     if n_old == 0:
         return rows, 0, rows.num_rows, 0
     existed = np.asarray(
-        pc.is_in(rows.column(RECORD_KEY), old.column(RECORD_KEY).combine_chunks()), dtype=bool
+        pc.is_in(
+            rows.column(RECORD_KEY_METADATA_FIELD),
+            old.column(RECORD_KEY_METADATA_FIELD).combine_chunks(),
+        ),
+        dtype=bool,
     )
     touched = np.asarray(
-        pc.equal(rows.column("_hoodie_commit_time"), ctx.instant).fill_null(False), dtype=bool
+        pc.equal(rows.column(COMMIT_TIME_METADATA_FIELD), ctx.instant).fill_null(False), dtype=bool
     )
     n_updates = int((existed & touched).sum())
     n_inserts = int((~existed).sum())
@@ -809,7 +821,7 @@ def merge_into_base(
 
 def write_base_file(storage: Storage, path: str, table: pa.Table, codec: str) -> int:
     """Write a Parquet base file (with Hudi's min/max record key footer) and return its size."""
-    keys = table.column(RECORD_KEY)
+    keys = table.column(RECORD_KEY_METADATA_FIELD)
     meta = dict(table.schema.metadata or {})
     if table.num_rows:
         mm = pc.min_max(keys)
