@@ -23,7 +23,6 @@ from hudi_ds.config import (
     validate_service_options,
 )
 from hudi_ds.errors import TimelineError, UnsupportedError
-from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
@@ -146,42 +145,6 @@ def under_table_lock(fn: _F) -> _F:
             return fn(ctx, *args, **kwargs)
 
     return cast(_F, run)
-
-
-def partition_of(rel_path: str) -> str:
-    """The partition path of a data file path (relative to the base path)."""
-    return rel_path.rpartition("/")[0]
-
-
-def file_name(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
-
-
-def is_data_file(name: str) -> bool:
-    """A base file or a (non-CDC) log file name."""
-    if parse_base_file_name(name) is not None:
-        return True
-    lg = parse_log_file_name(name)
-    return lg is not None and lg.extension == "log"
-
-
-def rel_path(storage: Storage, path: str, partition: str | None = None) -> str:
-    """A data file path from a plan (full URI, absolute path or relative) relative to the table.
-
-    Hudi writes full paths into cleaner and rollback plans; ours carry full URIs too. When a
-    path is outside the table (the table was moved), ``partition`` + the file name is used.
-    """
-    for prefix in (storage.uri(), storage.full_path(), storage.base_uri):
-        p = prefix.rstrip("/") + "/"
-        if path.startswith(p):
-            return path[len(p) :]
-    for scheme in ("file://", "file:"):
-        if path.startswith(scheme):
-            return rel_path(storage, path[len(scheme) :], partition)
-    if "://" in path or path.startswith("/"):
-        name = file_name(path)
-        return f"{partition}/{name}" if partition else name
-    return path.lstrip("/")
 
 
 def delete_files(storage: Storage, paths: Iterable[str]) -> tuple[list[str], list[str]]:

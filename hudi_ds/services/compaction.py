@@ -58,12 +58,15 @@ from hudi_ds.faults import crash_point
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
     base_file_name,
+    file_name_of,
+    file_path,
     log_file_name,
     parse_base_file_name,
     parse_log_file_name,
+    partition_of,
 )
 from hudi_ds.schema import FILENAME_METADATA_FIELD, avro_to_arrow_schema, with_meta_fields
-from hudi_ds.services.base import Progress, ServiceContext, partition_of, under_table_lock
+from hudi_ds.services.base import Progress, ServiceContext, under_table_lock
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import committed_files, visible_commits
 from hudi_ds.table.fs_view import FileSystemView
@@ -422,13 +425,13 @@ def _slice_of(storage: Storage, op: CompactionOperation) -> FileSlice:
     base = None
     if op.data_file_path:
         rel = op.base_file_rel_path or ""
-        parsed = parse_base_file_name(rel.rsplit("/", 1)[-1])
+        parsed = parse_base_file_name(file_name_of(rel))
         if parsed is None:
             raise CorruptFileError(f"compaction plan names a bad base file {rel!r}")
         base = BaseFile(rel, parsed, info(rel))
     logs = []
     for rel in op.log_file_rel_paths:
-        parsed_log = parse_log_file_name(rel.rsplit("/", 1)[-1])
+        parsed_log = parse_log_file_name(file_name_of(rel))
         if parsed_log is None:
             raise CorruptFileError(f"compaction plan names a bad log file {rel!r}")
         logs.append(LogFile(rel, parsed_log, info(rel)))
@@ -458,7 +461,7 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     t_scan = time.perf_counter() - t0
     token = token or f"{index}-{job.attempt + 1}-{index}"
     name = base_file_name(fslice.file_id, token, job.instant)
-    rel = f"{fslice.partition_path}/{name}" if fslice.partition_path else name
+    rel = file_path(fslice.partition_path, name)
     idx = rows.schema.get_field_index(FILENAME_METADATA_FIELD)
     if idx >= 0:
         rows = rows.set_column(
@@ -803,7 +806,7 @@ def unschedule_compaction(ctx: ServiceContext, instant: str) -> list[tuple[str, 
             )
             for k, lf in enumerate(moving, start=1):
                 new_name = log_file_name(fid, prev, top + k, lf.name.write_token or "0-0-0")
-                dst = f"{partition}/{new_name}" if partition else new_name
+                dst = file_path(partition, new_name)
                 storage.rename(lf.path, dst)
                 renamed.append((lf.path, dst))
     ctx.writer().delete_instant_files(Instant(instant, COMPACTION, State.REQUESTED))

@@ -27,7 +27,7 @@ from hudi_ds.errors import (
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.keygen import key_string
 from hudi_ds.layout.file_group import FileGroup, FileSlice
-from hudi_ds.layout.naming import partition_values_of
+from hudi_ds.layout.naming import bucket_id_of, partition_values_of
 from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD
 from hudi_ds.storage import Storage
@@ -300,7 +300,7 @@ class HudiTable:
         def keep_group(p: str, fid: str) -> bool:
             if touched is not None and (p, fid) not in touched:
                 return False
-            return buckets is None or _bucket_of(fid) in buckets
+            return buckets is None or bucket_id_of(fid) in buckets
 
         for p in view.partitions():
             if not keep_partition(p):
@@ -688,11 +688,6 @@ class ReadPlan:
         self.damaged_files: list[str] = []
         #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
         self.replans = 0
-
-
-def _bucket_of(file_id: str) -> int:
-    head = file_id[:8]
-    return int(head) if head.isdigit() else -1
 
 
 def read(
