@@ -65,6 +65,7 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
     partition_of,
 )
+from hudi_ds.layout.parquet import write_base_file
 from hudi_ds.schema import FILENAME_METADATA_FIELD, avro_to_arrow_schema, with_meta_fields
 from hudi_ds.services.base import Progress, ServiceContext, under_table_lock
 from hudi_ds.storage import Storage
@@ -89,7 +90,6 @@ from hudi_ds.timeline.metadata import (
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.client import retarget_logs
-from hudi_ds.write.handles import write_base_file
 from hudi_ds.write.lock import Heartbeat, heartbeat_expired, held
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
 from hudi_ds.write.rollback import pending_rollback_of, resume_rollback

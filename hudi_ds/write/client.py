@@ -55,7 +55,7 @@ from hudi_ds.index.bucket import (
 from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import PARTITION_METADATA_FILE, log_file_name, parse_log_file_name
-from hudi_ds.log.writer import parquet_write_options
+from hudi_ds.layout.parquet import dictionary_columns_of
 from hudi_ds.merge.modes import (
     MergeSpec,
     check_same_spec,
@@ -1195,10 +1195,8 @@ class TaskWriter:
         else:
             data, deletes, data_parts, del_parts = self._prepare_upserts(table)
         if self.ctx.dictionary_columns is None and data.num_rows:
-            opts = parquet_write_options(data.slice(0, 4096))
             self.ctx = dataclasses.replace(
-                self.ctx,
-                dictionary_columns=tuple(opts["use_dictionary"]),  # type: ignore[arg-type]
+                self.ctx, dictionary_columns=tuple(dictionary_columns_of(data.slice(0, 4096)))
             )
         self._route(data, deletes, data_parts, del_parts)
         self._enforce_budget()

@@ -16,7 +16,6 @@ prepared (meta columns set except ``_hoodie_file_name``, which the handle fills)
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import math
 import os
@@ -37,11 +36,11 @@ from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import BaseFile
 from hudi_ds.layout.naming import base_file_name, log_file_name
+from hudi_ds.layout.parquet import BaseFileWriter, write_base_file
 from hudi_ds.log.writer import (
     encode_avro_data_block,
     encode_delete_block,
     encode_parquet_data_block,
-    parquet_write_options,
 )
 from hudi_ds.merge.engine import (
     DataPart,
@@ -687,7 +686,7 @@ class MergeHandle(_Buffered):
         and write the results as consecutive row groups of the new base file."""
         ctx = self.ctx
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        writer = _BaseFileWriter(ctx.storage, self.path, ctx.codec)
+        writer = BaseFileWriter(ctx.storage, self.path, ctx.codec)
         n_rows = n_updates = n_inserts = n_deleted = 0
         try:
             for old, incoming, dels in groups:
@@ -728,61 +727,6 @@ class MergeHandle(_Buffered):
         return WriteStatus(stat, "merge" if self.base_file else "create", self.ctx.token)
 
 
-class _BaseFileWriter:
-    """Writes a base file row group by row group (footer: Hudi's min/max record keys)."""
-
-    def __init__(self, storage: Storage, path: str, codec: str) -> None:
-        self.storage = storage
-        self.path = path
-        self.codec = codec
-        self._out: OutputStream | None = None
-        self._writer: pq.ParquetWriter | None = None
-        self._min: str | None = None
-        self._max: str | None = None
-
-    def _open(self, table: pa.Table) -> pq.ParquetWriter:
-        self._out = self.storage.open_output_stream(self.path)
-        self._writer = pq.ParquetWriter(
-            self._out,
-            table.schema,
-            compression=None if self.codec in ("none", "uncompressed") else self.codec,
-            use_compliant_nested_type=True,
-            **parquet_write_options(table),  # type: ignore[arg-type]
-        )
-        return self._writer
-
-    def write(self, table: pa.Table) -> None:
-        if table.num_rows == 0:
-            return
-        writer = self._writer or self._open(table)
-        writer.write_table(table)
-        mm = pc.min_max(table.column(RECORD_KEY_METADATA_FIELD))
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        self._min = lo if self._min is None or lo < self._min else self._min
-        self._max = hi if self._max is None or hi > self._max else self._max
-
-    def close(self, schema: pa.Schema) -> int:
-        """Finish the file (an empty one if nothing was written); returns its size."""
-        writer = self._writer or self._open(schema.empty_table())
-        if self._min is not None:
-            # the same key order as write_base_file's pc.min_max (UTF-8 bytes = code points)
-            writer.add_key_value_metadata(
-                {"hoodie_min_record_key": self._min, "hoodie_max_record_key": str(self._max)}
-            )
-        writer.close()
-        assert self._out is not None
-        size = self._out.tell()
-        self._out.close()
-        return int(size)
-
-    def abort(self) -> None:
-        if self._writer is not None:
-            with contextlib.suppress(Exception):  # already failing: keep the first error
-                self._writer.close()
-        if self._out is not None and not self._out.closed:
-            self._out.close()
-
-
 def merge_into_base(
     old: pa.Table, incoming: pa.Table, dels: pa.Table, ctx: HandleContext
 ) -> tuple[pa.Table, int, int, int]:
@@ -817,25 +761,3 @@ def merge_into_base(
     n_inserts = int((~existed).sum())
     n_deleted = n_old - int(existed.sum())
     return rows, n_updates, n_inserts, max(n_deleted, 0)
-
-
-def write_base_file(storage: Storage, path: str, table: pa.Table, codec: str) -> int:
-    """Write a Parquet base file (with Hudi's min/max record key footer) and return its size."""
-    keys = table.column(RECORD_KEY_METADATA_FIELD)
-    meta = dict(table.schema.metadata or {})
-    if table.num_rows:
-        mm = pc.min_max(keys)
-        meta[b"hoodie_min_record_key"] = str(mm["min"].as_py()).encode()
-        meta[b"hoodie_max_record_key"] = str(mm["max"].as_py()).encode()
-    table = table.replace_schema_metadata(meta)
-    buf = io.BytesIO()
-    pq.write_table(
-        table,
-        buf,
-        compression=None if codec in ("none", "uncompressed") else codec,
-        use_compliant_nested_type=True,
-        **parquet_write_options(table),  # type: ignore[arg-type]
-    )
-    data = buf.getvalue()
-    storage.write_bytes(path, data)
-    return len(data)
