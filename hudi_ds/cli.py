@@ -52,7 +52,7 @@ from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import State, instant_time_to_datetime
 from hudi_ds.timeline.timeline import Timeline, load_archived
@@ -163,8 +163,8 @@ class Command:
     def context(self) -> ServiceContext:
         return ServiceContext.open(self.args.path, self.options, self.progress)
 
-    def table(self) -> HudiTable:
-        return HudiTable(self.args.path)
+    def table(self) -> ReadableTable:
+        return ReadableTable(self.args.path)
 
     def emit(self, payload: Any, human: Callable[[], str]) -> None:
         if self.args.json:

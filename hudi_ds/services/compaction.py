@@ -72,7 +72,7 @@ from hudi_ds.storage import Storage
 from hudi_ds.table.committed import committed_files, visible_commits
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import COMPACTION, Instant, State
 from hudi_ds.timeline.metadata import (
     CommitMetadata,
@@ -202,7 +202,7 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     under a pending compaction, then applies the strategy (module docstring).
     """
     tl = tl if tl is not None else ctx.timeline()
-    table = HudiTable(ctx.storage)
+    table = ReadableTable(ctx.storage)
     vis = table.visibility()
     busy = _file_groups_in_pending_compaction(tl)
     view = FileSystemView(ctx.storage, ctx.config)
@@ -361,7 +361,7 @@ class CompactionResult:
         return self.rows / self.seconds if self.seconds > 0 else 0.0
 
 
-def _schema_before(tl: Timeline, instant: str, table: HudiTable) -> pa.Schema:
+def _schema_before(tl: Timeline, instant: str, table: ReadableTable) -> pa.Schema:
     for inst in reversed(tl.commits()):
         if inst.requested_time >= instant:
             continue
@@ -383,7 +383,7 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
     if inst is None or inst.is_completed or inst.action != COMPACTION:
         raise InstantNotFoundError(f"no pending compaction {instant} on the timeline")
     plan = tl.read_compaction_plan(instant)
-    table = HudiTable(ctx.storage, ctx.options.raw)  # options may name CUSTOM merger classes
+    table = ReadableTable(ctx.storage, ctx.options.raw)  # options may name CUSTOM merger classes
     vis = table.visibility(as_of=instant)
     base_ctx = table._read_context()
     # committed byte ranges of the plan's log files: a corrupt block inside them is an error

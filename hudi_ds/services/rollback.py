@@ -43,7 +43,7 @@ from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.services.compaction import rollback_inflight_compaction
 from hudi_ds.table.fs_view import FileSystemView
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import (
     COMPACTION,
     RESTORE,
@@ -351,7 +351,7 @@ def create_savepoint(
         raise TimelineError(
             f"cannot savepoint {instant}: the cleaner only retained files from {kept} on"
         )
-    table = HudiTable(ctx.storage)
+    table = ReadableTable(ctx.storage)
     parts: dict[str, SavepointPartitionMetadata] = {}
     for s in table.file_slices(as_of=instant):
         pm = parts.setdefault(

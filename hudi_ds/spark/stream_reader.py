@@ -60,7 +60,7 @@ from hudi_ds.spark.reader import (
     validate_read_options,
 )
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
-from hudi_ds.table.table import HudiTable, ReadPlan
+from hudi_ds.table.table import ReadableTable, ReadPlan
 from hudi_ds.timeline.instant import Instant, normalize_instant
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.rollback import WRITE_ACTIONS
@@ -147,8 +147,8 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         return reader
 
     # -- offsets (driver, one long-lived process) ------------------------------------------------
-    def _table(self) -> HudiTable:
-        return HudiTable(self.path)
+    def _table(self) -> ReadableTable:
+        return ReadableTable(self.path)
 
     def _timeline(self) -> Timeline | None:
         """The table's timeline, or None while no table exists (a source started before its
@@ -331,7 +331,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
 
     def _read(self, partition: HudiInputPartition) -> Iterator[pa.RecordBatch]:
         target = read_arrow_schema(self.schema)
-        table = HudiTable(self.path)
+        table = ReadableTable(self.path)
         add_flag = IS_DELETED_FIELD in target.names
         for batch in table.read_plan_slices(partition.plan, partition.slices):
             if batch.num_rows:
@@ -361,7 +361,7 @@ def stream_schema(schema: StructType, emit_deletes: bool) -> StructType:
     return StructType([*schema.fields, StructField(IS_DELETED_FIELD, BooleanType(), True)])
 
 
-def _deleted_rows(table: HudiTable, part: HudiStreamPartition) -> pa.Table | None:
+def _deleted_rows(table: ReadableTable, part: HudiStreamPartition) -> pa.Table | None:
     """Rows alive before the range whose keys are gone at its end."""
     assert part.before_plan is not None and part.after_plan is not None
     before = [b for b in table.read_plan_slices(part.before_plan, part.before) if b.num_rows]

@@ -1,4 +1,4 @@
-"""``HudiTable``: open a Hudi table and read it.
+"""``ReadableTable``: open a Hudi table and read it.
 
 Queries: snapshot, read-optimized, incremental and time travel.
 """
@@ -53,8 +53,10 @@ log = logging.getLogger("hudi_ds.read")
 SUPPORTED_VERSIONS = (6, 8, 9)
 
 
-class HudiTable:
-    """A Hudi table at ``path`` (a local path or a URI).
+class ReadableTable:
+    """A Hudi table at ``path`` (a local path or a URI), opened to be read.
+
+    The public :class:`hudi_ds.HudiTable` extends it with writes.
 
     Args:
         path: the table base path.
@@ -696,5 +698,5 @@ def read(
     columns: Sequence[str] | None = None,
     filters: Sequence[Filter] | None = None,
 ) -> pa.Table:
-    """Read the Hudi table at ``path`` (see :meth:`HudiTable.read`)."""
-    return HudiTable(path, options).read(options, columns, filters)
+    """Read the Hudi table at ``path`` (see :meth:`ReadableTable.read`)."""
+    return ReadableTable(path, options).read(options, columns, filters)

@@ -79,7 +79,7 @@ from hudi_ds.schema import (
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
@@ -281,10 +281,10 @@ class WriteClient:
             )
 
     # -- schema -------------------------------------------------------------------------------
-    def _table(self) -> HudiTable | None:
+    def _table(self) -> ReadableTable | None:
         if self.table_config is None:
             return None
-        return HudiTable(self.storage)
+        return ReadableTable(self.storage)
 
     def validate_schema(self, schema: pa.Schema) -> pa.Schema:
         """Check an input schema and return the table schema to write (meta fields first).
@@ -540,7 +540,7 @@ class WriteClient:
             cow = self.table_type == "COPY_ON_WRITE"
             # the timeline is loaded before the listing: a commit landing in between is then
             # listed but not yet visible, never visible but unlisted ("missing")
-            cow_table = HudiTable(self.storage) if cow else None
+            cow_table = ReadableTable(self.storage) if cow else None
             vis = cow_table.visibility() if cow_table is not None else None
             view = check_bucket_layout(
                 self.storage, self.table_config, self.num_buckets, list(self.hash_fields)
@@ -731,7 +731,7 @@ class WriteClient:
     def _rehome_logs(self, plan: WritePlan, statuses: list[WriteStatus]) -> list[WriteStatus]:
         """Rename our log files after the concurrent writers' ones (see _resolve_conflicts)."""
         view = FileSystemView(self.storage, TableConfig.load(self.storage))
-        vis = HudiTable(self.storage).visibility()
+        vis = ReadableTable(self.storage).visibility()
         mine = {s.path for s in statuses}
         top: dict[tuple[str, str, str], int] = {}
         live: dict[tuple[str, int], FileSlice] = {}
@@ -805,7 +805,7 @@ class WriteClient:
         o = self.options
         name = self._avro_name()
         data = pa.schema([f for f in schema if f.name not in META_FIELDS])
-        table = HudiTable(self.storage)
+        table = ReadableTable(self.storage)
         vis = table.visibility()
         pending: dict[tuple[str, str], str] = {}
         for c in timeline.pending_compactions():
