@@ -55,7 +55,7 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import State, instant_time_to_datetime
-from hudi_ds.timeline.timeline import Timeline, load_archived
+from hudi_ds.timeline.timeline import Timeline
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -244,12 +244,7 @@ def cmd_timeline(cmd: Command) -> int:
             }
         )
     if cmd.args.archived:
-        archived = load_archived(
-            table.storage,
-            table.config.timeline_layout_version,
-            table.config.timeline_path,
-            archive_folder=table.config.get("hoodie.archivelog.folder", "archived") or "archived",
-        )
+        archived = table.archived_timeline()
         for inst in archived:
             row = {
                 "instant": inst.requested_time,

@@ -45,7 +45,7 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import Instant, normalize_instant
-from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.timeline import ArchivedTimeline, Timeline, load_archived
 from hudi_ds.timeline.view import TableState, Visibility
 
 log = logging.getLogger("hudi_ds.read")
@@ -85,15 +85,13 @@ class ReadableTable:
     # -- metadata ----------------------------------------------------------------------------
     @property
     def path(self) -> str:
+        """The table's base path as a URI."""
         return self.storage.uri()
 
     @property
     def name(self) -> str:
+        """``hoodie.table.name``."""
         return self.config.table_name
-
-    @property
-    def is_mor(self) -> bool:
-        return self.config.is_mor
 
     @property
     def config(self) -> TableConfig:
@@ -566,20 +564,29 @@ class ReadableTable:
             )
         self._check_retained(as_of, "as.of.instant")
 
+    def archived_timeline(self) -> ArchivedTimeline:
+        """The archived timeline, loaded on each call (``hoodie.archivelog.folder`` of a layout 1
+        table, the LSM history of layout 2: see :func:`~hudi_ds.timeline.timeline.load_archived`).
+        """
+        return load_archived(
+            self.storage,
+            self.config.timeline_layout_version,
+            self.config.timeline_path,
+            archive_folder=self.config.get("hoodie.archivelog.folder", "archived") or "archived",
+        )
+
+    def _readable_archive(self) -> ArchivedTimeline | None:
+        """The archived timeline, or None (logged) when it cannot be read."""
+        try:
+            return self.archived_timeline()
+        except Exception:
+            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
+            return None
+
     def _archived_covers(self, as_of: str) -> bool:
         """True when the archived timeline holds a commit at or before ``as_of``."""
-        from hudi_ds.timeline.timeline import load_archived
-
-        try:
-            archived = load_archived(
-                self.storage,
-                self.config.timeline_layout_version,
-                self.config.timeline_path,
-                archive_folder=self.config.get("hoodie.archivelog.folder", "archived")
-                or "archived",
-            )
-        except Exception:  # an unreadable archive still means: archived
-            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
+        archived = self._readable_archive()
+        if archived is None:  # an unreadable archive still means: archived
             return True
         return any(i.requested_time <= as_of for i in archived.commits())
 
@@ -623,18 +630,8 @@ class ReadableTable:
         return out
 
     def _archived_commits_after(self, begin: str) -> list[str]:
-        from hudi_ds.timeline.timeline import load_archived
-
-        try:
-            archived = load_archived(
-                self.storage,
-                self.config.timeline_layout_version,
-                self.config.timeline_path,
-                archive_folder=self.config.get("hoodie.archivelog.folder", "archived")
-                or "archived",
-            )
-        except Exception:
-            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
+        archived = self._readable_archive()
+        if archived is None:
             return []
         return sorted(i.requested_time for i in archived.commits() if i.requested_time > begin)
 
@@ -665,31 +662,22 @@ class ReadableTable:
         return out
 
 
+@dataclasses.dataclass(eq=False)
 class ReadPlan:
     """A planned read: visibility, merge context, slices, projection and filters (picklable)."""
 
-    def __init__(
-        self,
-        visibility: Visibility,
-        context: SliceReadContext,
-        slices: list[FileSlice],
-        columns: list[str] | None,
-        filters: list[tuple[str, str, Any]],
-        commit_times: frozenset[str] | None,
-        output_schema: pa.Schema,
-    ) -> None:
-        self.visibility = visibility
-        self.context = context
-        self.slices = slices
-        self.columns = columns
-        self.filters = filters
-        self.commit_times = commit_times
-        self.output_schema = output_schema
-        #: committed files the plan found missing / damaged and skips (user opted in)
-        self.missing_files: list[str] = []
-        self.damaged_files: list[str] = []
-        #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
-        self.replans = 0
+    visibility: Visibility
+    context: SliceReadContext
+    slices: list[FileSlice]
+    columns: list[str] | None
+    filters: list[tuple[str, str, Any]]
+    commit_times: frozenset[str] | None
+    output_schema: pa.Schema
+    #: committed files the plan found missing / damaged and skips (user opted in)
+    missing_files: list[str] = dataclasses.field(default_factory=list)
+    damaged_files: list[str] = dataclasses.field(default_factory=list)
+    #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
+    replans: int = 0
 
 
 def read(
