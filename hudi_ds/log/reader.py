@@ -42,6 +42,8 @@ from hudi_ds.schema import (
 
 logger = logging.getLogger("hudi_ds.log")
 
+#: The ordering value column of a decoded delete block (:func:`decode_delete_block`): its other
+#: columns are the record key and partition path meta columns.
 ORDERING_VALUE = "_ordering_value"
 
 _LEN_FIELD = "_hudi_ds_record_length"

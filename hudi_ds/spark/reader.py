@@ -54,6 +54,7 @@ from hudi_ds.index.bucket import (
 )
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
@@ -318,8 +319,8 @@ def prune_buckets(
         return list(slices)
     out = []
     for s in slices:
-        head = s.file_id[:8]
-        if not (len(head) == 8 and head.isascii() and head.isdigit()) or int(head) in buckets:
+        bucket = bucket_id_of(s.file_id)
+        if bucket is None or bucket in buckets:
             out.append(s)
     return out
 

@@ -163,7 +163,7 @@ def check_group(
     for cf in current_files(files, include_logs):
         size = listed.get(cf.path)
         if size is None and cf.is_log:
-            token = parse_log_file_name(cf.path.rsplit("/", 1)[-1])
+            token = parse_log_file_name(file_name_of(cf.path))
             sizes = moved.get(token.write_token or "", []) if token is not None else []
             if any(sz >= cf.size for sz in sizes):
                 continue
@@ -197,7 +197,7 @@ def visible_commits(timeline: Timeline, vis: Visibility) -> list[Instant]:
 
 def cleaned_by(timeline: Timeline, path: str) -> str | None:
     """The completed clean instant that deleted ``path`` (relative), or None."""
-    partition, _, name = path.rpartition("/")
+    partition, name = partition_of(path), file_name_of(path)
     for c in reversed(timeline.completed().filter_actions("clean")):
         md = timeline.read_clean_metadata(c)
         pm = md.partition_metadata.get(partition)

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from hudi_ds.errors import CorruptFileError, HudiError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, bucket_ids_from_record_keys
 from hudi_ds.layout.file_group import FileGroup
+from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
 from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
@@ -62,10 +63,9 @@ def check_bucket_layout(
     groups: list[tuple[FileGroup, int]] = []
     for p in view.partitions():
         for g in view.file_groups(p):
-            head = g.file_id[:8]
-            if len(head) != 8 or not (head.isascii() and head.isdigit()):
+            bucket = bucket_id_of(g.file_id)
+            if bucket is None:
                 continue  # not a bucket file group (written with another index)
-            bucket = int(head)
             if bucket >= num_buckets:
                 raise CorruptFileError(
                     f"{where}: {NUM_BUCKETS_KEY}={num_buckets} contradicts file group "
