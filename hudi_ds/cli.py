@@ -47,12 +47,12 @@ from hudi_ds.errors import (
     TimelineError,
     UnsupportedError,
 )
-from hudi_ds.log.archive import load_archived
+from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
 from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import State, instant_time_to_datetime
 from hudi_ds.timeline.timeline import Timeline
@@ -163,8 +163,8 @@ class Command:
     def context(self) -> ServiceContext:
         return ServiceContext.open(self.args.path, self.options, self.progress)
 
-    def table(self) -> HudiTable:
-        return HudiTable(self.args.path)
+    def table(self) -> ReadableTable:
+        return ReadableTable(self.args.path)
 
     def emit(self, payload: Any, human: Callable[[], str]) -> None:
         if self.args.json:
@@ -244,12 +244,7 @@ def cmd_timeline(cmd: Command) -> int:
             }
         )
     if cmd.args.archived:
-        archived = load_archived(
-            table.storage,
-            table.config.timeline_layout_version,
-            table.config.timeline_path,
-            archive_folder=table.config.get("hoodie.archivelog.folder", "archived") or "archived",
-        )
+        archived = table.archived_timeline()
         for inst in archived:
             row = {
                 "instant": inst.requested_time,
@@ -379,7 +374,7 @@ def cmd_stats(cmd: Command) -> int:
     slices = table.file_slices()
     rows = 0
     if len(table.schema):
-        key = "_hoodie_record_key" if "_hoodie_record_key" in table.schema.names else None
+        key = RECORD_KEY_METADATA_FIELD if RECORD_KEY_METADATA_FIELD in table.schema.names else None
         cols = [key] if key else [table.schema.names[0]]
         rows = table.read(columns=cols).num_rows
     hist = []

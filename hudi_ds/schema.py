@@ -42,14 +42,24 @@ import pyarrow.compute as pc
 
 from hudi_ds.errors import SchemaError, UnsupportedError
 
+# Hudi's meta columns (Java ``HoodieRecord.HoodieMetadataField``), the first five columns of every
+# base file and data block, in this order (``HoodieRecord.HOODIE_META_COLUMNS``).
+COMMIT_TIME_METADATA_FIELD = "_hoodie_commit_time"
+COMMIT_SEQNO_METADATA_FIELD = "_hoodie_commit_seqno"
+RECORD_KEY_METADATA_FIELD = "_hoodie_record_key"
+PARTITION_PATH_METADATA_FIELD = "_hoodie_partition_path"
+FILENAME_METADATA_FIELD = "_hoodie_file_name"
 META_FIELDS = [
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
+    COMMIT_TIME_METADATA_FIELD,
+    COMMIT_SEQNO_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    PARTITION_PATH_METADATA_FIELD,
+    FILENAME_METADATA_FIELD,
 ]
-OPERATION_FIELD = "_hoodie_operation"
+#: The optional sixth meta column (``HoodieMetadataField.OPERATION_METADATA_FIELD``): the
+#: operation that wrote the row, present when the writer was configured to add it.
+OPERATION_METADATA_FIELD = "_hoodie_operation"
+#: A data column that marks a row as a delete when true (``HoodieRecord.HOODIE_IS_DELETED_FIELD``).
 IS_DELETED_FIELD = "_hoodie_is_deleted"
 
 #: Name of the Arrow list item field. Spark's parquet files (and so pyarrow reading them) use
@@ -374,7 +384,7 @@ def _field_json(name: str, avro_type: Any, nullable: bool = True) -> dict[str, A
         "name": name,
         "type": ["null", avro_type] if nullable else avro_type,
     }
-    if name in META_FIELDS or name == OPERATION_FIELD:
+    if name in META_FIELDS or name == OPERATION_METADATA_FIELD:
         field_json["doc"] = ""
     if nullable:
         field_json["default"] = None
@@ -526,7 +536,7 @@ def check_unique_names(schema: pa.Schema | pa.StructType, path: str = "") -> Non
 
 def without_meta_fields(schema: pa.Schema) -> pa.Schema:
     """Return ``schema`` without the Hudi meta columns (the five and ``_hoodie_operation``)."""
-    drop = {*META_FIELDS, OPERATION_FIELD}
+    drop = {*META_FIELDS, OPERATION_METADATA_FIELD}
     return pa.schema([f for f in schema if f.name not in drop], metadata=schema.metadata)
 
 

@@ -31,7 +31,7 @@ from hudi_ds.merge.engine import DataPart, DeleteKeys
 from hudi_ds.services import ServiceContext, compaction
 from hudi_ds.storage import Storage
 from hudi_ds.table.reader import ReadStats, read_file_slice, scan_slice_logs
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 
 TOAST = "__debezium_unavailable_value"
 SCHEMA = pa.schema(
@@ -158,7 +158,7 @@ def test_mor_snapshot_compaction_and_cow_agree(tmp_path: Path, mode: str, seed: 
     assert rows_of(mor_c, mode) == snapshot
 
 
-def _slice_parts(storage: Storage, table: HudiTable, fs: FileSlice, schema: pa.Schema) -> list:
+def _slice_parts(storage: Storage, table: ReadableTable, fs: FileSlice, schema: pa.Schema) -> list:
     """What a compaction hands the engine for one file slice (oldest first)."""
     from hudi_ds.schema import cached_arrow_schema
     from hudi_ds.table.reader import read_base_file
@@ -187,7 +187,7 @@ def test_compaction_facing_merge_equals_reader(tmp_path: Path, mode: str) -> Non
     o = options(mode, "MERGE_ON_READ")
     apply(p, history(5), o)
     read_opts = {k: v for k, v in o.items() if "custom" in k}
-    table = HudiTable(p, read_opts)
+    table = ReadableTable(p, read_opts)
     ctx = table._read_context()
     storage = Storage(p)
     for fs in table.file_slices():

@@ -6,13 +6,20 @@ import pytest
 
 from hudi_ds.layout.naming import (
     base_file_name,
+    bucket_file_id,
+    bucket_id_of,
+    file_name_of,
+    file_path,
     log_file_name,
     parse_base_file_name,
     parse_log_file_name,
+    partition_of,
     partition_path_of,
     partition_values_of,
+    relative_path,
     write_token,
 )
+from hudi_ds.storage import Storage
 from tests.fixtures import fixture_names, fixture_table
 
 
@@ -58,3 +65,34 @@ def test_partition_paths() -> None:
     assert partition_path_of(["a"], ["2024/01"], False) == "2024/01"
     assert partition_values_of("a=1/b=x", ["a", "b"], True) == ["1", "x"]
     assert partition_values_of("2024/01/15", ["ts"], False) == ["2024/01/15"]
+
+
+def test_bucket_file_ids() -> None:
+    fid = bucket_file_id(3, "d206069c-afb1-424d-b18a-a8b6423a6780")
+    assert fid == "00000003-afb1-424d-b18a-a8b6423a6780-0"
+    assert bucket_id_of(fid) == 3
+    assert bucket_id_of(bucket_file_id(99_999_999, "x" * 36)) == 99_999_999
+    for not_bucket in (
+        "d206069c-22c8-4532-b9ea-3cf4282342c4-0",
+        "0000001",
+        "",
+        "０００００００1-x",
+    ):
+        assert bucket_id_of(not_bucket) is None
+
+
+def test_data_file_paths(tmp_path) -> None:
+    name = "f-0_0-1-1_20250101000000000.parquet"
+    assert file_path("a=1/b=x", name) == f"a=1/b=x/{name}"
+    assert file_path("", name) == name
+    assert partition_of(f"a=1/b=x/{name}") == "a=1/b=x"
+    assert partition_of(name) == ""
+    assert file_name_of(f"a=1/b=x/{name}") == name
+    assert file_name_of(name) == name
+    storage = Storage(str(tmp_path))
+    assert relative_path(storage, f"{storage.uri()}/p/{name}") == f"p/{name}"
+    assert relative_path(storage, f"{storage.full_path()}/p/{name}") == f"p/{name}"
+    assert relative_path(storage, f"file:{storage.full_path()}/p/{name}") == f"p/{name}"
+    assert relative_path(storage, f"/moved/table/p/{name}", "p") == f"p/{name}"
+    assert relative_path(storage, f"s3://other/table/{name}", "") == name
+    assert relative_path(storage, f"/p/{name}".lstrip("/")) == f"p/{name}"

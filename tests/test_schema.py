@@ -21,7 +21,7 @@ from hudi_ds.log import scan_log_bytes
 from hudi_ds.schema import (
     IS_DELETED_FIELD,
     META_FIELDS,
-    OPERATION_FIELD,
+    OPERATION_METADATA_FIELD,
     arrow_to_avro_records,
     arrow_to_avro_schema,
     avro_records_to_arrow,
@@ -493,7 +493,11 @@ def test_meta_field_helpers() -> None:
     assert with_meta_fields(full) == full
     assert without_meta_fields(full).names == ["a"]
     with_op = pa.schema(
-        [*full, pa.field(OPERATION_FIELD, pa.string()), pa.field(IS_DELETED_FIELD, pa.bool_())]
+        [
+            *full,
+            pa.field(OPERATION_METADATA_FIELD, pa.string()),
+            pa.field(IS_DELETED_FIELD, pa.bool_()),
+        ]
     )
     assert without_meta_fields(with_op).names == ["a", IS_DELETED_FIELD]
 

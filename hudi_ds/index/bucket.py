@@ -15,9 +15,8 @@ buffer, the hash of the units ``[a, b)`` is ``31**(b-1) * sum(u_q * inv**q for q
 so one running sum over the buffer gives every string's hash by two lookups. 2- and 3-byte
 UTF-8 sequences are one UTF-16 unit, 4-byte sequences a surrogate pair (two units).
 
-Bucket file ids (``BucketIdentifier.newBucketFileIdPrefix``)::
-
-    <bucket %08d><uuid minus its first 8 chars>-0      e.g. 00000003-afb1-424d-b18a-a8b6423a6780-0
+Bucket file ids (``BucketIdentifier.newBucketFileIdPrefix``) are parsed and formatted by
+:func:`hudi_ds.layout.naming.bucket_id_of` / :func:`hudi_ds.layout.naming.bucket_file_id`.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.layout.naming import bucket_file_id, bucket_id_of
 
 NUM_BUCKETS_KEY = "hoodie.bucket.index.num.buckets"
 HASH_FIELD_KEY = "hoodie.bucket.index.hash.field"
@@ -491,12 +491,12 @@ def bucket_id_from_file_id(file_id: str) -> int:
     Raises:
         ConfigError: the fileId does not start with 8 digits (not a bucket file group).
     """
-    head = file_id[:8]
-    if len(head) != 8 or not (head.isascii() and head.isdigit()):
+    bucket = bucket_id_of(file_id)
+    if bucket is None:
         raise ConfigError(
             f"fileId {file_id!r} is not a bucket-index fileId (it must start with 8 digits)"
         )
-    return int(head)
+    return bucket
 
 
 def new_bucket_file_id(partition_path: str, bucket: int, instant_time: str) -> str:
@@ -515,5 +515,4 @@ def new_bucket_file_id(partition_path: str, bucket: int, instant_time: str) -> s
     if not 0 <= bucket <= MAX_NUM_BUCKETS:
         raise ConfigError(f"bucket id {bucket} must be in [0, {MAX_NUM_BUCKETS}]")
     name = f"{partition_path}/{int(bucket)}/{instant_time}"
-    tail = str(uuid.uuid5(_FILE_ID_NAMESPACE, name))[8:]
-    return f"{int(bucket):08d}{tail}-0"
+    return bucket_file_id(int(bucket), str(uuid.uuid5(_FILE_ID_NAMESPACE, name)))

@@ -1,1 +1,1 @@
-"""File layout: file names, partition paths, file groups and file slices."""
+"""File layout: file names, partition paths, file groups and file slices, Parquet files."""

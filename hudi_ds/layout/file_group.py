@@ -12,43 +12,42 @@ belongs to differs by table version:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from hudi_ds.layout.naming import BaseFileName, LogFileName
 
+_Name = TypeVar("_Name", BaseFileName, LogFileName)
+
 
 @dataclass(frozen=True)
-class BaseFile:
-    """A base file: its path relative to the table base path, parsed name and size."""
+class DataFile(Generic[_Name]):
+    """A file of a file group: its path relative to the table base path, parsed name and size."""
 
     path: str
-    name: BaseFileName
+    name: _Name
     size: int = 0
 
     @property
     def file_id(self) -> str:
+        """The fileId of the file group."""
         return self.name.file_id
 
     @property
     def instant_time(self) -> str:
+        """The instant time in the file's name (see :mod:`hudi_ds.layout.naming`)."""
         return self.name.instant_time
 
 
 @dataclass(frozen=True)
-class LogFile:
-    """A log file: path relative to the base path, parsed name, size and ordering key."""
+class BaseFile(DataFile[BaseFileName]):
+    """A base file."""
 
-    path: str
-    name: LogFileName
-    size: int = 0
+
+@dataclass(frozen=True)
+class LogFile(DataFile[LogFileName]):
+    """A log file, with the completion time of the instant that wrote it (v8+ ordering key)."""
+
     completion_time: str = ""
-
-    @property
-    def file_id(self) -> str:
-        return self.name.file_id
-
-    @property
-    def instant_time(self) -> str:
-        return self.name.instant_time
 
     def sort_key(self) -> tuple[str, str, int, str]:
         """Order of application: completion time (v8+), name instant, version, write token."""

@@ -3,7 +3,8 @@
 Grammar (Java ``FSUtils``)::
 
     fileId      = <uuid>-<n>                  e.g. d206069c-22c8-4532-b9ea-3cf4282342c4-0
-                                              (bucket index: first 8 chars = %08d bucket id)
+    bucket fileId = <bucket %08d><uuid minus its first 8 chars>-0
+                                              e.g. 00000003-afb1-424d-b18a-a8b6423a6780-0
     writeToken  = <taskPartitionId>-<stageId>-<taskAttemptId>     three decimal ints, e.g. 0-13-23
     base file   = <fileId>_<writeToken>_<instantTime>.<ext>     ext: parquet|orc|hfile|lance
     log file    = .<fileId>_<instantTime>.log.<version>[_<writeToken>[.cdc]]
@@ -12,6 +13,10 @@ Grammar (Java ``FSUtils``)::
                    v8+: instantTime = requested time of the deltacommit that wrote it)
 
 A fileId never contains ``_`` (names are split on it).
+
+Paths of data files are relative to the table's base path: ``<partitionPath>/<fileName>``, or
+``<fileName>`` alone in a non-partitioned table (:func:`file_path`, :func:`partition_of`,
+:func:`file_name_of`); :func:`relative_path` brings the full paths of Hudi's plans back to that.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from urllib.parse import quote
+
+from hudi_ds.storage import Storage
 
 BASE_FILE_EXTENSIONS = (".parquet", ".orc", ".hfile", ".lance")
 PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
@@ -29,6 +36,7 @@ _LOG_RE = re.compile(
 )
 _BASE_RE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>[^_.]+)(?P<ext>\.\w+)$")
 _TOKEN_RE = re.compile(r"^\d+-\d+-\d+$")
+_BUCKET_ID_DIGITS = 8
 
 
 @dataclass(frozen=True, order=True)
@@ -109,6 +117,22 @@ def write_token(task_partition_id: int, stage_id: int, task_attempt_id: int) -> 
     return f"{int(task_partition_id)}-{int(stage_id)}-{int(task_attempt_id)}"
 
 
+def bucket_file_id(bucket: int, uuid: str) -> str:
+    """The fileId of a bucket-index file group: ``%08d`` of ``bucket``, ``uuid`` without its first
+    8 chars, ``-0`` (Java ``BucketIdentifier.newBucketFileIdPrefix`` + ``FSUtils.createNewFileId``).
+    """
+    return f"{bucket:0{_BUCKET_ID_DIGITS}d}{uuid[_BUCKET_ID_DIGITS:]}-0"
+
+
+def bucket_id_of(file_id: str) -> int | None:
+    """The bucket id of a bucket-index fileId: its first 8 chars as a decimal int (Java
+    ``BucketIdentifier.bucketIdFromFileId``); None if the fileId does not start with 8 digits."""
+    head = file_id[:_BUCKET_ID_DIGITS]
+    if len(head) != _BUCKET_ID_DIGITS or not (head.isascii() and head.isdigit()):
+        return None
+    return int(head)
+
+
 def _check_file_id(file_id: str) -> None:
     if not file_id or "_" in file_id or "/" in file_id:
         raise ValueError(f"invalid fileId {file_id!r}: must be non-empty without '_' or '/'")
@@ -145,3 +169,38 @@ def partition_values_of(partition_path: str, fields: list[str], hive_style: bool
     if len(vals) > len(fields):
         vals = [*vals[: len(fields) - 1], "/".join(vals[len(fields) - 1 :])]
     return vals + [""] * (len(fields) - len(vals))
+
+
+# --------------------------------------------------------------------------- data file paths
+def file_path(partition_path: str, name: str) -> str:
+    """The path of file ``name`` of partition ``partition_path``, relative to the base path
+    (``name`` alone in the root partition ``""`` of a non-partitioned table)."""
+    return f"{partition_path}/{name}" if partition_path else name
+
+
+def partition_of(path: str) -> str:
+    """The partition path of a data file path relative to the base path (``""``: the root)."""
+    return path.rpartition("/")[0]
+
+
+def file_name_of(path: str) -> str:
+    """The last segment of ``path`` (a file's name)."""
+    return path.rpartition("/")[2]
+
+
+def relative_path(storage: Storage, path: str, partition: str | None = None) -> str:
+    """A data file path from a plan (full URI, absolute path or relative) relative to the table.
+
+    Hudi writes full paths into cleaner and rollback plans; ours carry full URIs too. When a
+    path is outside the table (the table was moved), ``partition`` + the file name is used.
+    """
+    for prefix in (storage.uri(), storage.full_path(), storage.base_uri):
+        p = prefix.rstrip("/") + "/"
+        if path.startswith(p):
+            return path[len(p) :]
+    for scheme in ("file://", "file:"):
+        if path.startswith(scheme):
+            return relative_path(storage, path[len(scheme) :], partition)
+    if "://" in path or path.startswith("/"):
+        return file_path(partition or "", file_name_of(path))
+    return path.lstrip("/")

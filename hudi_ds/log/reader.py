@@ -31,6 +31,8 @@ from hudi_ds.log.block import (
     parse_block,
 )
 from hudi_ds.schema import (
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
     avro_to_arrow_schema,
     parse_avro_json,
     promote_table,
@@ -40,8 +42,8 @@ from hudi_ds.schema import (
 
 logger = logging.getLogger("hudi_ds.log")
 
-RECORD_KEY = "_hoodie_record_key"
-PARTITION_PATH = "_hoodie_partition_path"
+#: The ordering value column of a decoded delete block (:func:`decode_delete_block`): its other
+#: columns are the record key and partition path meta columns.
 ORDERING_VALUE = "_ordering_value"
 
 _LEN_FIELD = "_hudi_ds_record_length"
@@ -370,5 +372,9 @@ def _decode_delete_content(block: LogBlock) -> pa.Table:
     partitions = pa.array([r["partitionPath"] for r in records], pa.string())
     ordering = [None if r["orderingVal"] is None else _unwrap(*r["orderingVal"]) for r in records]
     return pa.table(
-        {RECORD_KEY: keys, PARTITION_PATH: partitions, ORDERING_VALUE: _ordering_values(ordering)}
+        {
+            RECORD_KEY_METADATA_FIELD: keys,
+            PARTITION_PATH_METADATA_FIELD: partitions,
+            ORDERING_VALUE: _ordering_values(ordering),
+        }
     )

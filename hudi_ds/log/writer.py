@@ -18,10 +18,10 @@ from typing import Any, cast
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from fastavro import parse_schema, schemaless_writer
 
 from hudi_ds.errors import SchemaError
+from hudi_ds.layout.parquet import dictionary_columns_of, parquet_block_content
 from hudi_ds.log.block import (
     CONTENT_VERSION,
     DELETE_RECORD_LIST_SCHEMA,
@@ -313,34 +313,6 @@ def encode_avro_data_block(
     return encode_block(BlockType.AVRO_DATA, header, content)
 
 
-def _low_cardinality(col: pa.ChunkedArray | pa.Array) -> bool:
-    n = len(col)
-    if n == 0:
-        return True
-    sample = col.slice(0, min(n, 4096))
-    return pc.count_distinct(sample).as_py() * 4 <= len(sample)
-
-
-def parquet_write_options(table: pa.Table) -> dict[str, object]:
-    """Parquet writer settings for Hudi files (log blocks and base files).
-
-    Dictionary encoding only for string/binary/integer columns that repeat (a sampled distinct
-    count), never for floating point: dictionary-encoding unique values costs several times the
-    plain encoding. Column statistics are kept (readers prune with them).
-    """
-    dict_cols = []
-    for f, col in zip(table.schema, table.columns, strict=True):
-        t = f.type
-        if (
-            pa.types.is_string(t)
-            or pa.types.is_large_string(t)
-            or pa.types.is_binary(t)
-            or pa.types.is_integer(t)
-        ) and _low_cardinality(col):
-            dict_cols.append(f.name)
-    return {"use_dictionary": dict_cols}
-
-
 def encode_parquet_data_block(
     table: pa.Table,
     instant_time: str,
@@ -360,7 +332,8 @@ def encode_parquet_data_block(
         avro_schema: the full record schema (also the ``SCHEMA`` header).
         compression: Parquet codec (``snappy``, ``gzip``, ``zstd``, ``none``...).
         dictionary_columns: columns to dictionary-encode (default: chosen from the data by
-            :func:`parquet_write_options`; writers pass a choice made once per task).
+            :func:`hudi_ds.layout.parquet.dictionary_columns_of`; writers pass a choice made
+            once per task).
         partial: the rows are partial updates (``IS_PARTIAL`` header; see
             :func:`encode_avro_data_block`).
     """
@@ -369,19 +342,11 @@ def encode_parquet_data_block(
     table = table.replace_schema_metadata(
         {"parquet.avro.schema": schema_json, "writer.model.name": "avro"}
     )
-    sink = pa.BufferOutputStream()
     if dictionary_columns is None:
-        dictionary_columns = parquet_write_options(table)["use_dictionary"]  # type: ignore[assignment]
+        dictionary_columns = dictionary_columns_of(table)
     # page CRCs (as parquet-mr writes by default): log blocks have no checksum of their own,
     # so a flipped byte in a data page is caught when the block is read
-    pq.write_table(
-        table,
-        sink,
-        compression=compression,
-        use_dictionary=dictionary_columns,
-        write_page_checksum=True,
-    )
-    content = sink.getvalue().to_pybytes()
+    content = parquet_block_content(table, compression, dictionary_columns)
     header = _data_header(instant_time, schema_json, partial)
     return encode_block(BlockType.PARQUET_DATA, header, content)
 

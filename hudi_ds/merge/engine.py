@@ -30,16 +30,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_ds.log.reader import ORDERING_VALUE
 from hudi_ds.merge.core import key_codes, ordering_rank, resolve
-from hudi_ds.merge.merger import IS_DELETED, RECORD_KEY, MergeResult, RecordMerger, Versions
+from hudi_ds.merge.merger import MergeResult, RecordMerger, Versions
 from hudi_ds.merge.modes import MergeSpec, spec_for_mode
 from hudi_ds.merge.payloads import merger_for
-from hudi_ds.schema import promote_table
+from hudi_ds.schema import (
+    IS_DELETED_FIELD,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    promote_table,
+)
 from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
-
-PARTITION_PATH = "_hoodie_partition_path"
-DELETE_ORDERING = "_ordering_value"
-
 
 # --------------------------------------------------------------------------------------------
 # Winner-only kernel (built-in modes)
@@ -138,9 +140,11 @@ class DeleteKeys:
         ``_ordering_value`` columns (a decoded delete block)."""
         names = t.column_names
         return cls(
-            t.column(RECORD_KEY).combine_chunks(),
-            t.column(DELETE_ORDERING).combine_chunks() if DELETE_ORDERING in names else None,
-            t.column(PARTITION_PATH).combine_chunks() if PARTITION_PATH in names else None,
+            t.column(RECORD_KEY_METADATA_FIELD).combine_chunks(),
+            t.column(ORDERING_VALUE).combine_chunks() if ORDERING_VALUE in names else None,
+            t.column(PARTITION_PATH_METADATA_FIELD).combine_chunks()
+            if PARTITION_PATH_METADATA_FIELD in names
+            else None,
         )
 
 
@@ -215,8 +219,11 @@ class VersionsBuilder:
             return
         missing = [f.name for f in self.schema if t.schema.get_field_index(f.name) < 0]
         if keys is None:
-            if RECORD_KEY in t.column_names and t.column(RECORD_KEY).null_count < n:
-                keys = t.column(RECORD_KEY).combine_chunks()
+            if (
+                RECORD_KEY_METADATA_FIELD in t.column_names
+                and t.column(RECORD_KEY_METADATA_FIELD).null_count < n
+            ):
+                keys = t.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
             elif self.key_fn is not None:
                 keys = self.key_fn(t)
             else:
@@ -225,8 +232,8 @@ class VersionsBuilder:
             t = conform_to(t, self.schema)
         self._tables.append(t)
         self._keys.append(_as_string(keys))
-        if IS_DELETED in t.column_names and t.column(IS_DELETED).null_count < n:
-            flag = t.column(IS_DELETED).combine_chunks().fill_null(False)
+        if IS_DELETED_FIELD in t.column_names and t.column(IS_DELETED_FIELD).null_count < n:
+            flag = t.column(IS_DELETED_FIELD).combine_chunks().fill_null(False)
             self._deletes.append(np.asarray(flag, dtype=bool))
         else:
             self._deletes.append(np.zeros(n, dtype=bool))
@@ -240,9 +247,9 @@ class VersionsBuilder:
             return
         cols = []
         for f in self.schema:
-            if f.name == RECORD_KEY:
+            if f.name == RECORD_KEY_METADATA_FIELD:
                 cols.append(_as_string(d.keys).cast(f.type))
-            elif f.name == PARTITION_PATH and d.partitions is not None:
+            elif f.name == PARTITION_PATH_METADATA_FIELD and d.partitions is not None:
                 cols.append(_cast_or_null(_as_string(d.partitions), f.type))
             elif (
                 d.ordering is not None
@@ -255,7 +262,7 @@ class VersionsBuilder:
                     else d.ordering
                 )
                 cols.append(_cast_or_null(ov, f.type))
-            elif f.name == IS_DELETED and pa.types.is_boolean(f.type):
+            elif f.name == IS_DELETED_FIELD and pa.types.is_boolean(f.type):
                 cols.append(pa.array(np.ones(n, dtype=bool)))
             else:
                 cols.append(pa.nulls(n, f.type))
@@ -365,8 +372,8 @@ def drop_deleted_rows(table: pa.Table, spec: MergeSpec | None = None) -> pa.Tabl
     """
     n = table.num_rows
     mask: np.ndarray | None = None
-    if IS_DELETED in table.column_names:
-        col = table.column(IS_DELETED)
+    if IS_DELETED_FIELD in table.column_names:
+        col = table.column(IS_DELETED_FIELD)
         if col.null_count < n:
             flag = np.asarray(col.combine_chunks().fill_null(False), dtype=bool)
             if flag.any():

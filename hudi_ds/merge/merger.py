@@ -40,9 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.errors import ConfigError
-
-IS_DELETED = "_hoodie_is_deleted"
-RECORD_KEY = "_hoodie_record_key"
+from hudi_ds.schema import IS_DELETED_FIELD
 
 Record = dict[str, Any]
 
@@ -107,7 +105,7 @@ class Versions:
             if not (name in self.absent and self.absent[name][i])
         }
         if self.deletes[i]:
-            row[IS_DELETED] = True
+            row[IS_DELETED_FIELD] = True
         return row
 
 
@@ -173,7 +171,7 @@ class RecordMerger(ABC):
 
     def is_delete(self, record: Record, props: Mapping[str, str]) -> bool:
         """Whether ``record`` is a delete (``_hoodie_is_deleted`` true by default)."""
-        return record.get(IS_DELETED) is True
+        return record.get(IS_DELETED_FIELD) is True
 
     def merge_batches(
         self, versions: Versions, schema: pa.Schema, props: Mapping[str, str]
@@ -340,8 +338,8 @@ def _row_deletes(
 ) -> np.ndarray:
     out = np.asarray(versions.deletes, dtype=bool)[idx].copy()
     if type(merger).is_delete is RecordMerger.is_delete:
-        if IS_DELETED in versions.table.column_names:
-            flag = versions.table.column(IS_DELETED).take(pa.array(idx)).fill_null(False)
+        if IS_DELETED_FIELD in versions.table.column_names:
+            flag = versions.table.column(IS_DELETED_FIELD).take(pa.array(idx)).fill_null(False)
             out |= np.asarray(flag.combine_chunks() if hasattr(flag, "combine_chunks") else flag)
         return out
     todo = np.flatnonzero(~out)
@@ -362,7 +360,7 @@ def _records(versions: Versions, idx: np.ndarray) -> list[Record]:
     dels = np.asarray(versions.deletes, dtype=bool)[idx]
     for j in np.flatnonzero(dels).tolist():
         rows[j] = {k: v for k, v in rows[j].items() if v is not None}
-        rows[j][IS_DELETED] = True
+        rows[j][IS_DELETED_FIELD] = True
     return rows
 
 

@@ -44,7 +44,6 @@ from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.merge.core import key_codes, merge_with_base, ordering_rank, resolve
 from hudi_ds.merge.merger import (
     DELETE,
-    IS_DELETED,
     MergeOutcome,
     MergeResult,
     Record,
@@ -70,7 +69,7 @@ from hudi_ds.merge.modes import (
     Behaviour,
     MergeSpec,
 )
-from hudi_ds.schema import META_FIELDS
+from hudi_ds.schema import IS_DELETED_FIELD, META_FIELDS
 
 _META = frozenset(META_FIELDS)
 
@@ -136,7 +135,7 @@ class BuiltinMerger(RecordMerger):
 
     # -- per record -----------------------------------------------------------------------
     def is_delete(self, record: Record, props: Mapping[str, str]) -> bool:
-        if record.get(IS_DELETED) is True:
+        if record.get(IS_DELETED_FIELD) is True:
             return True
         cfg = self._cfg(props)
         if cfg.delete_field and cfg.delete_marker:
@@ -226,8 +225,8 @@ class BuiltinMerger(RecordMerger):
     def _deletes(self, cfg: _Cfg, versions: Versions) -> np.ndarray:
         t = versions.table
         out = np.asarray(versions.deletes, dtype=bool).copy()
-        if IS_DELETED in t.column_names:
-            flag = t.column(IS_DELETED)
+        if IS_DELETED_FIELD in t.column_names:
+            flag = t.column(IS_DELETED_FIELD)
             if flag.null_count < len(flag):
                 out |= np.asarray(pc.fill_null(flag, False).combine_chunks(), dtype=bool)
         f = cfg.delete_field

@@ -142,31 +142,3 @@ def under_table_lock(fn: _F) -> _F:
             return fn(ctx, *args, **kwargs)
 
     return cast(_F, run)
-
-
-def partition_of(rel_path: str) -> str:
-    """The partition path of a data file path (relative to the base path)."""
-    return rel_path.rpartition("/")[0]
-
-
-def file_name(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
-
-
-def rel_path(storage: Storage, path: str, partition: str | None = None) -> str:
-    """A data file path from a plan (full URI, absolute path or relative) relative to the table.
-
-    Hudi writes full paths into cleaner and rollback plans; ours carry full URIs too. When a
-    path is outside the table (the table was moved), ``partition`` + the file name is used.
-    """
-    for prefix in (storage.uri(), storage.full_path(), storage.base_uri):
-        p = prefix.rstrip("/") + "/"
-        if path.startswith(p):
-            return path[len(p) :]
-    for scheme in ("file://", "file:"):
-        if path.startswith(scheme):
-            return rel_path(storage, path[len(scheme) :], partition)
-    if "://" in path or path.startswith("/"):
-        name = file_name(path)
-        return f"{partition}/{name}" if partition else name
-    return path.lstrip("/")

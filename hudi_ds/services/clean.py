@@ -41,14 +41,9 @@ from datetime import datetime, timedelta, timezone
 from hudi_ds.config import ServiceConfig
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.file_group import BaseFile, FileGroup, LogFile
+from hudi_ds.layout.naming import file_name_of, file_path, partition_of, relative_path
 from hudi_ds.log.reader import scan_log_bytes
-from hudi_ds.services.base import (
-    ServiceContext,
-    file_name,
-    partition_of,
-    rel_path,
-    under_table_lock,
-)
+from hudi_ds.services.base import ServiceContext, under_table_lock
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import (
     CLEAN,
@@ -152,7 +147,7 @@ def savepointed_files(tl: Timeline) -> tuple[set[str], list[str]]:
         times.append(sp.requested_time)
         md = tl.read_savepoint_metadata(sp.requested_time)
         for pm in md.partition_metadata.values():
-            names.update(file_name(f) for f in pm.savepoint_data_file)
+            names.update(file_name_of(f) for f in pm.savepoint_data_file)
     return names, times
 
 
@@ -176,7 +171,7 @@ class _Slice:
         return ([self.base.path] if self.base is not None else []) + [lf.path for lf in self.logs]
 
     def names(self) -> list[str]:
-        return [file_name(p) for p in self.paths()]
+        return [file_name_of(p) for p in self.paths()]
 
 
 def _committed(tl: Timeline, instant: str, first: str | None) -> bool:
@@ -313,7 +308,7 @@ def _referenced_files(tl: Timeline) -> set[str]:
                 out.add(s.path)
             part = s.partition_path or ""
             for name in s.log_files or []:
-                out.add(f"{part}/{name}" if part else name)
+                out.add(file_path(part, name))
     return out
 
 
@@ -329,7 +324,7 @@ def _stale_temp(ctx: ServiceContext) -> list[str]:
     limit = STALE_TMP_SECONDS * 1000
     candidates = []
     for d in ctx.storage.list_dirs(TEMP_DIR):
-        name = d.rsplit("/", 1)[-1]
+        name = file_name_of(d)
         if not name.isdigit():
             continue
         files = ctx.storage.list_files(d, recursive=True)
@@ -479,7 +474,7 @@ def clean(ctx: ServiceContext, *, dry_run: bool = False, debris: bool = True) ->
     policy = plan.policy
     e = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else ""
     files = [
-        rel_path(ctx.storage, fi.file_path or "", p)
+        relative_path(ctx.storage, fi.file_path or "", p)
         for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items()
         for fi in infos
     ]
@@ -522,21 +517,21 @@ def _execute(
     deleted: list[str] = []
     failed: list[str] = []
     items = [
-        (p, rel_path(storage, fi.file_path or "", p))
+        (p, relative_path(storage, fi.file_path or "", p))
         for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items()
         for fi in infos
     ]
     for k, (p, rel) in enumerate(items, start=1):
         pm = parts.setdefault(p, CleanPartitionMetadata(partition_path=p, policy=plan.policy))
-        pm.delete_path_patterns.append(file_name(rel))
+        pm.delete_path_patterns.append(file_name_of(rel))
         try:
             storage.delete(rel)
-            pm.success_delete_files.append(file_name(rel))
+            pm.success_delete_files.append(file_name_of(rel))
             deleted.append(rel)
             crash_point("clean")
         except OSError as err:
             log.warning("clean %s: could not delete %s: %s", inst.requested_time, rel, err)
-            pm.failed_delete_files.append(file_name(rel))
+            pm.failed_delete_files.append(file_name_of(rel))
             failed.append(rel)
         ctx.progress(k, len(items), f"clean {inst.requested_time}")
     e = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else ""

@@ -58,17 +58,21 @@ from hudi_ds.faults import crash_point
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
     base_file_name,
+    file_name_of,
+    file_path,
     log_file_name,
     parse_base_file_name,
     parse_log_file_name,
+    partition_of,
 )
-from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
-from hudi_ds.services.base import Progress, ServiceContext, partition_of, under_table_lock
+from hudi_ds.layout.parquet import write_base_file
+from hudi_ds.schema import FILENAME_METADATA_FIELD, avro_to_arrow_schema, with_meta_fields
+from hudi_ds.services.base import Progress, ServiceContext, under_table_lock
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import committed_files, visible_commits
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import COMPACTION, Instant, State, instant_time_to_datetime
 from hudi_ds.timeline.metadata import (
     CommitMetadata,
@@ -86,7 +90,6 @@ from hudi_ds.timeline.metadata import (
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.client import retarget_logs
-from hudi_ds.write.handles import write_base_file
 from hudi_ds.write.lock import Heartbeat, heartbeat_expired, held
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
 from hudi_ds.write.rollback_executor import pending_rollback_of, resume_rollback
@@ -108,8 +111,6 @@ __all__ = [
     "unschedule_compaction",
 ]
 
-FILE_NAME = "_hoodie_file_name"
-RECORD_KEY = "_hoodie_record_key"
 MB = 1 << 20
 #: Hudi's default ``hoodie.parquet.max.file.size`` (written size assumed for a log-only slice)
 DEFAULT_BASE_FILE_SIZE = 120 * MB
@@ -200,7 +201,7 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     under a pending compaction, then applies the strategy (module docstring).
     """
     tl = tl if tl is not None else ctx.timeline()
-    table = HudiTable(ctx.storage)
+    table = ReadableTable(ctx.storage)
     vis = table.visibility()
     busy = _file_groups_in_pending_compaction(tl)
     view = FileSystemView(ctx.storage, ctx.config)
@@ -359,7 +360,7 @@ class CompactionResult:
         return self.rows / self.seconds if self.seconds > 0 else 0.0
 
 
-def _schema_before(tl: Timeline, instant: str, table: HudiTable) -> pa.Schema:
+def _schema_before(tl: Timeline, instant: str, table: ReadableTable) -> pa.Schema:
     for inst in reversed(tl.commits()):
         if inst.requested_time >= instant:
             continue
@@ -381,7 +382,7 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
     if inst is None or inst.is_completed or inst.action != COMPACTION:
         raise InstantNotFoundError(f"no pending compaction {instant} on the timeline")
     plan = tl.read_compaction_plan(instant)
-    table = HudiTable(ctx.storage, ctx.options.raw)  # options may name CUSTOM merger classes
+    table = ReadableTable(ctx.storage, ctx.options.raw)  # options may name CUSTOM merger classes
     vis = table.visibility(as_of=instant)
     base_ctx = table._read_context()
     # committed byte ranges of the plan's log files: a corrupt block inside them is an error
@@ -423,13 +424,13 @@ def _slice_of(storage: Storage, op: CompactionOperation) -> FileSlice:
     base = None
     if op.data_file_path:
         rel = op.base_file_rel_path or ""
-        parsed = parse_base_file_name(rel.rsplit("/", 1)[-1])
+        parsed = parse_base_file_name(file_name_of(rel))
         if parsed is None:
             raise CorruptFileError(f"compaction plan names a bad base file {rel!r}")
         base = BaseFile(rel, parsed, info(rel))
     logs = []
     for rel in op.log_file_rel_paths:
-        parsed_log = parse_log_file_name(rel.rsplit("/", 1)[-1])
+        parsed_log = parse_log_file_name(file_name_of(rel))
         if parsed_log is None:
             raise CorruptFileError(f"compaction plan names a bad log file {rel!r}")
         logs.append(LogFile(rel, parsed_log, info(rel)))
@@ -459,8 +460,8 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     t_scan = time.perf_counter() - t0
     token = token or f"{index}-{job.attempt + 1}-{index}"
     name = base_file_name(fslice.file_id, token, job.instant)
-    rel = f"{fslice.partition_path}/{name}" if fslice.partition_path else name
-    idx = rows.schema.get_field_index(FILE_NAME)
+    rel = file_path(fslice.partition_path, name)
+    idx = rows.schema.get_field_index(FILENAME_METADATA_FIELD)
     if idx >= 0:
         rows = rows.set_column(
             idx, rows.schema.field(idx), pa.repeat(pa.scalar(name, pa.string()), rows.num_rows)
@@ -804,7 +805,7 @@ def unschedule_compaction(ctx: ServiceContext, instant: str) -> list[tuple[str, 
             )
             for k, lf in enumerate(moving, start=1):
                 new_name = log_file_name(fid, prev, top + k, lf.name.write_token or "0-0-0")
-                dst = f"{partition}/{new_name}" if partition else new_name
+                dst = file_path(partition, new_name)
                 storage.rename(lf.path, dst)
                 renamed.append((lf.path, dst))
     ctx.writer().delete_instant_files(Instant(instant, COMPACTION, State.REQUESTED))

@@ -34,13 +34,19 @@ from dataclasses import dataclass, field
 
 from hudi_ds.errors import InstantNotFoundError, TimelineError, UnsupportedError
 from hudi_ds.faults import crash_point
-from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.layout.naming import (
+    file_name_of,
+    file_path,
+    parse_base_file_name,
+    parse_log_file_name,
+    partition_of,
+)
 from hudi_ds.log.archive import load_archived
 from hudi_ds.log.reader import scan_log_bytes
-from hudi_ds.services.base import ServiceContext, file_name, partition_of
+from hudi_ds.services.base import ServiceContext
 from hudi_ds.services.compaction import rollback_inflight_compaction, unschedule_compaction
 from hudi_ds.table.fs_view import FileSystemView
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import (
     COMPACTION,
     RESTORE,
@@ -115,7 +121,7 @@ def _requests(ctx: ServiceContext, tl: Timeline, target: Instant) -> list[Rollba
         if st.path:
             paths.add(st.path)
         for name in st.log_files or []:
-            paths.add(f"{part}/{name}" if part else name)
+            paths.add(file_path(part, name))
     view = FileSystemView(storage, ctx.config)
     for p in view.partitions():  # base files carrying T in their name (e.g. a COW commit)
         for g in view.file_groups(p):
@@ -124,7 +130,7 @@ def _requests(ctx: ServiceContext, tl: Timeline, target: Instant) -> list[Rollba
         info = storage.info(path)
         if info is None:
             continue
-        name = file_name(path)
+        name = file_name_of(path)
         part = partition_of(path)
         base = parse_base_file_name(name)
         lg = parse_log_file_name(name)
@@ -348,7 +354,7 @@ def create_savepoint(
         raise TimelineError(
             f"cannot savepoint {instant}: the cleaner only retained files from {kept} on"
         )
-    table = HudiTable(ctx.storage)
+    table = ReadableTable(ctx.storage)
     parts: dict[str, SavepointPartitionMetadata] = {}
     for s in table.file_slices(as_of=instant):
         pm = parts.setdefault(

@@ -42,7 +42,7 @@ from hudi_ds.spark.stream_reader import HudiStreamReader, stream_schema
 from hudi_ds.spark.streaming import HudiStreamWriter
 from hudi_ds.spark.types import arrow_to_spark_schema
 from hudi_ds.spark.writer import HudiBatchWriter
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 
 NAME = "hudi_py"
 
@@ -68,7 +68,7 @@ class HudiDataSource(DataSource):  # type: ignore[misc]
         """
         path, hudi, _ = opt.split_options(self.options)
         validate_read_options(hudi)
-        table = HudiTable(opt.require_path(path))
+        table = ReadableTable(opt.require_path(path))
         schema = arrow_to_spark_schema(table.schema)
         return stream_schema(schema, Options.of(hudi).get(ReadConfig.INCREMENTAL_EMIT_DELETES))
 

@@ -1,12 +1,12 @@
 """Batch reads of ``spark.read.format("hudi_py")``: planning on the driver, slices on executors.
 
 Driver (a planner worker): :meth:`HudiBatchReader.partitions` plans the read with
-:meth:`HudiTable.plan_read` (query type, incremental range, time travel, partition pruning),
+:meth:`ReadableTable.plan_read` (query type, incremental range, time travel, partition pruning),
 prunes bucket-index file groups when the filters fix the record key, and packs the chosen file
 slices into :class:`HudiInputPartition` s of about ``hudi_py.read.split.bytes`` each.
 
 Executors: :meth:`HudiBatchReader.read` merges each slice (base file + log blocks) with
-:meth:`HudiTable.read_plan_slices` and yields Arrow record batches cast to exactly the schema
+:meth:`ReadableTable.read_plan_slices` and yields Arrow record batches cast to exactly the schema
 Spark was promised.
 
 pyspark pickles the read function (with the reader) *before* it calls ``partitions()``: the
@@ -54,15 +54,16 @@ from hudi_ds.index.bucket import (
 )
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
 from hudi_ds.table.filters import filter_expression
-from hudi_ds.table.table import HudiTable, ReadPlan
+from hudi_ds.table.table import ReadableTable, ReadPlan
 
 HudiFilter = tuple[str, str, Any]
 
-#: the keys :meth:`HudiTable.plan_read` understands (lower-cased, aliases included).
+#: the keys :meth:`ReadableTable.plan_read` understands (lower-cased, aliases included).
 READ_KEYS = frozenset(k.lower() for p in properties_of(ReadConfig) for k in p.all_keys())
 #: at most this many candidate record keys are hashed for bucket pruning.
 MAX_BUCKET_KEYS = 4096
@@ -114,12 +115,12 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
 
     # -- driver --------------------------------------------------------------------------------
     def read_options(self) -> dict[str, str]:
-        """The options handed to :meth:`HudiTable.plan_read`: the read options only."""
+        """The options handed to :meth:`ReadableTable.plan_read`: the read options only."""
         return {k: v for k, v in self.options.items() if k in READ_KEYS}
 
-    def plan(self) -> tuple[HudiTable, ReadPlan]:
+    def plan(self) -> tuple[ReadableTable, ReadPlan]:
         """Plan the read (validates the options; lists the table's file slices)."""
-        table = HudiTable(self.path)
+        table = ReadableTable(self.path)
         names = list(self.schema.fieldNames())
         columns = None if names == table.schema.names else names
         plan = table.plan_read(self.read_options(), columns, self.filters)
@@ -149,7 +150,7 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
 
     def _read(self, partition: HudiInputPartition) -> Iterator[pa.RecordBatch]:
         target = read_arrow_schema(self.schema)
-        table = HudiTable(self.path)
+        table = ReadableTable(self.path)
         for batch in table.read_plan_slices(partition.plan, partition.slices):
             if batch.num_rows:
                 yield conform_batch(batch, target)
@@ -165,7 +166,7 @@ class HudiPushdownReader(HudiBatchReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         """Keep the filters usable for pruning; return *all* of them for Spark to evaluate."""
-        schema = HudiTable(self.path).schema
+        schema = ReadableTable(self.path).schema
         self.filters = spark_filters_to_hudi(filters, schema)
         return list(filters)
 
@@ -236,7 +237,7 @@ def _translate(f: Filter) -> HudiFilter | None:
 
 
 # ------------------------------------------------------------------------------- buckets
-def bucket_config(table: HudiTable, options: Mapping[str, str]) -> tuple[int, list[str]] | None:
+def bucket_config(table: ReadableTable, options: Mapping[str, str]) -> tuple[int, list[str]] | None:
     """``(num_buckets, hash_fields)`` of a bucket-index table, or None when unknown.
 
     From the read options ``hoodie.bucket.index.num.buckets`` / ``hoodie.bucket.index.hash.field``
@@ -261,7 +262,7 @@ def bucket_config(table: HudiTable, options: Mapping[str, str]) -> tuple[int, li
 
 
 def candidate_buckets(
-    table: HudiTable, filters: Sequence[HudiFilter], num_buckets: int, hash_fields: list[str]
+    table: ReadableTable, filters: Sequence[HudiFilter], num_buckets: int, hash_fields: list[str]
 ) -> set[int] | None:
     """The buckets that can hold rows matching ``filters``, or None when not determined.
 
@@ -299,7 +300,7 @@ def candidate_buckets(
 
 
 def prune_buckets(
-    table: HudiTable,
+    table: ReadableTable,
     slices: Sequence[FileSlice],
     filters: Sequence[HudiFilter],
     options: Mapping[str, str],
@@ -318,8 +319,8 @@ def prune_buckets(
         return list(slices)
     out = []
     for s in slices:
-        head = s.file_id[:8]
-        if not (len(head) == 8 and head.isascii() and head.isdigit()) or int(head) in buckets:
+        bucket = bucket_id_of(s.file_id)
+        if bucket is None or bucket in buckets:
             out.append(s)
     return out
 

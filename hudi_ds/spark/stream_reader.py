@@ -50,7 +50,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 from hudi_ds.config import Options, ReadConfig
 from hudi_ds.errors import ConfigError, TableNotFoundError
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.schema import IS_DELETED_FIELD
+from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.reader import (
@@ -60,7 +60,7 @@ from hudi_ds.spark.reader import (
     validate_read_options,
 )
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
-from hudi_ds.table.table import HudiTable, ReadPlan
+from hudi_ds.table.table import ReadableTable, ReadPlan
 from hudi_ds.timeline.instant import Instant, normalize_instant
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 
@@ -146,8 +146,8 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         return reader
 
     # -- offsets (driver, one long-lived process) ------------------------------------------------
-    def _table(self) -> HudiTable:
-        return HudiTable(self.path)
+    def _table(self) -> ReadableTable:
+        return ReadableTable(self.path)
 
     def _timeline(self) -> Timeline | None:
         """The table's timeline, or None while no table exists (a source started before its
@@ -298,7 +298,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
             return [HudiInputPartition(i, tuple(g), header) for i, g in enumerate(groups)]
         # deleted keys: alive before the range (as of ``begin``), gone at its end
         before = table.plan_read({"as.of.instant": begin}, columns)
-        after = table.plan_read({"as.of.instant": stop}, ["_hoodie_record_key"])
+        after = table.plan_read({"as.of.instant": stop}, [RECORD_KEY_METADATA_FIELD])
         old = {(s.partition_path, s.file_id): s for s in before.slices}
         new = {(s.partition_path, s.file_id): s for s in after.slices}
         before_header, after_header = _without_slices(before), _without_slices(after)
@@ -330,7 +330,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
 
     def _read(self, partition: HudiInputPartition) -> Iterator[pa.RecordBatch]:
         target = read_arrow_schema(self.schema)
-        table = HudiTable(self.path)
+        table = ReadableTable(self.path)
         add_flag = IS_DELETED_FIELD in target.names
         for batch in table.read_plan_slices(partition.plan, partition.slices):
             if batch.num_rows:
@@ -360,7 +360,7 @@ def stream_schema(schema: StructType, emit_deletes: bool) -> StructType:
     return StructType([*schema.fields, StructField(IS_DELETED_FIELD, BooleanType(), True)])
 
 
-def _deleted_rows(table: HudiTable, part: HudiStreamPartition) -> pa.Table | None:
+def _deleted_rows(table: ReadableTable, part: HudiStreamPartition) -> pa.Table | None:
     """Rows alive before the range whose keys are gone at its end."""
     assert part.before_plan is not None and part.after_plan is not None
     before = [b for b in table.read_plan_slices(part.before_plan, part.before) if b.num_rows]
@@ -368,14 +368,16 @@ def _deleted_rows(table: HudiTable, part: HudiStreamPartition) -> pa.Table | Non
         return None
     old = pa.Table.from_batches(before)
     alive = [
-        b.column(b.schema.get_field_index("_hoodie_record_key"))
+        b.column(b.schema.get_field_index(RECORD_KEY_METADATA_FIELD))
         for b in table.read_plan_slices(part.after_plan, part.after)
         if b.num_rows
     ]
     if not alive:
         return old
     keys = pa.chunked_array(alive)
-    mask = pc.invert(pc.is_in(old.column("_hoodie_record_key"), value_set=keys.combine_chunks()))
+    mask = pc.invert(
+        pc.is_in(old.column(RECORD_KEY_METADATA_FIELD), value_set=keys.combine_chunks())
+    )
     return old.filter(mask)
 
 

@@ -1,1 +1,1 @@
-"""The table: file-system view, reader and the ``HudiTable`` facade."""
+"""The table: file-system view, reader and the ``ReadableTable`` facade."""

@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 
 from hudi_ds.errors import InstantNotFoundError
 from hudi_ds.layout.file_group import FileGroup, FileSlice
-from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.layout.naming import (
+    file_name_of,
+    parse_base_file_name,
+    parse_log_file_name,
+    partition_of,
+)
 from hudi_ds.timeline.instant import Instant
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import Visibility
@@ -97,7 +102,7 @@ def committed_files(
                 path = st.path
                 if not path:
                     continue
-                name = path.rsplit("/", 1)[-1]
+                name = file_name_of(path)
                 cf = by_path.get(path)
                 if cf is None:
                     b = parse_base_file_name(name)
@@ -120,7 +125,7 @@ def committed_files(
                     cf.ranges.append((start if start < size else 0, size, inst.requested_time))
     out: dict[tuple[str, str], list[CommittedFile]] = {}
     for cf in by_path.values():
-        partition = cf.path.rpartition("/")[0]
+        partition = partition_of(cf.path)
         out.setdefault((partition, cf.file_id), []).append(cf)
     return out
 
@@ -158,7 +163,7 @@ def check_group(
     for cf in current_files(files, include_logs):
         size = listed.get(cf.path)
         if size is None and cf.is_log:
-            token = parse_log_file_name(cf.path.rsplit("/", 1)[-1])
+            token = parse_log_file_name(file_name_of(cf.path))
             sizes = moved.get(token.write_token or "", []) if token is not None else []
             if any(sz >= cf.size for sz in sizes):
                 continue
@@ -192,7 +197,7 @@ def visible_commits(timeline: Timeline, vis: Visibility) -> list[Instant]:
 
 def cleaned_by(timeline: Timeline, path: str) -> str | None:
     """The completed clean instant that deleted ``path`` (relative), or None."""
-    partition, _, name = path.rpartition("/")
+    partition, name = partition_of(path), file_name_of(path)
     for c in reversed(timeline.completed().filter_actions("clean")):
         md = timeline.read_clean_metadata(c)
         pm = md.partition_metadata.get(partition)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from hudi_ds.layout.file_group import BaseFile, FileGroup, FileSlice, LogFile
 from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
+    file_name_of,
     parse_base_file_name,
     parse_log_file_name,
 )
@@ -53,7 +54,7 @@ class FileSystemView:
         if has_data:
             found.append(rel)
         for d in self.storage.list_dirs(rel):
-            leaf = d.rsplit("/", 1)[-1]
+            leaf = file_name_of(d)
             if leaf.startswith(".") or (rel == "" and leaf in ("__MACOSX",)):
                 continue
             self._walk(d, found)

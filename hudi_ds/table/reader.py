@@ -41,13 +41,16 @@ from hudi_ds.merge.engine import (
     resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
-from hudi_ds.schema import IS_DELETED_FIELD, cached_arrow_schema, promote_table
+from hudi_ds.schema import (
+    IS_DELETED_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    cached_arrow_schema,
+    promote_table,
+)
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.view import Visibility
 
 log = logging.getLogger("hudi_ds.read")
-
-RECORD_KEY = "_hoodie_record_key"
 
 
 @dataclass
@@ -226,7 +229,12 @@ def read_file_slice(
     schema = ctx.schema
     if columns is not None:
         # read only what the caller wants plus what merging needs
-        merge_cols = [RECORD_KEY, ctx.ordering_field, IS_DELETED_FIELD, *ctx.record_key_fields]
+        merge_cols = [
+            RECORD_KEY_METADATA_FIELD,
+            ctx.ordering_field,
+            IS_DELETED_FIELD,
+            *ctx.record_key_fields,
+        ]
         merge_cols += ctx.merge_spec.required_columns()
         wanted = list(columns) + [
             c
@@ -308,8 +316,11 @@ def is_partial_block(b: LogBlock) -> bool:
 
 
 def _keys_of(t: pa.Table, ctx: SliceReadContext) -> pa.Array:
-    if RECORD_KEY in t.column_names and t.column(RECORD_KEY).null_count < t.num_rows:
-        return t.column(RECORD_KEY).combine_chunks().cast(pa.string())
+    if (
+        RECORD_KEY_METADATA_FIELD in t.column_names
+        and t.column(RECORD_KEY_METADATA_FIELD).null_count < t.num_rows
+    ):
+        return t.column(RECORD_KEY_METADATA_FIELD).combine_chunks().cast(pa.string())
     return record_keys(t, list(ctx.record_key_fields), ctx.complex_key)
 
 

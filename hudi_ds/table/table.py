@@ -1,4 +1,4 @@
-"""``HudiTable``: open a Hudi table and read it.
+"""``ReadableTable``: open a Hudi table and read it.
 
 Queries: snapshot, read-optimized, incremental and time travel.
 """
@@ -27,9 +27,10 @@ from hudi_ds.errors import (
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.keygen import key_string
 from hudi_ds.layout.file_group import FileGroup, FileSlice
-from hudi_ds.layout.naming import partition_values_of
+from hudi_ds.layout.naming import bucket_id_of, partition_values_of
 from hudi_ds.log.archive import load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
+from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import (
     CommittedFile,
@@ -45,7 +46,7 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import Instant, normalize_instant
-from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.timeline import ArchivedTimeline, Timeline
 from hudi_ds.timeline.view import TableState, Visibility
 
 log = logging.getLogger("hudi_ds.read")
@@ -53,8 +54,10 @@ log = logging.getLogger("hudi_ds.read")
 SUPPORTED_VERSIONS = (6, 8, 9)
 
 
-class HudiTable:
-    """A Hudi table at ``path`` (a local path or a URI).
+class ReadableTable:
+    """A Hudi table at ``path`` (a local path or a URI), opened to be read.
+
+    The public :class:`hudi_ds.HudiTable` extends it with writes.
 
     Args:
         path: the table base path.
@@ -83,15 +86,13 @@ class HudiTable:
     # -- metadata ----------------------------------------------------------------------------
     @property
     def path(self) -> str:
+        """The table's base path as a URI."""
         return self.storage.uri()
 
     @property
     def name(self) -> str:
+        """``hoodie.table.name``."""
         return self.config.table_name
-
-    @property
-    def is_mor(self) -> bool:
-        return self.config.is_mor
 
     @property
     def config(self) -> TableConfig:
@@ -300,7 +301,7 @@ class HudiTable:
         def keep_group(p: str, fid: str) -> bool:
             if touched is not None and (p, fid) not in touched:
                 return False
-            return buckets is None or _bucket_of(fid) in buckets
+            return buckets is None or bucket_id_of(fid) in buckets
 
         for p in view.partitions():
             if not keep_partition(p):
@@ -476,7 +477,7 @@ class HudiTable:
             needed = list(plan.columns)
             extra = [c for c, _, _ in plan.filters]
             if plan.commit_times is not None:
-                extra.append("_hoodie_commit_time")
+                extra.append(COMMIT_TIME_METADATA_FIELD)
             for c in extra:
                 if c not in needed and plan.context.schema.get_field_index(c) >= 0:
                     needed.append(c)
@@ -485,8 +486,8 @@ class HudiTable:
         def one(s: FileSlice) -> tuple[pa.Table, ReadStats]:
             st = ReadStats()
             t = read_file_slice(self.storage, s, plan.visibility, plan.context, st, needed)
-            if commit_set is not None and "_hoodie_commit_time" in t.column_names:
-                t = t.filter(pc.is_in(t.column("_hoodie_commit_time"), commit_set))
+            if commit_set is not None and COMMIT_TIME_METADATA_FIELD in t.column_names:
+                t = t.filter(pc.is_in(t.column(COMMIT_TIME_METADATA_FIELD), commit_set))
             if expr is not None and t.num_rows:
                 t = t.filter(expr)
             if plan.columns is not None:
@@ -564,18 +565,29 @@ class HudiTable:
             )
         self._check_retained(as_of, "as.of.instant")
 
+    def archived_timeline(self) -> ArchivedTimeline:
+        """The archived timeline, loaded on each call (``hoodie.archivelog.folder`` of a layout 1
+        table, the LSM history of layout 2: see :func:`~hudi_ds.log.archive.load_archived`).
+        """
+        return load_archived(
+            self.storage,
+            self.config.timeline_layout_version,
+            self.config.timeline_path,
+            archive_folder=self.config.get("hoodie.archivelog.folder", "archived") or "archived",
+        )
+
+    def _readable_archive(self) -> ArchivedTimeline | None:
+        """The archived timeline, or None (logged) when it cannot be read."""
+        try:
+            return self.archived_timeline()
+        except Exception:
+            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
+            return None
+
     def _archived_covers(self, as_of: str) -> bool:
         """True when the archived timeline holds a commit at or before ``as_of``."""
-        try:
-            archived = load_archived(
-                self.storage,
-                self.config.timeline_layout_version,
-                self.config.timeline_path,
-                archive_folder=self.config.get("hoodie.archivelog.folder", "archived")
-                or "archived",
-            )
-        except Exception:  # an unreadable archive still means: archived
-            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
+        archived = self._readable_archive()
+        if archived is None:  # an unreadable archive still means: archived
             return True
         return any(i.requested_time <= as_of for i in archived.commits())
 
@@ -622,16 +634,8 @@ class HudiTable:
         return out
 
     def _archived_commits_after(self, begin: str) -> list[str]:
-        try:
-            archived = load_archived(
-                self.storage,
-                self.config.timeline_layout_version,
-                self.config.timeline_path,
-                archive_folder=self.config.get("hoodie.archivelog.folder", "archived")
-                or "archived",
-            )
-        except Exception:
-            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
+        archived = self._readable_archive()
+        if archived is None:
             return []
         return sorted(i.requested_time for i in archived.commits() if i.requested_time > begin)
 
@@ -662,36 +666,22 @@ class HudiTable:
         return out
 
 
+@dataclasses.dataclass(eq=False)
 class ReadPlan:
     """A planned read: visibility, merge context, slices, projection and filters (picklable)."""
 
-    def __init__(
-        self,
-        visibility: Visibility,
-        context: SliceReadContext,
-        slices: list[FileSlice],
-        columns: list[str] | None,
-        filters: list[tuple[str, str, Any]],
-        commit_times: frozenset[str] | None,
-        output_schema: pa.Schema,
-    ) -> None:
-        self.visibility = visibility
-        self.context = context
-        self.slices = slices
-        self.columns = columns
-        self.filters = filters
-        self.commit_times = commit_times
-        self.output_schema = output_schema
-        #: committed files the plan found missing / damaged and skips (user opted in)
-        self.missing_files: list[str] = []
-        self.damaged_files: list[str] = []
-        #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
-        self.replans = 0
-
-
-def _bucket_of(file_id: str) -> int:
-    head = file_id[:8]
-    return int(head) if head.isdigit() else -1
+    visibility: Visibility
+    context: SliceReadContext
+    slices: list[FileSlice]
+    columns: list[str] | None
+    filters: list[tuple[str, str, Any]]
+    commit_times: frozenset[str] | None
+    output_schema: pa.Schema
+    #: committed files the plan found missing / damaged and skips (user opted in)
+    missing_files: list[str] = dataclasses.field(default_factory=list)
+    damaged_files: list[str] = dataclasses.field(default_factory=list)
+    #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
+    replans: int = 0
 
 
 def read(
@@ -700,5 +690,5 @@ def read(
     columns: Sequence[str] | None = None,
     filters: Sequence[Filter] | None = None,
 ) -> pa.Table:
-    """Read the Hudi table at ``path`` (see :meth:`HudiTable.read`)."""
-    return HudiTable(path, options).read(options, columns, filters)
+    """Read the Hudi table at ``path`` (see :meth:`ReadableTable.read`)."""
+    return ReadableTable(path, options).read(options, columns, filters)

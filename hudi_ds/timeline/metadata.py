@@ -34,6 +34,7 @@ from typing import Any, ClassVar, TypeVar
 import fastavro
 
 from hudi_ds.errors import CorruptFileError
+from hudi_ds.layout.naming import file_name_of, file_path
 
 __all__ = [
     "AVRO_MAGIC",
@@ -383,7 +384,7 @@ class WriteStat(AvroRecord):
     @property
     def file_name(self) -> str | None:
         """The last segment of :attr:`path`."""
-        return None if self.path is None else self.path.rsplit("/", 1)[-1]
+        return None if self.path is None else file_name_of(self.path)
 
     def to_json(self) -> dict[str, Any]:
         """The v6 Jackson JSON object (field order and ``"null"`` strings as Java writes)."""
@@ -734,8 +735,7 @@ class CompactionOperation(AvroRecord):
     bootstrap_file_path: str | None = None
 
     def _rel(self, name: str) -> str:
-        base = name.rsplit("/", 1)[-1]
-        return f"{self.partition_path}/{base}" if self.partition_path else base
+        return file_path(self.partition_path or "", file_name_of(name))
 
     @property
     def base_file_rel_path(self) -> str | None:

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from hudi_ds.errors import SchemaError
 from hudi_ds.storage import Storage
-from hudi_ds.table.table import HudiTable as ReadableTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.write.client import WriteClient
 
 ArrowLike = Any  # pa.Table | pa.RecordBatch | pa.RecordBatchReader | __arrow_c_stream__ objects
@@ -77,7 +77,7 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
 
 
 class HudiTable(ReadableTable):
-    """A Hudi table that can be read and written (see :class:`hudi_ds.table.table.HudiTable`).
+    """A Hudi table that can be read and written (see :class:`hudi_ds.table.table.ReadableTable`).
 
     Write methods take the same options as :func:`write`; options given when the table was
     opened are the defaults.

@@ -26,15 +26,16 @@ import pyarrow.parquet as pq
 from hudi_ds.errors import CorruptFileError, HudiError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, bucket_ids_from_record_keys
 from hudi_ds.layout.file_group import FileGroup
+from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
+from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import PROPS_FILE, TableConfig
 
 log = logging.getLogger("hudi_ds.write")
 
-RECORD_KEY = "_hoodie_record_key"
 #: file groups whose keys are sampled (a key of a group matches a wrong count by chance with
 #: a probability of about 1/num_buckets, so a few groups with 2-4 keys each are enough)
 MAX_SAMPLED_GROUPS = 4
@@ -62,10 +63,9 @@ def check_bucket_layout(
     groups: list[tuple[FileGroup, int]] = []
     for p in view.partitions():
         for g in view.file_groups(p):
-            head = g.file_id[:8]
-            if len(head) != 8 or not (head.isascii() and head.isdigit()):
+            bucket = bucket_id_of(g.file_id)
+            if bucket is None:
                 continue  # not a bucket file group (written with another index)
-            bucket = int(head)
             if bucket >= num_buckets:
                 raise CorruptFileError(
                     f"{where}: {NUM_BUCKETS_KEY}={num_buckets} contradicts file group "
@@ -120,9 +120,9 @@ def _footer_keys(storage: Storage, path: str) -> list[str]:
     with storage.open_input_file(path) as f:
         md = pq.ParquetFile(f).metadata
     names = [md.schema.column(i).name for i in range(md.num_columns)]
-    if RECORD_KEY not in names or md.num_row_groups == 0:
+    if RECORD_KEY_METADATA_FIELD not in names or md.num_row_groups == 0:
         return []
-    idx = names.index(RECORD_KEY)
+    idx = names.index(RECORD_KEY_METADATA_FIELD)
     out: list[str] = []
     for rg in range(min(md.num_row_groups, 2)):
         st = md.row_group(rg).column(idx).statistics
@@ -137,12 +137,12 @@ def _footer_keys(storage: Storage, path: str) -> list[str]:
 def _log_keys(storage: Storage, path: str) -> list[str]:
     for block in scan_log_bytes(storage.read_bytes(path), path).blocks:
         if block.block_type == BlockType.DELETE:
-            keys = decode_delete_block(block).column(RECORD_KEY)
+            keys = decode_delete_block(block).column(RECORD_KEY_METADATA_FIELD)
         elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
             table = decode_data_block(block)
-            if RECORD_KEY not in table.column_names:
+            if RECORD_KEY_METADATA_FIELD not in table.column_names:
                 return []
-            keys = table.column(RECORD_KEY)
+            keys = table.column(RECORD_KEY_METADATA_FIELD)
         else:
             continue
         values = [k for k in keys.to_pylist() if k is not None]

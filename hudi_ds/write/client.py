@@ -55,7 +55,7 @@ from hudi_ds.index.bucket import (
 from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import PARTITION_METADATA_FILE, log_file_name, parse_log_file_name
-from hudi_ds.log.writer import parquet_write_options
+from hudi_ds.layout.parquet import dictionary_columns_of
 from hudi_ds.merge.modes import (
     MergeSpec,
     check_same_spec,
@@ -67,7 +67,8 @@ from hudi_ds.merge.modes import (
 from hudi_ds.schema import (
     IS_DELETED_FIELD,
     META_FIELDS,
-    OPERATION_FIELD,
+    OPERATION_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
     arrow_to_avro_schema,
     avro_schema_json,
     avro_to_arrow_schema,
@@ -78,7 +79,7 @@ from hudi_ds.schema import (
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
@@ -86,7 +87,6 @@ from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.handles import (
-    DELETE_KEY,
     DELETE_ORDERING,
     AppendHandle,
     HandleContext,
@@ -281,10 +281,10 @@ class WriteClient:
             )
 
     # -- schema -------------------------------------------------------------------------------
-    def _table(self) -> HudiTable | None:
+    def _table(self) -> ReadableTable | None:
         if self.table_config is None:
             return None
-        return HudiTable(self.storage)
+        return ReadableTable(self.storage)
 
     def validate_schema(self, schema: pa.Schema) -> pa.Schema:
         """Check an input schema and return the table schema to write (meta fields first).
@@ -540,7 +540,7 @@ class WriteClient:
             cow = self.table_type == "COPY_ON_WRITE"
             # the timeline is loaded before the listing: a commit landing in between is then
             # listed but not yet visible, never visible but unlisted ("missing")
-            cow_table = HudiTable(self.storage) if cow else None
+            cow_table = ReadableTable(self.storage) if cow else None
             vis = cow_table.visibility() if cow_table is not None else None
             view = check_bucket_layout(
                 self.storage, self.table_config, self.num_buckets, list(self.hash_fields)
@@ -731,7 +731,7 @@ class WriteClient:
     def _rehome_logs(self, plan: WritePlan, statuses: list[WriteStatus]) -> list[WriteStatus]:
         """Rename our log files after the concurrent writers' ones (see _resolve_conflicts)."""
         view = FileSystemView(self.storage, TableConfig.load(self.storage))
-        vis = HudiTable(self.storage).visibility()
+        vis = ReadableTable(self.storage).visibility()
         mine = {s.path for s in statuses}
         top: dict[tuple[str, str, str], int] = {}
         live: dict[tuple[str, int], FileSlice] = {}
@@ -805,7 +805,7 @@ class WriteClient:
         o = self.options
         name = self._avro_name()
         data = pa.schema([f for f in schema if f.name not in META_FIELDS])
-        table = HudiTable(self.storage)
+        table = ReadableTable(self.storage)
         vis = table.visibility()
         pending: dict[tuple[str, str], str] = {}
         for c in timeline.pending_compactions():
@@ -1187,7 +1187,7 @@ class TaskWriter:
             )
             self._seen_partitions.update(pc.unique(parts).to_pylist())
             return
-        drop = [c for c in table.column_names if c in META_FIELDS or c == OPERATION_FIELD]
+        drop = [c for c in table.column_names if c in META_FIELDS or c == OPERATION_METADATA_FIELD]
         if drop:
             table = table.drop_columns(drop)
         if op == "delete":
@@ -1195,10 +1195,8 @@ class TaskWriter:
         else:
             data, deletes, data_parts, del_parts = self._prepare_upserts(table)
         if self.ctx.dictionary_columns is None and data.num_rows:
-            opts = parquet_write_options(data.slice(0, 4096))
             self.ctx = dataclasses.replace(
-                self.ctx,
-                dictionary_columns=tuple(opts["use_dictionary"]),  # type: ignore[arg-type]
+                self.ctx, dictionary_columns=tuple(dictionary_columns_of(data.slice(0, 4096)))
             )
         self._route(data, deletes, data_parts, del_parts)
         self._enforce_budget()
@@ -1334,7 +1332,7 @@ class TaskWriter:
         for rows, parts, is_delete in ((data, data_parts, False), (deletes, del_parts, True)):
             if rows.num_rows == 0:
                 continue
-            keys = rows.column(DELETE_KEY if is_delete else "_hoodie_record_key")
+            keys = rows.column(RECORD_KEY_METADATA_FIELD)
             buckets = bucket_ids_from_record_keys(
                 keys, list(self.plan.hash_fields), self.plan.num_buckets, self.plan.complex_key
             )

@@ -16,7 +16,6 @@ prepared (meta columns set except ``_hoodie_file_name``, which the handle fills)
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import math
 import os
@@ -37,11 +36,11 @@ from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import BaseFile
 from hudi_ds.layout.naming import base_file_name, log_file_name
+from hudi_ds.layout.parquet import BaseFileWriter, write_base_file
 from hudi_ds.log.writer import (
     encode_avro_data_block,
     encode_delete_block,
     encode_parquet_data_block,
-    parquet_write_options,
 )
 from hudi_ds.merge.engine import (
     DataPart,
@@ -51,17 +50,21 @@ from hudi_ds.merge.engine import (
     resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
-from hudi_ds.schema import META_FIELDS, promote_table
+from hudi_ds.schema import (
+    COMMIT_TIME_METADATA_FIELD,
+    FILENAME_METADATA_FIELD,
+    IS_DELETED_FIELD,
+    META_FIELDS,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    promote_table,
+)
 from hudi_ds.storage import OutputStream, Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 from hudi_ds.write.markers import create_marker
 from hudi_ds.write.write_status import WriteStatus
 
-RECORD_KEY = "_hoodie_record_key"
-FILE_NAME = "_hoodie_file_name"
-DELETE_KEY = "_hoodie_record_key"
-DELETE_PARTITION = "_hoodie_partition_path"
 DELETE_ORDERING = "_ordering_value"
 
 
@@ -102,7 +105,7 @@ def _constant(value: str, n: int) -> pa.Array:
 
 
 def _set_file_name(table: pa.Table, name: str) -> pa.Table:
-    idx = table.schema.get_field_index(FILE_NAME)
+    idx = table.schema.get_field_index(FILENAME_METADATA_FIELD)
     return table.set_column(idx, table.schema.field(idx), _constant(name, table.num_rows))
 
 
@@ -128,9 +131,9 @@ def precombine(
     # the common case: no duplicate keys, nothing to combine (a hash count, no sort)
     if (
         n_del == 0
-        and "_hoodie_is_deleted" not in data.column_names
+        and IS_DELETED_FIELD not in data.column_names
         and marker_col is None
-        and pc.count_distinct(data.column(RECORD_KEY)).as_py() == n_data
+        and pc.count_distinct(data.column(RECORD_KEY_METADATA_FIELD)).as_py() == n_data
     ):
         return data, deletes
     full = data
@@ -157,8 +160,8 @@ def precombine(
             ov = pa.nulls(rows.num_rows, otype)
         extra = pa.Table.from_arrays(
             [
-                rows.column(RECORD_KEY).combine_chunks().cast(pa.string()),
-                rows.column(DELETE_PARTITION).combine_chunks().cast(pa.string()),
+                rows.column(RECORD_KEY_METADATA_FIELD).combine_chunks().cast(pa.string()),
+                rows.column(PARTITION_PATH_METADATA_FIELD).combine_chunks().cast(pa.string()),
                 ov,
             ],
             schema=deletes.schema,
@@ -267,8 +270,8 @@ class AppendHandle(_Buffered):
             self.num_writes += data.num_rows
         if dels.num_rows:
             block = encode_delete_block(
-                dels.column(DELETE_KEY).combine_chunks(),
-                dels.column(DELETE_PARTITION).combine_chunks(),
+                dels.column(RECORD_KEY_METADATA_FIELD).combine_chunks(),
+                dels.column(PARTITION_PATH_METADATA_FIELD).combine_chunks(),
                 dels.column(DELETE_ORDERING).combine_chunks(),
                 ctx.instant,
                 ctx.avro_schema,
@@ -325,8 +328,8 @@ def delete_schema(ordering_type: pa.DataType) -> pa.Schema:
     """Schema of the delete-key tables handles receive."""
     return pa.schema(
         [
-            pa.field(DELETE_KEY, pa.string()),
-            pa.field(DELETE_PARTITION, pa.string()),
+            pa.field(RECORD_KEY_METADATA_FIELD, pa.string()),
+            pa.field(PARTITION_PATH_METADATA_FIELD, pa.string()),
             pa.field(DELETE_ORDERING, ordering_type),
         ]
     )
@@ -416,7 +419,11 @@ class _KeyPartitions:
     def add(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
-        h = java_string_hash(table.column(RECORD_KEY)).view(np.uint32).astype(np.uint64)
+        h = (
+            java_string_hash(table.column(RECORD_KEY_METADATA_FIELD))
+            .view(np.uint32)
+            .astype(np.uint64)
+        )
         part = (((h * _SPREAD) & np.uint64(0xFFFFFFFF)) >> np.uint64(32 - self.bits)).astype(
             np.int64
         )
@@ -630,8 +637,8 @@ class MergeHandle(_Buffered):
         incoming = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
         self._data, self._deletes, self.buffered_bytes = [], [], 0
-        in_keys = incoming.column(RECORD_KEY).combine_chunks()
-        del_keys = dels.column(DELETE_KEY).combine_chunks()
+        in_keys = incoming.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
+        del_keys = dels.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
         left_in = np.ones(len(in_keys), dtype=bool)
         left_del = np.ones(len(del_keys), dtype=bool)
         base = self.base_file
@@ -639,7 +646,7 @@ class MergeHandle(_Buffered):
 
         def groups() -> Iterator[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]:
             for old in _iter_base_file(ctx.storage, base, ctx.schema, self._base_batch_rows):
-                keys = old.column(RECORD_KEY).combine_chunks()
+                keys = old.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
                 hit_in = np.asarray(pc.is_in(in_keys, value_set=keys), dtype=bool)
                 hit_del = np.asarray(pc.is_in(del_keys, value_set=keys), dtype=bool)
                 left_in[hit_in] = False
@@ -679,7 +686,7 @@ class MergeHandle(_Buffered):
         and write the results as consecutive row groups of the new base file."""
         ctx = self.ctx
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        writer = _BaseFileWriter(ctx.storage, self.path, ctx.codec)
+        writer = BaseFileWriter(ctx.storage, self.path, ctx.codec)
         n_rows = n_updates = n_inserts = n_deleted = 0
         try:
             for old, incoming, dels in groups:
@@ -720,61 +727,6 @@ class MergeHandle(_Buffered):
         return WriteStatus(stat, "merge" if self.base_file else "create", self.ctx.token)
 
 
-class _BaseFileWriter:
-    """Writes a base file row group by row group (footer: Hudi's min/max record keys)."""
-
-    def __init__(self, storage: Storage, path: str, codec: str) -> None:
-        self.storage = storage
-        self.path = path
-        self.codec = codec
-        self._out: OutputStream | None = None
-        self._writer: pq.ParquetWriter | None = None
-        self._min: str | None = None
-        self._max: str | None = None
-
-    def _open(self, table: pa.Table) -> pq.ParquetWriter:
-        self._out = self.storage.open_output_stream(self.path)
-        self._writer = pq.ParquetWriter(
-            self._out,
-            table.schema,
-            compression=None if self.codec in ("none", "uncompressed") else self.codec,
-            use_compliant_nested_type=True,
-            **parquet_write_options(table),  # type: ignore[arg-type]
-        )
-        return self._writer
-
-    def write(self, table: pa.Table) -> None:
-        if table.num_rows == 0:
-            return
-        writer = self._writer or self._open(table)
-        writer.write_table(table)
-        mm = pc.min_max(table.column(RECORD_KEY))
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        self._min = lo if self._min is None or lo < self._min else self._min
-        self._max = hi if self._max is None or hi > self._max else self._max
-
-    def close(self, schema: pa.Schema) -> int:
-        """Finish the file (an empty one if nothing was written); returns its size."""
-        writer = self._writer or self._open(schema.empty_table())
-        if self._min is not None:
-            # the same key order as write_base_file's pc.min_max (UTF-8 bytes = code points)
-            writer.add_key_value_metadata(
-                {"hoodie_min_record_key": self._min, "hoodie_max_record_key": str(self._max)}
-            )
-        writer.close()
-        assert self._out is not None
-        size = self._out.tell()
-        self._out.close()
-        return int(size)
-
-    def abort(self) -> None:
-        if self._writer is not None:
-            with contextlib.suppress(Exception):  # already failing: keep the first error
-                self._writer.close()
-        if self._out is not None and not self._out.closed:
-            self._out.close()
-
-
 def merge_into_base(
     old: pa.Table, incoming: pa.Table, dels: pa.Table, ctx: HandleContext
 ) -> tuple[pa.Table, int, int, int]:
@@ -796,34 +748,16 @@ def merge_into_base(
     if n_old == 0:
         return rows, 0, rows.num_rows, 0
     existed = np.asarray(
-        pc.is_in(rows.column(RECORD_KEY), old.column(RECORD_KEY).combine_chunks()), dtype=bool
+        pc.is_in(
+            rows.column(RECORD_KEY_METADATA_FIELD),
+            old.column(RECORD_KEY_METADATA_FIELD).combine_chunks(),
+        ),
+        dtype=bool,
     )
     touched = np.asarray(
-        pc.equal(rows.column("_hoodie_commit_time"), ctx.instant).fill_null(False), dtype=bool
+        pc.equal(rows.column(COMMIT_TIME_METADATA_FIELD), ctx.instant).fill_null(False), dtype=bool
     )
     n_updates = int((existed & touched).sum())
     n_inserts = int((~existed).sum())
     n_deleted = n_old - int(existed.sum())
     return rows, n_updates, n_inserts, max(n_deleted, 0)
-
-
-def write_base_file(storage: Storage, path: str, table: pa.Table, codec: str) -> int:
-    """Write a Parquet base file (with Hudi's min/max record key footer) and return its size."""
-    keys = table.column(RECORD_KEY)
-    meta = dict(table.schema.metadata or {})
-    if table.num_rows:
-        mm = pc.min_max(keys)
-        meta[b"hoodie_min_record_key"] = str(mm["min"].as_py()).encode()
-        meta[b"hoodie_max_record_key"] = str(mm["max"].as_py()).encode()
-    table = table.replace_schema_metadata(meta)
-    buf = io.BytesIO()
-    pq.write_table(
-        table,
-        buf,
-        compression=None if codec in ("none", "uncompressed") else codec,
-        use_compliant_nested_type=True,
-        **parquet_write_options(table),  # type: ignore[arg-type]
-    )
-    data = buf.getvalue()
-    storage.write_bytes(path, data)
-    return len(data)

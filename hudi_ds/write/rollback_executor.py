@@ -25,7 +25,14 @@ import logging
 from collections.abc import Callable
 
 from hudi_ds.faults import crash_point
-from hudi_ds.layout.naming import log_file_name, parse_log_file_name
+from hudi_ds.layout.naming import (
+    file_name_of,
+    file_path,
+    log_file_name,
+    parse_log_file_name,
+    partition_of,
+    relative_path,
+)
 from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.log.writer import encode_rollback_command_block
 from hudi_ds.storage import Storage
@@ -137,7 +144,7 @@ def _revert_compaction_attempt(
     deleted: dict[str, list[str]] = {}
     for f in sorted(files):
         if storage.delete(f):
-            deleted.setdefault(_partition_of(f), []).append(f)
+            deleted.setdefault(partition_of(f), []).append(f)
     delete_markers(storage, ts)
     writer = TimelineWriter(storage, config.timeline_layout_version, config.timeline_path)
     if inst.is_inflight:
@@ -231,7 +238,7 @@ def execute_rollback(
         files = sorted(set(files) | set(planned))
     by_partition: dict[str, list[str]] = {}
     for f in files:
-        by_partition.setdefault(_partition_of(f), []).append(f)
+        by_partition.setdefault(partition_of(f), []).append(f)
     if rollback_time is None:
         last = timeline.instants[-1].requested_time if len(timeline) else None
         for _ in range(100):
@@ -255,7 +262,7 @@ def execute_rollback(
         if n == len(files) // 2:
             crash_point("rollback")
         if storage.delete(f):
-            deleted.setdefault(_partition_of(f), []).append(f)
+            deleted.setdefault(partition_of(f), []).append(f)
     appended = append_rollback_blocks(storage, rollback_time, instant, command_logs)
     if target is not None:
         writer.delete_instant_files(target)
@@ -279,7 +286,7 @@ def _finish_rollback(
     writer = TimelineWriter(storage, layout, config.timeline_path)
     logs_by_partition: dict[str, dict[str, int]] = {}
     for path, size in (appended or {}).items():
-        logs_by_partition.setdefault(_partition_of(path), {})[path] = size
+        logs_by_partition.setdefault(partition_of(path), {})[path] = size
     md = RollbackMetadata(
         start_rollback_time=rollback_time,
         time_taken_in_millis=0,
@@ -304,11 +311,6 @@ def _finish_rollback(
     writer.complete(inst, md.to_bytes())
 
 
-def _partition_of(path: str) -> str:
-    """The partition path of a data file path (relative to the base path)."""
-    return path.rpartition("/")[0]
-
-
 def plan_requests(
     storage: Storage, timeline: Timeline, rollback_time: str
 ) -> tuple[list[str], dict[str, int]]:
@@ -322,9 +324,9 @@ def plan_requests(
     logs: dict[str, int] = {}
     for req in plan.rollback_requests or []:
         for f in req.files_to_be_deleted or []:
-            files.append(_relative(storage, f, req.partition_path))
+            files.append(relative_path(storage, f, req.partition_path))
         for f, size in (req.log_blocks_to_be_deleted or {}).items():
-            logs[_relative(storage, f, req.partition_path)] = size
+            logs[relative_path(storage, f, req.partition_path)] = size
     return files, logs
 
 
@@ -344,10 +346,10 @@ def append_rollback_blocks(
     """
     out: dict[str, int] = {}
     for path in sorted(log_files):
-        parsed = parse_log_file_name(path.rsplit("/", 1)[-1])
+        parsed = parse_log_file_name(file_name_of(path))
         if parsed is None:
             continue
-        partition = _partition_of(path)
+        partition = partition_of(path)
         siblings = [
             (f, parse_log_file_name(f.name))
             for f in storage.list_files(partition)
@@ -367,21 +369,7 @@ def append_rollback_blocks(
             continue
         block = encode_rollback_command_block(rollback_time, target)
         new_name = log_file_name(parsed.file_id, parsed.instant_time, top + 1, "0-0-0")
-        rel = f"{partition}/{new_name}" if partition else new_name
+        rel = file_path(partition, new_name)
         storage.write_bytes(rel, block)
         out[rel] = len(block)
     return out
-
-
-def _relative(storage: Storage, path: str, partition: str | None) -> str:
-    """A path from a plan (full URI, absolute or relative) relative to the table base path."""
-    for prefix in (storage.uri(), storage.full_path()):
-        p = prefix.rstrip("/") + "/"
-        if path.startswith(p):
-            return path[len(p) :]
-    if path.startswith("file:"):
-        return _relative(storage, path.removeprefix("file://").removeprefix("file:"), partition)
-    if "://" in path or path.startswith("/"):
-        name = path.rsplit("/", 1)[-1]
-        return f"{partition}/{name}" if partition else name
-    return path

@@ -20,7 +20,7 @@ import pytest
 import hudi_ds
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.spark import cluster_by_bucket
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 
 pytestmark = pytest.mark.spark
 
@@ -116,7 +116,7 @@ def data_files(path: str) -> set[str]:
 
 
 def committed_files(path: str) -> set[str]:
-    table = HudiTable(path)
+    table = ReadableTable(path)
     out = set()
     for inst in table.timeline.commits():
         md = table.timeline.read_commit_metadata(inst)
@@ -145,8 +145,8 @@ def test_insert_upsert_delete_overwrite(spark: Any, table_type: str, tmp_path: P
     check(spark, path, model)
     if table_type == "MERGE_ON_READ":
         # several tasks wrote log files into the same file group in the last instant
-        last = HudiTable(path).timeline.commits()[-1]
-        md = HudiTable(path).timeline.read_commit_metadata(last)
+        last = ReadableTable(path).timeline.commits()[-1]
+        md = ReadableTable(path).timeline.read_commit_metadata(last)
         per_group: dict[tuple[str, str], int] = {}
         for p, stats in md.partition_to_write_stats.items():
             for s in stats:
@@ -282,7 +282,7 @@ def assert_clean(path: str) -> None:
     assert data_files(path) == committed_files(path)
     temp = Path(path) / ".hoodie" / ".temp"
     assert not temp.exists() or not any(temp.iterdir())
-    table = HudiTable(path)
+    table = ReadableTable(path)
     pending = [i for i in table.timeline.instants if not i.is_completed]
     assert pending == []
 
@@ -309,7 +309,7 @@ def test_cluster_by_bucket_puts_each_bucket_in_one_task(spark: Any, tmp_path: Pa
     model.upsert(data)
     check(spark, path, model)
     # one new file per file group
-    table = HudiTable(path)
+    table = ReadableTable(path)
     md = table.timeline.read_commit_metadata(table.timeline.commits()[-1])
     groups = [(p, s.file_id) for p, st in md.partition_to_write_stats.items() for s in st]
     assert len(groups) == len(set(groups)) == 24

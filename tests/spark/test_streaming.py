@@ -17,7 +17,7 @@ import pytest
 
 import hudi_ds
 from hudi_ds.storage import Storage
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.client import WriteClient
 
@@ -101,7 +101,7 @@ def test_sink_exactly_once_and_replay_changes_nothing(spark: Any, tmp_path: Path
     assert snapshot(path) == model(tables)
     client = WriteClient(path, OPTS)
     assert client.committed_streaming_batch("default_single_writer") == 2
-    assert len(HudiTable(path).timeline.commits()) == 3
+    assert len(ReadableTable(path).timeline.commits()) == 3
 
     # a crash after the table commit, before Spark's commit log: Spark replays batch 2
     before, files = instants(path), sorted(p.name for p in Path(path).rglob("*"))
@@ -151,8 +151,10 @@ def test_failed_tasks_retry_or_abort(spark: Any, tmp_path: Path) -> None:
     assert snapshot(path) == model(tables)
     committed = {
         s.path
-        for i in HudiTable(path).timeline.commits()
-        for ss in HudiTable(path).timeline.read_commit_metadata(i).partition_to_write_stats.values()
+        for i in ReadableTable(path).timeline.commits()
+        for ss in ReadableTable(path)
+        .timeline.read_commit_metadata(i)
+        .partition_to_write_stats.values()
         for s in ss
     }
     on_disk = {
@@ -209,7 +211,7 @@ def test_source_delivers_every_commit_once_across_a_restart(spark: Any, tmp_path
         if i:
             t = pa.concat_tables([t, events(range(i * 40 - 20, i * 40), 10 + i)])
         hudi_ds.write(path, t, OPTS)
-        written.append(HudiTable(path).timeline.commits()[-1].requested_time)
+        written.append(ReadableTable(path).timeline.commits()[-1].requested_time)
     got = collect_stream(spark, path, ck, maxCommitsPerTrigger="2")
     commit_sets = [sorted({r["_hoodie_commit_time"] for r in rows}) for _, rows in got]
     assert commit_sets == [written[0:2], written[2:4], written[4:5]]
@@ -222,7 +224,7 @@ def test_source_delivers_every_commit_once_across_a_restart(spark: Any, tmp_path
     # more commits, then the query restarts from its checkpoint: only the new changes
     for i in range(5, 8):
         hudi_ds.write(path, events(range(i * 40, i * 40 + 40), 10 + i), OPTS)
-        written.append(HudiTable(path).timeline.commits()[-1].requested_time)
+        written.append(ReadableTable(path).timeline.commits()[-1].requested_time)
     again = collect_stream(spark, path, ck, maxCommitsPerTrigger="2")
     commit_sets = [sorted({r["_hoodie_commit_time"] for r in rows}) for _, rows in again]
     assert commit_sets == [written[5:7], written[7:8]]

@@ -238,7 +238,7 @@ def pending_instants(table: Path) -> list[str]:
 
 @pytest.mark.spark
 def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
-    from hudi_ds.table.table import HudiTable
+    from hudi_ds.table.table import ReadableTable
 
     files = make_source(tmp_path / "src")
     table = tmp_path / "table"
@@ -278,7 +278,7 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
 
     # the snapshot: the expected state, no duplicates, nothing lost (hudi_ds and hudi-rs)
     expected = expected_state(files)
-    snap = HudiTable(str(table)).read(columns=["id", "ts", "part", "amount", "note"])
+    snap = ReadableTable(str(table)).read(columns=["id", "ts", "part", "amount", "note"])
     ids = snap["id"].to_pylist()
     assert len(ids) == len(set(ids)), "duplicate keys"
     got = {r["id"]: (r["ts"], r["part"], r["amount"], r["note"]) for r in snap.to_pylist()}

@@ -25,7 +25,7 @@ from hudi_ds.spark.datasource import HudiDataSource
 from hudi_ds.spark.stream_reader import INIT_OFFSET, OFFSET_KEY, HudiStreamReader
 from hudi_ds.spark.writer import TaskIdentity
 from hudi_ds.storage import Storage
-from hudi_ds.table.table import HudiTable
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.write.client import WriteClient
@@ -167,7 +167,7 @@ def test_crashed_attempt_is_rolled_back_by_the_retry(
     assert pending[0].requested_time not in {i.requested_time for i in tl.commits()}
     assert [c.get("default_single_writer") for c in streaming_checkpoints(path)] == ["0", "1"]
     assert snapshot(path)["k003"] == (2, 5.0)
-    assert len(HudiTable(str(path)).read()) == 10
+    assert len(ReadableTable(str(path)).read()) == 10
 
 
 def test_abort_rolls_back_but_never_undoes_a_commit(
@@ -238,7 +238,7 @@ def reader(path: Path, **options: str) -> HudiStreamReader:
 
 def write(path: Path, ids: range, ts: int) -> str:
     hudi_ds.write(str(path), pa.Table.from_batches([rows(ids, ts)]), OPTS)
-    return HudiTable(str(path)).timeline.commits()[-1].requested_time
+    return ReadableTable(str(path)).timeline.commits()[-1].requested_time
 
 
 def test_source_offsets_and_admission_control(tmp_path: Path) -> None:
@@ -302,7 +302,7 @@ def test_source_with_compaction_and_cleaning(tmp_path: Path) -> None:
     }
     for i in range(5):
         hudi_ds.write(str(path), pa.Table.from_batches([rows(range(20), i + 1)]), OPTS | services)
-    tl = HudiTable(str(path)).timeline
+    tl = ReadableTable(str(path)).timeline
     compactions = {
         i.requested_time for i in tl.commits() if tl.origin_action(i.requested_time) == "compaction"
     }

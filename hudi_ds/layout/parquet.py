@@ -1,0 +1,167 @@
+"""Parquet files as hudi_ds writes them: base files and the content of Parquet log blocks.
+
+Both use the same column encoding choice (:func:`dictionary_columns_of`). A base file also carries
+Hudi's record key range in its footer (Java ``HoodieBloomFilterWriteSupport``:
+``hoodie_min_record_key`` / ``hoodie_max_record_key``) and nested types in Parquet's compliant
+list layout, as Spark + Hudi write them; a log block's Parquet content has page checksums
+(parquet-mr's default), since the block framing has no checksum of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
+from hudi_ds.storage import OutputStream, Storage
+
+#: Footer keys of a base file's smallest and greatest record key
+#: (``HoodieBloomFilterWriteSupport.HOODIE_MIN_RECORD_KEY_FOOTER`` / ``..._MAX_...``).
+MIN_RECORD_KEY_FOOTER = "hoodie_min_record_key"
+MAX_RECORD_KEY_FOOTER = "hoodie_max_record_key"
+
+#: Rows sampled to tell whether a column repeats.
+_SAMPLE_ROWS = 4096
+
+
+def _low_cardinality(col: pa.ChunkedArray | pa.Array) -> bool:
+    n = len(col)
+    if n == 0:
+        return True
+    sample = col.slice(0, min(n, _SAMPLE_ROWS))
+    return pc.count_distinct(sample).as_py() * 4 <= len(sample)
+
+
+def dictionary_columns_of(table: pa.Table) -> list[str]:
+    """The columns of ``table`` to dictionary-encode in a Parquet file hudi_ds writes.
+
+    Dictionary encoding only for string/binary/integer columns that repeat (a sampled distinct
+    count), never for floating point: dictionary-encoding unique values costs several times the
+    plain encoding. Column statistics are kept either way (readers prune with them).
+    """
+    out = []
+    for f, col in zip(table.schema, table.columns, strict=True):
+        t = f.type
+        if (
+            pa.types.is_string(t)
+            or pa.types.is_large_string(t)
+            or pa.types.is_binary(t)
+            or pa.types.is_integer(t)
+        ) and _low_cardinality(col):
+            out.append(f.name)
+    return out
+
+
+def parquet_block_content(
+    table: pa.Table, compression: str, dictionary_columns: list[str]
+) -> bytes:
+    """The Parquet file held by a ``PARQUET_DATA`` log block, with page checksums.
+
+    Args:
+        table: the rows, schema metadata included (the ``parquet.avro.schema`` footer).
+        compression: Parquet codec (``snappy``, ``gzip``, ``zstd``, ``none``...).
+        dictionary_columns: columns to dictionary-encode (see :func:`dictionary_columns_of`).
+    """
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        table,
+        sink,
+        compression=compression,
+        use_dictionary=dictionary_columns,
+        write_page_checksum=True,
+    )
+    return sink.getvalue().to_pybytes()
+
+
+def _base_file_compression(codec: str) -> str | None:
+    return None if codec in ("none", "uncompressed") else codec
+
+
+def write_base_file(storage: Storage, path: str, table: pa.Table, codec: str) -> int:
+    """Write ``table`` as the Parquet base file ``path`` at once; returns its size.
+
+    The footer carries the min/max record key (:data:`MIN_RECORD_KEY_FOOTER`).
+    """
+    keys = table.column(RECORD_KEY_METADATA_FIELD)
+    meta = dict(table.schema.metadata or {})
+    if table.num_rows:
+        mm = pc.min_max(keys)
+        meta[MIN_RECORD_KEY_FOOTER.encode()] = str(mm["min"].as_py()).encode()
+        meta[MAX_RECORD_KEY_FOOTER.encode()] = str(mm["max"].as_py()).encode()
+    table = table.replace_schema_metadata(meta)
+    buf = io.BytesIO()
+    pq.write_table(
+        table,
+        buf,
+        compression=_base_file_compression(codec),
+        use_compliant_nested_type=True,
+        use_dictionary=dictionary_columns_of(table),
+    )
+    data = buf.getvalue()
+    storage.write_bytes(path, data)
+    return len(data)
+
+
+class BaseFileWriter:
+    """Writes a Parquet base file row group by row group, streaming to storage.
+
+    The encoding choice is made from the first row group; :meth:`close` adds the min/max record
+    key footer of every row written (the same key order as :func:`write_base_file`'s
+    ``pc.min_max``: UTF-8 bytes, i.e. code points).
+    """
+
+    def __init__(self, storage: Storage, path: str, codec: str) -> None:
+        self.storage = storage
+        self.path = path
+        self.codec = codec
+        self._out: OutputStream | None = None
+        self._writer: pq.ParquetWriter | None = None
+        self._min: str | None = None
+        self._max: str | None = None
+
+    def _open(self, table: pa.Table) -> pq.ParquetWriter:
+        self._out = self.storage.open_output_stream(self.path)
+        self._writer = pq.ParquetWriter(
+            self._out,
+            table.schema,
+            compression=_base_file_compression(self.codec),
+            use_compliant_nested_type=True,
+            use_dictionary=dictionary_columns_of(table),
+        )
+        return self._writer
+
+    def write(self, table: pa.Table) -> None:
+        """Append ``table`` (the file's schema) as the next row group(s)."""
+        if table.num_rows == 0:
+            return
+        writer = self._writer or self._open(table)
+        writer.write_table(table)
+        mm = pc.min_max(table.column(RECORD_KEY_METADATA_FIELD))
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        self._min = lo if self._min is None or lo < self._min else self._min
+        self._max = hi if self._max is None or hi > self._max else self._max
+
+    def close(self, schema: pa.Schema) -> int:
+        """Finish the file (an empty one of ``schema`` if nothing was written); returns its size."""
+        writer = self._writer or self._open(schema.empty_table())
+        if self._min is not None:
+            writer.add_key_value_metadata(
+                {MIN_RECORD_KEY_FOOTER: self._min, MAX_RECORD_KEY_FOOTER: str(self._max)}
+            )
+        writer.close()
+        assert self._out is not None
+        size = self._out.tell()
+        self._out.close()
+        return int(size)
+
+    def abort(self) -> None:
+        """Close what is open after a failure (the partial file is left to the caller)."""
+        if self._writer is not None:
+            with contextlib.suppress(Exception):  # already failing: keep the first error
+                self._writer.close()
+        if self._out is not None and not self._out.closed:
+            self._out.close()
