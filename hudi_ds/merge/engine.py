@@ -34,7 +34,7 @@ from hudi_ds.merge.core import key_codes, ordering_rank, resolve
 from hudi_ds.merge.merger import IS_DELETED, RECORD_KEY, MergeResult, RecordMerger, Versions
 from hudi_ds.merge.modes import MergeSpec, spec_for_mode
 from hudi_ds.merge.payloads import merger_for
-from hudi_ds.schema import promote_table
+from hudi_ds.schema import conform_partial
 from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 
 PARTITION_PATH = "_hoodie_partition_path"
@@ -164,15 +164,6 @@ def _cast_or_null(values: pa.Array, target: pa.DataType) -> pa.Array:
         return pa.nulls(len(values), target)
 
 
-def conform_to(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``t`` in ``schema``: shared columns promoted, missing ones null, extra ones dropped."""
-    sub = pa.schema([f for f in schema if f.name in t.column_names])
-    t = promote_table(t.select(sub.names), sub)
-    n = t.num_rows
-    cols = [t.column(f.name) if f.name in sub.names else pa.nulls(n, f.type) for f in schema]
-    return pa.Table.from_arrays(cols, schema=schema)
-
-
 @dataclass
 class VersionsBuilder:
     """Collects versions in write order into one :class:`~hudi_ds.merge.merger.Versions`.
@@ -222,7 +213,7 @@ class VersionsBuilder:
             else:
                 raise ValueError("versions need _hoodie_record_key or a key function")
         if t.schema != self.schema:
-            t = conform_to(t, self.schema)
+            t = conform_partial(t, self.schema)
         self._tables.append(t)
         self._keys.append(_as_string(keys))
         if IS_DELETED in t.column_names and t.column(IS_DELETED).null_count < n:
