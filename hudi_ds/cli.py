@@ -247,7 +247,7 @@ def cmd_timeline(cmd: Command) -> int:
             table.storage,
             table.config.timeline_layout_version,
             table.config.timeline_path,
-            archive_folder=table.config.get("hoodie.archivelog.folder", "archived") or "archived",
+            archive_folder=table.config.archive_folder,
         )
         for inst in archived:
             row = {

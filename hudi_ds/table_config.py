@@ -240,7 +240,10 @@ class TableConfig:
     KEY_GENERATOR_TYPE = TableProperty("hoodie.table.keygenerator.type")
     CREATE_SCHEMA = TableProperty("hoodie.table.create.schema")
     PAYLOAD_CLASS = TableProperty("hoodie.compaction.payload.class")
-    LEGACY_PAYLOAD_CLASS = TableProperty("hoodie.table.payload.class")
+    TABLE_PAYLOAD_CLASS = TableProperty("hoodie.table.payload.class")
+    #: the payload class a Hudi 1.1 table was migrated from (its merge mode replaces it)
+    LEGACY_PAYLOAD_CLASS = TableProperty("hoodie.legacy.payload.class")
+    PARTIAL_UPDATE_MODE = TableProperty("hoodie.table.partial.update.mode")
     RECORD_MERGE_MODE = TableProperty("hoodie.record.merge.mode")
     RECORD_MERGE_STRATEGY_ID = TableProperty("hoodie.record.merge.strategy.id")
     #: the merge strategy id of version-6 tables
@@ -445,7 +448,7 @@ class TableConfig:
 
     @property
     def payload_class(self) -> str | None:
-        return self.PAYLOAD_CLASS.of(self.props) or self.LEGACY_PAYLOAD_CLASS.of(self.props)
+        return self.PAYLOAD_CLASS.of(self.props) or self.TABLE_PAYLOAD_CLASS.of(self.props)
 
     @property
     def merge_mode(self) -> str:

@@ -35,7 +35,7 @@ from hudi_ds.merge.merger import IS_DELETED, RECORD_KEY, MergeResult, RecordMerg
 from hudi_ds.merge.modes import MergeSpec, spec_for_mode
 from hudi_ds.merge.payloads import merger_for
 from hudi_ds.schema import conform_partial
-from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
+from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING, TableConfig
 
 PARTITION_PATH = "_hoodie_partition_path"
 DELETE_ORDERING = "_ordering_value"
@@ -326,7 +326,7 @@ def merge_versions(
 def _ordering_fields(spec: MergeSpec | RecordMerger, props: Mapping[str, str]) -> tuple[str, ...]:
     if isinstance(spec, MergeSpec):
         return spec.ordering_fields
-    raw = props.get("hoodie.table.ordering.fields", "")
+    raw = props.get(TableConfig.ORDERING_FIELDS.key, "")
     return tuple(f.strip() for f in raw.split(",") if f.strip())
 
 

@@ -527,13 +527,11 @@ class HudiTable:
         hudi_ds) and keyed by one field; None means "no pruning".
         """
         cfg = self.config
-        n = cfg.props.get("hoodie.bucket.index.num.buckets")
+        n = cfg.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS)
         keys = cfg.record_key_fields
         if n is None or len(keys) != 1 or cfg.complex_record_key:
             return None
-        hash_fields = [
-            f for f in cfg.props.get("hoodie.bucket.index.hash.field", "").split(",") if f
-        ]
+        hash_fields = TableConfig.BUCKET_INDEX_HASH_FIELD.items(cfg.props)
         wanted: set[int] | None = None
         for col, op, value in filters:
             if col != keys[0] or op not in ("=", "in"):
@@ -572,8 +570,7 @@ class HudiTable:
                 self.storage,
                 self.config.timeline_layout_version,
                 self.config.timeline_path,
-                archive_folder=self.config.get("hoodie.archivelog.folder", "archived")
-                or "archived",
+                archive_folder=self.config.archive_folder,
             )
         except Exception:  # an unreadable archive still means: archived
             log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
@@ -627,8 +624,7 @@ class HudiTable:
                 self.storage,
                 self.config.timeline_layout_version,
                 self.config.timeline_path,
-                archive_folder=self.config.get("hoodie.archivelog.folder", "archived")
-                or "archived",
+                archive_folder=self.config.archive_folder,
             )
         except Exception:
             log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
