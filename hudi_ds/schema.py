@@ -899,10 +899,12 @@ def can_promote(src: pa.DataType, dst: pa.DataType, *, on_write: bool = False) -
 
     ``on_write`` applies the rule to a write evolving the table schema: the read-side-only
     conversions are refused there. A write never changes a typed column into a string
-    column (hudi_ds's own restriction: Hudi 1.x accepts it on write); timestamp precision
-    changes are refused as Hudi 1.x refuses them without a per-field override
-    (``SchemaChangeUtils.isGatedTimestampChange``, ``hoodie.write.timestamp.logical.type.
-    overrides``).
+    column: hudi_ds's own restriction, which the tests pin, where Hudi accepts int/long/
+    float/double -> string on write since HUDI-6872 (apache/hudi#9743:
+    ``AvroSchemaCompatibility``, reader STRING with ``HoodieAvroUtils.isTypeNumeric``).
+    Timestamp precision changes are refused as Hudi 1.x refuses them without a per-field
+    override (``SchemaChangeUtils.isGatedTimestampChange``,
+    ``hoodie.write.timestamp.logical.type.overrides``).
     """
     try:
         _check_promotion(src, dst, "", on_write)
