@@ -975,18 +975,9 @@ def promote_table(table: pa.Table, target: pa.Schema) -> pa.Table:
     """
     if table.schema == target:
         return table
-    columns = []
-    for f in target:
-        idx = table.schema.get_field_index(f.name)
-        if idx < 0:
-            if not f.nullable:
-                raise SchemaError(f"column {f.name!r} is missing and not nullable")
-            columns.append(pa.chunked_array([pa.nulls(table.num_rows, type=f.type)]))
-            continue
-        col = table.column(idx)
-        _check_promotion(col.type, f.type, f.name, False)
-        columns.append(_cast_column(col, f.type, f.name))
-    return pa.Table.from_arrays(columns, schema=target)
+    return _fit_columns(
+        table, target, lambda col, f: _check_promotion(col.type, f.type, f.name, False)
+    )
 
 
 def conform_table(table: pa.Table, target: pa.Schema) -> pa.Table:
@@ -1004,6 +995,18 @@ def conform_table(table: pa.Table, target: pa.Schema) -> pa.Table:
         raise SchemaError(f"columns {extra} are not in the schema {target.names}")
     if table.schema == target:
         return table
+
+    def check(col: pa.ChunkedArray, f: pa.Field) -> None:
+        if not f.nullable and col.null_count:
+            raise SchemaError(f"column {f.name!r} holds nulls but is not nullable")
+
+    return _fit_columns(table, target, check)
+
+
+def _fit_columns(
+    table: pa.Table, target: pa.Schema, check: Callable[[pa.ChunkedArray, pa.Field], None]
+) -> pa.Table:
+    """``table``'s columns in ``target``'s order and types (``check`` first); missing ones null."""
     columns = []
     for f in target:
         idx = table.schema.get_field_index(f.name)
@@ -1013,8 +1016,7 @@ def conform_table(table: pa.Table, target: pa.Schema) -> pa.Table:
             columns.append(pa.chunked_array([pa.nulls(table.num_rows, type=f.type)]))
             continue
         col = table.column(idx)
-        if not f.nullable and col.null_count:
-            raise SchemaError(f"column {f.name!r} holds nulls but is not nullable")
+        check(col, f)
         columns.append(_cast_column(col, f.type, f.name))
     return pa.Table.from_arrays(columns, schema=target)
 
