@@ -329,7 +329,7 @@ class TableConfig:
                 ok = False
             if not ok:
                 raise CorruptFileError(
-                    f"hoodie.table.checksum={stored!r} does not match the table name "
+                    f"{cls.CHECKSUM.key}={stored!r} does not match the table name "
                     f"{cfg.table_name!r}"
                 )
         if stored is None:
