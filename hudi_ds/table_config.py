@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -163,12 +163,96 @@ def table_checksum(table_name: str, database: str = "") -> int:
     return zlib.crc32(f"{database}.{table_name}".encode())
 
 
+# --------------------------------------------------------------------------- table properties
+@dataclass(frozen=True)
+class TableProperty:
+    """One ``hoodie.properties`` entry (Hudi's ``HoodieTableConfig`` ``ConfigProperty``).
+
+    Declared once, read by :class:`TableConfig`'s accessors and written by table creation
+    (:mod:`hudi_ds.table_create`).
+
+    Attributes:
+        key: the key in ``hoodie.properties``.
+        default: the value readers assume when the key is absent (None: no value).
+    """
+
+    key: str
+    default: str | None = None
+
+    def of(self, props: Mapping[str, str]) -> str | None:
+        """The raw value in ``props`` (the default when absent)."""
+        return props.get(self.key, self.default)
+
+    def flag(self, props: Mapping[str, str]) -> bool:
+        """A ``true``/``false`` entry as a bool."""
+        return self.of(props) == "true"
+
+    def items(self, props: Mapping[str, str]) -> list[str]:
+        """A comma separated entry as a list (blank items dropped)."""
+        return _split(self.of(props) or "")
+
+    def entry(self, value: str | bool | int | Sequence[str]) -> tuple[str, str]:
+        """``(key, text)`` to write: booleans as ``true``/``false``, lists comma separated."""
+        if isinstance(value, bool):
+            text = str(value).lower()
+        elif isinstance(value, (str, int)):
+            text = str(value)
+        else:
+            text = ",".join(value)
+        return self.key, text
+
+
 # --------------------------------------------------------------------------- TableConfig
 @dataclass
 class TableConfig:
-    """The parsed ``hoodie.properties`` with typed accessors for what readers and writers need."""
+    """The parsed ``hoodie.properties`` with typed accessors for what readers and writers need.
+
+    The class attributes declare the entries (:class:`TableProperty`, Hudi's
+    ``HoodieTableConfig`` names).
+    """
 
     props: dict[str, str] = field(default_factory=dict)
+
+    NAME = TableProperty("hoodie.table.name")
+    DATABASE_NAME = TableProperty("hoodie.database.name", "")
+    TYPE = TableProperty("hoodie.table.type", "COPY_ON_WRITE")
+    VERSION = TableProperty("hoodie.table.version", "6")
+    TIMELINE_LAYOUT_VERSION = TableProperty("hoodie.timeline.layout.version")
+    TIMELINE_PATH = TableProperty("hoodie.timeline.path", "timeline")
+    TIMELINE_TIMEZONE = TableProperty("hoodie.table.timeline.timezone", "LOCAL")
+    ARCHIVELOG_FOLDER = TableProperty("hoodie.archivelog.folder", "archived")
+    RECORDKEY_FIELDS = TableProperty("hoodie.table.recordkey.fields", "")
+    PARTITION_FIELDS = TableProperty("hoodie.table.partition.fields", "")
+    ORDERING_FIELDS = TableProperty("hoodie.table.ordering.fields")
+    PRECOMBINE_FIELD = TableProperty("hoodie.table.precombine.field", "")
+    HIVE_STYLE_PARTITIONING = TableProperty(
+        "hoodie.datasource.write.hive_style_partitioning", "false"
+    )
+    URL_ENCODE_PARTITIONING = TableProperty(
+        "hoodie.datasource.write.partitionpath.urlencode", "false"
+    )
+    DROP_PARTITION_COLUMNS = TableProperty(
+        "hoodie.datasource.write.drop.partition.columns", "false"
+    )
+    POPULATE_META_FIELDS = TableProperty("hoodie.populate.meta.fields", "true")
+    BASE_FILE_FORMAT = TableProperty("hoodie.table.base.file.format", "PARQUET")
+    KEY_GENERATOR_CLASS = TableProperty("hoodie.table.keygenerator.class", "")
+    KEY_GENERATOR_TYPE = TableProperty("hoodie.table.keygenerator.type")
+    CREATE_SCHEMA = TableProperty("hoodie.table.create.schema")
+    PAYLOAD_CLASS = TableProperty("hoodie.compaction.payload.class")
+    TABLE_PAYLOAD_CLASS = TableProperty("hoodie.table.payload.class")
+    #: the payload class a Hudi 1.1 table was migrated from (its merge mode replaces it)
+    LEGACY_PAYLOAD_CLASS = TableProperty("hoodie.legacy.payload.class")
+    PARTIAL_UPDATE_MODE = TableProperty("hoodie.table.partial.update.mode")
+    RECORD_MERGE_MODE = TableProperty("hoodie.record.merge.mode")
+    RECORD_MERGE_STRATEGY_ID = TableProperty("hoodie.record.merge.strategy.id")
+    #: the merge strategy id of version-6 tables
+    RECORD_MERGER_STRATEGY = TableProperty("hoodie.compaction.record.merger.strategy")
+    CHECKSUM = TableProperty("hoodie.table.checksum")
+    #: the index and bucket layout of a table hudi_ds created (Java ignores these keys)
+    INDEX_TYPE = TableProperty("hoodie.index.type")
+    BUCKET_INDEX_NUM_BUCKETS = TableProperty("hoodie.bucket.index.num.buckets")
+    BUCKET_INDEX_HASH_FIELD = TableProperty("hoodie.bucket.index.hash.field", "")
 
     # -- IO ---------------------------------------------------------------------------------
     @classmethod
@@ -235,9 +319,9 @@ class TableConfig:
             cfg = cls(parse_properties(text))
         except (ValueError, UnicodeError) as e:
             raise CorruptFileError(f"does not parse as Java properties: {e}") from None
-        if "hoodie.table.name" not in cfg.props:
+        if cls.NAME.key not in cfg.props:
             raise CorruptFileError("no hoodie.table.name (empty or truncated file)")
-        stored = cfg.props.get("hoodie.table.checksum")
+        stored = cls.CHECKSUM.of(cfg.props)
         if stored is not None:
             try:
                 ok = cfg.validate_checksum()
@@ -245,7 +329,7 @@ class TableConfig:
                 ok = False
             if not ok:
                 raise CorruptFileError(
-                    f"hoodie.table.checksum={stored!r} does not match the table name "
+                    f"{cls.CHECKSUM.key}={stored!r} does not match the table name "
                     f"{cfg.table_name!r}"
                 )
         if stored is None:
@@ -256,30 +340,33 @@ class TableConfig:
 
     def save(self, storage: Storage) -> None:
         """Write atomically (temp file + rename), with a fresh checksum."""
-        self.props["hoodie.table.checksum"] = str(
-            table_checksum(self.table_name, self.props.get("hoodie.database.name", ""))
+        self.props[self.CHECKSUM.key] = str(
+            table_checksum(self.table_name, self.DATABASE_NAME.of(self.props) or "")
         )
         storage.write_atomic(PROPS_FILE, format_properties(self.props).encode("utf-8"))
 
     def validate_checksum(self) -> bool:
         """True when the stored checksum matches (or none is stored)."""
-        stored = self.props.get("hoodie.table.checksum")
+        stored = self.CHECKSUM.of(self.props)
         if stored is None:
             return True
-        expected = table_checksum(self.table_name, self.props.get("hoodie.database.name", ""))
+        expected = table_checksum(self.table_name, self.DATABASE_NAME.of(self.props) or "")
         return int(stored) == expected
 
     # -- accessors ----------------------------------------------------------------------------
-    def get(self, key: str, default: str | None = None) -> str | None:
+    def get(self, key: str | TableProperty, default: str | None = None) -> str | None:
+        """The raw value of ``key`` (a declared property: its default unless ``default``)."""
+        if isinstance(key, TableProperty):
+            return self.props.get(key.key, key.default if default is None else default)
         return self.props.get(key, default)
 
     @property
     def table_name(self) -> str:
-        return self.props["hoodie.table.name"]
+        return self.props[self.NAME.key]
 
     @property
     def table_type(self) -> str:
-        return self.props.get("hoodie.table.type", "COPY_ON_WRITE").upper()
+        return (self.TYPE.of(self.props) or "").upper()
 
     @property
     def is_mor(self) -> bool:
@@ -287,11 +374,11 @@ class TableConfig:
 
     @property
     def table_version(self) -> int:
-        return int(self.props.get("hoodie.table.version", "6"))
+        return int(self.VERSION.of(self.props) or "6")
 
     @property
     def timeline_layout_version(self) -> int:
-        v = self.props.get("hoodie.timeline.layout.version")
+        v = self.TIMELINE_LAYOUT_VERSION.of(self.props)
         if v is not None:
             return int(v)
         return 2 if self.table_version >= 8 else 1
@@ -300,50 +387,46 @@ class TableConfig:
     def timeline_path(self) -> str:
         """Folder of the active timeline, relative to the base path."""
         if self.timeline_layout_version >= 2:
-            return ".hoodie/" + self.props.get("hoodie.timeline.path", "timeline")
+            return ".hoodie/" + (self.TIMELINE_PATH.of(self.props) or "timeline")
         return ".hoodie"
 
     @property
     def record_key_fields(self) -> list[str]:
-        return _split(self.props.get("hoodie.table.recordkey.fields", ""))
+        return self.RECORDKEY_FIELDS.items(self.props)
 
     @property
     def partition_fields(self) -> list[str]:
         """Partition fields without key-generator type suffixes (``f:SIMPLE`` in 1.x)."""
-        return [
-            f.split(":")[0] for f in _split(self.props.get("hoodie.table.partition.fields", ""))
-        ]
+        return [f.split(":")[0] for f in self.PARTITION_FIELDS.items(self.props)]
 
     @property
     def ordering_fields(self) -> list[str]:
-        v = self.props.get("hoodie.table.ordering.fields") or self.props.get(
-            "hoodie.table.precombine.field", ""
-        )
-        return _split(v)
+        v = self.ORDERING_FIELDS.of(self.props) or self.PRECOMBINE_FIELD.of(self.props)
+        return _split(v or "")
 
     @property
     def hive_style_partitioning(self) -> bool:
-        return self.props.get("hoodie.datasource.write.hive_style_partitioning", "false") == "true"
+        return self.HIVE_STYLE_PARTITIONING.flag(self.props)
 
     @property
     def url_encode_partitions(self) -> bool:
-        return self.props.get("hoodie.datasource.write.partitionpath.urlencode", "false") == "true"
+        return self.URL_ENCODE_PARTITIONING.flag(self.props)
 
     @property
     def populate_meta_fields(self) -> bool:
-        return self.props.get("hoodie.populate.meta.fields", "true") == "true"
+        return self.POPULATE_META_FIELDS.flag(self.props)
 
     @property
     def base_file_format(self) -> str:
-        return self.props.get("hoodie.table.base.file.format", "PARQUET").upper()
+        return (self.BASE_FILE_FORMAT.of(self.props) or "").upper()
 
     @property
     def key_generator(self) -> str:
         """``SIMPLE`` / ``COMPLEX`` / ``NON_PARTITION`` / ``TIMESTAMP`` / ``CUSTOM``."""
-        t = self.props.get("hoodie.table.keygenerator.type")
+        t = self.KEY_GENERATOR_TYPE.of(self.props)
         if t:
             return t.upper()
-        cls = self.props.get("hoodie.table.keygenerator.class", "")
+        cls = self.KEY_GENERATOR_CLASS.of(self.props) or ""
         short = cls.rsplit(".", 1)[-1]
         return {
             "SimpleKeyGenerator": "SIMPLE",
@@ -361,26 +444,22 @@ class TableConfig:
 
     @property
     def create_schema(self) -> str | None:
-        return self.props.get("hoodie.table.create.schema")
+        return self.CREATE_SCHEMA.of(self.props)
 
     @property
     def payload_class(self) -> str | None:
-        return self.props.get("hoodie.compaction.payload.class") or self.props.get(
-            "hoodie.table.payload.class"
-        )
+        return self.PAYLOAD_CLASS.of(self.props) or self.TABLE_PAYLOAD_CLASS.of(self.props)
 
     @property
     def merge_mode(self) -> str:
         """The record merge mode readers must apply (v8+ property; v6 derived from the payload)."""
-        mode = self.props.get("hoodie.record.merge.mode")
+        mode = self.RECORD_MERGE_MODE.of(self.props)
         if mode:
             mode = mode.upper()
             if mode not in (EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING, CUSTOM):
                 raise ConfigError(f"unknown hoodie.record.merge.mode {mode!r} in hoodie.properties")
             return mode
-        strategy = self.props.get("hoodie.record.merge.strategy.id") or self.props.get(
-            "hoodie.compaction.record.merger.strategy"
-        )
+        strategy = self.merge_strategy_id
         payload = self.payload_class or ""
         if strategy == COMMIT_TIME_STRATEGY_ID:
             return COMMIT_TIME_ORDERING
@@ -396,8 +475,20 @@ class TableConfig:
         return mode or CUSTOM
 
     @property
+    def merge_strategy_id(self) -> str | None:
+        """The record merge strategy id (v8+ key, else the version-6 one)."""
+        return self.RECORD_MERGE_STRATEGY_ID.of(self.props) or self.RECORD_MERGER_STRATEGY.of(
+            self.props
+        )
+
+    @property
+    def archive_folder(self) -> str:
+        """The archived timeline's folder under ``.hoodie`` (``hoodie.archivelog.folder``)."""
+        return self.ARCHIVELOG_FOLDER.of(self.props) or "archived"
+
+    @property
     def timeline_timezone(self) -> str:
-        return self.props.get("hoodie.table.timeline.timezone", "LOCAL").upper()
+        return (self.TIMELINE_TIMEZONE.of(self.props) or "").upper()
 
 
 def _split(v: str) -> list[str]:

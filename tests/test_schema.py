@@ -16,26 +16,33 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_ds.errors import SchemaError, UnsupportedError
+from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.log import scan_log_bytes
 from hudi_ds.schema import (
     IS_DELETED_FIELD,
     META_FIELDS,
     OPERATION_METADATA_FIELD,
+    WriteSchema,
     arrow_to_avro_records,
     arrow_to_avro_schema,
+    avro_record_name,
     avro_records_to_arrow,
     avro_schema_json,
     avro_to_arrow_schema,
+    can_promote,
+    conform_partial,
     conform_table,
     decimal_fixed_size,
     decimal_from_bytes,
     decimal_to_bytes,
+    evolve_schema,
+    missing_subfields,
     physical_arrow_schema,
     promote_table,
     strip_logical_types,
     with_meta_fields,
     without_meta_fields,
+    write_schema,
 )
 from tests.fixtures import fixture_names, fixture_table
 
@@ -769,3 +776,160 @@ def test_conform_table() -> None:
         conform_table(pa.table({"c": pa.array([None], pa.int64())}), target)
     with pytest.raises(SchemaError, match="zz"):
         conform_table(pa.table({"c": [1], "zz": [1]}), target)
+
+
+# --------------------------------------------------------------------------------------------
+# The promotion rule and schema evolution on write
+# --------------------------------------------------------------------------------------------
+
+S = pa.string()
+DEC = pa.decimal128
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "read", "write"),
+    [
+        (pa.int32(), pa.int64(), True, True),
+        (pa.int32(), pa.float32(), True, True),
+        (pa.int64(), pa.float32(), True, True),  # Avro: long is promotable to float
+        (pa.int64(), pa.float64(), True, True),
+        (pa.float32(), pa.float64(), True, True),
+        (pa.int64(), pa.int32(), False, False),
+        (pa.float64(), pa.float32(), False, False),
+        (pa.float64(), pa.int64(), False, False),
+        (S, pa.binary(), True, True),
+        (pa.binary(), S, True, True),
+        (DEC(5, 2), DEC(10, 2), True, True),
+        (DEC(5, 1), DEC(10, 3), True, True),
+        (DEC(5, 2), DEC(5, 3), False, False),
+        (DEC(5, 2), DEC(5, 1), False, False),
+        (pa.int64(), S, True, False),  # read side only
+        (pa.float64(), S, True, False),
+        (DEC(5, 2), S, True, False),
+        (pa.date32(), S, True, False),
+        (S, pa.int64(), False, False),
+        (pa.timestamp("ms", tz="UTC"), pa.timestamp("us", tz="UTC"), True, False),
+        (pa.timestamp("us"), pa.timestamp("ms"), False, False),
+        (pa.timestamp("us"), pa.timestamp("us", tz="UTC"), False, False),
+        (pa.date32(), pa.timestamp("us"), True, False),
+        (pa.bool_(), pa.int32(), False, False),
+        (
+            pa.struct([("x", pa.int32())]),
+            pa.struct([("x", pa.int64()), ("y", S)]),
+            True,
+            True,
+        ),
+        (pa.list_(pa.int64()), pa.list_(pa.float32()), True, True),
+        (pa.map_(S, pa.int32()), pa.map_(S, S), True, False),
+    ],
+)
+def test_can_promote(src: pa.DataType, dst: pa.DataType, read: bool, write: bool) -> None:
+    assert can_promote(src, dst) is read
+    assert can_promote(src, dst, on_write=True) is write
+
+
+def test_missing_subfields() -> None:
+    table = pa.struct([("a", pa.int32()), ("s", pa.struct([("x", S), ("y", S)]))])
+    incoming = pa.struct([("a", pa.int32()), ("s", pa.struct([("x", S)]))])
+    assert missing_subfields(table, incoming, "c") == ["c.s.y"]
+    assert missing_subfields(pa.list_(table), pa.list_(incoming), "l") == ["l[].s.y"]
+    assert missing_subfields(pa.map_(S, table), pa.map_(S, incoming), "m") == ["m{}.s.y"]
+    assert missing_subfields(pa.int32(), pa.int64(), "c") == []
+
+
+def test_avro_record_name() -> None:
+    assert avro_record_name("my-table.v2") == "my_table_v2"
+    assert avro_record_name("t_1") == "t_1"
+
+
+def ws(incoming: pa.Schema, table: pa.Schema | None, **facts: Any) -> WriteSchema:
+    """write_schema of a table keyed by ``id`` and partitioned by ``p``."""
+    return write_schema(
+        incoming, table, table_name="t", record_key_fields=["id"], partition_fields=["p"], **facts
+    )
+
+
+def _schema(**cols: pa.DataType) -> pa.Schema:
+    return pa.schema(list(cols.items()))
+
+
+def test_write_schema_new_table() -> None:
+    incoming = _schema(id=S, p=S, ts=pa.int64(), v=pa.int16(), _hoodie_commit_time=S)
+    got = ws(incoming, None, ordering_field="ts")
+    assert got.partial_columns is None
+    assert got.schema.names == [*META_FIELDS, "id", "p", "ts", "v"]
+    assert got.schema.field("v").type == pa.int32()  # canonical Avro "int"
+    assert ws(incoming, pa.schema([])).schema == got.schema
+
+
+def test_write_schema_evolves_and_is_pure() -> None:
+    table = with_meta_fields(_schema(id=S, p=S, q=pa.int32(), f=pa.float64()))
+    incoming = _schema(id=S, p=S, q=pa.int64(), f=pa.float32(), new=pa.bool_())
+    got = ws(incoming, table)
+    data = got.schema.remove(0).remove(0).remove(0).remove(0).remove(0)
+    assert data == _schema(id=S, p=S, q=pa.int64(), f=pa.float64(), new=pa.bool_())
+    assert table == with_meta_fields(_schema(id=S, p=S, q=pa.int32(), f=pa.float64()))
+    with pytest.raises(SchemaError, match="'q'.*neither promotes"):
+        ws(_schema(id=S, p=S, q=S, f=pa.float64()), table)
+
+
+def test_write_schema_partial_and_missing_columns() -> None:
+    table = with_meta_fields(_schema(id=S, p=S, a=S, b=S))
+    incoming = _schema(id=S, p=S, a=S)
+    with pytest.raises(SchemaError, match=r"lacks table column\(s\) \['b'\]"):
+        ws(incoming, table)
+    partial = ws(incoming, table, partial_updates=True)
+    assert partial.partial_columns == ("id", "p", "a")
+    assert partial.schema == table
+    for flags in ({"set_null_for_missing": True}, {"nulls_mean_unchanged": True}):
+        got = ws(incoming, table, **flags)
+        assert got.partial_columns is None and got.schema == table
+
+
+def test_write_schema_deletes_keep_the_table_schema() -> None:
+    table = with_meta_fields(_schema(id=S, p=S, a=S))
+    assert ws(_schema(id=S, p=S), table, deletes="delete").schema == table
+    got = ws(_schema(p=S), table, deletes="delete_partition")
+    assert got.schema == table and got.partial_columns is None
+    with pytest.raises(SchemaError, match="delete: input lacks column 'id'"):
+        ws(_schema(p=S), table, deletes="delete")
+
+
+def test_write_schema_refusals() -> None:
+    ok = _schema(id=S, p=S, ts=pa.int64())
+    with pytest.raises(ConfigError, match="recordkey"):
+        write_schema(ok, None, table_name="t", record_key_fields=[])
+    with pytest.raises(SchemaError, match="key column 'p' is missing"):
+        ws(_schema(id=S), None)
+    with pytest.raises(SchemaError, match="key column 'id' has unsupported type"):
+        ws(_schema(id=pa.float64(), p=S), None)
+    with pytest.raises(SchemaError, match="ordering column 'ts' has type binary"):
+        ws(_schema(id=S, p=S, ts=pa.binary()), None, ordering_field="ts")
+    with pytest.raises(SchemaError, match="ordering column 'zz'"):
+        ws(ok, None, ordering_field="zz")
+    with pytest.raises(SchemaError, match="duplicate|twice|unique"):
+        ws(pa.schema([("id", S), ("id", S), ("p", S)]), None)
+
+
+def test_evolve_schema_nested() -> None:
+    table = _schema(s=pa.struct([("x", S), ("y", S)]))
+    incoming = _schema(s=pa.struct([("x", S)]))
+    with pytest.raises(SchemaError, match=r"nested table field\(s\) \['s.y'\]"):
+        evolve_schema(table, incoming)
+    merged, partial = evolve_schema(table, incoming, set_null_for_missing=True)
+    assert merged == table and partial is None
+    assert evolve_schema(pa.schema([]), incoming) == (incoming, None)
+
+
+def test_conform_partial() -> None:
+    schema = _schema(id=S, a=pa.int64(), b=S)
+    rows = pa.table({"a": pa.array([1], pa.int32()), "id": ["k"], "zz": [0]})
+    got = conform_partial(rows.drop_columns(["zz"]), schema)
+    assert got.schema == schema and got.to_pylist() == [{"id": "k", "a": 1, "b": None}]
+    # carried columns named: others dropped; narrowing casts only when asked (a writer's input)
+    wide = pa.table({"id": ["k"], "a": pa.array([5], pa.int64()), "b": ["x"]})
+    narrow = _schema(id=S, a=pa.int32(), b=S)
+    got = conform_partial(wide, narrow, ["id", "a"], narrowing=True)
+    assert got.to_pylist() == [{"id": "k", "a": 5, "b": None}]
+    with pytest.raises(SchemaError, match="'a'"):
+        conform_partial(wide, narrow, ["id", "a"])

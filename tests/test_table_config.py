@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hudi_ds.errors import TableNotFoundError
+from hudi_ds.errors import ConfigError, TableExistsError, TableNotFoundError
+from hudi_ds.schema import with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import (
     COMMIT_TIME_ORDERING,
     EVENT_TIME_ORDERING,
     TableConfig,
+    TableProperty,
     format_properties,
     parse_properties,
     table_checksum,
+)
+from hudi_ds.table_create import (
+    TABLE_FOLDERS,
+    NewTable,
+    check_path_is_free,
+    create_table,
+    table_properties,
 )
 from tests.fixtures import fixture_names, fixture_table
 
@@ -76,3 +87,90 @@ def test_save_and_load(tmp_path: Path) -> None:
 def test_missing_table(tmp_path: Path) -> None:
     with pytest.raises(TableNotFoundError):
         TableConfig.load(Storage(str(tmp_path)))
+
+
+# ------------------------------------------------------------------ declared table properties
+def test_table_property_reads_and_writes() -> None:
+    flag = TableProperty("k.flag", "false")
+    assert flag.of({}) == "false" and not flag.flag({}) and flag.flag({"k.flag": "true"})
+    listed = TableProperty("k.list", "")
+    assert listed.items({"k.list": "a, b,,c"}) == ["a", "b", "c"] and listed.items({}) == []
+    assert TableProperty("k.none").of({}) is None
+    assert flag.entry(True) == ("k.flag", "true")
+    assert listed.entry(("a", "b")) == ("k.list", "a,b")
+    assert TableProperty("k.n").entry(6) == ("k.n", "6")
+    cfg = TableConfig({"hoodie.table.name": "t"})
+    assert cfg.get(TableConfig.ARCHIVELOG_FOLDER) == "archived" == cfg.archive_folder
+    assert cfg.get(TableConfig.ARCHIVELOG_FOLDER, "x") == "x"
+    assert cfg.get("hoodie.archivelog.folder") is None
+    cfg.props[TableConfig.RECORD_MERGER_STRATEGY.key] = "v6-id"
+    assert cfg.merge_strategy_id == "v6-id"
+    cfg.props[TableConfig.RECORD_MERGE_STRATEGY_ID.key] = "v8-id"
+    assert cfg.merge_strategy_id == "v8-id"
+
+
+NEW = NewTable(
+    table_name="my-table",
+    table_type="MERGE_ON_READ",
+    record_key_fields=("id", "k2"),
+    partition_fields=("city",),
+    hive_style=True,
+    url_encode=False,
+    complex_key=True,
+    num_buckets=4,
+    hash_fields=("id",),
+    ordering_field="ts",
+    database_name="db",
+    merge_properties={"hoodie.compaction.payload.class": "P"},
+)
+SCHEMA = with_meta_fields(pa.schema([("id", pa.string()), ("k2", pa.int64()), ("ts", pa.int64())]))
+
+
+def test_new_table_properties_read_back() -> None:
+    props = table_properties(NEW, SCHEMA)
+    cfg = TableConfig(props)
+    assert cfg.table_name == "my-table" and cfg.table_type == "MERGE_ON_READ"
+    assert cfg.table_version == 6 and cfg.timeline_layout_version == 1
+    assert cfg.record_key_fields == ["id", "k2"] and cfg.partition_fields == ["city"]
+    assert cfg.hive_style_partitioning and not cfg.url_encode_partitions
+    assert cfg.key_generator == "COMPLEX" and cfg.complex_record_key
+    assert cfg.ordering_fields == ["ts"] and cfg.payload_class == "P"
+    assert cfg.populate_meta_fields and cfg.base_file_format == "PARQUET"
+    assert cfg.timeline_timezone == "UTC" and cfg.archive_folder == "archived"
+    assert props["hoodie.database.name"] == "db"
+    assert props["hoodie.bucket.index.num.buckets"] == "4"
+    assert props["hoodie.bucket.index.hash.field"] == "id"
+    assert props["hoodie.index.type"] == "BUCKET"
+    schema = cfg.create_schema or ""
+    assert '"name":"my_table_record"' in schema and "_hoodie_commit_time" not in schema
+    # the key generator follows the keys
+    simple = dataclasses.replace(NEW, complex_key=False, record_key_fields=("id",))
+    assert TableConfig(table_properties(simple, SCHEMA)).key_generator == "SIMPLE"
+    unpartitioned = dataclasses.replace(NEW, partition_fields=(), database_name=None)
+    props = table_properties(unpartitioned, SCHEMA)
+    assert TableConfig(props).key_generator == "NON_PARTITION"
+    assert "hoodie.database.name" not in props
+    with pytest.raises(ConfigError, match="hoodie.table.name"):
+        table_properties(dataclasses.replace(NEW, table_name=""), SCHEMA)
+
+
+def test_create_table(tmp_path: Path) -> None:
+    storage = Storage(str(tmp_path / "t"))
+    check_path_is_free(storage)  # missing folder
+    cfg = create_table(storage, NEW, SCHEMA)
+    assert cfg.validate_checksum() and cfg.props["hoodie.table.checksum"]
+    assert TableConfig.load(storage).props == cfg.props
+    assert all((tmp_path / "t" / d).is_dir() for d in TABLE_FOLDERS)
+    with pytest.raises(TableExistsError, match="meanwhile"):
+        create_table(storage, NEW, SCHEMA)
+
+
+def test_check_path_is_free(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x.csv").write_text("1")
+    with pytest.raises(TableExistsError, match="x.csv"):
+        check_path_is_free(Storage(str(tmp_path / "data")))
+    with pytest.raises(TableExistsError, match="is a file"):
+        check_path_is_free(Storage(str(tmp_path / "data" / "x.csv")))
+    (tmp_path / "empty" / ".hoodie").mkdir(parents=True)
+    check_path_is_free(Storage(str(tmp_path / "empty")))

@@ -31,7 +31,7 @@ from pathlib import Path
 
 LAYERS = [
     {"errors", "config", "faults"},
-    {"storage", "schema", "table_config", "keygen"},
+    {"storage", "schema", "table_config", "table_create", "keygen"},
     {"timeline", "layout"},
     {"log"},
     {"index", "merge"},

@@ -31,9 +31,11 @@ import pyarrow.compute as pc
 
 from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.layout.naming import bucket_file_id, bucket_id_of
+from hudi_ds.table_config import TableConfig
 
-NUM_BUCKETS_KEY = "hoodie.bucket.index.num.buckets"
-HASH_FIELD_KEY = "hoodie.bucket.index.hash.field"
+#: the bucket count and hash fields: write options, persisted as table properties
+NUM_BUCKETS_KEY = TableConfig.BUCKET_INDEX_NUM_BUCKETS.key
+HASH_FIELD_KEY = TableConfig.BUCKET_INDEX_HASH_FIELD.key
 MAX_NUM_BUCKETS = 99_999_999  # the bucket id is the first 8 decimal digits of the fileId
 
 NULL_RECORDKEY_PLACEHOLDER = "__null__"

@@ -39,9 +39,9 @@ from hudi_ds.schema import (
     IS_DELETED_FIELD,
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
-    promote_table,
+    conform_partial,
 )
-from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
+from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING, TableConfig
 
 # --------------------------------------------------------------------------------------------
 # Winner-only kernel (built-in modes)
@@ -168,15 +168,6 @@ def _cast_or_null(values: pa.Array, target: pa.DataType) -> pa.Array:
         return pa.nulls(len(values), target)
 
 
-def conform_to(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``t`` in ``schema``: shared columns promoted, missing ones null, extra ones dropped."""
-    sub = pa.schema([f for f in schema if f.name in t.column_names])
-    t = promote_table(t.select(sub.names), sub)
-    n = t.num_rows
-    cols = [t.column(f.name) if f.name in sub.names else pa.nulls(n, f.type) for f in schema]
-    return pa.Table.from_arrays(cols, schema=schema)
-
-
 @dataclass
 class VersionsBuilder:
     """Collects versions in write order into one :class:`~hudi_ds.merge.merger.Versions`.
@@ -229,7 +220,7 @@ class VersionsBuilder:
             else:
                 raise ValueError("versions need _hoodie_record_key or a key function")
         if t.schema != self.schema:
-            t = conform_to(t, self.schema)
+            t = conform_partial(t, self.schema)
         self._tables.append(t)
         self._keys.append(_as_string(keys))
         if IS_DELETED_FIELD in t.column_names and t.column(IS_DELETED_FIELD).null_count < n:
@@ -342,7 +333,7 @@ def merge_versions(
 def _ordering_fields(spec: MergeSpec | RecordMerger, props: Mapping[str, str]) -> tuple[str, ...]:
     if isinstance(spec, MergeSpec):
         return spec.ordering_fields
-    raw = props.get("hoodie.table.ordering.fields", "")
+    raw = props.get(TableConfig.ORDERING_FIELDS.key, "")
     return tuple(f.strip() for f in raw.split(",") if f.strip())
 
 

@@ -61,11 +61,11 @@ IGNORE_MARKERS = "IGNORE_MARKERS"
 DEBEZIUM_UNAVAILABLE_VALUE = "__debezium_unavailable_value"
 
 # merge properties handed to mergers (Hudi's keys)
-ORDERING_FIELDS_PROP = "hoodie.table.ordering.fields"
-MERGE_MODE_PROP = "hoodie.record.merge.mode"
+ORDERING_FIELDS_PROP = TableConfig.ORDERING_FIELDS.key
+MERGE_MODE_PROP = TableConfig.RECORD_MERGE_MODE.key
 DELETE_FIELD_PROP = "hoodie.payload.delete.field"
 DELETE_MARKER_PROP = "hoodie.payload.delete.marker"
-PARTIAL_MODE_PROP = "hoodie.table.partial.update.mode"
+PARTIAL_MODE_PROP = TableConfig.PARTIAL_UPDATE_MODE.key
 PARTIAL_MARKER_PROP = "hoodie.write.partial.update.custom.marker"
 ORDERING_TRANSFORM_PROP = "hudi_ds.merge.ordering.transform"  # "mysql_seq"
 
@@ -258,15 +258,13 @@ class MergeSpec:
         through the payload); a custom merger records its own strategy id, with the closest
         built-in payload as the fallback Java readers apply.
         """
-        if self.is_custom:
-            return {
-                "hoodie.compaction.payload.class": self.payload_class or DEFAULT_PAYLOAD,
-                "hoodie.compaction.record.merger.strategy": self.strategy_id,
-            }
-        return {
-            "hoodie.compaction.payload.class": self.payload_class or DEFAULT_PAYLOAD,
-            "hoodie.compaction.record.merger.strategy": EVENT_TIME_STRATEGY_ID,
-        }
+        strategy = self.strategy_id if self.is_custom else EVENT_TIME_STRATEGY_ID
+        return dict(
+            [
+                TableConfig.PAYLOAD_CLASS.entry(self.payload_class or DEFAULT_PAYLOAD),
+                TableConfig.RECORD_MERGER_STRATEGY.entry(strategy),
+            ]
+        )
 
 
 def spec_for_mode(mode: str, ordering_fields: Sequence[str] = ()) -> MergeSpec:
@@ -443,10 +441,8 @@ def table_spec(cfg: TableConfig, custom_classes: Sequence[str] | None = None) ->
     """
     mode = cfg.merge_mode
     ordering = tuple(cfg.ordering_fields)
-    payload = cfg.payload_class or cfg.get("hoodie.legacy.payload.class")
-    strategy = cfg.get("hoodie.record.merge.strategy.id") or cfg.get(
-        "hoodie.compaction.record.merger.strategy"
-    )
+    payload = cfg.payload_class or cfg.get(TableConfig.LEGACY_PAYLOAD_CLASS)
+    strategy = cfg.merge_strategy_id
     b = BY_PAYLOAD.get(payload or "")
     if mode == CUSTOM:
         payload_based = strategy in (None, "", PAYLOAD_BASED_STRATEGY_ID)
@@ -463,7 +459,7 @@ def table_spec(cfg: TableConfig, custom_classes: Sequence[str] | None = None) ->
         )
     if b is not None and b.mode == mode:
         return builtin_spec(b, ordering)
-    if (cfg.get(PARTIAL_MODE_PROP) or "").upper() == IGNORE_DEFAULTS:
+    if (cfg.get(TableConfig.PARTIAL_UPDATE_MODE) or "").upper() == IGNORE_DEFAULTS:
         # Hudi 1.1 tables: the partial update mode is a table property of its own
         name = "partial_update" if mode == EVENT_TIME_ORDERING else "overwrite_non_defaults"
         return builtin_spec(BEHAVIOURS[name], ordering)

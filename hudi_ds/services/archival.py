@@ -293,7 +293,7 @@ def _encode_entries(records: list[Mapping[str, Any]]) -> bytes:
 
 
 def _archive_folder(ctx: ServiceContext) -> str:
-    name = ctx.config.get("hoodie.archivelog.folder", "archived") or "archived"
+    name = ctx.config.archive_folder
     return f"{HOODIE_FOLDER}/{name}"
 
 

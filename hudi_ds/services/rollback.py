@@ -435,7 +435,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
             ctx.storage,
             ctx.layout,
             ctx.config.timeline_path,
-            archive_folder=ctx.config.get("hoodie.archivelog.folder", "archived") or "archived",
+            archive_folder=ctx.config.archive_folder,
         )
         later = sorted(i.requested_time for i in archived.commits() if i.requested_time > savepoint)
         if later:

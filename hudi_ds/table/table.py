@@ -529,13 +529,11 @@ class ReadableTable:
         hudi_ds) and keyed by one field; None means "no pruning".
         """
         cfg = self.config
-        n = cfg.props.get("hoodie.bucket.index.num.buckets")
+        n = cfg.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS)
         keys = cfg.record_key_fields
         if n is None or len(keys) != 1 or cfg.complex_record_key:
             return None
-        hash_fields = [
-            f for f in cfg.props.get("hoodie.bucket.index.hash.field", "").split(",") if f
-        ]
+        hash_fields = TableConfig.BUCKET_INDEX_HASH_FIELD.items(cfg.props)
         wanted: set[int] | None = None
         for col, op, value in filters:
             if col != keys[0] or op not in ("=", "in"):
@@ -573,7 +571,7 @@ class ReadableTable:
             self.storage,
             self.config.timeline_layout_version,
             self.config.timeline_path,
-            archive_folder=self.config.get("hoodie.archivelog.folder", "archived") or "archived",
+            archive_folder=self.config.archive_folder,
         )
 
     def _readable_archive(self) -> ArchivedTimeline | None:

@@ -70,17 +70,19 @@ from hudi_ds.schema import (
     OPERATION_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
     arrow_to_avro_schema,
+    avro_record_name,
     avro_schema_json,
     avro_to_arrow_schema,
-    check_unique_names,
+    conform_partial,
     conform_table,
     with_meta_fields,
-    without_meta_fields,
+    write_schema,
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
+from hudi_ds.table_create import NewTable, check_path_is_free, create_table
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
@@ -289,190 +291,52 @@ class WriteClient:
     def validate_schema(self, schema: pa.Schema) -> pa.Schema:
         """Check an input schema and return the table schema to write (meta fields first).
 
+        Records the write's partial-update columns (:func:`hudi_ds.schema.write_schema`).
+
         Raises:
             SchemaError: a key, partition or ordering column is missing or has an unusable
                 type, or the input drops table columns (names the column).
         """
-        check_unique_names(schema)
-        # meta columns in the input (e.g. rows read from a Hudi table) are not data: Hudi drops
-        # the five and _hoodie_operation alike (HoodieAvroUtils.isMetadataField)
-        data = without_meta_fields(schema)
-        if not self.record_key_fields:
-            raise ConfigError(
-                "option 'hoodie.datasource.write.recordkey.field' is required to create a table"
-            )
         table = self._table()
-        existing = table.schema if table is not None else pa.schema([])
-        existing_data = pa.schema([f for f in existing if f.name not in META_FIELDS])
-        if self.operation in ("delete", "delete_partition") and len(existing_data):
-            needed = list(self.record_key_fields) + list(self.partition_fields)
-            if self.operation == "delete_partition":
-                needed = list(self.partition_fields)
-            for c in needed:
-                if data.get_field_index(c) < 0:
-                    raise SchemaError(f"{self.operation}: input lacks column '{c}'")
-            return existing
-        for c in [*self.record_key_fields, *self.partition_fields]:
-            if data.get_field_index(c) < 0:
-                raise SchemaError(f"key column '{c}' is missing from the input {data.names}")
-            t = data.field(c).type
-            if not (
-                pa.types.is_string(t)
-                or pa.types.is_large_string(t)
-                or pa.types.is_integer(t)
-                or pa.types.is_boolean(t)
-                or pa.types.is_date(t)
-                or pa.types.is_dictionary(t)
-            ):
-                raise SchemaError(f"key column '{c}' has unsupported type {t}")
-        if self.ordering_field and data.get_field_index(self.ordering_field) >= 0:
-            t = data.field(self.ordering_field).type
-            if (
-                pa.types.is_nested(t)
-                or pa.types.is_null(t)
-                or pa.types.is_binary(t)
-                or pa.types.is_large_binary(t)
-            ):
-                raise SchemaError(
-                    f"ordering column '{self.ordering_field}' has type {t}, which has no order "
-                    "(hoodie.datasource.write.precombine.field)"
-                )
-        if self.ordering_field and data.get_field_index(self.ordering_field) < 0:
-            raise SchemaError(
-                f"ordering column '{self.ordering_field}' "
-                "(hoodie.datasource.write.precombine.field) is missing from the input"
-            )
-        merged = self._evolve(existing_data, data)
-        name = self._avro_name()
-        avro = arrow_to_avro_schema(merged, f"{name}_record", f"hoodie.{name}")
-        return with_meta_fields(avro_to_arrow_schema(avro))
-
-    def _evolve(self, existing: pa.Schema, incoming: pa.Schema) -> pa.Schema:
-        if not len(existing):
-            return incoming
-        missing = [f.name for f in existing if incoming.get_field_index(f.name) < 0]
-        nested = [
-            p
-            for f in incoming
-            if existing.get_field_index(f.name) >= 0
-            for p in _missing_subfields(existing.field(f.name).type, f.type, f.name)
-        ]
-        if nested and not self.options.get(WriteConfig.SET_NULL_FOR_MISSING):
-            # a dropped struct field is a dropped column (Hudi's schema compatibility check,
-            # AvroSchemaCompatibility via HoodieSchemaUtils.deduceWriterSchema, treats nested
-            # fields like top-level ones); partial updates and null-means-unchanged mergers
-            # work on top-level columns, so they cannot keep a nested field's stored value
-            raise SchemaError(
-                f"input lacks nested table field(s) {nested}; add them or set "
-                "hoodie.write.set.null.for.missing.columns=true"
-            )
-        self.partial_columns = None
-        partial: bool = self.options.get(WriteConfig.PARTIAL_UPDATES)
-        if missing and partial:
-            # a partial update: the missing columns keep their stored values
-            self.partial_columns = tuple(f.name for f in incoming if f.name not in META_FIELDS)
-        elif (
-            missing
-            and not self.options.get(WriteConfig.SET_NULL_FOR_MISSING)
-            and not self.merge_spec.nulls_mean_unchanged
-        ):
-            raise SchemaError(
-                f"input lacks table column(s) {missing}; add them, set "
-                "hoodie.write.set.null.for.missing.columns=true, or write a partial update "
-                "(hoodie.write.partial.updates=true)"
-            )
-        fields = list(existing)
-        name = self._avro_name() or "t"
-        canonical = avro_to_arrow_schema(
-            arrow_to_avro_schema(incoming, f"{name}_record", f"hoodie.{name}")
+        decided = write_schema(
+            schema,
+            table.schema if table is not None else None,
+            table_name=self.table_name,
+            record_key_fields=self.record_key_fields,
+            partition_fields=self.partition_fields,
+            ordering_field=self.ordering_field,
+            deletes=self.operation if self.operation in ("delete", "delete_partition") else None,
+            partial_updates=self.options.get(WriteConfig.PARTIAL_UPDATES),
+            set_null_for_missing=self.options.get(WriteConfig.SET_NULL_FOR_MISSING),
+            nulls_mean_unchanged=self.merge_spec.nulls_mean_unchanged,
         )
-        for f in canonical:
-            idx = existing.get_field_index(f.name)
-            if idx < 0:
-                fields.append(f.with_nullable(True))
-                continue
-            old = existing.field(f.name).type
-            if old == f.type or _avro_promotes(f.type, old):
-                continue  # the input is cast to the table's type
-            if _avro_promotes(old, f.type):
-                fields[idx] = existing.field(f.name).with_type(f.type)  # e.g. int -> long
-                continue
-            raise SchemaError(
-                f"column '{f.name}' has type {f.type}; the table has {old} and neither "
-                "promotes safely to the other"
-            )
-        return pa.schema(fields)
+        self.partial_columns = decided.partial_columns
+        return decided.schema
 
     def _avro_name(self) -> str:
-        return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in self.table_name)
+        return avro_record_name(self.table_name)
 
     # -- table creation -------------------------------------------------------------------------
     def _check_path_is_free(self) -> None:
         """A new table goes into an empty (or missing) folder, never over other data."""
-        st = self.storage
-        if st.info("") is not None:
-            raise TableExistsError(f"{st.base_uri} is a file, not a folder for a Hudi table")
-        stray = [f.name for f in st.list_files("")] + [
-            d.rsplit("/", 1)[-1] for d in st.list_dirs("") if not d.endswith(".hoodie")
-        ]
-        if stray:
-            raise TableExistsError(
-                f"{st.base_uri} holds {sorted(stray)[:5]} but no Hudi table "
-                "(.hoodie/hoodie.properties); refusing to create a table over other data"
-            )
+        check_path_is_free(self.storage)
 
     def _create_table(self, schema: pa.Schema) -> None:
-        if not self.table_name:
-            raise ConfigError("option 'hoodie.table.name' is required to create a table")
-        name = self._avro_name()
-        data = pa.schema([f for f in schema if f.name not in META_FIELDS])
-        props = {
-            "hoodie.table.name": self.table_name,
-            "hoodie.table.type": self.table_type,
-            "hoodie.table.version": "6",
-            "hoodie.timeline.layout.version": "1",
-            "hoodie.table.recordkey.fields": ",".join(self.record_key_fields),
-            "hoodie.table.partition.fields": ",".join(self.partition_fields),
-            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen." + self._keygen_class(),
-            "hoodie.datasource.write.hive_style_partitioning": str(self.hive_style).lower(),
-            "hoodie.datasource.write.partitionpath.urlencode": str(self.url_encode).lower(),
-            "hoodie.datasource.write.drop.partition.columns": "false",
-            "hoodie.table.base.file.format": "PARQUET",
-            "hoodie.archivelog.folder": "archived",
-            "hoodie.populate.meta.fields": "true",
-            "hoodie.table.timeline.timezone": "UTC",
-            **self.merge_spec.table_properties(),
-            "hoodie.table.create.schema": avro_schema_json(
-                arrow_to_avro_schema(data, f"{name}_record", f"hoodie.{name}")
-            ),
-        }
-        # the bucket layout is a property of the table: persisted so that every later writer
-        # (and key lookups on read) use the same one; Java ignores these extra keys
-        props["hoodie.index.type"] = "BUCKET"
-        props[NUM_BUCKETS_KEY] = str(self.num_buckets)
-        props["hoodie.bucket.index.hash.field"] = ",".join(self.hash_fields)
-        db = self.options.get(WriteConfig.DATABASE_NAME)
-        if db:
-            props["hoodie.database.name"] = db
-        if self.ordering_field:
-            props["hoodie.table.precombine.field"] = self.ordering_field
-        for d in (
-            ".hoodie/archived",
-            ".hoodie/.temp",
-            ".hoodie/.schema",
-            ".hoodie/.aux/.bootstrap/.partitions",
-            ".hoodie/.aux/.bootstrap/.fileids",
-        ):
-            self.storage.makedirs(d)
-        if self.storage.exists(".hoodie/hoodie.properties"):
-            raise TableExistsError(f"a table was created at {self.storage.base_uri} meanwhile")
-        TableConfig(props).save(self.storage)
-        self.table_config = TableConfig.load(self.storage)
-
-    def _keygen_class(self) -> str:
-        if not self.partition_fields:
-            return "NonpartitionedKeyGenerator"
-        return "ComplexKeyGenerator" if self.complex_key else "SimpleKeyGenerator"
+        new = NewTable(
+            table_name=self.table_name,
+            table_type=self.table_type,
+            record_key_fields=tuple(self.record_key_fields),
+            partition_fields=tuple(self.partition_fields),
+            hive_style=self.hive_style,
+            url_encode=self.url_encode,
+            complex_key=self.complex_key,
+            num_buckets=self.num_buckets,
+            hash_fields=tuple(self.hash_fields),
+            ordering_field=self.ordering_field,
+            database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
+            merge_properties=self.merge_spec.table_properties(),
+        )
+        self.table_config = create_table(self.storage, new, schema)
 
     # -- instant lifecycle -------------------------------------------------------------------
     def create_table_if_absent(self, schema: pa.Schema) -> bool:
@@ -1062,72 +926,6 @@ _OPERATION_TYPES = {
 }
 
 
-def _avro_promotes(src: pa.DataType, dst: pa.DataType) -> bool:
-    """Avro's schema-resolution promotions (what every Hudi reader accepts), recursively.
-
-    int -> long -> float -> double, float -> double, string <-> bytes, decimal to a wider
-    precision at the same scale; structs/lists/maps field by field.
-    """
-    t = pa.types
-    if src == dst:
-        return True
-    order = {pa.int32(): 0, pa.int64(): 1, pa.float32(): 2, pa.float64(): 3}
-    if src in order and dst in order:
-        return order[src] <= order[dst] and not (src == pa.int64() and dst == pa.float32())
-    if {t.is_string(src) or t.is_binary(src), t.is_string(dst) or t.is_binary(dst)} == {True}:
-        return True
-    if t.is_decimal(src) and t.is_decimal(dst):
-        return src.scale == dst.scale and dst.precision >= src.precision
-    if t.is_struct(src) and t.is_struct(dst):
-        fields = {f.name: f.type for f in dst}
-        return all(f.name not in fields or _avro_promotes(f.type, fields[f.name]) for f in src)
-    if t.is_list(src) and t.is_list(dst):
-        return _avro_promotes(src.value_type, dst.value_type)
-    if t.is_map(src) and t.is_map(dst):
-        return _avro_promotes(src.item_type, dst.item_type)
-    return False
-
-
-def _missing_subfields(table: pa.DataType, incoming: pa.DataType, path: str) -> list[str]:
-    """Paths (``a.b``, ``a[].b``, ``a{}.b``) of ``table``'s struct fields not in ``incoming``."""
-    t = pa.types
-    if t.is_struct(table) and t.is_struct(incoming):
-        names = {f.name: f.type for f in incoming}
-        out = []
-        for f in table:
-            sub = f"{path}.{f.name}"
-            if f.name not in names:
-                out.append(sub)
-            else:
-                out.extend(_missing_subfields(f.type, names[f.name], sub))
-        return out
-    lists = (t.is_list(table) or t.is_large_list(table)) and (
-        t.is_list(incoming) or t.is_large_list(incoming)
-    )
-    if lists:
-        return _missing_subfields(table.value_type, incoming.value_type, f"{path}[]")
-    if t.is_map(table) and t.is_map(incoming):
-        return _missing_subfields(table.item_type, incoming.item_type, f"{path}{{}}")
-    return []
-
-
-def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
-    try:
-        pa.array([], src).cast(dst)
-        return True
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return False
-
-
-def _conform_partial(table: pa.Table, schema: pa.Schema, carried: Sequence[str]) -> pa.Table:
-    """A partial update batch in ``schema``: its columns cast, the others null (not written)."""
-    sub = pa.schema([f for f in schema if f.name in carried])
-    table = conform_table(table.select([c for c in table.column_names if c in sub.names]), sub)
-    n = table.num_rows
-    cols = [table.column(f.name) if f.name in sub.names else pa.nulls(n, f.type) for f in schema]
-    return pa.Table.from_arrays(cols, schema=schema)
-
-
 def _write_partition_metadata(storage: Storage, partition: str, instant: str) -> None:
     rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
     if storage.exists(rel):
@@ -1258,7 +1056,7 @@ class TaskWriter:
         p = self.plan
         self._check_keys(table)
         if p.partial_columns is not None:
-            table = _conform_partial(table, self._data_schema, p.partial_columns)
+            table = conform_partial(table, self._data_schema, p.partial_columns, narrowing=True)
         else:
             table = conform_table(table, self._data_schema)
         keys, parts = self._keys_and_partitions(table)

@@ -20,8 +20,7 @@ import pyarrow as pa
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
-from hudi_ds.merge.engine import conform_to
-from hudi_ds.schema import META_FIELDS
+from hudi_ds.schema import META_FIELDS, conform_partial
 from hudi_ds.storage import Storage
 from hudi_ds.write.handles import (
     DELETE_ORDERING,
@@ -111,7 +110,7 @@ def merge_staged(
                         # staged partial rows: decode their columns, the rest stays null
                         names = {*META_FIELDS, *plan.partial_columns}
                         sub = pa.schema([f for f in plan.schema if f.name in names])
-                        rows = conform_to(decode_data_block(block, sub), plan.schema)
+                        rows = conform_partial(decode_data_block(block, sub), plan.schema)
                     else:
                         rows = decode_data_block(block, plan.schema)
                     handle.write(rows, None)

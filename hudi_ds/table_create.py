@@ -1,0 +1,159 @@
+"""Creating a table: the ``hoodie.properties`` of a new table and the folders beside it.
+
+What ``HoodieTableMetaClient.newTableBuilder()...initTable`` does for a Spark write to an
+empty path: the table's identity (name, type, version 6, timeline layout 1), its keys and
+partitioning, its merge behaviour and first schema are written once, through the declared
+:class:`~hudi_ds.table_config.TableProperty` entries, into ``.hoodie/hoodie.properties``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from hudi_ds.errors import ConfigError, TableExistsError
+from hudi_ds.schema import META_FIELDS, avro_schema_json, table_avro_schema
+from hudi_ds.storage import Storage
+from hudi_ds.table_config import PROPS_FILE, TableConfig
+
+#: The folders of a new table's ``.hoodie`` (``HoodieTableMetaClient.initTable``).
+TABLE_FOLDERS = (
+    ".hoodie/archived",
+    ".hoodie/.temp",
+    ".hoodie/.schema",
+    ".hoodie/.aux/.bootstrap/.partitions",
+    ".hoodie/.aux/.bootstrap/.fileids",
+)
+
+
+@dataclass(frozen=True)
+class NewTable:
+    """What a new table records, resolved from the write options.
+
+    Attributes:
+        table_name: ``hoodie.table.name`` (required).
+        table_type: ``COPY_ON_WRITE`` or ``MERGE_ON_READ``.
+        record_key_fields: the record key columns.
+        partition_fields: the partition path columns.
+        hive_style: ``field=value`` partition folders.
+        url_encode: partition values URL-encoded.
+        complex_key: record keys are ``f1:v1,f2:v2`` (the complex key generator).
+        num_buckets: the bucket index's bucket count.
+        hash_fields: the bucket index's hash fields.
+        ordering_field: the ordering (precombine) field, if any.
+        database_name: ``hoodie.database.name``, if any.
+        merge_properties: the merge entries (``MergeSpec.table_properties``).
+    """
+
+    table_name: str
+    table_type: str
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    hive_style: bool
+    url_encode: bool
+    complex_key: bool
+    num_buckets: int
+    hash_fields: tuple[str, ...]
+    ordering_field: str | None = None
+    database_name: str | None = None
+    merge_properties: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def keygen_class(self) -> str:
+        """The key generator Java writers use for these keys (``org.apache.hudi.keygen.*``)."""
+        if not self.partition_fields:
+            name = "NonpartitionedKeyGenerator"
+        else:
+            name = "ComplexKeyGenerator" if self.complex_key else "SimpleKeyGenerator"
+        return "org.apache.hudi.keygen." + name
+
+
+def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
+    """The ``hoodie.properties`` entries of a new version-6 table whose rows have ``schema``.
+
+    Args:
+        table: what the table records.
+        schema: the first write's table schema (meta fields are left out of
+            ``hoodie.table.create.schema``).
+
+    Raises:
+        ConfigError: no table name.
+    """
+    if not table.table_name:
+        raise ConfigError("option 'hoodie.table.name' is required to create a table")
+    data = pa.schema([f for f in schema if f.name not in META_FIELDS])
+    c = TableConfig
+    props = dict(
+        [
+            c.NAME.entry(table.table_name),
+            c.TYPE.entry(table.table_type),
+            c.VERSION.entry(6),
+            c.TIMELINE_LAYOUT_VERSION.entry(1),
+            c.RECORDKEY_FIELDS.entry(table.record_key_fields),
+            c.PARTITION_FIELDS.entry(table.partition_fields),
+            c.KEY_GENERATOR_CLASS.entry(table.keygen_class),
+            c.HIVE_STYLE_PARTITIONING.entry(table.hive_style),
+            c.URL_ENCODE_PARTITIONING.entry(table.url_encode),
+            c.DROP_PARTITION_COLUMNS.entry(False),
+            c.BASE_FILE_FORMAT.entry("PARQUET"),
+            c.ARCHIVELOG_FOLDER.entry("archived"),
+            c.POPULATE_META_FIELDS.entry(True),
+            c.TIMELINE_TIMEZONE.entry("UTC"),
+        ]
+    )
+    props.update(table.merge_properties)
+    props.update(
+        [
+            c.CREATE_SCHEMA.entry(avro_schema_json(table_avro_schema(data, table.table_name))),
+            # the bucket layout is a property of the table: persisted so that every later
+            # writer (and key lookups on read) use the same one; Java ignores these keys
+            c.INDEX_TYPE.entry("BUCKET"),
+            c.BUCKET_INDEX_NUM_BUCKETS.entry(table.num_buckets),
+            c.BUCKET_INDEX_HASH_FIELD.entry(table.hash_fields),
+        ]
+    )
+    if table.database_name:
+        props.update([c.DATABASE_NAME.entry(table.database_name)])
+    if table.ordering_field:
+        props.update([c.PRECOMBINE_FIELD.entry(table.ordering_field)])
+    return props
+
+
+def check_path_is_free(storage: Storage) -> None:
+    """Refuse to create a table over other data: the folder must be empty or missing.
+
+    Raises:
+        TableExistsError: the path is a file, or a folder holding files or folders other
+            than ``.hoodie`` (the message names up to five of them).
+    """
+    if storage.info("") is not None:
+        raise TableExistsError(f"{storage.base_uri} is a file, not a folder for a Hudi table")
+    stray = [f.name for f in storage.list_files("")] + [
+        d.rsplit("/", 1)[-1] for d in storage.list_dirs("") if not d.endswith(".hoodie")
+    ]
+    if stray:
+        raise TableExistsError(
+            f"{storage.base_uri} holds {sorted(stray)[:5]} but no Hudi table "
+            "(.hoodie/hoodie.properties); refusing to create a table over other data"
+        )
+
+
+def create_table(storage: Storage, table: NewTable, schema: pa.Schema) -> TableConfig:
+    """Create the table at ``storage``: its ``.hoodie`` folders and ``hoodie.properties``.
+
+    Returns:
+        The new table's config, as read back from ``hoodie.properties``.
+
+    Raises:
+        ConfigError: no table name.
+        TableExistsError: another writer created a table there meanwhile.
+    """
+    props = table_properties(table, schema)
+    for d in TABLE_FOLDERS:
+        storage.makedirs(d)
+    if storage.exists(PROPS_FILE):
+        raise TableExistsError(f"a table was created at {storage.base_uri} meanwhile")
+    TableConfig(props).save(storage)
+    return TableConfig.load(storage)
