@@ -10,7 +10,7 @@ import pyarrow.fs as pafs
 
 from hudi_ds.storage import Storage
 from hudi_ds.write.markers import create_marker, marked_files
-from tests.test_bad_input import _FullDisk
+from tests.write.test_bad_input import _FullDisk
 
 
 class _VanishingFolder(_FullDisk):

@@ -47,7 +47,7 @@ SCHEMA = pa.schema(
     ]
 )
 DATA = [f.name for f in SCHEMA]
-CUSTOM_CLASSES = "tests.test_merge_custom.CounterMerger"
+CUSTOM_CLASSES = "tests.merge.test_custom.CounterMerger"
 MODES = {
     "commit_time": {"hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"},
     "event_time": {"hoodie.write.record.merge.mode": "EVENT_TIME_ORDERING"},

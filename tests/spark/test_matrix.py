@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tests.test_write_matrix import COLS, PARTITIONINGS, Model, ours, rows, theirs
+from tests.write.test_matrix import COLS, PARTITIONINGS, Model, ours, rows, theirs
 
 pytestmark = pytest.mark.spark
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.spark
 
 TYPES = ["MERGE_ON_READ", "COPY_ON_WRITE"]
 CLASSES_KEY = "hoodie.write.record.merge.custom.implementation.classes"
-CUSTOM = "tests.test_merge_custom.CounterMerger"
+CUSTOM = "tests.merge.test_custom.CounterMerger"
 SCHEMA = pa.schema(
     [("id", pa.string()), ("ts", pa.int64()), ("name", pa.string()), ("price", pa.string())]
 )
