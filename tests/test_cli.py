@@ -203,6 +203,7 @@ def test_helpers() -> None:
     assert lines[0].startswith("name") and lines[2].endswith(" 1") and lines[3].endswith("22")
 
 
+@pytest.mark.slow
 def test_installed_console_script_end_to_end(table: str) -> None:
     """The installed ``hudi-py`` in a subprocess: each subcommand, ``--json`` parsed."""
     exe = Path(sys.executable).parent / "hudi-py"

@@ -22,7 +22,7 @@ import pytest
 
 from tests.write.test_matrix import COLS, PARTITIONINGS, Model, ours, rows, theirs
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 PAIRWISE = [
     ("MERGE_ON_READ", "one", "parquet", "EVENT_TIME_ORDERING"),

@@ -130,6 +130,7 @@ def check(path: str, results: list[dict]) -> None:
     assert all(len(r["batches"]) > 3 for r in results)
 
 
+@pytest.mark.slow
 def test_two_mor_writers_for_30_seconds(tmp_path: Path) -> None:
     seconds = float(os.environ.get("HUDI_DS_CONCURRENCY_SECONDS", "30"))
     path = str(tmp_path / "t")
@@ -139,6 +140,7 @@ def test_two_mor_writers_for_30_seconds(tmp_path: Path) -> None:
     check(path, results)
 
 
+@pytest.mark.slow
 def test_two_cow_writers_conflict_and_retry(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     results = run_two_writers(path, options("COPY_ON_WRITE"), 8, tmp_path)

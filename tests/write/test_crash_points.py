@@ -124,6 +124,7 @@ def test_crash_at_each_write_step(point: str, table_type: str, tmp_path: Path) -
     assert pending == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 def test_crash_during_rollback_of_a_failed_write(table_type: str, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
@@ -141,6 +142,7 @@ def test_crash_during_rollback_of_a_failed_write(table_type: str, tmp_path: Path
     assert debris(path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["compaction", "clean"])
 def test_crash_in_table_services(point: str, tmp_path: Path) -> None:
     """A write whose inline compaction / automatic clean dies half way: the write stands, the

@@ -103,6 +103,7 @@ print(n, overlaps)
 """
 
 
+@pytest.mark.slow
 def test_processes_never_hold_the_lock_together(tmp_path: Path) -> None:
     (tmp_path / ".hoodie").mkdir()
     env = {**os.environ, "PYTHONPATH": str(Path(hudi_ds.__file__).resolve().parents[1])}

@@ -20,6 +20,7 @@ import shutil
 import tempfile
 
 import pyarrow as pa
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -30,6 +31,9 @@ from hudi_ds.services.clean import clean
 from hudi_ds.services.compaction import run_compaction, schedule_compaction
 from hudi_ds.services.rollback import rollback
 from tests.conftest import assert_rows, hudi_rs_table
+
+# 200 examples per table type take about 2 minutes: not in the quick loop
+pytestmark = pytest.mark.slow
 
 EXAMPLES = int(os.environ.get("HUDI_DS_STATEFUL_EXAMPLES", "200"))
 KEYS = st.lists(st.integers(0, 29), min_size=1, max_size=12, unique=True)
