@@ -37,7 +37,7 @@ from hudi_ds.schema import (
     with_meta_fields,
     without_meta_fields,
 )
-from tests.fixtures import fixture_names, fixture_table
+from tests.fixtures import fixture_names, fixture_table, require_fixtures
 
 # --------------------------------------------------------------------------------------------
 # Fixture schemas
@@ -82,6 +82,7 @@ def test_read_java_properties() -> None:
 
 
 def _tables(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    require_fixtures()
     return [fixture_table(n, tmp_path_factory) for n in fixture_names()]
 
 

@@ -451,11 +451,10 @@ def test_uuid_simple_keys_agree() -> None:
 
 def test_real_complex_keys_from_fixture() -> None:
     """Keys written by Java Hudi (``id:1,name:Alice``) against the data columns."""
-    from tests.fixtures import GOLDEN_DIR
+    from tests.fixtures import GOLDEN_DIR, require_fixtures
 
+    require_fixtures()
     path = GOLDEN_DIR / "cow_v6_complexkeygen_hivestyle.snapshot.jsonl"
-    if not path.exists():
-        pytest.skip("fixture tables not available")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     keys = pa.array([r["_hoodie_record_key"] for r in rows])
     ids = pa.array([r["id"] for r in rows], pa.int32())

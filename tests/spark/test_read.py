@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table
+from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table, require_base_file_reader
 from tests.golden import golden_set, row_set
 
 pytestmark = pytest.mark.spark
@@ -31,8 +31,7 @@ def collect(df: Any) -> pa.Table:
 
 @pytest.mark.parametrize("name", fixture_names())
 def test_snapshot_equals_golden(spark: Any, name: str, tmp_path_factory) -> None:
-    if "lance" in name:
-        pytest.importorskip("lance")
+    require_base_file_reader(name)
     root = fixture_table(name, tmp_path_factory)
     got = collect(spark.read.format("hudi_py").load(str(root)))
     expected = golden_set(GOLDEN_DIR / f"{name}.snapshot.jsonl")

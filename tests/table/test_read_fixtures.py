@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import hudi_ds
-from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table
+from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table, require_base_file_reader
 from tests.golden import golden_set, row_set
 
 QUERY_TYPES = {"snapshot": "snapshot", "read_optimized": "read_optimized"}
@@ -20,6 +20,7 @@ QUERY_TYPES = {"snapshot": "snapshot", "read_optimized": "read_optimized"}
 @pytest.mark.parametrize("query", sorted(QUERY_TYPES))
 @pytest.mark.parametrize("name", fixture_names())
 def test_fixture_rows_equal_golden(name: str, query: str, tmp_path_factory) -> None:
+    require_base_file_reader(name)
     root = fixture_table(name, tmp_path_factory)
     got = hudi_ds.read(str(root), {"hoodie.datasource.query.type": QUERY_TYPES[query]})
     expected = golden_set(GOLDEN_DIR / f"{name}.{query}.jsonl")

@@ -20,7 +20,7 @@ import pytest
 
 import hudi_ds
 from hudi_ds.errors import ConfigError, CorruptFileError, InstantNotFoundError
-from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table
+from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table, require_base_file_reader
 from tests.golden import golden_rows, golden_set, norm_golden, row_set
 
 TWO_COMMIT_LOG_TABLES = [
@@ -73,6 +73,7 @@ def _multi_commit_tables() -> list[str]:
 @pytest.mark.parametrize("name", _multi_commit_tables())
 def test_incremental_from_each_commit(name: str, tmp_path_factory) -> None:
     """(c_k, latest] returns the snapshot rows last written by the commits after c_k."""
+    require_base_file_reader(name)
     root = fixture_table(name, tmp_path_factory)
     table = hudi_ds.HudiTable(str(root))
     commits = table.timeline.commits()

@@ -65,7 +65,14 @@ from hudi_ds.timeline.metadata import (
     read_avro_records,
     write_avro_record,
 )
-from tests.fixtures import FIXTURES_DIR, fixture_names, fixture_table
+from tests.fixtures import (
+    FIXTURES_DIR,
+    REFERENCE_AVRO_SCHEMAS,
+    fixture_names,
+    fixture_table,
+    fixtures_present,
+    require_fixtures,
+)
 
 FIXTURES = fixture_names()
 
@@ -93,7 +100,7 @@ def _readme_completed_actions() -> dict[str, collections.Counter[str]]:
     return out
 
 
-README_ACTIONS = _readme_completed_actions()
+README_ACTIONS = _readme_completed_actions() if fixtures_present() else {}
 
 
 def _layout_of(root: Path) -> int:
@@ -117,6 +124,7 @@ def _timeline_files(root: Path, layout: int) -> list[Path]:
 
 
 def test_readme_lists_every_fixture() -> None:
+    require_fixtures()
     assert set(README_ACTIONS) == set(FIXTURES)
 
 
@@ -325,6 +333,7 @@ def test_archived_timeline_of_fixtures_is_empty(
 
 
 def _json_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    require_fixtures()
     out = []
     for name in FIXTURES:
         root = fixture_table(name, tmp_path_factory)
@@ -397,6 +406,7 @@ def test_json_details_of_a_v6_deltacommit(tmp_path_factory: pytest.TempPathFacto
 
 
 def _avro_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    require_fixtures()
     out = []
     for name in FIXTURES:
         root = fixture_table(name, tmp_path_factory)
@@ -454,7 +464,9 @@ def test_avro_round_trip(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def test_packaged_schemas_equal_the_fixture_writer_schemas() -> None:
-    ref = FIXTURES_DIR.parents[1] / "reference" / "avro-schemas"
+    ref = REFERENCE_AVRO_SCHEMAS
+    if not ref.is_dir():
+        pytest.skip(f"Hudi's reference Avro schemas are not at {ref}")
     for name in ["HoodieCommitMetadata", "HoodieReplaceCommitMetadata", "HoodieCompactionPlan"]:
         theirs = fastavro.parse_schema(json.loads((ref / f"{name}.v9.avsc").read_text()))
         assert avro_schema(name) == theirs
