@@ -24,14 +24,10 @@ from hudi_ds.cli import (
     main,
     render_table,
 )
-from tests.conftest import assert_rows, hudi_rs_table, table_rows
+from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
 
 OPTS = {
-    "hoodie.table.name": "trips",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "2",
+    **table_options("trips", partition="city"),
     "hoodie.clean.automatic": "false",
 }
 

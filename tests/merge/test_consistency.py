@@ -11,7 +11,7 @@ Deletes follow the rule that keeps them consistent in Hudi too: a delete that ca
 ordering value is never followed by a version of the key with a smaller one (once compacted,
 a tombstone no longer exists to win against it), and a key deleted by the delete operation is
 re-inserted only above every ordering value it had (below, Hudi returns the base file's old row
-on MOR but the re-insert on COW: tests/test_delete_semantics.py).
+on MOR but the re-insert on COW: tests/merge/test_delete_semantics.py).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from hudi_ds.services import ServiceContext, compaction
 from hudi_ds.storage import Storage
 from hudi_ds.table.reader import ReadStats, read_file_slice, scan_slice_logs
 from hudi_ds.table.table import HudiTable
+from tests.conftest import table_options
 
 TOAST = "__debezium_unavailable_value"
 SCHEMA = pa.schema(
@@ -70,11 +71,7 @@ MODES = {
 
 def options(mode: str, table_type: str) -> dict[str, str]:
     o = {
-        "hoodie.table.name": "h",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "2",
+        **table_options("h", table_type=table_type),
         "write.batch.size": "0.002",  # small: MOR handles flush several blocks per write
     }
     o.update(MODES[mode])

@@ -1,6 +1,6 @@
 """CUSTOM merge mode: a user RecordMerger given by its Python class path.
 
-``CounterMerger`` (defined here, so ``tests.test_merge_custom.CounterMerger`` is importable)
+``CounterMerger`` (defined here, so ``tests.merge.test_custom.CounterMerger`` is importable)
 sums a counter column and keeps the greatest ``last_seen``; it implements only the per-record
 ``merge``, so the engine runs its per-key fallback everywhere (pre-combine, COW merge, MOR read,
 compaction). ``VectorCounterMerger`` implements the same merge vectorised.
@@ -30,6 +30,7 @@ from hudi_ds.merge import (
 from hudi_ds.merge.merger import merge_per_record
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
+from tests.conftest import table_options
 
 STRATEGY = "5f1c2f2e-6d0a-4a43-9b7f-0c9a3c3f7a10"
 CLASSES_KEY = "hoodie.write.record.merge.custom.implementation.classes"
@@ -90,10 +91,7 @@ SCHEMA = pa.schema(
 
 def opts(table_type: str, **extra: str) -> dict[str, str]:
     o = {
-        "hoodie.table.name": "c",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "2",
+        **table_options("c", precombine=None, table_type=table_type),
         "hoodie.write.record.merge.mode": "CUSTOM",
         CLASSES_KEY: CLASS,
     }

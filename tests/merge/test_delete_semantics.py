@@ -57,18 +57,14 @@ from hudi_ds.merge.engine import DeleteKeys
 from hudi_ds.merge.modes import table_spec
 from hudi_ds.services import ServiceContext, compaction
 from hudi_ds.table_config import TableConfig
-from tests.conftest import assert_rows, hudi_rs_table
+from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 COLS = ["id", "ts", "v"]
 
 
 def options(table_type: str, mode: str = "EVENT_TIME_ORDERING") -> dict[str, str]:
     return {
-        "hoodie.table.name": "d",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "1",
+        **table_options("d", table_type=table_type, buckets=1),
         "hoodie.write.record.merge.mode": mode,
     }
 

@@ -17,6 +17,7 @@ import hudi_ds
 from hudi_ds.log.block import BlockType, HeaderKey
 from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.services import ServiceContext, compaction
+from tests.conftest import table_options
 
 SCHEMA = pa.schema(
     [
@@ -32,11 +33,7 @@ TYPES = ["MERGE_ON_READ", "COPY_ON_WRITE"]
 
 def opts(table_type: str, fmt: str = "parquet", **extra: str) -> dict[str, str]:
     o = {
-        "hoodie.table.name": "p",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "1",
+        **table_options("p", table_type=table_type, buckets=1),
         "hoodie.logfile.data.block.format": fmt,
         "hoodie.write.partial.updates": "true",
     }

@@ -20,6 +20,7 @@ from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.merge.modes import BEHAVIOURS
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
+from tests.conftest import table_options
 
 TYPES = ["MERGE_ON_READ", "COPY_ON_WRITE"]
 SCHEMA = pa.schema(
@@ -29,12 +30,7 @@ MODEL = "org.apache.hudi.common.model."
 
 
 def opts(table_type: str, precombine: str | None = "ts", **extra: str) -> dict[str, str]:
-    o = {
-        "hoodie.table.name": "t",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "1",
-    }
+    o = table_options("t", precombine=None, table_type=table_type, buckets=1)
     if precombine:
         o["hoodie.datasource.write.precombine.field"] = precombine
     o.update(extra)

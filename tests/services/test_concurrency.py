@@ -20,24 +20,14 @@ from hudi_ds.storage import Storage
 from hudi_ds.timeline import timeline as timeline_mod
 from hudi_ds.write.client import WriteClient
 from hudi_ds.write.lock import FileSystemLock, LockTimeoutError
+from tests.conftest import OCC_OPTIONS, table_options
 
 OPTS = {
-    "hoodie.table.name": "svc",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-    "hoodie.bucket.index.num.buckets": "1",
+    **table_options("svc", table_type="MERGE_ON_READ", buckets=1),
     "hoodie.clean.automatic": "false",
     "hoodie.archive.automatic": "false",
 }
-MULTI = {
-    **OPTS,
-    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-    "hoodie.write.lock.provider": (
-        "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
-    ),
-    "hoodie.write.lock.wait_time_ms": "10",
-}
+MULTI = {**OPTS, **OCC_OPTIONS, "hoodie.write.lock.wait_time_ms": "10"}
 
 
 def row(ts: int, v: str) -> pa.Table:

@@ -13,14 +13,9 @@ import pyarrow as pa
 
 import hudi_ds
 from hudi_ds.services import ServiceContext, compaction
+from tests.conftest import table_options
 
-OPTS = {
-    "hoodie.table.name": "crash",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "p",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "4",
-}
+OPTS = table_options("crash", partition="p", buckets=4)
 
 COMPACTOR = r"""
 import sys, time

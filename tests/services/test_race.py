@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import hudi
@@ -30,18 +28,17 @@ import pytest
 
 import hudi_ds
 from hudi_ds.services import ServiceContext, compaction
+from tests.conftest import (
+    OCC_OPTIONS,
+    finish_process,
+    spawn_python,
+    spawn_writer,
+    table_options,
+)
 
 OPTS = {
-    "hoodie.table.name": "race",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "p",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-    "hoodie.bucket.index.num.buckets": "2",
-    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-    "hoodie.write.lock.provider": (
-        "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
-    ),
+    **table_options("race", partition="p", table_type="MERGE_ON_READ"),
+    **OCC_OPTIONS,
     "hoodie.write.lock.wait_time_ms": "10",
     "hoodie.write.lock.num_retries": "6000",
     "hoodie.clean.automatic": "false",
@@ -54,40 +51,6 @@ SERVICE_OPTS = {
     "hoodie.keep.max.commits": "6",
     "hoodie.compaction.strategy": "UnBoundedCompactionStrategy",
 }
-
-WRITER = r"""
-import json, random, sys, time
-import pyarrow as pa
-import hudi_ds
-from hudi_ds.errors import CommitConflictError
-path, opts, seconds, seed, pace, log = (sys.argv[1], json.loads(sys.argv[2]),
-    float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6])
-rng = random.Random(seed)
-end = time.time() + seconds
-conflicts = 0
-with open(log, "w") as out:
-    while time.time() < end:
-        keys = rng.sample(range(60), 12)
-        while True:
-            ts = time.time_ns()
-            t = pa.table({
-                "id": [f"k{k}" for k in keys], "ts": [ts] * len(keys),
-                "p": [f"p{k % 2}" for k in keys], "who": [seed] * len(keys),
-                "v": [f"w{seed}-{ts}-k{k}" for k in keys],
-            })
-            try:
-                hudi_ds.write(path, t, opts)
-            except CommitConflictError:
-                conflicts += 1
-                continue
-            out.write(json.dumps({"keys": keys, "ts": ts}) + "\n")
-            out.flush()
-            break
-        if pace:
-            time.sleep(rng.uniform(0.5 * pace, pace))
-    batches = sum(1 for _ in open(log))
-print(json.dumps({"conflicts": conflicts, "batches": batches}))
-"""
 
 SERVICES = r"""
 import io, json, random, sys, time
@@ -118,23 +81,6 @@ while time.time() < end:
 print(json.dumps({"codes": codes, "compacted": compacted, "cleaned": cleaned,
                   "archived": archived, "errors": errors[:5]}))
 """
-
-
-def _spawn(code: str, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(hudi_ds.__file__).resolve().parents[1])}
-    return subprocess.Popen(
-        [sys.executable, "-c", code, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-
-
-def _finish(proc: subprocess.Popen[str], timeout: float) -> dict:
-    out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err[-3000:]
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def _rows(t: pa.Table) -> list[tuple]:
@@ -169,15 +115,17 @@ def test_writers_race_compaction_clean_and_archive(tmp_path: Path, pace: float) 
     hudi_ds.write(path, seed, OPTS)
     logs = [tmp_path / f"w{n}.jsonl" for n in (1, 2)]
     writers = [
-        _spawn(WRITER, path, json.dumps(OPTS), str(seconds), str(n), str(pace), str(log))
+        spawn_writer(
+            path, OPTS, seconds, n, log, key_space=60, batch_keys=12, partitions=2, pace=pace
+        )
         for n, log in zip((1, 2), logs, strict=True)
     ]
     services = [
-        _spawn(SERVICES, path, json.dumps(SERVICE_OPTS), str(seconds), str(pace / 2), which)
+        spawn_python(SERVICES, path, json.dumps(SERVICE_OPTS), str(seconds), str(pace / 2), which)
         for which in ("compaction", "clean")
     ]
-    wstats = [_finish(w, seconds + 300) for w in writers]
-    sstats = [_finish(s, seconds + 300) for s in services]
+    wstats = [finish_process(w, seconds + 300) for w in writers]
+    sstats = [finish_process(s, seconds + 300) for s in services]
     print(json.dumps({"writers": wstats, "services": sstats}, indent=1))
     # bucket-index MOR: writers never conflict (non-blocking concurrency control)
     assert all(w["conflicts"] == 0 for w in wstats)

@@ -24,16 +24,11 @@ from hudi_ds.storage import Storage
 from hudi_ds.timeline import load_archived
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.write.client import WriteClient
+from tests.conftest import table_options
 from tests.fixtures import GOLDEN_DIR, fixture_table
 from tests.golden import golden_set, row_set
 
-OPTS = {
-    "hoodie.table.name": "trips",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "2",
-}
+OPTS = table_options("trips", partition="city")
 COLS = ["id", "ts", "city", "fare"]
 
 

@@ -30,16 +30,12 @@ from hudi_ds.services import ServiceContext, archival, clean, compaction, rollba
 from hudi_ds.storage import Storage
 from hudi_ds.timeline import load_archived
 from hudi_ds.timeline.instant import Instant, State
+from tests.conftest import table_options
 
 COLS = ["id", "ts", "p", "v"]
 MAX_COMMITS = 6
 OPTS = {
-    "hoodie.table.name": "resume",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "p",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-    "hoodie.bucket.index.num.buckets": "2",
+    **table_options("resume", partition="p", table_type="MERGE_ON_READ"),
     "hoodie.compact.inline": "true",
     "hoodie.compact.inline.max.delta.commits": "3",
     "hoodie.clean.automatic": "true",

@@ -1,6 +1,6 @@
 """The writer acceptance matrix through ``df.write.format("hudi_py")``.
 
-Same sequence as tests/test_write_matrix.py (insert 1,000 -> upsert with updates, late rows and
+Same sequence as tests/write/test_matrix.py (insert 1,000 -> upsert with updates, late rows and
 new keys -> delete by key -> upsert with re-inserts), but every step is a Spark write of a
 DataFrame randomly repartitioned into 5 partitions, so every bucket is written by several tasks
 of one instant. After each step Spark, hudi_ds and hudi-rs must all return the model's rows.

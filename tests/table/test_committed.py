@@ -19,14 +19,9 @@ import pytest
 import hudi_ds
 from hudi_ds.errors import CorruptBlockError, CorruptFileError, HudiError, MissingFileError
 from hudi_ds.services import ServiceContext, clean, compaction
+from tests.conftest import table_options
 
-OPTS = {
-    "hoodie.table.name": "facts",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "p",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "1",
-}
+OPTS = table_options("facts", partition="p", buckets=1)
 COW = {**OPTS, "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
 COLS = ["id", "ts", "p", "v"]
 FIRST = pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "p": ["x"] * 3, "v": ["a1", "b1", "c1"]})

@@ -10,14 +10,9 @@ import pytest
 
 import hudi_ds
 from hudi_ds.errors import CorruptFileError
+from tests.conftest import table_options
 
-OPTS = {
-    "hoodie.table.name": "torn",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "p",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "1",
-}
+OPTS = table_options("torn", partition="p", buckets=1)
 ROWS = pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "p": ["x", "x", "x"]})
 
 

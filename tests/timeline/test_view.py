@@ -7,12 +7,9 @@ import pyarrow as pa
 import hudi_ds
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.timeline.view import TableState
+from tests.conftest import table_options
 
-OPTS = {
-    "hoodie.table.name": "t",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.precombine.field": "ts",
-}
+OPTS = table_options("t", buckets=None)
 
 
 def _table(tmp_path):

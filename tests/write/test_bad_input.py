@@ -6,7 +6,6 @@ timeline) is byte-for-byte what it was.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -24,14 +23,9 @@ from hudi_ds.errors import (
     TableNotFoundError,
     UnsupportedError,
 )
+from tests.conftest import FullDisk, table_options
 
-OPTS = {
-    "hoodie.table.name": "bad",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "4",
-}
+OPTS = table_options("bad", partition="city", buckets=4)
 
 
 def good(**over: Any) -> pa.Table:
@@ -508,91 +502,6 @@ def test_new_instant_time_refuses_far_future_after() -> None:
     assert new_instant_time(after=ahead, max_ahead_ms=MAX_INSTANT_AHEAD_MS) > ahead
 
 
-class _FullDisk(pafs.FileSystemHandler):
-    """A local filesystem whose writes fail with ENOSPC once ``fail(path)`` is true.
-
-    ``at_open``: the file cannot be created; otherwise it is created and writing it fails.
-    """
-
-    def __init__(self, fail: Any, at_open: bool) -> None:
-        self.fs = pafs.LocalFileSystem()
-        self.fail = fail
-        self.at_open = at_open
-        self.failed: list[str] = []
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
-    def __ne__(self, other: object) -> bool:
-        return self is not other
-
-    def get_type_name(self) -> str:
-        return "full-disk"
-
-    def normalize_path(self, path: str) -> str:
-        return self.fs.normalize_path(path)
-
-    def get_file_info(self, paths: Any) -> Any:
-        return self.fs.get_file_info(paths)
-
-    def get_file_info_selector(self, selector: Any) -> Any:
-        return self.fs.get_file_info(selector)
-
-    def create_dir(self, path: str, recursive: bool) -> None:
-        self.fs.create_dir(path, recursive=recursive)
-
-    def delete_dir(self, path: str) -> None:
-        self.fs.delete_dir(path)
-
-    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
-        self.fs.delete_dir_contents(path, missing_dir_ok=missing_dir_ok)
-
-    def delete_root_dir_contents(self) -> None:
-        raise NotImplementedError
-
-    def delete_file(self, path: str) -> None:
-        self.fs.delete_file(path)
-
-    def move(self, src: str, dest: str) -> None:
-        self.fs.move(src, dest)
-
-    def copy_file(self, src: str, dest: str) -> None:
-        self.fs.copy_file(src, dest)
-
-    def open_input_stream(self, path: str) -> Any:
-        return self.fs.open_input_stream(path)
-
-    def open_input_file(self, path: str) -> Any:
-        return self.fs.open_input_file(path)
-
-    def open_append_stream(self, path: str, metadata: Any) -> Any:
-        return self.fs.open_append_stream(path, metadata=metadata)
-
-    def open_output_stream(self, path: str, metadata: Any) -> Any:
-        if not (self.fail is not None and self.fail(path)):
-            return self.fs.open_output_stream(path, metadata=metadata)
-        self.failed.append(path)
-        if self.at_open:
-            raise OSError(errno.ENOSPC, "No space left on device", path)
-        inner = self.fs.open_output_stream(path, metadata=metadata)
-
-        class Full:
-            closed = False
-
-            def write(self, data: Any) -> int:
-                inner.write(memoryview(data)[:7])  # a torn prefix reaches the disk
-                raise OSError(errno.ENOSPC, "No space left on device")
-
-            def close(self) -> None:
-                self.closed = True
-                inner.close()
-
-            def flush(self) -> None:
-                pass
-
-        return pa.PythonFile(Full(), mode="w")
-
-
 def _is_data_file(path: str) -> bool:
     return "/.hoodie" not in path and (".log." in path or path.endswith(".parquet"))
 
@@ -617,7 +526,7 @@ def test_disk_full_rolls_back(table_type: str, fail: Any, at_open: bool, tmp_pat
     opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
     t1 = hudi_ds.write(str(root), good(), opts)
     rows = _rows(root)
-    handler = _FullDisk(fail, at_open)
+    handler = FullDisk(fail, at_open)
     full = Storage(str(root), pafs.PyFileSystem(handler))
     with pytest.raises(StorageError, match="no space left writing") as info:
         hudi_ds.write(full, good(id=["a", "c"], fare=[7.0, 8.0]), opts)
@@ -645,7 +554,7 @@ def test_disk_full_on_first_write_leaves_nothing(tmp_path: Path) -> None:
     from hudi_ds.storage import Storage
 
     root = tmp_path / "t"
-    full = Storage(str(root), pafs.PyFileSystem(_FullDisk(_is_commit_file, True)))
+    full = Storage(str(root), pafs.PyFileSystem(FullDisk(_is_commit_file, True)))
     with pytest.raises(StorageError, match="commit"):
         hudi_ds.write(full, good(), OPTS)
     assert not root.exists()

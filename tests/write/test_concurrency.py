@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,48 +19,20 @@ import pytest
 
 import hudi_ds
 from hudi_ds.errors import CommitConflictError
-from tests.conftest import assert_rows, hudi_rs_table
-
-WRITER = r"""
-import json, random, sys, time
-import pyarrow as pa
-import hudi_ds
-from hudi_ds.errors import CommitConflictError
-path, opts, seconds, seed, log = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-rng = random.Random(seed)
-end = time.time() + seconds
-conflicts = 0
-with open(log, "w") as out:
-    while time.time() < end:
-        keys = rng.sample(range(400), 40)
-        while True:
-            ts = time.time_ns()
-            t = pa.table({"id": [f"k{k}" for k in keys], "ts": [ts] * len(keys),
-                          "p": [f"p{k % 4}" for k in keys], "who": [seed] * len(keys)})
-            try:
-                hudi_ds.write(path, t, opts)
-            except CommitConflictError:
-                conflicts += 1
-                continue
-            out.write(json.dumps({"keys": keys, "ts": ts}) + "\n")
-            out.flush()
-            break
-print(json.dumps({"conflicts": conflicts}))
-"""
+from tests.conftest import (
+    OCC_OPTIONS,
+    assert_rows,
+    finish_process,
+    hudi_rs_table,
+    spawn_writer,
+    table_options,
+)
 
 
 def options(table_type: str) -> dict[str, str]:
     return {
-        "hoodie.table.name": "occ",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "p",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "2",
-        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-        "hoodie.write.lock.provider": (
-            "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
-        ),
+        **table_options("occ", partition="p", table_type=table_type),
+        **OCC_OPTIONS,
         "hoodie.write.lock.wait_time_ms": "20",
         "hoodie.clean.automatic": "false",
     }
@@ -70,38 +40,20 @@ def options(table_type: str) -> dict[str, str]:
 
 def run_two_writers(path: str, opts: dict[str, str], seconds: float, tmp: Path) -> list[dict]:
     # the table exists before the writers race (creation is not part of the contest)
-    hudi_ds.write(path, pa.table({"id": ["seed"], "ts": [0], "p": ["p0"], "who": [0]}), opts)
+    first = pa.table({"id": ["seed"], "ts": [0], "p": ["p0"], "who": [0], "v": ["seed"]})
+    hudi_ds.write(path, first, opts)
     procs = []
     for seed in (1, 2):
         log = tmp / f"w{seed}.jsonl"
-        procs.append(
-            (
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-c",
-                        WRITER,
-                        path,
-                        json.dumps(opts),
-                        str(seconds),
-                        str(seed),
-                        str(log),
-                    ],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    env=os.environ,
-                ),
-                log,
-            )
+        writer = spawn_writer(
+            path, opts, seconds, seed, log, key_space=400, batch_keys=40, partitions=4
         )
+        procs.append((writer, log))
     results = []
     for proc, log in procs:
-        out, err = proc.communicate(timeout=seconds + 120)
-        assert proc.returncode == 0, err[-3000:]
         results.append(
             {
-                "stats": json.loads(out.strip().splitlines()[-1]),
+                "stats": finish_process(proc, seconds + 120),
                 "batches": [json.loads(x) for x in log.read_text().splitlines()],
             }
         )

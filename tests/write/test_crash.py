@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 
 import hudi_ds
-from tests.conftest import assert_rows, hudi_rs_table
+from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 WRITER = r"""
 import sys, pyarrow as pa, hudi_ds
@@ -40,13 +40,7 @@ def _check(path: str, expected: list[tuple]) -> None:
 
 def test_sigkill_mid_write_then_recover(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    opts = {
-        "hoodie.table.name": "crash",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "p",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.bucket.index.num.buckets": "8",
-    }
+    opts = table_options("crash", partition="p", buckets=8)
     first = pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "p": ["p0", "p1", "p2"]})
     hudi_ds.write(path, first, opts)
     before = [("a", 1, "p0"), ("b", 1, "p1"), ("c", 1, "p2")]

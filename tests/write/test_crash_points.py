@@ -18,7 +18,7 @@ import pytest
 
 import hudi_ds
 from hudi_ds.faults import ENV, EXIT_CODE
-from tests.conftest import assert_rows, hudi_rs_table
+from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 COLUMNS = ["id", "ts", "p"]
 
@@ -32,12 +32,7 @@ hudi_ds.write(path, t, opts)
 
 def opts(table_type: str) -> dict[str, str]:
     return {
-        "hoodie.table.name": "crash",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "p",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "2",
+        **table_options("crash", partition="p", table_type=table_type),
         "hoodie.clean.automatic": "false",
     }
 

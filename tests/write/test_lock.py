@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-import hudi_ds
 from hudi_ds.storage import Storage
 from hudi_ds.write.lock import LOCK_FILE, FileSystemLock, LockTimeoutError
+from tests.conftest import spawn_python
 
 
 def test_create_if_absent_never_shows_the_file_without_its_body(
@@ -106,17 +104,7 @@ print(n, overlaps)
 @pytest.mark.slow
 def test_processes_never_hold_the_lock_together(tmp_path: Path) -> None:
     (tmp_path / ".hoodie").mkdir()
-    env = {**os.environ, "PYTHONPATH": str(Path(hudi_ds.__file__).resolve().parents[1])}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(tmp_path), "2.5"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for _ in range(3)
-    ]
+    procs = [spawn_python(HOLDER, str(tmp_path), "2.5") for _ in range(3)]
     counts = []
     for p in procs:
         out, err = p.communicate(timeout=60)

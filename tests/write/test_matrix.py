@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
+from tests.conftest import table_options
 
 PARTITIONINGS = {"one": ["dt"], "two": ["dt", "region"], "none": []}
 
@@ -84,15 +85,12 @@ def theirs(path: str) -> list[tuple]:
 def test_write_sequence(ttype: str, parts: str, block: str, merge: str, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     opts = {
-        "hoodie.table.name": "matrix",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": ",".join(PARTITIONINGS[parts]),
+        **table_options(
+            "matrix", partition=",".join(PARTITIONINGS[parts]), table_type=ttype, buckets=4
+        ),
         "hoodie.datasource.write.hive_style_partitioning": "true" if parts == "two" else "false",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": ttype,
         "hoodie.write.record.merge.mode": merge,
         "hoodie.logfile.data.block.format": block,
-        "hoodie.bucket.index.num.buckets": "4",
     }
     rng = np.random.default_rng(7)
     model = Model(event_time=merge == "EVENT_TIME_ORDERING")

@@ -6,7 +6,7 @@ and after every step compares the table, read by hudi_ds and by hudi-rs, with th
 (every column, no duplicate key). Runs 200 examples per table type by default
 (``HUDI_DS_STATEFUL_EXAMPLES`` for more).
 
-The model follows Hudi's merge in two steps on MOR (see tests/test_delete_semantics.py): per
+The model follows Hudi's merge in two steps on MOR (see tests/merge/test_delete_semantics.py): per
 key it keeps the compacted base version and the fold of the later log versions (a delete
 discards what the fold holds), and a reader returns the base version when the fold holds a
 data version with a smaller ordering value -- so a key deleted and re-inserted with an older
@@ -30,7 +30,7 @@ from hudi_ds.services.base import ServiceContext
 from hudi_ds.services.clean import clean
 from hudi_ds.services.compaction import run_compaction, schedule_compaction
 from hudi_ds.services.rollback import rollback
-from tests.conftest import assert_rows, hudi_rs_table
+from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 # 200 examples per table type take about 2 minutes: not in the quick loop
 pytestmark = pytest.mark.slow
@@ -61,12 +61,7 @@ class TableMachine(RuleBasedStateMachine):
         self.dir = tempfile.mkdtemp(prefix="hudi-stateful-")
         self.path = os.path.join(self.dir, "t")
         self.opts = {
-            "hoodie.table.name": "sm",
-            "hoodie.datasource.write.recordkey.field": "id",
-            "hoodie.datasource.write.partitionpath.field": "p",
-            "hoodie.datasource.write.precombine.field": "ts",
-            "hoodie.datasource.write.table.type": self.table_type,
-            "hoodie.bucket.index.num.buckets": "2",
+            **table_options("sm", partition="p", table_type=self.table_type),
             "hoodie.clean.automatic": "false",
             "hoodie.keep.min.commits": "1000",
             "hoodie.keep.max.commits": "1001",

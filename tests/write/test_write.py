@@ -14,15 +14,9 @@ from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, table_checksum
 from hudi_ds.write.client import WriteClient
-from tests.conftest import assert_rows, hudi_rs_table, table_rows
+from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
 
-OPTS = {
-    "hoodie.table.name": "trips",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "2",
-}
+OPTS = table_options("trips", partition="city")
 
 
 def trips(ids, ts=1, city=None) -> pa.Table:
