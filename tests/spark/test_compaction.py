@@ -11,16 +11,11 @@ import pytest
 
 import hudi_ds
 from hudi_ds.services import ServiceContext, compaction
+from tests.conftest import table_options
 
 pytestmark = pytest.mark.spark
 
-OPTS = {
-    "hoodie.table.name": "trips",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "4",
-}
+OPTS = table_options("trips", partition="city", buckets=4)
 
 
 def _batch(k: int) -> pa.Table:

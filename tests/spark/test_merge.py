@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
+from tests.conftest import table_options
 
 pytestmark = pytest.mark.spark
 
@@ -31,11 +32,7 @@ SCHEMA = pa.schema(
 
 def opts(table_type: str, **extra: str) -> dict[str, str]:
     return {
-        "hoodie.table.name": "m",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "2",
+        **table_options("m", table_type=table_type),
         **extra,
     }
 
@@ -109,10 +106,7 @@ CSCHEMA = pa.schema(
 
 def copts(table_type: str) -> dict[str, str]:
     return {
-        "hoodie.table.name": "c",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "2",
+        **table_options("c", precombine=None, table_type=table_type),
         "hoodie.write.record.merge.mode": "CUSTOM",
         CLASSES_KEY: CUSTOM,
     }

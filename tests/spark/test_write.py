@@ -21,6 +21,7 @@ import hudi_ds
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.spark import cluster_by_bucket
 from hudi_ds.table.table import HudiTable
+from tests.conftest import table_options
 
 pytestmark = pytest.mark.spark
 
@@ -29,12 +30,7 @@ COLS = ["id", "ts", "dt", "region", "amount", "qty", "note"]
 
 def options(table_type: str, **extra: str) -> dict[str, str]:
     return {
-        "hoodie.table.name": "trips",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "dt",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.bucket.index.num.buckets": "4",
+        **table_options("trips", partition="dt", table_type=table_type, buckets=4),
         **extra,
     }
 
