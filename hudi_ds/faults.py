@@ -25,7 +25,7 @@ Points (see :data:`POINTS`):
 * ``savepoint``         a savepoint's inflight file exists, its completed file does not
 
 ``<point>:<n>`` makes every step of a multi-step transition reachable: the crash matrix of
-``tests/test_transitions_crash.py`` kills at each n in turn.
+``tests/services/test_transitions_crash.py`` kills at each n in turn.
 """
 
 from __future__ import annotations

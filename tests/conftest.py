@@ -13,13 +13,24 @@ Hypothesis profiles (``HYPOTHESIS_PROFILE``, default ``repro``):
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import subprocess
+import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import hudi
 import pyarrow as pa
+import pyarrow.fs as pafs
+import pytest
 from hypothesis import HealthCheck, settings
+
+import hudi_ds
+from tests.fixtures import MISSING_REASON, fixtures_present
 
 settings.register_profile("repro", derandomize=True, database=None, deadline=None)
 settings.register_profile(
@@ -34,6 +45,132 @@ _profile = os.environ.get("HYPOTHESIS_PROFILE") or (
     "explore" if os.environ.get("HUDI_DS_HYPOTHESIS") == "explore" else "repro"
 )
 settings.load_profile(_profile)
+
+
+def table_options(
+    name: str,
+    *,
+    partition: str | None = None,
+    precombine: str | None = "ts",
+    table_type: str | None = None,
+    buckets: int | None = 2,
+) -> dict[str, str]:
+    """Write options of a test table keyed by ``id``.
+
+    ``partition`` (the partition path field), ``precombine`` (the ordering field),
+    ``table_type`` and ``buckets`` (the bucket index's bucket count) are left out when ``None``.
+    Tests add the options they vary: ``{**table_options("t"), "hoodie.clean.automatic": "false"}``.
+    """
+    options = {"hoodie.table.name": name, "hoodie.datasource.write.recordkey.field": "id"}
+    if partition is not None:
+        options["hoodie.datasource.write.partitionpath.field"] = partition
+    if precombine is not None:
+        options["hoodie.datasource.write.precombine.field"] = precombine
+    if table_type is not None:
+        options["hoodie.datasource.write.table.type"] = table_type
+    if buckets is not None:
+        options["hoodie.bucket.index.num.buckets"] = str(buckets)
+    return options
+
+
+#: optimistic concurrency control with the file-system lock (Hudi's
+#: ``FileSystemBasedLockProvider``); tests add their lock wait and retries
+OCC_OPTIONS = {
+    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+    "hoodie.write.lock.provider": (
+        "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+    ),
+}
+
+
+def spawn_python(code: str, *args: str) -> subprocess.Popen[str]:
+    """``python -c code args`` in a new process (text pipes), this checkout's hudi_ds first."""
+    repo = str(Path(hudi_ds.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def finish_process(proc: subprocess.Popen[str], timeout: float) -> dict:
+    """Wait for ``proc``; it must exit 0. Returns the JSON object of its last output line."""
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# A writer process for the concurrency tests: for ``seconds`` it upserts batches of
+# ``batch_keys`` random keys ``k<n>`` (n < ``key_space``) with ``ts = time.time_ns()``, partition
+# ``p<n % partitions>``, ``who = seed`` and ``v = w<seed>-<ts>-k<n>``, retries a batch whose
+# commit conflicts with a fresh ``ts``, logs each batch whose write returned (JSON lines
+# ``{"keys", "ts"}``) and pauses up to ``pace`` seconds between batches. Prints
+# ``{"conflicts", "batches"}``.
+WRITER = r"""
+import json, random, sys, time
+import pyarrow as pa
+import hudi_ds
+from hudi_ds.errors import CommitConflictError
+path, opts, seconds, seed, log = (sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]),
+    int(sys.argv[4]), sys.argv[5])
+key_space, batch_keys, partitions, pace = (int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8]),
+    float(sys.argv[9]))
+rng = random.Random(seed)
+end = time.time() + seconds
+conflicts = 0
+with open(log, "w") as out:
+    while time.time() < end:
+        keys = rng.sample(range(key_space), batch_keys)
+        while True:
+            ts = time.time_ns()
+            t = pa.table({
+                "id": [f"k{k}" for k in keys], "ts": [ts] * len(keys),
+                "p": [f"p{k % partitions}" for k in keys], "who": [seed] * len(keys),
+                "v": [f"w{seed}-{ts}-k{k}" for k in keys],
+            })
+            try:
+                hudi_ds.write(path, t, opts)
+            except CommitConflictError:
+                conflicts += 1
+                continue
+            out.write(json.dumps({"keys": keys, "ts": ts}) + "\n")
+            out.flush()
+            break
+        if pace:
+            time.sleep(rng.uniform(0.5 * pace, pace))
+    batches = sum(1 for _ in open(log))
+print(json.dumps({"conflicts": conflicts, "batches": batches}))
+"""
+
+
+def spawn_writer(
+    path: str,
+    options: Mapping[str, str],
+    seconds: float,
+    seed: int,
+    log: Path,
+    *,
+    key_space: int,
+    batch_keys: int,
+    partitions: int,
+    pace: float = 0.0,
+) -> subprocess.Popen[str]:
+    """Start a :data:`WRITER` process upserting into ``path`` for ``seconds``."""
+    return spawn_python(
+        WRITER,
+        path,
+        json.dumps(dict(options)),
+        str(seconds),
+        str(seed),
+        str(log),
+        str(key_space),
+        str(batch_keys),
+        str(partitions),
+        str(pace),
+    )
 
 
 def hudi_rs_table(path: str) -> pa.Table:
@@ -82,6 +219,91 @@ def assert_rows(
         )
 
 
+class FullDisk(pafs.FileSystemHandler):
+    """A local filesystem whose writes fail with ENOSPC once ``fail(path)`` is true.
+
+    ``at_open``: the file cannot be created; otherwise it is created and writing it fails.
+    """
+
+    def __init__(self, fail: Any, at_open: bool) -> None:
+        self.fs = pafs.LocalFileSystem()
+        self.fail = fail
+        self.at_open = at_open
+        self.failed: list[str] = []
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    def get_type_name(self) -> str:
+        return "full-disk"
+
+    def normalize_path(self, path: str) -> str:
+        return self.fs.normalize_path(path)
+
+    def get_file_info(self, paths: Any) -> Any:
+        return self.fs.get_file_info(paths)
+
+    def get_file_info_selector(self, selector: Any) -> Any:
+        return self.fs.get_file_info(selector)
+
+    def create_dir(self, path: str, recursive: bool) -> None:
+        self.fs.create_dir(path, recursive=recursive)
+
+    def delete_dir(self, path: str) -> None:
+        self.fs.delete_dir(path)
+
+    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
+        self.fs.delete_dir_contents(path, missing_dir_ok=missing_dir_ok)
+
+    def delete_root_dir_contents(self) -> None:
+        raise NotImplementedError
+
+    def delete_file(self, path: str) -> None:
+        self.fs.delete_file(path)
+
+    def move(self, src: str, dest: str) -> None:
+        self.fs.move(src, dest)
+
+    def copy_file(self, src: str, dest: str) -> None:
+        self.fs.copy_file(src, dest)
+
+    def open_input_stream(self, path: str) -> Any:
+        return self.fs.open_input_stream(path)
+
+    def open_input_file(self, path: str) -> Any:
+        return self.fs.open_input_file(path)
+
+    def open_append_stream(self, path: str, metadata: Any) -> Any:
+        return self.fs.open_append_stream(path, metadata=metadata)
+
+    def open_output_stream(self, path: str, metadata: Any) -> Any:
+        if not (self.fail is not None and self.fail(path)):
+            return self.fs.open_output_stream(path, metadata=metadata)
+        self.failed.append(path)
+        if self.at_open:
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        inner = self.fs.open_output_stream(path, metadata=metadata)
+
+        class Full:
+            closed = False
+
+            def write(self, data: Any) -> int:
+                inner.write(memoryview(data)[:7])  # a torn prefix reaches the disk
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+            def close(self) -> None:
+                self.closed = True
+                inner.close()
+
+            def flush(self) -> None:
+                pass
+
+        return pa.PythonFile(Full(), mode="w")
+
+
 def _is_hypothesis_test(item: object) -> bool:
     obj = getattr(item, "obj", None)
     if getattr(obj, "is_hypothesis_test", False):
@@ -93,7 +315,19 @@ def _is_hypothesis_test(item: object) -> bool:
 
 
 def pytest_collection_modifyitems(config: object, items: list) -> None:
-    """``HUDI_DS_HYPOTHESIS_ONLY=1`` keeps only the property-based tests (``make test-explore``)."""
+    """``HUDI_DS_HYPOTHESIS_ONLY=1`` keeps only the property-based tests (``make test-explore``).
+
+    Without the fixture tables, a test parametrized over them has an empty parameter set: it is
+    skipped with the reason naming the path looked at (``tests.fixtures.MISSING_REASON``).
+    """
+    if not fixtures_present():
+        missing = pytest.mark.skip(reason=MISSING_REASON)
+        for item in items:
+            skip = item.get_closest_marker("skip")
+            if skip is not None and str(skip.kwargs.get("reason", "")).startswith(
+                "got empty parameter set"
+            ):
+                item.add_marker(missing, append=False)
     if os.environ.get("HUDI_DS_HYPOTHESIS_ONLY") != "1":
         return
     keep = [i for i in items if _is_hypothesis_test(i)]

@@ -1,38 +1,58 @@
-"""Access to the real Apache Hudi tables in ``shared/fixtures/hudi-tables`` (unzipped on demand)."""
+"""Access to the real Apache Hudi tables of the shared fixtures (unzipped on demand).
+
+The tables are looked up relative to the repository only: ``../shared/fixtures/hudi-tables``
+from the project root, or the folder named by the environment variable ``HUDI_DS_FIXTURES``
+(docs/testing.md). When the folder is absent, every test that needs it is skipped with a reason
+naming the path looked at: :func:`fixture_table` and :func:`require_fixtures` skip, and the
+tests parametrized over :func:`fixture_names` (then empty) are skipped by ``tests/conftest.py``.
+"""
 
 from __future__ import annotations
 
 import os
 import zipfile
+from functools import cache
 from pathlib import Path
 
+import pytest
 
-def _fixtures_dir() -> Path:
-    env = os.environ.get("HUDI_DS_FIXTURES")
-    if env:
-        return Path(env)
-    for cand in (
-        Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hudi-tables",
-        Path("/work/shared/fixtures/hudi-tables"),
-    ):
-        if cand.is_dir():
-            return cand
-    return Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hudi-tables"
-
-
-FIXTURES_DIR = _fixtures_dir()
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES_DIR = Path(
+    os.environ.get("HUDI_DS_FIXTURES") or REPO_ROOT.parent / "shared" / "fixtures" / "hudi-tables"
+)
 GOLDEN_DIR = FIXTURES_DIR / "golden"
+# Hudi's own Avro schemas (hudi-common/src/main/avro), beside the fixtures
+REFERENCE_AVRO_SCHEMAS = REPO_ROOT.parent / "shared" / "reference" / "avro-schemas"
+MISSING_REASON = (
+    f"the Hudi fixture tables are not at {FIXTURES_DIR} "
+    "(../shared/fixtures/hudi-tables from the project root, or set HUDI_DS_FIXTURES)"
+)
 
 _unzipped: dict[str, Path] = {}
 
 
+def fixtures_present() -> bool:
+    """Whether the fixture tables' folder exists."""
+    return FIXTURES_DIR.is_dir()
+
+
+def require_fixtures() -> None:
+    """Skip the calling test when the fixture tables are absent (the reason names the path)."""
+    if not fixtures_present():
+        pytest.skip(MISSING_REASON)
+
+
 def fixture_names() -> list[str]:
-    """Names of every fixture table (zip stem)."""
+    """Names of every fixture table (zip stem); empty when the fixtures are absent."""
     return sorted(p.stem for p in FIXTURES_DIR.glob("*.zip"))
 
 
 def fixture_table(name: str, tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
-    """Unzip fixture ``name`` once per session and return the table root folder."""
+    """Unzip fixture ``name`` once per session and return the table root folder.
+
+    Skips the calling test when the fixture tables are absent.
+    """
+    require_fixtures()
     if name in _unzipped:
         return _unzipped[name]
     dest = tmp_path_factory.mktemp(f"fx_{name}")
@@ -43,3 +63,25 @@ def fixture_table(name: str, tmp_path_factory) -> Path:  # type: ignore[no-untyp
         raise RuntimeError(f"fixture {name}: expected one top folder, found {roots}")
     _unzipped[name] = roots[0]
     return roots[0]
+
+
+@cache
+def has_lance_base_files(name: str) -> bool:
+    """Whether fixture ``name`` holds Lance base files (read only with the optional pylance)."""
+    with zipfile.ZipFile(FIXTURES_DIR / f"{name}.zip") as zf:
+        return any(n.endswith(".lance") for n in zf.namelist())
+
+
+def require_base_file_reader(name: str) -> None:
+    """Skip the calling test when reading fixture ``name``'s base files needs a missing extra.
+
+    Lance base files are read with the optional ``pylance`` package (``hudi_ds[lance]``);
+    without it the reader refuses them (``UnsupportedError``), so a test that reads their rows
+    is skipped, with the reason, instead of failing.
+    """
+    require_fixtures()
+    if has_lance_base_files(name):
+        pytest.importorskip(
+            "lance",
+            reason=f"{name} has Lance base files: the optional pylance (hudi_ds[lance]) is missing",
+        )

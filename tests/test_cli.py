@@ -24,14 +24,10 @@ from hudi_ds.cli import (
     main,
     render_table,
 )
-from tests.conftest import assert_rows, hudi_rs_table, table_rows
+from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
 
 OPTS = {
-    "hoodie.table.name": "trips",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "2",
+    **table_options("trips", partition="city"),
     "hoodie.clean.automatic": "false",
 }
 
@@ -203,6 +199,7 @@ def test_helpers() -> None:
     assert lines[0].startswith("name") and lines[2].endswith(" 1") and lines[3].endswith("22")
 
 
+@pytest.mark.slow
 def test_installed_console_script_end_to_end(table: str) -> None:
     """The installed ``hudi-py`` in a subprocess: each subcommand, ``--json`` parsed."""
     exe = Path(sys.executable).parent / "hudi-py"

@@ -44,7 +44,7 @@ from hudi_ds.schema import (
     without_meta_fields,
     write_schema,
 )
-from tests.fixtures import fixture_names, fixture_table
+from tests.fixtures import fixture_names, fixture_table, require_fixtures
 
 # --------------------------------------------------------------------------------------------
 # Fixture schemas
@@ -89,6 +89,7 @@ def test_read_java_properties() -> None:
 
 
 def _tables(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    require_fixtures()
     return [fixture_table(n, tmp_path_factory) for n in fixture_names()]
 
 

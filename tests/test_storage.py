@@ -10,10 +10,10 @@ import pyarrow.fs as pafs
 
 from hudi_ds.storage import Storage
 from hudi_ds.write.markers import create_marker, marked_files
-from tests.test_bad_input import _FullDisk
+from tests.conftest import FullDisk
 
 
-class _VanishingFolder(_FullDisk):
+class _VanishingFolder(FullDisk):
     """Local files; the first recursive listing finds ``victim`` deleted under it mid-walk."""
 
     def __init__(self, victim: Path) -> None:

@@ -20,18 +20,12 @@ from hudi_ds.storage import Storage
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.client import WriteClient
+from tests.conftest import table_options
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = "id string, ts long, part string, v double"
-OPTS = {
-    "hoodie.table.name": "s",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "part",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-    "hoodie.bucket.index.num.buckets": "2",
-}
+OPTS = table_options("s", partition="part", table_type="MERGE_ON_READ")
 
 
 def events(ids: range, ts: int) -> pa.Table:

@@ -236,6 +236,7 @@ def pending_instants(table: Path) -> list[str]:
     return [f"{i.requested_time}.{i.action}.{i.state.name}" for i in tl.pending()]
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
     from hudi_ds.table.table import ReadableTable

@@ -29,6 +29,7 @@ from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.write.client import WriteClient
+from tests.conftest import table_options
 
 SCHEMA = StructType(
     [
@@ -38,13 +39,8 @@ SCHEMA = StructType(
         StructField("v", DoubleType()),
     ]
 )
-OPTS = {
-    "hoodie.table.name": "s",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "part",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "2",
-}
+
+OPTS = table_options("s", partition="part")
 
 
 def rows(ids: range, ts: int) -> pa.RecordBatch:

@@ -1,0 +1,356 @@
+"""Embedded writer: table creation, operations, task protocol, memory budget, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import hudi_ds
+from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig, table_checksum
+from hudi_ds.write.client import WriteClient
+from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
+
+OPTS = table_options("trips", partition="city")
+
+
+def trips(ids, ts=1, city=None) -> pa.Table:
+    ids = list(ids)
+    return pa.table(
+        {
+            "id": [f"t{i}" for i in ids],
+            "ts": pa.array([ts] * len(ids), pa.int64()),
+            "city": [city or ("sf" if i % 2 else "nyc") for i in ids],
+            "fare": [float(i) for i in ids],
+        }
+    )
+
+
+COLUMNS = ["id", "ts", "city", "fare"]
+
+
+def _checked_ids(t: pa.Table) -> list[str]:
+    """The ids of ``t`` after checking no id repeats and every row's fare is its own."""
+    rows = table_rows(t, COLUMNS)
+    assert_rows(t, rows, COLUMNS)  # no duplicate key
+    assert all(fare == float(i[1:]) for i, _, _, fare in rows), "a row carries another's values"
+    return sorted(r[0] for r in rows)
+
+
+def ids_of(path: str) -> list[str]:
+    """The ids hudi_ds reads (checked: no duplicate, values of the right key)."""
+    return _checked_ids(hudi_ds.read(path))
+
+
+def hudi_rs_ids(path: str) -> list[str]:
+    """The ids hudi-rs reads, after checking its rows equal hudi_ds's in every column."""
+    rs = hudi_rs_table(path)
+    assert table_rows(rs, COLUMNS) == table_rows(hudi_ds.read(path), COLUMNS)
+    return _checked_ids(rs)
+
+
+def test_created_table_is_v6_with_merge_semantics(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    instant = hudi_ds.write(path, trips(range(4)), OPTS)
+    cfg = TableConfig.load(Storage(path))
+    p = cfg.props
+    assert p["hoodie.table.version"] == "6" and p["hoodie.timeline.layout.version"] == "1"
+    assert p["hoodie.table.type"] == "MERGE_ON_READ"
+    assert p["hoodie.compaction.payload.class"].endswith("DefaultHoodieRecordPayload")
+    assert p["hoodie.compaction.record.merger.strategy"].startswith("eeb8d96f")
+    assert p["hoodie.table.precombine.field"] == "ts"
+    assert p["hoodie.table.checksum"] == str(table_checksum("trips"))
+    assert cfg.merge_mode == "EVENT_TIME_ORDERING"
+    md = json.loads((tmp_path / "t" / ".hoodie" / f"{instant}.deltacommit").read_text())
+    assert md["operationType"] == "UPSERT"
+    assert "_hoodie" not in md["extraMetadata"]["schema"]
+    stats = [s for v in md["partitionToWriteStats"].values() for s in v]
+    assert sum(s["numWrites"] for s in stats) == 4
+    assert all(s["prevCommit"] == "null" and s["logFiles"] for s in stats)
+    assert (tmp_path / "t" / "sf" / ".hoodie_partition_metadata").exists()
+    # commit-time table: OverwriteWithLatestAvroPayload
+    path2 = str(tmp_path / "t2")
+    hudi_ds.write(
+        path2, trips(range(2)), {**OPTS, "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}
+    )
+    assert (
+        TableConfig.load(Storage(path2))
+        .props["hoodie.compaction.payload.class"]
+        .endswith("OverwriteWithLatestAvroPayload")
+    )
+
+
+def test_two_tasks_of_one_instant_share_a_new_bucket(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    client = WriteClient(path, OPTS)
+    instant = client.start(trips([0]).schema)
+    t1 = client.task_writer(instant, 0, 1, 0, exclusive=False)
+    t2 = client.task_writer(instant, 1, 1, 1, exclusive=False)
+    t1.write(trips([0, 2, 4]))  # all nyc
+    t2.write(trips([6, 8, 10]))
+    statuses = t1.close() + t2.close()
+    client.commit(instant, statuses)
+    table = hudi_ds.HudiTable(path)
+    slices = table.file_slices()
+    groups = {(s.partition_path, s.file_id) for s in slices}
+    buckets = {(p, int(f[:8])) for p, f in groups}
+    assert len(groups) == len(buckets)  # one file group per (partition, bucket)
+    assert sum(len(s.log_files) for s in slices) == len(statuses)
+    assert ids_of(path) == hudi_rs_ids(path) == sorted(f"t{i}" for i in (0, 2, 4, 6, 8, 10))
+
+
+def test_cow_with_several_tasks_stages_and_merges_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
+    hudi_ds.write(path, trips(range(10)), opts)
+    client = WriteClient(path, opts)
+    instant = client.start(trips([0]).schema)
+    tasks = [client.task_writer(instant, i, 2, i, exclusive=False) for i in range(3)]
+    tasks[0].write(trips([1, 2], ts=5))
+    tasks[1].write(trips([2, 3], ts=6))
+    tasks[2].write(trips([20, 21], ts=6))
+    client.commit(instant, [s for t in tasks for s in t.close()])
+    table = hudi_ds.HudiTable(path)
+    for s in table.file_slices():
+        assert s.base_file is not None and not s.log_files
+    assert not list((tmp_path / "t" / ".hoodie" / ".temp").rglob("*.log.*"))
+    got = hudi_ds.read(path).sort_by("id")
+    assert dict(zip(got["id"].to_pylist(), got["ts"].to_pylist(), strict=True))["t2"] == 6
+    assert (
+        ids_of(path) == hudi_rs_ids(path) == sorted([f"t{i}" for i in range(10)] + ["t20", "t21"])
+    )
+
+
+def test_failed_attempt_files_never_become_visible(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    client = WriteClient(path, OPTS)
+    instant = client.start(trips([0]).schema)
+    failed = client.task_writer(instant, 0, 3, 0, exclusive=False)
+    failed.write(trips([100, 101]))
+    failed.close()  # its statuses are lost: the attempt "failed"
+    retry = client.task_writer(instant, 0, 3, 1, exclusive=False)
+    retry.write(trips([1]))
+    client.commit(instant, retry.close())
+    assert ids_of(path) == hudi_rs_ids(path) == ["t1"]
+    logs = [p.name for p in (tmp_path / "t").rglob(".*.log.*")]
+    assert all(name.endswith("_0-3-1") for name in logs), logs
+
+
+def test_memory_budget_flushes_blocks(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "write.batch.size": "0.05", "write.task.max.size": "0.1"}
+    client = WriteClient(path, opts)
+    data = trips(range(20000))
+    instant = client.start(data.schema)
+    task = client.task_writer(instant)
+    peak = 0
+    for b in data.to_batches(max_chunksize=1000):
+        task.write(b)
+        peak = max(peak, task.buffered_bytes)
+    assert task.flushes > 2
+    assert peak <= 0.1 * (1 << 20) + data.slice(0, 1000).nbytes
+    client.commit(instant, task.close())
+    assert len(ids_of(path)) == 20000 and len(hudi_rs_ids(path)) == 20000
+
+
+def test_overwrite_operations(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    table = hudi_ds.HudiTable
+    hudi_ds.write(path, trips(range(6)), OPTS)
+    t = table(path, OPTS)
+    t.insert_overwrite(trips([100, 102], city="nyc"))
+    assert ids_of(path) == hudi_rs_ids(path) == ["t1", "t100", "t102", "t3", "t5"]
+    t.delete_partition(["sf"])
+    assert ids_of(path) == hudi_rs_ids(path) == ["t100", "t102"]
+    t.insert_overwrite_table(trips([7, 8]))
+    assert ids_of(path) == hudi_rs_ids(path) == ["t7", "t8"]
+    t.delete(trips([7]).select(["id", "city"]))
+    assert ids_of(path) == hudi_rs_ids(path) == ["t8"]
+    actions = [i.action for i in t.timeline.commits()]
+    assert actions.count("replacecommit") == 3
+
+
+def test_is_deleted_column_and_bulk_insert(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    hudi_ds.write(
+        path, trips(range(4)), {**OPTS, "hoodie.datasource.write.operation": "bulk_insert"}
+    )
+    d = trips([1, 2], ts=5).append_column("_hoodie_is_deleted", pa.array([True, False]))
+    hudi_ds.write(path, d, OPTS)
+    assert ids_of(path) == hudi_rs_ids(path) == ["t0", "t2", "t3"]
+
+
+def test_event_time_ignores_late_rows_and_precombines(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    batch = pa.concat_tables([trips([1], ts=5), trips([1], ts=9), trips([1], ts=7)])
+    hudi_ds.write(path, batch, OPTS)
+    assert hudi_ds.read(path)["ts"].to_pylist() == [9]
+    hudi_ds.write(path, trips([1], ts=3), OPTS)
+    assert hudi_ds.read(path)["ts"].to_pylist() == [9]
+
+
+@pytest.mark.parametrize(
+    "data, options, error, match",
+    [
+        (pa.table({"id": ["a", None], "ts": [1, 2], "city": ["x", "y"]}), {}, SchemaError, "'id'"),
+        (pa.table({"ts": [1], "city": ["x"]}), {}, SchemaError, "'id'"),
+        (pa.table({"id": ["a"], "city": ["x"]}), {}, SchemaError, "'ts'"),
+        (pa.table({"id": ["a"], "ts": [1], "city": ["../etc"]}), {}, SchemaError, "../etc"),
+        (pa.table({"id": ["a"], "ts": [1], "city": ["a/b"]}), {}, SchemaError, "a/b"),
+        (pa.table({"id": ["a,b:c"], "ts": [1], "city": ["x"]}), {}, SchemaError, "a,b:c"),
+        (
+            pa.table({"id": ["a"], "ts": [1], "city": ["x"]}),
+            {"hoodie.datasource.write.operation": "merge"},
+            ConfigError,
+            "operation",
+        ),
+        (
+            pa.table({"id": ["a"], "ts": [1], "city": ["x"]}),
+            {"hoodie.bucket.index.num.buckets": "0"},
+            ConfigError,
+            "num.buckets",
+        ),
+        (
+            pa.table({"id": ["a"], "ts": [1], "city": ["x"]}),
+            {"hoodie.datasource.write.recordkey.feld": "id"},
+            ConfigError,
+            "recordkey.field",
+        ),
+        (pa.table({"id": [[1]], "ts": [1], "city": ["x"]}), {}, SchemaError, "'id'"),
+    ],
+)
+def test_bad_input_is_refused_before_writing(data, options, error, match, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    if "fare" not in data.column_names:
+        data = data.append_column("fare", pa.array([1.0] * data.num_rows))
+    hudi_ds.write(str(path), trips([1]), OPTS)
+    before = sorted(p.relative_to(path) for p in path.rglob("*") if ".hoodie" not in p.parts)
+    commits = len(hudi_ds.HudiTable(str(path)).timeline.commits())
+    with pytest.raises(error, match=match):
+        hudi_ds.write(str(path), data, {**OPTS, **options})
+    after = sorted(p.relative_to(path) for p in path.rglob("*") if ".hoodie" not in p.parts)
+    assert before == after
+    assert len(hudi_ds.HudiTable(str(path)).timeline.commits()) == commits
+    assert ids_of(str(path)) == ["t1"]
+
+
+def test_options_contradicting_the_table(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, trips([1]), OPTS)
+    with pytest.raises(ConfigError, match="recordkey"):
+        hudi_ds.write(path, trips([1]), {**OPTS, "hoodie.datasource.write.recordkey.field": "city"})
+    with pytest.raises(ConfigError, match="merge.mode"):
+        hudi_ds.write(
+            path, trips([1]), {**OPTS, "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"}
+        )
+
+
+def test_pandas_and_reader_inputs(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, trips(range(3)).to_pandas(), OPTS)
+    hudi_ds.write(
+        path, pa.RecordBatchReader.from_batches(trips([9]).schema, trips([9]).to_batches()), OPTS
+    )
+    assert ids_of(path) == ["t0", "t1", "t2", "t9"]
+    with pytest.raises(SchemaError):
+        hudi_ds.write(path, 42, OPTS)
+
+
+def test_schema_evolution_adds_columns(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, trips([1]), OPTS)
+    hudi_ds.write(path, trips([2]).append_column("extra", pa.array(["x"])), OPTS)
+    got = hudi_ds.read(path).sort_by("id")
+    assert got["extra"].to_pylist() == [None, "x"]
+    with pytest.raises(SchemaError, match="fare"):
+        hudi_ds.write(path, trips([3]).drop_columns(["fare"]), OPTS)
+    _ = np
+
+
+def test_key_lookup_reads_only_the_buckets_of_the_keys(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, trips(range(200)), {**OPTS, "hoodie.bucket.index.num.buckets": "8"})
+    table = hudi_ds.HudiTable(path)
+    assert table.config.props["hoodie.bucket.index.num.buckets"] == "8"
+    all_slices = len(table.plan_read().slices)
+    plan = table.plan_read(filters=[("id", "in", ["t5", "t17"])])
+    assert 0 < len(plan.slices) <= 4 < all_slices
+    got = table.read(filters=[("id", "in", ["t5", "t17"])])
+    assert sorted(got["id"].to_pylist()) == ["t17", "t5"]
+    for i in range(200):  # every key is found through its bucket
+        assert table.read(filters=[("id", "=", f"t{i}")]).num_rows == 1
+    with pytest.raises(ConfigError, match="num.buckets"):
+        hudi_ds.write(path, trips([1]), {**OPTS, "hoodie.bucket.index.num.buckets": "4"})
+
+
+def test_nonpartitioned_table_with_two_key_fields(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = {
+        "hoodie.table.name": "np",
+        "hoodie.datasource.write.recordkey.field": "a,b",
+        "hoodie.datasource.write.precombine.field": "ts",
+    }
+    t = pa.table({"a": ["x", "x", "y"], "b": [1, 2, 1], "ts": [1, 1, 1]})
+    hudi_ds.write(path, t, opts)
+    hudi_ds.write(path, pa.table({"a": ["x"], "b": [2], "ts": [5]}), opts)
+    got = hudi_ds.read(path).sort_by([("a", "ascending"), ("b", "ascending")])
+    assert got["_hoodie_record_key"].to_pylist() == ["a:x,b:1", "a:x,b:2", "a:y,b:1"]
+    assert got["ts"].to_pylist() == [1, 5, 1]
+    assert_rows(
+        hudi_rs_table(path),
+        [("x", 1, 1), ("x", 2, 5), ("y", 1, 1)],
+        ["a", "b", "ts"],
+        key=["a", "b"],
+    )
+    assert_rows(got, [("x", 1, 1), ("x", 2, 5), ("y", 1, 1)], ["a", "b", "ts"], key=["a", "b"])
+
+
+def test_commit_from_a_client_that_did_not_start_the_instant(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    starter = WriteClient(path, OPTS)
+    instant = starter.start(trips([0]).schema)
+    task = starter.task_writer(instant, 0, 0, 0, exclusive=False)
+    task.write(trips([1, 2]))
+    statuses = task.close()
+    WriteClient(path, OPTS).commit(instant, statuses)  # e.g. a streaming commit elsewhere
+    assert ids_of(path) == hudi_rs_ids(path) == ["t1", "t2"]
+
+
+def test_schema_evolution_promotes_types(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    first = trips([1]).append_column("qty", pa.array([7], pa.int32()))
+    first = first.append_column("score", pa.array([1.5], pa.float32()))
+    hudi_ds.write(path, first, OPTS)
+    second = trips([2]).append_column("qty", pa.array([2**40], pa.int64()))  # int -> long
+    second = second.append_column("score", pa.array([2.25], pa.float64()))  # float -> double
+    hudi_ds.write(path, second, OPTS)
+    got = hudi_ds.read(path).sort_by("id")
+    assert got.schema.field("qty").type == pa.int64()
+    assert got.schema.field("score").type == pa.float64()
+    assert got["qty"].to_pylist() == [7, 2**40]
+    assert got["score"].to_pylist() == [1.5, 2.25]
+    cols = ["id", "ts", "city", "fare", "qty", "score"]
+    expected = [("t1", 1, "sf", 1.0, 7, 1.5), ("t2", 1, "nyc", 2.0, 2**40, 2.25)]
+    assert_rows(got, expected, cols)
+    assert_rows(hudi_rs_table(path), expected, cols)
+    # narrowing back is fine (cast to the table's type); a lossy change is refused
+    hudi_ds.write(
+        path,
+        trips([3])
+        .append_column("qty", pa.array([3], pa.int32()))
+        .append_column("score", pa.array([0.5], pa.float32())),
+        OPTS,
+    )
+    with pytest.raises(SchemaError, match="qty"):
+        hudi_ds.write(
+            path,
+            trips([4])
+            .append_column("qty", pa.array(["x"]))
+            .append_column("score", pa.array([0.5])),
+            OPTS,
+        )
