@@ -384,7 +384,7 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
     plan = tl.read_compaction_plan(instant)
     table = HudiTable(ctx.state, ctx.options.raw)  # options may name CUSTOM merger classes
     vis = table.visibility(as_of=instant)
-    base_ctx = table._read_context()
+    base_ctx = table.read_context()
     # committed byte ranges of the plan's log files: a corrupt block inside them is an error
     layout2 = table.config.timeline_layout_version >= 2
     committed = committed_files(tl, visible_commits(tl, vis), layout2)

@@ -129,7 +129,7 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         """File slices packed into read tasks (a list, as pyspark requires)."""
         table, plan = self.plan()
         slices = prune_buckets(table, plan.slices, self.filters, self.options)
-        header = _without_slices(plan)
+        header = without_slices(plan)
         groups = pack_slices(
             slices,
             opt.get(self.connector, SparkConfig.SPLIT_BYTES),
@@ -354,12 +354,14 @@ def _with_ranges_of(header: ReadPlan, slices: list[FileSlice]) -> ReadPlan:
     if not ranges:
         return header
     mine = {lf.path: ranges[lf.path] for s in slices for lf in s.log_files if lf.path in ranges}
-    out = _without_slices(header)
+    out = without_slices(header)
     out.context = dataclasses.replace(header.context, log_ranges=mine)
     return out
 
 
-def _without_slices(plan: ReadPlan) -> ReadPlan:
+def without_slices(plan: ReadPlan) -> ReadPlan:
+    """``plan`` without its file slices: the header every read task of the plan carries (its
+    own slices travel beside it), so a task's payload does not grow with the table."""
     return ReadPlan(
         plan.visibility,
         plan.context,
@@ -387,4 +389,5 @@ __all__ = [
     "pack_slices",
     "prune_buckets",
     "spark_filters_to_hudi",
+    "without_slices",
 ]
