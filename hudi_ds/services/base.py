@@ -48,10 +48,13 @@ class ServiceContext:
     service run.
 
     The services read the table through ``state``: ``hoodie.properties`` is read once, the
-    timeline is listed once and kept current by the instants the services write
-    (:meth:`writer`); it is listed again only where Hudi's services reload their meta client
-    (:meth:`reload_timeline`): after taking the table lock, and where another process may have
-    changed the table meanwhile.
+    timeline is kept current by the instants the services write (:meth:`writer`), and it is
+    listed again (:meth:`reload_timeline`) only where Hudi's services reload their meta
+    client: when a service run starts (its entry point, under the table lock in multi-writer
+    mode), and where another process may have changed the table meanwhile. The checks whether
+    a service is due (:func:`~hudi_ds.services.clean.clean_due`,
+    :func:`~hudi_ds.services.compaction.compaction_due`, ...) read the state as it is, so a
+    writer's post-commit services list nothing when nothing is due.
 
     Attributes:
         state: the opened table.
