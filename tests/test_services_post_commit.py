@@ -88,6 +88,7 @@ def test_nothing_to_do_reads_and_lists_nothing(
     client = writer_after_commit(path, opts)
     last = client.state.timeline.commits().last()
     counts = Counts(client.storage, monkeypatch)
+    caplog.clear()
     with caplog.at_level(logging.ERROR, logger="hudi_ds.services"):
         run_post_commit_services(client, last)
     assert not caplog.records, [r.getMessage() for r in caplog.records]
@@ -118,6 +119,7 @@ def test_services_with_work_leave_the_state_current(
     }
     client = writer_after_commit(path, services)
     before = len(client.state.timeline)
+    caplog.clear()
     with caplog.at_level(logging.ERROR, logger="hudi_ds.services"):
         run_post_commit_services(client, client.state.timeline.commits().last())
     assert not caplog.records, [r.getMessage() for r in caplog.records]
