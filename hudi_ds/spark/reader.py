@@ -111,15 +111,32 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         self.connector = dict(connector)
         self.schema = schema
         self.filters: list[HudiFilter] = []
+        self._table: HudiTable | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The executors' copy: without the planning's table (pyspark pickles the reader for
+        the read tasks after ``pushFilters``)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_table"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._table = None
 
     # -- driver --------------------------------------------------------------------------------
+    def planning_table(self) -> HudiTable:
+        """The table as this planning sees it, opened once: pyspark creates a reader per
+        planning and calls ``pushFilters`` and ``partitions`` on it in one worker process."""
+        if self._table is None:
+            self._table = HudiTable(self.path)
+        return self._table
+
     def read_options(self) -> dict[str, str]:
         """The options handed to :meth:`HudiTable.plan_read`: the read options only."""
         return {k: v for k, v in self.options.items() if k in READ_KEYS}
 
     def plan(self) -> tuple[HudiTable, ReadPlan]:
         """Plan the read (validates the options; lists the table's file slices)."""
-        table = HudiTable(self.path)
+        table = self.planning_table()
         names = list(self.schema.fieldNames())
         columns = None if names == table.schema.names else names
         plan = table.plan_read(self.read_options(), columns, self.filters)
@@ -165,7 +182,7 @@ class HudiPushdownReader(HudiBatchReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         """Keep the filters usable for pruning; return *all* of them for Spark to evaluate."""
-        schema = HudiTable(self.path).schema
+        schema = self.planning_table().schema
         self.filters = spark_filters_to_hudi(filters, schema)
         return list(filters)
 
