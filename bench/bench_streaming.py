@@ -6,7 +6,7 @@
 2. Driver-side commit time per micro-batch as the table grows: small micro-batches into a
    fresh table; the sink's commit (the commit runner's ``streamWriter()`` plus ``commit()``:
    batch-id check, rollback of failed attempts, publishing, inline cleaning/archival) is timed
-   inside the commit runner (``HUDI_PY_STREAM_METRICS``) and reported around the 10th and the
+   inside the commit runner (a sink subclass, :func:`timed_source`) and reported around the 10th and the
    100th commit. It should stay flat: nothing in it grows with the table (archival bounds the
    active timeline).
 
@@ -35,14 +35,58 @@ OPTIONS = {
     "hoodie.bucket.index.num.buckets": "4",
 }
 MULT = 2_654_435_761
+#: the file the commit runner appends one JSON line per driver-side commit to
+METRICS_ENV = "HUDI_PY_STREAM_METRICS"
+
+
+def timed_source() -> type:
+    """``hudi_py`` whose stream writer appends ``{batch, instant, commit_s, writer_s, rows}`` to
+    the file named by ``METRICS_ENV`` after each published micro-batch.
+
+    The classes are local, so Spark pickles them by value into the commit runner (which
+    inherits the environment of the session).
+    """
+    from hudi_ds.spark.datasource import HudiDataSource
+    from hudi_ds.spark.streaming import HudiStreamWriter
+
+    class TimedStreamWriter(HudiStreamWriter):
+        def commit(self, messages: Any, batchId: int) -> None:
+            self.commit_started = time.perf_counter()
+            super().commit(messages, batchId)
+
+        def publish(self, instant: str, messages: Any, batch_id: int) -> None:
+            super().publish(instant, messages, batch_id)
+            path = os.environ.get(METRICS_ENV)
+            if not path:
+                return
+            line = {
+                "batch": batch_id,
+                "instant": instant,
+                # commit(): checks, rollback, publish, table services
+                "commit_s": round(time.perf_counter() - self.commit_started, 4),
+                "writer_s": round(self.setup_seconds, 4),  # the commit runner's streamWriter()
+                "rows": sum(
+                    s.stat.num_writes + s.stat.num_deletes for m in messages for s in m.statuses
+                ),
+            }
+            with open(path, "a") as f:
+                f.write(json.dumps(line) + "\n")
+
+    class TimedDataSource(HudiDataSource):
+        def streamWriter(self, schema: Any, overwrite: bool) -> TimedStreamWriter:
+            return TimedStreamWriter.create(self.options, schema, overwrite)
+
+    return TimedDataSource
 
 
 def session() -> Any:
     from hudi_ds.spark.session import local_session
 
-    return local_session(
+    spark = local_session(
         "hudi_ds-bench-streaming", **{"spark.sql.streaming.numRecentProgressUpdates": "1000"}
     )
+    spark.dataSource.register(timed_source())  # replaces the plain hudi_py
+    return spark
 
 
 def events(spark: Any, rows_per_batch: int, total: int, keys: int) -> Any:
@@ -106,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-streaming-") as d:
         root = Path(d)
         metrics = root / "commits.jsonl"
-        os.environ["HUDI_PY_STREAM_METRICS"] = str(metrics)
+        os.environ[METRICS_ENV] = str(metrics)
         t0 = time.perf_counter()
         spark = session()
         startup = time.perf_counter() - t0

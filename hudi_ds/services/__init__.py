@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 from hudi_ds.config import ServiceConfig
 from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.base import ServiceContext
-from hudi_ds.table_config import TableConfig
 from hudi_ds.write import client as _client
 
 if TYPE_CHECKING:
@@ -46,19 +45,29 @@ __all__ = [
 
 
 def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
-    """The writer's post-commit table services: inline compaction, cleaning, archival."""
+    """The writer's post-commit table services: inline compaction, cleaning, archival.
+
+    They run on the writer's :class:`~hudi_ds.timeline.view.TableState` (``client.state``),
+    current after the commit: ``hoodie.properties`` is not read again, and the timeline is not
+    listed again unless a service has work (or takes the table lock). Each service first asks
+    the state's timeline whether it is due, as Hudi's ``BaseHoodieTableServiceClient`` checks
+    its triggers on the commit's timeline before scheduling.
+    """
     try:
-        config = TableConfig.load(client.storage)
+        state = client.state
+        config = state.config
         if config.table_version != 6 or config.timeline_layout_version != 1:
             return
-        ctx = ServiceContext(client.storage, config, client.options)
+        ctx = ServiceContext(state, client.options)  # the writer validated its options
         if config.is_mor:
             compaction.run_inline_compaction(ctx)
         if ctx.get(ServiceConfig.CLEAN_AUTOMATIC):
             tl = ctx.timeline()
             if clean.clean_due(ctx, tl) and clean.may_have_work(ctx, tl):
                 clean.clean(ctx, debris=clean.debris_possible(tl))
-        if ctx.get(ServiceConfig.ARCHIVE_AUTOMATIC):
+        if ctx.get(ServiceConfig.ARCHIVE_AUTOMATIC) and archival.instants_to_archive(
+            ctx, ctx.timeline()
+        ):
             archival.archive(ctx)
     except Exception:
         log.exception(

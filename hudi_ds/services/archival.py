@@ -379,9 +379,12 @@ def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
     # Hudi's deleteArchivedInstants: requested -> inflight -> completed, the completed files
     # last and in ascending time -- a completed file removed first would make the instant look
     # pending to the other services, and a gap in the completed instants would hide data
-    for _, _, path in sorted(files):
-        if ctx.storage.delete(path):
-            deleted.append(path)
-        crash_point("archive")
+    try:
+        for _, _, path in sorted(files):
+            if ctx.storage.delete(path):
+                deleted.append(path)
+            crash_point("archive")
+    finally:
+        ctx.reload_timeline()  # the archived instants are gone from the active timeline
     log.info("archived %d instant(s) into %s", len(chosen), target)
     return ArchiveResult([i.requested_time for i in chosen], target, deleted)

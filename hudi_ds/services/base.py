@@ -1,15 +1,16 @@
 """What every table service shares: the opened table, its options, instants and progress.
 
-A service works on a :class:`ServiceContext`: the table's storage and ``hoodie.properties``,
-the validated options (:class:`~hudi_ds.config.ServiceConfig` keys plus the write/read keys a
-user may pass along), a fresh timeline on demand, and helpers to allocate a new instant time and
-to report progress.
+A service works on a :class:`ServiceContext`: the opened table (one
+:class:`~hudi_ds.timeline.view.TableState`: storage, ``hoodie.properties``, timeline), the
+validated options (:class:`~hudi_ds.config.ServiceConfig` keys plus the write/read keys a user
+may pass along), and helpers to allocate a new instant time and to report progress.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -26,6 +27,7 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.view import TableState
 from hudi_ds.write.lock import FileSystemLock, InProcessLock, held, table_lock
 
 #: ``progress(done, total, what)`` -- called as long work advances (the CLI draws a bar).
@@ -38,17 +40,25 @@ def no_progress(done: int, total: int, what: str) -> None:
 
 @dataclass
 class ServiceContext:
-    """An opened table plus the options of a service run.
+    """An opened table (one :class:`~hudi_ds.timeline.view.TableState`) plus the options of a
+    service run.
+
+    The services read the table through ``state``: ``hoodie.properties`` is read once, the
+    timeline is kept current by the instants the services write (:meth:`writer`), and it is
+    listed again (:meth:`reload_timeline`) only where Hudi's services reload their meta
+    client: when a service run starts (its entry point, under the table lock in multi-writer
+    mode), and where another process may have changed the table meanwhile. The checks whether
+    a service is due (:func:`~hudi_ds.services.clean.clean_due`,
+    :func:`~hudi_ds.services.compaction.compaction_due`, ...) read the state as it is, so a
+    writer's post-commit services list nothing when nothing is due.
 
     Attributes:
-        storage: the table's storage.
-        config: its ``hoodie.properties``.
+        state: the opened table.
         options: validated options.
         progress: progress callback for long work.
     """
 
-    storage: Storage
-    config: TableConfig
+    state: TableState
     options: Options = field(default_factory=Options)
     progress: Progress = no_progress
 
@@ -65,23 +75,67 @@ class ServiceContext:
             TableNotFoundError: no Hudi table there.
             ConfigError: an unknown ``hoodie.*`` key or an invalid value.
         """
-        storage = path if isinstance(path, Storage) else Storage(str(path))
+        return cls.of(TableState.open(path), options, progress)
+
+    @classmethod
+    def of(
+        cls,
+        state: TableState,
+        options: Mapping[str, Any] | Options | None = None,
+        progress: Progress | None = None,
+    ) -> ServiceContext:
+        """Run services on an already opened table (a writer's state, current after its
+        commit) and validate ``options``.
+
+        Raises:
+            ConfigError: an unknown ``hoodie.*`` key or an invalid value.
+        """
         opts = options if isinstance(options, Options) else Options.of(options)
         opts.validate(ServiceConfig, WriteConfig, ReadConfig, ConcurrencyConfig)
         validate_service_options(opts)
-        return cls(storage, TableConfig.load(storage), opts, progress or no_progress)
+        return cls(state, opts, progress or no_progress)
+
+    @property
+    def storage(self) -> Storage:
+        """The table's storage."""
+        return self.state.storage
+
+    @property
+    def config(self) -> TableConfig:
+        """The table's ``hoodie.properties``."""
+        return self.state.config
 
     # -- timeline ---------------------------------------------------------------------------------
     @property
     def layout(self) -> int:
-        return self.config.timeline_layout_version
+        """The timeline layout version."""
+        return self.state.layout
 
     def timeline(self) -> Timeline:
-        """A fresh load of the active timeline."""
-        return Timeline.load(self.storage, self.layout, self.config.timeline_path)
+        """The state's active timeline: as last listed, plus the instants written since through
+        :meth:`writer` (listed on first use)."""
+        return self.state.timeline
+
+    def reload_timeline(self) -> Timeline:
+        """List the active timeline again and keep it: after taking the table lock, and where
+        another process may have changed the table since the state was listed."""
+        return self.state.reload_timeline()
 
     def writer(self) -> TimelineWriter:
-        return TimelineWriter(self.storage, self.layout, self.config.timeline_path)
+        """A writer of instant files that keeps the state's timeline current (no listing)."""
+        return self.state.timeline_writer()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the table lock (multi-writer mode) for the block, with the timeline listed
+        again once it is taken -- Hudi's services reload the active timeline inside their
+        transaction (``BaseHoodieTableServiceClient`` under ``TransactionManager``). A single
+        writer takes no lock and keeps its state."""
+        lock = self.lock()
+        with held(lock):
+            if lock is not None:
+                self.reload_timeline()
+            yield
 
     def require_writable(self, what: str) -> None:
         """Services that write support table version 6 (timeline layout 1), as the writer does.
@@ -134,11 +188,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def under_table_lock(fn: _F) -> _F:
-    """Run a service entry point ``fn(ctx, ...)`` holding the table lock (multi-writer mode)."""
+    """Run a service entry point ``fn(ctx, ...)`` holding the table lock (multi-writer mode), on
+    a timeline listed afresh once the lock is taken (as Hudi's services reload the active
+    timeline inside their transaction: another process may have changed the table)."""
 
     @functools.wraps(fn)
     def run(ctx: ServiceContext, *args: Any, **kwargs: Any) -> Any:
         with held(ctx.lock()):
+            ctx.reload_timeline()
             return fn(ctx, *args, **kwargs)
 
     return cast(_F, run)

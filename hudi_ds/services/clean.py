@@ -280,7 +280,7 @@ def _debris(
 ) -> list[str]:
     """Data files of failed writes (see the module docstring)."""
     marked = _pending_marked(ctx, tl_before)
-    tl = ctx.timeline()  # loaded after the listing and the markers: see the module docstring
+    tl = ctx.reload_timeline()  # listed after the files and the markers: see the module docstring
     first = tl.start_time()
     out = []
     for gs in groups.values():
@@ -330,7 +330,7 @@ def _stale_temp(ctx: ServiceContext) -> list[str]:
         files = ctx.storage.list_files(d, recursive=True)
         if all(now_ms - f.mtime_ms > limit for f in files):
             candidates.append((name, d))
-    tl = ctx.timeline()
+    tl = ctx.reload_timeline()
     out = [d for name, d in candidates if not tl.contains(name)]
     for f in ctx.storage.list_files(tl.path or ".hoodie"):
         if f.name.endswith(".tmp") and now_ms - f.mtime_ms > limit:
@@ -355,7 +355,7 @@ def plan_clean(ctx: ServiceContext, debris: bool = True) -> tuple[CleanerPlan, l
     storage = ctx.storage
     view = FileSystemView(storage, ctx.config)
     groups = {p: list(view.file_groups(p)) for p in view.partitions()}  # list first ...
-    tl = ctx.timeline()  # ... then the timeline
+    tl = ctx.reload_timeline()  # ... then the timeline
     policy = ctx.get(ServiceConfig.CLEANER_POLICY)
     first = tl.start_time()
     earliest = earliest_commit_to_retain(ctx, tl)

@@ -90,7 +90,7 @@ from hudi_ds.timeline.metadata import (
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.client import retarget_logs
-from hudi_ds.write.lock import Heartbeat, heartbeat_expired, held
+from hudi_ds.write.lock import Heartbeat, heartbeat_expired
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
 from hudi_ds.write.rollback_executor import pending_rollback_of, resume_rollback
 
@@ -201,7 +201,7 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     under a pending compaction, then applies the strategy (module docstring).
     """
     tl = tl if tl is not None else ctx.timeline()
-    table = ReadableTable(ctx.storage)
+    table = ReadableTable(ctx.state)
     vis = table.visibility()
     busy = _file_groups_in_pending_compaction(tl)
     view = FileSystemView(ctx.storage, ctx.config)
@@ -210,11 +210,11 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     slices = [(p, s) for p in view.partitions() for s in view.latest_file_slices(p, vis)]
     # logs of writes still pending are not the plan's: such a write moves them into the new
     # slice when it commits (hudi_ds.write.client.retarget_logs). A write's requested file and
-    # markers are made before its log files, and both are read after the listing, so every
-    # listed log of a pending write is found.
+    # markers are made before its log files, and both are read after the listing (the
+    # timeline listed again here), so every listed log of a pending write is found.
     pending_logs = {
         f
-        for i in _pending_writes(ctx.timeline())
+        for i in _pending_writes(ctx.reload_timeline())
         for f in marked_files(ctx.storage, i.requested_time)
     }
     ops = []
@@ -293,7 +293,7 @@ def _retarget_missed_writes(ctx: ServiceContext, before: Timeline, plan: Compact
     moves its logs itself when it commits. The moved files keep their old names in that
     write's commit metadata: snapshot reads list the file system and find the new ones.)"""
     planned = {(op.partition_path or "", op.file_id or "") for op in plan.operations or []}
-    tl = ctx.timeline()
+    tl = ctx.reload_timeline()  # writes of other processes that completed meanwhile
     for inst in tl.commits().filter_actions("deltacommit"):
         if before.is_completed(inst.requested_time):
             continue
@@ -382,9 +382,9 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
     if inst is None or inst.is_completed or inst.action != COMPACTION:
         raise InstantNotFoundError(f"no pending compaction {instant} on the timeline")
     plan = tl.read_compaction_plan(instant)
-    table = ReadableTable(ctx.storage, ctx.options.raw)  # options may name CUSTOM merger classes
+    table = ReadableTable(ctx.state, ctx.options.raw)  # options may name CUSTOM merger classes
     vis = table.visibility(as_of=instant)
-    base_ctx = table._read_context()
+    base_ctx = table.read_context()
     # committed byte ranges of the plan's log files: a corrupt block inside them is an error
     layout2 = table.config.timeline_layout_version >= 2
     committed = committed_files(tl, visible_commits(tl, vis), layout2)
@@ -551,7 +551,8 @@ def rollback_inflight_compaction(
     pending_rb = pending_rollback_of(tl, instant)
     if pending_rb is not None:  # an earlier rollback of an attempt was killed: finish that one
         resume_rollback(storage, ctx.config, tl, pending_rb)
-        md = ctx.timeline().read_rollback_metadata(pending_rb)
+        # the rollback wrote its instant files itself: list the timeline again
+        md = ctx.reload_timeline().read_rollback_metadata(pending_rb)
         return sorted(f for pm in md.partition_metadata.values() for f in pm.success_delete_files)
     files = set(marked_files(storage, instant))
     plan = tl.read_compaction_plan(instant)
@@ -637,7 +638,7 @@ def run_compaction(
         InstantNotFoundError: ``instant`` is not a pending compaction.
     """
     ctx.require_writable("compaction")
-    tl = ctx.timeline()
+    tl = ctx.reload_timeline()  # a service run starts from a fresh listing
     if instant is not None:
         inst = tl.get(instant)
         if inst is None or inst.action != COMPACTION or inst.is_completed:
@@ -689,7 +690,7 @@ def _run_one(
     c = inst.requested_time
     # the timeline transitions run under the table lock (multi-writer mode), the merging
     # outside it, as Hudi's table services do
-    with held(ctx.lock()):
+    with ctx.locked():
         cur = ctx.timeline().get(c)
         if cur is None or cur.is_completed or cur.action != COMPACTION:
             log.info("compaction %s was completed or dropped meanwhile; skipped", c)
@@ -709,12 +710,12 @@ def _run_one(
     t0 = time.perf_counter()
     try:
         stats = (executor or _run_locally(ctx.progress))(job)
-        with held(ctx.lock()):
+        with ctx.locked():
             done = finish_compaction(ctx, job, stats)
     except BaseException:
         log.error("compaction %s failed; rolling the attempt back", c)
         try:
-            with held(ctx.lock()):
+            with ctx.locked():
                 rollback_inflight_compaction(ctx, c)
         except Exception:  # pragma: no cover - the next run retries the rollback
             log.exception("rolling back compaction %s failed", c)
@@ -859,7 +860,7 @@ def run_inline_compaction(ctx: ServiceContext) -> list[CompactionResult]:
     if not ctx.config.is_mor or not (inline or schedule_only):
         return []
     results: list[CompactionResult] = []
-    if inline:
+    if inline and ctx.timeline().pending_compactions():
         results += run_compaction(ctx)
     tl = ctx.timeline()
     if not compaction_due(ctx, tl):

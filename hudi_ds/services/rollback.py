@@ -215,6 +215,7 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
         UnsupportedError: it is not a data instant (clean, rollback...).
     """
     ctx.require_writable("rollback")
+    ctx.reload_timeline()  # a service run starts from a fresh listing
     finished = _resume_rollbacks(ctx)
     tl = ctx.timeline()
     inst = tl.get(instant)
@@ -233,9 +234,9 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
             unschedule_compaction(ctx, instant)
             return RollbackResult(instant, COMPACTION, None)
         if inst.action in DATA_ACTIONS:
-            before = {i.requested_time for i in ctx.timeline().filter_actions(ROLLBACK)}
+            before = {i.requested_time for i in tl.filter_actions(ROLLBACK)}
             rollback_instant(ctx.storage, ctx.config, instant)
-            after = ctx.timeline().filter_actions(ROLLBACK)
+            after = ctx.reload_timeline().filter_actions(ROLLBACK)  # written by the rollback
             new = [i.requested_time for i in after if i.requested_time not in before]
             return RollbackResult(instant, inst.action, new[-1] if new else None)
         raise UnsupportedError(f"cannot roll back a pending {inst.action} ({instant})")
@@ -265,7 +266,10 @@ def _resume_rollbacks(ctx: ServiceContext) -> list[str]:
     """
     if not ctx.timeline().pending().filter_actions(ROLLBACK):
         return []
-    return rollback_failed_writes(ctx.storage, ctx.config, is_failed=lambda _ts: False)
+    try:
+        return rollback_failed_writes(ctx.storage, ctx.config, is_failed=lambda _ts: False)
+    finally:
+        ctx.reload_timeline()  # the rollbacks wrote and deleted instant files themselves
 
 
 def _result_of(tl: Timeline, instant: str) -> RollbackResult:
@@ -301,9 +305,10 @@ def _rollback_completed(ctx: ServiceContext, tl: Timeline, inst: Instant) -> Rol
     completed = Instant(ts, inst.action, State.COMPLETED)
     ctx.storage.delete(writer.path_of(completed))
     crash_point("rollback")  # T pending, R inflight: resumed with R's plan
-    # delete T's files, write command blocks, delete T's instant files, complete R
-    execute_rollback(ctx.storage, ctx.config, ctx.timeline(), ts, req.requested_time)
-    md = ctx.timeline().read_rollback_metadata(req.requested_time)
+    # delete T's files, write command blocks, delete T's instant files, complete R (the
+    # timeline listed again: T's completed file is gone, and execute_rollback writes R itself)
+    execute_rollback(ctx.storage, ctx.config, ctx.reload_timeline(), ts, req.requested_time)
+    md = ctx.reload_timeline().read_rollback_metadata(req.requested_time)
     deleted = [f for pm in md.partition_metadata.values() for f in pm.success_delete_files]
     logs = [f for pm in md.partition_metadata.values() for f in (pm.rollback_log_files or {})]
     log.info("rolled back %s %s as %s", action, ts, req.requested_time)
@@ -336,7 +341,7 @@ def create_savepoint(
         TimelineError: already savepointed, or older than what the cleaner retained.
     """
     ctx.require_writable("savepoint")
-    tl = ctx.timeline()
+    tl = ctx.reload_timeline()  # a service run starts from a fresh listing
     if instant is None:
         last = tl.commits().last()
         if last is None:
@@ -354,7 +359,7 @@ def create_savepoint(
         raise TimelineError(
             f"cannot savepoint {instant}: the cleaner only retained files from {kept} on"
         )
-    table = ReadableTable(ctx.storage)
+    table = ReadableTable(ctx.state)
     parts: dict[str, SavepointPartitionMetadata] = {}
     for s in table.file_slices(as_of=instant):
         pm = parts.setdefault(
@@ -377,6 +382,7 @@ def create_savepoint(
     ctx.storage.write_atomic(
         writer.path_of(Instant(instant, SAVEPOINT, State.COMPLETED)), md.to_bytes()
     )
+    ctx.reload_timeline()  # the savepoint's files were written without a timeline writer
     log.info("savepointed %s", instant)
     return instant
 
@@ -395,12 +401,13 @@ def delete_savepoint(ctx: ServiceContext, instant: str) -> None:
         InstantNotFoundError: no savepoint at ``instant``.
     """
     ctx.require_writable("savepoint")
-    tl = ctx.timeline()
+    tl = ctx.reload_timeline()  # a service run starts from a fresh listing
     if not any(sp.requested_time == instant for sp in tl.savepoints()):
         raise InstantNotFoundError(f"no savepoint at {instant}")
     writer = ctx.writer()
     for state in (State.COMPLETED, State.INFLIGHT):
         ctx.storage.delete(writer.path_of(Instant(instant, SAVEPOINT, state)))
+    ctx.reload_timeline()
 
 
 # -- restore --------------------------------------------------------------------------------------
@@ -419,7 +426,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
         TimelineError: commits after the savepoint were archived (archival beyond savepoints).
     """
     ctx.require_writable("restore")
-    tl = ctx.timeline()
+    tl = ctx.reload_timeline()  # a service run starts from a fresh listing
     if not any(sp.requested_time == savepoint and sp.is_completed for sp in tl.savepoints()):
         raise InstantNotFoundError(
             f"no savepoint at {savepoint}; savepoints: "
@@ -491,7 +498,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
             per_instant[ts] = [None]
         elif not now.is_completed:
             rollback_instant(ctx.storage, ctx.config, ts)
-            per_instant[ts] = [_last_rollback_of(ctx.timeline(), ts)]
+            per_instant[ts] = [_last_rollback_of(ctx.reload_timeline(), ts)]
         else:
             res = _rollback_completed(ctx, current, now)
             per_instant[ts] = [

@@ -112,15 +112,32 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         self.connector = dict(connector)
         self.schema = schema
         self.filters: list[HudiFilter] = []
+        self._table: ReadableTable | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The executors' copy: without the planning's table (pyspark pickles the reader for
+        the read tasks after ``pushFilters``)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_table"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._table = None
 
     # -- driver --------------------------------------------------------------------------------
+    def planning_table(self) -> ReadableTable:
+        """The table as this planning sees it, opened once: pyspark creates a reader per
+        planning and calls ``pushFilters`` and ``partitions`` on it in one worker process."""
+        if self._table is None:
+            self._table = ReadableTable(self.path)
+        return self._table
+
     def read_options(self) -> dict[str, str]:
         """The options handed to :meth:`ReadableTable.plan_read`: the read options only."""
         return {k: v for k, v in self.options.items() if k in READ_KEYS}
 
     def plan(self) -> tuple[ReadableTable, ReadPlan]:
         """Plan the read (validates the options; lists the table's file slices)."""
-        table = ReadableTable(self.path)
+        table = self.planning_table()
         names = list(self.schema.fieldNames())
         columns = None if names == table.schema.names else names
         plan = table.plan_read(self.read_options(), columns, self.filters)
@@ -130,7 +147,7 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         """File slices packed into read tasks (a list, as pyspark requires)."""
         table, plan = self.plan()
         slices = prune_buckets(table, plan.slices, self.filters, self.options)
-        header = _without_slices(plan)
+        header = without_slices(plan)
         groups = pack_slices(
             slices,
             opt.get(self.connector, SparkConfig.SPLIT_BYTES),
@@ -166,7 +183,7 @@ class HudiPushdownReader(HudiBatchReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         """Keep the filters usable for pruning; return *all* of them for Spark to evaluate."""
-        schema = ReadableTable(self.path).schema
+        schema = self.planning_table().schema
         self.filters = spark_filters_to_hudi(filters, schema)
         return list(filters)
 
@@ -355,12 +372,14 @@ def _with_ranges_of(header: ReadPlan, slices: list[FileSlice]) -> ReadPlan:
     if not ranges:
         return header
     mine = {lf.path: ranges[lf.path] for s in slices for lf in s.log_files if lf.path in ranges}
-    out = _without_slices(header)
+    out = without_slices(header)
     out.context = dataclasses.replace(header.context, log_ranges=mine)
     return out
 
 
-def _without_slices(plan: ReadPlan) -> ReadPlan:
+def without_slices(plan: ReadPlan) -> ReadPlan:
+    """``plan`` without its file slices: the header every read task of the plan carries (its
+    own slices travel beside it), so a task's payload does not grow with the table."""
     return ReadPlan(
         plan.visibility,
         plan.context,
@@ -388,4 +407,5 @@ __all__ = [
     "pack_slices",
     "prune_buckets",
     "spark_filters_to_hudi",
+    "without_slices",
 ]

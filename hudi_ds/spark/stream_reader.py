@@ -25,7 +25,10 @@ micro-batch of a query started at ``earliest`` is the snapshot as of ``b``.
   column is added to the schema when the table has none).
 
 The offset methods run in one long-lived Python process per query on the driver; ``read`` runs
-in executor tasks on a pickled copy of the reader (stateless there).
+in executor tasks on a pickled copy of the reader (stateless there). The driver side holds one
+:class:`~hudi_ds.timeline.view.TableState`, refreshed at the start of every micro-batch
+(:meth:`HudiStreamReader.latestOffset`): the batch's offsets and its read plan come from the
+same listing of the timeline.
 """
 
 from __future__ import annotations
@@ -55,14 +58,15 @@ from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.reader import (
     HudiInputPartition,
-    _without_slices,
     pack_slices,
     validate_read_options,
+    without_slices,
 )
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
 from hudi_ds.table.table import ReadableTable, ReadPlan
 from hudi_ds.timeline.instant import Instant, normalize_instant
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
+from hudi_ds.timeline.view import TableState
 
 log = logging.getLogger("hudi_ds.spark.stream_reader")
 
@@ -133,6 +137,15 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         self.max_rows = _positive(self.options, MAX_ROWS_KEY, "maxRowsPerTrigger")
         self._available_now: str | None = None
         self._rows: dict[str, int] = {}
+        self._state: TableState | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The executors' copy: without the driver's table state."""
+        return {k: v for k, v in self.__dict__.items() if k != "_state"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._state = None
 
     @classmethod
     def create(cls, options: Mapping[str, Any], schema: StructType) -> HudiStreamReader:
@@ -146,16 +159,25 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         return reader
 
     # -- offsets (driver, one long-lived process) ------------------------------------------------
-    def _table(self) -> ReadableTable:
-        return ReadableTable(self.path)
-
-    def _timeline(self) -> Timeline | None:
-        """The table's timeline, or None while no table exists (a source started before its
+    def _fresh_timeline(self) -> Timeline | None:
+        """The table as it is now (``hoodie.properties`` read again, the timeline listed again):
+        the start of a micro-batch. None while no table exists (a source started before its
         first write -- with ``.schema(...)`` -- waits for it)."""
         try:
-            return self._table().timeline
+            if self._state is None:
+                self._state = TableState.open(self.path)
+            else:
+                self._state.refresh()
         except TableNotFoundError:
+            self._state = None
             return None
+        return self._state.timeline
+
+    def _timeline(self) -> Timeline | None:
+        """The timeline of the current micro-batch (listed on first use)."""
+        if self._state is None:
+            return self._fresh_timeline()
+        return self._state.timeline
 
     def _position(self, tl: Timeline, inst: Instant) -> str:
         """Where a completed instant sits on the stream (Hudi's visibility time)."""
@@ -177,7 +199,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         if start == "earliest":
             return {OFFSET_KEY: INIT_OFFSET}
         if start == "latest":
-            tl = self._timeline()
+            tl = self._fresh_timeline()
             if tl is None:
                 return {OFFSET_KEY: INIT_OFFSET}
             commits = self._admissible(tl)
@@ -195,7 +217,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
 
     def prepareForTriggerAvailableNow(self) -> None:
         """``availableNow``: stop at what is committed now."""
-        tl = self._timeline()
+        tl = self._fresh_timeline()
         if tl is None:
             self._available_now = INIT_OFFSET
             return
@@ -205,7 +227,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
     def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
         """The end of the next micro-batch: admissible commits after ``start``, within limits."""
         begin = str(start.get(OFFSET_KEY, INIT_OFFSET)) if start else INIT_OFFSET
-        tl = self._timeline()
+        tl = self._fresh_timeline()  # a micro-batch starts here: see the table as it is now
         if tl is None:
             return {OFFSET_KEY: begin}
         capped = not isinstance(limit, ReadAllAvailable)
@@ -267,8 +289,12 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         stop = str(end[OFFSET_KEY])
         if stop <= begin:
             return []
-        table = self._table()
-        tl = table.timeline
+        tl = self._timeline()
+        if tl is None or not any(self._position(tl, i) >= stop for i in tl.commits()):
+            tl = self._fresh_timeline()  # a range this process has not seen (a restart)
+        if self._state is None or tl is None:
+            raise TableNotFoundError(f"no Hudi table at {self.path}")
+        table = ReadableTable(self._state)
         if begin != INIT_OFFSET and all(
             tl.origin_action(i.requested_time) in ("compaction", "clustering")
             for i in tl.commits()
@@ -288,7 +314,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
                 "hoodie.datasource.read.end.instanttime": stop,
             }
         plan = table.plan_read(read_opts, columns)
-        header = _without_slices(plan)
+        header = without_slices(plan)
         groups = pack_slices(
             plan.slices,
             opt.get(self.connector, SparkConfig.SPLIT_BYTES),
@@ -301,7 +327,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         after = table.plan_read({"as.of.instant": stop}, [RECORD_KEY_METADATA_FIELD])
         old = {(s.partition_path, s.file_id): s for s in before.slices}
         new = {(s.partition_path, s.file_id): s for s in after.slices}
-        before_header, after_header = _without_slices(before), _without_slices(after)
+        before_header, after_header = without_slices(before), without_slices(after)
         out: list[InputPartition] = []
         for i, g in enumerate(groups):
             ks = [(s.partition_path, s.file_id) for s in g]

@@ -49,11 +49,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -65,7 +63,7 @@ from hudi_ds.errors import WriteError
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.writer import HudiCommitMessage, TaskIdentity, WriteJob
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, new_instant_time
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
+from hudi_ds.timeline.timeline import DATA_ACTIONS
 from hudi_ds.write.client import STREAMING_CHECKPOINT_KEY
 from hudi_ds.write.rollback_executor import rollback_failed_writes
 
@@ -87,13 +85,6 @@ STREAM_BATCH_KEY = "_hudi_py_streaming_batch"
 #: task-local properties Spark sets in every task of a micro-batch.
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
-#: tests only: a directory; when it holds a file ``pause`` listing ``point:batchId[,...]`` with
-#: point ``write`` (a task, files written, message not returned), ``commit`` (driver, before the
-#: commit point) or ``committed`` (after it, before Spark records the batch), the process
-#: touches ``<dir>/<point>-<batchId>`` there and sleeps, to be killed.
-SIGNAL_ENV = "HUDI_PY_TEST_STREAM_SIGNAL"
-#: benchmarks: append one JSON line per driver-side commit (batch, instant, seconds) here.
-METRICS_ENV = "HUDI_PY_STREAM_METRICS"
 ROW_CHUNK = 10_000
 
 
@@ -143,7 +134,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         self.job = job
         self.instant = instant
         self.identifier = identifier
-        #: seconds :meth:`create` took (reported with the commit metrics)
+        #: seconds :meth:`create` took (table creation, validation, instant allocation)
         self.setup_seconds = 0.0
 
     @classmethod
@@ -160,7 +151,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         job = WriteJob(opt.require_path(path), hudi, connector, schema, overwrite)
         job.client.create_table_if_absent(job.arrow_schema)
         identifier = Options.of(hudi).get(WriteConfig.STREAMING_CHECKPOINT_ID)
-        timeline = Timeline.load(job.client.storage, 1)
+        timeline = job.client.state.timeline  # the writer's table state: one listing
         last = timeline.instants[-1].requested_time if len(timeline) else None
         writer = cls(
             job, new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS), identifier
@@ -192,7 +183,6 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             sort_keys=True,
         )
         msg = self.job.write_task(self.instant, self._joining(batches, marker))
-        _test_pause("write", batch_id)
         return HudiStreamCommitMessage(**_fields_of(msg), batch_id=batch_id)
 
     def _joining(self, batches: Iterator[pa.RecordBatch], marker: str) -> Iterator[pa.RecordBatch]:
@@ -218,7 +208,6 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             WriteError: a task failed (``None`` message), or the messages disagree on the
                 instant or the batch; nothing is published and Spark calls :meth:`abort`.
         """
-        t0 = time.perf_counter()
         client = self.job.client
         msgs = list(messages)
         committed = client.committed_streaming_batch(self.identifier)
@@ -253,7 +242,8 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             # earlier attempts that crashed before their commit (Hudi's eager rollback of a
             # single writer; with several writers the lazy, heartbeat-based policy applies)
             rollback_failed_writes(client.storage, cfg, before=instant)
-        current = Timeline.load(client.storage, 1).get(instant)
+        # listed again: the rollback above and other attempts of this batch changed the table
+        current = client.state.reload_timeline().get(instant)
         if current is None:
             if any(m.statuses for m in msgs):
                 raise WriteError(f"batch {batchId}: instant {instant} is gone (rolled back?)")
@@ -261,12 +251,23 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
                 "batch %d of writer %r had no rows: nothing committed", batchId, self.identifier
             )
             return
-        _test_pause("commit", batchId)
+        self.publish(instant, msgs, batchId)
+
+    def publish(
+        self, instant: str, messages: Sequence[HudiStreamCommitMessage], batch_id: int
+    ) -> None:
+        """The commit point of micro-batch ``batch_id``: publish ``instant`` with the batch id
+        as its streaming checkpoint (then the post-commit table services run).
+
+        Called by :meth:`commit` once the messages are checked and the instant is pending.
+        A subclass may wrap it to observe the commit -- the crash tests stop the process just
+        before and after it, the streaming benchmark times it.
+        """
         self.job.commit(
-            instant, msgs, {STREAMING_CHECKPOINT_KEY: checkpoint_value(self.identifier, batchId)}
+            instant,
+            list(messages),
+            {STREAMING_CHECKPOINT_KEY: checkpoint_value(self.identifier, batch_id)},
         )
-        _record_metrics(batchId, instant, time.perf_counter() - t0, self.setup_seconds, msgs)
-        _test_pause("committed", batchId)
 
     def abort(self, messages: Sequence[Any], batchId: int) -> None:
         """Roll back the micro-batch's pending instant; a completed one is left alone."""
@@ -284,7 +285,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
     def _pending_instants_of(self, batch_id: int) -> set[str]:
         """Pending instants whose inflight marker names this identifier and batch."""
         out = set()
-        tl = Timeline.load(self.job.client.storage, 1)
+        tl = self.job.client.state.reload_timeline()  # the batch's attempts as they are now
         for inst in tl.pending().filter_actions(*DATA_ACTIONS):
             if not inst.is_inflight:
                 continue
@@ -298,7 +299,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         return out
 
     def _roll_back(self, instants: set[str]) -> None:
-        tl = Timeline.load(self.job.client.storage, 1)
+        tl = self.job.client.state.reload_timeline()
         for t in sorted(instants):
             if not tl.is_completed(t):
                 self.job.abort(t)
@@ -319,34 +320,3 @@ def _rows_to_batches(rows: Iterator[Any], job: WriteJob) -> Iterator[pa.RecordBa
             chunk = []
     if chunk:
         yield pa.RecordBatch.from_pylist(chunk, schema=job.arrow_schema)
-
-
-def _test_pause(point: str, batch_id: int) -> None:
-    signal = os.environ.get(SIGNAL_ENV)
-    if not signal:
-        return
-    try:
-        spec = Path(signal, "pause").read_text().split(",")
-    except OSError:
-        return
-    if f"{point}:{batch_id}" in (x.strip() for x in spec):
-        Path(signal, f"{point}-{batch_id}").touch()
-        time.sleep(3600)
-
-
-def _record_metrics(
-    batch_id: int, instant: str, seconds: float, setup: float, msgs: list[Any]
-) -> None:
-    path = os.environ.get(METRICS_ENV)
-    if not path:
-        return
-    rows = sum(s.stat.num_writes + s.stat.num_deletes for m in msgs for s in m.statuses)
-    line = {
-        "batch": batch_id,
-        "instant": instant,
-        "commit_s": round(seconds, 4),  # commit(): checks, rollback, publish, table services
-        "writer_s": round(setup, 4),  # the commit runner's streamWriter()
-        "rows": rows,
-    }
-    with open(path, "a") as f:
-        f.write(json.dumps(line) + "\n")

@@ -130,7 +130,7 @@ class ReadableTable:
         parts = view.partitions() if partitions is None else partitions
         return [s for p in parts for s in view.latest_file_slices(p, vis)]
 
-    def _read_context(self, options: Options | None = None) -> SliceReadContext:
+    def read_context(self, options: Options | None = None) -> SliceReadContext:
         """How slices are read and merged (``options`` may name CUSTOM merger classes)."""
         cfg = self.config
         ordering = cfg.ordering_fields[0] if cfg.ordering_fields else None
@@ -312,7 +312,7 @@ class ReadableTable:
                 if qtype == "read_optimized" and s.base_file is None:
                     continue
                 slices.append(s)
-        ctx = self._read_context(opts)
+        ctx = self.read_context(opts)
         ctx = dataclasses.replace(
             ctx,
             ignore_missing_files=bool(opts.get(ReadConfig.IGNORE_MISSING_FILES)),

@@ -185,7 +185,7 @@ def test_compaction_facing_merge_equals_reader(tmp_path: Path, mode: str) -> Non
     apply(p, history(5), o)
     read_opts = {k: v for k, v in o.items() if "custom" in k}
     table = ReadableTable(p, read_opts)
-    ctx = table._read_context()
+    ctx = table.read_context()
     storage = Storage(p)
     for fs in table.file_slices():
         parts = _slice_parts(storage, table, fs, table.schema)

@@ -63,7 +63,7 @@ def _kill_mid_compaction(path: str) -> str:
     assert line.startswith("op 1"), line
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    tl = ctx.timeline()
+    tl = ctx.reload_timeline()  # the killed process wrote C.inflight
     assert tl.get(c) is not None and tl.get(c).is_inflight
     written = list(Path(path).rglob(f"*_{c}.parquet"))
     assert written, "the killed compaction had written a base file"

@@ -320,7 +320,7 @@ def test_inline_compaction_cleaning_20_commits(tmp_path: Path) -> None:
     compaction.execute_operation(job, 0)
     assert ours(path) == hudi_rs(path) == m.rows()
     write(path, trips(range(5), 99), m, opts)  # the next write retries it (inline)
-    assert ctx.timeline().is_completed(c)
+    assert ctx.reload_timeline().is_completed(c)
     assert ours(path) == hudi_rs(path) == m.rows()
 
 

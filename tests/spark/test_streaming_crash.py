@@ -97,6 +97,55 @@ def expected_state(files: list[pa.Table]) -> dict[str, tuple[Any, ...]]:
 
 
 # ------------------------------------------------------------------------------ the driver
+#: a directory; when it holds a file ``pause`` listing ``point:batchId[,...]`` with point
+#: ``write`` (a task, files written, message not returned), ``commit`` (driver, before the
+#: commit point) or ``committed`` (after it, before Spark records the batch), the process
+#: touches ``<dir>/<point>-<batchId>`` there and sleeps, to be killed.
+SIGNAL_ENV = "HUDI_PY_TEST_STREAM_SIGNAL"
+
+
+def pause_at(point: str, batch_id: int) -> None:
+    """Sleep at ``point`` of micro-batch ``batch_id`` when the signal directory asks for it."""
+    signal_dir = os.environ.get(SIGNAL_ENV)
+    if not signal_dir:
+        return
+    try:
+        spec = Path(signal_dir, "pause").read_text().split(",")
+    except OSError:
+        return
+    if f"{point}:{batch_id}" in (x.strip() for x in spec):
+        Path(signal_dir, f"{point}-{batch_id}").touch()
+        time.sleep(3600)
+
+
+def pausing_source() -> type:
+    """``hudi_py`` whose stream writer pauses at the points :func:`pause_at` names.
+
+    The classes are local, so Spark pickles them by value into the processes that run the
+    sink's tasks and its commits (which inherit the signal directory's environment).
+    """
+    from hudi_ds.spark.datasource import HudiDataSource
+    from hudi_ds.spark.streaming import HudiStreamCommitMessage, HudiStreamWriter
+
+    class PausingStreamWriter(HudiStreamWriter):
+        def write(self, iterator: Any) -> HudiStreamCommitMessage:
+            msg = super().write(iterator)
+            if not msg.skipped:
+                pause_at("write", msg.batch_id)
+            return msg
+
+        def publish(self, instant: str, messages: Any, batch_id: int) -> None:
+            pause_at("commit", batch_id)
+            super().publish(instant, messages, batch_id)
+            pause_at("committed", batch_id)
+
+    class PausingDataSource(HudiDataSource):
+        def streamWriter(self, schema: Any, overwrite: bool) -> PausingStreamWriter:
+            return PausingStreamWriter.create(self.options, schema, overwrite)
+
+    return PausingDataSource
+
+
 def drive(src: str, table: str, checkpoint: str, signal_dir: str) -> None:
     """One run of the streaming job (this file as a script): all files, then exit 0."""
     from pyspark.sql import SparkSession
@@ -116,6 +165,7 @@ def drive(src: str, table: str, checkpoint: str, signal_dir: str) -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    spark.dataSource.register(pausing_source())  # replaces the plain hudi_py
     # started ahead of time (the JVM warms up while the previous run works): wait for "go"
     Path(signal_dir, "ready").touch()
     while not Path(signal_dir, "go").exists():
@@ -166,7 +216,7 @@ def spawn(tmp: Path, run: int) -> Driver:
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "HUDI_PY_TEST_STREAM_SIGNAL": str(sig),
+        SIGNAL_ENV: str(sig),
     }
     log = tmp / f"driver-{run}.log"
     with open(log, "w") as out:
