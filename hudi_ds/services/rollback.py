@@ -57,6 +57,7 @@ from hudi_ds.timeline.metadata import (
     SavepointPartitionMetadata,
 )
 from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.view import TableState
 from hudi_ds.write.rollback import _rollback, rollback_failed_writes, rollback_instant
 
 log = logging.getLogger("hudi_ds.services")
@@ -225,7 +226,7 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
             return RollbackResult(instant, COMPACTION, None)
         if inst.action in DATA_ACTIONS:
             before = {i.requested_time for i in ctx.timeline().filter_actions(ROLLBACK)}
-            rollback_instant(ctx.storage, ctx.config, instant)
+            rollback_instant(TableState(ctx.storage, ctx.config), instant)
             after = ctx.timeline().filter_actions(ROLLBACK)
             new = [i.requested_time for i in after if i.requested_time not in before]
             return RollbackResult(instant, inst.action, new[-1] if new else None)
@@ -256,7 +257,7 @@ def _resume_rollbacks(ctx: ServiceContext) -> list[str]:
     """
     if not ctx.timeline().pending().filter_actions(ROLLBACK):
         return []
-    return rollback_failed_writes(ctx.storage, ctx.config, is_failed=lambda _ts: False)
+    return rollback_failed_writes(TableState(ctx.storage, ctx.config), is_failed=lambda _ts: False)
 
 
 def _result_of(tl: Timeline, instant: str) -> RollbackResult:
@@ -461,7 +462,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
             ctx.writer().delete_instant_files(Instant(ts, COMPACTION, State.REQUESTED))
             per_instant[ts] = [None]
         elif not now.is_completed:
-            rollback_instant(ctx.storage, ctx.config, ts)
+            rollback_instant(TableState(ctx.storage, ctx.config), ts)
             per_instant[ts] = [_last_rollback_of(ctx.timeline(), ts)]
         else:
             res = _rollback_completed(ctx, current, now)

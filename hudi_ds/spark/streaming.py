@@ -202,7 +202,6 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             if not joined and b.num_rows:
                 self.job.client.start(
                     self.job.arrow_schema,
-                    self.job.operation,
                     instant=self.instant,
                     rollback_failed=False,
                     extra_metadata={STREAM_BATCH_KEY: marker},
@@ -247,12 +246,12 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         if not instants:
             return
         instant = instants.pop()
-        cfg = client.table_config
-        assert cfg is not None
+        state = client.state
+        assert state is not None
         if not getattr(client, "multi_writer", False):
             # earlier attempts that crashed before their commit (Hudi's eager rollback of a
             # single writer; with several writers the lazy, heartbeat-based policy applies)
-            rollback_failed_writes(client.storage, cfg, before=instant)
+            rollback_failed_writes(state, before=instant)
         current = Timeline.load(client.storage, 1).get(instant)
         if current is None:
             if any(m.statuses for m in msgs):

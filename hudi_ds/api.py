@@ -1,4 +1,8 @@
-"""The embedded write API: ``hudi_ds.write`` and the writable ``HudiTable``."""
+"""The embedded write API: ``hudi_ds.write`` and the writable ``HudiTable``.
+
+The top layer: a write runs the table services after its commit
+(:func:`hudi_ds.services.run_post_commit_services`), passed to the write client explicitly.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,11 @@ from typing import Any
 import pyarrow as pa
 
 from hudi_ds.errors import SchemaError
+from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import HudiTable as ReadableTable
 from hudi_ds.write.client import WriteClient
+from hudi_ds.write.operation import PARTITIONS_TO_DELETE_KEY, partitions_to_delete
 
 ArrowLike = Any  # pa.Table | pa.RecordBatch | pa.RecordBatchReader | __arrow_c_stream__ objects
 
@@ -55,7 +61,7 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
     Raises:
         ConfigError: invalid options. SchemaError: bad input (before anything is written).
     """
-    client = WriteClient(path, options)
+    client = WriteClient(path, options, post_commit=run_post_commit_services)
     schema, batches = _as_reader(data)
     instant = client.start(schema)
     try:
@@ -63,12 +69,10 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
         for batch in batches:
             task.write(batch)
         statuses = task.close()
-        partitions = client.options.get_str("hoodie.datasource.write.partitions.to.delete")
         client.commit(
             instant,
             statuses,
-            partitions_to_delete=[p for p in (partitions or "").split(",") if p]
-            or task.touched_partitions(),
+            partitions_to_delete=partitions_to_delete(client.options, task.touched_partitions()),
         )
     except BaseException:
         client.abort(instant)
@@ -117,7 +121,7 @@ class HudiTable(ReadableTable):
     ) -> str:
         """Drop whole partitions (given as relative partition paths)."""
         opts = dict(options or {})
-        opts["hoodie.datasource.write.partitions.to.delete"] = ",".join(partitions)
+        opts[PARTITIONS_TO_DELETE_KEY] = ",".join(partitions)
         schema = self.schema
         empty = pa.schema([f for f in schema if not f.name.startswith("_hoodie_")]).empty_table()
         return self._write(empty, "delete_partition", opts)
