@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 from hudi_ds.config import ServiceConfig
 from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.base import ServiceContext
-from hudi_ds.table_config import TableConfig
 
 if TYPE_CHECKING:
     from hudi_ds.timeline.instant import Instant
@@ -48,7 +47,9 @@ __all__ = [
 def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
     """The writer's post-commit table services: inline compaction, cleaning, archival."""
     try:
-        config = TableConfig.load(client.storage)
+        if client.state is None:  # no table: never after a commit
+            return
+        config = client.state.config  # hoodie.properties as the writer read it
         if config.table_version != 6 or config.timeline_layout_version != 1:
             return
         ctx = ServiceContext(client.storage, config, client.options)
