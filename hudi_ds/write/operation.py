@@ -6,15 +6,14 @@ Java spreads an operation over ``WriteOperationType`` and one commit action exec
 (``_FastAppendFiles``, ``_OverwriteFiles``, ``_DeleteFiles``). Here one object per operation
 declares what differs, and the write path asks it instead of comparing names:
 
-=========================  ===========  ================  ===========  ==================
-operation                  rows are     existing groups   action       replaces
-=========================  ===========  ================  ===========  ==================
-upsert, insert, bulk_ins.  records      merged into       (delta)commit  --
-delete                     deletes      merged into       (delta)commit  --
-insert_overwrite           records      not read          replacecommit  touched partitions
-insert_overwrite_table     records      not read          replacecommit  every partition
-delete_partition           partitions   not read          replacecommit  named partitions
-=========================  ===========  ================  ===========  ==================
+* ``upsert``, ``insert``, ``bulk_insert``: records, merged into their buckets' file groups;
+  a ``commit`` (COPY_ON_WRITE) or ``deltacommit`` (MERGE_ON_READ);
+* ``delete``: keys to delete, merged likewise;
+* ``insert_overwrite``: records in new file groups; a ``replacecommit`` replacing the live file
+  groups of the partitions written;
+* ``insert_overwrite_table``: the same, replacing every partition;
+* ``delete_partition``: nothing written; a ``replacecommit`` replacing the partitions named by
+  ``hoodie.datasource.write.partitions.to.delete`` (else those of the input rows).
 
 With the bucket index an insert updates an existing key as an upsert does (Hudi's bucket index
 tags every record with its bucket's file group), so the three record writes differ only in the
@@ -26,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar
 
 from hudi_ds.config import Options
 from hudi_ds.errors import ConfigError
@@ -46,27 +44,48 @@ class Rows(Enum):
     PARTITIONS = "partitions"  # only the partitions to drop are read from them
 
 
+class Replaces(Enum):
+    """Which partitions' live file groups an operation replaces."""
+
+    NOTHING = "nothing"  # rows go into the existing file groups of their buckets
+    WRITTEN = "written"  # the partitions the write wrote to
+    TABLE = "table"  # every partition
+    NAMED = "named"  # the partitions named to delete
+
+
 @dataclass(frozen=True)
 class WriteOperation:
     """One kind of write (Java ``WriteOperationType`` and its commit action executor).
 
-    Class attributes:
+    Attributes:
         name: the ``hoodie.datasource.write.operation`` value.
         operation_type: the ``WriteOperationType`` recorded in the commit metadata.
         rows: what the input rows are.
-        merges_existing: rows go into the existing file groups of their buckets (merged with
-            their records); False: new file groups are written and the old ones replaced.
-        option_keys: write options the operation reads beside the validated ``hoodie.*`` keys.
+        replaces: which live file groups the write replaces (a replacecommit) instead of
+            writing into them.
     """
 
-    name: ClassVar[str]
-    operation_type: ClassVar[str]
-    rows: ClassVar[Rows] = Rows.RECORDS
-    merges_existing: ClassVar[bool] = True
-    option_keys: ClassVar[tuple[str, ...]] = ()
+    name: str
+    operation_type: str
+    rows: Rows = Rows.RECORDS
+    replaces: Replaces = Replaces.NOTHING
+
+    @property
+    def merges_existing(self) -> bool:
+        """Rows go into the existing file groups of their buckets (merged with their records);
+        False: new file groups are written and the live ones replaced."""
+        return self.replaces is Replaces.NOTHING
+
+    @property
+    def option_keys(self) -> tuple[str, ...]:
+        """Write options the operation reads beside the validated ``hoodie.*`` keys."""
+        return (PARTITIONS_TO_DELETE_KEY,) if self.replaces is Replaces.NAMED else ()
 
     def action(self, table_type: str) -> str:
-        """The action of the instant: ``deltacommit`` on a MERGE_ON_READ table, else ``commit``."""
+        """The action of the instant: ``replacecommit`` for a replacing operation, else
+        ``deltacommit`` on a MERGE_ON_READ table and ``commit`` on a COPY_ON_WRITE one."""
+        if not self.merges_existing:
+            return REPLACE_COMMIT
         return DELTA_COMMIT if table_type == "MERGE_ON_READ" else COMMIT
 
     def required_columns(
@@ -74,18 +93,28 @@ class WriteOperation:
     ) -> tuple[str, ...] | None:
         """The columns input rows need when they are not whole records (None: records, whose
         schema is checked against the table's in full)."""
+        if self.rows is Rows.DELETES:
+            return (*record_key_fields, *partition_fields)
+        if self.rows is Rows.PARTITIONS:
+            return tuple(partition_fields)
         return None
 
     def replaced_partitions(
         self, view: FileSystemView, written: Iterable[str], partitions_to_delete: Sequence[str]
     ) -> list[str]:
-        """The partitions whose live file groups this operation replaces (none by default).
+        """The partitions whose live file groups this operation replaces.
 
         Args:
             view: the table's file-system view.
             written: the partitions the write wrote files to.
             partitions_to_delete: the partitions a ``delete_partition`` names.
         """
+        if self.replaces is Replaces.WRITTEN:
+            return sorted(set(written))
+        if self.replaces is Replaces.TABLE:
+            return view.partitions()
+        if self.replaces is Replaces.NAMED:
+            return list(partitions_to_delete)
         return []
 
     def replaced_file_ids(
@@ -117,112 +146,39 @@ class WriteOperation:
         return out
 
 
-@dataclass(frozen=True)
-class Upsert(WriteOperation):
-    """Insert new keys, update existing ones (the table's merge mode decides)."""
-
-    name = "upsert"
-    operation_type = "UPSERT"
-
-
-@dataclass(frozen=True)
-class Insert(WriteOperation):
-    """Insert rows (with the bucket index an existing key is updated as in upsert)."""
-
-    name = "insert"
-    operation_type = "INSERT"
-
-
-@dataclass(frozen=True)
-class BulkInsert(WriteOperation):
-    """Insert rows in bulk (written as an insert)."""
-
-    name = "bulk_insert"
-    operation_type = "BULK_INSERT"
-
-
-@dataclass(frozen=True)
-class Delete(WriteOperation):
-    """Delete the keys of the input rows (Java ``HoodieDeleteHelper``)."""
-
-    name = "delete"
-    operation_type = "DELETE"
-    rows = Rows.DELETES
-
-    def required_columns(
-        self, record_key_fields: Sequence[str], partition_fields: Sequence[str]
-    ) -> tuple[str, ...] | None:
-        return (*record_key_fields, *partition_fields)
-
-
-@dataclass(frozen=True)
-class _Replace(WriteOperation):
-    """An operation that writes new file groups and replaces live ones (a replacecommit)."""
-
-    merges_existing = False
-
-    def action(self, table_type: str) -> str:
-        return REPLACE_COMMIT
-
-
-@dataclass(frozen=True)
-class InsertOverwrite(_Replace):
-    """Replace the partitions the input touches with its rows."""
-
-    name = "insert_overwrite"
-    operation_type = "INSERT_OVERWRITE"
-
-    def replaced_partitions(
-        self, view: FileSystemView, written: Iterable[str], partitions_to_delete: Sequence[str]
-    ) -> list[str]:
-        return sorted(set(written))
-
-
-@dataclass(frozen=True)
-class InsertOverwriteTable(_Replace):
-    """Replace the whole table with the input."""
-
-    name = "insert_overwrite_table"
-    operation_type = "INSERT_OVERWRITE_TABLE"
-
-    def replaced_partitions(
-        self, view: FileSystemView, written: Iterable[str], partitions_to_delete: Sequence[str]
-    ) -> list[str]:
-        return view.partitions()
-
-
-@dataclass(frozen=True)
-class DeletePartition(_Replace):
-    """Drop whole partitions: those named by ``hoodie.datasource.write.partitions.to.delete``,
-    else the partitions of the input rows."""
-
-    name = "delete_partition"
-    operation_type = "DELETE_PARTITION"
-    rows = Rows.PARTITIONS
-    option_keys = (PARTITIONS_TO_DELETE_KEY,)
-
-    def required_columns(
-        self, record_key_fields: Sequence[str], partition_fields: Sequence[str]
-    ) -> tuple[str, ...] | None:
-        return tuple(partition_fields)
-
-    def replaced_partitions(
-        self, view: FileSystemView, written: Iterable[str], partitions_to_delete: Sequence[str]
-    ) -> list[str]:
-        return list(partitions_to_delete)
-
+#: insert new keys, update existing ones (the table's merge mode decides)
+UPSERT = WriteOperation("upsert", "UPSERT")
+#: insert rows (with the bucket index an existing key is updated as in upsert)
+INSERT = WriteOperation("insert", "INSERT")
+#: insert rows in bulk (written as an insert)
+BULK_INSERT = WriteOperation("bulk_insert", "BULK_INSERT")
+#: delete the keys of the input rows (Java ``HoodieDeleteHelper``)
+DELETE = WriteOperation("delete", "DELETE", Rows.DELETES)
+#: replace the partitions the input touches with its rows
+INSERT_OVERWRITE = WriteOperation(
+    "insert_overwrite", "INSERT_OVERWRITE", Rows.RECORDS, Replaces.WRITTEN
+)
+#: replace the whole table with the input
+INSERT_OVERWRITE_TABLE = WriteOperation(
+    "insert_overwrite_table", "INSERT_OVERWRITE_TABLE", Rows.RECORDS, Replaces.TABLE
+)
+#: drop whole partitions: those ``hoodie.datasource.write.partitions.to.delete`` names, else the
+#: partitions of the input rows
+DELETE_PARTITION = WriteOperation(
+    "delete_partition", "DELETE_PARTITION", Rows.PARTITIONS, Replaces.NAMED
+)
 
 #: every operation, by its ``hoodie.datasource.write.operation`` name
 OPERATIONS: Mapping[str, WriteOperation] = {
     op.name: op
     for op in (
-        Upsert(),
-        Insert(),
-        BulkInsert(),
-        Delete(),
-        InsertOverwrite(),
-        InsertOverwriteTable(),
-        DeletePartition(),
+        UPSERT,
+        INSERT,
+        BULK_INSERT,
+        DELETE,
+        INSERT_OVERWRITE,
+        INSERT_OVERWRITE_TABLE,
+        DELETE_PARTITION,
     )
 }
 #: the options operations read beside the validated ``hoodie.*`` keys
