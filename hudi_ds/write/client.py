@@ -737,14 +737,12 @@ class WriteClient:
         self._plans.pop(instant or "", None)
 
     def committed_streaming_batch(self, identifier: str) -> int | None:
-        """The latest batch id committed under ``identifier`` by a streaming sink, if any.
-
-        Read from the timeline as this client last listed it: a streaming sink opens a client
-        per micro-batch, after the previous batch's commit, and its tasks carry that listing.
-        """
+        """The latest batch id committed under ``identifier`` by a streaming sink, if any
+        (from a fresh listing of the timeline, kept in :attr:`state`: a batch may have been
+        committed by another process since this client opened the table)."""
         if self.state is None:
             return None
-        timeline = self.state.timeline
+        timeline = self.state.reload_timeline()
         for inst in reversed(timeline.commits()):
             md = timeline.read_commit_metadata(inst)
             raw = md.extra_metadata.get(STREAMING_CHECKPOINT_KEY) if md else None
