@@ -71,21 +71,14 @@ class WritePlan:
 
     def handle_context(self, storage: Storage, token: str) -> HandleContext:
         """What the handles of one task attempt (write token ``token``) share."""
-        o = self.options
         return HandleContext(
-            storage=storage,
-            instant=self.instant,
-            token=token,
-            schema=self.schema,
-            avro_schema=self.avro_schema,
-            block_format=o.block_format,
-            codec=o.codec,
-            ordering_field=o.ordering_field,
-            merge_mode=o.merge_mode,
-            merge=o.merge_spec,
-            partial_columns=self.partial_columns,
-            memory_budget=o.task_budget_bytes,
-            spill_dir=o.spill_dir,
+            storage,
+            self.instant,
+            token,
+            self.schema,
+            self.avro_schema,
+            self.options,
+            self.partial_columns,
         )
 
 
