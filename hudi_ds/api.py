@@ -16,7 +16,17 @@ from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import HudiTable as ReadableTable
 from hudi_ds.write.client import WriteClient
-from hudi_ds.write.operation import PARTITIONS_TO_DELETE_KEY, partitions_to_delete
+from hudi_ds.write.operation import (
+    DELETE,
+    DELETE_PARTITION,
+    INSERT,
+    INSERT_OVERWRITE,
+    INSERT_OVERWRITE_TABLE,
+    PARTITIONS_TO_DELETE_KEY,
+    UPSERT,
+    WriteOperation,
+    partitions_to_delete,
+)
 
 ArrowLike = Any  # pa.Table | pa.RecordBatch | pa.RecordBatchReader | __arrow_c_stream__ objects
 
@@ -87,34 +97,36 @@ class HudiTable(ReadableTable):
     opened are the defaults.
     """
 
-    def _write(self, data: ArrowLike, operation: str, options: Mapping[str, Any] | None) -> str:
+    def _write(
+        self, data: ArrowLike, operation: WriteOperation, options: Mapping[str, Any] | None
+    ) -> str:
         opts = {**self.options.raw, **dict(options or {})}
-        opts["hoodie.datasource.write.operation"] = operation
+        opts["hoodie.datasource.write.operation"] = operation.name
         instant = write(self.storage, data, opts)
         self.refresh()
         return instant
 
     def upsert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
         """Insert new keys and update existing ones (the table's merge mode decides)."""
-        return self._write(data, "upsert", options)
+        return self._write(data, UPSERT, options)
 
     def insert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
         """Insert rows (with the bucket index, an existing key is updated as in upsert)."""
-        return self._write(data, "insert", options)
+        return self._write(data, INSERT, options)
 
     def delete(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
         """Delete the keys of ``data`` (rows or just the key and partition columns)."""
-        return self._write(data, "delete", options)
+        return self._write(data, DELETE, options)
 
     def insert_overwrite(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
         """Replace the partitions that ``data`` touches with its rows."""
-        return self._write(data, "insert_overwrite", options)
+        return self._write(data, INSERT_OVERWRITE, options)
 
     def insert_overwrite_table(
         self, data: ArrowLike, options: Mapping[str, Any] | None = None
     ) -> str:
         """Replace the whole table with ``data``."""
-        return self._write(data, "insert_overwrite_table", options)
+        return self._write(data, INSERT_OVERWRITE_TABLE, options)
 
     def delete_partition(
         self, partitions: Sequence[str], options: Mapping[str, Any] | None = None
@@ -124,4 +136,4 @@ class HudiTable(ReadableTable):
         opts[PARTITIONS_TO_DELETE_KEY] = ",".join(partitions)
         schema = self.schema
         empty = pa.schema([f for f in schema if not f.name.startswith("_hoodie_")]).empty_table()
-        return self._write(empty, "delete_partition", opts)
+        return self._write(empty, DELETE_PARTITION, opts)

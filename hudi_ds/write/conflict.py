@@ -50,7 +50,7 @@ def resolve_conflicts(
     ]
     if not others:
         return statuses
-    exclusive = plan.table_type == "COPY_ON_WRITE" or plan.action == "replacecommit"
+    exclusive = plan.table_type == "COPY_ON_WRITE" or not plan.operation.merges_existing
     theirs_new: dict[tuple[str, int], str] = {}
     for other in others:
         md = timeline.read_commit_metadata(other)
