@@ -9,7 +9,7 @@ The embedded API (no JVM)::
 The Spark data source ``hudi_py`` lives in :mod:`hudi_ds.spark`.
 """
 
-import hudi_ds.services  # noqa: F401  (registers the post-commit table services)
+from hudi_ds.api import HudiTable, write
 from hudi_ds.errors import (
     CommitConflictError,
     ConfigError,
@@ -21,7 +21,6 @@ from hudi_ds.errors import (
     TableNotFoundError,
 )
 from hudi_ds.table.table import read
-from hudi_ds.write.api import HudiTable, write
 
 __version__ = "0.1.0"
 

@@ -1118,7 +1118,8 @@ def write_schema(
     record_key_fields: Sequence[str],
     partition_fields: Sequence[str] = (),
     ordering_field: str | None = None,
-    deletes: str | None = None,
+    operation: str = "upsert",
+    required_columns: Sequence[str] | None = None,
     partial_updates: bool = False,
     set_null_for_missing: bool = False,
     nulls_mean_unchanged: bool = False,
@@ -1141,8 +1142,10 @@ def write_schema(
         record_key_fields: the record key columns.
         partition_fields: the partition path columns.
         ordering_field: the ordering (precombine) column, if any.
-        deletes: ``"delete"`` or ``"delete_partition"`` when the rows are deletes (keys, or
-            partitions); they need only the key / partition columns and keep the table schema.
+        operation: the write operation's name (for messages).
+        required_columns: the columns rows need when they are not whole records (a delete's
+            keys, a delete_partition's partition columns); such a write keeps the table
+            schema. None: rows are records, checked against the table's schema in full.
         partial_updates: ``hoodie.write.partial.updates``.
         set_null_for_missing: ``hoodie.write.set.null.for.missing.columns``.
         nulls_mean_unchanged: the table's merger keeps stored values where a row has nulls.
@@ -1160,13 +1163,10 @@ def write_schema(
         )
     existing = table if table is not None else pa.schema([])
     existing_data = pa.schema([f for f in existing if f.name not in META_FIELDS])
-    if deletes in ("delete", "delete_partition") and len(existing_data):
-        needed = list(record_key_fields) + list(partition_fields)
-        if deletes == "delete_partition":
-            needed = list(partition_fields)
-        for c in needed:
+    if required_columns is not None and len(existing_data):
+        for c in required_columns:
             if data.get_field_index(c) < 0:
-                raise SchemaError(f"{deletes}: input lacks column '{c}'")
+                raise SchemaError(f"{operation}: input lacks column '{c}'")
         return WriteSchema(existing)
     for c in [*record_key_fields, *partition_fields]:
         if data.get_field_index(c) < 0:

@@ -18,7 +18,7 @@ import contextlib
 import errno
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -91,6 +91,11 @@ class Storage:
     # -- queries -----------------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
         return self.fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound
+
+    def existing(self, rels: Sequence[str]) -> list[str]:
+        """Which of the paths ``rels`` exist: one batched probe of exact names, no listing."""
+        infos = self.fs.get_file_info([self.full_path(r) for r in rels])
+        return [r for r, fi in zip(rels, infos, strict=True) if fi.type != pafs.FileType.NotFound]
 
     def is_dir(self, rel: str) -> bool:
         return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory

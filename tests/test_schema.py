@@ -889,11 +889,14 @@ def test_write_schema_partial_and_missing_columns() -> None:
 
 def test_write_schema_deletes_keep_the_table_schema() -> None:
     table = with_meta_fields(_schema(id=S, p=S, a=S))
-    assert ws(_schema(id=S, p=S), table, deletes="delete").schema == table
-    got = ws(_schema(p=S), table, deletes="delete_partition")
+    assert (
+        ws(_schema(id=S, p=S), table, operation="delete", required_columns=("id", "p")).schema
+        == table
+    )
+    got = ws(_schema(p=S), table, operation="delete_partition", required_columns=("p",))
     assert got.schema == table and got.partial_columns is None
     with pytest.raises(SchemaError, match="delete: input lacks column 'id'"):
-        ws(_schema(p=S), table, deletes="delete")
+        ws(_schema(p=S), table, operation="delete", required_columns=("id", "p"))
 
 
 def test_write_schema_refusals() -> None:

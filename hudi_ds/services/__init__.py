@@ -11,11 +11,12 @@ options)::
     archival.archive(ctx)                          # .hoodie/archived/.commits_.archive.N_...
     rollback.rollback(ctx, "20250101000000000")    # R.rollback
 
-Writers run them after every commit (:data:`hudi_ds.write.client.POST_COMMIT_HOOKS`), as Hudi's
-write client does: inline compaction when ``hoodie.compact.inline`` is set, cleaning when
-``hoodie.clean.automatic`` (default true), archival when ``hoodie.archive.automatic`` (default
-true). A failing service never undoes the commit that triggered it; it is logged and retried
-after the next commit.
+Writers run them after every commit (:func:`run_post_commit_services`, passed to
+:class:`~hudi_ds.write.client.WriteClient` as ``post_commit`` by the embedded API and the Spark
+connector), as Hudi's write client does: inline compaction when ``hoodie.compact.inline`` is
+set, cleaning when ``hoodie.clean.automatic`` (default true), archival when
+``hoodie.archive.automatic`` (default true). A failing service never undoes the commit that
+triggered it; it is logged and retried after the next commit.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from typing import TYPE_CHECKING
 from hudi_ds.config import ServiceConfig
 from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.base import ServiceContext
-from hudi_ds.write import client as _client
 
 if TYPE_CHECKING:
     from hudi_ds.timeline.instant import Instant
@@ -55,6 +55,8 @@ def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
     """
     try:
         state = client.state
+        if state is None:  # no table: never after a commit
+            return
         config = state.config
         if config.table_version != 6 or config.timeline_layout_version != 1:
             return
@@ -75,7 +77,3 @@ def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
             "again after the next commit)",
             instant.requested_time,
         )
-
-
-if run_post_commit_services not in _client.POST_COMMIT_HOOKS:
-    _client.POST_COMMIT_HOOKS.append(run_post_commit_services)

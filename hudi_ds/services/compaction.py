@@ -88,8 +88,8 @@ from hudi_ds.timeline.metadata import (
     WriteStat,
 )
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
-from hudi_ds.timeline.view import Visibility
-from hudi_ds.write.client import retarget_logs
+from hudi_ds.timeline.view import TableState, Visibility
+from hudi_ds.write.conflict import retarget_logs
 from hudi_ds.write.lock import Heartbeat, heartbeat_expired
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
 from hudi_ds.write.rollback_executor import pending_rollback_of, resume_rollback
@@ -209,9 +209,9 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     table.verify_committed_files(view, vis)
     slices = [(p, s) for p in view.partitions() for s in view.latest_file_slices(p, vis)]
     # logs of writes still pending are not the plan's: such a write moves them into the new
-    # slice when it commits (hudi_ds.write.client.retarget_logs). A write's requested file and
-    # markers are made before its log files, and both are read after the listing (the
-    # timeline listed again here), so every listed log of a pending write is found.
+    # slice when it commits (hudi_ds.write.conflict.retarget_logs). A write's requested file and
+    # markers are made before its log files, and both are read after the listing, so every
+    # listed log of a pending write is found.
     pending_logs = {
         f
         for i in _pending_writes(ctx.reload_timeline())
@@ -251,7 +251,7 @@ def schedule_compaction(ctx: ServiceContext) -> str | None:
     transaction: a writer starting meanwhile either sees C (and writes into C's slices) or
     started before it. Writes pending at C -- started before it -- keep going: their logs are
     not in the plan, and they move them into C's slices when they commit
-    (:func:`hudi_ds.write.client.retarget_logs`). A single writer (no lock) keeps Hudi's rule
+    (:func:`hudi_ds.write.conflict.retarget_logs`). A single writer (no lock) keeps Hudi's rule
     that no write may be pending when a compaction is scheduled (``ScheduleCompactionAction
     Executor``: "Earliest write inflight instant time must be later than compaction time").
 
@@ -305,7 +305,7 @@ def _retarget_missed_writes(ctx: ServiceContext, before: Timeline, plan: Compact
             if (p, st.file_id or "") in planned
         ]
         if stats:
-            retarget_logs(ctx.storage, stats)
+            retarget_logs(TableState(ctx.storage, ctx.config), stats)
 
 
 # -- execution ----------------------------------------------------------------------------------

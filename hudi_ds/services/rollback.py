@@ -235,7 +235,7 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
             return RollbackResult(instant, COMPACTION, None)
         if inst.action in DATA_ACTIONS:
             before = {i.requested_time for i in tl.filter_actions(ROLLBACK)}
-            rollback_instant(ctx.storage, ctx.config, instant)
+            rollback_instant(ctx.state, instant)
             after = ctx.reload_timeline().filter_actions(ROLLBACK)  # written by the rollback
             new = [i.requested_time for i in after if i.requested_time not in before]
             return RollbackResult(instant, inst.action, new[-1] if new else None)
@@ -267,7 +267,7 @@ def _resume_rollbacks(ctx: ServiceContext) -> list[str]:
     if not ctx.timeline().pending().filter_actions(ROLLBACK):
         return []
     try:
-        return rollback_failed_writes(ctx.storage, ctx.config, is_failed=lambda _ts: False)
+        return rollback_failed_writes(ctx.state, is_failed=lambda _ts: False)
     finally:
         ctx.reload_timeline()  # the rollbacks wrote and deleted instant files themselves
 
@@ -497,7 +497,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
             ctx.writer().delete_instant_files(Instant(ts, COMPACTION, State.REQUESTED))
             per_instant[ts] = [None]
         elif not now.is_completed:
-            rollback_instant(ctx.storage, ctx.config, ts)
+            rollback_instant(ctx.state, ts)
             per_instant[ts] = [_last_rollback_of(ctx.reload_timeline(), ts)]
         else:
             res = _rollback_completed(ctx, current, now)

@@ -53,13 +53,9 @@ class BucketSpec:
         _, hudi, _ = opt.split_options(options)
         path = path or options.get("path")
         if path:
-            c = WriteClient(str(path), hudi)
+            r = WriteClient(str(path), hudi).resolved
             spec = cls(
-                tuple(c.record_key_fields),
-                tuple(c.partition_fields),
-                c.complex_key,
-                c.num_buckets,
-                tuple(c.hash_fields),
+                r.record_key_fields, r.partition_fields, r.complex_key, r.num_buckets, r.hash_fields
             )
         else:
             o = Options.of(hudi)

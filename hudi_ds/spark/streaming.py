@@ -151,7 +151,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         job = WriteJob(opt.require_path(path), hudi, connector, schema, overwrite)
         job.client.create_table_if_absent(job.arrow_schema)
         identifier = Options.of(hudi).get(WriteConfig.STREAMING_CHECKPOINT_ID)
-        timeline = job.client.state.timeline  # the writer's table state: one listing
+        timeline = job.client.table_state().timeline  # the writer's table state: one listing
         last = timeline.instants[-1].requested_time if len(timeline) else None
         writer = cls(
             job, new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS), identifier
@@ -192,7 +192,6 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             if not joined and b.num_rows:
                 self.job.client.start(
                     self.job.arrow_schema,
-                    self.job.operation,
                     instant=self.instant,
                     rollback_failed=False,
                     extra_metadata={STREAM_BATCH_KEY: marker},
@@ -236,14 +235,14 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         if not instants:
             return
         instant = instants.pop()
-        cfg = client.table_config
-        assert cfg is not None
+        state = client.state
+        assert state is not None
         if not getattr(client, "multi_writer", False):
             # earlier attempts that crashed before their commit (Hudi's eager rollback of a
             # single writer; with several writers the lazy, heartbeat-based policy applies)
-            rollback_failed_writes(client.storage, cfg, before=instant)
+            rollback_failed_writes(state, before=instant)
         # listed again: the rollback above and other attempts of this batch changed the table
-        current = client.state.reload_timeline().get(instant)
+        current = state.reload_timeline().get(instant)
         if current is None:
             if any(m.statuses for m in msgs):
                 raise WriteError(f"batch {batchId}: instant {instant} is gone (rolled back?)")
@@ -285,7 +284,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
     def _pending_instants_of(self, batch_id: int) -> set[str]:
         """Pending instants whose inflight marker names this identifier and batch."""
         out = set()
-        tl = self.job.client.state.reload_timeline()  # the batch's attempts as they are now
+        tl = self.job.client.table_state().reload_timeline()  # the batch's attempts as they are now
         for inst in tl.pending().filter_actions(*DATA_ACTIONS):
             if not inst.is_inflight:
                 continue
@@ -299,7 +298,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         return out
 
     def _roll_back(self, instants: set[str]) -> None:
-        tl = self.job.client.state.reload_timeline()
+        tl = self.job.client.table_state().reload_timeline()
         for t in sorted(instants):
             if not tl.is_completed(t):
                 self.job.abort(t)

@@ -31,6 +31,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from hudi_ds.errors import ConfigError, WriteError
+from hudi_ds.services import run_post_commit_services
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, spark_to_arrow_schema
@@ -126,13 +127,17 @@ class WriteJob:
         self.overwrite = overwrite
         self.arrow_schema = spark_to_arrow_schema(schema)
         self.operation = resolve_operation(self.options, overwrite)
-        self.client: WriteClient = WriteClient(path, self.options)
+        if self.operation is not None:  # the client's operation, chosen once
+            self.options[OPERATION_KEY] = self.operation
+        self.client: WriteClient = WriteClient(
+            path, self.options, post_commit=run_post_commit_services
+        )
         self.client.validate_schema(self.arrow_schema)
 
     # -- driver ----------------------------------------------------------------------------------
     def start(self) -> str:
         """Open a new instant (creates the table on the first write); returns its time."""
-        return self.client.start(schema=self.arrow_schema, operation=self.operation)
+        return self.client.start(schema=self.arrow_schema)
 
     def commit(
         self,

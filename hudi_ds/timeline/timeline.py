@@ -32,6 +32,7 @@ from hudi_ds.errors import (
 )
 from hudi_ds.storage import FileInfo, Storage
 from hudi_ds.timeline.instant import (
+    ACTIONS,
     CLEAN,
     CLUSTERING,
     COMMIT,
@@ -801,6 +802,14 @@ class TimelineWriter:
     :meth:`Storage.write_atomic`), so readers see either no completed instant or the whole
     metadata.
 
+    Transitions do not list the timeline folder: as Java's ``HoodieActiveTimeline``
+    (``createNewInstant`` creates its file if absent, ``transitionPendingState`` /
+    ``transitionStateToComplete`` check that the file of the state before exists, then create
+    the next one), they probe exact file names. In layout 1 every name of an instant time is
+    known, so "time already taken" and "already completed" are probes too; in layout 2 a
+    completed file carries its completion time in its name, so these two checks list the folder
+    (hudi_ds writes layout 1; layout 2 is written by table services of other versions only).
+
     Args:
         storage: the table's storage.
         layout_version: 1 or 2.
@@ -851,6 +860,30 @@ class TimelineWriter:
                 out.append((inst, info.path))
         return out
 
+    def _names_of(self, requested_time: str) -> list[str]:
+        """Every path an instant file of ``requested_time`` can have (layout 1: all are known)."""
+        names = set()
+        for action in ACTIONS:
+            for state in State:
+                try:
+                    names.add(Instant(requested_time, action, state).file_name(self.layout_version))
+                except ValueError:  # a state the action does not have (requested savepoint)
+                    continue
+        return sorted(f"{self.path}/{n}" for n in names)
+
+    def _taken(self, requested_time: str) -> bool:
+        """Whether any instant file of ``requested_time`` exists, whatever its action."""
+        if self.layout_version == 1:
+            return bool(self.storage.existing(self._names_of(requested_time)))
+        return bool(self._files_of(requested_time))
+
+    def _completed(self, instant: Instant) -> bool:
+        """Whether ``instant``'s time is completed (its own completed file, in layout 1)."""
+        ts = instant.requested_time
+        if self.layout_version == 1:
+            return self.storage.exists(self.path_of(Instant(ts, instant.action, State.COMPLETED)))
+        return any(i.is_completed for i, _ in self._files_of(ts))
+
     def create_requested(self, instant: Instant, content: bytes = b"") -> bool:
         """Create the requested file of ``instant`` (atomic create-if-absent).
 
@@ -859,7 +892,7 @@ class TimelineWriter:
             caller must pick a new instant time), True if created.
         """
         req = Instant(instant.requested_time, instant.action, State.REQUESTED)
-        if self._files_of(req.requested_time):
+        if self._taken(req.requested_time):
             return False
         created = self.storage.create_if_absent(self.path_of(req), content)
         if created:
@@ -877,7 +910,7 @@ class TimelineWriter:
         inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
         if not self.storage.exists(self.path_of(req)):
             raise InstantNotFoundError(f"{self.path_of(req)} does not exist")
-        if any(i.is_completed for i, _ in self._files_of(instant.requested_time)):
+        if self._completed(instant):
             raise TimelineError(f"instant {instant.requested_time} is already completed")
         if not self.storage.create_if_absent(self.path_of(inflight), content):
             raise TimelineError(f"{self.path_of(inflight)} already exists")
@@ -905,7 +938,7 @@ class TimelineWriter:
         inflight = Instant(ts, instant.action, State.INFLIGHT)
         if not self.storage.exists(self.path_of(inflight)):
             raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
-        if any(i.is_completed for i, _ in self._files_of(ts)):
+        if self._completed(instant):
             raise TimelineError(f"instant {ts} is already completed")
         if self.layout_version == 1:
             done = Instant(ts, completed_action(instant.action), State.COMPLETED, ts)

@@ -1,1 +1,2 @@
-"""The write path: per-file-group handles, WriteStatus, markers and the write client."""
+"""The write path: the client (coordinator), options, operations, plan, task writer, handles,
+conflict resolution at commit, markers, locks and rollback of failed writes."""

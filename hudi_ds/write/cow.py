@@ -13,7 +13,6 @@ commit runs. Readers never see staged files (they are not in a partition folder)
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -22,6 +21,7 @@ from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
 from hudi_ds.schema import META_FIELDS, conform_partial
 from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.write.handles import (
     DELETE_ORDERING,
     AppendHandle,
@@ -30,10 +30,8 @@ from hudi_ds.write.handles import (
     delete_schema,
 )
 from hudi_ds.write.markers import marker_dir
+from hudi_ds.write.plan import WritePlan
 from hudi_ds.write.write_status import WriteStatus
-
-if TYPE_CHECKING:
-    from hudi_ds.write.client import WritePlan
 
 
 class StageHandle(AppendHandle):
@@ -65,9 +63,6 @@ def merge_staged(
     storage: Storage, plan: WritePlan, statuses: list[WriteStatus]
 ) -> list[WriteStatus]:
     """Replace the ``stage`` statuses by one merged base file per touched file group."""
-    from hudi_ds.table.fs_view import FileSystemView
-    from hudi_ds.table_config import TableConfig
-
     out = [s for s in statuses if s.kind != "stage"]
     staged: dict[tuple[str, str], list[WriteStatus]] = defaultdict(list)
     for s in statuses:
@@ -75,17 +70,18 @@ def merge_staged(
             staged[(s.partition_path, s.file_id)].append(s)
     if not staged:
         return out
-    view = FileSystemView(storage, TableConfig.load(storage))
+    view = FileSystemView(storage, plan.table_config)
     latest: dict[tuple[str, str], FileSlice] = {}
     for p in {k[0] for k in staged}:
-        if plan.operation in ("insert_overwrite", "insert_overwrite_table"):
-            continue
+        if not plan.operation.merges_existing:
+            continue  # the rows go into new file groups
         for fs in view.latest_file_slices(p, plan.visibility):
             latest[(p, fs.file_id)] = fs
     ctx = plan.handle_context(storage, "0-0-0")
+    ordering = plan.options.ordering_field
     otype = (
-        plan.schema.field(plan.ordering_field).type
-        if plan.ordering_field and plan.schema.get_field_index(plan.ordering_field) >= 0
+        plan.schema.field(ordering).type
+        if ordering and plan.schema.get_field_index(ordering) >= 0
         else pa.null()
     )
     dschema = delete_schema(otype)

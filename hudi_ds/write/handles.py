@@ -63,6 +63,7 @@ from hudi_ds.storage import OutputStream, Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 from hudi_ds.write.markers import create_marker
+from hudi_ds.write.options import ResolvedOptions
 from hudi_ds.write.write_status import WriteStatus
 
 DELETE_ORDERING = "_ordering_value"
@@ -77,20 +78,15 @@ class HandleContext:
     token: str
     schema: pa.Schema  # full record schema, meta fields first
     avro_schema: str  # the same as Avro JSON (log block SCHEMA header)
-    block_format: str  # "parquet" | "avro"
-    codec: str
-    ordering_field: str | None
-    merge_mode: str
-    dictionary_columns: tuple[str, ...] | None = None  # chosen once per task from its data
-    merge: MergeSpec | None = None  # the table's merger (default: built-in of merge_mode)
+    options: ResolvedOptions  # block format, codec, ordering field, merger, memory budget
     partial_columns: tuple[str, ...] | None = None  # partial update write: the data columns
-    memory_budget: int | None = None  # bytes the task's handles may hold (None: unbounded)
-    spill_dir: str | None = None  # local folder of spill files (None: the system temp folder)
+    dictionary_columns: tuple[str, ...] | None = None  # chosen once per task from its data
 
     @property
     def merge_spec(self) -> MergeSpec:
-        """The merge spec (``merge``, or the built-in one of ``merge_mode``)."""
-        return resolve_spec(self.merge, self.merge_mode, self.ordering_field)
+        """The table's merge spec."""
+        o = self.options
+        return resolve_spec(o.merge_spec, o.merge_mode, o.ordering_field)
 
     def carried(self, table: pa.Table) -> pa.Table:
         """The columns incoming rows carry (all, unless this is a partial update write)."""
@@ -236,7 +232,12 @@ class AppendHandle(_Buffered):
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
         self._data, self._deletes, self.buffered_bytes = [], [], 0
         data, dels = precombine(
-            data, dels, ctx.ordering_field, ctx.merge_mode, ctx.merge, ctx.partial_columns
+            data,
+            dels,
+            ctx.options.ordering_field,
+            ctx.options.merge_mode,
+            ctx.options.merge_spec,
+            ctx.partial_columns,
         )
         out = self._stream()
         if data.num_rows:
@@ -247,7 +248,7 @@ class AppendHandle(_Buffered):
                 if partial
                 else ctx.avro_schema
             )
-            if ctx.block_format == "avro":
+            if ctx.options.block_format == "avro":
                 block = encode_avro_data_block(data, ctx.instant, avro_schema, partial=partial)
             else:
                 dict_cols = (
@@ -259,7 +260,7 @@ class AppendHandle(_Buffered):
                     data,
                     ctx.instant,
                     avro_schema,
-                    compression=ctx.codec,
+                    compression=ctx.options.codec,
                     dictionary_columns=dict_cols,
                     partial=partial,
                 )
@@ -317,8 +318,9 @@ class AppendHandle(_Buffered):
 
 def _empty_deletes(ctx: HandleContext) -> pa.Table:
     otype = (
-        ctx.schema.field(ctx.ordering_field).type
-        if ctx.ordering_field and ctx.schema.get_field_index(ctx.ordering_field) >= 0
+        ctx.schema.field(ctx.options.ordering_field).type
+        if ctx.options.ordering_field
+        and ctx.schema.get_field_index(ctx.options.ordering_field) >= 0
         else pa.null()
     )
     return delete_schema(otype).empty_table()
@@ -547,7 +549,7 @@ class MergeHandle(_Buffered):
         merged rows, the file-name column, the Parquet encoding), and the task's other handles
         keep buffering up to a third of the budget meanwhile.
         """
-        budget = self.ctx.memory_budget
+        budget = self.ctx.options.task_budget_bytes
         return None if budget is None else max(budget // 8, 1)
 
     def flush(self) -> None:
@@ -591,7 +593,7 @@ class MergeHandle(_Buffered):
         """The spill files of rows and of delete keys (created on first use)."""
         if self._spilled_data is None or self._spilled_deletes is None:
             self._spill_dir = tempfile.mkdtemp(
-                prefix=f"hudi-merge-{self.file_id}-", dir=self.ctx.spill_dir or None
+                prefix=f"hudi-merge-{self.file_id}-", dir=self.ctx.options.spill_dir or None
             )
             # removed at close, or when an abandoned handle (a failed task) is collected
             self._remove_spill = weakref.finalize(self, shutil.rmtree, self._spill_dir, True)
@@ -621,7 +623,7 @@ class MergeHandle(_Buffered):
         merged, n_updates, n_inserts, n_deleted = merge_into_base(old, incoming, dels, ctx)
         merged = _set_file_name(merged, self.name)
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        size = write_base_file(ctx.storage, self.path, merged, ctx.codec)
+        size = write_base_file(ctx.storage, self.path, merged, ctx.options.codec)
         crash_point("handle_flush")
         return self._status(merged.num_rows, n_updates, n_inserts, n_deleted, size)
 
@@ -686,7 +688,7 @@ class MergeHandle(_Buffered):
         and write the results as consecutive row groups of the new base file."""
         ctx = self.ctx
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        writer = BaseFileWriter(ctx.storage, self.path, ctx.codec)
+        writer = BaseFileWriter(ctx.storage, self.path, ctx.options.codec)
         n_rows = n_updates = n_inserts = n_deleted = 0
         try:
             for old, incoming, dels in groups:

@@ -53,20 +53,25 @@ from hudi_ds.timeline.metadata import (
     RollbackRequest,
 )
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, TimelineWriter
+from hudi_ds.timeline.view import TableState
 from hudi_ds.write.markers import delete_markers, marked_files
 
 log = logging.getLogger("hudi_ds.write")
 
 
 def rollback_failed_writes(
-    storage: Storage,
-    config: TableConfig,
+    state: TableState,
     before: str | None = None,
     is_failed: Callable[[str], bool] | None = None,
 ) -> list[str]:
     """Roll back every pending write instant (and finish interrupted rollbacks).
 
+    Works on the timeline ``state`` holds; when something was rolled back, the timeline is
+    listed again and kept in ``state`` (Java reloads the active timeline after
+    ``rollbackFailedWrites`` too).
+
     Args:
+        state: the opened table.
         before: only instants requested before this time (a streaming commit keeps its own
             instant and anything newer).
         is_failed: only instants for which this returns True (multi-writer: the ones whose
@@ -75,16 +80,20 @@ def rollback_failed_writes(
     Returns:
         The instant times rolled back.
     """
-    layout = config.timeline_layout_version
-    timeline = Timeline.load(storage, layout, config.timeline_path)
+    storage, config = state.storage, state.config
+    timeline = state.timeline
     done = []
+    resumed = False
     for r in timeline.pending().filter_actions("rollback"):
         target = _rollback_target(timeline, r)
         if before is not None and target is not None and target >= before:
             continue
+        resumed = True
         if resume_rollback(storage, config, timeline, r) and target:
             done.append(target)
-    timeline = Timeline.load(storage, layout, config.timeline_path)
+    if resumed:
+        timeline = state.reload_timeline()
+    rolled = False
     for inst in timeline.pending().filter_actions(*DATA_ACTIONS):
         if before is not None and inst.requested_time >= before:
             continue
@@ -92,6 +101,9 @@ def rollback_failed_writes(
             continue  # a live writer's instant
         execute_rollback(storage, config, timeline, inst.requested_time, None)
         done.append(inst.requested_time)
+        rolled = True
+    if rolled:
+        state.reload_timeline()
     return done
 
 
@@ -155,13 +167,17 @@ def _revert_compaction_attempt(
     log.info("rolled back the failed attempt of compaction %s (resumed)", ts)
 
 
-def rollback_instant(storage: Storage, config: TableConfig, instant: str) -> bool:
+def rollback_instant(state: TableState, instant: str) -> bool:
     """Roll back the pending write ``instant``; a completed instant is left alone.
+
+    The timeline is listed afresh first (a rollback runs under the table lock, after other
+    writers' changes) and again after a rollback, both kept in ``state``.
 
     Returns:
         True if something was rolled back.
     """
-    timeline = Timeline.load(storage, config.timeline_layout_version, config.timeline_path)
+    storage, config = state.storage, state.config
+    timeline = state.reload_timeline()
     inst = timeline.get(instant)
     if inst is not None and inst.is_completed:
         log.warning("not rolling back %s: it is already completed", instant)
@@ -170,12 +186,11 @@ def rollback_instant(storage: Storage, config: TableConfig, instant: str) -> boo
         return False
     if inst is not None and not _files_of(storage, config, instant):
         # it wrote nothing (e.g. its input was refused): just withdraw the instant
-        TimelineWriter(
-            storage, config.timeline_layout_version, config.timeline_path
-        ).delete_instant_files(inst)
+        state.timeline_writer().delete_instant_files(inst)
         delete_markers(storage, instant)
         return True
     execute_rollback(storage, config, timeline, instant, None)
+    state.reload_timeline()
     return True
 
 

@@ -171,6 +171,7 @@ def test_partial_update_by_several_tasks_with_required_columns(
 ) -> None:
     """Tasks that are not exclusive writers (Spark): COW stages partial rows, the commit merges
     them; a required column the partial rows leave out is taken from the stored row."""
+    from hudi_ds.services import run_post_commit_services
     from hudi_ds.write.client import WriteClient
 
     p = str(tmp_path / "t")
@@ -182,7 +183,7 @@ def test_partial_update_by_several_tasks_with_required_columns(
     upd = pa.table(
         {"id": list("abcd"), "ts": pa.array([2] * 4, pa.int64()), "price": [2.0, 3.0, 4.0, 5.0]}
     )
-    client = WriteClient(p, o)
+    client = WriteClient(p, o, post_commit=run_post_commit_services)
     instant = client.start(upd.schema)
     statuses = []
     for task, rows in enumerate((upd.slice(0, 2), upd.slice(2, 2))):

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.services import ServiceContext, archival, clean, compaction
+from hudi_ds.services import ServiceContext, archival, clean, compaction, run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.timeline import timeline as timeline_mod
 from hudi_ds.write.client import WriteClient
@@ -84,7 +84,7 @@ def test_write_pending_while_a_compaction_is_scheduled_and_run_moves_into_its_sl
     path = str(tmp_path / "t")
     hudi_ds.write(path, row(1, "one"), MULTI)
     hudi_ds.write(path, row(2, "two"), MULTI)
-    client = WriteClient(path, MULTI)
+    client = WriteClient(path, MULTI, post_commit=run_post_commit_services)
     t = client.start(row(3, "x").schema)
     task = client.task_writer(t)
     task.write(row(3, "three"))
@@ -118,7 +118,7 @@ def test_write_started_after_scheduling_and_committed_after_completion(tmp_path:
     ctx = ServiceContext.open(path, MULTI)
     c = compaction.schedule_compaction(ctx)
     assert c is not None
-    client = WriteClient(path, MULTI)
+    client = WriteClient(path, MULTI, post_commit=run_post_commit_services)
     t = client.start(row(3, "x").schema)
     task = client.task_writer(t)
     task.write(row(3, "three"))
@@ -166,7 +166,7 @@ def test_inline_compaction_of_one_writer_while_another_writes(tmp_path: Path) ->
     instant is pending; that writer's logs join the compaction's slice when it commits."""
     path = str(tmp_path / "t")
     hudi_ds.write(path, row(1, "one"), MULTI)
-    slow = WriteClient(path, MULTI)
+    slow = WriteClient(path, MULTI, post_commit=run_post_commit_services)
     t = slow.start(row(3, "x").schema)
     task = slow.task_writer(t)
     task.write(row(3, "three"))

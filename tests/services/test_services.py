@@ -20,7 +20,14 @@ import pytest
 import hudi_ds
 from hudi_ds.errors import ConfigError, InstantNotFoundError, TimelineError, UnsupportedError
 from hudi_ds.log.archive import load_archived
-from hudi_ds.services import ServiceContext, archival, clean, compaction, rollback
+from hudi_ds.services import (
+    ServiceContext,
+    archival,
+    clean,
+    compaction,
+    rollback,
+    run_post_commit_services,
+)
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.write.client import WriteClient
@@ -211,7 +218,7 @@ def test_schedule_refuses_pending_writes_and_non_mor(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     m = Model()
     write(path, trips(range(6), 1), m)
-    client = WriteClient(path, OPTS)
+    client = WriteClient(path, OPTS, post_commit=run_post_commit_services)
     client.start(trips([0], 2).schema)  # a write in flight
     ctx = ServiceContext.open(path)
     with pytest.raises(TimelineError, match="pending"):

@@ -223,7 +223,7 @@ def test_empty_table_plans_nothing(tmp_path_factory) -> None:
 
 # -- bucket pruning --------------------------------------------------------------------------------
 def test_record_key_filter_reads_one_file_group_per_partition(tmp_path: Path) -> None:
-    from hudi_ds.write.api import write
+    from hudi_ds.api import write
 
     path = str(tmp_path / "t")
     n = 2000

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
+from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.timeline import Timeline
@@ -93,7 +94,7 @@ def test_sink_exactly_once_and_replay_changes_nothing(spark: Any, tmp_path: Path
     path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
     sink(spark, src, path, ck)
     assert snapshot(path) == model(tables)
-    client = WriteClient(path, OPTS)
+    client = WriteClient(path, OPTS, post_commit=run_post_commit_services)
     assert client.committed_streaming_batch("default_single_writer") == 2
     assert len(ReadableTable(path).timeline.commits()) == 3
 
@@ -124,7 +125,7 @@ def test_two_identifiers_keep_separate_checkpoints(spark: Any, tmp_path: Path) -
     ident = "hoodie.datasource.write.streaming.checkpoint.identifier"
     sink(spark, a_src, path, str(tmp_path / "ck_a"), **{ident: "stream_a"})
     sink(spark, b_src, path, str(tmp_path / "ck_b"), **{ident: "stream_b"})
-    client = WriteClient(path, OPTS)
+    client = WriteClient(path, OPTS, post_commit=run_post_commit_services)
     assert client.committed_streaming_batch("stream_a") == 2
     assert client.committed_streaming_batch("stream_b") == 1
     assert snapshot(path) == model(a_tables + b_tables)

@@ -20,6 +20,7 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 import hudi_ds
 from hudi_ds.errors import ConfigError, WriteError
+from hudi_ds.services import run_post_commit_services
 from hudi_ds.spark import streaming
 from hudi_ds.spark.datasource import HudiDataSource
 from hudi_ds.spark.stream_reader import INIT_OFFSET, OFFSET_KEY, HudiStreamReader
@@ -217,7 +218,7 @@ def test_identifiers_keep_separate_checkpoints(tmp_path: Path, batch_id: dict[st
         msg = stream_writer(path, **b).write(iter([rows(range(50 + bid, 51 + bid), 1)]))
         assert not msg.skipped
         stream_writer(path, **b).commit([msg], bid)
-    client = WriteClient(str(path), OPTS)
+    client = WriteClient(str(path), OPTS, post_commit=run_post_commit_services)
     assert client.committed_streaming_batch("a") == 2
     assert client.committed_streaming_batch("b") == 1
     assert len(snapshot(path)) == 5
@@ -280,7 +281,7 @@ def test_source_stops_before_a_pending_write(tmp_path: Path) -> None:
 
 
 def _commit_without_rollback(path: Path, ids: range) -> str:
-    client = WriteClient(str(path), OPTS)
+    client = WriteClient(str(path), OPTS, post_commit=run_post_commit_services)
     batch = rows(ids, 2)
     t = client.start(batch.schema, rollback_failed=False)
     w = client.task_writer(t)

@@ -917,6 +917,39 @@ def test_writer_transitions(tmp_path: Path, layout: int) -> None:
     assert tl.reload() == tl and tl.path == timeline_dir(layout)
 
 
+def test_writer_transitions_probe_names_without_listing_layout_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Layout 1: creating, starting and completing an instant never lists the timeline folder
+    (as Java's HoodieActiveTimeline.createNewInstant / transitionState), yet a time already
+    taken by any action is refused and completing twice is an error."""
+    storage = Storage(str(tmp_path))
+    w = TimelineWriter(storage, 1)
+    taken = new_instant_time()
+    assert w.create_requested(Instant(taken, ROLLBACK, State.REQUESTED))
+    listed: list[str] = []
+    real = Storage.list_files
+
+    def list_files(self: Storage, rel: str = "", recursive: bool = False) -> list[Any]:
+        listed.append(rel)
+        return real(self, rel, recursive)
+
+    monkeypatch.setattr(Storage, "list_files", list_files)
+    assert w.create_requested(Instant(taken, DELTA_COMMIT, State.REQUESTED)) is False
+    ts = new_instant_time(after=taken)
+    req = Instant(ts, DELTA_COMMIT, State.REQUESTED)
+    assert w.create_requested(req)
+    inflight = w.transition_to_inflight(req, b"{}")
+    w.complete(inflight, b"{}")
+    with pytest.raises(TimelineError, match="already completed"):
+        w.complete(inflight, b"{}")
+    with pytest.raises(TimelineError, match="already completed"):
+        w.transition_to_inflight(req)
+    assert listed == []
+    monkeypatch.undo()
+    assert Timeline.load(storage, 1).is_completed(ts)
+
+
 def test_writer_needs_requested_before_inflight(tmp_path: Path) -> None:
     w = TimelineWriter(Storage(str(tmp_path)), 2)
     i = Instant(new_instant_time(), DELTA_COMMIT, State.REQUESTED)

@@ -101,13 +101,17 @@ def test_two_cow_writers_conflict_and_retry(tmp_path: Path) -> None:
 
 
 def test_overlapping_cow_commit_raises_and_leaves_nothing(tmp_path: Path) -> None:
+    from hudi_ds.services import run_post_commit_services
     from hudi_ds.write.client import WriteClient
 
     path = str(tmp_path / "t")
     opts = options("COPY_ON_WRITE")
     rows = pa.table({"id": ["a", "b"], "ts": [1, 1], "p": ["p0", "p0"], "who": [0, 0]})
     hudi_ds.write(path, rows, opts)
-    first, second = WriteClient(path, opts), WriteClient(path, opts)
+    first, second = (
+        WriteClient(path, opts, post_commit=run_post_commit_services),
+        WriteClient(path, opts, post_commit=run_post_commit_services),
+    )
     i1 = first.start(rows.schema)
     i2 = second.start(rows.schema)
     t1 = first.task_writer(i1)

@@ -5,8 +5,8 @@ spill and merge partition by partition) and compare every row, and the write sta
 the same writes under an unbounded budget, with a model of the expected rows and with hudi-rs.
 
 The slow tests measure peak RSS: each case runs in a fresh subprocess that streams rows through one
-:class:`~hudi_ds.write.client.TaskWriter` in batches and reports its own peak RSS growth over the
-baseline taken after imports and a warm-up write (``/proc/self/clear_refs`` resets the kernel's
+:class:`~hudi_ds.write.task_writer.TaskWriter` in batches and reports its own peak RSS growth over
+the baseline taken after imports and a warm-up write (``/proc/self/clear_refs`` resets the kernel's
 high-water mark, ``VmHWM`` is read after the write). The acceptance bound is
 ``2 x budget + 100 MB`` for COW (merge handles) and MOR (append handles), 32 MB and 256 MB.
 """
@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
+from hudi_ds.services import run_post_commit_services
 from hudi_ds.write.client import WriteClient
 
 MB = 1 << 20
@@ -125,7 +126,7 @@ def _write(path: str, options: dict, exclusive: bool) -> tuple[list[dict], int, 
     files: list[str] = []
     peak = flushes = 0
     for step in STEPS:
-        client = WriteClient(path, options)
+        client = WriteClient(path, options, post_commit=run_post_commit_services)
         data = _batches(step)
         inst = client.start(data[0].schema)
         statuses = []
@@ -201,7 +202,7 @@ def test_spill_files_live_in_the_spill_path_until_close(tmp_path: Path) -> None:
     spill.mkdir()
     path = str(tmp_path / "t")
     opts = {**COW, "write.task.max.size": TINY, "hoodie.memory.spillable.map.path": str(spill)}
-    client = WriteClient(path, opts)
+    client = WriteClient(path, opts, post_commit=run_post_commit_services)
     data = _batches(0)
     inst = client.start(data[0].schema)
     task = client.task_writer(inst)
@@ -299,10 +300,10 @@ def _child(table_type: str, budget_mb: int, rows: int, root: str, upsert: int, b
     }
     path = os.path.join(root, "t")
     if build:
-        _stream(WriteClient(path, opts), 0, rows)
+        _stream(WriteClient(path, opts, post_commit=run_post_commit_services), 0, rows)
         return
     # warm-up: import and run every code path once on a small table
-    warm = WriteClient(os.path.join(root, "warm"), opts)
+    warm = WriteClient(os.path.join(root, "warm"), opts, post_commit=run_post_commit_services)
     inst = warm.start(_batch(0, 10).schema)
     task = warm.task_writer(inst)
     task.write(_batch(0, 1000))
@@ -315,9 +316,13 @@ def _child(table_type: str, budget_mb: int, rows: int, root: str, upsert: int, b
     except OSError:
         base_kb = _status_kb("VmHWM")
     if upsert:
-        _stream(WriteClient(path, opts), rows - upsert // 2, upsert)
+        _stream(
+            WriteClient(path, opts, post_commit=run_post_commit_services),
+            rows - upsert // 2,
+            upsert,
+        )
     else:
-        _stream(WriteClient(path, opts), 0, rows)
+        _stream(WriteClient(path, opts, post_commit=run_post_commit_services), 0, rows)
     peak_kb = _status_kb("VmHWM")
     print(json.dumps({"growth_mb": (peak_kb - base_kb) / 1024, "base_mb": base_kb / 1024}))
 

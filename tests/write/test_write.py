@@ -11,6 +11,7 @@ import pytest
 
 import hudi_ds
 from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, table_checksum
 from hudi_ds.write.client import WriteClient
@@ -87,7 +88,7 @@ def test_created_table_is_v6_with_merge_semantics(tmp_path: Path) -> None:
 
 def test_two_tasks_of_one_instant_share_a_new_bucket(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    client = WriteClient(path, OPTS)
+    client = WriteClient(path, OPTS, post_commit=run_post_commit_services)
     instant = client.start(trips([0]).schema)
     t1 = client.task_writer(instant, 0, 1, 0, exclusive=False)
     t2 = client.task_writer(instant, 1, 1, 1, exclusive=False)
@@ -108,7 +109,7 @@ def test_cow_with_several_tasks_stages_and_merges_once(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     opts = {**OPTS, "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
     hudi_ds.write(path, trips(range(10)), opts)
-    client = WriteClient(path, opts)
+    client = WriteClient(path, opts, post_commit=run_post_commit_services)
     instant = client.start(trips([0]).schema)
     tasks = [client.task_writer(instant, i, 2, i, exclusive=False) for i in range(3)]
     tasks[0].write(trips([1, 2], ts=5))
@@ -128,7 +129,7 @@ def test_cow_with_several_tasks_stages_and_merges_once(tmp_path: Path) -> None:
 
 def test_failed_attempt_files_never_become_visible(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    client = WriteClient(path, OPTS)
+    client = WriteClient(path, OPTS, post_commit=run_post_commit_services)
     instant = client.start(trips([0]).schema)
     failed = client.task_writer(instant, 0, 3, 0, exclusive=False)
     failed.write(trips([100, 101]))
@@ -144,7 +145,7 @@ def test_failed_attempt_files_never_become_visible(tmp_path: Path) -> None:
 def test_memory_budget_flushes_blocks(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     opts = {**OPTS, "write.batch.size": "0.05", "write.task.max.size": "0.1"}
-    client = WriteClient(path, opts)
+    client = WriteClient(path, opts, post_commit=run_post_commit_services)
     data = trips(range(20000))
     instant = client.start(data.schema)
     task = client.task_writer(instant)
@@ -312,12 +313,14 @@ def test_nonpartitioned_table_with_two_key_fields(tmp_path: Path) -> None:
 
 def test_commit_from_a_client_that_did_not_start_the_instant(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    starter = WriteClient(path, OPTS)
+    starter = WriteClient(path, OPTS, post_commit=run_post_commit_services)
     instant = starter.start(trips([0]).schema)
     task = starter.task_writer(instant, 0, 0, 0, exclusive=False)
     task.write(trips([1, 2]))
     statuses = task.close()
-    WriteClient(path, OPTS).commit(instant, statuses)  # e.g. a streaming commit elsewhere
+    WriteClient(path, OPTS, post_commit=run_post_commit_services).commit(
+        instant, statuses
+    )  # e.g. a streaming commit elsewhere
     assert ids_of(path) == hudi_rs_ids(path) == ["t1", "t2"]
 
 

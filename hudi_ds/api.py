@@ -1,4 +1,8 @@
-"""The embedded write API: ``hudi_ds.write`` and the writable ``HudiTable``."""
+"""The embedded write API: ``hudi_ds.write`` and the writable ``HudiTable``.
+
+The top layer: a write runs the table services after its commit
+(:func:`hudi_ds.services.run_post_commit_services`), passed to the write client explicitly.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,22 @@ from typing import Any
 import pyarrow as pa
 
 from hudi_ds.errors import SchemaError
+from hudi_ds.schema import without_meta_fields
+from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.write.client import WriteClient
+from hudi_ds.write.operation import (
+    DELETE,
+    DELETE_PARTITION,
+    INSERT,
+    INSERT_OVERWRITE,
+    INSERT_OVERWRITE_TABLE,
+    PARTITIONS_TO_DELETE_KEY,
+    UPSERT,
+    WriteOperation,
+    partitions_to_delete,
+)
 
 ArrowLike = Any  # pa.Table | pa.RecordBatch | pa.RecordBatchReader | __arrow_c_stream__ objects
 
@@ -55,7 +72,7 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
     Raises:
         ConfigError: invalid options. SchemaError: bad input (before anything is written).
     """
-    client = WriteClient(path, options)
+    client = WriteClient(path, options, post_commit=run_post_commit_services)
     schema, batches = _as_reader(data)
     instant = client.start(schema)
     try:
@@ -63,12 +80,10 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
         for batch in batches:
             task.write(batch)
         statuses = task.close()
-        partitions = client.options.get_str("hoodie.datasource.write.partitions.to.delete")
         client.commit(
             instant,
             statuses,
-            partitions_to_delete=[p for p in (partitions or "").split(",") if p]
-            or task.touched_partitions(),
+            partitions_to_delete=partitions_to_delete(client.options, task.touched_partitions()),
         )
     except BaseException:
         client.abort(instant)
@@ -83,41 +98,42 @@ class HudiTable(ReadableTable):
     opened are the defaults.
     """
 
-    def _write(self, data: ArrowLike, operation: str, options: Mapping[str, Any] | None) -> str:
+    def _write(
+        self, data: ArrowLike, operation: WriteOperation, options: Mapping[str, Any] | None
+    ) -> str:
         opts = {**self.options.raw, **dict(options or {})}
-        opts["hoodie.datasource.write.operation"] = operation
+        opts["hoodie.datasource.write.operation"] = operation.name
         instant = write(self.storage, data, opts)
         self.refresh()
         return instant
 
     def upsert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
         """Insert new keys and update existing ones (the table's merge mode decides)."""
-        return self._write(data, "upsert", options)
+        return self._write(data, UPSERT, options)
 
     def insert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
         """Insert rows (with the bucket index, an existing key is updated as in upsert)."""
-        return self._write(data, "insert", options)
+        return self._write(data, INSERT, options)
 
     def delete(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
         """Delete the keys of ``data`` (rows or just the key and partition columns)."""
-        return self._write(data, "delete", options)
+        return self._write(data, DELETE, options)
 
     def insert_overwrite(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
         """Replace the partitions that ``data`` touches with its rows."""
-        return self._write(data, "insert_overwrite", options)
+        return self._write(data, INSERT_OVERWRITE, options)
 
     def insert_overwrite_table(
         self, data: ArrowLike, options: Mapping[str, Any] | None = None
     ) -> str:
         """Replace the whole table with ``data``."""
-        return self._write(data, "insert_overwrite_table", options)
+        return self._write(data, INSERT_OVERWRITE_TABLE, options)
 
     def delete_partition(
         self, partitions: Sequence[str], options: Mapping[str, Any] | None = None
     ) -> str:
         """Drop whole partitions (given as relative partition paths)."""
         opts = dict(options or {})
-        opts["hoodie.datasource.write.partitions.to.delete"] = ",".join(partitions)
-        schema = self.schema
-        empty = pa.schema([f for f in schema if not f.name.startswith("_hoodie_")]).empty_table()
-        return self._write(empty, "delete_partition", opts)
+        opts[PARTITIONS_TO_DELETE_KEY] = ",".join(partitions)
+        empty = without_meta_fields(self.schema).empty_table()
+        return self._write(empty, DELETE_PARTITION, opts)

@@ -1,0 +1,250 @@
+"""Conflict resolution at commit: what changed on the timeline since a write started.
+
+Runs under the table lock, right before the completed instant is written, on the timeline the
+commit has just listed again (as Java's ``TransactionUtils.resolveWriteConflictIfAny`` reloads
+the active timeline in ``preCommit``):
+
+* :func:`retarget_pending_logs` -- log files written against a file slice that a compaction has
+  since superseded move into the compaction's slice (:func:`retarget_logs`);
+* :func:`resolve_conflicts` (multi-writer) -- a COW file group (or a replaced one) written by a
+  concurrent commit is a conflict; MOR log files of both writers are kept, ours renumbered after
+  theirs (Hudi's non-blocking concurrency control on bucket tables).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from hudi_ds.errors import CommitConflictError
+from hudi_ds.index.bucket import bucket_id_from_file_id
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import log_file_name, parse_log_file_name
+from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.timeline.metadata import WriteStat
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.view import TableState
+from hudi_ds.write.markers import create_marker
+from hudi_ds.write.plan import WritePlan
+from hudi_ds.write.write_status import WriteStatus
+
+
+def resolve_conflicts(
+    state: TableState, plan: WritePlan, statuses: list[WriteStatus]
+) -> list[WriteStatus]:
+    """Check the instants completed since this write started (under the table lock, on the
+    timeline ``state`` holds, listed again for the commit).
+
+    COW file groups (and file groups replaced meanwhile) admit one writer: an overlap is
+    a conflict. MOR log files of a bucket table are appended by both writers (Hudi's
+    non-blocking concurrency control): ours are renumbered after the other writer's so
+    that log order is commit order, and a bucket that both writers created is merged into
+    the file group committed first.
+    """
+    timeline = state.timeline
+    ours = {(s.partition_path, s.file_id) for s in statuses}
+    others = [
+        i
+        for i in timeline.commits()
+        if i.requested_time not in plan.visibility.instants and i.requested_time != plan.instant
+    ]
+    if not others:
+        return statuses
+    exclusive = plan.table_type == "COPY_ON_WRITE" or not plan.operation.merges_existing
+    theirs_new: dict[tuple[str, int], str] = {}
+    for other in others:
+        md = timeline.read_commit_metadata(other)
+        theirs = {(p, s.file_id) for p, st in md.partition_to_write_stats.items() for s in st}
+        replaced = {(p, f) for p, fs in md.partition_to_replace_file_ids.items() for f in fs}
+        clash = (ours & replaced) or (exclusive and ours & theirs)
+        for p, f in theirs:
+            if f and f[:8].isdigit():
+                theirs_new.setdefault((p, bucket_id_from_file_id(f)), f)
+        for s in statuses:
+            b = (s.partition_path, bucket_id_from_file_id(s.file_id))
+            created_too = theirs_new.get(b, s.file_id) != s.file_id
+            if exclusive and s.stat.prev_commit == "null" and created_too:
+                clash = clash or {(s.partition_path, s.file_id)}
+        if clash:
+            p, f = sorted(clash)[0]
+            raise CommitConflictError(
+                f"instant {plan.instant} conflicts with {other.requested_time} "
+                f"({other.action}) on file group {f} of partition '{p}'"
+            )
+    return _rehome_logs(state, plan, statuses)
+
+
+def retarget_pending_logs(
+    state: TableState, plan: WritePlan, statuses: list[WriteStatus]
+) -> list[WriteStatus]:
+    """Logs of file groups compacted since this write started join the compaction's slice
+    (:func:`retarget_logs`); runs under the table lock, right before the commit, on the
+    timeline ``state`` holds (listed again for the commit)."""
+    appends = [k for k, s in enumerate(statuses) if s.kind == "append"]
+    if not appends:
+        return statuses
+    names = [parse_log_file_name(statuses[k].path.rsplit("/", 1)[-1]) for k in appends]
+    bases = {n.instant_time for n in names if n is not None}
+    if not bases:
+        return statuses
+    tl = state.timeline
+    oldest = min(bases)
+    news = any(
+        i.requested_time > oldest and tl.origin_action(i.requested_time) == "compaction" for i in tl
+    )
+    gone = any(not tl.contains(b) for b in bases)
+    if not news and not gone:
+        return statuses  # no slice newer than the ones written to, none taken back
+    moved = retarget_logs(state, [statuses[k].stat for k in appends], plan.instant)
+    out = list(statuses)
+    for k, stat in zip(appends, moved, strict=True):
+        if stat is not statuses[k].stat:
+            out[k] = WriteStatus(stat, statuses[k].kind, statuses[k].task)
+    return out
+
+
+def _rehome_logs(
+    state: TableState, plan: WritePlan, statuses: list[WriteStatus]
+) -> list[WriteStatus]:
+    """Rename our log files after the concurrent writers' ones (see :func:`resolve_conflicts`)."""
+    view = FileSystemView(state.storage, state.config)
+    vis = state.visibility()
+    mine = {s.path for s in statuses}
+    top: dict[tuple[str, str, str], int] = {}
+    live: dict[tuple[str, int], FileSlice] = {}
+    for p in {s.partition_path for s in statuses if s.kind == "append"}:
+        for g in view.file_groups(p):
+            for lf in g.log_files:
+                if lf.path not in mine:
+                    k = (p, g.file_id, lf.instant_time)
+                    top[k] = max(top.get(k, 0), lf.name.version)
+        for fs in view.latest_file_slices(p, vis):
+            foreign = fs.base_file is not None or any(lf.path not in mine for lf in fs.log_files)
+            if foreign:  # a file group someone else committed (not just our new files)
+                live.setdefault((p, bucket_id_from_file_id(fs.file_id)), fs)
+    out = []
+    for s in statuses:
+        name = parse_log_file_name(s.path.rsplit("/", 1)[-1]) if s.kind == "append" else None
+        if name is None:
+            out.append(s)
+            continue
+        fid, base = s.file_id, name.instant_time
+        other = live.get((s.partition_path, bucket_id_from_file_id(fid)))
+        if other is not None and other.file_id != fid:
+            # both writers created this bucket: join the file group committed first
+            fid, base = other.file_id, other.base_instant_time
+        k = (s.partition_path, fid, base)
+        if fid == s.file_id and name.version > top.get(k, 0):
+            top[k] = name.version
+            out.append(s)
+            continue
+        version = top.get(k, 0) + 1
+        top[k] = version
+        new_name = log_file_name(fid, base, version, name.write_token or "0-0-0")
+        new_path = f"{s.partition_path}/{new_name}" if s.partition_path else new_name
+        create_marker(state.storage, plan.instant, new_path, "APPEND")
+        state.storage.rename(s.path, new_path)
+        stat = dataclasses.replace(
+            s.stat,
+            file_id=fid,
+            path=new_path,
+            log_version=version,
+            log_files=[new_name],
+            prev_commit=base if fid != s.file_id else s.stat.prev_commit,
+        )
+        out.append(WriteStatus(stat, s.kind, s.task))
+    return out
+
+
+def _compaction_targets(
+    view: FileSystemView, timeline: Timeline, partitions: Iterable[str]
+) -> tuple[dict[tuple[str, str], str], set[str]]:
+    """The current base instant of each file group of ``partitions`` that has one, and the
+    log files named by any compaction plan on the timeline.
+
+    A file group's current base instant is its latest committed base file's instant or, if
+    later, the latest pending compaction planned on it: new log files belong there (Hudi's
+    ``getLatestFileSlices`` opens the slice of a pending compaction at its requested time).
+    """
+    targets: dict[tuple[str, str], str] = {}
+    parts = set(partitions)
+    first = timeline.first_active_time() or ""
+
+    def committed(t: str) -> bool:  # completed, or archived (older than the active timeline)
+        return timeline.is_completed(t) or (not timeline.contains(t) and t < first)
+
+    for p in parts:
+        for g in view.file_groups(p):
+            done = [b.instant_time for b in g.base_files if committed(b.instant_time)]
+            if done:
+                targets[(p, g.file_id)] = max(done)
+    planned: set[str] = set()
+    for c in timeline.filter(lambda i: timeline.origin_action(i.requested_time) == "compaction"):
+        plan = timeline.read_compaction_plan(c.requested_time)
+        for op in plan.operations or []:
+            planned.update(op.log_file_rel_paths)
+            k = (op.partition_path or "", op.file_id or "")
+            if not c.is_completed and k[0] in parts and c.requested_time > targets.get(k, ""):
+                targets[k] = c.requested_time
+    return targets, planned
+
+
+def retarget_logs(
+    state: TableState, stats: Sequence[WriteStat], marker_instant: str | None = None
+) -> list[WriteStat]:
+    """Move log files written against a file slice that a compaction has since replaced into
+    the compaction's slice; returns the stats with the new paths.
+
+    A write that started before compaction C was scheduled names its logs after the slice it
+    saw; C's plan holds only the logs that existed when it was scheduled (never the logs of a
+    pending write), so once C completes those logs would belong to a superseded slice and drop
+    out of every read. Renamed to base instant C after C's own logs, they are read on top of
+    C's base file -- as Hudi's writers, which write into the pending compaction's slice, do.
+    A log whose slice was taken back (a compaction unscheduled) moves to the current slice the
+    same way. Logs that a compaction plan names are left where the plan expects them.
+
+    Args:
+        state: the table, its timeline as the caller last listed it.
+        marker_instant: the pending write owning the files (a marker is made for each new
+            name, so that a rollback finds it); None for files of a completed write.
+    """
+    deltas = [
+        (i, s, parse_log_file_name((s.path or "").rsplit("/", 1)[-1]))
+        for i, s in enumerate(stats)
+        if s.path
+    ]
+    deltas = [(i, s, n) for i, s, n in deltas if n is not None]
+    if not deltas:
+        return list(stats)
+    storage = state.storage
+    timeline = state.timeline
+    view = FileSystemView(storage, state.config)
+    targets, planned = _compaction_targets(
+        view, timeline, {s.partition_path or "" for _, s, _ in deltas}
+    )
+    out = list(stats)
+    top: dict[tuple[str, str, str], int] | None = None
+    for i, s, name in deltas:
+        assert name is not None
+        p, fid = s.partition_path or "", name.file_id
+        target = targets.get((p, fid))
+        if target is None or target == name.instant_time or (s.path or "") in planned:
+            continue
+        if top is None:  # the log versions per slice, from the same listing
+            top = {}
+            for part in {q for q, _ in targets}:
+                for g in view.file_groups(part):
+                    for lf in g.log_files:
+                        k = (part, g.file_id, lf.instant_time)
+                        top[k] = max(top.get(k, 0), lf.name.version)
+        k = (p, fid, target)
+        version = top[k] = top.get(k, 0) + 1
+        new_name = log_file_name(fid, target, version, name.write_token or "0-0-0")
+        new_path = f"{p}/{new_name}" if p else new_name
+        if marker_instant is not None:
+            create_marker(storage, marker_instant, new_path, "APPEND")
+        storage.rename(s.path or "", new_path)
+        out[i] = dataclasses.replace(
+            s, path=new_path, log_version=version, log_files=[new_name], prev_commit=target
+        )
+    return out

@@ -1,0 +1,183 @@
+"""The plan of one write: everything its tasks need, decided once on the driver.
+
+A :class:`WritePlan` is built when the instant starts (:func:`build_plan`), from the opened
+table's state -- the timeline listed once -- and pickled to every task; a client that did not
+start the instant (a streaming commit in another process) rebuilds it from the instant's
+inflight metadata (:func:`rebuild_plan`). Tasks find the file group of each bucket through
+:class:`BucketFiles`, from a listing of the partitions they write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from hudi_ds.errors import WriteError
+from hudi_ds.index.bucket import bucket_id_from_file_id
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.schema import (
+    META_FIELDS,
+    avro_schema_json,
+    avro_to_arrow_schema,
+    table_avro_schema,
+    with_meta_fields,
+)
+from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.view import TableState, Visibility
+from hudi_ds.write.handles import HandleContext
+from hudi_ds.write.operation import WriteOperation, operation_of_type
+from hudi_ds.write.options import ResolvedOptions
+
+#: inflight extra metadata of a partial update write: its data columns (comma-separated)
+PARTIAL_COLUMNS_KEY = "_hudi_ds_partial_update_columns"
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything tasks need to write instant ``instant`` (small and picklable).
+
+    Attributes:
+        instant, action: the instant being written.
+        operation: what the write does (carried from start to commit).
+        options: the write's options resolved against the table.
+        table_config: the table's ``hoodie.properties`` (tasks do not re-read it).
+        schema: full record schema, meta fields first; ``avro_schema`` the same as Avro JSON;
+            ``data_avro_schema`` the writer schema without meta fields (commit metadata).
+        visibility: the completed instants the write saw when it started.
+        pending_compaction: ``(partition, file id)`` -> the pending compaction planned on it.
+        partial_columns: the data columns of a partial update write (None: whole records).
+    """
+
+    instant: str
+    action: str
+    operation: WriteOperation
+    options: ResolvedOptions
+    table_config: TableConfig
+    schema: pa.Schema
+    avro_schema: str
+    data_avro_schema: str
+    visibility: Visibility
+    pending_compaction: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    partial_columns: tuple[str, ...] | None = None
+
+    @property
+    def table_type(self) -> str:
+        """``COPY_ON_WRITE`` or ``MERGE_ON_READ``."""
+        return self.options.table_type
+
+    def handle_context(self, storage: Storage, token: str) -> HandleContext:
+        """What the handles of one task attempt (write token ``token``) share."""
+        return HandleContext(
+            storage,
+            self.instant,
+            token,
+            self.schema,
+            self.avro_schema,
+            self.options,
+            self.partial_columns,
+        )
+
+
+def build_plan(
+    instant: str,
+    action: str,
+    operation: WriteOperation,
+    options: ResolvedOptions,
+    state: TableState,
+    schema: pa.Schema,
+    partial_columns: tuple[str, ...] | None,
+) -> WritePlan:
+    """The plan of ``instant`` from the table's ``state`` (its timeline as last listed).
+
+    Args:
+        schema: the full record schema (meta fields first).
+    """
+    timeline = state.timeline
+    pending: dict[tuple[str, str], str] = {}
+    for c in timeline.pending_compactions():
+        compaction = timeline.read_compaction_plan(c)
+        for op in compaction.operations or []:
+            pending[(op.partition_path or "", op.file_id or "")] = c.requested_time
+    data = pa.schema([f for f in schema if f.name not in META_FIELDS])
+    return WritePlan(
+        instant=instant,
+        action=action,
+        operation=operation,
+        schema=schema,
+        avro_schema=avro_schema_json(table_avro_schema(schema, options.table_name)),
+        data_avro_schema=avro_schema_json(table_avro_schema(data, options.table_name)),
+        options=options,
+        table_config=state.config,
+        visibility=state.visibility(),
+        pending_compaction=pending,
+        partial_columns=partial_columns,
+    )
+
+
+def rebuild_plan(instant: str, options: ResolvedOptions, state: TableState) -> WritePlan:
+    """The plan of the pending write ``instant``, from its inflight metadata (the writer schema,
+    the operation and the partial update columns recorded when it started).
+
+    Raises:
+        WriteError: ``instant`` is not a pending write, or has no writer schema.
+    """
+    timeline = state.timeline
+    inst = timeline.get(instant)
+    if inst is None or inst.is_completed:
+        raise WriteError(f"instant {instant} is not a pending write of this table")
+    md = timeline.read_commit_metadata(inst)
+    schema_json = md.extra_metadata.get("schema") if md is not None else None
+    if not schema_json:
+        raise WriteError(f"instant {instant} has no writer schema in its inflight metadata")
+    operation = operation_of_type(md.operation_type) or options.operation
+    full = with_meta_fields(avro_to_arrow_schema(schema_json))
+    partial = md.extra_metadata.get(PARTIAL_COLUMNS_KEY)
+    columns = tuple(c for c in partial.split(",") if c) if partial else None
+    return build_plan(instant, inst.action, operation, options, state, full, columns)
+
+
+class BucketFiles:
+    """The file groups a plan's task writes to: per partition, the latest visible slice of each
+    bucket and the log versions taken, from one listing of the partition."""
+
+    def __init__(self, storage: Storage, plan: WritePlan) -> None:
+        self.plan = plan
+        self._view = FileSystemView(storage, plan.table_config)
+        self._buckets: dict[str, dict[int, FileSlice]] = {}
+        self._log_versions: dict[str, dict[tuple[str, str], int]] = {}
+
+    def slices(self, partition: str) -> dict[int, FileSlice]:
+        """Bucket id -> the latest visible file slice of its file group in ``partition``.
+
+        Raises:
+            WriteError: two file groups of the partition hold the same bucket.
+        """
+        m = self._buckets.get(partition)
+        if m is None:
+            m = {}
+            for s in self._view.latest_file_slices(partition, self.plan.visibility):
+                b = bucket_id_from_file_id(s.file_id)
+                if b in m:
+                    raise WriteError(
+                        f"partition '{partition}' has two file groups for bucket {b}: "
+                        f"{m[b].file_id} and {s.file_id}"
+                    )
+                m[b] = s
+            self._buckets[partition] = m
+        return m
+
+    def next_log_version(self, partition: str, file_id: str, base_instant: str) -> int:
+        """The version of a new log file of ``file_id``'s slice at ``base_instant``."""
+        versions = self._log_versions.get(partition)
+        if versions is None:
+            versions = {}
+            for g in self._view.file_groups(partition):
+                for lf in g.log_files:
+                    k = (g.file_id, lf.instant_time)
+                    versions[k] = max(versions.get(k, 0), lf.name.version)
+            self._log_versions[partition] = versions
+        return versions.get((file_id, base_instant), 0) + 1
