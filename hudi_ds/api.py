@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from hudi_ds.config import WriteConfig
 from hudi_ds.errors import SchemaError
 from hudi_ds.schema import without_meta_fields
 from hudi_ds.services import run_post_commit_services
@@ -102,7 +103,7 @@ class HudiTable(ReadableTable):
         self, data: ArrowLike, operation: WriteOperation, options: Mapping[str, Any] | None
     ) -> str:
         opts = {**self.options.raw, **dict(options or {})}
-        opts["hoodie.datasource.write.operation"] = operation.name
+        opts[WriteConfig.OPERATION.key] = operation.name
         instant = write(self.storage, data, opts)
         self.refresh()
         return instant

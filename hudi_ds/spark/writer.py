@@ -23,24 +23,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, WriteError
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, spark_to_arrow_schema
+from hudi_ds.write.client import WriteClient
+from hudi_ds.write.operation import PARTITIONS_TO_DELETE_KEY
+from hudi_ds.write.write_status import WriteStatus
 
-if TYPE_CHECKING:
-    from hudi_ds.write.client import WriteClient, WriteStatus
-
-OPERATION_KEY = "hoodie.datasource.write.operation"
-PARTITIONS_TO_DELETE_KEY = "hoodie.datasource.write.partitions.to.delete"
+OPERATION_KEY = WriteConfig.OPERATION.key
 #: operations a ``mode("overwrite")`` write may carry (anything else becomes
 #: ``insert_overwrite_table``).
 OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
@@ -119,8 +119,6 @@ class WriteJob:
         schema: StructType,
         overwrite: bool,
     ) -> None:
-        from hudi_ds.write.client import WriteClient
-
         self.path = path
         self.options = dict(options)
         self.connector = dict(connector)

@@ -52,7 +52,7 @@ from hudi_ds.errors import (
     WriteError,
 )
 from hudi_ds.faults import crash_point
-from hudi_ds.schema import write_schema
+from hudi_ds.schema import WriteSchema, write_schema
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
@@ -140,7 +140,6 @@ class WriteClient:
     # -- the table ----------------------------------------------------------------------------
     def _open(self) -> None:
         """Open the table (``hoodie.properties`` read once) and resolve the options against it."""
-        self.partial_columns: tuple[str, ...] | None = None
         self.state: TableState | None
         try:
             self.state = TableState.open(self.storage)
@@ -169,10 +168,9 @@ class WriteClient:
         return self.state
 
     # -- schema -------------------------------------------------------------------------------
-    def validate_schema(self, schema: pa.Schema) -> pa.Schema:
-        """Check an input schema and return the table schema to write (meta fields first).
-
-        Records the write's partial-update columns (:func:`hudi_ds.schema.write_schema`).
+    def validate_schema(self, schema: pa.Schema) -> WriteSchema:
+        """Check an input schema and decide the write's schema: the table schema to write (meta
+        fields first) and the partial-update columns (:func:`hudi_ds.schema.write_schema`).
 
         Raises:
             SchemaError: a key, partition or ordering column is missing or has an unusable
@@ -194,8 +192,7 @@ class WriteClient:
             set_null_for_missing=self.options.get(WriteConfig.SET_NULL_FOR_MISSING),
             nulls_mean_unchanged=r.merge_spec.nulls_mean_unchanged,
         )
-        self.partial_columns = decided.partial_columns
-        return decided.schema
+        return decided
 
     # -- table creation -------------------------------------------------------------------------
     def _create_table(self, schema: pa.Schema) -> None:
@@ -228,7 +225,7 @@ class WriteClient:
         """
         if self.table_config is not None:
             return False
-        full = self.validate_schema(schema)
+        full = self.validate_schema(schema).schema
         try:
             self._create_table(full)
         except TableExistsError:
@@ -267,9 +264,10 @@ class WriteClient:
         if schema is None:
             if self.state is None or not len(self.state.schema):
                 raise SchemaError("the first write of a table needs the input schema")
-            full = self.state.schema
+            decided = WriteSchema(self.state.schema)
         else:
-            full = self.validate_schema(schema)
+            decided = self.validate_schema(schema)
+        full = decided.schema
         before: set[str] | None = None
         if self.state is not None and instant is None:
             # tasks joining an instant rely on the driver's check
@@ -279,7 +277,7 @@ class WriteClient:
             self._create_table(full)
         try:
             with held(self._lock()):
-                started = self._start_locked(full, instant, rollback_failed, extra_metadata)
+                started = self._start_locked(decided, instant, rollback_failed, extra_metadata)
         except BaseException:
             if before is not None:
                 self._undo_create(before, None)
@@ -305,7 +303,7 @@ class WriteClient:
 
     def _start_locked(
         self,
-        full: pa.Schema,
+        decided: WriteSchema,
         instant: str | None,
         rollback_failed: bool,
         extra_metadata: Mapping[str, str] | None,
@@ -342,8 +340,8 @@ class WriteClient:
             operation,
             self.resolved,
             state,
-            full,
-            self.partial_columns,
+            decided.schema,
+            decided.partial_columns,
         )
         # the inflight metadata carries the writer schema, as in Hudi: a client that did not
         # start the instant (a streaming commit in another process) rebuilds the plan from it
