@@ -82,8 +82,6 @@ from hudi_ds.timeline.metadata import (
     InstantInfo,
     RollbackMetadata,
     RollbackPartitionMetadata,
-    RollbackPlan,
-    RollbackRequest,
     RuntimeStats,
     WriteStat,
 )
@@ -92,7 +90,7 @@ from hudi_ds.timeline.view import TableState, Visibility
 from hudi_ds.write.conflict import retarget_logs
 from hudi_ds.write.lock import Heartbeat, heartbeat_expired
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
-from hudi_ds.write.rollback_executor import pending_rollback_of, resume_rollback
+from hudi_ds.write.rollback_executor import pending_rollback_of, resume_rollback, rollback_plan
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -564,17 +562,7 @@ def rollback_inflight_compaction(
     writer = ctx.writer()
     rb_req: Instant | None = None
     if record and (files or inst.is_inflight):
-        by_part: dict[str, list[str]] = {}
-        for f in sorted(files):
-            by_part.setdefault(partition_of(f), []).append(storage.uri(f))
-        rplan = RollbackPlan(
-            instant_to_rollback=InstantInfo(commit_time=instant, action=COMPACTION),
-            rollback_requests=[
-                RollbackRequest(partition_path=p, files_to_be_deleted=fs)
-                for p, fs in sorted(by_part.items())
-            ],
-            version=1,
-        )
+        rplan = rollback_plan(instant, COMPACTION, files, full_path=storage.uri)
         rb_req = ctx.new_instant("rollback", rplan.to_bytes(), tl)
         writer.transition_to_inflight(rb_req)
         crash_point("rollback")

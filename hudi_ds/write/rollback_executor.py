@@ -22,7 +22,7 @@ the rollback. Readers never saw a failed T, since it never completed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.naming import (
@@ -217,6 +217,24 @@ def _files_of(storage: Storage, config: TableConfig, instant: str) -> list[str]:
     return sorted(files)
 
 
+def rollback_plan(
+    instant: str, action: str, files: Iterable[str], full_path: Callable[[str], str] = str
+) -> RollbackPlan:
+    """The ``HoodieRollbackPlan`` (version 1) that deletes ``files`` (paths relative to the table,
+    recorded as ``full_path`` makes them) of ``instant``, one request per partition."""
+    by_partition: dict[str, list[str]] = {}
+    for f in sorted(files):
+        by_partition.setdefault(partition_of(f), []).append(full_path(f))
+    return RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=instant, action=action),
+        rollback_requests=[
+            RollbackRequest(partition_path=p, files_to_be_deleted=fs)
+            for p, fs in sorted(by_partition.items())
+        ],
+        version=1,
+    )
+
+
 def execute_rollback(
     storage: Storage,
     config: TableConfig,
@@ -251,21 +269,11 @@ def execute_rollback(
     if rollback_time is not None:  # resuming: the plan also names what was found back then
         planned, command_logs = plan_requests(storage, timeline, rollback_time)
         files = sorted(set(files) | set(planned))
-    by_partition: dict[str, list[str]] = {}
-    for f in files:
-        by_partition.setdefault(partition_of(f), []).append(f)
     if rollback_time is None:
         last = timeline.instants[-1].requested_time if len(timeline) else None
         for _ in range(100):
             rollback_time = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
-            plan = RollbackPlan(
-                instant_to_rollback=InstantInfo(commit_time=instant, action=action),
-                rollback_requests=[
-                    RollbackRequest(partition_path=p, files_to_be_deleted=fs)
-                    for p, fs in sorted(by_partition.items())
-                ],
-                version=1,
-            )
+            plan = rollback_plan(instant, action, files)
             req = Instant(rollback_time, "rollback", State.REQUESTED)
             if writer.create_requested(req, plan.to_bytes()):
                 writer.transition_to_inflight(req)
