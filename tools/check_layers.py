@@ -10,9 +10,9 @@ Rules, for every module of the package:
    ``if TYPE_CHECKING:``, relative imports resolved -- names a module of its own layer or of a
    layer below.
 2. Nothing outside ``hudi_ds/spark`` imports pyspark.
-3. The package's import graph has no cycle. Its edges are the runtime imports (module level and
-   inside functions alike); imports only under ``if TYPE_CHECKING:`` never execute and are left
-   out. An edge goes to the module an import names: ``import a.b.c`` and ``from a.b.c import x``
+3. The package's import graph has no cycle at all. Its edges are all imports: module level,
+   inside functions and under ``if TYPE_CHECKING:`` alike (a type names a dependency as much as
+   a call does). An edge goes to the module an import names: ``import a.b.c`` and ``from a.b.c import x``
    to ``a.b.c``, ``from a.b import c`` to ``a.b.c`` when ``c`` is a module, else to ``a.b``
    (the package's ``__init__``). Each strongly connected component of more than one module (or a
    module importing itself) is refused, printed with its modules and the import lines inside it.
@@ -193,10 +193,10 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def cycle_errors(imports: list[Import], modules: set[str]) -> list[str]:
-    """One finding per import cycle: the component's modules and the runtime imports inside it."""
+    """One finding per import cycle: the component's modules and the imports inside it."""
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for imp in imports:
-        if not imp.type_only and imp.target in modules:
+        if imp.target in modules:
             graph[imp.module].add(imp.target)
     errors = []
     for component in strongly_connected(graph):
@@ -206,7 +206,7 @@ def cycle_errors(imports: list[Import], modules: set[str]) -> list[str]:
         closing = [
             f"    {imp.path}:{imp.line}: {imp.text}"
             for imp in imports
-            if not imp.type_only and imp.module in members and imp.target in members
+            if imp.module in members and imp.target in members
         ]
         errors.append(
             "import cycle between " + ", ".join(component) + ":\n" + "\n".join(sorted(closing))
