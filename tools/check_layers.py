@@ -12,8 +12,8 @@ Rules, for every module of the package:
 2. Nothing outside ``hudi_ds/spark`` imports pyspark.
 3. The package's import graph has no cycle at all. Its edges are all imports: module level,
    inside functions and under ``if TYPE_CHECKING:`` alike (a type names a dependency as much as
-   a call does). An edge goes to the module an import names: ``import a.b.c`` and ``from a.b.c import x``
-   to ``a.b.c``, ``from a.b import c`` to ``a.b.c`` when ``c`` is a module, else to ``a.b``
+   a call does). An edge goes to the module an import names: ``import a.b.c`` and
+   ``from a.b.c import x`` to ``a.b.c``, ``from a.b import c`` to ``a.b.c`` when ``c`` is a module, else to ``a.b``
    (the package's ``__init__``). Each strongly connected component of more than one module (or a
    module importing itself) is refused, printed with its modules and the import lines inside it.
 
