@@ -14,8 +14,9 @@ Rules, for every module of the package:
    inside functions and under ``if TYPE_CHECKING:`` alike (a type names a dependency as much as
    a call does). An edge goes to the module an import names: ``import a.b.c`` and
    ``from a.b.c import x`` to ``a.b.c``, ``from a.b import c`` to ``a.b.c`` when ``c`` is a
-   module, else to ``a.b`` (the package's ``__init__``). Each strongly connected component of more than one module (or a
-   module importing itself) is refused, printed with its modules and the import lines inside it.
+   module, else to ``a.b`` (the package's ``__init__``). Each strongly connected component of
+   more than one module (or a module importing itself) is refused, printed with its modules
+   and the import lines inside it.
 
 Usage: ``python tools/check_layers.py [PACKAGE_DIR]`` (default: the repository's ``hudi_ds``);
 ``main(root)`` returns the exit status (0 clean, 1 findings) and prints the findings.
