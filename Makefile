@@ -49,8 +49,8 @@ test-explore: $(STAMP)  ## hypothesis tests, fresh examples, for EXPLORE_SECONDS
 	done; echo "== explored $$round round(s), no failure"
 
 lint: $(STAMP)  ## ruff + mypy + layering check
-	$(BIN)/ruff check hudi_ds tests bench examples
-	$(BIN)/ruff format --check hudi_ds tests bench examples
+	$(BIN)/ruff check hudi_ds tests bench examples tools
+	$(BIN)/ruff format --check hudi_ds tests bench examples tools
 	$(BIN)/mypy hudi_ds
 	$(BIN)/python tools/check_layers.py
 
