@@ -64,6 +64,22 @@ def parse_positive_float(value: str) -> float:
     return n
 
 
+def parse_positive_int(value: str) -> int:
+    """An integer > 0 that fits a Java int."""
+    n = int(str(value).strip())
+    if n <= 0 or n >= 2**31:
+        raise ValueError("must be an integer > 0 (a Java int)")
+    return n
+
+
+def parse_probability(value: str) -> float:
+    """A probability strictly between 0 and 1 (``hoodie.index.bloom.fpp``)."""
+    n = float(str(value).strip())
+    if not 0 < n < 1:
+        raise ValueError("must be a number > 0 and < 1")
+    return n
+
+
 def parse_non_negative_float(value: str) -> float:
     """A finite number >= 0."""
     n = float(str(value).strip())
@@ -418,6 +434,31 @@ class WriteConfig:
         False,
         parse_bool,
         "Fill table columns missing from the input with nulls instead of failing.",
+    )
+    BLOOM_FILTER_TYPE = ConfigProperty(
+        "hoodie.bloom.index.filter.type",
+        "DYNAMIC_V0",
+        one_of("DYNAMIC_V0", "SIMPLE"),
+        "Bloom filter written into each base file's footer: DYNAMIC_V0 (grows by rows of "
+        "num_entries keys up to the dynamic max entries) or SIMPLE (one fixed row).",
+    )
+    BLOOM_NUM_ENTRIES = ConfigProperty(
+        "hoodie.index.bloom.num_entries",
+        60000,
+        parse_positive_int,
+        "Keys one bloom filter row is sized for (with the fpp: its bits and hash count).",
+    )
+    BLOOM_FPP = ConfigProperty(
+        "hoodie.index.bloom.fpp",
+        0.000000001,
+        parse_probability,
+        "False positive probability a bloom filter row is sized for (0 < fpp < 1).",
+    )
+    BLOOM_DYNAMIC_MAX_ENTRIES = ConfigProperty(
+        "hoodie.bloom.index.filter.dynamic.max.entries",
+        100000,
+        parse_positive_int,
+        "DYNAMIC_V0: keys after which the bloom filter stops adding rows.",
     )
     TIMELINE_TIMEZONE = ConfigProperty(
         "hoodie.table.timeline.timezone",

@@ -1,8 +1,10 @@
 """Parquet files as hudi_ds writes them: base files and the content of Parquet log blocks.
 
 Both use the same column encoding choice (:func:`dictionary_columns_of`). A base file also carries
-Hudi's record key range in its footer (Java ``HoodieBloomFilterWriteSupport``:
-``hoodie_min_record_key`` / ``hoodie_max_record_key``) and nested types in Parquet's compliant
+Hudi's bloom filter of its record keys and their range in its footer (Java
+``HoodieBloomFilterWriteSupport``: ``org.apache.hudi.bloomfilter``,
+``hoodie_bloom_filter_type_code``, ``hoodie_min_record_key`` / ``hoodie_max_record_key``; see
+:mod:`hudi_ds.layout.bloom`) and nested types in Parquet's compliant
 list layout, as Spark + Hudi write them; a log block's Parquet content has page checksums
 (parquet-mr's default), since the block framing has no checksum of its own.
 """
@@ -16,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudi_ds.layout.bloom import BloomFilter, BloomFilterSpec
 from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import OutputStream, Storage
 
@@ -81,26 +84,38 @@ def _base_file_compression(codec: str) -> str | None:
     return None if codec in ("none", "uncompressed") else codec
 
 
-def write_base_file(storage: Storage, path: str, table: pa.Table, codec: str) -> int:
+def write_base_file(
+    storage: Storage, path: str, table: pa.Table, codec: str, bloom: BloomFilterSpec | None
+) -> int:
     """Write ``table`` as the Parquet base file ``path`` at once; returns its size.
 
-    The footer carries the min/max record key (:data:`MIN_RECORD_KEY_FOOTER`).
+    With a ``bloom`` spec (None: a table without meta fields, whose files have no key footers,
+    as Java's), the footer carries the bloom filter of every record key and the min/max record
+    key (:data:`MIN_RECORD_KEY_FOOTER`; no range in a file of no rows).
     """
-    keys = table.column(RECORD_KEY_METADATA_FIELD)
     meta = dict(table.schema.metadata or {})
-    if table.num_rows:
-        mm = pc.min_max(keys)
-        meta[MIN_RECORD_KEY_FOOTER.encode()] = str(mm["min"].as_py()).encode()
-        meta[MAX_RECORD_KEY_FOOTER.encode()] = str(mm["max"].as_py()).encode()
+    footer: dict[str, str] = {}
+    if bloom is not None:
+        keys = table.column(RECORD_KEY_METADATA_FIELD)
+        bf = bloom.new_filter()
+        bf.add(keys)
+        footer = bf.footer()
+        if table.num_rows:
+            mm = pc.min_max(keys)
+            meta[MIN_RECORD_KEY_FOOTER.encode()] = str(mm["min"].as_py()).encode()
+            meta[MAX_RECORD_KEY_FOOTER.encode()] = str(mm["max"].as_py()).encode()
     table = table.replace_schema_metadata(meta)
     buf = io.BytesIO()
-    pq.write_table(
-        table,
+    with pq.ParquetWriter(
         buf,
+        table.schema,
         compression=_base_file_compression(codec),
         use_compliant_nested_type=True,
         use_dictionary=dictionary_columns_of(table),
-    )
+    ) as writer:
+        writer.write_table(table)
+        # a footer entry only: schema metadata would also be copied into ARROW:schema
+        writer.add_key_value_metadata(footer)
     data = buf.getvalue()
     storage.write_bytes(path, data)
     return len(data)
@@ -109,15 +124,20 @@ def write_base_file(storage: Storage, path: str, table: pa.Table, codec: str) ->
 class BaseFileWriter:
     """Writes a Parquet base file row group by row group, streaming to storage.
 
-    The encoding choice is made from the first row group; :meth:`close` adds the min/max record
-    key footer of every row written (the same key order as :func:`write_base_file`'s
-    ``pc.min_max``: UTF-8 bytes, i.e. code points).
+    The encoding choice is made from the first row group. With a ``bloom`` spec (None: a table
+    without meta fields), every row's record key goes into the bloom filter as it is written,
+    and :meth:`close` adds the filter and the min/max record key footer of every row written
+    (the same key order as :func:`write_base_file`'s ``pc.min_max``: UTF-8 bytes, i.e. code
+    points).
     """
 
-    def __init__(self, storage: Storage, path: str, codec: str) -> None:
+    def __init__(
+        self, storage: Storage, path: str, codec: str, bloom: BloomFilterSpec | None
+    ) -> None:
         self.storage = storage
         self.path = path
         self.codec = codec
+        self._bloom: BloomFilter | None = bloom.new_filter() if bloom is not None else None
         self._out: OutputStream | None = None
         self._writer: pq.ParquetWriter | None = None
         self._min: str | None = None
@@ -140,7 +160,11 @@ class BaseFileWriter:
             return
         writer = self._writer or self._open(table)
         writer.write_table(table)
-        mm = pc.min_max(table.column(RECORD_KEY_METADATA_FIELD))
+        if self._bloom is None:
+            return
+        keys = table.column(RECORD_KEY_METADATA_FIELD)
+        self._bloom.add(keys)
+        mm = pc.min_max(keys)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         self._min = lo if self._min is None or lo < self._min else self._min
         self._max = hi if self._max is None or hi > self._max else self._max
@@ -148,6 +172,8 @@ class BaseFileWriter:
     def close(self, schema: pa.Schema) -> int:
         """Finish the file (an empty one of ``schema`` if nothing was written); returns its size."""
         writer = self._writer or self._open(schema.empty_table())
+        if self._bloom is not None:
+            writer.add_key_value_metadata(self._bloom.footer())
         if self._min is not None:
             writer.add_key_value_metadata(
                 {MIN_RECORD_KEY_FOOTER: self._min, MAX_RECORD_KEY_FOOTER: str(self._max)}

@@ -55,6 +55,7 @@ from hudi_ds.errors import (
     UnsupportedError,
 )
 from hudi_ds.faults import crash_point
+from hudi_ds.layout.bloom import BloomFilterSpec
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
     base_file_name,
@@ -320,6 +321,7 @@ class CompactionJob:
         visibility: the instants whose log blocks count (completed before C).
         context: merge context (schema as of C, keys, ordering field, merge mode).
         codec: Parquet codec of the new base files.
+        bloom: the bloom filter of the new base files (None: a table without meta fields).
         attempt: attempt number (part of the write tokens, so retries never clash).
     """
 
@@ -329,6 +331,7 @@ class CompactionJob:
     visibility: Visibility
     context: SliceReadContext
     codec: str
+    bloom: BloomFilterSpec | None
     attempt: int = 0
 
 
@@ -403,6 +406,7 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
         visibility=vis,
         context=read_ctx,
         codec=ctx.options.get(WriteConfig.PARQUET_CODEC),
+        bloom=BloomFilterSpec.of(ctx.options) if table.config.populate_meta_fields else None,
         attempt=attempt,
     )
 
@@ -466,7 +470,7 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
         )
     create_marker(storage, job.instant, rel, "CREATE")
     t1 = time.perf_counter()
-    size = write_base_file(storage, rel, rows, job.codec)
+    size = write_base_file(storage, rel, rows, job.codec, job.bloom)
     crash_point("compaction")
     t_write = time.perf_counter() - t1
     log_size = sum(lf.size for lf in fslice.log_files)

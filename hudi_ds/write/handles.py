@@ -623,7 +623,7 @@ class MergeHandle(_Buffered):
         merged, n_updates, n_inserts, n_deleted = merge_into_base(old, incoming, dels, ctx)
         merged = _set_file_name(merged, self.name)
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        size = write_base_file(ctx.storage, self.path, merged, ctx.options.codec)
+        size = write_base_file(ctx.storage, self.path, merged, ctx.options.codec, ctx.options.bloom)
         crash_point("handle_flush")
         return self._status(merged.num_rows, n_updates, n_inserts, n_deleted, size)
 
@@ -688,7 +688,7 @@ class MergeHandle(_Buffered):
         and write the results as consecutive row groups of the new base file."""
         ctx = self.ctx
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        writer = BaseFileWriter(ctx.storage, self.path, ctx.options.codec)
+        writer = BaseFileWriter(ctx.storage, self.path, ctx.options.codec, ctx.options.bloom)
         n_rows = n_updates = n_inserts = n_deleted = 0
         try:
             for old, incoming, dels in groups:

@@ -14,6 +14,7 @@ from typing import Any
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, validate_hash_fields, validate_num_buckets
+from hudi_ds.layout.bloom import BloomFilterSpec
 from hudi_ds.merge.modes import (
     MergeSpec,
     check_same_spec,
@@ -42,6 +43,8 @@ class ResolvedOptions:
         task_budget_bytes, handle_budget_bytes: memory of a task's handles, of one handle.
         set_null_for_missing: ``hoodie.write.set.null.for.missing.columns``.
         spill_dir: ``hoodie.memory.spillable.map.path`` (None: the system temp folder).
+        bloom: the bloom filter of new base files (``hoodie.bloom.index.*``,
+            ``hoodie.index.bloom.*``); None for a table without meta fields (as Java's).
     """
 
     operation: WriteOperation
@@ -62,6 +65,7 @@ class ResolvedOptions:
     handle_budget_bytes: int
     set_null_for_missing: bool
     spill_dir: str | None
+    bloom: BloomFilterSpec | None
 
     @property
     def merge_mode(self) -> str:
@@ -143,6 +147,7 @@ def resolve_options(
         ),
         set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
         spill_dir=o.get(WriteConfig.SPILLABLE_MAP_PATH) or None,
+        bloom=BloomFilterSpec.of(o) if config is None or config.populate_meta_fields else None,
     )
 
 
