@@ -145,7 +145,7 @@ def _key_buffers(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> tuple[np.n
 def key_positions(
     keys: pa.Array | pa.ChunkedArray | Sequence[str], num_hashes: int, vector_size: int
 ) -> np.ndarray:
-    """The bit positions of each key: an ``(n, num_hashes)`` int64 array.
+    """The bit positions of each key: an ``(n, num_hashes)`` uint32 array.
 
     Hadoop's ``HashFunction.hash`` with ``MurmurHash.hash(bytes, seed)`` (MurmurHash2, 32 bit):
     ``h = seed ^ len``; every 4-byte block little-endian ``k *= m; k ^= k >>> 24; k *= m;
@@ -163,29 +163,25 @@ def key_positions(
     """
     data, offsets = _key_buffers(keys)
     n = len(offsets) - 1
-    out = np.empty((n, num_hashes), dtype=np.int64)
     if n == 0:
-        return out
+        return np.empty((0, num_hashes), dtype=np.uint32)
     starts = offsets[:-1]
     lengths = offsets[1:] - starts
     if int(lengths.min()) <= 0:
         raise ValueError("a bloom filter key must not be empty (key length must be > 0)")
     nblocks = lengths >> 2
-    order = np.argsort(-nblocks, kind="stable")
-    starts, lengths, nblocks = starts[order], lengths[order], nblocks[order]
+    order = None if nblocks.min() == nblocks.max() else np.argsort(-nblocks, kind="stable")
+    if order is not None:
+        starts, lengths, nblocks = starts[order], lengths[order], nblocks[order]
     # room to read a full word past any key end
     padded = np.concatenate([data, np.zeros(4, dtype=np.uint8)])
+    # the little-endian uint32 starting at each byte: a view with a stride of one byte
+    word_at = np.ndarray((len(padded) - 3,), dtype="<u4", buffer=padded, strides=(1,))
     # the mixed block words: k *= m; k ^= k >>> 24; k *= m (independent of the seed)
     words: list[np.ndarray] = []
     for j in range(int(nblocks[0])):
         count = int(np.searchsorted(-nblocks, -(j + 1), side="right"))
-        at = starts[:count] + 4 * j
-        k = (
-            padded[at].astype(np.uint32)
-            | (padded[at + 1].astype(np.uint32) << np.uint32(8))
-            | (padded[at + 2].astype(np.uint32) << np.uint32(16))
-            | (padded[at + 3].astype(np.uint32) << np.uint32(24))
-        )
+        k = word_at[starts[:count] + 4 * j].astype(np.uint32)
         k *= _M
         k ^= k >> np.uint32(24)
         k *= _M
@@ -199,7 +195,10 @@ def key_positions(
         b = padded[np.where(has, end - back, 0)].view(np.int8).astype(np.int32)
         tail ^= np.where(has, (b << shift).astype(np.uint32), np.uint32(0))
     has_tail = left > 0
+    any_tail, all_tails = bool(has_tail.any()), bool(has_tail.all())
     len32 = lengths.astype(np.uint32)
+    size = np.uint32(vector_size)
+    rounds = np.empty((num_hashes, n), dtype=np.uint32)
     h = np.zeros(n, dtype=np.uint32)  # the seed of the first round
     for i in range(num_hashes):
         h ^= len32
@@ -208,13 +207,21 @@ def key_positions(
             hc = h[:c]
             hc *= _M
             hc ^= k
-        th = (h ^ tail) * _M
-        h = np.where(has_tail, th, h)
+        if all_tails:
+            h ^= tail
+            h *= _M
+        elif any_tail:
+            h = np.where(has_tail, (h ^ tail) * _M, h)
         h ^= h >> np.uint32(13)
         h *= _M
         h ^= h >> np.uint32(15)
-        out[order, i] = np.abs(h.view(np.int32).astype(np.int64)) % vector_size
-    return out
+        # abs of the signed hash; abs(INT_MIN) = 2^31 read as unsigned
+        np.remainder(np.abs(h.view(np.int32)).view(np.uint32), size, out=rounds[i])
+    if order is not None:
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n)
+        rounds = rounds[:, inverse]
+    return rounds.T
 
 
 @dataclass
@@ -266,7 +273,7 @@ class BloomFilter:
         if n == 0:
             return
         if not self.dynamic:
-            self.rows[0][pos.ravel()] = True
+            self.rows[0][pos.ravel(order="K")] = True
             return
         target = np.empty(n, dtype=np.int64)
         i = 0
@@ -291,10 +298,10 @@ class BloomFilter:
             target[i:] = (self._cursor + np.arange(rest, dtype=np.int64)) % len(self.rows)
             self._cursor += rest
             self.current += rest
-        for r, row in enumerate(self.rows):
-            sel = pos[target == r]
-            if len(sel):
-                row[sel.ravel()] = True
+        for r in np.unique(target):
+            hit = target == r
+            sel = pos if hit.all() else pos[hit]
+            self.rows[r][sel.ravel(order="K")] = True
 
     def might_contain(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarray:
         """Per key, whether it may be in the filter (any row has all its bits); a bool array."""
