@@ -18,7 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.layout.bloom import BloomFilter, BloomFilterSpec
+from hudi_ds.layout.bloom import (
+    BLOOM_FILTER_FOOTER,
+    BLOOM_FILTER_TYPE_CODE_FOOTER,
+    BloomFilter,
+    BloomFilterSpec,
+)
 from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import OutputStream, Storage
 
@@ -84,6 +89,27 @@ def _base_file_compression(codec: str) -> str | None:
     return None if codec in ("none", "uncompressed") else codec
 
 
+#: The footer entries a base file's writer computes from its rows.
+_KEY_FOOTERS = frozenset(
+    k.encode()
+    for k in (
+        BLOOM_FILTER_FOOTER,
+        BLOOM_FILTER_TYPE_CODE_FOOTER,
+        MIN_RECORD_KEY_FOOTER,
+        MAX_RECORD_KEY_FOOTER,
+    )
+)
+
+
+def _without_key_footers(table: pa.Table) -> pa.Table:
+    """``table`` without the key footers of the file its rows were read from (stale for the
+    new file, and carried into ``ARROW:schema`` as schema metadata)."""
+    meta = table.schema.metadata
+    if not meta or not _KEY_FOOTERS.intersection(meta):
+        return table
+    return table.replace_schema_metadata({k: v for k, v in meta.items() if k not in _KEY_FOOTERS})
+
+
 def write_base_file(
     storage: Storage, path: str, table: pa.Table, codec: str, bloom: BloomFilterSpec | None
 ) -> int:
@@ -93,7 +119,7 @@ def write_base_file(
     as Java's), the footer carries the bloom filter of every record key and the min/max record
     key (:data:`MIN_RECORD_KEY_FOOTER`; no range in a file of no rows).
     """
-    meta = dict(table.schema.metadata or {})
+    table = _without_key_footers(table)
     footer: dict[str, str] = {}
     if bloom is not None:
         keys = table.column(RECORD_KEY_METADATA_FIELD)
@@ -102,9 +128,8 @@ def write_base_file(
         footer = bf.footer()
         if table.num_rows:
             mm = pc.min_max(keys)
-            meta[MIN_RECORD_KEY_FOOTER.encode()] = str(mm["min"].as_py()).encode()
-            meta[MAX_RECORD_KEY_FOOTER.encode()] = str(mm["max"].as_py()).encode()
-    table = table.replace_schema_metadata(meta)
+            footer[MIN_RECORD_KEY_FOOTER] = str(mm["min"].as_py())
+            footer[MAX_RECORD_KEY_FOOTER] = str(mm["max"].as_py())
     buf = io.BytesIO()
     with pq.ParquetWriter(
         buf,
@@ -114,7 +139,7 @@ def write_base_file(
         use_dictionary=dictionary_columns_of(table),
     ) as writer:
         writer.write_table(table)
-        # a footer entry only: schema metadata would also be copied into ARROW:schema
+        # footer entries only: schema metadata would also be copied into ARROW:schema
         writer.add_key_value_metadata(footer)
     data = buf.getvalue()
     storage.write_bytes(path, data)
@@ -144,6 +169,7 @@ class BaseFileWriter:
         self._max: str | None = None
 
     def _open(self, table: pa.Table) -> pq.ParquetWriter:
+        table = _without_key_footers(table)
         self._out = self.storage.open_output_stream(self.path)
         self._writer = pq.ParquetWriter(
             self._out,

@@ -453,3 +453,19 @@ def test_zero_row_base_file(tmp_path: Path) -> None:
     schema = pa.schema([("_hoodie_record_key", pa.string()), ("x", pa.int64())])
     write_base_file(storage, "e.parquet", schema.empty_table(), "snappy", BloomFilterSpec())
     assert check_base_file(tmp_path / "e.parquet") == 0
+
+
+def test_cow_delete_of_every_row_leaves_a_zero_row_file_with_a_filter(tmp_path: Path) -> None:
+    path = str(tmp_path / "cow_empty")
+    opts = table_options("c", table_type="COPY_ON_WRITE", buckets=1)
+    hudi_ds.write(path, _rows(range(0, 5), 1), opts)
+    hudi_ds.write(
+        path, _rows(range(0, 5), 2), {**opts, "hoodie.datasource.write.operation": "delete"}
+    )
+    counts = sorted(check_base_file(f) for f in _base_files(path))
+    assert counts == [0, 5]  # the merge's file of no rows: a filter, no key range (as Java)
+    for f in _base_files(path):
+        # nothing of the merged file's footer carried over through the Arrow schema
+        stored = base64.b64decode(pq.read_metadata(f).metadata[b"ARROW:schema"])
+        arrow = pa.ipc.read_schema(pa.py_buffer(stored)).metadata or {}
+        assert not {k for k in arrow if k.startswith((b"hoodie", b"org.apache.hudi"))}
