@@ -250,8 +250,9 @@ class BloomFilter:
     max_nr: int = 100000
     current: int = 0
     rows: list[np.ndarray] = field(default_factory=list)
-    _saturated: bool = False
-    _cursor: int = 0  # curMatrixIndex: not serialised (Java restarts at 0 after a read too)
+    _saturated: bool = field(default=False, init=False, repr=False)
+    # curMatrixIndex: not serialised (Java restarts at 0 after a read too)
+    _cursor: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.rows:
