@@ -144,7 +144,7 @@ def create_table(storage: Storage, table: NewTable, schema: pa.Schema) -> TableC
     """Create the table at ``storage``: its ``.hoodie`` folders and ``hoodie.properties``.
 
     Returns:
-        The new table's config, as read back from ``hoodie.properties``.
+        The new table's config, as written to ``hoodie.properties``.
 
     Raises:
         ConfigError: no table name.
@@ -155,5 +155,6 @@ def create_table(storage: Storage, table: NewTable, schema: pa.Schema) -> TableC
         storage.makedirs(d)
     if storage.exists(PROPS_FILE):
         raise TableExistsError(f"a table was created at {storage.base_uri} meanwhile")
-    TableConfig(props).save(storage)
-    return TableConfig.load(storage)
+    config = TableConfig(props)
+    config.save(storage)  # with its checksum
+    return config

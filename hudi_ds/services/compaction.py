@@ -87,7 +87,7 @@ from hudi_ds.timeline.metadata import (
     WriteStat,
 )
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
-from hudi_ds.timeline.view import TableState, Visibility
+from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.conflict import retarget_logs
 from hudi_ds.write.lock import Heartbeat, heartbeat_expired
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
@@ -304,7 +304,7 @@ def _retarget_missed_writes(ctx: ServiceContext, before: Timeline, plan: Compact
             if (p, st.file_id or "") in planned
         ]
         if stats:
-            retarget_logs(TableState(ctx.storage, ctx.config), stats)
+            retarget_logs(ctx.state, stats)  # the state just listed again
 
 
 # -- execution ----------------------------------------------------------------------------------

@@ -24,9 +24,6 @@ from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import RESTORE, Instant, normalize_instant
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 
-#: the actions whose completed instants write data files
-DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
-
 
 @dataclass(frozen=True)
 class Visibility:

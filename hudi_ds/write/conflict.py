@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from hudi_ds.errors import CommitConflictError
 from hudi_ds.index.bucket import bucket_id_from_file_id
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.layout.naming import log_file_name, parse_log_file_name
+from hudi_ds.layout.naming import file_name_of, log_file_name, parse_log_file_name
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.metadata import WriteStat
 from hudi_ds.timeline.timeline import Timeline
@@ -83,7 +83,7 @@ def retarget_pending_logs(
     appends = [k for k, s in enumerate(statuses) if s.kind == "append"]
     if not appends:
         return statuses
-    names = [parse_log_file_name(statuses[k].path.rsplit("/", 1)[-1]) for k in appends]
+    names = [parse_log_file_name(file_name_of(statuses[k].path)) for k in appends]
     bases = {n.instant_time for n in names if n is not None}
     if not bases:
         return statuses
@@ -124,7 +124,7 @@ def _rehome_logs(
                 live.setdefault((p, bucket_id_from_file_id(fs.file_id)), fs)
     out = []
     for s in statuses:
-        name = parse_log_file_name(s.path.rsplit("/", 1)[-1]) if s.kind == "append" else None
+        name = parse_log_file_name(file_name_of(s.path)) if s.kind == "append" else None
         if name is None:
             out.append(s)
             continue
@@ -209,7 +209,7 @@ def retarget_logs(
             name, so that a rollback finds it); None for files of a completed write.
     """
     deltas = [
-        (i, s, parse_log_file_name((s.path or "").rsplit("/", 1)[-1]))
+        (i, s, parse_log_file_name(file_name_of(s.path or "")))
         for i, s in enumerate(stats)
         if s.path
     ]

@@ -17,6 +17,7 @@ from collections import defaultdict
 import pyarrow as pa
 
 from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import file_name_of
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
 from hudi_ds.schema import META_FIELDS, conform_partial
@@ -41,7 +42,7 @@ class StageHandle(AppendHandle):
         self, ctx: HandleContext, partition_path: str, file_id: str, existing: FileSlice | None
     ) -> None:
         super().__init__(ctx, partition_path, file_id, ctx.instant, 1, None, existing is None)
-        name = self.path.rsplit("/", 1)[-1]
+        name = file_name_of(self.path)
         stage = f"{marker_dir(ctx.instant)}/stage"
         self.path = f"{stage}/{partition_path}/{name}" if partition_path else f"{stage}/{name}"
 

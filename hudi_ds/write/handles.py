@@ -35,7 +35,7 @@ from hudi_ds.errors import CorruptFileError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import BaseFile
-from hudi_ds.layout.naming import base_file_name, log_file_name
+from hudi_ds.layout.naming import base_file_name, file_name_of, log_file_name
 from hudi_ds.layout.parquet import BaseFileWriter, write_base_file
 from hudi_ds.log.writer import (
     encode_avro_data_block,
@@ -311,7 +311,7 @@ class AppendHandle(_Buffered):
             log_version=self.log_version,
             log_offset=0,
             base_file=self.base_file_name,
-            log_files=[self.path.rsplit("/", 1)[-1]],
+            log_files=[file_name_of(self.path)],
         )
         return WriteStatus(stat, "append", self.ctx.token)
 
