@@ -199,8 +199,6 @@ IGNORED_HUDI_KEYS = (
     "hoodie.embed.timeline.server",
     "hoodie.datasource.hive_sync.enable",
     "hoodie.datasource.meta.sync.enable",
-    "hoodie.parquet.small.file.limit",
-    "hoodie.parquet.max.file.size",
     "hoodie.index.bucket.engine",
     "hoodie.storage.layout.type",
     "hoodie.storage.layout.partitioner.class",
@@ -343,7 +341,76 @@ class WriteConfig:
         "The write operation.",
     )
     INDEX_TYPE = ConfigProperty(
-        "hoodie.index.type", "BUCKET", one_of("BUCKET"), "Only the bucket index is supported."
+        "hoodie.index.type",
+        "BUCKET",
+        one_of("BUCKET", "SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"),
+        "Record index: BUCKET (hash of the key to a fixed file group; the default of tables "
+        "hudi_ds creates), SIMPLE / BLOOM (look keys up in the partition's base files; Hudi's "
+        "Spark default is SIMPLE) or their GLOBAL_ variants (keys unique across partitions). "
+        "An existing table keeps its index.",
+    )
+    SIMPLE_UPDATE_PARTITION_PATH = ConfigProperty(
+        "hoodie.simple.index.update.partition.path",
+        True,
+        parse_bool,
+        "GLOBAL_SIMPLE: a key arriving with another partition moves there (deleted in the old "
+        "one); false updates it in place in its old partition.",
+    )
+    BLOOM_UPDATE_PARTITION_PATH = ConfigProperty(
+        "hoodie.bloom.index.update.partition.path",
+        True,
+        parse_bool,
+        "GLOBAL_BLOOM: as hoodie.simple.index.update.partition.path.",
+    )
+    BLOOM_PRUNE_BY_RANGES = ConfigProperty(
+        "hoodie.bloom.index.prune.by.ranges",
+        True,
+        parse_bool,
+        "BLOOM: skip base files whose min/max record key range excludes the key.",
+    )
+    SMALL_FILE_LIMIT = ConfigProperty(
+        "hoodie.parquet.small.file.limit",
+        104857600,
+        parse_int,
+        "Base files below this size (bytes) receive inserts before new file groups open "
+        "(<= 0 turns small-file handling off). Not used by the BUCKET index.",
+    )
+    MAX_FILE_SIZE = ConfigProperty(
+        "hoodie.parquet.max.file.size",
+        125829120,
+        parse_positive_int,
+        "Target size (bytes) of a base file: inserts fill file groups up to it.",
+    )
+    RECORD_SIZE_ESTIMATE = ConfigProperty(
+        "hoodie.copyonwrite.record.size.estimate",
+        1024,
+        parse_positive_int,
+        "Bytes per record assumed until a large enough commit gives a measured average.",
+    )
+    RECORD_SIZE_ESTIMATION_THRESHOLD = ConfigProperty(
+        "hoodie.record.size.estimation.threshold",
+        1.0,
+        parse_non_negative_float,
+        "A commit gives the average record size once it wrote more than this fraction of "
+        "hoodie.parquet.small.file.limit bytes.",
+    )
+    INSERT_SPLIT_SIZE = ConfigProperty(
+        "hoodie.copyonwrite.insert.split.size",
+        500000,
+        parse_positive_int,
+        "Records per new file group when hoodie.copyonwrite.insert.auto.split is false.",
+    )
+    INSERT_AUTO_SPLIT = ConfigProperty(
+        "hoodie.copyonwrite.insert.auto.split",
+        True,
+        parse_bool,
+        "Size new file groups from max.file.size / average record size.",
+    )
+    SMALL_FILE_GROUP_CANDIDATES = ConfigProperty(
+        "hoodie.merge.small.file.group.candidates.limit",
+        1,
+        parse_int,
+        "MERGE_ON_READ: small file groups (without log files) per partition that receive inserts.",
     )
     NUM_BUCKETS = ConfigProperty(
         "hoodie.bucket.index.num.buckets",

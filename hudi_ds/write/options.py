@@ -45,6 +45,17 @@ class ResolvedOptions:
         spill_dir: ``hoodie.memory.spillable.map.path`` (None: the system temp folder).
         bloom: the bloom filter of new base files (``hoodie.bloom.index.*``,
             ``hoodie.index.bloom.*``); None for a table without meta fields (as Java's).
+        index_type: ``BUCKET``, ``SIMPLE``, ``GLOBAL_SIMPLE``, ``BLOOM`` or ``GLOBAL_BLOOM``
+            (``hoodie.index.type``; an existing table's own index).
+        update_partition_path: global indexes: a key arriving with another partition moves
+            (``hoodie.{simple,bloom}.index.update.partition.path``, and the table partitioned).
+        prune_by_ranges: BLOOM: prune candidate files by their min/max record key.
+        small_file_limit, max_file_size: file sizing of non-bucket indexes
+            (``hoodie.parquet.small.file.limit`` / ``.max.file.size``, bytes).
+        record_size_estimate, record_size_threshold: the average record size assumed, and the
+            fraction of the small-file limit a commit must write to measure it.
+        insert_split_size, auto_split: records per new file group when not auto-split.
+        small_file_candidates: MERGE_ON_READ: small file groups per partition taking inserts.
     """
 
     operation: WriteOperation
@@ -66,6 +77,21 @@ class ResolvedOptions:
     set_null_for_missing: bool
     spill_dir: str | None
     bloom: BloomFilterSpec | None
+    index_type: str = "BUCKET"
+    update_partition_path: bool = True
+    prune_by_ranges: bool = True
+    small_file_limit: int = 104857600
+    max_file_size: int = 125829120
+    record_size_estimate: int = 1024
+    record_size_threshold: float = 1.0
+    insert_split_size: int = 500000
+    auto_split: bool = True
+    small_file_candidates: int = 1
+
+    @property
+    def is_global_index(self) -> bool:
+        """Whether keys are unique across partitions (``GLOBAL_SIMPLE``, ``GLOBAL_BLOOM``)."""
+        return self.index_type.startswith("GLOBAL_")
 
     @property
     def merge_mode(self) -> str:
@@ -126,6 +152,12 @@ def resolve_options(
     hash_fields = (
         tuple(validate_hash_fields(o.get(WriteConfig.HASH_FIELD), list(keys))) if keys else ()
     )
+    index_type = _index_type(o, config)
+    update_prop = (
+        WriteConfig.BLOOM_UPDATE_PARTITION_PATH
+        if index_type == "GLOBAL_BLOOM"
+        else WriteConfig.SIMPLE_UPDATE_PARTITION_PATH
+    )
     return ResolvedOptions(
         operation=operation_named(o.get(WriteConfig.OPERATION)),
         table_name=table_name,
@@ -148,7 +180,40 @@ def resolve_options(
         set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
         spill_dir=o.get(WriteConfig.SPILLABLE_MAP_PATH) or None,
         bloom=BloomFilterSpec.of(o) if config is None or config.populate_meta_fields else None,
+        index_type=index_type,
+        # Java HoodieIndexUtils: shouldUpdatePartitionPath = option && table is partitioned
+        update_partition_path=bool(o.get(update_prop)) and bool(parts),
+        prune_by_ranges=o.get(WriteConfig.BLOOM_PRUNE_BY_RANGES),
+        small_file_limit=o.get(WriteConfig.SMALL_FILE_LIMIT),
+        max_file_size=o.get(WriteConfig.MAX_FILE_SIZE),
+        record_size_estimate=o.get(WriteConfig.RECORD_SIZE_ESTIMATE),
+        record_size_threshold=o.get(WriteConfig.RECORD_SIZE_ESTIMATION_THRESHOLD),
+        insert_split_size=o.get(WriteConfig.INSERT_SPLIT_SIZE),
+        auto_split=o.get(WriteConfig.INSERT_AUTO_SPLIT),
+        small_file_candidates=o.get(WriteConfig.SMALL_FILE_GROUP_CANDIDATES),
     )
+
+
+def _index_type(o: Options, config: TableConfig | None) -> str:
+    """The write's index: a new table's option; an existing table's recorded
+    ``hoodie.index.type``, else Hudi's Spark default, SIMPLE.
+
+    Raises:
+        ConfigError: the option asks for the bucket index on a table that has another one, or
+            the other way round (the two place keys incompatibly).
+    """
+    asked = o.get(WriteConfig.INDEX_TYPE)
+    if config is None:
+        return asked
+    recorded = config.get(TableConfig.INDEX_TYPE)
+    table_index = recorded.upper() if recorded else None
+    current = table_index or "SIMPLE"
+    if o.is_set(WriteConfig.INDEX_TYPE) and (asked == "BUCKET") != (current == "BUCKET"):
+        raise ConfigError(
+            f"option 'hoodie.index.type'={asked!r} contradicts the existing table, whose index "
+            f"is {current!r}"
+        )
+    return asked if o.is_set(WriteConfig.INDEX_TYPE) else current
 
 
 def _check_against_table(o: Options, cfg: TableConfig) -> None:
