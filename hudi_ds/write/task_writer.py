@@ -491,6 +491,8 @@ class TaskWriter:
                 if o.is_global_index:
                     dels = _set_partitions(dels, xf, fpart.slice(nd))
                 del_t[hit] = self._targets_of(xp, xfid)
+                # a tagged delete is an update of its file group in Java's workload profile
+                self._count_updates(xp, xfid, finst.take(sel))
             if moving.any():
                 data, data_t, dels, del_t, more = self._move_partitions(
                     data,
