@@ -462,6 +462,12 @@ class TaskWriter:
             finst = _string(loc.instant).fill_null("")
             # -- updates
             dfound = found[:nd]
+            again = np.zeros(nd, dtype=bool)
+            if o.is_global_index and nd and self._new_keys:
+                # a key this task already moved to another partition joins its moved version
+                # (Java de-duplicates a global write's input by key before tagging)
+                again = dfound & (self._remembered(dkeys, dparts) >= 0)
+                dfound = dfound & ~again
             if o.is_global_index and nd:
                 other = dfound & ~np.asarray(
                     pc.equal(fpart.slice(0, nd), dparts).fill_null(False), dtype=bool
@@ -481,7 +487,7 @@ class TaskWriter:
                 up, uf, ui = fpart.take(sel), fid.take(sel), finst.take(sel)
                 data_t[upd] = self._targets_of(up, uf)
                 self._count_updates(up, uf, ui)
-            inserts = ~found[:nd]  # moving keys are handled below
+            inserts = ~found[:nd] | again  # moving keys are handled below
             # -- deletes: at the key's location; a key the table does not hold is dropped
             xf = found[nd:]
             hit = np.flatnonzero(xf)

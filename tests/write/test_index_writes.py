@@ -350,3 +350,26 @@ def test_insert_operation_is_not_tagged(tmp_path: Path) -> None:
     hudi_ds.write(path, trips([0], 7), {**opts, "hoodie.datasource.write.operation": "insert"})
     keys = sorted(hudi_rs_table(path).column("id").to_pylist())
     assert keys == ["k000", "k000", "k001"]
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_global_move_and_later_versions_in_one_task(tmp_path: Path, table_type: str) -> None:
+    """Versions of a moving key in several batches of one task end in one partition."""
+    path = str(tmp_path / "t")
+    opts = _opts("GLOBAL_SIMPLE", table_type)
+    model: Model = {}
+    first = trips(range(4), 5)
+    hudi_ds.write(path, first, opts)
+    upsert_model(model, first, True)
+    batches = [trips([0], 7, "la"), trips([0], 8, "nyc"), trips([2], 9, "la"), trips([2], 6)]
+    client = WriteClient(path, opts)
+    instant = client.start(first.schema)
+    task = client.task_writer(instant)
+    for b in batches:
+        task.write(b)
+    client.commit(instant, task.close())
+    # k000: moved to la, then its newer version named nyc joins it in la; k002: moved to la,
+    # then an older version (ts 6 < 9) loses
+    model["k000"] = ("k000", 8, "nyc", 8.0, "la")
+    model["k002"] = ("k002", 9, "la", 209.0, "la")
+    check(path, model)
