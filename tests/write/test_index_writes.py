@@ -373,3 +373,66 @@ def test_global_move_and_later_versions_in_one_task(tmp_path: Path, table_type: 
     model["k000"] = ("k000", 8, "nyc", 8.0, "la")
     model["k002"] = ("k002", 9, "la", 209.0, "la")
     check(path, model)
+
+
+def test_mor_small_file_rewrite_conflicts_with_concurrent_log_appends(tmp_path: Path) -> None:
+    """Under optimistic concurrency, a writer appending logs to a file group whose base file
+    another writer rewrote meanwhile (a MERGE_ON_READ small file taking inserts) must not
+    commit: its log would hang off the replaced base file."""
+    from hudi_ds.errors import CommitConflictError
+    from tests.conftest import OCC_OPTIONS
+
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("SIMPLE", "MERGE_ON_READ"),
+        **OCC_OPTIONS,
+        "hoodie.write.lock.wait_time_ms": "20",
+        "hoodie.clean.automatic": "false",
+    }
+    model: Model = {}
+    first = trips(range(4), 5)
+    hudi_ds.write(path, first, opts)
+    upsert_model(model, first, False)
+    slow = WriteClient(path, opts)
+    update = trips([0], 8)
+    instant = slow.start(update.schema)  # plans against the small base file of nyc
+    rewrite = trips([0, 10], 7)  # an update and an insert: nyc's small file is rewritten
+    hudi_ds.write(path, rewrite, opts)
+    upsert_model(model, rewrite, False)
+    task = slow.task_writer(instant)
+    task.write(update)
+    statuses = task.close()
+    assert [s.kind for s in statuses] == ["append"]
+    with pytest.raises(CommitConflictError, match="conflicts with"):
+        slow.commit(instant, statuses)
+    slow.abort(instant)
+    check(path, model)
+
+
+def test_mor_concurrent_log_appends_both_commit(tmp_path: Path) -> None:
+    """Two writers updating one MERGE_ON_READ file group through its log both commit (the
+    later one's log is renumbered after the earlier one's), as with the bucket index."""
+    from tests.conftest import OCC_OPTIONS
+
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("SIMPLE", "MERGE_ON_READ"),
+        **OCC_OPTIONS,
+        "hoodie.write.lock.wait_time_ms": "20",
+        "hoodie.clean.automatic": "false",
+    }
+    model: Model = {}
+    for rows in (trips(range(4), 5), trips([0], 6)):  # nyc's file group has a log now
+        hudi_ds.write(path, rows, opts)
+        upsert_model(model, rows, False)
+    slow = WriteClient(path, opts)
+    mine = trips([2], 8)
+    instant = slow.start(mine.schema)
+    theirs = trips([0], 9)
+    hudi_ds.write(path, theirs, opts)
+    task = slow.task_writer(instant)
+    task.write(mine)
+    slow.commit(instant, task.close())
+    for rows in (theirs, mine):
+        upsert_model(model, rows, False)
+    check(path, model)
