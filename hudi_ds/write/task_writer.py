@@ -627,8 +627,8 @@ class TaskWriter:
             return
 
         def excluded(part: str, file_id: str) -> bool:
-            if (part, file_id) in p.pending_compaction:
-                return True  # Java lists slices without those in pending compaction
+            if (part, file_id) in p.pending_compaction or (part, file_id) in p.pending_clustering:
+                return True  # Java lists slices without those in pending compaction/clustering
             h = self.handles.get((part, file_id))
             return isinstance(h, AppendHandle)  # its updates already go to a log
 

@@ -436,3 +436,42 @@ def test_mor_concurrent_log_appends_both_commit(tmp_path: Path) -> None:
     for rows in (theirs, mine):
         upsert_model(model, rows, False)
     check(path, model)
+
+
+def test_file_groups_in_pending_clustering_take_no_inserts(tmp_path: Path) -> None:
+    from hudi_ds.timeline.instant import Instant, State, new_instant_time
+    from hudi_ds.timeline.metadata import (
+        ClusteringGroup,
+        ClusteringPlan,
+        RequestedReplaceMetadata,
+        SliceInfo,
+    )
+
+    path = str(tmp_path / "t")
+    opts = _opts("SIMPLE", "COPY_ON_WRITE")
+    model: Model = {}
+    first = trips(range(4), 5)
+    hudi_ds.write(path, first, opts)
+    upsert_model(model, first, False)
+    (sf,) = [f for p, f in _file_ids(path) if p == "sf"]
+    # a pending clustering of sf's only (small) file group
+    state = TableState.open(path)
+    plan = ClusteringPlan(
+        input_groups=[ClusteringGroup(slices=[SliceInfo(file_id=sf, partition_path="sf")])]
+    )
+    content = RequestedReplaceMetadata(operation_type="CLUSTER", clustering_plan=plan)
+    when = new_instant_time(after=state.timeline.last().requested_time)
+    assert state.timeline_writer().create_requested(
+        Instant(when, "replacecommit", State.REQUESTED), content.to_bytes()
+    )
+    rows = trips([5, 7, 0], 9)  # two inserts into sf, an update in nyc
+    client = WriteClient(path, {**opts, "hoodie.write.lock.wait_time_ms": "20"})
+    instant = client.start(rows.schema, rollback_failed=False)
+    assert client.plan(instant).pending_clustering == {("sf", sf)}
+    task = client.task_writer(instant)
+    task.write(rows)
+    client.commit(instant, task.close())
+    upsert_model(model, rows, False)
+    check(path, model)
+    sf_groups = [f for p, f in _file_ids(path) if p == "sf"]
+    assert len(sf_groups) == 2 and sf in sf_groups  # a new file group took the inserts
