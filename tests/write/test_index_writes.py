@@ -367,6 +367,10 @@ def test_global_move_and_later_versions_in_one_task(tmp_path: Path, table_type: 
     task = client.task_writer(instant)
     for b in batches:
         task.write(b)
+    (nyc,) = [f for p, f in _file_ids(path) if p == "nyc"]
+    assert task.workload.inserts == {"la": 2}
+    # the deletes at the old location update nyc's file group
+    assert {k: u.count for k, u in task.workload.updates.items()} == {("nyc", nyc): 2}
     client.commit(instant, task.close())
     # k000: moved to la, then its newer version named nyc joins it in la; k002: moved to la,
     # then an older version (ts 6 < 9) loses
