@@ -354,28 +354,43 @@ def test_insert_operation_is_not_tagged(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("table_type", TYPES)
 def test_global_move_and_later_versions_in_one_task(tmp_path: Path, table_type: str) -> None:
-    """Versions of a moving key in several batches of one task end in one partition."""
+    """Versions of a key in several batches of one task end in one partition, and the newest
+    version wins (Java de-duplicates a global write's input by key before tagging)."""
     path = str(tmp_path / "t")
     opts = _opts("GLOBAL_SIMPLE", table_type)
     model: Model = {}
-    first = trips(range(4), 5)
+    first = trips(range(8), 5)
     hudi_ds.write(path, first, opts)
     upsert_model(model, first, True)
-    batches = [trips([0], 7, "la"), trips([0], 8, "nyc"), trips([2], 9, "la"), trips([2], 6)]
+    batches = [
+        trips([0], 7, "la"),  # k000 moves nyc -> la ...
+        trips([0], 8, "nyc"),  # ... and its newer version joins it in la
+        trips([2], 9, "la"),  # k002 moves nyc -> la, then an older version (ts 6) loses
+        trips([2], 6),
+        trips([4], 9),  # k004 updated in place in nyc, then a newer version named la joins it
+        trips([4], 10, "la"),
+        trips([6], 7, "la"),  # k006 moves nyc -> la, then is deleted (named in sf)
+        trips([6], 8, "sf", deleted=True),
+        # one batch, two versions of k001 in two partitions: the newest (la) decides
+        pa.concat_tables([trips([1], 12, "la"), trips([1], 11, "nyc")]),
+    ]
     client = WriteClient(path, opts)
     instant = client.start(first.schema)
     task = client.task_writer(instant)
     for b in batches:
-        task.write(b)
+        task.write(b.combine_chunks())
     (nyc,) = [f for p, f in _file_ids(path) if p == "nyc"]
-    assert task.workload.inserts == {"la": 2}
-    # the deletes at the old location update nyc's file group
-    assert {k: u.count for k, u in task.workload.updates.items()} == {("nyc", nyc): 2}
+    (sf,) = [f for p, f in _file_ids(path) if p == "sf"]
+    assert task.workload.inserts == {"la": 4}
+    # nyc: the deletes of k000, k002, k006 at the old location and k004's update; sf: k001
+    updates = {k: u.count for k, u in task.workload.updates.items()}
+    assert updates == {("nyc", nyc): 4, ("sf", sf): 1}
     client.commit(instant, task.close())
-    # k000: moved to la, then its newer version named nyc joins it in la; k002: moved to la,
-    # then an older version (ts 6 < 9) loses
     model["k000"] = ("k000", 8, "nyc", 8.0, "la")
     model["k002"] = ("k002", 9, "la", 209.0, "la")
+    model["k004"] = ("k004", 10, "la", 410.0, "nyc")
+    del model["k006"]
+    model["k001"] = ("k001", 12, "la", 112.0, "la")
     check(path, model)
 
 
