@@ -36,6 +36,7 @@ from tests.index.test_simple import (  # noqa: F401 - cow_table, mor_table: pyte
 SPEC = LookupSpec(("id",), False)
 PRUNE_OFF = LookupSpec(("id",), False, prune_by_ranges=False)
 INSTANT = "20240101000000000"
+DEFAULT_BLOOM = BloomFilterSpec()
 
 
 class KeyReads:
@@ -66,7 +67,7 @@ def _base_file(
     partition: str,
     file_id: str,
     keys: list[str],
-    bloom: BloomFilterSpec | None = BloomFilterSpec(),
+    bloom: BloomFilterSpec | None = DEFAULT_BLOOM,
     footer: dict[str, str] | None = None,
 ) -> FileSlice:
     """A base file of ``keys`` written as hudi_ds' writers write them (footer=...: a file with
