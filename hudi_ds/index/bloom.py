@@ -8,8 +8,8 @@ Java (``HoodieBloomIndex.tagLocation`` / ``HoodieGlobalBloomIndex``), per candid
    a range is a candidate for every key;
 2. ``HoodieKeyLookupHandle``: the file's bloom filter (``org.apache.hudi.bloomfilter`` footer,
    :mod:`hudi_ds.layout.bloom`) says which of those keys it may hold;
-3. ``HoodieKeyLookupHandle.getLookupResult`` -> ``checkCandidatesAgainstFile``: the keys that
-   may be in the file are confirmed against its actual record keys.
+3. ``HoodieKeyLookupHandle.getLookupResult`` -> ``HoodieIndexUtils.filterKeysFromFile``: the
+   keys that may be in the file are confirmed against its actual record keys.
 
 Here each candidate base file is opened once: its Parquet footer is read, the incoming keys in
 its range are found by binary search over the sorted distinct incoming keys (of its partition,

@@ -250,25 +250,47 @@ def _rolled_back_later(blocks: list[LogBlock], i: int) -> bool:
 class Candidates:
     """The keys found in the candidate slices, gathered slice by slice, then joined at once.
 
+    File keys are buffered and cut to the wanted keys (``pc.is_in``, which hashes its value
+    set on every call) once per :data:`FLUSH_KEYS` buffered keys, not once per file.
+
     Args:
         slices: the candidate slices (their order is the ``slot`` of each).
-        wanted: the distinct incoming keys (file keys outside it are dropped on arrival).
+        wanted: the distinct incoming keys (file keys outside it are dropped).
     """
+
+    #: buffered file keys that trigger a cut to the wanted keys (bounds the buffer's memory)
+    FLUSH_KEYS = 4_000_000
 
     def __init__(self, slices: Sequence[FileSlice], wanted: pa.Array) -> None:
         self.slices = slices
         self.wanted = wanted
         self._keys: list[pa.Array] = []
         self._slots: list[np.ndarray] = []
+        self._pending_keys: list[pa.Array] = []
+        self._pending_slots: list[np.ndarray] = []
+        self._pending = 0
 
     def add(self, slot: int, keys: pa.Array) -> None:
         """Record that slice ``slot`` holds ``keys`` (only the wanted ones are kept)."""
         if len(keys) == 0:
             return
-        keys = pc.unique(keys.filter(pc.is_in(keys, value_set=self.wanted)))
-        if len(keys):
-            self._keys.append(keys)
-            self._slots.append(np.full(len(keys), slot, np.int32))
+        self._pending_keys.append(keys)
+        self._pending_slots.append(np.full(len(keys), slot, np.int32))
+        self._pending += len(keys)
+        if self._pending >= self.FLUSH_KEYS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending_keys:
+            return
+        keys = pa.concat_arrays(self._pending_keys)
+        slots = np.concatenate(self._pending_slots)
+        self._pending_keys, self._pending_slots, self._pending = [], [], 0
+        hit = pc.is_in(keys, value_set=self.wanted)
+        kept = keys.filter(hit)
+        if len(kept):
+            self._keys.append(kept)
+            self._slots.append(slots[np.asarray(hit.to_numpy(zero_copy_only=False), bool)])
 
     def locate(
         self,
@@ -279,6 +301,7 @@ class Candidates:
     ) -> KeyLocations:
         """Join the incoming keys (and partitions) with the gathered keys; see the module
         docstring for the choice among several matches."""
+        self._flush()
         n = len(keys)
         slices = self.slices
         file_ids = pa.array([s.file_id for s in slices], pa.string())
@@ -287,7 +310,12 @@ class Candidates:
         pos = np.full(n, -1, np.int64)
         if self._keys and n:
             slot = np.concatenate(self._slots)
-            found = pa.table({_KEY: pa.concat_arrays(self._keys), _SLOT: slot})
+            found = (  # a key repeated in one slice (base file and logs) matches it once
+                pa.table({_KEY: pa.concat_arrays(self._keys), _SLOT: slot})
+                .group_by([_KEY, _SLOT], use_threads=False)
+                .aggregate([])
+            )
+            slot = found.column(_SLOT).to_numpy()
             incoming = pa.table({_KEY: keys, _IDX: np.arange(n, dtype=np.int64)})
             on = [_KEY]
             if partitions is not None:
