@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.errors import CorruptFileError
+from hudi_ds.errors import CorruptFileError, HudiError
 from hudi_ds.index.lookup import KeyLocations, LookupSpec
 from hudi_ds.index.simple import (
     Candidates,
@@ -171,6 +171,8 @@ def bloom_lookup(
                 if len(maybe):
                     try:
                         file_keys = read_parquet_keys(pf, spec, where)
+                    except HudiError:
+                        raise  # already names the file
                     except (OSError, ValueError) as e:
                         raise CorruptFileError(f"cannot read the keys of {where}: {e}") from e
                     keys_read += 1

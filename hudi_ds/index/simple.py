@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from hudi_ds.errors import (
     CorruptBlockError,
     CorruptFileError,
+    HudiError,
     MissingFileError,
     SchemaError,
     UnsupportedError,
@@ -99,6 +100,7 @@ def keys_of_table(table: pa.Table, spec: LookupSpec, where: str) -> pa.Array:
     Raises:
         CorruptFileError: neither the key column nor the key fields are there, or a key is
             null (``where`` names the file).
+        SchemaError: a key field has a type keys are not built from (names the file).
     """
     if RECORD_KEY_METADATA_FIELD in table.column_names:
         col = table.column(RECORD_KEY_METADATA_FIELD)
@@ -117,8 +119,8 @@ def keys_of_table(table: pa.Table, spec: LookupSpec, where: str) -> pa.Array:
         )
     try:
         return record_keys(table, list(spec.record_key_fields), spec.complex_key)
-    except SchemaError as e:
-        raise CorruptFileError(f"{where}: {e}") from e
+    except SchemaError as e:  # e.g. a key field of a type keys cannot be built from
+        raise SchemaError(f"{where}: {e}") from e
 
 
 def _strings_or_corrupt(col: pa.ChunkedArray, where: str) -> pa.Array:
@@ -160,6 +162,8 @@ def base_file_keys(storage: Storage, base: BaseFile, spec: LookupSpec) -> pa.Arr
         where = f"base file {storage.full_path(base.path)}"
         try:
             return read_parquet_keys(pf, spec, where)
+        except HudiError:
+            raise  # already names the file
         except (OSError, ValueError) as e:
             raise CorruptFileError(f"cannot read the keys of {where}: {e}") from e
 
@@ -196,6 +200,14 @@ def log_keys(storage: Storage, fslice: FileSlice, spec: LookupSpec) -> tuple[pa.
 
     Torn blocks (a failed write's tail) are skipped with a warning by the log scanner; blocks
     that a rollback command block targets are dropped; delete blocks add nothing.
+
+    Blocks are not checked against the timeline (the lookup takes no visibility): a block of a
+    failed or in-flight delta commit that no rollback has targeted yet still locates its keys
+    in that file group. That costs nothing wrong -- the key is then written as an update of the
+    group it was tried in, and the rollback later drops only the failed block -- while the
+    reverse (missing a committed key) would insert it a second time. The file system view
+    already leaves out the log files of a slice whose base instant never completed (v6) and
+    the log files of invisible instants (v8+).
 
     Raises:
         MissingFileError: a log file is gone.
