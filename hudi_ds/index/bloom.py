@@ -8,8 +8,8 @@ Java (``HoodieBloomIndex.tagLocation`` / ``HoodieGlobalBloomIndex``), per candid
    a range is a candidate for every key;
 2. ``HoodieKeyLookupHandle``: the file's bloom filter (``org.apache.hudi.bloomfilter`` footer,
    :mod:`hudi_ds.layout.bloom`) says which of those keys it may hold;
-3. ``HoodieKeyLookupHandle.getLookupResult`` -> ``checkCandidatesAgainstFile``: the keys that
-   may be in the file are confirmed against its actual record keys.
+3. ``HoodieKeyLookupHandle.getLookupResult`` -> ``HoodieIndexUtils.filterKeysFromFile``: the
+   keys that may be in the file are confirmed against its actual record keys.
 
 Here each candidate base file is opened once: its Parquet footer is read, the incoming keys in
 its range are found by binary search over the sorted distinct incoming keys (of its partition,
@@ -26,19 +26,49 @@ and supplementary ones. Keys holding a character from U+E000 up are therefore ne
 range, nor files whose range bounds hold one: pruning stays conservative.
 
 A key found in several file groups is located as :mod:`hudi_ds.index.simple` documents.
+
+Footer key ranges are cached (:data:`FOOTER_RANGES`), so that a later lookup opens only the files
+whose range may hold a key. Java avoids opening files through the metadata table's
+``column_stats`` / ``bloom_filters`` partitions (``HoodieBloomIndex.loadColumnRangesFromMetaIndex``,
+``HoodieMetadataBloomFilterProbingFunction``); hudi_ds has no metadata table yet, and caches
+what it read instead. A base file never changes once written -- its name carries its file id,
+write token and instant, and a new version of a file group is a new file -- so what its footer
+says stays true for as long as the file exists. An entry is keyed by the file's filesystem, full
+path and size (as listed, ``BaseFile.size``): a file recreated at the same path with another size
+misses. A base file whose size is unknown (0) is never served from the cache.
+
+* The first lookup of a file in a process (a cold cache) still opens its footer; from then on
+  a file is opened only when a key falls in its range (and then its bloom filter and keys are
+  read as above), when it has no range (no key footers; or range pruning is off), or when the
+  entry was evicted.
+* The cache holds :class:`FooterRange` (min/max key, whether the footer has a bloom filter, the
+  row count), bounded by entries with least-recently-used eviction
+  (:data:`DEFAULT_FOOTER_RANGE_ENTRIES` = 200k files; :meth:`FooterRangeCache.resize`, 0
+  disables). An entry takes about 600 bytes with 130-character paths and 36-character keys
+  (measured: 120 MB at the full 200k). A bound below the number of candidate files of a lookup
+  gains nothing: walking the files in order evicts each entry before it is asked for again.
+* Decoded bloom filters are not cached. A filter is a few hundred KB (Hudi's default 60000
+  entries at fpp 1e-9), so a byte budget small enough to be harmless holds only a few hundred
+  files, and it would only spare opening a file whose range holds a key and whose filter
+  rejects it: time-ordered keys never fall in old files' ranges, while with random keys every
+  range holds keys, the filter would have to be cached for every file, and the files it passes
+  are opened for their keys anyway.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.errors import CorruptFileError
+from hudi_ds.errors import ConfigError, CorruptFileError, HudiError
 from hudi_ds.index.lookup import KeyLocations, LookupSpec
 from hudi_ds.index.simple import (
     Candidates,
@@ -48,7 +78,7 @@ from hudi_ds.index.simple import (
     read_parquet_keys,
 )
 from hudi_ds.layout.bloom import BLOOM_FILTER_FOOTER, BLOOM_FILTER_TYPE_CODE_FOOTER, BloomFilter
-from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER
 from hudi_ds.storage import Storage
 
@@ -102,6 +132,118 @@ def _key_groups(keys: pa.Array, partitions: pa.Array | None) -> dict[str | None,
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class FooterRange:
+    """What a base file's footer says about the keys it holds (cached by :data:`FOOTER_RANGES`).
+
+    Attributes:
+        min_key, max_key: ``hoodie_min_record_key`` / ``hoodie_max_record_key`` (None: absent).
+        has_filter: the footer carries a bloom filter.
+        num_rows: the file's row count (a file of 0 rows holds no key).
+    """
+
+    min_key: str | None
+    max_key: str | None
+    has_filter: bool
+    num_rows: int
+
+    @property
+    def has_key_footers(self) -> bool:
+        """The footer has a bloom filter or a full key range."""
+        return self.has_filter or (self.min_key is not None and self.max_key is not None)
+
+    def keys_to_check(self, group: _KeyGroup, prune_by_ranges: bool) -> pa.Array | None:
+        """The incoming keys this file may hold by its range (all of them without a range or
+        without pruning; none when it has no rows), before its bloom filter; None when the
+        footer has neither filter nor range (its keys are read in full, as SIMPLE)."""
+        if self.num_rows == 0:
+            return group.keys.slice(0, 0)
+        if not self.has_key_footers:
+            return None
+        lo, hi = self.min_key, self.max_key
+        if prune_by_ranges and lo is not None and hi is not None:
+            return group.in_range(lo, hi)
+        return group.keys
+
+
+#: the default bound of :data:`FOOTER_RANGES` (entries, i.e. base files)
+DEFAULT_FOOTER_RANGE_ENTRIES = 200_000
+
+_CacheKey = tuple[str, str, int]
+
+
+class FooterRangeCache:
+    """A bounded, thread-safe, least-recently-used map of base files to their :class:`FooterRange`.
+
+    Keyed by ``(filesystem type, full path, size)``; see the module docstring for why an entry
+    stays valid while the file exists.
+
+    Args:
+        max_entries: files kept at most (the least recently used is evicted); 0 disables.
+    """
+
+    def __init__(self, max_entries: int = DEFAULT_FOOTER_RANGE_ENTRIES) -> None:
+        self._entries: OrderedDict[_CacheKey, FooterRange] = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_entries = 0
+        self.resize(max_entries)
+
+    @staticmethod
+    def key(storage: Storage, base: BaseFile) -> _CacheKey | None:
+        """The cache key of a base file, None when its size is unknown (0: never cached)."""
+        if base.size <= 0:
+            return None
+        return (storage.fs.type_name, storage.full_path(base.path), base.size)
+
+    def get(self, key: _CacheKey) -> FooterRange | None:
+        """The cached range of a file (made the most recently used), or None."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: _CacheKey, entry: FooterRange) -> None:
+        """Cache a file's range, evicting the least recently used beyond the bound."""
+        with self._lock:
+            if self.max_entries == 0:
+                return
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def resize(self, max_entries: int) -> None:
+        """Change the bound (evicting the least recently used entries beyond it); 0 disables.
+
+        Raises:
+            ConfigError: a negative bound.
+        """
+        if max_entries < 0:
+            raise ConfigError(f"footer range cache: max_entries must be >= 0, got {max_entries}")
+        with self._lock:
+            self.max_entries = max_entries
+            while len(self._entries) > max_entries:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether a file's range is cached (without making it the most recently used)."""
+        with self._lock:
+            return key in self._entries
+
+
+#: the process-wide cache of base files' footer key ranges used by :func:`bloom_lookup`
+FOOTER_RANGES = FooterRangeCache()
+
+
 def _footer(pf: pq.ParquetFile) -> dict[str, str]:
     meta = pf.metadata.metadata or {}
     wanted = (
@@ -131,9 +273,16 @@ def bloom_lookup(
     (``partitions`` None: GLOBAL_BLOOM). ``spec.prune_by_ranges`` enables the min/max key
     range pruning.
 
-    ``files_read`` counts every base file opened (each once: its footer, and its key column in
-    the same open when a key may be in it) and every log file read; ``keys_read`` the base files
-    whose key column was read plus the log files.
+    A base file whose key range is cached (:data:`FOOTER_RANGES`) is not opened when no
+    incoming key falls in its range (or it has no rows); every other candidate base file is
+    opened once: its footer read (and cached), and its key column in the same open when a key
+    may be in it. On a cold cache -- the first lookup of these files in this process -- every
+    candidate base file is therefore opened; so are those without a range, and all of them when
+    ``spec.prune_by_ranges`` is off (their bloom filters are not cached). A base file skipped by
+    its cached range is not checked to still exist.
+
+    ``files_read`` counts every base file opened and every log file read; ``keys_read`` the
+    base files whose key column was read plus the log files.
 
     Raises:
         CorruptFileError: also when a base file's bloom filter footer does not decode (the
@@ -141,40 +290,26 @@ def bloom_lookup(
     """
     keys, partitions = check_input(keys, partitions)
     cands = Candidates(slices, pc.unique(keys))
-    opened = keys_read = no_footer = 0
+    opened = keys_read = no_footer = skipped = 0
     groups = _key_groups(keys, partitions) if len(keys) else {}
     for slot, s in enumerate(slices):
         group = groups.get(None if partitions is None else s.partition_path)
         if group is None:
             continue
-        if s.base_file is not None:
-            where = f"base file {storage.full_path(s.base_file.path)}"
-            with open_base_file(storage, s.base_file) as pf:
+        base = s.base_file
+        if base is not None:
+            cache_key = FooterRangeCache.key(storage, base)
+            cached = None if cache_key is None else FOOTER_RANGES.get(cache_key)
+            maybe = None if cached is None else cached.keys_to_check(group, spec.prune_by_ranges)
+            if maybe is not None and len(maybe) == 0:
+                skipped += 1
+            else:
                 opened += 1
-                footer = _footer(pf)
-                maybe = group.keys
-                lo, hi = footer.get(MIN_RECORD_KEY_FOOTER), footer.get(MAX_RECORD_KEY_FOOTER)
-                serialized = footer.get(BLOOM_FILTER_FOOTER)
-                if serialized is None and (lo is None or hi is None):
-                    no_footer += 1  # no key footers: read the keys, as SIMPLE
-                else:
-                    if spec.prune_by_ranges and lo is not None and hi is not None:
-                        maybe = group.in_range(lo, hi)
-                    if serialized is not None and len(maybe):
-                        try:
-                            bf = BloomFilter.parse(
-                                serialized, footer.get(BLOOM_FILTER_TYPE_CODE_FOOTER)
-                            )
-                        except CorruptFileError as e:
-                            raise CorruptFileError(f"{where}: {e}") from e
-                        maybe = maybe.filter(pa.array(bf.might_contain(maybe)))
-                if len(maybe):
-                    try:
-                        file_keys = read_parquet_keys(pf, spec, where)
-                    except (OSError, ValueError) as e:
-                        raise CorruptFileError(f"cannot read the keys of {where}: {e}") from e
+                fr, read = _probe_base_file(storage, base, cache_key, group, spec)
+                no_footer += not fr.has_key_footers and fr.num_rows > 0
+                if read is not None:
                     keys_read += 1
-                    cands.add(slot, file_keys.filter(pc.is_in(file_keys, value_set=maybe)))
+                    cands.add(slot, read)
         if spec.read_logs and s.log_files:
             lk, n_logs = log_keys(storage, s, spec)
             opened += n_logs
@@ -185,4 +320,55 @@ def bloom_lookup(
             "BLOOM lookup: %d base file(s) without bloom filter or key range: keys read in full",
             no_footer,
         )
+    log.debug(
+        "BLOOM lookup: %d base file(s) skipped by cached key ranges, %d file(s) opened",
+        skipped,
+        opened,
+    )
     return cands.locate(keys, partitions, opened, keys_read)
+
+
+def _probe_base_file(
+    storage: Storage,
+    base: BaseFile,
+    cache_key: _CacheKey | None,
+    group: _KeyGroup,
+    spec: LookupSpec,
+) -> tuple[FooterRange, pa.Array | None]:
+    """Open a base file once: its footer (cached under ``cache_key``), then its bloom filter,
+    then its key column when a key may be in it.
+
+    Returns:
+        The footer's :class:`FooterRange` and the file's keys among ``group`` (None when its
+        key column was not read).
+    """
+    where = f"base file {storage.full_path(base.path)}"
+    with open_base_file(storage, base) as pf:
+        footer = _footer(pf)
+        serialized = footer.get(BLOOM_FILTER_FOOTER)
+        fr = FooterRange(
+            footer.get(MIN_RECORD_KEY_FOOTER),
+            footer.get(MAX_RECORD_KEY_FOOTER),
+            serialized is not None,
+            pf.metadata.num_rows,
+        )
+        if cache_key is not None:
+            FOOTER_RANGES.put(cache_key, fr)
+        maybe = fr.keys_to_check(group, spec.prune_by_ranges)
+        if maybe is None:  # no key footers: read the keys, as SIMPLE
+            maybe = group.keys
+        elif serialized is not None and len(maybe):
+            try:
+                bf = BloomFilter.parse(serialized, footer.get(BLOOM_FILTER_TYPE_CODE_FOOTER))
+            except CorruptFileError as e:
+                raise CorruptFileError(f"{where}: {e}") from e
+            maybe = maybe.filter(pa.array(bf.might_contain(maybe)))
+        if not len(maybe):
+            return fr, None
+        try:
+            file_keys = read_parquet_keys(pf, spec, where)
+        except HudiError:
+            raise  # already names the file
+        except (OSError, ValueError) as e:
+            raise CorruptFileError(f"cannot read the keys of {where}: {e}") from e
+    return fr, file_keys.filter(pc.is_in(file_keys, value_set=maybe))
