@@ -45,6 +45,7 @@ class NewTable:
         ordering_field: the ordering (precombine) field, if any.
         database_name: ``hoodie.database.name``, if any.
         merge_properties: the merge entries (``MergeSpec.table_properties``).
+        index_type: ``hoodie.index.type``; a non-bucket table records no bucket layout.
     """
 
     table_name: str
@@ -59,6 +60,7 @@ class NewTable:
     ordering_field: str | None = None
     database_name: str | None = None
     merge_properties: Mapping[str, str] = field(default_factory=dict)
+    index_type: str = "BUCKET"
 
     @property
     def keygen_class(self) -> str:
@@ -107,13 +109,18 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
     props.update(
         [
             c.CREATE_SCHEMA.entry(avro_schema_json(table_avro_schema(data, table.table_name))),
-            # the bucket layout is a property of the table: persisted so that every later
-            # writer (and key lookups on read) use the same one; Java ignores these keys
-            c.INDEX_TYPE.entry("BUCKET"),
-            c.BUCKET_INDEX_NUM_BUCKETS.entry(table.num_buckets),
-            c.BUCKET_INDEX_HASH_FIELD.entry(table.hash_fields),
+            c.INDEX_TYPE.entry(table.index_type),
         ]
     )
+    if table.index_type == "BUCKET":
+        # the bucket layout is a property of the table: persisted so that every later
+        # writer (and key lookups on read) use the same one; Java ignores these keys
+        props.update(
+            [
+                c.BUCKET_INDEX_NUM_BUCKETS.entry(table.num_buckets),
+                c.BUCKET_INDEX_HASH_FIELD.entry(table.hash_fields),
+            ]
+        )
     if table.database_name:
         props.update([c.DATABASE_NAME.entry(table.database_name)])
     if table.ordering_field:

@@ -224,6 +224,7 @@ class WriteClient:
             ordering_field=r.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
             merge_properties=r.merge_spec.table_properties(),
+            index_type=r.index_type,
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
 
