@@ -519,6 +519,9 @@ class TaskWriter:
                 if o.is_global_index:
                     dels = _set_partitions(dels, xf, fpart.slice(nd))
                 del_t[hit] = self._targets_of(xp, xfid)
+                # a tagged delete is an update of its file group in the workload profile
+                # (BaseSparkCommitActionExecutor.buildProfile counts records by location)
+                self._count_updates(xp, xfid, finst.take(sel))
             if moving.any():
                 data, data_t, dels, del_t, more = self._move_partitions(
                     data,
@@ -751,6 +754,7 @@ class TaskWriter:
             dk = pc.unique(pa.concat_arrays(dead_keys))
             dpos = np.asarray(pc.index_in(dk, value_set=loc_keys), dtype=np.int64)
             dp, df = loc_part.take(pa.array(dpos)), loc_fid.take(pa.array(dpos))
+            self._count_updates(dp, df, loc_inst.take(pa.array(dpos)))
             extra = self._delete_table(dk, dp, None)
             dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
             del_t = np.concatenate([del_t, self._targets_of(dp, df)])
