@@ -412,11 +412,16 @@ def test_tagged_records_spill_beyond_budget_in_order(tmp_path: Path) -> None:
     with TaggedRecords(3 * batches[0].nbytes, str(tmp_path)) as t:
         for b in batches:
             t.add(b)
-        assert t.spilled == 7 and t.in_memory_bytes == 3 * batches[0].nbytes
+        # three in memory, the latest kept for routing, six in the file
+        assert t.spilled == 6 and t.in_memory_bytes == 3 * batches[0].nbytes
         assert len(list(tmp_path.iterdir())) == 1
         out = list(t.drain())
     assert [b.equals(o) for b, o in zip(batches, out, strict=True)] == [True] * 10
     assert list(tmp_path.iterdir()) == []  # the spill file is gone
+    with TaggedRecords(10, str(tmp_path)) as t:  # one batch larger than the budget
+        t.add(batches[0])
+        assert [o.equals(batches[0]) for o in t.drain()] == [True]
+        assert t.spilled == 0
 
 
 def test_embedded_write_spills_tagged_rows_and_keeps_every_row(
