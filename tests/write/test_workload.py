@@ -463,3 +463,31 @@ def test_embedded_write_spills_tagged_rows_and_keeps_every_row(
     expected = _model(first, second)
     assert_rows(hudi_ds.read(path), expected, ["id", "ts", "p", "v"])
     assert_rows(hudi_rs_table(path), expected, ["id", "ts", "p", "v"])
+
+
+def test_profiled_inflight_keeps_what_rebuild_plan_reads(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    o = {
+        **table_options("pu", table_type="MERGE_ON_READ", buckets=1),
+        "hoodie.write.partial.updates": "true",
+    }
+    full = pa.table({"id": ["a", "b"], "ts": pa.array([1, 1], pa.int64()), "price": [1.0, 2.0]})
+    hudi_ds.write(path, full, o)
+    part = pa.table({"id": ["a"], "ts": pa.array([2], pa.int64())})
+    client = WriteClient(path, o)
+    instant = client.start(part.schema, inflight=False, extra_metadata={"mine": "x"})
+    task = client.task_writer(instant)
+    tagged = task.tag(task.prepare(part))
+    client.save_workload_profile(instant, task.workload)
+    # another client (a commit in another process) rebuilds the plan from the inflight
+    other = WriteClient(path, o)
+    plan = other.plan(instant)
+    assert plan.partial_columns == ("id", "ts")
+    assert plan.schema == client.plan(instant).schema
+    md = other.table_state().timeline.read_commit_metadata(instant)
+    assert md.extra_metadata["mine"] == "x"
+    assert WorkloadProfile.from_commit_metadata(md).updates  # key a's file group
+    task.route(tagged)
+    other.commit(instant, task.close())
+    assert_rows(hudi_ds.read(path), [("a", 2, 1.0), ("b", 1, 2.0)], ["id", "ts", "price"])
+    assert_rows(hudi_rs_table(path), [("a", 2, 1.0), ("b", 1, 2.0)], ["id", "ts", "price"])
