@@ -21,7 +21,8 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.services import ServiceContext, compaction
+from hudi_ds.services import ServiceContext, compaction, run_post_commit_services
+from hudi_ds.write.client import WriteClient
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 INDEXES = ["BUCKET", "SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"]
@@ -174,3 +175,36 @@ def test_delete_of_only_unknown_keys_writes_nothing(
     )
     assert after == before  # Java drops untagged deletes: an empty commit
     _check(path, _apply({}, _rows([0, 1], 10, "a")))
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+@pytest.mark.parametrize("index", INDEXES)
+def test_delete_operation_through_several_tasks(
+    index: str, table_type: str, tmp_path: Path
+) -> None:
+    """The Spark shape: several non-exclusive tasks of one instant (COW file groups staged and
+    merged once at commit), each deleting some keys with old ordering values."""
+    path = str(tmp_path / "t")
+    o = _options(index, table_type, "EVENT_TIME_ORDERING")
+    first = _rows(list(range(10)), 10, "a")
+    hudi_ds.write(path, first, o)
+    model = _apply({}, first)
+    client = WriteClient(
+        path,
+        {**o, "hoodie.datasource.write.operation": "delete"},
+        post_commit=run_post_commit_services,
+    )
+    parts = [_rows([0, 3, 6], 1, "x"), _rows([1, 4, 77], 2, "x")]
+    instant = client.start(parts[0].schema)
+    statuses = []
+    for n, rows in enumerate(parts):
+        task = client.task_writer(instant, n, 1, 0, exclusive=False)
+        task.write(rows)
+        statuses += task.close()
+    client.commit(instant, statuses)
+    for k in ["k0", "k3", "k6", "k1", "k4"]:
+        del model[k]
+    _check(path, model)
+    if table_type == "MERGE_ON_READ":
+        _compact(path, o)
+        _check(path, model)
