@@ -491,3 +491,23 @@ def test_profiled_inflight_keeps_what_rebuild_plan_reads(tmp_path: Path) -> None
     other.commit(instant, task.close())
     assert_rows(hudi_ds.read(path), [("a", 2, 1.0), ("b", 1, 2.0)], ["id", "ts", "price"])
     assert_rows(hudi_rs_table(path), [("a", 2, 1.0), ("b", 1, 2.0)], ["id", "ts", "price"])
+
+
+@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE", "GLOBAL_BLOOM"])
+def test_is_deleted_rows_of_unknown_keys_count_as_inserts(index: str, tmp_path: Path) -> None:
+    # Java tags them as records without a location: inserts in the profile, nothing written
+    path = str(tmp_path / "t")
+    o = {**OPTS, "hoodie.index.type": index, "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
+    if index != "BUCKET":
+        o.pop("hoodie.bucket.index.num.buckets")
+    first = _batch([0, 1], 1)
+    hudi_ds.write(path, first, o)
+    rows = _batch([0, 50, 51], 2).append_column("_hoodie_is_deleted", pa.array([True] * 3))
+    rows = rows.set_column(2, "p", pa.array(["p0", "p7", "p7"]))  # k50, k51: a new partition
+    t2 = hudi_ds.write(path, rows, o)
+    md = CommitMetadata.from_bytes((Path(path) / ".hoodie" / f"{t2}.inflight").read_bytes())
+    profile = WorkloadProfile.from_commit_metadata(md)
+    assert profile.inserts == {"p0": 0, "p7": 2}
+    assert sum(u.count for u in profile.updates.values()) == 1  # k0's file group
+    assert_rows(hudi_ds.read(path), _model(_batch([1], 1)), ["id", "ts", "p", "v"])
+    assert_rows(hudi_rs_table(path), _model(_batch([1], 1)), ["id", "ts", "p", "v"])
