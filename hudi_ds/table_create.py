@@ -40,8 +40,9 @@ class NewTable:
         hive_style: ``field=value`` partition folders.
         url_encode: partition values URL-encoded.
         complex_key: record keys are ``f1:v1,f2:v2`` (the complex key generator).
-        num_buckets: the bucket index's bucket count.
-        hash_fields: the bucket index's hash fields.
+        num_buckets: the bucket index's bucket count (recorded for the bucket index only).
+        hash_fields: the bucket index's hash fields (recorded for the bucket index only).
+        index_type: ``hoodie.index.type`` (``BUCKET``, ``SIMPLE``, ``BLOOM``, ``GLOBAL_*``).
         ordering_field: the ordering (precombine) field, if any.
         database_name: ``hoodie.database.name``, if any.
         merge_properties: the merge entries (``MergeSpec.table_properties``).
@@ -56,6 +57,7 @@ class NewTable:
     complex_key: bool
     num_buckets: int
     hash_fields: tuple[str, ...]
+    index_type: str = "BUCKET"
     ordering_field: str | None = None
     database_name: str | None = None
     merge_properties: Mapping[str, str] = field(default_factory=dict)
@@ -107,13 +109,20 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
     props.update(
         [
             c.CREATE_SCHEMA.entry(avro_schema_json(table_avro_schema(data, table.table_name))),
-            # the bucket layout is a property of the table: persisted so that every later
-            # writer (and key lookups on read) use the same one; Java ignores these keys
-            c.INDEX_TYPE.entry("BUCKET"),
-            c.BUCKET_INDEX_NUM_BUCKETS.entry(table.num_buckets),
-            c.BUCKET_INDEX_HASH_FIELD.entry(table.hash_fields),
+            # the index is a property of the table: persisted so that every later writer
+            # uses the same one (Java's HoodieTableConfig has no such key and ignores it; a
+            # Java writer takes hoodie.index.type from its options, SIMPLE by default)
+            c.INDEX_TYPE.entry(table.index_type),
         ]
     )
+    if table.index_type == "BUCKET":
+        # the bucket layout too (key lookups on read prune by it); Java ignores these keys
+        props.update(
+            [
+                c.BUCKET_INDEX_NUM_BUCKETS.entry(table.num_buckets),
+                c.BUCKET_INDEX_HASH_FIELD.entry(table.hash_fields),
+            ]
+        )
     if table.database_name:
         props.update([c.DATABASE_NAME.entry(table.database_name)])
     if table.ordering_field:

@@ -148,7 +148,7 @@ class WriteClient:
         if self.state is None:
             check_path_is_free(self.storage)
         self.resolved: ResolvedOptions = resolve_options(
-            self.options, self.table_config, self.storage.base_uri
+            self.options, self.table_config, self.storage.base_uri, self.state
         )
 
     @property
@@ -207,6 +207,7 @@ class WriteClient:
             complex_key=r.complex_key,
             num_buckets=r.num_buckets,
             hash_fields=tuple(r.hash_fields),
+            index_type=r.index_type,
             ordering_field=r.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
             merge_properties=r.merge_spec.table_properties(),
