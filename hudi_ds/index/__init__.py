@@ -1,5 +1,13 @@
-"""Record indexes: Hudi's SIMPLE bucket index (``bucket``)."""
+"""Record indexes: Hudi's bucket index (``bucket``), and the lookups of the SIMPLE
+(``simple``) and BLOOM (``bloom``) indexes and their GLOBAL variants, chosen by
+:func:`lookup_of`."""
 
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from hudi_ds.errors import ConfigError
+from hudi_ds.index.bloom import bloom_lookup
 from hudi_ds.index.bucket import (
     HASH_FIELD_KEY,
     MAX_NUM_BUCKETS,
@@ -13,17 +21,83 @@ from hudi_ds.index.bucket import (
     validate_hash_fields,
     validate_num_buckets,
 )
+from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
+from hudi_ds.index.simple import simple_lookup
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.storage import Storage
+
+
+def _global_simple_lookup(
+    storage: Storage,
+    slices: Sequence[FileSlice],
+    keys: pa.Array,
+    partitions: pa.Array | None,
+    spec: LookupSpec,
+) -> KeyLocations:
+    """GLOBAL_SIMPLE: :func:`simple_lookup` matching on the key alone (``partitions`` unused)."""
+    del partitions
+    return simple_lookup(storage, slices, keys, None, spec)
+
+
+def _global_bloom_lookup(
+    storage: Storage,
+    slices: Sequence[FileSlice],
+    keys: pa.Array,
+    partitions: pa.Array | None,
+    spec: LookupSpec,
+) -> KeyLocations:
+    """GLOBAL_BLOOM: :func:`bloom_lookup` matching on the key alone (``partitions`` unused)."""
+    del partitions
+    return bloom_lookup(storage, slices, keys, None, spec)
+
+
+_LOOKUPS: dict[str, Lookup] = {
+    "SIMPLE": simple_lookup,
+    "GLOBAL_SIMPLE": _global_simple_lookup,
+    "BLOOM": bloom_lookup,
+    "GLOBAL_BLOOM": _global_bloom_lookup,
+}
+
+
+def lookup_of(index_type: str) -> Lookup:
+    """The lookup of ``hoodie.index.type`` ``index_type``.
+
+    SIMPLE and BLOOM match ``(key, partition)``; GLOBAL_SIMPLE and GLOBAL_BLOOM match the key
+    alone whatever ``partitions`` the caller passes (give them every partition's slices).
+
+    Raises:
+        ConfigError: BUCKET (routed by hash, :mod:`hudi_ds.index.bucket`, not looked up) or an
+            unknown index type.
+    """
+    kind = index_type.strip().upper()
+    if kind == "BUCKET":
+        raise ConfigError(
+            "hoodie.index.type=BUCKET routes records by the hash of their key; it has no lookup"
+        )
+    try:
+        return _LOOKUPS[kind]
+    except KeyError:
+        raise ConfigError(
+            f"hoodie.index.type={index_type!r}: no lookup for it (lookups: {', '.join(_LOOKUPS)})"
+        ) from None
+
 
 __all__ = [
     "HASH_FIELD_KEY",
     "MAX_NUM_BUCKETS",
     "NUM_BUCKETS_KEY",
+    "KeyLocations",
+    "Lookup",
+    "LookupSpec",
+    "bloom_lookup",
     "bucket_id_from_file_id",
     "bucket_ids",
     "bucket_ids_from_record_keys",
     "java_string_hash",
     "list_hash",
+    "lookup_of",
     "new_bucket_file_id",
+    "simple_lookup",
     "validate_hash_fields",
     "validate_num_buckets",
 ]

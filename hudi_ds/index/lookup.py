@@ -18,10 +18,14 @@ The lookups (``index.simple``, ``index.bloom``, ``index.state``) share one shape
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.storage import Storage
 
 
 @dataclass(frozen=True)
@@ -52,15 +56,27 @@ class KeyLocations:
         file_id: the file group holding the key (string, null where the key is new).
         partition: the partition path of that file group (null where new).
         instant: the base instant time of the file slice holding it (null where new).
-        files_read: data files opened for the lookup (footers, base files, log files).
+        files_read: data files opened for the lookup (base files, log files): each file is
+            counted once per lookup, whether only its footer was read (BLOOM) or its keys too.
+        keys_read: data files whose record keys were read (a subset of ``files_read``; BLOOM
+            reads the keys of a base file only when its footer says a key may be in it).
     """
 
     file_id: pa.Array
     partition: pa.Array
     instant: pa.Array
     files_read: int = 0
+    keys_read: int = 0
 
     @property
     def found(self) -> pa.Array:
         """Boolean mask: the key is in the table."""
         return pc.is_valid(self.file_id)
+
+
+#: An index lookup: ``lookup(storage, slices, keys, partitions, spec) -> KeyLocations`` (see the
+#: module docstring); :func:`hudi_ds.index.simple.simple_lookup` and
+#: :func:`hudi_ds.index.bloom.bloom_lookup` are ones.
+Lookup = Callable[
+    [Storage, Sequence[FileSlice], pa.Array, "pa.Array | None", LookupSpec], KeyLocations
+]

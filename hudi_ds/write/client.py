@@ -52,6 +52,7 @@ from hudi_ds.errors import (
     WriteError,
 )
 from hudi_ds.faults import crash_point
+from hudi_ds.index.lookup import Lookup
 from hudi_ds.schema import WriteSchema, write_schema
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
@@ -207,10 +208,10 @@ class WriteClient:
             complex_key=r.complex_key,
             num_buckets=r.num_buckets,
             hash_fields=tuple(r.hash_fields),
-            index_type=r.index_type,
             ordering_field=r.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
             merge_properties=r.merge_spec.table_properties(),
+            index_type=r.index_type,
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
 
@@ -288,14 +289,19 @@ class WriteClient:
         return started
 
     def _check_files(self, state: TableState) -> None:
-        """Check the files a write builds on: the bucket count against the file groups
-        (``hoodie.properties``' checksum does not cover it) and, on a COW table, the committed
-        files of the latest slices."""
+        """Check the files a write builds on: with the bucket index, the bucket count against
+        the file groups (``hoodie.properties``' checksum does not cover it) and, on a COW table,
+        the committed files of the latest slices."""
         r = self.resolved
         # the timeline is read before the listing: a commit landing in between is then
         # listed but not yet visible, never visible but unlisted ("missing")
         vis = state.visibility() if r.table_type == "COPY_ON_WRITE" else None
-        view = check_bucket_layout(self.storage, state.config, r.num_buckets, list(r.hash_fields))
+        if r.index_type == "BUCKET":
+            view = check_bucket_layout(
+                self.storage, state.config, r.num_buckets, list(r.hash_fields)
+            )
+        elif vis is not None:
+            view = FileSystemView(self.storage, state.config)
         if vis is not None:
             # a COW write rewrites the latest base file of each group it touches: with a
             # committed file missing or short, it would merge into an older version and
@@ -440,6 +446,7 @@ class WriteClient:
         stage_id: int | None = None,
         task_attempt_id: int = 0,
         exclusive: bool = True,
+        lookup: Lookup | None = None,
     ) -> TaskWriter:
         """A writer for one task attempt of ``instant`` (runs on executors, from the plan the
         driver made: nothing of the table is read again).
@@ -448,12 +455,16 @@ class WriteClient:
             exclusive: True when this task is the only writer of the instant (the embedded
                 API). COW tables then merge in the task; otherwise tasks stage their rows and
                 :meth:`commit` merges each file group once.
+            lookup: the index lookup to tag rows with, instead of the table's index (a
+                long-lived writer's state index); unused by the bucket index.
         """
         if stage_id is None:
             # unique per instant, so concurrent writers never produce the same file name
             stage_id = int(instant[-9:])
         token = f"{int(task_partition_id)}-{int(stage_id)}-{int(task_attempt_id)}"
-        return TaskWriter(self.storage, self.plan(instant), token, task_partition_id, exclusive)
+        return TaskWriter(
+            self.storage, self.plan(instant), token, task_partition_id, exclusive, lookup
+        )
 
     # -- commit -------------------------------------------------------------------------------
     def commit(

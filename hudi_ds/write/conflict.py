@@ -57,14 +57,24 @@ def resolve_conflicts(
         theirs = {(p, s.file_id) for p, st in md.partition_to_write_stats.items() for s in st}
         replaced = {(p, f) for p, fs in md.partition_to_replace_file_ids.items() for f in fs}
         clash = (ours & replaced) or (exclusive and ours & theirs)
-        for p, f in theirs:
-            if f and f[:8].isdigit():
-                theirs_new.setdefault((p, bucket_id_from_file_id(f)), f)
-        for s in statuses:
-            b = (s.partition_path, bucket_id_from_file_id(s.file_id))
-            created_too = theirs_new.get(b, s.file_id) != s.file_id
-            if exclusive and s.stat.prev_commit == "null" and created_too:
-                clash = clash or {(s.partition_path, s.file_id)}
+        if plan.options.index_type == "BUCKET":
+            # two writers creating a file group for one bucket (file ids differ)
+            for p, f in theirs:
+                if f and f[:8].isdigit():
+                    theirs_new.setdefault((p, bucket_id_from_file_id(f)), f)
+            for s in statuses:
+                b = (s.partition_path, bucket_id_from_file_id(s.file_id))
+                created_too = theirs_new.get(b, s.file_id) != s.file_id
+                if exclusive and s.stat.prev_commit == "null" and created_too:
+                    clash = clash or {(s.partition_path, s.file_id)}
+        else:
+            # a MERGE_ON_READ base file rewritten (small file) is exclusive, like COW
+            rewritten = {
+                (s.partition_path, s.file_id)
+                for s in statuses
+                if s.kind == "merge" and s.stat.prev_commit != "null"
+            }
+            clash = clash or (rewritten & theirs)
         if clash:
             p, f = sorted(clash)[0]
             raise CommitConflictError(

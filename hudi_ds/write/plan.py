@@ -3,8 +3,8 @@
 A :class:`WritePlan` is built when the instant starts (:func:`build_plan`), from the opened
 table's state -- the timeline listed once -- and pickled to every task; a client that did not
 start the instant (a streaming commit in another process) rebuilds it from the instant's
-inflight metadata (:func:`rebuild_plan`). Tasks find the file group of each bucket through
-:class:`BucketFiles`, from a listing of the partitions they write.
+inflight metadata (:func:`rebuild_plan`). Tasks find the file groups they write through
+:class:`BucketFiles`, from one listing of each partition they write.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState, Visibility
+from hudi_ds.write.assigner import average_record_size
 from hudi_ds.write.handles import HandleContext
 from hudi_ds.write.operation import WriteOperation, operation_of_type
 from hudi_ds.write.options import ResolvedOptions
@@ -50,6 +51,8 @@ class WritePlan:
         visibility: the completed instants the write saw when it started.
         pending_compaction: ``(partition, file id)`` -> the pending compaction planned on it.
         partial_columns: the data columns of a partial update write (None: whole records).
+        avg_record_size: bytes per record assumed when sizing files (non-bucket indexes:
+            :func:`hudi_ds.write.assigner.average_record_size`, computed once here).
     """
 
     instant: str
@@ -63,6 +66,7 @@ class WritePlan:
     visibility: Visibility
     pending_compaction: Mapping[tuple[str, str], str] = field(default_factory=dict)
     partial_columns: tuple[str, ...] | None = None
+    avg_record_size: int = 1024
 
     @property
     def table_type(self) -> str:
@@ -103,6 +107,14 @@ def build_plan(
         for op in compaction.operations or []:
             pending[(op.partition_path or "", op.file_id or "")] = c.requested_time
     data = pa.schema([f for f in schema if f.name not in META_FIELDS])
+    avg = options.record_size_estimate
+    if options.index_type != "BUCKET":
+        avg = average_record_size(
+            timeline,
+            options.record_size_estimate,
+            options.record_size_threshold,
+            options.small_file_limit,
+        )
     return WritePlan(
         instant=instant,
         action=action,
@@ -115,6 +127,7 @@ def build_plan(
         visibility=state.visibility(),
         pending_compaction=pending,
         partial_columns=partial_columns,
+        avg_record_size=avg,
     )
 
 
@@ -141,14 +154,33 @@ def rebuild_plan(instant: str, options: ResolvedOptions, state: TableState) -> W
 
 
 class BucketFiles:
-    """The file groups a plan's task writes to: per partition, the latest visible slice of each
-    bucket and the log versions taken, from one listing of the partition."""
+    """The file groups a plan's task writes to: per partition, the latest visible slices (by
+    file id, and by bucket for the bucket index) and the log versions taken, from one listing
+    of the partition."""
 
     def __init__(self, storage: Storage, plan: WritePlan) -> None:
         self.plan = plan
         self._view = FileSystemView(storage, plan.table_config)
+        self._slices: dict[str, dict[str, FileSlice]] = {}
         self._buckets: dict[str, dict[int, FileSlice]] = {}
         self._log_versions: dict[str, dict[tuple[str, str], int]] = {}
+        self._partitions: list[str] | None = None
+
+    def by_file_id(self, partition: str) -> dict[str, FileSlice]:
+        """File id -> the latest visible file slice of each live file group of ``partition``."""
+        m = self._slices.get(partition)
+        if m is None:
+            m = {
+                s.file_id: s for s in self._view.latest_file_slices(partition, self.plan.visibility)
+            }
+            self._slices[partition] = m
+        return m
+
+    def partitions(self) -> list[str]:
+        """Every partition of the table (listed once)."""
+        if self._partitions is None:
+            self._partitions = self._view.partitions()
+        return self._partitions
 
     def slices(self, partition: str) -> dict[int, FileSlice]:
         """Bucket id -> the latest visible file slice of its file group in ``partition``.
@@ -159,7 +191,7 @@ class BucketFiles:
         m = self._buckets.get(partition)
         if m is None:
             m = {}
-            for s in self._view.latest_file_slices(partition, self.plan.visibility):
+            for s in self.by_file_id(partition).values():
                 b = bucket_id_from_file_id(s.file_id)
                 if b in m:
                     raise WriteError(

@@ -1,0 +1,367 @@
+"""Hudi's SIMPLE and GLOBAL_SIMPLE indexes: join the incoming keys with the keys of the files.
+
+Java (``HoodieSimpleIndex.tagLocationInternal`` / ``HoodieGlobalSimpleIndex``) reads the record
+keys of the latest base file of every file group of the touched partitions (every partition for
+the global index) with ``HoodieKeyLocationFetchHandle`` and joins them with the incoming records
+on ``HoodieKey`` (key and partition path; the key alone when global). Here the join is one Arrow
+hash join over all the candidate files' keys, after each file's keys are cut to the incoming key
+set (``pc.is_in``), so its size is bounded by the incoming keys, not the table.
+
+What is read of a file slice:
+
+* the base file: only its ``_hoodie_record_key`` column; a table without meta fields
+  (``hoodie.populate.meta.fields=false``) only its record key fields, from which the keys are
+  built with :func:`hudi_ds.keygen.record_keys` (``BaseKeyGenerator`` in Java);
+* with ``spec.read_logs`` (MERGE_ON_READ), the keys of the slice's log data blocks, so that a key
+  written only to a log is found where it lives and not inserted again elsewhere. Delete blocks
+  add no location, and blocks a rollback command block invalidates are dropped. (Java's SIMPLE
+  index reads base files only, because its MOR inserts always go to base files; hudi_ds' do too
+  unless written by an index that can index logs, whose keys this still finds.)
+
+A key found in several file groups (only possible after a buggy writer, or, for the global
+index, a key that moved partition without ``update.partition.path``) is located in the file
+group whose slice has the greatest base instant time; among equal instants the smallest file id.
+Java would tag the record once per match; one location keeps every incoming row written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hudi_ds.errors import (
+    CorruptBlockError,
+    CorruptFileError,
+    MissingFileError,
+    SchemaError,
+    UnsupportedError,
+)
+from hudi_ds.index.lookup import KeyLocations, LookupSpec
+from hudi_ds.keygen import record_keys
+from hudi_ds.layout.file_group import BaseFile, FileSlice
+from hudi_ds.log.block import BlockType, LogBlock
+from hudi_ds.log.reader import decode_data_block, scan_log_bytes
+from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
+from hudi_ds.storage import Storage
+
+_KEY = "key"
+_PART = "partition"
+_IDX = "idx"
+_SLOT = "slot"
+
+
+def check_input(
+    keys: pa.Array | pa.ChunkedArray, partitions: pa.Array | pa.ChunkedArray | None
+) -> tuple[pa.Array, pa.Array | None]:
+    """The incoming keys (and partitions) as plain string arrays.
+
+    Raises:
+        SchemaError: keys or partitions that are not strings, contain nulls, or differ in length.
+    """
+    out_keys = _strings(keys, "record key")
+    if partitions is None:
+        return out_keys, None
+    out_parts = _strings(partitions, "partition path")
+    if len(out_parts) != len(out_keys):
+        raise SchemaError(
+            f"index lookup: {len(out_keys)} record keys but {len(out_parts)} partition paths"
+        )
+    return out_keys, out_parts
+
+
+def _strings(values: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    t = values.type
+    if pa.types.is_dictionary(t):
+        values = values.cast(t.value_type)
+        t = values.type
+    if pa.types.is_null(t) and len(values) == 0:
+        return pa.array([], pa.string())
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)):
+        raise SchemaError(f"index lookup: the {what}s must be strings, got {t}")
+    if values.null_count:
+        raise SchemaError(f"index lookup: {values.null_count} null {what}(s)")
+    return values.cast(pa.string())
+
+
+def keys_of_table(table: pa.Table, spec: LookupSpec, where: str) -> pa.Array:
+    """The record keys of rows read from a base file or a log block (string array).
+
+    ``_hoodie_record_key`` when the rows carry it (not all null), else the keys built from the
+    record key fields (tables without meta fields).
+
+    Raises:
+        CorruptFileError: neither the key column nor the key fields are there, or a key is
+            null (``where`` names the file).
+    """
+    if RECORD_KEY_METADATA_FIELD in table.column_names:
+        col = table.column(RECORD_KEY_METADATA_FIELD)
+        if col.null_count < table.num_rows or table.num_rows == 0:
+            keys = _strings_or_corrupt(col, where)
+            if keys.null_count:
+                raise CorruptFileError(
+                    f"{where}: {keys.null_count} row(s) without {RECORD_KEY_METADATA_FIELD}"
+                )
+            return keys
+    missing = [f for f in spec.record_key_fields if f not in table.column_names]
+    if missing or not spec.record_key_fields:
+        raise CorruptFileError(
+            f"{where}: no {RECORD_KEY_METADATA_FIELD} and no record key field(s) "
+            f"{list(spec.record_key_fields)} (missing: {missing}) to build the keys from"
+        )
+    try:
+        return record_keys(table, list(spec.record_key_fields), spec.complex_key)
+    except SchemaError as e:
+        raise CorruptFileError(f"{where}: {e}") from e
+
+
+def _strings_or_corrupt(col: pa.ChunkedArray, where: str) -> pa.Array:
+    try:
+        return _strings(col, "record key")
+    except SchemaError as e:
+        raise CorruptFileError(f"{where}: {e}") from e
+
+
+def key_columns(spec: LookupSpec) -> list[str]:
+    """The columns a base file's keys are read from."""
+    if spec.meta_fields:
+        return [RECORD_KEY_METADATA_FIELD]
+    return list(spec.record_key_fields)
+
+
+def read_parquet_keys(pf: pq.ParquetFile, spec: LookupSpec, where: str) -> pa.Array:
+    """The record keys of an opened Parquet base file, reading only the key column(s)."""
+    names = pf.schema_arrow.names
+    cols = [c for c in key_columns(spec) if c in names]
+    table = pf.read(columns=cols)
+    if spec.meta_fields and (
+        not cols or table.column(0).null_count == table.num_rows > 0
+    ):  # meta column absent or never populated: build keys from the fields
+        fields = [c for c in spec.record_key_fields if c in names]
+        table = pf.read(columns=fields)
+    return keys_of_table(table, spec, where)
+
+
+def base_file_keys(storage: Storage, base: BaseFile, spec: LookupSpec) -> pa.Array:
+    """The record keys of a base file, reading only its key column(s).
+
+    Raises:
+        MissingFileError: the file is gone.
+        CorruptFileError: the file cannot be read (the message names it).
+        UnsupportedError: not a Parquet base file.
+    """
+    with open_base_file(storage, base) as pf:
+        where = f"base file {storage.full_path(base.path)}"
+        try:
+            return read_parquet_keys(pf, spec, where)
+        except (OSError, ValueError) as e:
+            raise CorruptFileError(f"cannot read the keys of {where}: {e}") from e
+
+
+@contextmanager
+def open_base_file(storage: Storage, base: BaseFile) -> Iterator[pq.ParquetFile]:
+    """``with open_base_file(storage, base) as pf``: the base file as a ``pq.ParquetFile``
+    (its footer read), closed on exit; one open of the file.
+
+    Raises:
+        MissingFileError, CorruptFileError, UnsupportedError: as :func:`base_file_keys`.
+    """
+    path = storage.full_path(base.path)
+    if base.name.extension != ".parquet":
+        raise UnsupportedError(f"index lookup reads Parquet base files only, not {path}")
+    try:
+        f = storage.open_input_file(base.path)
+    except FileNotFoundError as e:
+        raise MissingFileError(
+            f"base file {path} of a committed file slice is missing", base.path
+        ) from e
+    except OSError as e:
+        raise CorruptFileError(f"cannot open base file {path}: {e}") from e
+    with f:
+        try:
+            pf = pq.ParquetFile(f)
+        except (OSError, ValueError) as e:  # ArrowInvalid; a bad footer
+            raise CorruptFileError(f"cannot read base file {path}: {e}") from e
+        yield pf
+
+
+def log_keys(storage: Storage, fslice: FileSlice, spec: LookupSpec) -> tuple[pa.Array, int]:
+    """The record keys of the data blocks of a slice's log files, and the log files read.
+
+    Torn blocks (a failed write's tail) are skipped with a warning by the log scanner; blocks
+    that a rollback command block targets are dropped; delete blocks add nothing.
+
+    Raises:
+        MissingFileError: a log file is gone.
+        CorruptFileError: an intact data block does not decode (names the file and offset).
+    """
+    blocks: list[LogBlock] = []
+    read = 0
+    for lf in fslice.sorted_log_files():
+        try:
+            data = storage.read_bytes(lf.path)
+        except FileNotFoundError as e:
+            raise MissingFileError(
+                f"log file {storage.full_path(lf.path)} of a committed file slice is missing",
+                lf.path,
+            ) from e
+        read += 1
+        blocks.extend(scan_log_bytes(data, lf.path).blocks)
+    rolled_back = {
+        b.target_instant_time
+        for b in blocks
+        if b.block_type == BlockType.COMMAND and b.is_rollback_command and b.target_instant_time
+    }
+    parts: list[pa.Array] = []
+    for i, b in enumerate(blocks):
+        if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+            continue
+        if b.instant_time in rolled_back and _rolled_back_later(blocks, i):
+            continue
+        where = f"log file {storage.full_path(b.path)} block at offset {b.offset}"
+        try:
+            table = decode_data_block(b)
+        except CorruptBlockError as e:
+            raise CorruptFileError(f"cannot read the keys of {where}: {e}") from e
+        parts.append(keys_of_table(table, spec, where))
+    if not parts:
+        return pa.array([], pa.string()), read
+    return pa.concat_arrays(parts), read
+
+
+def _rolled_back_later(blocks: list[LogBlock], i: int) -> bool:
+    """Whether a rollback command block after ``blocks[i]`` targets its instant (a rollback
+    invalidates the blocks written before it, ``HoodieMergedLogRecordScanner``)."""
+    target = blocks[i].instant_time
+    return any(
+        b.block_type == BlockType.COMMAND
+        and b.is_rollback_command
+        and b.target_instant_time == target
+        for b in blocks[i + 1 :]
+    )
+
+
+class Candidates:
+    """The keys found in the candidate slices, gathered slice by slice, then joined at once.
+
+    Args:
+        slices: the candidate slices (their order is the ``slot`` of each).
+        wanted: the distinct incoming keys (file keys outside it are dropped on arrival).
+    """
+
+    def __init__(self, slices: Sequence[FileSlice], wanted: pa.Array) -> None:
+        self.slices = slices
+        self.wanted = wanted
+        self._keys: list[pa.Array] = []
+        self._slots: list[np.ndarray] = []
+
+    def add(self, slot: int, keys: pa.Array) -> None:
+        """Record that slice ``slot`` holds ``keys`` (only the wanted ones are kept)."""
+        if len(keys) == 0:
+            return
+        keys = pc.unique(keys.filter(pc.is_in(keys, value_set=self.wanted)))
+        if len(keys):
+            self._keys.append(keys)
+            self._slots.append(np.full(len(keys), slot, np.int32))
+
+    def locate(
+        self,
+        keys: pa.Array,
+        partitions: pa.Array | None,
+        files_read: int,
+        keys_read: int,
+    ) -> KeyLocations:
+        """Join the incoming keys (and partitions) with the gathered keys; see the module
+        docstring for the choice among several matches."""
+        n = len(keys)
+        slices = self.slices
+        file_ids = pa.array([s.file_id for s in slices], pa.string())
+        parts = pa.array([s.partition_path for s in slices], pa.string())
+        instants = pa.array([s.base_instant_time for s in slices], pa.string())
+        pos = np.full(n, -1, np.int64)
+        if self._keys and n:
+            slot = np.concatenate(self._slots)
+            found = pa.table({_KEY: pa.concat_arrays(self._keys), _SLOT: slot})
+            incoming = pa.table({_KEY: keys, _IDX: np.arange(n, dtype=np.int64)})
+            on = [_KEY]
+            if partitions is not None:
+                found = found.append_column(_PART, parts.take(pa.array(slot)))
+                incoming = incoming.append_column(_PART, partitions)
+                on.append(_PART)
+            joined = incoming.join(found, keys=on, join_type="inner")
+            if joined.num_rows:
+                idx = joined.column(_IDX).to_numpy()
+                slots = joined.column(_SLOT).to_numpy()
+                # rank of each slice: greatest base instant first, then smallest file id
+                order = (
+                    pa.table({"i": instants, "f": file_ids, "s": np.arange(len(slices))})
+                    .sort_by([("i", "descending"), ("f", "ascending")])
+                    .column("s")
+                    .to_numpy()
+                )
+                rank = np.empty(len(slices), np.int64)
+                rank[order] = np.arange(len(slices))
+                srt = np.lexsort((rank[slots], idx))
+                idx, slots = idx[srt], slots[srt]
+                first = np.ones(len(idx), bool)
+                first[1:] = idx[1:] != idx[:-1]
+                pos[idx[first]] = slots[first]
+        take = pa.array(pos, mask=pos < 0)
+        return KeyLocations(
+            file_id=file_ids.take(take),
+            partition=parts.take(take),
+            instant=instants.take(take),
+            files_read=files_read,
+            keys_read=keys_read,
+        )
+
+
+def simple_lookup(
+    storage: Storage,
+    slices: Sequence[FileSlice],
+    keys: pa.Array,
+    partitions: pa.Array | None,
+    spec: LookupSpec,
+) -> KeyLocations:
+    """Locate ``keys`` in ``slices`` by reading every candidate file's keys (SIMPLE index).
+
+    Args:
+        storage: the table's storage.
+        slices: the latest file slices of the candidate partitions (see
+            :mod:`hudi_ds.index.lookup`); slices of other partitions than a key's are never
+            matched to it unless global.
+        keys: incoming record keys (strings, no nulls).
+        partitions: their partition paths, or None for GLOBAL_SIMPLE (match on the key alone).
+        spec: how keys are stored (:class:`LookupSpec`).
+
+    Returns:
+        :class:`KeyLocations` aligned with ``keys``. ``files_read`` counts every base and log
+        file read; ``keys_read`` equals it (SIMPLE reads the keys of every file it opens).
+
+    Raises:
+        SchemaError: bad ``keys``/``partitions``.
+        MissingFileError, CorruptFileError: a candidate file is gone or unreadable (never
+            ignored: its keys would be inserted again as new records).
+    """
+    keys, partitions = check_input(keys, partitions)
+    wanted_parts = None if partitions is None else set(pc.unique(partitions).to_pylist())
+    cands = Candidates(slices, pc.unique(keys))
+    opened = 0
+    if len(keys):
+        for slot, s in enumerate(slices):
+            if wanted_parts is not None and s.partition_path not in wanted_parts:
+                continue
+            if s.base_file is not None:
+                cands.add(slot, base_file_keys(storage, s.base_file, spec))
+                opened += 1
+            if spec.read_logs and s.log_files:
+                lk, n_logs = log_keys(storage, s, spec)
+                cands.add(slot, lk)
+                opened += n_logs
+    return cands.locate(keys, partitions, opened, opened)
