@@ -297,7 +297,13 @@ class TimestampSpec:
             if not pc.any(ok).as_py():
                 continue
             parts = pc.extract_regex(pc.if_else(ok, column, pa.scalar(None, pa.string())), regex)
-            w, off = _assemble(parts, has_zone)
+            try:
+                w, off = _assemble(parts, has_zone)
+            except pa.ArrowInvalid as e:  # e.g. month 13: matches the pattern, is no date
+                raise SchemaError(
+                    f"partition column '{name}' holds a value that is no valid date for "
+                    f"format {f!r}: {e}"
+                ) from None
             wall = pc.if_else(ok, w, wall)
             offset = pc.if_else(ok, off, offset)
         bad = pc.is_null(wall)
@@ -460,6 +466,8 @@ def _assemble(parts: pa.StructArray, has_zone: bool) -> tuple[pa.Array, pa.Array
         frac,
         "",
     )
+    # rows another format matches are null structs (their fields are empty, not null)
+    iso = pc.if_else(pc.is_valid(parts), iso, pa.scalar(None, pa.string()))
     wall = iso.cast(pa.timestamp("ms"))
     if not has_zone:
         return wall, pa.nulls(len(parts), pa.int64())

@@ -155,14 +155,16 @@ def resolve_options(
     Raises:
         ConfigError: an option contradicts the existing table, a needed key is missing, or
             the bucket settings are invalid.
-        UnsupportedError: a table hudi_ds cannot write (not version 6, without meta fields,
-            a key generator it does not reproduce, auto-generated record keys); nothing has
-            been written.
+        UnsupportedError: a table hudi_ds cannot write (not version 6, a key generator it does
+            not reproduce, auto-generated record keys); nothing has been written. (Tables
+            without meta fields resolve, for their readers; :func:`check_writable` refuses
+            writing them.)
     """
     o = options
     timestamp: TimestampSpec | None = None
     if config is not None:
-        _check_writable(config, base_uri)
+        _check_version(config, base_uri)
+        _key_generator(config, base_uri)
         _check_against_table(o, config)
         table_name = config.table_name
         table_type = config.table_type
@@ -262,13 +264,27 @@ def resolve_options(
     )
 
 
-def _check_writable(cfg: TableConfig, base_uri: str) -> None:
-    """Refuse, before anything is written, a table hudi_ds cannot write faithfully."""
+def _check_version(cfg: TableConfig, base_uri: str) -> None:
     if cfg.table_version != 6:
         raise UnsupportedError(
             f"hudi_ds writes table version 6; the table at {base_uri} is "
             f"version {cfg.table_version} (hoodie.table.version)"
         )
+
+
+def check_writable(cfg: TableConfig, base_uri: str = "") -> None:
+    """Refuse, before anything is written, an existing table hudi_ds cannot write faithfully.
+
+    :func:`resolve_options` refuses what it cannot resolve (the table version, an unknown key
+    generator, auto-generated keys); this adds the tables whose options resolve but whose files
+    hudi_ds would write differently from Java.
+
+    Raises:
+        UnsupportedError: the table is not version 6, has no meta fields
+            (``hoodie.populate.meta.fields=false``) or a key generator hudi_ds does not
+            reproduce.
+    """
+    _check_version(cfg, base_uri)
     if not cfg.populate_meta_fields:
         # Java writes such tables without the five _hoodie_* columns and its indexes read the
         # keys from the data columns; hudi_ds's handles write the meta columns into every base
@@ -345,7 +361,7 @@ def _partition_fields(o: Options, cfg: TableConfig, base_uri: str) -> tuple[str,
     if TableConfig.PARTITION_FIELDS.key in cfg.props or _key_generator(cfg) == "NON_PARTITION":
         return tuple(cfg.partition_fields)
     asked: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
-    if not o.is_set(WriteConfig.PARTITION_FIELDS):
+    if not o.is_set(WriteConfig.PARTITION_FIELDS) and cfg.KEY_GENERATOR_CLASS.of(cfg.props):
         raise ConfigError(
             f"option '{WriteConfig.PARTITION_FIELDS.key}' is required: the table at {base_uri} "
             f"does not record its partition fields ({TableConfig.PARTITION_FIELDS.key}) and its "
