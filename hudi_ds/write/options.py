@@ -180,10 +180,23 @@ def resolve_options(
             ordering: str | None = config.ordering_fields[0]
         else:  # not recorded (a table written without one): the writer's, if any
             ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or None
-        merge_spec = table_spec(config, custom_classes_option(o))
-        if ordering and not merge_spec.ordering_fields:
-            merge_spec = dataclasses.replace(merge_spec, ordering_fields=(ordering,))
-        check_same_spec(o, merge_spec)
+        if _merge_unrecorded(config) and any(
+            o.is_set(p)
+            for p in (
+                WriteConfig.MERGE_MODE,
+                WriteConfig.PAYLOAD_CLASS,
+                WriteConfig.MERGE_STRATEGY_ID,
+            )
+        ):
+            # a COPY_ON_WRITE table of Hudi 0.x that records no payload class: Java merges
+            # with the writer's (hoodie.datasource.write.payload.class, default
+            # OverwriteWithLatestAvroPayload); no reader merges a COW table's rows
+            merge_spec = write_spec(o, ordering)
+        else:
+            merge_spec = table_spec(config, custom_classes_option(o))
+            if ordering and not merge_spec.ordering_fields:
+                merge_spec = dataclasses.replace(merge_spec, ordering_fields=(ordering,))
+            check_same_spec(o, merge_spec)
         keygen = _key_generator(config)
         complex_key = keygen == "COMPLEX" or (keygen == "NON_PARTITION" and len(keys) > 1)
         if keygen == "TIMESTAMP":
@@ -317,6 +330,22 @@ def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
             f"partition paths of {', '.join(_JAVA_NAMES)} only, so it does not write this table"
         )
     return kind
+
+
+def _merge_unrecorded(cfg: TableConfig) -> bool:
+    """A version-6 COPY_ON_WRITE table that records no merge choice (payload class, merge
+    mode, strategy): the writer's decides, as in Java 0.x."""
+    c = TableConfig
+    recorded = (
+        c.PAYLOAD_CLASS,
+        c.TABLE_PAYLOAD_CLASS,
+        c.RECORD_MERGE_MODE,
+        c.RECORD_MERGE_STRATEGY_ID,
+        c.RECORD_MERGER_STRATEGY,
+    )
+    return (
+        cfg.table_version == 6 and not cfg.is_mor and not any(p.key in cfg.props for p in recorded)
+    )
 
 
 def _recorded_or_option(o: Options, cfg: TableConfig, recorded: Any, option: Any) -> bool:

@@ -203,7 +203,7 @@ def _new_key(fx: Fixture, row: dict[str, Any], i: int) -> None:
     row[k] = f"new-key-{i}" if isinstance(v, str) else v + 100 * (i + 1)
 
 
-def scenario(name: str, fx: Fixture, existing: pa.Table) -> Scenario:
+def scenario(name: str, fx: Fixture, existing: pa.Table, event_time: bool = False) -> Scenario:
     """Build the batches from the table's ``existing`` data rows (the input only) and the
     expected rows from the golden file and the rules in the module docstring.
 
@@ -212,6 +212,10 @@ def scenario(name: str, fx: Fixture, existing: pa.Table) -> Scenario:
       two new keys in an existing partition, one new key in a new partition;
     * upsert 2: one of the new keys updated again (an older ordering value: it wins);
     * delete: an untouched existing key, an updated key and a new key.
+
+    ``event_time``: the writer merges with ``DefaultHoodieRecordPayload`` instead
+    (``needUpdatingPersistedRecord``: the stored record stays when its ordering value is
+    greater than the incoming one's; ties go to the incoming record).
     """
     data_cols = [c for c in existing.column_names if not c.startswith("_hoodie_")]
     schema = existing.select(data_cols).schema
@@ -257,7 +261,16 @@ def scenario(name: str, fx: Fixture, existing: pa.Table) -> Scenario:
         g = {k: v for k, v in g.items() if k not in META}
         model[g[KEY]] = norm_golden(g)
     for r in [*updates, *news, again]:  # OverwriteWithLatestAvroPayload: the incoming wins
-        model[record_key(fx, r)] = {**norm(r), KEY: record_key(fx, r), PART: partition_path(fx, r)}
+        k = record_key(fx, r)
+        stored = model.get(k)
+        if (
+            event_time
+            and stored is not None
+            and fx.ordering
+            and stored[fx.ordering] > r[fx.ordering]
+        ):
+            continue  # DefaultHoodieRecordPayload: the older incoming record loses
+        model[k] = {**norm(r), KEY: k, PART: partition_path(fx, r)}
     for r in gone:
         model.pop(record_key(fx, r))
     expected = sorted(json.dumps(v, sort_keys=True) for v in model.values())

@@ -149,6 +149,46 @@ def test_unrecorded_key_and_ordering_fields_come_from_the_writer(tmp_path: Path)
     assert data_row_set(hudi_rs_table(str(root))) == sc.expected
 
 
+def test_cow_table_without_payload_merges_with_the_writers(tmp_path: Path) -> None:
+    """A Hudi 0.14 COW table records no payload class: the writer's decides (Java merges with
+    hoodie.datasource.write.payload.class); with DefaultHoodieRecordPayload an update carrying
+    an older ordering value loses to the stored record."""
+    name = "cow_v6_simplekeygen_nonhivestyle"
+    root = unzip(name, tmp_path)
+    assert "hoodie.compaction.payload.class" not in read_props(root)
+    fx = WRITABLE[name]
+    sc = scenario(name, fx, HudiTable(str(root)).read(), event_time=True)
+    options = {
+        "hoodie.datasource.write.payload.class": (
+            "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+        )
+    }
+    table = HudiTable(str(root))
+    table.upsert(sc.upsert, options)
+    table.upsert(sc.upsert2, options)
+    table.delete(sc.delete, options)
+    assert data_row_set(hudi_ds.read(str(root))) == sc.expected
+    assert data_row_set(hudi_rs_table(str(root))) == sc.expected
+    # the second upsert's older record lost: its key keeps the first upsert's row
+    older = sc.upsert2.to_pylist()[0]
+    got = hudi_ds.read(str(root), filters=[("id", "=", older["id"])]).to_pylist()
+    assert len(got) == 1 and got[0]["intField"] != older["intField"]
+    assert "hoodie.compaction.payload.class" not in read_props(root)
+
+
+def test_mor_table_keeps_its_recorded_payload(tmp_path: Path) -> None:
+    root = unzip("mor_parquet_v6_simplekeygen_nonhivestyle", tmp_path)
+    with pytest.raises(ConfigError, match="DefaultHoodieRecordPayload.*contradicts"):
+        _resolve(
+            root,
+            {
+                "hoodie.datasource.write.payload.class": (
+                    "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+                )
+            },
+        )
+
+
 def _resolve(root: Path, options: dict[str, str]):  # type: ignore[no-untyped-def]
     state = TableState.open(str(root))
     return resolve_options(Options.of(options), state.config, str(root), state)
