@@ -466,6 +466,12 @@ class TaskWriter:
             finst = _string(loc.instant).fill_null("")
             # -- updates
             dfound = found[:nd]
+            again = np.zeros(nd, dtype=bool)
+            if o.is_global_index and nd and self._new_keys:
+                # a key this task already moved to another partition joins its moved version
+                # (Java de-duplicates a global write's input by key before tagging)
+                again = dfound & (self._remembered(dkeys, dparts) >= 0)
+                dfound = dfound & ~again
             if o.is_global_index and nd:
                 other = dfound & ~np.asarray(
                     pc.equal(fpart.slice(0, nd), dparts).fill_null(False), dtype=bool
@@ -485,7 +491,7 @@ class TaskWriter:
                 up, uf, ui = fpart.take(sel), fid.take(sel), finst.take(sel)
                 data_t[upd] = self._targets_of(up, uf)
                 self._count_updates(up, uf, ui)
-            inserts = ~found[:nd]  # moving keys are handled below
+            inserts = ~found[:nd] | again  # moving keys are handled below
             # -- deletes: at the key's location; a key the table does not hold is dropped
             xf = found[nd:]
             hit = np.flatnonzero(xf)
@@ -495,6 +501,8 @@ class TaskWriter:
                 if o.is_global_index:
                     dels = _set_partitions(dels, xf, fpart.slice(nd))
                 del_t[hit] = self._targets_of(xp, xfid)
+                # a tagged delete is an update of its file group in Java's workload profile
+                self._count_updates(xp, xfid, finst.take(sel))
             if moving.any():
                 data, data_t, dels, del_t, more = self._move_partitions(
                     data,
