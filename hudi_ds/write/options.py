@@ -153,12 +153,12 @@ def resolve_options(
             Hudi's auto-generated ones.
 
     Raises:
-        ConfigError: an option contradicts the existing table, a needed key is missing, or
-            the bucket settings are invalid.
-        UnsupportedError: a table hudi_ds cannot write (not version 6, a key generator it does
-            not reproduce, auto-generated record keys); nothing has been written. (Tables
-            without meta fields resolve, for their readers; :func:`check_writable` refuses
-            writing them.)
+        ConfigError: an option contradicts the existing table, a needed key is missing, the
+            table is not version 6, or the bucket settings are invalid.
+        UnsupportedError: a table hudi_ds cannot write (a key generator it does not
+            reproduce, auto-generated record keys); nothing has been written. (Tables without
+            meta fields resolve, for their readers; :func:`check_writable` refuses writing
+            them.)
     """
     o = options
     timestamp: TimestampSpec | None = None
@@ -198,6 +198,14 @@ def resolve_options(
                 merge_spec = dataclasses.replace(merge_spec, ordering_fields=(ordering,))
             check_same_spec(o, merge_spec)
         keygen = _key_generator(config)
+        asked_keygen = _asked_key_generator(o)
+        if asked_keygen is not None and not config.KEY_GENERATOR_CLASS.of(config.props):
+            keygen = asked_keygen[2]  # the table does not record its key generator
+            if keygen not in _KEY_GENERATORS.values():
+                raise UnsupportedError(
+                    f"option '{asked_keygen[0]}'={asked_keygen[1]!r}: hudi_ds reproduces the "
+                    f"record keys and partition paths of {', '.join(_JAVA_NAMES)} only"
+                )
         complex_key = keygen == "COMPLEX" or (keygen == "NON_PARTITION" and len(keys) > 1)
         if keygen == "TIMESTAMP":
             timestamp = TimestampSpec.of(o, config.props)
@@ -212,7 +220,7 @@ def resolve_options(
         url_encode = o.get(WriteConfig.URL_ENCODE)
         ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or default_ordering_field(o) or None
         merge_spec = write_spec(o, ordering)
-        complex_key = len(keys) > 1
+        complex_key = _new_table_complex_key(o, keys, parts)
     stored = config.props.get(NUM_BUCKETS_KEY) if config is not None else None
     asked = o.get(WriteConfig.NUM_BUCKETS)
     if stored is not None and o.is_set(WriteConfig.NUM_BUCKETS) and int(stored) != asked:
@@ -279,7 +287,7 @@ def resolve_options(
 
 def _check_version(cfg: TableConfig, base_uri: str) -> None:
     if cfg.table_version != 6:
-        raise UnsupportedError(
+        raise ConfigError(
             f"hudi_ds writes table version 6; the table at {base_uri} is "
             f"version {cfg.table_version} (hoodie.table.version)"
         )
@@ -293,7 +301,8 @@ def check_writable(cfg: TableConfig, base_uri: str = "") -> None:
     hudi_ds would write differently from Java.
 
     Raises:
-        UnsupportedError: the table is not version 6, has no meta fields
+        ConfigError: the table is not version 6 (versions 8 and 9: issue 15).
+        UnsupportedError: the table has no meta fields
             (``hoodie.populate.meta.fields=false``) or a key generator hudi_ds does not
             reproduce.
     """
@@ -346,6 +355,52 @@ def _merge_unrecorded(cfg: TableConfig) -> bool:
     return (
         cfg.table_version == 6 and not cfg.is_mor and not any(p.key in cfg.props for p in recorded)
     )
+
+
+_KEYGEN_CLASS_OPTION = "hoodie.datasource.write.keygenerator.class"
+_KEYGEN_TYPE_OPTION = "hoodie.datasource.write.keygenerator.type"
+
+
+def _asked_key_generator(o: Options) -> tuple[str, str, str] | None:
+    """``(option key, value, kind)`` of a key generator the writer names, if any (kind: as
+    :func:`_key_generator`, or the value itself for a key generator hudi_ds does not know)."""
+    cls = o.get_str(_KEYGEN_CLASS_OPTION)
+    if cls:
+        short = cls.strip().rsplit(".", 1)[-1]
+        return _KEYGEN_CLASS_OPTION, cls, _KEY_GENERATORS.get(short, cls.strip())
+    kind = o.get_str(_KEYGEN_TYPE_OPTION)
+    if kind:
+        return _KEYGEN_TYPE_OPTION, kind, kind.strip().upper()
+    return None
+
+
+def _new_table_complex_key(o: Options, keys: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """Whether a new table's record keys are complex (``f1:v1,...``), checking the key
+    generator the writer names against the ones hudi_ds creates tables with.
+
+    Raises:
+        ConfigError: a key generator hudi_ds does not create tables with, or one that does not
+            fit the key and partition fields.
+    """
+    asked = _asked_key_generator(o)
+    if asked is None:
+        return len(keys) > 1
+    key, value, kind = asked
+    if kind == "COMPLEX" and parts:
+        return True  # ComplexKeyGenerator: f:v even for one field
+    fits = {
+        "SIMPLE": len(keys) <= 1,
+        "NON_PARTITION": not parts,
+        "COMPLEX": len(keys) > 1,
+    }
+    if not fits.get(kind, False):
+        raise ConfigError(
+            f"option '{key}'={value!r} is not supported for a new table with record key "
+            f"fields {list(keys)} and partition fields {list(parts)}: hudi_ds creates tables "
+            "with SimpleKeyGenerator (one key field, partitioned), ComplexKeyGenerator "
+            "(partitioned) or NonpartitionedKeyGenerator (no partition fields)"
+        )
+    return len(keys) > 1
 
 
 def _recorded_or_option(o: Options, cfg: TableConfig, recorded: Any, option: Any) -> bool:
@@ -525,6 +580,15 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
         cfg.ordering_fields[0] if cfg.ordering_fields else None,
         bool(cfg.ordering_fields),
     )
+    asked = _asked_key_generator(o)
+    recorded_keygen = bool(cfg.KEY_GENERATOR_CLASS.of(props))
+    if asked is not None and recorded_keygen and asked[2] != _key_generator(cfg):
+        # Java HoodieWriterUtils.validateTableConfig: "KeyGenerator: <current> <existing>"
+        raise ConfigError(
+            f"option '{asked[0]}'={asked[1]!r} contradicts the existing table "
+            f"({cfg.KEY_GENERATOR_CLASS.of(cfg.props) or 'no key generator'!s} in "
+            "hoodie.properties)"
+        )
     name = o.get(WriteConfig.TABLE_NAME)
     if name and name != cfg.table_name:
         raise ConfigError(
