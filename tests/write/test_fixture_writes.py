@@ -264,6 +264,19 @@ def test_bucket_table_recognised_by_file_ids(tmp_path: Path) -> None:
         _resolve(root, {"hoodie.index.type": "SIMPLE"})
     r = _resolve(root, {"hoodie.bucket.index.num.buckets": "4"})
     assert (r.index_type, r.num_buckets) == ("BUCKET", 4)
+    # and a write keeps to the buckets: the updated keys stay in their file groups
+    more = pa.table({"id": [3, 25], "ts": [2, 2], "v": ["b", "b"]})
+    HudiTable(str(root)).upsert(more, {"hoodie.bucket.index.num.buckets": "4"})
+    got = hudi_ds.read(str(root))
+    assert sorted(zip(got["id"].to_pylist(), got["v"].to_pylist(), strict=True)) == sorted(
+        [(i, "b" if i in (3, 25) else "a") for i in [*range(20), 25]]
+    )
+    file_ids = {
+        f.name.lstrip(".").split("_")[0]
+        for f in root.iterdir()
+        if f.is_file() and not f.name.startswith(".hoodie")
+    }
+    assert file_ids and all(f[:8].isdigit() for f in file_ids), file_ids
 
 
 @pytest.mark.parametrize("index", ["SIMPLE", "BLOOM", "GLOBAL_SIMPLE", "GLOBAL_BLOOM"])
