@@ -193,8 +193,6 @@ IGNORED_HUDI_KEYS = (
     "hoodie.insert.shuffle.parallelism",
     "hoodie.bulkinsert.shuffle.parallelism",
     "hoodie.delete.shuffle.parallelism",
-    "hoodie.datasource.write.keygenerator.class",
-    "hoodie.datasource.write.keygenerator.type",
     "hoodie.metadata.enable",
     "hoodie.embed.timeline.server",
     "hoodie.datasource.hive_sync.enable",
@@ -348,6 +346,19 @@ class WriteConfig:
         "hudi_ds creates), SIMPLE / BLOOM (look keys up in the partition's base files; Hudi's "
         "Spark default is SIMPLE) or their GLOBAL_ variants (keys unique across partitions). "
         "An existing table keeps its index.",
+    )
+    KEYGEN_CLASS = ConfigProperty(
+        "hoodie.datasource.write.keygenerator.class",
+        None,
+        parse_str,
+        "Key generator class: must be the existing table's (its Avro twin is the same); a new "
+        "table takes Simple-, Complex- or NonpartitionedKeyGenerator.",
+    )
+    KEYGEN_TYPE = ConfigProperty(
+        "hoodie.datasource.write.keygenerator.type",
+        None,
+        one_of("SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP", "CUSTOM", "GLOBAL_DELETE"),
+        "Key generator type (instead of the class): as hoodie.datasource.write.keygenerator.class.",
     )
     # TimestampBasedKeyGenerator (Java ``TimestampKeyGeneratorConfig``; the older
     # ``hoodie.deltastreamer.keygen.timebased.*`` names are aliases); an existing table's

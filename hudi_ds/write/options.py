@@ -357,20 +357,16 @@ def _merge_unrecorded(cfg: TableConfig) -> bool:
     )
 
 
-_KEYGEN_CLASS_OPTION = "hoodie.datasource.write.keygenerator.class"
-_KEYGEN_TYPE_OPTION = "hoodie.datasource.write.keygenerator.type"
-
-
 def _asked_key_generator(o: Options) -> tuple[str, str, str] | None:
     """``(option key, value, kind)`` of a key generator the writer names, if any (kind: as
     :func:`_key_generator`, or the value itself for a key generator hudi_ds does not know)."""
-    cls = o.get_str(_KEYGEN_CLASS_OPTION)
+    cls: str | None = o.get(WriteConfig.KEYGEN_CLASS)
     if cls:
         short = cls.strip().rsplit(".", 1)[-1]
-        return _KEYGEN_CLASS_OPTION, cls, _KEY_GENERATORS.get(short, cls.strip())
-    kind = o.get_str(_KEYGEN_TYPE_OPTION)
+        return WriteConfig.KEYGEN_CLASS.key, cls, _KEY_GENERATORS.get(short, cls.strip())
+    kind: str | None = o.get(WriteConfig.KEYGEN_TYPE)
     if kind:
-        return _KEYGEN_TYPE_OPTION, kind, kind.strip().upper()
+        return WriteConfig.KEYGEN_TYPE.key, kind, kind
     return None
 
 

@@ -69,3 +69,20 @@ def test_cluster_by_bucket_refuses_non_bucket_table(spark: Any, tmp_path: Path) 
     df = spark.createDataFrame(hudi_ds.read(str(root)).select(["id", "byteField"]))
     with pytest.raises(ConfigError, match="bucket-index tables.*uses the SIMPLE index"):
         cluster_by_bucket(df, {}, path=str(root))
+
+
+def test_spark_bucket_pruning_only_for_bucket_tables(tmp_path: Path) -> None:
+    """A read option naming a bucket count prunes nothing on a table hudi_ds created with
+    another index (its fileIds are no buckets)."""
+    import pyarrow as pa
+
+    from hudi_ds.spark.reader import bucket_config
+    from hudi_ds.table.table import ReadableTable
+
+    rows = pa.table({"id": list(range(10)), "ts": [1] * 10})
+    base = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id"}
+    hudi_ds.write(str(tmp_path / "s"), rows, {**base, "hoodie.index.type": "SIMPLE"})
+    hudi_ds.write(str(tmp_path / "b"), rows, {**base, "hoodie.bucket.index.num.buckets": "4"})
+    asked = {"hoodie.bucket.index.num.buckets": "4"}
+    assert bucket_config(ReadableTable(str(tmp_path / "s")), asked) is None
+    assert bucket_config(ReadableTable(str(tmp_path / "b")), asked) == (4, ["id"])
