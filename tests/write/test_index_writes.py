@@ -354,22 +354,143 @@ def test_insert_operation_is_not_tagged(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("table_type", TYPES)
 def test_global_move_and_later_versions_in_one_task(tmp_path: Path, table_type: str) -> None:
-    """Versions of a moving key in several batches of one task end in one partition."""
+    """Versions of a key in several batches of one task end in one partition, and the newest
+    version wins (Java de-duplicates a global write's input by key before tagging)."""
     path = str(tmp_path / "t")
     opts = _opts("GLOBAL_SIMPLE", table_type)
     model: Model = {}
-    first = trips(range(4), 5)
+    first = trips(range(8), 5)
     hudi_ds.write(path, first, opts)
     upsert_model(model, first, True)
-    batches = [trips([0], 7, "la"), trips([0], 8, "nyc"), trips([2], 9, "la"), trips([2], 6)]
+    batches = [
+        trips([0], 7, "la"),  # k000 moves nyc -> la ...
+        trips([0], 8, "nyc"),  # ... and its newer version joins it in la
+        trips([2], 9, "la"),  # k002 moves nyc -> la, then an older version (ts 6) loses
+        trips([2], 6),
+        trips([4], 9),  # k004 updated in place in nyc, then a newer version named la joins it
+        trips([4], 10, "la"),
+        trips([6], 7, "la"),  # k006 moves nyc -> la, then is deleted (named in sf)
+        trips([6], 8, "sf", deleted=True),
+        # one batch, two versions of k001 in two partitions: the newest (la) decides
+        pa.concat_tables([trips([1], 12, "la"), trips([1], 11, "nyc")]),
+    ]
     client = WriteClient(path, opts)
     instant = client.start(first.schema)
     task = client.task_writer(instant)
     for b in batches:
-        task.write(b)
+        task.write(b.combine_chunks())
+    (nyc,) = [f for p, f in _file_ids(path) if p == "nyc"]
+    (sf,) = [f for p, f in _file_ids(path) if p == "sf"]
+    assert task.workload.inserts == {"la": 4}
+    # nyc: the deletes of k000, k002, k006 at the old location and k004's update; sf: k001
+    updates = {k: u.count for k, u in task.workload.updates.items()}
+    assert updates == {("nyc", nyc): 4, ("sf", sf): 1}
     client.commit(instant, task.close())
-    # k000: moved to la, then its newer version named nyc joins it in la; k002: moved to la,
-    # then an older version (ts 6 < 9) loses
     model["k000"] = ("k000", 8, "nyc", 8.0, "la")
     model["k002"] = ("k002", 9, "la", 209.0, "la")
+    model["k004"] = ("k004", 10, "la", 410.0, "nyc")
+    del model["k006"]
+    model["k001"] = ("k001", 12, "la", 112.0, "la")
     check(path, model)
+
+
+def test_mor_small_file_rewrite_conflicts_with_concurrent_log_appends(tmp_path: Path) -> None:
+    """Under optimistic concurrency, a writer appending logs to a file group whose base file
+    another writer rewrote meanwhile (a MERGE_ON_READ small file taking inserts) must not
+    commit: its log would hang off the replaced base file."""
+    from hudi_ds.errors import CommitConflictError
+    from tests.conftest import OCC_OPTIONS
+
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("SIMPLE", "MERGE_ON_READ"),
+        **OCC_OPTIONS,
+        "hoodie.write.lock.wait_time_ms": "20",
+        "hoodie.clean.automatic": "false",
+    }
+    model: Model = {}
+    first = trips(range(4), 5)
+    hudi_ds.write(path, first, opts)
+    upsert_model(model, first, False)
+    slow = WriteClient(path, opts)
+    update = trips([0], 8)
+    instant = slow.start(update.schema)  # plans against the small base file of nyc
+    rewrite = trips([0, 10], 7)  # an update and an insert: nyc's small file is rewritten
+    hudi_ds.write(path, rewrite, opts)
+    upsert_model(model, rewrite, False)
+    task = slow.task_writer(instant)
+    task.write(update)
+    statuses = task.close()
+    assert [s.kind for s in statuses] == ["append"]
+    with pytest.raises(CommitConflictError, match="conflicts with"):
+        slow.commit(instant, statuses)
+    slow.abort(instant)
+    check(path, model)
+
+
+def test_mor_concurrent_log_appends_both_commit(tmp_path: Path) -> None:
+    """Two writers updating one MERGE_ON_READ file group through its log both commit (the
+    later one's log is renumbered after the earlier one's), as with the bucket index."""
+    from tests.conftest import OCC_OPTIONS
+
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("SIMPLE", "MERGE_ON_READ"),
+        **OCC_OPTIONS,
+        "hoodie.write.lock.wait_time_ms": "20",
+        "hoodie.clean.automatic": "false",
+    }
+    model: Model = {}
+    for rows in (trips(range(4), 5), trips([0], 6)):  # nyc's file group has a log now
+        hudi_ds.write(path, rows, opts)
+        upsert_model(model, rows, False)
+    slow = WriteClient(path, opts)
+    mine = trips([2], 8)
+    instant = slow.start(mine.schema)
+    theirs = trips([0], 9)
+    hudi_ds.write(path, theirs, opts)
+    task = slow.task_writer(instant)
+    task.write(mine)
+    slow.commit(instant, task.close())
+    for rows in (theirs, mine):
+        upsert_model(model, rows, False)
+    check(path, model)
+
+
+def test_file_groups_in_pending_clustering_take_no_inserts(tmp_path: Path) -> None:
+    from hudi_ds.timeline.instant import Instant, State, new_instant_time
+    from hudi_ds.timeline.metadata import (
+        ClusteringGroup,
+        ClusteringPlan,
+        RequestedReplaceMetadata,
+        SliceInfo,
+    )
+
+    path = str(tmp_path / "t")
+    opts = _opts("SIMPLE", "COPY_ON_WRITE")
+    model: Model = {}
+    first = trips(range(4), 5)
+    hudi_ds.write(path, first, opts)
+    upsert_model(model, first, False)
+    (sf,) = [f for p, f in _file_ids(path) if p == "sf"]
+    # a pending clustering of sf's only (small) file group
+    state = TableState.open(path)
+    plan = ClusteringPlan(
+        input_groups=[ClusteringGroup(slices=[SliceInfo(file_id=sf, partition_path="sf")])]
+    )
+    content = RequestedReplaceMetadata(operation_type="CLUSTER", clustering_plan=plan)
+    when = new_instant_time(after=state.timeline.last().requested_time)
+    assert state.timeline_writer().create_requested(
+        Instant(when, "replacecommit", State.REQUESTED), content.to_bytes()
+    )
+    rows = trips([5, 7, 0], 9)  # two inserts into sf, an update in nyc
+    client = WriteClient(path, {**opts, "hoodie.write.lock.wait_time_ms": "20"})
+    instant = client.start(rows.schema, rollback_failed=False)
+    assert client.plan(instant).pending_clustering == {("sf", sf)}
+    task = client.task_writer(instant)
+    task.write(rows)
+    client.commit(instant, task.close())
+    upsert_model(model, rows, False)
+    check(path, model)
+    sf_groups = [f for p, f in _file_ids(path) if p == "sf"]
+    assert len(sf_groups) == 2 and sf in sf_groups  # a new file group took the inserts
