@@ -148,11 +148,11 @@ class WriteClient:
             self.state = None
         if self.state is None:
             check_path_is_free(self.storage)
-        if self.state is not None:
-            check_writable(self.state.config, self.storage.base_uri)
         self.resolved: ResolvedOptions = resolve_options(
             self.options, self.table_config, self.storage.base_uri, self.state
         )
+        if self.state is not None:
+            check_writable(self.state.config, self.storage.base_uri, self.storage)
 
     @property
     def table_config(self) -> TableConfig | None:

@@ -32,6 +32,7 @@ from hudi_ds.merge.modes import (
     write_spec,
 )
 from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.operation import WriteOperation, operation_named
@@ -293,16 +294,25 @@ def _check_version(cfg: TableConfig, base_uri: str) -> None:
         )
 
 
-def check_writable(cfg: TableConfig, base_uri: str = "") -> None:
+#: ``hoodie.properties`` of a table's metadata table (``HoodieTableMetadata``)
+METADATA_TABLE_PROPS = ".hoodie/metadata/.hoodie/hoodie.properties"
+#: the metadata table partitions a table has built (``HoodieTableConfig.TABLE_METADATA_PARTITIONS``)
+METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
+
+
+def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None = None) -> None:
     """Refuse, before anything is written, an existing table hudi_ds cannot write faithfully.
 
     :func:`resolve_options` refuses what it cannot resolve (the table version, an unknown key
     generator, auto-generated keys); this adds the tables whose options resolve but whose files
     hudi_ds would write differently from Java.
 
+    Args:
+        storage: the table's storage (None: only ``hoodie.properties`` is consulted).
+
     Raises:
         ConfigError: the table is not version 6 (versions 8 and 9: issue 15).
-        UnsupportedError: the table has no meta fields
+        UnsupportedError: the table has a metadata table, no meta fields
             (``hoodie.populate.meta.fields=false``) or a key generator hudi_ds does not
             reproduce.
     """
@@ -318,6 +328,18 @@ def check_writable(cfg: TableConfig, base_uri: str = "") -> None:
             "in them, so it does not write such tables (reading them works)"
         )
     _key_generator(cfg, base_uri)
+    partitions = cfg.get(METADATA_PARTITIONS_KEY) or ""
+    if partitions.strip() or (storage is not None and storage.exists(METADATA_TABLE_PROPS)):
+        # Spark's Hudi lists files through the metadata table by default: files written
+        # without updating it would be invisible to Hudi's readers, and Hudi's writers would
+        # find the metadata table behind the data timeline
+        raise UnsupportedError(
+            f"the table at {base_uri} has a metadata table (.hoodie/metadata"
+            + (f"; {METADATA_PARTITIONS_KEY}={partitions}" if partitions.strip() else "")
+            + "); hudi_ds does not maintain it, so Apache Hudi readers and writers using it "
+            "would not see the files hudi_ds writes. Disable it with Apache Hudi first (a "
+            "write with hoodie.metadata.enable=false deletes it), then write with hudi_ds"
+        )
 
 
 def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
