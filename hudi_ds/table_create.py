@@ -40,12 +40,12 @@ class NewTable:
         hive_style: ``field=value`` partition folders.
         url_encode: partition values URL-encoded.
         complex_key: record keys are ``f1:v1,f2:v2`` (the complex key generator).
-        num_buckets: the bucket index's bucket count (recorded for the bucket index only).
-        hash_fields: the bucket index's hash fields (recorded for the bucket index only).
-        index_type: ``hoodie.index.type`` (``BUCKET``, ``SIMPLE``, ``BLOOM``, ``GLOBAL_*``).
+        num_buckets: the bucket index's bucket count.
+        hash_fields: the bucket index's hash fields.
         ordering_field: the ordering (precombine) field, if any.
         database_name: ``hoodie.database.name``, if any.
         merge_properties: the merge entries (``MergeSpec.table_properties``).
+        index_type: ``hoodie.index.type``; a non-bucket table records no bucket layout.
     """
 
     table_name: str
@@ -57,10 +57,10 @@ class NewTable:
     complex_key: bool
     num_buckets: int
     hash_fields: tuple[str, ...]
-    index_type: str = "BUCKET"
     ordering_field: str | None = None
     database_name: str | None = None
     merge_properties: Mapping[str, str] = field(default_factory=dict)
+    index_type: str = "BUCKET"
 
     @property
     def keygen_class(self) -> str:
@@ -109,14 +109,12 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
     props.update(
         [
             c.CREATE_SCHEMA.entry(avro_schema_json(table_avro_schema(data, table.table_name))),
-            # the index is a property of the table: persisted so that every later writer
-            # uses the same one (Java's HoodieTableConfig has no such key and ignores it; a
-            # Java writer takes hoodie.index.type from its options, SIMPLE by default)
             c.INDEX_TYPE.entry(table.index_type),
         ]
     )
     if table.index_type == "BUCKET":
-        # the bucket layout too (key lookups on read prune by it); Java ignores these keys
+        # the bucket layout is a property of the table: persisted so that every later
+        # writer (and key lookups on read) use the same one; Java ignores these keys
         props.update(
             [
                 c.BUCKET_INDEX_NUM_BUCKETS.entry(table.num_buckets),
