@@ -193,8 +193,6 @@ IGNORED_HUDI_KEYS = (
     "hoodie.insert.shuffle.parallelism",
     "hoodie.bulkinsert.shuffle.parallelism",
     "hoodie.delete.shuffle.parallelism",
-    "hoodie.datasource.write.keygenerator.class",
-    "hoodie.datasource.write.keygenerator.type",
     "hoodie.metadata.enable",
     "hoodie.embed.timeline.server",
     "hoodie.datasource.hive_sync.enable",
@@ -348,6 +346,91 @@ class WriteConfig:
         "hudi_ds creates), SIMPLE / BLOOM (look keys up in the partition's base files; Hudi's "
         "Spark default is SIMPLE) or their GLOBAL_ variants (keys unique across partitions). "
         "An existing table keeps its index.",
+    )
+    KEYGEN_CLASS = ConfigProperty(
+        "hoodie.datasource.write.keygenerator.class",
+        None,
+        parse_str,
+        "Key generator class: must be the existing table's (its Avro twin is the same); a new "
+        "table takes Simple-, Complex- or NonpartitionedKeyGenerator.",
+    )
+    KEYGEN_TYPE = ConfigProperty(
+        "hoodie.datasource.write.keygenerator.type",
+        None,
+        one_of("SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP", "CUSTOM", "GLOBAL_DELETE"),
+        "Key generator type (instead of the class): as hoodie.datasource.write.keygenerator.class.",
+    )
+    # TimestampBasedKeyGenerator (Java ``TimestampKeyGeneratorConfig``; the older
+    # ``hoodie.deltastreamer.keygen.timebased.*`` names are aliases); an existing table's
+    # ``hoodie.properties`` entries of the same keys are used when the option is not given
+    TIMESTAMP_TYPE = ConfigProperty(
+        "hoodie.keygen.timebased.timestamp.type",
+        None,
+        one_of(
+            "UNIX_TIMESTAMP",
+            "DATE_STRING",
+            "MIXED",
+            "EPOCHMILLISECONDS",
+            "EPOCHMICROSECONDS",
+            "SCALAR",
+        ),
+        "TimestampBasedKeyGenerator: how the partition field holds time (UNIX_TIMESTAMP "
+        "seconds, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR in the scalar time unit, "
+        "DATE_STRING parsed with the input date format).",
+        aliases=("hoodie.deltastreamer.keygen.timebased.timestamp.type",),
+    )
+    TIMESTAMP_SCALAR_UNIT = ConfigProperty(
+        "hoodie.keygen.timebased.timestamp.scalar.time.unit",
+        "SECONDS",
+        one_of(
+            "NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"
+        ),
+        "TimestampBasedKeyGenerator: the unit of a SCALAR partition value.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.timestamp.scalar.time.unit",),
+    )
+    TIMESTAMP_INPUT_FORMAT = ConfigProperty(
+        "hoodie.keygen.timebased.input.dateformat",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: Joda pattern(s) of DATE_STRING values (several separated "
+        "by the list delimiter).",
+        aliases=("hoodie.deltastreamer.keygen.timebased.input.dateformat",),
+    )
+    TIMESTAMP_INPUT_FORMAT_DELIMITER = ConfigProperty(
+        "hoodie.keygen.timebased.input.dateformat.list.delimiter.regex",
+        ",",
+        parse_str,
+        "TimestampBasedKeyGenerator: the regex separating several input date formats.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.input.dateformat.list.delimiter.regex",),
+    )
+    TIMESTAMP_OUTPUT_FORMAT = ConfigProperty(
+        "hoodie.keygen.timebased.output.dateformat",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: Joda pattern of the partition path.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.output.dateformat",),
+    )
+    TIMESTAMP_TIMEZONE = ConfigProperty(
+        "hoodie.keygen.timebased.timezone",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: the time zone of both input and output (wins over the "
+        "input / output time zones).",
+        aliases=("hoodie.deltastreamer.keygen.timebased.timezone",),
+    )
+    TIMESTAMP_INPUT_TIMEZONE = ConfigProperty(
+        "hoodie.keygen.timebased.input.timezone",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: the time zone of DATE_STRING values without an offset.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.input.timezone",),
+    )
+    TIMESTAMP_OUTPUT_TIMEZONE = ConfigProperty(
+        "hoodie.keygen.timebased.output.timezone",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: the time zone of the partition path.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.output.timezone",),
     )
     SIMPLE_UPDATE_PARTITION_PATH = ConfigProperty(
         "hoodie.simple.index.update.partition.path",

@@ -11,10 +11,16 @@ become ``__HIVE_DEFAULT_PARTITION__`` (Hudi's ``PartitionPathEncodeUtils.DEFAULT
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.errors import SchemaError
+from hudi_ds.config import Options, WriteConfig
+from hudi_ds.errors import ConfigError, SchemaError
 
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
@@ -65,9 +71,17 @@ _UNSAFE_PARTITION_VALUE = r"(^\.)|[/\\\x00-\x1f]"
 
 
 def partition_paths(
-    table: pa.Table, fields: list[str], hive_style: bool, url_encode: bool = False
+    table: pa.Table,
+    fields: list[str],
+    hive_style: bool,
+    url_encode: bool = False,
+    timestamp: TimestampSpec | None = None,
 ) -> pa.Array:
     """Build ``_hoodie_partition_path`` for every row (``""`` when non-partitioned).
+
+    Args:
+        timestamp: the table's TimestampBasedKeyGenerator (its one partition field's values
+            are formatted times, which may hold ``/``: nested folders, as Java's).
 
     Raises:
         SchemaError: a value would not be one safe folder name (contains ``/``, ``\\`` or a
@@ -76,6 +90,15 @@ def partition_paths(
     """
     if not fields:
         return pa.repeat(pa.scalar("", pa.string()), table.num_rows)
+    if timestamp is not None:
+        if len(fields) != 1:
+            raise SchemaError(
+                f"TimestampBasedKeyGenerator takes one partition field, the table has {fields}"
+            )
+        v = timestamp.partition_values(_column(table, fields[0]), fields[0])
+        if url_encode:
+            v = _url_encode(v)
+        return pc.binary_join_element_wise(f"{fields[0]}=", v, "") if hive_style else v
     parts = []
     for f in fields:
         v = key_string(_column(table, f), f)
@@ -108,3 +131,355 @@ def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
     if name not in table.column_names:
         raise SchemaError(f"key column '{name}' is missing; columns are {table.column_names}")
     return table.column(name)
+
+
+# --------------------------------------------------------------------------- timestamp based
+#: milliseconds per unit of Java's ``TimeUnit`` (SCALAR values)
+_UNIT_MS = {
+    "NANOSECONDS": 1e-6,
+    "MICROSECONDS": 1e-3,
+    "MILLISECONDS": 1,
+    "SECONDS": 1000,
+    "MINUTES": 60_000,
+    "HOURS": 3_600_000,
+    "DAYS": 86_400_000,
+}
+_TYPE_UNIT = {
+    "UNIX_TIMESTAMP": "SECONDS",
+    "EPOCHMILLISECONDS": "MILLISECONDS",
+    "EPOCHMICROSECONDS": "MICROSECONDS",
+}
+_TIMESTAMP_PROPS = (
+    WriteConfig.TIMESTAMP_TYPE,
+    WriteConfig.TIMESTAMP_SCALAR_UNIT,
+    WriteConfig.TIMESTAMP_INPUT_FORMAT,
+    WriteConfig.TIMESTAMP_INPUT_FORMAT_DELIMITER,
+    WriteConfig.TIMESTAMP_OUTPUT_FORMAT,
+    WriteConfig.TIMESTAMP_TIMEZONE,
+    WriteConfig.TIMESTAMP_INPUT_TIMEZONE,
+    WriteConfig.TIMESTAMP_OUTPUT_TIMEZONE,
+)
+
+
+@dataclass(frozen=True)
+class TimestampSpec:
+    """The partition path of Java's ``TimestampBasedAvroKeyGenerator`` (one partition field).
+
+    The field's value is read as a time -- a number of ``unit`` since the epoch
+    (UNIX_TIMESTAMP, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR) or a string in one of the
+    Joda ``input_formats`` (DATE_STRING) -- and formatted with the Joda ``output_format``.
+    Time zones as Java's ``getPartitionPath(Object)``: the output zone when one is set, else
+    the zone the DATE_STRING value carries (or the input zone); numbers without an output zone
+    are formatted in UTC (Java: the JVM's default zone).
+
+    Supported Joda letters: ``yyyy MM M dd d HH H mm m ss s S..`` (output: without ``S``),
+    ``Z``/``ZZ`` (input offsets such as ``Z``, ``+0200``, ``+02:00``), quoted literals.
+    """
+
+    timestamp_type: str
+    input_formats: tuple[str, ...] = ()
+    output_format: str = ""
+    input_timezone: str = ""
+    output_timezone: str = ""
+    scalar_unit: str = "SECONDS"
+
+    @classmethod
+    def of(cls, options: Options, table_props: Mapping[str, str]) -> TimestampSpec:
+        """The spec from the write ``options``, else the table's ``hoodie.properties``.
+
+        Raises:
+            ConfigError: no timestamp type (``hoodie.keygen.timebased.timestamp.type``), no
+                output format, no input format for DATE_STRING, MIXED (not supported), or a
+                Joda pattern with letters this generator does not support.
+        """
+        values: dict[str, Any] = {}
+        for prop in _TIMESTAMP_PROPS:
+            if options.is_set(prop):
+                values[prop.key] = options.get(prop)
+                continue
+            stored = next((table_props[k] for k in prop.all_keys() if k in table_props), None)
+            values[prop.key] = prop.parse(stored) if stored is not None else prop.default
+        ttype = values[WriteConfig.TIMESTAMP_TYPE.key]
+        if not ttype:
+            raise ConfigError(
+                f"option '{WriteConfig.TIMESTAMP_TYPE.key}' is required: the table's key "
+                "generator is TimestampBasedKeyGenerator and hoodie.properties does not record "
+                "how its partition field holds time (UNIX_TIMESTAMP, DATE_STRING, "
+                "EPOCHMILLISECONDS, EPOCHMICROSECONDS or SCALAR)"
+            )
+        if ttype == "MIXED":
+            raise ConfigError(
+                f"'{WriteConfig.TIMESTAMP_TYPE.key}'=MIXED is not supported by hudi_ds "
+                "(UNIX_TIMESTAMP, DATE_STRING, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR are)"
+            )
+        out_format = values[WriteConfig.TIMESTAMP_OUTPUT_FORMAT.key]
+        if not out_format:
+            raise ConfigError(f"option '{WriteConfig.TIMESTAMP_OUTPUT_FORMAT.key}' is required")
+        in_formats: tuple[str, ...] = ()
+        if ttype == "DATE_STRING":
+            raw = values[WriteConfig.TIMESTAMP_INPUT_FORMAT.key]
+            delim = values[WriteConfig.TIMESTAMP_INPUT_FORMAT_DELIMITER.key] or ","
+            in_formats = tuple(f.strip() for f in re.split(delim, raw) if f.strip())
+            if not in_formats:
+                raise ConfigError(
+                    f"option '{WriteConfig.TIMESTAMP_INPUT_FORMAT.key}' is required when "
+                    f"'{WriteConfig.TIMESTAMP_TYPE.key}' is DATE_STRING"
+                )
+        both = values[WriteConfig.TIMESTAMP_TIMEZONE.key]
+        spec = cls(
+            timestamp_type=ttype,
+            input_formats=in_formats,
+            output_format=out_format,
+            # Java HoodieDateTimeParser: hoodie.keygen.timebased.timezone wins over both
+            input_timezone=both or values[WriteConfig.TIMESTAMP_INPUT_TIMEZONE.key],
+            output_timezone=both or values[WriteConfig.TIMESTAMP_OUTPUT_TIMEZONE.key],
+            scalar_unit=values[WriteConfig.TIMESTAMP_SCALAR_UNIT.key],
+        )
+        for f in spec.input_formats:
+            _input_regex(f)  # validated now, before anything is written
+        _strftime_format(spec.output_format)
+        return spec
+
+    def partition_values(self, column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
+        """The formatted partition value of every row of the partition field ``name``.
+
+        Raises:
+            SchemaError: a null value, a value that matches no input format, or a column type
+                that does not fit the timestamp type (the message names column and value).
+        """
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        if column.null_count:
+            raise SchemaError(
+                f"partition column '{name}' holds {column.null_count} null value(s); the "
+                "TimestampBasedKeyGenerator's default for nulls is not supported by hudi_ds"
+            )
+        fmt = _strftime_format(self.output_format)
+        if self.timestamp_type == "DATE_STRING":
+            wall, utc_ms = self._parse_strings(column, name)
+            if not self.output_timezone:
+                # Java formats in the zone the value was parsed in: its own wall clock
+                return pc.strftime(_whole_seconds(wall), format=fmt)
+            ts = utc_ms.cast(pa.timestamp("ms", "UTC"))
+        else:
+            t = column.type
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+                raise SchemaError(
+                    f"partition column '{name}' has type {t}; {self.timestamp_type} partition "
+                    "values must be numbers"
+                )
+            unit = _TYPE_UNIT.get(self.timestamp_type, self.scalar_unit)
+            # Java: value.longValue(), then TimeUnit.MILLISECONDS.convert (truncating)
+            whole = pc.trunc(column) if pa.types.is_floating(t) else column
+            ms = _truncating_ms(whole.cast(pa.int64()), _UNIT_MS[unit])
+            ts = ms.cast(pa.timestamp("ms", "UTC"))
+        zone = self.output_timezone or "UTC"
+        local = pc.local_timestamp(ts.cast(pa.timestamp("ms", _zone(zone))))
+        return pc.strftime(_whole_seconds(local), format=fmt)
+
+    def _parse_strings(self, column: pa.Array, name: str) -> tuple[pa.Array, pa.Array]:
+        """(wall clock as naive ms timestamps, UTC epoch ms) of DATE_STRING values."""
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            raise SchemaError(
+                f"partition column '{name}' has type {column.type}; DATE_STRING partition "
+                "values must be strings"
+            )
+        column = column.cast(pa.string())
+        n = len(column)
+        wall = pa.nulls(n, pa.timestamp("ms"))
+        offset = pa.nulls(n, pa.int64())
+        for f in self.input_formats:
+            regex, has_zone = _input_regex(f)
+            todo = pc.is_null(wall)
+            if not pc.any(todo).as_py():
+                break
+            ok = pc.and_(todo, pc.match_substring_regex(column, regex))
+            if not pc.any(ok).as_py():
+                continue
+            parts = pc.extract_regex(pc.if_else(ok, column, pa.scalar(None, pa.string())), regex)
+            try:
+                w, off = _assemble(parts, has_zone)
+            except pa.ArrowInvalid as e:  # e.g. month 13: matches the pattern, is no date
+                raise SchemaError(
+                    f"partition column '{name}' holds a value that is no valid date for "
+                    f"format {f!r}: {e}"
+                ) from None
+            wall = pc.if_else(ok, w, wall)
+            offset = pc.if_else(ok, off, offset)
+        bad = pc.is_null(wall)
+        if pc.any(bad).as_py():
+            raise SchemaError(
+                f"partition value {column.filter(bad)[0].as_py()!r} of column '{name}' matches "
+                f"none of the input date formats {list(self.input_formats)} "
+                f"('{WriteConfig.TIMESTAMP_INPUT_FORMAT.key}')"
+            )
+        utc = pc.subtract(wall.cast(pa.int64()), pc.multiply(offset, 60_000))
+        if utc.null_count:
+            # no offset in the value: a wall clock of the input zone (Java: or the JVM's)
+            zone = _zone(self.input_timezone or "UTC")
+            utc = pc.coalesce(utc, pc.assume_timezone(wall, zone).cast(pa.int64()))
+        return wall, utc
+
+
+def _whole_seconds(ts: pa.Array) -> pa.Array:
+    # strftime's %S prints fractions of finer units; the output patterns have none
+    return pc.floor_temporal(ts, unit="second").cast(pa.timestamp("s"))
+
+
+def _truncating_ms(values: pa.Array, ms_per_unit: float) -> pa.Array:
+    if ms_per_unit >= 1:
+        return pc.multiply_checked(values, int(ms_per_unit))
+    # integer division truncates toward zero, as Java's TimeUnit.convert
+    return pc.divide(values, round(1 / ms_per_unit))
+
+
+def _zone(name: str) -> str:
+    """A Java zone id as Arrow takes it (``GMT``/``Z`` are UTC; ``GMT+2`` style offsets)."""
+    n = name.strip()
+    if n.upper() in ("UTC", "GMT", "Z", "UT"):
+        return "UTC"
+    m = re.fullmatch(r"(?:GMT|UTC)?([+-])(\d{1,2}):?(\d{2})?", n)
+    if m:
+        return f"{m.group(1)}{int(m.group(2)):02d}:{m.group(3) or '00'}"
+    return n
+
+
+def _joda_tokens(pattern: str) -> list[tuple[str, str]]:
+    """Split a Joda pattern into ``("letters", "yyyy")`` and ``("literal", "-")`` tokens."""
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "'":
+            j = pattern.find("'", i + 1)
+            if j < 0:
+                raise ConfigError(f"unterminated quote in date format {pattern!r}")
+            out.append(("literal", "'" if j == i + 1 else pattern[i + 1 : j]))
+            i = j + 1
+        elif c.isascii() and c.isalpha():
+            j = i
+            while j < len(pattern) and pattern[j] == c:
+                j += 1
+            out.append(("letters", pattern[i:j]))
+            i = j
+        else:
+            out.append(("literal", c))
+            i += 1
+    return out
+
+
+_IN_GROUPS = {
+    "yyyy": ("y", r"\d{4}"),
+    "MM": ("M", r"\d{2}"),
+    "M": ("M", r"\d{1,2}"),
+    "dd": ("d", r"\d{2}"),
+    "d": ("d", r"\d{1,2}"),
+    "HH": ("H", r"\d{2}"),
+    "H": ("H", r"\d{1,2}"),
+    "mm": ("m", r"\d{2}"),
+    "m": ("m", r"\d{1,2}"),
+    "ss": ("s", r"\d{2}"),
+    "s": ("s", r"\d{1,2}"),
+    "Z": ("z", r"Z|[+-]\d{2}:?\d{2}"),
+    "ZZ": ("z", r"Z|[+-]\d{2}:?\d{2}"),
+}
+_OUT_CODES = {
+    "yyyy": "%Y",
+    "yy": "%y",
+    "MM": "%m",
+    "dd": "%d",
+    "HH": "%H",
+    "mm": "%M",
+    "ss": "%S",
+}
+
+
+def _input_regex(pattern: str) -> tuple[str, bool]:
+    """A regex with named groups for a Joda input pattern, and whether it holds an offset."""
+    parts = []
+    seen: set[str] = set()
+    for kind, tok in _joda_tokens(pattern):
+        if kind == "literal":
+            parts.append(re.escape(tok))
+            continue
+        if set(tok) == {"S"}:
+            group, rx = "f", r"\d{1,9}"
+        elif tok in _IN_GROUPS:
+            group, rx = _IN_GROUPS[tok]
+        else:
+            raise ConfigError(
+                f"date format {pattern!r}: Joda letters {tok!r} are not supported by hudi_ds's "
+                "TimestampBasedKeyGenerator (yyyy MM dd HH mm ss S Z and literals are)"
+            )
+        if group in seen:
+            raise ConfigError(f"date format {pattern!r} repeats the field {tok!r}")
+        seen.add(group)
+        parts.append(f"(?P<{group}>{rx})")
+    if "y" not in seen:
+        raise ConfigError(f"date format {pattern!r} has no year (yyyy)")
+    return "^" + "".join(parts) + "$", "z" in seen
+
+
+def _strftime_format(pattern: str) -> str:
+    """The strftime format of a Joda output pattern."""
+    out = []
+    for kind, tok in _joda_tokens(pattern):
+        if kind == "literal":
+            out.append(tok.replace("%", "%%"))
+        elif tok in _OUT_CODES:
+            out.append(_OUT_CODES[tok])
+        else:
+            raise ConfigError(
+                f"output date format {pattern!r}: Joda letters {tok!r} are not supported by "
+                "hudi_ds's TimestampBasedKeyGenerator (yyyy yy MM dd HH mm ss and literals are)"
+            )
+    return "".join(out)
+
+
+def _assemble(parts: pa.StructArray, has_zone: bool) -> tuple[pa.Array, pa.Array]:
+    """(naive ms timestamps, offset minutes or nulls) from the regex groups of one format."""
+    names = {parts.type.field(i).name for i in range(parts.type.num_fields)}
+
+    def field(g: str, width: int, default: str) -> pa.Array:
+        if g not in names:
+            return pa.repeat(pa.scalar(default), len(parts))
+        return pc.utf8_lpad(parts.field(g), width=width, padding="0")
+
+    frac = (
+        pc.utf8_slice_codeunits(pc.utf8_rpad(parts.field("f"), width=3, padding="0"), 0, 3)
+        if "f" in names
+        else pa.repeat(pa.scalar("000"), len(parts))
+    )
+    iso = pc.binary_join_element_wise(
+        field("y", 4, "1970"),
+        "-",
+        field("M", 2, "01"),
+        "-",
+        field("d", 2, "01"),
+        "T",
+        field("H", 2, "00"),
+        ":",
+        field("m", 2, "00"),
+        ":",
+        field("s", 2, "00"),
+        ".",
+        frac,
+        "",
+    )
+    # rows another format matches are null structs (their fields are empty, not null)
+    iso = pc.if_else(pc.is_valid(parts), iso, pa.scalar(None, pa.string()))
+    wall = iso.cast(pa.timestamp("ms"))
+    if not has_zone:
+        return wall, pa.nulls(len(parts), pa.int64())
+    z = parts.field("z")
+    digits = pc.replace_substring(pc.utf8_slice_codeunits(z, 1), ":", "")
+    hh = pc.utf8_slice_codeunits(digits, 0, 2)
+    mm = pc.utf8_slice_codeunits(digits, 2, 4)
+    minutes = pc.add(
+        pc.multiply(
+            pc.fill_null(pc.cast(pc.if_else(pc.equal(z, "Z"), "0", hh), pa.int64()), 0), 60
+        ),
+        pc.cast(pc.if_else(pc.equal(z, "Z"), "0", mm), pa.int64()),
+    )
+    sign = pc.if_else(pc.starts_with(z, "-"), -1, 1)
+    return wall, pc.multiply(minutes, sign)

@@ -48,18 +48,30 @@ class BucketSpec:
         """Resolve like the writer: the existing table's settings at ``path`` win over options.
 
         Raises:
-            ConfigError: an invalid option or no record key fields.
+            ConfigError: an invalid option, no record key fields, or a table (or options)
+                with another index than the bucket index.
         """
         _, hudi, _ = opt.split_options(options)
         path = path or options.get("path")
         if path:
             r = WriteClient(str(path), hudi).resolved
+            if r.index_type != "BUCKET":
+                raise ConfigError(
+                    f"cluster_by_bucket is for bucket-index tables; the table at {path} uses "
+                    f"the {r.index_type} index (write the DataFrame as it is: its tasks look "
+                    "keys up in the table)"
+                )
             spec = cls(
                 r.record_key_fields, r.partition_fields, r.complex_key, r.num_buckets, r.hash_fields
             )
         else:
             o = Options.of(hudi)
             o.validate(WriteConfig, ReadConfig)
+            if _opt(o, WriteConfig.INDEX_TYPE) != "BUCKET":
+                raise ConfigError(
+                    f"cluster_by_bucket is for the bucket index; 'hoodie.index.type'="
+                    f"{_opt(o, WriteConfig.INDEX_TYPE)!r}"
+                )
             keys = list(_opt(o, WriteConfig.RECORD_KEY_FIELDS) or [])
             spec = cls(
                 tuple(keys),

@@ -60,6 +60,7 @@ from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
 from hudi_ds.table.filters import filter_expression
 from hudi_ds.table.table import ReadableTable, ReadPlan
+from hudi_ds.table_config import TableConfig
 
 HudiFilter = tuple[str, str, Any]
 
@@ -258,11 +259,15 @@ def bucket_config(table: ReadableTable, options: Mapping[str, str]) -> tuple[int
     """``(num_buckets, hash_fields)`` of a bucket-index table, or None when unknown.
 
     From the read options ``hoodie.bucket.index.num.buckets`` / ``hoodie.bucket.index.hash.field``
-    or, failing that, the same keys in ``hoodie.properties``.
+    or, failing that, the same keys in ``hoodie.properties``; None for a table that records
+    another index (``hoodie.index.type``).
 
     Raises:
         ConfigError: an invalid value.
     """
+    recorded_index = table.config.get(TableConfig.INDEX_TYPE)
+    if recorded_index and recorded_index.upper() != "BUCKET":
+        return None  # a table hudi_ds created with another index: fileIds are not buckets
     raw = options.get(NUM_BUCKETS_KEY) or table.config.get(NUM_BUCKETS_KEY)
     if raw is None:
         return None

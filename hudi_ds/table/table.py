@@ -525,13 +525,15 @@ class ReadableTable:
     def _key_buckets(self, filters: list[tuple[str, str, Any]]) -> set[int] | None:
         """Buckets holding the keys of a record-key lookup (``key = v`` / ``key in [...]``).
 
-        Only for tables whose bucket layout is recorded in hoodie.properties (tables written by
-        hudi_ds) and keyed by one field; None means "no pruning".
+        Only for bucket-index tables whose bucket layout is recorded in hoodie.properties
+        (tables written by hudi_ds) and keyed by one field; None means "no pruning" (the
+        fileIds of other indexes say nothing about the keys they hold).
         """
         cfg = self.config
         n = cfg.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS)
         keys = cfg.record_key_fields
-        if n is None or len(keys) != 1 or cfg.complex_record_key:
+        index = (cfg.get(TableConfig.INDEX_TYPE) or "BUCKET").upper()
+        if n is None or index != "BUCKET" or len(keys) != 1 or cfg.complex_record_key:
             return None
         hash_fields = TableConfig.BUCKET_INDEX_HASH_FIELD.items(cfg.props)
         wanted: set[int] | None = None

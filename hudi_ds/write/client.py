@@ -93,7 +93,7 @@ from hudi_ds.write.lock import (
 )
 from hudi_ds.write.markers import delete_markers, marked_files
 from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
-from hudi_ds.write.options import ResolvedOptions, resolve_options
+from hudi_ds.write.options import ResolvedOptions, check_writable, resolve_options
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
 from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant
 from hudi_ds.write.tagged_records import TaggedRecords
@@ -162,8 +162,10 @@ class WriteClient:
         if self.state is None:
             check_path_is_free(self.storage)
         self.resolved: ResolvedOptions = resolve_options(
-            self.options, self.table_config, self.storage.base_uri
+            self.options, self.table_config, self.storage.base_uri, self.state
         )
+        if self.state is not None:
+            check_writable(self.state.config, self.storage.base_uri, self.storage)
 
     @property
     def table_config(self) -> TableConfig | None:

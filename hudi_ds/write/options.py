@@ -8,13 +8,21 @@ error naming the key and both values. For a new table the options decide.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
 from hudi_ds.config import Options, WriteConfig
-from hudi_ds.errors import ConfigError
+from hudi_ds.errors import ConfigError, HudiError, UnsupportedError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, validate_hash_fields, validate_num_buckets
+from hudi_ds.keygen import TimestampSpec
 from hudi_ds.layout.bloom import BloomFilterSpec
+from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.merge.modes import (
     MergeSpec,
     check_same_spec,
@@ -23,10 +31,34 @@ from hudi_ds.merge.modes import (
     table_spec,
     write_spec,
 )
+from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.view import TableState
 from hudi_ds.write.operation import WriteOperation, operation_named
 
+log = logging.getLogger("hudi_ds.write")
+
 MB = 1 << 20
+
+#: the key generators hudi_ds reproduces (``hoodie.table.keygenerator.class``, short names,
+#: with their Avro twins) and what each makes of record keys and partition paths
+_KEY_GENERATORS = {
+    "SimpleKeyGenerator": "SIMPLE",
+    "SimpleAvroKeyGenerator": "SIMPLE",
+    "ComplexKeyGenerator": "COMPLEX",
+    "ComplexAvroKeyGenerator": "COMPLEX",
+    "NonpartitionedKeyGenerator": "NON_PARTITION",
+    "NonpartitionedAvroKeyGenerator": "NON_PARTITION",
+    "TimestampBasedKeyGenerator": "TIMESTAMP",
+    "TimestampBasedAvroKeyGenerator": "TIMESTAMP",
+}
+_JAVA_NAMES = sorted(k for k in _KEY_GENERATORS if "Avro" not in k)
+#: bucket ids above this are taken for a random UUID prefix, not a bucket (see _index_type)
+_MAX_DETECTED_BUCKET = 1 << 16
+#: Hudi 0.14's auto-generated record keys: ``<instant time>_<task partition>_<row>``
+#: (``HoodieRecord.generateSequenceId``, ``AutoRecordKeyGenerationUtils``)
+_AUTO_KEY = re.compile(r"^(?P<instant>\d{14,17})_\d+_\d+$")
 
 
 @dataclass(frozen=True)
@@ -56,6 +88,8 @@ class ResolvedOptions:
             fraction of the small-file limit a commit must write to measure it.
         insert_split_size, auto_split: records per new file group when not auto-split.
         small_file_candidates: MERGE_ON_READ: small file groups per partition taking inserts.
+        timestamp: the TimestampBasedKeyGenerator's partition path (None: partition values
+            as they are).
     """
 
     operation: WriteOperation
@@ -87,6 +121,7 @@ class ResolvedOptions:
     insert_split_size: int = 500000
     auto_split: bool = True
     small_file_candidates: int = 1
+    timestamp: TimestampSpec | None = None
 
     @property
     def is_global_index(self) -> bool:
@@ -100,35 +135,81 @@ class ResolvedOptions:
 
 
 def resolve_options(
-    options: Options, config: TableConfig | None, base_uri: str = ""
+    options: Options,
+    config: TableConfig | None,
+    base_uri: str = "",
+    table: TableState | None = None,
 ) -> ResolvedOptions:
     """Resolve validated write ``options`` against the table's ``config`` (None: a new table).
 
+    An existing table's recorded properties win; what it does not record (tables of older
+    Hudi versions have no ``hoodie.table.recordkey.fields``, no precombine field, no
+    TimestampBasedKeyGenerator type ...) is taken from the options, and a key that neither
+    gives but the write needs is an error naming the key.
+
     Args:
         base_uri: the table's location (named in errors).
+        table: the opened existing table: its latest commits tell the index of a table that
+            does not record it (bucket-index fileIds) and whether its record keys are
+            Hudi's auto-generated ones.
 
     Raises:
-        ConfigError: an option contradicts the existing table, the table is not version 6, or
-            the bucket settings are invalid.
+        ConfigError: an option contradicts the existing table, a needed key is missing, the
+            table is not version 6, or the bucket settings are invalid.
+        UnsupportedError: a table hudi_ds cannot write (a key generator it does not
+            reproduce, auto-generated record keys); nothing has been written. (Tables without
+            meta fields resolve, for their readers; :func:`check_writable` refuses writing
+            them.)
     """
     o = options
+    timestamp: TimestampSpec | None = None
     if config is not None:
+        _check_version(config, base_uri)
+        _key_generator(config, base_uri)
         _check_against_table(o, config)
-        if config.table_version != 6:
-            raise ConfigError(
-                f"hudi_ds writes table version 6; the table at {base_uri} is "
-                f"version {config.table_version} (hoodie.table.version)"
-            )
         table_name = config.table_name
         table_type = config.table_type
-        keys = tuple(config.record_key_fields)
-        parts = tuple(config.partition_fields)
-        hive_style = config.hive_style_partitioning
-        url_encode = config.url_encode_partitions
-        ordering = config.ordering_fields[0] if config.ordering_fields else None
-        merge_spec = table_spec(config, custom_classes_option(o))
-        check_same_spec(o, merge_spec)
-        complex_key = config.complex_record_key
+        keys = _record_key_fields(o, config, table, base_uri)
+        parts = _partition_fields(o, config, base_uri)
+        hive_style = _recorded_or_option(
+            o, config, TableConfig.HIVE_STYLE_PARTITIONING, WriteConfig.HIVE_STYLE
+        )
+        url_encode = _recorded_or_option(
+            o, config, TableConfig.URL_ENCODE_PARTITIONING, WriteConfig.URL_ENCODE
+        )
+        if config.ordering_fields:
+            ordering: str | None = config.ordering_fields[0]
+        else:  # not recorded (a table written without one): the writer's, if any
+            ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or None
+        if _merge_unrecorded(config) and any(
+            o.is_set(p)
+            for p in (
+                WriteConfig.MERGE_MODE,
+                WriteConfig.PAYLOAD_CLASS,
+                WriteConfig.MERGE_STRATEGY_ID,
+            )
+        ):
+            # a COPY_ON_WRITE table of Hudi 0.x that records no payload class: Java merges
+            # with the writer's (hoodie.datasource.write.payload.class, default
+            # OverwriteWithLatestAvroPayload); no reader merges a COW table's rows
+            merge_spec = write_spec(o, ordering)
+        else:
+            merge_spec = table_spec(config, custom_classes_option(o))
+            if ordering and not merge_spec.ordering_fields:
+                merge_spec = dataclasses.replace(merge_spec, ordering_fields=(ordering,))
+            check_same_spec(o, merge_spec)
+        keygen = _key_generator(config)
+        asked_keygen = _asked_key_generator(o)
+        if asked_keygen is not None and not config.KEY_GENERATOR_CLASS.of(config.props):
+            keygen = asked_keygen[2]  # the table does not record its key generator
+            if keygen not in _KEY_GENERATORS.values():
+                raise UnsupportedError(
+                    f"option '{asked_keygen[0]}'={asked_keygen[1]!r}: hudi_ds reproduces the "
+                    f"record keys and partition paths of {', '.join(_JAVA_NAMES)} only"
+                )
+        complex_key = keygen == "COMPLEX" or (keygen == "NON_PARTITION" and len(keys) > 1)
+        if keygen == "TIMESTAMP":
+            timestamp = TimestampSpec.of(o, config.props)
     else:
         table_name = o.get(WriteConfig.TABLE_NAME) or ""
         table_type = o.get(WriteConfig.TABLE_TYPE)
@@ -140,7 +221,7 @@ def resolve_options(
         url_encode = o.get(WriteConfig.URL_ENCODE)
         ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or default_ordering_field(o) or None
         merge_spec = write_spec(o, ordering)
-        complex_key = len(keys) > 1
+        complex_key = _new_table_complex_key(o, keys, parts)
     stored = config.props.get(NUM_BUCKETS_KEY) if config is not None else None
     asked = o.get(WriteConfig.NUM_BUCKETS)
     if stored is not None and o.is_set(WriteConfig.NUM_BUCKETS) and int(stored) != asked:
@@ -152,7 +233,17 @@ def resolve_options(
     hash_fields = (
         tuple(validate_hash_fields(o.get(WriteConfig.HASH_FIELD), list(keys))) if keys else ()
     )
-    index_type = _index_type(o, config)
+    index_type = _index_type(o, config, table)
+    if (
+        index_type == "BUCKET"
+        and config is not None
+        and stored is None
+        and not o.is_set(WriteConfig.NUM_BUCKETS)
+    ):
+        raise ConfigError(
+            f"option '{NUM_BUCKETS_KEY}' is required: the table at {base_uri} uses the bucket "
+            "index (its fileIds are bucket ids) and does not record its bucket count"
+        )
     update_prop = (
         WriteConfig.BLOOM_UPDATE_PARTITION_PATH
         if index_type == "GLOBAL_BLOOM"
@@ -191,47 +282,331 @@ def resolve_options(
         insert_split_size=o.get(WriteConfig.INSERT_SPLIT_SIZE),
         auto_split=o.get(WriteConfig.INSERT_AUTO_SPLIT),
         small_file_candidates=o.get(WriteConfig.SMALL_FILE_GROUP_CANDIDATES),
+        timestamp=timestamp,
     )
 
 
-def _index_type(o: Options, config: TableConfig | None) -> str:
-    """The write's index: a new table's option; an existing table's recorded
-    ``hoodie.index.type``, else Hudi's Spark default, SIMPLE.
+def _check_version(cfg: TableConfig, base_uri: str) -> None:
+    if cfg.table_version != 6:
+        raise ConfigError(
+            f"hudi_ds writes table version 6; the table at {base_uri} is "
+            f"version {cfg.table_version} (hoodie.table.version)"
+        )
+
+
+#: ``hoodie.properties`` of a table's metadata table (``HoodieTableMetadata``)
+METADATA_TABLE_PROPS = ".hoodie/metadata/.hoodie/hoodie.properties"
+#: the metadata table partitions a table has built (``HoodieTableConfig.TABLE_METADATA_PARTITIONS``)
+METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
+
+
+def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None = None) -> None:
+    """Refuse, before anything is written, an existing table hudi_ds cannot write faithfully.
+
+    :func:`resolve_options` refuses what it cannot resolve (the table version, an unknown key
+    generator, auto-generated keys); this adds the tables whose options resolve but whose files
+    hudi_ds would write differently from Java.
+
+    Args:
+        storage: the table's storage (None: only ``hoodie.properties`` is consulted).
+
+    Raises:
+        ConfigError: the table is not version 6 (versions 8 and 9: issue 15).
+        UnsupportedError: the table has a metadata table, no meta fields
+            (``hoodie.populate.meta.fields=false``) or a key generator hudi_ds does not
+            reproduce.
+    """
+    _check_version(cfg, base_uri)
+    if not cfg.populate_meta_fields:
+        # Java writes such tables without the five _hoodie_* columns and its indexes read the
+        # keys from the data columns; hudi_ds's handles write the meta columns into every base
+        # file and log block and its lookups read _hoodie_record_key, so a write would mix
+        # file layouts in one table
+        raise UnsupportedError(
+            f"the table at {base_uri} has hoodie.populate.meta.fields=false (no _hoodie_* "
+            "meta columns); hudi_ds writes the meta columns into every file and looks keys up "
+            "in them, so it does not write such tables (reading them works)"
+        )
+    _key_generator(cfg, base_uri)
+    partitions = cfg.get(METADATA_PARTITIONS_KEY) or ""
+    if partitions.strip() or (storage is not None and storage.exists(METADATA_TABLE_PROPS)):
+        # Spark's Hudi lists files through the metadata table by default: files written
+        # without updating it would be invisible to Hudi's readers, and Hudi's writers would
+        # find the metadata table behind the data timeline
+        raise UnsupportedError(
+            f"the table at {base_uri} has a metadata table (.hoodie/metadata"
+            + (f"; {METADATA_PARTITIONS_KEY}={partitions}" if partitions.strip() else "")
+            + "); hudi_ds does not maintain it, so Apache Hudi readers and writers using it "
+            "would not see the files hudi_ds writes. Disable it with Apache Hudi first (a "
+            "write with hoodie.metadata.enable=false deletes it), then write with hudi_ds"
+        )
+
+
+def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
+    """The table's key generator as hudi_ds reproduces it (SIMPLE, COMPLEX, NON_PARTITION,
+    TIMESTAMP).
+
+    Raises:
+        UnsupportedError: another key generator (custom, global delete, a user's class):
+            hudi_ds could not produce the record keys and partition paths Java does.
+    """
+    cls = cfg.KEY_GENERATOR_CLASS.of(cfg.props) or ""
+    if not cls:  # not recorded: keys and partitions as the fields say
+        return "COMPLEX" if len(cfg.record_key_fields) > 1 else "SIMPLE"
+    kind = _KEY_GENERATORS.get(cls.rsplit(".", 1)[-1])
+    if kind is None:
+        raise UnsupportedError(
+            f"the table at {base_uri} uses key generator {cls} "
+            f"({cfg.KEY_GENERATOR_CLASS.key}); hudi_ds reproduces the record keys and "
+            f"partition paths of {', '.join(_JAVA_NAMES)} only, so it does not write this table"
+        )
+    return kind
+
+
+def _merge_unrecorded(cfg: TableConfig) -> bool:
+    """A version-6 COPY_ON_WRITE table that records no merge choice (payload class, merge
+    mode, strategy): the writer's decides, as in Java 0.x."""
+    c = TableConfig
+    recorded = (
+        c.PAYLOAD_CLASS,
+        c.TABLE_PAYLOAD_CLASS,
+        c.RECORD_MERGE_MODE,
+        c.RECORD_MERGE_STRATEGY_ID,
+        c.RECORD_MERGER_STRATEGY,
+    )
+    return (
+        cfg.table_version == 6 and not cfg.is_mor and not any(p.key in cfg.props for p in recorded)
+    )
+
+
+def _asked_key_generator(o: Options) -> tuple[str, str, str] | None:
+    """``(option key, value, kind)`` of a key generator the writer names, if any (kind: as
+    :func:`_key_generator`, or the value itself for a key generator hudi_ds does not know)."""
+    cls: str | None = o.get(WriteConfig.KEYGEN_CLASS)
+    if cls:
+        short = cls.strip().rsplit(".", 1)[-1]
+        return WriteConfig.KEYGEN_CLASS.key, cls, _KEY_GENERATORS.get(short, cls.strip())
+    kind: str | None = o.get(WriteConfig.KEYGEN_TYPE)
+    if kind:
+        return WriteConfig.KEYGEN_TYPE.key, kind, kind
+    return None
+
+
+def _new_table_complex_key(o: Options, keys: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """Whether a new table's record keys are complex (``f1:v1,...``), checking the key
+    generator the writer names against the ones hudi_ds creates tables with.
+
+    Raises:
+        ConfigError: a key generator hudi_ds does not create tables with, or one that does not
+            fit the key and partition fields.
+    """
+    asked = _asked_key_generator(o)
+    if asked is None:
+        return len(keys) > 1
+    key, value, kind = asked
+    if kind == "COMPLEX" and parts:
+        return True  # ComplexKeyGenerator: f:v even for one field
+    fits = {
+        "SIMPLE": len(keys) <= 1,
+        "NON_PARTITION": not parts,
+        "COMPLEX": len(keys) > 1,
+    }
+    if not fits.get(kind, False):
+        raise ConfigError(
+            f"option '{key}'={value!r} is not supported for a new table with record key "
+            f"fields {list(keys)} and partition fields {list(parts)}: hudi_ds creates tables "
+            "with SimpleKeyGenerator (one key field, partitioned), ComplexKeyGenerator "
+            "(partitioned) or NonpartitionedKeyGenerator (no partition fields)"
+        )
+    return len(keys) > 1
+
+
+def _recorded_or_option(o: Options, cfg: TableConfig, recorded: Any, option: Any) -> bool:
+    if recorded.key in cfg.props:
+        return bool(recorded.flag(cfg.props))
+    return bool(o.get(option))
+
+
+def _record_key_fields(
+    o: Options, cfg: TableConfig, table: TableState | None, base_uri: str
+) -> tuple[str, ...]:
+    """The table's record key fields, or the writer's when the table does not record them."""
+    if cfg.record_key_fields:
+        return tuple(cfg.record_key_fields)
+    asked: list[str] | None = o.get(WriteConfig.RECORD_KEY_FIELDS)
+    example = _auto_generated_key(table) if table is not None else None
+    if example is not None:
+        # Java (HoodieWriterUtils.validateTableConfig) refuses a record key option on such a
+        # table: "if incoming record key is non empty, table config should also be non empty"
+        raise UnsupportedError(
+            f"the table at {base_uri} has no record key fields: its record keys were generated "
+            f"by Hudi (e.g. {example!r}, <instant>_<task>_<row>), so no column of the data "
+            "addresses its rows and an upsert or delete by key cannot find them; hudi_ds does "
+            "not generate keys, so it does not write this table"
+            + (
+                f" ('{WriteConfig.RECORD_KEY_FIELDS.key}'={','.join(asked)} would not match them)"
+                if asked
+                else ""
+            )
+        )
+    if not asked:
+        raise ConfigError(
+            f"option '{WriteConfig.RECORD_KEY_FIELDS.key}' is required: the table at "
+            f"{base_uri} does not record its record key fields ({TableConfig.RECORDKEY_FIELDS.key})"
+        )
+    return tuple(asked)
+
+
+def _partition_fields(o: Options, cfg: TableConfig, base_uri: str) -> tuple[str, ...]:
+    """The table's partition fields, or the writer's when a partitioned table does not record
+    them."""
+    if TableConfig.PARTITION_FIELDS.key in cfg.props or _key_generator(cfg) == "NON_PARTITION":
+        return tuple(cfg.partition_fields)
+    asked: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
+    if not o.is_set(WriteConfig.PARTITION_FIELDS) and cfg.KEY_GENERATOR_CLASS.of(cfg.props):
+        raise ConfigError(
+            f"option '{WriteConfig.PARTITION_FIELDS.key}' is required: the table at {base_uri} "
+            f"does not record its partition fields ({TableConfig.PARTITION_FIELDS.key}) and its "
+            "key generator is a partitioning one (give an empty value for none)"
+        )
+    return tuple(f.split(":")[0] for f in asked)
+
+
+def _latest_stats(table: TableState, limit: int = 5) -> list[Any]:
+    """Write stats of the latest completed commits that wrote files (at most ``limit``)."""
+    tl = table.timeline
+    for instant in reversed(list(tl.commits())[-limit:]):
+        stats = [s for s in tl.read_commit_metadata(instant).write_stats() if s.file_id]
+        if stats:
+            return stats
+    return []
+
+
+def _auto_generated_key(table: TableState) -> str | None:
+    """A record key of the table when its keys are Hudi's auto-generated ones, else None.
+
+    Reads the commit time and record key columns of one base file of the latest commit: every
+    key is ``<its commit time>_<task>_<row>`` in a table written with auto-generated keys.
+    """
+    for stat in _latest_stats(table):
+        if not stat.path or not stat.path.endswith(".parquet"):
+            continue
+        try:
+            with table.storage.open_input_file(stat.path) as f:
+                pf = pq.ParquetFile(f)
+                if pf.metadata.num_row_groups == 0:
+                    continue
+                rows = pf.read_row_group(
+                    0, columns=[COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD]
+                )
+        except (OSError, KeyError, HudiError) as e:
+            log.debug("cannot sample record keys of %s: %s", stat.path, e)
+            continue
+        if rows.num_rows == 0:
+            continue
+        keys = rows.column(RECORD_KEY_METADATA_FIELD).cast("string")
+        # the key's instant is the commit that inserted the row: never after the row's
+        # latest commit (an update, e.g. Spark SQL UPDATE, keeps the key)
+        born = pc.struct_field(pc.extract_regex(keys, _AUTO_KEY.pattern), [0])
+        committed = rows.column(COMMIT_TIME_METADATA_FIELD).cast("string")
+        auto = pc.less_equal(
+            born, pc.utf8_slice_codeunits(committed, 0, pc.max(pc.utf8_length(born)).as_py() or 0)
+        )
+        if pc.all(pc.fill_null(auto, False)).as_py():
+            return str(keys[0].as_py())
+        return None
+    return None
+
+
+def _index_type(o: Options, config: TableConfig | None, table: TableState | None = None) -> str:
+    """The write's index: a new table's option; an existing table's own.
+
+    An existing table's index is its recorded ``hoodie.index.type`` (tables hudi_ds creates),
+    else the bucket index when it records a bucket count or the fileIds of its latest commit
+    are all bucket fileIds (Java's Spark bucket index records neither: ``%08d`` bucket id
+    prefixes, taken for bucket ids below 65536 -- a random UUID prefix is all digits and that
+    small with a chance of about 1.5e-5), else Hudi's Spark default, SIMPLE.
 
     Raises:
         ConfigError: the option asks for the bucket index on a table that has another one, or
-            the other way round (the two place keys incompatibly).
+            the other way round (the two place keys incompatibly), or a global index on a table
+            hudi_ds created with a non-global one (or the other way round: one keeps keys
+            unique per partition, the other across partitions).
     """
     asked = o.get(WriteConfig.INDEX_TYPE)
     if config is None:
         return asked
     recorded = config.get(TableConfig.INDEX_TYPE)
-    table_index = recorded.upper() if recorded else None
-    current = table_index or "SIMPLE"
-    if o.is_set(WriteConfig.INDEX_TYPE) and (asked == "BUCKET") != (current == "BUCKET"):
+    if recorded:
+        current = recorded.upper()
+        why = f"recorded in hoodie.properties ({TableConfig.INDEX_TYPE.key})"
+    elif config.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS) is not None:
+        current, why = "BUCKET", f"it records {TableConfig.BUCKET_INDEX_NUM_BUCKETS.key}"
+    elif table is not None and _has_bucket_file_ids(table):
+        current, why = "BUCKET", "its fileIds are bucket-index fileIds"
+    else:
+        current, why = "SIMPLE", "not recorded: Hudi's Spark default"
+    if not o.is_set(WriteConfig.INDEX_TYPE):
+        return current
+    if (asked == "BUCKET") != (current == "BUCKET") or (
+        recorded and asked.startswith("GLOBAL_") != current.startswith("GLOBAL_")
+    ):
         raise ConfigError(
             f"option 'hoodie.index.type'={asked!r} contradicts the existing table, whose index "
-            f"is {current!r}"
+            f"is {current!r} ({why})"
         )
-    return asked if o.is_set(WriteConfig.INDEX_TYPE) else current
+    return asked
+
+
+def _has_bucket_file_ids(table: TableState) -> bool:
+    ids = [s.file_id for s in _latest_stats(table)]
+    buckets = [bucket_id_of(f) for f in ids]
+    return bool(ids) and all(b is not None and b < _MAX_DETECTED_BUCKET for b in buckets)
 
 
 def _check_against_table(o: Options, cfg: TableConfig) -> None:
-    def same(prop: Any, value: Any) -> None:
-        if o.is_set(prop) and o.get(prop) != value:
+    """Refuse options contradicting what the table records (what it does not record is the
+    writer's to give, as Java's ``HoodieWriterUtils.validateTableConfig`` has it)."""
+
+    def same(prop: Any, value: Any, recorded: bool = True) -> None:
+        if recorded and o.is_set(prop) and o.get(prop) != value:
             raise ConfigError(
                 f"option '{prop.key}'={o.get(prop)!r} contradicts the existing table "
                 f"({value!r} in hoodie.properties)"
             )
 
+    props = cfg.props
     same(WriteConfig.TABLE_TYPE, cfg.table_type)
-    same(WriteConfig.RECORD_KEY_FIELDS, cfg.record_key_fields)
-    same(WriteConfig.PARTITION_FIELDS, cfg.partition_fields)
-    same(WriteConfig.HIVE_STYLE, cfg.hive_style_partitioning)
+    same(WriteConfig.RECORD_KEY_FIELDS, cfg.record_key_fields, bool(cfg.record_key_fields))
+    partition_option: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
+    recorded = TableConfig.PARTITION_FIELDS.key in props or _key_generator(cfg) == "NON_PARTITION"
+    if recorded and (
+        o.is_set(WriteConfig.PARTITION_FIELDS)
+        and [f.split(":")[0] for f in partition_option] != cfg.partition_fields
+    ):
+        raise ConfigError(
+            f"option '{WriteConfig.PARTITION_FIELDS.key}'={partition_option!r} contradicts "
+            f"the existing table ({cfg.partition_fields!r} in hoodie.properties)"
+        )
+    same(
+        WriteConfig.HIVE_STYLE,
+        cfg.hive_style_partitioning,
+        TableConfig.HIVE_STYLE_PARTITIONING.key in props,
+    )
     same(
         WriteConfig.PRECOMBINE_FIELD,
         cfg.ordering_fields[0] if cfg.ordering_fields else None,
+        bool(cfg.ordering_fields),
     )
+    asked = _asked_key_generator(o)
+    recorded_keygen = bool(cfg.KEY_GENERATOR_CLASS.of(props))
+    if asked is not None and recorded_keygen and asked[2] != _key_generator(cfg):
+        # Java HoodieWriterUtils.validateTableConfig: "KeyGenerator: <current> <existing>"
+        raise ConfigError(
+            f"option '{asked[0]}'={asked[1]!r} contradicts the existing table "
+            f"({cfg.KEY_GENERATOR_CLASS.of(cfg.props) or 'no key generator'!s} in "
+            "hoodie.properties)"
+        )
     name = o.get(WriteConfig.TABLE_NAME)
     if name and name != cfg.table_name:
         raise ConfigError(

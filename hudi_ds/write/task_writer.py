@@ -194,7 +194,9 @@ class TaskWriter:
         o = self.options
         rows = self.plan.operation.rows
         if rows is Rows.PARTITIONS:
-            parts = partition_paths(table, list(o.partition_fields), o.hive_style, o.url_encode)
+            parts = partition_paths(
+                table, list(o.partition_fields), o.hive_style, o.url_encode, o.timestamp
+            )
             self._seen_partitions.update(pc.unique(parts).to_pylist())
             return empty
         drop = [c for c in table.column_names if c in META_FIELDS or c == OPERATION_METADATA_FIELD]
@@ -260,7 +262,9 @@ class TaskWriter:
                     f"'{p.record_key_fields[0]}' contains both ',' and ':', which Hudi's bucket "
                     "index would parse as a complex key"
                 )
-        parts = partition_paths(table, list(p.partition_fields), p.hive_style, p.url_encode)
+        parts = partition_paths(
+            table, list(p.partition_fields), p.hive_style, p.url_encode, p.timestamp
+        )
         return keys, parts
 
     def _prepare_upserts(self, table: pa.Table) -> tuple[pa.Table, pa.Table]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hudi_ds.config import Options
+from hudi_ds.errors import ConfigError
 from hudi_ds.layout.bloom import BloomFilterSpec
 from hudi_ds.table_config import TableConfig
 from hudi_ds.write.options import resolve_options
@@ -32,3 +35,75 @@ def test_no_bloom_filter_without_meta_fields() -> None:
     # as Java: the files of a table with hoodie.populate.meta.fields=false have no key footers
     cfg = TableConfig({**TABLE_PROPS, "hoodie.populate.meta.fields": "false"})
     assert resolve_options(Options.of(BLOOM_OPTIONS), cfg).bloom is None
+
+
+# -- key generators and properties an existing table does not record (issue 14) -------------
+SIMPLE_KG = "org.apache.hudi.keygen.SimpleKeyGenerator"
+COMPLEX_KG = "org.apache.hudi.keygen.ComplexKeyGenerator"
+KG_OPTION = "hoodie.datasource.write.keygenerator.class"
+PARTITIONED_PROPS = {
+    **TABLE_PROPS,
+    "hoodie.table.partition.fields": "p",
+    "hoodie.table.keygenerator.class": SIMPLE_KG,
+}
+
+
+def test_key_generator_option_against_the_table() -> None:
+    cfg = TableConfig(dict(PARTITIONED_PROPS))
+    with pytest.raises(ConfigError, match=f"{KG_OPTION}.*ComplexKeyGenerator.*{SIMPLE_KG}"):
+        resolve_options(Options.of({KG_OPTION: COMPLEX_KG}), cfg)
+    # the Avro twin builds the same keys
+    avro = "org.apache.hudi.keygen.SimpleAvroKeyGenerator"
+    assert not resolve_options(Options.of({KG_OPTION: avro}), cfg).complex_key
+    # Java refuses SimpleKeyGenerator on a non-partitioned table (validateKeyGeneratorConfig)
+    nonpart = TableConfig(
+        {
+            **TABLE_PROPS,
+            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        }
+    )
+    with pytest.raises(ConfigError, match="SimpleKeyGenerator.*NonpartitionedKeyGenerator"):
+        resolve_options(Options.of({KG_OPTION: SIMPLE_KG}), nonpart)
+    # a table that does not record its key generator takes the writer's
+    assert resolve_options(
+        Options.of({KG_OPTION: COMPLEX_KG}), TableConfig(dict(TABLE_PROPS))
+    ).complex_key
+
+
+def test_key_generator_option_of_a_new_table() -> None:
+    base = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id"}
+    parted = {**base, "hoodie.datasource.write.partitionpath.field": "p"}
+    # ComplexKeyGenerator writes f:v keys even for one field
+    assert resolve_options(Options.of({**parted, KG_OPTION: COMPLEX_KG}), None).complex_key
+    assert not resolve_options(Options.of({**parted, KG_OPTION: SIMPLE_KG}), None).complex_key
+    for kg in (
+        "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+        "org.apache.hudi.keygen.CustomKeyGenerator",
+        "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    ):
+        with pytest.raises(ConfigError, match="not supported for a new table"):
+            resolve_options(Options.of({**parted, KG_OPTION: kg}), None)
+
+
+def test_unrecorded_partition_fields_of_a_partitioning_table() -> None:
+    cfg = TableConfig(
+        {k: v for k, v in PARTITIONED_PROPS.items() if k != "hoodie.table.partition.fields"}
+    )
+    with pytest.raises(
+        ConfigError, match="'hoodie.datasource.write.partitionpath.field' is required"
+    ):
+        resolve_options(Options.of({}), cfg)
+    r = resolve_options(Options.of({"hoodie.datasource.write.partitionpath.field": "p"}), cfg)
+    assert r.partition_fields == ("p",)
+    # a table that records its partition fields refuses others, naming both
+    with pytest.raises(ConfigError, match=r"\['q'\].*\['p'\]"):
+        resolve_options(
+            Options.of({"hoodie.datasource.write.partitionpath.field": "q"}),
+            TableConfig(dict(PARTITIONED_PROPS)),
+        )
+
+
+def test_table_version_other_than_6_refused() -> None:
+    cfg = TableConfig({**TABLE_PROPS, "hoodie.table.version": "8"})
+    with pytest.raises(ConfigError, match="writes table version 6.*version 8"):
+        resolve_options(Options.of({}), cfg, "/x")
