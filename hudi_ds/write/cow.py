@@ -1,5 +1,10 @@
 """Copy-on-write with several writer tasks: stage in the tasks, merge once per file group.
 
+The same staging carries the insert slots of a non-bucket index written by several tasks (COW
+and MOR; see :data:`~hudi_ds.write.assigner.INSERT_SLOTS`): the commit packs each partition's
+slots into new file groups and merges each once, so a new key several tasks received is
+written once.
+
 A COW file group must get exactly one new base file per commit, but Spark's Python data source
 API cannot route all rows of a bucket to one task. So when tasks are not exclusive writers,
 each task *stages* its rows for a file group as a log file under

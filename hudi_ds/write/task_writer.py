@@ -355,10 +355,16 @@ class TaskWriter:
         groups (``insert`` / ``bulk_insert`` are not tagged: every record is an insert, as in
         Java).
 
-        Non-exclusive tasks (several tasks write one instant) send inserts only to new file
-        groups of their own: two tasks never pack the same small file past its size, and no
-        MERGE_ON_READ base file is rewritten by two tasks of one instant (their updates stage
-        for the commit's merge on COPY_ON_WRITE, and append to logs on MERGE_ON_READ).
+        Non-exclusive tasks (several tasks write one instant, e.g. Spark's) take no small
+        files: two tasks never pack the same small file past its size, and no MERGE_ON_READ
+        base file is rewritten by two tasks of one instant (their updates stage for the
+        commit's merge on COPY_ON_WRITE, and append to logs on MERGE_ON_READ). The new keys of
+        an upsert go to the *insert slot* of a hash of the key
+        (:data:`~hudi_ds.write.assigner.INSERT_SLOTS` per partition, file ids derived from the
+        instant, partition and slot), the same in every task, so the versions of a key that
+        several tasks receive meet in one file group; the slots are staged and the commit
+        packs them into new file groups with base files (:func:`hudi_ds.write.cow.merge_staged`),
+        combining each key's versions under the table's merge mode.
         """
         data, dels = prepared.data, prepared.deletes
         if data.num_rows + dels.num_rows == 0:
