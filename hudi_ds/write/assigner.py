@@ -247,10 +247,17 @@ def place(counts: Sequence[int]) -> np.ndarray:
 #: slots of a partition into ``ceil(staged records / records per new file)`` new file groups,
 #: at most INSERT_SLOTS (see :func:`pack_slots`). The file-size consequence: a partition takes
 #: at most INSERT_SLOTS new file groups per write, so one write inserting more than
-#: ``INSERT_SLOTS * hoodie.parquet.max.file.size`` bytes into one partition writes files larger
-#: than the maximum; below that, new files are sized as Java sizes them (to the staged record
-#: count, duplicates included, which over-counts slightly when the input repeats keys).
-INSERT_SLOTS = 32
+#: ``INSERT_SLOTS * hoodie.parquet.max.file.size`` bytes (about 1.9 GB at the default 120 MB)
+#: into one partition writes files larger than the maximum; below that, new files are sized as
+#: Java sizes them, to within a slot's share (counted from the staged records, duplicates
+#: included, which over-counts slightly when the input repeats keys). The cost: each task
+#: writes up to INSERT_SLOTS small staging files per partition it inserts into, and the commit
+#: merges the new file groups where it runs (the driver of a Spark write). 16 weighs the
+#: staging files of small writes against the cap on large ones. Not derived from
+#: ``hoodie.insert.shuffle.parallelism`` / ``hoodie.upsert.shuffle.parallelism``: in Java they
+#: set the Spark parallelism of the shuffle, not the number of new file groups (which Java
+#: sizes from the workload, as the commit's packing does here), so they stay ignored.
+INSERT_SLOTS = 16
 
 _SLOT_NAMESPACE = uuid.UUID("6f1c3a52-9d2e-4b8f-a7c1-5e0d4b2f9a13")
 

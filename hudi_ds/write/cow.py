@@ -124,6 +124,12 @@ def merge_staged(
         moved, dropped = _combine_across_partitions(storage, plan, staged, packed, dschema)
     for (part, fid), group in sorted(staged.items()):
         existing = latest.get((part, fid))
+        if (
+            existing is None
+            and (part, fid) not in moved
+            and not any(st.stat.num_writes for st in group)
+        ):
+            continue  # a new file group staged only deletes (of keys no task inserted)
         handle = MergeHandle(ctx, part, fid, existing.base_file if existing else None)
         drop = dropped.get(part) if (part, fid) in new_groups else None
         for st in sorted(group, key=lambda s: s.task):

@@ -967,7 +967,9 @@ class TaskWriter:
         for h in self.handles.values():
             st = h.close()
             if st is not None:
-                write_partition_metadata(self.storage, st.partition_path, self.plan.instant)
+                if st.kind != "stage":  # staged rows: the commit writes the metadata of the
+                    # partitions its merges write into (a staged slot may write nothing)
+                    write_partition_metadata(self.storage, st.partition_path, self.plan.instant)
                 out.append(st)
         self.handles.clear()
         return out

@@ -545,6 +545,7 @@ def test_non_exclusive_tasks_agree_where_a_new_key_goes(
             trips(range(210, 220), 5),
             trips([1], 7),
             trips([300], 6, deleted=True),
+            trips([400], 6, city="la", deleted=True),  # a key no task inserts: nothing
         ]
     )
     client = WriteClient(path, opts)
@@ -556,6 +557,7 @@ def test_non_exclusive_tasks_agree_where_a_new_key_goes(
     # the new keys of both tasks went to one new file group per partition (packed slots)
     new = _file_ids(path) - before
     assert sorted(p for p, _ in new) == ["nyc", "sf"]
+    assert not (Path(path) / "la").exists()  # the delete-only slot wrote no file group
     if table_type == "MERGE_ON_READ":
         # the new file groups start with base files (Java's SIMPLE / BLOOM see their keys)
         state = TableState.open(path)
