@@ -511,7 +511,7 @@ def _write_tasks(client: WriteClient, parts: list[pa.Table]) -> str:
 
 
 @pytest.mark.parametrize("table_type", TYPES)
-@pytest.mark.parametrize("index", ["SIMPLE", "GLOBAL_SIMPLE"])
+@pytest.mark.parametrize("index", ["SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"])
 def test_non_exclusive_tasks_agree_where_a_new_key_goes(
     tmp_path: Path, index: str, table_type: str
 ) -> None:
@@ -633,3 +633,28 @@ def test_non_exclusive_new_file_groups_are_sized(tmp_path: Path) -> None:
     assert max(new.values()) <= 1.6 * per_new, (new, per_new)
     ids = [f"r{i:06d}" for i in (*range(0, 2410), *range(9000, 9100))]
     assert_rows(hudi_rs_table(path), [(i, 1) for i in ids], ["id", "ts"])
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_non_exclusive_commit_time_ordering_later_task_wins(
+    tmp_path: Path, table_type: str
+) -> None:
+    """Without an ordering field (COMMIT_TIME_ORDERING) the versions of a new key that two
+    tasks got merge in task order: the later task's version is written, once."""
+    path = str(tmp_path / "t")
+    opts = {
+        **table_options(
+            "t", partition="city", precombine=None, buckets=None, table_type=table_type
+        ),
+        "hoodie.index.type": "SIMPLE",
+    }
+    hudi_ds.write(path, trips(range(4), 5), opts)
+    a = pa.concat_tables([trips(range(100, 110), 9), trips([200], 1)])
+    b = pa.concat_tables([trips(range(100, 110), 3), trips([201], 1)])
+    _write_tasks(WriteClient(path, opts), [a, b])
+    model: Model = {}
+    for t in (trips(range(4), 5), a, b):  # arrival order: task 0, then task 1
+        for r in t.to_pylist():
+            model[r["id"]] = (r["id"], r["ts"], r["city"], r["fare"], r["city"])
+    check(path, model)
+    assert model["k100"][1] == 3
