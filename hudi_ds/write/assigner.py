@@ -25,8 +25,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from hudi_ds.errors import HudiError
+from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.timeline.instant import COMMIT
 from hudi_ds.timeline.timeline import Timeline
@@ -235,3 +237,67 @@ def place(counts: Sequence[int]) -> np.ndarray:
     the file sizes are Java's.
     """
     return np.repeat(np.arange(len(counts), dtype=np.int64), np.asarray(counts, dtype=np.int64))
+
+
+#: Insert slots per partition of a write whose tasks are not exclusive (a Spark write): every
+#: task sends a new key to the slot of a hash of the key, so the versions of one key that
+#: several tasks receive meet in one slot, whichever task got them (Java shuffles the records
+#: by key before tagging; Spark's Python data source cannot). A slot stages its rows (one log
+#: file per task and slot under ``.hoodie/.temp/<instant>/stage``) and the commit packs the
+#: slots of a partition into ``ceil(staged records / records per new file)`` new file groups,
+#: at most INSERT_SLOTS (see :func:`pack_slots`). The file-size consequence: a partition takes
+#: at most INSERT_SLOTS new file groups per write, so one write inserting more than
+#: ``INSERT_SLOTS * hoodie.parquet.max.file.size`` bytes (about 1.9 GB at the default 120 MB)
+#: into one partition writes files larger than the maximum; below that, new files are sized as
+#: Java sizes them, to within a slot's share (counted from the staged records, duplicates
+#: included, which over-counts slightly when the input repeats keys). The cost: each task
+#: writes up to INSERT_SLOTS small staging files per partition it inserts into, and the commit
+#: merges the new file groups where it runs (the driver of a Spark write). 16 weighs the
+#: staging files of small writes against the cap on large ones. Not derived from
+#: ``hoodie.insert.shuffle.parallelism`` / ``hoodie.upsert.shuffle.parallelism``: in Java they
+#: set the Spark parallelism of the shuffle, not the number of new file groups (which Java
+#: sizes from the workload, as the commit's packing does here), so they stay ignored.
+INSERT_SLOTS = 16
+
+_SLOT_NAMESPACE = uuid.UUID("6f1c3a52-9d2e-4b8f-a7c1-5e0d4b2f9a13")
+
+
+def insert_slots(keys: pa.Array, n_slots: int = INSERT_SLOTS) -> np.ndarray:
+    """The insert slot of every record key: Java's ``String.hashCode`` of the key, modulo
+    ``n_slots`` (vectorised; the same in every process and task)."""
+    h = java_string_hash(keys).astype(np.int64) & 0x7FFFFFFF
+    return h % int(n_slots)
+
+
+def slot_file_id(instant: str, partition: str, slot: int) -> str:
+    """The file id of insert slot ``slot`` of ``partition`` in ``instant``: a UUID5 of the
+    three plus ``-0`` (Java's file id shape), so every task of the write derives the same one.
+
+    The commit writes each packed group of slots as the file group of its first slot's id."""
+    return f"{uuid.uuid5(_SLOT_NAMESPACE, f'{instant}/{partition}/{int(slot)}')}-0"
+
+
+def slot_of(instant: str, partition: str, n_slots: int = INSERT_SLOTS) -> dict[str, int]:
+    """The slot of each slot file id of ``partition`` in ``instant`` (:func:`slot_file_id`)."""
+    return {slot_file_id(instant, partition, s): s for s in range(n_slots)}
+
+
+def pack_slots(counts: Sequence[int], per_new_file: int) -> np.ndarray:
+    """Group insert slots into new file groups: the group of every slot.
+
+    ``counts``: the records staged per slot (all slots of a partition, zeros included). The
+    slots split into ``ceil(total / per_new_file)`` groups (at least 1, at most
+    ``len(counts)``) of consecutive slots, cut where the running record count crosses a
+    multiple of ``total / groups`` -- the slots' records are spread evenly by the key hash,
+    so the groups hold about ``per_new_file`` records each (Java's new-file sizing,
+    ``UpsertPartitioner.assignInserts``).
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    total = int(c.sum())
+    n = len(c)
+    if n == 0:
+        return np.empty(0, np.int64)
+    groups = min(n, max(1, math.ceil(total / max(int(per_new_file), 1))))
+    before = np.cumsum(c) - c  # records in earlier slots
+    g = (before * groups) // max(total, 1)
+    return np.minimum(g, groups - 1).astype(np.int64)

@@ -573,7 +573,7 @@ class WriteClient:
         state = self.table_state()
         statuses = list(statuses)
         crash_point("after_files")
-        if plan.table_type == "COPY_ON_WRITE" and any(s.kind == "stage" for s in statuses):
+        if any(s.kind == "stage" for s in statuses):
             statuses = merge_staged(self.storage, plan, statuses)
         keep = {s.path for s in statuses}
         for path in marked_files(self.storage, instant):

@@ -1,5 +1,10 @@
 """Copy-on-write with several writer tasks: stage in the tasks, merge once per file group.
 
+The same staging carries the insert slots of a non-bucket index written by several tasks (COW
+and MOR; see :data:`~hudi_ds.write.assigner.INSERT_SLOTS`): the commit packs each partition's
+slots into new file groups and merges each once, so a new key several tasks received is
+written once.
+
 A COW file group must get exactly one new base file per commit, but Spark's Python data source
 API cannot route all rows of a bucket to one task. So when tasks are not exclusive writers,
 each task *stages* its rows for a file group as a log file under
@@ -13,22 +18,38 @@ commit runs. Readers never see staged files (they are not in a partition folder)
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
-from hudi_ds.schema import META_FIELDS, conform_partial
+from hudi_ds.schema import (
+    META_FIELDS,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    conform_partial,
+)
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.write.assigner import (
+    INSERT_SLOTS,
+    pack_slots,
+    records_per_new_file,
+    slot_file_id,
+    slot_of,
+)
 from hudi_ds.write.handles import (
     DELETE_ORDERING,
     AppendHandle,
     HandleContext,
     MergeHandle,
     delete_schema,
+    precombine,
 )
 from hudi_ds.write.markers import marker_dir
 from hudi_ds.write.plan import WritePlan
@@ -63,7 +84,16 @@ def stage_handle(
 def merge_staged(
     storage: Storage, plan: WritePlan, statuses: list[WriteStatus]
 ) -> list[WriteStatus]:
-    """Replace the ``stage`` statuses by one merged base file per touched file group."""
+    """Replace the ``stage`` statuses by one merged base file per touched file group.
+
+    Staged insert slots (:data:`~hudi_ds.write.assigner.INSERT_SLOTS`: the new keys of a
+    non-exclusive tagging write, COW or MOR) are packed per partition into new file groups
+    (:func:`~hudi_ds.write.assigner.pack_slots`); every version of a key is in one slot, so
+    the file group's merge combines the key's versions under the table's merge mode, whichever
+    tasks wrote them. With a global index the versions of a new key staged in several
+    partitions are combined by key alone first (Java de-duplicates a global write's input by
+    key), and the winner goes to its partition.
+    """
     out = [s for s in statuses if s.kind != "stage"]
     staged: dict[tuple[str, str], list[WriteStatus]] = defaultdict(list)
     for s in statuses:
@@ -71,6 +101,7 @@ def merge_staged(
             staged[(s.partition_path, s.file_id)].append(s)
     if not staged:
         return out
+    packed = _pack_slots(plan, staged)
     view = FileSystemView(storage, plan.table_config)
     latest: dict[tuple[str, str], FileSlice] = {}
     for p in {k[0] for k in staged}:
@@ -86,35 +117,213 @@ def merge_staged(
         else pa.null()
     )
     dschema = delete_schema(otype)
+    moved: dict[tuple[str, str], tuple[pa.Table, pa.Table]] = {}
+    dropped: dict[str, pa.Array] = {}
+    new_groups = {(p, fid) for (p, _), fid in packed.items()}
+    if plan.options.is_global_index and packed:
+        moved, dropped = _combine_across_partitions(storage, plan, staged, packed, dschema)
     for (part, fid), group in sorted(staged.items()):
         existing = latest.get((part, fid))
+        if (
+            existing is None
+            and (part, fid) not in moved
+            and not any(st.stat.num_writes for st in group)
+        ):
+            continue  # a new file group staged only deletes (of keys no task inserted)
         handle = MergeHandle(ctx, part, fid, existing.base_file if existing else None)
+        drop = dropped.get(part) if (part, fid) in new_groups else None
         for st in sorted(group, key=lambda s: s.task):
-            for block in scan_log_bytes(storage.read_bytes(st.path), st.path).blocks:
-                if block.block_type == BlockType.DELETE:
-                    d = decode_delete_block(block)
-                    ov = d.column(DELETE_ORDERING).combine_chunks()
-                    ov = ov.cast(otype) if ov.type != otype else ov
-                    handle.write(
-                        None,
-                        pa.Table.from_arrays(
-                            [d.column(0).cast(pa.string()), d.column(1).cast(pa.string()), ov],
-                            schema=dschema,
-                        ),
-                    )
-                elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
-                    if plan.partial_columns is not None:
-                        # staged partial rows: decode their columns, the rest stays null
-                        names = {*META_FIELDS, *plan.partial_columns}
-                        sub = pa.schema([f for f in plan.schema if f.name in names])
-                        rows = conform_partial(decode_data_block(block, sub), plan.schema)
-                    else:
-                        rows = decode_data_block(block, plan.schema)
+            for rows, dels in _staged_blocks(storage, plan, st, dschema):
+                if drop is not None:
+                    rows, dels = _without(rows, drop), _without(dels, drop)
+                if rows is not None and rows.num_rows:
                     handle.write(rows, None)
+                if dels is not None and dels.num_rows:
+                    handle.write(None, dels)
                 budget = handle.merge_budget
                 if budget is not None and handle.buffered_bytes >= budget:
                     handle.flush()  # spill: the merge below runs within the budget
+        extra = moved.get((part, fid))
+        if extra is not None:
+            if extra[0].num_rows:
+                handle.write(extra[0], None)
+            if extra[1].num_rows:
+                handle.write(None, extra[1])
         merged = handle.close()
+        if merged is not None and existing is None and merged.stat.num_writes == 0:
+            # a new file group whose staged rows all were deleted (or only deletes of keys no
+            # task inserted): no file group; the commit removes the marked empty file
+            continue
         if merged is not None:
             out.append(merged)
     return out
+
+
+def _staged_blocks(
+    storage: Storage, plan: WritePlan, st: WriteStatus, dschema: pa.Schema
+) -> Iterator[tuple[pa.Table | None, pa.Table | None]]:
+    """The blocks of one staged file in write order: ``(rows, None)`` or ``(None, deletes)``."""
+    otype = dschema.field(DELETE_ORDERING).type
+    for block in scan_log_bytes(storage.read_bytes(st.path), st.path).blocks:
+        if block.block_type == BlockType.DELETE:
+            d = decode_delete_block(block)
+            ov = d.column(DELETE_ORDERING).combine_chunks()
+            ov = ov.cast(otype) if ov.type != otype else ov
+            yield (
+                None,
+                pa.Table.from_arrays(
+                    [d.column(0).cast(pa.string()), d.column(1).cast(pa.string()), ov],
+                    schema=dschema,
+                ),
+            )
+        elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+            if plan.partial_columns is not None:
+                # staged partial rows: decode their columns, the rest stays null
+                names = {*META_FIELDS, *plan.partial_columns}
+                sub = pa.schema([f for f in plan.schema if f.name in names])
+                yield conform_partial(decode_data_block(block, sub), plan.schema), None
+            else:
+                yield decode_data_block(block, plan.schema), None
+
+
+def _without(rows: pa.Table | None, keys: pa.Array) -> pa.Table | None:
+    """``rows`` without the records of ``keys``."""
+    if rows is None or rows.num_rows == 0:
+        return rows
+    hit = pc.is_in(rows.column(RECORD_KEY_METADATA_FIELD), value_set=keys)
+    return rows.filter(pc.invert(hit))
+
+
+def _pack_slots(
+    plan: WritePlan, staged: dict[tuple[str, str], list[WriteStatus]]
+) -> dict[tuple[str, int], str]:
+    """Move the staged insert slots of every partition to their packed file groups (in
+    place); returns the packed file id of each staged ``(partition, slot)``."""
+    o = plan.options
+    per_new_file = records_per_new_file(
+        o.max_file_size, plan.avg_record_size, o.auto_split, o.insert_split_size
+    )
+    packed: dict[tuple[str, int], str] = {}
+    for part in sorted({k[0] for k in staged}):
+        slots = slot_of(plan.instant, part)
+        keys = [k for k in staged if k[0] == part and k[1] in slots]
+        if not keys:
+            continue
+        counts = np.zeros(INSERT_SLOTS, np.int64)
+        for k in keys:
+            counts[slots[k[1]]] += sum(s.stat.num_writes for s in staged[k])
+        group = pack_slots(counts.tolist(), per_new_file)
+        first = np.searchsorted(group, np.arange(int(group.max()) + 1))
+        for k in keys:
+            slot = slots[k[1]]
+            fid = slot_file_id(plan.instant, part, int(first[group[slot]]))
+            packed[(part, slot)] = fid
+            moving = staged.pop(k)
+            staged.setdefault((part, fid), []).extend(moving)
+    return packed
+
+
+def _combine_across_partitions(
+    storage: Storage,
+    plan: WritePlan,
+    staged: dict[tuple[str, str], list[WriteStatus]],
+    packed: dict[tuple[str, int], str],
+    dschema: pa.Schema,
+) -> tuple[dict[tuple[str, str], tuple[pa.Table, pa.Table]], dict[str, pa.Array]]:
+    """Global index: the new keys staged in more than one partition (several tasks got the
+    key with different partition values), combined by key alone under the table's merge
+    mode (Java ``HoodieWriteHelper.deduplicateRecords`` on a global index).
+
+    A key's versions all hash to one slot number, so only the staged files of one slot number
+    are compared (each is read once more). Returns the combined records per packed file group
+    of the winner's partition, and per partition the keys whose staged versions the merge
+    skips.
+    """
+    o = plan.options
+    slot_ids = {p: slot_of(plan.instant, p) for p, _ in packed}
+    by_slot: dict[int, list[WriteStatus]] = defaultdict(list)
+    for sts in staged.values():
+        for st in sts:
+            slot = slot_ids.get(st.partition_path, {}).get(st.file_id)
+            if slot is not None:
+                by_slot[slot].append(st)
+    moved: dict[tuple[str, str], list[pa.Table]] = defaultdict(list)
+    dropped: dict[str, list[pa.Array]] = defaultdict(list)
+    for slot in sorted(by_slot):
+        files = sorted(by_slot[slot], key=lambda st: st.task)
+        if len({st.partition_path for st in files}) < 2:
+            continue
+        blocks = [(st, b) for st in files for b in _staged_blocks(storage, plan, st, dschema)]
+        # the keys staged in more than one partition
+        kp = [
+            (_string(t.column(RECORD_KEY_METADATA_FIELD)), st.partition_path)
+            for st, pair in blocks
+            for t in pair
+            if t is not None and t.num_rows
+        ]
+        if not kp:
+            continue
+        pairs = pa.table(
+            {
+                "k": pa.concat_arrays([k for k, _ in kp]),
+                "p": pa.concat_arrays([pa.repeat(pa.scalar(p), len(k)) for k, p in kp]),
+            }
+        )
+        distinct = pairs.group_by(["k", "p"]).aggregate([])
+        per_key = distinct.group_by("k").aggregate([("p", "count")])
+        clash = per_key.filter(pc.greater(per_key.column("p_count"), 1)).column("k")
+        if len(clash) == 0:
+            continue
+        clash_keys = clash.combine_chunks()
+        rows = [
+            r.filter(pc.is_in(r.column(RECORD_KEY_METADATA_FIELD), value_set=clash_keys))
+            for _, (r, _) in blocks
+            if r is not None
+        ]
+        dels = [
+            d.filter(pc.is_in(d.column(RECORD_KEY_METADATA_FIELD), value_set=clash_keys))
+            for _, (_, d) in blocks
+            if d is not None
+        ]
+        win, gone = precombine(
+            pa.concat_tables(rows) if rows else plan.schema.empty_table(),
+            pa.concat_tables(dels) if dels else dschema.empty_table(),
+            o.ordering_field,
+            o.merge_mode,
+            o.merge_spec,
+            plan.partial_columns,
+        )
+        # a delete winning over a new key's versions: the key is not written at all
+        if gone.num_rows:
+            win = win.filter(
+                pc.invert(pc.is_in(win.column(RECORD_KEY_METADATA_FIELD), value_set=gone.column(0)))
+            )
+        # a merger that does not combine in groups keeps every version: they all go to the
+        # partition of the key's first version (as later versions in one task do)
+        win = _first_partition(win)
+        for st in files:
+            dropped[st.partition_path].append(clash_keys)
+        wparts = _string(win.column(PARTITION_PATH_METADATA_FIELD))
+        for wp in pc.unique(wparts).to_pylist():
+            moved[(wp, packed[(wp, slot)])].append(win.filter(pc.equal(wparts, wp)))
+    out = {k: (pa.concat_tables(v), dschema.empty_table()) for k, v in moved.items()}
+    return out, {p: pc.unique(pa.concat_arrays(v)) for p, v in dropped.items()}
+
+
+def _first_partition(rows: pa.Table) -> pa.Table:
+    """``rows`` with every version of a key in the partition of the key's first version."""
+    keys = _string(rows.column(RECORD_KEY_METADATA_FIELD))
+    if pc.count_distinct(keys).as_py() == rows.num_rows:
+        return rows
+    enc = pc.dictionary_encode(keys)
+    idx = np.asarray(enc.indices, dtype=np.int64)
+    first = np.full(len(enc.dictionary), len(idx), np.int64)
+    np.minimum.at(first, idx, np.arange(len(idx), dtype=np.int64))
+    i = rows.schema.get_field_index(PARTITION_PATH_METADATA_FIELD)
+    parts = _string(rows.column(i)).take(pa.array(first[idx]))
+    return rows.set_column(i, rows.schema.field(i), parts)
+
+
+def _string(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    arr = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    return arr if arr.type == pa.string() else arr.cast(pa.string())

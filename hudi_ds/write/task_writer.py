@@ -48,9 +48,12 @@ from hudi_ds.schema import (
 from hudi_ds.storage import Storage
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.write.assigner import (
+    INSERT_SLOTS,
     InsertAssigner,
+    insert_slots,
     place,
     records_per_new_file,
+    slot_file_id,
     small_files,
 )
 from hudi_ds.write.cow import stage_handle
@@ -172,6 +175,10 @@ class TaskWriter:
             ),
         )
         self.lookup_files_read = 0
+        # inserts of a tagging write by non-exclusive tasks go to insert slots (_tag_inserts)
+        self._slotted = (
+            not self.bucketed and not exclusive and plan.operation.name in _TAGGING_OPERATIONS
+        )
 
     # -- input --------------------------------------------------------------------------------
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
@@ -352,10 +359,16 @@ class TaskWriter:
         groups (``insert`` / ``bulk_insert`` are not tagged: every record is an insert, as in
         Java).
 
-        Non-exclusive tasks (several tasks write one instant) send inserts only to new file
-        groups of their own: two tasks never pack the same small file past its size, and no
-        MERGE_ON_READ base file is rewritten by two tasks of one instant (their updates stage
-        for the commit's merge on COPY_ON_WRITE, and append to logs on MERGE_ON_READ).
+        Non-exclusive tasks (several tasks write one instant, e.g. Spark's) take no small
+        files: two tasks never pack the same small file past its size, and no MERGE_ON_READ
+        base file is rewritten by two tasks of one instant (their updates stage for the
+        commit's merge on COPY_ON_WRITE, and append to logs on MERGE_ON_READ). The new keys of
+        an upsert go to the *insert slot* of a hash of the key
+        (:data:`~hudi_ds.write.assigner.INSERT_SLOTS` per partition, file ids derived from the
+        instant, partition and slot), the same in every task, so the versions of a key that
+        several tasks receive meet in one file group; the slots are staged and the commit
+        packs them into new file groups with base files (:func:`hudi_ds.write.cow.merge_staged`),
+        combining each key's versions under the table's merge mode.
         """
         data, dels = prepared.data, prepared.deletes
         if data.num_rows + dels.num_rows == 0:
@@ -573,6 +586,14 @@ class TaskWriter:
             sel = pa.array(miss)
             t = self._remembered(xkeys.take(sel), xparts.take(sel))
             del_t[miss] = t
+        miss = np.flatnonzero(del_t < 0)
+        if len(miss) and self._slotted and op.name == "upsert":
+            # another task of this write may insert the key: the delete (an upsert with
+            # _hoodie_is_deleted) goes to the key's insert slot, where the commit's merge
+            # weighs it against that insert by the merge mode (Java combines a key's versions
+            # before tagging); a slot holding only deletes writes no file group (merge_staged)
+            sel = pa.array(miss)
+            del_t[miss] = self._slot_targets(xkeys.take(sel), xparts.take(sel))
         keep_d = del_t >= 0
         if not keep_d.all():
             if op.rows is not Rows.DELETES:
@@ -630,6 +651,27 @@ class TaskWriter:
         p = np.asarray(pos.fill_null(-1), dtype=np.int64)
         return np.where(p >= 0, targets[np.maximum(p, 0)], -1)
 
+    def _slot_targets(self, keys: pa.Array, parts: pa.Array) -> np.ndarray:
+        """Targets of the insert slots of ``keys`` in ``parts`` (see ``_tag_inserts``)."""
+        if len(keys) == 0:
+            return np.empty(0, np.int64)
+        enc = pc.dictionary_encode(parts)
+        names = enc.dictionary.to_pylist()
+        pairs = np.asarray(enc.indices, dtype=np.int64) * INSERT_SLOTS + insert_slots(keys)
+        uniq, inverse = np.unique(pairs, return_inverse=True)
+        instant = self.plan.instant
+        ids = np.array(
+            [
+                self._target(
+                    names[g // INSERT_SLOTS],
+                    slot_file_id(instant, names[g // INSERT_SLOTS], g % INSERT_SLOTS),
+                )
+                for g in uniq.tolist()
+            ],
+            np.int64,
+        )
+        return ids[inverse.reshape(-1)]
+
     def _tag_inserts(
         self, data: pa.Table, data_t: np.ndarray, rows: np.ndarray
     ) -> tuple[pa.Table, np.ndarray]:
@@ -664,7 +706,16 @@ class TaskWriter:
         penc = pc.dictionary_encode(uparts)
         pidx = np.asarray(penc.indices, dtype=np.int64)
         unique_t = np.empty(n_unique, np.int64)
-        for j, partition in enumerate(penc.dictionary.to_pylist()):
+        if self._slotted:
+            # several tasks write this instant: a new key goes to the insert slot of its hash,
+            # the same in every task, so that its versions meet in one file group (Java
+            # shuffles the records by key before tagging); the commit merges each slot once
+            # (write/cow.py merge_staged) and packs the slots into new file groups
+            unique_t = self._slot_targets(_string(fkeys.take(pa.array(firsts))), uparts)
+            names = penc.dictionary.to_pylist()
+            for j, partition in enumerate(names):
+                self.workload.add_inserts(partition, int((pidx == j).sum()))
+        for j, partition in enumerate([] if self._slotted else penc.dictionary.to_pylist()):
             members = np.flatnonzero(pidx == j)
             self._open_partition(partition)
             assigned = self._assigner.assign(partition, len(members))
@@ -887,6 +938,14 @@ class TaskWriter:
             # as Java's BaseSparkDeltaCommitActionExecutor.handleUpdate does for small files
             # under an index that cannot index logs
             h = MergeHandle(self.ctx, partition, file_id, existing.base_file)
+        elif existing is None and not self.bucketed and self._slotted:
+            # an insert slot of a non-exclusive task: staged, and merged into the new file
+            # group's base file at commit, like COW (write/cow.py merge_staged). Staging rather
+            # than log files appended by each task (as the bucket index does for new buckets):
+            # Java's SIMPLE / BLOOM indexes read base files only (canIndexLogFiles() = false)
+            # until a compaction, so keys in a log-only file group would be invisible to a
+            # Java writer of the table and inserted again.
+            h = stage_handle(self.ctx, partition, file_id, None)
         elif existing is None and not self.bucketed:
             # a new MERGE_ON_READ file group of a non-bucket index starts with a base file
             h = MergeHandle(self.ctx, partition, file_id, None)
@@ -949,7 +1008,9 @@ class TaskWriter:
         for h in self.handles.values():
             st = h.close()
             if st is not None:
-                write_partition_metadata(self.storage, st.partition_path, self.plan.instant)
+                if st.kind != "stage":  # staged rows: the commit writes the metadata of the
+                    # partitions its merges write into (a staged slot may write nothing)
+                    write_partition_metadata(self.storage, st.partition_path, self.plan.instant)
                 out.append(st)
         self.handles.clear()
         return out

@@ -20,11 +20,16 @@ from hudi_ds.layout.naming import (
 )
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.assigner import (
+    INSERT_SLOTS,
     InsertAssigner,
     SmallFile,
     average_record_size,
+    insert_slots,
+    pack_slots,
     place,
     records_per_new_file,
+    slot_file_id,
+    slot_of,
     small_files,
 )
 from tests.conftest import table_options
@@ -183,3 +188,51 @@ def test_new_groups_follow_insert_split_size(auto_split: bool) -> None:
     assert counts == ([100, 100, 50] if auto_split else [30] * 8 + [10])
     ids = [b.file_id for b in a.buckets("p")]
     assert len(set(ids)) == len(ids) and all(i.endswith("-0") and len(i) == 38 for i in ids)
+
+
+def test_insert_slots_are_java_string_hash_mod_slots() -> None:
+    keys = ["k000", "a", "id:1,name:x", "ünïcode", "x" * 40]
+    want = []
+    for k in keys:
+        h = 0
+        for unit in np.frombuffer(k.encode("utf-16-be"), ">u2").tolist():
+            h = (31 * h + unit) & 0xFFFFFFFF
+        h = h - (1 << 32) if h >= 1 << 31 else h  # Java int
+        want.append((h & 0x7FFFFFFF) % INSERT_SLOTS)
+    assert insert_slots(pa.array(keys)).tolist() == want
+    assert insert_slots(pa.array(keys), 7).max() < 7
+
+
+def test_slot_file_ids_are_deterministic_and_distinct() -> None:
+    a = slot_file_id("20250101000000000", "p=1", 3)
+    assert a == slot_file_id("20250101000000000", "p=1", 3)
+    assert a.endswith("-0") and len(a) == 38 and not a[:8].isdigit()
+    others = {
+        slot_file_id("20250101000000001", "p=1", 3),
+        slot_file_id("20250101000000000", "p=2", 3),
+        slot_file_id("20250101000000000", "p=1", 4),
+    }
+    assert a not in others and len(others) == 3
+    table = slot_of("20250101000000000", "p=1")
+    assert len(table) == INSERT_SLOTS and table[a] == 3
+
+
+def test_pack_slots_groups_consecutive_slots_by_records() -> None:
+    # 32 slots of 10 records, 100 records per new file: ceil(320 / 100) = 4 groups of 8 slots
+    g = pack_slots([10] * 32, 100)
+    assert g.tolist() == [s // 8 for s in range(32)]
+    # fewer records than a file: one group; no records: one group
+    assert set(pack_slots([1] * 32, 100).tolist()) == {0}
+    assert set(pack_slots([0] * 32, 100).tolist()) == {0}
+    # more files needed than slots: one group per slot (files above the maximum size)
+    assert pack_slots([100] * 4, 10).tolist() == [0, 1, 2, 3]
+    # uneven slots: groups are consecutive, non-decreasing, and each group's records stay
+    # within one file plus one slot
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 50, 32)
+    g = pack_slots(counts.tolist(), 120)
+    assert (np.diff(g) >= 0).all() and g[0] == 0
+    groups = int(g.max()) + 1
+    assert groups == math.ceil(counts.sum() / 120)
+    per = np.bincount(g, weights=counts, minlength=groups)
+    assert per.max() <= counts.sum() / groups + counts.max()
