@@ -25,6 +25,21 @@ Hudi's payload classes keep working: each built-in payload maps onto a mode plus
 ``_hoodie_is_deleted`` = true deletes under every behaviour. The choice is persisted the way Hudi
 0.x/1.x readers of a version-6 table expect it: ``hoodie.compaction.payload.class`` (the payload
 class) and ``hoodie.compaction.record.merger.strategy`` (the strategy id).
+
+Pre-combining a write batch of a payload table: a version-6 table merges through its payload class
+(the recorded one, or the writer's -- ``OverwriteWithLatestAvroPayload`` by default -- when it
+records none). Java 0.x de-duplicates an upsert batch with the payload's ``preCombine``
+(``HoodieWriteHelper.deduplicateRecords`` -> ``HoodieAvroRecordMerger.merge`` with the de-duping
+flag -> ``newer.preCombine(older)``), and ``OverwriteWithLatestAvroPayload.preCombine`` (inherited
+unchanged by ``OverwriteNonDefaultsWithLatestAvroPayload`` and ``AWSDmsAvroPayload`` in 0.14/0.15)
+keeps ``older`` only when its ordering value is strictly greater: the batch keeps the whole version
+with the greatest ordering value, ties to the later one, although the batch's winner then
+overwrites the stored record by commit time. :attr:`MergeSpec.payload_precombine` marks those
+tables (:meth:`MergeSpec.precombine_props`). Tables that record the merge mode or the commit-time
+strategy id instead (Hudi 1.x; tables hudi_ds creates by merge mode record
+``hoodie.record.merge.mode``) keep the input order: Java 1.x de-duplicates them with the
+commit-time merger (``OverwriteWithLatestMerger.merge`` returns ``newer``; 1.1's
+``OverwriteWithLatestAvroPayload.preCombine`` returns ``this``), the later version wins.
 """
 
 from __future__ import annotations
@@ -93,6 +108,9 @@ class Behaviour:
         partial_marker: the value meaning "unchanged" under ``IGNORE_MARKERS``.
         default_ordering: the ordering field used when none is configured.
         ordering_transform: how the ordering column is read (``mysql_seq``: ``"file.pos"``).
+        precombine_by_ordering: a commit-time payload whose Java 0.x ``preCombine`` still keeps
+            the version with the greatest ordering value within one write batch
+            (``OverwriteWithLatestAvroPayload`` and the 0.x subclasses that inherit it).
     """
 
     name: str
@@ -105,6 +123,7 @@ class Behaviour:
     partial_marker: str | None = None
     default_ordering: str | None = None
     ordering_transform: str | None = None
+    precombine_by_ordering: bool = False
 
 
 _P = "hudi_ds.merge.payloads."
@@ -116,6 +135,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
             OVERWRITE_LATEST_PAYLOAD,
             COMMIT_TIME_ORDERING,
             _P + "OverwriteWithLatestMerger",
+            precombine_by_ordering=True,
         ),
         Behaviour("default", DEFAULT_PAYLOAD, EVENT_TIME_ORDERING, _P + "DefaultMerger"),
         Behaviour("event_time", EVENT_TIME_PAYLOAD, EVENT_TIME_ORDERING, _P + "EventTimeMerger"),
@@ -125,6 +145,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
             COMMIT_TIME_ORDERING,
             _P + "OverwriteNonDefaultsMerger",
             partial=IGNORE_DEFAULTS,
+            precombine_by_ordering=True,
         ),
         Behaviour(
             "partial_update",
@@ -140,6 +161,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
             _P + "AWSDmsMerger",
             delete_field="Op",
             delete_marker="D",
+            precombine_by_ordering=True,
         ),
         Behaviour(
             "mysql_debezium",
@@ -203,6 +225,9 @@ class MergeSpec:
         strategy_id: the merger's strategy id.
         payload_class: the Hudi payload class persisted for Java readers.
         custom_classes: CUSTOM: the configured Python merger class paths.
+        by_payload: the merge is chosen through the payload class (a version-6 table whose
+            Java 0.x writers merge through it), not by a merge mode or strategy id (Hudi 1.x);
+            see :attr:`payload_precombine`.
     """
 
     mode: str
@@ -211,6 +236,7 @@ class MergeSpec:
     strategy_id: str = EVENT_TIME_STRATEGY_ID
     payload_class: str | None = DEFAULT_PAYLOAD
     custom_classes: tuple[str, ...] = ()
+    by_payload: bool = False
 
     @property
     def is_custom(self) -> bool:
@@ -219,6 +245,19 @@ class MergeSpec:
     @property
     def builtin(self) -> Behaviour | None:
         return BEHAVIOURS[self.behaviour] if self.behaviour is not None else None
+
+    @property
+    def payload_precombine(self) -> bool:
+        """True when a write batch pre-combines by ordering value although the table merges
+        by commit time: the payload's Java 0.x ``preCombine`` keeps the greatest ordering
+        value (see the module docstring); only with ordering fields."""
+        b = self.builtin
+        return (
+            self.by_payload
+            and b is not None
+            and b.precombine_by_ordering
+            and bool(self.ordering_fields)
+        )
 
     @property
     def nulls_mean_unchanged(self) -> bool:
@@ -243,6 +282,21 @@ class MergeSpec:
                 out[ORDERING_TRANSFORM_PROP] = b.ordering_transform
         return out
 
+    def precombine_props(self) -> dict[str, str]:
+        """The merge properties for pre-combining one write batch (full rows).
+
+        :meth:`props`, except for a :attr:`payload_precombine` table: the payload's
+        ``preCombine`` keeps the whole version with the greatest ordering value, ties to the
+        later one (event-time ordering, no partial filling), where merging with the stored
+        record goes by commit time.
+        """
+        out = self.props()
+        if self.payload_precombine:
+            out[MERGE_MODE_PROP] = EVENT_TIME_ORDERING
+            out[PARTIAL_MODE_PROP] = PARTIAL_NONE
+            out.pop(PARTIAL_MARKER_PROP, None)
+        return out
+
     def required_columns(self) -> list[str]:
         """Columns a merge reads besides the ones a query asks for."""
         cols = list(self.ordering_fields)
@@ -259,12 +313,18 @@ class MergeSpec:
         built-in payload as the fallback Java readers apply.
         """
         strategy = self.strategy_id if self.is_custom else EVENT_TIME_STRATEGY_ID
-        return dict(
+        out = dict(
             [
                 TableConfig.PAYLOAD_CLASS.entry(self.payload_class or DEFAULT_PAYLOAD),
                 TableConfig.RECORD_MERGER_STRATEGY.entry(strategy),
             ]
         )
+        b = self.builtin
+        if b is not None and b.precombine_by_ordering and not self.by_payload:
+            # chosen by merge mode (Hudi 1.x): recorded, so that later writers pre-combine a
+            # batch by commit time too (Java 0.x ignores the key and merges via the payload)
+            out.update([TableConfig.RECORD_MERGE_MODE.entry(self.mode)])
+        return out
 
 
 def spec_for_mode(mode: str, ordering_fields: Sequence[str] = ()) -> MergeSpec:
@@ -274,14 +334,24 @@ def spec_for_mode(mode: str, ordering_fields: Sequence[str] = ()) -> MergeSpec:
     return builtin_spec(MODE_BEHAVIOUR[mode], ordering_fields)
 
 
-def builtin_spec(b: Behaviour, ordering_fields: Sequence[str] = ()) -> MergeSpec:
-    """The spec of a built-in behaviour."""
+def builtin_spec(
+    b: Behaviour, ordering_fields: Sequence[str] = (), payload: bool = False
+) -> MergeSpec:
+    """The spec of a built-in behaviour.
+
+    Args:
+        b: the behaviour.
+        ordering_fields: the ordering (precombine) fields.
+        payload: the table merges through ``b``'s payload class (a version-6 table, Java 0.x
+            semantics; :attr:`MergeSpec.by_payload`).
+    """
     return MergeSpec(
         mode=b.mode,
         behaviour=b.name,
         ordering_fields=tuple(ordering_fields),
         strategy_id=BUILTIN_STRATEGY_IDS[b.mode],
         payload_class=b.payload_class,
+        by_payload=payload,
     )
 
 
@@ -366,6 +436,7 @@ def write_spec(options: Options, ordering_field: str | None) -> MergeSpec:
             (the message names the key and the value).
     """
     mode: str | None = options.get(WriteConfig.MERGE_MODE)
+    mode_option = mode
     payload: str | None = options.get(WriteConfig.PAYLOAD_CLASS)
     strategy: str | None = options.get(WriteConfig.MERGE_STRATEGY_ID)
     classes = custom_classes_option(options)
@@ -426,7 +497,10 @@ def write_spec(options: Options, ordering_field: str | None) -> MergeSpec:
         raise ConfigError(
             f"{what} needs an ordering field (hoodie.datasource.write.precombine.field)"
         )
-    return builtin_spec(b, ordering)
+    # chosen by payload class: the writer names one, or names no merge mode or strategy id
+    # (Java 0.x writers then take OverwriteWithLatestAvroPayload / DefaultHoodieRecordPayload)
+    by_payload = bool(payload) or (mode_option is None and not strategy)
+    return builtin_spec(b, ordering, payload=by_payload)
 
 
 def table_spec(cfg: TableConfig, custom_classes: Sequence[str] | None = None) -> MergeSpec:
@@ -444,6 +518,7 @@ def table_spec(cfg: TableConfig, custom_classes: Sequence[str] | None = None) ->
     payload = cfg.payload_class or cfg.get(TableConfig.LEGACY_PAYLOAD_CLASS)
     strategy = cfg.merge_strategy_id
     b = BY_PAYLOAD.get(payload or "")
+    through_payload = merges_through_payload(cfg)
     if mode == CUSTOM:
         payload_based = strategy in (None, "", PAYLOAD_BASED_STRATEGY_ID)
         if b is not None and payload_based:
@@ -458,12 +533,32 @@ def table_spec(cfg: TableConfig, custom_classes: Sequence[str] | None = None) ->
             list(custom_classes or []), None if payload_based else strategy, ordering
         )
     if b is not None and b.mode == mode:
-        return builtin_spec(b, ordering)
+        return builtin_spec(b, ordering, payload=through_payload)
     if (cfg.get(TableConfig.PARTIAL_UPDATE_MODE) or "").upper() == IGNORE_DEFAULTS:
         # Hudi 1.1 tables: the partial update mode is a table property of its own
         name = "partial_update" if mode == EVENT_TIME_ORDERING else "overwrite_non_defaults"
         return builtin_spec(BEHAVIOURS[name], ordering)
+    if mode == COMMIT_TIME_ORDERING and not payload and through_payload:
+        # a version-6 table recording no payload class: Java 0.x writers merge with theirs,
+        # OverwriteWithLatestAvroPayload by default (hoodie.datasource.write.payload.class)
+        return builtin_spec(MODE_BEHAVIOUR[mode], ordering, payload=True)
     return spec_for_mode(mode, ordering)
+
+
+def merges_through_payload(cfg: TableConfig) -> bool:
+    """Whether Java merges the table in ``cfg`` through its payload class (0.x semantics).
+
+    True for a version-6 table that records neither a merge mode nor the commit-time strategy
+    id (``hoodie.properties`` of Hudi 0.x, and of the tables hudi_ds creates): Java 0.x merges
+    through the payload (``HoodieAvroRecordMerger``). Tables of version 8 and later, or
+    recording ``hoodie.record.merge.mode`` / the commit-time strategy, merge by their mode as in
+    Java 1.x (``COMMIT_TIME_ORDERING``: the later version wins, within a batch too).
+    """
+    return (
+        cfg.table_version < 8
+        and not cfg.get(TableConfig.RECORD_MERGE_MODE)
+        and cfg.merge_strategy_id != COMMIT_TIME_STRATEGY_ID
+    )
 
 
 def check_same_spec(options: Options, table: MergeSpec) -> None:

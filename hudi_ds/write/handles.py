@@ -116,7 +116,11 @@ def precombine(
     """Keep one version per record key among ``data`` rows and ``deletes`` (write order).
 
     Under a merger that is not associative (or a partial update write under event time) the
-    versions are all kept: readers fold them one by one.
+    versions are all kept: readers fold them one by one. A payload table of Java 0.x semantics
+    (:attr:`~hudi_ds.merge.modes.MergeSpec.payload_precombine`) keeps the version with the
+    greatest ordering value, ties to the later one, as ``OverwriteWithLatestAvroPayload.preCombine``
+    does in ``HoodieWriteHelper.deduplicateRecords``; a partial update write (a Hudi 1.x
+    feature) keeps the commit-time fold.
     """
     spec = resolve_spec(spec, mode, ordering_field)
     n_data, n_del = data.num_rows, deletes.num_rows
@@ -140,6 +144,7 @@ def precombine(
         [DataPart(data, partial=partial_columns is not None), DeleteKeys.from_table(deletes)],
         spec,
         full.schema,
+        spec.precombine_props() if partial_columns is None else None,
     )
     if len(res.winners) == n_data and len(res.deleted) == n_del:
         return full, deletes  # every version is its own key
@@ -740,6 +745,12 @@ def merge_into_base(
     """
     n_old = old.num_rows
     partial = ctx.partial_columns is not None
+    if ctx.merge_spec.payload_precombine and not partial:
+        # Java 0.x de-duplicates the batch with the payload's preCombine before it meets the
+        # stored records (HoodieWriteHelper.deduplicateRecords): greatest ordering value first
+        incoming, dels = precombine(
+            incoming, dels, ctx.options.ordering_field, ctx.merge_spec.mode, ctx.merge_spec
+        )
     res = merge_versions(
         [old, DataPart(ctx.carried(incoming), partial=partial), DeleteKeys.from_table(dels)],
         ctx.merge_spec,
