@@ -192,7 +192,9 @@ class WriteJob:
                 continue
             if writer is None:
                 # exclusive=False: other tasks write the same file groups in this instant (the
-                # API cannot shuffle by bucket); COW tasks stage rows and commit() merges.
+                # API cannot shuffle by bucket); tasks stage the rows of COW file groups and
+                # the new keys of an upsert under a non-bucket index (insert slots: new file
+                # groups, COW or MOR), and commit() merges them (write/cow.py merge_staged).
                 writer = self.client.task_writer(
                     instant, task.partition_id, task.stage_id, task.task_attempt_id, exclusive=False
                 )

@@ -342,6 +342,25 @@ def delete_schema(ordering_type: pa.DataType) -> pa.Schema:
     )
 
 
+def delete_keys(
+    schema: pa.Schema,
+    keys: pa.Array,
+    parts: pa.Array,
+    ordering: pa.ChunkedArray | pa.Array | None = None,
+) -> pa.Table:
+    """A delete-key table of :func:`delete_schema` ``schema``: ``keys`` in ``parts`` with their
+    ordering values (None: null, a natural-order delete)."""
+    otype = schema.field(DELETE_ORDERING).type
+    if ordering is None:
+        ov = pa.nulls(len(keys), otype)
+    else:
+        ov = ordering.combine_chunks() if isinstance(ordering, pa.ChunkedArray) else ordering
+        ov = ov.cast(otype) if ov.type != otype else ov
+    return pa.Table.from_arrays(
+        [keys.cast(pa.string()), parts.cast(pa.string()), ov], schema=schema
+    )
+
+
 #: Spill files hold uncompressed Arrow IPC streams (LZ4 doubled the merge time; they are
 #: short-lived local files).
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions()

@@ -14,7 +14,9 @@ class WriteStatus:
     Attributes:
         stat: the write stat that goes into the commit metadata.
         kind: ``append`` (MOR log file), ``create`` (new base file), ``merge`` (new version of a
-            base file) or ``stage`` (COW rows staged for the driver-side merge).
+            base file) or ``stage`` (rows a non-exclusive task staged for the commit's merge,
+            :func:`hudi_ds.write.cow.merge_staged`: COW file groups, and the insert slots of an
+            upsert under a non-bucket index -- new file groups, COW or MOR).
         task: the write token of the task attempt that wrote it.
     """
 
