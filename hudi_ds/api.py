@@ -75,11 +75,17 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
     """
     client = WriteClient(path, options, post_commit=run_post_commit_services)
     schema, batches = _as_reader(data)
-    instant = client.start(schema)
+    # one process tags the whole input: the inflight file holds the workload profile, as
+    # Java's writes save it (WriteClient.write_profiled)
+    profiled = client.operation.saves_workload_profile
+    instant = client.start(schema, inflight=not profiled)
     try:
         task = client.task_writer(instant)
-        for batch in batches:
-            task.write(batch)
+        if profiled:
+            client.write_profiled(instant, task, batches)
+        else:
+            for batch in batches:
+                task.write(batch)
         statuses = task.close()
         client.commit(
             instant,

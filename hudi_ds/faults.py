@@ -7,7 +7,10 @@ as if killed by SIGKILL: no ``finally`` blocks, no flushing, no rollback.
 
 Points (see :data:`POINTS`):
 
-* ``after_requested``   the instant's requested/inflight files exist, nothing else
+* ``after_requested``   the instant's requested file exists (its inflight file too, unless the
+                        write saves a workload profile), nothing else
+* ``after_inflight``    the inflight file holding the write's workload profile exists, no data
+                        file (the embedded API: every record is tagged)
 * ``handle_flush``      a log block or base file is being written (after its marker)
 * ``after_files``       every data file is written, the commit has not started
 * ``commit_write``      the completed instant file is written to its temp name, not renamed
@@ -36,6 +39,7 @@ ENV = "HUDI_DS_CRASH_AT"
 EXIT_CODE = 137
 POINTS = (
     "after_requested",
+    "after_inflight",
     "handle_flush",
     "after_files",
     "commit_write",

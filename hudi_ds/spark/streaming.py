@@ -190,6 +190,9 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         joined = False
         for b in batches:
             if not joined and b.num_rows:
+                # the inflight file holds the writer schema, no workload profile: each task
+                # tags only its own rows, so no one knows the micro-batch's profile before
+                # files are written (markers name each file before it is written)
                 self.job.client.start(
                     self.job.arrow_schema,
                     instant=self.instant,

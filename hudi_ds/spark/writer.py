@@ -134,7 +134,14 @@ class WriteJob:
 
     # -- driver ----------------------------------------------------------------------------------
     def start(self) -> str:
-        """Open a new instant (creates the table on the first write); returns its time."""
+        """Open a new instant (creates the table on the first write); returns its time.
+
+        The inflight file holds the writer schema but no workload profile: Spark's tasks tag
+        their own rows (the Python data source API gives the driver no pass over the data
+        before the tasks write), so the driver cannot know the profile before files are
+        written, where Java's driver builds it from the tagged RDD. The marker of each file,
+        created before the file, names it for rollback and for early conflict detection.
+        """
         return self.client.start(schema=self.arrow_schema)
 
     def commit(

@@ -8,6 +8,15 @@ The protocol, shared by the embedded API and the Spark connector::
                                                   # writes, writes T.<action>.requested/.inflight
     task = client.task_writer(instant, p, s, a)   # in each task: per-file-group handles
     task.write(batch) ...; statuses = task.close()
+
+or, where one process tags the whole input before writing any file (the embedded API), as
+Java's commit action executors do (``BaseSparkCommitActionExecutor.execute``: tag, build the
+workload profile, save it in the inflight file, then write)::
+
+    instant = client.start(schema=..., inflight=False)  # T.<action>.requested only
+    task = client.task_writer(instant)
+    client.write_profiled(instant, task, batches)       # tag all, T.<action>.inflight holding
+    statuses = task.close()                             # the workload profile, then route
     client.commit(instant, all_statuses)          # driver: drop debris, publish T atomically,
                                                   # then run the post-commit services
     client.abort(instant)                         # driver: roll T back
@@ -87,7 +96,9 @@ from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
 from hudi_ds.write.options import ResolvedOptions, resolve_options
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
 from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant
+from hudi_ds.write.tagged_records import TaggedRecords
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
+from hudi_ds.write.workload import WorkloadProfile
 from hudi_ds.write.write_status import WriteStatus
 
 STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
@@ -131,6 +142,8 @@ class WriteClient:
         self.post_commit = post_commit
         self._plans: dict[str, WritePlan] = {}
         self._heartbeats: dict[str, Heartbeat] = {}
+        # instant -> its inflight metadata without the workload profile, while it is requested
+        self._requested: dict[str, CommitMetadata] = {}
         # instant -> what the folder held before :meth:`start` created the table for it
         self._created_with: dict[str, set[str]] = {}
         self.multi_writer = self.options.get(ConcurrencyConfig.MODE) != "single_writer"
@@ -243,6 +256,7 @@ class WriteClient:
         instant: str | None = None,
         rollback_failed: bool = True,
         extra_metadata: Mapping[str, str] | None = None,
+        inflight: bool = True,
     ) -> str:
         """Begin a write: create or open the table, roll back failed writes, start an instant.
 
@@ -256,13 +270,22 @@ class WriteClient:
             rollback_failed: roll back pending writes first (Hudi's eager policy); False for
                 tasks joining an instant (the streaming sink's commit rolls back instead).
             extra_metadata: extra entries of the inflight commit metadata.
+            inflight: write the inflight file now, holding the writer schema (``extraMetadata``)
+                and no workload profile: the tasks of a Spark write tag their own rows, so
+                the driver cannot know the profile before files are written. False leaves the
+                instant requested until :meth:`save_workload_profile` (or
+                :meth:`write_profiled`) writes the inflight file with the profile.
 
         Returns:
             The instant time.
 
         Raises:
             WriteError: ``instant`` is already completed.
+            ValueError: ``instant`` is given with ``inflight=False`` (tasks joining an instant
+                cannot know the whole write's profile).
         """
+        if instant is not None and not inflight:
+            raise ValueError("a task joining an instant cannot defer its inflight file")
         if schema is None:
             if self.state is None or not len(self.state.schema):
                 raise SchemaError("the first write of a table needs the input schema")
@@ -279,7 +302,9 @@ class WriteClient:
             self._create_table(full)
         try:
             with held(self._lock()):
-                started = self._start_locked(decided, instant, rollback_failed, extra_metadata)
+                started = self._start_locked(
+                    decided, instant, rollback_failed, extra_metadata, inflight
+                )
         except BaseException:
             if before is not None:
                 self._undo_create(before, None)
@@ -314,6 +339,7 @@ class WriteClient:
         instant: str | None,
         rollback_failed: bool,
         extra_metadata: Mapping[str, str] | None,
+        inflight: bool,
     ) -> str:
         state = self.table_state()
         if self.multi_writer:
@@ -350,19 +376,25 @@ class WriteClient:
             decided.schema,
             decided.partial_columns,
         )
-        # the inflight metadata carries the writer schema, as in Hudi: a client that did not
-        # start the instant (a streaming commit in another process) rebuilds the plan from it
-        inflight = CommitMetadata(
+        # the inflight metadata carries the writer schema (and hudi_ds's partial update
+        # columns), with or without a workload profile: a client that did not start the
+        # instant (a streaming commit in another process) rebuilds the plan from it
+        # (plan.rebuild_plan)
+        md = CommitMetadata(
             operation_type=operation.operation_type,
             extra_metadata={"schema": plan.data_avro_schema},
         )
         if plan.partial_columns is not None:
-            inflight.extra_metadata[PARTIAL_COLUMNS_KEY] = ",".join(plan.partial_columns)
-        inflight.extra_metadata.update(extra_metadata or {})
+            md.extra_metadata[PARTIAL_COLUMNS_KEY] = ",".join(plan.partial_columns)
+        md.extra_metadata.update(extra_metadata or {})
+        if not inflight:
+            # requested until the whole input is tagged (save_workload_profile)
+            self._requested[instant] = md
+            return self._started(instant, plan, joined)
         current = timeline.get(instant) if joined else None
         try:
             if current is None or current.is_requested:
-                writer.transition_to_inflight(req, inflight.to_json_bytes())
+                writer.transition_to_inflight(req, md.to_json_bytes())
         except InstantNotFoundError:
             raise  # rolled back meanwhile
         except TimelineError:
@@ -371,6 +403,9 @@ class WriteClient:
             # another task of the instant made it inflight first (same content)
             if state.reload_timeline().is_completed(instant):
                 raise WriteError(f"instant {instant} is already completed") from None
+        return self._started(instant, plan, joined)
+
+    def _started(self, instant: str, plan: WritePlan, joined: bool) -> str:
         self._plans[instant] = plan
         if self.multi_writer and not joined:
             interval = self.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
@@ -381,6 +416,50 @@ class WriteClient:
             beat_once(self.storage, instant)
         crash_point("after_requested")
         return instant
+
+    def save_workload_profile(self, instant: str, profile: WorkloadProfile) -> None:
+        """Transition ``instant`` (started with ``inflight=False``) from requested to inflight,
+        the inflight file holding ``profile`` (Java
+        ``BaseCommitActionExecutor.saveWorkloadProfileMetadataToInflight``) besides the
+        writer schema: a concurrent Apache Hudi writer's conflict resolution reads the file
+        groups a pending write updates from it. Call it after tagging every record and before
+        writing any file.
+
+        Raises:
+            WriteError: ``instant`` was not started by this client with ``inflight=False``,
+                or its inflight file was saved already.
+        """
+        md = self._requested.pop(instant, None)
+        if md is None:
+            raise WriteError(
+                f"instant {instant} is not a requested write of this client (start it with "
+                "inflight=False; its workload profile is saved once)"
+            )
+        plan = self.plan(instant)
+        profiled = profile.to_commit_metadata(plan.operation.operation_type, md.extra_metadata)
+        req = Instant(instant, plan.action, State.REQUESTED)
+        self.table_state().timeline_writer().transition_to_inflight(req, profiled.to_json_bytes())
+        crash_point("after_inflight")
+
+    def write_profiled(
+        self, instant: str, task: TaskWriter, batches: Iterable[pa.RecordBatch | pa.Table]
+    ) -> None:
+        """Write ``batches`` with ``task`` in Java's order: prepare and tag every record (the
+        index is asked once per key), save the workload profile the tagging built
+        (:meth:`save_workload_profile`), then route the tagged rows to their handles.
+
+        The tagged rows wait in memory up to a third of the task's budget
+        (``write.task.max.size``) and are spilled to local disk beyond it
+        (:class:`~hudi_ds.write.tagged_records.TaggedRecords`, as Java persists the tagged
+        records), so any input size goes through bounded memory.
+        """
+        o = task.options
+        with TaggedRecords(o.task_budget_bytes // 3, o.spill_dir) as tagged:
+            for batch in batches:
+                tagged.add(task.tag(task.prepare(batch)))
+            self.save_workload_profile(instant, task.workload)
+            for t in tagged.drain():
+                task.route(t)
 
     def _join_requested(
         self, instant: str, action: str, timeline: Timeline, writer: TimelineWriter
@@ -483,6 +562,11 @@ class WriteClient:
         Returns:
             The completed instant.
         """
+        if instant in self._requested:
+            raise WriteError(
+                f"instant {instant} is still requested: save its workload profile "
+                "(save_workload_profile) before writing files and committing"
+            )
         plan = self.plan(instant)
         state = self.table_state()
         statuses = list(statuses)
@@ -548,6 +632,7 @@ class WriteClient:
         table is removed again: a refused first write leaves the path as it was.
         """
         self._stop_heartbeat(instant)
+        self._requested.pop(instant, None)
         state = self.table_state()
         with held(self._lock()):  # other writers finish pending rollbacks under the lock
             rollback_instant(state, instant)

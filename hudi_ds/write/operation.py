@@ -63,12 +63,17 @@ class WriteOperation:
         rows: what the input rows are.
         replaces: which live file groups the write replaces (a replacecommit) instead of
             writing into them.
+        saves_workload_profile: its inflight file holds the workload profile when one
+            process tags the whole input first (Java's ``BaseSparkCommitActionExecutor``
+            family does for upsert, insert, delete and insert overwrite; a bulk insert and
+            a partition delete leave their inflight without one).
     """
 
     name: str
     operation_type: str
     rows: Rows = Rows.RECORDS
     replaces: Replaces = Replaces.NOTHING
+    saves_workload_profile: bool = True
 
     @property
     def merges_existing(self) -> bool:
@@ -151,7 +156,7 @@ UPSERT = WriteOperation("upsert", "UPSERT")
 #: insert rows (with the bucket index an existing key is updated as in upsert)
 INSERT = WriteOperation("insert", "INSERT")
 #: insert rows in bulk (written as an insert)
-BULK_INSERT = WriteOperation("bulk_insert", "BULK_INSERT")
+BULK_INSERT = WriteOperation("bulk_insert", "BULK_INSERT", saves_workload_profile=False)
 #: delete the keys of the input rows (Java ``HoodieDeleteHelper``)
 DELETE = WriteOperation("delete", "DELETE", Rows.DELETES)
 #: replace the partitions the input touches with its rows
@@ -165,7 +170,7 @@ INSERT_OVERWRITE_TABLE = WriteOperation(
 #: drop whole partitions: those ``hoodie.datasource.write.partitions.to.delete`` names, else the
 #: partitions of the input rows
 DELETE_PARTITION = WriteOperation(
-    "delete_partition", "DELETE_PARTITION", Rows.PARTITIONS, Replaces.NAMED
+    "delete_partition", "DELETE_PARTITION", Rows.PARTITIONS, Replaces.NAMED, False
 )
 
 #: every operation, by its ``hoodie.datasource.write.operation`` name

@@ -381,7 +381,14 @@ class TaskWriter:
         return ids[idx]
 
     def _tag_buckets(self, data: pa.Table, dels: pa.Table) -> Tagged:
+        """Bucket index: every row goes to its bucket's file group (Java
+        ``HoodieSimpleBucketIndex.tagLocation``). A row whose bucket has a file group is tagged
+        with it (an update in the workload profile, prev commit the slice's base instant); a
+        row of a bucket without one is an insert into a new file group. A delete of a key
+        whose bucket has no file group is dropped, as ``HoodieDeleteHelper`` drops untagged
+        deletes (the table cannot hold the key; no empty file group is created for it)."""
         o = self.options
+        drop_untagged = self.plan.operation.rows is Rows.DELETES
         out: list[np.ndarray] = []
         for rows in (data, dels):
             if rows.num_rows == 0:
@@ -397,19 +404,40 @@ class TaskWriter:
             names = enc.dictionary.to_pylist()
             group = pidx * o.num_buckets + buckets.astype(np.int64)
             uniq, inverse = np.unique(group, return_inverse=True)
+            counts = np.bincount(inverse.reshape(-1), minlength=len(uniq))
             ids = np.empty(len(uniq), np.int64)
             for i, g in enumerate(uniq.tolist()):
                 partition, bucket = names[g // o.num_buckets], g % o.num_buckets
-                ids[i] = self._target(partition, self._bucket_file_id(partition, bucket))
+                file_id, base = self._bucket_location(partition, bucket)
+                n = int(counts[i])
+                if base is not None:
+                    self.workload.add_updates(partition, file_id, base, n)
+                elif rows is dels and drop_untagged:
+                    ids[i] = -1
+                    continue
+                else:
+                    self.workload.add_inserts(partition, n)
+                ids[i] = self._target(partition, file_id)
             out.append(ids[inverse.reshape(-1)])
-        return Tagged(data, out[0], dels, out[1], self._targets)
+        del_t = out[1]
+        if len(del_t) and (del_t < 0).any():
+            keep = del_t >= 0
+            dels, del_t = dels.filter(pa.array(keep)), del_t[keep]
+        return Tagged(data, out[0], dels, del_t, self._targets)
 
-    def _bucket_file_id(self, partition: str, bucket: int) -> str:
+    def _bucket_location(self, partition: str, bucket: int) -> tuple[str, str | None]:
+        """The file id of ``bucket``'s file group in ``partition`` and the base instant of its
+        latest slice (a pending compaction's when one is planned on it, as Java's file-system
+        view opens that slice); a bucket without a file group gets the new file group's id
+        and None."""
         p = self.plan
         existing = self.files.slices(partition).get(bucket) if p.operation.merges_existing else None
         if existing is not None:
-            return existing.file_id
-        return new_bucket_file_id(partition, bucket, p.instant)
+            base = p.pending_compaction.get(
+                (partition, existing.file_id), existing.base_instant_time
+            )
+            return existing.file_id, base
+        return new_bucket_file_id(partition, bucket, p.instant), None
 
     def _lookup_spec(self) -> LookupSpec:
         o = self.options
