@@ -169,6 +169,16 @@ class StateIndex:
         self._reset()
         self.resets += 1
 
+    @property
+    def spec(self) -> LookupSpec | None:
+        """The key spec of the lookups the state answers (None before the first)."""
+        return None if self._mode is None else self._mode[1]
+
+    @property
+    def is_global(self) -> bool | None:
+        """Whether the state matches keys alone (a global index; None before the first)."""
+        return None if self._mode is None else self._mode[0]
+
     def __len__(self) -> int:
         """Number of (key, file group) entries held."""
         return len(self._keys)
@@ -336,6 +346,7 @@ class StateIndex:
             self.groups_read += 1
             self.files_read += n
             if len(ks):
+                _refuse_nul(ks, f" in file group {g.file_id} of partition {g.partition!r}")
                 new_keys.append(ks if wanted is None else _with_partition(ks, g.partition))
                 new_gids.append(np.full(len(ks), g.gid, dtype=np.int32))
         self._replace(np.asarray(stale, dtype=np.int32), new_keys, new_gids)
@@ -351,7 +362,6 @@ class StateIndex:
         if not new_keys:
             return
         incoming = pa.concat_arrays([k.cast(pa.string()) for k in new_keys])
-        _refuse_nul(incoming, " in the table")
         width = max(_byte_width(incoming), self._keys.dtype.itemsize)
         if width > self._keys.dtype.itemsize:
             self._keys = self._keys.astype(f"S{width}")
@@ -387,11 +397,13 @@ class StateIndex:
                 continue  # not indexed, or left to the next lookup's comparison
             if st.prev_commit != g.instant:
                 continue  # another slice (a pending compaction's): re-read at the next lookup
-            if self._new_keys_seen:
+            # a global index moves keys between partitions: found keys may land elsewhere
+            if self._new_keys_seen or global_:
                 one = FileSlice(g.partition, g.file_id, g.instant, None, [lf])
                 ks, n = log_keys(storage, one, spec)
                 self.files_read += n
                 if len(ks):
+                    _refuse_nul(ks, f" in {path}")
                     new_keys.append(ks if global_ else _with_partition(ks, g.partition))
                     new_gids.append(np.full(len(ks), g.gid, dtype=np.int32))
             base, logs = g.files
