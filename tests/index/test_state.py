@@ -351,3 +351,36 @@ def test_learns_own_log_files_when_logs_are_indexed(tmp_path) -> None:
     assert state.groups_read == read
     compare(model.rows_of(range(150), 0))
     assert state.groups_read == read  # and they were enough
+
+
+def test_unicode_keys_and_growing_widths() -> None:
+    """Keys of any UTF-8 length, found after the state's key width grew (no files: a reader
+    that serves each slice's keys from memory)."""
+    from hudi_ds.layout.file_group import BaseFile
+    from hudi_ds.layout.naming import parse_base_file_name
+
+    held = {"f1": ["a", "é", "naïve-ключ-1", "z"], "f2": ["b" * 40, "日本語キー", "a"]}
+
+    def reader(storage, fslice, spec):  # type: ignore[no-untyped-def]
+        return pa.array(held[fslice.file_id.split("-")[0]]), 1
+
+    def one(fid: str, instant: str) -> object:
+        from hudi_ds.layout.file_group import FileSlice
+
+        name = f"{fid}-0_0-1-1_{instant}.parquet"
+        parsed = parse_base_file_name(name)
+        assert parsed is not None
+        return FileSlice("p", f"{fid}-0", instant, BaseFile(f"p/{name}", parsed, 10), [])
+
+    state = StateIndex(read_keys=reader)
+    spec = LookupSpec(("id",), False, read_logs=False)
+    probe = pa.array(["a", "é", "naïve-ключ-1", "b" * 40, "日本語キー", "zz", "b" * 41, "z"])
+    parts = pa.array(["p"] * len(probe))
+    loc = state.lookup(None, [one("f1", "001")], probe, parts, spec)  # type: ignore[arg-type, list-item]
+    assert loc.file_id.to_pylist() == ["f1-0", "f1-0", "f1-0", None, None, None, None, "f1-0"]
+    both = [one("f1", "001"), one("f2", "002")]
+    loc = state.lookup(None, both, probe, parts, spec)  # type: ignore[arg-type]
+    # "a" is in both groups: the slice with the greater base instant wins, as in SIMPLE
+    assert loc.file_id.to_pylist() == ["f2-0", "f1-0", "f1-0", "f2-0", "f2-0", None, None, "f1-0"]
+    assert loc.instant.to_pylist()[:2] == ["002", "001"]
+    assert loc.files_read == 1 and state.groups_read == 2
