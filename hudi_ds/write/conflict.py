@@ -21,6 +21,7 @@ from hudi_ds.index.bucket import bucket_id_from_file_id
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of, log_file_name, parse_log_file_name
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.timeline.instant import DELTA_COMMIT
 from hudi_ds.timeline.metadata import WriteStat
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
@@ -74,7 +75,19 @@ def resolve_conflicts(
                 for s in statuses
                 if s.kind == "merge" and s.stat.prev_commit != "null"
             }
-            clash = clash or (rewritten & theirs)
+            # ... and so is theirs: our logs would hang off the base file they replaced
+            if other.action == DELTA_COMMIT:
+                theirs_rewritten = {
+                    (p, st.file_id)
+                    for p, sts in md.partition_to_write_stats.items()
+                    for st in sts
+                    if st.path
+                    and not parse_log_file_name(file_name_of(st.path))
+                    and st.prev_commit not in (None, "null")
+                }
+                clash = clash or (rewritten & theirs) or (ours & theirs_rewritten)
+            else:
+                clash = clash or (rewritten & theirs)
         if clash:
             p, f = sorted(clash)[0]
             raise CommitConflictError(
@@ -122,6 +135,7 @@ def _rehome_logs(
     mine = {s.path for s in statuses}
     top: dict[tuple[str, str, str], int] = {}
     live: dict[tuple[str, int], FileSlice] = {}
+    bucketed = plan.options.index_type == "BUCKET"  # new file groups of one bucket: joined
     for p in {s.partition_path for s in statuses if s.kind == "append"}:
         for g in view.file_groups(p):
             for lf in g.log_files:
@@ -130,7 +144,7 @@ def _rehome_logs(
                     top[k] = max(top.get(k, 0), lf.name.version)
         for fs in view.latest_file_slices(p, vis):
             foreign = fs.base_file is not None or any(lf.path not in mine for lf in fs.log_files)
-            if foreign:  # a file group someone else committed (not just our new files)
+            if foreign and bucketed:  # a file group someone else committed (not our new ones)
                 live.setdefault((p, bucket_id_from_file_id(fs.file_id)), fs)
     out = []
     for s in statuses:
@@ -139,7 +153,7 @@ def _rehome_logs(
             out.append(s)
             continue
         fid, base = s.file_id, name.instant_time
-        other = live.get((s.partition_path, bucket_id_from_file_id(fid)))
+        other = live.get((s.partition_path, bucket_id_from_file_id(fid))) if bucketed else None
         if other is not None and other.file_id != fid:
             # both writers created this bucket: join the file group committed first
             fid, base = other.file_id, other.base_instant_time

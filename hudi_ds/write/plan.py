@@ -9,12 +9,13 @@ inflight metadata (:func:`rebuild_plan`). Tasks find the file groups they write 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from hudi_ds.errors import WriteError
+from hudi_ds.errors import HudiError, WriteError
 from hudi_ds.index.bucket import bucket_id_from_file_id
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.schema import (
@@ -27,11 +28,15 @@ from hudi_ds.schema import (
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.instant import CLUSTERING, REPLACE_COMMIT
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState, Visibility
 from hudi_ds.write.assigner import average_record_size
 from hudi_ds.write.handles import HandleContext
 from hudi_ds.write.operation import WriteOperation, operation_of_type
 from hudi_ds.write.options import ResolvedOptions
+
+log = logging.getLogger(__name__)
 
 #: inflight extra metadata of a partial update write: its data columns (comma-separated)
 PARTIAL_COLUMNS_KEY = "_hudi_ds_partial_update_columns"
@@ -53,6 +58,8 @@ class WritePlan:
         partial_columns: the data columns of a partial update write (None: whole records).
         avg_record_size: bytes per record assumed when sizing files (non-bucket indexes:
             :func:`hudi_ds.write.assigner.average_record_size`, computed once here).
+        pending_clustering: ``(partition, file id)`` of the file groups a pending clustering
+            plan rewrites (non-bucket indexes: they take no inserts, as in Java).
     """
 
     instant: str
@@ -67,6 +74,7 @@ class WritePlan:
     pending_compaction: Mapping[tuple[str, str], str] = field(default_factory=dict)
     partial_columns: tuple[str, ...] | None = None
     avg_record_size: int = 1024
+    pending_clustering: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def table_type(self) -> str:
@@ -108,6 +116,7 @@ def build_plan(
             pending[(op.partition_path or "", op.file_id or "")] = c.requested_time
     data = pa.schema([f for f in schema if f.name not in META_FIELDS])
     avg = options.record_size_estimate
+    clustering: frozenset[tuple[str, str]] = frozenset()
     if options.index_type != "BUCKET":
         avg = average_record_size(
             timeline,
@@ -115,6 +124,7 @@ def build_plan(
             options.record_size_threshold,
             options.small_file_limit,
         )
+        clustering = _pending_clustering(timeline)
     return WritePlan(
         instant=instant,
         action=action,
@@ -128,7 +138,27 @@ def build_plan(
         pending_compaction=pending,
         partial_columns=partial_columns,
         avg_record_size=avg,
+        pending_clustering=clustering,
     )
+
+
+def _pending_clustering(timeline: Timeline) -> frozenset[tuple[str, str]]:
+    """The file groups the pending clusterings of ``timeline`` rewrite (Java's small-file
+    listing leaves out ``getFileGroupsInPendingClustering``)."""
+    out: set[tuple[str, str]] = set()
+    for inst in timeline.filter(
+        lambda i: not i.is_completed and i.action in (REPLACE_COMMIT, CLUSTERING)
+    ):
+        try:
+            plan = timeline.read_requested_replace(inst).clustering_plan
+        except HudiError as e:
+            # its file groups may then take inserts: said, not silent
+            log.warning("cannot read the plan of pending %s: %s", inst.requested_time, e)
+            continue
+        for group in (plan.input_groups or []) if plan is not None else []:
+            for sl in group.slices or []:
+                out.add((sl.partition_path or "", sl.file_id or ""))
+    return frozenset(out)
 
 
 def rebuild_plan(instant: str, options: ResolvedOptions, state: TableState) -> WritePlan:

@@ -59,6 +59,7 @@ from hudi_ds.write.handles import (
     AppendHandle,
     MergeHandle,
     delete_schema,
+    precombine,
 )
 from hudi_ds.write.operation import Rows
 from hudi_ds.write.plan import BucketFiles, WritePlan
@@ -463,6 +464,14 @@ class TaskWriter:
     def _tag_located(self, data: pa.Table, dels: pa.Table) -> Tagged:
         o = self.options
         op = self.plan.operation
+        if o.is_global_index:
+            # Java de-duplicates a global index's input by record key alone before tagging
+            # (HoodieWriteHelper.deduplicateRecords): one version per key, whatever partition
+            # the others name. Across the batches of a task, later versions of a key join the
+            # file group its first version went to (see _remember).
+            data, dels = precombine(
+                data, dels, o.ordering_field, o.merge_mode, o.merge_spec, self.plan.partial_columns
+            )
         nd = data.num_rows
         dkeys = _string(data.column(RECORD_KEY_METADATA_FIELD))
         dparts = _string(data.column(PARTITION_PATH_METADATA_FIELD))
@@ -490,6 +499,12 @@ class TaskWriter:
             finst = _string(loc.instant).fill_null("")
             # -- updates
             dfound = found[:nd]
+            again = np.zeros(nd, dtype=bool)
+            if o.is_global_index and nd and self._new_keys:
+                # a key this task already moved to another partition joins its moved version
+                # (Java de-duplicates a global write's input by key before tagging)
+                again = dfound & (self._remembered(dkeys, dparts) >= 0)
+                dfound = dfound & ~again
             if o.is_global_index and nd:
                 other = dfound & ~np.asarray(
                     pc.equal(fpart.slice(0, nd), dparts).fill_null(False), dtype=bool
@@ -509,9 +524,22 @@ class TaskWriter:
                 up, uf, ui = fpart.take(sel), fid.take(sel), finst.take(sel)
                 data_t[upd] = self._targets_of(up, uf)
                 self._count_updates(up, uf, ui)
-            inserts = ~found[:nd]  # moving keys are handled below
+                if o.is_global_index:
+                    self._remember(dkeys.take(sel), up, data_t[upd])
+            inserts = ~found[:nd] | again  # moving keys are handled below
             # -- deletes: at the key's location; a key the table does not hold is dropped
-            xf = found[nd:]
+            xf = found[nd:].copy()
+            if o.is_global_index and dels.num_rows and self._new_keys:
+                # a key this task wrote elsewhere is deleted where this task put it
+                rem = self._remembered(xkeys, xparts)
+                took = rem >= 0
+                if took.any():
+                    del_t[took] = rem[took]
+                    where = np.array([self._targets[t][0] for t in rem[took].tolist()], object)
+                    full = np.empty(len(took), object)
+                    full[took] = where
+                    dels = _set_partitions(dels, took, pa.array(full, pa.string()))
+                    xf &= ~took
             hit = np.flatnonzero(xf)
             if len(hit):
                 sel = pa.array(hit + nd)
@@ -519,6 +547,8 @@ class TaskWriter:
                 if o.is_global_index:
                     dels = _set_partitions(dels, xf, fpart.slice(nd))
                 del_t[hit] = self._targets_of(xp, xfid)
+                # a tagged delete is an update of its file group in Java's workload profile
+                self._count_updates(xp, xfid, finst.take(sel))
             if moving.any():
                 data, data_t, dels, del_t, more = self._move_partitions(
                     data,
@@ -637,6 +667,13 @@ class TaskWriter:
         self._new_index = None
         return data, data_t
 
+    def _remember(self, keys: pa.Array, parts: pa.Array, targets: np.ndarray) -> None:
+        """Global index: later versions of ``keys`` in this task go to ``targets`` (the file
+        groups these versions went to), so that a key ends in one partition per write."""
+        self._new_keys.append(self._match(keys, parts))
+        self._new_targets.append(np.asarray(targets, np.int64))
+        self._new_index = None
+
     def _open_partition(self, partition: str) -> None:
         """Give the assigner ``partition``'s small files (once per task)."""
         if self._assigner.has_partition(partition):
@@ -647,8 +684,8 @@ class TaskWriter:
             return
 
         def excluded(part: str, file_id: str) -> bool:
-            if (part, file_id) in p.pending_compaction:
-                return True  # Java lists slices without those in pending compaction
+            if (part, file_id) in p.pending_compaction or (part, file_id) in p.pending_clustering:
+                return True  # Java lists slices without those in pending compaction/clustering
             h = self.handles.get((part, file_id))
             return isinstance(h, AppendHandle)  # its updates already go to a log
 
@@ -728,8 +765,10 @@ class TaskWriter:
             new_rows.append(t)
             ks = pa.array(mpos[keep])
             tp, tf = loc_part.take(ks), loc_fid.take(ks)
-            new_t.append(self._targets_of(tp, tf))
+            in_place_t = self._targets_of(tp, tf)
+            new_t.append(in_place_t)
             self._count_updates(tp, tf, loc_inst.take(ks))
+            self._remember(_string(t.column(RECORD_KEY_METADATA_FIELD)), tp, in_place_t)
             insert_mask.append(np.zeros(len(keep), dtype=bool))
         # 2. merged record in another partition: an insert there ...
         moved = np.flatnonzero(~in_place)
@@ -751,6 +790,7 @@ class TaskWriter:
             dk = pc.unique(pa.concat_arrays(dead_keys))
             dpos = np.asarray(pc.index_in(dk, value_set=loc_keys), dtype=np.int64)
             dp, df = loc_part.take(pa.array(dpos)), loc_fid.take(pa.array(dpos))
+            self._count_updates(dp, df, loc_inst.take(pa.array(dpos)))
             extra = self._delete_table(dk, dp, None)
             dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
             del_t = np.concatenate([del_t, self._targets_of(dp, df)])
