@@ -8,8 +8,8 @@ Java (``HoodieBloomIndex.tagLocation`` / ``HoodieGlobalBloomIndex``), per candid
    a range is a candidate for every key;
 2. ``HoodieKeyLookupHandle``: the file's bloom filter (``org.apache.hudi.bloomfilter`` footer,
    :mod:`hudi_ds.layout.bloom`) says which of those keys it may hold;
-3. ``HoodieKeyLookupHandle.getLookupResult`` -> ``checkCandidatesAgainstFile``: the keys that
-   may be in the file are confirmed against its actual record keys.
+3. ``HoodieKeyLookupHandle.getLookupResult`` -> ``HoodieIndexUtils.filterKeysFromFile``: the
+   keys that may be in the file are confirmed against its actual record keys.
 
 Here each candidate base file is opened once: its Parquet footer is read, the incoming keys in
 its range are found by binary search over the sorted distinct incoming keys (of its partition,
@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.errors import CorruptFileError
+from hudi_ds.errors import CorruptFileError, HudiError
 from hudi_ds.index.lookup import KeyLocations, LookupSpec
 from hudi_ds.index.simple import (
     Candidates,
@@ -171,6 +171,8 @@ def bloom_lookup(
                 if len(maybe):
                     try:
                         file_keys = read_parquet_keys(pf, spec, where)
+                    except HudiError:
+                        raise  # already names the file
                     except (OSError, ValueError) as e:
                         raise CorruptFileError(f"cannot read the keys of {where}: {e}") from e
                     keys_read += 1

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from hudi_ds.errors import (
     CorruptBlockError,
     CorruptFileError,
+    HudiError,
     MissingFileError,
     SchemaError,
     UnsupportedError,
@@ -99,6 +100,7 @@ def keys_of_table(table: pa.Table, spec: LookupSpec, where: str) -> pa.Array:
     Raises:
         CorruptFileError: neither the key column nor the key fields are there, or a key is
             null (``where`` names the file).
+        SchemaError: a key field has a type keys are not built from (names the file).
     """
     if RECORD_KEY_METADATA_FIELD in table.column_names:
         col = table.column(RECORD_KEY_METADATA_FIELD)
@@ -117,8 +119,8 @@ def keys_of_table(table: pa.Table, spec: LookupSpec, where: str) -> pa.Array:
         )
     try:
         return record_keys(table, list(spec.record_key_fields), spec.complex_key)
-    except SchemaError as e:
-        raise CorruptFileError(f"{where}: {e}") from e
+    except SchemaError as e:  # e.g. a key field of a type keys cannot be built from
+        raise SchemaError(f"{where}: {e}") from e
 
 
 def _strings_or_corrupt(col: pa.ChunkedArray, where: str) -> pa.Array:
@@ -160,6 +162,8 @@ def base_file_keys(storage: Storage, base: BaseFile, spec: LookupSpec) -> pa.Arr
         where = f"base file {storage.full_path(base.path)}"
         try:
             return read_parquet_keys(pf, spec, where)
+        except HudiError:
+            raise  # already names the file
         except (OSError, ValueError) as e:
             raise CorruptFileError(f"cannot read the keys of {where}: {e}") from e
 
@@ -196,6 +200,14 @@ def log_keys(storage: Storage, fslice: FileSlice, spec: LookupSpec) -> tuple[pa.
 
     Torn blocks (a failed write's tail) are skipped with a warning by the log scanner; blocks
     that a rollback command block targets are dropped; delete blocks add nothing.
+
+    Blocks are not checked against the timeline (the lookup takes no visibility): a block of a
+    failed or in-flight delta commit that no rollback has targeted yet still locates its keys
+    in that file group. That costs nothing wrong -- the key is then written as an update of the
+    group it was tried in, and the rollback later drops only the failed block -- while the
+    reverse (missing a committed key) would insert it a second time. The file system view
+    already leaves out the log files of a slice whose base instant never completed (v6) and
+    the log files of invisible instants (v8+).
 
     Raises:
         MissingFileError: a log file is gone.
@@ -250,25 +262,47 @@ def _rolled_back_later(blocks: list[LogBlock], i: int) -> bool:
 class Candidates:
     """The keys found in the candidate slices, gathered slice by slice, then joined at once.
 
+    File keys are buffered and cut to the wanted keys (``pc.is_in``, which hashes its value
+    set on every call) once per :data:`FLUSH_KEYS` buffered keys, not once per file.
+
     Args:
         slices: the candidate slices (their order is the ``slot`` of each).
-        wanted: the distinct incoming keys (file keys outside it are dropped on arrival).
+        wanted: the distinct incoming keys (file keys outside it are dropped).
     """
+
+    #: buffered file keys that trigger a cut to the wanted keys (bounds the buffer's memory)
+    FLUSH_KEYS = 4_000_000
 
     def __init__(self, slices: Sequence[FileSlice], wanted: pa.Array) -> None:
         self.slices = slices
         self.wanted = wanted
         self._keys: list[pa.Array] = []
         self._slots: list[np.ndarray] = []
+        self._pending_keys: list[pa.Array] = []
+        self._pending_slots: list[np.ndarray] = []
+        self._pending = 0
 
     def add(self, slot: int, keys: pa.Array) -> None:
         """Record that slice ``slot`` holds ``keys`` (only the wanted ones are kept)."""
         if len(keys) == 0:
             return
-        keys = pc.unique(keys.filter(pc.is_in(keys, value_set=self.wanted)))
-        if len(keys):
-            self._keys.append(keys)
-            self._slots.append(np.full(len(keys), slot, np.int32))
+        self._pending_keys.append(keys)
+        self._pending_slots.append(np.full(len(keys), slot, np.int32))
+        self._pending += len(keys)
+        if self._pending >= self.FLUSH_KEYS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending_keys:
+            return
+        keys = pa.concat_arrays(self._pending_keys)
+        slots = np.concatenate(self._pending_slots)
+        self._pending_keys, self._pending_slots, self._pending = [], [], 0
+        hit = pc.is_in(keys, value_set=self.wanted)
+        kept = keys.filter(hit)
+        if len(kept):
+            self._keys.append(kept)
+            self._slots.append(slots[np.asarray(hit.to_numpy(zero_copy_only=False), bool)])
 
     def locate(
         self,
@@ -279,6 +313,7 @@ class Candidates:
     ) -> KeyLocations:
         """Join the incoming keys (and partitions) with the gathered keys; see the module
         docstring for the choice among several matches."""
+        self._flush()
         n = len(keys)
         slices = self.slices
         file_ids = pa.array([s.file_id for s in slices], pa.string())
@@ -287,7 +322,12 @@ class Candidates:
         pos = np.full(n, -1, np.int64)
         if self._keys and n:
             slot = np.concatenate(self._slots)
-            found = pa.table({_KEY: pa.concat_arrays(self._keys), _SLOT: slot})
+            found = (  # a key repeated in one slice (base file and logs) matches it once
+                pa.table({_KEY: pa.concat_arrays(self._keys), _SLOT: slot})
+                .group_by([_KEY, _SLOT], use_threads=False)
+                .aggregate([])
+            )
+            slot = found.column(_SLOT).to_numpy()
             incoming = pa.table({_KEY: keys, _IDX: np.arange(n, dtype=np.int64)})
             on = [_KEY]
             if partitions is not None:

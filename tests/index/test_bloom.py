@@ -1,0 +1,233 @@
+"""BLOOM / GLOBAL_BLOOM lookups (hudi_ds.index.bloom): same locations as SIMPLE (checked against
+locations computed independently from the files), fewer key column reads, footers honoured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hudi_ds.errors import CorruptFileError
+from hudi_ds.index import LookupSpec
+from hudi_ds.index.bloom import bloom_lookup
+from hudi_ds.index.simple import simple_lookup
+from hudi_ds.layout.bloom import BLOOM_FILTER_FOOTER, BloomFilter, BloomFilterSpec
+from hudi_ds.layout.file_group import BaseFile, FileSlice
+from hudi_ds.layout.naming import base_file_name, parse_base_file_name
+from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER, write_base_file
+from tests.fixtures import fixture_table
+from tests.index.test_simple import (  # noqa: F401 - cow_table, mor_table: pytest fixtures
+    NEW,
+    PARQUET_FIXTURES,
+    CountingStorage,
+    as_tuples,
+    check_fixture,
+    check_lookup,
+    cow_table,
+    lookup_inputs,
+    mor_table,
+    table_slices,
+)
+
+SPEC = LookupSpec(("id",), False)
+PRUNE_OFF = LookupSpec(("id",), False, prune_by_ranges=False)
+INSTANT = "20240101000000000"
+DEFAULT_BLOOM = BloomFilterSpec()
+
+
+class KeyReads:
+    """Counts key column reads (``ParquetFile.read``) and keys tested against bloom filters."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reads = 0
+        self.tested = 0
+        read, might = pq.ParquetFile.read, BloomFilter.might_contain
+
+        def counting_read(pf: pq.ParquetFile, *a: Any, **kw: Any) -> pa.Table:
+            self.reads += 1
+            return read(pf, *a, **kw)
+
+        def counting_might(bf: BloomFilter, keys: Any) -> np.ndarray:
+            self.tested += len(keys)
+            return might(bf, keys)
+
+        monkeypatch.setattr(pq.ParquetFile, "read", counting_read)
+        monkeypatch.setattr(BloomFilter, "might_contain", counting_might)
+
+    def reset(self) -> None:
+        self.reads = self.tested = 0
+
+
+def _base_file(
+    storage: CountingStorage,
+    partition: str,
+    file_id: str,
+    keys: list[str],
+    bloom: BloomFilterSpec | None = DEFAULT_BLOOM,
+    footer: dict[str, str] | None = None,
+) -> FileSlice:
+    """A base file of ``keys`` written as hudi_ds' writers write them (footer=...: a file with
+    exactly these footer entries instead)."""
+    name = base_file_name(file_id, "0-1-1", INSTANT)
+    path = f"{partition}/{name}"
+    table = pa.table({"_hoodie_record_key": pa.array(keys, pa.string()), "v": range(len(keys))})
+    if footer is None:
+        write_base_file(storage, path, table, "snappy", bloom)
+    else:
+        storage.makedirs(partition)
+        with pq.ParquetWriter(storage.full_path(path), table.schema) as w:
+            w.write_table(table)
+            w.add_key_value_metadata(footer)
+    base = BaseFile(path, parse_base_file_name(name))  # type: ignore[arg-type]
+    return FileSlice(partition, file_id, INSTANT, base)
+
+
+@pytest.mark.parametrize("name", PARQUET_FIXTURES)
+def test_bloom_on_fixture(name: str, tmp_path_factory: Any) -> None:
+    check_fixture(name, bloom_lookup, tmp_path_factory)
+
+
+@pytest.mark.parametrize("global_", [False, True])
+@pytest.mark.parametrize("table", ["cow_table", "mor_table"])
+def test_bloom_equals_simple_on_hudi_ds_tables(
+    table: str, global_: bool, request: pytest.FixtureRequest
+) -> None:
+    root: Path = request.getfixturevalue(table)
+    storage, slices, spec = table_slices(root)
+    keys, parts = lookup_inputs(root, slices, spec)
+    p = None if global_ else parts
+    for s in (spec, LookupSpec(spec.record_key_fields, spec.complex_key, prune_by_ranges=False)):
+        r = check_lookup(bloom_lookup, root, storage, slices, keys, p, s)
+        simple = simple_lookup(
+            storage, slices, pa.array(keys), None if p is None else pa.array(p), s
+        )
+        assert as_tuples(r) == as_tuples(simple)
+
+
+def test_time_ordered_keys_read_few_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """20 base files of increasing keys: looking up one file's keys plus new, larger keys, BLOOM
+    reads the key column of that one file; SIMPLE reads all 20."""
+    storage = CountingStorage(str(tmp_path))
+    slices = [
+        _base_file(
+            storage, "p", f"f{f:02d}-0", [f"k{i:06d}" for i in range(f * 100 + 1, f * 100 + 101)]
+        )
+        for f in range(20)
+    ]
+    keys = [f"k{i:06d}" for i in range(701, 801)] + [f"k{i:06d}" for i in range(2001, 2051)]
+    parts = ["p"] * len(keys)
+    counted = KeyReads(monkeypatch)
+
+    storage.opened.clear()
+    r = check_lookup(simple_lookup, tmp_path, storage, slices, keys, parts, SPEC)
+    assert r.file_id.to_pylist() == ["f07-0"] * 100 + [None] * 50
+    assert (r.files_read, r.keys_read, counted.reads, len(storage.opened)) == (20, 20, 20, 20)
+
+    storage.opened.clear()
+    counted.reset()
+    rb = check_lookup(bloom_lookup, tmp_path, storage, slices, keys, parts, SPEC)
+    assert as_tuples(rb) == as_tuples(r)
+    # every footer opened once; one key column read; only file 7's keys met its bloom filter
+    assert (rb.files_read, rb.keys_read, counted.reads, len(storage.opened)) == (20, 1, 1, 20)
+    assert sorted(storage.opened) == sorted(s.base_file.path for s in slices if s.base_file)
+    assert counted.tested == 100
+
+    # without range pruning every key meets every bloom filter, still one key column read
+    counted.reset()
+    ro = check_lookup(bloom_lookup, tmp_path, storage, slices, keys, parts, PRUNE_OFF)
+    assert as_tuples(ro) == as_tuples(r)
+    assert (ro.keys_read, counted.reads, counted.tested) == (1, 1, 20 * 150)
+
+    # global: the same
+    counted.reset()
+    rg = check_lookup(bloom_lookup, tmp_path, storage, slices, keys, None, SPEC)
+    assert as_tuples(rg) == as_tuples(r) and counted.reads == 1
+
+
+def test_files_without_key_footers_have_their_keys_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = CountingStorage(str(tmp_path))
+    slices = [
+        _base_file(storage, "p", "plain-0", ["a1", "a2"], bloom=None),  # no footers at all
+        _base_file(
+            storage,
+            "p",
+            "range-0",
+            ["m1", "m2"],
+            footer={MIN_RECORD_KEY_FOOTER: "m1", MAX_RECORD_KEY_FOOTER: "m2"},
+        ),  # range, no filter
+        _base_file(storage, "p", "bloom-0", ["x1", "x2"]),
+        _base_file(storage, "p", "empty-0", []),  # a filter, no range (0 rows)
+    ]
+    counted = KeyReads(monkeypatch)
+    keys = ["a2", "m2", "x1", "zz", "b0"]
+    r = check_lookup(bloom_lookup, tmp_path, storage, slices, keys, ["p"] * 5, SPEC)
+    assert r.file_id.to_pylist() == ["plain-0", "range-0", "bloom-0", None, None]
+    assert (r.files_read, r.keys_read, counted.reads) == (4, 3, 3)
+    # keys outside the range file's range and not in the filter: only the plain file is read
+    counted.reset()
+    r = bloom_lookup(storage, slices, pa.array(["zz", "b0"]), pa.array(["p", "p"]), SPEC)
+    assert as_tuples(r) == [NEW, NEW]
+    assert (r.files_read, r.keys_read, counted.reads) == (4, 1, 1)
+
+
+def test_corrupt_bloom_filter_footer_names_the_file(tmp_path: Path) -> None:
+    storage = CountingStorage(str(tmp_path))
+    s = _base_file(storage, "p", "bad-0", ["k1"], footer={BLOOM_FILTER_FOOTER: "AAAA"})
+    with pytest.raises(CorruptFileError, match="bad-0_0-1-1"):
+        bloom_lookup(storage, [s], pa.array(["k1"]), None, SPEC)
+
+
+def test_range_pruning_is_safe_for_java_utf16_order(tmp_path: Path) -> None:
+    """Java orders keys by UTF-16 units: U+1F600 (surrogates D83D..) sorts before U+FFFD, the
+    reverse of code point order. A file whose footer Java wrote with min=U+1F600, max=U+FFFD
+    still holds both keys and a key between them."""
+    storage = CountingStorage(str(tmp_path))
+    emoji, high, mid = "\U0001f600", "\ufffd", "\ufffa"
+    bf = BloomFilterSpec().new_filter()
+    bf.add([emoji, high, mid])
+    footer = {**bf.footer(), MIN_RECORD_KEY_FOOTER: emoji, MAX_RECORD_KEY_FOOTER: high}
+    s = _base_file(storage, "p", "utf16-0", [emoji, high, mid], footer=footer)
+    for keys in ([emoji, high, mid, "a"], [mid], [emoji]):
+        r = check_lookup(bloom_lookup, tmp_path, storage, [s], keys, None, SPEC)
+        assert r.found.to_pylist() == [k != "a" for k in keys]
+
+
+def test_partitions_are_pruned_before_footers(tmp_path: Path) -> None:
+    storage = CountingStorage(str(tmp_path))
+    slices = [
+        _base_file(storage, "a", "fa-0", ["k1", "k2"]),
+        _base_file(storage, "b", "fb-0", ["k1", "k3"]),
+    ]
+    r = check_lookup(bloom_lookup, tmp_path, storage, slices, ["k1", "k3"], ["b", "a"], SPEC)
+    assert as_tuples(r) == [("fb-0", "b", INSTANT), NEW]
+    assert r.files_read == 2
+    storage.opened.clear()
+    r = check_lookup(bloom_lookup, tmp_path, storage, slices, ["k1"], ["a"], SPEC)
+    assert as_tuples(r) == [("fa-0", "a", INSTANT)]
+    assert storage.opened == ["a/" + base_file_name("fa-0", "0-1-1", INSTANT)]
+
+
+@pytest.mark.parametrize("name", PARQUET_FIXTURES)
+def test_java_footers_spare_key_reads(name: str, tmp_path_factory: Any) -> None:
+    """Keys of no file: BLOOM reads the key column only of base files without key footers (and
+    the logs, always); every base file is opened once for its footer."""
+    root = fixture_table(name, tmp_path_factory)
+    storage, slices, spec = table_slices(root)
+    bases = [s.base_file for s in slices if s.base_file is not None]
+    no_footer = 0
+    for b in bases:
+        meta = pq.ParquetFile(root / b.path).metadata.metadata or {}
+        no_footer += BLOOM_FILTER_FOOTER.encode() not in meta and (
+            MIN_RECORD_KEY_FOOTER.encode() not in meta
+        )
+    n_logs = sum(len(s.log_files) for s in slices) if spec.read_logs else 0
+    r = bloom_lookup(storage, slices, pa.array(["~~no-such-key", "  no-such-key"]), None, spec)
+    assert as_tuples(r) == [NEW, NEW]
+    assert r.files_read == len(bases) + n_logs
+    assert r.keys_read == no_footer + n_logs
