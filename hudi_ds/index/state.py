@@ -46,8 +46,13 @@ for a non-global index, ``\\0`` + its partition path) with a parallel int32 arra
 numbers; a lookup is one ``searchsorted`` of the incoming keys, a refresh one merge.
 Memory is about (key length + partition length + 5) bytes per key.
 
-A key present in several file groups (duplicates written by ``insert``) is reported in one
-of them (the group whose files were read first).
+A key present in several file groups (duplicates written by ``insert``, or a key in the base
+file of its old partition after a global partition move on MERGE_ON_READ) is located as
+:func:`~hudi_ds.index.simple.simple_lookup` locates it: in the slice with the greatest base
+instant, then the smallest file id.
+
+Cost: a lookup is O(incoming keys x log(state)) plus the reads of the changed groups; the
+first write of a partition pays the bootstrap (the same reads as one SIMPLE lookup).
 """
 
 from __future__ import annotations
@@ -270,14 +275,17 @@ class StateIndex:
         q = _fixed_width(probe if len(sel) == len(probe) else probe.take(pa.array(sel)), width)
         order = np.argsort(q, kind="stable")  # sorted probes walk the state in order
         qs = q[order]
+        n = len(self._keys)
         lo = np.searchsorted(self._keys, qs, side="left")
-        hi = np.searchsorted(self._keys, qs, side="right")
-        res = np.full(len(qs), -1, dtype=np.int64)
-        one = hi - lo == 1
-        res[one] = self._gids[lo[one]]
-        many = np.flatnonzero(hi - lo > 1)
+        at = np.minimum(lo, n - 1)
+        hit = self._keys[at] == qs
+        res = np.where(hit, self._gids[at], -1).astype(np.int64)
+        # a key held by several groups: its entries follow each other
+        nxt = np.minimum(lo + 1, n - 1)
+        many = np.flatnonzero(hit & (lo + 1 < n) & (self._keys[nxt] == qs))
         if len(many):
-            res[many] = self._best_of(lo[many], hi[many])
+            hi = np.searchsorted(self._keys, qs[many], side="right")
+            res[many] = self._best_of(lo[many], hi)
         got = np.empty(len(qs), dtype=np.int64)
         got[order] = res
         out[sel] = got
