@@ -159,6 +159,7 @@ class HudiTable(ReadableTable):
                     "locates keys by hash; the state index serves SIMPLE, BLOOM and GLOBAL_* "
                     "tables"
                 )
+            state.begin()
             instant, statuses = _write_with(client, data, state.lookup)
             state.committed(self.storage, [s.stat for s in statuses])
         self.refresh()

@@ -168,6 +168,8 @@ class StateIndex:
         self._keys = np.empty(0, dtype="S1")
         self._gids = np.empty(0, dtype=np.int32)
         self._new_keys_seen = False
+        # (held keys, their groups) the lookups since the last commit found
+        self._found: list[tuple[np.ndarray, np.ndarray]] = []
 
     def clear(self) -> None:
         """Drop everything (the next lookup bootstraps again)."""
@@ -286,6 +288,8 @@ class StateIndex:
         if len(many):
             hi = np.searchsorted(self._keys, qs[many], side="right")
             res[many] = self._best_of(lo[many], hi)
+        hit_rows = res >= 0
+        self._found.append((qs[hit_rows], res[hit_rows].astype(np.int32)))
         got = np.empty(len(qs), dtype=np.int64)
         got[order] = res
         out[sel] = got
@@ -381,30 +385,58 @@ class StateIndex:
         self._keys = np.insert(self._keys, at, add)
         self._gids = np.insert(self._gids, at, add_g)
 
+    def begin(self) -> None:
+        """Start a write: what earlier lookups found is forgotten, so that :meth:`committed`
+        learns from the lookups of this write only."""
+        self._new_keys_seen = False
+        self._found = []
+
     def committed(self, storage: Storage, stats: Sequence[WriteStat]) -> None:
         """Learn the files of this writer's own commit (its write stats, from the commit
         metadata or the WriteStatuses).
 
-        Call it after each commit whose rows were tagged by :meth:`lookup`, before the next
-        lookup. A log file the commit appended to a group whose record was current is taken
-        into the record without reading it when logs are not indexed (``read_logs`` False) or
-        when the write's lookups found every key (its rows were updates of keys already in that
-        group); otherwise only that new log file's keys are read. Every other file (new base
-        files: inserts, COW merges) makes its group differ: read at the next lookup.
+        Call :meth:`begin` before a write and this after its commit, before the next write.
+        Files of groups whose record was current when the write looked its keys up are taken
+        into the record without being read where the write stats prove the group's key set:
+
+        * a log file: with ``read_logs`` False logs are not indexed (nothing changes); with
+          ``read_logs``, unchanged when the write's lookups found every key (its rows were
+          updates of keys already in that group), else only the new log file is read;
+        * a new version of the base file (COW merge, MOR small-file rewrite): its
+          ``numInserts`` / ``numDeletes`` are counted on the rows themselves
+          (``merge_into_base``); no inserts and no deletes: the same keys; no inserts and as
+          many deletes as keys the write's lookups found in that group: those keys are gone.
+
+        Every other file (new file groups, inserts into a base file) makes its group differ
+        from the record: read at the next lookup.
         """
         if self._mode is None:
             return
         global_, spec = self._mode
         new_keys: list[pa.Array] = []
         new_gids: list[np.ndarray] = []
+        drop: list[np.ndarray] = []  # positions in the key array of deleted entries
+        found = self._found_by_group()
         for st in stats:
             path = st.path or ""
             g = self._groups.get((st.partition_path or "", st.file_id or ""))
-            lf = _log_file(path, st.file_size_in_bytes)
-            if g is None or lf is None or not spec.read_logs:
-                continue  # not indexed, or left to the next lookup's comparison
-            if st.prev_commit != g.instant:
-                continue  # another slice (a pending compaction's): re-read at the next lookup
+            if g is None or st.prev_commit != g.instant:
+                continue  # a new group, or another slice: left to the next lookup
+            size = int(st.file_size_in_bytes)
+            base, logs = g.files
+            lf = _log_file(path, size)
+            if lf is None:  # a new base file version of g
+                if base is None or logs or st.num_inserts:
+                    continue
+                if st.num_deletes:
+                    gone = self._entries_of(g.gid, found.get(g.gid))
+                    if gone is None or len(gone) != st.num_deletes:
+                        continue
+                    drop.append(gone)
+                g.files = ((path, size), ())
+                continue
+            if not spec.read_logs:
+                continue  # logs are not indexed: the record holds none
             # a global index moves keys between partitions: found keys may land elsewhere
             if self._new_keys_seen or global_:
                 one = FileSlice(g.partition, g.file_id, g.instant, None, [lf])
@@ -414,11 +446,48 @@ class StateIndex:
                     _refuse_nul(ks, f" in {path}")
                     new_keys.append(ks if global_ else _with_partition(ks, g.partition))
                     new_gids.append(np.full(len(ks), g.gid, dtype=np.int32))
-            base, logs = g.files
-            g.files = (base, tuple(sorted({*logs, (path, int(st.file_size_in_bytes))})))
+            g.files = (base, tuple(sorted({*logs, (path, size)})))
+        if drop:
+            keep = np.ones(len(self._keys), dtype=bool)
+            keep[np.concatenate(drop)] = False
+            self._keys, self._gids = self._keys[keep], self._gids[keep]
         if new_keys:
             self._replace(np.empty(0, dtype=np.int32), new_keys, new_gids)
         self._new_keys_seen = False
+        self._found = []
+
+    def _found_by_group(self) -> dict[int, np.ndarray]:
+        """The distinct held keys the lookups since the last commit found, by group."""
+        if not self._found:
+            return {}
+        width = self._keys.dtype.itemsize
+        keys = np.concatenate([k.astype(f"S{width}") for k, _ in self._found])
+        gids = np.concatenate([g for _, g in self._found])
+        if len(keys) == 0:
+            return {}
+        order = np.lexsort((keys, gids))
+        keys, gids = keys[order], gids[order]
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = (keys[1:] != keys[:-1]) | (gids[1:] != gids[:-1])
+        keys, gids = keys[first], gids[first]
+        cuts = np.flatnonzero(np.diff(gids)) + 1
+        return {
+            int(part_g[0]): part_k
+            for part_k, part_g in zip(np.split(keys, cuts), np.split(gids, cuts), strict=True)
+        }
+
+    def _entries_of(self, gid: int, keys: np.ndarray | None) -> np.ndarray | None:
+        """Positions of ``keys``' entries of group ``gid`` (None: a key not held by exactly
+        that entry, e.g. held by several groups)."""
+        if keys is None or len(keys) == 0:
+            return None
+        n = len(self._keys)
+        pos = np.searchsorted(self._keys, keys)
+        at = np.minimum(pos, n - 1)
+        ok = (pos < n) & (self._keys[at] == keys) & (self._gids[at] == gid)
+        nxt = np.minimum(pos + 1, n - 1)
+        ok &= ~((pos + 1 < n) & (self._keys[nxt] == keys))  # no second entry of the key
+        return pos if bool(ok.all()) else None
 
 
 def _desc(instant: str) -> tuple[int, ...]:

@@ -31,17 +31,22 @@ COLUMNS = ["id", "ts", "dt", "v"]
 NPART = 3
 
 
-def _opts(table_type: str, index: str) -> dict[str, str]:
+def _opts(table_type: str, index: str, many_groups: bool = False) -> dict[str, str]:
+    """``many_groups``: base files are never small (every write of inserts opens new file
+    groups); otherwise every base file is small (inserts go into existing file groups)."""
+    sizing = {
+        # a base file is ~430 KB: its bloom filter footer
+        "hoodie.parquet.max.file.size": str(40 << 10 if many_groups else 2 << 20),
+        "hoodie.parquet.small.file.limit": str(20 << 10 if many_groups else 1 << 20),
+    }
     return {
+        **sizing,
         "hoodie.table.name": "state",
         "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.partitionpath.field": "dt",
         "hoodie.datasource.write.precombine.field": "ts",
         "hoodie.datasource.write.table.type": table_type,
         "hoodie.index.type": index,
-        # several file groups per partition, and small files that take inserts
-        "hoodie.parquet.max.file.size": str(40 * 1024),
-        "hoodie.parquet.small.file.limit": str(20 * 1024),
         "hoodie.copyonwrite.record.size.estimate": "64",
     }
 
@@ -113,11 +118,12 @@ def _probe(model: Model, upto: int) -> pa.Table:
     return t.set_column(2, "dt", pa.array(dts))
 
 
+@pytest.mark.parametrize("many_groups", [False, True])
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 @pytest.mark.parametrize("index", ["SIMPLE", "BLOOM"])
-def test_own_writes_match_simple(tmp_path, table_type: str, index: str) -> None:
+def test_own_writes_match_simple(tmp_path, table_type: str, index: str, many_groups: bool) -> None:
     path = str(tmp_path / "t")
-    opts = _opts(table_type, index)
+    opts = _opts(table_type, index, many_groups)
     model = Model()
     base = model.rows_of(range(600), 1)
     hudi_ds.write(path, base, {**opts, "hoodie.datasource.write.operation": "insert"})
@@ -137,9 +143,9 @@ def test_own_writes_match_simple(tmp_path, table_type: str, index: str) -> None:
     before = state.groups_read
     t.upsert(updates, opts)
     model.upsert(updates)
-    if table_type == "MERGE_ON_READ":
-        # updates go to logs, which SIMPLE does not index: nothing to read again
-        assert state.groups_read == before
+    # MOR: updates go to logs, which SIMPLE does not index; COW: the rewritten base files hold
+    # the same keys (no inserts, no deletes in their write stats): nothing is read again
+    assert state.groups_read == before
     _check_same_as_simple(t, _probe(model, 700))
 
     late = model.rows_of(range(2, 60, 5), 3)  # older ts: loses
@@ -153,9 +159,13 @@ def test_own_writes_match_simple(tmp_path, table_type: str, index: str) -> None:
     _check_same_as_simple(t, _probe(model, 800))
 
     gone = model.rows_of(range(0, 800, 11), 0).select(["id", "dt"])
+    before = state.groups_read
     t.delete(gone, opts)
     model.delete(gone["id"].to_pylist())
+    # MOR: delete blocks locate nothing new; COW: each rewritten file lost exactly the keys
+    # the delete found in it (its numDeletes): dropped from the state without a read
     _check_same_as_simple(t, _probe(model, 800))
+    assert state.groups_read == before
 
     back = model.rows_of(range(0, 100, 11), 20)  # deleted keys written again
     t.upsert(back, opts)
@@ -331,12 +341,14 @@ def test_learns_own_log_files_when_logs_are_indexed(tmp_path) -> None:
     storage = ReadableTable(path).storage
     compare(model.rows_of(range(100), 0))  # bootstrap (keys in logs: MOR bucket inserts)
     read, files = state.groups_read, state.files_read
+    state.begin()
     hudi_ds.write(path, model.rows_of(range(0, 100, 3), 2), opts)  # updates only
     state.committed(storage, _last_stats(path))
     compare(model.rows_of(range(100), 0))
     assert (state.groups_read, state.files_read) == (read, files)  # nothing read
 
     # new keys: the write's lookup (here the probe) did not find them; they go to logs
+    state.begin()
     state.lookup(
         storage,
         ReadableTable(path).file_slices(),
