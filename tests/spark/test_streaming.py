@@ -304,7 +304,7 @@ def test_sink_with_state_index_equals_model(spark: Any, tmp_path: Path) -> None:
     assert first is not None and first == second
     assert streaming.worker_state_lookup(WriteJob(path, opts, {}, schema, False)) is None
     # refused where it cannot apply: a batch write, a BUCKET table
-    df = spark.createDataFrame(events(range(3), 1).to_pandas())
+    df = spark.createDataFrame(events(range(3), 1).to_pylist(), SCHEMA)
     with pytest.raises(Exception, match="applies to streaming writes"):
         df.write.format("hudi_py").options(**opts, **on).mode("append").save(path)
     bucket = str(tmp_path / "b")
