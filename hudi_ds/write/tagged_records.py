@@ -39,7 +39,10 @@ def nbytes_of(value: Any) -> int:
 class TaggedRecords:
     """Tagged batches in write order: in memory up to ``budget_bytes``, spilled beyond it.
 
-    Use as a context manager: the spill file is removed on exit.
+    The latest batch always stays in memory (whatever its size): it is routed right after the
+    profile is saved, and the task held one whole batch while routing it anyway, so a write of
+    one batch (a ``pa.Table``) is never spilled. Use as a context manager: the spill file is
+    removed on exit.
 
     Args:
         budget_bytes: the bytes of batches kept in memory.
@@ -53,11 +56,17 @@ class TaggedRecords:
         self.in_memory_bytes = 0
         self.spilled = 0  # batches written to the spill file
         self._memory: list[Any] = []
+        self._latest: list[Any] = []  # the batch added last (at most one)
         self._spill: IO[bytes] | None = None
         self._spill_path: str | None = None
 
     def add(self, tagged: Any) -> None:
         """Keep one tagged batch (after the ones added before it)."""
+        if self._latest:
+            self._keep(self._latest.pop())
+        self._latest.append(tagged)
+
+    def _keep(self, tagged: Any) -> None:
         size = nbytes_of(tagged)
         if self._spill is None and self.in_memory_bytes + size <= self.budget_bytes:
             self._memory.append(tagged)
@@ -74,8 +83,8 @@ class TaggedRecords:
     def drain(self) -> Iterator[Any]:
         """The batches in the order they were added, each released once yielded.
 
-        The in-memory ones come first: once the first batch is spilled, every later one is
-        spilled too, so memory then file is write order.
+        The in-memory ones come first: once the first batch is spilled, every later one but
+        the latest is spilled too, so memory, then file, then the latest is write order.
         """
         memory, self._memory, self.in_memory_bytes = self._memory, [], 0
         memory.reverse()
@@ -86,11 +95,13 @@ class TaggedRecords:
             self._spill.seek(0)
             for _ in range(self.spilled):
                 yield pickle.load(self._spill)
+        if self._latest:
+            yield self._latest.pop()
         self.close()
 
     def close(self) -> None:
         """Drop every batch and remove the spill file."""
-        self._memory, self.in_memory_bytes = [], 0
+        self._memory, self._latest, self.in_memory_bytes = [], [], 0
         if self._spill is not None:
             self._spill.close()
             self._spill = None

@@ -571,6 +571,15 @@ class TaskWriter:
             del_t[miss] = t
         keep_d = del_t >= 0
         if not keep_d.all():
+            if op.rows is not Rows.DELETES:
+                # `_hoodie_is_deleted` rows of keys the table does not hold: Java routes them
+                # as untagged records (inserts that write nothing), counted as inserts in
+                # its workload profile (BaseSparkCommitActionExecutor.buildProfile)
+                gone = pc.value_counts(
+                    _string(dels.column(PARTITION_PATH_METADATA_FIELD)).filter(pa.array(~keep_d))
+                )
+                for entry in gone.to_pylist():
+                    self.workload.add_inserts(entry["values"], entry["counts"])
             dels = dels.filter(pa.array(keep_d))
             del_t = del_t[keep_d]
         keep = data_t >= 0

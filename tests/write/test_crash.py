@@ -24,7 +24,10 @@ opts = {
     "hoodie.bucket.index.num.buckets": "8", "write.batch.size": "0.01",
 }
 def batches():
-    for b in range(100000):
+    # the whole input is tagged before any data file is written (the workload profile goes
+    # into the inflight file first, as in Hudi), so the input is finite: 400 batches, whose
+    # writing (a log block per 10 KB) takes long enough to be killed in the middle
+    for b in range(400):
         ids = [f"k{(b * 500 + i) % 200000}" for i in range(500)]
         yield pa.record_batch({"id": ids, "ts": [b] * 500, "p": [f"p{i % 3}" for i in range(500)]})
         print("batch", b, flush=True)
@@ -50,14 +53,16 @@ def test_sigkill_mid_write_then_recover(tmp_path: Path) -> None:
     )
     assert proc.stdout is not None
     temp = Path(path) / ".hoodie" / ".temp"
-    deadline = time.time() + 60
     seen = 0
-    while time.time() < deadline:
+    while seen < 40:  # tagging
         line = proc.stdout.readline()
-        if line.startswith("batch"):
-            seen += 1
-        if seen > 40 and any(temp.rglob("*.marker.*")):
-            break
+        assert line, "the writer stopped before tagging 40 batches"
+        seen += line.startswith("batch")
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(temp.rglob("*.marker.*")):
+        time.sleep(0.01)  # writing starts once everything is tagged
+    time.sleep(0.2)
+    assert proc.poll() is None, "the write finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     table = hudi_ds.HudiTable(path)

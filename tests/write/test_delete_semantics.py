@@ -21,7 +21,8 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.services import ServiceContext, compaction
+from hudi_ds.services import ServiceContext, compaction, run_post_commit_services
+from hudi_ds.write.client import WriteClient
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 INDEXES = ["BUCKET", "SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"]
@@ -96,17 +97,19 @@ def test_delete_operation_ignores_ordering_and_is_deleted_follows_merge_mode(
     _check(path, model)
 
     # operation=delete: older (k0, k1 at ts 30 -> 5; k4 at ts 10 -> 1), newer (k5) and equal
-    # (k6) ordering values all delete; k90/k91 are not in the table (dropped, nothing written)
+    # (k6) ordering values all delete; k90/k91 are not in the table (dropped, nothing written);
+    # k11 lives in p2 and is named in p0: a global index deletes it where it lives, the
+    # others look for the key (k11, p0), which the table does not hold
     dels = pa.table(
         {
-            "id": ["k0", "k1", "k4", "k5", "k6", "k90", "k91"],
-            "ts": pa.array([5, 5, 1, 99, 10, 1, 1], pa.int64()),
-            "p": ["p0", "p1", "p1", "p2", "p0", "p0", "p2"],
-            "v": ["x"] * 7,
+            "id": ["k0", "k1", "k4", "k5", "k6", "k90", "k91", "k11"],
+            "ts": pa.array([5, 5, 1, 99, 10, 1, 1, 1], pa.int64()),
+            "p": ["p0", "p1", "p1", "p2", "p0", "p0", "p2", "p0"],
+            "v": ["x"] * 8,
         }
     )
     hudi_ds.write(path, dels, {**o, "hoodie.datasource.write.operation": "delete"})
-    for k in ["k0", "k1", "k4", "k5", "k6"]:
+    for k in ["k0", "k1", "k4", "k5", "k6"] + (["k11"] if index.startswith("GLOBAL") else []):
         del model[k]
     _check(path, model)
     partitions = sorted(
@@ -161,11 +164,47 @@ def test_delete_of_only_unknown_keys_writes_nothing(
     before = sorted(
         str(f.relative_to(path)) for f in Path(path).rglob("*") if ".hoodie" not in f.parts
     )
-    hudi_ds.write(
-        path, _rows([50, 51, 52], 10, "x"), {**o, "hoodie.datasource.write.operation": "delete"}
-    )
+    unknown = _rows([50, 51, 52], 10, "x")
+    if index == "BUCKET":
+        # the bucket index tags a key with its bucket's file group whether the key is there or
+        # not (Java too): unknown keys are those whose bucket has no file group
+        unknown = unknown.set_column(2, "p", pa.array(["p9"] * 3))
+    hudi_ds.write(path, unknown, {**o, "hoodie.datasource.write.operation": "delete"})
     after = sorted(
         str(f.relative_to(path)) for f in Path(path).rglob("*") if ".hoodie" not in f.parts
     )
     assert after == before  # Java drops untagged deletes: an empty commit
     _check(path, _apply({}, _rows([0, 1], 10, "a")))
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+@pytest.mark.parametrize("index", INDEXES)
+def test_delete_operation_through_several_tasks(
+    index: str, table_type: str, tmp_path: Path
+) -> None:
+    """The Spark shape: several non-exclusive tasks of one instant (COW file groups staged and
+    merged once at commit), each deleting some keys with old ordering values."""
+    path = str(tmp_path / "t")
+    o = _options(index, table_type, "EVENT_TIME_ORDERING")
+    first = _rows(list(range(10)), 10, "a")
+    hudi_ds.write(path, first, o)
+    model = _apply({}, first)
+    client = WriteClient(
+        path,
+        {**o, "hoodie.datasource.write.operation": "delete"},
+        post_commit=run_post_commit_services,
+    )
+    parts = [_rows([0, 3, 6], 1, "x"), _rows([1, 4, 77], 2, "x")]
+    instant = client.start(parts[0].schema)
+    statuses = []
+    for n, rows in enumerate(parts):
+        task = client.task_writer(instant, n, 1, 0, exclusive=False)
+        task.write(rows)
+        statuses += task.close()
+    client.commit(instant, statuses)
+    for k in ["k0", "k3", "k6", "k1", "k4"]:
+        del model[k]
+    _check(path, model)
+    if table_type == "MERGE_ON_READ":
+        _compact(path, o)
+        _check(path, model)
