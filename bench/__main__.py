@@ -23,8 +23,9 @@ from bench.workload import Workload, reference
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SYSTEMS = (
-    "pyarrow,hudi_ds_mor_parquet,hudi_ds_mor_avro,hudi_ds_cow,hudi_rs_read,delta_rs,pyiceberg,"
-    "spark_parquet,hudi_ds_spark"
+    "pyarrow,hudi_ds_mor_parquet,hudi_ds_mor_avro,hudi_ds_cow,hudi_ds_mor_simple,"
+    "hudi_ds_mor_bloom,hudi_ds_mor_state,hudi_ds_cow_simple,hudi_ds_cow_bloom,hudi_ds_cow_state,"
+    "hudi_rs_read,delta_rs,pyiceberg,spark_parquet,hudi_ds_spark"
 )
 PACKAGES = ("pyarrow", "pyspark", "deltalake", "pyiceberg", "hudi", "fastavro", "numpy")
 
@@ -70,6 +71,10 @@ def main() -> None:
         state = r.pop("state", None)
         if state is not None:
             r["correct"] = state == expected
+            if state != expected:  # how many keys differ (missing, extra, other ts)
+                r["wrong_keys"] = sum(state.get(k) != v for k, v in expected.items()) + sum(
+                    k not in expected for k in state
+                )
         results.append(r)
     lines = _table(results, w)
     print("\n".join(lines))
@@ -138,14 +143,38 @@ def _table(results: list[dict], w: Workload) -> list[str]:
         read_ratio = f"{r['read_s'] / base['read_s']:.2f}x time" if base else "-"
         per_batch = " ".join(f"{w.batch_rows / s / 1000:.0f}k" for s in ups)
         correct = r.get("correct", "n/a")
+        mismatch = f"MISMATCH ({r.get('wrong_keys')} keys)"
         lines.append(
             f"| {r['system']} | {w.base_rows / r['insert_s']:,.0f} | {per_batch} | "
             f"{w.batch_rows / mean:,.0f} | {vs_delta} | {vs_pa} | "
             f"{r['read_rows'] / r['read_s']:,.0f} | {read_ratio} | {r['lookup_s']:.3f} | "
             f"{r.get('write_peak_rss_mb', 0):,.0f} / {r['peak_rss_mb']:,.0f} | {r['files']} | "
-            f"{r['bytes'] / 1e6:,.1f} | {correct if correct is not False else 'MISMATCH'} |"
+            f"{r['bytes'] / 1e6:,.1f} | {correct if correct is not False else mismatch} |"
         )
-    return lines
+    return lines + _index_goals(ok)
+
+
+def _index_goals(ok: dict[str, dict]) -> list[str]:
+    """Issue 14's goals, as measured in this run (mean upsert batch time ratios; a system
+    whose final table differs from the reference is named next to its ratio)."""
+
+    def speedup(fast: str, slow: str) -> str:
+        a, b = ok.get(fast), ok.get(slow)
+        if a is None or b is None:
+            return "n/a"
+        wrong = [n for n, r in ((fast, a), (slow, b)) if r.get("correct") is False]
+        note = f" (MISMATCH: {', '.join(wrong)})" if wrong else ""
+        return f"{_mean(b['upsert_s']) / _mean(a['upsert_s']):.2f}x{note}"
+
+    return [
+        "",
+        "index goals: SIMPLE MOR upserts vs delta-rs merge "
+        f"{speedup('hudi_ds_mor_simple', 'delta_rs')} (goal >= 5x); state index vs SIMPLE: "
+        f"MOR {speedup('hudi_ds_mor_state', 'hudi_ds_mor_simple')}, "
+        f"COW {speedup('hudi_ds_cow_state', 'hudi_ds_cow_simple')} (goal >= 2x); "
+        f"BLOOM vs SIMPLE: MOR {speedup('hudi_ds_mor_bloom', 'hudi_ds_mor_simple')}, "
+        f"COW {speedup('hudi_ds_cow_bloom', 'hudi_ds_cow_simple')}",
+    ]
 
 
 def _scaling_table(scaling: list[dict], sizes: list[int]) -> list[str]:

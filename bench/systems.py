@@ -55,7 +55,12 @@ def run_pyarrow(w: Workload, root: Path) -> Result:
     return out
 
 
-def _hudi_ds(table_type: str, block: str) -> Callable[[Workload, Path], Result]:
+def _hudi_ds(
+    table_type: str, block: str, index: str = "BUCKET", state: bool = False
+) -> Callable[[Workload, Path], Result]:
+    """hudi_ds' embedded writes with ``index`` (``hoodie.index.type``); ``state``: the upserts
+    go through one long-lived ``HudiTable(state_index=True)`` (the state index)."""
+
     def run(w: Workload, root: Path) -> Result:
         import hudi_ds
 
@@ -67,9 +72,11 @@ def _hudi_ds(table_type: str, block: str) -> Callable[[Workload, Path], Result]:
             "hoodie.datasource.write.precombine.field": "ts",
             "hoodie.datasource.write.table.type": table_type,
             "hoodie.logfile.data.block.format": block,
-            "hoodie.bucket.index.num.buckets": "4",
+            "hoodie.index.type": index,
             "write.task.max.size": "256",
         }
+        if index == "BUCKET":
+            opts["hoodie.bucket.index.num.buckets"] = "4"
         out: Result = {"upsert_s": []}
         base = insert_batch(w)
         t0 = time.perf_counter()
@@ -80,13 +87,19 @@ def _hudi_ds(table_type: str, block: str) -> Callable[[Workload, Path], Result]:
         )
         out["insert_s"] = time.perf_counter() - t0
         del base
+        table = hudi_ds.HudiTable(path, state_index=True) if state else None
+        delete = {**opts, "hoodie.datasource.write.operation": "delete"}
         for step in upsert_batches(w):
             t0 = time.perf_counter()
-            hudi_ds.write(path, step.upserts, opts)
-            hudi_ds.write(
-                path, step.deletes, {**opts, "hoodie.datasource.write.operation": "delete"}
-            )
+            if table is not None:
+                table.upsert(step.upserts, opts)
+                table.delete(step.deletes, delete)
+            else:
+                hudi_ds.write(path, step.upserts, opts)
+                hudi_ds.write(path, step.deletes, delete)
             out["upsert_s"].append(time.perf_counter() - t0)
+        if table is not None and table.state_index is not None:
+            out["state_mb"] = table.state_index.nbytes / 1e6
         out["write_peak_rss_mb"] = _rss_mb()
         t0 = time.perf_counter()
         t = hudi_ds.read(path, columns=["id", "ts", "d1"])
@@ -125,6 +138,14 @@ SYSTEMS: dict[str, Callable[[Workload, Path], Result]] = {
     "hudi_ds_mor_parquet": _hudi_ds("MERGE_ON_READ", "parquet"),
     "hudi_ds_mor_avro": _hudi_ds("MERGE_ON_READ", "avro"),
     "hudi_ds_cow": _hudi_ds("COPY_ON_WRITE", "parquet"),
+    # the non-bucket indexes (issue 14): keys located by reading the files (SIMPLE), pruned by
+    # footer bloom filters and key ranges first (BLOOM), or held by the writer (state index)
+    "hudi_ds_mor_simple": _hudi_ds("MERGE_ON_READ", "parquet", "SIMPLE"),
+    "hudi_ds_mor_bloom": _hudi_ds("MERGE_ON_READ", "parquet", "BLOOM"),
+    "hudi_ds_mor_state": _hudi_ds("MERGE_ON_READ", "parquet", "SIMPLE", state=True),
+    "hudi_ds_cow_simple": _hudi_ds("COPY_ON_WRITE", "parquet", "SIMPLE"),
+    "hudi_ds_cow_bloom": _hudi_ds("COPY_ON_WRITE", "parquet", "BLOOM"),
+    "hudi_ds_cow_state": _hudi_ds("COPY_ON_WRITE", "parquet", "SIMPLE", state=True),
 }
 
 

@@ -12,11 +12,14 @@ from typing import Any
 import pyarrow as pa
 
 from hudi_ds.config import WriteConfig
-from hudi_ds.errors import SchemaError
+from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.index.lookup import Lookup
+from hudi_ds.index.state import StateIndex
 from hudi_ds.schema import without_meta_fields
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import ReadableTable
+from hudi_ds.timeline.view import TableState
 from hudi_ds.write.client import WriteClient
 from hudi_ds.write.operation import (
     DELETE,
@@ -29,6 +32,7 @@ from hudi_ds.write.operation import (
     WriteOperation,
     partitions_to_delete,
 )
+from hudi_ds.write.write_status import WriteStatus
 
 ArrowLike = Any  # pa.Table | pa.RecordBatch | pa.RecordBatchReader | __arrow_c_stream__ objects
 
@@ -74,13 +78,21 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
         ConfigError: invalid options. SchemaError: bad input (before anything is written).
     """
     client = WriteClient(path, options, post_commit=run_post_commit_services)
+    return _write_with(client, data, None)[0]
+
+
+def _write_with(
+    client: WriteClient, data: ArrowLike, lookup: Lookup | None
+) -> tuple[str, list[WriteStatus]]:
+    """Run one write of ``data`` through ``client`` (tagging with ``lookup`` instead of the
+    table's index when given); the completed instant time and the committed WriteStatuses."""
     schema, batches = _as_reader(data)
     # one process tags the whole input: the inflight file holds the workload profile, as
     # Java's writes save it (WriteClient.write_profiled)
     profiled = client.operation.saves_workload_profile
     instant = client.start(schema, inflight=not profiled)
     try:
-        task = client.task_writer(instant)
+        task = client.task_writer(instant, lookup=lookup)
         if profiled:
             client.write_profiled(instant, task, batches)
         else:
@@ -95,7 +107,7 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
     except BaseException:
         client.abort(instant)
         raise
-    return instant
+    return instant, statuses
 
 
 class HudiTable(ReadableTable):
@@ -103,14 +115,53 @@ class HudiTable(ReadableTable):
 
     Write methods take the same options as :func:`write`; options given when the table was
     opened are the defaults.
+
+    Args:
+        path, options: as :class:`~hudi_ds.table.table.ReadableTable`.
+        state_index: keep the record key -> file group locations in memory across this
+            object's writes (:class:`hudi_ds.index.state.StateIndex`, seed 003's index state)
+            instead of reading the keys of the touched partitions' files at every write. For
+            tables with a SIMPLE, BLOOM or GLOBAL_* index (a BUCKET table locates keys by
+            hash: refused). The state is bootstrapped by the first write of each partition and
+            checked against the table's latest file slices before every write (other writers'
+            commits, rollbacks, compaction and clustering are read in or dropped), so it
+            answers exactly as the table's index would. Memory: about the key length plus the
+            partition path length plus 5 bytes per record. Apache Hudi has no ``hoodie.*``
+            key for this (Flink's ``index.bootstrap.enabled`` / ``index.state.ttl`` configure
+            Flink state), hence an argument.
     """
+
+    def __init__(
+        self,
+        path: str | Storage | TableState,
+        options: Mapping[str, Any] | None = None,
+        *,
+        state_index: bool = False,
+    ) -> None:
+        super().__init__(path, options)
+        #: the state index of this writer (None when not enabled)
+        self.state_index: StateIndex | None = StateIndex() if state_index else None
 
     def _write(
         self, data: ArrowLike, operation: WriteOperation, options: Mapping[str, Any] | None
     ) -> str:
         opts = {**self.options.raw, **dict(options or {})}
         opts[WriteConfig.OPERATION.key] = operation.name
-        instant = write(self.storage, data, opts)
+        state = self.state_index
+        if state is None:
+            instant = write(self.storage, data, opts)
+        else:
+            client = WriteClient(self.storage, opts, post_commit=run_post_commit_services)
+            if client.resolved.index_type == "BUCKET":
+                raise ConfigError(
+                    "state_index=True: the table at "
+                    f"{self.storage.base_uri} uses the BUCKET index (hoodie.index.type), which "
+                    "locates keys by hash; the state index serves SIMPLE, BLOOM and GLOBAL_* "
+                    "tables"
+                )
+            state.begin()
+            instant, statuses = _write_with(client, data, state.lookup)
+            state.committed(self.storage, [s.stat for s in statuses])
         self.refresh()
         return instant
 

@@ -45,6 +45,17 @@ class SparkConfig:
         "spark.sql.python.filterPushdown.enabled=true (default: on when hudi_ds.spark.register "
         "saw that conf enabled).",
     )
+    STREAMING_STATE_INDEX = ConfigProperty(
+        "hudi_py.streaming.state.index",
+        False,
+        parse_bool,
+        "Streaming writes into a SIMPLE / BLOOM / GLOBAL_* table: each Python worker keeps the "
+        "record key -> file group locations of the table in memory across micro-batches "
+        "(hudi_ds.index.state.StateIndex), checked against the table's latest file slices "
+        "before every micro-batch, instead of reading the keys of the touched partitions' files "
+        "in every task. Apache Hudi has no key for this (Flink's index.bootstrap.enabled / "
+        "index.state.ttl configure Flink state).",
+    )
     TEST_FAIL_PARTITION = ConfigProperty(
         "hudi_py.test.fail.partition",
         None,

@@ -37,6 +37,10 @@ Process model (pyspark 4.3, see the reference notes) and where each step happens
 A micro-batch with no rows writes no instant and records nothing (replaying it writes nothing
 either).
 
+With ``hudi_py.streaming.state.index`` (SIMPLE / BLOOM / GLOBAL_* tables) the tasks tag their
+rows with a state index their Python worker keeps per table across micro-batches
+(:func:`worker_state_lookup`) instead of reading the keys of the touched file groups.
+
 Single writer: concurrent writers into one table are not supported (a sink's commit rolls
 back every older pending write). Several streams may write one table *one after another*;
 each keeps its own checkpoint under its identifier
@@ -59,8 +63,11 @@ from pyspark import TaskContext
 from pyspark.sql.types import StructType
 
 from hudi_ds.config import Options, WriteConfig
-from hudi_ds.errors import WriteError
+from hudi_ds.errors import ConfigError, WriteError
+from hudi_ds.index.lookup import Lookup
+from hudi_ds.index.state import StateIndex
 from hudi_ds.spark import options as opt
+from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.writer import HudiCommitMessage, TaskIdentity, WriteJob
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, new_instant_time
 from hudi_ds.timeline.timeline import DATA_ACTIONS
@@ -149,6 +156,13 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         t0 = time.perf_counter()
         path, hudi, connector = opt.split_options(options)
         job = WriteJob(opt.require_path(path), hudi, connector, schema, overwrite)
+        state_key = SparkConfig.STREAMING_STATE_INDEX
+        if opt.get(connector, state_key) and job.client.resolved.index_type == "BUCKET":
+            raise ConfigError(
+                f"'{state_key.key}'=true: the table at {job.client.storage.base_uri} uses the "
+                "BUCKET index (hoodie.index.type), which locates keys by hash; the state index "
+                "serves SIMPLE, BLOOM and GLOBAL_* tables"
+            )
         job.client.create_table_if_absent(job.arrow_schema)
         identifier = Options.of(hudi).get(WriteConfig.STREAMING_CHECKPOINT_ID)
         timeline = job.client.table_state().timeline  # the writer's table state: one listing
@@ -182,7 +196,9 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             {"identifier": self.identifier, "batchId": str(batch_id), "queryId": task_query_id()},
             sort_keys=True,
         )
-        msg = self.job.write_task(self.instant, self._joining(batches, marker))
+        msg = self.job.write_task(
+            self.instant, self._joining(batches, marker), worker_state_lookup(self.job)
+        )
         return HudiStreamCommitMessage(**_fields_of(msg), batch_id=batch_id)
 
     def _joining(self, batches: Iterator[pa.RecordBatch], marker: str) -> Iterator[pa.RecordBatch]:
@@ -305,6 +321,31 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         for t in sorted(instants):
             if not tl.is_completed(t):
                 self.job.abort(t)
+
+
+#: the streaming sink's state indexes of this Python worker, by table base URI
+_WORKER_STATES: dict[str, StateIndex] = {}
+
+
+def worker_state_lookup(job: WriteJob) -> Lookup | None:
+    """The state index lookup of this Python worker for the job's table, or None when
+    ``hudi_py.streaming.state.index`` is off (a BUCKET table with it on is refused by
+    :meth:`HudiStreamWriter.create`).
+
+    Spark reuses Python workers across tasks and micro-batches (``spark.python.worker.reuse``),
+    so a module-level state outlives one task: it is bootstrapped by the first task that
+    touches a partition in this worker and then only reads the file groups that changed since
+    (:class:`~hudi_ds.index.state.StateIndex` compares the slices of every micro-batch's plan
+    with what it read: the other tasks' and other writers' commits are read in, replaced file
+    groups dropped). The driver never sees rows: nothing is learnt there.
+    """
+    if not opt.get(job.connector, SparkConfig.STREAMING_STATE_INDEX):
+        return None
+    key = job.client.storage.base_uri
+    state = _WORKER_STATES.get(key)
+    if state is None:
+        state = _WORKER_STATES[key] = StateIndex()
+    return state.lookup
 
 
 def _fields_of(msg: HudiCommitMessage) -> dict[str, Any]:

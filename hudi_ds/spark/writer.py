@@ -32,6 +32,7 @@ from pyspark.sql.types import StructType
 
 from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, WriteError
+from hudi_ds.index.lookup import Lookup
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
@@ -183,8 +184,15 @@ class WriteJob:
         self.client.abort(instant)
 
     # -- executors -------------------------------------------------------------------------------
-    def write_task(self, instant: str, batches: Iterator[pa.RecordBatch]) -> HudiCommitMessage:
-        """Write one Spark partition's rows for ``instant`` (runs in an executor task)."""
+    def write_task(
+        self, instant: str, batches: Iterator[pa.RecordBatch], lookup: Lookup | None = None
+    ) -> HudiCommitMessage:
+        """Write one Spark partition's rows for ``instant`` (runs in an executor task).
+
+        Args:
+            lookup: the index lookup to tag rows with instead of the table's (the streaming
+                sink's per-worker state index).
+        """
         task = TaskIdentity.current()
         writer = None
         for batch in batches:
@@ -196,7 +204,12 @@ class WriteJob:
                 # the new keys of an upsert under a non-bucket index (insert slots: new file
                 # groups, COW or MOR), and commit() merges them (write/cow.py merge_staged).
                 writer = self.client.task_writer(
-                    instant, task.partition_id, task.stage_id, task.task_attempt_id, exclusive=False
+                    instant,
+                    task.partition_id,
+                    task.stage_id,
+                    task.task_attempt_id,
+                    exclusive=False,
+                    lookup=lookup,
                 )
             writer.write(conform_batch(batch, self.arrow_schema))
         statuses: tuple[WriteStatus, ...] = ()
@@ -265,6 +278,11 @@ class HudiBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
     ) -> HudiBatchWriter:
         """Validate options and schema, then start the instant (driver side of ``writer()``)."""
         path, hudi, connector = opt.split_options(options)
+        if opt.get(connector, SparkConfig.STREAMING_STATE_INDEX):
+            raise ConfigError(
+                f"'{SparkConfig.STREAMING_STATE_INDEX.key}' applies to streaming writes "
+                "(writeStream); a batch write reads the keys of the touched file groups"
+            )
         job = WriteJob(opt.require_path(path), hudi, connector, schema, overwrite)
         return cls(job, job.start())
 

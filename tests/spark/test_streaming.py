@@ -251,3 +251,63 @@ def test_source_emits_deletes(spark: Any, tmp_path: Path) -> None:
     assert all(r["v"] == last[r["id"]]["v"] for r in rows if r["_hoodie_is_deleted"])
     with pytest.raises(Exception, match="streaming reads"):
         spark.read.format("hudi_py").options(**opts).load(path).collect()
+
+
+def test_sink_with_state_index_equals_model(spark: Any, tmp_path: Path) -> None:
+    """``hudi_py.streaming.state.index``: the workers' state indexes tag every micro-batch as
+    SIMPLE would, across another writer's commit between two runs (hudi-rs reads the model)."""
+    from hudi_ds.errors import ConfigError
+    from hudi_ds.spark import streaming
+    from hudi_ds.spark.writer import WriteJob
+    from tests.conftest import assert_rows, hudi_rs_table
+
+    opts = {
+        **table_options("s", partition="part", table_type="MERGE_ON_READ", buckets=None),
+        "hoodie.index.type": "SIMPLE",
+    }
+    on = {"hudi_py.streaming.state.index": "true"}
+    tables = [events(range(0, 300), 10), events(range(200, 500), 20), events(range(100, 150), 5)]
+    src = source_dir(tmp_path / "src", tables)
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+
+    def run() -> None:
+        q = (
+            spark.readStream.schema(SCHEMA)
+            .option("maxFilesPerTrigger", 1)
+            .parquet(src)
+            .repartition(2)
+            .writeStream.format("hudi_py")
+            .options(**opts, **on)
+            .option("checkpointLocation", ck)
+            .trigger(availableNow=True)
+            .start(path)
+        )
+        q.awaitTermination()
+
+    run()
+    assert snapshot(path) == model(tables)
+    other = events(range(400, 700, 2), 40)  # another writer: updates and new keys
+    hudi_ds.write(path, other, opts)
+    more = [events(range(350, 800), 30)]
+    source_dir(tmp_path / "src", more)
+    run()
+    expected = model([*tables, other, *more])
+    assert snapshot(path) == expected
+    assert_rows(
+        hudi_rs_table(path), [(k, ts, v) for k, (ts, v) in expected.items()], ["id", "ts", "v"]
+    )
+
+    # one state per table in a worker; off: the table's own index
+    schema = spark.createDataFrame([], SCHEMA).schema
+    job = WriteJob(path, opts, on, schema, False)
+    first, second = streaming.worker_state_lookup(job), streaming.worker_state_lookup(job)
+    assert first is not None and first == second
+    assert streaming.worker_state_lookup(WriteJob(path, opts, {}, schema, False)) is None
+    # refused where it cannot apply: a batch write, a BUCKET table
+    df = spark.createDataFrame(events(range(3), 1).to_pylist(), SCHEMA)
+    with pytest.raises(Exception, match="applies to streaming writes"):
+        df.write.format("hudi_py").options(**opts, **on).mode("append").save(path)
+    bucket = str(tmp_path / "b")
+    hudi_ds.write(bucket, events(range(3), 1), OPTS)
+    with pytest.raises(ConfigError, match="BUCKET"):
+        streaming.HudiStreamWriter.create({**OPTS, **on, "path": bucket}, schema, False)

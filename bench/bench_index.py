@@ -1,0 +1,139 @@
+"""Issue 14's index goals measured pairwise: the batches of each system run interleaved.
+
+``python -m bench.bench_index --scale 1``: one table per system (SIMPLE MOR through
+``hudi_ds.write``, the state index through one long-lived ``HudiTable(state_index=True)``,
+delta-rs ``merge``), the standard workload's insert, then upsert batch ``b`` of every system
+before batch ``b + 1`` of any -- on a shared machine the load then hits every system alike.
+Prints each batch's seconds and the median ratios; every final table is checked against the
+reference (``bench.workload.reference``) key by key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+
+from bench.workload import Step, Workload, insert_batch, reference, upsert_batches
+
+OPTS = {
+    "hoodie.table.name": "bench",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "dt",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+    "hoodie.logfile.data.block.format": "parquet",
+    "hoodie.index.type": "SIMPLE",
+    "write.task.max.size": "256",
+}
+DELETE = {**OPTS, "hoodie.datasource.write.operation": "delete"}
+
+
+def _hudi(path: str, base: pa.Table, state: bool) -> Callable[[Step], None]:
+    import hudi_ds
+
+    hudi_ds.write(
+        path,
+        pa.RecordBatchReader.from_batches(base.schema, base.to_batches(100_000)),
+        {**OPTS, "hoodie.datasource.write.operation": "insert"},
+    )
+    table = hudi_ds.HudiTable(path, state_index=True) if state else None
+
+    def step(s: Step) -> None:
+        if table is not None:
+            table.upsert(s.upserts, OPTS)
+            table.delete(s.deletes, DELETE)
+        else:
+            hudi_ds.write(path, s.upserts, OPTS)
+            hudi_ds.write(path, s.deletes, DELETE)
+
+    return step
+
+
+def _delta(path: str, base: pa.Table) -> Callable[[Step], None]:
+    from deltalake import DeltaTable, write_deltalake
+
+    write_deltalake(path, base, partition_by=["dt"])
+
+    def step(s: Step) -> None:
+        (
+            DeltaTable(path)
+            .merge(s.upserts, "t.id = s.id AND t.dt = s.dt", source_alias="s", target_alias="t")
+            .when_matched_update_all(predicate="s.ts >= t.ts")
+            .when_not_matched_insert_all()
+            .execute()
+        )
+        (
+            DeltaTable(path)
+            .merge(s.deletes, "t.id = s.id AND t.dt = s.dt", source_alias="s", target_alias="t")
+            .when_matched_delete()
+            .execute()
+        )
+
+    return step
+
+
+def _state_of(name: str, path: str) -> dict[str, int]:
+    if name == "delta_rs":
+        from deltalake import DeltaTable
+
+        t = DeltaTable(path).to_pyarrow_table(columns=["id", "ts"])
+    else:
+        import hudi_ds
+
+        t = hudi_ds.read(path, columns=["id", "ts"])
+    return dict(zip(t["id"].to_pylist(), t["ts"].to_pylist(), strict=True))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.bench_index")
+    ap.add_argument("--scale", type=float, default=1.0)
+    args = ap.parse_args()
+    w = Workload.scaled(args.scale)
+    root = Path(tempfile.mkdtemp(prefix="bench-index-"))
+    base = insert_batch(w)
+    systems = {
+        "hudi_ds_mor_simple": _hudi(str(root / "simple"), base, False),
+        "hudi_ds_mor_state": _hudi(str(root / "state"), base, True),
+        "delta_rs": _delta(str(root / "delta"), base),
+    }
+    paths = {"hudi_ds_mor_simple": "simple", "hudi_ds_mor_state": "state", "delta_rs": "delta"}
+    del base
+    times: dict[str, list[float]] = {n: [] for n in systems}
+    for s in upsert_batches(w):
+        for name, step in systems.items():
+            t0 = time.perf_counter()
+            step(s)
+            times[name].append(time.perf_counter() - t0)
+    expected = reference(w)
+    print(f"workload: {w.base_rows:,} rows, {w.batches} upsert batches of {w.batch_rows:,}")
+    print("| system | seconds per batch (upserts + deletes) | median rows/s | final table |")
+    print("|---|---|---|---|")
+    for name, ts in times.items():
+        got = _state_of(name, str(root / paths[name]))
+        wrong = sum(got.get(k) != v for k, v in expected.items()) + sum(
+            k not in expected for k in got
+        )
+        verdict = "equals the reference" if not wrong else f"{wrong} keys differ"
+        cells = " ".join(f"{x:.2f}" for x in ts)
+        print(f"| {name} | {cells} | {w.batch_rows / statistics.median(ts):,.0f} | {verdict} |")
+
+    def ratio(fast: str, slow: str, skip_first: bool = False) -> float:
+        a, b = times[fast][skip_first:], times[slow][skip_first:]
+        return statistics.median(y / x for x, y in zip(a, b, strict=True))
+
+    print(
+        f"\nmedian per-batch ratios: SIMPLE MOR vs delta-rs merge "
+        f"{ratio('hudi_ds_mor_simple', 'delta_rs'):.2f}x (goal >= 5x); state index vs SIMPLE "
+        f"{ratio('hudi_ds_mor_state', 'hudi_ds_mor_simple'):.2f}x, after its bootstrap batch "
+        f"{ratio('hudi_ds_mor_state', 'hudi_ds_mor_simple', True):.2f}x (goal >= 2x)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,528 @@
+"""The state index: a long-lived writer's in-memory map record key -> file group.
+
+Seed 003 (RFC-24) gives Flink writers an index *state*: the ``BucketAssignFunction`` keeps
+``HoodieRecordGlobalLocation`` per key in Flink state, bootstrapped from the table
+(``BootstrapOperator``) and updated as records are assigned, so a record is tagged without
+reading the table. :class:`StateIndex` is that state for a writer that stays open in Python (a
+:class:`hudi_ds.HudiTable` used for many upserts, a streaming sink's worker): it answers the
+shared lookup shape (:mod:`hudi_ds.index.lookup`)::
+
+    StateIndex().lookup(storage, slices, keys, partitions, spec) -> KeyLocations
+
+with exactly the answer a file-reading lookup over the same ``slices`` gives, without reading
+files that did not change.
+
+How it stays exact. The state remembers, per file group, the *files* its keys were read from:
+the base file (path, size) and, when ``spec.read_logs``, the log files (path, size) -- Hudi's
+files are immutable once committed (a v6 log file that another writer appends to changes size).
+Every lookup compares the given latest slices with that record:
+
+* a group whose slice still has the remembered files: its keys are current (no I/O);
+* a group that is new, or whose files differ (another writer's commit, a compaction -- same
+  file id, new base instant and base file --, a rollback that removed files or appended a
+  rollback command block, a restore): its keys are read again from its current slice only;
+* a remembered group of a looked-up partition that is no longer among the slices (replaced by
+  clustering / insert_overwrite, a deleted partition, a restore): its keys are dropped.
+
+The first lookup of a partition is its bootstrap (every group is new). The base instant
+reported for a key is always the given slice's, so compaction's new base instants are reported
+without a read. This comparison sees every change the timeline could announce (a completed
+instant of another writer, a rollback, a restore, a replacecommit, a compaction), because each
+of them changes which files make up the latest slices; it needs no timeline parsing and cannot
+miss an action it does not know.
+
+Learning its own writes (:meth:`StateIndex.committed`): after the writer's commit the state
+takes the new files into its record without reading them where the key set provably did not
+change: a log file appended by the commit to a group whose record was current -- with
+``spec.read_logs`` False logs are not indexed at all (Hudi's SIMPLE/BLOOM on MERGE_ON_READ,
+``HoodieSimpleIndex.canIndexLogFiles() == false``); with ``read_logs`` they hold only keys that
+were found in that group unless the lookups since the last commit found new keys, in which case
+only the new log files' keys are read. Delete blocks never change a group's key set (a deleted
+key stays in the base file it was found in, as for the file-reading lookups). New base files
+(inserts, COW merges) are read at the next lookup like any changed group.
+
+Storage: keys are held as one sorted fixed-width byte array (numpy ``S<width>``; the key and,
+for a non-global index, ``\\0`` + its partition path) with a parallel int32 array of group
+numbers; a lookup is one ``searchsorted`` of the incoming keys, a refresh one merge.
+Memory is about (key length + partition length + 5) bytes per key.
+
+A key present in several file groups (duplicates written by ``insert``, or a key in the base
+file of its old partition after a global partition move on MERGE_ON_READ) is located as
+:func:`~hudi_ds.index.simple.simple_lookup` locates it: in the slice with the greatest base
+instant, then the smallest file id.
+
+Cost: a lookup is O(incoming keys x log(state)) plus the reads of the changed groups; the
+first write of a partition pays the bootstrap (the same reads as one SIMPLE lookup).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_ds.errors import HudiError
+from hudi_ds.index.lookup import KeyLocations, LookupSpec
+from hudi_ds.index.simple import base_file_keys, check_input, log_keys
+from hudi_ds.layout.file_group import FileSlice, LogFile
+from hudi_ds.layout.naming import file_name_of, parse_log_file_name
+from hudi_ds.storage import Storage
+from hudi_ds.timeline.metadata import WriteStat
+
+#: reads the record keys a lookup sees in one file slice (string array, duplicates allowed) and
+#: counts the files it opened
+KeyReader = Callable[[Storage, FileSlice, LookupSpec], tuple[pa.Array, int]]
+
+_SEP = "\x00"
+
+#: a group's record of files: (base path, base size) or None, then ((log path, size), ...)
+_Files = tuple[tuple[str, int] | None, tuple[tuple[str, int], ...]]
+
+
+class StateIndexError(HudiError):
+    """The state index cannot hold a key (a record key containing a NUL character)."""
+
+
+def slice_keys(storage: Storage, fslice: FileSlice, spec: LookupSpec) -> tuple[pa.Array, int]:
+    """The record keys of a file slice as the SIMPLE lookup reads them, and the files read.
+
+    The base file's key column and, when ``spec.read_logs``, the keys of the log data blocks
+    (:func:`hudi_ds.index.simple.base_file_keys`, :func:`hudi_ds.index.simple.log_keys`: the
+    same reading as :func:`~hudi_ds.index.simple.simple_lookup`, so the answers agree).
+    """
+    parts: list[pa.Array] = []
+    read = 0
+    if fslice.base_file is not None:
+        parts.append(base_file_keys(storage, fslice.base_file, spec))
+        read += 1
+    if spec.read_logs and fslice.log_files:
+        keys, n = log_keys(storage, fslice, spec)
+        parts.append(keys)
+        read += n
+    if not parts:
+        return pa.array([], pa.string()), read
+    return pa.concat_arrays([p.cast(pa.string()) for p in parts]), read
+
+
+def _fixed_width(strings: pa.Array, width: int) -> np.ndarray:
+    """``strings`` (UTF-8) as a numpy ``S<width>`` array (NUL padded), vectorised."""
+    n = len(strings)
+    if n == 0:
+        return np.empty(0, dtype=f"S{max(width, 1)}")
+    if pc.all(pc.string_is_ascii(strings)).as_py():
+        padded = pc.utf8_rpad(strings, width, padding=_SEP)
+        if padded.offset:
+            padded = pa.concat_arrays([padded])
+        offsets = np.frombuffer(padded.buffers()[1], dtype=np.int32, count=n + 1)
+        data = np.frombuffer(padded.buffers()[2], dtype=np.uint8)
+        return data[offsets[0] : offsets[0] + n * width].view(f"S{width}")
+    # multi-byte characters: utf8_rpad pads by code points, so go through Python bytes objects
+    return strings.cast(pa.binary()).to_numpy(zero_copy_only=False).astype(f"S{width}")
+
+
+def _byte_width(strings: pa.Array) -> int:
+    if len(strings) == 0:
+        return 1
+    return max(1, int(pc.max(pc.binary_length(strings)).as_py() or 1))
+
+
+@dataclass
+class _Group:
+    gid: int
+    partition: str
+    file_id: str
+    files: _Files
+    instant: str
+
+
+class StateIndex:
+    """In-memory record key -> file group state of a long-lived writer (module docstring).
+
+    Use its :meth:`lookup` as the writer's lookup (``WriteClient.task_writer(...,
+    lookup=state.lookup)``) and call :meth:`committed` with the write stats of each commit.
+
+    Args:
+        read_keys: reads one slice's keys (default :func:`slice_keys`).
+
+    Attributes:
+        groups_read: file groups whose keys were read (bootstraps and refreshes), cumulative.
+        files_read: files opened for that, cumulative.
+        resets: times the whole state was dropped (the lookup mode or the key spec changed).
+    """
+
+    def __init__(self, read_keys: KeyReader | None = None) -> None:
+        self.read_keys: KeyReader = read_keys or slice_keys
+        self.groups_read = 0
+        self.files_read = 0
+        self.resets = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self._mode: tuple[bool, LookupSpec] | None = None
+        self._groups: dict[tuple[str, str], _Group] = {}
+        self._by_gid: dict[int, _Group] = {}
+        self._next_gid = 0
+        self._keys = np.empty(0, dtype="S1")
+        self._gids = np.empty(0, dtype=np.int32)
+        self._new_keys_seen = False
+        # (held keys, their groups) the lookups since the last commit found
+        self._found: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def clear(self) -> None:
+        """Drop everything (the next lookup bootstraps again)."""
+        self._reset()
+        self.resets += 1
+
+    @property
+    def spec(self) -> LookupSpec | None:
+        """The key spec of the lookups the state answers (None before the first)."""
+        return None if self._mode is None else self._mode[1]
+
+    @property
+    def is_global(self) -> bool | None:
+        """Whether the state matches keys alone (a global index; None before the first)."""
+        return None if self._mode is None else self._mode[0]
+
+    def __len__(self) -> int:
+        """Number of (key, file group) entries held."""
+        return len(self._keys)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the key arrays."""
+        return int(self._keys.nbytes + self._gids.nbytes)
+
+    # -- the lookup ---------------------------------------------------------------------------
+    def lookup(
+        self,
+        storage: Storage,
+        slices: Sequence[FileSlice],
+        keys: pa.Array,
+        partitions: pa.Array | None,
+        spec: LookupSpec,
+    ) -> KeyLocations:
+        """Where each key lives in ``slices`` (null: new), answered from the state.
+
+        Same contract and answer as :func:`hudi_ds.index.simple.simple_lookup` (non-global when
+        ``partitions`` is given, global when None, one location per key: the slice with the
+        greatest base instant, then the smallest file id); the state is first brought up to
+        date with ``slices`` (module docstring). ``files_read`` / ``keys_read`` count the files
+        whose keys this call read.
+
+        Raises:
+            SchemaError: bad ``keys`` / ``partitions``.
+            StateIndexError: a record key holds a NUL character.
+            MissingFileError, CorruptFileError: a file to be read is gone or unreadable.
+        """
+        keys, partitions = check_input(keys, partitions)
+        global_ = partitions is None
+        mode = (global_, spec)
+        if self._mode is not None and self._mode != mode:
+            self.clear()
+        self._mode = mode
+        _refuse_nul(keys, "")
+        if not global_:
+            assert partitions is not None
+            wanted = set(pc.unique(partitions).to_pylist())
+            slices = [s for s in slices if s.partition_path in wanted]
+            probe = _with_partitions(keys, partitions)
+        else:
+            wanted = None
+            probe = keys
+        before = self.files_read
+        self._refresh(storage, slices, spec, wanted)
+        gids = self._probe(probe)
+        found = gids >= 0
+        if len(found) and not bool(found.all()):
+            self._new_keys_seen = True
+        idx = pa.array(np.where(found, gids, 0), mask=~found)
+        fids, parts, insts = self._group_columns()
+        read = self.files_read - before
+        return KeyLocations(
+            file_id=fids.take(idx),
+            partition=parts.take(idx),
+            instant=insts.take(idx),
+            files_read=read,
+            keys_read=read,
+        )
+
+    def _group_columns(self) -> tuple[pa.Array, pa.Array, pa.Array]:
+        """file id, partition, base instant by group number (null for dropped groups)."""
+        n = self._next_gid
+        fids: list[str | None] = [None] * n
+        parts: list[str | None] = [None] * n
+        insts: list[str | None] = [None] * n
+        for g in self._by_gid.values():
+            fids[g.gid], parts[g.gid], insts[g.gid] = g.file_id, g.partition, g.instant
+        return (
+            pa.array(fids, pa.string()),
+            pa.array(parts, pa.string()),
+            pa.array(insts, pa.string()),
+        )
+
+    def _probe(self, probe: pa.Array) -> np.ndarray:
+        """Group number of each probe (-1: absent)."""
+        out = np.full(len(probe), -1, dtype=np.int64)
+        if len(self._keys) == 0 or len(probe) == 0:
+            return out
+        width = self._keys.dtype.itemsize
+        # a probe longer than every held key cannot match
+        fits = np.asarray(pc.less_equal(pc.binary_length(probe), width), dtype=bool)
+        sel = np.flatnonzero(fits)
+        if len(sel) == 0:
+            return out
+        q = _fixed_width(probe if len(sel) == len(probe) else probe.take(pa.array(sel)), width)
+        order = np.argsort(q, kind="stable")  # sorted probes walk the state in order
+        qs = q[order]
+        n = len(self._keys)
+        lo = np.searchsorted(self._keys, qs, side="left")
+        at = np.minimum(lo, n - 1)
+        hit = self._keys[at] == qs
+        res = np.where(hit, self._gids[at], -1).astype(np.int64)
+        # a key held by several groups: its entries follow each other
+        nxt = np.minimum(lo + 1, n - 1)
+        many = np.flatnonzero(hit & (lo + 1 < n) & (self._keys[nxt] == qs))
+        if len(many):
+            hi = np.searchsorted(self._keys, qs[many], side="right")
+            res[many] = self._best_of(lo[many], hi)
+        hit_rows = res >= 0
+        self._found.append((qs[hit_rows], res[hit_rows].astype(np.int32)))
+        got = np.empty(len(qs), dtype=np.int64)
+        got[order] = res
+        out[sel] = got
+        return out
+
+    def _best_of(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """For runs ``[lo, hi)`` of one key in several groups: the group simple_lookup picks
+        (greatest base instant, then smallest file id)."""
+        ranked = sorted(
+            self._by_gid.values(), key=lambda g: (_desc(g.instant), g.file_id)
+        )  # one entry per file group, not per row
+        rank = np.zeros(self._next_gid, dtype=np.int64)
+        rank[[g.gid for g in ranked]] = np.arange(len(ranked))
+        counts = hi - lo
+        run = np.repeat(np.arange(len(lo)), counts)
+        pos = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(
+            counts.sum()
+        )
+        cand = self._gids[pos]
+        order = np.lexsort((rank[cand], run))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = run[order][1:] != run[order][:-1]
+        return cand[order][first].astype(np.int64)
+
+    # -- keeping it current -------------------------------------------------------------------
+    def _refresh(
+        self,
+        storage: Storage,
+        slices: Sequence[FileSlice],
+        spec: LookupSpec,
+        wanted: set[str] | None,
+    ) -> None:
+        """Bring the groups of ``slices`` (of the ``wanted`` partitions; all when None) up to
+        date: read new and changed groups, drop the ones that left."""
+        seen: set[tuple[str, str]] = set()
+        stale: list[int] = []
+        to_read: list[tuple[_Group, FileSlice]] = []
+        for s in slices:
+            k = (s.partition_path, s.file_id)
+            seen.add(k)
+            files = _files_of(s, spec.read_logs)
+            g = self._groups.get(k)
+            if g is None:
+                g = _Group(self._next_gid, s.partition_path, s.file_id, files, s.base_instant_time)
+                self._next_gid += 1
+                self._groups[k] = g
+                self._by_gid[g.gid] = g
+                to_read.append((g, s))
+                continue
+            g.instant = s.base_instant_time
+            if g.files != files:
+                stale.append(g.gid)
+                g.files = files
+                to_read.append((g, s))
+        for k, g in list(self._groups.items()):
+            if k not in seen and (wanted is None or g.partition in wanted):
+                stale.append(g.gid)  # replaced, or its partition was dropped
+                del self._groups[k]
+                del self._by_gid[g.gid]
+        if not stale and not to_read:
+            return
+        new_keys: list[pa.Array] = []
+        new_gids: list[np.ndarray] = []
+        for g, s in to_read:
+            ks, n = self.read_keys(storage, s, spec)
+            self.groups_read += 1
+            self.files_read += n
+            if len(ks):
+                _refuse_nul(ks, f" in file group {g.file_id} of partition {g.partition!r}")
+                new_keys.append(ks if wanted is None else _with_partition(ks, g.partition))
+                new_gids.append(np.full(len(ks), g.gid, dtype=np.int32))
+        self._replace(np.asarray(stale, dtype=np.int32), new_keys, new_gids)
+
+    def _replace(
+        self, drop_gids: np.ndarray, new_keys: list[pa.Array], new_gids: list[np.ndarray]
+    ) -> None:
+        """Remove the entries of ``drop_gids``, then merge the new entries in (kept sorted)."""
+        if len(drop_gids) and len(self._keys):
+            keep = ~np.isin(self._gids, drop_gids)
+            if not keep.all():
+                self._keys, self._gids = self._keys[keep], self._gids[keep]
+        if not new_keys:
+            return
+        incoming = pa.concat_arrays([k.cast(pa.string()) for k in new_keys])
+        width = max(_byte_width(incoming), self._keys.dtype.itemsize)
+        if width > self._keys.dtype.itemsize:
+            self._keys = self._keys.astype(f"S{width}")
+        add = _fixed_width(incoming, width)
+        add_g = np.concatenate(new_gids)
+        order = np.argsort(add, kind="stable")
+        add, add_g = add[order], add_g[order]
+        at = np.searchsorted(self._keys, add, side="right")
+        self._keys = np.insert(self._keys, at, add)
+        self._gids = np.insert(self._gids, at, add_g)
+
+    def begin(self) -> None:
+        """Start a write: what earlier lookups found is forgotten, so that :meth:`committed`
+        learns from the lookups of this write only."""
+        self._new_keys_seen = False
+        self._found = []
+
+    def committed(self, storage: Storage, stats: Sequence[WriteStat]) -> None:
+        """Learn the files of this writer's own commit (its write stats, from the commit
+        metadata or the WriteStatuses).
+
+        Call :meth:`begin` before a write and this after its commit, before the next write.
+        Files of groups whose record was current when the write looked its keys up are taken
+        into the record without being read where the write stats prove the group's key set:
+
+        * a log file: with ``read_logs`` False logs are not indexed (nothing changes); with
+          ``read_logs``, unchanged when the write's lookups found every key (its rows were
+          updates of keys already in that group), else only the new log file is read;
+        * a new version of the base file (COW merge, MOR small-file rewrite): its
+          ``numInserts`` / ``numDeletes`` are counted on the rows themselves
+          (``merge_into_base``); no inserts and no deletes: the same keys; no inserts and as
+          many deletes as keys the write's lookups found in that group: those keys are gone.
+
+        Every other file (new file groups, inserts into a base file) makes its group differ
+        from the record: read at the next lookup.
+        """
+        if self._mode is None:
+            return
+        global_, spec = self._mode
+        new_keys: list[pa.Array] = []
+        new_gids: list[np.ndarray] = []
+        drop: list[np.ndarray] = []  # positions in the key array of deleted entries
+        found = self._found_by_group()
+        for st in stats:
+            path = st.path or ""
+            g = self._groups.get((st.partition_path or "", st.file_id or ""))
+            if g is None or st.prev_commit != g.instant:
+                continue  # a new group, or another slice: left to the next lookup
+            size = int(st.file_size_in_bytes)
+            base, logs = g.files
+            lf = _log_file(path, size)
+            if lf is None:  # a new base file version of g
+                if base is None or logs or st.num_inserts:
+                    continue
+                if st.num_deletes:
+                    gone = self._entries_of(g.gid, found.get(g.gid))
+                    if gone is None or len(gone) != st.num_deletes:
+                        continue
+                    drop.append(gone)
+                g.files = ((path, size), ())
+                continue
+            if not spec.read_logs:
+                continue  # logs are not indexed: the record holds none
+            # a global index moves keys between partitions: found keys may land elsewhere
+            if self._new_keys_seen or global_:
+                one = FileSlice(g.partition, g.file_id, g.instant, None, [lf])
+                ks, n = log_keys(storage, one, spec)
+                self.files_read += n
+                if len(ks):
+                    _refuse_nul(ks, f" in {path}")
+                    new_keys.append(ks if global_ else _with_partition(ks, g.partition))
+                    new_gids.append(np.full(len(ks), g.gid, dtype=np.int32))
+            g.files = (base, tuple(sorted({*logs, (path, size)})))
+        if drop:
+            keep = np.ones(len(self._keys), dtype=bool)
+            keep[np.concatenate(drop)] = False
+            self._keys, self._gids = self._keys[keep], self._gids[keep]
+        if new_keys:
+            self._replace(np.empty(0, dtype=np.int32), new_keys, new_gids)
+        self._new_keys_seen = False
+        self._found = []
+
+    def _found_by_group(self) -> dict[int, np.ndarray]:
+        """The distinct held keys the lookups since the last commit found, by group."""
+        if not self._found:
+            return {}
+        width = self._keys.dtype.itemsize
+        keys = np.concatenate([k.astype(f"S{width}") for k, _ in self._found])
+        gids = np.concatenate([g for _, g in self._found])
+        if len(keys) == 0:
+            return {}
+        order = np.lexsort((keys, gids))
+        keys, gids = keys[order], gids[order]
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = (keys[1:] != keys[:-1]) | (gids[1:] != gids[:-1])
+        keys, gids = keys[first], gids[first]
+        cuts = np.flatnonzero(np.diff(gids)) + 1
+        return {
+            int(part_g[0]): part_k
+            for part_k, part_g in zip(np.split(keys, cuts), np.split(gids, cuts), strict=True)
+        }
+
+    def _entries_of(self, gid: int, keys: np.ndarray | None) -> np.ndarray | None:
+        """Positions of ``keys``' entries of group ``gid`` (None: a key not held by exactly
+        that entry, e.g. held by several groups)."""
+        if keys is None or len(keys) == 0:
+            return None
+        n = len(self._keys)
+        pos = np.searchsorted(self._keys, keys)
+        at = np.minimum(pos, n - 1)
+        ok = (pos < n) & (self._keys[at] == keys) & (self._gids[at] == gid)
+        nxt = np.minimum(pos + 1, n - 1)
+        ok &= ~((pos + 1 < n) & (self._keys[nxt] == keys))  # no second entry of the key
+        return pos if bool(ok.all()) else None
+
+
+def _desc(instant: str) -> tuple[int, ...]:
+    """Sort key ordering instant times descending (they are digit strings)."""
+    return tuple(-ord(c) for c in instant)
+
+
+def _refuse_nul(keys: pa.Array, where: str) -> None:
+    bad = pc.match_substring(keys, _SEP)
+    if pc.any(bad).as_py():
+        key = keys.filter(bad)[0].as_py()
+        raise StateIndexError(
+            f"record key {key!r}{where} contains a NUL character, which the state index cannot "
+            "hold: write without the state index"
+        )
+
+
+def _with_partitions(keys: pa.Array, partitions: pa.Array) -> pa.Array:
+    return pc.binary_join_element_wise(keys, partitions, _SEP)
+
+
+def _with_partition(keys: pa.Array, partition: str) -> pa.Array:
+    return pc.binary_join_element_wise(
+        keys.cast(pa.string()), pa.scalar(partition, pa.string()), _SEP
+    )
+
+
+def _files_of(s: FileSlice, with_logs: bool) -> _Files:
+    base = (s.base_file.path, int(s.base_file.size)) if s.base_file is not None else None
+    if not with_logs:
+        return (base, ())
+    return (base, tuple(sorted((lf.path, int(lf.size)) for lf in s.log_files)))
+
+
+def _log_file(path: str, size: int) -> LogFile | None:
+    """The log file at ``path`` (None: not a log file name)."""
+    name = parse_log_file_name(file_name_of(path))
+    return None if name is None else LogFile(path, name, int(size))

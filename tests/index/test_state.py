@@ -1,0 +1,398 @@
+"""The state index answers exactly as SIMPLE does, across the writes a long-lived writer sees.
+
+After every step of each sequence (its own upserts, inserts and deletes, another writer's
+commits, a rollback, a compaction, an insert_overwrite) the writer's :class:`StateIndex` and
+:func:`simple_lookup` locate the same probe keys (every key ever written plus unknown ones) in
+the same latest slices, and the table written through the state equals a model (every row,
+read back by hudi-rs and by hudi_ds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import hudi_ds
+from hudi_ds.api import HudiTable
+from hudi_ds.errors import ConfigError
+from hudi_ds.index.lookup import KeyLocations, LookupSpec
+from hudi_ds.index.simple import simple_lookup
+from hudi_ds.index.state import StateIndex, StateIndexError
+from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.compaction import run_compaction, schedule_compaction
+from hudi_ds.services.rollback import rollback
+from hudi_ds.table.table import ReadableTable
+from tests.conftest import assert_rows, hudi_rs_table
+
+COLUMNS = ["id", "ts", "dt", "v"]
+NPART = 3
+
+
+def _opts(table_type: str, index: str, many_groups: bool = False) -> dict[str, str]:
+    """``many_groups``: base files are never small (every write of inserts opens new file
+    groups); otherwise every base file is small (inserts go into existing file groups)."""
+    sizing = {
+        # a base file is ~430 KB: its bloom filter footer
+        "hoodie.parquet.max.file.size": str(40 << 10 if many_groups else 2 << 20),
+        "hoodie.parquet.small.file.limit": str(20 << 10 if many_groups else 1 << 20),
+    }
+    return {
+        **sizing,
+        "hoodie.table.name": "state",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "dt",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.index.type": index,
+        "hoodie.copyonwrite.record.size.estimate": "64",
+    }
+
+
+class Model:
+    """The expected table: key -> (ts, dt, v), event-time merge (greater or equal ts wins)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[int, str, float]] = {}
+
+    def rows_of(self, ids: Iterable[int], ts: int, shift: int = 0) -> pa.Table:
+        ids = np.asarray(list(ids), dtype=np.int64)
+        return pa.table(
+            {
+                "id": [f"key-{i:05d}" for i in ids],
+                "ts": pa.array(np.full(len(ids), ts), pa.int64()),
+                "dt": [f"p{(i + shift) % NPART}" for i in ids],
+                "v": ids.astype(float) * 10 + ts,
+            }
+        )
+
+    def upsert(self, t: pa.Table, global_moves: bool = False) -> None:
+        for k, ts, dt, v in zip(*(t.column(c).to_pylist() for c in COLUMNS), strict=True):
+            cur = self.rows.get(k)
+            if cur is None or ts >= cur[0]:
+                self.rows[k] = (ts, dt if cur is None or global_moves else cur[1], v)
+
+    def overwrite(self, t: pa.Table) -> None:
+        parts = set(t.column("dt").to_pylist())
+        self.rows = {k: r for k, r in self.rows.items() if r[1] not in parts}
+        self.upsert(t)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        for k in ids:
+            self.rows.pop(k, None)
+
+    def expected(self) -> list[tuple]:
+        return [(k, ts, dt, v) for k, (ts, dt, v) in self.rows.items()]
+
+
+def _check_same_as_simple(t: HudiTable, probe: pa.Table) -> KeyLocations:
+    """The writer's state and SIMPLE locate ``probe``'s keys identically in the latest slices."""
+    state = t.state_index
+    assert state is not None and state.spec is not None
+    fresh = ReadableTable(t.path)
+    slices = fresh.file_slices()
+    keys = probe.column("id").combine_chunks()
+    parts = None if state.is_global else probe.column("dt").combine_chunks()
+    resets = state.resets
+    got = state.lookup(t.storage, slices, keys, parts, state.spec)
+    want = simple_lookup(t.storage, slices, keys, parts, state.spec)
+    assert state.resets == resets  # kept current, not dropped
+    for field in ("file_id", "partition", "instant"):
+        assert getattr(got, field).to_pylist() == getattr(want, field).to_pylist(), field
+    return got
+
+
+def _check_table(t: HudiTable, model: Model) -> None:
+    assert_rows(hudi_rs_table(t.path), model.expected(), COLUMNS)
+    assert_rows(ReadableTable(t.path).read(columns=COLUMNS), model.expected(), COLUMNS)
+
+
+def _probe(model: Model, upto: int) -> pa.Table:
+    """Every key id below ``upto`` in its model partition (p0 for unknown ones) plus misses."""
+    ids = np.arange(upto + 50)
+    t = model.rows_of(ids, 0)
+    known = {k: r[1] for k, r in model.rows.items()}
+    dts = [known.get(k, d) for k, d in zip(t["id"].to_pylist(), t["dt"].to_pylist(), strict=True)]
+    return t.set_column(2, "dt", pa.array(dts))
+
+
+@pytest.mark.parametrize("many_groups", [False, True])
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize("index", ["SIMPLE", "BLOOM"])
+def test_own_writes_match_simple(tmp_path, table_type: str, index: str, many_groups: bool) -> None:
+    path = str(tmp_path / "t")
+    opts = _opts(table_type, index, many_groups)
+    model = Model()
+    base = model.rows_of(range(600), 1)
+    hudi_ds.write(path, base, {**opts, "hoodie.datasource.write.operation": "insert"})
+    model.upsert(base)
+    t = HudiTable(path, state_index=True)
+    state = t.state_index
+    assert state is not None
+
+    step1 = model.rows_of([*range(0, 600, 3), *range(600, 700)], 5)
+    t.upsert(step1, opts)
+    model.upsert(step1)
+    bootstrap = state.groups_read
+    assert bootstrap > 0
+    _check_same_as_simple(t, _probe(model, 700))
+
+    updates = model.rows_of(range(1, 700, 7), 9)  # only keys the table holds
+    before = state.groups_read
+    t.upsert(updates, opts)
+    model.upsert(updates)
+    # MOR: updates go to logs, which SIMPLE does not index; COW: the rewritten base files hold
+    # the same keys (no inserts, no deletes in their write stats): nothing is read again
+    assert state.groups_read == before
+    _check_same_as_simple(t, _probe(model, 700))
+
+    late = model.rows_of(range(2, 60, 5), 3)  # older ts: loses
+    new = model.rows_of(range(700, 760), 3)
+    t.upsert(pa.concat_tables([late, new]), opts)
+    model.upsert(pa.concat_tables([late, new]))
+    _check_same_as_simple(t, _probe(model, 760))
+
+    t.insert(model.rows_of(range(760, 800), 4), opts)
+    model.upsert(model.rows_of(range(760, 800), 4))
+    _check_same_as_simple(t, _probe(model, 800))
+
+    gone = model.rows_of(range(0, 800, 11), 0).select(["id", "dt"])
+    before = state.groups_read
+    t.delete(gone, opts)
+    model.delete(gone["id"].to_pylist())
+    # MOR: delete blocks locate nothing new; COW: each rewritten file lost exactly the keys
+    # the delete found in it (its numDeletes): dropped from the state without a read
+    _check_same_as_simple(t, _probe(model, 800))
+    assert state.groups_read == before
+
+    back = model.rows_of(range(0, 100, 11), 20)  # deleted keys written again
+    t.upsert(back, opts)
+    model.upsert(back)
+    _check_same_as_simple(t, _probe(model, 800))
+    assert state.resets == 0
+    _check_table(t, model)
+
+
+def test_other_writers_rollback_compaction_overwrite(tmp_path) -> None:
+    path = str(tmp_path / "t")
+    opts = _opts("MERGE_ON_READ", "SIMPLE")
+    model = Model()
+    base = model.rows_of(range(500), 1)
+    hudi_ds.write(path, base, {**opts, "hoodie.datasource.write.operation": "insert"})
+    model.upsert(base)
+    t = HudiTable(path, state_index=True)
+    state = t.state_index
+    assert state is not None
+    own = model.rows_of([*range(0, 500, 4), *range(500, 540)], 2)
+    t.upsert(own, opts)
+    model.upsert(own)
+    _check_same_as_simple(t, _probe(model, 540))
+
+    # another writer inserts new keys (new file groups, small files rewritten)
+    other = model.rows_of([*range(1, 500, 9), *range(540, 640)], 3)
+    hudi_ds.write(path, other, opts)
+    model.upsert(other)
+    read = state.groups_read
+    _check_same_as_simple(t, _probe(model, 640))
+    assert state.groups_read > read  # the other writer's new base files were read
+
+    # a completed commit of this writer rolled back
+    mine = model.rows_of(range(640, 700), 4)
+    undone = t.upsert(mine, opts)
+    _check_same_as_simple(t, _probe(model, 700))
+    rollback(ServiceContext.open(path), undone)
+    _check_same_as_simple(t, _probe(model, 700))  # keys 640..699 are gone again
+
+    # compaction: same file ids, new base instants and base files without the deleted keys
+    upd = model.rows_of(range(0, 640, 5), 6)
+    t.upsert(upd, opts)
+    model.upsert(upd)
+    gone = model.rows_of(range(2, 640, 6), 0).select(["id", "dt"])
+    hudi_ds.write(path, gone, {**opts, "hoodie.datasource.write.operation": "delete"})
+    model.delete(gone["id"].to_pylist())
+    _check_same_as_simple(t, _probe(model, 700))
+    ctx = ServiceContext.open(path)
+    assert schedule_compaction(ctx) is not None
+    run_compaction(ctx)
+    loc = _check_same_as_simple(t, _probe(model, 700))
+    compacted = {i for i in loc.instant.to_pylist() if i is not None}
+    assert len(compacted) >= 1
+
+    # another writer's insert_overwrite (replacecommit) of one partition
+    over = model.rows_of([i for i in range(900, 990) if i % NPART == 1], 7)
+    hudi_ds.write(path, over, {**opts, "hoodie.datasource.write.operation": "insert_overwrite"})
+    model.overwrite(over)
+    _check_same_as_simple(t, _probe(model, 990))
+
+    after = model.rows_of([*range(0, 990, 13), *range(990, 1010)], 8)
+    t.upsert(after, opts)
+    model.upsert(after)
+    _check_same_as_simple(t, _probe(model, 1010))
+    assert state.resets == 0
+    _check_table(t, model)
+
+
+def test_global_index_partition_moves(tmp_path) -> None:
+    path = str(tmp_path / "t")
+    opts = _opts("MERGE_ON_READ", "GLOBAL_SIMPLE")
+    model = Model()
+    base = model.rows_of(range(300), 1)
+    hudi_ds.write(path, base, {**opts, "hoodie.datasource.write.operation": "insert"})
+    model.upsert(base)
+    t = HudiTable(path, state_index=True)
+    first = model.rows_of(range(300, 330), 2)
+    t.upsert(first, opts)
+    model.upsert(first)
+    assert t.state_index is not None and t.state_index.is_global
+    moved = model.rows_of(range(0, 300, 10), 5, shift=1)  # every 10th key changes partition
+    t.upsert(moved, opts)
+    model.upsert(moved, global_moves=True)
+    _check_same_as_simple(t, _probe(model, 330))
+    again = model.rows_of(range(0, 300, 20), 6, shift=2)
+    t.upsert(again, opts)
+    model.upsert(again, global_moves=True)
+    _check_same_as_simple(t, _probe(model, 330))
+    _check_table(t, model)
+
+
+def test_key_in_two_file_groups_located_like_simple(tmp_path) -> None:
+    """``insert`` does not look keys up: the same key lands in two file groups."""
+    path = str(tmp_path / "t")
+    opts = {**_opts("COPY_ON_WRITE", "SIMPLE"), "hoodie.parquet.small.file.limit": "0"}
+    model = Model()
+    hudi_ds.write(
+        path, model.rows_of(range(50), 1), {**opts, "hoodie.datasource.write.operation": "insert"}
+    )
+    t = HudiTable(path, state_index=True)
+    t.insert(model.rows_of(range(0, 50, 2), 2), opts)
+    t.upsert(model.rows_of(range(50, 60), 3), opts)  # the state is bootstrapped here
+    t.insert(model.rows_of(range(1, 50, 4), 4), opts)
+    probe = model.rows_of(range(60), 0)
+    loc = _check_same_as_simple(t, probe)
+    assert len(set(loc.file_id.to_pylist())) > NPART  # keys really are in several groups
+
+
+def test_refusals(tmp_path) -> None:
+    path = str(tmp_path / "b")
+    model = Model()
+    opts = {**_opts("MERGE_ON_READ", "BUCKET"), "hoodie.bucket.index.num.buckets": "2"}
+    hudi_ds.write(path, model.rows_of(range(10), 1), opts)
+    t = HudiTable(path, state_index=True)
+    before = len(t.timeline)
+    with pytest.raises(ConfigError, match="BUCKET"):
+        t.upsert(model.rows_of(range(5), 2), opts)
+    assert len(ReadableTable(path).timeline) == before
+
+    state = StateIndex()
+    slices = ReadableTable(path).file_slices()
+    spec = LookupSpec(("id",), False, read_logs=False)
+    with pytest.raises(StateIndexError, match="NUL"):
+        state.lookup(t.storage, slices, pa.array(["a\x00b"]), pa.array(["p0"]), spec)
+
+
+def test_mode_change_drops_the_state(tmp_path) -> None:
+    path = str(tmp_path / "t")
+    model = Model()
+    opts = _opts("COPY_ON_WRITE", "SIMPLE")
+    hudi_ds.write(path, model.rows_of(range(40), 1), opts)
+    storage = ReadableTable(path).storage
+    slices = ReadableTable(path).file_slices()
+    probe = model.rows_of(range(45), 0)
+    spec = LookupSpec(("id",), False, read_logs=False)
+    state = StateIndex()
+    keys, parts = probe["id"].combine_chunks(), probe["dt"].combine_chunks()
+    local = state.lookup(storage, slices, keys, parts, spec)
+    glob = state.lookup(storage, slices, probe["id"].combine_chunks(), None, spec)
+    assert state.resets == 1
+    want = simple_lookup(storage, slices, probe["id"].combine_chunks(), None, spec)
+    assert glob.file_id.to_pylist() == want.file_id.to_pylist()
+    assert local.file_id.to_pylist() == want.file_id.to_pylist()  # keys are unique here
+    assert sum(x is None for x in glob.file_id.to_pylist()) == 5
+
+
+def _last_stats(path: str) -> list:
+    tl = ReadableTable(path).timeline
+    last = tl.completed().instants[-1]
+    md = tl.read_commit_metadata(last)
+    return [st for sts in md.partition_to_write_stats.values() for st in sts]
+
+
+def test_learns_own_log_files_when_logs_are_indexed(tmp_path) -> None:
+    """With ``read_logs`` (logs indexed), :meth:`StateIndex.committed` takes the writer's new
+    log files in: without reading them when every key was found, reading only them otherwise.
+    A bucket-index MOR table puts new keys into the logs of existing file groups."""
+    path = str(tmp_path / "t")
+    model = Model()
+    opts = {**_opts("MERGE_ON_READ", "BUCKET"), "hoodie.bucket.index.num.buckets": "2"}
+    hudi_ds.write(path, model.rows_of(range(100), 1), opts)
+    spec = LookupSpec(("id",), False, read_logs=True)
+    state = StateIndex()
+
+    def compare(probe: pa.Table) -> None:
+        slices = ReadableTable(path).file_slices()
+        keys, parts = probe["id"].combine_chunks(), probe["dt"].combine_chunks()
+        got = state.lookup(ReadableTable(path).storage, slices, keys, parts, spec)
+        want = simple_lookup(ReadableTable(path).storage, slices, keys, parts, spec)
+        for field in ("file_id", "partition", "instant"):
+            assert getattr(got, field).to_pylist() == getattr(want, field).to_pylist(), field
+
+    storage = ReadableTable(path).storage
+    compare(model.rows_of(range(100), 0))  # bootstrap (keys in logs: MOR bucket inserts)
+    read, files = state.groups_read, state.files_read
+    state.begin()
+    hudi_ds.write(path, model.rows_of(range(0, 100, 3), 2), opts)  # updates only
+    state.committed(storage, _last_stats(path))
+    compare(model.rows_of(range(100), 0))
+    assert (state.groups_read, state.files_read) == (read, files)  # nothing read
+
+    # new keys: the write's lookup (here the probe) did not find them; they go to logs
+    state.begin()
+    state.lookup(
+        storage,
+        ReadableTable(path).file_slices(),
+        model.rows_of(range(100, 140), 0)["id"].combine_chunks(),
+        model.rows_of(range(100, 140), 0)["dt"].combine_chunks(),
+        spec,
+    )
+    hudi_ds.write(path, model.rows_of(range(100, 140), 3), opts)
+    stats = _last_stats(path)
+    state.committed(storage, stats)
+    assert state.files_read == files + len(stats)  # only the new log files were read
+    assert state.groups_read == read
+    compare(model.rows_of(range(150), 0))
+    assert state.groups_read == read  # and they were enough
+
+
+def test_unicode_keys_and_growing_widths() -> None:
+    """Keys of any UTF-8 length, found after the state's key width grew (no files: a reader
+    that serves each slice's keys from memory)."""
+    from hudi_ds.layout.file_group import BaseFile
+    from hudi_ds.layout.naming import parse_base_file_name
+
+    held = {"f1": ["a", "é", "naïve-ключ-1", "z"], "f2": ["b" * 40, "日本語キー", "a"]}
+
+    def reader(storage, fslice, spec):  # type: ignore[no-untyped-def]
+        return pa.array(held[fslice.file_id.split("-")[0]]), 1
+
+    def one(fid: str, instant: str) -> object:
+        from hudi_ds.layout.file_group import FileSlice
+
+        name = f"{fid}-0_0-1-1_{instant}.parquet"
+        parsed = parse_base_file_name(name)
+        assert parsed is not None
+        return FileSlice("p", f"{fid}-0", instant, BaseFile(f"p/{name}", parsed, 10), [])
+
+    state = StateIndex(read_keys=reader)
+    spec = LookupSpec(("id",), False, read_logs=False)
+    probe = pa.array(["a", "é", "naïve-ключ-1", "b" * 40, "日本語キー", "zz", "b" * 41, "z"])
+    parts = pa.array(["p"] * len(probe))
+    loc = state.lookup(None, [one("f1", "001")], probe, parts, spec)  # type: ignore[arg-type, list-item]
+    assert loc.file_id.to_pylist() == ["f1-0", "f1-0", "f1-0", None, None, None, None, "f1-0"]
+    both = [one("f1", "001"), one("f2", "002")]
+    loc = state.lookup(None, both, probe, parts, spec)  # type: ignore[arg-type]
+    # "a" is in both groups: the slice with the greater base instant wins, as in SIMPLE
+    assert loc.file_id.to_pylist() == ["f2-0", "f1-0", "f1-0", "f2-0", "f2-0", None, None, "f1-0"]
+    assert loc.instant.to_pylist()[:2] == ["002", "001"]
+    assert loc.files_read == 1 and state.groups_read == 2
