@@ -27,35 +27,28 @@ from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.storage import Storage
 
 
-def _global_simple_lookup(
-    storage: Storage,
-    slices: Sequence[FileSlice],
-    keys: pa.Array,
-    partitions: pa.Array | None,
-    spec: LookupSpec,
-) -> KeyLocations:
-    """GLOBAL_SIMPLE: :func:`simple_lookup` matching on the key alone (``partitions`` unused)."""
-    del partitions
-    return simple_lookup(storage, slices, keys, None, spec)
+def _matching_key_alone(lookup: Lookup) -> Lookup:
+    """The GLOBAL variant of ``lookup``: it matches on the key alone (``partitions`` unused)."""
 
+    def global_lookup(
+        storage: Storage,
+        slices: Sequence[FileSlice],
+        keys: pa.Array,
+        partitions: pa.Array | None,
+        spec: LookupSpec,
+    ) -> KeyLocations:
+        del partitions
+        return lookup(storage, slices, keys, None, spec)
 
-def _global_bloom_lookup(
-    storage: Storage,
-    slices: Sequence[FileSlice],
-    keys: pa.Array,
-    partitions: pa.Array | None,
-    spec: LookupSpec,
-) -> KeyLocations:
-    """GLOBAL_BLOOM: :func:`bloom_lookup` matching on the key alone (``partitions`` unused)."""
-    del partitions
-    return bloom_lookup(storage, slices, keys, None, spec)
+    global_lookup.__doc__ = f"GLOBAL: :func:`{lookup.__name__}` on the key alone."
+    return global_lookup
 
 
 _LOOKUPS: dict[str, Lookup] = {
     "SIMPLE": simple_lookup,
-    "GLOBAL_SIMPLE": _global_simple_lookup,
+    "GLOBAL_SIMPLE": _matching_key_alone(simple_lookup),
     "BLOOM": bloom_lookup,
-    "GLOBAL_BLOOM": _global_bloom_lookup,
+    "GLOBAL_BLOOM": _matching_key_alone(bloom_lookup),
 }
 
 
