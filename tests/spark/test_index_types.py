@@ -99,14 +99,16 @@ def test_spark_upsert_and_delete_under_index(
     upsert = (
         [_row(i, 20, _city(i)) for i in range(0, 8)]  # newer: win
         + [_row(i, 5, _city(i)) for i in range(8, 14)]  # older: lose
-        + [_row(i, 10, _city(i)) for i in (14, 15)]  # equal ts: the incoming row wins
+        # equal ts, another fare: the incoming row wins (Java DefaultHoodieRecordPayload
+        # #needUpdatingPersistedRecord: persisted <= incoming)
+        + [(f"k{i:03d}", 10, _city(i), -1.0 * i) for i in (14, 15)]
         + [_row(i, 12, _city(i)) for i in range(20, 26)]  # new keys, old partitions
         + [_row(i, 12, "la") for i in range(30, 36)]  # new keys, a new partition
     )
     _save(spark, upsert, path, options)
     _upsert(model, upsert)
     # the older updates really lost (the model is not just the last write)
-    assert model["k008"] == _row(8, 10, "nyc")
+    assert model["k008"] == _row(8, 10, "nyc") and model["k014"] == ("k014", 10, "nyc", -14.0)
     _check(path, model)
 
     gone = ["k001", "k004", "k009", "k021", "k032"]
