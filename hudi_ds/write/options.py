@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.config import Options, WriteConfig
+from hudi_ds.config import ConfigProperty, Options, WriteConfig
 from hudi_ds.errors import ConfigError, HudiError, UnsupportedError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, validate_hash_fields, validate_num_buckets
 from hudi_ds.keygen import TimestampSpec
@@ -234,6 +234,7 @@ def resolve_options(
         tuple(validate_hash_fields(o.get(WriteConfig.HASH_FIELD), list(keys))) if keys else ()
     )
     index_type = _index_type(o, config, table)
+    warn_unused_index_options(o, index_type)
     if (
         index_type == "BUCKET"
         and config is not None
@@ -516,6 +517,44 @@ def _auto_generated_key(table: TableState) -> str | None:
             return str(keys[0].as_py())
         return None
     return None
+
+
+#: options that only some indexes use: index types -> the options they use
+_NON_BUCKET = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM")
+_INDEX_ONLY_OPTIONS: dict[ConfigProperty[Any], tuple[str, ...]] = {
+    WriteConfig.SIMPLE_UPDATE_PARTITION_PATH: ("GLOBAL_SIMPLE",),
+    WriteConfig.BLOOM_UPDATE_PARTITION_PATH: ("GLOBAL_BLOOM",),
+    WriteConfig.BLOOM_PRUNE_BY_RANGES: ("BLOOM", "GLOBAL_BLOOM"),
+    WriteConfig.SMALL_FILE_LIMIT: _NON_BUCKET,
+    WriteConfig.MAX_FILE_SIZE: _NON_BUCKET,
+    WriteConfig.RECORD_SIZE_ESTIMATE: _NON_BUCKET,
+    WriteConfig.RECORD_SIZE_ESTIMATION_THRESHOLD: _NON_BUCKET,
+    WriteConfig.INSERT_SPLIT_SIZE: _NON_BUCKET,
+    WriteConfig.INSERT_AUTO_SPLIT: _NON_BUCKET,
+    WriteConfig.SMALL_FILE_GROUP_CANDIDATES: _NON_BUCKET,
+}
+
+
+def warn_unused_index_options(o: Options, index_type: str) -> list[str]:
+    """Warn about each set option the write's index does not use (nothing is silent: e.g.
+    ``hoodie.parquet.max.file.size`` under the BUCKET index, whose file groups are fixed).
+
+    Returns:
+        The keys warned about.
+    """
+    unused = [
+        (p, users)
+        for p, users in _INDEX_ONLY_OPTIONS.items()
+        if o.is_set(p) and index_type not in users
+    ]
+    for p, users in unused:
+        log.warning(
+            "option '%s' has no effect: the write uses hoodie.index.type=%s (it applies to %s)",
+            p.key,
+            index_type,
+            ", ".join(users),
+        )
+    return [p.key for p, _ in unused]
 
 
 def _index_type(o: Options, config: TableConfig | None, table: TableState | None = None) -> str:

@@ -107,3 +107,45 @@ def test_table_version_other_than_6_refused() -> None:
     cfg = TableConfig({**TABLE_PROPS, "hoodie.table.version": "8"})
     with pytest.raises(ConfigError, match="writes table version 6.*version 8"):
         resolve_options(Options.of({}), cfg, "/x")
+
+
+@pytest.mark.parametrize(
+    ("index", "options", "unused"),
+    [
+        (
+            "BUCKET",
+            {"hoodie.parquet.max.file.size": "1000", "hoodie.bloom.index.prune.by.ranges": "false"},
+            ["hoodie.bloom.index.prune.by.ranges", "hoodie.parquet.max.file.size"],
+        ),
+        (
+            "SIMPLE",
+            {
+                "hoodie.parquet.max.file.size": "1000",
+                "hoodie.simple.index.update.partition.path": "false",
+            },
+            ["hoodie.simple.index.update.partition.path"],
+        ),
+        ("GLOBAL_SIMPLE", {"hoodie.simple.index.update.partition.path": "false"}, []),
+        ("BLOOM", {"hoodie.bloom.index.prune.by.ranges": "false"}, []),
+    ],
+)
+def test_options_the_index_does_not_use_are_warned_about(
+    index: str, options: dict[str, str], unused: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    o = Options.of(
+        {
+            "hoodie.table.name": "t",
+            "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.index.type": index,
+            **options,
+        }
+    )
+    with caplog.at_level("WARNING", logger="hudi_ds.write"):
+        resolved = resolve_options(o, None)
+    assert resolved.index_type == index
+    warned = sorted(
+        r.args[0] for r in caplog.records if "has no effect" in r.getMessage() and r.args
+    )
+    assert warned == sorted(unused)
+    for key in unused:
+        assert any(key in r.getMessage() and index in r.getMessage() for r in caplog.records)
