@@ -140,14 +140,12 @@ class InsertBucket:
         partition, file_id: the file group.
         capacity: records it still takes.
         small_file: an existing file group (a small file) rather than a new one.
-        base_instant: the instant of the small file's base file (None for a new one).
     """
 
     partition: str
     file_id: str
     capacity: int
     small_file: bool
-    base_instant: str | None = None
 
 
 class InsertAssigner:
@@ -187,7 +185,7 @@ class InsertAssigner:
             # Java: recordsToAppend = (maxFileSize - smallFile.sizeBytes) / averageRecordSize
             cap = (self.max_file_size - f.size) // self.avg_record_size
             if cap > 0:
-                buckets.append(InsertBucket(partition, f.file_id, cap, True, f.base_instant))
+                buckets.append(InsertBucket(partition, f.file_id, cap, True))
         self._buckets[partition] = buckets
 
     def retire(self, partition: str, file_id: str) -> None:

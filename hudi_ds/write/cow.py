@@ -48,11 +48,13 @@ from hudi_ds.write.handles import (
     AppendHandle,
     HandleContext,
     MergeHandle,
+    delete_keys,
     delete_schema,
     precombine,
 )
 from hudi_ds.write.markers import marker_dir
 from hudi_ds.write.plan import WritePlan
+from hudi_ds.write.tagger import first_positions, string_array
 from hudi_ds.write.write_status import WriteStatus
 
 
@@ -163,19 +165,10 @@ def _staged_blocks(
     storage: Storage, plan: WritePlan, st: WriteStatus, dschema: pa.Schema
 ) -> Iterator[tuple[pa.Table | None, pa.Table | None]]:
     """The blocks of one staged file in write order: ``(rows, None)`` or ``(None, deletes)``."""
-    otype = dschema.field(DELETE_ORDERING).type
     for block in scan_log_bytes(storage.read_bytes(st.path), st.path).blocks:
         if block.block_type == BlockType.DELETE:
             d = decode_delete_block(block)
-            ov = d.column(DELETE_ORDERING).combine_chunks()
-            ov = ov.cast(otype) if ov.type != otype else ov
-            yield (
-                None,
-                pa.Table.from_arrays(
-                    [d.column(0).cast(pa.string()), d.column(1).cast(pa.string()), ov],
-                    schema=dschema,
-                ),
-            )
+            yield None, delete_keys(dschema, d.column(0), d.column(1), d.column(DELETE_ORDERING))
         elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
             if plan.partial_columns is not None:
                 # staged partial rows: decode their columns, the rest stays null
@@ -256,7 +249,7 @@ def _combine_across_partitions(
         blocks = [(st, b) for st in files for b in _staged_blocks(storage, plan, st, dschema)]
         # the keys staged in more than one partition
         kp = [
-            (_string(t.column(RECORD_KEY_METADATA_FIELD)), st.partition_path)
+            (string_array(t.column(RECORD_KEY_METADATA_FIELD)), st.partition_path)
             for st, pair in blocks
             for t in pair
             if t is not None and t.num_rows
@@ -303,7 +296,7 @@ def _combine_across_partitions(
         win = _first_partition(win)
         for st in files:
             dropped[st.partition_path].append(clash_keys)
-        wparts = _string(win.column(PARTITION_PATH_METADATA_FIELD))
+        wparts = string_array(win.column(PARTITION_PATH_METADATA_FIELD))
         for wp in pc.unique(wparts).to_pylist():
             moved[(wp, packed[(wp, slot)])].append(win.filter(pc.equal(wparts, wp)))
     out = {k: (pa.concat_tables(v), dschema.empty_table()) for k, v in moved.items()}
@@ -312,18 +305,12 @@ def _combine_across_partitions(
 
 def _first_partition(rows: pa.Table) -> pa.Table:
     """``rows`` with every version of a key in the partition of the key's first version."""
-    keys = _string(rows.column(RECORD_KEY_METADATA_FIELD))
+    keys = string_array(rows.column(RECORD_KEY_METADATA_FIELD))
     if pc.count_distinct(keys).as_py() == rows.num_rows:
         return rows
     enc = pc.dictionary_encode(keys)
     idx = np.asarray(enc.indices, dtype=np.int64)
-    first = np.full(len(enc.dictionary), len(idx), np.int64)
-    np.minimum.at(first, idx, np.arange(len(idx), dtype=np.int64))
+    first = first_positions(idx, len(enc.dictionary))
     i = rows.schema.get_field_index(PARTITION_PATH_METADATA_FIELD)
-    parts = _string(rows.column(i)).take(pa.array(first[idx]))
+    parts = string_array(rows.column(i)).take(pa.array(first[idx]))
     return rows.set_column(i, rows.schema.field(i), parts)
-
-
-def _string(a: pa.Array | pa.ChunkedArray) -> pa.Array:
-    arr = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
-    return arr if arr.type == pa.string() else arr.cast(pa.string())

@@ -81,6 +81,12 @@ class WritePlan:
         """``COPY_ON_WRITE`` or ``MERGE_ON_READ``."""
         return self.options.table_type
 
+    def base_instant_of(self, s: FileSlice) -> str:
+        """The base instant a write to slice ``s`` uses: a pending compaction's when one is
+        planned on its file group (Java's file-system view opens that slice), else the
+        slice's own."""
+        return self.pending_compaction.get((s.partition_path, s.file_id), s.base_instant_time)
+
     def handle_context(self, storage: Storage, token: str) -> HandleContext:
         """What the handles of one task attempt (write token ``token``) share."""
         return HandleContext(

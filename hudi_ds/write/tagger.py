@@ -89,7 +89,6 @@ class Tagger:
         slotted: the new keys go to insert slots (a tagging write of a non-exclusive task).
         rewrites: the MERGE_ON_READ small files taking inserts, rewritten by a merge handle (a
             new base file).
-        lookup_files_read: the files the index lookups of this task read.
     """
 
     def __init__(
@@ -130,7 +129,6 @@ class Tagger:
                 o.max_file_size, plan.avg_record_size, o.auto_split, o.insert_split_size
             ),
         )
-        self.lookup_files_read = 0
         # inserts of a tagging write by non-exclusive tasks go to insert slots (_tag_inserts)
         self.slotted = (
             not self.bucketed and not exclusive and plan.operation.name in _TAGGING_OPERATIONS
@@ -176,17 +174,29 @@ class Tagger:
             self._targets.append(key)
         return t
 
-    def _targets_of(self, parts: pa.Array, file_ids: pa.Array) -> np.ndarray:
-        """Target numbers of aligned ``(partition, file id)`` arrays (vectorised)."""
+    def _tag_updates(self, parts: pa.Array, file_ids: pa.Array, instants: pa.Array) -> np.ndarray:
+        """Target numbers of rows tagged to existing file groups (aligned ``(partition, file
+        id)`` arrays, vectorised), each group counted as updated in the workload profile with
+        its prev commit from ``instants``."""
         if len(parts) == 0:
             return np.empty(0, np.int64)
         pair = pc.binary_join_element_wise(parts, file_ids, "/")
         enc = pc.dictionary_encode(pair)
         idx = np.asarray(enc.indices, dtype=np.int64)
-        firsts = _first_positions(idx, len(enc.dictionary))
-        ps = parts.take(pa.array(firsts)).to_pylist()
-        fs = file_ids.take(pa.array(firsts)).to_pylist()
-        ids = np.array([self._target(p, f) for p, f in zip(ps, fs, strict=True)], np.int64)
+        counts = np.bincount(idx, minlength=len(enc.dictionary))
+        sel = pa.array(first_positions(idx, len(enc.dictionary)))
+        ids = np.empty(len(enc.dictionary), np.int64)
+        for g, (p, f, i, n) in enumerate(
+            zip(
+                parts.take(sel).to_pylist(),
+                file_ids.take(sel).to_pylist(),
+                instants.take(sel).to_pylist(),
+                counts.tolist(),
+                strict=True,
+            )
+        ):
+            ids[g] = self._target(p, f)
+            self.workload.add_updates(p, f, i, n)
         return ids[idx]
 
     def _tag_buckets(self, data: pa.Table, dels: pa.Table) -> Tagged:
@@ -204,7 +214,7 @@ class Tagger:
                 out.append(np.empty(0, np.int64))
                 continue
             keys = rows.column(RECORD_KEY_METADATA_FIELD)
-            parts = _string(rows.column(PARTITION_PATH_METADATA_FIELD))
+            parts = string_array(rows.column(PARTITION_PATH_METADATA_FIELD))
             buckets = bucket_ids_from_record_keys(
                 keys, list(o.hash_fields), o.num_buckets, o.complex_key
             )
@@ -242,10 +252,7 @@ class Tagger:
         p = self.plan
         existing = self.files.slices(partition).get(bucket) if p.operation.merges_existing else None
         if existing is not None:
-            base = p.pending_compaction.get(
-                (partition, existing.file_id), existing.base_instant_time
-            )
-            return existing.file_id, base
+            return existing.file_id, p.base_instant_of(existing)
         return new_bucket_file_id(partition, bucket, p.instant), None
 
     def _lookup_spec(self) -> LookupSpec:
@@ -281,10 +288,10 @@ class Tagger:
                 data, dels, o.ordering_field, o.merge_mode, o.merge_spec, self.plan.partial_columns
             )
         nd = data.num_rows
-        dkeys = _string(data.column(RECORD_KEY_METADATA_FIELD))
-        dparts = _string(data.column(PARTITION_PATH_METADATA_FIELD))
-        xkeys = _string(dels.column(RECORD_KEY_METADATA_FIELD))
-        xparts = _string(dels.column(PARTITION_PATH_METADATA_FIELD))
+        dkeys = string_array(data.column(RECORD_KEY_METADATA_FIELD))
+        dparts = string_array(data.column(PARTITION_PATH_METADATA_FIELD))
+        xkeys = string_array(dels.column(RECORD_KEY_METADATA_FIELD))
+        xparts = string_array(dels.column(PARTITION_PATH_METADATA_FIELD))
         data_t = np.full(nd, -1, np.int64)
         del_t = np.full(dels.num_rows, -1, np.int64)
         inserts = np.ones(nd, dtype=bool)
@@ -300,11 +307,10 @@ class Tagger:
                 None if o.is_global_index else parts,
                 self._lookup_spec(),
             )
-            self.lookup_files_read += loc.files_read
             found = np.asarray(loc.found, dtype=bool)
-            fid = _string(loc.file_id).fill_null("")
-            fpart = _string(loc.partition).fill_null("")
-            finst = _string(loc.instant).fill_null("")
+            fid = string_array(loc.file_id).fill_null("")
+            fpart = string_array(loc.partition).fill_null("")
+            finst = string_array(loc.instant).fill_null("")
             # -- updates
             dfound = found[:nd]
             again = np.zeros(nd, dtype=bool)
@@ -325,13 +331,12 @@ class Tagger:
                     else:
                         # re-keyed to the partition holding the key, updated in place
                         data = _set_partitions(data, other, fpart.slice(0, nd))
-                        dparts = _string(data.column(PARTITION_PATH_METADATA_FIELD))
+                        dparts = string_array(data.column(PARTITION_PATH_METADATA_FIELD))
             upd = np.flatnonzero(dfound)
             if len(upd):
                 sel = pa.array(upd)
                 up, uf, ui = fpart.take(sel), fid.take(sel), finst.take(sel)
-                data_t[upd] = self._targets_of(up, uf)
-                self._count_updates(up, uf, ui)
+                data_t[upd] = self._tag_updates(up, uf, ui)
                 if o.is_global_index:
                     self._remember(dkeys.take(sel), up, data_t[upd])
             inserts = ~found[:nd] | again  # moving keys are handled below
@@ -354,9 +359,8 @@ class Tagger:
                 xp, xfid = fpart.take(sel), fid.take(sel)
                 if o.is_global_index:
                     dels = _set_partitions(dels, xf, fpart.slice(nd))
-                del_t[hit] = self._targets_of(xp, xfid)
                 # a tagged delete is an update of its file group in Java's workload profile
-                self._count_updates(xp, xfid, finst.take(sel))
+                del_t[hit] = self._tag_updates(xp, xfid, finst.take(sel))
             if moving.any():
                 data, data_t, dels, del_t, more = self._move_partitions(
                     data,
@@ -392,7 +396,9 @@ class Tagger:
                 # as untagged records (inserts that write nothing), counted as inserts in
                 # its workload profile (BaseSparkCommitActionExecutor.buildProfile)
                 gone = pc.value_counts(
-                    _string(dels.column(PARTITION_PATH_METADATA_FIELD)).filter(pa.array(~keep_d))
+                    string_array(dels.column(PARTITION_PATH_METADATA_FIELD)).filter(
+                        pa.array(~keep_d)
+                    )
                 )
                 for entry in gone.to_pylist():
                     self.workload.add_inserts(entry["values"], entry["counts"])
@@ -403,22 +409,6 @@ class Tagger:
             data = data.filter(pa.array(keep))
             data_t = data_t[keep]
         return Tagged(data, data_t, dels, del_t, self._targets)
-
-    def _count_updates(self, parts: pa.Array, file_ids: pa.Array, instants: pa.Array) -> None:
-        pair = pc.binary_join_element_wise(parts, file_ids, "/")
-        enc = pc.dictionary_encode(pair)
-        idx = np.asarray(enc.indices, dtype=np.int64)
-        counts = np.bincount(idx, minlength=len(enc.dictionary))
-        firsts = _first_positions(idx, len(enc.dictionary))
-        sel = pa.array(firsts)
-        for p, f, i, n in zip(
-            parts.take(sel).to_pylist(),
-            file_ids.take(sel).to_pylist(),
-            instants.take(sel).to_pylist(),
-            counts.tolist(),
-            strict=True,
-        ):
-            self.workload.add_updates(p, f, i, n)
 
     def _match(self, keys: pa.Array, parts: pa.Array) -> pa.Array:
         """What identifies a new key: the key (global index) or partition and key."""
@@ -471,8 +461,8 @@ class Tagger:
         order, contiguously per bucket: see :func:`~hudi_ds.write.assigner.place`)."""
         o = self.options
         sel = pa.array(rows)
-        keys = _string(data.column(RECORD_KEY_METADATA_FIELD)).take(sel)
-        parts = _string(data.column(PARTITION_PATH_METADATA_FIELD)).take(sel)
+        keys = string_array(data.column(RECORD_KEY_METADATA_FIELD)).take(sel)
+        parts = string_array(data.column(PARTITION_PATH_METADATA_FIELD)).take(sel)
         before = self._remembered(keys, parts)
         if o.is_global_index and (before >= 0).any():
             # a later version of a new key joins its first version's file group (and partition)
@@ -492,7 +482,7 @@ class Tagger:
         enc = pc.dictionary_encode(match)
         idx = np.asarray(enc.indices, dtype=np.int64)
         n_unique = len(enc.dictionary)
-        firsts = _first_positions(idx, n_unique)
+        firsts = first_positions(idx, n_unique)
         uparts = fparts.take(pa.array(firsts))
         penc = pc.dictionary_encode(uparts)
         pidx = np.asarray(penc.indices, dtype=np.int64)
@@ -502,7 +492,7 @@ class Tagger:
             # the same in every task, so that its versions meet in one file group (Java
             # shuffles the records by key before tagging); the commit merges each slot once
             # (write/cow.py merge_staged) and packs the slots into new file groups
-            unique_t = self._slot_targets(_string(fkeys.take(pa.array(firsts))), uparts)
+            unique_t = self._slot_targets(string_array(fkeys.take(pa.array(firsts))), uparts)
             names = penc.dictionary.to_pylist()
             for j, partition in enumerate(names):
                 self.workload.add_inserts(partition, int((pidx == j).sum()))
@@ -583,7 +573,7 @@ class Tagger:
         rows = np.flatnonzero(moving)
         sel = pa.array(rows)
         mv = data.take(sel)
-        mkeys = _string(mv.column(RECORD_KEY_METADATA_FIELD))
+        mkeys = string_array(mv.column(RECORD_KEY_METADATA_FIELD))
         opart, ofid, oinst = (a.take(sel) for a in old)
         stored = self._read_stored(opart, ofid, mkeys)
         schema = self.plan.schema
@@ -597,7 +587,7 @@ class Tagger:
             has_base=True,
         )
         merged = res.rows
-        skeys = _string(stored.column(RECORD_KEY_METADATA_FIELD))
+        skeys = string_array(stored.column(RECORD_KEY_METADATA_FIELD))
         # where each moving key lives (first incoming version's old location)
         okey_pos = np.asarray(pc.index_in(mkeys, value_set=mkeys), dtype=np.int64)
         first = np.unique(okey_pos)
@@ -605,9 +595,9 @@ class Tagger:
         loc_part = opart.take(pa.array(first))
         loc_fid = ofid.take(pa.array(first))
         loc_inst = oinst.take(pa.array(first))
-        mk = _string(merged.column(RECORD_KEY_METADATA_FIELD))
+        mk = string_array(merged.column(RECORD_KEY_METADATA_FIELD))
         mpos = np.asarray(pc.index_in(mk, value_set=loc_keys), dtype=np.int64)
-        mpart = _string(merged.column(PARTITION_PATH_METADATA_FIELD))
+        mpart = string_array(merged.column(PARTITION_PATH_METADATA_FIELD))
         in_place = np.asarray(pc.equal(mpart, loc_part.take(pa.array(mpos))), dtype=bool)
         had_stored = np.asarray(pc.is_in(mk, value_set=skeys), dtype=bool)
         # the old rows of moving data are replaced by the merged records
@@ -622,10 +612,9 @@ class Tagger:
             new_rows.append(t)
             ks = pa.array(mpos[keep])
             tp, tf = loc_part.take(ks), loc_fid.take(ks)
-            in_place_t = self._targets_of(tp, tf)
+            in_place_t = self._tag_updates(tp, tf, loc_inst.take(ks))
             new_t.append(in_place_t)
-            self._count_updates(tp, tf, loc_inst.take(ks))
-            self._remember(_string(t.column(RECORD_KEY_METADATA_FIELD)), tp, in_place_t)
+            self._remember(string_array(t.column(RECORD_KEY_METADATA_FIELD)), tp, in_place_t)
             insert_mask.append(np.zeros(len(keep), dtype=bool))
         # 2. merged record in another partition: an insert there ...
         moved = np.flatnonzero(~in_place)
@@ -647,10 +636,10 @@ class Tagger:
             dk = pc.unique(pa.concat_arrays(dead_keys))
             dpos = np.asarray(pc.index_in(dk, value_set=loc_keys), dtype=np.int64)
             dp, df = loc_part.take(pa.array(dpos)), loc_fid.take(pa.array(dpos))
-            self._count_updates(dp, df, loc_inst.take(pa.array(dpos)))
+            dt = self._tag_updates(dp, df, loc_inst.take(pa.array(dpos)))
             extra = delete_keys(dels.schema, dk, dp)
             dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
-            del_t = np.concatenate([del_t, self._targets_of(dp, df)])
+            del_t = np.concatenate([del_t, dt])
         if new_rows:
             add = pa.concat_tables(new_rows).cast(data.schema)
             data = pa.concat_tables([data, add])
@@ -686,13 +675,13 @@ class Tagger:
         return pa.concat_tables(out) if out else p.schema.empty_table()
 
 
-def _string(a: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """``a`` as one string array."""
+def string_array(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``a`` as one (unchunked) string array."""
     arr = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
     return arr if arr.type == pa.string() else arr.cast(pa.string())
 
 
-def _first_positions(indices: np.ndarray, n: int) -> np.ndarray:
+def first_positions(indices: np.ndarray, n: int) -> np.ndarray:
     """For dictionary ``indices`` over ``n`` values, the first position of each value."""
     first = np.full(n, len(indices), np.int64)
     np.minimum.at(first, indices, np.arange(len(indices), dtype=np.int64))
@@ -702,5 +691,5 @@ def _first_positions(indices: np.ndarray, n: int) -> np.ndarray:
 def _set_partitions(table: pa.Table, mask: np.ndarray, parts: pa.Array) -> pa.Table:
     """``table`` with ``_hoodie_partition_path`` replaced by ``parts`` where ``mask``."""
     i = table.schema.get_field_index(PARTITION_PATH_METADATA_FIELD)
-    col = pc.if_else(pa.array(mask), parts, _string(table.column(i)))
+    col = pc.if_else(pa.array(mask), parts, string_array(table.column(i)))
     return table.set_column(i, table.schema.field(i), col)

@@ -328,7 +328,7 @@ class TaskWriter:
             # as Java's BaseSparkDeltaCommitActionExecutor.handleUpdate does for small files
             # under an index that cannot index logs
             h = MergeHandle(self.ctx, partition, file_id, existing.base_file)
-        elif existing is None and not self.tagger.bucketed and self.tagger.slotted:
+        elif existing is None and self.tagger.slotted:
             # an insert slot of a non-exclusive task: staged, and merged into the new file
             # group's base file at commit, like COW (write/cow.py merge_staged). Staging rather
             # than log files appended by each task (as the bucket index does for new buckets):
@@ -341,9 +341,7 @@ class TaskWriter:
             h = MergeHandle(self.ctx, partition, file_id, None)
         else:
             if existing is not None:
-                base_instant = p.pending_compaction.get(
-                    (partition, file_id), existing.base_instant_time
-                )
+                base_instant = p.base_instant_of(existing)
                 base_name = (
                     existing.base_file.name.name
                     if existing.base_file is not None

@@ -61,13 +61,6 @@ class WorkloadProfile:
             u = self.updates[(partition, file_id)] = FileUpdates(prev_commit)
         u.count += int(count)
 
-    def merge(self, other: WorkloadProfile) -> None:
-        """Add the counts of ``other`` (another task's profile) to this one."""
-        for p, n in other.inserts.items():
-            self.add_inserts(p, n)
-        for (p, f), u in other.updates.items():
-            self.add_updates(p, f, u.prev_commit, u.count)
-
     @property
     def partitions(self) -> list[str]:
         """Every partition the profile touches, sorted."""
