@@ -88,6 +88,14 @@ def parse_non_negative_float(value: str) -> float:
     return n
 
 
+def parse_table_version(value: str) -> int:
+    """A table version hudi_ds writes: 6 (Hudi 0.14/0.15), 8 (1.0) or 9 (1.1)."""
+    n = int(str(value).strip())
+    if n not in (6, 8, 9):
+        raise ValueError("expected 6, 8 or 9")
+    return n
+
+
 def one_of(*choices: str, upper: bool = True) -> Callable[[str], str]:
     """A parser accepting one of ``choices`` (case-insensitive)."""
 
@@ -193,7 +201,6 @@ IGNORED_HUDI_KEYS = (
     "hoodie.insert.shuffle.parallelism",
     "hoodie.bulkinsert.shuffle.parallelism",
     "hoodie.delete.shuffle.parallelism",
-    "hoodie.metadata.enable",
     "hoodie.embed.timeline.server",
     "hoodie.datasource.hive_sync.enable",
     "hoodie.datasource.meta.sync.enable",
@@ -212,6 +219,13 @@ IGNORED_HUDI_KEYS = (
 class ReadConfig:
     """Options of a read (``hudi_ds.read`` and ``spark.read.format("hudi_py")``)."""
 
+    METADATA_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
+        "hoodie.metadata.enable",
+        None,
+        parse_bool,
+        "List files through the table's metadata table when it is present and in step with "
+        "the data timeline (default); false lists the storage.",
+    )
     QUERY_TYPE = ConfigProperty(
         "hoodie.datasource.query.type",
         "snapshot",
@@ -337,6 +351,22 @@ class WriteConfig:
             upper=False,
         ),
         "The write operation.",
+    )
+    METADATA_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
+        "hoodie.metadata.enable",
+        None,
+        parse_bool,
+        "The metadata table (its files partition): true creates it when the table has none; "
+        "false deletes it as Apache Hudi does (.hoodie/metadata removed, "
+        "hoodie.table.metadata.partitions cleared); unset keeps what the table has, kept in "
+        "step on every action.",
+    )
+    WRITE_TABLE_VERSION = ConfigProperty(
+        "hoodie.write.table.version",
+        6,
+        parse_table_version,
+        "Table version of a new table: 6 (Hudi 0.14/0.15), 8 (1.0) or 9 (1.1). An existing "
+        "table keeps its version.",
     )
     INDEX_TYPE = ConfigProperty(
         "hoodie.index.type",

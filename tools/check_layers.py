@@ -35,7 +35,7 @@ LAYERS = [
     {"storage", "schema", "table_config", "table_create", "keygen"},
     {"timeline", "layout"},
     {"log"},
-    {"index", "merge"},
+    {"index", "merge", "metadata"},
     {"table"},
     {"write"},
     {"services"},

@@ -818,6 +818,12 @@ class TimelineWriter:
         on_write: called with each instant file this writer created (a :class:`TableState`
             keeps its timeline current with it).
         on_delete: called after this writer deleted instant files.
+        before_complete: called with the completed instant (its completion time set) and its
+            content just before :meth:`complete` writes the completed file -- the metadata
+            table's writer mirrors the instant there, so that it is complete in the metadata
+            table before it is complete in the data table (Java's
+            ``HoodieTableMetadataWriter.update`` inside ``commit``). An exception aborts the
+            completion (the instant stays inflight).
     """
 
     def __init__(
@@ -829,6 +835,7 @@ class TimelineWriter:
         timezone: TimeZoneLike = "UTC",
         on_write: Callable[[FileInfo], None] | None = None,
         on_delete: Callable[[], None] | None = None,
+        before_complete: Callable[[Instant, bytes], None] | None = None,
     ) -> None:
         if layout_version not in (1, 2):
             raise ValueError(f"unsupported timeline layout version {layout_version!r}")
@@ -838,6 +845,7 @@ class TimelineWriter:
         self.timezone = timezone
         self._on_write = on_write
         self._on_delete = on_delete
+        self._before_complete = before_complete
 
     def _wrote(self, instant: Instant, content: bytes) -> None:
         if self._on_write is not None:
@@ -947,6 +955,8 @@ class TimelineWriter:
             if c <= ts:
                 raise TimelineError(f"completion time {c} is not after requested time {ts}")
             done = Instant(ts, completed_action(instant.action), State.COMPLETED, c)
+        if self._before_complete is not None:
+            self._before_complete(done, content)
         self.storage.write_atomic(self.path_of(done), content, crash_point_name="commit_write")
         self._wrote(done, content)
         return done

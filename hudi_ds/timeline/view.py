@@ -13,7 +13,7 @@ timeline, and used by the file-system view of :mod:`hudi_ds.table.fs_view`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -76,6 +76,9 @@ class TableState:
         self.config = config
         self._timeline = timeline
         self._schema: pa.Schema | None = None
+        # Installed by the write layer when the table keeps a metadata table (issue 15): every
+        # timeline writer of this state calls it before completing an instant.
+        self.before_complete: Callable[[Instant, bytes], None] | None = None
 
     @classmethod
     def open(cls, path: str | Storage) -> TableState:
@@ -128,6 +131,7 @@ class TableState:
             self.config.timeline_path,
             on_write=self._wrote,
             on_delete=self._forget_timeline,
+            before_complete=self.before_complete,
         )
 
     def _wrote(self, info: FileInfo) -> None:

@@ -1,0 +1,21 @@
+"""The metadata table (MDT): Hudi's ``.hoodie/metadata``, a MERGE_ON_READ table of HFiles that
+lists the data table's partitions and files (its ``files`` partition), kept in step with every
+action that changes files.
+
+Modules (issue 15):
+
+- :mod:`hudi_ds.metadata.records` -- ``HoodieMetadataRecord`` records of the ``files``
+  partition: their Avro encoding (the key field blanked, meta fields prepended), Hudi's merge
+  rule, and the file changes an instant's metadata (commit, clean, rollback, restore) implies
+  (Java ``HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords``).
+- :mod:`hudi_ds.metadata.writer` -- ``MetadataWriter``: creates the MDT from a listing,
+  mirrors each data instant as an MDT deltacommit before the data instant completes
+  (installed as :attr:`hudi_ds.timeline.view.TableState.before_complete`), rolls back MDT
+  deltacommits of failed data instants, compacts the MDT, deletes it
+  (``hoodie.metadata.enable=false``).
+- :mod:`hudi_ds.metadata.reader` -- ``MetadataReader``: lists partitions and files through
+  the MDT when it is present and in step with the data timeline (fewer storage calls),
+  else says so and the table layer lists the storage.
+
+Layer: above ``log`` and ``layout`` (HFile: :mod:`hudi_ds.layout.hfile`), below ``table``.
+"""
