@@ -173,9 +173,16 @@ def spawn_writer(
     )
 
 
-def hudi_rs_table(path: str) -> pa.Table:
-    """The snapshot of the table at ``path`` as hudi-rs (the ``hudi`` package) reads it."""
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
+def hudi_rs_table(path: str, options: dict[str, str] | None = None) -> pa.Table:
+    """The snapshot of the table at ``path`` as hudi-rs (the ``hudi`` package) reads it.
+
+    ``options``: hudi options, e.g. ``{"hoodie.metadata.enable": "true"}`` to list files
+    through the metadata table (hudi-rs uses it on table versions 8 and above only).
+    """
+    builder = hudi.HudiTableBuilder.from_base_uri(path)
+    if options:
+        builder = builder.with_hudi_options(options)
+    batches = builder.build().read(hudi.HudiReadOptions())
     if not batches:
         return pa.table({})
     return pa.Table.from_batches(batches)
