@@ -178,7 +178,8 @@ def _check_hfile(where: str, data: bytes, log_schema: str | None) -> HFile:
 
 
 def test_fixture_set_has_both_generations() -> None:
-    assert "cow_0x_partitioned" in MDT_TABLES  # HBase writer (Hudi 0.x)
+    assert "cow_0x_partitioned" in MDT_TABLES  # HBase writer (Hudi 0.14)
+    assert "mor_avro_v8_trips_8i3u1d" in MDT_TABLES  # HBase writer (Hudi 1.0)
     assert "cow_v9_txns_simple_meta" in MDT_TABLES  # Hudi 1.x native writer
     assert len(MDT_TABLES) >= 15
 
@@ -253,7 +254,7 @@ def test_fixture_log_block_hfile(tmp_path_factory: pytest.TempPathFactory) -> No
 
 
 def test_fixture_hbase_generation(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Hudi 0.x (HBase writer): CRC32C checksums, full cell keys in the index and LASTKEY."""
+    """Hudi 0.x/1.0 (HBase writer): CRC32C checksums, full cell keys in the index and LASTKEY."""
     root = fixture_table("cow_0x_partitioned", tmp_path_factory)
     path = root / ".hoodie/metadata/files/files-0000-0_0-6-5_00000000000000010.hfile"
     data = path.read_bytes()
@@ -341,6 +342,9 @@ def test_multi_block_round_trip(codec: Codec) -> None:
     expected.append(used)
     assert [b[3] for b in data_blocks] == expected
     assert fields[3] == sum(sizes)
+    # prevBlockOffset: the previous data block (HBase's meaning), -1 for every other block
+    prev = [struct.unpack_from(">q", data, b[1] + 16)[0] for b in blocks]
+    assert prev == [-1] + [b[1] for b in data_blocks[:-1]] + [-1] * 5
     magics = [b[0] for b in blocks[len(data_blocks) :]]
     assert magics == [b"METABLKc", b"METABLKc", b"IDXROOT2", b"IDXROOT2", b"FILEINF2"]
 
