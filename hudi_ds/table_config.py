@@ -10,6 +10,10 @@ The file uses Java ``Properties.store`` syntax::
 
 and carries ``hoodie.table.checksum`` = unsigned CRC32 of UTF-8 ``"<database>.<table name>"``,
 which Java validates on load.
+
+A new table's file is written once (:meth:`TableConfig.save`); every later change goes through
+:func:`update_table_config`, Hudi's backup-file protocol (``hoodie.properties.backup``), so
+that a crash at any step leaves a valid config with the old or the new entries.
 """
 
 from __future__ import annotations
