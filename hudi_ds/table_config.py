@@ -19,6 +19,7 @@ that a crash at any step leaves a valid config with the old or the new entries.
 from __future__ import annotations
 
 import logging
+import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,10 @@ log = logging.getLogger("hudi_ds.table")
 
 PROPS_FILE = ".hoodie/hoodie.properties"
 PROPS_BACKUP = ".hoodie/hoodie.properties.backup"
+#: reads of a config found missing (both files) while ``.hoodie`` exists, and the pause before
+#: the n-th retry (n x this); Java's ``fetchConfigs`` retries 5 times, 1 s apart
+_READ_ATTEMPTS = 4
+_READ_RETRY_DELAY_S = 0.05
 
 # payload classes and merge strategy ids (Hudi's own values)
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
@@ -271,10 +276,29 @@ class TableConfig:
         decode, lacks ``hoodie.table.name``, or looks truncated (no checksum, or no final line
         break: ``Properties.store`` ends every line with one) gives way to a valid backup.
 
+        Both files can be missing for a moment to a reader that looks between an update's
+        steps (main file gone, backup read after the update deleted it); as Java's
+        ``fetchConfigs`` retries, so does this, when ``.hoodie`` exists.
+
         Raises:
             TableNotFoundError: neither file exists.
             CorruptFileError: no valid file (the message names each file and what is wrong).
         """
+        for attempt in range(_READ_ATTEMPTS):
+            found = cls._load_once(storage)
+            if found is not None:
+                return found
+            if attempt + 1 < _READ_ATTEMPTS and storage.is_dir(".hoodie"):
+                time.sleep(_READ_RETRY_DELAY_S * (attempt + 1))
+                continue
+            break
+        raise TableNotFoundError(
+            f"no Hudi table at {storage.base_uri}: {PROPS_FILE} does not exist"
+        )
+
+    @classmethod
+    def _load_once(cls, storage: Storage) -> TableConfig | None:
+        """One pass of :meth:`load`: the config, or None when neither file exists."""
         problems: list[str] = []
         suspect: tuple[TableConfig, str] | None = None
         for rel in (PROPS_FILE, PROPS_BACKUP):
@@ -302,9 +326,7 @@ class TableConfig:
             return suspect[0]
         if problems:
             raise CorruptFileError("; ".join(problems))
-        raise TableNotFoundError(
-            f"no Hudi table at {storage.base_uri}: {PROPS_FILE} does not exist"
-        )
+        return None
 
     @classmethod
     def _parse_file(cls, data: bytes) -> tuple[TableConfig, str | None]:

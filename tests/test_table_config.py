@@ -316,3 +316,57 @@ def test_recover_with_nothing_valid(tmp_path: Path) -> None:
     with pytest.raises(CorruptFileError):
         update_table_config(storage, {"k": "v"})
     assert storage.exists(PROPS_BACKUP)  # nothing deleted
+
+
+class _RacingStorage(Storage):
+    """Storage whose first ``misses`` reads of either config file find nothing, as a reader
+    between an update's steps does (main file deleted, then the backup deleted)."""
+
+    def __init__(self, base_uri: str, misses: int) -> None:
+        super().__init__(base_uri)
+        self.misses = misses
+
+    def read_bytes(self, rel: str) -> bytes:
+        if rel in (PROPS_FILE, PROPS_BACKUP) and self.misses > 0:
+            self.misses -= 1
+            raise FileNotFoundError(rel)
+        return super().read_bytes(rel)
+
+
+def test_load_retries_a_config_caught_between_update_steps(tmp_path: Path) -> None:
+    path, storage = _table(tmp_path)
+    props = TableConfig.load(storage).props
+    assert TableConfig.load(_RacingStorage(path, misses=2)).props == props  # one pass missed
+    assert TableConfig.load(_RacingStorage(path, misses=6)).props == props  # three passes
+    with pytest.raises(TableNotFoundError):  # it gives up
+        TableConfig.load(_RacingStorage(path, misses=100))
+    with pytest.raises(TableNotFoundError):  # no .hoodie: no retry
+        TableConfig.load(_RacingStorage(str(tmp_path / "none"), misses=0))
+
+
+def test_readers_during_updates_see_old_or_new(tmp_path: Path) -> None:
+    """Readers racing a stream of updates always get a valid config, never one older than
+    what they read before."""
+    import threading
+
+    _, storage = _table(tmp_path)
+    update_table_config(storage, {"x.n": "0"})
+    done = threading.Event()
+
+    def updates() -> None:
+        try:
+            for i in range(1, 40):
+                update_table_config(storage, {"x.n": str(i)})
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=updates)
+    writer.start()
+    seen = [0]
+    while not done.is_set():
+        cfg = TableConfig.load(storage)
+        assert cfg.validate_checksum()
+        seen.append(int(cfg.props["x.n"]))
+    writer.join()
+    assert seen == sorted(seen) and len(seen) > 2
+    assert TableConfig.load(storage).props["x.n"] == "39" and not storage.exists(PROPS_BACKUP)
