@@ -31,6 +31,7 @@ Logical types are mapped as follows (Avro -> Arrow)::
 from __future__ import annotations
 
 import json
+import logging
 import re
 import uuid
 from collections.abc import Callable, Collection, Sequence
@@ -44,6 +45,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
+
+log = logging.getLogger("hudi_ds.write")
 
 # Hudi's meta columns (Java ``HoodieRecord.HoodieMetadataField``), the first five columns of every
 # base file and data block, in this order (``HoodieRecord.HOODIE_META_COLUMNS``).
@@ -857,6 +860,10 @@ def _widens(src: pa.DataType, dst: pa.DataType, on_write: bool) -> bool:
         order = ["s", "ms", "us", "ns"]
         same_zone = (src.tz is None) == (dst.tz is None)
         return same_zone and order.index(dst.unit) >= order.index(src.unit)
+    if pa.types.is_int64(src) and pa.types.is_timestamp(dst) and dst.tz is None:
+        # Hudi 0.x (parquet-avro < 1.13) writes local-timestamp-millis|micros columns as
+        # parquet INT64 without a timestamp annotation: the raw values in the schema's unit
+        return True
     return bool(pa.types.is_date32(src) and pa.types.is_timestamp(dst))
 
 
@@ -905,7 +912,8 @@ def can_promote(src: pa.DataType, dst: pa.DataType, *, on_write: bool = False) -
       DECIMAL/DATE => STRING; Hudi 1.x ``AvroSchemaCompatibility``: reader STRING accepts a
       numeric writer, ``HoodieAvroUtils.isTypeNumeric``); timestamps to a finer unit in the
       same time zone kind and dates to timestamps (what files written by other engines hold,
-      e.g. parquet millis under a micros schema).
+      e.g. parquet millis under a micros schema); long -> timestamp without time zone (Hudi
+      0.x writes Avro ``local-timestamp-*`` columns as parquet INT64 without annotation).
 
     ``on_write`` applies the rule to a write evolving the table schema: the read-side-only
     conversions are refused there. A write never changes a typed column into a string
@@ -1186,6 +1194,7 @@ def write_schema(
             f"ordering column '{ordering_field}' "
             "(hoodie.datasource.write.precombine.field) is missing from the input"
         )
+    check_naive_timestamps(data, existing_data)
     merged, partial = evolve_schema(
         existing_data,
         data,
@@ -1196,6 +1205,103 @@ def write_schema(
     )
     canonical = avro_to_arrow_schema(table_avro_schema(merged, table_name))
     return WriteSchema(with_meta_fields(canonical), partial)
+
+
+def check_naive_timestamps(incoming: pa.Schema, existing: pa.Schema) -> list[str]:
+    """Refuse timestamp columns without a time zone that the table does not already hold.
+
+    No schema for such a column is read as the same naive values by both Apache Hudi and
+    hudi-rs. Apache Hudi (Spark 3.4+) maps only Avro ``local-timestamp-millis|micros`` to
+    ``TimestampNTZType`` (``SchemaConverters.toSqlType``; its writer turns ``TimestampNTZType``
+    into ``local-timestamp-micros`` and parquet ``TIMESTAMP(MICROS, isAdjustedToUTC=false)``);
+    ``timestamp-micros`` reads as ``TimestampType`` (an instant) and a plain ``long`` as
+    ``LongType``. hudi-rs (0.5, and its main branch) panics on ``local-timestamp-*`` anywhere
+    in the table schema it resolves from the commit metadata (``avro_to_arrow`` ``todo!()``),
+    failing every read of the table. So a naive column that a write would add -- a new table,
+    a new column or struct field, or a column the table holds as a timezone-aware timestamp --
+    is refused. A table that already declares the column naive (Apache Hudi wrote it with
+    ``TimestampNTZType``, or hudi_ds before this rule) keeps Apache Hudi's representation:
+    hudi-rs cannot read that table anyway, and a warning says so.
+
+    Args:
+        incoming: the write's data columns.
+        existing: the table's data columns (empty for a new table).
+
+    Returns:
+        The paths of naive timestamp columns the table already declares (written as
+        ``local-timestamp-*``).
+
+    Raises:
+        SchemaError: naive timestamp columns that the table does not declare naive (names each
+            column and how to convert it).
+    """
+    refused: list[str] = []
+    kept: list[str] = []
+    for f in incoming:
+        idx = existing.get_field_index(f.name)
+        old = existing.field(idx).type if idx >= 0 else None
+        _naive_leaves(f.type, old, f.name, refused, kept)
+    if refused:
+        raise SchemaError(
+            f"timestamp column(s) without a time zone {refused}: no Hudi schema for them is "
+            "read alike by Apache Hudi (which needs Avro local-timestamp-micros for Spark's "
+            "TimestampNTZType) and hudi-rs (which fails on every read of a table whose schema "
+            "holds local-timestamp-*). Convert them to timezone-aware timestamps before "
+            "writing, e.g. in pyarrow col.cast(pa.timestamp('us', tz='UTC')) (the wall-clock "
+            "times as UTC instants) or pc.assume_timezone(col, 'Europe/Paris'), in pandas "
+            "s.dt.tz_localize('UTC'), in Spark cast the column to TIMESTAMP (TimestampType, "
+            "read in spark.sql.session.timeZone)"
+        )
+    if kept:
+        log.warning(
+            "timestamp column(s) without a time zone %s are written as the table declares "
+            "them (Avro local-timestamp, Spark TimestampNTZType); hudi-rs cannot read this table",
+            kept,
+        )
+    return kept
+
+
+def _naive_leaves(
+    t: pa.DataType, old: pa.DataType | None, path: str, refused: list[str], kept: list[str]
+) -> None:
+    """Collect the naive timestamp leaves of ``t`` (see :func:`check_naive_timestamps`)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if old is not None and pa.types.is_dictionary(old):
+        old = old.value_type
+    if pa.types.is_timestamp(t):
+        if t.tz is None:
+            declared = old is not None and pa.types.is_timestamp(old) and old.tz is None
+            (kept if declared else refused).append(path)
+        return
+    if pa.types.is_struct(t):
+        olds = {f.name: f.type for f in old} if old is not None and pa.types.is_struct(old) else {}
+        for f in t:
+            _naive_leaves(f.type, olds.get(f.name), f"{path}.{f.name}", refused, kept)
+        return
+    if _is_list_type(t):
+        old_item = old.value_type if old is not None and _is_list_type(old) else None
+        _naive_leaves(t.value_type, old_item, f"{path}[]", refused, kept)
+        return
+    if pa.types.is_map(t):
+        is_map = old is not None and pa.types.is_map(old)
+        old_map = cast(pa.MapType, old) if is_map else None
+        _naive_leaves(
+            t.key_type, old_map.key_type if old_map else None, f"{path}{{key}}", refused, kept
+        )
+        _naive_leaves(
+            t.item_type, old_map.item_type if old_map else None, f"{path}{{}}", refused, kept
+        )
+
+
+def _is_list_type(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or pa.types.is_list_view(t)
+        or pa.types.is_large_list_view(t)
+    )
 
 
 def evolve_schema(

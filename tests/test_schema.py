@@ -30,6 +30,7 @@ from hudi_ds.schema import (
     avro_schema_json,
     avro_to_arrow_schema,
     can_promote,
+    check_naive_timestamps,
     conform_partial,
     conform_table,
     decimal_fixed_size,
@@ -813,6 +814,9 @@ DEC = pa.decimal128
         (pa.timestamp("us"), pa.timestamp("ms"), False, False),
         (pa.timestamp("us"), pa.timestamp("us", tz="UTC"), False, False),
         (pa.date32(), pa.timestamp("us"), True, False),
+        (pa.int64(), pa.timestamp("us"), True, False),  # Hudi 0.x local-timestamp-micros
+        (pa.int64(), pa.timestamp("ms", tz="UTC"), False, False),
+        (pa.int32(), pa.timestamp("ms"), False, False),
         (pa.bool_(), pa.int32(), False, False),
         (
             pa.struct([("x", pa.int32())]),
@@ -937,3 +941,85 @@ def test_conform_partial() -> None:
     assert got.to_pylist() == [{"id": "k", "a": 5, "b": None}]
     with pytest.raises(SchemaError, match="'a'"):
         conform_partial(wide, narrow, ["id", "a"])
+
+
+# ------------------------------------------------------------------ naive timestamps on write
+def test_check_naive_timestamps_paths() -> None:
+    """Every naive timestamp leaf is named by its path; the ones the table declares naive are
+    kept (Apache Hudi's TimestampNTZType columns), all others refused."""
+    naive, utc = pa.timestamp("us"), pa.timestamp("us", tz="UTC")
+    incoming = pa.schema(
+        [
+            ("id", pa.string()),
+            ("aware", utc),
+            ("kept", pa.timestamp("ms")),
+            ("was_aware", naive),
+            ("new", naive),
+            ("s", pa.struct([("kept", naive), ("new", naive), ("n", pa.int64())])),
+            ("l", pa.list_(pa.struct([("t", naive)]))),
+            ("ll", pa.large_list(naive)),
+            ("m", pa.map_(naive, pa.list_(naive))),
+            ("d", pa.dictionary(pa.int32(), naive)),
+        ]
+    )
+    existing = pa.schema(
+        [
+            ("id", pa.string()),
+            ("aware", utc),
+            ("kept", naive),  # another unit: the input is cast to the table's
+            ("was_aware", utc),
+            ("s", pa.struct([("kept", naive)])),
+            ("ll", pa.large_list(naive)),
+        ]
+    )
+    with pytest.raises(SchemaError) as info:
+        check_naive_timestamps(incoming, existing)
+    refused = ["was_aware", "new", "s.new", "l[].t", "m{key}", "m{}[]", "d"]
+    assert f"without a time zone {refused}" in str(info.value)
+    assert "pa.timestamp('us', tz='UTC')" in str(info.value)
+    kept_only = pa.schema([incoming.field(n) for n in ("id", "aware", "kept", "ll")])
+    kept_only = kept_only.append(pa.field("s", pa.struct([("kept", naive)])))
+    assert check_naive_timestamps(kept_only, existing) == ["kept", "ll[]", "s.kept"]
+    assert check_naive_timestamps(pa.schema([("aware", utc)]), pa.schema([])) == []
+
+
+def test_write_schema_refuses_naive_timestamps() -> None:
+    incoming = pa.schema([("id", pa.string()), ("at", pa.timestamp("ns"))])
+    with pytest.raises(SchemaError, match=r"without a time zone \['at'\]"):
+        write_schema(incoming, None, table_name="t", record_key_fields=["id"])
+    table = with_meta_fields(pa.schema([("id", pa.string()), ("at", pa.timestamp("us"))]))
+    decided = write_schema(incoming, table, table_name="t", record_key_fields=["id"])
+    assert decided.schema.field("at").type == pa.timestamp("us")  # Apache Hudi's NTZ column
+
+
+def test_promote_unannotated_local_timestamps() -> None:
+    """Hudi 0.x writes Avro local-timestamp-micros columns as parquet INT64 without a
+    timestamp annotation (apache/incubator-xtable#672): read under the table schema, the
+    raw values are the naive timestamps."""
+    schema = avro_to_arrow_schema(
+        {
+            "type": "record",
+            "name": "r",
+            "fields": [
+                {
+                    "name": "at",
+                    "type": ["null", {"type": "long", "logicalType": "local-timestamp-micros"}],
+                },
+                {
+                    "name": "ms",
+                    "type": ["null", {"type": "long", "logicalType": "local-timestamp-millis"}],
+                },
+            ],
+        }
+    )
+    at = dt.datetime(1969, 12, 31, 23, 59, 59, 999999)
+    micros = (at - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+    raw = pa.table(
+        {"at": pa.array([micros, None], pa.int64()), "ms": pa.array([1_000, 2], pa.int64())}
+    )
+    got = promote_table(raw, schema)
+    assert got.schema == schema
+    assert got.to_pylist() == [
+        {"at": at, "ms": dt.datetime(1970, 1, 1, 0, 0, 1)},
+        {"at": None, "ms": dt.datetime(1970, 1, 1, 0, 0, 0, 2000)},
+    ]

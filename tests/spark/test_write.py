@@ -21,7 +21,7 @@ import hudi_ds
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.spark import cluster_by_bucket
 from hudi_ds.table.table import ReadableTable
-from tests.conftest import table_options
+from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 pytestmark = pytest.mark.spark
 
@@ -355,3 +355,35 @@ def test_spark_types_round_trip(spark: Any, tmp_path: Path) -> None:
     assert row["day"] == dt.date(2024, 1, 6)
     assert row["t"] == dt.datetime(2024, 1, 1, 0, 0, 5, tzinfo=dt.timezone.utc)
     assert row["bin"] == b"\x00\x05"
+
+
+def test_timestamp_ntz_refused_then_cast(spark: Any, tmp_path: Path) -> None:
+    """A TimestampNTZType column is refused on the driver before anything is written (no
+    representation reads alike in Apache Hudi and hudi-rs); cast to TIMESTAMP as the message
+    says, it is written and every reader sees the same instants."""
+    path = tmp_path / "t"
+    df = spark.sql(
+        """
+        select cast(id as string) as id, id as ts, cast(id % 2 as string) as p,
+               timestamp_ntz'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) as t
+        from range(6)
+        """
+    )
+    opts = table_options("ntz", partition="p", table_type="MERGE_ON_READ")
+    with pytest.raises(
+        Exception, match=r"without a time zone \['t'\].*cast the column to TIMESTAMP"
+    ):
+        df.write.format("hudi_py").mode("append").options(**opts).save(str(path))
+    assert not path.exists()
+    fixed = df.withColumn("t", df["t"].cast("timestamp"))  # session time zone: UTC
+    fixed.write.format("hudi_py").mode("append").options(**opts).save(str(path))
+    utc = dt.timezone.utc
+    expected = [
+        (str(i), i, str(i % 2), dt.datetime(2024, 1, 1, 0, 0, i, tzinfo=utc)) for i in range(6)
+    ]
+    columns = ["id", "ts", "p", "t"]
+    back = spark.read.format("hudi_py").load(str(path))
+    assert dict(back.dtypes)["t"] == "timestamp"
+    assert_rows(back.select(*columns).toArrow(), expected, columns)
+    assert_rows(hudi_ds.read(str(path)), expected, columns)
+    assert_rows(hudi_rs_table(str(path)), expected, columns)
