@@ -391,15 +391,15 @@ def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
     kind_recorded = (cfg.KEY_GENERATOR_TYPE.of(cfg.props) or "").strip().upper()
     if not cls and kind_recorded:
         # Hudi 1.x records the KeyGeneratorType (``SIMPLE``, ``COMPLEX_AVRO``...), not a class
-        kind = kind_recorded.removesuffix("_AVRO")
-        if kind not in _KEY_GENERATORS.values():
+        base_kind = kind_recorded.removesuffix("_AVRO")
+        if base_kind not in _KEY_GENERATORS.values():
             raise UnsupportedError(
                 f"the table at {base_uri} uses key generator type {kind_recorded} "
                 f"({cfg.KEY_GENERATOR_TYPE.key}); hudi_ds reproduces the record keys and "
                 "partition paths of the SIMPLE, COMPLEX, NON_PARTITION and TIMESTAMP types "
                 "only, so it does not write this table"
             )
-        return kind
+        return base_kind
     if not cls:  # not recorded: keys and partitions as the fields say
         return "COMPLEX" if len(cfg.record_key_fields) > 1 else "SIMPLE"
     kind = _KEY_GENERATORS.get(cls.rsplit(".", 1)[-1])
