@@ -213,6 +213,7 @@ class WriteClient:
     # -- table creation -------------------------------------------------------------------------
     def _create_table(self, schema: pa.Schema) -> None:
         r = self.resolved
+        version = self.options.get(WriteConfig.WRITE_TABLE_VERSION)
         new = NewTable(
             table_name=r.table_name,
             table_type=r.table_type,
@@ -225,8 +226,9 @@ class WriteClient:
             hash_fields=tuple(r.hash_fields),
             ordering_field=r.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
-            merge_properties=r.merge_spec.table_properties(),
+            merge_properties=r.merge_spec.table_properties(version),
             index_type=r.index_type,
+            table_version=version,
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
 

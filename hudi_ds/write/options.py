@@ -165,6 +165,17 @@ def resolve_options(
     timestamp: TimestampSpec | None = None
     if config is not None:
         _check_version(config, base_uri)
+        asked_version = o.get(WriteConfig.WRITE_TABLE_VERSION)
+        if o.is_set(WriteConfig.WRITE_TABLE_VERSION) and asked_version != config.table_version:
+            log.warning(
+                "option '%s'=%s is ignored: the table at %s is version %s and keeps it "
+                "(the option chooses the version of new tables; hudi_ds does not upgrade or "
+                "downgrade tables)",
+                WriteConfig.WRITE_TABLE_VERSION.key,
+                asked_version,
+                base_uri,
+                config.table_version,
+            )
         _key_generator(config, base_uri)
         _check_against_table(o, config)
         table_name = config.table_name
@@ -224,6 +235,9 @@ def resolve_options(
         url_encode = o.get(WriteConfig.URL_ENCODE)
         ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or default_ordering_field(o) or None
         merge_spec = write_spec(o, ordering)
+        if o.get(WriteConfig.WRITE_TABLE_VERSION) >= 8 and merge_spec.by_payload:
+            # Hudi 1.x tables merge by their merge mode (a payload class only picks it)
+            merge_spec = dataclasses.replace(merge_spec, by_payload=False)
         complex_key = _new_table_complex_key(o, keys, parts)
     stored = config.props.get(NUM_BUCKETS_KEY) if config is not None else None
     asked = o.get(WriteConfig.NUM_BUCKETS)
