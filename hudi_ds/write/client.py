@@ -93,7 +93,12 @@ from hudi_ds.write.lock import (
 )
 from hudi_ds.write.markers import delete_markers, marked_files
 from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
-from hudi_ds.write.options import ResolvedOptions, check_writable, resolve_options
+from hudi_ds.write.options import (
+    ResolvedOptions,
+    check_partial_blocks,
+    check_writable,
+    resolve_options,
+)
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
 from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant
 from hudi_ds.write.tagged_records import TaggedRecords
@@ -208,6 +213,14 @@ class WriteClient:
             set_null_for_missing=self.options.get(WriteConfig.SET_NULL_FOR_MISSING),
             nulls_mean_unchanged=r.merge_spec.nulls_mean_unchanged,
         )
+        if decided.partial_columns is not None:
+            cfg = self.table_config
+            version = (
+                cfg.table_version
+                if cfg is not None
+                else self.options.get(WriteConfig.WRITE_TABLE_VERSION)
+            )
+            check_partial_blocks(r, version)
         return decided
 
     # -- table creation -------------------------------------------------------------------------
