@@ -75,7 +75,7 @@ from hudi_ds.timeline.instant import (
     State,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.metadata import CommitMetadata, RequestedReplaceMetadata
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.bucket_layout import check_bucket_layout
@@ -111,6 +111,15 @@ STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
 #: ``post_commit(client, completed_instant)``: what a writer runs after each of its commits
 #: (:func:`hudi_ds.services.run_post_commit_services`: inline compaction, cleaning, archival).
 PostCommit = Callable[["WriteClient", Instant], None]
+
+
+def requested_content(action: str, layout: int) -> bytes:
+    """The content of a write's requested instant file: empty, except a replacecommit on
+    timeline layout 2, where Hudi 1.x writes an empty ``HoodieRequestedReplaceMetadata``
+    (every field null; a clustering's carries its plan) that its readers deserialize."""
+    if action == REPLACE_COMMIT and layout >= 2:
+        return RequestedReplaceMetadata(version=None).to_bytes()
+    return b""
 
 
 class WriteClient:
@@ -379,7 +388,7 @@ class WriteClient:
             for _ in range(100):
                 instant = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
                 req = Instant(instant, action, State.REQUESTED)
-                if writer.create_requested(req):
+                if writer.create_requested(req, requested_content(action, state.layout)):
                     break
                 last = instant
             else:  # pragma: no cover - 100 clashes in a row
@@ -490,7 +499,8 @@ class WriteClient:
             raise WriteError(f"instant {instant} is a {current.action}, not a {action}")
         req = Instant(instant, action, State.REQUESTED)
         if current is None:
-            writer.create_requested(req)  # False: a concurrent task created it
+            # False: a concurrent task created it
+            writer.create_requested(req, requested_content(action, writer.layout_version))
         return req
 
     # -- concurrency --------------------------------------------------------------------------
