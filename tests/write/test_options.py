@@ -144,6 +144,14 @@ def test_versions_8_and_9_resolve_with_their_key_generator_type(version: str) ->
         )
 
 
+def test_non_native_table_format_and_orc_refused() -> None:
+    v9 = {**TABLE_PROPS, "hoodie.table.version": "9"}
+    with pytest.raises(UnsupportedError, match="hoodie.table.format=iceberg"):
+        resolve_options(Options.of({}), TableConfig({**v9, "hoodie.table.format": "iceberg"}))
+    with pytest.raises(UnsupportedError, match="ORC base files"):
+        resolve_options(Options.of({}), TableConfig({**v9, "hoodie.table.base.file.format": "ORC"}))
+
+
 def test_lance_base_files_refused_naming_pylance() -> None:
     cfg = TableConfig(
         {**TABLE_PROPS, "hoodie.table.version": "9", "hoodie.table.base.file.format": "LANCE"}
