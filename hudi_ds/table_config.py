@@ -219,6 +219,7 @@ class TableConfig:
     VERSION = TableProperty("hoodie.table.version", "6")
     TIMELINE_LAYOUT_VERSION = TableProperty("hoodie.timeline.layout.version")
     TIMELINE_PATH = TableProperty("hoodie.timeline.path", "timeline")
+    TIMELINE_HISTORY_PATH = TableProperty("hoodie.timeline.history.path", "history")
     TIMELINE_TIMEZONE = TableProperty("hoodie.table.timeline.timezone", "LOCAL")
     ARCHIVELOG_FOLDER = TableProperty("hoodie.archivelog.folder", "archived")
     RECORDKEY_FIELDS = TableProperty("hoodie.table.recordkey.fields", "")
@@ -480,6 +481,12 @@ class TableConfig:
         return self.RECORD_MERGE_STRATEGY_ID.of(self.props) or self.RECORD_MERGER_STRATEGY.of(
             self.props
         )
+
+    @property
+    def timeline_history_path(self) -> str:
+        """The LSM history folder of timeline layout 2 (``hoodie.timeline.history.path``),
+        relative to the base path."""
+        return f"{self.timeline_path}/{self.TIMELINE_HISTORY_PATH.of(self.props) or 'history'}"
 
     @property
     def archive_folder(self) -> str:
