@@ -231,12 +231,16 @@ def rollback_plan(
     by_partition: dict[str, list[str]] = {}
     for f in sorted(files):
         by_partition.setdefault(partition_of(f), []).append(full_path(f))
-    java = {"file_id": "", "latest_base_instant": "", "log_blocks_to_be_deleted": {}}
+    java = layout == 2
     return RollbackPlan(
         instant_to_rollback=InstantInfo(commit_time=instant, action=action),
         rollback_requests=[
             RollbackRequest(
-                partition_path=p, files_to_be_deleted=fs, **(java if layout == 2 else {})
+                partition_path=p,
+                file_id="" if java else None,
+                latest_base_instant="" if java else None,
+                files_to_be_deleted=fs,
+                log_blocks_to_be_deleted={} if java else None,
             )
             for p, fs in sorted(by_partition.items())
         ],
