@@ -53,6 +53,7 @@ import fastavro
 from hudi_ds.config import ServiceConfig
 from hudi_ds.errors import InstantNotFoundError
 from hudi_ds.faults import crash_point
+from hudi_ds.layout.naming import file_name_of, parse_log_file_name
 from hudi_ds.log.archive import (
     archive_file_entries,
     archive_file_name,
@@ -66,6 +67,7 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import (
     CLEAN,
     COMPACTION,
+    DELTA_COMMIT,
     REPLACE_COMMIT,
     ROLLBACK,
     Instant,
@@ -135,6 +137,11 @@ def _written_files(md: CommitMetadata) -> set[str]:
     return out
 
 
+def _written_logs(md: CommitMetadata) -> set[str]:
+    """Paths (relative) of the log files a commit wrote."""
+    return {f for f in _written_files(md) if parse_log_file_name(file_name_of(f)) is not None}
+
+
 def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list[Instant]:
     """The completed instants an archival now would move (see the module docstring)."""
     tl = tl if tl is not None else ctx.timeline()
@@ -184,8 +191,19 @@ def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list
                     live = _live_files(ctx, tl)
                 if not live.isdisjoint(_written_files(tl.read_commit_metadata(c))):
                     break
+            if tl.layout_version == 2 and c.action == DELTA_COMMIT:
+                # table versions 8/9 name a log file after its delta commit, and hudi-rs (0.5)
+                # drops the log files of a delta commit that is no longer on the active
+                # timeline (it finds no completion time for them; Java looks it up in the
+                # LSM history): a delta commit stays while a snapshot still reads its logs
+                if live is None:
+                    live = _live_files(ctx, tl)
+                if not live.isdisjoint(_written_logs(tl.read_commit_metadata(c))):
+                    break
             out.append(c)
             budget -= 1
+    if tl.layout_version == 2:
+        out = _completed_before_the_rest(tl, commits, out)
     kept = [c for c in commits if c not in out]
     first_kept = min(
         [c.requested_time for c in kept]
@@ -200,6 +218,36 @@ def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list
             if k < n_by_count or (older and out):
                 out.append(i)
     return sorted(out)
+
+
+def _completed_before_the_rest(
+    tl: Timeline, commits: list[Instant], chosen: list[Instant]
+) -> list[Instant]:
+    """Layout 2: the longest prefix of ``chosen`` whose every commit completed before the
+    first instant that stays active was requested.
+
+    Table versions 8 and 9 slice log files by completion time: a delta commit requested before
+    a compaction C but completed after it wrote into C's slice. Once archived, its completion
+    time is no longer on the active timeline, and readers that do not consult the LSM history
+    (hudi-rs, and our file-system view, which take an archived instant's files as committed
+    at their requested time) would put its log into the slice before C and lose it. Java's
+    readers look the completion time up in the archive (``CompletionTimeQueryView``); keeping
+    such a commit active keeps every reader right.
+    """
+    out = list(chosen)
+    while out:
+        staying = [c.requested_time for c in commits if c not in out]
+        staying += [
+            i.requested_time for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)
+        ]
+        boundary = min(staying, default=None)
+        if boundary is None:
+            return out
+        late = [k for k, c in enumerate(out) if (c.completion_time or c.requested_time) > boundary]
+        if not late:
+            return out
+        out = out[: late[0]]
+    return out
 
 
 # -- archive records ----------------------------------------------------------------------------

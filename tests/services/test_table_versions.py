@@ -149,6 +149,9 @@ def test_compaction_clean_and_archival_of_a_new_table(tmp_path: Path, version: s
     # and is compacted into layer 1
     for k in range(12, 18):
         _write(path, trips(range(k * 5, k * 5 + 20), k + 1), m, version)
+    ctx = ServiceContext.open(path)
+    compaction.run_compaction(ctx, compaction.schedule_compaction(ctx))
+    _write(path, trips([3, 4], 30), m, version)
     clean.clean(ServiceContext.open(path, opts))
     archival.archive(ServiceContext.open(path, opts))
     live = json.loads((history / f"manifest_{(history / '_version_').read_text()}").read_text())
@@ -388,3 +391,48 @@ def test_archival_of_a_hudi_written_v9_table(tmp_path_factory: Any) -> None:
     assert arch.read_commit_metadata(c).compacted
     assert _both(path) == before
     assert not Path(path, ".hoodie/timeline", f"{c}.compaction.requested").exists()
+
+
+def test_archival_keeps_delta_commits_whose_logs_are_read(tmp_path: Path) -> None:
+    """On layout 2 a delta commit stays active while a snapshot reads its log files (hudi-rs
+    drops the logs of delta commits it cannot find on the active timeline), and a commit that
+    completed after a later instant was requested stays with everything after it."""
+    path = str(tmp_path / "t")
+    m = Model()
+    no_services = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+    times = []
+    for k in range(6):
+        t = trips(range(k * 3, k * 3 + 6), k + 1)
+        times.append(hudi_ds.write(path, t, {**_opts("8"), **no_services}))
+        m.apply(t)
+    opts = {
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+        "hoodie.cleaner.commits.retained": "1",
+    }
+    # every delta commit's logs are in the latest slices (never compacted): nothing goes
+    assert archival.instants_to_archive(ServiceContext.open(path, opts)) == []
+    ctx = ServiceContext.open(path)
+    compaction.run_compaction(ctx, compaction.schedule_compaction(ctx))
+    later = []
+    for k in range(2):
+        t = trips([1, 2], 20 + k)
+        later.append(hudi_ds.write(path, t, {**_opts("8"), **no_services}))
+        m.apply(t)
+    ctx = ServiceContext.open(path, opts)
+    assert [i.requested_time for i in archival.instants_to_archive(ctx)] == [
+        *times,
+        ctx.timeline().commits()[6].requested_time,  # the compaction
+    ]
+    # compacted: the delta commits' logs are no longer read, they may go -- but say the
+    # second completed (as its file name now says) after a write that stays was requested
+    tl_dir = Path(path) / ".hoodie" / "timeline"
+    (second,) = [
+        p for p in tl_dir.iterdir() if COMPLETED.match(p.name) and p.name.startswith(times[1])
+    ]
+    late = str(int(later[0]) + 1)
+    second.rename(tl_dir / f"{times[1]}_{late}.deltacommit")
+    ctx = ServiceContext.open(path, opts)
+    assert [i.requested_time for i in archival.instants_to_archive(ctx)] == [times[0]]
+    assert archival.archive(ctx).archived == [times[0]]
+    _check(path, m)
