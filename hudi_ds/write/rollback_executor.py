@@ -89,7 +89,7 @@ def rollback_failed_writes(
         if before is not None and target is not None and target >= before:
             continue
         resumed = True
-        if resume_rollback(storage, config, timeline, r) and target:
+        if resume_rollback(storage, config, timeline, r, state.timeline_writer()) and target:
             done.append(target)
     if resumed:
         timeline = state.reload_timeline()
@@ -99,7 +99,9 @@ def rollback_failed_writes(
             continue
         if is_failed is not None and not is_failed(inst.requested_time):
             continue  # a live writer's instant
-        execute_rollback(storage, config, timeline, inst.requested_time, None)
+        execute_rollback(
+            storage, config, timeline, inst.requested_time, None, state.timeline_writer()
+        )
         done.append(inst.requested_time)
         rolled = True
     if rolled:
@@ -107,7 +109,13 @@ def rollback_failed_writes(
     return done
 
 
-def resume_rollback(storage: Storage, config: TableConfig, timeline: Timeline, r: Instant) -> bool:
+def resume_rollback(
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    r: Instant,
+    writer: TimelineWriter | None = None,
+) -> bool:
     """Finish the pending rollback ``r`` a killed process left, with its own plan.
 
     * its target is a pending write: the rollback is repeated (idempotent steps);
@@ -119,22 +127,28 @@ def resume_rollback(storage: Storage, config: TableConfig, timeline: Timeline, r
     * its target is completed (killed before the rollback point): ``r`` is withdrawn;
     * its target is gone (killed just before completing): ``r`` is completed.
 
+    ``writer``: the timeline writer to use (a table state's, whose ``before_complete`` hook
+    mirrors the rollback into the metadata table); default a plain one.
+
     Returns:
         False if ``r`` was withdrawn (nothing was undone), True otherwise.
     """
     layout = config.timeline_layout_version
+    writer = writer or TimelineWriter(storage, layout, config.timeline_path)
     target = _rollback_target(timeline, r)
     inst = timeline.get(target) if target is not None else None
     if inst is not None and not inst.is_completed:
         if inst.action == COMPACTION:
-            _revert_compaction_attempt(storage, config, timeline, inst, r.requested_time)
+            _revert_compaction_attempt(storage, config, timeline, inst, r.requested_time, writer)
         else:
-            execute_rollback(storage, config, timeline, inst.requested_time, r.requested_time)
+            execute_rollback(
+                storage, config, timeline, inst.requested_time, r.requested_time, writer
+            )
     elif inst is not None:
-        TimelineWriter(storage, layout, config.timeline_path).delete_instant_files(r)
+        writer.delete_instant_files(r)
         return False
     else:
-        _finish_rollback(storage, layout, config, r.requested_time, target, {})
+        _finish_rollback(storage, layout, config, r.requested_time, target, {}, writer=writer)
     return True
 
 
@@ -147,7 +161,12 @@ def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
 
 
 def _revert_compaction_attempt(
-    storage: Storage, config: TableConfig, timeline: Timeline, inst: Instant, rollback_time: str
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    inst: Instant,
+    rollback_time: str,
+    writer: TimelineWriter,
 ) -> None:
     ts = inst.requested_time
     files = set(_files_of(storage, config, ts)) | set(
@@ -158,11 +177,17 @@ def _revert_compaction_attempt(
         if storage.delete(f):
             deleted.setdefault(partition_of(f), []).append(f)
     delete_markers(storage, ts)
-    writer = TimelineWriter(storage, config.timeline_layout_version, config.timeline_path)
     if inst.is_inflight:
         writer.revert_to_requested(inst)
     _finish_rollback(
-        storage, config.timeline_layout_version, config, rollback_time, ts, deleted, COMPACTION
+        storage,
+        config.timeline_layout_version,
+        config,
+        rollback_time,
+        ts,
+        deleted,
+        COMPACTION,
+        writer=writer,
     )
     log.info("rolled back the failed attempt of compaction %s (resumed)", ts)
 
@@ -189,7 +214,7 @@ def rollback_instant(state: TableState, instant: str) -> bool:
         state.timeline_writer().delete_instant_files(inst)
         delete_markers(storage, instant)
         return True
-    execute_rollback(storage, config, timeline, instant, None)
+    execute_rollback(storage, config, timeline, instant, None, state.timeline_writer())
     state.reload_timeline()
     return True
 
@@ -254,6 +279,7 @@ def execute_rollback(
     timeline: Timeline,
     instant: str,
     rollback_time: str | None,
+    writer: TimelineWriter | None = None,
 ) -> None:
     """Undo ``instant``: delete the files it wrote, its instant files and markers; complete R.
 
@@ -272,9 +298,11 @@ def execute_rollback(
         rollback_time: the rollback instant R whose plan to execute (a table-service rollback,
             or a killed rollback being resumed); None plans a new R here for a failed write
             (``R.rollback.requested`` naming T's files, then inflight).
+        writer: the timeline writer to use -- a table state's, whose ``before_complete`` hook
+            mirrors R into the metadata table before it completes; default a plain one.
     """
     layout = config.timeline_layout_version
-    writer = TimelineWriter(storage, layout, config.timeline_path)
+    writer = writer or TimelineWriter(storage, layout, config.timeline_path)
     target = timeline.get(instant)
     action = target.action if target is not None else "deltacommit"
     files = _files_of(storage, config, instant)
@@ -309,7 +337,9 @@ def execute_rollback(
     else:
         writer.delete_instant_files(instant)
     delete_markers(storage, instant)
-    _finish_rollback(storage, layout, config, rollback_time, instant, deleted, action, appended)
+    _finish_rollback(
+        storage, layout, config, rollback_time, instant, deleted, action, appended, writer
+    )
     log.info("rolled back %s (%d files)", instant, sum(len(v) for v in deleted.values()))
 
 
@@ -322,8 +352,9 @@ def _finish_rollback(
     deleted: dict[str, list[str]],
     action: str = "deltacommit",
     appended: dict[str, int] | None = None,
+    writer: TimelineWriter | None = None,
 ) -> None:
-    writer = TimelineWriter(storage, layout, config.timeline_path)
+    writer = writer or TimelineWriter(storage, layout, config.timeline_path)
     logs_by_partition: dict[str, dict[str, int]] = {}
     for path, size in (appended or {}).items():
         logs_by_partition.setdefault(partition_of(path), {})[path] = size

@@ -436,3 +436,49 @@ def test_archival_keeps_delta_commits_whose_logs_are_read(tmp_path: Path) -> Non
     assert [i.requested_time for i in archival.instants_to_archive(ctx)] == [times[0]]
     assert archival.archive(ctx).archived == [times[0]]
     _check(path, m)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_service_completion_goes_through_the_state_hook(tmp_path: Path, version: str) -> None:
+    """The metadata table's writer sits on ``TableState.before_complete``: every instant a
+    service completes -- compaction, clean, rollback (of a failed write and of a completed
+    one), restore -- reaches it with its completion time, before its completed file exists."""
+    path = str(tmp_path / "t")
+    m = Model()
+    for k in range(3):
+        _write(path, trips(range(k * 4, k * 4 + 8), k + 1), m, version)
+    seen: list[tuple[str, str]] = []
+
+    def hook(done: Any, content: bytes) -> None:
+        assert done.completion_time and done.completion_time > done.requested_time
+        assert not any(n.startswith(f"{done.requested_time}_") for n in _timeline_files(path))
+        assert content
+        seen.append((done.action, done.requested_time))
+
+    def ctx_of(opts: dict[str, str] | None = None) -> ServiceContext:
+        c = ServiceContext.open(path, opts)
+        c.state.before_complete = hook
+        return c
+
+    ctx = ctx_of()
+    c = compaction.schedule_compaction(ctx)
+    compaction.run_compaction(ctx, c)
+    sp = ctx_of().timeline().commits().last()
+    assert sp is not None
+    rollback.create_savepoint(ctx_of(), sp.requested_time)
+    last = _write(path, trips([1], 50), m, version)
+    clean.clean(ctx_of({"hoodie.cleaner.commits.retained": "1"}))
+    rollback.rollback(ctx_of(), last)
+    hudi_ds.write(path, trips([2], 60), _opts(version))  # then made a failed write:
+    failed = ctx_of().timeline().commits().last()
+    assert failed is not None
+    done, _ = _completed(path, failed.requested_time)
+    (Path(path) / ".hoodie/timeline" / f"{failed.requested_time}_{done}.deltacommit").unlink()
+    state = ctx_of().state
+    assert rollback_failed_writes(state) == [failed.requested_time]
+    hudi_ds.write(path, trips([3], 70), _opts(version))  # undone by the restore
+    rollback.restore(ctx_of(), sp.requested_time)
+    actions = [a for a, _ in seen]
+    assert actions[0] == "commit" and seen[0][1] == c  # the compaction
+    assert actions.count("rollback") >= 3 and "restore" in actions
+    assert "clean" in actions
