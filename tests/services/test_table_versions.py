@@ -27,6 +27,7 @@ from hudi_ds.faults import ENV as CRASH_ENV
 from hudi_ds.faults import EXIT_CODE
 from hudi_ds.log.archive import load_archived
 from hudi_ds.services import ServiceContext, archival, clean, compaction, rollback
+from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.timeline.metadata import CommitMetadata, CompactionPlan
 from hudi_ds.write.rollback_executor import rollback_failed_writes
 from tests.conftest import assert_rows, hudi_rs_table
@@ -482,3 +483,93 @@ def test_every_service_completion_goes_through_the_state_hook(tmp_path: Path, ve
     assert actions[0] == "commit" and seen[0][1] == c  # the compaction
     assert actions.count("rollback") >= 3 and "restore" in actions
     assert "clean" in actions
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_writes_during_a_pending_compaction(tmp_path: Path, version: str) -> None:
+    """Layout 2: a write during a pending compaction C names its logs after itself (nothing is
+    renamed); completed after C was requested, they belong to C's slice -- read on top of C's
+    base files once C completes, and on top of the old slice while C is pending."""
+    path = str(tmp_path / "t")
+    m = Model()
+    for k in range(3):
+        _write(path, trips(range(k * 4, k * 4 + 10), k + 1), m, version)
+    ctx = ServiceContext.open(path)
+    c = compaction.schedule_compaction(ctx)
+    assert c is not None
+    during = _write(path, trips(range(0, 6), 10), m, version)
+    logs = [p.name for p in Path(path).rglob(f".*_{during}.log.*")]
+    assert logs and not list(Path(path).rglob(f".*_{c}.log.*"))
+    _check(path, m)
+    # an attempt that wrote a base file and died, then a write while it "runs"
+    job = compaction.prepare_compaction(ctx, c)
+    ctx.writer().transition_to_inflight(Instant(c, "compaction", State.REQUESTED))
+    compaction.execute_operation(job, 0)
+    _write(path, trips(range(3, 9), 11), m, version)
+    _check(path, m)
+    (res,) = compaction.run_compaction(ctx)  # the dead attempt is rolled back first
+    assert res.instant == c
+    plan = ctx.timeline().read_compaction_plan(c)
+    planned = {n for op in plan.operations or [] for n in op.delta_file_paths or []}
+    assert not planned & set(logs)  # written after C was planned: not compacted, still read
+    _check(path, m)
+    _write(path, trips(range(20, 22), 12), m, version)
+    _check(path, m)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_unschedule_leaves_logs_where_they_are(tmp_path: Path, version: str) -> None:
+    path = str(tmp_path / "t")
+    m = Model()
+    _write(path, trips(range(8), 1), m, version)
+    _write(path, trips(range(8), 2), m, version)
+    ctx = ServiceContext.open(path)
+    c = compaction.schedule_compaction(ctx)
+    assert c is not None
+    _write(path, trips(range(4), 3), m, version)
+    files = sorted(
+        p.name for p in Path(path).rglob("*") if p.is_file() and ".hoodie" not in p.parts
+    )
+    res = rollback.rollback(ServiceContext.open(path), c)  # unschedules the pending compaction
+    assert res.rollback_instant is None
+    assert not ServiceContext.open(path).timeline().contains(c)
+    after = sorted(
+        p.name for p in Path(path).rglob("*") if p.is_file() and ".hoodie" not in p.parts
+    )
+    assert after == files  # no log file renamed: slices follow completion times
+    _check(path, m)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_failed_compaction_is_rolled_back_and_retried(
+    tmp_path: Path, version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "t")
+    m = Model()
+    for k in range(3):
+        _write(path, trips(range(10), k + 1), m, version)
+    ctx = ServiceContext.open(path)
+    c = compaction.schedule_compaction(ctx)
+    assert c is not None
+    real = compaction.execute_operation
+    calls = {"n": 0}
+
+    def flaky(job: Any, index: int, token: Any = None) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return real(job, index, token)
+
+    monkeypatch.setattr(compaction, "execute_operation", flaky)
+    with pytest.raises(OSError, match="disk full"):
+        compaction.run_compaction(ctx, c)
+    tl = ctx.timeline()
+    assert tl.get(c).is_requested
+    (r,) = list(tl.completed().filter_actions("rollback"))
+    assert COMPLETED.match(Path(tl.file_paths(r.requested_time)[r.state]).name)
+    assert not list(Path(path).rglob(f"*_{c}.parquet"))
+    _check(path, m)
+    monkeypatch.setattr(compaction, "execute_operation", real)
+    (res,) = compaction.run_compaction(ctx)
+    assert res.instant == c
+    _check(path, m)
