@@ -345,6 +345,41 @@ def _check_version(cfg: TableConfig, base_uri: str) -> None:
         )
 
 
+def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
+    """Refuse a partial update whose ``IS_PARTIAL`` log blocks a Hudi 1.x table's readers
+    would not expect.
+
+    Java 1.x writes partial log blocks (only the updated columns, header ``IS_PARTIAL``) for a
+    MERGE_ON_READ table of version 8 or later only when its merge mode is not ``CUSTOM``, no
+    partial update mode is set (``hoodie.table.partial.update.mode``: the IGNORE_DEFAULTS /
+    IGNORE_MARKERS behaviours, whose rows carry every column) and the index is not global
+    (``MergeIntoHoodieTableCommand.isPartialUpdateActionForMOR``). COPY_ON_WRITE tables merge
+    partial rows into full base-file rows, and version-6 tables keep hudi_ds's own rule
+    (``hoodie.write.partial.updates``).
+
+    Raises:
+        ConfigError: a partial update of such a table, naming the reason.
+    """
+    if resolved.table_type != "MERGE_ON_READ" or table_version < 8:
+        return
+    spec = resolved.merge_spec
+    b = spec.builtin
+    why = None
+    if spec.mode == "CUSTOM":
+        why = "its merge mode is CUSTOM"
+    elif b is not None and b.partial != "NONE":
+        why = f"it merges with partial update mode {b.partial} ({b.payload_class})"
+    elif resolved.index_type.startswith("GLOBAL_"):
+        why = f"it uses the global index {resolved.index_type}"
+    if why is not None:
+        raise ConfigError(
+            f"option '{WriteConfig.PARTIAL_UPDATES.key}'=true: the version-{table_version} "
+            f"MERGE_ON_READ table takes no partial-update log blocks because {why} (Hudi 1.x "
+            "writes IS_PARTIAL blocks only under EVENT_TIME_ORDERING or COMMIT_TIME_ORDERING "
+            "without a partial update mode and with a non-global index); write whole rows"
+        )
+
+
 #: ``hoodie.properties`` of a table's metadata table (``HoodieTableMetadata``)
 METADATA_TABLE_PROPS = ".hoodie/metadata/.hoodie/hoodie.properties"
 #: the metadata table partitions a table has built (``HoodieTableConfig.TABLE_METADATA_PARTITIONS``)
