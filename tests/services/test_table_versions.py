@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
@@ -27,7 +28,9 @@ from hudi_ds.faults import ENV as CRASH_ENV
 from hudi_ds.faults import EXIT_CODE
 from hudi_ds.log.archive import load_archived
 from hudi_ds.services import ServiceContext, archival, clean, compaction, rollback
+from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
+from hudi_ds.timeline.lsm import LsmTimelineWriter
 from hudi_ds.timeline.metadata import CommitMetadata, CompactionPlan
 from hudi_ds.write.rollback_executor import rollback_failed_writes
 from tests.conftest import assert_rows, hudi_rs_table
@@ -572,4 +575,50 @@ def test_failed_compaction_is_rolled_back_and_retried(
     monkeypatch.setattr(compaction, "execute_operation", real)
     (res,) = compaction.run_compaction(ctx)
     assert res.instant == c
+    _check(path, m)
+
+
+@pytest.mark.parametrize(
+    "hit", [1, 2, pytest.param(3, marks=pytest.mark.slow), pytest.param(6, marks=pytest.mark.slow)]
+)
+def test_archival_killed_at_each_step_resumes(tmp_path: Path, hit: int) -> None:
+    """Killed with its LSM file under a temporary name (1), after the file and manifest were
+    committed (2), or after deleting some instant files (3, 6): the next archival finishes,
+    every instant is in the history once, and both readers return every row."""
+    from tests.services.test_transitions_crash import crash
+
+    path = str(tmp_path / "t")
+    m = Model()
+    no_services = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+    for k in range(7):
+        t = trips(range(k * 2, k * 2 + 6), k + 1)
+        hudi_ds.write(path, t, {**_opts("9", "COPY_ON_WRITE"), **no_services})
+        m.apply(t)
+    opts = {
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+        "hoodie.cleaner.commits.retained": "1",
+    }
+    chosen = [
+        i.requested_time for i in archival.instants_to_archive(ServiceContext.open(path, opts))
+    ]
+    assert len(chosen) == 5
+    assert (
+        crash(f"archive:{hit}", lambda: archival.archive(ServiceContext.open(path, opts)))
+        == EXIT_CODE
+    )
+    _check(path, m)
+    history = Path(path) / ".hoodie/timeline/history"
+    for t in history.glob(".*.tmp"):  # a torn file is never read; once stale, it is deleted
+        os.utime(t, (t.stat().st_atime - 3600, t.stat().st_mtime - 3600))
+    archival.archive(ServiceContext.open(path, opts))
+    assert not list(history.glob(".*.tmp"))
+    w = LsmTimelineWriter(Storage(path), ".hoodie/timeline/history")
+    rows = [
+        ts
+        for name, _ in w.manifest()
+        for ts in pq.read_table(history / name).column("instantTime").to_pylist()
+    ]
+    assert sorted(rows) == sorted(set(rows)) and set(chosen) <= set(rows)
+    assert not any(n[:17] in chosen for n in _timeline_files(path))
     _check(path, m)
