@@ -345,16 +345,24 @@ def test_compaction_plan_is_hudis(name: str, tmp_path_factory: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["mor_avro_v8_trips_8i1u", "mor_avro_v8_trips_8i3d", "cow_v8_simplekeygen_nonhivestyle"]
+    "name",
+    [
+        "mor_avro_v8_trips_8i1u",
+        "mor_avro_v8_trips_8i3d",
+        "cow_v8_simplekeygen_nonhivestyle",
+        "cow_v9_txns_simple_nometa",
+        "mor_avro_v9_txns_simple_nometa",
+    ],
 )
-def test_services_on_a_hudi_written_v8_table(name: str, tmp_path_factory: Any) -> None:
-    """Roll back Hudi's last commit as a failed write, then compact (MOR), clean, savepoint and
-    restore: each step leaves exactly the rows of the table as of Hudi's first commit."""
+def test_services_on_a_hudi_written_table(name: str, tmp_path_factory: Any) -> None:
+    """Roll back Hudi's last commit as a failed write, then compact (MOR), savepoint, clean and
+    restore: each step leaves exactly the rows of the table as of Hudi's commit before it."""
     path = _copy(name, tmp_path_factory)
     ctx = ServiceContext.open(path)
-    first, last = ctx.timeline().commits().first(), ctx.timeline().commits().last()
-    assert first is not None and last is not None and first != last
-    expected = _rows(hudi_ds.read(path, {"as.of.instant": first.requested_time}))
+    commits = list(ctx.timeline().commits())
+    assert len(commits) >= 2
+    prev, last = commits[-2], commits[-1]
+    expected = _rows(hudi_ds.read(path, {"as.of.instant": prev.requested_time}))
     assert expected and expected != _both(path)
     # Hudi's last write, as if it had failed before its commit point
     (Path(path) / ctx.timeline().file_paths(last.requested_time)[last.state]).unlink()
@@ -366,8 +374,10 @@ def test_services_on_a_hudi_written_v8_table(name: str, tmp_path_factory: Any) -
         if c is not None:
             compaction.run_compaction(ctx, c)
             assert _both(path) == expected
-    rollback.create_savepoint(ServiceContext.open(path))
+    sp = rollback.create_savepoint(ServiceContext.open(path))
     clean.clean(ServiceContext.open(path, {"hoodie.cleaner.commits.retained": "1"}))
+    assert _both(path) == expected
+    rollback.restore(ServiceContext.open(path), sp)
     assert _both(path) == expected
 
 
