@@ -7,6 +7,14 @@ Protocol (Hudi's, table version 6 / timeline layout 1)::
                <fileId>_<token>_C.parquet = the slice's base file + log blocks, merged
     complete:  C.commit                 JSON commit metadata, compacted=true, operationType COMPACT
 
+Table versions 8 and 9 (timeline layout 2, Hudi 1.x) follow the same protocol with 1.x's
+names and contents: the commit completes as ``C_<completion>.commit`` holding Avro commit
+metadata; the plan is written as 1.x writes it (no strategy record, empty extra metadata,
+whole-MB IO metrics in Java's map order); a file slice's log files are those whose delta
+commit *completed* after the slice's base instant (log files are named after the delta commit
+that wrote them), so logs written while C is pending fall into C's slice by their completion
+time, and nothing is ever renamed (not when scheduling, nor when unscheduling).
+
 * **Which slices** (the strategy, ``hoodie.compaction.strategy``): file slices with log files,
   not already under a pending compaction, ordered by total log size
   (``LogFileSizeBasedCompactionStrategy``, the default; slices below
@@ -18,15 +26,15 @@ Protocol (Hudi's, table version 6 / timeline layout 1)::
   compacted base file holds exactly what a snapshot read of the slice returned. Meta columns are
   kept as Hudi keeps them: each record's ``_hoodie_commit_time`` / ``_hoodie_commit_seqno`` stay,
   ``_hoodie_file_name`` becomes the new base file name.
-* **While pending**, writers name new log files of the planned file groups with base instant C
-  (``WriteClient`` maps them), and readers merge those logs into the slice being compacted
-  until ``C.commit`` exists; base files of C are invisible until then.
+* **While pending**, writers (table version 6) name new log files of the planned file groups
+  with base instant C (``WriteClient`` maps them), and readers merge those logs into the slice
+  being compacted until ``C.commit`` exists; base files of C are invisible until then.
 * **Failures**: an execution that raises is rolled back at once (its files deleted, C back to
   requested). A process killed mid-way leaves ``C.compaction.inflight``; the next
   :func:`run_compaction` (or the next write with inline compaction) rolls that attempt back --
   recorded as a rollback instant, as Hudi does -- and executes the plan again.
-  :func:`unschedule_compaction` drops a plan altogether (renaming log files written on top of it
-  back into the previous slice).
+  :func:`unschedule_compaction` drops a plan altogether (on version 6 renaming log files written
+  on top of it back into the previous slice).
 """
 
 from __future__ import annotations
