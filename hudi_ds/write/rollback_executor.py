@@ -58,6 +58,9 @@ from hudi_ds.write.markers import delete_markers, marked_files
 
 log = logging.getLogger("hudi_ds.write")
 
+#: :attr:`TableState.before_complete` of the rolled-back table (the metadata table's writer)
+BeforeComplete = Callable[[Instant, bytes], None] | None
+
 
 def rollback_failed_writes(
     state: TableState,
@@ -89,7 +92,7 @@ def rollback_failed_writes(
         if before is not None and target is not None and target >= before:
             continue
         resumed = True
-        if resume_rollback(storage, config, timeline, r, state.timeline_writer()) and target:
+        if resume_rollback(storage, config, timeline, r, state.before_complete) and target:
             done.append(target)
     if resumed:
         timeline = state.reload_timeline()
@@ -100,7 +103,7 @@ def rollback_failed_writes(
         if is_failed is not None and not is_failed(inst.requested_time):
             continue  # a live writer's instant
         execute_rollback(
-            storage, config, timeline, inst.requested_time, None, state.timeline_writer()
+            storage, config, timeline, inst.requested_time, None, state.before_complete
         )
         done.append(inst.requested_time)
         rolled = True
@@ -114,7 +117,7 @@ def resume_rollback(
     config: TableConfig,
     timeline: Timeline,
     r: Instant,
-    writer: TimelineWriter | None = None,
+    before_complete: BeforeComplete = None,
 ) -> bool:
     """Finish the pending rollback ``r`` a killed process left, with its own plan.
 
@@ -127,28 +130,28 @@ def resume_rollback(
     * its target is completed (killed before the rollback point): ``r`` is withdrawn;
     * its target is gone (killed just before completing): ``r`` is completed.
 
-    ``writer``: the timeline writer to use (a table state's, whose ``before_complete`` hook
-    mirrors the rollback into the metadata table); default a plain one.
-
     Returns:
         False if ``r`` was withdrawn (nothing was undone), True otherwise.
     """
     layout = config.timeline_layout_version
-    writer = writer or TimelineWriter(storage, layout, config.timeline_path)
     target = _rollback_target(timeline, r)
     inst = timeline.get(target) if target is not None else None
     if inst is not None and not inst.is_completed:
         if inst.action == COMPACTION:
-            _revert_compaction_attempt(storage, config, timeline, inst, r.requested_time, writer)
+            _revert_compaction_attempt(
+                storage, config, timeline, inst, r.requested_time, before_complete
+            )
         else:
             execute_rollback(
-                storage, config, timeline, inst.requested_time, r.requested_time, writer
+                storage, config, timeline, inst.requested_time, r.requested_time, before_complete
             )
     elif inst is not None:
-        writer.delete_instant_files(r)
+        TimelineWriter(storage, layout, config.timeline_path).delete_instant_files(r)
         return False
     else:
-        _finish_rollback(storage, layout, config, r.requested_time, target, {}, writer=writer)
+        _finish_rollback(
+            storage, layout, config, r.requested_time, target, {}, before_complete=before_complete
+        )
     return True
 
 
@@ -166,7 +169,7 @@ def _revert_compaction_attempt(
     timeline: Timeline,
     inst: Instant,
     rollback_time: str,
-    writer: TimelineWriter,
+    before_complete: BeforeComplete = None,
 ) -> None:
     ts = inst.requested_time
     files = set(_files_of(storage, config, ts)) | set(
@@ -177,6 +180,7 @@ def _revert_compaction_attempt(
         if storage.delete(f):
             deleted.setdefault(partition_of(f), []).append(f)
     delete_markers(storage, ts)
+    writer = TimelineWriter(storage, config.timeline_layout_version, config.timeline_path)
     if inst.is_inflight:
         writer.revert_to_requested(inst)
     _finish_rollback(
@@ -187,7 +191,7 @@ def _revert_compaction_attempt(
         ts,
         deleted,
         COMPACTION,
-        writer=writer,
+        before_complete=before_complete,
     )
     log.info("rolled back the failed attempt of compaction %s (resumed)", ts)
 
@@ -214,7 +218,7 @@ def rollback_instant(state: TableState, instant: str) -> bool:
         state.timeline_writer().delete_instant_files(inst)
         delete_markers(storage, instant)
         return True
-    execute_rollback(storage, config, timeline, instant, None, state.timeline_writer())
+    execute_rollback(storage, config, timeline, instant, None, state.before_complete)
     state.reload_timeline()
     return True
 
@@ -279,7 +283,7 @@ def execute_rollback(
     timeline: Timeline,
     instant: str,
     rollback_time: str | None,
-    writer: TimelineWriter | None = None,
+    before_complete: BeforeComplete = None,
 ) -> None:
     """Undo ``instant``: delete the files it wrote, its instant files and markers; complete R.
 
@@ -298,11 +302,11 @@ def execute_rollback(
         rollback_time: the rollback instant R whose plan to execute (a table-service rollback,
             or a killed rollback being resumed); None plans a new R here for a failed write
             (``R.rollback.requested`` naming T's files, then inflight).
-        writer: the timeline writer to use -- a table state's, whose ``before_complete`` hook
-            mirrors R into the metadata table before it completes; default a plain one.
+        before_complete: the table state's hook, called before R completes (the metadata
+            table mirrors R: :attr:`TableState.before_complete`).
     """
     layout = config.timeline_layout_version
-    writer = writer or TimelineWriter(storage, layout, config.timeline_path)
+    writer = TimelineWriter(storage, layout, config.timeline_path)
     target = timeline.get(instant)
     action = target.action if target is not None else "deltacommit"
     files = _files_of(storage, config, instant)
@@ -338,7 +342,7 @@ def execute_rollback(
         writer.delete_instant_files(instant)
     delete_markers(storage, instant)
     _finish_rollback(
-        storage, layout, config, rollback_time, instant, deleted, action, appended, writer
+        storage, layout, config, rollback_time, instant, deleted, action, appended, before_complete
     )
     log.info("rolled back %s (%d files)", instant, sum(len(v) for v in deleted.values()))
 
@@ -352,9 +356,9 @@ def _finish_rollback(
     deleted: dict[str, list[str]],
     action: str = "deltacommit",
     appended: dict[str, int] | None = None,
-    writer: TimelineWriter | None = None,
+    before_complete: BeforeComplete = None,
 ) -> None:
-    writer = writer or TimelineWriter(storage, layout, config.timeline_path)
+    writer = TimelineWriter(storage, layout, config.timeline_path, before_complete=before_complete)
     logs_by_partition: dict[str, dict[str, int]] = {}
     for path, size in (appended or {}).items():
         logs_by_partition.setdefault(partition_of(path), {})[path] = size
