@@ -798,8 +798,9 @@ def _run_locally(progress: Progress) -> Callable[[CompactionJob], list[WriteStat
 
 @under_table_lock
 def unschedule_compaction(ctx: ServiceContext, instant: str) -> list[tuple[str, str]]:
-    """Drop pending compaction ``instant``: roll back any attempt, delete its plan, and move log
-    files written on top of it (named with base instant C) back into the previous file slice.
+    """Drop pending compaction ``instant``: roll back any attempt, delete its plan, and (table
+    version 6) move log files written on top of it (named with base instant C) back into the
+    previous file slice; on versions 8 and 9 they fall back into it by their completion times.
 
     Returns:
         ``(old, new)`` relative paths of the renamed log files.
@@ -823,7 +824,7 @@ def unschedule_compaction(ctx: ServiceContext, instant: str) -> list[tuple[str, 
     renamed: list[tuple[str, str]] = []
     # layout 2 names log files after their writer and slices them by completion time: with
     # the plan gone, the logs on top of it fall back into the previous slice by themselves
-    for op in plan.operations or [] if ctx.layout == 1 else []:
+    for op in (plan.operations or []) if ctx.layout == 1 else []:
         partition, fid, prev = op.partition_path or "", op.file_id or "", op.base_instant_time
         if not prev:
             continue
