@@ -28,7 +28,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.storage import Storage
@@ -49,6 +48,7 @@ __all__ = [
     "entry_of",
     "lsm_file_name",
     "parse_lsm_file_name",
+    "parse_manifest_name",
 ]
 
 #: ``<min>_<max>_<layer>.parquet``
@@ -101,6 +101,12 @@ def lsm_file_name(min_instant: str, max_instant: str, layer: int) -> str:
     return f"{min_instant}_{max_instant}_{layer}.parquet"
 
 
+def parse_manifest_name(name: str) -> int | None:
+    """N of a ``manifest_<N>`` file name, or None for other files."""
+    m = _MANIFEST_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
 def parse_lsm_file_name(name: str) -> tuple[str, str, int] | None:
     """``(min, max, layer)`` of a history file name, or None for other files."""
     m = _FILE_RE.match(name)
@@ -126,6 +132,8 @@ def _encode(entries: Sequence[LsmEntry]) -> bytes:
             }
         ),
     )
+    import pyarrow.parquet as pq  # only archival and readers of the history need it
+
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="gzip")
     return buf.getvalue()
@@ -153,7 +161,7 @@ class LsmTimelineWriter:
     def versions(self) -> list[int]:
         """Every manifest version present, ascending."""
         names = (f.name for f in self.storage.list_files(self.folder))
-        return sorted(int(m.group(1)) for n in names if (m := _MANIFEST_RE.match(n)))
+        return sorted(v for n in names if (v := parse_manifest_name(n)) is not None)
 
     def latest_version(self) -> int:
         """The latest snapshot version: ``_version_``, else the highest manifest; -1 for none
@@ -216,6 +224,8 @@ class LsmTimelineWriter:
         return out
 
     def _read(self, name: str) -> pa.Table:
+        import pyarrow.parquet as pq
+
         path = self._path(name)
         try:
             with self.storage.open_input_file(path) as fh:
