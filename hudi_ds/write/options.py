@@ -316,7 +316,8 @@ def _check_version(cfg: TableConfig, base_uri: str) -> None:
         ConfigError: the table version is not 6, 8 or 9, or its timeline layout does not
             belong to it (layout 1 for version 6, 2 for 8 and 9).
         UnsupportedError: the table's base files are Lance (``hoodie.table.base.file.format=
-            LANCE``, Hudi 1.2): hudi_ds writes Parquet base files only.
+            LANCE``, Hudi 1.2) or another non-Parquet format, or its ``hoodie.table.format`` is
+            not ``native``: hudi_ds writes Hudi's native format with Parquet base files only.
     """
     version = cfg.table_version
     if version not in WRITABLE_TABLE_VERSIONS:
@@ -330,6 +331,14 @@ def _check_version(cfg: TableConfig, base_uri: str) -> None:
             f"the table at {base_uri} is version {version} with timeline layout {layout} "
             "(hoodie.timeline.layout.version); Hudi writes version 6 with layout 1 and "
             "versions 8 and 9 with layout 2, hudi_ds writes only those"
+        )
+    table_format = (cfg.TABLE_FORMAT.of(cfg.props) or "native").strip().lower()
+    if table_format != "native":
+        # Hudi 1.1's pluggable table formats (HoodieTableFormat): another format's writer
+        # keeps its own metadata beside Hudi's timeline
+        raise UnsupportedError(
+            f"the table at {base_uri} has hoodie.table.format={table_format}; hudi_ds writes "
+            "Hudi's native format only"
         )
     fmt = cfg.base_file_format
     if fmt == "LANCE":

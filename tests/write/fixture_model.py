@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,6 +210,34 @@ for _t in ("cow", "mor_avro"):
         hive=True,
     )
 
+_V9_TS = dict(
+    keys=("txn_id",),
+    keygen="timestamp",
+    hive=False,
+    ordering="txn_ts",
+    change="merchant_name",
+    event_time=True,
+)
+#: Hudi 1.1 fixture tables with a metadata table and a timestamp key generator: written here
+#: after removing their metadata table as Apache Hudi does for ``hoodie.metadata.enable=false``
+#: (the metadata table itself is the metadata table writer's). The EPOCHMILLISECONDS and
+#: UNIX_TIMESTAMP ones are not here: Hudi's own later commits record their partition column as
+#: ``string`` (``extraMetadata.schema`` of the UPSERT_PREPPED / DELETE_PREPPED commits) while
+#: the files hold int64, so readers return strings and a write of those strings is refused
+#: (Java's TimestampBasedAvroKeyGenerator has no input format for them either).
+WRITABLE_1X_TIMESTAMP: dict[str, Fixture] = {
+    "cow_v9_timebasedkeygen_nonhivestyle": Fixture(
+        **_V9_TS,  # type: ignore[arg-type]
+        parts=("ts_str",),
+        new_partition="2023-05-06T07:08:09.123Z",
+    ),
+    "mor_avro_v9_timebasedkeygen_nonhivestyle": Fixture(
+        **_V9_TS,  # type: ignore[arg-type]
+        parts=("ts_str",),
+        new_partition="2023-05-06T07:08:09.123Z",
+    ),
+}
+
 #: Hudi 1.x fixture tables hudi_ds refuses to write, and why (matched in the error)
 REFUSED_1X: dict[str, tuple[str, dict[str, str]]] = {
     "cow_v8_simplekeygen_hivestyle_no_metafields": ("populate.meta.fields=false", {}),
@@ -302,6 +331,11 @@ def scenario(name: str, fx: Fixture, existing: pa.Table, event_time: bool = Fals
     data_cols = [c for c in existing.column_names if not c.startswith("_hoodie_")]
     schema = existing.select(data_cols).schema
     rows = sorted(existing.select(data_cols).to_pylist(), key=lambda r: record_key(fx, r))
+    # a key the fixture's own writer stored twice (cow_v9_timebasedkeygen_nonhivestyle holds
+    # TXN-001 in two file groups of one partition) is left alone: which copies an update
+    # reaches depends on the index, not on the rules modelled here
+    counts = Counter(record_key(fx, r) for r in rows)
+    rows = [r for r in rows if counts[record_key(fx, r)] == 1]
     # rows whose changed and ordering columns hold values first: those are updated
     rows.sort(key=lambda r: r[fx.change] is None or bool(fx.ordering and r[fx.ordering] is None))
     if not rows:  # an empty table: rows of its create schema
@@ -341,9 +375,11 @@ def scenario(name: str, fx: Fixture, existing: pa.Table, event_time: bool = Fals
 
     # -- the model
     model: dict[str, dict[str, Any]] = {}
+    copies: list[dict[str, Any]] = []  # further copies of a duplicated key (left alone)
     for g in golden_rows(GOLDEN_DIR / f"{name}.snapshot.jsonl"):
         g = {k: v for k, v in g.items() if k not in META}
-        model[g[KEY]] = norm_golden(g)
+        (copies if g[KEY] in model else []).append(norm_golden(g))
+        model.setdefault(g[KEY], norm_golden(g))
     for r in [*updates, *news, again]:  # OverwriteWithLatestAvroPayload: the incoming wins
         k = record_key(fx, r)
         stored = model.get(k)
@@ -357,7 +393,7 @@ def scenario(name: str, fx: Fixture, existing: pa.Table, event_time: bool = Fals
         model[k] = {**norm(r), KEY: k, PART: partition_path(fx, r)}
     for r in gone:
         model.pop(record_key(fx, r))
-    expected = sorted(json.dumps(v, sort_keys=True) for v in model.values())
+    expected = sorted(json.dumps(v, sort_keys=True) for v in [*model.values(), *copies])
     return Scenario(upsert, upsert2, delete, expected)
 
 
