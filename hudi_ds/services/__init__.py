@@ -1,5 +1,9 @@
 """Table services: compaction, cleaning, rollback/savepoint/restore, archival.
 
+They run on tables of version 6 (timeline layout 1) and of versions 8 and 9 (timeline layout
+2, Hudi 1.x: completion times in instant file names, Avro instant contents, log files sliced by
+completion time, the LSM archived timeline).
+
 Each service works on a :class:`~hudi_ds.services.base.ServiceContext` (an opened table plus
 options)::
 
@@ -8,7 +12,8 @@ options)::
     c = compaction.schedule_compaction(ctx)        # C.compaction.requested, or None
     compaction.run_compaction(ctx, c)              # base files + C.commit
     clean.clean(ctx)                               # C.clean
-    archival.archive(ctx)                          # .hoodie/archived/.commits_.archive.N_...
+    archival.archive(ctx)                          # v6: .hoodie/archived/.commits_.archive.N_...
+                                                   # v8/v9: .hoodie/timeline/history (LSM)
     rollback.rollback(ctx, "20250101000000000")    # R.rollback
 
 Writers run them after every commit (:func:`run_post_commit_services`, passed to
@@ -26,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from hudi_ds.config import ServiceConfig
 from hudi_ds.services import archival, clean, compaction, rollback
-from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.base import WRITABLE_VERSIONS, ServiceContext
 
 if TYPE_CHECKING:
     from hudi_ds.timeline.instant import Instant
@@ -58,7 +63,7 @@ def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
         if state is None:  # no table: never after a commit
             return
         config = state.config
-        if config.table_version != 6 or config.timeline_layout_version != 1:
+        if (config.table_version, config.timeline_layout_version) not in WRITABLE_VERSIONS:
             return
         ctx = ServiceContext(state, client.options)  # the writer validated its options
         if config.is_mor:

@@ -19,7 +19,6 @@ completion time; Java 0.x orders by requested time too), the completion time in 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from hudi_ds.timeline.instant import (
     format_instant_time,
     new_instant_time,
 )
+from hudi_ds.timeline.lsm import parse_lsm_file_name, parse_manifest_name
 from hudi_ds.timeline.metadata import (
     AvroRecord,
     CleanerPlan,
@@ -729,10 +729,6 @@ class ArchivedTimeline(Timeline):
         return State.COMPLETED if isinstance(instant, str) else instant.state
 
 
-_LSM_FILE_RE = re.compile(r"^(\d+)_(\d+)_(\d+)\.parquet$")
-_MANIFEST_RE = re.compile(r"^manifest_(\d+)$")
-
-
 def load_lsm_history(storage: Storage, folder: str) -> list[ArchivedEntry]:
     """The archived instants of timeline layout 2 (v8+): the LSM history in ``folder``.
 
@@ -780,7 +776,7 @@ def _lsm_live_files(storage: Storage, folder: str) -> list[str]:
         except (ValueError, FileNotFoundError):
             version = None
     if version is None:
-        versions = [int(m.group(1)) for n in names if (m := _MANIFEST_RE.match(n))]
+        versions = [v for n in names if (v := parse_manifest_name(n)) is not None]
         version = max(versions) if versions else None
     if version is not None and f"manifest_{version}" in names:
         try:
@@ -788,7 +784,7 @@ def _lsm_live_files(storage: Storage, folder: str) -> list[str]:
             return [e["fileName"] for e in manifest.get("files", [])]
         except (ValueError, KeyError, TypeError) as e:
             raise CorruptFileError(f"{folder}/manifest_{version}: {e}") from e
-    return sorted(n for n in names if _LSM_FILE_RE.match(n))
+    return sorted(n for n in names if parse_lsm_file_name(n) is not None)
 
 
 # -- writer ------------------------------------------------------------------------------------

@@ -58,6 +58,9 @@ from hudi_ds.write.markers import delete_markers, marked_files
 
 log = logging.getLogger("hudi_ds.write")
 
+#: :attr:`TableState.before_complete` of the rolled-back table (the metadata table's writer)
+BeforeComplete = Callable[[Instant, bytes], None] | None
+
 
 def rollback_failed_writes(
     state: TableState,
@@ -89,7 +92,7 @@ def rollback_failed_writes(
         if before is not None and target is not None and target >= before:
             continue
         resumed = True
-        if resume_rollback(storage, config, timeline, r) and target:
+        if resume_rollback(storage, config, timeline, r, state.before_complete) and target:
             done.append(target)
     if resumed:
         timeline = state.reload_timeline()
@@ -99,7 +102,9 @@ def rollback_failed_writes(
             continue
         if is_failed is not None and not is_failed(inst.requested_time):
             continue  # a live writer's instant
-        execute_rollback(storage, config, timeline, inst.requested_time, None)
+        execute_rollback(
+            storage, config, timeline, inst.requested_time, None, state.before_complete
+        )
         done.append(inst.requested_time)
         rolled = True
     if rolled:
@@ -107,7 +112,13 @@ def rollback_failed_writes(
     return done
 
 
-def resume_rollback(storage: Storage, config: TableConfig, timeline: Timeline, r: Instant) -> bool:
+def resume_rollback(
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    r: Instant,
+    before_complete: BeforeComplete = None,
+) -> bool:
     """Finish the pending rollback ``r`` a killed process left, with its own plan.
 
     * its target is a pending write: the rollback is repeated (idempotent steps);
@@ -127,14 +138,20 @@ def resume_rollback(storage: Storage, config: TableConfig, timeline: Timeline, r
     inst = timeline.get(target) if target is not None else None
     if inst is not None and not inst.is_completed:
         if inst.action == COMPACTION:
-            _revert_compaction_attempt(storage, config, timeline, inst, r.requested_time)
+            _revert_compaction_attempt(
+                storage, config, timeline, inst, r.requested_time, before_complete
+            )
         else:
-            execute_rollback(storage, config, timeline, inst.requested_time, r.requested_time)
+            execute_rollback(
+                storage, config, timeline, inst.requested_time, r.requested_time, before_complete
+            )
     elif inst is not None:
         TimelineWriter(storage, layout, config.timeline_path).delete_instant_files(r)
         return False
     else:
-        _finish_rollback(storage, layout, config, r.requested_time, target, {})
+        _finish_rollback(
+            storage, layout, config, r.requested_time, target, {}, before_complete=before_complete
+        )
     return True
 
 
@@ -147,7 +164,12 @@ def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
 
 
 def _revert_compaction_attempt(
-    storage: Storage, config: TableConfig, timeline: Timeline, inst: Instant, rollback_time: str
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    inst: Instant,
+    rollback_time: str,
+    before_complete: BeforeComplete = None,
 ) -> None:
     ts = inst.requested_time
     files = set(_files_of(storage, config, ts)) | set(
@@ -162,7 +184,14 @@ def _revert_compaction_attempt(
     if inst.is_inflight:
         writer.revert_to_requested(inst)
     _finish_rollback(
-        storage, config.timeline_layout_version, config, rollback_time, ts, deleted, COMPACTION
+        storage,
+        config.timeline_layout_version,
+        config,
+        rollback_time,
+        ts,
+        deleted,
+        COMPACTION,
+        before_complete=before_complete,
     )
     log.info("rolled back the failed attempt of compaction %s (resumed)", ts)
 
@@ -189,7 +218,7 @@ def rollback_instant(state: TableState, instant: str) -> bool:
         state.timeline_writer().delete_instant_files(inst)
         delete_markers(storage, instant)
         return True
-    execute_rollback(storage, config, timeline, instant, None)
+    execute_rollback(storage, config, timeline, instant, None, state.before_complete)
     state.reload_timeline()
     return True
 
@@ -218,17 +247,30 @@ def _files_of(storage: Storage, config: TableConfig, instant: str) -> list[str]:
 
 
 def rollback_plan(
-    instant: str, action: str, files: Iterable[str], full_path: Callable[[str], str] = str
+    instant: str,
+    action: str,
+    files: Iterable[str],
+    full_path: Callable[[str], str] = str,
+    layout: int = 1,
 ) -> RollbackPlan:
     """The ``HoodieRollbackPlan`` (version 1) that deletes ``files`` (paths relative to the table,
-    recorded as ``full_path`` makes them) of ``instant``, one request per partition."""
+    recorded as ``full_path`` makes them) of ``instant``, one request per partition. On timeline
+    layout 2 a request is written as Hudi 1.x writes one for a failed write (marker based:
+    ``fileId`` and ``latestBaseInstant`` empty strings, an empty ``logBlocksToBeDeleted``)."""
     by_partition: dict[str, list[str]] = {}
     for f in sorted(files):
         by_partition.setdefault(partition_of(f), []).append(full_path(f))
+    java = layout == 2
     return RollbackPlan(
         instant_to_rollback=InstantInfo(commit_time=instant, action=action),
         rollback_requests=[
-            RollbackRequest(partition_path=p, files_to_be_deleted=fs)
+            RollbackRequest(
+                partition_path=p,
+                file_id="" if java else None,
+                latest_base_instant="" if java else None,
+                files_to_be_deleted=fs,
+                log_blocks_to_be_deleted={} if java else None,
+            )
             for p, fs in sorted(by_partition.items())
         ],
         version=1,
@@ -241,6 +283,7 @@ def execute_rollback(
     timeline: Timeline,
     instant: str,
     rollback_time: str | None,
+    before_complete: BeforeComplete = None,
 ) -> None:
     """Undo ``instant``: delete the files it wrote, its instant files and markers; complete R.
 
@@ -259,6 +302,8 @@ def execute_rollback(
         rollback_time: the rollback instant R whose plan to execute (a table-service rollback,
             or a killed rollback being resumed); None plans a new R here for a failed write
             (``R.rollback.requested`` naming T's files, then inflight).
+        before_complete: the table state's hook, called before R completes (the metadata
+            table mirrors R: :attr:`TableState.before_complete`).
     """
     layout = config.timeline_layout_version
     writer = TimelineWriter(storage, layout, config.timeline_path)
@@ -273,7 +318,11 @@ def execute_rollback(
         last = timeline.instants[-1].requested_time if len(timeline) else None
         for _ in range(100):
             rollback_time = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
-            plan = rollback_plan(instant, action, files)
+            plan = (
+                rollback_plan(instant, action, files, storage.uri, layout)
+                if layout == 2
+                else rollback_plan(instant, action, files)
+            )
             req = Instant(rollback_time, "rollback", State.REQUESTED)
             if writer.create_requested(req, plan.to_bytes()):
                 writer.transition_to_inflight(req)
@@ -292,7 +341,9 @@ def execute_rollback(
     else:
         writer.delete_instant_files(instant)
     delete_markers(storage, instant)
-    _finish_rollback(storage, layout, config, rollback_time, instant, deleted, action, appended)
+    _finish_rollback(
+        storage, layout, config, rollback_time, instant, deleted, action, appended, before_complete
+    )
     log.info("rolled back %s (%d files)", instant, sum(len(v) for v in deleted.values()))
 
 
@@ -305,8 +356,9 @@ def _finish_rollback(
     deleted: dict[str, list[str]],
     action: str = "deltacommit",
     appended: dict[str, int] | None = None,
+    before_complete: BeforeComplete = None,
 ) -> None:
-    writer = TimelineWriter(storage, layout, config.timeline_path)
+    writer = TimelineWriter(storage, layout, config.timeline_path, before_complete=before_complete)
     logs_by_partition: dict[str, dict[str, int]] = {}
     for path, size in (appended or {}).items():
         logs_by_partition.setdefault(partition_of(path), {})[path] = size
@@ -319,7 +371,8 @@ def _finish_rollback(
             p: RollbackPartitionMetadata(
                 partition_path=p,
                 success_delete_files=deleted.get(p, []),
-                rollback_log_files=logs_by_partition.get(p),
+                rollback_log_files=logs_by_partition.get(p, {} if layout == 2 else None),
+                log_files_from_failed_commit={} if layout == 2 else None,
             )
             for p in sorted(set(deleted) | set(logs_by_partition))
         },

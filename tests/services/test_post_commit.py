@@ -74,15 +74,21 @@ def writer_after_commit(path: str, options: dict[str, str]) -> SimpleNamespace:
     return SimpleNamespace(state=state, storage=state.storage, options=Options.of(options))
 
 
+@pytest.mark.parametrize("version", ["6", "8", "9"])
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 def test_nothing_to_do_reads_and_lists_nothing(
     tmp_path: Path,
     table_type: str,
+    version: str,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     path = str(tmp_path / "t")
-    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    opts = {
+        **OPTS,
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.write.table.version": version,
+    }
     for ts in range(3):
         hudi_ds.write(path, trips([1, 2], ts), opts)  # 2-row upserts, default services
     client = writer_after_commit(path, opts)
@@ -96,12 +102,14 @@ def test_nothing_to_do_reads_and_lists_nothing(
     assert counts.listings == []
 
 
+@pytest.mark.parametrize("version", ["6", "8", "9"])
 def test_services_with_work_leave_the_state_current(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, version: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = str(tmp_path / "t")
     opts = {
         **OPTS,
+        "hoodie.write.table.version": version,
         "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
         "hoodie.clean.automatic": "false",
         "hoodie.archive.automatic": "false",

@@ -278,10 +278,12 @@ def test_unschedule_moves_logs_back(tmp_path: Path) -> None:
     assert ours(path) == hudi_rs(path) == m.rows()
 
 
-def test_inline_compaction_cleaning_20_commits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["6", "8", "9"])
+def test_inline_compaction_cleaning_20_commits(tmp_path: Path, version: str) -> None:
     """20 upserts, inline compaction every 5, cleaning: live files stay bounded, rows exact."""
     path = str(tmp_path / "t")
     opts = {
+        "hoodie.write.table.version": version,
         "hoodie.compact.inline": "true",
         "hoodie.compact.inline.max.delta.commits": "5",
         "hoodie.cleaner.commits.retained": "3",
@@ -312,7 +314,7 @@ def test_inline_compaction_cleaning_20_commits(tmp_path: Path) -> None:
         assert ours(path, {"as.of.instant": inst}) == snapshots[inst]
     # archival trimmed the timeline; the archive reads back
     assert len(tl.commits()) <= 9
-    archived = load_archived(Storage(path), 1)
+    archived = load_archived(Storage(path), 1 if version == "6" else 2)
     assert {i.requested_time for i in archived.commits()} >= set(instants[:5])
     with pytest.raises(InstantNotFoundError, match="archived"):
         hudi_ds.read(path, {"as.of.instant": instants[0]})
@@ -342,14 +344,16 @@ def _compact(path: str) -> str:
     return c
 
 
-def test_clean_keep_latest_commits_keeps_the_window(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["6", "8", "9"])
+def test_clean_keep_latest_commits_keeps_the_window(tmp_path: Path, version: str) -> None:
+    v = {"hoodie.write.table.version": version}
     path = str(tmp_path / "t")
     m = Model()
     no_auto = {"hoodie.clean.automatic": "false"}
     snaps: dict[str, list[tuple]] = {}
     for round_ in range(3):
         for k in range(2):
-            i = write(path, trips(range(10), round_ * 10 + k + 1), m, no_auto)
+            i = write(path, trips(range(10), round_ * 10 + k + 1), m, {**no_auto, **v})
             snaps[i] = m.rows()
         c = _compact(path)
         snaps[c] = m.rows()
@@ -393,11 +397,13 @@ def test_clean_keep_latest_commits_keeps_the_window(tmp_path: Path) -> None:
     assert clean.clean(ctx).instant is None
 
 
-def test_clean_keep_latest_file_versions(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["6", "8", "9"])
+def test_clean_keep_latest_file_versions(tmp_path: Path, version: str) -> None:
+    v = {"hoodie.write.table.version": version}
     path = str(tmp_path / "t")
     m = Model()
     for k in range(4):
-        write(path, trips(range(6), k + 1), m, {"hoodie.clean.automatic": "false"})
+        write(path, trips(range(6), k + 1), m, {"hoodie.clean.automatic": "false", **v})
         _compact(path)
     ctx = ServiceContext.open(
         path,
@@ -415,7 +421,9 @@ def test_clean_keep_latest_file_versions(tmp_path: Path) -> None:
     assert ours(path) == hudi_rs(path) == m.rows()
 
 
-def test_cow_automatic_cleaning(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["6", "8", "9"])
+def test_cow_automatic_cleaning(tmp_path: Path, version: str) -> None:
+    v = {"hoodie.write.table.version": version}
     path = str(tmp_path / "t")
     m = Model()
     opts = {
@@ -423,7 +431,7 @@ def test_cow_automatic_cleaning(tmp_path: Path) -> None:
         "hoodie.cleaner.commits.retained": "2",
     }
     for k in range(6):
-        write(path, trips(range(6), k + 1), m, opts)
+        write(path, trips(range(6), k + 1), m, {**opts, **v})
     # 2 file groups x (latest + the versions the last 2 commits need)
     assert len(data_files(path)) <= 2 * 3
     assert ours(path) == hudi_rs(path) == m.rows()
@@ -478,18 +486,20 @@ def test_clean_removes_debris_of_failed_writes(tmp_path: Path) -> None:
     assert ours(path) == hudi_rs(path) == m.rows()
 
 
-def test_clean_keeps_savepointed_and_pending_compaction_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["6", "8", "9"])
+def test_clean_keeps_savepointed_and_pending_compaction_files(tmp_path: Path, version: str) -> None:
+    v = {"hoodie.write.table.version": version}
     path = str(tmp_path / "t")
     m = Model()
     no_auto = {"hoodie.clean.automatic": "false"}
-    write(path, trips(range(6), 1), m, no_auto)
-    sp = write(path, trips(range(6), 2), m, no_auto)
+    write(path, trips(range(6), 1), m, {**no_auto, **v})
+    sp = write(path, trips(range(6), 2), m, {**no_auto, **v})
     sp_rows = m.rows()
     ctx = ServiceContext.open(path, {"hoodie.cleaner.commits.retained": "1"})
     rollback.create_savepoint(ctx, sp)
     for k in range(3):
         _compact(path)
-        write(path, trips(range(6), 3 + k), m, no_auto)
+        write(path, trips(range(6), 3 + k), m, {**no_auto, **v})
     c = compaction.schedule_compaction(ctx)  # pending: its slices must survive
     assert c is not None
     clean.clean(ctx)
@@ -510,13 +520,15 @@ def test_clean_keeps_savepointed_and_pending_compaction_files(tmp_path: Path) ->
 # -- rollback, savepoint, restore ------------------------------------------------------------------
 
 
-def test_rollback_of_the_last_completed_delta_commit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["6", "8", "9"])
+def test_rollback_of_the_last_completed_delta_commit(tmp_path: Path, version: str) -> None:
+    v = {"hoodie.write.table.version": version}
     path = str(tmp_path / "t")
     m = Model()
-    write(path, trips(range(10), 1), m)
-    first = write(path, trips(range(5, 15), 2), m)
+    write(path, trips(range(10), 1), m, v)
+    first = write(path, trips(range(5, 15), 2), m, v)
     before = m.rows()
-    last = hudi_ds.write(path, trips(range(0, 20, 3), 3), OPTS)
+    last = hudi_ds.write(path, trips(range(0, 20, 3), 3), {**OPTS, **v})
     assert ours(path) != before
     ctx = ServiceContext.open(path)
     with pytest.raises(TimelineError, match="later instants"):
@@ -533,15 +545,17 @@ def test_rollback_of_the_last_completed_delta_commit(tmp_path: Path) -> None:
     with pytest.raises(InstantNotFoundError):
         rollback.rollback(ctx, last)
     # the table keeps working
-    write(path, trips([99], 4), m)
+    write(path, trips([99], 4), m, v)
     assert ours(path) == hudi_rs(path) == m.rows()
 
 
-def test_rollback_of_a_compaction_and_of_a_cow_commit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["6", "8", "9"])
+def test_rollback_of_a_compaction_and_of_a_cow_commit(tmp_path: Path, version: str) -> None:
+    v = {"hoodie.write.table.version": version}
     path = str(tmp_path / "t")
     m = Model()
-    write(path, trips(range(8), 1), m)
-    write(path, trips(range(4), 2), m)
+    write(path, trips(range(8), 1), m, v)
+    write(path, trips(range(4), 2), m, v)
     c = _compact(path)
     res = rollback.rollback(ServiceContext.open(path), c)
     assert res.action == "compaction"
@@ -550,9 +564,9 @@ def test_rollback_of_a_compaction_and_of_a_cow_commit(tmp_path: Path) -> None:
     cow = str(tmp_path / "cow")
     opts = {"hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
     m2 = Model()
-    write(cow, trips(range(8), 1), m2, opts)
+    write(cow, trips(range(8), 1), m2, {**opts, **v})
     before = m2.rows()
-    last = hudi_ds.write(cow, trips(range(4), 2), {**OPTS, **opts})
+    last = hudi_ds.write(cow, trips(range(4), 2), {**OPTS, **opts, **v})
     rollback.rollback(ServiceContext.open(cow), last)
     assert ours(cow) == hudi_rs(cow) == before
 
