@@ -26,6 +26,10 @@ Points (see :data:`POINTS`):
                         renamed it (``:2``), or deleted its n-2-th instant file (``:n``)
 * ``restore``           a restore is inflight (``:1``), or rolled back n-1 instants (``:n``)
 * ``savepoint``         a savepoint's inflight file exists, its completed file does not
+* ``table_config``      an update of ``hoodie.properties`` (backup-file protocol) wrote the
+                        backup to its temporary name (``:1``), renamed it (``:2``), deleted
+                        ``hoodie.properties`` (``:3``), wrote the new one to its temporary name
+                        (``:4``), renamed it, the backup not yet deleted (``:5``)
 
 ``<point>:<n>`` makes every step of a multi-step transition reachable: the crash matrix of
 ``tests/services/test_transitions_crash.py`` kills at each n in turn.
@@ -51,6 +55,7 @@ POINTS = (
     "archive",
     "restore",
     "savepoint",
+    "table_config",
 )
 _hits: dict[str, int] = {}
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from hudi_ds.errors import ConfigError, CorruptFileError, TableNotFoundError
+from hudi_ds.faults import crash_point
 from hudi_ds.storage import Storage
 
 log = logging.getLogger("hudi_ds.table")
@@ -339,7 +340,11 @@ class TableConfig:
         return cfg, None
 
     def save(self, storage: Storage) -> None:
-        """Write atomically (temp file + rename), with a fresh checksum."""
+        """Write a new table's file atomically (temp file + rename), with a fresh checksum.
+
+        Only for creating a table: an existing table's file is changed with
+        :func:`update_table_config` (the backup-file protocol).
+        """
         self.props[self.CHECKSUM.key] = str(
             table_checksum(self.table_name, self.DATABASE_NAME.of(self.props) or "")
         )
@@ -489,6 +494,143 @@ class TableConfig:
     @property
     def timeline_timezone(self) -> str:
         return (self.TIMELINE_TIMEZONE.of(self.props) or "").upper()
+
+
+# --------------------------------------------------------------------------- updates
+def recover_table_config(storage: Storage) -> bool:
+    """Finish or undo an interrupted :func:`update_table_config` (``HoodieTableConfig.recover``).
+
+    Java's ``ConfigUtils.recoverIfNeeded`` copies the backup over a *missing*
+    ``hoodie.properties`` and then deletes the backup. Stricter, as :meth:`TableConfig.load` is:
+    a main file that is present but not valid (damaged, wrong checksum, cut off) is replaced by
+    a valid backup too; the backup is deleted only once the main file is valid, so the last
+    good copy is never lost.
+
+    Returns:
+        True when ``hoodie.properties`` was restored from the backup.
+
+    Raises:
+        TableNotFoundError: neither file exists.
+        CorruptFileError: neither file is valid (nothing is changed).
+    """
+    main = _valid_config_bytes(storage, PROPS_FILE)
+    if main is not None:
+        storage.delete(PROPS_BACKUP)  # a leftover of an update that completed (or never began)
+        return False
+    backup = _valid_config_bytes(storage, PROPS_BACKUP)
+    if backup is None:
+        TableConfig.load(storage)  # raises the error naming each file and what is wrong
+        return False  # a doubtful main file (e.g. no checksum) and no backup: keep it
+    where = storage.full_path(PROPS_FILE)
+    log.warning("restoring %s from %s", where, storage.full_path(PROPS_BACKUP))
+    storage.write_atomic(PROPS_FILE, backup)
+    storage.delete(PROPS_BACKUP)
+    return True
+
+
+def update_table_config(
+    storage: Storage,
+    updates: Mapping[str, str] | None = None,
+    deletes: Iterable[str] = (),
+) -> TableConfig:
+    """Set and remove ``hoodie.properties`` entries of an existing table, crash-safely.
+
+    The one way hudi_ds changes an existing table's config. Hudi's backup-file protocol
+    (``HoodieTableConfig.modify``): recover from an interrupted update
+    (:func:`recover_table_config`); copy ``hoodie.properties`` to ``hoodie.properties.backup``;
+    delete ``hoodie.properties`` (readers now take the backup, see :meth:`TableConfig.load`);
+    write the new ``hoodie.properties`` with a fresh ``hoodie.table.checksum``; read it back and
+    check the checksum; delete the backup. Each file is written atomically (temp + rename), so
+    a crash at any step leaves a readable config holding either the old or the new entries,
+    and the next update (or :func:`recover_table_config`) finishes the cleanup. Concurrent
+    writers must hold the table lock, as in Hudi.
+
+    Args:
+        storage: the table's storage (base path).
+        updates: entries to set (added or replaced).
+        deletes: keys to remove (absent ones are ignored).
+
+    Returns:
+        The new config, as written.
+
+    Raises:
+        ConfigError: ``hoodie.table.checksum`` given (it is computed), ``hoodie.table.name``
+            deleted or set empty, a key both set and deleted, or a key that is empty or not a
+            string.
+        TableNotFoundError / CorruptFileError: no valid ``hoodie.properties`` or backup.
+    """
+    updates = dict(updates or {})
+    gone = set(deletes)
+    _check_update(updates, gone)
+    recover_table_config(storage)
+    data = _valid_config_bytes(storage, PROPS_FILE)
+    if data is None:  # a doubtful file without a backup (TableConfig.load took it)
+        data = storage.read_bytes(PROPS_FILE)
+    old = TableConfig(parse_properties(data.decode("utf-8")))
+    props = {k: v for k, v in old.props.items() if k not in gone}
+    props.update(updates)
+    new = TableConfig(props)
+    new.props[TableConfig.CHECKSUM.key] = str(
+        table_checksum(new.table_name, TableConfig.DATABASE_NAME.of(new.props) or "")
+    )
+    # 1. the backup: readers take it while hoodie.properties is absent
+    storage.write_atomic(PROPS_BACKUP, data, crash_point_name="table_config")
+    crash_point("table_config")
+    # 2. delete the main file (as Java does: a store without atomic rename never shows a mix)
+    storage.delete(PROPS_FILE)
+    crash_point("table_config")
+    # 3. the new main file
+    text = format_properties(new.props, "Updated by hudi_ds").encode("utf-8")
+    storage.write_atomic(PROPS_FILE, text, crash_point_name="table_config")
+    crash_point("table_config")
+    # 4. verify it (Java compares the checksum read back), 5. drop the backup
+    back = _valid_config_bytes(storage, PROPS_FILE)
+    if back is None or parse_properties(back.decode("utf-8")) != new.props:
+        storage.delete(PROPS_FILE)  # readers keep taking the backup; the next update recovers
+        raise CorruptFileError(
+            f"{storage.full_path(PROPS_FILE)} did not read back as written; the table keeps "
+            f"its previous config in {storage.full_path(PROPS_BACKUP)}"
+        )
+    storage.delete(PROPS_BACKUP)
+    log.info(
+        "updated %s: set %s, removed %s",
+        storage.full_path(PROPS_FILE),
+        sorted(updates),
+        sorted(gone & old.props.keys()),
+    )
+    return new
+
+
+def _check_update(updates: Mapping[str, str], deletes: set[str]) -> None:
+    """Refuse an update that would leave an invalid config (see :func:`update_table_config`)."""
+    for key in [*updates, *deletes]:
+        if not isinstance(key, str) or not key.strip():
+            raise ConfigError(f"hoodie.properties key {key!r} is not a non-empty string")
+    for key, value in updates.items():
+        if not isinstance(value, str):
+            raise ConfigError(
+                f"hoodie.properties value of {key} must be a string, got {type(value).__name__}"
+            )
+    both = sorted(deletes & updates.keys())
+    if both:
+        raise ConfigError(f"hoodie.properties keys both set and deleted: {both}")
+    if TableConfig.CHECKSUM.key in updates or TableConfig.CHECKSUM.key in deletes:
+        raise ConfigError(f"{TableConfig.CHECKSUM.key} is computed, not set")
+    if TableConfig.NAME.key in deletes or updates.get(TableConfig.NAME.key, "x").strip() == "":
+        raise ConfigError(f"{TableConfig.NAME.key} cannot be removed or emptied")
+
+
+def _valid_config_bytes(storage: Storage, rel: str) -> bytes | None:
+    """The bytes of ``rel`` when it exists and is a valid config file (else None)."""
+    try:
+        data = storage.read_bytes(rel)
+    except FileNotFoundError:
+        return None
+    try:
+        _, doubt = TableConfig._parse_file(data)
+    except CorruptFileError:
+        return None
+    return data if doubt is None else None
 
 
 def _split(v: str) -> list[str]:

@@ -10,17 +10,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hudi_ds.errors import ConfigError, TableExistsError, TableNotFoundError
+import hudi_ds
+from hudi_ds.errors import ConfigError, CorruptFileError, TableExistsError, TableNotFoundError
+from hudi_ds.faults import ENV as CRASH_ENV
+from hudi_ds.faults import EXIT_CODE
 from hudi_ds.schema import with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import (
     COMMIT_TIME_ORDERING,
     EVENT_TIME_ORDERING,
+    PROPS_BACKUP,
+    PROPS_FILE,
     TableConfig,
     TableProperty,
     format_properties,
     parse_properties,
+    recover_table_config,
     table_checksum,
+    update_table_config,
 )
 from hudi_ds.table_create import (
     TABLE_FOLDERS,
@@ -29,6 +36,7 @@ from hudi_ds.table_create import (
     create_table,
     table_properties,
 )
+from tests.conftest import assert_rows, hudi_rs_table, spawn_python, table_options
 from tests.fixtures import fixture_names, fixture_table
 
 
@@ -174,3 +182,137 @@ def test_check_path_is_free(tmp_path: Path) -> None:
         check_path_is_free(Storage(str(tmp_path / "data" / "x.csv")))
     (tmp_path / "empty" / ".hoodie").mkdir(parents=True)
     check_path_is_free(Storage(str(tmp_path / "empty")))
+
+
+# ------------------------------------------------------------------ updates: backup-file protocol
+MDT_KEY = "hoodie.table.metadata.partitions"
+
+
+def _table(tmp_path: Path) -> tuple[str, Storage]:
+    """A table hudi_ds wrote (two rows), its config as created."""
+    path = str(tmp_path / "t")
+    data = pa.table({"id": ["a", "b"], "ts": [1, 2], "p": ["x", "y"]})
+    hudi_ds.write(path, data, table_options("t", partition="p"))
+    return path, Storage(path)
+
+
+ROWS = [("a", 1, "x"), ("b", 2, "y")]
+
+
+def test_update_sets_and_deletes(tmp_path: Path) -> None:
+    path, storage = _table(tmp_path)
+    before = TableConfig.load(storage).props
+    new = update_table_config(storage, {MDT_KEY: "files", "x.key": "a=b:c\\d é"}, ["nope"])
+    assert new.props == {**before, MDT_KEY: "files", "x.key": "a=b:c\\d é"}
+    assert TableConfig.load(storage).props == new.props
+    assert not storage.exists(PROPS_BACKUP)
+    text = storage.read_text(PROPS_FILE)
+    assert "x.key=a\\=b\\:c\\\\d \\u00E9\n" in text  # Java Properties escapes
+    back = update_table_config(storage, deletes=[MDT_KEY, "x.key"])
+    assert back.props == before and TableConfig.load(storage).props == before
+    assert_rows(hudi_ds.read(path), ROWS, ["id", "ts", "p"])
+    assert_rows(hudi_rs_table(path), ROWS, ["id", "ts", "p"])
+
+
+def test_update_renames_with_fresh_checksum(tmp_path: Path) -> None:
+    _, storage = _table(tmp_path)
+    new = update_table_config(storage, {"hoodie.table.name": "u", "hoodie.database.name": "db"})
+    loaded = TableConfig.load(storage)
+    assert loaded.props == new.props and loaded.validate_checksum()
+    assert loaded.props["hoodie.table.checksum"] == str(table_checksum("u", "db"))
+
+
+@pytest.mark.parametrize(
+    ("updates", "deletes", "match"),
+    [
+        ({"hoodie.table.checksum": "1"}, [], "computed"),
+        ({}, ["hoodie.table.checksum"], "computed"),
+        ({}, ["hoodie.table.name"], "hoodie.table.name"),
+        ({"hoodie.table.name": " "}, [], "hoodie.table.name"),
+        ({"k": "1"}, ["k"], "both set and deleted"),
+        ({"": "1"}, [], "key ''"),
+        ({"k": 1}, [], "value of k must be a string"),
+    ],
+)
+def test_update_refuses_bad_input(tmp_path: Path, updates, deletes, match) -> None:
+    _, storage = _table(tmp_path)
+    before = storage.read_bytes(PROPS_FILE)
+    with pytest.raises(ConfigError, match=match):
+        update_table_config(storage, updates, deletes)
+    assert storage.read_bytes(PROPS_FILE) == before and not storage.exists(PROPS_BACKUP)
+
+
+def test_update_without_table(tmp_path: Path) -> None:
+    with pytest.raises(TableNotFoundError):
+        update_table_config(Storage(str(tmp_path)), {"k": "v"})
+
+
+UPDATER = r"""
+import sys
+from hudi_ds.storage import Storage
+from hudi_ds.table_config import update_table_config
+update_table_config(Storage(sys.argv[1]), {"x.new": "1"}, ["x.old"])
+print("survived")
+"""
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4, 5])
+def test_update_crash_at_each_step(tmp_path: Path, monkeypatch, step: int) -> None:
+    """Killed at each step, the table reads with the old or the new config; the next update
+    recovers (hoodie.properties valid, no backup left) and hudi-rs reads the table."""
+    path, storage = _table(tmp_path)
+    old = update_table_config(storage, {"x.old": "0"}).props
+    new = {**{k: v for k, v in old.items() if k != "x.old"}, "x.new": "1"}
+    monkeypatch.setenv(CRASH_ENV, f"table_config:{step}")
+    proc = spawn_python(UPDATER, path)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == EXIT_CODE, (out, err)
+    monkeypatch.delenv(CRASH_ENV)
+    main, backup = storage.exists(PROPS_FILE), storage.exists(PROPS_BACKUP)
+    # old config up to the rename of the new file, the new one from then on
+    expected = new if step == 5 else old
+    assert (main, backup) == {
+        1: (True, False),
+        2: (True, True),
+        3: (False, True),
+        4: (False, True),
+        5: (True, True),
+    }[step]
+    assert TableConfig.load(storage).props == expected
+    assert hudi_ds.HudiTable(path).config.props == expected
+    assert_rows(hudi_ds.read(path), ROWS, ["id", "ts", "p"])
+    # recovery: the main file restored from the backup where it is missing, the backup gone
+    assert recover_table_config(storage) == (step in (3, 4))
+    assert not storage.exists(PROPS_BACKUP)
+    assert TableConfig.load(storage).props == expected
+    assert recover_table_config(storage) is False  # idempotent
+    # the next update applies on top of what survived
+    final = update_table_config(storage, {"k": "v"})
+    assert final.props == {**expected, "k": "v"} and not storage.exists(PROPS_BACKUP)
+    assert_rows(hudi_rs_table(path), ROWS, ["id", "ts", "p"])
+    hudi_ds.write(path, pa.table({"id": ["c"], "ts": [3], "p": ["x"]}), table_options("t"))
+    assert_rows(hudi_rs_table(path), [*ROWS, ("c", 3, "x")], ["id", "ts", "p"])
+
+
+def test_update_prefers_valid_backup_over_damaged_main(tmp_path: Path) -> None:
+    """A main file torn by a writer without atomic rename (Java's create on HDFS) loses to the
+    backup; Java's recoverIfNeeded would keep the torn file and delete the backup."""
+    _, storage = _table(tmp_path)
+    good = storage.read_bytes(PROPS_FILE)
+    storage.write_bytes(PROPS_BACKUP, good)
+    storage.write_bytes(PROPS_FILE, good[: len(good) // 3])
+    new = update_table_config(storage, {"k": "v"})
+    assert new.props == {**parse_properties(good.decode()), "k": "v"}
+    assert TableConfig.load(storage).props == new.props and not storage.exists(PROPS_BACKUP)
+
+
+def test_recover_with_nothing_valid(tmp_path: Path) -> None:
+    _, storage = _table(tmp_path)
+    good = storage.read_bytes(PROPS_FILE)
+    storage.write_bytes(PROPS_FILE, good.replace(b"checksum=", b"checksum=9"))
+    storage.write_bytes(PROPS_BACKUP, b"\xff\xfe")
+    with pytest.raises(CorruptFileError, match="hoodie.properties"):
+        recover_table_config(storage)
+    with pytest.raises(CorruptFileError):
+        update_table_config(storage, {"k": "v"})
+    assert storage.exists(PROPS_BACKUP)  # nothing deleted
