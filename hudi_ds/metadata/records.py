@@ -120,13 +120,21 @@ def _null_fields(schema_json: str) -> tuple[str, ...]:
     return tuple(n for n in names if n not in ("key", "type", "filesystemMetadata"))
 
 
-def encode_files_value(record_type: int, files: Mapping[str, FileEntry], schema_json: str) -> bytes:
+def encode_files_value(
+    record_type: int,
+    files: Mapping[str, FileEntry],
+    schema_json: str,
+    *,
+    file_name: str | None = None,
+) -> bytes:
     """The HFile value of one ``files`` record: raw Avro binary, ``key`` blank, meta fields null.
 
     Args:
         record_type: :data:`PARTITION_LIST` or :data:`FILE_LIST`.
         files: name (file name or partition path) -> ``(size, isDeleted)``.
         schema_json: the written schema (:func:`record_schema`).
+        file_name: ``_hoodie_file_name``: Java sets it to the base HFile's name in base-file
+            records (all fixtures but the bootstrap base file of Hudi 1.1); None in log blocks.
 
     Raises:
         ValueError: a live (not deleted) file entry of a FILE_LIST record has no positive size
@@ -138,6 +146,7 @@ def encode_files_value(record_type: int, files: Mapping[str, FileEntry], schema_
             raise ValueError(f"metadata file entries need a positive size: {sorted(bad)[:5]}")
     record: dict[str, Any] = dict.fromkeys(_null_fields(schema_json))
     record["key"] = ""
+    record["_hoodie_file_name"] = file_name
     record["type"] = record_type
     record["filesystemMetadata"] = {
         name: {"size": int(size), "isDeleted": bool(deleted)}

@@ -92,10 +92,10 @@ from hudi_ds.write.lock import (
     table_lock,
 )
 from hudi_ds.write.markers import delete_markers, marked_files
+from hudi_ds.write.metadata_sync import install_metadata_writer
 from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
 from hudi_ds.write.options import ResolvedOptions, check_writable, resolve_options
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
-from hudi_ds.write.metadata_sync import install_metadata_writer
 from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant
 from hudi_ds.write.tagged_records import TaggedRecords
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata

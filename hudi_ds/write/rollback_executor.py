@@ -327,9 +327,7 @@ def _finish_rollback(
     appended: dict[str, int] | None = None,
     before_complete: BeforeComplete = None,
 ) -> None:
-    writer = TimelineWriter(
-        storage, layout, config.timeline_path, before_complete=before_complete
-    )
+    writer = TimelineWriter(storage, layout, config.timeline_path, before_complete=before_complete)
     logs_by_partition: dict[str, dict[str, int]] = {}
     for path, size in (appended or {}).items():
         logs_by_partition.setdefault(partition_of(path), {})[path] = size
