@@ -62,6 +62,8 @@ BYTES_PER_CHECKSUM = 16 * 1024
 HEADER_SIZE = 33
 #: Size of the fixed trailer at the end of the file.
 TRAILER_SIZE = 4096
+#: Magic at the start of the trailer.
+TRAILER_MAGIC = b'TRABLK"$'
 #: Comparator class named in the trailer by Hudi's writers.
 COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
 
@@ -112,7 +114,6 @@ _ROOT_INDEX = b"IDXROOT2"
 _INTERMEDIATE_INDEX = b"IDXINTE2"
 _LEAF_INDEX = b"IDXLEAF2"
 _FILE_INFO = b"FILEINF2"
-_TRAILER = b'TRABLK"$'
 _PBUF = b"PBUF"
 _MAX_VERSION = 3  # HFile major version
 
@@ -405,7 +406,14 @@ def write_hfile(
     ``int16 rowLength + row``), the meta index (always written, possibly empty), the file info
     and the 4096-byte trailer (version 3.0, one index level). Every block has checksum type
     NULL with 4 zero bytes per 16 KiB chunk and, with ``codec`` GZ, a gzip-compressed payload.
-    File info and meta blocks come out in Java ``HashMap`` order, as Java writes them.
+    File info and meta blocks come out in Java ``HashMap`` order, as Java writes them. Every
+    Hudi 1.x HFile of the fixtures (base files and log blocks of all metadata-table partitions)
+    is rewritten byte for byte from its cells, file info and meta blocks. One difference
+    shows only in files of several data blocks: each data block's ``prevBlockOffset`` is the
+    previous data block's offset (HBase's meaning), where hudi-io's ``HFileWriterImpl.
+    flushCurrentDataBlock`` passes the new block's own start; readers (Java's native one,
+    hudi-rs) ignore the field. (Newer hudi-io versions put full cell keys into the root index;
+    :func:`read_hfile` reads both forms.)
 
     The writer adds the standard file info entries itself: ``MAX_MEMSTORE_TS_KEY`` (int64 0),
     ``hfile.LASTKEY`` (``int16 len + row`` of the last key), ``hfile.AVG_KEY_LEN`` and
@@ -500,7 +508,7 @@ def write_hfile(
             _proto_varint_field(_T_CODEC, int(codec)),
         ]
     )
-    head = _TRAILER + _uvarint(len(proto)) + proto
+    head = TRAILER_MAGIC + _uvarint(len(proto)) + proto
     trailer = head + bytes(TRAILER_SIZE - 4 - len(head)) + struct.pack(">i", _MAX_VERSION)
     out.append(trailer)
     return b"".join(out)
@@ -636,7 +644,7 @@ def _trailer(data: bytes) -> dict[int, int | bytes]:
     if len(data) < TRAILER_SIZE:
         raise _Damaged(f"{len(data)} bytes is shorter than the {TRAILER_SIZE}-byte trailer")
     t = len(data) - TRAILER_SIZE
-    if data[t : t + 8] != _TRAILER:
+    if data[t : t + 8] != TRAILER_MAGIC:
         raise _Damaged("no trailer magic 4096 bytes before the end")
     (version,) = struct.unpack_from(">i", data, len(data) - 4)
     major = version & 0x00FFFFFF
@@ -719,9 +727,9 @@ def read_hfile(data: bytes, path: str = "") -> HFile:
     """Read every cell, the file info and the meta blocks of an HFile.
 
     Reads both writer generations: Hudi 1.x's native writer (NULL checksums, ``int16 + row``
-    index keys, trailer version 3.0) and the HBase writer of Hudi 0.x (CRC32C checksums, full
-    cell keys in the index and ``hfile.LASTKEY``, trailer 3.3, possibly a multi-level data
-    index). Codecs GZ and NONE. Keys come back as the cells' row bytes.
+    index keys, trailer version 3.0) and the HBase writer of Hudi 0.x and 1.0 (CRC32C
+    checksums, full cell keys in the index and ``hfile.LASTKEY``, trailer 3.3, possibly a
+    multi-level data index). Codecs GZ and NONE. Keys come back as the cells' row bytes.
 
     Args:
         data: the whole file.
