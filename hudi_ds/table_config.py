@@ -493,6 +493,12 @@ class TableConfig:
         )
 
     @property
+    def timeline_history_path(self) -> str:
+        """The LSM history folder of timeline layout 2 (``hoodie.timeline.history.path``),
+        relative to the base path."""
+        return f"{self.timeline_path}/{self.TIMELINE_HISTORY_PATH.of(self.props) or 'history'}"
+
+    @property
     def archive_folder(self) -> str:
         """The archived timeline's folder under ``.hoodie`` (``hoodie.archivelog.folder``)."""
         return self.ARCHIVELOG_FOLDER.of(self.props) or "archived"

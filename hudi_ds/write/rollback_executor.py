@@ -233,17 +233,30 @@ def _files_of(storage: Storage, config: TableConfig, instant: str) -> list[str]:
 
 
 def rollback_plan(
-    instant: str, action: str, files: Iterable[str], full_path: Callable[[str], str] = str
+    instant: str,
+    action: str,
+    files: Iterable[str],
+    full_path: Callable[[str], str] = str,
+    layout: int = 1,
 ) -> RollbackPlan:
     """The ``HoodieRollbackPlan`` (version 1) that deletes ``files`` (paths relative to the table,
-    recorded as ``full_path`` makes them) of ``instant``, one request per partition."""
+    recorded as ``full_path`` makes them) of ``instant``, one request per partition. On timeline
+    layout 2 a request is written as Hudi 1.x writes one for a failed write (marker based:
+    ``fileId`` and ``latestBaseInstant`` empty strings, an empty ``logBlocksToBeDeleted``)."""
     by_partition: dict[str, list[str]] = {}
     for f in sorted(files):
         by_partition.setdefault(partition_of(f), []).append(full_path(f))
+    java = layout == 2
     return RollbackPlan(
         instant_to_rollback=InstantInfo(commit_time=instant, action=action),
         rollback_requests=[
-            RollbackRequest(partition_path=p, files_to_be_deleted=fs)
+            RollbackRequest(
+                partition_path=p,
+                file_id="" if java else None,
+                latest_base_instant="" if java else None,
+                files_to_be_deleted=fs,
+                log_blocks_to_be_deleted={} if java else None,
+            )
             for p, fs in sorted(by_partition.items())
         ],
         version=1,
@@ -291,7 +304,11 @@ def execute_rollback(
         last = timeline.instants[-1].requested_time if len(timeline) else None
         for _ in range(100):
             rollback_time = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
-            plan = rollback_plan(instant, action, files)
+            plan = (
+                rollback_plan(instant, action, files, storage.uri, layout)
+                if layout == 2
+                else rollback_plan(instant, action, files)
+            )
             req = Instant(rollback_time, "rollback", State.REQUESTED)
             if writer.create_requested(req, plan.to_bytes()):
                 writer.transition_to_inflight(req)
@@ -340,7 +357,8 @@ def _finish_rollback(
             p: RollbackPartitionMetadata(
                 partition_path=p,
                 success_delete_files=deleted.get(p, []),
-                rollback_log_files=logs_by_partition.get(p),
+                rollback_log_files=logs_by_partition.get(p, {} if layout == 2 else None),
+                log_files_from_failed_commit={} if layout == 2 else None,
             )
             for p in sorted(set(deleted) | set(logs_by_partition))
         },
