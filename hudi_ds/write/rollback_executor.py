@@ -138,7 +138,9 @@ def resume_rollback(
     inst = timeline.get(target) if target is not None else None
     if inst is not None and not inst.is_completed:
         if inst.action == COMPACTION:
-            _revert_compaction_attempt(storage, config, timeline, inst, r.requested_time)
+            _revert_compaction_attempt(
+                storage, config, timeline, inst, r.requested_time, before_complete
+            )
         else:
             execute_rollback(
                 storage, config, timeline, inst.requested_time, r.requested_time, before_complete
@@ -162,7 +164,12 @@ def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
 
 
 def _revert_compaction_attempt(
-    storage: Storage, config: TableConfig, timeline: Timeline, inst: Instant, rollback_time: str
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    inst: Instant,
+    rollback_time: str,
+    before_complete: BeforeComplete = None,
 ) -> None:
     ts = inst.requested_time
     files = set(_files_of(storage, config, ts)) | set(
@@ -177,7 +184,14 @@ def _revert_compaction_attempt(
     if inst.is_inflight:
         writer.revert_to_requested(inst)
     _finish_rollback(
-        storage, config.timeline_layout_version, config, rollback_time, ts, deleted, COMPACTION
+        storage,
+        config.timeline_layout_version,
+        config,
+        rollback_time,
+        ts,
+        deleted,
+        COMPACTION,
+        before_complete=before_complete,
     )
     log.info("rolled back the failed attempt of compaction %s (resumed)", ts)
 
