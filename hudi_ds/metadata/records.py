@@ -100,10 +100,12 @@ def record_schema(table_version: int) -> str:
     """The written ``HoodieMetadataRecord`` schema JSON (meta fields first) of a table version.
 
     Version 6 (Hudi 0.14/0.15) has no ``SecondaryIndexMetadata``; versions 8 and 9 share the
-    1.x field list. The JSON is compact, as Java's ``Schema.toString()`` writes it into the HFile
-    file info (``schema``) and the log block header (``SCHEMA``).
+    1.x field list, version 8 (Hudi 1.0) without the column stats' ``ArrayWrapper`` (readers
+    such as hudi-rs refuse to reconcile a base file and log blocks of both). The JSON is
+    compact, as Java's ``Schema.toString()`` writes it into the HFile file info (``schema``)
+    and the log block header (``SCHEMA``).
     """
-    name = "v6" if table_version < 8 else "v9"
+    name = "v6" if table_version < 8 else "v8" if table_version == 8 else "v9"
     path = resources.files("hudi_ds.metadata").joinpath("avro", f"HoodieMetadataRecord.{name}.avsc")
     return path.read_text(encoding="utf-8")
 

@@ -222,6 +222,7 @@ class MetadataWriter:
         self.storage: Storage = state.storage.sub(METADATA_PATH)
         self.version = state.config.table_version
         self.schema = record_schema(self.version)
+        self._schema_adopted = False
 
     # -- what the table has ---------------------------------------------------------------------
     @property
@@ -292,8 +293,22 @@ class MetadataWriter:
         else:
             self.drop_unmaintained()
             self.recover()
+            self._adopt_schema()
         self._catch_up(exclude=done.requested_time)
         self._mirror(done.requested_time, content, done.action)
+
+    def _adopt_schema(self) -> None:
+        """Write with the schema of the MDT's latest base file (Java versions differ in the
+        other partitions' record types; a reader reconciles base and log schemas), once."""
+        if self._schema_adopted:
+            return
+        sl = self.latest_slice()
+        path = f"{FILES_PARTITION}/{sl.base_file}"
+        hf = read_hfile(self.storage.read_bytes(path), self.storage.full_path(path))
+        schema = hf.file_info.get("schema")
+        if schema:
+            self.schema = schema.decode("utf-8")
+        self._schema_adopted = True
 
     # -- creation -------------------------------------------------------------------------------
     def create(self) -> None:

@@ -464,3 +464,56 @@ def test_unmaintained_partitions_dropped(tmp_path: Path, caplog: pytest.LogCaptu
     assert not extra.exists()
     assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) == "files"
     assert_in_step(root)
+
+
+#: Hudi 1.x fixtures with a metadata table that hudi_ds writes (Lance and no-meta-field
+#: tables are refused whatever they have)
+MDT_FIXTURES_1X = [
+    "cow_v9_timebasedkeygen_nonhivestyle",
+    "cow_v9_txns_complex_meta",
+    "cow_v9_txns_nonpart_meta",
+    "cow_v9_txns_simple_meta",
+    "cow_v9_txns_simple_overwrite",
+    "mor_avro_v8_trips_8i3u1d",
+    "mor_avro_v9_nonpartitioned_rollback",
+    "mor_avro_v9_timebasedkeygen_nonhivestyle",
+    "mor_avro_v9_txns_complex_meta",
+    "mor_avro_v9_txns_nonpart_meta",
+    "mor_avro_v9_txns_simple_meta",
+    "mor_avro_v9_txns_simple_overwrite",
+]
+
+
+@pytest.mark.parametrize("name", MDT_FIXTURES_1X)
+def test_1x_fixture_with_mdt_upsert_and_delete(
+    name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Hudi 1.0/1.1 table with an MDT (files plus column_stats, partition_stats, record
+    index, secondary indexes): the first write drops the indexes hudi_ds does not maintain
+    (warning naming them), appends to Java's files partition with the MDT's own schema, and
+    hudi-rs -- which lists v8+ tables through the MDT -- reads the written rows."""
+    from tests.write.fixture_model import data_row_set
+    from tests.write.test_fixture_writes import unzip
+
+    root = unzip(name, tmp_path / "t")
+    assert_in_step(root)
+    declared = TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) or ""
+    others = sorted(p for p in declared.split(",") if p and p != "files")
+    rows = hudi_ds.read(str(root), options={"hoodie.metadata.enable": "false"})
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    gone = data_row_set(rows.slice(2, 1))[0]
+    expected = data_row_set(rows)
+    expected.remove(gone)
+    table = HudiTable(str(root))
+    with caplog.at_level(logging.WARNING, logger="hudi_ds.metadata"):
+        table.upsert(data.slice(0, 2))
+    if others:
+        assert ", ".join(others) in caplog.text
+    table.delete(data.slice(2, 1))
+    assert_in_step(root)
+    assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) == "files"
+    left = sorted(p.name for p in (root / ".hoodie" / "metadata").iterdir())
+    assert left == [".hoodie", "files"]
+    assert data_row_set(hudi_ds.read(str(root))) == expected
+    assert data_row_set(hudi_rs_table(str(root))) == expected
+    assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": "true"})) == expected
