@@ -79,6 +79,10 @@ from hudi_ds.timeline.instant import (
     new_instant_time,
 )
 from hudi_ds.timeline.metadata import (
+    CleanerPlan,
+    CleanFileInfo,
+    CleanMetadata,
+    CleanPartitionMetadata,
     CommitMetadata,
     CompactionOperation,
     CompactionPlan,
@@ -113,6 +117,7 @@ _SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below
 _MIRRORED = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE})
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
 _BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
+_CLEAN_POLICY = "KEEP_LATEST_FILE_VERSIONS"
 
 Listing = Callable[[TableState], Iterable[tuple[str, str, int]]]
 """``listing(state)``: ``(partition path, file name, size)`` of every committed data file."""
@@ -138,9 +143,6 @@ def metadata_table_properties(data: TableConfig) -> dict[str, str]:
         "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
         "hoodie.datasource.write.drop.partition.columns": "false",
     }
-    database = data.DATABASE_NAME.of(data.props)
-    if database:
-        props["hoodie.database.name"] = database
     if version < 8:
         props.update(
             {
@@ -742,4 +744,84 @@ class MetadataWriter:
         )
         writer.complete(req, md.to_bytes(layout))
         log.info("metadata table: compacted into %s (%d records)", name, len(merged))
+        self.clean(after=when)
         return when
+
+    def clean(self, after: str) -> list[str]:
+        """Delete the file slices of ``files-0000-0`` older than the two latest (the slice a
+        reader that started before compaction ``after`` may still read is kept), as an MDT
+        clean instant (``KEEP_LATEST_FILE_VERSIONS``, 2 versions; Java cleans the MDT after
+        its compaction in ``HoodieBackedTableMetadataWriter.cleanIfNecessary``). Java 0.x
+        names it ``<instant>002`` (``createCleanTimestamp``), 1.x gives it a new time.
+
+        Returns:
+            The deleted file names.
+        """
+        tl = self.timeline()
+        layout = tl.layout_version
+        done = tl.completed()
+        deltas = {i.requested_time: i for i in done.filter_actions(DELTA_COMMIT)}
+        bases = sorted(
+            [i for i in done if i.action == COMMIT]
+            + [i for t, i in deltas.items() if t < _SYNTHETIC_MAX],
+            key=lambda i: (i.completion_time or i.requested_time, i.requested_time),
+        )
+        if len(bases) <= 2:
+            return []
+        oldest_kept = bases[-2]
+        old = {i.requested_time for i in bases[:-2]}
+        kept_done = oldest_kept.completion_time or oldest_kept.requested_time
+        doomed = []
+        for n in self._file_names():
+            b = parse_base_file_name(n)
+            lg = parse_log_file_name(n)
+            if b is not None and b.file_id == FILES_FILE_ID and b.instant_time in old:
+                doomed.append(n)
+            elif lg is not None and lg.file_id == FILES_FILE_ID:
+                if layout == 1 and lg.instant_time in old:
+                    doomed.append(n)
+                elif layout == 2 and lg.instant_time != oldest_kept.requested_time:
+                    d = deltas.get(lg.instant_time)
+                    if d is not None and (d.completion_time or d.requested_time) < kept_done:
+                        doomed.append(n)
+        if not doomed:
+            return []
+        if layout == 1:
+            when = after[:17] + "002"  # Java 0.x HoodieTableMetadataUtil.createCleanTimestamp
+        else:
+            when = new_instant_time(after=tl.instants[-1].requested_time)
+        infos = [
+            CleanFileInfo(self.storage.uri(f"{FILES_PARTITION}/{n}"), False) for n in sorted(doomed)
+        ]
+        plan = CleanerPlan(
+            earliest_instant_to_retain=None,
+            last_completed_commit_timestamp=after,
+            policy=_CLEAN_POLICY,
+            files_to_be_deleted_per_partition={},
+            version=2,
+            file_paths_to_be_deleted_per_partition={FILES_PARTITION: infos},
+            partitions_to_be_deleted=[],
+        )
+        writer = self._writer()
+        req = Instant(when, CLEAN, State.REQUESTED)
+        if not writer.create_requested(req, plan.to_bytes()):
+            return []
+        writer.transition_to_inflight(req, plan.to_bytes())
+        pm = CleanPartitionMetadata(partition_path=FILES_PARTITION, policy=_CLEAN_POLICY)
+        for n in sorted(doomed):
+            pm.delete_path_patterns.append(n)
+            if self.storage.delete(f"{FILES_PARTITION}/{n}"):
+                pm.success_delete_files.append(n)
+        crash_point("metadata")
+        md = CleanMetadata(
+            start_clean_time=when,
+            total_files_deleted=len(pm.success_delete_files),
+            earliest_commit_to_retain="",
+            last_completed_commit_timestamp=after,
+            partition_metadata={FILES_PARTITION: pm},
+            version=2,
+            bootstrap_partition_metadata={},
+        )
+        writer.complete(Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
+        log.info("metadata table: cleaned %d old files", len(pm.success_delete_files))
+        return sorted(doomed)

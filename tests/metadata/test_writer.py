@@ -258,7 +258,7 @@ def test_create_upsert_delete(table_type: str, version: int, tmp_path: Path) -> 
 @pytest.mark.parametrize("version", [6, 9])
 def test_compaction_clean_and_mdt_compaction(version: int, tmp_path: Path) -> None:
     """Inline data compaction and cleaning through the writer's state, MDT compaction every 3
-    deltacommits: in step after each commit; old MDT base files stay (Java cleans them)."""
+    deltacommits and MDT cleaning after it: in step after each commit."""
     root = tmp_path / "t"
     opts = options(
         "MERGE_ON_READ",
@@ -288,6 +288,15 @@ def test_compaction_clean_and_mdt_compaction(version: int, tmp_path: Path) -> No
             assert len(c) == 20 and c.endswith("001") and mdt_tl.contains(c[:-3])
         else:  # Java 1.x: a new instant time
             assert len(c) == 17 and not tl.contains(c)
+    # the MDT is cleaned after its compactions: the two latest slices stay
+    assert len(compactions) >= 2
+    names = sorted(p.name for p in (root / ".hoodie" / "metadata" / "files").iterdir())
+    assert len([n for n in names if n.endswith(".hfile")]) == 2, names
+    assert f"files-0000-0_0-0-0_{bootstrap_instant(version)}.hfile" not in names
+    cleans = [i.requested_time for i in mdt_tl.completed().filter_actions("clean")]
+    assert cleans
+    if version == 6:  # Java 0.x: <deltacommit>002
+        assert all(c.endswith("002") and c[:-3] + "001" in compactions for c in cleans)
     check_rows(root, model)
 
 
