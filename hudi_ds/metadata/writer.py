@@ -86,6 +86,11 @@ from hudi_ds.timeline.metadata import (
     CommitMetadata,
     CompactionOperation,
     CompactionPlan,
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
     WriteStat,
 )
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
@@ -488,9 +493,98 @@ class MetadataWriter:
         existing = mdt.get(instant_time)
         if existing is not None and existing.is_completed:
             return  # already mirrored (a retried completion)
+        if (
+            action == ROLLBACK
+            and mdt.layout_version >= 2
+            and self._rollback(instant_time, content, mdt)
+        ):
+            return
         changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
         self._compact_if_due(mdt)
         self._deltacommit(instant_time, changes or FilesChanges())
+
+    def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
+        """Hudi 1.x mirrors data rollback R as MDT rollback R: the MDT deltacommits of the
+        rolled-back instants are undone (their log files deleted), an empty rollback when the
+        MDT never had them (the v9 rollback fixture). Java
+        ``HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata, ..)``.
+
+        Returns:
+            False when that cannot express the rollback -- a rolled-back deltacommit is already
+            compacted into the MDT base file, or the rollback appended command blocks (sizes
+            changed) -- and a deltacommit with tombstones must (Hudi 0.x's way).
+        """
+        md = RollbackMetadata.from_bytes(content)
+        if any(pm.rollback_log_files for pm in md.partition_metadata.values()):
+            return False
+        targets = md.rolled_back_instants
+        sl = self.latest_slice(tl)
+        base = tl.get(sl.base_instant)
+        base_done = (base.completion_time if base is not None else None) or sl.base_instant
+        undo: list[Instant] = []
+        for t in targets:
+            inst = tl.get(t)
+            if inst is None:
+                continue
+            if inst.action != DELTA_COMMIT or (inst.completion_time or t) <= base_done:
+                return False  # compacted (or not a deltacommit): tombstones it is
+            undo.append(inst)
+        logs = [
+            n
+            for n in self._file_names()
+            if (p := parse_log_file_name(n)) is not None
+            and p.file_id == FILES_FILE_ID
+            and p.instant_time in {i.requested_time for i in undo}
+        ]
+        plan = RollbackPlan(
+            instant_to_rollback=InstantInfo(commit_time=targets[0], action=DELTA_COMMIT)
+            if targets
+            else None,
+            rollback_requests=[
+                RollbackRequest(
+                    partition_path=FILES_PARTITION,
+                    file_id=FILES_FILE_ID,
+                    latest_base_instant=sl.base_instant,
+                    files_to_be_deleted=[
+                        self.storage.uri(f"{FILES_PARTITION}/{n}") for n in sorted(logs)
+                    ],
+                    log_blocks_to_be_deleted={},
+                )
+            ]
+            if logs
+            else [],
+            version=1,
+        )
+        writer = self._writer()
+        req = Instant(instant_time, ROLLBACK, State.REQUESTED)
+        if not writer.create_requested(req, plan.to_bytes()):
+            raise CorruptFileError(f"metadata table: instant {instant_time} exists")
+        writer.transition_to_inflight(req)
+        crash_point("metadata")
+        deleted = [n for n in sorted(logs) if self.storage.delete(f"{FILES_PARTITION}/{n}")]
+        for inst in undo:
+            writer.delete_instant_files(inst)
+        crash_point("metadata")
+        out = RollbackMetadata(
+            start_rollback_time=instant_time,
+            total_files_deleted=len(deleted),
+            commits_rollback=[i.requested_time for i in undo],
+            partition_metadata={
+                FILES_PARTITION: RollbackPartitionMetadata(
+                    partition_path=FILES_PARTITION,
+                    success_delete_files=[
+                        self.storage.uri(f"{FILES_PARTITION}/{n}") for n in deleted
+                    ],
+                )
+            }
+            if deleted
+            else {},
+            version=1,
+            instants_rollback=[InstantInfo(i.requested_time, DELTA_COMMIT) for i in undo],
+        )
+        writer.complete(Instant(instant_time, ROLLBACK, State.INFLIGHT), out.to_bytes())
+        crash_point("metadata")
+        return True
 
     def _deltacommit(self, instant_time: str, changes: FilesChanges) -> None:
         layout, _ = self._mdt_layout()

@@ -342,6 +342,17 @@ def test_failed_write_rolled_back_in_step(
     check_rows(root, model)
     mdt_tl = Timeline.load(Storage(str(root / ".hoodie" / "metadata")), layout_of(version))
     assert not mdt_tl.pending()
+    data_tl = Timeline.load(Storage(str(root)), layout_of(version))
+    rollbacks = list(data_tl.completed().filter_actions("rollback"))
+    assert len(rollbacks) == 1
+    mirror = mdt_tl.get(rollbacks[0].requested_time)
+    assert mirror is not None and mirror.is_completed
+    killed = data_tl.read_rollback_metadata(rollbacks[0]).rolled_back_instants
+    if version >= 8:  # Hudi 1.x: MDT rollback R undoes the killed instant's deltacommit
+        assert mirror.action == "rollback"
+        assert killed and all(mdt_tl.get(t) is None for t in killed)
+    else:  # Hudi 0.x: deltacommit R with tombstones
+        assert mirror.action == DELTA_COMMIT
 
 
 def test_crash_while_creating_the_mdt(tmp_path: Path) -> None:
