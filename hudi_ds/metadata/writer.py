@@ -787,8 +787,20 @@ class MetadataWriter:
 
     # -- compaction -----------------------------------------------------------------------------
     def _compact_if_due(self, tl: Timeline) -> None:
-        if self.latest_slice(tl).delta_commits >= self.max_delta_commits:
-            self.compact(tl)
+        if self.latest_slice(tl).delta_commits < self.max_delta_commits:
+            return
+        # Java (validateTimelineBeforeSchedulingCompaction) does not compact while a data
+        # instant the MDT already mirrors is pending: its rollback must be able to undo it
+        pending = {i.requested_time for i in self.state.timeline.pending()}
+        waiting = [
+            i.requested_time
+            for i in tl.completed().filter_actions(DELTA_COMMIT)
+            if i.requested_time in pending
+        ]
+        if waiting:
+            log.info("metadata table: compaction waits for pending data instants %s", waiting)
+            return
+        self.compact(tl)
 
     def compact(self, timeline: Timeline | None = None) -> str:
         """Write a new base HFile holding the merged ``files`` listing (tombstones dropped) as

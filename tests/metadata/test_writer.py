@@ -83,7 +83,13 @@ def committed_files(root: Path) -> dict[str, dict[str, int]]:
 
 def mdt_files(root: Path) -> dict[str, dict[str, int]]:
     """The MDT ``files`` partition merged: latest base HFile, then the HFILE_DATA blocks of its
-    slice from completed MDT deltacommits, Hudi's merge rule; live entries only."""
+    slice from completed MDT deltacommits whose data instant is not pending (Java's valid
+    instants: a killed write's mirror does not count until its rollback), Hudi's merge rule;
+    live entries only."""
+    data = Storage(str(root))
+    data_cfg = TableConfig.load(data)
+    data_tl = Timeline.load(data, data_cfg.timeline_layout_version, data_cfg.timeline_path)
+    pending = {i.requested_time for i in data_tl.pending()}
     mdt = Storage(str(root / ".hoodie" / "metadata"))
     cfg = TableConfig.load(mdt)
     tl = Timeline.load(mdt, cfg.timeline_layout_version, cfg.timeline_path)
@@ -121,6 +127,8 @@ def mdt_files(root: Path) -> dict[str, dict[str, int]]:
     for _, n in sorted(logs):
         for block in scan_log_bytes((files_dir / n).read_bytes()).blocks:
             if block.block_type != BlockType.HFILE_DATA or block.instant_time not in deltas:
+                continue
+            if block.instant_time in pending:
                 continue
             assert block.schema is not None
             bh = read_hfile(block.content)
@@ -537,3 +545,39 @@ def test_1x_fixture_with_mdt_upsert_and_delete(
     assert data_row_set(hudi_ds.read(str(root))) == expected
     assert data_row_set(hudi_rs_table(str(root))) == expected
     assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": "true"})) == expected
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_mdt_compaction_waits_for_a_killed_write(version: int, tmp_path: Path) -> None:
+    """The MDT mirrors a write that is then killed before its data commit; while it stays
+    pending (writers that do not roll back failed writes) the MDT compaction that is due waits
+    (Java's validateTimelineBeforeSchedulingCompaction), so that the rollback can still undo
+    its deltacommit; after the rollback it runs, and everything stays in step."""
+    root = tmp_path / "t"
+    opts = options("COPY_ON_WRITE", version, **{"hoodie.metadata.compact.max.delta.commits": "2"})
+    never = {**opts, "hoodie.cleaner.policy.failed.writes": "NEVER"}
+    model: Rows = {}
+    t = batch(1)
+    hudi_ds.write(str(root), t, opts)
+    model = apply(model, t)
+    assert _crash("metadata:3", lambda: hudi_ds.write(str(root), batch(2), opts)) == 137
+    mdt = Storage(str(root / ".hoodie" / "metadata"))
+    for k in (3, 4):
+        t = batch(k)
+        hudi_ds.write(str(root), t, never)
+        model = apply(model, t)
+        assert_in_step(root)
+    assert not Timeline.load(mdt, layout_of(version)).completed().filter_actions(COMMIT)
+    for k in (5, 6):
+        t = batch(k)
+        hudi_ds.write(str(root), t, opts)  # rolls the killed write back first
+        model = apply(model, t)
+        assert_in_step(root)
+    check_rows(root, model)
+    mdt_tl = Timeline.load(mdt, layout_of(version))
+    assert mdt_tl.completed().filter_actions(COMMIT)  # compacted since
+    data_tl = Timeline.load(Storage(str(root)), layout_of(version))
+    (rb,) = data_tl.completed().filter_actions("rollback")
+    mirror = mdt_tl.get(rb.requested_time)
+    assert mirror is not None
+    assert mirror.action == ("rollback" if version >= 8 else DELTA_COMMIT)
