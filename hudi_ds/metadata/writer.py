@@ -7,25 +7,32 @@ block per deltacommit (record layout: :mod:`hudi_ds.metadata.records`). Java:
 
 * :meth:`MetadataWriter.update` is installed as :attr:`TableState.before_complete`: every data
   instant that changes files (commit, deltacommit, replacecommit, compaction, clean, rollback,
-  restore) is mirrored as an MDT deltacommit *with the same instant time*, written and completed
+  restore) is mirrored as an MDT instant *with the same instant time*, written and completed
   before the data instant's completed file is written (Java ``HoodieTableMetadataWriter.update``
-  inside ``commit``). A data instant that then fails is rolled back on the data table; the
-  rollback's own deltacommit tombstones its files (Java 0.x
-  ``HoodieTableMetadataUtil.convertMetadataToRollbackRecords``).
+  inside ``commit``): a deltacommit of the instant's file changes; on table versions 8/9 a data
+  rollback becomes an MDT rollback undoing the rolled-back instants' deltacommits (Hudi 1.x),
+  on version 6 a deltacommit tombstoning the files the rollback deleted (Hudi 0.x
+  ``HoodieTableMetadataUtil.convertMetadataToRollbackRecords``). Readers ignore the mirror of
+  a data instant that is still pending (Java's valid instants), so a write killed after its
+  MDT deltacommit is invisible until its rollback undoes it.
 * On the first update the MDT is created from the committed files when asked
-  (``hoodie.metadata.enable=true``), MDT instants a crash left pending are undone, completed data
-  instants the MDT misses (a service that ran without the hook) are applied in order, and MDT
-  partitions hudi_ds does not maintain are removed.
-* Every ``hoodie.metadata.compact.max.delta.commits`` deltacommits the MDT is compacted: a new
-  base HFile holding the merged listing (tombstones dropped).
+  (``hoodie.metadata.enable=true``) or rebuilt when incomplete, MDT instants a crash left
+  pending are undone, completed data instants the MDT misses (an action that ran without the
+  hook) are applied in order, and MDT partitions hudi_ds does not maintain are removed.
+* Every ``hoodie.metadata.compact.max.delta.commits`` deltacommits the MDT is compacted (a new
+  base HFile holding the merged listing, tombstones dropped) -- not while a data instant it
+  mirrors is pending -- and then cleaned (the two latest file slices stay).
 * :meth:`MetadataWriter.delete` removes the MDT (``hoodie.metadata.enable=false``).
 
-Instant times (reference: Java ``HoodieTableMetadataUtil``): the bootstrap deltacommit is
-``00000000000000010`` on table version 6 and ``00000000000000000`` on 8/9; an MDT compaction is
-``<latest deltacommit>001`` on version 6 (Java 0.x ``createCompactionTimestamp``) and a new
-instant time on 8/9. Log files: version 6 appends a new log version to the slice of the latest
-base file (``.files-0000-0_<base instant>.log.<n>_<token>``); 8/9 write one log file per
-deltacommit named with its instant (``.files-0000-0_<T>.log.1_<token>``).
+Instant times (Java ``HoodieTableMetadataUtil``): the bootstrap deltacommit is
+``00000000000000010`` on table version 6 and ``00000000000000000`` on 8/9; an MDT compaction
+(clean) is ``<latest deltacommit>001`` (``002``) on version 6 and a new instant time on 8/9.
+Log files: version 6 appends a new log version to the slice of the latest base file
+(``.files-0000-0_<base instant>.log.<n>_<token>``); 8/9 write one log file per deltacommit
+named with its instant (``.files-0000-0_<T>.log.1_<token>``).
+
+Not done: archiving the MDT's own timeline (Java archives it like the data table's), so its
+active timeline keeps one instant per mirrored data instant.
 """
 
 from __future__ import annotations
