@@ -237,6 +237,7 @@ class MetadataWriter:
         self.version = state.config.table_version
         self.schema = record_schema(self.version)
         self._schema_adopted = False
+        self._layout: tuple[int, str] | None = None
 
     # -- what the table has ---------------------------------------------------------------------
     @property
@@ -253,13 +254,20 @@ class MetadataWriter:
 
     def present(self) -> bool:
         """Whether the table has a usable MDT: ``files`` declared and the MDT's config there."""
-        return FILES_PARTITION in self.declared and self._config() is not None
+        if FILES_PARTITION not in self.declared:
+            return False
+        if self._layout is not None:  # parsed before: its existence is enough
+            return self.storage.exists(".hoodie/hoodie.properties")
+        return self._config() is not None
 
     def _mdt_layout(self) -> tuple[int, str]:
-        cfg = self._config()
-        if cfg is None:  # pragma: no cover - callers check present() first
-            raise CorruptFileError(f"{self.storage.base_uri}: no metadata table config")
-        return cfg.timeline_layout_version, cfg.timeline_path
+        """The MDT's timeline layout and path (read once: they never change)."""
+        if self._layout is None:
+            cfg = self._config()
+            if cfg is None:  # pragma: no cover - callers check present() first
+                raise CorruptFileError(f"{self.storage.base_uri}: no metadata table config")
+            self._layout = (cfg.timeline_layout_version, cfg.timeline_path)
+        return self._layout
 
     def timeline(self) -> Timeline:
         """The MDT's active timeline."""
@@ -306,10 +314,13 @@ class MetadataWriter:
             self.create()
         else:
             self.drop_unmaintained()
-            self.recover()
             self._adopt_schema()
-        self._catch_up(exclude=done.requested_time)
-        self._mirror(done.requested_time, content, done.action)
+        tl = self.timeline()
+        if self.recover(tl):
+            tl = self.timeline()
+        if self._catch_up(done.requested_time, tl):
+            tl = self.timeline()
+        self._mirror(done.requested_time, content, done.action, tl)
 
     def _adopt_schema(self) -> None:
         """Write with the schema of the MDT's latest base file (Java versions differ in the
@@ -333,6 +344,9 @@ class MetadataWriter:
         data_storage = self.state.storage
         if data_storage.exists(METADATA_PATH):
             data_storage.delete_dir(METADATA_PATH)
+        self._layout = None
+        self.schema = record_schema(self.version)
+        self._schema_adopted = True
         cfg = TableConfig(metadata_table_properties(self.state.config))
         layout = cfg.timeline_layout_version
         folders = [".hoodie", ".hoodie/.aux", ".hoodie/.schema", ".hoodie/.temp", FILES_PARTITION]
@@ -403,6 +417,7 @@ class MetadataWriter:
         if self.state.storage.exists(METADATA_PATH):
             self.state.storage.delete_dir(METADATA_PATH)
             log.info("%s: deleted the metadata table", self.state.storage.base_uri)
+        self._layout = None
 
     def drop_unmaintained(self) -> None:
         """Remove MDT partitions other than ``files`` (column_stats, partition_stats,
@@ -435,14 +450,18 @@ class MetadataWriter:
                 self.storage.delete_dir(name)
 
     # -- crash recovery and catch-up ------------------------------------------------------------
-    def recover(self) -> None:
+    def recover(self, timeline: Timeline | None = None) -> bool:
         """Undo MDT instants a crash left pending: delete the files they wrote (named in their
         inflight metadata, or carrying their instant) and their instant files. Their blocks
-        never counted (readers merge completed MDT instants only)."""
-        tl = self.timeline()
+        never counted (readers merge completed MDT instants only).
+
+        Returns:
+            Whether something was undone.
+        """
+        tl = timeline or self.timeline()
         pending = list(tl.pending())
         if not pending:
-            return
+            return False
         writer = self._writer()
         names = [f.name for f in self.storage.list_files(FILES_PARTITION)]
         for inst in pending:
@@ -466,19 +485,20 @@ class MetadataWriter:
                 self.storage.delete(f"{FILES_PARTITION}/{name}")
             writer.delete_instant_files(inst)
             log.info("metadata table: undid pending %s %s", inst.action, ts)
+        return True
 
-    def _catch_up(self, exclude: str) -> None:
+    def _catch_up(self, exclude: str, mdt: Timeline) -> bool:
         """Apply completed data instants the MDT misses (a table service or rollback that ran
-        without the hook), oldest first. Instants older than the MDT's first mirrored instant
-        are covered by its bootstrap listing."""
-        mdt = self.timeline()
+        without the hook), oldest first; whether there were any. Instants older than the MDT's
+        first mirrored instant are covered by its bootstrap listing."""
         mirrored = {
             i.requested_time for i in mdt.completed().filter_actions(DELTA_COMMIT, ROLLBACK)
         }
         real = sorted(t for t in mirrored if t >= _SYNTHETIC_MAX)
         if not real:
-            return
+            return False
         floor = real[0]
+        applied = False
         data = self.state.timeline
         for inst in data.completed():
             ts = inst.requested_time
@@ -492,11 +512,12 @@ class MetadataWriter:
             except FileNotFoundError:
                 continue
             log.info("metadata table: applying %s %s it missed", inst.action, ts)
-            self._mirror(ts, content, inst.action)
+            self._mirror(ts, content, inst.action, self.timeline())
+            applied = True
+        return applied
 
     # -- deltacommits ---------------------------------------------------------------------------
-    def _mirror(self, instant_time: str, content: bytes, action: str) -> None:
-        mdt = self.timeline()
+    def _mirror(self, instant_time: str, content: bytes, action: str, mdt: Timeline) -> None:
         existing = mdt.get(instant_time)
         if existing is not None and existing.is_completed:
             return  # already mirrored (a retried completion)
@@ -507,8 +528,9 @@ class MetadataWriter:
         ):
             return
         changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
-        self._compact_if_due(mdt)
-        self._deltacommit(instant_time, changes or FilesChanges())
+        if self._compact_if_due(mdt):
+            mdt = self.timeline()
+        self._deltacommit(instant_time, changes or FilesChanges(), mdt)
 
     def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
         """Hudi 1.x mirrors data rollback R as MDT rollback R: the MDT deltacommits of the
@@ -593,14 +615,14 @@ class MetadataWriter:
         crash_point("metadata")
         return True
 
-    def _deltacommit(self, instant_time: str, changes: FilesChanges) -> None:
+    def _deltacommit(self, instant_time: str, changes: FilesChanges, mdt: Timeline) -> None:
         layout, _ = self._mdt_layout()
         records = changes.records()
         # every block carries the partition list (Java: createPartitionListRecord per commit)
         records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
         hfile = self._hfile(records)
         block = encode_hfile_data_block(instant_time, self.schema, hfile)
-        sl = self.latest_slice()
+        sl = self.latest_slice(mdt)
         if layout == 1:
             versions = [
                 p.version
@@ -793,9 +815,10 @@ class MetadataWriter:
         return out
 
     # -- compaction -----------------------------------------------------------------------------
-    def _compact_if_due(self, tl: Timeline) -> None:
+    def _compact_if_due(self, tl: Timeline) -> bool:
+        """Compact when due; whether it did."""
         if self.latest_slice(tl).delta_commits < self.max_delta_commits:
-            return
+            return False
         # Java (validateTimelineBeforeSchedulingCompaction) does not compact while a data
         # instant the MDT already mirrors is pending: its rollback must be able to undo it
         pending = {i.requested_time for i in self.state.timeline.pending()}
@@ -806,8 +829,9 @@ class MetadataWriter:
         ]
         if waiting:
             log.info("metadata table: compaction waits for pending data instants %s", waiting)
-            return
+            return False
         self.compact(tl)
+        return True
 
     def compact(self, timeline: Timeline | None = None) -> str:
         """Write a new base HFile holding the merged ``files`` listing (tombstones dropped) as
