@@ -581,3 +581,37 @@ def test_mdt_compaction_waits_for_a_killed_write(version: int, tmp_path: Path) -
     mirror = mdt_tl.get(rb.requested_time)
     assert mirror is not None
     assert mirror.action == ("rollback" if version >= 8 else DELTA_COMMIT)
+
+
+@pytest.mark.parametrize("spec", ["metadata:1", "metadata:2"])
+@pytest.mark.parametrize("version", [6, 9])
+def test_killed_mdt_compaction_and_clean(spec: str, version: int, tmp_path: Path) -> None:
+    """The fifth write compacts the MDT (the second time) and cleans its oldest slice first;
+    killed inside the compaction (:1) or the clean (:2), the next write undoes the pending MDT
+    instant and everything is in step again."""
+    from hudi_ds.metadata.writer import MetadataWriter
+    from hudi_ds.timeline.view import TableState
+    from hudi_ds.write.metadata_sync import committed_listing
+
+    root = tmp_path / "t"
+    opts = options("COPY_ON_WRITE", version, **{"hoodie.metadata.compact.max.delta.commits": "2"})
+    model: Rows = {}
+    for k in range(1, 5):
+        t = batch(k)
+        hudi_ds.write(str(root), t, opts)
+        model = apply(model, t)
+    mdt = Storage(str(root / ".hoodie" / "metadata"))
+    assert len(Timeline.load(mdt, layout_of(version)).completed().filter_actions(COMMIT)) == 1
+    assert _crash(spec, lambda: hudi_ds.write(str(root), batch(5), opts)) == 137
+    pending = Timeline.load(mdt, layout_of(version)).pending()
+    assert [i.action for i in pending] == ["compaction" if spec.endswith("1") else "clean"]
+    for k in (6, 7):
+        t = batch(k)
+        hudi_ds.write(str(root), t, opts)
+        model = apply(model, t)
+        assert_in_step(root)
+    check_rows(root, model)
+    assert not Timeline.load(mdt, layout_of(version)).pending()
+    # the writer's own reading of the MDT agrees
+    state = TableState.open(str(root))
+    assert MetadataWriter(state, committed_listing).files() == committed_files(root)
