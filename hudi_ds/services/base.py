@@ -29,6 +29,7 @@ from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_i
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.lock import FileSystemLock, InProcessLock, held, table_lock
+from hudi_ds.write.metadata_sync import install_metadata_writer
 
 #: (table version, timeline layout) pairs the services write.
 WRITABLE_VERSIONS = frozenset({(6, 1), (8, 2), (9, 2)})
@@ -78,7 +79,11 @@ class ServiceContext:
             TableNotFoundError: no Hudi table there.
             ConfigError: an unknown ``hoodie.*`` key or an invalid value.
         """
-        return cls.of(TableState.open(path), options, progress)
+        ctx = cls.of(TableState.open(path), options, progress)
+        # the metadata table mirrors what the services complete (Java: the table's
+        # HoodieTableMetadataWriter inside every action's commit)
+        install_metadata_writer(ctx.state, ctx.options)
+        return ctx
 
     @classmethod
     def of(

@@ -92,6 +92,7 @@ from hudi_ds.write.lock import (
     table_lock,
 )
 from hudi_ds.write.markers import delete_markers, marked_files
+from hudi_ds.write.metadata_sync import install_metadata_writer
 from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
 from hudi_ds.write.options import (
     ResolvedOptions,
@@ -180,6 +181,7 @@ class WriteClient:
         )
         if self.state is not None:
             check_writable(self.state.config, self.storage.base_uri, self.storage)
+            install_metadata_writer(self.state, self.options)
 
     @property
     def table_config(self) -> TableConfig | None:
@@ -195,6 +197,7 @@ class WriteClient:
         """The opened table, opened now if another client created it after this one started."""
         if self.state is None:
             self.state = TableState.open(self.storage)
+            install_metadata_writer(self.state, self.options)
         return self.state
 
     # -- schema -------------------------------------------------------------------------------
@@ -253,6 +256,7 @@ class WriteClient:
             table_version=version,
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
+        install_metadata_writer(self.state, self.options)
 
     def create_table_if_absent(self, schema: pa.Schema) -> bool:
         """Create the table for input ``schema`` unless it exists (no instant is started).

@@ -427,22 +427,26 @@ def test_bucket_table_keeps_bucket_pruning(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["recorded", "folder"])
-def test_table_with_metadata_table_refused_unchanged(how: str, tmp_path: Path) -> None:
-    """hudi_ds does not maintain Hudi's metadata table: writing beside it would hide the new
-    files from Hudi's readers (they list files through it), so such a table is refused."""
+def test_table_with_incomplete_metadata_table_rebuilt(how: str, tmp_path: Path) -> None:
+    """A table whose hoodie.properties declares a metadata table that is not there, or that
+    holds one it does not declare (Hudi < 0.11, an interrupted creation): the first write
+    rebuilds it from the committed files and keeps it in step (issue 15; was refused)."""
+    from tests.metadata.test_writer import assert_in_step
+
     root = unzip("cow_v6_simplekeygen_nonhivestyle", tmp_path / "t")
     if how == "recorded":
         path = root / ".hoodie" / "hoodie.properties"
         path.write_text(path.read_text() + "hoodie.table.metadata.partitions=files\n")
-    else:  # an older metadata table that hoodie.properties does not announce
+    else:  # a stale metadata table (of another table) that hoodie.properties does not announce
         mdt = unzip("cow_0x_partitioned", tmp_path / "m") / ".hoodie" / "metadata"
         shutil.copytree(mdt, root / ".hoodie" / "metadata")
-    before = tree_hashes(root)
     rows = hudi_ds.read(str(root))
     data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
-    with pytest.raises(UnsupportedError, match="has a metadata table"):
-        HudiTable(str(root)).upsert(data.slice(0, 1))
-    assert tree_hashes(root) == before
+    HudiTable(str(root)).upsert(data.slice(0, 1))
+    cfg = TableConfig.load(HudiTable(str(root)).storage)
+    assert cfg.get("hoodie.table.metadata.partitions") == "files"
+    assert_in_step(root)
+    assert hudi_ds.read(str(root)).num_rows == rows.num_rows
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,964 @@
+"""``MetadataWriter``: keeps a table's metadata table (MDT) ``files`` partition in step.
+
+The MDT is a MERGE_ON_READ Hudi table at ``<table>/.hoodie/metadata`` with one file group
+(``files-0000-0``) in partition ``files``: a base HFile plus log files holding one HFILE_DATA
+block per deltacommit (record layout: :mod:`hudi_ds.metadata.records`). Java:
+``HoodieBackedTableMetadataWriter``.
+
+* :meth:`MetadataWriter.update` is installed as :attr:`TableState.before_complete`: every data
+  instant that changes files (commit, deltacommit, replacecommit, compaction, clean, rollback,
+  restore) is mirrored as an MDT instant *with the same instant time*, written and completed
+  before the data instant's completed file is written (Java ``HoodieTableMetadataWriter.update``
+  inside ``commit``): a deltacommit of the instant's file changes; on table versions 8/9 a data
+  rollback becomes an MDT rollback undoing the rolled-back instants' deltacommits (Hudi 1.x),
+  on version 6 a deltacommit tombstoning the files the rollback deleted (Hudi 0.x
+  ``HoodieTableMetadataUtil.convertMetadataToRollbackRecords``). Readers ignore the mirror of
+  a data instant that is still pending (Java's valid instants), so a write killed after its
+  MDT deltacommit is invisible until its rollback undoes it.
+* On the first update the MDT is created from the committed files when asked
+  (``hoodie.metadata.enable=true``) or rebuilt when incomplete, MDT instants a crash left
+  pending are undone, completed data instants the MDT misses (an action that ran without the
+  hook) are applied in order, and MDT partitions hudi_ds does not maintain are removed.
+* Every ``hoodie.metadata.compact.max.delta.commits`` deltacommits the MDT is compacted (a new
+  base HFile holding the merged listing, tombstones dropped) -- not while a data instant it
+  mirrors is pending -- and then cleaned (the two latest file slices stay).
+* :meth:`MetadataWriter.delete` removes the MDT (``hoodie.metadata.enable=false``).
+
+Instant times (Java ``HoodieTableMetadataUtil``): the bootstrap deltacommit is
+``00000000000000010`` on table version 6 and ``00000000000000000`` on 8/9; an MDT compaction
+(clean) is ``<latest deltacommit>001`` (``002``) on version 6 and a new instant time on 8/9.
+Log files: version 6 appends a new log version to the slice of the latest base file
+(``.files-0000-0_<base instant>.log.<n>_<token>``); 8/9 write one log file per deltacommit
+named with its instant (``.files-0000-0_<T>.log.1_<token>``).
+
+Not done: archiving the MDT's own timeline (Java archives it like the data table's), so its
+active timeline keeps one instant per mirrored data instant.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from hudi_ds.errors import CorruptFileError
+from hudi_ds.faults import crash_point
+from hudi_ds.layout.bloom import DYNAMIC_V0, BloomFilterSpec
+from hudi_ds.layout.hfile import read_hfile, write_hfile
+from hudi_ds.layout.naming import (
+    PARTITION_METADATA_FILE,
+    base_file_name,
+    file_name_of,
+    log_file_name,
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from hudi_ds.log.block import BlockType
+from hudi_ds.log.reader import scan_log_bytes
+from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
+from hudi_ds.metadata.records import (
+    ALL_PARTITIONS,
+    PARTITION_LIST,
+    FileEntry,
+    FilesChanges,
+    Records,
+    decode_files_value,
+    encode_files_value,
+    instant_changes,
+    listing_changes,
+    merge_records,
+    partition_path_of_id,
+    record_schema,
+)
+from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig, update_table_config
+from hudi_ds.timeline.instant import (
+    CLEAN,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    Instant,
+    State,
+    new_instant_time,
+)
+from hudi_ds.timeline.metadata import (
+    CleanerPlan,
+    CleanFileInfo,
+    CleanMetadata,
+    CleanPartitionMetadata,
+    CommitMetadata,
+    CompactionOperation,
+    CompactionPlan,
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
+    WriteStat,
+)
+from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.view import TableState
+
+__all__ = [
+    "FILES_FILE_ID",
+    "FILES_PARTITION",
+    "METADATA_PARTITIONS_INFLIGHT_KEY",
+    "METADATA_PARTITIONS_KEY",
+    "METADATA_PATH",
+    "MetadataSlice",
+    "MetadataWriter",
+    "bootstrap_instant",
+    "metadata_table_properties",
+]
+
+log = logging.getLogger("hudi_ds.metadata")
+
+METADATA_PATH = ".hoodie/metadata"
+"""The MDT's base path, relative to the data table's."""
+FILES_PARTITION = "files"
+FILES_FILE_ID = "files-0000-0"
+METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
+METADATA_PARTITIONS_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
+_WRITE_TOKEN = "0-0-0"
+_SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below this
+# data actions whose completed instants an MDT deltacommit mirrors
+_MIRRORED = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE})
+# Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
+_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
+_CLEAN_POLICY = "KEEP_LATEST_FILE_VERSIONS"
+
+Listing = Callable[[TableState], Iterable[tuple[str, str, int]]]
+"""``listing(state)``: ``(partition path, file name, size)`` of every committed data file."""
+
+
+def bootstrap_instant(table_version: int) -> str:
+    """The instant of the deltacommit that creates the MDT (Java ``SOLO_COMMIT_TIMESTAMP``
+    ``00000000000000`` + ``010`` in 0.x, ``000`` in 1.x)."""
+    return "00000000000000010" if table_version < 8 else "00000000000000000"
+
+
+def metadata_table_properties(data: TableConfig) -> dict[str, str]:
+    """The MDT's ``hoodie.properties`` entries for data table ``data`` (without the checksum,
+    which :meth:`TableConfig.save` adds), as Java writes them for its table version."""
+    version = data.table_version
+    props = {
+        "hoodie.table.name": f"{data.table_name}_metadata",
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": str(version),
+        "hoodie.table.base.file.format": "HFILE",
+        "hoodie.table.recordkey.fields": "key",
+        "hoodie.populate.meta.fields": "false",
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+    }
+    if version < 8:
+        props.update(
+            {
+                "hoodie.table.keygenerator.class": (
+                    "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
+                ),
+                "hoodie.compaction.record.merger.strategy": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+                "hoodie.archivelog.folder": "archived",
+                "hoodie.timeline.layout.version": "1",
+            }
+        )
+    else:
+        props.update(
+            {
+                "hoodie.table.initial.version": str(version),
+                "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+                "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+                "hoodie.record.merge.mode": "CUSTOM",
+                "hoodie.archivelog.folder": "history",
+                "hoodie.timeline.layout.version": "2",
+                "hoodie.timeline.path": "timeline",
+                "hoodie.timeline.history.path": "history",
+            }
+        )
+    return props
+
+
+def _schema_without_meta(schema_json: str) -> str:
+    """The ``schema`` of MDT commit metadata: the record schema without the meta fields."""
+    obj = json.loads(schema_json)
+    obj["fields"] = [f for f in obj["fields"] if not f["name"].startswith("_hoodie_")]
+    return json.dumps(obj, separators=(",", ":"))
+
+
+@dataclass
+class MetadataSlice:
+    """The latest file slice of ``files-0000-0``.
+
+    Attributes:
+        base_instant: instant of the base file (bootstrap or latest MDT compaction).
+        base_file: its name (None if missing).
+        log_files: log file names of the slice, in merge order.
+        completed: MDT deltacommits whose blocks count (completed ones).
+        delta_commits: deltacommits in the slice (the bootstrap's log not counted).
+    """
+
+    base_instant: str
+    base_file: str | None
+    log_files: list[str] = field(default_factory=list)
+    completed: frozenset[str] = frozenset()
+    delta_commits: int = 0
+
+
+class MetadataWriter:
+    """Creates, updates, compacts and deletes the ``files`` partition of a table's MDT.
+
+    Args:
+        state: the opened data table (its config is replaced when ``hoodie.properties``
+            changes).
+        listing: the committed data files (the write layer lists them through its file-system
+            view; this layer may not import it).
+        enable: ``hoodie.metadata.enable``: True creates the MDT when absent, False deletes it,
+            None keeps what the table has.
+        max_delta_commits: ``hoodie.metadata.compact.max.delta.commits``.
+    """
+
+    def __init__(
+        self,
+        state: TableState,
+        listing: Listing,
+        *,
+        enable: bool | None = None,
+        max_delta_commits: int = 10,
+    ) -> None:
+        self.state = state
+        self.listing = listing
+        self.enable = enable
+        self.max_delta_commits = max_delta_commits
+        self.storage: Storage = state.storage.sub(METADATA_PATH)
+        self.version = state.config.table_version
+        self.schema = record_schema(self.version)
+        self._schema_adopted = False
+        self._layout: tuple[int, str] | None = None
+
+    # -- what the table has ---------------------------------------------------------------------
+    @property
+    def declared(self) -> list[str]:
+        """MDT partitions ``hoodie.table.metadata.partitions`` names (completed ones)."""
+        raw = self.state.config.get(METADATA_PARTITIONS_KEY) or ""
+        return [p.strip() for p in raw.split(",") if p.strip()]
+
+    def _config(self) -> TableConfig | None:
+        try:
+            return TableConfig.load(self.storage)
+        except (FileNotFoundError, CorruptFileError):
+            return None
+
+    def present(self) -> bool:
+        """Whether the table has a usable MDT: ``files`` declared and the MDT's config there."""
+        if FILES_PARTITION not in self.declared:
+            return False
+        if self._layout is not None:  # parsed before: its existence is enough
+            return self.storage.exists(".hoodie/hoodie.properties")
+        return self._config() is not None
+
+    def _mdt_layout(self) -> tuple[int, str]:
+        """The MDT's timeline layout and path (read once: they never change)."""
+        if self._layout is None:
+            cfg = self._config()
+            if cfg is None:  # pragma: no cover - callers check present() first
+                raise CorruptFileError(f"{self.storage.base_uri}: no metadata table config")
+            self._layout = (cfg.timeline_layout_version, cfg.timeline_path)
+        return self._layout
+
+    def timeline(self) -> Timeline:
+        """The MDT's active timeline."""
+        layout, path = self._mdt_layout()
+        return Timeline.load(self.storage, layout, path)
+
+    def _writer(self) -> TimelineWriter:
+        layout, path = self._mdt_layout()
+        return TimelineWriter(self.storage, layout, path)
+
+    def _update_config(
+        self, updates: Mapping[str, str] | None = None, deletes: Iterable[str] = ()
+    ) -> None:
+        self.state.config = update_table_config(self.state.storage, updates, deletes)
+
+    # -- entry points ---------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Apply ``hoodie.metadata.enable=false`` when a writer opens the table: the MDT is
+        deleted (Java deletes it when a writer disables it). Everything else waits for the
+        first :meth:`update` (a write)."""
+        if self.enable is False:
+            self.delete()
+
+    def update(self, done: Instant, content: bytes) -> None:
+        """The :attr:`TableState.before_complete` hook: mirror data instant ``done``.
+
+        Creates the MDT first when ``hoodie.metadata.enable=true`` and the table has none, or
+        when it has an incomplete one (from the committed files, ``done`` excluded); otherwise
+        removes MDT partitions hudi_ds does not maintain and undoes MDT instants a crash left
+        pending. Then applies completed data instants the MDT misses, compacts the MDT when
+        due, and writes and completes the deltacommit of ``done``.
+        """
+        if self.enable is False or done.action not in _MIRRORED:
+            return
+        if not self.present():
+            # declared but missing, or a folder hoodie.properties does not declare (an MDT of
+            # Hudi < 0.11, or an interrupted creation): rebuilt from the committed files
+            if (
+                self.enable is not True
+                and FILES_PARTITION not in self.declared
+                and not self.state.storage.exists(METADATA_PATH)
+            ):
+                return
+            self.create()
+        else:
+            self.drop_unmaintained()
+            self._adopt_schema()
+        tl = self.timeline()
+        if self.recover(tl):
+            tl = self.timeline()
+        if self._catch_up(done.requested_time, tl):
+            tl = self.timeline()
+        self._mirror(done.requested_time, content, done.action, tl)
+
+    def _adopt_schema(self) -> None:
+        """Write with the schema of the MDT's latest base file (Java versions differ in the
+        other partitions' record types; a reader reconciles base and log schemas), once."""
+        if self._schema_adopted:
+            return
+        sl = self.latest_slice()
+        path = f"{FILES_PARTITION}/{sl.base_file}"
+        hf = read_hfile(self.storage.read_bytes(path), self.storage.full_path(path))
+        schema = hf.file_info.get("schema")
+        if schema:
+            self.schema = schema.decode("utf-8")
+        self._schema_adopted = True
+
+    # -- creation -------------------------------------------------------------------------------
+    def create(self) -> None:
+        """Create the MDT from the committed files (reference 6.2; Java
+        ``HoodieBackedTableMetadataWriter.initializeFromFilesystem``): config, bootstrap
+        deltacommit with a base HFile of the whole listing and a log file holding one empty
+        DELETE block, then ``files`` in ``hoodie.table.metadata.partitions``."""
+        data_storage = self.state.storage
+        if data_storage.exists(METADATA_PATH):
+            data_storage.delete_dir(METADATA_PATH)
+        self._layout = None
+        self.schema = record_schema(self.version)
+        self._schema_adopted = True
+        cfg = TableConfig(metadata_table_properties(self.state.config))
+        layout = cfg.timeline_layout_version
+        folders = [".hoodie", ".hoodie/.aux", ".hoodie/.schema", ".hoodie/.temp", FILES_PARTITION]
+        folders += (
+            [".hoodie/archived"]
+            if layout == 1
+            else [".hoodie/timeline", ".hoodie/timeline/history", ".hoodie/.heartbeat"]
+        )
+        for d in folders:
+            self.storage.makedirs(d)
+        cfg.save(self.storage)
+        boot = bootstrap_instant(self.version)
+        changes = listing_changes(self.listing(self.state))
+        writer = self._writer()
+        req = Instant(boot, DELTA_COMMIT, State.REQUESTED)
+        writer.create_requested(req)
+        writer.transition_to_inflight(req)
+        when = "#Created by hudi_ds"
+        self.storage.write_bytes(
+            f"{FILES_PARTITION}/{PARTITION_METADATA_FILE}",
+            f"#partition metadata\n{when}\ncommitTime={boot}\npartitionDepth=1\n".encode(),
+        )
+        records = changes.records()
+        records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
+        base_name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, boot, ".hfile")
+        base = self._hfile(records, base_name)
+        self.storage.write_bytes(f"{FILES_PARTITION}/{base_name}", base)
+        log_name = log_file_name(FILES_FILE_ID, boot, 1, _WRITE_TOKEN)
+        block = encode_empty_delete_block(boot)
+        self.storage.write_bytes(f"{FILES_PARTITION}/{log_name}", block)
+        md = CommitMetadata(
+            partition_to_write_stats={
+                FILES_PARTITION: [
+                    self._stat(base_name, len(base), len(records), boot),
+                    self._stat(log_name, len(block), 0, boot, base_name, [log_name], 1),
+                ]
+            },
+            extra_metadata={"schema": _schema_without_meta(self.schema)},
+            operation_type="UPSERT_PREPPED",
+        )
+        writer.complete(req, md.to_bytes(layout))
+        crash_point("metadata")
+        self._update_config({METADATA_PARTITIONS_KEY: FILES_PARTITION})
+        log.info(
+            "%s: created the metadata table (files partition, %d partitions)",
+            self.state.storage.base_uri,
+            len(changes.partitions),
+        )
+        cfg_data = self.state.config
+        if self.version >= 8 and cfg_data.is_mor and cfg_data.get(cfg_data.INDEX_TYPE) == "BUCKET":
+            log.warning(
+                "%s: hudi-rs (0.5) lists a version-%d table's files through its metadata table "
+                "and drops file groups without a base file there; bucket-index MOR inserts "
+                "write such log-only file groups, which hudi-rs will not read until a "
+                "compaction gives them a base file (Apache Hudi reads them)",
+                self.state.storage.base_uri,
+                self.version,
+            )
+
+    def delete(self) -> None:
+        """Remove the MDT as Java does when a writer disables it (reference 6.3): clear
+        ``hoodie.table.metadata.partitions`` (and ``.inflight``), then delete
+        ``.hoodie/metadata`` (a crash in between leaves an undeclared folder, removed by the
+        next :meth:`prepare`)."""
+        had = self.declared or self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY)
+        if had:
+            self._update_config(deletes=[METADATA_PARTITIONS_KEY, METADATA_PARTITIONS_INFLIGHT_KEY])
+        if self.state.storage.exists(METADATA_PATH):
+            self.state.storage.delete_dir(METADATA_PATH)
+            log.info("%s: deleted the metadata table", self.state.storage.base_uri)
+        self._layout = None
+
+    def drop_unmaintained(self) -> None:
+        """Remove MDT partitions other than ``files`` (column_stats, partition_stats,
+        record_index, secondary indexes...) the way Java drops a partition: their folder is
+        deleted and their names leave ``hoodie.table.metadata.partitions`` -- hudi_ds does not
+        keep them in step, and a stale index would mislead readers that use it."""
+        inflight_raw = self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY) or ""
+        inflight = [p.strip() for p in inflight_raw.split(",") if p.strip()]
+        folders = [
+            file_name_of(d)
+            for d in self.storage.list_dirs("")
+            if file_name_of(d) not in (FILES_PARTITION, ".hoodie")
+        ]
+        names = sorted({p for p in self.declared + inflight if p != FILES_PARTITION} | set(folders))
+        if not names:
+            return
+        log.warning(
+            "%s: removing metadata table partitions hudi_ds does not maintain: %s "
+            "(only 'files' is kept in step)",
+            self.state.storage.base_uri,
+            ", ".join(names),
+        )
+        keep = [p for p in self.declared if p == FILES_PARTITION]
+        updates = {METADATA_PARTITIONS_KEY: ",".join(keep)}
+        if inflight:
+            updates[METADATA_PARTITIONS_INFLIGHT_KEY] = ""
+        self._update_config(updates)
+        for name in names:
+            if self.storage.exists(name) or self.storage.is_dir(name):
+                self.storage.delete_dir(name)
+
+    # -- crash recovery and catch-up ------------------------------------------------------------
+    def recover(self, timeline: Timeline | None = None) -> bool:
+        """Undo MDT instants a crash left pending: delete the files they wrote (named in their
+        inflight metadata, or carrying their instant) and their instant files. Their blocks
+        never counted (readers merge completed MDT instants only).
+
+        Returns:
+            Whether something was undone.
+        """
+        tl = timeline or self.timeline()
+        pending = list(tl.pending())
+        if not pending:
+            return False
+        writer = self._writer()
+        names = [f.name for f in self.storage.list_files(FILES_PARTITION)]
+        for inst in pending:
+            ts = inst.requested_time
+            doomed: set[str] = set()
+            inflight = tl.file_paths(ts).get(State.INFLIGHT)
+            if inflight is not None:
+                try:
+                    md = CommitMetadata.from_bytes(self.storage.read_bytes(inflight))
+                    doomed.update(file_name_of(p) for p in md.write_paths())
+                except (CorruptFileError, FileNotFoundError):
+                    pass
+            for name in names:
+                b = parse_base_file_name(name)
+                lf = parse_log_file_name(name)
+                if (b is not None and b.instant_time == ts) or (
+                    lf is not None and lf.instant_time == ts and tl.layout_version >= 2
+                ):
+                    doomed.add(name)
+            for name in sorted(doomed):
+                self.storage.delete(f"{FILES_PARTITION}/{name}")
+            writer.delete_instant_files(inst)
+            log.info("metadata table: undid pending %s %s", inst.action, ts)
+        return True
+
+    def _catch_up(self, exclude: str, mdt: Timeline) -> bool:
+        """Apply completed data instants the MDT misses (a table service or rollback that ran
+        without the hook), oldest first; whether there were any. Instants older than the MDT's
+        first mirrored instant are covered by its bootstrap listing."""
+        mirrored = {
+            i.requested_time for i in mdt.completed().filter_actions(DELTA_COMMIT, ROLLBACK)
+        }
+        real = sorted(t for t in mirrored if t >= _SYNTHETIC_MAX)
+        if not real:
+            return False
+        floor = real[0]
+        applied = False
+        data = self.state.timeline
+        for inst in data.completed():
+            ts = inst.requested_time
+            if ts <= floor or ts == exclude or ts in mirrored or inst.action not in _MIRRORED:
+                continue
+            path = data.file_paths(ts).get(State.COMPLETED)
+            if path is None:
+                continue
+            try:
+                content = self.state.storage.read_bytes(path)
+            except FileNotFoundError:
+                continue
+            log.info("metadata table: applying %s %s it missed", inst.action, ts)
+            self._mirror(ts, content, inst.action, self.timeline())
+            applied = True
+        return applied
+
+    # -- deltacommits ---------------------------------------------------------------------------
+    def _mirror(self, instant_time: str, content: bytes, action: str, mdt: Timeline) -> None:
+        existing = mdt.get(instant_time)
+        if existing is not None and existing.is_completed:
+            return  # already mirrored (a retried completion)
+        if (
+            action == ROLLBACK
+            and mdt.layout_version >= 2
+            and self._rollback(instant_time, content, mdt)
+        ):
+            return
+        changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
+        if self._compact_if_due(mdt):
+            mdt = self.timeline()
+        self._deltacommit(instant_time, changes or FilesChanges(), mdt)
+
+    def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
+        """Hudi 1.x mirrors data rollback R as MDT rollback R: the MDT deltacommits of the
+        rolled-back instants are undone (their log files deleted), an empty rollback when the
+        MDT never had them (the v9 rollback fixture). Java
+        ``HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata, ..)``.
+
+        Returns:
+            False when that cannot express the rollback -- a rolled-back deltacommit is already
+            compacted into the MDT base file, or the rollback appended command blocks (sizes
+            changed) -- and a deltacommit with tombstones must (Hudi 0.x's way).
+        """
+        md = RollbackMetadata.from_bytes(content)
+        if any(pm.rollback_log_files for pm in md.partition_metadata.values()):
+            return False
+        targets = md.rolled_back_instants
+        sl = self.latest_slice(tl)
+        base = tl.get(sl.base_instant)
+        base_done = (base.completion_time if base is not None else None) or sl.base_instant
+        undo: list[Instant] = []
+        for t in targets:
+            inst = tl.get(t)
+            if inst is None:
+                continue
+            if inst.action != DELTA_COMMIT or (inst.completion_time or t) <= base_done:
+                return False  # compacted (or not a deltacommit): tombstones it is
+            undo.append(inst)
+        logs = [
+            n
+            for n in self._file_names()
+            if (p := parse_log_file_name(n)) is not None
+            and p.file_id == FILES_FILE_ID
+            and p.instant_time in {i.requested_time for i in undo}
+        ]
+        plan = RollbackPlan(
+            instant_to_rollback=InstantInfo(commit_time=targets[0], action=DELTA_COMMIT)
+            if targets
+            else None,
+            rollback_requests=[
+                RollbackRequest(
+                    partition_path=FILES_PARTITION,
+                    file_id=FILES_FILE_ID,
+                    latest_base_instant=sl.base_instant,
+                    files_to_be_deleted=[
+                        self.storage.uri(f"{FILES_PARTITION}/{n}") for n in sorted(logs)
+                    ],
+                    log_blocks_to_be_deleted={},
+                )
+            ]
+            if logs
+            else [],
+            version=1,
+        )
+        writer = self._writer()
+        req = Instant(instant_time, ROLLBACK, State.REQUESTED)
+        if not writer.create_requested(req, plan.to_bytes()):
+            raise CorruptFileError(f"metadata table: instant {instant_time} exists")
+        writer.transition_to_inflight(req)
+        crash_point("metadata")
+        deleted = [n for n in sorted(logs) if self.storage.delete(f"{FILES_PARTITION}/{n}")]
+        for inst in undo:
+            writer.delete_instant_files(inst)
+        crash_point("metadata")
+        out = RollbackMetadata(
+            start_rollback_time=instant_time,
+            total_files_deleted=len(deleted),
+            commits_rollback=[i.requested_time for i in undo],
+            partition_metadata={
+                FILES_PARTITION: RollbackPartitionMetadata(
+                    partition_path=FILES_PARTITION,
+                    success_delete_files=[
+                        self.storage.uri(f"{FILES_PARTITION}/{n}") for n in deleted
+                    ],
+                )
+            }
+            if deleted
+            else {},
+            version=1,
+            instants_rollback=[InstantInfo(i.requested_time, DELTA_COMMIT) for i in undo],
+        )
+        writer.complete(Instant(instant_time, ROLLBACK, State.INFLIGHT), out.to_bytes())
+        crash_point("metadata")
+        return True
+
+    def _deltacommit(self, instant_time: str, changes: FilesChanges, mdt: Timeline) -> None:
+        layout, _ = self._mdt_layout()
+        records = changes.records()
+        # every block carries the partition list (Java: createPartitionListRecord per commit)
+        records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
+        hfile = self._hfile(records)
+        block = encode_hfile_data_block(instant_time, self.schema, hfile)
+        sl = self.latest_slice(mdt)
+        if layout == 1:
+            versions = [
+                p.version
+                for n in self._file_names()
+                if (p := parse_log_file_name(n)) is not None
+                and p.file_id == FILES_FILE_ID
+                and p.instant_time == sl.base_instant
+            ]
+            name = log_file_name(
+                FILES_FILE_ID, sl.base_instant, max(versions, default=0) + 1, _WRITE_TOKEN
+            )
+        else:
+            name = log_file_name(FILES_FILE_ID, instant_time, 1, _WRITE_TOKEN)
+        logs = [*sl.log_files, name]
+        n = len(records)
+        stat = self._stat(
+            name, len(block), n, sl.base_instant, sl.base_file, logs, 1 if layout == 2 else None
+        )
+        md = CommitMetadata(
+            partition_to_write_stats={FILES_PARTITION: [stat]},
+            extra_metadata={"schema": _schema_without_meta(self.schema)},
+            operation_type="UPSERT_PREPPED",
+        )
+        writer = self._writer()
+        req = Instant(instant_time, DELTA_COMMIT, State.REQUESTED)
+        if not writer.create_requested(req):
+            raise CorruptFileError(
+                f"metadata table: instant {instant_time} exists and is not pending"
+            )
+        # the inflight file names the log file, so that a crash before completion is undone
+        writer.transition_to_inflight(req, md.to_bytes(layout))
+        crash_point("metadata")
+        self.storage.write_bytes(f"{FILES_PARTITION}/{name}", block)
+        crash_point("metadata")
+        writer.complete(req, md.to_bytes(layout))
+        crash_point("metadata")
+
+    def _stat(
+        self,
+        name: str,
+        size: int,
+        records: int,
+        prev: str,
+        base_file: str | None = None,
+        logs: list[str] | None = None,
+        log_version: int | None = None,
+    ) -> WriteStat:
+        is_log = logs is not None
+        if is_log and log_version is None:
+            p = parse_log_file_name(name)
+            log_version = p.version if p is not None else 1
+        return WriteStat(
+            file_id=FILES_FILE_ID,
+            path=f"{FILES_PARTITION}/{name}",
+            prev_commit=prev,
+            num_writes=records,
+            num_update_writes=records if is_log else 0,
+            num_inserts=0 if is_log else records,
+            total_write_bytes=size,
+            partition_path=FILES_PARTITION,
+            file_size_in_bytes=size,
+            log_version=log_version if is_log else None,
+            log_offset=0 if is_log else None,
+            base_file=base_file if is_log else None,
+            log_files=logs,
+        )
+
+    # -- HFiles ---------------------------------------------------------------------------------
+    def _sorted(self, records: Records, file_name: str | None) -> tuple[list[bytes], list[bytes]]:
+        keys = sorted(records, key=lambda k: k.encode("utf-8"))
+        values = [
+            encode_files_value(records[k][0], records[k][1], self.schema, file_name=file_name)
+            for k in keys
+        ]
+        return [k.encode("utf-8") for k in keys], values
+
+    def _hfile(self, records: Records, base_name: str | None = None) -> bytes:
+        """A log block's HFile, or with ``base_name`` a base file (bloom filter, min/max keys;
+        each record names the file in ``_hoodie_file_name``, as Java's base files do -- but
+        the bootstrap base file of Hudi 1.1, table version 9)."""
+        boot = base_name is not None and bootstrap_instant(self.version) in base_name
+        own = None if boot and self.version >= 9 else base_name
+        keys, values = self._sorted(records, own)
+        info = {"schema": self.schema.encode("utf-8")}
+        if base_name is None:
+            return write_hfile(keys, values, file_info=info)
+        bloom = _BLOOM.new_filter()
+        bloom.add([k.decode("utf-8") for k in keys])
+        info.update(
+            {
+                "bloomFilterTypeCode": DYNAMIC_V0.encode(),
+                "minRecordKey": keys[0],
+                "maxRecordKey": keys[-1],
+            }
+        )
+        return write_hfile(
+            keys,
+            values,
+            file_info=info,
+            meta_blocks={"bloomFilter": bloom.serialize().encode("ascii")},
+        )
+
+    # -- reading the MDT ------------------------------------------------------------------------
+    def _file_names(self) -> list[str]:
+        return [f.name for f in self.storage.list_files(FILES_PARTITION)]
+
+    def latest_slice(self, timeline: Timeline | None = None) -> MetadataSlice:
+        """The latest slice of ``files-0000-0`` as of the MDT's completed instants.
+
+        Version 6 slices by the base instant in log names; 8/9 by completion time: a log file
+        belongs to the newest base whose instant completed before its deltacommit did.
+        """
+        tl = timeline or self.timeline()
+        done = tl.completed()
+        deltas = {i.requested_time: i for i in done.filter_actions(DELTA_COMMIT)}
+        bases = [i for i in done if i.action == COMMIT] + [
+            i for t, i in deltas.items() if t < _SYNTHETIC_MAX
+        ]
+        names = self._file_names()
+        base_files = {
+            b.instant_time: n
+            for n in names
+            if (b := parse_base_file_name(n)) is not None and b.file_id == FILES_FILE_ID
+        }
+        bases = [i for i in bases if i.requested_time in base_files]
+        if not bases:
+            raise CorruptFileError(f"{self.storage.base_uri}: metadata table has no base file")
+        latest = max(bases, key=lambda i: (i.completion_time or i.requested_time, i.requested_time))
+        base_ts = latest.requested_time
+        logs: list[tuple[tuple[str, int], str]] = []
+        own = 0  # logs of the base instant itself (the bootstrap's DELETE block)
+        for n in names:
+            p = parse_log_file_name(n)
+            if p is None or p.file_id != FILES_FILE_ID:
+                continue
+            if tl.layout_version == 1:
+                if p.instant_time == base_ts:
+                    logs.append(((base_ts, p.version), n))
+                    own += p.version == 1 and base_ts < _SYNTHETIC_MAX
+            else:
+                d = deltas.get(p.instant_time)
+                if d is None:
+                    continue
+                when = d.completion_time or d.requested_time
+                base_done = latest.completion_time or base_ts
+                if p.instant_time == base_ts or when > base_done:
+                    logs.append(((when, p.version), n))
+                    own += p.instant_time == base_ts
+        return MetadataSlice(
+            base_ts,
+            base_files[base_ts],
+            [n for _, n in sorted(logs)],
+            frozenset(deltas),
+            len(logs) - own,
+        )
+
+    def read_records(self, timeline: Timeline | None = None) -> Records:
+        """The merged ``files`` records of the latest slice (tombstones not yet merged away
+        included), reading completed MDT instants only."""
+        sl = self.latest_slice(timeline)
+        path = f"{FILES_PARTITION}/{sl.base_file}"
+        hf = read_hfile(self.storage.read_bytes(path), self.storage.full_path(path))
+        schema = hf.file_info.get("schema", self.schema.encode()).decode("utf-8")
+        out: Records = {}
+        for k, v in zip(hf.keys, hf.values, strict=True):
+            out[k.decode("utf-8")] = decode_files_value(v, schema)
+        for name in sl.log_files:
+            path = f"{FILES_PARTITION}/{name}"
+            scan = scan_log_bytes(self.storage.read_bytes(path), self.storage.full_path(path))
+            for b in scan.blocks:
+                if b.block_type != BlockType.HFILE_DATA or b.instant_time not in sl.completed:
+                    continue
+                block_hf = read_hfile(b.content, self.storage.full_path(path))
+                bschema = b.schema or block_hf.file_info.get("schema", b"").decode("utf-8")
+                newer = {
+                    k.decode("utf-8"): decode_files_value(v, bschema)
+                    for k, v in zip(block_hf.keys, block_hf.values, strict=True)
+                }
+                out = merge_records(out, newer)
+        return out
+
+    def files(self) -> dict[str, dict[str, int]]:
+        """Live files per data partition path (``""`` non-partitioned): name -> size."""
+        recs = self.read_records()
+        out: dict[str, dict[str, int]] = {}
+        live = [k for k, (_, d) in recs.get(ALL_PARTITIONS, (0, {}))[1].items() if not d]
+        for key in live:
+            entries: dict[str, FileEntry] = recs.get(key, (0, {}))[1]
+            out[partition_path_of_id(key)] = {n: s for n, (s, d) in entries.items() if not d}
+        return out
+
+    # -- compaction -----------------------------------------------------------------------------
+    def _compact_if_due(self, tl: Timeline) -> bool:
+        """Compact when due; whether it did."""
+        if self.latest_slice(tl).delta_commits < self.max_delta_commits:
+            return False
+        # Java (validateTimelineBeforeSchedulingCompaction) does not compact while a data
+        # instant the MDT already mirrors is pending: its rollback must be able to undo it
+        pending = {i.requested_time for i in self.state.timeline.pending()}
+        waiting = [
+            i.requested_time
+            for i in tl.completed().filter_actions(DELTA_COMMIT)
+            if i.requested_time in pending
+        ]
+        if waiting:
+            log.info("metadata table: compaction waits for pending data instants %s", waiting)
+            return False
+        self.compact(tl)
+        return True
+
+    def compact(self, timeline: Timeline | None = None) -> str:
+        """Write a new base HFile holding the merged ``files`` listing (tombstones dropped) as
+        MDT compaction C; Java ``HoodieBackedTableMetadataWriter.compactIfNecessary``.
+
+        Returns:
+            The compaction instant.
+        """
+        tl = timeline or self.timeline()
+        layout = tl.layout_version
+        sl = self.latest_slice(tl)
+        records = self.read_records(tl)
+        merged: Records = {}
+        for key, (rtype, entries) in records.items():
+            live = {n: e for n, e in entries.items() if not e[1]}
+            if live or key == ALL_PARTITIONS:
+                merged[key] = (rtype, live)
+        last_delta = max(i.requested_time for i in tl.completed().filter_actions(DELTA_COMMIT))
+        if layout == 1:
+            when = last_delta + "001"  # Java 0.x HoodieTableMetadataUtil.createCompactionTimestamp
+        else:
+            newest = tl.instants[-1].requested_time if len(tl) else None
+            when = new_instant_time(after=newest)
+        op = CompactionOperation(
+            base_instant_time=sl.base_instant,
+            delta_file_paths=list(sl.log_files),
+            data_file_path=sl.base_file,
+            file_id=FILES_FILE_ID,
+            partition_path=FILES_PARTITION,
+            metrics={},
+        )
+        plan = CompactionPlan(operations=[op], version=2)
+        writer = self._writer()
+        req = Instant(when, COMPACTION, State.REQUESTED)
+        writer.create_requested(req, plan.to_bytes())
+        writer.transition_to_inflight(req)
+        crash_point("metadata")
+        name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, when, ".hfile")
+        data = self._hfile(merged, name)
+        self.storage.write_bytes(f"{FILES_PARTITION}/{name}", data)
+        stat = self._stat(name, len(data), len(merged), sl.base_instant)
+        md = CommitMetadata(
+            partition_to_write_stats={FILES_PARTITION: [stat]},
+            compacted=True,
+            extra_metadata={"schema": _schema_without_meta(self.schema)},
+            operation_type="COMPACT",
+        )
+        writer.complete(req, md.to_bytes(layout))
+        log.info("metadata table: compacted into %s (%d records)", name, len(merged))
+        self.clean(after=when)
+        return when
+
+    def clean(self, after: str) -> list[str]:
+        """Delete the file slices of ``files-0000-0`` older than the two latest (the slice a
+        reader that started before compaction ``after`` may still read is kept), as an MDT
+        clean instant (``KEEP_LATEST_FILE_VERSIONS``, 2 versions; Java cleans the MDT after
+        its compaction in ``HoodieBackedTableMetadataWriter.cleanIfNecessary``). Java 0.x
+        names it ``<instant>002`` (``createCleanTimestamp``), 1.x gives it a new time.
+
+        Returns:
+            The deleted file names.
+        """
+        tl = self.timeline()
+        layout = tl.layout_version
+        done = tl.completed()
+        deltas = {i.requested_time: i for i in done.filter_actions(DELTA_COMMIT)}
+        bases = sorted(
+            [i for i in done if i.action == COMMIT]
+            + [i for t, i in deltas.items() if t < _SYNTHETIC_MAX],
+            key=lambda i: (i.completion_time or i.requested_time, i.requested_time),
+        )
+        if len(bases) <= 2:
+            return []
+        oldest_kept = bases[-2]
+        old = {i.requested_time for i in bases[:-2]}
+        kept_done = oldest_kept.completion_time or oldest_kept.requested_time
+        doomed = []
+        for n in self._file_names():
+            b = parse_base_file_name(n)
+            lg = parse_log_file_name(n)
+            if b is not None and b.file_id == FILES_FILE_ID and b.instant_time in old:
+                doomed.append(n)
+            elif lg is not None and lg.file_id == FILES_FILE_ID:
+                if layout == 1 and lg.instant_time in old:
+                    doomed.append(n)
+                elif layout == 2 and lg.instant_time != oldest_kept.requested_time:
+                    d = deltas.get(lg.instant_time)
+                    if d is not None and (d.completion_time or d.requested_time) < kept_done:
+                        doomed.append(n)
+        if not doomed:
+            return []
+        if layout == 1:
+            when = after[:17] + "002"  # Java 0.x HoodieTableMetadataUtil.createCleanTimestamp
+        else:
+            when = new_instant_time(after=tl.instants[-1].requested_time)
+        infos = [
+            CleanFileInfo(self.storage.uri(f"{FILES_PARTITION}/{n}"), False) for n in sorted(doomed)
+        ]
+        plan = CleanerPlan(
+            earliest_instant_to_retain=None,
+            last_completed_commit_timestamp=after,
+            policy=_CLEAN_POLICY,
+            files_to_be_deleted_per_partition={},
+            version=2,
+            file_paths_to_be_deleted_per_partition={FILES_PARTITION: infos},
+            partitions_to_be_deleted=[],
+        )
+        writer = self._writer()
+        req = Instant(when, CLEAN, State.REQUESTED)
+        if not writer.create_requested(req, plan.to_bytes()):
+            return []
+        writer.transition_to_inflight(req, plan.to_bytes())
+        pm = CleanPartitionMetadata(partition_path=FILES_PARTITION, policy=_CLEAN_POLICY)
+        for n in sorted(doomed):
+            pm.delete_path_patterns.append(n)
+            if self.storage.delete(f"{FILES_PARTITION}/{n}"):
+                pm.success_delete_files.append(n)
+        crash_point("metadata")
+        md = CleanMetadata(
+            start_clean_time=when,
+            total_files_deleted=len(pm.success_delete_files),
+            earliest_commit_to_retain="",
+            last_completed_commit_timestamp=after,
+            partition_metadata={FILES_PARTITION: pm},
+            version=2,
+            bootstrap_partition_metadata={},
+        )
+        writer.complete(Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
+        log.info("metadata table: cleaned %d old files", len(pm.success_delete_files))
+        return sorted(doomed)
