@@ -46,6 +46,7 @@ class NewTable:
         database_name: ``hoodie.database.name``, if any.
         merge_properties: the merge entries (``MergeSpec.table_properties``).
         index_type: ``hoodie.index.type``; a non-bucket table records no bucket layout.
+        populate_meta_fields: ``hoodie.populate.meta.fields`` (False: virtual keys).
     """
 
     table_name: str
@@ -61,6 +62,7 @@ class NewTable:
     database_name: str | None = None
     merge_properties: Mapping[str, str] = field(default_factory=dict)
     index_type: str = "BUCKET"
+    populate_meta_fields: bool = True
 
     @property
     def keygen_class(self) -> str:
@@ -101,7 +103,7 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
             c.DROP_PARTITION_COLUMNS.entry(False),
             c.BASE_FILE_FORMAT.entry("PARQUET"),
             c.ARCHIVELOG_FOLDER.entry("archived"),
-            c.POPULATE_META_FIELDS.entry(True),
+            c.POPULATE_META_FIELDS.entry(table.populate_meta_fields),
             c.TIMELINE_TIMEZONE.entry("UTC"),
         ]
     )
