@@ -221,6 +221,7 @@ class WriteClient:
     # -- table creation -------------------------------------------------------------------------
     def _create_table(self, schema: pa.Schema) -> None:
         r = self.resolved
+        version = self.options.get(WriteConfig.WRITE_TABLE_VERSION)
         new = NewTable(
             table_name=r.table_name,
             table_type=r.table_type,
@@ -233,9 +234,10 @@ class WriteClient:
             hash_fields=tuple(r.hash_fields),
             ordering_field=r.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
-            merge_properties=r.merge_spec.table_properties(),
+            merge_properties=r.merge_spec.table_properties(version),
             index_type=r.index_type,
             populate_meta_fields=r.populate_meta_fields,
+            table_version=version,
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
 
@@ -405,7 +407,7 @@ class WriteClient:
         current = timeline.get(instant) if joined else None
         try:
             if current is None or current.is_requested:
-                writer.transition_to_inflight(req, md.to_json_bytes())
+                writer.transition_to_inflight(req, md.to_bytes(state.layout))
         except InstantNotFoundError:
             raise  # rolled back meanwhile
         except TimelineError:
@@ -449,7 +451,8 @@ class WriteClient:
         plan = self.plan(instant)
         profiled = profile.to_commit_metadata(plan.operation.operation_type, md.extra_metadata)
         req = Instant(instant, plan.action, State.REQUESTED)
-        self.table_state().timeline_writer().transition_to_inflight(req, profiled.to_json_bytes())
+        state = self.table_state()
+        state.timeline_writer().transition_to_inflight(req, profiled.to_bytes(state.layout))
         crash_point("after_inflight")
 
     def write_profiled(
@@ -631,7 +634,7 @@ class WriteClient:
                 partitions_to_delete or [],
             )
         done = state.timeline_writer().complete(
-            Instant(plan.instant, plan.action, State.INFLIGHT), md.to_json_bytes()
+            Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
         )
         delete_markers(self.storage, plan.instant)
         return done

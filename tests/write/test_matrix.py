@@ -1,7 +1,8 @@
 """The writer's acceptance matrix: every write is read back by us and by hudi-rs.
 
-For each {MOR, COW} x {partitioned by one field, by two fields, non-partitioned} x
-{parquet, avro log blocks} x {EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING}, the sequence
+For each new table of version {6, 8, 9} (``hoodie.write.table.version``) x {MOR, COW} x
+{partitioned by one field, by two fields, non-partitioned} x {parquet, avro log blocks} x
+{EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING}, the sequence
 
 1. insert 1,000 rows;
 2. upsert: 200 updates with a newer ``ts``, 100 late updates with an older ``ts``, 150 new keys;
@@ -86,7 +87,10 @@ def theirs(path: str) -> list[tuple]:
 @pytest.mark.parametrize("block", ["parquet", "avro"])
 @pytest.mark.parametrize("parts", sorted(PARTITIONINGS))
 @pytest.mark.parametrize("ttype", ["MERGE_ON_READ", "COPY_ON_WRITE"])
-def test_write_sequence(ttype: str, parts: str, block: str, merge: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [6, 8, 9])
+def test_write_sequence(
+    version: int, ttype: str, parts: str, block: str, merge: str, tmp_path: Path
+) -> None:
     path = str(tmp_path / "t")
     opts = {
         **table_options(
@@ -95,15 +99,29 @@ def test_write_sequence(ttype: str, parts: str, block: str, merge: str, tmp_path
         "hoodie.datasource.write.hive_style_partitioning": "true" if parts == "two" else "false",
         "hoodie.write.record.merge.mode": merge,
         "hoodie.logfile.data.block.format": block,
+        "hoodie.write.table.version": str(version),
     }
     run_sequence(path, opts, Model(event_time=merge == "EVENT_TIME_ORDERING"))
+    check_version(tmp_path / "t", version)
 
 
-@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE", "GLOBAL_SIMPLE", "BLOOM"])
+def check_version(root: Path, version: int) -> None:
+    """The table at ``root`` is of table ``version``, its timeline of the matching layout."""
+    props = (root / ".hoodie" / "hoodie.properties").read_text()
+    assert f"\nhoodie.table.version={version}\n" in props
+    assert f"\nhoodie.timeline.layout.version={1 if version == 6 else 2}\n" in props
+    timeline = root / ".hoodie" / ("timeline" if version >= 8 else "")
+    completed = [f.name for f in timeline.iterdir() if f.name.endswith(("commit", "deltacommit"))]
+    # layout 2: completed instants are <requested>_<completion>.<action> files
+    assert completed and all(("_" in n) == (version >= 8) for n in completed), completed
+
+
+@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE", "BLOOM"])
 @pytest.mark.parametrize("parts", sorted(PARTITIONINGS))
 @pytest.mark.parametrize("ttype", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize("version", [6, 8, 9])
 def test_write_sequence_without_meta_fields(
-    ttype: str, parts: str, index: str, tmp_path: Path
+    version: int, ttype: str, parts: str, index: str, tmp_path: Path
 ) -> None:
     """``hoodie.populate.meta.fields=false`` (Hudi's virtual keys): the same sequence, keys
     looked up and merged from the record key fields; the files keep the meta columns with
@@ -122,11 +140,13 @@ def test_write_sequence_without_meta_fields(
         ),
         "hoodie.populate.meta.fields": "false",
         "hoodie.index.type": index,
+        "hoodie.write.table.version": str(version),
         "hoodie.write.record.merge.mode": (
             "EVENT_TIME_ORDERING" if event_time else "COMMIT_TIME_ORDERING"
         ),
     }
     run_sequence(path, opts, Model(event_time=event_time))
+    check_version(tmp_path / "t", version)
     assert (
         "hoodie.populate.meta.fields=false"
         in (tmp_path / "t/.hoodie/hoodie.properties").read_text()
