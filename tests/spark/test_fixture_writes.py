@@ -18,6 +18,7 @@ from hudi_ds.api import HudiTable
 from tests.conftest import hudi_rs_table
 from tests.write.fixture_model import (
     REFUSED,
+    V8_NO_META_FIELDS,
     WRITABLE,
     check_payload,
     data_row_set,
@@ -26,6 +27,7 @@ from tests.write.fixture_model import (
     tree_hashes,
 )
 from tests.write.test_fixture_writes import unzip
+from tests.write.test_matrix import assert_no_meta_values
 
 pytestmark = pytest.mark.spark
 
@@ -47,6 +49,23 @@ def test_spark_upsert_and_delete_into_v6_fixture(spark: Any, name: str, tmp_path
     _save(spark, sc.delete, root, {**options, "hoodie.datasource.write.operation": "delete"})
     assert data_row_set(hudi_ds.read(str(root))) == sc.expected
     assert data_row_set(hudi_rs_table(str(root))) == sc.expected
+    if not fx.meta_fields:
+        assert_no_meta_values(root)
+
+
+@pytest.mark.parametrize("name", sorted(V8_NO_META_FIELDS))
+def test_spark_upsert_and_delete_into_v8_fixture_without_meta_fields(
+    spark: Any, name: str, tmp_path: Path
+) -> None:
+    fx = V8_NO_META_FIELDS[name]
+    root = unzip(name, tmp_path)
+    sc = scenario(name, fx, HudiTable(str(root)).read(), event_time=True)
+    _save(spark, sc.upsert, root, {})
+    _save(spark, sc.upsert2, root, {})
+    _save(spark, sc.delete, root, {"hoodie.datasource.write.operation": "delete"})
+    assert data_row_set(hudi_ds.read(str(root))) == sc.expected
+    assert data_row_set(hudi_rs_table(str(root))) == sc.expected
+    assert_no_meta_values(root)
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

@@ -152,6 +152,18 @@ WRITABLE: dict[str, Fixture] = {
     "mor_avro_v6_trips_8i3d": Fixture(**_TRIPS, new_partition="new_city"),  # type: ignore[arg-type]
 }
 
+#: the version-8 fixture without meta fields; it records EVENT_TIME_ORDERING (with
+#: DefaultHoodieRecordPayload): its scenario is built with ``event_time=True``
+V8_NO_META_FIELDS: dict[str, Fixture] = {
+    "cow_v8_simplekeygen_hivestyle_no_metafields": Fixture(
+        **_TYPED_PART,  # type: ignore[arg-type]
+        hive=True,
+        change="intField",
+        new_partition=77,
+        meta_fields=False,
+    ),
+}
+
 #: version-6 fixture tables hudi_ds refuses to write, and why (matched in the error)
 REFUSED: dict[str, tuple[str, dict[str, str]]] = {
     # Hudi 0.14 auto-generated record keys (<instant>_<task>_<row>): no column addresses a

@@ -31,6 +31,7 @@ from tests.conftest import hudi_rs_table
 from tests.fixtures import FIXTURES_DIR, require_fixtures
 from tests.write.fixture_model import (
     REFUSED,
+    V8_NO_META_FIELDS,
     WRITABLE,
     check_payload,
     data_row_set,
@@ -97,6 +98,28 @@ def test_upsert_and_delete_into_v6_fixture(name: str, tmp_path: Path) -> None:
     if not fx.meta_fields:  # written as Java writes such tables: meta columns, null values
         assert props["hoodie.populate.meta.fields"] == "false"
         assert_no_meta_values(root)
+
+
+@pytest.mark.parametrize("name", sorted(V8_NO_META_FIELDS))
+def test_upsert_and_delete_into_v8_fixture_without_meta_fields(name: str, tmp_path: Path) -> None:
+    """The Hudi 1.0 table without meta fields: event-time merging (the older update loses to
+    the stored record), keys from the record key field, Java's file layout kept."""
+    fx = V8_NO_META_FIELDS[name]
+    root = unzip(name, tmp_path)
+    props = read_props(root)
+    assert props["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING"
+    sc = scenario(name, fx, HudiTable(str(root)).read(), event_time=True)
+    table = HudiTable(str(root))
+    table.upsert(sc.upsert)
+    table.upsert(sc.upsert2)
+    table.delete(sc.delete)
+    assert data_row_set(hudi_ds.read(str(root))) == sc.expected
+    for mdt in ("true", "false"):
+        got = hudi_rs_table(str(root), {"hoodie.metadata.enable": mdt})
+        assert data_row_set(got) == sc.expected
+    props = read_props(root)
+    assert (props["hoodie.table.version"], props["hoodie.populate.meta.fields"]) == ("8", "false")
+    assert_no_meta_values(root)
 
 
 def test_compaction_of_mor_fixture_without_meta_fields(tmp_path: Path) -> None:
