@@ -174,3 +174,86 @@ def test_check_path_is_free(tmp_path: Path) -> None:
         check_path_is_free(Storage(str(tmp_path / "data" / "x.csv")))
     (tmp_path / "empty" / ".hoodie").mkdir(parents=True)
     check_path_is_free(Storage(str(tmp_path / "empty")))
+
+
+#: what a table hudi_ds creates records beyond Hudi's own keys: its index and bucket layout
+#: (Java ignores them), and defaults Java leaves implicit
+HUDI_DS_EXTRAS = {
+    "hoodie.index.type",
+    "hoodie.bucket.index.num.buckets",
+    "hoodie.bucket.index.hash.field",
+    "hoodie.populate.meta.fields",
+    "hoodie.table.base.file.format",
+    "hoodie.table.timeline.timezone",
+}
+
+
+@pytest.mark.parametrize(
+    ("version", "fixture", "strategy_recorded"),
+    [(8, "cow_v8_complexkeygen_hivestyle", True), (9, "cow_v9_txns_complex_nometa", False)],
+)
+def test_new_1x_table_properties_as_hudi_writes_them(
+    version: int, fixture: str, strategy_recorded: bool, tmp_path_factory, tmp_path: Path
+) -> None:
+    """A new version-8/9 table records the keys the fixtures of Hudi 1.0 / 1.1 show for the same
+    kind of table (COW, complex keys, partitioned, event-time ordering), with their values where
+    they do not depend on the data; version 9 adds the strategy id Hudi 1.1's
+    ``inferMergingConfigsForV9TableCreation`` records (the 1.2-written fixture omits it)."""
+    from hudi_ds.merge.modes import spec_for_mode
+
+    theirs = TableConfig.load(Storage(str(fixture_table(fixture, tmp_path_factory)))).props
+    spec = spec_for_mode("EVENT_TIME_ORDERING", ("ts",))
+    new = dataclasses.replace(
+        NEW,
+        table_type="COPY_ON_WRITE",
+        database_name="default",
+        merge_properties=spec.table_properties(version),
+        table_version=version,
+    )
+    ours = table_properties(new, SCHEMA)
+    expected = set(theirs) | HUDI_DS_EXTRAS | {"hoodie.table.create.schema"}
+    if not strategy_recorded:
+        expected.add("hoodie.record.merge.strategy.id")
+    assert set(ours) | {"hoodie.table.checksum"} == expected
+    same = (
+        "hoodie.table.version",
+        "hoodie.table.initial.version",
+        "hoodie.timeline.layout.version",
+        "hoodie.timeline.path",
+        "hoodie.timeline.history.path",
+        "hoodie.archivelog.folder",
+        "hoodie.table.keygenerator.type",
+        "hoodie.record.merge.mode",
+        "hoodie.table.format",
+        "hoodie.compaction.payload.class",
+        "hoodie.datasource.write.hive_style_partitioning",
+        "hoodie.datasource.write.drop.partition.columns",
+    )
+    assert {k: ours.get(k) for k in same} == {k: theirs.get(k) for k in same}
+    if strategy_recorded:
+        assert ours["hoodie.record.merge.strategy.id"] == theirs["hoodie.record.merge.strategy.id"]
+    # v8 names the ordering field precombine, v9 ordering fields
+    ordering = "hoodie.table.precombine.field" if version == 8 else "hoodie.table.ordering.fields"
+    assert ours[ordering] == "ts" and ordering in theirs
+    cfg = TableConfig(ours)
+    assert (cfg.table_version, cfg.timeline_layout_version, cfg.timeline_path) == (
+        version,
+        2,
+        ".hoodie/timeline",
+    )
+    assert (cfg.merge_mode, cfg.ordering_fields, cfg.key_generator) == (
+        "EVENT_TIME_ORDERING",
+        ["ts"],
+        "COMPLEX",
+    )
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_create_1x_table_folders(version: int, tmp_path: Path) -> None:
+    storage = Storage(str(tmp_path / "t"))
+    create_table(storage, dataclasses.replace(NEW, table_version=version), SCHEMA)
+    hoodie = tmp_path / "t" / ".hoodie"
+    assert (hoodie / "timeline" / "history").is_dir() and not (hoodie / "archived").exists()
+    assert all((tmp_path / "t" / d).is_dir() for d in TABLE_FOLDERS)
+    with pytest.raises(ConfigError, match="hoodie.write.table.version=7"):
+        table_properties(dataclasses.replace(NEW, table_version=7), SCHEMA)

@@ -75,7 +75,7 @@ from hudi_ds.timeline.instant import (
     State,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.metadata import CommitMetadata, RequestedReplaceMetadata
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.bucket_layout import check_bucket_layout
@@ -93,7 +93,12 @@ from hudi_ds.write.lock import (
 )
 from hudi_ds.write.markers import delete_markers, marked_files
 from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
-from hudi_ds.write.options import ResolvedOptions, check_writable, resolve_options
+from hudi_ds.write.options import (
+    ResolvedOptions,
+    check_partial_blocks,
+    check_writable,
+    resolve_options,
+)
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
 from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant
 from hudi_ds.write.tagged_records import TaggedRecords
@@ -106,6 +111,15 @@ STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
 #: ``post_commit(client, completed_instant)``: what a writer runs after each of its commits
 #: (:func:`hudi_ds.services.run_post_commit_services`: inline compaction, cleaning, archival).
 PostCommit = Callable[["WriteClient", Instant], None]
+
+
+def requested_content(action: str, layout: int) -> bytes:
+    """The content of a write's requested instant file: empty, except a replacecommit on
+    timeline layout 2, where Hudi 1.x writes an empty ``HoodieRequestedReplaceMetadata``
+    (every field null; a clustering's carries its plan) that its readers deserialize."""
+    if action == REPLACE_COMMIT and layout >= 2:
+        return RequestedReplaceMetadata(version=None).to_bytes()
+    return b""
 
 
 class WriteClient:
@@ -208,6 +222,14 @@ class WriteClient:
             set_null_for_missing=self.options.get(WriteConfig.SET_NULL_FOR_MISSING),
             nulls_mean_unchanged=r.merge_spec.nulls_mean_unchanged,
         )
+        if decided.partial_columns is not None:
+            cfg = self.table_config
+            version = (
+                cfg.table_version
+                if cfg is not None
+                else self.options.get(WriteConfig.WRITE_TABLE_VERSION)
+            )
+            check_partial_blocks(r, version)
         return decided
 
     def _table_schema(self) -> pa.Schema | None:
@@ -375,7 +397,7 @@ class WriteClient:
             for _ in range(100):
                 instant = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
                 req = Instant(instant, action, State.REQUESTED)
-                if writer.create_requested(req):
+                if writer.create_requested(req, requested_content(action, state.layout)):
                     break
                 last = instant
             else:  # pragma: no cover - 100 clashes in a row
@@ -486,7 +508,8 @@ class WriteClient:
             raise WriteError(f"instant {instant} is a {current.action}, not a {action}")
         req = Instant(instant, action, State.REQUESTED)
         if current is None:
-            writer.create_requested(req)  # False: a concurrent task created it
+            # False: a concurrent task created it
+            writer.create_requested(req, requested_content(action, writer.layout_version))
         return req
 
     # -- concurrency --------------------------------------------------------------------------

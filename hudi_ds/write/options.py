@@ -325,7 +325,8 @@ def _check_version(cfg: TableConfig, base_uri: str) -> None:
         ConfigError: the table version is not 6, 8 or 9, or its timeline layout does not
             belong to it (layout 1 for version 6, 2 for 8 and 9).
         UnsupportedError: the table's base files are Lance (``hoodie.table.base.file.format=
-            LANCE``, Hudi 1.2): hudi_ds writes Parquet base files only.
+            LANCE``, Hudi 1.2) or another non-Parquet format, or its ``hoodie.table.format`` is
+            not ``native``: hudi_ds writes Hudi's native format with Parquet base files only.
     """
     version = cfg.table_version
     if version not in WRITABLE_TABLE_VERSIONS:
@@ -340,6 +341,14 @@ def _check_version(cfg: TableConfig, base_uri: str) -> None:
             "(hoodie.timeline.layout.version); Hudi writes version 6 with layout 1 and "
             "versions 8 and 9 with layout 2, hudi_ds writes only those"
         )
+    table_format = (cfg.TABLE_FORMAT.of(cfg.props) or "native").strip().lower()
+    if table_format != "native":
+        # Hudi 1.1's pluggable table formats (HoodieTableFormat): another format's writer
+        # keeps its own metadata beside Hudi's timeline
+        raise UnsupportedError(
+            f"the table at {base_uri} has hoodie.table.format={table_format}; hudi_ds writes "
+            "Hudi's native format only"
+        )
     fmt = cfg.base_file_format
     if fmt == "LANCE":
         raise UnsupportedError(
@@ -351,6 +360,41 @@ def _check_version(cfg: TableConfig, base_uri: str) -> None:
         raise UnsupportedError(
             f"the table at {base_uri} has {fmt} base files (hoodie.table.base.file.format); "
             "hudi_ds writes Parquet base files only"
+        )
+
+
+def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
+    """Refuse a partial update whose ``IS_PARTIAL`` log blocks a Hudi 1.x table's readers
+    would not expect.
+
+    Java 1.x writes partial log blocks (only the updated columns, header ``IS_PARTIAL``) for a
+    MERGE_ON_READ table of version 8 or later only when its merge mode is not ``CUSTOM``, no
+    partial update mode is set (``hoodie.table.partial.update.mode``: the IGNORE_DEFAULTS /
+    IGNORE_MARKERS behaviours, whose rows carry every column) and the index is not global
+    (``MergeIntoHoodieTableCommand.isPartialUpdateActionForMOR``). COPY_ON_WRITE tables merge
+    partial rows into full base-file rows, and version-6 tables keep hudi_ds's own rule
+    (``hoodie.write.partial.updates``).
+
+    Raises:
+        ConfigError: a partial update of such a table, naming the reason.
+    """
+    if resolved.table_type != "MERGE_ON_READ" or table_version < 8:
+        return
+    spec = resolved.merge_spec
+    b = spec.builtin
+    why = None
+    if spec.mode == "CUSTOM":
+        why = "its merge mode is CUSTOM"
+    elif b is not None and b.partial != "NONE":
+        why = f"it merges with partial update mode {b.partial} ({b.payload_class})"
+    elif resolved.index_type.startswith("GLOBAL_"):
+        why = f"it uses the global index {resolved.index_type}"
+    if why is not None:
+        raise ConfigError(
+            f"option '{WriteConfig.PARTIAL_UPDATES.key}'=true: the version-{table_version} "
+            f"MERGE_ON_READ table takes no partial-update log blocks because {why} (Hudi 1.x "
+            "writes IS_PARTIAL blocks only under EVENT_TIME_ORDERING or COMMIT_TIME_ORDERING "
+            "without a partial update mode and with a non-global index); write whole rows"
         )
 
 

@@ -10,6 +10,7 @@ the later version wins. Readers fold log blocks by commit time either way.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -207,3 +208,37 @@ def test_readers_fold_blocks_by_commit_time() -> None:
     res = merge_versions([base, block1, block2], spec, SCHEMA, has_base=True)
     assert merged_rows(res) == [("k1", 3, "b2", "p2", None), ("k2", 1, "b2", "p3", None)]
     assert np.array_equal(np.sort(res.winners), [3, 4])
+
+
+@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"},
+        {"hoodie.write.record.merge.mode": "EVENT_TIME_ORDERING"},
+        *[{"hoodie.datasource.write.payload.class": b.payload_class} for b in BEHAVIOURS.values()],
+    ],
+)
+def test_first_and_later_writes_agree_on_1x_tables(options: dict[str, str], version: int) -> None:
+    """A new version-8/9 table records its merge choice as Hudi 1.0 / 1.1 does; reading it back
+    gives the spec the first write used (merged by mode: no payload pre-combine)."""
+    ordering = "_event_lsn" if "Postgres" in str(options) else "ts"
+    first = write_spec(
+        Options.of({**options, "hoodie.write.table.version": str(version)}), ordering
+    )
+    first = dataclasses.replace(first, by_payload=False)  # what resolve_options does for 8+
+    recorded = first.table_properties(version)
+    key = "hoodie.table.precombine.field" if version == 8 else "hoodie.table.ordering.fields"
+    props = {
+        "hoodie.table.name": "t",
+        "hoodie.table.version": str(version),
+        key: ",".join(first.ordering_fields),
+        **recorded,
+    }
+    assert table_spec(TableConfig(props)) == first
+    assert "hoodie.record.merge.mode" in recorded
+    if version == 9:  # Hudi 1.1 records no payload class (a legacy one for special payloads)
+        assert "hoodie.compaction.payload.class" not in recorded
+    else:
+        assert recorded["hoodie.compaction.payload.class"] == first.payload_class

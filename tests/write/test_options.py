@@ -163,6 +163,14 @@ def test_versions_8_and_9_resolve_with_their_key_generator_type(version: str) ->
         )
 
 
+def test_non_native_table_format_and_orc_refused() -> None:
+    v9 = {**TABLE_PROPS, "hoodie.table.version": "9"}
+    with pytest.raises(UnsupportedError, match="hoodie.table.format=iceberg"):
+        resolve_options(Options.of({}), TableConfig({**v9, "hoodie.table.format": "iceberg"}))
+    with pytest.raises(UnsupportedError, match="ORC base files"):
+        resolve_options(Options.of({}), TableConfig({**v9, "hoodie.table.base.file.format": "ORC"}))
+
+
 def test_lance_base_files_refused_naming_pylance() -> None:
     cfg = TableConfig(
         {**TABLE_PROPS, "hoodie.table.version": "9", "hoodie.table.base.file.format": "LANCE"}
@@ -211,3 +219,17 @@ def test_options_the_index_does_not_use_are_warned_about(
     assert warned == sorted(unused)
     for key in unused:
         assert any(key in r.getMessage() and index in r.getMessage() for r in caplog.records)
+
+
+def test_write_table_version_of_an_existing_table_warns(caplog: pytest.LogCaptureFixture) -> None:
+    """The option picks a new table's version; an existing table keeps its own (hudi_ds does
+    not upgrade or downgrade), and a different value says so."""
+    cfg = TableConfig(dict(TABLE_PROPS))
+    with caplog.at_level("WARNING", logger="hudi_ds.write"):
+        resolve_options(Options.of({"hoodie.write.table.version": "6"}), cfg, "/x")
+        assert not caplog.records
+        resolve_options(Options.of({"hoodie.write.table.version": "9"}), cfg, "/x")
+    assert "'hoodie.write.table.version'=9 is ignored" in caplog.text
+    assert "version 6 and keeps it" in caplog.text
+    with pytest.raises(ConfigError, match="hoodie.write.table.version.*expected 6, 8 or 9"):
+        resolve_options(Options.of({"hoodie.write.table.version": "7"}), None)

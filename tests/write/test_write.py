@@ -14,6 +14,7 @@ from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, table_checksum
+from hudi_ds.timeline.metadata import RequestedReplaceMetadata
 from hudi_ds.write.client import WriteClient
 from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
 
@@ -159,11 +160,13 @@ def test_memory_budget_flushes_blocks(tmp_path: Path) -> None:
     assert len(ids_of(path)) == 20000 and len(hudi_rs_ids(path)) == 20000
 
 
-def test_overwrite_operations(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [6, 8, 9])
+def test_overwrite_operations(tmp_path: Path, version: int) -> None:
     path = str(tmp_path / "t")
     table = hudi_ds.HudiTable
-    hudi_ds.write(path, trips(range(6)), OPTS)
-    t = table(path, OPTS)
+    opts = {**OPTS, "hoodie.write.table.version": str(version)}
+    hudi_ds.write(path, trips(range(6)), opts)
+    t = table(path, opts)
     t.insert_overwrite(trips([100, 102], city="nyc"))
     assert ids_of(path) == hudi_rs_ids(path) == ["t1", "t100", "t102", "t3", "t5"]
     t.delete_partition(["sf"])
@@ -174,6 +177,14 @@ def test_overwrite_operations(tmp_path: Path) -> None:
     assert ids_of(path) == hudi_rs_ids(path) == ["t8"]
     actions = [i.action for i in t.timeline.commits()]
     assert actions.count("replacecommit") == 3
+    if version >= 8:  # Hudi 1.x: the requested file holds an empty HoodieRequestedReplaceMetadata
+        requested = sorted(
+            (tmp_path / "t" / ".hoodie" / "timeline").glob("*.replacecommit.requested")
+        )
+        assert len(requested) == 3
+        for f in requested:
+            md = RequestedReplaceMetadata.from_bytes(f.read_bytes())
+            assert (md.operation_type, md.clustering_plan) == (None, None)
 
 
 def test_is_deleted_column_and_bulk_insert(tmp_path: Path) -> None:
