@@ -10,7 +10,11 @@
   fit the budget runs partition by partition of the record keys (see :class:`MergeHandle`).
 
 Both close into a :class:`~hudi_ds.write.write_status.WriteStatus`. Rows reach a handle already
-prepared (meta columns set except ``_hoodie_file_name``, which the handle fills).
+prepared (meta columns set except ``_hoodie_file_name``, which the handle fills). In a table
+without meta fields (``hoodie.populate.meta.fields=false``, Hudi's virtual keys) the handles
+merge by those prepared keys too, key the stored rows they read from the record key fields
+(:func:`stored_rows`), and write the meta columns with null values
+(:func:`hudi_ds.schema.clear_meta_values`), as Java does.
 """
 
 from __future__ import annotations
