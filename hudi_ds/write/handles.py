@@ -2,7 +2,9 @@
 
 * :class:`AppendHandle` (MOR): buffers Arrow slices of prepared rows and delete keys, and on
   :meth:`~AppendHandle.flush` pre-combines them and appends a data block (Parquet or Avro) and a
-  delete block to its own new log file ``.<fileId>_<baseInstant>.log.<version>_<token>``.
+  delete block to its own new log file ``.<fileId>_<baseInstant>.log.<version>_<token>``
+  (table version 6: the slice's base instant and the next version; 8 and 9: the writing
+  deltacommit's own instant, version 1 -- readers place it by its completion time).
 * :class:`MergeHandle` (COW): buffers the incoming rows and on close merges them with the
   file group's current base file into a new base file ``<fileId>_<token>_<instant>.parquet``
   (a :class:`MergeHandle` without a base file is Hudi's ``CreateHandle``). Under a memory
@@ -214,6 +216,9 @@ class _Buffered:
 
 class AppendHandle(_Buffered):
     """Appends the rows of one MOR file group to a new log file of this task attempt.
+
+    ``base_instant`` names the log file and is its write stat's ``prevCommit``: the slice's
+    base instant on table version 6, the writing instant on 8 and 9 (as Java 1.x does).
 
     In a table without meta fields its data blocks carry the meta columns with null values, as
     Java's (``HoodieAppendHandle.populateMetadataFields``), unless :attr:`staging`.

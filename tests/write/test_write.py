@@ -368,3 +368,59 @@ def test_schema_evolution_promotes_types(tmp_path: Path) -> None:
             .append_column("score", pa.array([0.5])),
             OPTS,
         )
+
+
+def test_v8_log_under_pending_compaction_keeps_its_instant(tmp_path: Path) -> None:
+    """Version 8+: writes to a file group whose compaction C is pending -- one that started
+    before C was scheduled, one after -- name their log files with their own instants, version
+    1 (no move into C's slice at commit as on version 6): completion times after C put them in
+    C's slice, which readers merge with the slice being compacted."""
+    from hudi_ds.table.fs_view import FileSystemView
+    from hudi_ds.timeline.instant import Instant, State, new_instant_time
+    from hudi_ds.timeline.metadata import CompactionOperation, CompactionPlan
+    from hudi_ds.timeline.view import TableState
+
+    path = tmp_path / "t"
+    o = {
+        **table_options("pc", table_type="MERGE_ON_READ", buckets=None),
+        "hoodie.index.type": "SIMPLE",
+        "hoodie.write.table.version": "8",
+    }
+    rows = pa.table({"id": [1, 2, 3], "ts": [1, 1, 1], "v": ["a", "a", "a"]})
+    hudi_ds.write(str(path), rows, o)
+    hudi_ds.write(str(path), pa.table({"id": [1], "ts": [2], "v": ["b"]}), o)
+
+    def check(expected: list[tuple[int, str]]) -> list[str]:
+        for t in (hudi_ds.read(str(path)), hudi_rs_table(str(path))):
+            assert sorted(zip(t["id"].to_pylist(), t["v"].to_pylist(), strict=True)) == expected
+        return sorted(p.name for p in path.glob(".*.log.*"))
+
+    client = WriteClient(str(path), o)
+    running = client.start(rows.schema)  # a write that started before C was scheduled
+    state = TableState.open(str(path))
+    ops = [
+        CompactionOperation(
+            base_instant_time=s.base_instant_time,
+            delta_file_paths=[lf.name.name for lf in s.log_files],
+            data_file_path=s.base_file.name.name if s.base_file else None,
+            file_id=s.file_id,
+            partition_path="",
+        )
+        for s in FileSystemView(state.storage, state.config).latest_file_slices(
+            "", state.visibility()
+        )
+    ]
+    assert len(ops) == 1 and ops[0].data_file_path and len(ops[0].delta_file_paths or []) == 1
+    c = new_instant_time(after=running)
+    state.timeline_writer().create_requested(
+        Instant(c, "compaction", State.REQUESTED), CompactionPlan(operations=ops).to_bytes()
+    )
+    task = client.task_writer(running)
+    task.write(pa.table({"id": [3], "ts": [4], "v": ["d"]}))
+    client.commit(running, task.close())
+    logs = check([(1, "b"), (2, "a"), (3, "d")])
+    assert len(logs) == 2 and f"_{running}.log.1_" in logs[-1], logs
+    after = hudi_ds.HudiTable(str(path), o).upsert(pa.table({"id": [2], "ts": [3], "v": ["c"]}))
+    assert after > c
+    logs = check([(1, "b"), (2, "c"), (3, "d")])
+    assert len(logs) == 3 and f"_{after}.log.1_" in logs[-1], logs
