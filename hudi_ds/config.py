@@ -368,6 +368,15 @@ class WriteConfig:
         "Delta commits of the metadata table after which it is compacted (a new base HFile "
         "holding the merged file listing).",
     )
+    POPULATE_META_FIELDS = ConfigProperty(
+        "hoodie.populate.meta.fields",
+        True,
+        parse_bool,
+        "A new table's files carry the values of the _hoodie_* meta columns (default); false "
+        "leaves them null (only _hoodie_file_name is set in base files) and record keys are "
+        "built from the record key fields (Hudi's virtual keys). An existing table keeps its "
+        "own (a contradicting value is an error).",
+    )
     WRITE_TABLE_VERSION = ConfigProperty(
         "hoodie.write.table.version",
         6,

@@ -12,7 +12,7 @@ become ``__HIVE_DEFAULT_PARTITION__`` (Hudi's ``PartitionPathEncodeUtils.DEFAULT
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.schema import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
@@ -64,6 +65,35 @@ def record_keys(table: pa.Table, fields: list[str], complex_key: bool) -> pa.Arr
     if len(parts) == 1:
         return parts[0]
     return pc.binary_join_element_wise(*parts, ",")
+
+
+def with_virtual_keys(
+    table: pa.Table,
+    fields: Sequence[str],
+    complex_key: bool,
+    partition_path: str | None = None,
+) -> pa.Table:
+    """``table`` (stored rows of a table without meta fields, whose ``_hoodie_record_key`` and
+    ``_hoodie_partition_path`` are null) with those columns set: the record keys built from the
+    key ``fields`` (Java's ``BaseKeyGenerator``, as ``HoodieMergeHandle`` keys a base file's
+    records when ``populateMetaFields`` is off) and, when given, the file group's
+    ``partition_path``. A column the table lacks is left out.
+
+    Raises:
+        SchemaError: a key field is missing or has a type keys are not built from.
+    """
+    cols: list[tuple[str, pa.Array]] = [
+        (RECORD_KEY_METADATA_FIELD, record_keys(table, list(fields), complex_key))
+    ]
+    if partition_path is not None:
+        part = pa.repeat(pa.scalar(partition_path, pa.string()), table.num_rows)
+        cols.append((PARTITION_PATH_METADATA_FIELD, part))
+    for name, values in cols:
+        idx = table.schema.get_field_index(name)
+        if idx >= 0:
+            f = table.schema.field(idx)
+            table = table.set_column(idx, f, values.cast(f.type))
+    return table
 
 
 # a partition value must stay one safe folder name

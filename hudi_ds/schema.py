@@ -540,6 +540,26 @@ def check_unique_names(schema: pa.Schema | pa.StructType, path: str = "") -> Non
             check_unique_names(t, f"{full}.")
 
 
+def clear_meta_values(table: pa.Table, file_name: bool) -> pa.Table:
+    """``table``'s rows as a table without meta fields (``hoodie.populate.meta.fields=false``,
+    Hudi's virtual keys) stores them: the five meta columns stay, their values null -- except
+    ``_hoodie_file_name`` when ``file_name`` (base files).
+
+    Java keeps the meta columns in the written schema (``HoodieWriteHandle``
+    ``writeSchemaWithMetaFields``) but fills none of their values: ``HoodieCreateHandle`` and
+    ``HoodieMergeHandle.writeToFile`` set only the file name (``MetadataValues.setFileName``),
+    ``HoodieAppendHandle.populateMetadataFields`` nothing, and the Parquet writers add the key
+    values only when meta fields are populated (``writeAvroWithMetadata``).
+    """
+    clear = [f for f in META_FIELDS if not (file_name and f == FILENAME_METADATA_FIELD)]
+    for name in clear:
+        idx = table.schema.get_field_index(name)
+        if idx >= 0:
+            f = table.schema.field(idx)
+            table = table.set_column(idx, f, pa.nulls(table.num_rows, f.type))
+    return table
+
+
 def without_meta_fields(schema: pa.Schema) -> pa.Schema:
     """Return ``schema`` without the Hudi meta columns (the five and ``_hoodie_operation``)."""
     drop = {*META_FIELDS, OPERATION_METADATA_FIELD}

@@ -70,6 +70,7 @@ class NewTable:
         database_name: ``hoodie.database.name``, if any.
         merge_properties: the merge entries (``MergeSpec.table_properties``).
         index_type: ``hoodie.index.type``; a non-bucket table records no bucket layout.
+        populate_meta_fields: ``hoodie.populate.meta.fields`` (False: virtual keys).
         table_version: ``hoodie.table.version``: 6, 8 or 9.
     """
 
@@ -86,6 +87,7 @@ class NewTable:
     database_name: str | None = None
     merge_properties: Mapping[str, str] = field(default_factory=dict)
     index_type: str = "BUCKET"
+    populate_meta_fields: bool = True
     table_version: int = 6
 
     @property
@@ -133,7 +135,7 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
             c.DROP_PARTITION_COLUMNS.entry(False),
             c.BASE_FILE_FORMAT.entry("PARQUET"),
             c.ARCHIVELOG_FOLDER.entry("archived"),
-            c.POPULATE_META_FIELDS.entry(True),
+            c.POPULATE_META_FIELDS.entry(table.populate_meta_fields),
             c.TIMELINE_TIMEZONE.entry("UTC"),
         ]
     )

@@ -75,7 +75,12 @@ from hudi_ds.layout.naming import (
     partition_of,
 )
 from hudi_ds.layout.parquet import write_base_file
-from hudi_ds.schema import FILENAME_METADATA_FIELD, avro_to_arrow_schema, with_meta_fields
+from hudi_ds.schema import (
+    FILENAME_METADATA_FIELD,
+    avro_to_arrow_schema,
+    clear_meta_values,
+    with_meta_fields,
+)
 from hudi_ds.services.base import Progress, ServiceContext, under_table_lock
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import committed_files, visible_commits
@@ -403,9 +408,10 @@ def _schema_before(tl: Timeline, instant: str, table: ReadableTable) -> pa.Schem
             continue
         schema = tl.read_commit_metadata(inst).schema
         if schema:
-            out = avro_to_arrow_schema(schema)
-            return with_meta_fields(out) if table.config.populate_meta_fields else out
-    return table.schema
+            # the meta columns even without meta fields: Java's compaction writes them
+            # (HoodieWriteHandle.writeSchemaWithMetaFields), with null values then
+            return with_meta_fields(avro_to_arrow_schema(schema))
+    return with_meta_fields(table.schema) if len(table.schema) else table.schema
 
 
 def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> CompactionJob:
@@ -504,6 +510,8 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
         rows = rows.set_column(
             idx, rows.schema.field(idx), pa.repeat(pa.scalar(name, pa.string()), rows.num_rows)
         )
+    if not job.context.populate_meta_fields:
+        rows = clear_meta_values(rows, file_name=True)  # as HoodieMergeHandle.writeToFile
     create_marker(storage, job.instant, rel, "CREATE")
     t1 = time.perf_counter()
     size = write_base_file(storage, rel, rows, job.codec, job.bloom)

@@ -264,6 +264,13 @@ class ReadableTable:
         flt = normalize_filters(filters or [], self.schema)
         commit_times: frozenset[str] | None = None
         if qtype == "incremental":
+            if not self.config.populate_meta_fields:
+                # Java IncrementalRelation: no _hoodie_commit_time to select the rows by
+                raise UnsupportedError(
+                    f"incremental queries are not supported on the table at "
+                    f"{self.storage.base_uri}: it has hoodie.populate.meta.fields=false, so its "
+                    "rows carry no _hoodie_commit_time to select the changed ones by"
+                )
             begin = opts.get(ReadConfig.BEGIN_INSTANT)
             if begin is None:
                 raise ConfigError(

@@ -11,7 +11,9 @@ Before a write, the bucket layout the files encode is compared with the configur
    below the count;
 2. a few record keys of a sample of file groups (the ``_hoodie_record_key`` min/max of a base
    file's Parquet footer, or the keys of the first block of a small log file) must hash to the
-   bucket of the file group holding them.
+   bucket of the file group holding them. A table without meta fields stores no keys: they are
+   built from the record key fields of a base file's first rows (one row group's key columns
+   read) or of the log block's rows.
 
 The cost is one listing and at most :data:`MAX_SAMPLED_GROUPS` footer (or small log) reads.
 """
@@ -25,6 +27,7 @@ import pyarrow.parquet as pq
 
 from hudi_ds.errors import CorruptFileError, HudiError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, bucket_ids_from_record_keys
+from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileGroup
 from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.log.block import BlockType
@@ -73,7 +76,7 @@ def check_bucket_layout(
                     "written with more buckets"
                 )
             groups.append((g, bucket))
-    if not config.populate_meta_fields or not config.record_key_fields:
+    if not config.record_key_fields:
         return view
     # base files first: their footer statistics are the cheapest sample
     groups.sort(key=lambda gb: (not gb[0].base_files, gb[1]))
@@ -81,7 +84,7 @@ def check_bucket_layout(
     for g, bucket in groups:
         if sampled >= MAX_SAMPLED_GROUPS:
             break
-        keys = _sample_keys(storage, g)
+        keys = _sample_keys(storage, g, config)
         if not keys:
             continue
         sampled += 1
@@ -100,16 +103,18 @@ def check_bucket_layout(
     return view
 
 
-def _sample_keys(storage: Storage, g: FileGroup) -> list[str]:
+def _sample_keys(storage: Storage, g: FileGroup, config: TableConfig) -> list[str]:
     """A few record keys stored in file group ``g`` (empty when none can be had cheaply)."""
     try:
         if g.base_files:
             base = max(g.base_files, key=lambda b: b.instant_time)
+            if not config.populate_meta_fields:
+                return _field_keys(storage, base.path, config)
             return _footer_keys(storage, base.path)
         small = [lf for lf in g.log_files if 0 < lf.size <= MAX_SAMPLED_LOG_BYTES]
         if small:
             lf = min(small, key=lambda f: f.size)
-            return _log_keys(storage, lf.path)
+            return _log_keys(storage, lf.path, config)
     except (OSError, pa.ArrowException, HudiError) as e:
         # a stray file of a failed write: readers report those, the check just skips it
         log.debug("no key sample from file group %s: %s", g.file_id, e)
@@ -134,15 +139,32 @@ def _footer_keys(storage: Storage, path: str) -> list[str]:
     return out
 
 
-def _log_keys(storage: Storage, path: str) -> list[str]:
+def _field_keys(storage: Storage, path: str, config: TableConfig) -> list[str]:
+    """Keys of a base file without meta fields: built from its first rows' key fields."""
+    with storage.open_input_file(path) as f:
+        pf = pq.ParquetFile(f)
+        fields = config.record_key_fields
+        if pf.metadata.num_row_groups == 0 or not set(fields) <= set(pf.schema_arrow.names):
+            return []
+        rows = pf.read_row_group(0, columns=fields).slice(0, KEYS_PER_LOG)
+    return record_keys(rows, fields, config.complex_record_key).to_pylist()
+
+
+def _log_keys(storage: Storage, path: str, config: TableConfig) -> list[str]:
     for block in scan_log_bytes(storage.read_bytes(path), path).blocks:
         if block.block_type == BlockType.DELETE:
             keys = decode_delete_block(block).column(RECORD_KEY_METADATA_FIELD)
         elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
             table = decode_data_block(block)
-            if RECORD_KEY_METADATA_FIELD not in table.column_names:
+            if not config.populate_meta_fields:  # null keys: built from the key fields
+                fields = config.record_key_fields
+                if not set(fields) <= set(table.column_names):
+                    return []
+                keys = record_keys(table, fields, config.complex_record_key)
+            elif RECORD_KEY_METADATA_FIELD not in table.column_names:
                 return []
-            keys = table.column(RECORD_KEY_METADATA_FIELD)
+            else:
+                keys = table.column(RECORD_KEY_METADATA_FIELD)
         else:
             continue
         values = [k for k in keys.to_pylist() if k is not None]

@@ -62,7 +62,7 @@ from hudi_ds.errors import (
 )
 from hudi_ds.faults import crash_point
 from hudi_ds.index.lookup import Lookup
-from hudi_ds.schema import WriteSchema, write_schema
+from hudi_ds.schema import WriteSchema, with_meta_fields, write_schema
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
@@ -212,7 +212,7 @@ class WriteClient:
         r = self.resolved
         decided = write_schema(
             schema,
-            self.state.schema if self.state is not None else None,
+            self._table_schema(),
             table_name=r.table_name,
             record_key_fields=r.record_key_fields,
             partition_fields=r.partition_fields,
@@ -235,6 +235,14 @@ class WriteClient:
             check_partial_blocks(r, version)
         return decided
 
+    def _table_schema(self) -> pa.Schema | None:
+        """The table's schema with the meta fields (a table without meta fields reads without
+        them; its files and so its writes still carry the columns)."""
+        if self.state is None:
+            return None
+        schema = self.state.schema
+        return with_meta_fields(schema) if len(schema) else schema
+
     # -- table creation -------------------------------------------------------------------------
     def _create_table(self, schema: pa.Schema) -> None:
         r = self.resolved
@@ -253,6 +261,7 @@ class WriteClient:
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
             merge_properties=r.merge_spec.table_properties(version),
             index_type=r.index_type,
+            populate_meta_fields=r.populate_meta_fields,
             table_version=version,
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
@@ -319,7 +328,7 @@ class WriteClient:
         if schema is None:
             if self.state is None or not len(self.state.schema):
                 raise SchemaError("the first write of a table needs the input schema")
-            decided = WriteSchema(self.state.schema)
+            decided = WriteSchema(self._table_schema())
         else:
             decided = self.validate_schema(schema)
         full = decided.schema

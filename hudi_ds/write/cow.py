@@ -61,6 +61,8 @@ from hudi_ds.write.write_status import WriteStatus
 class StageHandle(AppendHandle):
     """An append handle whose log file lives in the instant's staging folder."""
 
+    staging = True
+
     def __init__(
         self, ctx: HandleContext, partition_path: str, file_id: str, existing: FileSlice | None
     ) -> None:

@@ -12,7 +12,11 @@
   fit the budget runs partition by partition of the record keys (see :class:`MergeHandle`).
 
 Both close into a :class:`~hudi_ds.write.write_status.WriteStatus`. Rows reach a handle already
-prepared (meta columns set except ``_hoodie_file_name``, which the handle fills).
+prepared (meta columns set except ``_hoodie_file_name``, which the handle fills). In a table
+without meta fields (``hoodie.populate.meta.fields=false``, Hudi's virtual keys) the handles
+merge by those prepared keys too, key the stored rows they read from the record key fields
+(:func:`stored_rows`), and write the meta columns with null values
+(:func:`hudi_ds.schema.clear_meta_values`), as Java does.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import pyarrow.parquet as pq
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import java_string_hash
+from hudi_ds.keygen import with_virtual_keys
 from hudi_ds.layout.file_group import BaseFile
 from hudi_ds.layout.naming import base_file_name, file_name_of, log_file_name
 from hudi_ds.layout.parquet import BaseFileWriter, write_base_file
@@ -59,6 +64,7 @@ from hudi_ds.schema import (
     META_FIELDS,
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
+    clear_meta_values,
     promote_table,
 )
 from hudi_ds.storage import OutputStream, Storage
@@ -105,6 +111,15 @@ def _constant(value: str, n: int) -> pa.Array:
 def _set_file_name(table: pa.Table, name: str) -> pa.Table:
     idx = table.schema.get_field_index(FILENAME_METADATA_FIELD)
     return table.set_column(idx, table.schema.field(idx), _constant(name, table.num_rows))
+
+
+def stored_rows(table: pa.Table, ctx: HandleContext, partition_path: str) -> pa.Table:
+    """Rows read from a base file of ``partition_path``, keyed for merging: a table without
+    meta fields stores no keys, so they are built from its record key fields."""
+    o = ctx.options
+    if o.populate_meta_fields or table.num_rows == 0:
+        return table
+    return with_virtual_keys(table, o.record_key_fields, o.complex_key, partition_path)
 
 
 def precombine(
@@ -204,7 +219,14 @@ class AppendHandle(_Buffered):
 
     ``base_instant`` names the log file and is its write stat's ``prevCommit``: the slice's
     base instant on table version 6, the writing instant on 8 and 9 (as Java 1.x does).
+
+    In a table without meta fields its data blocks carry the meta columns with null values, as
+    Java's (``HoodieAppendHandle.populateMetadataFields``), unless :attr:`staging`.
     """
+
+    #: the log file is a staged one, read back by the commit (:mod:`hudi_ds.write.cow`): its
+    #: rows keep their meta values, the keys the commit merges by
+    staging = False
 
     def __init__(
         self,
@@ -252,7 +274,10 @@ class AppendHandle(_Buffered):
         )
         out = self._stream()
         if data.num_rows:
-            data = ctx.carried(_set_file_name(data, self.file_id))
+            data = _set_file_name(data, self.file_id)
+            if not ctx.options.populate_meta_fields and not self.staging:
+                data = clear_meta_values(data, file_name=False)
+            data = ctx.carried(data)
             partial = ctx.partial_columns is not None
             avro_schema = (
                 partial_avro_schema(ctx.avro_schema, tuple(data.column_names))
@@ -646,12 +671,14 @@ class MergeHandle(_Buffered):
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
         self._data, self._deletes, self.buffered_bytes = [], [], 0
         old = (
-            read_base_file(ctx.storage, self.base_file, ctx.schema)
+            stored_rows(
+                read_base_file(ctx.storage, self.base_file, ctx.schema), ctx, self.partition_path
+            )
             if self.base_file is not None
             else ctx.schema.empty_table()
         )
         merged, n_updates, n_inserts, n_deleted = merge_into_base(old, incoming, dels, ctx)
-        merged = _set_file_name(merged, self.name)
+        merged = self._file_rows(merged)
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
         size = write_base_file(ctx.storage, self.path, merged, ctx.options.codec, ctx.options.bloom)
         crash_point("handle_flush")
@@ -677,7 +704,8 @@ class MergeHandle(_Buffered):
         assert base is not None
 
         def groups() -> Iterator[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]:
-            for old in _iter_base_file(ctx.storage, base, ctx.schema, self._base_batch_rows):
+            for batch in _iter_base_file(ctx.storage, base, ctx.schema, self._base_batch_rows):
+                old = stored_rows(batch, ctx, self.partition_path)
                 keys = old.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
                 hit_in = np.asarray(pc.is_in(in_keys, value_set=keys), dtype=bool)
                 hit_del = np.asarray(pc.is_in(del_keys, value_set=keys), dtype=bool)
@@ -701,7 +729,7 @@ class MergeHandle(_Buffered):
             for t in _iter_base_file(
                 ctx.storage, self.base_file, ctx.schema, self._base_batch_rows
             ):
-                old_parts.add(t)
+                old_parts.add(stored_rows(t, ctx, self.partition_path))
         return self._write_merged(
             zip(
                 old_parts.regrouped(bits),
@@ -731,7 +759,7 @@ class MergeHandle(_Buffered):
                     ctx,
                 )
                 del old, incoming, dels
-                writer.write(_set_file_name(merged, self.name))
+                writer.write(self._file_rows(merged))
                 n_rows += merged.num_rows
                 n_updates, n_inserts, n_deleted = n_updates + u, n_inserts + i, n_deleted + d
             size = writer.close(ctx.schema)
@@ -740,6 +768,14 @@ class MergeHandle(_Buffered):
             raise
         crash_point("handle_flush")
         return self._status(n_rows, n_updates, n_inserts, n_deleted, size)
+
+    def _file_rows(self, merged: pa.Table) -> pa.Table:
+        """Merged rows as the new base file stores them: its file name set; without meta
+        fields the other meta values null (Java ``HoodieMergeHandle.writeToFile``)."""
+        rows = _set_file_name(merged, self.name)
+        if self.ctx.options.populate_meta_fields:
+            return rows
+        return clear_meta_values(rows, file_name=True)
 
     def _status(
         self, n_rows: int, n_updates: int, n_inserts: int, n_deleted: int, size: int

@@ -77,6 +77,9 @@ class ResolvedOptions:
         spill_dir: ``hoodie.memory.spillable.map.path`` (None: the system temp folder).
         bloom: the bloom filter of new base files (``hoodie.bloom.index.*``,
             ``hoodie.index.bloom.*``); None for a table without meta fields (as Java's).
+        populate_meta_fields: the files carry meta column values (``hoodie.populate.meta.fields``;
+            False: Hudi's virtual keys -- the meta columns are written null, except
+            ``_hoodie_file_name`` in base files, and keys are built from the key fields).
         index_type: ``BUCKET``, ``SIMPLE``, ``GLOBAL_SIMPLE``, ``BLOOM`` or ``GLOBAL_BLOOM``
             (``hoodie.index.type``; an existing table's own index).
         update_partition_path: global indexes: a key arriving with another partition moves
@@ -122,6 +125,7 @@ class ResolvedOptions:
     auto_split: bool = True
     small_file_candidates: int = 1
     timestamp: TimestampSpec | None = None
+    populate_meta_fields: bool = True
 
     @property
     def is_global_index(self) -> bool:
@@ -157,9 +161,7 @@ def resolve_options(
         ConfigError: an option contradicts the existing table, a needed key is missing, the
             table is not version 6, 8 or 9, or the bucket settings are invalid.
         UnsupportedError: a table hudi_ds cannot write (a key generator it does not
-            reproduce, auto-generated record keys); nothing has been written. (Tables without
-            meta fields resolve, for their readers; :func:`check_writable` refuses writing
-            them.)
+            reproduce, auto-generated record keys); nothing has been written.
     """
     o = options
     timestamp: TimestampSpec | None = None
@@ -262,6 +264,12 @@ def resolve_options(
             f"option '{NUM_BUCKETS_KEY}' is required: the table at {base_uri} uses the bucket "
             "index (its fileIds are bucket ids) and does not record its bucket count"
         )
+    # Java HoodieFileWriterFactory.enableBloomFilter: no key footers without meta fields
+    meta_fields = (
+        config.populate_meta_fields
+        if config is not None
+        else bool(o.get(WriteConfig.POPULATE_META_FIELDS))
+    )
     update_prop = (
         WriteConfig.BLOOM_UPDATE_PARTITION_PATH
         if index_type == "GLOBAL_BLOOM"
@@ -288,7 +296,7 @@ def resolve_options(
         ),
         set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
         spill_dir=o.get(WriteConfig.SPILLABLE_MAP_PATH) or None,
-        bloom=BloomFilterSpec.of(o) if config is None or config.populate_meta_fields else None,
+        bloom=BloomFilterSpec.of(o) if meta_fields else None,
         index_type=index_type,
         # Java HoodieIndexUtils: shouldUpdatePartitionPath = option && table is partitioned
         update_partition_path=bool(o.get(update_prop)) and bool(parts),
@@ -301,6 +309,7 @@ def resolve_options(
         auto_split=o.get(WriteConfig.INSERT_AUTO_SPLIT),
         small_file_candidates=o.get(WriteConfig.SMALL_FILE_GROUP_CANDIDATES),
         timestamp=timestamp,
+        populate_meta_fields=meta_fields,
     )
 
 
@@ -389,12 +398,6 @@ def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
         )
 
 
-#: ``hoodie.properties`` of a table's metadata table (``HoodieTableMetadata``)
-METADATA_TABLE_PROPS = ".hoodie/metadata/.hoodie/hoodie.properties"
-#: the metadata table partitions a table has built (``HoodieTableConfig.TABLE_METADATA_PARTITIONS``)
-METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
-
-
 def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None = None) -> None:
     """Refuse, before anything is written, an existing table hudi_ds cannot write faithfully.
 
@@ -407,21 +410,11 @@ def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None
 
     Raises:
         ConfigError: the table version is not 6, 8 or 9.
-        UnsupportedError: Lance base files; the table has no meta fields
-            (``hoodie.populate.meta.fields=false``) or a key generator hudi_ds does not
-            reproduce. (A metadata table is kept in step: :mod:`hudi_ds.metadata.writer`.)
+        UnsupportedError: Lance base files; a key generator hudi_ds does not reproduce. (A
+            metadata table is kept in step: :mod:`hudi_ds.metadata.writer`; tables without meta
+            fields are written with Hudi's virtual keys.)
     """
     _check_version(cfg, base_uri)
-    if not cfg.populate_meta_fields:
-        # Java writes such tables without the five _hoodie_* columns and its indexes read the
-        # keys from the data columns; hudi_ds's handles write the meta columns into every base
-        # file and log block and its lookups read _hoodie_record_key, so a write would mix
-        # file layouts in one table
-        raise UnsupportedError(
-            f"the table at {base_uri} has hoodie.populate.meta.fields=false (no _hoodie_* "
-            "meta columns); hudi_ds writes the meta columns into every file and looks keys up "
-            "in them, so it does not write such tables (reading them works)"
-        )
     _key_generator(cfg, base_uri)
 
 
@@ -712,6 +705,9 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
 
     props = cfg.props
     same(WriteConfig.TABLE_TYPE, cfg.table_type)
+    # Java HoodieTableMetaClient.validateTableProperties: virtual keys cannot be re-enabled;
+    # nor are they turned on for a table whose files hold the meta values (mixed layouts)
+    same(WriteConfig.POPULATE_META_FIELDS, cfg.populate_meta_fields)
     same(WriteConfig.RECORD_KEY_FIELDS, cfg.record_key_fields, bool(cfg.record_key_fields))
     partition_option: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
     recorded = TableConfig.PARTITION_FIELDS.key in props or _key_generator(cfg) == "NON_PARTITION"

@@ -41,7 +41,7 @@ from hudi_ds.write.assigner import (
     slot_file_id,
     small_files,
 )
-from hudi_ds.write.handles import HandleContext, delete_keys, precombine
+from hudi_ds.write.handles import HandleContext, delete_keys, precombine, stored_rows
 from hudi_ds.write.operation import Rows
 from hudi_ds.write.plan import BucketFiles, WritePlan
 from hudi_ds.write.workload import WorkloadProfile
@@ -669,7 +669,9 @@ class Tagger:
             fslice = self.files.by_file_id(part).get(fid)
             if fslice is None:
                 continue
-            rows = read_file_slice(self.storage, fslice, p.visibility, rctx, stats)
+            rows = stored_rows(
+                read_file_slice(self.storage, fslice, p.visibility, rctx, stats), self._ctx, part
+            )
             hit = pc.is_in(rows.column(RECORD_KEY_METADATA_FIELD), value_set=keys)
             out.append(rows.filter(hit))
         return pa.concat_tables(out) if out else p.schema.empty_table()

@@ -29,6 +29,7 @@ from tests.write.fixture_model import (
     tree_hashes,
 )
 from tests.write.test_fixture_writes import unzip
+from tests.write.test_matrix import assert_no_meta_values
 
 pytestmark = pytest.mark.spark
 
@@ -50,12 +51,14 @@ def test_spark_upsert_and_delete_into_v6_fixture(spark: Any, name: str, tmp_path
     _save(spark, sc.delete, root, {**options, "hoodie.datasource.write.operation": "delete"})
     assert data_row_set(hudi_ds.read(str(root))) == sc.expected
     assert data_row_set(hudi_rs_table(str(root))) == sc.expected
+    if not fx.meta_fields:
+        assert_no_meta_values(root)
 
 
-#: one Hudi 1.0 and one Hudi 1.1 table of each table type (no metadata table)
 SPARK_1X = (
     "cow_v8_complexkeygen_hivestyle",
     "mor_avro_v8_trips_8i1u",
+    "cow_v8_simplekeygen_hivestyle_no_metafields",
     "cow_v9_txns_simple_nometa",
     "mor_avro_v9_txns_complex_nometa",
 )
@@ -77,6 +80,8 @@ def test_spark_upsert_and_delete_into_1x_fixture(spark: Any, name: str, tmp_path
     assert data_row_set(hudi_ds.read(str(root))) == sc.expected
     assert data_row_set(hudi_rs_table(str(root))) == sc.expected
     assert read_props(root)["hoodie.table.version"] == before["hoodie.table.version"]
+    if not fx.meta_fields:
+        assert_no_meta_values(root)
 
 
 def test_spark_refuses_lance_table_unchanged(spark: Any, tmp_path: Path) -> None:

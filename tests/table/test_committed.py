@@ -273,16 +273,18 @@ def keyed(n: int, ts: int) -> pa.Table:
     )
 
 
+@pytest.mark.parametrize("meta", ["true", "false"])  # false: keys sampled from the key field
 @pytest.mark.parametrize("stored", ["5", "3", "8"])
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 def test_changed_bucket_count_is_refused_before_writing(
-    tmp_path: Path, stored: str, table_type: str
+    tmp_path: Path, stored: str, table_type: str, meta: str
 ) -> None:
     path = str(tmp_path / "t")
     opts = {
         **OPTS,
         "hoodie.bucket.index.num.buckets": "4",
         "hoodie.datasource.write.table.type": table_type,
+        "hoodie.populate.meta.fields": meta,
     }
     hudi_ds.write(path, keyed(200, 1), opts)
     expected = rows(keyed(200, 1))

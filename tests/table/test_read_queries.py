@@ -19,7 +19,12 @@ from pathlib import Path
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import ConfigError, CorruptFileError, InstantNotFoundError
+from hudi_ds.errors import (
+    ConfigError,
+    CorruptFileError,
+    InstantNotFoundError,
+    UnsupportedError,
+)
 from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table, require_base_file_reader
 from tests.golden import golden_rows, golden_set, norm_golden, row_set
 
@@ -113,6 +118,19 @@ def test_incremental_bounded_range(tmp_path_factory) -> None:
     )
     assert row_set(only_second) == _golden_subset(name, {c2})
     assert only_second.num_rows == 1
+
+
+@pytest.mark.parametrize("name", [n for n in fixture_names() if "no_metafields" in n])
+def test_incremental_refused_without_meta_fields(name: str, tmp_path_factory) -> None:
+    """As Java's IncrementalRelation: rows of a table without meta fields carry no
+    ``_hoodie_commit_time`` to select the changed ones by."""
+    root = str(fixture_table(name, tmp_path_factory))
+    incremental = {
+        "hoodie.datasource.query.type": "incremental",
+        "hoodie.datasource.read.begin.instanttime": "000",
+    }
+    with pytest.raises(UnsupportedError, match="populate.meta.fields=false"):
+        hudi_ds.read(root, incremental)
 
 
 def test_bad_read_options_are_refused(tmp_path_factory) -> None:

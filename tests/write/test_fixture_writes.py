@@ -22,6 +22,8 @@ import hudi_ds
 from hudi_ds.api import HudiTable
 from hudi_ds.config import Options
 from hudi_ds.errors import ConfigError, UnsupportedError
+from hudi_ds.services import compaction
+from hudi_ds.services.base import ServiceContext
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.options import resolve_options
@@ -40,6 +42,7 @@ from tests.write.fixture_model import (
     scenario,
     tree_hashes,
 )
+from tests.write.test_matrix import assert_no_meta_values
 
 
 def unzip(name: str, dest: Path) -> Path:
@@ -113,6 +116,38 @@ def test_upsert_and_delete_into_v6_fixture(name: str, tmp_path: Path) -> None:
     props = read_props(root)
     assert props["hoodie.table.version"] == "6"
     assert not any(k.startswith(("hoodie.index.", "hoodie.bucket.")) for k in props)
+    if not fx.meta_fields:  # written as Java writes such tables: meta columns, null values
+        assert props["hoodie.populate.meta.fields"] == "false"
+        assert_no_meta_values(root)
+
+
+def test_compaction_of_mor_fixture_without_meta_fields(tmp_path: Path) -> None:
+    """A MERGE_ON_READ table without meta fields compacts: the log records are keyed by their
+    record key field, the new base files hold the meta columns with null values (the file
+    name aside) as Java's compaction writes them, and every reader still sees the model."""
+    name = "mor_parquet_v6_simplekeygen_hivestyle_no_metafields"
+    fx = WRITABLE[name]
+    root = unzip(name, tmp_path)
+    sc = scenario(name, fx, HudiTable(str(root)).read())
+    table = HudiTable(str(root))
+    table.upsert(sc.upsert)
+    table.upsert(sc.upsert2)
+    table.delete(sc.delete)
+    logs = [p for p in root.rglob(".*.log.*")]
+    assert logs  # the updates went to logs: there is something to compact
+    opts = {"hoodie.compaction.strategy": "UnBoundedCompactionStrategy"}
+    ctx = ServiceContext.open(str(root), {**opts, "hoodie.compact.inline.max.delta.commits": "1"})
+    instant = compaction.schedule_compaction(ctx)
+    assert instant is not None
+    (res,) = compaction.run_compaction(ServiceContext.open(str(root), opts), instant)
+    assert res.log_files == len(logs)
+    assert data_row_set(hudi_ds.read(str(root))) == sc.expected
+    assert data_row_set(hudi_rs_table(str(root))) == sc.expected
+    compacted = [p for p in root.rglob(f"*_{instant}.parquet")]
+    assert len(compacted) == res.operations
+    assert_no_meta_values(root)
+    ro = hudi_ds.read(str(root), {"hoodie.datasource.query.type": "read_optimized"})
+    assert data_row_set(ro) == sc.expected  # every file group compacted
 
 
 @pytest.mark.parametrize("name", sorted(WRITABLE_1X))
@@ -153,6 +188,9 @@ def test_upsert_and_delete_into_1x_fixture(name: str, tmp_path: Path) -> None:
         assert re.fullmatch(r"\.[\w-]+_\d{17}\.log\.1_\d+-\d+-\d+", p.name), p.name
     if "mor" in name and fx.parts:
         assert logs  # the updates went to log files
+    if not fx.meta_fields:  # written as Java writes such tables: meta columns, null values
+        assert props["hoodie.populate.meta.fields"] == "false"
+        assert_no_meta_values(root)
 
 
 def drop_metadata_table(root: Path) -> None:

@@ -19,9 +19,13 @@ from pathlib import Path
 import hudi
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
+from hudi_ds.log.block import BlockType
+from hudi_ds.log.reader import decode_data_block, scan_log_bytes
+from hudi_ds.schema import META_FIELDS, avro_to_arrow_schema
 from tests.conftest import table_options
 
 PARTITIONINGS = {"one": ["dt"], "two": ["dt", "region"], "none": []}
@@ -98,8 +102,85 @@ def test_write_sequence(
         "hoodie.logfile.data.block.format": block,
         "hoodie.write.table.version": str(version),
     }
+    run_sequence(path, opts, Model(event_time=merge == "EVENT_TIME_ORDERING"))
+    check_version(tmp_path / "t", version)
+
+
+def check_version(root: Path, version: int) -> None:
+    """The table at ``root`` is of table ``version``, its timeline of the matching layout."""
+    props = (root / ".hoodie" / "hoodie.properties").read_text()
+    assert f"\nhoodie.table.version={version}\n" in props
+    assert f"\nhoodie.timeline.layout.version={1 if version == 6 else 2}\n" in props
+    timeline = root / ".hoodie" / ("timeline" if version >= 8 else "")
+    completed = [f.name for f in timeline.iterdir() if f.name.endswith(("commit", "deltacommit"))]
+    # layout 2: completed instants are <requested>_<completion>.<action> files
+    assert completed and all(("_" in n) == (version >= 8) for n in completed), completed
+
+
+@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE", "BLOOM"])
+@pytest.mark.parametrize("parts", sorted(PARTITIONINGS))
+@pytest.mark.parametrize("ttype", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize("version", [6, 8, 9])
+def test_write_sequence_without_meta_fields(
+    version: int, ttype: str, parts: str, index: str, tmp_path: Path
+) -> None:
+    """``hoodie.populate.meta.fields=false`` (Hudi's virtual keys): the same sequence, keys
+    looked up and merged from the record key fields; the files keep the meta columns with
+    null values (``_hoodie_file_name`` aside in base files), as Java writes them."""
+    path = str(tmp_path / "t")
+    # EVENT_TIME_ORDERING but on MOR under a non-bucket index, where a re-inserted deleted key
+    # goes to the log of the file group whose base file still holds it, and the older
+    # re-insert then loses to that base record (as in Java, meta fields or not): not the model
+    event_time = ttype == "COPY_ON_WRITE" or index == "BUCKET"
+    opts = {
+        **table_options(
+            "matrix",
+            partition=",".join(PARTITIONINGS[parts]),
+            table_type=ttype,
+            buckets=4 if index == "BUCKET" else None,
+        ),
+        "hoodie.populate.meta.fields": "false",
+        "hoodie.index.type": index,
+        "hoodie.write.table.version": str(version),
+        "hoodie.write.record.merge.mode": (
+            "EVENT_TIME_ORDERING" if event_time else "COMMIT_TIME_ORDERING"
+        ),
+    }
+    run_sequence(path, opts, Model(event_time=event_time))
+    check_version(tmp_path / "t", version)
+    assert (
+        "hoodie.populate.meta.fields=false"
+        in (tmp_path / "t/.hoodie/hoodie.properties").read_text()
+    )
+    assert_no_meta_values(tmp_path / "t")
+
+
+def assert_no_meta_values(root: Path) -> None:
+    """Every base file and log data block under ``root`` has the five meta columns, all null
+    but a base file's ``_hoodie_file_name`` (its own name), and no key footers."""
+    files = [f for f in root.rglob("*") if f.is_file() and ".hoodie" not in f.parts]
+    bases = [f for f in files if f.suffix == ".parquet"]
+    logs = [f for f in files if ".log." in f.name]
+    assert bases or logs
+    for f in bases:
+        pf = pq.ParquetFile(f)
+        assert not any(k.startswith((b"hoodie_", b"org.apache.hudi")) for k in pf.metadata.metadata)
+        t = pf.read(columns=META_FIELDS)
+        for c in META_FIELDS[:4]:
+            assert t.column(c).null_count == t.num_rows, (f, c)
+        assert set(t.column("_hoodie_file_name").to_pylist()) <= {f.name}
+    for f in logs:
+        for b in scan_log_bytes(f.read_bytes(), str(f)).blocks:
+            if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+                t = decode_data_block(b, avro_to_arrow_schema(b.schema))
+                assert t.schema.names[:5] == META_FIELDS
+                assert all(t.column(c).null_count == t.num_rows for c in META_FIELDS), f
+
+
+def run_sequence(path: str, opts: dict[str, str], model: Model) -> None:
+    """Steps 1-4 of the module docstring, each checked against ``model``."""
     rng = np.random.default_rng(7)
-    model = Model(event_time=merge == "EVENT_TIME_ORDERING")
+    version = int(opts.get("hoodie.write.table.version", "6"))
 
     def check() -> None:
         expected = model.expected()
@@ -114,13 +195,6 @@ def test_write_sequence(
     hudi_ds.write(path, t, {**opts, "hoodie.datasource.write.operation": "insert"})
     model.upsert(t)
     check()
-    props = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text()
-    assert f"\nhoodie.table.version={version}\n" in props
-    assert f"\nhoodie.timeline.layout.version={1 if version == 6 else 2}\n" in props
-    timeline = tmp_path / "t" / ".hoodie" / ("timeline" if version >= 8 else "")
-    completed = [f.name for f in timeline.iterdir() if f.name.endswith(("commit", "deltacommit"))]
-    # layout 2: completed instants are <requested>_<completion>.<action> files
-    assert completed and all(("_" in n) == (version >= 8) for n in completed), completed
     # 2. updates (newer), late updates (older ts), new keys -- shuffled together
     upd = rows(rng.choice(1000, 200, replace=False), np.full(200, 200), rng)
     late = rows(rng.choice(1000, 100, replace=False), np.full(100, 50), rng)

@@ -32,6 +32,7 @@ import pytest
 import hudi_ds
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.write.client import WriteClient
+from tests.write.test_matrix import assert_no_meta_values
 
 MB = 1 << 20
 BATCH = 50_000
@@ -160,18 +161,22 @@ def _write(path: str, options: dict, exclusive: bool) -> tuple[list[dict], int, 
     return sorted(stats, key=lambda s: (s["step"], s["group"])), peak, flushes, files
 
 
+@pytest.mark.parametrize("meta", [True, False], ids=["meta-fields", "virtual-keys"])
 @pytest.mark.parametrize("exclusive", [True, False], ids=["task-merge", "staged-merge"])
 def test_cow_merge_under_budget_spills_and_keeps_every_row(
-    exclusive: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    exclusive: bool, meta: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Without meta fields (``virtual-keys``) the streamed and partitioned merges key the base
+    file's rows by their record key field."""
     from hudi_ds.write import handles
 
     # base files stream in several batches
     monkeypatch.setattr(handles, "_BASE_READ_ROWS", 512, raising=False)
     small, big = str(tmp_path / "small"), str(tmp_path / "big")
-    opts = {**COW, "write.task.max.size": TINY}
+    cow = COW if meta else {**COW, "hoodie.populate.meta.fields": "false"}
+    opts = {**cow, "write.task.max.size": TINY}
     stats_small, peak, flushes, last = _write(small, opts, exclusive)
-    stats_big, _, _, _ = _write(big, COW, exclusive)
+    stats_big, _, _, _ = _write(big, cow, exclusive)
     budget = float(TINY) * MB
     # the task's buffers stay under a third of the budget after every batch ...
     assert 0 < peak <= budget / 3, peak
@@ -181,9 +186,11 @@ def test_cow_merge_under_budget_spills_and_keeps_every_row(
     assert _ours(small) == _ours(big) == expected
     assert _theirs(small) == expected
     assert stats_small == stats_big
+    if not meta:
+        assert_no_meta_values(Path(small))
     # the new base files were written partition by partition (several row groups), with
     # Hudi's min/max record key footer over all of them
-    for f in Path(small).rglob("*.parquet"):
+    for f in Path(small).rglob("*.parquet") if meta else ():
         pf = pq.ParquetFile(f)
         keys = pf.read(columns=["_hoodie_record_key"]).column(0).to_pylist()
         md = pf.schema_arrow.metadata or {}

@@ -34,7 +34,26 @@ def test_bloom_filter_of_new_base_files() -> None:
 def test_no_bloom_filter_without_meta_fields() -> None:
     # as Java: the files of a table with hoodie.populate.meta.fields=false have no key footers
     cfg = TableConfig({**TABLE_PROPS, "hoodie.populate.meta.fields": "false"})
-    assert resolve_options(Options.of(BLOOM_OPTIONS), cfg).bloom is None
+    r = resolve_options(Options.of(BLOOM_OPTIONS), cfg)
+    assert r.bloom is None and r.populate_meta_fields is False
+    # a new table asks for it with the option
+    new = resolve_options(
+        Options.of({**BLOOM_OPTIONS, "hoodie.populate.meta.fields": "false"}), None
+    )
+    assert new.bloom is None and new.populate_meta_fields is False
+
+
+def test_populate_meta_fields_option_against_the_table() -> None:
+    """An existing table keeps its own: virtual keys are not re-enabled (Java
+    HoodieTableMetaClient.validateTableProperties) nor turned on over files holding keys."""
+    without = TableConfig({**TABLE_PROPS, "hoodie.populate.meta.fields": "false"})
+    with_meta = TableConfig(dict(TABLE_PROPS))
+    for cfg, asked in ((without, "true"), (with_meta, "false")):
+        with pytest.raises(ConfigError, match=f"'hoodie.populate.meta.fields'={asked.title()}"):
+            resolve_options(Options.of({"hoodie.populate.meta.fields": asked}), cfg)
+    agreed = Options.of({"hoodie.populate.meta.fields": "false"})
+    assert resolve_options(agreed, without).populate_meta_fields is False
+    assert resolve_options(Options.of({}), with_meta).populate_meta_fields is True
 
 
 # -- key generators and properties an existing table does not record (issue 14) -------------
