@@ -361,6 +361,13 @@ class WriteConfig:
         "hoodie.table.metadata.partitions cleared); unset keeps what the table has, kept in "
         "step on every action.",
     )
+    METADATA_COMPACT_MAX_DELTA_COMMITS = ConfigProperty(
+        "hoodie.metadata.compact.max.delta.commits",
+        10,
+        parse_positive_int,
+        "Delta commits of the metadata table after which it is compacted (a new base HFile "
+        "holding the merged file listing).",
+    )
     WRITE_TABLE_VERSION = ConfigProperty(
         "hoodie.write.table.version",
         6,

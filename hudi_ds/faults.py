@@ -30,6 +30,11 @@ Points (see :data:`POINTS`):
                         backup to its temporary name (``:1``), renamed it (``:2``), deleted
                         ``hoodie.properties`` (``:3``), wrote the new one to its temporary name
                         (``:4``), renamed it, the backup not yet deleted (``:5``)
+* ``metadata``          the metadata table's writer: created the MDT, ``files`` not yet in
+                        ``hoodie.properties`` (the first hit when it creates one); then, per
+                        deltacommit, its inflight file exists (``:n``), its log file too
+                        (``:n+1``), it completed, the data instant not (``:n+2``); an MDT
+                        compaction is inflight
 
 ``<point>:<n>`` makes every step of a multi-step transition reachable: the crash matrix of
 ``tests/services/test_transitions_crash.py`` kills at each n in turn.
@@ -56,6 +61,7 @@ POINTS = (
     "restore",
     "savepoint",
     "table_config",
+    "metadata",
 )
 _hits: dict[str, int] = {}
 

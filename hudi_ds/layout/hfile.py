@@ -62,6 +62,8 @@ BYTES_PER_CHECKSUM = 16 * 1024
 HEADER_SIZE = 33
 #: Size of the fixed trailer at the end of the file.
 TRAILER_SIZE = 4096
+#: Magic at the start of the trailer.
+TRAILER_MAGIC = b'TRABLK"$'
 #: Comparator class named in the trailer by Hudi's writers.
 COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
 
@@ -112,7 +114,6 @@ _ROOT_INDEX = b"IDXROOT2"
 _INTERMEDIATE_INDEX = b"IDXINTE2"
 _LEAF_INDEX = b"IDXLEAF2"
 _FILE_INFO = b"FILEINF2"
-_TRAILER = b'TRABLK"$'
 _PBUF = b"PBUF"
 _MAX_VERSION = 3  # HFile major version
 
@@ -500,7 +501,7 @@ def write_hfile(
             _proto_varint_field(_T_CODEC, int(codec)),
         ]
     )
-    head = _TRAILER + _uvarint(len(proto)) + proto
+    head = TRAILER_MAGIC + _uvarint(len(proto)) + proto
     trailer = head + bytes(TRAILER_SIZE - 4 - len(head)) + struct.pack(">i", _MAX_VERSION)
     out.append(trailer)
     return b"".join(out)
@@ -636,7 +637,7 @@ def _trailer(data: bytes) -> dict[int, int | bytes]:
     if len(data) < TRAILER_SIZE:
         raise _Damaged(f"{len(data)} bytes is shorter than the {TRAILER_SIZE}-byte trailer")
     t = len(data) - TRAILER_SIZE
-    if data[t : t + 8] != _TRAILER:
+    if data[t : t + 8] != TRAILER_MAGIC:
         raise _Damaged("no trailer magic 4096 bytes before the end")
     (version,) = struct.unpack_from(">i", data, len(data) - 4)
     major = version & 0x00FFFFFF

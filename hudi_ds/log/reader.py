@@ -2,7 +2,8 @@
 
 :func:`scan_log_bytes` splits a log file into intact blocks (skipping torn or garbage regions the
 way Java's ``HoodieLogFileReader`` does); :func:`decode_data_block` and
-:func:`decode_delete_block` turn block contents into Arrow tables.
+:func:`decode_delete_block` turn block contents into Arrow tables; :func:`decode_hfile_block`
+reads the HFile of a metadata table's ``HFILE_DATA`` block.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fastavro import parse_schema, schemaless_reader
 
-from hudi_ds.errors import CorruptBlockError, UnsupportedError
+from hudi_ds.errors import CorruptBlockError, CorruptFileError, UnsupportedError
+from hudi_ds.layout.hfile import HFile, read_hfile
 from hudi_ds.log.block import (
     CONTENT_VERSION,
     DELETE_RECORD_LIST_SCHEMA,
@@ -256,7 +258,8 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
 
     Raises:
         CorruptBlockError: the content does not decode.
-        UnsupportedError: the block is not a data block hudi_ds reads (HFile, command, delete).
+        UnsupportedError: the block is not a data block hudi_ds reads (command, delete, and
+            HFile blocks, which only metadata tables hold: :func:`decode_hfile_block`).
         SchemaError: the rows cannot be promoted to ``schema``.
     """
     try:
@@ -272,6 +275,28 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
     except CorruptBlockError as e:
         raise CorruptBlockError(f"{_where(block)}: {e}") from e
     return table if schema is None else promote_table(table, schema)
+
+
+def decode_hfile_block(block: LogBlock) -> HFile:
+    """Read the HFile an ``HFILE_DATA`` block holds (metadata table log files).
+
+    The content is one complete HFile (:func:`hudi_ds.layout.hfile.read_hfile`); its cells map
+    record keys to Avro records of the block's ``SCHEMA`` header (also the HFile's ``schema``
+    file info entry). Data tables never hold such blocks: :func:`decode_data_block` refuses them.
+
+    Raises:
+        UnsupportedError: not an ``HFILE_DATA`` block, or an HFile codec hudi_ds does not read.
+        CorruptBlockError: the HFile is damaged (the message names the log file and offset).
+    """
+    if block.block_type != BlockType.HFILE_DATA:
+        raise UnsupportedError(f"{block.block_type.name} block is not an HFILE_DATA block")
+    where = _where(block)
+    try:
+        return read_hfile(block.content, where)
+    except CorruptBlockError:
+        raise
+    except CorruptFileError as e:
+        raise CorruptBlockError(str(e)) from e
 
 
 # --------------------------------------------------------------------------------------------

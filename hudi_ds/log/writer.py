@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from fastavro import parse_schema, schemaless_writer
 
 from hudi_ds.errors import SchemaError
+from hudi_ds.layout.hfile import TRAILER_MAGIC, TRAILER_SIZE
 from hudi_ds.layout.parquet import dictionary_columns_of, parquet_block_content
 from hudi_ds.log.block import (
     CONTENT_VERSION,
@@ -493,3 +494,39 @@ def encode_rollback_command_block(instant_time: str, target_instant_time: str) -
         HeaderKey.TARGET_INSTANT_TIME: target_instant_time,
     }
     return encode_block(BlockType.COMMAND, header, b"")
+
+
+# --------------------------------------------------------------------------------------------
+# Metadata table blocks
+# --------------------------------------------------------------------------------------------
+
+
+def encode_hfile_data_block(instant_time: str, schema_json: str, hfile: bytes) -> bytes:
+    """Encode an ``HFILE_DATA`` block, as the metadata table's log files hold them.
+
+    The content is one complete HFile (:func:`hudi_ds.layout.hfile.write_hfile`), with no
+    version prefix (Java ``HoodieHFileDataBlock``); header ``INSTANT_TIME`` (the metadata
+    table's deltacommit) and ``SCHEMA`` (the writer schema, the same JSON as the HFile's
+    ``schema`` file info entry); no footer.
+
+    Raises:
+        ValueError: ``hfile`` does not end with an HFile trailer.
+    """
+    if len(hfile) < TRAILER_SIZE or hfile[-TRAILER_SIZE:][: len(TRAILER_MAGIC)] != TRAILER_MAGIC:
+        raise ValueError("HFILE_DATA block content must be a complete HFile (no trailer found)")
+    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
+    return encode_block(BlockType.HFILE_DATA, header, bytes(hfile))
+
+
+def encode_empty_delete_block(instant_time: str) -> bytes:
+    """Encode the empty ``DELETE`` block Java writes into the first log file of each metadata
+    table file group when it initialises a partition (80 bytes for a 17-digit instant).
+
+    Header: ``INSTANT_TIME`` only. Content: version 3, then the Avro binary of a
+    ``HoodieDeleteRecordList`` with no records (one byte ``00``) with its int32 length.
+    """
+    payload = io.BytesIO()
+    schemaless_writer(payload, _DELETE_SCHEMA, {"deleteRecordList": []})
+    body = payload.getvalue()
+    content = struct.pack(">ii", CONTENT_VERSION, len(body)) + body
+    return encode_block(BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant_time}, content)

@@ -552,7 +552,7 @@ def rollback_inflight_compaction(
         raise InstantNotFoundError(f"no pending compaction {instant} on the timeline")
     pending_rb = pending_rollback_of(tl, instant)
     if pending_rb is not None:  # an earlier rollback of an attempt was killed: finish that one
-        resume_rollback(storage, ctx.config, tl, pending_rb)
+        resume_rollback(storage, ctx.config, tl, pending_rb, ctx.state.before_complete)
         # the rollback wrote its instant files itself: list the timeline again
         md = ctx.reload_timeline().read_rollback_metadata(pending_rb)
         return sorted(f for pm in md.partition_metadata.values() for f in pm.success_delete_files)

@@ -307,7 +307,14 @@ def _rollback_completed(ctx: ServiceContext, tl: Timeline, inst: Instant) -> Rol
     crash_point("rollback")  # T pending, R inflight: resumed with R's plan
     # delete T's files, write command blocks, delete T's instant files, complete R (the
     # timeline listed again: T's completed file is gone, and execute_rollback writes R itself)
-    execute_rollback(ctx.storage, ctx.config, ctx.reload_timeline(), ts, req.requested_time)
+    execute_rollback(
+        ctx.storage,
+        ctx.config,
+        ctx.reload_timeline(),
+        ts,
+        req.requested_time,
+        ctx.state.before_complete,
+    )
     md = ctx.reload_timeline().read_rollback_metadata(req.requested_time)
     deleted = [f for pm in md.partition_metadata.values() for f in pm.success_delete_files]
     logs = [f for pm in md.partition_metadata.values() for f in (pm.rollback_log_files or {})]

@@ -95,6 +95,7 @@ from hudi_ds.write.markers import delete_markers, marked_files
 from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
 from hudi_ds.write.options import ResolvedOptions, check_writable, resolve_options
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
+from hudi_ds.write.metadata_sync import install_metadata_writer
 from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant
 from hudi_ds.write.tagged_records import TaggedRecords
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
@@ -166,6 +167,7 @@ class WriteClient:
         )
         if self.state is not None:
             check_writable(self.state.config, self.storage.base_uri, self.storage)
+            install_metadata_writer(self.state, self.options)
 
     @property
     def table_config(self) -> TableConfig | None:
@@ -181,6 +183,7 @@ class WriteClient:
         """The opened table, opened now if another client created it after this one started."""
         if self.state is None:
             self.state = TableState.open(self.storage)
+            install_metadata_writer(self.state, self.options)
         return self.state
 
     # -- schema -------------------------------------------------------------------------------
@@ -229,6 +232,7 @@ class WriteClient:
             index_type=r.index_type,
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
+        install_metadata_writer(self.state, self.options)
 
     def create_table_if_absent(self, schema: pa.Schema) -> bool:
         """Create the table for input ``schema`` unless it exists (no instant is started).

@@ -313,9 +313,9 @@ def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None
 
     Raises:
         ConfigError: the table is not version 6 (versions 8 and 9: issue 15).
-        UnsupportedError: the table has a metadata table, no meta fields
+        UnsupportedError: the table has no meta fields
             (``hoodie.populate.meta.fields=false``) or a key generator hudi_ds does not
-            reproduce.
+            reproduce. (A metadata table is kept in step: :mod:`hudi_ds.metadata.writer`.)
     """
     _check_version(cfg, base_uri)
     if not cfg.populate_meta_fields:
@@ -329,18 +329,6 @@ def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None
             "in them, so it does not write such tables (reading them works)"
         )
     _key_generator(cfg, base_uri)
-    partitions = cfg.get(METADATA_PARTITIONS_KEY) or ""
-    if partitions.strip() or (storage is not None and storage.exists(METADATA_TABLE_PROPS)):
-        # Spark's Hudi lists files through the metadata table by default: files written
-        # without updating it would be invisible to Hudi's readers, and Hudi's writers would
-        # find the metadata table behind the data timeline
-        raise UnsupportedError(
-            f"the table at {base_uri} has a metadata table (.hoodie/metadata"
-            + (f"; {METADATA_PARTITIONS_KEY}={partitions}" if partitions.strip() else "")
-            + "); hudi_ds does not maintain it, so Apache Hudi readers and writers using it "
-            "would not see the files hudi_ds writes. Disable it with Apache Hudi first (a "
-            "write with hoodie.metadata.enable=false deletes it), then write with hudi_ds"
-        )
 
 
 def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:

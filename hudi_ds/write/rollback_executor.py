@@ -58,6 +58,9 @@ from hudi_ds.write.markers import delete_markers, marked_files
 
 log = logging.getLogger("hudi_ds.write")
 
+#: :attr:`TableState.before_complete` of the rolled-back table (the metadata table's writer)
+BeforeComplete = Callable[[Instant, bytes], None] | None
+
 
 def rollback_failed_writes(
     state: TableState,
@@ -89,7 +92,7 @@ def rollback_failed_writes(
         if before is not None and target is not None and target >= before:
             continue
         resumed = True
-        if resume_rollback(storage, config, timeline, r) and target:
+        if resume_rollback(storage, config, timeline, r, state.before_complete) and target:
             done.append(target)
     if resumed:
         timeline = state.reload_timeline()
@@ -99,7 +102,9 @@ def rollback_failed_writes(
             continue
         if is_failed is not None and not is_failed(inst.requested_time):
             continue  # a live writer's instant
-        execute_rollback(storage, config, timeline, inst.requested_time, None)
+        execute_rollback(
+            storage, config, timeline, inst.requested_time, None, state.before_complete
+        )
         done.append(inst.requested_time)
         rolled = True
     if rolled:
@@ -107,7 +112,13 @@ def rollback_failed_writes(
     return done
 
 
-def resume_rollback(storage: Storage, config: TableConfig, timeline: Timeline, r: Instant) -> bool:
+def resume_rollback(
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    r: Instant,
+    before_complete: BeforeComplete = None,
+) -> bool:
     """Finish the pending rollback ``r`` a killed process left, with its own plan.
 
     * its target is a pending write: the rollback is repeated (idempotent steps);
@@ -129,12 +140,16 @@ def resume_rollback(storage: Storage, config: TableConfig, timeline: Timeline, r
         if inst.action == COMPACTION:
             _revert_compaction_attempt(storage, config, timeline, inst, r.requested_time)
         else:
-            execute_rollback(storage, config, timeline, inst.requested_time, r.requested_time)
+            execute_rollback(
+                storage, config, timeline, inst.requested_time, r.requested_time, before_complete
+            )
     elif inst is not None:
         TimelineWriter(storage, layout, config.timeline_path).delete_instant_files(r)
         return False
     else:
-        _finish_rollback(storage, layout, config, r.requested_time, target, {})
+        _finish_rollback(
+            storage, layout, config, r.requested_time, target, {}, before_complete=before_complete
+        )
     return True
 
 
@@ -189,7 +204,7 @@ def rollback_instant(state: TableState, instant: str) -> bool:
         state.timeline_writer().delete_instant_files(inst)
         delete_markers(storage, instant)
         return True
-    execute_rollback(storage, config, timeline, instant, None)
+    execute_rollback(storage, config, timeline, instant, None, state.before_complete)
     state.reload_timeline()
     return True
 
@@ -241,6 +256,7 @@ def execute_rollback(
     timeline: Timeline,
     instant: str,
     rollback_time: str | None,
+    before_complete: BeforeComplete = None,
 ) -> None:
     """Undo ``instant``: delete the files it wrote, its instant files and markers; complete R.
 
@@ -259,6 +275,8 @@ def execute_rollback(
         rollback_time: the rollback instant R whose plan to execute (a table-service rollback,
             or a killed rollback being resumed); None plans a new R here for a failed write
             (``R.rollback.requested`` naming T's files, then inflight).
+        before_complete: the table state's hook, called before R completes (the metadata
+            table mirrors R: :attr:`TableState.before_complete`).
     """
     layout = config.timeline_layout_version
     writer = TimelineWriter(storage, layout, config.timeline_path)
@@ -292,7 +310,9 @@ def execute_rollback(
     else:
         writer.delete_instant_files(instant)
     delete_markers(storage, instant)
-    _finish_rollback(storage, layout, config, rollback_time, instant, deleted, action, appended)
+    _finish_rollback(
+        storage, layout, config, rollback_time, instant, deleted, action, appended, before_complete
+    )
     log.info("rolled back %s (%d files)", instant, sum(len(v) for v in deleted.values()))
 
 
@@ -305,8 +325,11 @@ def _finish_rollback(
     deleted: dict[str, list[str]],
     action: str = "deltacommit",
     appended: dict[str, int] | None = None,
+    before_complete: BeforeComplete = None,
 ) -> None:
-    writer = TimelineWriter(storage, layout, config.timeline_path)
+    writer = TimelineWriter(
+        storage, layout, config.timeline_path, before_complete=before_complete
+    )
     logs_by_partition: dict[str, dict[str, int]] = {}
     for path, size in (appended or {}).items():
         logs_by_partition.setdefault(partition_of(path), {})[path] = size

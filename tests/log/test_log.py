@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -23,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hudi_ds.errors import CorruptBlockError, SchemaError, UnsupportedError
+from hudi_ds.layout.hfile import write_hfile
 from hudi_ds.log import (
     MAGIC,
     BlockType,
@@ -30,9 +32,12 @@ from hudi_ds.log import (
     LogBlock,
     decode_data_block,
     decode_delete_block,
+    decode_hfile_block,
     encode_avro_data_block,
     encode_block,
     encode_delete_block,
+    encode_empty_delete_block,
+    encode_hfile_data_block,
     encode_parquet_data_block,
     encode_rollback_command_block,
     parse_block,
@@ -151,8 +156,14 @@ def _check_block_decodes(block: LogBlock) -> int:
     assert block.block_type == BlockType.HFILE_DATA  # metadata table only
     assert block.content.startswith(b"DATABLK*")
     with pytest.raises(UnsupportedError):
-        decode_data_block(block)
-    return 0
+        decode_data_block(block)  # not a data table's block
+    hfile = decode_hfile_block(block)
+    assert hfile.keys and len(hfile.values) == len(hfile.keys)
+    assert json.loads(hfile.file_info["schema"]) == json.loads(block.schema or "")
+    assert set(block.header) == {HeaderKey.INSTANT_TIME, HeaderKey.SCHEMA} and not block.footer
+    again = encode_hfile_data_block(block.instant_time or "", block.schema or "", block.content)
+    assert parse_block(again) == dataclasses.replace(block, offset=0, path="")
+    return len(hfile.keys)
 
 
 @pytest.mark.parametrize("name", LOG_TABLES)
@@ -215,6 +226,50 @@ def test_fixture_delete_blocks(tmp_path_factory: pytest.TempPathFactory) -> None
         # Spark SQL deletes carry IntWrapper(0): no ordering value
         assert table.column("_ordering_value").null_count == 3
         assert block.content.count(b"\x04\x00") >= 3
+
+
+def test_fixture_empty_delete_blocks(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The empty DELETE block Java writes when it initialises a metadata table file group."""
+    cases = [
+        ("cow_v9_txns_simple_meta", "00000000000000000"),
+        ("mor_avro_v8_trips_8i3u1d", "00000000000000000"),
+        ("cow_0x_partitioned", "00000000000000010"),
+    ]
+    for name, instant in cases:
+        root = fixture_table(name, tmp_path_factory)
+        path = root / f".hoodie/metadata/files/.files-0000-0_{instant}.log.1_0-0-0"
+        data = path.read_bytes()
+        assert len(data) == 80
+        assert encode_empty_delete_block(instant) == data
+        (block,) = scan_log_bytes(data).blocks
+        assert block.header == {HeaderKey.INSTANT_TIME: instant}
+        assert decode_delete_block(block).num_rows == 0
+
+
+def test_hfile_data_block_round_trip() -> None:
+    schema = '{"type":"record","name":"R","fields":[{"name":"key","type":"string"}]}'
+    keys = [b".", b"__all_partitions__"]
+    values = [b"\x00", b"\x00"]
+    hfile = write_hfile(keys, values, file_info={"schema": schema.encode()}, create_time_ms=5)
+    block_bytes = encode_hfile_data_block("20260101000000000", schema, hfile)
+    log = encode_empty_delete_block("20260101000000000") + block_bytes
+    scan = scan_log_bytes(log, "x.log")
+    assert scan.corrupt_blocks == 0
+    block = scan.blocks[1]
+    assert block.block_type == BlockType.HFILE_DATA and block.content == hfile
+    assert block.instant_time == "20260101000000000" and block.schema == schema
+    got = decode_hfile_block(block)
+    assert got.keys == keys and got.values == values
+    # a damaged HFile names the log file and the block
+    damaged = bytearray(log)
+    damaged[80 + len(block_bytes) - 4200] ^= 0xFF  # inside the HFile's file info block
+    bad = scan_log_bytes(bytes(damaged), "x.log").blocks[1]
+    with pytest.raises(CorruptBlockError, match=r"x\.log block at offset 80"):
+        decode_hfile_block(bad)
+    with pytest.raises(UnsupportedError):
+        decode_hfile_block(scan.blocks[0])
+    with pytest.raises(ValueError, match="complete HFile"):
+        encode_hfile_data_block("20260101000000000", schema, b"DATABLK*")
 
 
 def _golden_by_key(name: str) -> dict[str, list[dict[str, Any]]]:

@@ -1,0 +1,720 @@
+"""``MetadataWriter``: keeps a table's metadata table (MDT) ``files`` partition in step.
+
+The MDT is a MERGE_ON_READ Hudi table at ``<table>/.hoodie/metadata`` with one file group
+(``files-0000-0``) in partition ``files``: a base HFile plus log files holding one HFILE_DATA
+block per deltacommit (record layout: :mod:`hudi_ds.metadata.records`). Java:
+``HoodieBackedTableMetadataWriter``.
+
+* :meth:`MetadataWriter.update` is installed as :attr:`TableState.before_complete`: every data
+  instant that changes files (commit, deltacommit, replacecommit, compaction, clean, rollback,
+  restore) is mirrored as an MDT deltacommit *with the same instant time*, written and completed
+  before the data instant's completed file is written (Java ``HoodieTableMetadataWriter.update``
+  inside ``commit``). A data instant that then fails is rolled back on the data table; the
+  rollback's own deltacommit tombstones its files (Java 0.x
+  ``HoodieTableMetadataUtil.convertMetadataToRollbackRecords``).
+* On the first update the MDT is created from the committed files when asked
+  (``hoodie.metadata.enable=true``), MDT instants a crash left pending are undone, completed data
+  instants the MDT misses (a service that ran without the hook) are applied in order, and MDT
+  partitions hudi_ds does not maintain are removed.
+* Every ``hoodie.metadata.compact.max.delta.commits`` deltacommits the MDT is compacted: a new
+  base HFile holding the merged listing (tombstones dropped).
+* :meth:`MetadataWriter.delete` removes the MDT (``hoodie.metadata.enable=false``).
+
+Instant times (reference: Java ``HoodieTableMetadataUtil``): the bootstrap deltacommit is
+``00000000000000010`` on table version 6 and ``00000000000000000`` on 8/9; an MDT compaction is
+``<latest deltacommit>001`` on version 6 (Java 0.x ``createCompactionTimestamp``) and a new
+instant time on 8/9. Log files: version 6 appends a new log version to the slice of the latest
+base file (``.files-0000-0_<base instant>.log.<n>_<token>``); 8/9 write one log file per
+deltacommit named with its instant (``.files-0000-0_<T>.log.1_<token>``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from hudi_ds.errors import CorruptFileError
+from hudi_ds.faults import crash_point
+from hudi_ds.layout.bloom import DYNAMIC_V0, BloomFilterSpec
+from hudi_ds.layout.hfile import read_hfile, write_hfile
+from hudi_ds.layout.naming import (
+    PARTITION_METADATA_FILE,
+    base_file_name,
+    file_name_of,
+    log_file_name,
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from hudi_ds.log.block import BlockType
+from hudi_ds.log.reader import scan_log_bytes
+from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
+from hudi_ds.metadata.records import (
+    ALL_PARTITIONS,
+    PARTITION_LIST,
+    FileEntry,
+    FilesChanges,
+    Records,
+    decode_files_value,
+    encode_files_value,
+    instant_changes,
+    listing_changes,
+    merge_records,
+    partition_path_of_id,
+    record_schema,
+)
+from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig, update_table_config
+from hudi_ds.timeline.instant import (
+    CLEAN,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    Instant,
+    State,
+    new_instant_time,
+)
+from hudi_ds.timeline.metadata import (
+    CommitMetadata,
+    CompactionOperation,
+    CompactionPlan,
+    WriteStat,
+)
+from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.view import TableState
+
+__all__ = [
+    "FILES_FILE_ID",
+    "FILES_PARTITION",
+    "METADATA_PARTITIONS_INFLIGHT_KEY",
+    "METADATA_PARTITIONS_KEY",
+    "METADATA_PATH",
+    "MetadataSlice",
+    "MetadataWriter",
+    "bootstrap_instant",
+    "metadata_table_properties",
+]
+
+log = logging.getLogger("hudi_ds.metadata")
+
+METADATA_PATH = ".hoodie/metadata"
+"""The MDT's base path, relative to the data table's."""
+FILES_PARTITION = "files"
+FILES_FILE_ID = "files-0000-0"
+METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
+METADATA_PARTITIONS_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
+_WRITE_TOKEN = "0-0-0"
+_SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below this
+# data actions whose completed instants an MDT deltacommit mirrors
+_MIRRORED = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE})
+# Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
+_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
+
+Listing = Callable[[TableState], Iterable[tuple[str, str, int]]]
+"""``listing(state)``: ``(partition path, file name, size)`` of every committed data file."""
+
+
+def bootstrap_instant(table_version: int) -> str:
+    """The instant of the deltacommit that creates the MDT (Java ``SOLO_COMMIT_TIMESTAMP``
+    ``00000000000000`` + ``010`` in 0.x, ``000`` in 1.x)."""
+    return "00000000000000010" if table_version < 8 else "00000000000000000"
+
+
+def metadata_table_properties(data: TableConfig) -> dict[str, str]:
+    """The MDT's ``hoodie.properties`` entries for data table ``data`` (without the checksum,
+    which :meth:`TableConfig.save` adds), as Java writes them for its table version."""
+    version = data.table_version
+    props = {
+        "hoodie.table.name": f"{data.table_name}_metadata",
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": str(version),
+        "hoodie.table.base.file.format": "HFILE",
+        "hoodie.table.recordkey.fields": "key",
+        "hoodie.populate.meta.fields": "false",
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+    }
+    database = data.DATABASE_NAME.of(data.props)
+    if database:
+        props["hoodie.database.name"] = database
+    if version < 8:
+        props.update(
+            {
+                "hoodie.table.keygenerator.class": (
+                    "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
+                ),
+                "hoodie.compaction.record.merger.strategy": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+                "hoodie.archivelog.folder": "archived",
+                "hoodie.timeline.layout.version": "1",
+            }
+        )
+    else:
+        props.update(
+            {
+                "hoodie.table.initial.version": str(version),
+                "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+                "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+                "hoodie.record.merge.mode": "CUSTOM",
+                "hoodie.archivelog.folder": "history",
+                "hoodie.timeline.layout.version": "2",
+                "hoodie.timeline.path": "timeline",
+                "hoodie.timeline.history.path": "history",
+            }
+        )
+    return props
+
+
+def _schema_without_meta(schema_json: str) -> str:
+    """The ``schema`` of MDT commit metadata: the record schema without the meta fields."""
+    obj = json.loads(schema_json)
+    obj["fields"] = [f for f in obj["fields"] if not f["name"].startswith("_hoodie_")]
+    return json.dumps(obj, separators=(",", ":"))
+
+
+@dataclass
+class MetadataSlice:
+    """The latest file slice of ``files-0000-0``.
+
+    Attributes:
+        base_instant: instant of the base file (bootstrap or latest MDT compaction).
+        base_file: its name (None if missing).
+        log_files: log file names of the slice, in merge order.
+        completed: MDT deltacommits whose blocks count (completed ones).
+        delta_commits: deltacommits in the slice (the bootstrap's log not counted).
+    """
+
+    base_instant: str
+    base_file: str | None
+    log_files: list[str] = field(default_factory=list)
+    completed: frozenset[str] = frozenset()
+    delta_commits: int = 0
+
+
+class MetadataWriter:
+    """Creates, updates, compacts and deletes the ``files`` partition of a table's MDT.
+
+    Args:
+        state: the opened data table (its config is replaced when ``hoodie.properties``
+            changes).
+        listing: the committed data files (the write layer lists them through its file-system
+            view; this layer may not import it).
+        enable: ``hoodie.metadata.enable``: True creates the MDT when absent, False deletes it,
+            None keeps what the table has.
+        max_delta_commits: ``hoodie.metadata.compact.max.delta.commits``.
+    """
+
+    def __init__(
+        self,
+        state: TableState,
+        listing: Listing,
+        *,
+        enable: bool | None = None,
+        max_delta_commits: int = 10,
+    ) -> None:
+        self.state = state
+        self.listing = listing
+        self.enable = enable
+        self.max_delta_commits = max_delta_commits
+        self.storage: Storage = state.storage.sub(METADATA_PATH)
+        self.version = state.config.table_version
+        self.schema = record_schema(self.version)
+
+    # -- what the table has ---------------------------------------------------------------------
+    @property
+    def declared(self) -> list[str]:
+        """MDT partitions ``hoodie.table.metadata.partitions`` names (completed ones)."""
+        raw = self.state.config.get(METADATA_PARTITIONS_KEY) or ""
+        return [p.strip() for p in raw.split(",") if p.strip()]
+
+    def _config(self) -> TableConfig | None:
+        try:
+            return TableConfig.load(self.storage)
+        except (FileNotFoundError, CorruptFileError):
+            return None
+
+    def present(self) -> bool:
+        """Whether the table has a usable MDT: ``files`` declared and the MDT's config there."""
+        return FILES_PARTITION in self.declared and self._config() is not None
+
+    def _mdt_layout(self) -> tuple[int, str]:
+        cfg = self._config()
+        if cfg is None:  # pragma: no cover - callers check present() first
+            raise CorruptFileError(f"{self.storage.base_uri}: no metadata table config")
+        return cfg.timeline_layout_version, cfg.timeline_path
+
+    def timeline(self) -> Timeline:
+        """The MDT's active timeline."""
+        layout, path = self._mdt_layout()
+        return Timeline.load(self.storage, layout, path)
+
+    def _writer(self) -> TimelineWriter:
+        layout, path = self._mdt_layout()
+        return TimelineWriter(self.storage, layout, path)
+
+    def _update_config(
+        self, updates: Mapping[str, str] | None = None, deletes: Iterable[str] = ()
+    ) -> None:
+        self.state.config = update_table_config(self.state.storage, updates, deletes)
+
+    # -- entry points ---------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Apply ``hoodie.metadata.enable`` when a writer opens the table: False deletes the MDT
+        (Java deletes it when a writer disables it); otherwise partitions hudi_ds does not keep
+        are removed, and a folder left by an interrupted creation or deletion goes."""
+        if self.enable is False:
+            self.delete()
+            return
+        if FILES_PARTITION not in self.declared:
+            if self.state.storage.exists(METADATA_PATH) and not self.declared:
+                log.warning(
+                    "%s: removing %s, a metadata table not declared in hoodie.properties "
+                    "(left by an interrupted creation or deletion)",
+                    self.state.storage.base_uri,
+                    METADATA_PATH,
+                )
+                self.state.storage.delete_dir(METADATA_PATH)
+            return
+        self.drop_unmaintained()
+
+    def update(self, done: Instant, content: bytes) -> None:
+        """The :attr:`TableState.before_complete` hook: mirror data instant ``done``.
+
+        Creates the MDT first when ``hoodie.metadata.enable=true`` and the table has none (from
+        the committed files, ``done`` excluded), undoes MDT instants a crash left pending,
+        applies completed data instants the MDT misses, compacts the MDT when due, then writes
+        and completes the deltacommit of ``done``.
+        """
+        if self.enable is False or done.action not in _MIRRORED:
+            return
+        if not self.present():
+            if self.enable is not True and FILES_PARTITION not in self.declared:
+                return
+            self.create()
+        else:
+            self.drop_unmaintained()
+            self.recover()
+        self._catch_up(exclude=done.requested_time)
+        self._mirror(done.requested_time, content, done.action)
+
+    # -- creation -------------------------------------------------------------------------------
+    def create(self) -> None:
+        """Create the MDT from the committed files (reference 6.2; Java
+        ``HoodieBackedTableMetadataWriter.initializeFromFilesystem``): config, bootstrap
+        deltacommit with a base HFile of the whole listing and a log file holding one empty
+        DELETE block, then ``files`` in ``hoodie.table.metadata.partitions``."""
+        data_storage = self.state.storage
+        if data_storage.exists(METADATA_PATH):
+            data_storage.delete_dir(METADATA_PATH)
+        cfg = TableConfig(metadata_table_properties(self.state.config))
+        layout = cfg.timeline_layout_version
+        folders = [".hoodie", ".hoodie/.aux", ".hoodie/.schema", ".hoodie/.temp", FILES_PARTITION]
+        folders += (
+            [".hoodie/archived"]
+            if layout == 1
+            else [".hoodie/timeline", ".hoodie/timeline/history", ".hoodie/.heartbeat"]
+        )
+        for d in folders:
+            self.storage.makedirs(d)
+        cfg.save(self.storage)
+        boot = bootstrap_instant(self.version)
+        changes = listing_changes(self.listing(self.state))
+        writer = self._writer()
+        req = Instant(boot, DELTA_COMMIT, State.REQUESTED)
+        writer.create_requested(req)
+        writer.transition_to_inflight(req)
+        when = "#Created by hudi_ds"
+        self.storage.write_bytes(
+            f"{FILES_PARTITION}/{PARTITION_METADATA_FILE}",
+            f"#partition metadata\n{when}\ncommitTime={boot}\npartitionDepth=1\n".encode(),
+        )
+        records = changes.records()
+        records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
+        base_name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, boot, ".hfile")
+        base = self._base_hfile(records)
+        self.storage.write_bytes(f"{FILES_PARTITION}/{base_name}", base)
+        log_name = log_file_name(FILES_FILE_ID, boot, 1, _WRITE_TOKEN)
+        block = encode_empty_delete_block(boot)
+        self.storage.write_bytes(f"{FILES_PARTITION}/{log_name}", block)
+        md = CommitMetadata(
+            partition_to_write_stats={
+                FILES_PARTITION: [
+                    self._stat(base_name, len(base), len(records), boot),
+                    self._stat(log_name, len(block), 0, boot, base_name, [log_name], 1),
+                ]
+            },
+            extra_metadata={"schema": _schema_without_meta(self.schema)},
+            operation_type="UPSERT_PREPPED",
+        )
+        writer.complete(req, md.to_bytes(layout))
+        crash_point("metadata")
+        self._update_config({METADATA_PARTITIONS_KEY: FILES_PARTITION})
+        log.info(
+            "%s: created the metadata table (files partition, %d partitions)",
+            self.state.storage.base_uri,
+            len(changes.partitions),
+        )
+
+    def delete(self) -> None:
+        """Remove the MDT as Java does when a writer disables it (reference 6.3): clear
+        ``hoodie.table.metadata.partitions`` (and ``.inflight``), then delete
+        ``.hoodie/metadata`` (a crash in between leaves an undeclared folder, removed by the
+        next :meth:`prepare`)."""
+        had = self.declared or self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY)
+        if had:
+            self._update_config(deletes=[METADATA_PARTITIONS_KEY, METADATA_PARTITIONS_INFLIGHT_KEY])
+        if self.state.storage.exists(METADATA_PATH):
+            self.state.storage.delete_dir(METADATA_PATH)
+            log.info("%s: deleted the metadata table", self.state.storage.base_uri)
+
+    def drop_unmaintained(self) -> None:
+        """Remove MDT partitions other than ``files`` (column_stats, partition_stats,
+        record_index, secondary indexes...) the way Java drops a partition: their folder is
+        deleted and their names leave ``hoodie.table.metadata.partitions`` -- hudi_ds does not
+        keep them in step, and a stale index would mislead readers that use it."""
+        inflight_raw = self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY) or ""
+        inflight = [p.strip() for p in inflight_raw.split(",") if p.strip()]
+        folders = [
+            file_name_of(d)
+            for d in self.storage.list_dirs("")
+            if file_name_of(d) not in (FILES_PARTITION, ".hoodie")
+        ]
+        names = sorted({p for p in self.declared + inflight if p != FILES_PARTITION} | set(folders))
+        if not names:
+            return
+        log.warning(
+            "%s: removing metadata table partitions hudi_ds does not maintain: %s "
+            "(only 'files' is kept in step)",
+            self.state.storage.base_uri,
+            ", ".join(names),
+        )
+        keep = [p for p in self.declared if p == FILES_PARTITION]
+        updates = {METADATA_PARTITIONS_KEY: ",".join(keep)}
+        if inflight:
+            updates[METADATA_PARTITIONS_INFLIGHT_KEY] = ""
+        self._update_config(updates)
+        for name in names:
+            if self.storage.exists(name) or self.storage.is_dir(name):
+                self.storage.delete_dir(name)
+
+    # -- crash recovery and catch-up ------------------------------------------------------------
+    def recover(self) -> None:
+        """Undo MDT instants a crash left pending: delete the files they wrote (named in their
+        inflight metadata, or carrying their instant) and their instant files. Their blocks
+        never counted (readers merge completed MDT instants only)."""
+        tl = self.timeline()
+        pending = list(tl.pending())
+        if not pending:
+            return
+        writer = self._writer()
+        names = [f.name for f in self.storage.list_files(FILES_PARTITION)]
+        for inst in pending:
+            ts = inst.requested_time
+            doomed = set()
+            inflight = tl.file_paths(ts).get(State.INFLIGHT)
+            if inflight is not None:
+                try:
+                    md = CommitMetadata.from_bytes(self.storage.read_bytes(inflight))
+                    doomed.update(file_name_of(p) for p in md.write_paths())
+                except (CorruptFileError, FileNotFoundError):
+                    pass
+            for name in names:
+                b = parse_base_file_name(name)
+                lf = parse_log_file_name(name)
+                if (b is not None and b.instant_time == ts) or (
+                    lf is not None and lf.instant_time == ts and tl.layout_version >= 2
+                ):
+                    doomed.add(name)
+            for name in sorted(doomed):
+                self.storage.delete(f"{FILES_PARTITION}/{name}")
+            writer.delete_instant_files(inst)
+            log.info("metadata table: undid pending %s %s", inst.action, ts)
+
+    def _catch_up(self, exclude: str) -> None:
+        """Apply completed data instants the MDT misses (a table service or rollback that ran
+        without the hook), oldest first. Instants older than the MDT's first mirrored instant
+        are covered by its bootstrap listing."""
+        mdt = self.timeline()
+        mirrored = {
+            i.requested_time for i in mdt.completed().filter_actions(DELTA_COMMIT, ROLLBACK)
+        }
+        real = sorted(t for t in mirrored if t >= _SYNTHETIC_MAX)
+        if not real:
+            return
+        floor = real[0]
+        data = self.state.timeline
+        for inst in data.completed():
+            ts = inst.requested_time
+            if ts <= floor or ts == exclude or ts in mirrored or inst.action not in _MIRRORED:
+                continue
+            path = data.file_paths(ts).get(State.COMPLETED)
+            if path is None:
+                continue
+            try:
+                content = self.state.storage.read_bytes(path)
+            except FileNotFoundError:
+                continue
+            log.info("metadata table: applying %s %s it missed", inst.action, ts)
+            self._mirror(ts, content, inst.action)
+
+    # -- deltacommits ---------------------------------------------------------------------------
+    def _mirror(self, instant_time: str, content: bytes, action: str) -> None:
+        mdt = self.timeline()
+        existing = mdt.get(instant_time)
+        if existing is not None and existing.is_completed:
+            return  # already mirrored (a retried completion)
+        changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
+        self._compact_if_due(mdt)
+        self._deltacommit(instant_time, changes or FilesChanges())
+
+    def _deltacommit(self, instant_time: str, changes: FilesChanges) -> None:
+        layout, _ = self._mdt_layout()
+        records = changes.records()
+        # every block carries the partition list (Java: createPartitionListRecord per commit)
+        records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
+        hfile = self._hfile(records, base=False)
+        block = encode_hfile_data_block(instant_time, self.schema, hfile)
+        sl = self.latest_slice()
+        if layout == 1:
+            versions = [
+                p.version
+                for n in self._file_names()
+                if (p := parse_log_file_name(n)) is not None
+                and p.file_id == FILES_FILE_ID
+                and p.instant_time == sl.base_instant
+            ]
+            name = log_file_name(
+                FILES_FILE_ID, sl.base_instant, max(versions, default=0) + 1, _WRITE_TOKEN
+            )
+        else:
+            name = log_file_name(FILES_FILE_ID, instant_time, 1, _WRITE_TOKEN)
+        logs = [*sl.log_files, name]
+        n = len(records)
+        stat = self._stat(
+            name, len(block), n, sl.base_instant, sl.base_file, logs, 1 if layout == 2 else None
+        )
+        md = CommitMetadata(
+            partition_to_write_stats={FILES_PARTITION: [stat]},
+            extra_metadata={"schema": _schema_without_meta(self.schema)},
+            operation_type="UPSERT_PREPPED",
+        )
+        writer = self._writer()
+        req = Instant(instant_time, DELTA_COMMIT, State.REQUESTED)
+        if not writer.create_requested(req):
+            raise CorruptFileError(
+                f"metadata table: instant {instant_time} exists and is not pending"
+            )
+        # the inflight file names the log file, so that a crash before completion is undone
+        writer.transition_to_inflight(req, md.to_bytes(layout))
+        crash_point("metadata")
+        self.storage.write_bytes(f"{FILES_PARTITION}/{name}", block)
+        crash_point("metadata")
+        writer.complete(req, md.to_bytes(layout))
+        crash_point("metadata")
+
+    def _stat(
+        self,
+        name: str,
+        size: int,
+        records: int,
+        prev: str,
+        base_file: str | None = None,
+        logs: list[str] | None = None,
+        log_version: int | None = None,
+    ) -> WriteStat:
+        is_log = logs is not None
+        if is_log and log_version is None:
+            p = parse_log_file_name(name)
+            log_version = p.version if p is not None else 1
+        return WriteStat(
+            file_id=FILES_FILE_ID,
+            path=f"{FILES_PARTITION}/{name}",
+            prev_commit=prev,
+            num_writes=records,
+            num_update_writes=records if is_log else 0,
+            num_inserts=0 if is_log else records,
+            total_write_bytes=size,
+            partition_path=FILES_PARTITION,
+            file_size_in_bytes=size,
+            log_version=log_version if is_log else None,
+            log_offset=0 if is_log else None,
+            base_file=base_file if is_log else None,
+            log_files=logs,
+        )
+
+    # -- HFiles ---------------------------------------------------------------------------------
+    def _sorted(self, records: Records) -> tuple[list[bytes], list[bytes]]:
+        keys = sorted(records, key=lambda k: k.encode("utf-8"))
+        values = [encode_files_value(records[k][0], records[k][1], self.schema) for k in keys]
+        return [k.encode("utf-8") for k in keys], values
+
+    def _hfile(self, records: Records, base: bool) -> bytes:
+        keys, values = self._sorted(records)
+        info = {"schema": self.schema.encode("utf-8")}
+        if not base:
+            return write_hfile(keys, values, file_info=info)
+        bloom = _BLOOM.new_filter()
+        bloom.add([k.decode("utf-8") for k in keys])
+        info.update(
+            {
+                "bloomFilterTypeCode": DYNAMIC_V0.encode(),
+                "minRecordKey": keys[0],
+                "maxRecordKey": keys[-1],
+            }
+        )
+        return write_hfile(
+            keys,
+            values,
+            file_info=info,
+            meta_blocks={"bloomFilter": bloom.serialize().encode("ascii")},
+        )
+
+    def _base_hfile(self, records: Records) -> bytes:
+        return self._hfile(records, base=True)
+
+    # -- reading the MDT ------------------------------------------------------------------------
+    def _file_names(self) -> list[str]:
+        return [f.name for f in self.storage.list_files(FILES_PARTITION)]
+
+    def latest_slice(self, timeline: Timeline | None = None) -> MetadataSlice:
+        """The latest slice of ``files-0000-0`` as of the MDT's completed instants.
+
+        Version 6 slices by the base instant in log names; 8/9 by completion time: a log file
+        belongs to the newest base whose instant completed before its deltacommit did.
+        """
+        tl = timeline or self.timeline()
+        done = tl.completed()
+        deltas = {i.requested_time: i for i in done.filter_actions(DELTA_COMMIT)}
+        bases = [i for i in done if i.action == COMMIT] + [
+            i for t, i in deltas.items() if t < _SYNTHETIC_MAX
+        ]
+        names = self._file_names()
+        base_files = {
+            b.instant_time: n
+            for n in names
+            if (b := parse_base_file_name(n)) is not None and b.file_id == FILES_FILE_ID
+        }
+        bases = [i for i in bases if i.requested_time in base_files]
+        if not bases:
+            raise CorruptFileError(f"{self.storage.base_uri}: metadata table has no base file")
+        latest = max(bases, key=lambda i: (i.completion_time or i.requested_time, i.requested_time))
+        base_ts = latest.requested_time
+        logs: list[tuple[tuple[str, int], str]] = []
+        own = 0  # logs of the base instant itself (the bootstrap's DELETE block)
+        for n in names:
+            p = parse_log_file_name(n)
+            if p is None or p.file_id != FILES_FILE_ID:
+                continue
+            if tl.layout_version == 1:
+                if p.instant_time == base_ts:
+                    logs.append(((base_ts, p.version), n))
+                    own += p.version == 1 and base_ts < _SYNTHETIC_MAX
+            else:
+                d = deltas.get(p.instant_time)
+                if d is None:
+                    continue
+                when = d.completion_time or d.requested_time
+                base_done = latest.completion_time or base_ts
+                if p.instant_time == base_ts or when > base_done:
+                    logs.append(((when, p.version), n))
+                    own += p.instant_time == base_ts
+        return MetadataSlice(
+            base_ts,
+            base_files[base_ts],
+            [n for _, n in sorted(logs)],
+            frozenset(deltas),
+            len(logs) - own,
+        )
+
+    def read_records(self, timeline: Timeline | None = None) -> Records:
+        """The merged ``files`` records of the latest slice (tombstones not yet merged away
+        included), reading completed MDT instants only."""
+        sl = self.latest_slice(timeline)
+        path = f"{FILES_PARTITION}/{sl.base_file}"
+        hf = read_hfile(self.storage.read_bytes(path), self.storage.full_path(path))
+        schema = hf.file_info.get("schema", self.schema.encode()).decode("utf-8")
+        out: Records = {}
+        for k, v in zip(hf.keys, hf.values, strict=True):
+            out[k.decode("utf-8")] = decode_files_value(v, schema)
+        for name in sl.log_files:
+            path = f"{FILES_PARTITION}/{name}"
+            scan = scan_log_bytes(self.storage.read_bytes(path), self.storage.full_path(path))
+            for b in scan.blocks:
+                if b.block_type != BlockType.HFILE_DATA or b.instant_time not in sl.completed:
+                    continue
+                block_hf = read_hfile(b.content, self.storage.full_path(path))
+                bschema = b.schema or block_hf.file_info.get("schema", b"").decode("utf-8")
+                newer = {
+                    k.decode("utf-8"): decode_files_value(v, bschema)
+                    for k, v in zip(block_hf.keys, block_hf.values, strict=True)
+                }
+                out = merge_records(out, newer)
+        return out
+
+    def files(self) -> dict[str, dict[str, int]]:
+        """Live files per data partition path (``""`` non-partitioned): name -> size."""
+        recs = self.read_records()
+        out: dict[str, dict[str, int]] = {}
+        live = [k for k, (_, d) in recs.get(ALL_PARTITIONS, (0, {}))[1].items() if not d]
+        for key in live:
+            entries: dict[str, FileEntry] = recs.get(key, (0, {}))[1]
+            out[partition_path_of_id(key)] = {n: s for n, (s, d) in entries.items() if not d}
+        return out
+
+    # -- compaction -----------------------------------------------------------------------------
+    def _compact_if_due(self, tl: Timeline) -> None:
+        if self.latest_slice(tl).delta_commits >= self.max_delta_commits:
+            self.compact(tl)
+
+    def compact(self, timeline: Timeline | None = None) -> str:
+        """Write a new base HFile holding the merged ``files`` listing (tombstones dropped) as
+        MDT compaction C; Java ``HoodieBackedTableMetadataWriter.compactIfNecessary``.
+
+        Returns:
+            The compaction instant.
+        """
+        tl = timeline or self.timeline()
+        layout = tl.layout_version
+        sl = self.latest_slice(tl)
+        records = self.read_records(tl)
+        merged: Records = {}
+        for key, (rtype, entries) in records.items():
+            live = {n: e for n, e in entries.items() if not e[1]}
+            if live or key == ALL_PARTITIONS:
+                merged[key] = (rtype, live)
+        last_delta = max(i.requested_time for i in tl.completed().filter_actions(DELTA_COMMIT))
+        if layout == 1:
+            when = last_delta + "001"  # Java 0.x HoodieTableMetadataUtil.createCompactionTimestamp
+        else:
+            newest = tl.instants[-1].requested_time if len(tl) else None
+            when = new_instant_time(after=newest)
+        op = CompactionOperation(
+            base_instant_time=sl.base_instant,
+            delta_file_paths=list(sl.log_files),
+            data_file_path=sl.base_file,
+            file_id=FILES_FILE_ID,
+            partition_path=FILES_PARTITION,
+            metrics={},
+        )
+        plan = CompactionPlan(operations=[op], version=2)
+        writer = self._writer()
+        req = Instant(when, COMPACTION, State.REQUESTED)
+        writer.create_requested(req, plan.to_bytes())
+        writer.transition_to_inflight(req)
+        crash_point("metadata")
+        name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, when, ".hfile")
+        data = self._base_hfile(merged)
+        self.storage.write_bytes(f"{FILES_PARTITION}/{name}", data)
+        stat = self._stat(name, len(data), len(merged), sl.base_instant)
+        md = CommitMetadata(
+            partition_to_write_stats={FILES_PARTITION: [stat]},
+            compacted=True,
+            extra_metadata={"schema": _schema_without_meta(self.schema)},
+            operation_type="COMPACT",
+        )
+        writer.complete(req, md.to_bytes(layout))
+        log.info("metadata table: compacted into %s (%d records)", name, len(merged))
+        return when

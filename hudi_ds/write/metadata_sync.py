@@ -1,0 +1,53 @@
+"""Installing the metadata table's writer on a writer's table state.
+
+:func:`install_metadata_writer` applies ``hoodie.metadata.enable`` when a writer opens a table
+and sets :attr:`TableState.before_complete` to :meth:`MetadataWriter.update`, so that every
+instant the write client, its table services and its rollbacks complete through that state is
+mirrored in the metadata table first. :func:`committed_listing` gives the MDT its bootstrap
+listing from the file-system view (the metadata layer sits below the table layer).
+"""
+
+from __future__ import annotations
+
+from hudi_ds.config import Options, WriteConfig
+from hudi_ds.layout.naming import file_name_of
+from hudi_ds.metadata.writer import MetadataWriter
+from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.timeline.view import TableState
+
+
+def committed_listing(state: TableState) -> list[tuple[str, str, int]]:
+    """``(partition, file name, size)`` of every committed data file: base and log files of
+    completed instants (and of instants archived before the active timeline), and on version 6
+    the log files of slices under a pending compaction (their blocks are committed writes).
+    What Java's ``HoodieBackedTableMetadataWriter.listAllPartitionsFromFilesystem`` lists for
+    the bootstrap, minus files of instants still in flight."""
+    vis = state.visibility()
+    view = FileSystemView(state.storage, state.config)
+    layout1 = state.layout == 1
+    out: list[tuple[str, str, int]] = []
+    for partition in view.partitions():
+        for g in view.file_groups(partition):
+            for b in g.base_files:
+                if vis.sees(b.instant_time):
+                    out.append((partition, file_name_of(b.path), b.size))
+            for lf in g.log_files:
+                t = lf.instant_time
+                if vis.sees(t) or (layout1 and t in vis.pending_compactions):
+                    out.append((partition, file_name_of(lf.path), lf.size))
+    return out
+
+
+def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:
+    """Apply ``hoodie.metadata.enable`` to the opened table ``state`` (false deletes the MDT;
+    partitions hudi_ds does not maintain are dropped) and install the MDT writer as its
+    ``before_complete`` hook."""
+    writer = MetadataWriter(
+        state,
+        committed_listing,
+        enable=options.get(WriteConfig.METADATA_ENABLE),
+        max_delta_commits=options.get(WriteConfig.METADATA_COMPACT_MAX_DELTA_COMMITS),
+    )
+    writer.prepare()
+    state.before_complete = writer.update
+    return writer
