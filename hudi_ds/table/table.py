@@ -81,6 +81,8 @@ class ReadableTable:
                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}"
             )
         self.last_read_stats = ReadStats()
+        # the metadata table as read for one data timeline (a refresh loads a new timeline)
+        self._metadata: tuple[Timeline, MetadataReader | None] | None = None
         #: threads reading file slices in parallel (embedded reads; Spark tasks use one)
         self.read_threads = os.cpu_count() or 1
 
@@ -136,13 +138,18 @@ class ReadableTable:
         if opts.get(ReadConfig.METADATA_ENABLE) is False:
             log.debug("%s: hoodie.metadata.enable=false; listing the storage", self.path)
             return None
-        try:
-            reader = MetadataReader.open(self.storage, self.config, self.timeline)
-        except CorruptFileError as e:
-            log.warning(
-                "%s: the metadata table is unreadable (%s); listing the storage", self.path, e
-            )
-            return None
+        timeline = self.timeline
+        if self._metadata is not None and self._metadata[0] is timeline:
+            reader = self._metadata[1]
+        else:
+            try:
+                reader = MetadataReader.open(self.storage, self.config, timeline)
+            except CorruptFileError as e:
+                log.warning(
+                    "%s: the metadata table is unreadable (%s); listing the storage", self.path, e
+                )
+                return None
+            self._metadata = (timeline, reader)
         if reader is None:
             log.info("%s: the declared metadata table is absent; listing the storage", self.path)
             return None

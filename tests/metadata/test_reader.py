@@ -329,3 +329,50 @@ def test_valid_instants_follow_java() -> None:
     valid6 = valid_instants(data6, mdt6, 6)
     assert {"00000000000000010", "20240101000000001", "20240101000000001004"} <= valid6
     assert "20240101000000002" not in valid6
+
+
+@pytest.mark.parametrize("name", ["cow_0x_partitioned", "mor_avro_v8_trips_8i3u1d"])
+def test_incremental_and_time_travel_reads_are_the_same_both_ways(
+    name: str, tmp_path_factory
+) -> None:
+    root = fixture_table(name, tmp_path_factory)
+    table = ReadableTable(str(root))
+    commits = [i.requested_time for i in table.timeline.commits()]
+    assert len(commits) >= 2
+    queries = [
+        {"as.of.instant": commits[len(commits) // 2]},
+        {
+            "hoodie.datasource.query.type": "incremental",
+            "hoodie.datasource.read.begin.instanttime": commits[0],
+        },
+    ]
+    for q in queries:
+        with_mdt = ReadableTable(str(root)).read(q)
+        listed = ReadableTable(str(root), {"hoodie.metadata.enable": "false"}).read(q)
+        assert with_mdt.num_rows > 0
+        assert row_set(with_mdt) == row_set(listed)
+
+
+def test_an_unreadable_mdt_falls_back_to_listing(tmp_path: Path, tmp_path_factory, caplog) -> None:
+    name = "mor_avro_v9_txns_nonpart_meta"
+    root = _copy(name, tmp_path, tmp_path_factory)
+    files = root / ".hoodie" / "metadata" / "files"
+    bases = sorted(files.glob("files-0000-0_*.hfile"))
+    latest = bases[-1]
+    latest.write_bytes(latest.read_bytes()[:-100])  # the trailer is gone
+    with caplog.at_level("WARNING", logger="hudi_ds.read"):
+        got = ReadableTable(str(root)).read()
+    assert "unreadable" in caplog.text and latest.name in caplog.text
+    assert row_set(got) == golden_set(GOLDEN_DIR / f"{name}.snapshot.jsonl")
+
+
+def test_a_table_caches_its_mdt_reader_per_data_timeline(tmp_path_factory) -> None:
+    root = fixture_table("cow_v9_txns_nonpart_meta", tmp_path_factory)
+    table = ReadableTable(str(root))
+    first = table.metadata_reader()
+    assert first is not None and table.metadata_reader() is first
+    table.storage.calls.reset()
+    table.read()
+    assert table.storage.calls["list"] == 0  # timeline and MDT as already read
+    table.refresh()
+    assert table.metadata_reader() is not first
