@@ -836,6 +836,13 @@ class ServiceConfig:
         parse_bool,
         "Archive commits after the first savepoint (the savepointed commits stay active).",
     )
+    TIMELINE_COMPACTION_BATCH_SIZE = ConfigProperty(
+        "hoodie.timeline.compaction.batch.size",
+        10,
+        parse_positive,
+        "LSM timeline (table versions 8 and 9): this many files of one layer of the archived "
+        "timeline are merged into one file of the next layer.",
+    )
     ARCHIVAL_BATCH = ConfigProperty(
         "hoodie.commits.archival.batch",
         10,

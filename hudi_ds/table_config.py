@@ -218,8 +218,14 @@ class TableConfig:
     DATABASE_NAME = TableProperty("hoodie.database.name", "")
     TYPE = TableProperty("hoodie.table.type", "COPY_ON_WRITE")
     VERSION = TableProperty("hoodie.table.version", "6")
+    #: the version a table was created at (Hudi 1.x)
+    INITIAL_VERSION = TableProperty("hoodie.table.initial.version")
     TIMELINE_LAYOUT_VERSION = TableProperty("hoodie.timeline.layout.version")
     TIMELINE_PATH = TableProperty("hoodie.timeline.path", "timeline")
+    #: the LSM archived timeline's folder under the timeline folder (layout 2)
+    TIMELINE_HISTORY_PATH = TableProperty("hoodie.timeline.history.path", "history")
+    #: ``native`` for Hudi's own format (Hudi 1.1)
+    TABLE_FORMAT = TableProperty("hoodie.table.format", "native")
     TIMELINE_TIMEZONE = TableProperty("hoodie.table.timeline.timezone", "LOCAL")
     ARCHIVELOG_FOLDER = TableProperty("hoodie.archivelog.folder", "archived")
     RECORDKEY_FIELDS = TableProperty("hoodie.table.recordkey.fields", "")
@@ -243,7 +249,7 @@ class TableConfig:
     PAYLOAD_CLASS = TableProperty("hoodie.compaction.payload.class")
     TABLE_PAYLOAD_CLASS = TableProperty("hoodie.table.payload.class")
     #: the payload class a Hudi 1.1 table was migrated from (its merge mode replaces it)
-    LEGACY_PAYLOAD_CLASS = TableProperty("hoodie.legacy.payload.class")
+    LEGACY_PAYLOAD_CLASS = TableProperty("hoodie.table.legacy.payload.class")
     PARTIAL_UPDATE_MODE = TableProperty("hoodie.table.partial.update.mode")
     RECORD_MERGE_MODE = TableProperty("hoodie.record.merge.mode")
     RECORD_MERGE_STRATEGY_ID = TableProperty("hoodie.record.merge.strategy.id")
@@ -485,6 +491,12 @@ class TableConfig:
         return self.RECORD_MERGE_STRATEGY_ID.of(self.props) or self.RECORD_MERGER_STRATEGY.of(
             self.props
         )
+
+    @property
+    def timeline_history_path(self) -> str:
+        """The LSM history folder of timeline layout 2 (``hoodie.timeline.history.path``),
+        relative to the base path."""
+        return f"{self.timeline_path}/{self.TIMELINE_HISTORY_PATH.of(self.props) or 'history'}"
 
     @property
     def archive_folder(self) -> str:

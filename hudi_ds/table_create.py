@@ -1,9 +1,18 @@
 """Creating a table: the ``hoodie.properties`` of a new table and the folders beside it.
 
 What ``HoodieTableMetaClient.newTableBuilder()...initTable`` does for a Spark write to an
-empty path: the table's identity (name, type, version 6, timeline layout 1), its keys and
+empty path: the table's identity (name, type, version, timeline layout), its keys and
 partitioning, its merge behaviour and first schema are written once, through the declared
 :class:`~hudi_ds.table_config.TableProperty` entries, into ``.hoodie/hoodie.properties``.
+
+Table version 6 (Hudi 0.14/0.15; the default, ``hoodie.write.table.version``) has timeline
+layout 1 (instant files in ``.hoodie``, archived timeline in ``.hoodie/archived``) and records
+its key generator class and payload class. Versions 8 (Hudi 1.0) and 9 (Hudi 1.1) have
+timeline layout 2 (``.hoodie/timeline`` with the LSM history in ``timeline/history``), record
+``hoodie.table.initial.version``, the key generator type, the merge mode and strategy id; 8
+keeps the payload class and ``hoodie.table.precombine.field``, 9 records
+``hoodie.table.ordering.fields`` and ``hoodie.table.format=native`` instead (as the fixtures
+of Hudi 1.0 / 1.1 show).
 """
 
 from __future__ import annotations
@@ -18,14 +27,29 @@ from hudi_ds.schema import META_FIELDS, avro_schema_json, table_avro_schema
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import PROPS_FILE, TableConfig
 
-#: The folders of a new table's ``.hoodie`` (``HoodieTableMetaClient.initTable``).
+#: The folders of a new table's ``.hoodie`` (``HoodieTableMetaClient.initTable``), both
+#: timeline layouts; :func:`table_folders` adds the timeline's own.
 TABLE_FOLDERS = (
-    ".hoodie/archived",
     ".hoodie/.temp",
     ".hoodie/.schema",
     ".hoodie/.aux/.bootstrap/.partitions",
     ".hoodie/.aux/.bootstrap/.fileids",
 )
+#: the key generator types Hudi 1.x records (``hoodie.table.keygenerator.type``)
+_KEYGEN_TYPES = {
+    "NonpartitionedKeyGenerator": "NON_PARTITION",
+    "ComplexKeyGenerator": "COMPLEX",
+    "SimpleKeyGenerator": "SIMPLE",
+}
+
+
+def table_folders(table_version: int) -> tuple[str, ...]:
+    """The folders of a new table of ``table_version``: version 6 archives into
+    ``.hoodie/archived``; 8 and 9 keep the active timeline in ``.hoodie/timeline`` and the
+    archived one in ``.hoodie/timeline/history``."""
+    if table_version >= 8:
+        return (".hoodie/timeline", ".hoodie/timeline/history", *TABLE_FOLDERS)
+    return (".hoodie/archived", *TABLE_FOLDERS)
 
 
 @dataclass(frozen=True)
@@ -46,6 +70,7 @@ class NewTable:
         database_name: ``hoodie.database.name``, if any.
         merge_properties: the merge entries (``MergeSpec.table_properties``).
         index_type: ``hoodie.index.type``; a non-bucket table records no bucket layout.
+        table_version: ``hoodie.table.version``: 6, 8 or 9.
     """
 
     table_name: str
@@ -61,6 +86,7 @@ class NewTable:
     database_name: str | None = None
     merge_properties: Mapping[str, str] = field(default_factory=dict)
     index_type: str = "BUCKET"
+    table_version: int = 6
 
     @property
     def keygen_class(self) -> str:
@@ -71,9 +97,14 @@ class NewTable:
             name = "ComplexKeyGenerator" if self.complex_key else "SimpleKeyGenerator"
         return "org.apache.hudi.keygen." + name
 
+    @property
+    def keygen_type(self) -> str:
+        """The key generator type Hudi 1.x records (``SIMPLE``, ``COMPLEX``, ``NON_PARTITION``)."""
+        return _KEYGEN_TYPES[self.keygen_class.rsplit(".", 1)[-1]]
+
 
 def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
-    """The ``hoodie.properties`` entries of a new version-6 table whose rows have ``schema``.
+    """The ``hoodie.properties`` entries of a new table whose rows have ``schema``.
 
     Args:
         table: what the table records.
@@ -86,16 +117,17 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
     if not table.table_name:
         raise ConfigError("option 'hoodie.table.name' is required to create a table")
     data = pa.schema([f for f in schema if f.name not in META_FIELDS])
+    version = table.table_version
+    if version not in (6, 8, 9):
+        raise ConfigError(f"hoodie.write.table.version={version}: hudi_ds creates 6, 8 or 9")
     c = TableConfig
     props = dict(
         [
             c.NAME.entry(table.table_name),
             c.TYPE.entry(table.table_type),
-            c.VERSION.entry(6),
-            c.TIMELINE_LAYOUT_VERSION.entry(1),
+            c.VERSION.entry(version),
             c.RECORDKEY_FIELDS.entry(table.record_key_fields),
             c.PARTITION_FIELDS.entry(table.partition_fields),
-            c.KEY_GENERATOR_CLASS.entry(table.keygen_class),
             c.HIVE_STYLE_PARTITIONING.entry(table.hive_style),
             c.URL_ENCODE_PARTITIONING.entry(table.url_encode),
             c.DROP_PARTITION_COLUMNS.entry(False),
@@ -105,6 +137,22 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
             c.TIMELINE_TIMEZONE.entry("UTC"),
         ]
     )
+    if version == 6:
+        props.update(
+            [c.TIMELINE_LAYOUT_VERSION.entry(1), c.KEY_GENERATOR_CLASS.entry(table.keygen_class)]
+        )
+    else:  # Hudi 1.x: HoodieTableMetaClient.TableBuilder.build
+        props.update(
+            [
+                c.INITIAL_VERSION.entry(version),
+                c.TIMELINE_LAYOUT_VERSION.entry(2),
+                c.TIMELINE_PATH.entry("timeline"),
+                c.TIMELINE_HISTORY_PATH.entry("history"),
+                c.KEY_GENERATOR_TYPE.entry(table.keygen_type),
+            ]
+        )
+    if version >= 9:
+        props.update([c.TABLE_FORMAT.entry("native")])
     props.update(table.merge_properties)
     props.update(
         [
@@ -124,7 +172,9 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
     if table.database_name:
         props.update([c.DATABASE_NAME.entry(table.database_name)])
     if table.ordering_field:
-        props.update([c.PRECOMBINE_FIELD.entry(table.ordering_field)])
+        # Hudi 1.1 renamed the precombine field to the table's ordering fields
+        key = c.ORDERING_FIELDS if version >= 9 else c.PRECOMBINE_FIELD
+        props.update([key.entry(table.ordering_field)])
     return props
 
 
@@ -158,7 +208,7 @@ def create_table(storage: Storage, table: NewTable, schema: pa.Schema) -> TableC
         TableExistsError: another writer created a table there meanwhile.
     """
     props = table_properties(table, schema)
-    for d in TABLE_FOLDERS:
+    for d in table_folders(table.table_version):
         storage.makedirs(d)
     if storage.exists(PROPS_FILE):
         raise TableExistsError(f"a table was created at {storage.base_uri} meanwhile")

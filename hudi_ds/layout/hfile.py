@@ -406,7 +406,14 @@ def write_hfile(
     ``int16 rowLength + row``), the meta index (always written, possibly empty), the file info
     and the 4096-byte trailer (version 3.0, one index level). Every block has checksum type
     NULL with 4 zero bytes per 16 KiB chunk and, with ``codec`` GZ, a gzip-compressed payload.
-    File info and meta blocks come out in Java ``HashMap`` order, as Java writes them.
+    File info and meta blocks come out in Java ``HashMap`` order, as Java writes them. Every
+    Hudi 1.x HFile of the fixtures (base files and log blocks of all metadata-table partitions)
+    is rewritten byte for byte from its cells, file info and meta blocks. One difference
+    shows only in files of several data blocks: each data block's ``prevBlockOffset`` is the
+    previous data block's offset (HBase's meaning), where hudi-io's ``HFileWriterImpl.
+    flushCurrentDataBlock`` passes the new block's own start; readers (Java's native one,
+    hudi-rs) ignore the field. (Newer hudi-io versions put full cell keys into the root index;
+    :func:`read_hfile` reads both forms.)
 
     The writer adds the standard file info entries itself: ``MAX_MEMSTORE_TS_KEY`` (int64 0),
     ``hfile.LASTKEY`` (``int16 len + row`` of the last key), ``hfile.AVG_KEY_LEN`` and
@@ -720,9 +727,9 @@ def read_hfile(data: bytes, path: str = "") -> HFile:
     """Read every cell, the file info and the meta blocks of an HFile.
 
     Reads both writer generations: Hudi 1.x's native writer (NULL checksums, ``int16 + row``
-    index keys, trailer version 3.0) and the HBase writer of Hudi 0.x (CRC32C checksums, full
-    cell keys in the index and ``hfile.LASTKEY``, trailer 3.3, possibly a multi-level data
-    index). Codecs GZ and NONE. Keys come back as the cells' row bytes.
+    index keys, trailer version 3.0) and the HBase writer of Hudi 0.x and 1.0 (CRC32C
+    checksums, full cell keys in the index and ``hfile.LASTKEY``, trailer 3.3, possibly a
+    multi-level data index). Codecs GZ and NONE. Keys come back as the cells' row bytes.
 
     Args:
         data: the whole file.

@@ -83,6 +83,9 @@ DELETE_MARKER_PROP = "hoodie.payload.delete.marker"
 PARTIAL_MODE_PROP = TableConfig.PARTIAL_UPDATE_MODE.key
 PARTIAL_MARKER_PROP = "hoodie.write.partial.update.custom.marker"
 ORDERING_TRANSFORM_PROP = "hudi_ds.merge.ordering.transform"  # "mysql_seq"
+#: prefix of the merge properties a Hudi 1.1 table records for its readers
+#: (``HoodieTableConfig.RECORD_MERGE_PROPERTY_PREFIX``)
+MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
 
 MODEL = "org.apache.hudi.common.model."
 AWS_DMS_PAYLOAD = MODEL + "AWSDmsAvroPayload"
@@ -305,13 +308,18 @@ class MergeSpec:
             cols.append(b.delete_field)
         return cols
 
-    def table_properties(self) -> dict[str, str]:
-        """The ``hoodie.properties`` entries recording this choice in a version-6 table.
+    def table_properties(self, table_version: int = 6) -> dict[str, str]:
+        """The ``hoodie.properties`` entries recording this choice in a new table.
 
-        Built-ins record their payload class with Hudi's default strategy id (0.x readers merge
-        through the payload); a custom merger records its own strategy id, with the closest
-        built-in payload as the fallback Java readers apply.
+        Version 6: built-ins record their payload class with Hudi's default strategy id (0.x
+        readers merge through the payload); a custom merger records its own strategy id, with
+        the closest built-in payload as the fallback Java readers apply. Versions 8 and 9:
+        see :meth:`_v8_properties` and :meth:`_v9_properties`.
         """
+        if table_version >= 9:
+            return self._v9_properties()
+        if table_version == 8:
+            return self._v8_properties()
         strategy = self.strategy_id if self.is_custom else EVENT_TIME_STRATEGY_ID
         out = dict(
             [
@@ -324,6 +332,67 @@ class MergeSpec:
             # chosen by merge mode (Hudi 1.x): recorded, so that later writers pre-combine a
             # batch by commit time too (Java 0.x ignores the key and merges via the payload)
             out.update([TableConfig.RECORD_MERGE_MODE.entry(self.mode)])
+        return out
+
+    def _v8_properties(self) -> dict[str, str]:
+        """Hudi 1.0 (``HoodieTableConfig.inferMergingConfigsForPreV9Table``): the merge mode
+        inferred from the payload class (Default/EventTime payloads: event time,
+        OverwriteWithLatest: commit time, any other payload: ``CUSTOM`` with the payload-based
+        strategy), the payload class and the strategy id; a custom merger records ``CUSTOM``,
+        its strategy id and ``DefaultHoodieRecordPayload`` (Java's HUDI-8925 fallback)."""
+        c = TableConfig
+        if self.is_custom:
+            mode, payload, strategy = CUSTOM, DEFAULT_PAYLOAD, self.strategy_id
+        else:
+            payload = self.payload_class or DEFAULT_PAYLOAD
+            if payload in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD):
+                mode, strategy = EVENT_TIME_ORDERING, EVENT_TIME_STRATEGY_ID
+            elif payload == OVERWRITE_LATEST_PAYLOAD:
+                mode, strategy = COMMIT_TIME_ORDERING, COMMIT_TIME_STRATEGY_ID
+            else:
+                mode, strategy = CUSTOM, PAYLOAD_BASED_STRATEGY_ID
+        return dict(
+            [
+                c.RECORD_MERGE_MODE.entry(mode),
+                c.PAYLOAD_CLASS.entry(payload),
+                c.RECORD_MERGE_STRATEGY_ID.entry(strategy),
+            ]
+        )
+
+    def _v9_properties(self) -> dict[str, str]:
+        """Hudi 1.1 (``HoodieTableConfig.inferMergingConfigsForV9TableCreation``): the merge
+        mode and strategy id, no payload class. A built-in behaviour of one of Hudi's
+        deprecated payloads other than the two the merge modes stand for records that payload
+        as ``hoodie.table.legacy.payload.class`` with its partial update mode and merge
+        properties (the table's readers merge as the payload did); a custom merger records
+        ``CUSTOM`` and its strategy id."""
+        c = TableConfig
+        if self.is_custom:
+            return dict(
+                [
+                    c.RECORD_MERGE_MODE.entry(CUSTOM),
+                    c.RECORD_MERGE_STRATEGY_ID.entry(self.strategy_id),
+                ]
+            )
+        b = self.builtin
+        assert b is not None
+        out = dict(
+            [
+                c.RECORD_MERGE_MODE.entry(b.mode),
+                c.RECORD_MERGE_STRATEGY_ID.entry(BUILTIN_STRATEGY_IDS[b.mode]),
+            ]
+        )
+        if b.payload_class in (DEFAULT_PAYLOAD, OVERWRITE_LATEST_PAYLOAD):
+            return out
+        out[c.LEGACY_PAYLOAD_CLASS.key] = b.payload_class
+        if b.partial != PARTIAL_NONE:
+            out[PARTIAL_MODE_PROP] = b.partial
+        if b.partial_marker:
+            out[MERGE_PROPERTY_PREFIX + PARTIAL_MARKER_PROP] = b.partial_marker
+        if b.delete_field and b.delete_marker and b.name == "aws_dms":
+            # Java sets these for AWSDmsAvroPayload only (Debezium deletes come from the payload)
+            out[MERGE_PROPERTY_PREFIX + DELETE_FIELD_PROP] = b.delete_field
+            out[MERGE_PROPERTY_PREFIX + DELETE_MARKER_PROP] = b.delete_marker
         return out
 
 

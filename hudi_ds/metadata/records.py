@@ -100,10 +100,12 @@ def record_schema(table_version: int) -> str:
     """The written ``HoodieMetadataRecord`` schema JSON (meta fields first) of a table version.
 
     Version 6 (Hudi 0.14/0.15) has no ``SecondaryIndexMetadata``; versions 8 and 9 share the
-    1.x field list. The JSON is compact, as Java's ``Schema.toString()`` writes it into the HFile
-    file info (``schema``) and the log block header (``SCHEMA``).
+    1.x field list, version 8 (Hudi 1.0) without the column stats' ``ArrayWrapper`` (readers
+    such as hudi-rs refuse to reconcile a base file and log blocks of both). The JSON is
+    compact, as Java's ``Schema.toString()`` writes it into the HFile file info (``schema``)
+    and the log block header (``SCHEMA``).
     """
-    name = "v6" if table_version < 8 else "v9"
+    name = "v6" if table_version < 8 else "v8" if table_version == 8 else "v9"
     path = resources.files("hudi_ds.metadata").joinpath("avro", f"HoodieMetadataRecord.{name}.avsc")
     return path.read_text(encoding="utf-8")
 
@@ -120,13 +122,21 @@ def _null_fields(schema_json: str) -> tuple[str, ...]:
     return tuple(n for n in names if n not in ("key", "type", "filesystemMetadata"))
 
 
-def encode_files_value(record_type: int, files: Mapping[str, FileEntry], schema_json: str) -> bytes:
+def encode_files_value(
+    record_type: int,
+    files: Mapping[str, FileEntry],
+    schema_json: str,
+    *,
+    file_name: str | None = None,
+) -> bytes:
     """The HFile value of one ``files`` record: raw Avro binary, ``key`` blank, meta fields null.
 
     Args:
         record_type: :data:`PARTITION_LIST` or :data:`FILE_LIST`.
         files: name (file name or partition path) -> ``(size, isDeleted)``.
         schema_json: the written schema (:func:`record_schema`).
+        file_name: ``_hoodie_file_name``: Java sets it to the base HFile's name in base-file
+            records (all fixtures but the bootstrap base file of Hudi 1.1); None in log blocks.
 
     Raises:
         ValueError: a live (not deleted) file entry of a FILE_LIST record has no positive size
@@ -138,6 +148,7 @@ def encode_files_value(record_type: int, files: Mapping[str, FileEntry], schema_
             raise ValueError(f"metadata file entries need a positive size: {sorted(bad)[:5]}")
     record: dict[str, Any] = dict.fromkeys(_null_fields(schema_json))
     record["key"] = ""
+    record["_hoodie_file_name"] = file_name
     record["type"] = record_type
     record["filesystemMetadata"] = {
         name: {"size": int(size), "isDeleted": bool(deleted)}

@@ -222,6 +222,7 @@ class MetadataWriter:
         self.storage: Storage = state.storage.sub(METADATA_PATH)
         self.version = state.config.table_version
         self.schema = record_schema(self.version)
+        self._schema_adopted = False
 
     # -- what the table has ---------------------------------------------------------------------
     @property
@@ -262,43 +263,52 @@ class MetadataWriter:
 
     # -- entry points ---------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Apply ``hoodie.metadata.enable`` when a writer opens the table: False deletes the MDT
-        (Java deletes it when a writer disables it); otherwise partitions hudi_ds does not keep
-        are removed, and a folder left by an interrupted creation or deletion goes."""
+        """Apply ``hoodie.metadata.enable=false`` when a writer opens the table: the MDT is
+        deleted (Java deletes it when a writer disables it). Everything else waits for the
+        first :meth:`update` (a write)."""
         if self.enable is False:
             self.delete()
-            return
-        if FILES_PARTITION not in self.declared:
-            if self.state.storage.exists(METADATA_PATH) and not self.declared:
-                log.warning(
-                    "%s: removing %s, a metadata table not declared in hoodie.properties "
-                    "(left by an interrupted creation or deletion)",
-                    self.state.storage.base_uri,
-                    METADATA_PATH,
-                )
-                self.state.storage.delete_dir(METADATA_PATH)
-            return
-        self.drop_unmaintained()
 
     def update(self, done: Instant, content: bytes) -> None:
         """The :attr:`TableState.before_complete` hook: mirror data instant ``done``.
 
-        Creates the MDT first when ``hoodie.metadata.enable=true`` and the table has none (from
-        the committed files, ``done`` excluded), undoes MDT instants a crash left pending,
-        applies completed data instants the MDT misses, compacts the MDT when due, then writes
-        and completes the deltacommit of ``done``.
+        Creates the MDT first when ``hoodie.metadata.enable=true`` and the table has none, or
+        when it has an incomplete one (from the committed files, ``done`` excluded); otherwise
+        removes MDT partitions hudi_ds does not maintain and undoes MDT instants a crash left
+        pending. Then applies completed data instants the MDT misses, compacts the MDT when
+        due, and writes and completes the deltacommit of ``done``.
         """
         if self.enable is False or done.action not in _MIRRORED:
             return
         if not self.present():
-            if self.enable is not True and FILES_PARTITION not in self.declared:
+            # declared but missing, or a folder hoodie.properties does not declare (an MDT of
+            # Hudi < 0.11, or an interrupted creation): rebuilt from the committed files
+            if (
+                self.enable is not True
+                and FILES_PARTITION not in self.declared
+                and not self.state.storage.exists(METADATA_PATH)
+            ):
                 return
             self.create()
         else:
             self.drop_unmaintained()
             self.recover()
+            self._adopt_schema()
         self._catch_up(exclude=done.requested_time)
         self._mirror(done.requested_time, content, done.action)
+
+    def _adopt_schema(self) -> None:
+        """Write with the schema of the MDT's latest base file (Java versions differ in the
+        other partitions' record types; a reader reconciles base and log schemas), once."""
+        if self._schema_adopted:
+            return
+        sl = self.latest_slice()
+        path = f"{FILES_PARTITION}/{sl.base_file}"
+        hf = read_hfile(self.storage.read_bytes(path), self.storage.full_path(path))
+        schema = hf.file_info.get("schema")
+        if schema:
+            self.schema = schema.decode("utf-8")
+        self._schema_adopted = True
 
     # -- creation -------------------------------------------------------------------------------
     def create(self) -> None:
@@ -334,7 +344,7 @@ class MetadataWriter:
         records = changes.records()
         records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
         base_name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, boot, ".hfile")
-        base = self._base_hfile(records)
+        base = self._hfile(records, base_name)
         self.storage.write_bytes(f"{FILES_PARTITION}/{base_name}", base)
         log_name = log_file_name(FILES_FILE_ID, boot, 1, _WRITE_TOKEN)
         block = encode_empty_delete_block(boot)
@@ -357,6 +367,16 @@ class MetadataWriter:
             self.state.storage.base_uri,
             len(changes.partitions),
         )
+        cfg_data = self.state.config
+        if self.version >= 8 and cfg_data.is_mor and cfg_data.get(cfg_data.INDEX_TYPE) == "BUCKET":
+            log.warning(
+                "%s: hudi-rs (0.5) lists a version-%d table's files through its metadata table "
+                "and drops file groups without a base file there; bucket-index MOR inserts "
+                "write such log-only file groups, which hudi-rs will not read until a "
+                "compaction gives them a base file (Apache Hudi reads them)",
+                self.state.storage.base_uri,
+                self.version,
+            )
 
     def delete(self) -> None:
         """Remove the MDT as Java does when a writer disables it (reference 6.3): clear
@@ -413,7 +433,7 @@ class MetadataWriter:
         names = [f.name for f in self.storage.list_files(FILES_PARTITION)]
         for inst in pending:
             ts = inst.requested_time
-            doomed = set()
+            doomed: set[str] = set()
             inflight = tl.file_paths(ts).get(State.INFLIGHT)
             if inflight is not None:
                 try:
@@ -475,7 +495,7 @@ class MetadataWriter:
         records = changes.records()
         # every block carries the partition list (Java: createPartitionListRecord per commit)
         records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
-        hfile = self._hfile(records, base=False)
+        hfile = self._hfile(records)
         block = encode_hfile_data_block(instant_time, self.schema, hfile)
         sl = self.latest_slice()
         if layout == 1:
@@ -546,15 +566,23 @@ class MetadataWriter:
         )
 
     # -- HFiles ---------------------------------------------------------------------------------
-    def _sorted(self, records: Records) -> tuple[list[bytes], list[bytes]]:
+    def _sorted(self, records: Records, file_name: str | None) -> tuple[list[bytes], list[bytes]]:
         keys = sorted(records, key=lambda k: k.encode("utf-8"))
-        values = [encode_files_value(records[k][0], records[k][1], self.schema) for k in keys]
+        values = [
+            encode_files_value(records[k][0], records[k][1], self.schema, file_name=file_name)
+            for k in keys
+        ]
         return [k.encode("utf-8") for k in keys], values
 
-    def _hfile(self, records: Records, base: bool) -> bytes:
-        keys, values = self._sorted(records)
+    def _hfile(self, records: Records, base_name: str | None = None) -> bytes:
+        """A log block's HFile, or with ``base_name`` a base file (bloom filter, min/max keys;
+        each record names the file in ``_hoodie_file_name``, as Java's base files do -- but
+        the bootstrap base file of Hudi 1.1, table version 9)."""
+        boot = base_name is not None and bootstrap_instant(self.version) in base_name
+        own = None if boot and self.version >= 9 else base_name
+        keys, values = self._sorted(records, own)
         info = {"schema": self.schema.encode("utf-8")}
-        if not base:
+        if base_name is None:
             return write_hfile(keys, values, file_info=info)
         bloom = _BLOOM.new_filter()
         bloom.add([k.decode("utf-8") for k in keys])
@@ -571,9 +599,6 @@ class MetadataWriter:
             file_info=info,
             meta_blocks={"bloomFilter": bloom.serialize().encode("ascii")},
         )
-
-    def _base_hfile(self, records: Records) -> bytes:
-        return self._hfile(records, base=True)
 
     # -- reading the MDT ------------------------------------------------------------------------
     def _file_names(self) -> list[str]:
@@ -706,7 +731,7 @@ class MetadataWriter:
         writer.transition_to_inflight(req)
         crash_point("metadata")
         name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, when, ".hfile")
-        data = self._base_hfile(merged)
+        data = self._hfile(merged, name)
         self.storage.write_bytes(f"{FILES_PARTITION}/{name}", data)
         stat = self._stat(name, len(data), len(merged), sl.base_instant)
         md = CommitMetadata(

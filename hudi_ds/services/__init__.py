@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from hudi_ds.config import ServiceConfig
 from hudi_ds.services import archival, clean, compaction, rollback
-from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.base import WRITABLE_VERSIONS, ServiceContext
 
 if TYPE_CHECKING:
     from hudi_ds.timeline.instant import Instant
@@ -58,7 +58,7 @@ def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
         if state is None:  # no table: never after a commit
             return
         config = state.config
-        if config.table_version != 6 or config.timeline_layout_version != 1:
+        if (config.table_version, config.timeline_layout_version) not in WRITABLE_VERSIONS:
             return
         ctx = ServiceContext(state, client.options)  # the writer validated its options
         if config.is_mor:

@@ -1,4 +1,4 @@
-"""Archival: move old instants from the active timeline to the archived timeline (table v6).
+"""Archival: move old instants from the active timeline to the archived timeline.
 
 The active timeline is read by every query and every writer; archival keeps it short. As
 Hudi's ``HoodieTimelineArchiver`` (0.14) does it:
@@ -14,10 +14,17 @@ Hudi's ``HoodieTimelineArchiver`` (0.14) does it:
   files of a commit in a hole for uncommitted);
 * completed **clean** and **rollback** instants likewise by count, per action -- and always the
   ones older than the first commit that stays (so the active timeline starts with a commit);
-* every file of an archived instant (requested, inflight, completed) becomes one
-  ``HoodieArchivedMetaEntry`` record (``actionState`` says which), written as an Avro data
-  block of a Hudi log file ``.hoodie/archived/.commits_.archive.<N>_<token>``; then the instant
-  files are deleted, the pending states of an instant before its completed file.
+* table version 6 (timeline layout 1): every file of an archived instant (requested,
+  inflight, completed) becomes one ``HoodieArchivedMetaEntry`` record (``actionState`` says
+  which), written as an Avro data block of a Hudi log file
+  ``.hoodie/archived/.commits_.archive.<N>_<token>``;
+* table versions 8 and 9 (timeline layout 2): every archived instant becomes one row of the
+  LSM timeline ``.hoodie/timeline/history`` (instant time, completion time, action, the
+  completed content, the plan; :mod:`hudi_ds.timeline.lsm`), a new layer-0 parquet file
+  committed by a new manifest version; full layers are then merged into the next (Hudi 1.x
+  ``TimelineArchiverV2`` / ``LSMTimelineWriter``);
+* then the instant files are deleted, the pending states of an instant before its completed
+  file.
 
 Data files of archived instants stay: readers treat files older than where the active timeline
 starts as committed (Java's ``containsOrBeforeTimelineStarts``; its start is the first
@@ -46,6 +53,7 @@ import fastavro
 from hudi_ds.config import ServiceConfig
 from hudi_ds.errors import InstantNotFoundError
 from hudi_ds.faults import crash_point
+from hudi_ds.layout.naming import file_name_of, parse_log_file_name
 from hudi_ds.log.archive import (
     archive_file_entries,
     archive_file_name,
@@ -59,11 +67,13 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import (
     CLEAN,
     COMPACTION,
+    DELTA_COMMIT,
     REPLACE_COMMIT,
     ROLLBACK,
     Instant,
     State,
 )
+from hudi_ds.timeline.lsm import LsmTimelineWriter, entry_of
 from hudi_ds.timeline.metadata import AVRO_MAGIC, CleanerPlan, CommitMetadata, avro_schema
 from hudi_ds.timeline.timeline import DATA_ACTIONS, HOODIE_FOLDER, Timeline
 from hudi_ds.timeline.view import TableState
@@ -127,6 +137,11 @@ def _written_files(md: CommitMetadata) -> set[str]:
     return out
 
 
+def _written_logs(md: CommitMetadata) -> set[str]:
+    """Paths (relative) of the log files a commit wrote."""
+    return {f for f in _written_files(md) if parse_log_file_name(file_name_of(f)) is not None}
+
+
 def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list[Instant]:
     """The completed instants an archival now would move (see the module docstring)."""
     tl = tl if tl is not None else ctx.timeline()
@@ -176,8 +191,19 @@ def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list
                     live = _live_files(ctx, tl)
                 if not live.isdisjoint(_written_files(tl.read_commit_metadata(c))):
                     break
+            if tl.layout_version == 2 and c.action == DELTA_COMMIT:
+                # table versions 8/9 name a log file after its delta commit, and hudi-rs (0.5)
+                # drops the log files of a delta commit that is no longer on the active
+                # timeline (it finds no completion time for them; Java looks it up in the
+                # LSM history): a delta commit stays while a snapshot still reads its logs
+                if live is None:
+                    live = _live_files(ctx, tl)
+                if not live.isdisjoint(_written_logs(tl.read_commit_metadata(c))):
+                    break
             out.append(c)
             budget -= 1
+    if tl.layout_version == 2:
+        out = _completed_before_the_rest(tl, commits, out)
     kept = [c for c in commits if c not in out]
     first_kept = min(
         [c.requested_time for c in kept]
@@ -192,6 +218,36 @@ def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list
             if k < n_by_count or (older and out):
                 out.append(i)
     return sorted(out)
+
+
+def _completed_before_the_rest(
+    tl: Timeline, commits: list[Instant], chosen: list[Instant]
+) -> list[Instant]:
+    """Layout 2: the longest prefix of ``chosen`` whose every commit completed before the
+    first instant that stays active was requested.
+
+    Table versions 8 and 9 slice log files by completion time: a delta commit requested before
+    a compaction C but completed after it wrote into C's slice. Once archived, its completion
+    time is no longer on the active timeline, and readers that do not consult the LSM history
+    (hudi-rs, and our file-system view, which take an archived instant's files as committed
+    at their requested time) would put its log into the slice before C and lose it. Java's
+    readers look the completion time up in the archive (``CompletionTimeQueryView``); keeping
+    such a commit active keeps every reader right.
+    """
+    out = list(chosen)
+    while out:
+        staying = [c.requested_time for c in commits if c not in out]
+        staying += [
+            i.requested_time for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)
+        ]
+        boundary = min(staying, default=None)
+        if boundary is None:
+            return out
+        late = [k for k, c in enumerate(out) if (c.completion_time or c.requested_time) > boundary]
+        if not late:
+            return out
+        out = out[: late[0]]
+    return out
 
 
 # -- archive records ----------------------------------------------------------------------------
@@ -303,11 +359,12 @@ def _next_archive_file(ctx: ServiceContext) -> str:
     return f"{_archive_folder(ctx)}/{archive_file_name(n + 1, ARCHIVE_TOKEN)}"
 
 
-def _delete_stale_temp(ctx: ServiceContext) -> None:
+def _delete_stale_temp(ctx: ServiceContext, folder: str) -> None:
     """Temporary files of archive files whose write was killed (``..commits_.archive.N_<token>
-    .<uuid>.tmp``, never read as archive files), once older than a running write can be."""
+    .<uuid>.tmp``, ``.<min>_<max>_<layer>.parquet.<uuid>.tmp``, never read as archive files),
+    once older than a running write can be."""
     now_ms = time.time() * 1000
-    for f in ctx.storage.list_files(_archive_folder(ctx)):
+    for f in ctx.storage.list_files(folder):
         if f.name.endswith(".tmp") and now_ms - f.mtime_ms > STALE_TMP_SECONDS * 1000:
             ctx.storage.delete(f.path)
 
@@ -336,6 +393,56 @@ def _already_archived(ctx: ServiceContext, tl: Timeline) -> set[tuple[str, State
     return found
 
 
+def _archive_log(ctx: ServiceContext, tl: Timeline, chosen: list[Instant]) -> str | None:
+    """Layout 1: the instants' records into a new archive log file (None: all are there)."""
+    _delete_stale_temp(ctx, _archive_folder(ctx))
+    done = _already_archived(ctx, tl)
+    records: list[Mapping[str, Any]] = []
+    for inst in chosen:
+        ts = inst.requested_time
+        origin = tl.origin_action(ts) or inst.action
+        paths = tl.file_paths(ts)
+        for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):
+            if state in paths and (ts, state) not in done:
+                records.append(_record(ctx, tl, inst, state, origin))
+    if not records:
+        log.info("resuming an interrupted archival: every record is archived already")
+        return None
+    target = _next_archive_file(ctx)
+    ctx.storage.write_atomic(target, _encode_entries(records), crash_point_name="archive")
+    return target
+
+
+def _lsm_writer(ctx: ServiceContext) -> LsmTimelineWriter:
+    return LsmTimelineWriter(
+        ctx.storage,
+        ctx.config.timeline_history_path,
+        ctx.get(ServiceConfig.TIMELINE_COMPACTION_BATCH_SIZE),
+    )
+
+
+def _archive_lsm(ctx: ServiceContext, tl: Timeline, chosen: list[Instant]) -> str | None:
+    """Layout 2: one row per instant (``HoodieLSMTimelineInstant``: completed content as
+    ``metadata``, the plan as ``plan``) into a new layer-0 file of the LSM history, committed
+    by a new manifest version (Hudi 1.x ``HoodieTimelineArchiver`` -> ``LSMTimelineWriter``).
+    Instants an earlier, killed run committed already are not written again."""
+    writer = _lsm_writer(ctx)
+    _delete_stale_temp(ctx, writer.folder)
+    done = writer.archived_times(since=chosen[0].requested_time)
+    entries = []
+    for inst in chosen:
+        ts = inst.requested_time
+        if ts in done:
+            continue
+        origin = tl.origin_action(ts) or inst.action
+        contents = {st.value.lower(): _raw(ctx, tl, ts, st) for st in tl.file_paths(ts)}
+        entries.append(entry_of(ts, inst.completion_time, origin, contents))
+    if not entries:
+        log.info("resuming an interrupted archival: every instant is archived already")
+        return None
+    return writer.write(entries)
+
+
 @under_table_lock
 def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
     """Archive the instants :func:`instants_to_archive` selects.
@@ -355,25 +462,12 @@ def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
     chosen = instants_to_archive(ctx, tl)
     if not chosen or dry_run:
         return ArchiveResult([i.requested_time for i in chosen])
-    _delete_stale_temp(ctx)
-    done = _already_archived(ctx, tl)
-    records: list[Mapping[str, Any]] = []
     files: list[tuple[int, str, str]] = []
     for inst in chosen:
-        ts = inst.requested_time
-        origin = tl.origin_action(ts) or inst.action
-        paths = tl.file_paths(ts)
-        for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):
-            if state in paths:
-                if (ts, state) not in done:
-                    records.append(_record(ctx, tl, inst, state, origin))
-                files.append((state.rank, ts, paths[state]))
-    target = None
-    if records:
-        target = _next_archive_file(ctx)
-        ctx.storage.write_atomic(target, _encode_entries(records), crash_point_name="archive")
-    else:
-        log.info("resuming an interrupted archival: every record is archived already")
+        paths = tl.file_paths(inst.requested_time)
+        files.extend((st.rank, inst.requested_time, p) for st, p in paths.items())
+    archive_into = _archive_lsm if ctx.layout == 2 else _archive_log
+    target = archive_into(ctx, tl, chosen)
     crash_point("archive")
     deleted = []
     # Hudi's deleteArchivedInstants: requested -> inflight -> completed, the completed files
@@ -386,5 +480,9 @@ def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
             crash_point("archive")
     finally:
         ctx.reload_timeline()  # the archived instants are gone from the active timeline
+    if ctx.layout == 2:
+        # LSMTimelineWriter.compactAndClean, after the active files are gone (as Java's
+        # archiver runs it): merge full layers, drop old snapshots
+        _lsm_writer(ctx).compact_and_clean()
     log.info("archived %d instant(s) into %s", len(chosen), target)
     return ArchiveResult([i.requested_time for i in chosen], target, deleted)

@@ -29,6 +29,10 @@ from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_i
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.lock import FileSystemLock, InProcessLock, held, table_lock
+from hudi_ds.write.metadata_sync import install_metadata_writer
+
+#: (table version, timeline layout) pairs the services write.
+WRITABLE_VERSIONS = frozenset({(6, 1), (8, 2), (9, 2)})
 
 #: ``progress(done, total, what)`` -- called as long work advances (the CLI draws a bar).
 Progress = Callable[[int, int, str], None]
@@ -75,7 +79,11 @@ class ServiceContext:
             TableNotFoundError: no Hudi table there.
             ConfigError: an unknown ``hoodie.*`` key or an invalid value.
         """
-        return cls.of(TableState.open(path), options, progress)
+        ctx = cls.of(TableState.open(path), options, progress)
+        # the metadata table mirrors what the services complete (Java: the table's
+        # HoodieTableMetadataWriter inside every action's commit)
+        install_metadata_writer(ctx.state, ctx.options)
+        return ctx
 
     @classmethod
     def of(
@@ -138,15 +146,17 @@ class ServiceContext:
             yield
 
     def require_writable(self, what: str) -> None:
-        """Services that write support table version 6 (timeline layout 1), as the writer does.
+        """Services that write support table version 6 (timeline layout 1) and versions 8 and 9
+        (timeline layout 2, Hudi 1.x), as the writer does.
 
         Raises:
-            UnsupportedError: for other table versions.
+            UnsupportedError: for other table versions or a layout the version does not use.
         """
-        if self.config.table_version != 6 or self.layout != 1:
+        if (self.config.table_version, self.layout) not in WRITABLE_VERSIONS:
             raise UnsupportedError(
-                f"{what} writes table version 6 (timeline layout 1); the table at "
-                f"{self.storage.base_uri} is version {self.config.table_version}"
+                f"{what} writes table versions 6 (timeline layout 1), 8 and 9 (timeline "
+                f"layout 2); the table at {self.storage.base_uri} is version "
+                f"{self.config.table_version} with timeline layout {self.layout}"
             )
 
     def new_instant(

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -151,6 +151,16 @@ def savepointed_files(tl: Timeline) -> tuple[set[str], list[str]]:
     return names, times
 
 
+def _pending_compaction_times(tl: Timeline) -> dict[tuple[str, str], list[str]]:
+    """Requested times of the pending compactions of each ``(partition, fileId)``."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for c in tl.pending_compactions():
+        for op in tl.read_compaction_plan(c).operations or []:
+            key = (op.partition_path or "", op.file_id or "")
+            out.setdefault(key, []).append(c.requested_time)
+    return out
+
+
 def _pending_compaction_bases(tl: Timeline) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     for c in tl.pending_compactions():
@@ -180,14 +190,44 @@ def _committed(tl: Timeline, instant: str, first: str | None) -> bool:
     return tl.is_completed(instant) and tl.get(instant) is not None
 
 
-def _slices(g: FileGroup, tl: Timeline, first: str | None) -> list[_Slice]:
-    """All slices of a file group (committed base files, logs by base instant), newest first."""
+def _slices(
+    g: FileGroup, tl: Timeline, first: str | None, pending: Iterable[str] = ()
+) -> list[_Slice]:
+    """All slices of a file group (committed base files and their logs), newest first.
+
+    Layout 1 names a log file after its slice's base instant. Layout 2 names it after the
+    delta commit that wrote it, and the slice is found by completion time (Hudi 1.x
+    ``HoodieFileGroup.addLogFile`` / ``getBaseInstantTime``): the newest slice -- a committed
+    base file or a compaction scheduled for the group (``pending``) -- that started at or
+    before the log's completion; a log of a write not completed goes to the newest slice;
+    without any slice, the first log starts one at its own instant.
+    """
     out: dict[str, _Slice] = {}
     for b in g.base_files:
         if _committed(tl, b.instant_time, first):
             out.setdefault(b.instant_time, _Slice(b.instant_time)).base = b
-    for lf in g.log_files:
-        out.setdefault(lf.instant_time, _Slice(lf.instant_time)).logs.append(lf)
+    if tl.layout_version == 1:
+        for lf in g.log_files:
+            out.setdefault(lf.instant_time, _Slice(lf.instant_time)).logs.append(lf)
+        return [out[k] for k in sorted(out, reverse=True)]
+    for t in pending:
+        out.setdefault(t, _Slice(t))
+
+    def done(lf: LogFile) -> str | None:
+        t = lf.instant_time
+        if first is not None and t < first and tl.get(t) is None:
+            return t  # archived: committed, completed at the latest when the next started
+        return tl.completion_time(t) if tl.is_completed(t) else None
+
+    logs = sorted(((done(lf), lf) for lf in g.log_files), key=lambda d: (d[0] is None, d[0] or ""))
+    for completion, lf in logs:
+        keys = sorted(out)
+        if completion is None:
+            key = keys[-1] if keys else lf.instant_time
+        else:
+            floor = [k for k in keys if k <= completion]
+            key = floor[-1] if floor else lf.instant_time
+        out.setdefault(key, _Slice(key)).logs.append(lf)
     return [out[k] for k in sorted(out, reverse=True)]
 
 
@@ -199,9 +239,10 @@ def _files_to_clean(
     earliest: Instant | None,
     saved: set[str],
     pending_bases: dict[tuple[str, str], str],
+    pending_times: Mapping[tuple[str, str], list[str]],
 ) -> list[str]:
     policy = ctx.get(ServiceConfig.CLEANER_POLICY)
-    slices = _slices(g, tl, first)
+    slices = _slices(g, tl, first, pending_times.get((g.partition_path, g.file_id), ()))
     if not slices:
         return []
     pending_base = pending_bases.get((g.partition_path, g.file_id))
@@ -361,17 +402,20 @@ def plan_clean(ctx: ServiceContext, debris: bool = True) -> tuple[CleanerPlan, l
     earliest = earliest_commit_to_retain(ctx, tl)
     saved, saved_times = savepointed_files(tl)
     pending_bases = _pending_compaction_bases(tl)
+    pending_times = _pending_compaction_times(tl)
     replaced = _replaced_groups(tl, earliest, policy)
     by_partition: dict[str, list[str]] = {}
     for p, gs in groups.items():
         files: list[str] = []
         for g in gs:
             if g.file_id in replaced.get(p, set()):
-                for s in _slices(g, tl, first):
+                for s in _slices(g, tl, first, pending_times.get((p, g.file_id), ())):
                     if not any(n in saved for n in s.names()):
                         files.extend(s.paths())
                 continue
-            files.extend(_files_to_clean(ctx, g, tl, first, earliest, saved, pending_bases))
+            files.extend(
+                _files_to_clean(ctx, g, tl, first, earliest, saved, pending_bases, pending_times)
+            )
         if files:
             by_partition[p] = files
     found = _debris(ctx, groups, tl, _referenced_files(tl)) if debris else []

@@ -141,11 +141,23 @@ def _file_groups_in_pending_compaction(tl: Timeline) -> set[tuple[str, str]]:
     return out
 
 
-def _metrics(fslice: FileSlice) -> dict[str, float]:
+def _metrics(fslice: FileSlice, layout: int = 1) -> dict[str, float]:
     log_size = sum(lf.size for lf in fslice.log_files)
     base_size = fslice.base_file.size if fslice.base_file is not None else 0
     read_mb = (base_size + log_size) / MB
     write_mb = (base_size if base_size > 0 else DEFAULT_BASE_FILE_SIZE) / MB
+    if layout == 2:
+        # Hudi 1.x CompactionStrategy.captureMetrics: FSUtils.getSizeInMB is a whole number of
+        # MB (long division), and the map is a Java HashMap, written in its iteration order
+        read_whole = (base_size + log_size) // MB
+        write_whole = (base_size if base_size > 0 else DEFAULT_BASE_FILE_SIZE) // MB
+        return {
+            TOTAL_LOG_FILES: float(len(fslice.log_files)),
+            TOTAL_IO_MB: float(read_whole + write_whole),
+            TOTAL_IO_READ_MB: float(read_whole),
+            TOTAL_LOG_FILE_SIZE: float(log_size),
+            TOTAL_IO_WRITE_MB: float(write_whole),
+        }
     return {
         TOTAL_IO_READ_MB: float(read_mb),
         TOTAL_IO_WRITE_MB: float(write_mb),
@@ -155,14 +167,14 @@ def _metrics(fslice: FileSlice) -> dict[str, float]:
     }
 
 
-def _operation(fslice: FileSlice) -> CompactionOperation:
+def _operation(fslice: FileSlice, layout: int = 1) -> CompactionOperation:
     return CompactionOperation(
         base_instant_time=fslice.base_instant_time,
         delta_file_paths=[lf.name.name for lf in fslice.sorted_log_files()],
         data_file_path=fslice.base_file.name.name if fslice.base_file is not None else None,
         file_id=fslice.file_id,
         partition_path=fslice.partition_path,
-        metrics=_metrics(fslice),
+        metrics=_metrics(fslice, layout),
         bootstrap_file_path=None,
     )
 
@@ -224,8 +236,20 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
             s, log_files=[lf for lf in s.log_files if lf.path not in pending_logs]
         )
         if s.log_files:
-            ops.append(_operation(s))
+            ops.append(_operation(s, ctx.layout))
     strategy = ctx.get(ServiceConfig.COMPACTION_STRATEGY)
+    if ctx.layout == 2:
+        # as Hudi 1.x writes its plans (every v8/v9 fixture): no strategy record, an empty
+        # extra-metadata map, preserveHoodieMetadata false (1.x compaction keeps the meta
+        # fields regardless), no missing partitions
+        return CompactionPlan(
+            operations=_apply_strategy(ops, ctx),
+            extra_metadata={},
+            version=2,
+            strategy=None,
+            preserve_hoodie_metadata=False,
+            missing_schedule_partitions=[],
+        )
     return CompactionPlan(
         operations=_apply_strategy(ops, ctx),
         extra_metadata=None,
@@ -291,6 +315,10 @@ def _retarget_missed_writes(ctx: ServiceContext, before: Timeline, plan: Compact
     lock no write can complete in between; without one, a write that is still pending now
     moves its logs itself when it commits. The moved files keep their old names in that
     write's commit metadata: snapshot reads list the file system and find the new ones.)"""
+    if ctx.layout == 2:
+        # layout 2 slices log files by completion time (Hudi 1.x): a write completing after C
+        # was requested belongs to C's slice as it is; nothing is renamed
+        return
     planned = {(op.partition_path or "", op.file_id or "") for op in plan.operations or []}
     tl = ctx.reload_timeline()  # writes of other processes that completed meanwhile
     for inst in tl.commits().filter_actions("deltacommit"):
@@ -785,7 +813,9 @@ def unschedule_compaction(ctx: ServiceContext, instant: str) -> list[tuple[str, 
     storage = ctx.storage
     view = FileSystemView(storage, ctx.config)
     renamed: list[tuple[str, str]] = []
-    for op in plan.operations or []:
+    # layout 2 names log files after their writer and slices them by completion time: with
+    # the plan gone, the logs on top of it fall back into the previous slice by themselves
+    for op in plan.operations or [] if ctx.layout == 1 else []:
         partition, fid, prev = op.partition_path or "", op.file_id or "", op.base_instant_time
         if not prev:
             continue

@@ -54,6 +54,7 @@ from hudi_ds.timeline.instant import (
     SAVEPOINT,
     Instant,
     State,
+    new_instant_time,
 )
 from hudi_ds.timeline.metadata import (
     InstantInfo,
@@ -386,8 +387,14 @@ def create_savepoint(
     inflight = Instant(instant, SAVEPOINT, State.INFLIGHT)
     ctx.storage.create_if_absent(writer.path_of(inflight))
     crash_point("savepoint")
+    # layout 2 names the completed file T_C.savepoint, C its completion time (Hudi 1.x)
+    done = (
+        new_instant_time(after=instant, timezone=ctx.config.timeline_timezone)
+        if ctx.layout == 2
+        else None
+    )
     ctx.storage.write_atomic(
-        writer.path_of(Instant(instant, SAVEPOINT, State.COMPLETED)), md.to_bytes()
+        writer.path_of(Instant(instant, SAVEPOINT, State.COMPLETED, done)), md.to_bytes()
     )
     ctx.reload_timeline()  # the savepoint's files were written without a timeline writer
     log.info("savepointed %s", instant)
@@ -412,6 +419,9 @@ def delete_savepoint(ctx: ServiceContext, instant: str) -> None:
     if not any(sp.requested_time == instant for sp in tl.savepoints()):
         raise InstantNotFoundError(f"no savepoint at {instant}")
     writer = ctx.writer()
+    for sp in tl.savepoints():  # the completed one first (layout 2: named with its completion)
+        if sp.requested_time == instant and sp.is_completed:
+            ctx.storage.delete(writer.path_of(sp))
     for state in (State.COMPLETED, State.INFLIGHT):
         ctx.storage.delete(writer.path_of(Instant(instant, SAVEPOINT, state)))
     ctx.reload_timeline()

@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import io
 import json
+import os
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -68,6 +69,7 @@ __all__ = [
     "SliceInfo",
     "WriteStat",
     "avro_schema",
+    "java_schema_text",
     "read_avro_records",
     "write_avro_record",
 ]
@@ -107,11 +109,124 @@ def read_avro_records(data: bytes) -> list[dict[str, Any]]:
         raise CorruptFileError(f"unreadable Avro container file: {e}") from e
 
 
+_AVRO_PRIMITIVES = frozenset(
+    {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+)
+# keys Java's Schema.toJson writes itself (everything else is a schema property)
+_AVRO_RESERVED = frozenset(
+    {"type", "name", "namespace", "doc", "fields", "items", "values", "symbols", "size"}
+    | {"aliases", "default", "logicalType", "order"}
+)
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _java_schema_json(schema: Any, namespace: str | None, known: set[str]) -> str:
+    """``schema`` (parsed .avsc JSON) as Avro Java's ``Schema.toString()`` prints it: compact,
+    ``type, name, namespace (when not the enclosing one), doc, fields|symbols|size|items|values``,
+    then the schema's properties; a field as ``name, type, doc, default``, then its
+    properties; a named type printed once, then referenced by name."""
+    if isinstance(schema, str):
+        if schema in _AVRO_PRIMITIVES:
+            return _compact_json(schema)
+        space, _, name = schema.rpartition(".")
+        return _compact_json(name if (space or namespace) == namespace else schema)
+    if isinstance(schema, list):
+        return "[" + ",".join(_java_schema_json(s, namespace, known) for s in schema) + "]"
+    kind = schema["type"]
+    props = "".join(
+        f",{_compact_json(k)}:{_compact_json(v)}"
+        for k, v in schema.items()
+        if k not in _AVRO_RESERVED
+    )
+    if kind in ("record", "error", "enum", "fixed"):
+        space, _, name = str(schema["name"]).rpartition(".")
+        space = space or schema.get("namespace", namespace) or ""
+        full = f"{space}.{name}" if space else name
+        if full in known:
+            return _compact_json(name if space == (namespace or "") else full)
+        known.add(full)
+        out = f'{{"type":{_compact_json(kind)},"name":{_compact_json(name)}'
+        if space != (namespace or ""):
+            out += f',"namespace":{_compact_json(space)}'
+        if "doc" in schema:
+            out += f',"doc":{_compact_json(schema["doc"])}'
+        if kind == "enum":
+            out += f',"symbols":{_compact_json(schema["symbols"])}'
+        elif kind == "fixed":
+            out += f',"size":{_compact_json(schema["size"])}'
+        else:
+            fields = []
+            for f in schema["fields"]:
+                fo = f'{{"name":{_compact_json(f["name"])},"type":'
+                fo += _java_schema_json(f["type"], space, known)
+                if "doc" in f:
+                    fo += f',"doc":{_compact_json(f["doc"])}'
+                if "default" in f:
+                    fo += f',"default":{_compact_json(f["default"])}'
+                fo += "".join(
+                    f",{_compact_json(k)}:{_compact_json(v)}"
+                    for k, v in f.items()
+                    if k not in _AVRO_RESERVED
+                )
+                fields.append(fo + "}")
+            out += ',"fields":[' + ",".join(fields) + "]"
+        return out + props + "}"
+    # Hudi's .avsc files put a "default" on some array/map types: a plain property to Java
+    extra = f',"default":{_compact_json(schema["default"])}' if "default" in schema else ""
+    if kind == "array":
+        inner = ',"items":' + _java_schema_json(schema["items"], namespace, known)
+    elif kind == "map":
+        inner = ',"values":' + _java_schema_json(schema["values"], namespace, known)
+    else:
+        inner = ""
+    logical = (
+        f',"logicalType":{_compact_json(schema["logicalType"])}' if "logicalType" in schema else ""
+    )
+    return f'{{"type":{_compact_json(kind)}{inner}{props}{extra}{logical}}}'
+
+
+@cache
+def java_schema_text(name: str) -> str:
+    """The schema ``name`` as Hudi (Avro Java ``Schema.toString()``) writes it into the header
+    of its timeline files -- byte for byte the ``avro.schema`` of the fixtures' files."""
+    return _java_schema_json(_schema_json(name), None, set())
+
+
+def _avro_long(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z & ~0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _avro_bytes(b: bytes) -> bytes:
+    return _avro_long(len(b)) + b
+
+
 def write_avro_record(schema_name: str, record: Mapping[str, Any]) -> bytes:
-    """Encode one record as an Avro object container file (codec null), as Hudi writes them."""
-    buf = io.BytesIO()
-    fastavro.writer(buf, avro_schema(schema_name), [dict(record)], codec="null")
-    return buf.getvalue()
+    """Encode one record as an Avro object container file, as Hudi writes its timeline files
+    (``TimelineMetadataUtils.serializeAvroMetadata``: Avro Java's ``DataFileWriter``, codec
+    null): the header holds only ``avro.schema`` (Java's schema text, :func:`java_schema_text`),
+    then one block with the record; only the random 16-byte sync marker differs from Java's."""
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, avro_schema(schema_name), dict(record))
+    data = body.getvalue()
+    sync = os.urandom(16)
+    header = (
+        AVRO_MAGIC
+        + _avro_long(1)
+        + _avro_bytes(b"avro.schema")
+        + _avro_bytes(java_schema_text(schema_name).encode("utf-8"))
+        + _avro_long(0)
+        + sync
+    )
+    return header + _avro_long(1) + _avro_bytes(data) + sync
 
 
 # -- dataclass <-> Avro record ----------------------------------------------------------------

@@ -92,10 +92,15 @@ from hudi_ds.write.lock import (
     table_lock,
 )
 from hudi_ds.write.markers import delete_markers, marked_files
-from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
-from hudi_ds.write.options import ResolvedOptions, check_writable, resolve_options
-from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
 from hudi_ds.write.metadata_sync import install_metadata_writer
+from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
+from hudi_ds.write.options import (
+    ResolvedOptions,
+    check_partial_blocks,
+    check_writable,
+    resolve_options,
+)
+from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
 from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant
 from hudi_ds.write.tagged_records import TaggedRecords
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
@@ -211,11 +216,20 @@ class WriteClient:
             set_null_for_missing=self.options.get(WriteConfig.SET_NULL_FOR_MISSING),
             nulls_mean_unchanged=r.merge_spec.nulls_mean_unchanged,
         )
+        if decided.partial_columns is not None:
+            cfg = self.table_config
+            version = (
+                cfg.table_version
+                if cfg is not None
+                else self.options.get(WriteConfig.WRITE_TABLE_VERSION)
+            )
+            check_partial_blocks(r, version)
         return decided
 
     # -- table creation -------------------------------------------------------------------------
     def _create_table(self, schema: pa.Schema) -> None:
         r = self.resolved
+        version = self.options.get(WriteConfig.WRITE_TABLE_VERSION)
         new = NewTable(
             table_name=r.table_name,
             table_type=r.table_type,
@@ -228,8 +242,9 @@ class WriteClient:
             hash_fields=tuple(r.hash_fields),
             ordering_field=r.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
-            merge_properties=r.merge_spec.table_properties(),
+            merge_properties=r.merge_spec.table_properties(version),
             index_type=r.index_type,
+            table_version=version,
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
         install_metadata_writer(self.state, self.options)
@@ -400,7 +415,7 @@ class WriteClient:
         current = timeline.get(instant) if joined else None
         try:
             if current is None or current.is_requested:
-                writer.transition_to_inflight(req, md.to_json_bytes())
+                writer.transition_to_inflight(req, md.to_bytes(state.layout))
         except InstantNotFoundError:
             raise  # rolled back meanwhile
         except TimelineError:
@@ -444,7 +459,8 @@ class WriteClient:
         plan = self.plan(instant)
         profiled = profile.to_commit_metadata(plan.operation.operation_type, md.extra_metadata)
         req = Instant(instant, plan.action, State.REQUESTED)
-        self.table_state().timeline_writer().transition_to_inflight(req, profiled.to_json_bytes())
+        state = self.table_state()
+        state.timeline_writer().transition_to_inflight(req, profiled.to_bytes(state.layout))
         crash_point("after_inflight")
 
     def write_profiled(
@@ -626,7 +642,7 @@ class WriteClient:
                 partitions_to_delete or [],
             )
         done = state.timeline_writer().complete(
-            Instant(plan.instant, plan.action, State.INFLIGHT), md.to_json_bytes()
+            Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
         )
         delete_markers(self.storage, plan.instant)
         return done

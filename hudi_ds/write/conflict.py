@@ -104,7 +104,10 @@ def retarget_pending_logs(
     (:func:`retarget_logs`); runs under the table lock, right before the commit, on the
     timeline ``state`` holds (listed again for the commit)."""
     appends = [k for k, s in enumerate(statuses) if s.kind == "append"]
-    if not appends:
+    if not appends or state.layout >= 2:
+        # table version 8+: a log file is named with its own instant and joins the slice its
+        # completion time falls in (Java 1.x HoodieFileGroup.getBaseInstantTime), so a
+        # compaction scheduled meanwhile takes it without a rename
         return statuses
     names = [parse_log_file_name(file_name_of(statuses[k].path)) for k in appends]
     bases = {n.instant_time for n in names if n is not None}
@@ -155,8 +158,10 @@ def _rehome_logs(
         fid, base = s.file_id, name.instant_time
         other = live.get((s.partition_path, bucket_id_from_file_id(fid))) if bucketed else None
         if other is not None and other.file_id != fid:
-            # both writers created this bucket: join the file group committed first
-            fid, base = other.file_id, other.base_instant_time
+            # both writers created this bucket: join the file group committed first (table
+            # version 8+: a log keeps its own instant, its slice follows from completion time)
+            fid = other.file_id
+            base = base if state.layout >= 2 else other.base_instant_time
         k = (s.partition_path, fid, base)
         if fid == s.file_id and name.version > top.get(k, 0):
             top[k] = name.version
@@ -232,6 +237,10 @@ def retarget_logs(
         marker_instant: the pending write owning the files (a marker is made for each new
             name, so that a rollback finds it); None for files of a completed write.
     """
+    if state.layout == 2:
+        # timeline layout 2 (v8/v9) names a log file after the delta commit that wrote it and
+        # slices by completion time (Hudi 1.x): a log completing after C is in C's slice as is
+        return list(stats)
     deltas = [
         (i, s, parse_log_file_name(file_name_of(s.path or "")))
         for i, s in enumerate(stats)

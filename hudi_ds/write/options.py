@@ -155,7 +155,7 @@ def resolve_options(
 
     Raises:
         ConfigError: an option contradicts the existing table, a needed key is missing, the
-            table is not version 6, or the bucket settings are invalid.
+            table is not version 6, 8 or 9, or the bucket settings are invalid.
         UnsupportedError: a table hudi_ds cannot write (a key generator it does not
             reproduce, auto-generated record keys); nothing has been written. (Tables without
             meta fields resolve, for their readers; :func:`check_writable` refuses writing
@@ -165,6 +165,17 @@ def resolve_options(
     timestamp: TimestampSpec | None = None
     if config is not None:
         _check_version(config, base_uri)
+        asked_version = o.get(WriteConfig.WRITE_TABLE_VERSION)
+        if o.is_set(WriteConfig.WRITE_TABLE_VERSION) and asked_version != config.table_version:
+            log.warning(
+                "option '%s'=%s is ignored: the table at %s is version %s and keeps it "
+                "(the option chooses the version of new tables; hudi_ds does not upgrade or "
+                "downgrade tables)",
+                WriteConfig.WRITE_TABLE_VERSION.key,
+                asked_version,
+                base_uri,
+                config.table_version,
+            )
         _key_generator(config, base_uri)
         _check_against_table(o, config)
         table_name = config.table_name
@@ -200,7 +211,10 @@ def resolve_options(
             check_same_spec(o, merge_spec)
         keygen = _key_generator(config)
         asked_keygen = _asked_key_generator(o)
-        if asked_keygen is not None and not config.KEY_GENERATOR_CLASS.of(config.props):
+        if asked_keygen is not None and not (
+            config.KEY_GENERATOR_CLASS.of(config.props)
+            or config.KEY_GENERATOR_TYPE.of(config.props)
+        ):
             keygen = asked_keygen[2]  # the table does not record its key generator
             if keygen not in _KEY_GENERATORS.values():
                 raise UnsupportedError(
@@ -221,6 +235,9 @@ def resolve_options(
         url_encode = o.get(WriteConfig.URL_ENCODE)
         ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or default_ordering_field(o) or None
         merge_spec = write_spec(o, ordering)
+        if o.get(WriteConfig.WRITE_TABLE_VERSION) >= 8 and merge_spec.by_payload:
+            # Hudi 1.x tables merge by their merge mode (a payload class only picks it)
+            merge_spec = dataclasses.replace(merge_spec, by_payload=False)
         complex_key = _new_table_complex_key(o, keys, parts)
     stored = config.props.get(NUM_BUCKETS_KEY) if config is not None else None
     asked = o.get(WriteConfig.NUM_BUCKETS)
@@ -287,11 +304,79 @@ def resolve_options(
     )
 
 
+#: the table versions hudi_ds writes: 6 (Hudi 0.14/0.15, timeline layout 1), 8 (Hudi 1.0) and
+#: 9 (Hudi 1.1+), both timeline layout 2
+WRITABLE_TABLE_VERSIONS = (6, 8, 9)
+
+
 def _check_version(cfg: TableConfig, base_uri: str) -> None:
-    if cfg.table_version != 6:
+    """Refuse a table version, timeline layout or base file format hudi_ds does not write.
+
+    Raises:
+        ConfigError: the table version is not 6, 8 or 9, or its timeline layout does not
+            belong to it (layout 1 for version 6, 2 for 8 and 9).
+        UnsupportedError: the table's base files are Lance (``hoodie.table.base.file.format=
+            LANCE``, Hudi 1.2): hudi_ds writes Parquet base files only.
+    """
+    version = cfg.table_version
+    if version not in WRITABLE_TABLE_VERSIONS:
         raise ConfigError(
-            f"hudi_ds writes table version 6; the table at {base_uri} is "
-            f"version {cfg.table_version} (hoodie.table.version)"
+            f"hudi_ds writes table versions {', '.join(map(str, WRITABLE_TABLE_VERSIONS))}; "
+            f"the table at {base_uri} is version {version} (hoodie.table.version)"
+        )
+    layout = cfg.timeline_layout_version
+    if layout != (1 if version == 6 else 2):
+        raise ConfigError(
+            f"the table at {base_uri} is version {version} with timeline layout {layout} "
+            "(hoodie.timeline.layout.version); Hudi writes version 6 with layout 1 and "
+            "versions 8 and 9 with layout 2, hudi_ds writes only those"
+        )
+    fmt = cfg.base_file_format
+    if fmt == "LANCE":
+        raise UnsupportedError(
+            f"the table at {base_uri} has LANCE base files (hoodie.table.base.file.format="
+            "LANCE); writing them needs the 'pylance' package, which hudi_ds does not use, "
+            "so it does not write this table"
+        )
+    if fmt != "PARQUET":
+        raise UnsupportedError(
+            f"the table at {base_uri} has {fmt} base files (hoodie.table.base.file.format); "
+            "hudi_ds writes Parquet base files only"
+        )
+
+
+def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
+    """Refuse a partial update whose ``IS_PARTIAL`` log blocks a Hudi 1.x table's readers
+    would not expect.
+
+    Java 1.x writes partial log blocks (only the updated columns, header ``IS_PARTIAL``) for a
+    MERGE_ON_READ table of version 8 or later only when its merge mode is not ``CUSTOM``, no
+    partial update mode is set (``hoodie.table.partial.update.mode``: the IGNORE_DEFAULTS /
+    IGNORE_MARKERS behaviours, whose rows carry every column) and the index is not global
+    (``MergeIntoHoodieTableCommand.isPartialUpdateActionForMOR``). COPY_ON_WRITE tables merge
+    partial rows into full base-file rows, and version-6 tables keep hudi_ds's own rule
+    (``hoodie.write.partial.updates``).
+
+    Raises:
+        ConfigError: a partial update of such a table, naming the reason.
+    """
+    if resolved.table_type != "MERGE_ON_READ" or table_version < 8:
+        return
+    spec = resolved.merge_spec
+    b = spec.builtin
+    why = None
+    if spec.mode == "CUSTOM":
+        why = "its merge mode is CUSTOM"
+    elif b is not None and b.partial != "NONE":
+        why = f"it merges with partial update mode {b.partial} ({b.payload_class})"
+    elif resolved.index_type.startswith("GLOBAL_"):
+        why = f"it uses the global index {resolved.index_type}"
+    if why is not None:
+        raise ConfigError(
+            f"option '{WriteConfig.PARTIAL_UPDATES.key}'=true: the version-{table_version} "
+            f"MERGE_ON_READ table takes no partial-update log blocks because {why} (Hudi 1.x "
+            "writes IS_PARTIAL blocks only under EVENT_TIME_ORDERING or COMMIT_TIME_ORDERING "
+            "without a partial update mode and with a non-global index); write whole rows"
         )
 
 
@@ -312,8 +397,8 @@ def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None
         storage: the table's storage (None: only ``hoodie.properties`` is consulted).
 
     Raises:
-        ConfigError: the table is not version 6 (versions 8 and 9: issue 15).
-        UnsupportedError: the table has no meta fields
+        ConfigError: the table version is not 6, 8 or 9.
+        UnsupportedError: Lance base files; the table has no meta fields
             (``hoodie.populate.meta.fields=false``) or a key generator hudi_ds does not
             reproduce. (A metadata table is kept in step: :mod:`hudi_ds.metadata.writer`.)
     """
@@ -340,6 +425,18 @@ def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
             hudi_ds could not produce the record keys and partition paths Java does.
     """
     cls = cfg.KEY_GENERATOR_CLASS.of(cfg.props) or ""
+    kind_recorded = (cfg.KEY_GENERATOR_TYPE.of(cfg.props) or "").strip().upper()
+    if not cls and kind_recorded:
+        # Hudi 1.x records the KeyGeneratorType (``SIMPLE``, ``COMPLEX_AVRO``...), not a class
+        base_kind = kind_recorded.removesuffix("_AVRO")
+        if base_kind not in _KEY_GENERATORS.values():
+            raise UnsupportedError(
+                f"the table at {base_uri} uses key generator type {kind_recorded} "
+                f"({cfg.KEY_GENERATOR_TYPE.key}); hudi_ds reproduces the record keys and "
+                "partition paths of the SIMPLE, COMPLEX, NON_PARTITION and TIMESTAMP types "
+                "only, so it does not write this table"
+            )
+        return base_kind
     if not cls:  # not recorded: keys and partitions as the fields say
         return "COMPLEX" if len(cfg.record_key_fields) > 1 else "SIMPLE"
     kind = _KEY_GENERATORS.get(cls.rsplit(".", 1)[-1])
@@ -452,7 +549,9 @@ def _partition_fields(o: Options, cfg: TableConfig, base_uri: str) -> tuple[str,
     if TableConfig.PARTITION_FIELDS.key in cfg.props or _key_generator(cfg) == "NON_PARTITION":
         return tuple(cfg.partition_fields)
     asked: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
-    if not o.is_set(WriteConfig.PARTITION_FIELDS) and cfg.KEY_GENERATOR_CLASS.of(cfg.props):
+    if not o.is_set(WriteConfig.PARTITION_FIELDS) and (
+        cfg.KEY_GENERATOR_CLASS.of(cfg.props) or cfg.KEY_GENERATOR_TYPE.of(cfg.props)
+    ):
         raise ConfigError(
             f"option '{WriteConfig.PARTITION_FIELDS.key}' is required: the table at {base_uri} "
             f"does not record its partition fields ({TableConfig.PARTITION_FIELDS.key}) and its "

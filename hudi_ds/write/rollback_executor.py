@@ -138,7 +138,9 @@ def resume_rollback(
     inst = timeline.get(target) if target is not None else None
     if inst is not None and not inst.is_completed:
         if inst.action == COMPACTION:
-            _revert_compaction_attempt(storage, config, timeline, inst, r.requested_time)
+            _revert_compaction_attempt(
+                storage, config, timeline, inst, r.requested_time, before_complete
+            )
         else:
             execute_rollback(
                 storage, config, timeline, inst.requested_time, r.requested_time, before_complete
@@ -162,7 +164,12 @@ def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
 
 
 def _revert_compaction_attempt(
-    storage: Storage, config: TableConfig, timeline: Timeline, inst: Instant, rollback_time: str
+    storage: Storage,
+    config: TableConfig,
+    timeline: Timeline,
+    inst: Instant,
+    rollback_time: str,
+    before_complete: BeforeComplete = None,
 ) -> None:
     ts = inst.requested_time
     files = set(_files_of(storage, config, ts)) | set(
@@ -177,7 +184,14 @@ def _revert_compaction_attempt(
     if inst.is_inflight:
         writer.revert_to_requested(inst)
     _finish_rollback(
-        storage, config.timeline_layout_version, config, rollback_time, ts, deleted, COMPACTION
+        storage,
+        config.timeline_layout_version,
+        config,
+        rollback_time,
+        ts,
+        deleted,
+        COMPACTION,
+        before_complete=before_complete,
     )
     log.info("rolled back the failed attempt of compaction %s (resumed)", ts)
 
@@ -233,17 +247,30 @@ def _files_of(storage: Storage, config: TableConfig, instant: str) -> list[str]:
 
 
 def rollback_plan(
-    instant: str, action: str, files: Iterable[str], full_path: Callable[[str], str] = str
+    instant: str,
+    action: str,
+    files: Iterable[str],
+    full_path: Callable[[str], str] = str,
+    layout: int = 1,
 ) -> RollbackPlan:
     """The ``HoodieRollbackPlan`` (version 1) that deletes ``files`` (paths relative to the table,
-    recorded as ``full_path`` makes them) of ``instant``, one request per partition."""
+    recorded as ``full_path`` makes them) of ``instant``, one request per partition. On timeline
+    layout 2 a request is written as Hudi 1.x writes one for a failed write (marker based:
+    ``fileId`` and ``latestBaseInstant`` empty strings, an empty ``logBlocksToBeDeleted``)."""
     by_partition: dict[str, list[str]] = {}
     for f in sorted(files):
         by_partition.setdefault(partition_of(f), []).append(full_path(f))
+    java = layout == 2
     return RollbackPlan(
         instant_to_rollback=InstantInfo(commit_time=instant, action=action),
         rollback_requests=[
-            RollbackRequest(partition_path=p, files_to_be_deleted=fs)
+            RollbackRequest(
+                partition_path=p,
+                file_id="" if java else None,
+                latest_base_instant="" if java else None,
+                files_to_be_deleted=fs,
+                log_blocks_to_be_deleted={} if java else None,
+            )
             for p, fs in sorted(by_partition.items())
         ],
         version=1,
@@ -291,7 +318,11 @@ def execute_rollback(
         last = timeline.instants[-1].requested_time if len(timeline) else None
         for _ in range(100):
             rollback_time = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
-            plan = rollback_plan(instant, action, files)
+            plan = (
+                rollback_plan(instant, action, files, storage.uri, layout)
+                if layout == 2
+                else rollback_plan(instant, action, files)
+            )
             req = Instant(rollback_time, "rollback", State.REQUESTED)
             if writer.create_requested(req, plan.to_bytes()):
                 writer.transition_to_inflight(req)
@@ -327,9 +358,7 @@ def _finish_rollback(
     appended: dict[str, int] | None = None,
     before_complete: BeforeComplete = None,
 ) -> None:
-    writer = TimelineWriter(
-        storage, layout, config.timeline_path, before_complete=before_complete
-    )
+    writer = TimelineWriter(storage, layout, config.timeline_path, before_complete=before_complete)
     logs_by_partition: dict[str, dict[str, int]] = {}
     for path, size in (appended or {}).items():
         logs_by_partition.setdefault(partition_of(path), {})[path] = size
@@ -342,7 +371,8 @@ def _finish_rollback(
             p: RollbackPartitionMetadata(
                 partition_path=p,
                 success_delete_files=deleted.get(p, []),
-                rollback_log_files=logs_by_partition.get(p),
+                rollback_log_files=logs_by_partition.get(p, {} if layout == 2 else None),
+                log_files_from_failed_commit={} if layout == 2 else None,
             )
             for p in sorted(set(deleted) | set(logs_by_partition))
         },

@@ -340,7 +340,13 @@ class TaskWriter:
             # a new MERGE_ON_READ file group of a non-bucket index starts with a base file
             h = MergeHandle(self.ctx, partition, file_id, None)
         else:
-            if existing is not None:
+            if existing is not None and p.table_config.timeline_layout_version >= 2:
+                # table version 8+: a log file carries the instant that writes it (Java 1.x
+                # HoodieAppendHandle: ``.<fileId>_<deltacommit time>.log.1_<token>``, and
+                # prevCommit = that time); readers put it in the slice by its completion time
+                base_instant = p.instant
+                base_name = existing.base_file.name.name if existing.base_file else None
+            elif existing is not None:
                 base_instant = p.base_instant_of(existing)
                 base_name = (
                     existing.base_file.name.name

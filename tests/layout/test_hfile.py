@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import shutil
 import struct
 import zipfile
 import zlib
@@ -36,7 +37,14 @@ from hudi_ds.layout.hfile import (
     read_hfile,
     write_hfile,
 )
-from hudi_ds.log import BlockType, scan_log_bytes
+from hudi_ds.log import (
+    BlockType,
+    decode_hfile_block,
+    encode_block,
+    encode_hfile_data_block,
+    scan_log_bytes,
+)
+from tests.conftest import assert_rows, hudi_rs_table, table_rows
 from tests.fixtures import FIXTURES_DIR, fixture_names, fixture_table
 
 _MDT = ".hoodie/metadata/"
@@ -170,7 +178,8 @@ def _check_hfile(where: str, data: bytes, log_schema: str | None) -> HFile:
 
 
 def test_fixture_set_has_both_generations() -> None:
-    assert "cow_0x_partitioned" in MDT_TABLES  # HBase writer (Hudi 0.x)
+    assert "cow_0x_partitioned" in MDT_TABLES  # HBase writer (Hudi 0.14)
+    assert "mor_avro_v8_trips_8i3u1d" in MDT_TABLES  # HBase writer (Hudi 1.0)
     assert "cow_v9_txns_simple_meta" in MDT_TABLES  # Hudi 1.x native writer
     assert len(MDT_TABLES) >= 15
 
@@ -245,7 +254,7 @@ def test_fixture_log_block_hfile(tmp_path_factory: pytest.TempPathFactory) -> No
 
 
 def test_fixture_hbase_generation(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Hudi 0.x (HBase writer): CRC32C checksums, full cell keys in the index and LASTKEY."""
+    """Hudi 0.x/1.0 (HBase writer): CRC32C checksums, full cell keys in the index and LASTKEY."""
     root = fixture_table("cow_0x_partitioned", tmp_path_factory)
     path = root / ".hoodie/metadata/files/files-0000-0_0-6-5_00000000000000010.hfile"
     data = path.read_bytes()
@@ -333,6 +342,9 @@ def test_multi_block_round_trip(codec: Codec) -> None:
     expected.append(used)
     assert [b[3] for b in data_blocks] == expected
     assert fields[3] == sum(sizes)
+    # prevBlockOffset: the previous data block (HBase's meaning), -1 for every other block
+    prev = [struct.unpack_from(">q", data, b[1] + 16)[0] for b in blocks]
+    assert prev == [-1] + [b[1] for b in data_blocks[:-1]] + [-1] * 5
     magics = [b[0] for b in blocks[len(data_blocks) :]]
     assert magics == [b"METABLKc", b"METABLKc", b"IDXROOT2", b"IDXROOT2", b"FILEINF2"]
 
@@ -492,3 +504,69 @@ def test_unsupported_codec_and_version() -> None:
     v2 = _small_file()[:-4] + b"\x00\x00\x00\x02"
     with pytest.raises(UnsupportedError, match="version 2"):
         read_hfile(v2, "v2.hfile")
+
+
+# --------------------------------------------------------------------------------------------
+# hudi-rs reads what write_hfile writes (through a table's metadata table)
+# --------------------------------------------------------------------------------------------
+
+
+def _rewrite_files_partition(root: Path, drop: bytes | None, **options: object) -> int:
+    """Rewrite every HFile of the metadata table's ``files`` partition (base files and log
+    blocks) with write_hfile, without the cell ``drop``; returns the number rewritten."""
+
+    def again(h: HFile) -> bytes:
+        keep = [i for i, k in enumerate(h.keys) if k != drop]
+        info = {k: v for k, v in h.file_info.items() if k not in STANDARD_FILE_INFO}
+        return write_hfile(
+            [h.keys[i] for i in keep],
+            [h.values[i] for i in keep],
+            file_info=info,
+            meta_blocks=h.meta_blocks,
+            **options,  # type: ignore[arg-type]
+        )
+
+    count = 0
+    for path in (root / ".hoodie/metadata/files").iterdir():
+        if path.name.endswith(".hfile"):
+            path.write_bytes(again(read_hfile(path.read_bytes(), str(path))))
+            count += 1
+        elif ".log." in path.name:
+            blocks = []
+            for b in scan_log_bytes(path.read_bytes(), str(path)).blocks:
+                if b.block_type == BlockType.HFILE_DATA:
+                    content = again(decode_hfile_block(b))
+                    blocks.append(
+                        encode_hfile_data_block(b.instant_time or "", b.schema or "", content)
+                    )
+                    count += 1
+                else:
+                    blocks.append(encode_block(b.block_type, b.header, b.content, b.footer))
+            path.write_bytes(b"".join(blocks))
+    return count
+
+
+@pytest.mark.parametrize(
+    ("name", "codec"),
+    [("cow_v9_txns_simple_meta", Codec.GZ), ("mor_avro_v9_txns_simple_meta", Codec.NONE)],
+)
+def test_hudi_rs_lists_files_through_written_hfiles(
+    name: str, codec: Codec, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """hudi-rs (v9 tables: files listed through the metadata table) reads the table the same
+    when every ``files`` HFile is rewritten with one cell per block; and a partition record
+    left out of the rewrite disappears from its read, so it really read our files."""
+    source = fixture_table(name, tmp_path_factory)
+    mdt = {"hoodie.metadata.enable": "true"}
+    original = hudi_rs_table(str(source), mdt)
+    columns = original.column_names
+    expected = table_rows(original, columns)
+    regions = {r[columns.index("region")] for r in expected}
+    assert regions == {"apac", "eu", "us"}
+    for drop in (None, b"region=us"):
+        root = tmp_path / f"{drop!r}"
+        shutil.copytree(source, root)
+        rewritten = _rewrite_files_partition(root, drop, block_size=64, codec=codec)
+        assert rewritten >= 10
+        want = [r for r in expected if drop is None or r[columns.index("region")] != "us"]
+        assert_rows(hudi_rs_table(str(root), mdt), want, columns, key=["_hoodie_record_key"])

@@ -8,14 +8,17 @@ older version. COW merges them into the base file directly.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import hudi_ds
+from hudi_ds.errors import ConfigError
 from hudi_ds.log.block import BlockType, HeaderKey
 from hudi_ds.log.reader import scan_log_bytes
+from hudi_ds.merge.modes import PARTIAL_UPDATE_PAYLOAD
 from hudi_ds.services import ServiceContext, compaction
 from tests.conftest import table_options
 
@@ -65,11 +68,14 @@ def data_blocks(path: str) -> list:
     return out
 
 
+@pytest.mark.parametrize("version", ["6", "8", "9"])
 @pytest.mark.parametrize("fmt", ["parquet", "avro"])
 @pytest.mark.parametrize("table_type", TYPES)
-def test_partial_update_keeps_other_columns(tmp_path: Path, table_type: str, fmt: str) -> None:
+def test_partial_update_keeps_other_columns(
+    tmp_path: Path, table_type: str, fmt: str, version: str
+) -> None:
     p = str(tmp_path / "t")
-    o = opts(table_type, fmt)
+    o = opts(table_type, fmt, **{"hoodie.write.table.version": version})
     hudi_ds.write(p, base_rows(), o)
     # price only; a null written explicitly is a value (it replaces the stored one)
     hudi_ds.write(
@@ -93,10 +99,17 @@ def test_partial_update_keeps_other_columns(tmp_path: Path, table_type: str, fmt
         assert "_hoodie_record_key" in fields
 
 
+@pytest.mark.parametrize("version", ["6", "9"])
 @pytest.mark.parametrize("table_type", TYPES)
-def test_partial_update_commit_time(tmp_path: Path, table_type: str) -> None:
+def test_partial_update_commit_time(tmp_path: Path, table_type: str, version: str) -> None:
     p = str(tmp_path / "t")
-    o = opts(table_type, **{"hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"})
+    o = opts(
+        table_type,
+        **{
+            "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING",
+            "hoodie.write.table.version": version,
+        },
+    )
     hudi_ds.write(p, base_rows(), o)
     hudi_ds.write(p, pa.table({"id": ["a"], "ts": pa.array([0], pa.int64()), "note": ["late"]}), o)
     # two partial versions of a key in one batch, then a full one
@@ -193,3 +206,37 @@ def test_partial_update_by_several_tasks_with_required_columns(
     client.commit(instant, statuses)
     got = {r["id"]: (r["ts"], r["name"], r["price"]) for r in hudi_ds.read(p).to_pylist()}
     assert got == {"a": (2, "A", 2.0), "b": (2, "B", 3.0), "c": (2, "C", 4.0), "d": (2, "D", 5.0)}
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        ({"hoodie.datasource.write.payload.class": PARTIAL_UPDATE_PAYLOAD}, "IGNORE_DEFAULTS"),
+        ({"hoodie.index.type": "GLOBAL_SIMPLE"}, "global index GLOBAL_SIMPLE"),
+        (
+            {
+                "hoodie.write.record.merge.mode": "CUSTOM",
+                "hoodie.write.record.merge.custom.implementation.classes": (
+                    "hudi_ds.merge.payloads.DefaultMerger"
+                ),
+            },
+            "merge mode is CUSTOM",
+        ),
+    ],
+)
+@pytest.mark.parametrize("version", ["8", "9"])
+def test_no_partial_blocks_where_hudi_1x_writes_none(
+    tmp_path: Path, version: str, extra: dict[str, str], why: str
+) -> None:
+    """Hudi 1.x writes IS_PARTIAL blocks into a version 8+ MOR table only under a built-in
+    merge mode without a partial update mode and with a non-global index; otherwise a partial
+    update is refused before anything is written (whole rows still go in)."""
+    p = tmp_path / "t"
+    o = opts("MERGE_ON_READ", **{"hoodie.write.table.version": version, **extra})
+    if "GLOBAL" in why:
+        del o["hoodie.bucket.index.num.buckets"]
+    hudi_ds.write(str(p), base_rows(), o)
+    before = sorted(f.name for f in p.rglob("*"))
+    with pytest.raises(ConfigError, match=re.escape(why)):
+        hudi_ds.write(str(p), pa.table({"id": ["a"], "ts": pa.array([2], pa.int64())}), o)
+    assert sorted(f.name for f in p.rglob("*")) == before

@@ -572,7 +572,7 @@ def test_table_spec_of_java_tables() -> None:
         **{
             "hoodie.table.version": "9",
             "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
-            "hoodie.legacy.payload.class": MODEL + "AWSDmsAvroPayload",
+            "hoodie.table.legacy.payload.class": MODEL + "AWSDmsAvroPayload",
         }
     )
     assert v9_legacy.behaviour == "aws_dms"

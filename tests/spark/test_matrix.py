@@ -6,7 +6,8 @@ DataFrame randomly repartitioned into 5 partitions, so every bucket is written b
 of one instant. After each step Spark, hudi_ds and hudi-rs must all return the model's rows.
 
 All 24 combinations by default (about 2 minutes); ``HUDI_DS_QUICK_MATRIX=1`` runs a pairwise
-6 that still covers every value of every dimension.
+6 that still covers every value of every dimension. New tables of versions 8 and 9
+(``hoodie.write.table.version``) run the pairwise 6.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ FULL = list(
         ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"],
     )
 )
-CASES = PAIRWISE if os.environ.get("HUDI_DS_QUICK_MATRIX") else FULL
+CASES = [(6, *c) for c in (PAIRWISE if os.environ.get("HUDI_DS_QUICK_MATRIX") else FULL)] + [
+    (v, *c) for v in (8, 9) for c in PAIRWISE
+]
 
 
 def via_spark(spark: Any, path: str) -> list[tuple]:
@@ -48,9 +51,9 @@ def via_spark(spark: Any, path: str) -> list[tuple]:
     return sorted(zip(*(t.column(c).to_pylist() for c in COLS), strict=True))
 
 
-@pytest.mark.parametrize("ttype, parts, block, merge", CASES)
+@pytest.mark.parametrize("version, ttype, parts, block, merge", CASES)
 def test_spark_write_sequence(
-    spark: Any, ttype: str, parts: str, block: str, merge: str, tmp_path: Path
+    spark: Any, version: int, ttype: str, parts: str, block: str, merge: str, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "t")
     opts = {
@@ -63,6 +66,7 @@ def test_spark_write_sequence(
         "hoodie.write.record.merge.mode": merge,
         "hoodie.logfile.data.block.format": block,
         "hoodie.bucket.index.num.buckets": "4",
+        "hoodie.write.table.version": str(version),
     }
     rng = np.random.default_rng(11)
     model = Model(event_time=merge == "EVENT_TIME_ORDERING")

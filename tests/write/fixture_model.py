@@ -47,6 +47,8 @@ class Fixture:
         change: a data column every update changes (not a key, partition or ordering column).
         new_partition: a value of the (first) partition field no row has yet.
         options: write options the table needs from the writer (what it does not record).
+        event_time: the table merges by event time (``EVENT_TIME_ORDERING`` recorded, Hudi
+            1.x): an incoming record with an older ordering value loses to the stored one.
     """
 
     keys: tuple[str, ...]
@@ -57,6 +59,7 @@ class Fixture:
     change: str
     new_partition: Any = None
     options: Mapping[str, str] = field(default_factory=dict)
+    event_time: bool = False
 
 
 _TYPED_PART = dict(keys=("id",), parts=("byteField",), keygen="simple", ordering="longField")
@@ -147,6 +150,82 @@ REFUSED: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
+_V8 = dict(event_time=True)
+_TXNS = dict(keys=("txn_id",), ordering="txn_ts", change="merchant_name", event_time=True)
+
+#: every Hudi 1.x fixture table (versions 8 and 9) without a metadata table that hudi_ds
+#: writes; all but cow_v8_empty (COMMIT_TIME_ORDERING) record EVENT_TIME_ORDERING
+WRITABLE_1X: dict[str, Fixture] = {
+    "cow_v8_complexkeygen_hivestyle": Fixture(
+        keys=("id", "name"),
+        parts=("byteField", "shortField"),
+        keygen="complex",
+        hive=True,
+        ordering="longField",
+        change="intField",
+        new_partition=77,
+        event_time=True,
+    ),
+    "cow_v8_empty": Fixture(
+        keys=("id",), parts=(), keygen="nonpartitioned", hive=True, ordering=None, change="name"
+    ),
+    "cow_v8_nonpartitioned": Fixture(**_NONPART, change="intField", **_V8),  # type: ignore[arg-type]
+    "cow_v8_simplekeygen_nonhivestyle": Fixture(
+        **_TYPED_PART,  # type: ignore[arg-type]
+        hive=False,
+        change="intField",
+        new_partition=77,
+        **_V8,  # type: ignore[arg-type]
+    ),
+    "cow_v8_simplekeygen_nonhivestyle_overwritetable": Fixture(
+        **_TYPED_PART,  # type: ignore[arg-type]
+        hive=False,
+        change="intField",
+        new_partition=77,
+        **_V8,  # type: ignore[arg-type]
+    ),
+    "mor_avro_v8_trips_8i1u": Fixture(**_TRIPS, new_partition="new_city", **_V8),  # type: ignore[arg-type]
+    "mor_avro_v8_trips_8i3d": Fixture(**_TRIPS, new_partition="new_city", **_V8),  # type: ignore[arg-type]
+}
+for _t in ("cow", "mor_avro"):
+    WRITABLE_1X[f"{_t}_v9_txns_simple_nometa"] = Fixture(
+        **_TXNS,  # type: ignore[arg-type]
+        parts=("region",),
+        keygen="simple",
+        hive=True,
+        new_partition="new_region",
+    )
+    WRITABLE_1X[f"{_t}_v9_txns_complex_nometa"] = Fixture(
+        **{**_TXNS, "keys": ("txn_id", "account_id")},  # type: ignore[arg-type]
+        parts=("region",),
+        keygen="complex",
+        hive=True,
+        new_partition="new_region",
+    )
+    WRITABLE_1X[f"{_t}_v9_txns_nonpart_nometa"] = Fixture(
+        **_TXNS,  # type: ignore[arg-type]
+        parts=(),
+        keygen="nonpartitioned",
+        hive=True,
+    )
+
+#: Hudi 1.x fixture tables hudi_ds refuses to write, and why (matched in the error)
+REFUSED_1X: dict[str, tuple[str, dict[str, str]]] = {
+    "cow_v8_simplekeygen_hivestyle_no_metafields": ("populate.meta.fields=false", {}),
+    **{
+        name: ("LANCE base files", {})
+        for name in (
+            "cow_v9_lance_nonpartitioned",
+            "cow_v9_lance_txns_nonpart",
+            "cow_v9_lance_txns_simple",
+            "cow_v9_trips_lance",
+            "mor_avro_v9_lance_nonhivestyle",
+            "mor_avro_v9_trips_lance",
+        )
+    },
+}
+
+
 # --------------------------------------------------------------------------- keys (model)
 def _java_string(v: Any) -> str:
     if isinstance(v, bool):
@@ -213,13 +292,18 @@ def scenario(name: str, fx: Fixture, existing: pa.Table, event_time: bool = Fals
     * upsert 2: one of the new keys updated again (an older ordering value: it wins);
     * delete: an untouched existing key, an updated key and a new key.
 
-    ``event_time``: the writer merges with ``DefaultHoodieRecordPayload`` instead
+    ``event_time`` (or :attr:`Fixture.event_time`): the writer merges with
+    ``DefaultHoodieRecordPayload`` / ``EVENT_TIME_ORDERING`` instead
     (``needUpdatingPersistedRecord``: the stored record stays when its ordering value is
-    greater than the incoming one's; ties go to the incoming record).
+    greater than the incoming one's; ties go to the incoming record). Deletes remove the key
+    whatever its ordering value (the delete operation writes natural-order deletes).
     """
+    event_time = event_time or fx.event_time
     data_cols = [c for c in existing.column_names if not c.startswith("_hoodie_")]
     schema = existing.select(data_cols).schema
     rows = sorted(existing.select(data_cols).to_pylist(), key=lambda r: record_key(fx, r))
+    # rows whose changed and ordering columns hold values first: those are updated
+    rows.sort(key=lambda r: r[fx.change] is None or bool(fx.ordering and r[fx.ordering] is None))
     if not rows:  # an empty table: rows of its create schema
         rows = [{c: _seed_value(schema.field(c).type, i) for c in data_cols} for i in range(1, 4)]
         updates: list[dict[str, Any]] = []
@@ -308,6 +392,17 @@ def check_payload(props: Mapping[str, str]) -> None:
     payload = props.get("hoodie.compaction.payload.class", OVERWRITE_WITH_LATEST)
     assert payload == OVERWRITE_WITH_LATEST, payload
     assert "hoodie.record.merge.mode" not in props
+
+
+def check_merge_mode(props: Mapping[str, str], fx: Fixture) -> None:
+    """The model's merge rule holds for a Hudi 1.x table: it records the merge mode the
+    fixture entry says (event time with its ordering field, else commit time)."""
+    want = "EVENT_TIME_ORDERING" if fx.event_time else "COMMIT_TIME_ORDERING"
+    assert props.get("hoodie.record.merge.mode") == want, props.get("hoodie.record.merge.mode")
+    recorded = props.get("hoodie.table.ordering.fields") or props.get(
+        "hoodie.table.precombine.field"
+    )
+    assert recorded == fx.ordering, (recorded, fx.ordering)
 
 
 def read_props(root: Path) -> dict[str, str]:

@@ -30,10 +30,11 @@ hudi_ds.write(path, t, opts)
 """
 
 
-def opts(table_type: str) -> dict[str, str]:
+def opts(table_type: str, version: int = 6) -> dict[str, str]:
     return {
         **table_options("crash", partition="p", table_type=table_type),
         "hoodie.clean.automatic": "false",
+        "hoodie.write.table.version": str(version),
     }
 
 
@@ -91,11 +92,20 @@ def debris(path: str) -> list[str]:
 POINTS = ["after_requested", "handle_flush", "after_files", "commit_write", "after_commit"]
 
 
-@pytest.mark.parametrize("point", POINTS)
+#: version 6 at every point; version 9 (timeline layout 2) at the commit point in the quick
+#: suite, everywhere in the slow one
+CASES = [(6, p) for p in POINTS] + [
+    pytest.param(9, p, marks=() if p == "commit_write" else pytest.mark.slow) for p in POINTS
+]
+
+
+@pytest.mark.parametrize(("version", "point"), CASES)
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
-def test_crash_at_each_write_step(point: str, table_type: str, tmp_path: Path) -> None:
+def test_crash_at_each_write_step(
+    point: str, table_type: str, version: int, tmp_path: Path
+) -> None:
     path = str(tmp_path / "t")
-    o = opts(table_type)
+    o = opts(table_type, version)
     first = list(range(20))
     hudi_ds.write(
         path,

@@ -29,7 +29,10 @@ from tests.conftest import hudi_rs_table
 from tests.fixtures import FIXTURES_DIR, require_fixtures
 from tests.write.fixture_model import (
     REFUSED,
+    REFUSED_1X,
     WRITABLE,
+    WRITABLE_1X,
+    check_merge_mode,
     check_payload,
     data_row_set,
     read_props,
@@ -48,29 +51,47 @@ def unzip(name: str, dest: Path) -> Path:
     return roots[0]
 
 
-def v6_fixture_names() -> list[str]:
-    """Every fixture whose hoodie.properties says table version 6."""
+def fixture_names(version_pattern: str = "6", metadata_table: bool | None = None) -> list[str]:
+    """Every fixture whose hoodie.properties says a table version matching
+    ``version_pattern``; ``metadata_table``: only those with (True) or without (False) a
+    metadata table (``.hoodie/metadata``), None: all."""
     if not FIXTURES_DIR.is_dir():
         return []
     out = []
     for z in sorted(FIXTURES_DIR.glob("*.zip")):
         with zipfile.ZipFile(z) as zf:
+            names = zf.namelist()
             props = [
                 n
-                for n in zf.namelist()
+                for n in names
                 if n.endswith(".hoodie/hoodie.properties")
                 and "/metadata/" not in n
                 and not n.startswith("__MACOSX")
             ]
             text = zf.read(props[0]).decode()
-        if re.search(r"^hoodie\.table\.version=6$", text, re.M):
+            has_mdt = any("/.hoodie/metadata/" in n for n in names)
+        if not re.search(rf"^hoodie\.table\.version=({version_pattern})$", text, re.M):
+            continue
+        if metadata_table is None or metadata_table == has_mdt:
             out.append(z.stem)
     return out
 
 
 def test_every_v6_fixture_is_covered() -> None:
     require_fixtures()
-    assert sorted(v6_fixture_names()) == sorted([*WRITABLE, *REFUSED])
+    assert sorted(fixture_names("6")) == sorted([*WRITABLE, *REFUSED])
+
+
+def test_every_1x_fixture_without_metadata_table_is_covered() -> None:
+    """Versions 8 and 9: each fixture without a metadata table is written or refused here
+    (the ones with a metadata table are the metadata table writer's, Lance ones are refused
+    whatever they have)."""
+    require_fixtures()
+    lance = {n for n, (why, _) in REFUSED_1X.items() if "LANCE" in why}
+    assert sorted(set(fixture_names("8|9", metadata_table=False)) - lance) == sorted(
+        set(WRITABLE_1X) | set(REFUSED_1X) - lance
+    )
+    assert lance <= set(fixture_names("9"))
 
 
 @pytest.mark.parametrize("name", sorted(WRITABLE))
@@ -93,6 +114,78 @@ def test_upsert_and_delete_into_v6_fixture(name: str, tmp_path: Path) -> None:
     assert not any(k.startswith(("hoodie.index.", "hoodie.bucket.")) for k in props)
 
 
+@pytest.mark.parametrize("name", sorted(WRITABLE_1X))
+def test_upsert_and_delete_into_1x_fixture(name: str, tmp_path: Path) -> None:
+    """Versions 8 and 9 without a metadata table: the same scenario, merged by the table's
+    merge mode (event time: the late update loses); the table keeps its version, timeline
+    layout 2 (completed instants named ``<requested>_<completion>.<action>`` with Avro
+    metadata) and, on MOR, v8 log naming (each log file carries its own deltacommit)."""
+    fx = WRITABLE_1X[name]
+    root = unzip(name, tmp_path)
+    before = read_props(root)
+    check_merge_mode(before, fx)
+    sc = scenario(name, fx, HudiTable(str(root)).read())
+    options = dict(fx.options)
+    table = HudiTable(str(root))
+    table.upsert(sc.upsert, options)
+    table.upsert(sc.upsert2, options)
+    table.delete(sc.delete, options)
+    assert data_row_set(hudi_ds.read(str(root))) == sc.expected
+    assert data_row_set(hudi_rs_table(str(root))) == sc.expected
+    assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": "false"})) == (
+        sc.expected
+    )
+    props = read_props(root)
+    assert {k: v for k, v in props.items() if k != "hoodie.table.checksum"} == {
+        k: v for k, v in before.items() if k != "hoodie.table.checksum"
+    }  # hoodie.properties untouched (no index or bucket keys added)
+    timeline = root / ".hoodie" / "timeline"
+    ours = sorted(
+        f.name
+        for f in timeline.iterdir()
+        if f.name.endswith("commit") and f.name[:17] > _latest_fixture_instant(name)
+    )
+    assert len(ours) == 3 and all(re.fullmatch(r"\d{17}_\d{17}\.\w+", n) for n in ours), ours
+    assert all((timeline / n).read_bytes()[:4] == b"Obj\x01" for n in ours)
+    logs = [p for p in root.rglob(".*.log.*") if p.name.split("_")[1][:17] in _times(ours)]
+    for p in logs:  # a log file of ours: named with the deltacommit that wrote it, version 1
+        assert re.fullmatch(r"\.[\w-]+_\d{17}\.log\.1_\d+-\d+-\d+", p.name), p.name
+    if "mor" in name and fx.parts:
+        assert logs  # the updates went to log files
+
+
+def _times(completed: list[str]) -> set[str]:
+    return {n[:17] for n in completed}
+
+
+def _latest_fixture_instant(name: str) -> str:
+    """The latest requested time on the fixture's own timeline."""
+    with zipfile.ZipFile(FIXTURES_DIR / f"{name}.zip") as zf:
+        times = [
+            m.group(1)
+            for n in zf.namelist()
+            if (m := re.search(r"/\.hoodie/timeline/(\d{17})[._]", n)) and "__MACOSX" not in n
+        ]
+    return max(times, default="0")
+
+
+@pytest.mark.parametrize("operation", ["upsert", "delete"])
+@pytest.mark.parametrize("name", sorted(REFUSED_1X))
+def test_refused_1x_fixture_stays_unchanged(name: str, operation: str, tmp_path: Path) -> None:
+    match, options = REFUSED_1X[name]
+    root = unzip(name, tmp_path)
+    before = tree_hashes(root)
+    rows = hudi_ds.read(str(root)) if "LANCE" not in match else None
+    data = (
+        rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")]).slice(0, 2)
+        if rows is not None
+        else pa.table({"id": ["x"]})
+    )
+    with pytest.raises(UnsupportedError, match=re.escape(match)):
+        getattr(HudiTable(str(root)), operation)(data, options)
+    assert tree_hashes(root) == before
+
+
 @pytest.mark.parametrize("operation", ["upsert", "delete"])
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_refused_v6_fixture_stays_unchanged(name: str, operation: str, tmp_path: Path) -> None:
@@ -103,17 +196,6 @@ def test_refused_v6_fixture_stays_unchanged(name: str, operation: str, tmp_path:
     data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
     with pytest.raises(UnsupportedError, match=re.escape(match)):
         getattr(HudiTable(str(root)), operation)(data.slice(0, 2), options)
-    assert tree_hashes(root) == before
-
-
-@pytest.mark.parametrize("name", ["cow_v8_simplekeygen_nonhivestyle", "mor_avro_v8_trips_8i1u"])
-def test_v8_tables_refused_unchanged(name: str, tmp_path: Path) -> None:
-    root = unzip(name, tmp_path)
-    before = tree_hashes(root)
-    rows = hudi_ds.read(str(root))
-    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
-    with pytest.raises(ConfigError, match="hudi_ds writes table version 6.*version 8"):
-        HudiTable(str(root)).upsert(data.slice(0, 1))
     assert tree_hashes(root) == before
 
 
@@ -312,22 +394,26 @@ def test_bucket_table_keeps_bucket_pruning(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["recorded", "folder"])
-def test_table_with_metadata_table_refused_unchanged(how: str, tmp_path: Path) -> None:
-    """hudi_ds does not maintain Hudi's metadata table: writing beside it would hide the new
-    files from Hudi's readers (they list files through it), so such a table is refused."""
+def test_table_with_incomplete_metadata_table_rebuilt(how: str, tmp_path: Path) -> None:
+    """A table whose hoodie.properties declares a metadata table that is not there, or that
+    holds one it does not declare (Hudi < 0.11, an interrupted creation): the first write
+    rebuilds it from the committed files and keeps it in step (issue 15; was refused)."""
+    from tests.metadata.test_writer import assert_in_step
+
     root = unzip("cow_v6_simplekeygen_nonhivestyle", tmp_path / "t")
     if how == "recorded":
         path = root / ".hoodie" / "hoodie.properties"
         path.write_text(path.read_text() + "hoodie.table.metadata.partitions=files\n")
-    else:  # an older metadata table that hoodie.properties does not announce
+    else:  # a stale metadata table (of another table) that hoodie.properties does not announce
         mdt = unzip("cow_0x_partitioned", tmp_path / "m") / ".hoodie" / "metadata"
         shutil.copytree(mdt, root / ".hoodie" / "metadata")
-    before = tree_hashes(root)
     rows = hudi_ds.read(str(root))
     data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
-    with pytest.raises(UnsupportedError, match="has a metadata table"):
-        HudiTable(str(root)).upsert(data.slice(0, 1))
-    assert tree_hashes(root) == before
+    HudiTable(str(root)).upsert(data.slice(0, 1))
+    cfg = TableConfig.load(HudiTable(str(root)).storage)
+    assert cfg.get("hoodie.table.metadata.partitions") == "files"
+    assert_in_step(root)
+    assert hudi_ds.read(str(root)).num_rows == rows.num_rows
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """The writer's acceptance matrix: every write is read back by us and by hudi-rs.
 
-For each {MOR, COW} x {partitioned by one field, by two fields, non-partitioned} x
-{parquet, avro log blocks} x {EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING}, the sequence
+For each new table of version {6, 8, 9} (``hoodie.write.table.version``) x {MOR, COW} x
+{partitioned by one field, by two fields, non-partitioned} x {parquet, avro log blocks} x
+{EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING}, the sequence
 
 1. insert 1,000 rows;
 2. upsert: 200 updates with a newer ``ts``, 100 late updates with an older ``ts``, 150 new keys;
@@ -82,7 +83,10 @@ def theirs(path: str) -> list[tuple]:
 @pytest.mark.parametrize("block", ["parquet", "avro"])
 @pytest.mark.parametrize("parts", sorted(PARTITIONINGS))
 @pytest.mark.parametrize("ttype", ["MERGE_ON_READ", "COPY_ON_WRITE"])
-def test_write_sequence(ttype: str, parts: str, block: str, merge: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [6, 8, 9])
+def test_write_sequence(
+    version: int, ttype: str, parts: str, block: str, merge: str, tmp_path: Path
+) -> None:
     path = str(tmp_path / "t")
     opts = {
         **table_options(
@@ -91,6 +95,7 @@ def test_write_sequence(ttype: str, parts: str, block: str, merge: str, tmp_path
         "hoodie.datasource.write.hive_style_partitioning": "true" if parts == "two" else "false",
         "hoodie.write.record.merge.mode": merge,
         "hoodie.logfile.data.block.format": block,
+        "hoodie.write.table.version": str(version),
     }
     rng = np.random.default_rng(7)
     model = Model(event_time=merge == "EVENT_TIME_ORDERING")
@@ -106,6 +111,13 @@ def test_write_sequence(ttype: str, parts: str, block: str, merge: str, tmp_path
     hudi_ds.write(path, t, {**opts, "hoodie.datasource.write.operation": "insert"})
     model.upsert(t)
     check()
+    props = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text()
+    assert f"\nhoodie.table.version={version}\n" in props
+    assert f"\nhoodie.timeline.layout.version={1 if version == 6 else 2}\n" in props
+    timeline = tmp_path / "t" / ".hoodie" / ("timeline" if version >= 8 else "")
+    completed = [f.name for f in timeline.iterdir() if f.name.endswith(("commit", "deltacommit"))]
+    # layout 2: completed instants are <requested>_<completion>.<action> files
+    assert completed and all(("_" in n) == (version >= 8) for n in completed), completed
     # 2. updates (newer), late updates (older ts), new keys -- shuffled together
     upd = rows(rng.choice(1000, 200, replace=False), np.full(200, 200), rng)
     late = rows(rng.choice(1000, 100, replace=False), np.full(100, 50), rng)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hudi_ds.config import Options
-from hudi_ds.errors import ConfigError
+from hudi_ds.errors import ConfigError, UnsupportedError
 from hudi_ds.layout.bloom import BloomFilterSpec
 from hudi_ds.table_config import TableConfig
 from hudi_ds.write.options import resolve_options
@@ -103,9 +103,52 @@ def test_unrecorded_partition_fields_of_a_partitioning_table() -> None:
         )
 
 
-def test_table_version_other_than_6_refused() -> None:
-    cfg = TableConfig({**TABLE_PROPS, "hoodie.table.version": "8"})
-    with pytest.raises(ConfigError, match="writes table version 6.*version 8"):
+@pytest.mark.parametrize("version", ["5", "7", "10"])
+def test_table_version_other_than_6_8_9_refused(version: str) -> None:
+    cfg = TableConfig({**TABLE_PROPS, "hoodie.table.version": version})
+    with pytest.raises(ConfigError, match=f"writes table versions 6, 8, 9.*version {version}"):
+        resolve_options(Options.of({}), cfg, "/x")
+
+
+@pytest.mark.parametrize(("version", "layout"), [("6", "2"), ("8", "1"), ("9", "1")])
+def test_table_version_with_foreign_timeline_layout_refused(version: str, layout: str) -> None:
+    cfg = TableConfig(
+        {**TABLE_PROPS, "hoodie.table.version": version, "hoodie.timeline.layout.version": layout}
+    )
+    with pytest.raises(ConfigError, match=f"version {version} with timeline layout {layout}"):
+        resolve_options(Options.of({}), cfg, "/x")
+
+
+@pytest.mark.parametrize("version", ["8", "9"])
+def test_versions_8_and_9_resolve_with_their_key_generator_type(version: str) -> None:
+    props = {
+        **TABLE_PROPS,
+        "hoodie.table.version": version,
+        "hoodie.timeline.layout.version": "2",
+        "hoodie.table.recordkey.fields": "id,name",
+        "hoodie.table.partition.fields": "p",
+        "hoodie.table.keygenerator.type": "COMPLEX",
+        "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+        "hoodie.table.ordering.fields": "ts",
+    }
+    r = resolve_options(Options.of({}), TableConfig(props), "/x")
+    assert (r.complex_key, r.ordering_field, r.merge_mode) == (True, "ts", "EVENT_TIME_ORDERING")
+    # a single key field under COMPLEX is still f:v (the type decides, not the field count)
+    one = {**props, "hoodie.table.recordkey.fields": "id"}
+    assert resolve_options(Options.of({}), TableConfig(one), "/x").complex_key
+    with pytest.raises(UnsupportedError, match="key generator type CUSTOM_AVRO"):
+        resolve_options(
+            Options.of({}),
+            TableConfig({**props, "hoodie.table.keygenerator.type": "CUSTOM_AVRO"}),
+            "/x",
+        )
+
+
+def test_lance_base_files_refused_naming_pylance() -> None:
+    cfg = TableConfig(
+        {**TABLE_PROPS, "hoodie.table.version": "9", "hoodie.table.base.file.format": "LANCE"}
+    )
+    with pytest.raises(UnsupportedError, match="LANCE.*'pylance'"):
         resolve_options(Options.of({}), cfg, "/x")
 
 
