@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import hudi_ds
+from hudi_ds.api import HudiTable
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.metadata.reader import (
     FILES_PARTITION,
@@ -17,6 +19,9 @@ from hudi_ds.metadata.reader import (
     lagging_instants,
     valid_instants,
 )
+from hudi_ds.metadata.records import partition_path_of_id
+from hudi_ds.services import rollback
+from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import StorageListing
 from hudi_ds.table.table import ReadableTable
@@ -31,6 +36,8 @@ from tests.fixtures import (
     require_base_file_reader,
 )
 from tests.golden import golden_set, row_set
+from tests.metadata.test_writer import batch, committed_files
+from tests.metadata.test_writer import options as writer_options
 
 
 def _declares_files(name: str) -> bool:
@@ -376,3 +383,57 @@ def test_a_table_caches_its_mdt_reader_per_data_timeline(tmp_path_factory) -> No
     assert table.storage.calls["list"] == 0  # timeline and MDT as already read
     table.refresh()
     assert table.metadata_reader() is not first
+
+
+# -- tables hudi_ds writes with the MDT ----------------------------------------------------------
+
+
+def _reader_agrees(root: Path) -> None:
+    """The reader is in step with what hudi_ds wrote, lists exactly the committed files, reads
+    go through it, and they return the rows a storage listing gives."""
+    reader = open_reader(root)
+    assert reader.in_step, reader.why_not_in_step()
+    listed = {
+        partition_path_of_id(p): {f.name: f.size for f in reader.files(p)}
+        for p in reader.partitions()
+    }
+    assert {p: f for p, f in listed.items() if f} == committed_files(root)
+    table = ReadableTable(str(root))
+    assert table.metadata_reader() is not None
+    no_mdt = ReadableTable(str(root), {"hoodie.metadata.enable": "false"})
+    assert no_mdt.metadata_reader() is None
+    assert row_set(table.read()) == row_set(no_mdt.read())
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_tables_hudi_ds_writes_are_read_through_their_mdt(version: int, tmp_path: Path) -> None:
+    """Upserts, a delete, inline compaction and clean, MDT compaction, a savepoint, the rollback
+    of a completed commit and a restore: after each the reader is in step and agrees."""
+    root = tmp_path / "t"
+    opts = writer_options(
+        "MERGE_ON_READ",
+        version,
+        **{
+            "hoodie.compact.inline": "true",
+            "hoodie.compact.inline.max.delta.commits": "2",
+            "hoodie.clean.automatic": "true",
+            "hoodie.cleaner.commits.retained": "2",
+            "hoodie.metadata.compact.max.delta.commits": "3",
+        },
+    )
+    for k in range(1, 7):
+        hudi_ds.write(str(root), batch(k), opts)
+        _reader_agrees(root)
+    HudiTable(str(root), opts).delete(batch(2).slice(0, 3))
+    _reader_agrees(root)
+    mdt_tl = open_reader(root).timeline
+    assert mdt_tl.completed().filter_actions("commit"), "the MDT was compacted"
+    saved = rollback.create_savepoint(ServiceContext.open(str(root), opts), None)
+    opts = {**opts, "hoodie.compact.inline": "false", "hoodie.clean.automatic": "false"}
+    later = hudi_ds.write(str(root), batch(7), opts)
+    _reader_agrees(root)
+    rollback.rollback(ServiceContext.open(str(root), opts), later)
+    _reader_agrees(root)
+    hudi_ds.write(str(root), batch(8), opts)
+    rollback.restore(ServiceContext.open(str(root), opts), saved)
+    _reader_agrees(root)
