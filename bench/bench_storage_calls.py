@@ -1,7 +1,8 @@
 """Storage requests of a snapshot read, listed through the metadata table and without it.
 
-hudi_ds writes a table of ``--partitions`` x ``--buckets`` file groups (1,000 by default:
-bucket index, enough rows that every bucket of every partition holds some) with the metadata
+hudi_ds writes tables of partitions x buckets file groups (``--layouts``, 1,000 file groups
+in 10 and in 100 partitions by default: bucket index, enough rows that every bucket of every
+partition holds some) with the metadata
 table enabled (``hoodie.metadata.enable=true``), then upserts a tenth of the keys. A snapshot
 read of it is made twice -- ``hoodie.metadata.enable=true`` (list through the MDT) and
 ``false`` (list the storage) -- and the requests its storage made are counted by kind
@@ -9,7 +10,7 @@ read of it is made twice -- ``hoodie.metadata.enable=true`` (list through the MD
 listing costs) and for the whole read. Both reads must return the same rows. Counts, not
 times: on an object store each request is a round trip.
 
-Run: ``.venv/bin/python -m bench.bench_storage_calls [--partitions 10] [--buckets 100]``
+Run: ``.venv/bin/python -m bench.bench_storage_calls [--layouts 10x100,100x10]``
 (``make bench`` runs it and keeps the output in ``bench/results/storage_calls.txt``).
 """
 
@@ -84,50 +85,67 @@ def measure(path: str, enable: str) -> dict[str, object]:
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--partitions", type=int, default=10)
-    ap.add_argument("--buckets", type=int, default=100)
-    ap.add_argument("--rows-per-group", type=int, default=40)
-    ap.add_argument("--path", default=None, help="keep the table here (default: a temp folder)")
-    args = ap.parse_args(argv)
+def run(partitions: int, buckets: int, rows_per_group: int, path: str | None) -> dict[str, object]:
+    """Build one table and measure both reads; prints the report and returns the counts."""
     with tempfile.TemporaryDirectory(prefix="bench-calls-") as tmp:
-        path = args.path or str(Path(tmp) / "t")
-        groups = build(path, args.partitions, args.buckets, args.rows_per_group)
-        t = ReadableTable(path)
+        where = path or str(Path(tmp) / "t")
+        groups = build(where, partitions, buckets, rows_per_group)
+        t = ReadableTable(where)
         reader = MetadataReader.open(t.storage, t.config, t.timeline)
         if reader is None or not reader.in_step:
             why = "absent" if reader is None else reader.why_not_in_step()
             raise SystemExit(f"the metadata table hudi_ds wrote is not usable: {why}")
-        with_mdt = measure(path, "true")
-        without = measure(path, "false")
+        with_mdt = measure(where, "true")
+        without = measure(where, "false")
     if not with_mdt["used_mdt"] or without["used_mdt"]:
         raise SystemExit("the read with hoodie.metadata.enable=true did not list through it")
     if (with_mdt["rows"], with_mdt["checksum"]) != (without["rows"], without["checksum"]):
         raise SystemExit(f"the two reads differ: {with_mdt} vs {without}")
     print(
-        f"snapshot read of a MERGE_ON_READ table of {groups} file groups in {args.partitions} "
+        f"\nsnapshot read of a MERGE_ON_READ table of {groups} file groups in {partitions} "
         f"partitions, written by hudi_ds with the metadata table (in step, "
         f"{reader.file_count()} files listed); {with_mdt['rows']:,} rows"
     )
-    print("storage requests (list / read / head / exists / total):")
-    header = f"| {'listing':<30} | {'phase':<14} | " + " | ".join(f"{k:>6}" for k in KINDS)
+    header = f"| {'listing':<27} | {'phase':<14} | " + " | ".join(f"{k:>6}" for k in KINDS)
     print(header + " |  total |")
-    print("|" + "-" * (len(header) + 8) + "|")
+    print("|" + "|".join("-" * len(c) for c in (header + " |  total |")[1:-1].split("|")) + "|")
     for r, name in ((with_mdt, "metadata table"), (without, "storage (no metadata table)")):
         for phase in ("plan", "read"):
             c = r[phase]
             assert isinstance(c, dict)
             label = "plan (listing)" if phase == "plan" else "whole read"
             cells = " | ".join(f"{c[k]:>6}" for k in KINDS)
-            print(f"| {name:<30} | {label:<14} | {cells} | {sum(c.values()):>6} |")
+            print(f"| {name:<27} | {label:<14} | {cells} | {sum(c.values()):>6} |")
     p_mdt, p_fs = with_mdt["plan"], without["plan"]
     assert isinstance(p_mdt, dict) and isinstance(p_fs, dict)
     print(
         f"planning: {p_fs['list']} list requests without the metadata table, "
         f"{p_mdt['list']} with it; {sum(p_fs.values())} vs {sum(p_mdt.values())} requests in all"
     )
-    print(json.dumps({"file_groups": groups, "with_mdt": with_mdt, "without_mdt": without}))
+    return {
+        "partitions": partitions,
+        "file_groups": groups,
+        "with_mdt": with_mdt,
+        "without_mdt": without,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument(
+        "--layouts",
+        default="10x100,100x10",
+        help="tables to build, as PARTITIONSxBUCKETS (file groups = their product)",
+    )
+    ap.add_argument("--rows-per-group", type=int, default=40)
+    ap.add_argument("--path", default=None, help="keep the (single) table here")
+    args = ap.parse_args(argv)
+    layouts = [tuple(int(x) for x in spec.split("x")) for spec in args.layouts.split(",")]
+    if args.path and len(layouts) > 1:
+        raise SystemExit("--path keeps one table: give one layout")
+    print("storage requests of a snapshot read (list / read / head / exists), counted by Storage")
+    results = [run(p, b, args.rows_per_group, args.path) for p, b in layouts]
+    print(json.dumps(results))
 
 
 if __name__ == "__main__":

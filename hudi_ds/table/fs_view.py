@@ -42,22 +42,28 @@ class FileListing(Protocol):
 class StorageListing:
     """Partitions and files found by listing the storage (Java ``FileSystemBackedTableMetadata``):
     a partition is a folder holding ``.hoodie_partition_metadata`` or data files; hidden
-    folders (``.hoodie``...) are not walked. One listing request per folder."""
+    folders (``.hoodie``...) are not walked. One listing request per folder: the files the
+    walk of :meth:`partitions` saw are what the first :meth:`files` of each partition returns
+    (a later call lists again)."""
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
+        self._seen: dict[str, list[FileInfo]] = {}
 
     def partitions(self) -> list[str]:
         found: list[str] = []
+        self._seen = {}
         self._walk("", found)
         return sorted(found)
 
     def files(self, partition: str) -> list[FileInfo]:
-        return self.storage.list_files(partition)
+        seen = self._seen.pop(partition, None)
+        return seen if seen is not None else self.storage.list_files(partition)
 
     def _walk(self, rel: str, found: list[str]) -> None:
         has_data = False
         files, dirs = self.storage.list_entries(rel)
+        self._seen[rel] = files
         for f in files:
             name = f.name
             if (

@@ -226,8 +226,10 @@ def test_reads_through_the_mdt_make_fewer_list_calls(tmp_path_factory) -> None:
     partitions = len(StorageListing(Storage(str(root))).partitions())
     assert partitions >= 3
     assert counts["true"]["list"] < counts["false"]["list"], counts
-    # the storage walk lists the root, every partition (twice: walk, then files) and more
-    assert counts["false"]["list"] >= 1 + 2 * partitions
+    # listing the storage: the timeline, the base folder and every partition once; through
+    # the MDT: the data timeline, the MDT's timeline and its files partition
+    assert counts["false"]["list"] == 2 + partitions
+    assert counts["true"]["list"] == 3
 
 
 def _tl(layout: int, *items: tuple[str, str, str | None]) -> Timeline:
