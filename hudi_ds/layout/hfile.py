@@ -208,7 +208,7 @@ def _read_hadoop_vlong(buf: bytes | memoryview, pos: int, end: int) -> tuple[int
     if first >= -112:
         return first, pos
     negative = first < -120
-    n = (-119 - first) if not negative else (-127 - first)
+    n = (-120 - first) if negative else (-112 - first)  # WritableUtils.decodeVIntSize - 1
     if pos + n > end:
         raise _Damaged("vlong runs past its buffer")
     value = int.from_bytes(bytes(buf[pos : pos + n]), "big")
@@ -599,7 +599,7 @@ def _non_root_index(raw: bytes) -> list[tuple[int, int, bytes]]:
     out = []
     for i in range(n):
         start, end = base + offsets[i], base + offsets[i + 1]
-        if not base <= start and start + 12 <= end <= len(raw):
+        if not base <= start <= start + 12 <= end <= len(raw):
             raise _Damaged("index block entry runs past the block")
         offset, size = struct.unpack_from(">qi", raw, start)
         out.append((offset, size, raw[start + 12 : end]))

@@ -7,25 +7,32 @@ block per deltacommit (record layout: :mod:`hudi_ds.metadata.records`). Java:
 
 * :meth:`MetadataWriter.update` is installed as :attr:`TableState.before_complete`: every data
   instant that changes files (commit, deltacommit, replacecommit, compaction, clean, rollback,
-  restore) is mirrored as an MDT deltacommit *with the same instant time*, written and completed
+  restore) is mirrored as an MDT instant *with the same instant time*, written and completed
   before the data instant's completed file is written (Java ``HoodieTableMetadataWriter.update``
-  inside ``commit``). A data instant that then fails is rolled back on the data table; the
-  rollback's own deltacommit tombstones its files (Java 0.x
-  ``HoodieTableMetadataUtil.convertMetadataToRollbackRecords``).
+  inside ``commit``): a deltacommit of the instant's file changes; on table versions 8/9 a data
+  rollback becomes an MDT rollback undoing the rolled-back instants' deltacommits (Hudi 1.x),
+  on version 6 a deltacommit tombstoning the files the rollback deleted (Hudi 0.x
+  ``HoodieTableMetadataUtil.convertMetadataToRollbackRecords``). Readers ignore the mirror of
+  a data instant that is still pending (Java's valid instants), so a write killed after its
+  MDT deltacommit is invisible until its rollback undoes it.
 * On the first update the MDT is created from the committed files when asked
-  (``hoodie.metadata.enable=true``), MDT instants a crash left pending are undone, completed data
-  instants the MDT misses (a service that ran without the hook) are applied in order, and MDT
-  partitions hudi_ds does not maintain are removed.
-* Every ``hoodie.metadata.compact.max.delta.commits`` deltacommits the MDT is compacted: a new
-  base HFile holding the merged listing (tombstones dropped).
+  (``hoodie.metadata.enable=true``) or rebuilt when incomplete, MDT instants a crash left
+  pending are undone, completed data instants the MDT misses (an action that ran without the
+  hook) are applied in order, and MDT partitions hudi_ds does not maintain are removed.
+* Every ``hoodie.metadata.compact.max.delta.commits`` deltacommits the MDT is compacted (a new
+  base HFile holding the merged listing, tombstones dropped) -- not while a data instant it
+  mirrors is pending -- and then cleaned (the two latest file slices stay).
 * :meth:`MetadataWriter.delete` removes the MDT (``hoodie.metadata.enable=false``).
 
-Instant times (reference: Java ``HoodieTableMetadataUtil``): the bootstrap deltacommit is
-``00000000000000010`` on table version 6 and ``00000000000000000`` on 8/9; an MDT compaction is
-``<latest deltacommit>001`` on version 6 (Java 0.x ``createCompactionTimestamp``) and a new
-instant time on 8/9. Log files: version 6 appends a new log version to the slice of the latest
-base file (``.files-0000-0_<base instant>.log.<n>_<token>``); 8/9 write one log file per
-deltacommit named with its instant (``.files-0000-0_<T>.log.1_<token>``).
+Instant times (Java ``HoodieTableMetadataUtil``): the bootstrap deltacommit is
+``00000000000000010`` on table version 6 and ``00000000000000000`` on 8/9; an MDT compaction
+(clean) is ``<latest deltacommit>001`` (``002``) on version 6 and a new instant time on 8/9.
+Log files: version 6 appends a new log version to the slice of the latest base file
+(``.files-0000-0_<base instant>.log.<n>_<token>``); 8/9 write one log file per deltacommit
+named with its instant (``.files-0000-0_<T>.log.1_<token>``).
+
+Not done: archiving the MDT's own timeline (Java archives it like the data table's), so its
+active timeline keeps one instant per mirrored data instant.
 """
 
 from __future__ import annotations
@@ -79,9 +86,18 @@ from hudi_ds.timeline.instant import (
     new_instant_time,
 )
 from hudi_ds.timeline.metadata import (
+    CleanerPlan,
+    CleanFileInfo,
+    CleanMetadata,
+    CleanPartitionMetadata,
     CommitMetadata,
     CompactionOperation,
     CompactionPlan,
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
     WriteStat,
 )
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
@@ -113,6 +129,7 @@ _SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below
 _MIRRORED = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE})
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
 _BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
+_CLEAN_POLICY = "KEEP_LATEST_FILE_VERSIONS"
 
 Listing = Callable[[TableState], Iterable[tuple[str, str, int]]]
 """``listing(state)``: ``(partition path, file name, size)`` of every committed data file."""
@@ -138,9 +155,6 @@ def metadata_table_properties(data: TableConfig) -> dict[str, str]:
         "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
         "hoodie.datasource.write.drop.partition.columns": "false",
     }
-    database = data.DATABASE_NAME.of(data.props)
-    if database:
-        props["hoodie.database.name"] = database
     if version < 8:
         props.update(
             {
@@ -223,6 +237,7 @@ class MetadataWriter:
         self.version = state.config.table_version
         self.schema = record_schema(self.version)
         self._schema_adopted = False
+        self._layout: tuple[int, str] | None = None
 
     # -- what the table has ---------------------------------------------------------------------
     @property
@@ -239,13 +254,20 @@ class MetadataWriter:
 
     def present(self) -> bool:
         """Whether the table has a usable MDT: ``files`` declared and the MDT's config there."""
-        return FILES_PARTITION in self.declared and self._config() is not None
+        if FILES_PARTITION not in self.declared:
+            return False
+        if self._layout is not None:  # parsed before: its existence is enough
+            return self.storage.exists(".hoodie/hoodie.properties")
+        return self._config() is not None
 
     def _mdt_layout(self) -> tuple[int, str]:
-        cfg = self._config()
-        if cfg is None:  # pragma: no cover - callers check present() first
-            raise CorruptFileError(f"{self.storage.base_uri}: no metadata table config")
-        return cfg.timeline_layout_version, cfg.timeline_path
+        """The MDT's timeline layout and path (read once: they never change)."""
+        if self._layout is None:
+            cfg = self._config()
+            if cfg is None:  # pragma: no cover - callers check present() first
+                raise CorruptFileError(f"{self.storage.base_uri}: no metadata table config")
+            self._layout = (cfg.timeline_layout_version, cfg.timeline_path)
+        return self._layout
 
     def timeline(self) -> Timeline:
         """The MDT's active timeline."""
@@ -292,10 +314,13 @@ class MetadataWriter:
             self.create()
         else:
             self.drop_unmaintained()
-            self.recover()
             self._adopt_schema()
-        self._catch_up(exclude=done.requested_time)
-        self._mirror(done.requested_time, content, done.action)
+        tl = self.timeline()
+        if self.recover(tl):
+            tl = self.timeline()
+        if self._catch_up(done.requested_time, tl):
+            tl = self.timeline()
+        self._mirror(done.requested_time, content, done.action, tl)
 
     def _adopt_schema(self) -> None:
         """Write with the schema of the MDT's latest base file (Java versions differ in the
@@ -319,6 +344,9 @@ class MetadataWriter:
         data_storage = self.state.storage
         if data_storage.exists(METADATA_PATH):
             data_storage.delete_dir(METADATA_PATH)
+        self._layout = None
+        self.schema = record_schema(self.version)
+        self._schema_adopted = True
         cfg = TableConfig(metadata_table_properties(self.state.config))
         layout = cfg.timeline_layout_version
         folders = [".hoodie", ".hoodie/.aux", ".hoodie/.schema", ".hoodie/.temp", FILES_PARTITION]
@@ -389,6 +417,7 @@ class MetadataWriter:
         if self.state.storage.exists(METADATA_PATH):
             self.state.storage.delete_dir(METADATA_PATH)
             log.info("%s: deleted the metadata table", self.state.storage.base_uri)
+        self._layout = None
 
     def drop_unmaintained(self) -> None:
         """Remove MDT partitions other than ``files`` (column_stats, partition_stats,
@@ -421,14 +450,18 @@ class MetadataWriter:
                 self.storage.delete_dir(name)
 
     # -- crash recovery and catch-up ------------------------------------------------------------
-    def recover(self) -> None:
+    def recover(self, timeline: Timeline | None = None) -> bool:
         """Undo MDT instants a crash left pending: delete the files they wrote (named in their
         inflight metadata, or carrying their instant) and their instant files. Their blocks
-        never counted (readers merge completed MDT instants only)."""
-        tl = self.timeline()
+        never counted (readers merge completed MDT instants only).
+
+        Returns:
+            Whether something was undone.
+        """
+        tl = timeline or self.timeline()
         pending = list(tl.pending())
         if not pending:
-            return
+            return False
         writer = self._writer()
         names = [f.name for f in self.storage.list_files(FILES_PARTITION)]
         for inst in pending:
@@ -452,19 +485,20 @@ class MetadataWriter:
                 self.storage.delete(f"{FILES_PARTITION}/{name}")
             writer.delete_instant_files(inst)
             log.info("metadata table: undid pending %s %s", inst.action, ts)
+        return True
 
-    def _catch_up(self, exclude: str) -> None:
+    def _catch_up(self, exclude: str, mdt: Timeline) -> bool:
         """Apply completed data instants the MDT misses (a table service or rollback that ran
-        without the hook), oldest first. Instants older than the MDT's first mirrored instant
-        are covered by its bootstrap listing."""
-        mdt = self.timeline()
+        without the hook), oldest first; whether there were any. Instants older than the MDT's
+        first mirrored instant are covered by its bootstrap listing."""
         mirrored = {
             i.requested_time for i in mdt.completed().filter_actions(DELTA_COMMIT, ROLLBACK)
         }
         real = sorted(t for t in mirrored if t >= _SYNTHETIC_MAX)
         if not real:
-            return
+            return False
         floor = real[0]
+        applied = False
         data = self.state.timeline
         for inst in data.completed():
             ts = inst.requested_time
@@ -478,26 +512,117 @@ class MetadataWriter:
             except FileNotFoundError:
                 continue
             log.info("metadata table: applying %s %s it missed", inst.action, ts)
-            self._mirror(ts, content, inst.action)
+            self._mirror(ts, content, inst.action, self.timeline())
+            applied = True
+        return applied
 
     # -- deltacommits ---------------------------------------------------------------------------
-    def _mirror(self, instant_time: str, content: bytes, action: str) -> None:
-        mdt = self.timeline()
+    def _mirror(self, instant_time: str, content: bytes, action: str, mdt: Timeline) -> None:
         existing = mdt.get(instant_time)
         if existing is not None and existing.is_completed:
             return  # already mirrored (a retried completion)
+        if (
+            action == ROLLBACK
+            and mdt.layout_version >= 2
+            and self._rollback(instant_time, content, mdt)
+        ):
+            return
         changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
-        self._compact_if_due(mdt)
-        self._deltacommit(instant_time, changes or FilesChanges())
+        if self._compact_if_due(mdt):
+            mdt = self.timeline()
+        self._deltacommit(instant_time, changes or FilesChanges(), mdt)
 
-    def _deltacommit(self, instant_time: str, changes: FilesChanges) -> None:
+    def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
+        """Hudi 1.x mirrors data rollback R as MDT rollback R: the MDT deltacommits of the
+        rolled-back instants are undone (their log files deleted), an empty rollback when the
+        MDT never had them (the v9 rollback fixture). Java
+        ``HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata, ..)``.
+
+        Returns:
+            False when that cannot express the rollback -- a rolled-back deltacommit is already
+            compacted into the MDT base file, or the rollback appended command blocks (sizes
+            changed) -- and a deltacommit with tombstones must (Hudi 0.x's way).
+        """
+        md = RollbackMetadata.from_bytes(content)
+        if any(pm.rollback_log_files for pm in md.partition_metadata.values()):
+            return False
+        targets = md.rolled_back_instants
+        sl = self.latest_slice(tl)
+        base = tl.get(sl.base_instant)
+        base_done = (base.completion_time if base is not None else None) or sl.base_instant
+        undo: list[Instant] = []
+        for t in targets:
+            inst = tl.get(t)
+            if inst is None:
+                continue
+            if inst.action != DELTA_COMMIT or (inst.completion_time or t) <= base_done:
+                return False  # compacted (or not a deltacommit): tombstones it is
+            undo.append(inst)
+        logs = [
+            n
+            for n in self._file_names()
+            if (p := parse_log_file_name(n)) is not None
+            and p.file_id == FILES_FILE_ID
+            and p.instant_time in {i.requested_time for i in undo}
+        ]
+        plan = RollbackPlan(
+            instant_to_rollback=InstantInfo(commit_time=targets[0], action=DELTA_COMMIT)
+            if targets
+            else None,
+            rollback_requests=[
+                RollbackRequest(
+                    partition_path=FILES_PARTITION,
+                    file_id=FILES_FILE_ID,
+                    latest_base_instant=sl.base_instant,
+                    files_to_be_deleted=[
+                        self.storage.uri(f"{FILES_PARTITION}/{n}") for n in sorted(logs)
+                    ],
+                    log_blocks_to_be_deleted={},
+                )
+            ]
+            if logs
+            else [],
+            version=1,
+        )
+        writer = self._writer()
+        req = Instant(instant_time, ROLLBACK, State.REQUESTED)
+        if not writer.create_requested(req, plan.to_bytes()):
+            raise CorruptFileError(f"metadata table: instant {instant_time} exists")
+        writer.transition_to_inflight(req)
+        crash_point("metadata")
+        deleted = [n for n in sorted(logs) if self.storage.delete(f"{FILES_PARTITION}/{n}")]
+        for inst in undo:
+            writer.delete_instant_files(inst)
+        crash_point("metadata")
+        out = RollbackMetadata(
+            start_rollback_time=instant_time,
+            total_files_deleted=len(deleted),
+            commits_rollback=[i.requested_time for i in undo],
+            partition_metadata={
+                FILES_PARTITION: RollbackPartitionMetadata(
+                    partition_path=FILES_PARTITION,
+                    success_delete_files=[
+                        self.storage.uri(f"{FILES_PARTITION}/{n}") for n in deleted
+                    ],
+                )
+            }
+            if deleted
+            else {},
+            version=1,
+            instants_rollback=[InstantInfo(i.requested_time, DELTA_COMMIT) for i in undo],
+        )
+        writer.complete(Instant(instant_time, ROLLBACK, State.INFLIGHT), out.to_bytes())
+        crash_point("metadata")
+        return True
+
+    def _deltacommit(self, instant_time: str, changes: FilesChanges, mdt: Timeline) -> None:
         layout, _ = self._mdt_layout()
         records = changes.records()
         # every block carries the partition list (Java: createPartitionListRecord per commit)
         records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
         hfile = self._hfile(records)
         block = encode_hfile_data_block(instant_time, self.schema, hfile)
-        sl = self.latest_slice()
+        sl = self.latest_slice(mdt)
         if layout == 1:
             versions = [
                 p.version
@@ -690,9 +815,23 @@ class MetadataWriter:
         return out
 
     # -- compaction -----------------------------------------------------------------------------
-    def _compact_if_due(self, tl: Timeline) -> None:
-        if self.latest_slice(tl).delta_commits >= self.max_delta_commits:
-            self.compact(tl)
+    def _compact_if_due(self, tl: Timeline) -> bool:
+        """Compact when due; whether it did."""
+        if self.latest_slice(tl).delta_commits < self.max_delta_commits:
+            return False
+        # Java (validateTimelineBeforeSchedulingCompaction) does not compact while a data
+        # instant the MDT already mirrors is pending: its rollback must be able to undo it
+        pending = {i.requested_time for i in self.state.timeline.pending()}
+        waiting = [
+            i.requested_time
+            for i in tl.completed().filter_actions(DELTA_COMMIT)
+            if i.requested_time in pending
+        ]
+        if waiting:
+            log.info("metadata table: compaction waits for pending data instants %s", waiting)
+            return False
+        self.compact(tl)
+        return True
 
     def compact(self, timeline: Timeline | None = None) -> str:
         """Write a new base HFile holding the merged ``files`` listing (tombstones dropped) as
@@ -742,4 +881,84 @@ class MetadataWriter:
         )
         writer.complete(req, md.to_bytes(layout))
         log.info("metadata table: compacted into %s (%d records)", name, len(merged))
+        self.clean(after=when)
         return when
+
+    def clean(self, after: str) -> list[str]:
+        """Delete the file slices of ``files-0000-0`` older than the two latest (the slice a
+        reader that started before compaction ``after`` may still read is kept), as an MDT
+        clean instant (``KEEP_LATEST_FILE_VERSIONS``, 2 versions; Java cleans the MDT after
+        its compaction in ``HoodieBackedTableMetadataWriter.cleanIfNecessary``). Java 0.x
+        names it ``<instant>002`` (``createCleanTimestamp``), 1.x gives it a new time.
+
+        Returns:
+            The deleted file names.
+        """
+        tl = self.timeline()
+        layout = tl.layout_version
+        done = tl.completed()
+        deltas = {i.requested_time: i for i in done.filter_actions(DELTA_COMMIT)}
+        bases = sorted(
+            [i for i in done if i.action == COMMIT]
+            + [i for t, i in deltas.items() if t < _SYNTHETIC_MAX],
+            key=lambda i: (i.completion_time or i.requested_time, i.requested_time),
+        )
+        if len(bases) <= 2:
+            return []
+        oldest_kept = bases[-2]
+        old = {i.requested_time for i in bases[:-2]}
+        kept_done = oldest_kept.completion_time or oldest_kept.requested_time
+        doomed = []
+        for n in self._file_names():
+            b = parse_base_file_name(n)
+            lg = parse_log_file_name(n)
+            if b is not None and b.file_id == FILES_FILE_ID and b.instant_time in old:
+                doomed.append(n)
+            elif lg is not None and lg.file_id == FILES_FILE_ID:
+                if layout == 1 and lg.instant_time in old:
+                    doomed.append(n)
+                elif layout == 2 and lg.instant_time != oldest_kept.requested_time:
+                    d = deltas.get(lg.instant_time)
+                    if d is not None and (d.completion_time or d.requested_time) < kept_done:
+                        doomed.append(n)
+        if not doomed:
+            return []
+        if layout == 1:
+            when = after[:17] + "002"  # Java 0.x HoodieTableMetadataUtil.createCleanTimestamp
+        else:
+            when = new_instant_time(after=tl.instants[-1].requested_time)
+        infos = [
+            CleanFileInfo(self.storage.uri(f"{FILES_PARTITION}/{n}"), False) for n in sorted(doomed)
+        ]
+        plan = CleanerPlan(
+            earliest_instant_to_retain=None,
+            last_completed_commit_timestamp=after,
+            policy=_CLEAN_POLICY,
+            files_to_be_deleted_per_partition={},
+            version=2,
+            file_paths_to_be_deleted_per_partition={FILES_PARTITION: infos},
+            partitions_to_be_deleted=[],
+        )
+        writer = self._writer()
+        req = Instant(when, CLEAN, State.REQUESTED)
+        if not writer.create_requested(req, plan.to_bytes()):
+            return []
+        writer.transition_to_inflight(req, plan.to_bytes())
+        pm = CleanPartitionMetadata(partition_path=FILES_PARTITION, policy=_CLEAN_POLICY)
+        for n in sorted(doomed):
+            pm.delete_path_patterns.append(n)
+            if self.storage.delete(f"{FILES_PARTITION}/{n}"):
+                pm.success_delete_files.append(n)
+        crash_point("metadata")
+        md = CleanMetadata(
+            start_clean_time=when,
+            total_files_deleted=len(pm.success_delete_files),
+            earliest_commit_to_retain="",
+            last_completed_commit_timestamp=after,
+            partition_metadata={FILES_PARTITION: pm},
+            version=2,
+            bootstrap_partition_metadata={},
+        )
+        writer.complete(Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
+        log.info("metadata table: cleaned %d old files", len(pm.success_delete_files))
+        return sorted(doomed)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import fastavro
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hudi_ds.errors import CorruptFileError, UnsupportedError
 from hudi_ds.layout.bloom import BloomFilter
@@ -45,7 +47,7 @@ from hudi_ds.log import (
     scan_log_bytes,
 )
 from tests.conftest import assert_rows, hudi_rs_table, table_rows
-from tests.fixtures import FIXTURES_DIR, fixture_names, fixture_table
+from tests.fixtures import FIXTURES_DIR, fixture_names, fixture_table, require_fixtures
 
 _MDT = ".hoodie/metadata/"
 
@@ -178,6 +180,7 @@ def _check_hfile(where: str, data: bytes, log_schema: str | None) -> HFile:
 
 
 def test_fixture_set_has_both_generations() -> None:
+    require_fixtures()
     assert "cow_0x_partitioned" in MDT_TABLES  # HBase writer (Hudi 0.14)
     assert "mor_avro_v8_trips_8i3u1d" in MDT_TABLES  # HBase writer (Hudi 1.0)
     assert "cow_v9_txns_simple_meta" in MDT_TABLES  # Hudi 1.x native writer
@@ -356,6 +359,19 @@ def test_big_cell_gets_its_own_block() -> None:
     h = read_hfile(data)
     assert h.values == values
     assert [b[3] for b in _blocks(data) if b[0] == b"DATABLK*"] == [32, 5022, 32]
+
+
+def test_long_keys_and_names() -> None:
+    """Index key lengths of 128+ bytes take a multi-byte Hadoop vint."""
+    keys = [bytes([65 + i]) * (100 + 40 * i) for i in range(20)]  # 100..860 bytes
+    values = [bytes([i]) * i for i in range(20)]
+    meta = {"n" * 300: b"long name"}
+    for codec in (Codec.GZ, Codec.NONE):
+        data = write_hfile(keys, values, meta_blocks=meta, block_size=100, codec=codec)
+        h = read_hfile(data)
+        assert h.keys == keys and h.values == values and h.meta_blocks == meta
+        assert _trailer_fields(data)[5] == 20
+        assert h.file_info[LAST_KEY] == struct.pack(">h", len(keys[-1])) + keys[-1]
 
 
 def test_default_block_size_is_javas() -> None:
@@ -570,3 +586,23 @@ def test_hudi_rs_lists_files_through_written_hfiles(
         assert rewritten >= 10
         want = [r for r in expected if drop is None or r[columns.index("region")] != "us"]
         assert_rows(hudi_rs_table(str(root), mdt), want, columns, key=["_hoodie_record_key"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cells=st.dictionaries(st.binary(max_size=300), st.binary(max_size=400), max_size=40),
+    block_size=st.integers(1, 3000),
+    codec=st.sampled_from([Codec.GZ, Codec.NONE]),
+    info=st.dictionaries(st.text(min_size=1, max_size=30), st.binary(max_size=50), max_size=20),
+)
+def test_round_trip_property(
+    cells: dict[bytes, bytes], block_size: int, codec: Codec, info: dict[str, bytes]
+) -> None:
+    keys = sorted(cells)
+    values = [cells[k] for k in keys]
+    info = {k: v for k, v in info.items() if k not in STANDARD_FILE_INFO}
+    data = write_hfile(keys, values, file_info=info, block_size=block_size, codec=codec)
+    h = read_hfile(data)
+    assert h.keys == keys and h.values == values
+    assert {k: h.file_info[k] for k in info} == info
+    assert set(h.file_info) == set(info) | set(STANDARD_FILE_INFO)

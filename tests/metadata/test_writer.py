@@ -83,7 +83,13 @@ def committed_files(root: Path) -> dict[str, dict[str, int]]:
 
 def mdt_files(root: Path) -> dict[str, dict[str, int]]:
     """The MDT ``files`` partition merged: latest base HFile, then the HFILE_DATA blocks of its
-    slice from completed MDT deltacommits, Hudi's merge rule; live entries only."""
+    slice from completed MDT deltacommits whose data instant is not pending (Java's valid
+    instants: a killed write's mirror does not count until its rollback), Hudi's merge rule;
+    live entries only."""
+    data = Storage(str(root))
+    data_cfg = TableConfig.load(data)
+    data_tl = Timeline.load(data, data_cfg.timeline_layout_version, data_cfg.timeline_path)
+    pending = {i.requested_time for i in data_tl.pending()}
     mdt = Storage(str(root / ".hoodie" / "metadata"))
     cfg = TableConfig.load(mdt)
     tl = Timeline.load(mdt, cfg.timeline_layout_version, cfg.timeline_path)
@@ -121,6 +127,8 @@ def mdt_files(root: Path) -> dict[str, dict[str, int]]:
     for _, n in sorted(logs):
         for block in scan_log_bytes((files_dir / n).read_bytes()).blocks:
             if block.block_type != BlockType.HFILE_DATA or block.instant_time not in deltas:
+                continue
+            if block.instant_time in pending:
                 continue
             assert block.schema is not None
             bh = read_hfile(block.content)
@@ -258,7 +266,7 @@ def test_create_upsert_delete(table_type: str, version: int, tmp_path: Path) -> 
 @pytest.mark.parametrize("version", [6, 9])
 def test_compaction_clean_and_mdt_compaction(version: int, tmp_path: Path) -> None:
     """Inline data compaction and cleaning through the writer's state, MDT compaction every 3
-    deltacommits: in step after each commit; old MDT base files stay (Java cleans them)."""
+    deltacommits and MDT cleaning after it: in step after each commit."""
     root = tmp_path / "t"
     opts = options(
         "MERGE_ON_READ",
@@ -288,6 +296,15 @@ def test_compaction_clean_and_mdt_compaction(version: int, tmp_path: Path) -> No
             assert len(c) == 20 and c.endswith("001") and mdt_tl.contains(c[:-3])
         else:  # Java 1.x: a new instant time
             assert len(c) == 17 and not tl.contains(c)
+    # the MDT is cleaned after its compactions: the two latest slices stay
+    assert len(compactions) >= 2
+    names = sorted(p.name for p in (root / ".hoodie" / "metadata" / "files").iterdir())
+    assert len([n for n in names if n.endswith(".hfile")]) == 2, names
+    assert f"files-0000-0_0-0-0_{bootstrap_instant(version)}.hfile" not in names
+    cleans = [i.requested_time for i in mdt_tl.completed().filter_actions("clean")]
+    assert cleans
+    if version == 6:  # Java 0.x: <deltacommit>002
+        assert all(c.endswith("002") and c[:-3] + "001" in compactions for c in cleans)
     check_rows(root, model)
 
 
@@ -333,6 +350,17 @@ def test_failed_write_rolled_back_in_step(
     check_rows(root, model)
     mdt_tl = Timeline.load(Storage(str(root / ".hoodie" / "metadata")), layout_of(version))
     assert not mdt_tl.pending()
+    data_tl = Timeline.load(Storage(str(root)), layout_of(version))
+    rollbacks = list(data_tl.completed().filter_actions("rollback"))
+    assert len(rollbacks) == 1
+    mirror = mdt_tl.get(rollbacks[0].requested_time)
+    assert mirror is not None and mirror.is_completed
+    killed = data_tl.read_rollback_metadata(rollbacks[0]).rolled_back_instants
+    if version >= 8:  # Hudi 1.x: MDT rollback R undoes the killed instant's deltacommit
+        assert mirror.action == "rollback"
+        assert killed and all(mdt_tl.get(t) is None for t in killed)
+    else:  # Hudi 0.x: deltacommit R with tombstones
+        assert mirror.action == DELTA_COMMIT
 
 
 def test_crash_while_creating_the_mdt(tmp_path: Path) -> None:
@@ -517,3 +545,73 @@ def test_1x_fixture_with_mdt_upsert_and_delete(
     assert data_row_set(hudi_ds.read(str(root))) == expected
     assert data_row_set(hudi_rs_table(str(root))) == expected
     assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": "true"})) == expected
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_mdt_compaction_waits_for_a_killed_write(version: int, tmp_path: Path) -> None:
+    """The MDT mirrors a write that is then killed before its data commit; while it stays
+    pending (writers that do not roll back failed writes) the MDT compaction that is due waits
+    (Java's validateTimelineBeforeSchedulingCompaction), so that the rollback can still undo
+    its deltacommit; after the rollback it runs, and everything stays in step."""
+    root = tmp_path / "t"
+    opts = options("COPY_ON_WRITE", version, **{"hoodie.metadata.compact.max.delta.commits": "2"})
+    never = {**opts, "hoodie.cleaner.policy.failed.writes": "NEVER"}
+    model: Rows = {}
+    t = batch(1)
+    hudi_ds.write(str(root), t, opts)
+    model = apply(model, t)
+    assert _crash("metadata:3", lambda: hudi_ds.write(str(root), batch(2), opts)) == 137
+    mdt = Storage(str(root / ".hoodie" / "metadata"))
+    for k in (3, 4):
+        t = batch(k)
+        hudi_ds.write(str(root), t, never)
+        model = apply(model, t)
+        assert_in_step(root)
+    assert not Timeline.load(mdt, layout_of(version)).completed().filter_actions(COMMIT)
+    for k in (5, 6):
+        t = batch(k)
+        hudi_ds.write(str(root), t, opts)  # rolls the killed write back first
+        model = apply(model, t)
+        assert_in_step(root)
+    check_rows(root, model)
+    mdt_tl = Timeline.load(mdt, layout_of(version))
+    assert mdt_tl.completed().filter_actions(COMMIT)  # compacted since
+    data_tl = Timeline.load(Storage(str(root)), layout_of(version))
+    (rb,) = data_tl.completed().filter_actions("rollback")
+    mirror = mdt_tl.get(rb.requested_time)
+    assert mirror is not None
+    assert mirror.action == ("rollback" if version >= 8 else DELTA_COMMIT)
+
+
+@pytest.mark.parametrize("spec", ["metadata:1", "metadata:2"])
+@pytest.mark.parametrize("version", [6, 9])
+def test_killed_mdt_compaction_and_clean(spec: str, version: int, tmp_path: Path) -> None:
+    """The fifth write compacts the MDT (the second time) and cleans its oldest slice first;
+    killed inside the compaction (:1) or the clean (:2), the next write undoes the pending MDT
+    instant and everything is in step again."""
+    from hudi_ds.metadata.writer import MetadataWriter
+    from hudi_ds.timeline.view import TableState
+    from hudi_ds.write.metadata_sync import committed_listing
+
+    root = tmp_path / "t"
+    opts = options("COPY_ON_WRITE", version, **{"hoodie.metadata.compact.max.delta.commits": "2"})
+    model: Rows = {}
+    for k in range(1, 5):
+        t = batch(k)
+        hudi_ds.write(str(root), t, opts)
+        model = apply(model, t)
+    mdt = Storage(str(root / ".hoodie" / "metadata"))
+    assert len(Timeline.load(mdt, layout_of(version)).completed().filter_actions(COMMIT)) == 1
+    assert _crash(spec, lambda: hudi_ds.write(str(root), batch(5), opts)) == 137
+    pending = Timeline.load(mdt, layout_of(version)).pending()
+    assert [i.action for i in pending] == ["compaction" if spec.endswith("1") else "clean"]
+    for k in (6, 7):
+        t = batch(k)
+        hudi_ds.write(str(root), t, opts)
+        model = apply(model, t)
+        assert_in_step(root)
+    check_rows(root, model)
+    assert not Timeline.load(mdt, layout_of(version)).pending()
+    # the writer's own reading of the MDT agrees
+    state = TableState.open(str(root))
+    assert MetadataWriter(state, committed_listing).files() == committed_files(root)
