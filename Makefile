@@ -63,6 +63,7 @@ bench: $(BENCH_STAMP)  ## benchmarks against the peers (SCALE=1 default; SCALE=0
 	$(BIN)/python -m bench --scale $(SCALE)
 	$(BIN)/python -m bench.bench_streaming --scale $(SCALE) | tee bench/results/streaming.txt
 	$(BIN)/python bench/bench_merge.py
+	$(BIN)/python -m bench.bench_storage_calls | tee bench/results/storage_calls.txt
 
 clean:  ## remove the environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,45 @@ class FileInfo:
         return self.path.rsplit("/", 1)[-1]
 
 
+class StorageCalls:
+    """Counts of the storage requests a :class:`Storage` (and the storages it derives with
+    :meth:`Storage.sub`) made, by kind.
+
+    Kinds: ``list`` (a directory listing), ``read`` (opening a file to read it), ``head`` (a
+    metadata probe of one path: size, type; a batched probe of N paths counts N), ``exists``
+    (an existence check). On an object store each is one request (``head`` and ``exists`` are
+    HEAD requests, ``list`` a LIST request), which is what the metadata table saves.
+    """
+
+    KINDS = ("list", "read", "head", "exists")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(self.KINDS, 0)
+
+    def add(self, kind: str, n: int = 1) -> None:
+        """Count ``n`` requests of ``kind`` (one of :attr:`KINDS`)."""
+        with self._lock:
+            self._counts[kind] += n
+
+    def snapshot(self) -> dict[str, int]:
+        """The counts so far, per kind."""
+        with self._lock:
+            return dict(self._counts)
+
+    def reset(self) -> None:
+        """Set every count back to zero."""
+        with self._lock:
+            self._counts = dict.fromkeys(self.KINDS, 0)
+
+    def __getitem__(self, kind: str) -> int:
+        with self._lock:
+            return self._counts[kind]
+
+    def __repr__(self) -> str:
+        return f"StorageCalls({self.snapshot()})"
+
+
 def _join(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
@@ -52,10 +92,18 @@ class Storage:
     Args:
         base_uri: a local path or a URI understood by ``pyarrow.fs.FileSystem.from_uri``.
         filesystem: an explicit pyarrow filesystem (then ``base_uri`` is a path inside it).
+        calls: the request counters to add to (default: new ones; :meth:`sub` shares them).
     """
 
-    def __init__(self, base_uri: str, filesystem: pafs.FileSystem | None = None) -> None:
+    def __init__(
+        self,
+        base_uri: str,
+        filesystem: pafs.FileSystem | None = None,
+        calls: StorageCalls | None = None,
+    ) -> None:
         self.base_uri = str(base_uri)
+        #: requests made so far, per kind (see :class:`StorageCalls`)
+        self.calls = calls if calls is not None else StorageCalls()
         if filesystem is not None:
             self.fs = filesystem
             self.root = self.base_uri.rstrip("/")
@@ -85,22 +133,27 @@ class Storage:
         return self.full_path(rel)
 
     def sub(self, rel: str) -> Storage:
-        """A Storage rooted at a sub folder (e.g. the metadata table)."""
-        return Storage(self.full_path(rel), self.fs)
+        """A Storage rooted at a sub folder (e.g. the metadata table); it counts its requests
+        in this storage's :attr:`calls`."""
+        return Storage(self.full_path(rel), self.fs, self.calls)
 
     # -- queries -----------------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
+        self.calls.add("exists")
         return self.fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound
 
     def existing(self, rels: Sequence[str]) -> list[str]:
         """Which of the paths ``rels`` exist: one batched probe of exact names, no listing."""
+        self.calls.add("head", len(rels))
         infos = self.fs.get_file_info([self.full_path(r) for r in rels])
         return [r for r, fi in zip(rels, infos, strict=True) if fi.type != pafs.FileType.NotFound]
 
     def is_dir(self, rel: str) -> bool:
+        self.calls.add("head")
         return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory
 
     def info(self, rel: str) -> FileInfo | None:
+        self.calls.add("head")
         fi = self.fs.get_file_info(self.full_path(rel))
         if fi.type != pafs.FileType.File:
             return None
@@ -114,14 +167,27 @@ class Storage:
         """Sub folders directly in ``rel`` (or below it when ``recursive``; relative paths)."""
         return [f.path for f, is_dir in self._list(rel, recursive) if is_dir]
 
+    def list_entries(self, rel: str = "") -> tuple[list[FileInfo], list[str]]:
+        """The files and the sub folders directly in ``rel``, from one listing request."""
+        files: list[FileInfo] = []
+        dirs: list[str] = []
+        for f, is_dir in self._list(rel, False):
+            if is_dir:
+                dirs.append(f.path)
+            else:
+                files.append(f)
+        return files, dirs
+
     def _list(self, rel: str, recursive: bool) -> Iterator[tuple[FileInfo, bool]]:
         sel = pafs.FileSelector(self.full_path(rel), allow_not_found=True, recursive=recursive)
         prefix = len(self.root) + 1 if self.root != "/" else 1
+        self.calls.add("list")
         try:
             infos = self.fs.get_file_info(sel)
         except FileNotFoundError:
             # a folder below ``rel`` went while it was being listed (e.g. the markers of an
             # instant that completed meanwhile): list again, what is gone is not listed
+            self.calls.add("list")
             try:
                 infos = self.fs.get_file_info(sel)
             except FileNotFoundError:
@@ -137,6 +203,7 @@ class Storage:
 
     # -- reads -------------------------------------------------------------------------------
     def read_bytes(self, rel: str) -> bytes:
+        self.calls.add("read")
         try:
             with self.fs.open_input_stream(self.full_path(rel)) as f:
                 return bytes(f.read())
@@ -152,6 +219,7 @@ class Storage:
 
     def open_input_file(self, rel: str) -> pa.NativeFile:
         """A random-access file (for Parquet)."""
+        self.calls.add("read")
         return self.fs.open_input_file(self.full_path(rel))
 
     # -- writes ------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,12 @@ from hudi_ds.cli import (
     main,
     render_table,
 )
+from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import StorageListing
 from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
+from tests.fixtures import GOLDEN_DIR, fixture_table
+from tests.golden import golden_set, row_set
 
 OPTS = {
     **table_options("trips", partition="city"),
@@ -229,3 +235,90 @@ def test_installed_console_script_end_to_end(table: str) -> None:
     assert "archived" in cli("archive", table)
     assert cli("timeline", table + "-missing", expect=EXIT_NOT_A_TABLE)["exit_code"] == 3
     assert rows(table) == hudi_rs_rows(table)
+
+
+def _mdt_fixture_copy(name: str, tmp_path: Path, tmp_path_factory) -> Path:
+    src = fixture_table(name, tmp_path_factory)
+    dest = tmp_path / src.name
+    shutil.copytree(src, dest)
+    return dest
+
+
+def _storage_file_count(path: Path) -> int:
+    listing = StorageListing(Storage(str(path)))
+    return sum(
+        1
+        for p in listing.partitions()
+        for f in listing.files(p)
+        if parse_base_file_name(f.name) or parse_log_file_name(f.name)
+    )
+
+
+def test_metadata_shows_the_metadata_table(tmp_path_factory) -> None:
+    name = "cow_v9_txns_simple_meta"
+    path = fixture_table(name, tmp_path_factory)
+    md = run_json("metadata", str(path))
+    assert "files" in md["declared_partitions"] and md["present"]
+    assert md["in_step"] is True and md["used_by_reads"] is True
+    assert md["missing_instants"] == [] and md["problems"] == []
+    assert md["table_version"] == 9 and md["bootstrap_instant"] == "00000000000000000"
+    assert md["partitions"] == len(md["files_per_partition"]) == 3
+    assert md["files"] == sum(md["files_per_partition"].values()) == _storage_file_count(path)
+    (group,) = md["file_groups"]
+    assert group["file_id"] == "files-0000-0" and group["base_file"].endswith(".hfile")
+    assert group["blocks_merged"] >= 1 and group["log_files"]
+    code, out, _ = run("metadata", str(path))
+    assert code == EXIT_OK
+    assert "in step              yes" in out and "files-0000-0" in out
+    assert f"{md['partitions']} partition(s), {md['files']} file(s)" in out
+
+
+def test_metadata_says_when_it_is_not_in_step(tmp_path: Path, tmp_path_factory) -> None:
+    path = _mdt_fixture_copy("cow_0x_partitioned", tmp_path, tmp_path_factory)
+    (path / ".hoodie" / "metadata" / ".hoodie" / "20240402144910683.deltacommit").unlink()
+    md = run_json("metadata", str(path))
+    assert md["in_step"] is False and md["used_by_reads"] is False
+    assert md["missing_instants"] == ["20240402144910683"]
+    code, out, _ = run("metadata", str(path))
+    assert code == EXIT_OK and "NO (reads list the storage)" in out and "20240402144910683" in out
+
+
+def test_metadata_of_a_table_without_one(table: str) -> None:
+    md = run_json("metadata", table)
+    assert md["declared_partitions"] == [] and md["in_step"] is None and not md["present"]
+    code, out, _ = run("metadata", table)
+    assert code == EXIT_OK and "reads list the storage" in out
+
+
+def test_metadata_rebuild_from_a_listing(table: str) -> None:
+    """A table without a metadata table gets one; reads list through it with the same rows."""
+    before = rows(table)
+    md = run_json("metadata", table, "--rebuild")
+    assert md["rebuilt"] and not md["replaced_existing"]
+    assert md["declared_partitions"] == ["files"] and md["in_step"] and md["used_by_reads"]
+    assert md["files"] == _storage_file_count(Path(table))
+    assert set(md["files_per_partition"]) == {"nyc", "sf"}
+    assert rows(table) == before
+    assert _full_rows(hudi_ds.read(table, {"hoodie.metadata.enable": "false"})) == before
+    hudi_ds.write(table, trips(range(20, 24), 9), OPTS)  # the writer keeps it in step
+    md = run_json("metadata", table)
+    assert md["in_step"] and md["files"] == _storage_file_count(Path(table))
+    assert rows(table) == _full_rows(hudi_ds.read(table, {"hoodie.metadata.enable": "false"}))
+
+
+def test_metadata_rebuild_replaces_a_stale_one(tmp_path: Path, tmp_path_factory) -> None:
+    name = "mor_avro_v9_txns_simple_meta"
+    path = _mdt_fixture_copy(name, tmp_path, tmp_path_factory)
+    tl = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    (stale,) = tl.glob("20260307162620509_*.deltacommit")
+    stale.unlink()
+    assert run_json("metadata", str(path))["in_step"] is False
+    code, out, _ = run("metadata", str(path), "--rebuild")
+    assert code == EXIT_OK and "rebuilt the metadata table" in out and "in step: yes" in out
+    md = run_json("metadata", str(path))
+    assert md["in_step"] and md["declared_partitions"] == ["files"]
+    assert md["files"] == _storage_file_count(path)
+    expected = golden_set(GOLDEN_DIR / f"{name}.snapshot.jsonl")
+    assert row_set(hudi_ds.read(str(path))) == expected
+    with_mdt = hudi_rs_table(str(path), {"hoodie.metadata.enable": "true"})
+    assert row_set(with_mdt) == expected

@@ -45,3 +45,23 @@ def test_listing_a_folder_deleted_while_listed_is_empty(tmp_path: Path) -> None:
     handler = _VanishingFolder(tmp_path / ".hoodie" / ".temp" / "002")
     raced = Storage(str(tmp_path), pafs.PyFileSystem(handler))
     assert marked_files(raced, "002") == []
+
+
+def test_storage_counts_its_requests_by_kind_and_sub_storages_share_them(tmp_path: Path) -> None:
+    storage = Storage(str(tmp_path))
+    storage.write_bytes("p/a.bin", b"abc")
+    storage.write_bytes("p/q/b.bin", b"de")
+    storage.calls.reset()
+    assert storage.calls.snapshot() == {"list": 0, "read": 0, "head": 0, "exists": 0}
+    files, dirs = storage.list_entries("p")  # one request for both
+    assert [f.name for f in files] == ["a.bin"] and dirs == ["p/q"]
+    assert storage.list_files("p/q")[0].size == 2
+    assert storage.read_bytes("p/a.bin") == b"abc"
+    assert storage.info("p/a.bin") is not None
+    assert storage.existing(["p/a.bin", "p/zz", "p/q/b.bin"]) == ["p/a.bin", "p/q/b.bin"]
+    assert storage.exists("p/q")
+    sub = storage.sub("p")
+    assert sub.read_bytes("q/b.bin") == b"de"
+    assert sub.list_dirs("") == ["q"]
+    assert storage.calls.snapshot() == {"list": 3, "read": 2, "head": 4, "exists": 1}
+    assert sub.calls is storage.calls

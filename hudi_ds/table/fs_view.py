@@ -1,6 +1,9 @@
 """The file-system view: partitions, file groups and the file slices visible as of an instant.
 
-Files are found by listing storage (the metadata table is not needed). Which files count is
+Partitions and files come from a :class:`FileListing`: the storage (:class:`StorageListing`,
+one listing per folder) by default, or the table's metadata table
+(:class:`hudi_ds.metadata.reader.MetadataReader`, chosen by the read path in
+:mod:`hudi_ds.table.table` when it is present and in step). Which files count is
 decided by a :class:`Visibility`: the set of data instants (completed commit, deltacommit and
 replacecommit, by requested time) that a query may see. Files of instants older than the first
 active instant are treated as committed (they were archived), as Java does.
@@ -9,6 +12,7 @@ active instant are treated as committed (they were archived), as Java does.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from hudi_ds.layout.file_group import BaseFile, FileGroup, FileSlice, LogFile
 from hudi_ds.layout.naming import (
@@ -17,32 +21,50 @@ from hudi_ds.layout.naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
-from hudi_ds.storage import Storage
+from hudi_ds.metadata.records import partition_path_of_id
+from hudi_ds.storage import FileInfo, Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import Visibility
 
 
-class FileSystemView:
-    """File groups of a table, built by listing its partitions."""
+class FileListing(Protocol):
+    """Where a view finds a table's partitions and their files.
 
-    def __init__(self, storage: Storage, config: TableConfig) -> None:
+    ``partitions`` gives relative partition paths (``""`` or ``.`` for a non-partitioned
+    table); ``files`` the files directly in one partition, paths relative to the base path.
+    """
+
+    def partitions(self) -> list[str]: ...
+
+    def files(self, partition: str) -> list[FileInfo]: ...
+
+
+class StorageListing:
+    """Partitions and files found by listing the storage (Java ``FileSystemBackedTableMetadata``):
+    a partition is a folder holding ``.hoodie_partition_metadata`` or data files; hidden
+    folders (``.hoodie``...) are not walked. One listing request per folder: the files the
+    walk of :meth:`partitions` saw are what the first :meth:`files` of each partition returns
+    (a later call lists again)."""
+
+    def __init__(self, storage: Storage) -> None:
         self.storage = storage
-        self.config = config
-        self._groups: dict[str, list[FileGroup]] = {}
-        self._partitions: list[str] | None = None
+        self._seen: dict[str, list[FileInfo]] = {}
 
-    # -- listing -------------------------------------------------------------------------------
     def partitions(self) -> list[str]:
-        """Relative paths of every partition holding data files (``""`` = non-partitioned)."""
-        if self._partitions is None:
-            found: list[str] = []
-            self._walk("", found)
-            self._partitions = sorted(found)
-        return self._partitions
+        found: list[str] = []
+        self._seen = {}
+        self._walk("", found)
+        return sorted(found)
+
+    def files(self, partition: str) -> list[FileInfo]:
+        seen = self._seen.pop(partition, None)
+        return seen if seen is not None else self.storage.list_files(partition)
 
     def _walk(self, rel: str, found: list[str]) -> None:
         has_data = False
-        for f in self.storage.list_files(rel):
+        files, dirs = self.storage.list_entries(rel)
+        self._seen[rel] = files
+        for f in files:
             name = f.name
             if (
                 name == PARTITION_METADATA_FILE
@@ -53,11 +75,37 @@ class FileSystemView:
                 has_data = True
         if has_data:
             found.append(rel)
-        for d in self.storage.list_dirs(rel):
+        for d in dirs:
             leaf = file_name_of(d)
             if leaf.startswith(".") or (rel == "" and leaf in ("__MACOSX",)):
                 continue
             self._walk(d, found)
+
+
+class FileSystemView:
+    """File groups of a table, built from a listing of its partitions.
+
+    Args:
+        storage: the table's storage.
+        config: its ``hoodie.properties``.
+        listing: where partitions and files come from (default: :class:`StorageListing`).
+    """
+
+    def __init__(
+        self, storage: Storage, config: TableConfig, listing: FileListing | None = None
+    ) -> None:
+        self.storage = storage
+        self.config = config
+        self.listing: FileListing = listing if listing is not None else StorageListing(storage)
+        self._groups: dict[str, list[FileGroup]] = {}
+        self._partitions: list[str] | None = None
+
+    # -- listing -------------------------------------------------------------------------------
+    def partitions(self) -> list[str]:
+        """Relative paths of every partition holding data files (``""`` = non-partitioned)."""
+        if self._partitions is None:
+            self._partitions = sorted(partition_path_of_id(p) for p in self.listing.partitions())
+        return self._partitions
 
     def file_groups(self, partition: str) -> list[FileGroup]:
         """Every file group of ``partition`` with all its files (committed or not)."""
@@ -68,7 +116,7 @@ class FileSystemView:
     def _load_groups(self, partition: str) -> list[FileGroup]:
         base: dict[str, list[BaseFile]] = {}
         logs: dict[str, list[LogFile]] = {}
-        for f in self.storage.list_files(partition):
+        for f in self.listing.files(partition):
             b = parse_base_file_name(f.name)
             if b is not None:
                 base.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))

@@ -30,6 +30,7 @@ from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import bucket_id_of, partition_values_of
 from hudi_ds.log.archive import load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
+from hudi_ds.metadata.reader import FILES_PARTITION, MetadataReader, declared_partitions
 from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import (
@@ -80,6 +81,8 @@ class ReadableTable:
                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}"
             )
         self.last_read_stats = ReadStats()
+        # the metadata table as read for one data timeline (a refresh loads a new timeline)
+        self._metadata: tuple[Timeline, MetadataReader | None] | None = None
         #: threads reading file slices in parallel (embedded reads; Spark tasks use one)
         self.read_threads = os.cpu_count() or 1
 
@@ -113,8 +116,56 @@ class ReadableTable:
         """The table schema (Arrow), with Hudi's meta fields first when the table keeps them."""
         return self.state.schema
 
-    def _view(self) -> FileSystemView:
-        return FileSystemView(self.storage, self.config)
+    def _view(self, options: Options | None = None) -> FileSystemView:
+        """The file-system view of a read: listed through the metadata table when it serves
+        (:meth:`metadata_reader`), else by listing the storage."""
+        reader = self.metadata_reader(options)
+        return FileSystemView(self.storage, self.config, reader)
+
+    def metadata_reader(self, options: Options | None = None) -> MetadataReader | None:
+        """The metadata table's reader when a read may list files through it, else None.
+
+        It may when the table declares the MDT's ``files`` partition
+        (``hoodie.table.metadata.partitions``), the read option ``hoodie.metadata.enable`` is
+        not false, the MDT is there and it is in step with the data timeline
+        (:attr:`MetadataReader.in_step`). Otherwise the read lists the storage; why is logged
+        (info when the MDT is there but cannot be used).
+        """
+        opts = options if options is not None else self.options
+        if FILES_PARTITION not in declared_partitions(self.config):
+            log.debug("%s: no metadata table declared; listing the storage", self.path)
+            return None
+        if opts.get(ReadConfig.METADATA_ENABLE) is False:
+            log.debug("%s: hoodie.metadata.enable=false; listing the storage", self.path)
+            return None
+        timeline = self.timeline
+        if self._metadata is not None and self._metadata[0] is timeline:
+            reader = self._metadata[1]
+        else:
+            try:
+                reader = MetadataReader.open(self.storage, self.config, timeline)
+            except CorruptFileError as e:
+                log.warning(
+                    "%s: the metadata table is unreadable (%s); listing the storage", self.path, e
+                )
+                return None
+            self._metadata = (timeline, reader)
+        if reader is None:
+            log.info("%s: the declared metadata table is absent; listing the storage", self.path)
+            return None
+        if not reader.in_step:
+            log.info(
+                "%s: the metadata table is not in step (%s); listing the storage",
+                self.path,
+                reader.why_not_in_step(),
+            )
+            return None
+        log.debug(
+            "%s: listing through the metadata table (latest instant %s)",
+            self.path,
+            reader.latest_instant,
+        )
+        return reader
 
     # -- visibility --------------------------------------------------------------------------
     def visibility(self, as_of: str | None = None) -> Visibility:
@@ -287,7 +338,7 @@ class ReadableTable:
                 self._check_as_of(as_of)
             vis = self.visibility(as_of)
             touched = None
-        view = self._view()
+        view = self._view(opts)
         buckets = self._key_buckets(flt)
         slices: list[FileSlice] = []
         fields = self.config.partition_fields

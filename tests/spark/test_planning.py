@@ -29,6 +29,7 @@ from pyspark.sql.types import (
 )
 
 import hudi_ds
+from hudi_ds.config import Options
 from hudi_ds.errors import ConfigError
 from hudi_ds.spark.datasource import HudiDataSource, HudiDataSourceWithPushdown
 from hudi_ds.spark.reader import (
@@ -44,7 +45,8 @@ from hudi_ds.spark.types import (
     read_arrow_schema,
     spark_to_arrow_schema,
 )
-from tests.fixtures import fixture_table
+from tests.fixtures import GOLDEN_DIR, fixture_table
+from tests.golden import golden_set, row_set
 
 pytestmark = pytest.mark.spark
 
@@ -277,3 +279,21 @@ def test_auto_registration_module() -> None:
 
     assert pyspark_hudi_py.DefaultSource is HudiDataSource
     assert pyspark_hudi_py.DefaultSource.name() == "hudi_py"
+
+
+def test_planning_lists_through_the_metadata_table(tmp_path_factory) -> None:
+    """The driver plans through the table's metadata table unless hoodie.metadata.enable=false
+    (then it lists the storage); both plans read the same rows."""
+    name = "mor_avro_v9_txns_simple_meta"
+    root = str(fixture_table(name, tmp_path_factory))
+    got = {}
+    for enable in ("true", "false"):
+        ds = HudiDataSource({"path": root, "hoodie.metadata.enable": enable})
+        reader = ds.reader(ds.schema())
+        assert isinstance(reader, HudiBatchReader)
+        table, _ = reader.plan()
+        assert (table.metadata_reader(Options.of(reader.read_options())) is not None) == (
+            enable == "true"
+        )
+        got[enable] = row_set(read_all(ds, plan(ds)))
+    assert got["true"] == got["false"] == golden_set(GOLDEN_DIR / f"{name}.snapshot.jsonl")
