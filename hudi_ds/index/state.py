@@ -477,7 +477,7 @@ class StateIndex:
         new_keys: list[pa.Array] = []
         new_gids: list[np.ndarray] = []
         drop: list[np.ndarray] = []  # positions in the key array of deleted entries
-        found = self._found_by_group()
+        found: dict[int, np.ndarray] | None = None  # made when a stat needs it
         for st in stats:
             path = st.path or ""
             g = self._groups.get((st.partition_path or "", st.file_id or ""))
@@ -490,6 +490,8 @@ class StateIndex:
                 if base is None or logs or st.num_inserts:
                     continue
                 if st.num_deletes:
+                    if found is None:
+                        found = self._found_by_group()
                     gone = self._entries_of(g.gid, found.get(g.gid))
                     if gone is None or len(gone) != st.num_deletes:
                         continue
@@ -526,10 +528,18 @@ class StateIndex:
         gids = np.concatenate([g for _, g in self._found])
         if len(keys) == 0:
             return {}
-        order = np.lexsort((keys, gids))
-        keys, gids = keys[order], gids[order]
+        # sorted by group and fingerprint (integers): a key's repeats follow each other unless
+        # another key of the group shares its fingerprint -- then by the keys themselves
+        prints = _fingerprints(keys)
+        order = np.lexsort((prints, gids))
+        keys, gids, prints = keys[order], gids[order], prints[order]
+        same = (gids[1:] == gids[:-1]) & (prints[1:] == prints[:-1])
+        if bool((same & (keys[1:] != keys[:-1])).any()):
+            order = np.lexsort((keys, gids))
+            keys, gids = keys[order], gids[order]
+            same = (gids[1:] == gids[:-1]) & (keys[1:] == keys[:-1])
         first = np.ones(len(keys), dtype=bool)
-        first[1:] = (keys[1:] != keys[:-1]) | (gids[1:] != gids[:-1])
+        first[1:] = ~same
         keys, gids = keys[first], gids[first]
         cuts = np.flatnonzero(np.diff(gids)) + 1
         return {
