@@ -72,9 +72,9 @@ from hudi_ds.errors import HudiError
 from hudi_ds.index.lookup import KeyLocations, LookupSpec
 from hudi_ds.index.simple import base_file_keys, check_input, log_keys
 from hudi_ds.layout.file_group import FileSlice, LogFile
-from hudi_ds.layout.naming import file_name_of, parse_log_file_name
+from hudi_ds.layout.naming import file_name_of, parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
-from hudi_ds.timeline.metadata import WriteStat
+from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 
 #: reads the record keys a lookup sees in one file slice (string array, duplicates allowed) and
 #: counts the files it opened
@@ -198,6 +198,8 @@ class StateIndex:
         self._new_keys_seen = False
         # (held keys, their groups) the lookups since the last commit found
         self._found: list[tuple[np.ndarray, np.ndarray]] = []
+        # (probe strings, partitions) of the keys those lookups did not find (non-global)
+        self._missed: list[tuple[pa.Array, pa.Array]] = []
 
     def clear(self) -> None:
         """Drop everything (the next lookup bootstraps again)."""
@@ -266,6 +268,9 @@ class StateIndex:
         found = gids >= 0
         if len(found) and not bool(found.all()):
             self._new_keys_seen = True
+            if partitions is not None:
+                miss = pa.array(~found)
+                self._missed.append((probe.filter(miss), partitions.filter(miss)))
         idx = pa.array(np.where(found, gids, 0), mask=~found)
         fids, parts, insts = self._group_columns()
         read = self.files_read - before
@@ -451,6 +456,7 @@ class StateIndex:
         learns from the lookups of this write only."""
         self._new_keys_seen = False
         self._found = []
+        self._missed = []
 
     def committed(self, storage: Storage, stats: Sequence[WriteStat]) -> None:
         """Learn the files of this writer's own commit (its write stats, from the commit
@@ -466,10 +472,15 @@ class StateIndex:
         * a new version of the base file (COW merge, MOR small-file rewrite): its
           ``numInserts`` / ``numDeletes`` are counted on the rows themselves
           (``merge_into_base``); no inserts and no deletes: the same keys; no inserts and as
-          many deletes as keys the write's lookups found in that group: those keys are gone.
+          many deletes as keys the write's lookups found in that group: those keys are gone;
+          no deletes and as many inserts as distinct keys the write's lookups did not find in
+          the group's partition (non-global): every one of those keys was inserted there (an
+          inserted key is one the lookups did not find, so the counts agree only when the
+          group took them all) -- the usual shape of a small file taking a batch's inserts.
 
-        Every other file (new file groups, inserts into a base file) makes its group differ
-        from the record: read at the next lookup.
+        A new file group's base file is learnt likewise when its inserts are all the keys the
+        lookups did not find in its partition. Every other file (inserts split among file
+        groups) makes its group differ from the record: read at the next lookup.
         """
         if self._mode is None:
             return
@@ -478,18 +489,38 @@ class StateIndex:
         new_gids: list[np.ndarray] = []
         drop: list[np.ndarray] = []  # positions in the key array of deleted entries
         found: dict[int, np.ndarray] | None = None  # made when a stat needs it
+        missed: dict[str, pa.Array] | None = None  # likewise
         for st in stats:
             path = st.path or ""
             g = self._groups.get((st.partition_path or "", st.file_id or ""))
+            if g is None and not global_ and not st.num_deletes:
+                # a file group this write created: its base file holds its inserts only
+                if missed is None:
+                    missed = self._missed_by_partition()
+                added = self._learn_new_group(st, missed.get(st.partition_path or ""))
+                if added is not None:
+                    new_keys.append(added[0])
+                    new_gids.append(added[1])
+                continue
             if g is None or st.prev_commit != g.instant:
                 continue  # a new group, or another slice: left to the next lookup
             size = int(st.file_size_in_bytes)
             base, logs = g.files
             lf = _log_file(path, size)
             if lf is None:  # a new base file version of g
-                if base is None or logs or st.num_inserts:
+                if base is None or logs:
                     continue
-                if st.num_deletes:
+                if st.num_inserts:
+                    if global_ or st.num_deletes:
+                        continue
+                    if missed is None:
+                        missed = self._missed_by_partition()
+                    added = missed.get(g.partition)
+                    if added is None or len(added) != st.num_inserts:
+                        continue
+                    new_keys.append(added)
+                    new_gids.append(np.full(len(added), g.gid, dtype=np.int32))
+                elif st.num_deletes:
                     if found is None:
                         found = self._found_by_group()
                     gone = self._entries_of(g.gid, found.get(g.gid))
@@ -518,6 +549,45 @@ class StateIndex:
             self._replace(np.empty(0, dtype=np.int32), new_keys, new_gids)
         self._new_keys_seen = False
         self._found = []
+        self._missed = []
+
+    def _learn_new_group(
+        self, st: WriteStat, missed: pa.Array | None
+    ) -> tuple[pa.Array, np.ndarray] | None:
+        """Register the new file group of ``st`` holding the keys ``missed`` (the keys the
+        write's lookups did not find in its partition) when its base file inserted exactly as
+        many keys (then it took them all); its entries, or None (left to the next lookup)."""
+        path = st.path or ""
+        name = parse_base_file_name(file_name_of(path))
+        if (
+            missed is None
+            or name is None
+            or st.prev_commit not in (None, NULL_COMMIT)
+            or len(missed) != st.num_inserts
+            or st.num_writes != st.num_inserts
+        ):
+            return None
+        partition, file_id = st.partition_path or "", st.file_id or ""
+        files: _Files = ((path, int(st.file_size_in_bytes)), ())
+        g = _Group(self._next_gid, partition, file_id, files, name.instant_time)
+        self._next_gid += 1
+        self._groups[(partition, file_id)] = g
+        self._by_gid[g.gid] = g
+        return missed, np.full(len(missed), g.gid, dtype=np.int32)
+
+    def _missed_by_partition(self) -> dict[str, pa.Array]:
+        """The distinct keys (as held: key, NUL, partition) the lookups since the last commit
+        did not find, by partition (non-global lookups)."""
+        if not self._missed:
+            return {}
+        probes = pa.concat_arrays([k for k, _ in self._missed])
+        parts = pa.concat_arrays([p for _, p in self._missed])
+        enc = pc.dictionary_encode(parts)
+        codes = np.asarray(enc.indices, dtype=np.int64)
+        return {
+            name: pc.unique(probes.filter(pa.array(codes == i)))
+            for i, name in enumerate(enc.dictionary.to_pylist())
+        }
 
     def _found_by_group(self) -> dict[int, np.ndarray]:
         """The distinct held keys the lookups since the last commit found, by group."""
