@@ -38,8 +38,11 @@ change: a log file appended by the commit to a group whose record was current --
 ``HoodieSimpleIndex.canIndexLogFiles() == false``); with ``read_logs`` they hold only keys that
 were found in that group unless the lookups since the last commit found new keys, in which case
 only the new log files' keys are read. Delete blocks never change a group's key set (a deleted
-key stays in the base file it was found in, as for the file-reading lookups). New base files
-(inserts, COW merges) are read at the next lookup like any changed group.
+key stays in the base file it was found in, as for the file-reading lookups). A new base file
+is taken in without a read when its write stat proves its keys (no change; only the deletes
+the lookups found in it; or exactly the keys the lookups did not find in its partition, when it
+inserted as many -- Java's index ``updateLocation`` learns the written keys the same way);
+any other new base file is read at the next lookup like any changed group.
 
 Storage: keys are held as one fixed-width byte array (numpy ``S<width>``, the width a multiple
 of 8; the key and, for a non-global index, ``\\0`` + its partition path) with a parallel int32
