@@ -126,9 +126,9 @@ class HudiTable(ReadableTable):
             checked against the table's latest file slices before every write (other writers'
             commits, rollbacks, compaction and clustering are read in or dropped), so it
             answers exactly as the table's index would. Memory: about the key length plus the
-            partition path length plus 5 bytes per record. Apache Hudi has no ``hoodie.*``
-            key for this (Flink's ``index.bootstrap.enabled`` / ``index.state.ttl`` configure
-            Flink state), hence an argument.
+            partition path length (rounded up to 8) plus 12 bytes per record. Apache Hudi has
+            no ``hoodie.*`` key for this (Flink's ``index.bootstrap.enabled`` /
+            ``index.state.ttl`` configure Flink state), hence an argument.
     """
 
     def __init__(

@@ -289,7 +289,7 @@ def bloom_lookup(
             message names the file).
     """
     keys, partitions = check_input(keys, partitions)
-    cands = Candidates(slices, pc.unique(keys))
+    cands = Candidates(slices, keys, partitions)
     opened = keys_read = no_footer = skipped = 0
     groups = _key_groups(keys, partitions) if len(keys) else {}
     for slot, s in enumerate(slices):
@@ -325,7 +325,7 @@ def bloom_lookup(
         skipped,
         opened,
     )
-    return cands.locate(keys, partitions, opened, keys_read)
+    return cands.locate(opened, keys_read)
 
 
 def _probe_base_file(

@@ -3,9 +3,11 @@
 Java (``HoodieSimpleIndex.tagLocationInternal`` / ``HoodieGlobalSimpleIndex``) reads the record
 keys of the latest base file of every file group of the touched partitions (every partition for
 the global index) with ``HoodieKeyLocationFetchHandle`` and joins them with the incoming records
-on ``HoodieKey`` (key and partition path; the key alone when global). Here the join is one Arrow
-hash join over all the candidate files' keys, after each file's keys are cut to the incoming key
-set (``pc.is_in``), so its size is bounded by the incoming keys, not the table.
+on ``HoodieKey`` (key and partition path; the key alone when global). Here the distinct incoming
+keys are numbered once, every candidate file's keys are turned into those numbers with an
+Arrow hash probe per partition (``pc.index_in``; keys not wanted dropped), and the match is
+integer work on ``(key number, partition number)`` (:class:`Candidates`), so its size is
+bounded by the incoming keys, not the table.
 
 What is read of a file slice:
 
@@ -49,11 +51,6 @@ from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_data_block, scan_log_bytes
 from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
-
-_KEY = "key"
-_PART = "partition"
-_IDX = "idx"
-_SLOT = "slot"
 
 
 def check_input(
@@ -260,98 +257,127 @@ def _rolled_back_later(blocks: list[LogBlock], i: int) -> bool:
 
 
 class Candidates:
-    """The keys found in the candidate slices, gathered slice by slice, then joined at once.
+    """The keys found in the candidate slices, gathered slice by slice, then matched at once.
 
-    File keys are buffered and cut to the wanted keys (``pc.is_in``, which hashes its value
-    set on every call) once per :data:`FLUSH_KEYS` buffered keys, not once per file.
+    The distinct incoming keys are numbered once (``pc.dictionary_encode``). File keys are
+    buffered per partition and turned into those numbers with one hash probe (``pc.index_in``)
+    against the keys wanted *in that partition* (all of them for a global lookup) once per
+    :data:`FLUSH_KEYS` buffered keys or at the end, not once per file: the probe's value set is
+    then a partition's share of the incoming keys, small enough to stay in the CPU caches (about
+    1.5x faster than probing every file key against every incoming key). Unwanted keys are
+    dropped; the wanted ones are kept as ``(key number, slot)`` pairs, and the match of
+    :meth:`locate` is integer work (numpy), with no string join.
 
     Args:
         slices: the candidate slices (their order is the ``slot`` of each).
-        wanted: the distinct incoming keys (file keys outside it are dropped).
+        keys: the incoming keys (strings, no nulls: :func:`check_input`).
+        partitions: their partition paths (None: a global lookup, matching keys alone).
     """
 
-    #: buffered file keys that trigger a cut to the wanted keys (bounds the buffer's memory)
+    #: buffered file keys of a partition that trigger their probe (bounds the buffer's memory)
     FLUSH_KEYS = 4_000_000
 
-    def __init__(self, slices: Sequence[FileSlice], wanted: pa.Array) -> None:
+    def __init__(
+        self, slices: Sequence[FileSlice], keys: pa.Array, partitions: pa.Array | None
+    ) -> None:
         self.slices = slices
-        self.wanted = wanted
-        self._keys: list[pa.Array] = []
-        self._slots: list[np.ndarray] = []
-        self._pending_keys: list[pa.Array] = []
-        self._pending_slots: list[np.ndarray] = []
-        self._pending = 0
+        self.partitions = partitions
+        enc = pc.dictionary_encode(keys)
+        self.wanted: pa.Array = enc.dictionary  # the distinct incoming keys
+        self.codes = np.asarray(enc.indices, dtype=np.int64)  # incoming key i is wanted[codes[i]]
+        # the partition number of each incoming key and of each slot (-1: no key wants it);
+        # a global lookup has one "partition"
+        self._part_of_slot = np.zeros(len(slices), np.int64)
+        self._row_part = np.zeros(len(keys), np.int64)
+        self._n_parts = 1
+        if partitions is not None:
+            penc = pc.dictionary_encode(partitions)
+            names = {p: i for i, p in enumerate(penc.dictionary.to_pylist())}
+            self._n_parts = max(1, len(names))
+            self._row_part = np.asarray(penc.indices, dtype=np.int64)
+            self._part_of_slot = np.array(
+                [names.get(s.partition_path, -1) for s in slices], np.int64
+            )
+        self._wanted_in: dict[int, tuple[np.ndarray, pa.Array]] = {}
+        self._found_codes: list[np.ndarray] = []
+        self._found_slots: list[np.ndarray] = []
+        self._pending: dict[int, tuple[list[pa.Array], list[np.ndarray]]] = {}
+        self._pending_n: dict[int, int] = {}
 
     def add(self, slot: int, keys: pa.Array) -> None:
         """Record that slice ``slot`` holds ``keys`` (only the wanted ones are kept)."""
-        if len(keys) == 0:
+        part = int(self._part_of_slot[slot])
+        if len(keys) == 0 or part < 0:
             return
-        self._pending_keys.append(keys)
-        self._pending_slots.append(np.full(len(keys), slot, np.int32))
-        self._pending += len(keys)
-        if self._pending >= self.FLUSH_KEYS:
-            self._flush()
+        ks, ss = self._pending.setdefault(part, ([], []))
+        ks.append(keys)
+        ss.append(np.full(len(keys), slot, np.int32))
+        self._pending_n[part] = self._pending_n.get(part, 0) + len(keys)
+        if self._pending_n[part] >= self.FLUSH_KEYS:
+            self._flush(part)
 
-    def _flush(self) -> None:
-        if not self._pending_keys:
+    def _wanted_codes(self, part: int) -> tuple[np.ndarray, pa.Array]:
+        """The numbers and the keys of the incoming keys of partition number ``part``."""
+        got = self._wanted_in.get(part)
+        if got is None:
+            if self.partitions is None:
+                codes = np.arange(len(self.wanted), dtype=np.int64)
+                got = (codes, self.wanted)
+            else:
+                codes = np.unique(self.codes[self._row_part == part])
+                got = (codes, self.wanted.take(pa.array(codes)))
+            self._wanted_in[part] = got
+        return got
+
+    def _flush(self, part: int) -> None:
+        pending = self._pending.pop(part, None)
+        self._pending_n.pop(part, None)
+        if not pending or not pending[0]:
             return
-        keys = pa.concat_arrays(self._pending_keys)
-        slots = np.concatenate(self._pending_slots)
-        self._pending_keys, self._pending_slots, self._pending = [], [], 0
-        hit = pc.is_in(keys, value_set=self.wanted)
-        kept = keys.filter(hit)
-        if len(kept):
-            self._keys.append(kept)
-            self._slots.append(slots[np.asarray(hit.to_numpy(zero_copy_only=False), bool)])
+        keys = pa.concat_arrays(pending[0])
+        slots = np.concatenate(pending[1])
+        codes, wanted = self._wanted_codes(part)
+        pos = pc.index_in(keys, value_set=wanted)
+        hit = np.asarray(pc.is_valid(pos), dtype=bool)
+        if hit.any():
+            at = np.asarray(pos.filter(pa.array(hit)), dtype=np.int64)
+            self._found_codes.append(codes[at])
+            self._found_slots.append(slots[hit])
 
-    def locate(
-        self,
-        keys: pa.Array,
-        partitions: pa.Array | None,
-        files_read: int,
-        keys_read: int,
-    ) -> KeyLocations:
-        """Join the incoming keys (and partitions) with the gathered keys; see the module
-        docstring for the choice among several matches."""
-        self._flush()
-        n = len(keys)
+    def locate(self, files_read: int, keys_read: int) -> KeyLocations:
+        """Match the incoming keys (and partitions, unless global) with the gathered keys;
+        see the module docstring for the choice among several matches."""
+        for part in list(self._pending):
+            self._flush(part)
+        n = len(self.codes)
         slices = self.slices
         file_ids = pa.array([s.file_id for s in slices], pa.string())
         parts = pa.array([s.partition_path for s in slices], pa.string())
         instants = pa.array([s.base_instant_time for s in slices], pa.string())
         pos = np.full(n, -1, np.int64)
-        if self._keys and n:
-            slot = np.concatenate(self._slots)
-            found = (  # a key repeated in one slice (base file and logs) matches it once
-                pa.table({_KEY: pa.concat_arrays(self._keys), _SLOT: slot})
-                .group_by([_KEY, _SLOT], use_threads=False)
-                .aggregate([])
+        if self._found_codes and n:
+            codes = np.concatenate(self._found_codes)
+            slots = np.concatenate(self._found_slots).astype(np.int64)
+            # a match agrees on the key number and (unless global) the partition number
+            match = codes * self._n_parts + self._part_of_slot[slots]
+            # rank of each slice: greatest base instant first, then smallest file id
+            order = (
+                pa.table({"i": instants, "f": file_ids, "s": np.arange(len(slices))})
+                .sort_by([("i", "descending"), ("f", "ascending")])
+                .column("s")
+                .to_numpy()
             )
-            slot = found.column(_SLOT).to_numpy()
-            incoming = pa.table({_KEY: keys, _IDX: np.arange(n, dtype=np.int64)})
-            on = [_KEY]
-            if partitions is not None:
-                found = found.append_column(_PART, parts.take(pa.array(slot)))
-                incoming = incoming.append_column(_PART, partitions)
-                on.append(_PART)
-            joined = incoming.join(found, keys=on, join_type="inner")
-            if joined.num_rows:
-                idx = joined.column(_IDX).to_numpy()
-                slots = joined.column(_SLOT).to_numpy()
-                # rank of each slice: greatest base instant first, then smallest file id
-                order = (
-                    pa.table({"i": instants, "f": file_ids, "s": np.arange(len(slices))})
-                    .sort_by([("i", "descending"), ("f", "ascending")])
-                    .column("s")
-                    .to_numpy()
-                )
-                rank = np.empty(len(slices), np.int64)
-                rank[order] = np.arange(len(slices))
-                srt = np.lexsort((rank[slots], idx))
-                idx, slots = idx[srt], slots[srt]
-                first = np.ones(len(idx), bool)
-                first[1:] = idx[1:] != idx[:-1]
-                pos[idx[first]] = slots[first]
+            rank = np.empty(len(slices), np.int64)
+            rank[order] = np.arange(len(slices))
+            srt = np.lexsort((rank[slots], match))
+            match, slots = match[srt], slots[srt]
+            first = np.ones(len(match), bool)
+            first[1:] = match[1:] != match[:-1]
+            best_match, best_slot = match[first], slots[first]
+            want = self.codes * self._n_parts + self._row_part
+            at = np.minimum(np.searchsorted(best_match, want), len(best_match) - 1)
+            hit = best_match[at] == want
+            pos[hit] = best_slot[at[hit]]
         take = pa.array(pos, mask=pos < 0)
         return KeyLocations(
             file_id=file_ids.take(take),
@@ -391,7 +417,7 @@ def simple_lookup(
     """
     keys, partitions = check_input(keys, partitions)
     wanted_parts = None if partitions is None else set(pc.unique(partitions).to_pylist())
-    cands = Candidates(slices, pc.unique(keys))
+    cands = Candidates(slices, keys, partitions)
     opened = 0
     if len(keys):
         for slot, s in enumerate(slices):
@@ -404,4 +430,4 @@ def simple_lookup(
                 lk, n_logs = log_keys(storage, s, spec)
                 cands.add(slot, lk)
                 opened += n_logs
-    return cands.locate(keys, partitions, opened, opened)
+    return cands.locate(opened, opened)

@@ -38,13 +38,20 @@ change: a log file appended by the commit to a group whose record was current --
 ``HoodieSimpleIndex.canIndexLogFiles() == false``); with ``read_logs`` they hold only keys that
 were found in that group unless the lookups since the last commit found new keys, in which case
 only the new log files' keys are read. Delete blocks never change a group's key set (a deleted
-key stays in the base file it was found in, as for the file-reading lookups). New base files
-(inserts, COW merges) are read at the next lookup like any changed group.
+key stays in the base file it was found in, as for the file-reading lookups). A new base file
+is taken in without a read when its write stat proves its keys (no change; only the deletes
+the lookups found in it; or exactly the keys the lookups did not find in its partition, when it
+inserted as many -- Java's index ``updateLocation`` learns the written keys the same way);
+any other new base file is read at the next lookup like any changed group.
 
-Storage: keys are held as one sorted fixed-width byte array (numpy ``S<width>``; the key and,
-for a non-global index, ``\\0`` + its partition path) with a parallel int32 array of group
-numbers; a lookup is one ``searchsorted`` of the incoming keys, a refresh one merge.
-Memory is about (key length + partition length + 5) bytes per key.
+Storage: keys are held as one fixed-width byte array (numpy ``S<width>``, the width a multiple
+of 8; the key and, for a non-global index, ``\\0`` + its partition path) with a parallel int32
+array of group numbers, ordered by a 64-bit fingerprint of the key bytes (:func:`_fingerprints`,
+held in a parallel uint64 array). A lookup sorts the incoming fingerprints and finds them with
+``searchsorted`` on integers (several times faster than sorting and searching the byte strings
+themselves), then compares the keys at the positions found: the answer is exact, a
+fingerprint shared by different keys only costs comparing each of them. A refresh is one merge.
+Memory is about (key length + partition length, rounded up to 8, + 12) bytes per key.
 
 A key present in several file groups (duplicates written by ``insert``, or a key in the base
 file of its old partition after a global partition move on MERGE_ON_READ) is located as
@@ -68,9 +75,9 @@ from hudi_ds.errors import HudiError
 from hudi_ds.index.lookup import KeyLocations, LookupSpec
 from hudi_ds.index.simple import base_file_keys, check_input, log_keys
 from hudi_ds.layout.file_group import FileSlice, LogFile
-from hudi_ds.layout.naming import file_name_of, parse_log_file_name
+from hudi_ds.layout.naming import file_name_of, parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
-from hudi_ds.timeline.metadata import WriteStat
+from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 
 #: reads the record keys a lookup sees in one file slice (string array, duplicates allowed) and
 #: counts the files it opened
@@ -124,9 +131,31 @@ def _fixed_width(strings: pa.Array, width: int) -> np.ndarray:
 
 
 def _byte_width(strings: pa.Array) -> int:
+    """The fixed width holding every string of ``strings``: a multiple of 8 (whole words)."""
     if len(strings) == 0:
-        return 1
-    return max(1, int(pc.max(pc.binary_length(strings)).as_py() or 1))
+        return 8
+    longest = int(pc.max(pc.binary_length(strings)).as_py() or 1)
+    return max(8, -(-longest // 8) * 8)
+
+
+_MIX = np.uint64(0xFF51AFD7ED558CCD)
+_SHIFT = np.uint64(29)
+
+
+def _fingerprints(fixed: np.ndarray) -> np.ndarray:
+    """64-bit fingerprints of fixed-width keys (numpy ``S<w>``, ``w`` a multiple of 8): the
+    8-byte words multiplied and mixed (vectorised). Equal keys have equal fingerprints; a
+    fingerprint shared by different keys is possible, so every match is confirmed on the keys."""
+    n, width = len(fixed), fixed.dtype.itemsize
+    if n == 0:
+        return np.empty(0, dtype=np.uint64)
+    words = np.ascontiguousarray(fixed).view(np.uint64).reshape(n, width // 8)
+    h = words[:, 0] * _MIX
+    for j in range(1, width // 8):
+        h ^= h >> _SHIFT
+        h = (h ^ words[:, j]) * _MIX
+    h ^= h >> _SHIFT
+    return h
 
 
 @dataclass
@@ -165,11 +194,15 @@ class StateIndex:
         self._groups: dict[tuple[str, str], _Group] = {}
         self._by_gid: dict[int, _Group] = {}
         self._next_gid = 0
-        self._keys = np.empty(0, dtype="S1")
+        # held entries, ordered by fingerprint (module docstring)
+        self._keys = np.empty(0, dtype="S8")
+        self._prints = np.empty(0, dtype=np.uint64)
         self._gids = np.empty(0, dtype=np.int32)
         self._new_keys_seen = False
         # (held keys, their groups) the lookups since the last commit found
         self._found: list[tuple[np.ndarray, np.ndarray]] = []
+        # (probe strings, partitions) of the keys those lookups did not find (non-global)
+        self._missed: list[tuple[pa.Array, pa.Array]] = []
 
     def clear(self) -> None:
         """Drop everything (the next lookup bootstraps again)."""
@@ -193,7 +226,7 @@ class StateIndex:
     @property
     def nbytes(self) -> int:
         """Memory held by the key arrays."""
-        return int(self._keys.nbytes + self._gids.nbytes)
+        return int(self._keys.nbytes + self._prints.nbytes + self._gids.nbytes)
 
     # -- the lookup ---------------------------------------------------------------------------
     def lookup(
@@ -238,6 +271,9 @@ class StateIndex:
         found = gids >= 0
         if len(found) and not bool(found.all()):
             self._new_keys_seen = True
+            if partitions is not None:
+                miss = pa.array(~found)
+                self._missed.append((probe.filter(miss), partitions.filter(miss)))
         idx = pa.array(np.where(found, gids, 0), mask=~found)
         fids, parts, insts = self._group_columns()
         read = self.files_read - before
@@ -275,19 +311,10 @@ class StateIndex:
         if len(sel) == 0:
             return out
         q = _fixed_width(probe if len(sel) == len(probe) else probe.take(pa.array(sel)), width)
-        order = np.argsort(q, kind="stable")  # sorted probes walk the state in order
-        qs = q[order]
-        n = len(self._keys)
-        lo = np.searchsorted(self._keys, qs, side="left")
-        at = np.minimum(lo, n - 1)
-        hit = self._keys[at] == qs
-        res = np.where(hit, self._gids[at], -1).astype(np.int64)
-        # a key held by several groups: its entries follow each other
-        nxt = np.minimum(lo + 1, n - 1)
-        many = np.flatnonzero(hit & (lo + 1 < n) & (self._keys[nxt] == qs))
-        if len(many):
-            hi = np.searchsorted(self._keys, qs[many], side="right")
-            res[many] = self._best_of(lo[many], hi)
+        h = _fingerprints(q)
+        order = np.argsort(h)  # sorted probes walk the state in order
+        hs, qs = h[order], q[order]
+        res, _ = self._find(hs, qs)
         hit_rows = res >= 0
         self._found.append((qs[hit_rows], res[hit_rows].astype(np.int32)))
         got = np.empty(len(qs), dtype=np.int64)
@@ -295,24 +322,49 @@ class StateIndex:
         out[sel] = got
         return out
 
-    def _best_of(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """For runs ``[lo, hi)`` of one key in several groups: the group simple_lookup picks
-        (greatest base instant, then smallest file id)."""
+    def _find(self, prints: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For sorted ``prints`` of fixed-width ``keys`` (the state's width): the group holding
+        each key (-1: none; a key held by several groups: the one simple_lookup picks) and the
+        position of its entry (-1: none, or several entries)."""
+        lo = np.searchsorted(self._prints, prints, side="left")
+        hi = np.searchsorted(self._prints, prints, side="right")
+        count = hi - lo
+        res = np.full(len(keys), -1, dtype=np.int64)
+        at = np.full(len(keys), -1, dtype=np.int64)
+        one = np.flatnonzero(count == 1)
+        if len(one):
+            pos = lo[one]
+            eq = self._keys[pos] == keys[one]
+            res[one[eq]] = self._gids[pos[eq]]
+            at[one[eq]] = pos[eq]
+        many = np.flatnonzero(count > 1)  # a key held by several groups, or a shared print
+        if len(many):
+            counts = count[many]
+            run = np.repeat(np.arange(len(many)), counts)
+            starts = np.repeat(lo[many] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+            pos = starts + np.arange(int(counts.sum()))
+            eq = self._keys[pos] == keys[many][run]
+            run, pos = run[eq], pos[eq]
+            if len(run):
+                best = self._best_of(run, self._gids[pos].astype(np.int64))
+                res[many[best[0]]] = best[1]
+                single = np.bincount(run, minlength=len(many)) == 1
+                at[many[single]] = pos[np.isin(run, np.flatnonzero(single))]
+        return res, at
+
+    def _best_of(self, run: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For candidate groups ``cand`` of runs ``run`` (one run per key held by several
+        groups, ascending): each run and the group simple_lookup picks (greatest base
+        instant, then smallest file id)."""
         ranked = sorted(
             self._by_gid.values(), key=lambda g: (_desc(g.instant), g.file_id)
         )  # one entry per file group, not per row
         rank = np.zeros(self._next_gid, dtype=np.int64)
         rank[[g.gid for g in ranked]] = np.arange(len(ranked))
-        counts = hi - lo
-        run = np.repeat(np.arange(len(lo)), counts)
-        pos = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(
-            counts.sum()
-        )
-        cand = self._gids[pos]
         order = np.lexsort((rank[cand], run))
         first = np.ones(len(order), dtype=bool)
         first[1:] = run[order][1:] != run[order][:-1]
-        return cand[order][first].astype(np.int64)
+        return run[order][first], cand[order][first]
 
     # -- keeping it current -------------------------------------------------------------------
     def _refresh(
@@ -370,26 +422,44 @@ class StateIndex:
         if len(drop_gids) and len(self._keys):
             keep = ~np.isin(self._gids, drop_gids)
             if not keep.all():
-                self._keys, self._gids = self._keys[keep], self._gids[keep]
+                self._keep(keep)
         if not new_keys:
             return
         incoming = pa.concat_arrays([k.cast(pa.string()) for k in new_keys])
         width = max(_byte_width(incoming), self._keys.dtype.itemsize)
-        if width > self._keys.dtype.itemsize:
+        if width > self._keys.dtype.itemsize:  # wider keys: new prints, a new order
             self._keys = self._keys.astype(f"S{width}")
+            self._prints = _fingerprints(self._keys)
+            order = np.argsort(self._prints)
+            self._keys, self._prints = self._keys[order], self._prints[order]
+            self._gids = self._gids[order]
         add = _fixed_width(incoming, width)
+        add_h = _fingerprints(add)
         add_g = np.concatenate(new_gids)
-        order = np.argsort(add, kind="stable")
-        add, add_g = add[order], add_g[order]
-        at = np.searchsorted(self._keys, add, side="right")
+        order = np.argsort(add_h)  # entries of one print may come in any order
+        add, add_h, add_g = add[order], add_h[order], add_g[order]
+        if len(self._keys) == 0:
+            self._keys, self._prints, self._gids = add, add_h, add_g
+            return
+        at = np.searchsorted(self._prints, add_h, side="right")
         self._keys = np.insert(self._keys, at, add)
+        self._prints = np.insert(self._prints, at, add_h)
         self._gids = np.insert(self._gids, at, add_g)
+
+    def _keep(self, keep: np.ndarray) -> None:
+        """Keep only the entries where ``keep`` (a mask over the held entries)."""
+        self._keys, self._prints, self._gids = (
+            self._keys[keep],
+            self._prints[keep],
+            self._gids[keep],
+        )
 
     def begin(self) -> None:
         """Start a write: what earlier lookups found is forgotten, so that :meth:`committed`
         learns from the lookups of this write only."""
         self._new_keys_seen = False
         self._found = []
+        self._missed = []
 
     def committed(self, storage: Storage, stats: Sequence[WriteStat]) -> None:
         """Learn the files of this writer's own commit (its write stats, from the commit
@@ -405,10 +475,15 @@ class StateIndex:
         * a new version of the base file (COW merge, MOR small-file rewrite): its
           ``numInserts`` / ``numDeletes`` are counted on the rows themselves
           (``merge_into_base``); no inserts and no deletes: the same keys; no inserts and as
-          many deletes as keys the write's lookups found in that group: those keys are gone.
+          many deletes as keys the write's lookups found in that group: those keys are gone;
+          no deletes and as many inserts as distinct keys the write's lookups did not find in
+          the group's partition (non-global): every one of those keys was inserted there (an
+          inserted key is one the lookups did not find, so the counts agree only when the
+          group took them all) -- the usual shape of a small file taking a batch's inserts.
 
-        Every other file (new file groups, inserts into a base file) makes its group differ
-        from the record: read at the next lookup.
+        A new file group's base file is learnt likewise when its inserts are all the keys the
+        lookups did not find in its partition. Every other file (inserts split among file
+        groups) makes its group differ from the record: read at the next lookup.
         """
         if self._mode is None:
             return
@@ -416,19 +491,41 @@ class StateIndex:
         new_keys: list[pa.Array] = []
         new_gids: list[np.ndarray] = []
         drop: list[np.ndarray] = []  # positions in the key array of deleted entries
-        found = self._found_by_group()
+        found: dict[int, np.ndarray] | None = None  # made when a stat needs it
+        missed: dict[str, pa.Array] | None = None  # likewise
         for st in stats:
             path = st.path or ""
             g = self._groups.get((st.partition_path or "", st.file_id or ""))
+            if g is None and not global_ and not st.num_deletes:
+                # a file group this write created: its base file holds its inserts only
+                if missed is None:
+                    missed = self._missed_by_partition()
+                added = self._learn_new_group(st, missed.get(st.partition_path or ""))
+                if added is not None:
+                    new_keys.append(added[0])
+                    new_gids.append(added[1])
+                continue
             if g is None or st.prev_commit != g.instant:
                 continue  # a new group, or another slice: left to the next lookup
             size = int(st.file_size_in_bytes)
             base, logs = g.files
             lf = _log_file(path, size)
             if lf is None:  # a new base file version of g
-                if base is None or logs or st.num_inserts:
+                if base is None or logs:
                     continue
-                if st.num_deletes:
+                if st.num_inserts:
+                    if global_ or st.num_deletes:
+                        continue
+                    if missed is None:
+                        missed = self._missed_by_partition()
+                    added = missed.get(g.partition)
+                    if added is None or len(added) != st.num_inserts:
+                        continue
+                    new_keys.append(added)
+                    new_gids.append(np.full(len(added), g.gid, dtype=np.int32))
+                elif st.num_deletes:
+                    if found is None:
+                        found = self._found_by_group()
                     gone = self._entries_of(g.gid, found.get(g.gid))
                     if gone is None or len(gone) != st.num_deletes:
                         continue
@@ -450,11 +547,50 @@ class StateIndex:
         if drop:
             keep = np.ones(len(self._keys), dtype=bool)
             keep[np.concatenate(drop)] = False
-            self._keys, self._gids = self._keys[keep], self._gids[keep]
+            self._keep(keep)
         if new_keys:
             self._replace(np.empty(0, dtype=np.int32), new_keys, new_gids)
         self._new_keys_seen = False
         self._found = []
+        self._missed = []
+
+    def _learn_new_group(
+        self, st: WriteStat, missed: pa.Array | None
+    ) -> tuple[pa.Array, np.ndarray] | None:
+        """Register the new file group of ``st`` holding the keys ``missed`` (the keys the
+        write's lookups did not find in its partition) when its base file inserted exactly as
+        many keys (then it took them all); its entries, or None (left to the next lookup)."""
+        path = st.path or ""
+        name = parse_base_file_name(file_name_of(path))
+        if (
+            missed is None
+            or name is None
+            or st.prev_commit not in (None, NULL_COMMIT)
+            or len(missed) != st.num_inserts
+            or st.num_writes != st.num_inserts
+        ):
+            return None
+        partition, file_id = st.partition_path or "", st.file_id or ""
+        files: _Files = ((path, int(st.file_size_in_bytes)), ())
+        g = _Group(self._next_gid, partition, file_id, files, name.instant_time)
+        self._next_gid += 1
+        self._groups[(partition, file_id)] = g
+        self._by_gid[g.gid] = g
+        return missed, np.full(len(missed), g.gid, dtype=np.int32)
+
+    def _missed_by_partition(self) -> dict[str, pa.Array]:
+        """The distinct keys (as held: key, NUL, partition) the lookups since the last commit
+        did not find, by partition (non-global lookups)."""
+        if not self._missed:
+            return {}
+        probes = pa.concat_arrays([k for k, _ in self._missed])
+        parts = pa.concat_arrays([p for _, p in self._missed])
+        enc = pc.dictionary_encode(parts)
+        codes = np.asarray(enc.indices, dtype=np.int64)
+        return {
+            name: pc.unique(probes.filter(pa.array(codes == i)))
+            for i, name in enumerate(enc.dictionary.to_pylist())
+        }
 
     def _found_by_group(self) -> dict[int, np.ndarray]:
         """The distinct held keys the lookups since the last commit found, by group."""
@@ -465,10 +601,18 @@ class StateIndex:
         gids = np.concatenate([g for _, g in self._found])
         if len(keys) == 0:
             return {}
-        order = np.lexsort((keys, gids))
-        keys, gids = keys[order], gids[order]
+        # sorted by group and fingerprint (integers): a key's repeats follow each other unless
+        # another key of the group shares its fingerprint -- then by the keys themselves
+        prints = _fingerprints(keys)
+        order = np.lexsort((prints, gids))
+        keys, gids, prints = keys[order], gids[order], prints[order]
+        same = (gids[1:] == gids[:-1]) & (prints[1:] == prints[:-1])
+        if bool((same & (keys[1:] != keys[:-1])).any()):
+            order = np.lexsort((keys, gids))
+            keys, gids = keys[order], gids[order]
+            same = (gids[1:] == gids[:-1]) & (keys[1:] == keys[:-1])
         first = np.ones(len(keys), dtype=bool)
-        first[1:] = (keys[1:] != keys[:-1]) | (gids[1:] != gids[:-1])
+        first[1:] = ~same
         keys, gids = keys[first], gids[first]
         cuts = np.flatnonzero(np.diff(gids)) + 1
         return {
@@ -481,13 +625,13 @@ class StateIndex:
         that entry, e.g. held by several groups)."""
         if keys is None or len(keys) == 0:
             return None
-        n = len(self._keys)
-        pos = np.searchsorted(self._keys, keys)
-        at = np.minimum(pos, n - 1)
-        ok = (pos < n) & (self._keys[at] == keys) & (self._gids[at] == gid)
-        nxt = np.minimum(pos + 1, n - 1)
-        ok &= ~((pos + 1 < n) & (self._keys[nxt] == keys))  # no second entry of the key
-        return pos if bool(ok.all()) else None
+        keys = keys.astype(self._keys.dtype)
+        h = _fingerprints(keys)
+        order = np.argsort(h)
+        res, at = self._find(h[order], keys[order])
+        if not bool((at >= 0).all() and (res == gid).all()):
+            return None
+        return at
 
 
 def _desc(instant: str) -> tuple[int, ...]:

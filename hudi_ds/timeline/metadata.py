@@ -707,18 +707,31 @@ class CommitMetadata:
         return self.to_json_bytes() if layout == 1 else self.to_avro_bytes()
 
 
+#: a JSON string literal as ``json.dumps(s, ensure_ascii=False)`` writes it
+_json_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
 def jackson_pretty(value: Any, indent: int = 0) -> str:
     """Serialize like Jackson's ``DefaultPrettyPrinter`` (as Hudi 0.x writes commit JSON).
 
     Objects break lines with two-space indents and ``"key" : value``; arrays stay on one line
     (``[ a, b ]``); empty containers are ``{ }`` and ``[ ]``; no trailing newline.
     """
+    # scalars first (most values are): the encodings json.dumps(..., ensure_ascii=False) uses,
+    # without its per-call encoder set-up (a commit of many files has thousands of values)
+    t = type(value)
+    if t is str:
+        return _json_string(value)
+    if t is int:
+        return int.__repr__(value)
+    if value is None or t is bool:
+        return "null" if value is None else ("true" if value else "false")
     if isinstance(value, Mapping):
         if not value:
             return "{ }"
         pad = "  " * (indent + 1)
         items = [
-            f"{pad}{json.dumps(str(k), ensure_ascii=False)} : {jackson_pretty(v, indent + 1)}"
+            f"{pad}{_json_string(str(k))} : {jackson_pretty(v, indent + 1)}"
             for k, v in value.items()
         ]
         return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"

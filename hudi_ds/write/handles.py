@@ -145,12 +145,21 @@ def precombine(
         return data, deletes
     b = spec.builtin
     marker_col = b.delete_field if b is not None and b.delete_field in data.column_names else None
-    # the common case: no duplicate keys, nothing to combine (a hash count, no sort)
+    # the common case: no key twice among the rows and the delete keys, nothing to combine
+    # (a hash count, no sort): every version is its own key, as merge_versions would find
     if (
-        n_del == 0
-        and IS_DELETED_FIELD not in data.column_names
+        IS_DELETED_FIELD not in data.column_names
         and marker_col is None
-        and pc.count_distinct(data.column(RECORD_KEY_METADATA_FIELD)).as_py() == n_data
+        and pc.count_distinct(
+            pa.chunked_array(
+                [
+                    *data.column(RECORD_KEY_METADATA_FIELD).cast(pa.string()).chunks,
+                    *deletes.column(RECORD_KEY_METADATA_FIELD).cast(pa.string()).chunks,
+                ],
+                pa.string(),
+            )
+        ).as_py()
+        == n_data + n_del
     ):
         return data, deletes
     full = data
