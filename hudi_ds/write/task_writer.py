@@ -10,7 +10,8 @@ A task (the embedded write, or one Spark task) handles each input batch in three
   then new file groups for the inserts);
 * :meth:`TaskWriter.route` -- zero-copy slices of the batch to one handle per file group (Java
   ``HoodieAppendHandle`` on MERGE_ON_READ, ``HoodieMergeHandle`` on COPY_ON_WRITE and for the
-  small files and new file groups of MERGE_ON_READ under a non-bucket index, a staging handle
+  small files and new file groups of MERGE_ON_READ under a non-bucket index or, on a version
+  8+ table with a metadata table, of new buckets; a staging handle
   when several tasks write one COW file group, or one insert slot of a non-bucket index).
 
 The tagging lives in :mod:`hudi_ds.write.tagger` (where a record goes, decided before anything
