@@ -395,16 +395,6 @@ class MetadataWriter:
             self.state.storage.base_uri,
             len(changes.partitions),
         )
-        cfg_data = self.state.config
-        if self.version >= 8 and cfg_data.is_mor and cfg_data.get(cfg_data.INDEX_TYPE) == "BUCKET":
-            log.warning(
-                "%s: hudi-rs (0.5) lists a version-%d table's files through its metadata table "
-                "and drops file groups without a base file there; bucket-index MOR inserts "
-                "write such log-only file groups, which hudi-rs will not read until a "
-                "compaction gives them a base file (Apache Hudi reads them)",
-                self.state.storage.base_uri,
-                self.version,
-            )
 
     def delete(self) -> None:
         """Remove the MDT as Java does when a writer disables it (reference 6.3): clear

@@ -66,7 +66,10 @@ def resolve_conflicts(
             for s in statuses:
                 b = (s.partition_path, bucket_id_from_file_id(s.file_id))
                 created_too = theirs_new.get(b, s.file_id) != s.file_id
-                if exclusive and s.stat.prev_commit == "null" and created_too:
+                # a bucket both created: logs join the file group committed first
+                # (_rehome_logs), a new base file (write/options.py _bucket_base_files) conflicts
+                new_base = exclusive or s.kind != "append"
+                if new_base and s.stat.prev_commit == "null" and created_too:
                     clash = clash or {(s.partition_path, s.file_id)}
         else:
             # a MERGE_ON_READ base file rewritten (small file) is exclusive, like COW

@@ -31,6 +31,7 @@ from hudi_ds.merge.modes import (
     table_spec,
     write_spec,
 )
+from hudi_ds.metadata.writer import FILES_PARTITION, METADATA_PARTITIONS_KEY
 from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
@@ -93,6 +94,8 @@ class ResolvedOptions:
         small_file_candidates: MERGE_ON_READ: small file groups per partition taking inserts.
         timestamp: the TimestampBasedKeyGenerator's partition path (None: partition values
             as they are).
+        bucket_base_files: MERGE_ON_READ bucket index: a new bucket's first write creates a
+            base file rather than a log-only file group (see :func:`_bucket_base_files`).
     """
 
     operation: WriteOperation
@@ -126,6 +129,7 @@ class ResolvedOptions:
     small_file_candidates: int = 1
     timestamp: TimestampSpec | None = None
     populate_meta_fields: bool = True
+    bucket_base_files: bool = False
 
     @property
     def is_global_index(self) -> bool:
@@ -310,7 +314,36 @@ def resolve_options(
         small_file_candidates=o.get(WriteConfig.SMALL_FILE_GROUP_CANDIDATES),
         timestamp=timestamp,
         populate_meta_fields=meta_fields,
+        bucket_base_files=_bucket_base_files(o, config, index_type, table_type),
     )
+
+
+def _bucket_base_files(
+    o: Options, config: TableConfig | None, index_type: str, table_type: str
+) -> bool:
+    """Whether new buckets of a MERGE_ON_READ bucket-index write start with a base file.
+
+    Java's Spark and Flink writers put a bucket index's inserts into log files
+    (``BaseSparkDeltaCommitActionExecutor.handleInsert``: ``index.canIndexLogFiles()``), so a
+    new bucket is a log-only file group until a compaction. hudi-rs (0.5) lists a table of
+    version 8+ through its metadata table whenever the table declares one (whatever
+    ``hoodie.metadata.enable`` says) and builds file groups from base files only
+    (``file_group/builder.rs`` ``file_groups_from_files_partition_records``: "only supports
+    file groups with base files"), so it would read none of such a bucket's rows. There a new
+    bucket starts with a base file, as Java writes new file groups of the indexes that cannot
+    index logs (``super.handleInsert``: a ``HoodieCreateHandle``); later writes append logs.
+    Version 6 tables and tables without a metadata table keep Java's log-only file groups.
+    """
+    if index_type != "BUCKET" or table_type != "MERGE_ON_READ":
+        return False
+    version = config.table_version if config is not None else o.get(WriteConfig.WRITE_TABLE_VERSION)
+    if version < 8:
+        return False
+    enable = o.get(WriteConfig.METADATA_ENABLE)
+    if enable is not None:
+        return bool(enable)  # true creates the metadata table, false deletes it
+    declared = (config.get(METADATA_PARTITIONS_KEY) or "") if config is not None else ""
+    return FILES_PARTITION in [p.strip() for p in declared.split(",")]
 
 
 #: the table versions hudi_ds writes: 6 (Hudi 0.14/0.15, timeline layout 1), 8 (Hudi 1.0) and

@@ -10,7 +10,8 @@ A task (the embedded write, or one Spark task) handles each input batch in three
   then new file groups for the inserts);
 * :meth:`TaskWriter.route` -- zero-copy slices of the batch to one handle per file group (Java
   ``HoodieAppendHandle`` on MERGE_ON_READ, ``HoodieMergeHandle`` on COPY_ON_WRITE and for the
-  small files and new file groups of MERGE_ON_READ under a non-bucket index, a staging handle
+  small files and new file groups of MERGE_ON_READ under a non-bucket index or, on a version
+  8+ table with a metadata table, of new buckets; a staging handle
   when several tasks write one COW file group, or one insert slot of a non-bucket index).
 
 The tagging lives in :mod:`hudi_ds.write.tagger` (where a record goes, decided before anything
@@ -339,6 +340,15 @@ class TaskWriter:
         elif existing is None and not self.tagger.bucketed:
             # a new MERGE_ON_READ file group of a non-bucket index starts with a base file
             h = MergeHandle(self.ctx, partition, file_id, None)
+        elif existing is None and p.options.bucket_base_files:
+            # a new bucket of a version 8+ MERGE_ON_READ table with a metadata table starts with
+            # a base file (write/options.py _bucket_base_files: hudi-rs reads no log-only file
+            # group there); the tasks of a Spark write stage their rows, merged at commit into
+            # the bucket's one base file (write/cow.py merge_staged), as for COW
+            if self.exclusive:
+                h = MergeHandle(self.ctx, partition, file_id, None)
+            else:
+                h = stage_handle(self.ctx, partition, file_id, None)
         else:
             if existing is not None and p.table_config.timeline_layout_version >= 2:
                 # table version 8+: a log file carries the instant that writes it (Java 1.x

@@ -182,10 +182,8 @@ def check_rows(root: Path, model: Rows) -> None:
 def options(
     table_type: str, version: int = 6, bucket: bool | None = None, **over: str
 ) -> dict[str, str]:
-    """Write options of the test table. Version 8/9 MOR tables use the SIMPLE index: hudi-rs
-    (which lists through the MDT on v8+) does not read file groups without a base file from
-    the MDT yet (``file_groups_from_files_partition_records``: "only supports file groups
-    with base files"), and bucket-index MOR inserts go to log files."""
+    """Write options of the test table. Version 8/9 MOR tables use the SIMPLE index by default
+    (their bucket-index writes: test_bucket_mor_new_buckets_start_with_base_files)."""
     if bucket is None:
         bucket = not (version >= 8 and table_type == "MERGE_ON_READ")
     out = {
@@ -257,6 +255,87 @@ def test_create_upsert_delete(table_type: str, version: int, tmp_path: Path) -> 
     if version >= 8:  # one log file per deltacommit, named with it
         for i in data_tl.completed():
             assert f".files-0000-0_{i.requested_time}.log.1_0-0-0" in names
+
+
+def file_groups_on_storage(root: Path) -> dict[tuple[str, str], list[str]]:
+    """(partition, file id) -> the names of its data files, from a storage walk."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for dirpath, _, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        if rel.startswith(".hoodie"):
+            continue
+        for name in filenames:
+            parsed = parse_base_file_name(name) or parse_log_file_name(name)
+            if parsed is not None:
+                part = "" if rel == "." else rel
+                out.setdefault((part, parsed.file_id), []).append(name)
+    return out
+
+
+def check_rows_everywhere(root: Path, model: Rows) -> None:
+    """Full rows read back by hudi_ds and by hudi-rs with the MDT on and off."""
+    expected = list(model.values())
+    assert_rows(hudi_ds.read(str(root), columns=COLS), expected, COLS)
+    assert_rows(hudi_ds.read(str(root), {"hoodie.metadata.enable": "false"}), expected, COLS)
+    for enable in ("true", "false"):
+        assert_rows(hudi_rs_table(str(root), {"hoodie.metadata.enable": enable}), expected, COLS)
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_bucket_mor_new_buckets_start_with_base_files(version: int, tmp_path: Path) -> None:
+    """Version 8+ MOR bucket tables with an MDT: a new bucket's first write is a base file (hudi-rs
+    builds file groups from the MDT listing out of base files only), later writes append logs;
+    inserts into new buckets and partitions, updates and deletes read back everywhere, also a
+    write whose tasks are not exclusive (Spark's: their rows meet in one staged base file)."""
+    from hudi_ds.write.client import WriteClient
+
+    root = tmp_path / "t"
+    opts = options("MERGE_ON_READ", version, bucket=True)
+    model: Rows = {}
+    for k in range(1, 4):
+        t = batch(k)
+        hudi_ds.write(str(root), t, opts)
+        model = apply(model, t)
+        assert_in_step(root)
+    groups = file_groups_on_storage(root)
+    assert {p for p, _ in groups} == {"p0", "p1", "p2"}
+    for names in groups.values():
+        assert sum(n.endswith(".parquet") for n in names) == 1, names
+        assert any(".log." in n for n in names), names  # the later writes appended logs
+    # a new partition (new buckets) written by two non-exclusive tasks sharing its keys
+    client = WriteClient(str(root), opts)
+    new = pa.table(
+        {
+            "id": ["n1", "n2", "n3", "k2"],
+            "ts": pa.array([5, 5, 5, 5], pa.int64()),
+            "p": ["p9", "p9", "p9", "p2"],
+            "v": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
+    again = pa.table({"id": ["n1"], "ts": pa.array([6], pa.int64()), "p": ["p9"], "v": [9.0]})
+    instant = client.start(new.schema)
+    statuses = []
+    for task, rows in enumerate((new, again)):
+        tw = client.task_writer(instant, task, exclusive=False)
+        tw.write(rows)
+        statuses += tw.close()
+    client.commit(instant, statuses)
+    model = apply(apply(model, new), again)
+    assert_in_step(root)
+    new_groups = {g: n for g, n in file_groups_on_storage(root).items() if g[0] == "p9"}
+    assert new_groups and all(
+        len(n) == 1 and n[0].endswith(f"_{instant}.parquet") for n in new_groups.values()
+    ), new_groups
+    gone = ["k1", "n2"]
+    HudiTable(str(root), opts).delete(
+        pa.table(
+            {"id": gone, "ts": pa.array([9, 9], pa.int64()), "p": ["p1", "p9"], "v": [0.0, 0.0]}
+        )
+    )
+    for key in gone:
+        model.pop(key, None)
+    assert_in_step(root)
+    check_rows_everywhere(root, model)
 
 
 @pytest.mark.parametrize("version", [6, 9])

@@ -311,3 +311,34 @@ def test_sink_with_state_index_equals_model(spark: Any, tmp_path: Path) -> None:
     hudi_ds.write(bucket, events(range(3), 1), OPTS)
     with pytest.raises(ConfigError, match="BUCKET"):
         streaming.HudiStreamWriter.create({**OPTS, **on, "path": bucket}, schema, False)
+
+
+@pytest.mark.parametrize("version", [9])
+def test_sink_bucket_mor_with_mdt_new_buckets(spark: Any, tmp_path: Path, version: int) -> None:
+    """A version 8+ MOR bucket table with a metadata table: the micro-batches' new buckets
+    (two tasks each) start with one base file each, later batches append logs; hudi_ds and
+    hudi-rs (MDT on and off) read the model."""
+    from tests.conftest import assert_rows, hudi_rs_table
+
+    extra = {"hoodie.metadata.enable": "true", "hoodie.write.table.version": str(version)}
+    wide = events(range(1000, 1040), 50)  # new partitions p3, p4 in the third batch
+    wide = wide.set_column(2, "part", pa.array([f"p{3 + i % 2}" for i in range(40)]))
+    tables = [events(range(0, 120), 10), events(range(60, 200), 20), wide]
+    src = source_dir(tmp_path / "src", tables)
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    sink(spark, src, path, ck, **extra)
+    expected = model(tables)
+    assert snapshot(path) == expected
+    rows = [(k, ts, v) for k, (ts, v) in expected.items()]
+    for enable in ("true", "false"):
+        assert_rows(
+            hudi_rs_table(path, {"hoodie.metadata.enable": enable}), rows, ["id", "ts", "v"]
+        )
+    groups: dict[tuple[str, str], list[str]] = {}
+    for f in Path(path).glob("p*/*"):
+        if not f.name.startswith(".hoodie"):
+            groups.setdefault((f.parent.name, f.name.lstrip(".")[:8]), []).append(f.name)
+    assert {p for p, _ in groups} == {"p0", "p1", "p2", "p3", "p4"}
+    for names in groups.values():  # one file group per bucket, with exactly one base file
+        assert len({n.lstrip(".").split("_")[0] for n in names}) == 1, names
+        assert sum(n.endswith(".parquet") for n in names) == 1, names

@@ -132,3 +132,42 @@ def test_overlapping_cow_commit_raises_and_leaves_nothing(tmp_path: Path, versio
     assert_rows(hudi_rs_table(path), expected, ["id", "ts", "p", "who"])
     assert not list((Path(path) / ".hoodie" / ".temp").glob(f"{i1}*"))
     assert not hudi_ds.HudiTable(path).timeline.get(i1)
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_two_mor_writers_creating_one_bucket_with_mdt(tmp_path: Path, version: int) -> None:
+    """Version 8+ MOR bucket tables with a metadata table: a new bucket starts with a base file,
+    so two writers creating the same bucket conflict (the later one retries and appends logs to
+    the committed file group), while appends to an existing bucket stay non-blocking."""
+    from hudi_ds.services import run_post_commit_services
+    from hudi_ds.write.client import WriteClient
+
+    path = str(tmp_path / "t")
+    opts = {**options("MERGE_ON_READ", version), "hoodie.metadata.enable": "true"}
+    rows = pa.table({"id": ["a", "b"], "ts": [1, 1], "p": ["p0", "p0"], "who": [0, 0]})
+    hudi_ds.write(path, rows, opts)
+    first, second = (
+        WriteClient(path, opts, post_commit=run_post_commit_services),
+        WriteClient(path, opts, post_commit=run_post_commit_services),
+    )
+    i1 = first.start(rows.schema)
+    i2 = second.start(rows.schema)
+    t1 = first.task_writer(i1)
+    t1.write(pa.table({"id": ["a", "x"], "ts": [5, 5], "p": ["p0", "p7"], "who": [1, 1]}))
+    t2 = second.task_writer(i2)
+    t2.write(pa.table({"id": ["b", "x"], "ts": [6, 6], "p": ["p0", "p7"], "who": [2, 2]}))
+    second.commit(i2, t2.close())
+    with pytest.raises(CommitConflictError, match="file group"):
+        first.commit(i1, t1.close())
+    # the retry finds the bucket and appends to it; the update of "a" is non-blocking
+    hudi_ds.write(
+        path, pa.table({"id": ["a", "x"], "ts": [7, 7], "p": ["p0", "p7"], "who": [1, 1]}), opts
+    )
+    expected = [("a", 7, "p0", 1), ("b", 6, "p0", 2), ("x", 7, "p7", 1)]
+    columns = ["id", "ts", "p", "who"]
+    assert_rows(hudi_ds.read(path), expected, columns)
+    for enable in ("true", "false"):
+        assert_rows(hudi_rs_table(path, {"hoodie.metadata.enable": enable}), expected, columns)
+    p7 = sorted(f.name for f in (Path(path) / "p7").iterdir() if not f.name.startswith(".hoodie"))
+    assert len({n.lstrip(".").split("_")[0] for n in p7}) == 1, p7  # one file group
+    assert not hudi_ds.HudiTable(path).timeline.get(i1)
