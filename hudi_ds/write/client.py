@@ -208,11 +208,18 @@ class WriteClient:
         Raises:
             SchemaError: a key, partition or ordering column is missing or has an unusable
                 type, or the input drops table columns (names the column).
+            UnsupportedError: a numeric timestamp key generator's partition field recorded as
+                a string by the table (:meth:`TimestampSpec.check_table_field`).
         """
         r = self.resolved
+        table_schema = self._table_schema()
+        if r.timestamp is not None and table_schema is not None:
+            for f in r.partition_fields:
+                if f in table_schema.names:
+                    r.timestamp.check_table_field(f, table_schema.field(f).type)
         decided = write_schema(
             schema,
-            self._table_schema(),
+            table_schema,
             table_name=r.table_name,
             record_key_fields=r.record_key_fields,
             partition_fields=r.partition_fields,

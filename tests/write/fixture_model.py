@@ -246,10 +246,7 @@ _V9_TS = dict(
 #: Hudi 1.1 fixture tables with a metadata table and a timestamp key generator: written here
 #: after removing their metadata table as Apache Hudi does for ``hoodie.metadata.enable=false``
 #: (the metadata table itself is the metadata table writer's). The EPOCHMILLISECONDS and
-#: UNIX_TIMESTAMP ones are not here: Hudi's own later commits record their partition column as
-#: ``string`` (``extraMetadata.schema`` of the UPSERT_PREPPED / DELETE_PREPPED commits) while
-#: the files hold int64, so readers return strings and a write of those strings is refused
-#: (Java's TimestampBasedAvroKeyGenerator has no input format for them either).
+#: UNIX_TIMESTAMP ones are in REFUSED_1X_TIMESTAMP.
 WRITABLE_1X_TIMESTAMP: dict[str, Fixture] = {
     "cow_v9_timebasedkeygen_nonhivestyle": Fixture(
         **_V9_TS,  # type: ignore[arg-type]
@@ -261,6 +258,23 @@ WRITABLE_1X_TIMESTAMP: dict[str, Fixture] = {
         parts=("ts_str",),
         new_partition="2023-05-06T07:08:09.123Z",
     ),
+}
+
+#: Hudi 1.1 fixture tables with a numeric timestamp key generator that Apache Hudi itself can
+#: no longer write by key generator, refused before anything is written (their partition
+#: column, matched in the error). Their last two commits are Spark SQL UPDATE / DELETE
+#: (UPSERT_PREPPED / DELETE_PREPPED: partition paths from ``_hoodie_partition_path``, no key
+#: generator): Spark types a TimestampBasedKeyGenerator table's partition columns as strings,
+#: so those commits record the column as ``string`` (``extraMetadata.schema``) and their files
+#: hold it as strings ("1705367700000"), the older files as int64; readers return strings.
+#: A write by key generator fails in Java whatever the user passes: strings as read, or the
+#: original longs, which ``HoodieSchemaUtils.deduceWriterSchema`` promotes to the table's
+#: string before ``HoodieCreateRecordUtils`` runs the key generator on them --
+#: ``TimestampBasedAvroKeyGenerator.getPartitionPath(Object)`` rejects a CharSequence for
+#: EPOCHMILLISECONDS / UNIX_TIMESTAMP ("Missing input formatter", no input date format).
+REFUSED_1X_TIMESTAMP: dict[str, str] = {
+    "cow_v9_timebasedkeygen_epochmillis": "ts_millis",
+    "cow_v9_timebasedkeygen_unixtimestamp": "ts_epoch",
 }
 
 #: Hudi 1.x fixture tables hudi_ds refuses to write, and why (matched in the error)

@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
@@ -32,6 +33,7 @@ from tests.fixtures import FIXTURES_DIR, require_fixtures
 from tests.write.fixture_model import (
     REFUSED,
     REFUSED_1X,
+    REFUSED_1X_TIMESTAMP,
     WRITABLE,
     WRITABLE_1X,
     WRITABLE_1X_TIMESTAMP,
@@ -223,6 +225,38 @@ def test_upsert_and_delete_into_v9_timestamp_keygen_fixture(name: str, tmp_path:
     assert data_row_set(hudi_ds.read(str(root))) == sc.expected
     assert data_row_set(hudi_rs_table(str(root))) == sc.expected
     assert read_props(root)["hoodie.table.version"] == "9"
+
+
+@pytest.mark.parametrize("as_read", [True, False], ids=["strings-as-read", "int64"])
+@pytest.mark.parametrize("operation", ["upsert", "delete"])
+@pytest.mark.parametrize("name", sorted(REFUSED_1X_TIMESTAMP))
+def test_numeric_timestamp_keygen_fixture_recorded_as_string_refused(
+    name: str, operation: str, as_read: bool, tmp_path: Path
+) -> None:
+    """The EPOCHMILLISECONDS / UNIX_TIMESTAMP fixtures: Hudi's own Spark SQL UPDATE/DELETE
+    left the partition column ``string`` in the table schema (see REFUSED_1X_TIMESTAMP), so a
+    write by key generator fails in Java whether the column comes as read or as the original
+    int64; hudi_ds refuses both the same way, naming the column, before writing anything."""
+    column = REFUSED_1X_TIMESTAMP[name]
+    root = unzip(name, tmp_path)
+    before = tree_hashes(root)
+    rows = hudi_ds.read(str(root))
+    assert rows.schema.field(column).type == pa.string()  # what Hudi's commit schema says
+    # the table's files hold both: int64 (INSERT commits) and strings (the Spark SQL UPDATE)
+    types = {
+        str(pq.read_schema(p).field(column).type)
+        for p in root.rglob("*.parquet")
+        if ".hoodie" not in p.parts
+    }
+    assert types == {"int64", "string"}, types
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    data = data.slice(0, 2)
+    if not as_read:
+        i = data.column_names.index(column)
+        data = data.set_column(i, column, data[column].cast(pa.int64()))
+    with pytest.raises(UnsupportedError, match=f"partition column '{column}'.*string"):
+        getattr(HudiTable(str(root)), operation)(data)
+    assert tree_hashes(root) == before
 
 
 def _times(completed: list[str]) -> set[str]:
