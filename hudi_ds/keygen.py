@@ -271,8 +271,8 @@ class TimestampSpec:
         return spec
 
     def check_table_field(self, name: str, table_type: pa.DataType) -> None:
-        """Refuse a table whose latest schema records the numeric time field ``name`` as a
-        string, before anything is written.
+        """Refuse writing records (upsert, insert, ...) into a table whose latest schema
+        records the numeric time field ``name`` as a string, before anything is written.
 
         Apache Hudi's Spark SQL UPDATE / DELETE on a table with this key generator (Spark
         gives its partition columns StringType) record the field as ``string`` in their
@@ -284,7 +284,8 @@ class TimestampSpec:
         runs the key generator on records of that writer schema, and
         ``TimestampBasedAvroKeyGenerator.getPartitionPath(Object)`` rejects a CharSequence
         unless the type is DATE_STRING/MIXED ("Missing input formatter"); strings given as
-        they are read fail the same way.
+        they are read fail the same way. (A delete is not refused: Java keys its rows in the
+        input's own schema, so the original numbers work.)
 
         Raises:
             UnsupportedError: the type is UNIX_TIMESTAMP, EPOCHMILLISECONDS,
@@ -300,8 +301,9 @@ class TimestampSpec:
                 "Apache Hudi's TimestampBasedAvroKeyGenerator cannot build a partition path "
                 "from the string a write would carry (Java refuses it: 'Missing input "
                 "formatter'), whether the column is passed as read (strings) or as the "
-                "original integers -- only Spark SQL UPDATE/DELETE (records keep their "
-                "_hoodie_partition_path) still write this table"
+                "original integers, so records cannot be written here; a delete with the "
+                "column as the original integers works, and Hudi's Spark SQL UPDATE/DELETE "
+                "(records keep their _hoodie_partition_path) still update this table"
             )
 
     def partition_values(self, column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
@@ -330,7 +332,8 @@ class TimestampSpec:
             if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
                 raise SchemaError(
                     f"partition column '{name}' has type {t}; {self.timestamp_type} partition "
-                    "values must be numbers"
+                    "values must be numbers (Java's TimestampBasedAvroKeyGenerator parses "
+                    "strings for DATE_STRING only): pass the epoch values as integers"
                 )
             unit = _TYPE_UNIT.get(self.timestamp_type, self.scalar_unit)
             # Java: value.longValue(), then TimeUnit.MILLISECONDS.convert (truncating)
