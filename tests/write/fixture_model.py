@@ -264,7 +264,9 @@ WRITABLE_1X_TIMESTAMP: dict[str, Fixture] = {
 #: UNIX_TIMESTAMP) whose schema Hudi itself turned to ``string`` (fixture -> partition column).
 #: Their last two commits are Spark SQL UPDATE / DELETE (UPSERT_PREPPED / DELETE_PREPPED:
 #: partition paths from ``_hoodie_partition_path``, no key generator): Spark types a
-#: TimestampBasedKeyGenerator table's partition columns as strings, so those commits record
+#: TimestampBasedKeyGenerator table's partition columns as strings (the relation factories
+#: build their ``HoodieFileIndex`` with ``shouldUseStringTypeForTimestampPartitionKeyType =
+#: true``, ``SparkHoodieTableFileIndex.getPartitionSchema``), so those commits record
 #: the column as ``string`` (``extraMetadata.schema``) and their files hold strings
 #: ("1705367700000"), the older files int64; readers return strings. What Java does next:
 #:
