@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.config import Options, WriteConfig
-from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.schema import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 
 NULL_PLACEHOLDER = "__null__"
@@ -270,6 +270,42 @@ class TimestampSpec:
         _strftime_format(spec.output_format)
         return spec
 
+    def check_table_field(self, name: str, table_type: pa.DataType) -> None:
+        """Refuse writing records (upsert, insert, ...) into a table whose latest schema
+        records the numeric time field ``name`` as a string, before anything is written.
+
+        Apache Hudi's Spark SQL UPDATE / DELETE on a table with this key generator (Spark
+        gives its partition columns StringType) record the field as ``string`` in their
+        commit schema and write it as strings (UPSERT_PREPPED / DELETE_PREPPED: the partition
+        path comes from ``_hoodie_partition_path``, no key generator runs). A later write by
+        key generator cannot build a partition path there in Java either:
+        ``HoodieSchemaUtils.deduceWriterSchema`` promotes an incoming long to the table's
+        string ("we promote types to the latest table schema"), ``HoodieCreateRecordUtils``
+        runs the key generator on records of that writer schema, and
+        ``TimestampBasedAvroKeyGenerator.getPartitionPath(Object)`` rejects a CharSequence
+        unless the type is DATE_STRING/MIXED ("Missing input formatter"); strings given as
+        they are read fail the same way. (A delete is not refused: Java keys its rows in the
+        input's own schema, so the original numbers work.)
+
+        Raises:
+            UnsupportedError: the type is UNIX_TIMESTAMP, EPOCHMILLISECONDS,
+                EPOCHMICROSECONDS or SCALAR and ``table_type`` is a string (names the field).
+        """
+        if self.timestamp_type == "DATE_STRING":
+            return
+        if pa.types.is_string(table_type) or pa.types.is_large_string(table_type):
+            raise UnsupportedError(
+                f"partition column '{name}': the table's latest schema records it as string "
+                "(as Hudi's Spark SQL UPDATE/DELETE leave it) while "
+                f"hoodie.keygen.timebased.timestamp.type={self.timestamp_type} needs numbers; "
+                "Apache Hudi's TimestampBasedAvroKeyGenerator cannot build a partition path "
+                "from the string a write would carry (Java refuses it: 'Missing input "
+                "formatter'), whether the column is passed as read (strings) or as the "
+                "original integers, so records cannot be written here; a delete with the "
+                "column as the original integers works, and Hudi's Spark SQL UPDATE/DELETE "
+                "(records keep their _hoodie_partition_path) still update this table"
+            )
+
     def partition_values(self, column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
         """The formatted partition value of every row of the partition field ``name``.
 
@@ -296,7 +332,8 @@ class TimestampSpec:
             if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
                 raise SchemaError(
                     f"partition column '{name}' has type {t}; {self.timestamp_type} partition "
-                    "values must be numbers"
+                    "values must be numbers (Java's TimestampBasedAvroKeyGenerator parses "
+                    "strings for DATE_STRING only): pass the epoch values as integers"
                 )
             unit = _TYPE_UNIT.get(self.timestamp_type, self.scalar_unit)
             # Java: value.longValue(), then TimeUnit.MILLISECONDS.convert (truncating)

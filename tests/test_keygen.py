@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_ds.config import Options
-from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.keygen import TimestampSpec, partition_paths
 from hudi_ds.table_config import TableConfig, parse_properties
 from tests.fixtures import FIXTURES_DIR, require_fixtures
@@ -56,6 +56,31 @@ def test_timestamp_partition_paths_equal_javas(name: str, tmp_path: Path) -> Non
 
 def _spec(**options: str) -> TimestampSpec:
     return TimestampSpec.of(Options.of(options), {})
+
+
+@pytest.mark.parametrize("ttype", ["EPOCHMILLISECONDS", "UNIX_TIMESTAMP", "SCALAR"])
+def test_numeric_timestamp_field_recorded_as_string_refused(ttype: str) -> None:
+    """A table whose schema records a numeric time field as a string (Hudi's Spark SQL
+    UPDATE/DELETE leave it so) cannot be written by this key generator, in Java neither."""
+    spec = _spec(
+        **{
+            "hoodie.keygen.timebased.timestamp.type": ttype,
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        }
+    )
+    for ok in (pa.int64(), pa.int32(), pa.float64()):
+        spec.check_table_field("ts", ok)
+    for bad in (pa.string(), pa.large_string()):
+        with pytest.raises(UnsupportedError, match=f"partition column 'ts'.*{ttype}"):
+            spec.check_table_field("ts", bad)
+    date_string = _spec(
+        **{
+            "hoodie.keygen.timebased.timestamp.type": "DATE_STRING",
+            "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        }
+    )
+    date_string.check_table_field("ts", pa.string())  # strings are its input
 
 
 def test_date_string_zones() -> None:

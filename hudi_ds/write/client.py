@@ -93,7 +93,7 @@ from hudi_ds.write.lock import (
 )
 from hudi_ds.write.markers import delete_markers, marked_files
 from hudi_ds.write.metadata_sync import install_metadata_writer
-from hudi_ds.write.operation import OPERATION_OPTION_KEYS, WriteOperation
+from hudi_ds.write.operation import OPERATION_OPTION_KEYS, Rows, WriteOperation
 from hudi_ds.write.options import (
     ResolvedOptions,
     check_partial_blocks,
@@ -208,11 +208,20 @@ class WriteClient:
         Raises:
             SchemaError: a key, partition or ordering column is missing or has an unusable
                 type, or the input drops table columns (names the column).
+            UnsupportedError: a record-writing operation on a table whose numeric timestamp
+                partition field is recorded as a string (:meth:`TimestampSpec.check_table_field`).
         """
         r = self.resolved
+        table_schema = self._table_schema()
+        # a delete keys its rows in the input's own schema (Java: HoodieSparkSqlWriter)
+        records = self.operation.rows is Rows.RECORDS
+        if r.timestamp is not None and table_schema is not None and records:
+            for f in r.partition_fields:
+                if f in table_schema.names:
+                    r.timestamp.check_table_field(f, table_schema.field(f).type)
         decided = write_schema(
             schema,
-            self._table_schema(),
+            table_schema,
             table_name=r.table_name,
             record_key_fields=r.record_key_fields,
             partition_fields=r.partition_fields,

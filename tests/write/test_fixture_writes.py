@@ -16,12 +16,14 @@ import zipfile
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
 from hudi_ds.api import HudiTable
 from hudi_ds.config import Options
-from hudi_ds.errors import ConfigError, UnsupportedError
+from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.services import compaction
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.table_config import TableConfig
@@ -32,6 +34,7 @@ from tests.fixtures import FIXTURES_DIR, require_fixtures
 from tests.write.fixture_model import (
     REFUSED,
     REFUSED_1X,
+    TIMESTAMP_RECORDED_AS_STRING,
     WRITABLE,
     WRITABLE_1X,
     WRITABLE_1X_TIMESTAMP,
@@ -39,6 +42,7 @@ from tests.write.fixture_model import (
     check_payload,
     data_row_set,
     read_props,
+    rows_without_keys,
     scenario,
     tree_hashes,
 )
@@ -222,6 +226,72 @@ def test_upsert_and_delete_into_v9_timestamp_keygen_fixture(name: str, tmp_path:
     table.delete(sc.delete)
     assert data_row_set(hudi_ds.read(str(root))) == sc.expected
     assert data_row_set(hudi_rs_table(str(root))) == sc.expected
+    assert read_props(root)["hoodie.table.version"] == "9"
+
+
+def _as_int64(rows: pa.Table, column: str) -> pa.Table:
+    """``rows`` with ``column`` (epoch numbers read as strings) as the original int64."""
+    return rows.set_column(rows.column_names.index(column), column, rows[column].cast(pa.int64()))
+
+
+@pytest.mark.parametrize("as_read", [True, False], ids=["strings-as-read", "int64"])
+@pytest.mark.parametrize("name", sorted(TIMESTAMP_RECORDED_AS_STRING))
+def test_upsert_into_timestamp_keygen_fixture_recorded_as_string_refused(
+    name: str, as_read: bool, tmp_path: Path
+) -> None:
+    """EPOCHMILLISECONDS / UNIX_TIMESTAMP fixtures whose schema Hudi's own Spark SQL
+    UPDATE/DELETE turned to ``string`` (TIMESTAMP_RECORDED_AS_STRING): an upsert fails in Java
+    whether the column comes as read or as the original int64; hudi_ds refuses both before
+    writing anything, naming the column and the one way Hudi still writes such a table."""
+    column = TIMESTAMP_RECORDED_AS_STRING[name]
+    root = unzip(name, tmp_path)
+    before = tree_hashes(root)
+    rows = hudi_ds.read(str(root))
+    assert rows.schema.field(column).type == pa.string()  # what Hudi's commit schema says
+    # the table's files hold both: int64 (INSERT commits) and strings (the Spark SQL UPDATE)
+    types = {
+        str(pq.read_schema(p).field(column).type)
+        for p in root.rglob("*.parquet")
+        if ".hoodie" not in p.parts
+    }
+    assert types == {"int64", "string"}, types
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    data = data.slice(0, 2)
+    if not as_read:
+        data = _as_int64(data, column)
+    with pytest.raises(UnsupportedError, match=f"partition column '{column}'.*Spark SQL"):
+        HudiTable(str(root)).upsert(data)
+    assert tree_hashes(root) == before
+
+
+@pytest.mark.parametrize("name", sorted(TIMESTAMP_RECORDED_AS_STRING))
+def test_delete_from_timestamp_keygen_fixture_recorded_as_string(name: str, tmp_path: Path) -> None:
+    """A delete builds its keys from the input's own schema in Java (HoodieSparkSqlWriter's
+    DELETE branch), so the original int64 column deletes (the partition path built from the
+    epoch value, the metadata table kept in step) and the strings as read are refused, naming
+    the column, before anything is written. Read back by hudi_ds and by hudi-rs with and
+    without the metadata table: the fixture's rows without the deleted keys."""
+    column = TIMESTAMP_RECORDED_AS_STRING[name]
+    root = unzip(name, tmp_path)
+    before = tree_hashes(root)
+    rows = hudi_ds.read(str(root))
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    keys = data["txn_id"].to_pylist()
+    single = [k for k in sorted(set(keys)) if keys.count(k) == 1]  # not the key Hudi wrote twice
+    assert len(single) >= 3, keys
+    gone = data.filter(pc.is_in(data["txn_id"], pa.array(single[-2:])))
+    assert gone.num_rows == 2
+    absent = gone.slice(0, 1).set_column(0, "txn_id", pa.array(["TXN-ABSENT"]))
+    batch = pa.concat_tables([gone, absent])
+    with pytest.raises(SchemaError, match=f"partition column '{column}' has type string"):
+        HudiTable(str(root)).delete(batch)
+    assert tree_hashes(root) == before
+    HudiTable(str(root)).delete(_as_int64(batch, column))
+    expected = rows_without_keys(name, set(single[-2:]))
+    assert data_row_set(hudi_ds.read(str(root))) == expected
+    assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": "true"})) == expected
+    assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": "false"})) == expected
+    assert (root / ".hoodie" / "metadata" / "files").is_dir()  # kept, in step
     assert read_props(root)["hoodie.table.version"] == "9"
 
 
