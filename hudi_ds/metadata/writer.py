@@ -31,8 +31,8 @@ Log files: version 6 appends a new log version to the slice of the latest base f
 (``.files-0000-0_<base instant>.log.<n>_<token>``); 8/9 write one log file per deltacommit
 named with its instant (``.files-0000-0_<T>.log.1_<token>``).
 
-Not done: archiving the MDT's own timeline (Java archives it like the data table's), so its
-active timeline keeps one instant per mirrored data instant.
+The MDT's own timeline is archived with the data table's
+(:func:`hudi_ds.services.archival.archive_metadata_table`).
 """
 
 from __future__ import annotations
@@ -878,6 +878,8 @@ class MetadataWriter:
                     d = deltas.get(lg.instant_time)
                     if d is not None and (d.completion_time or d.requested_time) < kept_from:
                         doomed.append(n)
+                    elif d is None and tl.is_before_start(lg.instant_time):
+                        doomed.append(n)  # its deltacommit is archived: an older slice's log
         if not doomed:
             return []
         if layout == 1:
