@@ -169,13 +169,16 @@ def instants_to_archive(
         data_timeline: when ``ctx`` is a metadata table, the data table's active timeline.
     """
     tl = tl if tl is not None else ctx.timeline()
-    bound = _archival_bound(ctx, tl, data_timeline)
-    if bound == "":
-        return []
     hi = ctx.get(ServiceConfig.KEEP_MAX_COMMITS)
     lo = ctx.get(ServiceConfig.KEEP_MIN_COMMITS)
     out: list[Instant] = []
     commits = list(tl.commits())
+    finished = tl.completed()
+    if len(commits) <= hi and all(len(finished.filter_actions(a)) <= hi for a in (CLEAN, ROLLBACK)):
+        return []  # nothing is due (without opening the metadata table)
+    bound = _archival_bound(ctx, tl, data_timeline)
+    if bound == "":
+        return []
     if len(commits) > hi:
         limits = [bound] if bound is not None else []
         pending = [i for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)]

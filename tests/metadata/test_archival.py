@@ -149,3 +149,32 @@ def test_killed_mdt_archival(spec: str, version: int, tmp_path: Path) -> None:
         assert_in_step(root)
         assert reader_listing(root) == committed_files(root)
     check_rows(root, model)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_no_data_archival_before_the_first_mdt_compaction(version: int, tmp_path: Path) -> None:
+    """Java (HoodieTimelineArchiver.getInstantsToArchive): while the MDT has no compaction the
+    data table archives nothing; without an MDT the same writes archive."""
+    model: Rows = {}
+    roots = {}
+    for mdt_on in (True, False):
+        root = roots[mdt_on] = tmp_path / f"t{mdt_on}"
+        opts = options(
+            "COPY_ON_WRITE",
+            version,
+            **{**KEEP, "hoodie.metadata.compact.max.delta.commits": "50"},
+            **({} if mdt_on else {"hoodie.metadata.enable": "false"}),
+        )
+        model = {}
+        for k in range(1, 8):
+            t = batch(k)
+            hudi_ds.write(str(root), t, opts)
+            model = apply(model, t)
+        check_rows(root, model)
+    with_mdt = _timeline(Storage(str(roots[True])))
+    assert len(with_mdt.commits()) == 7
+    assert not archived_files(roots[True] / ".hoodie", version)
+    assert not archived_files(roots[True] / ".hoodie" / "metadata" / ".hoodie", version)
+    assert reader_listing(roots[True]) == committed_files(roots[True])
+    assert len(_timeline(Storage(str(roots[False]))).commits()) < 7
+    assert archived_files(roots[False] / ".hoodie", version)
