@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import hudi_ds
+from hudi_ds.log.archive import load_archived
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.services import ServiceContext, archival
 from hudi_ds.storage import Storage
@@ -106,6 +107,15 @@ def test_both_timelines_archive_and_stay_in_step(
     mdt_tl = _timeline(mdt)
     assert len(mdt_tl.completed()) < 16, [i.requested_time for i in mdt_tl]
     assert gone_data and gone_mdt
+    # every MDT instant is on its active timeline or (once) in its archived timeline
+    mcfg = TableConfig.load(mdt)
+    archived = load_archived(
+        mdt, mcfg.timeline_layout_version, mcfg.timeline_path, archive_folder=mcfg.archive_folder
+    )
+    archived_times = {i.requested_time for i in archived}
+    active_times = {i.requested_time for i in _timeline(mdt)}
+    assert archived_times.isdisjoint(active_times)
+    assert seen_mdt <= archived_times | active_times
     # archival run again (nothing or little to do) keeps everything in step
     archival.archive(ServiceContext.open(str(root), opts))
     assert_in_step(root)
