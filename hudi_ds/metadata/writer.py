@@ -55,7 +55,7 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
 )
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
-from hudi_ds.metadata.reader import MetadataReader, files_slices
+from hudi_ds.metadata.reader import MetadataReader, completed_or_archived, files_slices
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
     PARTITION_LIST,
@@ -851,22 +851,27 @@ class MetadataWriter:
         """
         tl = self.timeline()
         layout = tl.layout_version
-        done = tl.completed()
-        deltas = {i.requested_time: i for i in done.filter_actions(DELTA_COMMIT)}
+        deltas = {i.requested_time: i for i in tl.completed().filter_actions(DELTA_COMMIT)}
+        names = self._file_names()
+        # the base instants of the file slices: base files of completed instants, or of
+        # instants archived since (the MDT's archival keeps only its latest compaction active)
         bases = sorted(
-            [i for i in done if i.action == COMMIT]
-            + [i for t, i in deltas.items() if t < _SYNTHETIC_MAX],
-            key=lambda i: (i.completion_time or i.requested_time, i.requested_time),
+            {
+                b.instant_time
+                for n in names
+                if (b := parse_base_file_name(n)) is not None
+                and b.file_id == FILES_FILE_ID
+                and completed_or_archived(tl, b.instant_time)
+            }
         )
         if len(bases) <= 2:
             return []
-        oldest_kept = bases[-2]
-        old = {i.requested_time for i in bases[:-2]}
         # a log belongs to the slice of the newest base requested at or before its deltacommit
         # completed (the MDT reader's rule): older logs go with the older slices
-        kept_from = oldest_kept.requested_time
+        kept_from = bases[-2]
+        old = set(bases[:-2])
         doomed = []
-        for n in self._file_names():
+        for n in names:
             b = parse_base_file_name(n)
             lg = parse_log_file_name(n)
             if b is not None and b.file_id == FILES_FILE_ID and b.instant_time in old:
@@ -874,7 +879,7 @@ class MetadataWriter:
             elif lg is not None and lg.file_id == FILES_FILE_ID:
                 if layout == 1 and lg.instant_time in old:
                     doomed.append(n)
-                elif layout == 2 and lg.instant_time != oldest_kept.requested_time:
+                elif layout == 2 and lg.instant_time != kept_from:
                     d = deltas.get(lg.instant_time)
                     if d is not None and (d.completion_time or d.requested_time) < kept_from:
                         doomed.append(n)

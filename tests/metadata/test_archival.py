@@ -107,6 +107,9 @@ def test_both_timelines_archive_and_stay_in_step(
     mdt_tl = _timeline(mdt)
     assert len(mdt_tl.completed()) < 16, [i.requested_time for i in mdt_tl]
     assert gone_data and gone_mdt
+    # the MDT's cleaning still finds the slices of archived compactions: two slices stay
+    files_dir = root / ".hoodie" / "metadata" / "files"
+    assert len([p for p in files_dir.iterdir() if p.name.endswith(".hfile")]) == 2
     # every MDT instant is on its active timeline or (once) in its archived timeline
     mcfg = TableConfig.load(mdt)
     archived = load_archived(
