@@ -575,13 +575,17 @@ def cmd_archive(cmd: Command) -> int:
     payload = {
         "archived": res.archived,
         "archive_file": res.archive_file,
+        "metadata_archived": res.metadata_archived,
         "dry_run": cmd.args.dry_run,
     }
+    mdt = len(res.metadata_archived)
     cmd.emit(
         payload,
         lambda: (
             f"{'would archive' if cmd.args.dry_run else 'archived'} {len(res.archived)} "
-            f"instant(s)" + (f" into {res.archive_file}" if res.archive_file else "")
+            f"instant(s)"
+            + (f" into {res.archive_file}" if res.archive_file else "")
+            + (f"; {mdt} of the metadata table" if mdt else "")
         ),
     )
     return EXIT_OK

@@ -839,6 +839,20 @@ class ServiceConfig:
         parse_positive,
         "Archival starts when the active timeline holds more commits than this.",
     )
+    METADATA_KEEP_MIN_COMMITS = ConfigProperty(
+        "hoodie.metadata.keep.min.commits",
+        20,
+        parse_positive,
+        "Archival of the metadata table's timeline keeps at least this many commits (or "
+        "hoodie.keep.min.commits when larger; Java HoodieMetadataWriteUtils).",
+    )
+    METADATA_KEEP_MAX_COMMITS = ConfigProperty(
+        "hoodie.metadata.keep.max.commits",
+        30,
+        parse_positive,
+        "Archival of the metadata table's timeline starts beyond this many commits (or "
+        "hoodie.keep.max.commits when larger).",
+    )
     ARCHIVE_BEYOND_SAVEPOINT = ConfigProperty(
         "hoodie.archive.beyond.savepoint",
         False,

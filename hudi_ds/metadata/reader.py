@@ -45,6 +45,7 @@ from hudi_ds.metadata.records import (
     NON_PARTITIONED,
     PARTITION_LIST,
     FileEntry,
+    Records,
     decode_files_value,
     merge_files,
     partition_id,
@@ -233,49 +234,21 @@ class MetadataReader:
 
     # -- reading the files partition ----------------------------------------------------------
     def _load(self) -> None:
-        layout2 = self.config.timeline_layout_version >= 2
-        bases: dict[str, list[BaseFile]] = {}
-        logs: dict[str, list[LogFile]] = {}
-        for f in self.storage.list_files(FILES_PARTITION):
-            b = parse_base_file_name(f.name)
-            if b is not None and b.extension == ".hfile":
-                bases.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))
-                continue
-            lg = parse_log_file_name(f.name)
-            if lg is not None and lg.extension == "log" and not lg.cdc:
-                logs.setdefault(lg.file_id, []).append(LogFile(f.path, lg, f.size))
-        for fid in sorted(set(bases) | set(logs)):
-            s = self._latest_slice(fid, bases.get(fid, []), logs.get(fid, []), layout2)
-            if s is None:
-                continue
-            group = MetadataFileGroup(fid, s)
+        for s in files_slices(self.storage, self.timeline):
+            group = MetadataFileGroup(s.file_id, s)
             self.file_groups.append(group)
             self._merge_slice(group)
 
     def _done(self, instant_time: str) -> bool:
-        """Completed on the MDT timeline, or older than where it starts (archived)."""
-        return self.timeline.is_completed(instant_time) or self.timeline.is_before_start(
-            instant_time
-        )
+        return completed_or_archived(self.timeline, instant_time)
 
-    def _latest_slice(
-        self, fid: str, bases: list[BaseFile], logs: list[LogFile], layout2: bool
-    ) -> FileSlice | None:
-        usable = [b for b in bases if self._done(b.instant_time)]
-        base = max(usable, key=lambda b: b.instant_time, default=None)
-        base_time = base.instant_time if base is not None else ""
-        s = FileSlice(FILES_PARTITION, fid, base_time, base)
-        for lf in logs:
-            if layout2:
-                # a log belongs to the newest base instant <= its deltacommit's completion
-                done = self.timeline.completion_time(lf.instant_time)
-                if done is None or done < base_time:
-                    continue
-                s.log_files.append(LogFile(lf.path, lf.name, lf.size, completion_time=done))
-            elif lf.instant_time == base_time:
-                s.log_files.append(lf)
-        s.log_files.sort(key=LogFile.sort_key)
-        return None if s.is_empty else s
+    def records(self) -> Records:
+        """The merged ``files`` records as read, tombstones not yet merged away included:
+        ``__all_partitions__`` and one record per partition (what an MDT compaction writes,
+        once the tombstones are dropped)."""
+        out: Records = {k: (FILE_LIST, dict(v)) for k, v in self._files.items()}
+        out[ALL_PARTITIONS] = (PARTITION_LIST, dict(self._partitions))
+        return out
 
     def _merge_slice(self, group: MetadataFileGroup) -> None:
         s = group.slice
@@ -357,6 +330,65 @@ class MetadataReader:
                 self._partitions = {}
             else:
                 self._files.pop(key, None)
+
+
+# ------------------------------------------------------------------------------------------
+# Slicing the files partition (the one rule the MDT's reader and writer share)
+# ------------------------------------------------------------------------------------------
+
+
+def completed_or_archived(timeline: Timeline, instant_time: str) -> bool:
+    """Completed on the MDT timeline, or older than where it starts (archived)."""
+    return timeline.is_completed(instant_time) or timeline.is_before_start(instant_time)
+
+
+def latest_file_slice(
+    timeline: Timeline, file_id: str, bases: list[BaseFile], logs: list[LogFile]
+) -> FileSlice | None:
+    """The latest slice of MDT file group ``file_id`` as of ``timeline``'s completed instants.
+
+    The base: the newest base HFile whose instant is completed (or archived). Its log files:
+    on timeline layout 1 (v6) those named with the base instant; on layout 2 (v8/v9) those
+    whose deltacommit completed at or after the base instant was *requested* -- Java's
+    ``HoodieFileGroup`` puts a log into the slice of the newest base instant <= the log's
+    completion time (``getBaseInstantTime(completionTimeQueryView, logFile)``), so a
+    deltacommit that completes while an MDT compaction runs belongs to the compaction's slice.
+    """
+    usable = [b for b in bases if completed_or_archived(timeline, b.instant_time)]
+    base = max(usable, key=lambda b: b.instant_time, default=None)
+    base_time = base.instant_time if base is not None else ""
+    s = FileSlice(FILES_PARTITION, file_id, base_time, base)
+    for lf in logs:
+        if timeline.layout_version >= 2:
+            done = timeline.completion_time(lf.instant_time)
+            if done is None or done < base_time:
+                continue
+            s.log_files.append(LogFile(lf.path, lf.name, lf.size, completion_time=done))
+        elif lf.instant_time == base_time:
+            s.log_files.append(lf)
+    s.log_files.sort(key=LogFile.sort_key)
+    return None if s.is_empty else s
+
+
+def files_slices(storage: Storage, timeline: Timeline) -> list[FileSlice]:
+    """The latest slice of every file group of the ``files`` partition of the MDT at
+    ``storage`` (one listing), by file id."""
+    bases: dict[str, list[BaseFile]] = {}
+    logs: dict[str, list[LogFile]] = {}
+    for f in storage.list_files(FILES_PARTITION):
+        b = parse_base_file_name(f.name)
+        if b is not None and b.extension == ".hfile":
+            bases.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))
+            continue
+        lg = parse_log_file_name(f.name)
+        if lg is not None and lg.extension == "log" and not lg.cdc:
+            logs.setdefault(lg.file_id, []).append(LogFile(f.path, lg, f.size))
+    out = []
+    for fid in sorted(set(bases) | set(logs)):
+        s = latest_file_slice(timeline, fid, bases.get(fid, []), logs.get(fid, []))
+        if s is not None:
+            out.append(s)
+    return out
 
 
 # ------------------------------------------------------------------------------------------

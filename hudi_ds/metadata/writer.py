@@ -31,8 +31,8 @@ Log files: version 6 appends a new log version to the slice of the latest base f
 (``.files-0000-0_<base instant>.log.<n>_<token>``); 8/9 write one log file per deltacommit
 named with its instant (``.files-0000-0_<T>.log.1_<token>``).
 
-Not done: archiving the MDT's own timeline (Java archives it like the data table's), so its
-active timeline keeps one instant per mirrored data instant.
+The MDT's own timeline is archived with the data table's
+(:func:`hudi_ds.services.archival.archive_metadata_table`).
 """
 
 from __future__ import annotations
@@ -54,20 +54,17 @@ from hudi_ds.layout.naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
-from hudi_ds.log.block import BlockType
-from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
+from hudi_ds.metadata.reader import MetadataReader, completed_or_archived, files_slices
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
     PARTITION_LIST,
     FileEntry,
     FilesChanges,
     Records,
-    decode_files_value,
     encode_files_value,
     instant_changes,
     listing_changes,
-    merge_records,
     partition_path_of_id,
     record_schema,
 )
@@ -538,14 +535,13 @@ class MetadataWriter:
             return False
         targets = md.rolled_back_instants
         sl = self.latest_slice(tl)
-        base = tl.get(sl.base_instant)
-        base_done = (base.completion_time if base is not None else None) or sl.base_instant
         undo: list[Instant] = []
         for t in targets:
             inst = tl.get(t)
             if inst is None:
                 continue
-            if inst.action != DELTA_COMMIT or (inst.completion_time or t) <= base_done:
+            # compacted: completed before the latest base was requested (the slice rule)
+            if inst.action != DELTA_COMMIT or (inst.completion_time or t) < sl.base_instant:
                 return False  # compacted (or not a deltacommit): tombstones it is
             undo.append(inst)
         logs = [
@@ -720,79 +716,38 @@ class MetadataWriter:
         return [f.name for f in self.storage.list_files(FILES_PARTITION)]
 
     def latest_slice(self, timeline: Timeline | None = None) -> MetadataSlice:
-        """The latest slice of ``files-0000-0`` as of the MDT's completed instants.
-
-        Version 6 slices by the base instant in log names; 8/9 by completion time: a log file
-        belongs to the newest base whose instant completed before its deltacommit did.
+        """The latest slice of ``files-0000-0`` as of the MDT's completed instants, sliced
+        as the MDT's reader slices it (:func:`hudi_ds.metadata.reader.latest_file_slice`:
+        version 6 by the base instant in log names; 8/9 by completion time, a log belonging to
+        the newest base instant requested at or before its deltacommit completed).
         """
         tl = timeline or self.timeline()
-        done = tl.completed()
-        deltas = {i.requested_time: i for i in done.filter_actions(DELTA_COMMIT)}
-        bases = [i for i in done if i.action == COMMIT] + [
-            i for t, i in deltas.items() if t < _SYNTHETIC_MAX
-        ]
-        names = self._file_names()
-        base_files = {
-            b.instant_time: n
-            for n in names
-            if (b := parse_base_file_name(n)) is not None and b.file_id == FILES_FILE_ID
-        }
-        bases = [i for i in bases if i.requested_time in base_files]
-        if not bases:
+        deltas = frozenset(i.requested_time for i in tl.completed().filter_actions(DELTA_COMMIT))
+        found = [s for s in files_slices(self.storage, tl) if s.file_id == FILES_FILE_ID]
+        base = found[0].base_file if found else None
+        if base is None:
             raise CorruptFileError(f"{self.storage.base_uri}: metadata table has no base file")
-        latest = max(bases, key=lambda i: (i.completion_time or i.requested_time, i.requested_time))
-        base_ts = latest.requested_time
-        logs: list[tuple[tuple[str, int], str]] = []
-        own = 0  # logs of the base instant itself (the bootstrap's DELETE block)
-        for n in names:
-            p = parse_log_file_name(n)
-            if p is None or p.file_id != FILES_FILE_ID:
-                continue
-            if tl.layout_version == 1:
-                if p.instant_time == base_ts:
-                    logs.append(((base_ts, p.version), n))
-                    own += p.version == 1 and base_ts < _SYNTHETIC_MAX
-            else:
-                d = deltas.get(p.instant_time)
-                if d is None:
-                    continue
-                when = d.completion_time or d.requested_time
-                base_done = latest.completion_time or base_ts
-                if p.instant_time == base_ts or when > base_done:
-                    logs.append(((when, p.version), n))
-                    own += p.instant_time == base_ts
-        return MetadataSlice(
-            base_ts,
-            base_files[base_ts],
-            [n for _, n in sorted(logs)],
-            frozenset(deltas),
-            len(logs) - own,
-        )
+        s = found[0]
+        base_ts = s.base_instant_time
+        base_name = file_name_of(base.path)
+        logs = [file_name_of(lf.path) for lf in s.log_files]
+        # the bootstrap's own log (its empty DELETE block) is not a deltacommit to compact
+        if tl.layout_version == 1:
+            own = sum(1 for lf in s.log_files if lf.name.version == 1 and base_ts < _SYNTHETIC_MAX)
+        else:
+            own = sum(1 for lf in s.log_files if lf.instant_time == base_ts)
+        return MetadataSlice(base_ts, base_name, logs, deltas, len(logs) - own)
 
     def read_records(self, timeline: Timeline | None = None) -> Records:
         """The merged ``files`` records of the latest slice (tombstones not yet merged away
-        included), reading completed MDT instants only."""
-        sl = self.latest_slice(timeline)
-        path = f"{FILES_PARTITION}/{sl.base_file}"
-        hf = read_hfile(self.storage.read_bytes(path), self.storage.full_path(path))
-        schema = hf.file_info.get("schema", self.schema.encode()).decode("utf-8")
-        out: Records = {}
-        for k, v in zip(hf.keys, hf.values, strict=True):
-            out[k.decode("utf-8")] = decode_files_value(v, schema)
-        for name in sl.log_files:
-            path = f"{FILES_PARTITION}/{name}"
-            scan = scan_log_bytes(self.storage.read_bytes(path), self.storage.full_path(path))
-            for b in scan.blocks:
-                if b.block_type != BlockType.HFILE_DATA or b.instant_time not in sl.completed:
-                    continue
-                block_hf = read_hfile(b.content, self.storage.full_path(path))
-                bschema = b.schema or block_hf.file_info.get("schema", b"").decode("utf-8")
-                newer = {
-                    k.decode("utf-8"): decode_files_value(v, bschema)
-                    for k, v in zip(block_hf.keys, block_hf.values, strict=True)
-                }
-                out = merge_records(out, newer)
-        return out
+        included), read as the MDT's reader reads them (:meth:`MetadataReader.records`:
+        completed MDT instants valid for the data timeline, rollback command blocks)."""
+        tl = timeline or self.timeline()
+        cfg = self._config()
+        if cfg is None:  # pragma: no cover - callers check present() first
+            raise CorruptFileError(f"{self.storage.base_uri}: no metadata table config")
+        reader = MetadataReader(self.storage, cfg, tl, self.state.timeline, self.version)
+        return reader.records()
 
     def files(self) -> dict[str, dict[str, int]]:
         """Live files per data partition path (``""`` non-partitioned): name -> size."""
@@ -886,20 +841,27 @@ class MetadataWriter:
         """
         tl = self.timeline()
         layout = tl.layout_version
-        done = tl.completed()
-        deltas = {i.requested_time: i for i in done.filter_actions(DELTA_COMMIT)}
+        deltas = {i.requested_time: i for i in tl.completed().filter_actions(DELTA_COMMIT)}
+        names = self._file_names()
+        # the base instants of the file slices: base files of completed instants, or of
+        # instants archived since (the MDT's archival keeps only its latest compaction active)
         bases = sorted(
-            [i for i in done if i.action == COMMIT]
-            + [i for t, i in deltas.items() if t < _SYNTHETIC_MAX],
-            key=lambda i: (i.completion_time or i.requested_time, i.requested_time),
+            {
+                b.instant_time
+                for n in names
+                if (b := parse_base_file_name(n)) is not None
+                and b.file_id == FILES_FILE_ID
+                and completed_or_archived(tl, b.instant_time)
+            }
         )
         if len(bases) <= 2:
             return []
-        oldest_kept = bases[-2]
-        old = {i.requested_time for i in bases[:-2]}
-        kept_done = oldest_kept.completion_time or oldest_kept.requested_time
+        # a log belongs to the slice of the newest base requested at or before its deltacommit
+        # completed (the MDT reader's rule): older logs go with the older slices
+        kept_from = bases[-2]
+        old = set(bases[:-2])
         doomed = []
-        for n in self._file_names():
+        for n in names:
             b = parse_base_file_name(n)
             lg = parse_log_file_name(n)
             if b is not None and b.file_id == FILES_FILE_ID and b.instant_time in old:
@@ -907,10 +869,12 @@ class MetadataWriter:
             elif lg is not None and lg.file_id == FILES_FILE_ID:
                 if layout == 1 and lg.instant_time in old:
                     doomed.append(n)
-                elif layout == 2 and lg.instant_time != oldest_kept.requested_time:
+                elif layout == 2 and lg.instant_time != kept_from:
                     d = deltas.get(lg.instant_time)
-                    if d is not None and (d.completion_time or d.requested_time) < kept_done:
+                    if d is not None and (d.completion_time or d.requested_time) < kept_from:
                         doomed.append(n)
+                    elif d is None and tl.is_before_start(lg.instant_time):
+                        doomed.append(n)  # its deltacommit is archived: an older slice's log
         if not doomed:
             return []
         if layout == 1:

@@ -72,9 +72,7 @@ def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
             tl = ctx.timeline()
             if clean.clean_due(ctx, tl) and clean.may_have_work(ctx, tl):
                 clean.clean(ctx, debris=clean.debris_possible(tl))
-        if ctx.get(ServiceConfig.ARCHIVE_AUTOMATIC) and archival.instants_to_archive(
-            ctx, ctx.timeline()
-        ):
+        if ctx.get(ServiceConfig.ARCHIVE_AUTOMATIC) and archival.archival_due(ctx):
             archival.archive(ctx)
     except Exception:
         log.exception(

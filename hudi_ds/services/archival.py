@@ -24,7 +24,12 @@ Hudi's ``HoodieTimelineArchiver`` (0.14) does it:
   committed by a new manifest version; full layers are then merged into the next (Hudi 1.x
   ``TimelineArchiverV2`` / ``LSMTimelineWriter``);
 * then the instant files are deleted, the pending states of an instant before its completed
-  file.
+  file;
+* with a metadata table (MDT), the data table archives only instants older than the MDT's
+  latest compaction (nothing before its first), and then the MDT's own timeline is archived
+  the same way into ``.hoodie/metadata/.hoodie/archived`` (v6) or
+  ``.hoodie/metadata/.hoodie/timeline/history`` (v8/v9), keeping what its latest compaction
+  and the data table's active instants need (:func:`archive_metadata_table`).
 
 Data files of archived instants stay: readers treat files older than where the active timeline
 starts as committed (Java's ``containsOrBeforeTimelineStarts``; its start is the first
@@ -50,8 +55,8 @@ from typing import Any
 
 import fastavro
 
-from hudi_ds.config import ServiceConfig
-from hudi_ds.errors import InstantNotFoundError
+from hudi_ds.config import Options, ServiceConfig
+from hudi_ds.errors import InstantNotFoundError, TableNotFoundError
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.naming import file_name_of, parse_log_file_name
 from hudi_ds.log.archive import (
@@ -61,11 +66,13 @@ from hudi_ds.log.archive import (
     archive_number,
 )
 from hudi_ds.log.block import BlockType, HeaderKey, encode_block
+from hudi_ds.metadata.reader import FILES_PARTITION, METADATA_FOLDER, declared_partitions
 from hudi_ds.services.base import ServiceContext, under_table_lock
 from hudi_ds.services.clean import STALE_TMP_SECONDS
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import (
     CLEAN,
+    COMMIT,
     COMPACTION,
     DELTA_COMMIT,
     REPLACE_COMMIT,
@@ -80,7 +87,13 @@ from hudi_ds.timeline.view import TableState
 
 log = logging.getLogger("hudi_ds.services")
 
-__all__ = ["ArchiveResult", "archive", "instants_to_archive"]
+__all__ = [
+    "ArchiveResult",
+    "archival_due",
+    "archive",
+    "archive_metadata_table",
+    "instants_to_archive",
+]
 
 ARCHIVE_TOKEN = "1-0-1"
 
@@ -93,11 +106,14 @@ class ArchiveResult:
         archived: requested times of the archived instants.
         archive_file: the archive log file written (relative path), or None.
         deleted: instant files deleted.
+        metadata_archived: the metadata table's archived instants.
     """
 
     archived: list[str] = field(default_factory=list)
     archive_file: str | None = None
     deleted: list[str] = field(default_factory=list)
+    #: requested times of the metadata table's instants archived with them
+    metadata_archived: list[str] = field(default_factory=list)
 
 
 def _replaced_files_remain(ctx: ServiceContext, tl: Timeline, inst: Instant) -> bool:
@@ -142,15 +158,29 @@ def _written_logs(md: CommitMetadata) -> set[str]:
     return {f for f in _written_files(md) if parse_log_file_name(file_name_of(f)) is not None}
 
 
-def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list[Instant]:
-    """The completed instants an archival now would move (see the module docstring)."""
+def instants_to_archive(
+    ctx: ServiceContext, tl: Timeline | None = None, *, data_timeline: Timeline | None = None
+) -> list[Instant]:
+    """The completed instants an archival now would move (see the module docstring).
+
+    Args:
+        ctx: the table (the data table, or with ``data_timeline`` its metadata table).
+        tl: its active timeline (``ctx.timeline()`` when None).
+        data_timeline: when ``ctx`` is a metadata table, the data table's active timeline.
+    """
     tl = tl if tl is not None else ctx.timeline()
     hi = ctx.get(ServiceConfig.KEEP_MAX_COMMITS)
     lo = ctx.get(ServiceConfig.KEEP_MIN_COMMITS)
     out: list[Instant] = []
     commits = list(tl.commits())
+    finished = tl.completed()
+    if len(commits) <= hi and all(len(finished.filter_actions(a)) <= hi for a in (CLEAN, ROLLBACK)):
+        return []  # nothing is due (without opening the metadata table)
+    bound = _archival_bound(ctx, tl, data_timeline)
+    if bound == "":
+        return []
     if len(commits) > hi:
-        limits = []
+        limits = [bound] if bound is not None else []
         pending = [i for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)]
         if pending:
             limits.append(pending[0].requested_time)
@@ -217,7 +247,63 @@ def instants_to_archive(ctx: ServiceContext, tl: Timeline | None = None) -> list
             older = first_kept is not None and i.requested_time < first_kept
             if k < n_by_count or (older and out):
                 out.append(i)
+    if bound is not None:
+        out = [i for i in out if i.requested_time < bound]
     return sorted(out)
+
+
+def _metadata_state(ctx: ServiceContext) -> TableState | None:
+    """The data table's metadata table, opened (None: it has none)."""
+    if FILES_PARTITION not in declared_partitions(ctx.config):
+        return None
+    try:
+        return TableState.open(ctx.storage.sub(METADATA_FOLDER))
+    except TableNotFoundError:
+        return None
+
+
+def _archival_bound(
+    ctx: ServiceContext, tl: Timeline, data_timeline: Timeline | None
+) -> str | None:
+    """Java ``HoodieTimelineArchiver.getInstantsToArchive``'s limits from the metadata table:
+    only instants older than the returned time are archived (None: no limit; ``""``: none).
+
+    * a data table with a metadata table: instants older than the MDT's latest compaction
+      (none before its first compaction) -- the MDT's valid instants and its catch-up need
+      the data instants its log files mirror;
+    * a metadata table: the same (its slices and log files after the latest compaction need
+      their deltacommits; Java keeps them for compaction scheduling,
+      ``CompactionUtils.getOldestInstantToRetainForCompaction``), and instants older than the
+      data table's earliest commit and earliest pending instant
+      (``TimelineUtils.getEarliestInstantForMetadataArchival``): every data instant still
+      active keeps its mirror active, so the reader's in-step check stays exact.
+    """
+    if data_timeline is None:
+        mdt = _metadata_state(ctx)
+        if mdt is None:
+            return None
+        mdt_tl = mdt.timeline
+    else:
+        mdt_tl = tl
+    compactions = mdt_tl.completed().filter_actions(COMMIT)
+    if not compactions:
+        return ""
+    bounds = [compactions.instants[-1].requested_time]
+    if data_timeline is not None:
+        beyond = ctx.get(ServiceConfig.ARCHIVE_BEYOND_SAVEPOINT)
+        saved = {sp.requested_time for sp in data_timeline.savepoints()}
+        first_commit = next(
+            (
+                i.requested_time
+                for i in data_timeline
+                if i.action in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+                and not (beyond and i.requested_time in saved)
+            ),
+            None,
+        )
+        first_pending = next((i.requested_time for i in data_timeline.pending()), None)
+        bounds += [t for t in (first_commit, first_pending) if t is not None]
+    return min(bounds)
 
 
 def _completed_before_the_rest(
@@ -445,7 +531,8 @@ def _archive_lsm(ctx: ServiceContext, tl: Timeline, chosen: list[Instant]) -> st
 
 @under_table_lock
 def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
-    """Archive the instants :func:`instants_to_archive` selects.
+    """Archive the instants :func:`instants_to_archive` selects, then those of the table's
+    metadata table (:func:`archive_metadata_table`).
 
     Resumable: a run killed at any step leaves the archive file written (or not) and some of
     the instant files deleted. Deleting pending states before completed ones (as Hudi's
@@ -460,8 +547,67 @@ def archive(ctx: ServiceContext, *, dry_run: bool = False) -> ArchiveResult:
     ctx.require_writable("archival")
     tl = ctx.timeline()
     chosen = instants_to_archive(ctx, tl)
-    if not chosen or dry_run:
+    if dry_run:
         return ArchiveResult([i.requested_time for i in chosen])
+    result = _archive_instants(ctx, tl, chosen) if chosen else ArchiveResult()
+    result.metadata_archived = archive_metadata_table(ctx).archived
+    return result
+
+
+def _metadata_context(ctx: ServiceContext) -> ServiceContext | None:
+    """The metadata table as a service context, with the archival options Java gives it
+    (``HoodieMetadataWriteUtils.createMetadataWriteConfig``: keep min/max commits the larger
+    of the metadata table's and the data table's)."""
+    state = _metadata_state(ctx)
+    if state is None:
+        return None
+    lo = max(
+        ctx.get(ServiceConfig.KEEP_MIN_COMMITS), ctx.get(ServiceConfig.METADATA_KEEP_MIN_COMMITS)
+    )
+    hi = max(
+        ctx.get(ServiceConfig.KEEP_MAX_COMMITS), ctx.get(ServiceConfig.METADATA_KEEP_MAX_COMMITS)
+    )
+    batch = ctx.get(ServiceConfig.TIMELINE_COMPACTION_BATCH_SIZE)
+    opts = Options.of(
+        {
+            ServiceConfig.KEEP_MIN_COMMITS.key: str(lo),
+            ServiceConfig.KEEP_MAX_COMMITS.key: str(max(hi, lo + 1)),
+            ServiceConfig.TIMELINE_COMPACTION_BATCH_SIZE.key: str(batch),
+        }
+    )
+    return ServiceContext(state, opts)
+
+
+def archive_metadata_table(ctx: ServiceContext) -> ArchiveResult:
+    """Archive the timeline of data table ``ctx``'s metadata table, as Java's metadata writer
+    does after its compaction and clean (``HoodieBackedTableMetadataWriter
+    .performTableServices`` -> ``writeClient.archive()``, with the metadata table's limits,
+    :func:`_archival_bound`): v6 into ``.hoodie/metadata/.hoodie/archived``, v8/v9 into the LSM
+    timeline ``.hoodie/metadata/.hoodie/timeline/history``. Runs under the data table's lock
+    (the caller's); nothing when the table has no metadata table."""
+    mctx = _metadata_context(ctx)
+    if mctx is None:
+        return ArchiveResult()
+    tl = mctx.timeline()
+    chosen = instants_to_archive(mctx, tl, data_timeline=ctx.timeline())
+    if not chosen:
+        return ArchiveResult()
+    result = _archive_instants(mctx, tl, chosen)
+    log.info("metadata table: archived %d instant(s)", len(chosen))
+    return result
+
+
+def archival_due(ctx: ServiceContext) -> bool:
+    """Whether :func:`archive` has work: instants of the table or of its metadata table."""
+    if instants_to_archive(ctx, ctx.timeline()):
+        return True
+    mctx = _metadata_context(ctx)
+    return mctx is not None and bool(
+        instants_to_archive(mctx, mctx.timeline(), data_timeline=ctx.timeline())
+    )
+
+
+def _archive_instants(ctx: ServiceContext, tl: Timeline, chosen: list[Instant]) -> ArchiveResult:
     files: list[tuple[int, str, str]] = []
     for inst in chosen:
         paths = tl.file_paths(inst.requested_time)

@@ -105,7 +105,7 @@ def mdt_files(root: Path) -> dict[str, dict[str, int]]:
             inst = tl.get(b.instant_time)
             assert inst is not None
             bases[(inst.completion_time or inst.requested_time, b.instant_time)] = n
-    (base_done, base_ts), base_name = max(bases.items())
+    (_, base_ts), base_name = max(bases.items())
     logs = []
     for n in names:
         lg = parse_log_file_name(n)
@@ -115,8 +115,9 @@ def mdt_files(root: Path) -> dict[str, dict[str, int]]:
             if lg.instant_time == base_ts:
                 logs.append(((lg.version, ""), n))
         elif lg.instant_time in deltas:
+            # Java's HoodieFileGroup: the newest base instant <= the log's completion time
             when = deltas[lg.instant_time].completion_time or ""
-            if lg.instant_time == base_ts or when > base_done:
+            if lg.instant_time == base_ts or when >= base_ts:
                 logs.append(((0, when), n))
     files_dir = root / ".hoodie" / "metadata" / "files"
     hf = read_hfile((files_dir / base_name).read_bytes())
@@ -716,3 +717,71 @@ def test_delete_partition(version: int, tmp_path: Path) -> None:
     model = apply(model, t)
     assert "p1" in mdt_files(root)
     check_rows(root, model)
+
+
+def test_deltacommit_completing_during_mdt_compaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Version 9: an MDT deltacommit T completes after MDT compaction C was requested and
+    before C completed. C's base does not hold T's records, so T's log belongs to C's slice
+    (Java's HoodieFileGroup slices by completion time against the base's *requested* time):
+    the writer's slice, the reader's slice and the test's decode agree, the writer undoes T
+    with an MDT rollback when the data write is rolled back, and everything stays in step."""
+    from hudi_ds.metadata import writer as writer_mod
+    from hudi_ds.metadata.reader import MetadataReader
+    from hudi_ds.metadata.writer import MetadataWriter
+    from hudi_ds.timeline.instant import Instant, State
+    from hudi_ds.timeline.timeline import TimelineWriter
+    from hudi_ds.timeline.view import TableState
+    from hudi_ds.write.metadata_sync import committed_listing
+
+    root = tmp_path / "t"
+    opts = options("COPY_ON_WRITE", 9)
+    model: Rows = {}
+    for k in (1, 2):
+        t = batch(k)
+        hudi_ds.write(str(root), t, opts)
+        model = apply(model, t)
+    # killed after its MDT deltacommit wrote its log, before completing it
+    assert _crash("metadata:2", lambda: hudi_ds.write(str(root), batch(3), opts)) == 137
+    mdt = Storage(str(root / ".hoodie" / "metadata"))
+    (pending,) = Timeline.load(mdt, 2, "timeline").pending()
+    t_time = pending.requested_time
+    inflight = Timeline.load(mdt, 2, "timeline").file_paths(t_time)[State.INFLIGHT]
+    content = mdt.read_bytes(inflight)
+
+    def complete_t(_name: str) -> None:  # while C is inflight
+        tl = Timeline.load(mdt, 2, "timeline")
+        if not tl.is_completed(t_time):
+            TimelineWriter(mdt, 2, "timeline").complete(
+                Instant(t_time, DELTA_COMMIT, State.INFLIGHT), content
+            )
+
+    w = MetadataWriter(TableState.open(str(root)), committed_listing)
+    monkeypatch.setattr(writer_mod, "crash_point", complete_t)
+    c_time = w.compact()
+    monkeypatch.undo()
+    tl = Timeline.load(mdt, 2, "timeline")
+    c, t_inst = tl.get(c_time), tl.get(t_time)
+    assert c is not None and t_inst is not None and c.completion_time and t_inst.completion_time
+    assert c_time < t_inst.completion_time < c.completion_time  # the case the rules differ on
+    log_t = f".files-0000-0_{t_time}.log.1_0-0-0"
+    sl = w.latest_slice()
+    assert sl.base_instant == c_time and sl.log_files == [log_t]
+    data = Storage(str(root))
+    cfg = TableConfig.load(data)
+    reader = MetadataReader.open(data, cfg, Timeline.load(data, 2, cfg.timeline_path))
+    assert reader is not None
+    (group,) = reader.file_groups
+    assert [lf.path.rsplit("/", 1)[-1] for lf in group.slice.log_files] == sl.log_files
+    # the writer reads what the reader reads (T's block is not valid: its data write is pending)
+    assert w.read_records() == reader.records()
+    # the next write rolls the killed write back: T is not compacted, an MDT rollback undoes it
+    t = batch(4)
+    hudi_ds.write(str(root), t, opts)
+    model = apply(model, t)
+    assert_in_step(root)
+    check_rows(root, model)
+    tl = Timeline.load(mdt, 2, "timeline")
+    assert tl.get(t_time) is None
+    assert not (root / ".hoodie" / "metadata" / "files" / log_t).exists()
