@@ -100,27 +100,25 @@ ALL_WRITABLE: dict[str, Fixture] = {
     **WRITABLE_1X_MDT,
 }
 
-#: run by default: one fixture of each kind (table version x table type x metadata table x
-#: key generator, meta fields or not); the rest are marked slow (Spark writes cost seconds)
+#: run by default: every v6 fixture and the 1.x ones the default run always covered, plus one
+#: of each further kind (table version x table type x metadata table x key generator, meta
+#: fields or not, replaced file groups); the rest are marked slow (each costs about a second
+#: of Spark writes, the whole file runs in about 90 s)
 DEFAULT_RUN = frozenset(
     {
-        # v6: COW/MOR x simple/complex/nonpartitioned/timestamp, no meta fields
-        "cow_v6_timebasedkeygen_nonhivestyle",
-        "mor_parquet_v6_complexkeygen_hivestyle",
-        "cow_v6_simplekeygen_hivestyle_no_metafields",
-        "mor_parquet_v6_nonpartitioned",
-        # v8 without a metadata table: COW complex, MOR simple, no meta fields
+        *WRITABLE,
+        # v8/v9 without a metadata table: COW complex, MOR simple, no meta fields
         "cow_v8_complexkeygen_hivestyle",
         "mor_avro_v8_trips_8i1u",
         "cow_v8_simplekeygen_hivestyle_no_metafields",
-        # v9 without a metadata table
         "cow_v9_txns_simple_nometa",
         "mor_avro_v9_txns_complex_nometa",
-        # with a metadata table: v8 MOR, v9 COW/MOR, timestamp key generator
+        # with a metadata table: v8 MOR, v9 COW/MOR, timestamp key generator, replacecommits
         "mor_avro_v8_trips_8i3u1d",
         "cow_v9_txns_complex_meta",
         "mor_avro_v9_txns_nonpart_meta",
         "mor_avro_v9_timebasedkeygen_nonhivestyle",
+        "cow_v9_txns_simple_overwrite",
     }
 )
 
