@@ -2,8 +2,10 @@
 
 The scenario and the independent model of tests/write/fixture_model.py (upsert with updates of
 existing keys -- one carrying an older ordering value --, new keys and a new partition; a second
-upsert; a delete), run through Spark with the rows spread over two tasks, read back by hudi_ds
-and by hudi-rs. Refused fixtures fail ``save()`` and stay byte-for-byte unchanged.
+upsert; a delete), run through Spark with the rows spread over two tasks into every fixture
+hudi_ds writes (with or without a metadata table), read back by hudi_ds and by hudi-rs with
+``hoodie.metadata.enable`` false and true. Refused fixtures fail ``save()`` and stay
+byte-for-byte unchanged.
 """
 
 from __future__ import annotations
@@ -12,19 +14,26 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import hudi_ds
 from hudi_ds.api import HudiTable
 from tests.conftest import hudi_rs_table
+from tests.metadata.test_writer import assert_in_step
 from tests.write.fixture_model import (
     REFUSED,
+    REFUSED_1X,
+    TIMESTAMP_RECORDED_AS_STRING,
     WRITABLE,
     WRITABLE_1X,
+    WRITABLE_1X_TIMESTAMP,
+    Fixture,
     check_merge_mode,
     check_payload,
     data_row_set,
     read_props,
+    rows_without_keys,
     scenario,
     tree_hashes,
 )
@@ -39,69 +48,167 @@ def _save(spark: Any, rows: Any, root: Path, options: dict[str, str]) -> None:
     df.write.format("hudi_py").mode("append").options(**options).save(str(root))
 
 
-@pytest.mark.parametrize("name", sorted(WRITABLE))
-def test_spark_upsert_and_delete_into_v6_fixture(spark: Any, name: str, tmp_path: Path) -> None:
-    fx = WRITABLE[name]
-    root = unzip(name, tmp_path)
-    check_payload(read_props(root))
-    sc = scenario(name, fx, HudiTable(str(root)).read())
-    options = dict(fx.options)
-    _save(spark, sc.upsert, root, options)
-    _save(spark, sc.upsert2, root, options)
-    _save(spark, sc.delete, root, {**options, "hoodie.datasource.write.operation": "delete"})
-    assert data_row_set(hudi_ds.read(str(root))) == sc.expected
-    assert data_row_set(hudi_rs_table(str(root))) == sc.expected
-    if not fx.meta_fields:
-        assert_no_meta_values(root)
+_TXNS_MDT = dict(
+    keys=("txn_id",), ordering="txn_ts", change="merchant_name", event_time=True, hive=True
+)
+#: the Hudi 1.x fixtures with a metadata table hudi_ds writes (keeping the metadata table in
+#: step; tests/metadata/test_writer.MDT_FIXTURES_1X), beside the timestamp-keygen ones of
+#: WRITABLE_1X_TIMESTAMP: their hoodie.properties as the model needs them
+WRITABLE_1X_MDT: dict[str, Fixture] = {
+    "mor_avro_v8_trips_8i3u1d": Fixture(
+        keys=("uuid",),
+        parts=("city",),
+        keygen="simple",
+        hive=True,
+        ordering="ts",
+        change="rider",
+        new_partition="new_city",
+        event_time=True,
+    ),
+    "mor_avro_v9_nonpartitioned_rollback": Fixture(
+        **_TXNS_MDT,  # type: ignore[arg-type]
+        parts=(),
+        keygen="nonpartitioned",
+    ),
+}
+for _t in ("cow", "mor_avro"):
+    WRITABLE_1X_MDT[f"{_t}_v9_txns_simple_meta"] = Fixture(
+        **_TXNS_MDT,  # type: ignore[arg-type]
+        parts=("region",),
+        keygen="simple",
+        new_partition="new_region",
+    )
+    WRITABLE_1X_MDT[f"{_t}_v9_txns_complex_meta"] = Fixture(
+        **{**_TXNS_MDT, "keys": ("txn_id", "account_id")},  # type: ignore[arg-type]
+        parts=("region",),
+        keygen="complex",
+        new_partition="new_region",
+    )
+    WRITABLE_1X_MDT[f"{_t}_v9_txns_nonpart_meta"] = Fixture(
+        **_TXNS_MDT,  # type: ignore[arg-type]
+        parts=(),
+        keygen="nonpartitioned",
+    )
+    WRITABLE_1X_MDT[f"{_t}_v9_txns_simple_overwrite"] = Fixture(
+        **{**_TXNS_MDT, "hive": False},  # type: ignore[arg-type]
+        parts=("region",),
+        keygen="simple",
+        new_partition="new_region",
+    )
 
+#: every fixture hudi_ds writes, of every table version
+ALL_WRITABLE: dict[str, Fixture] = {
+    **WRITABLE,
+    **WRITABLE_1X,
+    **WRITABLE_1X_TIMESTAMP,
+    **WRITABLE_1X_MDT,
+}
 
-SPARK_1X = (
-    "cow_v8_complexkeygen_hivestyle",
-    "mor_avro_v8_trips_8i1u",
-    "cow_v8_simplekeygen_hivestyle_no_metafields",
-    "cow_v9_txns_simple_nometa",
-    "mor_avro_v9_txns_complex_nometa",
+#: run by default: every v6 fixture and the 1.x ones the default run always covered, plus one
+#: of each further kind (table version x table type x metadata table x key generator, meta
+#: fields or not, replaced file groups); the rest are marked slow (each costs about a second
+#: of Spark writes, the whole file runs in about 90 s)
+DEFAULT_RUN = frozenset(
+    {
+        *WRITABLE,
+        # v8/v9 without a metadata table: COW complex, MOR simple, no meta fields
+        "cow_v8_complexkeygen_hivestyle",
+        "mor_avro_v8_trips_8i1u",
+        "cow_v8_simplekeygen_hivestyle_no_metafields",
+        "cow_v9_txns_simple_nometa",
+        "mor_avro_v9_txns_complex_nometa",
+        # with a metadata table: v8 MOR, v9 COW/MOR, timestamp key generator, replacecommits
+        "mor_avro_v8_trips_8i3u1d",
+        "cow_v9_txns_complex_meta",
+        "mor_avro_v9_txns_nonpart_meta",
+        "mor_avro_v9_timebasedkeygen_nonhivestyle",
+        "cow_v9_txns_simple_overwrite",
+    }
 )
 
 
-@pytest.mark.parametrize("name", SPARK_1X)
-def test_spark_upsert_and_delete_into_1x_fixture(spark: Any, name: str, tmp_path: Path) -> None:
-    """Table versions 8 and 9 through Spark: the event-time model (the late update loses),
-    read back by hudi_ds and hudi-rs; the table stays at its version."""
-    fx = WRITABLE_1X[name]
+def _param(name: str) -> Any:
+    return pytest.param(name, marks=() if name in DEFAULT_RUN else pytest.mark.slow)
+
+
+def test_every_fixture_is_covered_through_spark() -> None:
+    """Each fixture table is written or refused here, and the default run keeps one of each
+    kind."""
+    from tests.metadata.test_writer import MDT_FIXTURES_1X
+    from tests.write.test_fixture_writes import fixture_names
+
+    assert set(WRITABLE_1X_MDT) | set(WRITABLE_1X_TIMESTAMP) == set(MDT_FIXTURES_1X)
+    refused = {*REFUSED, *REFUSED_1X, *TIMESTAMP_RECORDED_AS_STRING}
+    assert sorted(fixture_names("6|8|9")) == sorted({*ALL_WRITABLE, *refused})
+    assert set(ALL_WRITABLE) >= DEFAULT_RUN
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in sorted(ALL_WRITABLE)])
+def test_spark_upsert_and_delete_into_fixture(spark: Any, name: str, tmp_path: Path) -> None:
+    """Upsert, upsert again, delete through ``df.write.format("hudi_py")``; hudi_ds and hudi-rs
+    with and without the metadata table read exactly the model's rows. The table keeps its
+    version; a metadata table stays in step; a table without meta fields gets null meta
+    values."""
+    fx = ALL_WRITABLE[name]
     root = unzip(name, tmp_path)
     before = read_props(root)
-    check_merge_mode(before, fx)
+    if name in WRITABLE:
+        check_payload(before)
+    else:
+        check_merge_mode(before, fx)
+    has_mdt = (root / ".hoodie" / "metadata").is_dir()
     sc = scenario(name, fx, HudiTable(str(root)).read())
     options = dict(fx.options)
     _save(spark, sc.upsert, root, options)
     _save(spark, sc.upsert2, root, options)
     _save(spark, sc.delete, root, {**options, "hoodie.datasource.write.operation": "delete"})
     assert data_row_set(hudi_ds.read(str(root))) == sc.expected
-    assert data_row_set(hudi_rs_table(str(root))) == sc.expected
+    for mdt in ("false", "true"):
+        got = hudi_rs_table(str(root), {"hoodie.metadata.enable": mdt})
+        assert data_row_set(got) == sc.expected, f"hudi-rs, hoodie.metadata.enable={mdt}"
     assert read_props(root)["hoodie.table.version"] == before["hoodie.table.version"]
+    if has_mdt:
+        assert_in_step(root)
     if not fx.meta_fields:
         assert_no_meta_values(root)
 
 
-def test_spark_refuses_lance_table_unchanged(spark: Any, tmp_path: Path) -> None:
-    root = unzip("mor_avro_v9_trips_lance", tmp_path)
-    before = tree_hashes(root)
-    data = pa.table({"uuid": ["x"], "ts": [1], "city": ["c"]})
-    with pytest.raises(Exception, match="LANCE base files.*pylance"):
-        _save(spark, data, root, {})
-    assert tree_hashes(root) == before
+def _refused_cases() -> list[Any]:
+    """(fixture, operation, error pattern, options): every refused fixture, the upsert and
+    (where Java refuses it too) the delete."""
+    cases = [(n, op, m, o) for n, (m, o) in REFUSED.items() for op in ("upsert", "delete")]
+    cases += [(n, op, m, o) for n, (m, o) in REFUSED_1X.items() for op in ("upsert", "delete")]
+    cases += [
+        (n, "upsert", f"partition column '{c}'.*Spark SQL", {})
+        for n, c in TIMESTAMP_RECORDED_AS_STRING.items()
+    ]
+    default = {
+        "cow_0x_partitioned",
+        "mor_avro_v9_trips_lance",
+        "cow_v9_timebasedkeygen_epochmillis",
+    }
+    return [
+        pytest.param(*c, marks=() if c[0] in default and c[1] == "upsert" else pytest.mark.slow)
+        for c in sorted(cases, key=lambda c: (c[0], c[1]))
+    ]
 
 
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_spark_refused_v6_fixture_stays_unchanged(spark: Any, name: str, tmp_path: Path) -> None:
-    match, options = REFUSED[name]
+@pytest.mark.parametrize(("name", "operation", "match", "options"), _refused_cases())
+def test_spark_refused_fixture_stays_unchanged(
+    spark: Any, name: str, operation: str, match: str, options: dict[str, str], tmp_path: Path
+) -> None:
+    """Lance base files, Hudi-generated record keys, a timestamp partition column Hudi turned
+    to string: ``save()`` fails naming why, and the table stays byte-for-byte unchanged."""
     root = unzip(name, tmp_path)
     before = tree_hashes(root)
-    rows = hudi_ds.read(str(root))
-    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    if "LANCE" in match:
+        data = pa.table({"uuid": ["x"], "ts": [1], "city": ["c"]})
+    else:
+        rows = hudi_ds.read(str(root))
+        data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+        data = data.slice(0, 2)
     with pytest.raises(Exception, match=match):
-        _save(spark, data.slice(0, 2), root, options)
+        _save(spark, data, root, {**options, "hoodie.datasource.write.operation": operation})
     assert tree_hashes(root) == before
 
 
@@ -130,3 +237,39 @@ def test_spark_bucket_pruning_only_for_bucket_tables(tmp_path: Path) -> None:
     asked = {"hoodie.bucket.index.num.buckets": "4"}
     assert bucket_config(ReadableTable(str(tmp_path / "s")), asked) is None
     assert bucket_config(ReadableTable(str(tmp_path / "b")), asked) == (4, ["id"])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=() if "epochmillis" in n else pytest.mark.slow)
+        for n in sorted(TIMESTAMP_RECORDED_AS_STRING)
+    ],
+)
+def test_spark_delete_from_timestamp_keygen_fixture_recorded_as_string(
+    spark: Any, name: str, tmp_path: Path
+) -> None:
+    """The delete Java still does on these tables (keys built from the input's own schema):
+    the column as read (strings) is refused unchanged, the original int64 deletes; hudi_ds and
+    hudi-rs with and without the metadata table read the fixture's rows without those keys."""
+    column = TIMESTAMP_RECORDED_AS_STRING[name]
+    root = unzip(name, tmp_path)
+    before = tree_hashes(root)
+    rows = hudi_ds.read(str(root))
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    keys = data["txn_id"].to_pylist()
+    single = [k for k in sorted(set(keys)) if keys.count(k) == 1]
+    gone = data.filter(pc.is_in(data["txn_id"], pa.array(single[-2:])))
+    assert gone.num_rows == 2
+    delete = {"hoodie.datasource.write.operation": "delete"}
+    with pytest.raises(Exception, match=f"partition column '{column}' has type string"):
+        _save(spark, gone, root, delete)
+    assert tree_hashes(root) == before
+    epochs = gone.set_column(gone.column_names.index(column), column, gone[column].cast(pa.int64()))
+    _save(spark, epochs, root, delete)
+    expected = rows_without_keys(name, set(single[-2:]))
+    assert data_row_set(hudi_ds.read(str(root))) == expected
+    for mdt in ("false", "true"):
+        got = hudi_rs_table(str(root), {"hoodie.metadata.enable": mdt})
+        assert data_row_set(got) == expected, f"hudi-rs, hoodie.metadata.enable={mdt}"
+    assert_in_step(root)
