@@ -716,3 +716,33 @@ def test_delete_partition(version: int, tmp_path: Path) -> None:
     model = apply(model, t)
     assert "p1" in mdt_files(root)
     check_rows(root, model)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_resumed_rollback_of_completed_tombstones_every_file(
+    table_type: str, version: int, tmp_path: Path
+) -> None:
+    """A rollback of a completed commit killed half way through its deletes, then run again:
+    the files the first attempt deleted are tombstoned in the MDT too."""
+    root = tmp_path / "t"
+    opts = options(table_type, version, bucket=False)
+    model: Rows = {}
+    insts = []
+    for k in (1, 2, 3):
+        t = batch(k, n=30)
+        insts.append(hudi_ds.write(str(root), t, opts))
+        if k < 3:
+            model = apply(model, t)
+    last = insts[-1]
+    code = _crash(
+        "rollback:3", lambda: rollback.rollback(ServiceContext.open(str(root), opts), last)
+    )
+    assert code == 137
+    rollback.rollback(ServiceContext.open(str(root), opts), last)
+    assert_in_step(root)
+    check_rows(root, model)
+    t = batch(4)
+    hudi_ds.write(str(root), t, opts)
+    assert_in_step(root)
+    check_rows(root, apply(model, t))
