@@ -17,6 +17,7 @@ import pytest
 import hudi_ds
 from hudi_ds import faults
 from hudi_ds.api import HudiTable
+from hudi_ds.errors import TimelineError
 from hudi_ds.faults import ENV
 from hudi_ds.layout.hfile import read_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
@@ -746,3 +747,42 @@ def test_resumed_rollback_of_completed_tombstones_every_file(
     hudi_ds.write(str(root), t, opts)
     assert_in_step(root)
     check_rows(root, apply(model, t))
+
+
+def test_unschedule_compaction_v6_keeps_the_mdt_true(tmp_path: Path) -> None:
+    """Version 6: unscheduling a compaction with log files on top of it would rename committed
+    files the MDT cannot record -- refused before anything changes; without logs on top it
+    works. Either way the MDT listing equals storage and reads are exact."""
+    root = tmp_path / "t"
+    opts = options("MERGE_ON_READ", 6, bucket=True)
+    model: Rows = {}
+    for k in (1, 2):
+        t = batch(k)
+        hudi_ds.write(str(root), t, opts)
+        model = apply(model, t)
+    ctx = ServiceContext.open(str(root), opts)
+    c = compaction.schedule_compaction(ctx)
+    assert c is not None
+    t = batch(3)
+    hudi_ds.write(str(root), t, opts)
+    model = apply(model, t)
+    with pytest.raises(TimelineError, match=f"cannot unschedule compaction {c}.*metadata table"):
+        compaction.unschedule_compaction(ServiceContext.open(str(root), opts), c)
+    assert_in_step(root)
+    # hudi-rs does not merge a v6 slice under a pending compaction with the one before it:
+    # hudi_ds only here, both once the compaction ran
+    assert_rows(hudi_ds.read(str(root), columns=COLS), list(model.values()), COLS)
+    assert HudiTable(str(root)).timeline.get(c) is not None
+    compaction.run_compaction(ServiceContext.open(str(root), opts))
+    assert_in_step(root)
+    check_rows(root, model)
+    # a plan with nothing written on top of it: unscheduled, nothing renamed
+    c2 = compaction.schedule_compaction(ServiceContext.open(str(root), opts))
+    assert c2 is not None
+    moved = compaction.unschedule_compaction(ServiceContext.open(str(root), opts), c2)
+    assert moved == []
+    t = batch(4)
+    hudi_ds.write(str(root), t, opts)
+    model = apply(model, t)
+    assert_in_step(root)
+    check_rows(root, model)
