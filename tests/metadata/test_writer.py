@@ -786,3 +786,50 @@ def test_unschedule_compaction_v6_keeps_the_mdt_true(tmp_path: Path) -> None:
     model = apply(model, t)
     assert_in_step(root)
     check_rows(root, model)
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_catch_up_replays_what_the_reader_misses(version: int, tmp_path: Path) -> None:
+    """A write requested before the MDT existed and completed after its bootstrap by a writer
+    without the hook: the next write replays it (the catch-up and the reader share one rule
+    of what the bootstrap covers), the reader is in step and the listing exact."""
+    from hudi_ds.metadata.reader import MetadataReader
+    from hudi_ds.write.client import WriteClient
+    from tests.conftest import OCC_OPTIONS
+
+    root = tmp_path / "t"
+    opts = {**options("COPY_ON_WRITE", version, bucket=False), **OCC_OPTIONS}
+    model: Rows = {}
+    t = batch(1)
+    hudi_ds.write(str(root), t, {**opts, "hoodie.metadata.enable": "false"})
+    model = apply(model, t)
+    foreign = WriteClient(str(root), opts)
+    rows = pa.table(
+        {
+            "id": ["x1", "x2", "x3"],
+            "ts": pa.array([7, 7, 7], pa.int64()),
+            "p": ["px", "px", "px"],
+            "v": [7.0, 7.5, 8.0],
+        }
+    )
+    t1 = foreign.start(rows.schema)
+    task = foreign.task_writer(t1)
+    task.write(rows)
+    statuses = task.close()
+    t = batch(2)
+    hudi_ds.write(str(root), t, opts)  # creates the MDT: T1 is pending, not in its bootstrap
+    model = apply(model, t)
+    foreign.table_state().before_complete = None  # T1 completes without the hook
+    foreign.commit(t1, statuses)
+    model = apply(model, rows)
+    t = batch(3)
+    hudi_ds.write(str(root), t, opts)
+    model = apply(model, t)
+    assert_in_step(root)
+    storage = Storage(str(root))
+    cfg = TableConfig.load(storage)
+    reader = MetadataReader.open(
+        storage, cfg, Timeline.load(storage, cfg.timeline_layout_version, cfg.timeline_path)
+    )
+    assert reader is not None and reader.in_step
+    check_rows(root, model)
