@@ -30,7 +30,7 @@ when it is not.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TableNotFoundError
@@ -462,13 +462,10 @@ def valid_instants(
     return frozenset(valid)
 
 
-def lagging_instants(data_timeline: Timeline, mdt_timeline: Timeline) -> list[str]:
-    """Completed file-changing data instants the MDT does not cover, oldest first: those that
-    completed after its bootstrap and have no completed MDT instant of the same time (any
-    action: the MDT mirrors data instant T as deltacommit T, or as rollback T of its own
-    deltacommit for a rolled-back instant).
-
-    What the bootstrap covers (the first completed instant on the MDT's active timeline):
+def bootstrap_covers(mdt_timeline: Timeline) -> Callable[[Instant], bool]:
+    """Whether the bootstrap of the MDT with timeline ``mdt_timeline`` (the first completed
+    instant on its active timeline) covers completed data instant ``i``; the one rule the
+    reader (:func:`lagging_instants`) and the writer's catch-up share.
 
     * a bootstrap named after a data instant (Java names it ``<latest completed data
       instant><3-digit suffix>`` when it creates the MDT of a table that has commits), or the
@@ -478,23 +475,35 @@ def lagging_instants(data_timeline: Timeline, mdt_timeline: Timeline) -> list[st
       completed before it did (completion times); on layout 1 (no completion times) those
       requested before the first data instant the MDT mirrors -- every later one is mirrored
       by the writer's hook, so a bootstrap with nothing mirrored yet covers the table.
+
+    An MDT without a completed instant covers nothing.
     """
     done = mdt_timeline.completed()
     first = done.first()
-    changing = [i for i in data_timeline.completed() if i.action in FILE_CHANGING_ACTIONS]
     if first is None:
-        return [i.requested_time for i in changing]
+        return lambda _i: False
     start = first.requested_time
-    mirrored = {i.requested_time for i in done}
+    if not start.startswith(SOLO_COMMIT_TIMESTAMP):
+        return lambda i: i.requested_time <= start
+    if mdt_timeline.layout_version >= 2 and first.completion_time:
+        boot_done = first.completion_time
+        return lambda i: (i.completion_time or i.requested_time) < boot_done
+    real = [
+        i.requested_time for i in done if not i.requested_time.startswith(SOLO_COMMIT_TIMESTAMP)
+    ]
+    floor = min(real) if real else None
+    return lambda i: floor is None or i.requested_time < floor
 
-    def covered(i: Instant) -> bool:
-        if not start.startswith(SOLO_COMMIT_TIMESTAMP):
-            return i.requested_time <= start
-        if mdt_timeline.layout_version >= 2 and first.completion_time:
-            return (i.completion_time or i.requested_time) < first.completion_time
-        real = [t for t in mirrored if not t.startswith(SOLO_COMMIT_TIMESTAMP)]
-        return not real or i.requested_time < min(real)
 
+def lagging_instants(data_timeline: Timeline, mdt_timeline: Timeline) -> list[str]:
+    """Completed file-changing data instants the MDT does not cover, oldest first: those its
+    bootstrap does not cover (:func:`bootstrap_covers`) that have no completed MDT instant of
+    the same time (any action: the MDT mirrors data instant T as deltacommit T, or as
+    rollback T of its own deltacommit for a rolled-back instant)."""
+    covered = bootstrap_covers(mdt_timeline)
+    mirrored = {i.requested_time for i in mdt_timeline.completed()}
     return [
-        i.requested_time for i in changing if i.requested_time not in mirrored and not covered(i)
+        i.requested_time
+        for i in data_timeline.completed()
+        if i.action in FILE_CHANGING_ACTIONS and i.requested_time not in mirrored and not covered(i)
     ]

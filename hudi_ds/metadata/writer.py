@@ -55,7 +55,12 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
 )
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
-from hudi_ds.metadata.reader import MetadataReader, completed_or_archived, files_slices
+from hudi_ds.metadata.reader import (
+    MetadataReader,
+    completed_or_archived,
+    files_slices,
+    lagging_instants,
+)
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
     PARTITION_LIST,
@@ -476,20 +481,15 @@ class MetadataWriter:
 
     def _catch_up(self, exclude: str, mdt: Timeline) -> bool:
         """Apply completed data instants the MDT misses (a table service or rollback that ran
-        without the hook), oldest first; whether there were any. Instants older than the MDT's
-        first mirrored instant are covered by its bootstrap listing."""
-        mirrored = {
-            i.requested_time for i in mdt.completed().filter_actions(DELTA_COMMIT, ROLLBACK)
-        }
-        real = sorted(t for t in mirrored if t >= _SYNTHETIC_MAX)
-        if not real:
-            return False
-        floor = real[0]
+        without the hook, a write completed by a writer without it), oldest first; whether
+        there were any. Exactly what the reader counts as missing
+        (:func:`~hudi_ds.metadata.reader.lagging_instants`, one rule of what the bootstrap
+        covers), so that the MDT is in step afterwards."""
         applied = False
         data = self.state.timeline
-        for inst in data.completed():
-            ts = inst.requested_time
-            if ts <= floor or ts == exclude or ts in mirrored or inst.action not in _MIRRORED:
+        for ts in lagging_instants(data, mdt):
+            inst = data.get(ts)
+            if ts == exclude or inst is None or inst.action not in _MIRRORED:
                 continue
             path = data.file_paths(ts).get(State.COMPLETED)
             if path is None:

@@ -75,6 +75,7 @@ from hudi_ds.layout.naming import (
     partition_of,
 )
 from hudi_ds.layout.parquet import write_base_file
+from hudi_ds.metadata.writer import METADATA_PARTITIONS_KEY
 from hudi_ds.schema import (
     FILENAME_METADATA_FIELD,
     avro_to_arrow_schema,
@@ -824,11 +825,32 @@ def unschedule_compaction(ctx: ServiceContext, instant: str) -> list[tuple[str, 
             f"cannot unschedule compaction {instant} while writes are pending: "
             f"{', '.join(i.requested_time for i in pending)}"
         )
-    if inst.is_inflight:
-        rollback_inflight_compaction(ctx, instant)
     plan = tl.read_compaction_plan(instant)
     storage = ctx.storage
     view = FileSystemView(storage, ctx.config)
+    if ctx.layout == 1 and ctx.config.get(METADATA_PARTITIONS_KEY):
+        # the renames below are no instant of the data timeline, so nothing can mirror them
+        # into the MDT (its records are only valid for data instants), and the MDT would
+        # go on listing the old names. Refuse before anything changes instead.
+        fids = {(op.partition_path or "", op.file_id or "") for op in plan.operations or []}
+        on_top = [
+            lf.path
+            for partition in sorted({p for p, _ in fids})
+            for g in view.file_groups(partition)
+            if (partition, g.file_id) in fids
+            for lf in g.log_files
+            if lf.instant_time == instant
+        ]
+        if on_top:
+            raise TimelineError(
+                f"cannot unschedule compaction {instant}: {len(on_top)} log file(s) written on "
+                f"top of it (e.g. {on_top[0]}) would have to be renamed, which the metadata "
+                "table cannot record on table version 6; run the compaction instead, or "
+                "disable the metadata table (hoodie.metadata.enable=false) first"
+            )
+    if inst.is_inflight:
+        rollback_inflight_compaction(ctx, instant)
+        view = FileSystemView(storage, ctx.config)
     renamed: list[tuple[str, str]] = []
     # layout 2 names log files after their writer and slices them by completion time: with
     # the plan gone, the logs on top of it fall back into the previous slice by themselves

@@ -163,6 +163,15 @@ def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
     return None
 
 
+def _delete(storage: Storage, f: str) -> bool:
+    """Delete planned file ``f``; True when it is gone afterwards. A file already gone counts as
+    deleted: a rollback resumed after a crash finds the first attempt's deletes done, and its
+    metadata (hence the MDT's tombstones) must still name them (Java
+    ``BaseRollbackHelper.deleteFiles``: a FileNotFoundException counts as deleted, "if first
+    rollback attempt failed and retried again, chances that some files are already deleted")."""
+    return storage.delete(f) or not storage.exists(f)
+
+
 def _revert_compaction_attempt(
     storage: Storage,
     config: TableConfig,
@@ -177,7 +186,7 @@ def _revert_compaction_attempt(
     )
     deleted: dict[str, list[str]] = {}
     for f in sorted(files):
-        if storage.delete(f):
+        if _delete(storage, f):
             deleted.setdefault(partition_of(f), []).append(f)
     delete_markers(storage, ts)
     writer = TimelineWriter(storage, config.timeline_layout_version, config.timeline_path)
@@ -333,7 +342,7 @@ def execute_rollback(
     for n, f in enumerate(files):
         if n == len(files) // 2:
             crash_point("rollback")
-        if storage.delete(f):
+        if _delete(storage, f):
             deleted.setdefault(partition_of(f), []).append(f)
     appended = append_rollback_blocks(storage, rollback_time, instant, command_logs)
     if target is not None:
