@@ -284,23 +284,23 @@ class MetadataWriter:
         self.state.config = update_table_config(self.state.storage, updates, deletes)
 
     # -- entry points ---------------------------------------------------------------------------
-    def prepare(self) -> None:
-        """Apply ``hoodie.metadata.enable=false`` when a writer opens the table: the MDT is
-        deleted (Java deletes it when a writer disables it). Everything else waits for the
-        first :meth:`update` (a write)."""
-        if self.enable is False:
-            self.delete()
-
     def update(self, done: Instant, content: bytes) -> None:
         """The :attr:`TableState.before_complete` hook: mirror data instant ``done``.
 
-        Creates the MDT first when ``hoodie.metadata.enable=true`` and the table has none, or
-        when it has an incomplete one (from the committed files, ``done`` excluded); otherwise
+        ``hoodie.metadata.enable=false`` deletes the MDT here (a write's commit point), not
+        when the table is opened. Creates the MDT first when ``hoodie.metadata.enable=true``
+        and the table has none, or when it has an incomplete one (from the committed files,
+        ``done`` excluded); otherwise
         removes MDT partitions hudi_ds does not maintain and undoes MDT instants a crash left
         pending. Then applies completed data instants the MDT misses, compacts the MDT when
         due, and writes and completes the deltacommit of ``done``.
         """
-        if self.enable is False or done.action not in _MIRRORED:
+        if self.enable is False:
+            # applied here, at a write's commit point (under the table lock with several
+            # writers, after its version checks), never when a table is only opened
+            self.delete()
+            return
+        if done.action not in _MIRRORED:
             return
         if not self.present():
             # declared but missing, or a folder hoodie.properties does not declare (an MDT of
@@ -400,7 +400,7 @@ class MetadataWriter:
         """Remove the MDT as Java does when a writer disables it (reference 6.3): clear
         ``hoodie.table.metadata.partitions`` (and ``.inflight``), then delete
         ``.hoodie/metadata`` (a crash in between leaves an undeclared folder, removed by the
-        next :meth:`prepare`)."""
+        next write)."""
         had = self.declared or self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY)
         if had:
             self._update_config(deletes=[METADATA_PARTITIONS_KEY, METADATA_PARTITIONS_INFLIGHT_KEY])

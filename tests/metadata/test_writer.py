@@ -716,3 +716,25 @@ def test_delete_partition(version: int, tmp_path: Path) -> None:
     model = apply(model, t)
     assert "p1" in mdt_files(root)
     check_rows(root, model)
+
+
+def test_enable_false_waits_for_a_write(tmp_path: Path) -> None:
+    """Opening a table with hoodie.metadata.enable=false (services context, read-only CLI
+    commands) leaves its MDT alone; the first write deletes it and readers list storage."""
+    from hudi_ds.cli import main
+
+    root = tmp_path / "t"
+    opts = options("MERGE_ON_READ", 9)
+    hudi_ds.write(str(root), batch(1), opts)
+    mdt = root / ".hoodie" / "metadata"
+    assert mdt.exists()
+    off = {"hoodie.metadata.enable": "false"}
+    ServiceContext.open(str(root), off)
+    assert main(["compact", "show", str(root), "-o", "hoodie.metadata.enable=false"]) == 0
+    assert mdt.exists()
+    assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) == "files"
+    assert_in_step(root)
+    hudi_ds.write(str(root), batch(2), {**opts, **off})
+    assert not mdt.exists()
+    assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) is None
+    check_rows(root, apply(apply({}, batch(1)), batch(2)))
