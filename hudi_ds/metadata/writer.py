@@ -295,6 +295,9 @@ class MetadataWriter:
         pending. Then applies completed data instants the MDT misses, compacts the MDT when
         due, and writes and completes the deltacommit of ``done``.
         """
+        # hoodie.properties as it is now: another writer may have enabled or disabled the MDT
+        # since this state opened the table (the hook runs under the table lock)
+        self.state.config = TableConfig.load(self.state.storage)
         if self.enable is False:
             # applied here, at a write's commit point (under the table lock with several
             # writers, after its version checks), never when a table is only opened

@@ -738,3 +738,28 @@ def test_enable_false_waits_for_a_write(tmp_path: Path) -> None:
     assert not mdt.exists()
     assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) is None
     check_rows(root, apply(apply({}, batch(1)), batch(2)))
+
+
+def test_hook_reads_current_properties(tmp_path: Path) -> None:
+    """Two writers: while the first one writes (its hoodie.properties read at open, MDT
+    declared), the second disables the MDT. The first one's commit acts on the properties of
+    now: it does not rebuild the MDT the other writer deleted."""
+    from hudi_ds.write.client import WriteClient
+    from tests.conftest import OCC_OPTIONS
+
+    root = tmp_path / "t"
+    opts = {**options("COPY_ON_WRITE", 9), **OCC_OPTIONS}
+    hudi_ds.write(str(root), batch(1), opts)
+    keep = {k: v for k, v in opts.items() if k != "hoodie.metadata.enable"}
+    first = WriteClient(str(root), keep)
+    t = batch(2, 3)
+    i1 = first.start(t.schema)
+    w = first.task_writer(i1)
+    w.write(t)
+    other = batch(3).set_column(2, "p", pa.array(["p9"] * batch(3).num_rows))  # no conflict
+    hudi_ds.write(str(root), other, {**opts, "hoodie.metadata.enable": "false"})
+    assert not (root / ".hoodie" / "metadata").exists()
+    first.commit(i1, w.close())
+    assert not (root / ".hoodie" / "metadata").exists()
+    assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) is None
+    check_rows(root, apply(apply(apply({}, batch(1)), other), t))
