@@ -42,7 +42,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from hudi_ds.errors import CorruptFileError
+from hudi_ds.errors import CorruptFileError, MissingFileError
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.bloom import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import read_hfile, write_hfile
@@ -305,6 +305,29 @@ class MetadataWriter:
             return
         if done.action not in _MIRRORED:
             return
+        try:
+            self._apply(done, content)
+        except (CorruptFileError, MissingFileError, OSError) as e:
+            # An MDT that cannot be read or written (a lost base HFile, a damaged block): Java
+            # fails the data commit (HoodieBackedTableMetadataWriter.update* ->
+            # HoodieMetadataException out of BaseHoodieWriteClient.writeTableMetadata; only a
+            # failed *initialization* is logged and skipped, and
+            # hoodie.metadata.ignore.spurious.deletes only tolerates deletes of files the MDT
+            # does not list), which blocks every later write. hudi_ds instead drops the MDT so
+            # no reader sees a stale listing, and the data commit goes on (readers list storage).
+            log.warning(
+                "%s: the metadata table cannot be updated (%s: %s); deleting it -- readers "
+                "list the storage until a write with hoodie.metadata.enable=true or "
+                "`hudi-py metadata --rebuild %s` rebuilds it",
+                self.state.storage.base_uri,
+                type(e).__name__,
+                e,
+                self.state.storage.base_uri,
+            )
+            self.delete()
+
+    def _apply(self, done: Instant, content: bytes) -> None:
+        """:meth:`update` with the MDT in use (errors reading or writing it propagate)."""
         if not self.present():
             # declared but missing, or a folder hoodie.properties does not declare (an MDT of
             # Hudi < 0.11, or an interrupted creation): rebuilt from the committed files

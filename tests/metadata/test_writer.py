@@ -763,3 +763,31 @@ def test_hook_reads_current_properties(tmp_path: Path) -> None:
     assert not (root / ".hoodie" / "metadata").exists()
     assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) is None
     check_rows(root, apply(apply(apply({}, batch(1)), other), t))
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_damaged_mdt_dropped_and_write_goes_on(
+    version: int, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The MDT's base HFile lost: the next write warns (naming the error and the rebuild
+    command), deletes the MDT and commits; readers list storage; enable=true rebuilds it."""
+    root = tmp_path / "t"
+    opts = options("MERGE_ON_READ", version)
+    hudi_ds.write(str(root), batch(1), opts)
+    files = root / ".hoodie" / "metadata" / "files"
+    for f in files.iterdir():
+        if parse_base_file_name(f.name) is not None:
+            f.unlink()
+    keep = {k: v for k, v in opts.items() if k != "hoodie.metadata.enable"}
+    with caplog.at_level(logging.WARNING, logger="hudi_ds.metadata"):
+        hudi_ds.write(str(root), batch(2), keep)
+    assert "metadata --rebuild" in caplog.text and "cannot be updated" in caplog.text
+    assert not (root / ".hoodie" / "metadata").exists()
+    assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) is None
+    tl = hudi_ds.HudiTable(str(root)).timeline
+    assert [i for i in tl.instants if not i.is_completed] == []
+    model = apply(apply({}, batch(1)), batch(2))
+    check_rows(root, model)
+    hudi_ds.write(str(root), batch(3), opts)
+    assert_in_step(root)
+    check_rows(root, apply(model, batch(3)))
