@@ -742,9 +742,12 @@ def _metadata_report(table: ReadableTable) -> dict[str, Any]:
 
 
 def cmd_metadata(cmd: Command) -> int:
-    table = cmd.table()
+    """``hudi-py metadata PATH [--rebuild]``: report the metadata table (declared partitions,
+    its ``files`` partition's file groups and blocks, what it lists, whether it is in step with
+    the data timeline), or rebuild it from a listing of the storage."""
     if cmd.args.rebuild:
-        return _rebuild_metadata(cmd, table)
+        return _rebuild_metadata(cmd)
+    table = cmd.table()
     payload = _metadata_report(table)
 
     def human() -> str:
@@ -800,15 +803,21 @@ def cmd_metadata(cmd: Command) -> int:
     return EXIT_OK
 
 
-def _rebuild_metadata(cmd: Command, table: ReadableTable) -> int:
+def _rebuild_metadata(cmd: Command) -> int:
     """Delete the metadata table and create it again from the committed files the storage
-    lists (Java's ``hudi-cli metadata delete`` + ``metadata create``)."""
-    state = table.state
-    writer = MetadataWriter(state, committed_listing, enable=True)
-    had = writer.present()
-    writer.delete()
-    writer.create()
-    table.refresh()
+    lists (Java's ``hudi-cli metadata delete`` + ``metadata create``): a write, so the table
+    version must be one hudi_ds writes, and it runs under the table lock (``-o`` lock
+    options) with the current ``hoodie.properties``."""
+    ctx = cmd.context()  # validates -o (unknown keys refused)
+    ctx.require_writable("metadata rebuild")
+    with ctx.locked():
+        state = ctx.state
+        state.config = TableConfig.load(state.storage)  # as another writer may have left it
+        writer = MetadataWriter(state, committed_listing, enable=True)
+        had = writer.present()
+        writer.delete()
+        writer.create()
+    table = cmd.table()
     payload = _metadata_report(table)
     payload["rebuilt"] = True
     payload["replaced_existing"] = had
