@@ -171,17 +171,6 @@ def resolve_options(
     timestamp: TimestampSpec | None = None
     if config is not None:
         _check_version(config, base_uri)
-        asked_version = o.get(WriteConfig.WRITE_TABLE_VERSION)
-        if o.is_set(WriteConfig.WRITE_TABLE_VERSION) and asked_version != config.table_version:
-            log.warning(
-                "option '%s'=%s is ignored: the table at %s is version %s and keeps it "
-                "(the option chooses the version of new tables; hudi_ds does not upgrade or "
-                "downgrade tables)",
-                WriteConfig.WRITE_TABLE_VERSION.key,
-                asked_version,
-                base_uri,
-                config.table_version,
-            )
         _key_generator(config, base_uri)
         _check_against_table(o, config)
         table_name = config.table_name
@@ -738,6 +727,8 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
 
     props = cfg.props
     same(WriteConfig.TABLE_TYPE, cfg.table_type)
+    # the option chooses the version of new tables; hudi_ds neither upgrades nor downgrades
+    same(WriteConfig.WRITE_TABLE_VERSION, cfg.table_version)
     # Java HoodieTableMetaClient.validateTableProperties: virtual keys cannot be re-enabled;
     # nor are they turned on for a table whose files hold the meta values (mixed layouts)
     same(WriteConfig.POPULATE_META_FIELDS, cfg.populate_meta_fields)
