@@ -33,7 +33,6 @@ from hudi_ds.merge.modes import (
 )
 from hudi_ds.metadata.writer import FILES_PARTITION, METADATA_PARTITIONS_KEY
 from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
-from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.operation import WriteOperation, operation_named
@@ -420,7 +419,7 @@ def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
         )
 
 
-def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None = None) -> None:
+def check_writable(cfg: TableConfig, base_uri: str = "") -> None:
     """Refuse, before anything is written, an existing table hudi_ds cannot write faithfully.
 
     :func:`resolve_options` refuses what it cannot resolve (the table version, an unknown key
@@ -428,7 +427,7 @@ def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None
     hudi_ds would write differently from Java.
 
     Args:
-        storage: the table's storage (None: only ``hoodie.properties`` is consulted).
+        base_uri: the table's location (named in errors).
 
     Raises:
         ConfigError: the table version is not 6, 8 or 9.
