@@ -49,10 +49,11 @@ from hudi_ds.errors import (
     TimelineError,
     UnsupportedError,
 )
-from hudi_ds.metadata.reader import (
+from hudi_ds.metadata.reader import MetadataReader
+from hudi_ds.metadata.records import (
     FILES_PARTITION,
-    METADATA_FOLDER,
-    MetadataReader,
+    METADATA_PARTITIONS_INFLIGHT_KEY,
+    METADATA_PATH,
     declared_partitions,
 )
 from hudi_ds.metadata.writer import MetadataWriter
@@ -62,7 +63,7 @@ from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.table_config import TableConfig
+from hudi_ds.table_config import PROPS_FILE, TableConfig
 from hudi_ds.timeline.instant import State, instant_time_to_datetime
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.metadata_sync import committed_listing
@@ -687,17 +688,13 @@ def cmd_show_config(cmd: Command) -> int:
 def _metadata_report(table: ReadableTable) -> dict[str, Any]:
     cfg = table.config
     declared = declared_partitions(cfg)
-    inflight = [
-        p.strip()
-        for p in (cfg.get("hoodie.table.metadata.partitions.inflight") or "").split(",")
-        if p.strip()
-    ]
+    inflight = declared_partitions(cfg, METADATA_PARTITIONS_INFLIGHT_KEY)
     payload: dict[str, Any] = {
         "table": table.name,
         "path": table.path,
         "declared_partitions": declared,
         "inflight_partitions": inflight,
-        "present": table.storage.exists(f"{METADATA_FOLDER}/.hoodie/hoodie.properties"),
+        "present": table.storage.exists(f"{METADATA_PATH}/{PROPS_FILE}"),
     }
     reader = MetadataReader.open(table.storage, cfg, table.timeline)
     if reader is None:

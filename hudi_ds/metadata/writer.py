@@ -59,10 +59,16 @@ from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
+    FILE_CHANGING_ACTIONS,
+    FILES_PARTITION,
+    METADATA_PARTITIONS_INFLIGHT_KEY,
+    METADATA_PARTITIONS_KEY,
+    METADATA_PATH,
     PARTITION_LIST,
     FileEntry,
     FilesChanges,
     Records,
+    declared_partitions,
     decode_files_value,
     encode_files_value,
     instant_changes,
@@ -72,14 +78,12 @@ from hudi_ds.metadata.records import (
     record_schema,
 )
 from hudi_ds.storage import Storage
-from hudi_ds.table_config import TableConfig, update_table_config
+from hudi_ds.table_config import PROPS_FILE, TableConfig, update_table_config
 from hudi_ds.timeline.instant import (
     CLEAN,
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,
-    REPLACE_COMMIT,
-    RESTORE,
     ROLLBACK,
     Instant,
     State,
@@ -117,16 +121,9 @@ __all__ = [
 
 log = logging.getLogger("hudi_ds.metadata")
 
-METADATA_PATH = ".hoodie/metadata"
-"""The MDT's base path, relative to the data table's."""
-FILES_PARTITION = "files"
 FILES_FILE_ID = "files-0000-0"
-METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
-METADATA_PARTITIONS_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
 _WRITE_TOKEN = "0-0-0"
 _SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below this
-# data actions whose completed instants an MDT deltacommit mirrors
-_MIRRORED = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE})
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
 _BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
 _CLEAN_POLICY = "KEEP_LATEST_FILE_VERSIONS"
@@ -243,8 +240,7 @@ class MetadataWriter:
     @property
     def declared(self) -> list[str]:
         """MDT partitions ``hoodie.table.metadata.partitions`` names (completed ones)."""
-        raw = self.state.config.get(METADATA_PARTITIONS_KEY) or ""
-        return [p.strip() for p in raw.split(",") if p.strip()]
+        return declared_partitions(self.state.config)
 
     def _config(self) -> TableConfig | None:
         try:
@@ -257,7 +253,7 @@ class MetadataWriter:
         if FILES_PARTITION not in self.declared:
             return False
         if self._layout is not None:  # parsed before: its existence is enough
-            return self.storage.exists(".hoodie/hoodie.properties")
+            return self.storage.exists(PROPS_FILE)
         return self._config() is not None
 
     def _mdt_layout(self) -> tuple[int, str]:
@@ -303,7 +299,7 @@ class MetadataWriter:
             # writers, after its version checks), never when a table is only opened
             self.delete()
             return
-        if done.action not in _MIRRORED:
+        if done.action not in FILE_CHANGING_ACTIONS:
             return
         try:
             self._apply(done, content)
@@ -440,8 +436,7 @@ class MetadataWriter:
         record_index, secondary indexes...) the way Java drops a partition: their folder is
         deleted and their names leave ``hoodie.table.metadata.partitions`` -- hudi_ds does not
         keep them in step, and a stale index would mislead readers that use it."""
-        inflight_raw = self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY) or ""
-        inflight = [p.strip() for p in inflight_raw.split(",") if p.strip()]
+        inflight = declared_partitions(self.state.config, METADATA_PARTITIONS_INFLIGHT_KEY)
         folders = [
             file_name_of(d)
             for d in self.storage.list_dirs("")
@@ -518,7 +513,12 @@ class MetadataWriter:
         data = self.state.timeline
         for inst in data.completed():
             ts = inst.requested_time
-            if ts <= floor or ts == exclude or ts in mirrored or inst.action not in _MIRRORED:
+            if (
+                ts <= floor
+                or ts == exclude
+                or ts in mirrored
+                or inst.action not in FILE_CHANGING_ACTIONS
+            ):
                 continue
             path = data.file_paths(ts).get(State.COMPLETED)
             if path is None:

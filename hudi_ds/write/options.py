@@ -31,7 +31,7 @@ from hudi_ds.merge.modes import (
     table_spec,
     write_spec,
 )
-from hudi_ds.metadata.writer import FILES_PARTITION, METADATA_PARTITIONS_KEY
+from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
@@ -330,8 +330,7 @@ def _bucket_base_files(
     enable = o.get(WriteConfig.METADATA_ENABLE)
     if enable is not None:
         return bool(enable)  # true creates the metadata table, false deletes it
-    declared = (config.get(METADATA_PARTITIONS_KEY) or "") if config is not None else ""
-    return FILES_PARTITION in [p.strip() for p in declared.split(",")]
+    return FILES_PARTITION in declared_partitions(config)
 
 
 #: the table versions hudi_ds writes: 6 (Hudi 0.14/0.15, timeline layout 1), 8 (Hudi 1.0) and
