@@ -216,6 +216,9 @@ class MetadataWriter:
         enable: ``hoodie.metadata.enable``: True creates the MDT when absent, False deletes it,
             None keeps what the table has.
         max_delta_commits: ``hoodie.metadata.compact.max.delta.commits``.
+        reload_config: re-read ``hoodie.properties`` at each :meth:`update` (several writers:
+            another one may have enabled or disabled the MDT since this state opened the table;
+            a single writer's state is current).
     """
 
     def __init__(
@@ -225,11 +228,13 @@ class MetadataWriter:
         *,
         enable: bool | None = None,
         max_delta_commits: int = 10,
+        reload_config: bool = False,
     ) -> None:
         self.state = state
         self.listing = listing
         self.enable = enable
         self.max_delta_commits = max_delta_commits
+        self.reload_config = reload_config
         self.storage: Storage = state.storage.sub(METADATA_PATH)
         self.version = state.config.table_version
         self.schema = record_schema(self.version)
@@ -291,9 +296,10 @@ class MetadataWriter:
         pending. Then applies completed data instants the MDT misses, compacts the MDT when
         due, and writes and completes the deltacommit of ``done``.
         """
-        # hoodie.properties as it is now: another writer may have enabled or disabled the MDT
-        # since this state opened the table (the hook runs under the table lock)
-        self.state.config = TableConfig.load(self.state.storage)
+        if self.reload_config:
+            # hoodie.properties as it is now: another writer may have enabled or disabled the
+            # MDT since this state opened the table (the hook runs under the table lock)
+            self.state.config = TableConfig.load(self.state.storage)
         if self.enable is False:
             # applied here, at a write's commit point (under the table lock with several
             # writers, after its version checks), never when a table is only opened

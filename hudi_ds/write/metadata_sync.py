@@ -9,7 +9,7 @@ metadata layer sits below the table layer).
 
 from __future__ import annotations
 
-from hudi_ds.config import Options, WriteConfig
+from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig
 from hudi_ds.layout.naming import file_name_of
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.table.fs_view import FileSystemView
@@ -50,6 +50,7 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
         committed_listing,
         enable=options.get(WriteConfig.METADATA_ENABLE),
         max_delta_commits=options.get(WriteConfig.METADATA_COMPACT_MAX_DELTA_COMMITS),
+        reload_config=options.get(ConcurrencyConfig.MODE) != "single_writer",
     )
     state.before_complete = writer.update
     return writer
