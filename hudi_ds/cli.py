@@ -49,10 +49,11 @@ from hudi_ds.errors import (
     TimelineError,
     UnsupportedError,
 )
-from hudi_ds.metadata.reader import (
+from hudi_ds.metadata.reader import MetadataReader
+from hudi_ds.metadata.records import (
     FILES_PARTITION,
-    METADATA_FOLDER,
-    MetadataReader,
+    METADATA_PARTITIONS_INFLIGHT_KEY,
+    METADATA_PATH,
     declared_partitions,
 )
 from hudi_ds.metadata.writer import MetadataWriter
@@ -62,7 +63,7 @@ from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.table_config import TableConfig
+from hudi_ds.table_config import PROPS_FILE, TableConfig
 from hudi_ds.timeline.instant import State, instant_time_to_datetime
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.metadata_sync import committed_listing
@@ -691,17 +692,13 @@ def cmd_show_config(cmd: Command) -> int:
 def _metadata_report(table: ReadableTable) -> dict[str, Any]:
     cfg = table.config
     declared = declared_partitions(cfg)
-    inflight = [
-        p.strip()
-        for p in (cfg.get("hoodie.table.metadata.partitions.inflight") or "").split(",")
-        if p.strip()
-    ]
+    inflight = declared_partitions(cfg, METADATA_PARTITIONS_INFLIGHT_KEY)
     payload: dict[str, Any] = {
         "table": table.name,
         "path": table.path,
         "declared_partitions": declared,
         "inflight_partitions": inflight,
-        "present": table.storage.exists(f"{METADATA_FOLDER}/.hoodie/hoodie.properties"),
+        "present": table.storage.exists(f"{METADATA_PATH}/{PROPS_FILE}"),
     }
     reader = MetadataReader.open(table.storage, cfg, table.timeline)
     if reader is None:
@@ -746,9 +743,12 @@ def _metadata_report(table: ReadableTable) -> dict[str, Any]:
 
 
 def cmd_metadata(cmd: Command) -> int:
-    table = cmd.table()
+    """``hudi-py metadata PATH [--rebuild]``: report the metadata table (declared partitions,
+    its ``files`` partition's file groups and blocks, what it lists, whether it is in step with
+    the data timeline), or rebuild it from a listing of the storage."""
     if cmd.args.rebuild:
-        return _rebuild_metadata(cmd, table)
+        return _rebuild_metadata(cmd)
+    table = cmd.table()
     payload = _metadata_report(table)
 
     def human() -> str:
@@ -804,15 +804,21 @@ def cmd_metadata(cmd: Command) -> int:
     return EXIT_OK
 
 
-def _rebuild_metadata(cmd: Command, table: ReadableTable) -> int:
+def _rebuild_metadata(cmd: Command) -> int:
     """Delete the metadata table and create it again from the committed files the storage
-    lists (Java's ``hudi-cli metadata delete`` + ``metadata create``)."""
-    state = table.state
-    writer = MetadataWriter(state, committed_listing, enable=True)
-    had = writer.present()
-    writer.delete()
-    writer.create()
-    table.refresh()
+    lists (Java's ``hudi-cli metadata delete`` + ``metadata create``): a write, so the table
+    version must be one hudi_ds writes, and it runs under the table lock (``-o`` lock
+    options) with the current ``hoodie.properties``."""
+    ctx = cmd.context()  # validates -o (unknown keys refused)
+    ctx.require_writable("metadata rebuild")
+    with ctx.locked():
+        state = ctx.state
+        state.config = TableConfig.load(state.storage)  # as another writer may have left it
+        writer = MetadataWriter(state, committed_listing, enable=True)
+        had = writer.present()
+        writer.delete()
+        writer.create()
+    table = cmd.table()
     payload = _metadata_report(table)
     payload["rebuilt"] = True
     payload["replaced_existing"] = had

@@ -322,3 +322,31 @@ def test_metadata_rebuild_replaces_a_stale_one(tmp_path: Path, tmp_path_factory)
     assert row_set(hudi_ds.read(str(path))) == expected
     with_mdt = hudi_rs_table(str(path), {"hoodie.metadata.enable": "true"})
     assert row_set(with_mdt) == expected
+
+
+def test_metadata_rebuild_checks_options_version_and_locks(table: str) -> None:
+    """--rebuild is a write: unknown -o keys and table versions hudi_ds does not write are
+    refused before anything changes; it runs with lock options (multi-writer)."""
+    mdt = Path(table) / ".hoodie" / "metadata"
+    code, _, err = run("metadata", table, "--rebuild", "-o", "hoodie.no.such.key=1")
+    assert code == EXIT_USAGE and "hoodie.no.such.key" in err and not mdt.exists()
+    props = Path(table) / ".hoodie" / "hoodie.properties"
+    original = props.read_text()
+    props.write_text(original.replace("hoodie.table.version=6", "hoodie.table.version=7"))
+    code, _, err = run("metadata", table, "--rebuild")
+    assert code == EXIT_REFUSED and "metadata rebuild" in err and not mdt.exists()
+    props.write_text(original)
+    before = rows(table)
+    md = run_json(
+        "metadata",
+        table,
+        "--rebuild",
+        "-o",
+        "hoodie.write.concurrency.mode=optimistic_concurrency_control",
+        "-o",
+        "hoodie.write.lock.provider="
+        "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+    )
+    assert md["rebuilt"] and md["in_step"] and md["files"] == _storage_file_count(Path(table))
+    assert rows(table) == before
+    assert _full_rows(hudi_rs_table(table, {"hoodie.metadata.enable": "true"})) == before

@@ -41,11 +41,16 @@ from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
+    FILE_CHANGING_ACTIONS,
     FILE_LIST,
+    FILES_PARTITION,
+    METADATA_PARTITIONS_KEY,
+    METADATA_PATH,
     NON_PARTITIONED,
     PARTITION_LIST,
     FileEntry,
     Records,
+    declared_partitions,
     decode_files_value,
     merge_files,
     partition_id,
@@ -54,10 +59,7 @@ from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import FileInfo, Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import (
-    CLEAN,
-    COMMIT,
     DELTA_COMMIT,
-    REPLACE_COMMIT,
     RESTORE,
     ROLLBACK,
     Instant,
@@ -66,30 +68,15 @@ from hudi_ds.timeline.timeline import Timeline
 
 log = logging.getLogger("hudi_ds.metadata")
 
-#: where the metadata table lives, relative to the data table's base path
-METADATA_FOLDER = ".hoodie/metadata"
-#: the MDT partition that lists the data table's partitions and files
-FILES_PARTITION = "files"
-#: ``hoodie.table.metadata.partitions`` (the MDT partitions the data table declares complete)
-METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
 #: Java ``HoodieTableMetadata.SOLO_COMMIT_TIMESTAMP``: the bootstrap instants of an MDT created
 #: with the table start with it (``00000000000000010`` in 0.x, ``00000000000000000`` in 1.x)
 SOLO_COMMIT_TIMESTAMP = "00000000000000"
-#: completed data actions that change the table's files, so the MDT mirrors each of them
-#: (a compaction or log compaction completes as ``commit`` / ``deltacommit``)
-FILE_CHANGING_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE})
 
 # Java 0.x ``HoodieTableMetadataUtil.OperationSuffix`` and PARTITION_INITIALIZATION_TIME_SUFFIX:
 # MDT-only deltacommits carry a 3-digit suffix after a 17-digit data instant time
 _MILLIS_INSTANT_LENGTH = 17
 _OPERATION_SUFFIXES = frozenset({"001", "002", "003", "004", "005", "006"})
 _PARTITION_INIT_SUFFIX = 10
-
-
-def declared_partitions(config: TableConfig) -> list[str]:
-    """The MDT partitions ``hoodie.table.metadata.partitions`` declares complete (may be [])."""
-    raw = config.get(METADATA_PARTITIONS_KEY) or ""
-    return [p.strip() for p in raw.split(",") if p.strip()]
 
 
 @dataclass(frozen=True)
@@ -173,7 +160,7 @@ class MetadataReader:
         """
         if FILES_PARTITION not in declared_partitions(config):
             return None
-        mdt = storage.sub(METADATA_FOLDER)
+        mdt = storage.sub(METADATA_PATH)
         try:
             mdt_config = TableConfig.load(mdt)
         except TableNotFoundError:

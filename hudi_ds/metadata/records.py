@@ -33,6 +33,7 @@ import fastavro
 
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.layout.naming import file_name_of
+from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import (
     CLEAN,
     CLUSTERING,
@@ -54,13 +55,19 @@ from hudi_ds.timeline.metadata import (
 
 __all__ = [
     "ALL_PARTITIONS",
+    "FILES_PARTITION",
+    "FILE_CHANGING_ACTIONS",
     "FILE_LIST",
+    "METADATA_PARTITIONS_INFLIGHT_KEY",
+    "METADATA_PARTITIONS_KEY",
+    "METADATA_PATH",
     "NON_PARTITIONED",
     "PARTITION_LIST",
     "FileEntry",
     "FilesChanges",
     "clean_changes",
     "commit_changes",
+    "declared_partitions",
     "decode_files_value",
     "encode_files_value",
     "instant_changes",
@@ -82,6 +89,29 @@ PARTITION_LIST = 1
 """``type`` of the :data:`ALL_PARTITIONS` record (Java ``METADATA_TYPE_PARTITION_LIST``)."""
 FILE_LIST = 2
 """``type`` of a partition's file-list record (Java ``METADATA_TYPE_FILE_LIST``)."""
+
+METADATA_PATH = ".hoodie/metadata"
+"""Where the metadata table lives, relative to the data table's base path."""
+FILES_PARTITION = "files"
+"""The MDT partition that lists the data table's partitions and files."""
+METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
+"""The data table's property naming the MDT partitions it declares complete."""
+METADATA_PARTITIONS_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
+"""The data table's property naming the MDT partitions being built."""
+FILE_CHANGING_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE})
+"""Completed data actions that change the table's files, so the MDT mirrors each of them (a
+compaction or log compaction completes as ``commit`` / ``deltacommit``)."""
+
+
+def declared_partitions(
+    config: TableConfig | None, key: str = METADATA_PARTITIONS_KEY
+) -> list[str]:
+    """The MDT partitions ``config`` declares complete (``key``
+    :data:`METADATA_PARTITIONS_KEY`) or in flight (:data:`METADATA_PARTITIONS_INFLIGHT_KEY`),
+    in their order; [] without a table or the property."""
+    raw = (config.get(key) if config is not None else None) or ""
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
 
 FileEntry = tuple[int, bool]
 """``(size, isDeleted)`` of one file (or partition, size 0) in a ``files`` record."""

@@ -42,7 +42,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from hudi_ds.errors import CorruptFileError
+from hudi_ds.errors import CorruptFileError, MissingFileError
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.bloom import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import read_hfile, write_hfile
@@ -63,10 +63,16 @@ from hudi_ds.metadata.reader import (
 )
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
+    FILE_CHANGING_ACTIONS,
+    FILES_PARTITION,
+    METADATA_PARTITIONS_INFLIGHT_KEY,
+    METADATA_PARTITIONS_KEY,
+    METADATA_PATH,
     PARTITION_LIST,
     FileEntry,
     FilesChanges,
     Records,
+    declared_partitions,
     encode_files_value,
     instant_changes,
     listing_changes,
@@ -74,14 +80,11 @@ from hudi_ds.metadata.records import (
     record_schema,
 )
 from hudi_ds.storage import Storage
-from hudi_ds.table_config import TableConfig, update_table_config
+from hudi_ds.table_config import PROPS_FILE, TableConfig, update_table_config
 from hudi_ds.timeline.instant import (
     CLEAN,
-    COMMIT,
     COMPACTION,
     DELTA_COMMIT,
-    REPLACE_COMMIT,
-    RESTORE,
     ROLLBACK,
     Instant,
     State,
@@ -119,16 +122,9 @@ __all__ = [
 
 log = logging.getLogger("hudi_ds.metadata")
 
-METADATA_PATH = ".hoodie/metadata"
-"""The MDT's base path, relative to the data table's."""
-FILES_PARTITION = "files"
 FILES_FILE_ID = "files-0000-0"
-METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
-METADATA_PARTITIONS_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
 _WRITE_TOKEN = "0-0-0"
 _SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below this
-# data actions whose completed instants an MDT deltacommit mirrors
-_MIRRORED = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE})
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
 _BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
 _CLEAN_POLICY = "KEEP_LATEST_FILE_VERSIONS"
@@ -221,6 +217,9 @@ class MetadataWriter:
         enable: ``hoodie.metadata.enable``: True creates the MDT when absent, False deletes it,
             None keeps what the table has.
         max_delta_commits: ``hoodie.metadata.compact.max.delta.commits``.
+        reload_config: re-read ``hoodie.properties`` at each :meth:`update` (several writers:
+            another one may have enabled or disabled the MDT since this state opened the table;
+            a single writer's state is current).
     """
 
     def __init__(
@@ -230,11 +229,13 @@ class MetadataWriter:
         *,
         enable: bool | None = None,
         max_delta_commits: int = 10,
+        reload_config: bool = False,
     ) -> None:
         self.state = state
         self.listing = listing
         self.enable = enable
         self.max_delta_commits = max_delta_commits
+        self.reload_config = reload_config
         self.storage: Storage = state.storage.sub(METADATA_PATH)
         self.version = state.config.table_version
         self.schema = record_schema(self.version)
@@ -245,8 +246,7 @@ class MetadataWriter:
     @property
     def declared(self) -> list[str]:
         """MDT partitions ``hoodie.table.metadata.partitions`` names (completed ones)."""
-        raw = self.state.config.get(METADATA_PARTITIONS_KEY) or ""
-        return [p.strip() for p in raw.split(",") if p.strip()]
+        return declared_partitions(self.state.config)
 
     def _config(self) -> TableConfig | None:
         try:
@@ -259,7 +259,7 @@ class MetadataWriter:
         if FILES_PARTITION not in self.declared:
             return False
         if self._layout is not None:  # parsed before: its existence is enough
-            return self.storage.exists(".hoodie/hoodie.properties")
+            return self.storage.exists(PROPS_FILE)
         return self._config() is not None
 
     def _mdt_layout(self) -> tuple[int, str]:
@@ -286,24 +286,51 @@ class MetadataWriter:
         self.state.config = update_table_config(self.state.storage, updates, deletes)
 
     # -- entry points ---------------------------------------------------------------------------
-    def prepare(self) -> None:
-        """Apply ``hoodie.metadata.enable=false`` when a writer opens the table: the MDT is
-        deleted (Java deletes it when a writer disables it). Everything else waits for the
-        first :meth:`update` (a write)."""
-        if self.enable is False:
-            self.delete()
-
     def update(self, done: Instant, content: bytes) -> None:
         """The :attr:`TableState.before_complete` hook: mirror data instant ``done``.
 
-        Creates the MDT first when ``hoodie.metadata.enable=true`` and the table has none, or
-        when it has an incomplete one (from the committed files, ``done`` excluded); otherwise
+        ``hoodie.metadata.enable=false`` deletes the MDT here (a write's commit point), not
+        when the table is opened. Creates the MDT first when ``hoodie.metadata.enable=true``
+        and the table has none, or when it has an incomplete one (from the committed files,
+        ``done`` excluded); otherwise
         removes MDT partitions hudi_ds does not maintain and undoes MDT instants a crash left
         pending. Then applies completed data instants the MDT misses, compacts the MDT when
         due, and writes and completes the deltacommit of ``done``.
         """
-        if self.enable is False or done.action not in _MIRRORED:
+        if self.reload_config:
+            # hoodie.properties as it is now: another writer may have enabled or disabled the
+            # MDT since this state opened the table (the hook runs under the table lock)
+            self.state.config = TableConfig.load(self.state.storage)
+        if self.enable is False:
+            # applied here, at a write's commit point (under the table lock with several
+            # writers, after its version checks), never when a table is only opened
+            self.delete()
             return
+        if done.action not in FILE_CHANGING_ACTIONS:
+            return
+        try:
+            self._apply(done, content)
+        except (CorruptFileError, MissingFileError, OSError) as e:
+            # An MDT that cannot be read or written (a lost base HFile, a damaged block): Java
+            # fails the data commit (HoodieBackedTableMetadataWriter.update* ->
+            # HoodieMetadataException out of BaseHoodieWriteClient.writeTableMetadata; only a
+            # failed *initialization* is logged and skipped, and
+            # hoodie.metadata.ignore.spurious.deletes only tolerates deletes of files the MDT
+            # does not list), which blocks every later write. hudi_ds instead drops the MDT so
+            # no reader sees a stale listing, and the data commit goes on (readers list storage).
+            log.warning(
+                "%s: the metadata table cannot be updated (%s: %s); deleting it -- readers "
+                "list the storage until a write with hoodie.metadata.enable=true or "
+                "`hudi-py metadata --rebuild %s` rebuilds it",
+                self.state.storage.base_uri,
+                type(e).__name__,
+                e,
+                self.state.storage.base_uri,
+            )
+            self.delete()
+
+    def _apply(self, done: Instant, content: bytes) -> None:
+        """:meth:`update` with the MDT in use (errors reading or writing it propagate)."""
         if not self.present():
             # declared but missing, or a folder hoodie.properties does not declare (an MDT of
             # Hudi < 0.11, or an interrupted creation): rebuilt from the committed files
@@ -402,7 +429,7 @@ class MetadataWriter:
         """Remove the MDT as Java does when a writer disables it (reference 6.3): clear
         ``hoodie.table.metadata.partitions`` (and ``.inflight``), then delete
         ``.hoodie/metadata`` (a crash in between leaves an undeclared folder, removed by the
-        next :meth:`prepare`)."""
+        next write)."""
         had = self.declared or self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY)
         if had:
             self._update_config(deletes=[METADATA_PARTITIONS_KEY, METADATA_PARTITIONS_INFLIGHT_KEY])
@@ -416,8 +443,7 @@ class MetadataWriter:
         record_index, secondary indexes...) the way Java drops a partition: their folder is
         deleted and their names leave ``hoodie.table.metadata.partitions`` -- hudi_ds does not
         keep them in step, and a stale index would mislead readers that use it."""
-        inflight_raw = self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY) or ""
-        inflight = [p.strip() for p in inflight_raw.split(",") if p.strip()]
+        inflight = declared_partitions(self.state.config, METADATA_PARTITIONS_INFLIGHT_KEY)
         folders = [
             file_name_of(d)
             for d in self.storage.list_dirs("")
@@ -489,7 +515,7 @@ class MetadataWriter:
         data = self.state.timeline
         for ts in lagging_instants(data, mdt):
             inst = data.get(ts)
-            if ts == exclude or inst is None or inst.action not in _MIRRORED:
+            if ts == exclude or inst is None or inst.action not in FILE_CHANGING_ACTIONS:
                 continue
             path = data.file_paths(ts).get(State.COMPLETED)
             if path is None:

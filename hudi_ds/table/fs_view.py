@@ -34,9 +34,13 @@ class FileListing(Protocol):
     table); ``files`` the files directly in one partition, paths relative to the base path.
     """
 
-    def partitions(self) -> list[str]: ...
+    def partitions(self) -> list[str]:
+        """Relative paths of the table's partitions (``""`` or ``.``: non-partitioned)."""
+        ...
 
-    def files(self, partition: str) -> list[FileInfo]: ...
+    def files(self, partition: str) -> list[FileInfo]:
+        """The files directly in ``partition``, paths relative to the table's base path."""
+        ...
 
 
 class StorageListing:
@@ -51,12 +55,15 @@ class StorageListing:
         self._seen: dict[str, list[FileInfo]] = {}
 
     def partitions(self) -> list[str]:
+        """Relative paths of the partition folders the walk finds, sorted."""
         found: list[str] = []
         self._seen = {}
         self._walk("", found)
         return sorted(found)
 
     def files(self, partition: str) -> list[FileInfo]:
+        """The files in ``partition``: those the last :meth:`partitions` walk saw (once),
+        else a new listing of its folder."""
         seen = self._seen.pop(partition, None)
         return seen if seen is not None else self.storage.list_files(partition)
 

@@ -30,7 +30,8 @@ from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import bucket_id_of, partition_values_of
 from hudi_ds.log.archive import load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
-from hudi_ds.metadata.reader import FILES_PARTITION, MetadataReader, declared_partitions
+from hudi_ds.metadata.reader import MetadataReader
+from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import (

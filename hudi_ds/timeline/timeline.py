@@ -814,8 +814,10 @@ class TimelineWriter:
         on_write: called with each instant file this writer created (a :class:`TableState`
             keeps its timeline current with it).
         on_delete: called after this writer deleted instant files.
-        before_complete: called with the completed instant (its completion time set) and its
-            content just before :meth:`complete` writes the completed file -- the metadata
+        before_complete: called with the completed instant and its content just before
+            :meth:`complete` chooses the completion time and writes the completed file (on
+            layout 2 the instant's ``completion_time`` is None: it is not known yet; layout 1
+            passes the requested time, as it reports it) -- the metadata
             table's writer mirrors the instant there, so that it is complete in the metadata
             table before it is complete in the data table (Java's
             ``HoodieTableMetadataWriter.update`` inside ``commit``). An exception aborts the
@@ -944,15 +946,20 @@ class TimelineWriter:
             raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
         if self._completed(instant):
             raise TimelineError(f"instant {ts} is already completed")
+        action = completed_action(instant.action)
+        if self._before_complete is not None:
+            # the hook runs first (it may take seconds: MDT catch-up, compaction); its instant
+            # has no completion time on layout 2 -- chosen afterwards, just before the commit
+            # point, so no reader ordering by completion time sees it appear in its past
+            pre = ts if self.layout_version == 1 else None
+            self._before_complete(Instant(ts, action, State.COMPLETED, pre), content)
         if self.layout_version == 1:
-            done = Instant(ts, completed_action(instant.action), State.COMPLETED, ts)
+            done = Instant(ts, action, State.COMPLETED, ts)
         else:
             c = completion_time or new_instant_time(after=ts, timezone=self.timezone)
             if c <= ts:
                 raise TimelineError(f"completion time {c} is not after requested time {ts}")
-            done = Instant(ts, completed_action(instant.action), State.COMPLETED, c)
-        if self._before_complete is not None:
-            self._before_complete(done, content)
+            done = Instant(ts, action, State.COMPLETED, c)
         self.storage.write_atomic(self.path_of(done), content, crash_point_name="commit_write")
         self._wrote(done, content)
         return done

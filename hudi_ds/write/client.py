@@ -180,7 +180,7 @@ class WriteClient:
             self.options, self.table_config, self.storage.base_uri, self.state
         )
         if self.state is not None:
-            check_writable(self.state.config, self.storage.base_uri, self.storage)
+            check_writable(self.state.config, self.storage.base_uri)
             install_metadata_writer(self.state, self.options)
 
     @property

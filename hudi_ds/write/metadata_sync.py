@@ -1,15 +1,15 @@
 """Installing the metadata table's writer on a writer's table state.
 
-:func:`install_metadata_writer` applies ``hoodie.metadata.enable`` when a writer opens a table
-and sets :attr:`TableState.before_complete` to :meth:`MetadataWriter.update`, so that every
-instant the write client, its table services and its rollbacks complete through that state is
-mirrored in the metadata table first. :func:`committed_listing` gives the MDT its bootstrap
-listing from the file-system view (the metadata layer sits below the table layer).
+:func:`install_metadata_writer` sets :attr:`TableState.before_complete` to
+:meth:`MetadataWriter.update`, so that every instant the write client, its table services and
+its rollbacks complete through that state is mirrored in the metadata table first.
+:func:`committed_listing` gives the MDT its bootstrap listing from the file-system view (the
+metadata layer sits below the table layer).
 """
 
 from __future__ import annotations
 
-from hudi_ds.config import Options, WriteConfig
+from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig
 from hudi_ds.layout.naming import file_name_of
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.table.fs_view import FileSystemView
@@ -39,15 +39,18 @@ def committed_listing(state: TableState) -> list[tuple[str, str, int]]:
 
 
 def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:
-    """Apply ``hoodie.metadata.enable`` to the opened table ``state`` (false deletes the MDT;
-    partitions hudi_ds does not maintain are dropped) and install the MDT writer as its
-    ``before_complete`` hook."""
+    """Install the MDT writer as the ``before_complete`` hook of the opened table ``state``.
+
+    Nothing changes at open time: ``hoodie.metadata.enable`` (false deletes the MDT, true
+    creates it; partitions hudi_ds does not maintain are dropped) is applied by the hook, at the
+    commit point of the first instant the state completes -- after the writer's version checks,
+    under the table lock with several writers. Read-only users of a state never touch the MDT."""
     writer = MetadataWriter(
         state,
         committed_listing,
         enable=options.get(WriteConfig.METADATA_ENABLE),
         max_delta_commits=options.get(WriteConfig.METADATA_COMPACT_MAX_DELTA_COMMITS),
+        reload_config=options.get(ConcurrencyConfig.MODE) != "single_writer",
     )
-    writer.prepare()
     state.before_complete = writer.update
     return writer

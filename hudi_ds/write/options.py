@@ -31,9 +31,8 @@ from hudi_ds.merge.modes import (
     table_spec,
     write_spec,
 )
-from hudi_ds.metadata.writer import FILES_PARTITION, METADATA_PARTITIONS_KEY
+from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
-from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.operation import WriteOperation, operation_named
@@ -171,17 +170,6 @@ def resolve_options(
     timestamp: TimestampSpec | None = None
     if config is not None:
         _check_version(config, base_uri)
-        asked_version = o.get(WriteConfig.WRITE_TABLE_VERSION)
-        if o.is_set(WriteConfig.WRITE_TABLE_VERSION) and asked_version != config.table_version:
-            log.warning(
-                "option '%s'=%s is ignored: the table at %s is version %s and keeps it "
-                "(the option chooses the version of new tables; hudi_ds does not upgrade or "
-                "downgrade tables)",
-                WriteConfig.WRITE_TABLE_VERSION.key,
-                asked_version,
-                base_uri,
-                config.table_version,
-            )
         _key_generator(config, base_uri)
         _check_against_table(o, config)
         table_name = config.table_name
@@ -342,8 +330,7 @@ def _bucket_base_files(
     enable = o.get(WriteConfig.METADATA_ENABLE)
     if enable is not None:
         return bool(enable)  # true creates the metadata table, false deletes it
-    declared = (config.get(METADATA_PARTITIONS_KEY) or "") if config is not None else ""
-    return FILES_PARTITION in [p.strip() for p in declared.split(",")]
+    return FILES_PARTITION in declared_partitions(config)
 
 
 #: the table versions hudi_ds writes: 6 (Hudi 0.14/0.15, timeline layout 1), 8 (Hudi 1.0) and
@@ -431,7 +418,7 @@ def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
         )
 
 
-def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None = None) -> None:
+def check_writable(cfg: TableConfig, base_uri: str = "") -> None:
     """Refuse, before anything is written, an existing table hudi_ds cannot write faithfully.
 
     :func:`resolve_options` refuses what it cannot resolve (the table version, an unknown key
@@ -439,7 +426,7 @@ def check_writable(cfg: TableConfig, base_uri: str = "", storage: Storage | None
     hudi_ds would write differently from Java.
 
     Args:
-        storage: the table's storage (None: only ``hoodie.properties`` is consulted).
+        base_uri: the table's location (named in errors).
 
     Raises:
         ConfigError: the table version is not 6, 8 or 9.
@@ -738,6 +725,8 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
 
     props = cfg.props
     same(WriteConfig.TABLE_TYPE, cfg.table_type)
+    # the option chooses the version of new tables; hudi_ds neither upgrades nor downgrades
+    same(WriteConfig.WRITE_TABLE_VERSION, cfg.table_version)
     # Java HoodieTableMetaClient.validateTableProperties: virtual keys cannot be re-enabled;
     # nor are they turned on for a table whose files hold the meta values (mixed layouts)
     same(WriteConfig.POPULATE_META_FIELDS, cfg.populate_meta_fields)

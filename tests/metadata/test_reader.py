@@ -13,13 +13,11 @@ import hudi_ds
 from hudi_ds.api import HudiTable
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.metadata.reader import (
-    FILES_PARTITION,
     MetadataReader,
-    declared_partitions,
     lagging_instants,
     valid_instants,
 )
-from hudi_ds.metadata.records import partition_path_of_id
+from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions, partition_path_of_id
 from hudi_ds.services import rollback
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage

@@ -902,3 +902,78 @@ def test_catch_up_replays_what_the_reader_misses(version: int, tmp_path: Path) -
     )
     assert reader is not None and reader.in_step
     check_rows(root, model)
+
+
+def test_enable_false_waits_for_a_write(tmp_path: Path) -> None:
+    """Opening a table with hoodie.metadata.enable=false (services context, read-only CLI
+    commands) leaves its MDT alone; the first write deletes it and readers list storage."""
+    from hudi_ds.cli import main
+
+    root = tmp_path / "t"
+    opts = options("MERGE_ON_READ", 9)
+    hudi_ds.write(str(root), batch(1), opts)
+    mdt = root / ".hoodie" / "metadata"
+    assert mdt.exists()
+    off = {"hoodie.metadata.enable": "false"}
+    ServiceContext.open(str(root), off)
+    assert main(["compact", "show", str(root), "-o", "hoodie.metadata.enable=false"]) == 0
+    assert mdt.exists()
+    assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) == "files"
+    assert_in_step(root)
+    hudi_ds.write(str(root), batch(2), {**opts, **off})
+    assert not mdt.exists()
+    assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) is None
+    check_rows(root, apply(apply({}, batch(1)), batch(2)))
+
+
+def test_hook_reads_current_properties(tmp_path: Path) -> None:
+    """Two writers: while the first one writes (its hoodie.properties read at open, MDT
+    declared), the second disables the MDT. The first one's commit acts on the properties of
+    now: it does not rebuild the MDT the other writer deleted."""
+    from hudi_ds.write.client import WriteClient
+    from tests.conftest import OCC_OPTIONS
+
+    root = tmp_path / "t"
+    opts = {**options("COPY_ON_WRITE", 9), **OCC_OPTIONS}
+    hudi_ds.write(str(root), batch(1), opts)
+    keep = {k: v for k, v in opts.items() if k != "hoodie.metadata.enable"}
+    first = WriteClient(str(root), keep)
+    t = batch(2, 3)
+    i1 = first.start(t.schema)
+    w = first.task_writer(i1)
+    w.write(t)
+    other = batch(3).set_column(2, "p", pa.array(["p9"] * batch(3).num_rows))  # no conflict
+    hudi_ds.write(str(root), other, {**opts, "hoodie.metadata.enable": "false"})
+    assert not (root / ".hoodie" / "metadata").exists()
+    first.commit(i1, w.close())
+    assert not (root / ".hoodie" / "metadata").exists()
+    assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) is None
+    check_rows(root, apply(apply(apply({}, batch(1)), other), t))
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_damaged_mdt_dropped_and_write_goes_on(
+    version: int, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The MDT's base HFile lost: the next write warns (naming the error and the rebuild
+    command), deletes the MDT and commits; readers list storage; enable=true rebuilds it."""
+    root = tmp_path / "t"
+    opts = options("MERGE_ON_READ", version)
+    hudi_ds.write(str(root), batch(1), opts)
+    files = root / ".hoodie" / "metadata" / "files"
+    for f in files.iterdir():
+        if parse_base_file_name(f.name) is not None:
+            f.unlink()
+    keep = {k: v for k, v in opts.items() if k != "hoodie.metadata.enable"}
+    with caplog.at_level(logging.WARNING, logger="hudi_ds.metadata"):
+        hudi_ds.write(str(root), batch(2), keep)
+    assert "metadata --rebuild" in caplog.text and "cannot be updated" in caplog.text
+    assert not (root / ".hoodie" / "metadata").exists()
+    assert TableConfig.load(Storage(str(root))).get(METADATA_PARTITIONS_KEY) is None
+    tl = hudi_ds.HudiTable(str(root)).timeline
+    assert [i for i in tl.instants if not i.is_completed] == []
+    model = apply(apply({}, batch(1)), batch(2))
+    check_rows(root, model)
+    hudi_ds.write(str(root), batch(3), opts)
+    assert_in_step(root)
+    check_rows(root, apply(model, batch(3)))

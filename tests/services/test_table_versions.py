@@ -456,7 +456,8 @@ def test_archival_keeps_delta_commits_whose_logs_are_read(tmp_path: Path) -> Non
 def test_every_service_completion_goes_through_the_state_hook(tmp_path: Path, version: str) -> None:
     """The metadata table's writer sits on ``TableState.before_complete``: every instant a
     service completes -- compaction, clean, rollback (of a failed write and of a completed
-    one), restore -- reaches it with its completion time, before its completed file exists."""
+    one), restore -- reaches it before its completed file exists (layout 2: before its completion
+    time is chosen)."""
     path = str(tmp_path / "t")
     m = Model()
     for k in range(3):
@@ -464,7 +465,7 @@ def test_every_service_completion_goes_through_the_state_hook(tmp_path: Path, ve
     seen: list[tuple[str, str]] = []
 
     def hook(done: Any, content: bytes) -> None:
-        assert done.completion_time and done.completion_time > done.requested_time
+        assert done.is_completed and done.completion_time is None
         assert not any(n.startswith(f"{done.requested_time}_") for n in _timeline_files(path))
         assert content
         seen.append((done.action, done.requested_time))

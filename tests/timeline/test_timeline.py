@@ -1073,3 +1073,32 @@ def test_load_archived_lsm_history(tmp_path: Path) -> None:
     (history / "manifest_1").unlink()
     (history / "_version_").unlink()
     assert len(load_archived(Storage(str(tmp_path)), 2)) == 2
+
+
+@pytest.mark.parametrize("layout", [1, 2])
+def test_completion_time_chosen_after_the_hook(tmp_path: Path, layout: int) -> None:
+    """A slow before_complete hook (MDT catch-up, compaction) runs before the completion time
+    is chosen: the completed instant is never in the past of a reader that listed while the
+    hook ran."""
+    storage = Storage(str(tmp_path))
+    seen: list[Instant] = []
+    after_hook: list[str] = []
+
+    def hook(done: Instant, content: bytes) -> None:
+        assert not Timeline.load(storage, layout).get(done.requested_time).is_completed
+        seen.append(done)
+        after_hook.append(new_instant_time())  # what a reader's clock says meanwhile
+
+    w = TimelineWriter(storage, layout, before_complete=hook)
+    ts = new_instant_time()
+    w.create_requested(Instant(ts, COMMIT, State.REQUESTED))
+    inflight = w.transition_to_inflight(Instant(ts, COMMIT, State.REQUESTED), b"{}")
+    done = w.complete(inflight, b"{}")
+    assert [(i.requested_time, i.action, i.is_completed) for i in seen] == [(ts, COMMIT, True)]
+    loaded = Timeline.load(storage, layout).get(ts)
+    assert loaded is not None and loaded.completion_time == done.completion_time
+    if layout == 1:
+        assert seen[0].completion_time == ts == done.completion_time
+    else:
+        assert seen[0].completion_time is None
+        assert done.completion_time is not None and done.completion_time > after_hook[0]

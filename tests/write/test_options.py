@@ -221,15 +221,12 @@ def test_options_the_index_does_not_use_are_warned_about(
         assert any(key in r.getMessage() and index in r.getMessage() for r in caplog.records)
 
 
-def test_write_table_version_of_an_existing_table_warns(caplog: pytest.LogCaptureFixture) -> None:
+def test_write_table_version_of_an_existing_table_must_match() -> None:
     """The option picks a new table's version; an existing table keeps its own (hudi_ds does
-    not upgrade or downgrade), and a different value says so."""
+    not upgrade or downgrade), and a different value is refused naming both."""
     cfg = TableConfig(dict(TABLE_PROPS))
-    with caplog.at_level("WARNING", logger="hudi_ds.write"):
-        resolve_options(Options.of({"hoodie.write.table.version": "6"}), cfg, "/x")
-        assert not caplog.records
+    resolve_options(Options.of({"hoodie.write.table.version": "6"}), cfg, "/x")
+    with pytest.raises(ConfigError, match=r"'hoodie.write.table.version'=9 contradicts.*\(6 in"):
         resolve_options(Options.of({"hoodie.write.table.version": "9"}), cfg, "/x")
-    assert "'hoodie.write.table.version'=9 is ignored" in caplog.text
-    assert "version 6 and keeps it" in caplog.text
     with pytest.raises(ConfigError, match="hoodie.write.table.version.*expected 6, 8 or 9"):
         resolve_options(Options.of({"hoodie.write.table.version": "7"}), None)
