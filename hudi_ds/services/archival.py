@@ -66,7 +66,7 @@ from hudi_ds.log.archive import (
     archive_number,
 )
 from hudi_ds.log.block import BlockType, HeaderKey, encode_block
-from hudi_ds.metadata.reader import FILES_PARTITION, METADATA_FOLDER, declared_partitions
+from hudi_ds.metadata.records import FILES_PARTITION, METADATA_PATH, declared_partitions
 from hudi_ds.services.base import ServiceContext, under_table_lock
 from hudi_ds.services.clean import STALE_TMP_SECONDS
 from hudi_ds.table.fs_view import FileSystemView
@@ -257,7 +257,7 @@ def _metadata_state(ctx: ServiceContext) -> TableState | None:
     if FILES_PARTITION not in declared_partitions(ctx.config):
         return None
     try:
-        return TableState.open(ctx.storage.sub(METADATA_FOLDER))
+        return TableState.open(ctx.storage.sub(METADATA_PATH))
     except TableNotFoundError:
         return None
 
