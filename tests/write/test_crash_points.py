@@ -158,6 +158,16 @@ def test_crash_at_each_write_step_with_metadata_table(
     assert run_writer(path, o, batch, 5, point) == EXIT_CODE
     if point == "after_commit":
         model = apply(model, batch, 5)  # the commit point was passed: durable
+    if point.startswith("metadata:"):
+        # the crash left the MDT's deltacommit of the failed data instant as faults.py says
+        failed = [i for i in hudi_ds.HudiTable(path).timeline.instants if not i.is_completed]
+        assert len(failed) == 1
+        mdt = Path(path, ".hoodie", "metadata", ".hoodie")
+        names = [f.name for f in (mdt / "timeline" if version >= 8 else mdt).iterdir()]
+        mine = [n for n in names if n.startswith(failed[0].requested_time)]
+        done = [n for n in mine if n.endswith(".deltacommit")]
+        assert any(n.endswith(".deltacommit.inflight") for n in mine), mine
+        assert len(done) == (point == "metadata:3"), mine
     check_state_mdt(path, model, version)
     again = list(range(25, 40))
     assert run_writer(path, o, again, 9, None) == 0
