@@ -19,6 +19,7 @@ import pytest
 import hudi_ds
 from hudi_ds.faults import ENV, EXIT_CODE
 from tests.conftest import assert_rows, hudi_rs_table, table_options
+from tests.metadata.test_writer import assert_in_step
 
 COLUMNS = ["id", "ts", "p"]
 
@@ -127,6 +128,63 @@ def test_crash_at_each_write_step(
     assert debris(path) == []
     pending = [i for i in hudi_ds.HudiTable(path).timeline.instants if not i.is_completed]
     assert pending == []
+
+
+#: the data write's points and the metadata table writer's deltacommit (faults.py: its
+#: inflight file exists ``:1``, its log file too ``:2``, it completed, the data instant not ``:3``)
+MDT_POINTS = [*POINTS, "metadata:1", "metadata:2", "metadata:3"]
+
+#: quick suite: the MDT completed, the data instant not, on versions 6 and 9; the rest slow
+MDT_CASES = [
+    pytest.param(v, p, marks=() if p == "metadata:3" else pytest.mark.slow)
+    for v in (6, 9)
+    for p in MDT_POINTS
+]
+
+
+@pytest.mark.parametrize(("version", "point"), MDT_CASES)
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+def test_crash_at_each_write_step_with_metadata_table(
+    point: str, table_type: str, version: int, tmp_path: Path
+) -> None:
+    """A write that also updates the metadata table dies at each step: the data table and the
+    MDT agree after the next write, hudi_ds and hudi-rs (through the MDT on v9) read the model."""
+    path = str(tmp_path / "t")
+    o = {**opts(table_type, version), "hoodie.metadata.enable": "true"}
+    assert run_writer(path, o, list(range(20)), 1, None) == 0
+    model = apply({}, list(range(20)), 1)
+    assert_in_step(Path(path))
+    batch = list(range(10, 30))
+    assert run_writer(path, o, batch, 5, point) == EXIT_CODE
+    if point == "after_commit":
+        model = apply(model, batch, 5)  # the commit point was passed: durable
+    if point.startswith("metadata:"):
+        # the crash left the MDT's deltacommit of the failed data instant as faults.py says
+        failed = [i for i in hudi_ds.HudiTable(path).timeline.instants if not i.is_completed]
+        assert len(failed) == 1
+        mdt = Path(path, ".hoodie", "metadata", ".hoodie")
+        names = [f.name for f in (mdt / "timeline" if version >= 8 else mdt).iterdir()]
+        mine = [n for n in names if n.startswith(failed[0].requested_time)]
+        done = [n for n in mine if n.endswith(".deltacommit")]
+        assert any(n.endswith(".deltacommit.inflight") for n in mine), mine
+        assert len(done) == (point == "metadata:3"), mine
+    check_state_mdt(path, model, version)
+    again = list(range(25, 40))
+    assert run_writer(path, o, again, 9, None) == 0
+    model = apply(model, again, 9)
+    check_state_mdt(path, model, version)
+    assert_in_step(Path(path))
+    assert debris(path) == []
+    pending = [i for i in hudi_ds.HudiTable(path).timeline.instants if not i.is_completed]
+    assert pending == []
+
+
+def check_state_mdt(path: str, model: dict[str, int], version: int) -> None:
+    """:func:`check_state`, and hudi-rs listing through the MDT (it does on version 8+)."""
+    check_state(path, model)
+    if version >= 8:
+        rs = hudi_rs_table(path, {"hoodie.metadata.enable": "true"})
+        assert_rows(rs, expected_rows(model), COLUMNS)
 
 
 @pytest.mark.slow
