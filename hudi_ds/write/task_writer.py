@@ -39,6 +39,8 @@ from hudi_ds.schema import (
     IS_DELETED_FIELD,
     META_FIELDS,
     OPERATION_METADATA_FIELD,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
     conform_partial,
     conform_table,
 )
@@ -139,6 +141,8 @@ class TaskWriter:
             )
             self._seen_partitions.update(pc.unique(parts).to_pylist())
             return empty
+        if self.plan.operation.prepped:
+            return Prepared(self.plan.schema.empty_table(), self._prepped_deletes(table))
         drop = [c for c in table.column_names if c in META_FIELDS or c == OPERATION_METADATA_FIELD]
         if drop:
             table = table.drop_columns(drop)
@@ -266,6 +270,36 @@ class TaskWriter:
         # an upsert with `_hoodie_is_deleted` = true.
         dels = delete_keys(self._delete_schema, keys, parts)
         return p.schema.empty_table(), dels
+
+    def _prepped_deletes(self, table: pa.Table) -> pa.Table:
+        """The keys of a prepped delete: the rows' own ``_hoodie_record_key`` and
+        ``_hoodie_partition_path`` (no key generator runs; Java
+        ``HoodieCreateRecordUtils`` reads them from the meta columns when
+        ``hoodie.spark.sql.writes.prepped`` is set), with the default ordering value of a
+        delete (see :meth:`_prepare_deletes`).
+
+        Raises:
+            SchemaError: a meta column is missing, or a key or partition path is null or an
+                empty key (nothing is written).
+        """
+        cols = []
+        for c in (RECORD_KEY_METADATA_FIELD, PARTITION_PATH_METADATA_FIELD):
+            if c not in table.column_names:
+                raise SchemaError(f"{self.plan.operation.name}: the input lacks column '{c}'")
+            col = table.column(c)
+            if col.null_count:
+                raise SchemaError(
+                    f"{self.plan.operation.name}: column '{c}' holds {col.null_count} null "
+                    "value(s); pass the rows as read from the table"
+                )
+            cols.append(col.combine_chunks().cast(pa.string()))
+        empty = pc.sum(pc.equal(cols[0], "")).as_py() or 0
+        if empty:
+            raise SchemaError(
+                f"{self.plan.operation.name}: column '{RECORD_KEY_METADATA_FIELD}' holds "
+                f"{empty} empty value(s)"
+            )
+        return delete_keys(self._delete_schema, cols[0], cols[1])
 
     # -- tagging ------------------------------------------------------------------------------
     def tag(self, prepared: Prepared) -> Tagged:
