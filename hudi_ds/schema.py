@@ -1192,7 +1192,7 @@ def write_schema(
             if data.get_field_index(c) < 0:
                 raise SchemaError(f"{operation}: input lacks column '{c}'")
         return WriteSchema(existing)
-    if not record_key_fields:
+    if not record_key_fields and not len(existing_data):  # existing: auto-generated keys
         raise ConfigError(
             "option 'hoodie.datasource.write.recordkey.field' is required to create a table"
         )

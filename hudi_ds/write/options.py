@@ -39,7 +39,13 @@ from hudi_ds.schema import (
 )
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
-from hudi_ds.write.operation import DELETE, DELETE_PREPPED, WriteOperation, operation_named
+from hudi_ds.write.operation import (
+    DELETE,
+    DELETE_PREPPED,
+    INSERT,
+    WriteOperation,
+    operation_named,
+)
 
 log = logging.getLogger("hudi_ds.write")
 
@@ -180,7 +186,7 @@ def resolve_options(
         table_name = config.table_name
         table_type = config.table_type
         keys = _record_key_fields(o, config, table, base_uri, operation)
-        if not keys:  # auto-generated keys: only a delete of rows as read (see above)
+        if not keys and operation is DELETE:  # auto-generated keys: a delete of rows as read
             operation = DELETE_PREPPED
         parts = _partition_fields(o, config, base_uri)
         hive_style = _recorded_or_option(
@@ -550,7 +556,8 @@ def _record_key_fields(
     operation: WriteOperation,
 ) -> tuple[str, ...]:
     """The table's record key fields, or the writer's when the table does not record them;
-    ``()`` for a delete of a table whose record keys Hudi generated (a prepped delete).
+    ``()`` for a delete (a prepped delete) or an insert (new keys generated) of a table whose
+    record keys Hudi generated.
 
     Raises:
         UnsupportedError: any other write of a table with auto-generated record keys.
@@ -568,15 +575,21 @@ def _record_key_fields(
             # DataSourceUtils.doDeleteOperation -> SparkRDDWriteClient.deletePrepped,
             # WriteOperationType.DELETE_PREPPED)
             return ()
+        if not asked and operation is INSERT:
+            # Hudi 0.14 inserts into such a table with new generated keys
+            # (AutoRecordGenWrapperKeyGenerator.getRecordKey:
+            # HoodieRecord.generateSequenceId(instantTime, partitionId, rowId++))
+            return ()
         # Java (HoodieWriterUtils.validateTableConfig) refuses a record key option on such a
         # table: "if incoming record key is non empty, table config should also be non empty"
         raise UnsupportedError(
             f"the table at {base_uri} has no record key fields: its record keys were generated "
             f"by Hudi (e.g. {example!r}, <instant>_<task>_<row>), so no column of the data "
-            f"addresses its rows and {operation.name!r} cannot find them; hudi_ds does not "
-            "generate keys, so the only write it takes is a delete "
+            f"addresses its rows and {operation.name!r} cannot find them; the writes such a "
+            "table takes are a delete "
             f"('{WriteConfig.OPERATION.key}'=delete) of rows as read from the table, "
-            f"carrying their {RECORD_KEY_METADATA_FIELD} and {PARTITION_PATH_METADATA_FIELD}"
+            f"carrying their {RECORD_KEY_METADATA_FIELD} and {PARTITION_PATH_METADATA_FIELD}, "
+            "or an insert (new keys generated)"
             + (
                 f" ('{WriteConfig.RECORD_KEY_FIELDS.key}'={','.join(asked)} would not match them)"
                 if asked

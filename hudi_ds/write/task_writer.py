@@ -195,9 +195,16 @@ class TaskWriter:
                 f"{key!r}); NaN has no order (hoodie.datasource.write.precombine.field)"
             )
 
-    def _keys_and_partitions(self, table: pa.Table) -> tuple[pa.Array, pa.Array]:
+    def _keys_and_partitions(
+        self, table: pa.Table, generated: pa.Array | None = None
+    ) -> tuple[pa.Array, pa.Array]:
+        """Record keys and partition paths of ``table``; ``generated``: the keys of an insert
+        into a table with Hudi's auto-generated keys (no record key fields)."""
         p = self.options
-        keys = record_keys(table, list(p.record_key_fields), p.complex_key)
+        if not p.record_key_fields and generated is not None:
+            keys = generated
+        else:
+            keys = record_keys(table, list(p.record_key_fields), p.complex_key)
         if not p.complex_key:
             bad = pc.and_(pc.match_substring(keys, ","), pc.match_substring(keys, ":"))
             if pc.any(bad).as_py():
@@ -218,21 +225,24 @@ class TaskWriter:
             table = conform_partial(table, self._data_schema, p.partial_columns, narrowing=True)
         else:
             table = conform_table(table, self._data_schema)
-        keys, parts = self._keys_and_partitions(table)
-        self._check_ordering(table, keys)
         n = table.num_rows
-        deleted = None
-        if IS_DELETED_FIELD in table.column_names:
-            flag = table.column(IS_DELETED_FIELD).combine_chunks().fill_null(False)
-            if pc.any(flag).as_py():
-                deleted = np.asarray(flag, dtype=bool)
         start = self._record_index
-        self._record_index += n
         seqno = pc.binary_join_element_wise(
             f"{p.instant}_{self.task_partition_id}_",
             pa.array(np.arange(start, start + n, dtype=np.int64)).cast(pa.string()),
             "",
         )
+        # a table with Hudi's auto-generated keys: an insert's keys are its sequence ids
+        # (Java AutoRecordGenWrapperKeyGenerator: generateSequenceId(instant, partitionId,
+        # rowId++), as _hoodie_commit_seqno)
+        keys, parts = self._keys_and_partitions(table, seqno)
+        self._check_ordering(table, keys)
+        self._record_index += n
+        deleted = None
+        if IS_DELETED_FIELD in table.column_names:
+            flag = table.column(IS_DELETED_FIELD).combine_chunks().fill_null(False)
+            if pc.any(flag).as_py():
+                deleted = np.asarray(flag, dtype=bool)
         meta = [
             pa.repeat(pa.scalar(p.instant, pa.string()), n),
             seqno,

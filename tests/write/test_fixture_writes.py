@@ -386,6 +386,37 @@ def test_delete_as_read_from_auto_keyed_fixture(mdt: bool, tmp_path: Path) -> No
     assert "hoodie.table.recordkey.fields" not in read_props(root)
 
 
+def test_insert_into_auto_keyed_fixture_generates_keys(tmp_path: Path) -> None:
+    """Hudi 0.14 inserts into a table with auto-generated keys with new ones,
+    ``<instant>_<partitionId>_<rowId>`` (AutoRecordGenWrapperKeyGenerator); the table keeps no
+    record key fields, the new rows are read by hudi_ds and hudi-rs, and a delete finds them."""
+    from tests.metadata.test_writer import assert_in_step
+
+    root = unzip(AUTO_KEYED, tmp_path)
+    before = hudi_ds.read(str(root))
+    data = before.drop_columns([c for c in before.column_names if c.startswith("_hoodie_")])
+    new = data.slice(0, 3)
+    instant = HudiTable(str(root)).insert(new)
+    after = hudi_ds.read(str(root))
+    added = after.filter(pc.equal(after["_hoodie_commit_time"], instant))
+    keys = sorted(added.column("_hoodie_record_key").to_pylist())
+    assert keys == [f"{instant}_0_{i}" for i in range(3)]
+    assert sorted(added.column("_hoodie_commit_seqno").to_pylist()) == keys
+    assert data_row_set(added.select(new.column_names)) == data_row_set(new)
+    assert data_row_set(after) == sorted([*data_row_set(before), *data_row_set(added)])
+    for enable in ("false", "true"):
+        assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": enable})) == (
+            data_row_set(after)
+        )
+    assert_in_step(root)
+    assert "hoodie.table.recordkey.fields" not in read_props(root)
+    HudiTable(str(root)).delete(added.slice(0, 1))
+    assert data_row_set(hudi_ds.read(str(root))) == sorted(
+        [*data_row_set(before), *data_row_set(added.slice(1))]
+    )
+    assert_in_step(root)
+
+
 def test_delete_without_meta_columns_from_auto_keyed_fixture_refused(tmp_path: Path) -> None:
     root = unzip(AUTO_KEYED, tmp_path)
     before = tree_hashes(root)
