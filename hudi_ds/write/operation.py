@@ -163,7 +163,9 @@ UPSERT = WriteOperation("upsert", "UPSERT")
 INSERT = WriteOperation("insert", "INSERT")
 #: delete rows as read from the table, by their ``_hoodie_record_key`` and
 #: ``_hoodie_partition_path`` (Spark SQL ``DELETE FROM``: Hudi's DeleteHoodieTableCommand sets
-#: ``hoodie.spark.sql.writes.prepped``, HoodieSparkSqlWriter then calls
+#: ``_hoodie.spark.sql.writes.prepped`` (SPARK_SQL_WRITES_PREPPED_KEY, when
+#: ``hoodie.spark.sql.optimized.writes.enable``, default true) and keeps the meta columns;
+#: HoodieSparkSqlWriter then calls
 #: ``SparkRDDWriteClient.deletePrepped``, recorded as ``WriteOperationType.DELETE_PREPPED``);
 #: the only delete of a table with Hudi's auto-generated record keys
 DELETE_PREPPED = WriteOperation("delete_prepped", "DELETE_PREPPED", Rows.DELETES, prepped=True)

@@ -571,7 +571,7 @@ def _record_key_fields(
         if not asked and operation in (DELETE, DELETE_PREPPED):
             # Java deletes such rows only as Spark SQL DELETE FROM does: records read from the
             # table, keyed by their _hoodie_record_key / _hoodie_partition_path
-            # (DeleteHoodieTableCommand -> hoodie.spark.sql.writes.prepped ->
+            # (DeleteHoodieTableCommand -> _hoodie.spark.sql.writes.prepped ->
             # DataSourceUtils.doDeleteOperation -> SparkRDDWriteClient.deletePrepped,
             # WriteOperationType.DELETE_PREPPED)
             return ()

@@ -285,7 +285,7 @@ class TaskWriter:
         """The keys of a prepped delete: the rows' own ``_hoodie_record_key`` and
         ``_hoodie_partition_path`` (no key generator runs; Java
         ``HoodieCreateRecordUtils`` reads them from the meta columns when
-        ``hoodie.spark.sql.writes.prepped`` is set), with the default ordering value of a
+        ``_hoodie.spark.sql.writes.prepped`` is set), with the default ordering value of a
         delete (see :meth:`_prepare_deletes`).
 
         Raises:
