@@ -1185,10 +1185,6 @@ def write_schema(
     """
     check_unique_names(incoming)
     data = without_meta_fields(incoming)
-    if not record_key_fields:
-        raise ConfigError(
-            "option 'hoodie.datasource.write.recordkey.field' is required to create a table"
-        )
     existing = table if table is not None else pa.schema([])
     existing_data = pa.schema([f for f in existing if f.name not in META_FIELDS])
     if required_columns is not None and len(existing_data):
@@ -1196,6 +1192,10 @@ def write_schema(
             if data.get_field_index(c) < 0:
                 raise SchemaError(f"{operation}: input lacks column '{c}'")
         return WriteSchema(existing)
+    if not record_key_fields and not len(existing_data):  # existing: auto-generated keys
+        raise ConfigError(
+            "option 'hoodie.datasource.write.recordkey.field' is required to create a table"
+        )
     for c in [*record_key_fields, *partition_fields]:
         if data.get_field_index(c) < 0:
             raise SchemaError(f"key column '{c}' is missing from the input {data.names}")

@@ -62,7 +62,13 @@ from hudi_ds.errors import (
 )
 from hudi_ds.faults import crash_point
 from hudi_ds.index.lookup import Lookup
-from hudi_ds.schema import WriteSchema, with_meta_fields, write_schema
+from hudi_ds.schema import (
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    WriteSchema,
+    with_meta_fields,
+    write_schema,
+)
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
@@ -219,6 +225,19 @@ class WriteClient:
             for f in r.partition_fields:
                 if f in table_schema.names:
                     r.timestamp.check_table_field(f, table_schema.field(f).type)
+        if self.operation.prepped:
+            missing = [
+                c
+                for c in (RECORD_KEY_METADATA_FIELD, PARTITION_PATH_METADATA_FIELD)
+                if c not in schema.names
+            ]
+            if missing:
+                raise SchemaError(
+                    f"{self.operation.name}: the input lacks {missing}: pass the rows as read "
+                    "from the table (hudi_ds.read keeps the meta columns); a table whose record "
+                    "keys Hudi generated is deleted from by its rows' "
+                    f"{RECORD_KEY_METADATA_FIELD} and {PARTITION_PATH_METADATA_FIELD}"
+                )
         decided = write_schema(
             schema,
             table_schema,

@@ -67,6 +67,9 @@ class WriteOperation:
             process tags the whole input first (Java's ``BaseSparkCommitActionExecutor``
             family does for upsert, insert, delete and insert overwrite; a bulk insert and
             a partition delete leave their inflight without one).
+        prepped: the input rows are records as read from the table: their keys and partition
+            paths are their ``_hoodie_record_key`` and ``_hoodie_partition_path`` values, no
+            key generator runs (Java's ``*_PREPPED`` operations).
     """
 
     name: str
@@ -74,6 +77,7 @@ class WriteOperation:
     rows: Rows = Rows.RECORDS
     replaces: Replaces = Replaces.NOTHING
     saves_workload_profile: bool = True
+    prepped: bool = False
 
     @property
     def merges_existing(self) -> bool:
@@ -98,6 +102,8 @@ class WriteOperation:
     ) -> tuple[str, ...] | None:
         """The columns input rows need when they are not whole records (None: records, whose
         schema is checked against the table's in full)."""
+        if self.prepped:
+            return ()  # the meta columns: checked on the input (they are not data columns)
         if self.rows is Rows.DELETES:
             return (*record_key_fields, *partition_fields)
         if self.rows is Rows.PARTITIONS:
@@ -155,6 +161,14 @@ class WriteOperation:
 UPSERT = WriteOperation("upsert", "UPSERT")
 #: insert rows (with the bucket index an existing key is updated as in upsert)
 INSERT = WriteOperation("insert", "INSERT")
+#: delete rows as read from the table, by their ``_hoodie_record_key`` and
+#: ``_hoodie_partition_path`` (Spark SQL ``DELETE FROM``: Hudi's DeleteHoodieTableCommand sets
+#: ``_hoodie.spark.sql.writes.prepped`` (SPARK_SQL_WRITES_PREPPED_KEY, when
+#: ``hoodie.spark.sql.optimized.writes.enable``, default true) and keeps the meta columns;
+#: HoodieSparkSqlWriter then calls
+#: ``SparkRDDWriteClient.deletePrepped``, recorded as ``WriteOperationType.DELETE_PREPPED``);
+#: the only delete of a table with Hudi's auto-generated record keys
+DELETE_PREPPED = WriteOperation("delete_prepped", "DELETE_PREPPED", Rows.DELETES, prepped=True)
 #: insert rows in bulk (written as an insert)
 BULK_INSERT = WriteOperation("bulk_insert", "BULK_INSERT", saves_workload_profile=False)
 #: delete the keys of the input rows (Java ``HoodieDeleteHelper``)
@@ -181,6 +195,7 @@ OPERATIONS: Mapping[str, WriteOperation] = {
         INSERT,
         BULK_INSERT,
         DELETE,
+        DELETE_PREPPED,
         INSERT_OVERWRITE,
         INSERT_OVERWRITE_TABLE,
         DELETE_PARTITION,

@@ -32,10 +32,20 @@ from hudi_ds.merge.modes import (
     write_spec,
 )
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
-from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema import (
+    COMMIT_TIME_METADATA_FIELD,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
-from hudi_ds.write.operation import WriteOperation, operation_named
+from hudi_ds.write.operation import (
+    DELETE,
+    DELETE_PREPPED,
+    INSERT,
+    WriteOperation,
+    operation_named,
+)
 
 log = logging.getLogger("hudi_ds.write")
 
@@ -168,13 +178,16 @@ def resolve_options(
     """
     o = options
     timestamp: TimestampSpec | None = None
+    operation = operation_named(o.get(WriteConfig.OPERATION))
     if config is not None:
         _check_version(config, base_uri)
         _key_generator(config, base_uri)
         _check_against_table(o, config)
         table_name = config.table_name
         table_type = config.table_type
-        keys = _record_key_fields(o, config, table, base_uri)
+        keys = _record_key_fields(o, config, table, base_uri, operation)
+        if not keys and operation is DELETE:  # auto-generated keys: a delete of rows as read
+            operation = DELETE_PREPPED
         parts = _partition_fields(o, config, base_uri)
         hive_style = _recorded_or_option(
             o, config, TableConfig.HIVE_STYLE_PARTITIONING, WriteConfig.HIVE_STYLE
@@ -268,7 +281,7 @@ def resolve_options(
         else WriteConfig.SIMPLE_UPDATE_PARTITION_PATH
     )
     return ResolvedOptions(
-        operation=operation_named(o.get(WriteConfig.OPERATION)),
+        operation=operation,
         table_name=table_name,
         table_type=table_type,
         record_key_fields=keys,
@@ -536,21 +549,47 @@ def _recorded_or_option(o: Options, cfg: TableConfig, recorded: Any, option: Any
 
 
 def _record_key_fields(
-    o: Options, cfg: TableConfig, table: TableState | None, base_uri: str
+    o: Options,
+    cfg: TableConfig,
+    table: TableState | None,
+    base_uri: str,
+    operation: WriteOperation,
 ) -> tuple[str, ...]:
-    """The table's record key fields, or the writer's when the table does not record them."""
+    """The table's record key fields, or the writer's when the table does not record them;
+    ``()`` for a delete (a prepped delete) or an insert (new keys generated) of a table whose
+    record keys Hudi generated.
+
+    Raises:
+        UnsupportedError: any other write of a table with auto-generated record keys.
+        ConfigError: the table records no key fields and the options give none.
+    """
     if cfg.record_key_fields:
         return tuple(cfg.record_key_fields)
     asked: list[str] | None = o.get(WriteConfig.RECORD_KEY_FIELDS)
     example = _auto_generated_key(table) if table is not None else None
     if example is not None:
+        if not asked and operation in (DELETE, DELETE_PREPPED):
+            # Java deletes such rows only as Spark SQL DELETE FROM does: records read from the
+            # table, keyed by their _hoodie_record_key / _hoodie_partition_path
+            # (DeleteHoodieTableCommand -> _hoodie.spark.sql.writes.prepped ->
+            # DataSourceUtils.doDeleteOperation -> SparkRDDWriteClient.deletePrepped,
+            # WriteOperationType.DELETE_PREPPED)
+            return ()
+        if not asked and operation is INSERT:
+            # Hudi 0.14 inserts into such a table with new generated keys
+            # (AutoRecordGenWrapperKeyGenerator.getRecordKey:
+            # HoodieRecord.generateSequenceId(instantTime, partitionId, rowId++))
+            return ()
         # Java (HoodieWriterUtils.validateTableConfig) refuses a record key option on such a
         # table: "if incoming record key is non empty, table config should also be non empty"
         raise UnsupportedError(
             f"the table at {base_uri} has no record key fields: its record keys were generated "
             f"by Hudi (e.g. {example!r}, <instant>_<task>_<row>), so no column of the data "
-            "addresses its rows and an upsert or delete by key cannot find them; hudi_ds does "
-            "not generate keys, so it does not write this table"
+            f"addresses its rows and {operation.name!r} cannot find them; the writes such a "
+            "table takes are a delete "
+            f"('{WriteConfig.OPERATION.key}'=delete) of rows as read from the table, "
+            f"carrying their {RECORD_KEY_METADATA_FIELD} and {PARTITION_PATH_METADATA_FIELD}, "
+            "or an insert (new keys generated)"
             + (
                 f" ('{WriteConfig.RECORD_KEY_FIELDS.key}'={','.join(asked)} would not match them)"
                 if asked

@@ -47,8 +47,11 @@ from hudi_ds.write.plan import BucketFiles, WritePlan
 from hudi_ds.write.workload import WorkloadProfile
 
 #: operations whose records are tagged by a non-bucket index (Java tags upserts and deletes;
-#: ``insert`` and ``bulk_insert`` write every record as an insert, duplicates included)
-_TAGGING_OPERATIONS = frozenset({"upsert", "delete"})
+#: ``insert`` and ``bulk_insert`` write every record as an insert, duplicates included).
+#: ``delete_prepped``: Java's deletePrepped takes the location the rows were read from
+#: (DataSourceUtils.doDeleteOperation sets it from ``_hoodie_file_name``); hudi_ds locates its
+#: keys by the index instead, which finds the same file groups
+_TAGGING_OPERATIONS = frozenset({"upsert", "delete", "delete_prepped"})
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ from hudi_ds.schema import (
     IS_DELETED_FIELD,
     META_FIELDS,
     OPERATION_METADATA_FIELD,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
     conform_partial,
     conform_table,
 )
@@ -139,6 +141,8 @@ class TaskWriter:
             )
             self._seen_partitions.update(pc.unique(parts).to_pylist())
             return empty
+        if self.plan.operation.prepped:
+            return Prepared(self.plan.schema.empty_table(), self._prepped_deletes(table))
         drop = [c for c in table.column_names if c in META_FIELDS or c == OPERATION_METADATA_FIELD]
         if drop:
             table = table.drop_columns(drop)
@@ -191,9 +195,16 @@ class TaskWriter:
                 f"{key!r}); NaN has no order (hoodie.datasource.write.precombine.field)"
             )
 
-    def _keys_and_partitions(self, table: pa.Table) -> tuple[pa.Array, pa.Array]:
+    def _keys_and_partitions(
+        self, table: pa.Table, generated: pa.Array | None = None
+    ) -> tuple[pa.Array, pa.Array]:
+        """Record keys and partition paths of ``table``; ``generated``: the keys of an insert
+        into a table with Hudi's auto-generated keys (no record key fields)."""
         p = self.options
-        keys = record_keys(table, list(p.record_key_fields), p.complex_key)
+        if not p.record_key_fields and generated is not None:
+            keys = generated
+        else:
+            keys = record_keys(table, list(p.record_key_fields), p.complex_key)
         if not p.complex_key:
             bad = pc.and_(pc.match_substring(keys, ","), pc.match_substring(keys, ":"))
             if pc.any(bad).as_py():
@@ -214,21 +225,24 @@ class TaskWriter:
             table = conform_partial(table, self._data_schema, p.partial_columns, narrowing=True)
         else:
             table = conform_table(table, self._data_schema)
-        keys, parts = self._keys_and_partitions(table)
-        self._check_ordering(table, keys)
         n = table.num_rows
-        deleted = None
-        if IS_DELETED_FIELD in table.column_names:
-            flag = table.column(IS_DELETED_FIELD).combine_chunks().fill_null(False)
-            if pc.any(flag).as_py():
-                deleted = np.asarray(flag, dtype=bool)
         start = self._record_index
-        self._record_index += n
         seqno = pc.binary_join_element_wise(
             f"{p.instant}_{self.task_partition_id}_",
             pa.array(np.arange(start, start + n, dtype=np.int64)).cast(pa.string()),
             "",
         )
+        # a table with Hudi's auto-generated keys: an insert's keys are its sequence ids
+        # (Java AutoRecordGenWrapperKeyGenerator: generateSequenceId(instant, partitionId,
+        # rowId++), as _hoodie_commit_seqno)
+        keys, parts = self._keys_and_partitions(table, seqno)
+        self._check_ordering(table, keys)
+        self._record_index += n
+        deleted = None
+        if IS_DELETED_FIELD in table.column_names:
+            flag = table.column(IS_DELETED_FIELD).combine_chunks().fill_null(False)
+            if pc.any(flag).as_py():
+                deleted = np.asarray(flag, dtype=bool)
         meta = [
             pa.repeat(pa.scalar(p.instant, pa.string()), n),
             seqno,
@@ -266,6 +280,36 @@ class TaskWriter:
         # an upsert with `_hoodie_is_deleted` = true.
         dels = delete_keys(self._delete_schema, keys, parts)
         return p.schema.empty_table(), dels
+
+    def _prepped_deletes(self, table: pa.Table) -> pa.Table:
+        """The keys of a prepped delete: the rows' own ``_hoodie_record_key`` and
+        ``_hoodie_partition_path`` (no key generator runs; Java
+        ``HoodieCreateRecordUtils`` reads them from the meta columns when
+        ``_hoodie.spark.sql.writes.prepped`` is set), with the default ordering value of a
+        delete (see :meth:`_prepare_deletes`).
+
+        Raises:
+            SchemaError: a meta column is missing, or a key or partition path is null or an
+                empty key (nothing is written).
+        """
+        cols = []
+        for c in (RECORD_KEY_METADATA_FIELD, PARTITION_PATH_METADATA_FIELD):
+            if c not in table.column_names:
+                raise SchemaError(f"{self.plan.operation.name}: the input lacks column '{c}'")
+            col = table.column(c)
+            if col.null_count:
+                raise SchemaError(
+                    f"{self.plan.operation.name}: column '{c}' holds {col.null_count} null "
+                    "value(s); pass the rows as read from the table"
+                )
+            cols.append(col.combine_chunks().cast(pa.string()))
+        empty = pc.sum(pc.equal(cols[0], "")).as_py() or 0
+        if empty:
+            raise SchemaError(
+                f"{self.plan.operation.name}: column '{RECORD_KEY_METADATA_FIELD}' holds "
+                f"{empty} empty value(s)"
+            )
+        return delete_keys(self._delete_schema, cols[0], cols[1])
 
     # -- tagging ------------------------------------------------------------------------------
     def tag(self, prepared: Prepared) -> Tagged:

@@ -212,6 +212,31 @@ def test_spark_refused_fixture_stays_unchanged(
     assert tree_hashes(root) == before
 
 
+def test_spark_delete_as_read_from_auto_keyed_fixture(spark: Any, tmp_path: Path) -> None:
+    """Hudi-generated record keys: a delete of the rows as read (the DataFrame carries
+    _hoodie_record_key / _hoodie_partition_path, as Spark SQL DELETE FROM's does) is a
+    DELETE_PREPPED commit; without them it is refused and the table stays unchanged."""
+    root = unzip("cow_0x_partitioned", tmp_path)
+    rows = hudi_ds.read(str(root))
+    before = tree_hashes(root)
+    data = rows.drop_columns(["_hoodie_record_key", "_hoodie_partition_path"])
+    with pytest.raises(Exception, match="as read from the table"):
+        _save(spark, data, root, {"hoodie.datasource.write.operation": "delete"})
+    assert tree_hashes(root) == before
+    victims = rows.slice(0, 2)
+    _save(spark, victims, root, {"hoodie.datasource.write.operation": "delete"})
+    keys = pa.array(victims.column("_hoodie_record_key").to_pylist())
+    expected = data_row_set(rows.filter(pc.invert(pc.is_in(rows["_hoodie_record_key"], keys))))
+    assert len(expected) == rows.num_rows - 2
+    assert data_row_set(hudi_ds.read(str(root))) == expected
+    for mdt in ("false", "true"):
+        got = hudi_rs_table(str(root), {"hoodie.metadata.enable": mdt})
+        assert data_row_set(got) == expected, f"hudi-rs, hoodie.metadata.enable={mdt}"
+    assert_in_step(root)
+    commits = sorted((root / ".hoodie").glob("*.commit"))
+    assert '"operationType" : "DELETE_PREPPED"' in commits[-1].read_text()
+
+
 def test_cluster_by_bucket_refuses_non_bucket_table(spark: Any, tmp_path: Path) -> None:
     from hudi_ds.errors import ConfigError
     from hudi_ds.spark import cluster_by_bucket

@@ -10,6 +10,7 @@ anything is written and stay byte-for-byte unchanged. Resolution against existin
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import zipfile
@@ -30,7 +31,7 @@ from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.options import resolve_options
 from tests.conftest import hudi_rs_table
-from tests.fixtures import FIXTURES_DIR, require_fixtures
+from tests.fixtures import FIXTURES_DIR, GOLDEN_DIR, require_fixtures
 from tests.write.fixture_model import (
     REFUSED,
     REFUSED_1X,
@@ -337,6 +338,103 @@ def test_refused_v6_fixture_stays_unchanged(name: str, operation: str, tmp_path:
     data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
     with pytest.raises(UnsupportedError, match=re.escape(match)):
         getattr(HudiTable(str(root)), operation)(data.slice(0, 2), options)
+    assert tree_hashes(root) == before
+
+
+AUTO_KEYED = "cow_0x_partitioned"
+
+
+@pytest.mark.parametrize("mdt", [False, True], ids=["mdt-off", "mdt-on"])
+def test_delete_as_read_from_auto_keyed_fixture(mdt: bool, tmp_path: Path) -> None:
+    """Hudi 0.14 auto-generated record keys: rows as read are deleted by their
+    _hoodie_record_key / _hoodie_partition_path (Java's Spark SQL DELETE FROM, a
+    DELETE_PREPPED commit); base files are rewritten without them, the metadata table in step."""
+    from tests.golden import golden_rows
+    from tests.metadata.test_writer import assert_in_step
+
+    root = unzip(AUTO_KEYED, tmp_path)
+    before = hudi_ds.read(str(root))
+    golden = golden_rows(GOLDEN_DIR / f"{AUTO_KEYED}.snapshot.jsonl")
+    assert sorted(r["_hoodie_record_key"] for r in golden) == sorted(
+        before.column("_hoodie_record_key").to_pylist()
+    )
+    doomed = pc.is_in(
+        before.column("_hoodie_partition_path"), pa.array(["san_francisco", "chennai"])
+    )
+    gone = before.filter(doomed)
+    assert 0 < gone.num_rows < before.num_rows
+    # the doomed rows minus one partition's worth: a partition keeps live rows
+    victims = gone.slice(0, gone.num_rows - 1)
+    instant = HudiTable(str(root)).delete(victims, {"hoodie.metadata.enable": str(mdt).lower()})
+    keys = pa.array(victims.column("_hoodie_record_key").to_pylist())
+    expected = data_row_set(before.filter(pc.invert(pc.is_in(before["_hoodie_record_key"], keys))))
+    assert len(expected) == before.num_rows - victims.num_rows
+    meta = json.loads((root / ".hoodie" / f"{instant}.commit").read_text())
+    assert meta["operationType"] == "DELETE_PREPPED"
+    assert (
+        sum(s["numDeletes"] for stats in meta["partitionToWriteStats"].values() for s in stats)
+        == victims.num_rows
+    )
+    for enable in ("false", "true"):
+        assert data_row_set(hudi_ds.read(str(root), {"hoodie.metadata.enable": enable})) == expected
+        assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": enable})) == (
+            expected
+        )
+    assert (root / ".hoodie" / "metadata").is_dir() == mdt
+    if mdt:
+        assert_in_step(root)
+    assert "hoodie.table.recordkey.fields" not in read_props(root)
+
+
+def test_insert_into_auto_keyed_fixture_generates_keys(tmp_path: Path) -> None:
+    """Hudi 0.14 inserts into a table with auto-generated keys with new ones,
+    ``<instant>_<partitionId>_<rowId>`` (AutoRecordGenWrapperKeyGenerator); the table keeps no
+    record key fields, the new rows are read by hudi_ds and hudi-rs, and a delete finds them."""
+    from tests.metadata.test_writer import assert_in_step
+
+    root = unzip(AUTO_KEYED, tmp_path)
+    before = hudi_ds.read(str(root))
+    data = before.drop_columns([c for c in before.column_names if c.startswith("_hoodie_")])
+    new = data.slice(0, 3)
+    instant = HudiTable(str(root)).insert(new)
+    after = hudi_ds.read(str(root))
+    added = after.filter(pc.equal(after["_hoodie_commit_time"], instant))
+    keys = sorted(added.column("_hoodie_record_key").to_pylist())
+    assert keys == [f"{instant}_0_{i}" for i in range(3)]
+    assert sorted(added.column("_hoodie_commit_seqno").to_pylist()) == keys
+    assert data_row_set(added.select(new.column_names)) == data_row_set(new)
+    assert data_row_set(after) == sorted([*data_row_set(before), *data_row_set(added)])
+    for enable in ("false", "true"):
+        assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": enable})) == (
+            data_row_set(after)
+        )
+    assert_in_step(root)
+    assert "hoodie.table.recordkey.fields" not in read_props(root)
+    HudiTable(str(root)).delete(added.slice(0, 1))
+    assert data_row_set(hudi_ds.read(str(root))) == sorted(
+        [*data_row_set(before), *data_row_set(added.slice(1))]
+    )
+    assert_in_step(root)
+
+
+def test_delete_without_meta_columns_from_auto_keyed_fixture_refused(tmp_path: Path) -> None:
+    root = unzip(AUTO_KEYED, tmp_path)
+    before = tree_hashes(root)
+    rows = hudi_ds.read(str(root))
+    data = rows.drop_columns(["_hoodie_record_key", "_hoodie_partition_path"])
+    with pytest.raises(SchemaError, match="_hoodie_record_key.*as read from the table"):
+        HudiTable(str(root)).delete(data.slice(0, 2))
+    nulls = rows.set_column(
+        rows.schema.get_field_index("_hoodie_record_key"),
+        "_hoodie_record_key",
+        pa.nulls(rows.num_rows, pa.string()),
+    )
+    with pytest.raises(SchemaError, match="_hoodie_record_key' holds [0-9]+ null"):
+        HudiTable(str(root)).delete(nulls)
+    assert tree_hashes(root) == before
+    # an upsert of rows as read is still refused: no column addresses a row
+    with pytest.raises(UnsupportedError, match="delete.*of rows as read from the table"):
+        HudiTable(str(root)).upsert(rows.slice(0, 2))
     assert tree_hashes(root) == before
 
 
