@@ -299,6 +299,7 @@ class Candidates:
                 [names.get(s.partition_path, -1) for s in slices], np.int64
             )
         self._wanted_in: dict[int, tuple[np.ndarray, pa.Array]] = {}
+        self._rows_by_part: tuple[np.ndarray, np.ndarray] | None = None
         self._found_codes: list[np.ndarray] = []
         self._found_slots: list[np.ndarray] = []
         self._pending: dict[int, tuple[list[pa.Array], list[np.ndarray]]] = {}
@@ -324,7 +325,12 @@ class Candidates:
                 codes = np.arange(len(self.wanted), dtype=np.int64)
                 got = (codes, self.wanted)
             else:
-                codes = np.unique(self.codes[self._row_part == part])
+                if self._rows_by_part is None:  # sorted once, cut per partition
+                    order = np.argsort(self._row_part, kind="stable")
+                    self._rows_by_part = (order, self._row_part[order])
+                order, sorted_parts = self._rows_by_part
+                lo, hi = np.searchsorted(sorted_parts, [part, part + 1])
+                codes = np.unique(self.codes[order[lo:hi]])
                 got = (codes, self.wanted.take(pa.array(codes)))
             self._wanted_in[part] = got
         return got

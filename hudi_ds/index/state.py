@@ -587,8 +587,10 @@ class StateIndex:
         parts = pa.concat_arrays([p for _, p in self._missed])
         enc = pc.dictionary_encode(parts)
         codes = np.asarray(enc.indices, dtype=np.int64)
+        order = np.argsort(codes, kind="stable")  # sorted once, cut per partition
+        bounds = np.searchsorted(codes[order], np.arange(len(enc.dictionary) + 1))
         return {
-            name: pc.unique(probes.filter(pa.array(codes == i)))
+            name: pc.unique(probes.take(pa.array(order[bounds[i] : bounds[i + 1]])))
             for i, name in enumerate(enc.dictionary.to_pylist())
         }
 

@@ -293,8 +293,6 @@ def decode_hfile_block(block: LogBlock) -> HFile:
     where = _where(block)
     try:
         return read_hfile(block.content, where)
-    except CorruptBlockError:
-        raise
     except CorruptFileError as e:
         raise CorruptBlockError(str(e)) from e
 

@@ -220,16 +220,16 @@ class LsmTimelineWriter:
             parsed = parse_lsm_file_name(name)
             if parsed is None or (since is not None and parsed[1] < since):
                 continue
-            out.update(self._read(name).column("instantTime").to_pylist())
+            out.update(self._read(name, ["instantTime"]).column("instantTime").to_pylist())
         return out
 
-    def _read(self, name: str) -> pa.Table:
+    def _read(self, name: str, columns: list[str] | None = None) -> pa.Table:
         import pyarrow.parquet as pq
 
         path = self._path(name)
         try:
             with self.storage.open_input_file(path) as fh:
-                return pq.read_table(fh)
+                return pq.read_table(fh, columns=columns)
         except FileNotFoundError:
             raise
         except Exception as e:

@@ -240,7 +240,7 @@ def retarget_logs(
         marker_instant: the pending write owning the files (a marker is made for each new
             name, so that a rollback finds it); None for files of a completed write.
     """
-    if state.layout == 2:
+    if state.layout >= 2:
         # timeline layout 2 (v8/v9) names a log file after the delta commit that wrote it and
         # slices by completion time (Hudi 1.x): a log completing after C is in C's slice as is
         return list(stats)

@@ -283,8 +283,9 @@ class AppendHandle(_Buffered):
         )
         out = self._stream()
         if data.num_rows:
-            data = _set_file_name(data, self.file_id)
-            if not ctx.options.populate_meta_fields and not self.staging:
+            if ctx.options.populate_meta_fields or self.staging:
+                data = _set_file_name(data, self.file_id)
+            else:
                 data = clear_meta_values(data, file_name=False)
             data = ctx.carried(data)
             partial = ctx.partial_columns is not None
