@@ -116,14 +116,6 @@ def declared_partitions(
 FileEntry = tuple[int, bool]
 """``(size, isDeleted)`` of one file (or partition, size 0) in a ``files`` record."""
 
-_META_FIELDS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
-
 
 @functools.cache
 def record_schema(table_version: int) -> str:

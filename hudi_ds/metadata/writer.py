@@ -195,14 +195,12 @@ class MetadataSlice:
         base_instant: instant of the base file (bootstrap or latest MDT compaction).
         base_file: its name (None if missing).
         log_files: log file names of the slice, in merge order.
-        completed: MDT deltacommits whose blocks count (completed ones).
         delta_commits: deltacommits in the slice (the bootstrap's log not counted).
     """
 
     base_instant: str
     base_file: str | None
     log_files: list[str] = field(default_factory=list)
-    completed: frozenset[str] = frozenset()
     delta_commits: int = 0
 
 
@@ -748,7 +746,6 @@ class MetadataWriter:
         the newest base instant requested at or before its deltacommit completed).
         """
         tl = timeline or self.timeline()
-        deltas = frozenset(i.requested_time for i in tl.completed().filter_actions(DELTA_COMMIT))
         found = [s for s in files_slices(self.storage, tl) if s.file_id == FILES_FILE_ID]
         base = found[0].base_file if found else None
         if base is None:
@@ -762,7 +759,7 @@ class MetadataWriter:
             own = sum(1 for lf in s.log_files if lf.name.version == 1 and base_ts < _SYNTHETIC_MAX)
         else:
             own = sum(1 for lf in s.log_files if lf.instant_time == base_ts)
-        return MetadataSlice(base_ts, base_name, logs, deltas, len(logs) - own)
+        return MetadataSlice(base_ts, base_name, logs, len(logs) - own)
 
     def read_records(self, timeline: Timeline | None = None) -> Records:
         """The merged ``files`` records of the latest slice (tombstones not yet merged away

@@ -75,7 +75,7 @@ from hudi_ds.layout.naming import (
     partition_of,
 )
 from hudi_ds.layout.parquet import write_base_file
-from hudi_ds.metadata.writer import METADATA_PARTITIONS_KEY
+from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.schema import (
     FILENAME_METADATA_FIELD,
     avro_to_arrow_schema,
@@ -828,7 +828,7 @@ def unschedule_compaction(ctx: ServiceContext, instant: str) -> list[tuple[str, 
     plan = tl.read_compaction_plan(instant)
     storage = ctx.storage
     view = FileSystemView(storage, ctx.config)
-    if ctx.layout == 1 and ctx.config.get(METADATA_PARTITIONS_KEY):
+    if ctx.layout == 1 and FILES_PARTITION in declared_partitions(ctx.config):
         # the renames below are no instant of the data timeline, so nothing can mirror them
         # into the MDT (its records are only valid for data instants), and the MDT would
         # go on listing the old names. Refuse before anything changes instead.

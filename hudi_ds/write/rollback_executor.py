@@ -327,11 +327,8 @@ def execute_rollback(
         last = timeline.instants[-1].requested_time if len(timeline) else None
         for _ in range(100):
             rollback_time = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
-            plan = (
-                rollback_plan(instant, action, files, storage.uri, layout)
-                if layout == 2
-                else rollback_plan(instant, action, files)
-            )
+            full_path = storage.uri if layout == 2 else str
+            plan = rollback_plan(instant, action, files, full_path, layout)
             req = Instant(rollback_time, "rollback", State.REQUESTED)
             if writer.create_requested(req, plan.to_bytes()):
                 writer.transition_to_inflight(req)
