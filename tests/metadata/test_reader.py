@@ -32,6 +32,7 @@ from tests.fixtures import (
     fixture_names,
     fixture_table,
     require_base_file_reader,
+    require_fixtures,
 )
 from tests.golden import golden_set, row_set
 from tests.metadata.test_writer import batch, committed_files
@@ -77,6 +78,7 @@ def storage_data_files(root: Path) -> dict[str, set[tuple[str, int]]]:
 
 
 def test_the_fixtures_include_both_generations() -> None:
+    require_fixtures()
     assert "cow_0x_partitioned" in MDT_FIXTURES  # v6, 0.x HBase-written HFiles
     assert any("_v9_" in n for n in MDT_FIXTURES) and any("_v8_" in n for n in MDT_FIXTURES)
 

@@ -20,6 +20,7 @@ import pytest
 import hudi_ds
 from hudi_ds.api import HudiTable
 from tests.conftest import hudi_rs_table
+from tests.fixtures import require_fixtures
 from tests.metadata.test_writer import assert_in_step
 from tests.write.fixture_model import (
     REFUSED,
@@ -134,6 +135,7 @@ def _param(name: str) -> Any:
 def test_every_fixture_is_covered_through_spark() -> None:
     """Each fixture table is written or refused here, and the default run keeps one of each
     kind."""
+    require_fixtures()
     from tests.metadata.test_writer import MDT_FIXTURES_1X
     from tests.write.test_fixture_writes import fixture_names
 
