@@ -1,16 +1,18 @@
-"""Run one system in this process and print its result as one JSON line (used by __main__)."""
+"""Run one system in this process and print its result as one JSON line (used by __main__).
+
+``python -m bench.run SYSTEM --scale S --reference REF.parquet``: the system's final table is
+compared with the reference (:func:`bench.check.compare`) after its timings.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import tempfile
 from pathlib import Path
 
-import pyarrow as pa
-
+from bench.check import compare_file
 from bench.systems import SYSTEMS
 from bench.workload import Workload
 
@@ -24,16 +26,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("system", choices=sorted(SYSTEMS))
     ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--reference", required=True, help="the reference final table (Parquet)")
     args = ap.parse_args()
     w = Workload.scaled(args.scale)
     with tempfile.TemporaryDirectory(prefix=f"bench-{args.system}-") as d:
         root = Path(d)
-        res = SYSTEMS[args.system](w, root)
+        res = SYSTEMS[args.system](w, root, args.reference)
+        final = res.pop("final_table", None)
+        res["check"] = None if final is None else compare_file(final, args.reference)
+        del final
         res["files"], res["bytes"] = _disk(root)
-    state = res.pop("state_table", None)
-    if isinstance(state, pa.Table):
-        res["state"] = dict(zip(state["id"].to_pylist(), state["ts"].to_pylist(), strict=True))
-    res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     res["system"] = args.system
     json.dump(res, sys.stdout)
     sys.stdout.write("\n")

@@ -1,12 +1,19 @@
 """One runner per system. Each runs the whole workload and returns its measurements.
 
-A runner gets the workload and an empty directory and returns a dict with ``insert_s``,
-``upsert_s`` (one per batch), ``read_s``, ``read_rows``, ``read_sum``, ``lookup_s`` and
-``state`` (id -> ts of the final table, for the correctness check).
+A runner gets the workload, an empty directory and the path of the reference final table (plain
+Parquet, written once by the parent before any system runs) and returns a dict with
+``insert_s``, ``upsert_s`` (one per batch), ``read_s``, ``read_rows``, ``read_sum``,
+``lookup_s``, the memory high-water marks ``write_hwm_mb`` / ``read_hwm_mb`` (VmHWM of this
+process -- and of Spark's JVM for the Spark systems -- reset at the start of each phase through
+``/proc/self/clear_refs``) and ``final_table`` (the whole final table, read after the timings,
+for the correctness check; None for systems that do not upsert).
+
+The timed snapshot read of every system reads the same three columns (``READ_COLUMNS``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,48 +27,105 @@ import pyarrow.parquet as pq
 from bench.workload import Workload, insert_batch, upsert_batches
 
 Result = dict[str, Any]
+Runner = Callable[[Workload, Path, str], Result]
 LOOKUP = 100
+READ_COLUMNS = ["id", "ts", "d1"]
 
 
-def _rss_mb() -> float:
-    import resource
+def clear_peak(pids: tuple[int | str, ...] = ("self",)) -> None:
+    """Start a memory phase: reset the peak RSS (VmHWM) of ``pids`` to their current RSS."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def peak_mb(pids: tuple[int | str, ...] = ("self",)) -> float:
+    """The summed VmHWM of ``pids`` (MB) since their last :func:`clear_peak`."""
+    total = 0.0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                total += int(line.split()[1]) / 1024
+    return total
 
 
 def _lookup_keys(w: Workload) -> list[str]:
     return [f"id-{i}" for i in range(0, w.base_rows, max(1, w.base_rows // LOOKUP))][:LOOKUP]
 
 
-def run_pyarrow(w: Workload, root: Path) -> Result:
-    """The physical ceiling: plain Parquet files, no keys, no merging (state is not upserted)."""
-    out: Result = {"upsert_s": []}
+def parquet_options(table: pa.Table) -> dict[str, Any]:
+    """The Parquet options hudi_ds writes ``table`` with (base files and Parquet log blocks:
+    snappy, its dictionary-encoded columns, pyarrow's row group size)."""
+    from hudi_ds.layout.parquet import dictionary_columns_of
+
+    return {"compression": "snappy", "use_dictionary": dictionary_columns_of(table)}
+
+
+def _timed_write(table: pa.Table, path: Path, **opts: Any) -> float:
     t0 = time.perf_counter()
-    pq.write_table(insert_batch(w), root / "base.parquet")
-    out["insert_s"] = time.perf_counter() - t0
+    if "use_dictionary" in opts:  # hudi_ds chooses its dictionary columns per file, timed too
+        opts = parquet_options(table)
+    pq.write_table(table, path, **opts)
+    return time.perf_counter() - t0
+
+
+def run_pyarrow(w: Workload, root: Path, ref: str) -> Result:
+    """The physical ceiling: plain Parquet, no keys, no merging.
+
+    Writes: every batch written twice, with hudi_ds's own Parquet options (snappy, dictionary
+    encoding only for the columns hudi_ds picks) and with ``pq.write_table``'s defaults; the
+    faster setting (lower mean batch time) is the ceiling, named in ``write_options``. Read and
+    lookup: the reference final table (the same final rows every upserting system holds) as
+    plain Parquet, written once outside the timing in both settings; the timed read reads
+    ``READ_COLUMNS``, the faster file is kept (``read_options``).
+    """
+    from hudi_ds.layout import parquet as _  # imported before the timings
+
+    out: Result = {"final_table": None}
+    times: dict[str, dict[str, Any]] = {"hudi_ds": {"upsert_s": []}, "default": {"upsert_s": []}}
+    clear_peak()
+    base = insert_batch(w)
+    times["hudi_ds"]["insert_s"] = _timed_write(base, root / "h-base.parquet", use_dictionary=1)
+    times["default"]["insert_s"] = _timed_write(base, root / "d-base.parquet")
+    del base
     for i, step in enumerate(upsert_batches(w)):
+        t = _timed_write(step.upserts, root / f"h-{i}.parquet", use_dictionary=1)
+        times["hudi_ds"]["upsert_s"].append(t)
+        times["default"]["upsert_s"].append(_timed_write(step.upserts, root / f"d-{i}.parquet"))
+    out["write_hwm_mb"] = peak_mb()
+    best = min(times, key=lambda k: sum(times[k]["upsert_s"]))
+    out.update(times[best])
+    out["write_options"] = "hudi_ds's options" if best == "hudi_ds" else "pyarrow defaults"
+    out["write_variants"] = times
+    # the same final rows as plain Parquet, in both settings (not timed)
+    final = pq.read_table(ref)
+    pq.write_table(final, root / "final-hudi_ds.parquet", **parquet_options(final))
+    pq.write_table(final, root / "final-default.parquet")
+    del final
+    clear_peak()
+    reads = {}
+    for name in ("hudi_ds", "default"):
         t0 = time.perf_counter()
-        pq.write_table(step.upserts, root / f"batch-{i}.parquet")
-        out["upsert_s"].append(time.perf_counter() - t0)
-    out["write_peak_rss_mb"] = _rss_mb()
+        t = pq.read_table(root / f"final-{name}.parquet", columns=READ_COLUMNS)
+        reads[name] = (time.perf_counter() - t0, t.num_rows, pc.sum(t["d1"]).as_py())
+        del t
+    best_read = min(reads, key=lambda k: reads[k][0])
+    out["read_s"], out["read_rows"], out["read_sum"] = reads[best_read]
+    out["read_options"] = "hudi_ds's options" if best_read == "hudi_ds" else "pyarrow defaults"
     t0 = time.perf_counter()
-    t = pq.read_table(root)
-    out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
-    out["read_s"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    ds.dataset(root).to_table(filter=pc.field("id").isin(_lookup_keys(w)))
+    ds.dataset(root / f"final-{best_read}.parquet").to_table(
+        filter=pc.field("id").isin(_lookup_keys(w))
+    )
     out["lookup_s"] = time.perf_counter() - t0
-    out["state"] = None  # not an upserting system
+    out["read_hwm_mb"] = peak_mb()
     return out
 
 
-def _hudi_ds(
-    table_type: str, block: str, index: str = "BUCKET", state: bool = False
-) -> Callable[[Workload, Path], Result]:
+def _hudi_ds(table_type: str, block: str, index: str = "BUCKET", state: bool = False) -> Runner:
     """hudi_ds' embedded writes with ``index`` (``hoodie.index.type``); ``state``: the upserts
     go through one long-lived ``HudiTable(state_index=True)`` (the state index)."""
 
-    def run(w: Workload, root: Path) -> Result:
+    def run(w: Workload, root: Path, ref: str) -> Result:
         import hudi_ds
 
         path = str(root / "table")
@@ -78,6 +142,7 @@ def _hudi_ds(
         if index == "BUCKET":
             opts["hoodie.bucket.index.num.buckets"] = "4"
         out: Result = {"upsert_s": []}
+        clear_peak()
         base = insert_batch(w)
         t0 = time.perf_counter()
         hudi_ds.write(
@@ -100,40 +165,58 @@ def _hudi_ds(
             out["upsert_s"].append(time.perf_counter() - t0)
         if table is not None and table.state_index is not None:
             out["state_mb"] = table.state_index.nbytes / 1e6
-        out["write_peak_rss_mb"] = _rss_mb()
+        out["write_hwm_mb"] = peak_mb()
+        del table
+        clear_peak()
         t0 = time.perf_counter()
-        t = hudi_ds.read(path, columns=["id", "ts", "d1"])
+        t = hudi_ds.read(path, columns=READ_COLUMNS)
         out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
         out["read_s"] = time.perf_counter() - t0
-        out["state_table"] = t.select(["id", "ts"])
+        del t
         t0 = time.perf_counter()
         hudi_ds.read(path, filters=[("id", "in", _lookup_keys(w))])
         out["lookup_s"] = time.perf_counter() - t0
+        out["read_hwm_mb"] = peak_mb()
+        out["final_table"] = hudi_ds.read(path)
         return out
 
     return run
 
 
-def _hudi_rs_read(w: Workload, root: Path) -> Result:
-    """hudi-rs (the ``hudi`` package) reading the MOR table hudi_ds wrote."""
+def _hudi_rs_read(w: Workload, root: Path, ref: str) -> Result:
+    """hudi-rs (the ``hudi`` package) reading the MOR table hudi_ds wrote (parquet log blocks).
+
+    Only hudi-rs's figures are reported: the table is written by hudi_ds untimed, the timed read
+    projects ``READ_COLUMNS``, the lookup filters on the keys after a full read.
+    """
     import hudi
 
-    import hudi_ds
-
     path = str(root / "table")
-    writer = _hudi_ds("MERGE_ON_READ", "parquet")
-    out = writer(w, root)
-    _ = hudi_ds
+    _hudi_ds("MERGE_ON_READ", "parquet")(w, root, ref)
+
+    def read(columns: list[str] | None = None) -> pa.Table:
+        opts = hudi.HudiReadOptions()
+        if columns:
+            opts = opts.with_projection(columns)
+        batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(opts)
+        return pa.Table.from_batches(batches)
+
+    out: Result = {"read_only": True}
+    clear_peak()
     t0 = time.perf_counter()
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    t = pa.Table.from_batches(batches)
+    t = read(READ_COLUMNS)
     out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
     out["read_s"] = time.perf_counter() - t0
-    out["state_table"] = t.select(["id", "ts"])
+    del t
+    t0 = time.perf_counter()
+    read().filter(pc.field("id").isin(_lookup_keys(w)))
+    out["lookup_s"] = time.perf_counter() - t0
+    out["read_hwm_mb"] = peak_mb()
+    out["final_table"] = read()
     return out
 
 
-SYSTEMS: dict[str, Callable[[Workload, Path], Result]] = {
+SYSTEMS: dict[str, Runner] = {
     "pyarrow": run_pyarrow,
     "hudi_ds_mor_parquet": _hudi_ds("MERGE_ON_READ", "parquet"),
     "hudi_ds_mor_avro": _hudi_ds("MERGE_ON_READ", "avro"),
@@ -149,60 +232,86 @@ SYSTEMS: dict[str, Callable[[Workload, Path], Result]] = {
 }
 
 
-def run_delta(w: Workload, root: Path) -> Result:
-    """delta-rs: ``write_deltalake`` then ``merge`` with the event-time condition."""
-    from deltalake import DeltaTable, write_deltalake
+DELETE_FLAG = "_delete"
 
-    path = str(root / "delta")
-    out: Result = {"upsert_s": []}
-    base = insert_batch(w)
-    t0 = time.perf_counter()
-    write_deltalake(path, base, partition_by=["dt"])
-    out["insert_s"] = time.perf_counter() - t0
-    del base
-    for step in upsert_batches(w):
+
+def delta_source(step: Any) -> pa.Table:
+    """One merge source for a batch: the upserts (flag false) and the deletes (flag true, other
+    columns null); an upserted key that the batch also deletes keeps only its delete (the
+    batch's deletes follow its upserts)."""
+    dels = step.deletes
+    ups = step.upserts.filter(pc.invert(pc.is_in(step.upserts["id"], dels["id"])))
+    ups = ups.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False), ups.num_rows))
+    dels = dels.append_column(DELETE_FLAG, pa.repeat(pa.scalar(True), dels.num_rows))
+    return pa.concat_tables([ups, dels], promote_options="default")
+
+
+def delta_merge(path: str, source: pa.Table, streamed: bool) -> None:
+    """One ``merge`` per batch: the partition column in the predicate, deletes by the flag,
+    updates only when the incoming ``ts`` is not older, inserts of the rest."""
+    from deltalake import DeltaTable
+
+    (
+        DeltaTable(path)
+        .merge(
+            source=source,
+            predicate="t.id = s.id AND t.dt = s.dt",
+            source_alias="s",
+            target_alias="t",
+            streamed_exec=streamed,
+        )
+        .when_matched_delete(predicate=f"s.{DELETE_FLAG}")
+        .when_matched_update_all(
+            predicate=f"NOT s.{DELETE_FLAG} AND s.ts >= t.ts", except_cols=[DELETE_FLAG]
+        )
+        .when_not_matched_insert_all(predicate=f"NOT s.{DELETE_FLAG}", except_cols=[DELETE_FLAG])
+        .execute()
+    )
+
+
+def _delta(streamed: bool) -> Runner:
+    """delta-rs: ``write_deltalake`` (partitioned by ``dt``), then one :func:`delta_merge` per
+    batch with ``streamed_exec=streamed`` (both settings are systems; the faster is the peer)."""
+
+    def run(w: Workload, root: Path, ref: str) -> Result:
+        from deltalake import DeltaTable, write_deltalake
+
+        path = str(root / "delta")
+        out: Result = {"upsert_s": [], "streamed_exec": streamed}
+        clear_peak()
+        base = insert_batch(w)
         t0 = time.perf_counter()
-        (
-            DeltaTable(path)
-            .merge(
-                source=step.upserts,
-                predicate="t.id = s.id AND t.dt = s.dt",
-                source_alias="s",
-                target_alias="t",
-            )
-            .when_matched_update_all(predicate="s.ts >= t.ts")
-            .when_not_matched_insert_all()
-            .execute()
-        )
-        (
-            DeltaTable(path)
-            .merge(
-                source=step.deletes,
-                predicate="t.id = s.id AND t.dt = s.dt",
-                source_alias="s",
-                target_alias="t",
-            )
-            .when_matched_delete()
-            .execute()
-        )
-        out["upsert_s"].append(time.perf_counter() - t0)
-    out["write_peak_rss_mb"] = _rss_mb()
-    t0 = time.perf_counter()
-    t = DeltaTable(path).to_pyarrow_table(columns=["id", "ts", "d1"])
-    out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
-    out["read_s"] = time.perf_counter() - t0
-    out["state_table"] = t.select(["id", "ts"])
-    t0 = time.perf_counter()
-    DeltaTable(path).to_pyarrow_dataset().to_table(filter=pc.field("id").isin(_lookup_keys(w)))
-    out["lookup_s"] = time.perf_counter() - t0
-    return out
+        write_deltalake(path, base, partition_by=["dt"])
+        out["insert_s"] = time.perf_counter() - t0
+        del base
+        for step in upsert_batches(w):
+            t0 = time.perf_counter()
+            delta_merge(path, delta_source(step), streamed)
+            out["upsert_s"].append(time.perf_counter() - t0)
+        out["write_hwm_mb"] = peak_mb()
+        clear_peak()
+        t0 = time.perf_counter()
+        t = DeltaTable(path).to_pyarrow_dataset().to_table(columns=READ_COLUMNS)
+        out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
+        out["read_s"] = time.perf_counter() - t0
+        del t
+        t0 = time.perf_counter()
+        DeltaTable(path).to_pyarrow_dataset().to_table(filter=pc.field("id").isin(_lookup_keys(w)))
+        out["lookup_s"] = time.perf_counter() - t0
+        out["read_hwm_mb"] = peak_mb()
+        out["final_table"] = DeltaTable(path).to_pyarrow_dataset().to_table()
+        return out
+
+    return run
 
 
-def run_iceberg(w: Workload, root: Path) -> Result:
-    """pyiceberg: ``append`` then ``upsert`` on ``id``.
+def run_iceberg(w: Workload, root: Path, ref: str) -> Result:
+    """pyiceberg: ``append``, then ``upsert`` on the join columns ``id`` and ``dt`` and a
+    ``delete`` per batch; the table is partitioned by ``dt`` (identity) like the others.
 
     Semantics differ: pyiceberg's upsert has no ordering condition, so late rows (older ``ts``)
-    overwrite newer ones -- the final state is expected NOT to match the event-time reference.
+    overwrite newer ones -- its final table is expected NOT to match the reference, and then no
+    ratio is shown for it.
     """
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.expressions import In
@@ -212,8 +321,12 @@ def run_iceberg(w: Workload, root: Path) -> Result:
     )
     catalog.create_namespace("b")
     out: Result = {"upsert_s": []}
+    clear_peak()
     base = insert_batch(w)
     table = catalog.create_table("b.t", schema=base.schema)
+    with table.update_spec() as spec:
+        spec.add_identity("dt")
+    table = catalog.load_table("b.t")
     t0 = time.perf_counter()
     table.append(base)
     out["insert_s"] = time.perf_counter() - t0
@@ -221,23 +334,27 @@ def run_iceberg(w: Workload, root: Path) -> Result:
     for step in upsert_batches(w):
         t0 = time.perf_counter()
         table = catalog.load_table("b.t")
-        table.upsert(step.upserts, join_cols=["id"])
+        table.upsert(step.upserts, join_cols=["id", "dt"])
         table = catalog.load_table("b.t")
         table.delete(delete_filter=In("id", step.deletes["id"].to_pylist()))
         out["upsert_s"].append(time.perf_counter() - t0)
-    out["write_peak_rss_mb"] = _rss_mb()
+    out["write_hwm_mb"] = peak_mb()
+    clear_peak()
     t0 = time.perf_counter()
-    t = catalog.load_table("b.t").scan(selected_fields=("id", "ts", "d1")).to_arrow()
+    t = catalog.load_table("b.t").scan(selected_fields=tuple(READ_COLUMNS)).to_arrow()
     out["read_rows"], out["read_sum"] = t.num_rows, pc.sum(t["d1"]).as_py()
     out["read_s"] = time.perf_counter() - t0
-    out["state_table"] = t.select(["id", "ts"])
+    del t
     t0 = time.perf_counter()
     catalog.load_table("b.t").scan(row_filter=In("id", _lookup_keys(w))).to_arrow()
     out["lookup_s"] = time.perf_counter() - t0
+    out["read_hwm_mb"] = peak_mb()
+    out["final_table"] = catalog.load_table("b.t").scan().to_arrow()
     return out
 
 
-SYSTEMS["delta_rs"] = run_delta
+SYSTEMS["delta_rs"] = _delta(streamed=False)
+SYSTEMS["delta_rs_streamed"] = _delta(streamed=True)
 SYSTEMS["pyiceberg"] = run_iceberg
 SYSTEMS["hudi_rs_read"] = _hudi_rs_read
 
@@ -260,13 +377,21 @@ def _cached(spark, table: pa.Table, parts: int = 2):  # type: ignore[no-untyped-
     return df
 
 
-def _spark_runner(fmt: str) -> Callable[[Workload, Path], Result]:
-    """Spark on ``local[2]``: ``hudi_py`` upserts, or Spark's own parquet appends (ceiling)."""
+def _spark_runner(fmt: str) -> Runner:
+    """Spark on ``local[2]``: ``hudi_py`` upserts, or Spark's own parquet appends (ceiling).
 
-    def run(w: Workload, root: Path) -> Result:
+    The timed read is the same query for both, on the same final rows: ``hudi_py`` reads its
+    table, the parquet ceiling reads the reference final table as plain Parquet (the files it
+    appended hold every version, not the final rows). Memory: this process plus Spark's JVM.
+    """
+
+    def run(w: Workload, root: Path, ref: str) -> Result:
         from pyspark.sql import functions as F
 
         spark = _spark()
+        pids: tuple[int | str, ...] = ("self",)
+        with contextlib.suppress(Exception):  # no JVM pid: this process only
+            pids = ("self", int(spark._jvm.java.lang.ProcessHandle.current().pid()))
         path = str(root / "t")
         opts = {
             "hoodie.table.name": "bench",
@@ -275,7 +400,8 @@ def _spark_runner(fmt: str) -> Callable[[Workload, Path], Result]:
             "hoodie.datasource.write.precombine.field": "ts",
             "hoodie.bucket.index.num.buckets": "4",
         }
-        out: Result = {"upsert_s": []}
+        out: Result = {"upsert_s": [], "memory": "python + JVM" if len(pids) > 1 else "python"}
+        clear_peak(pids)
         base = _cached(spark, insert_batch(w))
         t0 = time.perf_counter()
         if fmt == "parquet":
@@ -300,23 +426,23 @@ def _spark_runner(fmt: str) -> Callable[[Workload, Path], Result]:
             out["upsert_s"].append(time.perf_counter() - t0)
             ups.unpersist()
             dels.unpersist()
-        out["write_peak_rss_mb"] = _rss_mb()
+        out["write_hwm_mb"] = peak_mb(pids)
+        clear_peak(pids)
         reader = (
-            spark.read.parquet(path)
-            if fmt == "parquet"
-            else spark.read.format("hudi_py").load(path)
+            spark.read.parquet(ref) if fmt == "parquet" else spark.read.format("hudi_py").load(path)
+        )
+        query = reader.select(*READ_COLUMNS).agg(
+            F.count("id").alias("n"), F.sum("d1").alias("s"), F.max("ts").alias("m")
         )
         t0 = time.perf_counter()
-        row = reader.agg(F.count("*").alias("n"), F.sum("d1").alias("s")).collect()[0]
+        row = query.collect()[0]
         out["read_s"] = time.perf_counter() - t0
         out["read_rows"], out["read_sum"] = row["n"], row["s"]
         t0 = time.perf_counter()
         reader.filter(F.col("id").isin(_lookup_keys(w))).collect()
         out["lookup_s"] = time.perf_counter() - t0
-        if fmt != "parquet":
-            out["state_table"] = reader.select("id", "ts").toArrow()
-        else:
-            out["state"] = None
+        out["read_hwm_mb"] = peak_mb(pids)
+        out["final_table"] = reader.toArrow() if fmt != "parquet" else None
         spark.stop()
         return out
 

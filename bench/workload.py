@@ -90,19 +90,30 @@ def upsert_batches(w: Workload) -> Iterator[Step]:
         yield Step(rows, dels)
 
 
-def reference(w: Workload) -> dict[str, int]:
-    """The expected final state: id -> ts (event-time merge), computed with plain dicts."""
-    state: dict[str, int] = {}
-    base = insert_batch(w)
-    for k, t in zip(base["id"].to_pylist(), base["ts"].to_pylist(), strict=True):
-        state[k] = t
+def reference(w: Workload) -> pa.Table:
+    """The expected final table, every column, sorted by ``id`` (one row per live key).
+
+    Computed batch by batch with pyarrow compute: an upsert row replaces the current row of its
+    key when the key is absent or its ``ts`` is >= the current one (event-time ordering; late
+    rows lose), new keys are inserted, then the batch's deletes remove their keys. A key deleted
+    and upserted again later comes back with the later row, whatever its ``ts``.
+    """
+
+    def key(t: pa.Table) -> pa.Array:  # "id-N" -> N: integer hashing instead of strings
+        return pc.cast(pc.utf8_slice_codeunits(t["id"].combine_chunks(), 3), pa.int64())
+
+    state = insert_batch(w)
+    keys = key(state)
     for step in upsert_batches(w):
-        for k, t in zip(
-            step.upserts["id"].to_pylist(), step.upserts["ts"].to_pylist(), strict=True
-        ):
-            cur = state.get(k)
-            if cur is None or t >= cur:
-                state[k] = t
-        for k in step.deletes["id"].to_pylist():
-            state.pop(k, None)
-    return state
+        ups = step.upserts.cast(state.schema)
+        ups_keys = key(ups)
+        pos = pc.index_in(ups_keys, keys)
+        ts = ups["ts"].combine_chunks()
+        wins = pc.fill_null(pc.greater_equal(ts, state["ts"].combine_chunks().take(pos)), True)
+        winners, win_keys = ups.filter(wins), ups_keys.filter(wins)
+        keep = pc.invert(pc.is_in(keys, win_keys))
+        state = pa.concat_tables([state.filter(keep), winners]).combine_chunks()
+        keys = pa.concat_arrays([keys.filter(keep), win_keys])
+        live = pc.invert(pc.is_in(keys, key(step.deletes)))
+        state, keys = state.filter(live), keys.filter(live)
+    return state.sort_by("id").combine_chunks()
