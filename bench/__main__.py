@@ -1,10 +1,14 @@
 """``make bench``: every system on the same workload, each in its own subprocess.
 
 Prints, per system, insert rows/s, upsert rows/s (per batch and mean), read rows/s, lookup time,
-peak RSS, files and bytes on disk, with ratios against delta-rs and against the plain-pyarrow
-ceiling measured in the same run, then the scaling figure (one upsert batch at growing table
-sizes). A system whose final table differs from the in-memory reference is marked, not ranked.
-Results go to ``bench/results/latest.{json,md}`` with the machine, versions and date.
+peak memory of the write phase and of the read phase (VmHWM of the system's own process, reset
+at the start of each phase), files and bytes on disk, with ratios against delta-rs at its best
+setting and against the best plain-pyarrow write and read measured in the same run. Every
+system's final table is compared with the reference (row count, duplicated keys, every column);
+a system whose table differs gets no ratio. Then the scaling figure (one upsert batch at growing
+table sizes), the memory of a streamed write at two input sizes, the compaction figure, issue
+16's acceptance ratios (:mod:`bench.report`) and the charts (:mod:`bench.charts`). Results go to
+``bench/results/latest.{json,md}`` with the machine, versions, date and commit.
 """
 
 from __future__ import annotations
@@ -17,20 +21,45 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from bench.check import verdict
 from bench.workload import Workload, reference
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SYSTEMS = (
     "pyarrow,hudi_ds_mor_parquet,hudi_ds_mor_avro,hudi_ds_cow,hudi_ds_mor_simple,"
     "hudi_ds_mor_bloom,hudi_ds_mor_state,hudi_ds_cow_simple,hudi_ds_cow_bloom,hudi_ds_cow_state,"
-    "hudi_rs_read,delta_rs,pyiceberg,spark_parquet,hudi_ds_spark"
+    "hudi_rs_read,delta_rs,delta_rs_streamed,pyiceberg,spark_parquet,hudi_ds_spark"
 )
 PACKAGES = ("pyarrow", "pyspark", "deltalake", "pyiceberg", "hudi", "fastavro", "numpy")
+#: what each system is, for the table (the hudi_ds table type named for every ratio)
+KIND = {
+    "pyarrow": "plain Parquet files (ceiling)",
+    "hudi_ds_mor_parquet": "hudi_ds MOR, bucket index, parquet log blocks",
+    "hudi_ds_mor_avro": "hudi_ds MOR, bucket index, Avro log blocks",
+    "hudi_ds_cow": "hudi_ds COW, bucket index",
+    "hudi_ds_mor_simple": "hudi_ds MOR, SIMPLE index",
+    "hudi_ds_mor_bloom": "hudi_ds MOR, BLOOM index",
+    "hudi_ds_mor_state": "hudi_ds MOR, state index",
+    "hudi_ds_cow_simple": "hudi_ds COW, SIMPLE index",
+    "hudi_ds_cow_bloom": "hudi_ds COW, BLOOM index",
+    "hudi_ds_cow_state": "hudi_ds COW, state index",
+    "hudi_rs_read": "hudi-rs reading the hudi_ds MOR table (read only)",
+    "delta_rs": "delta-rs merge (copy-on-write), streamed_exec=False",
+    "delta_rs_streamed": "delta-rs merge (copy-on-write), streamed_exec=True",
+    "pyiceberg": "pyiceberg upsert (copy-on-write), partitioned by dt",
+    "spark_parquet": "Spark df.write.parquet / spark.read.parquet (ceiling)",
+    "hudi_ds_spark": "Spark hudi_py, MOR bucket index",
+}
 
 
 def _run(args: list[str]) -> dict:
+    """``python -m ARGS`` in a fresh process; its last stdout line as JSON."""
     proc = subprocess.run(
         [sys.executable, "-m", *args],
         capture_output=True,
@@ -54,28 +83,34 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _commit() -> str:
+    proc = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE.parent
+    )
+    return proc.stdout.strip() or "-"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--systems", default=DEFAULT_SYSTEMS)
     ap.add_argument("--no-scaling", action="store_true")
+    ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--no-compaction", action="store_true")
     args = ap.parse_args()
+    started = time.perf_counter()
     w = Workload.scaled(args.scale)
     print(f"workload: {w.base_rows:,} rows, then {w.batches} upsert batches of {w.batch_rows:,}")
-    expected = reference(w)
+    tmp = tempfile.TemporaryDirectory(prefix="bench-reference-")
+    ref_path = str(Path(tmp.name) / "reference.parquet")
+    pq.write_table(reference(w), ref_path)
     results = []
     for name in args.systems.split(","):
         print(f"running {name} ...", flush=True)
-        r = _run(["bench.run", name, "--scale", str(args.scale)])
-        state = r.pop("state", None)
-        if state is not None:
-            r["correct"] = state == expected
-            if state != expected:  # how many keys differ (missing, extra, other ts)
-                r["wrong_keys"] = sum(state.get(k) != v for k, v in expected.items()) + sum(
-                    k not in expected for k in state
-                )
-        results.append(r)
+        results.append(
+            _run(["bench.run", name, "--scale", str(args.scale), "--reference", ref_path])
+        )
+    tmp.cleanup()
     lines = _table(results, w)
     print("\n".join(lines))
     scaling: list[dict] = []
@@ -87,7 +122,14 @@ def main() -> None:
                 print(f"scaling: {system} at {n:,} rows ...", flush=True)
                 scaling.append(_run(["bench.scaling", system, str(n), "--batch", str(batch)]))
         lines += ["", *_scaling_table(scaling, sizes)]
-        print("\n".join(lines[-(len(sizes) + 4) :]))
+        print("\n".join(_scaling_table(scaling, sizes)))
+    memory: list[dict] = []
+    if not args.no_memory:
+        for n in (int(1_000_000 * args.scale), int(4_000_000 * args.scale)):
+            print(f"memory: a streamed hudi_ds write of {n:,} rows ...", flush=True)
+            memory.append(_run(["bench.memory", str(n)]))
+        lines += ["", *_memory_table(memory)]
+        print("\n".join(_memory_table(memory)))
     compaction: dict = {}
     if not args.no_compaction:
         from bench.compaction import table as compaction_table
@@ -100,81 +142,156 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     meta = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": _commit(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, Python "
         f"{platform.python_version()}",
         "versions": _versions(),
+        "scale": args.scale,
         "workload": w.__dict__,
         "results": results,
         "scaling": scaling,
+        "memory": memory,
         "compaction": compaction,
+        "seconds": round(time.perf_counter() - started, 1),
     }
     (out / "latest.json").write_text(json.dumps(meta, indent=1, default=str))
+    from bench import charts, report
+
+    acceptance = report.acceptance(meta, None)
+    lines += ["", *acceptance]
+    print("\n".join(acceptance))
+    pngs = charts.write_all(meta, out)
     vers = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
     (out / "latest.md").write_text(
-        f"# Benchmark {meta['date']}\n\n{meta['machine']}; {vers}\n\nworkload: "
-        f"{w.base_rows:,} rows + {w.batches} x {w.batch_rows:,} upserts\n\n"
+        f"# Benchmark {meta['date']} at commit {meta['commit']} (scale {args.scale})\n\n"
+        f"{meta['machine']}; {vers}\n\nworkload: "
+        f"{w.base_rows:,} rows + {w.batches} x {w.batch_rows:,} upserts "
+        f"(+ {w.batch_rows // 100:,} deletes each); {meta['seconds']:,.0f} s\n\n"
         + "\n".join(lines)
-        + "\n"
+        + "\n\n"
+        + "".join(f"![{p.stem}]({p.name})\n" for p in pngs)
     )
+    print(f"python -m bench took {meta['seconds']:,.0f} s; charts: {', '.join(map(str, pngs))}")
 
 
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
+def best_delta(ok: dict[str, dict]) -> dict | None:
+    """delta-rs at its best: the faster (mean upsert batch) of its correct settings."""
+    cands = [
+        ok[n] for n in ("delta_rs", "delta_rs_streamed") if n in ok and _correct(ok[n]) is True
+    ]
+    return min(cands, key=lambda r: _mean(r["upsert_s"])) if cands else None
+
+
+def _correct(r: dict) -> bool | None:
+    """True / False from the final-table check; None for systems that do not upsert."""
+    c = r.get("check")
+    return None if not c else bool(c["correct"])
+
+
 def _table(results: list[dict], w: Workload) -> list[str]:
     ok = {r["system"]: r for r in results if "error" not in r}
     base = ok.get("pyarrow")
-    delta = ok.get("delta_rs")
+    delta = best_delta(ok)
     head = (
-        "| system | insert rows/s | upsert rows/s per batch | upsert mean rows/s | "
-        "vs delta-rs | vs pyarrow write | read rows/s | read vs pyarrow | lookup s | "
-        "peak RSS MB (writes/all) | files | MB on disk | correct |"
+        "| system | what | insert rows/s | upsert rows/s per batch | upsert mean rows/s | "
+        "vs delta-rs best (throughput) | vs pyarrow best write (time) | read rows/s | "
+        "read vs pyarrow same columns (time) | lookup s | peak MB write / read | files | "
+        "MB on disk | final table correct |"
     )
-    lines = [head, "|" + "---|" * 13]
+    lines = [head, "|" + "---|" * 14]
     for r in results:
+        name = r["system"]
         if "error" in r:
-            lines.append(f"| {r['system']} | error: {r['error']} |" + " |" * 11)
+            lines.append(f"| {name} | {KIND.get(name, '')} | error: {r['error']} |" + " |" * 11)
             continue
-        ups = r["upsert_s"]
-        mean = _mean(ups)
-        vs_delta = f"{_mean(delta['upsert_s']) / mean:.1f}x faster" if delta else "-"
-        vs_pa = f"{mean / _mean(base['upsert_s']):.2f}x time" if base else "-"
-        read_ratio = f"{r['read_s'] / base['read_s']:.2f}x time" if base else "-"
-        per_batch = " ".join(f"{w.batch_rows / s / 1000:.0f}k" for s in ups)
-        correct = r.get("correct", "n/a")
-        mismatch = f"MISMATCH ({r.get('wrong_keys')} keys)"
+        fair = _correct(r) is not False  # no ratio for an incorrect result
+        reads = f"{r['read_rows'] / r['read_s']:,.0f}"
+        read_ratio = f"{r['read_s'] / base['read_s']:.2f}x" if base and fair else "-"
+        if r.get("read_only"):
+            ins = per_batch = mean_cell = vs_delta = vs_pa = "-"
+            wmem = "-"
+        else:
+            ups = r["upsert_s"]
+            mean = _mean(ups)
+            ins = f"{w.base_rows / r['insert_s']:,.0f}"
+            per_batch = " ".join(f"{w.batch_rows / s / 1000:.0f}k" for s in ups)
+            mean_cell = f"{w.batch_rows / mean:,.0f}"
+            vs_delta = f"{_mean(delta['upsert_s']) / mean:.2f}x" if delta and fair else "-"
+            vs_pa = f"{mean / _mean(base['upsert_s']):.2f}x" if base and fair else "-"
+            wmem = f"{r.get('write_hwm_mb', 0):,.0f}"
+        what = KIND.get(name, "")
+        if r.get("batches_done", w.batches) < w.batches:
+            what += f" ({r['batches_done']} of {w.batches} batches: time budget)"
         lines.append(
-            f"| {r['system']} | {w.base_rows / r['insert_s']:,.0f} | {per_batch} | "
-            f"{w.batch_rows / mean:,.0f} | {vs_delta} | {vs_pa} | "
-            f"{r['read_rows'] / r['read_s']:,.0f} | {read_ratio} | {r['lookup_s']:.3f} | "
-            f"{r.get('write_peak_rss_mb', 0):,.0f} / {r['peak_rss_mb']:,.0f} | {r['files']} | "
-            f"{r['bytes'] / 1e6:,.1f} | {correct if correct is not False else mismatch} |"
+            f"| {name} | {what} | {ins} | {per_batch} | {mean_cell} | {vs_delta} | "
+            f"{vs_pa} | {reads} | {read_ratio} | {r['lookup_s']:.3f} | "
+            f"{wmem} / {r.get('read_hwm_mb', 0):,.0f} | {r['files']} | "
+            f"{r['bytes'] / 1e6:,.1f} | {verdict(r.get('check'))} |"
         )
-    return lines + _index_goals(ok)
+    notes = []
+    if base:
+        notes.append(
+            f"pyarrow ceilings: the write ceiling is the faster of hudi_ds's Parquet options and "
+            f"pyarrow's defaults ({base.get('write_options')} won); the read ceiling reads "
+            f"{', '.join(['id', 'ts', 'd1'])} of the reference final rows from plain Parquet "
+            f"({base.get('read_options')} won)."
+        )
+    if delta:
+        notes.append(
+            f"delta-rs best: one merge per batch (upserts and deletes, the partition column in "
+            f"the predicate), streamed_exec={delta.get('streamed_exec')} was the faster setting."
+        )
+    notes.append(
+        "peak MB: VmHWM of the system's own process (for Spark also its JVM) reset at the start "
+        "of the write phase and of the read phase; it includes the workload's input batches."
+    )
+    return [*lines, "", *notes, *_index_goals(ok)]
 
 
 def _index_goals(ok: dict[str, dict]) -> list[str]:
     """Issue 14's goals, as measured in this run (mean upsert batch time ratios; a system
     whose final table differs from the reference is named next to its ratio)."""
 
+    delta = best_delta(ok)
+    ok = {**ok, "delta_best": delta} if delta else ok
+
     def speedup(fast: str, slow: str) -> str:
         a, b = ok.get(fast), ok.get(slow)
         if a is None or b is None:
             return "n/a"
-        wrong = [n for n, r in ((fast, a), (slow, b)) if r.get("correct") is False]
+        wrong = [n for n, r in ((fast, a), (slow, b)) if _correct(r) is False]
         note = f" (MISMATCH: {', '.join(wrong)})" if wrong else ""
         return f"{_mean(b['upsert_s']) / _mean(a['upsert_s']):.2f}x{note}"
 
     return [
         "",
         "index goals: SIMPLE MOR upserts vs delta-rs merge "
-        f"{speedup('hudi_ds_mor_simple', 'delta_rs')} (goal >= 5x); state index vs SIMPLE: "
+        f"{speedup('hudi_ds_mor_simple', 'delta_best')} (goal >= 5x); state index vs SIMPLE: "
         f"MOR {speedup('hudi_ds_mor_state', 'hudi_ds_mor_simple')}, "
         f"COW {speedup('hudi_ds_cow_state', 'hudi_ds_cow_simple')} (goal >= 2x); "
         f"BLOOM vs SIMPLE: MOR {speedup('hudi_ds_mor_bloom', 'hudi_ds_mor_simple')}, "
         f"COW {speedup('hudi_ds_cow_bloom', 'hudi_ds_cow_simple')}",
     ]
+
+
+def _memory_table(memory: list[dict]) -> list[str]:
+    lines = [
+        "| streamed hudi_ds write (insert, MOR) | rows | RSS before MB | peak MB | seconds |",
+        "|---|---|---|---|---|",
+    ]
+    for m in memory:
+        if "error" in m:
+            lines.append(f"| error | {m['error']} | | | |")
+            continue
+        lines.append(
+            f"| fresh process | {m['rows']:,} | {m['rss_before_mb']:,.0f} | "
+            f"{m['peak_mb']:,.0f} | {m['write_s']:.1f} |"
+        )
+    return lines
 
 
 def _scaling_table(scaling: list[dict], sizes: list[int]) -> list[str]:

@@ -5,7 +5,10 @@
 delta-rs ``merge``), the standard workload's insert, then upsert batch ``b`` of every system
 before batch ``b + 1`` of any -- on a shared machine the load then hits every system alike.
 Prints each batch's seconds and the median ratios; every final table is checked against the
-reference (``bench.workload.reference``) key by key.
+reference (``bench.workload.reference``): row count, duplicated keys, every column
+(:func:`bench.check.compare`). delta-rs runs one ``merge`` per batch (upserts and deletes
+together, the partition column in the predicate) with ``streamed_exec`` True and False; the
+ratios are taken against the faster.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from bench import check
 from bench.workload import Step, Workload, insert_batch, reference, upsert_batches
 
 OPTS = {
@@ -56,52 +60,30 @@ def _hudi(path: str, base: pa.Table, state: bool) -> Callable[[Step], None]:
 
 
 def _delta(path: str, base: pa.Table, streamed: bool) -> Callable[[Step], None]:
-    """delta-rs ``merge``, the partition column in the predicate; ``streamed_exec`` as given
-    (both settings run: the ratio is taken against the faster, delta-rs at its best)."""
-    from deltalake import DeltaTable, write_deltalake
+    """delta-rs as in the main bench (:func:`bench.systems.delta_merge`): one ``merge`` per
+    batch (upserts and deletes together, the partition column in the predicate) with
+    ``streamed_exec`` as given (both settings run: the ratio is taken against the faster,
+    delta-rs at its best)."""
+    from deltalake import write_deltalake
+
+    from bench.systems import delta_merge, delta_source
 
     write_deltalake(path, base, partition_by=["dt"])
 
     def step(s: Step) -> None:
-        (
-            DeltaTable(path)
-            .merge(
-                s.upserts,
-                "t.id = s.id AND t.dt = s.dt",
-                source_alias="s",
-                target_alias="t",
-                streamed_exec=streamed,
-            )
-            .when_matched_update_all(predicate="s.ts >= t.ts")
-            .when_not_matched_insert_all()
-            .execute()
-        )
-        (
-            DeltaTable(path)
-            .merge(
-                s.deletes,
-                "t.id = s.id AND t.dt = s.dt",
-                source_alias="s",
-                target_alias="t",
-                streamed_exec=streamed,
-            )
-            .when_matched_delete()
-            .execute()
-        )
+        delta_merge(path, delta_source(s), streamed)
 
     return step
 
 
-def _state_of(name: str, path: str) -> dict[str, int]:
+def _final(name: str, path: str) -> pa.Table:
     if name.startswith("delta_rs"):
         from deltalake import DeltaTable
 
-        t = DeltaTable(path).to_pyarrow_table(columns=["id", "ts"])
-    else:
-        import hudi_ds
+        return DeltaTable(path).to_pyarrow_dataset().to_table()
+    import hudi_ds
 
-        t = hudi_ds.read(path, columns=["id", "ts"])
-    return dict(zip(t["id"].to_pylist(), t["ts"].to_pylist(), strict=True))
+    return hudi_ds.read(path)
 
 
 def main() -> None:
@@ -135,11 +117,7 @@ def main() -> None:
     print("| system | seconds per batch (upserts + deletes) | median rows/s | final table |")
     print("|---|---|---|---|")
     for name, ts in times.items():
-        got = _state_of(name, str(root / paths[name]))
-        wrong = sum(got.get(k) != v for k, v in expected.items()) + sum(
-            k not in expected for k in got
-        )
-        verdict = "equals the reference" if not wrong else f"{wrong} keys differ"
+        verdict = check.verdict(check.compare(_final(name, str(root / paths[name])), expected))
         cells = " ".join(f"{x:.2f}" for x in ts)
         print(f"| {name} | {cells} | {w.batch_rows / statistics.median(ts):,.0f} | {verdict} |")
 

@@ -52,23 +52,17 @@ def hudi_ds_upsert(root: Path, base: pa.Table, batch: pa.Table) -> float:
 
 
 def delta_upsert(root: Path, base: pa.Table, batch: pa.Table) -> float:
-    from deltalake import DeltaTable, write_deltalake
+    """delta-rs ``merge`` as in the main bench (:func:`bench.systems.delta_merge`: one merge,
+    the partition column in the predicate), ``streamed_exec=False``."""
+    from deltalake import write_deltalake
+
+    from bench.systems import DELETE_FLAG, delta_merge
 
     path = str(root / "d")
     write_deltalake(path, base, partition_by=["dt"])
     t0 = time.perf_counter()
-    (
-        DeltaTable(path)
-        .merge(
-            source=batch,
-            predicate="t.id = s.id AND t.dt = s.dt",
-            source_alias="s",
-            target_alias="t",
-        )
-        .when_matched_update_all(predicate="s.ts >= t.ts")
-        .when_not_matched_insert_all()
-        .execute()
-    )
+    source = batch.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False), batch.num_rows))
+    delta_merge(path, source, streamed=False)
     return time.perf_counter() - t0
 
 

@@ -1,0 +1,237 @@
+"""Issue 16's acceptance ratios, each with its target, the measured value and whether it is met.
+
+``python -m bench.report [--started EPOCH]`` reads ``bench/results/latest.json`` (``python -m
+bench``) and ``bench/results/streaming.json`` (``python -m bench.bench_streaming``), prints the
+table, writes it to ``bench/results/acceptance.md`` and, given the epoch second ``make bench``
+started at, its duration. ``python -m bench`` prints the same table without the streaming row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def acceptance(meta: dict[str, Any], streaming: dict[str, Any] | None) -> list[str]:
+    """Markdown lines: one row per target of issue 16 (the ratios measured in ``meta``'s run)."""
+    from bench.__main__ import best_delta
+
+    res = {r["system"]: r for r in meta.get("results", []) if "error" not in r}
+    delta = best_delta(res)
+    rows: list[tuple[str, str, str, str]] = []
+
+    def add(
+        what: str,
+        target: str,
+        fn: Callable[[], tuple[float, str]],
+        ok: Callable[[float], bool],
+        needs: tuple[str, ...] = (),
+    ) -> None:
+        missing = [n for n in needs if n not in res]
+        wrong = [
+            n for n in needs if n in res and (res[n].get("check") or {}).get("correct") is False
+        ]
+        if missing:
+            rows.append((what, target, f"not measured ({', '.join(missing)} did not run)", "-"))
+            return
+        if wrong:
+            rows.append(
+                (what, target, f"no ratio: final table incorrect ({', '.join(wrong)})", "no")
+            )
+            return
+        try:
+            value, shown = fn()
+        except (KeyError, TypeError, ZeroDivisionError) as e:
+            rows.append((what, target, f"not measured ({type(e).__name__}: {e})", "-"))
+            return
+        rows.append((what, target, shown, "yes" if ok(value) else "no"))
+
+    def up(n: str) -> float:
+        return _mean(res[n]["upsert_s"])
+
+    add(
+        "MOR upsert batch (hudi_ds_mor_parquet) vs the best pyarrow write of the batch",
+        "<= 3x time",
+        lambda: (
+            v := up("hudi_ds_mor_parquet") / up("pyarrow"),
+            f"{v:.2f}x (pyarrow with {res['pyarrow'].get('write_options')})",
+        ),
+        lambda v: v <= 3,
+        ("hudi_ds_mor_parquet", "pyarrow"),
+    )
+    if delta is None:
+        rows.append(
+            (
+                "MOR / COW upserts vs delta-rs merge",
+                ">= 10x / >= 2x",
+                "not measured (no correct delta-rs run)",
+                "-",
+            )
+        )
+    else:
+        setting = f"streamed_exec={delta.get('streamed_exec')}"
+        add(
+            "MOR upsert (hudi_ds_mor_parquet) vs delta-rs merge at its best",
+            ">= 10x throughput",
+            lambda: (
+                v := _mean(delta["upsert_s"]) / up("hudi_ds_mor_parquet"),
+                f"{v:.2f}x ({setting})",
+            ),
+            lambda v: v >= 10,
+            ("hudi_ds_mor_parquet",),
+        )
+        add(
+            "COW upsert (hudi_ds_cow) vs delta-rs merge at its best",
+            ">= 2x throughput",
+            lambda: (v := _mean(delta["upsert_s"]) / up("hudi_ds_cow"), f"{v:.2f}x ({setting})"),
+            lambda v: v >= 2,
+            ("hudi_ds_cow",),
+        )
+    add(
+        "snapshot read of the MOR table vs pyarrow, same columns, same final rows",
+        "<= 1.5x time",
+        lambda: (v := res["hudi_ds_mor_parquet"]["read_s"] / res["pyarrow"]["read_s"], f"{v:.2f}x"),
+        lambda v: v <= 1.5,
+        ("hudi_ds_mor_parquet", "pyarrow"),
+    )
+    add(
+        "MOR with Avro log blocks: snapshot read rows/s",
+        ">= 1,000,000 rows/s",
+        lambda: (
+            v := res["hudi_ds_mor_avro"]["read_rows"] / res["hudi_ds_mor_avro"]["read_s"],
+            f"{v:,.0f}",
+        ),
+        lambda v: v >= 1_000_000,
+        ("hudi_ds_mor_avro",),
+    )
+    add(
+        "MOR with Avro log blocks vs parquet log blocks: snapshot read",
+        "<= 3x time",
+        lambda: (
+            v := res["hudi_ds_mor_avro"]["read_s"] / res["hudi_ds_mor_parquet"]["read_s"],
+            f"{v:.2f}x",
+        ),
+        lambda v: v <= 3,
+        ("hudi_ds_mor_avro", "hudi_ds_mor_parquet"),
+    )
+    add(
+        "Spark: hudi_py upsert batch vs df.write.parquet of the batch",
+        "<= 1.5x time",
+        lambda: (v := up("hudi_ds_spark") / up("spark_parquet"), f"{v:.2f}x"),
+        lambda v: v <= 1.5,
+        ("hudi_ds_spark", "spark_parquet"),
+    )
+    add(
+        "Spark: hudi_py snapshot read vs spark.read.parquet of the same rows",
+        "<= 3x time",
+        lambda: (v := res["hudi_ds_spark"]["read_s"] / res["spark_parquet"]["read_s"], f"{v:.2f}x"),
+        lambda v: v <= 3,
+        ("hudi_ds_spark", "spark_parquet"),
+    )
+    if streaming and "stream_ratio" in streaming:
+        s = streaming
+        table_ok = s.get("check", {}).get("correct")
+        shown = (
+            f"{s['stream_ratio']:.2f}x ({s['stream_hudi_s']:.1f} s vs {s['stream_parquet_s']:.1f} s, "
+            f"{s['stream_files']} x {s['stream_rows_per_file']:,} events)"
+        )
+        if table_ok is False:
+            rows.append(
+                (
+                    "Structured Streaming: hudi_py upsert sink vs Spark's parquet sink",
+                    "<= 1.5x time",
+                    f"no ratio: final table incorrect ({shown})",
+                    "no",
+                )
+            )
+        else:
+            rows.append(
+                (
+                    "Structured Streaming: hudi_py upsert sink vs Spark's parquet sink",
+                    "<= 1.5x time",
+                    shown,
+                    "yes" if s["stream_ratio"] <= 1.5 else "no",
+                )
+            )
+    else:
+        rows.append(
+            (
+                "Structured Streaming: hudi_py upsert sink vs Spark's parquet sink",
+                "<= 1.5x time",
+                "not measured here (python -m bench.bench_streaming)",
+                "-",
+            )
+        )
+    scaling = {
+        r.get("rows"): r
+        for r in meta.get("scaling", [])
+        if r.get("system") == "hudi_ds_mor_parquet" and "upsert_s" in r
+    }
+    if len(scaling) >= 2:
+        lo, hi = min(scaling), max(scaling)
+        v = scaling[hi]["upsert_s"] / scaling[lo]["upsert_s"]
+        rows.append(
+            (
+                f"upsert batch time, {hi:,}-row table vs {lo:,}-row table",
+                "<= 1.3x",
+                f"{v:.2f}x",
+                "yes" if v <= 1.3 else "no",
+            )
+        )
+    else:
+        rows.append(("upsert batch time flat in table size", "<= 1.3x", "not measured", "-"))
+    mem = [m for m in meta.get("memory", []) if "peak_mb" in m]
+    if len(mem) >= 2:
+        a, b = mem[0], mem[-1]
+        v = (b["peak_mb"] - b["rss_before_mb"]) / max(1.0, a["peak_mb"] - a["rss_before_mb"])
+        rows.append(
+            (
+                f"peak memory of a streamed write, {b['rows']:,} vs {a['rows']:,} input rows "
+                "(growth over the RSS before the write, per fresh process)",
+                "independent of input size (<= 1.1x)",
+                f"{v:.2f}x ({a['peak_mb']:,.0f} MB vs {b['peak_mb']:,.0f} MB peak)",
+                "yes" if v <= 1.1 else "no",
+            )
+        )
+    else:
+        rows.append(
+            ("peak memory of a streamed write vs input size", "<= 1.1x", "not measured", "-")
+        )
+    out = [
+        f"issue 16 acceptance (run of {meta.get('date', '?')} at commit {meta.get('commit', '?')}, "
+        f"scale {meta.get('scale', '?')})",
+        "",
+        "| target | goal | measured | met |",
+        "|---|---|---|---|",
+    ]
+    out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.report")
+    ap.add_argument("--started", type=float, help="epoch second the whole run started at")
+    args = ap.parse_args()
+    meta = json.loads((RESULTS / "latest.json").read_text())
+    sfile = RESULTS / "streaming.json"
+    streaming = json.loads(sfile.read_text()) if sfile.exists() else None
+    lines = acceptance(meta, streaming)
+    if args.started:
+        secs = time.time() - args.started
+        lines += ["", f"make bench took {secs / 60:.1f} minutes ({secs:,.0f} s)"]
+    (RESULTS / "acceptance.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
