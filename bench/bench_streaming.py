@@ -1,8 +1,14 @@
 """Streaming figure: the ``hudi_py`` sink on ``local[2]``.
 
-1. Sustained rows/s: upsert micro-batches of change events (inserts, updates, late updates,
-   deletes; the demo's event formula) from Spark's ``rate-micro-batch`` source into a MOR
-   bucket-index table. The first micro-batch (Python worker start) is not counted.
+1. The main job against Spark's own sink: a file stream of ``--files`` Parquet files of
+   ``100,000 x scale`` change events each (keys repeating about four times, a tenth of the
+   events late with an older ``event_ts``, the last event of some keys a delete), read with
+   ``maxFilesPerTrigger=1`` and ``availableNow``, once into the ``hudi_py`` upsert sink (a MOR
+   bucket-index table) and once into Spark's parquet file sink; the wall time of each query,
+   best of ``--rounds`` rounds, the sinks alternating. Both sinks are warmed up first (a
+   one-file stream each: JVM code paths, Python workers). Every ``hudi_py`` table is then read
+   back (``hudi_ds.read``) and checked against the latest-per-key model of the events (row
+   count, duplicated keys, every column; :func:`bench.check.compare`).
 2. Driver-side commit time per micro-batch as the table grows: small micro-batches into a
    fresh table; the sink's commit (the commit runner's ``streamWriter()`` plus ``commit()``:
    batch-id check, rollback of failed attempts, publishing, inline cleaning/archival) is timed
@@ -10,8 +16,8 @@
    100th commit. It should stay flat: nothing in it grows with the table (archival bounds the
    active timeline).
 
-Run: ``.venv/bin/python -m bench.bench_streaming [--scale 1]`` (about 2 minutes at scale 1).
-Prints a small table, then one JSON line (the last line of stdout).
+Run: ``.venv/bin/python -m bench.bench_streaming [--scale 1] [--json FILE]`` (about 2 minutes at
+scale 1). Prints a small table, then one JSON line (the last line of stdout; also to ``--json``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from bench.check import compare, verdict
 
 OPTIONS = {
     "hoodie.table.name": "stream_bench",
@@ -139,10 +150,113 @@ def run(spark: Any, root: Path, name: str, batches: int, rows: int, keys: int) -
     )
 
 
+def event_files(src: Path, files: int, rows: int) -> pa.Table:
+    """Write ``files`` Parquet files of ``rows`` change events into ``src``; returns the
+    latest-per-key model of them (the row of each key's greatest ``event_ts``, keys whose
+    latest event is a delete left out), sorted by ``event_id``.
+
+    Keys repeat about four times; every tenth event is late (a negative ``event_ts``, older
+    than any other); the last event of keys with ``key % 29 == 7`` is a delete, never late, so
+    it is also the key's greatest ``event_ts`` and the model does not depend on when a delete
+    meets the rows it removes.
+    """
+    n = files * rows
+    v = np.arange(n, dtype=np.int64)
+    keys = (v * MULT) % max(1, n // 4)
+    ts = np.where(v % 10 == 3, v - n, v)
+    # the last occurrence of each key (positions in stream order)
+    rev_first = np.unique(keys[::-1], return_index=True)[1]
+    last = np.zeros(n, bool)
+    last[n - 1 - rev_first] = True
+    deleted = last & (keys % 29 == 7)
+    ts = np.where(deleted, v, ts)
+    table = pa.table(
+        {
+            "event_id": pc.binary_join_element_wise("e", pa.array(keys).cast(pa.string()), ""),
+            "event_ts": pa.array(ts),
+            "region": pa.array(np.array(["us", "eu", "apac", "latam"])[keys % 4]),
+            "amount": pa.array((v % 100_003) / 100),
+            "status": pc.binary_join_element_wise("s", pa.array(v % 50).cast(pa.string()), ""),
+            "_hoodie_is_deleted": pa.array(deleted),
+        }
+    )
+    src.mkdir(parents=True)
+    for f in range(files):
+        pq.write_table(table.slice(f * rows, rows), src / f"part-{f:03d}.parquet")
+    latest = table.group_by("event_id").aggregate([("event_ts", "max")])
+    model = table.join(
+        latest.rename_columns(["event_id", "event_ts"]),
+        keys=["event_id", "event_ts"],
+        join_type="inner",
+    )
+    model = model.filter(pc.invert(model["_hoodie_is_deleted"])).drop_columns(
+        ["_hoodie_is_deleted"]
+    )
+    return model.select(["event_id", "event_ts", "region", "amount", "status"]).sort_by("event_id")
+
+
+def file_stream(spark: Any, src: Path, sink: str, out: Path, checkpoint: Path) -> float:
+    """Seconds for one ``availableNow`` query: the files of ``src`` (one per micro-batch)
+    into ``sink`` (``hudi_py`` or ``parquet``) at ``out``."""
+    schema = spark.read.parquet(str(src)).schema
+    w = (
+        spark.readStream.schema(schema)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(src))
+        .writeStream.format(sink)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+    )
+    if sink == "hudi_py":
+        w = w.options(**OPTIONS)
+    t0 = time.perf_counter()
+    q = w.start(str(out))
+    q.awaitTermination()
+    secs = time.perf_counter() - t0
+    if q.exception() is not None:
+        raise RuntimeError(str(q.exception()))
+    return secs
+
+
+def sink_vs_parquet(spark: Any, root: Path, files: int, rows: int, rounds: int) -> dict[str, Any]:
+    """Part 1: the ``hudi_py`` sink against Spark's parquet sink on the same file stream."""
+    import hudi_ds
+
+    model = event_files(root / "events", files, rows)
+    event_files(root / "warm-events", 1, min(rows, 10_000))
+    for sink in ("parquet", "hudi_py"):
+        file_stream(spark, root / "warm-events", sink, root / f"warm-{sink}", root / f"wck-{sink}")
+    times: dict[str, list[float]] = {"parquet": [], "hudi_py": []}
+    checks = []
+    for r in range(rounds):
+        for sink in ("parquet", "hudi_py") if r % 2 == 0 else ("hudi_py", "parquet"):
+            out = root / f"{sink}-{r}"
+            times[sink].append(
+                file_stream(spark, root / "events", sink, out, root / f"ck-{sink}-{r}")
+            )
+            if sink == "hudi_py":
+                checks.append(compare(hudi_ds.read(str(out)), model, key="event_id"))
+    hudi_s, parquet_s = min(times["hudi_py"]), min(times["parquet"])
+    bad = [c for c in checks if not c["correct"]]
+    return {
+        "stream_files": files,
+        "stream_rows_per_file": rows,
+        "stream_hudi_s": hudi_s,
+        "stream_parquet_s": parquet_s,
+        "stream_hudi_runs_s": times["hudi_py"],
+        "stream_parquet_runs_s": times["parquet"],
+        "stream_ratio": hudi_s / parquet_s,
+        "stream_hudi_rows_per_s": files * rows / hudi_s,
+        "check": bad[0] if bad else checks[-1],
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scale", type=float, default=1.0, help="scales the rows per micro-batch")
-    ap.add_argument("--batches", type=int, default=12, help="throughput micro-batches")
+    ap.add_argument("--files", type=int, default=8, help="files (micro-batches) of the stream")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of the sink comparison")
+    ap.add_argument("--json", help="also write the JSON result to this file")
     ap.add_argument("--commits", type=int, default=105, help="micro-batches of the commit test")
     args = ap.parse_args(argv)
     big = max(1_000, int(100_000 * args.scale))
@@ -155,11 +269,7 @@ def main(argv: list[str] | None = None) -> None:
         spark = session()
         startup = time.perf_counter() - t0
 
-        prog = run(spark, root, "throughput", args.batches, big, keys=big * 4)
-        steady = prog[1:]
-        secs = sum(p["durationMs"]["triggerExecution"] for p in steady) / 1000
-        rows_per_s = big * len(steady) / secs
-        per_batch_ms = [p["durationMs"]["triggerExecution"] for p in steady]
+        versus = sink_vs_parquet(spark, root, args.files, big, args.rounds)
         metrics.unlink(missing_ok=True)
 
         run(spark, root, "commits", args.commits, small, keys=small * 20)
@@ -178,11 +288,7 @@ def main(argv: list[str] | None = None) -> None:
         "system": "hudi_ds_streaming",
         "scale": args.scale,
         "spark_startup_s": round(startup, 1),
-        "throughput_batches": args.batches,
-        "rows_per_batch": big,
-        "rows_per_s": round(rows_per_s),
-        "batch_ms_p50": float(np.percentile(per_batch_ms, 50)),
-        "batch_ms_max": float(max(per_batch_ms)),
+        **versus,
         "commit_rows_per_batch": small,
         "commits": len(lines),
         "commit_ms_at_10": at10["commit_ms"],
@@ -193,9 +299,15 @@ def main(argv: list[str] | None = None) -> None:
     print("| hudi_py streaming sink, local[2] | value |")
     print("|---|---|")
     print(
-        f"| sustained upserts ({args.batches - 1} x {big:,} events) | "
-        f"{rows_per_s:,.0f} rows/s (batch p50 {res['batch_ms_p50']:,.0f} ms) |"
+        f"| file stream of {args.files} x {big:,} events into hudi_py (upserts, best of "
+        f"{args.rounds}) | {versus['stream_hudi_s']:.1f} s, "
+        f"{versus['stream_hudi_rows_per_s']:,.0f} rows/s |"
     )
+    print(
+        f"| the same stream into Spark's parquet sink | {versus['stream_parquet_s']:.1f} s "
+        f"(hudi_py / parquet: {versus['stream_ratio']:.2f}x, target <= 1.5x) |"
+    )
+    print(f"| hudi_py table vs the latest-per-key model | {verdict(versus['check'])} |")
     print(
         f"| driver commit per micro-batch at 10 commits | {at10['commit_ms']:.1f} ms "
         f"({at10['with_writer_ms']:.1f} ms with streamWriter()) |"
@@ -204,6 +316,8 @@ def main(argv: list[str] | None = None) -> None:
         f"| driver commit per micro-batch at 100 commits | {at100['commit_ms']:.1f} ms "
         f"({at100['with_writer_ms']:.1f} ms with streamWriter()) |"
     )
+    if args.json:
+        Path(args.json).write_text(json.dumps(res) + "\n")
     print(json.dumps(res))
 
 
