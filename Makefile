@@ -59,11 +59,14 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP)  ## benchmarks against the peers (SCALE=1 default; SCALE=0.1 is quick)
-	$(BIN)/python -m bench --scale $(SCALE)
-	$(BIN)/python -m bench.bench_streaming --scale $(SCALE) | tee bench/results/streaming.txt
-	$(BIN)/python bench/bench_merge.py
-	$(BIN)/python -m bench.bench_storage_calls | tee bench/results/storage_calls.txt
+bench: $(BENCH_STAMP)  ## benchmarks, charts and issue 16's acceptance ratios (SCALE=1; SCALE=0.1 is quick)
+	@start=$$(date +%s); \
+	$(BIN)/python -m bench --scale $(SCALE) && \
+	$(BIN)/python -m bench.bench_streaming --scale $(SCALE) --json bench/results/streaming.json \
+	  | tee bench/results/streaming.txt && \
+	$(BIN)/python bench/bench_merge.py && \
+	$(BIN)/python -m bench.bench_storage_calls | tee bench/results/storage_calls.txt && \
+	$(BIN)/python -m bench.report --started $$start
 
 clean:  ## remove the environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
