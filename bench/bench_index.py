@@ -116,22 +116,31 @@ def main() -> None:
     print(f"workload: {w.base_rows:,} rows, {w.batches} upsert batches of {w.batch_rows:,}")
     print("| system | seconds per batch (upserts + deletes) | median rows/s | final table |")
     print("|---|---|---|---|")
+    correct: dict[str, bool] = {}
     for name, ts in times.items():
-        verdict = check.verdict(check.compare(_final(name, str(root / paths[name])), expected))
+        c = check.compare(_final(name, str(root / paths[name])), expected)
+        correct[name] = c["correct"]
         cells = " ".join(f"{x:.2f}" for x in ts)
-        print(f"| {name} | {cells} | {w.batch_rows / statistics.median(ts):,.0f} | {verdict} |")
+        print(
+            f"| {name} | {cells} | {w.batch_rows / statistics.median(ts):,.0f} | "
+            f"{check.verdict(c)} |"
+        )
 
-    def ratio(fast: str, slow: str, skip_first: bool = False) -> float:
+    def ratio(fast: str, slow: str, skip_first: bool = False) -> str:
+        """The median per-batch ratio; none for an incorrect final table (issue 16)."""
+        wrong = [n for n in (fast, slow) if not correct[n]]
+        if wrong:
+            return f"no ratio (final table incorrect: {', '.join(wrong)})"
         a, b = times[fast][skip_first:], times[slow][skip_first:]
-        return statistics.median(y / x for x, y in zip(a, b, strict=True))
+        return f"{statistics.median(y / x for x, y in zip(a, b, strict=True)):.2f}x"
 
     delta = min(("delta_rs", "delta_rs_unstreamed"), key=lambda n: statistics.median(times[n]))
     print(
         f"\nmedian per-batch ratios: SIMPLE MOR vs delta-rs merge ({delta}, the faster "
-        f"streamed_exec setting) {ratio('hudi_ds_mor_simple', delta):.2f}x (goal >= 5x); "
+        f"streamed_exec setting) {ratio('hudi_ds_mor_simple', delta)} (goal >= 5x); "
         "state index vs SIMPLE "
-        f"{ratio('hudi_ds_mor_state', 'hudi_ds_mor_simple'):.2f}x, after its bootstrap batch "
-        f"{ratio('hudi_ds_mor_state', 'hudi_ds_mor_simple', True):.2f}x (goal >= 2x)"
+        f"{ratio('hudi_ds_mor_state', 'hudi_ds_mor_simple')}, after its bootstrap batch "
+        f"{ratio('hudi_ds_mor_state', 'hudi_ds_mor_simple', True)} (goal >= 2x)"
     )
 
 
