@@ -97,7 +97,12 @@ def main() -> None:
     ap.add_argument("--no-scaling", action="store_true")
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--no-compaction", action="store_true")
+    ap.add_argument("--rerender", action="store_true", help="only redraw latest.md and the charts")
     args = ap.parse_args()
+    if args.rerender:
+        results_dir = HERE / "results"
+        write_results(json.loads((results_dir / "latest.json").read_text()), results_dir)
+        return
     started = time.perf_counter()
     w = Workload.scaled(args.scale)
     print(f"workload: {w.base_rows:,} rows, then {w.batches} upsert batches of {w.batch_rows:,}")
@@ -155,23 +160,42 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
     }
     (out / "latest.json").write_text(json.dumps(meta, indent=1, default=str))
-    from bench import charts, report
+    from bench import report
 
-    acceptance = report.acceptance(meta, None)
-    lines += ["", *acceptance]
-    print("\n".join(acceptance))
+    print("\n".join(report.acceptance(meta, None)))
+    pngs = write_results(meta, out)
+    print(f"python -m bench took {meta['seconds']:,.0f} s; charts: {', '.join(map(str, pngs))}")
+
+
+def write_results(meta: dict, out: Path) -> list[Path]:
+    """Write ``latest.md`` and the charts of ``meta`` (a ``latest.json``) into ``out``;
+    ``python -m bench --rerender`` redraws them from ``bench/results/latest.json``."""
+    from bench import charts, report
+    from bench.compaction import table as compaction_table
+
+    w = Workload(**meta["workload"])
+    lines = _table(meta["results"], w)
+    sizes = sorted({r["rows"] for r in meta.get("scaling", []) if "rows" in r})
+    if sizes:
+        lines += ["", *_scaling_table(meta["scaling"], sizes)]
+    if meta.get("memory"):
+        lines += ["", *_memory_table(meta["memory"])]
+    if meta.get("compaction"):
+        lines += ["", *compaction_table(meta["compaction"])]
+    lines += ["", *report.acceptance(meta, None)]
     pngs = charts.write_all(meta, out)
     vers = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
     (out / "latest.md").write_text(
-        f"# Benchmark {meta['date']} at commit {meta['commit']} (scale {args.scale})\n\n"
+        f"# Benchmark {meta['date']} at commit {meta.get('commit', '-')} "
+        f"(scale {meta.get('scale', '-')})\n\n"
         f"{meta['machine']}; {vers}\n\nworkload: "
         f"{w.base_rows:,} rows + {w.batches} x {w.batch_rows:,} upserts "
-        f"(+ {w.batch_rows // 100:,} deletes each); {meta['seconds']:,.0f} s\n\n"
+        f"(+ {w.batch_rows // 100:,} deletes each); {meta.get('seconds', 0):,.0f} s\n\n"
         + "\n".join(lines)
         + "\n\n"
         + "".join(f"![{p.stem}]({p.name})\n" for p in pngs)
     )
-    print(f"python -m bench took {meta['seconds']:,.0f} s; charts: {', '.join(map(str, pngs))}")
+    return pngs
 
 
 def _mean(xs: list[float]) -> float:
