@@ -73,7 +73,8 @@ def scaling(meta: dict[str, Any], out: Path) -> Path:
     ax.set_xlabel("table rows before the batch")
     ax.set_ylabel("one upsert batch, seconds")
     ax.grid(alpha=0.3)
-    ax.legend()
+    if ax.get_lines():
+        ax.legend()
     ax.set_title(_title(meta, "upsert batch time vs table size"))
     fig.tight_layout()
     path = out / "scaling.png"
