@@ -34,7 +34,7 @@ ORDERINGS = [
 ]
 
 
-@pytest.mark.parametrize("n", [1, 7, 1000])
+@pytest.mark.parametrize("n", [32, 77, 1000])
 @pytest.mark.parametrize("which", range(len(ORDERINGS)))
 def test_vectorised_delete_records_equal_fastavro(n: int, which: int) -> None:
     rng = np.random.default_rng(n * 31 + which)
@@ -76,8 +76,20 @@ def test_vectorised_delete_records_equal_fastavro(n: int, which: int) -> None:
     ],
 )
 def test_other_delete_records_go_through_fastavro(parts: pa.Array, ordering: pa.Array) -> None:
-    keys = pa.array(["k1", "k2"])
+    n = 40  # enough records for the vectorised encoding, were the shape one it takes
+    keys = pa.array([f"k{i}" for i in range(n)])
+    parts = pa.concat_arrays([parts] * (n // 2))
+    ordering = pa.concat_arrays([ordering] * (n // 2)) if ordering is not None else None
     assert _delete_records_vectorised(keys, parts, ordering) is None
     block = encode_delete_block(keys, parts, ordering, "20240101000000000", SCHEMA)
     back = decode_delete_block(parse_block(memoryview(block), 0, ""))
+    assert back.column(0).to_pylist() == keys.to_pylist()
+
+
+def test_few_delete_records_go_through_fastavro() -> None:
+    keys, parts = pa.array(["k1", "k2"]), pa.array(["a", "b"])
+    assert _delete_records_vectorised(keys, parts, None) is None
+    back = decode_delete_block(
+        parse_block(memoryview(encode_delete_block(keys, parts, None, "1", SCHEMA)), 0, "")
+    )
     assert back.column(0).to_pylist() == ["k1", "k2"]
