@@ -40,6 +40,8 @@ from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.naming import PARTITION_METADATA_FILE
 from hudi_ds.layout.parquet import dictionary_columns_of
 from hudi_ds.schema import (
+    COMMIT_TIME_METADATA_FIELD,
+    FILENAME_METADATA_FIELD,
     IS_DELETED_FIELD,
     META_FIELDS,
     OPERATION_METADATA_FIELD,
@@ -70,6 +72,11 @@ class Prepared:
 
     data: pa.Table
     deletes: pa.Table
+
+
+#: meta columns of prepared rows that hold one value in every row (:meth:`TaskWriter.prepare`:
+#: the instant, and the file name the handles set)
+_CONSTANT_COLUMNS = (COMMIT_TIME_METADATA_FIELD, FILENAME_METADATA_FIELD)
 
 
 class TaskWriter:
@@ -346,7 +353,7 @@ class TaskWriter:
             sorted_t = tg[order]
             # one take for the whole batch (its columns on the task's threads), then zero-copy
             # slices per file group
-            rows = take_rows(rows, order, self.threads)
+            rows = take_rows(rows, order, self.threads, _CONSTANT_COLUMNS if not is_delete else ())
             starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_t)) + 1])
             ends = np.append(starts[1:], len(order))
             for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
@@ -496,14 +503,44 @@ def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T], threads: int) -> l
     return [f.result() for f in futures]
 
 
-def take_rows(table: pa.Table, indices: np.ndarray, threads: int) -> pa.Table:
-    """``table.take(indices)``, its columns taken on up to ``threads`` threads (Arrow's take
-    kernel releases the GIL; ``Table.take`` takes one column after the other)."""
-    idx = pa.array(indices)
-    if threads <= 1 or table.num_columns <= 1:
-        return table.take(idx)
-    cols = parallel_map(lambda c: c.take(idx), table.columns, threads)
-    return pa.Table.from_arrays(cols, schema=table.schema)
+def _same_data(col: pa.ChunkedArray) -> tuple[object, ...]:
+    """What identifies a column's data: its type and its chunks' buffers (two columns over the
+    same buffers, e.g. a record key column that is the key field itself, hold the same values)."""
+    return (
+        col.type,
+        tuple(
+            (c.offset, len(c), tuple(b.address if b is not None else 0 for b in c.buffers()))
+            for c in col.chunks
+        ),
+    )
+
+
+def take_rows(
+    table: pa.Table, order: np.ndarray, threads: int, constant: Sequence[str] = ()
+) -> pa.Table:
+    """``table.take(order)`` for a permutation ``order`` of its rows, its columns taken on up to
+    ``threads`` threads (Arrow's take kernel releases the GIL; ``Table.take`` takes one column
+    after the other).
+
+    Columns over the same buffers are taken once, and the ``constant`` columns (one value in
+    every row, by construction) are kept as they are: a permutation does not change them.
+    """
+    idx = pa.array(order)
+    cols = table.columns
+    todo: dict[tuple[object, ...], pa.ChunkedArray] = {}
+    keys: list[tuple[object, ...] | None] = []
+    for name, col in zip(table.column_names, cols, strict=True):
+        if name in constant and len(order) == table.num_rows:
+            keys.append(None)
+            continue
+        k = _same_data(col)
+        todo.setdefault(k, col)
+        keys.append(k)
+    taken = dict(
+        zip(todo, parallel_map(lambda c: c.take(idx), list(todo.values()), threads), strict=True)
+    )
+    out = [col if k is None else taken[k] for col, k in zip(cols, keys, strict=True)]
+    return pa.Table.from_arrays(out, schema=table.schema)
 
 
 def write_partition_metadata(storage: Storage, partition: str, instant: str) -> None:
