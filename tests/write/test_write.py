@@ -480,3 +480,15 @@ def test_write_tasks_must_be_a_positive_count(tmp_path: Path) -> None:
     for bad in ("0", "-2", "two"):
         with pytest.raises(ConfigError, match="write.tasks"):
             hudi_ds.write(str(tmp_path / "t"), trips(range(3)), {**OPTS, "write.tasks": bad})
+
+
+def test_key_with_comma_and_colon_is_refused(tmp_path: Path) -> None:
+    # the bucket index would parse "a,b:c" as a complex key; "a,b" and "a:b" alone are keys
+    path = str(tmp_path / "t")
+    data = trips(range(3))
+    ok = data.set_column(0, "id", pa.array(["x,1", "y:2", "z"]))
+    hudi_ds.write(path, ok, OPTS)
+    assert sorted(hudi_ds.read(path).column("id").to_pylist()) == ["x,1", "y:2", "z"]
+    bad = data.set_column(0, "id", pa.array(["u", "v,w", "a,b:c"]))
+    with pytest.raises(SchemaError, match=r"'a,b:c' .*contains both"):
+        hudi_ds.write(path, bad, OPTS)
