@@ -612,6 +612,14 @@ class WriteConfig:
         parse_positive_float,
         "Buffer size in MB of one file group's handle before it flushes a block (Flink's key).",
     )
+    WRITE_TASKS: ConfigProperty[int | None] = ConfigProperty(
+        "write.tasks",
+        None,
+        parse_positive_int,
+        "Threads that encode and write the file groups of one writer task (Flink's key, the "
+        "parallelism of its write tasks); default: the machine's cores. Parquet encoding and "
+        "Arrow kernels release the GIL, so the file groups' blocks are written in parallel.",
+    )
     SPILLABLE_MAP_PATH = ConfigProperty(
         "hoodie.memory.spillable.map.path",
         "",

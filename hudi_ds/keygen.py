@@ -132,12 +132,15 @@ def partition_paths(
     parts = []
     for f in fields:
         v = key_string(_column(table, f), f)
-        v = pc.if_else(pc.or_kleene(pc.is_null(v), pc.equal(v, "")), DEFAULT_PARTITION, v)
+        if v.null_count or pc.any(pc.equal(v, "")).as_py():
+            v = pc.if_else(pc.or_kleene(pc.is_null(v), pc.equal(v, "")), DEFAULT_PARTITION, v)
         if url_encode:
             v = _url_encode(v)
-        bad = pc.match_substring_regex(v, _UNSAFE_PARTITION_VALUE)
+        # checked on the distinct values (first occurrences in row order): a table has few
+        distinct = pc.unique(v)
+        bad = pc.match_substring_regex(distinct, _UNSAFE_PARTITION_VALUE)
         if pc.any(bad).as_py():
-            first = v.filter(bad)[0].as_py()
+            first = distinct.filter(bad)[0].as_py()
             raise SchemaError(
                 f"unsafe partition value {first!r} in column '{f}': a partition value may not "
                 "contain '/', '\\' or control characters, nor start with '.' (set "

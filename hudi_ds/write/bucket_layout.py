@@ -30,7 +30,7 @@ from hudi_ds.index.bucket import NUM_BUCKETS_KEY, bucket_ids_from_record_keys
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileGroup
 from hudi_ds.layout.naming import bucket_id_of
-from hudi_ds.log.block import BlockType
+from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
 from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
@@ -150,11 +150,41 @@ def _field_keys(storage: Storage, path: str, config: TableConfig) -> list[str]:
     return record_keys(rows, fields, config.complex_record_key).to_pylist()
 
 
+def _parquet_block_keys(block: LogBlock, config: TableConfig) -> pa.Array | list[str] | None:
+    """Keys of a Parquet data block: the min/max ``_hoodie_record_key`` of its first row group's
+    statistics (its footer only, as for a base file), else the key column(s) alone (None: the
+    block stores no keys to sample)."""
+    pf = pq.ParquetFile(pa.BufferReader(block.content))
+    md = pf.metadata
+    names = pf.schema_arrow.names
+    if md.num_row_groups == 0:
+        return []
+    if config.populate_meta_fields:
+        if RECORD_KEY_METADATA_FIELD not in names:
+            return None
+        st = md.row_group(0).column(names.index(RECORD_KEY_METADATA_FIELD)).statistics
+        if st is not None and st.has_min_max and st.null_count == 0:
+            return [
+                v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+                for v in (st.min, st.max)
+            ]
+        return pf.read_row_group(0, columns=[RECORD_KEY_METADATA_FIELD]).column(0)
+    fields = config.record_key_fields  # null keys: built from the key fields
+    if not set(fields) <= set(names):
+        return None
+    rows = pf.read_row_group(0, columns=list(fields)).slice(0, KEYS_PER_LOG)
+    return record_keys(rows, fields, config.complex_record_key)
+
+
 def _log_keys(storage: Storage, path: str, config: TableConfig) -> list[str]:
     for block in scan_log_bytes(storage.read_bytes(path), path).blocks:
         if block.block_type == BlockType.DELETE:
             keys = decode_delete_block(block).column(RECORD_KEY_METADATA_FIELD)
-        elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+        elif block.block_type == BlockType.PARQUET_DATA:
+            keys = _parquet_block_keys(block, config)
+            if keys is None:
+                return []
+        elif block.block_type == BlockType.AVRO_DATA:
             table = decode_data_block(block)
             if not config.populate_meta_fields:  # null keys: built from the key fields
                 fields = config.record_key_fields
@@ -167,7 +197,9 @@ def _log_keys(storage: Storage, path: str, config: TableConfig) -> list[str]:
                 keys = table.column(RECORD_KEY_METADATA_FIELD)
         else:
             continue
-        values = [k for k in keys.to_pylist() if k is not None]
+        values = [
+            k for k in (keys if isinstance(keys, list) else keys.to_pylist()) if k is not None
+        ]
         if values:
             return values[:KEYS_PER_LOG] + values[-KEYS_PER_LOG:]
     return []

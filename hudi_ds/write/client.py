@@ -640,13 +640,16 @@ class WriteClient:
         state = self.table_state()
         statuses = list(statuses)
         crash_point("after_files")
-        if any(s.kind == "stage" for s in statuses):
+        # the tasks wrote the partition metadata of the files they closed
+        # (TaskWriter.close); the commit writes it for the files its merges of staged rows write
+        staged = {s.partition_path for s in statuses if s.kind == "stage"}
+        if staged:
             statuses = merge_staged(self.storage, plan, statuses)
         keep = {s.path for s in statuses}
         for path in marked_files(self.storage, instant):
             if path not in keep:
                 self.storage.delete(path)  # a failed or superseded task attempt's file
-        for p in sorted({s.partition_path for s in statuses}):
+        for p in sorted(staged & {s.partition_path for s in statuses}):
             write_partition_metadata(self.storage, p, instant)
         try:
             with held(self._lock()):

@@ -105,6 +105,8 @@ class ResolvedOptions:
             as they are).
         bucket_base_files: MERGE_ON_READ bucket index: a new bucket's first write creates a
             base file rather than a log-only file group (see :func:`_bucket_base_files`).
+        write_threads: threads writing one task's file groups (``write.tasks``; None: the
+            machine's cores).
     """
 
     operation: WriteOperation
@@ -139,6 +141,7 @@ class ResolvedOptions:
     timestamp: TimestampSpec | None = None
     populate_meta_fields: bool = True
     bucket_base_files: bool = False
+    write_threads: int | None = None
 
     @property
     def is_global_index(self) -> bool:
@@ -316,6 +319,7 @@ def resolve_options(
         timestamp=timestamp,
         populate_meta_fields=meta_fields,
         bucket_base_files=_bucket_base_files(o, config, index_type, table_type),
+        write_threads=o.get(WriteConfig.WRITE_TASKS),
     )
 
 

@@ -23,8 +23,12 @@ budget; :meth:`TaskWriter.close` returns their WriteStatuses for the driver's co
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +40,8 @@ from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.naming import PARTITION_METADATA_FILE
 from hudi_ds.layout.parquet import dictionary_columns_of
 from hudi_ds.schema import (
+    COMMIT_TIME_METADATA_FIELD,
+    FILENAME_METADATA_FIELD,
     IS_DELETED_FIELD,
     META_FIELDS,
     OPERATION_METADATA_FIELD,
@@ -66,6 +72,11 @@ class Prepared:
 
     data: pa.Table
     deletes: pa.Table
+
+
+#: meta columns of prepared rows that hold one value in every row (:meth:`TaskWriter.prepare`:
+#: the instant, and the file name the handles set)
+_CONSTANT_COLUMNS = (COMMIT_TIME_METADATA_FIELD, FILENAME_METADATA_FIELD)
 
 
 class TaskWriter:
@@ -206,7 +217,9 @@ class TaskWriter:
         else:
             keys = record_keys(table, list(p.record_key_fields), p.complex_key)
         if not p.complex_key:
-            bad = pc.and_(pc.match_substring(keys, ","), pc.match_substring(keys, ":"))
+            comma = pc.match_substring(keys, ",")
+            # the ':' scan only when some key holds a ',' (keys seldom do)
+            bad = pc.and_(comma, pc.match_substring(keys, ":")) if pc.any(comma).as_py() else comma
             if pc.any(bad).as_py():
                 raise SchemaError(
                     f"record key {keys.filter(bad)[0].as_py()!r} in column "
@@ -338,10 +351,13 @@ class TaskWriter:
         ):
             if rows.num_rows == 0:
                 continue
-            order = np.argsort(tg, kind="stable")
+            # numpy's stable sort is a radix sort for 16-bit keys (the same order, faster)
+            small = len(targets) <= np.iinfo(np.int16).max
+            order = np.argsort(tg.astype(np.int16) if small else tg, kind="stable")
             sorted_t = tg[order]
-            # one take for the whole batch, then zero-copy slices per file group
-            rows = rows.take(pa.array(order))
+            # one take for the whole batch (its columns on the task's threads), then zero-copy
+            # slices per file group
+            rows = take_rows(rows, order, self.threads, _CONSTANT_COLUMNS if not is_delete else ())
             starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_t)) + 1])
             ends = np.append(starts[1:], len(order))
             for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
@@ -422,25 +438,27 @@ class TaskWriter:
 
         A flush of B buffered bytes briefly needs about 2B more (the concatenated rows, the
         encoded block), and Arrow's allocator keeps some freed memory, so buffers are kept
-        under a third of the budget and one handle under a sixth of it. Append handles flush
+        under a third of the budget and one handle under a sixth of it; two handles flush at
+        a time (their copies: at most two thirds of the budget). Append handles flush
         log blocks; merge handles (COW) spill their rows to local disk and merge them with the
         base file at close, within their share of the budget (see ``MergeHandle``).
         """
         budget = self.options.task_budget_bytes
         per_handle = min(self.options.handle_budget_bytes, budget // 6)
-        for h in self.handles.values():
-            if h.buffered_bytes >= per_handle:
-                h.flush()
-                self.flushes += 1
+        full = [h for h in self.handles.values() if h.buffered_bytes >= per_handle]
         total = sum(h.buffered_bytes for h in self.handles.values())
-        if total <= budget // 3:
-            return
-        for h in sorted(self.handles.values(), key=lambda x: -x.buffered_bytes):
-            if total <= budget // 6:
-                break
-            total -= h.buffered_bytes
-            h.flush()
-            self.flushes += 1
+        total -= sum(h.buffered_bytes for h in full)
+        if total > budget // 3:
+            for h in sorted(self.handles.values(), key=lambda x: -x.buffered_bytes):
+                if total <= budget // 6:
+                    break
+                if h.buffered_bytes < per_handle:
+                    total -= h.buffered_bytes
+                    full.append(h)
+        # two flushes at a time hold about twice the copies of one: with more threads the
+        # buffers' share of the budget would have to shrink accordingly
+        parallel_map(lambda h: h.flush(), full, min(self.threads, 2))
+        self.flushes += len(full)
 
     def touched_partitions(self) -> list[str]:
         """Partition paths of the rows this task has seen."""
@@ -451,17 +469,82 @@ class TaskWriter:
         return sum(h.buffered_bytes for h in self.handles.values())
 
     def close(self) -> list[WriteStatus]:
-        """Flush and close every handle; the WriteStatuses go to the driver's commit."""
-        out = []
-        for h in self.handles.values():
-            st = h.close()
-            if st is not None:
-                if st.kind != "stage":  # staged rows: the commit writes the metadata of the
-                    # partitions its merges write into (a staged slot may write nothing)
-                    write_partition_metadata(self.storage, st.partition_path, self.plan.instant)
-                out.append(st)
+        """Flush and close every handle; the WriteStatuses go to the driver's commit.
+
+        The handles close on :attr:`threads` threads (each encodes and writes its own file:
+        Parquet encoding and Arrow's kernels release the GIL); the statuses come in the order
+        the handles were opened, whatever the threads' timing.
+        """
+        handles = list(self.handles.values())
         self.handles.clear()
+        statuses = parallel_map(lambda h: h.close(), handles, self.threads)
+        out = [st for st in statuses if st is not None]
+        # staged rows: the commit writes the metadata of the partitions its merges write into
+        # (a staged slot may write nothing); once per partition
+        for partition in sorted({st.partition_path for st in out if st.kind != "stage"}):
+            write_partition_metadata(self.storage, partition, self.plan.instant)
         return out
+
+    @property
+    def threads(self) -> int:
+        """Threads writing the task's file groups (``write.tasks``; default: the cores)."""
+        return self.options.write_threads or os.cpu_count() or 1
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T], threads: int) -> list[_R]:
+    """``[fn(x) for x in items]`` on up to ``threads`` threads, results in ``items``' order.
+
+    Every call runs even when one fails; the first failure (in ``items``' order) is raised.
+    """
+    if threads <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="hudi-write") as pool:
+        futures = [pool.submit(fn, x) for x in items]
+    return [f.result() for f in futures]
+
+
+def _same_data(col: pa.ChunkedArray) -> tuple[object, ...]:
+    """What identifies a column's data: its type and its chunks' buffers (two columns over the
+    same buffers, e.g. a record key column that is the key field itself, hold the same values)."""
+    return (
+        col.type,
+        tuple(
+            (c.offset, len(c), tuple(b.address if b is not None else 0 for b in c.buffers()))
+            for c in col.chunks
+        ),
+    )
+
+
+def take_rows(
+    table: pa.Table, order: np.ndarray, threads: int, constant: Sequence[str] = ()
+) -> pa.Table:
+    """``table.take(order)`` for a permutation ``order`` of its rows, its columns taken on up to
+    ``threads`` threads (Arrow's take kernel releases the GIL; ``Table.take`` takes one column
+    after the other).
+
+    Columns over the same buffers are taken once, and the ``constant`` columns (one value in
+    every row, by construction) are kept as they are: a permutation does not change them.
+    """
+    idx = pa.array(order)
+    cols = table.columns
+    todo: dict[tuple[object, ...], pa.ChunkedArray] = {}
+    keys: list[tuple[object, ...] | None] = []
+    for name, col in zip(table.column_names, cols, strict=True):
+        if name in constant and len(order) == table.num_rows:
+            keys.append(None)
+            continue
+        k = _same_data(col)
+        todo.setdefault(k, col)
+        keys.append(k)
+    taken = dict(
+        zip(todo, parallel_map(lambda c: c.take(idx), list(todo.values()), threads), strict=True)
+    )
+    out = [col if k is None else taken[k] for col, k in zip(cols, keys, strict=True)]
+    return pa.Table.from_arrays(out, schema=table.schema)
 
 
 def write_partition_metadata(storage: Storage, partition: str, instant: str) -> None:

@@ -424,3 +424,71 @@ def test_v8_log_under_pending_compaction_keeps_its_instant(tmp_path: Path) -> No
     assert after > c
     logs = check([(1, "b"), (2, "c"), (3, "d")])
     assert len(logs) == 3 and f"_{after}.log.1_" in logs[-1], logs
+
+
+def _write_stats(path: str) -> list[list[tuple[str, str, int, int]]]:
+    """Per completed commit, in timeline order: (partition, bucket, numWrites, numDeletes) of
+    its write stats, in the order the commit file lists them (the bucket: the fileId's prefix;
+    the rest of a new fileId differs between tables)."""
+    out = []
+    for f in sorted((Path(path) / ".hoodie").glob("*.*commit")):
+        md = json.loads(f.read_text())
+        out.append(
+            [
+                (p, s["fileId"][:8], s["numWrites"], s["numDeletes"])
+                for p, stats in md["partitionToWriteStats"].items()
+                for s in stats
+            ]
+        )
+    return out
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+def test_write_tasks_threads_write_the_same_table(tmp_path: Path, table_type: str) -> None:
+    # write.tasks: the threads closing and flushing a task's handles (small blocks: several
+    # flushes per handle); one thread and four write the same rows and the same write stats,
+    # in the same order
+    base = {
+        **OPTS,
+        "hoodie.bucket.index.num.buckets": "4",
+        "hoodie.datasource.write.table.type": table_type,
+        "write.batch.size": "0.02",
+        "write.task.max.size": "0.1",
+    }
+    tables = {}
+    for threads in ("1", "4"):
+        path = str(tmp_path / f"t{threads}")
+        opts = {**base, "write.tasks": threads}
+        hudi_ds.write(path, trips(range(3000)), opts)
+        hudi_ds.write(path, trips(range(2000, 5000), ts=2), opts)
+        hudi_ds.write(
+            path,
+            trips(range(0, 4000, 7)).select(["id", "city"]),
+            {**opts, "hoodie.datasource.write.operation": "delete"},
+        )
+        tables[threads] = path
+    expected = sorted(f"t{i}" for i in range(5000) if not (i < 4000 and i % 7 == 0))
+    for path in tables.values():
+        assert ids_of(path) == hudi_rs_ids(path) == expected
+    one, four = (table_rows(hudi_ds.read(p), COLUMNS) for p in tables.values())
+    assert one == four
+    stats = [_write_stats(p) for p in tables.values()]
+    assert stats[0] == stats[1] and len(stats[0]) == 3
+
+
+def test_write_tasks_must_be_a_positive_count(tmp_path: Path) -> None:
+    for bad in ("0", "-2", "two"):
+        with pytest.raises(ConfigError, match="write.tasks"):
+            hudi_ds.write(str(tmp_path / "t"), trips(range(3)), {**OPTS, "write.tasks": bad})
+
+
+def test_key_with_comma_and_colon_is_refused(tmp_path: Path) -> None:
+    # the bucket index would parse "a,b:c" as a complex key; "a,b" and "a:b" alone are keys
+    path = str(tmp_path / "t")
+    data = trips(range(3))
+    ok = data.set_column(0, "id", pa.array(["x,1", "y:2", "z"]))
+    hudi_ds.write(path, ok, OPTS)
+    assert sorted(hudi_ds.read(path).column("id").to_pylist()) == ["x,1", "y:2", "z"]
+    bad = data.set_column(0, "id", pa.array(["u", "v,w", "a,b:c"]))
+    with pytest.raises(SchemaError, match=r"'a,b:c' .*contains both"):
+        hudi_ds.write(path, bad, OPTS)
