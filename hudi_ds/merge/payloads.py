@@ -41,7 +41,13 @@ import pyarrow.compute as pc
 
 from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
-from hudi_ds.merge.core import key_codes, merge_with_base, ordering_rank, resolve
+from hudi_ds.merge.core import (
+    key_codes,
+    merge_with_base,
+    multi_version,
+    ordering_rank,
+    resolve,
+)
 from hudi_ds.merge.merger import (
     DELETE,
     MergeOutcome,
@@ -312,12 +318,20 @@ class BuiltinMerger(RecordMerger):
         if n == 0:
             return MergeResult(t, np.empty(0, np.int64), np.empty(0, np.int64))
         deletes = self._deletes(cfg, versions)
+        codes = key_codes(versions.keys)
+        multi = multi_version(codes)
         rank = natural = None
         if cfg.event_time:
             cols = self._ordering_columns(cfg, t)
-            rank = ordering_rank(cols, n)
+            if multi is None:
+                rank = ordering_rank(cols, n)
+            else:
+                # only versions that share their key with another one are ever compared
+                shared = pa.array(multi)
+                rank = np.zeros(n, dtype=np.int64)
+                rank[multi] = ordering_rank([c.filter(shared) for c in cols], int(multi.sum()))
             natural = deletes & np.all([np.asarray(c.is_null(), bool) for c in cols], axis=0)
-        res = resolve(key_codes(versions.keys), versions.seq, rank, deletes, natural)
+        res = resolve(codes, versions.seq, rank, deletes, natural, multi)
         if rank is not None and versions.base is not None and cfg.partial == PARTIAL_NONE:
             # Hudi's final merge of the base record with the merged log records
             res = merge_with_base(res, rank, deletes, natural, versions.base)
