@@ -342,10 +342,12 @@ class BuiltinMerger(RecordMerger):
         # rows in version order (the base file's order first): an O(n) scatter, not a sort
         slot = np.full(n, -1, dtype=np.int64)
         slot[win_idx] = np.arange(len(win_idx), dtype=np.int64)
-        perm = slot[slot >= 0]
+        kept = slot >= 0
+        perm = slot[kept]
         win_idx = win_idx[perm]
         live = live[perm]
-        rows = t.take(pa.array(win_idx, pa.int64()))
+        # the winners in version order are the kept rows: a filter, cheaper than a take
+        rows = t.filter(pa.array(kept))
         meta_src = None
         if cfg.partial != PARTIAL_NONE:
             meta_src = order[res.latest_eligible()[live]]

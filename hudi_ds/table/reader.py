@@ -120,8 +120,8 @@ def read_base_file(
         if base.name.extension == ".parquet":
             with storage.open_input_file(base.path) as f:
                 pf = pq.ParquetFile(f)
-                present = [c for c in target.names if c in pf.schema_arrow.names]
-                table = pf.read(columns=present)
+                names = set(pf.schema_arrow.names)  # built on each access: once per file
+                table = pf.read(columns=[c for c in target.names if c in names])
         elif base.name.extension == ".lance":
             table = _read_lance(storage, base, target.names)
         else:
