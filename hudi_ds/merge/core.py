@@ -172,11 +172,11 @@ def resolve(
     if multi is None:
         multi = multi_version(codes)
     if multi is None:
-        return _resolve_sorted(codes, seq, rank, deletes, natural)
+        return resolve_sorted(codes, seq, rank, deletes, natural)
     single = np.flatnonzero(~multi)
     sub = np.flatnonzero(multi)
     ns = len(single)
-    r = _resolve_sorted(
+    r = resolve_sorted(
         codes[sub],
         np.asarray(seq)[sub],
         None if rank is None else np.asarray(rank)[sub],
@@ -198,14 +198,15 @@ def resolve(
     )
 
 
-def _resolve_sorted(
+def resolve_sorted(
     codes: np.ndarray,
     seq: np.ndarray,
     rank: np.ndarray | None,
     deletes: np.ndarray,
     natural: np.ndarray | None = None,
 ) -> Resolution:
-    """:func:`resolve` by sorting every version by (key, write order)."""
+    """:func:`resolve` by sorting every version by (key, write order) (no shortcut for keys
+    with one version)."""
     n = len(codes)
     if n == 0:
         e = np.empty(0, dtype=np.int64)

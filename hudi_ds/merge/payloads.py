@@ -47,6 +47,7 @@ from hudi_ds.merge.core import (
     multi_version,
     ordering_rank,
     resolve,
+    resolve_sorted,
 )
 from hudi_ds.merge.merger import (
     DELETE,
@@ -331,6 +332,8 @@ class BuiltinMerger(RecordMerger):
                 rank = np.zeros(n, dtype=np.int64)
                 rank[multi] = ordering_rank([c.filter(shared) for c in cols], int(multi.sum()))
             natural = deletes & np.all([np.asarray(c.is_null(), bool) for c in cols], axis=0)
+        if cfg.partial == PARTIAL_NONE and not any(a.any() for a in versions.absent.values()):
+            return _whole_records(t, versions, codes, multi, rank, deletes, natural)
         res = resolve(codes, versions.seq, rank, deletes, natural, multi)
         if rank is not None and versions.base is not None and cfg.partial == PARTIAL_NONE:
             # Hudi's final merge of the base record with the merged log records
@@ -366,6 +369,42 @@ class BuiltinMerger(RecordMerger):
         dead = np.flatnonzero(~res.live)
         deleted = np.sort(order[res.record[dead]])
         return MergeResult(rows, win_idx, deleted)
+
+
+def _whole_records(
+    t: pa.Table,
+    versions: Versions,
+    codes: np.ndarray,
+    multi: np.ndarray | None,
+    rank: np.ndarray | None,
+    deletes: np.ndarray,
+    natural: np.ndarray | None,
+) -> MergeResult:
+    """:meth:`BuiltinMerger.merge_batches` when every version is a whole record.
+
+    Each live key's row is its record winner's, so only the keys with several versions are
+    folded (:func:`~hudi_ds.merge.core.resolve_sorted`); a key's only version is its record,
+    or the delete that removes it. The winners are kept in version order by one filter.
+    """
+    n = t.num_rows
+    sub = np.arange(n, dtype=np.int64) if multi is None else np.flatnonzero(multi)
+
+    def part(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else (a if multi is None else a[sub])
+
+    d_sub = deletes if multi is None else deletes[sub]
+    r_sub, nat_sub = part(rank), part(natural)
+    res = resolve_sorted(codes[sub], np.asarray(versions.seq)[sub], r_sub, d_sub, nat_sub)
+    if r_sub is not None and versions.base is not None:
+        # Hudi's final merge of the base record with the merged log records
+        res = merge_with_base(res, r_sub, d_sub, nat_sub, versions.base[sub])
+    live = res.live
+    keep = np.zeros(n, dtype=bool) if multi is None else ~multi & ~deletes
+    keep[sub[res.order[res.record[live]]]] = True
+    dead = sub[res.order[res.record[~live]]]
+    if multi is not None:
+        dead = np.concatenate([np.flatnonzero(~multi & deletes), dead])
+    return MergeResult(t.filter(pa.array(keep)), np.flatnonzero(keep), np.sort(dead))
 
 
 def _strategy(b: str) -> str:
