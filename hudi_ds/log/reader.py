@@ -239,8 +239,8 @@ def _decode_parquet_content(block: LogBlock, columns: list[str] | None = None) -
         pf = pq.ParquetFile(pa.BufferReader(block.content), page_checksum_verification=True)
         if columns is None:
             return pf.read()
-        present = [c for c in columns if c in pf.schema_arrow.names]
-        return pf.read(columns=present)
+        names = set(pf.schema_arrow.names)  # built on each access: once per block
+        return pf.read(columns=[c for c in columns if c in names])
     except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptBlockError(f"Parquet data block does not read: {e}") from e
 

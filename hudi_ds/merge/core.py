@@ -125,26 +125,88 @@ class Resolution:
         return np.where(last_w >= 0, last_w, first)
 
 
+def multi_version(codes: np.ndarray) -> np.ndarray | None:
+    """Which versions share their key with another version (None: every version does).
+
+    A key with a single version needs no fold: that version is the record (or the delete
+    that removes it). Only the others go through the sort in :func:`resolve`, and their
+    ordering values are the only ones that need ranking.
+    """
+    n = len(codes)
+    if n == 0:
+        return None
+    counts = np.bincount(codes + 1)  # null keys (-1) form one key, as in the sort
+    multi = counts[codes + 1] > 1
+    return None if multi.all() else multi
+
+
 def resolve(
     codes: np.ndarray,
     seq: np.ndarray,
     rank: np.ndarray | None,
     deletes: np.ndarray,
     natural: np.ndarray | None = None,
+    multi: np.ndarray | None = None,
 ) -> Resolution:
     """Fold every key's versions in write order (vectorised).
+
+    Keys with one version are resolved without sorting: they come first in the sorted order
+    (one run each), followed by the other keys' runs sorted by key, then write order. Only the
+    grouping into runs matters to the callers, not the order of the runs.
 
     Args:
         codes: key code per version.
         seq: write order per version.
         rank: ordering rank per version (event time), or None (commit time: latest wins).
+            Only the ranks of versions sharing their key are read.
         deletes: whether each version is a delete.
         natural: deletes without an ordering value: they always apply and restart the
             ranking (a later version of the key always wins over them).
+        multi: :func:`multi_version` of ``codes`` when the caller has it already (None:
+            computed here).
 
     Returns:
         The :class:`Resolution`.
     """
+    n = len(codes)
+    if multi is None:
+        multi = multi_version(codes)
+    if multi is None:
+        return resolve_sorted(codes, seq, rank, deletes, natural)
+    single = np.flatnonzero(~multi)
+    sub = np.flatnonzero(multi)
+    ns = len(single)
+    r = resolve_sorted(
+        codes[sub],
+        np.asarray(seq)[sub],
+        None if rank is None else np.asarray(rank)[sub],
+        np.asarray(deletes, dtype=bool)[sub],
+        None if natural is None else np.asarray(natural, dtype=bool)[sub],
+    )
+    m = len(sub)
+    d_s = np.asarray(deletes, dtype=bool)[single]
+    pos_s = np.arange(ns, dtype=np.int64)
+    return Resolution(
+        order=np.concatenate([single, sub[r.order]]),
+        key_starts=np.concatenate([pos_s, r.key_starts + ns]),
+        key_of=np.concatenate([pos_s, r.key_of + ns]),
+        winner=np.concatenate([np.ones(ns, dtype=bool), r.winner]),
+        eligible=np.concatenate([~d_s, r.eligible]),
+        live=np.concatenate([~d_s, r.live]),
+        first=np.concatenate([np.where(d_s, n, pos_s), np.where(r.first < m, r.first + ns, n)]),
+        record=np.concatenate([pos_s, np.where(r.record >= 0, r.record + ns, r.record)]),
+    )
+
+
+def resolve_sorted(
+    codes: np.ndarray,
+    seq: np.ndarray,
+    rank: np.ndarray | None,
+    deletes: np.ndarray,
+    natural: np.ndarray | None = None,
+) -> Resolution:
+    """:func:`resolve` by sorting every version by (key, write order) (no shortcut for keys
+    with one version)."""
     n = len(codes)
     if n == 0:
         e = np.empty(0, dtype=np.int64)

@@ -41,7 +41,14 @@ import pyarrow.compute as pc
 
 from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
-from hudi_ds.merge.core import key_codes, merge_with_base, ordering_rank, resolve
+from hudi_ds.merge.core import (
+    key_codes,
+    merge_with_base,
+    multi_version,
+    ordering_rank,
+    resolve,
+    resolve_sorted,
+)
 from hudi_ds.merge.merger import (
     DELETE,
     MergeOutcome,
@@ -312,12 +319,22 @@ class BuiltinMerger(RecordMerger):
         if n == 0:
             return MergeResult(t, np.empty(0, np.int64), np.empty(0, np.int64))
         deletes = self._deletes(cfg, versions)
+        codes = key_codes(versions.keys)
+        multi = multi_version(codes)
         rank = natural = None
         if cfg.event_time:
             cols = self._ordering_columns(cfg, t)
-            rank = ordering_rank(cols, n)
+            if multi is None:
+                rank = ordering_rank(cols, n)
+            else:
+                # only versions that share their key with another one are ever compared
+                shared = pa.array(multi)
+                rank = np.zeros(n, dtype=np.int64)
+                rank[multi] = ordering_rank([c.filter(shared) for c in cols], int(multi.sum()))
             natural = deletes & np.all([np.asarray(c.is_null(), bool) for c in cols], axis=0)
-        res = resolve(key_codes(versions.keys), versions.seq, rank, deletes, natural)
+        if cfg.partial == PARTIAL_NONE and not any(a.any() for a in versions.absent.values()):
+            return _whole_records(t, versions, codes, multi, rank, deletes, natural)
+        res = resolve(codes, versions.seq, rank, deletes, natural, multi)
         if rank is not None and versions.base is not None and cfg.partial == PARTIAL_NONE:
             # Hudi's final merge of the base record with the merged log records
             res = merge_with_base(res, rank, deletes, natural, versions.base)
@@ -328,10 +345,12 @@ class BuiltinMerger(RecordMerger):
         # rows in version order (the base file's order first): an O(n) scatter, not a sort
         slot = np.full(n, -1, dtype=np.int64)
         slot[win_idx] = np.arange(len(win_idx), dtype=np.int64)
-        perm = slot[slot >= 0]
+        kept = slot >= 0
+        perm = slot[kept]
         win_idx = win_idx[perm]
         live = live[perm]
-        rows = t.take(pa.array(win_idx, pa.int64()))
+        # the winners in version order are the kept rows: a filter, cheaper than a take
+        rows = t.filter(pa.array(kept))
         meta_src = None
         if cfg.partial != PARTIAL_NONE:
             meta_src = order[res.latest_eligible()[live]]
@@ -350,6 +369,42 @@ class BuiltinMerger(RecordMerger):
         dead = np.flatnonzero(~res.live)
         deleted = np.sort(order[res.record[dead]])
         return MergeResult(rows, win_idx, deleted)
+
+
+def _whole_records(
+    t: pa.Table,
+    versions: Versions,
+    codes: np.ndarray,
+    multi: np.ndarray | None,
+    rank: np.ndarray | None,
+    deletes: np.ndarray,
+    natural: np.ndarray | None,
+) -> MergeResult:
+    """:meth:`BuiltinMerger.merge_batches` when every version is a whole record.
+
+    Each live key's row is its record winner's, so only the keys with several versions are
+    folded (:func:`~hudi_ds.merge.core.resolve_sorted`); a key's only version is its record,
+    or the delete that removes it. The winners are kept in version order by one filter.
+    """
+    n = t.num_rows
+    sub = np.arange(n, dtype=np.int64) if multi is None else np.flatnonzero(multi)
+
+    def part(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else (a if multi is None else a[sub])
+
+    d_sub = deletes if multi is None else deletes[sub]
+    r_sub, nat_sub = part(rank), part(natural)
+    res = resolve_sorted(codes[sub], np.asarray(versions.seq)[sub], r_sub, d_sub, nat_sub)
+    if r_sub is not None and versions.base is not None:
+        # Hudi's final merge of the base record with the merged log records
+        res = merge_with_base(res, r_sub, d_sub, nat_sub, versions.base[sub])
+    live = res.live
+    keep = np.zeros(n, dtype=bool) if multi is None else ~multi & ~deletes
+    keep[sub[res.order[res.record[live]]]] = True
+    dead = sub[res.order[res.record[~live]]]
+    if multi is not None:
+        dead = np.concatenate([np.flatnonzero(~multi & deletes), dead])
+    return MergeResult(t.filter(pa.array(keep)), np.flatnonzero(keep), np.sort(dead))
 
 
 def _strategy(b: str) -> str:

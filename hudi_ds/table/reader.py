@@ -99,6 +99,10 @@ class SliceReadContext:
     ignore_missing_files: bool = False
     #: skip (warn, count) corrupt blocks inside committed bytes / unreadable base files
     ignore_corrupt_files: bool = False
+    #: the one record key field holds the record key itself (Hudi's simple key generator on a
+    #: string field, as ``_hoodie_record_key`` holds it): a projected read may key the merge on
+    #: that field instead of also reading ``_hoodie_record_key``
+    key_field_is_key: bool = False
     #: committed ``(start, end, instant)`` byte ranges per log file path (from commit metadata);
     #: a corrupt block starting inside one is an error, one outside is a failed write's tail
     log_ranges: Mapping[str, tuple[tuple[int, int, str], ...]] | None = field(
@@ -120,8 +124,8 @@ def read_base_file(
         if base.name.extension == ".parquet":
             with storage.open_input_file(base.path) as f:
                 pf = pq.ParquetFile(f)
-                present = [c for c in target.names if c in pf.schema_arrow.names]
-                table = pf.read(columns=present)
+                names = set(pf.schema_arrow.names)  # built on each access: once per file
+                table = pf.read(columns=[c for c in target.names if c in names])
         elif base.name.extension == ".lance":
             table = _read_lance(storage, base, target.names)
         else:
@@ -225,24 +229,22 @@ def read_file_slice(
     stats: ReadStats,
     columns: list[str] | None = None,
 ) -> pa.Table:
-    """Read one file slice as merged, live rows in ``ctx.schema`` (or ``columns`` of it)."""
-    schema = ctx.schema
-    if columns is not None:
-        # read only what the caller wants plus what merging needs
-        merge_cols = [
-            RECORD_KEY_METADATA_FIELD,
-            ctx.ordering_field,
-            IS_DELETED_FIELD,
-            *ctx.record_key_fields,
-        ]
-        merge_cols += ctx.merge_spec.required_columns()
-        wanted = list(columns) + [
-            c
-            for c in dict.fromkeys(merge_cols)
-            if c and c not in columns and schema.get_field_index(c) >= 0
-        ]
-        schema = pa.schema([schema.field(c) for c in wanted])
+    """Read one file slice as merged, live rows in ``ctx.schema`` (or ``columns`` of it).
+
+    With ``columns`` only those are read, plus what the merge needs: for a slice without log
+    blocks the delete flags only (its rows are not merged); otherwise the record key (the key
+    field when ``ctx.key_field_is_key``, else ``_hoodie_record_key``), the ordering field and
+    the delete flags.
+    """
     blocks = scan_slice_logs(storage, fslice, vis, stats, ctx) if fslice.log_files else []
+    spec = ctx.merge_spec
+    if columns is None:
+        schema = ctx.schema
+    elif not blocks:
+        b = spec.builtin
+        schema = _projection(ctx, columns, [IS_DELETED_FIELD, b.delete_field if b else None])
+    else:
+        schema = _merge_projection(ctx, columns, blocks)
     base = _base_or_none(storage, fslice.base_file, schema, ctx, stats)
     if not blocks:
         if base is None:
@@ -250,13 +252,86 @@ def read_file_slice(
                 schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
             )
         stats.base_files += 1
-        table = drop_deleted_rows(base, ctx.merge_spec)
+        table = drop_deleted_rows(base, spec)
         return table if columns is None else _project(table, columns)
 
-    parts: list[Part] = []
     if base is not None:
         stats.base_files += 1
-        parts.append(base)
+    parts = _decode_parts(blocks, schema, ctx, stats)
+    if (
+        columns is not None
+        and schema.get_field_index(RECORD_KEY_METADATA_FIELD) < 0
+        and not _keyed_by_field(base, parts, ctx)
+    ):
+        # a version without its key field value: key by _hoodie_record_key after all
+        schema = _merge_projection(ctx, columns, blocks, key_field=False)
+        base = _base_or_none(storage, fslice.base_file, schema, ctx, ReadStats())
+        parts = _decode_parts(blocks, schema, ctx, ReadStats())
+    if base is not None:
+        parts.insert(0, base)
+    result = merge_versions(
+        parts,
+        spec,
+        schema,
+        key_fn=lambda t: _keys_of(t, ctx),
+        has_base=fslice.base_file is not None,
+    )
+    out = result.rows
+    return out if columns is None else _project(out, columns)
+
+
+def _projection(ctx: SliceReadContext, columns: list[str], extra: list[str | None]) -> pa.Schema:
+    """``columns`` and those of ``extra`` the table has, in the table's types."""
+    schema = ctx.schema
+    wanted = list(columns) + [
+        c for c in dict.fromkeys(extra) if c and c not in columns and schema.get_field_index(c) >= 0
+    ]
+    return pa.schema([schema.field(c) for c in wanted])
+
+
+def _merge_projection(
+    ctx: SliceReadContext, columns: list[str], blocks: list[LogBlock], key_field: bool = True
+) -> pa.Schema:
+    """``columns`` plus what merging the versions needs."""
+    by_field = (
+        key_field
+        and ctx.key_field_is_key
+        and len(ctx.record_key_fields) == 1
+        and not any(is_partial_block(b) for b in blocks)
+    )
+    keys = list(ctx.record_key_fields) if by_field else [RECORD_KEY_METADATA_FIELD]
+    return _projection(
+        ctx,
+        columns,
+        [
+            *keys,
+            ctx.ordering_field,
+            IS_DELETED_FIELD,
+            *ctx.record_key_fields,
+            *ctx.merge_spec.required_columns(),
+        ],
+    )
+
+
+def _keyed_by_field(base: pa.Table | None, parts: list[Part], ctx: SliceReadContext) -> bool:
+    """Every data version carries its key field (no nulls): the merge may key on it."""
+    name = ctx.record_key_fields[0]
+    tables = [base] if base is not None else []
+    tables += [p.table if isinstance(p, DataPart) else p for p in parts]
+    for t in tables:
+        if not isinstance(t, pa.Table) or t.num_rows == 0:
+            continue
+        i = t.schema.get_field_index(name)
+        if i < 0 or t.column(i).null_count or not pa.types.is_string(t.schema.field(i).type):
+            return False
+    return True
+
+
+def _decode_parts(
+    blocks: list[LogBlock], schema: pa.Schema, ctx: SliceReadContext, stats: ReadStats
+) -> list[Part]:
+    """The slice's log blocks as merge parts (``schema``'s columns), in application order."""
+    parts: list[Part] = []
     for b in blocks:
         try:
             if b.block_type == BlockType.DELETE:
@@ -273,16 +348,7 @@ def read_file_slice(
             log.warning("skipping an undecodable log block: %s", e)
             stats.corrupt_blocks += 1
             stats.damaged_files.append(b.path)
-    spec = ctx.merge_spec
-    result = merge_versions(
-        parts,
-        spec,
-        schema,
-        key_fn=lambda t: _keys_of(t, ctx),
-        has_base=fslice.base_file is not None,
-    )
-    out = result.rows
-    return out if columns is None else _project(out, columns)
+    return parts
 
 
 def _base_or_none(

@@ -195,6 +195,7 @@ class ReadableTable:
             merge_mode=spec.mode,
             populate_meta_fields=cfg.populate_meta_fields,
             merge=spec,
+            key_field_is_key=_key_field_is_key(cfg),
         )
 
     # -- reads ---------------------------------------------------------------------------------
@@ -741,6 +742,23 @@ class ReadPlan:
     damaged_files: list[str] = dataclasses.field(default_factory=list)
     #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
     replans: int = 0
+
+
+def _key_field_is_key(cfg: TableConfig) -> bool:
+    """Whether ``_hoodie_record_key`` is the one record key field's value, as is.
+
+    Only Hudi's own simple key generator is trusted to write it so (a user's key generator
+    class may build keys any way); the field's type is checked on the rows read.
+    """
+    kg = (cfg.get(TableConfig.KEY_GENERATOR_TYPE) or "").upper()
+    cls = (cfg.get(TableConfig.KEY_GENERATOR_CLASS) or "").rsplit(".", 1)[-1]
+    simple = kg == "SIMPLE" if kg else cls in ("SimpleKeyGenerator", "SimpleAvroKeyGenerator")
+    return (
+        simple
+        and cfg.populate_meta_fields
+        and not cfg.complex_record_key
+        and len(cfg.record_key_fields) == 1
+    )
 
 
 def read(
