@@ -72,11 +72,16 @@ def upsert_batches(w: Workload) -> Iterator[Step]:
     """The upsert batches (and the keys each deletes), deterministic for ``w``."""
     rng = np.random.default_rng(w.seed + 1)
     next_id = w.base_rows
+    n_upd = int(w.batch_rows * 0.6)
+    n_new = w.batch_rows - n_upd
+    # updates name live keys only: a key deleted in one batch is not upserted again later.
+    # Re-inserting a deleted key with a late ordering value is where table formats differ
+    # (Hudi MOR merges it against the base file's older row: hudi-index-and-write-semantics.md
+    # 5.3); it is a semantics question with its own tests, not a speed one.
+    dead = np.zeros(next_id + w.batches * n_new, dtype=bool)
     for b in range(w.batches):
-        n_upd = int(w.batch_rows * 0.6)
-        n_new = w.batch_rows - n_upd
         n_late = n_upd // 5
-        upd_ids = rng.choice(next_id, n_upd, replace=False)
+        upd_ids = rng.choice(np.flatnonzero(~dead[:next_id]), n_upd, replace=False)
         ts = np.full(n_upd, 2_000 + b)
         ts[:n_late] = 500  # late: older than anything written
         new_ids = np.arange(next_id, next_id + n_new)
@@ -85,7 +90,8 @@ def upsert_batches(w: Workload) -> Iterator[Step]:
             np.concatenate([upd_ids, new_ids]), np.concatenate([ts, np.full(n_new, 2_000 + b)]), rng
         )
         rows = rows.take(pa.array(rng.permutation(rows.num_rows)))
-        del_ids = rng.choice(next_id, w.batch_rows // 100, replace=False)
+        del_ids = rng.choice(np.flatnonzero(~dead[:next_id]), w.batch_rows // 100, replace=False)
+        dead[del_ids] = True
         dels = make_rows(del_ids, np.zeros(len(del_ids)), rng).select(["id", "dt"])
         yield Step(rows, dels)
 
@@ -95,8 +101,8 @@ def reference(w: Workload) -> pa.Table:
 
     Computed batch by batch with pyarrow compute: an upsert row replaces the current row of its
     key when the key is absent or its ``ts`` is >= the current one (event-time ordering; late
-    rows lose), new keys are inserted, then the batch's deletes remove their keys. A key deleted
-    and upserted again later comes back with the later row, whatever its ``ts``.
+    rows lose), new keys are inserted, then the batch's deletes remove their keys (a deleted key
+    is never upserted again: :func:`upsert_batches`).
     """
 
     def key(t: pa.Table) -> pa.Array:  # "id-N" -> N: integer hashing instead of strings
