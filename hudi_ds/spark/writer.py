@@ -22,6 +22,7 @@ Process model (pyspark 4.3, see the reference notes):
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,9 +49,10 @@ OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
 #: operations that make no sense with ``mode("overwrite")``.
 NON_OVERWRITE_OPERATIONS = ("delete", "delete_partition")
 #: a write task hands its task writer tables of about this many rows (or bytes), not Spark's
-#: 10,000-row batches (see :func:`coalesce_batches`)
-CHUNK_ROWS = 128 * 1024
-CHUNK_BYTES = 64 << 20
+#: 10,000-row batches (see :func:`coalesce_batches`); small enough that writing one chunk
+#: overlaps with taking in the next
+CHUNK_ROWS = 64 * 1024
+CHUNK_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -199,21 +201,30 @@ class WriteJob:
         """
         task = TaskIdentity.current()
         writer = None
-        for chunk in coalesce_batches(batches, self.arrow_schema):
-            if writer is None:
-                # exclusive=False: other tasks write the same file groups in this instant (the
-                # API cannot shuffle by bucket); tasks stage the rows of COW file groups and
-                # the new keys of an upsert under a non-bucket index (insert slots: new file
-                # groups, COW or MOR), and commit() merges them (write/cow.py merge_staged).
-                writer = self.client.task_writer(
-                    instant,
-                    task.partition_id,
-                    task.stage_id,
-                    task.task_attempt_id,
-                    exclusive=False,
-                    lookup=lookup,
-                )
-            writer.write(chunk)
+        # the task writer works on one chunk in a thread while this thread takes in the next
+        # one from Spark (pyarrow releases the GIL): at most two chunks in memory
+        with ThreadPoolExecutor(1, thread_name_prefix="hudi-task-writer") as pool:
+            pending: Future[None] | None = None
+            for chunk in coalesce_batches(batches, self.arrow_schema):
+                if writer is None:
+                    # exclusive=False: other tasks write the same file groups in this instant
+                    # (the API cannot shuffle by bucket); tasks stage the rows of COW file
+                    # groups and the new keys of an upsert under a non-bucket index (insert
+                    # slots: new file groups, COW or MOR), and commit() merges them
+                    # (write/cow.py merge_staged).
+                    writer = self.client.task_writer(
+                        instant,
+                        task.partition_id,
+                        task.stage_id,
+                        task.task_attempt_id,
+                        exclusive=False,
+                        lookup=lookup,
+                    )
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(writer.write, chunk)
+            if pending is not None:
+                pending.result()
         statuses: tuple[WriteStatus, ...] = ()
         partitions: tuple[str, ...] = ()
         if writer is not None:
