@@ -37,6 +37,14 @@ class SparkConfig:
         "Reads: the estimated cost of opening one file slice, in bytes, added to its size when "
         "packing (like spark.sql.files.openCostInBytes).",
     )
+    PARALLELISM = ConfigProperty(
+        "hudi_py.read.parallelism",
+        None,
+        parse_int,
+        "Reads: the cores the read tasks run on (like spark.default.parallelism; default: the "
+        "CPU count of the planning process, i.e. the driver host). A read with enough data is "
+        "spread over at least twice this many tasks, balanced by size.",
+    )
     FILTER_PUSHDOWN = ConfigProperty(
         "hudi_py.read.filter.pushdown",
         None,

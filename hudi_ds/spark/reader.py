@@ -21,8 +21,10 @@ pruning may be inexact but never loses a row.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import itertools
 import math
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +70,8 @@ HudiFilter = tuple[str, str, Any]
 READ_KEYS = frozenset(k.lower() for p in properties_of(ReadConfig) for k in p.all_keys())
 #: at most this many candidate record keys are hashed for bucket pruning.
 MAX_BUCKET_KEYS = 4096
+#: read tasks per core when a read holds enough data (balances slices of uneven merge cost)
+TASKS_PER_CORE = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,11 +153,7 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         table, plan = self.plan()
         slices = prune_buckets(table, plan.slices, self.filters, self.options)
         header = without_slices(plan)
-        groups = pack_slices(
-            slices,
-            opt.get(self.connector, SparkConfig.SPLIT_BYTES),
-            opt.get(self.connector, SparkConfig.OPEN_COST_BYTES),
-        )
+        groups = plan_groups(slices, self.connector)
         return [
             HudiInputPartition(i, tuple(g), _with_ranges_of(header, g))
             for i, g in enumerate(groups)
@@ -348,27 +348,51 @@ def prune_buckets(
 
 
 # ------------------------------------------------------------------------------- packing
-def pack_slices(
-    slices: Sequence[FileSlice], max_bytes: int, open_cost: int
-) -> list[list[FileSlice]]:
-    """Pack slices into groups of about ``max_bytes`` (Spark's file-split packing).
+def read_parallelism(connector: Mapping[str, str]) -> int:
+    """The cores a read is spread over: ``hudi_py.read.parallelism`` or the CPU count of the
+    planning process (pyspark's planner runs on the driver, where Spark's conf is not visible)."""
+    configured = opt.get(connector, SparkConfig.PARALLELISM)
+    if configured is not None and configured > 0:
+        return int(configured)
+    return os.cpu_count() or 1
 
-    Largest first; a group is closed when the next slice would overflow it. Each slice counts
-    its size plus ``open_cost``, so many tiny slices still spread over several tasks.
+
+def plan_groups(slices: Sequence[FileSlice], connector: Mapping[str, str]) -> list[list[FileSlice]]:
+    """:func:`pack_slices` with the connector's split size, open cost and parallelism (at
+    least two tasks per core when the slices hold enough data)."""
+    return pack_slices(
+        slices,
+        opt.get(connector, SparkConfig.SPLIT_BYTES),
+        opt.get(connector, SparkConfig.OPEN_COST_BYTES),
+        min_groups=TASKS_PER_CORE * read_parallelism(connector),
+    )
+
+
+def pack_slices(
+    slices: Sequence[FileSlice], max_bytes: int, open_cost: int, min_groups: int = 1
+) -> list[list[FileSlice]]:
+    """Pack slices into balanced groups of about ``max_bytes`` (Spark's file-split packing).
+
+    Each slice counts its size plus ``open_cost``. The number of groups is what ``max_bytes``
+    needs, raised to ``min_groups`` (the read's cores times two) as long as every group still
+    gets ``open_cost`` bytes of data (a tiny table stays one task). Slices go largest first to
+    the lightest group, so the groups -- the Spark tasks -- end at about the same time.
     """
-    groups: list[list[FileSlice]] = []
-    current: list[FileSlice] = []
-    size = 0
-    for s in sorted(slices, key=lambda s: (-s.total_size, s.partition_path, s.file_id)):
-        cost = s.total_size + open_cost
-        if current and size + cost > max_bytes:
-            groups.append(current)
-            current, size = [], 0
-        current.append(s)
-        size += cost
-    if current:
-        groups.append(current)
-    return groups
+    if not slices:
+        return []
+    order = sorted(slices, key=lambda s: (-s.total_size, s.partition_path, s.file_id))
+    costs = [s.total_size + open_cost for s in order]
+    data = sum(s.total_size for s in order)
+    needed = math.ceil(sum(costs) / max(1, max_bytes))
+    spread = min(min_groups, len(order), data // max(1, open_cost))
+    n = max(1, needed, spread)
+    heap = [(0, i) for i in range(n)]
+    groups: list[list[FileSlice]] = [[] for _ in range(n)]
+    for s, cost in zip(order, costs, strict=True):
+        load, i = heapq.heappop(heap)
+        groups[i].append(s)
+        heapq.heappush(heap, (load + cost, i))
+    return [g for g in groups if g]
 
 
 def _with_ranges_of(header: ReadPlan, slices: list[FileSlice]) -> ReadPlan:
@@ -410,6 +434,7 @@ __all__ = [
     "HudiInputPartition",
     "HudiPushdownReader",
     "pack_slices",
+    "plan_groups",
     "prune_buckets",
     "spark_filters_to_hudi",
     "without_slices",

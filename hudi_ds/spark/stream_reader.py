@@ -55,10 +55,9 @@ from hudi_ds.errors import ConfigError, TableNotFoundError
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.spark import options as opt
-from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.reader import (
     HudiInputPartition,
-    pack_slices,
+    plan_groups,
     validate_read_options,
     without_slices,
 )
@@ -315,11 +314,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
             }
         plan = table.plan_read(read_opts, columns)
         header = without_slices(plan)
-        groups = pack_slices(
-            plan.slices,
-            opt.get(self.connector, SparkConfig.SPLIT_BYTES),
-            opt.get(self.connector, SparkConfig.OPEN_COST_BYTES),
-        )
+        groups = plan_groups(plan.slices, self.connector)
         if not (self.emit_deletes and begin != INIT_OFFSET):
             return [HudiInputPartition(i, tuple(g), header) for i, g in enumerate(groups)]
         # deleted keys: alive before the range (as of ``begin``), gone at its end

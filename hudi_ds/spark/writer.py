@@ -22,6 +22,7 @@ Process model (pyspark 4.3, see the reference notes):
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,11 @@ OPERATION_KEY = WriteConfig.OPERATION.key
 OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
 #: operations that make no sense with ``mode("overwrite")``.
 NON_OVERWRITE_OPERATIONS = ("delete", "delete_partition")
+#: a write task hands its task writer tables of about this many rows (or bytes), not Spark's
+#: 10,000-row batches (see :func:`coalesce_batches`); small enough that writing one chunk
+#: overlaps with taking in the next
+CHUNK_ROWS = 64 * 1024
+CHUNK_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -195,23 +201,30 @@ class WriteJob:
         """
         task = TaskIdentity.current()
         writer = None
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            if writer is None:
-                # exclusive=False: other tasks write the same file groups in this instant (the
-                # API cannot shuffle by bucket); tasks stage the rows of COW file groups and
-                # the new keys of an upsert under a non-bucket index (insert slots: new file
-                # groups, COW or MOR), and commit() merges them (write/cow.py merge_staged).
-                writer = self.client.task_writer(
-                    instant,
-                    task.partition_id,
-                    task.stage_id,
-                    task.task_attempt_id,
-                    exclusive=False,
-                    lookup=lookup,
-                )
-            writer.write(conform_batch(batch, self.arrow_schema))
+        # the task writer works on one chunk in a thread while this thread takes in the next
+        # one from Spark (pyarrow releases the GIL): at most two chunks in memory
+        with ThreadPoolExecutor(1, thread_name_prefix="hudi-task-writer") as pool:
+            pending: Future[None] | None = None
+            for chunk in coalesce_batches(batches, self.arrow_schema):
+                if writer is None:
+                    # exclusive=False: other tasks write the same file groups in this instant
+                    # (the API cannot shuffle by bucket); tasks stage the rows of COW file
+                    # groups and the new keys of an upsert under a non-bucket index (insert
+                    # slots: new file groups, COW or MOR), and commit() merges them
+                    # (write/cow.py merge_staged).
+                    writer = self.client.task_writer(
+                        instant,
+                        task.partition_id,
+                        task.stage_id,
+                        task.task_attempt_id,
+                        exclusive=False,
+                        lookup=lookup,
+                    )
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(writer.write, chunk)
+            if pending is not None:
+                pending.result()
         statuses: tuple[WriteStatus, ...] = ()
         partitions: tuple[str, ...] = ()
         if writer is not None:
@@ -232,6 +245,35 @@ class WriteJob:
                 f"hudi_py.test.fail.partition: injected failure of partition {part}, "
                 f"attempt {task.attempt_number}"
             )
+
+
+def coalesce_batches(
+    batches: Iterator[pa.RecordBatch],
+    schema: pa.Schema,
+    max_rows: int = CHUNK_ROWS,
+    max_bytes: int = CHUNK_BYTES,
+) -> Iterator[pa.Table]:
+    """Spark's record batches (``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by
+    default) conformed to ``schema`` and joined into tables of about ``max_rows`` rows or
+    ``max_bytes`` bytes, in order, empty batches dropped.
+
+    The task writer's costs per call (keys, tagging, routing to handles) are mostly fixed: a few
+    large calls cost a fraction of many small ones, for the same rows in the same order.
+    """
+    pending: list[pa.RecordBatch] = []
+    rows = size = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        b = conform_batch(batch, schema)
+        pending.append(b)
+        rows += b.num_rows
+        size += b.nbytes
+        if rows >= max_rows or size >= max_bytes:
+            yield pa.Table.from_batches(pending, schema).combine_chunks()
+            pending, rows, size = [], 0, 0
+    if pending:
+        yield pa.Table.from_batches(pending, schema).combine_chunks()
 
 
 def resolve_operation(options: Mapping[str, str], overwrite: bool) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,44 @@ def test_slices_are_packed_by_size(tmp_path_factory) -> None:
     groups = pack_slices(slices, max_bytes=2 * max(s.total_size for s in slices), open_cost=0)
     assert sum(len(g) for g in groups) == len(slices)
     assert 1 < len(groups) < len(slices)
+
+
+@dataclass(frozen=True)
+class _Sized:
+    """What pack_slices reads of a file slice."""
+
+    partition_path: str
+    file_id: str
+    total_size: int
+
+
+def _loads(groups: list[list[Any]], open_cost: int) -> list[int]:
+    return [sum(s.total_size + open_cost for s in g) for g in groups]
+
+
+def test_pack_slices_spreads_over_the_cores_balanced() -> None:
+    mb = 1 << 20
+    slices: list[Any] = [
+        _Sized(f"p{i % 3}", f"f{i:02d}", (i * 7919 % 23 + 1) * mb) for i in range(40)
+    ]
+    groups = pack_slices(slices, max_bytes=1 << 30, open_cost=4 * mb, min_groups=4)
+    assert len(groups) == 4  # one group would hold them all: min_groups decides
+    flat = [s for g in groups for s in g]
+    assert sorted(flat, key=lambda s: s.file_id) == sorted(slices, key=lambda s: s.file_id)
+    loads = _loads(groups, 4 * mb)
+    assert max(loads) - min(loads) <= max(s.total_size for s in slices) + 4 * mb
+    # more data than min_groups * max_bytes: the split size decides
+    many = pack_slices(slices, max_bytes=64 * mb, open_cost=4 * mb, min_groups=4)
+    total = sum(_loads([slices], 4 * mb))
+    assert len(many) == -(-total // (64 * mb))
+    assert sum(len(g) for g in many) == len(slices)
+    # a tiny table stays one task: no group would get open.cost bytes of data
+    tiny: list[Any] = [_Sized("p", f"t{i}", 1000) for i in range(5)]
+    assert [len(g) for g in pack_slices(tiny, 128 * mb, 4 * mb, min_groups=4)] == [5]
+    # never more groups than slices
+    two: list[Any] = [_Sized("p", "a", 50 * mb), _Sized("p", "b", 60 * mb)]
+    assert sorted(len(g) for g in pack_slices(two, 128 * mb, 4 * mb, min_groups=4)) == [1, 1]
+    assert pack_slices([], 128 * mb, 4 * mb, min_groups=4) == []
 
 
 def test_empty_table_plans_nothing(tmp_path_factory) -> None:

@@ -328,3 +328,24 @@ def test_source_waits_for_the_table(tmp_path: Path) -> None:
     assert r.reportLatestOffset() is None
     c = write(path, range(3), 1)
     assert r.latestOffset(start, ReadAllAvailable()) == {OFFSET_KEY: c}
+
+
+def test_write_tasks_coalesce_spark_batches_in_order() -> None:
+    from hudi_ds.spark.writer import coalesce_batches
+
+    target = pa.schema([("id", pa.string()), ("ts", pa.int64())])
+    batches = []
+    for i in range(25):
+        n = 0 if i % 7 == 3 else 10 + i
+        ids = pa.array([f"k{i}-{j}" for j in range(n)], pa.large_string())
+        batches.append(pa.record_batch([ids, pa.array(range(n), pa.int32())], ["id", "ts"]))
+    chunks = list(coalesce_batches(iter(batches), target, max_rows=100, max_bytes=1 << 30))
+    assert all(c.schema == target and c.num_rows for c in chunks)
+    assert all(c.column(0).num_chunks == 1 for c in chunks)  # one contiguous table each
+    assert all(c.num_rows >= 100 for c in chunks[:-1]) and len(chunks) > 2
+    got = pa.concat_tables(chunks)
+    want = pa.Table.from_batches([b for b in batches if b.num_rows]).cast(target)
+    assert got.equals(want)  # every row once, in order
+    by_bytes = list(coalesce_batches(iter(batches), target, max_rows=1 << 30, max_bytes=1))
+    assert len(by_bytes) == sum(1 for b in batches if b.num_rows)
+    assert list(coalesce_batches(iter([]), target)) == []
