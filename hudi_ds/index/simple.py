@@ -274,6 +274,18 @@ def _rolled_back_later(blocks: list[LogBlock], i: int) -> bool:
     )
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values of an integer array, ascending: ``np.unique`` by one sort (numpy
+    2.x's ``np.unique`` hashes, several times slower on arrays of many distinct values)."""
+    s = np.sort(values)
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 class Candidates:
     """The keys found in the candidate slices, gathered slice by slice, then matched at once.
 
@@ -362,12 +374,14 @@ class Candidates:
                 codes = np.arange(len(self.wanted), dtype=np.int64)
                 got = (codes, self.wanted)
             else:
-                if self._rows_by_part is None:  # sorted once, cut per partition
-                    order = np.argsort(self._row_part, kind="stable")
-                    self._rows_by_part = (order, self._row_part[order])
-                order, sorted_parts = self._rows_by_part
+                if self._rows_by_part is None:
+                    # the distinct (partition, key number) pairs, sorted once, cut per partition
+                    n = max(len(self.wanted), 1)
+                    pairs = sorted_unique(self._row_part * n + self.codes)
+                    self._rows_by_part = (pairs % n, pairs // n)
+                wanted_codes, sorted_parts = self._rows_by_part
                 lo, hi = np.searchsorted(sorted_parts, [part, part + 1])
-                codes = np.unique(self.codes[order[lo:hi]])
+                codes = wanted_codes[lo:hi]
                 got = (codes, self.wanted.take(pa.array(codes)))
             self._wanted_in[part] = got
         return got

@@ -209,8 +209,12 @@ class Tagger:
         (as :meth:`_tag_updates`)."""
         if len(groups) == 0:
             return np.empty(0, np.int64)
-        uniq, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
-        inverse = inverse.reshape(-1)
+        counts = np.bincount(groups)  # group numbers are small (one per candidate slice)
+        uniq = np.flatnonzero(counts)
+        counts = counts[uniq]
+        dense = np.empty(int(uniq[-1]) + 1, np.int64)
+        dense[uniq] = np.arange(len(uniq))
+        inverse = dense[groups]
         first = first_positions(inverse, len(uniq))
         ids = np.empty(len(uniq), np.int64)
         order = np.argsort(first, kind="stable")
