@@ -332,9 +332,19 @@ class StateIndex:
         """For sorted ``prints`` of fixed-width ``keys`` (the state's width): the group holding
         each key (-1: none; a key held by several groups: the one simple_lookup picks) and the
         position of its entry (-1: none, or several entries)."""
-        lo = np.searchsorted(self._prints, prints, side="left")
-        hi = np.searchsorted(self._prints, prints, side="right")
-        count = hi - lo
+        held = self._prints
+        n = len(held)
+        lo = np.searchsorted(held, prints, side="left")
+        # entries per print: 0 or 1 read from the neighbours; several (rare) searched again
+        inside = lo < n
+        count = np.zeros(len(prints), dtype=np.int64)
+        count[inside] = held[lo[inside]] == prints[inside]
+        more = np.flatnonzero(count.astype(bool) & (lo + 1 < n))
+        if len(more):
+            more = more[held[lo[more] + 1] == prints[more]]
+            if len(more):
+                hi = np.searchsorted(held, prints[more], side="right")
+                count[more] = hi - lo[more]
         res = np.full(len(keys), -1, dtype=np.int64)
         at = np.full(len(keys), -1, dtype=np.int64)
         one = np.flatnonzero(count == 1)
