@@ -7,7 +7,10 @@ on ``HoodieKey`` (key and partition path; the key alone when global). Here the d
 keys are numbered once, every candidate file's keys are turned into those numbers with an
 Arrow hash probe per partition (``pc.index_in``; keys not wanted dropped), and the match is
 integer work on ``(key number, partition number)`` (:class:`Candidates`), so its size is
-bounded by the incoming keys, not the table.
+bounded by the incoming keys, not the table. The key columns are read by a thread pool
+(:data:`READ_THREADS`, :func:`ordered_map`: pyarrow decodes without the GIL) while the calling
+thread probes the partitions already read; files are gathered in slot order, so the answer
+does not depend on the threads.
 
 What is read of a file slice:
 
