@@ -71,10 +71,12 @@ import pyarrow.parquet as pq
 from hudi_ds.errors import ConfigError, CorruptFileError, HudiError
 from hudi_ds.index.lookup import KeyLocations, LookupSpec
 from hudi_ds.index.simple import (
+    READ_THREADS,
     Candidates,
     check_input,
     log_keys,
     open_base_file,
+    ordered_map,
     read_parquet_keys,
 )
 from hudi_ds.layout.bloom import BLOOM_FILTER_FOOTER, BLOOM_FILTER_TYPE_CODE_FOOTER, BloomFilter
@@ -290,12 +292,20 @@ def bloom_lookup(
     """
     keys, partitions = check_input(keys, partitions)
     cands = Candidates(slices, keys, partitions)
-    opened = keys_read = no_footer = skipped = 0
     groups = _key_groups(keys, partitions) if len(keys) else {}
-    for slot, s in enumerate(slices):
-        group = groups.get(None if partitions is None else s.partition_path)
-        if group is None:
-            continue
+    jobs = [
+        (slot, group)
+        for slot, s in enumerate(slices)
+        if (group := groups.get(None if partitions is None else s.partition_path)) is not None
+    ]
+
+    def probe(job: tuple[int, _KeyGroup]) -> tuple[list[pa.Array], tuple[int, int, int, int]]:
+        """One slice: its keys among the group's, and (opened, keys read, without footer,
+        skipped by the cache) counts."""
+        slot, group = job
+        s = slices[slot]
+        found: list[pa.Array] = []
+        opened = keys_read = no_footer = skipped = 0
         base = s.base_file
         if base is not None:
             cache_key = FooterRangeCache.key(storage, base)
@@ -309,12 +319,24 @@ def bloom_lookup(
                 no_footer += not fr.has_key_footers and fr.num_rows > 0
                 if read is not None:
                     keys_read += 1
-                    cands.add(slot, read)
+                    found.append(read)
         if spec.read_logs and s.log_files:
             lk, n_logs = log_keys(storage, s, spec)
             opened += n_logs
             keys_read += n_logs
-            cands.add(slot, lk)
+            found.append(lk)
+        return found, (opened, keys_read, no_footer, skipped)
+
+    opened = keys_read = no_footer = skipped = 0
+    for (slot, _), (found, counts) in zip(
+        jobs, ordered_map(probe, jobs, READ_THREADS), strict=True
+    ):
+        for f in found:
+            cands.add(slot, f)
+        opened += counts[0]
+        keys_read += counts[1]
+        no_footer += counts[2]
+        skipped += counts[3]
     if no_footer:
         log.info(
             "BLOOM lookup: %d base file(s) without bloom filter or key range: keys read in full",

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.storage import Storage
@@ -52,26 +53,52 @@ class LookupSpec:
 class KeyLocations:
     """Where each looked-up key lives, aligned with the input keys (null: not in the table).
 
+    Held as one integer per key -- the number of the file group holding it (-1: new) -- and
+    the file id, partition and base instant of each numbered group, so that a writer tags its
+    rows with integer work; the per-key string columns are built on first use.
+
     Attributes:
-        file_id: the file group holding the key (string, null where the key is new).
-        partition: the partition path of that file group (null where new).
-        instant: the base instant time of the file slice holding it (null where new).
+        group: per key, the number of the file group holding it (int64, -1 where new).
+        group_file_ids, group_partitions, group_instants: by group number, the file id, the
+            partition path and the base instant time of the file slice (string arrays; a
+            number no key refers to may hold nulls).
         files_read: data files opened for the lookup (base files, log files): each file is
             counted once per lookup, whether only its footer was read (BLOOM) or its keys too.
         keys_read: data files whose record keys were read (a subset of ``files_read``; BLOOM
             reads the keys of a base file only when its footer says a key may be in it).
     """
 
-    file_id: pa.Array
-    partition: pa.Array
-    instant: pa.Array
+    group: np.ndarray
+    group_file_ids: pa.Array
+    group_partitions: pa.Array
+    group_instants: pa.Array
     files_read: int = 0
     keys_read: int = 0
+
+    @cached_property
+    def _take(self) -> pa.Array:
+        g = np.asarray(self.group, dtype=np.int64)
+        return pa.array(np.maximum(g, 0), mask=g < 0)
+
+    @cached_property
+    def file_id(self) -> pa.Array:
+        """The file group holding each key (string, null where the key is new)."""
+        return self.group_file_ids.take(self._take)
+
+    @cached_property
+    def partition(self) -> pa.Array:
+        """The partition path of that file group (null where new)."""
+        return self.group_partitions.take(self._take)
+
+    @cached_property
+    def instant(self) -> pa.Array:
+        """The base instant time of the file slice holding each key (null where new)."""
+        return self.group_instants.take(self._take)
 
     @property
     def found(self) -> pa.Array:
         """Boolean mask: the key is in the table."""
-        return pc.is_valid(self.file_id)
+        return pa.array(np.asarray(self.group) >= 0, pa.bool_())
 
 
 #: An index lookup: ``lookup(storage, slices, keys, partitions, spec) -> KeyLocations`` (see the

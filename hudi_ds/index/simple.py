@@ -7,7 +7,10 @@ on ``HoodieKey`` (key and partition path; the key alone when global). Here the d
 keys are numbered once, every candidate file's keys are turned into those numbers with an
 Arrow hash probe per partition (``pc.index_in``; keys not wanted dropped), and the match is
 integer work on ``(key number, partition number)`` (:class:`Candidates`), so its size is
-bounded by the incoming keys, not the table.
+bounded by the incoming keys, not the table. The key columns are read by a thread pool
+(:data:`READ_THREADS`, :func:`ordered_map`: pyarrow decodes without the GIL) while the calling
+thread probes the partitions already read; files are gathered in slot order, so the answer
+does not depend on the threads.
 
 What is read of a file slice:
 
@@ -28,8 +31,12 @@ Java would tag the record once per match; one location keeps every incoming row 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -51,6 +58,9 @@ from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_data_block, scan_log_bytes
 from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def check_input(
@@ -74,7 +84,7 @@ def check_input(
 
 def _strings(values: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+        values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
     t = values.type
     if pa.types.is_dictionary(t):
         values = values.cast(t.value_type)
@@ -88,11 +98,14 @@ def _strings(values: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     return values.cast(pa.string())
 
 
-def keys_of_table(table: pa.Table, spec: LookupSpec, where: str) -> pa.Array:
+def keys_of_table(
+    table: pa.Table, spec: LookupSpec, where: str, chunked: bool = False
+) -> pa.Array | pa.ChunkedArray:
     """The record keys of rows read from a base file or a log block (string array).
 
     ``_hoodie_record_key`` when the rows carry it (not all null), else the keys built from the
-    record key fields (tables without meta fields).
+    record key fields (tables without meta fields). ``chunked``: a string column read as
+    several chunks (row groups) may be returned as they are (no copy into one array).
 
     Raises:
         CorruptFileError: neither the key column nor the key fields are there, or a key is
@@ -102,6 +115,8 @@ def keys_of_table(table: pa.Table, spec: LookupSpec, where: str) -> pa.Array:
     if RECORD_KEY_METADATA_FIELD in table.column_names:
         col = table.column(RECORD_KEY_METADATA_FIELD)
         if col.null_count < table.num_rows or table.num_rows == 0:
+            if chunked and col.type == pa.string() and col.null_count == 0:
+                return col
             keys = _strings_or_corrupt(col, where)
             if keys.null_count:
                 raise CorruptFileError(
@@ -134,21 +149,27 @@ def key_columns(spec: LookupSpec) -> list[str]:
     return list(spec.record_key_fields)
 
 
-def read_parquet_keys(pf: pq.ParquetFile, spec: LookupSpec, where: str) -> pa.Array:
-    """The record keys of an opened Parquet base file, reading only the key column(s)."""
+def read_parquet_keys(
+    pf: pq.ParquetFile, spec: LookupSpec, where: str, chunked: bool = False
+) -> pa.Array | pa.ChunkedArray:
+    """The record keys of an opened Parquet base file, reading only the key column(s)
+    (``chunked``: as :func:`keys_of_table`)."""
     names = pf.schema_arrow.names
     cols = [c for c in key_columns(spec) if c in names]
-    table = pf.read(columns=cols)
+    table = pf.read(columns=cols, use_threads=False)
     if spec.meta_fields and (
         not cols or table.column(0).null_count == table.num_rows > 0
     ):  # meta column absent or never populated: build keys from the fields
         fields = [c for c in spec.record_key_fields if c in names]
-        table = pf.read(columns=fields)
-    return keys_of_table(table, spec, where)
+        table = pf.read(columns=fields, use_threads=False)
+    return keys_of_table(table, spec, where, chunked)
 
 
-def base_file_keys(storage: Storage, base: BaseFile, spec: LookupSpec) -> pa.Array:
-    """The record keys of a base file, reading only its key column(s).
+def base_file_keys(
+    storage: Storage, base: BaseFile, spec: LookupSpec, chunked: bool = False
+) -> pa.Array | pa.ChunkedArray:
+    """The record keys of a base file, reading only its key column(s) (``chunked``: as
+    :func:`keys_of_table`).
 
     Raises:
         MissingFileError: the file is gone.
@@ -158,7 +179,7 @@ def base_file_keys(storage: Storage, base: BaseFile, spec: LookupSpec) -> pa.Arr
     with open_base_file(storage, base) as pf:
         where = f"base file {storage.full_path(base.path)}"
         try:
-            return read_parquet_keys(pf, spec, where)
+            return read_parquet_keys(pf, spec, where, chunked)
         except HudiError:
             raise  # already names the file
         except (OSError, ValueError) as e:
@@ -256,17 +277,31 @@ def _rolled_back_later(blocks: list[LogBlock], i: int) -> bool:
     )
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values of an integer array, ascending: ``np.unique`` by one sort (numpy
+    2.x's ``np.unique`` hashes, several times slower on arrays of many distinct values)."""
+    s = np.sort(values)
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 class Candidates:
     """The keys found in the candidate slices, gathered slice by slice, then matched at once.
 
     The distinct incoming keys are numbered once (``pc.dictionary_encode``). File keys are
     buffered per partition and turned into those numbers with one hash probe (``pc.index_in``)
-    against the keys wanted *in that partition* (all of them for a global lookup) once per
-    :data:`FLUSH_KEYS` buffered keys or at the end, not once per file: the probe's value set is
-    then a partition's share of the incoming keys, small enough to stay in the CPU caches (about
-    1.5x faster than probing every file key against every incoming key). Unwanted keys are
-    dropped; the wanted ones are kept as ``(key number, slot)`` pairs, and the match of
-    :meth:`locate` is integer work (numpy), with no string join.
+    against the keys wanted *in that partition* (all of them for a global lookup) once the
+    partition's last slice was added (:meth:`expect` tells how many are coming), once per
+    :data:`FLUSH_KEYS` buffered keys, or at the end -- not once per file: the probe's value set
+    is then a partition's share of the incoming keys, small enough to stay in the CPU caches
+    (about 1.5x faster than probing every file key against every incoming key), and its hash
+    table is built once per partition. Unwanted keys are dropped; the wanted ones are kept as
+    ``(key number, slot)`` pairs, and the match of :meth:`locate` is integer work (numpy),
+    with no string join.
 
     Args:
         slices: the candidate slices (their order is the ``slot`` of each).
@@ -304,17 +339,34 @@ class Candidates:
         self._found_slots: list[np.ndarray] = []
         self._pending: dict[int, tuple[list[pa.Array], list[np.ndarray]]] = {}
         self._pending_n: dict[int, int] = {}
+        self._expected: dict[int, int] = {}
 
-    def add(self, slot: int, keys: pa.Array) -> None:
+    def wants(self, slot: int) -> bool:
+        """Whether some incoming key may be in slice ``slot`` (its partition is wanted)."""
+        return bool(self._part_of_slot[slot] >= 0) and len(self.codes) > 0
+
+    def expect(self, slots: Sequence[int]) -> None:
+        """The slots that will be :meth:`add`-ed (each once): a partition is probed as soon
+        as its last slot was added."""
+        for slot in slots:
+            part = int(self._part_of_slot[slot])
+            if part >= 0:
+                self._expected[part] = self._expected.get(part, 0) + 1
+
+    def add(self, slot: int, keys: pa.Array | pa.ChunkedArray) -> None:
         """Record that slice ``slot`` holds ``keys`` (only the wanted ones are kept)."""
         part = int(self._part_of_slot[slot])
-        if len(keys) == 0 or part < 0:
+        if part < 0:
             return
-        ks, ss = self._pending.setdefault(part, ([], []))
-        ks.append(keys)
-        ss.append(np.full(len(keys), slot, np.int32))
-        self._pending_n[part] = self._pending_n.get(part, 0) + len(keys)
-        if self._pending_n[part] >= self.FLUSH_KEYS:
+        if len(keys):
+            ks, ss = self._pending.setdefault(part, ([], []))
+            ks.extend(keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys])
+            ss.append(np.full(len(keys), slot, np.int32))
+            self._pending_n[part] = self._pending_n.get(part, 0) + len(keys)
+        left = self._expected.get(part)
+        if left is not None:
+            self._expected[part] = left - 1
+        if (left is not None and left <= 1) or self._pending_n.get(part, 0) >= self.FLUSH_KEYS:
             self._flush(part)
 
     def _wanted_codes(self, part: int) -> tuple[np.ndarray, pa.Array]:
@@ -325,12 +377,14 @@ class Candidates:
                 codes = np.arange(len(self.wanted), dtype=np.int64)
                 got = (codes, self.wanted)
             else:
-                if self._rows_by_part is None:  # sorted once, cut per partition
-                    order = np.argsort(self._row_part, kind="stable")
-                    self._rows_by_part = (order, self._row_part[order])
-                order, sorted_parts = self._rows_by_part
+                if self._rows_by_part is None:
+                    # the distinct (partition, key number) pairs, sorted once, cut per partition
+                    n = max(len(self.wanted), 1)
+                    pairs = sorted_unique(self._row_part * n + self.codes)
+                    self._rows_by_part = (pairs % n, pairs // n)
+                wanted_codes, sorted_parts = self._rows_by_part
                 lo, hi = np.searchsorted(sorted_parts, [part, part + 1])
-                codes = np.unique(self.codes[order[lo:hi]])
+                codes = wanted_codes[lo:hi]
                 got = (codes, self.wanted.take(pa.array(codes)))
             self._wanted_in[part] = got
         return got
@@ -340,8 +394,8 @@ class Candidates:
         self._pending_n.pop(part, None)
         if not pending or not pending[0]:
             return
-        keys = pa.concat_arrays(pending[0])
-        slots = np.concatenate(pending[1])
+        keys = pa.chunked_array(pending[0], pa.string())
+        slots = pending[1][0] if len(pending[1]) == 1 else np.concatenate(pending[1])
         codes, wanted = self._wanted_codes(part)
         pos = pc.index_in(keys, value_set=wanted)
         hit = np.asarray(pc.is_valid(pos), dtype=bool)
@@ -384,14 +438,47 @@ class Candidates:
             at = np.minimum(np.searchsorted(best_match, want), len(best_match) - 1)
             hit = best_match[at] == want
             pos[hit] = best_slot[at[hit]]
-        take = pa.array(pos, mask=pos < 0)
         return KeyLocations(
-            file_id=file_ids.take(take),
-            partition=parts.take(take),
-            instant=instants.take(take),
+            group=pos,
+            group_file_ids=file_ids,
+            group_partitions=parts,
+            group_instants=instants,
             files_read=files_read,
             keys_read=keys_read,
         )
+
+
+#: threads reading the key columns of a lookup's files (pyarrow releases the GIL while it
+#: reads and decodes; the hash probes run in the calling thread meanwhile)
+READ_THREADS = max(1, min(8, os.cpu_count() or 1))
+
+
+def ordered_map(fn: Callable[[_T], _R], items: Sequence[_T], threads: int) -> Iterator[_R]:
+    """``map(fn, items)`` with up to ``threads`` calls running at once in a thread pool,
+    yielded in order; at most ``2 * threads`` results are held ahead of the consumer (bounded
+    memory). An exception of a call is raised when its result is reached (the calls still
+    running are waited for). One thread or one item: a plain ``map``."""
+    if threads <= 1 or len(items) <= 1:
+        yield from map(fn, items)
+        return
+    ahead = 2 * threads
+    with ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="hudi-keys") as pool:
+        futures: deque[Future[_R]] = deque()
+        it = iter(items)
+        for item in it:
+            futures.append(pool.submit(fn, item))
+            if len(futures) >= ahead:
+                break
+        try:
+            while futures:
+                result = futures.popleft().result()
+                for item in it:
+                    futures.append(pool.submit(fn, item))
+                    break
+                yield result
+        finally:
+            for f in futures:
+                f.cancel()
 
 
 def simple_lookup(
@@ -422,18 +509,36 @@ def simple_lookup(
             ignored: its keys would be inserted again as new records).
     """
     keys, partitions = check_input(keys, partitions)
-    wanted_parts = None if partitions is None else set(pc.unique(partitions).to_pylist())
     cands = Candidates(slices, keys, partitions)
+    jobs = [
+        slot
+        for slot, s in enumerate(slices)
+        if cands.wants(slot) and (s.base_file is not None or (spec.read_logs and s.log_files))
+    ]
+    cands.expect(jobs)
+
+    def read(slot: int) -> tuple[list[pa.Array | pa.ChunkedArray], int]:
+        s = slices[slot]
+        out: list[pa.Array | pa.ChunkedArray] = []
+        n = 0
+        if s.base_file is not None:
+            out.append(base_file_keys(storage, s.base_file, spec, chunked=True))
+            n += 1
+        if spec.read_logs and s.log_files:
+            lk, n_logs = log_keys(storage, s, spec)
+            out.append(lk)
+            n += n_logs
+        return out, n
+
     opened = 0
-    if len(keys):
-        for slot, s in enumerate(slices):
-            if wanted_parts is not None and s.partition_path not in wanted_parts:
-                continue
-            if s.base_file is not None:
-                cands.add(slot, base_file_keys(storage, s.base_file, spec))
-                opened += 1
-            if spec.read_logs and s.log_files:
-                lk, n_logs = log_keys(storage, s, spec)
-                cands.add(slot, lk)
-                opened += n_logs
+    for slot, (found, n) in zip(jobs, ordered_map(read, jobs, READ_THREADS), strict=True):
+        opened += n
+        if len(found) == 1:
+            cands.add(slot, found[0])
+        else:
+            cands.add(slot, pa.chunked_array([c for f in found for c in _chunks(f)], pa.string()))
     return cands.locate(opened, opened)
+
+
+def _chunks(a: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(a.chunks) if isinstance(a, pa.ChunkedArray) else [a]

@@ -73,7 +73,13 @@ import pyarrow.compute as pc
 
 from hudi_ds.errors import HudiError
 from hudi_ds.index.lookup import KeyLocations, LookupSpec
-from hudi_ds.index.simple import base_file_keys, check_input, log_keys
+from hudi_ds.index.simple import (
+    READ_THREADS,
+    base_file_keys,
+    check_input,
+    log_keys,
+    ordered_map,
+)
 from hudi_ds.layout.file_group import FileSlice, LogFile
 from hudi_ds.layout.naming import file_name_of, parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
@@ -274,13 +280,13 @@ class StateIndex:
             if partitions is not None:
                 miss = pa.array(~found)
                 self._missed.append((probe.filter(miss), partitions.filter(miss)))
-        idx = pa.array(np.where(found, gids, 0), mask=~found)
         fids, parts, insts = self._group_columns()
         read = self.files_read - before
         return KeyLocations(
-            file_id=fids.take(idx),
-            partition=parts.take(idx),
-            instant=insts.take(idx),
+            group=np.where(found, gids, -1),
+            group_file_ids=fids,
+            group_partitions=parts,
+            group_instants=insts,
             files_read=read,
             keys_read=read,
         )
@@ -326,9 +332,19 @@ class StateIndex:
         """For sorted ``prints`` of fixed-width ``keys`` (the state's width): the group holding
         each key (-1: none; a key held by several groups: the one simple_lookup picks) and the
         position of its entry (-1: none, or several entries)."""
-        lo = np.searchsorted(self._prints, prints, side="left")
-        hi = np.searchsorted(self._prints, prints, side="right")
-        count = hi - lo
+        held = self._prints
+        n = len(held)
+        lo = np.searchsorted(held, prints, side="left")
+        # entries per print: 0 or 1 read from the neighbours; several (rare) searched again
+        inside = lo < n
+        count = np.zeros(len(prints), dtype=np.int64)
+        count[inside] = held[lo[inside]] == prints[inside]
+        more = np.flatnonzero(count.astype(bool) & (lo + 1 < n))
+        if len(more):
+            more = more[held[lo[more] + 1] == prints[more]]
+            if len(more):
+                hi = np.searchsorted(held, prints[more], side="right")
+                count[more] = hi - lo[more]
         res = np.full(len(keys), -1, dtype=np.int64)
         at = np.full(len(keys), -1, dtype=np.int64)
         one = np.flatnonzero(count == 1)
@@ -405,8 +421,8 @@ class StateIndex:
             return
         new_keys: list[pa.Array] = []
         new_gids: list[np.ndarray] = []
-        for g, s in to_read:
-            ks, n = self.read_keys(storage, s, spec)
+        reads = ordered_map(lambda gs: self.read_keys(storage, gs[1], spec), to_read, READ_THREADS)
+        for (g, _), (ks, n) in zip(to_read, reads, strict=True):
             self.groups_read += 1
             self.files_read += n
             if len(ks):

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from hudi_ds.index import lookup_of
 from hudi_ds.index.bucket import bucket_ids_from_record_keys, new_bucket_file_id
-from hudi_ds.index.lookup import Lookup, LookupSpec
+from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.merge.engine import DataPart, merge_versions
 from hudi_ds.schema import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
@@ -202,6 +202,34 @@ class Tagger:
             self.workload.add_updates(p, f, i, n)
         return ids[idx]
 
+    def _tag_groups(self, groups: np.ndarray, loc: KeyLocations) -> np.ndarray:
+        """Target numbers of rows located in the file groups numbered ``groups`` of ``loc``
+        (integer work; one step per file group), each group counted as updated in the workload
+        profile with its base instant as prev commit, in the order the groups first occur
+        (as :meth:`_tag_updates`)."""
+        if len(groups) == 0:
+            return np.empty(0, np.int64)
+        counts = np.bincount(groups)  # group numbers are small (one per candidate slice)
+        uniq = np.flatnonzero(counts)
+        counts = counts[uniq]
+        dense = np.empty(int(uniq[-1]) + 1, np.int64)
+        dense[uniq] = np.arange(len(uniq))
+        inverse = dense[groups]
+        first = first_positions(inverse, len(uniq))
+        ids = np.empty(len(uniq), np.int64)
+        order = np.argsort(first, kind="stable")
+        sel = pa.array(uniq[order])
+        for g, p, f, i in zip(
+            order.tolist(),
+            loc.group_partitions.take(sel).to_pylist(),
+            loc.group_file_ids.take(sel).to_pylist(),
+            loc.group_instants.take(sel).to_pylist(),
+            strict=True,
+        ):
+            ids[g] = self._target(p, f)
+            self.workload.add_updates(p, f, i, int(counts[g]))
+        return ids[inverse]
+
     def _tag_buckets(self, data: pa.Table, dels: pa.Table) -> Tagged:
         """Bucket index: every row goes to its bucket's file group (Java
         ``HoodieSimpleBucketIndex.tagLocation``). A row whose bucket has a file group is tagged
@@ -310,10 +338,12 @@ class Tagger:
                 None if o.is_global_index else parts,
                 self._lookup_spec(),
             )
-            found = np.asarray(loc.found, dtype=bool)
-            fid = string_array(loc.file_id).fill_null("")
-            fpart = string_array(loc.partition).fill_null("")
-            finst = string_array(loc.instant).fill_null("")
+            grp = np.asarray(loc.group, dtype=np.int64)
+            found = grp >= 0
+            if o.is_global_index:  # a global index compares and moves partitions by name
+                fid = string_array(loc.file_id).fill_null("")
+                fpart = string_array(loc.partition).fill_null("")
+                finst = string_array(loc.instant).fill_null("")
             # -- updates
             dfound = found[:nd]
             again = np.zeros(nd, dtype=bool)
@@ -337,11 +367,10 @@ class Tagger:
                         dparts = string_array(data.column(PARTITION_PATH_METADATA_FIELD))
             upd = np.flatnonzero(dfound)
             if len(upd):
-                sel = pa.array(upd)
-                up, uf, ui = fpart.take(sel), fid.take(sel), finst.take(sel)
-                data_t[upd] = self._tag_updates(up, uf, ui)
+                data_t[upd] = self._tag_groups(grp[upd], loc)
                 if o.is_global_index:
-                    self._remember(dkeys.take(sel), up, data_t[upd])
+                    sel = pa.array(upd)
+                    self._remember(dkeys.take(sel), fpart.take(sel), data_t[upd])
             inserts = ~found[:nd] | again  # moving keys are handled below
             # -- deletes: at the key's location; a key the table does not hold is dropped
             xf = found[nd:].copy()
@@ -358,12 +387,10 @@ class Tagger:
                     xf &= ~took
             hit = np.flatnonzero(xf)
             if len(hit):
-                sel = pa.array(hit + nd)
-                xp, xfid = fpart.take(sel), fid.take(sel)
                 if o.is_global_index:
                     dels = _set_partitions(dels, xf, fpart.slice(nd))
                 # a tagged delete is an update of its file group in Java's workload profile
-                del_t[hit] = self._tag_updates(xp, xfid, finst.take(sel))
+                del_t[hit] = self._tag_groups(grp[hit + nd], loc)
             if moving.any():
                 data, data_t, dels, del_t, more = self._move_partitions(
                     data,
