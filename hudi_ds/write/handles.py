@@ -70,6 +70,7 @@ from hudi_ds.schema import (
 from hudi_ds.storage import OutputStream, Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
+from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched
 from hudi_ds.write.markers import create_marker
 from hudi_ds.write.options import ResolvedOptions
 from hudi_ds.write.write_status import WriteStatus
@@ -687,12 +688,23 @@ class MergeHandle(_Buffered):
             if self.base_file is not None
             else ctx.schema.empty_table()
         )
-        merged, n_updates, n_inserts, n_deleted = merge_into_base(old, incoming, dels, ctx)
-        merged = self._file_rows(merged)
+        # only the stored rows the write names are merged (write/cow_merge.py)
+        res = merge_touched(
+            old, incoming, dels, ctx.merge_spec, lambda o, i, d: merge_into_base(o, i, d, ctx)
+        )
+        merged = self._file_rows(res.rows)
+        bloom = ctx.options.bloom
+        carried = (
+            carried_bloom_filter(old.schema.metadata, bloom, old.num_rows, res.appended)
+            if bloom is not None
+            else None
+        )
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        size = write_base_file(ctx.storage, self.path, merged, ctx.options.codec, ctx.options.bloom)
+        size = write_base_file(
+            ctx.storage, self.path, merged, ctx.options.codec, bloom, bloom_filter=carried
+        )
         crash_point("handle_flush")
-        return self._status(merged.num_rows, n_updates, n_inserts, n_deleted, size)
+        return self._status(merged.num_rows, res.updates, res.inserts, res.deletes, size)
 
     def _close_streaming(self) -> WriteStatus:
         """The incoming rows fit the share, the base file does not: stream the base file.
