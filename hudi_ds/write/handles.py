@@ -606,6 +606,8 @@ class MergeHandle(_Buffered):
         self._spilled_deletes: _KeyPartitions | None = None
         self._remove_spill: weakref.finalize | None = None
         self._base_batch_rows = _BASE_READ_ROWS
+        #: decode the base file on Arrow's thread pool (False when handles close in parallel)
+        self.read_threads = True
 
     @property
     def merge_budget(self) -> int | None:
@@ -683,7 +685,11 @@ class MergeHandle(_Buffered):
         self._data, self._deletes, self.buffered_bytes = [], [], 0
         old = (
             stored_rows(
-                read_base_file(ctx.storage, self.base_file, ctx.schema), ctx, self.partition_path
+                read_base_file(
+                    ctx.storage, self.base_file, ctx.schema, use_threads=self.read_threads
+                ),
+                ctx,
+                self.partition_path,
             )
             if self.base_file is not None
             else ctx.schema.empty_table()

@@ -45,7 +45,7 @@ from hudi_ds.schema import (
     conform_table,
 )
 from hudi_ds.storage import Storage
-from hudi_ds.write.cow import stage_handle
+from hudi_ds.write.cow import close_merge_handles, stage_handle
 from hudi_ds.write.handles import AppendHandle, MergeHandle, delete_keys, delete_schema
 from hudi_ds.write.operation import Rows
 from hudi_ds.write.plan import BucketFiles, WritePlan
@@ -453,8 +453,11 @@ class TaskWriter:
     def close(self) -> list[WriteStatus]:
         """Flush and close every handle; the WriteStatuses go to the driver's commit."""
         out = []
+        # COW merge handles close on all cores (write/cow.py)
+        merges = [h for h in self.handles.values() if isinstance(h, MergeHandle)]
+        closed = dict(zip(map(id, merges), close_merge_handles(merges), strict=True))
         for h in self.handles.values():
-            st = h.close()
+            st = closed[id(h)] if id(h) in closed else h.close()
             if st is not None:
                 if st.kind != "stage":  # staged rows: the commit writes the metadata of the
                     # partitions its merges write into (a staged slot may write nothing)
