@@ -13,14 +13,20 @@ driver's commit merges the staged rows of each touched file group with its curre
 into the new base file -- one :class:`~hudi_ds.write.handles.MergeHandle`-style merge per
 file group. The cost: staged rows are written and read once more, and the merge runs where the
 commit runs. Readers never see staged files (they are not in a partition folder).
+
+Merges of different file groups run on a pool of threads, one per core
+(:func:`close_merge_handles` for a task's merge handles, and the commit's merges of staged
+rows): their work (Parquet decoding and encoding, Arrow kernels, numpy) releases the GIL.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -59,6 +65,8 @@ from hudi_ds.write.plan import WritePlan
 from hudi_ds.write.tagger import first_positions, string_array
 from hudi_ds.write.write_status import WriteStatus
 
+T = TypeVar("T")
+
 
 class StageHandle(AppendHandle):
     """An append handle whose log file lives in the instant's staging folder."""
@@ -93,14 +101,30 @@ def close_merge_handles(handles: Sequence[MergeHandle]) -> list[WriteStatus | No
     filter's numpy hashing, Parquet encoding -- runs outside the GIL, so file groups merge on
     all cores.
     """
-    workers = min(len(handles), MAX_PARALLEL_MERGES, os.cpu_count() or 1)
+    if _workers(len(handles)) > 1:
+        for h in handles:
+            h.read_threads = False  # one read per core already
+    return _in_parallel([h.close for h in handles])
+
+
+def _workers(n: int) -> int:
+    return min(n, MAX_PARALLEL_MERGES, os.cpu_count() or 1)
+
+
+def _in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """The results of ``calls``, in order, run on up to :func:`_workers` threads (on an error
+    the calls not started are cancelled, and the error raised once the running ones end)."""
+    workers = _workers(len(calls))
     if workers <= 1:
-        return [h.close() for h in handles]
-    for h in handles:
-        h.read_threads = False  # one read per core already
+        return [c() for c in calls]
     with ThreadPoolExecutor(workers, thread_name_prefix="hudi-cow-merge") as pool:
-        futures = [pool.submit(h.close) for h in handles]
-        return [f.result() for f in futures]
+        futures = [pool.submit(c) for c in calls]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
 
 
 def stage_handle(
@@ -151,15 +175,17 @@ def merge_staged(
     new_groups = {(p, fid) for (p, _), fid in packed.items()}
     if plan.options.is_global_index and packed:
         moved, dropped = _combine_across_partitions(storage, plan, staged, packed, dschema)
-    for (part, fid), group in sorted(staged.items()):
+
+    def merge_group(part: str, fid: str, group: list[WriteStatus]) -> WriteStatus | None:
         existing = latest.get((part, fid))
         if (
             existing is None
             and (part, fid) not in moved
             and not any(st.stat.num_writes for st in group)
         ):
-            continue  # a new file group staged only deletes (of keys no task inserted)
+            return None  # a new file group staged only deletes (of keys no task inserted)
         handle = MergeHandle(ctx, part, fid, existing.base_file if existing else None)
+        handle.read_threads = _workers(len(staged)) <= 1  # else file groups merge one per core
         drop = dropped.get(part) if (part, fid) in new_groups else None
         for st in sorted(group, key=lambda s: s.task):
             for rows, dels in _staged_blocks(storage, plan, st, dschema):
@@ -182,9 +208,14 @@ def merge_staged(
         if merged is not None and existing is None and merged.stat.num_writes == 0:
             # a new file group whose staged rows all were deleted (or only deletes of keys no
             # task inserted): no file group; the commit removes the marked empty file
-            continue
-        if merged is not None:
-            out.append(merged)
+            return None
+        return merged
+
+    # file groups merge on all cores, each within its share of the budget (as in a task)
+    results = _in_parallel(
+        [functools.partial(merge_group, p, f, g) for (p, f), g in sorted(staged.items())]
+    )
+    out.extend(r for r in results if r is not None)
     return out
 
 

@@ -780,13 +780,15 @@ class MergeHandle(_Buffered):
             for old, incoming, dels in groups:
                 if not any(t is not None and t.num_rows for t in (old, incoming, dels)):
                     continue
-                merged, u, i, d = merge_into_base(
+                res = merge_touched(
                     old if old is not None else ctx.schema.empty_table(),
                     incoming if incoming is not None else ctx.schema.empty_table(),
                     dels if dels is not None else _empty_deletes(ctx),
-                    ctx,
+                    ctx.merge_spec,
+                    lambda o, i, d: merge_into_base(o, i, d, ctx),
                 )
-                del old, incoming, dels
+                merged, u, i, d = res.rows, res.updates, res.inserts, res.deletes
+                del old, incoming, dels, res
                 writer.write(self._file_rows(merged))
                 n_rows += merged.num_rows
                 n_updates, n_inserts, n_deleted = n_updates + u, n_inserts + i, n_deleted + d

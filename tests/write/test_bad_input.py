@@ -564,7 +564,10 @@ def test_disk_full_rolls_back(table_type: str, fail: Any, at_open: bool, tmp_pat
     with pytest.raises(StorageError, match="no space left writing") as info:
         hudi_ds.write(full, good(id=["a", "c"], fare=[7.0, 8.0]), opts)
     assert isinstance(info.value, HudiError) and info.value.__cause__ is not None
-    assert handler.failed and handler.failed[0].rsplit("/", 1)[-1] in str(info.value)
+    # the error names a file whose write failed (COW file groups merge in parallel: which of
+    # them fails first is up to the threads)
+    assert handler.failed
+    assert any(f.rsplit("/", 1)[-1] in str(info.value) for f in handler.failed)
     # rolled back: same rows, nothing pending, no file of the failed instant left
     assert _rows(root) == rows
     assert _hudi_rs_rows(root) == rows
