@@ -126,7 +126,8 @@ def read_base_file(
         if base.name.extension == ".parquet":
             with storage.open_input_file(base.path) as f:
                 pf = pq.ParquetFile(f)
-                present = [c for c in target.names if c in pf.schema_arrow.names]
+                stored = set(pf.schema_arrow.names)
+                present = [c for c in target.names if c in stored]
                 table = pf.read(columns=present, use_threads=use_threads)
         elif base.name.extension == ".lance":
             table = _read_lance(storage, base, target.names)
