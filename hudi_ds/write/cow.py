@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -112,19 +113,43 @@ def _workers(n: int) -> int:
 
 
 def _in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
-    """The results of ``calls``, in order, run on up to :func:`_workers` threads (on an error
-    the calls not started are cancelled, and the error raised once the running ones end)."""
+    """The results of ``calls``, in order, run on up to :func:`_workers` threads: the calling
+    thread and a pool of the others take the next call in turn. After an error no call starts;
+    the error of the earliest failed call is raised once the running ones end.
+
+    The calling thread works too: threads other than the main one allocate from their own
+    malloc arenas, which give freed memory back eagerly (measured: several times the page
+    faults of the same merges on the main thread).
+    """
     workers = _workers(len(calls))
     if workers <= 1:
         return [c() for c in calls]
-    with ThreadPoolExecutor(workers, thread_name_prefix="hudi-cow-merge") as pool:
-        futures = [pool.submit(c) for c in calls]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+    results: list[T | None] = [None] * len(calls)
+    errors: list[tuple[int, BaseException]] = []
+    lock = threading.Lock()
+    todo = iter(range(len(calls)))
+
+    def drain() -> None:
+        while True:
+            with lock:
+                i = None if errors else next(todo, None)
+            if i is None:
+                return
+            try:
+                results[i] = calls[i]()
+            except BaseException as e:  # re-raised below, in the calling thread
+                with lock:
+                    errors.append((i, e))
+                return
+
+    with ThreadPoolExecutor(workers - 1, thread_name_prefix="hudi-cow-merge") as pool:
+        helpers = [pool.submit(drain) for _ in range(workers - 1)]
+        drain()
+        for f in helpers:
+            f.result()
+    if errors:
+        raise min(errors, key=lambda e: e[0])[1]
+    return results  # type: ignore[return-value]  # every call ran: no None left
 
 
 def stage_handle(

@@ -272,3 +272,17 @@ def test_cow_writes_rows_and_bloom_footers(filter_type: str, merge: str, tmp_pat
                 model.pop(k, None)
             check()
     assert META_FIELDS[0] == COMMIT_TIME_METADATA_FIELD
+
+
+def test_in_parallel_keeps_order_and_raises_the_earliest_error() -> None:
+    from hudi_ds.write import cow
+
+    calls = [lambda i=i: i * i for i in range(23)]
+    assert cow._in_parallel(calls) == [i * i for i in range(23)]
+
+    def boom(i: int) -> int:
+        raise ValueError(f"call {i}")
+
+    failing = [*calls[:5], lambda: boom(5), *calls[6:9], lambda: boom(9)]
+    with pytest.raises(ValueError, match="call 5"):
+        cow._in_parallel(failing)
