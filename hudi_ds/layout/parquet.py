@@ -111,20 +111,28 @@ def _without_key_footers(table: pa.Table) -> pa.Table:
 
 
 def write_base_file(
-    storage: Storage, path: str, table: pa.Table, codec: str, bloom: BloomFilterSpec | None
+    storage: Storage,
+    path: str,
+    table: pa.Table,
+    codec: str,
+    bloom: BloomFilterSpec | None,
+    bloom_filter: BloomFilter | None = None,
 ) -> int:
     """Write ``table`` as the Parquet base file ``path`` at once; returns its size.
 
     With a ``bloom`` spec (None: a table without meta fields, whose files have no key footers,
     as Java's), the footer carries the bloom filter of every record key and the min/max record
-    key (:data:`MIN_RECORD_KEY_FOOTER`; no range in a file of no rows).
+    key (:data:`MIN_RECORD_KEY_FOOTER`; no range in a file of no rows). ``bloom_filter``: that
+    filter already built by the caller (holding every key of ``table``, added in row order).
     """
     table = _without_key_footers(table)
     footer: dict[str, str] = {}
     if bloom is not None:
         keys = table.column(RECORD_KEY_METADATA_FIELD)
-        bf = bloom.new_filter()
-        bf.add(keys)
+        bf = bloom_filter
+        if bf is None:
+            bf = bloom.new_filter()
+            bf.add(keys)
         footer = bf.footer()
         if table.num_rows:
             mm = pc.min_max(keys)

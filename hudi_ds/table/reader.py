@@ -116,16 +116,23 @@ class SliceReadContext:
 
 
 def read_base_file(
-    storage: Storage, base: BaseFile, schema: pa.Schema, columns: list[str] | None = None
+    storage: Storage,
+    base: BaseFile,
+    schema: pa.Schema,
+    columns: list[str] | None = None,
+    use_threads: bool = True,
 ) -> pa.Table:
-    """Read a base file and bring it to ``schema`` (optionally only ``columns``)."""
+    """Read a base file and bring it to ``schema`` (optionally only ``columns``; decoding on
+    Arrow's thread pool unless ``use_threads`` is False -- callers already running one read
+    per core)."""
     target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
     try:
         if base.name.extension == ".parquet":
             with storage.open_input_file(base.path) as f:
                 pf = pq.ParquetFile(f)
-                names = set(pf.schema_arrow.names)  # built on each access: once per file
-                table = pf.read(columns=[c for c in target.names if c in names])
+                stored = set(pf.schema_arrow.names)
+                present = [c for c in target.names if c in stored]
+                table = pf.read(columns=present, use_threads=use_threads)
         elif base.name.extension == ".lance":
             table = _read_lance(storage, base, target.names)
         else:

@@ -70,6 +70,7 @@ from hudi_ds.schema import (
 from hudi_ds.storage import OutputStream, Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
+from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched
 from hudi_ds.write.markers import create_marker
 from hudi_ds.write.options import ResolvedOptions
 from hudi_ds.write.write_status import WriteStatus
@@ -605,6 +606,8 @@ class MergeHandle(_Buffered):
         self._spilled_deletes: _KeyPartitions | None = None
         self._remove_spill: weakref.finalize | None = None
         self._base_batch_rows = _BASE_READ_ROWS
+        #: decode the base file on Arrow's thread pool (False when handles close in parallel)
+        self.read_threads = True
 
     @property
     def merge_budget(self) -> int | None:
@@ -682,17 +685,32 @@ class MergeHandle(_Buffered):
         self._data, self._deletes, self.buffered_bytes = [], [], 0
         old = (
             stored_rows(
-                read_base_file(ctx.storage, self.base_file, ctx.schema), ctx, self.partition_path
+                read_base_file(
+                    ctx.storage, self.base_file, ctx.schema, use_threads=self.read_threads
+                ),
+                ctx,
+                self.partition_path,
             )
             if self.base_file is not None
             else ctx.schema.empty_table()
         )
-        merged, n_updates, n_inserts, n_deleted = merge_into_base(old, incoming, dels, ctx)
-        merged = self._file_rows(merged)
+        # only the stored rows the write names are merged (write/cow_merge.py)
+        res = merge_touched(
+            old, incoming, dels, ctx.merge_spec, lambda o, i, d: merge_into_base(o, i, d, ctx)
+        )
+        merged = self._file_rows(res.rows)
+        bloom = ctx.options.bloom
+        carried = (
+            carried_bloom_filter(old.schema.metadata, bloom, old.num_rows, res.appended)
+            if bloom is not None
+            else None
+        )
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        size = write_base_file(ctx.storage, self.path, merged, ctx.options.codec, ctx.options.bloom)
+        size = write_base_file(
+            ctx.storage, self.path, merged, ctx.options.codec, bloom, bloom_filter=carried
+        )
         crash_point("handle_flush")
-        return self._status(merged.num_rows, n_updates, n_inserts, n_deleted, size)
+        return self._status(merged.num_rows, res.updates, res.inserts, res.deletes, size)
 
     def _close_streaming(self) -> WriteStatus:
         """The incoming rows fit the share, the base file does not: stream the base file.
@@ -762,13 +780,15 @@ class MergeHandle(_Buffered):
             for old, incoming, dels in groups:
                 if not any(t is not None and t.num_rows for t in (old, incoming, dels)):
                     continue
-                merged, u, i, d = merge_into_base(
+                res = merge_touched(
                     old if old is not None else ctx.schema.empty_table(),
                     incoming if incoming is not None else ctx.schema.empty_table(),
                     dels if dels is not None else _empty_deletes(ctx),
-                    ctx,
+                    ctx.merge_spec,
+                    lambda o, i, d: merge_into_base(o, i, d, ctx),
                 )
-                del old, incoming, dels
+                merged, u, i, d = res.rows, res.updates, res.inserts, res.deletes
+                del old, incoming, dels, res
                 writer.write(self._file_rows(merged))
                 n_rows += merged.num_rows
                 n_updates, n_inserts, n_deleted = n_updates + u, n_inserts + i, n_deleted + d

@@ -51,7 +51,7 @@ from hudi_ds.schema import (
     conform_table,
 )
 from hudi_ds.storage import Storage
-from hudi_ds.write.cow import stage_handle
+from hudi_ds.write.cow import close_merge_handles, stage_handle
 from hudi_ds.write.handles import AppendHandle, MergeHandle, delete_keys, delete_schema
 from hudi_ds.write.operation import Rows
 from hudi_ds.write.plan import BucketFiles, WritePlan
@@ -472,13 +472,24 @@ class TaskWriter:
         """Flush and close every handle; the WriteStatuses go to the driver's commit.
 
         The handles close on :attr:`threads` threads (each encodes and writes its own file:
-        Parquet encoding and Arrow's kernels release the GIL); the statuses come in the order
-        the handles were opened, whatever the threads' timing.
+        Parquet encoding and Arrow's kernels release the GIL); COW merge handles through
+        :func:`~hudi_ds.write.cow.close_merge_handles` (base files decoded one per core). The
+        statuses come in the order the handles were opened, whatever the threads' timing.
         """
         handles = list(self.handles.values())
+        merges = [h for h in handles if isinstance(h, MergeHandle)]
+        others = [h for h in handles if not isinstance(h, MergeHandle)]
+        closed: dict[int, WriteStatus | None] = {}
+        closed.update(zip(map(id, merges), close_merge_handles(merges, self.threads), strict=True))
+        closed.update(
+            zip(
+                map(id, others),
+                parallel_map(lambda h: h.close(), others, self.threads),
+                strict=True,
+            )
+        )
         self.handles.clear()
-        statuses = parallel_map(lambda h: h.close(), handles, self.threads)
-        out = [st for st in statuses if st is not None]
+        out = [st for st in (closed[id(h)] for h in handles) if st is not None]
         # staged rows: the commit writes the metadata of the partitions its merges write into
         # (a staged slot may write nothing); once per partition
         for partition in sorted({st.partition_path for st in out if st.kind != "stage"}):

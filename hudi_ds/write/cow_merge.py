@@ -1,0 +1,187 @@
+"""The COW merge of one file group, touching only the rows the write changes.
+
+A copy-on-write write rewrites each touched file group's base file: the stored rows, merged
+with the incoming versions and delete keys (Java ``HoodieMergeHandle``). Most stored rows are
+not in the write: their merge is the row itself, so :func:`merge_touched` runs the table's
+merge (:func:`hudi_ds.write.handles.merge_into_base`) over the stored rows whose keys the
+write names only, and passes the others through untouched. As Java's merge handle writes
+them, the new base file holds the stored rows in their order (an updated row in its old
+place, a deleted one gone), then the inserted rows in write order.
+
+When no stored row goes away (an upsert without deletes) the new file's record keys are the
+old file's, in order, followed by the inserted keys: its bloom filter is the old file's filter
+with the inserted keys added (:func:`carried_bloom_filter`), equal to a filter built from
+every key, without hashing the stored keys again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_ds.layout.bloom import (
+    BLOOM_FILTER_FOOTER,
+    BLOOM_FILTER_TYPE_CODE_FOOTER,
+    BloomFilter,
+    BloomFilterSpec,
+)
+from hudi_ds.merge.modes import MergeSpec
+from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
+
+#: ``merge(stored rows, incoming rows, delete keys)`` -> ``(rows, updates, inserts, deletes)``
+#: (:func:`hudi_ds.write.handles.merge_into_base` of one handle).
+MergeFn = Callable[[pa.Table, pa.Table, pa.Table], tuple[pa.Table, int, int, int]]
+
+
+@dataclass(frozen=True)
+class CowMerge:
+    """The merged rows of one file group and what the write did to it.
+
+    Attributes:
+        rows: the new base file's rows (stored rows in their order, then the inserted rows).
+        updates, inserts, deletes: existing keys the write changed, keys it inserted, existing
+            keys it deleted.
+        appended: the record keys after the stored rows when every stored row is kept in its
+            place (the new file's keys are the old file's, then these); None otherwise.
+    """
+
+    rows: pa.Table
+    updates: int
+    inserts: int
+    deletes: int
+    appended: pa.Array | None
+
+
+def _key_array(table: pa.Table) -> pa.Array:
+    col = table.column(RECORD_KEY_METADATA_FIELD)
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return arr if arr.type == pa.string() else arr.cast(pa.string())
+
+
+def _marked_deleted(old: pa.Table, spec: MergeSpec) -> np.ndarray | None:
+    """Stored rows a merge deletes on their own (``_hoodie_is_deleted``, the behaviour's
+    delete marker), or None when there are none: they merge like touched rows."""
+    out: np.ndarray | None = None
+    if IS_DELETED_FIELD in old.column_names:
+        flag = old.column(IS_DELETED_FIELD)
+        if flag.null_count < len(flag):
+            out = np.asarray(pc.fill_null(flag, False).combine_chunks(), dtype=bool)
+    b = spec.builtin
+    if b is not None and b.delete_field and b.delete_marker and b.delete_field in old.column_names:
+        col = old.column(b.delete_field).combine_chunks()
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        if not pa.types.is_string(col.type):
+            col = col.cast(pa.string())
+        hit = np.asarray(
+            pc.equal(pc.utf8_lower(col), b.delete_marker.lower()).fill_null(False), dtype=bool
+        )
+        out = hit if out is None else out | hit
+    return out if out is not None and out.any() else None
+
+
+def merge_touched(
+    old: pa.Table, incoming: pa.Table, dels: pa.Table, spec: MergeSpec, merge: MergeFn
+) -> CowMerge:
+    """Merge incoming rows and delete keys into a file group's stored rows ``old``.
+
+    Only the stored rows whose keys the write names (and rows marked deleted) go through
+    ``merge`` with the incoming versions; a built-in merger leaves every other stored row as
+    it is, so those are copied as they are. A custom merger (which may rewrite a lone stored
+    record) merges every row. The rows of the result are those of ``merge(old, incoming,
+    dels)``; their order: the stored rows' order (updates in place), then the inserts.
+    """
+    n_old = old.num_rows
+    if n_old == 0 or spec.builtin is None:
+        rows, u, i, d = merge(old, incoming, dels)
+        appended = _key_array(rows) if n_old == 0 else None
+        return CowMerge(rows, u, i, d, appended)
+    old_keys = _key_array(old)
+    probe = pa.chunked_array(
+        [_key_array(incoming), _key_array(dels)], type=pa.string()
+    ).combine_chunks()
+    hit = np.asarray(pc.is_in(old_keys, value_set=probe), dtype=bool)
+    marked = _marked_deleted(old, spec)
+    if marked is not None:
+        hit |= marked
+    touched = np.flatnonzero(hit)
+    sub = old.take(pa.array(touched, pa.int64()))
+    rows_s, u, i, d = merge(sub, incoming, dels)
+    if not old.schema.equals(rows_s.schema, check_metadata=False):
+        rows, u, i, d = merge(old, incoming, dels)  # types changed: no pass-through
+        return CowMerge(rows, u, i, d, None)
+    # each merged row: the position of its stored row, or -1 for an insert
+    at = pc.index_in(_key_array(rows_s), value_set=_key_array(sub))
+    sub_pos = np.asarray(at.fill_null(-1), dtype=np.int64)
+    is_upd = sub_pos >= 0
+    upd_rows = np.flatnonzero(is_upd)
+    ins_rows = np.flatnonzero(~is_upd)
+    upd_pos = touched[sub_pos[upd_rows]]
+    keep = ~hit
+    keep[upd_pos] = True
+    n_kept = int(keep.sum())
+    if n_kept != n_old - int(hit.sum()) + len(upd_rows):
+        # a stored key merged into several rows (not one row per key): merge every row
+        rows, u, i, d = merge(old, incoming, dels)
+        return CowMerge(rows, u, i, d, None)
+    meta = rows_s.schema.metadata
+    inserts = rows_s.take(pa.array(ins_rows, pa.int64()))
+    if len(upd_rows) == 0:
+        # nothing replaced in place (deletes, or only updates that lost): drop and append
+        kept = old if n_kept == n_old else old.filter(pa.array(keep))
+        rows = pa.concat_tables([kept.replace_schema_metadata(meta), inserts])
+    else:
+        src = np.arange(n_old, dtype=np.int64)
+        src[upd_pos] = n_old + upd_rows
+        src = np.concatenate([src[keep], n_old + ins_rows])
+        both = pa.concat_tables([old.replace_schema_metadata(meta), rows_s])
+        rows = both.take(pa.array(src, pa.int64()))
+    appended = _key_array(inserts) if n_kept == n_old else None
+    return CowMerge(rows, u, i, d, appended)
+
+
+def carried_bloom_filter(
+    footer: Mapping[bytes, bytes] | None,
+    spec: BloomFilterSpec,
+    n_old: int,
+    appended: pa.Array | None,
+) -> BloomFilter | None:
+    """The new base file's bloom filter from the old file's, when that is exact.
+
+    ``footer``: the old base file's key-value metadata; ``n_old`` its rows; ``appended``: the
+    keys the new file adds after the old file's keys, which it keeps in order
+    (:attr:`CowMerge.appended`). The old filter is used when it has this ``spec``'s shape and
+    (dynamic) holds ``n_old`` keys in rows not yet saturated -- then adding ``appended`` puts
+    every key where a filter built from all keys in order puts it. None: build it anew.
+    """
+    if appended is None or footer is None or n_old == 0:
+        return None
+    raw = footer.get(BLOOM_FILTER_FOOTER.encode())
+    if raw is None:
+        return None
+    code = footer.get(BLOOM_FILTER_TYPE_CODE_FOOTER.encode())
+    try:
+        bf = BloomFilter.parse(raw, code.decode() if code is not None else None)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    fresh = spec.new_filter()
+    if (bf.dynamic, bf.vector_size, bf.num_hashes) != (
+        fresh.dynamic,
+        fresh.vector_size,
+        fresh.num_hashes,
+    ):
+        return None
+    if bf.dynamic:
+        if bf.nr != fresh.nr or bf.current > bf.nr:  # other rows, or saturated
+            return None
+        if (len(bf.rows) - 1) * bf.nr + bf.current != n_old:
+            return None
+        if len(bf.rows) > 1 and (len(bf.rows) - 1) * bf.nr >= fresh.max_nr:
+            return None  # more rows than this spec grows to
+        bf.max_nr = fresh.max_nr
+    bf.add(appended)
+    return bf

@@ -1,0 +1,288 @@
+"""The COW merge that touches only the rows a write names (hudi_ds/write/cow_merge.py).
+
+* :func:`merge_touched` gives the rows (and counts) of merging every stored row, for the
+  built-in behaviours, with stored rows a merge deletes on their own (``_hoodie_is_deleted``,
+  a delete marker), late updates, re-inserts and deletes of absent keys; stored rows keep their
+  order (updates in place), inserts follow.
+* Written tables: after every COW write each base file's bloom filter footer equals a filter
+  built from its keys in row order (carried filters included: dynamic rows filling up,
+  saturation, SIMPLE), every row reads back (by us and by hudi-rs) as the model says.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import hudi_ds
+from hudi_ds.layout.bloom import (
+    BLOOM_FILTER_FOOTER,
+    BLOOM_FILTER_TYPE_CODE_FOOTER,
+    BloomFilter,
+    BloomFilterSpec,
+)
+from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER
+from hudi_ds.merge.modes import BEHAVIOURS, MergeSpec, builtin_spec
+from hudi_ds.schema import (
+    COMMIT_TIME_METADATA_FIELD,
+    IS_DELETED_FIELD,
+    META_FIELDS,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
+from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
+from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched
+from hudi_ds.write.handles import HandleContext, delete_keys, delete_schema, merge_into_base
+from tests.conftest import assert_rows, hudi_rs_table, table_options
+
+INSTANT = "20240102030405006"
+
+
+def _stored(ids: list[int], ts: list[int], extra: dict[str, list]) -> pa.Table:
+    n = len(ids)
+    keys = [f"k{i:04d}" for i in ids]
+    cols: dict[str, pa.Array] = {
+        COMMIT_TIME_METADATA_FIELD: pa.array(["20240101000000000"] * n),
+        "_hoodie_commit_seqno": pa.array([f"s{i}" for i in ids]),
+        RECORD_KEY_METADATA_FIELD: pa.array(keys),
+        PARTITION_PATH_METADATA_FIELD: pa.array(["p"] * n),
+        "_hoodie_file_name": pa.array(["f.parquet"] * n),
+        "id": pa.array(keys),
+        "ts": pa.array(ts, pa.int64()),
+        "v": pa.array([float(i) for i in ids]),
+    }
+    for name, values in extra.items():
+        cols[name] = pa.array(values)
+    return pa.table(cols)
+
+
+def _ctx(spec: MergeSpec, schema: pa.Schema) -> HandleContext:
+    options = SimpleNamespace(
+        merge_spec=spec, merge_mode=spec.mode, ordering_field="ts", populate_meta_fields=True
+    )
+    return HandleContext(None, INSTANT, "0-0-0", schema, "", options)  # type: ignore[arg-type]
+
+
+def _case(extra_name: str | None, extra_old: list, extra_new: list) -> tuple:
+    n = 60
+    old_ids = list(range(n))
+    extra = {extra_name: extra_old} if extra_name else {}
+    old = _stored(old_ids, [100] * n, extra)
+    # updates (newer and late), inserts, a key twice in the batch
+    new_ids = [3, 7, 7, 11, 20, 41, 59, 100, 101, 102]
+    new_ts = [200, 50, 300, 200, 100, 250, 90, 200, 200, 200]
+    extra_n = {extra_name: extra_new} if extra_name else {}
+    inc = _stored(new_ids, new_ts, extra_n)
+    inc = inc.set_column(
+        0, COMMIT_TIME_METADATA_FIELD, pa.array([INSTANT] * inc.num_rows, pa.string())
+    )
+    # deletes: stored keys, an absent key, and a key the batch also updates
+    dkeys = ["k0005", "k0030", "k0999", "k0041"]
+    dschema = delete_schema(pa.int64())
+    dels = delete_keys(
+        dschema,
+        pa.array(dkeys),
+        pa.array(["p"] * len(dkeys)),
+        pa.array([None, 500, None, 10], pa.int64()),
+    )
+    return old, inc, dels
+
+
+def _sorted(t: pa.Table) -> list[tuple]:
+    cols = [t.column(c).to_pylist() for c in t.column_names]
+    return sorted(zip(*cols, strict=True), key=repr)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "extra"),
+    [
+        ("default", None),
+        ("overwrite_with_latest", None),
+        ("default", IS_DELETED_FIELD),
+        ("aws_dms", "Op"),
+        ("partial_update", None),
+    ],
+)
+def test_merge_touched_equals_full_merge(behaviour: str, extra: str | None) -> None:
+    n = 60
+    if extra == IS_DELETED_FIELD:
+        # stored rows 10 and 50 are deletes on their own: a merge of every row drops them
+        extra_old: list = [i in (10, 50) for i in range(n)]
+        extra_new: list = [False] * 9 + [True]
+    elif extra == "Op":
+        extra_old = ["D" if i in (12, 13) else "U" for i in range(n)]
+        extra_new = ["U"] * 10
+    else:
+        extra_old = extra_new = []
+    old, inc, dels = _case(extra, extra_old, extra_new)
+    spec = builtin_spec(BEHAVIOURS[behaviour], ("ts",))
+    ctx = _ctx(spec, old.schema)
+
+    def merge(o: pa.Table, i: pa.Table, d: pa.Table) -> tuple[pa.Table, int, int, int]:
+        return merge_into_base(o, i, d, ctx)
+
+    want, wu, wi, wd = merge(old, inc, dels)
+    got = merge_touched(old, inc, dels, spec, merge)
+    assert _sorted(got.rows) == _sorted(want)
+    assert (got.updates, got.inserts, got.deletes) == (wu, wi, wd)
+    # stored rows in their order, then the inserts
+    old_keys = old.column(RECORD_KEY_METADATA_FIELD).to_pylist()
+    keys = got.rows.column(RECORD_KEY_METADATA_FIELD).to_pylist()
+    stored = [k for k in keys if k in set(old_keys)]
+    assert stored == [k for k in old_keys if k in set(stored)]
+    assert keys[: len(stored)] == stored
+    assert got.appended is None  # keys were deleted: no filter to carry
+
+
+def test_merge_touched_appended_without_deletes() -> None:
+    old, inc, _ = _case(None, [], [])
+    spec = builtin_spec(BEHAVIOURS["default"], ("ts",))
+    ctx = _ctx(spec, old.schema)
+    dels = delete_schema(pa.int64()).empty_table()
+    got = merge_touched(old, inc, dels, spec, lambda o, i, d: merge_into_base(o, i, d, ctx))
+    keys = got.rows.column(RECORD_KEY_METADATA_FIELD).to_pylist()
+    n = old.num_rows
+    assert keys[:n] == old.column(RECORD_KEY_METADATA_FIELD).to_pylist()
+    assert got.appended is not None
+    assert got.appended.to_pylist() == keys[n:] == ["k0100", "k0101", "k0102"]
+    want, *_ = merge_into_base(old, inc, dels, ctx)
+    assert _sorted(got.rows) == _sorted(want)
+
+
+def _fresh(spec: BloomFilterSpec, keys: pa.Array) -> BloomFilter:
+    bf = spec.new_filter()
+    bf.add(keys)
+    return bf
+
+
+@pytest.mark.parametrize("n_old", [1, 30, 40, 41, 79, 80, 119, 120, 121, 200])
+@pytest.mark.parametrize("filter_type", ["DYNAMIC_V0", "SIMPLE"])
+def test_carried_bloom_filter_equals_fresh(n_old: int, filter_type: str) -> None:
+    spec = BloomFilterSpec(filter_type=filter_type, num_entries=40, fpp=0.01, max_entries=120)
+    old_keys = pa.array([f"key-{i}" for i in range(n_old)])
+    footer = {k.encode(): v.encode() for k, v in _fresh(spec, old_keys).footer().items()}
+    for n_new in (0, 1, 25, 90):
+        new_keys = pa.array([f"new-{i}" for i in range(n_new)], pa.string())
+        carried = carried_bloom_filter(footer, spec, n_old, new_keys)
+        full = _fresh(spec, pa.concat_arrays([old_keys, new_keys]))
+        if carried is None:
+            # only a saturated dynamic filter (more keys than rows * nr) is rebuilt
+            assert filter_type == "DYNAMIC_V0" and n_old > 120
+            continue
+        assert carried.serialize() == full.serialize(), (n_old, n_new)
+    # a filter of another shape, or a key count that does not match, is not carried
+    other = BloomFilterSpec(filter_type=filter_type, num_entries=50, fpp=0.01, max_entries=120)
+    assert carried_bloom_filter(footer, other, n_old, pa.array(["x"])) is None
+    if filter_type == "DYNAMIC_V0":
+        assert carried_bloom_filter(footer, spec, n_old + 1, pa.array(["x"])) is None
+    assert carried_bloom_filter(footer, spec, n_old, None) is None
+    assert carried_bloom_filter(None, spec, n_old, pa.array(["x"])) is None
+
+
+def _rows(ids: np.ndarray, ts: np.ndarray, rng: np.random.Generator) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array([f"id-{i:05d}" for i in ids]),
+            "ts": pa.array(ts, pa.int64()),
+            "dt": pa.array([f"2024-01-0{i % 2 + 1}" for i in ids]),
+            "v": pa.array(rng.normal(size=len(ids))),
+            "s": pa.array([None if i % 5 == 0 else f"s{i}" for i in ids]),
+        }
+    )
+
+
+COLS = ["id", "ts", "dt", "v", "s"]
+
+
+def _check_files(path: str, spec: BloomFilterSpec) -> None:
+    """Every latest base file's key footers are those of a filter built from its keys."""
+    table = hudi_ds.HudiTable(path)
+    n_files = 0
+    for fs in table.file_slices():
+        if True:
+            assert fs.base_file is not None
+            f = table.storage.full_path(fs.base_file.path)
+            pf = pq.ParquetFile(f)
+            keys = pf.read(columns=[RECORD_KEY_METADATA_FIELD]).column(0).combine_chunks()
+            meta = pf.metadata.metadata
+            got = BloomFilter.parse(
+                meta[BLOOM_FILTER_FOOTER.encode()],
+                meta.get(BLOOM_FILTER_TYPE_CODE_FOOTER.encode(), b"").decode() or None,
+            )
+            assert got.serialize() == _fresh(spec, keys).serialize(), f
+            assert meta[MIN_RECORD_KEY_FOOTER.encode()].decode() == min(keys.to_pylist())
+            assert meta[MAX_RECORD_KEY_FOOTER.encode()].decode() == max(keys.to_pylist())
+            n_files += 1
+    assert n_files == 4
+
+
+@pytest.mark.parametrize("filter_type", ["DYNAMIC_V0", "SIMPLE"])
+@pytest.mark.parametrize("merge", [EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING])
+def test_cow_writes_rows_and_bloom_footers(filter_type: str, merge: str, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    # 2 partitions x 2 buckets; rows of 60 keys growing to 180: carried dynamic filters fill
+    # rows, open new ones and saturate
+    opts = {
+        **table_options("cow", partition="dt", table_type="COPY_ON_WRITE", buckets=2),
+        "hoodie.write.record.merge.mode": merge,
+        "hoodie.bloom.index.filter.type": filter_type,
+        "hoodie.index.bloom.num_entries": "60",
+        "hoodie.index.bloom.fpp": "0.001",
+        "hoodie.bloom.index.filter.dynamic.max.entries": "180",
+    }
+    spec = BloomFilterSpec(filter_type, 60, 0.001, 180)
+    rng = np.random.default_rng(3)
+    model: dict[str, tuple] = {}
+
+    def upsert(t: pa.Table, op: str = "upsert") -> None:
+        hudi_ds.write(path, t, {**opts, "hoodie.datasource.write.operation": op})
+        for r in zip(*(t.column(c).to_pylist() for c in COLS), strict=True):
+            cur = model.get(r[0])
+            if cur is None or merge == COMMIT_TIME_ORDERING or r[1] >= cur[1]:
+                model[r[0]] = r
+
+    def check() -> None:
+        _check_files(path, spec)
+        want = list(model.values())
+        assert_rows(hudi_ds.read(path, columns=COLS), want, COLS)
+        assert_rows(hudi_rs_table(path), want, COLS)
+
+    upsert(_rows(np.arange(200), np.full(200, 10), rng), "insert")
+    check()
+    next_id = 200
+    for step in range(6):
+        n_new = 120 if step < 4 else 20
+        upd = rng.choice(next_id, 150, replace=False)
+        ts = np.where(rng.random(150) < 0.3, 5, 20 + step)  # some late updates
+        ids = np.concatenate([upd, np.arange(next_id, next_id + n_new)])
+        next_id += n_new
+        tss = np.concatenate([ts, np.full(n_new, 20 + step)])
+        upsert(_rows(ids, tss, rng))
+        check()
+        if step in (2, 4):
+            gone = rng.choice(next_id, 40, replace=False)
+            keys = _rows(gone, np.zeros(40, np.int64), rng).select(["id", "dt"])
+            hudi_ds.write(path, keys, {**opts, "hoodie.datasource.write.operation": "delete"})
+            for k in keys.column("id").to_pylist():
+                model.pop(k, None)
+            check()
+    assert META_FIELDS[0] == COMMIT_TIME_METADATA_FIELD
+
+
+def test_in_parallel_keeps_order_and_raises_the_earliest_error() -> None:
+    from hudi_ds.write import cow
+
+    calls = [lambda i=i: i * i for i in range(23)]
+    assert cow._in_parallel(calls) == [i * i for i in range(23)]
+
+    def boom(i: int) -> int:
+        raise ValueError(f"call {i}")
+
+    failing = [*calls[:5], lambda: boom(5), *calls[6:9], lambda: boom(9)]
+    with pytest.raises(ValueError, match="call 5"):
+        cow._in_parallel(failing)
