@@ -23,6 +23,7 @@ from fastavro import parse_schema, schemaless_reader
 
 from hudi_ds.errors import CorruptBlockError, CorruptFileError, UnsupportedError
 from hudi_ds.layout.hfile import HFile, read_hfile
+from hudi_ds.log.avro_decode import decode_avro_records, vectorisable
 from hudi_ds.log.block import (
     CONTENT_VERSION,
     DELETE_RECORD_LIST_SCHEMA,
@@ -35,10 +36,12 @@ from hudi_ds.log.block import (
 from hudi_ds.schema import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
+    AvroType,
     avro_to_arrow_schema,
     parse_avro_json,
     promote_table,
     raw_avro_records_to_arrow,
+    resolve_avro,
     strip_logical_types,
 )
 
@@ -128,6 +131,8 @@ class _AvroPlan:
     """How to decode the records of Avro blocks written with one ``SCHEMA`` header."""
 
     arrow: pa.Schema  # logical Arrow schema of the records
+    node: AvroType  # the resolved record schema (vectorised decoding)
+    vectorised: bool  # records decode with hudi_ds.log.avro_decode (no array/map inside)
     record: Any  # fastavro-parsed record schema, logical types stripped
     framed: Any  # fastavro-parsed array<record{len: fixed(4), ...fields}>, logical types stripped
 
@@ -136,6 +141,7 @@ class _AvroPlan:
 def _avro_plan(schema_json: str) -> _AvroPlan:
     avro = parse_avro_json(schema_json)
     arrow = avro_to_arrow_schema(avro)
+    node = resolve_avro(avro)
     raw = strip_logical_types(avro)
     name = str(raw["name"])
     namespace = name.rpartition(".")[0] if "." in name else str(raw.get("namespace") or "")
@@ -147,6 +153,8 @@ def _avro_plan(schema_json: str) -> _AvroPlan:
     }
     return _AvroPlan(
         arrow=arrow,
+        node=node,
+        vectorised=vectorisable(node),
         record=parse_schema(raw),
         framed=parse_schema({"type": "array", "items": framed_record}),
     )
@@ -228,6 +236,9 @@ def _decode_avro_content(block: LogBlock) -> pa.Table:
         raise CorruptBlockError(f"Avro data block claims {count} records")
     if count == 0:
         return plan.arrow.empty_table()
+    if plan.vectorised:
+        table = decode_avro_records(content, 8, count, plan.node, plan.arrow)
+        return table if table is not None else _decode_each(plan, content, count, 8)
     table = _decode_framed(plan, content, count)
     return table if table is not None else _decode_each(plan, content, count, 8)
 
