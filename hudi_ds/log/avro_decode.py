@@ -26,6 +26,8 @@ way, which names the first bad record (a damaged block is raised, never read as 
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -82,155 +84,235 @@ def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, n
 class _Decoder:
     """Decodes Avro values at many positions of one byte buffer at once."""
 
-    def __init__(self, content: bytes) -> None:
+    def __init__(self, content: bytes, ends: np.ndarray) -> None:
         self.content = content
+        self.ends = ends
         self.data = np.frombuffer(content, dtype=np.uint8)
         self.buffer = pa.py_buffer(content)
+        self._views: dict[str, np.ndarray] = {}
 
     # -- primitives ---------------------------------------------------------------------------
 
-    def varint(self, pos: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Zig-zag varints (Avro ``int``/``long``) at ``pos``: ``(values int64, next pos)``."""
+    def varint(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Zig-zag varints (Avro ``int``/``long``) at ``pos``: ``(values int64, next pos)``.
+
+        Decoded one byte column at a time, over the rows whose varint goes on.
+        """
         if len(pos) == 0:
             return np.zeros(0, np.int64), pos
-        if (pos >= end).any():
-            raise _Bad("a varint runs past its record")
         b = self.data[pos]
+        if b.max() < 0x80:  # one byte each
+            small = b.astype(np.int64)
+            return (small >> 1) ^ -(small & 1), pos + 1
         z = (b & 0x7F).astype(np.uint64)
-        more = b >= 0x80
-        if more.any():
-            size = np.ones(len(pos), dtype=np.int64)
-            idx = np.flatnonzero(more)
-            for k in range(1, 10):
-                p = pos[idx] + k
-                if (p >= end[idx]).any():
-                    raise _Bad("a varint runs past its record")
-                b = self.data[p]
-                z[idx] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
-                size[idx] += 1
-                idx = idx[b >= 0x80]
-                if idx.size == 0:
-                    break
-            else:
-                raise _Bad("a varint is longer than 10 bytes")
-            pos = pos + size
+        size = np.ones(len(pos), dtype=np.int64)
+        idx = np.flatnonzero(b >= 0x80)
+        for k in range(1, 10):
+            b = self.data[pos[idx] + k]
+            z[idx] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+            size[idx] += 1
+            idx = idx[b >= 0x80]
+            if idx.size == 0:
+                break
         else:
-            pos = pos + 1
+            raise _Bad("a varint is longer than 10 bytes")
         values = (z >> np.uint64(1)).view(np.int64) ^ -(z & np.uint64(1)).view(np.int64)
-        return values, pos
+        return values, pos + size
 
-    def fixed_width(
-        self, pos: np.ndarray, end: np.ndarray, dtype: str
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def fixed_width(self, pos: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
         """Little-endian fixed-width numbers (Avro ``float``/``double``) at ``pos``."""
-        width = np.dtype(dtype).itemsize
-        nxt = pos + width
-        if (nxt > end).any():
-            raise _Bad("a number runs past its record")
+        nxt = pos + np.dtype(dtype).itemsize
         if len(pos) == 0:
             return np.zeros(0, dtype), nxt
-        windows = np.lib.stride_tricks.sliding_window_view(self.data, width)
-        return np.ascontiguousarray(windows[pos]).view(dtype).reshape(-1), nxt
+        return self.unaligned(dtype)[pos], nxt
 
-    def raw_bytes(
-        self, pos: np.ndarray, lengths: np.ndarray, end: np.ndarray
-    ) -> tuple[pa.Array, np.ndarray]:
-        """A ``binary`` array of ``content[pos[i]:pos[i] + lengths[i]]``, and the next pos."""
-        n = len(pos)
-        nxt = pos + lengths
-        if n and ((lengths < 0).any() or (nxt > end).any()):
-            raise _Bad("a string or bytes value runs past its record")
+    def unaligned(self, dtype: str) -> np.ndarray:
+        """The block's bytes as numbers of ``dtype`` starting at every byte offset (a view)."""
+        view = self._views.get(dtype)
+        if view is None:
+            width = np.dtype(dtype).itemsize
+            count = max(len(self.content) - width + 1, 0)
+            view = np.ndarray((count,), dtype=dtype, buffer=self.content, strides=(1,))
+            self._views[dtype] = view
+        return view
+
+    def binary(self, sink: _Sink, n: int) -> pa.Array:
+        """The ``binary`` array of a bytes-like sink: ``content[start:start + length]`` per row.
+
+        The values and the gaps between them form one binary array over the block's own bytes
+        (positions only grow from one record to the next); one Arrow ``take`` of its even
+        entries copies the values out, null rows taking a null index.
+        """
+        starts, lengths = cast(np.ndarray, sink.starts), cast(np.ndarray, sink.lengths)
         if n == 0:
-            return pa.array([], pa.binary()), nxt
-        if int(nxt[-1]) > _MAX_OFFSET:
+            return pa.array([], pa.binary())
+        stops = starts + lengths
+        if int(stops[-1]) > _MAX_OFFSET:
             raise _Bad("block too large for int32 offsets")
-        # values and the gaps between them, as one binary array over the block's bytes; the
-        # even entries are the values (positions only grow from one record to the next)
         offsets = np.empty(2 * n + 1, dtype=np.int32)
-        offsets[0 : 2 * n : 2] = pos
-        offsets[1 : 2 * n : 2] = nxt
-        offsets[2 * n] = nxt[-1]
+        offsets[0 : 2 * n : 2] = starts
+        offsets[1 : 2 * n : 2] = stops
+        offsets[2 * n] = stops[-1]
         spread = pa.Array.from_buffers(
             pa.binary(), 2 * n, [None, pa.py_buffer(offsets), self.buffer]
         )
-        values = spread.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int32)))
-        return values, nxt
+        even = np.arange(0, 2 * n, 2, dtype=np.int32)
+        index = pa.array(even, mask=None if sink.valid is None else ~sink.valid)
+        return spread.take(index)
 
-    # -- schema walk --------------------------------------------------------------------------
+    # -- schema walk, one chunk of records at a time -------------------------------------------
 
-    def value(self, t: AvroType, pos: np.ndarray, end: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-        """The values of type ``t`` at ``pos`` (raw Avro values: ints for temporal types,
-        bytes for decimals, the types fastavro gives without logical types)."""
-        kind, n = t.kind, len(pos)
+    def value(self, sink: _Sink, t: AvroType, pos: np.ndarray, rows: _Rows) -> np.ndarray:
+        """Decode the values of type ``t`` at ``pos`` (records ``rows``) into ``sink``;
+        returns the positions after them."""
+        kind = t.kind
         if kind == "null":
-            return pa.nulls(n), pos
+            return pos
         if kind == "boolean":
-            if (pos >= end).any():
-                raise _Bad("a boolean runs past its record")
-            return pa.array(self.data[pos] != 0, pa.bool_()), pos + 1
-        if kind in ("int", "long"):
-            values, pos = self.varint(pos, end)
-            if kind == "long":
-                return pa.array(values, pa.int64()), pos
-            if n and (values.min() < _INT32_MIN or values.max() > _INT32_MAX):
-                raise _Bad("an int is out of range")
-            return pa.array(values.astype(np.int32), pa.int32()), pos
+            cast(np.ndarray, sink.values)[rows] = self.data[pos]
+            return pos + 1
+        if kind in ("int", "long", "enum"):
+            values, pos = self.varint(pos)
+            if len(values) and kind != "long":
+                low, high = (_INT32_MIN, _INT32_MAX) if kind == "int" else (0, len(t.symbols) - 1)
+                if values.min() < low or values.max() > high:
+                    raise _Bad(f"an {kind} value is out of range")
+            cast(np.ndarray, sink.values)[rows] = values
+            return pos
         if kind in ("float", "double"):
-            dtype = "<f4" if kind == "float" else "<f8"
-            numbers, pos = self.fixed_width(pos, end, dtype)
-            return pa.array(numbers, pa.float32() if kind == "float" else pa.float64()), pos
-        if kind in ("string", "bytes"):
-            lengths, pos = self.varint(pos, end)
-            raw, pos = self.raw_bytes(pos, lengths, end)
-            if kind == "bytes":
-                return raw, pos
+            numbers, pos = self.fixed_width(pos, "<f4" if kind == "float" else "<f8")
+            cast(np.ndarray, sink.values)[rows] = numbers
+            return pos
+        if kind in ("string", "bytes", "fixed"):
+            if kind == "fixed":
+                lengths = np.full(len(pos), int(t.size or 0), dtype=np.int64)
+            else:
+                lengths, pos = self.varint(pos)
+            nxt = pos + lengths
+            if len(pos) and ((lengths < 0).any() or (nxt > self.ends[rows]).any()):
+                raise _Bad("a string or bytes value runs past its record")
+            cast(np.ndarray, sink.starts)[rows] = pos
+            cast(np.ndarray, sink.lengths)[rows] = lengths
+            return nxt
+        if kind == "record":
+            for child, f in zip(sink.children, t.fields, strict=True):
+                pos = self.slot(child, f, pos, rows)
+            return pos
+        raise _Bad(f"{kind} values are not decoded vectorised")
+
+    def slot(self, sink: _Sink, s: AvroSlot, pos: np.ndarray, rows: _Rows) -> np.ndarray:
+        """Decode a field/element: its union branch index first when it is a union."""
+        if not s.union:
+            return self.value(sink, s.type, pos, rows)
+        # a branch index below 64 is one byte: its zig-zag, 2 * index (what every writer
+        # writes; anything else, if valid at all, is left to the exact path)
+        branch = self.data[pos]
+        pos = pos + 1
+        is_value = branch == (-1 if s.value_index is None else 2 * s.value_index)
+        if s.value_index is not None and s.type.kind != "null" and is_value.all():
+            return self.value(sink, s.type, pos, rows)
+        is_null = branch == (-1 if s.null_index is None else 2 * s.null_index)
+        if not (is_value | is_null).all():
+            raise _Bad("a union branch index is not one of the union's")
+        cast(np.ndarray, sink.valid)[_subset(rows, ~is_value)] = False
+        if s.value_index is None or s.type.kind == "null" or not is_value.any():
+            return pos
+        some = np.flatnonzero(is_value)
+        pos[some] = self.value(sink, s.type, pos[some], _subset(rows, some))
+        return pos
+
+    # -- Arrow arrays of the sinks ------------------------------------------------------------
+
+    def array(self, sink: _Sink, s: AvroSlot, n: int) -> pa.Array:
+        """The raw Avro values (what fastavro gives without logical types) of ``sink``."""
+        t, kind = s.type, s.type.kind
+        mask = None if sink.valid is None or sink.valid.all() else ~sink.valid
+        if kind == "null":
+            return pa.nulls(n)
+        if kind in ("string", "bytes", "fixed"):
+            raw = self.binary(sink, n)
+            if kind != "string":
+                return raw
             try:
-                return raw.cast(pa.string()), pos
+                return raw.cast(pa.string())
             except pa.ArrowInvalid as e:  # invalid UTF-8
                 raise _Bad(str(e)) from e
-        if kind == "fixed":
-            size = int(t.size or 0)
-            return self.raw_bytes(pos, np.full(n, size, dtype=np.int64), end)
         if kind == "enum":
-            index, pos = self.varint(pos, end)
-            if n and (index.min() < 0 or index.max() >= len(t.symbols)):
-                raise _Bad("an enum index is not a symbol")
-            symbols = pa.array(t.symbols, pa.string())
-            return symbols.take(pa.array(index.astype(np.int32))), pos
+            index = pa.array(cast(np.ndarray, sink.values), pa.int32(), mask=mask)
+            return pa.array(t.symbols, pa.string()).take(index)
         if kind == "record":
-            children = []
-            for f in t.fields:
-                child, pos = self.slot(f, pos, end)
-                children.append(child)
+            children = [self.array(c, f, n) for c, f in zip(sink.children, t.fields, strict=True)]
             fields = [
                 pa.field(f.name, c.type, f.nullable)
                 for f, c in zip(t.fields, children, strict=True)
             ]
             if not fields:
-                return pa.StructArray.from_arrays([], fields=[], mask=None), pos
-            return pa.StructArray.from_arrays(children, fields=fields), pos
-        raise _Bad(f"{kind} values are not decoded vectorised")
+                validity = None if mask is None else pa.array(~mask).buffers()[1]
+                return pa.Array.from_buffers(pa.struct([]), n, [validity], children=[])
+            return pa.StructArray.from_arrays(
+                children, fields=fields, mask=None if mask is None else pa.array(mask)
+            )
+        values = cast(np.ndarray, sink.values)
+        return pa.array(values, _PHYSICAL[kind], mask=mask)
 
-    def slot(self, s: AvroSlot, pos: np.ndarray, end: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-        """The values of a field/element: its union branch index first when it is a union."""
-        if not s.union:
-            return self.value(s.type, pos, end)
-        branch, pos = self.varint(pos, end)
-        is_value = branch == (-1 if s.value_index is None else s.value_index)
-        is_null = branch == (-1 if s.null_index is None else s.null_index)
-        if not (is_value | is_null).all():
-            raise _Bad("a union branch index is out of range")
-        if s.value_index is None or s.type.kind == "null":
-            return pa.nulls(len(pos)), pos
-        if is_value.all():
-            return self.value(s.type, pos, end)
-        rows = np.flatnonzero(is_value)
-        values, after = self.value(s.type, pos[rows], end[rows])
-        pos = pos.copy()
-        pos[rows] = after
-        # row i takes value (number of values before it); null rows take a null index
-        index = np.cumsum(is_value, dtype=np.int64) - 1
-        return values.take(pa.array(index, pa.int64(), mask=~is_value)), pos
+
+_PHYSICAL = {
+    "boolean": pa.bool_(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+}
+_DTYPES = {"boolean": np.bool_, "int": np.int32, "long": np.int64, "enum": np.int32}
+_Rows = slice | np.ndarray
+
+
+def _subset(rows: _Rows, which: np.ndarray) -> np.ndarray:
+    """The record numbers of ``rows`` picked by ``which`` (a mask or positions into rows)."""
+    if isinstance(rows, slice):
+        picked = np.flatnonzero(which) if which.dtype == np.bool_ else which
+        return cast(np.ndarray, picked + rows.start)
+    return cast(np.ndarray, rows[which])
+
+
+@dataclass
+class _Sink:
+    """Where the decoded values of one field/element go, for all records of the block.
+
+    Attributes:
+        valid: the union's non-null rows (``None``: not a union).
+        values: numbers, booleans (as bytes), enum indexes.
+        starts, lengths: where each string/bytes/fixed value sits in the block.
+        children: a record's fields.
+    """
+
+    valid: np.ndarray | None = None
+    values: np.ndarray | None = None
+    starts: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+    children: list[_Sink] = field(default_factory=list)
+
+
+def _sink(s: AvroSlot, n: int, record_starts: np.ndarray) -> _Sink:
+    sink = _Sink(valid=np.ones(n, dtype=np.bool_) if s.union else None)
+    kind = s.type.kind
+    if kind in ("string", "bytes", "fixed"):
+        # rows without a value (null, or under a null record) take an empty value at their
+        # record's start, which keeps the value positions growing
+        sink.starts = record_starts.copy()
+        sink.lengths = np.zeros(n, dtype=np.int64)
+    elif kind == "record":
+        sink.children = [_sink(f, n, record_starts) for f in s.type.fields]
+    elif kind in ("float", "double"):
+        sink.values = np.zeros(n, dtype="<f4" if kind == "float" else "<f8")
+    elif kind in _DTYPES:
+        sink.values = np.zeros(n, dtype=_DTYPES[kind])
+    return sink
+
+
+#: Records are decoded in chunks of about this many bytes, so that the bytes every field of a
+#: chunk reads stay in the CPU cache from one field to the next.
+CHUNK_BYTES = 1 << 19
 
 
 def decode_avro_records(
@@ -257,19 +339,22 @@ def decode_avro_records(
     if bounds is None:
         return None
     starts, ends = bounds
-    decoder = _Decoder(content)
-    columns = []
-    pos = starts
+    decoder = _Decoder(content, ends)
+    sinks = [_sink(f, count, starts) for f in node.fields]
+    step = max(64, CHUNK_BYTES * count // max(len(content), 1))
     try:
-        for f in node.fields:
-            column, pos = decoder.slot(f, pos, ends)
-            columns.append(column)
-    except _Bad:
-        return None
-    if not np.array_equal(pos, ends):
+        for first in range(0, count, step):
+            rows = slice(first, min(first + step, count))
+            pos = starts[rows]
+            for sink, f in zip(sinks, node.fields, strict=True):
+                pos = decoder.slot(sink, f, pos, rows)
+            if not np.array_equal(pos, ends[rows]):
+                return None  # a record does not end where its length says
+        columns = [decoder.array(k, f, count) for k, f in zip(sinks, node.fields, strict=True)]
+    except (_Bad, IndexError):  # IndexError: a read past the end of the block
         return None
     logical = [from_physical(c, f.type) for c, f in zip(columns, schema, strict=True)]
     return pa.Table.from_arrays(logical, schema=schema)
 
 
-__all__ = ["decode_avro_records", "record_bounds", "vectorisable"]
+__all__ = ["CHUNK_BYTES", "decode_avro_records", "record_bounds", "vectorisable"]
