@@ -25,7 +25,6 @@ way, which names the first bad record (a damaged block is raised, never read as 
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -49,34 +48,137 @@ def vectorisable(node: AvroType) -> bool:
     return all(vectorisable(f.type) for f in node.fields)
 
 
+#: Records between two walker seeds in :func:`record_bounds` (about the steps each walks).
+_SEED_EVERY = 96
+
+
+def _lengths_view(content: bytes) -> np.ndarray:
+    """The big-endian ``int32`` starting at every byte offset of ``content`` (a view)."""
+    count = max(len(content) - 3, 0)
+    return np.ndarray((count,), dtype=">i4", buffer=content, strides=(1,))
+
+
 def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Start and end offsets of the ``count`` length-prefixed records from ``start`` on.
 
     Record ``i`` is ``content[starts[i]:ends[i]]`` (its ``int32`` length prefix sits just before
-    ``starts[i]``). Returns ``None`` unless the chain of lengths is intact and ends exactly at
-    the end of ``content`` (then the caller decodes record by record, which names the bad one).
-    The chain is sequential by nature -- where a record starts depends on every length before
-    it -- so it is followed by ``struct.iter_unpack``-free C-level reads: one ``unpack_from``
-    per record, nothing else per record in Python.
+    ``starts[i]``). Returns ``None`` unless the chain of lengths is intact, holds ``count``
+    records and ends exactly at the end of ``content`` (the caller then decodes record by
+    record, which names the bad one).
+
+    Where a record starts depends on every length before it, so the chain is followed by many
+    walkers at once, in numpy lockstep: one starts at ``start``, others at every plausible
+    length (one whose record and the next fit the content) in a small window every
+    ``_SEED_EVERY`` records. Each step moves every walker to the end of its record; a walker
+    stops where another has been (it has joined that walker's path), dies on an impossible
+    length, or finishes at the end of the content. Walkers seeded inside a record either die
+    or join the chain, so after about ``_SEED_EVERY`` steps every record of the chain has been
+    visited, each by one walker; the chain is then the first walker's path, followed through
+    the walkers it joined (found with pointer doubling). Every position on it was reached
+    through the length read at the one before, so it is exactly the sequential chain.
     """
     total = len(content)
-    unpack = struct.Struct(">i").unpack_from
-    starts = np.empty(count, dtype=np.int64)
-    pos = start
-    try:
-        for i in range(count):
-            (length,) = unpack(content, pos)
-            pos += 4
-            starts[i] = pos
-            if length < 0:
-                return None
-            pos += length
-    except struct.error:
+    if count <= 0 or start + 4 > total:
         return None
-    if pos != total:
+    lengths = _lengths_view(content)
+    span = total - start
+    # -- seeds: `start`, and the plausible lengths in a window (about one record long) at
+    # every `stride` bytes, read as one strided view of the content
+    seeds_wanted = count // _SEED_EVERY
+    stride = span // max(seeds_wanted, 1)
+    window = min(stride, span // count + 8)
+    rows = min(seeds_wanted, max(0, (total - 4 - start - window) // stride + 1))
+    grid = np.ndarray(
+        (rows, window), dtype=">i4", buffer=content, offset=start, strides=(stride, 1)
+    )
+    at = start + stride * np.arange(rows, dtype=np.int64)[:, None] + np.arange(window)
+    nxt = at + 4 + grid
+    row, col = np.nonzero((grid >= 0) & (nxt <= total))
+    grid, nxt = at[row, col], nxt[row, col]
+    inner = nxt <= total - 4
+    then = nxt[inner] + 4 + lengths[nxt[inner]]
+    fits = nxt == total
+    fits[inner] = (then >= nxt[inner] + 4) & (then <= total)
+    seeds = np.unique(np.concatenate([np.array([start], dtype=np.int64), grid[fits]]))
+    # -- lockstep walk
+    walkers = len(seeds)
+    done, dead = total, -1
+    terminal = np.full(walkers, dead, dtype=np.int64)
+    visited = np.zeros(total + 1, dtype=np.bool_)
+    visited[seeds] = True
+    pos, wid = seeds, np.arange(walkers, dtype=np.int64)
+    trail_pos, trail_wid = [pos], [wid]
+    limit = total - 4
+    while pos.size:
+        if pos.max() > limit:  # no room for a length: dead
+            keep = pos <= limit
+            pos, wid = pos[keep], wid[keep]
+        nxt = pos + 4 + lengths[pos]
+        stop = (nxt < pos + 4) | (nxt >= total)
+        if stop.any():  # an impossible length (dead), or the end of the content (done)
+            terminal[wid[nxt == total]] = done
+            pos, wid = nxt[~stop], wid[~stop]
+        else:
+            pos = nxt
+        if pos.size > 1 and not (pos[1:] > pos[:-1]).all():
+            # walkers meeting at one position: the first goes on
+            order = np.argsort(pos, kind="stable")
+            same = np.zeros(pos.size, dtype=np.bool_)
+            same[order[1:]] = pos[order[1:]] == pos[order[:-1]]
+            if same.any():
+                terminal[wid[same]] = pos[same]
+                pos, wid = pos[~same], wid[~same]
+        seen = visited[pos]
+        if seen.any():
+            terminal[wid[seen]] = pos[seen]
+            pos, wid = pos[~seen], wid[~seen]
+        visited[pos] = True
+        trail_pos.append(pos)
+        trail_wid.append(wid)
+    # -- every walker's path, in order: walker by walker (steps are appended in order)
+    all_pos, all_wid = np.concatenate(trail_pos), np.concatenate(trail_wid)
+    order = np.argsort(all_wid, kind="stable")
+    path, path_wid = all_pos[order], all_wid[order]
+    path_end = np.searchsorted(path_wid, np.arange(walkers), side="right")
+    by_pos = np.argsort(path)
+    # where each walker's terminal lies on the paths (it stopped where another had been)
+    joins = (terminal != done) & (terminal != dead)
+    entry = np.full(walkers, -1, dtype=np.int64)
+    at = np.searchsorted(path[by_pos], terminal[joins])
+    found = by_pos[np.minimum(at, path.size - 1)]
+    if not np.array_equal(path[found], terminal[joins]):
         return None
+    succ = np.full(walkers + 2, walkers + 1, dtype=np.int64)  # walkers + 1: dead
+    succ[walkers] = walkers  # walkers: done
+    succ[:walkers][terminal == done] = walkers
+    succ[:walkers][joins] = path_wid[found]
+    entry_of_next = np.full(walkers, -1, dtype=np.int64)
+    entry_of_next[joins] = found
+    # -- the walkers on the chain: those reachable from walker 0 (pointer doubling)
+    reach = np.zeros(walkers + 2, dtype=np.bool_)
+    reach[0] = True
+    jump = succ
+    for _ in range((walkers + 2).bit_length()):
+        reach[jump[reach]] = True
+        jump = jump[jump]
+    if reach[walkers + 1] or not reach[walkers]:
+        return None
+    chain_walkers = np.flatnonzero(reach[:walkers])
+    entry[0] = 0
+    nexts = succ[chain_walkers]
+    inner_links = nexts < walkers
+    entry[nexts[inner_links]] = entry_of_next[chain_walkers[inner_links]]
+    order = np.argsort(path[entry[chain_walkers]])
+    chain_walkers = chain_walkers[order]
+    first, last = entry[chain_walkers], path_end[chain_walkers]
+    sizes = last - first
+    if int(sizes.sum()) != count:
+        return None
+    shift = np.repeat(first - (np.cumsum(sizes) - sizes), sizes)
+    prefixes = path[shift + np.arange(count, dtype=np.int64)]
+    starts = prefixes + 4
     ends = np.empty(count, dtype=np.int64)
-    ends[:-1] = starts[1:] - 4
+    ends[:-1] = prefixes[1:]
     ends[-1] = total
     return starts, ends
 
@@ -136,17 +238,19 @@ class _Decoder:
             self._views[dtype] = view
         return view
 
-    def binary(self, sink: _Sink, n: int) -> pa.Array:
-        """The ``binary`` array of a bytes-like sink: ``content[start:start + length]`` per row.
+    def binary(self, sink: _Sink, rows: slice) -> pa.Array:
+        """The ``binary`` array of a bytes-like sink for ``rows``: ``content[start:start +
+        length]`` per row.
 
         The values and the gaps between them form one binary array over the block's own bytes
         (positions only grow from one record to the next); one Arrow ``take`` of its even
         entries copies the values out, null rows taking a null index.
         """
-        starts, lengths = cast(np.ndarray, sink.starts), cast(np.ndarray, sink.lengths)
+        starts = cast(np.ndarray, sink.starts)[rows]
+        stops = starts + cast(np.ndarray, sink.lengths)[rows]
+        n = len(starts)
         if n == 0:
             return pa.array([], pa.binary())
-        stops = starts + lengths
         if int(stops[-1]) > _MAX_OFFSET:
             raise _Bad("block too large for int32 offsets")
         offsets = np.empty(2 * n + 1, dtype=np.int32)
@@ -157,8 +261,18 @@ class _Decoder:
             pa.binary(), 2 * n, [None, pa.py_buffer(offsets), self.buffer]
         )
         even = np.arange(0, 2 * n, 2, dtype=np.int32)
-        index = pa.array(even, mask=None if sink.valid is None else ~sink.valid)
+        index = pa.array(even, mask=None if sink.valid is None else ~sink.valid[rows])
         return spread.take(index)
+
+    def collect(self, sink: _Sink, s: AvroSlot, rows: slice) -> None:
+        """Copy the string/bytes/fixed values of ``rows`` out of the block (right after their
+        chunk is decoded, while its bytes are still in the CPU cache)."""
+        kind = s.type.kind
+        if kind in ("string", "bytes", "fixed"):
+            sink.pieces.append(self.binary(sink, rows))
+        elif kind == "record":
+            for child, f in zip(sink.children, s.type.fields, strict=True):
+                self.collect(child, f, rows)
 
     # -- schema walk, one chunk of records at a time -------------------------------------------
 
@@ -188,22 +302,32 @@ class _Decoder:
                 lengths = np.full(len(pos), int(t.size or 0), dtype=np.int64)
             else:
                 lengths, pos = self.varint(pos)
-            nxt = pos + lengths
-            if len(pos) and ((lengths < 0).any() or (nxt > self.ends[rows]).any()):
-                raise _Bad("a string or bytes value runs past its record")
-            cast(np.ndarray, sink.starts)[rows] = pos
-            cast(np.ndarray, sink.lengths)[rows] = lengths
-            return nxt
+            return self.strings(sink, pos, lengths, rows)
         if kind == "record":
             for child, f in zip(sink.children, t.fields, strict=True):
                 pos = self.slot(child, f, pos, rows)
             return pos
         raise _Bad(f"{kind} values are not decoded vectorised")
 
+    def strings(self, sink: _Sink, pos: np.ndarray, lengths: np.ndarray, rows: _Rows) -> np.ndarray:
+        """Note string/bytes/fixed values of ``lengths`` bytes at ``pos`` (checked to lie in
+        their records); returns the positions after them."""
+        nxt = pos + lengths
+        if len(pos) and ((lengths < 0).any() or (nxt > self.ends[rows]).any()):
+            raise _Bad("a string or bytes value runs past its record")
+        cast(np.ndarray, sink.starts)[rows] = pos
+        cast(np.ndarray, sink.lengths)[rows] = lengths
+        return nxt
+
     def slot(self, sink: _Sink, s: AvroSlot, pos: np.ndarray, rows: _Rows) -> np.ndarray:
         """Decode a field/element: its union branch index first when it is a union."""
         if not s.union:
             return self.value(sink, s.type, pos, rows)
+        if s.type.kind in ("string", "bytes") and s.value_index is not None and len(pos):
+            # the common case in one read: the value's branch, then a length below 64
+            pair = self.unaligned("<u2")[pos] if pos[-1] < len(self.content) - 1 else None
+            if pair is not None and ((pair & 0x81FF) == 2 * s.value_index).all():
+                return self.strings(sink, pos + 2, (pair >> 9).astype(np.int64), rows)
         # a branch index below 64 is one byte: its zig-zag, 2 * index (what every writer
         # writes; anything else, if valid at all, is left to the exact path)
         branch = self.data[pos]
@@ -230,7 +354,7 @@ class _Decoder:
         if kind == "null":
             return pa.nulls(n)
         if kind in ("string", "bytes", "fixed"):
-            raw = self.binary(sink, n)
+            raw = pa.concat_arrays(sink.pieces) if sink.pieces else pa.array([], pa.binary())
             if kind != "string":
                 return raw
             try:
@@ -284,6 +408,7 @@ class _Sink:
         values: numbers, booleans (as bytes), enum indexes.
         starts, lengths: where each string/bytes/fixed value sits in the block.
         children: a record's fields.
+        pieces: the string/bytes/fixed values, chunk by chunk.
     """
 
     valid: np.ndarray | None = None
@@ -291,6 +416,7 @@ class _Sink:
     starts: np.ndarray | None = None
     lengths: np.ndarray | None = None
     children: list[_Sink] = field(default_factory=list)
+    pieces: list[pa.Array] = field(default_factory=list)
 
 
 def _sink(s: AvroSlot, n: int, record_starts: np.ndarray) -> _Sink:
@@ -312,7 +438,7 @@ def _sink(s: AvroSlot, n: int, record_starts: np.ndarray) -> _Sink:
 
 #: Records are decoded in chunks of about this many bytes, so that the bytes every field of a
 #: chunk reads stay in the CPU cache from one field to the next.
-CHUNK_BYTES = 1 << 19
+CHUNK_BYTES = 1 << 21
 
 
 def decode_avro_records(
@@ -350,6 +476,8 @@ def decode_avro_records(
                 pos = decoder.slot(sink, f, pos, rows)
             if not np.array_equal(pos, ends[rows]):
                 return None  # a record does not end where its length says
+            for sink, f in zip(sinks, node.fields, strict=True):
+                decoder.collect(sink, f, rows)
         columns = [decoder.array(k, f, count) for k, f in zip(sinks, node.fields, strict=True)]
     except (_Bad, IndexError):  # IndexError: a read past the end of the block
         return None

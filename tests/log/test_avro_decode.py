@@ -25,6 +25,7 @@ from hudi_ds.log import (
     BlockType,
     HeaderKey,
     LogBlock,
+    avro_decode,
     decode_data_block,
     encode_block,
     parse_block,
@@ -344,6 +345,68 @@ def test_record_bounds() -> None:
     assert record_bounds(content + b"\x00", 8, 3) is None  # does not end at the content's end
     assert record_bounds(content[:-1], 8, 3) is None  # the last record overruns
     assert record_bounds(content, 8, 4) is None  # a fourth length is missing
+
+
+def _bounds_one_by_one(
+    content: bytes, start: int, count: int
+) -> tuple[list[int], list[int]] | None:
+    starts, ends, pos = [], [], start
+    for _ in range(count):
+        if pos + 4 > len(content):
+            return None
+        (n,) = struct.unpack_from(">i", content, pos)
+        if n < 0 or pos + 4 + n > len(content):
+            return None
+        starts.append(pos + 4)
+        ends.append(pos + 4 + n)
+        pos += 4 + n
+    return (starts, ends) if pos == len(content) else None
+
+
+# record bytes full of zeros and small values: many plausible lengths inside the records
+_PAYLOAD = st.binary(max_size=300) | st.lists(
+    st.sampled_from([0, 1, 2, 4, 8, 0x7F, 0x80]), max_size=300
+).map(bytes)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    payloads=st.lists(_PAYLOAD, min_size=1, max_size=400),
+    cut=st.integers(min_value=-3, max_value=3),
+    extra=st.integers(min_value=-2, max_value=2),
+    every=st.sampled_from([1, 2, 3, 7, 48]),
+)
+def test_record_bounds_follow_the_length_chain(
+    payloads: list[bytes], cut: int, extra: int, every: int
+) -> None:
+    """The lockstep walkers find exactly the sequential chain, or refuse when it breaks."""
+    saved = avro_decode._SEED_EVERY
+    avro_decode._SEED_EVERY = every  # seeds as dense as every record: many walkers meet
+    try:
+        _check_bounds(payloads, cut, extra)
+    finally:
+        avro_decode._SEED_EVERY = saved
+
+
+def _check_bounds(payloads: list[bytes], cut: int, extra: int) -> None:
+    content = _framed_raw(payloads)
+    if cut > 0:
+        content = content[:-cut]  # the last record overruns
+    elif cut < 0:
+        content = content + b"\x00" * -cut  # bytes after the last record
+    count = len(payloads) + extra
+    want = _bounds_one_by_one(content, 8, count)
+    got = record_bounds(content, 8, count)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert got[0].tolist() == want[0] and got[1].tolist() == want[1]
+
+
+def _framed_raw(payloads: list[bytes]) -> bytes:
+    head = struct.pack(">ii", 3, len(payloads))
+    return head + b"".join(struct.pack(">i", len(d)) + d for d in payloads)
 
 
 def test_arrays_and_maps_fall_back_to_fastavro() -> None:
