@@ -88,13 +88,14 @@ def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, n
     stride = span // max(seeds_wanted, 1)
     window = min(stride, span // count + 8)
     rows = min(seeds_wanted, max(0, (total - 4 - start - window) // stride + 1))
-    grid = np.ndarray(
-        (rows, window), dtype=">i4", buffer=content, offset=start, strides=(stride, 1)
+    first_bytes = np.ndarray(
+        (rows, window), dtype=np.uint8, buffer=content, offset=start, strides=(stride, 1)
     )
-    at = start + stride * np.arange(rows, dtype=np.int64)[:, None] + np.arange(window)
-    nxt = at + 4 + grid
-    row, col = np.nonzero((grid >= 0) & (nxt <= total))
-    grid, nxt = at[row, col], nxt[row, col]
+    row, col = np.nonzero(first_bytes <= total >> 24)  # a length's first byte: content-sized
+    grid = start + stride * row.astype(np.int64) + col
+    nxt = grid + 4 + lengths[grid]
+    fits = (nxt >= grid + 4) & (nxt <= total)
+    grid, nxt = grid[fits], nxt[fits]
     inner = nxt <= total - 4
     then = nxt[inner] + 4 + lengths[nxt[inner]]
     fits = nxt == total
@@ -137,10 +138,10 @@ def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, n
         trail_wid.append(wid)
     # -- every walker's path, in order: walker by walker (steps are appended in order)
     all_pos, all_wid = np.concatenate(trail_pos), np.concatenate(trail_wid)
-    order = np.argsort(all_wid, kind="stable")
+    order = np.argsort(all_wid, kind="stable")  # stable sorts are fast on sorted runs
     path, path_wid = all_pos[order], all_wid[order]
     path_end = np.searchsorted(path_wid, np.arange(walkers), side="right")
-    by_pos = np.argsort(path)
+    by_pos = np.argsort(path, kind="stable")
     # where each walker's terminal lies on the paths (it stopped where another had been)
     joins = (terminal != done) & (terminal != dead)
     entry = np.full(walkers, -1, dtype=np.int64)
