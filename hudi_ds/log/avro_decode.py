@@ -248,10 +248,29 @@ class _Decoder:
         entries copies the values out, null rows taking a null index.
         """
         starts = cast(np.ndarray, sink.starts)[rows]
-        stops = starts + cast(np.ndarray, sink.lengths)[rows]
+        lengths = cast(np.ndarray, sink.lengths)[rows]
+        stops = starts + lengths
         n = len(starts)
         if n == 0:
             return pa.array([], pa.binary())
+        width = int(lengths[0])
+        if 0 < width <= 1024 and (lengths == width).all():
+            valid = None if sink.valid is None else sink.valid[rows]
+            if valid is None or valid.all():
+                # values of one length (meta columns, dates, fixed): a numpy gather of
+                # `width`-byte items read at every byte offset of the block
+                items = np.ndarray(
+                    (len(self.content) - width + 1,),
+                    dtype=np.dtype((np.void, width)),
+                    buffer=self.content,
+                    strides=(1,),
+                )
+                offsets = np.arange(0, (n + 1) * width, width, dtype=np.int64)
+                if offsets[-1] <= _MAX_OFFSET:
+                    data = pa.py_buffer(items[starts])
+                    return pa.Array.from_buffers(
+                        pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)), data]
+                    )
         if int(stops[-1]) > _MAX_OFFSET:
             raise _Bad("block too large for int32 offsets")
         offsets = np.empty(2 * n + 1, dtype=np.int32)
@@ -301,8 +320,8 @@ class _Decoder:
         if kind in ("string", "bytes", "fixed"):
             if kind == "fixed":
                 lengths = np.full(len(pos), int(t.size or 0), dtype=np.int64)
-            else:
-                lengths, pos = self.varint(pos)
+                return self.strings(sink, pos, lengths, rows, signed=False)
+            lengths, pos = self.varint(pos)
             return self.strings(sink, pos, lengths, rows)
         if kind == "record":
             for child, f in zip(sink.children, t.fields, strict=True):
@@ -310,11 +329,14 @@ class _Decoder:
             return pos
         raise _Bad(f"{kind} values are not decoded vectorised")
 
-    def strings(self, sink: _Sink, pos: np.ndarray, lengths: np.ndarray, rows: _Rows) -> np.ndarray:
+    def strings(
+        self, sink: _Sink, pos: np.ndarray, lengths: np.ndarray, rows: _Rows, signed: bool = True
+    ) -> np.ndarray:
         """Note string/bytes/fixed values of ``lengths`` bytes at ``pos`` (checked to lie in
-        their records); returns the positions after them."""
+        their records; ``signed``: the lengths may be negative, which is refused); returns the
+        positions after them."""
         nxt = pos + lengths
-        if len(pos) and ((lengths < 0).any() or (nxt > self.ends[rows]).any()):
+        if len(pos) and ((signed and (lengths < 0).any()) or (nxt > self.ends[rows]).any()):
             raise _Bad("a string or bytes value runs past its record")
         cast(np.ndarray, sink.starts)[rows] = pos
         cast(np.ndarray, sink.lengths)[rows] = lengths
@@ -328,7 +350,8 @@ class _Decoder:
             # the common case in one read: the value's branch, then a length below 64
             pair = self.unaligned("<u2")[pos] if pos[-1] < len(self.content) - 1 else None
             if pair is not None and ((pair & 0x81FF) == 2 * s.value_index).all():
-                return self.strings(sink, pos + 2, (pair >> 9).astype(np.int64), rows)
+                lengths = (pair >> 9).astype(np.int64)
+                return self.strings(sink, pos + 2, lengths, rows, signed=False)
         # a branch index below 64 is one byte: its zig-zag, 2 * index (what every writer
         # writes; anything else, if valid at all, is left to the exact path)
         branch = self.data[pos]
