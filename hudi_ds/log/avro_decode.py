@@ -2,25 +2,34 @@
 
 An Avro data block holds ``count`` records, each an ``int32`` length then that many bytes of
 one schemaless Avro binary datum (:func:`hudi_ds.log.reader.decode_data_block` has the grammar).
-:func:`decode_avro_records` decodes them column by column across all records at once:
+:func:`decode_avro_records` decodes them field by field across many records at once:
 
-1. :func:`record_bounds` finds where every record starts and ends (the length chain);
-2. a position array (one entry per record) walks the schema field by field: zig-zag varints
-   (``int``, ``long``, union branch indexes, enum indexes, string/bytes lengths) are decoded a
-   byte column at a time, floats and doubles gathered through overlapping byte windows,
-   strings/bytes/fixed values gathered into Arrow ``binary`` arrays by one Arrow ``take`` over
-   offsets that point into the block's own bytes (strings are UTF-8 checked by Arrow), booleans
-   read as bytes; nullable unions (``["null", T]`` or ``[T, "null"]``) decode ``T`` only for the
-   rows whose branch is ``T``; nested records recurse with the same positions;
-3. the raw columns become the :func:`hudi_ds.schema.avro_to_arrow_schema` types with
+1. :func:`record_bounds` finds where every record starts and ends (the length chain, followed
+   by numpy lockstep walkers);
+2. the records are taken in chunks of about :data:`CHUNK_BYTES` (so that the bytes the fields
+   of a chunk read stay in the CPU cache from one field to the next); a position array (one
+   entry per record) walks the schema field by field: zig-zag varints (``int``, ``long``,
+   enum indexes, string/bytes lengths) are decoded a byte column at a time, union branch
+   indexes read as one byte (with a short string length: one 2-byte read), floats and doubles
+   gathered from views of the block's bytes at every offset, booleans read as bytes, nested
+   records walked with the same positions; nullable unions (``["null", T]`` or
+   ``[T, "null"]``) decode ``T`` only for the rows whose branch is ``T``. Values go to
+   per-field sinks (numbers, or where each string/bytes/fixed value lies in the block);
+3. string/bytes/fixed values are copied out chunk by chunk, by one Arrow ``take`` over offsets
+   pointing into the block's own bytes (values of one length: one numpy gather), then joined;
+   strings are UTF-8 checked by Arrow (as strict as fastavro's decoding);
+4. the raw columns become the :func:`hudi_ds.schema.avro_to_arrow_schema` types with
    :func:`hudi_ds.schema.from_physical` -- the conversion the fastavro path applies, so both
    give the same table.
 
 Arrays and maps are not vectorised: a schema holding one anywhere is decoded with fastavro
-(:func:`vectorisable` says which). The decoder never guesses: every read is checked against its
-record's end and every record must end exactly where its length says. When a check fails,
-:func:`decode_avro_records` returns ``None`` and the caller decodes the block the exact (slow)
-way, which names the first bad record (a damaged block is raised, never read as wrong rows).
+(:func:`vectorisable` says which). The decoder never guesses: string/bytes values are checked to
+lie in their records, union branches and enum indexes to be valid, ``int`` values to fit, and
+every record must end exactly where its length says (a read past a record's end shows there).
+When a check fails, :func:`decode_avro_records` returns ``None`` and the caller decodes the
+block the exact (slow) way, which names the first bad record: a damaged block is raised, never
+read as wrong rows. Non-canonical encodings a writer may produce but Java's and fastavro's
+encoders never do (a branch index of several bytes) take that exact path too.
 """
 
 from __future__ import annotations

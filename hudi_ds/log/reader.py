@@ -204,7 +204,10 @@ def _decode_each(plan: _AvroPlan, content: bytes, count: int | None, start: int)
         except Exception as e:
             raise CorruptBlockError(f"record {len(records)} does not decode: {e!r}") from e
         pos += 4 + length
-    return raw_avro_records_to_arrow(records, plan.arrow)
+    try:
+        return raw_avro_records_to_arrow(records, plan.arrow)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:  # e.g. an int out of range
+        raise CorruptBlockError(f"records do not fit the block's schema: {e}") from e
 
 
 def _decode_avro_content(block: LogBlock) -> pa.Table:
@@ -261,6 +264,9 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
 
     Avro records come out in the types of the block's ``SCHEMA`` header
     (:func:`hudi_ds.schema.avro_to_arrow_schema`), Parquet ones as pyarrow reads the file.
+    Avro records are decoded vectorised (:mod:`hudi_ds.log.avro_decode`); schemas with arrays or
+    maps, and blocks that do not decode cleanly that way, are decoded with fastavro (a damaged
+    block then raises, naming its first bad record).
 
     Args:
         block: an ``AVRO_DATA``, ``CDC_DATA`` or ``PARQUET_DATA`` block.

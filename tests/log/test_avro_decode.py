@@ -458,6 +458,18 @@ def _framed(
     return head + b"".join(struct.pack(">i", n) + d for n, d in zip(lengths, datums, strict=True))
 
 
+_INT = {"type": "record", "name": "r", "fields": [{"name": "i", "type": "int"}]}
+
+
+def test_int_out_of_range_raises() -> None:
+    datum = b"\x80\x80\x80\x80\x80\x40"  # zig-zag varint of 2**40: no Avro int
+    block = _raw_block(_INT, _framed([datum]))
+    node = resolve_avro(_INT)
+    assert decode_avro_records(block.content, 8, 1, node, avro_to_arrow_schema(_INT)) is None
+    with pytest.raises(CorruptBlockError, match=PATH.replace(".", r"\.")):
+        decode_data_block(block)
+
+
 def _damaged() -> dict[str, bytes]:
     first, second = _GOOD
     # the string length varint of record 0 has its continuation bit set up to the record's end
