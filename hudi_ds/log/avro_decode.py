@@ -114,8 +114,11 @@ def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, n
     walkers = len(seeds)
     done, dead = total, -1
     terminal = np.full(walkers, dead, dtype=np.int64)
-    visited = np.zeros(total + 1, dtype=np.bool_)
-    visited[seeds] = True
+    # where walkers have been: one byte per 4 bytes of content, holding which of the 4 (a
+    # second position in the same 4 bytes overwrites the first, which is then walked again:
+    # more work, the same chain)
+    visited = np.zeros(total // 4 + 1, dtype=np.uint8)
+    visited[seeds >> 2] = (seeds & 3) + 1
     pos, wid = seeds, np.arange(walkers, dtype=np.int64)
     trail_pos, trail_wid = [pos], [wid]
     limit = total - 4
@@ -138,11 +141,11 @@ def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, n
             if same.any():
                 terminal[wid[same]] = pos[same]
                 pos, wid = pos[~same], wid[~same]
-        seen = visited[pos]
+        seen = visited[pos >> 2] == (pos & 3) + 1
         if seen.any():
             terminal[wid[seen]] = pos[seen]
             pos, wid = pos[~seen], wid[~seen]
-        visited[pos] = True
+        visited[pos >> 2] = (pos & 3) + 1
         trail_pos.append(pos)
         trail_wid.append(wid)
     # -- every walker's path, in order: walker by walker (steps are appended in order)
