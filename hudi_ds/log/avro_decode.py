@@ -34,6 +34,7 @@ encoders never do (a branch index of several bytes) take that exact path too.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -478,7 +479,12 @@ CHUNK_BYTES = 1 << 21
 
 
 def decode_avro_records(
-    content: bytes, start: int, count: int, node: AvroType, schema: pa.Schema
+    content: bytes,
+    start: int,
+    count: int,
+    node: AvroType,
+    schema: pa.Schema,
+    columns: Collection[str] | None = None,
 ) -> pa.Table | None:
     """Decode the ``count`` length-prefixed Avro records of ``content`` from ``start`` on.
 
@@ -489,13 +495,17 @@ def decode_avro_records(
         node: the records' resolved Avro schema (:func:`hudi_ds.schema.resolve_avro`, a
             record that is :func:`vectorisable`).
         schema: its Arrow form (:func:`hudi_ds.schema.avro_to_arrow_schema`).
+        columns: if given, only these top-level fields are turned into columns (the others are
+            still walked over and checked for structure, but their values are not copied out,
+            nor their strings checked for UTF-8 -- as a Parquet block's unread columns).
 
     Returns:
-        The records as a table of ``schema``, exactly what fastavro and
-        :func:`hudi_ds.schema.raw_avro_records_to_arrow` give; ``None`` when the bytes do not
-        decode cleanly (a length chain that does not add up, a value that runs past its record,
-        a record that does not end where its length says, an invalid UTF-8 string or union
-        branch, an ``int`` out of range): the caller then decodes the block record by record.
+        The records as a table of ``schema`` (its ``columns`` fields, in schema order), exactly
+        what fastavro and :func:`hudi_ds.schema.raw_avro_records_to_arrow` give; ``None`` when
+        the bytes do not decode cleanly (a length chain that does not add up, a value that runs
+        past its record, a record that does not end where its length says, an invalid UTF-8
+        string or union branch, an ``int`` out of range): the caller then decodes the block
+        record by record.
     """
     bounds = record_bounds(content, start, count)
     if bounds is None:
@@ -503,6 +513,7 @@ def decode_avro_records(
     starts, ends = bounds
     decoder = _Decoder(content, ends)
     sinks = [_sink(f, count, starts) for f in node.fields]
+    keep = [columns is None or f.name in columns for f in node.fields]
     step = max(64, CHUNK_BYTES * count // max(len(content), 1))
     try:
         for first in range(0, count, step):
@@ -512,13 +523,19 @@ def decode_avro_records(
                 pos = decoder.slot(sink, f, pos, rows)
             if not np.array_equal(pos, ends[rows]):
                 return None  # a record does not end where its length says
-            for sink, f in zip(sinks, node.fields, strict=True):
-                decoder.collect(sink, f, rows)
-        columns = [decoder.array(k, f, count) for k, f in zip(sinks, node.fields, strict=True)]
+            for sink, f, wanted in zip(sinks, node.fields, keep, strict=True):
+                if wanted:
+                    decoder.collect(sink, f, rows)
+        raw = [
+            decoder.array(k, f, count)
+            for k, f, wanted in zip(sinks, node.fields, keep, strict=True)
+            if wanted
+        ]
     except (_Bad, IndexError):  # IndexError: a read past the end of the block
         return None
-    logical = [from_physical(c, f.type) for c, f in zip(columns, schema, strict=True)]
-    return pa.Table.from_arrays(logical, schema=schema)
+    fields = [f for f, wanted in zip(schema, keep, strict=True) if wanted]
+    logical = [from_physical(c, f.type) for c, f in zip(raw, fields, strict=True)]
+    return pa.Table.from_arrays(logical, schema=pa.schema(fields))
 
 
 __all__ = ["CHUNK_BYTES", "decode_avro_records", "record_bounds", "vectorisable"]

@@ -210,7 +210,7 @@ def _decode_each(plan: _AvroPlan, content: bytes, count: int | None, start: int)
         raise CorruptBlockError(f"records do not fit the block's schema: {e}") from e
 
 
-def _decode_avro_content(block: LogBlock) -> pa.Table:
+def _decode_avro_content(block: LogBlock, columns: list[str] | None = None) -> pa.Table:
     """Decode an Avro data block's content.
 
     Grammar::
@@ -240,7 +240,7 @@ def _decode_avro_content(block: LogBlock) -> pa.Table:
     if count == 0:
         return plan.arrow.empty_table()
     if plan.vectorised:
-        table = decode_avro_records(content, 8, count, plan.node, plan.arrow)
+        table = decode_avro_records(content, 8, count, plan.node, plan.arrow, columns)
         return table if table is not None else _decode_each(plan, content, count, 8)
     table = _decode_framed(plan, content, count)
     return table if table is not None else _decode_each(plan, content, count, 8)
@@ -281,7 +281,8 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
     """
     try:
         if block.block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
-            table = _decode_avro_content(block)
+            # only the columns the caller asked for become columns (all are walked over)
+            table = _decode_avro_content(block, None if schema is None else schema.names)
         elif block.block_type == BlockType.PARQUET_DATA:
             # only the columns the caller asked for (Parquet is columnar)
             table = _decode_parquet_content(block, None if schema is None else schema.names)
