@@ -58,7 +58,8 @@ def vectorisable(node: AvroType) -> bool:
     return all(vectorisable(f.type) for f in node.fields)
 
 
-#: Records between two walker seeds in :func:`record_bounds` (about the steps each walks).
+#: Records between two walker seeds in :func:`record_bounds` (about the steps each walks), at
+#: most: small blocks seed every ``count // 32`` records (at least 4).
 _SEED_EVERY = 96
 
 
@@ -79,13 +80,14 @@ def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, n
     Where a record starts depends on every length before it, so the chain is followed by many
     walkers at once, in numpy lockstep: one starts at ``start``, others at every plausible
     length (one whose record and the next fit the content) in a small window every
-    ``_SEED_EVERY`` records. Each step moves every walker to the end of its record; a walker
-    stops where another has been (it has joined that walker's path), dies on an impossible
-    length, or finishes at the end of the content. Walkers seeded inside a record either die
-    or join the chain, so after about ``_SEED_EVERY`` steps every record of the chain has been
-    visited, each by one walker; the chain is then the first walker's path, followed through
-    the walkers it joined (found with pointer doubling). Every position on it was reached
-    through the length read at the one before, so it is exactly the sequential chain.
+    ``_SEED_EVERY`` records (fewer in small blocks). Each step moves every walker to the end
+    of its record; a walker stops where another has been (it has joined that walker's path),
+    dies on an impossible length, or finishes at the end of the content. Walkers seeded inside
+    a record either die or join the chain, so after about ``_SEED_EVERY`` steps every record
+    of the chain has been visited, each by one walker; the chain is then the first walker's
+    path, followed through the walkers it joined (found with pointer doubling). Every position
+    on it was reached through the length read at the one before, so it is exactly the
+    sequential chain.
     """
     total = len(content)
     if count <= 0 or start + 4 > total:
@@ -94,7 +96,9 @@ def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, n
     span = total - start
     # -- seeds: `start`, and the plausible lengths in a window (about one record long) at
     # every `stride` bytes, read as one strided view of the content
-    seeds_wanted = count // _SEED_EVERY
+    # walkers seeded every `every` records walk about `every` steps: few for small blocks
+    every = min(_SEED_EVERY, max(4, count // 32))
+    seeds_wanted = count // every
     stride = span // max(seeds_wanted, 1)
     window = min(stride, span // count + 8)
     rows = min(seeds_wanted, max(0, (total - 4 - start - window) // stride + 1))

@@ -52,6 +52,9 @@ logger = logging.getLogger("hudi_ds.log")
 ORDERING_VALUE = "_ordering_value"
 
 _LEN_FIELD = "_hudi_ds_record_length"
+#: Blocks of fewer records decode with one fastavro call: below this the vectorised decoder's
+#: fixed cost (a few numpy calls per field) is more than fastavro's per-record cost.
+_VECTORISED_FROM = 128
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
 
@@ -176,7 +179,10 @@ def _decode_framed(plan: _AvroPlan, content: bytes, count: int) -> pa.Table | No
     if stream.tell() != len(buf) or len(records) != count:
         return None
     schema = pa.schema([pa.field(_LEN_FIELD, pa.binary(4)), *plan.arrow])
-    table = raw_avro_records_to_arrow(records, schema)
+    try:
+        table = raw_avro_records_to_arrow(records, schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # the exact path says which record
+        return None
     lens_buf = table.column(0).combine_chunks().buffers()[1]
     lengths = np.frombuffer(lens_buf, dtype=">i4")[:count] if count else np.zeros(0, ">i4")
     if int(lengths.astype(np.int64).sum()) != len(content) - 8 - 4 * count or (lengths < 0).any():
@@ -239,7 +245,7 @@ def _decode_avro_content(block: LogBlock, columns: list[str] | None = None) -> p
         raise CorruptBlockError(f"Avro data block claims {count} records")
     if count == 0:
         return plan.arrow.empty_table()
-    if plan.vectorised:
+    if plan.vectorised and count >= _VECTORISED_FROM:
         table = decode_avro_records(content, 8, count, plan.node, plan.arrow, columns)
         return table if table is not None else _decode_each(plan, content, count, 8)
     table = _decode_framed(plan, content, count)
