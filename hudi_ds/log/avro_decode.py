@@ -1,0 +1,545 @@
+"""Vectorised decoding of Hudi's Avro data block records with numpy (no per-record Python).
+
+An Avro data block holds ``count`` records, each an ``int32`` length then that many bytes of
+one schemaless Avro binary datum (:func:`hudi_ds.log.reader.decode_data_block` has the grammar).
+:func:`decode_avro_records` decodes them field by field across many records at once:
+
+1. :func:`record_bounds` finds where every record starts and ends (the length chain, followed
+   by numpy lockstep walkers);
+2. the records are taken in chunks of about :data:`CHUNK_BYTES` (so that the bytes the fields
+   of a chunk read stay in the CPU cache from one field to the next); a position array (one
+   entry per record) walks the schema field by field: zig-zag varints (``int``, ``long``,
+   enum indexes, string/bytes lengths) are decoded a byte column at a time, union branch
+   indexes read as one byte (with a short string length: one 2-byte read), floats and doubles
+   gathered from views of the block's bytes at every offset, booleans read as bytes, nested
+   records walked with the same positions; nullable unions (``["null", T]`` or
+   ``[T, "null"]``) decode ``T`` only for the rows whose branch is ``T``. Values go to
+   per-field sinks (numbers, or where each string/bytes/fixed value lies in the block);
+3. string/bytes/fixed values are copied out chunk by chunk, by one Arrow ``take`` over offsets
+   pointing into the block's own bytes (values of one length: one numpy gather), then joined;
+   strings are UTF-8 checked by Arrow (as strict as fastavro's decoding);
+4. the raw columns become the :func:`hudi_ds.schema.avro_to_arrow_schema` types with
+   :func:`hudi_ds.schema.from_physical` -- the conversion the fastavro path applies, so both
+   give the same table.
+
+Arrays and maps are not vectorised: a schema holding one anywhere is decoded with fastavro
+(:func:`vectorisable` says which). The decoder never guesses: string/bytes values are checked to
+lie in their records, union branches and enum indexes to be valid, ``int`` values to fit, and
+every record must end exactly where its length says (a read past a record's end shows there).
+When a check fails, :func:`decode_avro_records` returns ``None`` and the caller decodes the
+block the exact (slow) way, which names the first bad record: a damaged block is raised, never
+read as wrong rows. Non-canonical encodings a writer may produce but Java's and fastavro's
+encoders never do (a branch index of several bytes) take that exact path too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
+import pyarrow as pa
+
+from hudi_ds.schema import AvroSlot, AvroType, from_physical
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_MAX_OFFSET = 2**31 - 1  # int32 offsets of the Arrow binary arrays built over the block
+
+
+class _Bad(Exception):
+    """The bytes do not decode vectorised: the caller falls back to the exact path."""
+
+
+def vectorisable(node: AvroType) -> bool:
+    """Whether :func:`decode_avro_records` decodes records of ``node`` (no array/map inside)."""
+    if node.kind in ("array", "map"):
+        return False
+    return all(vectorisable(f.type) for f in node.fields)
+
+
+#: Records between two walker seeds in :func:`record_bounds` (about the steps each walks), at
+#: most: small blocks seed every ``count // 32`` records (at least 4).
+_SEED_EVERY = 96
+
+
+def _lengths_view(content: bytes) -> np.ndarray:
+    """The big-endian ``int32`` starting at every byte offset of ``content`` (a view)."""
+    count = max(len(content) - 3, 0)
+    return np.ndarray((count,), dtype=">i4", buffer=content, strides=(1,))
+
+
+def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Start and end offsets of the ``count`` length-prefixed records from ``start`` on.
+
+    Record ``i`` is ``content[starts[i]:ends[i]]`` (its ``int32`` length prefix sits just before
+    ``starts[i]``). Returns ``None`` unless the chain of lengths is intact, holds ``count``
+    records and ends exactly at the end of ``content`` (the caller then decodes record by
+    record, which names the bad one).
+
+    Where a record starts depends on every length before it, so the chain is followed by many
+    walkers at once, in numpy lockstep: one starts at ``start``, others at every plausible
+    length (one whose record and the next fit the content) in a small window every
+    ``_SEED_EVERY`` records (fewer in small blocks). Each step moves every walker to the end
+    of its record; a walker stops where another has been (it has joined that walker's path),
+    dies on an impossible length, or finishes at the end of the content. Walkers seeded inside
+    a record either die or join the chain, so after about ``_SEED_EVERY`` steps every record
+    of the chain has been visited, each by one walker; the chain is then the first walker's
+    path, followed through the walkers it joined (found with pointer doubling). Every position
+    on it was reached through the length read at the one before, so it is exactly the
+    sequential chain.
+    """
+    total = len(content)
+    if count <= 0 or start + 4 > total:
+        return None
+    lengths = _lengths_view(content)
+    span = total - start
+    # -- seeds: `start`, and the plausible lengths in a window (about one record long) at
+    # every `stride` bytes, read as one strided view of the content
+    # walkers seeded every `every` records walk about `every` steps: few for small blocks
+    every = min(_SEED_EVERY, max(4, count // 32))
+    seeds_wanted = count // every
+    stride = span // max(seeds_wanted, 1)
+    window = min(stride, span // count + 8)
+    rows = min(seeds_wanted, max(0, (total - 4 - start - window) // stride + 1))
+    first_bytes = np.ndarray(
+        (rows, window), dtype=np.uint8, buffer=content, offset=start, strides=(stride, 1)
+    )
+    row, col = np.nonzero(first_bytes <= total >> 24)  # a length's first byte: content-sized
+    grid = start + stride * row.astype(np.int64) + col
+    nxt = grid + 4 + lengths[grid]
+    fits = (nxt >= grid + 4) & (nxt <= total)
+    grid, nxt = grid[fits], nxt[fits]
+    inner = nxt <= total - 4
+    then = nxt[inner] + 4 + lengths[nxt[inner]]
+    fits = nxt == total
+    fits[inner] = (then >= nxt[inner] + 4) & (then <= total)
+    seeds = np.unique(np.concatenate([np.array([start], dtype=np.int64), grid[fits]]))
+    # -- lockstep walk
+    walkers = len(seeds)
+    done, dead = total, -1
+    terminal = np.full(walkers, dead, dtype=np.int64)
+    # where walkers have been: one byte per 4 bytes of content, holding which of the 4 (a
+    # second position in the same 4 bytes overwrites the first, which is then walked again:
+    # more work, the same chain)
+    visited = np.zeros(total // 4 + 1, dtype=np.uint8)
+    visited[seeds >> 2] = (seeds & 3) + 1
+    pos, wid = seeds, np.arange(walkers, dtype=np.int64)
+    trail_pos, trail_wid = [pos], [wid]
+    limit = total - 4
+    while pos.size:
+        if pos.max() > limit:  # no room for a length: dead
+            keep = pos <= limit
+            pos, wid = pos[keep], wid[keep]
+        nxt = pos + 4 + lengths[pos]
+        stop = (nxt < pos + 4) | (nxt >= total)
+        if stop.any():  # an impossible length (dead), or the end of the content (done)
+            terminal[wid[nxt == total]] = done
+            pos, wid = nxt[~stop], wid[~stop]
+        else:
+            pos = nxt
+        if pos.size > 1 and not (pos[1:] > pos[:-1]).all():
+            # walkers meeting at one position: the first goes on
+            order = np.argsort(pos, kind="stable")
+            same = np.zeros(pos.size, dtype=np.bool_)
+            same[order[1:]] = pos[order[1:]] == pos[order[:-1]]
+            if same.any():
+                terminal[wid[same]] = pos[same]
+                pos, wid = pos[~same], wid[~same]
+        seen = visited[pos >> 2] == (pos & 3) + 1
+        if seen.any():
+            terminal[wid[seen]] = pos[seen]
+            pos, wid = pos[~seen], wid[~seen]
+        visited[pos >> 2] = (pos & 3) + 1
+        trail_pos.append(pos)
+        trail_wid.append(wid)
+    # -- every walker's path, in order: walker by walker (steps are appended in order)
+    all_pos, all_wid = np.concatenate(trail_pos), np.concatenate(trail_wid)
+    order = np.argsort(all_wid, kind="stable")  # stable sorts are fast on sorted runs
+    path, path_wid = all_pos[order], all_wid[order]
+    path_end = np.searchsorted(path_wid, np.arange(walkers), side="right")
+    by_pos = np.argsort(path, kind="stable")
+    # where each walker's terminal lies on the paths (it stopped where another had been)
+    joins = (terminal != done) & (terminal != dead)
+    entry = np.full(walkers, -1, dtype=np.int64)
+    at = np.searchsorted(path[by_pos], terminal[joins])
+    found = by_pos[np.minimum(at, path.size - 1)]
+    if not np.array_equal(path[found], terminal[joins]):
+        return None
+    succ = np.full(walkers + 2, walkers + 1, dtype=np.int64)  # walkers + 1: dead
+    succ[walkers] = walkers  # walkers: done
+    succ[:walkers][terminal == done] = walkers
+    succ[:walkers][joins] = path_wid[found]
+    entry_of_next = np.full(walkers, -1, dtype=np.int64)
+    entry_of_next[joins] = found
+    # -- the walkers on the chain: those reachable from walker 0 (pointer doubling)
+    reach = np.zeros(walkers + 2, dtype=np.bool_)
+    reach[0] = True
+    jump = succ
+    for _ in range((walkers + 2).bit_length()):
+        reach[jump[reach]] = True
+        jump = jump[jump]
+    if reach[walkers + 1] or not reach[walkers]:
+        return None
+    chain_walkers = np.flatnonzero(reach[:walkers])
+    entry[0] = 0
+    nexts = succ[chain_walkers]
+    inner_links = nexts < walkers
+    entry[nexts[inner_links]] = entry_of_next[chain_walkers[inner_links]]
+    order = np.argsort(path[entry[chain_walkers]])
+    chain_walkers = chain_walkers[order]
+    first, last = entry[chain_walkers], path_end[chain_walkers]
+    sizes = last - first
+    if int(sizes.sum()) != count:
+        return None
+    shift = np.repeat(first - (np.cumsum(sizes) - sizes), sizes)
+    prefixes = path[shift + np.arange(count, dtype=np.int64)]
+    starts = prefixes + 4
+    ends = np.empty(count, dtype=np.int64)
+    ends[:-1] = prefixes[1:]
+    ends[-1] = total
+    return starts, ends
+
+
+class _Decoder:
+    """Decodes Avro values at many positions of one byte buffer at once."""
+
+    def __init__(self, content: bytes, ends: np.ndarray) -> None:
+        self.content = content
+        self.ends = ends
+        self.data = np.frombuffer(content, dtype=np.uint8)
+        self.buffer = pa.py_buffer(content)
+        self._views: dict[str, np.ndarray] = {}
+
+    # -- primitives ---------------------------------------------------------------------------
+
+    def varint(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Zig-zag varints (Avro ``int``/``long``) at ``pos``: ``(values int64, next pos)``.
+
+        Decoded one byte column at a time, over the rows whose varint goes on.
+        """
+        if len(pos) == 0:
+            return np.zeros(0, np.int64), pos
+        b = self.data[pos]
+        if b.max() < 0x80:  # one byte each
+            small = b.astype(np.int64)
+            return (small >> 1) ^ -(small & 1), pos + 1
+        z = (b & 0x7F).astype(np.uint64)
+        size = np.ones(len(pos), dtype=np.int64)
+        idx = np.flatnonzero(b >= 0x80)
+        for k in range(1, 10):
+            b = self.data[pos[idx] + k]
+            z[idx] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+            size[idx] += 1
+            idx = idx[b >= 0x80]
+            if idx.size == 0:
+                break
+        else:
+            raise _Bad("a varint is longer than 10 bytes")
+        values = (z >> np.uint64(1)).view(np.int64) ^ -(z & np.uint64(1)).view(np.int64)
+        return values, pos + size
+
+    def fixed_width(self, pos: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+        """Little-endian fixed-width numbers (Avro ``float``/``double``) at ``pos``."""
+        nxt = pos + np.dtype(dtype).itemsize
+        if len(pos) == 0:
+            return np.zeros(0, dtype), nxt
+        return self.unaligned(dtype)[pos], nxt
+
+    def unaligned(self, dtype: str) -> np.ndarray:
+        """The block's bytes as numbers of ``dtype`` starting at every byte offset (a view)."""
+        view = self._views.get(dtype)
+        if view is None:
+            width = np.dtype(dtype).itemsize
+            count = max(len(self.content) - width + 1, 0)
+            view = np.ndarray((count,), dtype=dtype, buffer=self.content, strides=(1,))
+            self._views[dtype] = view
+        return view
+
+    def binary(self, sink: _Sink, rows: slice) -> pa.Array:
+        """The ``binary`` array of a bytes-like sink for ``rows``: ``content[start:start +
+        length]`` per row.
+
+        The values and the gaps between them form one binary array over the block's own bytes
+        (positions only grow from one record to the next); one Arrow ``take`` of its even
+        entries copies the values out, null rows taking a null index.
+        """
+        starts = cast(np.ndarray, sink.starts)[rows]
+        lengths = cast(np.ndarray, sink.lengths)[rows]
+        stops = starts + lengths
+        n = len(starts)
+        if n == 0:
+            return pa.array([], pa.binary())
+        width = int(lengths[0])
+        if 0 < width <= 1024 and (lengths == width).all():
+            valid = None if sink.valid is None else sink.valid[rows]
+            if valid is None or valid.all():
+                # values of one length (meta columns, dates, fixed): a numpy gather of
+                # `width`-byte items read at every byte offset of the block
+                items = np.ndarray(
+                    (len(self.content) - width + 1,),
+                    dtype=np.dtype((np.void, width)),
+                    buffer=self.content,
+                    strides=(1,),
+                )
+                offsets = np.arange(0, (n + 1) * width, width, dtype=np.int64)
+                if offsets[-1] <= _MAX_OFFSET:
+                    data = pa.py_buffer(items[starts])
+                    return pa.Array.from_buffers(
+                        pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)), data]
+                    )
+        if int(stops[-1]) > _MAX_OFFSET:
+            raise _Bad("block too large for int32 offsets")
+        offsets = np.empty(2 * n + 1, dtype=np.int32)
+        offsets[0 : 2 * n : 2] = starts
+        offsets[1 : 2 * n : 2] = stops
+        offsets[2 * n] = stops[-1]
+        spread = pa.Array.from_buffers(
+            pa.binary(), 2 * n, [None, pa.py_buffer(offsets), self.buffer]
+        )
+        even = np.arange(0, 2 * n, 2, dtype=np.int32)
+        index = pa.array(even, mask=None if sink.valid is None else ~sink.valid[rows])
+        return spread.take(index)
+
+    def collect(self, sink: _Sink, s: AvroSlot, rows: slice) -> None:
+        """Copy the string/bytes/fixed values of ``rows`` out of the block (right after their
+        chunk is decoded, while its bytes are still in the CPU cache)."""
+        kind = s.type.kind
+        if kind in ("string", "bytes", "fixed"):
+            sink.pieces.append(self.binary(sink, rows))
+        elif kind == "record":
+            for child, f in zip(sink.children, s.type.fields, strict=True):
+                self.collect(child, f, rows)
+
+    # -- schema walk, one chunk of records at a time -------------------------------------------
+
+    def value(self, sink: _Sink, t: AvroType, pos: np.ndarray, rows: _Rows) -> np.ndarray:
+        """Decode the values of type ``t`` at ``pos`` (records ``rows``) into ``sink``;
+        returns the positions after them."""
+        kind = t.kind
+        if kind == "null":
+            return pos
+        if kind == "boolean":
+            cast(np.ndarray, sink.values)[rows] = self.data[pos]
+            return pos + 1
+        if kind in ("int", "long", "enum"):
+            values, pos = self.varint(pos)
+            if len(values) and kind != "long":
+                low, high = (_INT32_MIN, _INT32_MAX) if kind == "int" else (0, len(t.symbols) - 1)
+                if values.min() < low or values.max() > high:
+                    raise _Bad(f"an {kind} value is out of range")
+            cast(np.ndarray, sink.values)[rows] = values
+            return pos
+        if kind in ("float", "double"):
+            numbers, pos = self.fixed_width(pos, "<f4" if kind == "float" else "<f8")
+            cast(np.ndarray, sink.values)[rows] = numbers
+            return pos
+        if kind in ("string", "bytes", "fixed"):
+            if kind == "fixed":
+                lengths = np.full(len(pos), int(t.size or 0), dtype=np.int64)
+                return self.strings(sink, pos, lengths, rows, signed=False)
+            lengths, pos = self.varint(pos)
+            return self.strings(sink, pos, lengths, rows)
+        if kind == "record":
+            for child, f in zip(sink.children, t.fields, strict=True):
+                pos = self.slot(child, f, pos, rows)
+            return pos
+        raise _Bad(f"{kind} values are not decoded vectorised")
+
+    def strings(
+        self, sink: _Sink, pos: np.ndarray, lengths: np.ndarray, rows: _Rows, signed: bool = True
+    ) -> np.ndarray:
+        """Note string/bytes/fixed values of ``lengths`` bytes at ``pos`` (checked to lie in
+        their records; ``signed``: the lengths may be negative, which is refused); returns the
+        positions after them."""
+        nxt = pos + lengths
+        if len(pos) and ((signed and (lengths < 0).any()) or (nxt > self.ends[rows]).any()):
+            raise _Bad("a string or bytes value runs past its record")
+        cast(np.ndarray, sink.starts)[rows] = pos
+        cast(np.ndarray, sink.lengths)[rows] = lengths
+        return nxt
+
+    def slot(self, sink: _Sink, s: AvroSlot, pos: np.ndarray, rows: _Rows) -> np.ndarray:
+        """Decode a field/element: its union branch index first when it is a union."""
+        if not s.union:
+            return self.value(sink, s.type, pos, rows)
+        if s.type.kind in ("string", "bytes") and s.value_index is not None and len(pos):
+            # the common case in one read: the value's branch, then a length below 64
+            pair = self.unaligned("<u2")[pos] if pos[-1] < len(self.content) - 1 else None
+            if pair is not None and ((pair & 0x81FF) == 2 * s.value_index).all():
+                lengths = (pair >> 9).astype(np.int64)
+                return self.strings(sink, pos + 2, lengths, rows, signed=False)
+        # a branch index below 64 is one byte: its zig-zag, 2 * index (what every writer
+        # writes; anything else, if valid at all, is left to the exact path)
+        branch = self.data[pos]
+        pos = pos + 1
+        is_value = branch == (-1 if s.value_index is None else 2 * s.value_index)
+        if s.value_index is not None and s.type.kind != "null" and is_value.all():
+            return self.value(sink, s.type, pos, rows)
+        is_null = branch == (-1 if s.null_index is None else 2 * s.null_index)
+        if not (is_value | is_null).all():
+            raise _Bad("a union branch index is not one of the union's")
+        cast(np.ndarray, sink.valid)[_subset(rows, ~is_value)] = False
+        if s.value_index is None or s.type.kind == "null" or not is_value.any():
+            return pos
+        some = np.flatnonzero(is_value)
+        pos[some] = self.value(sink, s.type, pos[some], _subset(rows, some))
+        return pos
+
+    # -- Arrow arrays of the sinks ------------------------------------------------------------
+
+    def array(self, sink: _Sink, s: AvroSlot, n: int) -> pa.Array:
+        """The raw Avro values (what fastavro gives without logical types) of ``sink``."""
+        t, kind = s.type, s.type.kind
+        mask = None if sink.valid is None or sink.valid.all() else ~sink.valid
+        if kind == "null":
+            return pa.nulls(n)
+        if kind in ("string", "bytes", "fixed"):
+            raw = pa.concat_arrays(sink.pieces) if sink.pieces else pa.array([], pa.binary())
+            if kind != "string":
+                return raw
+            try:
+                return raw.cast(pa.string())
+            except pa.ArrowInvalid as e:  # invalid UTF-8
+                raise _Bad(str(e)) from e
+        if kind == "enum":
+            index = pa.array(cast(np.ndarray, sink.values), pa.int32(), mask=mask)
+            return pa.array(t.symbols, pa.string()).take(index)
+        if kind == "record":
+            children = [self.array(c, f, n) for c, f in zip(sink.children, t.fields, strict=True)]
+            fields = [
+                pa.field(f.name, c.type, f.nullable)
+                for f, c in zip(t.fields, children, strict=True)
+            ]
+            if not fields:
+                validity = None if mask is None else pa.array(~mask).buffers()[1]
+                return pa.Array.from_buffers(pa.struct([]), n, [validity], children=[])
+            return pa.StructArray.from_arrays(
+                children, fields=fields, mask=None if mask is None else pa.array(mask)
+            )
+        values = cast(np.ndarray, sink.values)
+        return pa.array(values, _PHYSICAL[kind], mask=mask)
+
+
+_PHYSICAL = {
+    "boolean": pa.bool_(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+}
+_DTYPES = {"boolean": np.bool_, "int": np.int32, "long": np.int64, "enum": np.int32}
+_Rows = slice | np.ndarray
+
+
+def _subset(rows: _Rows, which: np.ndarray) -> np.ndarray:
+    """The record numbers of ``rows`` picked by ``which`` (a mask or positions into rows)."""
+    if isinstance(rows, slice):
+        picked = np.flatnonzero(which) if which.dtype == np.bool_ else which
+        return cast(np.ndarray, picked + rows.start)
+    return cast(np.ndarray, rows[which])
+
+
+@dataclass
+class _Sink:
+    """Where the decoded values of one field/element go, for all records of the block.
+
+    Attributes:
+        valid: the union's non-null rows (``None``: not a union).
+        values: numbers, booleans (as bytes), enum indexes.
+        starts, lengths: where each string/bytes/fixed value sits in the block.
+        children: a record's fields.
+        pieces: the string/bytes/fixed values, chunk by chunk.
+    """
+
+    valid: np.ndarray | None = None
+    values: np.ndarray | None = None
+    starts: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+    children: list[_Sink] = field(default_factory=list)
+    pieces: list[pa.Array] = field(default_factory=list)
+
+
+def _sink(s: AvroSlot, n: int, record_starts: np.ndarray) -> _Sink:
+    sink = _Sink(valid=np.ones(n, dtype=np.bool_) if s.union else None)
+    kind = s.type.kind
+    if kind in ("string", "bytes", "fixed"):
+        # rows without a value (null, or under a null record) take an empty value at their
+        # record's start, which keeps the value positions growing
+        sink.starts = record_starts.copy()
+        sink.lengths = np.zeros(n, dtype=np.int64)
+    elif kind == "record":
+        sink.children = [_sink(f, n, record_starts) for f in s.type.fields]
+    elif kind in ("float", "double"):
+        sink.values = np.zeros(n, dtype="<f4" if kind == "float" else "<f8")
+    elif kind in _DTYPES:
+        sink.values = np.zeros(n, dtype=_DTYPES[kind])
+    return sink
+
+
+#: Records are decoded in chunks of about this many bytes, so that the bytes every field of a
+#: chunk reads stay in the CPU cache from one field to the next.
+CHUNK_BYTES = 1 << 21
+
+
+def decode_avro_records(
+    content: bytes,
+    start: int,
+    count: int,
+    node: AvroType,
+    schema: pa.Schema,
+    columns: Collection[str] | None = None,
+) -> pa.Table | None:
+    """Decode the ``count`` length-prefixed Avro records of ``content`` from ``start`` on.
+
+    Args:
+        content: the block content.
+        start: offset of the first record's length prefix.
+        count: number of records.
+        node: the records' resolved Avro schema (:func:`hudi_ds.schema.resolve_avro`, a
+            record that is :func:`vectorisable`).
+        schema: its Arrow form (:func:`hudi_ds.schema.avro_to_arrow_schema`).
+        columns: if given, only these top-level fields are turned into columns (the others are
+            still walked over and checked for structure, but their values are not copied out,
+            nor their strings checked for UTF-8 -- as a Parquet block's unread columns).
+
+    Returns:
+        The records as a table of ``schema`` (its ``columns`` fields, in schema order), exactly
+        what fastavro and :func:`hudi_ds.schema.raw_avro_records_to_arrow` give; ``None`` when
+        the bytes do not decode cleanly (a length chain that does not add up, a value that runs
+        past its record, a record that does not end where its length says, an invalid UTF-8
+        string or union branch, an ``int`` out of range): the caller then decodes the block
+        record by record.
+    """
+    bounds = record_bounds(content, start, count)
+    if bounds is None:
+        return None
+    starts, ends = bounds
+    decoder = _Decoder(content, ends)
+    sinks = [_sink(f, count, starts) for f in node.fields]
+    keep = [columns is None or f.name in columns for f in node.fields]
+    step = max(64, CHUNK_BYTES * count // max(len(content), 1))
+    try:
+        for first in range(0, count, step):
+            rows = slice(first, min(first + step, count))
+            pos = starts[rows]
+            for sink, f in zip(sinks, node.fields, strict=True):
+                pos = decoder.slot(sink, f, pos, rows)
+            if not np.array_equal(pos, ends[rows]):
+                return None  # a record does not end where its length says
+            for sink, f, wanted in zip(sinks, node.fields, keep, strict=True):
+                if wanted:
+                    decoder.collect(sink, f, rows)
+        raw = [
+            decoder.array(k, f, count)
+            for k, f, wanted in zip(sinks, node.fields, keep, strict=True)
+            if wanted
+        ]
+    except (_Bad, IndexError):  # IndexError: a read past the end of the block
+        return None
+    fields = [f for f, wanted in zip(schema, keep, strict=True) if wanted]
+    logical = [from_physical(c, f.type) for c, f in zip(raw, fields, strict=True)]
+    return pa.Table.from_arrays(logical, schema=pa.schema(fields))
+
+
+__all__ = ["CHUNK_BYTES", "decode_avro_records", "record_bounds", "vectorisable"]
