@@ -91,7 +91,12 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     args = ap.parse_args()
     w = Workload.scaled(args.scale)
-    root = Path(tempfile.mkdtemp(prefix="bench-index-"))
+    with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:  # GBs at scale 1
+        run(w, Path(tmp))
+
+
+def run(w: Workload, root: Path) -> None:
+    """The interleaved batches of every system under ``root``, then the report."""
     base = insert_batch(w)
     systems = {
         "hudi_ds_mor_simple": _hudi(str(root / "simple"), base, False),
