@@ -35,12 +35,13 @@ OPTS = {
     "hoodie.index.type": "SIMPLE",
     "write.task.max.size": "256",
 }
-DELETE = {**OPTS, "hoodie.datasource.write.operation": "delete"}
 
 
 def _hudi(path: str, base: pa.Table, state: bool) -> Callable[[Step], None]:
     import hudi_ds
+    from bench.systems import hudi_source, with_is_deleted
 
+    base = with_is_deleted(base)
     hudi_ds.write(
         path,
         pa.RecordBatchReader.from_batches(base.schema, base.to_batches(100_000)),
@@ -48,13 +49,11 @@ def _hudi(path: str, base: pa.Table, state: bool) -> Callable[[Step], None]:
     )
     table = hudi_ds.HudiTable(path, state_index=True) if state else None
 
-    def step(s: Step) -> None:
+    def step(s: Step) -> None:  # one commit per batch, deletes as _hoodie_is_deleted rows
         if table is not None:
-            table.upsert(s.upserts, OPTS)
-            table.delete(s.deletes, DELETE)
+            table.upsert(hudi_source(s), OPTS)
         else:
-            hudi_ds.write(path, s.upserts, OPTS)
-            hudi_ds.write(path, s.deletes, DELETE)
+            hudi_ds.write(path, hudi_source(s), OPTS)
 
     return step
 

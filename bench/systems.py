@@ -146,7 +146,7 @@ def _hudi_ds(table_type: str, block: str, index: str = "BUCKET", state: bool = F
             opts["hoodie.bucket.index.num.buckets"] = "4"
         out: Result = {"upsert_s": []}
         clear_peak()
-        base = insert_batch(w)
+        base = with_is_deleted(insert_batch(w))
         t0 = time.perf_counter()
         hudi_ds.write(
             path,
@@ -156,15 +156,12 @@ def _hudi_ds(table_type: str, block: str, index: str = "BUCKET", state: bool = F
         out["insert_s"] = time.perf_counter() - t0
         del base
         table = hudi_ds.HudiTable(path, state_index=True) if state else None
-        delete = {**opts, "hoodie.datasource.write.operation": "delete"}
         for step in upsert_batches(w):
-            t0 = time.perf_counter()
+            t0 = time.perf_counter()  # one commit per batch, deletes as _hoodie_is_deleted rows
             if table is not None:
-                table.upsert(step.upserts, opts)
-                table.delete(step.deletes, delete)
+                table.upsert(hudi_source(step), opts)
             else:
-                hudi_ds.write(path, step.upserts, opts)
-                hudi_ds.write(path, step.deletes, delete)
+                hudi_ds.write(path, hudi_source(step), opts)
             out["upsert_s"].append(time.perf_counter() - t0)
         if table is not None and table.state_index is not None:
             out["state_mb"] = table.state_index.nbytes / 1e6
@@ -236,6 +233,32 @@ SYSTEMS: dict[str, Runner] = {
 
 
 DELETE_FLAG = "_delete"
+IS_DELETED = "_hoodie_is_deleted"
+
+
+def hudi_source(step: Any) -> pa.Table:
+    """One upsert for a batch, Hudi's way of carrying deletes in a write (as a CDC stream
+    does): the upserts, and a row per deleted key with ``_hoodie_is_deleted`` true and the
+    batch's event time as its ``ts`` (other columns null); an upserted key that the batch also
+    deletes keeps only its delete (the batch's deletes follow its upserts). Under Hudi's
+    event-time ordering a delete row wins over every older version of its key."""
+    dels, ups = step.deletes, step.upserts
+    ups = ups.filter(pc.invert(pc.is_in(ups["id"], dels["id"])))
+    ts = pc.max(step.upserts["ts"])
+    dels = dels.append_column("ts", pa.repeat(ts, dels.num_rows))
+    ups = ups.append_column(IS_DELETED, pa.repeat(pa.scalar(False), ups.num_rows))
+    dels = dels.append_column(IS_DELETED, pa.repeat(pa.scalar(True), dels.num_rows))
+    out = pa.concat_tables(
+        [ups, dels.cast(pa.schema([ups.schema.field(n) for n in dels.column_names]))],
+        promote_options="default",
+    )
+    return out.select(ups.column_names)
+
+
+def with_is_deleted(t: pa.Table) -> pa.Table:
+    """The insert with Hudi's ``_hoodie_is_deleted`` column (all false), so the upserts that
+    carry deletes do not evolve the table's schema."""
+    return t.append_column(IS_DELETED, pa.repeat(pa.scalar(False), t.num_rows))
 
 
 def delta_source(step: Any) -> pa.Table:
@@ -418,7 +441,9 @@ def _spark_runner(fmt: str) -> Runner:
         }
         out: Result = {"upsert_s": [], "memory": "python + JVM" if len(pids) > 1 else "python"}
         clear_peak(pids)
-        base = _cached(spark, insert_batch(w))
+        base = _cached(
+            spark, insert_batch(w) if fmt == "parquet" else with_is_deleted(insert_batch(w))
+        )
         t0 = time.perf_counter()
         if fmt == "parquet":
             base.write.mode("append").parquet(path)
@@ -429,19 +454,16 @@ def _spark_runner(fmt: str) -> Runner:
         out["insert_s"] = time.perf_counter() - t0
         base.unpersist()
         for step in upsert_batches(w):
-            ups = _cached(spark, step.upserts)
-            dels = _cached(spark, step.deletes)
+            # parquet writes the batch's upserts; hudi_py one upsert with the deletes as
+            # _hoodie_is_deleted rows (hudi_source)
+            ups = _cached(spark, step.upserts if fmt == "parquet" else hudi_source(step))
             t0 = time.perf_counter()
             if fmt == "parquet":
                 ups.write.mode("append").parquet(path)
             else:
                 ups.write.format("hudi_py").mode("append").options(**opts).save(path)
-                dels.write.format("hudi_py").mode("append").options(
-                    **{**opts, "hoodie.datasource.write.operation": "delete"}
-                ).save(path)
             out["upsert_s"].append(time.perf_counter() - t0)
             ups.unpersist()
-            dels.unpersist()
         out["write_hwm_mb"] = peak_mb(pids)
         clear_peak(pids)
         reader = (
