@@ -105,9 +105,11 @@ def close_merge_handles(
     filter's numpy hashing, Parquet encoding -- runs outside the GIL, so file groups merge on
     all cores.
     """
-    if _workers(len(handles), threads) > 1:
+    workers = _workers(len(handles), threads)
+    if workers > 1:
         for h in handles:
             h.read_threads = False  # one read per core already
+            h.merges_in_flight = workers  # the merges share the task budget
     return _in_parallel([h.close for h in handles], threads)
 
 
@@ -214,6 +216,7 @@ def merge_staged(
             return None  # a new file group staged only deletes (of keys no task inserted)
         handle = MergeHandle(ctx, part, fid, existing.base_file if existing else None)
         handle.read_threads = _workers(len(staged)) <= 1  # else file groups merge one per core
+        handle.merges_in_flight = _workers(len(staged))  # and share the task budget
         drop = dropped.get(part) if (part, fid) in new_groups else None
         for st in sorted(group, key=lambda s: s.task):
             for rows, dels in _staged_blocks(storage, plan, st, dschema):

@@ -608,17 +608,21 @@ class MergeHandle(_Buffered):
         self._base_batch_rows = _BASE_READ_ROWS
         #: decode the base file on Arrow's thread pool (False when handles close in parallel)
         self.read_threads = True
+        #: merges that run at once with this one (write/cow.py closes them on several threads):
+        #: they share the merges' part of the task budget
+        self.merges_in_flight = 1
 
     @property
     def merge_budget(self) -> int | None:
-        """Bytes of versions one merge pass may hold: an eighth of the task budget.
+        """Bytes of versions one merge pass may hold: an eighth of the task budget, shared by
+        the :attr:`merges_in_flight`.
 
         A merge pass holds about four copies of its versions (the concatenated versions, the
         merged rows, the file-name column, the Parquet encoding), and the task's other handles
         keep buffering up to a third of the budget meanwhile.
         """
         budget = self.ctx.options.task_budget_bytes
-        return None if budget is None else max(budget // 8, 1)
+        return None if budget is None else max(budget // (8 * self.merges_in_flight), 1)
 
     def flush(self) -> None:
         """Spill the buffered rows and delete keys to local disk (write order is kept)."""
