@@ -47,6 +47,16 @@ def fixture_names() -> list[str]:
     return sorted(p.stem for p in FIXTURES_DIR.glob("*.zip"))
 
 
+def tables_with_logs() -> list[str]:
+    """The fixture tables whose zip holds log files."""
+    names = []
+    for name in fixture_names():
+        with zipfile.ZipFile(FIXTURES_DIR / f"{name}.zip") as zf:
+            if any(".log." in n and "__MACOSX" not in n for n in zf.namelist()):
+                names.append(name)
+    return names
+
+
 def fixture_table(name: str, tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
     """Unzip fixture ``name`` once per session and return the table root folder.
 

@@ -10,7 +10,6 @@ import io
 import json
 import math
 import struct
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from hudi_ds.schema import (
     resolve_avro,
     strip_logical_types,
 )
-from tests.fixtures import FIXTURES_DIR, fixture_names, fixture_table
+from tests.fixtures import fixture_names, fixture_table, tables_with_logs
 
 INSTANT = "20250101010101010"
 PATH = "part/.f1_20250101010101010.log.1_0-1-1"
@@ -123,16 +122,7 @@ def _datums(schema: dict[str, Any], rows: list[dict[str, Any]]) -> list[bytes]:
 # --------------------------------------------------------------------------------------------
 
 
-def _tables_with_avro_logs() -> list[str]:
-    names = []
-    for name in fixture_names():
-        with zipfile.ZipFile(FIXTURES_DIR / f"{name}.zip") as zf:
-            if any(".log." in n and "__MACOSX" not in n for n in zf.namelist()):
-                names.append(name)
-    return names
-
-
-@pytest.mark.parametrize("name", _tables_with_avro_logs())
+@pytest.mark.parametrize("name", tables_with_logs())
 def test_fixture_avro_blocks_decode_as_fastavro(
     name: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

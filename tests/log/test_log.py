@@ -11,7 +11,6 @@ import json
 import logging
 import re
 import struct
-import zipfile
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -57,10 +56,10 @@ from hudi_ds.schema import (
 from tests.fixtures import (
     FIXTURES_DIR,
     GOLDEN_DIR,
-    fixture_names,
     fixture_table,
     fixtures_present,
     require_fixtures,
+    tables_with_logs,
 )
 from tests.golden import golden_rows, norm, norm_golden
 
@@ -70,15 +69,6 @@ INSTANT = "20250101010101010"
 # --------------------------------------------------------------------------------------------
 # Fixture helpers
 # --------------------------------------------------------------------------------------------
-
-
-def _tables_with_logs() -> list[str]:
-    names = []
-    for name in fixture_names():
-        with zipfile.ZipFile(FIXTURES_DIR / f"{name}.zip") as zf:
-            if any(".log." in n and "__MACOSX" not in n for n in zf.namelist()):
-                names.append(name)
-    return names
 
 
 def _log_files(root: Path) -> list[Path]:
@@ -114,7 +104,7 @@ _README_KIND = {
     BlockType.COMMAND: "COMMAND",
 }
 
-LOG_TABLES = _tables_with_logs()
+LOG_TABLES = tables_with_logs()
 
 
 def test_fixture_set_has_logs() -> None:
