@@ -118,7 +118,12 @@ def _workers(n: int, threads: int | None = None) -> int:
 
 
 def _in_parallel(calls: Sequence[Callable[[], T]], threads: int | None = None) -> list[T]:
-    """The results of ``calls``, in order, run on up to :func:`_workers` threads: the calling
+    """:func:`in_parallel` on up to :func:`_workers` threads (the merges' cap)."""
+    return in_parallel(calls, _workers(len(calls), threads))
+
+
+def in_parallel(calls: Sequence[Callable[[], T]], workers: int) -> list[T]:
+    """The results of ``calls``, in order, run on up to ``workers`` threads: the calling
     thread and a pool of the others take the next call in turn. After an error no call starts;
     the error of the earliest failed call is raised once the running ones end.
 
@@ -126,7 +131,7 @@ def _in_parallel(calls: Sequence[Callable[[], T]], threads: int | None = None) -
     malloc arenas, which give freed memory back eagerly (measured: several times the page
     faults of the same merges on the main thread).
     """
-    workers = _workers(len(calls), threads)
+    workers = min(workers, len(calls))
     if workers <= 1:
         return [c() for c in calls]
     results: list[T | None] = [None] * len(calls)
@@ -147,7 +152,7 @@ def _in_parallel(calls: Sequence[Callable[[], T]], threads: int | None = None) -
                     errors.append((i, e))
                 return
 
-    with ThreadPoolExecutor(workers - 1, thread_name_prefix="hudi-cow-merge") as pool:
+    with ThreadPoolExecutor(workers - 1, thread_name_prefix="hudi-write") as pool:
         helpers = [pool.submit(drain) for _ in range(workers - 1)]
         drain()
         for f in helpers:

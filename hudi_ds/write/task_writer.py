@@ -23,10 +23,10 @@ budget; :meth:`TaskWriter.close` returns their WriteStatuses for the driver's co
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -51,7 +51,7 @@ from hudi_ds.schema import (
     conform_table,
 )
 from hudi_ds.storage import Storage
-from hudi_ds.write.cow import close_merge_handles, stage_handle
+from hudi_ds.write.cow import close_merge_handles, in_parallel, stage_handle
 from hudi_ds.write.handles import AppendHandle, MergeHandle, delete_keys, delete_schema
 from hudi_ds.write.operation import Rows
 from hudi_ds.write.plan import BucketFiles, WritePlan
@@ -507,15 +507,10 @@ _R = TypeVar("_R")
 
 
 def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T], threads: int) -> list[_R]:
-    """``[fn(x) for x in items]`` on up to ``threads`` threads, results in ``items``' order.
-
-    Every call runs even when one fails; the first failure (in ``items``' order) is raised.
-    """
-    if threads <= 1 or len(items) <= 1:
-        return [fn(x) for x in items]
-    with ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="hudi-write") as pool:
-        futures = [pool.submit(fn, x) for x in items]
-    return [f.result() for f in futures]
+    """``[fn(x) for x in items]`` on up to ``threads`` threads, results in ``items``' order
+    (:func:`~hudi_ds.write.cow.in_parallel`: after a failure no further call starts; the
+    earliest failure is raised)."""
+    return in_parallel([functools.partial(fn, x) for x in items], threads)
 
 
 def _same_data(col: pa.ChunkedArray) -> tuple[object, ...]:
