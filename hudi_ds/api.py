@@ -15,7 +15,7 @@ from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
-from hudi_ds.schema import without_meta_fields
+from hudi_ds.schema import plain_batches, plain_schema, without_meta_fields
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import ReadableTable
@@ -38,25 +38,66 @@ ArrowLike = Any  # pa.Table | pa.RecordBatch | pa.RecordBatchReader | __arrow_c_
 
 
 def _as_reader(data: ArrowLike) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The input's schema and its record batches, normalised once here, at the edge.
+
+    Accepted: a pyarrow Table, RecordBatch or RecordBatchReader, a pandas DataFrame (without
+    its index), a polars LazyFrame (collected in batches: the whole frame is never held at
+    once), anything with ``__arrow_c_stream__`` (a polars DataFrame, DuckDB results, ...) and
+    a list of dicts. Types come out plain (:func:`hudi_ds.schema.plain_schema`): string /
+    binary / list views and large layouts become ``string`` / ``binary`` / ``list``, the only
+    forms a Hudi table's (Avro) schema has, so the rest of the write path sees one form.
+    """
+    schema, batches = _raw_reader(data)
+    target = plain_schema(schema)
+    return target, plain_batches(batches, schema, target)
+
+
+def _raw_reader(data: ArrowLike) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     if isinstance(data, pa.Table):
         return data.schema, iter(data.to_batches())
     if isinstance(data, pa.RecordBatch):
         return data.schema, iter([data])
     if isinstance(data, pa.RecordBatchReader):
         return data.schema, iter(data)
+    module = type(data).__module__
+    if module.startswith("pandas"):
+        t = pa.Table.from_pandas(data, preserve_index=False)
+        return t.schema, iter(t.to_batches())
+    if module.startswith("polars") and hasattr(data, "collect_batches"):
+        return _lazy_frame_batches(data)
     if hasattr(data, "__arrow_c_stream__"):
         reader = pa.RecordBatchReader.from_stream(data)
         return reader.schema, iter(reader)
-    if type(data).__module__.startswith("pandas"):
-        t = pa.Table.from_pandas(data, preserve_index=False)
-        return t.schema, iter(t.to_batches())
     if isinstance(data, (list, tuple)) and all(isinstance(r, dict) for r in data):
         t = pa.Table.from_pylist(list(data))
         return t.schema, iter(t.to_batches())
     raise SchemaError(
         f"cannot write {type(data).__name__}: pass a pyarrow Table, RecordBatch, "
-        "RecordBatchReader or an object with __arrow_c_stream__ (pandas, polars)"
+        "RecordBatchReader, a pandas DataFrame, a polars DataFrame or LazyFrame, or an object "
+        "with __arrow_c_stream__"
     )
+
+
+#: rows per batch a polars LazyFrame is collected in (bounded memory for a large query)
+LAZY_FRAME_BATCH_ROWS = 65536
+
+
+def _lazy_frame_batches(frame: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """A polars LazyFrame's schema and batches, collected ``LAZY_FRAME_BATCH_ROWS`` at a time
+    (``LazyFrame.collect_batches``: polars' streaming engine runs the query as it is read)."""
+    frames = iter(frame.collect_batches(chunk_size=LAZY_FRAME_BATCH_ROWS))
+    first = next(frames, None)
+    if first is None:  # no rows: the schema of the empty result
+        empty = frame.limit(0).collect().to_arrow()
+        return empty.schema, iter(empty.to_batches())
+    head = first.to_arrow()
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield from head.to_batches()
+        for df in frames:
+            yield from df.to_arrow().cast(head.schema).to_batches()
+
+    return head.schema, batches()
 
 
 def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
