@@ -10,14 +10,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
 
 from hudi_ds.config import WriteConfig
-from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
 from hudi_ds.schema import plain_batches, plain_schema, without_meta_fields
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
+from hudi_ds.table.dataset import ScanStats, slice_dataset
+from hudi_ds.table.filters import Filter
+from hudi_ds.table.reader import ReadStats
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.client import WriteClient
@@ -98,6 +103,18 @@ def _lazy_frame_batches(frame: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]
             yield from df.to_arrow().cast(head.schema).to_batches()
 
     return head.schema, batches()
+
+
+def _columns_arg(columns: Sequence[str] | None) -> list[str] | None:
+    """``columns`` as a list; a bare string is refused (it would read as its letters)."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        raise ConfigError(
+            f"columns must be a list of column names, not the string {columns!r} "
+            f"(did you mean [{columns!r}]?)"
+        )
+    return list(columns)
 
 
 def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
@@ -182,6 +199,141 @@ class HudiTable(ReadableTable):
         super().__init__(path, options)
         #: the state index of this writer (None when not enabled)
         self.state_index: StateIndex | None = StateIndex() if state_index else None
+        #: the slice counts of the dataset :meth:`to_pyarrow_dataset` built last (None: none)
+        self.last_scan_stats: ScanStats | None = None
+
+    def __repr__(self) -> str:
+        try:
+            last = self.timeline.commits().last()
+            latest = f"{last.requested_time!r} ({last.action})" if last is not None else "None"
+            cfg = self.config
+            return (
+                f"HudiTable({self.path!r}, name={cfg.table_name!r}, type={cfg.table_type}, "
+                f"version={cfg.table_version}, latest_commit={latest})"
+            )
+        except Exception as e:  # a repr never raises: say what could not be read
+            return f"HudiTable({self.path!r}, unreadable: {e})"
+
+    # -- Arrow-native reads ----------------------------------------------------------------------
+    def scan(
+        self,
+        columns: Sequence[str] | None = None,
+        filters: Sequence[Filter] | pc.Expression | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> pa.RecordBatchReader:
+        """Stream the table's rows, one file slice at a time (bounded memory).
+
+        The read is planned here (options, columns and filters are checked now) and the
+        slices are read and merged as the reader is consumed, a few in parallel, in order.
+
+        Args:
+            columns: the columns to return (default all); only they (and what merging needs)
+                are read from the files.
+            filters: ``(column, op, value)`` tuples, ANDed (as :meth:`read`): partition
+                columns prune partitions, record-key lookups prune the buckets of a BUCKET
+                table, and every filter is applied to the merged rows. A
+                ``pyarrow.compute.Expression`` is accepted too: it prunes the slices of
+                partitions it excludes and filters the rows (:meth:`to_pyarrow_dataset`).
+            options: read options as :meth:`read` takes them:
+                ``hoodie.datasource.query.type`` (``snapshot`` | ``read_optimized`` |
+                ``incremental``), ``as.of.instant`` (time travel),
+                ``hoodie.datasource.read.begin.instanttime`` / ``...end.instanttime``.
+
+        Returns:
+            A ``pyarrow.RecordBatchReader`` of the rows (schema: ``columns`` of the table's).
+        """
+        cols = _columns_arg(columns)
+        if isinstance(filters, pc.Expression):
+            dataset = self.to_pyarrow_dataset(options=options)
+            scanned = self.last_scan_stats
+            reader = dataset.scanner(columns=cols, filter=filters).to_reader()
+
+            def checked() -> Iterator[pa.RecordBatch]:
+                try:
+                    yield from reader
+                except pa.ArrowException as e:  # a slice failed: raise its own error
+                    if scanned is not None and scanned.errors:
+                        raise scanned.errors[0] from e
+                    raise
+
+            return pa.RecordBatchReader.from_batches(reader.schema, checked())
+        plan = self.plan_read(options, cols, filters)
+        stats = ReadStats()
+        return pa.RecordBatchReader.from_batches(
+            plan.output_schema, self.read_plan_slices(plan, plan.slices, stats)
+        )
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The table's snapshot as an Arrow C stream (the Arrow PyCapsule protocol), so
+        ``pa.table(t)``, ``polars.DataFrame(t)`` and DuckDB's ``select * from t`` read it.
+        The rows stream slice by slice (:meth:`scan`)."""
+        return self.scan().__arrow_c_stream__(requested_schema)
+
+    def to_pyarrow_dataset(
+        self,
+        columns: Sequence[str] | None = None,
+        filters: Sequence[Filter] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> pads.Dataset:
+        """The read as a lazy ``pyarrow.dataset.Dataset`` for engines that plan their own scans.
+
+        One fragment per file slice (:mod:`hudi_ds.table.dataset`): building it plans the read
+        and reads no data file; a slice is read and merged (base file + log blocks, exactly
+        as :meth:`read`) only when an engine's scan opens its fragment. Each fragment carries
+        its partition values as a guarantee, so a filter on a partition column skips the
+        other partitions' slices unread; Arrow filters the rows read. The snapshot of a
+        MERGE_ON_READ table with pending log files is what every engine sees.
+
+        This is what gives DuckDB and polars real laziness with pushdown::
+
+            d = t.to_pyarrow_dataset()
+            duckdb.sql("select count(*) from d where part = 'a'")   # reads part=a slices only
+            polars.scan_pyarrow_dataset(d).filter(pl.col("part") == "a").collect()
+
+        (An object with only ``__arrow_c_stream__`` -- this table itself, or :meth:`scan`'s
+        reader -- is a one-shot stream to them: everything is read, nothing pushed down.)
+
+        ``columns`` and ``filters`` (as :meth:`scan`) narrow the read itself: slices
+        are merged with these columns only, filters prune buckets and partitions up front.
+        The counts of the dataset's scans -- slices planned and slices read so far -- are in
+        :attr:`last_scan_stats`. The plan is fixed when the dataset is built (the table's
+        state then); build a new dataset to see later commits.
+        """
+        cols = _columns_arg(columns)
+        plan = self.plan_read(options, cols, filters)
+        stats = ScanStats()
+        self.last_scan_stats = stats
+        return slice_dataset(self, plan, stats)
+
+    def to_pandas(
+        self,
+        columns: Sequence[str] | None = None,
+        filters: Sequence[Filter] | pc.Expression | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """The rows as a ``pandas.DataFrame`` (arguments as :meth:`scan`)."""
+        return self.scan(columns, filters, options).read_all().to_pandas()
+
+    def to_polars(
+        self,
+        columns: Sequence[str] | None = None,
+        filters: Sequence[Filter] | None = None,
+        options: Mapping[str, Any] | None = None,
+        *,
+        lazy: bool = False,
+    ) -> Any:
+        """The rows as a ``polars.DataFrame``, or with ``lazy=True`` a ``polars.LazyFrame``
+        over :meth:`to_pyarrow_dataset` (polars pushes its projection and its filters into the
+        scan: partitions it filters out are not read). Needs the ``polars`` package."""
+        try:
+            import polars as pl
+        except ImportError as e:
+            raise UnsupportedError(
+                "HudiTable.to_polars needs the 'polars' package (pip install polars)"
+            ) from e
+        if lazy:
+            return pl.scan_pyarrow_dataset(self.to_pyarrow_dataset(columns, filters, options))
+        return pl.from_arrow(self.scan(columns, filters, options).read_all())
 
     def _write(
         self, data: ArrowLike, operation: WriteOperation, options: Mapping[str, Any] | None

@@ -1,0 +1,274 @@
+"""A table's read as a ``pyarrow.dataset.Dataset``: one lazy fragment per file slice.
+
+Engines that plan their own scans (DuckDB, polars' ``scan_pyarrow_dataset``, Arrow's own
+scanner) take a ``pyarrow.dataset.Dataset`` and push their projection and filter into its
+``scanner(columns=, filter=)``. pyarrow's ``Dataset`` is a Cython class that cannot be
+subclassed in Python, and its in-memory forms (``InMemoryDataset``, a dataset over a
+``RecordBatchReader``, ``Scanner.from_batches``) are either materialised up front or
+one-shot streams that cannot prune anything. So the adapter gives the engine what it does
+know how to prune, a ``FileSystemDataset`` of Arrow IPC files, one per file slice of the read's
+plan, over a read-only file system (:class:`SliceFiles`, a ``pyarrow.fs.PyFileSystem``)
+whose files do not exist until they are opened: opening one reads and merges that slice
+(base file + log blocks, through :meth:`ReadableTable.read_plan_slices`, the same code as
+``hudi_ds.read``) and hands the engine the merged rows as an in-memory IPC file.
+
+* Laziness: building the dataset plans the read (timeline, listing) and reads no data file.
+* Pruning: each fragment carries its partition as a guarantee (``partition_expression``:
+  ``part == 'a'`` for the SIMPLE and COMPLEX key generators, whose partition paths hold the
+  column values), so an engine's filter on a partition column skips whole slices unopened;
+  Arrow's scanner then filters the rows it reads. Filters given to
+  :func:`slice_dataset` itself also prune by bucket (record-key lookups on BUCKET tables) and
+  are applied inside the slice reads.
+* Projection: the engine's projection selects columns of the merged rows; to keep the merge
+  itself to fewer columns, name them in ``columns`` when building the dataset.
+* Memory: a slice is merged when the scanner opens it, its IPC bytes are kept until the
+  scanner has opened it for both its schema and its rows (or a few slices later), so a scan
+  holds about as many merged slices as the scanner reads ahead (4 fragments by default).
+* Counting: :class:`ScanStats` counts the slices planned and the slices actually read.
+* Errors: a slice that cannot be read (a file removed since the plan, a damaged block) is
+  logged with its cause (logger ``hudi_ds.read``), kept in :attr:`ScanStats.errors`, and
+  fails the engine's scan as Arrow's "Could not open IPC input source '<partition>/<file
+  id>.arrow'". It is not raised through Arrow as a Python exception: pyarrow's
+  ``Scanner.to_reader()`` (what DuckDB calls) holds the GIL while it starts the scan, and
+  Arrow's abort path formats a Python error's traceback under the GIL on its own thread,
+  so a slice failing while a scan starts would deadlock the two (seen with pyarrow 26 and
+  DuckDB 2). :meth:`hudi_ds.HudiTable.scan` raises the logged error itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import partition_values_of
+from hudi_ds.table.reader import ReadStats
+
+if TYPE_CHECKING:
+    from hudi_ds.table.table import ReadableTable, ReadPlan
+
+log = logging.getLogger("hudi_ds.read")
+
+#: the partition value Hudi writes for a null or empty partition column
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+@dataclass
+class ScanStats:
+    """What a dataset scan did: slices in the plan, slices read (merged), and the reads' stats.
+
+    ``slices_read`` grows as engines open fragments: a filter that prunes partitions leaves
+    it below ``slices_planned``.
+    """
+
+    slices_planned: int = 0
+    slices_read: int = 0
+    read: ReadStats = field(default_factory=ReadStats)
+    #: the errors of slices that could not be read (each also logged)
+    errors: list[Exception] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def failed(self, error: Exception) -> None:
+        """Record the error of a slice that could not be read."""
+        with self._lock:
+            self.errors.append(error)
+
+    def add(self, stats: ReadStats) -> None:
+        """Count one slice read, with its read stats."""
+        with self._lock:
+            self.slices_read += 1
+            self.read.add(stats)
+
+
+class SliceFiles(pafs.FileSystemHandler):
+    """A read-only ``pyarrow.fs`` handler whose files are a plan's file slices as IPC files.
+
+    ``<partition>/<file id>.arrow`` is that file group's slice in the plan (:meth:`path_of`).
+    Opening it reads and merges the slice;
+    the bytes are cached until the file has been opened twice (Arrow opens an IPC fragment
+    once for its schema and once for its batches) or ``cache_slots`` newer slices were made.
+    """
+
+    def __init__(
+        self,
+        table: ReadableTable,
+        plan: ReadPlan,
+        stats: ScanStats,
+        cache_slots: int = 8,
+    ) -> None:
+        self.table = table
+        self.plan = plan
+        self.stats = stats
+        self.cache_slots = cache_slots
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, tuple[Future[pa.Buffer], int]] = OrderedDict()
+        self._slices = {self.path_of(s): s for s in plan.slices}
+
+    @staticmethod
+    def path_of(s: FileSlice) -> str:
+        """The file name of slice ``s``: its partition path and file id."""
+        return f"{s.partition_path}/{s.file_id}.arrow" if s.partition_path else f"{s.file_id}.arrow"
+
+    def _slice(self, path: str) -> FileSlice:
+        s = self._slices.get(path)
+        if s is None:
+            raise FileNotFoundError(f"{path}: not a file slice of this dataset")
+        return s
+
+    def _merged(self, s: FileSlice) -> pa.Buffer:
+        try:
+            return self._read(s)
+        except Exception as e:  # see the module docstring: never raised through Arrow
+            log.error("reading file slice %s of %s failed: %s", self.path_of(s), self.table.path, e)
+            self.stats.failed(e)
+            return pa.py_buffer(b"")
+
+    def _read(self, s: FileSlice) -> pa.Buffer:
+        st = ReadStats()
+        batches = list(self.table.read_plan_slices(self.plan, [s], st))
+        self.stats.add(st)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, self.plan.output_schema) as w:
+            for b in batches:
+                w.write_batch(b)
+        return sink.getvalue()
+
+    def open_input_file(self, path: str) -> pa.NativeFile:
+        s = self._slice(path)
+        with self._lock:
+            hit = self._cache.get(path)
+            if hit is not None:
+                fut, opens = hit
+                if opens >= 1:  # the second open: hand over, forget
+                    del self._cache[path]
+                else:
+                    self._cache[path] = (fut, opens + 1)
+                mine = False
+            else:
+                fut = Future()
+                self._cache[path] = (fut, 0)
+                while len(self._cache) > self.cache_slots:
+                    self._cache.popitem(last=False)
+                mine = True
+        if mine:
+            buf = self._merged(s)
+            if not buf.size:  # failed: the next open tries again
+                with self._lock:
+                    self._cache.pop(path, None)
+            fut.set_result(buf)
+        return pa.BufferReader(fut.result())
+
+    def open_input_stream(self, path: str) -> pa.NativeFile:
+        return self.open_input_file(path)
+
+    def get_type_name(self) -> str:
+        return "hudi-file-slices"
+
+    def normalize_path(self, path: str) -> str:
+        return path
+
+    def get_file_info(self, paths: Sequence[str]) -> list[pafs.FileInfo]:
+        out = []
+        for p in paths:
+            try:
+                self._slice(p)
+                out.append(pafs.FileInfo(p, pafs.FileType.File))
+            except FileNotFoundError:
+                out.append(pafs.FileInfo(p, pafs.FileType.NotFound))
+        return out
+
+    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+        return [pafs.FileInfo(p, pafs.FileType.File) for p in self._slices]
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise OSError("the file slices of a Hudi table dataset are read-only")
+
+    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = _read_only
+    delete_file = move = copy_file = open_output_stream = open_append_stream = _read_only
+
+
+def partition_guarantee(
+    table: ReadableTable, partition_path: str, schema: pa.Schema
+) -> pc.Expression | None:
+    """What every row of ``partition_path`` satisfies, as an Arrow expression on the columns
+    of ``schema`` (a read's output schema), or None.
+
+    Only for the SIMPLE and COMPLEX key generators (their partition paths are the columns'
+    values as written; others derive them), only for columns of string, integer, boolean and
+    date types whose value reads back unambiguously (one path segment per field, no
+    default partition, no URL-encoding); a column it cannot vouch for gets no condition.
+    This is the rule of :func:`hudi_ds.table.filters.prune_partition`, which prunes
+    ``hudi_ds.read``'s partitions.
+    """
+    cfg = table.config
+    fields = list(cfg.partition_fields)
+    if not fields or cfg.key_generator not in ("SIMPLE", "COMPLEX"):
+        return None
+    segments = partition_path.split("/") if partition_path else []
+    if len(segments) != len(fields):
+        return None
+    values = partition_values_of(partition_path, fields, cfg.hive_style_partitioning)
+    expr: pc.Expression | None = None
+    for name, raw in zip(fields, values, strict=True):
+        idx = schema.get_field_index(name)
+        if idx < 0 or raw == DEFAULT_PARTITION or "%" in raw:
+            continue
+        t = schema.field(idx).type
+        if not (
+            pa.types.is_string(t)
+            or pa.types.is_integer(t)
+            or pa.types.is_boolean(t)
+            or pa.types.is_date(t)
+        ):
+            continue
+        if not pa.types.is_string(t) and raw == "":
+            continue
+        try:
+            value = pa.array([raw]).cast(t)[0]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            continue
+        if pa.types.is_integer(t) and str(value.as_py()) != raw:
+            continue  # "007" is not how 7 is written
+        e = pc.field(name) == value
+        expr = e if expr is None else expr & e
+    return expr
+
+
+def slice_dataset(
+    table: ReadableTable,
+    plan: ReadPlan,
+    stats: ScanStats | None = None,
+) -> ds.FileSystemDataset:
+    """The rows of ``plan`` as a lazy ``FileSystemDataset`` with one fragment per file slice
+    (see the module docstring); ``stats`` counts the slices it reads."""
+    stats = stats if stats is not None else ScanStats()
+    stats.slices_planned = len(plan.slices)
+    handler = SliceFiles(table, plan, stats, cache_slots=max(8, 2 * table.read_threads))
+    fs = pafs.PyFileSystem(handler)
+    always = pc.scalar(True)
+    guarantees: dict[str, pc.Expression] = {}
+    parts = []
+    for s in plan.slices:
+        p = s.partition_path
+        if p not in guarantees:
+            g = partition_guarantee(table, p, plan.output_schema)
+            guarantees[p] = always if g is None else g
+        parts.append(guarantees[p])
+    paths = [SliceFiles.path_of(s) for s in plan.slices]
+    return ds.FileSystemDataset.from_paths(
+        paths,
+        schema=plan.output_schema,
+        format=ds.IpcFileFormat(),
+        filesystem=fs,
+        partitions=parts,
+    )
