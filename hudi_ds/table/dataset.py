@@ -52,6 +52,8 @@ import pyarrow.fs as pafs
 
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import partition_values_of
+from hudi_ds.schema import IS_DELETED_FIELD
+from hudi_ds.table.filters import filter_expression
 from hudi_ds.table.reader import ReadStats
 
 if TYPE_CHECKING:
@@ -113,6 +115,13 @@ class SliceFiles(pafs.FileSystemHandler):
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, tuple[Future[pa.Buffer], int]] = OrderedDict()
         self._slices = {self.path_of(s): s for s in plan.slices}
+        #: base files read as they are (slices without log files, :func:`reads_directly`)
+        self._bases = {
+            s.base_file.path: s
+            for s in plan.slices
+            if s.base_file is not None and reads_directly(plan, s)
+        }
+        self._opened: set[str] = set()
 
     @staticmethod
     def path_of(s: FileSlice) -> str:
@@ -143,7 +152,24 @@ class SliceFiles(pafs.FileSystemHandler):
                 w.write_batch(b)
         return sink.getvalue()
 
+    def _open_base(self, path: str) -> pa.NativeFile:
+        """A base file of a slice without log files, opened in the table's storage."""
+        try:
+            f = self.table.storage.open_input_file(path)
+        except Exception as e:  # see the module docstring: never raised through Arrow
+            log.error("opening base file %s of %s failed: %s", path, self.table.path, e)
+            self.stats.failed(e)
+            return pa.BufferReader(pa.py_buffer(b""))
+        with self._lock:
+            first = path not in self._opened
+            self._opened.add(path)
+        if first:
+            self.stats.add(ReadStats(base_files=1))
+        return f
+
     def open_input_file(self, path: str) -> pa.NativeFile:
+        if path in self._bases:
+            return self._open_base(path)
         s = self._slice(path)
         with self._lock:
             hit = self._cache.get(path)
@@ -178,17 +204,18 @@ class SliceFiles(pafs.FileSystemHandler):
         return path
 
     def get_file_info(self, paths: Sequence[str]) -> list[pafs.FileInfo]:
-        out = []
-        for p in paths:
-            try:
-                self._slice(p)
-                out.append(pafs.FileInfo(p, pafs.FileType.File))
-            except FileNotFoundError:
-                out.append(pafs.FileInfo(p, pafs.FileType.NotFound))
-        return out
+        return [
+            pafs.FileInfo(
+                p,
+                pafs.FileType.File
+                if p in self._slices or p in self._bases
+                else pafs.FileType.NotFound,
+            )
+            for p in paths
+        ]
 
     def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
-        return [pafs.FileInfo(p, pafs.FileType.File) for p in self._slices]
+        return [pafs.FileInfo(p, pafs.FileType.File) for p in [*self._slices, *self._bases]]
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
         raise OSError("the file slices of a Hudi table dataset are read-only")
@@ -244,31 +271,79 @@ def partition_guarantee(
     return expr
 
 
+def reads_directly(plan: ReadPlan, s: FileSlice) -> bool:
+    """Whether slice ``s`` is read as its Parquet base file, as it is, by the engine.
+
+    A slice without log files needs no merge: its rows are its base file's, minus delete
+    rows, brought to the table schema. The engine reads such a base file itself (its own
+    projection, its row-group statistics pruning) unless something else must happen to
+    the rows: the table has a delete column (``_hoodie_is_deleted`` or the merge mode's
+    delete marker), the read is incremental (rows chosen by commit time), or the read skips
+    damaged or missing files on request. Those slices go through the reader.
+    """
+    ctx = plan.context
+    if s.log_files or s.base_file is None or s.base_file.name.extension != ".parquet":
+        return False
+    if plan.commit_times is not None or ctx.ignore_missing_files or ctx.ignore_corrupt_files:
+        return False
+    schema = ctx.schema
+    builtin = ctx.merge_spec.builtin
+    delete_field = builtin.delete_field if builtin is not None else None
+    return schema.get_field_index(IS_DELETED_FIELD) < 0 and (
+        not delete_field or schema.get_field_index(delete_field) < 0
+    )
+
+
 def slice_dataset(
     table: ReadableTable,
     plan: ReadPlan,
     stats: ScanStats | None = None,
-) -> ds.FileSystemDataset:
-    """The rows of ``plan`` as a lazy ``FileSystemDataset`` with one fragment per file slice
-    (see the module docstring); ``stats`` counts the slices it reads."""
+) -> ds.Dataset:
+    """The rows of ``plan`` as a lazy dataset with one fragment per file slice (see the
+    module docstring); ``stats`` counts the slices it reads.
+
+    Slices with log files are IPC fragments merged when opened; slices without are their
+    Parquet base files (:func:`reads_directly`), with the read's filters applied by Arrow
+    (``Dataset.filter``, which engines' scanners combine with their own).
+    With both kinds the result is a ``UnionDataset`` of the two.
+    """
     stats = stats if stats is not None else ScanStats()
     stats.slices_planned = len(plan.slices)
     handler = SliceFiles(table, plan, stats, cache_slots=max(8, 2 * table.read_threads))
     fs = pafs.PyFileSystem(handler)
     always = pc.scalar(True)
     guarantees: dict[str, pc.Expression] = {}
-    parts = []
-    for s in plan.slices:
-        p = s.partition_path
+
+    def guarantee(p: str) -> pc.Expression:
         if p not in guarantees:
             g = partition_guarantee(table, p, plan.output_schema)
             guarantees[p] = always if g is None else g
-        parts.append(guarantees[p])
-    paths = [SliceFiles.path_of(s) for s in plan.slices]
-    return ds.FileSystemDataset.from_paths(
-        paths,
-        schema=plan.output_schema,
-        format=ds.IpcFileFormat(),
-        filesystem=fs,
-        partitions=parts,
-    )
+        return guarantees[p]
+
+    merged = [s for s in plan.slices if not reads_directly(plan, s)]
+    direct = [s for s in plan.slices if reads_directly(plan, s)]
+    parts: list[ds.Dataset] = []
+    if merged or not direct:
+        parts.append(
+            ds.FileSystemDataset.from_paths(
+                [SliceFiles.path_of(s) for s in merged],
+                schema=plan.output_schema,
+                format=ds.IpcFileFormat(),
+                filesystem=fs,
+                partitions=[guarantee(s.partition_path) for s in merged],
+            )
+        )
+    if direct:
+        bases = ds.FileSystemDataset.from_paths(
+            [s.base_file.path for s in direct if s.base_file is not None],
+            schema=plan.output_schema,
+            format=ds.ParquetFileFormat(),
+            filesystem=fs,
+            partitions=[guarantee(s.partition_path) for s in direct],
+        )
+        parts.append(bases)
+    out = parts[0] if len(parts) == 1 else ds.dataset(parts)
+    # the read's filters: applied in the merge to merged slices (again here: harmless),
+    # by Arrow to the Parquet ones (a union takes filters on the whole only)
+    expr = filter_expression(plan.filters) if direct else None
+    return out if expr is None else out.filter(expr)
