@@ -6,11 +6,18 @@ scanner) take a ``pyarrow.dataset.Dataset`` and push their projection and filter
 subclassed in Python, and its in-memory forms (``InMemoryDataset``, a dataset over a
 ``RecordBatchReader``, ``Scanner.from_batches``) are either materialised up front or
 one-shot streams that cannot prune anything. So the adapter gives the engine what it does
-know how to prune, a ``FileSystemDataset`` of Arrow IPC files, one per file slice of the read's
-plan, over a read-only file system (:class:`SliceFiles`, a ``pyarrow.fs.PyFileSystem``)
-whose files do not exist until they are opened: opening one reads and merges that slice
-(base file + log blocks, through :meth:`ReadableTable.read_plan_slices`, the same code as
-``hudi_ds.read``) and hands the engine the merged rows as an in-memory IPC file.
+know how to prune: file system datasets over a read-only file system (:class:`SliceFiles`,
+a ``pyarrow.fs.PyFileSystem``) with one fragment per file slice of the read's plan:
+
+* a slice with log files is an Arrow IPC file that does not exist until it is opened:
+  opening it reads and merges the slice (base file + log blocks, through
+  :meth:`ReadableTable.read_plan_slices`, the same code as ``hudi_ds.read``) and hands the
+  engine the merged rows as an in-memory IPC file;
+* a slice without log files is its Parquet base file, opened in the table's storage and read
+  by the engine itself, with its own projection and row-group statistics pruning
+  (:func:`reads_directly` says when the reader must see the rows instead).
+
+With both kinds the dataset is a ``UnionDataset`` of the two.
 
 * Laziness: building the dataset plans the read (timeline, listing) and reads no data file.
 * Pruning: each fragment carries its partition as a guarantee (``partition_expression``:
@@ -24,15 +31,17 @@ whose files do not exist until they are opened: opening one reads and merges tha
 * Memory: a slice is merged when the scanner opens it, its IPC bytes are kept until the
   scanner has opened it for both its schema and its rows (or a few slices later), so a scan
   holds about as many merged slices as the scanner reads ahead (4 fragments by default).
-* Counting: :class:`ScanStats` counts the slices planned and the slices actually read.
+* Counting: :class:`ScanStats` counts the slices planned and the slices actually read (a
+  merged slice at every merge, a Parquet base file at its first opening).
 * Errors: a slice that cannot be read (a file removed since the plan, a damaged block) is
   logged with its cause (logger ``hudi_ds.read``), kept in :attr:`ScanStats.errors`, and
   fails the engine's scan as Arrow's "Could not open IPC input source '<partition>/<file
-  id>.arrow'". It is not raised through Arrow as a Python exception: pyarrow's
-  ``Scanner.to_reader()`` (what DuckDB calls) holds the GIL while it starts the scan, and
-  Arrow's abort path formats a Python error's traceback under the GIL on its own thread,
-  so a slice failing while a scan starts would deadlock the two (seen with pyarrow 26 and
-  DuckDB 2). :meth:`hudi_ds.HudiTable.scan` raises the logged error itself.
+  id>.arrow'" (or a Parquet error naming the base file). It is not raised through Arrow as
+  a Python exception: pyarrow's ``Scanner.to_reader()`` (what DuckDB calls) holds the GIL
+  while it starts the scan, and Arrow's abort path formats a Python error's traceback under
+  the GIL on its own thread, so a slice failing while a scan starts would deadlock the two
+  (seen with pyarrow 26 and DuckDB 2). :meth:`hudi_ds.HudiTable.scan` raises the logged
+  error itself.
 """
 
 from __future__ import annotations
