@@ -5,8 +5,10 @@ writes any file (:meth:`hudi_ds.write.client.WriteClient.write_profiled`), so th
 batches wait. Java keeps its tagged records the same way: the RDD is persisted at
 ``hoodie.write.tagged.record.storage.level`` (``MEMORY_AND_DISK_SER``) so that building the
 profile and writing do not tag twice. Here they stay in memory up to a byte budget; beyond
-it each further batch is pickled (protocol 5: Arrow and numpy buffers are written as they are)
-to one local spill file, read back in the same order.
+it each further batch is pickled to one local spill file, read back in the same order. Arrow
+tables, record batches and arrays in a batch are written in Arrow's IPC format: it writes only
+the rows of a slice, where pickling an Arrow slice writes the whole buffers it views (a batch
+sliced from a large input table would write that table's buffers again for every batch).
 """
 
 from __future__ import annotations
@@ -22,6 +24,49 @@ from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
+
+
+def _from_ipc(data: bytes | bytearray | memoryview) -> pa.Table:
+    with pa.ipc.open_stream(pa.py_buffer(data)) as reader:
+        return reader.read_all()
+
+
+def _batch_from_ipc(data: bytes | bytearray | memoryview) -> pa.RecordBatch:
+    with pa.ipc.open_stream(pa.py_buffer(data)) as reader:
+        return reader.read_next_batch()
+
+
+def _array_from_ipc(data: bytes | bytearray | memoryview) -> pa.Array:
+    return _from_ipc(data).column(0).combine_chunks()
+
+
+def _chunked_from_ipc(data: bytes | bytearray | memoryview) -> pa.ChunkedArray:
+    return _from_ipc(data).column(0)
+
+
+def _ipc(data: pa.Table | pa.RecordBatch) -> pickle.PickleBuffer:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        if isinstance(data, pa.RecordBatch):
+            writer.write_batch(data)
+        else:
+            writer.write_table(data)
+    return pickle.PickleBuffer(sink.getvalue())
+
+
+class _SpillPickler(pickle.Pickler):
+    """Pickles Arrow values in Arrow's IPC format (only the rows of a slice are written)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, pa.Table):
+            return _from_ipc, (_ipc(obj),)
+        if isinstance(obj, pa.RecordBatch):
+            return _batch_from_ipc, (_ipc(obj),)
+        if isinstance(obj, pa.Array):
+            return _array_from_ipc, (_ipc(pa.table({"a": obj})),)
+        if isinstance(obj, pa.ChunkedArray):
+            return _chunked_from_ipc, (_ipc(pa.table({"a": obj})),)
+        return NotImplemented
 
 
 def nbytes_of(value: Any) -> int:
@@ -77,7 +122,7 @@ class TaggedRecords:
                     prefix="hudi-tagged-", suffix=".pkl", dir=self.spill_dir or None
                 )
                 self._spill = os.fdopen(fd, "w+b")
-            pickle.dump(tagged, self._spill, protocol=5)
+            _SpillPickler(self._spill, protocol=5).dump(tagged)
             self.spilled += 1
 
     def drain(self) -> Iterator[Any]:
