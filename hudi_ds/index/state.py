@@ -42,7 +42,11 @@ key stays in the base file it was found in, as for the file-reading lookups). A 
 is taken in without a read when its write stat proves its keys (no change; only the deletes
 the lookups found in it; or exactly the keys the lookups did not find in its partition, when it
 inserted as many -- Java's index ``updateLocation`` learns the written keys the same way);
-any other new base file is read at the next lookup like any changed group.
+any other new base file is read at the next lookup like any changed group. When the writer's
+merge handles report the keys each new base file added and dropped (``WriteStatus.keys``, as
+:class:`hudi_ds.HudiTable` asks them to), a new base file (version) of a non-global lookup is
+learnt from them exactly, whatever mix of inserts, updates and deletes it took (a small file
+rewritten with a batch's inserts and some deletes: the usual shape of a SIMPLE upsert).
 
 Storage: keys are held as one fixed-width byte array (numpy ``S<width>``, the width a multiple
 of 8; the key and, for a non-global index, ``\\0`` + its partition path) with a parallel int32
