@@ -150,7 +150,8 @@ def _write_with(
     profiled = client.operation.saves_workload_profile
     instant = client.start(schema, inflight=not profiled)
     try:
-        task = client.task_writer(instant, lookup=lookup)
+        # a state index (the only lookup given here) learns the keys of the new base files
+        task = client.task_writer(instant, lookup=lookup, track_keys=lookup is not None)
         if profiled:
             client.write_profiled(instant, task, batches)
         else:
@@ -354,7 +355,11 @@ class HudiTable(ReadableTable):
                 )
             state.begin()
             instant, statuses = _write_with(client, data, state.lookup)
-            state.committed(self.storage, [s.stat for s in statuses])
+            state.committed(
+                self.storage,
+                [s.stat for s in statuses],
+                {s.path: (s.keys.inserted, s.keys.removed) for s in statuses if s.keys},
+            )
         self.refresh()
         return instant
 

@@ -42,7 +42,11 @@ key stays in the base file it was found in, as for the file-reading lookups). A 
 is taken in without a read when its write stat proves its keys (no change; only the deletes
 the lookups found in it; or exactly the keys the lookups did not find in its partition, when it
 inserted as many -- Java's index ``updateLocation`` learns the written keys the same way);
-any other new base file is read at the next lookup like any changed group.
+any other new base file is read at the next lookup like any changed group. When the writer's
+merge handles report the keys each new base file added and dropped (``WriteStatus.keys``, as
+:class:`hudi_ds.HudiTable` asks them to), a new base file (version) of a non-global lookup is
+learnt from them exactly, whatever mix of inserts, updates and deletes it took (a small file
+rewritten with a batch's inserts and some deletes: the usual shape of a SIMPLE upsert).
 
 Storage: keys are held as one fixed-width byte array (numpy ``S<width>``, the width a multiple
 of 8; the key and, for a non-global index, ``\\0`` + its partition path) with a parallel int32
@@ -64,7 +68,7 @@ first write of a partition pays the bootstrap (the same reads as one SIMPLE look
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -477,9 +481,20 @@ class StateIndex:
         self._found = []
         self._missed = []
 
-    def committed(self, storage: Storage, stats: Sequence[WriteStat]) -> None:
+    def committed(
+        self,
+        storage: Storage,
+        stats: Sequence[WriteStat],
+        changes: Mapping[str, tuple[pa.Array, pa.Array]] | None = None,
+    ) -> None:
         """Learn the files of this writer's own commit (its write stats, from the commit
         metadata or the WriteStatuses).
+
+        ``changes``: by base file path, the record keys the new base file added to its file
+        group and the ones it dropped (``WriteStatus.keys``, reported by the merge handles of
+        a write asked to track them). A new base file (version) with changes is learnt from
+        them exactly (non-global lookups), whatever mix of inserts, updates and deletes it
+        took; the rules below serve the files without.
 
         Call :meth:`begin` before a write and this after its commit, before the next write.
         Files of groups whose record was current when the write looked its keys up are taken
@@ -509,9 +524,20 @@ class StateIndex:
         drop: list[np.ndarray] = []  # positions in the key array of deleted entries
         found: dict[int, np.ndarray] | None = None  # made when a stat needs it
         missed: dict[str, pa.Array] | None = None  # likewise
+        changes = changes or {}
         for st in stats:
             path = st.path or ""
             g = self._groups.get((st.partition_path or "", st.file_id or ""))
+            change = None if global_ else changes.get(path)
+            if change is not None and (g is None or st.prev_commit == g.instant):
+                learnt = self._learn_changes(g, st, change)
+                if learnt is not None:
+                    if learnt[0] is not None:
+                        drop.append(learnt[0])
+                    if learnt[1] is not None:
+                        new_keys.append(learnt[1][0])
+                        new_gids.append(learnt[1][1])
+                    continue
             if g is None and not global_ and not st.num_deletes:
                 # a file group this write created: its base file holds its inserts only
                 if missed is None:
@@ -569,6 +595,46 @@ class StateIndex:
         self._new_keys_seen = False
         self._found = []
         self._missed = []
+
+    def _learn_changes(
+        self, g: _Group | None, st: WriteStat, change: tuple[pa.Array, pa.Array]
+    ) -> tuple[np.ndarray | None, tuple[pa.Array, np.ndarray] | None] | None:
+        """Learn the new base file of ``st`` from its key changes (non-global): the positions
+        of the entries it removes and the entries it adds; None when they cannot be applied
+        (the group's record is not current, a removed key is not held by exactly that
+        group's entry): the group is then read at the next lookup, as without changes."""
+        path = st.path or ""
+        inserted, removed = change
+        partition = st.partition_path or ""
+        if g is None:
+            name = parse_base_file_name(file_name_of(path))
+            if name is None or st.prev_commit not in (None, NULL_COMMIT) or len(removed):
+                return None
+            files: _Files = ((path, int(st.file_size_in_bytes)), ())
+            g = _Group(self._next_gid, partition, st.file_id or "", files, name.instant_time)
+            self._next_gid += 1
+            self._groups[(partition, g.file_id)] = g
+            self._by_gid[g.gid] = g
+        else:
+            base, logs = g.files
+            if base is None or logs:
+                return None
+        gone = None
+        if len(removed):
+            held = _with_partition(removed, g.partition)
+            if int(pc.max(pc.binary_length(held)).as_py()) > self._keys.dtype.itemsize:
+                return None
+            gone = self._entries_of(g.gid, _fixed_width(held, self._keys.dtype.itemsize))
+            if gone is None:
+                return None
+        g.files = ((path, int(st.file_size_in_bytes)), ())
+        added = None
+        if len(inserted):
+            added = (
+                _with_partition(inserted, g.partition),
+                np.full(len(inserted), g.gid, dtype=np.int32),
+            )
+        return gone, added
 
     def _learn_new_group(
         self, st: WriteStat, missed: pa.Array | None

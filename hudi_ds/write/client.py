@@ -595,6 +595,7 @@ class WriteClient:
         task_attempt_id: int = 0,
         exclusive: bool = True,
         lookup: Lookup | None = None,
+        track_keys: bool = False,
     ) -> TaskWriter:
         """A writer for one task attempt of ``instant`` (runs on executors, from the plan the
         driver made: nothing of the table is read again).
@@ -605,13 +606,22 @@ class WriteClient:
                 :meth:`commit` merges each file group once.
             lookup: the index lookup to tag rows with, instead of the table's index (a
                 long-lived writer's state index); unused by the bucket index.
+            track_keys: the merge handles report the keys each new base file adds and drops
+                (:attr:`WriteStatus.keys <hudi_ds.write.write_status.WriteStatus.keys>`: what
+                a state index learns its writer's commits from).
         """
         if stage_id is None:
             # unique per instant, so concurrent writers never produce the same file name
             stage_id = int(instant[-9:])
         token = f"{int(task_partition_id)}-{int(stage_id)}-{int(task_attempt_id)}"
         return TaskWriter(
-            self.storage, self.plan(instant), token, task_partition_id, exclusive, lookup
+            self.storage,
+            self.plan(instant),
+            token,
+            task_partition_id,
+            exclusive,
+            lookup,
+            track_keys,
         )
 
     # -- commit -------------------------------------------------------------------------------

@@ -47,6 +47,8 @@ class CowMerge:
             keys it deleted.
         appended: the record keys after the stored rows when every stored row is kept in its
             place (the new file's keys are the old file's, then these); None otherwise.
+        inserted, removed: the record keys the new file adds to the stored keys and the stored
+            keys it drops, when the touched-rows merge tells them (None otherwise).
     """
 
     rows: pa.Table
@@ -54,6 +56,8 @@ class CowMerge:
     inserts: int
     deletes: int
     appended: pa.Array | None
+    inserted: pa.Array | None = None
+    removed: pa.Array | None = None
 
 
 def _key_array(table: pa.Table) -> pa.Array:
@@ -98,8 +102,10 @@ def merge_touched(
     n_old = old.num_rows
     if n_old == 0 or spec.builtin is None:
         rows, u, i, d = merge(old, incoming, dels)
-        appended = _key_array(rows) if n_old == 0 else None
-        return CowMerge(rows, u, i, d, appended)
+        if n_old == 0:
+            keys = _key_array(rows)
+            return CowMerge(rows, u, i, d, keys, keys, keys.slice(0, 0))
+        return CowMerge(rows, u, i, d, None)
     old_keys = _key_array(old)
     probe = pa.chunked_array(
         [_key_array(incoming), _key_array(dels)], type=pa.string()
@@ -140,8 +146,13 @@ def merge_touched(
         src = np.concatenate([src[keep], n_old + ins_rows])
         both = pa.concat_tables([old.replace_schema_metadata(meta), rows_s])
         rows = both.take(pa.array(src, pa.int64()))
-    appended = _key_array(inserts) if n_kept == n_old else None
-    return CowMerge(rows, u, i, d, appended)
+    inserted = _key_array(inserts)
+    # the touched stored rows that left: no merged row replaced them
+    replaced = np.zeros(len(touched), dtype=bool)
+    replaced[sub_pos[upd_rows]] = True
+    removed = _key_array(sub).filter(pa.array(~replaced))
+    appended = inserted if n_kept == n_old else None
+    return CowMerge(rows, u, i, d, appended, inserted, removed)
 
 
 def carried_bloom_filter(

@@ -22,6 +22,7 @@ merge by those prepared keys too, key the stored rows they read from the record 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -73,7 +74,7 @@ from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched
 from hudi_ds.write.markers import create_marker
 from hudi_ds.write.options import ResolvedOptions
-from hudi_ds.write.write_status import WriteStatus
+from hudi_ds.write.write_status import KeyChanges, WriteStatus
 
 DELETE_ORDERING = "_ordering_value"
 
@@ -90,6 +91,9 @@ class HandleContext:
     options: ResolvedOptions  # block format, codec, ordering field, merger, memory budget
     partial_columns: tuple[str, ...] | None = None  # partial update write: the data columns
     dictionary_columns: tuple[str, ...] | None = None  # chosen once per task from its data
+    #: merge handles report the keys each new base file adds and drops (WriteStatus.keys),
+    #: for a writer's state index
+    track_keys: bool = False
 
     @property
     def merge_spec(self) -> MergeSpec:
@@ -147,10 +151,13 @@ def precombine(
     b = spec.builtin
     marker_col = b.delete_field if b is not None and b.delete_field in data.column_names else None
     # the common case: no key twice among the rows and the delete keys, nothing to combine
-    # (a hash count, no sort): every version is its own key, as merge_versions would find
+    # (a hash count, no sort): every version is its own key, as merge_versions would find; a
+    # row flagged ``_hoodie_is_deleted`` is then the delete of its key (a built-in merger's
+    # only version of a key: BuiltinMerger.merge_batches keeps the live ones, in order)
+    flagged = IS_DELETED_FIELD in data.column_names
     if (
-        IS_DELETED_FIELD not in data.column_names
-        and marker_col is None
+        marker_col is None
+        and (not flagged or (b is not None and partial_columns is None))
         and pc.count_distinct(
             pa.chunked_array(
                 [
@@ -162,7 +169,15 @@ def precombine(
         ).as_py()
         == n_data + n_del
     ):
-        return data, deletes
+        if not flagged:
+            return data, deletes
+        flag = pc.fill_null(data.column(IS_DELETED_FIELD), False)
+        if not pc.any(flag).as_py():
+            return data, deletes
+        dead = np.asarray(flag.combine_chunks(), dtype=bool)
+        return data.filter(pa.array(~dead)), _with_delete_entries(
+            deletes, data, np.flatnonzero(dead), ordering_field
+        )
     full = data
     if partial_columns is not None:
         keep = set(META_FIELDS) | set(partial_columns)
@@ -177,25 +192,32 @@ def precombine(
         return full, deletes  # every version is its own key
     dead_data = res.deleted[res.deleted < n_data]
     dels = deletes.take(pa.array(res.deleted[res.deleted >= n_data] - n_data, pa.int64()))
-    if len(dead_data):
-        # data rows that are deletes (marker columns): write them as delete entries
-        rows = full.take(pa.array(dead_data, pa.int64()))
-        otype = deletes.schema.field(DELETE_ORDERING).type
-        if ordering_field and ordering_field in rows.column_names and not pa.types.is_null(otype):
-            ov = rows.column(ordering_field).combine_chunks()
-            ov = ov.cast(otype) if ov.type != otype else ov
-        else:
-            ov = pa.nulls(rows.num_rows, otype)
-        extra = pa.Table.from_arrays(
-            [
-                rows.column(RECORD_KEY_METADATA_FIELD).combine_chunks().cast(pa.string()),
-                rows.column(PARTITION_PATH_METADATA_FIELD).combine_chunks().cast(pa.string()),
-                ov,
-            ],
-            schema=deletes.schema,
-        )
-        dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
-    return res.rows, dels
+    return res.rows, _with_delete_entries(dels, full, dead_data, ordering_field)
+
+
+def _with_delete_entries(
+    deletes: pa.Table, data: pa.Table, dead: np.ndarray, ordering_field: str | None
+) -> pa.Table:
+    """``deletes`` followed by the delete entries of the ``dead`` rows of ``data`` (rows that
+    are deletes by their marker columns: written as delete entries with their ordering value)."""
+    if not len(dead):
+        return deletes
+    rows = data.take(pa.array(dead, pa.int64()))
+    otype = deletes.schema.field(DELETE_ORDERING).type
+    if ordering_field and ordering_field in rows.column_names and not pa.types.is_null(otype):
+        ov = rows.column(ordering_field).combine_chunks()
+        ov = ov.cast(otype) if ov.type != otype else ov
+    else:
+        ov = pa.nulls(rows.num_rows, otype)
+    extra = pa.Table.from_arrays(
+        [
+            rows.column(RECORD_KEY_METADATA_FIELD).combine_chunks().cast(pa.string()),
+            rows.column(PARTITION_PATH_METADATA_FIELD).combine_chunks().cast(pa.string()),
+            ov,
+        ],
+        schema=deletes.schema,
+    )
+    return pa.concat_tables([deletes, extra]) if deletes.num_rows else extra
 
 
 @lru_cache(maxsize=64)
@@ -714,7 +736,10 @@ class MergeHandle(_Buffered):
             ctx.storage, self.path, merged, ctx.options.codec, bloom, bloom_filter=carried
         )
         crash_point("handle_flush")
-        return self._status(merged.num_rows, res.updates, res.inserts, res.deletes, size)
+        st = self._status(merged.num_rows, res.updates, res.inserts, res.deletes, size)
+        if ctx.track_keys and res.inserted is not None and res.removed is not None:
+            st = dataclasses.replace(st, keys=KeyChanges(res.inserted, res.removed))
+        return st
 
     def _close_streaming(self) -> WriteStatus:
         """The incoming rows fit the share, the base file does not: stream the base file.

@@ -88,6 +88,8 @@ class TaskWriter:
             non-exclusive tasks may not do).
         lookup: the index lookup of a non-bucket index (default: the table's,
             :func:`hudi_ds.index.lookup_of`); a long-lived writer passes its state index.
+        track_keys: the merge handles report the keys each new base file adds and drops
+            (:attr:`HandleContext.track_keys <hudi_ds.write.handles.HandleContext.track_keys>`).
 
     Attributes:
         tagger: the task's :class:`~hudi_ds.write.tagger.Tagger` (its tagging state).
@@ -101,6 +103,7 @@ class TaskWriter:
         task_partition_id: int,
         exclusive: bool,
         lookup: Lookup | None = None,
+        track_keys: bool = False,
     ) -> None:
         self.storage = storage
         self.plan = plan
@@ -108,6 +111,8 @@ class TaskWriter:
         self.task_partition_id = int(task_partition_id)
         self.exclusive = exclusive
         self.ctx = plan.handle_context(storage, token)
+        if track_keys:
+            self.ctx = dataclasses.replace(self.ctx, track_keys=True)
         self.handles: dict[tuple[str, str], AppendHandle | MergeHandle] = {}
         self.files = BucketFiles(storage, plan)
         self._record_index = 0

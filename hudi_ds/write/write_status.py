@@ -4,7 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from hudi_ds.timeline.metadata import WriteStat
+
+
+@dataclass(frozen=True)
+class KeyChanges:
+    """The record keys a new base file adds to its file group and drops from it (Java's
+    ``WriteStatus`` carries its written records the same way, for the index's
+    ``updateLocation``). In-process only; never in the commit metadata.
+
+    Attributes:
+        inserted: keys the file holds that the previous base file did not.
+        removed: keys of the previous base file the file no longer holds.
+    """
+
+    inserted: pa.Array
+    removed: pa.Array
 
 
 @dataclass(frozen=True)
@@ -18,11 +35,14 @@ class WriteStatus:
             :func:`hudi_ds.write.cow.merge_staged`: COW file groups, and the insert slots of an
             upsert under a non-bucket index -- new file groups, COW or MOR).
         task: the write token of the task attempt that wrote it.
+        keys: the key changes of a ``merge`` / ``create`` when the writer asked for them
+            (:attr:`hudi_ds.write.handles.HandleContext.track_keys`) and the merge told them.
     """
 
     stat: WriteStat
     kind: str
     task: str
+    keys: KeyChanges | None = None
 
     @property
     def path(self) -> str:

@@ -424,6 +424,33 @@ def test_tagged_records_spill_beyond_budget_in_order(tmp_path: Path) -> None:
         assert t.spilled == 0
 
 
+def test_tagged_records_spill_only_the_rows_of_slices(tmp_path: Path) -> None:
+    """Batches sliced from one large input (a RecordBatchReader over a table) spill their own
+    rows: the spill file is about the batches' size, not the input's once per batch (pickling
+    an Arrow slice writes the whole buffers it views)."""
+    n = 200_000
+    big = pa.table(
+        {
+            "k": pa.array([f"key-{i}" for i in range(n)]),
+            "v": np.arange(n, dtype=np.float64),
+            "d": pa.array(np.arange(n) % 3).dictionary_encode(),
+        }
+    )
+    batches = [big.slice(i, 10_000) for i in range(0, n, 10_000)]
+    extra = (np.arange(5), [("p", "f")])  # numpy and plain values travel along
+    with TaggedRecords(0, str(tmp_path)) as t:
+        for b in batches:
+            t.add((b, b.to_batches()[0], b.column("k"), *extra))
+        (spill,) = tmp_path.iterdir()
+        assert t.spilled == len(batches) - 1
+        assert spill.stat().st_size < 3 * big.nbytes  # about 2x (two copies of each batch)
+        out = list(t.drain())
+    assert len(out) == len(batches)
+    for b, (table, batch, col, arr, plain) in zip(batches, out, strict=True):
+        assert table.equals(b) and batch.equals(b.to_batches()[0]) and col.equals(b.column("k"))
+        assert arr.tolist() == [0, 1, 2, 3, 4] and plain == [("p", "f")]
+
+
 def test_embedded_write_spills_tagged_rows_and_keeps_every_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
