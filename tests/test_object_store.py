@@ -273,3 +273,49 @@ def test_write_matrix_and_services_on_s3(moto_s3: MotoServer, s3_uri: str, table
     if table_type == "COPY_ON_WRITE":  # the upserted and deleted-from base files' old versions
         assert cleaned.instant is not None and cleaned.deleted
     _check(s3_uri, so, model)
+
+
+# -- the CLI and the Spark options ----------------------------------------------------------------
+def test_cli_storage_option_reaches_the_store(moto_s3: MotoServer, s3_uri: str) -> None:
+    import io
+    import json
+
+    from hudi_ds.cli import main
+
+    so = moto_s3.storage_options()
+    hudi_ds.write(s3_uri, _rows(range(4), 1), _opts("COPY_ON_WRITE"), storage_options=so)
+    flags = [a for k, v in so.items() for a in ("--storage-option", f"{k}={v}")]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["timeline", s3_uri, "--json", *flags], out, err) == 0, err.getvalue()
+    instants = json.loads(out.getvalue())["instants"]
+    assert [i["state"] for i in instants] == ["COMPLETED"]
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["timeline", s3_uri, *flags, "--storage-option", "aws_bogus=1"], out, err)
+    assert code == 2 and "'aws_bogus'" in err.getvalue()
+
+
+def test_spark_options_carry_storage_options_to_a_picklable_storage() -> None:
+    from hudi_ds.spark import options as opt
+
+    path, hudi, conn = opt.split_options(
+        {
+            "path": "s3://bucket/t",
+            "hoodie.table.name": "t",
+            "AWS_REGION": "eu-west-1",
+            "hudi_py.storage.aws_endpoint_url": "http://127.0.0.1:1",
+            "allow_http": "true",
+        }
+    )
+    assert hudi == {"hoodie.table.name": "t"}
+    assert opt.storage_options(conn) == {
+        "aws_region": "eu-west-1",
+        "aws_endpoint_url": "http://127.0.0.1:1",
+        "allow_http": "true",
+    }
+    assert path is not None
+    storage = opt.open_path(path, conn)
+    assert isinstance(storage, ObjectStorage)
+    assert pickle.loads(pickle.dumps(storage)).storage_options == opt.storage_options(conn)
+    assert opt.open_path("/tmp/t", {}) == "/tmp/t"
+    with pytest.raises(ConfigError, match="'aws_regoin'"):
+        opt.open_path(path, {"hudi_py.storage.aws_regoin": "x"})
