@@ -24,6 +24,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -499,6 +500,10 @@ class OutputStream:
         self.close()
 
 
+#: concurrent HEAD requests of one :meth:`ObjectStorage.existing` probe
+_PROBE_THREADS = 16
+
+
 class ObjectStorage(Storage):
     """:class:`Storage` on an object store (S3, GCS, Azure) through obstore.
 
@@ -618,8 +623,13 @@ class ObjectStorage(Storage):
         return self._has_children(rel)
 
     def existing(self, rels: Sequence[str]) -> list[str]:
+        """Which of ``rels`` exist: one HEAD per name, sent concurrently."""
         self.calls.add("head", len(rels))
-        return [r for r in rels if self._head(r) is not None]
+        if len(rels) <= 1:
+            return [r for r in rels if self._head(r) is not None]
+        with ThreadPoolExecutor(min(len(rels), _PROBE_THREADS)) as pool:
+            found = list(pool.map(self._head, rels))
+        return [r for r, meta in zip(rels, found, strict=True) if meta is not None]
 
     def is_dir(self, rel: str) -> bool:
         return self._has_children(rel)

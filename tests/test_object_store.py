@@ -400,3 +400,35 @@ def test_throttled_calls_are_retried_with_backoff(moto_s3: MotoServer, s3_uri: s
             Storage(s3_uri, storage_options=so_few).read_bytes("b")
     finally:
         flaky.close()
+
+
+# -- Azure Blob (Azurite) -------------------------------------------------------------------------
+@pytest.mark.slow  # the first run installs Azurite with npm
+def test_azure_blob_conditional_create_and_a_mor_table(azurite: Any, az_uri: str) -> None:
+    """On Azurite: the conditional create (``If-None-Match: *``) has one winner; insert,
+    upsert, delete and a compaction of a MOR table read back by hudi_ds and hudi-rs."""
+    so = azurite.storage_options()
+    s = Storage(az_uri, storage_options=so)
+    assert s.create_if_absent("lock", b"a") and not s.create_if_absent("lock", b"b")
+    assert s.read_bytes("lock") == b"a"
+    s.delete("lock")
+    opts = {**_opts("MERGE_ON_READ"), "hoodie.compact.inline": "false"}
+    model: dict[str, tuple] = {}
+    ins = _rows(range(8), 1)
+    hudi_ds.write(
+        az_uri, ins, {**opts, "hoodie.datasource.write.operation": "insert"}, storage_options=so
+    )
+    _apply(model, ins)
+    table = hudi_ds.HudiTable(az_uri, opts, storage_options=so)
+    up = _rows(range(4, 10), 2)
+    table.upsert(up)
+    _apply(model, up)
+    gone = _rows(range(0, 2), 3)
+    table.delete(gone)
+    _apply(model, gone, delete=True)
+    _check(az_uri, so, model)
+    ctx = ServiceContext.open(Storage(az_uri, storage_options=so), opts)
+    planned = compaction.schedule_compaction(ctx)
+    assert planned is not None
+    assert [r.instant for r in compaction.run_compaction(ctx, planned)] == [planned]
+    _check(az_uri, so, model)
