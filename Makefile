@@ -67,6 +67,7 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and issue 16's acceptance ratios (S
 	  | tee bench/results/streaming.txt && \
 	$(BIN)/python bench/bench_merge.py && \
 	$(BIN)/python -m bench.bench_storage_calls | tee bench/results/storage_calls.txt && \
+	$(BIN)/python -m bench.bench_s3_calls | tee bench/results/s3_calls.txt && \
 	$(BIN)/python -m bench.report --started $$start
 
 clean:  ## remove the environment and caches

@@ -19,7 +19,7 @@ from hudi_ds.errors import ConfigError, StorageError
 from hudi_ds.services import ServiceContext, clean, compaction, rollback
 from hudi_ds.storage import ObjectStorage, Storage, open_storage
 from tests.conftest import assert_rows, hudi_rs_table
-from tests.moto_server import MotoServer, free_port
+from tests.moto_server import CountingProxy, MotoServer, free_port
 
 COLUMNS = ["id", "p", "ts", "v"]
 
@@ -321,69 +321,8 @@ def test_spark_options_carry_storage_options_to_a_picklable_storage() -> None:
         opt.open_path(path, {"hudi_py.storage.aws_regoin": "x"})
 
 
-class _Flaky:
-    """An HTTP proxy in front of the S3 server answering the first ``fail`` requests with
-    503 SlowDown (S3's throttling answer), then forwarding every request."""
-
-    def __init__(self, upstream: str, fail: int) -> None:
-        import http.client
-        import http.server
-
-        self.fail = fail
-        self.failed = 0
-        self.forwarded = 0
-        host, _, port = upstream.removeprefix("http://").partition(":")
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _any(self) -> None:
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else None
-                if proxy.failed < proxy.fail:
-                    proxy.failed += 1
-                    msg = b"<Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>"
-                    self.send_response(503)
-                    self.send_header("Content-Length", str(len(msg)))
-                    self.end_headers()
-                    self.wfile.write(msg)
-                    return
-                proxy.forwarded += 1
-                conn = http.client.HTTPConnection(host, int(port), timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-                headers["Host"] = self.headers.get("Host", "")
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                self.send_response(resp.status)
-                for k, v in resp.getheaders():
-                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-                conn.close()
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
-
-
 def test_throttled_calls_are_retried_with_backoff(moto_s3: MotoServer, s3_uri: str) -> None:
-    flaky = _Flaky(moto_s3.endpoint, fail=3)
+    flaky = CountingProxy(moto_s3.endpoint, fail=3)
     try:
         so = {**moto_s3.storage_options(), "aws_endpoint_url": flaky.endpoint, "max_retries": "5"}
         s = Storage(s3_uri, storage_options=so)
@@ -394,6 +333,7 @@ def test_throttled_calls_are_retried_with_backoff(moto_s3: MotoServer, s3_uri: s
         flaky.fail += 2  # two more throttled answers, then the read goes through
         assert s.read_bytes("b") == b"1"
         assert flaky.failed == 5
+        assert flaky.take() == {"put": 3, "get": 2}  # forwarded: write, create x2, read x2
         flaky.fail += 10  # more failures than retries: a StorageError naming op and path
         so_few = {**so, "max_retries": "1"}
         with pytest.raises(StorageError, match=rf"^get {s3_uri}/b failed: .*503"):
