@@ -623,13 +623,52 @@ class ObjectStorage(Storage):
         return self._has_children(rel)
 
     def existing(self, rels: Sequence[str]) -> list[str]:
-        """Which of ``rels`` exist: one HEAD per name, sent concurrently."""
-        self.calls.add("head", len(rels))
-        if len(rels) <= 1:
-            return [r for r in rels if self._head(r) is not None]
-        with ThreadPoolExecutor(min(len(rels), _PROBE_THREADS)) as pool:
-            found = list(pool.map(self._head, rels))
-        return [r for r, meta in zip(rels, found, strict=True) if meta is not None]
+        """Which of ``rels`` exist.
+
+        Names of one folder sharing a prefix (the possible files of one instant time) are
+        probed with one listing that starts at the prefix (S3 ``start-after``): keys come in
+        order, so the scan stops at the first key past the prefix. Other names get one HEAD
+        each, sent concurrently.
+        """
+        groups: dict[str, list[str]] = {}
+        for r in rels:
+            groups.setdefault(r.rpartition("/")[0], []).append(r)
+        found: set[str] = set()
+        single: list[str] = []
+        for parent, members in groups.items():
+            names = [m.rpartition("/")[2] for m in members]
+            common = os.path.commonprefix(names)  # noqa: RUF071 - a character prefix
+            if len(members) < 3 or not common or common in names:
+                single.extend(members)
+            else:
+                found |= self._listed_from(parent, common, set(members))
+        self.calls.add("head", len(single))
+        if len(single) == 1:
+            found |= {r for r in single if self._head(r) is not None}
+        elif single:
+            with ThreadPoolExecutor(min(len(single), _PROBE_THREADS)) as pool:
+                metas = list(pool.map(self._head, single))
+            found |= {r for r, m in zip(single, metas, strict=True) if m is not None}
+        return [r for r in rels if r in found]
+
+    def _listed_from(self, parent: str, prefix: str, wanted: set[str]) -> set[str]:
+        """Which of ``wanted`` (names in ``parent`` starting with ``prefix``) exist: one
+        listing of ``parent`` from ``prefix`` on, read while the keys start with it."""
+        import obstore
+
+        start = _join(self._key(parent), prefix)
+        cut = len(self.root) + 1 if self.root else 0
+        found: set[str] = set()
+        self.calls.add("list")
+        with self._op("list", parent):
+            for chunk in obstore.list(self.store, self._key(parent) or None, offset=start):
+                for meta in chunk:
+                    path = meta["path"]
+                    if not path.startswith(start):
+                        return found
+                    if path[cut:] in wanted:
+                        found.add(path[cut:])
+        return found
 
     def is_dir(self, rel: str) -> bool:
         return self._has_children(rel)

@@ -95,6 +95,21 @@ def test_object_storage_primitives(moto_s3: MotoServer, s3_uri: str) -> None:
     assert s.exists("p1/a.bin") and s.exists("p2") and s.is_dir("p2") and not s.is_dir("p1/a")
     assert not s.exists("p1/zzz")
     assert s.existing(["p1/a.bin", "p1/nope"]) == ["p1/a.bin"]
+    # the possible files of one instant time: one listing from their common prefix
+    for name in ("001.commit", "001.deltacommit.inflight", "0010.commit", "002.clean", "000.x"):
+        s.write_bytes(f".hoodie/{name}", b"")
+    s.calls.reset()
+    probe = [
+        ".hoodie/001.commit.requested",
+        ".hoodie/001.deltacommit.inflight",
+        ".hoodie/001.commit",
+        ".hoodie/001.clean",
+    ]
+    assert s.existing(probe) == [".hoodie/001.deltacommit.inflight", ".hoodie/001.commit"]
+    assert s.existing([".hoodie/003.commit", ".hoodie/003.clean", ".hoodie/003.rollback"]) == []
+    assert s.calls.snapshot() == {"list": 2, "read": 0, "head": 0, "exists": 0}
+    for name in ("001.commit", "001.deltacommit.inflight", "0010.commit", "002.clean", "000.x"):
+        s.delete(f".hoodie/{name}")
     info = s.info("p1/a.bin")
     assert info is not None and info.size == 3 and info.mtime_ms > 0
     assert s.info("nope") is None
