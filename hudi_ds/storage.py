@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hudi_ds.errors import ConfigError, StorageError
+from hudi_ds.errors import ConfigError, StorageError, UnsupportedError
 from hudi_ds.faults import crash_point
 from hudi_ds.object_store import (
     build_store,
@@ -167,6 +167,27 @@ class Storage:
     def cache_id(self) -> str:
         """Names the file system, for caches keyed by file (with :meth:`full_path`)."""
         return str(self.fs.type_name)
+
+    #: whether :meth:`replace_if_unchanged` is available (object stores' conditional puts)
+    conditional_update = False
+
+    def read_versioned(self, rel: str) -> tuple[bytes, str | None]:
+        """The content of ``rel`` and its version (an object store's ETag; None locally).
+
+        Raises:
+            FileNotFoundError: ``rel`` does not exist.
+        """
+        return self.read_bytes(rel), None
+
+    def replace_if_unchanged(self, rel: str, data: bytes, version: str | None) -> bool:
+        """Overwrite ``rel`` with ``data`` only if it is still at ``version`` (one atomic
+        conditional put, ``If-Match``). Returns False if it changed or went meanwhile.
+
+        Raises:
+            UnsupportedError: the storage has no conditional update
+                (:attr:`conditional_update` is False).
+        """
+        raise UnsupportedError(f"{self.base_uri}: no conditional update on this file system")
 
     # -- paths -------------------------------------------------------------------------------
     def full_path(self, rel: str = "") -> str:
@@ -770,6 +791,34 @@ class ObjectStorage(Storage):
                     return False
         except StorageError as e:
             # some S3-compatible servers answer a lost race with 409 ConditionalRequestConflict
+            if "409" in str(e) or "Conflict" in str(e):
+                return False
+            raise
+        return True
+
+    conditional_update = True
+
+    def read_versioned(self, rel: str) -> tuple[bytes, str | None]:
+        import obstore
+
+        self.calls.add("read")
+        with self._op("get", rel):
+            res = obstore.get(self.store, self._key(rel))
+            return bytes(res.bytes()), res.meta.get("e_tag")
+
+    def replace_if_unchanged(self, rel: str, data: bytes, version: str | None) -> bool:
+        import obstore
+        from obstore.exceptions import PreconditionError
+
+        if version is None:
+            raise UnsupportedError(f"{self.uri(rel)}: the store gave no ETag to update against")
+        try:
+            with self._op("put", rel):
+                try:
+                    obstore.put(self.store, self._key(rel), data, mode={"e_tag": version})
+                except (PreconditionError, FileNotFoundError):
+                    return False
+        except StorageError as e:
             if "409" in str(e) or "Conflict" in str(e):
                 return False
             raise

@@ -387,3 +387,84 @@ def test_azure_blob_conditional_create_and_a_mor_table(azurite: Any, az_uri: str
     assert planned is not None
     assert [r.instant for r in compaction.run_compaction(ctx, planned)] == [planned]
     _check(az_uri, so, model)
+
+
+# -- the table lock on S3 -----------------------------------------------------------------------
+def test_an_expired_lock_on_s3_is_taken_over_by_exactly_one_writer(
+    moto_s3: MotoServer, s3_uri: str
+) -> None:
+    import json
+    import time
+
+    from hudi_ds.write.lock import LOCK_FILE, FileSystemLock, LockTimeoutError
+
+    s = _storage(moto_s3, s3_uri)
+    dead = json.dumps({"owner": "dead-writer", "expires": time.time() - 1}).encode()
+    assert s.create_if_absent(LOCK_FILE, dead)
+    locks = [FileSystemLock(pickle.loads(pickle.dumps(s)), retries=0) for _ in range(5)]
+    won: list[str] = []
+    barrier = threading.Barrier(len(locks))
+
+    def take(lock: FileSystemLock) -> None:
+        barrier.wait()
+        try:
+            lock.acquire()
+            won.append(lock.owner)
+        except LockTimeoutError:
+            pass
+
+    threads = [threading.Thread(target=take, args=(lk,)) for lk in locks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1
+    assert json.loads(s.read_bytes(LOCK_FILE))["owner"] == won[0]
+    # a live lock is not taken over
+    late = FileSystemLock(pickle.loads(pickle.dumps(s)), retries=0)
+    with pytest.raises(LockTimeoutError):
+        late.acquire()
+    next(lk for lk in locks if lk.owner == won[0]).release()
+    assert not s.exists(LOCK_FILE)
+
+
+@pytest.mark.slow
+def test_writers_contending_for_the_s3_lock_never_hold_it_together(
+    moto_s3: MotoServer, s3_uri: str
+) -> None:
+    """Three writers take the lock 8 times each (one of them dies holding it once, so the others
+    must take over its expired lock): the history of holders never overlaps."""
+    import time
+
+    from hudi_ds.write.lock import FileSystemLock
+
+    s = _storage(moto_s3, s3_uri)
+    history: list[tuple[str, str]] = []
+    guard = threading.Lock()
+    holders = [0]
+
+    def writer(i: int) -> None:
+        lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=1.0, wait_ms=20, retries=500)
+        for n in range(8):
+            lock.acquire()
+            with guard:
+                holders[0] += 1
+                history.append(("in", lock.owner))
+                assert holders[0] == 1, f"two holders: {history[-4:]}"
+            time.sleep(0.02)
+            with guard:
+                holders[0] -= 1
+                history.append(("out", lock.owner))
+            if i == 0 and n == 3:  # dies holding it: the lock expires after 1 s
+                continue
+            lock.release()
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(history) == 48
+    assert all(
+        history[k][0] == "in" and history[k + 1] == ("out", history[k][1]) for k in range(0, 48, 2)
+    )
