@@ -133,15 +133,19 @@ def request_kind(method: str, path_and_query: str, headers: Any) -> str:
 class CountingProxy:
     """An HTTP proxy in front of an S3 server that counts the requests by kind
     (:func:`request_kind`) and can answer the first ``fail`` of them with 503 SlowDown (S3's
-    throttling answer) before forwarding the rest."""
+    throttling answer) before forwarding the rest, or (``fail_rate``) a random fraction of
+    them (seeded by ``seed``)."""
 
-    def __init__(self, upstream: str, fail: int = 0) -> None:
+    def __init__(self, upstream: str, fail: int = 0, fail_rate: float = 0.0, seed: int = 0) -> None:
         import http.client
         import http.server
+        import random
         import threading
         from collections import Counter
 
         self.fail = fail
+        self.fail_rate = fail_rate
+        self._rng = random.Random(seed)
         self.failed = 0
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -158,7 +162,9 @@ class CountingProxy:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else None
                 with proxy._lock:
-                    throttle = proxy.failed < proxy.fail
+                    throttle = proxy.failed < proxy.fail or (
+                        proxy.fail_rate > 0 and proxy._rng.random() < proxy.fail_rate
+                    )
                     if throttle:
                         proxy.failed += 1
                     else:
@@ -175,10 +181,15 @@ class CountingProxy:
                 resp = conn.getresponse()
                 data = resp.read()
                 self.send_response(resp.status)
+                head = self.command == "HEAD"  # its Content-Length is the object's size
                 for k, v in resp.getheaders():
-                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    skip = ("transfer-encoding", "connection") + (
+                        () if head else ("content-length",)
+                    )
+                    if k.lower() not in skip:
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                if not head:
+                    self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)

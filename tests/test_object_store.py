@@ -468,3 +468,52 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
     assert all(
         history[k][0] == "in" and history[k + 1] == ("out", history[k][1]) for k in range(0, 48, 2)
     )
+
+
+# -- fault injection ------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_writes_under_random_store_failures_keep_exactly_the_acknowledged_commits(
+    moto_s3: MotoServer, s3_uri: str, table_type: str
+) -> None:
+    """A proxy fails 8% of the requests (503) and the client retries once only, so some calls
+    finally fail in every part of the write path (instant creation, markers, data files,
+    commit, rollback of the previous failure, table services). After twelve upserts the table
+    -- read without faults by hudi_ds and hudi-rs -- holds exactly the acknowledged writes."""
+    proxy = CountingProxy(moto_s3.endpoint, seed=7)
+    try:
+        so = {
+            **moto_s3.storage_options(),
+            "aws_endpoint_url": proxy.endpoint,
+            "max_retries": "1",
+            "retry_timeout": "5",
+        }
+        opts = {
+            **_opts(table_type),
+            "hoodie.compact.inline.max.delta.commits": "3",
+            "hoodie.cleaner.commits.retained": "2",
+        }
+        model: dict[str, tuple] = {}
+        first = _rows(range(20), 0)
+        hudi_ds.write(
+            s3_uri,
+            first,
+            {**opts, "hoodie.datasource.write.operation": "insert"},
+            storage_options=so,
+        )
+        _apply(model, first)
+        proxy.fail_rate = 0.08
+        failures: list[str] = []
+        for i in range(1, 13):
+            t = _rows(range(i * 3, i * 3 + 10), i)
+            try:
+                hudi_ds.write(s3_uri, t, opts, storage_options=so)
+            except StorageError as e:  # a store failure, named: never a "corrupt file"
+                failures.append(str(e))
+                continue
+            _apply(model, t)
+        proxy.fail_rate = 0.0
+        assert proxy.failed > 0
+        _check(s3_uri, moto_s3.storage_options(), model)
+    finally:
+        proxy.close()
