@@ -19,7 +19,7 @@ from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
 from hudi_ds.schema import plain_batches, plain_schema, without_meta_fields
 from hudi_ds.services import run_post_commit_services
-from hudi_ds.storage import Storage
+from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.dataset import ScanStats, slice_dataset
 from hudi_ds.table.filters import Filter
 from hudi_ds.table.reader import ReadStats
@@ -117,7 +117,13 @@ def _columns_arg(columns: Sequence[str] | None) -> list[str] | None:
     return list(columns)
 
 
-def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+def write(
+    path: str | Storage,
+    data: ArrowLike,
+    options: Mapping[str, Any] | None = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> str:
     """Write ``data`` to the Hudi table at ``path`` (creating it on the first write).
 
     Args:
@@ -128,6 +134,10 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
             ``hoodie.datasource.write.recordkey.field``,
             ``hoodie.datasource.write.partitionpath.field``,
             ``hoodie.datasource.write.precombine.field``, ``hoodie.datasource.write.operation``.
+        storage_options: object store credentials and settings, as deltalake and hudi-rs take
+            them (``aws_access_key_id``, ``aws_endpoint_url``, ``aws_region``,
+            ``google_service_account``, ``azure_storage_account_name``, ...; see
+            :mod:`hudi_ds.object_store`); without them the cloud's environment chain is used.
 
     Returns:
         The instant time of the completed commit.
@@ -135,7 +145,8 @@ def write(path: str | Storage, data: ArrowLike, options: Mapping[str, Any] | Non
     Raises:
         ConfigError: invalid options. SchemaError: bad input (before anything is written).
     """
-    client = WriteClient(path, options, post_commit=run_post_commit_services)
+    storage = open_storage(path, storage_options)
+    client = WriteClient(storage, options, post_commit=run_post_commit_services)
     return _write_with(client, data, None)[0]
 
 
@@ -176,7 +187,7 @@ class HudiTable(ReadableTable):
     opened are the defaults.
 
     Args:
-        path, options: as :class:`~hudi_ds.table.table.ReadableTable`.
+        path, options, storage_options: as :class:`~hudi_ds.table.table.ReadableTable`.
         state_index: keep the record key -> file group locations in memory across this
             object's writes (:class:`hudi_ds.index.state.StateIndex`, seed 003's index state)
             instead of reading the keys of the touched partitions' files at every write. For
@@ -196,8 +207,9 @@ class HudiTable(ReadableTable):
         options: Mapping[str, Any] | None = None,
         *,
         state_index: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(path, options)
+        super().__init__(path, options, storage_options=storage_options)
         #: the state index of this writer (None when not enabled)
         self.state_index: StateIndex | None = StateIndex() if state_index else None
         #: the slice counts of the dataset :meth:`to_pyarrow_dataset` built last (None: none)

@@ -170,12 +170,17 @@ class Command:
         self.err = err
         self.progress = ProgressBar(err, bool(args.progress) or err.isatty())
         self.options = Options.of(_parse_options(args.option or []))
+        self.storage_options = _parse_options(args.storage_option or [])
+
+    def storage(self) -> Storage:
+        """The table's storage, with the ``--storage-option`` s."""
+        return Storage(self.args.path, storage_options=self.storage_options)
 
     def context(self) -> ServiceContext:
-        return ServiceContext.open(self.args.path, self.options, self.progress)
+        return ServiceContext.open(self.storage(), self.options, self.progress)
 
     def table(self) -> ReadableTable:
-        return ReadableTable(self.args.path)
+        return ReadableTable(self.storage())
 
     def emit(self, payload: Any, human: Callable[[], str]) -> None:
         if self.args.json:
@@ -655,7 +660,7 @@ def cmd_restore(cmd: Command) -> int:
 
 
 def cmd_show_config(cmd: Command) -> int:
-    storage = Storage(cmd.args.path)
+    storage = cmd.storage()
     cfg = TableConfig.load(storage)
     opts = cmd.options
     opts.validate(ServiceConfig)
@@ -857,6 +862,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="KEY=VALUE",
         help="a hoodie.* option (repeatable), e.g. -o hoodie.cleaner.commits.retained=5",
+    )
+    common.add_argument(
+        "--storage-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an object store option (repeatable), as deltalake and hudi-rs name them, e.g. "
+        "--storage-option aws_endpoint_url=http://localhost:9000 (aws_*, google_*, azure_*, "
+        "allow_http, max_retries...); default: the cloud's environment credentials",
     )
     common.add_argument("--progress", action="store_true", help="always draw progress on stderr")
     common.add_argument("-v", "--verbose", action="store_true", help="log what services do")

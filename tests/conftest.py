@@ -18,8 +18,9 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,14 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import hudi_ds
+from tests.azurite_server import AzuriteServer, ensure_azurite
 from tests.fixtures import MISSING_REASON, fixtures_present
+from tests.moto_server import MotoServer
+
+#: the bucket the session's S3 server holds the test tables in
+S3_BUCKET = "hudi-test"
+#: the container of the session's Azure server
+AZ_CONTAINER = "hudi-test"
 
 settings.register_profile("repro", derandomize=True, database=None, deadline=None)
 settings.register_profile(
@@ -173,19 +181,68 @@ def spawn_writer(
     )
 
 
-def hudi_rs_table(path: str, options: dict[str, str] | None = None) -> pa.Table:
+def hudi_rs_table(
+    path: str, options: dict[str, str] | None = None, storage_options: dict[str, str] | None = None
+) -> pa.Table:
     """The snapshot of the table at ``path`` as hudi-rs (the ``hudi`` package) reads it.
 
     ``options``: hudi options, e.g. ``{"hoodie.metadata.enable": "true"}`` to list files
     through the metadata table (hudi-rs uses it on table versions 8 and above only).
+    ``storage_options``: object store keys (``aws_endpoint_url``, ...).
     """
     builder = hudi.HudiTableBuilder.from_base_uri(path)
     if options:
         builder = builder.with_hudi_options(options)
+    if storage_options:
+        builder = builder.with_storage_options(storage_options)
     batches = builder.build().read(hudi.HudiReadOptions())
     if not batches:
         return pa.table({})
     return pa.Table.from_batches(batches)
+
+
+@pytest.fixture(scope="session")
+def moto_s3() -> Iterator[MotoServer]:
+    """One real local S3 server (moto in server mode on a free loopback port) for the session,
+    with the bucket :data:`S3_BUCKET`; stopped at the end, and checked to be gone."""
+    server = MotoServer().start()
+    try:
+        server.create_bucket(S3_BUCKET)
+        yield server
+    finally:
+        proc = server.proc
+        server.stop()
+        assert proc is None or proc.poll() is not None, "moto server left running"
+
+
+@pytest.fixture
+def s3_uri(moto_s3: MotoServer) -> str:
+    """A fresh table URI on the session's S3 server (a new key prefix per test)."""
+    return f"s3://{S3_BUCKET}/t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[AzuriteServer]:
+    """One real local Azure Blob server (Azurite, installed with npm on first use) for the
+    session, with the container :data:`AZ_CONTAINER`; skipped with the reason when npm is
+    absent; stopped at the end and checked to be gone."""
+    exe, why = ensure_azurite()
+    if exe is None:
+        pytest.skip(why)
+    server = AzuriteServer(exe).start()
+    try:
+        server.create_container(AZ_CONTAINER)
+        yield server
+    finally:
+        proc = server.proc
+        server.stop()
+        assert proc is None or proc.poll() is not None, "azurite left running"
+
+
+@pytest.fixture
+def az_uri(azurite: AzuriteServer) -> str:
+    """A fresh table URI on the session's Azure server."""
+    return f"az://{AZ_CONTAINER}/t-{uuid.uuid4().hex[:12]}"
 
 
 def table_rows(table: pa.Table, columns: Sequence[str]) -> list[tuple]:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 LAYERS = [
     {"errors", "config", "faults"},
-    {"storage", "schema", "table_config", "table_create", "keygen"},
+    {"storage", "object_store", "schema", "table_config", "table_create", "keygen"},
     {"timeline", "layout"},
     {"log"},
     {"index", "merge", "metadata"},

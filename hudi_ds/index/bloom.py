@@ -195,7 +195,7 @@ class FooterRangeCache:
         """The cache key of a base file, None when its size is unknown (0: never cached)."""
         if base.size <= 0:
             return None
-        return (storage.fs.type_name, storage.full_path(base.path), base.size)
+        return (storage.cache_id, storage.full_path(base.path), base.size)
 
     def get(self, key: _CacheKey) -> FooterRange | None:
         """The cached range of a file (made the most recently used), or None."""

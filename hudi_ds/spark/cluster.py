@@ -51,10 +51,10 @@ class BucketSpec:
             ConfigError: an invalid option, no record key fields, or a table (or options)
                 with another index than the bucket index.
         """
-        _, hudi, _ = opt.split_options(options)
+        _, hudi, connector = opt.split_options(options)
         path = path or options.get("path")
         if path:
-            r = WriteClient(str(path), hudi).resolved
+            r = WriteClient(opt.open_path(str(path), connector), hudi).resolved
             if r.index_type != "BUCKET":
                 raise ConfigError(
                     f"cluster_by_bucket is for bucket-index tables; the table at {path} uses "

@@ -66,9 +66,9 @@ class HudiDataSource(DataSource):  # type: ignore[misc]
             ConfigError: no path, or a bad read option.
             TableNotFoundError: no Hudi table at the path.
         """
-        path, hudi, _ = opt.split_options(self.options)
+        path, hudi, connector = opt.split_options(self.options)
         validate_read_options(hudi)
-        table = ReadableTable(opt.require_path(path))
+        table = ReadableTable(opt.open_path(opt.require_path(path), connector))
         schema = arrow_to_spark_schema(table.schema)
         return stream_schema(schema, Options.of(hudi).get(ReadConfig.INCREMENTAL_EMIT_DELETES))
 

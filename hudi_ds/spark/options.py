@@ -6,6 +6,14 @@ them); they are validated here and never reach the embedded API.
 
 Spark hands options over lower-cased (a ``CaseInsensitiveDict``) with ``path`` added by
 ``load(path)`` / ``save(path)``.
+
+Object store credentials and settings are data source options too, under the key names
+deltalake and hudi-rs use (``aws_access_key_id``, ``aws_endpoint_url``, ``aws_region``,
+``google_service_account``, ``azure_storage_account_name``, the HTTP client keys such as
+``allow_http``, and ``max_retries`` / ``retry_timeout``; see :mod:`hudi_ds.object_store`), or
+with the prefix ``hudi_py.storage.`` (``hudi_py.storage.aws_region``). They travel with the
+table's :class:`~hudi_ds.storage.Storage` to the executors, which read and write the store
+directly.
 """
 
 from __future__ import annotations
@@ -16,8 +24,18 @@ from typing import Any
 
 from hudi_ds.config import ConfigProperty, parse_bool, parse_int, parse_size, properties_of
 from hudi_ds.errors import ConfigError
+from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
+from hudi_ds.storage import Storage
 
 PREFIX = "hudi_py."
+#: connector options holding a storage option (``hudi_py.storage.<storage option key>``)
+STORAGE_PREFIX = "hudi_py.storage."
+_STORAGE_KEY_PREFIXES = ("aws_", "google_", "azure_")
+
+
+def is_storage_key(key: str) -> bool:
+    """Whether ``key`` (lower case) is an object store option (see :mod:`hudi_ds.object_store`)."""
+    return key.startswith(_STORAGE_KEY_PREFIXES) or key in CLIENT_KEYS or key in RETRY_KEYS
 
 
 class SparkConfig:
@@ -97,6 +115,10 @@ def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str
         value = str(v)
         if key == "path":
             path = value
+        elif key.startswith(STORAGE_PREFIX) and key != STORAGE_PREFIX:
+            conn[key] = value  # validated when the table's Storage is built
+        elif is_storage_key(key):
+            conn[STORAGE_PREFIX + key] = value
         elif key.startswith(PREFIX):
             if key not in known:
                 close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.8)
@@ -113,6 +135,23 @@ def get(conn: Mapping[str, str], prop: ConfigProperty[Any]) -> Any:
     """The parsed value of a connector option (or its default)."""
     raw = conn.get(prop.key)
     return prop.default if raw is None else prop.parse(raw)
+
+
+def storage_options(conn: Mapping[str, str]) -> dict[str, str]:
+    """The storage options among the connector options (without their prefix)."""
+    n = len(STORAGE_PREFIX)
+    return {k[n:]: v for k, v in conn.items() if k.startswith(STORAGE_PREFIX)}
+
+
+def open_path(path: str, conn: Mapping[str, str]) -> str | Storage:
+    """The table at ``path`` as the embedded API takes it: a :class:`Storage` with the storage
+    options when there are some (it pickles with them to the executors), else the path.
+
+    Raises:
+        ConfigError: an unknown storage option (named) or a bad value.
+    """
+    so = storage_options(conn)
+    return Storage(path, storage_options=so) if so else path
 
 
 def require_path(path: str | None) -> str:

@@ -133,7 +133,7 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         """The table as this planning sees it, opened once: pyspark creates a reader per
         planning and calls ``pushFilters`` and ``partitions`` on it in one worker process."""
         if self._table is None:
-            self._table = ReadableTable(self.path)
+            self._table = ReadableTable(opt.open_path(self.path, self.connector))
         return self._table
 
     def read_options(self) -> dict[str, str]:
@@ -168,7 +168,7 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
 
     def _read(self, partition: HudiInputPartition) -> Iterator[pa.RecordBatch]:
         target = read_arrow_schema(self.schema)
-        table = ReadableTable(self.path)
+        table = ReadableTable(opt.open_path(self.path, self.connector))
         for batch in table.read_plan_slices(partition.plan, partition.slices):
             if batch.num_rows:
                 yield conform_batch(batch, target)

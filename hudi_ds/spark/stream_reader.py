@@ -164,7 +164,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         first write -- with ``.schema(...)`` -- waits for it)."""
         try:
             if self._state is None:
-                self._state = TableState.open(self.path)
+                self._state = TableState.open(opt.open_path(self.path, self.connector))
             else:
                 self._state.refresh()
         except TableNotFoundError:
@@ -351,7 +351,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
 
     def _read(self, partition: HudiInputPartition) -> Iterator[pa.RecordBatch]:
         target = read_arrow_schema(self.schema)
-        table = ReadableTable(self.path)
+        table = ReadableTable(opt.open_path(self.path, self.connector))
         add_flag = IS_DELETED_FIELD in target.names
         for batch in table.read_plan_slices(partition.plan, partition.slices):
             if batch.num_rows:

@@ -135,7 +135,7 @@ class WriteJob:
         if self.operation is not None:  # the client's operation, chosen once
             self.options[OPERATION_KEY] = self.operation
         self.client: WriteClient = WriteClient(
-            path, self.options, post_commit=run_post_commit_services
+            opt.open_path(path, self.connector), self.options, post_commit=run_post_commit_services
         )
         self.client.validate_schema(self.arrow_schema)
 

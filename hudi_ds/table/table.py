@@ -33,7 +33,7 @@ from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD
-from hudi_ds.storage import Storage
+from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.committed import (
     CommittedFile,
     Problem,
@@ -62,17 +62,27 @@ class ReadableTable:
     The public :class:`hudi_ds.HudiTable` extends it with writes.
 
     Args:
-        path: the table base path.
-        options: storage or read options (``hoodie.*`` keys).
+        path: the table base path (a local path or an ``s3://``, ``gs://``, ``abfs(s)://`` URI).
+        options: read options (``hoodie.*`` keys).
+        storage_options: object store credentials and settings (``aws_access_key_id``,
+            ``aws_endpoint_url``, ...; see :mod:`hudi_ds.object_store`).
 
     Raises:
         TableNotFoundError: there is no ``.hoodie/hoodie.properties`` under ``path``.
     """
 
     def __init__(
-        self, path: str | Storage | TableState, options: Mapping[str, Any] | None = None
+        self,
+        path: str | Storage | TableState,
+        options: Mapping[str, Any] | None = None,
+        *,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
-        self.state = path if isinstance(path, TableState) else TableState.open(path)
+        self.state = (
+            path
+            if isinstance(path, TableState)
+            else TableState.open(open_storage(path, storage_options))
+        )
         self.storage = self.state.storage
         self.options = Options.of(options)
         if self.config.table_version not in SUPPORTED_VERSIONS:
@@ -766,6 +776,11 @@ def read(
     options: Mapping[str, Any] | None = None,
     columns: Sequence[str] | None = None,
     filters: Sequence[Filter] | None = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> pa.Table:
-    """Read the Hudi table at ``path`` (see :meth:`ReadableTable.read`)."""
-    return ReadableTable(path, options).read(options, columns, filters)
+    """Read the Hudi table at ``path`` (see :meth:`ReadableTable.read`; ``storage_options``:
+    object store credentials and settings, see :mod:`hudi_ds.object_store`)."""
+    return ReadableTable(path, options, storage_options=storage_options).read(
+        options, columns, filters
+    )

@@ -1,0 +1,216 @@
+"""Object stores (S3, GCS, Azure) chosen by URI, configured by ``storage_options``.
+
+The client is `obstore <https://developmental-seed.github.io/obstore/>`_ (Python bindings of the
+Rust ``object_store`` crate, the same one delta-rs and hudi-rs use), because it:
+
+* exposes *conditional puts* (``mode="create"``: S3 ``If-None-Match: *``, GCS
+  ``ifGenerationMatch=0``, Azure ``If-None-Match: *``), which make an atomic create-if-absent on
+  the store possible -- pyarrow's and fsspec's S3 filesystems have no such call;
+* takes the same configuration keys as deltalake and hudi-rs (``aws_access_key_id``,
+  ``aws_endpoint_url``, ``google_service_account``, ``azure_storage_account_name``, ...), so one
+  ``storage_options`` dict works for all three;
+* retries transient failures (5xx including S3's 503 SlowDown, 429 throttling, dropped
+  connections, timeouts of read requests) with exponential backoff and jitter;
+* falls back to each cloud's usual credential chain when keys are not given (environment
+  variables, web identity tokens, container and instance metadata credentials; GCS application
+  default credentials; Azure managed identity / environment).
+
+Local paths never come here: they keep :mod:`pyarrow.fs` (see :mod:`hudi_ds.storage`).
+
+Keys of ``storage_options`` (case-insensitive):
+
+* the store's own configuration keys, with the cloud's prefix (``aws_*`` for ``s3://``,
+  ``google_*`` for ``gs://``, ``azure_*`` for ``abfs(s)://`` / ``az://``) or without it, as
+  ``object_store`` defines them; a key the store does not know is refused, naming it;
+* HTTP client keys, with or without the cloud's prefix: ``allow_http``,
+  ``allow_invalid_certificates``, ``timeout``, ``connect_timeout``, ``proxy_url``, ... (see
+  :data:`CLIENT_KEYS`);
+* ``max_retries`` (default 10) and ``retry_timeout`` (seconds, default 180): how long a
+  transient failure is retried before the call fails with :class:`~hudi_ds.errors.StorageError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from hudi_ds.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: URI scheme -> cloud
+OBJECT_STORE_SCHEMES = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gcs",
+    "abfs": "azure",
+    "abfss": "azure",
+    "az": "azure",
+    "azure": "azure",
+    "adl": "azure",
+}
+_CLOUD_PREFIX = {"s3": "aws_", "gcs": "google_", "azure": "azure_"}
+
+#: HTTP client keys (``object_store``'s ``ClientConfigKey``) -> whether the value is a boolean
+CLIENT_KEYS = {
+    "allow_http": True,
+    "allow_invalid_certificates": True,
+    "connect_timeout": False,
+    "default_content_type": False,
+    "http1_only": True,
+    "http2_only": True,
+    "http2_keep_alive_interval": False,
+    "http2_keep_alive_timeout": False,
+    "http2_keep_alive_while_idle": False,
+    "pool_idle_timeout": False,
+    "pool_max_idle_per_host": False,
+    "proxy_url": False,
+    "proxy_ca_certificate": False,
+    "proxy_excludes": False,
+    "randomize_addresses": True,
+    "read_timeout": False,
+    "timeout": False,
+    "user_agent": False,
+}
+#: hudi_ds's own keys: the retry policy of transient failures
+RETRY_KEYS = ("max_retries", "retry_timeout")
+_DEFAULT_MAX_RETRIES = 10
+_DEFAULT_RETRY_TIMEOUT_S = 180.0
+
+
+def scheme_of(uri: str) -> str:
+    """The lower-case scheme of ``uri`` ("" for a plain path)."""
+    head, sep, _ = uri.partition("://")
+    return head.lower() if sep else ""
+
+
+def is_object_store_uri(uri: str) -> bool:
+    """True when ``uri`` names an object store this module serves (s3, gs, abfs(s), az)."""
+    return scheme_of(uri) in OBJECT_STORE_SCHEMES
+
+
+def normalize_options(options: Mapping[str, Any] | None) -> dict[str, str]:
+    """``storage_options`` as a plain ``{lower-case key: str}`` dict.
+
+    Raises:
+        ConfigError: a key is not a string or a value is None.
+    """
+    out: dict[str, str] = {}
+    for k, v in (options or {}).items():
+        if not isinstance(k, str) or not k:
+            raise ConfigError(f"storage option keys are strings, got {k!r}")
+        if v is None:
+            raise ConfigError(f"storage option {k!r} has no value (None)")
+        key = k.strip().lower()
+        out[key] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out
+
+
+def warn_ignored_for_local(uri: str, options: Mapping[str, str]) -> None:
+    """Warn that ``storage_options`` have no effect on a local path."""
+    if options:
+        warnings.warn(
+            f"storage_options {sorted(options)} are ignored: {uri} is a local path",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def _bool(key: str, value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise ConfigError(f"storage option {key!r} must be true or false, got {value!r}")
+
+
+def split_options(
+    uri: str, options: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
+    """``options`` split into the store's config, the HTTP client options and the retry config.
+
+    Raises:
+        ConfigError: a client or retry key has a bad value.
+    """
+    cloud = OBJECT_STORE_SCHEMES[scheme_of(uri)]
+    prefix = _CLOUD_PREFIX[cloud]
+    config: dict[str, str] = {}
+    client: dict[str, Any] = {}
+    max_retries = _DEFAULT_MAX_RETRIES
+    retry_timeout = _DEFAULT_RETRY_TIMEOUT_S
+    for key, value in options.items():
+        bare = key[len(prefix) :] if key.startswith(prefix) else key
+        if bare in CLIENT_KEYS:
+            client[bare] = _bool(key, value) if CLIENT_KEYS[bare] else value
+        elif key == "max_retries":
+            try:
+                max_retries = int(value)
+            except ValueError:
+                max_retries = -1
+            if max_retries < 0:
+                raise ConfigError(
+                    f"storage option 'max_retries' must be an int >= 0, got {value!r}"
+                )
+        elif key == "retry_timeout":
+            try:
+                retry_timeout = float(value.removesuffix("s"))
+            except ValueError:
+                retry_timeout = -1.0
+            if retry_timeout <= 0:
+                raise ConfigError(
+                    f"storage option 'retry_timeout' must be seconds > 0, got {value!r}"
+                )
+        else:
+            config[key] = value
+    retry = {
+        "max_retries": max_retries,
+        "retry_timeout": timedelta(seconds=retry_timeout),
+        "backoff": {
+            "init_backoff": timedelta(milliseconds=100),
+            "max_backoff": timedelta(seconds=15),
+            "base": 2,
+        },
+    }
+    return config, client, retry
+
+
+def build_store(uri: str, options: Mapping[str, str]) -> Any:
+    """An obstore store rooted at ``uri`` (bucket/container and key prefix) with ``options``.
+
+    Raises:
+        ConfigError: an unknown key (named), a bad value, or a URI the store cannot parse.
+    """
+    try:
+        from obstore.exceptions import UnknownConfigurationKeyError
+        from obstore.store import from_url
+    except ImportError as e:  # pragma: no cover - obstore is a declared dependency
+        raise ConfigError(f"{uri} needs the obstore package (pip install obstore)") from e
+    config, client, retry = split_options(uri, options)
+    try:
+        make: Any = from_url  # its overloads type each cloud's config separately
+        return make(uri, config=config or None, client_options=client or None, retry_config=retry)
+    except UnknownConfigurationKeyError as e:
+        bad = [k for k in config if f"'{k}'" in str(e)]
+        name = bad[0] if bad else str(e).split("\n", 1)[0]
+        raise ConfigError(
+            f"unknown storage option {name!r} for {uri} (keys: the store's own, e.g. "
+            f"{_CLOUD_PREFIX[OBJECT_STORE_SCHEMES[scheme_of(uri)]]}..., HTTP client keys "
+            f"{sorted(CLIENT_KEYS)}, or {list(RETRY_KEYS)})"
+        ) from e
+    except BaseException as e:  # obstore raises ValueError / GenericError / a Rust panic
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise ConfigError(
+            f"cannot open {uri} with storage options {sorted(options)}: "
+            f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        ) from e
+
+
+def short_error(e: BaseException) -> str:
+    """The first line of an obstore error (its Debug dump follows on further lines)."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
