@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -40,6 +40,14 @@ from hudi_ds.object_store import (
     short_error,
     warn_ignored_for_local,
 )
+
+
+class ObjectVersion(NamedTuple):
+    """The version of an object an update is conditional on: its ETag and, where the store
+    keeps versions, its version id (see :meth:`ObjectStorage.put_if_version`)."""
+
+    e_tag: str | None
+    version: str | None
 
 
 @dataclass(frozen=True)
@@ -725,6 +733,58 @@ class ObjectStorage(Storage):
                 return False
             raise
         return True
+
+    def read_with_version(self, rel: str) -> tuple[bytes, ObjectVersion]:
+        """The content of ``rel`` and the version it was read at (its ETag, and its version id
+        where the store keeps versions), for a later :meth:`put_if_version`.
+
+        Raises:
+            FileNotFoundError: ``rel`` does not exist.
+            StorageError: the call failed (after the client's retries).
+        """
+        import obstore
+
+        self.calls.add("read")
+        with self._op("get", rel):
+            got = obstore.get(self.store, self._key(rel))
+            data = bytes(got.bytes())
+        meta = got.meta
+        return data, ObjectVersion(meta.get("e_tag"), meta.get("version"))
+
+    def put_if_version(
+        self, rel: str, data: bytes, version: ObjectVersion | None
+    ) -> ObjectVersion | None:
+        """Write ``data`` to ``rel`` only if the object is still at ``version`` (S3/Azure
+        ``If-Match: <etag>``, GCS ``ifGenerationMatch``), or, with ``version`` None, only if it
+        does not exist (``If-None-Match: *``): a compare-and-swap on the store. Returns the new
+        version, or None when the precondition failed (someone else wrote or created it).
+
+        Of several writers updating the same version, at most one succeeds. A put retried after
+        a lost response may fail its own precondition: callers re-read to tell (see
+        :class:`~hudi_ds.write.lock.StorageBasedLock`).
+        """
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        mode: Any = "create"
+        if version is not None:
+            if version.e_tag is None and version.version is None:
+                raise StorageError(
+                    f"conditional update of {self.uri(rel)}: the store returned no ETag/version"
+                )
+            mode = {k: v for k, v in version._asdict().items() if v is not None}
+        try:
+            with self._op("put", rel):
+                try:
+                    res = obstore.put(self.store, self._key(rel), data, mode=mode)
+                except (AlreadyExistsError, PreconditionError, FileNotFoundError):
+                    return None
+        except StorageError as e:
+            # some S3-compatible servers answer a lost race with 409 ConditionalRequestConflict
+            if "409" in str(e) or "Conflict" in str(e):
+                return None
+            raise
+        return ObjectVersion(res.get("e_tag"), res.get("version"))
 
     def rename(self, src: str, dst: str) -> None:
         """Copy ``src`` to ``dst``, then delete ``src`` (an object store has no rename)."""
