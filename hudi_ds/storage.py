@@ -715,24 +715,11 @@ class ObjectStorage(Storage):
         """Create ``rel`` with ``data`` unless it exists, in one conditional put (atomic on the
         store). Returns True if this call created it, False if the object already existed.
 
-        A put retried after a lost response may find its own object and return False; the
-        callers (instant creation, locks) treat False as "someone else has it", which is safe.
+        The object carries a random token in its user metadata: a put that the client retried
+        after a lost response (its first attempt had landed) finds its own object, and tells it
+        from another writer's by the token.
         """
-        import obstore
-        from obstore.exceptions import AlreadyExistsError, PreconditionError
-
-        try:
-            with self._op("create", rel):
-                try:
-                    obstore.put(self.store, self._key(rel), data, mode="create")
-                except (AlreadyExistsError, PreconditionError):
-                    return False
-        except StorageError as e:
-            # some S3-compatible servers answer a lost race with 409 ConditionalRequestConflict
-            if "409" in str(e) or "Conflict" in str(e):
-                return False
-            raise
-        return True
+        return self.put_if_version(rel, data, None) is not None
 
     def read_with_version(self, rel: str) -> tuple[bytes, ObjectVersion]:
         """The content of ``rel`` and the version it was read at (its ETag, and its version id
@@ -759,9 +746,10 @@ class ObjectStorage(Storage):
         does not exist (``If-None-Match: *``): a compare-and-swap on the store. Returns the new
         version, or None when the precondition failed (someone else wrote or created it).
 
-        Of several writers updating the same version, at most one succeeds. A put retried after
-        a lost response may fail its own precondition: callers re-read to tell (see
-        :class:`~hudi_ds.write.lock.StorageBasedLock`).
+        Of several writers updating the same version, at most one succeeds. A put retried by
+        the client after a lost response, whose first attempt landed, fails its own
+        precondition: the object's user metadata carries a random token of each put, so such a
+        put is still told apart from another writer's and succeeds.
         """
         import obstore
         from obstore.exceptions import AlreadyExistsError, PreconditionError
@@ -773,18 +761,37 @@ class ObjectStorage(Storage):
                     f"conditional update of {self.uri(rel)}: the store returned no ETag/version"
                 )
             mode = {k: v for k, v in version._asdict().items() if v is not None}
+        token = uuid.uuid4().hex
+        op = "create" if version is None else "put"
         try:
-            with self._op("put", rel):
+            with self._op(op, rel):
                 try:
-                    res = obstore.put(self.store, self._key(rel), data, mode=mode)
+                    res = obstore.put(
+                        self.store, self._key(rel), data, mode=mode, attributes={_TOKEN: token}
+                    )
                 except (AlreadyExistsError, PreconditionError, FileNotFoundError):
-                    return None
+                    return self._written_by(rel, token)
         except StorageError as e:
             # some S3-compatible servers answer a lost race with 409 ConditionalRequestConflict
             if "409" in str(e) or "Conflict" in str(e):
-                return None
+                return self._written_by(rel, token)
             raise
         return ObjectVersion(res.get("e_tag"), res.get("version"))
+
+    def _written_by(self, rel: str, token: str) -> ObjectVersion | None:
+        """The version of ``rel`` if its current content was written by the put carrying
+        ``token`` (a retried conditional put whose first attempt landed), else None."""
+        import obstore
+
+        self.calls.add("read")
+        try:
+            with self._op("get", rel):
+                got = obstore.get(self.store, self._key(rel))
+        except FileNotFoundError:
+            return None
+        if got.attributes.get(_TOKEN) != token:
+            return None
+        return ObjectVersion(got.meta.get("e_tag"), got.meta.get("version"))
 
     def rename(self, src: str, dst: str) -> None:
         """Copy ``src`` to ``dst``, then delete ``src`` (an object store has no rename)."""
@@ -813,6 +820,10 @@ class ObjectStorage(Storage):
             paths = [m["path"] for c in obstore.list(self.store, key or None) for m in c]
             for i in range(0, len(paths), 1000):
                 obstore.delete(self.store, paths[i : i + 1000])
+
+
+#: user metadata key of a conditional put's token (see :meth:`ObjectStorage.put_if_version`)
+_TOKEN = "hudi-ds-put-token"
 
 
 def _object_sub(base_uri: str, options: dict[str, str], prefix: str) -> Storage:

@@ -168,8 +168,8 @@ class StorageBasedLock:
     * release: stop the heartbeat, then write ``"expired": true`` ``If-Match`` the holder's ETag;
       a provider that does not hold the lock writes nothing.
 
-    A conditional put retried by the client after a lost response can fail its own
-    precondition: the lock is then read again, and a body equal to the one written is ours.
+    A conditional put retried by the client after a lost response, whose first attempt landed,
+    is recognised as ours (:meth:`~hudi_ds.storage.ObjectStorage.put_if_version`).
 
     Raises:
         ConfigError: ``storage`` is not an object store (use the file-system lock there), or
@@ -233,15 +233,9 @@ class StorageBasedLock:
             return None
 
     def _put(self, body: bytes, version: ObjectVersion | None) -> ObjectVersion | None:
-        """Conditional put of ``body``; on a failed precondition, re-read: our own body found
-        means a retried put that had landed (its response was lost)."""
-        new = self.storage.put_if_version(STORAGE_LOCK_FILE, body, version)
-        if new is not None:
-            return new
-        current = self._read()
-        if current is not None and current[0] == body:
-            return current[1]
-        return None
+        """Conditional put of ``body`` (a put retried after a lost response is still ours: see
+        :meth:`ObjectStorage.put_if_version`)."""
+        return self.storage.put_if_version(STORAGE_LOCK_FILE, body, version)
 
     @property
     def holds(self) -> bool:
