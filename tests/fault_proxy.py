@@ -44,6 +44,7 @@ class FaultProxy:
         self.permanent = permanent
         self.counts = {"forwarded": 0, "transient": 0, "lost": 0, "permanent": 0}
         self._lock = threading.Lock()
+        self._forced: list[tuple[str, str | None]] = []
         host, _, port = upstream.removeprefix("http://").partition(":")
         proxy = self
 
@@ -71,7 +72,7 @@ class FaultProxy:
             def _any(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else None
-                fault = proxy._draw()
+                fault = proxy._draw(self.headers)
                 if fault in ("transient", "permanent"):
                     status = 503 if fault == "transient" else 403
                     self._reply(status, [], _BODIES[status])
@@ -95,11 +96,16 @@ class FaultProxy:
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 
-    def _draw(self) -> str:
+    def _draw(self, headers: Any) -> str:
         with self._lock:
+            names = {k.lower() for k in headers}
+            forced = next((f for f in self._forced if f[1] is None or f[1] in names), None)
             x = self.rng.random()
             fault = "forwarded"
-            if x < self.permanent:
+            if forced is not None:
+                self._forced.remove(forced)
+                fault = forced[0]
+            elif x < self.permanent:
                 fault = "permanent"
             elif x < self.permanent + self.transient:
                 fault = "transient"
@@ -109,6 +115,12 @@ class FaultProxy:
             if fault == "lost":
                 self.counts["forwarded"] += 1
             return fault
+
+    def force(self, fault: str, header: str | None = None) -> None:
+        """Inject ``fault`` into the next request (that carries ``header``, e.g.
+        ``if-none-match``: a conditional create), whatever the rates draw."""
+        with self._lock:
+            self._forced.append((fault, header))
 
     def set_rates(self, transient: float = 0.0, lost: float = 0.0, permanent: float = 0.0) -> None:
         """Change the fault probabilities (all 0: a transparent proxy)."""
