@@ -208,6 +208,8 @@ class StorageBasedLock:
         self._audit: list[str] = []
         self._audit_path: str | None = None
         self._audit_txn_ms = 0
+        #: the lease found by the last attempt to acquire (for error messages)
+        self.last_seen = "no lease"
         #: True once a renewal found the lease taken by another owner while held
         self.lost = False
 
@@ -253,9 +255,16 @@ class StorageBasedLock:
             now = time.time()
             if current is not None:
                 held = self.parse(current[0])
-                if held is not None and not held[0] and now <= held[1] / 1000 + CLOCK_DRIFT_S:
+                if held is None:
+                    # not a lock body (a conditional put never leaves a torn one): neither taken
+                    # nor broken, as Hudi's provider (an unreadable lock is an unknown state)
+                    self.last_seen = f"an unreadable lock body {current[0][:80]!r}"
+                    log.warning("%s holds %s", STORAGE_LOCK_FILE, self.last_seen)
                     return False
-                if held is not None and not held[0]:
+                self.last_seen = f"owner {held[2]}, valid until {held[1]} ms"
+                if not held[0] and now <= held[1] / 1000 + CLOCK_DRIFT_S:
+                    return False
+                if not held[0]:
                     log.warning("breaking the expired storage lock of %s", held[2])
             body = self._body(False, int((now + self.validity_s) * 1000))
             version = self._put(body, None if current is None else current[1])
@@ -283,7 +292,7 @@ class StorageBasedLock:
             time.sleep(self.wait_s)
         raise LockTimeoutError(
             f"could not acquire {self.storage.full_path(STORAGE_LOCK_FILE)} after "
-            f"{self.retries} retries"
+            f"{self.retries} retries (last seen: {self.last_seen})"
         )
 
     def renew(self) -> bool:

@@ -20,6 +20,7 @@ from hudi_ds.write.lock import (
     AUDIT_CONFIG_FILE,
     AUDIT_FOLDER,
     STORAGE_LOCK_FILE,
+    LockTimeoutError,
     StorageBasedLock,
     make_lock,
 )
@@ -31,6 +32,7 @@ from tests.conftest import (
     spawn_python,
     table_options,
 )
+from tests.fault_proxy import FaultProxy
 from tests.moto_server import MotoServer
 
 PROVIDER = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
@@ -121,6 +123,32 @@ def test_expired_lease_is_broken_by_exactly_one_of_two_contenders(
         winner = contenders[won.index(True)]
         assert _lease(s)["owner"] == winner.owner
         winner.release()
+
+
+def test_lost_answers_to_conditional_puts_and_unreadable_leases(
+    moto_s3: MotoServer, s3_uri: str
+) -> None:
+    """The client retries a conditional put whose answer was lost (it had landed): the lease is
+    still taken, renewed and released by its writer. A lock body that is not a lease is neither
+    taken nor broken (the timeout names it)."""
+    with FaultProxy(moto_s3.endpoint, 0) as proxy:
+        so = {**moto_s3.storage_options(), "aws_endpoint_url": proxy.endpoint}
+        s = Storage(s3_uri, storage_options=so)
+        a = StorageBasedLock(s, validity_s=30, heartbeat_s=3)
+        proxy.force("lost", header="if-none-match")
+        assert a.try_acquire()
+        proxy.force("lost", header="if-match")
+        assert a.renew()
+        proxy.force("lost", header="if-match")
+        a.release()
+        assert proxy.counts["lost"] == 3
+    direct = _storage(moto_s3, s3_uri)
+    assert _lease(direct)["owner"] == a.owner and _lease(direct)["expired"] is True
+    direct.write_bytes(STORAGE_LOCK_FILE, b"garbage")
+    b = StorageBasedLock(direct, validity_s=30, heartbeat_s=3, wait_ms=1, retries=2)
+    with pytest.raises(LockTimeoutError, match="unreadable lock body b'garbage'"):
+        b.acquire()
+    assert direct.read_bytes(STORAGE_LOCK_FILE) == b"garbage"
 
 
 def test_heartbeat_keeps_a_live_holders_lease(moto_s3: MotoServer, s3_uri: str) -> None:
