@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SCALE ?= 1
+STORE ?= local
 
 .PHONY: help install demo test test-core test-quick test-spark test-explore lint bench clean
 
@@ -18,8 +19,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv with runtime and dev dependencies
 
-demo: $(STAMP)  ## the main job: a pipeline into a local Hudi table
-	$(BIN)/python examples/demo.py
+demo: $(STAMP)  ## the main job: a pipeline into a Hudi table (STORE=s3: on a local S3 server)
+	$(BIN)/python examples/demo.py --store $(STORE)
 
 test: $(STAMP)  ## the whole test suite (core + spark)
 	$(BIN)/python -m pytest -q tests
@@ -66,6 +67,7 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and issue 16's acceptance ratios (S
 	  | tee bench/results/streaming.txt && \
 	$(BIN)/python bench/bench_merge.py && \
 	$(BIN)/python -m bench.bench_storage_calls | tee bench/results/storage_calls.txt && \
+	$(BIN)/python -m bench.bench_s3_calls | tee bench/results/s3_calls.txt && \
 	$(BIN)/python -m bench.report --started $$start
 
 clean:  ## remove the environment and caches

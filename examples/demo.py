@@ -15,10 +15,17 @@ the expected state computed in numpy from the same event formula, and replaying 
 stream reproduces it. Exit code 0 when everything matches.
 
 Run: ``make demo`` (``.venv/bin/python examples/demo.py``); about a minute on 2 cores.
+
+``make demo STORE=s3`` (``examples/demo.py --store s3``) runs the same pipeline against a local
+S3 server it starts and stops (moto in server mode, from the dev extra): the table lives at
+``s3://hudi-demo/events``, Spark's sink and source, hudi_ds and hudi-rs all reach it with the
+same ``storage_options`` (``aws_endpoint_url``, ``aws_access_key_id``, ...), passed to Spark as
+data source options. Spark's streaming checkpoints stay on local disk under ``demo_output``.
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 import time
@@ -52,6 +59,9 @@ OPTIONS = {
     "hoodie.compact.inline.max.delta.commits": "10",
 }
 COLUMNS = ["event_id", "event_ts", "region", "amount", "status"]
+#: the table's URI and storage options (set by main: local, or the local S3 server)
+TABLE_URI = str(TABLE)
+STORAGE: dict[str, str] = {}
 
 
 def events(spark: Any) -> Any:
@@ -115,11 +125,11 @@ def run_sink(spark: Any) -> list[dict[str, Any]]:
     q = (
         events(spark)
         .writeStream.format("hudi_py")
-        .options(**OPTIONS)
+        .options(**OPTIONS, **STORAGE)
         .option("checkpointLocation", str(OUT / "checkpoint-sink"))
         .queryName("events_to_hudi")
         .trigger(processingTime="1 second")
-        .start(str(TABLE))
+        .start(TABLE_URI)
     )
     seen: set[int] = set()
     t0 = time.perf_counter()
@@ -168,9 +178,10 @@ def replay_change_stream(spark: Any) -> tuple[dict[str, tuple[int, str]], list[i
 
     q = (
         spark.readStream.format("hudi_py")
+        .options(**STORAGE)
         .option("maxCommitsPerTrigger", 5)
         .option("hoodie.datasource.read.incr.emit.deletes", "true")
-        .load(str(TABLE))
+        .load(TABLE_URI)
         .writeStream.foreachBatch(apply)
         .option("checkpointLocation", str(OUT / "checkpoint-source"))
         .trigger(availableNow=True)
@@ -180,12 +191,38 @@ def replay_change_stream(spark: Any) -> tuple[dict[str, tuple[int, str]], list[i
     return state, sizes
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="hudi_ds demo pipeline")
+    parser.add_argument(
+        "--store",
+        choices=["local", "s3"],
+        default="local",
+        help="where the table lives: local disk, or a local S3 server (moto) started here",
+    )
+    args = parser.parse_args(argv)
+    if args.store == "local":
+        return run()
+    sys.path.insert(0, str(ROOT))
+    from tests.moto_server import MotoServer
+
+    global TABLE_URI
+    print("starting a local S3 server (moto) ...", flush=True)
+    with MotoServer() as server:
+        server.create_bucket("hudi-demo")
+        TABLE_URI = "s3://hudi-demo/events"
+        STORAGE.update(server.storage_options())
+        print(f"  {server.endpoint} (bucket hudi-demo)")
+        code = run()
+    print("local S3 server stopped")
+    return code
+
+
+def run() -> int:
     t_start = time.perf_counter()
     shutil.rmtree(OUT, ignore_errors=True)
     print(
         f"hudi_ds demo: {BATCHES} micro-batches x {ROWS_PER_BATCH:,} change events "
-        f"({KEYS:,} keys; late and deleted events included) -> {TABLE}"
+        f"({KEYS:,} keys; late and deleted events included) -> {TABLE_URI}"
     )
     print("starting Spark (local[2]) ...", flush=True)
     spark = session()
@@ -193,11 +230,14 @@ def main() -> int:
     progress = run_sink(spark)
 
     import hudi_ds
+    from hudi_ds.storage import Storage
     from hudi_ds.write.client import WriteClient
 
-    table = hudi_ds.HudiTable(str(TABLE))
+    table = hudi_ds.HudiTable(TABLE_URI, storage_options=STORAGE)
     tl = table.timeline
-    committed = WriteClient(str(TABLE), OPTIONS).committed_streaming_batch("demo_events")
+    committed = WriteClient(
+        Storage(TABLE_URI, storage_options=STORAGE), OPTIONS
+    ).committed_streaming_batch("demo_events")
     lat = np.array([p["durationMs"]["triggerExecution"] for p in progress], dtype=float)
     rows_in = sum(p["numInputRows"] for p in progress)
     slices = table.file_slices()
@@ -225,7 +265,12 @@ def main() -> int:
     expected = expected_state()
     snap = table.read(columns=COLUMNS).sort_by("event_id")
     via_spark = (
-        spark.read.format("hudi_py").load(str(TABLE)).select(*COLUMNS).toArrow().sort_by("event_id")
+        spark.read.format("hudi_py")
+        .options(**STORAGE)
+        .load(TABLE_URI)
+        .select(*COLUMNS)
+        .toArrow()
+        .sort_by("event_id")
     )
     checks = {
         "snapshot (hudi_ds) == expected": snap.equals(expected.cast(snap.schema)),
@@ -238,7 +283,10 @@ def main() -> int:
     try:
         import hudi
 
-        rs = hudi.HudiTableBuilder.from_base_uri(str(TABLE)).build().read(hudi.HudiReadOptions())
+        builder = hudi.HudiTableBuilder.from_base_uri(TABLE_URI)
+        if STORAGE:
+            builder = builder.with_storage_options(STORAGE)
+        rs = builder.build().read(hudi.HudiReadOptions())
         rs_t = pa.Table.from_batches(rs).select(COLUMNS).sort_by("event_id")
         checks["snapshot (hudi-rs) == expected"] = rs_t.cast(snap.schema).equals(
             expected.cast(snap.schema)

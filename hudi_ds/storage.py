@@ -24,6 +24,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -31,7 +32,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hudi_ds.errors import ConfigError, StorageError
+from hudi_ds.errors import ConfigError, StorageError, UnsupportedError
 from hudi_ds.faults import crash_point
 from hudi_ds.object_store import (
     build_store,
@@ -174,6 +175,27 @@ class Storage:
     def cache_id(self) -> str:
         """Names the file system, for caches keyed by file (with :meth:`full_path`)."""
         return str(self.fs.type_name)
+
+    #: whether :meth:`replace_if_unchanged` is available (object stores' conditional puts)
+    conditional_update = False
+
+    def read_versioned(self, rel: str) -> tuple[bytes, str | None]:
+        """The content of ``rel`` and its version (an object store's ETag; None locally).
+
+        Raises:
+            FileNotFoundError: ``rel`` does not exist.
+        """
+        return self.read_bytes(rel), None
+
+    def replace_if_unchanged(self, rel: str, data: bytes, version: str | None) -> bool:
+        """Overwrite ``rel`` with ``data`` only if it is still at ``version`` (one atomic
+        conditional put, ``If-Match``). Returns False if it changed or went meanwhile.
+
+        Raises:
+            UnsupportedError: the storage has no conditional update
+                (:attr:`conditional_update` is False).
+        """
+        raise UnsupportedError(f"{self.base_uri}: no conditional update on this file system")
 
     # -- paths -------------------------------------------------------------------------------
     def full_path(self, rel: str = "") -> str:
@@ -507,6 +529,10 @@ class OutputStream:
         self.close()
 
 
+#: concurrent HEAD requests of one :meth:`ObjectStorage.existing` probe
+_PROBE_THREADS = 16
+
+
 class ObjectStorage(Storage):
     """:class:`Storage` on an object store (S3, GCS, Azure) through obstore.
 
@@ -626,8 +652,52 @@ class ObjectStorage(Storage):
         return self._has_children(rel)
 
     def existing(self, rels: Sequence[str]) -> list[str]:
-        self.calls.add("head", len(rels))
-        return [r for r in rels if self._head(r) is not None]
+        """Which of ``rels`` exist.
+
+        Names of one folder sharing a prefix (the possible files of one instant time) are
+        probed with one listing that starts at the prefix (S3 ``start-after``): keys come in
+        order, so the scan stops at the first key past the prefix. Other names get one HEAD
+        each, sent concurrently.
+        """
+        groups: dict[str, list[str]] = {}
+        for r in rels:
+            groups.setdefault(r.rpartition("/")[0], []).append(r)
+        found: set[str] = set()
+        single: list[str] = []
+        for parent, members in groups.items():
+            names = [m.rpartition("/")[2] for m in members]
+            common = os.path.commonprefix(names)  # noqa: RUF071 - a character prefix
+            if len(members) < 3 or not common or common in names:
+                single.extend(members)
+            else:
+                found |= self._listed_from(parent, common, set(members))
+        self.calls.add("head", len(single))
+        if len(single) == 1:
+            found |= {r for r in single if self._head(r) is not None}
+        elif single:
+            with ThreadPoolExecutor(min(len(single), _PROBE_THREADS)) as pool:
+                metas = list(pool.map(self._head, single))
+            found |= {r for r, m in zip(single, metas, strict=True) if m is not None}
+        return [r for r in rels if r in found]
+
+    def _listed_from(self, parent: str, prefix: str, wanted: set[str]) -> set[str]:
+        """Which of ``wanted`` (names in ``parent`` starting with ``prefix``) exist: one
+        listing of ``parent`` from ``prefix`` on, read while the keys start with it."""
+        import obstore
+
+        start = _join(self._key(parent), prefix)
+        cut = len(self.root) + 1 if self.root else 0
+        found: set[str] = set()
+        self.calls.add("list")
+        with self._op("list", parent):
+            for chunk in obstore.list(self.store, self._key(parent) or None, offset=start):
+                for meta in chunk:
+                    path = meta["path"]
+                    if not path.startswith(start):
+                        return found
+                    if path[cut:] in wanted:
+                        found.add(path[cut:])
+        return found
 
     def is_dir(self, rel: str) -> bool:
         return self._has_children(rel)
@@ -792,6 +862,18 @@ class ObjectStorage(Storage):
         if got.attributes.get(_TOKEN) != token:
             return None
         return ObjectVersion(got.meta.get("e_tag"), got.meta.get("version"))
+
+    conditional_update = True
+
+    def read_versioned(self, rel: str) -> tuple[bytes, str | None]:
+        data, version = self.read_with_version(rel)
+        return data, version.e_tag
+
+    def replace_if_unchanged(self, rel: str, data: bytes, version: str | None) -> bool:
+        # one conditional put (If-Match), recognising its own retried put (see put_if_version)
+        if version is None:
+            raise UnsupportedError(f"{self.uri(rel)}: the store gave no ETag to update against")
+        return self.put_if_version(rel, data, ObjectVersion(version, None)) is not None
 
     def rename(self, src: str, dst: str) -> None:
         """Copy ``src`` to ``dst``, then delete ``src`` (an object store has no rename)."""

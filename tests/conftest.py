@@ -31,11 +31,14 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import hudi_ds
+from tests.azurite_server import AzuriteServer, ensure_azurite
 from tests.fixtures import MISSING_REASON, fixtures_present
 from tests.moto_server import MotoServer
 
 #: the bucket the session's S3 server holds the test tables in
 S3_BUCKET = "hudi-test"
+#: the container of the session's Azure server
+AZ_CONTAINER = "hudi-test"
 
 settings.register_profile("repro", derandomize=True, database=None, deadline=None)
 settings.register_profile(
@@ -216,6 +219,30 @@ def moto_s3() -> Iterator[MotoServer]:
 def s3_uri(moto_s3: MotoServer) -> str:
     """A fresh table URI on the session's S3 server (a new key prefix per test)."""
     return f"s3://{S3_BUCKET}/t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[AzuriteServer]:
+    """One real local Azure Blob server (Azurite, installed with npm on first use) for the
+    session, with the container :data:`AZ_CONTAINER`; skipped with the reason when npm is
+    absent; stopped at the end and checked to be gone."""
+    exe, why = ensure_azurite()
+    if exe is None:
+        pytest.skip(why)
+    server = AzuriteServer(exe).start()
+    try:
+        server.create_container(AZ_CONTAINER)
+        yield server
+    finally:
+        proc = server.proc
+        server.stop()
+        assert proc is None or proc.poll() is not None, "azurite left running"
+
+
+@pytest.fixture
+def az_uri(azurite: AzuriteServer) -> str:
+    """A fresh table URI on the session's Azure server."""
+    return f"az://{AZ_CONTAINER}/t-{uuid.uuid4().hex[:12]}"
 
 
 def table_rows(table: pa.Table, columns: Sequence[str]) -> list[tuple]:

@@ -26,6 +26,7 @@ from hudi_ds.errors import (
     CorruptBlockError,
     CorruptFileError,
     MissingFileError,
+    StorageError,
     UnsupportedError,
 )
 from hudi_ds.keygen import record_keys
@@ -142,6 +143,8 @@ def read_base_file(
             f"base file {storage.full_path(base.path)} of a committed file slice is missing",
             base.path,
         ) from e
+    except StorageError:  # the store failed (after retries): not a damaged file to skip
+        raise
     except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
     return promote_table(table, target)

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.errors import CorruptFileError
+from hudi_ds.errors import CorruptFileError, StorageError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.keygen import with_virtual_keys
@@ -536,6 +536,8 @@ def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
         with storage.open_input_file(base.path) as f:
             md = pq.ParquetFile(f).metadata
             size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+    except StorageError:  # the store failed (after retries): the file is not damaged
+        raise
     except (OSError, pa.ArrowInvalid) as e:
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
     # encoded pages (dictionaries, run lengths) are smaller than the decoded Arrow columns:
@@ -558,6 +560,8 @@ def _iter_base_file(
             batches = pf.iter_batches(batch_size=batch_rows, columns=present)
             for batch in batches:
                 yield promote_table(pa.Table.from_batches([batch]), schema)
+    except StorageError:  # the store failed (after retries): the file is not damaged
+        raise
     except (OSError, pa.ArrowInvalid) as e:
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
 

@@ -5,7 +5,10 @@ Lock providers (``hoodie.write.lock.provider``; Hudi's Java class names are acce
 * :class:`FileSystemLock` (``...FileSystemBasedLockProvider``, the default): the lock is the file
   ``.hoodie/lock``, created atomically if absent; it records its holder and an expiry, so a dead
   holder's lock is broken once it expires (``hoodie.write.lock.filesystem.expire``, minutes).
-  Works on local and network file systems (anything with atomic create-if-absent).
+  Works on local and network file systems (anything with atomic create-if-absent) and on object
+  stores, where the create is a conditional put and an expired lock is taken over with one
+  conditional overwrite of the very object read (``If-Match`` its ETag): of several writers
+  breaking it, exactly one gets it.
 * :class:`StorageBasedLock` (``...StorageBasedLockProvider``): for object stores (S3, GCS,
   Azure), Hudi 1.x's lock on conditional writes: ``.hoodie/.locks/table_lock.json`` holds
   ``{"expired", "validUntil", "owner"}``; it is created with ``If-None-Match: *``, and renewed by
@@ -82,11 +85,39 @@ class FileSystemLock:
             body = json.dumps({"owner": self.owner, "expires": now + self.expire_s}).encode()
             if self.storage.create_if_absent(LOCK_FILE, body):
                 return
-            self._break_if_expired(now)
+            if self.storage.conditional_update:
+                if self._take_if_expired(now, body):
+                    return
+            else:
+                self._break_if_expired(now)
             time.sleep(self.wait_s)
         raise LockTimeoutError(
             f"could not acquire {self.storage.full_path(LOCK_FILE)} after {self.retries} retries"
         )
+
+    def _take_if_expired(self, now: float, body: bytes) -> bool:
+        """On an object store: replace an expired lock by ours in one conditional put of the
+        object read (``If-Match`` its ETag); True if we hold the lock now. A rename there is a
+        copy and a delete, which could delete a lock taken meanwhile.
+
+        A lock whose body does not parse expires by its modification time, as in
+        :meth:`_break_if_expired`.
+        """
+        try:
+            raw, version = self.storage.read_versioned(LOCK_FILE)
+        except FileNotFoundError:
+            return False
+        held = _parse_lock(raw)
+        if held is None:
+            info = self.storage.info(LOCK_FILE)
+            if info is None or now - info.mtime_ms / 1000 <= self.expire_s:
+                return False
+        elif held[1] >= now:
+            return False
+        if not self.storage.replace_if_unchanged(LOCK_FILE, body, version):
+            return False
+        log.warning("took over the expired lock %s", self.storage.full_path(LOCK_FILE))
+        return True
 
     def _break_if_expired(self, now: float) -> None:
         """Delete the lock if its holder's expiry passed (the holder died).

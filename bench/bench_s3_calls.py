@@ -1,0 +1,156 @@
+"""HTTP requests per upsert commit and per snapshot read on S3: hudi_ds against delta-rs.
+
+A local S3 server (moto in server mode) is started; a counting proxy in front of it counts every
+request by kind (list, get, head, put, copy, delete, post). Each system creates a table of
+``--rows`` rows in ``--partitions`` partitions, then makes ``--commits`` upserts of a tenth of
+the keys (half updates, half inserts); the requests of the last upsert commit and of a snapshot
+read after it are reported. Both systems' reads must return the same number of rows.
+
+hudi_ds: a MERGE_ON_READ table with the bucket index (``hoodie.bucket.index.num.buckets`` 4),
+metadata table on (the default). delta-rs: ``write_deltalake`` then ``DeltaTable.merge``
+(``when_matched_update_all`` / ``when_not_matched_insert_all``), partitioned the same way.
+Counts, not times: on a real object store each request is a round trip.
+
+Run: ``.venv/bin/python -m bench.bench_s3_calls`` (``make bench`` keeps the output in
+``bench/results/s3_calls.txt``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = ("list", "get", "head", "put", "copy", "delete", "post")
+
+
+def rows(ids: np.ndarray, ts: int, partitions: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array([f"k{i:08d}" for i in ids]),
+            "ts": pa.array(np.full(len(ids), ts, dtype=np.int64)),
+            "part": pa.array([f"p{i % partitions:02d}" for i in ids]),
+            "value": pa.array(ids.astype(np.float64) + ts),
+        }
+    )
+
+
+def batches(n: int, partitions: int, commits: int) -> list[pa.Table]:
+    """The initial table, then ``commits`` upserts (half updates, half new keys)."""
+    out = [rows(np.arange(n), 0, partitions)]
+    step = max(n // 10, 2)
+    for c in range(1, commits + 1):
+        upd = np.arange((c - 1) * step // 2, (c - 1) * step // 2 + step // 2) % n
+        new = np.arange(n + (c - 1) * (step // 2), n + c * (step // 2))
+        out.append(rows(np.concatenate([upd, new]), c, partitions))
+    return out
+
+
+def run_hudi(uri: str, so: dict[str, str], data: list[pa.Table], proxy: Any) -> dict[str, Any]:
+    import hudi_ds
+
+    opts = {
+        "hoodie.table.name": "calls",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "part",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.index.type": "BUCKET",
+        "hoodie.bucket.index.num.buckets": "4",
+    }
+    hudi_ds.write(
+        uri, data[0], {**opts, "hoodie.datasource.write.operation": "insert"}, storage_options=so
+    )
+    for t in data[1:-1]:
+        hudi_ds.write(uri, t, opts, storage_options=so)
+    proxy.take()
+    hudi_ds.write(uri, data[-1], opts, storage_options=so)
+    upsert = proxy.take()
+    n = hudi_ds.read(uri, storage_options=so).num_rows
+    return {"upsert": upsert, "read": proxy.take(), "rows": n}
+
+
+def run_delta(uri: str, so: dict[str, str], data: list[pa.Table], proxy: Any) -> dict[str, Any]:
+    from deltalake import DeltaTable, write_deltalake
+
+    dso = {**so, "aws_conditional_put": "etag"}
+    write_deltalake(uri, data[0], partition_by=["part"], storage_options=dso)
+
+    def upsert(t: pa.Table) -> None:
+        (
+            DeltaTable(uri, storage_options=dso)
+            .merge(t, "s.id = t.id AND s.part = t.part", source_alias="s", target_alias="t")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+
+    for t in data[1:-1]:
+        upsert(t)
+    proxy.take()
+    upsert(data[-1])
+    up = proxy.take()
+    n = DeltaTable(uri, storage_options=dso).to_pyarrow_table().num_rows
+    return {"upsert": up, "read": proxy.take(), "rows": n}
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    head = "| system   | operation      | " + " | ".join(f"{k:>6}" for k in KINDS) + " |  total |"
+    lines = [head, "|" + "|".join("-" * len(c) for c in head.split("|")[1:-1]) + "|"]
+    for name, r in results.items():
+        for op, label in (("upsert", "upsert commit"), ("read", "snapshot read")):
+            c = r[op]
+            vals = " | ".join(f"{c.get(k, 0):>6}" for k in KINDS)
+            lines.append(f"| {name:<8} | {label:<14} | {vals} | {sum(c.values()):>6} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=20_000)
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--commits", type=int, default=3)
+    p.add_argument("--json", default=None, help="also write the counts to this file")
+    args = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from tests.moto_server import CountingProxy, MotoServer
+
+    data = batches(args.rows, args.partitions, args.commits)
+    results: dict[str, dict[str, Any]] = {}
+    with MotoServer() as server:
+        server.create_bucket("bench")
+        proxy = CountingProxy(server.endpoint)
+        try:
+            so = {**server.storage_options(), "aws_endpoint_url": proxy.endpoint}
+            results["hudi_ds"] = run_hudi("s3://bench/hudi", so, data, proxy)
+            results["delta-rs"] = run_delta("s3://bench/delta", so, data, proxy)
+        finally:
+            proxy.close()
+    print(
+        f"HTTP requests on S3 (moto, counted by a proxy): table of {args.rows:,} rows in "
+        f"{args.partitions} partitions, the last of {args.commits} upserts of "
+        f"{data[-1].num_rows:,} rows, then a snapshot read"
+    )
+    print(table(results))
+    same = results["hudi_ds"]["rows"] == results["delta-rs"]["rows"]
+    print(
+        f"rows read: hudi_ds {results['hudi_ds']['rows']:,}, delta-rs "
+        f"{results['delta-rs']['rows']:,} ({'same' if same else 'DIFFERENT'})"
+    )
+    for op in ("upsert", "read"):
+        h = sum(results["hudi_ds"][op].values())
+        d = sum(results["delta-rs"][op].values())
+        print(f"{op}: hudi_ds {h} requests, delta-rs {d} ({h / max(d, 1):.2f}x)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
