@@ -904,8 +904,9 @@ class ObjectStorage(Storage):
                 obstore.delete(self.store, paths[i : i + 1000])
 
 
-#: user metadata key of a conditional put's token (see :meth:`ObjectStorage.put_if_version`)
-_TOKEN = "hudi-ds-put-token"
+#: user metadata key of a conditional put's token (see :meth:`ObjectStorage.put_if_version`);
+#: letters only: Azure takes metadata names that are C# identifiers (no "-")
+_TOKEN = "hudidsputtoken"
 
 
 def _object_sub(base_uri: str, options: dict[str, str], prefix: str) -> Storage:
