@@ -929,7 +929,8 @@ class ConcurrencyConfig:
         "hoodie.write.lock.provider",
         "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
         parse_str,
-        "Lock provider class (file-system based or in-process).",
+        "Lock provider class: file-system based (the default), storage based (conditional "
+        "writes on an object store) or in-process.",
     )
     LOCK_WAIT_MS = ConfigProperty(
         "hoodie.write.lock.wait_time_ms",
@@ -945,6 +946,19 @@ class ConcurrencyConfig:
         10.0,
         parse_non_negative_float,
         "Minutes after which a file-system lock of a dead holder is broken.",
+    )
+    STORAGE_LOCK_VALIDITY_S = ConfigProperty(
+        "hoodie.write.lock.storage.validity.timeout.secs",
+        300,
+        parse_positive,
+        "Storage-based lock: seconds each lock lease is valid for (renewed by its holder's "
+        "heartbeat); at least 10 and at least 10 x the heartbeat poll.",
+    )
+    STORAGE_LOCK_HEARTBEAT_S = ConfigProperty(
+        "hoodie.write.lock.storage.heartbeat.poll.secs",
+        30,
+        parse_positive,
+        "Storage-based lock: seconds between renewals of the lease by its holder.",
     )
     HEARTBEAT_MS = ConfigProperty(
         "hoodie.client.heartbeat.interval_in_ms",

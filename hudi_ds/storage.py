@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -41,6 +41,14 @@ from hudi_ds.object_store import (
     short_error,
     warn_ignored_for_local,
 )
+
+
+class ObjectVersion(NamedTuple):
+    """The version of an object an update is conditional on: its ETag and, where the store
+    keeps versions, its version id (see :meth:`ObjectStorage.put_if_version`)."""
+
+    e_tag: str | None
+    version: str | None
 
 
 @dataclass(frozen=True)
@@ -777,52 +785,95 @@ class ObjectStorage(Storage):
         """Create ``rel`` with ``data`` unless it exists, in one conditional put (atomic on the
         store). Returns True if this call created it, False if the object already existed.
 
-        A put retried after a lost response may find its own object and return False; the
-        callers (instant creation, locks) treat False as "someone else has it", which is safe.
+        The object carries a random token in its user metadata: a put that the client retried
+        after a lost response (its first attempt had landed) finds its own object, and tells it
+        from another writer's by the token.
         """
-        import obstore
-        from obstore.exceptions import AlreadyExistsError, PreconditionError
+        return self.put_if_version(rel, data, None) is not None
 
-        try:
-            with self._op("create", rel):
-                try:
-                    obstore.put(self.store, self._key(rel), data, mode="create")
-                except (AlreadyExistsError, PreconditionError):
-                    return False
-        except StorageError as e:
-            # some S3-compatible servers answer a lost race with 409 ConditionalRequestConflict
-            if "409" in str(e) or "Conflict" in str(e):
-                return False
-            raise
-        return True
+    def read_with_version(self, rel: str) -> tuple[bytes, ObjectVersion]:
+        """The content of ``rel`` and the version it was read at (its ETag, and its version id
+        where the store keeps versions), for a later :meth:`put_if_version`.
 
-    conditional_update = True
-
-    def read_versioned(self, rel: str) -> tuple[bytes, str | None]:
+        Raises:
+            FileNotFoundError: ``rel`` does not exist.
+            StorageError: the call failed (after the client's retries).
+        """
         import obstore
 
         self.calls.add("read")
         with self._op("get", rel):
-            res = obstore.get(self.store, self._key(rel))
-            return bytes(res.bytes()), res.meta.get("e_tag")
+            got = obstore.get(self.store, self._key(rel))
+            data = bytes(got.bytes())
+        meta = got.meta
+        return data, ObjectVersion(meta.get("e_tag"), meta.get("version"))
+
+    def put_if_version(
+        self, rel: str, data: bytes, version: ObjectVersion | None
+    ) -> ObjectVersion | None:
+        """Write ``data`` to ``rel`` only if the object is still at ``version`` (S3/Azure
+        ``If-Match: <etag>``, GCS ``ifGenerationMatch``), or, with ``version`` None, only if it
+        does not exist (``If-None-Match: *``): a compare-and-swap on the store. Returns the new
+        version, or None when the precondition failed (someone else wrote or created it).
+
+        Of several writers updating the same version, at most one succeeds. A put retried by
+        the client after a lost response, whose first attempt landed, fails its own
+        precondition: the object's user metadata carries a random token of each put, so such a
+        put is still told apart from another writer's and succeeds.
+        """
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        mode: Any = "create"
+        if version is not None:
+            if version.e_tag is None and version.version is None:
+                raise StorageError(
+                    f"conditional update of {self.uri(rel)}: the store returned no ETag/version"
+                )
+            mode = {k: v for k, v in version._asdict().items() if v is not None}
+        token = uuid.uuid4().hex
+        op = "create" if version is None else "put"
+        try:
+            with self._op(op, rel):
+                try:
+                    res = obstore.put(
+                        self.store, self._key(rel), data, mode=mode, attributes={_TOKEN: token}
+                    )
+                except (AlreadyExistsError, PreconditionError, FileNotFoundError):
+                    return self._written_by(rel, token)
+        except StorageError as e:
+            # some S3-compatible servers answer a lost race with 409 ConditionalRequestConflict
+            if "409" in str(e) or "Conflict" in str(e):
+                return self._written_by(rel, token)
+            raise
+        return ObjectVersion(res.get("e_tag"), res.get("version"))
+
+    def _written_by(self, rel: str, token: str) -> ObjectVersion | None:
+        """The version of ``rel`` if its current content was written by the put carrying
+        ``token`` (a retried conditional put whose first attempt landed), else None."""
+        import obstore
+
+        self.calls.add("read")
+        try:
+            with self._op("get", rel):
+                got = obstore.get(self.store, self._key(rel))
+        except FileNotFoundError:
+            return None
+        if got.attributes.get(_TOKEN) != token:
+            return None
+        return ObjectVersion(got.meta.get("e_tag"), got.meta.get("version"))
+
+    conditional_update = True
+
+    def read_versioned(self, rel: str) -> tuple[bytes, str | None]:
+        data, version = self.read_with_version(rel)
+        return data, version.e_tag
 
     def replace_if_unchanged(self, rel: str, data: bytes, version: str | None) -> bool:
-        import obstore
-        from obstore.exceptions import PreconditionError
-
+        # one conditional put (If-Match), recognising its own retried put (see put_if_version)
         if version is None:
             raise UnsupportedError(f"{self.uri(rel)}: the store gave no ETag to update against")
-        try:
-            with self._op("put", rel):
-                try:
-                    obstore.put(self.store, self._key(rel), data, mode={"e_tag": version})
-                except (PreconditionError, FileNotFoundError):
-                    return False
-        except StorageError as e:
-            if "409" in str(e) or "Conflict" in str(e):
-                return False
-            raise
-        return True
+        return self.put_if_version(rel, data, ObjectVersion(version, None)) is not None
 
     def rename(self, src: str, dst: str) -> None:
         """Copy ``src`` to ``dst``, then delete ``src`` (an object store has no rename)."""
@@ -851,6 +902,11 @@ class ObjectStorage(Storage):
             paths = [m["path"] for c in obstore.list(self.store, key or None) for m in c]
             for i in range(0, len(paths), 1000):
                 obstore.delete(self.store, paths[i : i + 1000])
+
+
+#: user metadata key of a conditional put's token (see :meth:`ObjectStorage.put_if_version`);
+#: letters only: Azure takes metadata names that are C# identifiers (no "-")
+_TOKEN = "hudidsputtoken"
 
 
 def _object_sub(base_uri: str, options: dict[str, str], prefix: str) -> Storage:

@@ -28,7 +28,7 @@ from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import TableState
-from hudi_ds.write.lock import FileSystemLock, InProcessLock, held, table_lock
+from hudi_ds.write.lock import TableLock, held, table_lock
 from hudi_ds.write.metadata_sync import install_metadata_writer
 
 #: (table version, timeline layout) pairs the services write.
@@ -187,7 +187,7 @@ class ServiceContext:
         """Several writers may run (``hoodie.write.concurrency.mode`` is not single_writer)."""
         return bool(self.options.get(ConcurrencyConfig.MODE) != "single_writer")
 
-    def lock(self) -> FileSystemLock | InProcessLock | None:
+    def lock(self) -> TableLock | None:
         """The table lock the writers take (``hoodie.write.lock.provider``); None for a single
         writer. Table services take it for their timeline transitions, as Hudi's do (its
         ``TransactionManager`` around scheduling and completing a table service)."""

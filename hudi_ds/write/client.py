@@ -89,9 +89,8 @@ from hudi_ds.write.conflict import resolve_conflicts, retarget_pending_logs
 from hudi_ds.write.cow import merge_staged
 from hudi_ds.write.lock import (
     HEARTBEAT_DIR,
-    FileSystemLock,
     Heartbeat,
-    InProcessLock,
+    TableLock,
     beat_once,
     heartbeat_expired,
     held,
@@ -545,7 +544,7 @@ class WriteClient:
         return req
 
     # -- concurrency --------------------------------------------------------------------------
-    def _lock(self) -> FileSystemLock | InProcessLock | None:
+    def _lock(self) -> TableLock | None:
         """The table lock of a multi-writer client (None for a single writer)."""
         return table_lock(self.storage, self.options)
 

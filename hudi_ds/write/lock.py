@@ -9,6 +9,12 @@ Lock providers (``hoodie.write.lock.provider``; Hudi's Java class names are acce
   stores, where the create is a conditional put and an expired lock is taken over with one
   conditional overwrite of the very object read (``If-Match`` its ETag): of several writers
   breaking it, exactly one gets it.
+* :class:`StorageBasedLock` (``...StorageBasedLockProvider``): for object stores (S3, GCS,
+  Azure), Hudi 1.x's lock on conditional writes: ``.hoodie/.locks/table_lock.json`` holds
+  ``{"expired", "validUntil", "owner"}``; it is created with ``If-None-Match: *``, and renewed by
+  its holder's heartbeat, released (``expired: true``) or taken over once expired with an update
+  conditional on the ETag it was read at (``If-Match``), so a Java writer with the same provider
+  and hudi_ds exclude each other.
 * :class:`InProcessLock` (``...InProcessLockProvider``): a lock per table path shared by the
   threads of one process.
 
@@ -33,7 +39,7 @@ from contextlib import contextmanager
 
 from hudi_ds.config import ConcurrencyConfig, Options
 from hudi_ds.errors import ConfigError, HudiError
-from hudi_ds.storage import Storage
+from hudi_ds.storage import ObjectStorage, ObjectVersion, Storage
 
 log = logging.getLogger("hudi_ds.write")
 
@@ -44,6 +50,11 @@ FS_LOCK_NAMES = (
     "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
     "FileSystemBasedLockProvider",
     "filesystem",
+)
+STORAGE_LOCK_NAMES = (
+    "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider",
+    "StorageBasedLockProvider",
+    "storage",
 )
 IN_PROCESS_NAMES = (
     "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
@@ -159,6 +170,266 @@ def _parse_lock(raw: bytes) -> tuple[str, float] | None:
         return None
 
 
+#: Hudi's ``StorageLockClient.getLockFolderPath`` (``HoodieTableMetaClient.LOCKS_FOLDER_NAME``)
+LOCKS_FOLDER = ".hoodie/.locks"
+#: ``StorageBasedLockProvider.DEFAULT_TABLE_LOCK_FILE_NAME``
+STORAGE_LOCK_FILE = f"{LOCKS_FOLDER}/table_lock.json"
+#: the lock audit (``StorageLockProviderAuditService``): on while this file says
+#: ``{"STORAGE_LOCK_AUDIT_SERVICE_ENABLED": true}``; one ``<start>_<owner>.jsonl`` per holding
+AUDIT_CONFIG_FILE = f"{LOCKS_FOLDER}/audit_enabled.json"
+AUDIT_FOLDER = f"{LOCKS_FOLDER}/audit"
+#: a lease is only taken as expired this long after its ``validUntil`` (clock drift between
+#: hosts; Hudi's ``CLOCK_DRIFT_BUFFER_MS``)
+CLOCK_DRIFT_S = 0.5
+
+
+class StorageBasedLock:
+    """Hudi's ``StorageBasedLockProvider``: a lease in ``.hoodie/.locks/table_lock.json`` on an
+    object store, kept by conditional writes (``hudi-client-common``
+    ``org/apache/hudi/client/transaction/lock/StorageBasedLockProvider.java``, its lock body
+    ``models/StorageLockData.java``, its keys ``config/StorageBasedLockConfig.java``).
+
+    * acquire: read the lock with its ETag; if it is absent, or ``expired``, or its
+      ``validUntil`` (+0.5 s drift) passed, write ``{"expired": false, "validUntil": now +
+      validity, "owner": <this provider>}`` -- with ``If-None-Match: *`` when absent, else
+      ``If-Match: <the ETag read>``. Of several contenders (or breakers of a dead holder's lease)
+      exactly one write succeeds; the lease is never deleted and re-created.
+    * a heartbeat thread renews the lease every ``heartbeat_s`` (``If-Match`` the holder's
+      ETag); when a renewal finds the lock taken by another owner it stops (the lease was lost).
+    * release: stop the heartbeat, then write ``"expired": true`` ``If-Match`` the holder's ETag;
+      a provider that does not hold the lock writes nothing.
+
+    A conditional put retried by the client after a lost response, whose first attempt landed,
+    is recognised as ours (:meth:`~hudi_ds.storage.ObjectStorage.put_if_version`).
+
+    Raises:
+        ConfigError: ``storage`` is not an object store (use the file-system lock there), or
+            the validity / heartbeat periods break Hudi's rules (named).
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        validity_s: float = 300.0,
+        heartbeat_s: float = 30.0,
+        wait_ms: int = 100,
+        retries: int = 600,
+    ) -> None:
+        if not isinstance(storage, ObjectStorage):
+            raise ConfigError(
+                f"{STORAGE_LOCK_NAMES[0]} needs an object store (s3://, gs://, abfs://) with "
+                f"conditional writes; {storage.full_path()} is a file system path: use "
+                f"hoodie.write.lock.provider={FS_LOCK_NAMES[0]}"
+            )
+        if heartbeat_s <= 0 or validity_s <= 0:
+            raise ConfigError(
+                f"storage lock validity {validity_s}s and heartbeat {heartbeat_s}s must be > 0"
+            )
+        self.storage: ObjectStorage = storage
+        self.validity_s = validity_s
+        self.heartbeat_s = heartbeat_s
+        self.wait_s = wait_ms / 1000
+        self.retries = retries
+        #: this provider's owner id (Hudi uses a random UUID per provider)
+        self.owner = str(uuid.uuid4())
+        self._mutex = threading.RLock()
+        self._held: tuple[bytes, ObjectVersion] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._audit: list[str] = []
+        self._audit_path: str | None = None
+        self._audit_txn_ms = 0
+        #: the lease found by the last attempt to acquire (for error messages)
+        self.last_seen = "no lease"
+        #: True once a renewal found the lease taken by another owner while held
+        self.lost = False
+
+    # -- the lock body -----------------------------------------------------------------------
+    def _body(self, expired: bool, valid_until_ms: int) -> bytes:
+        return json.dumps(
+            {"expired": expired, "validUntil": valid_until_ms, "owner": self.owner}
+        ).encode()
+
+    @staticmethod
+    def parse(raw: bytes) -> tuple[bool, int, str] | None:
+        """``(expired, validUntil ms, owner)`` of a lock body; None if it is not one."""
+        try:
+            body = json.loads(raw)
+            return bool(body["expired"]), int(body["validUntil"]), str(body["owner"])
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    def _read(self) -> tuple[bytes, ObjectVersion] | None:
+        try:
+            return self.storage.read_with_version(STORAGE_LOCK_FILE)
+        except FileNotFoundError:
+            return None
+
+    def _put(self, body: bytes, version: ObjectVersion | None) -> ObjectVersion | None:
+        """Conditional put of ``body`` (a put retried after a lost response is still ours: see
+        :meth:`ObjectStorage.put_if_version`)."""
+        return self.storage.put_if_version(STORAGE_LOCK_FILE, body, version)
+
+    @property
+    def holds(self) -> bool:
+        """This provider holds a lease it has not released or lost."""
+        with self._mutex:
+            return self._held is not None
+
+    # -- acquire / renew / release -------------------------------------------------------------
+    def try_acquire(self) -> bool:
+        """One attempt (non-blocking). Returns True if this provider now holds the lock."""
+        with self._mutex:
+            if self._held is not None:
+                return True  # re-entrant, as Hudi's
+            current = self._read()
+            now = time.time()
+            if current is not None:
+                held = self.parse(current[0])
+                if held is None:
+                    # not a lock body (a conditional put never leaves a torn one): neither taken
+                    # nor broken, as Hudi's provider (an unreadable lock is an unknown state)
+                    self.last_seen = f"an unreadable lock body {current[0][:80]!r}"
+                    log.warning("%s holds %s", STORAGE_LOCK_FILE, self.last_seen)
+                    return False
+                self.last_seen = f"owner {held[2]}, valid until {held[1]} ms"
+                if not held[0] and now <= held[1] / 1000 + CLOCK_DRIFT_S:
+                    return False
+                if not held[0]:
+                    log.warning("breaking the expired storage lock of %s", held[2])
+            body = self._body(False, int((now + self.validity_s) * 1000))
+            version = self._put(body, None if current is None else current[1])
+            if version is None:
+                return False  # another writer won the race
+            self._held = (body, version)
+            self.lost = False
+            self._audit_start()
+            self._stop = threading.Event()
+            self._thread = threading.Thread(
+                target=self._beat, name=f"storage-lock-{self.owner[:8]}", daemon=True
+            )
+            self._thread.start()
+            return True
+
+    def acquire(self) -> None:
+        """Take the lock, retrying every ``hoodie.write.lock.wait_time_ms``.
+
+        Raises:
+            LockTimeoutError: not acquired after ``hoodie.write.lock.num_retries`` attempts.
+        """
+        for _ in range(self.retries + 1):
+            if self.try_acquire():
+                return
+            time.sleep(self.wait_s)
+        raise LockTimeoutError(
+            f"could not acquire {self.storage.full_path(STORAGE_LOCK_FILE)} after "
+            f"{self.retries} retries (last seen: {self.last_seen})"
+        )
+
+    def renew(self) -> bool:
+        """Extend the held lease by ``validity_s`` (one heartbeat). Returns False when there is
+        nothing to renew or the lease was taken by another owner (then it is dropped)."""
+        with self._mutex:
+            if self._held is None:
+                return False
+            now = time.time()
+            body = self._body(False, int((now + self.validity_s) * 1000))
+            version = self._put(body, self._held[1])
+            if version is None:
+                current = self._read()
+                if current is not None and current[1] == self._held[1]:
+                    return True  # unchanged: a transient refusal, the next beat retries
+                log.error(
+                    "storage lock %s was taken by another owner while %s held it",
+                    self.storage.full_path(STORAGE_LOCK_FILE),
+                    self.owner,
+                )
+                self._held = None
+                self.lost = True
+                return False
+            self._held = (body, version)
+            self._audit_record("RENEW", now)
+            return True
+
+    def _beat(self) -> None:
+        stop = self._stop
+        while not stop.wait(self.heartbeat_s):
+            try:
+                if not self.renew():
+                    return
+            except OSError as e:  # a storage hiccup: the next beat retries
+                log.warning("storage lock heartbeat failed: %s", e)
+
+    def release(self) -> None:
+        """Stop the heartbeat and mark the held lease ``expired`` (``If-Match`` its ETag).
+
+        A provider that does not hold the lock writes nothing. A lease found taken by another
+        owner (the heartbeat could not renew it in time) is logged, as Hudi does, and left to
+        its new holder; :attr:`lost` tells.
+        """
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=max(5.0, self.heartbeat_s))
+        with self._mutex:
+            if self._held is None:
+                return
+            body, version = self._held
+            held = self.parse(body)
+            valid_until = held[1] if held is not None else int(time.time() * 1000)
+            end = time.time()
+            self._audit_record("END", end, held=False)
+            if self._put(self._body(True, valid_until), version) is None:
+                log.error(
+                    "storage lock %s was taken by another owner before %s released it",
+                    self.storage.full_path(STORAGE_LOCK_FILE),
+                    self.owner,
+                )
+            self._held = None
+
+    # -- audit (Hudi's StorageLockProviderAuditService) -----------------------------------------
+    def _audit_enabled(self) -> bool:
+        try:
+            raw = self.storage.read_bytes(AUDIT_CONFIG_FILE)
+        except FileNotFoundError:
+            return False
+        try:
+            return json.loads(raw).get("STORAGE_LOCK_AUDIT_SERVICE_ENABLED") is True
+        except (ValueError, AttributeError):
+            return False
+
+    def _audit_start(self) -> None:
+        """Open this holding's audit file (when the audit is on) with its START record, timed
+        after the lease was written: START..END lies inside the holding, so the intervals of
+        all holders in the audit never overlap if the lock is exclusive."""
+        self._audit = []
+        self._audit_path = None
+        if not self._audit_enabled():
+            return
+        start = time.time()
+        self._audit_path = f"{AUDIT_FOLDER}/{int(start * 1000)}_{self.owner}.jsonl"
+        self._audit_txn_ms = int(start * 1000)
+        self._audit_record("START", start)
+
+    def _audit_record(self, state: str, at: float, held: bool = True) -> None:
+        if self._audit_path is None or self._held is None:
+            return
+        parsed = self.parse(self._held[0])
+        record = {
+            "ownerId": self.owner,
+            "transactionStartTime": self._audit_txn_ms,
+            "timestamp": int(at * 1000),
+            "state": state,
+            "lockExpiration": parsed[1] if parsed is not None else None,
+            "lockHeld": held,
+        }
+        self._audit.append(json.dumps(record))
+        try:  # an audit failure never fails the lock (as Hudi's)
+            self.storage.write_bytes(self._audit_path, ("\n".join(self._audit) + "\n").encode())
+        except OSError as e:
+            log.warning("could not write the lock audit %s: %s", self._audit_path, e)
+
+
 _in_process: dict[str, threading.Lock] = {}
 _registry_lock = threading.Lock()
 
@@ -177,7 +448,10 @@ class InProcessLock:
         self._lock.release()
 
 
-def table_lock(storage: Storage, options: Options) -> FileSystemLock | InProcessLock | None:
+TableLock = FileSystemLock | StorageBasedLock | InProcessLock
+
+
+def table_lock(storage: Storage, options: Options) -> TableLock | None:
     """The table lock that writers and table services take, from the ``hoodie.write.lock.*``
     options; None for a single writer (``hoodie.write.concurrency.mode=single_writer``)."""
     if options.get(ConcurrencyConfig.MODE) == "single_writer":
@@ -188,27 +462,51 @@ def table_lock(storage: Storage, options: Options) -> FileSystemLock | InProcess
         options.get(ConcurrencyConfig.LOCK_EXPIRE_MIN),
         options.get(ConcurrencyConfig.LOCK_WAIT_MS),
         options.get(ConcurrencyConfig.LOCK_RETRIES),
+        options.get(ConcurrencyConfig.STORAGE_LOCK_VALIDITY_S),
+        options.get(ConcurrencyConfig.STORAGE_LOCK_HEARTBEAT_S),
     )
 
 
 def make_lock(
-    provider: str, storage: Storage, expire_min: float, wait_ms: int, retries: int
-) -> FileSystemLock | InProcessLock:
-    """The lock provider named by ``hoodie.write.lock.provider``."""
+    provider: str,
+    storage: Storage,
+    expire_min: float,
+    wait_ms: int,
+    retries: int,
+    validity_s: int = 300,
+    heartbeat_s: int = 30,
+) -> TableLock:
+    """The lock provider named by ``hoodie.write.lock.provider``.
+
+    Raises:
+        ConfigError: an unknown provider, or the storage-based lock's periods break Hudi's rules
+            (validity >= 10 s and >= 10 x the heartbeat poll), or it is asked of a local path.
+    """
     if provider in FS_LOCK_NAMES:
         return FileSystemLock(
             storage, expire_min * 60 if expire_min > 0 else 600.0, wait_ms, retries
         )
+    if provider in STORAGE_LOCK_NAMES:
+        # Hudi's StorageBasedLockConfig.checkRequiredProps
+        v_key = ConcurrencyConfig.STORAGE_LOCK_VALIDITY_S.key
+        h_key = ConcurrencyConfig.STORAGE_LOCK_HEARTBEAT_S.key
+        if validity_s < 10:
+            raise ConfigError(f"option {v_key!r}={validity_s} must be at least 10 seconds")
+        if validity_s < 10 * heartbeat_s:
+            raise ConfigError(
+                f"option {v_key!r}={validity_s} must be at least 10 x {h_key!r}={heartbeat_s}"
+            )
+        return StorageBasedLock(storage, float(validity_s), float(heartbeat_s), wait_ms, retries)
     if provider in IN_PROCESS_NAMES:
         return InProcessLock(storage)
     raise ConfigError(
         f"unsupported lock provider {provider!r} (hoodie.write.lock.provider); use "
-        f"{FS_LOCK_NAMES[0]} or {IN_PROCESS_NAMES[0]}"
+        f"{FS_LOCK_NAMES[0]}, {STORAGE_LOCK_NAMES[0]} or {IN_PROCESS_NAMES[0]}"
     )
 
 
 @contextmanager
-def held(lock: FileSystemLock | InProcessLock | None) -> Iterator[None]:
+def held(lock: TableLock | None) -> Iterator[None]:
     """Hold ``lock`` for the block (no-op for None: a single writer)."""
     if lock is None:
         yield

@@ -1,0 +1,140 @@
+"""Fault injection for object store tests: an HTTP proxy in front of the local S3 server that
+fails a random (seeded) fraction of the requests passing through it.
+
+Faults, each drawn per request with its own probability:
+
+* ``transient``: answered ``503 SlowDown`` without reaching the server (S3's throttling answer;
+  the client retries it with backoff);
+* ``lost``: forwarded (the server applies it), then answered ``500 InternalError``: the client
+  retries a request whose effect already happened (e.g. a conditional put finds its own object);
+* ``permanent``: answered ``403 AccessDenied`` without reaching the server (not retried: the call
+  fails with :class:`~hudi_ds.errors.StorageError`).
+"""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import random
+import threading
+from typing import Any
+
+_BODIES = {
+    503: b"<Error><Code>SlowDown</Code><Message>Reduce your request rate</Message></Error>",
+    500: b"<Error><Code>InternalError</Code><Message>injected</Message></Error>",
+    403: b"<Error><Code>AccessDenied</Code><Message>injected</Message></Error>",
+}
+
+
+class FaultProxy:
+    """The proxy: point ``aws_endpoint_url`` at :attr:`endpoint`. :attr:`counts` tells how many
+    requests were forwarded and how many of each fault were injected."""
+
+    def __init__(
+        self,
+        upstream: str,
+        seed: int,
+        transient: float = 0.0,
+        lost: float = 0.0,
+        permanent: float = 0.0,
+    ) -> None:
+        self.rng = random.Random(seed)
+        self.transient = transient
+        self.lost = lost
+        self.permanent = permanent
+        self.counts = {"forwarded": 0, "transient": 0, "lost": 0, "permanent": 0}
+        self._lock = threading.Lock()
+        self._forced: list[tuple[str, str | None]] = []
+        host, _, port = upstream.removeprefix("http://").partition(":")
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _reply(self, status: int, headers: list[tuple[str, str]], data: bytes) -> None:
+                self.send_response(status)
+                for k, v in headers:
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                # a HEAD answer has no body but tells the object's size
+                length = dict((k.lower(), v) for k, v in headers).get("content-length")
+                self.send_header(
+                    "Content-Length",
+                    length if self.command == "HEAD" and length else str(len(data)),
+                )
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def _any(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                fault = proxy._draw(self.headers)
+                if fault in ("transient", "permanent"):
+                    status = 503 if fault == "transient" else 403
+                    self._reply(status, [], _BODIES[status])
+                    return
+                conn = http.client.HTTPConnection(host, int(port), timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                headers["Host"] = self.headers.get("Host", "")
+                conn.request(self.command, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                conn.close()
+                if fault == "lost":
+                    self._reply(500, [], _BODIES[500])
+                    return
+                self._reply(resp.status, resp.getheaders(), data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def _draw(self, headers: Any) -> str:
+        with self._lock:
+            names = {k.lower() for k in headers}
+            forced = next((f for f in self._forced if f[1] is None or f[1] in names), None)
+            x = self.rng.random()
+            fault = "forwarded"
+            if forced is not None:
+                self._forced.remove(forced)
+                fault = forced[0]
+            elif x < self.permanent:
+                fault = "permanent"
+            elif x < self.permanent + self.transient:
+                fault = "transient"
+            elif x < self.permanent + self.transient + self.lost:
+                fault = "lost"
+            self.counts[fault] += 1
+            if fault == "lost":
+                self.counts["forwarded"] += 1
+            return fault
+
+    def force(self, fault: str, header: str | None = None) -> None:
+        """Inject ``fault`` into the next request (that carries ``header``, e.g.
+        ``if-none-match``: a conditional create), whatever the rates draw."""
+        with self._lock:
+            self._forced.append((fault, header))
+
+    def set_rates(self, transient: float = 0.0, lost: float = 0.0, permanent: float = 0.0) -> None:
+        """Change the fault probabilities (all 0: a transparent proxy)."""
+        with self._lock:
+            self.transient, self.lost, self.permanent = transient, lost, permanent
+
+    def close(self) -> None:
+        """Stop the proxy and its thread."""
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> FaultProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
