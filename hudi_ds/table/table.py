@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.config import Options, ReadConfig
+from hudi_ds.config import Options, ReadConfig, all_scopes
 from hudi_ds.errors import (
     ConfigError,
     CorruptFileError,
@@ -308,9 +308,10 @@ class ReadableTable:
         """
         opts = self.options.with_defaults({}) if options is None else Options.of(options)
         opts = Options({**self.options.raw, **opts.raw})
-        opts.validate(ReadConfig)
+        # one option dict may serve writes and reads: every core option is known here
+        opts.validate(*all_scopes())
         qtype = opts.get(ReadConfig.QUERY_TYPE)
-        cols = list(columns) if columns is not None else None
+        cols = column_list(columns)
         if cols is not None:
             for c in cols:
                 self._field(c)
@@ -742,6 +743,27 @@ class ReadPlan:
     damaged_files: list[str] = dataclasses.field(default_factory=list)
     #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
     replans: int = 0
+
+
+def column_list(columns: Sequence[str] | None) -> list[str] | None:
+    """``columns`` as a list of names (None: all columns).
+
+    Raises:
+        ConfigError: ``columns`` is a single string (``columns="id"`` would otherwise be read
+            as the columns 'i' and 'd') or holds something other than strings.
+    """
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        raise ConfigError(
+            f"columns must be a list of column names, not the string {columns!r}: "
+            f"pass columns=[{columns!r}]"
+        )
+    out = list(columns)
+    bad = [c for c in out if not isinstance(c, str)]
+    if bad:
+        raise ConfigError(f"columns must be column names (strings); got {bad!r}")
+    return out
 
 
 def _key_field_is_key(cfg: TableConfig) -> bool:
