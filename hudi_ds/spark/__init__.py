@@ -13,16 +13,17 @@ and registers by itself (without filter pushdown) in sessions whose Python worke
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
-if importlib.util.find_spec("pyspark") is None:
+try:
+    import pyspark  # noqa: F401
+except ImportError as e:
     raise ImportError(
         "hudi_ds.spark needs pyspark >= 4.0, which is not installed: "
         "pip install 'hudi_ds[spark]' (the embedded API, hudi_ds.read / hudi_ds.write, "
         "works without it)",
         name="pyspark",
-    )
+    ) from e
 
 from hudi_ds.spark.cluster import cluster_by_bucket
 from hudi_ds.spark.datasource import (

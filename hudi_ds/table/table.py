@@ -315,7 +315,7 @@ class ReadableTable:
         if cols is not None:
             for c in cols:
                 self._field(c)
-        flt = normalize_filters(filters or [], self.schema)
+        flt = normalize_filters([] if filters is None else filters, self.schema)
         commit_times: frozenset[str] | None = None
         if qtype == "incremental":
             if not self.config.populate_meta_fields:
