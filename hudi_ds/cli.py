@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from hudi_ds.config import Options, ServiceConfig, properties_of
+from hudi_ds.config import Options, ServiceConfig, all_scopes, properties_of
 from hudi_ds.errors import (
     ConfigError,
     HudiError,
@@ -191,6 +191,8 @@ class Command:
         self.err = err
         self.progress = ProgressBar(err, bool(args.progress) or err.isatty())
         self.options = Options.of(_parse_options(args.option or []))
+        # every command refuses an unknown -o key, also those that read no option
+        self.options.validate(*all_scopes())
 
     def context(self) -> ServiceContext:
         return ServiceContext.open(self.args.path, self.options, self.progress)
@@ -684,7 +686,6 @@ def cmd_show_config(cmd: Command) -> int:
     storage = Storage(cmd.args.path)
     cfg = TableConfig.load(storage)
     opts = cmd.options
-    opts.validate(ServiceConfig)
     services = {}
     for prop in properties_of(ServiceConfig):
         services[prop.key] = {

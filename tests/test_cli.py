@@ -389,6 +389,8 @@ def test_cli_first_contact_in_a_subprocess(table: str) -> None:
     assert "unknown option 'cleaner.commits.retained'" in bad.stderr
     assert "did you mean 'hoodie.cleaner.commits.retained'" in bad.stderr
     assert sorted(p.name for p in Path(table).rglob("*") if p.is_file()) == files_before
+    typo = _proc("timeline", table, "-o", "hoodie.metadata.enabel=true")
+    assert typo.returncode == EXIT_USAGE and "did you mean 'hoodie.metadata.enable'" in typo.stderr
     bad_value = _proc("clean", table, "-o", "hoodie.cleaner.commits.retained=-1", "--json")
     assert bad_value.returncode == EXIT_USAGE
     assert "'hoodie.cleaner.commits.retained'" in json.loads(bad_value.stdout)["error"]

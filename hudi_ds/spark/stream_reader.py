@@ -140,7 +140,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         reader = cls(opt.require_path(path), hudi, connector, schema)
         start = reader.start_offset.strip().lower()
         if start not in ("earliest", "latest"):
-            normalize_instant(start)
+            normalize_instant(start, ReadConfig.STREAMING_START_OFFSET.key)
         return reader
 
     # -- offsets (driver, one long-lived process) ------------------------------------------------

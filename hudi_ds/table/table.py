@@ -610,7 +610,7 @@ class ReadableTable:
 
     # -- incremental / time travel helpers -------------------------------------------------------
     def _check_as_of(self, as_of: str) -> None:
-        as_of = normalize_instant(as_of)
+        as_of = normalize_instant(as_of, ReadConfig.AS_OF_INSTANT.key)
         commits = self.timeline.commits()
         if commits and as_of < commits[0].requested_time:
             if self._archived_covers(as_of):
@@ -669,8 +669,8 @@ class ReadableTable:
             return
 
     def _incremental_commits(self, begin: str, end: str | None) -> list[Instant]:
-        begin = normalize_instant(begin)
-        end = normalize_instant(end) if end is not None else None
+        begin = normalize_instant(begin, ReadConfig.BEGIN_INSTANT.key)
+        end = normalize_instant(end, ReadConfig.END_INSTANT.key) if end is not None else None
         first = self.timeline.commits().first()
         # archived commits lie before where the timeline starts, its first non-savepointed
         # commit (archival beyond savepoints leaves holes after a savepointed first commit)
