@@ -437,3 +437,47 @@ def test_every_listing_command_speaks_json(table: str) -> None:
         code, out, err = run(*args, "--json")
         assert code == EXIT_OK, (args, err)
         assert isinstance(json.loads(out), dict), args
+
+
+@pytest.mark.slow
+def test_progress_on_a_terminal_only(table: str) -> None:
+    """Long work (compaction, clean) draws a progress bar on stderr when stderr is a terminal,
+    and nothing when it is a pipe; stdout stays clean JSON either way."""
+    import pty
+
+    main_fd, term_fd = pty.openpty()
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        args = [sys.executable, "-m", "hudi_ds.cli"]
+        comp = subprocess.run(
+            [*args, "compact", "run", table, "--schedule", "--json"],
+            stdout=subprocess.PIPE, stderr=term_fd, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert comp.returncode == 0
+        assert json.loads(comp.stdout)["compactions"]
+        for k in range(2):  # later commits make the pre-compaction slices cleanable
+            hudi_ds.write(table, trips(range(8), 20 + k), OPTS)
+        cl = subprocess.run(
+            [*args, "clean", table, "-o", "hoodie.cleaner.commits.retained=1", "--json"],
+            stdout=subprocess.PIPE, stderr=term_fd, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert cl.returncode == 0 and json.loads(cl.stdout)["deleted"]
+        os.close(term_fd)
+        term_fd = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        if term_fd >= 0:
+            os.close(term_fd)
+        os.close(main_fd)
+    text = drawn.decode()
+    assert "compaction " in text and "clean " in text and "#" in text, text
+    piped = _proc("timeline", table)
+    assert piped.returncode == 0 and "[" not in piped.stderr
