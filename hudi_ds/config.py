@@ -102,6 +102,19 @@ def parse_table_version(value: str) -> int:
     return n
 
 
+def parse_utc_only(value: str) -> str:
+    """``UTC``: the only time zone hudi_ds writes instant times in."""
+    if str(value).strip().upper() != "UTC":
+        raise ValueError(
+            "hudi_ds writes instant times in UTC only (hoodie.table.timeline.timezone=UTC); "
+            "LOCAL would make its instant times disagree with the writer's zone"
+        )
+    return "UTC"
+
+
+parse_utc_only.choices = ("UTC",)  # type: ignore[attr-defined]
+
+
 def one_of(*choices: str, upper: bool = True) -> Callable[[str], str]:
     """A parser accepting one of ``choices`` (case-insensitive)."""
 
@@ -809,8 +822,10 @@ class WriteConfig:
     TIMELINE_TIMEZONE = ConfigProperty(
         "hoodie.table.timeline.timezone",
         "UTC",
-        one_of("UTC", "LOCAL"),
-        "Time zone of instant times.",
+        parse_utc_only,
+        "Time zone of instant times: hudi_ds writes them in UTC (and records UTC in a new "
+        "table's hoodie.properties); LOCAL, Apache Hudi's default, is refused rather than "
+        "ignored.",
     )
 
 

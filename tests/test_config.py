@@ -96,6 +96,11 @@ def test_invalid_values_and_containers_name_key_and_value(tmp_path: Path) -> Non
             "'CONSISTENT_HASHING'",
         ),
         ({**OPTS, "write.batch.size": float("nan")}, "'write.batch.size'", "nan"),
+        (
+            {**OPTS, "hoodie.table.timeline.timezone": "LOCAL"},
+            "'hoodie.table.timeline.timezone'",
+            "'LOCAL'",
+        ),
     ]
     for options, key, value in cases:
         with pytest.raises(ConfigError) as e:
