@@ -280,3 +280,16 @@ def test_fresh_interpreter_errors() -> None:
     )
     assert no_spark.returncode == 0, no_spark.stderr
     assert "pip install 'hudi_ds[spark]'" in no_spark.stdout
+
+
+def test_table_options_checked_when_the_table_is_opened(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, data(), OPTS)
+    with pytest.raises(ConfigError, match="did you mean 'as.of.instant'"):
+        hudi_ds.HudiTable(path, {"as.of.instan": "20240101000000"})
+    with pytest.raises(ConfigError, match="options must be a mapping"):
+        hudi_ds.HudiTable(path, ["hoodie.table.name"])  # type: ignore[arg-type]
+    t = hudi_ds.HudiTable(path, OPTS)  # write options serve reads too
+    assert_rows(t.read(), expected(), COLUMNS)
+    assert issubclass(hudi_ds.IgnoredOptionWarning, hudi_ds.HudiWarning)
+    assert issubclass(hudi_ds.ConfigError, hudi_ds.HudiError)

@@ -67,6 +67,7 @@ class ReadableTable:
 
     Raises:
         TableNotFoundError: there is no ``.hoodie/hoodie.properties`` under ``path``.
+        ConfigError: an unknown option key or an invalid value (docs/options.md).
     """
 
     def __init__(
@@ -75,6 +76,8 @@ class ReadableTable:
         self.state = path if isinstance(path, TableState) else TableState.open(path)
         self.storage = self.state.storage
         self.options = Options.of(options)
+        # refused now rather than at the first read or write (ConfigError naming the key)
+        self.options.validate(*all_scopes(), ignored=_WRITE_ONLY_KEYS)
         if self.config.table_version not in SUPPORTED_VERSIONS:
             raise UnsupportedError(
                 f"{self.storage.base_uri} is a Hudi table of version "
@@ -309,7 +312,7 @@ class ReadableTable:
         opts = self.options.with_defaults({}) if options is None else Options.of(options)
         opts = Options({**self.options.raw, **opts.raw})
         # one option dict may serve writes and reads: every core option is known here
-        opts.validate(*all_scopes())
+        opts.validate(*all_scopes(), ignored=_WRITE_ONLY_KEYS)
         qtype = opts.get(ReadConfig.QUERY_TYPE)
         cols = column_list(columns)
         if cols is not None:
@@ -743,6 +746,11 @@ class ReadPlan:
     damaged_files: list[str] = dataclasses.field(default_factory=list)
     #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
     replans: int = 0
+
+
+#: keys a write reads beside the registry's (hudi_ds.write.operation.OPERATION_OPTION_KEYS,
+#: a layer above): accepted in a table's default options
+_WRITE_ONLY_KEYS = ("hoodie.datasource.write.partitions.to.delete",)
 
 
 def column_list(columns: Sequence[str] | None) -> list[str] | None:
