@@ -940,7 +940,11 @@ def build_parser() -> argparse.ArgumentParser:
         "savepoint create|list|delete PATH [INSTANT]: savepoint a commit (default the latest), "
         "list or delete savepoints",
     )
-    sp.add_argument("words", nargs="+", metavar="[create|list|delete] PATH [INSTANT]")
+    sp.add_argument("words", nargs="+", metavar="ARG", help="[create|list|delete] PATH [INSTANT]")
+    sp.usage = (
+        "hudi-py savepoint {create,list,delete} PATH [INSTANT] [--comment TEXT] [--json] "
+        "[-o KEY=VALUE]\n       hudi-py savepoint PATH [INSTANT] [--list | --delete] (older form)"
+    )
     sp.add_argument("--delete", action="store_true", help="delete the savepoint of INSTANT")
     sp.add_argument("--list", action="store_true", help="list savepoints")
     sp.add_argument("--comment", default="", help="a comment stored with the savepoint")
@@ -974,6 +978,8 @@ def _savepoint_words(args: argparse.Namespace) -> str | None:
     [--list|--delete]``) into ``args.path`` / ``args.instant`` / the flags; an error message
     when the words do not fit."""
     words: list[str] = list(args.words)
+    if words[0] in _SAVEPOINT_ACTIONS and len(words) == 1 and not os.path.isdir(words[0]):
+        return f"savepoint {words[0]}: the table PATH is missing"
     if words[0] in _SAVEPOINT_ACTIONS and len(words) >= 2:
         action, rest = words[0], words[1:]
     else:

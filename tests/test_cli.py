@@ -416,6 +416,8 @@ def test_cli_first_contact_in_a_subprocess(table: str) -> None:
     gone = json.loads(_proc("savepoint", "delete", table, tl[-2]["instant"], "--json").stdout)
     assert gone == {"deleted_savepoint": tl[-2]["instant"]}
     assert json.loads(_proc("savepoint", "list", table, "--json").stdout) == {"savepoints": []}
+    no_path = _proc("savepoint", "list")
+    assert no_path.returncode == EXIT_USAGE and "the table PATH is missing" in no_path.stderr
     extra = _proc("savepoint", "list", table, "x")
     assert extra.returncode == EXIT_USAGE and "unexpected arguments ['x']" in extra.stderr
     assert rows(table) == hudi_rs_rows(table) == before
