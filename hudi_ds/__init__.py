@@ -6,7 +6,9 @@ The embedded API (no JVM)::
     table = hudi_ds.read("/path/to/table")                       # snapshot, as pyarrow.Table
     t = hudi_ds.HudiTable("/path/to/table")                      # timeline, schema, file slices
 
-The Spark data source ``hudi_py`` lives in :mod:`hudi_ds.spark`.
+The Spark data source ``hudi_py`` lives in :mod:`hudi_ds.spark` (``pip install
+'hudi_ds[spark]'``). Every error is a :class:`HudiError` (:mod:`hudi_ds.errors`); options are
+listed in docs/options.md.
 """
 
 from hudi_ds.api import HudiTable, write
@@ -16,9 +18,17 @@ from hudi_ds.errors import (
     CorruptBlockError,
     CorruptFileError,
     HudiError,
+    HudiWarning,
+    IgnoredOptionWarning,
+    InstantNotFoundError,
     MissingFileError,
     SchemaError,
+    StorageError,
+    TableExistsError,
     TableNotFoundError,
+    TimelineError,
+    UnsupportedError,
+    WriteError,
 )
 from hudi_ds.table.table import read
 
@@ -31,9 +41,17 @@ __all__ = [
     "CorruptFileError",
     "HudiError",
     "HudiTable",
+    "HudiWarning",
+    "IgnoredOptionWarning",
+    "InstantNotFoundError",
     "MissingFileError",
     "SchemaError",
+    "StorageError",
+    "TableExistsError",
     "TableNotFoundError",
+    "TimelineError",
+    "UnsupportedError",
+    "WriteError",
     "__version__",
     "read",
     "write",

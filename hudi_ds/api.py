@@ -6,6 +6,8 @@ The top layer: a write runs the table services after its commit
 
 from __future__ import annotations
 
+import itertools
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -34,10 +36,13 @@ from hudi_ds.write.operation import (
     INSERT_OVERWRITE_TABLE,
     PARTITIONS_TO_DELETE_KEY,
     UPSERT,
+    Replaces,
     WriteOperation,
     partitions_to_delete,
 )
 from hudi_ds.write.write_status import WriteStatus
+
+log = logging.getLogger("hudi_ds.api")
 
 ArrowLike = Any  # pa.Table | pa.RecordBatch | pa.RecordBatchReader | __arrow_c_stream__ objects
 
@@ -123,14 +128,26 @@ def write(
     options: Mapping[str, Any] | None = None,
     *,
     storage_options: Mapping[str, Any] | None = None,
-) -> str:
+) -> str | None:
     """Write ``data`` to the Hudi table at ``path`` (creating it on the first write).
+
+    Every option and the input's schema are checked before anything is written: a refused
+    write (ConfigError, SchemaError) leaves no trace, not even the table's ``.hoodie`` folder
+    on a first write, so the corrected retry creates the table.
+
+    An input without rows follows Apache Hudi (``hoodie.allow.empty.commit``, default true,
+    Java ``HoodieWriteConfig.ALLOW_EMPTY_COMMIT``; Hudi's ``TestEmptyCommit`` writes an empty
+    DataFrame and finds a new commit only when it is true): it commits an empty instant (and
+    creates the table on a first write). With ``hoodie.allow.empty.commit=false`` nothing is
+    written at all and None is returned. Operations whose empty input means something
+    (``insert_overwrite_table`` empties the table, ``delete_partition`` takes no rows) always
+    commit.
 
     Args:
         path: table base path or URI.
         data: a pyarrow Table/RecordBatch/RecordBatchReader, or anything with
             ``__arrow_c_stream__`` (pandas, polars). Streams go through bounded memory.
-        options: Hudi write options, e.g. ``hoodie.table.name``,
+        options: Hudi write options (docs/options.md), e.g. ``hoodie.table.name``,
             ``hoodie.datasource.write.recordkey.field``,
             ``hoodie.datasource.write.partitionpath.field``,
             ``hoodie.datasource.write.precombine.field``, ``hoodie.datasource.write.operation``.
@@ -140,22 +157,48 @@ def write(
             :mod:`hudi_ds.object_store`); without them the cloud's environment chain is used.
 
     Returns:
-        The instant time of the completed commit.
+        The instant time of the completed commit; None when the input had no rows and
+        ``hoodie.allow.empty.commit`` is false.
 
     Raises:
-        ConfigError: invalid options. SchemaError: bad input (before anything is written).
+        ConfigError: invalid options (an unknown key, a bad value: named). SchemaError: bad
+            input (before anything is written).
     """
     storage = open_storage(path, storage_options)
     client = WriteClient(storage, options, post_commit=run_post_commit_services)
     return _write_with(client, data, None)[0]
 
 
+def _skip_empty(
+    client: WriteClient, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch] | None:
+    """``batches`` unchanged, or None when the write is to be skipped: no row in the input,
+    ``hoodie.allow.empty.commit=false`` and an operation whose empty input changes nothing.
+    Only the leading empty batches are consumed (a stream is not read ahead)."""
+    op = client.operation
+    if client.options.get(WriteConfig.ALLOW_EMPTY_COMMIT) or op.replaces is not Replaces.NOTHING:
+        return batches
+    for batch in batches:
+        if batch.num_rows:
+            return itertools.chain([batch], batches)
+    log.info(
+        "nothing written to %s: the input has no rows and hoodie.allow.empty.commit=false",
+        client.storage.base_uri,
+    )
+    return None
+
+
 def _write_with(
     client: WriteClient, data: ArrowLike, lookup: Lookup | None
-) -> tuple[str, list[WriteStatus]]:
+) -> tuple[str | None, list[WriteStatus]]:
     """Run one write of ``data`` through ``client`` (tagging with ``lookup`` instead of the
-    table's index when given); the completed instant time and the committed WriteStatuses."""
-    schema, batches = _as_reader(data)
+    table's index when given); the completed instant time (None: an empty input skipped, see
+    :func:`write`) and the committed WriteStatuses."""
+    schema, all_batches = _as_reader(data)
+    batches = _skip_empty(client, all_batches)
+    if batches is None:
+        client.validate_schema(schema)  # a bad input is refused even when nothing is written
+        return None, []
     # one process tags the whole input: the inflight file holds the workload profile, as
     # Java's writes save it (WriteClient.write_profiled)
     profiled = client.operation.saves_workload_profile
@@ -350,7 +393,7 @@ class HudiTable(ReadableTable):
 
     def _write(
         self, data: ArrowLike, operation: WriteOperation, options: Mapping[str, Any] | None
-    ) -> str:
+    ) -> str | None:
         opts = {**self.options.raw, **dict(options or {})}
         opts[WriteConfig.OPERATION.key] = operation.name
         state = self.state_index
@@ -375,31 +418,33 @@ class HudiTable(ReadableTable):
         self.refresh()
         return instant
 
-    def upsert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+    def upsert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str | None:
         """Insert new keys and update existing ones (the table's merge mode decides)."""
         return self._write(data, UPSERT, options)
 
-    def insert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+    def insert(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str | None:
         """Insert rows (with the bucket index, an existing key is updated as in upsert)."""
         return self._write(data, INSERT, options)
 
-    def delete(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+    def delete(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str | None:
         """Delete the keys of ``data`` (rows or just the key and partition columns)."""
         return self._write(data, DELETE, options)
 
-    def insert_overwrite(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str:
+    def insert_overwrite(
+        self, data: ArrowLike, options: Mapping[str, Any] | None = None
+    ) -> str | None:
         """Replace the partitions that ``data`` touches with its rows."""
         return self._write(data, INSERT_OVERWRITE, options)
 
     def insert_overwrite_table(
         self, data: ArrowLike, options: Mapping[str, Any] | None = None
-    ) -> str:
+    ) -> str | None:
         """Replace the whole table with ``data``."""
         return self._write(data, INSERT_OVERWRITE_TABLE, options)
 
     def delete_partition(
         self, partitions: Sequence[str], options: Mapping[str, Any] | None = None
-    ) -> str:
+    ) -> str | None:
         """Drop whole partitions (given as relative partition paths)."""
         opts = dict(options or {})
         opts[PARTITIONS_TO_DELETE_KEY] = ",".join(partitions)

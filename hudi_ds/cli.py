@@ -11,7 +11,8 @@ Usage::
     clean      <path> [--dry-run]                     delete old file slices (policy options)
     archive    <path> [--dry-run]                     move old instants to the archived timeline
     rollback   <path> <instant>                       undo the latest commit (or a pending one)
-    savepoint  <path> [instant] [--delete] [--comment TEXT]
+    savepoint  create|list|delete <path> [instant] [--comment TEXT]
+               (the older ``savepoint <path> [instant] [--list|--delete]`` still works)
     restore    <path> <savepoint>
     show-config <path>                                hoodie.properties and service settings
     metadata   <path> [--rebuild]                     the metadata table: partitions, files,
@@ -24,9 +25,14 @@ Table services run while writers write take the writers' table lock when given t
 concurrency options (``-o hoodie.write.concurrency.mode=optimistic_concurrency_control`` and
 ``-o hoodie.write.lock.provider=...``), as Hudi requires for table services in other processes.
 
+Times are shown in UTC with the zone (``2024-01-02 03:04:05.678 UTC``): instant times are read
+in the table's ``hoodie.table.timeline.timezone`` (UTC for tables hudi_ds creates; LOCAL, the
+machine's zone, for Hudi's default) and converted. ``hudi-py --version`` prints the version.
+
 Exit codes: 0 success, 1 unexpected error, 2 bad usage or options, 3 not a Hudi table,
 4 instant not found, 5 refused in the table's current state (pending writes, later commits,
-unsupported table version...).
+unsupported table version...), 141 stdout closed early (``| head``: no traceback, as other
+Unix tools that die of SIGPIPE).
 """
 
 from __future__ import annotations
@@ -35,12 +41,14 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from hudi_ds.config import Options, ServiceConfig, properties_of
+from hudi_ds.config import Options, ServiceConfig, all_scopes, properties_of
 from hudi_ds.errors import (
     ConfigError,
     HudiError,
@@ -74,6 +82,7 @@ EXIT_USAGE = 2
 EXIT_NOT_A_TABLE = 3
 EXIT_NOT_FOUND = 4
 EXIT_REFUSED = 5
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a Unix tool killed by a closed pipe reports
 
 log = logging.getLogger("hudi_ds.cli")
 
@@ -90,14 +99,26 @@ def human_size(n: float) -> str:
     return f"{n:.1f} TB"  # pragma: no cover
 
 
-def instant_str(t: str | None) -> str:
-    """An instant time as ``2024-01-02 03:04:05.678`` (the raw text if it is not a time)."""
+def instant_str(t: str | None, tz: str = "UTC") -> str:
+    """An instant time as ``2024-01-02 03:04:05.678 UTC`` (the raw text if it is not a time).
+
+    Args:
+        t: the instant time.
+        tz: the zone the instant time was written in (the table's
+            ``hoodie.table.timeline.timezone``: ``UTC`` or ``LOCAL``, this machine's zone).
+    """
     if not t:
         return ""
     try:
-        return instant_time_to_datetime(t).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        dt = instant_time_to_datetime(t, tz or "UTC")
     except ValueError:
         return t
+    return utc_str(dt)
+
+
+def utc_str(dt: datetime) -> str:
+    """An aware datetime in UTC, with milliseconds and the zone."""
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
 def render_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
@@ -171,6 +192,8 @@ class Command:
         self.progress = ProgressBar(err, bool(args.progress) or err.isatty())
         self.options = Options.of(_parse_options(args.option or []))
         self.storage_options = _parse_options(args.storage_option or [])
+        # every command refuses an unknown -o key, also those that read no option
+        self.options.validate(*all_scopes())
 
     def storage(self) -> Storage:
         """The table's storage, with the ``--storage-option`` s."""
@@ -217,6 +240,11 @@ def _commit_counts(tl: Timeline, ts: str) -> dict[str, int]:
 def cmd_timeline(cmd: Command) -> int:
     table = cmd.table()
     tl = table.timeline
+    tz = table.config.timeline_timezone or "LOCAL"
+
+    def when(t: str | None) -> str:
+        return instant_str(t, tz)
+
     rows: list[dict[str, Any]] = []
     for inst in tl:
         origin = tl.origin_action(inst.requested_time) or inst.action
@@ -225,16 +253,16 @@ def cmd_timeline(cmd: Command) -> int:
             "action": origin if origin != inst.action else inst.action,
             "completed_as": inst.action if origin != inst.action else None,
             "state": inst.state.value,
-            "requested_at": instant_str(inst.requested_time),
+            "requested_at": when(inst.requested_time),
             "completed_at": None,
             "archived": False,
         }
         if inst.is_completed:
             mtime = tl.mtime_ms(inst.requested_time)
             if table.config.timeline_layout_version >= 2 and inst.completion_time:
-                row["completed_at"] = instant_str(inst.completion_time)
+                row["completed_at"] = when(inst.completion_time)
             elif mtime:
-                row["completed_at"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(mtime / 1000))
+                row["completed_at"] = utc_str(datetime.fromtimestamp(mtime / 1000, timezone.utc))
             if inst.action in ("commit", "deltacommit", "replacecommit"):
                 row.update(_commit_counts(tl, inst.requested_time))
             elif inst.action == "clean":
@@ -254,7 +282,7 @@ def cmd_timeline(cmd: Command) -> int:
                 "action": "savepoint",
                 "completed_as": None,
                 "state": sp.state.value,
-                "requested_at": instant_str(sp.requested_time),
+                "requested_at": when(sp.requested_time),
                 "completed_at": None,
                 "archived": False,
             }
@@ -267,7 +295,7 @@ def cmd_timeline(cmd: Command) -> int:
                 "action": inst.action,
                 "completed_as": None,
                 "state": State.COMPLETED.value,
-                "requested_at": instant_str(inst.requested_time),
+                "requested_at": when(inst.requested_time),
                 "completed_at": None,
                 "archived": True,
             }
@@ -663,7 +691,6 @@ def cmd_show_config(cmd: Command) -> int:
     storage = cmd.storage()
     cfg = TableConfig.load(storage)
     opts = cmd.options
-    opts.validate(ServiceConfig)
     services = {}
     for prop in properties_of(ServiceConfig):
         services[prop.key] = {
@@ -876,10 +903,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _Parser(
         prog="hudi-py",
-        description="Inspect and operate a Hudi table (hudi_ds).",
+        description="Inspect and operate a Hudi table (hudi_ds). Times are shown in UTC.",
         epilog="exit codes: 0 ok, 1 error, 2 usage, 3 not a Hudi table, 4 instant not found, "
-        "5 refused in the current table state",
+        "5 refused in the current table state, 141 output pipe closed",
     )
+    p.add_argument("--version", action="version", version=f"hudi-py (hudi_ds) {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def add(name: str, fn: Callable[[Command], int], help: str) -> argparse.ArgumentParser:
@@ -919,9 +947,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("path")
     sp.add_argument("instant")
 
-    sp = add("savepoint", cmd_savepoint, "savepoint a commit (default the latest), list or delete")
-    sp.add_argument("path")
-    sp.add_argument("instant", nargs="?", default=None)
+    sp = add(
+        "savepoint",
+        cmd_savepoint,
+        "savepoint create|list|delete PATH [INSTANT]: savepoint a commit (default the latest), "
+        "list or delete savepoints",
+    )
+    sp.add_argument("words", nargs="+", metavar="ARG", help="[create|list|delete] PATH [INSTANT]")
+    sp.usage = (
+        "hudi-py savepoint {create,list,delete} PATH [INSTANT] [--comment TEXT] [--json] "
+        "[-o KEY=VALUE]\n       hudi-py savepoint PATH [INSTANT] [--list | --delete] (older form)"
+    )
     sp.add_argument("--delete", action="store_true", help="delete the savepoint of INSTANT")
     sp.add_argument("--list", action="store_true", help="list savepoints")
     sp.add_argument("--comment", default="", help="a comment stored with the savepoint")
@@ -947,17 +983,68 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_SAVEPOINT_ACTIONS = ("create", "list", "delete")
+
+
+def _savepoint_words(args: argparse.Namespace) -> str | None:
+    """Resolve ``savepoint ACTION PATH [INSTANT]`` (or the older ``savepoint PATH [INSTANT]
+    [--list|--delete]``) into ``args.path`` / ``args.instant`` / the flags; an error message
+    when the words do not fit."""
+    words: list[str] = list(args.words)
+    if words[0] in _SAVEPOINT_ACTIONS and len(words) == 1 and not os.path.isdir(words[0]):
+        return f"savepoint {words[0]}: the table PATH is missing"
+    if words[0] in _SAVEPOINT_ACTIONS and len(words) >= 2:
+        action, rest = words[0], words[1:]
+    else:
+        action = "delete" if args.delete else "list" if args.list else "create"
+        rest = words
+    if len(rest) > 2 or (action == "list" and len(rest) > 1):
+        return f"savepoint {action}: unexpected arguments {rest[1:]}"
+    args.path = rest[0]
+    args.instant = rest[1] if len(rest) > 1 else None
+    args.delete = action == "delete"
+    args.list = action == "list"
+    return None
+
+
+def _version() -> str:
+    from hudi_ds import __version__
+
+    return __version__
+
+
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """Run ``hudi-py``; returns the exit code (the console script exits with it)."""
+    """Run ``hudi-py``; returns the exit code (the console script exits with it).
+
+    A closed stdout (``hudi-py timeline t --json | head -1``) ends the command quietly with
+    exit code 141, as Unix tools killed by SIGPIPE do.
+    """
     out = out or sys.stdout
     err = err or sys.stderr
+    try:
+        return _main(argv, out, err)
+    except BrokenPipeError:
+        # the reader went away: point stdout at devnull so that the interpreter's final flush
+        # does not raise again (the recipe of Python's signal module documentation)
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
+    if args.command == "savepoint":
+        problem = _savepoint_words(args)
+        if problem is not None:
+            err.write(f"hudi-py savepoint: error: {problem}\n")
+            return EXIT_USAGE
     if args.verbose:
         logging.basicConfig(level=logging.INFO, stream=err, format="%(levelname)s %(message)s")
     try:
@@ -975,6 +1062,8 @@ def main(
         return _fail(out, err, args, f"{type(e).__name__}: {e}", EXIT_ERROR)
     except KeyboardInterrupt:
         return _fail(out, err, args, "interrupted", 130)
+    except BrokenPipeError:
+        raise  # main: a closed stdout is no error of the table
     except Exception as e:  # an unexpected failure: say what, not a traceback (unless -v)
         if args.verbose:
             log.exception("unexpected error")

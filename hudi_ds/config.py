@@ -1,8 +1,11 @@
 """Typed configuration: Hudi's own ``hoodie.*`` keys, their defaults, aliases and parsers.
 
 Every option a user passes is checked here, on the driver, before anything is written: an unknown
-``hoodie.*`` key, or a value its parser refuses, raises :class:`~hudi_ds.errors.ConfigError` that
-names the key and the value (and the valid values, or the closest known key).
+key (``hoodie.*`` or not), or a value its parser refuses, raises
+:class:`~hudi_ds.errors.ConfigError` that names the key and the value (and the valid values, or
+the closest known key: "did you mean"). Hudi keys accepted without effect
+(:data:`IGNORED_HUDI_KEYS`, or a property with ``no_effect``) warn with
+:class:`~hudi_ds.errors.IgnoredOptionWarning`, saying why.
 
 Each scope (table, write, read) is a namespace class of :class:`ConfigProperty` entries.
 """
@@ -11,11 +14,14 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from hudi_ds.errors import ConfigError
+from hudi_ds.errors import ConfigError, IgnoredOptionWarning
 
 T = TypeVar("T")
 
@@ -96,6 +102,19 @@ def parse_table_version(value: str) -> int:
     return n
 
 
+def parse_utc_only(value: str) -> str:
+    """``UTC``: the only time zone hudi_ds writes instant times in."""
+    if str(value).strip().upper() != "UTC":
+        raise ValueError(
+            "hudi_ds writes instant times in UTC only (hoodie.table.timeline.timezone=UTC); "
+            "LOCAL would make its instant times disagree with the writer's zone"
+        )
+    return "UTC"
+
+
+parse_utc_only.choices = ("UTC",)  # type: ignore[attr-defined]
+
+
 def one_of(*choices: str, upper: bool = True) -> Callable[[str], str]:
     """A parser accepting one of ``choices`` (case-insensitive)."""
 
@@ -120,6 +139,8 @@ class ConfigProperty(Generic[T]):
     parser: Callable[[Any], T] = parse_str  # type: ignore[assignment]
     doc: str = ""
     aliases: tuple[str, ...] = ()
+    #: accepted for compatibility but without effect: why (a warning when the key is given)
+    no_effect: str = ""
 
     def all_keys(self) -> tuple[str, ...]:
         return (self.key, *self.aliases)
@@ -139,11 +160,28 @@ class Options:
 
     @classmethod
     def of(cls, options: Mapping[str, Any] | None) -> Options:
+        """Options from a mapping of key to value (str, bool, int, float or a list of them).
+
+        Raises:
+            ConfigError: ``options`` is not a mapping, a key is not a string, or a value is not
+                one of those types (names the key and the value).
+        """
+        if options is None:
+            return cls({})
+        if isinstance(options, Options):
+            return cls(dict(options.raw))
+        if not isinstance(options, Mapping):
+            raise ConfigError(
+                f"options must be a mapping of option key to value (a dict), not "
+                f"{type(options).__name__}: {_short(options)}"
+            )
         out: dict[str, str] = {}
-        for k, v in (options or {}).items():
+        for k, v in options.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"option key {k!r} (value {_short(v)}) is not a string")
             if v is None:
                 continue
-            out[str(k).strip().lower()] = v if isinstance(v, str) else _to_str(v)
+            out[k.strip().lower()] = v if isinstance(v, str) else _to_str(k, v)
         return cls(out)
 
     def get(self, prop: ConfigProperty[T]) -> T:
@@ -164,30 +202,97 @@ class Options:
         merged.update(self.raw)
         return Options(merged)
 
-    def validate(self, *scopes: type, ignored: Iterable[str] = ()) -> None:
-        """Raise ConfigError for unknown ``hoodie.*`` keys and for values that do not parse.
+    def validate(
+        self, *scopes: type, ignored: Iterable[str] = (), extra: Iterable[str] = ()
+    ) -> None:
+        """Refuse unknown keys and values that do not parse; warn about keys without effect.
 
-        Keys outside the ``hoodie.`` namespace (``path``, ``checkpointLocation`` ...) are left to
-        their owners. ``ignored`` lists Hudi keys accepted without effect.
+        Args:
+            scopes: the namespace classes whose properties are known.
+            ignored: further keys read by their owners (not properties of a scope).
+            extra: further known keys, only offered as "did you mean" suggestions.
+
+        Raises:
+            ConfigError: a key no scope knows (with the closest known key), or a value its
+                property's parser refuses (naming key and value).
+
+        Warns:
+            IgnoredOptionWarning: a key of :data:`IGNORED_HUDI_KEYS` or a property with
+                ``no_effect`` is given (the message says why it has no effect).
         """
         props = [p for s in scopes for p in properties_of(s)]
         known = {k.lower(): p for p in props for k in p.all_keys()}
-        ignored_set = {k.lower() for k in (*ignored, *IGNORED_HUDI_KEYS)}
+        ignored_set = {k.lower() for k in ignored}
         for key, value in self.raw.items():
             if key in known:
-                known[key].parse(value)
-            elif key.startswith("hoodie.") and key not in ignored_set:
-                close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.8)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
-                raise ConfigError(f"unknown option '{key}' (value {value!r}){hint}")
+                prop = known[key]
+                prop.parse(value)
+                if prop.no_effect:
+                    warn_no_effect(key, value, prop.no_effect)
+            elif key in ignored_set:
+                continue
+            elif key in _IGNORED_LOWER:
+                warn_no_effect(key, value, _IGNORED_LOWER[key])
+            else:
+                names = [k for p in props for k in p.all_keys()]
+                raise unknown_option(key, value, [*names, *ignored, *extra])
 
 
-def _to_str(v: Any) -> str:
+def unknown_option(key: str, value: Any, known: Iterable[str]) -> ConfigError:
+    """The error of an unknown option ``key``, suggesting the closest of ``known``."""
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
+    hint = f"; did you mean '{by_lower[close[0]]}'?" if close else ""
+    return ConfigError(
+        f"unknown option '{key}' (value {_short(value)}){hint} (docs/options.md lists every option)"
+    )
+
+
+def warn_no_effect(key: str, value: Any, why: str) -> None:
+    """Warn that option ``key`` is accepted without effect, and why."""
+    warnings.warn(
+        f"option '{key}'={_short(value)} has no effect in hudi_ds: {why}",
+        IgnoredOptionWarning,
+        stacklevel=_caller_level(),
+    )
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside hudi_ds (the user's call)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(
+        os.path.join(_PACKAGE_DIR, "hudi_ds")
+    ):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
+def _short(v: Any) -> str:
+    r = repr(v)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+_SCALARS = (str, bool, int, float)
+
+
+def _to_str(key: str, v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, (list, tuple)):
-        return ",".join(str(x) for x in v)
-    return str(v)
+    if isinstance(v, (list, tuple)) and all(isinstance(x, _SCALARS) for x in v):
+        return ",".join(_to_str(key, x) for x in v)
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ConfigError(f"invalid value {v!r} for option '{key}': not a finite number")
+    if isinstance(v, _SCALARS):
+        return str(v)
+    raise ConfigError(
+        f"invalid value {_short(v)} for option '{key}': expected a string, number or boolean "
+        f"(or a list of them), not {type(v).__name__}"
+    )
 
 
 def properties_of(scope: type) -> list[ConfigProperty[Any]]:
@@ -195,25 +300,59 @@ def properties_of(scope: type) -> list[ConfigProperty[Any]]:
     return [v for v in vars(scope).values() if isinstance(v, ConfigProperty)]
 
 
-# Hudi keys a user may paste that have no effect here (Spark/Java tuning knobs and the like).
-IGNORED_HUDI_KEYS = (
-    "hoodie.upsert.shuffle.parallelism",
-    "hoodie.insert.shuffle.parallelism",
-    "hoodie.bulkinsert.shuffle.parallelism",
-    "hoodie.delete.shuffle.parallelism",
-    "hoodie.embed.timeline.server",
-    "hoodie.datasource.hive_sync.enable",
-    "hoodie.datasource.meta.sync.enable",
-    "hoodie.index.bucket.engine",
-    "hoodie.storage.layout.type",
-    "hoodie.storage.layout.partitioner.class",
-    "hoodie.datasource.write.table.name",
-    "hoodie.write.markers.type",
-    "hoodie.schema.on.read.enable",
-    "hoodie.datasource.read.use.new.parquet.file.format",
-    "hoodie.file.group.reader.enabled",
-    "hoodie.read.use.read_optimized.mode",
+_NO_SPARK_SHUFFLE = (
+    "hudi_ds shuffles no records: the Spark data source writes the DataFrame's own partitions "
+    "(repartition it, or use hudi_ds.spark.cluster_by_bucket), the embedded API uses "
+    "write.tasks threads"
 )
+_NO_CATALOG_SYNC = (
+    "hudi_ds runs no catalog sync (Hive, Glue, DataHub...): register the table in the catalog "
+    "with Apache Hudi's sync tool or the catalog's own DDL"
+)
+_ALWAYS_READER = "hudi_ds always reads through its own file group reader (merging base and logs)"
+
+#: Apache Hudi keys a user may paste that have no effect here: key -> why. Accepted with an
+#: :class:`~hudi_ds.errors.IgnoredOptionWarning` saying why (none of them changes what is
+#: written, so ignoring them never writes other data than asked for).
+IGNORED_HUDI_KEYS: dict[str, str] = {
+    "hoodie.upsert.shuffle.parallelism": _NO_SPARK_SHUFFLE,
+    "hoodie.insert.shuffle.parallelism": _NO_SPARK_SHUFFLE,
+    "hoodie.bulkinsert.shuffle.parallelism": _NO_SPARK_SHUFFLE,
+    "hoodie.delete.shuffle.parallelism": _NO_SPARK_SHUFFLE,
+    "hoodie.embed.timeline.server": (
+        "hudi_ds has no timeline server: every writer and reader lists the timeline itself"
+    ),
+    "hoodie.datasource.hive_sync.enable": _NO_CATALOG_SYNC,
+    "hoodie.datasource.meta.sync.enable": _NO_CATALOG_SYNC,
+    "hoodie.storage.layout.type": (
+        "the file layout follows hoodie.index.type (BUCKET names file groups by bucket)"
+    ),
+    "hoodie.storage.layout.partitioner.class": (
+        "the file layout follows hoodie.index.type (BUCKET names file groups by bucket)"
+    ),
+    "hoodie.datasource.write.table.name": (
+        "it names the table for catalog sync, which hudi_ds does not run; the table's name is "
+        "hoodie.table.name"
+    ),
+    "hoodie.write.markers.type": (
+        "hudi_ds writes direct markers (no timeline server for TIMELINE_SERVER_BASED ones)"
+    ),
+    "hoodie.schema.on.read.enable": (
+        "hudi_ds evolves schemas on write (added nullable columns, widened types); it keeps no "
+        "internal schema history"
+    ),
+    "hoodie.datasource.read.use.new.parquet.file.format": _ALWAYS_READER,
+    "hoodie.file.group.reader.enabled": _ALWAYS_READER,
+    "hoodie.read.use.read_optimized.mode": (
+        "use hoodie.datasource.query.type=read_optimized to read base files only"
+    ),
+}
+_IGNORED_LOWER = {k.lower(): why for k, why in IGNORED_HUDI_KEYS.items()}
+
+
+def all_scopes() -> tuple[type, ...]:
+    """Every option scope of the core (the Spark data source adds its own)."""
+    return (WriteConfig, ReadConfig, ServiceConfig, ConcurrencyConfig)
 
 
 class ReadConfig:
@@ -541,6 +680,14 @@ class WriteConfig:
         parse_int,
         "MERGE_ON_READ: small file groups (without log files) per partition that receive inserts.",
     )
+    BUCKET_ENGINE = ConfigProperty(
+        "hoodie.index.bucket.engine",
+        "SIMPLE",
+        one_of("SIMPLE"),
+        "BUCKET index: SIMPLE (a fixed number of buckets per partition). Hudi's "
+        "CONSISTENT_HASHING engine (buckets that split and merge) is refused: its file groups "
+        "are laid out by a hashing metadata file hudi_ds does not keep.",
+    )
     NUM_BUCKETS = ConfigProperty(
         "hoodie.bucket.index.num.buckets",
         4,
@@ -627,6 +774,14 @@ class WriteConfig:
         "Local folder where a COW merge spills rows that do not fit its memory budget "
         "(default: the system temp folder, TMPDIR or /tmp as in Hudi).",
     )
+    ALLOW_EMPTY_COMMIT = ConfigProperty(
+        "hoodie.allow.empty.commit",
+        True,
+        parse_bool,
+        "A write whose input has no rows still commits an (empty) instant, as Apache Hudi "
+        "does by default; false writes nothing at all for such an input (no commit, and no "
+        "table created).",
+    )
     STREAMING_CHECKPOINT_ID = ConfigProperty(
         "hoodie.datasource.write.streaming.checkpoint.identifier",
         "default_single_writer",
@@ -667,8 +822,10 @@ class WriteConfig:
     TIMELINE_TIMEZONE = ConfigProperty(
         "hoodie.table.timeline.timezone",
         "UTC",
-        one_of("UTC", "LOCAL"),
-        "Time zone of instant times.",
+        parse_utc_only,
+        "Time zone of instant times: hudi_ds writes them in UTC (and records UTC in a new "
+        "table's hoodie.properties); LOCAL, Apache Hudi's default, is refused rather than "
+        "ignored.",
     )
 
 
@@ -792,6 +949,7 @@ class ServiceConfig:
         False,
         parse_bool,
         "Accepted for compatibility; cleaning runs synchronously after the commit.",
+        no_effect="cleaning runs synchronously after each commit (hoodie.clean.automatic)",
     )
     CLEANER_POLICY = ConfigProperty(
         "hoodie.cleaner.policy",
@@ -879,6 +1037,7 @@ class ServiceConfig:
         10,
         parse_positive,
         "Accepted for compatibility (archived instants are written in one block per run).",
+        no_effect="archival writes the instants it archives in one block per run",
     )
 
 

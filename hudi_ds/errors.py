@@ -75,3 +75,17 @@ class StorageError(HudiError, OSError):
 
 class WriteError(HudiError):
     """A write failed; the instant was rolled back and nothing became visible."""
+
+
+class HudiWarning(UserWarning):
+    """Base class of every warning issued by hudi_ds."""
+
+
+class IgnoredOptionWarning(HudiWarning):
+    """An option was accepted but has no effect in hudi_ds (the message says why).
+
+    Hudi users paste their option sets: keys that only tune the JVM engine (shuffle
+    parallelism, the timeline server) or name services hudi_ds does not run (Hive sync) are
+    accepted with this warning rather than refused. Turn it into an error with
+    ``warnings.simplefilter("error", IgnoredOptionWarning)``.
+    """

@@ -350,3 +350,136 @@ def test_metadata_rebuild_checks_options_version_and_locks(table: str) -> None:
     assert md["rebuilt"] and md["in_step"] and md["files"] == _storage_file_count(Path(table))
     assert rows(table) == before
     assert _full_rows(hudi_rs_table(table, {"hoodie.metadata.enable": "true"})) == before
+
+
+# -- first contact (issue 18): run as a user runs it, in a subprocess ---------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _proc(*args: str, shell_tail: str = "") -> subprocess.CompletedProcess[str]:
+    """``python -m hudi_ds.cli ARGS`` in a fresh interpreter (``| shell_tail`` when given)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "hudi_ds.cli", *args]
+    if shell_tail:
+        line = " ".join(f"'{c}'" for c in cmd) + " | " + shell_tail
+        return subprocess.run(
+            ["bash", "-c", "set -o pipefail; " + line],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.slow
+def test_cli_first_contact_in_a_subprocess(table: str) -> None:
+    """--version; an unknown -o key fails with "did you mean" and deletes nothing; a closed
+    pipe ends quietly; times are UTC with the zone; savepoint ACTION PATH and the old form."""
+    version = _proc("--version")
+    assert (
+        version.returncode == 0
+        and version.stdout.strip() == f"hudi-py (hudi_ds) {hudi_ds.__version__}"
+    )
+    before = rows(table)
+    files_before = sorted(p.name for p in Path(table).rglob("*") if p.is_file())
+    bad = _proc("clean", table, "-o", "cleaner.commits.retained=1")
+    assert bad.returncode == EXIT_USAGE, bad.stderr
+    assert "unknown option 'cleaner.commits.retained'" in bad.stderr
+    assert "did you mean 'hoodie.cleaner.commits.retained'" in bad.stderr
+    assert sorted(p.name for p in Path(table).rglob("*") if p.is_file()) == files_before
+    typo = _proc("timeline", table, "-o", "hoodie.metadata.enabel=true")
+    assert typo.returncode == EXIT_USAGE and "did you mean 'hoodie.metadata.enable'" in typo.stderr
+    bad_value = _proc("clean", table, "-o", "hoodie.cleaner.commits.retained=-1", "--json")
+    assert bad_value.returncode == EXIT_USAGE
+    assert "'hoodie.cleaner.commits.retained'" in json.loads(bad_value.stdout)["error"]
+    # a reader that stops after one line: no traceback, SIGPIPE's exit code
+    piped = _proc("timeline", table, "--json", shell_tail="head -1")
+    assert piped.stdout == "{\n", piped.stdout
+    assert "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr, piped.stderr
+    # times: UTC, the zone shown
+    tl = json.loads(_proc("timeline", table, "--json").stdout)["instants"]
+    assert all(i["requested_at"].endswith(" UTC") for i in tl)
+    assert all(i["completed_at"].endswith(" UTC") for i in tl if i["state"] == "COMPLETED")
+    first = tl[0]
+    t = first["instant"]
+    assert first["requested_at"] == (
+        f"{t[:4]}-{t[4:6]}-{t[6:8]} {t[8:10]}:{t[10:12]}:{t[12:14]}.{t[14:17]} UTC"
+    )  # tables hudi_ds creates have hoodie.table.timeline.timezone=UTC
+    # savepoint: ACTION PATH [INSTANT], as compact; the old PATH [INSTANT] [--list] still works
+    assert json.loads(_proc("savepoint", "list", table, "--json").stdout) == {"savepoints": []}
+    made = json.loads(_proc("savepoint", "create", table, tl[-2]["instant"], "--json").stdout)
+    assert made == {"savepoint": tl[-2]["instant"]}
+    old_form = json.loads(_proc("savepoint", table, "--list", "--json").stdout)
+    assert old_form == {"savepoints": [tl[-2]["instant"]]}
+    gone = json.loads(_proc("savepoint", "delete", table, tl[-2]["instant"], "--json").stdout)
+    assert gone == {"deleted_savepoint": tl[-2]["instant"]}
+    assert json.loads(_proc("savepoint", "list", table, "--json").stdout) == {"savepoints": []}
+    no_path = _proc("savepoint", "list")
+    assert no_path.returncode == EXIT_USAGE and "the table PATH is missing" in no_path.stderr
+    extra = _proc("savepoint", "list", table, "x")
+    assert extra.returncode == EXIT_USAGE and "unexpected arguments ['x']" in extra.stderr
+    assert rows(table) == hudi_rs_rows(table) == before
+
+
+def test_every_listing_command_speaks_json(table: str) -> None:
+    """``--json`` on every command that lists something: stdout parses as JSON."""
+    for args in (
+        ("timeline", table),
+        ("files", table),
+        ("stats", table),
+        ("show-config", table),
+        ("compact", "show", table),
+        ("savepoint", "list", table),
+        ("metadata", table),
+        ("clean", table, "--dry-run"),
+        ("archive", table, "--dry-run"),
+    ):
+        code, out, err = run(*args, "--json")
+        assert code == EXIT_OK, (args, err)
+        assert isinstance(json.loads(out), dict), args
+
+
+@pytest.mark.slow
+def test_progress_on_a_terminal_only(table: str) -> None:
+    """Long work (compaction, clean) draws a progress bar on stderr when stderr is a terminal,
+    and nothing when it is a pipe; stdout stays clean JSON either way."""
+    import pty
+
+    main_fd, term_fd = pty.openpty()
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        args = [sys.executable, "-m", "hudi_ds.cli"]
+        comp = subprocess.run(
+            [*args, "compact", "run", table, "--schedule", "--json"],
+            stdout=subprocess.PIPE, stderr=term_fd, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert comp.returncode == 0
+        assert json.loads(comp.stdout)["compactions"]
+        for k in range(2):  # later commits make the pre-compaction slices cleanable
+            hudi_ds.write(table, trips(range(8), 20 + k), OPTS)
+        cl = subprocess.run(
+            [*args, "clean", table, "-o", "hoodie.cleaner.commits.retained=1", "--json"],
+            stdout=subprocess.PIPE, stderr=term_fd, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert cl.returncode == 0 and json.loads(cl.stdout)["deleted"]
+        os.close(term_fd)
+        term_fd = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        if term_fd >= 0:
+            os.close(term_fd)
+        os.close(main_fd)
+    text = drawn.decode()
+    assert "compaction " in text and "clean " in text and "#" in text, text
+    piped = _proc("timeline", table)
+    assert piped.returncode == 0 and "[" not in piped.stderr

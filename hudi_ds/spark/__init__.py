@@ -15,8 +15,22 @@ from __future__ import annotations
 
 from typing import Any
 
+try:
+    import pyspark  # noqa: F401
+except ImportError as e:
+    raise ImportError(
+        "hudi_ds.spark needs pyspark >= 4.0, which is not installed: "
+        "pip install 'hudi_ds[spark]' (the embedded API, hudi_ds.read / hudi_ds.write, "
+        "works without it)",
+        name="pyspark",
+    ) from e
+
 from hudi_ds.spark.cluster import cluster_by_bucket
-from hudi_ds.spark.datasource import NAME, HudiDataSource, HudiDataSourceWithPushdown
+from hudi_ds.spark.datasource import (
+    NAME,
+    HudiDataSource,
+    HudiDataSourceWithPushdown,
+)
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 

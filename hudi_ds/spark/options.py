@@ -2,7 +2,10 @@
 
 Hudi's own ``hoodie.*`` keys mean what they mean in the embedded API and are validated by it.
 Keys that only make sense inside Spark live in the ``hudi_py.`` namespace (Hudi has no key for
-them); they are validated here and never reach the embedded API.
+them); they are validated here and never reach the embedded API. Spark's own streaming options
+(``maxCommitsPerTrigger``, ``maxRowsPerTrigger``, ``checkpointLocation``) are
+:class:`SparkStreamConfig`. Every other key must be one of the core's options: an unknown key is
+refused here, before anything is planned or written, with the closest known key.
 
 Spark hands options over lower-cased (a ``CaseInsensitiveDict``) with ``path`` added by
 ``load(path)`` / ``save(path)``.
@@ -18,14 +21,26 @@ directly.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from hudi_ds.config import ConfigProperty, parse_bool, parse_int, parse_size, properties_of
+from hudi_ds.config import (
+    IGNORED_HUDI_KEYS,
+    ConfigProperty,
+    Options,
+    all_scopes,
+    parse_bool,
+    parse_int,
+    parse_positive_int,
+    parse_size,
+    parse_str,
+    properties_of,
+    unknown_option,
+)
 from hudi_ds.errors import ConfigError
 from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
 from hudi_ds.storage import Storage
+from hudi_ds.write.operation import OPERATION_OPTION_KEYS
 
 PREFIX = "hudi_py."
 #: connector options holding a storage option (``hudi_py.storage.<storage option key>``)
@@ -96,38 +111,73 @@ class SparkConfig:
     )
 
 
+class SparkStreamConfig:
+    """Spark's own options of streaming queries that the ``hudi_py`` source and sink read."""
+
+    MAX_COMMITS = ConfigProperty(
+        "maxCommitsPerTrigger",
+        None,
+        parse_positive_int,
+        "Streaming reads: data commits admitted per micro-batch (compactions do not count); "
+        "default all.",
+    )
+    MAX_ROWS = ConfigProperty(
+        "maxRowsPerTrigger",
+        None,
+        parse_positive_int,
+        "Streaming reads: rows written by the admitted commits per micro-batch (at least one "
+        "commit is admitted); default all.",
+    )
+    CHECKPOINT_LOCATION = ConfigProperty(
+        "checkpointLocation",
+        None,
+        parse_str,
+        "Spark's checkpoint folder of a streaming query (used by Spark; the sink records its "
+        "batch ids in the table's commits).",
+    )
+
+
 def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str], dict[str, str]]:
     """Split Spark's options into ``(path, hudi options, connector options)``.
 
-    Connector options are parsed (a bad value or an unknown ``hudi_py.*`` key raises).
+    Connector options (``hudi_py.*`` and :class:`SparkStreamConfig`, keyed by their declared
+    key) are parsed; the Hudi options are checked to be known keys (their values are parsed by
+    the core where they are used).
 
     Raises:
-        ConfigError: an unknown ``hudi_py.*`` key or a value that does not parse.
+        ConfigError: an unknown key (with the closest known one) or a connector value that does
+            not parse.
     """
-    known = {p.key: p for p in properties_of(SparkConfig)}
+    raw = Options.of(options).raw  # refuses a non-mapping and non-scalar values
+    connector_props = [*properties_of(SparkConfig), *properties_of(SparkStreamConfig)]
+    conn_known = {p.key.lower(): p for p in connector_props}
+    core_props = [p for s in all_scopes() for p in properties_of(s)]
+    hudi_known = {k.lower() for p in core_props for k in p.all_keys()}
+    hudi_known |= {k.lower() for k in (*IGNORED_HUDI_KEYS, *OPERATION_OPTION_KEYS)}
     path: str | None = None
     hudi: dict[str, str] = {}
     conn: dict[str, str] = {}
-    for k, v in options.items():
-        key = str(k).strip().lower()
-        if v is None:
-            continue
-        value = str(v)
+    for key, value in raw.items():
         if key == "path":
             path = value
         elif key.startswith(STORAGE_PREFIX) and key != STORAGE_PREFIX:
             conn[key] = value  # validated when the table's Storage is built
         elif is_storage_key(key):
             conn[STORAGE_PREFIX + key] = value
-        elif key.startswith(PREFIX):
-            if key not in known:
-                close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.8)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
-                raise ConfigError(f"unknown option '{key}' (value {value!r}){hint}")
-            known[key].parse(value)
-            conn[key] = value
-        else:
+        elif key in conn_known:
+            prop = conn_known[key]
+            prop.parse(value)
+            conn[prop.key] = value
+        elif key in hudi_known:
             hudi[key] = value
+        else:
+            names = [
+                "path",
+                *(p.key for p in connector_props),
+                *(k for p in core_props for k in p.all_keys()),
+                *IGNORED_HUDI_KEYS,
+            ]
+            raise unknown_option(key, value, names)
     return path, hudi, conn
 
 

@@ -45,7 +45,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from hudi_ds.config import Options, ReadConfig, WriteConfig, properties_of
+from hudi_ds.config import Options, ReadConfig, all_scopes, properties_of
 from hudi_ds.errors import ConfigError, HudiError
 from hudi_ds.index.bucket import (
     HASH_FIELD_KEY,
@@ -63,6 +63,7 @@ from hudi_ds.spark.types import conform_batch, read_arrow_schema
 from hudi_ds.table.filters import filter_expression
 from hudi_ds.table.table import ReadableTable, ReadPlan
 from hudi_ds.table_config import TableConfig
+from hudi_ds.write.operation import OPERATION_OPTION_KEYS
 
 HudiFilter = tuple[str, str, Any]
 
@@ -426,7 +427,7 @@ def validate_read_options(options: Mapping[str, str]) -> None:
     Write options are accepted (and ignored, except the bucket keys) so that one option dict
     can serve both ``df.write`` and ``spark.read``.
     """
-    Options.of(options).validate(ReadConfig, WriteConfig)
+    Options.of(options).validate(*all_scopes(), ignored=OPERATION_OPTION_KEYS)
 
 
 __all__ = [

@@ -51,10 +51,11 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import BooleanType, StructField, StructType
 
 from hudi_ds.config import Options, ReadConfig
-from hudi_ds.errors import ConfigError, TableNotFoundError
+from hudi_ds.errors import TableNotFoundError
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.spark import options as opt
+from hudi_ds.spark.options import SparkStreamConfig
 from hudi_ds.spark.reader import (
     HudiInputPartition,
     plan_groups,
@@ -72,21 +73,6 @@ log = logging.getLogger("hudi_ds.spark.stream_reader")
 OFFSET_KEY = "commitTime"
 #: the offset before the first commit (Hudi's ``HoodieTimeline.INIT_INSTANT_TS``).
 INIT_OFFSET = "00000000000000"
-MAX_COMMITS_KEY = "maxcommitspertrigger"
-MAX_ROWS_KEY = "maxrowspertrigger"
-
-
-def _positive(options: Mapping[str, str], key: str, label: str) -> int | None:
-    raw = options.get(key)
-    if raw is None:
-        return None
-    try:
-        n = int(str(raw).strip())
-    except ValueError:
-        n = 0
-    if n <= 0:
-        raise ConfigError(f"option '{label}'={raw!r}: must be a positive integer")
-    return n
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,9 +98,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
 
     Args:
         path: the table base path.
-        options: ``hoodie.*`` read options plus ``maxCommitsPerTrigger`` /
-            ``maxRowsPerTrigger`` (lower-cased keys).
-        connector: ``hudi_py.*`` options.
+        options: ``hoodie.*`` read options (lower-cased keys).
+        connector: ``hudi_py.*`` options and ``maxCommitsPerTrigger`` / ``maxRowsPerTrigger``
+            (:class:`~hudi_ds.spark.options.SparkStreamConfig`).
         schema: the schema Spark expects.
     """
 
@@ -132,8 +118,8 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         parsed = Options.of(self.options)
         self.emit_deletes: bool = parsed.get(ReadConfig.INCREMENTAL_EMIT_DELETES)
         self.start_offset: str = parsed.get(ReadConfig.STREAMING_START_OFFSET)
-        self.max_commits = _positive(self.options, MAX_COMMITS_KEY, "maxCommitsPerTrigger")
-        self.max_rows = _positive(self.options, MAX_ROWS_KEY, "maxRowsPerTrigger")
+        self.max_commits: int | None = opt.get(self.connector, SparkStreamConfig.MAX_COMMITS)
+        self.max_rows: int | None = opt.get(self.connector, SparkStreamConfig.MAX_ROWS)
         self._available_now: str | None = None
         self._rows: dict[str, int] = {}
         self._state: TableState | None = None
@@ -154,7 +140,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         reader = cls(opt.require_path(path), hudi, connector, schema)
         start = reader.start_offset.strip().lower()
         if start not in ("earliest", "latest"):
-            normalize_instant(start)
+            normalize_instant(start, ReadConfig.STREAMING_START_OFFSET.key)
         return reader
 
     # -- offsets (driver, one long-lived process) ------------------------------------------------

@@ -39,7 +39,7 @@ from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, spark_to_arrow_schema
 from hudi_ds.write.client import WriteClient
-from hudi_ds.write.operation import PARTITIONS_TO_DELETE_KEY
+from hudi_ds.write.operation import PARTITIONS_TO_DELETE_KEY, Replaces
 from hudi_ds.write.write_status import WriteStatus
 
 OPERATION_KEY = WriteConfig.OPERATION.key
@@ -332,6 +332,17 @@ class HudiBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
         return self.job.write_task(self.instant, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Publish the instant; with ``hoodie.allow.empty.commit=false`` an input without rows
+        is rolled back instead (nothing committed, a table this write created removed), as
+        Apache Hudi skips the commit of an empty DataFrame then (see :func:`hudi_ds.write`)."""
+        client = self.job.client
+        if (
+            not client.options.get(WriteConfig.ALLOW_EMPTY_COMMIT)
+            and client.operation.replaces is Replaces.NOTHING
+            and all(isinstance(m, HudiCommitMessage) and not m.statuses for m in messages)
+        ):
+            self.job.abort(self.instant)
+            return
         self.job.commit(self.instant, messages)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:

@@ -15,7 +15,24 @@ OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
 
 
 def normalize_filters(filters: Sequence[Filter], schema: pa.Schema) -> list[Filter]:
-    """Check every filter names a known column and a supported operator."""
+    """Check every filter names a known column, a supported operator and a value comparable
+    with the column's type.
+
+    Raises:
+        ConfigError: ``filters`` is not a list of ``(column, op, value)`` tuples, or one names
+            an unknown column or operator, or its value cannot be compared with the column
+            (names the filter, the column's type and the value).
+    """
+    if not isinstance(filters, (list, tuple)):
+        raise ConfigError(
+            f"filters must be a list of (column, op, value) tuples, not "
+            f"{type(filters).__name__}: {filters!r}"
+        )
+    if len(filters) == 3 and isinstance(filters[0], str) and isinstance(filters[1], str):
+        raise ConfigError(
+            f"filters must be a list of (column, op, value) tuples: pass [{tuple(filters)!r}] "
+            f"instead of {filters!r}"
+        )
     out: list[Filter] = []
     for f in filters:
         if not isinstance(f, (tuple, list)) or len(f) != 3:
@@ -28,8 +45,24 @@ def normalize_filters(filters: Sequence[Filter], schema: pa.Schema) -> list[Filt
             raise ConfigError(f"filter on unknown column '{col}'; columns are {schema.names}")
         if op in ("in", "not in") and not isinstance(value, (list, tuple, set, frozenset)):
             raise ConfigError(f"filter {f!r}: '{op}' needs a list of values")
-        out.append((col, "=" if op == "==" else op, value))
+        op = "=" if op == "==" else op
+        _check_comparable(f, schema.field(col), op, value)
+        out.append((col, op, value))
     return out
+
+
+def _check_comparable(f: Any, field: pa.Field, op: str, value: Any) -> None:
+    """Raise ConfigError unless ``field op value`` can be computed: the comparison is run on an
+    empty column of the field's type, so pyarrow's kernel dispatch and value conversion fail
+    here, naming the filter, rather than in the middle of a read."""
+    try:
+        _compare(pa.array([], type=field.type), op, value)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as e:
+        what = str(e).splitlines()[0]
+        raise ConfigError(
+            f"filter {tuple(f)!r}: value {value!r} ({type(value).__name__}) cannot be compared "
+            f"with column '{field.name}' of type {field.type} ({what})"
+        ) from None
 
 
 _FUNCS = {

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.config import Options, ReadConfig
+from hudi_ds.config import Options, ReadConfig, all_scopes
 from hudi_ds.errors import (
     ConfigError,
     CorruptFileError,
@@ -69,6 +69,7 @@ class ReadableTable:
 
     Raises:
         TableNotFoundError: there is no ``.hoodie/hoodie.properties`` under ``path``.
+        ConfigError: an unknown option key or an invalid value (docs/options.md).
     """
 
     def __init__(
@@ -85,6 +86,8 @@ class ReadableTable:
         )
         self.storage = self.state.storage
         self.options = Options.of(options)
+        # refused now rather than at the first read or write (ConfigError naming the key)
+        self.options.validate(*all_scopes(), ignored=_WRITE_ONLY_KEYS)
         if self.config.table_version not in SUPPORTED_VERSIONS:
             raise UnsupportedError(
                 f"{self.storage.base_uri} is a Hudi table of version "
@@ -318,13 +321,14 @@ class ReadableTable:
         """
         opts = self.options.with_defaults({}) if options is None else Options.of(options)
         opts = Options({**self.options.raw, **opts.raw})
-        opts.validate(ReadConfig)
+        # one option dict may serve writes and reads: every core option is known here
+        opts.validate(*all_scopes(), ignored=_WRITE_ONLY_KEYS)
         qtype = opts.get(ReadConfig.QUERY_TYPE)
-        cols = list(columns) if columns is not None else None
+        cols = column_list(columns)
         if cols is not None:
             for c in cols:
                 self._field(c)
-        flt = normalize_filters(filters or [], self.schema)
+        flt = normalize_filters([] if filters is None else filters, self.schema)
         commit_times: frozenset[str] | None = None
         if qtype == "incremental":
             if not self.config.populate_meta_fields:
@@ -619,7 +623,7 @@ class ReadableTable:
 
     # -- incremental / time travel helpers -------------------------------------------------------
     def _check_as_of(self, as_of: str) -> None:
-        as_of = normalize_instant(as_of)
+        as_of = normalize_instant(as_of, ReadConfig.AS_OF_INSTANT.key)
         commits = self.timeline.commits()
         if commits and as_of < commits[0].requested_time:
             if self._archived_covers(as_of):
@@ -678,8 +682,8 @@ class ReadableTable:
             return
 
     def _incremental_commits(self, begin: str, end: str | None) -> list[Instant]:
-        begin = normalize_instant(begin)
-        end = normalize_instant(end) if end is not None else None
+        begin = normalize_instant(begin, ReadConfig.BEGIN_INSTANT.key)
+        end = normalize_instant(end, ReadConfig.END_INSTANT.key) if end is not None else None
         first = self.timeline.commits().first()
         # archived commits lie before where the timeline starts, its first non-savepointed
         # commit (archival beyond savepoints leaves holes after a savepointed first commit)
@@ -752,6 +756,32 @@ class ReadPlan:
     damaged_files: list[str] = dataclasses.field(default_factory=list)
     #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
     replans: int = 0
+
+
+#: keys a write reads beside the registry's (hudi_ds.write.operation.OPERATION_OPTION_KEYS,
+#: a layer above): accepted in a table's default options
+_WRITE_ONLY_KEYS = ("hoodie.datasource.write.partitions.to.delete",)
+
+
+def column_list(columns: Sequence[str] | None) -> list[str] | None:
+    """``columns`` as a list of names (None: all columns).
+
+    Raises:
+        ConfigError: ``columns`` is a single string (``columns="id"`` would otherwise be read
+            as the columns 'i' and 'd') or holds something other than strings.
+    """
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        raise ConfigError(
+            f"columns must be a list of column names, not the string {columns!r}: "
+            f"pass columns=[{columns!r}]"
+        )
+    out = list(columns)
+    bad = [c for c in out if not isinstance(c, str)]
+    if bad:
+        raise ConfigError(f"columns must be column names (strings); got {bad!r}")
+    return out
 
 
 def _key_field_is_key(cfg: TableConfig) -> bool:

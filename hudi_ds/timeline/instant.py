@@ -427,12 +427,20 @@ def _claim_across_processes(candidate_ms: int, now_ms: int) -> int:
     return candidate_ms
 
 
-def normalize_instant(value: str) -> str:
-    """Accept ``yyyyMMddHHmmss[SSS]`` or ISO-like ``yyyy-MM-dd HH:mm:ss[.SSS]`` instants."""
+def normalize_instant(value: str, key: str | None = None) -> str:
+    """Accept ``yyyyMMddHHmmss[SSS]`` or ISO-like ``yyyy-MM-dd HH:mm:ss[.SSS]`` instants.
+
+    Raises:
+        ConfigError: not an instant time (naming the option ``key`` when given).
+    """
     v = str(value).strip()
     digits = "".join(ch for ch in v if ch.isdigit())
     if not digits or (not v.isdigit() and len(digits) not in (8, 14, 17)):
-        raise ConfigError(f"invalid instant time {value!r}: expected yyyyMMddHHmmss[SSS]")
+        where = f" for option '{key}'" if key else ""
+        raise ConfigError(
+            f"invalid instant time {value!r}{where}: expected yyyyMMddHHmmss[SSS] or "
+            "yyyy-MM-dd HH:mm:ss[.SSS]"
+        )
     if len(digits) == 8:
         digits += "000000"
     return digits

@@ -121,6 +121,9 @@ def test_bad_read_options_fail_at_load(spark: Any, tmp_path_factory) -> None:
         ).collect()
     with pytest.raises(Exception, match=r"hoodie\.datasource\.query\.typo"):
         spark.read.format("hudi_py").option("hoodie.datasource.query.typo", "x").load(root)
+    # keys outside hoodie.* too: a typo of time travel is refused, not a latest snapshot
+    with pytest.raises(Exception, match="did you mean 'as.of.instant'"):
+        spark.read.format("hudi_py").option("as.of.instan", "20240101000000").load(root)
 
 
 def test_reused_dataframe_is_not_narrowed_by_an_earlier_filter(spark, tmp_path) -> None:

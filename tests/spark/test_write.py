@@ -178,6 +178,9 @@ def test_bad_options_and_schema_fail_before_writing(spark: Any, tmp_path: Path) 
         ({"hoodie.datasource.write.precombine.field": "missing_ts"}, "missing_ts"),
         ({"hoodie.bucket.index.num.buckets": "zero"}, "hoodie.bucket.index.num.buckets"),
         ({"hudi_py.read.split.bytez": "1"}, "hudi_py.read.split.bytez"),
+        ({"write.batch.sise": "8"}, "did you mean 'write.batch.size'"),
+        ({"write.task.max.size": "-5"}, "'write.task.max.size'"),
+        ({"hoodie.index.bucket.engine": "CONSISTENT_HASHING"}, "CONSISTENT_HASHING"),
     ]
     for extra, match in cases:
         with pytest.raises(Exception, match=match):
@@ -199,6 +202,27 @@ def test_bad_options_and_schema_fail_before_writing(spark: Any, tmp_path: Path) 
             **options("MERGE_ON_READ")
         ).save(str(path))
     assert sorted(p.name for p in path.rglob("*")) == before
+
+
+def test_empty_dataframe_follows_hudi(spark: Any, tmp_path: Path) -> None:
+    """An empty DataFrame commits an empty instant (Hudi's hoodie.allow.empty.commit=true);
+    with false nothing is committed and a table the write created is removed again."""
+    path = tmp_path / "t"
+    empty = rows(range(1, 2), [1]).slice(0, 0)
+    save(
+        spark, empty, str(path), {**options("MERGE_ON_READ"), "hoodie.allow.empty.commit": "false"}
+    )
+    assert not path.exists()
+    save(spark, empty, str(path), options("MERGE_ON_READ"))
+    assert len(ReadableTable(str(path)).timeline.commits()) == 1
+    save(spark, rows(range(5), [1] * 5), str(path), options("MERGE_ON_READ"))
+    save(
+        spark, empty, str(path), {**options("MERGE_ON_READ"), "hoodie.allow.empty.commit": "false"}
+    )
+    assert len(ReadableTable(str(path)).timeline.commits()) == 2
+    model = Model()
+    model.upsert(rows(range(5), [1] * 5))
+    check(spark, str(path), model)
 
 
 def test_refused_first_write_creates_no_table(spark: Any, tmp_path: Path) -> None:
