@@ -299,23 +299,33 @@ def bloom_lookup(
         if (group := groups.get(None if partitions is None else s.partition_path)) is not None
     ]
 
-    def probe(job: tuple[int, _KeyGroup]) -> tuple[list[pa.Array], tuple[int, int, int, int]]:
-        """One slice: its keys among the group's, and (opened, keys read, without footer,
-        skipped by the cache) counts."""
-        slot, group = job
+    # the cache is asked and filled by this thread, in the slices' order (the probes run in
+    # parallel): which entries a bounded cache keeps does not depend on thread timing
+    cache_keys = [
+        None if (b := slices[slot].base_file) is None else FooterRangeCache.key(storage, b)
+        for slot, _ in jobs
+    ]
+    cached_ranges = [None if k is None else FOOTER_RANGES.get(k) for k in cache_keys]
+
+    def probe(
+        i: int,
+    ) -> tuple[list[pa.Array], FooterRange | None, tuple[int, int, int, int]]:
+        """Job ``i``'s slice: its keys among the group's, the footer range read (None: not
+        opened), and (opened, keys read, without footer, skipped by the cache) counts."""
+        slot, group = jobs[i]
         s = slices[slot]
         found: list[pa.Array] = []
+        fr: FooterRange | None = None
         opened = keys_read = no_footer = skipped = 0
         base = s.base_file
         if base is not None:
-            cache_key = FooterRangeCache.key(storage, base)
-            cached = None if cache_key is None else FOOTER_RANGES.get(cache_key)
+            cached = cached_ranges[i]
             maybe = None if cached is None else cached.keys_to_check(group, spec.prune_by_ranges)
             if maybe is not None and len(maybe) == 0:
                 skipped += 1
             else:
                 opened += 1
-                fr, read = _probe_base_file(storage, base, cache_key, group, spec)
+                fr, read = _probe_base_file(storage, base, group, spec)
                 no_footer += not fr.has_key_footers and fr.num_rows > 0
                 if read is not None:
                     keys_read += 1
@@ -325,12 +335,14 @@ def bloom_lookup(
             opened += n_logs
             keys_read += n_logs
             found.append(lk)
-        return found, (opened, keys_read, no_footer, skipped)
+        return found, fr, (opened, keys_read, no_footer, skipped)
 
     opened = keys_read = no_footer = skipped = 0
-    for (slot, _), (found, counts) in zip(
-        jobs, ordered_map(probe, jobs, READ_THREADS), strict=True
+    for (slot, _), cache_key, (found, fr, counts) in zip(
+        jobs, cache_keys, ordered_map(probe, range(len(jobs)), READ_THREADS), strict=True
     ):
+        if fr is not None and cache_key is not None:
+            FOOTER_RANGES.put(cache_key, fr)
         for f in found:
             cands.add(slot, f)
         opened += counts[0]
@@ -353,12 +365,11 @@ def bloom_lookup(
 def _probe_base_file(
     storage: Storage,
     base: BaseFile,
-    cache_key: _CacheKey | None,
     group: _KeyGroup,
     spec: LookupSpec,
 ) -> tuple[FooterRange, pa.Array | None]:
-    """Open a base file once: its footer (cached under ``cache_key``), then its bloom filter,
-    then its key column when a key may be in it.
+    """Open a base file once: its footer (the caller caches its key range), then its bloom
+    filter, then its key column when a key may be in it.
 
     Returns:
         The footer's :class:`FooterRange` and the file's keys among ``group`` (None when its
@@ -374,8 +385,6 @@ def _probe_base_file(
             serialized is not None,
             pf.metadata.num_rows,
         )
-        if cache_key is not None:
-            FOOTER_RANGES.put(cache_key, fr)
         maybe = fr.keys_to_check(group, spec.prune_by_ranges)
         if maybe is None:  # no key footers: read the keys, as SIMPLE
             maybe = group.keys
