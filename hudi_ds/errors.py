@@ -75,3 +75,9 @@ class StorageError(HudiError, OSError):
 
 class WriteError(HudiError):
     """A write failed; the instant was rolled back and nothing became visible."""
+
+
+class SparkSetupError(ConfigError):
+    """Spark's Python workers cannot run hudi_ds (``hudi_ds.spark.register`` checks it): the
+    message names the interpreter they ran, the import error, and what to set
+    (``PYSPARK_PYTHON`` / ``spark.pyspark.python``, ``--archives``, ``spark.submit.pyFiles``)."""
