@@ -77,7 +77,7 @@ def compactor_running(base_uri: str) -> bool:
         return held is None
 
 
-def start_compactor(ctx: ServiceContext) -> bool:
+def start_compactor(ctx: ServiceContext) -> subprocess.Popen[bytes] | None:
     """Start a background compactor for the table of ``ctx`` unless one is running.
 
     The process runs this interpreter (``sys.executable``, the same hudi_ds), inherits the
@@ -85,12 +85,12 @@ def start_compactor(ctx: ServiceContext) -> bool:
     call returns at once.
 
     Returns:
-        Whether a process was started.
+        The process started, or None when a compactor holds the table's lock.
     """
     base_uri = ctx.storage.base_uri
     if compactor_running(base_uri):
         log.info("a background compactor of %s is running: it takes the new compaction", base_uri)
-        return False
+        return None
     cmd = [
         sys.executable,
         "-m",
@@ -98,15 +98,15 @@ def start_compactor(ctx: ServiceContext) -> bool:
         base_uri,
         json.dumps(dict(ctx.options.raw)),
     ]
-    subprocess.Popen(
+    proc = subprocess.Popen(
         cmd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
     )
-    log.info("started a background compactor for %s", base_uri)
-    return True
+    log.info("started a background compactor for %s (pid %d)", base_uri, proc.pid)
+    return proc
 
 
 def run_pending(base_uri: str, options: dict[str, str]) -> int:
