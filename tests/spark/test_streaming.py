@@ -342,3 +342,38 @@ def test_sink_bucket_mor_with_mdt_new_buckets(spark: Any, tmp_path: Path, versio
     for names in groups.values():  # one file group per bucket, with exactly one base file
         assert len({n.lstrip(".").split("_")[0] for n in names}) == 1, names
         assert sum(n.endswith(".parquet") for n in names) == 1, names
+
+
+def test_sink_compacts_off_the_critical_path(spark: Any, tmp_path: Path) -> None:
+    """MOR: the sink's commit schedules a compaction every 5 delta commits (Hudi's default)
+    and leaves its execution to a background compactor: with the compactor held off (its
+    lock taken here) every micro-batch still commits; once free, the next commit starts it."""
+    import time
+
+    from hudi_ds.services.background import _exclusive, compactor_lock_path
+    from hudi_ds.timeline.view import TableState
+
+    tables = [events(range(i * 20, i * 20 + 60), 10 + i) for i in range(6)]
+    src = source_dir(tmp_path / "src", tables)
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    uri = Storage(path).base_uri
+    with _exclusive(compactor_lock_path(uri)) as held:
+        assert held is not None
+        sink(spark, src, path, ck)
+    tl = TableState.open(path).reload_timeline()
+    assert len(tl.completed().filter_actions("deltacommit")) == 6
+    (pending,) = tl.pending_compactions()
+    assert pending.is_requested  # scheduled by the fifth commit, not executed by any commit
+    assert snapshot(path) == model(tables)
+
+    more = [events(range(100, 130), 40)]
+    source_dir(tmp_path / "src", more)
+    sink(spark, src, path, ck)  # its commit starts the compactor
+    deadline = time.monotonic() + 600
+    while not TableState.open(path).reload_timeline().is_completed(pending.requested_time):
+        assert time.monotonic() < deadline, "the background compaction did not complete"
+        time.sleep(0.5)
+    assert snapshot(path) == model(tables + more)
+    ro = hudi_ds.read(path, {"hoodie.datasource.query.type": "read_optimized"}, columns=["id"])
+    # the keys of the five compacted delta commits (later ones went to logs on top of it)
+    assert sorted(ro["id"].to_pylist()) == sorted(model(tables[:5]))
