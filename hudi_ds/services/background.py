@@ -21,7 +21,8 @@ Killing it (or the driver) at any point leaves the table readable and exact: a c
 base files are invisible until its ``C.commit`` exists, and writers meanwhile write their logs
 into the compaction's file slices (see :mod:`hudi_ds.services.compaction`).
 
-Run by hand: ``python -m hudi_ds.services.background TABLE_URI OPTIONS_JSON``.
+Run by hand: ``python -m hudi_ds.services.background TABLE_URI OPTIONS_JSON`` (``-``: the
+options JSON on stdin, as :func:`start_compactor` passes them).
 """
 
 from __future__ import annotations
@@ -91,20 +92,18 @@ def start_compactor(ctx: ServiceContext) -> subprocess.Popen[bytes] | None:
     if compactor_running(base_uri):
         log.info("a background compactor of %s is running: it takes the new compaction", base_uri)
         return None
-    cmd = [
-        sys.executable,
-        "-m",
-        "hudi_ds.services.background",
-        base_uri,
-        json.dumps(dict(ctx.options.raw)),
-    ]
+    # the options go through a pipe, not the command line (``ps`` shows that to everyone)
+    cmd = [sys.executable, "-m", "hudi_ds.services.background", base_uri, "-"]
     proc = subprocess.Popen(
         cmd,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
     )
+    assert proc.stdin is not None
+    with proc.stdin:
+        proc.stdin.write(json.dumps(dict(ctx.options.raw)).encode())
     log.info("started a background compactor for %s (pid %d)", base_uri, proc.pid)
     return proc
 
@@ -128,7 +127,7 @@ def run_pending(base_uri: str, options: dict[str, str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m hudi_ds.services.background TABLE_URI OPTIONS_JSON``."""
+    """``python -m hudi_ds.services.background TABLE_URI OPTIONS_JSON`` (``-``: from stdin)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
         print(__doc__, file=sys.stderr)
@@ -138,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format=f"%(asctime)s hudi_ds background compactor [{os.getpid()}] %(message)s",
     )
     try:
-        done = run_pending(args[0], json.loads(args[1]))
+        options = json.loads(sys.stdin.read() if args[1] == "-" else args[1])
+        done = run_pending(args[0], options)
     except Exception:
         log.exception("background compaction of %s failed (the next commit retries it)", args[0])
         return 1
