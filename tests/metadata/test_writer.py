@@ -827,7 +827,9 @@ def test_unschedule_compaction_v6_keeps_the_mdt_true(tmp_path: Path) -> None:
     files the MDT cannot record -- refused before anything changes; without logs on top it
     works. Either way the MDT listing equals storage and reads are exact."""
     root = tmp_path / "t"
-    opts = options("MERGE_ON_READ", 6, bucket=True)
+    # the writes must leave the plan pending: the writers' default compaction is off
+    off = {"hoodie.datasource.compaction.async.enable": "false"}
+    opts = options("MERGE_ON_READ", 6, bucket=True, **off)
     model: Rows = {}
     for k in (1, 2):
         t = batch(k)
