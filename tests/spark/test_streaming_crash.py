@@ -49,6 +49,11 @@ OPTIONS = {
     "hoodie.datasource.write.table.type": "MERGE_ON_READ",
     "hoodie.bucket.index.num.buckets": "2",
     "hoodie.datasource.write.streaming.checkpoint.identifier": IDENTIFIER,
+    # the expected state lets a delete beat a later-arriving update with an older event time;
+    # a compaction drops the delete's tombstone (as in Hudi), after which such an update
+    # inserts the key again -- so this model holds only without compaction. The background
+    # compactor's kills: tests/services/test_compaction_defaults.py
+    "hoodie.datasource.compaction.async.enable": "false",
 }
 SCHEMA = "id string, ts long, part string, amount double, note string, _hoodie_is_deleted boolean"
 RUN_TIMEOUT = 150.0
@@ -283,38 +288,7 @@ def pending_instants(table: Path) -> list[str]:
     from hudi_ds.timeline.timeline import Timeline
 
     tl = Timeline.load(Storage(str(table)), 1)
-    return [
-        f"{i.requested_time}.{i.action}.{i.state.name}"
-        for i in tl.pending()
-        if i.action != "compaction"  # the background compactor's (see finish_compactions)
-    ]
-
-
-def finish_compactions(table: Path, timeout: float = 600.0) -> int:
-    """Wait until no compaction is pending; returns how many completed.
-
-    The sink schedules one every 5 delta commits and a background compactor process, which
-    survives the driver kills (its own session), executes it. A plan scheduled just as the
-    compactor stopped waits for the next commit's compactor: with no commit to come, start one.
-    """
-    from hudi_ds.services import ServiceContext
-    from hudi_ds.services.background import compactor_running, start_compactor
-    from hudi_ds.timeline.view import TableState
-
-    deadline = time.monotonic() + timeout
-    while True:
-        state = TableState.open(str(table))
-        tl = state.reload_timeline()
-        if not tl.pending_compactions():
-            return sum(
-                1 for i in tl.commits() if tl.origin_action(i.requested_time) == "compaction"
-            )
-        assert time.monotonic() < deadline, "pending compactions were never completed"
-        if not compactor_running(state.storage.base_uri):
-            proc = start_compactor(ServiceContext.open(str(table), OPTIONS))
-            if proc is not None:
-                proc.wait(timeout=600)
-        time.sleep(0.5)
+    return [f"{i.requested_time}.{i.action}.{i.state.name}" for i in tl.pending()]
 
 
 @pytest.mark.slow
@@ -358,10 +332,6 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
     history.append((len(plan), "final", outcome, round(secs, 1)))
     assert outcome == "finished", history
 
-    # MOR compactions ran in the background through the kills (every 5 delta commits)
-    compactions = finish_compactions(table)
-    assert compactions >= 1, history
-
     # the snapshot: the expected state, no duplicates, nothing lost (hudi_ds and hudi-rs)
     expected = expected_state(files)
     snap = ReadableTable(str(table)).read(columns=["id", "ts", "part", "amount", "note"])
@@ -383,9 +353,6 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
     batches, writes, referenced = [], 0, set()
     for inst in tl.commits():
         md = tl.read_commit_metadata(inst)
-        if tl.origin_action(inst.requested_time) == "compaction":
-            referenced.update(s.path for st in md.partition_to_write_stats.values() for s in st)
-            continue  # not a micro-batch
         raw = md.extra_metadata.get("_hudi_streaming_sink_checkpoint")
         assert raw, f"{inst} has no streaming checkpoint"
         batches.append(int(json.loads(raw)[IDENTIFIER]))
