@@ -55,6 +55,7 @@ def build(path: str, partitions: int, buckets: int, rows_per_group: int) -> int:
         "hoodie.bucket.index.num.buckets": str(buckets),
         "hoodie.metadata.enable": "true",
         "hoodie.clean.automatic": "false",
+        "hoodie.datasource.compaction.async.enable": "false",  # the layout counted: logs
     }
     n = partitions * buckets * rows_per_group
     op = "hoodie.datasource.write.operation"

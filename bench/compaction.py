@@ -36,6 +36,9 @@ OPTS = {
     "hoodie.bucket.index.num.buckets": "4",
     "hoodie.clean.automatic": "false",
     "hoodie.archive.automatic": "false",
+    # compaction stated explicitly: off (MOR tables compact every 5 delta commits by default);
+    # the table is built with logs only, then compacted once, timed
+    "hoodie.datasource.compaction.async.enable": "false",
 }
 
 

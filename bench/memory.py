@@ -32,6 +32,9 @@ OPTS = {
     "hoodie.datasource.write.table.type": "MERGE_ON_READ",
     "hoodie.bucket.index.num.buckets": "4",
     "hoodie.datasource.write.operation": "insert",
+    # compaction stated explicitly: off (MOR tables compact every 5 delta commits by default);
+    # this benchmark measures writes, bench/compaction.py measures compaction
+    "hoodie.datasource.compaction.async.enable": "false",
 }
 BATCH = 100_000
 

@@ -141,6 +141,9 @@ def _hudi_ds(table_type: str, block: str, index: str = "BUCKET", state: bool = F
             "hoodie.logfile.data.block.format": block,
             "hoodie.index.type": index,
             "write.task.max.size": "256",
+            # compaction stated explicitly: off (MOR compacts every 5 delta commits by
+            # default); the upsert times are writes, bench/compaction.py times compaction
+            "hoodie.datasource.compaction.async.enable": "false",
         }
         if index == "BUCKET":
             opts["hoodie.bucket.index.num.buckets"] = "4"

@@ -883,6 +883,20 @@ class ServiceConfig:
         parse_bool,
         "MOR: schedule and run a compaction after a commit once the trigger is met.",
     )
+    COMPACT_ASYNC = ConfigProperty(
+        # Hudi's DataSourceWriteOptions.ASYNC_COMPACT_ENABLE (default true): its streaming sink
+        # schedules a compaction in the commit once the trigger is met and executes it in a
+        # driver thread (HoodieStreamingSink's async compaction service); Flink's
+        # compaction.async.enabled (default true, every compaction.delta_commits = 5).
+        "hoodie.datasource.compaction.async.enable",
+        True,
+        parse_bool,
+        "MOR: schedule a compaction when the trigger is met (every "
+        "`hoodie.compact.inline.max.delta.commits` delta commits by default) and run it off the "
+        "write path: the Spark streaming sink in a background process on the driver; writers "
+        "without a long-lived process (`hudi_ds.write`, `HudiTable`, Spark batch writes) right "
+        "after the commit. `false` (and `hoodie.compact.inline` not set): writers do not compact.",
+    )
     COMPACT_SCHEDULE_INLINE = ConfigProperty(
         "hoodie.compact.schedule.inline",
         False,

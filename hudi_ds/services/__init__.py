@@ -18,8 +18,11 @@ options)::
 
 Writers run them after every commit (:func:`run_post_commit_services`, passed to
 :class:`~hudi_ds.write.client.WriteClient` as ``post_commit`` by the embedded API and the Spark
-connector), as Hudi's write client does: inline compaction when ``hoodie.compact.inline`` is
-set, cleaning when ``hoodie.clean.automatic`` (default true), archival when
+connector), as Hudi's write client does: compaction of MOR tables every
+``hoodie.compact.inline.max.delta.commits`` (5) delta commits unless
+``hoodie.datasource.compaction.async.enable=false`` -- executed after the commit, or by the
+Spark streaming sink's background compactor (:mod:`hudi_ds.services.background`) --,
+cleaning when ``hoodie.clean.automatic`` (default true), archival when
 ``hoodie.archive.automatic`` (default true). A failing service never undoes the commit that
 triggered it; it is logged and retried after the next commit.
 """
@@ -49,8 +52,18 @@ __all__ = [
 ]
 
 
-def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
-    """The writer's post-commit table services: inline compaction, cleaning, archival.
+def run_post_commit_services(
+    client: WriteClient,
+    instant: Instant,
+    async_compactor: compaction.AsyncCompactor | None = None,
+) -> None:
+    """The writer's post-commit table services: compaction (MOR), cleaning, archival.
+
+    Compaction follows :func:`~hudi_ds.services.compaction.run_inline_compaction`: by default
+    (``hoodie.datasource.compaction.async.enable=true``) a compaction is scheduled every
+    ``hoodie.compact.inline.max.delta.commits`` delta commits and executed by
+    ``async_compactor`` when the writer has one (the Spark streaming sink passes
+    :func:`~hudi_ds.services.background.start_compactor`), else right after the commit.
 
     They run on the writer's :class:`~hudi_ds.timeline.view.TableState` (``client.state``),
     current after the commit: ``hoodie.properties`` is not read again, and the timeline is not
@@ -67,7 +80,7 @@ def run_post_commit_services(client: WriteClient, instant: Instant) -> None:
             return
         ctx = ServiceContext(state, client.options)  # the writer validated its options
         if config.is_mor:
-            compaction.run_inline_compaction(ctx)
+            compaction.run_inline_compaction(ctx, async_compactor)
         if ctx.get(ServiceConfig.CLEAN_AUTOMATIC):
             tl = ctx.timeline()
             if clean.clean_due(ctx, tl) and clean.may_have_work(ctx, tl):

@@ -912,26 +912,49 @@ def compaction_due(ctx: ServiceContext, tl: Timeline | None = None) -> bool:
     }[strategy]
 
 
-def run_inline_compaction(ctx: ServiceContext) -> list[CompactionResult]:
-    """The post-commit compaction of a writer (``hoodie.compact.inline`` /
-    ``hoodie.compact.schedule.inline``): retry pending compactions, then schedule (and run)
-    a new one when the trigger is met."""
+#: runs the pending compactions of a table off the write path (the streaming sink's
+#: background compactor, :func:`hudi_ds.services.background.start_compactor`)
+AsyncCompactor = Callable[[ServiceContext], object]
+
+
+def run_inline_compaction(
+    ctx: ServiceContext, async_compactor: AsyncCompactor | None = None
+) -> list[CompactionResult]:
+    """The post-commit compaction of a writer: retry pending compactions, then schedule a new
+    one when the trigger is met, and run them as the options say.
+
+    * ``hoodie.compact.inline=true``: schedule and execute in the commit (Hudi's inline
+      compaction; it turns async compaction off, as Hudi's ``isAsyncCompactionEnabled`` does).
+    * else ``hoodie.datasource.compaction.async.enable=true`` (the default, Hudi's key and
+      default): schedule in the commit (Hudi's ``HoodieSparkSqlWriter`` calls
+      ``client.scheduleCompaction`` after the commit when async compaction is on) and hand
+      the pending compactions to ``async_compactor`` -- the Spark streaming sink's background
+      compactor -- or, for writers without one (the embedded API, Spark batch writes: no
+      process outlives the call), execute them right after the commit.
+    * else ``hoodie.compact.schedule.inline=true``: schedule only.
+
+    Returns:
+        The compactions completed here (none when handed to ``async_compactor``).
+    """
     inline = ctx.get(ServiceConfig.COMPACT_INLINE)
+    run_async = not inline and ctx.get(ServiceConfig.COMPACT_ASYNC)
     schedule_only = ctx.get(ServiceConfig.COMPACT_SCHEDULE_INLINE)
-    if not ctx.config.is_mor or not (inline or schedule_only):
+    if not ctx.config.is_mor or not (inline or run_async or schedule_only):
         return []
+    execute_here = inline or (run_async and async_compactor is None)
     results: list[CompactionResult] = []
-    if inline and ctx.timeline().pending_compactions():
+    if execute_here and ctx.timeline().pending_compactions():
         results += run_compaction(ctx)
     tl = ctx.timeline()
-    if not compaction_due(ctx, tl):
-        return results
-    if _pending_writes(tl) and not ctx.multi_writer:
-        log.info("inline compaction skipped: writes are pending")
-        return results
-    c = schedule_compaction(ctx)
-    if c is not None and inline:
-        results += run_compaction(ctx, c)
+    if compaction_due(ctx, tl):
+        if _pending_writes(tl) and not ctx.multi_writer:
+            log.info("compaction not scheduled: writes are pending")
+        else:
+            c = schedule_compaction(ctx)
+            if c is not None and execute_here:
+                results += run_compaction(ctx, c)
+    if run_async and async_compactor is not None and ctx.timeline().pending_compactions():
+        async_compactor(ctx)
     return results
 
 

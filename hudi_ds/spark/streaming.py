@@ -28,7 +28,13 @@ Process model (pyspark 4.3, see the reference notes) and where each step happens
   crashed: Hudi's eager rollback of a single writer), then publishes T with
   ``_hudi_streaming_sink_checkpoint = {"<identifier>": "<batchId>"}`` in its extra metadata
   (Hudi's key and format, so Hudi's own sink resumes from it too). Table services registered
-  as post-commit hooks (inline compaction, cleaning, archival) run inside that commit.
+  as post-commit hooks (cleaning, archival, inline compaction) run inside that commit. On MOR
+  tables a compaction is *scheduled* there every ``hoodie.compact.inline.max.delta.commits``
+  (5) delta commits and executed off the critical path by a background compactor process on
+  the driver machine (:mod:`hudi_ds.services.background`; Hudi's sink runs its async
+  compaction service in a driver thread, ``hoodie.datasource.compaction.async.enable``, default
+  true): the next micro-batch does not wait for it. ``hoodie.compact.inline=true`` executes it
+  in the commit instead.
 * ``abort(messages, batchId)`` rolls back the batch's pending instant (named by the messages or
   found through the marker when every message is ``None``). A completed instant is never
   rolled back: Spark calls ``abort`` after a ``commit`` that raised, possibly after the commit
@@ -51,6 +57,7 @@ each keeps its own checkpoint under its identifier
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -66,6 +73,8 @@ from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, WriteError
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
+from hudi_ds.services import run_post_commit_services
+from hudi_ds.services.background import start_compactor
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.writer import HudiCommitMessage, TaskIdentity, WriteJob
@@ -156,6 +165,11 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         t0 = time.perf_counter()
         path, hudi, connector = opt.split_options(options)
         job = WriteJob(opt.require_path(path), hudi, connector, schema, overwrite)
+        # MOR compaction off the critical path, as Hudi's HoodieStreamingSink runs it (async
+        # compaction service): scheduled in the commit, executed by a background compactor
+        job.client.post_commit = functools.partial(
+            run_post_commit_services, async_compactor=start_compactor
+        )
         state_key = SparkConfig.STREAMING_STATE_INDEX
         if opt.get(connector, state_key) and job.client.resolved.index_type == "BUCKET":
             raise ConfigError(

@@ -431,7 +431,12 @@ def test_tables_hudi_ds_writes_are_read_through_their_mdt(version: int, tmp_path
     mdt_tl = open_reader(root).timeline
     assert mdt_tl.completed().filter_actions("commit"), "the MDT was compacted"
     saved = rollback.create_savepoint(ServiceContext.open(str(root), opts), None)
-    opts = {**opts, "hoodie.compact.inline": "false", "hoodie.clean.automatic": "false"}
+    opts = {
+        **opts,
+        "hoodie.compact.inline": "false",
+        "hoodie.datasource.compaction.async.enable": "false",
+        "hoodie.clean.automatic": "false",
+    }
     later = hudi_ds.write(str(root), batch(7), opts)
     _reader_agrees(root)
     rollback.rollback(ServiceContext.open(str(root), opts), later)

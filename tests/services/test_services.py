@@ -35,7 +35,12 @@ from tests.conftest import assert_rows, hudi_rs_table, table_options
 from tests.fixtures import GOLDEN_DIR, fixture_table
 from tests.golden import golden_set, row_set
 
-OPTS = table_options("trips", partition="city")
+#: these tests schedule and run compactions themselves: the writers' default compaction (every
+#: 5 delta commits, tests/services/test_compaction_defaults.py) is off
+OPTS = {
+    **table_options("trips", partition="city"),
+    "hoodie.datasource.compaction.async.enable": "false",
+}
 COLS = ["id", "ts", "city", "fare"]
 
 
@@ -319,7 +324,16 @@ def test_inline_compaction_cleaning_20_commits(tmp_path: Path, version: str) -> 
     with pytest.raises(InstantNotFoundError, match="archived"):
         hudi_ds.read(path, {"as.of.instant": instants[0]})
     # hudi-rs and our reader while a compaction is pending, then half executed
-    write(path, trips(range(0, 300, 7), 50), m, {**opts, "hoodie.compact.inline": "false"})
+    write(
+        path,
+        trips(range(0, 300, 7), 50),
+        m,
+        {
+            **opts,
+            "hoodie.compact.inline": "false",
+            "hoodie.datasource.compaction.async.enable": "false",
+        },
+    )
     ctx = ServiceContext.open(path, opts)
     c = compaction.schedule_compaction(ctx)
     assert c is not None

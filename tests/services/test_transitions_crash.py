@@ -142,7 +142,11 @@ def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, Rows
     out["clean"] = (p, model, None)
     # compaction: two delta commits waiting for a compaction
     p = str(root / "compaction")
-    model, _ = _base(p, 5, **{"hoodie.compact.inline": "false"})
+    model, _ = _base(
+        p,
+        5,
+        **{"hoodie.compact.inline": "false", "hoodie.datasource.compaction.async.enable": "false"},
+    )
     out["compaction"] = (p, model, None)
     # rollback / savepoint / restore: a savepoint at commit 3, then 5 commits (a compaction)
     p = str(root / "restore")
@@ -387,7 +391,12 @@ def test_compaction_attempt_rollback_killed(
     path, model, _ = _copy(bases, "compaction", tmp_path)
     c = compaction.schedule_compaction(ctx(path))
     assert c is not None
-    _, model = write(path, model, 6, **{"hoodie.compact.inline": "false"})  # logs named after c
+    _, model = write(
+        path,
+        model,
+        6,
+        **{"hoodie.compact.inline": "false", "hoodie.datasource.compaction.async.enable": "false"},
+    )  # logs named after c
     assert crash("compaction:1", lambda: compaction.run_compaction(ctx(path), c)) == EXIT_CODE
     assert crash(spec, lambda: compaction.run_compaction(ctx(path), c)) == EXIT_CODE
     tl = ctx(path).timeline()
@@ -397,7 +406,15 @@ def test_compaction_attempt_rollback_killed(
         [res] = compaction.run_compaction(ctx(path), c)
         assert res.instant == c
     else:
-        _, model = write(path, model, 7, **{"hoodie.compact.inline": "false"})
+        _, model = write(
+            path,
+            model,
+            7,
+            **{
+                "hoodie.compact.inline": "false",
+                "hoodie.datasource.compaction.async.enable": "false",
+            },
+        )
         tl = ctx(path).timeline()
         assert [(i.requested_time, i.state) for i in tl.pending()] == [(c, State.REQUESTED)]
     assert ours(path) == rows(model)
@@ -418,10 +435,19 @@ def test_next_writer_keeps_a_compaction_whose_attempt_rollback_died(
     writer finished R as a write's rollback and deleted the compaction plan -- losing the rows
     of the log files named after it. Now the compaction goes back to requested."""
     path = str(tmp_path / "t")
-    model, _ = _base(path, 5, **{"hoodie.compact.inline": "false"})
+    model, _ = _base(
+        path,
+        5,
+        **{"hoodie.compact.inline": "false", "hoodie.datasource.compaction.async.enable": "false"},
+    )
     c = compaction.schedule_compaction(ctx(path))
     assert c is not None
-    _, model = write(path, model, 6, **{"hoodie.compact.inline": "false"})  # logs named after c
+    _, model = write(
+        path,
+        model,
+        6,
+        **{"hoodie.compact.inline": "false", "hoodie.datasource.compaction.async.enable": "false"},
+    )  # logs named after c
     assert crash("compaction:1", lambda: compaction.run_compaction(ctx(path), c)) == EXIT_CODE
 
     def die(self: Storage, rel: str) -> bool:
@@ -432,7 +458,12 @@ def test_next_writer_keeps_a_compaction_whose_attempt_rollback_died(
         with pytest.raises(_Killed):
             compaction.rollback_inflight_compaction(ctx(path), c)
     assert {i.action for i in ctx(path).timeline().pending()} == {"compaction", "rollback"}
-    _, model = write(path, model, 7, **{"hoodie.compact.inline": "false"})
+    _, model = write(
+        path,
+        model,
+        7,
+        **{"hoodie.compact.inline": "false", "hoodie.datasource.compaction.async.enable": "false"},
+    )
     tl = ctx(path).timeline()
     assert [(i.requested_time, i.state) for i in tl.pending()] == [(c, State.REQUESTED)]
     assert ours(path) == rows(model)

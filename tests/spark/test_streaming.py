@@ -198,6 +198,10 @@ def collect_stream(
     return [g for g in got if g[1]]
 
 
+def _last_delta_commit(path: str) -> str:
+    return ReadableTable(path).timeline.commits().filter_actions("deltacommit")[-1].requested_time
+
+
 def test_source_delivers_every_commit_once_across_a_restart(spark: Any, tmp_path: Path) -> None:
     path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
     written = []
@@ -205,8 +209,8 @@ def test_source_delivers_every_commit_once_across_a_restart(spark: Any, tmp_path
         t = pa.concat_tables([events(range(i * 40, i * 40 + 40), 10 + i)])
         if i:
             t = pa.concat_tables([t, events(range(i * 40 - 20, i * 40), 10 + i)])
-        hudi_ds.write(path, t, OPTS)
-        written.append(ReadableTable(path).timeline.commits()[-1].requested_time)
+        hudi_ds.write(path, t, OPTS)  # the fifth also compacts (MOR default): not a change
+        written.append(_last_delta_commit(path))
     got = collect_stream(spark, path, ck, maxCommitsPerTrigger="2")
     commit_sets = [sorted({r["_hoodie_commit_time"] for r in rows}) for _, rows in got]
     assert commit_sets == [written[0:2], written[2:4], written[4:5]]
@@ -219,7 +223,7 @@ def test_source_delivers_every_commit_once_across_a_restart(spark: Any, tmp_path
     # more commits, then the query restarts from its checkpoint: only the new changes
     for i in range(5, 8):
         hudi_ds.write(path, events(range(i * 40, i * 40 + 40), 10 + i), OPTS)
-        written.append(ReadableTable(path).timeline.commits()[-1].requested_time)
+        written.append(_last_delta_commit(path))
     again = collect_stream(spark, path, ck, maxCommitsPerTrigger="2")
     commit_sets = [sorted({r["_hoodie_commit_time"] for r in rows}) for _, rows in again]
     assert commit_sets == [written[5:7], written[7:8]]
@@ -342,3 +346,38 @@ def test_sink_bucket_mor_with_mdt_new_buckets(spark: Any, tmp_path: Path, versio
     for names in groups.values():  # one file group per bucket, with exactly one base file
         assert len({n.lstrip(".").split("_")[0] for n in names}) == 1, names
         assert sum(n.endswith(".parquet") for n in names) == 1, names
+
+
+def test_sink_compacts_off_the_critical_path(spark: Any, tmp_path: Path) -> None:
+    """MOR: the sink's commit schedules a compaction every 5 delta commits (Hudi's default)
+    and leaves its execution to a background compactor: with the compactor held off (its
+    lock taken here) every micro-batch still commits; once free, the next commit starts it."""
+    import time
+
+    from hudi_ds.services.background import _exclusive, compactor_lock_path
+    from hudi_ds.timeline.view import TableState
+
+    tables = [events(range(i * 20, i * 20 + 60), 10 + i) for i in range(6)]
+    src = source_dir(tmp_path / "src", tables)
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    uri = Storage(path).base_uri
+    with _exclusive(compactor_lock_path(uri)) as held:
+        assert held is not None
+        sink(spark, src, path, ck)
+    tl = TableState.open(path).reload_timeline()
+    assert len(tl.completed().filter_actions("deltacommit")) == 6
+    (pending,) = tl.pending_compactions()
+    assert pending.is_requested  # scheduled by the fifth commit, not executed by any commit
+    assert snapshot(path) == model(tables)
+
+    more = [events(range(100, 130), 40)]
+    source_dir(tmp_path / "src", more)
+    sink(spark, src, path, ck)  # its commit starts the compactor
+    deadline = time.monotonic() + 600
+    while not TableState.open(path).reload_timeline().is_completed(pending.requested_time):
+        assert time.monotonic() < deadline, "the background compaction did not complete"
+        time.sleep(0.5)
+    assert snapshot(path) == model(tables + more)
+    ro = hudi_ds.read(path, {"hoodie.datasource.query.type": "read_optimized"}, columns=["id"])
+    # the keys of the five compacted delta commits (later ones went to logs on top of it)
+    assert sorted(ro["id"].to_pylist()) == sorted(model(tables[:5]))

@@ -42,6 +42,7 @@ def _options(index: str, table_type: str, mode: str) -> dict[str, str]:
             "hoodie.index.type": index,
             "hoodie.record.merge.mode": mode,
             "hoodie.compact.inline": "false",
+            "hoodie.datasource.compaction.async.enable": "false",
             "hoodie.clean.automatic": "false",
         }
     )

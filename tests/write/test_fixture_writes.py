@@ -186,7 +186,11 @@ def test_upsert_and_delete_into_1x_fixture(name: str, tmp_path: Path) -> None:
         for f in timeline.iterdir()
         if f.name.endswith("commit") and f.name[:17] > _latest_fixture_instant(name)
     )
-    assert len(ours) == 3 and all(re.fullmatch(r"\d{17}_\d{17}\.\w+", n) for n in ours), ours
+    # a MOR table compacts after its fifth delta commit (the writers' default): the fixture's
+    # delta commits and our three may reach it -- a compaction completes as a commit
+    compacted = [n for n in ours if "mor" in name and n.endswith(".commit")]
+    assert len(ours) - len(compacted) == 3 and len(compacted) <= 1, ours
+    assert all(re.fullmatch(r"\d{17}_\d{17}\.\w+", n) for n in ours), ours
     assert all((timeline / n).read_bytes()[:4] == b"Obj\x01" for n in ours)
     logs = [p for p in root.rglob(".*.log.*") if p.name.split("_")[1][:17] in _times(ours)]
     for p in logs:  # a log file of ours: named with the deltacommit that wrote it, version 1

@@ -1,0 +1,150 @@
+"""The background compactor: pending compactions of a MOR table executed off the write path.
+
+Apache Hudi's Spark streaming sink (``HoodieStreamingSink``) schedules a compaction in the
+micro-batch's commit when the trigger is met and hands it to an async compaction service, a
+thread of the driver that executes it while the next micro-batches go on
+(``hoodie.datasource.compaction.async.enable``, default true). pyspark runs a Python sink's
+commit in a short-lived Python process that Spark starts per micro-batch (and may kill once it
+answered), so a thread there would die with it; the ``hudi_py`` sink starts a **process** on
+the driver machine instead (:func:`start_compactor`), detached from the commit (its own session:
+the commit returns at once, and a Spark worker being reaped does not take it along).
+
+One compactor per table and machine at a time: it holds an exclusive ``flock`` on a lock file
+named after the table for its whole life (released by the kernel when it exits, also when it is
+killed), and :func:`start_compactor` starts none while it is held. The compactor runs every
+pending compaction (:func:`~hudi_ds.services.compaction.run_compaction`: an attempt a killed
+compactor left inflight is rolled back first, as Hudi's single writer does), then looks again
+and stops when none is pending; a compaction scheduled just as it stopped waits for the next
+commit, which starts a compactor again.
+
+Killing it (or the driver) at any point leaves the table readable and exact: a compaction's
+base files are invisible until its ``C.commit`` exists, and writers meanwhile write their logs
+into the compaction's file slices (see :mod:`hudi_ds.services.compaction`).
+
+Run by hand: ``python -m hudi_ds.services.background TABLE_URI OPTIONS_JSON`` (``-``: the
+options JSON on stdin, as :func:`start_compactor` passes them).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.compaction import run_compaction
+
+log = logging.getLogger("hudi_ds.services")
+
+__all__ = ["compactor_lock_path", "main", "start_compactor"]
+
+
+def compactor_lock_path(base_uri: str) -> Path:
+    """The lock file a table's background compactor holds (in the machine's temp dir)."""
+    digest = hashlib.sha1(base_uri.encode()).hexdigest()[:20]
+    return Path(tempfile.gettempdir()) / f"hudi_ds-compactor-{digest}.lock"
+
+
+@contextmanager
+def _exclusive(path: Path) -> Iterator[IO[str] | None]:
+    """Hold ``flock(LOCK_EX)`` on ``path`` for the block (None: another process holds it)."""
+    f = path.open("a")
+    try:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        try:
+            yield f
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    finally:
+        f.close()
+
+
+def compactor_running(base_uri: str) -> bool:
+    """Whether a background compactor of the table runs on this machine."""
+    with _exclusive(compactor_lock_path(base_uri)) as held:
+        return held is None
+
+
+def start_compactor(ctx: ServiceContext) -> subprocess.Popen[bytes] | None:
+    """Start a background compactor for the table of ``ctx`` unless one is running.
+
+    The process runs this interpreter (``sys.executable``, the same hudi_ds), inherits the
+    environment and stderr (its log lines end up in the driver's log), and is detached: the
+    call returns at once.
+
+    Returns:
+        The process started, or None when a compactor holds the table's lock.
+    """
+    base_uri = ctx.storage.base_uri
+    if compactor_running(base_uri):
+        log.info("a background compactor of %s is running: it takes the new compaction", base_uri)
+        return None
+    # the options go through a pipe, not the command line (``ps`` shows that to everyone)
+    cmd = [sys.executable, "-m", "hudi_ds.services.background", base_uri, "-"]
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+    assert proc.stdin is not None
+    with proc.stdin:
+        proc.stdin.write(json.dumps(dict(ctx.options.raw)).encode())
+    log.info("started a background compactor for %s (pid %d)", base_uri, proc.pid)
+    return proc
+
+
+def run_pending(base_uri: str, options: dict[str, str]) -> int:
+    """Run every pending compaction of the table until none is left (the compactor's body).
+
+    Returns:
+        How many compactions completed; 0 also when another compactor holds the lock.
+    """
+    with _exclusive(compactor_lock_path(base_uri)) as held:
+        if held is None:
+            return 0
+        ctx = ServiceContext.open(base_uri, options)
+        done = 0
+        while True:
+            results = run_compaction(ctx)  # lists the timeline afresh
+            done += len(results)
+            if not results or not ctx.timeline().pending_compactions():
+                return done
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m hudi_ds.services.background TABLE_URI OPTIONS_JSON`` (``-``: from stdin)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=logging.INFO,
+        format=f"%(asctime)s hudi_ds background compactor [{os.getpid()}] %(message)s",
+    )
+    try:
+        options = json.loads(sys.stdin.read() if args[1] == "-" else args[1])
+        done = run_pending(args[0], options)
+    except Exception:
+        log.exception("background compaction of %s failed (the next commit retries it)", args[0])
+        return 1
+    log.info("background compactor of %s: %d compaction(s) completed", args[0], done)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""docs/spark.md's Python snippets, run as a new user runs them: a fresh interpreter, a plain
+``SparkSession``, the environment deciding which Python Spark's workers run.
+
+The blocks marked ``<!-- doc-test -->`` run in order as one script (they share ``spark`` and
+``path``), the table under this test's tmp dir instead of ``/tmp/hudi_ds_quickstart``:
+
+* ``PYSPARK_PYTHON`` unset, ``python3`` on ``PATH`` the base interpreter this venv was made from
+  (``sys.base_prefix``), ``PYTHONPATH`` cleared: the workers cannot import hudi_ds, and
+  ``register(spark)`` fails with ``SparkSetupError`` saying what to set; nothing is written.
+* ``PYSPARK_PYTHON`` this interpreter: the snippets write and read the table; hudi-rs reads the
+  rows the quick start wrote.
+
+The driver always imports this checkout's hudi_ds (the script puts it first on ``sys.path``),
+never through ``PYTHONPATH``, which Spark hands on to its workers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hudi_ds
+from tests.conftest import assert_rows, hudi_rs_table
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+REPO = Path(hudi_ds.__file__).resolve().parents[1]
+DOC = REPO / "docs" / "spark.md"
+DOC_PATH = "/tmp/hudi_ds_quickstart"
+
+
+def doc_snippets() -> list[str]:
+    """The ``<!-- doc-test -->`` python blocks of docs/spark.md, in order."""
+    blocks = re.findall(r"<!-- doc-test -->\n```python\n(.*?)```", DOC.read_text(), re.S)
+    assert blocks, "docs/spark.md has no <!-- doc-test --> python block"
+    return blocks
+
+
+def _script(base: Path) -> str:
+    body = "\n".join(doc_snippets()).replace(DOC_PATH, str(base))
+    return f"import sys\nsys.path.insert(0, {str(REPO)!r})\n" + body
+
+
+def _run(tmp: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    tmp.mkdir()
+    script = tmp / "quickstart.py"
+    script.write_text(_script(tmp / "tables"))
+    return subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=tmp,  # no hudi_ds in the workers' working directory either
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _clean_env() -> dict[str, str]:
+    drop = {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", "SPARK_HOME"}
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
+def test_doc_snippets_from_a_plain_session(tmp_path: Path) -> None:
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    assert base_python.exists(), base_python
+    probe = subprocess.run(
+        [str(base_python), "-c", "import hudi_ds"],
+        env=_clean_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert probe.returncode != 0, "the base interpreter imports hudi_ds: no 'not importable' case"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(base_python)
+    unset = _clean_env()
+    unset["PATH"] = f"{bin_dir}{os.pathsep}{unset.get('PATH', '')}"
+    ok = {**_clean_env(), "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+
+    # both at once: each is mostly JVM and worker start-up
+    bad_proc = _run(tmp_path / "unset", unset)
+    good_proc = _run(tmp_path / "set", ok)
+    bad_out, bad_err = bad_proc.communicate(timeout=600)
+    good_out, good_err = good_proc.communicate(timeout=600)
+
+    assert bad_proc.returncode != 0, bad_out[-2000:]
+    assert "hudi_ds.errors.SparkSetupError" in bad_err, bad_err[-4000:]
+    assert "neither spark.pyspark.python nor PYSPARK_PYTHON is set" in bad_err
+    assert f"{bin_dir / 'python3'}" in bad_err  # the interpreter the workers ran
+    assert "No module named 'hudi_ds'" in bad_err
+    assert f"export PYSPARK_PYTHON={sys.executable}" in bad_err
+    assert "PYTHON_DATA_SOURCE_ERROR" not in bad_err
+    assert not (tmp_path / "unset" / "tables").exists()  # refused before anything is written
+
+    assert good_proc.returncode == 0, good_err[-4000:]
+    table = tmp_path / "set" / "tables" / "trips"
+    want = [("t1", "sf", 12.5), ("t2", "nyc", 22.5), ("t3", "sf", 7.0)]
+    assert_rows(hudi_rs_table(str(table)), want, ["id", "city", "fare"])
+    assert_rows(hudi_ds.read(str(table)), want, ["id", "city", "fare"])
+    # show() of the quick start, then local_session()'s count
+    assert re.search(r"\|\s*t1\|\s*sf\|\s*12\.5\|", good_out), good_out
+    assert good_out.strip().splitlines()[-1] == "3", good_out
