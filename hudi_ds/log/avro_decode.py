@@ -65,13 +65,15 @@ def vectorisable(node: AvroType) -> bool:
 _SEED_EVERY = 24
 
 
-def _lengths_view(content: bytes) -> np.ndarray:
+def _lengths_view(content: bytes | memoryview) -> np.ndarray:
     """The big-endian ``int32`` starting at every byte offset of ``content`` (a view)."""
     count = max(len(content) - 3, 0)
     return np.ndarray((count,), dtype=">i4", buffer=content, strides=(1,))
 
 
-def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, np.ndarray] | None:
+def record_bounds(
+    content: bytes | memoryview, start: int, count: int
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Start and end offsets of the ``count`` length-prefixed records from ``start`` on.
 
     Record ``i`` is ``content[starts[i]:ends[i]]`` (its ``int32`` length prefix sits just before
@@ -206,7 +208,7 @@ def record_bounds(content: bytes, start: int, count: int) -> tuple[np.ndarray, n
 class _Decoder:
     """Decodes Avro values at many positions of one byte buffer at once."""
 
-    def __init__(self, content: bytes, ends: np.ndarray) -> None:
+    def __init__(self, content: bytes | memoryview, ends: np.ndarray) -> None:
         self.content = content
         self.ends = ends
         self.data = np.frombuffer(content, dtype=np.uint8)
@@ -485,7 +487,7 @@ CHUNK_BYTES = 1 << 21
 
 
 def decode_avro_records(
-    content: bytes,
+    content: bytes | memoryview,
     start: int,
     count: int,
     node: AvroType,
@@ -560,7 +562,7 @@ def decode_avro_runs(
 
 
 def _decode_bounded(
-    content: bytes,
+    content: bytes | memoryview,
     starts: np.ndarray,
     ends: np.ndarray,
     node: AvroType,

@@ -78,7 +78,7 @@ class LogScan:
     corrupt_offsets: list[int] = field(default_factory=list)
 
 
-def scan_log_bytes(data: bytes, path: str = "") -> LogScan:
+def scan_log_bytes(data: bytes, path: str = "", copy: bool = True) -> LogScan:
     """Split the bytes of a log file into its intact blocks.
 
     Blocks follow each other back to back (grammar: :func:`hudi_ds.log.block.parse_block`). When
@@ -89,6 +89,8 @@ def scan_log_bytes(data: bytes, path: str = "") -> LogScan:
     corrupt input; an empty file has no blocks. Whether a corrupt region may be skipped (a
     failed write's tail) or is committed data is the caller's decision
     (:func:`hudi_ds.table.reader.scan_slice_logs` checks the committed byte ranges).
+    ``copy=False``: the blocks' contents are views of ``data``
+    (:func:`hudi_ds.log.block.parse_block`).
     """
     scan = LogScan(path=path)
     view = memoryview(data)
@@ -96,7 +98,7 @@ def scan_log_bytes(data: bytes, path: str = "") -> LogScan:
     corrupt_start: int | None = None
     while pos < n:
         try:
-            block = parse_block(view, pos, path)
+            block = parse_block(view, pos, path, copy)
         except CorruptBlockError as e:
             if corrupt_start is None:
                 corrupt_start = pos
@@ -163,7 +165,7 @@ def _avro_plan(schema_json: str) -> _AvroPlan:
     )
 
 
-def _decode_framed(plan: _AvroPlan, content: bytes, count: int) -> pa.Table | None:
+def _decode_framed(plan: _AvroPlan, content: bytes | memoryview, count: int) -> pa.Table | None:
     """Decode all records in one fastavro call, or None if the framing does not add up.
 
     Each record's int32 length prefix is 4 raw bytes, i.e. an Avro ``fixed(4)``: the records
@@ -190,7 +192,9 @@ def _decode_framed(plan: _AvroPlan, content: bytes, count: int) -> pa.Table | No
     return table.drop_columns([_LEN_FIELD])
 
 
-def _decode_each(plan: _AvroPlan, content: bytes, count: int | None, start: int) -> pa.Table:
+def _decode_each(
+    plan: _AvroPlan, content: bytes | memoryview, count: int | None, start: int
+) -> pa.Table:
     """Decode records one by one, honouring each length prefix (slow path, exact)."""
     records: list[Any] = []
     pos, end = start, len(content)

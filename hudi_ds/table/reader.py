@@ -193,7 +193,8 @@ def scan_slice_logs(
                 f"log file {storage.full_path(lf.path)} of a committed file slice is missing",
                 lf.path,
             ) from e
-        scan = scan_log_bytes(data, lf.path)
+        # the blocks are decoded right away: their contents stay views of the file bytes
+        scan = scan_log_bytes(data, lf.path, copy=False)
         committed = ranges.get(lf.path)
         if scan.corrupt_blocks and committed:
             for off in scan.corrupt_offsets:
