@@ -311,16 +311,21 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
     return table if schema is None else promote_table(table, schema)
 
 
-#: Avro data blocks decoded together (:func:`decode_data_blocks`) hold at most this many bytes
-#: of records (their joined copy is transient, on top of the blocks' own bytes).
-JOINT_DECODE_BYTES = 64 << 20
+#: Avro data blocks of fewer bytes than this decode together (:func:`decode_data_blocks`),
+#: at most :data:`JOINT_DECODE_BYTES` at a time; larger blocks decode alone (their walk's fixed
+#: cost is small beside their records, and copying them into a joined buffer costs more: fresh
+#: pages, faulted in again for every slice when several threads read).
+JOINT_BLOCK_BYTES = 1 << 20
+JOINT_DECODE_BYTES = 4 << 20
 
 
 def _joint_count(block: LogBlock) -> int | None:
     """The record count of an Avro data block that may be decoded jointly with others of its
     schema (versions 2 and 3, a plausible count, vectorisable records), else None."""
     content = block.content
-    if block.block_type != BlockType.AVRO_DATA or block.schema is None or len(content) < 8:
+    if block.block_type != BlockType.AVRO_DATA or block.schema is None:
+        return None
+    if not 8 <= len(content) < JOINT_BLOCK_BYTES:
         return None
     version, count = struct.unpack_from(">ii", content, 0)
     if version not in (2, 3) or count <= 0 or 4 * count > len(content) - 8:
