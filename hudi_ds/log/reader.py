@@ -336,7 +336,8 @@ def _joint_count(block: LogBlock) -> int | None:
 def decode_data_blocks(blocks: list[LogBlock], schema: pa.Schema | None = None) -> list[pa.Table]:
     """:func:`decode_data_block` of each block, in order.
 
-    Avro data blocks of one ``SCHEMA`` header decode together, a few tens of MB at a time
+    Small Avro data blocks (:data:`JOINT_BLOCK_BYTES`) of one ``SCHEMA`` header decode
+    together, :data:`JOINT_DECODE_BYTES` at a time
     (:func:`hudi_ds.log.avro_decode.decode_avro_runs`: the fixed cost of the vectorised walk
     is paid once, not per block -- most of the cost of blocks of a few thousand records, as
     every upsert appends). When such a run does not decode cleanly its blocks decode one by
