@@ -723,7 +723,7 @@ def _read(data: bytes) -> HFile:
     return HFile(keys, values, file_info, meta_blocks)
 
 
-def read_hfile(data: bytes, path: str = "") -> HFile:
+def read_hfile(data: bytes | memoryview, path: str = "") -> HFile:
     """Read every cell, the file info and the meta blocks of an HFile.
 
     Reads both writer generations: Hudi 1.x's native writer (NULL checksums, ``int16 + row``

@@ -6,6 +6,7 @@ from hudi_ds.log.block import MAGIC, BlockType, HeaderKey, LogBlock, encode_bloc
 from hudi_ds.log.reader import (
     LogScan,
     decode_data_block,
+    decode_data_blocks,
     decode_delete_block,
     decode_hfile_block,
     scan_log_bytes,
@@ -27,6 +28,7 @@ __all__ = [
     "LogBlock",
     "LogScan",
     "decode_data_block",
+    "decode_data_blocks",
     "decode_delete_block",
     "decode_hfile_block",
     "encode_avro_data_block",

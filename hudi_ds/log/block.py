@@ -59,7 +59,8 @@ class LogBlock:
         block_type: the block type.
         header: header map (``INSTANT_TIME``, ``SCHEMA``...), in file order.
         footer: footer map (empty in practice).
-        content: the raw content bytes (see :mod:`hudi_ds.log.reader` for their decoding).
+        content: the raw content bytes (see :mod:`hudi_ds.log.reader` for their decoding); a
+            read-only ``memoryview`` of the log file for blocks parsed with ``copy=False``.
         offset: position of the block's magic in the file.
         size: total bytes of the block, magic to reverse pointer (``blockLength + 14``).
         path: the log file it was read from (for messages; ``""`` if unknown).
@@ -68,7 +69,7 @@ class LogBlock:
     block_type: BlockType
     header: dict[HeaderKey, str] = field(default_factory=dict)
     footer: dict[HeaderKey, str] = field(default_factory=dict)
-    content: bytes = b""
+    content: bytes | memoryview = b""
     offset: int = 0
     size: int = 0
     path: str = ""
@@ -179,7 +180,9 @@ class _Cursor:
         return out
 
 
-def parse_block(data: bytes | memoryview, offset: int = 0, path: str = "") -> LogBlock:
+def parse_block(
+    data: bytes | memoryview, offset: int = 0, path: str = "", copy: bool = True
+) -> LogBlock:
     """Parse the block starting at ``offset`` of ``data`` (a whole log file).
 
     Grammar (all integers big-endian)::
@@ -198,7 +201,9 @@ def parse_block(data: bytes | memoryview, offset: int = 0, path: str = "") -> Lo
         revPtr     := int64   must equal blockLength + 6
 
     Every length must stay inside the block and the fields must end exactly at ``revPtr``.
-    ``path`` (the file's name, for messages) is kept on the block.
+    ``path`` (the file's name, for messages) is kept on the block. ``copy=False`` with a
+    ``memoryview`` of the file: the block's content is a view of it, not a copy (readers that
+    decode the blocks right away; the view keeps the whole file's bytes alive).
 
     Raises:
         CorruptBlockError: the bytes at ``offset`` are not one intact block (bad magic, length
@@ -227,7 +232,11 @@ def parse_block(data: bytes | memoryview, offset: int = 0, path: str = "") -> Lo
     header = cur.map("header")
     content_length = cur.i64("content length")
     start = cur.take(content_length, "content")
-    content = bytes(data[start : start + content_length])
+    content = (
+        bytes(data[start : start + content_length])
+        if copy
+        else data[start : start + content_length]
+    )
     footer = cur.map("footer")
     if cur.pos != end - _I64.size:
         raise CorruptBlockError(f"block at {offset}: fields do not end at the reverse pointer")

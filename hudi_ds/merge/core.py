@@ -25,8 +25,10 @@ def key_codes(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Dictionary codes of the record keys (int64; nulls -1)."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
-    enc = pc.dictionary_encode(keys)
-    return np.asarray(enc.indices.fill_null(-1), dtype=np.int64)
+    indices = pc.dictionary_encode(keys).indices
+    if indices.null_count:
+        indices = indices.fill_null(-1)
+    return np.asarray(indices).astype(np.int64)
 
 
 def _dense_rank(values: pa.Array | pa.ChunkedArray) -> np.ndarray:

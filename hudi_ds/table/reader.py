@@ -32,7 +32,12 @@ from hudi_ds.errors import (
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.log.block import BlockType, HeaderKey, LogBlock
-from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
+from hudi_ds.log.reader import (
+    decode_data_block,
+    decode_data_blocks,
+    decode_delete_block,
+    scan_log_bytes,
+)
 from hudi_ds.merge.engine import (
     DataPart,
     DeleteKeys,
@@ -191,7 +196,8 @@ def scan_slice_logs(
                 f"log file {storage.full_path(lf.path)} of a committed file slice is missing",
                 lf.path,
             ) from e
-        scan = scan_log_bytes(data, lf.path)
+        # the blocks are decoded right away: their contents stay views of the file bytes
+        scan = scan_log_bytes(data, lf.path, copy=False)
         committed = ranges.get(lf.path)
         if scan.corrupt_blocks and committed:
             for off in scan.corrupt_offsets:
@@ -238,13 +244,15 @@ def read_file_slice(
     ctx: SliceReadContext,
     stats: ReadStats,
     columns: list[str] | None = None,
+    use_threads: bool = True,
 ) -> pa.Table:
     """Read one file slice as merged, live rows in ``ctx.schema`` (or ``columns`` of it).
 
     With ``columns`` only those are read, plus what the merge needs: for a slice without log
     blocks the delete flags only (its rows are not merged); otherwise the record key (the key
     field when ``ctx.key_field_is_key``, else ``_hoodie_record_key``), the ordering field and
-    the delete flags.
+    the delete flags. ``use_threads``: decode the base file on Arrow's thread pool (False when
+    the caller already reads one slice per core).
     """
     blocks = scan_slice_logs(storage, fslice, vis, stats, ctx) if fslice.log_files else []
     spec = ctx.merge_spec
@@ -255,7 +263,7 @@ def read_file_slice(
         schema = _projection(ctx, columns, [IS_DELETED_FIELD, b.delete_field if b else None])
     else:
         schema = _merge_projection(ctx, columns, blocks)
-    base = _base_or_none(storage, fslice.base_file, schema, ctx, stats)
+    base = _base_or_none(storage, fslice.base_file, schema, ctx, stats, use_threads)
     if not blocks:
         if base is None:
             return (
@@ -275,7 +283,7 @@ def read_file_slice(
     ):
         # a version without its key field value: key by _hoodie_record_key after all
         schema = _merge_projection(ctx, columns, blocks, key_field=False)
-        base = _base_or_none(storage, fslice.base_file, schema, ctx, ReadStats())
+        base = _base_or_none(storage, fslice.base_file, schema, ctx, ReadStats(), use_threads)
         parts = _decode_parts(blocks, schema, ctx, ReadStats())
     if base is not None:
         parts.insert(0, base)
@@ -340,7 +348,20 @@ def _keyed_by_field(base: pa.Table | None, parts: list[Part], ctx: SliceReadCont
 def _decode_parts(
     blocks: list[LogBlock], schema: pa.Schema, ctx: SliceReadContext, stats: ReadStats
 ) -> list[Part]:
-    """The slice's log blocks as merge parts (``schema``'s columns), in application order."""
+    """The slice's log blocks as merge parts (``schema``'s columns), in application order.
+
+    The whole-record data blocks decode together first (:func:`decode_data_blocks`: Avro
+    blocks of one schema in one walk); if one of them is corrupt, block by block below.
+    """
+    whole = [b for b in blocks if b.block_type != BlockType.DELETE and not is_partial_block(b)]
+    decoded: dict[int, pa.Table] = {}
+    if len(whole) > 1:
+        try:
+            decoded = {
+                id(b): t for b, t in zip(whole, decode_data_blocks(whole, schema), strict=True)
+            }
+        except CorruptBlockError:
+            decoded = {}  # found again, reported or skipped, one block at a time
     parts: list[Part] = []
     for b in blocks:
         try:
@@ -350,6 +371,8 @@ def _decode_parts(
                 carried = set(cached_arrow_schema(b.schema).names) if b.schema else set()
                 sub = pa.schema([f for f in schema if f.name in carried])
                 parts.append(DataPart(decode_data_block(b, sub), partial=True))
+            elif id(b) in decoded:
+                parts.append(decoded[id(b)])
             else:
                 parts.append(decode_data_block(b, schema))
         except CorruptBlockError as e:
@@ -367,12 +390,13 @@ def _base_or_none(
     schema: pa.Schema,
     ctx: SliceReadContext,
     stats: ReadStats,
+    use_threads: bool = True,
 ) -> pa.Table | None:
     """The slice's base file rows (None: no base file, or a skipped missing/corrupt one)."""
     if base is None:
         return None
     try:
-        return read_base_file(storage, base, schema)
+        return read_base_file(storage, base, schema, use_threads=use_threads)
     except MissingFileError:
         if not ctx.ignore_missing_files:
             raise

@@ -557,9 +557,16 @@ class ReadableTable:
                     needed.append(c)
         commit_set = pa.array(sorted(plan.commit_times)) if plan.commit_times is not None else None
 
+        # slices are independent: read them on a few threads (Arrow and numpy release the
+        # GIL), at most 2 per thread in flight to bound memory, results in slice order; each
+        # slice decodes on its own thread then (Arrow's pool on top only adds hand-offs)
+        workers = max(1, min(len(slices), self.read_threads))
+
         def one(s: FileSlice) -> tuple[pa.Table, ReadStats]:
             st = ReadStats()
-            t = read_file_slice(self.storage, s, plan.visibility, plan.context, st, needed)
+            t = read_file_slice(
+                self.storage, s, plan.visibility, plan.context, st, needed, workers == 1
+            )
             if commit_set is not None and COMMIT_TIME_METADATA_FIELD in t.column_names:
                 t = t.filter(pc.is_in(t.column(COMMIT_TIME_METADATA_FIELD), commit_set))
             if expr is not None and t.num_rows:
@@ -568,9 +575,6 @@ class ReadableTable:
                 t = t.select(plan.columns)
             return t, st
 
-        # slices are independent: read them on a few threads (Arrow and numpy release the
-        # GIL), at most 2 per thread in flight to bound memory, results in slice order
-        workers = max(1, min(len(slices), self.read_threads))
         if workers == 1:
             for s in slices:
                 t, st = one(s)

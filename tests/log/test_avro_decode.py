@@ -26,11 +26,17 @@ from hudi_ds.log import (
     LogBlock,
     avro_decode,
     decode_data_block,
+    decode_data_blocks,
     encode_block,
     parse_block,
     scan_log_bytes,
 )
-from hudi_ds.log.avro_decode import decode_avro_records, record_bounds, vectorisable
+from hudi_ds.log.avro_decode import (
+    decode_avro_records,
+    decode_avro_runs,
+    record_bounds,
+    vectorisable,
+)
 from hudi_ds.schema import (
     avro_to_arrow_schema,
     decimal_fixed_size,
@@ -539,3 +545,74 @@ def test_good_block_of_the_damage_cases_decodes() -> None:
         {"k": "key-1", "n": 5, "d": 1.0},
         {"k": "héllo", "n": None, "d": 2.5},
     ]
+
+
+# --------------------------------------------------------------------------------------------
+# Blocks of one schema decoded together (decode_data_blocks / decode_avro_runs)
+# --------------------------------------------------------------------------------------------
+
+
+def _pad_rows(lo: int, hi: int) -> list[bytes]:
+    return _datums(
+        _SMALL, [{"k": f"k-{i}", "n": i if i % 3 else None, "d": i / 7} for i in range(lo, hi)]
+    )
+
+
+def _wide_rows(n: int) -> list[dict[str, Any]]:
+    return [
+        {**{k: None for k in _ROW_KEYS}, "s_plain": f"k{i}", "i_plain": i, "l_plain": -i}
+        | {"d_plain": i / 3, "inner_plain": {"a": i, "b": "x" * (i % 70), "c": None}}
+        for i in range(n)
+    ]
+
+
+def test_blocks_of_one_schema_decode_together_as_one_by_one() -> None:
+    """Several blocks (small and large, of two schemas, a Parquet-free mix) decode jointly to
+    exactly the tables each block decodes to alone, projected or not."""
+    blocks = [
+        _raw_block(_SMALL, _framed(_pad_rows(0, 300))),
+        _raw_block(_SMALL, _framed(_pad_rows(300, 305))),  # small: fastavro when alone
+        _block(SCHEMA, _datums(SCHEMA, _wide_rows(3))),
+        _raw_block(_SMALL, _framed(_pad_rows(305, 700))),
+        _raw_block(_SMALL, _framed([])),  # no records
+    ]
+    got = decode_data_blocks(blocks)
+    assert len(got) == len(blocks)
+    for g, b in zip(got, blocks, strict=True):
+        _assert_same(g, decode_data_block(b))
+    sub = pa.schema([pa.field("d", pa.float64()), pa.field("k", pa.string())])
+    small = [b for b in blocks if b.schema == json.dumps(_SMALL)]
+    for g, b in zip(decode_data_blocks(small, sub), small, strict=True):
+        _assert_same(g, decode_data_block(b, sub))
+    node, arrow = resolve_avro(_SMALL), avro_to_arrow_schema(_SMALL)
+    runs = decode_avro_runs(
+        [memoryview(b.content)[8:] for b in small[:3]], [300, 5, 395], node, arrow
+    )
+    assert runs is not None and [t.num_rows for t in runs] == [300, 5, 395]
+
+
+def test_joint_decode_keeps_each_blocks_own_chain() -> None:
+    """Counts shifted between two blocks (the joined chain still adds up): the joint decode
+    refuses, and every block reads as it does alone; a damaged block in a run raises as it
+    does alone."""
+    a, b = _pad_rows(0, 200), _pad_rows(200, 400)
+    shifted = [
+        _raw_block(_SMALL, _framed(a, count=len(a) + 1)),
+        _raw_block(_SMALL, _framed(b, count=len(b) - 1)),
+    ]
+    node, arrow = resolve_avro(_SMALL), avro_to_arrow_schema(_SMALL)
+    views = [memoryview(x.content)[8:] for x in shifted]
+    assert decode_avro_runs(views, [len(a) + 1, len(b) - 1], node, arrow) is None
+    for blk in shifted:
+        try:
+            alone = decode_data_block(blk)
+        except CorruptBlockError:
+            with pytest.raises(CorruptBlockError):
+                decode_data_blocks(shifted)
+            break
+        else:
+            got = decode_data_blocks([blk, _raw_block(_SMALL, _framed(a))])[0]
+            _assert_same(got, alone)
+    damaged = _raw_block(_SMALL, _damaged(_PAD)["length past the next record"])
+    with pytest.raises(CorruptBlockError, match=PATH.replace(".", r"\.")):
+        decode_data_blocks([_raw_block(_SMALL, _framed(a)), damaged])
