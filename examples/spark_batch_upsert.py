@@ -123,8 +123,10 @@ def main(path: str, rows: int = 200_000) -> dict[str, Any]:
     t_upsert = time.perf_counter() - t0
     print(f"upsert: {updates + late + new:,} rows in {t_upsert:.1f}s")
 
+    t0 = time.perf_counter()
     df = spark.read.format("hudi_py").load(path)
     got = df.select(*COLUMNS).toArrow().sort_by("trip_id")
+    t_read = time.perf_counter() - t0
     want = expected(rows)
     ok = got.cast(want.schema).equals(want)
     print(f"rows: {got.num_rows:,} (expected {want.num_rows:,}); rows equal: {ok}")
@@ -134,6 +136,7 @@ def main(path: str, rows: int = 200_000) -> dict[str, Any]:
         "equal": ok,
         "insert_s": round(t_insert, 2),
         "upsert_s": round(t_upsert, 2),
+        "read_s": round(t_read, 2),
         "master": spark.sparkContext.master,
         "hudi_ds_on_executors": executor_imports(spark),
     }

@@ -299,7 +299,7 @@ class StandaloneCluster:
 
 
 def submit(
-    cluster: StandaloneCluster,
+    cluster: StandaloneCluster | str,
     script: Path | str,
     args: Sequence[str] = (),
     *,
@@ -309,17 +309,21 @@ def submit(
     python: str | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
-    timeout: float = 300.0,
+    stdout: Path | None = None,
 ) -> subprocess.Popen[str]:
     """Start ``spark-submit --master spark://... script args`` (client mode); the caller waits.
 
+    ``cluster``: the cluster, or any master URL (``local[2]``).
+
     ``python`` is the executors' Python (``spark.pyspark.python``; default this interpreter);
-    the driver always runs this interpreter with this checkout first on its path.
+    the driver always runs this interpreter with this checkout first on its path. ``stdout``:
+    a file for the job's output (to follow it while it runs) instead of a pipe.
     """
     settings = {**JOB_CONF, **(conf or {})}
     settings.setdefault("spark.pyspark.python", python or sys.executable)
     settings.setdefault("spark.pyspark.driver.python", sys.executable)
-    cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", cluster.url]
+    master = cluster if isinstance(cluster, str) else cluster.url
+    cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master]
     for k, v in settings.items():
         cmd += ["--conf", f"{k}={v}"]
     if py_files:
@@ -336,21 +340,30 @@ def submit(
     }
     run_env.pop("PYSPARK_PYTHON", None)
     run_env.pop("PYSPARK_DRIVER_PYTHON", None)
-    return subprocess.Popen(
+    out = open(stdout, "w") if stdout else None  # noqa: SIM115 (the child holds it)
+    proc = subprocess.Popen(
         cmd,
-        stdout=subprocess.PIPE,
+        stdout=out or subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=run_env,
         cwd=cwd or REPO,
         start_new_session=True,
     )
+    if out is not None:
+        out.close()
+    return proc
 
 
-def finish(proc: subprocess.Popen[str], timeout: float = 300.0) -> dict[str, Any]:
-    """Wait for a submitted job; it must exit 0. Returns the JSON object of its last line."""
+def finish(
+    proc: subprocess.Popen[str], timeout: float = 300.0, stdout: Path | None = None
+) -> dict[str, Any]:
+    """Wait for a submitted job; it must exit 0. Returns the JSON object of the last line of
+    its output (the pipe, or the ``stdout`` file it was started with)."""
     try:
         out, err = proc.communicate(timeout=timeout)
+        if stdout is not None:
+            out = stdout.read_text()
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()

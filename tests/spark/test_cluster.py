@@ -27,7 +27,9 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
+import time
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,13 +68,36 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
         assert not left, f"cluster processes left behind: {left}"
 
 
+def files_per_file_group(path: Path) -> list[int]:
+    """For each completed commit, the most files one file group got in it."""
+    from hudi_ds.storage import Storage
+    from hudi_ds.timeline.timeline import Timeline
+
+    tl = Timeline.load(Storage(str(path)), 1)
+    most = []
+    for inst in tl.commits():
+        per_group = Counter(
+            (s.partition_path, s.file_id)
+            for stats in tl.read_commit_metadata(inst).partition_to_write_stats.values()
+            for s in stats
+        )
+        most.append(max(per_group.values()))
+    return most
+
+
 def check_upsert_table(path: Path, rows: int) -> None:
-    """The batch upsert example's table, read by hudi_ds and by hudi-rs, equals its model."""
+    """The batch upsert example's table, read by hudi_ds and by hudi-rs, equals its model.
+
+    Its insert went through ``cluster_by_bucket``: one file per file group in that commit; its
+    upsert did not: several tasks of the cluster wrote log files into the same file group.
+    """
     want = load_example("spark_batch_upsert").expected(rows)
     columns = want.column_names
     expected = [tuple(r.values()) for r in want.to_pylist()]
     assert_rows(hudi_ds.HudiTable(str(path)).read(columns=columns), expected, columns)
     assert_rows(hudi_rs_table(str(path)), expected, columns)
+    clustered, unclustered = files_per_file_group(path)
+    assert clustered == 1 and unclustered > 1, (clustered, unclustered)
 
 
 def test_batch_upsert_installed_environment(cluster: StandaloneCluster, tmp_path: Path) -> None:
@@ -160,3 +185,114 @@ def test_batch_upsert_packed_venv_archive(cluster: StandaloneCluster, tmp_path: 
         for p in where
     ), where
     check_upsert_table(table, ROWS)
+
+
+def unreferenced_files(table: Path) -> list[str]:
+    """Data files on disk that no completed commit wrote (debris of failed attempts), and
+    instants still pending."""
+    from hudi_ds.storage import Storage
+    from hudi_ds.timeline.timeline import Timeline
+
+    tl = Timeline.load(Storage(str(table)), 1)
+    referenced = set()
+    for inst in tl.commits():
+        for stats in tl.read_commit_metadata(inst).partition_to_write_stats.values():
+            referenced.update(s.path for s in stats)
+    on_disk = {
+        str(p.relative_to(table))
+        for p in table.rglob("*")
+        if p.is_file() and ".hoodie" not in p.parts and p.name != ".hoodie_partition_metadata"
+    }
+    pending = [f"pending {i.requested_time}.{i.action}" for i in tl.pending()]
+    return sorted(on_disk - referenced) + pending
+
+
+def wait_for(path: Path, job: subprocess.Popen[str], timeout: float) -> str:
+    """The content of ``path`` once the job's task wrote it (fails if the job ends first)."""
+    end = time.monotonic() + timeout
+    while not path.exists():
+        if job.poll() is not None:
+            out, err = job.communicate()
+            raise AssertionError(f"the job ended before {path.name}:\n{out[-2000:]}\n{err[-6000:]}")
+        assert time.monotonic() < end, f"no {path.name} after {timeout}s"
+        time.sleep(0.2)
+    return path.read_text()
+
+
+KILL_ROWS = 70_000
+
+
+def test_worker_killed_during_batch_write(cluster: StandaloneCluster, tmp_path: Path) -> None:
+    """SIGKILL the worker (and its executor and Python workers) that runs a write task after
+    the task created log files of the instant: Spark runs the task again on the other worker;
+    the table holds every row once, and the dead attempt's files are deleted by the commit."""
+    table, signals = tmp_path / "kill", tmp_path / "signals"
+    signals.mkdir()
+    job = submit(
+        cluster,
+        Path(__file__).resolve().parent / "cluster_kill_job.py",
+        [str(table), str(signals), str(KILL_ROWS)],
+        conf=INSTALLED,
+    )
+    pid = int(wait_for(signals / "writing", job, 400))
+    victim = cluster.worker_of(pid)
+    token_files = [p.name for p in table.glob("p*/*") if p.name.startswith(".")]
+    killed = cluster.kill_worker(victim)
+    assert len(killed) >= 3, killed  # worker, executor, Python worker(s)
+    cluster.add_worker()
+    out = finish(job)
+    cluster.wait_workers(2)
+    assert len(out["commits"]) == 2, out
+    assert token_files, "the killed attempt had written no log file"
+    columns = ["id", "ts", "part", "v"]
+    n = 2 * KILL_ROWS
+    expected = [(f"k{i:07d}", 2, f"p{i % 2}", i * 10 + 2) for i in range(n)]
+    assert_rows(hudi_ds.HudiTable(str(table)).read(columns=columns), expected, columns)
+    assert_rows(hudi_rs_table(str(table)), expected, columns)
+    assert unreferenced_files(table) == []
+
+
+def test_streaming_demo_with_a_worker_killed(cluster: StandaloneCluster, tmp_path: Path) -> None:
+    """Issue 19's acceptance: the streaming demo through spark-submit on the cluster, one worker
+    (with its executor) SIGKILLed after a few micro-batches; the table equals the model, read
+    by hudi_ds, by Spark through hudi_py (in the job) and by hudi-rs; every commit wrote one
+    file per file group (the demo's stream goes through ``cluster_by_bucket``)."""
+    demo = load_example("demo")
+    plan = demo.Plan(out=tmp_path / "demo", batches=12, rows_per_batch=2000, keys=8000)
+    log = tmp_path / "demo.log"
+    job = submit(
+        cluster,
+        EXAMPLES / "demo.py",
+        [
+            "--out",
+            str(plan.out),
+            "--batches",
+            str(plan.batches),
+            "--rows-per-batch",
+            str(plan.rows_per_batch),
+            "--keys",
+            str(plan.keys),
+        ],
+        conf=INSTALLED,
+        stdout=log,
+    )
+    end = time.monotonic() + 400
+    while "batch   3 " not in (log.read_text() if log.exists() else ""):
+        assert job.poll() is None, f"the demo ended early:\n{log.read_text()[-3000:]}"
+        assert time.monotonic() < end, "no 4th micro-batch after 400 s"
+        time.sleep(0.2)
+    victim = next(w for w in cluster.workers if w.proc.poll() is None and cluster.executors_of(w))
+    killed = cluster.kill_worker(victim)
+    assert len(killed) >= 2, killed  # the worker and its executor
+    cluster.add_worker()
+    out = finish(job, timeout=600, stdout=log)
+    cluster.wait_workers(2)
+    assert out["ok"], (out, log.read_text()[-3000:])
+    want = demo.expected_state(plan)
+    columns = want.column_names
+    expected = [tuple(r.values()) for r in want.to_pylist()]
+    assert_rows(hudi_ds.HudiTable(str(plan.table)).read(columns=columns), expected, columns)
+    assert_rows(hudi_rs_table(str(plan.table)), expected, columns)
+    assert unreferenced_files(plan.table) == []
+    # the demo clusters each micro-batch by bucket: one file per file group per commit
+    assert set(files_per_file_group(plan.table)) == {1}

@@ -1,0 +1,161 @@
+"""hudi_py through Spark Connect (issue 19): a local Connect server started with pyspark's own
+``sbin/start-connect-server.sh`` (the server jar ships in pyspark's ``jars/``), and a client
+session ``SparkSession.builder.remote("sc://127.0.0.1:PORT")`` in this process.
+
+``register(spark)`` works on a Connect session (pyspark sends the pickled data source class to
+the server: ``spark.dataSource.register`` exists on Connect since 4.0); the server's Python
+workers import hudi_ds, so the server runs with this checkout on its ``PYTHONPATH``. The client
+needs ``pyspark[connect]`` (grpcio, grpcio-status, googleapis-common-protos).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import hudi_ds
+from tests.conftest import assert_rows, hudi_rs_table, table_options
+from tests.spark.standalone import REPO, SPARK_HOME, free_port
+
+pytest.importorskip("grpc", reason="Spark Connect's client needs pyspark[connect]")
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.cluster,
+    pytest.mark.slow,
+    # the Connect client checks the pandas version at import (no pandas is used here)
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+]
+START_TIMEOUT = 240.0
+
+
+@pytest.fixture(scope="module")
+def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Spark Connect server (``local[2]``) on 127.0.0.1 and a client session to it."""
+    root = tmp_path_factory.mktemp("connect")
+    port = free_port()
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_NO_DAEMONIZE": "1",  # spark-daemon.sh runs the server in the foreground
+        "SPARK_LOG_DIR": str(root),
+        "SPARK_PID_DIR": str(root),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYTHONPATH": str(REPO),
+    }
+    conf = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.enabled": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.memory": "768m",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    args = [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]"]
+    for k, v in conf.items():
+        args += ["--conf", f"{k}={v}"]
+    log = root / "server.log"
+    with open(log, "w") as out:
+        server = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root, start_new_session=True
+        )
+    try:
+        end = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                break
+            except OSError:
+                assert server.poll() is None, log.read_text()[-4000:]
+                assert time.monotonic() < end, f"no Connect server after {START_TIMEOUT}s"
+                time.sleep(0.5)
+        from pyspark.sql import SparkSession
+
+        from hudi_ds.spark import register
+
+        spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        register(spark)
+        yield spark
+        spark.stop()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+COLUMNS = ["id", "ts", "part", "v"]
+
+
+def rows(lo: int, hi: int, ts: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": [f"k{i:04d}" for i in range(lo, hi)],
+            "ts": pa.array([ts] * (hi - lo), pa.int64()),
+            "part": [f"p{i % 2}" for i in range(lo, hi)],
+            "v": pa.array([i * 10 + ts for i in range(lo, hi)], pa.int64()),
+        }
+    )
+
+
+def test_connect_batch_write_read_and_streaming(connect: Any, tmp_path: Path) -> None:
+    """Batch insert + upsert, a read, and a streaming append (2 micro-batches) through a
+    Connect session; the table read by Spark (Connect), hudi_ds and hudi-rs equals the model."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    spark = connect
+    assert isinstance(spark, ConnectSession)
+    table = str(tmp_path / "t")
+    opts = table_options("connect", partition="part")
+    spark.createDataFrame(rows(0, 40, 1)).write.format("hudi_py").mode("append").options(
+        **opts
+    ).save(table)
+    spark.createDataFrame(rows(20, 60, 2)).write.format("hudi_py").mode("append").options(
+        **opts
+    ).save(table)
+
+    src = tmp_path / "src"
+    src.mkdir()
+    pq.write_table(rows(50, 70, 3), src / "a.parquet")
+    pq.write_table(rows(70, 80, 3), src / "b.parquet")
+    q = (
+        spark.readStream.schema("id string, ts long, part string, v long")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(src))
+        .writeStream.format("hudi_py")
+        .options(**opts)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start(table)
+    )
+    q.awaitTermination()
+    assert q.exception() is None
+
+    expected = [
+        *rows(0, 20, 1).to_pylist(),
+        *rows(20, 50, 2).to_pylist(),
+        *rows(50, 80, 3).to_pylist(),
+    ]
+    want = [tuple(r[c] for c in COLUMNS) for r in expected]
+    via_connect = spark.read.format("hudi_py").load(table).select(*COLUMNS).toArrow()
+    assert_rows(via_connect, want, COLUMNS)
+    assert_rows(hudi_ds.HudiTable(table).read(columns=COLUMNS), want, COLUMNS)
+    assert_rows(hudi_rs_table(table), want, COLUMNS)
+    commits = hudi_ds.HudiTable(table).timeline.commits()
+    assert len(commits) == 4, commits  # 2 batch writes + 2 micro-batches
