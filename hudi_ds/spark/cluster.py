@@ -18,7 +18,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from hudi_ds.config import Options, ReadConfig, WriteConfig
+from hudi_ds.config import ConcurrencyConfig, Options, ReadConfig, ServiceConfig, WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.index.bucket import (
     bucket_ids_from_record_keys,
@@ -29,6 +29,7 @@ from hudi_ds.keygen import record_keys
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.types import conform_batch, spark_to_arrow_schema
 from hudi_ds.write.client import WriteClient
+from hudi_ds.write.operation import OPERATION_OPTION_KEYS
 
 BUCKET_COLUMN = "_hudi_py_bucket"
 
@@ -66,7 +67,15 @@ class BucketSpec:
             )
         else:
             o = Options.of(hudi)
-            o.validate(WriteConfig, ReadConfig)
+            # the options a write accepts (WriteClient validates the same set): compaction,
+            # cleaning or lock settings next to the bucket options are not an error here
+            o.validate(
+                WriteConfig,
+                ReadConfig,
+                ServiceConfig,
+                ConcurrencyConfig,
+                ignored=OPERATION_OPTION_KEYS,
+            )
             if _opt(o, WriteConfig.INDEX_TYPE) != "BUCKET":
                 raise ConfigError(
                     f"cluster_by_bucket is for the bucket index; 'hoodie.index.type'="

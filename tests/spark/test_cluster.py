@@ -148,7 +148,13 @@ def pack_venv(dest: Path) -> Path:
     and Python finds ``pyvenv.cfg`` next to the symlink, not next to its target.
     """
     env = dest / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    # --copies: no symlinks in the archive (Spark unpacks .tar with Hadoop's Java untar); the
+    # copied bin/python still needs the base interpreter's libpython at the same path
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--copies", str(env)], check=True
+    )
+    if (env / "lib64").is_symlink():
+        (env / "lib64").unlink()
     site = Path(sysconfig.get_paths()["purelib"])
     ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
     target = env / "lib" / ver / "site-packages"
@@ -159,7 +165,8 @@ def pack_venv(dest: Path) -> Path:
         shutil.copytree(REPO / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
     tar = dest / "venv.tar"
     with tarfile.open(tar, "w") as t:
-        t.add(env, arcname=".")
+        for child in sorted(env.iterdir()):  # no "./" entry: Spark refuses to expand it
+            t.add(child, arcname=child.name)
     shutil.rmtree(env)
     return tar
 
