@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -347,7 +348,8 @@ def submit(
         stderr=subprocess.PIPE,
         text=True,
         env=run_env,
-        cwd=cwd or REPO,
+        # not the checkout: the driver creates spark-warehouse/ in its working directory
+        cwd=cwd or (Path(tempfile.gettempdir()) if isinstance(cluster, str) else cluster.root),
         start_new_session=True,
     )
     if out is not None:
@@ -370,5 +372,9 @@ def finish(
         raise AssertionError(
             f"job timed out after {timeout}s\n{out[-2000:]}\n{err[-5000:]}"
         ) from None
-    assert proc.returncode == 0, f"job failed ({proc.returncode})\n{out[-3000:]}\n{err[-8000:]}"
+    if proc.returncode != 0:
+        # the driver's Python traceback, then the end of Spark's log
+        i = err.rfind("Traceback (most recent call last)")
+        tb = err[i : i + 6000] if i >= 0 else ""
+        raise AssertionError(f"job failed ({proc.returncode})\n{out[-3000:]}\n{tb}\n{err[-3000:]}")
     return dict(json.loads(out.strip().splitlines()[-1]))

@@ -167,13 +167,19 @@ def pack_venv(dest: Path) -> Path:
     with tarfile.open(tar, "w") as t:
         for child in sorted(env.iterdir()):  # no "./" entry: Spark refuses to expand it
             t.add(child, arcname=child.name)
-    shutil.rmtree(env)
     return tar
 
 
 def test_batch_upsert_packed_venv_archive(cluster: StandaloneCluster, tmp_path: Path) -> None:
-    """``--archives venv.tar#env`` with ``spark.pyspark.python=./env/bin/python``."""
-    tar = pack_venv(tmp_path)
+    """``--archives venv.tar#env`` with ``spark.pyspark.python=./env/bin/python``.
+
+    In client mode the driver runs Python too -- a Python data source plans and commits in
+    Python workers on the driver, started with the same ``./env/bin/python`` relative to the
+    driver's working directory (``Cannot run program "./env/bin/python"`` otherwise) -- so the
+    job is submitted from a directory holding the same environment as ``./env`` (Spark unpacks
+    ``--archives`` for the driver only into its SparkFiles directory, not its working directory).
+    """
+    tar = pack_venv(tmp_path)  # leaves tmp_path/env: the driver's copy
     table = tmp_path / "trips"
     out = finish(
         submit(
@@ -182,6 +188,7 @@ def test_batch_upsert_packed_venv_archive(cluster: StandaloneCluster, tmp_path: 
             [str(table), "--rows", str(ROWS)],
             archives=[f"{tar}#env"],
             python="./env/bin/python",
+            cwd=tmp_path,
         )
     )
     assert out["equal"], out
