@@ -92,7 +92,7 @@ def executor_imports(spark: SparkSession) -> list[str]:
     def where(_: Any) -> Any:
         import hudi_ds
 
-        yield os.path.dirname(hudi_ds.__file__)
+        yield os.path.abspath(os.path.dirname(hudi_ds.__file__))
 
     n = max(2, spark.sparkContext.defaultParallelism)
     return sorted(set(spark.sparkContext.parallelize(range(n), n).mapPartitions(where).collect()))

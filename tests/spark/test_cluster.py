@@ -171,15 +171,21 @@ def pack_venv(dest: Path) -> Path:
 
 
 def test_batch_upsert_packed_venv_archive(cluster: StandaloneCluster, tmp_path: Path) -> None:
-    """``--archives venv.tar#env`` with ``spark.pyspark.python=./env/bin/python``.
+    """``--archives venv.tar#env``: the packed environment's site-packages on the executors.
 
-    In client mode the driver runs Python too -- a Python data source plans and commits in
-    Python workers on the driver, started with the same ``./env/bin/python`` relative to the
-    driver's working directory (``Cannot run program "./env/bin/python"`` otherwise) -- so the
-    job is submitted from a directory holding the same environment as ``./env`` (Spark unpacks
-    ``--archives`` for the driver only into its SparkFiles directory, not its working directory).
+    ``spark.pyspark.python=./env/bin/python`` -- the usual recipe -- does not run on a
+    standalone cluster with pyspark 4.3: Spark unpacks ``.tar``/``.tar.gz`` archives with
+    Hadoop's Java untar, which drops the executable bit (``Cannot run program
+    "./env/bin/python": error=13, Permission denied``). The nodes' base interpreter (the one the
+    venv was made from, which a relocated venv needs anyway) runs instead, with the unpacked
+    archive's site-packages first on its path (``spark.executorEnv.PYTHONPATH``, relative to the
+    executor's working directory where Spark unpacks it). In client mode the driver's Python
+    data source planner runs that interpreter too, on the driver: it gets the same
+    site-packages through the driver's ``PYTHONPATH``.
     """
     tar = pack_venv(tmp_path)  # leaves tmp_path/env: the driver's copy
+    site = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+    base_python = str(Path(getattr(sys, "_base_executable", sys.executable)).resolve())
     table = tmp_path / "trips"
     out = finish(
         submit(
@@ -187,16 +193,16 @@ def test_batch_upsert_packed_venv_archive(cluster: StandaloneCluster, tmp_path: 
             EXAMPLES / "spark_batch_upsert.py",
             [str(table), "--rows", str(ROWS)],
             archives=[f"{tar}#env"],
-            python="./env/bin/python",
-            cwd=tmp_path,
+            python=base_python,
+            conf={"spark.executorEnv.PYTHONPATH": f"./env/{site}"},
+            env={"PYTHONPATH": str(tmp_path / "env" / site)},
         )
     )
     assert out["equal"], out
     where = out["hudi_ds_on_executors"]
     # unpacked in each executor's work directory: <worker dir>/<app>/<executor>/env/...
     assert where and all(
-        p.startswith(str(cluster.root)) and p.endswith("/env/lib/python3.11/site-packages/hudi_ds")
-        for p in where
+        p.startswith(str(cluster.root)) and p.endswith(f"/env/{site}/hudi_ds") for p in where
     ), where
     check_upsert_table(table, ROWS)
 
