@@ -1,4 +1,6 @@
-"""hudi_py through Spark Connect (issue 19): a local Connect server started with pyspark's own
+"""hudi_py through Spark Connect and Spark Declarative Pipelines (issue 19).
+
+Spark Connect: a local Connect server started with pyspark's own
 ``sbin/start-connect-server.sh`` (the server jar ships in pyspark's ``jars/``), and a client
 session ``SparkSession.builder.remote("sc://127.0.0.1:PORT")`` in this process.
 
@@ -6,6 +8,9 @@ session ``SparkSession.builder.remote("sc://127.0.0.1:PORT")`` in this process.
 the server: ``spark.dataSource.register`` exists on Connect since 4.0); the server's Python
 workers import hudi_ds, so the server runs with this checkout on its ``PYTHONPATH``. The client
 needs ``pyspark[connect]`` (grpcio, grpcio-status, googleapis-common-protos).
+
+Declarative Pipelines: ``spark-pipelines run`` of a pipeline whose streaming flow appends into
+a ``hudi_py`` sink (``dp.create_sink``).
 """
 
 from __future__ import annotations
