@@ -2,7 +2,7 @@
 
 ``cluster_kill_job.py TABLE SIGNAL_DIR ROWS``: inserts ROWS rows (``id`` ``k<n>``, ``ts`` 1) in
 one commit, then upserts every row again with ``ts`` 2 plus ROWS new rows, from two Spark
-partitions (ROWS must exceed ``CHUNK_ROWS``). The first attempt of partition 0 sends more than one task-writer chunk
+partitions (ROWS must exceed ``CHUNK_ROWS`` + 20,000). The first attempt of partition 0 sends more than one task-writer chunk
 (``hudi_ds.spark.writer.CHUNK_ROWS``), waits until its writer has created a data file (named
 with the task's write token ``<partition>-<stage>-<task attempt id>``), writes ``SIGNAL_DIR/writing`` with its process id, and then waits to be
 killed: the test SIGKILLs the worker and the executor running it. Spark runs the partition
@@ -34,6 +34,8 @@ OPTIONS = {
     "hoodie.datasource.write.precombine.field": "ts",
     "hoodie.datasource.write.table.type": "MERGE_ON_READ",
     "hoodie.bucket.index.num.buckets": "2",
+    # a 1 MB task budget: the task writer flushes log blocks while the task still runs
+    "write.task.max.size": "1",
 }
 SCHEMA = "id string, ts long, part string, v long"
 
@@ -72,8 +74,9 @@ def main(table: str, signal_dir: str, total: int) -> None:
         if part != 0 or ctx.attemptNumber() > 0:
             yield rows(lo, hi, 2)
             return
-        # more than one chunk: the task writer writes the first one while this waits
-        cut = lo + CHUNK_ROWS + 1000
+        # more than one chunk: the task writer writes the first one while this waits (Spark
+        # hands the writer full batches of maxRecordsPerBatch = 10,000 rows: 2 batches more)
+        cut = lo + CHUNK_ROWS + 20_000
         yield rows(lo, cut, 2)
         token = f"_{part}-{ctx.stageId()}-{ctx.taskAttemptId()}"
         end = time.monotonic() + 300

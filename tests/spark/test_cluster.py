@@ -239,7 +239,7 @@ def wait_for(path: Path, job: subprocess.Popen[str], timeout: float) -> str:
     return path.read_text()
 
 
-KILL_ROWS = 70_000
+KILL_ROWS = 100_000
 
 
 def test_worker_killed_during_batch_write(cluster: StandaloneCluster, tmp_path: Path) -> None:
