@@ -2,11 +2,12 @@
 
 ``cluster_kill_job.py TABLE SIGNAL_DIR ROWS``: inserts ROWS rows (``id`` ``k<n>``, ``ts`` 1) in
 one commit, then upserts every row again with ``ts`` 2 plus ROWS new rows, from two Spark
-partitions (ROWS must exceed ``CHUNK_ROWS`` + 20,000). The first attempt of partition 0 sends more than one task-writer chunk
-(``hudi_ds.spark.writer.CHUNK_ROWS``), waits until its writer has created a data file (named
-with the task's write token ``<partition>-<stage>-<task attempt id>``), writes ``SIGNAL_DIR/writing`` with its process id, and then waits to be
-killed: the test SIGKILLs the worker and the executor running it. Spark runs the partition
-again on the other worker; that attempt does not wait.
+partitions (ROWS must exceed ``CHUNK_ROWS`` + 20,000). The first attempt of partition 0 sends
+more than one task-writer chunk (``hudi_ds.spark.writer.CHUNK_ROWS``), waits until its writer
+has written a log file (named with the task's write token
+``<partition>-<stage>-<task attempt id>``), writes ``SIGNAL_DIR/writing`` with its process id,
+and then waits to be killed: the test SIGKILLs the worker and the executor running it. Spark
+runs the partition again on the other worker; that attempt does not wait.
 
 Prints a JSON line ``{"commits": [...]}`` at the end.
 """
