@@ -206,7 +206,7 @@ def test_declarative_pipeline_with_a_hudi_py_sink(tmp_path: Path) -> None:
     (tmp_path / "spark-pipeline.yml").write_text(
         f"name: hudi_pipe\nstorage: {(tmp_path / 'storage').as_uri()}\n"
         "libraries:\n  - glob:\n      include: transformations/**\n"
-        "configuration:\n  spark.sql.session.timeZone: UTC\n  spark.ui.enabled: 'false'\n"
+        "configuration:\n  spark.sql.session.timeZone: UTC\n"
     )
     env = {
         **os.environ,
