@@ -57,12 +57,19 @@ def free_port() -> int:
 
 
 def children(pid: int) -> list[int]:
-    """The direct child processes of ``pid``."""
+    """The direct child processes of ``pid``, whichever of its threads started them (a JVM
+    starts processes from other threads than its main one)."""
+    out: list[int] = []
     try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
-        return []
-    return [int(c) for c in text.split()]
+        return out
+    for t in tasks:
+        try:
+            out.extend(int(c) for c in (t / "children").read_text().split())
+        except OSError:
+            continue
+    return out
 
 
 def descendants(pid: int) -> list[int]:
@@ -355,6 +362,14 @@ def submit(
     if out is not None:
         out.close()
     return proc
+
+
+def kill_job(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL a submitted job's process group (driver JVM, its Python) if it still runs."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def finish(

@@ -38,7 +38,7 @@ import pytest
 
 import hudi_ds
 from tests.conftest import assert_rows, hudi_rs_table
-from tests.spark.standalone import REPO, StandaloneCluster, finish, submit
+from tests.spark.standalone import REPO, StandaloneCluster, finish, kill_job, submit
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 
@@ -254,13 +254,16 @@ def test_worker_killed_during_batch_write(cluster: StandaloneCluster, tmp_path: 
         [str(table), str(signals), str(KILL_ROWS)],
         conf=INSTALLED,
     )
-    pid = int(wait_for(signals / "writing", job, 400))
-    victim = cluster.worker_of(pid)
-    token_files = [p.name for p in table.glob("p*/*") if p.name.startswith(".")]
-    killed = cluster.kill_worker(victim)
-    assert len(killed) >= 3, killed  # worker, executor, Python worker(s)
-    cluster.add_worker()
-    out = finish(job)
+    try:
+        pid = int(wait_for(signals / "writing", job, 400))
+        victim = cluster.worker_of(pid)
+        token_files = [p.name for p in table.glob("p*/*") if p.name.startswith(".")]
+        killed = cluster.kill_worker(victim)
+        cluster.add_worker()
+        assert len(killed) >= 3, killed  # worker, executor, Python worker(s)
+        out = finish(job)
+    finally:
+        kill_job(job)
     cluster.wait_workers(2)
     assert len(out["commits"]) == 2, out
     assert token_files, "the killed attempt had written no log file"
@@ -296,16 +299,21 @@ def test_streaming_demo_with_a_worker_killed(cluster: StandaloneCluster, tmp_pat
         conf=INSTALLED,
         stdout=log,
     )
-    end = time.monotonic() + 400
-    while "batch   3 " not in (log.read_text() if log.exists() else ""):
-        assert job.poll() is None, f"the demo ended early:\n{log.read_text()[-3000:]}"
-        assert time.monotonic() < end, "no 4th micro-batch after 400 s"
-        time.sleep(0.2)
-    victim = next(w for w in cluster.workers if w.proc.poll() is None and cluster.executors_of(w))
-    killed = cluster.kill_worker(victim)
-    assert len(killed) >= 2, killed  # the worker and its executor
-    cluster.add_worker()
-    out = finish(job, timeout=600, stdout=log)
+    try:
+        end = time.monotonic() + 400
+        while "batch   3 " not in (log.read_text() if log.exists() else ""):
+            assert job.poll() is None, f"the demo ended early:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < end, "no 4th micro-batch after 400 s"
+            time.sleep(0.2)
+        victim = next(
+            w for w in cluster.workers if w.proc.poll() is None and cluster.executors_of(w)
+        )
+        killed = cluster.kill_worker(victim)
+        cluster.add_worker()
+        assert len(killed) >= 2, killed  # the worker and its executor
+        out = finish(job, timeout=600, stdout=log)
+    finally:
+        kill_job(job)
     cluster.wait_workers(2)
     assert out["ok"], (out, log.read_text()[-3000:])
     want = demo.expected_state(plan)
