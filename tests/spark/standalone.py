@@ -108,6 +108,7 @@ class Worker:
     proc: subprocess.Popen[bytes]
     work_dir: Path
     log: Path
+    killed: bool = False
 
 
 @dataclass
@@ -230,7 +231,7 @@ class StandaloneCluster:
         """Wait until ``n`` workers are ALIVE at the master."""
         end = time.monotonic() + timeout
         while self.alive_workers() < n:
-            for p in [self.master, *(w.proc for w in self.workers)]:
+            for p in [self.master, *(w.proc for w in self.workers if not w.killed)]:
                 if p is not None and p.poll() is not None:
                     raise RuntimeError(f"a cluster process exited early:\n{self.logs()}")
             if time.monotonic() > end:
@@ -261,6 +262,7 @@ class StandaloneCluster:
     def kill_worker(self, worker: Worker) -> list[int]:
         """SIGKILL a worker and everything under it (executor JVM, Python workers), as when
         the machine dies. Returns the killed process ids."""
+        worker.killed = True
         pids = [worker.proc.pid, *descendants(worker.proc.pid)]
         for p in pids:
             with contextlib.suppress(ProcessLookupError):
