@@ -350,19 +350,23 @@ def submit(
     }
     run_env.pop("PYSPARK_PYTHON", None)
     run_env.pop("PYSPARK_DRIVER_PYTHON", None)
-    out = open(stdout, "w") if stdout else None  # noqa: SIM115 (the child holds it)
+    # to files, not pipes, when the caller follows the output: a pipe nobody reads fills up
+    # with Spark's log and blocks the driver
+    out = open(stdout, "w") if stdout else None  # noqa: SIM115 (the child holds them)
+    err = open(f"{stdout}.err", "w") if stdout else None  # noqa: SIM115
     proc = subprocess.Popen(
         cmd,
         stdout=out or subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=err or subprocess.PIPE,
         text=True,
         env=run_env,
         # not the checkout: the driver creates spark-warehouse/ in its working directory
         cwd=cwd or (Path(tempfile.gettempdir()) if isinstance(cluster, str) else cluster.root),
         start_new_session=True,
     )
-    if out is not None:
-        out.close()
+    for f in (out, err):
+        if f is not None:
+            f.close()
     return proc
 
 
@@ -378,14 +382,18 @@ def finish(
     proc: subprocess.Popen[str], timeout: float = 300.0, stdout: Path | None = None
 ) -> dict[str, Any]:
     """Wait for a submitted job; it must exit 0. Returns the JSON object of the last line of
-    its output (the pipe, or the ``stdout`` file it was started with)."""
+    its output (the pipe, or the ``stdout`` file it was started with, ``stdout.err`` for its
+    standard error)."""
     try:
         out, err = proc.communicate(timeout=timeout)
         if stdout is not None:
             out = stdout.read_text()
+            err = Path(f"{stdout}.err").read_text()
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
+        if stdout is not None:
+            out, err = stdout.read_text(), Path(f"{stdout}.err").read_text()
         raise AssertionError(
             f"job timed out after {timeout}s\n{out[-2000:]}\n{err[-5000:]}"
         ) from None
