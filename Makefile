@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SCALE ?= 1
 STORE ?= local
 
-.PHONY: help install demo test test-core test-quick test-spark test-explore lint bench clean
+.PHONY: help install demo test test-core test-quick test-spark test-cluster test-explore lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ test-quick: $(STAMP)  ## the inner loop: no JVM, no slow tests
 
 test-spark: $(STAMP)  ## spark tests only
 	$(BIN)/python -m pytest -q -m spark tests
+
+test-cluster: $(STAMP)  ## the Spark standalone cluster and Spark Connect tests only
+	$(BIN)/python -m pytest -q -m cluster tests
 
 # Property-based tests with fresh random examples, round after round, for EXPLORE_SECONDS.
 # A failure stops the loop; hypothesis prints the failing example and a reproduction blob
@@ -68,6 +71,8 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and issue 16's acceptance ratios (S
 	$(BIN)/python bench/bench_merge.py && \
 	$(BIN)/python -m bench.bench_storage_calls | tee bench/results/storage_calls.txt && \
 	$(BIN)/python -m bench.bench_s3_calls | tee bench/results/s3_calls.txt && \
+	$(BIN)/python -m bench.bench_cluster --scale $(SCALE) --json bench/results/cluster.json \
+	  | tee bench/results/cluster.txt && \
 	$(BIN)/python -m bench.report --started $$start
 
 clean:  ## remove the environment and caches

@@ -16,6 +16,15 @@ stream reproduces it. Exit code 0 when everything matches.
 
 Run: ``make demo`` (``.venv/bin/python examples/demo.py``); about a minute on 2 cores.
 
+On a cluster, through ``spark-submit`` (the master comes from ``--master``; ``--out`` must be on
+storage every node sees)::
+
+    .venv/bin/spark-submit --master spark://HOST:7077 \\
+        --conf spark.pyspark.python=$PWD/.venv/bin/python examples/demo.py --out /shared/demo
+
+``--batches``/``--rows-per-batch``/``--keys`` size the run; the last line printed is a JSON object
+of the checks.
+
 ``make demo STORE=s3`` (``examples/demo.py --store s3``) runs the same pipeline against a local
 S3 server it starts and stops (moto in server mode, from the dev extra): the table lives at
 ``s3://hudi-demo/events``, Spark's sink and source, hudi_ds and hudi-rs all reach it with the
@@ -26,9 +35,12 @@ data source options. Spark's streaming checkpoints stay on local disk under ``de
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +48,9 @@ import numpy as np
 import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "demo_output"
-TABLE = OUT / "events"
-BATCHES = 24
-ROWS_PER_BATCH = 25_000
-TOTAL = BATCHES * ROWS_PER_BATCH
-KEYS = 200_000  # each key comes back every KEYS events (3 versions per key)
 LATE_EVERY, LATE_BY = 10, 300_000  # every 10th event is 300k events late: it loses
 DELETE_EVERY = 29
-MULT = 2_654_435_761  # prime: value -> key is a permutation of each KEYS-long window
+MULT = 2_654_435_761  # prime: value -> key is a permutation of each keys-long window
 REGIONS = ["us", "eu", "apac", "latam"]
 STATUSES = ["new", "paid", "shipped"]
 OPTIONS = {
@@ -59,25 +65,43 @@ OPTIONS = {
     "hoodie.compact.inline.max.delta.commits": "10",
 }
 COLUMNS = ["event_id", "event_ts", "region", "amount", "status"]
-#: the table's URI and storage options (set by main: local, or the local S3 server)
-TABLE_URI = str(TABLE)
-STORAGE: dict[str, str] = {}
 
 
-def events(spark: Any) -> Any:
+@dataclass(frozen=True)
+class Plan:
+    """The size of a run and where it writes."""
+
+    out: Path = ROOT / "demo_output"
+    batches: int = 24
+    rows_per_batch: int = 25_000
+    keys: int = 200_000  # each key comes back every ``keys`` events (3 versions per key)
+    #: the table's URI when it is not under ``out`` (``--store s3``), and its storage options
+    uri: str = ""
+    storage: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return self.batches * self.rows_per_batch
+
+    @property
+    def table(self) -> str:
+        return self.uri or str(self.out / "events")
+
+
+def events(spark: Any, plan: Plan) -> Any:
     """The change events: a pure function of the rate source's ``value`` (so the expected
     state can be computed independently), limited to ``TOTAL`` events."""
     from pyspark.sql import functions as F
 
     v = F.col("value")
-    key = F.pmod(v * F.lit(MULT), F.lit(KEYS))
+    key = F.pmod(v * F.lit(MULT), F.lit(plan.keys))
     late = F.pmod(v, F.lit(LATE_EVERY)) == 3
     return (
         spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", ROWS_PER_BATCH)
+        .option("rowsPerBatch", plan.rows_per_batch)
         .option("numPartitions", 2)
         .load()
-        .where(v < TOTAL)
+        .where(v < plan.total)
         .select(
             F.format_string("e%07d", key).alias("event_id"),
             F.when(late, v - F.lit(LATE_BY)).otherwise(v).alias("event_ts"),
@@ -93,10 +117,10 @@ def events(spark: Any) -> Any:
     )
 
 
-def expected_state() -> pa.Table:
+def expected_state(plan: Plan) -> pa.Table:
     """The surviving version of every key (greatest event time; deletes compete), sorted."""
-    v = np.arange(TOTAL, dtype=np.int64)
-    key = (v * MULT) % KEYS
+    v = np.arange(plan.total, dtype=np.int64)
+    key = (v * MULT) % plan.keys
     ts = np.where(v % LATE_EVERY == 3, v - LATE_BY, v)
     order = np.lexsort((ts, key))
     last = np.append(key[order][1:] != key[order][:-1], True)
@@ -115,21 +139,42 @@ def expected_state() -> pa.Table:
 
 
 def session() -> Any:
+    """``local[2]``, or the master spark-submit was given (its Python driver runs with
+    ``PYSPARK_GATEWAY_PORT`` set: the JVM is already up with the submitted settings)."""
+    progress = {"spark.sql.streaming.numRecentProgressUpdates": "1000"}
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        from pyspark.sql import SparkSession
+
+        from hudi_ds.spark import register
+
+        builder = SparkSession.builder.appName("hudi_ds-demo")
+        for key, value in progress.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        register(spark)
+        return spark
     from hudi_ds.spark.session import local_session
 
-    return local_session("hudi_ds-demo", **{"spark.sql.streaming.numRecentProgressUpdates": "1000"})
+    return local_session("hudi_ds-demo", **progress)
 
 
-def run_sink(spark: Any) -> list[dict[str, Any]]:
-    """Stream the events into the table until every event is committed; returns progress."""
+def run_sink(spark: Any, plan: Plan) -> list[dict[str, Any]]:
+    """Stream the events into the table until every event is committed; returns progress.
+
+    ``cluster_by_bucket`` shuffles each micro-batch so that every file group is written by one
+    task: one log file per file group per commit (without it, each task that holds rows of a
+    file group writes its own log file into it).
+    """
+    from hudi_ds.spark import cluster_by_bucket
+
     q = (
-        events(spark)
+        cluster_by_bucket(events(spark, plan), OPTIONS)
         .writeStream.format("hudi_py")
-        .options(**OPTIONS, **STORAGE)
-        .option("checkpointLocation", str(OUT / "checkpoint-sink"))
+        .options(**OPTIONS, **plan.storage)
+        .option("checkpointLocation", str(plan.out / "checkpoint-sink"))
         .queryName("events_to_hudi")
         .trigger(processingTime="1 second")
-        .start(TABLE_URI)
+        .start(plan.table)
     )
     seen: set[int] = set()
     t0 = time.perf_counter()
@@ -138,7 +183,7 @@ def run_sink(spark: Any) -> list[dict[str, Any]]:
             q.awaitTermination(0.25)
             for p in q.recentProgress:
                 b = p["batchId"]
-                if b in seen or b >= BATCHES:  # later batches only hold filtered-out values
+                if b in seen or b >= plan.batches:  # later batches only hold filtered-out values
                     continue
                 seen.add(b)
                 d = p["durationMs"]
@@ -149,18 +194,18 @@ def run_sink(spark: Any) -> list[dict[str, Any]]:
                     f" events/s)  t={time.perf_counter() - t0:5.1f}s",
                     flush=True,
                 )
-            if len(seen) >= BATCHES and not q.status["isTriggerActive"]:
+            if len(seen) >= plan.batches and not q.status["isTriggerActive"]:
                 break
             if q.exception() is not None:
                 raise RuntimeError(f"the streaming query failed: {q.exception()}")
     finally:
-        # later micro-batches are empty (value >= TOTAL) and write nothing; stopping between
+        # later micro-batches are empty (value >= plan.total) and write nothing; stopping between
         # two triggers interrupts nothing
         q.stop()
-    return [p for p in q.recentProgress if p["batchId"] < BATCHES]
+    return [p for p in q.recentProgress if p["batchId"] < plan.batches]
 
 
-def replay_change_stream(spark: Any) -> tuple[dict[str, tuple[int, str]], list[int]]:
+def replay_change_stream(spark: Any, plan: Plan) -> tuple[dict[str, tuple[int, str]], list[int]]:
     """Read the table as a stream of changes and apply them to an empty dict."""
     state: dict[str, tuple[int, str]] = {}
     sizes: list[int] = []
@@ -178,12 +223,12 @@ def replay_change_stream(spark: Any) -> tuple[dict[str, tuple[int, str]], list[i
 
     q = (
         spark.readStream.format("hudi_py")
-        .options(**STORAGE)
         .option("maxCommitsPerTrigger", 5)
         .option("hoodie.datasource.read.incr.emit.deletes", "true")
-        .load(TABLE_URI)
+        .options(**plan.storage)
+        .load(plan.table)
         .writeStream.foreachBatch(apply)
-        .option("checkpointLocation", str(OUT / "checkpoint-source"))
+        .option("checkpointLocation", str(plan.out / "checkpoint-source"))
         .trigger(availableNow=True)
         .start()
     )
@@ -191,52 +236,27 @@ def replay_change_stream(spark: Any) -> tuple[dict[str, tuple[int, str]], list[i
     return state, sizes
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="hudi_ds demo pipeline")
-    parser.add_argument(
-        "--store",
-        choices=["local", "s3"],
-        default="local",
-        help="where the table lives: local disk, or a local S3 server (moto) started here",
-    )
-    args = parser.parse_args(argv)
-    if args.store == "local":
-        return run()
-    sys.path.insert(0, str(ROOT))
-    from tests.moto_server import MotoServer
-
-    global TABLE_URI
-    print("starting a local S3 server (moto) ...", flush=True)
-    with MotoServer() as server:
-        server.create_bucket("hudi-demo")
-        TABLE_URI = "s3://hudi-demo/events"
-        STORAGE.update(server.storage_options())
-        print(f"  {server.endpoint} (bucket hudi-demo)")
-        code = run()
-    print("local S3 server stopped")
-    return code
-
-
-def run() -> int:
+def main(plan: Plan) -> int:
     t_start = time.perf_counter()
-    shutil.rmtree(OUT, ignore_errors=True)
+    shutil.rmtree(plan.out, ignore_errors=True)
     print(
-        f"hudi_ds demo: {BATCHES} micro-batches x {ROWS_PER_BATCH:,} change events "
-        f"({KEYS:,} keys; late and deleted events included) -> {TABLE_URI}"
+        f"hudi_ds demo: {plan.batches} micro-batches x {plan.rows_per_batch:,} change events "
+        f"({plan.keys:,} keys; late and deleted events included) -> {plan.table}"
     )
-    print("starting Spark (local[2]) ...", flush=True)
+    print("starting Spark ...", flush=True)
     spark = session()
+    print(f"master: {spark.sparkContext.master}")
     print(f"streaming events into the hudi_py sink (t={time.perf_counter() - t_start:.0f}s)")
-    progress = run_sink(spark)
+    progress = run_sink(spark, plan)
 
     import hudi_ds
     from hudi_ds.storage import Storage
     from hudi_ds.write.client import WriteClient
 
-    table = hudi_ds.HudiTable(TABLE_URI, storage_options=STORAGE)
+    table = hudi_ds.HudiTable(plan.table, storage_options=plan.storage)
     tl = table.timeline
     committed = WriteClient(
-        Storage(TABLE_URI, storage_options=STORAGE), OPTIONS
+        Storage(plan.table, storage_options=plan.storage), OPTIONS
     ).committed_streaming_batch("demo_events")
     lat = np.array([p["durationMs"]["triggerExecution"] for p in progress], dtype=float)
     rows_in = sum(p["numInputRows"] for p in progress)
@@ -262,12 +282,12 @@ def run() -> int:
         f"Python workers)  -> {rows_in / (lat[1:].sum() / 1000):,.0f} events/s after the first"
     )
 
-    expected = expected_state()
+    expected = expected_state(plan)
     snap = table.read(columns=COLUMNS).sort_by("event_id")
     via_spark = (
         spark.read.format("hudi_py")
-        .options(**STORAGE)
-        .load(TABLE_URI)
+        .options(**plan.storage)
+        .load(plan.table)
         .select(*COLUMNS)
         .toArrow()
         .sort_by("event_id")
@@ -277,15 +297,15 @@ def run() -> int:
         "snapshot (Spark, hudi_py) == expected": via_spark.cast(snap.schema).equals(
             expected.cast(snap.schema)
         ),
-        "every batch committed once": committed == BATCHES - 1 and rows_in == TOTAL,
+        "every batch committed once": committed == plan.batches - 1 and rows_in == plan.total,
     }
     print(f"  snapshot       : {snap.num_rows:,} rows (expected {expected.num_rows:,})")
     try:
         import hudi
 
-        builder = hudi.HudiTableBuilder.from_base_uri(TABLE_URI)
-        if STORAGE:
-            builder = builder.with_storage_options(STORAGE)
+        builder = hudi.HudiTableBuilder.from_base_uri(plan.table)
+        if plan.storage:
+            builder = builder.with_storage_options(plan.storage)
         rs = builder.build().read(hudi.HudiReadOptions())
         rs_t = pa.Table.from_batches(rs).select(COLUMNS).sort_by("event_id")
         checks["snapshot (hudi-rs) == expected"] = rs_t.cast(snap.schema).equals(
@@ -295,7 +315,7 @@ def run() -> int:
         print("  (hudi-rs not installed: skipped)")
 
     print("reading the table back as a change stream (hudi_py source, 5 commits per batch) ...")
-    replayed, sizes = replay_change_stream(spark)
+    replayed, sizes = replay_change_stream(spark, plan)
     want = dict(
         zip(
             expected["event_id"].to_pylist(),
@@ -315,8 +335,42 @@ def run() -> int:
         f"\n{'final state matches the expected state' if ok else 'MISMATCH'} "
         f"({time.perf_counter() - t_start:.0f}s)"
     )
+    print(json.dumps({"checks": checks, "ok": ok}))
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Plan.out, help="output directory (replaced)")
+    ap.add_argument("--batches", type=int, default=Plan.batches, help="micro-batches")
+    ap.add_argument("--rows-per-batch", type=int, default=Plan.rows_per_batch)
+    ap.add_argument("--keys", type=int, default=Plan.keys, help="distinct keys")
+    ap.add_argument(
+        "--store",
+        choices=["local", "s3"],
+        default="local",
+        help="where the table lives: local disk, or a local S3 server (moto) started here",
+    )
+    a = ap.parse_args()
+    plan = Plan(a.out, a.batches, a.rows_per_batch, a.keys)
+    if a.store == "local":
+        sys.exit(main(plan))
+    sys.path.insert(0, str(ROOT))
+    from tests.moto_server import MotoServer
+
+    print("starting a local S3 server (moto) ...", flush=True)
+    with MotoServer() as server:
+        server.create_bucket("hudi-demo")
+        print(f"  {server.endpoint} (bucket hudi-demo)")
+        code = main(
+            Plan(
+                a.out,
+                a.batches,
+                a.rows_per_batch,
+                a.keys,
+                uri="s3://hudi-demo/events",
+                storage=server.storage_options(),
+            )
+        )
+    print("local S3 server stopped")
+    sys.exit(code)

@@ -1,8 +1,10 @@
 """A batch upsert job through the ``hudi_py`` Spark data source.
 
-Writes 200,000 trips into a partitioned MERGE_ON_READ table (bucket index), then upserts a second
-batch of updates (some late, carrying an older ``ts``, which must lose) and new trips, and reads
-the table back through Spark.
+Writes 200,000 trips (``--rows``) into a partitioned MERGE_ON_READ table (bucket index), then
+upserts a second batch of updates (some late, carrying an older ``ts``, which must lose) and new
+trips, reads the table back through Spark and checks every row against the expected state
+(:func:`expected`). The last line printed is a JSON summary, including where the executors
+imported ``hudi_ds`` from (to check how the package was shipped).
 
 Local run (the package must be importable by Spark's Python workers)::
 
@@ -24,9 +26,15 @@ The table path must be on storage that every node sees (HDFS, S3 ``s3://...``, G
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import sys
 import time
+from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -41,50 +49,106 @@ OPTIONS = {
     "hoodie.bucket.index.num.buckets": "8",
 }
 CITIES = ["san_francisco", "sao_paulo", "chennai", "amsterdam"]
+COLUMNS = ["trip_id", "ts", "city", "fare", "rider"]
 
 
-def trips(spark: SparkSession, start: int, n: int, ts: int) -> object:
+def trips(spark: SparkSession, start: int, n: int, ts: int) -> Any:
+    """Trips ``start .. start+n`` with event time ``ts``: every value a function of the id."""
     city = F.element_at(F.array(*[F.lit(c) for c in CITIES]), (F.col("id") % 4 + 1).cast("int"))
     return spark.range(start, start + n, numPartitions=4).select(
         F.format_string("trip-%08d", "id").alias("trip_id"),
         F.lit(ts).cast("long").alias("ts"),
         city.alias("city"),
-        (F.rand(seed=start) * 100).alias("fare"),
+        ((F.col("id") * 7919 % 10_000) / 100 + ts).alias("fare"),
         F.concat(F.lit("rider-"), (F.col("id") % 997).cast("string")).alias("rider"),
     )
 
 
-def main(path: str) -> None:
+def batches(rows: int) -> tuple[int, int, int, int]:
+    """Sizes of the upsert: (updates of existing trips, late updates, new trips, first new id)."""
+    return rows // 4, rows // 20, rows // 10, rows
+
+
+def expected(rows: int) -> pa.Table:
+    """The table after :func:`main`, computed in numpy (sorted by ``trip_id``)."""
+    updates, _late, new, first_new = batches(rows)
+    ids = np.concatenate([np.arange(rows), np.arange(first_new, first_new + new)])
+    ts = np.where(ids < updates, 2, 1)
+    ts[rows:] = 2
+    return pa.table(
+        {
+            "trip_id": pa.array([f"trip-{i:08d}" for i in ids]),
+            "ts": pa.array(ts, pa.int64()),
+            "city": pa.array(np.array(CITIES)[ids % 4]),
+            "fare": pa.array((ids * 7919 % 10_000) / 100 + ts),
+            "rider": pa.array([f"rider-{i % 997}" for i in ids]),
+        }
+    ).sort_by("trip_id")
+
+
+def executor_imports(spark: SparkSession) -> list[str]:
+    """Where the executors' Python workers import ``hudi_ds`` from (distinct paths)."""
+
+    def where(_: Any) -> Any:
+        import hudi_ds
+
+        yield os.path.abspath(os.path.dirname(hudi_ds.__file__))
+
+    n = max(2, spark.sparkContext.defaultParallelism)
+    return sorted(set(spark.sparkContext.parallelize(range(n), n).mapPartitions(where).collect()))
+
+
+def main(path: str, rows: int = 200_000) -> dict[str, Any]:
     spark = SparkSession.builder.appName("hudi_py batch upsert").getOrCreate()
     register(spark)
+    updates, late, new, first_new = batches(rows)
 
     t0 = time.perf_counter()
-    first = trips(spark, 0, 200_000, ts=1)
+    first = trips(spark, 0, rows, ts=1)
     # optional: one task per (city, bucket) -> one new file per file group per commit
     cluster_by_bucket(first, OPTIONS).write.format("hudi_py").mode("append").options(
         **OPTIONS
     ).save(path)
-    print(f"insert: 200,000 rows in {time.perf_counter() - t0:.1f}s")
+    t_insert = time.perf_counter() - t0
+    print(f"insert: {rows:,} rows in {t_insert:.1f}s")
 
     t0 = time.perf_counter()
-    updates = trips(spark, 0, 50_000, ts=2)
-    late = trips(spark, 50_000, 10_000, ts=0)  # older than what the table holds: ignored
-    new = trips(spark, 200_000, 20_000, ts=2)
+    changes = (
+        trips(spark, 0, updates, ts=2)
+        .unionByName(trips(spark, updates, late, ts=0))  # older than the table's: ignored
+        .unionByName(trips(spark, first_new, new, ts=2))
+    )
     # unclustered input is fine too: several tasks then write log files into one file group
-    updates.unionByName(late).unionByName(new).write.format("hudi_py").mode("append").options(
-        **OPTIONS
-    ).save(path)
-    print(f"upsert: 80,000 rows in {time.perf_counter() - t0:.1f}s")
+    changes.write.format("hudi_py").mode("append").options(**OPTIONS).save(path)
+    t_upsert = time.perf_counter() - t0
+    print(f"upsert: {updates + late + new:,} rows in {t_upsert:.1f}s")
 
+    t0 = time.perf_counter()
     df = spark.read.format("hudi_py").load(path)
-    total = df.count()
-    by_ts = {r["ts"]: r["count"] for r in df.groupBy("ts").count().collect()}
-    print(f"rows: {total:,}  by ts: {dict(sorted(by_ts.items()))}")
-    assert total == 220_000, total
-    assert by_ts == {1: 150_000, 2: 70_000}, by_ts
+    got = df.select(*COLUMNS).toArrow().sort_by("trip_id")
+    t_read = time.perf_counter() - t0
+    want = expected(rows)
+    ok = got.cast(want.schema).equals(want)
+    print(f"rows: {got.num_rows:,} (expected {want.num_rows:,}); rows equal: {ok}")
     df.groupBy("city").agg(F.count("*").alias("trips"), F.avg("fare").alias("avg_fare")).show()
+    summary = {
+        "rows": got.num_rows,
+        "equal": ok,
+        "insert_s": round(t_insert, 2),
+        "upsert_s": round(t_upsert, 2),
+        "read_s": round(t_read, 2),
+        "master": spark.sparkContext.master,
+        "hudi_ds_on_executors": executor_imports(spark),
+    }
     spark.stop()
+    return summary
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/hudi_trips")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("path", nargs="?", default="/tmp/hudi_trips")
+    ap.add_argument("--rows", type=int, default=200_000, help="trips of the first write")
+    a = ap.parse_args()
+    result = main(a.path, a.rows)
+    print(json.dumps(result))
+    sys.exit(0 if result["equal"] else 1)

@@ -89,6 +89,8 @@ class IgnoredOptionWarning(HudiWarning):
     accepted with this warning rather than refused. Turn it into an error with
     ``warnings.simplefilter("error", IgnoredOptionWarning)``.
     """
+
+
 class SparkSetupError(ConfigError):
     """Spark's Python workers cannot run hudi_ds (``hudi_ds.spark.register`` checks it): the
     message names the interpreter they ran, the import error, and what to set
