@@ -400,3 +400,17 @@ def pytest_collection_modifyitems(config: object, items: list) -> None:
     hook = getattr(config, "hook", None)
     if dropped and hook is not None:
         hook.pytest_deselected(items=dropped)
+
+
+def complete_pending_compactions(
+    uri: str, storage_options: Mapping[str, Any] | None = None
+) -> None:
+    """Run the compactions a table has pending (a failed compaction whose rollback also failed
+    stays pending, as in Hudi, and is run again later). hudi-rs 0.5.0 does not read the log
+    files of a pending compaction's slice (a known gap of that reader, see
+    tests/services/test_race.py): tests complete them before comparing hudi-rs's rows."""
+    from hudi_ds.services import compaction
+    from hudi_ds.services.base import ServiceContext
+    from hudi_ds.storage import Storage
+
+    compaction.run_compaction(ServiceContext.open(Storage(uri, storage_options=storage_options)))

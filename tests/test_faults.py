@@ -12,7 +12,13 @@ import pytest
 
 import hudi_ds
 from hudi_ds.errors import HudiError, StorageError
-from tests.conftest import OCC_OPTIONS, assert_rows, hudi_rs_table, table_options
+from tests.conftest import (
+    OCC_OPTIONS,
+    assert_rows,
+    complete_pending_compactions,
+    hudi_rs_table,
+    table_options,
+)
 from tests.fault_proxy import FaultProxy
 from tests.moto_server import MotoServer
 
@@ -37,6 +43,10 @@ def test_writes_under_random_storage_faults_keep_exactly_the_acknowledged_commit
         opts["hoodie.write.lock.provider"] = (
             "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
         )
+        # a release that fails for good leaves the lease held until it expires (as in Hudi):
+        # the shortest validity Hudi allows, so the next writer takes it over within its wait
+        opts["hoodie.write.lock.storage.validity.timeout.secs"] = "10"
+        opts["hoodie.write.lock.storage.heartbeat.poll.secs"] = "1"
     rng = random.Random(seed)
     model: dict[str, tuple] = {}
     with FaultProxy(moto_s3.endpoint, seed) as proxy:
@@ -79,6 +89,8 @@ def test_writes_under_random_storage_faults_keep_exactly_the_acknowledged_commit
         last = pa.table({"id": ["k0"], "ts": [99], "v": ["last"]})
         hudi_ds.write(s3_uri, last, opts, storage_options=faulty)
         model["k0"] = ("k0", 99, "last")
+    assert_rows(hudi_ds.read(s3_uri, storage_options=clean), list(model.values()), COLUMNS)
+    complete_pending_compactions(s3_uri, clean)  # hudi-rs 0.5 skips a pending compaction's logs
     assert_rows(hudi_ds.read(s3_uri, storage_options=clean), list(model.values()), COLUMNS)
     assert_rows(hudi_rs_table(s3_uri, storage_options=clean), list(model.values()), COLUMNS)
     # the faults did happen: retried ones (the even write acknowledged), and failed writes

@@ -56,7 +56,11 @@ def mor(tmp_path_factory) -> tuple[str, list[tuple]]:
     apply(list(range(30)), 1)
     hudi_ds.write(path, _rows(list(range(0, 30, 2)), 2), opts)  # compacts
     apply(list(range(0, 30, 2)), 2)
-    pending = {**opts, "hoodie.compact.inline": "false"}
+    pending = {
+        **opts,
+        "hoodie.compact.inline": "false",
+        "hoodie.datasource.compaction.async.enable": "false",  # logs stay pending
+    }
     hudi_ds.write(path, _rows(list(range(25, 35)), 3), pending)
     apply(list(range(25, 35)), 3)
     hudi_ds.HudiTable(path).delete(_rows([1, 3, 4], 4), pending)
@@ -253,7 +257,11 @@ def test_slices_without_logs_are_read_as_parquet(tmp_path: Path) -> None:
     }
     hudi_ds.write(path, _rows(list(range(12)), 1), opts)  # compacted at once
     model = {i: (i, 1, f"p{i % 3}", f"v{i}.1") for i in range(12)}
-    pending = {**opts, "hoodie.compact.inline": "false"}
+    pending = {
+        **opts,
+        "hoodie.compact.inline": "false",
+        "hoodie.datasource.compaction.async.enable": "false",  # logs stay pending
+    }
     hudi_ds.write(path, _rows([0, 3, 6, 30], 2), pending)  # logs in p0 only
     model.update({i: (i, 2, "p0", f"v{i}.2") for i in (0, 3, 6, 30)})
     expected = sorted(model.values())
