@@ -22,17 +22,21 @@ install: $(STAMP)  ## create .venv with runtime and dev dependencies
 demo: $(STAMP)  ## the main job: a pipeline into a Hudi table (STORE=s3: on a local S3 server)
 	$(BIN)/python examples/demo.py --store $(STORE)
 
-test: $(STAMP)  ## the whole test suite (core + spark)
-	$(BIN)/python -m pytest -q tests
+# Two pytest workers (pytest-xdist), one per core: the suite's fixed-time tests (races, crash
+# loops, writers running for 30 s) and its JVM tests overlap instead of queueing.
+XDIST ?= -n 2
+
+test: $(STAMP)  ## the whole test suite (core + spark; the cluster tests: make test-cluster)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not cluster" tests
 
 test-core: $(STAMP)  ## core tests only (no JVM)
-	$(BIN)/python -m pytest -q -m "not spark" tests
+	$(BIN)/python -m pytest -q $(XDIST) -m "not spark" tests
 
 test-quick: $(STAMP)  ## the inner loop: no JVM, no slow tests
-	$(BIN)/python -m pytest -q -m "not spark and not slow" tests
+	$(BIN)/python -m pytest -q $(XDIST) -m "not spark and not slow" tests
 
-test-spark: $(STAMP)  ## spark tests only
-	$(BIN)/python -m pytest -q -m spark tests
+test-spark: $(STAMP)  ## spark tests only (without the cluster tests)
+	$(BIN)/python -m pytest -q $(XDIST) -m "spark and not cluster" tests
 
 test-cluster: $(STAMP)  ## the Spark standalone cluster and Spark Connect tests only
 	$(BIN)/python -m pytest -q -m cluster tests
