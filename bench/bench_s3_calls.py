@@ -119,13 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=None, help="also write the counts to this file")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from tests.moto_server import CountingProxy, MotoServer
+    from tests.fault_proxy import FaultProxy
+    from tests.moto_server import MotoServer
 
     data = batches(args.rows, args.partitions, args.commits)
     results: dict[str, dict[str, Any]] = {}
     with MotoServer() as server:
         server.create_bucket("bench")
-        proxy = CountingProxy(server.endpoint)
+        proxy = FaultProxy(server.endpoint)
         try:
             so = {**server.storage_options(), "aws_endpoint_url": proxy.endpoint}
             results["hudi_ds"] = run_hudi("s3://bench/hudi", so, data, proxy)

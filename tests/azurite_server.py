@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.moto_server import free_port
+from tests.moto_server import free_port, stop_process
 
 #: Azurite's well-known development account
 ACCOUNT = "devstoreaccount1"
@@ -119,13 +119,7 @@ class AzuriteServer:
     def stop(self) -> None:
         """Stop the server, reap it and delete its data."""
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        stop_process(proc)
         if self._data is not None:
             self._data.cleanup()
             self._data = None

@@ -9,6 +9,9 @@ Faults, each drawn per request with its own probability:
   retries a request whose effect already happened (e.g. a conditional put finds its own object);
 * ``permanent``: answered ``403 AccessDenied`` without reaching the server (not retried: the call
   fails with :class:`~hudi_ds.errors.StorageError`).
+
+The requests that reach the server are also counted by kind (:func:`request_kind`,
+:meth:`FaultProxy.take`): the request counts of ``make bench``'s S3 table and of the tests.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import http.client
 import http.server
 import random
 import threading
+from collections import Counter
 from typing import Any
 
 _BODIES = {
@@ -26,14 +30,26 @@ _BODIES = {
 }
 
 
+def request_kind(method: str, path_and_query: str, headers: Any) -> str:
+    """The kind of an S3 request: ``list`` (GET with ``list-type``/``delimiter``), ``get``,
+    ``put``, ``head``, ``delete``, ``post`` (multipart/bulk delete), ``copy`` (PUT with a copy
+    source)."""
+    if method == "GET" and ("list-type=" in path_and_query or "delimiter=" in path_and_query):
+        return "list"
+    if method == "PUT" and headers.get("x-amz-copy-source"):
+        return "copy"
+    return method.lower()
+
+
 class FaultProxy:
     """The proxy: point ``aws_endpoint_url`` at :attr:`endpoint`. :attr:`counts` tells how many
-    requests were forwarded and how many of each fault were injected."""
+    requests were forwarded and how many of each fault were injected; :meth:`take` the forwarded
+    requests by kind."""
 
     def __init__(
         self,
         upstream: str,
-        seed: int,
+        seed: int = 0,
         transient: float = 0.0,
         lost: float = 0.0,
         permanent: float = 0.0,
@@ -43,6 +59,7 @@ class FaultProxy:
         self.lost = lost
         self.permanent = permanent
         self.counts = {"forwarded": 0, "transient": 0, "lost": 0, "permanent": 0}
+        self.kinds: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._forced: list[tuple[str, str | None]] = []
         host, _, port = upstream.removeprefix("http://").partition(":")
@@ -73,6 +90,9 @@ class FaultProxy:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else None
                 fault = proxy._draw(self.headers)
+                if fault in ("forwarded", "lost"):
+                    with proxy._lock:
+                        proxy.kinds[request_kind(self.command, self.path, self.headers)] += 1
                 if fault in ("transient", "permanent"):
                     status = 503 if fault == "transient" else 403
                     self._reply(status, [], _BODIES[status])
@@ -121,6 +141,13 @@ class FaultProxy:
         ``if-none-match``: a conditional create), whatever the rates draw."""
         with self._lock:
             self._forced.append((fault, header))
+
+    def take(self) -> dict[str, int]:
+        """The forwarded requests by kind so far (then reset to zero)."""
+        with self._lock:
+            out = dict(self.kinds)
+            self.kinds.clear()
+        return out
 
     def set_rates(self, transient: float = 0.0, lost: float = 0.0, permanent: float = 0.0) -> None:
         """Change the fault probabilities (all 0: a transparent proxy)."""

@@ -29,6 +29,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop_process(proc: subprocess.Popen[Any] | None) -> None:
+    """Terminate a test server's process (killed after 10 s) and reap it."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 class MotoServer:
     """``moto.server`` on 127.0.0.1 (S3, and the other AWS services moto serves)."""
 
@@ -73,13 +85,7 @@ class MotoServer:
         proc, self.proc = self.proc, None
         if proc is None:
             return ""
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        stop_process(proc)
         log, self._log = self._log, None
         if log is None:
             return ""
@@ -117,99 +123,3 @@ class MotoServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def request_kind(method: str, path_and_query: str, headers: Any) -> str:
-    """The kind of an S3 request: ``list`` (GET with ``list-type``/``delimiter``), ``get``,
-    ``put``, ``head``, ``delete``, ``post`` (multipart/bulk delete), ``copy`` (PUT with a copy
-    source)."""
-    if method == "GET" and ("list-type=" in path_and_query or "delimiter=" in path_and_query):
-        return "list"
-    if method == "PUT" and headers.get("x-amz-copy-source"):
-        return "copy"
-    return method.lower()
-
-
-class CountingProxy:
-    """An HTTP proxy in front of an S3 server that counts the requests by kind
-    (:func:`request_kind`) and can answer the first ``fail`` of them with 503 SlowDown (S3's
-    throttling answer) before forwarding the rest, or (``fail_rate``) a random fraction of
-    them (seeded by ``seed``)."""
-
-    def __init__(self, upstream: str, fail: int = 0, fail_rate: float = 0.0, seed: int = 0) -> None:
-        import http.client
-        import http.server
-        import random
-        import threading
-        from collections import Counter
-
-        self.fail = fail
-        self.fail_rate = fail_rate
-        self._rng = random.Random(seed)
-        self.failed = 0
-        self.counts: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        host, _, port = upstream.removeprefix("http://").partition(":")
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _any(self) -> None:
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else None
-                with proxy._lock:
-                    throttle = proxy.failed < proxy.fail or (
-                        proxy.fail_rate > 0 and proxy._rng.random() < proxy.fail_rate
-                    )
-                    if throttle:
-                        proxy.failed += 1
-                    else:
-                        proxy.counts[request_kind(self.command, self.path, self.headers)] += 1
-                if throttle:
-                    msg = b"<Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>"
-                    self.send_response(503)
-                    self.send_header("Content-Length", str(len(msg)))
-                    self.end_headers()
-                    self.wfile.write(msg)
-                    return
-                conn = http.client.HTTPConnection(host, int(port), timeout=60)
-                conn.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
-                resp = conn.getresponse()
-                data = resp.read()
-                self.send_response(resp.status)
-                head = self.command == "HEAD"  # its Content-Length is the object's size
-                for k, v in resp.getheaders():
-                    skip = ("transfer-encoding", "connection") + (
-                        () if head else ("content-length",)
-                    )
-                    if k.lower() not in skip:
-                        self.send_header(k, v)
-                if not head:
-                    self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-                conn.close()
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def take(self) -> dict[str, int]:
-        """The counts so far (then reset to zero)."""
-        with self._lock:
-            out = dict(self.counts)
-            self.counts.clear()
-        return out
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()

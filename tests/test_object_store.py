@@ -19,7 +19,8 @@ from hudi_ds.errors import ConfigError, StorageError
 from hudi_ds.services import ServiceContext, clean, compaction, rollback
 from hudi_ds.storage import ObjectStorage, Storage, open_storage
 from tests.conftest import assert_rows, complete_pending_compactions, hudi_rs_table
-from tests.moto_server import CountingProxy, MotoServer, free_port
+from tests.fault_proxy import FaultProxy
+from tests.moto_server import MotoServer, free_port
 
 COLUMNS = ["id", "p", "ts", "v"]
 
@@ -339,21 +340,25 @@ def test_spark_options_carry_storage_options_to_a_picklable_storage() -> None:
 
 
 def test_throttled_calls_are_retried_with_backoff(moto_s3: MotoServer, s3_uri: str) -> None:
-    flaky = CountingProxy(moto_s3.endpoint, fail=3)
+    flaky = FaultProxy(moto_s3.endpoint)
+    for _ in range(3):
+        flaky.force("transient")
     try:
         so = {**moto_s3.storage_options(), "aws_endpoint_url": flaky.endpoint, "max_retries": "5"}
         s = Storage(s3_uri, storage_options=so)
         s.write_bytes("a", b"payload")  # 503, 503, 503, then through
-        assert flaky.failed == 3
+        assert flaky.counts["transient"] == 3
         assert s.read_bytes("a") == b"payload"
         assert s.create_if_absent("b", b"1") and not s.create_if_absent("b", b"2")
-        flaky.fail += 2  # two more throttled answers, then the read goes through
+        for _ in range(2):  # two more throttled answers, then the read goes through
+            flaky.force("transient")
         assert s.read_bytes("b") == b"1"
-        assert flaky.failed == 5
+        assert flaky.counts["transient"] == 5
         # forwarded: write, create x2, read x2, and the failed create's GET of the object (is
         # it this put's own, landed before a lost answer? its put token tells)
         assert flaky.take() == {"put": 3, "get": 3}
-        flaky.fail += 10  # more failures than retries: a StorageError naming op and path
+        for _ in range(10):  # more failures than retries: a StorageError naming op and path
+            flaky.force("transient")
         so_few = {**so, "max_retries": "1"}
         with pytest.raises(StorageError, match=rf"^get {s3_uri}/b failed: .*503"):
             Storage(s3_uri, storage_options=so_few).read_bytes("b")
@@ -484,7 +489,7 @@ def test_writes_under_random_store_failures_keep_exactly_the_acknowledged_commit
     finally fail in every part of the write path (instant creation, markers, data files,
     commit, rollback of the previous failure, table services). After twelve upserts the table
     -- read without faults by hudi_ds and hudi-rs -- holds exactly the acknowledged writes."""
-    proxy = CountingProxy(moto_s3.endpoint, seed=7)
+    proxy = FaultProxy(moto_s3.endpoint, seed=7)
     try:
         so = {
             **moto_s3.storage_options(),
@@ -506,7 +511,7 @@ def test_writes_under_random_store_failures_keep_exactly_the_acknowledged_commit
             storage_options=so,
         )
         _apply(model, first)
-        proxy.fail_rate = 0.08
+        proxy.set_rates(transient=0.08)
         failures: list[str] = []
         for i in range(1, 13):
             t = _rows(range(i * 3, i * 3 + 10), i)
@@ -516,8 +521,8 @@ def test_writes_under_random_store_failures_keep_exactly_the_acknowledged_commit
                 failures.append(str(e))
                 continue
             _apply(model, t)
-        proxy.fail_rate = 0.0
-        assert proxy.failed > 0
+        proxy.set_rates()
+        assert proxy.counts["transient"] > 0
         _check(s3_uri, moto_s3.storage_options(), model)
     finally:
         proxy.close()
