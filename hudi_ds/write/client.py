@@ -39,6 +39,7 @@ commit for the conflict check.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -54,6 +55,7 @@ from hudi_ds.config import (
 )
 from hudi_ds.errors import (
     CommitConflictError,
+    HudiError,
     InstantNotFoundError,
     SchemaError,
     TableExistsError,
@@ -111,6 +113,8 @@ from hudi_ds.write.tagged_records import TaggedRecords
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
 from hudi_ds.write.workload import WorkloadProfile
 from hudi_ds.write.write_status import WriteStatus
+
+log = logging.getLogger("hudi_ds.write")
 
 STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
 
@@ -660,6 +664,7 @@ class WriteClient:
                 self.storage.delete(path)  # a failed or superseded task attempt's file
         for p in sorted(staged & {s.partition_path for s in statuses}):
             write_partition_metadata(self.storage, p, instant)
+        done: Instant | None = None
         try:
             with held(self._lock()):
                 # listed again for the conflict check and the commit, as Java's preCommit
@@ -673,7 +678,13 @@ class WriteClient:
         except CommitConflictError:
             self.abort(instant)
             raise
-        self._stop_heartbeat(instant)
+        except (OSError, HudiError) as e:
+            if done is None:
+                raise
+            # only the lock's release runs after the commit point: the commit stands (a lease
+            # that could not be released expires)
+            log.warning("commit %s stands; releasing the table lock failed: %s", instant, e)
+        _after_commit_point(instant, "stopping its heartbeat", self._stop_heartbeat, instant)
         crash_point("after_commit")
         if self.post_commit is not None:
             self.post_commit(self, done)
@@ -703,7 +714,11 @@ class WriteClient:
         done = state.timeline_writer().complete(
             Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
         )
-        delete_markers(self.storage, plan.instant)
+        # Hudi deletes the markers quietly too (WriteMarkers.quietDeleteMarkerDir): left-over
+        # markers of a completed instant are never read as its files
+        _after_commit_point(
+            plan.instant, "deleting its markers", delete_markers, self.storage, plan.instant
+        )
         return done
 
     def abort(self, instant: str) -> None:
@@ -775,3 +790,13 @@ class WriteClient:
             if value is not None:
                 return int(value)
         return None
+
+
+def _after_commit_point(instant: str, what: str, fn: Callable[..., object], *args: Any) -> None:
+    """Run a clean-up step of a write whose completed instant is already published: a storage
+    failure is logged, not raised -- the commit stands, and a write that raises is one the
+    caller may take as not done (and write again)."""
+    try:
+        fn(*args)
+    except (OSError, HudiError) as e:
+        log.warning("commit %s stands; %s failed: %s", instant, what, e)

@@ -492,3 +492,32 @@ def test_key_with_comma_and_colon_is_refused(tmp_path: Path) -> None:
     bad = data.set_column(0, "id", pa.array(["u", "v,w", "a,b:c"]))
     with pytest.raises(SchemaError, match=r"'a,b:c' .*contains both"):
         hudi_ds.write(path, bad, OPTS)
+
+
+def test_a_failure_after_the_commit_point_does_not_fail_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once the completed instant is published the commit stands: a storage failure while
+    deleting its markers is logged, and the write returns its instant (a write that raised
+    would be taken as not done, and its rows are visible)."""
+    import sys
+
+    from hudi_ds.errors import StorageError
+
+    client_module = sys.modules[WriteClient.__module__]  # hudi_ds.write is also the function
+
+    def failing(storage: Storage, instant: str) -> None:
+        raise StorageError(f"delete {storage.uri('.hoodie/.temp/' + instant)} failed: 503")
+
+    path = str(tmp_path / "t")
+    opts = table_options("t", table_type="COPY_ON_WRITE")
+    rows = pa.table({"id": ["a", "b"], "ts": [1, 1], "v": ["x", "y"]})
+    monkeypatch.setattr(client_module, "delete_markers", failing)
+    with caplog.at_level("WARNING", logger="hudi_ds.write"):
+        instant = hudi_ds.write(path, rows, opts)
+    assert instant is not None
+    assert "stands; deleting its markers failed" in caplog.text
+    assert [i.requested_time for i in hudi_ds.HudiTable(path).timeline.commits()] == [instant]
+    expected = [("a", 1, "x"), ("b", 1, "y")]
+    assert_rows(hudi_ds.read(path), expected, ["id", "ts", "v"])
+    assert_rows(hudi_rs_table(path), expected, ["id", "ts", "v"])
