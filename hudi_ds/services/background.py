@@ -11,11 +11,12 @@ the commit returns at once, and a Spark worker being reaped does not take it alo
 
 One compactor per table and machine at a time: it holds an exclusive ``flock`` on a lock file
 named after the table for its whole life (released by the kernel when it exits, also when it is
-killed), and :func:`start_compactor` starts none while it is held. The compactor runs every
-pending compaction (:func:`~hudi_ds.services.compaction.run_compaction`: an attempt a killed
-compactor left inflight is rolled back first, as Hudi's single writer does), then looks again
-and stops when none is pending; a compaction scheduled just as it stopped waits for the next
-commit, which starts a compactor again.
+killed; the file is removed when it stops), and :func:`start_compactor` starts none while it
+is held. The compactor runs every pending compaction
+(:func:`~hudi_ds.services.compaction.run_compaction`: an attempt a killed compactor left
+inflight is rolled back first, as Hudi's single writer does), then looks again and stops when
+none is pending; a compaction scheduled just as it stopped waits for the next commit, which
+starts a compactor again.
 
 Killing it (or the driver) at any point leaves the table readable and exact: a compaction's
 base files are invisible until its ``C.commit`` exists, and writers meanwhile write their logs
@@ -56,19 +57,33 @@ def compactor_lock_path(base_uri: str) -> Path:
 
 @contextmanager
 def _exclusive(path: Path) -> Iterator[IO[str] | None]:
-    """Hold ``flock(LOCK_EX)`` on ``path`` for the block (None: another process holds it)."""
-    f = path.open("a")
-    try:
+    """Hold ``flock(LOCK_EX)`` on ``path`` for the block (None: another process holds it).
+
+    The holder removes the file when it lets go, so no lock file outlives its compactor. A
+    process that opened the file just before it was removed would lock an unlinked inode: after
+    locking, it checks that ``path`` still names the inode it holds, and starts over if not.
+    """
+    while True:
+        f = path.open("a")
         try:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            f.close()
             yield None
             return
         try:
-            yield f
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            same = os.stat(path).st_ino == os.fstat(f.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        f.close()  # the holder removed it after we opened it: try the new file
+    try:
+        yield f
     finally:
+        # removed while still held: a waiter that opened it sees another inode and retries
+        path.unlink(missing_ok=True)
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
         f.close()
 
 

@@ -141,6 +141,7 @@ def test_the_background_compactor_runs_pending_compactions(tmp_path: Path) -> No
         assert compactor_running(ctx.storage.base_uri)
         assert start_compactor(ctx) is None
     assert _finish(start_compactor(ctx)) == 0
+    assert not compactor_lock_path(ctx.storage.base_uri).exists()  # no lock file left behind
     done, pending = _compactions(path)
     assert len(done) == 1 and pending == []
     assert_rows(hudi_ds.read(str(path), RO), _expected(5), COLS)
