@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -100,11 +101,11 @@ def test_item_acquire_and_release(moto_s3: MotoServer, ddb_table: str) -> None:
 def test_heartbeat_keeps_the_lock_and_expiry_hands_it_over(
     moto_s3: MotoServer, ddb_table: str
 ) -> None:
-    a, b = make(moto_s3, ddb_table, lease_ms=1000), make(moto_s3, ddb_table, lease_ms=1000)
+    a, b = make(moto_s3, ddb_table, lease_ms=2000), make(moto_s3, ddb_table, lease_ms=2000)
     a.acquire()
     first = a.read_item()
     # a live holder renews (a new record version every third of the lease): b never gets it
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + 3.0
     while time.monotonic() < deadline:
         assert not b.try_acquire()
         time.sleep(0.2)
@@ -115,7 +116,9 @@ def test_heartbeat_keeps_the_lock_and_expiry_hands_it_over(
     a._stop.set()
     t0 = time.monotonic()
     b.acquire()
-    assert 0.9 < time.monotonic() - t0 < 10
+    # not before one whole lease after the dead holder's last renewal (sent at a._renewed)
+    assert time.monotonic() - a._renewed >= 2.0
+    assert time.monotonic() - t0 < 15
     item = b.read_item()
     assert item is not None and item[DDB_OWNER] == b.owner
     # the old holder learns it lost the lock; its release deletes nothing
@@ -165,6 +168,44 @@ def test_a_released_item_kept_by_another_client_is_acquired(
     item = a.read_item()
     assert item is not None and item[DDB_OWNER] == a.owner and "isReleased" not in item
     a.release()
+
+
+def test_lost_answers_to_the_lock_writes(moto_s3: MotoServer, ddb_table: str) -> None:
+    """A conditional write whose answer was lost lands; the client's retry then fails its
+    condition. The put, the heartbeat's update and the release's delete each recognise their
+    own landed write (owner and record version) instead of taking the lock as someone else's."""
+    a = make(moto_s3, ddb_table)
+    client = a.client
+
+    doubled: list[str] = []
+
+    def retried(call: str) -> Callable[..., object]:
+        real = getattr(client, call)
+
+        def twice(**kwargs: object) -> object:
+            real(**kwargs)  # lands; its answer is lost
+            doubled.append(call)
+            return real(**kwargs)  # the retry: ConditionalCheckFailedException
+
+        return twice
+
+    a._stop.set()  # no background heartbeat: renew() is called below
+    for call in ("put_item", "update_item", "delete_item"):
+        object.__setattr__(client, call, retried(call))
+    try:
+        assert a.try_acquire() and a.holds
+        a._stop.set()
+        before = a.read_item()
+        assert a.renew() and not a.lost
+        after = a.read_item()
+        assert before and after and after[DDB_RVN] != before[DDB_RVN]
+        assert after[DDB_OWNER] == a.owner
+        a.release()
+        assert a.read_item() is None and not a.holds
+        assert doubled == ["put_item", "update_item", "delete_item"]
+    finally:
+        for call in ("put_item", "update_item", "delete_item"):
+            client.__dict__.pop(call, None)
 
 
 def test_acquire_times_out_naming_the_holder(moto_s3: MotoServer, ddb_table: str) -> None:
@@ -281,7 +322,7 @@ with open(log, "w") as out:
                       "p": [f"p{k % 2}" for k in keys], "who": [seed] * len(keys)})
         try:
             hudi_ds.write(path, t, opts, storage_options=so)
-        except CommitConflictError:  # COW under OCC: the later of two writers of a file group
+        except CommitConflictError:  # under OCC: the later of two writers of a file group
             conflicts += 1
             continue
         out.write(json.dumps({"keys": keys, "ts": ts}) + "\n")
@@ -295,17 +336,18 @@ print(json.dumps({"batches": n, "conflicts": conflicts}))
 def test_two_writers_on_s3_under_the_dynamodb_lock(
     moto_s3: MotoServer, s3_uri: str, ddb_table: str, tmp_path: Path
 ) -> None:
-    """Two processes upsert one S3 table for 8 s under the DynamoDB lock: the holdings they
+    """Two processes upsert one MOR S3 table for 10 s under the DynamoDB lock: the holdings they
     log never overlap, no acknowledged batch is lost, hudi_ds and hudi-rs read the model."""
     so = {k: str(v) for k, v in moto_s3.storage_options().items()}
     opts = {
-        **table_options("ddb2", partition="p", table_type="COPY_ON_WRITE"),
-        **ddb_options(moto_s3, ddb_table),
+        **table_options("ddb2", partition="p", table_type="MERGE_ON_READ"),
+        # a 10 s lease: a writer slowed down by a busy machine keeps its lease between beats
+        **ddb_options(moto_s3, ddb_table, lease_ms=10_000),
         "hoodie.clean.automatic": "false",
     }
     seed_rows = pa.table({"id": ["seed"], "ts": [0], "p": ["p0"], "who": [0]})
     hudi_ds.write(s3_uri, seed_rows, opts, storage_options=so)
-    seconds = 8.0
+    seconds = 10.0
     procs = []
     for seed in (1, 2):
         log = tmp_path / f"w{seed}.jsonl"
