@@ -59,24 +59,25 @@ SCHEMA = "id string, ts long, part string, amount double, note string, _hoodie_i
 RUN_TIMEOUT = 150.0
 
 
-def make_source(src: Path, seed: int = 7) -> list[pa.Table]:
-    """``FILES`` Parquet files of change events; event times are unique, some are late."""
+def make_source(src: Path, seed: int = 7, n_files: int = FILES, rows: int = ROWS) -> list[pa.Table]:
+    """``n_files`` Parquet files of ``rows`` change events each; event times are unique, some
+    are late."""
     rng = np.random.default_rng(seed)
     src.mkdir(parents=True)
     files = []
-    for f in range(FILES):
-        keys = rng.choice(KEYS, ROWS, replace=False)  # unique per file: no pre-combining
-        seq = f * ROWS + np.arange(ROWS)
-        late = rng.random(ROWS) < 0.15
-        ts = np.where(late, (seq - 2 * ROWS) * 10 + 5, seq * 10)  # late ones: ts % 10 == 5
+    for f in range(n_files):
+        keys = rng.choice(KEYS, rows, replace=False)  # unique per file: no pre-combining
+        seq = f * rows + np.arange(rows)
+        late = rng.random(rows) < 0.15
+        ts = np.where(late, (seq - 2 * rows) * 10 + 5, seq * 10)  # late ones: ts % 10 == 5
         t = pa.table(
             {
                 "id": pa.array([f"k{k:05d}" for k in keys]),
                 "ts": pa.array(ts, pa.int64()),
                 "part": pa.array([f"p{k % PARTS}" for k in keys]),
-                "amount": pa.array(rng.normal(100, 10, ROWS).round(3)),
-                "note": pa.array([f"f{f}r{i}" for i in range(ROWS)]),
-                "_hoodie_is_deleted": pa.array(rng.random(ROWS) < 0.08),
+                "amount": pa.array(rng.normal(100, 10, rows).round(3)),
+                "note": pa.array([f"f{f}r{i}" for i in range(rows)]),
+                "_hoodie_is_deleted": pa.array(rng.random(rows) < 0.08),
             }
         )
         path = src / f"events-{f:03d}.parquet"
