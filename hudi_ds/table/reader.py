@@ -310,7 +310,7 @@ def _merge_slice(
     if base is not None and base.num_rows and spec.builtin is not None:
         logged = [k for k in (_part_keys(p, ctx) for p in parts) if len(k)]
         if logged:
-            touched = pc.is_in(_as_string(_keys_of(base, ctx)), value_set=pa.concat_arrays(logged))
+            touched = pc.is_in(_base_keys(base, ctx), value_set=pa.concat_arrays(logged))
             n_touched = pc.sum(touched).as_py() or 0
             if n_touched < base.num_rows:
                 kept = drop_deleted_rows(base.filter(pc.invert(touched)), spec)
@@ -324,6 +324,23 @@ def _merge_slice(
     if base is not None:
         parts.insert(0, base)
     return merge_versions(parts, spec, schema, key_fn=key_fn, has_base=has_base).rows
+
+
+def _base_keys(base: pa.Table, ctx: SliceReadContext) -> pa.Array | pa.ChunkedArray:
+    """The base rows' record keys as :func:`_keys_of` gives them, left in the file's chunks
+    when they are a string column already (no copy of a large table's keys)."""
+    names = base.column_names
+    name = None
+    if (
+        RECORD_KEY_METADATA_FIELD in names
+        and base.column(RECORD_KEY_METADATA_FIELD).null_count < base.num_rows
+    ):
+        name = RECORD_KEY_METADATA_FIELD
+    elif not ctx.complex_key and len(ctx.record_key_fields) == 1:
+        name = ctx.record_key_fields[0]
+    if name is not None and name in names and pa.types.is_string(base.schema.field(name).type):
+        return base.column(name)
+    return _as_string(_keys_of(base, ctx))
 
 
 def _part_keys(p: Part, ctx: SliceReadContext) -> pa.Array:
