@@ -124,9 +124,22 @@ def run_pyarrow(w: Workload, root: Path, ref: str) -> Result:
     return out
 
 
-def _hudi_ds(table_type: str, block: str, index: str = "BUCKET", state: bool = False) -> Runner:
+def _hudi_ds(
+    table_type: str,
+    block: str,
+    index: str = "BUCKET",
+    state: bool = False,
+    compaction: bool = True,
+) -> Runner:
     """hudi_ds' embedded writes with ``index`` (``hoodie.index.type``); ``state``: the upserts
-    go through one long-lived ``HudiTable(state_index=True)`` (the state index)."""
+    go through one long-lived ``HudiTable(state_index=True)`` (the state index).
+
+    MOR tables run at hudi_ds's defaults, as Hudi's writers: a compaction is scheduled every
+    ``hoodie.compact.inline.max.delta.commits`` (5) delta commits and, the embedded API having
+    no background service, executed right after that commit -- its time is in that upsert's
+    time, and the read sees the table a user has (base files plus the later log blocks).
+    ``compaction=False`` (``hoodie.datasource.compaction.async.enable=false``): every version
+    stays in log blocks and the read merges them all (the Avro-block decode figure)."""
 
     def run(w: Workload, root: Path, ref: str) -> Result:
         import hudi_ds
@@ -141,10 +154,9 @@ def _hudi_ds(table_type: str, block: str, index: str = "BUCKET", state: bool = F
             "hoodie.logfile.data.block.format": block,
             "hoodie.index.type": index,
             "write.task.max.size": "256",
-            # compaction stated explicitly: off (MOR compacts every 5 delta commits by
-            # default); the upsert times are writes, bench/compaction.py times compaction
-            "hoodie.datasource.compaction.async.enable": "false",
         }
+        if not compaction:
+            opts["hoodie.datasource.compaction.async.enable"] = "false"
         if index == "BUCKET":
             opts["hoodie.bucket.index.num.buckets"] = "4"
         out: Result = {"upsert_s": []}
@@ -223,6 +235,9 @@ SYSTEMS: dict[str, Runner] = {
     "pyarrow": run_pyarrow,
     "hudi_ds_mor_parquet": _hudi_ds("MERGE_ON_READ", "parquet"),
     "hudi_ds_mor_avro": _hudi_ds("MERGE_ON_READ", "avro"),
+    # compaction off: the whole table in log blocks (every read merges all versions)
+    "hudi_ds_mor_parquet_logs": _hudi_ds("MERGE_ON_READ", "parquet", compaction=False),
+    "hudi_ds_mor_avro_logs": _hudi_ds("MERGE_ON_READ", "avro", compaction=False),
     "hudi_ds_cow": _hudi_ds("COPY_ON_WRITE", "parquet"),
     # the non-bucket indexes (issue 14): keys located by reading the files (SIMPLE), pruned by
     # footer bloom filters and key ranges first (BLOOM), or held by the writer (state index)

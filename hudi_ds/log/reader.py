@@ -267,10 +267,9 @@ def _decode_parquet_content(block: LogBlock, columns: list[str] | None = None) -
         pf = pq.ParquetFile(
             pa.BufferReader(block.content), page_checksum_verification=True, pre_buffer=False
         )
-        if columns is None:
-            return pf.read(use_threads=False)
-        names = set(pf.schema_arrow.names)  # built on each access: once per block
-        return pf.read(columns=[c for c in columns if c in names], use_threads=False)
+        # columns the block lacks (an older schema) are left out of the read: the caller's
+        # promote_table adds them (no Arrow schema built from the footer to find them)
+        return pf.read(columns=columns, use_threads=False)
     except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptBlockError(f"Parquet data block does not read: {e}") from e
 

@@ -365,7 +365,7 @@ def drop_deleted_rows(table: pa.Table, spec: MergeSpec | None = None) -> pa.Tabl
     mask: np.ndarray | None = None
     if IS_DELETED_FIELD in table.column_names:
         col = table.column(IS_DELETED_FIELD)
-        if col.null_count < n:
+        if col.null_count < n and pc.any(col).as_py():  # no copy of the flags without one
             flag = np.asarray(col.combine_chunks().fill_null(False), dtype=bool)
             if flag.any():
                 mask = flag

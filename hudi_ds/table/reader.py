@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_ds.errors import (
@@ -42,6 +43,7 @@ from hudi_ds.merge.engine import (
     DataPart,
     DeleteKeys,
     Part,
+    _as_string,
     drop_deleted_rows,
     merge_versions,
     resolve_spec,
@@ -135,10 +137,9 @@ def read_base_file(
     try:
         if base.name.extension == ".parquet":
             with storage.open_input_file(base.path) as f:
-                pf = pq.ParquetFile(f)
-                stored = set(pf.schema_arrow.names)
-                present = [c for c in target.names if c in stored]
-                table = pf.read(columns=present, use_threads=use_threads)
+                # columns the file lacks (added by a later schema) are left out of the read
+                # (no Arrow schema built from the footer to find them): promote_table adds them
+                table = pq.ParquetFile(f).read(columns=target.names, use_threads=use_threads)
         elif base.name.extension == ".lance":
             table = _read_lance(storage, base, target.names)
         else:
@@ -285,17 +286,70 @@ def read_file_slice(
         schema = _merge_projection(ctx, columns, blocks, key_field=False)
         base = _base_or_none(storage, fslice.base_file, schema, ctx, ReadStats(), use_threads)
         parts = _decode_parts(blocks, schema, ctx, ReadStats())
+    out = _merge_slice(base, parts, spec, schema, ctx, fslice.base_file is not None)
+    return out if columns is None else _project(out, columns)
+
+
+def _merge_slice(
+    base: pa.Table | None,
+    parts: list[Part],
+    spec: MergeSpec,
+    schema: pa.Schema,
+    ctx: SliceReadContext,
+    has_base: bool,
+) -> pa.Table:
+    """The live rows of a slice: its base rows merged with its log versions ``parts``.
+
+    With a built-in merger only the base rows whose key has a log version go through the
+    merge: a key with one version is that version (or gone when it is a delete), as
+    :func:`drop_deleted_rows` reads a slice without logs. After a compaction the logs hold a
+    few keys of the base file, so the merge works on those instead of every base row. The
+    rows come out untouched base rows first, in the base file's order, then the merged ones.
+    """
+    key_fn = lambda t: _keys_of(t, ctx)  # noqa: E731
+    if base is not None and base.num_rows and spec.builtin is not None:
+        logged = [k for k in (_part_keys(p, ctx) for p in parts) if len(k)]
+        if logged:
+            touched = pc.is_in(_base_keys(base, ctx), value_set=pa.concat_arrays(logged))
+            n_touched = pc.sum(touched).as_py() or 0
+            if n_touched < base.num_rows:
+                kept = drop_deleted_rows(base.filter(pc.invert(touched)), spec)
+                result = merge_versions(
+                    [base.filter(touched), *parts], spec, schema, key_fn=key_fn, has_base=True
+                )
+                rows = result.rows
+                if kept.schema != rows.schema:
+                    kept = kept.cast(rows.schema)
+                return pa.concat_tables([kept, rows]) if kept.num_rows else rows
     if base is not None:
         parts.insert(0, base)
-    result = merge_versions(
-        parts,
-        spec,
-        schema,
-        key_fn=lambda t: _keys_of(t, ctx),
-        has_base=fslice.base_file is not None,
-    )
-    out = result.rows
-    return out if columns is None else _project(out, columns)
+    return merge_versions(parts, spec, schema, key_fn=key_fn, has_base=has_base).rows
+
+
+def _base_keys(base: pa.Table, ctx: SliceReadContext) -> pa.Array | pa.ChunkedArray:
+    """The base rows' record keys as :func:`_keys_of` gives them, left in the file's chunks
+    when they are a string column already (no copy of a large table's keys)."""
+    names = base.column_names
+    name = None
+    if (
+        RECORD_KEY_METADATA_FIELD in names
+        and base.column(RECORD_KEY_METADATA_FIELD).null_count < base.num_rows
+    ):
+        name = RECORD_KEY_METADATA_FIELD
+    elif not ctx.complex_key and len(ctx.record_key_fields) == 1:
+        name = ctx.record_key_fields[0]
+    if name is not None and name in names and pa.types.is_string(base.schema.field(name).type):
+        return base.column(name)
+    return _as_string(_keys_of(base, ctx))
+
+
+def _part_keys(p: Part, ctx: SliceReadContext) -> pa.Array:
+    """The record keys of one merge part, as the merge engine takes them."""
+    if isinstance(p, DeleteKeys):
+        return _as_string(p.keys)
+    if isinstance(p, DataPart):
+        return _as_string(p.keys) if p.keys is not None else _as_string(_keys_of(p.table, ctx))
+    return _as_string(_keys_of(p, ctx))
 
 
 def _projection(ctx: SliceReadContext, columns: list[str], extra: list[str | None]) -> pa.Schema:
