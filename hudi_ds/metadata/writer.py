@@ -257,7 +257,7 @@ class MetadataWriter:
         if FILES_PARTITION not in self.declared:
             return False
         if self._layout is not None:  # parsed before: its existence is enough
-            return self.storage.exists(PROPS_FILE)
+            return self.storage.is_file(PROPS_FILE)
         return self._config() is not None
 
     def _mdt_layout(self) -> tuple[int, str]:
@@ -335,7 +335,7 @@ class MetadataWriter:
             if (
                 self.enable is not True
                 and FILES_PARTITION not in self.declared
-                and not self.state.storage.exists(METADATA_PATH)
+                and not self.state.storage.is_dir(METADATA_PATH)  # (a LIST, no HEAD)
             ):
                 return
             self.create()

@@ -887,7 +887,7 @@ class TimelineWriter:
         """Whether ``instant``'s time is completed (its own completed file, in layout 1)."""
         ts = instant.requested_time
         if self.layout_version == 1:
-            return self.storage.exists(self.path_of(Instant(ts, instant.action, State.COMPLETED)))
+            return self.storage.is_file(self.path_of(Instant(ts, instant.action, State.COMPLETED)))
         return any(i.is_completed for i, _ in self._files_of(ts))
 
     def create_requested(self, instant: Instant, content: bytes = b"") -> bool:
@@ -914,7 +914,7 @@ class TimelineWriter:
         """
         req = Instant(instant.requested_time, instant.action, State.REQUESTED)
         inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
-        if not self.storage.exists(self.path_of(req)):
+        if not self.storage.is_file(self.path_of(req)):
             raise InstantNotFoundError(f"{self.path_of(req)} does not exist")
         if self._completed(instant):
             raise TimelineError(f"instant {instant.requested_time} is already completed")
@@ -942,7 +942,7 @@ class TimelineWriter:
         """
         ts = instant.requested_time
         inflight = Instant(ts, instant.action, State.INFLIGHT)
-        if not self.storage.exists(self.path_of(inflight)):
+        if not self.storage.is_file(self.path_of(inflight)):
             raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
         if self._completed(instant):
             raise TimelineError(f"instant {ts} is already completed")
