@@ -335,7 +335,7 @@ class MetadataWriter:
             if (
                 self.enable is not True
                 and FILES_PARTITION not in self.declared
-                and not self.state.storage.is_dir(METADATA_PATH)  # (a LIST, no HEAD)
+                and not self._folder_present()
             ):
                 return
             self.create()
@@ -348,6 +348,12 @@ class MetadataWriter:
         if self._catch_up(done.requested_time, tl):
             tl = self.timeline()
         self._mirror(done.requested_time, content, done.action, tl)
+
+    def _folder_present(self) -> bool:
+        """Whether ``.hoodie/metadata`` exists: the data timeline's listing tells (layout 1:
+        the folder is in ``.hoodie``, listed by the commit just before), else one listing."""
+        listed = self.state.timeline.listed_folder(METADATA_PATH)
+        return listed if listed is not None else self.state.storage.is_dir(METADATA_PATH)
 
     def _adopt_schema(self) -> None:
         """Write with the schema of the MDT's latest base file (Java versions differ in the
@@ -431,7 +437,7 @@ class MetadataWriter:
         had = self.declared or self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY)
         if had:
             self._update_config(deletes=[METADATA_PARTITIONS_KEY, METADATA_PARTITIONS_INFLIGHT_KEY])
-        if self.state.storage.exists(METADATA_PATH):
+        if self.state.storage.is_dir(METADATA_PATH):  # (fresh: it may have been created since)
             self.state.storage.delete_dir(METADATA_PATH)
             log.info("%s: deleted the metadata table", self.state.storage.base_uri)
         self._layout = None

@@ -134,7 +134,8 @@ def read_base_file(
     target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
     try:
         if base.name.extension == ".parquet":
-            with storage.open_input_file(base.path) as f:
+            # the listed size spares an object store a HEAD (a missing file fails the GET)
+            with storage.open_input_file(base.path, base.size or None) as f:
                 pf = pq.ParquetFile(f)
                 stored = set(pf.schema_arrow.names)
                 present = [c for c in target.names if c in stored]
