@@ -933,9 +933,12 @@ def _meta_mtime_ms(meta: Mapping[str, Any]) -> int:
 
 
 #: bytes of an object's tail fetched by the first read that falls in it: a Parquet reader
-#: reads the 8-byte footer length, then the footer, then column chunks -- one GET for both
-#: (pyarrow's own S3 file reads 64 KiB for the same reason)
-TAIL_BYTES = 64 << 10
+#: reads the file's last 64 KiB (the footer length), then the rest of a longer footer, then
+#: the column chunks. Hudi's base files carry a bloom filter of the keys in the footer's
+#: key-value metadata (``org.apache.hudi.bloomfilter``, some 100-500 KiB at the default
+#: 60,000 entries), so the footer costs one GET only with a tail that large; a file smaller
+#: than the tail is read whole by that one GET (its column chunks come from it too)
+TAIL_BYTES = 1 << 20
 
 
 class _RangeReader:
