@@ -258,7 +258,12 @@ class MetadataWriter:
             return False
         if self._layout is not None:  # parsed before: its existence is enough
             return self.storage.is_file(PROPS_FILE)
-        return self._config() is not None
+        cfg = self._config()
+        if cfg is None:
+            return False
+        # its layout, kept (it never changes): _mdt_layout need not read the file again
+        self._layout = (cfg.timeline_layout_version, cfg.timeline_path)
+        return True
 
     def _mdt_layout(self) -> tuple[int, str]:
         """The MDT's timeline layout and path (read once: they never change)."""
@@ -329,6 +334,7 @@ class MetadataWriter:
 
     def _apply(self, done: Instant, content: bytes) -> None:
         """:meth:`update` with the MDT in use (errors reading or writing it propagate)."""
+        created = False
         if not self.present():
             # declared but missing, or a folder hoodie.properties does not declare (an MDT of
             # Hudi < 0.11, or an interrupted creation): rebuilt from the committed files
@@ -339,10 +345,11 @@ class MetadataWriter:
             ):
                 return
             self.create()
-        else:
-            self.drop_unmaintained()
-            self._adopt_schema()
+            created = True
         tl = self.timeline()
+        if not created:
+            self.drop_unmaintained()
+            self._adopt_schema(tl)
         if self.recover(tl):
             tl = self.timeline()
         if self._catch_up(done.requested_time, tl):
@@ -355,12 +362,13 @@ class MetadataWriter:
         listed = self.state.timeline.listed_folder(METADATA_PATH)
         return listed if listed is not None else self.state.storage.is_dir(METADATA_PATH)
 
-    def _adopt_schema(self) -> None:
+    def _adopt_schema(self, timeline: Timeline | None = None) -> None:
         """Write with the schema of the MDT's latest base file (Java versions differ in the
-        other partitions' record types; a reader reconciles base and log schemas), once."""
+        other partitions' record types; a reader reconciles base and log schemas), once.
+        ``timeline``: the MDT's timeline as just listed (else listed here)."""
         if self._schema_adopted:
             return
-        sl = self.latest_slice()
+        sl = self.latest_slice(timeline)
         path = f"{FILES_PARTITION}/{sl.base_file}"
         hf = read_hfile(self.storage.read_bytes(path), self.storage.full_path(path))
         schema = hf.file_info.get("schema")
