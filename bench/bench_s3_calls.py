@@ -6,10 +6,14 @@ request by kind (list, get, head, put, copy, delete, post). Each system creates 
 the keys (half updates, half inserts); the requests of the last upsert commit and of a snapshot
 read after it are reported. Both systems' reads must return the same number of rows.
 
-hudi_ds: a MERGE_ON_READ table with the bucket index (``hoodie.bucket.index.num.buckets`` 4),
-metadata table on (the default). delta-rs: ``write_deltalake`` then ``DeltaTable.merge``
-(``when_matched_update_all`` / ``when_not_matched_insert_all``), partitioned the same way.
-Counts, not times: on a real object store each request is a round trip.
+hudi_ds: a MERGE_ON_READ table (``--table-type``) with the bucket index
+(``hoodie.bucket.index.num.buckets`` 4), once without a metadata table (hudi_ds's default: it
+maintains one the table has, and creates one with ``hoodie.metadata.enable=true``) and once
+with it (``hudi_ds+mdt``: the write also updates the metadata table, the read lists the files
+through it instead of listing each partition). delta-rs: ``write_deltalake`` then
+``DeltaTable.merge`` (``when_matched_update_all`` / ``when_not_matched_insert_all``),
+partitioned the same way. Counts, not times: on a real object store each request is a round
+trip.
 
 Run: ``.venv/bin/python -m bench.bench_s3_calls`` (``make bench`` keeps the output in
 ``bench/results/s3_calls.txt``).
@@ -28,6 +32,7 @@ import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("list", "get", "head", "put", "copy", "delete", "post")
+HUDI_TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
 
 
 def rows(ids: np.ndarray, ts: int, partitions: int) -> pa.Table:
@@ -52,7 +57,14 @@ def batches(n: int, partitions: int, commits: int) -> list[pa.Table]:
     return out
 
 
-def run_hudi(uri: str, so: dict[str, str], data: list[pa.Table], proxy: Any) -> dict[str, Any]:
+def run_hudi(
+    uri: str,
+    so: dict[str, str],
+    data: list[pa.Table],
+    proxy: Any,
+    table_type: str = "MERGE_ON_READ",
+    metadata: bool = False,
+) -> dict[str, Any]:
     import hudi_ds
 
     opts = {
@@ -60,10 +72,12 @@ def run_hudi(uri: str, so: dict[str, str], data: list[pa.Table], proxy: Any) -> 
         "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.partitionpath.field": "part",
         "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.datasource.write.table.type": table_type,
         "hoodie.index.type": "BUCKET",
         "hoodie.bucket.index.num.buckets": "4",
     }
+    if metadata:
+        opts["hoodie.metadata.enable"] = "true"
     hudi_ds.write(
         uri, data[0], {**opts, "hoodie.datasource.write.operation": "insert"}, storage_options=so
     )
@@ -101,13 +115,15 @@ def run_delta(uri: str, so: dict[str, str], data: list[pa.Table], proxy: Any) ->
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    head = "| system   | operation      | " + " | ".join(f"{k:>6}" for k in KINDS) + " |  total |"
+    head = (
+        "| system      | operation      | " + " | ".join(f"{k:>6}" for k in KINDS) + " |  total |"
+    )
     lines = [head, "|" + "|".join("-" * len(c) for c in head.split("|")[1:-1]) + "|"]
     for name, r in results.items():
         for op, label in (("upsert", "upsert commit"), ("read", "snapshot read")):
             c = r[op]
             vals = " | ".join(f"{c.get(k, 0):>6}" for k in KINDS)
-            lines.append(f"| {name:<8} | {label:<14} | {vals} | {sum(c.values()):>6} |")
+            lines.append(f"| {name:<11} | {label:<14} | {vals} | {sum(c.values()):>6} |")
     return "\n".join(lines)
 
 
@@ -116,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=20_000)
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--commits", type=int, default=3)
+    p.add_argument("--table-type", default="MERGE_ON_READ", choices=HUDI_TABLE_TYPES)
     p.add_argument("--json", default=None, help="also write the counts to this file")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -129,25 +146,31 @@ def main(argv: list[str] | None = None) -> int:
         proxy = FaultProxy(server.endpoint)
         try:
             so = {**server.storage_options(), "aws_endpoint_url": proxy.endpoint}
-            results["hudi_ds"] = run_hudi("s3://bench/hudi", so, data, proxy)
+            tt = args.table_type
+            results["hudi_ds"] = run_hudi("s3://bench/hudi", so, data, proxy, tt)
+            results["hudi_ds+mdt"] = run_hudi("s3://bench/hudi_mdt", so, data, proxy, tt, True)
             results["delta-rs"] = run_delta("s3://bench/delta", so, data, proxy)
         finally:
             proxy.close()
     print(
-        f"HTTP requests on S3 (moto, counted by a proxy): table of {args.rows:,} rows in "
+        f"HTTP requests on S3 (moto, counted by a proxy): hudi_ds {args.table_type} table, "
+        f"table of {args.rows:,} rows in "
         f"{args.partitions} partitions, the last of {args.commits} upserts of "
         f"{data[-1].num_rows:,} rows, then a snapshot read"
     )
     print(table(results))
-    same = results["hudi_ds"]["rows"] == results["delta-rs"]["rows"]
+    counts = {name: r["rows"] for name, r in results.items()}
+    same = len(set(counts.values())) == 1
     print(
-        f"rows read: hudi_ds {results['hudi_ds']['rows']:,}, delta-rs "
-        f"{results['delta-rs']['rows']:,} ({'same' if same else 'DIFFERENT'})"
+        "rows read: "
+        + ", ".join(f"{name} {n:,}" for name, n in counts.items())
+        + f" ({'same' if same else 'DIFFERENT'})"
     )
     for op in ("upsert", "read"):
-        h = sum(results["hudi_ds"][op].values())
         d = sum(results["delta-rs"][op].values())
-        print(f"{op}: hudi_ds {h} requests, delta-rs {d} ({h / max(d, 1):.2f}x)")
+        for name in ("hudi_ds", "hudi_ds+mdt"):
+            h = sum(results[name][op].values())
+            print(f"{op}: {name} {h} requests, delta-rs {d} ({h / max(d, 1):.2f}x)")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0 if same else 1

@@ -176,26 +176,35 @@ class Storage:
         """Names the file system, for caches keyed by file (with :meth:`full_path`)."""
         return str(self.fs.type_name)
 
-    #: whether :meth:`replace_if_unchanged` is available (object stores' conditional puts)
+    #: whether :meth:`put_if_version` can update an existing object against its version
+    #: (object stores' conditional puts); every storage can create one if absent with it
     conditional_update = False
 
-    def read_versioned(self, rel: str) -> tuple[bytes, str | None]:
-        """The content of ``rel`` and its version (an object store's ETag; None locally).
+    def read_with_version(self, rel: str) -> tuple[bytes, ObjectVersion]:
+        """The content of ``rel`` and the version it was read at, for a later
+        :meth:`put_if_version` (an object store's ETag / version id; none locally).
 
         Raises:
             FileNotFoundError: ``rel`` does not exist.
         """
-        return self.read_bytes(rel), None
+        return self.read_bytes(rel), ObjectVersion(None, None)
 
-    def replace_if_unchanged(self, rel: str, data: bytes, version: str | None) -> bool:
-        """Overwrite ``rel`` with ``data`` only if it is still at ``version`` (one atomic
-        conditional put, ``If-Match``). Returns False if it changed or went meanwhile.
+    def put_if_version(
+        self, rel: str, data: bytes, version: ObjectVersion | None
+    ) -> ObjectVersion | None:
+        """Write ``data`` to ``rel`` only if it is still at ``version`` or, with ``version``
+        None, only if it does not exist: a compare-and-swap. Returns the new version, or None
+        when the precondition failed (someone else wrote or created it).
+
+        Here (a file system) only the create is atomic (:meth:`create_if_absent`).
 
         Raises:
-            UnsupportedError: the storage has no conditional update
+            UnsupportedError: ``version`` given on a storage without conditional updates
                 (:attr:`conditional_update` is False).
         """
-        raise UnsupportedError(f"{self.base_uri}: no conditional update on this file system")
+        if version is not None:
+            raise UnsupportedError(f"{self.base_uri}: no conditional update on this file system")
+        return ObjectVersion(None, None) if self.create_if_absent(rel, data) else None
 
     # -- paths -------------------------------------------------------------------------------
     def full_path(self, rel: str = "") -> str:
@@ -228,6 +237,12 @@ class Storage:
     def is_dir(self, rel: str) -> bool:
         self.calls.add("head")
         return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory
+
+    def is_file(self, rel: str) -> bool:
+        """Whether the file ``rel`` exists: one probe of that name (on an object store a HEAD,
+        without :meth:`exists`' listing of a folder by that name)."""
+        self.calls.add("head")
+        return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.File
 
     def info(self, rel: str) -> FileInfo | None:
         self.calls.add("head")
@@ -299,8 +314,9 @@ class Storage:
     def read_text(self, rel: str) -> str:
         return self.read_bytes(rel).decode("utf-8")
 
-    def open_input_file(self, rel: str) -> pa.NativeFile:
-        """A random-access file (for Parquet)."""
+    def open_input_file(self, rel: str, size: int | None = None) -> pa.NativeFile:
+        """A random-access file (for Parquet). ``size``: the file's size when known (from a
+        listing), which spares an object store the HEAD request that asks for it."""
         self.calls.add("read")
         return self.fs.open_input_file(self.full_path(rel))
 
@@ -702,6 +718,10 @@ class ObjectStorage(Storage):
     def is_dir(self, rel: str) -> bool:
         return self._has_children(rel)
 
+    def is_file(self, rel: str) -> bool:
+        self.calls.add("head")
+        return self._head(rel) is not None
+
     def info(self, rel: str) -> FileInfo | None:
         self.calls.add("head")
         meta = self._head(rel)
@@ -742,13 +762,17 @@ class ObjectStorage(Storage):
         with self._op("get", rel):
             return bytes(obstore.get(self.store, self._key(rel)).bytes())
 
-    def open_input_file(self, rel: str) -> pa.NativeFile:
-        """A random-access file (for Parquet): ranged GETs of the object."""
+    def open_input_file(self, rel: str, size: int | None = None) -> pa.NativeFile:
+        """A random-access file (for Parquet): ranged GETs of the object. Without ``size``
+        (known from a listing) one HEAD asks for it; a missing object then raises
+        ``FileNotFoundError`` here, else at the first read (the GET fails cleanly)."""
         self.calls.add("read")
-        meta = self._head(rel)
-        if meta is None:
-            raise FileNotFoundError(f"open {self.uri(rel)}: not found")
-        return pa.PythonFile(_RangeReader(self, rel, int(meta["size"])), mode="r")
+        if size is None:
+            meta = self._head(rel)
+            if meta is None:
+                raise FileNotFoundError(f"open {self.uri(rel)}: not found")
+            size = int(meta["size"])
+        return pa.PythonFile(_RangeReader(self, rel, size), mode="r")
 
     # -- writes ------------------------------------------------------------------------------
     def makedirs(self, rel: str) -> None:
@@ -865,16 +889,6 @@ class ObjectStorage(Storage):
 
     conditional_update = True
 
-    def read_versioned(self, rel: str) -> tuple[bytes, str | None]:
-        data, version = self.read_with_version(rel)
-        return data, version.e_tag
-
-    def replace_if_unchanged(self, rel: str, data: bytes, version: str | None) -> bool:
-        # one conditional put (If-Match), recognising its own retried put (see put_if_version)
-        if version is None:
-            raise UnsupportedError(f"{self.uri(rel)}: the store gave no ETag to update against")
-        return self.put_if_version(rel, data, ObjectVersion(version, None)) is not None
-
     def rename(self, src: str, dst: str) -> None:
         """Copy ``src`` to ``dst``, then delete ``src`` (an object store has no rename)."""
         import obstore
@@ -918,15 +932,28 @@ def _meta_mtime_ms(meta: Mapping[str, Any]) -> int:
     return int(lm.timestamp() * 1000) if lm is not None else 0
 
 
+#: bytes of an object's tail fetched by the first read that falls in it: a Parquet reader
+#: reads the file's last 64 KiB (the footer length), then the rest of a longer footer, then
+#: the column chunks. Hudi's base files carry a bloom filter of the keys in the footer's
+#: key-value metadata (``org.apache.hudi.bloomfilter``, some 100-500 KiB at the default
+#: 60,000 entries), so the footer costs one GET only with a tail that large; a file smaller
+#: than the tail is read whole by that one GET (its column chunks come from it too)
+TAIL_BYTES = 1 << 20
+
+
 class _RangeReader:
     """A read-only file over an object: every read is one ranged GET (pyarrow's Parquet reader
-    reads the footer, then whole column chunks)."""
+    reads the footer, then whole column chunks), except that the first read within the last
+    :data:`TAIL_BYTES` fetches the whole tail, so the footer length and the footer that
+    precedes it cost one request."""
 
     def __init__(self, storage: ObjectStorage, rel: str, size: int) -> None:
         self._storage = storage
         self._rel = rel
         self._size = size
         self._pos = 0
+        self._tail: bytes | None = None
+        self._tail_start = max(0, size - TAIL_BYTES)
         self.closed = False
 
     def size(self) -> int:
@@ -949,18 +976,29 @@ class _RangeReader:
         self._pos = max(0, base + offset)
         return self._pos
 
-    def read(self, n: int = -1) -> bytes:
+    def _get(self, start: int, end: int) -> bytes:
         import obstore
 
+        with self._storage._op("get", self._rel):
+            return bytes(
+                obstore.get_range(
+                    self._storage.store, self._storage._key(self._rel), start=start, end=end
+                )
+            )
+
+    def read(self, n: int = -1) -> bytes:
         end = self._size if n is None or n < 0 else min(self._size, self._pos + n)
         if end <= self._pos:
             return b""
-        with self._storage._op("get", self._rel):
-            data = obstore.get_range(
-                self._storage.store, self._storage._key(self._rel), start=self._pos, end=end
-            )
+        start = self._pos
+        if start >= self._tail_start:
+            if self._tail is None:
+                self._tail = self._get(self._tail_start, self._size)
+            data = self._tail[start - self._tail_start : end - self._tail_start]
+        else:
+            data = self._get(start, end)
         self._pos = end
-        return bytes(data)
+        return data
 
     def close(self) -> None:
         self.closed = True

@@ -366,6 +366,41 @@ def test_throttled_calls_are_retried_with_backoff(moto_s3: MotoServer, s3_uri: s
         flaky.close()
 
 
+def test_a_parquet_footer_is_one_ranged_get_and_a_listed_size_needs_no_head(
+    moto_s3: MotoServer, s3_uri: str
+) -> None:
+    """Requests counted by the proxy: opening a Parquet file with the size its listing gave
+    and reading its footer is one GET (of the object's tail); without the size, a HEAD asks
+    for it first; a small file is read whole by that GET; a missing object fails cleanly."""
+    proxy = FaultProxy(moto_s3.endpoint)
+    try:
+        s = Storage(
+            s3_uri,
+            storage_options={**moto_s3.storage_options(), "aws_endpoint_url": proxy.endpoint},
+        )
+        t = pa.table({"k": [f"k{i}" for i in range(500)], "v": list(range(500))})
+        sink = pa.BufferOutputStream()
+        pq.write_table(t, sink)
+        s.write_bytes("p/f.parquet", sink.getvalue().to_pybytes())
+        (info,) = s.list_files("p")
+        proxy.take()
+        with s.open_input_file(info.path, info.size) as f:
+            pf = pq.ParquetFile(f)
+            assert pf.metadata.num_rows == 500
+            assert pf.read().equals(t)
+        assert proxy.take() == {"get": 1}
+        with s.open_input_file(info.path) as f:
+            assert pq.ParquetFile(f).metadata.num_rows == 500
+        assert proxy.take() == {"head": 1, "get": 1}
+        with (
+            pytest.raises(FileNotFoundError, match="p/gone.parquet"),
+            s.open_input_file("p/gone.parquet", 1000) as f,
+        ):
+            pq.ParquetFile(f)
+    finally:
+        proxy.close()
+
+
 # -- Azure Blob (Azurite) -------------------------------------------------------------------------
 @pytest.mark.slow  # the first run installs Azurite with npm
 def test_azure_blob_conditional_create_and_a_mor_table(azurite: Any, az_uri: str) -> None:

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.fs as pafs
+import pytest
 
-from hudi_ds.storage import Storage
+from hudi_ds.errors import UnsupportedError
+from hudi_ds.storage import ObjectVersion, Storage
 from hudi_ds.write.markers import create_marker, marked_files
 from tests.conftest import FullDisk
 
@@ -65,3 +67,17 @@ def test_storage_counts_its_requests_by_kind_and_sub_storages_share_them(tmp_pat
     assert sub.list_dirs("") == ["q"]
     assert storage.calls.snapshot() == {"list": 3, "read": 2, "head": 4, "exists": 1}
     assert sub.calls is storage.calls
+
+
+def test_versioned_puts_on_a_file_system_create_if_absent_only(tmp_path: Path) -> None:
+    """One pair of versioned-put methods for every storage: locally the create (no version)
+    is atomic, an update against a version is refused (no conditional update here)."""
+    s = Storage(str(tmp_path))
+    assert not s.conditional_update
+    assert s.put_if_version("lock", b"a", None) == ObjectVersion(None, None)
+    assert s.put_if_version("lock", b"b", None) is None  # exists: the create fails
+    assert s.read_with_version("lock") == (b"a", ObjectVersion(None, None))
+    with pytest.raises(UnsupportedError, match="no conditional update"):
+        s.put_if_version("lock", b"c", ObjectVersion("etag", None))
+    with pytest.raises(FileNotFoundError):
+        s.read_with_version("missing")

@@ -257,8 +257,13 @@ class MetadataWriter:
         if FILES_PARTITION not in self.declared:
             return False
         if self._layout is not None:  # parsed before: its existence is enough
-            return self.storage.exists(PROPS_FILE)
-        return self._config() is not None
+            return self.storage.is_file(PROPS_FILE)
+        cfg = self._config()
+        if cfg is None:
+            return False
+        # its layout, kept (it never changes): _mdt_layout need not read the file again
+        self._layout = (cfg.timeline_layout_version, cfg.timeline_path)
+        return True
 
     def _mdt_layout(self) -> tuple[int, str]:
         """The MDT's timeline layout and path (read once: they never change)."""
@@ -329,32 +334,41 @@ class MetadataWriter:
 
     def _apply(self, done: Instant, content: bytes) -> None:
         """:meth:`update` with the MDT in use (errors reading or writing it propagate)."""
+        created = False
         if not self.present():
             # declared but missing, or a folder hoodie.properties does not declare (an MDT of
             # Hudi < 0.11, or an interrupted creation): rebuilt from the committed files
             if (
                 self.enable is not True
                 and FILES_PARTITION not in self.declared
-                and not self.state.storage.exists(METADATA_PATH)
+                and not self._folder_present()
             ):
                 return
             self.create()
-        else:
-            self.drop_unmaintained()
-            self._adopt_schema()
+            created = True
         tl = self.timeline()
+        if not created:
+            self.drop_unmaintained()
+            self._adopt_schema(tl)
         if self.recover(tl):
             tl = self.timeline()
         if self._catch_up(done.requested_time, tl):
             tl = self.timeline()
         self._mirror(done.requested_time, content, done.action, tl)
 
-    def _adopt_schema(self) -> None:
+    def _folder_present(self) -> bool:
+        """Whether ``.hoodie/metadata`` exists: the data timeline's listing tells (layout 1:
+        the folder is in ``.hoodie``, listed by the commit just before), else one listing."""
+        listed = self.state.timeline.listed_folder(METADATA_PATH)
+        return listed if listed is not None else self.state.storage.is_dir(METADATA_PATH)
+
+    def _adopt_schema(self, timeline: Timeline | None = None) -> None:
         """Write with the schema of the MDT's latest base file (Java versions differ in the
-        other partitions' record types; a reader reconciles base and log schemas), once."""
+        other partitions' record types; a reader reconciles base and log schemas), once.
+        ``timeline``: the MDT's timeline as just listed (else listed here)."""
         if self._schema_adopted:
             return
-        sl = self.latest_slice()
+        sl = self.latest_slice(timeline)
         path = f"{FILES_PARTITION}/{sl.base_file}"
         hf = read_hfile(self.storage.read_bytes(path), self.storage.full_path(path))
         schema = hf.file_info.get("schema")
@@ -431,7 +445,7 @@ class MetadataWriter:
         had = self.declared or self.state.config.get(METADATA_PARTITIONS_INFLIGHT_KEY)
         if had:
             self._update_config(deletes=[METADATA_PARTITIONS_KEY, METADATA_PARTITIONS_INFLIGHT_KEY])
-        if self.state.storage.exists(METADATA_PATH):
+        if self.state.storage.is_dir(METADATA_PATH):  # (fresh: it may have been created since)
             self.state.storage.delete_dir(METADATA_PATH)
             log.info("%s: deleted the metadata table", self.state.storage.base_uri)
         self._layout = None

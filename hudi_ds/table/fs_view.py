@@ -53,6 +53,8 @@ class StorageListing:
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
         self._seen: dict[str, list[FileInfo]] = {}
+        #: partitions whose listing showed their ``.hoodie_partition_metadata``
+        self.marked: set[str] = set()
 
     def partitions(self) -> list[str]:
         """Relative paths of the partition folders the walk finds, sorted."""
@@ -65,7 +67,10 @@ class StorageListing:
         """The files in ``partition``: those the last :meth:`partitions` walk saw (once),
         else a new listing of its folder."""
         seen = self._seen.pop(partition, None)
-        return seen if seen is not None else self.storage.list_files(partition)
+        files = seen if seen is not None else self.storage.list_files(partition)
+        if any(f.name == PARTITION_METADATA_FILE for f in files):
+            self.marked.add(partition)
+        return files
 
     def _walk(self, rel: str, found: list[str]) -> None:
         has_data = False
@@ -73,6 +78,8 @@ class StorageListing:
         self._seen[rel] = files
         for f in files:
             name = f.name
+            if name == PARTITION_METADATA_FILE:
+                self.marked.add(rel)
             if (
                 name == PARTITION_METADATA_FILE
                 or name.startswith(PARTITION_METADATA_FILE)
@@ -135,6 +142,13 @@ class FileSystemView:
         for fid in sorted(set(base) | set(logs)):
             groups.append(FileGroup(partition, fid, base.get(fid, []), logs.get(fid, [])))
         return groups
+
+    def has_partition_metadata(self, partition: str) -> bool:
+        """True when a storage listing of ``partition`` this view made showed its
+        ``.hoodie_partition_metadata`` (False: not seen, or listed through the metadata table,
+        which does not list it) -- a writer then need not probe for it."""
+        marked = getattr(self.listing, "marked", None)
+        return marked is not None and partition in marked
 
     # -- slices --------------------------------------------------------------------------------
     def latest_file_slices(

@@ -136,7 +136,8 @@ def read_base_file(
     target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
     try:
         if base.name.extension == ".parquet":
-            with storage.open_input_file(base.path) as f:
+            # the listed size spares an object store a HEAD (a missing file fails the GET)
+            with storage.open_input_file(base.path, base.size or None) as f:
                 # columns the file lacks (added by a later schema) are left out of the read
                 # (no Arrow schema built from the footer to find them): promote_table adds them
                 table = pq.ParquetFile(f).read(columns=target.names, use_threads=use_threads)

@@ -188,6 +188,7 @@ class Timeline(Sequence[Instant]):
         _cache: dict[tuple[str, str, State], Any] | None = None,
         _timezone: TimeZoneLike = "UTC",
         _savepoints: Mapping[str, Mapping[State, _InstantFile]] | None = None,
+        _folders: frozenset[str] | None = None,
     ) -> None:
         if layout_version not in (1, 2):
             raise ValueError(f"unsupported timeline layout version {layout_version!r}")
@@ -195,6 +196,8 @@ class Timeline(Sequence[Instant]):
         # savepoints share the requested time of the commit they save (T.savepoint next to
         # T.commit), so they are kept apart from the instants
         self._savepoints: Mapping[str, Mapping[State, _InstantFile]] = _savepoints or {}
+        # the sub folders the listing of the timeline folder showed (None: not listed)
+        self._folders = _folders
         self._instants: tuple[Instant, ...] = tuple(sorted(instants))
         self._layout = layout_version
         self._storage = _storage
@@ -224,7 +227,8 @@ class Timeline(Sequence[Instant]):
         path = timeline_dir(layout_version, timeline_path)
         files: dict[str, dict[State, _InstantFile]] = {}
         savepoints: dict[str, dict[State, _InstantFile]] = {}
-        for info in storage.list_files(path):
+        listed, dirs = storage.list_entries(path)
+        for info in listed:
             _add_file(files, savepoints, info, layout_version)
         return cls(
             _instants_of(files, layout_version, timezone),
@@ -234,6 +238,7 @@ class Timeline(Sequence[Instant]):
             _files=files,
             _timezone=timezone,
             _savepoints=savepoints,
+            _folders=frozenset(d.rstrip("/").rpartition("/")[2] for d in dirs),
         )
 
     def with_file(self, info: FileInfo) -> Timeline:
@@ -254,7 +259,25 @@ class Timeline(Sequence[Instant]):
             _cache=self._cache,
             _timezone=self._timezone,
             _savepoints=savepoints,
+            _folders=self._folders,
         )
+
+    def listed_folder(self, rel: str) -> bool | None:
+        """Whether the folder ``rel`` (relative to the base path) was there when the timeline
+        was listed, if ``rel`` is directly in the timeline folder (``.hoodie/metadata`` in
+        layout 1: the listing answers without another request); else None (not known)."""
+        parent, _, name = rel.rstrip("/").rpartition("/")
+        if self._folders is None or self._path is None or parent != self._path.strip("/"):
+            return None
+        return name in self._folders
+
+    def same_listing(self, other: Timeline) -> bool:
+        """Whether ``other`` comes from the same listing of the timeline folder as this one:
+        one :meth:`load`, plus the instant files its writer wrote since (:meth:`with_file`).
+        A listing of the partitions made after such a timeline was loaded can serve any
+        timeline of the same listing (nothing another writer committed is visible in one and
+        missing from the other)."""
+        return self._cache is other._cache
 
     def reload(self) -> Timeline:
         """A fresh :meth:`load` of the same timeline folder."""
@@ -271,6 +294,7 @@ class Timeline(Sequence[Instant]):
             _cache=self._cache,
             _timezone=self._timezone,
             _savepoints=self._savepoints,
+            _folders=self._folders,
         )
 
     # -- basics -------------------------------------------------------------------------------
@@ -887,7 +911,7 @@ class TimelineWriter:
         """Whether ``instant``'s time is completed (its own completed file, in layout 1)."""
         ts = instant.requested_time
         if self.layout_version == 1:
-            return self.storage.exists(self.path_of(Instant(ts, instant.action, State.COMPLETED)))
+            return self.storage.is_file(self.path_of(Instant(ts, instant.action, State.COMPLETED)))
         return any(i.is_completed for i, _ in self._files_of(ts))
 
     def create_requested(self, instant: Instant, content: bytes = b"") -> bool:
@@ -914,7 +938,7 @@ class TimelineWriter:
         """
         req = Instant(instant.requested_time, instant.action, State.REQUESTED)
         inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
-        if not self.storage.exists(self.path_of(req)):
+        if not self.storage.is_file(self.path_of(req)):
             raise InstantNotFoundError(f"{self.path_of(req)} does not exist")
         if self._completed(instant):
             raise TimelineError(f"instant {instant.requested_time} is already completed")
@@ -942,7 +966,7 @@ class TimelineWriter:
         """
         ts = instant.requested_time
         inflight = Instant(ts, instant.action, State.INFLIGHT)
-        if not self.storage.exists(self.path_of(inflight)):
+        if not self.storage.is_file(self.path_of(inflight)):
             raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
         if self._completed(instant):
             raise TimelineError(f"instant {ts} is already completed")

@@ -110,7 +110,7 @@ def _sample_keys(storage: Storage, g: FileGroup, config: TableConfig) -> list[st
             base = max(g.base_files, key=lambda b: b.instant_time)
             if not config.populate_meta_fields:
                 return _field_keys(storage, base.path, config)
-            return _footer_keys(storage, base.path)
+            return _footer_keys(storage, base.path, base.size or None)
         small = [lf for lf in g.log_files if 0 < lf.size <= MAX_SAMPLED_LOG_BYTES]
         if small:
             lf = min(small, key=lambda f: f.size)
@@ -121,8 +121,8 @@ def _sample_keys(storage: Storage, g: FileGroup, config: TableConfig) -> list[st
     return []
 
 
-def _footer_keys(storage: Storage, path: str) -> list[str]:
-    with storage.open_input_file(path) as f:
+def _footer_keys(storage: Storage, path: str, size: int | None = None) -> list[str]:
+    with storage.open_input_file(path, size) as f:
         md = pq.ParquetFile(f).metadata
     names = [md.schema.column(i).name for i in range(md.num_columns)]
     if RECORD_KEY_METADATA_FIELD not in names or md.num_row_groups == 0:

@@ -165,6 +165,10 @@ class WriteClient:
         validate_service_options(self.options)
         self.post_commit = post_commit
         self._plans: dict[str, WritePlan] = {}
+        # the listing _check_files made and the timeline it was made after; then, per started
+        # instant, that listing when the instant's plan sees the same timeline (task_writer)
+        self._checked_view: tuple[Timeline, FileSystemView] | None = None
+        self._listed_views: dict[str, FileSystemView] = {}
         self._heartbeats: dict[str, Heartbeat] = {}
         # instant -> its inflight metadata without the workload profile, while it is requested
         self._requested: dict[str, CommitMetadata] = {}
@@ -391,12 +395,17 @@ class WriteClient:
         # the timeline is read before the listing: a commit landing in between is then
         # listed but not yet visible, never visible but unlisted ("missing")
         vis = state.visibility() if r.table_type == "COPY_ON_WRITE" else None
+        timeline = state.timeline  # (loaded before the listing, if it was not yet)
         if r.index_type == "BUCKET":
             view = check_bucket_layout(
                 self.storage, state.config, r.num_buckets, list(r.hash_fields)
             )
         elif vis is not None:
             view = FileSystemView(self.storage, state.config)
+        if r.index_type == "BUCKET" or vis is not None:
+            # listed after this timeline was loaded: the instant's task may use the listing
+            # if its plan sees the same timeline (see _start_locked)
+            self._checked_view = (timeline, view)
         if vis is not None:
             # a COW write rewrites the latest base file of each group it touches: with a
             # committed file missing or short, it would merge into an older version and
@@ -446,6 +455,13 @@ class WriteClient:
             decided.schema,
             decided.partial_columns,
         )
+        checked, self._checked_view = self._checked_view, None
+        if checked is not None and not joined and checked[0].same_listing(state.timeline):
+            # the partitions listed by _check_files after the timeline the plan sees was
+            # loaded: the task takes that listing instead of listing them again. Not after a
+            # reload (multi-writer, a rollback): a commit landing between the listing and the
+            # reload would be visible but unlisted (a bucket's file group missed)
+            self._listed_views[instant] = checked[1]
         # the inflight metadata carries the writer schema (and hudi_ds's partial update
         # columns), with or without a workload profile: a client that did not start the
         # instant (a streaming commit in another process) rebuilds the plan from it
@@ -625,6 +641,9 @@ class WriteClient:
             exclusive,
             lookup,
             track_keys,
+            # the driver's listing serves the first task writer of the instant (the embedded
+            # API has one); further ones list for themselves
+            self._listed_views.pop(instant, None),
         )
 
     # -- commit -------------------------------------------------------------------------------
@@ -649,6 +668,7 @@ class WriteClient:
                 f"instant {instant} is still requested: save its workload profile "
                 "(save_workload_profile) before writing files and committing"
             )
+        self._listed_views.pop(instant, None)  # (no task took it: Spark tasks list themselves)
         plan = self.plan(instant)
         state = self.table_state()
         statuses = list(statuses)
@@ -770,6 +790,7 @@ class WriteClient:
             st.delete_dir("")
         self.state = None
         self._plans.pop(instant or "", None)
+        self._listed_views.pop(instant or "", None)
 
     def committed_streaming_batch(self, identifier: str) -> int | None:
         """The latest batch id committed under ``identifier`` by a streaming sink, if any

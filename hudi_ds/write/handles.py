@@ -555,7 +555,7 @@ def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
     if base.name.extension != ".parquet":
         return 0, 0
     try:
-        with storage.open_input_file(base.path) as f:
+        with storage.open_input_file(base.path, base.size or None) as f:  # (no HEAD: listed)
             md = pq.ParquetFile(f).metadata
             size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
     except StorageError:  # the store failed (after retries): the file is not damaged

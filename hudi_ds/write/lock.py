@@ -115,7 +115,7 @@ class FileSystemLock:
         :meth:`_break_if_expired`.
         """
         try:
-            raw, version = self.storage.read_versioned(LOCK_FILE)
+            raw, version = self.storage.read_with_version(LOCK_FILE)
         except FileNotFoundError:
             return False
         held = _parse_lock(raw)
@@ -125,7 +125,7 @@ class FileSystemLock:
                 return False
         elif held[1] >= now:
             return False
-        if not self.storage.replace_if_unchanged(LOCK_FILE, body, version):
+        if self.storage.put_if_version(LOCK_FILE, body, version) is None:
             return False
         log.warning("took over the expired lock %s", self.storage.full_path(LOCK_FILE))
         return True

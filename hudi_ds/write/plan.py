@@ -194,9 +194,13 @@ class BucketFiles:
     file id, and by bucket for the bucket index) and the log versions taken, from one listing
     of the partition."""
 
-    def __init__(self, storage: Storage, plan: WritePlan) -> None:
+    def __init__(
+        self, storage: Storage, plan: WritePlan, view: FileSystemView | None = None
+    ) -> None:
         self.plan = plan
-        self._view = FileSystemView(storage, plan.table_config)
+        # ``view``: the driver's listing, made after the timeline the plan sees was loaded
+        # (WriteClient hands it over only then), instead of listing the partitions again
+        self._view = view if view is not None else FileSystemView(storage, plan.table_config)
         self._slices: dict[str, dict[str, FileSlice]] = {}
         self._buckets: dict[str, dict[int, FileSlice]] = {}
         self._log_versions: dict[str, dict[tuple[str, str], int]] = {}
@@ -237,6 +241,10 @@ class BucketFiles:
                 m[b] = s
             self._buckets[partition] = m
         return m
+
+    def partition_metadata_listed(self, partition: str) -> bool:
+        """Whether this task's listing of ``partition`` showed its partition metadata file."""
+        return self._view.has_partition_metadata(partition)
 
     def next_log_version(self, partition: str, file_id: str, base_instant: str) -> int:
         """The version of a new log file of ``file_id``'s slice at ``base_instant``."""

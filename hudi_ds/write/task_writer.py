@@ -51,6 +51,7 @@ from hudi_ds.schema import (
     conform_table,
 )
 from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.write.cow import close_merge_handles, in_parallel, stage_handle
 from hudi_ds.write.handles import AppendHandle, MergeHandle, delete_keys, delete_schema
 from hudi_ds.write.operation import Rows
@@ -90,6 +91,8 @@ class TaskWriter:
             :func:`hudi_ds.index.lookup_of`); a long-lived writer passes its state index.
         track_keys: the merge handles report the keys each new base file adds and drops
             (:attr:`HandleContext.track_keys <hudi_ds.write.handles.HandleContext.track_keys>`).
+        view: a listing of the table's partitions the driver made for this instant (see
+            :class:`~hudi_ds.write.plan.BucketFiles`); None: the task lists what it needs.
 
     Attributes:
         tagger: the task's :class:`~hudi_ds.write.tagger.Tagger` (its tagging state).
@@ -104,6 +107,7 @@ class TaskWriter:
         exclusive: bool,
         lookup: Lookup | None = None,
         track_keys: bool = False,
+        view: FileSystemView | None = None,
     ) -> None:
         self.storage = storage
         self.plan = plan
@@ -114,7 +118,7 @@ class TaskWriter:
         if track_keys:
             self.ctx = dataclasses.replace(self.ctx, track_keys=True)
         self.handles: dict[tuple[str, str], AppendHandle | MergeHandle] = {}
-        self.files = BucketFiles(storage, plan)
+        self.files = BucketFiles(storage, plan, view)
         self._record_index = 0
         self._seen_partitions: set[str] = set()
         self.rows_in = 0
@@ -498,7 +502,8 @@ class TaskWriter:
         # staged rows: the commit writes the metadata of the partitions its merges write into
         # (a staged slot may write nothing); once per partition
         for partition in sorted({st.partition_path for st in out if st.kind != "stage"}):
-            write_partition_metadata(self.storage, partition, self.plan.instant)
+            if not self.files.partition_metadata_listed(partition):  # listed: no HEAD for it
+                write_partition_metadata(self.storage, partition, self.plan.instant)
         return out
 
     @property

@@ -46,9 +46,9 @@ class CountingStorage(Storage):
         super().__init__(base_uri)
         self.opened: list[str] = []
 
-    def open_input_file(self, rel: str) -> pa.NativeFile:
+    def open_input_file(self, rel: str, size: int | None = None) -> pa.NativeFile:
         self.opened.append(rel)
-        return super().open_input_file(rel)
+        return super().open_input_file(rel, size)
 
     def read_bytes(self, rel: str) -> bytes:
         self.opened.append(rel)

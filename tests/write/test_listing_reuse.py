@@ -1,0 +1,85 @@
+"""Storage requests of a write: the partition listing the driver's checks made serves its task
+when both see the same timeline, and never after the timeline was listed again."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+import hudi_ds
+from hudi_ds.storage import Storage
+from tests.conftest import OCC_OPTIONS, assert_rows, hudi_rs_table
+
+COLUMNS = ["id", "part", "ts", "v"]
+
+
+class ListingStorage(Storage):
+    """A local Storage that records the folders it lists."""
+
+    def __init__(self, base_uri: str) -> None:
+        super().__init__(base_uri)
+        self.listed: Counter[str] = Counter()
+
+    def _list(self, rel: str, recursive: bool) -> Any:
+        self.listed[rel] += 1
+        return super()._list(rel, recursive)
+
+
+def _rows(ids: range, ts: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": [f"k{i:03d}" for i in ids],
+            "part": [f"p{i % 2}" for i in ids],
+            "ts": [ts] * len(ids),
+            "v": [float(i * 10 + ts) for i in ids],
+        }
+    )
+
+
+def _opts(table_type: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "part",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.index.type": "BUCKET",
+        "hoodie.bucket.index.num.buckets": "2",
+        **(extra or {}),
+    }
+
+
+def _upsert_listings(tmp_path: Path, table_type: str, extra: dict[str, str] | None) -> Counter:
+    path = str(tmp_path / "t")
+    opts = _opts(table_type, extra)
+    hudi_ds.write(path, _rows(range(8), 1), {**opts, "hoodie.datasource.write.operation": "insert"})
+    storage = ListingStorage(path)
+    hudi_ds.write(storage, _rows(range(4, 12), 2), opts)
+    # the rows are right: keys 0-3 from the insert, 4-11 from the upsert, none twice
+    want = [
+        (f"k{i:03d}", f"p{i % 2}", 1 if i < 4 else 2, float(i * 10 + (1 if i < 4 else 2)))
+        for i in range(12)
+    ]
+    assert_rows(hudi_ds.read(path), want, COLUMNS)
+    assert_rows(hudi_rs_table(path), want, COLUMNS)
+    return storage.listed
+
+
+def test_a_single_writer_lists_each_partition_once_per_upsert(tmp_path: Path) -> None:
+    for table_type in ("MERGE_ON_READ", "COPY_ON_WRITE"):
+        listed = _upsert_listings(tmp_path / table_type, table_type, None)
+        assert listed["p0"] == 1 and listed["p1"] == 1, listed
+
+
+def test_a_writer_that_lists_the_timeline_again_lists_the_partitions_again(
+    tmp_path: Path,
+) -> None:
+    """Under optimistic concurrency control the timeline is listed again under the lock
+    before the plan is made: a listing made before that reload could miss a file group
+    another writer committed in between, so the task lists afresh."""
+    extra = {**OCC_OPTIONS, "hoodie.write.lock.wait_time_ms": "20"}
+    listed = _upsert_listings(tmp_path, "MERGE_ON_READ", extra)
+    assert listed["p0"] == 2 and listed["p1"] == 2, listed
