@@ -567,18 +567,36 @@ def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
     return 3 * size, md.num_rows
 
 
+def _merged_columns(schema: pa.Schema) -> list[str]:
+    """The columns a merge reads from a base file: all but ``_hoodie_file_name``, which the
+    new base file sets anew on every row (:meth:`MergeHandle._file_rows`); it reads as nulls
+    (decoding it costs as much as any string column)."""
+    return [c for c in schema.names if c != FILENAME_METADATA_FIELD]
+
+
+def _read_for_merge(
+    storage: Storage, base: BaseFile, schema: pa.Schema, use_threads: bool = True
+) -> pa.Table:
+    """All rows of a base file in ``schema``, ``_hoodie_file_name`` null
+    (:func:`_merged_columns`)."""
+    if base.name.extension != ".parquet":
+        return read_base_file(storage, base, schema, use_threads=use_threads)
+    table = read_base_file(storage, base, schema, _merged_columns(schema), use_threads)
+    return promote_table(table, schema).replace_schema_metadata(table.schema.metadata)
+
+
 def _iter_base_file(
     storage: Storage, base: BaseFile, schema: pa.Schema, batch_rows: int
 ) -> Iterator[pa.Table]:
     """The rows of a base file in ``schema``, ``batch_rows`` at a time (Parquet), else all at
-    once."""
+    once; ``_hoodie_file_name`` null (:func:`_merged_columns`)."""
     if base.name.extension != ".parquet":
         yield read_base_file(storage, base, schema)
         return
     try:
         with storage.open_input_file(base.path) as f:
             pf = pq.ParquetFile(f)
-            present = [c for c in schema.names if c in pf.schema_arrow.names]
+            present = [c for c in _merged_columns(schema) if c in pf.schema_arrow.names]
             batches = pf.iter_batches(batch_size=batch_rows, columns=present)
             for batch in batches:
                 yield promote_table(pa.Table.from_batches([batch]), schema)
@@ -715,9 +733,7 @@ class MergeHandle(_Buffered):
         self._data, self._deletes, self.buffered_bytes = [], [], 0
         old = (
             stored_rows(
-                read_base_file(
-                    ctx.storage, self.base_file, ctx.schema, use_threads=self.read_threads
-                ),
+                _read_for_merge(ctx.storage, self.base_file, ctx.schema, self.read_threads),
                 ctx,
                 self.partition_path,
             )
