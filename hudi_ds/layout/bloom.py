@@ -154,17 +154,31 @@ def key_positions(
     ``i-1``'s hash (the first with 0); position = ``abs(h % vector_size)`` in Java's int
     arithmetic, which equals ``abs(h) % vector_size``.
 
-    All keys are hashed together: the block words and the tail are computed once, then each
-    round is a few uint32 array operations over keys sorted by their block count (so block ``j``
-    applies to a prefix of the keys).
-
     Raises:
         ValueError: a key is null or empty (Java: "key length must be > 0").
+    """
+    rounds, order = _sorted_rounds(keys, num_hashes, vector_size)
+    if order is not None:
+        inverse = np.empty(len(order), dtype=np.int64)
+        inverse[order] = np.arange(len(order))
+        rounds = rounds[:, inverse]
+    return rounds.T
+
+
+def _sorted_rounds(
+    keys: pa.Array | pa.ChunkedArray | Sequence[str], num_hashes: int, vector_size: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The bit positions of :func:`key_positions` as a ``(num_hashes, n)`` array whose columns
+    are the keys in the order ``order`` (None: the keys' own order).
+
+    All keys are hashed together: the block words and the tail are computed once, then each
+    round is a few in-place uint32 array operations over keys sorted by their block count (so
+    block ``j`` applies to a prefix of the keys).
     """
     data, offsets = _key_buffers(keys)
     n = len(offsets) - 1
     if n == 0:
-        return np.empty((0, num_hashes), dtype=np.uint32)
+        return np.empty((num_hashes, 0), dtype=np.uint32), None
     starts = offsets[:-1]
     lengths = offsets[1:] - starts
     if int(lengths.min()) <= 0:
@@ -195,33 +209,37 @@ def key_positions(
         b = padded[np.where(has, end - back, 0)].view(np.int8).astype(np.int32)
         tail ^= np.where(has, (b << shift).astype(np.uint32), np.uint32(0))
     has_tail = left > 0
-    any_tail, all_tails = bool(has_tail.any()), bool(has_tail.all())
+    any_tail = bool(has_tail.any())
+    # ``h ^= tail; h *= m`` for the keys with a tail: xor-ing 0 and multiplying by 1 leave the
+    # others as they are (no select per round)
+    tail_mul = None if has_tail.all() else np.where(has_tail, _M, np.uint32(1)).astype(np.uint32)
     len32 = lengths.astype(np.uint32)
     size = np.uint32(vector_size)
     rounds = np.empty((num_hashes, n), dtype=np.uint32)
     h = np.zeros(n, dtype=np.uint32)  # the seed of the first round
+    tmp = np.empty(n, dtype=np.uint32)
     for i in range(num_hashes):
         h ^= len32
         for k in words:
-            c = len(k)
-            hc = h[:c]
+            hc = h[: len(k)]
             hc *= _M
             hc ^= k
-        if all_tails:
+        if any_tail:
             h ^= tail
-            h *= _M
-        elif any_tail:
-            h = np.where(has_tail, (h ^ tail) * _M, h)
-        h ^= h >> np.uint32(13)
+            h *= _M if tail_mul is None else tail_mul
+        np.right_shift(h, np.uint32(13), out=tmp)
+        h ^= tmp
         h *= _M
-        h ^= h >> np.uint32(15)
+        np.right_shift(h, np.uint32(15), out=tmp)
+        h ^= tmp
         # abs of the signed hash; abs(INT_MIN) = 2^31 read as unsigned
-        np.remainder(np.abs(h.view(np.int32)).view(np.uint32), size, out=rounds[i])
-    if order is not None:
-        inverse = np.empty(n, dtype=np.int64)
-        inverse[order] = np.arange(n)
-        rounds = rounds[:, inverse]
-    return rounds.T
+        np.abs(h.view(np.int32), out=tmp.view(np.int32))
+        np.remainder(tmp, size, out=rounds[i])
+    return rounds, order
+
+
+#: Keys hashed at once by :meth:`BloomFilter.add`.
+_ADD_SLICE = 16384
 
 
 @dataclass
@@ -269,13 +287,35 @@ class BloomFilter:
         Raises:
             ValueError: a key is null or empty.
         """
-        pos = key_positions(keys, self.num_hashes, self.vector_size)
-        n = len(pos)
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        if not isinstance(keys, pa.Array):
+            keys = pa.array(keys, pa.string())
+        n = len(keys)
         if n == 0:
             return
-        if not self.dynamic:
-            self.rows[0][pos.ravel(order="K")] = True
-            return
+        target = self._rows_of(n) if self.dynamic else np.zeros(n, dtype=np.int64)
+        # a slice of keys at a time: the hash rounds and the index arrays stay in the CPU
+        # caches (whole-batch arrays cost a page fault per 4 KiB on their first write)
+        for lo in range(0, n, _ADD_SLICE):
+            rounds32, order = _sorted_rounds(
+                keys.slice(lo, _ADD_SLICE), self.num_hashes, self.vector_size
+            )
+            # numpy scatters through native index arrays about twice as fast as through uint32
+            rounds = rounds32.astype(np.intp)
+            t = target[lo : lo + _ADD_SLICE]
+            if order is not None:
+                t = t[order]  # the row of each hashed (sorted) key
+            first, last = int(t.min()), int(t.max())
+            if first == last:
+                self.rows[first][rounds] = True
+                continue
+            for r in np.unique(t):
+                self.rows[r][rounds[:, t == r]] = True
+
+    def _rows_of(self, n: int) -> np.ndarray:
+        """The row each of ``n`` keys added next goes to (a dynamic filter), rows opened and
+        the counters advanced as Java's ``InternalDynamicBloomFilter.add`` does."""
         target = np.empty(n, dtype=np.int64)
         i = 0
         while i < n and not self._saturated:
@@ -299,10 +339,7 @@ class BloomFilter:
             target[i:] = (self._cursor + np.arange(rest, dtype=np.int64)) % len(self.rows)
             self._cursor += rest
             self.current += rest
-        for r in np.unique(target):
-            hit = target == r
-            sel = pos if hit.all() else pos[hit]
-            self.rows[r][sel.ravel(order="K")] = True
+        return target
 
     def might_contain(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarray:
         """Per key, whether it may be in the filter (any row has all its bits); a bool array."""

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.errors import CorruptFileError, StorageError
+from hudi_ds.errors import CorruptFileError, MissingFileError, StorageError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.keygen import with_virtual_keys
@@ -563,28 +563,106 @@ def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
     except (OSError, pa.ArrowInvalid) as e:
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
     # encoded pages (dictionaries, run lengths) are smaller than the decoded Arrow columns:
-    # measured 2.4x for hudi_ds base files (the meta columns repeat)
-    return 3 * size, md.num_rows
+    # measured 1.6x for hudi_ds base files as a merge reads them (2.3x with the constant
+    # _hoodie_file_name, which it does not read: _merged_columns)
+    return 2 * size, md.num_rows
+
+
+def _merged_columns(schema: pa.Schema) -> list[str]:
+    """The columns a merge reads from a base file: all but ``_hoodie_file_name``, which the
+    new base file sets anew on every row (:meth:`MergeHandle._file_rows`); it reads as nulls
+    (decoding it costs as much as any string column)."""
+    return [c for c in schema.names if c != FILENAME_METADATA_FIELD]
+
+
+def _read_for_merge(
+    storage: Storage, base: BaseFile, schema: pa.Schema, use_threads: bool = True
+) -> pa.Table:
+    """All rows of a base file in ``schema``, ``_hoodie_file_name`` null
+    (:func:`_merged_columns`), its footer as the schema metadata."""
+    if base.name.extension != ".parquet":
+        return read_base_file(storage, base, schema, use_threads=use_threads)
+    parts = list(_iter_base_file(storage, base, schema, None, use_threads))
+    meta = parts[0].schema.metadata
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    return table.replace_schema_metadata(meta)
+
+
+def _dictionary_strings(pf: pq.ParquetFile, columns: list[str]) -> list[str]:
+    """The string columns of ``columns`` the file stores dictionary-encoded (a dictionary page
+    in every row group): they decode far faster as Arrow dictionaries, then to strings by a
+    take of their few values, than straight to strings."""
+    md = pf.metadata
+    arrow = pf.schema_arrow
+    leaf = {md.schema.column(i).path: i for i in range(md.num_columns)}
+    out = []
+    for c in columns:
+        i = leaf.get(c)
+        t = arrow.field(c).type
+        if i is None or not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            continue
+        if md.num_row_groups and all(
+            md.row_group(g).column(i).has_dictionary_page for g in range(md.num_row_groups)
+        ):
+            out.append(c)
+    return out
+
+
+def _decoded(batch: pa.RecordBatch) -> pa.Table:
+    """``batch`` with its dictionary columns decoded to their value type."""
+    table = pa.Table.from_batches([batch])
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            col = table.column(i).cast(f.type.value_type)
+            table = table.set_column(i, pa.field(f.name, col.type, f.nullable, f.metadata), col)
+    return table
 
 
 def _iter_base_file(
-    storage: Storage, base: BaseFile, schema: pa.Schema, batch_rows: int
+    storage: Storage,
+    base: BaseFile,
+    schema: pa.Schema,
+    batch_rows: int | None,
+    use_threads: bool = False,
 ) -> Iterator[pa.Table]:
-    """The rows of a base file in ``schema``, ``batch_rows`` at a time (Parquet), else all at
-    once."""
+    """The rows of a base file in ``schema``, ``batch_rows`` at a time (Parquet; None: a row
+    group at a time), else all at once; ``_hoodie_file_name`` null (:func:`_merged_columns`),
+    the file's footer as the schema metadata of the first table."""
     if base.name.extension != ".parquet":
         yield read_base_file(storage, base, schema)
         return
     try:
         with storage.open_input_file(base.path) as f:
             pf = pq.ParquetFile(f)
-            present = [c for c in schema.names if c in pf.schema_arrow.names]
-            batches = pf.iter_batches(batch_size=batch_rows, columns=present)
-            for batch in batches:
-                yield promote_table(pa.Table.from_batches([batch]), schema)
+            names = set(pf.schema_arrow.names)
+            present = [c for c in _merged_columns(schema) if c in names]
+            dict_cols = _dictionary_strings(pf, present)
+            if dict_cols:
+                pf = pq.ParquetFile(f, read_dictionary=dict_cols)
+            meta = pf.schema_arrow.metadata
+            rows = batch_rows or max(
+                (pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)),
+                default=1,
+            )
+            first = True
+            for batch in pf.iter_batches(
+                batch_size=max(rows, 1), columns=present, use_threads=use_threads
+            ):
+                table = promote_table(_decoded(batch), schema)
+                if first:
+                    table = table.replace_schema_metadata(meta)
+                    first = False
+                yield table
+            if first:  # no rows
+                yield schema.empty_table().replace_schema_metadata(meta)
+    except FileNotFoundError as e:
+        raise MissingFileError(
+            f"base file {storage.full_path(base.path)} of a committed file slice is missing",
+            base.path,
+        ) from e
     except StorageError:  # the store failed (after retries): the file is not damaged
         raise
-    except (OSError, pa.ArrowInvalid) as e:
+    except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
 
 
@@ -715,9 +793,7 @@ class MergeHandle(_Buffered):
         self._data, self._deletes, self.buffered_bytes = [], [], 0
         old = (
             stored_rows(
-                read_base_file(
-                    ctx.storage, self.base_file, ctx.schema, use_threads=self.read_threads
-                ),
+                _read_for_merge(ctx.storage, self.base_file, ctx.schema, self.read_threads),
                 ctx,
                 self.partition_path,
             )
@@ -765,7 +841,9 @@ class MergeHandle(_Buffered):
         assert base is not None
 
         def groups() -> Iterator[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]:
-            for batch in _iter_base_file(ctx.storage, base, ctx.schema, self._base_batch_rows):
+            for batch in _iter_base_file(
+                ctx.storage, base, ctx.schema, self._base_batch_rows, self.read_threads
+            ):
                 old = stored_rows(batch, ctx, self.partition_path)
                 keys = old.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
                 hit_in = np.asarray(pc.is_in(in_keys, value_set=keys), dtype=bool)
@@ -788,7 +866,7 @@ class MergeHandle(_Buffered):
         old_parts = _KeyPartitions(self._spill_dir, "base", bits)
         if self.base_file is not None:
             for t in _iter_base_file(
-                ctx.storage, self.base_file, ctx.schema, self._base_batch_rows
+                ctx.storage, self.base_file, ctx.schema, self._base_batch_rows, self.read_threads
             ):
                 old_parts.add(stored_rows(t, ctx, self.partition_path))
         return self._write_merged(
