@@ -509,6 +509,11 @@ class KeyCache:
         """The keys of ``base`` read earlier under ``spec`` (None: not held)."""
         return self._keys.get((base.path, _spec_key(spec)))
 
+    def clear(self) -> None:
+        """Drop every key held (the task's lookups are over)."""
+        self._keys.clear()
+        self._bytes = 0
+
     def put(self, base: BaseFile, spec: LookupSpec, keys: pa.Array | pa.ChunkedArray) -> None:
         """Hold the keys of ``base`` read under ``spec`` if the budget allows."""
         k = (base.path, _spec_key(spec))

@@ -114,9 +114,10 @@ class Tagger:
         self.workload = WorkloadProfile()
         self.bucketed = o.index_type == "BUCKET"
         self.lookup: Lookup | None = None
+        self._key_cache = KeyCache()
         if not self.bucketed:
             # one key cache per task: its batches' lookups read each candidate file once
-            self.lookup = lookup if lookup is not None else lookup_of(o.index_type, KeyCache())
+            self.lookup = lookup if lookup is not None else lookup_of(o.index_type, self._key_cache)
         # file groups (partition, file id) by target number, stable for the task's life
         self._targets: list[tuple[str, str]] = []
         self._target_ids: dict[tuple[str, str], int] = {}
@@ -170,6 +171,11 @@ class Tagger:
         if self.bucketed:
             return self._tag_buckets(data, dels)
         return self._tag_located(data, dels)
+
+    def release(self) -> None:
+        """The task's input is all tagged: free what only its lookups needed (the keys the
+        SIMPLE lookups kept, before the handles' merges need the memory)."""
+        self._key_cache.clear()
 
     def _target(self, partition: str, file_id: str) -> int:
         key = (partition, file_id)
