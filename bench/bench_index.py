@@ -4,7 +4,8 @@
 ``hudi_ds.write``, the state index through one long-lived ``HudiTable(state_index=True)``,
 delta-rs ``merge``), the standard workload's insert, then upsert batch ``b`` of every system
 before batch ``b + 1`` of any -- on a shared machine the load then hits every system alike.
-Prints each batch's seconds and the median ratios; every final table is checked against the
+Prints each batch's seconds and CPU seconds (the process's, every thread) and the median
+ratios of both; every final table is checked against the
 reference (``bench.workload.reference``): row count, duplicated keys, every column
 (:func:`bench.check.compare`). delta-rs runs one ``merge`` per batch (upserts and deletes
 together, the partition column in the predicate) with ``streamed_exec`` True and False; the
@@ -14,6 +15,7 @@ ratios are taken against the faster.
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import tempfile
 import time
@@ -78,6 +80,12 @@ def _delta(path: str, base: pa.Table, streamed: bool) -> Callable[[Step], None]:
     return step
 
 
+def _cpu() -> float:
+    """CPU seconds of this process so far (user + system, every thread)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def _final(name: str, path: str) -> pa.Table:
     if name.startswith("delta_rs"):
         from deltalake import DeltaTable
@@ -114,32 +122,43 @@ def run(w: Workload, root: Path) -> None:
     }
     del base
     times: dict[str, list[float]] = {n: [] for n in systems}
+    cpus: dict[str, list[float]] = {n: [] for n in systems}
     for s in upsert_batches(w):
         for name, step in systems.items():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu()
             step(s)
             times[name].append(time.perf_counter() - t0)
+            cpus[name].append(_cpu() - c0)
     expected = reference(w)
     print(f"workload: {w.base_rows:,} rows, {w.batches} upsert batches of {w.batch_rows:,}")
-    print("| system | seconds per batch (upserts + deletes) | median rows/s | final table |")
-    print("|---|---|---|---|")
+    print(
+        "| system | seconds per batch (upserts + deletes) | CPU seconds per batch "
+        "| median rows/s | final table |"
+    )
+    print("|---|---|---|---|---|")
     correct: dict[str, bool] = {}
     for name, ts in times.items():
         c = check.compare(_final(name, str(root / paths[name])), expected)
         correct[name] = c["correct"]
         cells = " ".join(f"{x:.2f}" for x in ts)
+        cpu_cells = " ".join(f"{x:.2f}" for x in cpus[name])
         print(
-            f"| {name} | {cells} | {w.batch_rows / statistics.median(ts):,.0f} | "
+            f"| {name} | {cells} | {cpu_cells} | {w.batch_rows / statistics.median(ts):,.0f} | "
             f"{check.verdict(c)} |"
         )
 
     def ratio(fast: str, slow: str, skip_first: bool = False) -> str:
-        """The median per-batch ratio; none for an incorrect final table (issue 16)."""
+        """The median per-batch ratio of seconds, then of CPU seconds (on a loaded machine
+        the steadier figure: delta-rs' CPU counts every thread it runs); none for an
+        incorrect final table (issue 16)."""
         wrong = [n for n in (fast, slow) if not correct[n]]
         if wrong:
             return f"no ratio (final table incorrect: {', '.join(wrong)})"
-        a, b = times[fast][skip_first:], times[slow][skip_first:]
-        return f"{statistics.median(y / x for x, y in zip(a, b, strict=True)):.2f}x"
+        out = []
+        for figures in (times, cpus):
+            a, b = figures[fast][skip_first:], figures[slow][skip_first:]
+            out.append(f"{statistics.median(y / x for x, y in zip(a, b, strict=True)):.2f}x")
+        return f"{out[0]} (CPU {out[1]})"
 
     delta = min(("delta_rs", "delta_rs_unstreamed"), key=lambda n: statistics.median(times[n]))
     print(

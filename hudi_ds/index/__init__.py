@@ -22,7 +22,7 @@ from hudi_ds.index.bucket import (
     validate_num_buckets,
 )
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
-from hudi_ds.index.simple import simple_lookup
+from hudi_ds.index.simple import KeyCache, simple_lookup
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.storage import Storage
 
@@ -52,11 +52,14 @@ _LOOKUPS: dict[str, Lookup] = {
 }
 
 
-def lookup_of(index_type: str) -> Lookup:
+def lookup_of(index_type: str, cache: KeyCache | None = None) -> Lookup:
     """The lookup of ``hoodie.index.type`` ``index_type``.
 
     SIMPLE and BLOOM match ``(key, partition)``; GLOBAL_SIMPLE and GLOBAL_BLOOM match the key
     alone whatever ``partitions`` the caller passes (give them every partition's slices).
+    ``cache``: the SIMPLE lookups keep the keys they read there and read no file twice (one
+    writer task's lookups, :class:`~hudi_ds.index.simple.KeyCache`); BLOOM reads footers
+    and only the files they point to, and takes none.
 
     Raises:
         ConfigError: BUCKET (routed by hash, :mod:`hudi_ds.index.bucket`, not looked up) or an
@@ -67,6 +70,19 @@ def lookup_of(index_type: str) -> Lookup:
         raise ConfigError(
             "hoodie.index.type=BUCKET routes records by the hash of their key; it has no lookup"
         )
+    if cache is not None and kind in ("SIMPLE", "GLOBAL_SIMPLE"):
+        kept = cache
+
+        def cached_lookup(
+            storage: Storage,
+            slices: Sequence[FileSlice],
+            keys: pa.Array,
+            partitions: pa.Array | None,
+            spec: LookupSpec,
+        ) -> KeyLocations:
+            return simple_lookup(storage, slices, keys, partitions, spec, kept)
+
+        return cached_lookup if kind == "SIMPLE" else _matching_key_alone(cached_lookup)
     try:
         return _LOOKUPS[kind]
     except KeyError:
@@ -79,6 +95,7 @@ __all__ = [
     "HASH_FIELD_KEY",
     "MAX_NUM_BUCKETS",
     "NUM_BUCKETS_KEY",
+    "KeyCache",
     "KeyLocations",
     "Lookup",
     "LookupSpec",

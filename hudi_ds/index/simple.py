@@ -481,12 +481,63 @@ def ordered_map(fn: Callable[[_T], _R], items: Sequence[_T], threads: int) -> It
                 f.cancel()
 
 
+class KeyCache:
+    """The record keys of base files read by the lookups of one writer task, by file.
+
+    A task tags its input batch by batch (a table arrives as several record batches, a
+    stream as many), and each batch's lookup searches the same latest slices: without a
+    cache every batch reads every candidate file's keys again (a batch of 2,000 deletes
+    after one of 200,000 upserts pays a second full read). A base file never changes once
+    written (its name carries its write token and instant), so the keys read from one path
+    are those of every later read of that path, whoever asks; the cache only bounds its
+    memory: files are kept while their keys total at most ``budget_bytes`` (the rest are
+    read again when asked for).
+
+    Args:
+        budget_bytes: the most key bytes (Arrow buffers) held.
+    """
+
+    #: default bound of the key bytes held by one task's cache
+    BUDGET_BYTES = 256 << 20
+
+    def __init__(self, budget_bytes: int = BUDGET_BYTES) -> None:
+        self.budget_bytes = int(budget_bytes)
+        self._keys: dict[tuple[str, object], pa.Array | pa.ChunkedArray] = {}
+        self._bytes = 0
+
+    def get(self, base: BaseFile, spec: LookupSpec) -> pa.Array | pa.ChunkedArray | None:
+        """The keys of ``base`` read earlier under ``spec`` (None: not held)."""
+        return self._keys.get((base.path, _spec_key(spec)))
+
+    def clear(self) -> None:
+        """Drop every key held (the task's lookups are over)."""
+        self._keys.clear()
+        self._bytes = 0
+
+    def put(self, base: BaseFile, spec: LookupSpec, keys: pa.Array | pa.ChunkedArray) -> None:
+        """Hold the keys of ``base`` read under ``spec`` if the budget allows."""
+        k = (base.path, _spec_key(spec))
+        if k in self._keys:
+            return
+        n = int(keys.nbytes)
+        if self._bytes + n > self.budget_bytes:
+            return
+        self._keys[k] = keys
+        self._bytes += n
+
+
+def _spec_key(spec: LookupSpec) -> object:
+    """What of a spec decides which keys a base file yields (meta column or key fields)."""
+    return (spec.meta_fields, spec.record_key_fields, spec.complex_key)
+
+
 def simple_lookup(
     storage: Storage,
     slices: Sequence[FileSlice],
     keys: pa.Array,
     partitions: pa.Array | None,
     spec: LookupSpec,
+    cache: KeyCache | None = None,
 ) -> KeyLocations:
     """Locate ``keys`` in ``slices`` by reading every candidate file's keys (SIMPLE index).
 
@@ -498,10 +549,13 @@ def simple_lookup(
         keys: incoming record keys (strings, no nulls).
         partitions: their partition paths, or None for GLOBAL_SIMPLE (match on the key alone).
         spec: how keys are stored (:class:`LookupSpec`).
+        cache: base files' keys kept between the lookups of one task (:class:`KeyCache`);
+            a file whose keys it holds is not read again.
 
     Returns:
         :class:`KeyLocations` aligned with ``keys``. ``files_read`` counts every base and log
-        file read; ``keys_read`` equals it (SIMPLE reads the keys of every file it opens).
+        file read (not the base files whose keys came from ``cache``); ``keys_read`` equals
+        it (SIMPLE reads the keys of every file it opens).
 
     Raises:
         SchemaError: bad ``keys``/``partitions``.
@@ -522,8 +576,11 @@ def simple_lookup(
         out: list[pa.Array | pa.ChunkedArray] = []
         n = 0
         if s.base_file is not None:
-            out.append(base_file_keys(storage, s.base_file, spec, chunked=True))
-            n += 1
+            held = cache.get(s.base_file, spec) if cache is not None else None
+            if held is None:
+                held = base_file_keys(storage, s.base_file, spec, chunked=True)
+                n += 1
+            out.append(held)
         if spec.read_logs and s.log_files:
             lk, n_logs = log_keys(storage, s, spec)
             out.append(lk)
@@ -533,6 +590,9 @@ def simple_lookup(
     opened = 0
     for slot, (found, n) in zip(jobs, ordered_map(read, jobs, READ_THREADS), strict=True):
         opened += n
+        base = slices[slot].base_file
+        if cache is not None and base is not None:
+            cache.put(base, spec, found[0])
         if len(found) == 1:
             cands.add(slot, found[0])
         else:

@@ -208,6 +208,8 @@ class StateIndex:
         self._keys = np.empty(0, dtype="S8")
         self._prints = np.empty(0, dtype=np.uint64)
         self._gids = np.empty(0, dtype=np.int32)
+        # entries removed in place (group -1), left in the arrays until they are many
+        self._dead = 0
         self._new_keys_seen = False
         # (held keys, their groups) the lookups since the last commit found
         self._found: list[tuple[np.ndarray, np.ndarray]] = []
@@ -231,7 +233,7 @@ class StateIndex:
 
     def __len__(self) -> int:
         """Number of (key, file group) entries held."""
-        return len(self._keys)
+        return len(self._keys) - self._dead
 
     @property
     def nbytes(self) -> int:
@@ -354,7 +356,7 @@ class StateIndex:
         one = np.flatnonzero(count == 1)
         if len(one):
             pos = lo[one]
-            eq = self._keys[pos] == keys[one]
+            eq = (self._keys[pos] == keys[one]) & (self._gids[pos] >= 0)
             res[one[eq]] = self._gids[pos[eq]]
             at[one[eq]] = pos[eq]
         many = np.flatnonzero(count > 1)  # a key held by several groups, or a shared print
@@ -363,7 +365,7 @@ class StateIndex:
             run = np.repeat(np.arange(len(many)), counts)
             starts = np.repeat(lo[many] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
             pos = starts + np.arange(int(counts.sum()))
-            eq = self._keys[pos] == keys[many][run]
+            eq = (self._keys[pos] == keys[many][run]) & (self._gids[pos] >= 0)
             run, pos = run[eq], pos[eq]
             if len(run):
                 best = self._best_of(run, self._gids[pos].astype(np.int64))
@@ -440,9 +442,7 @@ class StateIndex:
     ) -> None:
         """Remove the entries of ``drop_gids``, then merge the new entries in (kept sorted)."""
         if len(drop_gids) and len(self._keys):
-            keep = ~np.isin(self._gids, drop_gids)
-            if not keep.all():
-                self._keep(keep)
+            self._remove(np.flatnonzero(np.isin(self._gids, drop_gids)))
         if not new_keys:
             return
         incoming = pa.concat_arrays([k.cast(pa.string()) for k in new_keys])
@@ -466,13 +466,23 @@ class StateIndex:
         self._prints = np.insert(self._prints, at, add_h)
         self._gids = np.insert(self._gids, at, add_g)
 
-    def _keep(self, keep: np.ndarray) -> None:
-        """Keep only the entries where ``keep`` (a mask over the held entries)."""
-        self._keys, self._prints, self._gids = (
-            self._keys[keep],
-            self._prints[keep],
-            self._gids[keep],
-        )
+    def _remove(self, positions: np.ndarray) -> None:
+        """Remove the entries at ``positions`` (distinct, live): marked dead in place (group
+        -1, which :meth:`_find` never matches), so that a commit that drops a few keys of a
+        large state costs O(dropped), not a copy of every entry; the dead are compacted
+        away once they are a quarter of the entries (amortised O(1) per removal)."""
+        if len(positions) == 0:
+            return
+        self._gids[positions] = -1
+        self._dead += len(positions)
+        if self._dead * 4 >= len(self._keys):
+            keep = self._gids >= 0
+            self._keys, self._prints, self._gids = (
+                self._keys[keep],
+                self._prints[keep],
+                self._gids[keep],
+            )
+            self._dead = 0
 
     def begin(self) -> None:
         """Start a write: what earlier lookups found is forgotten, so that :meth:`committed`
@@ -587,9 +597,7 @@ class StateIndex:
                     new_gids.append(np.full(len(ks), g.gid, dtype=np.int32))
             g.files = (base, tuple(sorted({*logs, (path, size)})))
         if drop:
-            keep = np.ones(len(self._keys), dtype=bool)
-            keep[np.concatenate(drop)] = False
-            self._keep(keep)
+            self._remove(np.unique(np.concatenate(drop)))
         if new_keys:
             self._replace(np.empty(0, dtype=np.int32), new_keys, new_gids)
         self._new_keys_seen = False

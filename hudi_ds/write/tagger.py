@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.index import lookup_of
+from hudi_ds.index import KeyCache, lookup_of
 from hudi_ds.index.bucket import bucket_ids_from_record_keys, new_bucket_file_id
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.layout.file_group import FileSlice
@@ -82,7 +82,8 @@ class Tagger:
         exclusive: the only writer task of the instant (the embedded API); False for the tasks
             of a Spark write (see :meth:`tag` for what non-exclusive tasks may not do).
         lookup: the index lookup of a non-bucket index (default: the table's,
-            :func:`hudi_ds.index.lookup_of`); a long-lived writer passes its state index.
+            :func:`hudi_ds.index.lookup_of`, with a key cache so that the task's batches read each
+            candidate file once); a long-lived writer passes its state index.
         appends_to_log: whether the task's updates of a file group ``(partition, file id)``
             already go to a log file (such a file group takes no inserts).
 
@@ -113,8 +114,10 @@ class Tagger:
         self.workload = WorkloadProfile()
         self.bucketed = o.index_type == "BUCKET"
         self.lookup: Lookup | None = None
+        self._key_cache = KeyCache()
         if not self.bucketed:
-            self.lookup = lookup if lookup is not None else lookup_of(o.index_type)
+            # one key cache per task: its batches' lookups read each candidate file once
+            self.lookup = lookup if lookup is not None else lookup_of(o.index_type, self._key_cache)
         # file groups (partition, file id) by target number, stable for the task's life
         self._targets: list[tuple[str, str]] = []
         self._target_ids: dict[tuple[str, str], int] = {}
@@ -168,6 +171,11 @@ class Tagger:
         if self.bucketed:
             return self._tag_buckets(data, dels)
         return self._tag_located(data, dels)
+
+    def release(self) -> None:
+        """The task's input is all tagged: free what only its lookups needed (the keys the
+        SIMPLE lookups kept, before the handles' merges need the memory)."""
+        self._key_cache.clear()
 
     def _target(self, partition: str, file_id: str) -> int:
         key = (partition, file_id)

@@ -485,6 +485,7 @@ class TaskWriter:
         :func:`~hudi_ds.write.cow.close_merge_handles` (base files decoded one per core). The
         statuses come in the order the handles were opened, whatever the threads' timing.
         """
+        self.tagger.release()  # every row is tagged: the lookups' memory goes to the merges
         handles = list(self.handles.values())
         merges = [h for h in handles if isinstance(h, MergeHandle)]
         others = [h for h in handles if not isinstance(h, MergeHandle)]

@@ -21,7 +21,7 @@ import hudi_ds
 from hudi_ds.errors import ConfigError, CorruptFileError, MissingFileError, SchemaError
 from hudi_ds.index import KeyLocations, LookupSpec, lookup_of
 from hudi_ds.index.bloom import bloom_lookup
-from hudi_ds.index.simple import simple_lookup
+from hudi_ds.index.simple import KeyCache, simple_lookup
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.log.block import BlockType
@@ -262,6 +262,38 @@ def test_simple_reads_only_the_wanted_partitions(cow_table: Path) -> None:
     assert {
         s.partition_path for s in slices if s.base_file and s.base_file.path in storage.opened
     } == {"a"}
+
+
+@pytest.mark.parametrize("kind", ["SIMPLE", "GLOBAL_SIMPLE"])
+def test_key_cache_reads_each_base_file_once(cow_table: Path, kind: str) -> None:
+    """A task's lookups with one KeyCache (its batches) read a base file's keys once; the
+    answers are those of uncached lookups."""
+    storage, slices, spec = table_slices(cow_table)
+    k, p = lookup_inputs(cow_table, slices, spec)
+    keys, parts = pa.array(k), pa.array(p)
+    lookup = lookup_of(kind, KeyCache())
+    plain = lookup_of(kind)
+    # a batch touching every partition, then one touching some
+    for i, half in enumerate([slice(0, len(keys)), slice(len(keys) // 2, len(keys))]):
+        storage.opened.clear()
+        r = lookup(storage, slices, keys[half], parts[half], spec)
+        want = plain(Storage(str(cow_table)), slices, keys[half], parts[half], spec)
+        assert as_tuples(r) == as_tuples(want)
+        if i == 0:
+            assert r.files_read == len(storage.opened) > 0
+        else:  # every candidate base file was read by the first lookup
+            assert r.files_read == 0 and storage.opened == []
+
+
+def test_key_cache_budget_bounds_what_it_keeps(cow_table: Path) -> None:
+    storage, slices, spec = table_slices(cow_table)
+    keys, parts = lookup_inputs(cow_table, slices, spec)
+    cache = KeyCache(budget_bytes=0)  # keeps nothing: every lookup reads again
+    for _ in range(2):
+        storage.opened.clear()
+        r = simple_lookup(storage, slices, pa.array(keys), pa.array(parts), spec, cache)
+        assert r.files_read == 8 and len(storage.opened) == 8
+    assert as_tuples(r) == expected_locations(cow_table, slices, keys, parts, spec)
 
 
 def test_simple_reads_only_the_key_column(cow_table: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -400,6 +400,17 @@ def test_unicode_keys_and_growing_widths() -> None:
     assert loc.file_id.to_pylist() == ["f2-0", "f1-0", "f1-0", "f2-0", "f2-0", None, None, "f1-0"]
     assert loc.instant.to_pylist()[:2] == ["002", "001"]
     assert loc.files_read == 1 and state.groups_read == 2
+    assert len(state) == 7
+    # f2 changed (a new base file) and lost "a": its old entries are removed (in place: few
+    # of the entries; then compacted once they are many), its new ones found
+    held["f2"] = ["b" * 40, "日本語キー"]
+    for instant in ("003", "004", "005"):
+        loc = state.lookup(None, [one("f1", "001"), one("f2", instant)], probe, parts, spec)  # type: ignore[arg-type]
+        assert loc.file_id.to_pylist() == [
+            *["f1-0", "f1-0", "f1-0", "f2-0", "f2-0", None, None, "f1-0"]
+        ]
+        assert loc.instant.to_pylist()[:4] == ["001", "001", "001", instant]
+        assert len(state) == 6
 
 
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
