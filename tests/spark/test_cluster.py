@@ -41,10 +41,19 @@ import hudi_ds
 from tests.conftest import assert_rows, hudi_rs_table
 from tests.spark.standalone import REPO, StandaloneCluster, finish, kill_job, submit
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
+#: under pytest-xdist (``make test``: ``--dist loadgroup``) every cluster test runs on one worker,
+#: in this order, sharing the one cluster of the session
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.cluster,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("cluster"),
+]
 
 EXAMPLES = REPO / "examples"
-ROWS = 4000
+#: the example's first write: enough rows for every (city, bucket) file group (32) to get
+#: several writing tasks in the unclustered upsert
+ROWS = 1000
 INSTALLED = {"spark.executorEnv.PYTHONPATH": str(REPO)}
 
 
@@ -59,14 +68,16 @@ def load_example(name: str) -> Any:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    """A master and two workers (1 core, 1 GiB each); afterwards no process of it may live."""
+    """A master and two workers (1 core, 1 GiB each), one for every test of this module (the
+    only one that starts a cluster: one per session); afterwards -- whether the tests passed or
+    not -- no process of it may live (:meth:`StandaloneCluster.leftovers`)."""
     c = StandaloneCluster(tmp_path_factory.mktemp("cluster")).start()
     try:
         yield c
     finally:
-        c.stop()
-        left = c.leftovers()
-        assert not left, f"cluster processes left behind: {left}"
+        left = c.stop()
+        assert not left, f"cluster processes left behind (killed): {left}"
+        assert not c.leftovers(), c.leftovers()
 
 
 def files_per_file_group(path: Path) -> list[int]:
@@ -282,7 +293,8 @@ def test_streaming_demo_with_a_worker_killed(cluster: StandaloneCluster, tmp_pat
     by hudi_ds, by Spark through hudi_py (in the job) and by hudi-rs; every commit wrote one
     file per file group (the demo's stream goes through ``cluster_by_bucket``)."""
     demo = load_example("demo")
-    plan = demo.Plan(out=tmp_path / "demo", batches=12, rows_per_batch=2000, keys=8000)
+    # 4 micro-batches before the kill, 4 after it
+    plan = demo.Plan(out=tmp_path / "demo", batches=8, rows_per_batch=1000, keys=4000)
     log = tmp_path / "demo.log"
     job = submit(
         cluster,

@@ -16,7 +16,6 @@ a ``hudi_py`` sink (``dp.create_sink``).
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import pytest
 
 import hudi_ds
 from tests.conftest import assert_rows, hudi_rs_table, table_options
-from tests.spark.standalone import REPO, SPARK_HOME, free_port
+from tests.spark.standalone import JVM_OPTS, REPO, SPARK_HOME, free_port, stop_group
 
 pytest.importorskip("grpc", reason="Spark Connect's client needs pyspark[connect]")
 
@@ -41,13 +40,17 @@ pytestmark = [
     pytest.mark.slow,
     # the Connect client checks the pandas version at import (no pandas is used here)
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+    # under pytest-xdist: on the one worker that runs the cluster tests, one JVM server at a time
+    pytest.mark.xdist_group("cluster"),
 ]
 START_TIMEOUT = 240.0
 
 
 @pytest.fixture(scope="module")
 def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A Spark Connect server (``local[2]``) on 127.0.0.1 and a client session to it."""
+    """A Spark Connect server (``local[2]``) on 127.0.0.1 and a client session to it; stopped
+    afterwards (whether the tests passed or not), and checked: no process of it (the server JVM,
+    its Python workers) may live."""
     root = tmp_path_factory.mktemp("connect")
     port = free_port()
     env = {
@@ -67,6 +70,8 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.memory": "768m",
+        "spark.driver.extraJavaOptions": JVM_OPTS,
+        "spark.locality.wait": "0s",
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.session.timeZone": "UTC",
     }
@@ -97,12 +102,8 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield spark
         spark.stop()
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        left = stop_group(server, root)
+        assert not left, f"Connect server processes left behind (killed): {left}"
 
 
 COLUMNS = ["id", "ts", "part", "v"]
@@ -215,17 +216,25 @@ def test_declarative_pipeline_with_a_hudi_py_sink(tmp_path: Path) -> None:
         "PYSPARK_PYTHON": sys.executable,
         "PYTHONPATH": str(REPO),
     }
-    proc = subprocess.run(
+    # its own process group, in tmp_path: the CLI's JVM, its local Connect server's Python
+    # workers and the client all run there, so none can outlive the test unseen
+    run = subprocess.Popen(
         [str(SPARK_HOME / "bin" / "spark-pipelines"), "run", "--spec", "spark-pipeline.yml"],
         cwd=tmp_path,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
+        start_new_session=True,
     )
-    log = proc.stdout + proc.stderr
+    try:
+        out, err = run.communicate(timeout=600)
+    finally:
+        left = stop_group(run, tmp_path)
+    assert not left, f"pipeline processes left behind (killed): {left}"
+    log = out + err
     assert "Run is COMPLETED" in log, log[-5000:]
-    if proc.returncode != 0:
+    if run.returncode != 0:
         assert PIPELINES_CLIENT_BUG in log, log[-5000:]
     rows_in = [*rows(0, 20, 1).to_pylist(), *rows(20, 40, 2).to_pylist()]
     want = [tuple(r[c] for c in COLUMNS) for r in rows_in]
