@@ -47,10 +47,10 @@ START_TIMEOUT = 240.0
 
 
 @pytest.fixture(scope="module")
-def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A Spark Connect server (``local[2]``) on 127.0.0.1 and a client session to it; stopped
-    afterwards (whether the tests passed or not), and checked: no process of it (the server JVM,
-    its Python workers) may live."""
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark Connect server (``local[2]``) on 127.0.0.1, its URL (``sc://...``), one for the
+    module's tests; stopped afterwards (whether the tests passed or not), and checked: no
+    process of it (the server JVM, its Python workers) may live."""
     root = tmp_path_factory.mktemp("connect")
     port = free_port()
     env = {
@@ -93,17 +93,23 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                 assert server.poll() is None, log.read_text()[-4000:]
                 assert time.monotonic() < end, f"no Connect server after {START_TIMEOUT}s"
                 time.sleep(0.5)
-        from pyspark.sql import SparkSession
-
-        from hudi_ds.spark import register
-
-        spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
-        register(spark)
-        yield spark
-        spark.stop()
+        yield f"sc://127.0.0.1:{port}"
     finally:
         left = stop_group(server, root)
         assert not left, f"Connect server processes left behind (killed): {left}"
+
+
+@pytest.fixture(scope="module")
+def connect(connect_server: str) -> Iterator[Any]:
+    """A client session to the module's Connect server, with ``hudi_py`` registered."""
+    from pyspark.sql import SparkSession
+
+    from hudi_ds.spark import register
+
+    spark = SparkSession.builder.remote(connect_server).getOrCreate()
+    register(spark)
+    yield spark
+    spark.stop()
 
 
 COLUMNS = ["id", "ts", "part", "v"]
@@ -191,10 +197,12 @@ def events():
 PIPELINES_CLIENT_BUG = "[UNKNOWN_RESPONSE] Unknown response: Plan observed(__python_accumulator__"
 
 
-def test_declarative_pipeline_with_a_hudi_py_sink(tmp_path: Path) -> None:
-    """``spark-pipelines run``: a streaming flow from Parquet files into a ``hudi_py`` sink
-    (``dp.create_sink(..., format="hudi_py")``); the table equals the model (hudi_ds, hudi-rs),
-    one commit per micro-batch."""
+def test_declarative_pipeline_with_a_hudi_py_sink(connect_server: str, tmp_path: Path) -> None:
+    """``spark-pipelines --remote sc://... run``: a streaming flow from Parquet files into a
+    ``hudi_py`` sink (``dp.create_sink(..., format="hudi_py")``), run by the module's Connect
+    server (without ``--remote`` the CLI starts a local server of its own: one more JVM start
+    for the same check); the table equals the model (hudi_ds, hudi-rs), one commit per
+    micro-batch."""
     src, table = tmp_path / "src", tmp_path / "table"
     src.mkdir()
     pq.write_table(rows(0, 30, 1), src / "a.parquet")
@@ -216,10 +224,17 @@ def test_declarative_pipeline_with_a_hudi_py_sink(tmp_path: Path) -> None:
         "PYSPARK_PYTHON": sys.executable,
         "PYTHONPATH": str(REPO),
     }
-    # its own process group, in tmp_path: the CLI's JVM, its local Connect server's Python
-    # workers and the client all run there, so none can outlive the test unseen
+    # its own process group, in tmp_path: the CLI's JVM and its Python client run there, so
+    # neither can outlive the test unseen
     run = subprocess.Popen(
-        [str(SPARK_HOME / "bin" / "spark-pipelines"), "run", "--spec", "spark-pipeline.yml"],
+        [
+            str(SPARK_HOME / "bin" / "spark-pipelines"),
+            "--remote",
+            connect_server,
+            "run",
+            "--spec",
+            "spark-pipeline.yml",
+        ],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
