@@ -334,6 +334,6 @@ def test_streaming_demo_with_a_worker_killed(cluster: StandaloneCluster, tmp_pat
     expected = [tuple(r.values()) for r in want.to_pylist()]
     assert_rows(hudi_ds.HudiTable(str(plan.table)).read(columns=columns), expected, columns)
     assert_rows(hudi_rs_table(str(plan.table)), expected, columns)
-    assert unreferenced_files(plan.table) == []
+    assert unreferenced_files(Path(plan.table)) == []  # plan.table: a URI string
     # the demo clusters each micro-batch by bucket: one file per file group per commit
     assert set(files_per_file_group(plan.table)) == {1}
