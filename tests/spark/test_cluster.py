@@ -5,7 +5,9 @@ in the workers' work directories with their own Python workers, which get ``hudi
 way the job ships it:
 
 * an installed environment (the executors' interpreter imports hudi_ds: here the checkout on
-  ``spark.executorEnv.PYTHONPATH``, as an installed package would be);
+  ``spark.executorEnv.PYTHONPATH``, as an installed package would be): the worker-kill job and
+  the streaming demo run this way, and the kill job reports where its executors imported
+  hudi_ds from (the batch upsert example's own run is shipped the two other ways);
 * ``--py-files`` of a zip of ``hudi_ds``;
 * ``--archives`` of a packed virtual environment (its site-packages, unpacked in each
   executor's work directory).
@@ -110,21 +112,6 @@ def check_upsert_table(path: Path, rows: int) -> None:
     assert_rows(hudi_rs_table(str(path)), expected, columns)
     clustered, unclustered = files_per_file_group(path)
     assert clustered == 1 and unclustered > 1, (clustered, unclustered)
-
-
-def test_batch_upsert_installed_environment(cluster: StandaloneCluster, tmp_path: Path) -> None:
-    """Executors run an interpreter that imports hudi_ds (PYSPARK_PYTHON = the venv's python)."""
-    table = tmp_path / "trips"
-    job = submit(
-        cluster,
-        EXAMPLES / "spark_batch_upsert.py",
-        [str(table), "--rows", str(ROWS)],
-        conf=INSTALLED,
-    )
-    out = finish(job)
-    assert out["equal"] and out["master"] == cluster.url, out
-    assert out["hudi_ds_on_executors"] == [str(REPO / "hudi_ds")], out
-    check_upsert_table(table, ROWS)
 
 
 def test_batch_upsert_py_files(cluster: StandaloneCluster, tmp_path: Path) -> None:
@@ -257,7 +244,10 @@ KILL_ROWS = 100_000
 def test_worker_killed_during_batch_write(cluster: StandaloneCluster, tmp_path: Path) -> None:
     """SIGKILL the worker (and its executor and Python workers) that runs a write task after
     the task created log files of the instant: Spark runs the task again on the other worker;
-    the table holds every row once, and the dead attempt's files are deleted by the commit."""
+    the table holds every row once, and the dead attempt's files are deleted by the commit.
+
+    The job ships no hudi_ds: its executors import it from their installed environment
+    (``spark.executorEnv.PYTHONPATH`` = this checkout, as an installed package)."""
     table, signals = tmp_path / "kill", tmp_path / "signals"
     signals.mkdir()
     job = submit(
@@ -278,6 +268,7 @@ def test_worker_killed_during_batch_write(cluster: StandaloneCluster, tmp_path: 
         kill_job(job)
     cluster.wait_workers(2)
     assert len(out["commits"]) == 2, out
+    assert out["hudi_ds_on_executors"] == [str(REPO / "hudi_ds")], out
     assert token_files, "the killed attempt had written no log file"
     columns = ["id", "ts", "part", "v"]
     n = 2 * KILL_ROWS
