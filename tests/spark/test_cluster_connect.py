@@ -101,15 +101,29 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def connect(connect_server: str) -> Iterator[Any]:
-    """A client session to the module's Connect server, with ``hudi_py`` registered."""
+    """A client session to the module's Connect server, with ``hudi_py`` registered.
+
+    pyspark marks the whole process as a Connect client (``SPARK_CONNECT_MODE_ENABLED`` in
+    ``os.environ``) when the session is made; it is unset afterwards, or the local SparkSession
+    of the Spark tests that run later in this process (``make test``: the same xdist worker)
+    would be refused (``CONNECT_URL_NOT_SET``)."""
     from pyspark.sql import SparkSession
 
     from hudi_ds.spark import register
 
-    spark = SparkSession.builder.remote(connect_server).getOrCreate()
-    register(spark)
-    yield spark
-    spark.stop()
+    marks = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+    saved = {k: os.environ.get(k) for k in marks}
+    try:
+        spark = SparkSession.builder.remote(connect_server).getOrCreate()
+        register(spark)
+        yield spark
+        spark.stop()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 COLUMNS = ["id", "ts", "part", "v"]
