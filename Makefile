@@ -23,11 +23,14 @@ demo: $(STAMP)  ## the main job: a pipeline into a Hudi table (STORE=s3: on a lo
 	$(BIN)/python examples/demo.py --store $(STORE)
 
 # Two pytest workers (pytest-xdist), one per core: the suite's fixed-time tests (races, crash
-# loops, writers running for 30 s) and its JVM tests overlap instead of queueing.
-XDIST ?= -n 2
+# loops, writers running for 30 s) and its JVM tests overlap instead of queueing. loadgroup: the
+# tests marked xdist_group("cluster") (the standalone cluster, Spark Connect) run on one worker,
+# in order, sharing their servers; being the largest group they start first, while the other
+# worker takes the rest one test at a time.
+XDIST ?= -n 2 --dist loadgroup
 
-test: $(STAMP)  ## the whole test suite (core + spark; the cluster tests: make test-cluster)
-	$(BIN)/python -m pytest -q $(XDIST) -m "not cluster" tests
+test: $(STAMP)  ## the whole test suite (core, spark, the standalone cluster and Spark Connect)
+	$(BIN)/python -m pytest -q $(XDIST) tests
 
 test-core: $(STAMP)  ## core tests only (no JVM)
 	$(BIN)/python -m pytest -q $(XDIST) -m "not spark" tests
@@ -35,8 +38,8 @@ test-core: $(STAMP)  ## core tests only (no JVM)
 test-quick: $(STAMP)  ## the inner loop: no JVM, no slow tests
 	$(BIN)/python -m pytest -q $(XDIST) -m "not spark and not slow" tests
 
-test-spark: $(STAMP)  ## spark tests only (without the cluster tests)
-	$(BIN)/python -m pytest -q $(XDIST) -m "spark and not cluster" tests
+test-spark: $(STAMP)  ## spark tests only (the cluster tests too)
+	$(BIN)/python -m pytest -q $(XDIST) -m spark tests
 
 test-cluster: $(STAMP)  ## the Spark standalone cluster and Spark Connect tests only
 	$(BIN)/python -m pytest -q -m cluster tests

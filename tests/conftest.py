@@ -402,6 +402,39 @@ def pytest_collection_modifyitems(config: object, items: list) -> None:
         hook.pytest_deselected(items=dropped)
 
 
+#: test files whose tests share one server per session (the Spark standalone cluster, the Spark
+#: Connect server): their tests carry ``xdist_group("cluster")``
+CLUSTER_GROUP_FILES = ("tests/spark/test_cluster.py", "tests/spark/test_cluster_connect.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
+    """``--dist loadgroup`` (``make test``): the tests of :data:`CLUSTER_GROUP_FILES` form one
+    work unit, sent to one worker and run there in order (one cluster, one Connect server at a
+    time, set up once); every other test is a unit of its own. Being the largest unit it is
+    handed out first (xdist's ``--loadscope-reorder``), so it starts at once on one worker while
+    the other works through the rest.
+
+    pytest-xdist's own loadgroup groups by the ``@group`` suffix it appends to the node ids of
+    ``xdist_group`` tests on the workers; with pytest 9 that suffix is lost (the node id is no
+    longer ``item._nodeid``) and the group's tests are spread over both workers. This
+    scheduler groups by file on the controller, which needs no worker-side renaming, and still
+    honours a ``@group`` suffix when xdist adds one.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ClusterGroupScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = str(super()._split_scope(nodeid))
+            if scope == nodeid and nodeid.split("::", 1)[0] in CLUSTER_GROUP_FILES:
+                return "cluster"
+            return scope
+
+    return ClusterGroupScheduling(config, log)
+
+
 def complete_pending_compactions(
     uri: str, storage_options: Mapping[str, Any] | None = None
 ) -> None:

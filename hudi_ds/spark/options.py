@@ -135,6 +135,13 @@ class SparkStreamConfig:
         "Spark's checkpoint folder of a streaming query (used by Spark; the sink records its "
         "batch ids in the table's commits).",
     )
+    QUERY_NAME = ConfigProperty(
+        "queryName",
+        None,
+        parse_str,
+        "The streaming query's name: Spark Declarative Pipelines pass it to a sink among its "
+        "options (used by Spark; the sink does not read it).",
+    )
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str], dict[str, str]]:

@@ -9,7 +9,9 @@ has written a log file (named with the task's write token
 and then waits to be killed: the test SIGKILLs the worker and the executor running it. Spark
 runs the partition again on the other worker; that attempt does not wait.
 
-Prints a JSON line ``{"commits": [...]}`` at the end.
+Prints a JSON line ``{"commits": [...], "hudi_ds_on_executors": [...]}`` at the end: the
+completed instants, and where the executors' Python workers imported ``hudi_ds`` from (the job
+is submitted without --py-files or --archives: from the installed environment).
 """
 
 from __future__ import annotations
@@ -97,8 +99,16 @@ def main(table: str, signal_dir: str, total: int) -> None:
     import hudi_ds
 
     commits = [i.requested_time for i in hudi_ds.HudiTable(table).timeline.commits()]
+
+    def where(_: Iterator[int]) -> Iterator[str]:
+        import hudi_ds
+
+        yield os.path.abspath(os.path.dirname(hudi_ds.__file__))
+
+    sc = spark.sparkContext
+    paths = sorted(set(sc.parallelize(range(2), 2).mapPartitions(where).collect()))
     spark.stop()
-    print(json.dumps({"commits": commits}))
+    print(json.dumps({"commits": commits, "hudi_ds_on_executors": paths}))
 
 
 if __name__ == "__main__":

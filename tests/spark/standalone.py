@@ -34,17 +34,31 @@ import hudi_ds
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 REPO = Path(hudi_ds.__file__).resolve().parents[1]
-#: the Spark settings every job on the cluster gets: loopback, no UI, UTC, small shuffles
+#: JVM flags of every process of the cluster (daemons, drivers, executors): their jobs are tiny
+#: and short, so the C1 compiler only (no C2 compilations burning the 2 cores a test machine
+#: has) and the serial collector (no parallel GC threads) make them start and run faster
+JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
+#: the Spark settings every job on the cluster gets: loopback, no UI, no event log, UTC, small
+#: shuffles, no locality wait (every executor is on this host: waiting 3 s for a "better" one
+#: per task set only delays tiny jobs). A killed executor is noticed when its connection drops;
+#: the heartbeat timeout (no heartbeat for ``spark.network.timeout``) is the fallback, shorter
+#: than the default 120 s but long enough for a starved JVM on a loaded 2-core machine
 JOB_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    "spark.eventLog.enabled": "false",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.memory": "512m",
     "spark.executor.memory": "640m",
+    "spark.driver.extraJavaOptions": JVM_OPTS,
+    "spark.executor.extraJavaOptions": JVM_OPTS,
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
+    "spark.locality.wait": "0s",
+    "spark.executor.heartbeatInterval": "3s",
+    "spark.network.timeout": "60s",
 }
 START_TIMEOUT = 120.0
 
@@ -101,6 +115,48 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def leftovers(root: Path) -> list[str]:
+    """Live processes (``pid cmdline``) whose working directory is ``root`` or inside it: the
+    cluster, Connect server and pipeline fixtures start every process in their own directory,
+    so this finds any of them still running, whoever its parent is now."""
+    top = str(root.resolve())
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(d / "cwd")
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+        except OSError:
+            continue
+        if (cwd == top or cwd.startswith(top + os.sep)) and alive(int(d.name)):
+            found.append(f"{d.name} {cmd}")
+    return found
+
+
+def stop_group(proc: subprocess.Popen[Any], root: Path, timeout: float = 60.0) -> list[str]:
+    """SIGTERM ``proc``'s process group (started with ``start_new_session``), SIGKILL it after
+    ``timeout``; then wait up to ``timeout`` for every process under ``root`` (by working
+    directory) to end and SIGKILL those still alive. Returns what had to be SIGKILLed there
+    (the caller asserts it is empty: a clean stop leaves nothing)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    end = time.monotonic() + timeout
+    while leftovers(root) and time.monotonic() < end:
+        time.sleep(0.2)
+    left = leftovers(root)
+    for line in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+    return left
+
+
 @dataclass
 class Worker:
     """One worker process, its work directory and its log."""
@@ -141,6 +197,9 @@ class StandaloneCluster:
             "SPARK_LOCAL_DIRS": str(self.root / "local"),
             "SPARK_LOG_DIR": str(self.root / "logs"),
             "SPARK_DAEMON_MEMORY": "256m",
+            # a worker that stops heartbeating is dead after 20 s (default 60 s); a killed one
+            # is removed at once, when its connection to the master drops
+            "SPARK_DAEMON_JAVA_OPTS": f"{JVM_OPTS} -Dspark.worker.timeout=20",
             "SPARK_NO_DAEMONIZE": "1",
         }
 
@@ -221,10 +280,11 @@ class StandaloneCluster:
             return dict(json.load(r))
 
     def alive_workers(self) -> int:
-        """Workers the master sees ALIVE (0 while its UI is not up yet)."""
+        """Workers the master sees ALIVE (0 while its UI is not up yet, or answers a starting
+        page that is not its JSON status yet)."""
         try:
             return sum(w["state"] == "ALIVE" for w in self.state()["workers"])
-        except OSError:
+        except (OSError, ValueError, KeyError):
             return 0
 
     def wait_workers(self, n: int, timeout: float = START_TIMEOUT) -> None:
@@ -275,23 +335,13 @@ class StandaloneCluster:
 
     def leftovers(self) -> list[str]:
         """Live processes whose working directory is inside the cluster's directory."""
-        root = str(self.root.resolve())
-        found = []
-        for d in Path("/proc").iterdir():
-            if not d.name.isdigit() or int(d.name) == os.getpid():
-                continue
-            try:
-                cwd = os.readlink(d / "cwd")
-                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
-            except OSError:
-                continue
-            if (cwd == root or cwd.startswith(root + os.sep)) and alive(int(d.name)):
-                found.append(f"{d.name} {cmd}")
-        return found
+        return leftovers(self.root)
 
-    def stop(self, timeout: float = 30.0) -> None:
+    def stop(self, timeout: float = 30.0) -> list[str]:
         """Stop the workers (they stop their executors), then the master; SIGKILL whatever is
-        still running after ``timeout``."""
+        still running after ``timeout``, and then any process left in the cluster's directory
+        (a driver, an executor, a Python worker). Returns those last ones: the caller asserts
+        there were none (a clean stop leaves nothing)."""
         procs = [w.proc for w in self.workers] + ([self.master] if self.master else [])
         for p in procs:
             if p.poll() is None:
@@ -306,6 +356,11 @@ class StandaloneCluster:
         end = time.monotonic() + timeout
         while self.leftovers() and time.monotonic() < end:
             time.sleep(0.2)
+        left = self.leftovers()
+        for line in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+        return left
 
 
 def submit(

@@ -5,7 +5,9 @@ in the workers' work directories with their own Python workers, which get ``hudi
 way the job ships it:
 
 * an installed environment (the executors' interpreter imports hudi_ds: here the checkout on
-  ``spark.executorEnv.PYTHONPATH``, as an installed package would be);
+  ``spark.executorEnv.PYTHONPATH``, as an installed package would be): the worker-kill job and
+  the streaming demo run this way, and the kill job reports where its executors imported
+  hudi_ds from (the batch upsert example's own run is shipped the two other ways);
 * ``--py-files`` of a zip of ``hudi_ds``;
 * ``--archives`` of a packed virtual environment (its site-packages, unpacked in each
   executor's work directory).
@@ -41,10 +43,19 @@ import hudi_ds
 from tests.conftest import assert_rows, hudi_rs_table
 from tests.spark.standalone import REPO, StandaloneCluster, finish, kill_job, submit
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
+#: under pytest-xdist (``make test``: ``--dist loadgroup``) every cluster test runs on one worker,
+#: in this order, sharing the one cluster of the session
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.cluster,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("cluster"),
+]
 
 EXAMPLES = REPO / "examples"
-ROWS = 4000
+#: the example's first write: enough rows for every (city, bucket) file group (32) to get
+#: several writing tasks in the unclustered upsert
+ROWS = 1000
 INSTALLED = {"spark.executorEnv.PYTHONPATH": str(REPO)}
 
 
@@ -59,14 +70,16 @@ def load_example(name: str) -> Any:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    """A master and two workers (1 core, 1 GiB each); afterwards no process of it may live."""
+    """A master and two workers (1 core, 1 GiB each), one for every test of this module (the
+    only one that starts a cluster: one per session); afterwards -- whether the tests passed or
+    not -- no process of it may live (:meth:`StandaloneCluster.leftovers`)."""
     c = StandaloneCluster(tmp_path_factory.mktemp("cluster")).start()
     try:
         yield c
     finally:
-        c.stop()
-        left = c.leftovers()
-        assert not left, f"cluster processes left behind: {left}"
+        left = c.stop()
+        assert not left, f"cluster processes left behind (killed): {left}"
+        assert not c.leftovers(), c.leftovers()
 
 
 def files_per_file_group(path: Path) -> list[int]:
@@ -99,21 +112,6 @@ def check_upsert_table(path: Path, rows: int) -> None:
     assert_rows(hudi_rs_table(str(path)), expected, columns)
     clustered, unclustered = files_per_file_group(path)
     assert clustered == 1 and unclustered > 1, (clustered, unclustered)
-
-
-def test_batch_upsert_installed_environment(cluster: StandaloneCluster, tmp_path: Path) -> None:
-    """Executors run an interpreter that imports hudi_ds (PYSPARK_PYTHON = the venv's python)."""
-    table = tmp_path / "trips"
-    job = submit(
-        cluster,
-        EXAMPLES / "spark_batch_upsert.py",
-        [str(table), "--rows", str(ROWS)],
-        conf=INSTALLED,
-    )
-    out = finish(job)
-    assert out["equal"] and out["master"] == cluster.url, out
-    assert out["hudi_ds_on_executors"] == [str(REPO / "hudi_ds")], out
-    check_upsert_table(table, ROWS)
 
 
 def test_batch_upsert_py_files(cluster: StandaloneCluster, tmp_path: Path) -> None:
@@ -246,7 +244,10 @@ KILL_ROWS = 100_000
 def test_worker_killed_during_batch_write(cluster: StandaloneCluster, tmp_path: Path) -> None:
     """SIGKILL the worker (and its executor and Python workers) that runs a write task after
     the task created log files of the instant: Spark runs the task again on the other worker;
-    the table holds every row once, and the dead attempt's files are deleted by the commit."""
+    the table holds every row once, and the dead attempt's files are deleted by the commit.
+
+    The job ships no hudi_ds: its executors import it from their installed environment
+    (``spark.executorEnv.PYTHONPATH`` = this checkout, as an installed package)."""
     table, signals = tmp_path / "kill", tmp_path / "signals"
     signals.mkdir()
     job = submit(
@@ -267,6 +268,7 @@ def test_worker_killed_during_batch_write(cluster: StandaloneCluster, tmp_path: 
         kill_job(job)
     cluster.wait_workers(2)
     assert len(out["commits"]) == 2, out
+    assert out["hudi_ds_on_executors"] == [str(REPO / "hudi_ds")], out
     assert token_files, "the killed attempt had written no log file"
     columns = ["id", "ts", "part", "v"]
     n = 2 * KILL_ROWS
@@ -282,7 +284,8 @@ def test_streaming_demo_with_a_worker_killed(cluster: StandaloneCluster, tmp_pat
     by hudi_ds, by Spark through hudi_py (in the job) and by hudi-rs; every commit wrote one
     file per file group (the demo's stream goes through ``cluster_by_bucket``)."""
     demo = load_example("demo")
-    plan = demo.Plan(out=tmp_path / "demo", batches=12, rows_per_batch=2000, keys=8000)
+    # 4 micro-batches before the kill, 4 after it
+    plan = demo.Plan(out=tmp_path / "demo", batches=8, rows_per_batch=1000, keys=4000)
     log = tmp_path / "demo.log"
     job = submit(
         cluster,
@@ -322,6 +325,6 @@ def test_streaming_demo_with_a_worker_killed(cluster: StandaloneCluster, tmp_pat
     expected = [tuple(r.values()) for r in want.to_pylist()]
     assert_rows(hudi_ds.HudiTable(str(plan.table)).read(columns=columns), expected, columns)
     assert_rows(hudi_rs_table(str(plan.table)), expected, columns)
-    assert unreferenced_files(plan.table) == []
+    assert unreferenced_files(Path(plan.table)) == []  # plan.table: a URI string
     # the demo clusters each micro-batch by bucket: one file per file group per commit
     assert set(files_per_file_group(plan.table)) == {1}

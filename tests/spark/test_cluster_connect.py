@@ -16,7 +16,6 @@ a ``hudi_py`` sink (``dp.create_sink``).
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import pytest
 
 import hudi_ds
 from tests.conftest import assert_rows, hudi_rs_table, table_options
-from tests.spark.standalone import REPO, SPARK_HOME, free_port
+from tests.spark.standalone import JVM_OPTS, REPO, SPARK_HOME, free_port, stop_group
 
 pytest.importorskip("grpc", reason="Spark Connect's client needs pyspark[connect]")
 
@@ -41,13 +40,17 @@ pytestmark = [
     pytest.mark.slow,
     # the Connect client checks the pandas version at import (no pandas is used here)
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+    # under pytest-xdist: on the one worker that runs the cluster tests, one JVM server at a time
+    pytest.mark.xdist_group("cluster"),
 ]
 START_TIMEOUT = 240.0
 
 
 @pytest.fixture(scope="module")
-def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A Spark Connect server (``local[2]``) on 127.0.0.1 and a client session to it."""
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark Connect server (``local[2]``) on 127.0.0.1, its URL (``sc://...``), one for the
+    module's tests; stopped afterwards (whether the tests passed or not), and checked: no
+    process of it (the server JVM, its Python workers) may live."""
     root = tmp_path_factory.mktemp("connect")
     port = free_port()
     env = {
@@ -67,6 +70,8 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.memory": "768m",
+        "spark.driver.extraJavaOptions": JVM_OPTS,
+        "spark.locality.wait": "0s",
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.session.timeZone": "UTC",
     }
@@ -88,21 +93,37 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                 assert server.poll() is None, log.read_text()[-4000:]
                 assert time.monotonic() < end, f"no Connect server after {START_TIMEOUT}s"
                 time.sleep(0.5)
-        from pyspark.sql import SparkSession
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        left = stop_group(server, root)
+        assert not left, f"Connect server processes left behind (killed): {left}"
 
-        from hudi_ds.spark import register
 
-        spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+@pytest.fixture(scope="module")
+def connect(connect_server: str) -> Iterator[Any]:
+    """A client session to the module's Connect server, with ``hudi_py`` registered.
+
+    pyspark marks the whole process as a Connect client (``SPARK_CONNECT_MODE_ENABLED`` in
+    ``os.environ``) when the session is made; it is unset afterwards, or the local SparkSession
+    of the Spark tests that run later in this process (``make test``: the same xdist worker)
+    would be refused (``CONNECT_URL_NOT_SET``)."""
+    from pyspark.sql import SparkSession
+
+    from hudi_ds.spark import register
+
+    marks = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+    saved = {k: os.environ.get(k) for k in marks}
+    try:
+        spark = SparkSession.builder.remote(connect_server).getOrCreate()
         register(spark)
         yield spark
         spark.stop()
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 COLUMNS = ["id", "ts", "part", "v"]
@@ -190,10 +211,12 @@ def events():
 PIPELINES_CLIENT_BUG = "[UNKNOWN_RESPONSE] Unknown response: Plan observed(__python_accumulator__"
 
 
-def test_declarative_pipeline_with_a_hudi_py_sink(tmp_path: Path) -> None:
-    """``spark-pipelines run``: a streaming flow from Parquet files into a ``hudi_py`` sink
-    (``dp.create_sink(..., format="hudi_py")``); the table equals the model (hudi_ds, hudi-rs),
-    one commit per micro-batch."""
+def test_declarative_pipeline_with_a_hudi_py_sink(connect_server: str, tmp_path: Path) -> None:
+    """``spark-pipelines --remote sc://... run``: a streaming flow from Parquet files into a
+    ``hudi_py`` sink (``dp.create_sink(..., format="hudi_py")``), run by the module's Connect
+    server (without ``--remote`` the CLI starts a local server of its own: one more JVM start
+    for the same check); the table equals the model (hudi_ds, hudi-rs), one commit per
+    micro-batch."""
     src, table = tmp_path / "src", tmp_path / "table"
     src.mkdir()
     pq.write_table(rows(0, 30, 1), src / "a.parquet")
@@ -215,17 +238,32 @@ def test_declarative_pipeline_with_a_hudi_py_sink(tmp_path: Path) -> None:
         "PYSPARK_PYTHON": sys.executable,
         "PYTHONPATH": str(REPO),
     }
-    proc = subprocess.run(
-        [str(SPARK_HOME / "bin" / "spark-pipelines"), "run", "--spec", "spark-pipeline.yml"],
+    # its own process group, in tmp_path: the CLI's JVM and its Python client run there, so
+    # neither can outlive the test unseen
+    run = subprocess.Popen(
+        [
+            str(SPARK_HOME / "bin" / "spark-pipelines"),
+            "--remote",
+            connect_server,
+            "run",
+            "--spec",
+            "spark-pipeline.yml",
+        ],
         cwd=tmp_path,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
+        start_new_session=True,
     )
-    log = proc.stdout + proc.stderr
+    try:
+        out, err = run.communicate(timeout=600)
+    finally:
+        left = stop_group(run, tmp_path)
+    assert not left, f"pipeline processes left behind (killed): {left}"
+    log = out + err
     assert "Run is COMPLETED" in log, log[-5000:]
-    if proc.returncode != 0:
+    if run.returncode != 0:
         assert PIPELINES_CLIENT_BUG in log, log[-5000:]
     rows_in = [*rows(0, 20, 1).to_pylist(), *rows(20, 40, 2).to_pylist()]
     want = [tuple(r[c] for c in COLUMNS) for r in rows_in]
