@@ -60,9 +60,9 @@ def count_table_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         counts["properties"] += rel.strip("/") == PROPS
         return read_bytes(self, rel)
 
-    def counted_open_input_file(self: Storage, rel: str) -> Any:
+    def counted_open_input_file(self: Storage, rel: str, size: int | None = None) -> Any:
         counts["properties"] += rel.strip("/") == PROPS
-        return open_input_file(self, rel)
+        return open_input_file(self, rel, size)
 
     def counted_list_files(self: Storage, rel: str = "", recursive: bool = False) -> list[FileInfo]:
         counts["timeline listings"] += lists_timeline(rel, recursive)
