@@ -23,11 +23,10 @@ demo: $(STAMP)  ## the main job: a pipeline into a Hudi table (STORE=s3: on a lo
 	$(BIN)/python examples/demo.py --store $(STORE)
 
 # Two pytest workers (pytest-xdist), one per core: the suite's fixed-time tests (races, crash
-# loops, writers running for 30 s) and its JVM tests overlap instead of queueing. loadgroup: the
-# tests marked xdist_group("cluster") (the standalone cluster, Spark Connect) run on one worker,
-# in order, sharing their servers; being the largest group they start first, while the other
-# worker takes the rest one test at a time.
-XDIST ?= -n 2 --dist loadgroup
+# loops, writers running for 30 s) and its JVM tests overlap instead of queueing. worksteal: a
+# worker that runs out takes queued tests from the other; the tests marked slow are queued first
+# (tests/conftest.py), so the run ends on short tests on both workers.
+XDIST ?= -n 2 --dist worksteal
 
 # The standalone-cluster and Spark Connect tests (marker `cluster`, ~8 min on one worker) would
 # take the suite past its 15-minute budget on 2 cores: make test-cluster runs them.

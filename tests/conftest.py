@@ -381,6 +381,8 @@ def _is_hypothesis_test(item: object) -> bool:
 def pytest_collection_modifyitems(config: object, items: list) -> None:
     """``HUDI_DS_HYPOTHESIS_ONLY=1`` keeps only the property-based tests (``make test-explore``).
 
+    On an xdist worker the ``slow`` tests go first (see below).
+
     Without the fixture tables, a test parametrized over them has an empty parameter set: it is
     skipped with the reason naming the path looked at (``tests.fixtures.MISSING_REASON``).
     """
@@ -392,6 +394,11 @@ def pytest_collection_modifyitems(config: object, items: list) -> None:
                 "got empty parameter set"
             ):
                 item.add_marker(missing, append=False)
+    if hasattr(config, "workerinput"):
+        # an xdist worker (make test): the tests marked slow first, in their order, so that the
+        # two workers end together on short tests (longest first), not one on a 2-minute test
+        # while the other idles; every worker collects the same order, as xdist requires
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     if os.environ.get("HUDI_DS_HYPOTHESIS_ONLY") != "1":
         return
     keep = [i for i in items if _is_hypothesis_test(i)]
