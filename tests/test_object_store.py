@@ -248,10 +248,19 @@ def test_upsert_on_s3_reads_back_by_hudi_ds_and_hudi_rs(moto_s3: MotoServer, s3_
 
 @pytest.mark.slow
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_write_matrix_and_services_on_s3(moto_s3: MotoServer, s3_uri: str, table_type: str) -> None:
+@pytest.mark.parametrize("store", ["s3", "azure"])
+def test_write_matrix_and_services_on_object_stores(
+    request: pytest.FixtureRequest, store: str, table_type: str
+) -> None:
     """insert, upsert, delete; compaction (MOR), rollback of the last commit, clean: the
-    table read back by hudi_ds and hudi-rs equals the model after each step."""
-    so = moto_s3.storage_options()
+    table read back by hudi_ds and hudi-rs equals the model after each step -- on the local S3
+    server (moto) and on Azure Blob (Azurite)."""
+    if store == "s3":
+        so = request.getfixturevalue("moto_s3").storage_options()
+        uri = request.getfixturevalue("s3_uri")
+    else:
+        so = request.getfixturevalue("azurite").storage_options()
+        uri = request.getfixturevalue("az_uri")
     opts = {
         **_opts(table_type),
         "hoodie.clean.automatic": "false",
@@ -260,37 +269,37 @@ def test_write_matrix_and_services_on_s3(moto_s3: MotoServer, s3_uri: str, table
     model: dict[str, tuple] = {}
     ins = _rows(range(10), 1)
     hudi_ds.write(
-        s3_uri, ins, {**opts, "hoodie.datasource.write.operation": "insert"}, storage_options=so
+        uri, ins, {**opts, "hoodie.datasource.write.operation": "insert"}, storage_options=so
     )
     _apply(model, ins)
-    table = hudi_ds.HudiTable(s3_uri, opts, storage_options=so)
+    table = hudi_ds.HudiTable(uri, opts, storage_options=so)
     up = _rows(range(5, 14), 2)
     table.upsert(up)
     _apply(model, up)
     gone = _rows(range(0, 3), 3)
     table.delete(gone)
     _apply(model, gone, delete=True)
-    _check(s3_uri, so, model)
-    storage = Storage(s3_uri, storage_options=so)
+    _check(uri, so, model)
+    storage = Storage(uri, storage_options=so)
     if table_type == "MERGE_ON_READ":
         ctx = ServiceContext.open(storage, opts)
         planned = compaction.schedule_compaction(ctx)
         assert planned is not None
         done = compaction.run_compaction(ctx, planned)
         assert [r.instant for r in done] == [planned]
-        _check(s3_uri, so, model)
+        _check(uri, so, model)
     later = _rows(range(0, 12), 4)
     last = table.upsert(later)  # rolled back below: the model keeps the rows before it
     rolled = rollback.rollback(ServiceContext.open(storage, opts), last)
     assert rolled.instant == last
-    _check(s3_uri, so, model)
+    _check(uri, so, model)
     cleaned = clean.clean(
         ServiceContext.open(storage, {**opts, "hoodie.cleaner.commits.retained": "1"})
     )
     assert not cleaned.failed
     if table_type == "COPY_ON_WRITE":  # the upserted and deleted-from base files' old versions
         assert cleaned.instant is not None and cleaned.deleted
-    _check(s3_uri, so, model)
+    _check(uri, so, model)
 
 
 # -- the CLI and the Spark options ----------------------------------------------------------------
