@@ -497,7 +497,9 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
     holders = [0]
 
     def writer(i: int) -> None:
-        lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=1.0, wait_ms=20, retries=500)
+        # the expiry must outlast any stall of a live holder (a loaded CI machine stalled one
+        # for over 1 s): a lease without heartbeats, as Hudi's FileSystemBasedLockProvider's
+        lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=20, retries=1500)
         for n in range(8):
             lock.acquire()
             with guard:
@@ -508,7 +510,7 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
             with guard:
                 holders[0] -= 1
                 history.append(("out", lock.owner))
-            if i == 0 and n == 3:  # dies holding it: the lock expires after 1 s
+            if i == 0 and n == 3:  # dies holding it: the lock expires after 5 s
                 continue
             lock.release()
 

@@ -154,11 +154,11 @@ def test_lost_answers_to_conditional_puts_and_unreadable_leases(
 
 def test_heartbeat_keeps_a_live_holders_lease(moto_s3: MotoServer, s3_uri: str) -> None:
     s = _storage(moto_s3, s3_uri)
-    a = StorageBasedLock(s, validity_s=1.0, heartbeat_s=0.1)
-    b = StorageBasedLock(s, validity_s=1.0, heartbeat_s=0.1)
+    a = StorageBasedLock(s, validity_s=2.0, heartbeat_s=0.2)
+    b = StorageBasedLock(s, validity_s=2.0, heartbeat_s=0.2)
     assert a.try_acquire()
     first = _lease(s)["validUntil"]
-    time.sleep(2.0)  # twice the validity + drift: only the heartbeat keeps the lease alive
+    time.sleep(3.0)  # past the validity + drift: only the heartbeat keeps the lease alive
     assert not b.try_acquire()
     lease = _lease(s)
     assert lease["owner"] == a.owner and lease["validUntil"] > first + 1000
