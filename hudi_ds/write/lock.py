@@ -31,7 +31,6 @@ rolled back by their peers (Hudi's LAZY failed-writes cleaning).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -39,7 +38,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig, properties_of, warn_no_effect
@@ -245,8 +244,7 @@ class StorageBasedLock:
         self.owner = str(uuid.uuid4())
         self._mutex = threading.RLock()
         self._held: tuple[bytes, ObjectVersion] | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._heart: Periodic | None = None
         self._audit: list[str] = []
         self._audit_path: str | None = None
         self._audit_txn_ms = 0
@@ -315,11 +313,9 @@ class StorageBasedLock:
             self._held = (body, version)
             self.lost = False
             self._audit_start()
-            self._stop = threading.Event()
-            self._thread = threading.Thread(
-                target=self._beat, name=f"storage-lock-{self.owner[:8]}", daemon=True
+            self._heart = Periodic(
+                self.renew, self.heartbeat_s, f"storage-lock-{self.owner[:8]}", "storage lock"
             )
-            self._thread.start()
             return True
 
     def acquire(self) -> None:
@@ -362,15 +358,6 @@ class StorageBasedLock:
             self._audit_record("RENEW", now)
             return True
 
-    def _beat(self) -> None:
-        stop = self._stop
-        while not stop.wait(self.heartbeat_s):
-            try:
-                if not self.renew():
-                    return
-            except OSError as e:  # a storage hiccup: the next beat retries
-                log.warning("storage lock heartbeat failed: %s", e)
-
     def release(self) -> None:
         """Stop the heartbeat and mark the held lease ``expired`` (``If-Match`` its ETag).
 
@@ -378,10 +365,9 @@ class StorageBasedLock:
         owner (the heartbeat could not renew it in time) is logged, as Hudi does, and left to
         its new holder; :attr:`lost` tells.
         """
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=max(5.0, self.heartbeat_s))
+        heart, self._heart = self._heart, None
+        if heart is not None:
+            heart.stop()
         with self._mutex:
             if self._held is None:
                 return
@@ -536,8 +522,7 @@ class DynamoDBLock:
         self._mutex = threading.RLock()
         self._rvn: str | None = None  # the record version number of the item we hold
         self._renewed = 0.0  # monotonic time of the last successful write of our item
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._heart: Periodic | None = None
         #: the item seen held by another owner: (record version number, monotonic first seen,
         #: its lease in seconds)
         self._watch: tuple[str, float, float] | None = None
@@ -689,11 +674,14 @@ class DynamoDBLock:
             self._renewed = now
             self._watch = None
             self.lost = False
-            self._stop = threading.Event()
-            self._thread = threading.Thread(
-                target=self._beat, name=f"dynamodb-lock-{self.owner[-8:]}", daemon=True
+            # any error is retried at the next beat (boto3 raises more than OSError)
+            self._heart = Periodic(
+                self.renew,
+                self.heartbeat_s,
+                f"dynamodb-lock-{self.owner[-8:]}",
+                "DynamoDB lock",
+                errors=(Exception,),
             )
-            self._thread.start()
             return True
 
     def acquire(self) -> None:
@@ -778,15 +766,6 @@ class DynamoDBLock:
             self._rvn, self._renewed = new, now
             return True
 
-    def _beat(self) -> None:
-        stop = self._stop
-        while not stop.wait(self.heartbeat_s):
-            try:
-                if not self.renew():
-                    return
-            except Exception as e:  # a DynamoDB hiccup: the next beat retries
-                log.warning("DynamoDB lock heartbeat failed: %s", e)
-
     def release(self) -> None:
         """Stop the heartbeat and delete the item if it is still ours (owner and version).
 
@@ -795,10 +774,9 @@ class DynamoDBLock:
         Raises:
             HudiError: the delete failed for another reason than the condition.
         """
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=max(5.0, self.heartbeat_s))
+        heart, self._heart = self._heart, None
+        if heart is not None:
+            heart.stop()
         with self._mutex:
             rvn, self._rvn = self._rvn, None
             if rvn is None:
@@ -999,6 +977,42 @@ def held(lock: TableLock | None) -> Iterator[None]:
         lock.release()
 
 
+class Periodic:
+    """Calls ``fn`` every ``period_s`` on a daemon thread until it returns False or
+    :meth:`stop` is called: the heartbeats of the locks and of writers' instants.
+
+    An exception of ``errors`` (a storage hiccup) is logged and the next period retries.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[], object],
+        period_s: float,
+        name: str,
+        what: str,
+        errors: tuple[type[BaseException], ...] = (OSError,),
+    ) -> None:
+        self.period_s = period_s
+        self._fn, self._what, self._errors = fn, what, errors
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            try:
+                if self._fn() is False:
+                    return
+            except self._errors as e:
+                log.warning("%s heartbeat failed: %s", self._what, e)
+
+    def stop(self) -> None:
+        """Stop the beats and wait for a beat under way (not when called from a beat)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=max(5.0, self.period_s))
+
+
 class Heartbeat:
     """Refreshes ``.hoodie/.heartbeat/<instant>`` every ``interval_s`` on a daemon thread."""
 
@@ -1006,23 +1020,15 @@ class Heartbeat:
         self.storage = storage
         self.path = f"{HEARTBEAT_DIR}/{instant}"
         self.interval_s = interval_s
-        self._stop = threading.Event()
         self.beat()
-        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{instant}", daemon=True)
-        self._thread.start()
+        self._beats = Periodic(self.beat, interval_s, f"heartbeat-{instant}", "instant")
 
     def beat(self) -> None:
         # atomic: a peer reading the heartbeat never sees a half-written (empty) file
         self.storage.write_atomic(self.path, str(int(time.time() * 1000)).encode())
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            with contextlib.suppress(OSError):  # a storage hiccup: the next beat retries
-                self.beat()
-
     def stop(self, delete: bool = True) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        self._beats.stop()
         if delete:
             self.storage.delete(self.path)
 

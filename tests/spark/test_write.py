@@ -182,11 +182,19 @@ def test_bad_options_and_schema_fail_before_writing(spark: Any, tmp_path: Path) 
         ({"write.task.max.size": "-5"}, "'write.task.max.size'"),
         ({"hoodie.index.bucket.engine": "CONSISTENT_HASHING"}, "CONSISTENT_HASHING"),
     ]
-    for extra, match in cases:
-        with pytest.raises(Exception, match=match):
-            df.write.format("hudi_py").mode("append").options(
-                **{**options("MERGE_ON_READ"), **extra}
-            ).save(str(path))
+    from hudi_ds.spark.writer import HudiBatchWriter
+
+    for n, (extra, match) in enumerate(cases):
+        if n < 3:  # through Spark (each refused write costs a data source worker: seconds)
+            with pytest.raises(Exception, match=match):
+                df.write.format("hudi_py").mode("append").options(
+                    **{**options("MERGE_ON_READ"), **extra}
+                ).save(str(path))
+        else:  # the same driver-side check Spark's writer() runs
+            with pytest.raises(Exception, match=match):
+                HudiBatchWriter.create(
+                    {"path": str(path), **options("MERGE_ON_READ"), **extra}, df.schema, False
+                )
         assert not path.exists(), extra
     with pytest.raises(Exception, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
         df.write.format("hudi_py").options(**options("MERGE_ON_READ")).save(str(path))

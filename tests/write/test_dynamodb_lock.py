@@ -113,7 +113,8 @@ def test_heartbeat_keeps_the_lock_and_expiry_hands_it_over(
     assert first and renewed and renewed[DDB_RVN] != first[DDB_RVN]
     assert renewed[DDB_OWNER] == a.owner
     # the holder dies (its heartbeat stops, nothing released): b takes it after one lease
-    a._stop.set()
+    assert a._heart is not None
+    a._heart.stop()
     t0 = time.monotonic()
     b.acquire()
     # not before one whole lease after the dead holder's last renewal (sent at a._renewed)
@@ -189,12 +190,12 @@ def test_lost_answers_to_the_lock_writes(moto_s3: MotoServer, ddb_table: str) ->
 
         return twice
 
-    a._stop.set()  # no background heartbeat: renew() is called below
     for call in ("put_item", "update_item", "delete_item"):
         object.__setattr__(client, call, retried(call))
     try:
         assert a.try_acquire() and a.holds
-        a._stop.set()
+        assert a._heart is not None
+        a._heart.stop()  # no background heartbeat: renew() is called below
         before = a.read_item()
         assert a.renew() and not a.lost
         after = a.read_item()
