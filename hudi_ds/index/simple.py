@@ -198,7 +198,7 @@ def open_base_file(storage: Storage, base: BaseFile) -> Iterator[pq.ParquetFile]
     if base.name.extension != ".parquet":
         raise UnsupportedError(f"index lookup reads Parquet base files only, not {path}")
     try:
-        f = storage.open_input_file(base.path)
+        f = storage.open_input_file(base.path, base.size or None)  # listed: no HEAD
     except FileNotFoundError as e:
         raise MissingFileError(
             f"base file {path} of a committed file slice is missing", base.path

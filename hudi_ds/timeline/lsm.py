@@ -216,19 +216,23 @@ class LsmTimelineWriter:
         """Requested times archived in the live files whose range reaches ``since`` (all files
         when None): what an earlier archival, killed after committing its file, archived."""
         out: set[str] = set()
-        for name, _ in self.manifest():
+        for name, size in self.manifest():
             parsed = parse_lsm_file_name(name)
             if parsed is None or (since is not None and parsed[1] < since):
                 continue
-            out.update(self._read(name, ["instantTime"]).column("instantTime").to_pylist())
+            times = self._read(name, ["instantTime"], size).column("instantTime")
+            out.update(times.to_pylist())
         return out
 
-    def _read(self, name: str, columns: list[str] | None = None) -> pa.Table:
+    def _read(
+        self, name: str, columns: list[str] | None = None, size: int | None = None
+    ) -> pa.Table:
+        """One LSM file (``size``: its ``fileLen`` in the manifest, which saves a HEAD)."""
         import pyarrow.parquet as pq
 
         path = self._path(name)
         try:
-            with self.storage.open_input_file(path) as fh:
+            with self.storage.open_input_file(path, size or None) as fh:
                 return pq.read_table(fh, columns=columns)
         except FileNotFoundError:
             raise
@@ -281,10 +285,12 @@ class LsmTimelineWriter:
         # LSMTimelineWriter.getCandidateFiles: consecutive oldest files, at most a batch, the
         # group under the target size (a lone file above it is skipped)
         candidates: list[str] = []
+        sizes: dict[str, int] = {}
         total = 0
         for n, s in files:
             total += s
             candidates.append(n)
+            sizes[n] = s
             if len(candidates) >= self.batch_size:
                 break
             if total > COMPACTION_TARGET_BYTES:
@@ -298,7 +304,7 @@ class LsmTimelineWriter:
         ranges = [p for n in candidates if (p := parse_lsm_file_name(n)) is not None]
         name = lsm_file_name(min(r[0] for r in ranges), max(r[1] for r in ranges), layer + 1)
         table = pa.concat_tables(
-            [self._read(n).select(LSM_INSTANT_SCHEMA.names) for n in candidates]
+            [self._read(n, None, sizes[n]).select(LSM_INSTANT_SCHEMA.names) for n in candidates]
         )
         rows = [
             LsmEntry(r["instantTime"], r["completionTime"], r["action"], r["metadata"], r["plan"])
