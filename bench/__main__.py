@@ -57,7 +57,7 @@ KIND = {
     "delta_rs_streamed": "delta-rs merge (copy-on-write), streamed_exec=True",
     "pyiceberg": "pyiceberg upsert (copy-on-write), partitioned by dt",
     "spark_parquet": "Spark df.write.parquet / spark.read.parquet (ceiling)",
-    "hudi_ds_spark": "Spark hudi_py, MOR bucket index",
+    "hudi_ds_spark": "Spark hudi_py, MOR bucket index, defaults (batch writes: no compaction)",
 }
 
 

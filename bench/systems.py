@@ -440,6 +440,10 @@ def _spark_runner(fmt: str) -> Runner:
     The timed read is the same query for both, on the same final rows: ``hudi_py`` reads its
     table, the parquet ceiling reads the reference final table as plain Parquet (the files it
     appended hold every version, not the final rows). Memory: this process plus Spark's JVM.
+
+    ``hudi_py`` runs at its defaults: MOR, and -- as Hudi's Spark data source -- batch writes
+    neither schedule nor execute compactions (no ``hoodie.compact.inline``), so the five upsert
+    batches write log blocks only and the read merges them onto the inserted base files.
     """
 
     def run(w: Workload, root: Path, ref: str) -> Result:

@@ -886,22 +886,29 @@ class ServiceConfig:
     COMPACT_ASYNC = ConfigProperty(
         # Hudi's DataSourceWriteOptions.ASYNC_COMPACT_ENABLE (default true): its streaming sink
         # schedules a compaction in the commit once the trigger is met and executes it in a
-        # driver thread (HoodieStreamingSink's async compaction service); Flink's
-        # compaction.async.enabled (default true, every compaction.delta_commits = 5).
+        # driver thread (HoodieStreamingSink's async compaction service); a batch datasource
+        # write has no such service (HoodieSparkSqlWriter.isAsyncCompactionEnabled needs the
+        # sink's asyncCompactionTriggerFn) and, with this true, does not compact; false turns
+        # inline compaction on for MOR unless hoodie.compact.inline is given
+        # (DataSourceUtils.createHoodieConfig). Flink's compaction.async.enabled: default true,
+        # every compaction.delta_commits = 5. See services.compaction.run_inline_compaction.
         "hoodie.datasource.compaction.async.enable",
         True,
         parse_bool,
         "MOR: schedule a compaction when the trigger is met (every "
         "`hoodie.compact.inline.max.delta.commits` delta commits by default) and run it off the "
-        "write path: the Spark streaming sink in a background process on the driver; writers "
-        "without a long-lived process (`hudi_ds.write`, `HudiTable`, Spark batch writes) right "
-        "after the commit. `false` (and `hoodie.compact.inline` not set): writers do not compact.",
+        "write path. The Spark streaming sink runs it in a background process on the driver; "
+        "Spark batch writes have no such process and, as Hudi's, do not compact (`false` there: "
+        "inline compaction, as Hudi's data source, unless `hoodie.compact.inline` is given); "
+        "the embedded API (`hudi_ds.write`, `HudiTable`) runs it right after the commit "
+        "(`false` there, with `hoodie.compact.inline` not set: no compaction).",
     )
     COMPACT_SCHEDULE_INLINE = ConfigProperty(
         "hoodie.compact.schedule.inline",
         False,
         parse_bool,
-        "MOR: only schedule compactions after commits (run them with `hudi-py compact run`).",
+        "MOR: only schedule compactions after commits (run them with `hudi-py compact run`); "
+        "Spark writes schedule only while no compaction is pending, as Hudi.",
     )
     COMPACT_MAX_DELTA_COMMITS = ConfigProperty(
         "hoodie.compact.inline.max.delta.commits",

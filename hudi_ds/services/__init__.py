@@ -19,10 +19,11 @@ options)::
 Writers run them after every commit (:func:`run_post_commit_services`, passed to
 :class:`~hudi_ds.write.client.WriteClient` as ``post_commit`` by the embedded API and the Spark
 connector), as Hudi's write client does: compaction of MOR tables every
-``hoodie.compact.inline.max.delta.commits`` (5) delta commits unless
-``hoodie.datasource.compaction.async.enable=false`` -- executed after the commit, or by the
-Spark streaming sink's background compactor (:mod:`hudi_ds.services.background`) --,
-cleaning when ``hoodie.clean.automatic`` (default true), archival when
+``hoodie.compact.inline.max.delta.commits`` (5) delta commits -- by the embedded API right
+after the commit unless ``hoodie.datasource.compaction.async.enable=false``; by the Spark
+streaming sink's background compactor (:mod:`hudi_ds.services.background`); by Spark batch
+writes only with ``hoodie.compact.inline=true``, as Hudi's data source --, cleaning when
+``hoodie.clean.automatic`` (default true), archival when
 ``hoodie.archive.automatic`` (default true). A failing service never undoes the commit that
 triggered it; it is logged and retried after the next commit.
 """
@@ -56,14 +57,24 @@ def run_post_commit_services(
     client: WriteClient,
     instant: Instant,
     async_compactor: compaction.AsyncCompactor | None = None,
+    *,
+    datasource: bool = False,
 ) -> None:
     """The writer's post-commit table services: compaction (MOR), cleaning, archival.
 
-    Compaction follows :func:`~hudi_ds.services.compaction.run_inline_compaction`: by default
+    Compaction follows :func:`~hudi_ds.services.compaction.run_inline_compaction`. The
+    embedded writers (``datasource=False``): by default
     (``hoodie.datasource.compaction.async.enable=true``) a compaction is scheduled every
-    ``hoodie.compact.inline.max.delta.commits`` delta commits and executed by
-    ``async_compactor`` when the writer has one (the Spark streaming sink passes
-    :func:`~hudi_ds.services.background.start_compactor`), else right after the commit.
+    ``hoodie.compact.inline.max.delta.commits`` delta commits and executed right after the
+    commit. The Spark data source (``datasource=True``) resolves the options as Hudi's does:
+    the streaming sink schedules and hands the plan to ``async_compactor``
+    (:func:`~hudi_ds.services.background.start_compactor`); a batch write compacts only with
+    ``hoodie.compact.inline=true`` (or ``hoodie.datasource.compaction.async.enable=false``,
+    which Hudi's data source turns into inline compaction) and schedules only with
+    ``hoodie.compact.schedule.inline=true``. Cleaning (``hoodie.clean.automatic``) and
+    archival (``hoodie.archive.automatic``), both default true, run after every writer's
+    commits, batch ones included, as Hudi's ``BaseHoodieWriteClient`` post-commit
+    ``autoCleanOnCommit`` / ``autoArchiveOnCommit`` do.
 
     They run on the writer's :class:`~hudi_ds.timeline.view.TableState` (``client.state``),
     current after the commit: ``hoodie.properties`` is not read again, and the timeline is not
@@ -80,7 +91,7 @@ def run_post_commit_services(
             return
         ctx = ServiceContext(state, client.options)  # the writer validated its options
         if config.is_mor:
-            compaction.run_inline_compaction(ctx, async_compactor)
+            compaction.run_inline_compaction(ctx, async_compactor, datasource=datasource)
         if ctx.get(ServiceConfig.CLEAN_AUTOMATIC):
             tl = ctx.timeline()
             if clean.clean_due(ctx, tl) and clean.may_have_work(ctx, tl):

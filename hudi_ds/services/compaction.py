@@ -918,26 +918,57 @@ AsyncCompactor = Callable[[ServiceContext], object]
 
 
 def run_inline_compaction(
-    ctx: ServiceContext, async_compactor: AsyncCompactor | None = None
+    ctx: ServiceContext,
+    async_compactor: AsyncCompactor | None = None,
+    *,
+    datasource: bool = False,
 ) -> list[CompactionResult]:
     """The post-commit compaction of a writer: retry pending compactions, then schedule a new
     one when the trigger is met, and run them as the options say.
 
+    The embedded writers (``datasource=False``: :func:`hudi_ds.write`, ``HudiTable``):
+
     * ``hoodie.compact.inline=true``: schedule and execute in the commit (Hudi's inline
       compaction; it turns async compaction off, as Hudi's ``isAsyncCompactionEnabled`` does).
     * else ``hoodie.datasource.compaction.async.enable=true`` (the default, Hudi's key and
-      default): schedule in the commit (Hudi's ``HoodieSparkSqlWriter`` calls
-      ``client.scheduleCompaction`` after the commit when async compaction is on) and hand
-      the pending compactions to ``async_compactor`` -- the Spark streaming sink's background
-      compactor -- or, for writers without one (the embedded API, Spark batch writes: no
-      process outlives the call), execute them right after the commit.
+      default): schedule in the commit and execute the pending compactions right after it
+      (no process outlives the call to host an async service).
     * else ``hoodie.compact.schedule.inline=true``: schedule only.
+
+    The Spark data source (``datasource=True``) resolves the same keys as Hudi's does:
+
+    * ``hoodie.compact.inline`` when given; when not, it is true on a MOR table exactly when
+      ``hoodie.datasource.compaction.async.enable=false`` (Hudi's
+      ``DataSourceUtils.createHoodieConfig``: ``inlineCompact = !asyncCompact && MOR``, then
+      the user's own keys override it).
+    * async compaction only where the writer has an async service to run it
+      (``async_compactor``: the streaming sink's background compactor). Hudi's
+      ``HoodieSparkSqlWriter.isAsyncCompactionEnabled`` requires an
+      ``asyncCompactionTriggerFn``, which only ``HoodieStreamingSink`` passes; a batch
+      ``df.write`` (like Spark SQL INSERT / MERGE INTO) calls ``HoodieSparkSqlWriter.write``
+      without one, so at the defaults a batch write neither schedules nor executes a
+      compaction (read in Hudi 0.14-1.1: ``hudi-spark-common`` ``HoodieSparkSqlWriter.scala``,
+      ``DataSourceUtils.java``, ``DefaultSource.createRelation``).
+    * ``hoodie.compact.schedule.inline=true`` (and no inline compaction): schedule only, and
+      only while no compaction is pending (``BaseHoodieTableServiceClient``
+      ``runTableServicesInline``).
 
     Returns:
         The compactions completed here (none when handed to ``async_compactor``).
     """
-    inline = ctx.get(ServiceConfig.COMPACT_INLINE)
-    run_async = not inline and ctx.get(ServiceConfig.COMPACT_ASYNC)
+    opts = ctx.options
+    if datasource:
+        inline = (
+            ctx.get(ServiceConfig.COMPACT_INLINE)
+            if opts.is_set(ServiceConfig.COMPACT_INLINE)
+            else not ctx.get(ServiceConfig.COMPACT_ASYNC)
+        )
+        run_async = (
+            not inline and async_compactor is not None and ctx.get(ServiceConfig.COMPACT_ASYNC)
+        )
+    else:
+        inline = ctx.get(ServiceConfig.COMPACT_INLINE)
+        run_async = not inline and ctx.get(ServiceConfig.COMPACT_ASYNC)
     schedule_only = ctx.get(ServiceConfig.COMPACT_SCHEDULE_INLINE)
     if not ctx.config.is_mor or not (inline or run_async or schedule_only):
         return []
@@ -946,6 +977,8 @@ def run_inline_compaction(
     if execute_here and ctx.timeline().pending_compactions():
         results += run_compaction(ctx)
     tl = ctx.timeline()
+    if datasource and not (inline or run_async) and tl.pending_compactions():
+        return results  # Hudi's schedule-only mode waits for the pending plan to run
     if compaction_due(ctx, tl):
         if _pending_writes(tl) and not ctx.multi_writer:
             log.info("compaction not scheduled: writes are pending")

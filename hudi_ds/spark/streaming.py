@@ -34,7 +34,9 @@ Process model (pyspark 4.3, see the reference notes) and where each step happens
   the driver machine (:mod:`hudi_ds.services.background`; Hudi's sink runs its async
   compaction service in a driver thread, ``hoodie.datasource.compaction.async.enable``, default
   true): the next micro-batch does not wait for it. ``hoodie.compact.inline=true`` executes it
-  in the commit instead.
+  in the commit instead, and so does ``hoodie.datasource.compaction.async.enable=false``
+  unless ``hoodie.compact.inline`` is given (Hudi's ``DataSourceUtils.createHoodieConfig``:
+  inline compaction on MOR when async compaction is off); both false: no compaction.
 * ``abort(messages, batchId)`` rolls back the batch's pending instant (named by the messages or
   found through the marker when every message is ``None``). A completed instant is never
   rolled back: Spark calls ``abort`` after a ``commit`` that raised, possibly after the commit
@@ -168,7 +170,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         # MOR compaction off the critical path, as Hudi's HoodieStreamingSink runs it (async
         # compaction service): scheduled in the commit, executed by a background compactor
         job.client.post_commit = functools.partial(
-            run_post_commit_services, async_compactor=start_compactor
+            run_post_commit_services, async_compactor=start_compactor, datasource=True
         )
         state_key = SparkConfig.STREAMING_STATE_INDEX
         if opt.get(connector, state_key) and job.client.resolved.index_type == "BUCKET":

@@ -21,6 +21,7 @@ Process model (pyspark 4.3, see the reference notes):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -134,8 +135,15 @@ class WriteJob:
         self.operation = resolve_operation(self.options, overwrite)
         if self.operation is not None:  # the client's operation, chosen once
             self.options[OPERATION_KEY] = self.operation
+        # table services after the commit as Hudi's data source runs them: a batch write has
+        # no async compaction service (Hudi's HoodieSparkSqlWriter gets no
+        # asyncCompactionTriggerFn from DefaultSource.createRelation), so MOR compaction runs
+        # only inline (hoodie.compact.inline); cleaning and archival run at their defaults.
+        # The streaming sink replaces this with its background compactor (spark/streaming.py).
         self.client: WriteClient = WriteClient(
-            opt.open_path(path, self.connector), self.options, post_commit=run_post_commit_services
+            opt.open_path(path, self.connector),
+            self.options,
+            post_commit=functools.partial(run_post_commit_services, datasource=True),
         )
         self.client.validate_schema(self.arrow_schema)
 

@@ -188,3 +188,38 @@ def test_inline_compaction_needs_no_compactor(tmp_path: Path) -> None:
     assert compaction.run_inline_compaction(offered, calls.append) == []
     assert calls == []  # nothing pending, nothing due: the compactor is not started
     _check(path, 6)
+
+
+def test_the_spark_data_source_resolves_compaction_as_hudis(tmp_path: Path) -> None:
+    """Spark writes (``datasource=True``) resolve the keys as Hudi's data source does: a batch
+    write (no async compactor) neither schedules nor executes at the defaults;
+    ``hoodie.compact.schedule.inline`` schedules only, and not while a compaction is pending;
+    the streaming sink's compactor gets the pending plan; async off means inline compaction
+    unless ``hoodie.compact.inline`` says otherwise."""
+    path = tmp_path / "t"
+    off = {"hoodie.datasource.compaction.async.enable": "false", "hoodie.compact.inline": "false"}
+    for n in range(6):
+        hudi_ds.write(str(path), _batch(n), _opts(**off))
+
+    def run(compactor: compaction.AsyncCompactor | None = None, **o: str) -> list[object]:
+        ctx = ServiceContext.open(str(path), _opts(**o))
+        return list(compaction.run_inline_compaction(ctx, compactor, datasource=True))
+
+    assert run() == []  # a batch write at the defaults: 6 delta commits, no compaction
+    assert run(**off) == []
+    assert _compactions(path) == ([], [])
+    assert run(**{"hoodie.compact.schedule.inline": "true"}) == []
+    done, pending = _compactions(path)
+    assert done == [] and len(pending) == 1
+    hudi_ds.write(str(path), _batch(6), _opts(**off))
+    one = {"hoodie.compact.inline.max.delta.commits": "1"}
+    assert run(**{"hoodie.compact.schedule.inline": "true", **one}) == []  # due, but one pends
+    assert _compactions(path) == (done, pending)
+    calls: list[object] = []
+    assert run(calls.append) == [] and len(calls) == 1  # the sink's compactor takes the plan
+    assert _compactions(path) == (done, pending)
+    # async off, inline not given: Hudi's DataSourceUtils turns inline compaction on
+    assert len(run(**{"hoodie.datasource.compaction.async.enable": "false"})) == 1
+    assert _compactions(path) == (pending, [])  # the pending plan ran in the commit
+    assert_rows(hudi_ds.read(str(path), RO), _expected(6), COLS)  # as of the plan: 6 writes
+    _check(path, 7)

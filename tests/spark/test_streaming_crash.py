@@ -52,8 +52,10 @@ OPTIONS = {
     # the expected state lets a delete beat a later-arriving update with an older event time;
     # a compaction drops the delete's tombstone (as in Hudi), after which such an update
     # inserts the key again -- so this model holds only without compaction. The background
-    # compactor's kills: tests/services/test_compaction_defaults.py
+    # compactor's kills: tests/services/test_compaction_defaults.py. Both keys: async off alone
+    # turns inline compaction on in a Spark write, as in Hudi's data source
     "hoodie.datasource.compaction.async.enable": "false",
+    "hoodie.compact.inline": "false",
 }
 SCHEMA = "id string, ts long, part string, amount double, note string, _hoodie_is_deleted boolean"
 RUN_TIMEOUT = 150.0
