@@ -118,8 +118,7 @@ def test_exactly_once_under_driver_kills_on_s3_and_azure(
     tmp_path: Path,
     moto_s3: Any,
     s3_uri: str,
-    azurite: Any,
-    az_uri: str,
+    request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import hudi_ds
@@ -137,11 +136,14 @@ def test_exactly_once_under_driver_kills_on_s3_and_azure(
     )
 
     monkeypatch.setattr(crash, "RUN_TIMEOUT", RUN_TIMEOUT)
-    uris = {"s3": s3_uri, "az": az_uri}
-    sos = {
-        "s3": {k: str(v) for k, v in moto_s3.storage_options().items()},
-        "az": {k: str(v) for k, v in azurite.storage_options().items()},
-    }
+    uris = {"s3": s3_uri}
+    sos = {"s3": {k: str(v) for k, v in moto_s3.storage_options().items()}}
+    try:  # without npm there is no Azurite: S3 alone keeps its kills
+        azurite = request.getfixturevalue("azurite")
+        uris["az"] = request.getfixturevalue("az_uri")
+        sos["az"] = {k: str(v) for k, v in azurite.storage_options().items()}
+    except pytest.skip.Exception as e:  # (the Azure batch write's skip names it in -ra)
+        print(f"the streaming kills run on S3 only: {e}")
     storages = {tag: Storage(uris[tag], storage_options=sos[tag]) for tag in uris}
     targets = [
         {"tag": tag, "table": uris[tag], "so": sos[tag], "checkpoint": str(tmp_path / f"ck-{tag}")}
@@ -160,7 +162,8 @@ def test_exactly_once_under_driver_kills_on_s3_and_azure(
 
     history: list[tuple[Any, ...]] = []
     driver = spawn(tmp_path, 0, targets)
-    for run, points in enumerate(PLAN):
+    for run, plan in enumerate(PLAN):
+        points = {tag: at for tag, at in plan.items() if tag in uris}
         nxt = {tag: committed_batch(tag) + 1 for tag in uris}
         pause = ",".join(f"{p}:{nxt[tag] + ahead}@{tag}" for tag, (p, ahead) in points.items())
         outcome, secs, driver = go(
