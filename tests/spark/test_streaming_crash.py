@@ -108,22 +108,28 @@ def expected_state(files: list[pa.Table]) -> dict[str, tuple[Any, ...]]:
 #: a directory; when it holds a file ``pause`` listing ``point:batchId[,...]`` with point
 #: ``write`` (a task, files written, message not returned), ``commit`` (driver, before the
 #: commit point) or ``committed`` (after it, before Spark records the batch), the process
-#: touches ``<dir>/<point>-<batchId>`` there and sleeps, to be killed.
+#: touches ``<dir>/<point>-<batchId>`` there and sleeps, to be killed. ``point:batchId@tag``
+#: pauses only the query into the table whose URI scheme is ``tag`` (a driver running one
+#: query per store, tests/spark/test_streaming_object_stores.py) and touches ``<point>-<batchId>@<tag>``.
 SIGNAL_ENV = "HUDI_PY_TEST_STREAM_SIGNAL"
 
 
-def pause_at(point: str, batch_id: int) -> None:
+def pause_at(point: str, batch_id: int, tag: str = "") -> None:
     """Sleep at ``point`` of micro-batch ``batch_id`` when the signal directory asks for it."""
     signal_dir = os.environ.get(SIGNAL_ENV)
     if not signal_dir:
         return
     try:
-        spec = Path(signal_dir, "pause").read_text().split(",")
+        spec = {x.strip() for x in Path(signal_dir, "pause").read_text().split(",")}
     except OSError:
         return
-    if f"{point}:{batch_id}" in (x.strip() for x in spec):
-        Path(signal_dir, f"{point}-{batch_id}").touch()
-        time.sleep(3600)
+    for name, asked in (
+        (f"{point}-{batch_id}", f"{point}:{batch_id}"),
+        (f"{point}-{batch_id}@{tag}", f"{point}:{batch_id}@{tag}"),
+    ):
+        if asked in spec:
+            Path(signal_dir, name).touch()
+            time.sleep(3600)
 
 
 def pausing_source() -> type:
@@ -139,13 +145,19 @@ def pausing_source() -> type:
         def write(self, iterator: Any) -> HudiStreamCommitMessage:
             msg = super().write(iterator)
             if not msg.skipped:
-                pause_at("write", msg.batch_id)
+                pause_at("write", msg.batch_id, self.tag)
             return msg
 
         def publish(self, instant: str, messages: Any, batch_id: int) -> None:
-            pause_at("commit", batch_id)
+            pause_at("commit", batch_id, self.tag)
             super().publish(instant, messages, batch_id)
-            pause_at("committed", batch_id)
+            pause_at("committed", batch_id, self.tag)
+
+        @property
+        def tag(self) -> str:
+            """The table URI's scheme (``s3``, ``az``; ``""`` for a local path)."""
+            head, sep, _ = self.job.path.partition("://")
+            return head if sep else ""
 
     class PausingDataSource(HudiDataSource):
         def streamWriter(self, schema: Any, overwrite: bool) -> PausingStreamWriter:
@@ -250,7 +262,10 @@ def go(
 ) -> tuple[str, float, Driver | None]:
     """Let ``d`` start its query; SIGKILL its process group when it pauses (or ``kill_after``
     seconds after the query started). The next run's driver is spawned once this one's query
-    runs. Returns ``(outcome, seconds, next driver)``: outcome ``killed`` or ``finished``."""
+    runs. Returns ``(outcome, seconds, next driver)``: outcome ``killed`` or ``finished``.
+
+    ``pause`` lists points (``point:batchId[@tag]``, comma-separated): the kill waits until the
+    process has paused at each of them (one per query of a driver running several)."""
     if pause:
         (d.sig / "pause").write_text(pause)
     (d.sig / "go").touch()
@@ -267,7 +282,8 @@ def go(
                 started = time.monotonic()
                 if warm_next is not None:
                     nxt = warm_next()
-            paused = any(n.split("-")[0] in ("write", "commit", "committed") for n in names)
+            at = [n for n in names if n.split("-")[0] in ("write", "commit", "committed")]
+            paused = len(at) >= (len(pause.split(",")) if pause else 1)
             timed = kill_after is not None and started is not None
             if paused or (timed and time.monotonic() - started >= kill_after):  # type: ignore[operator]
                 kill(d)
