@@ -72,34 +72,175 @@ def _lengths_view(content: bytes | memoryview) -> np.ndarray:
 
 
 def record_bounds(
-    content: bytes | memoryview, start: int, count: int
+    content: bytes | memoryview, start: int, count: int, node: AvroType | None = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Start and end offsets of the ``count`` length-prefixed records from ``start`` on.
 
     Record ``i`` is ``content[starts[i]:ends[i]]`` (its ``int32`` length prefix sits just before
     ``starts[i]``). Returns ``None`` unless the chain of lengths is intact, holds ``count``
     records and ends exactly at the end of ``content`` (the caller then decodes record by
-    record, which names the bad one).
+    record, which names the bad one). ``node``: the records' schema, if known (it sharpens the
+    guess below: the smallest size of a record, the bytes a record may start with).
 
-    Where a record starts depends on every length before it, so the chain is followed by many
-    walkers at once, in numpy lockstep: one starts at ``start``, others at every plausible
-    length (one whose record and the next fit the content) in a small window every
-    ``_SEED_EVERY`` records (fewer in small blocks). Each step moves every walker to the end
-    of its record; a walker stops where another has been (it has joined that walker's path),
-    dies on an impossible length, or finishes at the end of the content. Walkers seeded inside
-    a record either die or join the chain, so after about ``_SEED_EVERY`` steps every record
-    of the chain has been visited, each by one walker; the chain is then the first walker's
-    path, followed through the walkers it joined (found with pointer doubling). Every position
-    on it was reached through the length read at the one before, so it is exactly the
-    sequential chain.
+    Where a record starts depends on every length before it. Record starts are guessed first
+    (:func:`_prefix_candidates`: every position whose four bytes read as a length below
+    ``2**16`` that fits, found in one pass over the content), and the chain is followed
+    through the guesses (:func:`_chain_of_candidates`). When a length leads to no guess (a
+    record of ``2**16`` bytes or more, a damaged block) or there are too many guesses, the
+    chain is walked (:func:`_walk_chain`) from plausible lengths in windows.
     """
     total = len(content)
     if count <= 0 or start + 4 > total:
         return None
+    guessed = _prefix_candidates(content, start, count, node)
+    if guessed is not None:
+        chain = _chain_of_candidates(guessed[0], guessed[1], start, count, total)
+        if chain is not None:
+            return chain
+    return _walk_chain(content, start, count, _window_seeds(content, start, count))
+
+
+#: At most this many guessed record starts per record (:func:`_prefix_candidates`); content
+#: with more (long runs of zero bytes) is seeded by windows instead.
+_MAX_GUESSES_PER_RECORD = 8
+#: Bytes of content :func:`_prefix_candidates` looks at a time.
+_GUESS_PIECE = 1 << 18
+
+
+def _record_shape(node: AvroType | None) -> tuple[int, tuple[int, ...] | None]:
+    """The smallest encoded size of a record of ``node`` and the bytes it may start with
+    (``None``: any). A union's branch index is one byte (zig-zag ``2 * index``) in every
+    encoder; a longer (non-canonical) one is still found, by the walk."""
+    if node is None:
+        return 0, None
+
+    def size(s: AvroSlot) -> int:
+        t = s.type
+        inner = {"null": 0, "float": 4, "double": 8}.get(t.kind, 1)
+        if t.kind == "fixed":
+            inner = int(t.size or 0)
+        elif t.kind == "record":
+            inner = sum(size(f) for f in t.fields)
+        if not s.union:
+            return inner
+        return 1 + (0 if s.null_index is not None else inner)
+
+    smallest = sum(size(f) for f in node.fields)
+    first = node.fields[0] if node.fields else None
+    if smallest == 0 or first is None or not first.union:
+        return smallest, None
+    branches = {i for i in (first.null_index, first.value_index) if i is not None}
+    return smallest, tuple(sorted(2 * i for i in branches))
+
+
+def _prefix_candidates(
+    content: bytes | memoryview, start: int, count: int, node: AvroType | None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every position from ``start`` on that may hold a record's length prefix, with the
+    position its length leads to: the length is below ``2**16`` (its first two bytes are zero),
+    at least the smallest record of ``node``, fits in the content and leads to the end of the
+    content or to another such length; the record starts with a byte ``node``'s records may
+    start with. ``None``: too many such positions (over :data:`_MAX_GUESSES_PER_RECORD` a
+    record: long runs of zero bytes)."""
+    total = len(content)
+    smallest, first_bytes = _record_shape(node)
+    last = total - 4 - smallest  # the last position a record's prefix may be at
+    if last < start or total > _MAX_OFFSET:
+        return None
+    data = np.frombuffer(content, dtype=np.uint8)
+    pieces, found = [], 0
+    # a piece of the content at a time: small temporaries stay in the CPU cache (whole-content
+    # ones cost page faults on every call, several times the work itself)
+    for lo in range(start, last + 1, _GUESS_PIECE):
+        hi = min(lo + _GUESS_PIECE, last + 1)
+        zero = data[lo : hi + 1] == 0  # a length below 2**16: its bytes p and p + 1 are zero
+        at = np.flatnonzero(zero[:-1] & zero[1:])
+        at += lo
+        found += len(at)
+        if found > _MAX_GUESSES_PER_RECORD * count + 64:
+            return None
+        if first_bytes is not None:  # smallest > 0: a record's first byte lies in the content
+            first = data[at + 4]
+            allowed = first == first_bytes[0]
+            for b in first_bytes[1:]:
+                allowed |= first == b
+            at = at[allowed]
+        pieces.append(at)
+    prefixes = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    lengths = _lengths_view(content)[prefixes]  # the first two bytes are zero: 0 .. 2**16 - 1
+    nxt = prefixes + 4 + lengths
+    # the record fits, and the next record's length (if any) is below 2**16 too
+    after = np.minimum(nxt, total - 2)
+    fits = (lengths >= smallest) & (nxt <= total)
+    fits &= (nxt == total) | ((data[after] == 0) & (data[after + 1] == 0))
+    if not fits.all():
+        prefixes, nxt = prefixes[fits], nxt[fits]
+    if len(prefixes) == 0:
+        return None
+    return prefixes, nxt
+
+
+def _chain_of_candidates(
+    prefixes: np.ndarray, nxt: np.ndarray, start: int, count: int, total: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The chain of lengths from ``start`` through the guessed prefixes (sorted, every
+    record's among them), as :func:`record_bounds` returns it; ``None`` when it is not there.
+
+    ``nxt[i]`` is where the length at ``prefixes[i]`` leads. The guesses split into runs of
+    consecutive links (each guess's length leads to the next guess): a guess inside a record
+    (rare once :func:`_prefix_candidates` has filtered) ends a run. The chain starts at
+    ``start``, follows its run to the run's end and jumps to where that length leads: into
+    another run, which it follows to its end again. The runs it passes through are found with
+    pointer doubling over the runs (usually a handful: one when every guess is a record's),
+    with where it enters each. Every position on the chain is reached through the length
+    read at the one before, so it is exactly the sequential chain; ``None`` when a length
+    leads to no guess (not the end of the content) or the chain does not hold ``count``
+    records.
+    """
+    m = len(prefixes)
+    if m == 0 or prefixes[0] != start:
+        return None
+    run_end = np.flatnonzero(nxt[:-1] != prefixes[1:])
+    if run_end.size == 0:  # one run: the guesses are the chain
+        if m != count or nxt[-1] != total:
+            return None
+        return prefixes + 4, nxt
+    run_end = np.append(run_end, m - 1)
+    runs = len(run_end)
+    target = nxt[run_end]  # where each run's last length leads
+    entry = np.searchsorted(prefixes, target)
+    found = prefixes[np.minimum(entry, m - 1)] == target
+    done, dead = runs, runs + 1
+    succ = np.full(runs + 2, dead, dtype=np.int64)
+    succ[done] = done
+    succ[:runs][found] = np.searchsorted(run_end, entry[found])
+    succ[:runs][target == total] = done
+    reach = np.zeros(runs + 2, dtype=np.bool_)
+    reach[0] = True
+    jump = succ
+    for _ in range((runs + 2).bit_length()):
+        reach[jump[reach]] = True
+        jump = jump[jump]
+    if reach[dead] or not reach[done]:
+        return None
+    on = np.flatnonzero(reach[:runs])  # the runs on the chain, in order
+    first = np.empty(len(on), dtype=np.int64)
+    first[0] = 0
+    first[1:] = entry[on[:-1]]  # each entered where the run before it leads
+    sizes = run_end[on] - first + 1
+    if int(sizes.sum()) != count:
+        return None
+    index = np.repeat(first - (np.cumsum(sizes) - sizes), sizes) + np.arange(count)
+    return prefixes[index] + 4, nxt[index]
+
+
+def _window_seeds(content: bytes | memoryview, start: int, count: int) -> np.ndarray:
+    """Walker seeds for :func:`_walk_chain`: ``start``, and the plausible lengths (one whose
+    record and the next fit the content) in a window about one record long every few records
+    (:data:`_SEED_EVERY`; fewer in small blocks), read as one strided view of the content."""
+    total = len(content)
     lengths = _lengths_view(content)
     span = total - start
-    # -- seeds: `start`, and the plausible lengths in a window (about one record long) at
-    # every `stride` bytes, read as one strided view of the content
     # walkers seeded every `every` records walk about `every` steps: few for small blocks
     every = min(_SEED_EVERY, max(4, count // 32))
     seeds_wanted = count // every
@@ -118,7 +259,25 @@ def record_bounds(
     then = nxt[inner] + 4 + lengths[nxt[inner]]
     fits = nxt == total
     fits[inner] = (then >= nxt[inner] + 4) & (then <= total)
-    seeds = np.unique(np.concatenate([np.array([start], dtype=np.int64), grid[fits]]))
+    return np.unique(np.concatenate([np.array([start], dtype=np.int64), grid[fits]]))
+
+
+def _walk_chain(
+    content: bytes | memoryview, start: int, count: int, seeds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`record_bounds` by walking the chain of lengths from ``seeds`` (sorted, unique,
+    ``start`` among them) in numpy lockstep.
+
+    Each step moves every walker to the end of its record; a walker stops where another has
+    been (it has joined that walker's path), dies on an impossible length, or finishes at the
+    end of the content. Walkers seeded inside a record either die or join the chain, so after
+    about as many steps as there are records between two seeds every record of the chain has
+    been visited, each by one walker; the chain is then the first walker's path, followed
+    through the walkers it joined (found with pointer doubling). Every position on it was
+    reached through the length read at the one before, so it is exactly the sequential chain.
+    """
+    total = len(content)
+    lengths = _lengths_view(content)
     # -- lockstep walk
     walkers = len(seeds)
     done, dead = total, -1
@@ -515,7 +674,7 @@ def decode_avro_records(
         string or union branch, an ``int`` out of range): the caller then decodes the block
         record by record.
     """
-    bounds = record_bounds(content, start, count)
+    bounds = record_bounds(content, start, count, node)
     if bounds is None:
         return None
     return _decode_bounded(content, bounds[0], bounds[1], node, schema, columns)
@@ -547,7 +706,7 @@ def decode_avro_runs(
     if not contents or total <= 0 or any(c <= 0 for c in counts):
         return None
     joined = b"".join(contents)
-    bounds = record_bounds(joined, 0, total)
+    bounds = record_bounds(joined, 0, total, node)
     if bounds is None:
         return None
     starts, ends = bounds
