@@ -376,31 +376,65 @@ class _Decoder:
 
     # -- primitives ---------------------------------------------------------------------------
 
-    def varint(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Zig-zag varints (Avro ``int``/``long``) at ``pos``: ``(values int64, next pos)``.
+    def varint(self, pos: np.ndarray, want: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Zig-zag varints (Avro ``int``/``long``) at ``pos``: ``(values int64, next pos)``
+        (``want=False``: only the next positions; the values are left zero).
 
-        Decoded one byte column at a time, over the rows whose varint goes on.
+        Decoded one byte column at a time: over every row while most rows' varints go on (the
+        rows whose varint has ended read a byte they ignore), then over the rows that go on.
         """
-        if len(pos) == 0:
+        n = len(pos)
+        if n == 0:
             return np.zeros(0, np.int64), pos
-        b = self.data[pos]
+        data = self.data
+        b = data[pos]
         if b.max() < 0x80:  # one byte each
+            if not want:
+                return np.zeros(0, np.int64), pos + 1
             small = b.astype(np.int64)
             return (small >> 1) ^ -(small & 1), pos + 1
-        z = (b & 0x7F).astype(np.uint64)
-        size = np.ones(len(pos), dtype=np.int64)
-        idx = np.flatnonzero(b >= 0x80)
+        z = (b & 0x7F).astype(np.uint64) if want else None
+        nxt = pos + 1
+        more = b >= 0x80
+        last = len(data) - 1
         for k in range(1, 10):
-            b = self.data[pos[idx] + k]
-            z[idx] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
-            size[idx] += 1
-            idx = idx[b >= 0x80]
-            if idx.size == 0:
+            live = np.count_nonzero(more)
+            if live == 0:
                 break
+            if 4 * live < n:  # few go on: those rows only
+                self._varint_rows(z, nxt, np.flatnonzero(more), k)
+                break
+            # positions grow with the rows: the last is the largest (a read past the content
+            # only happens on a damaged block, which then takes the exact path)
+            b = data[nxt if nxt[-1] <= last else np.minimum(nxt, last)]
+            b *= more  # rows whose varint has ended: no byte
+            if z is not None:
+                z |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+            nxt += more
+            more = b >= 0x80
         else:
-            raise _Bad("a varint is longer than 10 bytes")
+            if more.any():
+                raise _Bad("a varint is longer than 10 bytes")
+        if z is None:
+            return np.zeros(0, np.int64), nxt
         values = (z >> np.uint64(1)).view(np.int64) ^ -(z & np.uint64(1)).view(np.int64)
-        return values, pos + size
+        return values, nxt
+
+    def _varint_rows(self, z: np.ndarray | None, nxt: np.ndarray, idx: np.ndarray, k: int) -> None:
+        """Go on with the varints of rows ``idx`` from their byte ``k`` (at ``nxt[idx]``),
+        updating their values ``z`` and next positions ``nxt`` in place."""
+        at = nxt[idx]
+        while idx.size:
+            if k >= 10:
+                raise _Bad("a varint is longer than 10 bytes")
+            b = self.data[at]
+            if z is not None:
+                z[idx] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+            at += 1
+            nxt[idx] = at
+            go = b >= 0x80
+            idx, at = idx[go], at[go]
+            k += 1
 
     def fixed_width(self, pos: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
         """Little-endian fixed-width numbers (Avro ``float``/``double``) at ``pos``."""
@@ -477,31 +511,42 @@ class _Decoder:
     # -- schema walk, one chunk of records at a time -------------------------------------------
 
     def value(self, sink: _Sink, t: AvroType, pos: np.ndarray, rows: _Rows) -> np.ndarray:
-        """Decode the values of type ``t`` at ``pos`` (records ``rows``) into ``sink``;
-        returns the positions after them."""
-        kind = t.kind
+        """Decode the values of type ``t`` at ``pos`` (records ``rows``) into ``sink`` (only
+        walked over and checked when the sink does not keep them); returns the positions after
+        them."""
+        kind, keep = t.kind, sink.keep
         if kind == "null":
             return pos
         if kind == "boolean":
-            cast(np.ndarray, sink.values)[rows] = self.data[pos]
+            if keep:
+                cast(np.ndarray, sink.values)[rows] = self.data[pos]
             return pos + 1
         if kind in ("int", "long", "enum"):
-            values, pos = self.varint(pos)
-            if len(values) and kind != "long":
+            want = keep or kind != "long"  # int and enum values are checked
+            values, pos = self.varint(pos, want)
+            if want and len(values) and kind != "long":
                 low, high = (_INT32_MIN, _INT32_MAX) if kind == "int" else (0, len(t.symbols) - 1)
                 if values.min() < low or values.max() > high:
                     raise _Bad(f"an {kind} value is out of range")
-            cast(np.ndarray, sink.values)[rows] = values
+            if keep:
+                cast(np.ndarray, sink.values)[rows] = values
             return pos
         if kind in ("float", "double"):
-            numbers, pos = self.fixed_width(pos, "<f4" if kind == "float" else "<f8")
-            cast(np.ndarray, sink.values)[rows] = numbers
-            return pos
-        if kind in ("string", "bytes", "fixed"):
-            if kind == "fixed":
-                lengths = np.full(len(pos), int(t.size or 0), dtype=np.int64)
-                return self.strings(sink, pos, lengths, rows, signed=False)
+            if keep:
+                numbers, pos = self.fixed_width(pos, "<f4" if kind == "float" else "<f8")
+                cast(np.ndarray, sink.values)[rows] = numbers
+                return pos
+            return pos + (4 if kind == "float" else 8)
+        if kind == "fixed":
+            size = int(t.size or 0)
+            if keep:
+                cast(np.ndarray, sink.starts)[rows] = pos
+                cast(np.ndarray, sink.lengths)[rows] = size
+            return pos + size
+        if kind in ("string", "bytes"):
             lengths, pos = self.varint(pos)
+            if len(lengths) and lengths.min() < 0:
+                raise _Bad("a string or bytes value has a negative length")
             return self.strings(sink, pos, lengths, rows)
         if kind == "record":
             for child, f in zip(sink.children, t.fields, strict=True):
@@ -509,29 +554,39 @@ class _Decoder:
             return pos
         raise _Bad(f"{kind} values are not decoded vectorised")
 
-    def strings(
-        self, sink: _Sink, pos: np.ndarray, lengths: np.ndarray, rows: _Rows, signed: bool = True
-    ) -> np.ndarray:
-        """Note string/bytes/fixed values of ``lengths`` bytes at ``pos`` (checked to lie in
-        their records; ``signed``: the lengths may be negative, which is refused); returns the
-        positions after them."""
-        nxt = pos + lengths
-        if len(pos) and ((signed and (lengths < 0).any()) or (nxt > self.ends[rows]).any()):
-            raise _Bad("a string or bytes value runs past its record")
-        cast(np.ndarray, sink.starts)[rows] = pos
-        cast(np.ndarray, sink.lengths)[rows] = lengths
-        return nxt
+    def strings(self, sink: _Sink, pos: np.ndarray, lengths: np.ndarray, rows: _Rows) -> np.ndarray:
+        """Note string/bytes values of ``lengths`` (not negative) bytes at ``pos``; returns the
+        positions after them.
+
+        A value running past its record is found by the end-of-record check of
+        :func:`_decode_bounded`: positions only grow, so a record whose positions end where
+        its length says holds every value read in it; values are only copied out after that
+        check.
+        """
+        if sink.keep:
+            cast(np.ndarray, sink.starts)[rows] = pos
+            cast(np.ndarray, sink.lengths)[rows] = lengths
+        return pos + lengths
 
     def slot(self, sink: _Sink, s: AvroSlot, pos: np.ndarray, rows: _Rows) -> np.ndarray:
         """Decode a field/element: its union branch index first when it is a union."""
         if not s.union:
             return self.value(sink, s.type, pos, rows)
-        if s.type.kind in ("string", "bytes") and s.value_index is not None and len(pos):
-            # the common case in one read: the value's branch, then a length below 64
-            pair = self.unaligned("<u2")[pos] if pos[-1] < len(self.content) - 1 else None
-            if pair is not None and ((pair & 0x81FF) == 2 * s.value_index).all():
-                lengths = (pair >> 9).astype(np.int64)
-                return self.strings(sink, pos + 2, lengths, rows, signed=False)
+        if (
+            s.type.kind in ("string", "bytes")
+            and s.value_index is not None
+            and len(pos)
+            and pos[-1] < len(self.content) - 1
+        ):
+            # the common case: the value's branch, then a length below 64 (one byte; two
+            # byte gathers cost less than one of 2-byte items at every offset)
+            branch = self.data[pos]
+            after = pos + 1
+            size = self.data[after]
+            if (branch == 2 * s.value_index).all() and not (size & 0x81).any():
+                size >>= 1
+                after += 1
+                return self.strings(sink, after, size, rows)
         # a branch index below 64 is one byte: its zig-zag, 2 * index (what every writer
         # writes; anything else, if valid at all, is left to the exact path)
         branch = self.data[pos]
@@ -542,12 +597,43 @@ class _Decoder:
         is_null = branch == (-1 if s.null_index is None else 2 * s.null_index)
         if not (is_value | is_null).all():
             raise _Bad("a union branch index is not one of the union's")
-        cast(np.ndarray, sink.valid)[_subset(rows, ~is_value)] = False
+        if sink.keep:
+            cast(np.ndarray, sink.valid)[_subset(rows, ~is_value)] = False
         if s.value_index is None or s.type.kind == "null" or not is_value.any():
             return pos
         some = np.flatnonzero(is_value)
         pos[some] = self.value(sink, s.type, pos[some], _subset(rows, some))
         return pos
+
+    def fixed_run(
+        self, run: _FixedRun, sinks: Sequence[_Sink], pos: np.ndarray, rows: slice
+    ) -> np.ndarray | None:
+        """Decode consecutive fields of fixed size (:class:`_FixedRun`) when every row holds a
+        value in each (their branch bytes checked first); ``None`` when some row does not
+        (null, another branch), for :meth:`slot` to decode field by field."""
+        n = len(pos)
+        if n == 0:
+            return pos
+        if pos[-1] + run.size > len(self.content):
+            return None
+        for offset, branch in zip(run.branch_at, run.branches, strict=True):
+            # one gather per field (a 2-D gather of them all costs twice as much)
+            if not (self.data[pos + offset] == branch).all():
+                return None
+        for k, (sink, s) in enumerate(zip(sinks, run.slots, strict=True)):
+            if not sink.keep:
+                continue
+            at = pos + run.value_at[k]
+            kind = s.type.kind
+            if kind == "boolean":
+                cast(np.ndarray, sink.values)[rows] = self.data[at]
+            elif kind == "fixed":
+                cast(np.ndarray, sink.starts)[rows] = at
+                cast(np.ndarray, sink.lengths)[rows] = int(s.type.size or 0)
+            elif kind != "null":
+                dtype = "<f4" if kind == "float" else "<f8"
+                cast(np.ndarray, sink.values)[rows] = self.unaligned(dtype)[at]
+        return pos + run.size
 
     # -- Arrow arrays of the sinks ------------------------------------------------------------
 
@@ -608,6 +694,7 @@ class _Sink:
     """Where the decoded values of one field/element go, for all records of the block.
 
     Attributes:
+        keep: the values are kept (else only walked over and checked: no arrays below).
         valid: the union's non-null rows (``None``: not a union).
         values: numbers, booleans (as bytes), enum indexes.
         starts, lengths: where each string/bytes/fixed value sits in the block.
@@ -615,6 +702,7 @@ class _Sink:
         pieces: the string/bytes/fixed values, chunk by chunk.
     """
 
+    keep: bool = True
     valid: np.ndarray | None = None
     values: np.ndarray | None = None
     starts: np.ndarray | None = None
@@ -623,9 +711,12 @@ class _Sink:
     pieces: list[pa.Array] = field(default_factory=list)
 
 
-def _sink(s: AvroSlot, n: int, record_starts: np.ndarray) -> _Sink:
-    sink = _Sink(valid=np.ones(n, dtype=np.bool_) if s.union else None)
+def _sink(s: AvroSlot, n: int, record_starts: np.ndarray, keep: bool = True) -> _Sink:
     kind = s.type.kind
+    if not keep:
+        children = [_sink(f, n, record_starts, False) for f in s.type.fields]
+        return _Sink(keep=False, children=children if kind == "record" else [])
+    sink = _Sink(valid=np.ones(n, dtype=np.bool_) if s.union else None)
     if kind in ("string", "bytes", "fixed"):
         # rows without a value (null, or under a null record) take an empty value at their
         # record's start, which keeps the value positions growing
@@ -638,6 +729,72 @@ def _sink(s: AvroSlot, n: int, record_starts: np.ndarray) -> _Sink:
     elif kind in _DTYPES:
         sink.values = np.zeros(n, dtype=_DTYPES[kind])
     return sink
+
+
+_FIXED_WIDTH = {"null": 0, "boolean": 1, "float": 4, "double": 8}
+
+
+def _fixed_width(s: AvroSlot) -> int | None:
+    """The encoded size of a value of ``s`` when it holds one (its branch byte included), if
+    that size is fixed (booleans, floats, doubles, fixed; ``None`` otherwise)."""
+    t = s.type
+    width = int(t.size or 0) if t.kind == "fixed" else _FIXED_WIDTH.get(t.kind)
+    if width is None or (s.union and (s.value_index is None or s.value_index >= 64)):
+        return None
+    return width + (1 if s.union else 0)
+
+
+@dataclass(frozen=True)
+class _FixedRun:
+    """Consecutive record fields of fixed size when they hold values (:func:`_fixed_width`),
+    decoded together (:meth:`_Decoder.fixed_run`).
+
+    Attributes:
+        slots: the fields.
+        size: their bytes when every one holds a value.
+        branch_at: where the unions' branch bytes are, from the first field's position.
+        branches: the bytes of their value branches (``2 * index``).
+        value_at: where each field's value is.
+    """
+
+    slots: tuple[AvroSlot, ...]
+    size: int
+    branch_at: tuple[int, ...]
+    branches: tuple[int, ...]
+    value_at: tuple[int, ...]
+
+
+def _plan(fields: Sequence[AvroSlot]) -> list[tuple[int, int, _FixedRun | None]]:
+    """The top-level fields as steps ``(first, stop, run)``: runs of two or more consecutive
+    fields of fixed size (``run`` set), single fields otherwise."""
+    steps: list[tuple[int, int, _FixedRun | None]] = []
+    i = 0
+    while i < len(fields):
+        j = i
+        while j < len(fields) and _fixed_width(fields[j]) is not None:
+            j += 1
+        if j - i < 2:
+            steps.append((i, i + 1, None))
+            i += 1
+            continue
+        branch_at, branches, value_at, at = [], [], [], 0
+        for f in fields[i:j]:
+            if f.union:
+                branch_at.append(at)
+                branches.append(2 * cast(int, f.value_index))
+                at += 1
+            value_at.append(at)
+            at += cast(int, _fixed_width(f)) - (1 if f.union else 0)
+        run = _FixedRun(
+            slots=tuple(fields[i:j]),
+            size=at,
+            branch_at=tuple(branch_at),
+            branches=tuple(branches),
+            value_at=tuple(value_at),
+        )
+        steps.append((i, j, run))
+        i = j
+    return steps
 
 
 #: Records are decoded in chunks of about this many bytes, so that the bytes every field of a
@@ -731,15 +888,23 @@ def _decode_bounded(
     """:func:`decode_avro_records` once the records' bounds are known."""
     count = len(starts)
     decoder = _Decoder(content, ends)
-    sinks = [_sink(f, count, starts) for f in node.fields]
     keep = [columns is None or f.name in columns for f in node.fields]
+    sinks = [_sink(f, count, starts, wanted) for f, wanted in zip(node.fields, keep, strict=True)]
+    steps = _plan(node.fields)
     step = max(64, CHUNK_BYTES * count // max(len(content), 1))
     try:
         for first in range(0, count, step):
             rows = slice(first, min(first + step, count))
             pos = starts[rows]
-            for sink, f in zip(sinks, node.fields, strict=True):
-                pos = decoder.slot(sink, f, pos, rows)
+            for k, (lo, hi, run) in enumerate(steps):
+                if run is not None:
+                    nxt = decoder.fixed_run(run, sinks[lo:hi], pos, rows)
+                    if nxt is not None:
+                        pos = nxt
+                        continue
+                    steps[k] = (lo, hi, None)  # a null among them: field by field from now on
+                for i in range(lo, hi):
+                    pos = decoder.slot(sinks[i], node.fields[i], pos, rows)
             if not np.array_equal(pos, ends[rows]):
                 return None  # a record does not end where its length says
             for sink, f, wanted in zip(sinks, node.fields, keep, strict=True):
