@@ -4,17 +4,20 @@ An Avro data block holds ``count`` records, each an ``int32`` length then that m
 one schemaless Avro binary datum (:func:`hudi_ds.log.reader.decode_data_block` has the grammar).
 :func:`decode_avro_records` decodes them field by field across many records at once:
 
-1. :func:`record_bounds` finds where every record starts and ends (the length chain, followed
-   by numpy lockstep walkers);
+1. :func:`record_bounds` finds where every record starts and ends (the length chain: through
+   the positions that look like a record's length prefix, found in one pass over the bytes,
+   or followed by numpy lockstep walkers);
 2. the records are taken in chunks of about :data:`CHUNK_BYTES` (so that the bytes the fields
-   of a chunk read stay in the CPU cache from one field to the next); a position array (one
-   entry per record) walks the schema field by field: zig-zag varints (``int``, ``long``,
-   enum indexes, string/bytes lengths) are decoded a byte column at a time, union branch
-   indexes read as one byte (with a short string length: one 2-byte read), floats and doubles
-   gathered from views of the block's bytes at every offset, booleans read as bytes, nested
-   records walked with the same positions; nullable unions (``["null", T]`` or
-   ``[T, "null"]``) decode ``T`` only for the rows whose branch is ``T``. Values go to
-   per-field sinks (numbers, or where each string/bytes/fixed value lies in the block);
+   of a chunk read stay in the CPU cache from one field to the next); positions (an array, one
+   entry per record, plus an offset common to all) walk the schema field by field: zig-zag
+   varints (``int``, ``long``, enum indexes, string/bytes lengths) are decoded a byte column
+   at a time, union branch indexes read as one byte (with a short string length: two byte
+   reads), floats and doubles gathered from views of the block's bytes at every offset,
+   booleans read as bytes, nested records walked with the same positions; nullable unions
+   (``["null", T]`` or ``[T, "null"]``) decode ``T`` only for the rows whose branch is ``T``.
+   A value of one size in every row only moves the common offset. Values of the fields asked
+   for go to per-field sinks (numbers, or where each string/bytes/fixed value lies in the
+   block); the other fields are walked over and checked, not stored;
 3. string/bytes/fixed values are copied out chunk by chunk, by one Arrow ``take`` over offsets
    pointing into the block's own bytes (values of one length: one numpy gather), then joined;
    strings are UTF-8 checked by Arrow (as strict as fastavro's decoding);
@@ -23,9 +26,10 @@ one schemaless Avro binary datum (:func:`hudi_ds.log.reader.decode_data_block` h
    give the same table.
 
 Arrays and maps are not vectorised: a schema holding one anywhere is decoded with fastavro
-(:func:`vectorisable` says which). The decoder never guesses: string/bytes values are checked to
-lie in their records, union branches and enum indexes to be valid, ``int`` values to fit, and
-every record must end exactly where its length says (a read past a record's end shows there).
+(:func:`vectorisable` says which). The decoder never guesses: string/bytes lengths are checked
+not to be negative, union branches and enum indexes to be valid, ``int`` values to fit, and
+every record must end exactly where its length says (positions only grow, so a value read past
+its record's end shows there).
 When a check fails, :func:`decode_avro_records` returns ``None`` and the caller decodes the
 block the exact (slow) way, which names the first bad record: a damaged block is raised, never
 read as wrong rows. Non-canonical encodings a writer may produce but Java's and fastavro's
@@ -376,49 +380,75 @@ class _Decoder:
 
     # -- primitives ---------------------------------------------------------------------------
 
-    def varint(self, pos: np.ndarray, want: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """Zig-zag varints (Avro ``int``/``long``) at ``pos``: ``(values int64, next pos)``
-        (``want=False``: only the next positions; the values are left zero).
+    def at(self, off: int, dtype: str = "u1") -> np.ndarray:
+        """The block's bytes as numbers of ``dtype`` starting at every byte offset, from byte
+        ``off`` on (a view: ``at(off)[pos]`` reads at ``pos + off`` without adding them)."""
+        view = self._views.get(dtype)
+        if view is None:
+            width = np.dtype(dtype).itemsize
+            count = max(len(self.content) - width + 1, 0)
+            view = np.ndarray((count,), dtype=dtype, buffer=self.content, strides=(1,))
+            self._views[dtype] = view
+        return view[off:] if off else view
 
-        Decoded one byte column at a time: over every row while most rows' varints go on (the
-        rows whose varint has ended read a byte they ignore), then over the rows that go on.
+    def varint(
+        self, pos: np.ndarray, off: int, want: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Zig-zag varints (Avro ``int``/``long``) at ``pos + off``: ``(values int64, next
+        positions, their offset)`` (``want=False``: only the next positions; no values, an
+        empty array).
+
+        Decoded one byte column at a time: while every row's varint goes on (values of one
+        size, the common case) the byte columns are read at a growing offset, with no
+        positions to update; then over every row while most rows' varints go on (the rows
+        whose varint has ended read a byte they ignore), then over the rows that go on.
         """
         n = len(pos)
         if n == 0:
-            return np.zeros(0, np.int64), pos
-        data = self.data
-        b = data[pos]
-        if b.max() < 0x80:  # one byte each
-            if not want:
-                return np.zeros(0, np.int64), pos + 1
-            small = b.astype(np.int64)
-            return (small >> 1) ^ -(small & 1), pos + 1
-        z = (b & 0x7F).astype(np.uint64) if want else None
-        nxt = pos + 1
+            return np.zeros(0, np.int64), pos, off
+        b = self.at(off)[pos]
         more = b >= 0x80
-        last = len(data) - 1
-        for k in range(1, 10):
-            live = np.count_nonzero(more)
-            if live == 0:
-                break
-            if 4 * live < n:  # few go on: those rows only
-                self._varint_rows(z, nxt, np.flatnonzero(more), k)
-                break
-            # positions grow with the rows: the last is the largest (a read past the content
-            # only happens on a damaged block, which then takes the exact path)
-            b = data[nxt if nxt[-1] <= last else np.minimum(nxt, last)]
-            b *= more  # rows whose varint has ended: no byte
+        if not more.any():  # one byte each
+            if not want:
+                return np.zeros(0, np.int64), pos, off + 1
+            small = b.astype(np.int64)
+            return (small >> 1) ^ -(small & 1), pos, off + 1
+        z = (b & 0x7F).astype(np.uint64) if want else None
+        k = 1
+        while k < 10 and more.all():
+            b = self.at(off + k)[pos]
             if z is not None:
                 z |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
-            nxt += more
             more = b >= 0x80
-        else:
-            if more.any():
-                raise _Bad("a varint is longer than 10 bytes")
+            k += 1
+        nxt, off = pos, off + k
+        if more.any():  # varints of several sizes: positions of their own
+            nxt = pos + off
+            off = 0
+            data = self.data
+            last = len(data) - 1
+            for byte in range(k, 10):
+                live = np.count_nonzero(more)
+                if live == 0:
+                    break
+                if 4 * live < n:  # few go on: those rows only
+                    self._varint_rows(z, nxt, np.flatnonzero(more), byte)
+                    break
+                # positions grow with the rows: the last is the largest (a read past the
+                # content only happens on a damaged block, which then takes the exact path)
+                b = data[nxt if nxt[-1] <= last else np.minimum(nxt, last)]
+                b *= more  # rows whose varint has ended: no byte
+                if z is not None:
+                    z |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * byte)
+                nxt += more
+                more = b >= 0x80
+            else:
+                if more.any():
+                    raise _Bad("a varint is longer than 10 bytes")
         if z is None:
-            return np.zeros(0, np.int64), nxt
+            return np.zeros(0, np.int64), nxt, off
         values = (z >> np.uint64(1)).view(np.int64) ^ -(z & np.uint64(1)).view(np.int64)
-        return values, nxt
+        return values, nxt, off
 
     def _varint_rows(self, z: np.ndarray | None, nxt: np.ndarray, idx: np.ndarray, k: int) -> None:
         """Go on with the varints of rows ``idx`` from their byte ``k`` (at ``nxt[idx]``),
@@ -435,23 +465,6 @@ class _Decoder:
             go = b >= 0x80
             idx, at = idx[go], at[go]
             k += 1
-
-    def fixed_width(self, pos: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
-        """Little-endian fixed-width numbers (Avro ``float``/``double``) at ``pos``."""
-        nxt = pos + np.dtype(dtype).itemsize
-        if len(pos) == 0:
-            return np.zeros(0, dtype), nxt
-        return self.unaligned(dtype)[pos], nxt
-
-    def unaligned(self, dtype: str) -> np.ndarray:
-        """The block's bytes as numbers of ``dtype`` starting at every byte offset (a view)."""
-        view = self._views.get(dtype)
-        if view is None:
-            width = np.dtype(dtype).itemsize
-            count = max(len(self.content) - width + 1, 0)
-            view = np.ndarray((count,), dtype=dtype, buffer=self.content, strides=(1,))
-            self._views[dtype] = view
-        return view
 
     def binary(self, sink: _Sink, rows: slice) -> pa.Array:
         """The ``binary`` array of a bytes-like sink for ``rows``: ``content[start:start +
@@ -509,54 +522,68 @@ class _Decoder:
                 self.collect(child, f, rows)
 
     # -- schema walk, one chunk of records at a time -------------------------------------------
+    #
+    # Positions are carried as an array and an offset common to all rows: ``pos + off``. A value
+    # of one size in every row (a double, a union's branch byte, a varint of one length) only
+    # moves the offset, and reads go through :meth:`at` views shifted by it: no position array
+    # is computed until a value's size differs between rows.
 
-    def value(self, sink: _Sink, t: AvroType, pos: np.ndarray, rows: _Rows) -> np.ndarray:
-        """Decode the values of type ``t`` at ``pos`` (records ``rows``) into ``sink`` (only
-        walked over and checked when the sink does not keep them); returns the positions after
-        them."""
+    def value(
+        self, sink: _Sink, t: AvroType, pos: np.ndarray, off: int, rows: _Rows
+    ) -> tuple[np.ndarray, int]:
+        """Decode the values of type ``t`` at ``pos + off`` (records ``rows``) into ``sink``
+        (only walked over and checked when the sink does not keep them); returns the
+        positions after them (array and offset)."""
         kind, keep = t.kind, sink.keep
         if kind == "null":
-            return pos
+            return pos, off
         if kind == "boolean":
             if keep:
-                cast(np.ndarray, sink.values)[rows] = self.data[pos]
-            return pos + 1
+                cast(np.ndarray, sink.values)[rows] = self.at(off)[pos]
+            return pos, off + 1
         if kind in ("int", "long", "enum"):
-            want = keep or kind != "long"  # int and enum values are checked
-            values, pos = self.varint(pos, want)
+            # int and enum values are checked; an int of up to 4 varint bytes always fits
+            want = keep or kind == "enum"
+            values, nxt, nxt_off = self.varint(pos, off, want)
+            if kind == "int" and not want and len(pos):
+                longest = nxt_off if nxt is pos else int((nxt - pos).max()) + nxt_off
+                if longest - off > 4:
+                    want = True
+                    values, nxt, nxt_off = self.varint(pos, off)
             if want and len(values) and kind != "long":
                 low, high = (_INT32_MIN, _INT32_MAX) if kind == "int" else (0, len(t.symbols) - 1)
                 if values.min() < low or values.max() > high:
                     raise _Bad(f"an {kind} value is out of range")
             if keep:
                 cast(np.ndarray, sink.values)[rows] = values
-            return pos
+            return nxt, nxt_off
         if kind in ("float", "double"):
             if keep:
-                numbers, pos = self.fixed_width(pos, "<f4" if kind == "float" else "<f8")
-                cast(np.ndarray, sink.values)[rows] = numbers
-                return pos
-            return pos + (4 if kind == "float" else 8)
+                dtype = "<f4" if kind == "float" else "<f8"
+                cast(np.ndarray, sink.values)[rows] = self.at(off, dtype)[pos]
+            return pos, off + (4 if kind == "float" else 8)
         if kind == "fixed":
             size = int(t.size or 0)
             if keep:
-                cast(np.ndarray, sink.starts)[rows] = pos
+                cast(np.ndarray, sink.starts)[rows] = pos + off
                 cast(np.ndarray, sink.lengths)[rows] = size
-            return pos + size
+            return pos, off + size
         if kind in ("string", "bytes"):
-            lengths, pos = self.varint(pos)
+            lengths, pos, off = self.varint(pos, off)
             if len(lengths) and lengths.min() < 0:
                 raise _Bad("a string or bytes value has a negative length")
-            return self.strings(sink, pos, lengths, rows)
+            return self.strings(sink, pos, off, lengths, rows)
         if kind == "record":
             for child, f in zip(sink.children, t.fields, strict=True):
-                pos = self.slot(child, f, pos, rows)
-            return pos
+                pos, off = self.slot(child, f, pos, off, rows)
+            return pos, off
         raise _Bad(f"{kind} values are not decoded vectorised")
 
-    def strings(self, sink: _Sink, pos: np.ndarray, lengths: np.ndarray, rows: _Rows) -> np.ndarray:
-        """Note string/bytes values of ``lengths`` (not negative) bytes at ``pos``; returns the
-        positions after them.
+    def strings(
+        self, sink: _Sink, pos: np.ndarray, off: int, lengths: np.ndarray, rows: _Rows
+    ) -> tuple[np.ndarray, int]:
+        """Note string/bytes values of ``lengths`` (not negative) bytes at ``pos + off``;
+        returns the positions after them.
 
         A value running past its record is found by the end-of-record check of
         :func:`_decode_bounded`: positions only grow, so a record whose positions end where
@@ -564,76 +591,47 @@ class _Decoder:
         check.
         """
         if sink.keep:
-            cast(np.ndarray, sink.starts)[rows] = pos
+            cast(np.ndarray, sink.starts)[rows] = pos + off
             cast(np.ndarray, sink.lengths)[rows] = lengths
-        return pos + lengths
+        return pos + lengths, off
 
-    def slot(self, sink: _Sink, s: AvroSlot, pos: np.ndarray, rows: _Rows) -> np.ndarray:
+    def slot(
+        self, sink: _Sink, s: AvroSlot, pos: np.ndarray, off: int, rows: _Rows
+    ) -> tuple[np.ndarray, int]:
         """Decode a field/element: its union branch index first when it is a union."""
         if not s.union:
-            return self.value(sink, s.type, pos, rows)
+            return self.value(sink, s.type, pos, off, rows)
         if (
             s.type.kind in ("string", "bytes")
             and s.value_index is not None
             and len(pos)
-            and pos[-1] < len(self.content) - 1
+            and pos[-1] + off < len(self.content) - 1
         ):
-            # the common case: the value's branch, then a length below 64 (one byte; two
-            # byte gathers cost less than one of 2-byte items at every offset)
-            branch = self.data[pos]
-            after = pos + 1
-            size = self.data[after]
+            # the common case: the value's branch, then a length below 64 (one byte)
+            branch = self.at(off)[pos]
+            size = self.at(off + 1)[pos]
             if (branch == 2 * s.value_index).all() and not (size & 0x81).any():
                 size >>= 1
-                after += 1
-                return self.strings(sink, after, size, rows)
+                return self.strings(sink, pos, off + 2, size, rows)
         # a branch index below 64 is one byte: its zig-zag, 2 * index (what every writer
         # writes; anything else, if valid at all, is left to the exact path)
-        branch = self.data[pos]
-        pos = pos + 1
+        branch = self.at(off)[pos]
+        off += 1
         is_value = branch == (-1 if s.value_index is None else 2 * s.value_index)
         if s.value_index is not None and s.type.kind != "null" and is_value.all():
-            return self.value(sink, s.type, pos, rows)
+            return self.value(sink, s.type, pos, off, rows)
         is_null = branch == (-1 if s.null_index is None else 2 * s.null_index)
         if not (is_value | is_null).all():
             raise _Bad("a union branch index is not one of the union's")
         if sink.keep:
             cast(np.ndarray, sink.valid)[_subset(rows, ~is_value)] = False
         if s.value_index is None or s.type.kind == "null" or not is_value.any():
-            return pos
+            return pos, off
+        pos = pos + off  # the rows with a value move on from here on their own
         some = np.flatnonzero(is_value)
-        pos[some] = self.value(sink, s.type, pos[some], _subset(rows, some))
-        return pos
-
-    def fixed_run(
-        self, run: _FixedRun, sinks: Sequence[_Sink], pos: np.ndarray, rows: slice
-    ) -> np.ndarray | None:
-        """Decode consecutive fields of fixed size (:class:`_FixedRun`) when every row holds a
-        value in each (their branch bytes checked first); ``None`` when some row does not
-        (null, another branch), for :meth:`slot` to decode field by field."""
-        n = len(pos)
-        if n == 0:
-            return pos
-        if pos[-1] + run.size > len(self.content):
-            return None
-        for offset, branch in zip(run.branch_at, run.branches, strict=True):
-            # one gather per field (a 2-D gather of them all costs twice as much)
-            if not (self.data[pos + offset] == branch).all():
-                return None
-        for k, (sink, s) in enumerate(zip(sinks, run.slots, strict=True)):
-            if not sink.keep:
-                continue
-            at = pos + run.value_at[k]
-            kind = s.type.kind
-            if kind == "boolean":
-                cast(np.ndarray, sink.values)[rows] = self.data[at]
-            elif kind == "fixed":
-                cast(np.ndarray, sink.starts)[rows] = at
-                cast(np.ndarray, sink.lengths)[rows] = int(s.type.size or 0)
-            elif kind != "null":
-                dtype = "<f4" if kind == "float" else "<f8"
-                cast(np.ndarray, sink.values)[rows] = self.unaligned(dtype)[at]
-        return pos + run.size
+        moved, moved_off = self.value(sink, s.type, pos[some], 0, _subset(rows, some))
+        pos[some] = moved + moved_off
+        return pos, 0
 
     # -- Arrow arrays of the sinks ------------------------------------------------------------
 
@@ -731,72 +729,6 @@ def _sink(s: AvroSlot, n: int, record_starts: np.ndarray, keep: bool = True) -> 
     return sink
 
 
-_FIXED_WIDTH = {"null": 0, "boolean": 1, "float": 4, "double": 8}
-
-
-def _fixed_width(s: AvroSlot) -> int | None:
-    """The encoded size of a value of ``s`` when it holds one (its branch byte included), if
-    that size is fixed (booleans, floats, doubles, fixed; ``None`` otherwise)."""
-    t = s.type
-    width = int(t.size or 0) if t.kind == "fixed" else _FIXED_WIDTH.get(t.kind)
-    if width is None or (s.union and (s.value_index is None or s.value_index >= 64)):
-        return None
-    return width + (1 if s.union else 0)
-
-
-@dataclass(frozen=True)
-class _FixedRun:
-    """Consecutive record fields of fixed size when they hold values (:func:`_fixed_width`),
-    decoded together (:meth:`_Decoder.fixed_run`).
-
-    Attributes:
-        slots: the fields.
-        size: their bytes when every one holds a value.
-        branch_at: where the unions' branch bytes are, from the first field's position.
-        branches: the bytes of their value branches (``2 * index``).
-        value_at: where each field's value is.
-    """
-
-    slots: tuple[AvroSlot, ...]
-    size: int
-    branch_at: tuple[int, ...]
-    branches: tuple[int, ...]
-    value_at: tuple[int, ...]
-
-
-def _plan(fields: Sequence[AvroSlot]) -> list[tuple[int, int, _FixedRun | None]]:
-    """The top-level fields as steps ``(first, stop, run)``: runs of two or more consecutive
-    fields of fixed size (``run`` set), single fields otherwise."""
-    steps: list[tuple[int, int, _FixedRun | None]] = []
-    i = 0
-    while i < len(fields):
-        j = i
-        while j < len(fields) and _fixed_width(fields[j]) is not None:
-            j += 1
-        if j - i < 2:
-            steps.append((i, i + 1, None))
-            i += 1
-            continue
-        branch_at, branches, value_at, at = [], [], [], 0
-        for f in fields[i:j]:
-            if f.union:
-                branch_at.append(at)
-                branches.append(2 * cast(int, f.value_index))
-                at += 1
-            value_at.append(at)
-            at += cast(int, _fixed_width(f)) - (1 if f.union else 0)
-        run = _FixedRun(
-            slots=tuple(fields[i:j]),
-            size=at,
-            branch_at=tuple(branch_at),
-            branches=tuple(branches),
-            value_at=tuple(value_at),
-        )
-        steps.append((i, j, run))
-        i = j
-    return steps
-
-
 #: Records are decoded in chunks of about this many bytes, so that the bytes every field of a
 #: chunk reads stay in the CPU cache from one field to the next.
 CHUNK_BYTES = 1 << 21
@@ -890,22 +822,14 @@ def _decode_bounded(
     decoder = _Decoder(content, ends)
     keep = [columns is None or f.name in columns for f in node.fields]
     sinks = [_sink(f, count, starts, wanted) for f, wanted in zip(node.fields, keep, strict=True)]
-    steps = _plan(node.fields)
     step = max(64, CHUNK_BYTES * count // max(len(content), 1))
     try:
         for first in range(0, count, step):
             rows = slice(first, min(first + step, count))
-            pos = starts[rows]
-            for k, (lo, hi, run) in enumerate(steps):
-                if run is not None:
-                    nxt = decoder.fixed_run(run, sinks[lo:hi], pos, rows)
-                    if nxt is not None:
-                        pos = nxt
-                        continue
-                    steps[k] = (lo, hi, None)  # a null among them: field by field from now on
-                for i in range(lo, hi):
-                    pos = decoder.slot(sinks[i], node.fields[i], pos, rows)
-            if not np.array_equal(pos, ends[rows]):
+            pos, off = starts[rows], 0
+            for sink, f in zip(sinks, node.fields, strict=True):
+                pos, off = decoder.slot(sink, f, pos, off, rows)
+            if not np.array_equal(pos + off, ends[rows]):
                 return None  # a record does not end where its length says
             for sink, f, wanted in zip(sinks, node.fields, keep, strict=True):
                 if wanted:

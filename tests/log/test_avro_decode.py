@@ -536,6 +536,27 @@ def test_int_out_of_range_raises() -> None:
         decode_data_block(block)
 
 
+_KEYED_INT = {
+    "type": "record",
+    "name": "r",
+    "fields": [{"name": "k", "type": "string"}, {"name": "i", "type": "int"}],
+}
+
+
+def test_int_not_asked_for_is_still_checked_to_fit() -> None:
+    """An int column left out of the columns asked for is walked over by its varint sizes,
+    yet an int of 5 varint bytes is still checked to fit (and a longer one refused)."""
+    node, arrow = resolve_avro(_KEYED_INT), avro_to_arrow_schema(_KEYED_INT)
+    rows = [{"k": f"k{i}", "i": [-(2**31), 2**31 - 1, 7, -300][i % 4]} for i in range(200)]
+    datums = _datums(_KEYED_INT, rows)
+    got = decode_avro_records(_framed(datums), 8, len(rows), node, arrow, ["k"])
+    assert got is not None and got.column("k").to_pylist() == [r["k"] for r in rows]
+    for varint in (b"\x80\x80\x80\x80\x10", b"\x80\x80\x80\x80\x80\x40"):  # 2**31, 2**39
+        bad = [*datums[:150], b"\x04k0" + varint, *datums[151:]]
+        for columns in (["k"], None):
+            assert decode_avro_records(_framed(bad), 8, len(bad), node, arrow, columns) is None
+
+
 #: good records after the damaged ones: blocks of 128 records and more take the vectorised
 #: path in decode_data_block, smaller ones one fastavro call
 _PAD = _datums(_SMALL, [{"k": f"pad-{i}", "n": i, "d": 0.5} for i in range(200)])
