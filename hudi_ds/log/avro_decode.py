@@ -709,11 +709,17 @@ class _Sink:
     pieces: list[pa.Array] = field(default_factory=list)
 
 
+_SKIP = _Sink(keep=False)
+
+
 def _sink(s: AvroSlot, n: int, record_starts: np.ndarray, keep: bool = True) -> _Sink:
     kind = s.type.kind
-    if not keep:
-        children = [_sink(f, n, record_starts, False) for f in s.type.fields]
-        return _Sink(keep=False, children=children if kind == "record" else [])
+    if not keep:  # nothing stored: one sink for all such fields (records: one per child)
+        if kind != "record":
+            return _SKIP
+        return _Sink(
+            keep=False, children=[_sink(f, n, record_starts, False) for f in s.type.fields]
+        )
     sink = _Sink(valid=np.ones(n, dtype=np.bool_) if s.union else None)
     if kind in ("string", "bytes", "fixed"):
         # rows without a value (null, or under a null record) take an empty value at their
