@@ -4,17 +4,20 @@ An Avro data block holds ``count`` records, each an ``int32`` length then that m
 one schemaless Avro binary datum (:func:`hudi_ds.log.reader.decode_data_block` has the grammar).
 :func:`decode_avro_records` decodes them field by field across many records at once:
 
-1. :func:`record_bounds` finds where every record starts and ends (the length chain, followed
-   by numpy lockstep walkers);
+1. :func:`record_bounds` finds where every record starts and ends (the length chain: through
+   the positions that look like a record's length prefix, found in one pass over the bytes,
+   or followed by numpy lockstep walkers);
 2. the records are taken in chunks of about :data:`CHUNK_BYTES` (so that the bytes the fields
-   of a chunk read stay in the CPU cache from one field to the next); a position array (one
-   entry per record) walks the schema field by field: zig-zag varints (``int``, ``long``,
-   enum indexes, string/bytes lengths) are decoded a byte column at a time, union branch
-   indexes read as one byte (with a short string length: one 2-byte read), floats and doubles
-   gathered from views of the block's bytes at every offset, booleans read as bytes, nested
-   records walked with the same positions; nullable unions (``["null", T]`` or
-   ``[T, "null"]``) decode ``T`` only for the rows whose branch is ``T``. Values go to
-   per-field sinks (numbers, or where each string/bytes/fixed value lies in the block);
+   of a chunk read stay in the CPU cache from one field to the next); positions (an array, one
+   entry per record, plus an offset common to all) walk the schema field by field: zig-zag
+   varints (``int``, ``long``, enum indexes, string/bytes lengths) are decoded a byte column
+   at a time, union branch indexes read as one byte (with a short string length: two byte
+   reads), floats and doubles gathered from views of the block's bytes at every offset,
+   booleans read as bytes, nested records walked with the same positions; nullable unions
+   (``["null", T]`` or ``[T, "null"]``) decode ``T`` only for the rows whose branch is ``T``.
+   A value of one size in every row only moves the common offset. Values of the fields asked
+   for go to per-field sinks (numbers, or where each string/bytes/fixed value lies in the
+   block); the other fields are walked over and checked, not stored;
 3. string/bytes/fixed values are copied out chunk by chunk, by one Arrow ``take`` over offsets
    pointing into the block's own bytes (values of one length: one numpy gather), then joined;
    strings are UTF-8 checked by Arrow (as strict as fastavro's decoding);
@@ -23,9 +26,10 @@ one schemaless Avro binary datum (:func:`hudi_ds.log.reader.decode_data_block` h
    give the same table.
 
 Arrays and maps are not vectorised: a schema holding one anywhere is decoded with fastavro
-(:func:`vectorisable` says which). The decoder never guesses: string/bytes values are checked to
-lie in their records, union branches and enum indexes to be valid, ``int`` values to fit, and
-every record must end exactly where its length says (a read past a record's end shows there).
+(:func:`vectorisable` says which). The decoder never guesses: string/bytes lengths are checked
+not to be negative, union branches and enum indexes to be valid, ``int`` values to fit, and
+every record must end exactly where its length says (positions only grow, so a value read past
+its record's end shows there).
 When a check fails, :func:`decode_avro_records` returns ``None`` and the caller decodes the
 block the exact (slow) way, which names the first bad record: a damaged block is raised, never
 read as wrong rows. Non-canonical encodings a writer may produce but Java's and fastavro's
@@ -72,34 +76,175 @@ def _lengths_view(content: bytes | memoryview) -> np.ndarray:
 
 
 def record_bounds(
-    content: bytes | memoryview, start: int, count: int
+    content: bytes | memoryview, start: int, count: int, node: AvroType | None = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Start and end offsets of the ``count`` length-prefixed records from ``start`` on.
 
     Record ``i`` is ``content[starts[i]:ends[i]]`` (its ``int32`` length prefix sits just before
     ``starts[i]``). Returns ``None`` unless the chain of lengths is intact, holds ``count``
     records and ends exactly at the end of ``content`` (the caller then decodes record by
-    record, which names the bad one).
+    record, which names the bad one). ``node``: the records' schema, if known (it sharpens the
+    guess below: the smallest size of a record, the bytes a record may start with).
 
-    Where a record starts depends on every length before it, so the chain is followed by many
-    walkers at once, in numpy lockstep: one starts at ``start``, others at every plausible
-    length (one whose record and the next fit the content) in a small window every
-    ``_SEED_EVERY`` records (fewer in small blocks). Each step moves every walker to the end
-    of its record; a walker stops where another has been (it has joined that walker's path),
-    dies on an impossible length, or finishes at the end of the content. Walkers seeded inside
-    a record either die or join the chain, so after about ``_SEED_EVERY`` steps every record
-    of the chain has been visited, each by one walker; the chain is then the first walker's
-    path, followed through the walkers it joined (found with pointer doubling). Every position
-    on it was reached through the length read at the one before, so it is exactly the
-    sequential chain.
+    Where a record starts depends on every length before it. Record starts are guessed first
+    (:func:`_prefix_candidates`: every position whose four bytes read as a length below
+    ``2**16`` that fits, found in one pass over the content), and the chain is followed
+    through the guesses (:func:`_chain_of_candidates`). When a length leads to no guess (a
+    record of ``2**16`` bytes or more, a damaged block) or there are too many guesses, the
+    chain is walked (:func:`_walk_chain`) from plausible lengths in windows.
     """
     total = len(content)
     if count <= 0 or start + 4 > total:
         return None
+    guessed = _prefix_candidates(content, start, count, node)
+    if guessed is not None:
+        chain = _chain_of_candidates(guessed[0], guessed[1], start, count, total)
+        if chain is not None:
+            return chain
+    return _walk_chain(content, start, count, _window_seeds(content, start, count))
+
+
+#: At most this many guessed record starts per record (:func:`_prefix_candidates`); content
+#: with more (long runs of zero bytes) is seeded by windows instead.
+_MAX_GUESSES_PER_RECORD = 8
+#: Bytes of content :func:`_prefix_candidates` looks at a time.
+_GUESS_PIECE = 1 << 18
+
+
+def _record_shape(node: AvroType | None) -> tuple[int, tuple[int, ...] | None]:
+    """The smallest encoded size of a record of ``node`` and the bytes it may start with
+    (``None``: any). A union's branch index is one byte (zig-zag ``2 * index``) in every
+    encoder; a longer (non-canonical) one is still found, by the walk."""
+    if node is None:
+        return 0, None
+
+    def size(s: AvroSlot) -> int:
+        t = s.type
+        inner = {"null": 0, "float": 4, "double": 8}.get(t.kind, 1)
+        if t.kind == "fixed":
+            inner = int(t.size or 0)
+        elif t.kind == "record":
+            inner = sum(size(f) for f in t.fields)
+        if not s.union:
+            return inner
+        return 1 + (0 if s.null_index is not None else inner)
+
+    smallest = sum(size(f) for f in node.fields)
+    first = node.fields[0] if node.fields else None
+    if smallest == 0 or first is None or not first.union:
+        return smallest, None
+    branches = {i for i in (first.null_index, first.value_index) if i is not None}
+    return smallest, tuple(sorted(2 * i for i in branches))
+
+
+def _prefix_candidates(
+    content: bytes | memoryview, start: int, count: int, node: AvroType | None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every position from ``start`` on that may hold a record's length prefix, with the
+    position its length leads to: the length is below ``2**16`` (its first two bytes are zero),
+    at least the smallest record of ``node``, fits in the content and leads to the end of the
+    content or to another such length; the record starts with a byte ``node``'s records may
+    start with. ``None``: too many such positions (over :data:`_MAX_GUESSES_PER_RECORD` a
+    record: long runs of zero bytes)."""
+    total = len(content)
+    smallest, first_bytes = _record_shape(node)
+    last = total - 4 - smallest  # the last position a record's prefix may be at
+    if last < start or total > _MAX_OFFSET:
+        return None
+    data = np.frombuffer(content, dtype=np.uint8)
+    pieces, found = [], 0
+    # a piece of the content at a time: small temporaries stay in the CPU cache (whole-content
+    # ones cost page faults on every call, several times the work itself)
+    for lo in range(start, last + 1, _GUESS_PIECE):
+        hi = min(lo + _GUESS_PIECE, last + 1)
+        zero = data[lo : hi + 1] == 0  # a length below 2**16: its bytes p and p + 1 are zero
+        at = np.flatnonzero(zero[:-1] & zero[1:])
+        at += lo
+        found += len(at)
+        if found > _MAX_GUESSES_PER_RECORD * count + 64:
+            return None
+        if first_bytes is not None:  # smallest > 0: a record's first byte lies in the content
+            first = data[at + 4]
+            allowed = first == first_bytes[0]
+            for b in first_bytes[1:]:
+                allowed |= first == b
+            at = at[allowed]
+        pieces.append(at)
+    prefixes = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    lengths = _lengths_view(content)[prefixes]  # the first two bytes are zero: 0 .. 2**16 - 1
+    nxt = prefixes + 4 + lengths
+    # the record fits, and the next record's length (if any) is below 2**16 too
+    after = np.minimum(nxt, total - 2)
+    fits = (lengths >= smallest) & (nxt <= total)
+    fits &= (nxt == total) | ((data[after] == 0) & (data[after + 1] == 0))
+    if not fits.all():
+        prefixes, nxt = prefixes[fits], nxt[fits]
+    if len(prefixes) == 0:
+        return None
+    return prefixes, nxt
+
+
+def _chain_of_candidates(
+    prefixes: np.ndarray, nxt: np.ndarray, start: int, count: int, total: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The chain of lengths from ``start`` through the guessed prefixes (sorted, every
+    record's among them), as :func:`record_bounds` returns it; ``None`` when it is not there.
+
+    ``nxt[i]`` is where the length at ``prefixes[i]`` leads. The guesses split into runs of
+    consecutive links (each guess's length leads to the next guess): a guess inside a record
+    (rare once :func:`_prefix_candidates` has filtered) ends a run. The chain starts at
+    ``start``, follows its run to the run's end and jumps to where that length leads: into
+    another run, which it follows to its end again. The runs it passes through are found with
+    pointer doubling over the runs (usually a handful: one when every guess is a record's),
+    with where it enters each. Every position on the chain is reached through the length
+    read at the one before, so it is exactly the sequential chain; ``None`` when a length
+    leads to no guess (not the end of the content) or the chain does not hold ``count``
+    records.
+    """
+    m = len(prefixes)
+    if m == 0 or prefixes[0] != start:
+        return None
+    run_end = np.flatnonzero(nxt[:-1] != prefixes[1:])
+    if run_end.size == 0:  # one run: the guesses are the chain
+        if m != count or nxt[-1] != total:
+            return None
+        return prefixes + 4, nxt
+    run_end = np.append(run_end, m - 1)
+    runs = len(run_end)
+    target = nxt[run_end]  # where each run's last length leads
+    entry = np.searchsorted(prefixes, target)
+    found = prefixes[np.minimum(entry, m - 1)] == target
+    done, dead = runs, runs + 1
+    succ = np.full(runs + 2, dead, dtype=np.int64)
+    succ[done] = done
+    succ[:runs][found] = np.searchsorted(run_end, entry[found])
+    succ[:runs][target == total] = done
+    reach = np.zeros(runs + 2, dtype=np.bool_)
+    reach[0] = True
+    jump = succ
+    for _ in range((runs + 2).bit_length()):
+        reach[jump[reach]] = True
+        jump = jump[jump]
+    if reach[dead] or not reach[done]:
+        return None
+    on = np.flatnonzero(reach[:runs])  # the runs on the chain, in order
+    first = np.empty(len(on), dtype=np.int64)
+    first[0] = 0
+    first[1:] = entry[on[:-1]]  # each entered where the run before it leads
+    sizes = run_end[on] - first + 1
+    if int(sizes.sum()) != count:
+        return None
+    index = np.repeat(first - (np.cumsum(sizes) - sizes), sizes) + np.arange(count)
+    return prefixes[index] + 4, nxt[index]
+
+
+def _window_seeds(content: bytes | memoryview, start: int, count: int) -> np.ndarray:
+    """Walker seeds for :func:`_walk_chain`: ``start``, and the plausible lengths (one whose
+    record and the next fit the content) in a window about one record long every few records
+    (:data:`_SEED_EVERY`; fewer in small blocks), read as one strided view of the content."""
+    total = len(content)
     lengths = _lengths_view(content)
     span = total - start
-    # -- seeds: `start`, and the plausible lengths in a window (about one record long) at
-    # every `stride` bytes, read as one strided view of the content
     # walkers seeded every `every` records walk about `every` steps: few for small blocks
     every = min(_SEED_EVERY, max(4, count // 32))
     seeds_wanted = count // every
@@ -118,7 +263,25 @@ def record_bounds(
     then = nxt[inner] + 4 + lengths[nxt[inner]]
     fits = nxt == total
     fits[inner] = (then >= nxt[inner] + 4) & (then <= total)
-    seeds = np.unique(np.concatenate([np.array([start], dtype=np.int64), grid[fits]]))
+    return np.unique(np.concatenate([np.array([start], dtype=np.int64), grid[fits]]))
+
+
+def _walk_chain(
+    content: bytes | memoryview, start: int, count: int, seeds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`record_bounds` by walking the chain of lengths from ``seeds`` (sorted, unique,
+    ``start`` among them) in numpy lockstep.
+
+    Each step moves every walker to the end of its record; a walker stops where another has
+    been (it has joined that walker's path), dies on an impossible length, or finishes at the
+    end of the content. Walkers seeded inside a record either die or join the chain, so after
+    about as many steps as there are records between two seeds every record of the chain has
+    been visited, each by one walker; the chain is then the first walker's path, followed
+    through the walkers it joined (found with pointer doubling). Every position on it was
+    reached through the length read at the one before, so it is exactly the sequential chain.
+    """
+    total = len(content)
+    lengths = _lengths_view(content)
     # -- lockstep walk
     walkers = len(seeds)
     done, dead = total, -1
@@ -217,48 +380,91 @@ class _Decoder:
 
     # -- primitives ---------------------------------------------------------------------------
 
-    def varint(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Zig-zag varints (Avro ``int``/``long``) at ``pos``: ``(values int64, next pos)``.
-
-        Decoded one byte column at a time, over the rows whose varint goes on.
-        """
-        if len(pos) == 0:
-            return np.zeros(0, np.int64), pos
-        b = self.data[pos]
-        if b.max() < 0x80:  # one byte each
-            small = b.astype(np.int64)
-            return (small >> 1) ^ -(small & 1), pos + 1
-        z = (b & 0x7F).astype(np.uint64)
-        size = np.ones(len(pos), dtype=np.int64)
-        idx = np.flatnonzero(b >= 0x80)
-        for k in range(1, 10):
-            b = self.data[pos[idx] + k]
-            z[idx] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
-            size[idx] += 1
-            idx = idx[b >= 0x80]
-            if idx.size == 0:
-                break
-        else:
-            raise _Bad("a varint is longer than 10 bytes")
-        values = (z >> np.uint64(1)).view(np.int64) ^ -(z & np.uint64(1)).view(np.int64)
-        return values, pos + size
-
-    def fixed_width(self, pos: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
-        """Little-endian fixed-width numbers (Avro ``float``/``double``) at ``pos``."""
-        nxt = pos + np.dtype(dtype).itemsize
-        if len(pos) == 0:
-            return np.zeros(0, dtype), nxt
-        return self.unaligned(dtype)[pos], nxt
-
-    def unaligned(self, dtype: str) -> np.ndarray:
-        """The block's bytes as numbers of ``dtype`` starting at every byte offset (a view)."""
+    def at(self, off: int, dtype: str = "u1") -> np.ndarray:
+        """The block's bytes as numbers of ``dtype`` starting at every byte offset, from byte
+        ``off`` on (a view: ``at(off)[pos]`` reads at ``pos + off`` without adding them)."""
         view = self._views.get(dtype)
         if view is None:
             width = np.dtype(dtype).itemsize
             count = max(len(self.content) - width + 1, 0)
             view = np.ndarray((count,), dtype=dtype, buffer=self.content, strides=(1,))
             self._views[dtype] = view
-        return view
+        return view[off:] if off else view
+
+    def varint(
+        self, pos: np.ndarray, off: int, want: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Zig-zag varints (Avro ``int``/``long``) at ``pos + off``: ``(values int64, next
+        positions, their offset)`` (``want=False``: only the next positions; no values, an
+        empty array).
+
+        Decoded one byte column at a time: while every row's varint goes on (values of one
+        size, the common case) the byte columns are read at a growing offset, with no
+        positions to update; then over every row while most rows' varints go on (the rows
+        whose varint has ended read a byte they ignore), then over the rows that go on.
+        """
+        n = len(pos)
+        if n == 0:
+            return np.zeros(0, np.int64), pos, off
+        b = self.at(off)[pos]
+        more = b >= 0x80
+        if not more.any():  # one byte each
+            if not want:
+                return np.zeros(0, np.int64), pos, off + 1
+            small = b.astype(np.int64)
+            return (small >> 1) ^ -(small & 1), pos, off + 1
+        z = (b & 0x7F).astype(np.uint64) if want else None
+        k = 1
+        while k < 10 and more.all():
+            b = self.at(off + k)[pos]
+            if z is not None:
+                z |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+            more = b >= 0x80
+            k += 1
+        nxt, off = pos, off + k
+        if more.any():  # varints of several sizes: positions of their own
+            nxt = pos + off
+            off = 0
+            data = self.data
+            last = len(data) - 1
+            for byte in range(k, 10):
+                live = np.count_nonzero(more)
+                if live == 0:
+                    break
+                if 4 * live < n:  # few go on: those rows only
+                    self._varint_rows(z, nxt, np.flatnonzero(more), byte)
+                    break
+                # positions grow with the rows: the last is the largest (a read past the
+                # content only happens on a damaged block, which then takes the exact path)
+                b = data[nxt if nxt[-1] <= last else np.minimum(nxt, last)]
+                b *= more  # rows whose varint has ended: no byte
+                if z is not None:
+                    z |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * byte)
+                nxt += more
+                more = b >= 0x80
+            else:
+                if more.any():
+                    raise _Bad("a varint is longer than 10 bytes")
+        if z is None:
+            return np.zeros(0, np.int64), nxt, off
+        values = (z >> np.uint64(1)).view(np.int64) ^ -(z & np.uint64(1)).view(np.int64)
+        return values, nxt, off
+
+    def _varint_rows(self, z: np.ndarray | None, nxt: np.ndarray, idx: np.ndarray, k: int) -> None:
+        """Go on with the varints of rows ``idx`` from their byte ``k`` (at ``nxt[idx]``),
+        updating their values ``z`` and next positions ``nxt`` in place."""
+        at = nxt[idx]
+        while idx.size:
+            if k >= 10:
+                raise _Bad("a varint is longer than 10 bytes")
+            b = self.data[at]
+            if z is not None:
+                z[idx] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+            at += 1
+            nxt[idx] = at
+            go = b >= 0x80
+            idx, at = idx[go], at[go]
+            k += 1
 
     def binary(self, sink: _Sink, rows: slice) -> pa.Array:
         """The ``binary`` array of a bytes-like sink for ``rows``: ``content[start:start +
@@ -316,79 +522,116 @@ class _Decoder:
                 self.collect(child, f, rows)
 
     # -- schema walk, one chunk of records at a time -------------------------------------------
+    #
+    # Positions are carried as an array and an offset common to all rows: ``pos + off``. A value
+    # of one size in every row (a double, a union's branch byte, a varint of one length) only
+    # moves the offset, and reads go through :meth:`at` views shifted by it: no position array
+    # is computed until a value's size differs between rows.
 
-    def value(self, sink: _Sink, t: AvroType, pos: np.ndarray, rows: _Rows) -> np.ndarray:
-        """Decode the values of type ``t`` at ``pos`` (records ``rows``) into ``sink``;
-        returns the positions after them."""
-        kind = t.kind
+    def value(
+        self, sink: _Sink, t: AvroType, pos: np.ndarray, off: int, rows: _Rows
+    ) -> tuple[np.ndarray, int]:
+        """Decode the values of type ``t`` at ``pos + off`` (records ``rows``) into ``sink``
+        (only walked over and checked when the sink does not keep them); returns the
+        positions after them (array and offset)."""
+        kind, keep = t.kind, sink.keep
         if kind == "null":
-            return pos
+            return pos, off
         if kind == "boolean":
-            cast(np.ndarray, sink.values)[rows] = self.data[pos]
-            return pos + 1
+            if keep:
+                cast(np.ndarray, sink.values)[rows] = self.at(off)[pos]
+            return pos, off + 1
         if kind in ("int", "long", "enum"):
-            values, pos = self.varint(pos)
-            if len(values) and kind != "long":
+            # int and enum values are checked; an int of up to 4 varint bytes always fits
+            want = keep or kind == "enum"
+            values, nxt, nxt_off = self.varint(pos, off, want)
+            if kind == "int" and not want and len(pos):
+                longest = nxt_off if nxt is pos else int((nxt - pos).max()) + nxt_off
+                if longest - off > 4:
+                    want = True
+                    values, nxt, nxt_off = self.varint(pos, off)
+            if want and len(values) and kind != "long":
                 low, high = (_INT32_MIN, _INT32_MAX) if kind == "int" else (0, len(t.symbols) - 1)
                 if values.min() < low or values.max() > high:
                     raise _Bad(f"an {kind} value is out of range")
-            cast(np.ndarray, sink.values)[rows] = values
-            return pos
+            if keep:
+                cast(np.ndarray, sink.values)[rows] = values
+            return nxt, nxt_off
         if kind in ("float", "double"):
-            numbers, pos = self.fixed_width(pos, "<f4" if kind == "float" else "<f8")
-            cast(np.ndarray, sink.values)[rows] = numbers
-            return pos
-        if kind in ("string", "bytes", "fixed"):
-            if kind == "fixed":
-                lengths = np.full(len(pos), int(t.size or 0), dtype=np.int64)
-                return self.strings(sink, pos, lengths, rows, signed=False)
-            lengths, pos = self.varint(pos)
-            return self.strings(sink, pos, lengths, rows)
+            if keep:
+                dtype = "<f4" if kind == "float" else "<f8"
+                cast(np.ndarray, sink.values)[rows] = self.at(off, dtype)[pos]
+            return pos, off + (4 if kind == "float" else 8)
+        if kind == "fixed":
+            size = int(t.size or 0)
+            if keep:
+                cast(np.ndarray, sink.starts)[rows] = pos + off
+                cast(np.ndarray, sink.lengths)[rows] = size
+            return pos, off + size
+        if kind in ("string", "bytes"):
+            lengths, pos, off = self.varint(pos, off)
+            if len(lengths) and lengths.min() < 0:
+                raise _Bad("a string or bytes value has a negative length")
+            return self.strings(sink, pos, off, lengths, rows)
         if kind == "record":
             for child, f in zip(sink.children, t.fields, strict=True):
-                pos = self.slot(child, f, pos, rows)
-            return pos
+                pos, off = self.slot(child, f, pos, off, rows)
+            return pos, off
         raise _Bad(f"{kind} values are not decoded vectorised")
 
     def strings(
-        self, sink: _Sink, pos: np.ndarray, lengths: np.ndarray, rows: _Rows, signed: bool = True
-    ) -> np.ndarray:
-        """Note string/bytes/fixed values of ``lengths`` bytes at ``pos`` (checked to lie in
-        their records; ``signed``: the lengths may be negative, which is refused); returns the
-        positions after them."""
-        nxt = pos + lengths
-        if len(pos) and ((signed and (lengths < 0).any()) or (nxt > self.ends[rows]).any()):
-            raise _Bad("a string or bytes value runs past its record")
-        cast(np.ndarray, sink.starts)[rows] = pos
-        cast(np.ndarray, sink.lengths)[rows] = lengths
-        return nxt
+        self, sink: _Sink, pos: np.ndarray, off: int, lengths: np.ndarray, rows: _Rows
+    ) -> tuple[np.ndarray, int]:
+        """Note string/bytes values of ``lengths`` (not negative) bytes at ``pos + off``;
+        returns the positions after them.
 
-    def slot(self, sink: _Sink, s: AvroSlot, pos: np.ndarray, rows: _Rows) -> np.ndarray:
+        A value running past its record is found by the end-of-record check of
+        :func:`_decode_bounded`: positions only grow, so a record whose positions end where
+        its length says holds every value read in it; values are only copied out after that
+        check.
+        """
+        if sink.keep:
+            cast(np.ndarray, sink.starts)[rows] = pos + off
+            cast(np.ndarray, sink.lengths)[rows] = lengths
+        return pos + lengths, off
+
+    def slot(
+        self, sink: _Sink, s: AvroSlot, pos: np.ndarray, off: int, rows: _Rows
+    ) -> tuple[np.ndarray, int]:
         """Decode a field/element: its union branch index first when it is a union."""
         if not s.union:
-            return self.value(sink, s.type, pos, rows)
-        if s.type.kind in ("string", "bytes") and s.value_index is not None and len(pos):
-            # the common case in one read: the value's branch, then a length below 64
-            pair = self.unaligned("<u2")[pos] if pos[-1] < len(self.content) - 1 else None
-            if pair is not None and ((pair & 0x81FF) == 2 * s.value_index).all():
-                lengths = (pair >> 9).astype(np.int64)
-                return self.strings(sink, pos + 2, lengths, rows, signed=False)
+            return self.value(sink, s.type, pos, off, rows)
+        if (
+            s.type.kind in ("string", "bytes")
+            and s.value_index is not None
+            and len(pos)
+            and pos[-1] + off < len(self.content) - 1
+        ):
+            # the common case: the value's branch, then a length below 64 (one byte)
+            branch = self.at(off)[pos]
+            size = self.at(off + 1)[pos]
+            if (branch == 2 * s.value_index).all() and not (size & 0x81).any():
+                size >>= 1
+                return self.strings(sink, pos, off + 2, size, rows)
         # a branch index below 64 is one byte: its zig-zag, 2 * index (what every writer
         # writes; anything else, if valid at all, is left to the exact path)
-        branch = self.data[pos]
-        pos = pos + 1
+        branch = self.at(off)[pos]
+        off += 1
         is_value = branch == (-1 if s.value_index is None else 2 * s.value_index)
         if s.value_index is not None and s.type.kind != "null" and is_value.all():
-            return self.value(sink, s.type, pos, rows)
+            return self.value(sink, s.type, pos, off, rows)
         is_null = branch == (-1 if s.null_index is None else 2 * s.null_index)
         if not (is_value | is_null).all():
             raise _Bad("a union branch index is not one of the union's")
-        cast(np.ndarray, sink.valid)[_subset(rows, ~is_value)] = False
+        if sink.keep:
+            cast(np.ndarray, sink.valid)[_subset(rows, ~is_value)] = False
         if s.value_index is None or s.type.kind == "null" or not is_value.any():
-            return pos
+            return pos, off
+        pos = pos + off  # the rows with a value move on from here on their own
         some = np.flatnonzero(is_value)
-        pos[some] = self.value(sink, s.type, pos[some], _subset(rows, some))
-        return pos
+        moved, moved_off = self.value(sink, s.type, pos[some], 0, _subset(rows, some))
+        pos[some] = moved + moved_off
+        return pos, 0
 
     # -- Arrow arrays of the sinks ------------------------------------------------------------
 
@@ -449,6 +692,7 @@ class _Sink:
     """Where the decoded values of one field/element go, for all records of the block.
 
     Attributes:
+        keep: the values are kept (else only walked over and checked: no arrays below).
         valid: the union's non-null rows (``None``: not a union).
         values: numbers, booleans (as bytes), enum indexes.
         starts, lengths: where each string/bytes/fixed value sits in the block.
@@ -456,6 +700,7 @@ class _Sink:
         pieces: the string/bytes/fixed values, chunk by chunk.
     """
 
+    keep: bool = True
     valid: np.ndarray | None = None
     values: np.ndarray | None = None
     starts: np.ndarray | None = None
@@ -464,9 +709,18 @@ class _Sink:
     pieces: list[pa.Array] = field(default_factory=list)
 
 
-def _sink(s: AvroSlot, n: int, record_starts: np.ndarray) -> _Sink:
-    sink = _Sink(valid=np.ones(n, dtype=np.bool_) if s.union else None)
+_SKIP = _Sink(keep=False)
+
+
+def _sink(s: AvroSlot, n: int, record_starts: np.ndarray, keep: bool = True) -> _Sink:
     kind = s.type.kind
+    if not keep:  # nothing stored: one sink for all such fields (records: one per child)
+        if kind != "record":
+            return _SKIP
+        return _Sink(
+            keep=False, children=[_sink(f, n, record_starts, False) for f in s.type.fields]
+        )
+    sink = _Sink(valid=np.ones(n, dtype=np.bool_) if s.union else None)
     if kind in ("string", "bytes", "fixed"):
         # rows without a value (null, or under a null record) take an empty value at their
         # record's start, which keeps the value positions growing
@@ -515,7 +769,7 @@ def decode_avro_records(
         string or union branch, an ``int`` out of range): the caller then decodes the block
         record by record.
     """
-    bounds = record_bounds(content, start, count)
+    bounds = record_bounds(content, start, count, node)
     if bounds is None:
         return None
     return _decode_bounded(content, bounds[0], bounds[1], node, schema, columns)
@@ -547,7 +801,7 @@ def decode_avro_runs(
     if not contents or total <= 0 or any(c <= 0 for c in counts):
         return None
     joined = b"".join(contents)
-    bounds = record_bounds(joined, 0, total)
+    bounds = record_bounds(joined, 0, total, node)
     if bounds is None:
         return None
     starts, ends = bounds
@@ -572,16 +826,16 @@ def _decode_bounded(
     """:func:`decode_avro_records` once the records' bounds are known."""
     count = len(starts)
     decoder = _Decoder(content, ends)
-    sinks = [_sink(f, count, starts) for f in node.fields]
     keep = [columns is None or f.name in columns for f in node.fields]
+    sinks = [_sink(f, count, starts, wanted) for f, wanted in zip(node.fields, keep, strict=True)]
     step = max(64, CHUNK_BYTES * count // max(len(content), 1))
     try:
         for first in range(0, count, step):
             rows = slice(first, min(first + step, count))
-            pos = starts[rows]
+            pos, off = starts[rows], 0
             for sink, f in zip(sinks, node.fields, strict=True):
-                pos = decoder.slot(sink, f, pos, rows)
-            if not np.array_equal(pos, ends[rows]):
+                pos, off = decoder.slot(sink, f, pos, off, rows)
+            if not np.array_equal(pos + off, ends[rows]):
                 return None  # a record does not end where its length says
             for sink, f, wanted in zip(sinks, node.fields, keep, strict=True):
                 if wanted:

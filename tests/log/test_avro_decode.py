@@ -397,17 +397,20 @@ _PAYLOAD = st.binary(max_size=300) | st.lists(
     cut=st.integers(min_value=-3, max_value=3),
     extra=st.integers(min_value=-2, max_value=2),
     every=st.sampled_from([1, 2, 3, 7, 48]),
+    piece=st.sampled_from([1, 7, 1 << 18]),
 )
 def test_record_bounds_follow_the_length_chain(
-    payloads: list[bytes], cut: int, extra: int, every: int
+    payloads: list[bytes], cut: int, extra: int, every: int, piece: int
 ) -> None:
-    """The lockstep walkers find exactly the sequential chain, or refuse when it breaks."""
-    saved = avro_decode._SEED_EVERY
+    """The guessed prefixes and the lockstep walkers both find exactly the sequential chain,
+    or refuse when it breaks."""
+    saved = avro_decode._SEED_EVERY, avro_decode._GUESS_PIECE
     avro_decode._SEED_EVERY = every  # seeds as dense as every record: many walkers meet
+    avro_decode._GUESS_PIECE = piece  # guesses found a few bytes at a time
     try:
         _check_bounds(payloads, cut, extra)
     finally:
-        avro_decode._SEED_EVERY = saved
+        avro_decode._SEED_EVERY, avro_decode._GUESS_PIECE = saved
 
 
 def _check_bounds(payloads: list[bytes], cut: int, extra: int) -> None:
@@ -419,9 +422,50 @@ def _check_bounds(payloads: list[bytes], cut: int, extra: int) -> None:
     count = len(payloads) + extra
     want = _bounds_one_by_one(content, 8, count)
     got = record_bounds(content, 8, count)
+    walked = None
+    if count > 0 and len(content) >= 12:  # record_bounds' own checks
+        seeds = avro_decode._window_seeds(content, 8, count)
+        walked = avro_decode._walk_chain(content, 8, count, seeds)
+    guessed = avro_decode._prefix_candidates(content, 8, count, None) if count > 0 else None
+    chained = None
+    if guessed is not None:
+        chained = avro_decode._chain_of_candidates(*guessed, 8, count, len(content))
     if want is None:
-        assert got is None
-    else:
+        assert got is None and walked is None and chained is None
+        return
+    assert got is not None and walked is not None
+    assert got[0].tolist() == want[0] and got[1].tolist() == want[1]
+    assert walked[0].tolist() == want[0] and walked[1].tolist() == want[1]
+    if chained is not None:  # else a length of 2**16 or more: walked
+        assert chained[0].tolist() == want[0] and chained[1].tolist() == want[1]
+
+
+def test_record_bounds_of_a_schema_past_fake_and_long_records() -> None:
+    """Through the schema's guesses (records start with a union branch byte): bytes values
+    holding what reads as a record's length and start, and a record of over 2**16 bytes (no
+    guess: the chain is walked), give the sequential chain."""
+    schema = {
+        "type": "record",
+        "name": "r",
+        "fields": [
+            {"name": "k", "type": ["null", "string"]},
+            {"name": "b", "type": ["null", "bytes"]},
+        ],
+    }
+    fake = b"\x00\x00\x00\x10\x02"  # a length of 16, then the value branch of k
+    rows = [{"k": f"k{i}", "b": fake[: i % 6] + b"\x00" * (i % 3)} for i in range(300)]
+    node = resolve_avro(schema)
+    for long in (False, True):
+        if long:
+            rows[150] = {"k": "long", "b": fake + b"x" * 70_000}
+        content = _framed_raw(_datums(schema, rows))
+        want = _bounds_one_by_one(content, 8, len(rows))
+        assert want is not None
+        guessed = avro_decode._prefix_candidates(content, 8, len(rows), node)
+        assert guessed is not None and len(guessed[0]) > len(rows)  # fake prefixes among them
+        chained = avro_decode._chain_of_candidates(*guessed, 8, len(rows), len(content))
+        assert (chained is None) == long
+        got = record_bounds(content, 8, len(rows), node)
         assert got is not None
         assert got[0].tolist() == want[0] and got[1].tolist() == want[1]
 
@@ -490,6 +534,27 @@ def test_int_out_of_range_raises() -> None:
     assert decode_avro_records(block.content, 8, 1, node, avro_to_arrow_schema(_INT)) is None
     with pytest.raises(CorruptBlockError, match=PATH.replace(".", r"\.")):
         decode_data_block(block)
+
+
+_KEYED_INT = {
+    "type": "record",
+    "name": "r",
+    "fields": [{"name": "k", "type": "string"}, {"name": "i", "type": "int"}],
+}
+
+
+def test_int_not_asked_for_is_still_checked_to_fit() -> None:
+    """An int column left out of the columns asked for is walked over by its varint sizes,
+    yet an int of 5 varint bytes is still checked to fit (and a longer one refused)."""
+    node, arrow = resolve_avro(_KEYED_INT), avro_to_arrow_schema(_KEYED_INT)
+    rows = [{"k": f"k{i}", "i": [-(2**31), 2**31 - 1, 7, -300][i % 4]} for i in range(200)]
+    datums = _datums(_KEYED_INT, rows)
+    got = decode_avro_records(_framed(datums), 8, len(rows), node, arrow, ["k"])
+    assert got is not None and got.column("k").to_pylist() == [r["k"] for r in rows]
+    for varint in (b"\x80\x80\x80\x80\x10", b"\x80\x80\x80\x80\x80\x40"):  # 2**31, 2**39
+        bad = [*datums[:150], b"\x04k0" + varint, *datums[151:]]
+        for columns in (["k"], None):
+            assert decode_avro_records(_framed(bad), 8, len(bad), node, arrow, columns) is None
 
 
 #: good records after the damaged ones: blocks of 128 records and more take the vectorised
