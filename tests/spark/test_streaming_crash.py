@@ -4,9 +4,9 @@ A deterministic, replayable source (Parquet files, one per micro-batch) of chang
 inserts, updates, late updates carrying an older event time, deletes -- is streamed into a
 partitioned MOR bucket-index table by a separate driver process (this file run as a script,
 each run with its own SparkSession). The test kills the driver's whole process group (the
-Python driver, its JVM and Python workers) with SIGKILL five times -- during task writes,
+Python driver, its JVM and Python workers) with SIGKILL four times -- during task writes,
 between the writes and the commit, right after the commit point before Spark recorded the
-batch, and at random moments -- restarting from the same checkpoint each time, and finally
+batch, and at a random moment -- restarting from the same checkpoint each time, and finally
 checks:
 
 * the snapshot equals the expected state (event-time ordering, deletes competing by event
@@ -324,8 +324,7 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
         ("write", 1, None),  # a task of the 2nd batch of the run has written its files
         ("commit", 0, None),  # all tasks wrote; the driver is about to commit
         ("committed", 0, None),  # committed in the table, not yet in Spark's checkpoint
-        (None, 0, rng.uniform(1.0, 8.0)),  # random moments
-        (None, 0, rng.uniform(1.0, 8.0)),
+        (None, 0, rng.uniform(1.0, 8.0)),  # a random moment (one: the suite's time budget)
     ]
     driver: Driver | None = spawn(tmp_path, 0)
     for run, (point, ahead, delay) in enumerate(plan):
@@ -345,7 +344,7 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
         if point == "committed" and outcome == "killed":
             assert done == nxt  # durable, Spark will replay it
     kills = sum(1 for h in history if h[2] == "killed")
-    assert kills >= 5, history
+    assert kills >= 4, history
     assert driver is not None
     outcome, secs, _ = go(driver, None, None, None)
     history.append((len(plan), "final", outcome, round(secs, 1)))
