@@ -245,6 +245,16 @@ def az_uri(azurite: AzuriteServer) -> str:
     return f"az://{AZ_CONTAINER}/t-{uuid.uuid4().hex[:12]}"
 
 
+def object_store_table(request: pytest.FixtureRequest, store: str) -> tuple[str, dict[str, str]]:
+    """``(uri, storage_options)`` of a fresh table on ``store``: ``"s3"`` (the moto server) or
+    ``"azure"`` (Azurite), for tests parametrized over both."""
+    if store == "s3":
+        return request.getfixturevalue("s3_uri"), request.getfixturevalue(
+            "moto_s3"
+        ).storage_options()
+    return request.getfixturevalue("az_uri"), request.getfixturevalue("azurite").storage_options()
+
+
 def table_rows(table: pa.Table, columns: Sequence[str]) -> list[tuple]:
     """The rows of ``table`` as tuples of ``columns`` (sorted; every value compared)."""
     if table.num_rows == 0:

@@ -18,7 +18,12 @@ import hudi_ds
 from hudi_ds.errors import ConfigError, StorageError
 from hudi_ds.services import ServiceContext, clean, compaction, rollback
 from hudi_ds.storage import ObjectStorage, Storage, open_storage
-from tests.conftest import assert_rows, complete_pending_compactions, hudi_rs_table
+from tests.conftest import (
+    assert_rows,
+    complete_pending_compactions,
+    hudi_rs_table,
+    object_store_table,
+)
 from tests.fault_proxy import FaultProxy
 from tests.moto_server import MotoServer, free_port
 
@@ -255,12 +260,7 @@ def test_write_matrix_and_services_on_object_stores(
     """insert, upsert, delete; compaction (MOR), rollback of the last commit, clean: the
     table read back by hudi_ds and hudi-rs equals the model after each step -- on the local S3
     server (moto) and on Azure Blob (Azurite)."""
-    if store == "s3":
-        so = request.getfixturevalue("moto_s3").storage_options()
-        uri = request.getfixturevalue("s3_uri")
-    else:
-        so = request.getfixturevalue("azurite").storage_options()
-        uri = request.getfixturevalue("az_uri")
+    uri, so = object_store_table(request, store)
     opts = {
         **_opts(table_type),
         "hoodie.clean.automatic": "false",

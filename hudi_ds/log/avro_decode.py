@@ -184,6 +184,18 @@ def _prefix_candidates(
     return prefixes, nxt
 
 
+def _reachable_from_first(succ: np.ndarray) -> np.ndarray:
+    """Which nodes of the successor graph ``succ`` (node -> next node) node 0 reaches, by
+    pointer doubling: log2(n) vectorised steps instead of walking the chain."""
+    reach = np.zeros(len(succ), dtype=np.bool_)
+    reach[0] = True
+    jump = succ
+    for _ in range(len(succ).bit_length()):
+        reach[jump[reach]] = True
+        jump = jump[jump]
+    return reach
+
+
 def _chain_of_candidates(
     prefixes: np.ndarray, nxt: np.ndarray, start: int, count: int, total: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -219,12 +231,7 @@ def _chain_of_candidates(
     succ[done] = done
     succ[:runs][found] = np.searchsorted(run_end, entry[found])
     succ[:runs][target == total] = done
-    reach = np.zeros(runs + 2, dtype=np.bool_)
-    reach[0] = True
-    jump = succ
-    for _ in range((runs + 2).bit_length()):
-        reach[jump[reach]] = True
-        jump = jump[jump]
+    reach = _reachable_from_first(succ)
     if reach[dead] or not reach[done]:
         return None
     on = np.flatnonzero(reach[:runs])  # the runs on the chain, in order
@@ -340,12 +347,7 @@ def _walk_chain(
     entry_of_next = np.full(walkers, -1, dtype=np.int64)
     entry_of_next[joins] = found
     # -- the walkers on the chain: those reachable from walker 0 (pointer doubling)
-    reach = np.zeros(walkers + 2, dtype=np.bool_)
-    reach[0] = True
-    jump = succ
-    for _ in range((walkers + 2).bit_length()):
-        reach[jump[reach]] = True
-        jump = jump[jump]
+    reach = _reachable_from_first(succ)
     if reach[walkers + 1] or not reach[walkers]:
         return None
     chain_walkers = np.flatnonzero(reach[:walkers])

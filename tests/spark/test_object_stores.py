@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import hudi_ds
-from tests.conftest import assert_rows, hudi_rs_table
+from tests.conftest import assert_rows, hudi_rs_table, object_store_table
 
 pytestmark = pytest.mark.spark
 
@@ -20,12 +20,7 @@ COLS = ["id", "p", "ts", "v"]
 def test_spark_batch_write_to_an_object_store(
     spark: Any, store: str, request: pytest.FixtureRequest
 ) -> None:
-    if store == "s3":
-        so = request.getfixturevalue("moto_s3").storage_options()
-        uri = request.getfixturevalue("s3_uri")
-    else:
-        so = request.getfixturevalue("azurite").storage_options()
-        uri = request.getfixturevalue("az_uri")
+    uri, so = object_store_table(request, store)
     opts = {
         "hoodie.table.name": f"{store}_spark",
         "hoodie.datasource.write.recordkey.field": "id",
