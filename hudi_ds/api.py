@@ -9,11 +9,10 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 
 from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
@@ -22,7 +21,6 @@ from hudi_ds.index.state import StateIndex
 from hudi_ds.schema import plain_batches, plain_schema, without_meta_fields
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage, open_storage
-from hudi_ds.table.dataset import ScanStats, slice_dataset
 from hudi_ds.table.filters import Filter
 from hudi_ds.table.reader import ReadStats
 from hudi_ds.table.table import ReadableTable
@@ -41,6 +39,11 @@ from hudi_ds.write.operation import (
     partitions_to_delete,
 )
 from hudi_ds.write.write_status import WriteStatus
+
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas (0.35 s): only to_pyarrow_dataset needs it
+    import pyarrow.dataset as pads
+
+    from hudi_ds.table.dataset import ScanStats
 
 log = logging.getLogger("hudi_ds.api")
 
@@ -357,6 +360,8 @@ class HudiTable(ReadableTable):
         """
         cols = _columns_arg(columns)
         plan = self.plan_read(options, cols, filters)
+        from hudi_ds.table.dataset import ScanStats, slice_dataset
+
         stats = ScanStats()
         self.last_scan_stats = stats
         return slice_dataset(self, plan, stats)
