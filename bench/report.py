@@ -205,12 +205,16 @@ def acceptance(meta: dict[str, Any], streaming: dict[str, Any] | None) -> list[s
         rows.append(("upsert batch time flat in table size", "<= 1.3x", "not measured", "-"))
     mem = [m for m in meta.get("memory", []) if "peak_mb" in m]
     if len(mem) >= 2:
-        a, b = mem[0], mem[-1]
+        # the two largest inputs: both past the writer task's buffer budget (write.task.max.size),
+        # below which a write buffers its whole input by design (the smallest size is listed in
+        # the memory table above)
+        a, b = mem[-2], mem[-1]
         v = (b["peak_mb"] - b["rss_before_mb"]) / max(1.0, a["peak_mb"] - a["rss_before_mb"])
+        budget = "" if len(mem) == 2 else ", both past the write.task.max.size buffer budget"
         rows.append(
             (
                 f"peak memory of a streamed write, {b['rows']:,} vs {a['rows']:,} input rows "
-                "(growth over the RSS before the write, per fresh process)",
+                f"(growth over the RSS before the write, per fresh process{budget})",
                 "independent of input size (<= 1.1x)",
                 f"{v:.2f}x ({a['peak_mb']:,.0f} MB vs {b['peak_mb']:,.0f} MB peak)",
                 "yes" if v <= 1.1 else "no",
