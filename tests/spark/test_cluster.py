@@ -43,8 +43,9 @@ import hudi_ds
 from tests.conftest import assert_rows, hudi_rs_table
 from tests.spark.standalone import REPO, StandaloneCluster, finish, kill_job, submit
 
-#: under pytest-xdist (``make test``: ``--dist loadgroup``) every cluster test runs on one worker,
-#: in this order, sharing the one cluster of the session
+#: ``make test`` runs these in a pytest process of their own, beside the xdist workers; under
+#: xdist with ``--dist loadgroup`` every cluster test would run on one worker, in this order,
+#: sharing the one cluster of the session
 pytestmark = [
     pytest.mark.spark,
     pytest.mark.cluster,

@@ -166,15 +166,17 @@ def pausing_source() -> type:
     return PausingDataSource
 
 
-def drive(src: str, table: str, checkpoint: str, signal_dir: str) -> None:
-    """One run of the streaming job (this file as a script): all files, then exit 0."""
+def driver_session(master: str, app: str, signal_dir: str) -> Any:
+    """A killable driver's SparkSession, hudi_py replaced by the pausing source; returns once
+    the test says "go". The session starts ahead of time (its JVM warms up while the previous
+    run works) and announces it with the ``ready`` signal."""
     from pyspark.sql import SparkSession
 
     from hudi_ds.spark import register
 
     spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudi_ds-stream-crash")
+        SparkSession.builder.master(master)
+        .appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")
@@ -186,10 +188,15 @@ def drive(src: str, table: str, checkpoint: str, signal_dir: str) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     spark.dataSource.register(pausing_source())  # replaces the plain hudi_py
-    # started ahead of time (the JVM warms up while the previous run works): wait for "go"
     Path(signal_dir, "ready").touch()
     while not Path(signal_dir, "go").exists():
         time.sleep(0.02)
+    return spark
+
+
+def drive(src: str, table: str, checkpoint: str, signal_dir: str) -> None:
+    """One run of the streaming job (this file as a script): all files, then exit 0."""
+    spark = driver_session("local[2]", "hudi_ds-stream-crash", signal_dir)
     events = (
         spark.readStream.schema(SCHEMA)
         .option("maxFilesPerTrigger", 1)

@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -39,30 +38,11 @@ PLAN: list[dict[str, tuple[str, int]]] = [
 
 def drive(src: str, targets_json: str, signal_dir: str) -> None:
     """One run of the streaming job (this file as a script): one query per target table."""
-    from pyspark.sql import SparkSession
+    from tests.spark.test_streaming_crash import OPTIONS, SCHEMA, driver_session
 
-    from hudi_ds.spark import register
-    from tests.spark.test_streaming_crash import OPTIONS, SCHEMA, pausing_source
-
-    spark = (
-        # a store's paused "write" may hold both tasks of its batch: 4 slots leave the other
-        # query 2 to reach its own pause
-        SparkSession.builder.master("local[4]")
-        .appName("hudi_ds-stream-crash-stores")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    spark.dataSource.register(pausing_source())
-    Path(signal_dir, "ready").touch()
-    while not Path(signal_dir, "go").exists():
-        time.sleep(0.02)
+    # a store's paused "write" may hold both tasks of its batch: 4 slots leave the other query
+    # 2 to reach its own pause
+    spark = driver_session("local[4]", "hudi_ds-stream-crash-stores", signal_dir)
     queries = []
     for t in json.loads(targets_json):
         events = (
