@@ -33,14 +33,18 @@ PAIRWISE = [
     ("COPY_ON_WRITE", "two", "parquet", "EVENT_TIME_ORDERING"),
     ("COPY_ON_WRITE", "none", "parquet", "COMMIT_TIME_ORDERING"),
 ]
-FULL = list(
-    itertools.product(
+#: every combination, but a COPY_ON_WRITE table only with parquet blocks: it writes no log
+#: blocks, so its Avro-block run would repeat its parquet-block run
+FULL = [
+    c
+    for c in itertools.product(
         ["MERGE_ON_READ", "COPY_ON_WRITE"],
         sorted(PARTITIONINGS),
         ["parquet", "avro"],
         ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"],
     )
-)
+    if c[0] == "MERGE_ON_READ" or c[2] == "parquet"
+]
 CASES = [(6, *c) for c in (PAIRWISE if os.environ.get("HUDI_DS_QUICK_MATRIX") else FULL)] + [
     (v, *c) for v in (8, 9) for c in PAIRWISE
 ]
