@@ -21,11 +21,13 @@ from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
 from hudi_ds.schema import plain_batches, plain_schema, without_meta_fields
 from hudi_ds.services import run_post_commit_services
+from hudi_ds.services.compaction import CompactionResult
 from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.dataset import ScanStats, slice_dataset
 from hudi_ds.table.filters import Filter
 from hudi_ds.table.reader import ReadStats
 from hudi_ds.table.table import ReadableTable
+from hudi_ds.timeline.instant import Instant
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.client import WriteClient
 from hudi_ds.write.operation import (
@@ -400,7 +402,13 @@ class HudiTable(ReadableTable):
         if state is None:
             instant = write(self.storage, data, opts)
         else:
-            client = WriteClient(self.storage, opts, post_commit=run_post_commit_services)
+            compactions: list[CompactionResult] = []
+
+            def post_commit(c: WriteClient, done: Instant) -> None:
+                # the compactions this commit runs report their key changes: learnt below
+                compactions.extend(run_post_commit_services(c, done, track_keys=True))
+
+            client = WriteClient(self.storage, opts, post_commit=post_commit)
             if client.resolved.index_type == "BUCKET":
                 raise ConfigError(
                     "state_index=True: the table at "
@@ -415,6 +423,8 @@ class HudiTable(ReadableTable):
                 [s.stat for s in statuses],
                 {s.path: (s.keys.inserted, s.keys.removed) for s in statuses if s.keys},
             )
+            for res in compactions:  # after the write: each compaction's plan came later
+                state.compacted(res.stats, res.key_changes)
         self.refresh()
         return instant
 

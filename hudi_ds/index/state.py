@@ -604,6 +604,67 @@ class StateIndex:
         self._found = []
         self._missed = []
 
+    def compacted(
+        self, stats: Sequence[WriteStat], changes: Mapping[str, tuple[pa.Array, pa.Array]]
+    ) -> None:
+        """Learn the new base files of a compaction this writer ran (its write stats and
+        :attr:`~hudi_ds.services.compaction.CompactionResult.key_changes`), after
+        :meth:`committed` of the write that triggered it.
+
+        A compaction merges a file group's base file with its logs into a new base file of the
+        same file id. Its key changes, against the base file it compacted (the keys of the
+        merged rows that file did not hold -- none while only SIMPLE/BLOOM writers add logs,
+        whose logs hold updates of base keys -- and the keys the merge dropped: deletes that
+        won under the merge mode), turn the group's entries into the new file's keys exactly,
+        without reading it. Only for a group whose record is that base file (its entries are
+        that file's keys) and with logs not indexed (``read_logs`` False: Hudi's SIMPLE/BLOOM;
+        with ``read_logs`` the entries also hold the logs' keys). Any other group (no key
+        changes: a compaction run elsewhere; a record of another base file; a dropped key held
+        by several entries) keeps its old record, so the next lookup sees its files differ and
+        reads it, as for a compaction of another writer.
+        """
+        if self._mode is None:
+            return
+        global_, spec = self._mode
+        if spec.read_logs:
+            return
+        drop: list[np.ndarray] = []
+        new_keys: list[pa.Array] = []
+        new_gids: list[np.ndarray] = []
+        width = self._keys.dtype.itemsize
+        for st in stats:
+            path = st.path or ""
+            change = changes.get(path)
+            g = self._groups.get((st.partition_path or "", st.file_id or ""))
+            name = parse_base_file_name(file_name_of(path))
+            if change is None or g is None or name is None:
+                continue
+            base, logs = g.files
+            if base is None or logs or file_name_of(base[0]) != st.prev_base_file:
+                continue
+            inserted, removed = change
+            if len(removed):
+                held = removed.cast(pa.string())
+                if not global_:
+                    held = _with_partition(held, g.partition)
+                if int(pc.max(pc.binary_length(held)).as_py()) > width:
+                    continue  # not held at all: the record is not that file's keys
+                gone = self._entries_of(g.gid, _fixed_width(held, width))
+                if gone is None:
+                    continue
+                drop.append(gone)
+            if len(inserted):
+                _refuse_nul(inserted, f" in {path}")
+                ins = inserted.cast(pa.string())
+                new_keys.append(ins if global_ else _with_partition(ins, g.partition))
+                new_gids.append(np.full(len(inserted), g.gid, dtype=np.int32))
+            g.files = ((path, int(st.file_size_in_bytes)), ())
+            g.instant = name.instant_time
+        if drop:
+            self._remove(np.unique(np.concatenate(drop)))
+        if new_keys:
+            self._replace(np.empty(0, dtype=np.int32), new_keys, new_gids)
+
     def _learn_changes(
         self, g: _Group | None, st: WriteStat, change: tuple[pa.Array, pa.Array]
     ) -> tuple[np.ndarray | None, tuple[pa.Array, np.ndarray] | None] | None:
