@@ -46,7 +46,10 @@ any other new base file is read at the next lookup like any changed group. When 
 merge handles report the keys each new base file added and dropped (``WriteStatus.keys``, as
 :class:`hudi_ds.HudiTable` asks them to), a new base file (version) of a non-global lookup is
 learnt from them exactly, whatever mix of inserts, updates and deletes it took (a small file
-rewritten with a batch's inserts and some deletes: the usual shape of a SIMPLE upsert).
+rewritten with a batch's inserts and some deletes: the usual shape of a SIMPLE upsert). The
+compactions the writer runs after its commits (MERGE_ON_READ's inline compaction) report their
+key changes the same way (:meth:`StateIndex.compacted`): every compacted file group's new base
+file is learnt without reading it (the keys of deletes that won the merge leave).
 
 Storage: keys are held as one fixed-width byte array (numpy ``S<width>``, the width a multiple
 of 8; the key and, for a non-global index, ``\\0`` + its partition path) with a parallel int32
