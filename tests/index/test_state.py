@@ -427,15 +427,22 @@ def test_shared_fingerprints_stay_exact(
     test_own_writes_match_simple(tmp_path, table_type, "SIMPLE", True)
 
 
-@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
-def test_learns_inserts_into_small_files(tmp_path, table_type: str) -> None:
+@pytest.mark.parametrize(
+    ("table_type", "budget"),
+    [("MERGE_ON_READ", None), ("COPY_ON_WRITE", None), ("COPY_ON_WRITE", "0.05")],
+)
+def test_learns_inserts_into_small_files(tmp_path, table_type: str, budget: str | None) -> None:
     """A base file that took all the inserts of its partition (its write stat's numInserts
     equals the keys the write's lookups did not find there) is learnt without reading it: a
     small file's new version (COPY_ON_WRITE here) or a new file group (MERGE_ON_READ here: the
     small files have logs); inserts mixed with deletes are learnt from the key changes the
-    merge handles report (WriteStatus.keys), also without reading."""
+    merge handles report (WriteStatus.keys), also without reading. ``budget``
+    (``write.task.max.size``, MB): the base files do not fit the merge's share, so they
+    stream through the merge in batches, whose key changes add up."""
     path = str(tmp_path / "t")
     opts = _opts(table_type, "SIMPLE")
+    if budget is not None:
+        opts["write.task.max.size"] = budget
     model = Model()
     base = model.rows_of(range(300), 1)
     hudi_ds.write(path, base, {**opts, "hoodie.datasource.write.operation": "insert"})
