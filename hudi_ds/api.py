@@ -239,8 +239,10 @@ class HudiTable(ReadableTable):
             tables with a SIMPLE, BLOOM or GLOBAL_* index (a BUCKET table locates keys by
             hash: refused). The state is bootstrapped by the first write of each partition and
             checked against the table's latest file slices before every write (other writers'
-            commits, rollbacks, compaction and clustering are read in or dropped), so it
-            answers exactly as the table's index would. Memory: about the key length plus the
+            commits, rollbacks, compaction and clustering are read in or dropped; this
+            object's own writes and the compactions they run are learnt without reading the
+            new files where their key changes are known), so it answers exactly as the
+            table's index would. Memory: about the key length plus the
             partition path length (rounded up to 8) plus 12 bytes per record. Apache Hudi has
             no ``hoodie.*`` key for this (Flink's ``index.bootstrap.enabled`` /
             ``index.state.ttl`` configure Flink state), hence an argument.
