@@ -242,10 +242,10 @@ class HudiTable(ReadableTable):
             commits, rollbacks, compaction and clustering are read in or dropped; this
             object's own writes and the compactions they run are learnt without reading the
             new files where their key changes are known), so it answers exactly as the
-            table's index would. Memory: about the key length plus the
-            partition path length (rounded up to 8) plus 12 bytes per record. Apache Hudi has
-            no ``hoodie.*`` key for this (Flink's ``index.bootstrap.enabled`` /
-            ``index.state.ttl`` configure Flink state), hence an argument.
+            table's index would. Memory: about the key length plus the partition path length
+            (rounded up to 8) plus 12 bytes per record. Apache Hudi has no ``hoodie.*`` key
+            for this (Flink's ``index.bootstrap.enabled`` / ``index.state.ttl`` configure
+            Flink state), hence an argument.
     """
 
     def __init__(
