@@ -20,10 +20,12 @@ from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
 from hudi_ds.schema import plain_batches, plain_schema, without_meta_fields
 from hudi_ds.services import run_post_commit_services
+from hudi_ds.services.compaction import CompactionResult
 from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.filters import Filter
 from hudi_ds.table.reader import ReadStats
 from hudi_ds.table.table import ReadableTable
+from hudi_ds.timeline.instant import Instant
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.client import WriteClient
 from hudi_ds.write.operation import (
@@ -240,11 +242,13 @@ class HudiTable(ReadableTable):
             tables with a SIMPLE, BLOOM or GLOBAL_* index (a BUCKET table locates keys by
             hash: refused). The state is bootstrapped by the first write of each partition and
             checked against the table's latest file slices before every write (other writers'
-            commits, rollbacks, compaction and clustering are read in or dropped), so it
-            answers exactly as the table's index would. Memory: about the key length plus the
-            partition path length (rounded up to 8) plus 12 bytes per record. Apache Hudi has
-            no ``hoodie.*`` key for this (Flink's ``index.bootstrap.enabled`` /
-            ``index.state.ttl`` configure Flink state), hence an argument.
+            commits, rollbacks, compaction and clustering are read in or dropped; this
+            object's own writes and the compactions they run are learnt without reading the
+            new files where their key changes are known), so it answers exactly as the
+            table's index would. Memory: about the key length plus the partition path length
+            (rounded up to 8) plus 12 bytes per record. Apache Hudi has no ``hoodie.*`` key
+            for this (Flink's ``index.bootstrap.enabled`` / ``index.state.ttl`` configure
+            Flink state), hence an argument.
     """
 
     def __init__(
@@ -405,7 +409,13 @@ class HudiTable(ReadableTable):
         if state is None:
             instant = write(self.storage, data, opts)
         else:
-            client = WriteClient(self.storage, opts, post_commit=run_post_commit_services)
+            compactions: list[CompactionResult] = []
+
+            def post_commit(c: WriteClient, done: Instant) -> None:
+                # the compactions this commit runs report their key changes: learnt below
+                compactions.extend(run_post_commit_services(c, done, track_keys=True))
+
+            client = WriteClient(self.storage, opts, post_commit=post_commit)
             if client.resolved.index_type == "BUCKET":
                 raise ConfigError(
                     "state_index=True: the table at "
@@ -420,6 +430,8 @@ class HudiTable(ReadableTable):
                 [s.stat for s in statuses],
                 {s.path: (s.keys.inserted, s.keys.removed) for s in statuses if s.keys},
             )
+            for res in compactions:  # after the write: each compaction's plan came later
+                state.compacted(res.stats, res.key_changes)
         self.refresh()
         return instant
 

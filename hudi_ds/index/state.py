@@ -46,7 +46,10 @@ any other new base file is read at the next lookup like any changed group. When 
 merge handles report the keys each new base file added and dropped (``WriteStatus.keys``, as
 :class:`hudi_ds.HudiTable` asks them to), a new base file (version) of a non-global lookup is
 learnt from them exactly, whatever mix of inserts, updates and deletes it took (a small file
-rewritten with a batch's inserts and some deletes: the usual shape of a SIMPLE upsert).
+rewritten with a batch's inserts and some deletes: the usual shape of a SIMPLE upsert). The
+compactions the writer runs after its commits (MERGE_ON_READ's inline compaction) report their
+key changes the same way (:meth:`StateIndex.compacted`): every compacted file group's new base
+file is learnt without reading it (the keys of deletes that won the merge leave).
 
 Storage: keys are held as one fixed-width byte array (numpy ``S<width>``, the width a multiple
 of 8; the key and, for a non-global index, ``\\0`` + its partition path) with a parallel int32
@@ -138,6 +141,25 @@ def _fixed_width(strings: pa.Array, width: int) -> np.ndarray:
         return data[offsets[0] : offsets[0] + n * width].view(f"S{width}")
     # multi-byte characters: utf8_rpad pads by code points, so go through Python bytes objects
     return strings.cast(pa.binary()).to_numpy(zero_copy_only=False).astype(f"S{width}")
+
+
+def _offsets_and_data(strings: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """The value offsets (n + 1, into ``data``) and the value bytes of a string array."""
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.combine_chunks()
+    a = strings.cast(pa.string())
+    bufs = a.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int32, count=len(a) + 1, offset=4 * a.offset)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
+    return offs, data
+
+
+def _has_nul(strings: pa.Array) -> bool:
+    """Whether a value of ``strings`` holds a NUL byte (one scan of the value bytes)."""
+    if len(strings) == 0:
+        return False
+    offs, data = _offsets_and_data(strings)
+    return bool(np.any(data[int(offs[0]) : int(offs[-1])] == 0))
 
 
 def _byte_width(strings: pa.Array) -> int:
@@ -604,6 +626,67 @@ class StateIndex:
         self._found = []
         self._missed = []
 
+    def compacted(
+        self, stats: Sequence[WriteStat], changes: Mapping[str, tuple[pa.Array, pa.Array]]
+    ) -> None:
+        """Learn the new base files of a compaction this writer ran (its write stats and
+        :attr:`~hudi_ds.services.compaction.CompactionResult.key_changes`), after
+        :meth:`committed` of the write that triggered it.
+
+        A compaction merges a file group's base file with its logs into a new base file of the
+        same file id. Its key changes, against the base file it compacted (the keys of the
+        merged rows that file did not hold -- none while only SIMPLE/BLOOM writers add logs,
+        whose logs hold updates of base keys -- and the keys the merge dropped: deletes that
+        won under the merge mode), turn the group's entries into the new file's keys exactly,
+        without reading it. Only for a group whose record is that base file (its entries are
+        that file's keys) and with logs not indexed (``read_logs`` False: Hudi's SIMPLE/BLOOM;
+        with ``read_logs`` the entries also hold the logs' keys). Any other group (no key
+        changes: a compaction run elsewhere; a record of another base file; a dropped key held
+        by several entries) keeps its old record, so the next lookup sees its files differ and
+        reads it, as for a compaction of another writer.
+        """
+        if self._mode is None:
+            return
+        global_, spec = self._mode
+        if spec.read_logs:
+            return
+        drop: list[np.ndarray] = []
+        new_keys: list[pa.Array] = []
+        new_gids: list[np.ndarray] = []
+        width = self._keys.dtype.itemsize
+        for st in stats:
+            path = st.path or ""
+            change = changes.get(path)
+            g = self._groups.get((st.partition_path or "", st.file_id or ""))
+            name = parse_base_file_name(file_name_of(path))
+            if change is None or g is None or name is None:
+                continue
+            base, logs = g.files
+            if base is None or logs or file_name_of(base[0]) != st.prev_base_file:
+                continue
+            inserted, removed = change
+            if len(removed):
+                held = removed.cast(pa.string())
+                if not global_:
+                    held = _with_partition(held, g.partition)
+                if int(pc.max(pc.binary_length(held)).as_py()) > width:
+                    continue  # not held at all: the record is not that file's keys
+                gone = self._entries_of(g.gid, _fixed_width(held, width))
+                if gone is None:
+                    continue
+                drop.append(gone)
+            if len(inserted):
+                _refuse_nul(inserted, f" in {path}")
+                ins = inserted.cast(pa.string())
+                new_keys.append(ins if global_ else _with_partition(ins, g.partition))
+                new_gids.append(np.full(len(inserted), g.gid, dtype=np.int32))
+            g.files = ((path, int(st.file_size_in_bytes)), ())
+            g.instant = name.instant_time
+        if drop:
+            self._remove(np.unique(np.concatenate(drop)))
+        if new_keys:
+            self._replace(np.empty(0, dtype=np.int32), new_keys, new_gids)
+
     def _learn_changes(
         self, g: _Group | None, st: WriteStat, change: tuple[pa.Array, pa.Array]
     ) -> tuple[np.ndarray | None, tuple[pa.Array, np.ndarray] | None] | None:
@@ -732,6 +815,8 @@ def _desc(instant: str) -> tuple[int, ...]:
 
 
 def _refuse_nul(keys: pa.Array, where: str) -> None:
+    if not _has_nul(keys):  # a scan of the value bytes; the key named only when one has
+        return
     bad = pc.match_substring(keys, _SEP)
     if pc.any(bad).as_py():
         key = keys.filter(bad)[0].as_py()

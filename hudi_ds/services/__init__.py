@@ -59,7 +59,8 @@ def run_post_commit_services(
     async_compactor: compaction.AsyncCompactor | None = None,
     *,
     datasource: bool = False,
-) -> None:
+    track_keys: bool = False,
+) -> list[compaction.CompactionResult]:
     """The writer's post-commit table services: compaction (MOR), cleaning, archival.
 
     Compaction follows :func:`~hudi_ds.services.compaction.run_inline_compaction`. The
@@ -81,17 +82,22 @@ def run_post_commit_services(
     listed again unless a service has work (or takes the table lock). Each service first asks
     the state's timeline whether it is due, as Hudi's ``BaseHoodieTableServiceClient`` checks
     its triggers on the commit's timeline before scheduling.
+
+    Returns the compactions completed here; with ``track_keys`` they report their new base
+    files' key changes (:attr:`ServiceContext.track_keys`: a writer's state index learns them).
     """
+    done: list[compaction.CompactionResult] = []
     try:
         state = client.state
         if state is None:  # no table: never after a commit
-            return
+            return done
         config = state.config
         if (config.table_version, config.timeline_layout_version) not in WRITABLE_VERSIONS:
-            return
-        ctx = ServiceContext(state, client.options)  # the writer validated its options
+            return done
+        # the writer validated its options
+        ctx = ServiceContext(state, client.options, track_keys=track_keys)
         if config.is_mor:
-            compaction.run_inline_compaction(ctx, async_compactor, datasource=datasource)
+            done += compaction.run_inline_compaction(ctx, async_compactor, datasource=datasource)
         if ctx.get(ServiceConfig.CLEAN_AUTOMATIC):
             tl = ctx.timeline()
             if clean.clean_due(ctx, tl) and clean.may_have_work(ctx, tl):
@@ -104,3 +110,4 @@ def run_post_commit_services(
             "again after the next commit)",
             instant.requested_time,
         )
+    return done

@@ -60,11 +60,15 @@ class ServiceContext:
         state: the opened table.
         options: validated options.
         progress: progress callback for long work.
+        track_keys: compactions run here report the record keys their new base files add and
+            drop (:attr:`~hudi_ds.services.compaction.CompactionResult.key_changes`), for the
+            writer's state index (:meth:`hudi_ds.index.state.StateIndex.compacted`).
     """
 
     state: TableState
     options: Options = field(default_factory=Options)
     progress: Progress = no_progress
+    track_keys: bool = False
 
     @classmethod
     def open(

@@ -365,6 +365,11 @@ class CompactionJob:
         codec: Parquet codec of the new base files.
         bloom: the bloom filter of the new base files (None: a table without meta fields).
         attempt: attempt number (part of the write tokens, so retries never clash).
+        key_changes: when not None (:attr:`ServiceContext.track_keys
+            <hudi_ds.services.base.ServiceContext.track_keys>`), each operation run in this
+            process puts here, by its new base file's path, the record keys that file adds to
+            its file group and drops from it (inserted, removed); a job run elsewhere (Spark
+            tasks) reports none.
     """
 
     storage: Storage
@@ -375,6 +380,9 @@ class CompactionJob:
     codec: str
     bloom: BloomFilterSpec | None
     attempt: int = 0
+    key_changes: dict[str, tuple[pa.Array, pa.Array]] | None = field(
+        default=None, compare=False, hash=False
+    )
 
 
 @dataclass
@@ -388,6 +396,9 @@ class CompactionResult:
         bytes_written: size of the new base files.
         log_files: log files compacted.
         seconds: wall time of the execution (without scheduling).
+        stats: the write stats of the new base files.
+        key_changes: by new base file path, (inserted, removed) record keys against the
+            slice's base file (:attr:`CompactionJob.key_changes`; empty unless asked for).
     """
 
     instant: str
@@ -397,6 +408,7 @@ class CompactionResult:
     log_files: int = 0
     seconds: float = 0.0
     stats: list[WriteStat] = field(default_factory=list)
+    key_changes: dict[str, tuple[pa.Array, pa.Array]] = field(default_factory=dict)
 
     @property
     def rows_per_second(self) -> float:
@@ -451,6 +463,9 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
         codec=ctx.options.get(WriteConfig.PARQUET_CODEC),
         bloom=BloomFilterSpec.of(ctx.options) if table.config.populate_meta_fields else None,
         attempt=attempt,
+        # the keys a state index holds are the files' _hoodie_record_key values: tracked only
+        # where the compaction writes them
+        key_changes={} if ctx.track_keys and read_ctx.populate_meta_fields else None,
     )
 
 
@@ -501,7 +516,8 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     t0 = time.perf_counter()
     fslice = _slice_of(storage, op)
     stats = ReadStats()
-    rows = read_file_slice(storage, fslice, job.visibility, job.context, stats)
+    changes: list[tuple[pa.Array, pa.Array]] | None = [] if job.key_changes is not None else None
+    rows = read_file_slice(storage, fslice, job.visibility, job.context, stats, key_changes=changes)
     t_scan = time.perf_counter() - t0
     token = token or f"{index}-{job.attempt + 1}-{index}"
     name = base_file_name(fslice.file_id, token, job.instant)
@@ -518,6 +534,8 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     size = write_base_file(storage, rel, rows, job.codec, job.bloom)
     crash_point("compaction")
     t_write = time.perf_counter() - t1
+    if changes and job.key_changes is not None:
+        job.key_changes[rel] = changes[0]
     log_size = sum(lf.size for lf in fslice.log_files)
     return WriteStat(
         file_id=fslice.file_id,
@@ -768,6 +786,11 @@ def _run_one(
         log_files=sum(s.total_log_files_compacted for s in stats),
         seconds=seconds,
         stats=list(stats),
+        key_changes={
+            s.path: job.key_changes[s.path]
+            for s in stats
+            if job.key_changes is not None and s.path in job.key_changes
+        },
     )
     log.info(
         "compaction %s: %d slices, %d rows in %.2fs (%.0f rows/s)",

@@ -247,6 +247,7 @@ def read_file_slice(
     stats: ReadStats,
     columns: list[str] | None = None,
     use_threads: bool = True,
+    key_changes: list[tuple[pa.Array, pa.Array]] | None = None,
 ) -> pa.Table:
     """Read one file slice as merged, live rows in ``ctx.schema`` (or ``columns`` of it).
 
@@ -255,7 +256,15 @@ def read_file_slice(
     field when ``ctx.key_field_is_key``, else ``_hoodie_record_key``), the ordering field and
     the delete flags. ``use_threads``: decode the base file on Arrow's thread pool (False when
     the caller already reads one slice per core).
+
+    ``key_changes`` (a compaction whose writer keeps a state index): one ``(inserted, removed)``
+    pair is appended to it, the distinct record keys (``_hoodie_record_key``) the returned rows
+    hold that the base file does not, and those of the base file they no longer hold -- the
+    change a new base file of these rows makes to the file group's keys. Only with ``columns``
+    None.
     """
+    if key_changes is not None and columns is not None:
+        raise ValueError("key_changes needs every column (columns=None)")
     blocks = scan_slice_logs(storage, fslice, vis, stats, ctx) if fslice.log_files else []
     spec = ctx.merge_spec
     if columns is None:
@@ -268,11 +277,20 @@ def read_file_slice(
     base = _base_or_none(storage, fslice.base_file, schema, ctx, stats, use_threads)
     if not blocks:
         if base is None:
+            if key_changes is not None:
+                key_changes.append((_NO_KEYS, _NO_KEYS))
             return (
                 schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
             )
         stats.base_files += 1
         table = drop_deleted_rows(base, spec)
+        if key_changes is not None:
+            same = table.num_rows == base.num_rows
+            key_changes.append(
+                (_NO_KEYS, _NO_KEYS)
+                if same
+                else _key_diff(_base_keys(base, ctx), _base_keys(table, ctx))
+            )
         return table if columns is None else _project(table, columns)
 
     if base is not None:
@@ -287,8 +305,22 @@ def read_file_slice(
         schema = _merge_projection(ctx, columns, blocks, key_field=False)
         base = _base_or_none(storage, fslice.base_file, schema, ctx, ReadStats(), use_threads)
         parts = _decode_parts(blocks, schema, ctx, ReadStats())
-    out = _merge_slice(base, parts, spec, schema, ctx, fslice.base_file is not None)
+    out = _merge_slice(base, parts, spec, schema, ctx, fslice.base_file is not None, key_changes)
     return out if columns is None else _project(out, columns)
+
+
+_NO_KEYS = pa.array([], pa.string())
+
+
+def _key_diff(
+    before: pa.Array | pa.ChunkedArray, after: pa.Array | pa.ChunkedArray
+) -> tuple[pa.Array, pa.Array]:
+    """The distinct keys of ``after`` not in ``before`` and those of ``before`` not in
+    ``after`` (hash probes: O(len(before) + len(after)))."""
+    before, after = _as_string(before), _as_string(after)
+    new = after.filter(pc.invert(pc.is_in(after, value_set=before)))
+    gone = before.filter(pc.invert(pc.is_in(before, value_set=after)))
+    return pc.unique(new), pc.unique(gone)
 
 
 def _merge_slice(
@@ -298,6 +330,7 @@ def _merge_slice(
     schema: pa.Schema,
     ctx: SliceReadContext,
     has_base: bool,
+    key_changes: list[tuple[pa.Array, pa.Array]] | None = None,
 ) -> pa.Table:
     """The live rows of a slice: its base rows merged with its log versions ``parts``.
 
@@ -306,25 +339,40 @@ def _merge_slice(
     :func:`drop_deleted_rows` reads a slice without logs. After a compaction the logs hold a
     few keys of the base file, so the merge works on those instead of every base row. The
     rows come out untouched base rows first, in the base file's order, then the merged ones.
+    ``key_changes``: as :func:`read_file_slice`'s (on that path only the keys of the merged
+    rows are compared, not every base row's).
     """
     key_fn = lambda t: _keys_of(t, ctx)  # noqa: E731
     if base is not None and base.num_rows and spec.builtin is not None:
         logged = [k for k in (_part_keys(p, ctx) for p in parts) if len(k)]
         if logged:
-            touched = pc.is_in(_base_keys(base, ctx), value_set=pa.concat_arrays(logged))
+            base_keys = _base_keys(base, ctx)
+            touched = pc.is_in(base_keys, value_set=pa.concat_arrays(logged))
             n_touched = pc.sum(touched).as_py() or 0
             if n_touched < base.num_rows:
-                kept = drop_deleted_rows(base.filter(pc.invert(touched)), spec)
-                result = merge_versions(
-                    [base.filter(touched), *parts], spec, schema, key_fn=key_fn, has_base=True
-                )
+                untouched = base.filter(pc.invert(touched))
+                kept = drop_deleted_rows(untouched, spec)
+                old = base.filter(touched)
+                result = merge_versions([old, *parts], spec, schema, key_fn=key_fn, has_base=True)
                 rows = result.rows
+                if key_changes is not None:
+                    # the untouched rows stay unless flagged deleted; the merged ones changed
+                    before = [base_keys.filter(touched)]
+                    if kept.num_rows < untouched.num_rows:
+                        before.append(_key_diff(_base_keys(untouched, ctx), _keys_of(kept, ctx))[1])
+                    key_changes.append(
+                        _key_diff(pa.concat_arrays([_as_string(b) for b in before]), key_fn(rows))
+                    )
                 if kept.schema != rows.schema:
                     kept = kept.cast(rows.schema)
                 return pa.concat_tables([kept, rows]) if kept.num_rows else rows
     if base is not None:
         parts.insert(0, base)
-    return merge_versions(parts, spec, schema, key_fn=key_fn, has_base=has_base).rows
+    out = merge_versions(parts, spec, schema, key_fn=key_fn, has_base=has_base).rows
+    if key_changes is not None:
+        before_keys = _base_keys(base, ctx) if base is not None else _NO_KEYS
+        key_changes.append(_key_diff(before_keys, key_fn(out)))
+    return out
 
 
 def _base_keys(base: pa.Table, ctx: SliceReadContext) -> pa.Array | pa.ChunkedArray:

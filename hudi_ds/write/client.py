@@ -120,7 +120,7 @@ STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
 
 #: ``post_commit(client, completed_instant)``: what a writer runs after each of its commits
 #: (:func:`hudi_ds.services.run_post_commit_services`: inline compaction, cleaning, archival).
-PostCommit = Callable[["WriteClient", Instant], None]
+PostCommit = Callable[["WriteClient", Instant], object]
 
 
 def requested_content(action: str, layout: int) -> bytes:

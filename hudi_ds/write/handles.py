@@ -385,6 +385,11 @@ class AppendHandle(_Buffered):
         return WriteStatus(stat, "append", self.ctx.token)
 
 
+def _strings(parts: list[pa.Array]) -> pa.Array:
+    """``parts`` (string arrays) as one array."""
+    return pa.concat_arrays(parts) if parts else pa.array([], pa.string())
+
+
 def _empty_deletes(ctx: HandleContext) -> pa.Table:
     otype = (
         ctx.schema.field(ctx.options.ordering_field).type
@@ -887,6 +892,9 @@ class MergeHandle(_Buffered):
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
         writer = BaseFileWriter(ctx.storage, self.path, ctx.options.codec, ctx.options.bloom)
         n_rows = n_updates = n_inserts = n_deleted = 0
+        # the key changes of the groups (they share no key): their union is the file's
+        inserted: list[pa.Array] | None = [] if ctx.track_keys else None
+        removed: list[pa.Array] = []
         try:
             for old, incoming, dels in groups:
                 if not any(t is not None and t.num_rows for t in (old, incoming, dels)):
@@ -898,6 +906,12 @@ class MergeHandle(_Buffered):
                     ctx.merge_spec,
                     lambda o, i, d: merge_into_base(o, i, d, ctx),
                 )
+                if inserted is not None:
+                    if res.inserted is None or res.removed is None:
+                        inserted = None  # a group that does not tell: the file is read again
+                    else:
+                        inserted.append(res.inserted)
+                        removed.append(res.removed)
                 merged, u, i, d = res.rows, res.updates, res.inserts, res.deletes
                 del old, incoming, dels, res
                 writer.write(self._file_rows(merged))
@@ -908,7 +922,10 @@ class MergeHandle(_Buffered):
             writer.abort()
             raise
         crash_point("handle_flush")
-        return self._status(n_rows, n_updates, n_inserts, n_deleted, size)
+        st = self._status(n_rows, n_updates, n_inserts, n_deleted, size)
+        if inserted is not None:
+            st = dataclasses.replace(st, keys=KeyChanges(_strings(inserted), _strings(removed)))
+        return st
 
     def _file_rows(self, merged: pa.Table) -> pa.Table:
         """Merged rows as the new base file stores them: its file name set; without meta

@@ -25,7 +25,7 @@ from hudi_ds.services.base import ServiceContext
 from hudi_ds.services.compaction import run_compaction, schedule_compaction
 from hudi_ds.services.rollback import rollback
 from hudi_ds.table.table import ReadableTable
-from tests.conftest import assert_rows, hudi_rs_table
+from tests.conftest import assert_rows, hudi_rs_table, table_rows
 
 COLUMNS = ["id", "ts", "dt", "v"]
 NPART = 3
@@ -427,15 +427,22 @@ def test_shared_fingerprints_stay_exact(
     test_own_writes_match_simple(tmp_path, table_type, "SIMPLE", True)
 
 
-@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
-def test_learns_inserts_into_small_files(tmp_path, table_type: str) -> None:
+@pytest.mark.parametrize(
+    ("table_type", "budget"),
+    [("MERGE_ON_READ", None), ("COPY_ON_WRITE", None), ("COPY_ON_WRITE", "0.05")],
+)
+def test_learns_inserts_into_small_files(tmp_path, table_type: str, budget: str | None) -> None:
     """A base file that took all the inserts of its partition (its write stat's numInserts
     equals the keys the write's lookups did not find there) is learnt without reading it: a
     small file's new version (COPY_ON_WRITE here) or a new file group (MERGE_ON_READ here: the
     small files have logs); inserts mixed with deletes are learnt from the key changes the
-    merge handles report (WriteStatus.keys), also without reading."""
+    merge handles report (WriteStatus.keys), also without reading. ``budget``
+    (``write.task.max.size``, MB): the base files do not fit the merge's share, so they
+    stream through the merge in batches, whose key changes add up."""
     path = str(tmp_path / "t")
     opts = _opts(table_type, "SIMPLE")
+    if budget is not None:
+        opts["write.task.max.size"] = budget
     model = Model()
     base = model.rows_of(range(300), 1)
     hudi_ds.write(path, base, {**opts, "hoodie.datasource.write.operation": "insert"})
@@ -470,3 +477,66 @@ def test_learns_inserts_into_small_files(tmp_path, table_type: str) -> None:
     _check_same_as_simple(t, _probe(model, 400))
     assert state.groups_read == read
     _check_table(t, model)
+
+
+@pytest.mark.parametrize("index", ["SIMPLE", "GLOBAL_SIMPLE"])
+def test_learns_own_compaction(tmp_path, index: str) -> None:
+    """A compaction the writer runs after its own commit (MERGE_ON_READ, compaction every 3
+    delta commits: right after the second upsert) is learnt from the key changes it reports,
+    deletes that won the merge dropped, without reading a file: neither the lookup checking
+    it against SIMPLE nor the next upsert reads keys; and every table write through the state
+    equals the same writes by a SIMPLE writer (every row) and the model."""
+    opts = {**_opts("MERGE_ON_READ", index), "hoodie.compact.inline.max.delta.commits": "3"}
+    paths = {"state": str(tmp_path / "state"), "simple": str(tmp_path / "simple")}
+    model = Model()
+    base = model.rows_of(range(300), 1)
+    for p in paths.values():
+        hudi_ds.write(p, base, {**opts, "hoodie.datasource.write.operation": "insert"})
+    model.upsert(base)
+    t = HudiTable(paths["state"], state_index=True)
+    state = t.state_index
+    assert state is not None
+
+    def flagged(rows: pa.Table, deleted: bool) -> pa.Table:
+        return rows.append_column("_hoodie_is_deleted", pa.array([deleted] * rows.num_rows))
+
+    def both(data: pa.Table) -> None:
+        t.upsert(data, opts)
+        hudi_ds.write(paths["simple"], data, opts)
+
+    both(flagged(model.rows_of(range(0, 300, 4), 2), False))  # bootstrap, then the logs
+    model.upsert(model.rows_of(range(0, 300, 4), 2))
+    read = state.groups_read
+    wins = range(1, 300, 10)  # deletes at a newer ts: gone in the compaction
+    loses = range(5, 300, 30)  # deletes older than the stored version: the key stays
+    both(
+        pa.concat_tables(
+            [
+                flagged(model.rows_of(range(2, 300, 7), 3), False),
+                flagged(model.rows_of(wins, 3), True),
+                flagged(model.rows_of(loses, 0), True),
+            ]
+        )
+    )
+    model.upsert(model.rows_of(range(2, 300, 7), 3))
+    model.delete(f"key-{i:05d}" for i in wins)
+    compactions = ReadableTable(paths["state"]).timeline.commits().filter_actions("commit")
+    assert len(compactions) == 1  # the compaction ran in that write
+    assert state.groups_read == read
+    loc = _check_same_as_simple(t, _probe(model, 400))
+    assert {i for i in loc.instant.to_pylist() if i} == {compactions.last().requested_time}
+    assert state.groups_read == read  # the compacted base files were learnt, not read
+    # a deleted key written again, updates, new keys into the compacted (small) base files
+    step = flagged(model.rows_of([1, 11, *range(3, 300, 13), *range(300, 340)], 4), False)
+    both(step)
+    model.upsert(step.drop_columns(["_hoodie_is_deleted"]))
+    _check_same_as_simple(t, _probe(model, 400))
+    # (a global state reads the small files that took the inserts: StateIndex.committed learns
+    # merge handles' key changes for non-global lookups only)
+    assert state.groups_read == read or index == "GLOBAL_SIMPLE"
+    _check_table(t, model)
+    cols = [*COLUMNS, "_hoodie_record_key", "_hoodie_partition_path"]
+    simple_rows = ReadableTable(paths["simple"]).read(columns=cols)
+    assert_rows(
+        ReadableTable(paths["state"]).read(columns=cols), table_rows(simple_rows, cols), cols
+    )
