@@ -361,6 +361,15 @@ def drop_deleted_rows(table: pa.Table, spec: MergeSpec | None = None) -> pa.Tabl
 
     For a single version per key (a base file read without log blocks).
     """
+    mask = deleted_mask(table, spec)
+    if mask is None:
+        return table
+    return table.filter(pa.array(~mask))
+
+
+def deleted_mask(table: pa.Table, spec: MergeSpec | None = None) -> np.ndarray | None:
+    """Which rows of ``table`` are deletes (``_hoodie_is_deleted``, the behaviour's marker);
+    None when none is (no copy of the flags then)."""
     n = table.num_rows
     mask: np.ndarray | None = None
     if IS_DELETED_FIELD in table.column_names:
@@ -382,6 +391,4 @@ def drop_deleted_rows(table: pa.Table, spec: MergeSpec | None = None) -> pa.Tabl
         )
         if hit.any():
             mask = hit if mask is None else mask | hit
-    if mask is None:
-        return table
-    return table.filter(pa.array(~mask))
+    return mask

@@ -44,7 +44,7 @@ from hudi_ds.merge.engine import (
     DeleteKeys,
     Part,
     _as_string,
-    drop_deleted_rows,
+    deleted_mask,
     merge_versions,
     resolve_spec,
 )
@@ -283,15 +283,18 @@ def read_file_slice(
                 schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
             )
         stats.base_files += 1
-        table = drop_deleted_rows(base, spec)
+        deleted = deleted_mask(base, spec)
         if key_changes is not None:
-            same = table.num_rows == base.num_rows
             key_changes.append(
                 (_NO_KEYS, _NO_KEYS)
-                if same
-                else _key_diff(_base_keys(base, ctx), _base_keys(table, ctx))
+                if deleted is None or not deleted.any()
+                else _key_diff(
+                    _base_keys(base, ctx), _base_keys(base.filter(pa.array(~deleted)), ctx)
+                )
             )
-        return table if columns is None else _project(table, columns)
+        # project first: the delete flags read beside the columns are not filtered too
+        table = base if columns is None else _project(base, columns)
+        return table if deleted is None else table.filter(pa.array(~deleted))
 
     if base is not None:
         stats.base_files += 1
@@ -305,7 +308,9 @@ def read_file_slice(
         schema = _merge_projection(ctx, columns, blocks, key_field=False)
         base = _base_or_none(storage, fslice.base_file, schema, ctx, ReadStats(), use_threads)
         parts = _decode_parts(blocks, schema, ctx, ReadStats())
-    out = _merge_slice(base, parts, spec, schema, ctx, fslice.base_file is not None, key_changes)
+    out = _merge_slice(
+        base, parts, spec, schema, ctx, fslice.base_file is not None, columns, key_changes
+    )
     return out if columns is None else _project(out, columns)
 
 
@@ -330,17 +335,20 @@ def _merge_slice(
     schema: pa.Schema,
     ctx: SliceReadContext,
     has_base: bool,
+    columns: list[str] | None = None,
     key_changes: list[tuple[pa.Array, pa.Array]] | None = None,
 ) -> pa.Table:
     """The live rows of a slice: its base rows merged with its log versions ``parts``.
 
     With a built-in merger only the base rows whose key has a log version go through the
     merge: a key with one version is that version (or gone when it is a delete), as
-    :func:`drop_deleted_rows` reads a slice without logs. After a compaction the logs hold a
+    a slice without logs is read. After a compaction the logs hold a
     few keys of the base file, so the merge works on those instead of every base row. The
     rows come out untouched base rows first, in the base file's order, then the merged ones.
-    ``key_changes``: as :func:`read_file_slice`'s (on that path only the keys of the merged
-    rows are compared, not every base row's).
+    With ``columns`` the untouched base rows come out as those columns only (one filter of
+    the columns returned, not of what the merge reads beside them). ``key_changes``: as
+    :func:`read_file_slice`'s (on that path only the keys of the merged rows are compared, not
+    every base row's).
     """
     key_fn = lambda t: _keys_of(t, ctx)  # noqa: E731
     if base is not None and base.num_rows and spec.builtin is not None:
@@ -350,19 +358,26 @@ def _merge_slice(
             touched = pc.is_in(base_keys, value_set=pa.concat_arrays(logged))
             n_touched = pc.sum(touched).as_py() or 0
             if n_touched < base.num_rows:
-                untouched = base.filter(pc.invert(touched))
-                kept = drop_deleted_rows(untouched, spec)
-                old = base.filter(touched)
-                result = merge_versions([old, *parts], spec, schema, key_fn=key_fn, has_base=True)
+                keep = pc.invert(touched)
+                deleted = deleted_mask(base, spec)
+                if deleted is not None:
+                    keep = pc.and_(keep, pa.array(~deleted))
+                kept = (base if columns is None else _project(base, columns)).filter(keep)
+                result = merge_versions(
+                    [base.filter(touched), *parts], spec, schema, key_fn=key_fn, has_base=True
+                )
                 rows = result.rows
                 if key_changes is not None:
                     # the untouched rows stay unless flagged deleted; the merged ones changed
                     before = [base_keys.filter(touched)]
-                    if kept.num_rows < untouched.num_rows:
-                        before.append(_key_diff(_base_keys(untouched, ctx), _keys_of(kept, ctx))[1])
+                    if deleted is not None:
+                        untouched = base_keys.filter(pc.invert(touched))
+                        before.append(_key_diff(untouched, base_keys.filter(keep))[1])
                     key_changes.append(
                         _key_diff(pa.concat_arrays([_as_string(b) for b in before]), key_fn(rows))
                     )
+                if columns is not None:
+                    rows = _project(rows, columns)
                 if kept.schema != rows.schema:
                     kept = kept.cast(rows.schema)
                 return pa.concat_tables([kept, rows]) if kept.num_rows else rows

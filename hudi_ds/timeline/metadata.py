@@ -438,6 +438,21 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
+_JSON_FIELDS: dict[type, tuple[tuple[str, str, Any], ...]] = {}
+
+
+def _json_fields(cls: type) -> tuple[tuple[str, str, Any], ...]:
+    """``(JSON name, attribute, default)`` of every write stat field a JSON object may carry
+    (computed once per class: a commit's metadata holds a stat per file it wrote)."""
+    out = _JSON_FIELDS.get(cls)
+    if out is None:
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        names = _JSON_BASE_FIELDS + _JSON_DELTA_FIELDS + _AVRO_ONLY_FIELDS
+        out = tuple((n, _snake(n), defaults.get(_snake(n), dataclasses.MISSING)) for n in names)
+        _JSON_FIELDS[cls] = out
+    return out
+
+
 @dataclass
 class WriteStat(AvroRecord):
     """One file written by an instant (``HoodieWriteStat`` / ``HoodieDeltaWriteStat``).
@@ -521,17 +536,15 @@ class WriteStat(AvroRecord):
     def from_json(cls, obj: Mapping[str, Any]) -> WriteStat:
         """Parse one v6 JSON write stat (unknown keys are ignored, as Java does)."""
         kwargs: dict[str, Any] = {}
-        defaults = {f.name: f for f in dataclasses.fields(cls)}
-        for name in _JSON_BASE_FIELDS + _JSON_DELTA_FIELDS + _AVRO_ONLY_FIELDS:
+        for name, attr, default in _json_fields(cls):
             if name not in obj:
                 continue
-            attr = _snake(name)
             value = obj[name]
             if name == "runtimeStats":
                 kwargs[attr] = None if value is None else RuntimeStats.from_json(value)
             elif name == "recordsStats":
                 kwargs[attr] = None if value == {"val": None} else value  # Java's empty Option
-            elif value is None and defaults[attr].default not in (None, NULL_COMMIT):
+            elif value is None and default not in (None, NULL_COMMIT):
                 continue  # Java primitive: keep the default
             else:
                 kwargs[attr] = value
