@@ -4,10 +4,11 @@ A deterministic, replayable source (Parquet files, one per micro-batch) of chang
 inserts, updates, late updates carrying an older event time, deletes -- is streamed into a
 partitioned MOR bucket-index table by a separate driver process (this file run as a script,
 each run with its own SparkSession). The test kills the driver's whole process group (the
-Python driver, its JVM and Python workers) with SIGKILL four times -- during task writes,
-between the writes and the commit, right after the commit point before Spark recorded the
-batch, and at a random moment -- restarting from the same checkpoint each time, and finally
-checks:
+Python driver, its JVM and Python workers) with SIGKILL twice -- between the writes and the
+commit, and at a random moment -- restarting from the same checkpoint each time, and finally
+checks (the kills during task writes and right after the commit point, before Spark recorded
+the batch, run in ``test_streaming_object_stores.py``: the same sink, on S3 and on Azure, one
+driver for both, so the suite pays for those driver runs once):
 
 * the snapshot equals the expected state (event-time ordering, deletes competing by event
   time): zero duplicate keys, zero lost updates -- read by hudi_ds and by hudi-rs;
@@ -328,9 +329,7 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
     history = []
     # (pause point relative to the next batch to write, or a random kill delay)
     plan: list[tuple[str | None, int, float | None]] = [
-        ("write", 1, None),  # a task of the 2nd batch of the run has written its files
-        ("commit", 0, None),  # all tasks wrote; the driver is about to commit
-        ("committed", 0, None),  # committed in the table, not yet in Spark's checkpoint
+        ("commit", 1, None),  # batch 0 committed; all tasks of batch 1 wrote, before its commit
         (None, 0, rng.uniform(1.0, 8.0)),  # a random moment (one: the suite's time budget)
     ]
     driver: Driver | None = spawn(tmp_path, 0)
@@ -343,15 +342,11 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
         if driver is None:  # finished before its query started the next one
             driver = spawn(tmp_path, run + 1)
         done = committed_batch(table)
-        if point == "write" and outcome == "killed":
-            assert done == nxt + ahead - 1
-            assert pending_instants(table), "the killed batch left no pending instant"
         if point == "commit" and outcome == "killed":
-            assert done == nxt - 1 and pending_instants(table)
-        if point == "committed" and outcome == "killed":
-            assert done == nxt  # durable, Spark will replay it
+            assert done == nxt + ahead - 1, (done, history)
+            assert pending_instants(table), "the killed batch left no pending instant"
     kills = sum(1 for h in history if h[2] == "killed")
-    assert kills >= 4, history
+    assert kills >= 2, history
     assert driver is not None
     outcome, secs, _ = go(driver, None, None, None)
     history.append((len(plan), "final", outcome, round(secs, 1)))

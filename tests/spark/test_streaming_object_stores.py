@@ -33,7 +33,7 @@ RUN_TIMEOUT = 300.0
 PLAN: list[dict[str, tuple[str, int]]] = [
     {"s3": ("write", 1), "az": ("committed", 0)},
     {"s3": ("committed", 0), "az": ("write", 0)},
-]  # kills at random moments: test_streaming_crash.py (local table; the same sink code)
+]  # kills before a commit and at random moments: test_streaming_crash.py (local table)
 
 
 def drive(src: str, targets_json: str, signal_dir: str) -> None:

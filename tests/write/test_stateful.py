@@ -35,7 +35,7 @@ from tests.conftest import assert_rows, hudi_rs_table, table_options
 # 200 examples per table type take about 2 minutes: not in the quick loop
 pytestmark = pytest.mark.slow
 
-EXAMPLES = int(os.environ.get("HUDI_DS_STATEFUL_EXAMPLES", "80"))
+EXAMPLES = int(os.environ.get("HUDI_DS_STATEFUL_EXAMPLES", "60"))
 KEYS = st.lists(st.integers(0, 29), min_size=1, max_size=12, unique=True)
 COLUMNS = ["id", "ts", "p", "v"]
 Version = tuple[int, int]  # (ts, v)
