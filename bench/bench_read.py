@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 import hudi_ds
 from bench.systems import (
     READ_COLUMNS,
+    SPARK_OPTS,
     _cached,
     _hudi_ds,
     _spark,
@@ -99,13 +100,7 @@ def build_spark(spark: Any, root: Path, w: Workload) -> Path:
     path = root / "spark"
     if path.exists():
         return path
-    opts = {
-        "hoodie.table.name": "bench",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "dt",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.bucket.index.num.buckets": "4",
-    }
+    opts = SPARK_OPTS
     base = _cached(spark, with_is_deleted(insert_batch(w)))
     insert = {**opts, "hoodie.datasource.write.operation": "insert"}
     base.write.format("hudi_py").mode("append").options(**insert).save(str(path))

@@ -31,6 +31,14 @@ Result = dict[str, Any]
 Runner = Callable[[Workload, Path, str], Result]
 LOOKUP = 100
 READ_COLUMNS = ["id", "ts", "d1"]
+#: the ``hudi_py`` table of the Spark rows: MOR (the default), bucket index
+SPARK_OPTS = {
+    "hoodie.table.name": "bench",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "dt",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.bucket.index.num.buckets": "4",
+}
 #: seconds of upserts after which pyiceberg stops taking batches (see :func:`run_iceberg`)
 ICEBERG_BUDGET_S = float(os.environ.get("BENCH_ICEBERG_BUDGET_S", "60"))
 
@@ -454,13 +462,7 @@ def _spark_runner(fmt: str) -> Runner:
         with contextlib.suppress(Exception):  # no JVM pid: this process only
             pids = ("self", int(spark._jvm.java.lang.ProcessHandle.current().pid()))
         path = str(root / "t")
-        opts = {
-            "hoodie.table.name": "bench",
-            "hoodie.datasource.write.recordkey.field": "id",
-            "hoodie.datasource.write.partitionpath.field": "dt",
-            "hoodie.datasource.write.precombine.field": "ts",
-            "hoodie.bucket.index.num.buckets": "4",
-        }
+        opts = SPARK_OPTS
         out: Result = {"upsert_s": [], "memory": "python + JVM" if len(pids) > 1 else "python"}
         clear_peak(pids)
         base = _cached(
