@@ -87,6 +87,7 @@ from hudi_ds.index.simple import (
     log_keys,
     ordered_map,
 )
+from hudi_ds.layout.bloom import key_buffers
 from hudi_ds.layout.file_group import FileSlice, LogFile
 from hudi_ds.layout.naming import file_name_of, parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
@@ -143,22 +144,11 @@ def _fixed_width(strings: pa.Array, width: int) -> np.ndarray:
     return strings.cast(pa.binary()).to_numpy(zero_copy_only=False).astype(f"S{width}")
 
 
-def _offsets_and_data(strings: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """The value offsets (n + 1, into ``data``) and the value bytes of a string array."""
-    if isinstance(strings, pa.ChunkedArray):
-        strings = strings.combine_chunks()
-    a = strings.cast(pa.string())
-    bufs = a.buffers()
-    offs = np.frombuffer(bufs[1], dtype=np.int32, count=len(a) + 1, offset=4 * a.offset)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
-    return offs, data
-
-
 def _has_nul(strings: pa.Array) -> bool:
     """Whether a value of ``strings`` holds a NUL byte (one scan of the value bytes)."""
     if len(strings) == 0:
         return False
-    offs, data = _offsets_and_data(strings)
+    data, offs = key_buffers(strings)
     return bool(np.any(data[int(offs[0]) : int(offs[-1])] == 0))
 
 

@@ -117,8 +117,13 @@ def bloom_vector_size(num_entries: int, fpp: float) -> int:
     return size
 
 
-def _key_buffers(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The UTF-8 bytes and the int64 start offsets (length n+1) of ``keys``."""
+def key_buffers(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes and the int64 start offsets (length n+1) of ``keys`` (no copy of the
+    bytes of a string array).
+
+    Raises:
+        ValueError: a key is null.
+    """
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     if not isinstance(keys, pa.Array):
@@ -175,7 +180,7 @@ def _sorted_rounds(
     round is a few in-place uint32 array operations over keys sorted by their block count (so
     block ``j`` applies to a prefix of the keys).
     """
-    data, offsets = _key_buffers(keys)
+    data, offsets = key_buffers(keys)
     n = len(offsets) - 1
     if n == 0:
         return np.empty((num_hashes, 0), dtype=np.uint32), None
