@@ -504,11 +504,71 @@ def _spark_runner(fmt: str) -> Runner:
         reader.filter(F.col("id").isin(_lookup_keys(w))).collect()
         out["lookup_s"] = time.perf_counter() - t0
         out["read_hwm_mb"] = peak_mb(pids)
+        if fmt == "parquet":
+            out.update(_python_source_floor(spark, ref, query_of=lambda r: r.select(*READ_COLUMNS)))
         out["final_table"] = reader.toArrow() if fmt != "parquet" else None
         spark.stop()
         return out
 
     return run
+
+
+def _python_source_floor(spark, ref: str, query_of: Callable[[Any], Any]) -> Result:  # type: ignore[no-untyped-def]
+    """The floor of any Python data source's read: a source that does nothing but yield the
+    reference file's Arrow batches (``pq.ParquetFile.iter_batches``, its row groups over two
+    input partitions), timed on the same query as ``spark.read.parquet``.
+
+    pyspark's Python data source API gets no column pruning (``DataSourceReader.read`` is not
+    told the query's columns; ``../shared/reference/spark-python-datasource.md`` 9.3): every
+    column crosses from the Python worker to the JVM as Arrow, so this is what the ``hudi_py``
+    read costs before any Hudi work (listing, merging log blocks) -- the bound of the Spark read
+    target. Both it and ``spark.read.parquet`` are timed here warm, on a second run of the same
+    query (``read_parquet_warm_s``, ``read_pyds_s``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    schema = spark.read.parquet(ref).schema
+
+    class _Reader(DataSourceReader):  # pickled by value (defined in a function)
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+        def partitions(self) -> list[InputPartition]:
+            n = pq.ParquetFile(self.path).metadata.num_row_groups
+            return [InputPartition(list(range(i, n, 2))) for i in range(min(2, n))]
+
+        def read(self, partition: InputPartition):  # type: ignore[no-untyped-def]
+            yield from pq.ParquetFile(self.path).iter_batches(
+                batch_size=65_536, row_groups=partition.value
+            )
+
+    class _Source(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench_plain_arrow"
+
+        def schema(self):  # type: ignore[no-untyped-def]
+            return schema
+
+        def reader(self, schema):  # type: ignore[no-untyped-def]
+            return _Reader(self.options["path"])
+
+    spark.dataSource.register(_Source)
+    out: Result = {}
+    for key, reader in (
+        ("read_parquet_warm", spark.read.parquet(ref)),
+        ("read_pyds", spark.read.format("bench_plain_arrow").load(ref)),
+    ):
+        query = query_of(reader).agg(
+            F.count("id").alias("n"), F.sum("d1").alias("s"), F.max("ts").alias("m")
+        )
+        # both warm, timed alike: a first Python data source query starts the Python workers
+        query.collect()
+        t0 = time.perf_counter()
+        row = query.collect()[0]
+        out[f"{key}_s"] = time.perf_counter() - t0
+        out[f"{key}_rows"], out[f"{key}_sum"] = row["n"], row["s"]
+    return out
 
 
 SYSTEMS["spark_parquet"] = _spark_runner("parquet")

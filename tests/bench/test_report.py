@@ -1,0 +1,63 @@
+"""The acceptance report's bounds: the ceilings of the missed targets, from one run's figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report import acceptance
+
+
+def _meta(**results: dict[str, Any]) -> dict[str, Any]:
+    ok = {"check": {"correct": True}}
+    return {
+        "workload": {"base_rows": 1_000, "batches": 3, "batch_rows": 100, "seed": 1},
+        "compaction": {"pyarrow_rows_per_s": 1_000.0},
+        "results": [{"system": n, **ok, **r} for n, r in results.items()],
+    }
+
+
+def _row(lines: list[str], start: str) -> list[str]:
+    (line,) = [x for x in lines if x.startswith("| " + start)]
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_missed_targets_name_their_ceilings() -> None:
+    meta = _meta(
+        pyarrow={"upsert_s": [0.1, 0.1, 0.1], "read_s": 1.0},
+        # batch 2 ran the compaction; the table then held 1,000 + 2 * (40 - 1) rows
+        hudi_ds_mor_parquet={"upsert_s": [0.4, 2.0, 0.4], "read_s": 1.0},
+        hudi_ds_cow={"upsert_s": [3.0, 3.0, 3.0]},
+        delta_rs={"upsert_s": [2.0, 2.0, 2.0]},
+        spark_parquet={
+            "upsert_s": [1.0],
+            "read_s": 1.0,
+            "read_parquet_warm_s": 0.5,
+            "read_pyds_s": 2.0,
+        },
+        hudi_ds_spark={"upsert_s": [1.0], "read_s": 6.0},
+    )
+    lines = acceptance(meta, None)
+    mor = _row(lines, "MOR upsert batch")
+    assert mor[3] == "no"
+    # ceiling: (0.3 s of pyarrow batches + 1,078 rows / 1,000 rows/s) / 3 batches = 0.4593 s
+    assert "~1,078 rows" in mor[4] and "1.08 s" in mor[4]
+    assert "would be 4.59x time" in mor[4] and "without the compaction batch: 4.00x" in mor[4]
+    vs_delta = _row(lines, "MOR upsert (hudi_ds_mor_parquet) vs delta-rs")
+    assert "would be 4.35x throughput" in vs_delta[4]  # 2.0 / 0.4593
+    cow = _row(lines, "COW upsert")
+    # every batch rewrites the table: 1,000, 1,039, 1,078 rows at 1,000 rows/s = 1.039 s mean
+    assert cow[3] == "no" and "1.04 s a batch = 1.92x delta-rs" in cow[4]
+    assert "hudi_ds takes 2.89x that ceiling" in cow[4]
+    spark = _row(lines, "Spark: hudi_py snapshot read")
+    assert spark[3] == "no" and "takes 4.00x spark.read.parquet" in spark[4]
+    assert "hudi_py takes 3.00x that floor" in spark[4]
+
+
+def test_met_targets_have_no_bound() -> None:
+    meta = _meta(
+        hudi_ds_cow={"upsert_s": [0.5] * 3},
+        delta_rs={"upsert_s": [2.0, 2.0, 2.0]},
+        hudi_ds_mor_parquet={"upsert_s": [0.1, 0.1, 0.1], "read_s": 1.0},
+    )
+    cow = _row(acceptance(meta, None), "COW upsert")
+    assert cow[3] == "yes" and cow[4] == "-"
