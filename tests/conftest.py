@@ -18,9 +18,11 @@ import json
 import os
 import subprocess
 import sys
+import time
+import traceback
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +91,44 @@ OCC_OPTIONS = {
         "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
     ),
 }
+
+
+def run_forked(fn: Callable[[], Any], crash_at: str | None = None, timeout: float = 300.0) -> int:
+    """Run ``fn`` in a forked child of this process; its exit code (0: returned, 1: raised,
+    137: it died at ``crash_at``, a ``HUDI_DS_CRASH_AT`` spec, as a SIGKILL would).
+
+    The child is a restarted writer without the cost of a new interpreter (importing pyarrow and
+    hudi_ds takes about a second per process): it shares nothing with this process after the
+    fork -- what it writes reaches this process through the table's files only, as another
+    process's would. A child still running after ``timeout`` seconds is killed (exit -9)."""
+    from hudi_ds import faults
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 0
+        try:
+            os.environ.pop(faults.ENV, None)
+            if crash_at:
+                os.environ[faults.ENV] = crash_at
+            faults._hits.clear()
+            fn()
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            _, status = os.waitpid(pid, 0)
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.005)
 
 
 def spawn_python(code: str, *args: str) -> subprocess.Popen[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,13 +23,12 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds import faults
-from hudi_ds.faults import ENV, EXIT_CODE
+from hudi_ds.faults import EXIT_CODE
 from hudi_ds.log.archive import load_archived
 from hudi_ds.services import ServiceContext, archival, clean, compaction, rollback
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
-from tests.conftest import table_options
+from tests.conftest import run_forked, table_options
 
 COLS = ["id", "ts", "p", "v"]
 MAX_COMMITS = 6
@@ -89,19 +87,7 @@ def rows(model: Rows) -> list[tuple]:
 
 def crash(spec: str, fn: Callable[[], Any]) -> int:
     """Run ``fn`` in a forked child that dies at ``spec``; its exit code (137: it died)."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 0
-        try:
-            os.environ[ENV] = spec
-            faults._hits.clear()
-            fn()
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    return run_forked(fn, spec)
 
 
 def instant_files(path: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Crash at every step of the write path, restart, write again: the table is always right.
 
-Each case runs a writer in a subprocess with ``HUDI_DS_CRASH_AT=<point>`` (it dies with
+Each case runs a writer in a forked process with ``HUDI_DS_CRASH_AT=<point>`` (it dies with
 ``os._exit(137)``, like SIGKILL, at that step), then checks in this process that readers see
 exactly the committed state (hudi_ds and hudi-rs), that the next write succeeds, and that the
 failed write's files are gone.
@@ -8,27 +8,17 @@ failed write's files are gone.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.faults import ENV, EXIT_CODE
-from tests.conftest import assert_rows, hudi_rs_table, table_options
+from hudi_ds.faults import EXIT_CODE
+from tests.conftest import assert_rows, hudi_rs_table, run_forked, table_options
 from tests.metadata.test_writer import assert_in_step
 
 COLUMNS = ["id", "ts", "p"]
-
-WRITER = r"""
-import sys, json, pyarrow as pa, hudi_ds
-path, opts, ids, ts = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
-t = pa.table({"id": [f"k{i}" for i in ids], "ts": [ts] * len(ids), "p": [f"p{i % 3}" for i in ids]})
-hudi_ds.write(path, t, opts)
-"""
 
 
 def opts(table_type: str, version: int = 6) -> dict[str, str]:
@@ -40,18 +30,16 @@ def opts(table_type: str, version: int = 6) -> dict[str, str]:
 
 
 def run_writer(path: str, o: dict, ids: list[int], ts: int, crash: str | None) -> int:
-    import json
+    """A writer process (forked: :func:`tests.conftest.run_forked`) upserting ``ids`` with
+    ``ts``, dying at ``crash``; its exit code."""
 
-    env = {k: v for k, v in os.environ.items() if k != ENV}
-    if crash:
-        env[ENV] = crash
-    proc = subprocess.run(
-        [sys.executable, "-c", WRITER, path, json.dumps(o), json.dumps(ids), str(ts)],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    return proc.returncode
+    def write() -> None:
+        t = pa.table(
+            {"id": [f"k{i}" for i in ids], "ts": [ts] * len(ids), "p": [f"p{i % 3}" for i in ids]}
+        )
+        hudi_ds.write(path, t, o)
+
+    return run_forked(write, crash)
 
 
 def expected_rows(model: dict[str, int]) -> list[tuple]:
