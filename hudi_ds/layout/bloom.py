@@ -21,6 +21,7 @@ import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
@@ -171,14 +172,19 @@ def key_positions(
 
 
 def _sorted_rounds(
-    keys: pa.Array | pa.ChunkedArray | Sequence[str], num_hashes: int, vector_size: int
+    keys: pa.Array | pa.ChunkedArray | Sequence[str],
+    num_hashes: int,
+    vector_size: int,
+    out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The bit positions of :func:`key_positions` as a ``(num_hashes, n)`` array whose columns
     are the keys in the order ``order`` (None: the keys' own order).
 
     All keys are hashed together: the block words and the tail are computed once, then each
     round is a few in-place uint32 array operations over keys sorted by their block count (so
-    block ``j`` applies to a prefix of the keys).
+    block ``j`` applies to a prefix of the keys). ``out``: a ``(num_hashes, >= n)`` integer
+    array to write the positions into (its first ``n`` columns are returned); default a new
+    uint32 array.
     """
     data, offsets = key_buffers(keys)
     n = len(offsets) - 1
@@ -220,26 +226,37 @@ def _sorted_rounds(
     tail_mul = None if has_tail.all() else np.where(has_tail, _M, np.uint32(1)).astype(np.uint32)
     len32 = lengths.astype(np.uint32)
     size = np.uint32(vector_size)
-    rounds = np.empty((num_hashes, n), dtype=np.uint32)
+    rounds = np.empty((num_hashes, n), dtype=np.uint32) if out is None else out[:, :n]
     h = np.zeros(n, dtype=np.uint32)  # the seed of the first round
     tmp = np.empty(n, dtype=np.uint32)
+    quot = np.empty(n, dtype=np.uint32)
+    # the views and constants of the rounds made once (a round is ~15 small array operations:
+    # their Python overhead counts)
+    blocks = [(h[: len(k)], k) for k in words]
+    h_int, tmp_int = h.view(np.int32), tmp.view(np.int32)
+    mul_tail = _M if tail_mul is None else tail_mul
+    s13, s15 = np.uint32(13), np.uint32(15)
+    xor, mul, shift = np.bitwise_xor, np.multiply, np.right_shift
     for i in range(num_hashes):
-        h ^= len32
-        for k in words:
-            hc = h[: len(k)]
-            hc *= _M
-            hc ^= k
+        xor(h, len32, out=h)
+        for hc, k in blocks:
+            mul(hc, _M, out=hc)
+            xor(hc, k, out=hc)
         if any_tail:
-            h ^= tail
-            h *= _M if tail_mul is None else tail_mul
-        np.right_shift(h, np.uint32(13), out=tmp)
-        h ^= tmp
-        h *= _M
-        np.right_shift(h, np.uint32(15), out=tmp)
-        h ^= tmp
+            xor(h, tail, out=h)
+            mul(h, mul_tail, out=h)
+        shift(h, s13, out=tmp)
+        xor(h, tmp, out=h)
+        mul(h, _M, out=h)
+        shift(h, s15, out=tmp)
+        xor(h, tmp, out=h)
         # abs of the signed hash; abs(INT_MIN) = 2^31 read as unsigned
-        np.abs(h.view(np.int32), out=tmp.view(np.int32))
-        np.remainder(tmp, size, out=rounds[i])
+        np.abs(h_int, out=tmp_int)
+        # tmp % size as tmp - (tmp // size) * size: numpy divides by a scalar divisor with a
+        # multiply-shift (libdivide), several times faster than its remainder loop
+        np.floor_divide(tmp, size, out=quot)
+        mul(quot, size, out=quot)
+        np.subtract(tmp, quot, out=rounds[i], casting="unsafe")
     return rounds, order
 
 
@@ -300,21 +317,32 @@ class BloomFilter:
         if n == 0:
             return
         target = self._rows_of(n) if self.dynamic else np.zeros(n, dtype=np.int64)
-        # a slice of keys at a time: the hash rounds and the index arrays stay in the CPU
-        # caches (whole-batch arrays cost a page fault per 4 KiB on their first write)
-        for lo in range(0, n, _ADD_SLICE):
-            rounds32, order = _sorted_rounds(
-                keys.slice(lo, _ADD_SLICE), self.num_hashes, self.vector_size
+        # a slice of keys at a time, into one reused buffer: the hash rounds and the index
+        # arrays stay in the CPU caches (fresh arrays cost a page fault per 4 KiB on their
+        # first write). The positions are written as native ints: numpy scatters through
+        # those about twice as fast as through uint32.
+        buf = np.empty((self.num_hashes, min(n, _ADD_SLICE)), dtype=np.intp)
+        # while a dynamic filter fills its rows, the keys go to a row in runs: slices are cut
+        # at the run ends too, so that each goes to one row (no per-row selection of positions)
+        ends = np.flatnonzero(target[1:] != target[:-1]) + 1
+        if len(ends) > len(self.rows):  # saturated: the keys go to the rows in turn
+            ends = ends[:0]
+        cuts = [0]
+        for end in [*ends.tolist(), n]:
+            # the run in slices of about equal size (the fewest of at most _ADD_SLICE keys)
+            start, pieces = cuts[-1], -(-(end - cuts[-1]) // _ADD_SLICE)
+            cuts += [start + (end - start) * (k + 1) // pieces for k in range(pieces)]
+        for lo, hi in pairwise(cuts):
+            rounds, order = _sorted_rounds(
+                keys.slice(lo, hi - lo), self.num_hashes, self.vector_size, buf
             )
-            # numpy scatters through native index arrays about twice as fast as through uint32
-            rounds = rounds32.astype(np.intp)
-            t = target[lo : lo + _ADD_SLICE]
-            if order is not None:
-                t = t[order]  # the row of each hashed (sorted) key
+            t = target[lo:hi]
             first, last = int(t.min()), int(t.max())
             if first == last:
                 self.rows[first][rounds] = True
                 continue
+            if order is not None:
+                t = t[order]  # the row of each hashed (sorted) key
             for r in np.unique(t):
                 self.rows[r][rounds[:, t == r]] = True
 
