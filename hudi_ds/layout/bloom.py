@@ -19,8 +19,9 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
@@ -162,28 +163,36 @@ def key_positions(
     Raises:
         ValueError: a key is null or empty (Java: "key length must be > 0").
     """
-    rounds, order = _sorted_rounds(keys, num_hashes, vector_size)
+    order, rounds = _hash_rounds(keys, num_hashes, vector_size)
+    out = np.empty((num_hashes, len(keys)), dtype=np.uint32)
+    for i, pos in enumerate(rounds):
+        out[i] = pos
     if order is not None:
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[order] = np.arange(len(order))
-        rounds = rounds[:, inverse]
-    return rounds.T
+        out = out[:, inverse]
+    return out.T
 
 
-def _sorted_rounds(
+def _hash_rounds(
     keys: pa.Array | pa.ChunkedArray | Sequence[str], num_hashes: int, vector_size: int
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """The bit positions of :func:`key_positions` as a ``(num_hashes, n)`` array whose columns
-    are the keys in the order ``order`` (None: the keys' own order).
+) -> tuple[np.ndarray | None, Iterator[np.ndarray]]:
+    """The bit positions of :func:`key_positions`, round by round: ``(order, rounds)``, where
+    ``rounds`` yields each round's positions (native ints) of the keys in the order ``order``
+    (None: the keys' own order). The yielded array is reused by the next round: consume it
+    before asking for the next one.
 
     All keys are hashed together: the block words and the tail are computed once, then each
     round is a few in-place uint32 array operations over keys sorted by their block count (so
-    block ``j`` applies to a prefix of the keys).
+    block ``j`` applies to a prefix of the keys). The keys are checked before this returns.
+
+    Raises:
+        ValueError: a key is null or empty.
     """
     data, offsets = key_buffers(keys)
     n = len(offsets) - 1
     if n == 0:
-        return np.empty((num_hashes, 0), dtype=np.uint32), None
+        return None, iter(())
     starts = offsets[:-1]
     lengths = offsets[1:] - starts
     if int(lengths.min()) <= 0:
@@ -192,6 +201,19 @@ def _sorted_rounds(
     order = None if nblocks.min() == nblocks.max() else np.argsort(-nblocks, kind="stable")
     if order is not None:
         starts, lengths, nblocks = starts[order], lengths[order], nblocks[order]
+    return order, _rounds(data, starts, lengths, nblocks, num_hashes, vector_size)
+
+
+def _rounds(
+    data: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    nblocks: np.ndarray,
+    num_hashes: int,
+    vector_size: int,
+) -> Iterator[np.ndarray]:
+    """The rounds of :func:`_hash_rounds` (keys sorted by descending block count)."""
+    n = len(starts)
     # room to read a full word past any key end
     padded = np.concatenate([data, np.zeros(4, dtype=np.uint8)])
     # the little-endian uint32 starting at each byte: a view with a stride of one byte
@@ -220,27 +242,40 @@ def _sorted_rounds(
     tail_mul = None if has_tail.all() else np.where(has_tail, _M, np.uint32(1)).astype(np.uint32)
     len32 = lengths.astype(np.uint32)
     size = np.uint32(vector_size)
-    rounds = np.empty((num_hashes, n), dtype=np.uint32)
+    # one round's positions, as native ints: numpy scatters through those about twice as
+    # fast as through uint32
+    pos = np.empty(n, dtype=np.intp)
     h = np.zeros(n, dtype=np.uint32)  # the seed of the first round
     tmp = np.empty(n, dtype=np.uint32)
-    for i in range(num_hashes):
-        h ^= len32
-        for k in words:
-            hc = h[: len(k)]
-            hc *= _M
-            hc ^= k
+    quot = np.empty(n, dtype=np.uint32)
+    # the views and constants of the rounds made once (a round is ~15 small array operations:
+    # their Python overhead counts)
+    blocks = [(h[: len(k)], k) for k in words]
+    h_int, tmp_int = h.view(np.int32), tmp.view(np.int32)
+    mul_tail = _M if tail_mul is None else tail_mul
+    s13, s15 = np.uint32(13), np.uint32(15)
+    xor, mul, rshift = np.bitwise_xor, np.multiply, np.right_shift
+    for _ in range(num_hashes):
+        xor(h, len32, out=h)
+        for hc, k in blocks:
+            mul(hc, _M, out=hc)
+            xor(hc, k, out=hc)
         if any_tail:
-            h ^= tail
-            h *= _M if tail_mul is None else tail_mul
-        np.right_shift(h, np.uint32(13), out=tmp)
-        h ^= tmp
-        h *= _M
-        np.right_shift(h, np.uint32(15), out=tmp)
-        h ^= tmp
+            xor(h, tail, out=h)
+            mul(h, mul_tail, out=h)
+        rshift(h, s13, out=tmp)
+        xor(h, tmp, out=h)
+        mul(h, _M, out=h)
+        rshift(h, s15, out=tmp)
+        xor(h, tmp, out=h)
         # abs of the signed hash; abs(INT_MIN) = 2^31 read as unsigned
-        np.abs(h.view(np.int32), out=tmp.view(np.int32))
-        np.remainder(tmp, size, out=rounds[i])
-    return rounds, order
+        np.abs(h_int, out=tmp_int)
+        # tmp % size as tmp - (tmp // size) * size: numpy divides by a scalar divisor with a
+        # multiply-shift (libdivide), several times faster than its remainder loop
+        np.floor_divide(tmp, size, out=quot)
+        mul(quot, size, out=quot)
+        np.subtract(tmp, quot, out=pos, casting="unsafe")
+        yield pos
 
 
 #: Keys hashed at once by :meth:`BloomFilter.add`.
@@ -300,23 +335,33 @@ class BloomFilter:
         if n == 0:
             return
         target = self._rows_of(n) if self.dynamic else np.zeros(n, dtype=np.int64)
-        # a slice of keys at a time: the hash rounds and the index arrays stay in the CPU
-        # caches (whole-batch arrays cost a page fault per 4 KiB on their first write)
-        for lo in range(0, n, _ADD_SLICE):
-            rounds32, order = _sorted_rounds(
-                keys.slice(lo, _ADD_SLICE), self.num_hashes, self.vector_size
-            )
-            # numpy scatters through native index arrays about twice as fast as through uint32
-            rounds = rounds32.astype(np.intp)
-            t = target[lo : lo + _ADD_SLICE]
-            if order is not None:
-                t = t[order]  # the row of each hashed (sorted) key
+        # a slice of keys at a time, each round's positions set as soon as they are computed:
+        # the hash state and the positions stay in the CPU caches
+        # while a dynamic filter fills its rows, the keys go to a row in runs: slices are cut
+        # at the run ends too, so that each goes to one row (no per-row selection of positions)
+        ends = np.flatnonzero(target[1:] != target[:-1]) + 1
+        if len(ends) > len(self.rows):  # saturated: the keys go to the rows in turn
+            ends = ends[:0]
+        cuts = [0]
+        for end in [*ends.tolist(), n]:
+            # the run in slices of about equal size (the fewest of at most _ADD_SLICE keys)
+            start, pieces = cuts[-1], -(-(end - cuts[-1]) // _ADD_SLICE)
+            cuts += [start + (end - start) * (k + 1) // pieces for k in range(pieces)]
+        for lo, hi in pairwise(cuts):
+            order, rounds = _hash_rounds(keys.slice(lo, hi - lo), self.num_hashes, self.vector_size)
+            t = target[lo:hi]
             first, last = int(t.min()), int(t.max())
             if first == last:
-                self.rows[first][rounds] = True
+                row = self.rows[first]
+                for pos in rounds:
+                    row[pos] = True
                 continue
-            for r in np.unique(t):
-                self.rows[r][rounds[:, t == r]] = True
+            if order is not None:
+                t = t[order]  # the row of each hashed (sorted) key
+            masks = [(self.rows[r], t == r) for r in np.unique(t)]
+            for pos in rounds:
+                for row, mask in masks:
+                    row[pos[mask]] = True
 
     def _rows_of(self, n: int) -> np.ndarray:
         """The row each of ``n`` keys added next goes to (a dynamic filter), rows opened and

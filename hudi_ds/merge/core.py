@@ -200,6 +200,22 @@ def resolve(
     )
 
 
+def key_order(codes: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """The permutation sorting the versions by (key code, write order ``seq``).
+
+    When ``seq`` increases along the versions (as every merge builds it), the write order is
+    the position: one unstable sort of the unique ``(code + 1) * n + position`` (about twice
+    as fast as ``numpy.lexsort`` of the two, and the same permutation); otherwise lexsort.
+    """
+    n = len(codes)
+    s = np.asarray(seq, dtype=np.int64)
+    if n < 2 or not bool(np.all(s[1:] > s[:-1])) or n > 2**31:
+        return np.lexsort((s, codes))
+    combined = (codes.astype(np.int64) + 1) * n
+    combined += np.arange(n, dtype=np.int64)
+    return np.argsort(combined)
+
+
 def resolve_sorted(
     codes: np.ndarray,
     seq: np.ndarray,
@@ -214,7 +230,7 @@ def resolve_sorted(
         e = np.empty(0, dtype=np.int64)
         b = np.empty(0, dtype=bool)
         return Resolution(e, e, e, b, b, b, e, e)
-    order = np.lexsort((np.asarray(seq, dtype=np.int64), codes))
+    order = key_order(codes, seq)
     c = codes[order]
     d = np.asarray(deletes, dtype=bool)[order]
     pos = np.arange(n, dtype=np.int64)

@@ -517,15 +517,21 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     fslice = _slice_of(storage, op)
     stats = ReadStats()
     changes: list[tuple[pa.Array, pa.Array]] | None = [] if job.key_changes is not None else None
-    rows = read_file_slice(storage, fslice, job.visibility, job.context, stats, key_changes=changes)
+    # every column but _hoodie_file_name, which the new file sets anew: neither decoded from
+    # the slice nor carried through the merge
+    schema = job.context.schema
+    idx = schema.get_field_index(FILENAME_METADATA_FIELD)
+    columns = None if idx < 0 else [n for n in schema.names if n != FILENAME_METADATA_FIELD]
+    rows = read_file_slice(
+        storage, fslice, job.visibility, job.context, stats, columns, key_changes=changes
+    )
     t_scan = time.perf_counter() - t0
     token = token or f"{index}-{job.attempt + 1}-{index}"
     name = base_file_name(fslice.file_id, token, job.instant)
     rel = file_path(fslice.partition_path, name)
-    idx = rows.schema.get_field_index(FILENAME_METADATA_FIELD)
     if idx >= 0:
-        rows = rows.set_column(
-            idx, rows.schema.field(idx), pa.repeat(pa.scalar(name, pa.string()), rows.num_rows)
+        rows = rows.add_column(
+            idx, schema.field(idx), pa.repeat(pa.scalar(name, pa.string()), rows.num_rows)
         )
     if not job.context.populate_meta_fields:
         rows = clear_meta_values(rows, file_name=True)  # as HoodieMergeHandle.writeToFile

@@ -260,11 +260,11 @@ def read_file_slice(
     ``key_changes`` (a compaction whose writer keeps a state index): one ``(inserted, removed)``
     pair is appended to it, the distinct record keys (``_hoodie_record_key``) the returned rows
     hold that the base file does not, and those of the base file they no longer hold -- the
-    change a new base file of these rows makes to the file group's keys. Only with ``columns``
-    None.
+    change a new base file of these rows makes to the file group's keys. Only when the rows
+    carry ``_hoodie_record_key`` (``columns`` None or naming it).
     """
-    if key_changes is not None and columns is not None:
-        raise ValueError("key_changes needs every column (columns=None)")
+    if key_changes is not None and columns is not None and RECORD_KEY_METADATA_FIELD not in columns:
+        raise ValueError(f"key_changes needs the {RECORD_KEY_METADATA_FIELD} column")
     blocks = scan_slice_logs(storage, fslice, vis, stats, ctx) if fslice.log_files else []
     spec = ctx.merge_spec
     if columns is None:
