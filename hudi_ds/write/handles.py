@@ -649,11 +649,16 @@ def _iter_base_file(
                 (pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)),
                 default=1,
             )
+            batches: Iterator[pa.Table] = (
+                promote_table(_decoded(b), schema)
+                for b in pf.iter_batches(
+                    batch_size=max(rows, 1), columns=present, use_threads=use_threads
+                )
+            )
+            if batch_rows is not None:
+                batches = _rebatched(batches, batch_rows)
             first = True
-            for batch in pf.iter_batches(
-                batch_size=max(rows, 1), columns=present, use_threads=use_threads
-            ):
-                table = promote_table(_decoded(batch), schema)
+            for table in batches:
                 if first:
                     table = table.replace_schema_metadata(meta)
                     first = False
@@ -669,6 +674,28 @@ def _iter_base_file(
         raise
     except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
+
+
+def _rebatched(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """``tables`` regrouped into tables of ``rows`` rows (the last one fewer), in order.
+
+    Parquet's batch reader ends a batch at every row group boundary where a column read as
+    dictionary changes its dictionary (:func:`_dictionary_strings`): a file of several row
+    groups yields slivers of a few rows there, and a streamed merge that wrote each batch as a
+    row group would split its next version's row groups further at every write.
+    """
+    pending: list[pa.Table] = []
+    held = 0
+    for t in tables:
+        pending.append(t)
+        held += t.num_rows
+        while held >= rows:
+            whole = pa.concat_tables(pending) if len(pending) > 1 else pending[0]
+            yield whole.slice(0, rows)
+            rest = whole.slice(rows)
+            pending, held = ([rest] if rest.num_rows else []), rest.num_rows
+    if held:
+        yield pa.concat_tables(pending) if len(pending) > 1 else pending[0]
 
 
 class MergeHandle(_Buffered):
@@ -895,6 +922,11 @@ class MergeHandle(_Buffered):
         # the key changes of the groups (they share no key): their union is the file's
         inserted: list[pa.Array] | None = [] if ctx.track_keys else None
         removed: list[pa.Array] = []
+        # merged rows are written in row groups of at least a base-file batch: a group's
+        # merge (the inserts, a small key partition) does not become a row group of its own,
+        # which later reads and merges of the file would pay for batch after batch
+        pending: list[pa.Table] = []
+        held = 0
         try:
             for old, incoming, dels in groups:
                 if not any(t is not None and t.num_rows for t in (old, incoming, dels)):
@@ -914,9 +946,18 @@ class MergeHandle(_Buffered):
                         removed.append(res.removed)
                 merged, u, i, d = res.rows, res.updates, res.inserts, res.deletes
                 del old, incoming, dels, res
-                writer.write(self._file_rows(merged))
+                if merged.num_rows:
+                    pending.append(self._file_rows(merged))
+                    held += merged.num_rows
                 n_rows += merged.num_rows
                 n_updates, n_inserts, n_deleted = n_updates + u, n_inserts + i, n_deleted + d
+                del merged
+                if held >= self._base_batch_rows:
+                    writer.write(pa.concat_tables(pending) if len(pending) > 1 else pending[0])
+                    pending, held = [], 0
+            if pending:
+                writer.write(pa.concat_tables(pending) if len(pending) > 1 else pending[0])
+                pending = []
             size = writer.close(ctx.schema)
         except BaseException:
             writer.abort()
