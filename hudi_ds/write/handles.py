@@ -676,6 +676,12 @@ def _iter_base_file(
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
 
 
+def _string_keys(keys: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Record keys as one string array (the type a lookup of stored keys in them needs)."""
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    return arr if arr.type == pa.string() else arr.cast(pa.string())
+
+
 def _rebatched(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
     """``tables`` regrouped into tables of ``rows`` rows (the last one fewer), in order.
 
@@ -865,10 +871,19 @@ class MergeHandle(_Buffered):
         incoming = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
         self._data, self._deletes, self.buffered_bytes = [], [], 0
-        in_keys = incoming.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
-        del_keys = dels.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
-        left_in = np.ones(len(in_keys), dtype=bool)
-        left_del = np.ones(len(del_keys), dtype=bool)
+        n_in = incoming.num_rows
+        # the distinct keys the write names, hashed once per batch of the base file (a few
+        # thousand), each batch's keys looked up in them -- not every batch's keys hashed
+        probe = pa.concat_arrays(
+            [
+                _string_keys(incoming.column(RECORD_KEY_METADATA_FIELD)),
+                _string_keys(dels.column(RECORD_KEY_METADATA_FIELD)),
+            ]
+        )
+        named = pc.unique(probe)
+        code = np.asarray(pc.index_in(probe, value_set=named), dtype=np.int64)
+        left_in = np.ones(n_in, dtype=bool)
+        left_del = np.ones(dels.num_rows, dtype=bool)
         base = self.base_file
         assert base is not None
 
@@ -877,9 +892,12 @@ class MergeHandle(_Buffered):
                 ctx.storage, base, ctx.schema, self._base_batch_rows, self.read_threads
             ):
                 old = stored_rows(batch, ctx, self.partition_path)
-                keys = old.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
-                hit_in = np.asarray(pc.is_in(in_keys, value_set=keys), dtype=bool)
-                hit_del = np.asarray(pc.is_in(del_keys, value_set=keys), dtype=bool)
+                keys = _string_keys(old.column(RECORD_KEY_METADATA_FIELD))
+                at = pc.index_in(keys, value_set=named).drop_null()
+                stored = np.zeros(len(named), dtype=bool)
+                stored[np.asarray(at, dtype=np.int64)] = True
+                hit = stored[code]
+                hit_in, hit_del = hit[:n_in], hit[n_in:]
                 left_in[hit_in] = False
                 left_del[hit_del] = False
                 yield old, incoming.filter(hit_in), dels.filter(hit_del)
