@@ -154,6 +154,46 @@ def write_base_file(
     return len(data)
 
 
+#: Bytes a streamed base file gathers before it writes them to storage: Parquet's writer writes
+#: page by page, and a Python call and a system call per page cost more than the copy.
+_SINK_BUFFER = 1 << 20
+
+
+class _BufferedSink:
+    """A write-only file over an :class:`~hudi_ds.storage.OutputStream` that passes the pages
+    Parquet's writer writes on in writes of :data:`_SINK_BUFFER` bytes or more."""
+
+    def __init__(self, out: OutputStream) -> None:
+        self._out = out
+        self._parts: list[bytes] = []
+        self._held = 0
+        self._pos = 0
+        self.closed = False
+
+    def write(self, data: bytes | pa.Buffer) -> int:
+        chunk = bytes(data)
+        self._parts.append(chunk)
+        self._held += len(chunk)
+        self._pos += len(chunk)
+        if self._held >= _SINK_BUFFER:
+            self.flush()
+        return len(chunk)
+
+    def tell(self) -> int:
+        return self._pos
+
+    def flush(self) -> None:
+        if self._parts:
+            self._out.write(b"".join(self._parts))
+            self._parts, self._held = [], 0
+
+    def close(self) -> None:
+        """Write what is held; the stream under it stays open (its owner closes it)."""
+        if not self.closed:
+            self.flush()
+            self.closed = True
+
+
 class BaseFileWriter:
     """Writes a Parquet base file row group by row group, streaming to storage.
 
@@ -172,6 +212,7 @@ class BaseFileWriter:
         self.codec = codec
         self._bloom: BloomFilter | None = bloom.new_filter() if bloom is not None else None
         self._out: OutputStream | None = None
+        self._sink: _BufferedSink | None = None
         self._writer: pq.ParquetWriter | None = None
         self._min: str | None = None
         self._max: str | None = None
@@ -179,8 +220,9 @@ class BaseFileWriter:
     def _open(self, table: pa.Table) -> pq.ParquetWriter:
         table = _without_key_footers(table)
         self._out = self.storage.open_output_stream(self.path)
+        self._sink = _BufferedSink(self._out)
         self._writer = pq.ParquetWriter(
-            self._out,
+            self._sink,
             table.schema,
             compression=_base_file_compression(self.codec),
             use_compliant_nested_type=True,
@@ -213,7 +255,8 @@ class BaseFileWriter:
                 {MIN_RECORD_KEY_FOOTER: self._min, MAX_RECORD_KEY_FOOTER: str(self._max)}
             )
         writer.close()
-        assert self._out is not None
+        assert self._out is not None and self._sink is not None
+        self._sink.close()
         size = self._out.tell()
         self._out.close()
         return int(size)

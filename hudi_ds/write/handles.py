@@ -649,11 +649,16 @@ def _iter_base_file(
                 (pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)),
                 default=1,
             )
+            batches: Iterator[pa.Table] = (
+                promote_table(_decoded(b), schema)
+                for b in pf.iter_batches(
+                    batch_size=max(rows, 1), columns=present, use_threads=use_threads
+                )
+            )
+            if batch_rows is not None:
+                batches = _rebatched(batches, batch_rows)
             first = True
-            for batch in pf.iter_batches(
-                batch_size=max(rows, 1), columns=present, use_threads=use_threads
-            ):
-                table = promote_table(_decoded(batch), schema)
+            for table in batches:
                 if first:
                     table = table.replace_schema_metadata(meta)
                     first = False
@@ -669,6 +674,34 @@ def _iter_base_file(
         raise
     except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
+
+
+def _string_keys(keys: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Record keys as one string array (the type a lookup of stored keys in them needs)."""
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    return arr if arr.type == pa.string() else arr.cast(pa.string())
+
+
+def _rebatched(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """``tables`` regrouped into tables of ``rows`` rows (the last one fewer), in order.
+
+    Parquet's batch reader ends a batch at every row group boundary where a column read as
+    dictionary changes its dictionary (:func:`_dictionary_strings`): a file of several row
+    groups yields slivers of a few rows there, and a streamed merge that wrote each batch as a
+    row group would split its next version's row groups further at every write.
+    """
+    pending: list[pa.Table] = []
+    held = 0
+    for t in tables:
+        pending.append(t)
+        held += t.num_rows
+        while held >= rows:
+            whole = pa.concat_tables(pending) if len(pending) > 1 else pending[0]
+            yield whole.slice(0, rows)
+            rest = whole.slice(rows)
+            pending, held = ([rest] if rest.num_rows else []), rest.num_rows
+    if held:
+        yield pa.concat_tables(pending) if len(pending) > 1 else pending[0]
 
 
 class MergeHandle(_Buffered):
@@ -838,10 +871,19 @@ class MergeHandle(_Buffered):
         incoming = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
         self._data, self._deletes, self.buffered_bytes = [], [], 0
-        in_keys = incoming.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
-        del_keys = dels.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
-        left_in = np.ones(len(in_keys), dtype=bool)
-        left_del = np.ones(len(del_keys), dtype=bool)
+        n_in = incoming.num_rows
+        # the distinct keys the write names, hashed once per batch of the base file (a few
+        # thousand), each batch's keys looked up in them -- not every batch's keys hashed
+        probe = pa.concat_arrays(
+            [
+                _string_keys(incoming.column(RECORD_KEY_METADATA_FIELD)),
+                _string_keys(dels.column(RECORD_KEY_METADATA_FIELD)),
+            ]
+        )
+        named = pc.unique(probe)
+        code = np.asarray(pc.index_in(probe, value_set=named), dtype=np.int64)
+        left_in = np.ones(n_in, dtype=bool)
+        left_del = np.ones(dels.num_rows, dtype=bool)
         base = self.base_file
         assert base is not None
 
@@ -850,9 +892,12 @@ class MergeHandle(_Buffered):
                 ctx.storage, base, ctx.schema, self._base_batch_rows, self.read_threads
             ):
                 old = stored_rows(batch, ctx, self.partition_path)
-                keys = old.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
-                hit_in = np.asarray(pc.is_in(in_keys, value_set=keys), dtype=bool)
-                hit_del = np.asarray(pc.is_in(del_keys, value_set=keys), dtype=bool)
+                keys = _string_keys(old.column(RECORD_KEY_METADATA_FIELD))
+                at = pc.index_in(keys, value_set=named).drop_null()
+                stored = np.zeros(len(named), dtype=bool)
+                stored[np.asarray(at, dtype=np.int64)] = True
+                hit = stored[code]
+                hit_in, hit_del = hit[:n_in], hit[n_in:]
                 left_in[hit_in] = False
                 left_del[hit_del] = False
                 yield old, incoming.filter(hit_in), dels.filter(hit_del)
@@ -895,6 +940,11 @@ class MergeHandle(_Buffered):
         # the key changes of the groups (they share no key): their union is the file's
         inserted: list[pa.Array] | None = [] if ctx.track_keys else None
         removed: list[pa.Array] = []
+        # merged rows are written in row groups of at least a base-file batch: a group's
+        # merge (the inserts, a small key partition) does not become a row group of its own,
+        # which later reads and merges of the file would pay for batch after batch
+        pending: list[pa.Table] = []
+        held = 0
         try:
             for old, incoming, dels in groups:
                 if not any(t is not None and t.num_rows for t in (old, incoming, dels)):
@@ -914,9 +964,18 @@ class MergeHandle(_Buffered):
                         removed.append(res.removed)
                 merged, u, i, d = res.rows, res.updates, res.inserts, res.deletes
                 del old, incoming, dels, res
-                writer.write(self._file_rows(merged))
+                if merged.num_rows:
+                    pending.append(self._file_rows(merged))
+                    held += merged.num_rows
                 n_rows += merged.num_rows
                 n_updates, n_inserts, n_deleted = n_updates + u, n_inserts + i, n_deleted + d
+                del merged
+                if held >= self._base_batch_rows:
+                    writer.write(pa.concat_tables(pending) if len(pending) > 1 else pending[0])
+                    pending, held = [], 0
+            if pending:
+                writer.write(pa.concat_tables(pending) if len(pending) > 1 else pending[0])
+                pending = []
             size = writer.close(ctx.schema)
         except BaseException:
             writer.abort()

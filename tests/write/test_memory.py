@@ -382,3 +382,23 @@ def test_peak_rss_of_upsert_into_large_file_groups_within_budget() -> None:
 if __name__ == "__main__":
     a = sys.argv
     _child(a[1], int(a[2]), int(a[3]), a[4], int(a[5]), a[6] == "build")
+
+
+def test_streamed_base_batches_are_whole_across_row_groups(tmp_path: Path) -> None:
+    """A base file read as dictionaries ends a batch at every row group (each has its own
+    dictionary); the streamed merge regroups the slivers into whole batches, in order, so it
+    does not write them as row groups of a few rows (which its next merge would split again)."""
+    from hudi_ds.write.handles import _rebatched
+
+    path = tmp_path / "groups.parquet"
+    rows = pa.table({"k": [f"k{i}" for i in range(40)], "c": ["ab"[i % 2] for i in range(40)]})
+    pq.write_table(rows, path, row_group_size=7)
+    pf = pq.ParquetFile(path, read_dictionary=["c"])
+    pieces = [pa.Table.from_batches([b]) for b in pf.iter_batches(batch_size=10)]
+    assert sorted({t.num_rows for t in pieces}) != [10]  # slivers at row group ends
+    out = list(_rebatched(iter(pieces), 10))
+    assert [t.num_rows for t in out] == [10, 10, 10, 10]
+    assert pa.concat_tables(out).column("k").to_pylist() == rows.column("k").to_pylist()
+    assert [t.num_rows for t in _rebatched(iter(pieces[:3]), 16)] == [
+        sum(t.num_rows for t in pieces[:3])
+    ]
