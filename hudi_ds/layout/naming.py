@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote
 
 from hudi_ds.storage import Storage
@@ -71,6 +72,7 @@ class LogFileName:
         return f".{self.file_id}_{self.instant_time}.{self.extension}.{self.version}{tail}{cdc}"
 
 
+@lru_cache(maxsize=1 << 16)  # file names repeat across listings and reads; results immutable
 def parse_base_file_name(name: str) -> BaseFileName | None:
     """Parse ``<fileId>_<writeToken>_<instantTime>.<ext>``; None if ``name`` is not one."""
     if name.startswith("."):
@@ -81,6 +83,7 @@ def parse_base_file_name(name: str) -> BaseFileName | None:
     return BaseFileName(m.group("file_id"), m.group("token"), m.group("instant"), m.group("ext"))
 
 
+@lru_cache(maxsize=1 << 16)  # as parse_base_file_name
 def parse_log_file_name(name: str) -> LogFileName | None:
     """Parse ``.<fileId>_<instant>.log.<version>[_<writeToken>]``; None if not a log file."""
     m = _LOG_RE.match(name)

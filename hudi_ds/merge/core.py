@@ -127,6 +127,30 @@ class Resolution:
         return np.where(last_w >= 0, last_w, first)
 
 
+def key_order(codes: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """The permutation that sorts versions by (key code, write order): ``np.lexsort((seq,
+    codes))``.
+
+    When the versions are given in write order (``seq`` not decreasing, as every merge builds
+    them) that is a stable sort of the codes alone, done as a radix sort of 16-bit digits
+    (numpy's stable sort of ``uint16`` is a radix sort: O(n), about 9x faster than a
+    comparison sort of 8k codes): one pass for fewer than 65,536 keys, two (low digit, then
+    high digit) below 2**32.
+    """
+    seq = np.asarray(seq, dtype=np.int64)
+    n = len(codes)
+    if n < 2 or not bool(np.all(seq[1:] >= seq[:-1])):
+        return np.lexsort((seq, codes))
+    c = np.asarray(codes, dtype=np.int64) + 1  # null keys (-1) sort first, as in lexsort
+    top = int(c.max())
+    if int(c.min()) < 0 or top >= 1 << 32:
+        return np.lexsort((seq, codes))
+    if top < 1 << 16:
+        return np.argsort(c.astype(np.uint16), kind="stable")
+    order = np.argsort((c & 0xFFFF).astype(np.uint16), kind="stable")
+    return order[np.argsort((c[order] >> 16).astype(np.uint16), kind="stable")]
+
+
 def multi_version(codes: np.ndarray) -> np.ndarray | None:
     """Which versions share their key with another version (None: every version does).
 

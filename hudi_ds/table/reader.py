@@ -129,18 +129,34 @@ def read_base_file(
     schema: pa.Schema,
     columns: list[str] | None = None,
     use_threads: bool = True,
+    unread_false_flags: bool = False,
 ) -> pa.Table:
     """Read a base file and bring it to ``schema`` (optionally only ``columns``; decoding on
     Arrow's thread pool unless ``use_threads`` is False -- callers already running one read
-    per core)."""
+    per core).
+
+    ``unread_false_flags``: the caller reads ``_hoodie_is_deleted`` only to drop or merge the
+    deleted rows (it does not return the column). When the Parquet footer's statistics show
+    no row group holds a true flag, the column is not decoded: it comes back null, which
+    deletes nothing, as false does.
+    """
     target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
     try:
         if base.name.extension == ".parquet":
             # the listed size spares an object store a HEAD (a missing file fails the GET)
             with storage.open_input_file(base.path, base.size or None) as f:
+                pf = pq.ParquetFile(f)
+                names = target.names
+                if (
+                    unread_false_flags
+                    and IS_DELETED_FIELD in names
+                    and target.field(IS_DELETED_FIELD).nullable  # promote_table adds nulls
+                    and _no_true_flag(pf)
+                ):
+                    names = [n for n in names if n != IS_DELETED_FIELD]
                 # columns the file lacks (added by a later schema) are left out of the read
                 # (no Arrow schema built from the footer to find them): promote_table adds them
-                table = pq.ParquetFile(f).read(columns=target.names, use_threads=use_threads)
+                table = pf.read(columns=names, use_threads=use_threads)
         elif base.name.extension == ".lance":
             table = _read_lance(storage, base, target.names)
         else:
@@ -155,6 +171,28 @@ def read_base_file(
     except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
     return promote_table(table, target)
+
+
+def _no_true_flag(pf: pq.ParquetFile) -> bool:
+    """Whether the footer's statistics show that no row of ``pf`` has ``_hoodie_is_deleted``
+    true (False when a row group has no statistics for it)."""
+    md = pf.metadata
+    try:
+        j = md.schema.names.index(IS_DELETED_FIELD)
+    except ValueError:
+        return False
+    for i in range(md.num_row_groups):
+        col = md.row_group(i).column(j)
+        if col.path_in_schema != IS_DELETED_FIELD:  # a nested schema: names are not leaves
+            return False
+        st = col.statistics
+        if st is None:
+            return False
+        if st.has_null_count and st.num_values == 0:  # num_values: the non-null values
+            continue
+        if not st.has_min_max or st.max is not False:
+            return False
+    return True
 
 
 def _read_lance(storage: Storage, base: BaseFile, names: list[str]) -> pa.Table:
@@ -274,7 +312,10 @@ def read_file_slice(
         schema = _projection(ctx, columns, [IS_DELETED_FIELD, b.delete_field if b else None])
     else:
         schema = _merge_projection(ctx, columns, blocks)
-    base = _base_or_none(storage, fslice.base_file, schema, ctx, stats, use_threads)
+    # the delete flags read beside the columns only drop or merge rows: a base file whose
+    # statistics show none set needs them not
+    flags_unread = columns is not None and IS_DELETED_FIELD not in columns
+    base = _base_or_none(storage, fslice.base_file, schema, ctx, stats, use_threads, flags_unread)
     if not blocks:
         if base is None:
             if key_changes is not None:
@@ -306,7 +347,9 @@ def read_file_slice(
     ):
         # a version without its key field value: key by _hoodie_record_key after all
         schema = _merge_projection(ctx, columns, blocks, key_field=False)
-        base = _base_or_none(storage, fslice.base_file, schema, ctx, ReadStats(), use_threads)
+        base = _base_or_none(
+            storage, fslice.base_file, schema, ctx, ReadStats(), use_threads, flags_unread
+        )
         parts = _decode_parts(blocks, schema, ctx, ReadStats())
     out = _merge_slice(
         base, parts, spec, schema, ctx, fslice.base_file is not None, columns, key_changes
@@ -509,12 +552,16 @@ def _base_or_none(
     ctx: SliceReadContext,
     stats: ReadStats,
     use_threads: bool = True,
+    unread_false_flags: bool = False,
 ) -> pa.Table | None:
-    """The slice's base file rows (None: no base file, or a skipped missing/corrupt one)."""
+    """The slice's base file rows (None: no base file, or a skipped missing/corrupt one);
+    ``unread_false_flags`` as :func:`read_base_file`'s."""
     if base is None:
         return None
     try:
-        return read_base_file(storage, base, schema, use_threads=use_threads)
+        return read_base_file(
+            storage, base, schema, use_threads=use_threads, unread_false_flags=unread_false_flags
+        )
     except MissingFileError:
         if not ctx.ignore_missing_files:
             raise

@@ -12,9 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
+from hudi_ds.layout.file_group import BaseFile
+from hudi_ds.layout.naming import base_file_name, parse_base_file_name
+from hudi_ds.schema import IS_DELETED_FIELD
+from hudi_ds.storage import Storage
+from hudi_ds.table.reader import _no_true_flag, read_base_file
 from tests.golden import row_set
 
 
@@ -85,3 +91,36 @@ def test_projected_reads_equal_full_read(tmp_path: Path, table_type: str, block:
         assert got.column_names == cols
         assert got.num_rows == full.num_rows, cols
         assert row_set(got) == row_set(full.select(cols)), cols
+
+
+def test_delete_flags_left_unread_only_when_the_footer_shows_none_set(tmp_path: Path) -> None:
+    """A projected read decodes ``_hoodie_is_deleted`` of a base file only when a row may be
+    flagged: statistics showing every flag false or null leave it unread (null deletes nothing,
+    as false); a true flag, a file without statistics, or a caller that returns the column
+    (or a non-nullable flag field, which nulls cannot stand for) read it."""
+    storage = Storage(str(tmp_path))
+    storage.makedirs("p")
+    schema = pa.schema([("id", pa.string()), ("v", pa.float64()), (IS_DELETED_FIELD, pa.bool_())])
+    cases = {  # flags, write statistics -> left unread
+        "false": ([False, False, False], True, True),
+        "null": ([None, None, None], True, True),
+        "one_true": ([False, True, None], True, False),
+        "no_stats": ([False, False, False], False, False),
+    }
+    for i, (tag, (flags, stats, unread)) in enumerate(cases.items()):
+        rows = pa.table({"id": ["a", "b", "c"], "v": [1.0, 2.0, 3.0], IS_DELETED_FIELD: flags})
+        name = base_file_name(f"{i:08d}-0000-0000-0000-000000000000-0", "0-0-0", "001")
+        pq.write_table(rows.cast(schema), storage.full_path(f"p/{name}"), write_statistics=stats)
+        base = BaseFile(f"p/{name}", parse_base_file_name(name))  # type: ignore[arg-type]
+        assert _no_true_flag(pq.ParquetFile(storage.full_path(base.path))) is unread, tag
+        got = read_base_file(storage, base, schema, unread_false_flags=True)
+        assert got.select(["id", "v"]).equals(rows.select(["id", "v"])), tag
+        want = pa.nulls(3, pa.bool_()) if unread else pa.array(flags, pa.bool_())
+        assert got.column(IS_DELETED_FIELD).combine_chunks().equals(want), tag
+        # returned (the default) or not nullable: read as written
+        assert read_base_file(storage, base, schema).equals(rows.cast(schema)), tag
+        strict = pa.schema([*[*schema][:2], pa.field(IS_DELETED_FIELD, pa.bool_(), False)])
+        if None not in flags:
+            assert read_base_file(storage, base, strict, unread_false_flags=True).equals(
+                rows.cast(strict)
+            ), tag
