@@ -1,7 +1,7 @@
 """Vectorised kernels of the merge engine: ordering ranks, winners, column sources.
 
 Everything here works on numpy arrays over *all* versions of *all* keys at once. The versions
-are sorted once by (key, write order) with ``numpy.lexsort``; per-key results come from
+are sorted once by (key, write order) (:func:`key_order`); per-key results come from
 ``ufunc.reduceat`` over the key runs. No Python loop touches rows.
 
 The merge rule these kernels implement is a left fold over each key's versions in write order
@@ -222,22 +222,6 @@ def resolve(
         first=np.concatenate([np.where(d_s, n, pos_s), np.where(r.first < m, r.first + ns, n)]),
         record=np.concatenate([pos_s, np.where(r.record >= 0, r.record + ns, r.record)]),
     )
-
-
-def key_order(codes: np.ndarray, seq: np.ndarray) -> np.ndarray:
-    """The permutation sorting the versions by (key code, write order ``seq``).
-
-    When ``seq`` increases along the versions (as every merge builds it), the write order is
-    the position: one unstable sort of the unique ``(code + 1) * n + position`` (about twice
-    as fast as ``numpy.lexsort`` of the two, and the same permutation); otherwise lexsort.
-    """
-    n = len(codes)
-    s = np.asarray(seq, dtype=np.int64)
-    if n < 2 or not bool(np.all(s[1:] > s[:-1])) or n > 2**31:
-        return np.lexsort((s, codes))
-    combined = (codes.astype(np.int64) + 1) * n
-    combined += np.arange(n, dtype=np.int64)
-    return np.argsort(combined)
 
 
 def resolve_sorted(
