@@ -589,7 +589,7 @@ def _read_for_merge(
         return read_base_file(storage, base, schema, use_threads=use_threads)
     parts = list(_iter_base_file(storage, base, schema, None, use_threads))
     meta = parts[0].schema.metadata
-    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    table = _joined(parts)
     return table.replace_schema_metadata(meta)
 
 
@@ -682,6 +682,11 @@ def _string_keys(keys: pa.ChunkedArray | pa.Array) -> pa.Array:
     return arr if arr.type == pa.string() else arr.cast(pa.string())
 
 
+def _joined(tables: list[pa.Table]) -> pa.Table:
+    """The tables as one (the only one as it is: no copy)."""
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
 def _rebatched(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
     """``tables`` regrouped into tables of ``rows`` rows (the last one fewer), in order.
 
@@ -696,12 +701,12 @@ def _rebatched(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
         pending.append(t)
         held += t.num_rows
         while held >= rows:
-            whole = pa.concat_tables(pending) if len(pending) > 1 else pending[0]
+            whole = _joined(pending)
             yield whole.slice(0, rows)
             rest = whole.slice(rows)
             pending, held = ([rest] if rest.num_rows else []), rest.num_rows
     if held:
-        yield pa.concat_tables(pending) if len(pending) > 1 else pending[0]
+        yield _joined(pending)
 
 
 class MergeHandle(_Buffered):
@@ -971,10 +976,10 @@ class MergeHandle(_Buffered):
                 n_updates, n_inserts, n_deleted = n_updates + u, n_inserts + i, n_deleted + d
                 del merged
                 if held >= self._base_batch_rows:
-                    writer.write(pa.concat_tables(pending) if len(pending) > 1 else pending[0])
+                    writer.write(_joined(pending))
                     pending, held = [], 0
             if pending:
-                writer.write(pa.concat_tables(pending) if len(pending) > 1 else pending[0])
+                writer.write(_joined(pending))
                 pending = []
             size = writer.close(ctx.schema)
         except BaseException:
