@@ -132,6 +132,76 @@ def run_pyarrow(w: Workload, root: Path, ref: str) -> Result:
     return out
 
 
+def _written_since(path: str, seen: set[str]) -> tuple[int, int, int]:
+    """Rows written to base files and to log files by the commits completed since the instants
+    in ``seen`` (which this adds to), from their commit metadata (``numWrites`` of each write
+    stat): the Parquet work the protocol did in a batch -- a compaction's new base files
+    included; the third figure is the compaction's share (a ``commit`` on a MERGE_ON_READ
+    table)."""
+    from hudi_ds.layout.naming import file_name_of, parse_log_file_name
+    from hudi_ds.storage import Storage
+    from hudi_ds.table.table import ReadableTable
+
+    table = ReadableTable(Storage(path))
+    mor = table.config.table_type == "MERGE_ON_READ"
+    tl = table.timeline.commits()
+    base = log = compacted = 0
+    for inst in tl:
+        if inst.requested_time in seen:
+            continue
+        seen.add(inst.requested_time)
+        for s in tl.read_commit_metadata(inst).write_stats():
+            if s.path and parse_log_file_name(file_name_of(s.path)) is not None:
+                log += s.num_writes
+            else:
+                base += s.num_writes
+                if mor and inst.action == "commit":
+                    compacted += s.num_writes
+    return base, log, compacted
+
+
+def _key_read_s(path: str) -> float:
+    """Seconds plain pyarrow takes to read the record key column of every latest base file
+    (the workload's batches touch every partition): the least a SIMPLE lookup reads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hudi_ds.index.simple import READ_THREADS
+    from hudi_ds.storage import Storage
+    from hudi_ds.table.table import ReadableTable
+
+    files = [
+        os.path.join(path, s.base_file.path)
+        for s in ReadableTable(Storage(path)).file_slices()
+        if s.base_file is not None
+    ]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(READ_THREADS) as pool:
+        list(pool.map(lambda f: pq.read_table(f, columns=["_hoodie_record_key"]), files))
+    return time.perf_counter() - t0
+
+
+@contextlib.contextmanager
+def _timed_simple_lookups(total: list[float]) -> Any:
+    """Adds to ``total[0]`` the seconds spent in SIMPLE lookups (``hudi_ds.index.simple_lookup``,
+    the function every SIMPLE writer task calls through its key cache) while active."""
+    import hudi_ds.index as index
+
+    plain = index.simple_lookup
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return plain(*args, **kwargs)
+        finally:
+            total[0] += time.perf_counter() - t0
+
+    index.simple_lookup = timed  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        index.simple_lookup = plain  # type: ignore[assignment]
+
+
 def _hudi_ds(
     table_type: str,
     block: str,
@@ -179,13 +249,29 @@ def _hudi_ds(
         out["insert_s"] = time.perf_counter() - t0
         del base
         table = hudi_ds.HudiTable(path, state_index=True) if state else None
+        # outside the timings: what each batch wrote (rows in base files / log files), and for
+        # the index rows the least reading a SIMPLE lookup needs and SIMPLE's own lookup time
+        # (issue 14's ceilings, bench/report.py)
+        seen: set[str] = set()
+        _written_since(path, seen)
+        indexed = index != "BUCKET"
+        written = ("base_rows_written", "log_rows_written", "compacted_rows")
+        for key in (*written, "key_read_s", "index_lookup_s"):
+            out[key] = []
         for step in upsert_batches(w):
-            t0 = time.perf_counter()  # one commit per batch, deletes as _hoodie_is_deleted rows
-            if table is not None:
-                table.upsert(hudi_source(step), opts)
-            else:
-                hudi_ds.write(path, hudi_source(step), opts)
-            out["upsert_s"].append(time.perf_counter() - t0)
+            if indexed:
+                out["key_read_s"].append(_key_read_s(path))
+            looked = [0.0]
+            with _timed_simple_lookups(looked):
+                t0 = time.perf_counter()  # one commit per batch, deletes as _hoodie_is_deleted rows
+                if table is not None:
+                    table.upsert(hudi_source(step), opts)
+                else:
+                    hudi_ds.write(path, hudi_source(step), opts)
+                out["upsert_s"].append(time.perf_counter() - t0)
+            out["index_lookup_s"].append(looked[0])
+            for key, rows in zip(written, _written_since(path, seen), strict=True):
+                out[key].append(rows)
         if table is not None and table.state_index is not None:
             out["state_mb"] = table.state_index.nbytes / 1e6
         out["write_hwm_mb"] = peak_mb()

@@ -60,3 +60,38 @@ def test_met_targets_have_no_bound() -> None:
     )
     cow = _row(acceptance(meta, None), "COW upsert")
     assert cow[3] == "yes" and cow[4] == "-"
+
+
+def test_index_goals_name_their_ceilings() -> None:
+    # pyarrow writes a 100-row batch in 0.1 s (1,000 rows/s); the read+rewrite rate is 1,000
+    # rows/s. SIMPLE's batches: 200 / 1,100 (the compaction) / 200 base-file rows and 50 log
+    # rows each -> Parquet work 0.25 / 1.15 / 0.25 s, plus 0.05 s of key reading a batch
+    simple = {
+        "upsert_s": [1.0, 3.0, 1.0],
+        "base_rows_written": [200, 1_100, 200],
+        "log_rows_written": [50, 50, 50],
+        "compacted_rows": [0, 900, 0],
+        "key_read_s": [0.05, 0.05, 0.05],
+        "index_lookup_s": [0.4, 0.4, 0.4],
+    }
+    meta = _meta(
+        pyarrow={"upsert_s": [0.1, 0.1, 0.1], "read_s": 1.0},
+        delta_rs={"upsert_s": [3.0, 3.0, 3.0]},
+        hudi_ds_mor_simple=simple,
+        hudi_ds_mor_state={**simple, "upsert_s": [0.7, 2.7, 0.7]},
+    )
+    lines = acceptance(meta, None)
+    row = _row(lines, "SIMPLE-index MOR upsert")
+    # 3.0 / (5 / 3) = 1.80x measured; ceiling (0.3 + 1.2 + 0.3) / 3 = 0.60 s = 5.00x
+    assert row[2].startswith("1.80x") and row[3] == "no"
+    assert "compaction (every 5 delta commits) runs inside batch 2" in row[4]
+    assert "1,500 base-file rows" in row[4] and "150 log rows" in row[4]
+    assert "takes 0.60 s a batch = 5.00x delta-rs" in row[4]
+    assert "without the compaction batch: 3.00x" in row[4]
+    state = _row(lines, "state index vs SIMPLE, MOR")
+    # 5/3 over 4.1/3 = 1.22x; ceiling: Parquet work 0.55 s a batch, lookup 0.4 s: 1.73x
+    assert state[2] == "1.22x" and state[3] == "no"
+    assert "plain pyarrow 0.55 s a batch, SIMPLE's lookup 0.40 s" in state[4]
+    assert "gains at most 1.73x from a free lookup" in state[4]
+    cow = _row(lines, "state index vs SIMPLE, COW")
+    assert cow[2].startswith("not measured")
