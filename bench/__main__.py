@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from bench.check import verdict
+from bench.systems import READ_REPEATS
 from bench.workload import Workload, reference
 
 HERE = Path(__file__).resolve().parent
@@ -262,7 +263,10 @@ def _table(results: list[dict], w: Workload) -> list[str]:
             f"{wmem} / {r.get('read_hwm_mb', 0):,.0f} | {r['files']} | "
             f"{r['bytes'] / 1e6:,.1f} | {verdict(r.get('check'))} |"
         )
-    notes = []
+    notes = [
+        f"reads: every system's timed snapshot read is the fastest of {READ_REPEATS} runs of the "
+        "same query (Spark: a new DataFrame each run); its rows and d1 sum are checked."
+    ]
     if base:
         notes.append(
             f"pyarrow ceilings: the write ceiling is the faster of hudi_ds's Parquet options and "
