@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         spec = builtin_spec(BEHAVIOURS[name], ("ts",))
         merged = merge_versions([old, new], spec, schema)
         assert merged.rows.num_rows == args.base + args.updates // 10
-        t_vec = best_of(lambda spec=spec: merge_versions([old, new], spec, schema), args.repeat)
+        t_vec = best_of(partial(merge_versions, [old, new], spec, schema), args.repeat)
 
         def slow(spec=spec):
             b = VersionsBuilder(schema, spec.ordering_fields)

@@ -88,7 +88,8 @@ def timed_source() -> type:
                 f.write(json.dumps(line) + "\n")
 
     class TimedDataSource(HudiDataSource):
-        def streamWriter(self, schema: Any, overwrite: bool) -> TimedStreamWriter:
+        def streamWriter(self, schema: Any, overwrite: bool) -> HudiStreamWriter:
+            # create() is HudiStreamWriter's classmethod: it builds a TimedStreamWriter here
             return TimedStreamWriter.create(self.options, schema, overwrite)
 
     return TimedDataSource
