@@ -103,6 +103,7 @@ class TableMachine(RuleBasedStateMachine):
                     self.model[k] = ((ts, v), None)
             elif log is None or log == DELETED or ts >= log[0]:
                 self.model[k] = (base, (ts, v))
+        self._inline_compaction()
 
     @precondition(lambda self: bool(getattr(self, "model", None)))
     @rule(keys=KEYS)
@@ -114,6 +115,22 @@ class TableMachine(RuleBasedStateMachine):
                 self.model.pop(k, None)
             else:
                 self.model[k] = (self.model[k][0], DELETED)
+        self._inline_compaction()
+
+    def _inline_compaction(self) -> None:
+        """A MERGE_ON_READ write compacts inline every 5 delta commits (Hudi's default): the
+        compaction completes as a ``commit`` after the write's deltacommit. The model compacts
+        too, and the latest commit is then the compaction, not the data write (rolling it back
+        changes no row)."""
+        if self.table_type != "MERGE_ON_READ":
+            return
+        if hudi_ds.HudiTable(self.path).timeline.commits()[-1].action == "commit":
+            self.last_is_data = False
+            self._compact_model()
+
+    def _compact_model(self) -> None:
+        merged = {k: visible(*bl) for k, bl in self.model.items()}
+        self.model = {k: (v, None) for k, v in merged.items() if v is not None}
 
     @precondition(lambda self: getattr(self, "history", None))
     @rule()
@@ -124,8 +141,7 @@ class TableMachine(RuleBasedStateMachine):
         if schedule_compaction(ctx):
             run_compaction(ServiceContext.open(self.path, self.opts))
             self.last_is_data = False
-            merged = {k: visible(*bl) for k, bl in self.model.items()}
-            self.model = {k: (v, None) for k, v in merged.items() if v is not None}
+            self._compact_model()
 
     @precondition(lambda self: getattr(self, "history", None))
     @rule()
