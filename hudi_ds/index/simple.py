@@ -344,6 +344,8 @@ class Candidates:
             [[0], np.cumsum(np.bincount(row_part, minlength=n_parts))]
         ).astype(np.int64)
         self._wanted_in: dict[int, pa.Array] = {}
+        # per partition probed: the first position of each of its incoming keys among them
+        self._firsts: dict[int, Future[np.ndarray] | np.ndarray] = {}
         self._found: deque[Future[tuple[np.ndarray, np.ndarray]] | tuple[np.ndarray, np.ndarray]]
         self._found = deque()
         self._done: list[tuple[np.ndarray, np.ndarray]] = []
@@ -390,6 +392,11 @@ class Candidates:
             rows = self._part_rows(part)
             got = self.keys if len(rows) == len(self.keys) else self.keys.take(pa.array(rows))
             self._wanted_in[part] = got
+            self._firsts[part] = (
+                _first_positions(got)
+                if self._pool is None
+                else self._pool.submit(_first_positions, got)
+            )
         return got
 
     def _flush(self, part: int) -> None:
@@ -445,10 +452,9 @@ class Candidates:
             best = slot_of_rank[best_rank]
             # each row answers as the first row of its key in its partition
             rep = np.arange(n, dtype=np.int64)
-            for part, wanted in self._wanted_in.items():
+            for part, at in self._firsts.items():
                 prow = self._part_rows(part)
-                at = pc.index_in(wanted, value_set=wanted)  # the first position of each key
-                rep[prow] = prow[np.asarray(at, dtype=np.int64)]
+                rep[prow] = prow[at.result() if isinstance(at, Future) else at]
             pos = best[rep]
         return KeyLocations(
             group=pos,
@@ -458,6 +464,11 @@ class Candidates:
             files_read=files_read,
             keys_read=keys_read,
         )
+
+
+def _first_positions(keys: pa.Array) -> np.ndarray:
+    """The position of the first occurrence of each of ``keys`` among them."""
+    return np.asarray(pc.index_in(keys, value_set=keys), dtype=np.int64)
 
 
 def _probe(
