@@ -3,13 +3,13 @@
 Java (``HoodieSimpleIndex.tagLocationInternal`` / ``HoodieGlobalSimpleIndex``) reads the record
 keys of the latest base file of every file group of the touched partitions (every partition for
 the global index) with ``HoodieKeyLocationFetchHandle`` and joins them with the incoming records
-on ``HoodieKey`` (key and partition path; the key alone when global). Here the distinct incoming
-keys are numbered once, every candidate file's keys are turned into those numbers with an
-Arrow hash probe per partition (``pc.index_in``; keys not wanted dropped), and the match is
-integer work on ``(key number, partition number)`` (:class:`Candidates`), so its size is
-bounded by the incoming keys, not the table. The key columns are read by a thread pool
-(:data:`READ_THREADS`, :func:`ordered_map`: pyarrow decodes without the GIL) while the calling
-thread probes the partitions already read; files are gathered in slot order, so the answer
+on ``HoodieKey`` (key and partition path; the key alone when global). Here every candidate
+file's keys are looked up among the incoming keys of its partition with an Arrow hash probe
+per partition (``pc.index_in``; keys not wanted dropped), and the match is integer work on
+``(incoming row, slot)`` (:class:`Candidates`), so its size is bounded by the incoming keys,
+not the table. The key columns are read by a thread pool (:data:`READ_THREADS`,
+:func:`ordered_map`: pyarrow decodes without the GIL) and the partitions already read are
+probed on another while the reads go on; files are gathered in slot order, and the answer
 does not depend on the threads.
 
 What is read of a file slice:
@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -277,73 +277,85 @@ def _rolled_back_later(blocks: list[LogBlock], i: int) -> bool:
     )
 
 
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """The distinct values of an integer array, ascending: ``np.unique`` by one sort (numpy
-    2.x's ``np.unique`` hashes, several times slower on arrays of many distinct values)."""
-    s = np.sort(values)
-    if len(s) < 2:
-        return s
-    keep = np.empty(len(s), dtype=bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
-
-
 class Candidates:
     """The keys found in the candidate slices, gathered slice by slice, then matched at once.
 
-    The distinct incoming keys are numbered once (``pc.dictionary_encode``). File keys are
-    buffered per partition and turned into those numbers with one hash probe (``pc.index_in``)
-    against the keys wanted *in that partition* (all of them for a global lookup) once the
-    partition's last slice was added (:meth:`expect` tells how many are coming), once per
-    :data:`FLUSH_KEYS` buffered keys, or at the end -- not once per file: the probe's value set
-    is then a partition's share of the incoming keys, small enough to stay in the CPU caches
-    (about 1.5x faster than probing every file key against every incoming key), and its hash
-    table is built once per partition. Unwanted keys are dropped; the wanted ones are kept as
-    ``(key number, slot)`` pairs, and the match of :meth:`locate` is integer work (numpy),
-    with no string join.
+    The incoming keys are grouped by partition (all of them form one group for a global
+    lookup). File keys are buffered per partition and looked up with one hash probe
+    (``pc.index_in``) among the incoming keys *of that partition* once the partition's last
+    slice was added (:meth:`expect` tells how many are coming), once per :data:`FLUSH_KEYS`
+    buffered keys, or at the end -- not once per file: the probe's value set is then a
+    partition's share of the incoming keys, small enough to stay in the CPU caches (about 1.5x
+    faster than probing every file key against every incoming key), and its hash table is
+    built once per partition. A probe answers the position of the first incoming row of the
+    partition with that key; unwanted file keys are dropped, the wanted ones kept as
+    ``(incoming row, slot)`` pairs, and the match of :meth:`locate` is integer work (numpy),
+    with no string join. The incoming keys are not numbered as a whole (a hash table of every
+    incoming key would cost more than all the probes of a partition's share).
+
+    With a ``pool``, the probes run on its threads (Arrow's hash kernels release the GIL)
+    while the caller reads the next files; their results are gathered in the order they were
+    started, and :meth:`locate`'s answer does not depend on that order.
 
     Args:
         slices: the candidate slices (their order is the ``slot`` of each).
         keys: the incoming keys (strings, no nulls: :func:`check_input`).
         partitions: their partition paths (None: a global lookup, matching keys alone).
+        pool: threads to probe on (None: in the calling thread).
     """
 
     #: buffered file keys of a partition that trigger their probe (bounds the buffer's memory)
     FLUSH_KEYS = 4_000_000
 
     def __init__(
-        self, slices: Sequence[FileSlice], keys: pa.Array, partitions: pa.Array | None
+        self,
+        slices: Sequence[FileSlice],
+        keys: pa.Array,
+        partitions: pa.Array | None,
+        pool: Executor | None = None,
     ) -> None:
         self.slices = slices
-        self.partitions = partitions
-        enc = pc.dictionary_encode(keys)
-        self.wanted: pa.Array = enc.dictionary  # the distinct incoming keys
-        self.codes = np.asarray(enc.indices, dtype=np.int64)  # incoming key i is wanted[codes[i]]
-        # the partition number of each incoming key and of each slot (-1: no key wants it);
-        # a global lookup has one "partition"
+        self.keys = keys
+        self._pool = pool
+        n = len(keys)
+        # the partition number of each slot (-1: no key wants it); a global lookup has one
+        # "partition"
         self._part_of_slot = np.zeros(len(slices), np.int64)
-        self._row_part = np.zeros(len(keys), np.int64)
-        self._n_parts = 1
+        row_part = np.zeros(n, np.int64)
+        n_parts = 1
         if partitions is not None:
             penc = pc.dictionary_encode(partitions)
             names = {p: i for i, p in enumerate(penc.dictionary.to_pylist())}
-            self._n_parts = max(1, len(names))
-            self._row_part = np.asarray(penc.indices, dtype=np.int64)
+            n_parts = max(1, len(names))
+            row_part = np.asarray(penc.indices, dtype=np.int64)
             self._part_of_slot = np.array(
                 [names.get(s.partition_path, -1) for s in slices], np.int64
             )
-        self._wanted_in: dict[int, tuple[np.ndarray, pa.Array]] = {}
-        self._rows_by_part: tuple[np.ndarray, np.ndarray] | None = None
-        self._found_codes: list[np.ndarray] = []
-        self._found_slots: list[np.ndarray] = []
-        self._pending: dict[int, tuple[list[pa.Array], list[np.ndarray]]] = {}
+        # the incoming rows of each partition, ascending: rows[bounds[p]:bounds[p + 1]]
+        if n_parts == 1:
+            self._rows = np.arange(n, dtype=np.int64)
+        else:
+            # numpy's stable sort is a radix sort for 16-bit keys (the same order, faster)
+            small = n_parts <= np.iinfo(np.int16).max
+            self._rows = np.argsort(
+                row_part.astype(np.int16) if small else row_part, kind="stable"
+            ).astype(np.int64)
+        self._bounds = np.concatenate(
+            [[0], np.cumsum(np.bincount(row_part, minlength=n_parts))]
+        ).astype(np.int64)
+        self._wanted_in: dict[int, pa.Array] = {}
+        # per partition probed: the first position of each of its incoming keys among them
+        self._firsts: dict[int, Future[np.ndarray] | np.ndarray] = {}
+        self._found: deque[Future[tuple[np.ndarray, np.ndarray]] | tuple[np.ndarray, np.ndarray]]
+        self._found = deque()
+        self._done: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending: dict[int, tuple[list[pa.Array], list[tuple[int, int]]]] = {}
         self._pending_n: dict[int, int] = {}
         self._expected: dict[int, int] = {}
 
     def wants(self, slot: int) -> bool:
         """Whether some incoming key may be in slice ``slot`` (its partition is wanted)."""
-        return bool(self._part_of_slot[slot] >= 0) and len(self.codes) > 0
+        return bool(self._part_of_slot[slot] >= 0) and len(self.keys) > 0
 
     def expect(self, slots: Sequence[int]) -> None:
         """The slots that will be :meth:`add`-ed (each once): a partition is probed as soon
@@ -359,9 +371,9 @@ class Candidates:
         if part < 0:
             return
         if len(keys):
-            ks, ss = self._pending.setdefault(part, ([], []))
+            ks, runs = self._pending.setdefault(part, ([], []))
             ks.extend(keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys])
-            ss.append(np.full(len(keys), slot, np.int32))
+            runs.append((slot, len(keys)))
             self._pending_n[part] = self._pending_n.get(part, 0) + len(keys)
         left = self._expected.get(part)
         if left is not None:
@@ -369,24 +381,22 @@ class Candidates:
         if (left is not None and left <= 1) or self._pending_n.get(part, 0) >= self.FLUSH_KEYS:
             self._flush(part)
 
-    def _wanted_codes(self, part: int) -> tuple[np.ndarray, pa.Array]:
-        """The numbers and the keys of the incoming keys of partition number ``part``."""
+    def _part_rows(self, part: int) -> np.ndarray:
+        """The incoming rows of partition number ``part`` (ascending)."""
+        return self._rows[self._bounds[part] : self._bounds[part + 1]]
+
+    def _wanted(self, part: int) -> pa.Array:
+        """The keys of the incoming rows of partition number ``part``, in row order."""
         got = self._wanted_in.get(part)
         if got is None:
-            if self.partitions is None:
-                codes = np.arange(len(self.wanted), dtype=np.int64)
-                got = (codes, self.wanted)
-            else:
-                if self._rows_by_part is None:
-                    # the distinct (partition, key number) pairs, sorted once, cut per partition
-                    n = max(len(self.wanted), 1)
-                    pairs = sorted_unique(self._row_part * n + self.codes)
-                    self._rows_by_part = (pairs % n, pairs // n)
-                wanted_codes, sorted_parts = self._rows_by_part
-                lo, hi = np.searchsorted(sorted_parts, [part, part + 1])
-                codes = wanted_codes[lo:hi]
-                got = (codes, self.wanted.take(pa.array(codes)))
+            rows = self._part_rows(part)
+            got = self.keys if len(rows) == len(self.keys) else self.keys.take(pa.array(rows))
             self._wanted_in[part] = got
+            self._firsts[part] = (
+                _first_positions(got)
+                if self._pool is None
+                else self._pool.submit(_first_positions, got)
+            )
         return got
 
     def _flush(self, part: int) -> None:
@@ -394,32 +404,38 @@ class Candidates:
         self._pending_n.pop(part, None)
         if not pending or not pending[0]:
             return
-        keys = pa.chunked_array(pending[0], pa.string())
-        slots = pending[1][0] if len(pending[1]) == 1 else np.concatenate(pending[1])
-        codes, wanted = self._wanted_codes(part)
-        pos = pc.index_in(keys, value_set=wanted)
-        hit = np.asarray(pc.is_valid(pos), dtype=bool)
-        if hit.any():
-            at = np.asarray(pos.filter(pa.array(hit)), dtype=np.int64)
-            self._found_codes.append(codes[at])
-            self._found_slots.append(slots[hit])
+        chunks, runs = pending
+        wanted = self._wanted(part)  # made by this thread (the probes only read it)
+        rows = self._part_rows(part)
+        if self._pool is None:
+            self._found.append(_probe(chunks, runs, wanted, rows))
+            return
+        # bounded: at most a few probes (and the file keys they hold) wait at once
+        while len(self._found) >= 4:
+            self._settle()
+        self._found.append(self._pool.submit(_probe, chunks, runs, wanted, rows))
+
+    def _settle(self) -> None:
+        first = self._found.popleft()
+        self._done.append(first.result() if isinstance(first, Future) else first)
 
     def locate(self, files_read: int, keys_read: int) -> KeyLocations:
         """Match the incoming keys (and partitions, unless global) with the gathered keys;
         see the module docstring for the choice among several matches."""
         for part in list(self._pending):
             self._flush(part)
-        n = len(self.codes)
+        while self._found:
+            self._settle()
+        n = len(self.keys)
         slices = self.slices
         file_ids = pa.array([s.file_id for s in slices], pa.string())
         parts = pa.array([s.partition_path for s in slices], pa.string())
         instants = pa.array([s.base_instant_time for s in slices], pa.string())
         pos = np.full(n, -1, np.int64)
-        if self._found_codes and n:
-            codes = np.concatenate(self._found_codes)
-            slots = np.concatenate(self._found_slots).astype(np.int64)
-            # a match agrees on the key number and (unless global) the partition number
-            match = codes * self._n_parts + self._part_of_slot[slots]
+        found = [f for f in self._done if len(f[0])]
+        if found and n:
+            rows = np.concatenate([f[0] for f in found])
+            slots = np.concatenate([f[1] for f in found])
             # rank of each slice: greatest base instant first, then smallest file id
             order = (
                 pa.table({"i": instants, "f": file_ids, "s": np.arange(len(slices))})
@@ -429,15 +445,17 @@ class Candidates:
             )
             rank = np.empty(len(slices), np.int64)
             rank[order] = np.arange(len(slices))
-            srt = np.lexsort((rank[slots], match))
-            match, slots = match[srt], slots[srt]
-            first = np.ones(len(match), bool)
-            first[1:] = match[1:] != match[:-1]
-            best_match, best_slot = match[first], slots[first]
-            want = self.codes * self._n_parts + self._row_part
-            at = np.minimum(np.searchsorted(best_match, want), len(best_match) - 1)
-            hit = best_match[at] == want
-            pos[hit] = best_slot[at[hit]]
+            # per first row of a key: the best rank among the slots holding it (no sort)
+            best_rank = np.full(n, len(slices), np.int64)
+            np.minimum.at(best_rank, rows, rank[slots])
+            slot_of_rank = np.append(order, -1)  # rank len(slices): not found
+            best = slot_of_rank[best_rank]
+            # each row answers as the first row of its key in its partition
+            rep = np.arange(n, dtype=np.int64)
+            for part, at in self._firsts.items():
+                prow = self._part_rows(part)
+                rep[prow] = prow[at.result() if isinstance(at, Future) else at]
+            pos = best[rep]
         return KeyLocations(
             group=pos,
             group_file_ids=file_ids,
@@ -446,6 +464,27 @@ class Candidates:
             files_read=files_read,
             keys_read=keys_read,
         )
+
+
+def _first_positions(keys: pa.Array) -> np.ndarray:
+    """The position of the first occurrence of each of ``keys`` among them."""
+    return np.asarray(pc.index_in(keys, value_set=keys), dtype=np.int64)
+
+
+def _probe(
+    chunks: list[pa.Array], runs: list[tuple[int, int]], wanted: pa.Array, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The file keys ``chunks`` (of the slots ``runs``: ``(slot, number of keys)`` in order)
+    found among ``wanted`` (the keys of incoming ``rows``): for each key found, the incoming
+    row of its first position in ``wanted`` and the slot holding it."""
+    keys = pa.chunked_array(chunks, pa.string())
+    at = np.asarray(pc.fill_null(pc.index_in(keys, value_set=wanted), -1), dtype=np.int64)
+    hit = np.flatnonzero(at >= 0)
+    if not len(hit):
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    slot_ids = np.array([s for s, _ in runs], np.int64)
+    ends = np.cumsum([k for _, k in runs])
+    return rows[at[hit]], slot_ids[np.searchsorted(ends, hit, side="right")]
 
 
 #: threads reading the key columns of a lookup's files (pyarrow releases the GIL while it
@@ -563,41 +602,54 @@ def simple_lookup(
             ignored: its keys would be inserted again as new records).
     """
     keys, partitions = check_input(keys, partitions)
-    cands = Candidates(slices, keys, partitions)
-    jobs = [
-        slot
-        for slot, s in enumerate(slices)
-        if cands.wants(slot) and (s.base_file is not None or (spec.read_logs and s.log_files))
-    ]
-    cands.expect(jobs)
+    with _probe_pool() as pool:
+        cands = Candidates(slices, keys, partitions, pool)
+        jobs = [
+            slot
+            for slot, s in enumerate(slices)
+            if cands.wants(slot) and (s.base_file is not None or (spec.read_logs and s.log_files))
+        ]
+        cands.expect(jobs)
 
-    def read(slot: int) -> tuple[list[pa.Array | pa.ChunkedArray], int]:
-        s = slices[slot]
-        out: list[pa.Array | pa.ChunkedArray] = []
-        n = 0
-        if s.base_file is not None:
-            held = cache.get(s.base_file, spec) if cache is not None else None
-            if held is None:
-                held = base_file_keys(storage, s.base_file, spec, chunked=True)
-                n += 1
-            out.append(held)
-        if spec.read_logs and s.log_files:
-            lk, n_logs = log_keys(storage, s, spec)
-            out.append(lk)
-            n += n_logs
-        return out, n
+        def read(slot: int) -> tuple[list[pa.Array | pa.ChunkedArray], int]:
+            s = slices[slot]
+            out: list[pa.Array | pa.ChunkedArray] = []
+            n = 0
+            if s.base_file is not None:
+                held = cache.get(s.base_file, spec) if cache is not None else None
+                if held is None:
+                    held = base_file_keys(storage, s.base_file, spec, chunked=True)
+                    n += 1
+                out.append(held)
+            if spec.read_logs and s.log_files:
+                lk, n_logs = log_keys(storage, s, spec)
+                out.append(lk)
+                n += n_logs
+            return out, n
 
-    opened = 0
-    for slot, (found, n) in zip(jobs, ordered_map(read, jobs, READ_THREADS), strict=True):
-        opened += n
-        base = slices[slot].base_file
-        if cache is not None and base is not None:
-            cache.put(base, spec, found[0])
-        if len(found) == 1:
-            cands.add(slot, found[0])
-        else:
-            cands.add(slot, pa.chunked_array([c for f in found for c in _chunks(f)], pa.string()))
-    return cands.locate(opened, opened)
+        opened = 0
+        for slot, (found, n) in zip(jobs, ordered_map(read, jobs, READ_THREADS), strict=True):
+            opened += n
+            base = slices[slot].base_file
+            if cache is not None and base is not None:
+                cache.put(base, spec, found[0])
+            if len(found) == 1:
+                cands.add(slot, found[0])
+            else:
+                chunks = [c for f in found for c in _chunks(f)]
+                cands.add(slot, pa.chunked_array(chunks, pa.string()))
+        return cands.locate(opened, opened)
+
+
+@contextmanager
+def _probe_pool() -> Iterator[Executor | None]:
+    """Threads for a lookup's hash probes (:class:`Candidates`), :data:`READ_THREADS` of
+    them; None with one thread (the probes run in the caller)."""
+    if READ_THREADS <= 1:
+        yield None
+        return
+    with ThreadPoolExecutor(READ_THREADS, thread_name_prefix="hudi-probe") as pool:
+        yield pool
 
 
 def _chunks(a: pa.Array | pa.ChunkedArray) -> list[pa.Array]:

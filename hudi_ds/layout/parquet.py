@@ -12,7 +12,6 @@ list layout, as Spark + Hudi write them; a log block's Parquet content has page 
 from __future__ import annotations
 
 import contextlib
-import io
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -138,7 +137,8 @@ def write_base_file(
             mm = pc.min_max(keys)
             footer[MIN_RECORD_KEY_FOOTER] = str(mm["min"].as_py())
             footer[MAX_RECORD_KEY_FOOTER] = str(mm["max"].as_py())
-    buf = io.BytesIO()
+    # an Arrow buffer stream: a Python file object costs a call per page (~8% of the write)
+    buf = pa.BufferOutputStream()
     with pq.ParquetWriter(
         buf,
         table.schema,
@@ -149,7 +149,7 @@ def write_base_file(
         writer.write_table(table)
         # footer entries only: schema metadata would also be copied into ARROW:schema
         writer.add_key_value_metadata(footer)
-    data = buf.getvalue()
+    data = buf.getvalue().to_pybytes()
     storage.write_bytes(path, data)
     return len(data)
 

@@ -135,18 +135,18 @@ def merge_touched(
         rows, u, i, d = merge(old, incoming, dels)
         return CowMerge(rows, u, i, d, None)
     meta = rows_s.schema.metadata
-    inserts = rows_s.take(pa.array(ins_rows, pa.int64()))
+    ins_idx = pa.array(ins_rows, pa.int64())
     if len(upd_rows) == 0:
         # nothing replaced in place (deletes, or only updates that lost): drop and append
         kept = old if n_kept == n_old else old.filter(pa.array(keep))
-        rows = pa.concat_tables([kept.replace_schema_metadata(meta), inserts])
+        rows = pa.concat_tables([kept.replace_schema_metadata(meta), rows_s.take(ins_idx)])
     else:
         src = np.arange(n_old, dtype=np.int64)
         src[upd_pos] = n_old + upd_rows
         src = np.concatenate([src[keep], n_old + ins_rows])
         both = pa.concat_tables([old.replace_schema_metadata(meta), rows_s])
         rows = both.take(pa.array(src, pa.int64()))
-    inserted = _key_array(inserts)
+    inserted = _key_array(rows_s).take(ins_idx)  # (the inserted rows are in ``rows``)
     # the touched stored rows that left: no merged row replaced them
     replaced = np.zeros(len(touched), dtype=bool)
     replaced[sub_pos[upd_rows]] = True

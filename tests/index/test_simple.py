@@ -363,12 +363,18 @@ def test_key_in_two_file_groups_takes_the_latest_base_instant(tmp_path: Path) ->
         base = BaseFile(f"p/{name}", parse_base_file_name(name))  # type: ignore[arg-type]
         slices.append(FileSlice("p", fid, instant, base))
     spec = LookupSpec(("id",), False)
+    # a key asked twice gets its location twice; one asked in a partition without it is new
+    keys = pa.array(["k1", "k2", "k3", "k4", "k1", "k2", "k1"])
+    parts = pa.array(["p"] * 6 + ["q"])
     for lookup in (simple_lookup, bloom_lookup):
-        r = lookup(storage, slices, pa.array(["k1", "k2", "k3", "k4"]), pa.array(["p"] * 4), spec)
+        r = lookup(storage, slices, keys, parts, spec)
         assert as_tuples(r) == [
             ("aaaa-0", "p", "20240102000000000"),
             ("bbbb-0", "p", "20240101000000000"),
             ("cccc-0", "p", "20240102000000000"),
+            NEW,
+            ("aaaa-0", "p", "20240102000000000"),
+            ("bbbb-0", "p", "20240101000000000"),
             NEW,
         ]
 
