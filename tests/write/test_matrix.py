@@ -16,7 +16,8 @@ the dimensions whose code paths meet (table version x table type x log block for
 mode: the timeline layout, the file-group layout of a new bucket, the merge on read or on
 write; the index with the table type and the partitioning), and cycles the remaining one
 through them so that every value of it meets every value of each other dimension (every pair,
-most triples: :func:`test_cases_cover_every_pair` checks it). The partitioning is the key
+most triples: :func:`test_cases_cover_every_pair` checks it); ``HUDI_DS_FULL_MATRIX=1`` runs
+every combination (127 tests, about 2 minutes instead of 50 s). The partitioning is the key
 generator's and the partition path's business, the same code whatever the table version, type
 or merge mode; the table version changes the timeline and the table config, not how an index
 finds a key.
@@ -25,6 +26,7 @@ finds a key.
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 import hudi
@@ -111,18 +113,31 @@ MERGES = ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]
 TTYPES = ["MERGE_ON_READ", "COPY_ON_WRITE"]
 INDEXES = ["BUCKET", "SIMPLE", "BLOOM"]
 
+
+def _run(cases: list[tuple], *dims: list) -> list[tuple]:
+    """``cases``, or with ``HUDI_DS_FULL_MATRIX=1`` every combination of ``dims`` (as ordered
+    in the cases)."""
+    return list(itertools.product(*dims)) if os.environ.get("HUDI_DS_FULL_MATRIX") else cases
+
+
 #: every (version, table type + block format, merge mode), the partitioning cycling through them:
 #: every (partitioning, x) pair, and every (partitioning, merge mode, version or type + block)
 #: triple (18 of the 54 combinations)
 SEQUENCE_CASES = [
-    (v, ttype, block, PARTS[(vi + ti + mi) % 3], merge)
+    (v, type_block, PARTS[(vi + ti + mi) % 3], merge)
     for vi, v in enumerate(VERSIONS)
-    for ti, (ttype, block) in enumerate(TYPE_BLOCKS)
+    for ti, type_block in enumerate(TYPE_BLOCKS)
     for mi, merge in enumerate(MERGES)
 ]
 
 
-@pytest.mark.parametrize("version, ttype, block, parts, merge", SEQUENCE_CASES)
+@pytest.mark.parametrize(
+    "version, ttype, block, parts, merge",
+    [
+        (v, t, b, p, m)
+        for v, (t, b), p, m in _run(SEQUENCE_CASES, VERSIONS, TYPE_BLOCKS, PARTS, MERGES)
+    ],
+)
 def test_write_sequence(
     version: int, ttype: str, parts: str, block: str, merge: str, tmp_path: Path
 ) -> None:
@@ -150,7 +165,7 @@ MDT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("version, ttype, parts", MDT_CASES)
+@pytest.mark.parametrize("version, ttype, parts", _run(MDT_CASES, VERSIONS, TTYPES, PARTS))
 def test_write_sequence_with_metadata_table(
     version: int, ttype: str, parts: str, tmp_path: Path
 ) -> None:
@@ -222,20 +237,21 @@ def _pairs(cases: list[tuple]) -> set[tuple]:
 def test_cases_cover_every_pair() -> None:
     """Each reduced matrix still has every pair of values of any two of its dimensions, and
     every combination of the dimensions it runs in full."""
-    seq = [(v, (t, b), p, m) for v, t, b, p, m in SEQUENCE_CASES]
     for cases, dims in (
-        (seq, [VERSIONS, TYPE_BLOCKS, PARTS, MERGES]),
+        (SEQUENCE_CASES, [VERSIONS, TYPE_BLOCKS, PARTS, MERGES]),
         (MDT_CASES, [VERSIONS, TTYPES, PARTS]),
         (NO_META_CASES, [VERSIONS, TTYPES, PARTS, INDEXES]),
     ):
         assert _pairs(cases) == _pairs(list(itertools.product(*dims)))
-    assert sorted((v, tb, m) for v, tb, _, m in seq) == sorted(
+    assert sorted((v, tb, m) for v, tb, _, m in SEQUENCE_CASES) == sorted(
         itertools.product(VERSIONS, TYPE_BLOCKS, MERGES)
     )
     assert sorted(c[1:] for c in NO_META_CASES) == sorted(itertools.product(TTYPES, PARTS, INDEXES))
 
 
-@pytest.mark.parametrize("version, ttype, parts, index", NO_META_CASES)
+@pytest.mark.parametrize(
+    "version, ttype, parts, index", _run(NO_META_CASES, VERSIONS, TTYPES, PARTS, INDEXES)
+)
 def test_write_sequence_without_meta_fields(
     version: int, ttype: str, parts: str, index: str, tmp_path: Path
 ) -> None:
