@@ -26,6 +26,7 @@ import pytest
 
 import hudi_ds
 from tests.conftest import assert_rows, hudi_rs_table
+from tests.spark.standalone import JVM_OPTS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -53,7 +54,9 @@ def _run(tmp: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(script)],
         cwd=tmp,  # no hudi_ds in the workers' working directory either
-        env=env,
+        # the driver JVM C1-only with the serial GC (as the suite's other JVMs): flags of the
+        # JVM alone, not seen by the snippets or by Spark's choice of the workers' Python
+        env={**env, "SPARK_SUBMIT_OPTS": JVM_OPTS},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -5,11 +5,12 @@ new keys -> delete by key -> upsert with re-inserts), but every step is a Spark 
 DataFrame randomly repartitioned into 5 partitions, so every bucket is written by several tasks
 of one instant. After each step Spark, hudi_ds and hudi-rs must all return the model's rows.
 
-Every table version (6, 8, 9: ``hoodie.write.table.version``) runs a pairwise 6 that covers
-every pair of values of the four dimensions; ``HUDI_DS_FULL_MATRIX=1`` runs every combination
-on version 6 (18, about 2 minutes more). The Spark path has no per-combination code -- the
-DataFrame's Arrow batches reach the same task writer whatever the table --, and every
-combination runs without Spark in tests/write/test_matrix.py.
+Nine sequences cover every pair of values of the five dimensions (table version 6/8/9 --
+``hoodie.write.table.version`` --, table type, partitioning, log block format, merge mode; each
+version runs each table type + block format once); ``HUDI_DS_FULL_MATRIX=1`` adds every
+combination on version 6 (18, about 2 minutes more). The Spark path has no per-combination
+code -- the DataFrame's Arrow batches reach the same task writer whatever the table --, and
+tests/write/test_matrix.py runs every combination of the dimensions that meet without Spark.
 """
 
 from __future__ import annotations
@@ -27,13 +28,18 @@ from tests.write.test_matrix import COLS, PARTITIONINGS, Model, ours, rows, thei
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
+#: (version, table type, partitioning, block format, merge mode): every pair of values of any
+#: two dimensions (test_cases_cover_every_pair); a COPY_ON_WRITE table only with parquet blocks
 PAIRWISE = [
-    ("MERGE_ON_READ", "one", "parquet", "EVENT_TIME_ORDERING"),
-    ("MERGE_ON_READ", "two", "avro", "COMMIT_TIME_ORDERING"),
-    ("MERGE_ON_READ", "none", "avro", "EVENT_TIME_ORDERING"),
-    ("COPY_ON_WRITE", "one", "avro", "COMMIT_TIME_ORDERING"),
-    ("COPY_ON_WRITE", "two", "parquet", "EVENT_TIME_ORDERING"),
-    ("COPY_ON_WRITE", "none", "parquet", "COMMIT_TIME_ORDERING"),
+    (6, "MERGE_ON_READ", "none", "parquet", "EVENT_TIME_ORDERING"),
+    (6, "MERGE_ON_READ", "one", "avro", "EVENT_TIME_ORDERING"),
+    (6, "COPY_ON_WRITE", "two", "parquet", "COMMIT_TIME_ORDERING"),
+    (8, "MERGE_ON_READ", "none", "avro", "COMMIT_TIME_ORDERING"),
+    (8, "COPY_ON_WRITE", "one", "parquet", "EVENT_TIME_ORDERING"),
+    (8, "MERGE_ON_READ", "two", "parquet", "EVENT_TIME_ORDERING"),
+    (9, "COPY_ON_WRITE", "none", "parquet", "COMMIT_TIME_ORDERING"),
+    (9, "MERGE_ON_READ", "one", "parquet", "COMMIT_TIME_ORDERING"),
+    (9, "MERGE_ON_READ", "two", "avro", "EVENT_TIME_ORDERING"),
 ]
 #: every combination, but a COPY_ON_WRITE table only with parquet blocks: it writes no log
 #: blocks, so its Avro-block run would repeat its parquet-block run
@@ -47,9 +53,25 @@ FULL = [
     )
     if c[0] == "MERGE_ON_READ" or c[2] == "parquet"
 ]
-CASES = [(6, *c) for c in (FULL if os.environ.get("HUDI_DS_FULL_MATRIX") else PAIRWISE)] + [
-    (v, *c) for v in (8, 9) for c in PAIRWISE
-]
+CASES = PAIRWISE + (
+    [(6, *c) for c in FULL if (6, *c) not in PAIRWISE]
+    if os.environ.get("HUDI_DS_FULL_MATRIX")
+    else []
+)
+
+
+def test_cases_cover_every_pair() -> None:
+    """Every pair of values of two dimensions runs (versions 8 and 9 included), and every
+    version runs every table type + block format."""
+    full = [(v, *c) for v in (6, 8, 9) for c in FULL]
+
+    def pairs(cases: list[tuple]) -> set[tuple]:
+        return {(i, c[i], j, c[j]) for c in cases for i in range(5) for j in range(i + 1, 5)}
+
+    assert pairs(PAIRWISE) == pairs(full)
+    assert sorted((v, t, b) for v, t, _, b, _ in PAIRWISE) == sorted(
+        {(v, t, b) for v, t, _, b, _ in full}
+    )
 
 
 def via_spark(spark: Any, path: str) -> list[tuple]:

@@ -1,7 +1,7 @@
 """The writer's acceptance matrix: every write is read back by us and by hudi-rs.
 
-For each new table of version {6, 8, 9} (``hoodie.write.table.version``) x {MOR, COW} x
-{partitioned by one field, by two fields, non-partitioned} x {parquet, avro log blocks} x
+On new tables of version {6, 8, 9} (``hoodie.write.table.version``), {MOR, COW},
+{partitioned by one field, by two fields, non-partitioned}, {parquet, avro log blocks},
 {EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING}, the sequence
 
 1. insert 1,000 rows;
@@ -10,10 +10,23 @@ For each new table of version {6, 8, 9} (``hoodie.write.table.version``) x {MOR,
 4. upsert again: 100 re-inserts of deleted keys, 200 updates
 
 is checked after every step against a plain in-memory model of the expected rows.
+
+Not every combination runs (suite time, docs/testing.md): each test runs every combination of
+the dimensions whose code paths meet (table version x table type x log block format x merge
+mode: the timeline layout, the file-group layout of a new bucket, the merge on read or on
+write; the index with the table type and the partitioning), and cycles the remaining one
+through them so that every value of it meets every value of each other dimension (every pair,
+most triples: :func:`test_cases_cover_every_pair` checks it); ``HUDI_DS_FULL_MATRIX=1`` runs
+every combination (127 tests, about 2 minutes instead of 50 s). The partitioning is the key
+generator's and the partition path's business, the same code whatever the table version, type
+or merge mode; the table version changes the timeline and the table config, not how an index
+finds a key.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 from pathlib import Path
 
 import hudi
@@ -94,10 +107,37 @@ TYPE_BLOCKS = [
 ]
 
 
-@pytest.mark.parametrize("merge", ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"])
-@pytest.mark.parametrize("parts", sorted(PARTITIONINGS))
-@pytest.mark.parametrize("ttype, block", TYPE_BLOCKS)
-@pytest.mark.parametrize("version", [6, 8, 9])
+VERSIONS = [6, 8, 9]
+PARTS = sorted(PARTITIONINGS)
+MERGES = ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]
+TTYPES = ["MERGE_ON_READ", "COPY_ON_WRITE"]
+INDEXES = ["BUCKET", "SIMPLE", "BLOOM"]
+
+
+def _run(cases: list[tuple], *dims: list) -> list[tuple]:
+    """``cases``, or with ``HUDI_DS_FULL_MATRIX=1`` every combination of ``dims`` (as ordered
+    in the cases)."""
+    return list(itertools.product(*dims)) if os.environ.get("HUDI_DS_FULL_MATRIX") else cases
+
+
+#: every (version, table type + block format, merge mode), the partitioning cycling through them:
+#: every (partitioning, x) pair, and every (partitioning, merge mode, version or type + block)
+#: triple (18 of the 54 combinations)
+SEQUENCE_CASES = [
+    (v, type_block, PARTS[(vi + ti + mi) % 3], merge)
+    for vi, v in enumerate(VERSIONS)
+    for ti, type_block in enumerate(TYPE_BLOCKS)
+    for mi, merge in enumerate(MERGES)
+]
+
+
+@pytest.mark.parametrize(
+    "version, ttype, block, parts, merge",
+    [
+        (v, t, b, p, m)
+        for v, (t, b), p, m in _run(SEQUENCE_CASES, VERSIONS, TYPE_BLOCKS, PARTS, MERGES)
+    ],
+)
 def test_write_sequence(
     version: int, ttype: str, parts: str, block: str, merge: str, tmp_path: Path
 ) -> None:
@@ -115,9 +155,17 @@ def test_write_sequence(
     check_version(tmp_path / "t", version)
 
 
-@pytest.mark.parametrize("parts", sorted(PARTITIONINGS))
-@pytest.mark.parametrize("ttype", ["MERGE_ON_READ", "COPY_ON_WRITE"])
-@pytest.mark.parametrize("version", [6, 8, 9])
+#: every (version, partitioning) -- the MDT's layout is the version's, its ``files`` partition
+#: lists the data table's partitions --, the table type alternating: every (version, type) and
+#: (partitioning, type) pair (9 of the 18 combinations)
+MDT_CASES = [
+    (v, TTYPES[(vi + pi) % 2], parts)
+    for vi, v in enumerate(VERSIONS)
+    for pi, parts in enumerate(PARTS)
+]
+
+
+@pytest.mark.parametrize("version, ttype, parts", _run(MDT_CASES, VERSIONS, TTYPES, PARTS))
 def test_write_sequence_with_metadata_table(
     version: int, ttype: str, parts: str, tmp_path: Path
 ) -> None:
@@ -169,10 +217,41 @@ def check_version(root: Path, version: int) -> None:
     assert completed and all(("_" in n) == (version >= 8) for n in completed), completed
 
 
-@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE", "BLOOM"])
-@pytest.mark.parametrize("parts", sorted(PARTITIONINGS))
-@pytest.mark.parametrize("ttype", ["MERGE_ON_READ", "COPY_ON_WRITE"])
-@pytest.mark.parametrize("version", [6, 8, 9])
+#: every (table type, partitioning, index) -- an index looks keys up per partition, and on MOR
+#: routes updates to logs --, the table version cycling through them: every (version, x) pair,
+#: every (version, type, index) and (version, type, partitioning) triple (18 of the 54)
+NO_META_CASES = [
+    (VERSIONS[(ti + pi + ii) % 3], ttype, parts, index)
+    for ti, ttype in enumerate(TTYPES)
+    for pi, parts in enumerate(PARTS)
+    for ii, index in enumerate(INDEXES)
+]
+
+
+def _pairs(cases: list[tuple]) -> set[tuple]:
+    """(dimension, value, other dimension, its value) of every two dimensions of ``cases``."""
+    n = len(cases[0])
+    return {(i, c[i], j, c[j]) for c in cases for i in range(n) for j in range(i + 1, n)}
+
+
+def test_cases_cover_every_pair() -> None:
+    """Each reduced matrix still has every pair of values of any two of its dimensions, and
+    every combination of the dimensions it runs in full."""
+    for cases, dims in (
+        (SEQUENCE_CASES, [VERSIONS, TYPE_BLOCKS, PARTS, MERGES]),
+        (MDT_CASES, [VERSIONS, TTYPES, PARTS]),
+        (NO_META_CASES, [VERSIONS, TTYPES, PARTS, INDEXES]),
+    ):
+        assert _pairs(cases) == _pairs(list(itertools.product(*dims)))
+    assert sorted((v, tb, m) for v, tb, _, m in SEQUENCE_CASES) == sorted(
+        itertools.product(VERSIONS, TYPE_BLOCKS, MERGES)
+    )
+    assert sorted(c[1:] for c in NO_META_CASES) == sorted(itertools.product(TTYPES, PARTS, INDEXES))
+
+
+@pytest.mark.parametrize(
+    "version, ttype, parts, index", _run(NO_META_CASES, VERSIONS, TTYPES, PARTS, INDEXES)
+)
 def test_write_sequence_without_meta_fields(
     version: int, ttype: str, parts: str, index: str, tmp_path: Path
 ) -> None:
