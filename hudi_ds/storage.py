@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -867,7 +868,9 @@ class ObjectStorage(Storage):
                     return self._written_by(rel, token)
         except StorageError as e:
             # some S3-compatible servers answer a lost race with 409 ConditionalRequestConflict
-            if "409" in str(e) or "Conflict" in str(e):
+            # (409 as a number of its own: the message also holds the endpoint, whose port may
+            # start with 409)
+            if _HTTP_409.search(str(e)) or "Conflict" in str(e):
                 return self._written_by(rel, token)
             raise
         return ObjectVersion(res.get("e_tag"), res.get("version"))
@@ -921,6 +924,8 @@ class ObjectStorage(Storage):
 #: user metadata key of a conditional put's token (see :meth:`ObjectStorage.put_if_version`);
 #: letters only: Azure takes metadata names that are C# identifiers (no "-")
 _TOKEN = "hudidsputtoken"
+#: an HTTP 409 in a store error's message (not digits of a port or a size)
+_HTTP_409 = re.compile(r"(?<!\d)409(?!\d)")
 
 
 def _object_sub(base_uri: str, options: dict[str, str], prefix: str) -> Storage:

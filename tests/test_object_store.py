@@ -5,6 +5,7 @@ hudi-rs with the same storage options."""
 from __future__ import annotations
 
 import pickle
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -174,8 +175,23 @@ def test_conditional_create_is_atomic_one_winner_and_the_loser_gets_false(
     assert s.read_bytes("lock") == f"holder-{winners[0]}".encode() * 100
 
 
+def _free_port_409xx() -> int:
+    """A free loopback port whose number starts with 409 (else any free port)."""
+    for port in range(40900, 41000):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return free_port()
+
+
 def test_a_call_that_finally_fails_names_the_operation_and_the_path() -> None:
-    port = free_port()  # nothing listens there: every attempt is refused, then retried
+    # nothing listens there: every attempt is refused, then retried. A port starting with 409:
+    # the create's failure names the endpoint, and must not pass for an HTTP 409 conflict
+    # (it once did, for a random free port, and was reported as a failed get)
+    port = _free_port_409xx()
     s = Storage(
         "s3://bucket/t",
         storage_options={
