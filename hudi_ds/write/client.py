@@ -108,7 +108,7 @@ from hudi_ds.write.options import (
     resolve_options,
 )
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
-from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant
+from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant, rollback_of
 from hudi_ds.write.tagged_records import TaggedRecords
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
 from hudi_ds.write.workload import WorkloadProfile
@@ -434,8 +434,9 @@ class WriteClient:
         writer = state.timeline_writer()
         timeline = state.timeline
         joined = instant is not None
+        created = False
         if instant is not None:
-            req = self._join_requested(instant, action, timeline, writer)
+            req, created = self._join_requested(instant, action, timeline, writer)
         else:
             last = timeline.instants[-1].requested_time if len(timeline) else None
             for _ in range(100):
@@ -489,6 +490,11 @@ class WriteClient:
             # another task of the instant made it inflight first (same content)
             if state.reload_timeline().is_completed(instant):
                 raise WriteError(f"instant {instant} is already completed") from None
+        if created and rollback_of(state.reload_timeline(), instant) is not None:
+            # the instant was rolled back (a streaming micro-batch aborted by the driver) while
+            # this task, which had not seen it, created its files again: take them back
+            writer.delete_instant_files(req)
+            raise WriteError(f"instant {instant} was rolled back: a task cannot join it")
         return self._started(instant, plan, joined)
 
     def _started(self, instant: str, plan: WritePlan, joined: bool) -> str:
@@ -550,18 +556,27 @@ class WriteClient:
 
     def _join_requested(
         self, instant: str, action: str, timeline: Timeline, writer: TimelineWriter
-    ) -> Instant:
-        """The requested instant ``instant``, created unless another task did it first."""
+    ) -> tuple[Instant, bool]:
+        """The requested instant ``instant``, created unless another task did it first, and
+        whether this call created it.
+
+        Raises:
+            WriteError: the instant is completed, of another action, or was rolled back (the
+                driver aborted the micro-batch: a task starting late must not bring it back).
+        """
         current = timeline.get(instant)
         if current is not None and current.is_completed:
             raise WriteError(f"instant {instant} is already completed")
         if current is not None and current.action != action:
             raise WriteError(f"instant {instant} is a {current.action}, not a {action}")
         req = Instant(instant, action, State.REQUESTED)
+        created = False
         if current is None:
+            if rollback_of(timeline, instant) is not None:
+                raise WriteError(f"instant {instant} was rolled back: a task cannot join it")
             # False: a concurrent task created it
-            writer.create_requested(req, requested_content(action, writer.layout_version))
-        return req
+            created = writer.create_requested(req, requested_content(action, writer.layout_version))
+        return req, bool(created)
 
     # -- concurrency --------------------------------------------------------------------------
     def _lock(self) -> TableLock | None:

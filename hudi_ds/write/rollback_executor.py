@@ -155,6 +155,15 @@ def resume_rollback(
     return True
 
 
+def rollback_of(timeline: Timeline, instant: str) -> Instant | None:
+    """A rollback (pending or completed) whose plan targets ``instant``, if any: only rollbacks
+    requested after ``instant`` are read."""
+    for r in timeline.filter_actions("rollback"):
+        if r.requested_time > instant and _rollback_target(timeline, r) == instant:
+            return r
+    return None
+
+
 def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
     """The pending rollback whose plan targets ``instant``, if a killed process left one."""
     for r in timeline.pending().filter_actions("rollback"):

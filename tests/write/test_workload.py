@@ -538,3 +538,33 @@ def test_is_deleted_rows_of_unknown_keys_count_as_inserts(index: str, tmp_path: 
     assert sum(u.count for u in profile.updates.values()) == 1  # k0's file group
     assert_rows(hudi_ds.read(path), _model(_batch([1], 1)), ["id", "ts", "p", "v"])
     assert_rows(hudi_rs_table(path), _model(_batch([1], 1)), ["id", "ts", "p", "v"])
+
+
+def test_a_task_cannot_join_an_instant_rolled_back_before_it_started(tmp_path: Path) -> None:
+    """The streaming sink's driver aborts a micro-batch (a task failed on every attempt) and
+    rolls its instant back; a task of that batch starting late must not create the instant's
+    files again (a dangling .inflight), whether it saw the rollback when it loaded the timeline
+    or only after it created them."""
+    from hudi_ds.storage import Storage
+    from hudi_ds.write.markers import create_marker
+
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, _batch([0, 1], 1), OPTS)
+    driver = WriteClient(path, OPTS)
+    schema = _batch([0], 2).schema
+    late = WriteClient(path, OPTS)
+    late.table_state()  # loads the timeline now, before the rollback
+    instant = driver.start(schema)
+    # a file an attempt wrote: the abort then rolls the instant back (a rollback instant)
+    storage = Storage(path)
+    rel = "p0/.gone-0_" + instant + ".log.1_0-1-1"
+    storage.write_bytes(rel, b"x")
+    create_marker(storage, instant, rel, "APPEND")
+    driver.abort(instant)
+    tl = driver.table_state().reload_timeline()
+    assert [i.action for i in tl.completed().filter_actions("rollback")] == ["rollback"]
+    for task in (WriteClient(path, OPTS), late):  # sees the rollback / sees it only after
+        with pytest.raises(WriteError, match="was rolled back"):
+            task.start(schema, instant=instant)
+        assert not Timeline.load(Storage(path), 1).pending().filter_actions("deltacommit")
+    assert_rows(hudi_ds.read(path), _model(_batch([0, 1], 1)), ["id", "ts", "p", "v"])
