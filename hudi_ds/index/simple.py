@@ -488,7 +488,7 @@ def _probe(
 
 
 #: threads reading the key columns of a lookup's files (pyarrow releases the GIL while it
-#: reads and decodes; the hash probes run in the calling thread meanwhile)
+#: reads and decodes), and as many probing them (:func:`_probe_pool`) meanwhile
 READ_THREADS = max(1, min(8, os.cpu_count() or 1))
 
 

@@ -570,13 +570,12 @@ class WriteClient:
         if current is not None and current.action != action:
             raise WriteError(f"instant {instant} is a {current.action}, not a {action}")
         req = Instant(instant, action, State.REQUESTED)
-        created = False
-        if current is None:
-            if rollback_of(timeline, instant) is not None:
-                raise WriteError(f"instant {instant} was rolled back: a task cannot join it")
-            # False: a concurrent task created it
-            created = writer.create_requested(req, requested_content(action, writer.layout_version))
-        return req, bool(created)
+        if current is not None:
+            return req, False
+        if rollback_of(timeline, instant) is not None:
+            raise WriteError(f"instant {instant} was rolled back: a task cannot join it")
+        # False: a concurrent task created it
+        return req, writer.create_requested(req, requested_content(action, writer.layout_version))
 
     # -- concurrency --------------------------------------------------------------------------
     def _lock(self) -> TableLock | None:

@@ -166,10 +166,7 @@ def rollback_of(timeline: Timeline, instant: str) -> Instant | None:
 
 def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
     """The pending rollback whose plan targets ``instant``, if a killed process left one."""
-    for r in timeline.pending().filter_actions("rollback"):
-        if _rollback_target(timeline, r) == instant:
-            return r
-    return None
+    return rollback_of(timeline.pending(), instant)
 
 
 def _delete(storage: Storage, f: str) -> bool:
