@@ -57,7 +57,8 @@ array of group numbers, ordered by a 64-bit fingerprint of the key bytes (:func:
 held in a parallel uint64 array). A lookup sorts the incoming fingerprints and finds them with
 ``searchsorted`` on integers (several times faster than sorting and searching the byte strings
 themselves), then compares the keys at the positions found: the answer is exact, a
-fingerprint shared by different keys only costs comparing each of them. A refresh is one merge.
+fingerprint shared by different keys only costs comparing each of them. New entries go to a
+second, small sorted run (searched too), merged into the main one when it holds an eighth as many.
 Memory is about (key length + partition length, rounded up to 8, + 12) bytes per key.
 
 A key present in several file groups (duplicates written by ``insert``, or a key in the base
@@ -98,6 +99,9 @@ from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 KeyReader = Callable[[Storage, FileSlice, LookupSpec], tuple[pa.Array, int]]
 
 _SEP = "\x00"
+
+#: the small run of new entries is merged into the main run once it holds 1/this as many
+SMALL_RUN_FRACTION = 8
 
 #: a group's record of files: (base path, base size) or None, then ((log path, size), ...)
 _Files = tuple[tuple[str, int] | None, tuple[tuple[str, int], ...]]
@@ -216,10 +220,14 @@ class StateIndex:
         self._groups: dict[tuple[str, str], _Group] = {}
         self._by_gid: dict[int, _Group] = {}
         self._next_gid = 0
-        # held entries, ordered by fingerprint (module docstring)
+        # held entries, ordered by fingerprint (module docstring): the main run, and a small
+        # run of the entries added since it was last merged (positions past the main run's)
         self._keys = np.empty(0, dtype="S8")
         self._prints = np.empty(0, dtype=np.uint64)
         self._gids = np.empty(0, dtype=np.int32)
+        self._dkeys = np.empty(0, dtype="S8")
+        self._dprints = np.empty(0, dtype=np.uint64)
+        self._dgids = np.empty(0, dtype=np.int32)
         # entries removed in place (group -1), left in the arrays until they are many
         self._dead = 0
         self._new_keys_seen = False
@@ -245,12 +253,19 @@ class StateIndex:
 
     def __len__(self) -> int:
         """Number of (key, file group) entries held."""
-        return len(self._keys) - self._dead
+        return len(self._keys) + len(self._dkeys) - self._dead
 
     @property
     def nbytes(self) -> int:
         """Memory held by the key arrays."""
-        return int(self._keys.nbytes + self._prints.nbytes + self._gids.nbytes)
+        return int(
+            self._keys.nbytes
+            + self._prints.nbytes
+            + self._gids.nbytes
+            + self._dkeys.nbytes
+            + self._dprints.nbytes
+            + self._dgids.nbytes
+        )
 
     # -- the lookup ---------------------------------------------------------------------------
     def lookup(
@@ -326,7 +341,7 @@ class StateIndex:
     def _probe(self, probe: pa.Array) -> np.ndarray:
         """Group number of each probe (-1: absent)."""
         out = np.full(len(probe), -1, dtype=np.int64)
-        if len(self._keys) == 0 or len(probe) == 0:
+        if len(self._keys) + len(self._dkeys) == 0 or len(probe) == 0:
             return out
         width = self._keys.dtype.itemsize
         # a probe longer than every held key cannot match
@@ -349,8 +364,33 @@ class StateIndex:
     def _find(self, prints: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For sorted ``prints`` of fixed-width ``keys`` (the state's width): the group holding
         each key (-1: none; a key held by several groups: the one simple_lookup picks) and the
-        position of its entry (-1: none, or several entries)."""
-        held = self._prints
+        position of its entry (-1: none, or several entries; the small run's positions follow
+        the main run's)."""
+        res, at = self._find_in(self._prints, self._keys, self._gids, prints, keys)
+        if len(self._dkeys) == 0:
+            return res, at
+        dres, dat = self._find_in(self._dprints, self._dkeys, self._dgids, prints, keys)
+        only = (res < 0) & (dres >= 0)
+        res[only] = dres[only]
+        at[only] = dat[only] + len(self._keys)
+        both = np.flatnonzero((res >= 0) & (dres >= 0) & ~only)
+        if len(both):  # held by groups in both runs: the one simple_lookup picks
+            run = np.repeat(np.arange(len(both)), 2)
+            cand = np.stack([res[both], dres[both]], axis=1).ravel()
+            which, best = self._best_of(run, cand)
+            res[both[which]] = best
+            at[both] = -1
+        return res, at
+
+    def _find_in(
+        self,
+        held: np.ndarray,
+        held_keys: np.ndarray,
+        held_gids: np.ndarray,
+        prints: np.ndarray,
+        keys: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_find` in one run (``held`` its prints, positions in that run)."""
         n = len(held)
         lo = np.searchsorted(held, prints, side="left")
         # entries per print: 0 or 1 read from the neighbours; several (rare) searched again
@@ -368,8 +408,8 @@ class StateIndex:
         one = np.flatnonzero(count == 1)
         if len(one):
             pos = lo[one]
-            eq = (self._keys[pos] == keys[one]) & (self._gids[pos] >= 0)
-            res[one[eq]] = self._gids[pos[eq]]
+            eq = (held_keys[pos] == keys[one]) & (held_gids[pos] >= 0)
+            res[one[eq]] = held_gids[pos[eq]]
             at[one[eq]] = pos[eq]
         many = np.flatnonzero(count > 1)  # a key held by several groups, or a shared print
         if len(many):
@@ -377,10 +417,10 @@ class StateIndex:
             run = np.repeat(np.arange(len(many)), counts)
             starts = np.repeat(lo[many] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
             pos = starts + np.arange(int(counts.sum()))
-            eq = (self._keys[pos] == keys[many][run]) & (self._gids[pos] >= 0)
+            eq = (held_keys[pos] == keys[many][run]) & (held_gids[pos] >= 0)
             run, pos = run[eq], pos[eq]
             if len(run):
-                best = self._best_of(run, self._gids[pos].astype(np.int64))
+                best = self._best_of(run, held_gids[pos].astype(np.int64))
                 res[many[best[0]]] = best[1]
                 single = np.bincount(run, minlength=len(many)) == 1
                 at[many[single]] = pos[np.isin(run, np.flatnonzero(single))]
@@ -452,15 +492,24 @@ class StateIndex:
     def _replace(
         self, drop_gids: np.ndarray, new_keys: list[pa.Array], new_gids: list[np.ndarray]
     ) -> None:
-        """Remove the entries of ``drop_gids``, then merge the new entries in (kept sorted)."""
-        if len(drop_gids) and len(self._keys):
-            self._remove(np.flatnonzero(np.isin(self._gids, drop_gids)))
+        """Remove the entries of ``drop_gids``, then merge the new entries in (kept sorted).
+
+        New entries go to the small run; it is merged into the main run once it holds an
+        eighth as many entries (or when the keys widen), so a commit that adds a batch's keys
+        to a large state costs O(batch), not a copy of every entry (amortised: each entry is
+        copied into the main run a bounded number of times)."""
+        if len(drop_gids) and len(self._keys) + len(self._dkeys):
+            drop = np.flatnonzero(np.isin(self._gids, drop_gids))
+            ddrop = np.flatnonzero(np.isin(self._dgids, drop_gids)) + len(self._keys)
+            self._remove(np.concatenate([drop, ddrop]))
         if not new_keys:
             return
         incoming = pa.concat_arrays([k.cast(pa.string()) for k in new_keys])
         width = max(_byte_width(incoming), self._keys.dtype.itemsize)
         if width > self._keys.dtype.itemsize:  # wider keys: new prints, a new order
+            self._merge_runs()
             self._keys = self._keys.astype(f"S{width}")
+            self._dkeys = self._dkeys.astype(f"S{width}")
             self._prints = _fingerprints(self._keys)
             order = np.argsort(self._prints)
             self._keys, self._prints = self._keys[order], self._prints[order]
@@ -472,22 +521,41 @@ class StateIndex:
         add, add_h, add_g = add[order], add_h[order], add_g[order]
         if len(self._keys) == 0:
             self._keys, self._prints, self._gids = add, add_h, add_g
+            self._dkeys, self._dprints, self._dgids = add[:0], add_h[:0], add_g[:0]
             return
-        at = np.searchsorted(self._prints, add_h, side="right")
-        self._keys = np.insert(self._keys, at, add)
-        self._prints = np.insert(self._prints, at, add_h)
-        self._gids = np.insert(self._gids, at, add_g)
+        at = np.searchsorted(self._dprints, add_h, side="right")
+        self._dkeys = np.insert(self._dkeys, at, add)
+        self._dprints = np.insert(self._dprints, at, add_h)
+        self._dgids = np.insert(self._dgids, at, add_g)
+        if len(self._dkeys) * SMALL_RUN_FRACTION >= len(self._keys):
+            self._merge_runs()
+
+    def _merge_runs(self) -> None:
+        """Merge the small run into the main run (positions change)."""
+        if len(self._dkeys) == 0:
+            return
+        at = np.searchsorted(self._prints, self._dprints, side="right")
+        self._keys = np.insert(self._keys, at, self._dkeys)
+        self._prints = np.insert(self._prints, at, self._dprints)
+        self._gids = np.insert(self._gids, at, self._dgids)
+        self._dkeys = self._dkeys[:0]
+        self._dprints = self._dprints[:0]
+        self._dgids = self._dgids[:0]
 
     def _remove(self, positions: np.ndarray) -> None:
-        """Remove the entries at ``positions`` (distinct, live): marked dead in place (group
-        -1, which :meth:`_find` never matches), so that a commit that drops a few keys of a
-        large state costs O(dropped), not a copy of every entry; the dead are compacted
-        away once they are a quarter of the entries (amortised O(1) per removal)."""
+        """Remove the entries at ``positions`` (distinct, live; the small run's after the main
+        run's): marked dead in place (group -1, which :meth:`_find` never matches), so that a
+        commit that drops a few keys of a large state costs O(dropped), not a copy of every
+        entry; the dead are compacted away once they are a quarter of the entries (amortised
+        O(1) per removal)."""
         if len(positions) == 0:
             return
-        self._gids[positions] = -1
+        n = len(self._keys)
+        self._gids[positions[positions < n]] = -1
+        self._dgids[positions[positions >= n] - n] = -1
         self._dead += len(positions)
-        if self._dead * 4 >= len(self._keys):
+        if self._dead * 4 >= n + len(self._dkeys):
+            self._merge_runs()
             keep = self._gids >= 0
             self._keys, self._prints, self._gids = (
                 self._keys[keep],

@@ -540,3 +540,27 @@ def test_learns_own_compaction(tmp_path, index: str) -> None:
     assert_rows(
         ReadableTable(paths["state"]).read(columns=cols), table_rows(simple_rows, cols), cols
     )
+
+
+def test_entries_in_two_runs_stay_exact(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """New entries go to a small sorted run merged into the main one only once it is large
+    (:data:`hudi_ds.index.state.SMALL_RUN_FRACTION`): with the merge never due, every entry
+    learnt after the bootstrap stays in the small run -- keys held by groups in both runs,
+    removals from both, shared fingerprints -- and the state still answers as SIMPLE does."""
+    import hudi_ds.index.state as state_module
+
+    monkeypatch.setattr(state_module, "SMALL_RUN_FRACTION", 0)  # 0 * n >= main: never merged
+    small: list[int] = []
+    replace = StateIndex._replace
+
+    def spy(self: StateIndex, *args: object) -> None:
+        replace(self, *args)  # type: ignore[arg-type]
+        small.append(len(self._dkeys))
+
+    monkeypatch.setattr(StateIndex, "_replace", spy)
+    test_own_writes_match_simple(tmp_path / "a", "COPY_ON_WRITE", "SIMPLE", True)
+    test_key_in_two_file_groups_located_like_simple(tmp_path / "b")
+    real = state_module._fingerprints
+    monkeypatch.setattr(state_module, "_fingerprints", lambda fixed: real(fixed) & np.uint64(3))
+    test_own_writes_match_simple(tmp_path / "c", "MERGE_ON_READ", "SIMPLE", False)
+    assert max(small) >= 100  # the small run really held entries
