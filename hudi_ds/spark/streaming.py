@@ -15,7 +15,8 @@ Process model (pyspark 4.3, see the reference notes) and where each step happens
   instance that never saw the tasks. Neither knows the batch id. It therefore only validates
   the options and the schema, creates the table if needed (idempotent) and *allocates* an
   instant time T after every instant on the timeline -- no instant file is written, so the
-  commit runner's own allocation is harmless.
+  commit runner's own allocation is harmless. It also reads the writer identifier's latest
+  abort record (below), which the tasks compare with the one they find.
 * Each task (``write``) reads the batch id from its ``TaskContext``. If the table already
   recorded that batch id for this writer identifier, the task writes nothing. Otherwise the
   first non-empty Arrow batch *joins* instant T: ``T.<action>.requested`` and ``.inflight`` are
@@ -37,10 +38,19 @@ Process model (pyspark 4.3, see the reference notes) and where each step happens
   in the commit instead, and so does ``hoodie.datasource.compaction.async.enable=false``
   unless ``hoodie.compact.inline`` is given (Hudi's ``DataSourceUtils.createHoodieConfig``:
   inline compaction on MOR when async compaction is off); both false: no compaction.
-* ``abort(messages, batchId)`` rolls back the batch's pending instant (named by the messages or
-  found through the marker when every message is ``None``). A completed instant is never
-  rolled back: Spark calls ``abort`` after a ``commit`` that raised, possibly after the commit
-  point.
+* ``abort(messages, batchId)`` first records the abort (a small file per writer identifier in
+  Hudi's auxiliary folder, :data:`ABORTS_FOLDER`), then rolls back the batch's pending
+  instant (named by the messages or found through the marker when every message is
+  ``None``). A completed instant is never rolled back: Spark calls ``abort`` after a
+  ``commit`` that raised, possibly after the commit point. The commit runner never knows T
+  unless a message or the timeline names it: when the job failed before any task created
+  T's files, nothing names it, and tasks Spark has not yet stopped would create them
+  afterwards (a dangling ``.inflight`` with files). So a task refuses to create T when the
+  identifier's abort record differs from the one its planner read (a later abort; batches of
+  one query run one at a time, so it is this batch's), checked before creating T's files and
+  again after (the write client's ``withdrawn``): the abort records itself before looking for
+  T, so either it finds T or the task sees the record. A restarted query's planner reads the
+  record, so its tasks write the batch again.
 
 A micro-batch with no rows writes no instant and records nothing (replaying it writes nothing
 either).
@@ -63,9 +73,11 @@ import functools
 import json
 import logging
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -80,6 +92,7 @@ from hudi_ds.services.background import start_compactor
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.writer import HudiCommitMessage, TaskIdentity, WriteJob
+from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, new_instant_time
 from hudi_ds.timeline.timeline import DATA_ACTIONS
 from hudi_ds.write.client import STREAMING_CHECKPOINT_KEY
@@ -104,6 +117,9 @@ STREAM_BATCH_KEY = "_hudi_py_streaming_batch"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 ROW_CHUNK = 10_000
+#: the sink's abort records, ``<URL-quoted writer identifier>.json``: in Hudi's auxiliary
+#: folder, which readers and Hudi's services do not read
+ABORTS_FOLDER = ".hoodie/.aux/.hudi_py_streaming_aborts"
 
 
 def task_batch_id() -> int | None:
@@ -123,6 +139,29 @@ def checkpoint_value(identifier: str, batch_id: int) -> str:
     """Hudi's ``_hudi_streaming_sink_checkpoint`` value: a JSON object identifier -> batch id
     (a string, as Java's ``CommitUtils.getCheckpointValueAsString`` writes it)."""
     return json.dumps({identifier: str(batch_id)}, separators=(",", ":"))
+
+
+def latest_abort(storage: Storage, identifier: str) -> str | None:
+    """The abort record of writer ``identifier`` (None if it never aborted a micro-batch)."""
+    try:
+        return storage.read_text(_abort_record(identifier))
+    except FileNotFoundError:
+        return None
+
+
+def record_abort(storage: Storage, identifier: str, batch_id: int) -> None:
+    """Record that the driver aborted micro-batch ``batch_id`` of writer ``identifier``: a
+    new record, unique to this abort, replaces the previous one."""
+    record = {
+        "batchId": str(batch_id),
+        "abortedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "id": uuid.uuid4().hex,
+    }
+    storage.write_atomic(_abort_record(identifier), json.dumps(record).encode())
+
+
+def _abort_record(identifier: str) -> str:
+    return f"{ABORTS_FOLDER}/{quote(identifier, safe='')}.json"
 
 
 @dataclass(frozen=True)
@@ -146,12 +185,21 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         instant: the instant time allocated for this micro-batch (written only when a task
             joins it).
         identifier: the writer identifier the batch ids are recorded under.
+        planned_after_abort: the identifier's abort record when the writer was built
+            (:func:`latest_abort`).
     """
 
-    def __init__(self, job: WriteJob, instant: str, identifier: str) -> None:
+    def __init__(
+        self,
+        job: WriteJob,
+        instant: str,
+        identifier: str,
+        planned_after_abort: str | None = None,
+    ) -> None:
         self.job = job
         self.instant = instant
         self.identifier = identifier
+        self.planned_after_abort = planned_after_abort
         #: seconds :meth:`create` took (table creation, validation, instant allocation)
         self.setup_seconds = 0.0
 
@@ -184,7 +232,10 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         timeline = job.client.table_state().timeline  # the writer's table state: one listing
         last = timeline.instants[-1].requested_time if len(timeline) else None
         writer = cls(
-            job, new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS), identifier
+            job,
+            new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS),
+            identifier,
+            latest_abort(job.client.storage, identifier),
         )
         writer.setup_seconds = time.perf_counter() - t0
         return writer
@@ -230,9 +281,15 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
                     instant=self.instant,
                     rollback_failed=False,
                     extra_metadata={STREAM_BATCH_KEY: marker},
+                    withdrawn=self._aborted_since_planned,
                 )
                 joined = True
             yield b
+
+    def _aborted_since_planned(self) -> bool:
+        """Whether the driver aborted a micro-batch of this writer since this one was planned
+        (then it was this one: the tasks of an aborted batch that Spark has not stopped yet)."""
+        return latest_abort(self.job.client.storage, self.identifier) != self.planned_after_abort
 
     # -- driver ----------------------------------------------------------------------------------
     def commit(self, messages: Sequence[Any], batchId: int) -> None:
@@ -304,7 +361,10 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         )
 
     def abort(self, messages: Sequence[Any], batchId: int) -> None:
-        """Roll back the micro-batch's pending instant; a completed one is left alone."""
+        """Record the abort, then roll back the micro-batch's pending instant; a completed one
+        is left alone."""
+        # first: a task that creates the instant's files after the listing below sees it
+        record_abort(self.job.client.storage, self.identifier, batchId)
         instants = self._written_instants(list(messages))
         instants.update(self._pending_instants_of(batchId))
         self._roll_back(instants)

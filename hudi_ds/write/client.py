@@ -331,6 +331,7 @@ class WriteClient:
         rollback_failed: bool = True,
         extra_metadata: Mapping[str, str] | None = None,
         inflight: bool = True,
+        withdrawn: Callable[[], bool] | None = None,
     ) -> str:
         """Begin a write: create or open the table, roll back failed writes, start an instant.
 
@@ -349,12 +350,16 @@ class WriteClient:
                 the driver cannot know the profile before files are written. False leaves the
                 instant requested until :meth:`save_workload_profile` (or
                 :meth:`write_profiled`) writes the inflight file with the profile.
+            withdrawn: with ``instant``: True once whoever allocated the instant gave it up
+                without a rollback that names it (the streaming driver aborted a micro-batch
+                whose instant no task had created yet). Asked, like the check for a
+                rollback of ``instant``, before creating its instant files and again after.
 
         Returns:
             The instant time.
 
         Raises:
-            WriteError: ``instant`` is already completed.
+            WriteError: ``instant`` is already completed, was rolled back or withdrawn.
             ValueError: ``instant`` is given with ``inflight=False`` (tasks joining an instant
                 cannot know the whole write's profile).
         """
@@ -377,7 +382,7 @@ class WriteClient:
         try:
             with held(self._lock()):
                 started = self._start_locked(
-                    decided, instant, rollback_failed, extra_metadata, inflight
+                    decided, instant, rollback_failed, extra_metadata, inflight, withdrawn
                 )
         except BaseException:
             if before is not None:
@@ -419,6 +424,7 @@ class WriteClient:
         rollback_failed: bool,
         extra_metadata: Mapping[str, str] | None,
         inflight: bool,
+        withdrawn: Callable[[], bool] | None = None,
     ) -> str:
         state = self.table_state()
         if self.multi_writer:
@@ -436,7 +442,7 @@ class WriteClient:
         joined = instant is not None
         created = False
         if instant is not None:
-            req, created = self._join_requested(instant, action, timeline, writer)
+            req, created = self._join_requested(instant, action, timeline, writer, withdrawn)
         else:
             last = timeline.instants[-1].requested_time if len(timeline) else None
             for _ in range(100):
@@ -490,11 +496,14 @@ class WriteClient:
             # another task of the instant made it inflight first (same content)
             if state.reload_timeline().is_completed(instant):
                 raise WriteError(f"instant {instant} is already completed") from None
-        if created and rollback_of(state.reload_timeline(), instant) is not None:
-            # the instant was rolled back (a streaming micro-batch aborted by the driver) while
-            # this task, which had not seen it, created its files again: take them back
+        refused = _refusal(state.reload_timeline(), instant, withdrawn) if created else None
+        if refused is not None:
+            # the instant was rolled back or withdrawn (a streaming micro-batch aborted by the
+            # driver) while this task, which had not seen it, created its files again: take
+            # them back. The abort records itself before looking for the instant, this task
+            # created the files before looking again: one of the two sees the other
             writer.delete_instant_files(req)
-            raise WriteError(f"instant {instant} was rolled back: a task cannot join it")
+            raise WriteError(refused)
         return self._started(instant, plan, joined)
 
     def _started(self, instant: str, plan: WritePlan, joined: bool) -> str:
@@ -555,14 +564,20 @@ class WriteClient:
                 task.route(t)
 
     def _join_requested(
-        self, instant: str, action: str, timeline: Timeline, writer: TimelineWriter
+        self,
+        instant: str,
+        action: str,
+        timeline: Timeline,
+        writer: TimelineWriter,
+        withdrawn: Callable[[], bool] | None = None,
     ) -> tuple[Instant, bool]:
         """The requested instant ``instant``, created unless another task did it first, and
         whether this call created it.
 
         Raises:
-            WriteError: the instant is completed, of another action, or was rolled back (the
-                driver aborted the micro-batch: a task starting late must not bring it back).
+            WriteError: the instant is completed, of another action, or was rolled back or
+                withdrawn (the driver aborted the micro-batch: a task starting late must not
+                bring it back).
         """
         current = timeline.get(instant)
         if current is not None and current.is_completed:
@@ -572,8 +587,9 @@ class WriteClient:
         req = Instant(instant, action, State.REQUESTED)
         if current is not None:
             return req, False
-        if rollback_of(timeline, instant) is not None:
-            raise WriteError(f"instant {instant} was rolled back: a task cannot join it")
+        refused = _refusal(timeline, instant, withdrawn)
+        if refused is not None:
+            raise WriteError(refused)
         # False: a concurrent task created it
         return req, writer.create_requested(req, requested_content(action, writer.layout_version))
 
@@ -825,6 +841,15 @@ class WriteClient:
             if value is not None:
                 return int(value)
         return None
+
+
+def _refusal(timeline: Timeline, instant: str, withdrawn: Callable[[], bool] | None) -> str | None:
+    """Why a task must not create the files of ``instant`` (None: it may)."""
+    if rollback_of(timeline, instant) is not None:
+        return f"instant {instant} was rolled back: a task cannot join it"
+    if withdrawn is not None and withdrawn():
+        return f"instant {instant} was withdrawn (its micro-batch aborted): a task cannot join it"
+    return None
 
 
 def _after_commit_point(instant: str, what: str, fn: Callable[..., object], *args: Any) -> None:

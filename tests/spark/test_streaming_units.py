@@ -9,6 +9,7 @@ context (monkeypatched here).
 from __future__ import annotations
 
 import json
+import pickle
 import threading
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.write.client import WriteClient
-from tests.conftest import table_options
+from tests.conftest import hudi_rs_table, table_options
 
 SCHEMA = StructType(
     [
@@ -184,6 +185,48 @@ def test_abort_rolls_back_but_never_undoes_a_commit(
     stream_writer(path).abort([msg], 1)
     assert Timeline.load(Storage(str(path)), 1).is_completed(msg.instant)
     assert snapshot(path)["k001"] == (2, 3.0)
+
+
+def test_late_tasks_cannot_write_a_batch_aborted_before_any_task_joined(
+    tmp_path: Path, batch_id: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch 1's job fails before any task joined its instant: every message is None and
+    nothing is on the timeline, so the abort has nothing to roll back. Tasks of the batch
+    still running (Spark cancels them asynchronously) must not create the instant afterwards
+    -- a dangling .inflight and files under it -- whether the abort was recorded before the
+    task looked (first task) or only between its look and its instant files (second task).
+    The restarted batch 1 then writes its rows."""
+    path = tmp_path / "t"
+    run_batch(path, 0, [rows(range(10), 1)], batch_id)
+    before = snapshot(path)
+    batch_id["id"] = 1
+    planned = pickle.dumps(stream_writer(path))  # the planner's writer, as shipped to tasks
+    instant = pickle.loads(planned).instant
+    create_requested = TimelineWriter.create_requested
+    aborted = []
+
+    def abort_first(self: TimelineWriter, inst: Instant, content: bytes = b"") -> bool:
+        if inst.requested_time == instant:
+            if not aborted:  # the task looked already
+                stream_writer(path).abort([None], 1)
+            aborted.append(inst.requested_time)
+        return create_requested(self, inst, content)
+
+    monkeypatch.setattr(TimelineWriter, "create_requested", abort_first)
+    for _ in range(2):  # the abort lands between look and create; then before the look
+        with pytest.raises(WriteError, match="aborted"):
+            pickle.loads(planned).write(iter([rows(range(5, 15), 2)]))
+        tl = Timeline.load(Storage(str(path)), 1)
+        assert not tl.pending().filter_actions("deltacommit"), tl.instants
+        assert not [p for p in path.rglob("*") if instant in p.name]
+    assert aborted == [instant]  # the first task created the instant's files, the second not
+    assert snapshot(path) == before
+    rs = hudi_rs_table(str(path)).select(["id", "ts", "v"]).to_pylist()  # (the record: .aux)
+    assert len(rs) == len(before) and {r["id"]: (r["ts"], r["v"]) for r in rs} == before
+    monkeypatch.setattr(TimelineWriter, "create_requested", create_requested)
+    run_batch(path, 1, [rows(range(5, 15), 2)], batch_id)  # the restart
+    assert snapshot(path) == {**before, **{f"k{i:03d}": (2, float(i + 2)) for i in range(5, 15)}}
+    assert WriteClient(str(path), OPTS).committed_streaming_batch("default_single_writer") == 1
 
 
 def test_commit_refuses_failed_or_mixed_messages(tmp_path: Path, batch_id: dict[str, int]) -> None:
