@@ -15,10 +15,12 @@ pyspark = pytest.importorskip("pyspark")
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A ``local[2,2]`` session (2 cores; a failed task is retried once) with ``hudi_py``."""
+    """A ``local[2,2]`` session (2 cores; a failed task is retried once) with ``hudi_py``, its
+    JVM tuned for tiny jobs (``standalone.JVM_OPTS``)."""
     from pyspark.sql import SparkSession
 
     from hudi_ds.spark import register
+    from tests.spark.standalone import JVM_OPTS
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -36,6 +38,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.driver.memory", "1g")
+        # C1 only, serial GC, as the cluster's JVMs (tests/spark/standalone.py): the session's
+        # queries are tiny, C2 compilations only burn CPU (tests/spark/test_read.py: 114 -> 77
+        # s CPU, JVM included; tests/spark/test_matrix.py: 145 -> 117 s)
+        .config("spark.driver.extraJavaOptions", JVM_OPTS)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("FATAL")
