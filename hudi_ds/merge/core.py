@@ -71,6 +71,38 @@ def ordering_rank(columns: Sequence[pa.Array | pa.ChunkedArray], n: int) -> np.n
     return out
 
 
+def reads_as_java_int(t: pa.DataType) -> bool:
+    """Whether Hudi reads ordering values of Arrow type ``t`` as a Java ``Integer``: the types
+    stored as Avro ``int`` (signed up to 32 bits, unsigned up to 16; delete blocks wrap them in
+    ``IntWrapper``)."""
+    return pa.types.is_integer(t) and (
+        t.bit_width <= 16 or (pa.types.is_signed_integer(t) and t.bit_width == 32)
+    )
+
+
+def default_ordering(columns: Sequence[pa.Array | pa.ChunkedArray], n: int) -> np.ndarray:
+    """Per version: whether its ordering value is Hudi's default, the commit-time ordering
+    marker (a delete with it is a *natural* delete).
+
+    Hudi 1.1: a null ordering field reads as ``OrderingValues.getDefault()``
+    (``RecordContext.getOrderingValue``, ``OrderingValues.handleNullValue``), the ``Integer``
+    ``HoodieRecord.DEFAULT_ORDERING_VALUE`` = 0, and ``OrderingValues.isDefault`` is
+    ``Integer.valueOf(0).equals(value)``: an explicit 0 of an ``int`` field is the default too,
+    a ``long`` 0 is not, nor any value of several ordering fields (an ``ArrayComparable``) but
+    all nulls (hudi_ds writes those deletes with no ordering value). The log reader decodes
+    ``IntWrapper(0)`` to null the same way (:func:`hudi_ds.log.reader.decode_delete_block`).
+    """
+    if not columns:
+        return np.ones(n, dtype=bool)
+    out = np.all([np.asarray(c.is_null(), dtype=bool) for c in columns], axis=0)
+    if len(columns) == 1 and reads_as_java_int(columns[0].type):
+        zero = pc.fill_null(pc.equal(columns[0], 0), False)
+        if isinstance(zero, pa.ChunkedArray):
+            zero = zero.combine_chunks()
+        out = out | np.asarray(zero, dtype=bool)
+    return out
+
+
 @dataclass
 class Resolution:
     """The outcome of :func:`resolve` (positions are in the sorted order ``order``).
@@ -250,25 +282,37 @@ def resolve_sorted(
         winner = np.ones(n, dtype=bool)
     else:
         nat = d & (np.asarray(natural, dtype=bool)[order] if natural is not None else False)
+        eff = np.asarray(rank, dtype=np.int64)[order] + 1
+        tomb = np.zeros(n, dtype=bool)
+        if nat.any():
+            # A natural delete is Hudi's commit-time-ordering delete (its ordering value is the
+            # default 0: BufferedRecord.isCommitTimeOrderingDelete). Folded as Hudi 1.1's
+            # BufferedRecordMergerFactory does: data after it always wins
+            # (shouldKeepNewerRecord), and every delete after it -- natural or not -- until
+            # the next data version leaves the buffered tombstone as it is
+            # (deltaMergeDeleteRecord returns Option.empty() for an existing
+            # commit-time-ordering delete). Those deletes are not winners, so the run's first
+            # natural delete reports the deletion: pre-combining the run yields that natural
+            # delete, which re-merges as the run does.
+            start = np.repeat(key_starts, np.diff(np.append(key_starts, n)))
+            before = np.empty(n, dtype=np.int64)
+            last_nat = np.maximum.accumulate(np.where(nat, pos, -1))
+            last_data = np.maximum.accumulate(np.where(~d, pos, -1))
+            before[0] = -1
+            before[1:] = last_nat[:-1]
+            in_run = (before >= start) & (before > np.concatenate([[-1], last_data[:-1]]))
+            tomb = d & in_run
+            nat = nat & ~in_run  # only a run's first natural delete restarts the ranking
+            eff = np.where(nat | tomb, 0, eff)
         seg_first = key_first | nat
         seg = np.cumsum(seg_first) - 1
-        eff = np.where(nat, 0, np.asarray(rank, dtype=np.int64)[order] + 1)
-        if nat.any():
-            # a delete with an ordering value does not replace a natural delete's tombstone
-            # (Hudi 1.1 BufferedRecordMergerFactory.deltaMergeDeleteRecord keeps an existing
-            # commit-time-ordering delete): until the segment's first data version it ranks
-            # as the tombstone, so that data version still wins whatever its ordering value
-            seg_starts = np.flatnonzero(seg_first)
-            first_data = np.minimum.reduceat(np.where(d, n, pos), seg_starts)
-            tomb = d & ~nat & nat[seg_starts][seg] & (pos < first_data[seg])
-            eff = np.where(tomb, 0, eff)
         width = int(eff.max()) + 1
         v = seg * width + eff
         running = np.maximum.accumulate(v)
         prev = np.empty(n, dtype=np.int64)
         prev[0] = 0
         prev[1:] = running[:-1]
-        winner = seg_first | (eff >= prev - seg * width)
+        winner = (seg_first | (eff >= prev - seg * width)) & ~tomb
     win_del = winner & d
     last_del = np.maximum.reduceat(np.where(win_del, pos, -1), key_starts)
     after = pos > last_del[key_of]

@@ -42,10 +42,12 @@ import pyarrow.compute as pc
 from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.merge.core import (
+    default_ordering,
     key_codes,
     merge_with_base,
     multi_version,
     ordering_rank,
+    reads_as_java_int,
     resolve,
     resolve_sorted,
 )
@@ -164,6 +166,17 @@ class BuiltinMerger(RecordMerger):
                 out.append((1, v))
         return tuple(out)
 
+    def _natural(self, cfg: _Cfg, record: Record, schema: pa.Schema) -> bool:
+        """Whether a delete ``record`` carries Hudi's default ordering value (a natural,
+        commit-time-ordering delete; :func:`~hudi_ds.merge.core.default_ordering`)."""
+        values = [record.get(f) for f in cfg.ordering]
+        if all(v is None for v in values):
+            return True
+        if len(values) != 1 or cfg.transform is not None or type(values[0]) is not int:
+            return False
+        i = schema.get_field_index(cfg.ordering[0])
+        return values[0] == 0 and i >= 0 and reads_as_java_int(schema.field(i).type)
+
     def _level(self, cfg: _Cfg, record: Record, name: str) -> int:
         if name not in record:
             return 0
@@ -202,16 +215,21 @@ class BuiltinMerger(RecordMerger):
         cfg = self._cfg(props)
         newer_del = self.is_delete(newer, props)
         older_del = self.is_delete(older, props)
+        names = schema.names
         if cfg.event_time:
-            kn = self._key(cfg, newer)
-            if newer_del and all(k == (0,) for k in kn):
-                return DELETE  # no ordering value: applies whatever came before
-            newer_wins = kn >= self._key(cfg, older)
+            if older_del and self._natural(cfg, older, schema):
+                # an existing commit-time-ordering delete (Hudi 1.1
+                # BufferedRecordMergerFactory): a later delete leaves it as it is
+                # (deltaMergeDeleteRecord), a later data version replaces it whatever its
+                # ordering value (shouldKeepNewerRecord) and starts a new record
+                return older if newer_del else complete(newer, names)
+            if newer_del and self._natural(cfg, newer, schema):
+                return DELETE  # the default ordering value: applies whatever came before
+            newer_wins = self._key(cfg, newer) >= self._key(cfg, older)
         else:
             if newer_del:
                 return DELETE
             newer_wins = True
-        names = schema.names
         if newer_wins:
             if newer_del:
                 return newer
@@ -331,7 +349,7 @@ class BuiltinMerger(RecordMerger):
                 shared = pa.array(multi)
                 rank = np.zeros(n, dtype=np.int64)
                 rank[multi] = ordering_rank([c.filter(shared) for c in cols], int(multi.sum()))
-            natural = deletes & np.all([np.asarray(c.is_null(), bool) for c in cols], axis=0)
+            natural = deletes & default_ordering(cols, n)
         if cfg.partial == PARTIAL_NONE and not any(a.any() for a in versions.absent.values()):
             return _whole_records(t, versions, codes, multi, rank, deletes, natural)
         res = resolve(codes, versions.seq, rank, deletes, natural, multi)
