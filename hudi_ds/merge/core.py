@@ -7,8 +7,20 @@ are sorted once by (key, write order) (:func:`key_order`); per-key results come 
 The merge rule these kernels implement is a left fold over each key's versions in write order
 (see :func:`resolve`): a version *wins* when its ordering rank is at least the greatest rank
 seen so far for the key (commit time: every version wins), a winning delete discards the
-record, a delete without an ordering value (a *natural* delete) also restarts the ranking, and
-the deletes with an ordering value that follow it before any data version rank as its tombstone.
+record, and under event time a delete with Hudi's default ordering value (a *natural* delete:
+null, or 0 of an int field, :func:`default_ordering`) also restarts the ranking. The deletes
+that follow a natural delete before any data version leave its tombstone as it is (they are
+not winners), so the natural delete reports the deletion and a pre-combined run of deletes
+re-merges as the run does.
+
+Grouping: with versions grouped as writers group them (a batch's rows, then its deletes) the
+fold of the groups equals the fold of all versions, except in one case where Hudi's own
+result depends on the grouping too: under a natural delete's tombstone, a batch holding a
+data version and then a greater delete of the key. One by one, the data version replaces the
+tombstone and the delete then outranks later, smaller data versions; pre-combined, the batch
+is its delete, which the tombstone absorbs (Hudi 1.1 ``BaseWriteHelper.reduceRecords`` /
+``BufferedRecordMergerFactory.deltaMergeDeleteRecord``; pinned in
+``tests/merge/test_properties.py``).
 """
 
 from __future__ import annotations
@@ -218,8 +230,9 @@ def resolve(
         rank: ordering rank per version (event time), or None (commit time: latest wins).
             Only the ranks of versions sharing their key are read.
         deletes: whether each version is a delete.
-        natural: deletes without an ordering value: they always apply and restart the
-            ranking (a later version of the key always wins over them).
+        natural: natural deletes (Hudi's default ordering value): they always apply and
+            restart the ranking; later deletes leave their tombstone as it is and a later data
+            version always wins over it.
         multi: :func:`multi_version` of ``codes`` when the caller has it already (None:
             computed here).
 

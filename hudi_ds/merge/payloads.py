@@ -8,7 +8,9 @@ rule, parameterised by the merge mode, the partial update mode and the delete ma
   Null ordering values rank lowest.
 * **Deletes.** ``_hoodie_is_deleted`` = true, delete-block entries, and the behaviour's marker
   (``Op`` = ``D`` for AWS DMS, ``_change_operation_type`` = ``d`` for Debezium) are deletes. A
-  delete competes like any version; a delete without an ordering value always applies.
+  delete competes like any version; a delete with Hudi's default ordering value (null, or 0
+  of an int field: a *natural*, commit-time-ordering delete) always applies, later deletes
+  leave its tombstone as it is and a later data version replaces it.
 * **Columns.** The winner's values make the record. Where the winner says nothing about a
   column -- the column is absent from its (partial) row, or under ``IGNORE_DEFAULTS`` it is
   null, or under ``IGNORE_MARKERS`` it holds the marker (``__debezium_unavailable_value``) --
