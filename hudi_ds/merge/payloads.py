@@ -5,7 +5,9 @@ rule, parameterised by the merge mode, the partial update mode and the delete ma
 
 * **Ordering.** Commit time: a newer version wins. Event time: a version wins when its
   ordering value is at least the greatest seen so far for the key (ties: the later write).
-  Null ordering values rank lowest.
+  Null ordering values rank lowest, but for one int ordering field, where Hudi reads a null
+  as its default ordering value, the Integer 0 (Hudi cannot compare that with a long, string
+  or other value: ``compareTo`` throws).
 * **Deletes.** ``_hoodie_is_deleted`` = true, delete-block entries, and the behaviour's marker
   (``Op`` = ``D`` for AWS DMS, ``_change_operation_type`` = ``d`` for Debezium) are deletes. A
   delete competes like any version; a delete with Hudi's default ordering value (null, or 0
@@ -156,11 +158,13 @@ class BuiltinMerger(RecordMerger):
             return v is not None and str(v).lower() == cfg.delete_marker.lower()
         return False
 
-    def _key(self, cfg: _Cfg, record: Record) -> tuple[Any, ...]:
+    def _key(self, cfg: _Cfg, record: Record, schema: pa.Schema) -> tuple[Any, ...]:
         out: list[Any] = []
         for f in cfg.ordering:
             v = record.get(f)
-            if v is None:
+            if v is None and self._int_ordering(cfg, schema):
+                out.append((1, 0))  # Hudi's default ordering value, the Integer 0
+            elif v is None:
                 out.append((0,))
             elif cfg.transform == "mysql_seq":
                 out.append((1, *_mysql_seq(v)))
@@ -168,16 +172,21 @@ class BuiltinMerger(RecordMerger):
                 out.append((1, v))
         return tuple(out)
 
+    @staticmethod
+    def _int_ordering(cfg: _Cfg, schema: pa.Schema) -> bool:
+        """Whether the ordering value is one int field (a null one is Hudi's Integer 0)."""
+        if len(cfg.ordering) != 1 or cfg.transform is not None:
+            return False
+        i = schema.get_field_index(cfg.ordering[0])
+        return i >= 0 and reads_as_java_int(schema.field(i).type)
+
     def _natural(self, cfg: _Cfg, record: Record, schema: pa.Schema) -> bool:
         """Whether a delete ``record`` carries Hudi's default ordering value (a natural,
         commit-time-ordering delete; :func:`~hudi_ds.merge.core.default_ordering`)."""
         values = [record.get(f) for f in cfg.ordering]
         if all(v is None for v in values):
             return True
-        if len(values) != 1 or cfg.transform is not None or type(values[0]) is not int:
-            return False
-        i = schema.get_field_index(cfg.ordering[0])
-        return values[0] == 0 and i >= 0 and reads_as_java_int(schema.field(i).type)
+        return type(values[0]) is int and values[0] == 0 and self._int_ordering(cfg, schema)
 
     def _level(self, cfg: _Cfg, record: Record, name: str) -> int:
         if name not in record:
@@ -227,7 +236,7 @@ class BuiltinMerger(RecordMerger):
                 return older if newer_del else complete(newer, names)
             if newer_del and self._natural(cfg, newer, schema):
                 return DELETE  # the default ordering value: applies whatever came before
-            newer_wins = self._key(cfg, newer) >= self._key(cfg, older)
+            newer_wins = self._key(cfg, newer, schema) >= self._key(cfg, older, schema)
         else:
             if newer_del:
                 return DELETE
@@ -289,6 +298,12 @@ class BuiltinMerger(RecordMerger):
                     ) from None
             else:
                 cols.append(col)
+        if len(cols) == 1 and cfg.transform is None and reads_as_java_int(cols[0].type):
+            # Hudi reads a null ordering field as its default, the Integer 0
+            # (RecordContext.getOrderingValue): equal to an int field's 0. (A null of any
+            # other type is not comparable with the field's values there -- compareTo throws
+            # -- and ranks lowest here.)
+            cols[0] = cols[0].fill_null(0)
         return cols
 
     def _levels(

@@ -413,7 +413,8 @@ def test_a_run_of_deletes_after_a_natural_one_reports_the_natural_one() -> None:
 def test_an_int_ordering_value_0_is_the_default() -> None:
     """``OrderingValues.isDefault`` is ``Integer.valueOf(0).equals(value)``: a delete whose int
     ordering field is 0 is a commit-time-ordering delete, as a null one (and as hudi_ds reads
-    the ``IntWrapper(0)`` it writes for it); a long 0 is not (above)."""
+    the ``IntWrapper(0)`` it writes for it); a long 0 is not (above). A null ordering field
+    reads as that Integer 0 (``RecordContext.getOrderingValue``)."""
     schema = pa.schema(
         [
             ("_hoodie_record_key", pa.string()),
@@ -456,6 +457,19 @@ def test_an_int_ordering_value_0_is_the_default() -> None:
         b.add(p)
     slow = merge_per_record(merger_for(spec), b.build(), schema, spec.props())
     assert slow.rows.select(schema.names).to_pylist() == want_x
+    # a null int ordering value is that 0 for data too: equal ordering values, the later wins
+    int_zero = row(0, "z")
+    for parts in ([int_zero, data], [data, int_zero]):
+        want = parts[-1].to_pylist()
+        assert merge_versions(parts, spec, schema).rows.select(schema.names).to_pylist() == want
+        b = VersionsBuilder(schema, spec.ordering_fields)
+        for p in parts:
+            b.add(p)
+        slow = merge_per_record(merger_for(spec), b.build(), schema, spec.props())
+        assert slow.rows.select(schema.names).to_pylist() == want
+    # while a null long ordering value ranks below a long 0
+    long_rows = parts_of([_v("data", 0, "z"), _v("data", None, "x")])
+    assert vectorised("default", long_rows).rows.column("a").to_pylist() == ["z"]
 
 
 def test_a_natural_tombstone_absorbs_a_combined_delete() -> None:
