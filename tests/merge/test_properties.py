@@ -481,7 +481,8 @@ def test_a_natural_tombstone_absorbs_a_combined_delete() -> None:
       version replaces the tombstone (``shouldKeepNewerRecord``), the delete outranks it, and
       the last data version loses to the delete: deleted.
     * Pre-combined, the batch is its delete (Hudi: ``BaseWriteHelper.reduceRecords`` through
-      ``deltaMerge``, in either order), which the tombstone absorbs
+      ``deltaMerge``, in either order), which ``HoodieAppendHandle.writeToBuffer`` writes to a
+      delete block with its ordering value and the tombstone then absorbs
       (``deltaMergeDeleteRecord`` keeps an existing commit-time-ordering delete); the last data
       version replaces the tombstone: present.
 
