@@ -7,8 +7,20 @@ are sorted once by (key, write order) (:func:`key_order`); per-key results come 
 The merge rule these kernels implement is a left fold over each key's versions in write order
 (see :func:`resolve`): a version *wins* when its ordering rank is at least the greatest rank
 seen so far for the key (commit time: every version wins), a winning delete discards the
-record, a delete without an ordering value (a *natural* delete) also restarts the ranking, and
-the deletes with an ordering value that follow it before any data version rank as its tombstone.
+record, and under event time a delete with Hudi's default ordering value (a *natural* delete:
+null, or 0 of an int field, :func:`default_ordering`) also restarts the ranking. The deletes
+that follow a natural delete before any data version leave its tombstone as it is (they are
+not winners), so the natural delete reports the deletion and a pre-combined run of deletes
+re-merges as the run does.
+
+Grouping: with versions grouped as writers group them (a batch's rows, then its deletes) the
+fold of the groups equals the fold of all versions, except in one case where Hudi's own
+result depends on the grouping too: under a natural delete's tombstone, a batch holding a
+data version and then a greater delete of the key. One by one, the data version replaces the
+tombstone and the delete then outranks later, smaller data versions; pre-combined, the batch
+is its delete, which the tombstone absorbs (Hudi 1.1 ``BaseWriteHelper.reduceRecords`` /
+``BufferedRecordMergerFactory.deltaMergeDeleteRecord``; pinned in
+``tests/merge/test_properties.py``).
 """
 
 from __future__ import annotations
@@ -68,6 +80,38 @@ def ordering_rank(columns: Sequence[pa.Array | pa.ChunkedArray], n: int) -> np.n
     base = dense if all_null.any() and all_null[0] else dense + 1
     out = np.empty(n, dtype=np.int64)
     out[order] = np.where(all_null, 0, base)
+    return out
+
+
+def reads_as_java_int(t: pa.DataType) -> bool:
+    """Whether Hudi reads ordering values of Arrow type ``t`` as a Java ``Integer``: the types
+    stored as Avro ``int`` (signed up to 32 bits, unsigned up to 16; delete blocks wrap them in
+    ``IntWrapper``)."""
+    return pa.types.is_integer(t) and (
+        t.bit_width <= 16 or (pa.types.is_signed_integer(t) and t.bit_width == 32)
+    )
+
+
+def default_ordering(columns: Sequence[pa.Array | pa.ChunkedArray], n: int) -> np.ndarray:
+    """Per version: whether its ordering value is Hudi's default, the commit-time ordering
+    marker (a delete with it is a *natural* delete).
+
+    Hudi 1.1: a null ordering field reads as ``OrderingValues.getDefault()``
+    (``RecordContext.getOrderingValue``, ``OrderingValues.handleNullValue``), the ``Integer``
+    ``HoodieRecord.DEFAULT_ORDERING_VALUE`` = 0, and ``OrderingValues.isDefault`` is
+    ``Integer.valueOf(0).equals(value)``: an explicit 0 of an ``int`` field is the default too,
+    a ``long`` 0 is not, nor any value of several ordering fields (an ``ArrayComparable``) but
+    all nulls (hudi_ds writes those deletes with no ordering value). The log reader decodes
+    ``IntWrapper(0)`` to null the same way (:func:`hudi_ds.log.reader.decode_delete_block`).
+    """
+    if not columns:
+        return np.ones(n, dtype=bool)
+    out = np.all([np.asarray(c.is_null(), dtype=bool) for c in columns], axis=0)
+    if len(columns) == 1 and reads_as_java_int(columns[0].type):
+        zero = pc.fill_null(pc.equal(columns[0], 0), False)
+        if isinstance(zero, pa.ChunkedArray):
+            zero = zero.combine_chunks()
+        out = out | np.asarray(zero, dtype=bool)
     return out
 
 
@@ -186,8 +230,9 @@ def resolve(
         rank: ordering rank per version (event time), or None (commit time: latest wins).
             Only the ranks of versions sharing their key are read.
         deletes: whether each version is a delete.
-        natural: deletes without an ordering value: they always apply and restart the
-            ranking (a later version of the key always wins over them).
+        natural: natural deletes (Hudi's default ordering value): they always apply and
+            restart the ranking; later deletes leave their tombstone as it is and a later data
+            version always wins over it.
         multi: :func:`multi_version` of ``codes`` when the caller has it already (None:
             computed here).
 
@@ -250,25 +295,37 @@ def resolve_sorted(
         winner = np.ones(n, dtype=bool)
     else:
         nat = d & (np.asarray(natural, dtype=bool)[order] if natural is not None else False)
+        eff = np.asarray(rank, dtype=np.int64)[order] + 1
+        tomb = np.zeros(n, dtype=bool)
+        if nat.any():
+            # A natural delete is Hudi's commit-time-ordering delete (its ordering value is the
+            # default 0: BufferedRecord.isCommitTimeOrderingDelete). Folded as Hudi 1.1's
+            # BufferedRecordMergerFactory does: data after it always wins
+            # (shouldKeepNewerRecord), and every delete after it -- natural or not -- until
+            # the next data version leaves the buffered tombstone as it is
+            # (deltaMergeDeleteRecord returns Option.empty() for an existing
+            # commit-time-ordering delete). Those deletes are not winners, so the run's first
+            # natural delete reports the deletion: pre-combining the run yields that natural
+            # delete, which re-merges as the run does.
+            start = np.repeat(key_starts, np.diff(np.append(key_starts, n)))
+            before = np.empty(n, dtype=np.int64)
+            last_nat = np.maximum.accumulate(np.where(nat, pos, -1))
+            last_data = np.maximum.accumulate(np.where(~d, pos, -1))
+            before[0] = -1
+            before[1:] = last_nat[:-1]
+            in_run = (before >= start) & (before > np.concatenate([[-1], last_data[:-1]]))
+            tomb = d & in_run
+            nat = nat & ~in_run  # only a run's first natural delete restarts the ranking
+            eff = np.where(nat | tomb, 0, eff)
         seg_first = key_first | nat
         seg = np.cumsum(seg_first) - 1
-        eff = np.where(nat, 0, np.asarray(rank, dtype=np.int64)[order] + 1)
-        if nat.any():
-            # a delete with an ordering value does not replace a natural delete's tombstone
-            # (Hudi 1.1 BufferedRecordMergerFactory.deltaMergeDeleteRecord keeps an existing
-            # commit-time-ordering delete): until the segment's first data version it ranks
-            # as the tombstone, so that data version still wins whatever its ordering value
-            seg_starts = np.flatnonzero(seg_first)
-            first_data = np.minimum.reduceat(np.where(d, n, pos), seg_starts)
-            tomb = d & ~nat & nat[seg_starts][seg] & (pos < first_data[seg])
-            eff = np.where(tomb, 0, eff)
         width = int(eff.max()) + 1
         v = seg * width + eff
         running = np.maximum.accumulate(v)
         prev = np.empty(n, dtype=np.int64)
         prev[0] = 0
         prev[1:] = running[:-1]
-        winner = seg_first | (eff >= prev - seg * width)
+        winner = (seg_first | (eff >= prev - seg * width)) & ~tomb
     win_del = winner & d
     last_del = np.maximum.reduceat(np.where(win_del, pos, -1), key_starts)
     after = pos > last_del[key_of]

@@ -58,7 +58,8 @@ class MergeInput:
         seq: write order (int64, strictly increasing in write order).
         ordering: ordering (precombine) value of each version, or None (no ordering field).
         is_delete: whether the version is a delete (bool), or None (no deletes).
-        natural_delete: deletes that carry no ordering value (always apply), or None.
+        natural_delete: deletes that carry Hudi's default ordering value (always apply; see
+            :func:`~hudi_ds.merge.core.default_ordering`), or None.
     """
 
     keys: pa.Array
@@ -73,7 +74,8 @@ def resolve_latest(inp: MergeInput, mode: str) -> tuple[np.ndarray, np.ndarray]:
 
     Commit time: the version written last wins. Event time: the greatest ordering value wins,
     ties to the latest write; a delete with an ordering value competes like any version, one
-    without (``natural_delete``) discards every earlier version and ranks below later ones.
+    without (``natural_delete``) discards every earlier version, later deletes leave it as the
+    key's winner and any later data version wins over it.
 
     Args:
         inp: the versions.

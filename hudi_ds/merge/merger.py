@@ -214,15 +214,30 @@ def fold(
     partial: bool = True,
 ) -> MergeOutcome:
     """Fold the versions of one key, oldest first, with the merger's per-record methods."""
+    return _fold(merger, records, schema, props, partial)[0]
+
+
+def _fold(
+    merger: RecordMerger,
+    records: list[Record],
+    schema: pa.Schema,
+    props: Mapping[str, str],
+    partial: bool = True,
+) -> tuple[MergeOutcome, int]:
+    """:func:`fold`, and the position in ``records`` of the delete that reset the record when
+    the outcome is :data:`DELETE` (-1 otherwise)."""
     names = schema.names
     state: MergeOutcome = _start(merger, records[0], names, props)
-    for rec in records[1:]:
+    reset = -1
+    for j, rec in enumerate(records[1:], 1):
         if isinstance(state, _Delete):
             # a later delete does not replace the reset with a tombstone that data would have
             # to outrank (Hudi 1.1 BufferedRecordMergerFactory.deltaMergeDeleteRecord keeps an
             # existing commit-time-ordering delete); the next data version starts afresh
             if not merger.is_delete(rec, props):
                 state = _start(merger, rec, names, props)
+            elif merger.merge(records[reset], rec, schema, props) is DELETE:
+                reset = j  # it resets the reset itself (commit time: the latest delete)
             continue
         if (
             partial
@@ -232,7 +247,9 @@ def fold(
             state = merger.partial_merge(state, rec, schema, props)
         else:
             state = merger.merge(state, rec, schema, props)
-    return state
+        if isinstance(state, _Delete):
+            reset = j
+    return state, reset
 
 
 def complete(record: Record, names: list[str]) -> Record:
@@ -290,8 +307,10 @@ def merge_per_record(
             group = sub[pos : pos + k]
             members = idx[pos : pos + k]
             pos += k
-            result = fold(merger, group, schema, props)
-            if isinstance(result, _Delete) or merger.is_delete(result, props):
+            result, reset = _fold(merger, group, schema, props)
+            if isinstance(result, _Delete):
+                deleted.append(int(members[reset]))
+            elif merger.is_delete(result, props):
                 deleted.append(_deciding_delete(merger, result, group, members, props))
             else:
                 out_idx.append(_decider(result, group, members))

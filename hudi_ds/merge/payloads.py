@@ -5,10 +5,14 @@ rule, parameterised by the merge mode, the partial update mode and the delete ma
 
 * **Ordering.** Commit time: a newer version wins. Event time: a version wins when its
   ordering value is at least the greatest seen so far for the key (ties: the later write).
-  Null ordering values rank lowest.
+  Null ordering values rank lowest, but for one int ordering field, where Hudi reads a null
+  as its default ordering value, the Integer 0 (Hudi cannot compare that with a long, string
+  or other value: ``compareTo`` throws).
 * **Deletes.** ``_hoodie_is_deleted`` = true, delete-block entries, and the behaviour's marker
   (``Op`` = ``D`` for AWS DMS, ``_change_operation_type`` = ``d`` for Debezium) are deletes. A
-  delete competes like any version; a delete without an ordering value always applies.
+  delete competes like any version; a delete with Hudi's default ordering value (null, or 0
+  of an int field: a *natural*, commit-time-ordering delete) always applies, later deletes
+  leave its tombstone as it is and a later data version replaces it.
 * **Columns.** The winner's values make the record. Where the winner says nothing about a
   column -- the column is absent from its (partial) row, or under ``IGNORE_DEFAULTS`` it is
   null, or under ``IGNORE_MARKERS`` it holds the marker (``__debezium_unavailable_value``) --
@@ -42,10 +46,12 @@ import pyarrow.compute as pc
 from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.merge.core import (
+    default_ordering,
     key_codes,
     merge_with_base,
     multi_version,
     ordering_rank,
+    reads_as_java_int,
     resolve,
     resolve_sorted,
 )
@@ -152,17 +158,35 @@ class BuiltinMerger(RecordMerger):
             return v is not None and str(v).lower() == cfg.delete_marker.lower()
         return False
 
-    def _key(self, cfg: _Cfg, record: Record) -> tuple[Any, ...]:
+    def _key(self, cfg: _Cfg, record: Record, schema: pa.Schema) -> tuple[Any, ...]:
         out: list[Any] = []
         for f in cfg.ordering:
             v = record.get(f)
-            if v is None:
+            if v is None and self._int_ordering(cfg, schema):
+                out.append((1, 0))  # Hudi's default ordering value, the Integer 0
+            elif v is None:
                 out.append((0,))
             elif cfg.transform == "mysql_seq":
                 out.append((1, *_mysql_seq(v)))
             else:
                 out.append((1, v))
         return tuple(out)
+
+    @staticmethod
+    def _int_ordering(cfg: _Cfg, schema: pa.Schema) -> bool:
+        """Whether the ordering value is one int field (a null one is Hudi's Integer 0)."""
+        if len(cfg.ordering) != 1 or cfg.transform is not None:
+            return False
+        i = schema.get_field_index(cfg.ordering[0])
+        return i >= 0 and reads_as_java_int(schema.field(i).type)
+
+    def _natural(self, cfg: _Cfg, record: Record, schema: pa.Schema) -> bool:
+        """Whether a delete ``record`` carries Hudi's default ordering value (a natural,
+        commit-time-ordering delete; :func:`~hudi_ds.merge.core.default_ordering`)."""
+        values = [record.get(f) for f in cfg.ordering]
+        if all(v is None for v in values):
+            return True
+        return type(values[0]) is int and values[0] == 0 and self._int_ordering(cfg, schema)
 
     def _level(self, cfg: _Cfg, record: Record, name: str) -> int:
         if name not in record:
@@ -202,16 +226,21 @@ class BuiltinMerger(RecordMerger):
         cfg = self._cfg(props)
         newer_del = self.is_delete(newer, props)
         older_del = self.is_delete(older, props)
+        names = schema.names
         if cfg.event_time:
-            kn = self._key(cfg, newer)
-            if newer_del and all(k == (0,) for k in kn):
-                return DELETE  # no ordering value: applies whatever came before
-            newer_wins = kn >= self._key(cfg, older)
+            if older_del and self._natural(cfg, older, schema):
+                # an existing commit-time-ordering delete (Hudi 1.1
+                # BufferedRecordMergerFactory): a later delete leaves it as it is
+                # (deltaMergeDeleteRecord), a later data version replaces it whatever its
+                # ordering value (shouldKeepNewerRecord) and starts a new record
+                return older if newer_del else complete(newer, names)
+            if newer_del and self._natural(cfg, newer, schema):
+                return DELETE  # the default ordering value: applies whatever came before
+            newer_wins = self._key(cfg, newer, schema) >= self._key(cfg, older, schema)
         else:
             if newer_del:
                 return DELETE
             newer_wins = True
-        names = schema.names
         if newer_wins:
             if newer_del:
                 return newer
@@ -269,6 +298,12 @@ class BuiltinMerger(RecordMerger):
                     ) from None
             else:
                 cols.append(col)
+        if len(cols) == 1 and cfg.transform is None and reads_as_java_int(cols[0].type):
+            # Hudi reads a null ordering field as its default, the Integer 0
+            # (RecordContext.getOrderingValue): equal to an int field's 0. (A null of any
+            # other type is not comparable with the field's values there -- compareTo throws
+            # -- and ranks lowest here.)
+            cols[0] = cols[0].fill_null(0)
         return cols
 
     def _levels(
@@ -331,7 +366,7 @@ class BuiltinMerger(RecordMerger):
                 shared = pa.array(multi)
                 rank = np.zeros(n, dtype=np.int64)
                 rank[multi] = ordering_rank([c.filter(shared) for c in cols], int(multi.sum()))
-            natural = deletes & np.all([np.asarray(c.is_null(), bool) for c in cols], axis=0)
+            natural = deletes & default_ordering(cols, n)
         if cfg.partial == PARTIAL_NONE and not any(a.any() for a in versions.absent.values()):
             return _whole_records(t, versions, codes, multi, rank, deletes, natural)
         res = resolve(codes, versions.seq, rank, deletes, natural, multi)

@@ -21,24 +21,26 @@ version = st.tuples(
 def model(versions, mode):
     """Fold the versions in write order, exactly as the merge rules say.
 
-    Event time: a natural delete (no ordering value) always applies; its tombstone is not
-    replaced by a later delete with an ordering value and loses to any later data version
-    (Hudi 1.1 ``BufferedRecordMergerFactory``: ``deltaMergeDeleteRecord`` keeps an existing
-    commit-time-ordering delete, ``shouldKeepNewerRecord`` lets data replace it).
+    Event time: a natural delete (no ordering value) always applies. Its tombstone stays as it
+    is under any later delete -- natural or not -- and loses to any later data version (Hudi 1.1
+    ``BufferedRecordMergerFactory``: ``deltaMergeDeleteRecord`` keeps an existing
+    commit-time-ordering delete, ``shouldKeepNewerRecord`` lets data replace it), so that
+    natural delete reports the deletion. Commit time: the latest version wins.
     """
     state: dict[str, tuple[int, int | None, bool]] = {}
-    natural: set[str] = set()
+    natural: set[str] = set()  # keys whose state is a natural delete's tombstone (event time)
     for i, (k, o, kind) in enumerate(versions):
-        if kind == "natural":
-            state[k] = (i, None, True)
-            natural.add(k)
-            continue
         cur = state.get(k)
-        new = (i, o, kind == "delete")
+        new = (i, o, kind != "data")
         if mode == EVENT_TIME_ORDERING and k in natural:
-            state[k] = new  # the latest delete reports the deletion
-            if kind == "data":
+            if kind == "data":  # replaces the tombstone whatever its ordering value
+                state[k] = new
                 natural.discard(k)
+            continue  # a delete leaves the tombstone (and the delete reporting it) as it is
+        if kind == "natural":
+            state[k] = new
+            if mode == EVENT_TIME_ORDERING:
+                natural.add(k)
             continue
         if cur is None or mode == COMMIT_TIME_ORDERING:
             state[k] = new

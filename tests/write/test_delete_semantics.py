@@ -209,3 +209,45 @@ def test_delete_operation_through_several_tasks(
     if table_type == "MERGE_ON_READ":
         _compact(path, o)
         _check(path, model)
+
+
+@pytest.mark.parametrize("otype", ["int32", "int64"])
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_default_ordering_value_deletes(table_type: str, otype: str, tmp_path: Path) -> None:
+    """Deletes whose ordering value is Hudi's default (``OrderingValues.isDefault``: null, or 0
+    of an int field, not of a long one), written in an upsert as ``_hoodie_is_deleted`` rows.
+
+    * k1 (stored ts 5), deleted at ts 0: an int 0 is a commit-time-ordering delete and always
+      applies; a long 0 is an ordering value below 5 and loses -- alike in the COW merge, in
+      MOR reads and after compaction.
+    * k2 (stored ts null), deleted at ts null and at ts 0 in one batch, then upserted at ts
+      null: the batch is pre-combined to its natural delete (a later delete leaves its
+      tombstone as it is: Hudi 1.1 ``deltaMergeDeleteRecord``), which the later row replaces,
+      as the three versions folded one by one do. (Session 12: the batch reported its ts-0
+      delete, and the MOR log kept the key deleted.)
+    """
+    path = str(tmp_path / "t")
+    o = _options("BUCKET", table_type, "EVENT_TIME_ORDERING")
+    t = pa.int32() if otype == "int32" else pa.int64()
+
+    def rows(ids: list[str], ts: list[int | None], v: str, deleted: bool = False) -> pa.Table:
+        return pa.table(
+            {
+                "id": ids,
+                "ts": pa.array(ts, t),
+                "p": ["p0"] * len(ids),
+                "v": [v] * len(ids),
+                "_hoodie_is_deleted": [deleted] * len(ids),
+            }
+        )
+
+    hudi_ds.write(path, rows(["k1", "k2", "k3"], [5, None, 5], "a"), o)
+    hudi_ds.write(path, rows(["k1", "k2", "k2"], [0, None, 0], "d", deleted=True), o)
+    hudi_ds.write(path, rows(["k2"], [None], "b"), o)
+    model = {"k2": ("k2", None, "p0", "b"), "k3": ("k3", 5, "p0", "a")}
+    if otype == "int64":
+        model["k1"] = ("k1", 5, "p0", "a")
+    _check(path, model)
+    if table_type == "MERGE_ON_READ":
+        _compact(path, o)
+        _check(path, model)
