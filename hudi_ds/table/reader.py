@@ -19,6 +19,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -360,6 +361,23 @@ def read_file_slice(
 _NO_KEYS = pa.array([], pa.string())
 
 
+def _flagged_keys_gone(
+    base_keys: pa.Array | pa.ChunkedArray,
+    touched: pa.Array | pa.ChunkedArray,
+    deleted: np.ndarray,
+    keep: pa.Array | pa.ChunkedArray,
+) -> pa.Array:
+    """The distinct keys of the base rows not ``touched`` by the logs that leave the file: the
+    keys of such rows flagged ``deleted`` (usually none) that no kept row holds -- the kept
+    keys are probed against those few, with no hash table of every kept key."""
+    flagged = _as_string(base_keys.filter(pc.and_(pc.invert(touched), pa.array(deleted))))
+    if not len(flagged):
+        return flagged
+    kept = _as_string(base_keys.filter(keep))
+    held = kept.filter(pc.is_in(kept, value_set=flagged))
+    return pc.unique(flagged.filter(pc.invert(pc.is_in(flagged, value_set=held))))
+
+
 def _key_diff(
     before: pa.Array | pa.ChunkedArray, after: pa.Array | pa.ChunkedArray
 ) -> tuple[pa.Array, pa.Array]:
@@ -414,8 +432,7 @@ def _merge_slice(
                     # the untouched rows stay unless flagged deleted; the merged ones changed
                     before = [base_keys.filter(touched)]
                     if deleted is not None:
-                        untouched = base_keys.filter(pc.invert(touched))
-                        before.append(_key_diff(untouched, base_keys.filter(keep))[1])
+                        before.append(_flagged_keys_gone(base_keys, touched, deleted, keep))
                     key_changes.append(
                         _key_diff(pa.concat_arrays([_as_string(b) for b in before]), key_fn(rows))
                     )

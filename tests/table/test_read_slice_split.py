@@ -63,3 +63,28 @@ def test_split_merge_equals_full_merge(mode: str) -> None:
     assert got.num_rows > 1_500  # most base rows pass through untouched
     assert pc.count_distinct(got["id"]).as_py() == got.num_rows
     assert got.sort_by("id").equals(want.sort_by("id"))
+
+
+def test_flagged_keys_gone_as_a_set_difference() -> None:
+    """The untouched base keys a compaction drops (rows flagged deleted, ``key_changes``):
+    exactly the distinct keys of the untouched rows that no kept row holds -- with duplicate
+    keys (one copy flagged, one kept), untouched and touched rows, chunked keys."""
+
+    from hudi_ds.table.reader import _flagged_keys_gone
+
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 50, 2_000):
+        keys = [f"k{int(i)}" for i in rng.integers(0, max(1, n // 3), n)]
+        base_keys = pa.chunked_array([keys[: n // 2], keys[n // 2 :]], pa.string())
+        touched = pa.array(rng.random(n) < 0.3)
+        deleted = rng.random(n) < 0.2
+        keep = pc.and_(pc.invert(touched), pa.array(~deleted))
+        got = _flagged_keys_gone(base_keys, touched, deleted, keep)
+        t, k = touched.to_pylist(), keep.to_pylist()
+        untouched = {keys[i] for i in range(n) if not t[i]}
+        kept = {keys[i] for i in range(n) if k[i]}
+        want = untouched - kept
+        assert sorted(got.to_pylist()) == sorted(want)
+        assert len(got) == len(set(got.to_pylist()))
+        if n == 2_000:
+            assert want and kept & {keys[i] for i in range(n) if deleted[i] and not t[i]}
