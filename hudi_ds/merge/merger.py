@@ -212,20 +212,10 @@ def fold(
     schema: pa.Schema,
     props: Mapping[str, str],
     partial: bool = True,
-) -> MergeOutcome:
-    """Fold the versions of one key, oldest first, with the merger's per-record methods."""
-    return _fold(merger, records, schema, props, partial)[0]
-
-
-def _fold(
-    merger: RecordMerger,
-    records: list[Record],
-    schema: pa.Schema,
-    props: Mapping[str, str],
-    partial: bool = True,
 ) -> tuple[MergeOutcome, int]:
-    """:func:`fold`, and the position in ``records`` of the delete that reset the record when
-    the outcome is :data:`DELETE` (-1 otherwise)."""
+    """Fold the versions of one key, oldest first, with the merger's per-record methods: the
+    outcome, and the position in ``records`` of the delete that reset the record when the
+    outcome is :data:`DELETE` (-1 otherwise)."""
     names = schema.names
     state: MergeOutcome = _start(merger, records[0], names, props)
     reset = -1
@@ -307,7 +297,7 @@ def merge_per_record(
             group = sub[pos : pos + k]
             members = idx[pos : pos + k]
             pos += k
-            result, reset = _fold(merger, group, schema, props)
+            result, reset = fold(merger, group, schema, props)
             if isinstance(result, _Delete):
                 deleted.append(int(members[reset]))
             elif merger.is_delete(result, props):
