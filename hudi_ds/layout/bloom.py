@@ -311,8 +311,6 @@ class BloomFilter:
     _saturated: bool = field(default=False, init=False, repr=False)
     # curMatrixIndex: not serialised (Java restarts at 0 after a read too)
     _cursor: int = field(default=0, init=False, repr=False)
-    # the rows' shared buffer once :meth:`_flat` made them views of one array
-    _buf: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.rows:
@@ -360,25 +358,12 @@ class BloomFilter:
                 continue
             if order is not None:
                 t = t[order]  # the row of each hashed (sorted) key
-            # keys of several rows (a saturated filter's round robin): the rows are one flat
-            # array, each key's positions offset by its row's start -- one scatter per round
-            flat = self._flat()
-            offsets = t.astype(np.intp) * self.vector_size
-            at = np.empty(len(t), dtype=np.intp)
+            # keys of several rows (a saturated filter's round robin): each row's keys picked
+            # once per slice, then one scatter per row per round (no mask per row per round)
+            picks = [(self.rows[r], np.flatnonzero(t == r)) for r in np.unique(t)]
             for pos in rounds:
-                np.add(pos, offsets, out=at)
-                flat[at] = True
-
-    def _flat(self) -> np.ndarray:
-        """The rows as one flat bool array (row ``r`` at ``r * vector_size``): the rows are
-        made views of it the first time (and again after a row was opened)."""
-        n, size = len(self.rows), self.vector_size
-        buf = self._buf
-        if buf is None or len(buf) != n * size or any(r.base is not buf for r in self.rows):
-            buf = np.concatenate(self.rows)
-            self.rows = [buf[i * size : (i + 1) * size] for i in range(n)]
-            self._buf = buf
-        return buf
+                for row, at in picks:
+                    row[pos[at]] = True
 
     def _rows_of(self, n: int) -> np.ndarray:
         """The row each of ``n`` keys added next goes to (a dynamic filter), rows opened and
