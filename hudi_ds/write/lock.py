@@ -96,7 +96,7 @@ class FileSystemLock:
             if self.storage.create_if_absent(LOCK_FILE, body):
                 return
             if self.storage.conditional_update:
-                if self._take_if_expired(now, body):
+                if self._take_if_expired(now):
                     return
             else:
                 self._break_if_expired(now)
@@ -105,7 +105,7 @@ class FileSystemLock:
             f"could not acquire {self.storage.full_path(LOCK_FILE)} after {self.retries} retries"
         )
 
-    def _take_if_expired(self, now: float, body: bytes) -> bool:
+    def _take_if_expired(self, now: float) -> bool:
         """On an object store: replace an expired lock by ours in one conditional put of the
         object read (``If-Match`` its ETag); True if we hold the lock now. A rename there is a
         copy and a delete, which could delete a lock taken meanwhile.
@@ -124,6 +124,9 @@ class FileSystemLock:
                 return False
         elif held[1] >= now:
             return False
+        # the lease starts when it is put, not when this attempt began: a stall in the read
+        # above must not hand the next writer a lease that is already expired
+        body = json.dumps({"owner": self.owner, "expires": time.time() + self.expire_s}).encode()
         if self.storage.put_if_version(LOCK_FILE, body, version) is None:
             return False
         log.warning("took over the expired lock %s", self.storage.full_path(LOCK_FILE))
