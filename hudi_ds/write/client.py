@@ -723,6 +723,16 @@ class WriteClient:
                 if plan.table_type == "MERGE_ON_READ":
                     statuses = retarget_pending_logs(state, plan, statuses)
                 if self.multi_writer:
+                    # another writer may have rolled this write back as failed (its heartbeat
+                    # looked expired to a LAZY cleaner): completing it now would publish files
+                    # that are gone -- refuse, as Hudi aborts a commit whose heartbeat expired
+                    # (HeartbeatUtils.abortIfHeartbeatExpired in BaseHoodieWriteClient.commit)
+                    tl = state.timeline
+                    if tl.get(instant) is None or rollback_of(tl, instant) is not None:
+                        raise WriteError(
+                            f"instant {instant} was rolled back by another writer (its heartbeat "
+                            "looked expired): the write is not committed"
+                        )
                     statuses = resolve_conflicts(state, plan, statuses)
                 done = self._publish(state, plan, statuses, partitions_to_delete, extra_metadata)
         except CommitConflictError:
