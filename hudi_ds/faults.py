@@ -1,9 +1,13 @@
-"""Crash injection for tests (off unless ``HUDI_DS_CRASH_AT`` is set).
+"""Crash and stall injection for tests (off unless ``HUDI_DS_CRASH_AT`` or ``HUDI_DS_STALL_AT``
+is set).
 
 The write path and the table services call :func:`crash_point` at each step where a real
-process could die. With ``HUDI_DS_CRASH_AT=<point>`` (optionally ``<point>:<n>`` for the n-th
-time the point is reached, default the first) the process exits immediately with status 137,
-as if killed by SIGKILL: no ``finally`` blocks, no flushing, no rollback.
+process could die or stall. With ``HUDI_DS_CRASH_AT=<point>`` (optionally ``<point>:<n>`` for
+the n-th time the point is reached, default the first) the process exits immediately with
+status 137, as if killed by SIGKILL: no ``finally`` blocks, no flushing, no rollback. With
+``HUDI_DS_STALL_AT=<point>[:<n>]`` it stops itself there with SIGSTOP -- every thread, its
+heartbeats and lock renewals too, as a VM or GC pause stops them -- until the test sends
+SIGCONT: a stall at a named step, not one waited for under load.
 
 Points (see :data:`POINTS`):
 
@@ -13,7 +17,12 @@ Points (see :data:`POINTS`):
                         file (the embedded API: every record is tagged)
 * ``handle_flush``      a log block or base file is being written (after its marker)
 * ``after_files``       every data file is written, the commit has not started
+* ``commit_check``      the commit holds the table lock, its conflict check has not run
+* ``commit_locked``     the conflict check passed; the completed instant is not written yet
 * ``commit_write``      the completed instant file is written to its temp name, not renamed
+                        (on an object store: the put of the completed file is about to start)
+* ``commit_written``    the completed instant file exists, the commit's fence has not been
+                        checked (it may still be withdrawn)
 * ``after_commit``      the instant completed (services not yet run)
 * ``compaction``        a compaction wrote some of its base files
 * ``clean``             a clean deleted some of its files
@@ -43,15 +52,20 @@ Points (see :data:`POINTS`):
 from __future__ import annotations
 
 import os
+import signal
 
 ENV = "HUDI_DS_CRASH_AT"
+STALL_ENV = "HUDI_DS_STALL_AT"
 EXIT_CODE = 137
 POINTS = (
     "after_requested",
     "after_inflight",
     "handle_flush",
     "after_files",
+    "commit_check",
+    "commit_locked",
     "commit_write",
+    "commit_written",
     "after_commit",
     "compaction",
     "clean",
@@ -64,10 +78,24 @@ POINTS = (
     "metadata",
 )
 _hits: dict[str, int] = {}
+_stall_hits: dict[str, int] = {}
+
+
+def _due(spec: str | None, name: str, hits: dict[str, int]) -> bool:
+    if not spec:
+        return False
+    point, _, nth = spec.partition(":")
+    if point != name:
+        return False
+    hits[name] = hits.get(name, 0) + 1
+    return hits[name] == (int(nth) if nth else 1)
 
 
 def crash_point(name: str) -> None:
-    """Die here (``os._exit(137)``) if ``HUDI_DS_CRASH_AT`` names this point."""
+    """Die here (``os._exit(137)``) if ``HUDI_DS_CRASH_AT`` names this point; stop here
+    (SIGSTOP, once) if ``HUDI_DS_STALL_AT`` does."""
+    if _due(os.environ.get(STALL_ENV), name, _stall_hits):
+        os.kill(os.getpid(), signal.SIGSTOP)
     spec = os.environ.get(ENV)
     if not spec:
         return

@@ -131,10 +131,15 @@ def run_forked(fn: Callable[[], Any], crash_at: str | None = None, timeout: floa
         time.sleep(0.005)
 
 
-def spawn_python(code: str, *args: str) -> subprocess.Popen[str]:
-    """``python -c code args`` in a new process (text pipes), this checkout's hudi_ds first."""
+def spawn_python(code: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``python -c code args`` in a new process (text pipes), this checkout's hudi_ds first;
+    ``env`` adds to the environment (e.g. ``HUDI_DS_STALL_AT``)."""
     repo = str(Path(hudi_ds.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {
+        **os.environ,
+        **(env or {}),
+        "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
     return subprocess.Popen(
         [sys.executable, "-c", code, *args],
         stdout=subprocess.PIPE,
@@ -142,6 +147,25 @@ def spawn_python(code: str, *args: str) -> subprocess.Popen[str]:
         text=True,
         env=env,
     )
+
+
+def wait_stopped(proc: subprocess.Popen[str], timeout: float = 60.0) -> None:
+    """Wait until ``proc`` stopped itself at its ``HUDI_DS_STALL_AT`` point (SIGSTOP: state
+    ``T`` in ``/proc/<pid>/stat``); fails if it exits or does not stop in ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.communicate()[1]
+            raise AssertionError(f"exited {proc.returncode} before its stall point: {err[-3000:]}")
+        try:
+            stat = Path(f"/proc/{proc.pid}/stat").read_text()
+        except FileNotFoundError:
+            stat = ""
+        if stat and stat.rsplit(")", 1)[1].split()[0] == "T":
+            return
+        time.sleep(0.01)
+    proc.kill()
+    raise AssertionError(f"process {proc.pid} did not reach its stall point in {timeout} s")
 
 
 def finish_process(proc: subprocess.Popen[str], timeout: float) -> dict:

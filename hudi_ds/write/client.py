@@ -720,6 +720,7 @@ class WriteClient:
                 # listed again for the conflict check and the commit, as Java's preCommit
                 # (TransactionUtils.resolveWriteConflictIfAny) reloads the active timeline
                 state.reload_timeline()
+                crash_point("commit_check")
                 if plan.table_type == "MERGE_ON_READ":
                     statuses = retarget_pending_logs(state, plan, statuses)
                 if self.multi_writer:
@@ -734,6 +735,7 @@ class WriteClient:
                             "looked expired): the write is not committed"
                         )
                     statuses = resolve_conflicts(state, plan, statuses)
+                crash_point("commit_locked")
                 done = self._publish(state, plan, statuses, partitions_to_delete, extra_metadata)
         except CommitConflictError:
             self.abort(instant)
