@@ -66,6 +66,12 @@ class CommitConflictError(HudiError):
     """Another writer committed a conflicting change first; this write was rolled back."""
 
 
+class LockLostError(HudiError):
+    """This process no longer holds the table lock it took -- its lease ran out while it was
+    stalled, or another writer took the lock over -- so what it was completing under the lock
+    is withdrawn and not committed: retry it."""
+
+
 class StorageError(HudiError, OSError):
     """A storage operation failed: the disk or quota is full (names the file).
 

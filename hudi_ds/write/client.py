@@ -57,6 +57,7 @@ from hudi_ds.errors import (
     CommitConflictError,
     HudiError,
     InstantNotFoundError,
+    LockLostError,
     SchemaError,
     TableExistsError,
     TimelineError,
@@ -716,7 +717,7 @@ class WriteClient:
             write_partition_metadata(self.storage, p, instant)
         done: Instant | None = None
         try:
-            with held(self._lock()):
+            with held(self._lock()) as lock:
                 # listed again for the conflict check and the commit, as Java's preCommit
                 # (TransactionUtils.resolveWriteConflictIfAny) reloads the active timeline
                 state.reload_timeline()
@@ -736,9 +737,17 @@ class WriteClient:
                         )
                     statuses = resolve_conflicts(state, plan, statuses)
                 crash_point("commit_locked")
+                if lock is not None:
+                    lock.confirm()  # a lease lost while checking: nothing to withdraw yet
                 done = self._publish(state, plan, statuses, partitions_to_delete, extra_metadata)
+                crash_point("commit_written")
+                if lock is not None:
+                    self._fence(state, lock, done)
         except CommitConflictError:
             self.abort(instant)
+            raise
+        except LockLostError as e:
+            self._abort_after_lost_lock(instant, e)
             raise
         except (OSError, HudiError) as e:
             if done is None:
@@ -746,6 +755,10 @@ class WriteClient:
             # only the lock's release runs after the commit point: the commit stands (a lease
             # that could not be released expires)
             log.warning("commit %s stands; releasing the table lock failed: %s", instant, e)
+        # Hudi deletes the markers quietly too (WriteMarkers.quietDeleteMarkerDir): left-over
+        # markers of a completed instant are never read as its files. Only now: a commit
+        # withdrawn by its fence is rolled back by its markers.
+        _after_commit_point(instant, "deleting its markers", delete_markers, self.storage, instant)
         _after_commit_point(instant, "stopping its heartbeat", self._stop_heartbeat, instant)
         crash_point("after_commit")
         if self.post_commit is not None:
@@ -773,15 +786,44 @@ class WriteClient:
                 [(s.partition_path, s.file_id) for s in statuses],
                 partitions_to_delete or [],
             )
-        done = state.timeline_writer().complete(
+        return state.timeline_writer().complete(
             Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
         )
-        # Hudi deletes the markers quietly too (WriteMarkers.quietDeleteMarkerDir): left-over
-        # markers of a completed instant are never read as its files
-        _after_commit_point(
-            plan.instant, "deleting its markers", delete_markers, self.storage, plan.instant
-        )
-        return done
+
+    def _fence(self, state: TableState, lock: TableLock, done: Instant) -> None:
+        """The commit's fence: the completed file of ``done`` was written under ``lock``; it
+        stands only if the lock was held without a break until after that write
+        (:meth:`~hudi_ds.write.lock.FileSystemLock.confirm`, one read of the lock). Otherwise a
+        writer that took the lock over may have checked its conflicts or planned a compaction
+        on a timeline without ``done`` -- the completed file is deleted at once (the instant is
+        inflight again, to be rolled back) and the write raises: nothing is acknowledged that
+        was not committed under the lock. See docs/concurrency.md.
+
+        Raises:
+            LockLostError: the lock was lost; ``done`` is withdrawn.
+        """
+        try:
+            lock.confirm()
+        except LockLostError:
+            path = state.timeline_writer().path_of(done)
+            self.storage.delete(path)
+            state.reload_timeline()
+            log.error("withdrew the completed instant %s: the table lock was lost", path)
+            raise
+
+    def _abort_after_lost_lock(self, instant: str, lost: LockLostError) -> None:
+        """Roll back ``instant`` after its commit lost the table lock (waits for the lock like
+        any rollback); if that fails too, the instant stays pending -- with its heartbeat
+        stopped, another writer rolls it back as failed."""
+        try:
+            self.abort(instant)
+        except (OSError, HudiError) as e:
+            log.error(
+                "instant %s is left pending for other writers to roll back (%s): %s",
+                instant,
+                lost,
+                e,
+            )
 
     def abort(self, instant: str) -> None:
         """Roll ``instant`` back: remove every file it wrote and its instant files.

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig, properties_of, warn_no_effect
-from hudi_ds.errors import ConfigError, HudiError
+from hudi_ds.errors import ConfigError, HudiError, LockLostError
 from hudi_ds.storage import ObjectStorage, ObjectVersion, Storage
 from hudi_ds.table_config import TableConfig
 
@@ -88,12 +88,15 @@ class FileSystemLock:
         self.wait_s = wait_ms / 1000
         self.retries = retries
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        #: the lock body this provider wrote when it took the lock (None while not held)
+        self._body: bytes | None = None
 
     def acquire(self) -> None:
         for _ in range(self.retries + 1):
             now = time.time()
             body = json.dumps({"owner": self.owner, "expires": now + self.expire_s}).encode()
             if self.storage.create_if_absent(LOCK_FILE, body):
+                self._body = body
                 return
             if self.storage.conditional_update:
                 if self._take_if_expired(now):
@@ -129,6 +132,7 @@ class FileSystemLock:
         body = json.dumps({"owner": self.owner, "expires": time.time() + self.expire_s}).encode()
         if self.storage.put_if_version(LOCK_FILE, body, version) is None:
             return False
+        self._body = body
         log.warning("took over the expired lock %s", self.storage.full_path(LOCK_FILE))
         return True
 
@@ -165,7 +169,29 @@ class FileSystemLock:
         finally:
             self.storage.delete(tomb)
 
+    def confirm(self) -> None:
+        """Prove that this provider held the lock without a break since it took it: the lock
+        file still holds the very body it wrote (a writer that breaks or takes over an expired
+        lock replaces or removes that body, and never writes this provider's owner id).
+
+        Raises:
+            LockLostError: the lock file is gone or holds another body.
+        """
+        body = self._body
+        try:
+            current = self.storage.read_bytes(LOCK_FILE)
+        except FileNotFoundError:
+            current = None
+        if body is None or current != body:
+            held = _parse_lock(current) if current is not None else None
+            raise LockLostError(
+                f"the lock {self.storage.full_path(LOCK_FILE)} of {self.owner} was broken or "
+                f"taken over (its lease of {self.expire_s:g} s ran out; now "
+                f"{'held by ' + held[0] if held else 'not held'})"
+            )
+
     def release(self) -> None:
+        self._body = None
         try:
             held = _parse_lock(self.storage.read_bytes(LOCK_FILE))
         except FileNotFoundError:
@@ -360,6 +386,25 @@ class StorageBasedLock:
             self._held = (body, version)
             self._audit_record("RENEW", now)
             return True
+
+    def confirm(self) -> None:
+        """Prove that this provider held the lease without a break since it took it: the lock
+        object is still at the version this provider last wrote (a takeover writes a new
+        version; this provider's own renewals are conditional on its version).
+
+        Raises:
+            LockLostError: the lease was lost, or the object is at another version.
+        """
+        with self._mutex:
+            held = self._held
+            current = self._read() if held is not None else None
+            if held is None or current is None or current[1] != held[1]:
+                who = self.parse(current[0]) if current is not None else None
+                raise LockLostError(
+                    f"the storage lock {self.storage.full_path(STORAGE_LOCK_FILE)} of "
+                    f"{self.owner} was taken over (lease validity {self.validity_s:g} s; now "
+                    f"{'held by ' + who[2] if who and not who[0] else 'not held'})"
+                )
 
     def release(self) -> None:
         """Stop the heartbeat and mark the held lease ``expired`` (``If-Match`` its ETag).
@@ -769,6 +814,26 @@ class DynamoDBLock:
             self._rvn, self._renewed = new, now
             return True
 
+    def confirm(self) -> None:
+        """Prove that this provider held the lock without a break since it took it: a
+        consistent read finds the item still at the owner and record version number this
+        provider last wrote (a takeover writes a new version; heartbeats are conditional on
+        ours). A lease this provider's heartbeat saw run out counts as lost, even if nobody
+        took it over yet.
+
+        Raises:
+            LockLostError: the lease ran out or the item is another owner's or version.
+        """
+        with self._mutex:
+            rvn = self._rvn
+            item = self.read_item() if rvn is not None else None
+            if item is None or item.get(DDB_OWNER) != self.owner or item.get(DDB_RVN) != rvn:
+                raise LockLostError(
+                    f"the DynamoDB lock {self.table}/{self.partition_key} of {self.owner} was "
+                    f"lost (lease {self.lease_ms} ms; now "
+                    f"{'held by ' + str(item.get(DDB_OWNER)) if item else 'not held'})"
+                )
+
     def release(self) -> None:
         """Stop the heartbeat and delete the item if it is still ours (owner and version).
 
@@ -893,6 +958,9 @@ class InProcessLock:
     def acquire(self) -> None:
         self._lock.acquire()
 
+    def confirm(self) -> None:
+        """Nothing to prove: the lock is a mutex of this process, it has no lease to lose."""
+
     def release(self) -> None:
         self._lock.release()
 
@@ -968,14 +1036,15 @@ def make_lock(
 
 
 @contextmanager
-def held(lock: TableLock | None) -> Iterator[None]:
-    """Hold ``lock`` for the block (no-op for None: a single writer)."""
+def held(lock: TableLock | None) -> Iterator[TableLock | None]:
+    """Hold ``lock`` for the block (no-op for None: a single writer); yields it, for
+    :meth:`~FileSystemLock.confirm` around a completing write."""
     if lock is None:
-        yield
+        yield None
         return
     lock.acquire()
     try:
-        yield
+        yield lock
     finally:
         lock.release()
 
