@@ -94,18 +94,21 @@ class FileSystemLock:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         #: the lock body this provider wrote when it took the lock (None while not held)
         self._body: bytes | None = None
-        self._deadline = 0.0  # monotonic: when the lease written with _body runs out
+        #: monotonic: when the lease this provider last wrote runs out (kept when the lock is
+        #: found lost -- it still bounds what was written before it --, reset by release)
+        self._deadline = 0.0
 
     def held_until(self) -> float:
-        """The ``time.monotonic()`` reading before which no other process can hold the lock
-        while this provider holds it: when the lease this provider last wrote runs out, timed
-        from when the write was sent, less :data:`LEASE_MARGIN_S`; 0.0 when not held.
+        """The ``time.monotonic()`` reading before which no other process could hold the lock
+        since this provider took it: when the lease this provider last wrote runs out, timed
+        from when the write was sent, less :data:`LEASE_MARGIN_S`. It stays true of the past
+        when the lock is found lost later; 0.0 (or less) once released.
 
         A write that finished before this reading was made under the lock, whatever stall came
         after it: a taker must wait out the lease first, so it sees that write. Past it, only
         :meth:`confirm` (a read of the lock) can tell whether the lock was kept.
         """
-        return self._deadline - LEASE_MARGIN_S if self._body is not None else 0.0
+        return self._deadline - LEASE_MARGIN_S
 
     def acquire(self) -> None:
         for _ in range(self.retries + 1):
@@ -204,7 +207,7 @@ class FileSystemLock:
             current = None
         if body is None or current != body:
             held = _parse_lock(current) if current is not None else None
-            self._body, self._deadline = None, 0.0  # not ours: release must not touch it
+            self._body = None  # not ours: release must not touch it
             raise LockLostError(
                 f"the lock {self.storage.full_path(LOCK_FILE)} of {self.owner} was broken or "
                 f"taken over (its lease of {self.expire_s:g} s ran out; now "
@@ -302,12 +305,13 @@ class StorageBasedLock:
         self.last_seen = "no lease"
         #: True once a renewal found the lease taken by another owner while held
         self.lost = False
-        self._deadline = 0.0  # monotonic: when the lease last written runs out
+        #: monotonic: when the lease last written runs out (see FileSystemLock._deadline)
+        self._deadline = 0.0
 
     def held_until(self) -> float:
         """See :meth:`FileSystemLock.held_until`."""
         with self._mutex:
-            return self._deadline - LEASE_MARGIN_S if self._held is not None else 0.0
+            return self._deadline - LEASE_MARGIN_S
 
     # -- the lock body -----------------------------------------------------------------------
     def _body(self, expired: bool, valid_until_ms: int) -> bytes:
@@ -449,6 +453,7 @@ class StorageBasedLock:
         if heart is not None:
             heart.stop()
         with self._mutex:
+            self._deadline = 0.0
             if self._held is None:
                 return
             body, version = self._held
@@ -712,8 +717,6 @@ class DynamoDBLock:
         sees the record version number of our last write, which it cannot see before we sent
         that write."""
         with self._mutex:
-            if self._rvn is None:
-                return 0.0
             return self._renewed + self.lease_ms / 1000 - LEASE_MARGIN_S
 
     def try_acquire(self) -> bool:
@@ -889,6 +892,7 @@ class DynamoDBLock:
             heart.stop()
         with self._mutex:
             rvn, self._rvn = self._rvn, None
+            self._renewed = 0.0
             if rvn is None:
                 return
             try:

@@ -294,7 +294,7 @@ def test_bad_dynamodb_options_are_refused(
 # its rows must not be visible), and each holding of the lock (acquired .. released,
 # timed inside the holding) to ``<log>.hold``.
 DDB_WRITER = r"""
-import json, random, sys, time
+import json, os, random, sys, time
 import pyarrow as pa
 import hudi_ds
 from hudi_ds.errors import CommitConflictError, LockLostError
@@ -318,7 +318,7 @@ rng = random.Random(seed)
 end = time.time() + seconds
 n = conflicts = lost = 0
 with open(log, "w") as out:
-    while time.time() < end:
+    while time.time() < end and not os.path.exists(log + ".stop"):
         keys = rng.sample(range(100), 10)
         ts = time.time_ns()
         t = pa.table({"id": [f"k{k}" for k in keys], "ts": [ts] * len(keys),
@@ -359,7 +359,7 @@ def test_two_writers_on_s3_under_the_dynamodb_lock(
     }
     seed_rows = pa.table({"id": ["seed"], "ts": [0], "p": ["p0"], "who": [0]})
     hudi_ds.write(s3_uri, seed_rows, opts, storage_options=so)
-    seconds = 8.0
+    seconds = 120.0  # an upper bound: the writers stop once the test has seen its case
     procs = []
     for seed in (1, 2):
         log = tmp_path / f"w{seed}.jsonl"
@@ -377,6 +377,9 @@ def test_two_writers_on_s3_under_the_dynamodb_lock(
             time.sleep(0.05)
     finally:
         stalled.send_signal(signal.SIGCONT)
+    time.sleep(1.0)  # both write on a little after the stall
+    for _, log in procs:
+        Path(f"{log}.stop").touch()
     state: dict[str, tuple] = {"seed": ("seed", 0, "p0", 0)}
     batches, holdings, results = [], [], []
     for who, (proc, log) in enumerate(procs, start=1):
