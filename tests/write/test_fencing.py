@@ -219,3 +219,33 @@ def test_object_store_locks_stalled_commit(
         metadata=metadata,
         point=point,
     )
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("where", ["s3"], indirect=True)
+@pytest.mark.parametrize("metadata", [False, True])
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("provider", ["filesystem", "storage", "dynamodb"])
+def test_every_lock_provider_and_step(
+    where: tuple[str, dict, Any],
+    provider: str,
+    point: str,
+    table_type: str,
+    version: int,
+    metadata: bool,
+) -> None:
+    """The whole matrix on S3 (make test-stress): every object-store lock provider, every step
+    of the commit, both table types, table versions 6 and 9, the metadata table on and off."""
+    path, so, moto = where
+    run_case(
+        path,
+        so,
+        moto,
+        provider=provider,
+        table_type=table_type,
+        version=version,
+        metadata=metadata,
+        point=point,
+    )
