@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -110,3 +111,30 @@ def test_lagging_writer_commit_survives_compaction(
     if version == 9:
         # B completed after the compaction was requested, and its completion time says so
         assert tl.completion_time(tb) > c
+
+
+def test_new_instants_are_requested_after_every_completion_time(tmp_path: Path) -> None:
+    """Version 9: the last commit completed on a host whose clock ran 5 minutes ahead (its
+    completion time is 5 minutes after this clock). The next write, and a compaction scheduled
+    after it, are requested after that completion time -- a compaction requested before it
+    would also take that commit's logs as its own slice's -- and complete after it too."""
+    from hudi_ds.timeline import format_instant_time, timeline_dir
+
+    path = tmp_path / "t"
+    opts = _options(9, False)
+    keys = [f"k{i}" for i in range(6)]
+    hudi_ds.write(str(path), pa.table({"id": keys, "ts": [1] * 6, "v": ["a"] * 6}), opts)
+    t1 = hudi_ds.write(str(path), pa.table({"id": keys, "ts": [2] * 6, "v": ["a2"] * 6}), opts)
+    folder = path / timeline_dir(2)
+    [done] = [p for p in folder.iterdir() if p.name.startswith(f"{t1}_")]
+    ahead = format_instant_time(int(time.time() * 1000) + 5 * 60_000)
+    done.rename(folder / f"{t1}_{ahead}.deltacommit")
+
+    t2 = hudi_ds.write(str(path), pa.table({"id": ["k0"], "ts": [3], "v": ["b"]}), opts)
+    assert t2 is not None and t2 > ahead
+    c = compaction.schedule_compaction(ServiceContext.open(str(path), opts))
+    assert c is not None and c > hudi_ds.HudiTable(str(path)).timeline.completion_time(t2)
+    compaction.run_compaction(ServiceContext.open(str(path), opts))
+    want = [("k0", 3, "b", t2)] + [(k, 2, "a2", t1) for k in keys[1:]]
+    assert_rows(hudi_ds.read(str(path)), want, COLUMNS)
+    assert_rows(hudi_rs_table(str(path)), want, COLUMNS)
