@@ -446,7 +446,7 @@ class WriteClient:
         if instant is not None:
             req, created = self._join_requested(instant, action, timeline, writer, withdrawn)
         else:
-            last = timeline.instants[-1].requested_time if len(timeline) else None
+            last = timeline.latest_time()  # every requested and completion time on it
             for _ in range(100):
                 instant = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
                 req = Instant(instant, action, State.REQUESTED)
