@@ -832,9 +832,12 @@ class WriteClient:
 
     def failure(self, instant: str, error: BaseException) -> BaseException:
         """The error a failed write of ``instant`` raises: a :class:`WriteError` saying so when
-        another writer rolled the instant back meanwhile -- whatever raw I/O error its deleted
-        files caused here (a temporary file gone before its rename) --, else ``error``."""
-        if isinstance(error, HudiError) or not isinstance(error, OSError):
+        another writer rolled the instant back meanwhile -- whatever error its deleted files
+        or instant files caused here (a log file gone before its rename, an inflight file gone
+        before the commit) --, else ``error``."""
+        if isinstance(error, (CommitConflictError, LockLostError, WriteError)) or not isinstance(
+            error, (OSError, TimelineError)
+        ):
             return error
         try:
             timeline = self.table_state().reload_timeline()

@@ -257,6 +257,7 @@ def test_every_lock_provider_and_step(
 @pytest.mark.parametrize(
     ("point", "table_type", "compaction"),
     [
+        ("after_requested", "MERGE_ON_READ", False),
         ("handle_flush", "COPY_ON_WRITE", False),
         ("after_files", "COPY_ON_WRITE", False),
         ("handle_flush", "MERGE_ON_READ", False),
@@ -276,6 +277,7 @@ def test_writer_rolled_back_while_stalled_raises_a_write_error(
     opts = {
         **table_options("stalled", partition="p", table_type=table_type, buckets=1),
         "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "hoodie.write.lock.filesystem.expire": str(2 / 60),  # A may stall holding it
         "hoodie.client.heartbeat.interval_in_ms": "300",
         "hoodie.client.heartbeat.tolerable.misses": "1",
         "hoodie.clean.automatic": "false",
