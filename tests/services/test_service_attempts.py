@@ -1,0 +1,198 @@
+"""A table service attempt that another process rolled back and re-ran must not resume.
+
+Real processes, stalled deterministically (``HUDI_DS_STALL_AT``): compactor A (``hudi-py
+compact run`` in a child) stops after writing its first file group's base file; its heartbeat
+(0.5 s, 2 tolerable misses) expires; compactor B (``hudi-py compact run`` in another child)
+rolls A's attempt back and executes the plan again; then A is continued -- after B completed,
+or (B stalled in turn after its own first file group) before B completes. Either way exactly
+one attempt completes, A exits with :class:`~hudi_ds.errors.AttemptRolledBackError`, no file
+group holds two base files of the compaction instant, every file the completed instant names
+exists, and hudi_ds and hudi-rs read the model's rows -- also after a later upsert. Table
+versions 6 and 9.
+
+A clean stalled under the table lock (``clean`` point) loses the lock to a second ``hudi-py
+clean`` that finishes the same plan; continued, it must not complete the clean a second time.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import hudi_ds
+from hudi_ds.faults import STALL_ENV
+from hudi_ds.layout.naming import parse_base_file_name
+from hudi_ds.services import ServiceContext, compaction
+from hudi_ds.storage import Storage
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.write.lock import heartbeat_expired
+from tests.conftest import (
+    OCC_OPTIONS,
+    assert_rows,
+    hudi_rs_table,
+    spawn_python,
+    table_options,
+    wait_stopped,
+)
+from tests.services.test_services import COLS, Model, trips
+
+HEARTBEAT_MS = 500
+MISSES = 2
+OPTS = {
+    **table_options("attempts", partition="city", buckets=2),
+    **OCC_OPTIONS,
+    "hoodie.write.lock.wait_time_ms": "10",
+    "hoodie.client.heartbeat.interval_in_ms": str(HEARTBEAT_MS),
+    "hoodie.client.heartbeat.tolerable.misses": str(MISSES),
+    "hoodie.datasource.compaction.async.enable": "false",
+    "hoodie.clean.automatic": "false",
+    "hoodie.archive.automatic": "false",
+}
+#: the service options the CLI children get (the table's write options are in hoodie.properties)
+SERVICE_KEYS = (
+    "hoodie.write.concurrency.mode",
+    "hoodie.write.lock.provider",
+    "hoodie.write.lock.wait_time_ms",
+    "hoodie.client.heartbeat.interval_in_ms",
+    "hoodie.client.heartbeat.tolerable.misses",
+)
+
+CLI = r"""
+import sys
+from hudi_ds.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _cli(*args: str, options: dict[str, str], stall: str | None = None) -> subprocess.Popen[str]:
+    opts = [a for k in SERVICE_KEYS if k in options for a in ("-o", f"{k}={options[k]}")]
+    for k, v in options.items():
+        if k not in SERVICE_KEYS and k.startswith("hoodie.cleaner"):
+            opts += ["-o", f"{k}={v}"]
+    return spawn_python(CLI, *args, "--json", *opts, env={STALL_ENV: stall} if stall else None)
+
+
+def _opts(version: str) -> dict[str, str]:
+    return {**OPTS, "hoodie.write.table.version": version}
+
+
+def _table(path: str, version: str) -> tuple[Model, str]:
+    """Four file groups (2 partitions x 2 buckets) with log files; a compaction of all four
+    scheduled. Returns the model and the compaction instant."""
+    m = Model()
+    for ids, ts in ((range(40), 1), (range(0, 40, 2), 2), (range(0, 40, 3), 3)):
+        t = trips(ids, ts)
+        hudi_ds.write(path, t, _opts(version))
+        m.apply(t)
+    c = compaction.schedule_compaction(ServiceContext.open(path, _opts(version)))
+    assert c is not None
+    plan = ServiceContext.open(path).timeline().read_compaction_plan(c)
+    assert len(plan.operations or []) == 4
+    return m, c
+
+
+def _wait_heartbeat_expired(path: str, instant: str) -> None:
+    """Until the stalled attempt's heartbeat is older than interval x misses (~1 s)."""
+    storage = Storage(path)
+    deadline = time.monotonic() + 15
+    while not heartbeat_expired(storage, instant, HEARTBEAT_MS / 1000 * MISSES):
+        assert time.monotonic() < deadline, "the stalled attempt's heartbeat did not expire"
+        time.sleep(0.05)
+
+
+def _base_files(path: str) -> list[tuple[str, str, str]]:
+    """(partition, file id, instant) of every base file of the table."""
+    out = []
+    for p in Path(path).rglob("*.parquet"):
+        if ".hoodie" in p.parts:
+            continue
+        parsed = parse_base_file_name(p.name)
+        assert parsed is not None, p
+        out.append((p.parent.name, parsed.file_id, parsed.instant_time))
+    return out
+
+
+def _check_table(path: str, m: Model, c: str, version: str) -> None:
+    """C completed once, each file group holds one base file of C, every file C's metadata
+    names exists, and both readers return the model's rows (also after a later upsert)."""
+    storage = Storage(path)
+    state = ServiceContext.open(path).state
+    tl = Timeline.load(storage, state.layout, state.config.timeline_path)
+    assert tl.is_completed(c)
+    md = tl.read_commit_metadata(tl.get(c))
+    named = [s.path for s in md.write_stats()]
+    assert len(named) == 4
+    for rel in named:
+        assert (Path(path) / rel).is_file(), f"{rel} named by {c} is missing"
+    per_group = Counter(_base_files(path))
+    twice = [k for k, n in per_group.items() if n > 1]
+    assert not twice, f"file groups with two base files of one instant: {twice}"
+    of_c = sorted(k for k in per_group if k[2] == c)
+    assert len(of_c) == 4, of_c
+    assert_rows(hudi_ds.read(path), m.rows(), COLS)
+    assert_rows(hudi_rs_table(path), m.rows(), COLS)
+    t = trips(range(0, 40, 5), 4)
+    hudi_ds.write(path, t, _opts(version))
+    m.apply(t)
+    assert_rows(hudi_ds.read(path), m.rows(), COLS)
+    assert_rows(hudi_rs_table(path), m.rows(), COLS)
+
+
+def _finished(proc: subprocess.Popen[str]) -> dict:
+    """The CLI child's JSON output; it must exit 0."""
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-3000:]
+    return dict(json.loads(out))
+
+
+def _rolled_back(a: subprocess.Popen[str]) -> None:
+    """A exits with a clear hudi_ds error saying its attempt was rolled back."""
+    out, err = a.communicate(timeout=60)
+    assert a.returncode != 0, out
+    assert "AttemptRolledBackError" in err, err[-3000:]
+    assert json.loads(out)["exit_code"] == a.returncode
+
+
+@pytest.mark.parametrize("version", ["6", "9"])
+def test_compaction_attempt_rolled_back_and_completed_elsewhere_does_not_resume(
+    tmp_path: Path, version: str
+) -> None:
+    """B rolls A back and completes C; A, continued, stops without writing another file."""
+    path = str(tmp_path / "t")
+    m, c = _table(path, version)
+    a = _cli("compact", "run", path, options=_opts(version), stall="compaction")
+    wait_stopped(a)
+    _wait_heartbeat_expired(path, c)
+    b = _cli("compact", "run", path, options=_opts(version))
+    done = _finished(b)
+    assert [r["instant"] for r in done["compactions"]] == [c]
+    a.send_signal(signal.SIGCONT)
+    _rolled_back(a)
+    _check_table(path, m, c, version)
+
+
+@pytest.mark.parametrize("version", ["6", "9"])
+def test_compaction_attempt_rolled_back_does_not_complete_over_the_live_attempt(
+    tmp_path: Path, version: str
+) -> None:
+    """B rolls A back and stalls after its first file group; A, continued, must neither
+    delete B's files nor complete C; B then completes."""
+    path = str(tmp_path / "t")
+    m, c = _table(path, version)
+    a = _cli("compact", "run", path, options=_opts(version), stall="compaction")
+    wait_stopped(a)
+    _wait_heartbeat_expired(path, c)
+    b = _cli("compact", "run", path, options=_opts(version), stall="compaction")
+    wait_stopped(b)
+    a.send_signal(signal.SIGCONT)
+    _rolled_back(a)
+    b.send_signal(signal.SIGCONT)
+    done = _finished(b)
+    assert [r["instant"] for r in done["compactions"]] == [c]
+    _check_table(path, m, c, version)
