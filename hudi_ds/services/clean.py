@@ -28,6 +28,13 @@ start of the active timeline (its first non-savepointed commit-family instant: o
 were archived, ``Timeline.first_non_savepoint_commit``), log files none of whose blocks belongs
 to a known instant and that no pending write marked, marker folders of instants that are not
 pending, and stale temporary files of the timeline folder.
+
+Several processes: a clean runs under the table lock, and a pending clean (its process
+killed, or paused until its lease ran out and the lock was taken over) is finished by the
+next clean with its own plan -- deleting is idempotent, and no query needs a planned file
+again (file names are never reused) -- so a clean has no attempts to tell apart, only one
+completion: a clean that lost the lock stops before its next delete and never writes the
+completed file (:meth:`~hudi_ds.services.base.ServiceContext.complete`, fenced).
 """
 
 from __future__ import annotations
@@ -534,6 +541,7 @@ def clean(ctx: ServiceContext, *, dry_run: bool = False, debris: bool = True) ->
     crash_point("clean_plan")
     res = _execute(ctx, req, plan, found)
     for d in stale:
+        ctx.still_locked()
         _delete_any(ctx, d)
     return res
 
@@ -566,6 +574,9 @@ def _execute(
         for fi in infos
     ]
     for k, (p, rel) in enumerate(items, start=1):
+        # a clean that lost the table lock (paused past its lease) stops before its next
+        # delete: whoever took the lock over finishes this plan (deleting the same files)
+        ctx.still_locked()
         pm = parts.setdefault(p, CleanPartitionMetadata(partition_path=p, policy=plan.policy))
         pm.delete_path_patterns.append(file_name_of(rel))
         try:
@@ -590,7 +601,8 @@ def _execute(
         bootstrap_partition_metadata={},
         extra_metadata=plan.extra_metadata,
     )
-    writer.complete(Instant(inst.requested_time, CLEAN, State.INFLIGHT), md.to_bytes())
+    # fenced: a clean that lost the lock never completes (another process finishes the plan)
+    ctx.complete(Instant(inst.requested_time, CLEAN, State.INFLIGHT), md.to_bytes())
     log.info(
         "clean %s (%s): deleted %d file(s), %d debris",
         inst.requested_time,

@@ -55,12 +55,11 @@ OPTS = {
     "hoodie.archive.automatic": "false",
 }
 #: the service options the CLI children get (the table's write options are in hoodie.properties)
-SERVICE_KEYS = (
-    "hoodie.write.concurrency.mode",
-    "hoodie.write.lock.provider",
-    "hoodie.write.lock.wait_time_ms",
-    "hoodie.client.heartbeat.interval_in_ms",
-    "hoodie.client.heartbeat.tolerable.misses",
+SERVICE_PREFIXES = (
+    "hoodie.write.concurrency.",
+    "hoodie.write.lock.",
+    "hoodie.client.heartbeat.",
+    "hoodie.cleaner.",
 )
 
 CLI = r"""
@@ -71,10 +70,9 @@ sys.exit(main(sys.argv[1:]))
 
 
 def _cli(*args: str, options: dict[str, str], stall: str | None = None) -> subprocess.Popen[str]:
-    opts = [a for k in SERVICE_KEYS if k in options for a in ("-o", f"{k}={options[k]}")]
-    for k, v in options.items():
-        if k not in SERVICE_KEYS and k.startswith("hoodie.cleaner"):
-            opts += ["-o", f"{k}={v}"]
+    opts = [
+        a for k, v in options.items() if k.startswith(SERVICE_PREFIXES) for a in ("-o", f"{k}={v}")
+    ]
     return spawn_python(CLI, *args, "--json", *opts, env={STALL_ENV: stall} if stall else None)
 
 
@@ -196,3 +194,61 @@ def test_compaction_attempt_rolled_back_does_not_complete_over_the_live_attempt(
     done = _finished(b)
     assert [r["instant"] for r in done["compactions"]] == [c]
     _check_table(path, m, c, version)
+
+
+#: a file-system lock whose holder's lease runs out after 1.2 s (so a stalled clean loses it)
+LEASE = {
+    "hoodie.write.lock.filesystem.expire": "0.02",
+    "hoodie.write.lock.num_retries": "1000",
+    "hoodie.cleaner.commits.retained": "1",
+}
+
+
+def _clean_table(path: str, version: str) -> Model:
+    """A COW table whose four file groups hold three base files each: a clean (one commit
+    retained) deletes the oldest of each."""
+    m = Model()
+    opts = {**_opts(version), "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
+    for ts in (1, 2, 3):
+        t = trips(range(40), ts)
+        hudi_ds.write(path, t, opts)
+        m.apply(t)
+    return m
+
+
+@pytest.mark.parametrize("version", ["6", "9"])
+def test_clean_that_lost_the_lock_does_not_complete(tmp_path: Path, version: str) -> None:
+    """Clean A stalls under the lock after its first delete; its lease runs out and clean B
+    takes the lock over, finishing A's plan, and stalls after its first delete in turn; A,
+    continued, stops with LockLostError before deleting or completing anything; B completes
+    the clean, once."""
+    path = str(tmp_path / "t")
+    m = _clean_table(path, version)
+    opts = {**_opts(version), **LEASE}
+    a = _cli("clean", path, options=opts, stall="clean")
+    wait_stopped(a)
+    b = _cli("clean", path, options=opts, stall="clean")
+    wait_stopped(b)  # it broke A's expired lock and re-executes A's plan
+    a.send_signal(signal.SIGCONT)
+    out, err = a.communicate(timeout=60)
+    assert a.returncode != 0, out
+    assert "LockLostError" in err, err[-3000:]
+    b.send_signal(signal.SIGCONT)
+    _finished(b)
+    state = ServiceContext.open(path).state
+    tl = state.reload_timeline()
+    cleans = list(tl.filter_actions("clean"))
+    assert len(cleans) == 1 and cleans[0].is_completed, cleans
+    files = [
+        p.name
+        for p in (Path(path) / (".hoodie/timeline" if version == "9" else ".hoodie")).iterdir()
+        if p.name.split("_")[0].split(".")[0] == cleans[0].requested_time
+    ]
+    assert len([f for f in files if f.endswith(".clean")]) == 1, files
+    md = tl.read_clean_metadata(cleans[0])
+    deleted = [f for pm in md.partition_metadata.values() for f in pm.success_delete_files]
+    assert len(deleted) == 4  # the oldest slice of each file group
+    left = {p.name for p in Path(path).rglob("*.parquet")}
+    assert not left & set(deleted) and len(left) == 8
+    assert_rows(hudi_ds.read(path), m.rows(), COLS)
+    assert_rows(hudi_rs_table(path), m.rows(), COLS)
