@@ -42,7 +42,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from hudi_ds.errors import CorruptFileError, MissingFileError
+from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.bloom import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import read_hfile, write_hfile
@@ -851,6 +851,9 @@ class MetadataWriter:
         writer.create_requested(req, plan.to_bytes())
         writer.transition_to_inflight(req)
         crash_point("metadata")
+        # a writer that lost the table lock (paused past its lease) writes nothing more: the
+        # holder now may have undone this compaction (recover) and written the same file name
+        self._fence()
         name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, when, ".hfile")
         data = self._hfile(merged, name)
         self.storage.write_bytes(f"{FILES_PARTITION}/{name}", data)
@@ -861,10 +864,33 @@ class MetadataWriter:
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="COMPACT",
         )
-        writer.complete(req, md.to_bytes(layout))
+        self._complete_fenced(writer, req, md.to_bytes(layout))
         log.info("metadata table: compacted into %s (%d records)", name, len(merged))
         self.clean(after=when)
         return when
+
+    def _fence(self) -> None:
+        """Raise :class:`~hudi_ds.errors.LockLostError` if the table lock of the service
+        running this update was lost (``TableState.fence``; nothing without one)."""
+        if self.state.fence is not None:
+            self.state.fence()
+
+    def _complete_fenced(self, writer: TimelineWriter, inst: Instant, content: bytes) -> None:
+        """Complete MDT compaction or clean ``inst``, fenced as the data table's completions:
+        the lock confirmed before and after the completed file is written, which is deleted
+        again if the lock was lost (the instant is pending: the next update undoes it)."""
+        self._fence()
+        done = writer.complete(inst, content)
+        try:
+            self._fence()
+        except LockLostError:
+            self.storage.delete(writer.path_of(done))
+            log.error(
+                "metadata table: withdrew %s %s: the table lock was lost",
+                done.action,
+                done.requested_time,
+            )
+            raise
 
     def clean(self, after: str) -> list[str]:
         """Delete the file slices of ``files-0000-0`` older than the two latest (the slice a
@@ -935,6 +961,7 @@ class MetadataWriter:
         if not writer.create_requested(req, plan.to_bytes()):
             return []
         writer.transition_to_inflight(req, plan.to_bytes())
+        self._fence()
         pm = CleanPartitionMetadata(partition_path=FILES_PARTITION, policy=_CLEAN_POLICY)
         for n in sorted(doomed):
             pm.delete_path_patterns.append(n)
@@ -950,6 +977,6 @@ class MetadataWriter:
             version=2,
             bootstrap_partition_metadata={},
         )
-        writer.complete(Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
+        self._complete_fenced(writer, Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
         log.info("metadata table: cleaned %d old files", len(pm.success_delete_files))
         return sorted(doomed)

@@ -189,10 +189,11 @@ class ServiceContext:
                 self.held_lock = None
                 state.before_complete, state.fence = hook, fence
 
-    def still_locked(self) -> None:
+    def still_locked(self, force: bool = False) -> None:
         """Inside :meth:`locked`, during long work (deleting or writing many files): confirm
         the lock if it was not confirmed for :data:`CONFIRM_EVERY_S` -- at once after the
-        process was paused -- so a service that lost the lock stops before its next change.
+        process was paused -- or now (``force``: before a change another holder of the lock
+        could not repair), so a service that lost the lock stops before its next change.
 
         Raises:
             LockLostError: the lock was lost (broken or taken over) since it was taken.
@@ -201,7 +202,7 @@ class ServiceContext:
         if lock is None:
             return
         now = time.monotonic()
-        if now - self._confirmed_at >= CONFIRM_EVERY_S:
+        if force or now - self._confirmed_at >= CONFIRM_EVERY_S:
             lock.confirm()
             self._confirmed_at = time.monotonic()
 
@@ -225,9 +226,10 @@ class ServiceContext:
             self.confirm_completed(done)
             return done
 
-    def confirm_completed(self, done: Instant) -> None:
-        """The fence after completing ``done`` under the held lock (see :meth:`complete`), for
-        completions written elsewhere (the write layer's rollback executor).
+    def confirm_completed(self, done: Instant | str) -> None:
+        """The fence after completing ``done`` (an instant, or the requested time of one
+        completed elsewhere: the write layer's rollback executor) under the held lock (see
+        :meth:`complete`).
 
         Raises:
             LockLostError: the lock was lost; ``done``'s completed file is deleted.
@@ -237,11 +239,16 @@ class ServiceContext:
             return
         try:
             lock.confirm()
+            self._confirmed_at = time.monotonic()
         except LockLostError:
-            path = self.writer().path_of(done)
-            self.storage.delete(path)
+            if isinstance(done, Instant):
+                path: str | None = self.writer().path_of(done)
+            else:
+                path = self.reload_timeline().file_paths(done).get(State.COMPLETED)
+            if path is not None:
+                self.storage.delete(path)
+                log.error("withdrew the completed instant %s: the table lock was lost", path)
             self.reload_timeline()
-            log.error("withdrew the completed instant %s: the table lock was lost", path)
             raise
 
     def require_writable(self, what: str) -> None:
