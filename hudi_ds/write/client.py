@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -737,12 +738,13 @@ class WriteClient:
                         )
                     statuses = resolve_conflicts(state, plan, statuses)
                 crash_point("commit_locked")
-                if lock is not None:
+                if lock is not None and time.monotonic() >= lock.held_until():
                     lock.confirm()  # a lease lost while checking: nothing to withdraw yet
                 done = self._publish(state, plan, statuses, partitions_to_delete, extra_metadata)
+                written = time.monotonic()
                 crash_point("commit_written")
                 if lock is not None:
-                    self._fence(state, lock, done)
+                    self._fence(state, lock, done, written)
         except CommitConflictError:
             self.abort(instant)
             raise
@@ -790,18 +792,22 @@ class WriteClient:
             Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
         )
 
-    def _fence(self, state: TableState, lock: TableLock, done: Instant) -> None:
-        """The commit's fence: the completed file of ``done`` was written under ``lock``; it
-        stands only if the lock was held without a break until after that write
-        (:meth:`~hudi_ds.write.lock.FileSystemLock.confirm`, one read of the lock). Otherwise a
-        writer that took the lock over may have checked its conflicts or planned a compaction
-        on a timeline without ``done`` -- the completed file is deleted at once (the instant is
-        inflight again, to be rolled back) and the write raises: nothing is acknowledged that
-        was not committed under the lock. See docs/concurrency.md.
+    def _fence(self, state: TableState, lock: TableLock, done: Instant, written: float) -> None:
+        """The commit's fence: the completed file of ``done`` was written under ``lock`` and
+        returned at ``written`` (``time.monotonic()``). It stands if that was before the lease
+        this process holds could run out (:meth:`~hudi_ds.write.lock.FileSystemLock.held_until`:
+        any taker came later and sees it), or else if the lock was held without a break until
+        now (:meth:`~hudi_ds.write.lock.FileSystemLock.confirm`, one read of the lock).
+        Otherwise a writer that took the lock over may have checked its conflicts or planned a
+        compaction on a timeline without ``done`` -- the completed file is deleted at once (the
+        instant is inflight again, to be rolled back) and the write raises: nothing is
+        acknowledged that was not committed under the lock. See docs/concurrency.md.
 
         Raises:
             LockLostError: the lock was lost; ``done`` is withdrawn.
         """
+        if written < lock.held_until():
+            return
         try:
             lock.confirm()
         except LockLostError:
