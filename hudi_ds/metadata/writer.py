@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -869,20 +870,23 @@ class MetadataWriter:
         self.clean(after=when)
         return when
 
-    def _fence(self) -> None:
+    def _fence(self, written: float | None = None) -> None:
         """Raise :class:`~hudi_ds.errors.LockLostError` if the table lock of the service
-        running this update was lost (``TableState.fence``; nothing without one)."""
+        running this update was lost (``TableState.fence``; nothing without one) -- by now, or
+        by ``written`` (``time.monotonic()``) when given."""
         if self.state.fence is not None:
-            self.state.fence()
+            self.state.fence(written)
 
     def _complete_fenced(self, writer: TimelineWriter, inst: Instant, content: bytes) -> None:
         """Complete MDT compaction or clean ``inst``, fenced as the data table's completions:
-        the lock confirmed before and after the completed file is written, which is deleted
-        again if the lock was lost (the instant is pending: the next update undoes it)."""
+        the lock checked before the completed file is written and for the time it was
+        written, the file deleted again if the lock was lost (the instant is pending: the
+        next update undoes it)."""
         self._fence()
         done = writer.complete(inst, content)
+        written = time.monotonic()
         try:
-            self._fence()
+            self._fence(written)
         except LockLostError:
             self.storage.delete(writer.path_of(done))
             log.error(

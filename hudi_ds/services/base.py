@@ -36,7 +36,7 @@ from hudi_ds.write.metadata_sync import install_metadata_writer
 
 log = logging.getLogger("hudi_ds.services")
 
-#: a service working under the table lock confirms it at least this often (seconds) while it
+#: a service working under the table lock checks it at least this often (seconds) while it
 #: deletes or writes many files, so that one that lost the lock stops soon
 CONFIRM_EVERY_S = 0.5
 
@@ -157,11 +157,12 @@ class ServiceContext:
         writer takes no lock and keeps its state (unless ``reload``).
 
         While the lock is held, every instant completed through this context's state is fenced
-        as the writer's commit is: the lock is confirmed (:meth:`~hudi_ds.write.lock
-        .FileSystemLock.confirm`) just before the completed file is written -- the state's
-        ``before_complete`` hook does it, so rollbacks executed by the write layer are fenced
-        too -- and :meth:`complete` confirms it again afterwards; the metadata table's own
-        compaction and clean confirm it through ``state.fence``. Re-entrant: a block inside
+        as the writer's commit is (``WriteClient._fence``, docs/concurrency.md): just before
+        its completed file is written the lock must still be held -- the state's
+        ``before_complete`` hook checks it, so rollbacks executed by the write layer are fenced
+        too --, and afterwards the completion stands only if it was written before the lease
+        could run out or the lock is confirmed (:meth:`complete`); the metadata table's own
+        compaction and clean check it through ``state.fence``. Re-entrant: a block inside
         another one of the same context uses the lock already held.
 
         Yields:
@@ -179,8 +180,8 @@ class ServiceContext:
                 return
             state = self.state
             hook, fence = state.before_complete, state.fence
-            state.before_complete = _confirming(lock, hook)
-            state.fence = lock.confirm
+            state.fence = lock_fence(lock)
+            state.before_complete = _confirming(state.fence, hook)
             self.held_lock = lock
             self._confirmed_at = time.monotonic()
             try:
@@ -190,8 +191,9 @@ class ServiceContext:
                 state.before_complete, state.fence = hook, fence
 
     def still_locked(self, force: bool = False) -> None:
-        """Inside :meth:`locked`, during long work (deleting or writing many files): confirm
-        the lock if it was not confirmed for :data:`CONFIRM_EVERY_S` -- at once after the
+        """Inside :meth:`locked`, during long work (deleting or writing many files): prove the
+        lock is still held (:func:`lock_fence`: free while the lease cannot have run out, else
+        one read of the lock) at most every :data:`CONFIRM_EVERY_S` -- at once after the
         process was paused -- or now (``force``: before a change another holder of the lock
         could not repair), so a service that lost the lock stops before its next change.
 
@@ -201,18 +203,19 @@ class ServiceContext:
         lock = self.held_lock
         if lock is None:
             return
-        now = time.monotonic()
-        if force or now - self._confirmed_at >= CONFIRM_EVERY_S:
-            lock.confirm()
+        if force or time.monotonic() - self._confirmed_at >= CONFIRM_EVERY_S:
+            lock_fence(lock)(None)
             self._confirmed_at = time.monotonic()
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
         """Complete inflight ``instant`` (write its completed file), fenced as the writer's
         commit (``WriteClient._fence``): with several writers it runs under the table lock
-        (taken here unless held), the lock is confirmed just before the completed file is
-        written and again once it exists; if it was lost meanwhile, the completed file is
-        deleted at once -- the instant is pending again, for the next run of the service to
-        finish or roll back -- and :class:`~hudi_ds.errors.LockLostError` is raised.
+        (taken here unless held); just before the completed file is written the lock must
+        still be held, and afterwards the completion stands if it was written before the lease
+        could run out, else only if a read confirms the lock was kept; otherwise the
+        completed file is deleted at once -- the instant is pending again, for the next run of
+        the service to finish or roll back -- and :class:`~hudi_ds.errors.LockLostError` is
+        raised.
 
         Returns:
             The completed instant.
@@ -222,14 +225,16 @@ class ServiceContext:
         """
         with self.locked():
             done = self.writer().complete(instant, content)
+            written = time.monotonic()
             crash_point("service_written")
-            self.confirm_completed(done)
+            self.confirm_completed(done, written)
             return done
 
-    def confirm_completed(self, done: Instant | str) -> None:
+    def confirm_completed(self, done: Instant | str, written: float | None = None) -> None:
         """The fence after completing ``done`` (an instant, or the requested time of one
-        completed elsewhere: the write layer's rollback executor) under the held lock (see
-        :meth:`complete`).
+        completed elsewhere: the write layer's rollback executor) under the held lock, its
+        completed file written at ``written`` (``time.monotonic()``; default now, which is
+        later than the write). See :meth:`complete`.
 
         Raises:
             LockLostError: the lock was lost; ``done``'s completed file is deleted.
@@ -238,8 +243,7 @@ class ServiceContext:
         if lock is None:
             return
         try:
-            lock.confirm()
-            self._confirmed_at = time.monotonic()
+            lock_fence(lock)(written)
         except LockLostError:
             if isinstance(done, Instant):
                 path: str | None = self.writer().path_of(done)
@@ -317,15 +321,29 @@ def under_table_lock(fn: _F) -> _F:
     return cast(_F, run)
 
 
+def lock_fence(lock: TableLock) -> Callable[[float | None], None]:
+    """``fence(at)``: raise :class:`~hudi_ds.errors.LockLostError` unless ``lock`` was held at
+    ``at`` (``time.monotonic()``; None: now) -- without a read when ``at`` is before the lease
+    this process last wrote could run out (``held_until``: a taker must wait it out, so it
+    sees what was written before), else by a read of the lock (``confirm``)."""
+
+    def fence(at: float | None) -> None:
+        if (time.monotonic() if at is None else at) < lock.held_until():
+            return
+        lock.confirm()
+
+    return fence
+
+
 def _confirming(
-    lock: TableLock, hook: Callable[[Instant, bytes], None] | None
+    fence: Callable[[float | None], None], hook: Callable[[Instant, bytes], None] | None
 ) -> Callable[[Instant, bytes], None]:
-    """The ``before_complete`` hook of a state under ``lock``: confirm the lock, then mirror the
-    instant into the metadata table (``hook``) -- nothing is completed, not even in the
-    metadata table, by a service that lost the lock."""
+    """The ``before_complete`` hook of a state under the table lock: check the lock
+    (``fence``), then mirror the instant into the metadata table (``hook``) -- nothing is
+    completed, not even in the metadata table, by a service that lost the lock."""
 
     def before_complete(instant: Instant, content: bytes) -> None:
-        lock.confirm()
+        fence(None)
         if hook is not None:
             hook(instant, content)
 
