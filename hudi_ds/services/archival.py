@@ -31,6 +31,10 @@ Hudi's ``HoodieTimelineArchiver`` (0.14) does it:
   ``.hoodie/metadata/.hoodie/timeline/history`` (v8/v9), keeping what its latest compaction
   and the data table's active instants need (:func:`archive_metadata_table`).
 
+Archival runs under the table lock; one that lost it (paused past its lease) stops before its
+next change -- before writing an archive file or LSM manifest, between the deletions of instant
+files -- and leaves what a killed archival leaves, which the next run resumes.
+
 Data files of archived instants stay: readers treat files older than where the active timeline
 starts as committed (Java's ``containsOrBeforeTimelineStarts``; its start is the first
 non-savepointed commit-family instant, :meth:`~hudi_ds.timeline.timeline.Timeline

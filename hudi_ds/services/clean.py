@@ -25,8 +25,10 @@ replaced groups for KEEP_LATEST_FILE_VERSIONS) are deleted whole.
 Debris of failed writes (found by listing, then checked against a fresh timeline): data files
 of instants that are on no timeline (rolled back, or never started) and are newer than the
 start of the active timeline (its first non-savepointed commit-family instant: older instants
-were archived, ``Timeline.first_non_savepoint_commit``), log files none of whose blocks belongs
-to a known instant and that no pending write marked, marker folders of instants that are not
+were archived, ``Timeline.first_non_savepoint_commit``), base files of a completed compaction
+that its commit does not name (left by an attempt that was rolled back and re-run with the
+same instant time), log files none of whose blocks belongs to a known instant and that no
+pending write marked, marker folders of instants that are not
 pending, and stale temporary files of the timeline folder.
 
 Several processes: a clean runs under the table lock, and a pending clean (its process
@@ -335,8 +337,18 @@ def _debris(
         for g in gs:
             for b in g.base_files:
                 t = b.instant_time
-                if tl.contains(t) or (first is not None and t < first) or b.path in marked:
+                if b.path in marked or (first is not None and t < first):
                     continue
+                if tl.contains(t) and not (
+                    # completed when ``referenced`` was read from its commit
+                    tl_before.is_completed(t)
+                    and tl_before.origin_action(t) == COMPACTION
+                    and b.path not in referenced
+                ):
+                    continue
+                # on no timeline, or a base file of a completed compaction that its commit
+                # does not name: left by an attempt that was rolled back (it re-ran with the
+                # same instant time) and died before it could delete what it wrote late
                 out.append(b.path)
             for lf in g.log_files:
                 if lf.path in marked or lf.path in referenced:

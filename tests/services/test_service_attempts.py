@@ -12,6 +12,8 @@ versions 6 and 9.
 
 A clean stalled under the table lock (``clean`` point) loses the lock to a second ``hudi-py
 clean`` that finishes the same plan; continued, it must not complete the clean a second time.
+A clean or compaction whose lock is taken over just as it completes withdraws its completed
+file (the fence after the write).
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from pathlib import Path
 import pytest
 
 import hudi_ds
+from hudi_ds.errors import LockLostError
 from hudi_ds.faults import STALL_ENV
 from hudi_ds.layout.naming import parse_base_file_name
-from hudi_ds.services import ServiceContext, compaction
+from hudi_ds.services import ServiceContext, clean, compaction
 from hudi_ds.storage import Storage
-from hudi_ds.timeline.timeline import Timeline
-from hudi_ds.write.lock import heartbeat_expired
+from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.write.lock import LOCK_FILE, FileSystemLock, heartbeat_expired
 from tests.conftest import (
     OCC_OPTIONS,
     assert_rows,
@@ -252,3 +255,83 @@ def test_clean_that_lost_the_lock_does_not_complete(tmp_path: Path, version: str
     assert not left & set(deleted) and len(left) == 8
     assert_rows(hudi_ds.read(path), m.rows(), COLS)
     assert_rows(hudi_rs_table(path), m.rows(), COLS)
+
+
+def _lose_the_lock_after(path: str, action: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Another process takes the table lock over just after this one writes the completed
+    file of an instant of ``action`` (in-process: the lock file is replaced, and the lease is
+    taken as run out, so the fence must read the lock). Returns the instants it hit."""
+    real = TimelineWriter.complete
+    hit: list[str] = []
+
+    def complete(self, inst, content, completion_time=None):  # type: ignore[no-untyped-def]
+        done = real(self, inst, content, completion_time)
+        if (
+            inst.action == action
+            and not hit
+            and self.path.startswith(".hoodie")
+            and ("metadata" not in self.path)
+        ):
+            hit.append(inst.requested_time)
+            (Path(path) / LOCK_FILE).write_text('{"owner": "other", "expires": 1e12}')
+        return done
+
+    monkeypatch.setattr(FileSystemLock, "held_until", lambda self: 0.0)
+    monkeypatch.setattr(TimelineWriter, "complete", complete)
+    return hit
+
+
+@pytest.mark.parametrize("version", ["6", "9"])
+def test_service_completion_written_after_the_lock_was_lost_is_withdrawn(
+    tmp_path: Path, version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fence after the completed file: a clean and a compaction whose lock was taken over
+    while they completed withdraw the completed file and raise LockLostError; the next runs
+    (the lock free again) finish the clean and roll back and re-run the compaction."""
+    path = str(tmp_path / "t")
+    m = _clean_table(path, version)
+    opts = {**_opts(version), **LEASE, "hoodie.write.lock.num_retries": "3"}
+    hit = _lose_the_lock_after(path, "clean", monkeypatch)
+    with pytest.raises(LockLostError):
+        clean.clean(ServiceContext.open(path, opts))
+    monkeypatch.undo()
+    (Path(path) / LOCK_FILE).unlink()  # the other holder released it
+    (c,) = hit
+    inst = ServiceContext.open(path).timeline().get(c)
+    assert inst is not None and inst.is_inflight  # withdrawn: pending again
+    assert clean.clean(ServiceContext.open(path, opts)).instant is None  # finished it first
+    cleans = list(ServiceContext.open(path).timeline().filter_actions("clean"))
+    assert [(i.requested_time, i.is_completed) for i in cleans] == [(c, True)]
+    assert_rows(hudi_ds.read(path), m.rows(), COLS)
+    assert_rows(hudi_rs_table(path), m.rows(), COLS)
+
+    path = str(tmp_path / "mor")
+    m, c = _table(path, version)
+    hit = _lose_the_lock_after(path, "compaction", monkeypatch)
+    with pytest.raises(LockLostError):
+        compaction.run_compaction(ServiceContext.open(path, opts), c)
+    monkeypatch.undo()
+    (Path(path) / LOCK_FILE).unlink()
+    assert hit == [c]
+    assert not ServiceContext.open(path).timeline().is_completed(c)
+    _wait_heartbeat_expired(path, c)
+    (res,) = compaction.run_compaction(ServiceContext.open(path, opts), c)
+    assert res.instant == c
+    _check_table(path, m, c, version)
+
+
+def test_base_file_a_rolled_back_attempt_left_is_cleaned(tmp_path: Path) -> None:
+    """What no protocol can exclude: an attempt paused between writing a base file and
+    checking afterwards, whose rollback ran meanwhile, killed instead of continued, leaves a
+    base file of C that C's commit does not name. The next clean deletes it as debris."""
+    path = str(tmp_path / "t")
+    m, c = _table(path, "6")
+    (done,) = compaction.run_compaction(ServiceContext.open(path, _opts("6")), c)
+    named = Path(path) / done.stats[0].path
+    stray = named.with_name(named.name.replace("-1-", "-7-", 1))  # attempt 6's token
+    assert stray != named
+    stray.write_bytes(named.read_bytes())
+    res = clean.clean(ServiceContext.open(path, _opts("6")))
+    assert res.debris == [str(stray.relative_to(path))]
+    assert not stray.exists() and named.exists()
+    _check_table(path, m, c, "6")
