@@ -546,7 +546,14 @@ class MetadataWriter:
     def _mirror(self, instant_time: str, content: bytes, action: str, mdt: Timeline) -> None:
         existing = mdt.get(instant_time)
         if existing is not None and existing.is_completed:
-            return  # already mirrored (a retried completion)
+            # mirrored by an earlier completion of this instant whose data completion did not
+            # happen or was withdrawn (its fence found the table lock lost). A compaction then
+            # runs again with the same instant time and other files, so the old mirror is
+            # undone and the instant mirrored anew -- Java's HoodieBackedTableMetadataWriter
+            # ("a re-attempted commit that got committed to metadata table, but failed in
+            # datatable": it deletes the completed instant and proceeds)
+            self._undo_completed(existing, mdt)
+            mdt = self.timeline()
         if (
             action == ROLLBACK
             and mdt.layout_version >= 2
@@ -557,6 +564,22 @@ class MetadataWriter:
         if self._compact_if_due(mdt):
             mdt = self.timeline()
         self._deltacommit(instant_time, changes or FilesChanges(), mdt)
+
+    def _undo_completed(self, inst: Instant, tl: Timeline) -> None:
+        """Undo completed MDT deltacommit ``inst`` that no reader counts yet (its data instant
+        is not completed): its log file and its instant files are deleted."""
+        path = tl.file_paths(inst.requested_time).get(State.COMPLETED)
+        names: list[str] = []
+        if path is not None:
+            try:
+                md = CommitMetadata.from_bytes(self.storage.read_bytes(path))
+                names = [file_name_of(p) for p in md.write_paths()]
+            except (CorruptFileError, FileNotFoundError):
+                names = []
+        self._writer().delete_instant_files(inst.requested_time)
+        for name in names:
+            self.storage.delete(f"{FILES_PARTITION}/{name}")
+        log.info("metadata table: undid %s %s to mirror it again", inst.action, inst.requested_time)
 
     def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
         """Hudi 1.x mirrors data rollback R as MDT rollback R: the MDT deltacommits of the

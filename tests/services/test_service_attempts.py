@@ -8,7 +8,7 @@ or (B stalled in turn after its own first file group) before B completes. Either
 one attempt completes, A exits with :class:`~hudi_ds.errors.AttemptRolledBackError`, no file
 group holds two base files of the compaction instant, every file the completed instant names
 exists, and hudi_ds and hudi-rs read the model's rows -- also after a later upsert. Table
-versions 6 and 9.
+versions 6 and 9, with and without the metadata table.
 
 A clean stalled under the table lock (``clean`` point) loses the lock to a second ``hudi-py
 clean`` that finishes the same plan; continued, it must not complete the clean a second time.
@@ -65,6 +65,11 @@ SERVICE_PREFIXES = (
     "hoodie.cleaner.",
 )
 
+#: (table version, metadata table on): v6 with and without it, v9 with it (read through it by
+#: hudi-rs too)
+VERSIONS = [("6", False), ("6", True), ("9", True)]
+VERSION_IDS = ["6", "6-mdt", "9-mdt"]
+
 CLI = r"""
 import sys
 from hudi_ds.cli import main
@@ -79,19 +84,23 @@ def _cli(*args: str, options: dict[str, str], stall: str | None = None) -> subpr
     return spawn_python(CLI, *args, "--json", *opts, env={STALL_ENV: stall} if stall else None)
 
 
-def _opts(version: str) -> dict[str, str]:
-    return {**OPTS, "hoodie.write.table.version": version}
+def _opts(version: str, mdt: bool = False) -> dict[str, str]:
+    return {
+        **OPTS,
+        "hoodie.write.table.version": version,
+        "hoodie.metadata.enable": str(mdt).lower(),
+    }
 
 
-def _table(path: str, version: str) -> tuple[Model, str]:
+def _table(path: str, version: str, mdt: bool = False) -> tuple[Model, str]:
     """Four file groups (2 partitions x 2 buckets) with log files; a compaction of all four
     scheduled. Returns the model and the compaction instant."""
     m = Model()
     for ids, ts in ((range(40), 1), (range(0, 40, 2), 2), (range(0, 40, 3), 3)):
         t = trips(ids, ts)
-        hudi_ds.write(path, t, _opts(version))
+        hudi_ds.write(path, t, _opts(version, mdt))
         m.apply(t)
-    c = compaction.schedule_compaction(ServiceContext.open(path, _opts(version)))
+    c = compaction.schedule_compaction(ServiceContext.open(path, _opts(version, mdt)))
     assert c is not None
     plan = ServiceContext.open(path).timeline().read_compaction_plan(c)
     assert len(plan.operations or []) == 4
@@ -119,9 +128,10 @@ def _base_files(path: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def _check_table(path: str, m: Model, c: str, version: str) -> None:
+def _check_table(path: str, m: Model, c: str, version: str, mdt: bool = False) -> None:
     """C completed once, each file group holds one base file of C, every file C's metadata
-    names exists, and both readers return the model's rows (also after a later upsert)."""
+    names exists, and both readers return the model's rows (also after a later upsert; with
+    ``mdt`` both list the files through the metadata table)."""
     storage = Storage(path)
     state = ServiceContext.open(path).state
     tl = Timeline.load(storage, state.layout, state.config.timeline_path)
@@ -136,13 +146,14 @@ def _check_table(path: str, m: Model, c: str, version: str) -> None:
     assert not twice, f"file groups with two base files of one instant: {twice}"
     of_c = sorted(k for k in per_group if k[2] == c)
     assert len(of_c) == 4, of_c
-    assert_rows(hudi_ds.read(path), m.rows(), COLS)
-    assert_rows(hudi_rs_table(path), m.rows(), COLS)
+    read = {"hoodie.metadata.enable": "true"} if mdt else None
+    assert_rows(hudi_ds.read(path, read), m.rows(), COLS)
+    assert_rows(hudi_rs_table(path, read), m.rows(), COLS)
     t = trips(range(0, 40, 5), 4)
-    hudi_ds.write(path, t, _opts(version))
+    hudi_ds.write(path, t, _opts(version, mdt))
     m.apply(t)
-    assert_rows(hudi_ds.read(path), m.rows(), COLS)
-    assert_rows(hudi_rs_table(path), m.rows(), COLS)
+    assert_rows(hudi_ds.read(path, read), m.rows(), COLS)
+    assert_rows(hudi_rs_table(path, read), m.rows(), COLS)
 
 
 def _finished(proc: subprocess.Popen[str]) -> dict:
@@ -160,43 +171,43 @@ def _rolled_back(a: subprocess.Popen[str]) -> None:
     assert json.loads(out)["exit_code"] == a.returncode
 
 
-@pytest.mark.parametrize("version", ["6", "9"])
+@pytest.mark.parametrize(("version", "mdt"), VERSIONS, ids=VERSION_IDS)
 def test_compaction_attempt_rolled_back_and_completed_elsewhere_does_not_resume(
-    tmp_path: Path, version: str
+    tmp_path: Path, version: str, mdt: bool
 ) -> None:
     """B rolls A back and completes C; A, continued, stops without writing another file."""
     path = str(tmp_path / "t")
-    m, c = _table(path, version)
-    a = _cli("compact", "run", path, options=_opts(version), stall="compaction")
+    m, c = _table(path, version, mdt)
+    a = _cli("compact", "run", path, options=_opts(version, mdt), stall="compaction")
     wait_stopped(a)
     _wait_heartbeat_expired(path, c)
-    b = _cli("compact", "run", path, options=_opts(version))
+    b = _cli("compact", "run", path, options=_opts(version, mdt))
     done = _finished(b)
     assert [r["instant"] for r in done["compactions"]] == [c]
     a.send_signal(signal.SIGCONT)
     _rolled_back(a)
-    _check_table(path, m, c, version)
+    _check_table(path, m, c, version, mdt)
 
 
-@pytest.mark.parametrize("version", ["6", "9"])
+@pytest.mark.parametrize(("version", "mdt"), VERSIONS, ids=VERSION_IDS)
 def test_compaction_attempt_rolled_back_does_not_complete_over_the_live_attempt(
-    tmp_path: Path, version: str
+    tmp_path: Path, version: str, mdt: bool
 ) -> None:
     """B rolls A back and stalls after its first file group; A, continued, must neither
     delete B's files nor complete C; B then completes."""
     path = str(tmp_path / "t")
-    m, c = _table(path, version)
-    a = _cli("compact", "run", path, options=_opts(version), stall="compaction")
+    m, c = _table(path, version, mdt)
+    a = _cli("compact", "run", path, options=_opts(version, mdt), stall="compaction")
     wait_stopped(a)
     _wait_heartbeat_expired(path, c)
-    b = _cli("compact", "run", path, options=_opts(version), stall="compaction")
+    b = _cli("compact", "run", path, options=_opts(version, mdt), stall="compaction")
     wait_stopped(b)
     a.send_signal(signal.SIGCONT)
     _rolled_back(a)
     b.send_signal(signal.SIGCONT)
     done = _finished(b)
     assert [r["instant"] for r in done["compactions"]] == [c]
-    _check_table(path, m, c, version)
+    _check_table(path, m, c, version, mdt)
 
 
 #: a file-system lock whose holder's lease runs out after 1.2 s (so a stalled clean loses it)
@@ -207,11 +218,11 @@ LEASE = {
 }
 
 
-def _clean_table(path: str, version: str) -> Model:
+def _clean_table(path: str, version: str, mdt: bool = False) -> Model:
     """A COW table whose four file groups hold three base files each: a clean (one commit
     retained) deletes the oldest of each."""
     m = Model()
-    opts = {**_opts(version), "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
+    opts = {**_opts(version, mdt), "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
     for ts in (1, 2, 3):
         t = trips(range(40), ts)
         hudi_ds.write(path, t, opts)
@@ -281,16 +292,18 @@ def _lose_the_lock_after(path: str, action: str, monkeypatch: pytest.MonkeyPatch
     return hit
 
 
+@pytest.mark.parametrize("mdt", [False, True], ids=["files", "mdt"])
 @pytest.mark.parametrize("version", ["6", "9"])
 def test_service_completion_written_after_the_lock_was_lost_is_withdrawn(
-    tmp_path: Path, version: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, version: str, mdt: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fence after the completed file: a clean and a compaction whose lock was taken over
     while they completed withdraw the completed file and raise LockLostError; the next runs
-    (the lock free again) finish the clean and roll back and re-run the compaction."""
+    (the lock free again) finish the clean and roll back and re-run the compaction. With the
+    metadata table, its mirror of the withdrawn compaction is replaced by the re-run's."""
     path = str(tmp_path / "t")
-    m = _clean_table(path, version)
-    opts = {**_opts(version), **LEASE, "hoodie.write.lock.num_retries": "3"}
+    m = _clean_table(path, version, mdt)
+    opts = {**_opts(version, mdt), **LEASE, "hoodie.write.lock.num_retries": "3"}
     hit = _lose_the_lock_after(path, "clean", monkeypatch)
     with pytest.raises(LockLostError):
         clean.clean(ServiceContext.open(path, opts))
@@ -302,11 +315,12 @@ def test_service_completion_written_after_the_lock_was_lost_is_withdrawn(
     assert clean.clean(ServiceContext.open(path, opts)).instant is None  # finished it first
     cleans = list(ServiceContext.open(path).timeline().filter_actions("clean"))
     assert [(i.requested_time, i.is_completed) for i in cleans] == [(c, True)]
-    assert_rows(hudi_ds.read(path), m.rows(), COLS)
-    assert_rows(hudi_rs_table(path), m.rows(), COLS)
+    read = {"hoodie.metadata.enable": "true"} if mdt else None
+    assert_rows(hudi_ds.read(path, read), m.rows(), COLS)
+    assert_rows(hudi_rs_table(path, read), m.rows(), COLS)
 
     path = str(tmp_path / "mor")
-    m, c = _table(path, version)
+    m, c = _table(path, version, mdt)
     hit = _lose_the_lock_after(path, "compaction", monkeypatch)
     with pytest.raises(LockLostError):
         compaction.run_compaction(ServiceContext.open(path, opts), c)
@@ -317,7 +331,7 @@ def test_service_completion_written_after_the_lock_was_lost_is_withdrawn(
     _wait_heartbeat_expired(path, c)
     (res,) = compaction.run_compaction(ServiceContext.open(path, opts), c)
     assert res.instant == c
-    _check_table(path, m, c, version)
+    _check_table(path, m, c, version, mdt)
 
 
 def test_base_file_a_rolled_back_attempt_left_is_cleaned(tmp_path: Path) -> None:
