@@ -222,8 +222,11 @@ def _write_with(
             statuses,
             partitions_to_delete=partitions_to_delete(client.options, task.touched_partitions()),
         )
-    except BaseException:
+    except BaseException as e:
+        failure = client.failure(instant, e)
         client.abort(instant)
+        if failure is not e:
+            raise failure from e
         raise
     return instant, statuses
 

@@ -86,6 +86,7 @@ from hudi_ds.timeline.instant import (
     CLEAN,
     COMPACTION,
     DELTA_COMMIT,
+    MAX_INSTANT_AHEAD_MS,
     ROLLBACK,
     Instant,
     State,
@@ -859,8 +860,9 @@ class MetadataWriter:
         if layout == 1:
             when = last_delta + "001"  # Java 0.x HoodieTableMetadataUtil.createCompactionTimestamp
         else:
-            newest = tl.instants[-1].requested_time if len(tl) else None
-            when = new_instant_time(after=newest)
+            # after every requested and completion time of the MDT timeline: a lagging clock
+            # must not date C before a deltacommit whose log the plan holds
+            when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
         op = CompactionOperation(
             base_instant_time=sl.base_instant,
             delta_file_paths=list(sl.log_files),
@@ -970,7 +972,7 @@ class MetadataWriter:
         if layout == 1:
             when = after[:17] + "002"  # Java 0.x HoodieTableMetadataUtil.createCleanTimestamp
         else:
-            when = new_instant_time(after=tl.instants[-1].requested_time)
+            when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
         infos = [
             CleanFileInfo(self.storage.uri(f"{FILES_PARTITION}/{n}"), False) for n in sorted(doomed)
         ]

@@ -278,7 +278,7 @@ class ServiceContext:
             The requested instant.
         """
         tl = timeline if timeline is not None else self.timeline()
-        last = tl.instants[-1].requested_time if len(tl) else None
+        last = tl.latest_time()  # every requested and completion time on it
         writer = self.writer()
         for _ in range(100):
             ts = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)

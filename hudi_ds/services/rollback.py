@@ -59,7 +59,6 @@ from hudi_ds.timeline.instant import (
     SAVEPOINT,
     Instant,
     State,
-    new_instant_time,
 )
 from hudi_ds.timeline.metadata import (
     InstantInfo,
@@ -399,12 +398,9 @@ def create_savepoint(
     inflight = Instant(instant, SAVEPOINT, State.INFLIGHT)
     ctx.storage.create_if_absent(writer.path_of(inflight))
     crash_point("savepoint")
-    # layout 2 names the completed file T_C.savepoint, C its completion time (Hudi 1.x)
-    done = (
-        new_instant_time(after=instant, timezone=ctx.config.timeline_timezone)
-        if ctx.layout == 2
-        else None
-    )
+    # layout 2 names the completed file T_C.savepoint, C its completion time (Hudi 1.x),
+    # chosen after every instant time on the timeline as any completion time is
+    done = writer.new_completion_time(instant) if ctx.layout == 2 else None
     completed = Instant(instant, SAVEPOINT, State.COMPLETED, done)
     ctx.still_locked(force=True)  # fenced as the completions of the other services
     ctx.storage.write_atomic(writer.path_of(completed), md.to_bytes())

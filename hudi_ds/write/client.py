@@ -446,7 +446,7 @@ class WriteClient:
         if instant is not None:
             req, created = self._join_requested(instant, action, timeline, writer, withdrawn)
         else:
-            last = timeline.instants[-1].requested_time if len(timeline) else None
+            last = timeline.latest_time()  # every requested and completion time on it
             for _ in range(100):
                 instant = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
                 req = Instant(instant, action, State.REQUESTED)
@@ -723,19 +723,18 @@ class WriteClient:
                 # (TransactionUtils.resolveWriteConflictIfAny) reloads the active timeline
                 state.reload_timeline()
                 crash_point("commit_check")
-                if plan.table_type == "MERGE_ON_READ":
-                    statuses = retarget_pending_logs(state, plan, statuses)
                 if self.multi_writer:
                     # another writer may have rolled this write back as failed (its heartbeat
                     # looked expired to a LAZY cleaner): completing it now would publish files
                     # that are gone -- refuse, as Hudi aborts a commit whose heartbeat expired
-                    # (HeartbeatUtils.abortIfHeartbeatExpired in BaseHoodieWriteClient.commit)
-                    tl = state.timeline
-                    if tl.get(instant) is None or rollback_of(tl, instant) is not None:
-                        raise WriteError(
-                            f"instant {instant} was rolled back by another writer (its heartbeat "
-                            "looked expired): the write is not committed"
-                        )
+                    # (HeartbeatUtils.abortIfHeartbeatExpired in BaseHoodieWriteClient.commit);
+                    # before anything touches those files (moving logs into a compaction's slice)
+                    withdrawn = _rolled_back_by_other(state.timeline, instant)
+                    if withdrawn is not None:
+                        raise withdrawn
+                if plan.table_type == "MERGE_ON_READ":
+                    statuses = retarget_pending_logs(state, plan, statuses)
+                if self.multi_writer:
                     statuses = resolve_conflicts(state, plan, statuses)
                 crash_point("commit_locked")
                 if lock is not None and time.monotonic() >= lock.held_until():
@@ -831,6 +830,18 @@ class WriteClient:
                 e,
             )
 
+    def failure(self, instant: str, error: BaseException) -> BaseException:
+        """The error a failed write of ``instant`` raises: a :class:`WriteError` saying so when
+        another writer rolled the instant back meanwhile -- whatever raw I/O error its deleted
+        files caused here (a temporary file gone before its rename) --, else ``error``."""
+        if isinstance(error, HudiError) or not isinstance(error, OSError):
+            return error
+        try:
+            timeline = self.table_state().reload_timeline()
+        except (OSError, HudiError):
+            return error
+        return _rolled_back_by_other(timeline, instant) or error
+
     def abort(self, instant: str) -> None:
         """Roll ``instant`` back: remove every file it wrote and its instant files.
 
@@ -901,6 +912,18 @@ class WriteClient:
             if value is not None:
                 return int(value)
         return None
+
+
+def _rolled_back_by_other(timeline: Timeline, instant: str) -> WriteError | None:
+    """The error of a write whose ``instant`` another writer rolled back as failed (gone from
+    ``timeline``, or a rollback targets it), else None."""
+    if timeline.get(instant) is not None and rollback_of(timeline, instant) is None:
+        return None
+    return WriteError(
+        f"instant {instant} was rolled back by another writer: its heartbeat looked expired "
+        "(this process stalled longer than hoodie.client.heartbeat.interval_in_ms x "
+        "hoodie.client.heartbeat.tolerable.misses); the write is not committed, retry it"
+    )
 
 
 def _refusal(timeline: Timeline, instant: str, withdrawn: Callable[[], bool] | None) -> str | None:

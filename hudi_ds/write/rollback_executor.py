@@ -335,7 +335,7 @@ def execute_rollback(
         planned, command_logs = plan_requests(storage, timeline, rollback_time)
         files = sorted(set(files) | set(planned))
     if rollback_time is None:
-        last = timeline.instants[-1].requested_time if len(timeline) else None
+        last = timeline.latest_time()
         for _ in range(100):
             rollback_time = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
             full_path = storage.uri if layout == 2 else str

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,8 @@ import pytest
 
 import hudi_ds
 from hudi_ds.errors import CommitConflictError
+from hudi_ds.services import ServiceContext
+from hudi_ds.services.compaction import schedule_compaction
 from tests.conftest import (
     assert_rows,
     hudi_rs_table,
@@ -249,3 +252,58 @@ def test_every_lock_provider_and_step(
         metadata=metadata,
         point=point,
     )
+
+
+@pytest.mark.parametrize(
+    ("point", "table_type", "compaction"),
+    [
+        ("handle_flush", "COPY_ON_WRITE", False),
+        ("after_files", "COPY_ON_WRITE", False),
+        ("handle_flush", "MERGE_ON_READ", False),
+        ("after_files", "MERGE_ON_READ", True),
+    ],
+)
+def test_writer_rolled_back_while_stalled_raises_a_write_error(
+    tmp_path: Path, point: str, table_type: str, compaction: bool
+) -> None:
+    """Writer A stops while writing its files (``handle_flush``) or after them (``after_files``)
+    for longer than its heartbeat tolerates; writer B rolls A's instant back as failed and
+    commits (and schedules a compaction of A's file group, whose slice A's commit would move
+    its log files into). A is continued: its write raises WriteError saying another writer
+    rolled it back (not the raw FileNotFoundError of its deleted files), and the table reads as
+    B left it."""
+    path = str(tmp_path / "t")
+    opts = {
+        **table_options("stalled", partition="p", table_type=table_type, buckets=1),
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "hoodie.client.heartbeat.interval_in_ms": "300",
+        "hoodie.client.heartbeat.tolerable.misses": "1",
+        "hoodie.clean.automatic": "false",
+    }
+    hudi_ds.write(path, pa.Table.from_pylist(rows(range(10), 1, 0)), opts)
+    a = spawn_python(
+        ONE_WRITE,
+        path,
+        json.dumps(opts),
+        "{}",
+        json.dumps(rows(range(0, 5), 2, 1)),
+        env={"HUDI_DS_STALL_AT": point},
+    )
+    try:
+        wait_stopped(a, 120)
+        time.sleep(1.0)  # A is stopped: its heartbeat (300 ms, 1 miss tolerated) expires
+        hudi_ds.write(path, pa.Table.from_pylist(rows(range(3, 8), 3, 2)), opts)
+        if compaction:
+            assert schedule_compaction(ServiceContext.open(path, opts)) is not None
+    finally:
+        a.send_signal(signal.SIGCONT)
+    out, err = a.communicate(timeout=180)
+    assert a.returncode == 0, err[-3000:]
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result.get("error") == "WriteError", result
+    assert "rolled back by another writer" in result["message"], result
+    state = {r["id"]: r for r in rows(range(10), 1, 0)}
+    state.update({r["id"]: r for r in rows(range(3, 8), 3, 2)})
+    expected = [tuple(r[c] for c in COLUMNS) for r in state.values()]
+    assert_rows(hudi_ds.read(path), expected, COLUMNS)
+    assert_rows(hudi_rs_table(path), expected, COLUMNS)
