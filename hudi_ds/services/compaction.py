@@ -375,6 +375,14 @@ def _retarget_missed_writes(ctx: ServiceContext, before: Timeline, plan: Compact
 # -- execution ----------------------------------------------------------------------------------
 
 
+#: how often (seconds) an attempt checks that it is still the live one while it writes base
+#: files (:meth:`CompactionAttempt.check_soon`)
+ATTEMPT_CHECK_EVERY_S = 1.0
+#: (instant, attempt number) -> when this process last found that attempt live (monotonic;
+#: None once found rolled back)
+_checked_at: dict[tuple[str, int], float | None] = {}
+
+
 @dataclass(frozen=True)
 class CompactionAttempt:
     """One attempt at executing compaction C, told apart from every other attempt of C.
@@ -451,6 +459,26 @@ class CompactionAttempt:
                 f"compaction {self.instant} is completed by the attempt that rolled this one "
                 "back (or by the next `hudi-py compact run`)"
             )
+
+    def check_soon(self, storage: Storage) -> None:
+        """:meth:`check`, at most every :data:`ATTEMPT_CHECK_EVERY_S` in this process -- and at
+        once after the process was paused --: each check lists the timeline, and a plan may
+        have thousands of operations. The check before completing is never skipped.
+
+        Raises:
+            AttemptRolledBackError: see :meth:`check`.
+        """
+        key = (self.instant, self.number)
+        now = time.monotonic()
+        last = _checked_at.get(key, float("-inf"))
+        if last is not None and now - last < ATTEMPT_CHECK_EVERY_S:
+            return
+        try:
+            self.check(storage)  # once found rolled back (None), always checked: it raises
+        except AttemptRolledBackError:
+            _checked_at[key] = None
+            raise
+        _checked_at[key] = time.monotonic()
 
     def owns(self, rel: str) -> bool:
         """Whether file ``rel`` was written by this attempt (its write token's middle field is
@@ -672,7 +700,7 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
         rows = clear_meta_values(rows, file_name=True)  # as HoodieMergeHandle.writeToFile
     fence = job.fence
     if fence is not None:
-        fence.check(storage)  # rolled back meanwhile: write nothing more
+        fence.check_soon(storage)  # rolled back meanwhile: write nothing more
     create_marker(storage, job.instant, rel, "CREATE")
     t1 = time.perf_counter()
     size = write_base_file(storage, rel, rows, job.codec, job.bloom)
@@ -680,10 +708,11 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     if fence is not None:
         # A rollback that began after the check above may have listed the markers before
         # this one existed, or deleted the file before it was whole: the file is this
-        # attempt's to delete then. (A rollback that this check does not see yet lists the
-        # markers after it became visible, so it finds this file's marker.)
+        # attempt's to delete then -- here, or (a check skipped) when a later check or the
+        # completion finds the rollback (_stop_rolled_back). A rollback that a check does
+        # not see yet lists the markers after it became visible, so it finds this marker.
         try:
-            fence.check(storage)
+            fence.check_soon(storage)
         except AttemptRolledBackError:
             _discard(storage, job.instant, [rel])
             raise
@@ -1028,9 +1057,15 @@ def _run_locally(progress: Progress) -> Callable[[CompactionJob], list[WriteStat
         else:
             with ThreadPoolExecutor(workers, thread_name_prefix="hudi-compaction") as pool:
                 futures = {pool.submit(execute_operation, job, i): i for i in range(n)}
-                for done, fut in enumerate(as_completed(futures), start=1):
-                    out[futures[fut]] = fut.result()
-                    progress(done, n, f"compaction {job.instant}")
+                try:
+                    for done, fut in enumerate(as_completed(futures), start=1):
+                        out[futures[fut]] = fut.result()
+                        progress(done, n, f"compaction {job.instant}")
+                except BaseException:
+                    # a failed operation (or the attempt rolled back) ends the job: the
+                    # operations not started yet are not run
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
         return [s for s in out if s is not None]
 
     return run
