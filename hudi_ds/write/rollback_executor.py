@@ -164,6 +164,11 @@ def rollback_of(timeline: Timeline, instant: str) -> Instant | None:
     return None
 
 
+def rollback_target(timeline: Timeline, r: Instant) -> str | None:
+    """The instant the plan of rollback ``r`` targets (None if its plan cannot be read)."""
+    return _rollback_target(timeline, r)
+
+
 def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
     """The pending rollback whose plan targets ``instant``, if a killed process left one."""
     return rollback_of(timeline.pending(), instant)
