@@ -28,6 +28,8 @@ Points (see :data:`POINTS`):
 * ``service_written``   a table service (compaction, clean, rollback, restore) wrote its
                         completed instant file under the table lock; its fence has not been
                         checked (it may still be withdrawn)
+* ``service_plan``      a table service (compaction, clean, rollback, restore) made its plan
+                        under the table lock; its requested file is not written yet
 * ``clean``             a clean deleted some of its files
 * ``rollback``          a rollback deleted some of the failed instant's files; a rollback of a
                         completed instant also stops here once inflight and once past its rollback
@@ -72,6 +74,7 @@ POINTS = (
     "after_commit",
     "compaction",
     "service_written",
+    "service_plan",
     "clean",
     "rollback",
     "clean_plan",

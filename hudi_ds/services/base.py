@@ -31,7 +31,7 @@ from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import TableState
-from hudi_ds.write.lock import TableLock, held, table_lock
+from hudi_ds.write.lock import TableLock, held, lock_fence, table_lock
 from hudi_ds.write.metadata_sync import install_metadata_writer
 
 log = logging.getLogger("hudi_ds.services")
@@ -274,8 +274,18 @@ class ServiceContext:
     ) -> Instant:
         """Create ``T.<action>.requested`` for a new, unique instant time T after every instant.
 
+        Under the table lock the new plan is fenced as a completion is (:meth:`complete`): it
+        was made from the timeline listed under the lock -- a compaction plan without the logs
+        of a write that committed after a lost lease was taken over would leave them in a slice
+        the compaction supersedes --, so it stands only if it was written before the lease
+        could run out or the lock is confirmed; otherwise its requested file is deleted at once
+        and :class:`~hudi_ds.errors.LockLostError` is raised.
+
         Returns:
             The requested instant.
+
+        Raises:
+            LockLostError: the lock was lost; the plan is withdrawn.
         """
         tl = timeline if timeline is not None else self.timeline()
         last = tl.latest_time()  # every requested and completion time on it
@@ -283,7 +293,17 @@ class ServiceContext:
         for _ in range(100):
             ts = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
             req = Instant(ts, action, State.REQUESTED)
+            crash_point("service_plan")
             if writer.create_requested(req, content):
+                written = time.monotonic()
+                if self.held_lock is not None:
+                    try:
+                        lock_fence(self.held_lock)(written)
+                    except LockLostError:
+                        self.storage.delete(writer.path_of(req))
+                        self.reload_timeline()
+                        log.error("withdrew the plan %s: the table lock was lost", req)
+                        raise
                 return req
             last = ts
         raise TimelineError(f"could not allocate a unique instant time for a {action}")
@@ -319,20 +339,6 @@ def under_table_lock(fn: _F) -> _F:
             return fn(ctx, *args, **kwargs)
 
     return cast(_F, run)
-
-
-def lock_fence(lock: TableLock) -> Callable[[float | None], None]:
-    """``fence(at)``: raise :class:`~hudi_ds.errors.LockLostError` unless ``lock`` was held at
-    ``at`` (``time.monotonic()``; None: now) -- without a read when ``at`` is before the lease
-    this process last wrote could run out (``held_until``: a taker must wait it out, so it
-    sees what was written before), else by a read of the lock (``confirm``)."""
-
-    def fence(at: float | None) -> None:
-        if (time.monotonic() if at is None else at) < lock.held_until():
-            return
-        lock.confirm()
-
-    return fence
 
 
 def _confirming(

@@ -41,7 +41,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -98,6 +99,7 @@ from hudi_ds.write.lock import (
     beat_once,
     heartbeat_expired,
     held,
+    lock_fence,
     table_lock,
 )
 from hudi_ds.write.markers import delete_markers, marked_files
@@ -718,7 +720,7 @@ class WriteClient:
             write_partition_metadata(self.storage, p, instant)
         done: Instant | None = None
         try:
-            with held(self._lock()) as lock:
+            with held(self._lock()) as lock, _fenced(state, lock):
                 # listed again for the conflict check and the commit, as Java's preCommit
                 # (TransactionUtils.resolveWriteConflictIfAny) reloads the active timeline
                 state.reload_timeline()
@@ -736,6 +738,11 @@ class WriteClient:
                     statuses = retarget_pending_logs(state, plan, statuses)
                 if self.multi_writer:
                     statuses = resolve_conflicts(state, plan, statuses)
+                    if plan.table_type == "MERGE_ON_READ":
+                        # logs that joined a file group another writer created at once (same
+                        # bucket) are in its slice: a compaction scheduled on it since takes
+                        # them into its own slice too, or they would hang off a superseded one
+                        statuses = retarget_pending_logs(state, plan, statuses)
                 crash_point("commit_locked")
                 if lock is not None and time.monotonic() >= lock.held_until():
                     lock.confirm()  # a lease lost while checking: nothing to withdraw yet
@@ -915,6 +922,20 @@ class WriteClient:
             if value is not None:
                 return int(value)
         return None
+
+
+@contextmanager
+def _fenced(state: TableState, lock: TableLock | None) -> Iterator[None]:
+    """While a commit holds ``lock``: the metadata table's compaction and clean run inside the
+    commit check it (``state.fence``) as the commit's own completion is fenced."""
+    if lock is None:
+        yield
+        return
+    before, state.fence = state.fence, lock_fence(lock)
+    try:
+        yield
+    finally:
+        state.fence = before
 
 
 def _rolled_back_by_other(timeline: Timeline, instant: str) -> WriteError | None:

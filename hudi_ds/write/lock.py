@@ -1085,6 +1085,20 @@ def make_lock(
     )
 
 
+def lock_fence(lock: TableLock) -> Callable[[float | None], None]:
+    """``fence(at)``: raise :class:`~hudi_ds.errors.LockLostError` unless ``lock`` was held at
+    ``at`` (``time.monotonic()``; None: now) -- without a read when ``at`` is before the lease
+    this process last wrote could run out (``held_until``: a taker must wait it out, so it
+    sees what was written before), else by a read of the lock (``confirm``)."""
+
+    def fence(at: float | None) -> None:
+        if (time.monotonic() if at is None else at) < lock.held_until():
+            return
+        lock.confirm()
+
+    return fence
+
+
 @contextmanager
 def held(lock: TableLock | None) -> Iterator[TableLock | None]:
     """Hold ``lock`` for the block (no-op for None: a single writer); yields it, for
