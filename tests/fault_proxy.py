@@ -10,6 +10,10 @@ Faults, each drawn per request with its own probability:
 * ``permanent``: answered ``403 AccessDenied`` without reaching the server (not retried: the call
   fails with :class:`~hudi_ds.errors.StorageError`).
 
+Forced only (:meth:`FaultProxy.force`): ``held``, a request parked at the proxy until the test
+calls :meth:`FaultProxy.let_go` (then forwarded and answered): a client's retry that lands only
+after what the test does meanwhile (:meth:`FaultProxy.wait_held` tells when it is parked).
+
 The requests that reach the server are also counted by kind (:func:`request_kind`,
 :meth:`FaultProxy.take`): the request counts of ``make bench``'s S3 table and of the tests.
 """
@@ -61,7 +65,9 @@ class FaultProxy:
         self.counts = {"forwarded": 0, "transient": 0, "lost": 0, "permanent": 0}
         self.kinds: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._forced: list[tuple[str, str | None]] = []
+        self._forced: list[tuple[str, str | None, tuple[str, ...] | None, str | None]] = []
+        self._parked = threading.Event()
+        self._gate = threading.Event()
         host, _, port = upstream.removeprefix("http://").partition(":")
         proxy = self
 
@@ -89,8 +95,11 @@ class FaultProxy:
             def _any(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else None
-                fault = proxy._draw(self.headers)
-                if fault in ("forwarded", "lost"):
+                fault = proxy._draw(self.command, self.headers)
+                if fault == "held":
+                    proxy._parked.set()
+                    proxy._gate.wait(timeout=120)
+                if fault in ("forwarded", "lost", "held"):
                     with proxy._lock:
                         proxy.kinds[request_kind(self.command, self.path, self.headers)] += 1
                 if fault in ("transient", "permanent"):
@@ -116,10 +125,20 @@ class FaultProxy:
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 
-    def _draw(self, headers: Any) -> str:
+    def _draw(self, method: str, headers: Any) -> str:
         with self._lock:
             names = {k.lower() for k in headers}
-            forced = next((f for f in self._forced if f[1] is None or f[1] in names), None)
+            target = headers.get("X-Amz-Target") or ""
+            forced = next(
+                (
+                    f
+                    for f in self._forced
+                    if (f[1] is None or f[1] in names)
+                    and (f[2] is None or method in f[2])
+                    and (f[3] is None or target.endswith("." + f[3]))
+                ),
+                None,
+            )
             x = self.rng.random()
             fault = "forwarded"
             if forced is not None:
@@ -131,16 +150,36 @@ class FaultProxy:
                 fault = "transient"
             elif x < self.permanent + self.transient + self.lost:
                 fault = "lost"
-            self.counts[fault] += 1
-            if fault == "lost":
+            self.counts[fault] = self.counts.get(fault, 0) + 1
+            if fault in ("lost", "held"):
                 self.counts["forwarded"] += 1
             return fault
 
-    def force(self, fault: str, header: str | None = None) -> None:
+    def force(
+        self,
+        fault: str,
+        header: str | None = None,
+        methods: tuple[str, ...] | None = None,
+        target: str | None = None,
+    ) -> None:
         """Inject ``fault`` into the next request (that carries ``header``, e.g.
-        ``if-none-match``: a conditional create), whatever the rates draw."""
+        ``if-none-match``: a conditional create; whose HTTP method is one of ``methods``; whose
+        DynamoDB operation, the ``X-Amz-Target`` header, is ``target``, e.g. ``DeleteItem``),
+        whatever the rates draw."""
         with self._lock:
-            self._forced.append((fault, header))
+            self._forced.append((fault, header, methods, target))
+
+    def wait_held(self, timeout: float = 60.0) -> None:
+        """Wait until a ``held`` request is parked at the proxy.
+
+        Raises:
+            AssertionError: none arrived in ``timeout`` seconds.
+        """
+        assert self._parked.wait(timeout), "no request was held at the proxy"
+
+    def let_go(self) -> None:
+        """Forward the ``held`` requests (and any later one) to the server."""
+        self._gate.set()
 
     def take(self) -> dict[str, int]:
         """The forwarded requests by kind so far (then reset to zero)."""
@@ -156,6 +195,7 @@ class FaultProxy:
 
     def close(self) -> None:
         """Stop the proxy and its thread."""
+        self._gate.set()
         self.server.shutdown()
         self.server.server_close()
         self._thread.join()
