@@ -466,11 +466,16 @@ def test_an_expired_lock_on_s3_is_taken_over_by_exactly_one_writer(
     import time
 
     from hudi_ds.write.lock import LOCK_FILE, FileSystemLock, LockTimeoutError
+    from tests.write.lock_helpers import wait_until_written_ago
 
     s = _storage(moto_s3, s3_uri)
     dead = json.dumps({"owner": "dead-writer", "expires": time.time() - 1}).encode()
     assert s.create_if_absent(LOCK_FILE, dead)
-    locks = [FileSystemLock(pickle.loads(pickle.dumps(s)), retries=0) for _ in range(5)]
+    # dead: expired by its body and not written for a whole lease on the store's clock
+    wait_until_written_ago(s, LOCK_FILE, 2.6)
+    locks = [
+        FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=1.0, retries=0) for _ in range(5)
+    ]
     won: list[str] = []
     barrier = threading.Barrier(len(locks))
 
@@ -494,7 +499,14 @@ def test_an_expired_lock_on_s3_is_taken_over_by_exactly_one_writer(
     with pytest.raises(LockTimeoutError):
         late.acquire()
     next(lk for lk in locks if lk.owner == won[0]).release()
-    assert not s.exists(LOCK_FILE)
+    # released by a conditional put (never a delete): free for the next writer at once
+    assert json.loads(s.read_bytes(LOCK_FILE)) == {
+        "owner": won[0],
+        "expires": 0,
+        "released": True,
+    }
+    late.acquire()
+    late.release()
 
 
 @pytest.mark.slow
@@ -513,8 +525,8 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
     holders = [0]
 
     def writer(i: int) -> None:
-        # the expiry must outlast any stall of a live holder (a loaded CI machine stalled one
-        # for over 1 s): a lease without heartbeats, as Hudi's FileSystemBasedLockProvider's
+        # the lease (renewed every 0.5 s by the holder's heartbeat) outlasts any stall of a
+        # live holder (a loaded CI machine stalled one for over 1 s)
         lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=20, retries=1500)
         for n in range(8):
             lock.acquire()
@@ -526,7 +538,12 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
             with guard:
                 holders[0] -= 1
                 history.append(("out", lock.owner))
-            if i == 0 and n == 3:  # dies holding it: the lock expires after 5 s
+            if i == 0 and n == 3:  # dies holding it: its heartbeat stops, the lock expires
+                assert lock._heart is not None
+                lock._heart.stop()
+                lock = FileSystemLock(
+                    pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=20, retries=1500
+                )
                 continue
             lock.release()
 

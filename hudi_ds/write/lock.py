@@ -5,10 +5,10 @@ Lock providers (``hoodie.write.lock.provider``; Hudi's Java class names are acce
 * :class:`FileSystemLock` (``...FileSystemBasedLockProvider``, the default): the lock is the file
   ``.hoodie/lock``, created atomically if absent; it records its holder and an expiry, so a dead
   holder's lock is broken once it expires (``hoodie.write.lock.filesystem.expire``, minutes).
-  Works on local and network file systems (anything with atomic create-if-absent) and on object
-  stores, where the create is a conditional put and an expired lock is taken over with one
-  conditional overwrite of the very object read (``If-Match`` its ETag): of several writers
-  breaking it, exactly one gets it.
+  Works on local and network file systems (anything with atomic create-if-absent and rename) and
+  on object stores, where every write is conditional: created ``If-None-Match: *``, renewed by a
+  heartbeat, taken over and released ``If-Match`` the ETag read -- of several writers breaking
+  it exactly one gets it, and a retried request never lands on another holder's lock.
 * :class:`StorageBasedLock` (``...StorageBasedLockProvider``): for object stores (S3, GCS,
   Azure), Hudi 1.x's lock on conditional writes: ``.hoodie/.locks/table_lock.json`` holds
   ``{"expired", "validUntil", "owner"}``; it is created with ``If-None-Match: *``, and renewed by
@@ -22,6 +22,11 @@ Lock providers (``hoodie.write.lock.provider``; Hudi's Java class names are acce
   heartbeats); needs boto3 (``pip install 'hudi_ds[aws]'``).
 * :class:`InProcessLock` (``...InProcessLockProvider``): a lock per table path shared by the
   threads of one process.
+
+No provider decides that a lease ran out by comparing two hosts' wall clocks alone: the DynamoDB
+lock times a holder's silence on the contender's monotonic clock, the file-system and storage
+locks also require that the lock was not written for a whole lease on the storage's own clock
+(:class:`StorageClock`). Every release is conditional on the lock still being this provider's.
 
 Heartbeats (``.hoodie/.heartbeat/<instant>``): a writer refreshes its instant's heartbeat while
 it runs. Under optimistic concurrency a pending instant is only rolled back by another writer
@@ -81,8 +86,117 @@ class LockTimeoutError(HudiError):
     """The table lock could not be acquired in time."""
 
 
+#: a lease is only taken as expired this long after its end by this host's clock (clock drift
+#: between hosts; Hudi's ``StorageBasedLockProvider.CLOCK_DRIFT_BUFFER_MS``)
+CLOCK_DRIFT_S = 0.5
+#: the coarsest modification time a storage stamps (S3's Last-Modified is whole seconds): a
+#: lock's age on the storage's clock may be overestimated by this much
+MTIME_RESOLUTION_S = 1.0
+#: how long one measurement of the storage's clock (:class:`StorageClock`) is used
+CLOCK_PROBE_TTL_S = 60.0
+
+
+class StorageClock:
+    """The storage's own clock, read from this host: the modification time the storage stamps on
+    what is written to it (an object's Last-Modified, a file's mtime -- the server's clock on a
+    network file system), carried forward by this host's monotonic clock.
+
+    A lock holder's lease is written with the holder's wall clock; a contender whose wall clock
+    runs ahead of the holder's by more than the lease would take it as expired while its holder
+    still renews it. So no lock here takes over a lease on wall clocks alone: the lock object
+    must also not have been written for a whole lease *on the storage's clock*
+    (:meth:`written_ago`), which only assumes that clocks tick at the same rate.
+
+    The storage's time is measured by writing a probe (``probe``, deleted again) and reading its
+    modification time, at most once per :data:`CLOCK_PROBE_TTL_S`; the estimate errs early (by
+    the probe's round trip and the storage's resolution), so ages err short, and a lease is
+    never taken as older than it is by more than :data:`MTIME_RESOLUTION_S`.
+    """
+
+    def __init__(self, storage: Storage, probe: str) -> None:
+        self.storage = storage
+        self.probe = probe
+        #: (storage time at the probe, this host's monotonic time then)
+        self._base: tuple[float, float] | None = None
+
+    def now(self) -> float | None:
+        """The storage's current time (epoch seconds, an underestimate); None when the probe
+        failed (then the caller cannot tell a lease's age, and must not take it over)."""
+        if self._base is None or time.monotonic() - self._base[1] > CLOCK_PROBE_TTL_S:
+            self._measure()
+        if self._base is None:
+            return None
+        return self._base[0] + (time.monotonic() - self._base[1])
+
+    def _measure(self) -> None:
+        try:
+            try:
+                self.storage.write_bytes(self.probe, b"")
+                mono = time.monotonic()
+                info = self.storage.info(self.probe)
+            finally:
+                self.storage.delete(self.probe)
+        except OSError as e:
+            log.warning("could not read the clock of %s: %s", self.storage.full_path(), e)
+            return
+        if info is None or info.mtime_ms <= 0:
+            log.error(
+                "%s gives no modification times: a dead lock holder's lease cannot be taken over",
+                self.storage.full_path(),
+            )
+            return
+        self._base = (info.mtime_ms / 1000, mono)
+
+    def written_ago(self, rel: str) -> float | None:
+        """Seconds since ``rel`` was last written, on the storage's clock (overestimated by at
+        most :data:`MTIME_RESOLUTION_S`); None when it is gone or the storage's time is
+        unknown."""
+        try:
+            info = self.storage.info(rel)
+        except OSError as e:
+            log.warning("could not read the age of %s: %s", self.storage.full_path(rel), e)
+            return None
+        now = self.now() if info is not None else None
+        if info is None or now is None:
+            return None
+        return now - info.mtime_ms / 1000
+
+    def skew_note(self, holder_wrote_at: float, written_ago: float) -> str:
+        """How far this host's wall clock runs ahead of a lock holder's, which wrote at
+        ``holder_wrote_at`` by its own clock what the storage stamped ``written_ago`` seconds
+        ago (a sentence for errors)."""
+        now = self.now()
+        if now is None:
+            return "the clocks of this host and the holder disagree"
+        ours = time.time() - now
+        theirs = holder_wrote_at - (now - written_ago)
+        return (
+            f"this host's clock runs about {ours - theirs:.0f} s ahead of the holder's (this "
+            f"host {ours:+.1f} s, the holder about {theirs:+.1f} s off the storage's clock)"
+        )
+
+
 class FileSystemLock:
-    """``.hoodie/lock``: atomic create-if-absent, with expiry of a dead holder."""
+    """``.hoodie/lock``: atomic create-if-absent, with expiry of a dead holder.
+
+    The body is ``{"owner", "expires"}`` (the holder's wall clock); a released lock on an object
+    store is ``{"owner", "expires": 0, "released": true}``.
+
+    * On a file system the lock is created with an atomic create-if-absent; a dead holder's
+      lock is moved aside (atomic rename) by the one writer that breaks it; release moves our
+      own lock aside and checks it was ours (a lock taken meanwhile is handed back) -- never a
+      blind delete. There is no renewal: a holding lasts ``expire_s``.
+    * On an object store every write is conditional: created ``If-None-Match: *``, taken over
+      (released or dead) and renewed ``If-Match`` the ETag read, released by a conditional put
+      of the released body ``If-Match`` the holder's ETag -- never a delete, which a client
+      retrying a delete whose answer was lost could land on the next holder's lock. A heartbeat
+      renews ``expires`` every ``expire_s / 10``.
+
+    A lock is dead when its ``expires`` passed on this host's clock *and* it was not written for
+    ``expire_s`` on the storage's clock (:class:`StorageClock`); a lock that looks expired to
+    this host but was renewed recently means the clocks disagree: it is not taken, and the error
+    (logged, and in the :class:`LockTimeoutError`) names the skew.
+    """
 
     def __init__(
         self, storage: Storage, expire_s: float = 600.0, wait_ms: int = 100, retries: int = 600
@@ -91,12 +205,25 @@ class FileSystemLock:
         self.expire_s = expire_s
         self.wait_s = wait_ms / 1000
         self.retries = retries
+        self.heartbeat_s = expire_s / 10
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        #: the lock body this provider wrote when it took the lock (None while not held)
+        self.clock = StorageClock(storage, f"{LOCK_FILE}.{uuid.uuid4().hex}.clock")
+        self._mutex = threading.RLock()
+        #: the lock body this provider last wrote while holding the lock (None while not held)
         self._body: bytes | None = None
+        #: the version (ETag) of that body on an object store
+        self._version: ObjectVersion | None = None
+        #: a body whose put failed after the client's retries: it may have landed all the same
+        self._unknown: bytes | None = None
+        self._heart: Periodic | None = None
         #: monotonic: when the lease this provider last wrote runs out (kept when the lock is
         #: found lost -- it still bounds what was written before it --, reset by release)
         self._deadline = 0.0
+        #: the lock found by the last attempt to acquire (for error messages)
+        self.last_seen = "no lock"
+        self._skew_logged: bytes | None = None
+        #: True once a renewal found the lock taken over while held
+        self.lost = False
 
     def held_until(self) -> float:
         """The ``time.monotonic()`` reading before which no other process could hold the lock
@@ -105,131 +232,283 @@ class FileSystemLock:
         when the lock is found lost later; 0.0 (or less) once released.
 
         A write that finished before this reading was made under the lock, whatever stall came
-        after it: a taker must wait out the lease first, so it sees that write. Past it, only
-        :meth:`confirm` (a read of the lock) can tell whether the lock was kept.
+        after it: a taker must wait out the lease first -- on the storage's clock, from when it
+        stamped that write, which is after it was sent (:class:`StorageClock`) -- so it sees
+        that write. Past it, only :meth:`confirm` (a read of the lock) can tell whether the lock
+        was kept.
         """
-        return self._deadline - LEASE_MARGIN_S
+        with self._mutex:
+            return self._deadline - LEASE_MARGIN_S
+
+    def _new_body(self) -> bytes:
+        # the lease starts when it is put, not when an attempt began: a stall before the put
+        # must not hand the next writer a lease that is already expired
+        return json.dumps({"owner": self.owner, "expires": time.time() + self.expire_s}).encode()
+
+    @property
+    def holds(self) -> bool:
+        """This provider holds the lock (acquired, not released or lost)."""
+        with self._mutex:
+            return self._body is not None
 
     def acquire(self) -> None:
+        """Take the lock, retrying every ``hoodie.write.lock.wait_time_ms``.
+
+        Raises:
+            LockTimeoutError: not acquired after ``hoodie.write.lock.num_retries`` attempts
+                (names the holder seen last, or the clock skew found).
+        """
         for _ in range(self.retries + 1):
-            now = time.time()
-            body = json.dumps({"owner": self.owner, "expires": now + self.expire_s}).encode()
-            sent = time.monotonic()
-            if self.storage.create_if_absent(LOCK_FILE, body):
-                self._body = body
-                self._deadline = sent + self.expire_s
+            if self.try_acquire():
                 return
-            if self.storage.conditional_update:
-                if self._take_if_expired(now):
-                    return
-            else:
-                self._break_if_expired(now)
             time.sleep(self.wait_s)
         raise LockTimeoutError(
-            f"could not acquire {self.storage.full_path(LOCK_FILE)} after {self.retries} retries"
+            f"could not acquire {self.storage.full_path(LOCK_FILE)} after {self.retries} "
+            f"retries (last seen: {self.last_seen})"
         )
 
-    def _take_if_expired(self, now: float) -> bool:
-        """On an object store: replace an expired lock by ours in one conditional put of the
-        object read (``If-Match`` its ETag); True if we hold the lock now. A rename there is a
-        copy and a delete, which could delete a lock taken meanwhile.
+    def try_acquire(self) -> bool:
+        """One attempt (non-blocking). Returns True if this provider now holds the lock."""
+        with self._mutex:
+            if self.storage.conditional_update:
+                return self._try_on_object_store()
+            body = self._new_body()
+            sent = time.monotonic()
+            if self.storage.create_if_absent(LOCK_FILE, body):
+                self._hold(body, None, sent)
+                return True
+            self._break_if_dead()
+            return False
 
-        A lock whose body does not parse expires by its modification time, as in
-        :meth:`_break_if_expired`.
-        """
+    def _try_on_object_store(self) -> bool:
+        """Read the lock with its ETag; take it if absent (``If-None-Match: *``), released or
+        dead (``If-Match`` the ETag read): of several writers exactly one put succeeds. A rename
+        there is a copy and a delete, which could delete a lock taken meanwhile."""
         try:
             raw, version = self.storage.read_with_version(LOCK_FILE)
         except FileNotFoundError:
+            raw, version = None, None
+        if raw is not None and not self._free(raw):
             return False
-        held = _parse_lock(raw)
-        if held is None:
-            info = self.storage.info(LOCK_FILE)
-            if info is None or now - info.mtime_ms / 1000 <= self.expire_s:
-                return False
-        elif held[1] >= now:
-            return False
-        # the lease starts when it is put, not when this attempt began: a stall in the read
-        # above must not hand the next writer a lease that is already expired
-        body = json.dumps({"owner": self.owner, "expires": time.time() + self.expire_s}).encode()
+        body = self._new_body()
         sent = time.monotonic()
-        if self.storage.put_if_version(LOCK_FILE, body, version) is None:
-            return False
-        self._body = body
-        self._deadline = sent + self.expire_s
-        log.warning("took over the expired lock %s", self.storage.full_path(LOCK_FILE))
+        got = self.storage.put_if_version(LOCK_FILE, body, version)
+        if got is None:
+            return False  # another writer won
+        held = _parse_lock(raw) if raw is not None else None
+        if raw is not None and not (held is not None and held[2]):
+            log.warning("took over the expired lock %s", self.storage.full_path(LOCK_FILE))
+        self._hold(body, got, sent)
         return True
 
-    def _break_if_expired(self, now: float) -> None:
-        """Delete the lock if its holder's expiry passed (the holder died).
+    def _free(self, raw: bytes) -> bool:
+        """Whether the lock holding ``raw`` may be taken: released, or its holder is dead.
 
-        A lock whose body cannot be read as a complete ``{"owner", "expires"}`` record is being
-        created right now (on storage where a file appears before its content) or was left
-        torn by a crash: it is only taken as expired once its modification time is older than
-        the expiry -- never at once, or two writers would hold the lock together.
+        A body that does not parse as ``{"owner", "expires"}`` is being created right now (on
+        storage where a file appears before its content) or was left torn by a crash: it is
+        taken as dead only by its age on the storage's clock -- never at once, or two writers
+        would hold the lock together.
         """
+        held = _parse_lock(raw)
+        if held is not None and held[2]:
+            return True
+        if held is not None:
+            self.last_seen = f"owner {held[0]}, expires {held[1]:.3f}"
+            if time.time() <= held[1] + CLOCK_DRIFT_S:
+                return False
+        else:
+            self.last_seen = f"an unreadable lock body {raw[:80]!r}"
+        ago = self.clock.written_ago(LOCK_FILE)
+        if ago is None:
+            return False
+        if ago > self.expire_s + MTIME_RESOLUTION_S + CLOCK_DRIFT_S:
+            return True
+        if held is not None:
+            # expired by this host's clock, yet written within its lease on the storage's
+            self.last_seen = (
+                f"owner {held[0]}, expired by this host's clock but written {ago:.1f} s ago on "
+                f"the storage's clock (lease {self.expire_s:g} s): "
+                f"{self.clock.skew_note(held[1] - self.expire_s, ago)}; not taken over"
+            )
+            if self._skew_logged != raw:
+                self._skew_logged = raw
+                log.error(
+                    "clock skew: the lock %s is live, %s; synchronise the hosts' clocks (NTP)",
+                    self.storage.full_path(LOCK_FILE),
+                    self.last_seen,
+                )
+        return False
+
+    def _break_if_dead(self) -> None:
+        """On a file system: move a dead holder's lock aside (atomic rename): of several
+        writers breaking it, one wins; a lock taken between our read and the move is handed
+        back."""
         try:
             raw = self.storage.read_bytes(LOCK_FILE)
         except FileNotFoundError:
             return
-        held = _parse_lock(raw)
-        if held is None:
-            info = self.storage.info(LOCK_FILE)
-            if info is None or now - info.mtime_ms / 1000 <= self.expire_s:
-                return
-        elif held[1] >= now:
+        if not self._free(raw):
             return
-        # move the expired lock aside (atomic): of several writers breaking it, one wins
-        tomb = f"{LOCK_FILE}.{uuid.uuid4().hex}.expired"
+        self._move_aside(raw, "expired")
+
+    def _move_aside(self, expected: bytes, why: str) -> bool:
+        """Rename the lock to a unique name, delete it if it still holds ``expected``, else
+        put it back (created again if absent). True if ``expected`` was removed."""
+        tomb = f"{LOCK_FILE}.{uuid.uuid4().hex}.{why}"
         try:
             self.storage.rename(LOCK_FILE, tomb)
         except (FileNotFoundError, OSError):
-            return
+            return False
         try:
             moved = self.storage.read_bytes(tomb)
-            # a writer took the lock between our read and the move: hand it back
-            if moved != raw and not self.storage.create_if_absent(LOCK_FILE, moved):
-                log.warning("a live lock was broken while breaking an expired one")
+            if moved == expected:
+                return True
+            # another writer took the lock between our read and the move: hand it back
+            if not self.storage.create_if_absent(LOCK_FILE, moved):
+                log.warning("a live lock was broken while moving %s aside", why)
+            return False
         finally:
             self.storage.delete(tomb)
 
+    def _hold(self, body: bytes, version: ObjectVersion | None, sent: float) -> None:
+        if self._heart is not None:
+            self._heart.stop()  # a holding this provider never released
+        self._body, self._version, self._unknown = body, version, None
+        self._deadline = sent + self.expire_s
+        self.lost = False
+        self._heart = None
+        if version is not None:
+            self._heart = Periodic(
+                self.renew, self.heartbeat_s, f"fs-lock-{self.owner[-8:]}", "file-system lock"
+            )
+
+    def _put_held(self, body: bytes) -> ObjectVersion | None:
+        """Put ``body`` ``If-Match`` the held version; the new version, or None when the lock
+        is no longer this provider's. A put whose outcome was unknown (it failed after the
+        client's retries) and that had landed is recognised by its exact body: no other writer
+        writes this provider's owner id."""
+        assert self._version is not None
+        try:
+            got = self.storage.put_if_version(LOCK_FILE, body, self._version)
+        except OSError:
+            self._unknown = body
+            raise
+        if got is not None or self._unknown is None:
+            return got
+        try:
+            raw, version = self.storage.read_with_version(LOCK_FILE)
+        except FileNotFoundError:
+            return None
+        if raw != self._unknown:
+            return None
+        self._unknown = None
+        return self.storage.put_if_version(LOCK_FILE, body, version)
+
+    def renew(self) -> bool:
+        """On an object store: extend the held lock by ``expire_s`` (one heartbeat, ``If-Match``
+        its ETag). False when there is nothing to renew or the lock was taken over (then it is
+        dropped, :attr:`lost`)."""
+        with self._mutex:
+            if self._body is None or self._version is None:
+                return False
+            body = self._new_body()
+            sent = time.monotonic()
+            got = self._put_held(body)
+            if got is None:
+                log.error(
+                    "the lock %s was taken over while %s held it",
+                    self.storage.full_path(LOCK_FILE),
+                    self.owner,
+                )
+                self._body = self._version = None
+                self.lost = True
+                return False
+            self._body, self._version = body, got
+            self._deadline = sent + self.expire_s
+            return True
+
     def confirm(self) -> None:
         """Prove that this provider held the lock without a break since it took it: the lock
-        file still holds the very body it wrote (a writer that breaks or takes over an expired
+        file still holds the very body it last wrote (a writer that breaks or takes over a dead
         lock replaces or removes that body, and never writes this provider's owner id).
 
         Raises:
             LockLostError: the lock file is gone or holds another body.
         """
-        body = self._body
-        try:
-            current = self.storage.read_bytes(LOCK_FILE)
-        except FileNotFoundError:
-            current = None
-        if body is None or current != body:
-            held = _parse_lock(current) if current is not None else None
-            self._body = None  # not ours: release must not touch it
-            raise LockLostError(
-                f"the lock {self.storage.full_path(LOCK_FILE)} of {self.owner} was broken or "
-                f"taken over (its lease of {self.expire_s:g} s ran out; now "
-                f"{'held by ' + held[0] if held else 'not held'})"
-            )
+        with self._mutex:
+            body = self._body
+            try:
+                current, version = self.storage.read_with_version(LOCK_FILE)
+            except FileNotFoundError:
+                current = None
+            if body is not None and current is not None and current == self._unknown:
+                # a renewal that failed after the client's retries had landed
+                self._body, self._version, self._unknown = current, version, None
+                body = current
+            if body is None or current != body:
+                held = _parse_lock(current) if current is not None else None
+                # not ours: release must not touch it, and the heartbeat stops
+                self._body = self._version = None
+                self.lost = True
+                raise LockLostError(
+                    f"the lock {self.storage.full_path(LOCK_FILE)} of {self.owner} was broken "
+                    f"or taken over (its lease of {self.expire_s:g} s ran out; now "
+                    f"{'held by ' + held[0] if held and not held[2] else 'not held'})"
+                )
 
     def release(self) -> None:
-        self._body, self._deadline = None, 0.0
-        try:
-            held = _parse_lock(self.storage.read_bytes(LOCK_FILE))
-        except FileNotFoundError:
-            return
-        if held is not None and held[0] == self.owner:
-            self.storage.delete(LOCK_FILE)
+        """Give the lock up if this provider still holds it -- conditionally, so a lock taken
+        over meanwhile (this provider's lease ran out) is left to its new holder.
+
+        On an object store: a put of the released body ``If-Match`` the held ETag (a retry of
+        it after a lost answer finds its own landed put, or fails its condition on the next
+        holder's lock). On a file system: the lock is moved aside and deleted only if it still
+        holds this provider's body, else handed back.
+        """
+        heart, self._heart = self._heart, None
+        if heart is not None:
+            heart.stop()
+        with self._mutex:
+            body, version = self._body, self._version
+            self._deadline = 0.0
+            if body is None:
+                return
+            try:
+                if version is not None:
+                    released = json.dumps(
+                        {"owner": self.owner, "expires": 0, "released": True}
+                    ).encode()
+                    if self._put_held(released) is None:
+                        log.warning(
+                            "the lock %s was no longer %s's when it released it (taken over "
+                            "after its lease ran out, or released by a retried request and "
+                            "taken since)",
+                            self.storage.full_path(LOCK_FILE),
+                            self.owner,
+                        )
+                    return
+                try:
+                    current = self.storage.read_bytes(LOCK_FILE)
+                except FileNotFoundError:
+                    current = None
+                if current != body or not self._move_aside(body, "released"):
+                    log.warning(
+                        "the lock %s was no longer %s's when it released it (taken over after "
+                        "its lease ran out)",
+                        self.storage.full_path(LOCK_FILE),
+                        self.owner,
+                    )
+            finally:
+                self._body = self._version = None
 
 
-def _parse_lock(raw: bytes) -> tuple[str, float] | None:
-    """``(owner, expires)`` of a lock file body, or None if it is empty or incomplete."""
+def _parse_lock(raw: bytes) -> tuple[str, float, bool] | None:
+    """``(owner, expires, released)`` of a lock file body, or None if it is empty or
+    incomplete."""
     try:
         body = json.loads(raw)
-        return str(body["owner"]), float(body["expires"])
-    except (ValueError, TypeError, KeyError):
+        return str(body["owner"]), float(body["expires"]), body.get("released") is True
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
@@ -241,9 +520,6 @@ STORAGE_LOCK_FILE = f"{LOCKS_FOLDER}/table_lock.json"
 #: ``{"STORAGE_LOCK_AUDIT_SERVICE_ENABLED": true}``; one ``<start>_<owner>.jsonl`` per holding
 AUDIT_CONFIG_FILE = f"{LOCKS_FOLDER}/audit_enabled.json"
 AUDIT_FOLDER = f"{LOCKS_FOLDER}/audit"
-#: a lease is only taken as expired this long after its ``validUntil`` (clock drift between
-#: hosts; Hudi's ``CLOCK_DRIFT_BUFFER_MS``)
-CLOCK_DRIFT_S = 0.5
 
 
 class StorageBasedLock:
@@ -252,18 +528,25 @@ class StorageBasedLock:
     ``org/apache/hudi/client/transaction/lock/StorageBasedLockProvider.java``, its lock body
     ``models/StorageLockData.java``, its keys ``config/StorageBasedLockConfig.java``).
 
-    * acquire: read the lock with its ETag; if it is absent, or ``expired``, or its
-      ``validUntil`` (+0.5 s drift) passed, write ``{"expired": false, "validUntil": now +
-      validity, "owner": <this provider>}`` -- with ``If-None-Match: *`` when absent, else
-      ``If-Match: <the ETag read>``. Of several contenders (or breakers of a dead holder's lease)
-      exactly one write succeeds; the lease is never deleted and re-created.
+    * acquire: read the lock with its ETag; if it is absent, or ``expired``, or its holder is
+      dead, write ``{"expired": false, "validUntil": now + validity, "owner": <this
+      provider>}`` -- with ``If-None-Match: *`` when absent, else ``If-Match: <the ETag
+      read>``. Of several contenders (or breakers of a dead holder's lease) exactly one write
+      succeeds; the lease is never deleted and re-created. A holder is dead when its
+      ``validUntil`` (+0.5 s drift) passed on this host's clock -- Hudi's rule -- *and* the
+      lock object was not written for a whole validity on the storage's clock (its
+      Last-Modified, :class:`StorageClock`): a lease that looks expired to this host but was
+      renewed recently means the two hosts' clocks disagree by more than the lease; it is not
+      taken over, and the error names the skew.
     * a heartbeat thread renews the lease every ``heartbeat_s`` (``If-Match`` the holder's
       ETag); when a renewal finds the lock taken by another owner it stops (the lease was lost).
     * release: stop the heartbeat, then write ``"expired": true`` ``If-Match`` the holder's ETag;
       a provider that does not hold the lock writes nothing.
 
     A conditional put retried by the client after a lost response, whose first attempt landed,
-    is recognised as ours (:meth:`~hudi_ds.storage.ObjectStorage.put_if_version`).
+    is recognised as ours (:meth:`~hudi_ds.storage.ObjectStorage.put_if_version`), and so is a
+    put that failed after the client's retries but had landed (by its exact body, which holds
+    this provider's owner id and lease end).
 
     Raises:
         ConfigError: ``storage`` is not an object store (use the file-system lock there), or
@@ -297,7 +580,11 @@ class StorageBasedLock:
         self.owner = str(uuid.uuid4())
         self._mutex = threading.RLock()
         self._held: tuple[bytes, ObjectVersion] | None = None
+        #: a body whose put failed after the client's retries: it may have landed all the same
+        self._unknown: bytes | None = None
         self._heart: Periodic | None = None
+        self.clock = StorageClock(storage, f"{LOCKS_FOLDER}/clock_{self.owner}.probe")
+        self._skew_logged: bytes | None = None
         self._audit: list[str] = []
         self._audit_path: str | None = None
         self._audit_txn_ms = 0
@@ -352,7 +639,6 @@ class StorageBasedLock:
             if self._held is not None:
                 return True  # re-entrant, as Hudi's
             current = self._read()
-            now = time.time()
             if current is not None:
                 held = self.parse(current[0])
                 if held is None:
@@ -362,11 +648,11 @@ class StorageBasedLock:
                     log.warning("%s holds %s", STORAGE_LOCK_FILE, self.last_seen)
                     return False
                 self.last_seen = f"owner {held[2]}, valid until {held[1]} ms"
-                if not held[0] and now <= held[1] / 1000 + CLOCK_DRIFT_S:
+                if not held[0] and not self._dead(current[0], held):
                     return False
                 if not held[0]:
                     log.warning("breaking the expired storage lock of %s", held[2])
-            body = self._body(False, int((now + self.validity_s) * 1000))
+            body = self._body(False, int((time.time() + self.validity_s) * 1000))
             sent = time.monotonic()
             version = self._put(body, None if current is None else current[1])
             if version is None:
@@ -380,11 +666,43 @@ class StorageBasedLock:
             )
             return True
 
+    def _dead(self, raw: bytes, held: tuple[bool, int, str]) -> bool:
+        """Whether the live-looking lease ``raw`` (``held`` parsed) is its dead holder's.
+
+        Hudi's rule alone (``StorageBasedLockProvider.isLockStillValid``: ``validUntil`` +
+        drift passed on this host's clock) compares two hosts' wall clocks: a host whose clock
+        runs ahead of the holder's by more than the validity would take over a lease that is
+        renewed every heartbeat. So the lease must also not have been written for a whole
+        validity on the storage's own clock (its Last-Modified against :class:`StorageClock`);
+        all writers of a table share the validity, a table-level lock setting.
+        """
+        if time.time() <= held[1] / 1000 + CLOCK_DRIFT_S:
+            return False
+        ago = self.clock.written_ago(STORAGE_LOCK_FILE)
+        if ago is None:
+            return False
+        if ago > self.validity_s + MTIME_RESOLUTION_S + CLOCK_DRIFT_S:
+            return True
+        self.last_seen = (
+            f"owner {held[2]}, valid until {held[1]} ms: expired by this host's clock but "
+            f"renewed {ago:.1f} s ago on the storage's clock (validity {self.validity_s:g} s): "
+            f"{self.clock.skew_note(held[1] / 1000 - self.validity_s, ago)}; not taken over"
+        )
+        if self._skew_logged != raw:
+            self._skew_logged = raw
+            log.error(
+                "clock skew: the storage lock %s is live, %s; synchronise the hosts' clocks (NTP)",
+                self.storage.full_path(STORAGE_LOCK_FILE),
+                self.last_seen,
+            )
+        return False
+
     def acquire(self) -> None:
         """Take the lock, retrying every ``hoodie.write.lock.wait_time_ms``.
 
         Raises:
-            LockTimeoutError: not acquired after ``hoodie.write.lock.num_retries`` attempts.
+            LockTimeoutError: not acquired after ``hoodie.write.lock.num_retries`` attempts
+                (names the holder seen last, or the clock skew found).
         """
         for _ in range(self.retries + 1):
             if self.try_acquire():
@@ -404,7 +722,7 @@ class StorageBasedLock:
             now = time.time()
             body = self._body(False, int((now + self.validity_s) * 1000))
             sent = time.monotonic()
-            version = self._put(body, self._held[1])
+            version = self._put_held(body)
             if version is None:
                 current = self._read()
                 if current is not None and current[1] == self._held[1]:
@@ -422,6 +740,26 @@ class StorageBasedLock:
             self._audit_record("RENEW", now)
             return True
 
+    def _put_held(self, body: bytes) -> ObjectVersion | None:
+        """Put ``body`` ``If-Match`` the held version; the new version, or None when the lease
+        is no longer this provider's. A put whose outcome was unknown (it failed after the
+        client's retries) and that had landed is recognised by its exact body: no other writer
+        writes this provider's owner id."""
+        assert self._held is not None
+        try:
+            version = self._put(body, self._held[1])
+        except OSError:
+            self._unknown = body
+            raise
+        if version is not None or self._unknown is None:
+            return version
+        current = self._read()
+        if current is None or current[0] != self._unknown:
+            return None
+        self._unknown = None
+        self._held = current
+        return self._put(body, current[1])
+
     def confirm(self) -> None:
         """Prove that this provider held the lease without a break since it took it: the lock
         object is still at the version this provider last wrote (a takeover writes a new
@@ -433,6 +771,10 @@ class StorageBasedLock:
         with self._mutex:
             held = self._held
             current = self._read() if held is not None else None
+            if held is not None and current is not None and current[0] == self._unknown:
+                # a renewal that failed after the client's retries had landed
+                self._held = held = current
+                self._unknown = None
             if held is None or current is None or current[1] != held[1]:
                 who = self.parse(current[0]) if current is not None else None
                 self._held, self.lost = None, True  # not ours: release must not touch it
@@ -456,18 +798,22 @@ class StorageBasedLock:
             self._deadline = 0.0
             if self._held is None:
                 return
-            body, version = self._held
+            body = self._held[0]
             held = self.parse(body)
             valid_until = held[1] if held is not None else int(time.time() * 1000)
             end = time.time()
             self._audit_record("END", end, held=False)
-            if self._put(self._body(True, valid_until), version) is None:
-                log.error(
-                    "storage lock %s was taken by another owner before %s released it",
-                    self.storage.full_path(STORAGE_LOCK_FILE),
-                    self.owner,
-                )
-            self._held = None
+            try:
+                if self._put_held(self._body(True, valid_until)) is None:
+                    log.warning(
+                        "storage lock %s was no longer %s's when it released it (taken over "
+                        "after its lease ran out, or released by a retried request and taken "
+                        "since)",
+                        self.storage.full_path(STORAGE_LOCK_FILE),
+                        self.owner,
+                    )
+            finally:
+                self._held = None
 
     # -- audit (Hudi's StorageLockProviderAuditService) -----------------------------------------
     def _audit_enabled(self) -> bool:
@@ -1000,9 +1346,11 @@ class InProcessLock:
     def __init__(self, storage: Storage) -> None:
         with _registry_lock:
             self._lock = _in_process.setdefault(storage.full_path(), threading.Lock())
+        self._holds = False
 
     def acquire(self) -> None:
         self._lock.acquire()
+        self._holds = True
 
     def confirm(self) -> None:
         """Nothing to prove: the lock is a mutex of this process, it has no lease to lose."""
@@ -1012,7 +1360,11 @@ class InProcessLock:
         return float("inf")
 
     def release(self) -> None:
-        self._lock.release()
+        """Release the mutex if this provider took it (a provider that does not hold it --
+        released already, or never acquired -- must not free another holder's)."""
+        if self._holds:
+            self._holds = False
+            self._lock.release()
 
 
 TableLock = FileSystemLock | StorageBasedLock | DynamoDBLock | InProcessLock

@@ -62,6 +62,12 @@ def test_an_expired_or_long_torn_lock_is_broken(tmp_path: Path) -> None:
     lock = tmp_path / LOCK_FILE
     lock.write_bytes(json.dumps({"owner": "dead", "expires": time.time() - 1}).encode())
     b = FileSystemLock(storage, expire_s=600, wait_ms=5, retries=5)
+    # expired by its body, but written just now (by the file system's clock): a holder whose
+    # clock runs behind this host's, not a dead one
+    with pytest.raises(LockTimeoutError, match="expired by this host.s clock but written"):
+        b.acquire()
+    old = time.time() - 700
+    os.utime(lock, (old, old))
     b.acquire()
     assert json.loads(lock.read_bytes())["owner"] == b.owner
     b.release()
@@ -71,6 +77,43 @@ def test_an_expired_or_long_torn_lock_is_broken(tmp_path: Path) -> None:
     os.utime(lock, (old, old))
     b.acquire()  # an empty lock older than the expiry: its holder died while creating it
     assert json.loads(lock.read_bytes())["owner"] == b.owner
+    b.release()
+    assert sorted(p.name for p in lock.parent.iterdir()) == []
+
+
+def test_a_release_racing_a_takeover_leaves_the_new_holders_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's lease ran out (A stalled); B breaks it and takes the lock right after A's release
+    read the lock as A's own. A's release must not remove B's lock (it used to delete it: then
+    C took the lock while B held it)."""
+    (tmp_path / ".hoodie").mkdir()
+    lock = tmp_path / LOCK_FILE
+    a_storage = Storage(str(tmp_path))
+    a = FileSystemLock(a_storage, expire_s=0.01, retries=0)
+    b = FileSystemLock(Storage(str(tmp_path)), expire_s=600, wait_ms=1, retries=5)
+    c = FileSystemLock(Storage(str(tmp_path)), expire_s=600, retries=0)
+    a.acquire()
+    old = time.time() - 700  # A's lease is over on the file system's clock too
+    os.utime(lock, (old, old))
+    time.sleep(0.6)  # and by its body's expiry (+ the clock drift allowance)
+    real_read = a_storage.read_bytes
+    raced: list[str] = []
+
+    def read_then_taken_over(rel: str) -> bytes:
+        data = real_read(rel)
+        if rel == LOCK_FILE and not raced:
+            b.acquire()
+            raced.append(b.owner)
+        return data
+
+    monkeypatch.setattr(a_storage, "read_bytes", read_then_taken_over)
+    a.release()
+    assert raced == [b.owner]
+    assert json.loads(lock.read_bytes())["owner"] == b.owner
+    b.confirm()
+    with pytest.raises(LockTimeoutError):
+        c.acquire()
     b.release()
     assert sorted(p.name for p in lock.parent.iterdir()) == []
 

@@ -35,6 +35,7 @@ from tests.conftest import (
 )
 from tests.fault_proxy import FaultProxy
 from tests.moto_server import MotoServer
+from tests.write.lock_helpers import wait_until_written_ago
 
 PROVIDER = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
 
@@ -115,10 +116,13 @@ def test_expired_lease_is_broken_by_exactly_one_of_two_contenders(
     moto_s3: MotoServer, s3_uri: str
 ) -> None:
     s = _storage(moto_s3, s3_uri)
-    for round_ in range(4):
+    for round_ in range(2):
         dead = {"expired": False, "validUntil": int(time.time() * 1000) - 5000, "owner": "dead"}
         s.write_bytes(STORAGE_LOCK_FILE, json.dumps(dead).encode())
-        contenders = [StorageBasedLock(s, validity_s=30, heartbeat_s=3) for _ in range(2)]
+        contenders = [StorageBasedLock(s, validity_s=1, heartbeat_s=0.1) for _ in range(2)]
+        # expired by its validUntil, but written just now on the store's clock: not yet dead
+        assert _race(contenders) == [False, False]
+        wait_until_written_ago(s, STORAGE_LOCK_FILE, 2.6)
         won = _race(contenders)
         assert sum(won) == 1, (round_, won)
         winner = contenders[won.index(True)]
@@ -178,10 +182,10 @@ def test_release_by_a_non_holder_is_refused(moto_s3: MotoServer, s3_uri: str) ->
     a.release()
     # a holder whose lease expired (no heartbeat in time) and was taken over cannot release
     # the new holder's lease: its If-Match on the old ETag fails
-    stale = StorageBasedLock(s, validity_s=0.2, heartbeat_s=60)
+    stale = StorageBasedLock(s, validity_s=1, heartbeat_s=60)
     assert stale.try_acquire()
-    time.sleep(0.8)
-    taker = StorageBasedLock(s, validity_s=30, heartbeat_s=3)
+    wait_until_written_ago(s, STORAGE_LOCK_FILE, 2.6)
+    taker = StorageBasedLock(s, validity_s=1, heartbeat_s=60)
     assert taker.try_acquire()
     stale.release()
     lease = _lease(s)
