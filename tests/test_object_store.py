@@ -523,8 +523,15 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
     history: list[tuple[str, str]] = []
     guard = threading.Lock()
     holders = [0]
+    errors: list[str] = []
 
     def writer(i: int) -> None:
+        try:
+            holdings(i)
+        except BaseException as e:  # reported by the test, with what it was
+            errors.append(f"writer {i}: {type(e).__name__}: {e}")
+
+    def holdings(i: int) -> None:
         # the lease (renewed every 0.5 s by the holder's heartbeat) outlasts any stall of a
         # live holder (a loaded CI machine stalled one for over 1 s)
         lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=20, retries=1500)
@@ -552,6 +559,7 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
         t.start()
     for t in threads:
         t.join()
+    assert not errors, errors
     assert len(history) == 48
     assert all(
         history[k][0] == "in" and history[k + 1] == ("out", history[k][1]) for k in range(0, 48, 2)

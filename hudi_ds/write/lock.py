@@ -108,44 +108,60 @@ class StorageClock:
     (:meth:`written_ago`), which only assumes that clocks tick at the same rate.
 
     The storage's time is measured by writing a probe (``probe``, deleted again) and reading its
-    modification time, at most once per :data:`CLOCK_PROBE_TTL_S`; the estimate errs early (by
-    the probe's round trip and the storage's resolution), so ages err short, and a lease is
-    never taken as older than it is by more than :data:`MTIME_RESOLUTION_S`.
+    modification time; the estimate errs early (by the probe's round trip and the storage's
+    resolution), so ages err short, and a lease is never taken as older than it is by more than
+    :data:`MTIME_RESOLUTION_S`. Each probe bounds the storage's time from below; the tightest
+    bound is kept for :data:`CLOCK_PROBE_TTL_S`, and a slow probe (a loose bound, which would
+    make a dead lease look younger by its latency) is repeated at the next call after a second.
     """
 
     def __init__(self, storage: Storage, probe: str) -> None:
         self.storage = storage
         self.probe = probe
-        #: (storage time at the probe, this host's monotonic time then)
-        self._base: tuple[float, float] | None = None
+        #: storage time minus this host's monotonic time (a lower bound), since when it is
+        #: kept, and when to measure again (monotonic)
+        self._offset: float | None = None
+        self._since = 0.0
+        self._next = 0.0
 
     def now(self) -> float | None:
-        """The storage's current time (epoch seconds, an underestimate); None when the probe
-        failed (then the caller cannot tell a lease's age, and must not take it over)."""
-        if self._base is None or time.monotonic() - self._base[1] > CLOCK_PROBE_TTL_S:
+        """The storage's current time (epoch seconds, an underestimate); None when no probe
+        succeeded (then the caller cannot tell a lease's age, and must not take it over)."""
+        if self._offset is None or time.monotonic() >= self._next:
             self._measure()
-        if self._base is None:
+        if self._offset is None:
             return None
-        return self._base[0] + (time.monotonic() - self._base[1])
+        return time.monotonic() + self._offset
 
     def _measure(self) -> None:
         try:
             try:
+                sent = time.monotonic()
                 self.storage.write_bytes(self.probe, b"")
-                mono = time.monotonic()
+                done = time.monotonic()
                 info = self.storage.info(self.probe)
             finally:
                 self.storage.delete(self.probe)
         except OSError as e:
             log.warning("could not read the clock of %s: %s", self.storage.full_path(), e)
+            self._next = time.monotonic() + 1.0
             return
         if info is None or info.mtime_ms <= 0:
             log.error(
                 "%s gives no modification times: a dead lock holder's lease cannot be taken over",
                 self.storage.full_path(),
             )
+            self._next = time.monotonic() + 1.0
             return
-        self._base = (info.mtime_ms / 1000, mono)
+        # the storage stamped the probe before the write returned: its time then was at least
+        # the stamp (every bound is a lower one, so the greatest is the tightest)
+        bound = info.mtime_ms / 1000 - done
+        now = time.monotonic()
+        if self._offset is None or now - self._since > CLOCK_PROBE_TTL_S:
+            self._offset, self._since = bound, now
+        else:
+            self._offset = max(self._offset, bound)
+        self._next = now + (1.0 if done - sent > 1.0 else CLOCK_PROBE_TTL_S)
 
     def written_ago(self, rel: str) -> float | None:
         """Seconds since ``rel`` was last written, on the storage's clock (overestimated by at
