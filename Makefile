@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SCALE ?= 1
 STORE ?= local
 
-.PHONY: help install demo test test-core test-quick test-spark test-cluster test-explore lint bench clean
+.PHONY: help install demo test test-core test-quick test-spark test-cluster test-stress test-explore lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -63,6 +63,10 @@ test-spark: $(STAMP)  ## spark tests only (without the cluster tests)
 test-cluster: $(STAMP)  ## the Spark standalone cluster and Spark Connect tests only
 	@$(PYC)
 	$(CLUSTER_RUN)
+
+test-stress: $(STAMP)  ## the minute-long runs of the concurrency tests (marker stress)
+	@$(PYC)
+	$(BIN)/python -m pytest -q $(XDIST) -m stress tests
 
 # Property-based tests with fresh random examples, round after round, for EXPLORE_SECONDS.
 # A failure stops the loop; hypothesis prints the failing example and a reproduction blob

@@ -15,7 +15,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.config import WriteConfig
-from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
+from hudi_ds.errors import (
+    ConcurrentWriterError,
+    ConfigError,
+    HudiError,
+    SchemaError,
+    UnsupportedError,
+)
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
 from hudi_ds.schema import plain_batches, plain_schema, without_meta_fields
@@ -222,9 +228,22 @@ def _write_with(
             statuses,
             partitions_to_delete=partitions_to_delete(client.options, task.touched_partitions()),
         )
-    except BaseException:
-        client.abort(instant)
-        raise
+    except BaseException as e:
+        # a file or instant file that vanished under a single writer: another writer rolled
+        # this write back, or committed meanwhile -- say so (ConcurrentWriterError)
+        concurrent = (
+            client.concurrent_failure(instant)
+            if isinstance(e, (OSError, HudiError)) and not isinstance(e, ConcurrentWriterError)
+            else None
+        )
+        if concurrent is None:
+            client.abort(instant)
+            raise
+        try:
+            client.abort(instant)
+        except (OSError, HudiError) as abort_error:
+            log.warning("rolling back %s failed: %s", instant, abort_error)
+        raise concurrent from e
     return instant, statuses
 
 
