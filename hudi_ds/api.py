@@ -15,13 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.config import WriteConfig
-from hudi_ds.errors import (
-    ConcurrentWriterError,
-    ConfigError,
-    HudiError,
-    SchemaError,
-    UnsupportedError,
-)
+from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
 from hudi_ds.schema import plain_batches, plain_schema, without_meta_fields
@@ -229,21 +223,11 @@ def _write_with(
             partitions_to_delete=partitions_to_delete(client.options, task.touched_partitions()),
         )
     except BaseException as e:
-        # a file or instant file that vanished under a single writer: another writer rolled
-        # this write back, or committed meanwhile -- say so (ConcurrentWriterError)
-        concurrent = (
-            client.concurrent_failure(instant)
-            if isinstance(e, (OSError, HudiError)) and not isinstance(e, ConcurrentWriterError)
-            else None
-        )
-        if concurrent is None:
-            client.abort(instant)
-            raise
-        try:
-            client.abort(instant)
-        except (OSError, HudiError) as abort_error:
-            log.warning("rolling back %s failed: %s", instant, abort_error)
-        raise concurrent from e
+        failure = client.failure(instant, e)
+        client.abort(instant)
+        if failure is not e:
+            raise failure from e
+        raise
     return instant, statuses
 
 

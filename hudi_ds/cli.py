@@ -29,6 +29,10 @@ Times are shown in UTC with the zone (``2024-01-02 03:04:05.678 UTC``): instant 
 in the table's ``hoodie.table.timeline.timezone`` (UTC for tables hudi_ds creates; LOCAL, the
 machine's zone, for Hudi's default) and converted. ``hudi-py --version`` prints the version.
 
+A ``compact run`` whose attempt another process rolled back meanwhile (its heartbeat expired
+while it was paused) stops, completes nothing and exits 1 with ``AttemptRolledBackError``; a
+service that lost the table lock exits 1 with ``LockLostError`` (docs/concurrency.md).
+
 Exit codes: 0 success, 1 unexpected error, 2 bad usage or options, 3 not a Hudi table,
 4 instant not found, 5 refused in the table's current state (pending writes, later commits,
 unsupported table version...), 141 stdout closed early (``| head``: no traceback, as other

@@ -310,6 +310,10 @@ _NO_CATALOG_SYNC = (
     "with Apache Hudi's sync tool or the catalog's own DDL"
 )
 _ALWAYS_READER = "hudi_ds always reads through its own file group reader (merging base and logs)"
+_TIME_BOUND_BY_TIMELINE = (
+    "hudi_ds does not wait out a clock skew: it dates new instants and completions after every "
+    "instant time on the timeline, under the table lock (docs/concurrency.md)"
+)
 
 #: Apache Hudi keys a user may paste that have no effect here: key -> why. Accepted with an
 #: :class:`~hudi_ds.errors.IgnoredOptionWarning` saying why (none of them changes what is
@@ -346,6 +350,8 @@ IGNORED_HUDI_KEYS: dict[str, str] = {
     "hoodie.read.use.read_optimized.mode": (
         "use hoodie.datasource.query.type=read_optimized to read base files only"
     ),
+    "hoodie.time.generator.type": _TIME_BOUND_BY_TIMELINE,
+    "hoodie.time.generator.max_expected_clock_skew_ms": _TIME_BOUND_BY_TIMELINE,
 }
 _IGNORED_LOWER = {k.lower(): why for k, why in IGNORED_HUDI_KEYS.items()}
 

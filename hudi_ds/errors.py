@@ -72,6 +72,14 @@ class LockLostError(HudiError):
     is withdrawn and not committed: retry it."""
 
 
+class AttemptRolledBackError(HudiError):
+    """This attempt of a table service (a compaction) was rolled back by another process -- its
+    heartbeat had expired, e.g. the process was paused -- or the instant was completed or
+    unscheduled elsewhere meanwhile. The attempt stopped, removed the files it wrote that
+    the rollback could not know of, and completed nothing; the instant is completed by the
+    attempt that rolled it back (or by the next ``hudi-py compact run``)."""
+
+
 class StorageError(HudiError, OSError):
     """A storage operation failed: the disk or quota is full (names the file).
 

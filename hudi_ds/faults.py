@@ -29,6 +29,9 @@ Points (see :data:`POINTS`):
                         checked (it may still be withdrawn)
 * ``after_commit``      the instant completed (services not yet run)
 * ``compaction``        a compaction wrote some of its base files
+* ``service_written``   a table service (compaction, clean, rollback, restore) wrote its
+                        completed instant file under the table lock; its fence has not been
+                        checked (it may still be withdrawn)
 * ``clean``             a clean deleted some of its files
 * ``rollback``          a rollback deleted some of the failed instant's files; a rollback of a
                         completed instant also stops here once inflight and once past its rollback
@@ -74,6 +77,7 @@ POINTS = (
     "commit_written",
     "after_commit",
     "compaction",
+    "service_written",
     "clean",
     "rollback",
     "clean_plan",

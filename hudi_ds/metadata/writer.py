@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from hudi_ds.errors import CorruptFileError, MissingFileError
+from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.bloom import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import read_hfile, write_hfile
@@ -85,6 +86,7 @@ from hudi_ds.timeline.instant import (
     CLEAN,
     COMPACTION,
     DELTA_COMMIT,
+    MAX_INSTANT_AHEAD_MS,
     ROLLBACK,
     Instant,
     State,
@@ -545,7 +547,14 @@ class MetadataWriter:
     def _mirror(self, instant_time: str, content: bytes, action: str, mdt: Timeline) -> None:
         existing = mdt.get(instant_time)
         if existing is not None and existing.is_completed:
-            return  # already mirrored (a retried completion)
+            # mirrored by an earlier completion of this instant whose data completion did not
+            # happen or was withdrawn (its fence found the table lock lost). A compaction then
+            # runs again with the same instant time and other files, so the old mirror is
+            # undone and the instant mirrored anew -- Java's HoodieBackedTableMetadataWriter
+            # ("a re-attempted commit that got committed to metadata table, but failed in
+            # datatable": it deletes the completed instant and proceeds)
+            self._undo_completed(existing, mdt)
+            mdt = self.timeline()
         if (
             action == ROLLBACK
             and mdt.layout_version >= 2
@@ -556,6 +565,22 @@ class MetadataWriter:
         if self._compact_if_due(mdt):
             mdt = self.timeline()
         self._deltacommit(instant_time, changes or FilesChanges(), mdt)
+
+    def _undo_completed(self, inst: Instant, tl: Timeline) -> None:
+        """Undo completed MDT deltacommit ``inst`` that no reader counts yet (its data instant
+        is not completed): its log file and its instant files are deleted."""
+        path = tl.file_paths(inst.requested_time).get(State.COMPLETED)
+        names: list[str] = []
+        if path is not None:
+            try:
+                md = CommitMetadata.from_bytes(self.storage.read_bytes(path))
+                names = [file_name_of(p) for p in md.write_paths()]
+            except (CorruptFileError, FileNotFoundError):
+                names = []
+        self._writer().delete_instant_files(inst.requested_time)
+        for name in names:
+            self.storage.delete(f"{FILES_PARTITION}/{name}")
+        log.info("metadata table: undid %s %s to mirror it again", inst.action, inst.requested_time)
 
     def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
         """Hudi 1.x mirrors data rollback R as MDT rollback R: the MDT deltacommits of the
@@ -835,8 +860,9 @@ class MetadataWriter:
         if layout == 1:
             when = last_delta + "001"  # Java 0.x HoodieTableMetadataUtil.createCompactionTimestamp
         else:
-            newest = tl.instants[-1].requested_time if len(tl) else None
-            when = new_instant_time(after=newest)
+            # after every requested and completion time of the MDT timeline: a lagging clock
+            # must not date C before a deltacommit whose log the plan holds
+            when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
         op = CompactionOperation(
             base_instant_time=sl.base_instant,
             delta_file_paths=list(sl.log_files),
@@ -851,6 +877,9 @@ class MetadataWriter:
         writer.create_requested(req, plan.to_bytes())
         writer.transition_to_inflight(req)
         crash_point("metadata")
+        # a writer that lost the table lock (paused past its lease) writes nothing more: the
+        # holder now may have undone this compaction (recover) and written the same file name
+        self._fence()
         name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, when, ".hfile")
         data = self._hfile(merged, name)
         self.storage.write_bytes(f"{FILES_PARTITION}/{name}", data)
@@ -861,10 +890,36 @@ class MetadataWriter:
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="COMPACT",
         )
-        writer.complete(req, md.to_bytes(layout))
+        self._complete_fenced(writer, req, md.to_bytes(layout))
         log.info("metadata table: compacted into %s (%d records)", name, len(merged))
         self.clean(after=when)
         return when
+
+    def _fence(self, written: float | None = None) -> None:
+        """Raise :class:`~hudi_ds.errors.LockLostError` if the table lock of the service
+        running this update was lost (``TableState.fence``; nothing without one) -- by now, or
+        by ``written`` (``time.monotonic()``) when given."""
+        if self.state.fence is not None:
+            self.state.fence(written)
+
+    def _complete_fenced(self, writer: TimelineWriter, inst: Instant, content: bytes) -> None:
+        """Complete MDT compaction or clean ``inst``, fenced as the data table's completions:
+        the lock checked before the completed file is written and for the time it was
+        written, the file deleted again if the lock was lost (the instant is pending: the
+        next update undoes it)."""
+        self._fence()
+        done = writer.complete(inst, content)
+        written = time.monotonic()
+        try:
+            self._fence(written)
+        except LockLostError:
+            self.storage.delete(writer.path_of(done))
+            log.error(
+                "metadata table: withdrew %s %s: the table lock was lost",
+                done.action,
+                done.requested_time,
+            )
+            raise
 
     def clean(self, after: str) -> list[str]:
         """Delete the file slices of ``files-0000-0`` older than the two latest (the slice a
@@ -917,7 +972,7 @@ class MetadataWriter:
         if layout == 1:
             when = after[:17] + "002"  # Java 0.x HoodieTableMetadataUtil.createCleanTimestamp
         else:
-            when = new_instant_time(after=tl.instants[-1].requested_time)
+            when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
         infos = [
             CleanFileInfo(self.storage.uri(f"{FILES_PARTITION}/{n}"), False) for n in sorted(doomed)
         ]
@@ -935,6 +990,7 @@ class MetadataWriter:
         if not writer.create_requested(req, plan.to_bytes()):
             return []
         writer.transition_to_inflight(req, plan.to_bytes())
+        self._fence()
         pm = CleanPartitionMetadata(partition_path=FILES_PARTITION, policy=_CLEAN_POLICY)
         for n in sorted(doomed):
             pm.delete_path_patterns.append(n)
@@ -950,6 +1006,6 @@ class MetadataWriter:
             version=2,
             bootstrap_partition_metadata={},
         )
-        writer.complete(Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
+        self._complete_fenced(writer, Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
         log.info("metadata table: cleaned %d old files", len(pm.success_delete_files))
         return sorted(doomed)

@@ -31,6 +31,10 @@ Hudi's ``HoodieTimelineArchiver`` (0.14) does it:
   ``.hoodie/metadata/.hoodie/timeline/history`` (v8/v9), keeping what its latest compaction
   and the data table's active instants need (:func:`archive_metadata_table`).
 
+Archival runs under the table lock; one that lost it (paused past its lease) stops before its
+next change -- before writing an archive file or LSM manifest, between the deletions of instant
+files -- and leaves what a killed archival leaves, which the next run resumes.
+
 Data files of archived instants stay: readers treat files older than where the active timeline
 starts as committed (Java's ``containsOrBeforeTimelineStarts``; its start is the first
 non-savepointed commit-family instant, :meth:`~hudi_ds.timeline.timeline.Timeline
@@ -575,7 +579,8 @@ def _metadata_context(ctx: ServiceContext) -> ServiceContext | None:
             ServiceConfig.TIMELINE_COMPACTION_BATCH_SIZE.key: str(batch),
         }
     )
-    return ServiceContext(state, opts)
+    # under the data table's lock, confirmed as the data table's services confirm it
+    return ServiceContext(state, opts, held_lock=ctx.held_lock)
 
 
 def archive_metadata_table(ctx: ServiceContext) -> ArchiveResult:
@@ -613,14 +618,21 @@ def _archive_instants(ctx: ServiceContext, tl: Timeline, chosen: list[Instant]) 
         paths = tl.file_paths(inst.requested_time)
         files.extend((st.rank, inst.requested_time, p) for st, p in paths.items())
     archive_into = _archive_lsm if ctx.layout == 2 else _archive_log
+    # An archival that lost the table lock (paused past its lease) stops before its next
+    # change: another archival may have written archive files or LSM manifest versions since,
+    # which a late write of ours would duplicate or (a manifest) overwrite. What it did before
+    # is what a killed archival leaves, which the next run resumes.
+    ctx.still_locked(force=True)
     target = archive_into(ctx, tl, chosen)
     crash_point("archive")
+    ctx.still_locked(force=True)
     deleted = []
     # Hudi's deleteArchivedInstants: requested -> inflight -> completed, the completed files
     # last and in ascending time -- a completed file removed first would make the instant look
     # pending to the other services, and a gap in the completed instants would hide data
     try:
         for _, _, path in sorted(files):
+            ctx.still_locked()
             if ctx.storage.delete(path):
                 deleted.append(path)
             crash_point("archive")
@@ -629,6 +641,7 @@ def _archive_instants(ctx: ServiceContext, tl: Timeline, chosen: list[Instant]) 
     if ctx.layout == 2:
         # LSMTimelineWriter.compactAndClean, after the active files are gone (as Java's
         # archiver runs it): merge full layers, drop old snapshots
+        ctx.still_locked(force=True)
         _lsm_writer(ctx).compact_and_clean()
     log.info("archived %d instant(s) into %s", len(chosen), target)
     return ArchiveResult([i.requested_time for i in chosen], target, deleted)

@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from hudi_ds.errors import AttemptRolledBackError
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.services.compaction import run_compaction
 
@@ -134,8 +135,18 @@ def run_pending(base_uri: str, options: dict[str, str]) -> int:
             return 0
         ctx = ServiceContext.open(base_uri, options)
         done = 0
+        taken_over = 0
         while True:
-            results = run_compaction(ctx)  # lists the timeline afresh
+            try:
+                results = run_compaction(ctx)  # lists the timeline afresh
+            except AttemptRolledBackError as e:
+                # another process took the compaction over (it runs or completed it): look
+                # again -- the next round skips it while its heartbeat is live
+                taken_over += 1
+                if taken_over > 3:
+                    raise
+                log.warning("%s", e)
+                continue
             done += len(results)
             if not results or not ctx.timeline().pending_compactions():
                 return done

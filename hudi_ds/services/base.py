@@ -9,6 +9,8 @@ may pass along), and helpers to allocate a new instant time and to report progre
 from __future__ import annotations
 
 import functools
+import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +24,8 @@ from hudi_ds.config import (
     WriteConfig,
     validate_service_options,
 )
-from hudi_ds.errors import TimelineError, UnsupportedError
+from hudi_ds.errors import LockLostError, TimelineError, UnsupportedError
+from hudi_ds.faults import crash_point
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
@@ -30,6 +33,12 @@ from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.lock import TableLock, held, table_lock
 from hudi_ds.write.metadata_sync import install_metadata_writer
+
+log = logging.getLogger("hudi_ds.services")
+
+#: a service working under the table lock checks it at least this often (seconds) while it
+#: deletes or writes many files, so that one that lost the lock stops soon
+CONFIRM_EVERY_S = 0.5
 
 #: (table version, timeline layout) pairs the services write.
 WRITABLE_VERSIONS = frozenset({(6, 1), (8, 2), (9, 2)})
@@ -63,12 +72,15 @@ class ServiceContext:
         track_keys: compactions run here report the record keys their new base files add and
             drop (:attr:`~hudi_ds.services.compaction.CompactionResult.key_changes`), for the
             writer's state index (:meth:`hudi_ds.index.state.StateIndex.compacted`).
+        held_lock: the table lock while this context holds it (:meth:`locked`), else None.
     """
 
     state: TableState
     options: Options = field(default_factory=Options)
     progress: Progress = no_progress
     track_keys: bool = False
+    held_lock: TableLock | None = field(default=None, repr=False, compare=False)
+    _confirmed_at: float = field(default=0.0, repr=False, compare=False)
 
     @classmethod
     def open(
@@ -138,16 +150,110 @@ class ServiceContext:
         return self.state.timeline_writer()
 
     @contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self, reload: bool = False) -> Iterator[TableLock | None]:
         """Hold the table lock (multi-writer mode) for the block, with the timeline listed
         again once it is taken -- Hudi's services reload the active timeline inside their
         transaction (``BaseHoodieTableServiceClient`` under ``TransactionManager``). A single
-        writer takes no lock and keeps its state."""
+        writer takes no lock and keeps its state (unless ``reload``).
+
+        While the lock is held, every instant completed through this context's state is fenced
+        as the writer's commit is (``WriteClient._fence``, docs/concurrency.md): just before
+        its completed file is written the lock must still be held -- the state's
+        ``before_complete`` hook checks it, so rollbacks executed by the write layer are fenced
+        too --, and afterwards the completion stands only if it was written before the lease
+        could run out or the lock is confirmed (:meth:`complete`); the metadata table's own
+        compaction and clean check it through ``state.fence``. Re-entrant: a block inside
+        another one of the same context uses the lock already held.
+
+        Yields:
+            The held lock (None for a single writer).
+        """
+        if self.held_lock is not None:
+            yield self.held_lock
+            return
         lock = self.lock()
         with held(lock):
-            if lock is not None:
+            if lock is not None or reload:
                 self.reload_timeline()
-            yield
+            if lock is None:
+                yield None
+                return
+            state = self.state
+            hook, fence = state.before_complete, state.fence
+            state.fence = lock_fence(lock)
+            state.before_complete = _confirming(state.fence, hook)
+            self.held_lock = lock
+            self._confirmed_at = time.monotonic()
+            try:
+                yield lock
+            finally:
+                self.held_lock = None
+                state.before_complete, state.fence = hook, fence
+
+    def still_locked(self, force: bool = False) -> None:
+        """Inside :meth:`locked`, during long work (deleting or writing many files): prove the
+        lock is still held (:func:`lock_fence`: free while the lease cannot have run out, else
+        one read of the lock) at most every :data:`CONFIRM_EVERY_S` -- at once after the
+        process was paused -- or now (``force``: before a change another holder of the lock
+        could not repair), so a service that lost the lock stops before its next change.
+
+        Raises:
+            LockLostError: the lock was lost (broken or taken over) since it was taken.
+        """
+        lock = self.held_lock
+        if lock is None:
+            return
+        if force or time.monotonic() - self._confirmed_at >= CONFIRM_EVERY_S:
+            lock_fence(lock)(None)
+            self._confirmed_at = time.monotonic()
+
+    def complete(self, instant: Instant, content: bytes) -> Instant:
+        """Complete inflight ``instant`` (write its completed file), fenced as the writer's
+        commit (``WriteClient._fence``): with several writers it runs under the table lock
+        (taken here unless held); just before the completed file is written the lock must
+        still be held, and afterwards the completion stands if it was written before the lease
+        could run out, else only if a read confirms the lock was kept; otherwise the
+        completed file is deleted at once -- the instant is pending again, for the next run of
+        the service to finish or roll back -- and :class:`~hudi_ds.errors.LockLostError` is
+        raised.
+
+        Returns:
+            The completed instant.
+
+        Raises:
+            LockLostError: the lock was lost; the completion is withdrawn.
+        """
+        with self.locked():
+            done = self.writer().complete(instant, content)
+            written = time.monotonic()
+            crash_point("service_written")
+            self.confirm_completed(done, written)
+            return done
+
+    def confirm_completed(self, done: Instant | str, written: float | None = None) -> None:
+        """The fence after completing ``done`` (an instant, or the requested time of one
+        completed elsewhere: the write layer's rollback executor) under the held lock, its
+        completed file written at ``written`` (``time.monotonic()``; default now, which is
+        later than the write). See :meth:`complete`.
+
+        Raises:
+            LockLostError: the lock was lost; ``done``'s completed file is deleted.
+        """
+        lock = self.held_lock
+        if lock is None:
+            return
+        try:
+            lock_fence(lock)(written)
+        except LockLostError:
+            if isinstance(done, Instant):
+                path: str | None = self.writer().path_of(done)
+            else:
+                path = self.reload_timeline().file_paths(done).get(State.COMPLETED)
+            if path is not None:
+                self.storage.delete(path)
+                log.error("withdrew the completed instant %s: the table lock was lost", path)
+            self.reload_timeline()
+            raise
 
     def require_writable(self, what: str) -> None:
         """Services that write support table version 6 (timeline layout 1) and versions 8 and 9
@@ -172,7 +278,7 @@ class ServiceContext:
             The requested instant.
         """
         tl = timeline if timeline is not None else self.timeline()
-        last = tl.instants[-1].requested_time if len(tl) else None
+        last = tl.latest_time()  # every requested and completion time on it
         writer = self.writer()
         for _ in range(100):
             ts = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
@@ -204,12 +310,41 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def under_table_lock(fn: _F) -> _F:
     """Run a service entry point ``fn(ctx, ...)`` holding the table lock (multi-writer mode), on
     a timeline listed afresh once the lock is taken (as Hudi's services reload the active
-    timeline inside their transaction: another process may have changed the table)."""
+    timeline inside their transaction: another process may have changed the table). The
+    completions inside are fenced (:meth:`ServiceContext.locked`)."""
 
     @functools.wraps(fn)
     def run(ctx: ServiceContext, *args: Any, **kwargs: Any) -> Any:
-        with held(ctx.lock()):
-            ctx.reload_timeline()
+        with ctx.locked(reload=True):
             return fn(ctx, *args, **kwargs)
 
     return cast(_F, run)
+
+
+def lock_fence(lock: TableLock) -> Callable[[float | None], None]:
+    """``fence(at)``: raise :class:`~hudi_ds.errors.LockLostError` unless ``lock`` was held at
+    ``at`` (``time.monotonic()``; None: now) -- without a read when ``at`` is before the lease
+    this process last wrote could run out (``held_until``: a taker must wait it out, so it
+    sees what was written before), else by a read of the lock (``confirm``)."""
+
+    def fence(at: float | None) -> None:
+        if (time.monotonic() if at is None else at) < lock.held_until():
+            return
+        lock.confirm()
+
+    return fence
+
+
+def _confirming(
+    fence: Callable[[float | None], None], hook: Callable[[Instant, bytes], None] | None
+) -> Callable[[Instant, bytes], None]:
+    """The ``before_complete`` hook of a state under the table lock: check the lock
+    (``fence``), then mirror the instant into the metadata table (``hook``) -- nothing is
+    completed, not even in the metadata table, by a service that lost the lock."""
+
+    def before_complete(instant: Instant, content: bytes) -> None:
+        fence(None)
+        if hook is not None:
+            hook(instant, content)
+
+    return before_complete

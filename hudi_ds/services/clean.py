@@ -25,9 +25,18 @@ replaced groups for KEEP_LATEST_FILE_VERSIONS) are deleted whole.
 Debris of failed writes (found by listing, then checked against a fresh timeline): data files
 of instants that are on no timeline (rolled back, or never started) and are newer than the
 start of the active timeline (its first non-savepointed commit-family instant: older instants
-were archived, ``Timeline.first_non_savepoint_commit``), log files none of whose blocks belongs
-to a known instant and that no pending write marked, marker folders of instants that are not
+were archived, ``Timeline.first_non_savepoint_commit``), base files of a completed compaction
+that its commit does not name (left by an attempt that was rolled back and re-run with the
+same instant time), log files none of whose blocks belongs to a known instant and that no
+pending write marked, marker folders of instants that are not
 pending, and stale temporary files of the timeline folder.
+
+Several processes: a clean runs under the table lock, and a pending clean (its process
+killed, or paused until its lease ran out and the lock was taken over) is finished by the
+next clean with its own plan -- deleting is idempotent, and no query needs a planned file
+again (file names are never reused) -- so a clean has no attempts to tell apart, only one
+completion: a clean that lost the lock stops before its next delete and never writes the
+completed file (:meth:`~hudi_ds.services.base.ServiceContext.complete`, fenced).
 """
 
 from __future__ import annotations
@@ -328,8 +337,18 @@ def _debris(
         for g in gs:
             for b in g.base_files:
                 t = b.instant_time
-                if tl.contains(t) or (first is not None and t < first) or b.path in marked:
+                if b.path in marked or (first is not None and t < first):
                     continue
+                if tl.contains(t) and not (
+                    # completed when ``referenced`` was read from its commit
+                    tl_before.is_completed(t)
+                    and tl_before.origin_action(t) == COMPACTION
+                    and b.path not in referenced
+                ):
+                    continue
+                # on no timeline, or a base file of a completed compaction that its commit
+                # does not name: left by an attempt that was rolled back (it re-ran with the
+                # same instant time) and died before it could delete what it wrote late
                 out.append(b.path)
             for lf in g.log_files:
                 if lf.path in marked or lf.path in referenced:
@@ -534,6 +553,7 @@ def clean(ctx: ServiceContext, *, dry_run: bool = False, debris: bool = True) ->
     crash_point("clean_plan")
     res = _execute(ctx, req, plan, found)
     for d in stale:
+        ctx.still_locked()
         _delete_any(ctx, d)
     return res
 
@@ -566,6 +586,9 @@ def _execute(
         for fi in infos
     ]
     for k, (p, rel) in enumerate(items, start=1):
+        # a clean that lost the table lock (paused past its lease) stops before its next
+        # delete: whoever took the lock over finishes this plan (deleting the same files)
+        ctx.still_locked()
         pm = parts.setdefault(p, CleanPartitionMetadata(partition_path=p, policy=plan.policy))
         pm.delete_path_patterns.append(file_name_of(rel))
         try:
@@ -590,7 +613,8 @@ def _execute(
         bootstrap_partition_metadata={},
         extra_metadata=plan.extra_metadata,
     )
-    writer.complete(Instant(inst.requested_time, CLEAN, State.INFLIGHT), md.to_bytes())
+    # fenced: a clean that lost the lock never completes (another process finishes the plan)
+    ctx.complete(Instant(inst.requested_time, CLEAN, State.INFLIGHT), md.to_bytes())
     log.info(
         "clean %s (%s): deleted %d file(s), %d debris",
         inst.requested_time,

@@ -32,7 +32,16 @@ time, and nothing is ever renamed (not when scheduling, nor when unscheduling).
 * **Failures**: an execution that raises is rolled back at once (its files deleted, C back to
   requested). A process killed mid-way leaves ``C.compaction.inflight``; the next
   :func:`run_compaction` (or the next write with inline compaction) rolls that attempt back --
-  recorded as a rollback instant, as Hudi does -- and executes the plan again.
+  recorded as a rollback instant, as Hudi does -- and executes the plan again; with several
+  writers only once the attempt's heartbeat expired.
+* **Attempts**: the re-run keeps instant time C, so each attempt has an identity
+  (:class:`CompactionAttempt`: the rollback instants it knew when it began). An attempt checks
+  that it is still the live one before and after writing each base file and, under the table
+  lock, before completing; one that was rolled back meanwhile (a process paused past its
+  heartbeat, then continued) stops with :class:`~hudi_ds.errors.AttemptRolledBackError`,
+  deletes the files it wrote after the rollback and never completes. Its write tokens carry
+  its attempt number (``<task>-<attempt>-<task attempt>``), and the completion deletes only
+  files of its own attempt that its stats do not name (failed task attempts).
   :func:`unschedule_compaction` drops a plan altogether (on version 6 renaming log files written
   on top of it back into the previous slice).
 """
@@ -56,6 +65,7 @@ from hudi_ds.config import (
     compaction_strategy_class,
 )
 from hudi_ds.errors import (
+    AttemptRolledBackError,
     CorruptFileError,
     InstantNotFoundError,
     MissingFileError,
@@ -88,7 +98,13 @@ from hudi_ds.table.committed import committed_files, visible_commits
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.timeline.instant import COMPACTION, Instant, State, instant_time_to_datetime
+from hudi_ds.timeline.instant import (
+    COMPACTION,
+    ROLLBACK,
+    Instant,
+    State,
+    instant_time_to_datetime,
+)
 from hudi_ds.timeline.metadata import (
     CommitMetadata,
     CompactionOperation,
@@ -104,14 +120,21 @@ from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.conflict import retarget_logs
 from hudi_ds.write.lock import Heartbeat, heartbeat_expired
-from hudi_ds.write.markers import create_marker, delete_markers, marked_files
-from hudi_ds.write.rollback_executor import pending_rollback_of, resume_rollback, rollback_plan
+from hudi_ds.write.markers import create_marker, delete_markers, marked_files, marker_dir
+from hudi_ds.write.rollback_executor import (
+    pending_rollback_of,
+    resume_rollback,
+    rollback_plan,
+    rollback_target,
+)
 
 log = logging.getLogger("hudi_ds.services")
 
 __all__ = [
+    "CompactionAttempt",
     "CompactionJob",
     "CompactionResult",
+    "attempt_token",
     "compaction_due",
     "execute_operation",
     "finish_compaction",
@@ -352,6 +375,136 @@ def _retarget_missed_writes(ctx: ServiceContext, before: Timeline, plan: Compact
 # -- execution ----------------------------------------------------------------------------------
 
 
+#: how often (seconds) an attempt checks that it is still the live one while it writes base
+#: files (:meth:`CompactionAttempt.check_soon`)
+ATTEMPT_CHECK_EVERY_S = 1.0
+#: (instant, attempt number) -> when this process last found that attempt live (monotonic;
+#: None once found rolled back)
+_checked_at: dict[tuple[str, int], float | None] = {}
+
+
+@dataclass(frozen=True)
+class CompactionAttempt:
+    """One attempt at executing compaction C, told apart from every other attempt of C.
+
+    A failed or stalled attempt is rolled back and the plan executed again *with the same
+    instant time* (Hudi's ``BaseHoodieTableServiceClient`` rolls an inflight compaction back
+    before executing it again), so "C is inflight" does not say whose attempt runs. An attempt
+    is identified by the rollback instants on the timeline when it began (under the table
+    lock, right after C went inflight): a rollback of C is planned under the lock with a new
+    instant time, so an attempt was rolled back exactly when a rollback targeting C that it
+    did not know of is on the timeline, pending or completed. C completed (by another
+    attempt), unscheduled, or back to requested tell the same. Hudi keeps no such identity
+    (RFC-79 guards executions of one plan with the compaction's heartbeat, taken under the
+    lock; an attempt paused past its heartbeat that goes on is not checked again).
+
+    Attributes:
+        instant: the compaction instant C.
+        number: how many attempts of C were rolled back before this one (part of its write
+            tokens: the files of two attempts never share a name).
+        known_rollbacks: the rollback instants on the timeline when this attempt began.
+        layout: the timeline layout version.
+        timeline_path: the table's timeline path (``hoodie.timeline.path``).
+    """
+
+    instant: str
+    number: int
+    known_rollbacks: frozenset[str]
+    layout: int
+    timeline_path: str | None = None
+
+    @classmethod
+    def begin(cls, ctx: ServiceContext, instant: str, number: int) -> CompactionAttempt:
+        """The attempt that just moved ``instant`` to inflight (under the table lock)."""
+        tl = ctx.reload_timeline()
+        return cls(
+            instant,
+            number,
+            frozenset(r.requested_time for r in tl.filter_actions(ROLLBACK)),
+            ctx.layout,
+            ctx.config.timeline_path,
+        )
+
+    def problem(self, tl: Timeline) -> str | None:
+        """Why this attempt is no longer the live one on timeline ``tl`` (None: it is)."""
+        c = self.instant
+        inst = tl.get(c)
+        if inst is not None and inst.is_completed:
+            return f"compaction {c} was completed by another attempt meanwhile"
+        for r in tl.filter_actions(ROLLBACK):
+            t = r.requested_time
+            if t > c and t not in self.known_rollbacks and rollback_target(tl, r) == c:
+                return f"rollback {t} of another process rolled this attempt of compaction {c} back"
+        if inst is None or inst.action != COMPACTION:
+            return f"compaction {c} was unscheduled meanwhile"
+        if not inst.is_inflight:
+            return f"compaction {c} was rolled back to requested meanwhile"
+        return None
+
+    def check(self, storage: Storage, tl: Timeline | None = None) -> None:
+        """Raise unless this attempt is still the live one (``tl``: the timeline just listed
+        under the table lock; default: listed here).
+
+        Raises:
+            AttemptRolledBackError: another process rolled this attempt back (or completed or
+                unscheduled C); the message says which.
+        """
+        tl = tl if tl is not None else Timeline.load(storage, self.layout, self.timeline_path)
+        problem = self.problem(tl)
+        if problem is not None:
+            raise AttemptRolledBackError(
+                f"{problem} (this attempt's heartbeat had expired: the process was paused, or "
+                "could not beat every hoodie.client.heartbeat.interval_in_ms). This attempt "
+                "stopped and completed nothing; the files it wrote are removed. Nothing to do: "
+                f"compaction {self.instant} is completed by the attempt that rolled this one "
+                "back (or by the next `hudi-py compact run`)"
+            )
+
+    def check_soon(self, storage: Storage) -> None:
+        """:meth:`check`, at most every :data:`ATTEMPT_CHECK_EVERY_S` in this process -- and at
+        once after the process was paused --: each check lists the timeline, and a plan may
+        have thousands of operations. The check before completing is never skipped.
+
+        Raises:
+            AttemptRolledBackError: see :meth:`check`.
+        """
+        key = (self.instant, self.number)
+        now = time.monotonic()
+        last = _checked_at.get(key, float("-inf"))
+        if last is not None and now - last < ATTEMPT_CHECK_EVERY_S:
+            return
+        try:
+            self.check(storage)  # once found rolled back (None), always checked: it raises
+        except AttemptRolledBackError:
+            _checked_at[key] = None
+            raise
+        _checked_at[key] = time.monotonic()
+
+    def owns(self, rel: str) -> bool:
+        """Whether file ``rel`` was written by this attempt (its write token's middle field is
+        the attempt: ``<task>-<number + 1>-<task attempt>``)."""
+        parsed = parse_base_file_name(file_name_of(rel))
+        if parsed is None or parsed.instant_time != self.instant:
+            return False
+        parts = parsed.write_token.split("-")
+        return len(parts) == 3 and parts[1] == str(self.number + 1)
+
+
+def attempt_token(job: CompactionJob, task: int, task_attempt: int) -> str:
+    """The write token of a base file of ``job``: ``<task>-<attempt + 1>-<task attempt>`` (the
+    attempt in the middle, so :meth:`CompactionAttempt.owns` tells its files)."""
+    return f"{int(task)}-{job.attempt + 1}-{int(task_attempt)}"
+
+
+def _discard(storage: Storage, instant: str, paths: Sequence[str]) -> None:
+    """Delete files this attempt wrote and their markers (never the marker folder: a live
+    attempt of the same instant keeps its markers there)."""
+    for rel in paths:
+        storage.delete(rel)
+        for kind in ("CREATE", "MERGE", "APPEND"):
+            storage.delete(f"{marker_dir(instant)}/{rel}.marker.{kind}")
+
+
 @dataclass(frozen=True)
 class CompactionJob:
     """What executing the operations of compaction ``instant`` needs (small, picklable).
@@ -365,6 +518,8 @@ class CompactionJob:
         codec: Parquet codec of the new base files.
         bloom: the bloom filter of the new base files (None: a table without meta fields).
         attempt: attempt number (part of the write tokens, so retries never clash).
+        fence: the attempt's identity, checked before and after each base file is written
+            (None: no check -- a job built outside :func:`run_compaction`).
         key_changes: when not None (:attr:`ServiceContext.track_keys
             <hudi_ds.services.base.ServiceContext.track_keys>`), each operation run in this
             process puts here, by its new base file's path, the record keys that file adds to
@@ -383,6 +538,7 @@ class CompactionJob:
     key_changes: dict[str, tuple[pa.Array, pa.Array]] | None = field(
         default=None, compare=False, hash=False
     )
+    fence: CompactionAttempt | None = None
 
 
 @dataclass
@@ -505,8 +661,15 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     Args:
         job: the prepared job.
         index: position of the operation in ``job.operations`` (part of the write token).
-        token: the write token of the new base file (default ``<index>-<attempt>-<index>``;
-            the Spark runner passes the task attempt's, so retried tasks never clash).
+        token: the write token of the new base file (default
+            ``attempt_token(job, index, index)``; the Spark runner passes one with the task
+            attempt's ids, so retried tasks never clash -- its middle field must be the
+            compaction attempt, :func:`attempt_token`).
+
+    Raises:
+        AttemptRolledBackError: the attempt was rolled back by another process (checked
+            before and after the base file is written; a file written after the rollback
+            is deleted here).
 
     Returns:
         The write stat of the new base file.
@@ -526,7 +689,7 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
         storage, fslice, job.visibility, job.context, stats, columns, key_changes=changes
     )
     t_scan = time.perf_counter() - t0
-    token = token or f"{index}-{job.attempt + 1}-{index}"
+    token = token or attempt_token(job, index, index)
     name = base_file_name(fslice.file_id, token, job.instant)
     rel = file_path(fslice.partition_path, name)
     if idx >= 0:
@@ -535,10 +698,24 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
         )
     if not job.context.populate_meta_fields:
         rows = clear_meta_values(rows, file_name=True)  # as HoodieMergeHandle.writeToFile
+    fence = job.fence
+    if fence is not None:
+        fence.check_soon(storage)  # rolled back meanwhile: write nothing more
     create_marker(storage, job.instant, rel, "CREATE")
     t1 = time.perf_counter()
     size = write_base_file(storage, rel, rows, job.codec, job.bloom)
     crash_point("compaction")
+    if fence is not None:
+        # A rollback that began after the check above may have listed the markers before
+        # this one existed, or deleted the file before it was whole: the file is this
+        # attempt's to delete then -- here, or (a check skipped) when a later check or the
+        # completion finds the rollback (_stop_rolled_back). A rollback that a check does
+        # not see yet lists the markers after it became visible, so it finds this marker.
+        try:
+            fence.check_soon(storage)
+        except AttemptRolledBackError:
+            _discard(storage, job.instant, [rel])
+            raise
     t_write = time.perf_counter() - t1
     if changes and job.key_changes is not None:
         job.key_changes[rel] = changes[0]
@@ -572,24 +749,41 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
 def finish_compaction(
     ctx: ServiceContext, job: CompactionJob, stats: Sequence[WriteStat]
 ) -> Instant:
-    """Complete compaction ``job.instant``: drop files of failed attempts, write ``C.commit``.
+    """Complete compaction ``job.instant``: drop files of failed task attempts, write
+    ``C.commit``. Runs under the table lock (taken here unless held, with several writers).
+
+    The attempt (``job.fence``) must still be the live one on the timeline listed under the
+    lock -- not rolled back by another process, C neither completed nor unscheduled -- and the
+    completion is fenced as the writer's commit (:meth:`ServiceContext.complete`). Of the
+    files the instant's markers name, only this attempt's are deleted when its stats do not
+    name them (a failed or superseded task attempt): markers of another attempt of C (one that
+    was rolled back and has not stopped yet) are left to it and to rollbacks.
 
     Returns:
         The completed instant (``commit``).
+
+    Raises:
+        AttemptRolledBackError: this attempt was rolled back; nothing was completed.
+        LockLostError: the table lock was lost; the completion was withdrawn.
     """
     storage = ctx.storage
-    keep = {s.path for s in stats}
-    for path in marked_files(storage, job.instant):
-        if path not in keep:
-            storage.delete(path)
-    md = CommitMetadata(operation_type="COMPACT", compacted=True)
-    for s in stats:
-        md.partition_to_write_stats.setdefault(s.partition_path or "", []).append(s)
-    md.extra_metadata["schema"] = _data_schema_json(ctx, job)
-    done = ctx.writer().complete(
-        Instant(job.instant, COMPACTION, State.INFLIGHT), md.to_bytes(ctx.layout)
-    )
-    delete_markers(storage, job.instant)
+    with ctx.locked() as lock:
+        fence = job.fence
+        if fence is not None:
+            # the timeline was listed when the lock was taken (single writer: listed here)
+            fence.check(storage, ctx.timeline() if lock is not None else None)
+        keep = {s.path for s in stats}
+        for path in marked_files(storage, job.instant):
+            if path not in keep and (fence is None or fence.owns(path)):
+                storage.delete(path)
+        md = CommitMetadata(operation_type="COMPACT", compacted=True)
+        for s in stats:
+            md.partition_to_write_stats.setdefault(s.partition_path or "", []).append(s)
+        md.extra_metadata["schema"] = _data_schema_json(ctx, job)
+        done = ctx.complete(
+            Instant(job.instant, COMPACTION, State.INFLIGHT), md.to_bytes(ctx.layout)
+        )
+    delete_markers(storage, job.instant)  # after the fence: a withdrawn attempt is rolled back
     return done
 
 
@@ -639,6 +833,11 @@ def rollback_inflight_compaction(
         rb_req = ctx.new_instant("rollback", rplan.to_bytes(), tl)
         writer.transition_to_inflight(rb_req)
         crash_point("rollback")
+        # listed again now that the rollback is on the timeline: an attempt that was paused
+        # and goes on checks the timeline after each base file it writes (CompactionAttempt);
+        # a file marked before it could see this rollback is found here, any later one it
+        # deletes itself
+        files.update(marked_files(storage, instant))
     t0 = time.perf_counter()
     deleted = sorted(files)
     for f in deleted:
@@ -662,7 +861,7 @@ def rollback_inflight_compaction(
             version=1,
             instants_rollback=[InstantInfo(commit_time=instant, action=COMPACTION)],
         )
-        writer.complete(Instant(rb_req.requested_time, "rollback", State.INFLIGHT), md.to_bytes())
+        ctx.complete(Instant(rb_req.requested_time, "rollback", State.INFLIGHT), md.to_bytes())
     log.info("rolled back the failed attempt of compaction %s (%d files)", instant, len(deleted))
     return deleted
 
@@ -756,33 +955,42 @@ def _run_one(
         if cur is None or cur.is_completed or cur.action != COMPACTION:
             log.info("compaction %s was completed or dropped meanwhile; skipped", c)
             return None
-        if cur.is_inflight:
-            if _attempt_alive(ctx, c):
-                log.info("compaction %s is running elsewhere (live heartbeat); skipped", c)
-                return None
+        if cur.is_inflight and _attempt_alive(ctx, c):
+            log.info("compaction %s is running elsewhere (live heartbeat); skipped", c)
+            return None
+        if cur.is_inflight or pending_rollback_of(ctx.timeline(), c) is not None:
+            # an attempt left inflight, or a rollback of one that was interrupted after C went
+            # back to requested: undone before the plan runs again
             log.warning("compaction %s was left inflight by a failed attempt; retrying it", c)
             rollback_inflight_compaction(ctx, c)
-        attempt = _attempts(ctx, c)
-        job = prepare_compaction(ctx, c, attempt)
-        writer = ctx.writer()
-        writer.transition_to_inflight(Instant(c, COMPACTION, State.REQUESTED))
+        number = _attempts(ctx, c)
+        job = prepare_compaction(ctx, c, number)
+        ctx.writer().transition_to_inflight(Instant(c, COMPACTION, State.REQUESTED))
+        attempt = CompactionAttempt.begin(ctx, c, number)
+        job = dataclasses.replace(job, fence=attempt)
         interval = ctx.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
         heartbeat = Heartbeat(ctx.storage, c, interval)
     t0 = time.perf_counter()
+    live = True  # whether the heartbeat file is this attempt's to delete at the end
     try:
         stats = (executor or _run_locally(ctx.progress))(job)
-        with ctx.locked():
-            done = finish_compaction(ctx, job, stats)
+        done = finish_compaction(ctx, job, stats)
+    except AttemptRolledBackError:
+        live = _stop_rolled_back(ctx, job)
+        raise
     except BaseException:
         log.error("compaction %s failed; rolling the attempt back", c)
         try:
-            with ctx.locked():
-                rollback_inflight_compaction(ctx, c)
+            with ctx.locked(reload=True):
+                if attempt.problem(ctx.timeline()) is None:
+                    rollback_inflight_compaction(ctx, c)
+                else:  # another process rolled it back meanwhile: not ours to undo any more
+                    live = _stop_rolled_back(ctx, job)
         except Exception:  # pragma: no cover - the next run retries the rollback
             log.exception("rolling back compaction %s failed", c)
         raise
     finally:
-        heartbeat.stop()
+        heartbeat.stop(delete=live)
     seconds = time.perf_counter() - t0
     res = CompactionResult(
         instant=done.requested_time,
@@ -809,6 +1017,32 @@ def _run_one(
     return res
 
 
+def _stop_rolled_back(ctx: ServiceContext, job: CompactionJob) -> bool:
+    """An attempt found it was rolled back: delete what it wrote that is still there -- its
+    own files only (its write tokens), found by their markers and in the plan's partitions (a
+    file whose marker the rollback deleted may have been finished after it): a later attempt
+    of C may be writing beside them. Returns whether the heartbeat file may be deleted: only
+    when no attempt of C can be running any more (C completed or unscheduled) -- else it is
+    the live attempt's."""
+    attempt = job.fence
+    assert attempt is not None
+    c = attempt.instant
+    storage = ctx.storage
+    found = set(marked_files(storage, c))
+    for partition in sorted({op.partition_path or "" for op in job.operations}):
+        found.update(f.path for f in storage.list_files(partition))
+    own = sorted(f for f in found if attempt.owns(f) and storage.exists(f))
+    _discard(storage, c, own)
+    log.error(
+        "compaction %s: this attempt was rolled back by another process; it stopped "
+        "(%d file(s) of it deleted)",
+        c,
+        len(own),
+    )
+    inst = ctx.reload_timeline().get(c)
+    return inst is None or inst.is_completed
+
+
 def _run_locally(progress: Progress) -> Callable[[CompactionJob], list[WriteStat]]:
     """Run the operations on a small thread pool (Arrow and Parquet release the GIL)."""
 
@@ -823,9 +1057,15 @@ def _run_locally(progress: Progress) -> Callable[[CompactionJob], list[WriteStat
         else:
             with ThreadPoolExecutor(workers, thread_name_prefix="hudi-compaction") as pool:
                 futures = {pool.submit(execute_operation, job, i): i for i in range(n)}
-                for done, fut in enumerate(as_completed(futures), start=1):
-                    out[futures[fut]] = fut.result()
-                    progress(done, n, f"compaction {job.instant}")
+                try:
+                    for done, fut in enumerate(as_completed(futures), start=1):
+                        out[futures[fut]] = fut.result()
+                        progress(done, n, f"compaction {job.instant}")
+                except BaseException:
+                    # a failed operation (or the attempt rolled back) ends the job: the
+                    # operations not started yet are not run
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
         return [s for s in out if s is not None]
 
     return run

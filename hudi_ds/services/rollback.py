@@ -19,6 +19,11 @@ Only the latest completed data instant can be rolled back (roll back later ones 
 restore), never one that a savepoint keeps, and a COW commit or compaction only while the file
 versions it replaced still exist.
 
+Rollback, restore and savepoints run under the table lock with several writers, and their
+completions are fenced as the writer's commit (confirmed before and after the completed file is
+written; withdrawn with :class:`~hudi_ds.errors.LockLostError` if the lock was lost meanwhile:
+the pending rollback or restore is then finished by the next run, with its own plan).
+
 Savepoints (``T.savepoint``, Avro ``HoodieSavepointMetadata``: the latest file slices as of T)
 keep T's files from the cleaner and T from archival; :func:`restore` rolls back every instant
 after a savepoint, newest first (``R.restore.requested`` / ``.inflight`` / ``R.restore``, Avro
@@ -43,7 +48,7 @@ from hudi_ds.layout.naming import (
 )
 from hudi_ds.log.archive import load_archived
 from hudi_ds.log.reader import scan_log_bytes
-from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.base import ServiceContext, under_table_lock
 from hudi_ds.services.compaction import rollback_inflight_compaction, unschedule_compaction
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
@@ -54,7 +59,6 @@ from hudi_ds.timeline.instant import (
     SAVEPOINT,
     Instant,
     State,
-    new_instant_time,
 )
 from hudi_ds.timeline.metadata import (
     InstantInfo,
@@ -204,6 +208,7 @@ def _check_rollback(ctx: ServiceContext, tl: Timeline, inst: Instant) -> None:
             )
 
 
+@under_table_lock
 def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
     """Roll back ``instant`` (see the module docstring).
 
@@ -239,6 +244,8 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
             rollback_instant(ctx.state, instant)
             after = ctx.reload_timeline().filter_actions(ROLLBACK)  # written by the rollback
             new = [i.requested_time for i in after if i.requested_time not in before]
+            if new:
+                ctx.confirm_completed(new[-1])
             return RollbackResult(instant, inst.action, new[-1] if new else None)
         raise UnsupportedError(f"cannot roll back a pending {inst.action} ({instant})")
     if inst.action not in DATA_ACTIONS:
@@ -316,6 +323,9 @@ def _rollback_completed(ctx: ServiceContext, tl: Timeline, inst: Instant) -> Rol
         req.requested_time,
         ctx.state.before_complete,
     )
+    # fenced as every completion under the lock: R withdrawn (back to inflight, resumed by
+    # the next writer) if the lock was lost while it completed
+    ctx.confirm_completed(req.requested_time)
     md = ctx.reload_timeline().read_rollback_metadata(req.requested_time)
     deleted = [f for pm in md.partition_metadata.values() for f in pm.success_delete_files]
     logs = [f for pm in md.partition_metadata.values() for f in (pm.rollback_log_files or {})]
@@ -336,6 +346,7 @@ def _last_retained(tl: Timeline) -> str | None:
     return None
 
 
+@under_table_lock
 def create_savepoint(
     ctx: ServiceContext, instant: str | None = None, user: str | None = None, comment: str = ""
 ) -> str:
@@ -387,15 +398,13 @@ def create_savepoint(
     inflight = Instant(instant, SAVEPOINT, State.INFLIGHT)
     ctx.storage.create_if_absent(writer.path_of(inflight))
     crash_point("savepoint")
-    # layout 2 names the completed file T_C.savepoint, C its completion time (Hudi 1.x)
-    done = (
-        new_instant_time(after=instant, timezone=ctx.config.timeline_timezone)
-        if ctx.layout == 2
-        else None
-    )
-    ctx.storage.write_atomic(
-        writer.path_of(Instant(instant, SAVEPOINT, State.COMPLETED, done)), md.to_bytes()
-    )
+    # layout 2 names the completed file T_C.savepoint, C its completion time (Hudi 1.x),
+    # chosen after every instant time on the timeline as any completion time is
+    done = writer.new_completion_time(instant) if ctx.layout == 2 else None
+    completed = Instant(instant, SAVEPOINT, State.COMPLETED, done)
+    ctx.still_locked(force=True)  # fenced as the completions of the other services
+    ctx.storage.write_atomic(writer.path_of(completed), md.to_bytes())
+    ctx.confirm_completed(completed)
     ctx.reload_timeline()  # the savepoint's files were written without a timeline writer
     log.info("savepointed %s", instant)
     return instant
@@ -408,6 +417,7 @@ def _user() -> str:
         return "hudi_ds"
 
 
+@under_table_lock
 def delete_savepoint(ctx: ServiceContext, instant: str) -> None:
     """Delete the savepoint of ``instant`` (its files become cleanable again).
 
@@ -419,6 +429,7 @@ def delete_savepoint(ctx: ServiceContext, instant: str) -> None:
     if not any(sp.requested_time == instant for sp in tl.savepoints()):
         raise InstantNotFoundError(f"no savepoint at {instant}")
     writer = ctx.writer()
+    ctx.still_locked(force=True)
     for sp in tl.savepoints():  # the completed one first (layout 2: named with its completion)
         if sp.requested_time == instant and sp.is_completed:
             ctx.storage.delete(writer.path_of(sp))
@@ -430,6 +441,7 @@ def delete_savepoint(ctx: ServiceContext, instant: str) -> None:
 # -- restore --------------------------------------------------------------------------------------
 
 
+@under_table_lock
 def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
     """Restore the table to savepoint ``savepoint``: roll back every later instant, newest first.
 
@@ -503,6 +515,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
     infos: list[InstantInfo] = []
     items = sorted(todo.items(), reverse=True)  # newest first
     for k, (ts, action) in enumerate(items, start=1):
+        ctx.still_locked()  # a restore that lost the lock stops; the next run resumes it
         infos.append(InstantInfo(commit_time=ts, action=action))
         current = ctx.timeline()
         now = current.get(ts)
@@ -515,7 +528,10 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
             per_instant[ts] = [None]
         elif not now.is_completed:
             rollback_instant(ctx.state, ts)
-            per_instant[ts] = [_last_rollback_of(ctx.reload_timeline(), ts)]
+            last = _last_rollback_instant(ctx.reload_timeline(), ts)
+            if last is not None:
+                ctx.confirm_completed(last)
+            per_instant[ts] = [_last_rollback_of(ctx.timeline(), ts)]
         else:
             res = _rollback_completed(ctx, current, now)
             per_instant[ts] = [
@@ -534,7 +550,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
         restore_instant_info=infos,
         extra_metadata=None,
     )
-    writer.complete(Instant(req.requested_time, RESTORE, State.INFLIGHT), md.to_bytes())
+    ctx.complete(Instant(req.requested_time, RESTORE, State.INFLIGHT), md.to_bytes())
     log.info("restored to savepoint %s (%d instants rolled back)", savepoint, len(items))
     return md
 
@@ -546,6 +562,13 @@ def _action(tl: Timeline, inst: Instant) -> str:
 def _instants_after(tl: Timeline, savepoint: str) -> list[Instant]:
     out = [i for i in tl.filter_actions(*DATA_ACTIONS, COMPACTION) if i.requested_time > savepoint]
     return sorted(out, key=lambda i: i.requested_time, reverse=True)
+
+
+def _last_rollback_instant(tl: Timeline, target: str) -> str | None:
+    for r in reversed(tl.completed().filter_actions(ROLLBACK)):
+        if target in tl.read_rollback_metadata(r).rolled_back_instants:
+            return r.requested_time
+    return None
 
 
 def _last_rollback_of(tl: Timeline, target: str) -> RollbackMetadata | None:

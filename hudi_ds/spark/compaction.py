@@ -5,7 +5,8 @@ The driver schedules (optionally) and prepares the job exactly as
 task that merges the slice and writes its new base file
 (:func:`~hudi_ds.services.compaction.execute_operation`); the driver collects the write stats
 and completes ``C.commit``. A failed task is retried by Spark (its write token carries the
-attempt, and files of failed attempts are deleted at completion); a failed job rolls the
+compaction attempt and the task attempt, and files of failed task attempts are deleted at
+completion); a failed job rolls the
 attempt back and leaves the compaction pending for the next run.
 
 ::
@@ -25,6 +26,7 @@ from hudi_ds.services.base import ServiceContext
 from hudi_ds.services.compaction import (
     CompactionJob,
     CompactionResult,
+    attempt_token,
     execute_operation,
     run_compaction,
     schedule_compaction,
@@ -38,8 +40,9 @@ def _run_task(job: CompactionJob, index: int) -> WriteStat:
     ctx = TaskContext.get()
     if ctx is None:  # pragma: no cover - local fallback
         return execute_operation(job, index)
-    token = f"{ctx.partitionId()}-{ctx.stageId()}-{ctx.taskAttemptId()}"
-    return execute_operation(job, index, token)
+    # the compaction attempt in the middle: the completion then deletes the files of failed
+    # task attempts of its own attempt only (CompactionAttempt.owns)
+    return execute_operation(job, index, attempt_token(job, ctx.partitionId(), ctx.taskAttemptId()))
 
 
 def spark_executor(spark: Any, parallelism: int | None = None) -> Any:

@@ -232,7 +232,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         job.client.create_table_if_absent(job.arrow_schema)
         identifier = Options.of(hudi).get(WriteConfig.STREAMING_CHECKPOINT_ID)
         timeline = job.client.table_state().timeline  # the writer's table state: one listing
-        last = timeline.instants[-1].requested_time if len(timeline) else None
+        last = timeline.latest_time()
         writer = cls(
             job,
             new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS),

@@ -357,8 +357,10 @@ def new_instant_time(
     file with ``create_if_absent``, which settles any remaining collision.
 
     Args:
-        after: the result is strictly greater than this instant time (e.g. the latest instant on
-            the timeline, or the requested time when generating a completion time).
+        after: the result is strictly greater than this instant time: writers pass the
+            latest requested or completion time on the timeline
+            (:meth:`~hudi_ds.timeline.timeline.Timeline.latest_time`), for requested and
+            completion times alike.
         timezone: the timeline time zone (``hoodie.table.timeline.timezone``; Hudi's default is
             ``LOCAL``, this function's default is ``"UTC"``).
         max_ahead_ms: refuse an ``after`` more than this far ahead of the clock (writers pass
@@ -384,10 +386,10 @@ def new_instant_time(
         if max_ahead_ms is not None and candidate - now_ms > max_ahead_ms:
             ahead = timedelta(milliseconds=candidate - now_ms)
             raise TimelineError(
-                f"the latest instant on the timeline, {after}, is {ahead} ahead of this host's "
-                f"clock ({format_instant_time(now_ms, timezone)}): refusing to create instants "
-                f"after it. Remove the stray instant's files ({after}.*) from the timeline or "
-                "fix the clock that wrote it"
+                f"the latest instant time on the timeline, {after}, is {ahead} ahead of this "
+                f"host's clock ({format_instant_time(now_ms, timezone)}): refusing to date new "
+                f"instants after it. Remove the stray instant's files (named with {after}) "
+                "from the timeline folder or fix the clock that wrote it"
             )
     for _ in range(10_000):
         try:

@@ -39,6 +39,7 @@ from hudi_ds.timeline.instant import (
     DELTA_COMMIT,
     INDEXING,
     LOG_COMPACTION,
+    MAX_INSTANT_AHEAD_MS,
     REPLACE_COMMIT,
     RESTORE,
     ROLLBACK,
@@ -95,6 +96,11 @@ _FAMILIES = {
 
 def _family(action: str) -> frozenset[str]:
     return _FAMILIES.get(action, frozenset({action}))
+
+
+def _full_precision(instant_time: str) -> str:
+    """``instant_time`` as a 17-digit time for ordering (a 14-digit one is its last ms)."""
+    return instant_time + "999" if len(instant_time) == 14 else instant_time
 
 
 def timeline_dir(layout_version: int, timeline_path: str | None = None) -> str:
@@ -415,6 +421,25 @@ class Timeline(Sequence[Instant]):
         if not done:
             return None
         return max(done, key=lambda i: (self.visibility_time(i), i.requested_time))
+
+    def latest_time(self) -> str | None:
+        """The greatest instant time this view shows (None if it shows none): every requested
+        time, pending instants' included, and every completion time, savepoints' too.
+
+        New instants are requested after it and completion times are chosen after it
+        (:meth:`TimelineWriter.new_completion_time`), so a writer whose clock lags another's
+        never dates an instant into the timeline's past. A 14-digit (second precision) time
+        counts as its last millisecond, as :func:`~hudi_ds.timeline.instant.new_instant_time`
+        reads it.
+        """
+        times = [i.requested_time for i in self._instants]
+        times += [i.completion_time for i in self._instants if i.completion_time]
+        for states in self._savepoints.values():
+            for f in states.values():
+                times.append(f.instant.requested_time)
+                if f.instant.completion_time:
+                    times.append(f.instant.completion_time)
+        return max(times, key=_full_precision, default=None)
 
     # -- point queries --------------------------------------------------------------------------
     def contains(self, requested_time: str) -> bool:
@@ -827,8 +852,9 @@ class TimelineWriter:
     ``transitionStateToComplete`` check that the file of the state before exists, then create
     the next one), they probe exact file names. In layout 1 every name of an instant time is
     known, so "time already taken" and "already completed" are probes too; in layout 2 a
-    completed file carries its completion time in its name, so these two checks list the folder
-    (hudi_ds writes layout 1; layout 2 is written by table services of other versions only).
+    completed file carries its completion time in its name, so these two checks list the
+    folder, and :meth:`complete` lists it to choose the completion time after every instant
+    time on it (:meth:`new_completion_time`).
 
     Args:
         storage: the table's storage.
@@ -912,11 +938,14 @@ class TimelineWriter:
         1): a rollback's last look at its target."""
         return self._completed(instant)
 
-    def _completed(self, instant: Instant) -> bool:
-        """Whether ``instant``'s time is completed (its own completed file, in layout 1)."""
+    def _completed(self, instant: Instant, listed: Timeline | None = None) -> bool:
+        """Whether ``instant``'s time is completed (its own completed file, in layout 1;
+        layout 2 asks ``listed``, a listing of the timeline folder, when given)."""
         ts = instant.requested_time
         if self.layout_version == 1:
             return self.storage.is_file(self.path_of(Instant(ts, instant.action, State.COMPLETED)))
+        if listed is not None:
+            return listed.is_completed(ts)
         return any(i.is_completed for i, _ in self._files_of(ts))
 
     def create_requested(self, instant: Instant, content: bytes = b"") -> bool:
@@ -957,9 +986,11 @@ class TimelineWriter:
     ) -> Instant:
         """Write the completed file of an inflight instant -- the commit point.
 
-        Layout 2 names the file ``T_C.<action>`` with ``C = new_instant_time(after=T)`` unless
-        ``completion_time`` is given; layout 1 writes ``T.<action>`` and the returned instant
-        has ``completion_time == requested_time`` (as :meth:`Timeline.load` reports it).
+        Layout 2 names the file ``T_C.<action>`` with ``C`` from :meth:`new_completion_time`
+        (after every instant time on the timeline, listed right before the commit point)
+        unless ``completion_time`` is given; layout 1 writes ``T.<action>`` and the returned
+        instant has ``completion_time == requested_time`` (as :meth:`Timeline.load` reports
+        it).
 
         Returns:
             The completed instant, as a reload of the timeline will show it (a compaction
@@ -967,13 +998,16 @@ class TimelineWriter:
 
         Raises:
             InstantNotFoundError: the inflight file does not exist.
-            TimelineError: the instant is already completed.
+            TimelineError: the instant is already completed; a given ``completion_time`` is
+                not after every instant time on the timeline; the latest of them is more than
+                :data:`~hudi_ds.timeline.instant.MAX_INSTANT_AHEAD_MS` ahead of the clock.
         """
         ts = instant.requested_time
         inflight = Instant(ts, instant.action, State.INFLIGHT)
         if not self.storage.is_file(self.path_of(inflight)):
             raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
-        if self._completed(instant):
+        listed = self._listing() if self.layout_version == 2 else None
+        if self._completed(instant, listed):
             raise TimelineError(f"instant {ts} is already completed")
         action = completed_action(instant.action)
         if self._before_complete is not None:
@@ -982,16 +1016,64 @@ class TimelineWriter:
             # point, so no reader ordering by completion time sees it appear in its past
             pre = ts if self.layout_version == 1 else None
             self._before_complete(Instant(ts, action, State.COMPLETED, pre), content)
+            listed = None  # what other writers did meanwhile: listed again
         if self.layout_version == 1:
             done = Instant(ts, action, State.COMPLETED, ts)
         else:
-            c = completion_time or new_instant_time(after=ts, timezone=self.timezone)
-            if c <= ts:
-                raise TimelineError(f"completion time {c} is not after requested time {ts}")
+            latest = self._latest_time(ts, listed)
+            c = completion_time or self._time_after(latest)
+            if _full_precision(c) <= _full_precision(latest):
+                raise TimelineError(
+                    f"completion time {c} of instant {ts} is not after the latest instant time "
+                    f"on the timeline, {latest}"
+                )
             done = Instant(ts, action, State.COMPLETED, c)
         self.storage.write_atomic(self.path_of(done), content, crash_point_name="commit_write")
         self._wrote(done, content)
         return done
+
+    def new_completion_time(self, requested_time: str, timeline: Timeline | None = None) -> str:
+        """A completion time for the instant ``requested_time`` (layout 2): the clock, but
+        strictly after every requested and completion time on the timeline, whatever the
+        local clock says.
+
+        On layout 2 a log file joins the file slice its completion time falls in (Java 1.x
+        ``HoodieFileGroup.getBaseInstantTime``): a writer whose clock lags the one that
+        scheduled a compaction would otherwise date its commit before the compaction's
+        requested time although it completed after it, and its logs would join the old slice,
+        which the compaction's plan does not hold -- lost once it completes. Java 1.x takes
+        the time from the clock under a time-generation lock and sleeps out
+        ``hoodie.time.generator.max_expected_clock_skew_ms`` (``SkewAdjustingTimeGenerator``,
+        used by ``ActiveTimelineV2.createCompleteFileInMetaPath``); hudi_ds bounds it by the
+        timeline instead, which holds for any skew, not only the configured one. Callers hold
+        the table lock (multi-writer), so no other instant time is chosen meanwhile.
+
+        Args:
+            requested_time: the instant's requested time.
+            timeline: a listing of the timeline folder made under the same lock, after the
+                last change this process made (default: list it now).
+
+        Raises:
+            TimelineError: the latest instant time on the timeline is more than
+                :data:`~hudi_ds.timeline.instant.MAX_INSTANT_AHEAD_MS` ahead of the clock (a
+                stray instant: named, never copied forward).
+        """
+        return self._time_after(self._latest_time(requested_time, timeline))
+
+    def _time_after(self, latest: str) -> str:
+        return new_instant_time(
+            after=latest, timezone=self.timezone, max_ahead_ms=MAX_INSTANT_AHEAD_MS
+        )
+
+    def _listing(self) -> Timeline:
+        return Timeline.load(self.storage, self.layout_version, self.path, timezone=self.timezone)
+
+    def _latest_time(self, requested_time: str, timeline: Timeline | None) -> str:
+        tl = timeline if timeline is not None else self._listing()
+        latest = tl.latest_time()
+        if latest is None or _full_precision(latest) < _full_precision(requested_time):
+            return requested_time
+        return latest
 
     def revert_to_requested(self, instant: Instant) -> Instant:
         """Delete the inflight file of a pending instant (back to requested).

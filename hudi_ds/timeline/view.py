@@ -79,6 +79,10 @@ class TableState:
         # Installed by the write layer when the table keeps a metadata table (issue 15): every
         # timeline writer of this state calls it before completing an instant.
         self.before_complete: Callable[[Instant, bytes], None] | None = None
+        # Set while a table service holds the table lock: fence(at) raises LockLostError
+        # unless the lock was held at monotonic time ``at`` (None: now) -- the metadata
+        # table's compaction and clean check it before they write and after they complete.
+        self.fence: Callable[[float | None], None] | None = None
 
     @classmethod
     def open(cls, path: str | Storage) -> TableState:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -482,7 +483,7 @@ class WriteClient:
         if instant is not None:
             req, created = self._join_requested(instant, action, timeline, writer, withdrawn)
         else:
-            last = timeline.instants[-1].requested_time if len(timeline) else None
+            last = timeline.latest_time()  # every requested and completion time on it
             for _ in range(100):
                 instant = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
                 req = Instant(instant, action, State.REQUESTED)
@@ -782,13 +783,11 @@ class WriteClient:
             )
         rollback_failed_writes(state, before=instant)
 
-    def concurrent_failure(self, instant: str) -> ConcurrentWriterError | None:
+    def _concurrent_failure(self, instant: str) -> ConcurrentWriterError | None:
         """Why a single writer's write of ``instant`` failed, if another writer is the cause
         (it rolled the write back, committed meanwhile, or an older write is alive):
         the error to raise instead of the one the write met (a file that vanished under it).
         Lists the timeline again; None when no other writer is to blame."""
-        if self.multi_writer:
-            return None
         try:
             plan = self._plans.get(instant)
             state = self.table_state()
@@ -962,33 +961,33 @@ class WriteClient:
                 # (TransactionUtils.resolveWriteConflictIfAny) reloads the active timeline
                 state.reload_timeline()
                 crash_point("commit_check")
-                if plan.table_type == "MERGE_ON_READ":
-                    statuses = retarget_pending_logs(state, plan, statuses)
                 if self.multi_writer:
                     # another writer may have rolled this write back as failed (its heartbeat
                     # looked expired to a LAZY cleaner): completing it now would publish files
                     # that are gone -- refuse, as Hudi aborts a commit whose heartbeat expired
-                    # (HeartbeatUtils.abortIfHeartbeatExpired in BaseHoodieWriteClient.commit)
-                    tl = state.timeline
-                    if tl.get(instant) is None or rollback_of(tl, instant) is not None:
-                        raise WriteError(
-                            f"instant {instant} was rolled back by another writer (its heartbeat "
-                            "looked expired): the write is not committed"
-                        )
-                    statuses = resolve_conflicts(state, plan, statuses)
+                    # (HeartbeatUtils.abortIfHeartbeatExpired in BaseHoodieWriteClient.commit);
+                    # before anything touches those files (moving logs into a compaction's slice)
+                    withdrawn = _rolled_back_by_other(state.timeline, instant)
+                    if withdrawn is not None:
+                        raise withdrawn
                 else:
                     # no lock: another single writer was refused at its start, unless it took
                     # this write for failed or ended before this one's start (_concurrent_cause)
                     refused = self._concurrent_cause(state, instant, plan)
                     if refused is not None:
                         raise refused
+                if plan.table_type == "MERGE_ON_READ":
+                    statuses = retarget_pending_logs(state, plan, statuses)
+                if self.multi_writer:
+                    statuses = resolve_conflicts(state, plan, statuses)
                 crash_point("commit_locked")
-                if lock is not None:
+                if lock is not None and time.monotonic() >= lock.held_until():
                     lock.confirm()  # a lease lost while checking: nothing to withdraw yet
                 done = self._publish(state, plan, statuses, partitions_to_delete, extra_metadata)
+                written = time.monotonic()
                 crash_point("commit_written")
                 if lock is not None:
-                    self._fence(state, lock, done)
+                    self._fence(state, lock, done, written)
                 elif instant in self._claims:
                     self._fence_claim(state, done)
         except CommitConflictError:
@@ -1003,10 +1002,10 @@ class WriteClient:
         except (OSError, HudiError) as e:
             if done is None:
                 # a file or instant file that vanished under this write: another writer's
-                # doing, if it rolled the write back or committed meanwhile
-                refused = self.concurrent_failure(instant)
-                if refused is not None:
-                    raise refused from e
+                # doing, if it rolled the write back (or, a single writer, committed meanwhile)
+                failure = self.failure(instant, e)
+                if failure is not e:
+                    raise failure from e
                 raise
             # only the lock's release runs after the commit point: the commit stands (a lease
             # that could not be released expires)
@@ -1054,18 +1053,22 @@ class WriteClient:
             Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
         )
 
-    def _fence(self, state: TableState, lock: TableLock, done: Instant) -> None:
-        """The commit's fence: the completed file of ``done`` was written under ``lock``; it
-        stands only if the lock was held without a break until after that write
-        (:meth:`~hudi_ds.write.lock.FileSystemLock.confirm`, one read of the lock). Otherwise a
-        writer that took the lock over may have checked its conflicts or planned a compaction
-        on a timeline without ``done`` -- the completed file is deleted at once (the instant is
-        inflight again, to be rolled back) and the write raises: nothing is acknowledged that
-        was not committed under the lock. See docs/concurrency.md.
+    def _fence(self, state: TableState, lock: TableLock, done: Instant, written: float) -> None:
+        """The commit's fence: the completed file of ``done`` was written under ``lock`` and
+        returned at ``written`` (``time.monotonic()``). It stands if that was before the lease
+        this process holds could run out (:meth:`~hudi_ds.write.lock.FileSystemLock.held_until`:
+        any taker came later and sees it), or else if the lock was held without a break until
+        now (:meth:`~hudi_ds.write.lock.FileSystemLock.confirm`, one read of the lock).
+        Otherwise a writer that took the lock over may have checked its conflicts or planned a
+        compaction on a timeline without ``done`` -- the completed file is deleted at once (the
+        instant is inflight again, to be rolled back) and the write raises: nothing is
+        acknowledged that was not committed under the lock. See docs/concurrency.md.
 
         Raises:
             LockLostError: the lock was lost; ``done`` is withdrawn.
         """
+        if written < lock.held_until():
+            return
         try:
             lock.confirm()
         except LockLostError:
@@ -1088,6 +1091,25 @@ class WriteClient:
                 lost,
                 e,
             )
+
+    def failure(self, instant: str, error: BaseException) -> BaseException:
+        """The error a failed write of ``instant`` raises: a :class:`WriteError` saying so when
+        another writer rolled the instant back meanwhile -- whatever error its deleted files
+        or instant files caused here (a log file gone before its rename, an inflight file gone
+        before the commit) --, else ``error``."""
+        if isinstance(error, (CommitConflictError, LockLostError, WriteError)) or not isinstance(
+            error, (OSError, TimelineError)
+        ):
+            return error
+        if not self.multi_writer:
+            # a single writer's: ConcurrentWriterError, also when another writer committed
+            # meanwhile (a file of the plan cleaned, archived or rewritten under this write)
+            return self._concurrent_failure(instant) or error
+        try:
+            timeline = self.table_state().reload_timeline()
+        except (OSError, HudiError):
+            return error
+        return _rolled_back_by_other(timeline, instant) or error
 
     def abort(self, instant: str) -> None:
         """Roll ``instant`` back: remove every file it wrote and its instant files.
@@ -1186,6 +1208,18 @@ def _pending_writes(timeline: Timeline) -> set[str]:
         if i is None or i.action in DATA_ACTIONS:
             out.add(t)
     return out
+
+
+def _rolled_back_by_other(timeline: Timeline, instant: str) -> WriteError | None:
+    """The error of a write whose ``instant`` another writer rolled back as failed (gone from
+    ``timeline``, or a rollback targets it), else None."""
+    if timeline.get(instant) is not None and rollback_of(timeline, instant) is None:
+        return None
+    return WriteError(
+        f"instant {instant} was rolled back by another writer: its heartbeat looked expired "
+        "(this process stalled longer than hoodie.client.heartbeat.interval_in_ms x "
+        "hoodie.client.heartbeat.tolerable.misses); the write is not committed, retry it"
+    )
 
 
 def _refusal(timeline: Timeline, instant: str, withdrawn: Callable[[], bool] | None) -> str | None:

@@ -50,6 +50,10 @@ log = logging.getLogger("hudi_ds.write")
 
 LOCK_FILE = ".hoodie/lock"
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
+#: a holder counts its lease as ending this much before the lease it wrote: the rates of two
+#: hosts' monotonic clocks differ a little, and the holder times its lease from when it sent
+#: the write, the taker from when it saw it
+LEASE_MARGIN_S = 0.5
 
 FS_LOCK_NAMES = (
     "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
@@ -90,13 +94,30 @@ class FileSystemLock:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         #: the lock body this provider wrote when it took the lock (None while not held)
         self._body: bytes | None = None
+        #: monotonic: when the lease this provider last wrote runs out (kept when the lock is
+        #: found lost -- it still bounds what was written before it --, reset by release)
+        self._deadline = 0.0
+
+    def held_until(self) -> float:
+        """The ``time.monotonic()`` reading before which no other process could hold the lock
+        since this provider took it: when the lease this provider last wrote runs out, timed
+        from when the write was sent, less :data:`LEASE_MARGIN_S`. It stays true of the past
+        when the lock is found lost later; 0.0 (or less) once released.
+
+        A write that finished before this reading was made under the lock, whatever stall came
+        after it: a taker must wait out the lease first, so it sees that write. Past it, only
+        :meth:`confirm` (a read of the lock) can tell whether the lock was kept.
+        """
+        return self._deadline - LEASE_MARGIN_S
 
     def acquire(self) -> None:
         for _ in range(self.retries + 1):
             now = time.time()
             body = json.dumps({"owner": self.owner, "expires": now + self.expire_s}).encode()
+            sent = time.monotonic()
             if self.storage.create_if_absent(LOCK_FILE, body):
                 self._body = body
+                self._deadline = sent + self.expire_s
                 return
             if self.storage.conditional_update:
                 if self._take_if_expired(now):
@@ -130,9 +151,11 @@ class FileSystemLock:
         # the lease starts when it is put, not when this attempt began: a stall in the read
         # above must not hand the next writer a lease that is already expired
         body = json.dumps({"owner": self.owner, "expires": time.time() + self.expire_s}).encode()
+        sent = time.monotonic()
         if self.storage.put_if_version(LOCK_FILE, body, version) is None:
             return False
         self._body = body
+        self._deadline = sent + self.expire_s
         log.warning("took over the expired lock %s", self.storage.full_path(LOCK_FILE))
         return True
 
@@ -184,6 +207,7 @@ class FileSystemLock:
             current = None
         if body is None or current != body:
             held = _parse_lock(current) if current is not None else None
+            self._body = None  # not ours: release must not touch it
             raise LockLostError(
                 f"the lock {self.storage.full_path(LOCK_FILE)} of {self.owner} was broken or "
                 f"taken over (its lease of {self.expire_s:g} s ran out; now "
@@ -191,7 +215,7 @@ class FileSystemLock:
             )
 
     def release(self) -> None:
-        self._body = None
+        self._body, self._deadline = None, 0.0
         try:
             held = _parse_lock(self.storage.read_bytes(LOCK_FILE))
         except FileNotFoundError:
@@ -281,6 +305,13 @@ class StorageBasedLock:
         self.last_seen = "no lease"
         #: True once a renewal found the lease taken by another owner while held
         self.lost = False
+        #: monotonic: when the lease last written runs out (see FileSystemLock._deadline)
+        self._deadline = 0.0
+
+    def held_until(self) -> float:
+        """See :meth:`FileSystemLock.held_until`."""
+        with self._mutex:
+            return self._deadline - LEASE_MARGIN_S
 
     # -- the lock body -----------------------------------------------------------------------
     def _body(self, expired: bool, valid_until_ms: int) -> bytes:
@@ -336,10 +367,12 @@ class StorageBasedLock:
                 if not held[0]:
                     log.warning("breaking the expired storage lock of %s", held[2])
             body = self._body(False, int((now + self.validity_s) * 1000))
+            sent = time.monotonic()
             version = self._put(body, None if current is None else current[1])
             if version is None:
                 return False  # another writer won the race
             self._held = (body, version)
+            self._deadline = sent + self.validity_s
             self.lost = False
             self._audit_start()
             self._heart = Periodic(
@@ -370,6 +403,7 @@ class StorageBasedLock:
                 return False
             now = time.time()
             body = self._body(False, int((now + self.validity_s) * 1000))
+            sent = time.monotonic()
             version = self._put(body, self._held[1])
             if version is None:
                 current = self._read()
@@ -384,6 +418,7 @@ class StorageBasedLock:
                 self.lost = True
                 return False
             self._held = (body, version)
+            self._deadline = sent + self.validity_s
             self._audit_record("RENEW", now)
             return True
 
@@ -400,6 +435,7 @@ class StorageBasedLock:
             current = self._read() if held is not None else None
             if held is None or current is None or current[1] != held[1]:
                 who = self.parse(current[0]) if current is not None else None
+                self._held, self.lost = None, True  # not ours: release must not touch it
                 raise LockLostError(
                     f"the storage lock {self.storage.full_path(STORAGE_LOCK_FILE)} of "
                     f"{self.owner} was taken over (lease validity {self.validity_s:g} s; now "
@@ -417,6 +453,7 @@ class StorageBasedLock:
         if heart is not None:
             heart.stop()
         with self._mutex:
+            self._deadline = 0.0
             if self._held is None:
                 return
             body, version = self._held
@@ -675,6 +712,13 @@ class DynamoDBLock:
         with self._mutex:
             return self._rvn is not None
 
+    def held_until(self) -> float:
+        """See :meth:`FileSystemLock.held_until`: a taker waits a whole lease after it first
+        sees the record version number of our last write, which it cannot see before we sent
+        that write."""
+        with self._mutex:
+            return self._renewed + self.lease_ms / 1000 - LEASE_MARGIN_S
+
     def try_acquire(self) -> bool:
         """One attempt: one consistent read and at most one conditional put. True if this
         provider holds the lock now. A held item is only taken over once this provider has seen
@@ -828,6 +872,7 @@ class DynamoDBLock:
             rvn = self._rvn
             item = self.read_item() if rvn is not None else None
             if item is None or item.get(DDB_OWNER) != self.owner or item.get(DDB_RVN) != rvn:
+                self._rvn, self.lost = None, True  # not ours: release must not touch it
                 raise LockLostError(
                     f"the DynamoDB lock {self.table}/{self.partition_key} of {self.owner} was "
                     f"lost (lease {self.lease_ms} ms; now "
@@ -847,6 +892,7 @@ class DynamoDBLock:
             heart.stop()
         with self._mutex:
             rvn, self._rvn = self._rvn, None
+            self._renewed = 0.0
             if rvn is None:
                 return
             try:
@@ -960,6 +1006,10 @@ class InProcessLock:
 
     def confirm(self) -> None:
         """Nothing to prove: the lock is a mutex of this process, it has no lease to lose."""
+
+    def held_until(self) -> float:
+        """A mutex of this process never runs out."""
+        return float("inf")
 
     def release(self) -> None:
         self._lock.release()

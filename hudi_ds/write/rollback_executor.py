@@ -178,6 +178,11 @@ def pending_rollback_targets(timeline: Timeline) -> set[str]:
     return {t for t in targets if t is not None}
 
 
+def rollback_target(timeline: Timeline, r: Instant) -> str | None:
+    """The instant the plan of rollback ``r`` targets (None if its plan cannot be read)."""
+    return _rollback_target(timeline, r)
+
+
 def pending_rollback_of(timeline: Timeline, instant: str) -> Instant | None:
     """The pending rollback whose plan targets ``instant``, if a killed process left one."""
     return rollback_of(timeline.pending(), instant)
@@ -370,7 +375,7 @@ def execute_rollback(
         planned, command_logs = plan_requests(storage, timeline, rollback_time)
         files = sorted(set(files) | set(planned))
     if rollback_time is None:
-        last = timeline.instants[-1].requested_time if len(timeline) else None
+        last = timeline.latest_time()
         for _ in range(100):
             rollback_time = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
             full_path = storage.uri if layout == 2 else str

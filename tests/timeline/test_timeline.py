@@ -1102,3 +1102,77 @@ def test_completion_time_chosen_after_the_hook(tmp_path: Path, layout: int) -> N
     else:
         assert seen[0].completion_time is None
         assert done.completion_time is not None and done.completion_time > after_hook[0]
+
+
+def _time_in(minutes: float) -> str:
+    """The instant time ``minutes`` from now (UTC)."""
+    import time
+
+    return format_instant_time(int(time.time() * 1000 + minutes * 60_000))
+
+
+def test_completion_time_after_every_instant_time_with_the_clock_behind(tmp_path: Path) -> None:
+    """Layout 2: another writer's clock runs minutes ahead of this one -- its pending
+    compaction and a deltacommit it completed are dated after this clock's now. A completion
+    time chosen here still comes after every requested and completion time on the timeline
+    (a log file joins the slice its completion time falls in), and a hook that lets another
+    instant appear meanwhile is seen too (listed again after it)."""
+    storage = Storage(str(tmp_path))
+    folder = tmp_path / timeline_dir(2)
+    later: list[str] = []
+
+    def hook(done: Instant, content: bytes) -> None:  # another writer completes meanwhile
+        later.append(_time_in(9))
+        (folder / f"{_time_in(8)}_{later[0]}.clean").write_bytes(b"")
+
+    w = TimelineWriter(storage, 2)
+    mine = new_instant_time()
+    req = Instant(mine, DELTA_COMMIT, State.REQUESTED)
+    assert w.create_requested(req)
+    inflight = w.transition_to_inflight(req, b"{}")
+    other, compaction, other_done = _time_in(4), _time_in(5), _time_in(7)
+    (folder / f"{compaction}.compaction.requested").write_bytes(b"")
+    (folder / f"{other}.deltacommit.requested").write_bytes(b"")
+    (folder / f"{other}_{other_done}.deltacommit").write_bytes(b"{}")
+    tl = Timeline.load(storage, 2)
+    assert tl.latest_time() == other_done
+    assert w.new_completion_time(mine) > other_done
+    done = w.complete(inflight, b"{}")
+    assert done.completion_time is not None
+    assert mine < compaction < other_done < done.completion_time
+    assert Timeline.load(storage, 2).latest_time() == done.completion_time
+
+    hooked = TimelineWriter(storage, 2, before_complete=hook)
+    second = Instant(new_instant_time(), DELTA_COMMIT, State.REQUESTED)
+    assert hooked.create_requested(second)
+    hooked.transition_to_inflight(second, b"{}")
+    done2 = hooked.complete(second, b"{}")
+    assert done2.completion_time is not None and done2.completion_time > later[0]
+    # a completion time given by the caller must obey the same rule
+    third = Instant(new_instant_time(), DELTA_COMMIT, State.REQUESTED)
+    assert w.create_requested(third)
+    w.transition_to_inflight(third, b"{}")
+    with pytest.raises(TimelineError, match="not after the latest instant time"):
+        w.complete(third, b"{}", completion_time=done2.completion_time)
+    assert not Timeline.load(storage, 2).is_completed(third.requested_time)
+
+
+def test_completion_time_refuses_a_far_future_instant(tmp_path: Path) -> None:
+    """An instant dated more than a day after this host's clock (a stray: a broken clock, a
+    hand-made file) is named and refused, never copied into completion times; the instant
+    stays inflight (to be completed or rolled back once the stray is removed)."""
+    storage = Storage(str(tmp_path))
+    folder = tmp_path / timeline_dir(2)
+    w = TimelineWriter(storage, 2)
+    ts = new_instant_time()
+    req = Instant(ts, DELTA_COMMIT, State.REQUESTED)
+    assert w.create_requested(req)
+    inflight = w.transition_to_inflight(req, b"{}")
+    (folder / f"{_time_in(1)}_29990101000000000.deltacommit").write_bytes(b"{}")
+    with pytest.raises(TimelineError, match="29990101000000000"):
+        w.complete(inflight, b"{}")
+    assert Timeline.load(storage, 2).get(ts) == inflight
+    for p in folder.glob("*29990101000000000*"):
+        p.unlink()
+    done = w.complete(inflight, b"{}")
+    assert done.completion_time is not None and ts < done.completion_time < "2100"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import threading
 import time
 import uuid
@@ -36,6 +37,7 @@ from tests.conftest import (
     hudi_rs_table,
     spawn_python,
     table_options,
+    wait_stopped,
 )
 from tests.moto_server import ACCESS_KEY, REGION, SECRET_KEY, MotoServer
 
@@ -292,10 +294,10 @@ def test_bad_dynamodb_options_are_refused(
 # its rows must not be visible), and each holding of the lock (acquired .. released,
 # timed inside the holding) to ``<log>.hold``.
 DDB_WRITER = r"""
-import json, random, sys, time
+import json, os, random, sys, time
 import pyarrow as pa
 import hudi_ds
-from hudi_ds.errors import CommitConflictError
+from hudi_ds.errors import CommitConflictError, LockLostError
 from hudi_ds.write import lock as L
 path, opts, so, seconds, seed, log = (sys.argv[1], json.loads(sys.argv[2]),
     json.loads(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
@@ -314,9 +316,9 @@ def logged_release(self):
 L.DynamoDBLock.acquire, L.DynamoDBLock.release = logged_acquire, logged_release
 rng = random.Random(seed)
 end = time.time() + seconds
-n = conflicts = 0
+n = conflicts = lost = 0
 with open(log, "w") as out:
-    while time.time() < end:
+    while time.time() < end and not os.path.exists(log + ".stop"):
         keys = rng.sample(range(100), 10)
         ts = time.time_ns()
         t = pa.table({"id": [f"k{k}" for k in keys], "ts": [ts] * len(keys),
@@ -326,10 +328,13 @@ with open(log, "w") as out:
         except CommitConflictError:  # under OCC: the later of two writers of a file group
             conflicts += 1
             continue
+        except LockLostError:  # stalled past its lease: withdrawn, not committed
+            lost += 1
+            continue
         out.write(json.dumps({"keys": keys, "ts": ts}) + "\n")
         out.flush()
         n += 1
-print(json.dumps({"batches": n, "conflicts": conflicts}))
+print(json.dumps({"batches": n, "conflicts": conflicts, "lost": lost}))
 """
 
 
@@ -337,33 +342,55 @@ print(json.dumps({"batches": n, "conflicts": conflicts}))
 def test_two_writers_on_s3_under_the_dynamodb_lock(
     moto_s3: MotoServer, s3_uri: str, ddb_table: str, tmp_path: Path
 ) -> None:
-    """Two processes upsert one MOR S3 table for 10 s under the DynamoDB lock: the holdings they
-    log never overlap, no acknowledged batch is lost, hudi_ds and hudi-rs read the model."""
+    """Two processes upsert one MOR S3 table under the DynamoDB lock (a 2 s lease); writer 1
+    stops (SIGSTOP) inside its third commit, holding the lock after its conflict check, until
+    writer 2 has taken the lock over and committed twice (each second delta commit is followed
+    by a compaction). Writer 1's stalled commit raises
+    LockLostError (it is not completed); the holdings of the lock that committed never overlap,
+    no acknowledged batch is lost, hudi_ds and hudi-rs read the model."""
     so = {k: str(v) for k, v in moto_s3.storage_options().items()}
     opts = {
         **table_options("ddb2", partition="p", table_type="MERGE_ON_READ"),
-        # a 10 s lease: a writer slowed down by a busy machine keeps its lease between beats
-        **ddb_options(moto_s3, ddb_table, lease_ms=10_000),
+        **ddb_options(moto_s3, ddb_table, lease_ms=2_000),
         "hoodie.clean.automatic": "false",
+        # compactions after writer 2's commits supersede the slices writer 1's logs hang off
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": "2",
     }
     seed_rows = pa.table({"id": ["seed"], "ts": [0], "p": ["p0"], "who": [0]})
     hudi_ds.write(s3_uri, seed_rows, opts, storage_options=so)
-    seconds = 10.0
+    seconds = 120.0  # an upper bound: the writers stop once the test has seen its case
     procs = []
     for seed in (1, 2):
         log = tmp_path / f"w{seed}.jsonl"
+        log.touch()
         args = (s3_uri, json.dumps(opts), json.dumps(so), str(seconds), str(seed), str(log))
-        procs.append((spawn_python(DDB_WRITER, *args), log))
+        env = {"HUDI_DS_STALL_AT": "commit_locked:3"} if seed == 1 else None
+        procs.append((spawn_python(DDB_WRITER, *args, env=env), log))
+    stalled, other_log = procs[0][0], procs[1][1]
+    try:
+        wait_stopped(stalled, 120)
+        before = len(other_log.read_text().splitlines())
+        deadline = time.monotonic() + 120
+        while len(other_log.read_text().splitlines()) < before + 2:
+            assert time.monotonic() < deadline, "writer 2 never committed while writer 1 stalled"
+            time.sleep(0.05)
+    finally:
+        stalled.send_signal(signal.SIGCONT)
+    time.sleep(1.0)  # both write on a little after the stall
+    for _, log in procs:
+        Path(f"{log}.stop").touch()
     state: dict[str, tuple] = {"seed": ("seed", 0, "p0", 0)}
-    batches, holdings = [], []
+    batches, holdings, results = [], [], []
     for who, (proc, log) in enumerate(procs, start=1):
-        finish_process(proc, seconds + 180)
+        results.append(finish_process(proc, seconds + 180))
         batches.append([json.loads(x) for x in log.read_text().splitlines()])
         holdings += [json.loads(x) for x in Path(f"{log}.hold").read_text().splitlines()]
         for b in batches[-1]:
             for k in b["keys"]:
                 if f"k{k}" not in state or b["ts"] >= state[f"k{k}"][1]:
                     state[f"k{k}"] = (f"k{k}", b["ts"], f"p{k % 2}", who)
+    assert results[0]["lost"] >= 1, results
     assert all(len(b) >= 2 for b in batches), [len(b) for b in batches]
     expected = list(state.values())
     columns = ["id", "ts", "p", "who"]
@@ -371,7 +398,8 @@ def test_two_writers_on_s3_under_the_dynamodb_lock(
     assert_rows(hudi_rs_table(s3_uri, storage_options=so), expected, columns)
     table = hudi_ds.HudiTable(s3_uri, storage_options=so)
     assert [i for i in table.timeline.instants if not i.is_completed] == []
-    # each commit held the lock; no two holdings overlap
+    # each commit held the lock; no two holdings of the lock that was kept overlap (a lost
+    # holding is not logged: its provider no longer holds the lock when it releases)
     assert len(holdings) >= sum(len(b) for b in batches), len(holdings)
     holdings.sort()
     for (_, end, o1), (start, _, o2) in itertools.pairwise(holdings):
