@@ -14,6 +14,7 @@ listed in docs/options.md.
 from hudi_ds.api import HudiTable, write
 from hudi_ds.errors import (
     CommitConflictError,
+    ConcurrentWriterError,
     ConfigError,
     CorruptBlockError,
     CorruptFileError,
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CommitConflictError",
+    "ConcurrentWriterError",
     "ConfigError",
     "CorruptBlockError",
     "CorruptFileError",

@@ -91,6 +91,14 @@ class WriteError(HudiError):
     """A write failed; the instant was rolled back and nothing became visible."""
 
 
+class ConcurrentWriterError(WriteError):
+    """Another writer is writing the table while this one, a single writer
+    (``hoodie.write.concurrency.mode=single_writer``, the default), writes it: this write was
+    refused, or not committed, and nothing of it became visible. Several writers need
+    ``hoodie.write.concurrency.mode=optimistic_concurrency_control``; otherwise retry once
+    the other write is done (docs/concurrency.md)."""
+
+
 class HudiWarning(UserWarning):
     """Base class of every warning issued by hudi_ds."""
 

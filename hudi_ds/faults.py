@@ -11,6 +11,10 @@ SIGCONT: a stall at a named step, not one waited for under load.
 
 Points (see :data:`POINTS`):
 
+* ``start_opened``      a write's start checked its files (and, with several writers, rolled
+                        back failed writes); its instant is not created yet
+* ``start_claimed``     a single writer's instant is claimed (writer record, heartbeat) and
+                        requested; it has not looked for other writers yet
 * ``after_requested``   the instant's requested file exists (its inflight file too, unless the
                         write saves a workload profile), nothing else
 * ``after_inflight``    the inflight file holding the write's workload profile exists, no data
@@ -63,6 +67,8 @@ ENV = "HUDI_DS_CRASH_AT"
 STALL_ENV = "HUDI_DS_STALL_AT"
 EXIT_CODE = 137
 POINTS = (
+    "start_opened",
+    "start_claimed",
     "after_requested",
     "after_inflight",
     "handle_flush",

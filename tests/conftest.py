@@ -180,9 +180,11 @@ def finish_process(proc: subprocess.Popen[str], timeout: float) -> dict:
 # ``p<n % partitions>``, ``who = seed`` and ``v = w<seed>-<ts>-k<n>``, retries a batch whose
 # commit conflicts with a fresh ``ts``, logs each batch whose write returned (JSON lines
 # ``{"keys", "ts"}``) and pauses up to ``pace`` seconds between batches. Prints
-# ``{"conflicts", "batches"}``.
+# ``{"conflicts", "batches"}``. With an ``errors`` log, any other exception of a write is
+# logged there (JSON lines ``{"type", "message", "trace"}``, the type with its module) and the batch
+# given up (not logged as written), after a pause of up to ``pace`` (or 0.05) seconds.
 WRITER = r"""
-import json, random, sys, time
+import json, random, sys, time, traceback
 import pyarrow as pa
 import hudi_ds
 from hudi_ds.errors import CommitConflictError
@@ -190,6 +192,7 @@ path, opts, seconds, seed, log = (sys.argv[1], json.loads(sys.argv[2]), float(sy
     int(sys.argv[4]), sys.argv[5])
 key_space, batch_keys, partitions, pace = (int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8]),
     float(sys.argv[9]))
+errors = open(sys.argv[10], "w") if len(sys.argv) > 10 and sys.argv[10] else None
 rng = random.Random(seed)
 end = time.time() + seconds
 conflicts = 0
@@ -208,6 +211,15 @@ with open(log, "w") as out:
             except CommitConflictError:
                 conflicts += 1
                 continue
+            except Exception as e:
+                if errors is None:
+                    raise
+                kind = f"{type(e).__module__}.{type(e).__qualname__}"
+                trace = traceback.format_exc()[-2000:]
+                errors.write(json.dumps({"type": kind, "message": str(e), "trace": trace}) + "\n")
+                errors.flush()
+                time.sleep(rng.uniform(0, pace or 0.05))
+                break
             out.write(json.dumps({"keys": keys, "ts": ts}) + "\n")
             out.flush()
             break
@@ -229,8 +241,10 @@ def spawn_writer(
     batch_keys: int,
     partitions: int,
     pace: float = 0.0,
+    errors: Path | None = None,
 ) -> subprocess.Popen[str]:
-    """Start a :data:`WRITER` process upserting into ``path`` for ``seconds``."""
+    """Start a :data:`WRITER` process upserting into ``path`` for ``seconds`` (``errors``: the
+    log of its failed writes, which it then survives)."""
     return spawn_python(
         WRITER,
         path,
@@ -242,6 +256,7 @@ def spawn_writer(
         str(batch_keys),
         str(partitions),
         str(pace),
+        str(errors) if errors is not None else "",
     )
 
 

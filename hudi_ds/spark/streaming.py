@@ -60,7 +60,10 @@ rows with a state index their Python worker keeps per table across micro-batches
 (:func:`worker_state_lookup`) instead of reading the keys of the touched file groups.
 
 Single writer: concurrent writers into one table are not supported (a sink's commit rolls
-back every older pending write). Several streams may write one table *one after another*;
+back every older pending write; it refuses with ``ConcurrentWriterError`` while a single
+writer's batch or embedded write is alive, and a single writer starting while a micro-batch's
+tasks beat its heartbeat refuses too: docs/concurrency.md). Several streams may write one
+table *one after another*;
 each keeps its own checkpoint under its identifier
 (``hoodie.datasource.write.streaming.checkpoint.identifier``, default
 ``default_single_writer``). A query restarted with a *new* Spark checkpoint restarts at batch
@@ -96,7 +99,6 @@ from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, new_instant_time
 from hudi_ds.timeline.timeline import DATA_ACTIONS
 from hudi_ds.write.client import STREAMING_CHECKPOINT_KEY
-from hudi_ds.write.rollback_executor import rollback_failed_writes
 
 try:  # pyspark >= 4.1: Arrow batches straight from the JVM
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
@@ -331,8 +333,9 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         assert state is not None
         if not getattr(client, "multi_writer", False):
             # earlier attempts that crashed before their commit (Hudi's eager rollback of a
-            # single writer; with several writers the lazy, heartbeat-based policy applies)
-            rollback_failed_writes(state, before=instant)
+            # single writer; with several writers the lazy, heartbeat-based policy applies);
+            # refused while another single writer's write is alive
+            client.rollback_failed_before(instant)
         # listed again: the rollback above and other attempts of this batch changed the table
         current = state.reload_timeline().get(instant)
         if current is None:

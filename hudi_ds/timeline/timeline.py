@@ -933,6 +933,11 @@ class TimelineWriter:
             return bool(self.storage.existing(self._names_of(requested_time)))
         return bool(self._files_of(requested_time))
 
+    def is_completed(self, instant: Instant) -> bool:
+        """Whether ``instant``'s time is completed now (its files probed, no listing on layout
+        1): a rollback's last look at its target."""
+        return self._completed(instant)
+
     def _completed(self, instant: Instant, listed: Timeline | None = None) -> bool:
         """Whether ``instant``'s time is completed (its own completed file, in layout 1;
         layout 2 asks ``listed``, a listing of the timeline folder, when given)."""

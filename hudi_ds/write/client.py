@@ -57,6 +57,7 @@ from hudi_ds.config import (
 )
 from hudi_ds.errors import (
     CommitConflictError,
+    ConcurrentWriterError,
     HudiError,
     InstantNotFoundError,
     LockLostError,
@@ -80,6 +81,8 @@ from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.table_create import NewTable, check_path_is_free, create_table
 from hudi_ds.timeline.instant import (
+    COMPACTION,
+    LOG_COMPACTION,
     MAX_INSTANT_AHEAD_MS,
     REPLACE_COMMIT,
     Instant,
@@ -87,11 +90,21 @@ from hudi_ds.timeline.instant import (
     new_instant_time,
 )
 from hudi_ds.timeline.metadata import CommitMetadata, RequestedReplaceMetadata
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, TimelineWriter
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.conflict import resolve_conflicts, retarget_pending_logs
 from hudi_ds.write.cow import merge_staged
+from hudi_ds.write.liveness import (
+    Liveness,
+    WriterHeartbeat,
+    claim,
+    liveness,
+    record_path,
+    recorded_writers,
+    release,
+    revoke,
+)
 from hudi_ds.write.lock import (
     HEARTBEAT_DIR,
     Heartbeat,
@@ -112,7 +125,13 @@ from hudi_ds.write.options import (
     resolve_options,
 )
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
-from hudi_ds.write.rollback_executor import rollback_failed_writes, rollback_instant, rollback_of
+from hudi_ds.write.rollback_executor import (
+    pending_rollback_of,
+    pending_rollback_targets,
+    rollback_failed_writes,
+    rollback_instant,
+    rollback_of,
+)
 from hudi_ds.write.tagged_records import TaggedRecords
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
 from hudi_ds.write.workload import WorkloadProfile
@@ -121,6 +140,14 @@ from hudi_ds.write.write_status import WriteStatus
 log = logging.getLogger("hudi_ds.write")
 
 STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
+
+#: what a single writer's refusal tells the user to do
+SEVERAL_WRITERS = (
+    "hoodie.write.concurrency.mode=single_writer (the default) allows one writer at a time: "
+    "several writers need hoodie.write.concurrency.mode=optimistic_concurrency_control (with "
+    "a lock, hoodie.write.lock.provider); otherwise retry once the other write is done "
+    "(docs/concurrency.md)"
+)
 
 #: ``post_commit(client, completed_instant)``: what a writer runs after each of its commits
 #: (:func:`hudi_ds.services.run_post_commit_services`: inline compaction, cleaning, archival).
@@ -173,7 +200,10 @@ class WriteClient:
         # instant, that listing when the instant's plan sees the same timeline (task_writer)
         self._checked_view: tuple[Timeline, FileSystemView] | None = None
         self._listed_views: dict[str, FileSystemView] = {}
-        self._heartbeats: dict[str, Heartbeat] = {}
+        self._heartbeats: dict[str, Heartbeat | WriterHeartbeat] = {}
+        # the instants this client (a single writer) claimed with a writer record
+        # (hudi_ds.write.liveness): they end when their post-commit services do
+        self._claims: set[str] = set()
         # instant -> its inflight metadata without the workload profile, while it is requested
         self._requested: dict[str, CommitMetadata] = {}
         # instant -> what the folder held before :meth:`start` created the table for it
@@ -383,12 +413,16 @@ class WriteClient:
         if self.state is None:
             before = self._listing()
             self._create_table(full)
+        claimed = set(self._claims)
         try:
             with held(self._lock()):
                 started = self._start_locked(
                     decided, instant, rollback_failed, extra_metadata, inflight, withdrawn
                 )
         except BaseException:
+            for t in self._claims - claimed:
+                # an instant left pending without its writer: the next write rolls it back
+                _quietly(f"ending the failed start of {t}", self._stop_heartbeat, t)
             if before is not None:
                 self._undo_create(before, None)
             raise
@@ -436,14 +470,17 @@ class WriteClient:
             # compaction scheduled before T gets T's logs named after it), as Java's
             # TransactionManager.beginTransaction is followed by a reload of the active timeline
             state.reload_timeline()
-        if rollback_failed and self._failed_writes_policy() != "NEVER":
-            lazy = self._failed_writes_policy() == "LAZY"
+        joined = instant is not None
+        alone = not self.multi_writer and not joined  # a single writer's own instant
+        policy = self._failed_writes_policy()
+        if rollback_failed and policy != "NEVER" and not alone:
+            lazy = policy == "LAZY"
             rollback_failed_writes(state, is_failed=self._is_dead if lazy else None)
+        crash_point("start_opened")
         operation = self.operation
         action = operation.action(self.resolved.table_type)
         writer = state.timeline_writer()
         timeline = state.timeline
-        joined = instant is not None
         created = False
         if instant is not None:
             req, created = self._join_requested(instant, action, timeline, writer, withdrawn)
@@ -452,11 +489,24 @@ class WriteClient:
             for _ in range(100):
                 instant = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
                 req = Instant(instant, action, State.REQUESTED)
+                # a single writer claims the time and beats before its instant exists, as
+                # Hudi's startCommit starts the heartbeat before the requested file: a writer
+                # starting meanwhile never finds the instant without them
+                if not self.multi_writer and not self._claim(instant):
+                    last = instant  # another writer chose this time
+                    continue
                 if writer.create_requested(req, requested_content(action, state.layout)):
                     break
+                if not self.multi_writer:
+                    self._stop_heartbeat(instant)
                 last = instant
             else:  # pragma: no cover - 100 clashes in a row
                 raise WriteError("could not allocate a unique instant time")
+        if alone:
+            crash_point("start_claimed")
+            # Hudi's single writer rolls back every pending write now (EAGER policy); one of
+            # another live writer is not failed: refuse instead (see _alone_at_start)
+            self._alone_at_start(state, req, rollback_failed and policy != "NEVER")
         plan = build_plan(
             instant,
             action,
@@ -515,9 +565,10 @@ class WriteClient:
         if self.multi_writer and not joined:
             interval = self.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
             self._heartbeats[instant] = Heartbeat(self.storage, instant, interval)
-        elif self.multi_writer:
+        elif joined:
             # a task joining a streaming micro-batch's instant: one beat per task keeps the
-            # instant alive for other writers' lazy rollback while the batch runs
+            # instant alive for other writers' lazy rollback while the batch runs (and makes
+            # a single writer starting meanwhile refuse instead of rolling it back)
             beat_once(self.storage, instant)
         crash_point("after_requested")
         return instant
@@ -606,26 +657,213 @@ class WriteClient:
         policy = self.options.get(ConcurrencyConfig.FAILED_WRITES_POLICY)
         return policy or ("LAZY" if self.multi_writer else "EAGER")
 
-    def _is_dead(self, instant: str) -> bool:
+    def _heartbeat_timeout(self) -> float:
+        """Seconds after its last beat that a writer counts as failed (Hudi's
+        ``hoodie.client.heartbeat.interval_in_ms`` x ``tolerable.misses``)."""
         o = self.options
-        timeout = (
+        return (
             o.get(ConcurrencyConfig.HEARTBEAT_MS)
             / 1000
             * max(1, o.get(ConcurrencyConfig.HEARTBEAT_MISSES))
         )
-        return heartbeat_expired(self.storage, instant, timeout)
+
+    def _is_dead(self, instant: str) -> bool:
+        return heartbeat_expired(self.storage, instant, self._heartbeat_timeout())
+
+    def _liveness(self, instant: str) -> Liveness:
+        return liveness(self.storage, instant, self._heartbeat_timeout())
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_heartbeats"] = {}  # threads stay with the process that started them
         return state
 
+    def _claim(self, instant: str) -> bool:
+        """A single writer's claim of ``instant`` before its requested file exists: its writer
+        record and its heartbeat (:mod:`hudi_ds.write.liveness`). False if another writer
+        claimed the same time."""
+        if not claim(self.storage, instant):
+            return False
+        self._claims.add(instant)
+        interval = self.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
+        self._heartbeats[instant] = WriterHeartbeat(self.storage, instant, interval)
+        return True
+
     def _stop_heartbeat(self, instant: str) -> None:
+        """End the write of ``instant``: its heartbeat (and a single writer's record)."""
         hb = self._heartbeats.pop(instant, None)
         if hb is not None:
             hb.stop()
-        elif self.multi_writer:
+        if instant in self._claims:
+            self._claims.discard(instant)
+            release(self.storage, instant)
+        elif hb is None:
             self.storage.delete(f"{HEARTBEAT_DIR}/{instant}")
+
+    def _alone_at_start(self, state: TableState, req: Instant, roll_back: bool) -> None:
+        """A single writer's check once its instant ``req`` is claimed and requested: no other
+        writer may be alive; then the failed writes are rolled back (``roll_back``).
+
+        The writers are the single writers' records (a write from its claim to the end of its
+        post-commit table services, listed now) and the pending writes on the timeline with
+        their heartbeats (writers of other modes, streaming micro-batches). Each writer
+        claims before it looks: of two writers starting at the same moment, at least one
+        sees the other and refuses, so no two single writers are past this check at once --
+        nor roll back the same failed write at once. Records of dead writers whose write is
+        over are deleted.
+
+        Raises:
+            ConcurrentWriterError: another writer is alive (named, with why); ``req`` is
+                withdrawn.
+        """
+        instant = req.requested_time
+        tl = state.timeline
+        pending = _pending_writes(tl)
+        pending.discard(instant)
+        recorded = [t for t in recorded_writers(self.storage) if t != instant]
+        judged = {t: self._liveness(t) for t in sorted(pending | set(recorded))}
+        live = {t: v for t, v in judged.items() if v.alive}
+        if live:
+            state.timeline_writer().delete_instant_files(req)
+            self._stop_heartbeat(instant)
+            raise ConcurrentWriterError(
+                f"another writer is writing the table at {self.storage.base_uri}: "
+                + "; ".join(f"instant {t} ({v.why})" for t, v in live.items())
+                + f". {SEVERAL_WRITERS}. A writer that crashed counts as failed once its "
+                f"heartbeat is older than {self._heartbeat_timeout():g} s "
+                "(hoodie.client.heartbeat.interval_in_ms x "
+                "hoodie.client.heartbeat.tolerable.misses; at once on the machine it ran on), "
+                "and the next write rolls it back"
+            )
+        for t in recorded:
+            if t not in pending:  # a writer that died after its write, or before its instant
+                release(self.storage, t)
+        if roll_back:
+            self._roll_back_dead(state, pending)
+
+    def _roll_back_dead(self, state: TableState, dead: set[str]) -> None:
+        """Roll back the failed writes ``dead`` (:meth:`_alone_at_start`), Hudi's eager
+        rollback of a single writer. Each one's writer record is taken first: a writer that
+        was only stalled past its heartbeat and goes on finds it gone and does not commit
+        (:meth:`commit`)."""
+        if not dead and not state.timeline.pending().filter_actions("rollback"):
+            return
+        # listed again: the listing the start began with may show a write as pending that its
+        # writer completed or rolled back since (and ended: its record is gone)
+        writes = _pending_writes(state.reload_timeline())
+        dead = dead & writes
+        for t in sorted(dead):
+            revoke(self.storage, t)
+        # the pending rollbacks of other instants (a compaction attempt's) are finished as
+        # Hudi's eager rollback finishes them
+        rollback_failed_writes(
+            state, is_failed=dead.__contains__, resume_if=lambda t: t in dead or t not in writes
+        )
+
+    def rollback_failed_before(self, instant: str) -> None:
+        """A streaming micro-batch's commit: roll back the pending writes older than
+        ``instant`` (earlier attempts that crashed: Hudi's eager rollback of a single writer),
+        unless a single writer's write is alive.
+
+        Raises:
+            ConcurrentWriterError: a single writer (a batch or embedded write) is alive.
+        """
+        state = self.table_state()
+        live = {}
+        for t in recorded_writers(self.storage):
+            v = self._liveness(t)
+            if v.alive:
+                live[t] = v
+            elif t < instant:
+                revoke(self.storage, t)  # as _roll_back_dead does
+        if live:
+            raise ConcurrentWriterError(
+                f"instant {instant} of the streaming sink is not committed: another writer is "
+                "writing the table: "
+                + "; ".join(f"instant {t} ({v.why})" for t, v in live.items())
+                + f". {SEVERAL_WRITERS}"
+            )
+        rollback_failed_writes(state, before=instant)
+
+    def _concurrent_failure(self, instant: str) -> ConcurrentWriterError | None:
+        """Why a single writer's write of ``instant`` failed, if another writer is the cause
+        (it rolled the write back, committed meanwhile, or an older write is alive):
+        the error to raise instead of the one the write met (a file that vanished under it).
+        Lists the timeline again; None when no other writer is to blame."""
+        try:
+            plan = self._plans.get(instant)
+            state = self.table_state()
+            state.reload_timeline()
+            return self._concurrent_cause(state, instant, plan)
+        except (OSError, HudiError) as e:
+            log.warning("could not tell why the write of %s failed: %s", instant, e)
+            return None
+
+    def _concurrent_cause(
+        self, state: TableState, instant: str, plan: WritePlan | None
+    ) -> ConcurrentWriterError | None:
+        """A single writer's check at commit, on the timeline just listed: this write may
+        complete only if no other writer took it for failed (its writer record is gone, or a
+        rollback targets it), no other write committed since its plan listed the timeline (a
+        writer that ended between that listing and this one's start check), and no older
+        write is alive (one without a writer record, which the start check cannot see
+        coming: a streaming micro-batch's)."""
+        tl = state.timeline
+        taken = instant in self._claims and not self.storage.is_file(record_path(instant))
+        if taken or tl.get(instant) is None or rollback_of(tl, instant) is not None:
+            return ConcurrentWriterError(
+                f"instant {instant} was rolled back by another writer, which took it for a "
+                f"failed write (its heartbeat had expired): it is not committed. "
+                f"{SEVERAL_WRITERS}"
+            )
+        seen = plan.visibility.instants if plan is not None else None
+        for i in tl.commits():
+            t = i.requested_time
+            if seen is None or t == instant or t in seen:
+                continue
+            if tl.origin_action(t) in (COMPACTION, LOG_COMPACTION):
+                continue  # a compaction's new slices take this write's logs (conflict.py)
+            return ConcurrentWriterError(
+                f"instant {instant} is not committed: another writer committed instant {t} "
+                f"({i.action}) while it was written. {SEVERAL_WRITERS}"
+            )
+        for i in tl.pending().filter_actions(*DATA_ACTIONS):
+            t = i.requested_time
+            if t >= instant or pending_rollback_of(tl, t) is not None:
+                continue  # younger: refused at its own commit; or being rolled back
+            v = self._liveness(t)
+            if v.alive and not v.recorded:  # a single writer's: refused at its start
+                return ConcurrentWriterError(
+                    f"instant {instant} is not committed: another writer's instant {t} ({v.why}),"
+                    f" started before it, is in progress. {SEVERAL_WRITERS}"
+                )
+        return None
+
+    def _fence_claim(self, state: TableState, done: Instant) -> None:
+        """A single writer's fence after writing the completed file of ``done``.
+
+        A writer that rolls the instant back as failed takes its writer record, writes its
+        rollback R, then looks whether the instant completed meanwhile (then it withdraws R:
+        :func:`~hudi_ds.write.rollback_executor.execute_rollback`). Here, after the completed
+        file is written, the record is looked at (one probe) and, if it is gone, the timeline
+        for R: one of the two sees the other. If R targets ``done``, its completed file is
+        deleted again and the write raises. (A record released without R -- a writer that took
+        this one for dead after its commit -- leaves the commit standing.)
+
+        Raises:
+            ConcurrentWriterError: another writer rolls the instant back.
+        """
+        if self.storage.is_file(record_path(done.requested_time)):
+            return
+        if rollback_of(state.reload_timeline(), done.requested_time) is None:
+            return
+        self.storage.delete(state.timeline_writer().path_of(done))
+        state.reload_timeline()
+        raise ConcurrentWriterError(
+            f"instant {done.requested_time} was withdrawn: another writer rolls it back, taking "
+            f"it for a failed write (its heartbeat had expired); it is not committed. "
+            f"{SEVERAL_WRITERS}"
+        )
 
     # -- tasks --------------------------------------------------------------------------------
     def plan(self, instant: str) -> WritePlan:
@@ -734,6 +972,12 @@ class WriteClient:
                     withdrawn = _rolled_back_by_other(state.timeline, instant)
                     if withdrawn is not None:
                         raise withdrawn
+                else:
+                    # no lock: another single writer was refused at its start, unless it took
+                    # this write for failed or ended before this one's start (_concurrent_cause)
+                    refused = self._concurrent_cause(state, instant, plan)
+                    if refused is not None:
+                        raise refused
                 if plan.table_type == "MERGE_ON_READ":
                     statuses = retarget_pending_logs(state, plan, statuses)
                 if self.multi_writer:
@@ -751,14 +995,24 @@ class WriteClient:
                 crash_point("commit_written")
                 if lock is not None:
                     self._fence(state, lock, done, written)
+                elif instant in self._claims:
+                    self._fence_claim(state, done)
         except CommitConflictError:
             self.abort(instant)
+            raise
+        except ConcurrentWriterError:
+            _quietly(f"rolling back {instant}", self.abort, instant)
             raise
         except LockLostError as e:
             self._abort_after_lost_lock(instant, e)
             raise
         except (OSError, HudiError) as e:
             if done is None:
+                # a file or instant file that vanished under this write: another writer's
+                # doing, if it rolled the write back (or, a single writer, committed meanwhile)
+                failure = self.failure(instant, e)
+                if failure is not e:
+                    raise failure from e
                 raise
             # only the lock's release runs after the commit point: the commit stands (a lease
             # that could not be released expires)
@@ -767,10 +1021,18 @@ class WriteClient:
         # markers of a completed instant are never read as its files. Only now: a commit
         # withdrawn by its fence is rolled back by its markers.
         _after_commit_point(instant, "deleting its markers", delete_markers, self.storage, instant)
-        _after_commit_point(instant, "stopping its heartbeat", self._stop_heartbeat, instant)
+        # a single writer stays registered until its post-commit services end: a writer
+        # starting meanwhile would run its own against them
+        single = instant in self._claims
+        if not single:
+            _after_commit_point(instant, "stopping its heartbeat", self._stop_heartbeat, instant)
         crash_point("after_commit")
-        if self.post_commit is not None:
-            self.post_commit(self, done)
+        try:
+            if self.post_commit is not None:
+                self.post_commit(self, done)
+        finally:
+            if single:
+                _after_commit_point(instant, "ending its write", self._stop_heartbeat, instant)
         return done
 
     def _publish(
@@ -846,6 +1108,10 @@ class WriteClient:
             error, (OSError, TimelineError)
         ):
             return error
+        if not self.multi_writer:
+            # a single writer's: ConcurrentWriterError, also when another writer committed
+            # meanwhile (a file of the plan cleaned, archived or rewritten under this write)
+            return self._concurrent_failure(instant) or error
         try:
             timeline = self.table_state().reload_timeline()
         except (OSError, HudiError):
@@ -858,14 +1124,30 @@ class WriteClient:
         If :meth:`start` created the table for ``instant`` (the first write of a table), the
         table is removed again: a refused first write leaves the path as it was.
         """
-        self._stop_heartbeat(instant)
         self._requested.pop(instant, None)
         state = self.table_state()
-        with held(self._lock()):  # other writers finish pending rollbacks under the lock
-            rollback_instant(state, instant)
+        if self.multi_writer:
+            self._stop_heartbeat(instant)
+            with held(self._lock()):  # other writers finish pending rollbacks under the lock
+                rollback_instant(state, instant)
+        else:
+            # the write stays alive until its rollback is done: a writer starting meanwhile
+            # would roll it back at the same time
+            try:
+                if not self._taken_over(state, instant):
+                    rollback_instant(state, instant)
+            finally:
+                self._stop_heartbeat(instant)
         before = self._created_with.pop(instant, None)
         if before is not None:
             self._undo_create(before, instant)
+
+    def _taken_over(self, state: TableState, instant: str) -> bool:
+        """Whether another writer is rolling back ``instant`` (it took the write for failed:
+        the writer record is gone and its rollback is pending); that rollback is left alone."""
+        if instant not in self._claims or self.storage.is_file(record_path(instant)):
+            return False
+        return pending_rollback_of(state.reload_timeline(), instant) is not None
 
     def _listing(self) -> set[str]:
         """Every file and folder under the base path (relative), before creating a table."""
@@ -938,6 +1220,17 @@ def _fenced(state: TableState, lock: TableLock | None) -> Iterator[None]:
         state.fence = before
 
 
+def _pending_writes(timeline: Timeline) -> set[str]:
+    """The pending writes on ``timeline``: its pending commit/deltacommit/replacecommit
+    instants and the writes that pending rollbacks target (gone already, or still there)."""
+    out = {i.requested_time for i in timeline.pending().filter_actions(*DATA_ACTIONS)}
+    for t in pending_rollback_targets(timeline):
+        i = timeline.get(t)
+        if i is None or i.action in DATA_ACTIONS:
+            out.add(t)
+    return out
+
+
 def _rolled_back_by_other(timeline: Timeline, instant: str) -> WriteError | None:
     """The error of a write whose ``instant`` another writer rolled back as failed (gone from
     ``timeline``, or a rollback targets it), else None."""
@@ -957,6 +1250,15 @@ def _refusal(timeline: Timeline, instant: str, withdrawn: Callable[[], bool] | N
     if withdrawn is not None and withdrawn():
         return f"instant {instant} was withdrawn (its micro-batch aborted): a task cannot join it"
     return None
+
+
+def _quietly(what: str, fn: Callable[..., object], *args: Any) -> None:
+    """Clean up after a write that failed: a storage failure is logged, not raised (the
+    write's own error is what the caller sees)."""
+    try:
+        fn(*args)
+    except (OSError, HudiError) as e:
+        log.warning("%s failed: %s", what, e)
 
 
 def _after_commit_point(instant: str, what: str, fn: Callable[..., object], *args: Any) -> None:

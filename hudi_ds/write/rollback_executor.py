@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from hudi_ds.errors import ConcurrentWriterError
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.naming import (
     file_name_of,
@@ -66,6 +67,7 @@ def rollback_failed_writes(
     state: TableState,
     before: str | None = None,
     is_failed: Callable[[str], bool] | None = None,
+    resume_if: Callable[[str], bool] | None = None,
 ) -> list[str]:
     """Roll back every pending write instant (and finish interrupted rollbacks).
 
@@ -78,7 +80,10 @@ def rollback_failed_writes(
         before: only instants requested before this time (a streaming commit keeps its own
             instant and anything newer).
         is_failed: only instants for which this returns True (multi-writer: the ones whose
-            writer's heartbeat expired); default every pending write (a single writer).
+            writer's heartbeat expired; a single writer: the ones whose writer is dead);
+            default every pending write.
+        resume_if: only the pending rollbacks whose target this returns True for (a single
+            writer: not the rollback a live writer is running of its own write); default all.
 
     Returns:
         The instant times rolled back.
@@ -91,6 +96,8 @@ def rollback_failed_writes(
         target = _rollback_target(timeline, r)
         if before is not None and target is not None and target >= before:
             continue
+        if resume_if is not None and target is not None and not resume_if(target):
+            continue
         resumed = True
         if resume_rollback(storage, config, timeline, r, state.before_complete) and target:
             done.append(target)
@@ -102,11 +109,11 @@ def rollback_failed_writes(
             continue
         if is_failed is not None and not is_failed(inst.requested_time):
             continue  # a live writer's instant
-        execute_rollback(
-            storage, config, timeline, inst.requested_time, None, state.before_complete
-        )
-        done.append(inst.requested_time)
         rolled = True
+        if execute_rollback(
+            storage, config, timeline, inst.requested_time, None, state.before_complete
+        ):
+            done.append(inst.requested_time)
     if rolled:
         state.reload_timeline()
     return done
@@ -164,6 +171,13 @@ def rollback_of(timeline: Timeline, instant: str) -> Instant | None:
     return None
 
 
+def pending_rollback_targets(timeline: Timeline) -> set[str]:
+    """The instants the pending rollbacks on ``timeline`` target (a killed rollback, or one
+    under way in another process)."""
+    targets = (_rollback_target(timeline, r) for r in timeline.pending().filter_actions("rollback"))
+    return {t for t in targets if t is not None}
+
+
 def rollback_target(timeline: Timeline, r: Instant) -> str | None:
     """The instant the plan of rollback ``r`` targets (None if its plan cannot be read)."""
     return _rollback_target(timeline, r)
@@ -181,6 +195,27 @@ def _delete(storage: Storage, f: str) -> bool:
     ``BaseRollbackHelper.deleteFiles``: a FileNotFoundException counts as deleted, "if first
     rollback attempt failed and retried again, chances that some files are already deleted")."""
     return storage.delete(f) or not storage.exists(f)
+
+
+def _delete_markers(storage: Storage, instant: str, attempts: int = 3) -> None:
+    """Delete ``instant``'s marker folder. A writer taken for failed may still be adding
+    markers (it was stopped past its heartbeat's expiry, then went on): the folder is
+    deleted again; a writer that keeps adding is refused with a clear error.
+
+    Raises:
+        ConcurrentWriterError: the folder could not be deleted ``attempts`` times.
+    """
+    for n in range(attempts):
+        try:
+            delete_markers(storage, instant)
+            return
+        except OSError as e:
+            if n == attempts - 1:
+                raise ConcurrentWriterError(
+                    f"could not roll back instant {instant}: its writer, taken for failed, is "
+                    f"still writing files ({e}); it will not commit them -- retry. Several "
+                    "writers need hoodie.write.concurrency.mode=optimistic_concurrency_control"
+                ) from e
 
 
 def _revert_compaction_attempt(
@@ -304,7 +339,7 @@ def execute_rollback(
     instant: str,
     rollback_time: str | None,
     before_complete: BeforeComplete = None,
-) -> None:
+) -> bool:
     """Undo ``instant``: delete the files it wrote, its instant files and markers; complete R.
 
     The one rollback procedure (Hudi: ``BaseRollbackActionExecutor.execute``), for a failed
@@ -324,6 +359,11 @@ def execute_rollback(
             (``R.rollback.requested`` naming T's files, then inflight).
         before_complete: the table state's hook, called before R completes (the metadata
             table mirrors R: :attr:`TableState.before_complete`).
+
+    Returns:
+        True; False when a new R found ``instant`` completed after all (its writer was not
+        dead, only slow: it committed before R was written) -- R is withdrawn, nothing is
+        deleted.
     """
     layout = config.timeline_layout_version
     writer = TimelineWriter(storage, layout, config.timeline_path)
@@ -345,6 +385,15 @@ def execute_rollback(
                 writer.transition_to_inflight(req)
                 break
             last = rollback_time
+        assert rollback_time is not None
+        if target is not None and writer.is_completed(target):
+            # R is written first, then the target is looked at again; a writer that completes
+            # its instant looks for a rollback afterwards (the single writer's commit, through
+            # its writer record): one of the two sees the other, and no completed instant
+            # loses its files
+            writer.delete_instant_files(Instant(rollback_time, "rollback", State.INFLIGHT))
+            log.warning("not rolling back %s: its writer completed it meanwhile", instant)
+            return False
     assert rollback_time is not None
     deleted: dict[str, list[str]] = {}
     for n, f in enumerate(files):
@@ -357,11 +406,12 @@ def execute_rollback(
         writer.delete_instant_files(target)
     else:
         writer.delete_instant_files(instant)
-    delete_markers(storage, instant)
+    _delete_markers(storage, instant)
     _finish_rollback(
         storage, layout, config, rollback_time, instant, deleted, action, appended, before_complete
     )
     log.info("rolled back %s (%d files)", instant, sum(len(v) for v in deleted.values()))
+    return True
 
 
 def _finish_rollback(
