@@ -224,6 +224,9 @@ class ServiceContext:
             LockLostError: the lock was lost; the completion is withdrawn.
         """
         with self.locked():
+            # a service that lost the lock learns it here, before the completion's own checks
+            # (another holder may have finished this very instant meanwhile)
+            self.still_locked(force=True)
             done = self.writer().complete(instant, content)
             written = time.monotonic()
             crash_point("service_written")
