@@ -5,9 +5,11 @@ still measures durations right, and file modification times stay the kernel's.""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,13 +36,22 @@ def ensure_faketime() -> Path:
     if apt is None or os.geteuid() != 0:
         pytest.skip("clock-skew tests need libfaketime: apt-get install faketime (as root)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run([apt, "update", "-qq"], env=env, capture_output=True, timeout=600)
-    proc = subprocess.run(
-        [apt, "install", "-y", "-qq", "faketime"], env=env, capture_output=True, timeout=600
-    )
+    # one installer at a time: the suite's two workers may both get here first (dpkg's lock)
+    with open(Path(tempfile.gettempdir()) / "hudi_ds_faketime.lock", "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        proc = None
+        if _find() is None:
+            subprocess.run([apt, "update", "-qq"], env=env, capture_output=True, timeout=600)
+            proc = subprocess.run(
+                [apt, "install", "-y", "-qq", "faketime"],
+                env=env,
+                capture_output=True,
+                timeout=600,
+            )
     found = _find()
     if found is None:
-        pytest.fail(f"could not install faketime: {proc.stderr.decode()[-2000:]}")
+        why = proc.stderr.decode()[-2000:] if proc is not None else "not found after install"
+        pytest.fail(f"could not install faketime: {why}")
     return found
 
 
