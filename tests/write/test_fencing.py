@@ -25,6 +25,7 @@ import hudi_ds
 from hudi_ds.errors import CommitConflictError
 from hudi_ds.services import ServiceContext
 from hudi_ds.services.compaction import run_compaction, schedule_compaction
+from hudi_ds.storage import open_storage
 from tests.conftest import (
     assert_rows,
     hudi_rs_table,
@@ -314,39 +315,55 @@ def test_writer_rolled_back_while_stalled_raises_a_write_error(
 COMPACT_SCHEDULE = r"""
 import json, sys
 from hudi_ds.cli import main
-path, opts = sys.argv[1], json.loads(sys.argv[2])
+path, opts, so = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 flags = [a for k, v in opts.items() for a in ("-o", f"{k}={v}")]
+flags += [a for k, v in so.items() for a in ("--storage-option", f"{k}={v}")]
 sys.exit(main(["compact", "schedule", path, *flags]))
 """
 
 
-@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize(
+    ("where", "provider", "version"),
+    [
+        ("local", "filesystem", 6),
+        ("local", "filesystem", 9),
+        ("s3", "dynamodb", 6),
+        pytest.param("s3", "storage", 9, marks=pytest.mark.slow),
+    ],
+    indirect=["where"],
+)
 def test_compaction_planned_after_its_lease_ran_out_is_withdrawn(
-    tmp_path: Path, version: int
+    where: tuple[str, dict, Any], provider: str, version: int
 ) -> None:
     """``hudi-py compact schedule`` stops after making its plan under the lock, before writing
     it, past its lease; a writer takes the lock over and commits log files into the file groups
     the plan compacts. The plan, written when the scheduler continues, lacks those logs: it is
     withdrawn (LockLostError), and the writer's rows survive the next compaction."""
-    path = str(tmp_path / "t")
+    path, so, moto = where
     opts = {
         **table_options("plan", partition="p", table_type="MERGE_ON_READ", buckets=1),
-        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-        "hoodie.write.lock.filesystem.expire": str(2 / 60),
+        **lock_options(provider, moto),
         "hoodie.write.table.version": str(version),
         "hoodie.compact.inline.max.delta.commits": "1",
         "hoodie.datasource.compaction.async.enable": "false",
         "hoodie.clean.automatic": "false",
     }
-    hudi_ds.write(path, pa.Table.from_pylist(rows(range(10), 1, 0)), opts)
-    hudi_ds.write(path, pa.Table.from_pylist(rows(range(0, 4), 2, 1)), opts)  # a log file
+    sopt = so or None
+    hudi_ds.write(path, pa.Table.from_pylist(rows(range(10), 1, 0)), opts, storage_options=sopt)
+    log_rows = pa.Table.from_pylist(rows(range(0, 4), 2, 1))
+    hudi_ds.write(path, log_rows, opts, storage_options=sopt)  # a log file
     services = {k: v for k, v in opts.items() if not k.startswith("hoodie.datasource")}
     a = spawn_python(
-        COMPACT_SCHEDULE, path, json.dumps(services), env={"HUDI_DS_STALL_AT": "service_plan"}
+        COMPACT_SCHEDULE,
+        path,
+        json.dumps(services),
+        json.dumps(so),
+        env={"HUDI_DS_STALL_AT": "service_plan"},
     )
     try:
         wait_stopped(a, 120)
-        hudi_ds.write(path, pa.Table.from_pylist(rows(range(3, 8), 3, 2)), opts)
+        b_rows = pa.Table.from_pylist(rows(range(3, 8), 3, 2))
+        hudi_ds.write(path, b_rows, opts, storage_options=sopt)
     finally:
         a.send_signal(signal.SIGCONT)
     _, err = a.communicate(timeout=180)
@@ -356,9 +373,10 @@ def test_compaction_planned_after_its_lease_ran_out_is_withdrawn(
     state.update({r["id"]: r for r in rows(range(0, 4), 2, 1)})
     state.update({r["id"]: r for r in rows(range(3, 8), 3, 2)})
     expected = [tuple(r[c] for c in COLUMNS) for r in state.values()]
-    schedule_compaction(ServiceContext.open(path, services))
-    run_compaction(ServiceContext.open(path, services))  # every pending compaction
-    tl = hudi_ds.HudiTable(path).timeline
+    storage = open_storage(path, storage_options=sopt)
+    schedule_compaction(ServiceContext.open(storage, services))
+    run_compaction(ServiceContext.open(storage, services))  # every pending compaction
+    tl = hudi_ds.HudiTable(path, storage_options=sopt).timeline
     assert not [i for i in tl if not i.is_completed]
-    assert_rows(hudi_ds.read(path), expected, COLUMNS)
-    assert_rows(hudi_rs_table(path), expected, COLUMNS)
+    assert_rows(hudi_ds.read(path, storage_options=sopt), expected, COLUMNS)
+    assert_rows(hudi_rs_table(path, storage_options=sopt), expected, COLUMNS)
