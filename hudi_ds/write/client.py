@@ -988,8 +988,8 @@ class WriteClient:
                         # them into its own slice too, or they would hang off a superseded one
                         statuses = retarget_pending_logs(state, plan, statuses)
                 crash_point("commit_locked")
-                if lock is not None and time.monotonic() >= lock.held_until():
-                    lock.confirm()  # a lease lost while checking: nothing to withdraw yet
+                if lock is not None:
+                    lock_fence(lock)(None)  # a lease lost while checking: nothing to withdraw
                 done = self._publish(state, plan, statuses, partitions_to_delete, extra_metadata)
                 written = time.monotonic()
                 crash_point("commit_written")
@@ -1074,10 +1074,8 @@ class WriteClient:
         Raises:
             LockLostError: the lock was lost; ``done`` is withdrawn.
         """
-        if written < lock.held_until():
-            return
         try:
-            lock.confirm()
+            lock_fence(lock)(written)
         except LockLostError:
             path = state.timeline_writer().path_of(done)
             self.storage.delete(path)
