@@ -2,7 +2,7 @@
 
 Layers, bottom to top (docs/architecture.md):
     errors, config, faults -> storage, schema, table_config, keygen -> timeline, layout -> log
-    -> index, merge -> table -> write -> services -> spark, cli, api
+    -> index, merge -> table -> write -> services -> engine -> spark, cli, api
 
 Rules, for every module of the package:
 
@@ -17,6 +17,10 @@ Rules, for every module of the package:
    module, else to ``a.b`` (the package's ``__init__``). Each strongly connected component of
    more than one module (or a module importing itself) is refused, printed with its modules
    and the import lines inside it.
+4. The engine adapter ``hudi_ds/spark`` imports of hudi_ds only the public core API
+   (``hudi_ds.engine``), the error family (``hudi_ds.errors``), typed options
+   (``hudi_ds.config``) and its own modules (:data:`ADAPTER_IMPORTS`): whatever else it needs
+   belongs behind ``hudi_ds.engine``.
 
 Usage: ``python tools/check_layers.py [PACKAGE_DIR]`` (default: the repository's ``hudi_ds``);
 ``main(root)`` returns the exit status (0 clean, 1 findings) and prints the findings.
@@ -39,9 +43,12 @@ LAYERS = [
     {"table"},
     {"write"},
     {"services"},
+    {"engine"},
     {"spark", "cli", "api"},
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
+#: engine adapter package -> the top-level modules of the package it may import (rule 4)
+ADAPTER_IMPORTS = {"spark": ("engine", "errors", "config", "spark")}
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,22 @@ def layer_errors(imports: list[Import], package: str) -> list[str]:
     return errors
 
 
+def adapter_errors(imports: list[Import], package: str) -> list[str]:
+    """Imports of an engine adapter (:data:`ADAPTER_IMPORTS`) beyond the public core API."""
+    errors = []
+    for imp in imports:
+        own = _layer(imp.module, package)
+        allowed = ADAPTER_IMPORTS.get(own or "")
+        dep = _layer(imp.target, package)
+        if allowed is None or dep is None or dep in allowed:
+            continue
+        errors.append(
+            f"{imp.path}:{imp.line}: the engine adapter '{own}' imports '{imp.target}' "
+            f"(allowed: {', '.join(f'{package}.{m}' for m in allowed)}): {imp.text}"
+        )
+    return errors
+
+
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of ``graph`` (Tarjan's algorithm, iterative)."""
     index: dict[str, int] = {}
@@ -216,11 +239,16 @@ def cycle_errors(imports: list[Import], modules: set[str]) -> list[str]:
 
 
 def check(root: Path) -> list[str]:
-    """Every finding for the package rooted at directory ``root`` (layers first, then cycles)."""
+    """Every finding for the package rooted at directory ``root`` (layers, the adapter's
+    imports, then cycles)."""
     paths = sorted(root.rglob("*.py"))
     modules = {module_name(p, root) for p in paths}
     imports = [imp for p in paths for imp in imports_of(p, root, modules)]
-    return layer_errors(imports, root.name) + cycle_errors(imports, modules)
+    return (
+        layer_errors(imports, root.name)
+        + adapter_errors(imports, root.name)
+        + cycle_errors(imports, modules)
+    )
 
 
 def main(root: Path | None = None) -> int:

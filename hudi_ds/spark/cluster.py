@@ -18,18 +18,17 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from hudi_ds.config import Options, WriteConfig, all_scopes
-from hudi_ds.errors import ConfigError, SchemaError
-from hudi_ds.index.bucket import (
-    bucket_ids_from_record_keys,
+from hudi_ds.config import Options, WriteConfig
+from hudi_ds.engine import (
+    WriteClient,
+    bucket_ids_of_rows,
     validate_hash_fields,
     validate_num_buckets,
+    validate_options,
 )
-from hudi_ds.keygen import record_keys
+from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.types import conform_batch, spark_to_arrow_schema
-from hudi_ds.write.client import WriteClient
-from hudi_ds.write.operation import OPERATION_OPTION_KEYS
 
 BUCKET_COLUMN = "_hudi_py_bucket"
 
@@ -66,8 +65,8 @@ class BucketSpec:
                 r.record_key_fields, r.partition_fields, r.complex_key, r.num_buckets, r.hash_fields
             )
         else:
+            validate_options(hudi)
             o = Options.of(hudi)
-            o.validate(*all_scopes(), ignored=OPERATION_OPTION_KEYS)
             if _opt(o, WriteConfig.INDEX_TYPE) != "BUCKET":
                 raise ConfigError(
                     f"cluster_by_bucket is for the bucket index; 'hoodie.index.type'="
@@ -132,9 +131,12 @@ def cluster_by_bucket(
     def add_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             keys_batch = conform_batch(batch.select(key_fields), in_schema)
-            keys = record_keys(pa.Table.from_batches([keys_batch]), key_fields, spec.complex_key)
-            ids = bucket_ids_from_record_keys(
-                keys, list(spec.hash_fields), spec.num_buckets, spec.complex_key
+            ids = bucket_ids_of_rows(
+                pa.Table.from_batches([keys_batch]),
+                key_fields,
+                spec.complex_key,
+                spec.hash_fields,
+                spec.num_buckets,
             )
             yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
 

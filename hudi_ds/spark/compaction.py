@@ -1,13 +1,12 @@
 """Compaction on Spark: the operations of a compaction plan run as Spark tasks.
 
-The driver schedules (optionally) and prepares the job exactly as
-:func:`hudi_ds.services.compaction.run_compaction` does; each file slice of the plan becomes one
-task that merges the slice and writes its new base file
-(:func:`~hudi_ds.services.compaction.execute_operation`); the driver collects the write stats
-and completes ``C.commit``. A failed task is retried by Spark (its write token carries the
-compaction attempt and the task attempt, and files of failed task attempts are deleted at
-completion); a failed job rolls the
-attempt back and leaves the compaction pending for the next run.
+The driver schedules (optionally) and prepares the job exactly as an embedded compaction does
+(:func:`hudi_ds.engine.compact`); each file slice of the plan becomes one task that merges the
+slice and writes its new base file (:func:`hudi_ds.engine.compaction_task`); the driver
+collects the write stats and completes ``C.commit``. A failed task is retried by Spark (its
+write token carries the compaction attempt and the task attempt, and files of failed task
+attempts are deleted at completion); a failed job rolls the attempt back and leaves the
+compaction pending for the next run.
 
 ::
 
@@ -22,16 +21,8 @@ from typing import Any
 
 from pyspark import TaskContext
 
-from hudi_ds.services.base import ServiceContext
-from hudi_ds.services.compaction import (
-    CompactionJob,
-    CompactionResult,
-    attempt_token,
-    execute_operation,
-    run_compaction,
-    schedule_compaction,
-)
-from hudi_ds.timeline.metadata import WriteStat
+from hudi_ds.engine import CompactionJob, CompactionResult, WriteStat, compaction_task
+from hudi_ds.engine import compact as compact_table
 
 __all__ = ["compact", "spark_executor"]
 
@@ -39,14 +30,15 @@ __all__ = ["compact", "spark_executor"]
 def _run_task(job: CompactionJob, index: int) -> WriteStat:
     ctx = TaskContext.get()
     if ctx is None:  # pragma: no cover - local fallback
-        return execute_operation(job, index)
+        return compaction_task(job, index)
     # the compaction attempt in the middle: the completion then deletes the files of failed
     # task attempts of its own attempt only (CompactionAttempt.owns)
-    return execute_operation(job, index, attempt_token(job, ctx.partitionId(), ctx.taskAttemptId()))
+    return compaction_task(job, index, (ctx.partitionId(), ctx.taskAttemptId()))
 
 
 def spark_executor(spark: Any, parallelism: int | None = None) -> Any:
-    """An executor for :func:`run_compaction` that runs each operation as one Spark task."""
+    """An executor for :func:`hudi_ds.engine.compact` that runs each operation as one Spark
+    task."""
 
     def run(job: CompactionJob) -> list[WriteStat]:
         n = len(job.operations)
@@ -81,9 +73,10 @@ def compact(
     Returns:
         One result per completed compaction.
     """
-    ctx = ServiceContext.open(path, options)
-    if schedule:
-        scheduled = schedule_compaction(ctx)
-        if instant is None and scheduled is None and not ctx.timeline().pending_compactions():
-            return []
-    return run_compaction(ctx, instant, executor=spark_executor(spark, parallelism))
+    return compact_table(
+        path,
+        instant,
+        options,
+        schedule=schedule,
+        executor=spark_executor(spark, parallelism),
+    )

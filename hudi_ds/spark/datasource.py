@@ -34,6 +34,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from hudi_ds.config import Options, ReadConfig
+from hudi_ds.engine import ReadableTable
 from hudi_ds.errors import ConfigError
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
@@ -42,7 +43,6 @@ from hudi_ds.spark.stream_reader import HudiStreamReader, stream_schema
 from hudi_ds.spark.streaming import HudiStreamWriter
 from hudi_ds.spark.types import arrow_to_spark_schema
 from hudi_ds.spark.writer import HudiBatchWriter
-from hudi_ds.table.table import ReadableTable
 
 NAME = "hudi_py"
 

@@ -37,20 +37,12 @@ from hudi_ds.config import (
     properties_of,
     unknown_option,
 )
+from hudi_ds.engine import TableLocation, is_option_key, is_storage_option, table_location
 from hudi_ds.errors import ConfigError
-from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
-from hudi_ds.storage import Storage
-from hudi_ds.write.operation import OPERATION_OPTION_KEYS
 
 PREFIX = "hudi_py."
 #: connector options holding a storage option (``hudi_py.storage.<storage option key>``)
 STORAGE_PREFIX = "hudi_py.storage."
-_STORAGE_KEY_PREFIXES = ("aws_", "google_", "azure_")
-
-
-def is_storage_key(key: str) -> bool:
-    """Whether ``key`` (lower case) is an object store option (see :mod:`hudi_ds.object_store`)."""
-    return key.startswith(_STORAGE_KEY_PREFIXES) or key in CLIENT_KEYS or key in RETRY_KEYS
 
 
 class SparkConfig:
@@ -159,8 +151,6 @@ def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str
     connector_props = [*properties_of(SparkConfig), *properties_of(SparkStreamConfig)]
     conn_known = {p.key.lower(): p for p in connector_props}
     core_props = [p for s in all_scopes() for p in properties_of(s)]
-    hudi_known = {k.lower() for p in core_props for k in p.all_keys()}
-    hudi_known |= {k.lower() for k in (*IGNORED_HUDI_KEYS, *OPERATION_OPTION_KEYS)}
     path: str | None = None
     hudi: dict[str, str] = {}
     conn: dict[str, str] = {}
@@ -169,13 +159,13 @@ def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str
             path = value
         elif key.startswith(STORAGE_PREFIX) and key != STORAGE_PREFIX:
             conn[key] = value  # validated when the table's Storage is built
-        elif is_storage_key(key):
+        elif is_storage_option(key):
             conn[STORAGE_PREFIX + key] = value
         elif key in conn_known:
             prop = conn_known[key]
             prop.parse(value)
             conn[prop.key] = value
-        elif key in hudi_known:
+        elif is_option_key(key):
             hudi[key] = value
         else:
             names = [
@@ -200,15 +190,14 @@ def storage_options(conn: Mapping[str, str]) -> dict[str, str]:
     return {k[n:]: v for k, v in conn.items() if k.startswith(STORAGE_PREFIX)}
 
 
-def open_path(path: str, conn: Mapping[str, str]) -> str | Storage:
-    """The table at ``path`` as the embedded API takes it: a :class:`Storage` with the storage
-    options when there are some (it pickles with them to the executors), else the path.
+def open_path(path: str, conn: Mapping[str, str]) -> TableLocation:
+    """The table at ``path`` as the core takes it (:func:`hudi_ds.engine.table_location`): with
+    the storage options when there are some (they pickle with it to the executors).
 
     Raises:
         ConfigError: an unknown storage option (named) or a bad value.
     """
-    so = storage_options(conn)
-    return Storage(path, storage_options=so) if so else path
+    return table_location(path, storage_options(conn))
 
 
 def require_path(path: str | None) -> str:

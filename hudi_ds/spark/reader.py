@@ -20,9 +20,7 @@ pruning may be inexact but never loses a row.
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
-import itertools
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -45,32 +43,24 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from hudi_ds.config import Options, ReadConfig, all_scopes, properties_of
-from hudi_ds.errors import ConfigError, HudiError
-from hudi_ds.index.bucket import (
-    HASH_FIELD_KEY,
-    NUM_BUCKETS_KEY,
-    bucket_ids_from_record_keys,
-    validate_hash_fields,
-    validate_num_buckets,
+from hudi_ds.config import ReadConfig, properties_of
+from hudi_ds.engine import (
+    FileSlice,
+    ReadableTable,
+    ReadPlan,
+    bucket_config,
+    prune_buckets,
+    pruning_filters,
+    validate_options,
 )
-from hudi_ds.keygen import record_keys
-from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
-from hudi_ds.table.filters import filter_expression
-from hudi_ds.table.table import ReadableTable, ReadPlan
-from hudi_ds.table_config import TableConfig
-from hudi_ds.write.operation import OPERATION_OPTION_KEYS
 
 HudiFilter = tuple[str, str, Any]
 
 #: the keys :meth:`ReadableTable.plan_read` understands (lower-cased, aliases included).
 READ_KEYS = frozenset(k.lower() for p in properties_of(ReadConfig) for k in p.all_keys())
-#: at most this many candidate record keys are hashed for bucket pruning.
-MAX_BUCKET_KEYS = 4096
 #: read tasks per core when a read holds enough data (balances slices of uneven merge cost)
 TASKS_PER_CORE = 2
 
@@ -153,12 +143,8 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         """File slices packed into read tasks (a list, as pyspark requires)."""
         table, plan = self.plan()
         slices = prune_buckets(table, plan.slices, self.filters, self.options)
-        header = without_slices(plan)
         groups = plan_groups(slices, self.connector)
-        return [
-            HudiInputPartition(i, tuple(g), _with_ranges_of(header, g))
-            for i, g in enumerate(groups)
-        ]
+        return [HudiInputPartition(i, tuple(g), plan.for_slices(g)) for i, g in enumerate(groups)]
 
     # -- executors -----------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -206,27 +192,10 @@ def spark_filters_to_hudi(filters: Sequence[Filter], schema: pa.Schema) -> list[
     Only filters on top-level columns of ``schema`` are kept, and only those whose rows are a
     superset of Spark's own answer (Spark re-applies every filter). Floating point columns are
     skipped (SQL orders NaN above every number, Arrow does not), and so is any filter Arrow cannot
-    evaluate against the column's type.
+    evaluate against the column's type (:func:`hudi_ds.engine.pruning_filters`).
     """
-    out: list[HudiFilter] = []
-    for f in filters:
-        t = _translate(f)
-        if t is None:
-            continue
-        col = t[0]
-        idx = schema.get_field_index(col)
-        if idx < 0 or pa.types.is_floating(schema.field(idx).type):
-            continue
-        try:
-            expr = filter_expression([t])
-            if expr is not None:
-                pa.schema([schema.field(idx)]).empty_table().filter(expr)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, HudiError):
-            continue
-        except (TypeError, ValueError):
-            continue
-        out.append(t)
-    return out
+    translated = (_translate(f) for f in filters)
+    return pruning_filters([t for t in translated if t is not None], schema)
 
 
 def _translate(f: Filter) -> HudiFilter | None:
@@ -253,99 +222,6 @@ def _translate(f: Filter) -> HudiFilter | None:
         values = [v for v in f.value if v is not None]
         return (col, "in", values) if values else None
     return None
-
-
-# ------------------------------------------------------------------------------- buckets
-def bucket_config(table: ReadableTable, options: Mapping[str, str]) -> tuple[int, list[str]] | None:
-    """``(num_buckets, hash_fields)`` of a bucket-index table, or None when unknown.
-
-    From the read options ``hoodie.bucket.index.num.buckets`` / ``hoodie.bucket.index.hash.field``
-    or, failing that, the same keys in ``hoodie.properties``; None for a table that records
-    another index (``hoodie.index.type``).
-
-    Raises:
-        ConfigError: an invalid value.
-    """
-    recorded_index = table.config.get(TableConfig.INDEX_TYPE)
-    if recorded_index and recorded_index.upper() != "BUCKET":
-        return None  # a table hudi_ds created with another index: fileIds are not buckets
-    raw = options.get(NUM_BUCKETS_KEY) or table.config.get(NUM_BUCKETS_KEY)
-    if raw is None:
-        return None
-    try:
-        n = int(str(raw).strip())
-    except ValueError:
-        raise ConfigError(f"{NUM_BUCKETS_KEY}={raw!r}: must be an integer") from None
-    validate_num_buckets(n)
-    rk = table.config.record_key_fields
-    if not rk:
-        return None
-    hash_raw = options.get(HASH_FIELD_KEY) or table.config.get(HASH_FIELD_KEY)
-    return n, validate_hash_fields(hash_raw, rk)
-
-
-def candidate_buckets(
-    table: ReadableTable, filters: Sequence[HudiFilter], num_buckets: int, hash_fields: list[str]
-) -> set[int] | None:
-    """The buckets that can hold rows matching ``filters``, or None when not determined.
-
-    Determined when every record key field is fixed by ``=`` / ``in`` filters: the candidate
-    record keys are then built exactly as the writer builds them and hashed as Java Hudi does.
-    """
-    cfg = table.config
-    fields = cfg.record_key_fields
-    values: dict[str, set[Any]] = {}
-    for col, op, value in filters:
-        if col not in fields or op not in ("=", "in"):
-            continue
-        vs = set(value) if op == "in" else {value}
-        values[col] = values[col] & vs if col in values else vs
-    if any(f not in values for f in fields):
-        return None
-    combos = math.prod(len(values[f]) for f in fields)
-    if combos == 0:
-        return set()
-    if combos > MAX_BUCKET_KEYS:
-        return None
-    schema = table.schema
-    rows = list(itertools.product(*(sorted(values[f], key=repr) for f in fields)))
-    try:
-        cols = {
-            f: pa.array([r[i] for r in rows], schema.field(f).type) for i, f in enumerate(fields)
-        }
-        keys = record_keys(pa.table(cols), fields, cfg.complex_record_key)
-        ids = bucket_ids_from_record_keys(keys, hash_fields, num_buckets, cfg.complex_record_key)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, HudiError, KeyError):
-        return None
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return {int(b) for b in ids}
-
-
-def prune_buckets(
-    table: ReadableTable,
-    slices: Sequence[FileSlice],
-    filters: Sequence[HudiFilter],
-    options: Mapping[str, str],
-) -> list[FileSlice]:
-    """Drop bucket file groups that cannot hold the record keys the filters ask for.
-
-    File groups whose id is not a bucket id (8 digits first) are always kept.
-    """
-    if not filters:
-        return list(slices)
-    conf = bucket_config(table, options)
-    if conf is None:
-        return list(slices)
-    buckets = candidate_buckets(table, filters, *conf)
-    if buckets is None:
-        return list(slices)
-    out = []
-    for s in slices:
-        bucket = bucket_id_of(s.file_id)
-        if bucket is None or bucket in buckets:
-            out.append(s)
-    return out
 
 
 # ------------------------------------------------------------------------------- packing
@@ -396,47 +272,22 @@ def pack_slices(
     return [g for g in groups if g]
 
 
-def _with_ranges_of(header: ReadPlan, slices: list[FileSlice]) -> ReadPlan:
-    """``header`` carrying the committed log ranges of ``slices`` only (small task payloads)."""
-    ranges = header.context.log_ranges or {}
-    if not ranges:
-        return header
-    mine = {lf.path: ranges[lf.path] for s in slices for lf in s.log_files if lf.path in ranges}
-    out = without_slices(header)
-    out.context = dataclasses.replace(header.context, log_ranges=mine)
-    return out
-
-
-def without_slices(plan: ReadPlan) -> ReadPlan:
-    """``plan`` without its file slices: the header every read task of the plan carries (its
-    own slices travel beside it), so a task's payload does not grow with the table."""
-    return ReadPlan(
-        plan.visibility,
-        plan.context,
-        [],
-        plan.columns,
-        plan.filters,
-        plan.commit_times,
-        plan.output_schema,
-    )
-
-
 def validate_read_options(options: Mapping[str, str]) -> None:
     """Check the ``hoodie.*`` options of a read (ConfigError naming a bad key or value).
 
     Write options are accepted (and ignored, except the bucket keys) so that one option dict
     can serve both ``df.write`` and ``spark.read``.
     """
-    Options.of(options).validate(*all_scopes(), ignored=OPERATION_OPTION_KEYS)
+    validate_options(options)
 
 
 __all__ = [
     "HudiBatchReader",
     "HudiInputPartition",
     "HudiPushdownReader",
+    "bucket_config",
     "pack_slices",
     "plan_groups",
     "prune_buckets",
     "spark_filters_to_hudi",
-    "without_slices",
 ]

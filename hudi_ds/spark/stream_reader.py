@@ -26,7 +26,7 @@ micro-batch of a query started at ``earliest`` is the snapshot as of ``b``.
 
 The offset methods run in one long-lived Python process per query on the driver; ``read`` runs
 in executor tasks on a pickled copy of the reader (stateless there). The driver side holds one
-:class:`~hudi_ds.timeline.view.TableState`, refreshed at the start of every micro-batch
+:class:`~hudi_ds.engine.CommitStream`, refreshed at the start of every micro-batch
 (:meth:`HudiStreamReader.latestOffset`): the batch's offsets and its read plan come from the
 same listing of the timeline.
 """
@@ -51,22 +51,20 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import BooleanType, StructField, StructType
 
 from hudi_ds.config import Options, ReadConfig
+from hudi_ds.engine import (
+    IS_DELETED_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    CommitStream,
+    FileSlice,
+    ReadableTable,
+    ReadPlan,
+    normalize_instant,
+)
 from hudi_ds.errors import TableNotFoundError
-from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkStreamConfig
-from hudi_ds.spark.reader import (
-    HudiInputPartition,
-    plan_groups,
-    validate_read_options,
-    without_slices,
-)
+from hudi_ds.spark.reader import HudiInputPartition, plan_groups, validate_read_options
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
-from hudi_ds.table.table import ReadableTable, ReadPlan
-from hudi_ds.timeline.instant import Instant, normalize_instant
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
-from hudi_ds.timeline.view import TableState
 
 log = logging.getLogger("hudi_ds.spark.stream_reader")
 
@@ -121,16 +119,15 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         self.max_commits: int | None = opt.get(self.connector, SparkStreamConfig.MAX_COMMITS)
         self.max_rows: int | None = opt.get(self.connector, SparkStreamConfig.MAX_ROWS)
         self._available_now: str | None = None
-        self._rows: dict[str, int] = {}
-        self._state: TableState | None = None
+        self._stream: CommitStream | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        """The executors' copy: without the driver's table state."""
-        return {k: v for k, v in self.__dict__.items() if k != "_state"}
+        """The executors' copy: without the driver's view of the table."""
+        return {k: v for k, v in self.__dict__.items() if k != "_stream"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._state = None
+        self._stream = None
 
     @classmethod
     def create(cls, options: Mapping[str, Any], schema: StructType) -> HudiStreamReader:
@@ -144,39 +141,19 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         return reader
 
     # -- offsets (driver, one long-lived process) ------------------------------------------------
-    def _fresh_timeline(self) -> Timeline | None:
+    def _fresh(self) -> CommitStream | None:
         """The table as it is now (``hoodie.properties`` read again, the timeline listed again):
         the start of a micro-batch. None while no table exists (a source started before its
         first write -- with ``.schema(...)`` -- waits for it)."""
-        try:
-            if self._state is None:
-                self._state = TableState.open(opt.open_path(self.path, self.connector))
-            else:
-                self._state.refresh()
-        except TableNotFoundError:
-            self._state = None
-            return None
-        return self._state.timeline
+        if self._stream is None:
+            self._stream = CommitStream(opt.open_path(self.path, self.connector))
+        return self._stream if self._stream.refresh() else None
 
-    def _timeline(self) -> Timeline | None:
-        """The timeline of the current micro-batch (listed on first use)."""
-        if self._state is None:
-            return self._fresh_timeline()
-        return self._state.timeline
-
-    def _position(self, tl: Timeline, inst: Instant) -> str:
-        """Where a completed instant sits on the stream (Hudi's visibility time)."""
-        return tl.visibility_time(inst)
-
-    def _admissible(self, tl: Timeline) -> list[Instant]:
-        """Completed commits in stream order, up to the first pending write (layout 1)."""
-        commits = sorted(tl.commits(), key=lambda i: (self._position(tl, i), i.requested_time))
-        if tl.layout_version == 1:
-            pending = [i.requested_time for i in tl.pending().filter_actions(*DATA_ACTIONS)]
-            if pending:
-                barrier = min(pending)
-                commits = [i for i in commits if i.requested_time < barrier]
-        return commits
+    def _current(self) -> CommitStream | None:
+        """The table as the current micro-batch sees it (listed on first use)."""
+        if self._stream is None or not self._stream.opened:
+            return self._fresh()
+        return self._stream
 
     def initialOffset(self) -> dict[str, str]:
         """Where a query without a checkpoint starts."""
@@ -184,11 +161,11 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         if start == "earliest":
             return {OFFSET_KEY: INIT_OFFSET}
         if start == "latest":
-            tl = self._fresh_timeline()
-            if tl is None:
+            stream = self._fresh()
+            if stream is None:
                 return {OFFSET_KEY: INIT_OFFSET}
-            commits = self._admissible(tl)
-            return {OFFSET_KEY: self._position(tl, commits[-1]) if commits else INIT_OFFSET}
+            commits = stream.commits()
+            return {OFFSET_KEY: commits[-1].position if commits else INIT_OFFSET}
         return {OFFSET_KEY: normalize_instant(start)}
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -202,38 +179,38 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
 
     def prepareForTriggerAvailableNow(self) -> None:
         """``availableNow``: stop at what is committed now."""
-        tl = self._fresh_timeline()
-        if tl is None:
+        stream = self._fresh()
+        if stream is None:
             self._available_now = INIT_OFFSET
             return
-        commits = self._admissible(tl)
-        self._available_now = self._position(tl, commits[-1]) if commits else INIT_OFFSET
+        commits = stream.commits()
+        self._available_now = commits[-1].position if commits else INIT_OFFSET
 
     def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
         """The end of the next micro-batch: admissible commits after ``start``, within limits."""
         begin = str(start.get(OFFSET_KEY, INIT_OFFSET)) if start else INIT_OFFSET
-        tl = self._fresh_timeline()  # a micro-batch starts here: see the table as it is now
-        if tl is None:
+        stream = self._fresh()  # a micro-batch starts here: see the table as it is now
+        if stream is None:
             return {OFFSET_KEY: begin}
         capped = not isinstance(limit, ReadAllAvailable)
         max_commits = self.max_commits if capped else None
         max_rows = self.max_rows if capped else None
         # a query starting from the beginning reads a snapshot first: as of an instant whose
         # file versions the cleaner kept (earlier ones may be gone)
-        floor = retained_floor(tl) if begin == INIT_OFFSET else None
+        floor = stream.retained_floor() if begin == INIT_OFFSET else None
         reached = floor is None
         end = begin
         commits = rows = 0
-        for inst in self._admissible(tl):
-            pos = self._position(tl, inst)
+        for c in stream.commits():
+            pos = c.position
             if pos <= begin:
                 continue
             if self._available_now is not None and pos > self._available_now:
                 break
-            if not reached and floor is not None and inst.requested_time < floor:
+            if not reached and floor is not None and c.requested_time < floor:
                 end = pos  # folded into the first (snapshot) batch
                 continue
-            if tl.origin_action(inst.requested_time) in ("compaction", "clustering"):
+            if not c.adds_data:
                 # no new data: never the end of a batch (a later data commit's range holds it)
                 if not reached:
                     end, reached = pos, True
@@ -241,7 +218,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
             if max_commits is not None and commits >= max_commits:
                 break
             if max_rows is not None:
-                n = self._rows_of(tl, inst)
+                n = stream.rows_written(c)
                 if commits and rows + n > max_rows:
                     break
                 rows += n
@@ -251,22 +228,11 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
 
     def reportLatestOffset(self) -> dict[str, str] | None:
         """The latest admissible commit (progress reporting only)."""
-        tl = self._timeline()
-        if tl is None:
+        stream = self._current()
+        if stream is None:
             return None
-        commits = self._admissible(tl)
-        return {OFFSET_KEY: self._position(tl, commits[-1])} if commits else None
-
-    def _rows_of(self, tl: Timeline, inst: Instant) -> int:
-        n = self._rows.get(inst.requested_time)
-        if n is None:
-            md = tl.read_commit_metadata(inst)
-            n = 0
-            if md is not None:
-                for stats in md.partition_to_write_stats.values():
-                    n += sum(int(s.num_writes) + int(s.num_deletes) for s in stats)
-            self._rows[inst.requested_time] = n
-        return n
+        commits = stream.commits()
+        return {OFFSET_KEY: commits[-1].position} if commits else None
 
     def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[InputPartition]:
         """The read tasks of the range ``(start, end]`` (none when it is empty)."""
@@ -274,32 +240,20 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         stop = str(end[OFFSET_KEY])
         if stop <= begin:
             return []
-        tl = self._timeline()
-        if tl is None or not any(self._position(tl, i) >= stop for i in tl.commits()):
-            tl = self._fresh_timeline()  # a range this process has not seen (a restart)
-        if self._state is None or tl is None:
+        stream = self._current()
+        if stream is None or not stream.reaches(stop):
+            stream = self._fresh()  # a range this process has not seen (a restart)
+        if stream is None:
             raise TableNotFoundError(f"no Hudi table at {self.path}")
-        table = ReadableTable(self._state)
-        if begin != INIT_OFFSET and all(
-            tl.origin_action(i.requested_time) in ("compaction", "clustering")
-            for i in tl.commits()
-            if begin < self._position(tl, i) <= stop
-        ):
+        table = stream.table()
+        if begin != INIT_OFFSET and stream.only_services_in(begin, stop):
             return []  # only table services in the range: no new data
         names = list(self.schema.fieldNames())
         data_names = [n for n in names if n != IS_DELETED_FIELD or n in table.schema.names]
         columns = None if data_names == table.schema.names else data_names
-        layout1 = table.config.timeline_layout_version == 1
-        if begin == INIT_OFFSET and layout1:
-            read_opts = {"hoodie.datasource.query.type": "snapshot", "as.of.instant": stop}
-        else:
-            read_opts = {
-                "hoodie.datasource.query.type": "incremental",
-                "hoodie.datasource.read.begin.instanttime": begin,
-                "hoodie.datasource.read.end.instanttime": stop,
-            }
+        read_opts = stream.range_options(begin, stop, from_start=begin == INIT_OFFSET)
         plan = table.plan_read(read_opts, columns)
-        header = without_slices(plan)
+        header = plan.without_slices()
         groups = plan_groups(plan.slices, self.connector)
         if not (self.emit_deletes and begin != INIT_OFFSET):
             return [HudiInputPartition(i, tuple(g), header) for i, g in enumerate(groups)]
@@ -308,7 +262,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
         after = table.plan_read({"as.of.instant": stop}, [RECORD_KEY_METADATA_FIELD])
         old = {(s.partition_path, s.file_id): s for s in before.slices}
         new = {(s.partition_path, s.file_id): s for s in after.slices}
-        before_header, after_header = without_slices(before), without_slices(after)
+        before_header, after_header = before.without_slices(), after.without_slices()
         out: list[InputPartition] = []
         for i, g in enumerate(groups):
             ks = [(s.partition_path, s.file_id) for s in g]
@@ -347,16 +301,6 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # 
             if gone is not None and gone.num_rows:
                 for batch in _with_flag_table(gone, True).to_batches():
                     yield conform_batch(batch, target)
-
-
-def retained_floor(tl: Timeline) -> str | None:
-    """The earliest commit whose file versions the last clean kept, when it deleted any (reads
-    as of earlier instants are refused)."""
-    for c in reversed(tl.completed().filter_actions("clean")):
-        md = tl.read_clean_metadata(c)
-        if md.earliest_commit_to_retain:
-            return md.earliest_commit_to_retain if md.total_files_deleted else None
-    return None
 
 
 def stream_schema(schema: StructType, emit_deletes: bool) -> StructType:

@@ -39,7 +39,7 @@ Process model (pyspark 4.3, see the reference notes) and where each step happens
   unless ``hoodie.compact.inline`` is given (Hudi's ``DataSourceUtils.createHoodieConfig``:
   inline compaction on MOR when async compaction is off); both false: no compaction.
 * ``abort(messages, batchId)`` first records the abort (a small file per writer identifier in
-  Hudi's auxiliary folder, :data:`ABORTS_FOLDER`), then rolls back the batch's pending
+  Hudi's auxiliary folder, :class:`~hudi_ds.engine.StreamSink`), then rolls back the batch's pending
   instant (named by the messages or found through the marker when every message is
   ``None``). A completed instant is never rolled back: Spark calls ``abort`` after a
   ``commit`` that raised, possibly after the commit point. The commit runner never knows T
@@ -72,33 +72,22 @@ each keeps its own checkpoint under its identifier
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
-from urllib.parse import quote
 
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.types import StructType
 
 from hudi_ds.config import Options, WriteConfig
+from hudi_ds.engine import Lookup, StateIndex, StreamSink, post_commit_services
 from hudi_ds.errors import ConfigError, WriteError
-from hudi_ds.index.lookup import Lookup
-from hudi_ds.index.state import StateIndex
-from hudi_ds.services import run_post_commit_services
-from hudi_ds.services.background import start_compactor
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.writer import HudiCommitMessage, TaskIdentity, WriteJob
-from hudi_ds.storage import Storage
-from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, new_instant_time
-from hudi_ds.timeline.timeline import DATA_ACTIONS
-from hudi_ds.write.client import STREAMING_CHECKPOINT_KEY
 
 try:  # pyspark >= 4.1: Arrow batches straight from the JVM
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
@@ -113,15 +102,10 @@ except ImportError:  # pragma: no cover - pyspark 4.0: Rows, converted to Arrow 
 
 log = logging.getLogger("hudi_ds.spark.streaming")
 
-#: inflight extra metadata of a sink's instant: ``{"identifier", "batchId", "queryId"}``.
-STREAM_BATCH_KEY = "_hudi_py_streaming_batch"
 #: task-local properties Spark sets in every task of a micro-batch.
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 ROW_CHUNK = 10_000
-#: the sink's abort records, ``<URL-quoted writer identifier>.json``: in Hudi's auxiliary
-#: folder, which readers and Hudi's services do not read
-ABORTS_FOLDER = ".hoodie/.aux/.hudi_py_streaming_aborts"
 
 
 def task_batch_id() -> int | None:
@@ -135,35 +119,6 @@ def task_query_id() -> str | None:
     """The streaming query id of the running Spark task (stable across restarts)."""
     ctx = TaskContext.get()
     return ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
-
-
-def checkpoint_value(identifier: str, batch_id: int) -> str:
-    """Hudi's ``_hudi_streaming_sink_checkpoint`` value: a JSON object identifier -> batch id
-    (a string, as Java's ``CommitUtils.getCheckpointValueAsString`` writes it)."""
-    return json.dumps({identifier: str(batch_id)}, separators=(",", ":"))
-
-
-def latest_abort(storage: Storage, identifier: str) -> str | None:
-    """The abort record of writer ``identifier`` (None if it never aborted a micro-batch)."""
-    try:
-        return storage.read_text(_abort_record(identifier))
-    except FileNotFoundError:
-        return None
-
-
-def record_abort(storage: Storage, identifier: str, batch_id: int) -> None:
-    """Record that the driver aborted micro-batch ``batch_id`` of writer ``identifier``: a
-    new record, unique to this abort, replaces the previous one."""
-    record = {
-        "batchId": str(batch_id),
-        "abortedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "id": uuid.uuid4().hex,
-    }
-    storage.write_atomic(_abort_record(identifier), json.dumps(record).encode())
-
-
-def _abort_record(identifier: str) -> str:
-    return f"{ABORTS_FOLDER}/{quote(identifier, safe='')}.json"
 
 
 @dataclass(frozen=True)
@@ -188,7 +143,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             joins it).
         identifier: the writer identifier the batch ids are recorded under.
         planned_after_abort: the identifier's abort record when the writer was built
-            (:func:`latest_abort`).
+            (:meth:`~hudi_ds.engine.StreamSink.latest_abort`).
     """
 
     def __init__(
@@ -202,6 +157,8 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         self.instant = instant
         self.identifier = identifier
         self.planned_after_abort = planned_after_abort
+        #: the sink's batch ids, markers and abort records in the table
+        self.sink = StreamSink(job.client, identifier)
         #: seconds :meth:`create` took (table creation, validation, instant allocation)
         self.setup_seconds = 0.0
 
@@ -219,9 +176,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         job = WriteJob(opt.require_path(path), hudi, connector, schema, overwrite)
         # MOR compaction off the critical path, as Hudi's HoodieStreamingSink runs it (async
         # compaction service): scheduled in the commit, executed by a background compactor
-        job.client.post_commit = functools.partial(
-            run_post_commit_services, async_compactor=start_compactor, datasource=True
-        )
+        job.client.post_commit = post_commit_services(datasource=True, async_compaction=True)
         state_key = SparkConfig.STREAMING_STATE_INDEX
         if opt.get(connector, state_key) and job.client.resolved.index_type == "BUCKET":
             raise ConfigError(
@@ -231,14 +186,8 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             )
         job.client.create_table_if_absent(job.arrow_schema)
         identifier = Options.of(hudi).get(WriteConfig.STREAMING_CHECKPOINT_ID)
-        timeline = job.client.table_state().timeline  # the writer's table state: one listing
-        last = timeline.latest_time()
-        writer = cls(
-            job,
-            new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS),
-            identifier,
-            latest_abort(job.client.storage, identifier),
-        )
+        sink = StreamSink(job.client, identifier)
+        writer = cls(job, sink.allocate_instant(), identifier, sink.latest_abort())
         writer.setup_seconds = time.perf_counter() - t0
         return writer
 
@@ -250,7 +199,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             raise WriteError("the hudi_py stream writer runs only inside a streaming micro-batch")
         task = TaskIdentity.current()
         batches = iterator if ARROW_STREAM_WRITER else _rows_to_batches(iterator, self.job)
-        committed = self.job.client.committed_streaming_batch(self.identifier)
+        committed = self.sink.committed_batch()
         if committed is not None and batch_id <= committed:
             for _ in batches:  # the rows were already written by an earlier attempt
                 pass
@@ -261,16 +210,15 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
                 batch_id=batch_id,
                 skipped=True,
             )
-        marker = json.dumps(
-            {"identifier": self.identifier, "batchId": str(batch_id), "queryId": task_query_id()},
-            sort_keys=True,
-        )
+        marker = self.sink.batch_marker(batch_id, task_query_id())
         msg = self.job.write_task(
             self.instant, self._joining(batches, marker), worker_state_lookup(self.job)
         )
         return HudiStreamCommitMessage(**_fields_of(msg), batch_id=batch_id)
 
-    def _joining(self, batches: Iterator[pa.RecordBatch], marker: str) -> Iterator[pa.RecordBatch]:
+    def _joining(
+        self, batches: Iterator[pa.RecordBatch], marker: dict[str, str]
+    ) -> Iterator[pa.RecordBatch]:
         """``batches``, joining the instant before the first non-empty one goes on."""
         joined = False
         for b in batches:
@@ -282,7 +230,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
                     self.job.arrow_schema,
                     instant=self.instant,
                     rollback_failed=False,
-                    extra_metadata={STREAM_BATCH_KEY: marker},
+                    extra_metadata=marker,
                     withdrawn=self._aborted_since_planned,
                 )
                 joined = True
@@ -291,7 +239,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
     def _aborted_since_planned(self) -> bool:
         """Whether the driver aborted a micro-batch of this writer since this one was planned
         (then it was this one: the tasks of an aborted batch that Spark has not stopped yet)."""
-        return latest_abort(self.job.client.storage, self.identifier) != self.planned_after_abort
+        return self.sink.latest_abort() != self.planned_after_abort
 
     # -- driver ----------------------------------------------------------------------------------
     def commit(self, messages: Sequence[Any], batchId: int) -> None:
@@ -303,7 +251,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         """
         client = self.job.client
         msgs = list(messages)
-        committed = client.committed_streaming_batch(self.identifier)
+        committed = self.sink.committed_batch()
         if committed is not None and batchId <= committed:
             log.warning(
                 "batch %d of writer %r is already committed (up to %d): skipped",
@@ -311,7 +259,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
                 self.identifier,
                 committed,
             )
-            self._roll_back(self._written_instants(msgs))
+            self.sink.roll_back(self._written_instants(msgs))
             return
         for i, m in enumerate(msgs):
             if not isinstance(m, HudiStreamCommitMessage):
@@ -329,16 +277,14 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         if not instants:
             return
         instant = instants.pop()
-        state = client.state
-        assert state is not None
+        assert client.state is not None
         if not getattr(client, "multi_writer", False):
             # earlier attempts that crashed before their commit (Hudi's eager rollback of a
             # single writer; with several writers the lazy, heartbeat-based policy applies);
             # refused while another single writer's write is alive
             client.rollback_failed_before(instant)
         # listed again: the rollback above and other attempts of this batch changed the table
-        current = state.reload_timeline().get(instant)
-        if current is None:
+        if not self.sink.on_timeline(instant):
             if any(m.statuses for m in msgs):
                 raise WriteError(f"batch {batchId}: instant {instant} is gone (rolled back?)")
             log.info(
@@ -357,20 +303,16 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         A subclass may wrap it to observe the commit -- the crash tests stop the process just
         before and after it, the streaming benchmark times it.
         """
-        self.job.commit(
-            instant,
-            list(messages),
-            {STREAMING_CHECKPOINT_KEY: checkpoint_value(self.identifier, batch_id)},
-        )
+        self.job.commit(instant, list(messages), self.sink.checkpoint(batch_id))
 
     def abort(self, messages: Sequence[Any], batchId: int) -> None:
         """Record the abort, then roll back the micro-batch's pending instant; a completed one
         is left alone."""
         # first: a task that creates the instant's files after the listing below sees it
-        record_abort(self.job.client.storage, self.identifier, batchId)
+        self.sink.record_abort(batchId)
         instants = self._written_instants(list(messages))
-        instants.update(self._pending_instants_of(batchId))
-        self._roll_back(instants)
+        instants.update(self.sink.pending_instants_of(batchId))
+        self.sink.roll_back(instants)
 
     def _written_instants(self, msgs: list[Any]) -> set[str]:
         return {
@@ -378,28 +320,6 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             for m in msgs
             if isinstance(m, HudiCommitMessage) and not getattr(m, "skipped", False)
         }
-
-    def _pending_instants_of(self, batch_id: int) -> set[str]:
-        """Pending instants whose inflight marker names this identifier and batch."""
-        out = set()
-        tl = self.job.client.table_state().reload_timeline()  # the batch's attempts as they are now
-        for inst in tl.pending().filter_actions(*DATA_ACTIONS):
-            if not inst.is_inflight:
-                continue
-            try:
-                md = tl.read_commit_metadata(inst)
-                mark = json.loads(md.extra_metadata.get(STREAM_BATCH_KEY) or "{}")
-            except Exception:  # a torn inflight file: the next commit rolls it back
-                continue
-            if mark.get("identifier") == self.identifier and mark.get("batchId") == str(batch_id):
-                out.add(inst.requested_time)
-        return out
-
-    def _roll_back(self, instants: set[str]) -> None:
-        tl = self.job.client.table_state().reload_timeline()
-        for t in sorted(instants):
-            if not tl.is_completed(t):
-                self.job.abort(t)
 
 
 #: the streaming sink's state indexes of this Python worker, by table base URI

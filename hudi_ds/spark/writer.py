@@ -21,7 +21,6 @@ Process model (pyspark 4.3, see the reference notes):
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,15 +32,18 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from hudi_ds.config import WriteConfig
+from hudi_ds.engine import (
+    Lookup,
+    WriteClient,
+    WriteStatus,
+    partitions_to_delete,
+    post_commit_services,
+    skips_empty_commit,
+)
 from hudi_ds.errors import ConfigError, WriteError
-from hudi_ds.index.lookup import Lookup
-from hudi_ds.services import run_post_commit_services
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, spark_to_arrow_schema
-from hudi_ds.write.client import WriteClient
-from hudi_ds.write.operation import PARTITIONS_TO_DELETE_KEY, Replaces
-from hudi_ds.write.write_status import WriteStatus
 
 OPERATION_KEY = WriteConfig.OPERATION.key
 #: operations a ``mode("overwrite")`` write may carry (anything else becomes
@@ -143,7 +145,7 @@ class WriteJob:
         self.client: WriteClient = WriteClient(
             opt.open_path(path, self.connector),
             self.options,
-            post_commit=functools.partial(run_post_commit_services, datasource=True),
+            post_commit=post_commit_services(datasource=True),
         )
         self.client.validate_schema(self.arrow_schema)
 
@@ -184,13 +186,11 @@ class WriteJob:
                 )
             statuses.extend(m.statuses)
             touched.update(m.partitions)
-        listed = self.options.get(PARTITIONS_TO_DELETE_KEY)
-        to_delete = [p for p in (listed or "").split(",") if p] or sorted(touched)
         self.client.commit(
             instant,
             statuses,
             dict(extra_metadata) if extra_metadata else None,
-            partitions_to_delete=to_delete,
+            partitions_to_delete=partitions_to_delete(self.options, touched),
         )
 
     def abort(self, instant: str) -> None:
@@ -343,11 +343,8 @@ class HudiBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
         """Publish the instant; with ``hoodie.allow.empty.commit=false`` an input without rows
         is rolled back instead (nothing committed, a table this write created removed), as
         Apache Hudi skips the commit of an empty DataFrame then (see :func:`hudi_ds.write`)."""
-        client = self.job.client
-        if (
-            not client.options.get(WriteConfig.ALLOW_EMPTY_COMMIT)
-            and client.operation.replaces is Replaces.NOTHING
-            and all(isinstance(m, HudiCommitMessage) and not m.statuses for m in messages)
+        if skips_empty_commit(self.job.client) and all(
+            isinstance(m, HudiCommitMessage) and not m.statuses for m in messages
         ):
             self.job.abort(self.instant)
             return

@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.errors import ConfigError
+from hudi_ds.errors import ConfigError, HudiError
 
 Filter = tuple[str, str, Any]
 OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
@@ -93,6 +93,32 @@ def filter_expression(filters: Sequence[Filter]) -> pc.Expression | None:
         e = _compare(pc.field(col), op, value)
         expr = e if expr is None else expr & e
     return expr
+
+
+def pruning_filters(filters: Sequence[Filter], schema: pa.Schema) -> list[Filter]:
+    """The filters a read can prune with, in order: those on top-level columns of ``schema``
+    that Arrow can evaluate against the column's type.
+
+    Meant for an engine's filters that the engine applies again: a filter left out costs
+    pruning, never rows. Floating point columns are left out (SQL orders NaN above every
+    number, Arrow does not).
+    """
+    out: list[Filter] = []
+    for t in filters:
+        col = t[0]
+        idx = schema.get_field_index(col)
+        if idx < 0 or pa.types.is_floating(schema.field(idx).type):
+            continue
+        try:
+            expr = filter_expression([t])
+            if expr is not None:
+                pa.schema([schema.field(idx)]).empty_table().filter(expr)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, HudiError):
+            continue
+        except (TypeError, ValueError):
+            continue
+        out.append(t)
+    return out
 
 
 def prune_partition(

@@ -761,6 +761,30 @@ class ReadPlan:
     #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
     replans: int = 0
 
+    def without_slices(self) -> ReadPlan:
+        """This plan without its file slices: the header every read task of the plan carries
+        (its own slices travel beside it), so a task's payload does not grow with the table."""
+        return ReadPlan(
+            self.visibility,
+            self.context,
+            [],
+            self.columns,
+            self.filters,
+            self.commit_times,
+            self.output_schema,
+        )
+
+    def for_slices(self, slices: Sequence[FileSlice]) -> ReadPlan:
+        """The header (:meth:`without_slices`) carrying the committed log ranges of ``slices``
+        only: what the read task of ``slices`` needs (small task payloads)."""
+        ranges = self.context.log_ranges or {}
+        out = self.without_slices()
+        if not ranges:
+            return out
+        mine = {lf.path: ranges[lf.path] for s in slices for lf in s.log_files if lf.path in ranges}
+        out.context = dataclasses.replace(self.context, log_ranges=mine)
+        return out
+
 
 #: keys a write reads beside the registry's (hudi_ds.write.operation.OPERATION_OPTION_KEYS,
 #: a layer above): accepted in a table's default options

@@ -190,6 +190,37 @@ def test_pyspark_outside_spark_is_refused(
     ]
 
 
+def test_the_spark_adapter_may_import_only_the_public_core_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = dict(CLEAN)
+    files["engine.py"] = "from hudi_ds.table.table import timeline\n"
+    files["spark/options.py"] = "from hudi_ds.errors import HudiError\n"
+    files["spark/reader.py"] = """\
+        from typing import TYPE_CHECKING
+
+        from hudi_ds.engine import timeline
+        from hudi_ds.spark.options import HudiError
+
+        if TYPE_CHECKING:
+            from hudi_ds.timeline.timeline import load
+
+        def read():
+            from ..table import table
+            return table
+        """
+    rc, out = _run(_tree(tmp_path, files), capsys)
+    assert rc == 1
+    reader = tmp_path / "hudi_ds" / "spark" / "reader.py"
+    allowed = "(allowed: hudi_ds.engine, hudi_ds.errors, hudi_ds.config, hudi_ds.spark)"
+    assert out.splitlines() == [
+        f"{reader}:7: the engine adapter 'spark' imports 'hudi_ds.timeline.timeline' "
+        f"{allowed}: from hudi_ds.timeline.timeline import load",
+        f"{reader}:10: the engine adapter 'spark' imports 'hudi_ds.table.table' "
+        f"{allowed}: from ..table import table",
+    ]
+
+
 def test_hudi_ds_has_no_upward_import_and_no_cycle(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out = _run(REPO / "hudi_ds", capsys)
     assert (rc, out) == (0, "")

@@ -1,0 +1,245 @@
+"""The core API an engine adapter uses: everything ``hudi_ds.spark`` needs, nothing more.
+
+An engine (Spark here; a second one would use the same names) plans on its driver, runs tasks
+on its executors, and commits on its driver. It never opens the timeline, names a file or hashes
+a key itself: it asks the core. Besides this module an adapter may import only
+``hudi_ds.errors`` (the error family) and ``hudi_ds.config`` (typed options), which
+``tools/check_layers.py`` enforces for ``hudi_ds/spark``.
+
+Options
+    :func:`validate_options`, :func:`is_option_key`, :func:`is_storage_option`;
+    :func:`table_location` (a path plus object-store options, as every call below takes it).
+Reads
+    :class:`ReadableTable` opens a table (schema, :meth:`~ReadableTable.plan_read`);
+    :class:`ReadPlan` is the driver's plan, its :class:`FileSlice` s the unit of work (a task
+    carries :meth:`ReadPlan.for_slices` and its slices); :meth:`ReadableTable.read_plan_slices`
+    reads slices as Arrow batches in a task. :func:`pruning_filters` and :func:`prune_buckets`
+    narrow a plan with the engine's filters.
+Streaming reads
+    :class:`CommitStream` (:class:`StreamCommit`): offsets, admission and the read options of
+    a range; :func:`normalize_instant` checks an instant time given by the user.
+Writes
+    :class:`WriteClient` starts an instant (driver), gives each task a task writer that
+    returns :class:`WriteStatus` es, and commits or aborts them (driver);
+    :func:`post_commit_services` are the table services run after a commit;
+    :func:`partitions_to_delete` and :func:`skips_empty_commit` decide the commit of a batch
+    write; :class:`StreamSink` is the table side of an exactly-once streaming sink;
+    :class:`StateIndex` / :data:`Lookup` a long-lived worker's index of record keys;
+    :func:`bucket_ids_of_rows` the bucket of each row of a bucket-index table (whose layout
+    options :func:`validate_num_buckets` and :func:`validate_hash_fields` check).
+Compaction
+    :func:`compact` runs a table's compactions with an engine's executor, which runs each
+    operation of a :class:`CompactionJob` with :func:`compaction_task`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from hudi_ds.config import IGNORED_HUDI_KEYS, Options, WriteConfig, all_scopes, properties_of
+from hudi_ds.index.bucket import (
+    bucket_ids_from_record_keys,
+    validate_hash_fields,
+    validate_num_buckets,
+)
+from hudi_ds.index.lookup import Lookup
+from hudi_ds.index.state import StateIndex
+from hudi_ds.keygen import record_keys
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
+from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.services import run_post_commit_services
+from hudi_ds.services.background import start_compactor
+from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.compaction import (
+    CompactionJob,
+    CompactionResult,
+    attempt_token,
+    execute_operation,
+    run_compaction,
+    schedule_compaction,
+)
+from hudi_ds.storage import Storage
+from hudi_ds.table.bucket_pruning import bucket_config, prune_buckets
+from hudi_ds.table.filters import pruning_filters
+from hudi_ds.table.stream import CommitStream, StreamCommit
+from hudi_ds.table.table import ReadableTable, ReadPlan
+from hudi_ds.timeline.instant import normalize_instant
+from hudi_ds.timeline.metadata import WriteStat
+from hudi_ds.write.client import WriteClient
+from hudi_ds.write.operation import OPERATION_OPTION_KEYS, PARTITIONS_TO_DELETE_KEY, Replaces
+from hudi_ds.write.stream_sink import StreamSink
+from hudi_ds.write.write_status import WriteStatus
+
+__all__ = [
+    "IS_DELETED_FIELD",
+    "RECORD_KEY_METADATA_FIELD",
+    "CommitStream",
+    "CompactionJob",
+    "CompactionResult",
+    "FileSlice",
+    "Lookup",
+    "ReadPlan",
+    "ReadableTable",
+    "StateIndex",
+    "StreamCommit",
+    "StreamSink",
+    "TableLocation",
+    "WriteClient",
+    "WriteStat",
+    "WriteStatus",
+    "bucket_config",
+    "bucket_ids_of_rows",
+    "compact",
+    "compaction_task",
+    "is_option_key",
+    "is_storage_option",
+    "normalize_instant",
+    "partitions_to_delete",
+    "post_commit_services",
+    "prune_buckets",
+    "pruning_filters",
+    "skips_empty_commit",
+    "table_location",
+    "validate_hash_fields",
+    "validate_num_buckets",
+    "validate_options",
+]
+
+#: a table as every call of the core takes it: its base path, or a
+#: :class:`~hudi_ds.storage.Storage` carrying object store options (see :func:`table_location`)
+TableLocation = str | Storage
+
+#: object store option families (see :mod:`hudi_ds.object_store`)
+_STORAGE_KEY_PREFIXES = ("aws_", "google_", "azure_")
+
+
+# -- options -------------------------------------------------------------------------------------
+def validate_options(options: Mapping[str, Any]) -> None:
+    """Check ``hoodie.*`` options against every scope (ConfigError naming a bad key or value).
+
+    The options of a write operation are accepted too, so that one option dict can serve a
+    write and a read.
+    """
+    Options.of(options).validate(*all_scopes(), ignored=OPERATION_OPTION_KEYS)
+
+
+@functools.cache
+def _option_keys() -> frozenset[str]:
+    keys = {k.lower() for s in all_scopes() for p in properties_of(s) for k in p.all_keys()}
+    return frozenset(keys | {k.lower() for k in (*IGNORED_HUDI_KEYS, *OPERATION_OPTION_KEYS)})
+
+
+def is_option_key(key: str) -> bool:
+    """Whether the core knows ``key`` (lower case): a declared option or alias, a key of a
+    write operation, or a Hudi key that is accepted and ignored."""
+    return key in _option_keys()
+
+
+def is_storage_option(key: str) -> bool:
+    """Whether ``key`` (lower case) is an object store option (see :mod:`hudi_ds.object_store`)."""
+    return key.startswith(_STORAGE_KEY_PREFIXES) or key in CLIENT_KEYS or key in RETRY_KEYS
+
+
+def table_location(path: str, storage_options: Mapping[str, str]) -> TableLocation:
+    """The table at ``path`` as the core takes it: a :class:`~hudi_ds.storage.Storage` with
+    the object store options when there are some (it pickles with them to the executors),
+    else the path.
+
+    Raises:
+        ConfigError: an unknown storage option (named) or a bad value.
+    """
+    return Storage(path, storage_options=dict(storage_options)) if storage_options else path
+
+
+# -- writes --------------------------------------------------------------------------------------
+def post_commit_services(
+    *, datasource: bool = True, async_compaction: bool = False
+) -> Callable[..., Any]:
+    """The table services a data source's writer runs after each commit, as Hudi's data source
+    runs them (:func:`hudi_ds.services.run_post_commit_services`): cleaning and archival, and
+    MOR compaction inline only -- or, with ``async_compaction``, scheduled in the commit and
+    executed by a background compactor (Hudi's streaming sink).
+
+    Picklable: pass it as ``WriteClient(..., post_commit=...)`` or set it on the client.
+    """
+    if async_compaction:
+        return functools.partial(
+            run_post_commit_services, async_compactor=start_compactor, datasource=datasource
+        )
+    return functools.partial(run_post_commit_services, datasource=datasource)
+
+
+def partitions_to_delete(options: Mapping[str, str], touched: Iterable[str]) -> list[str]:
+    """The partitions a ``delete_partition`` commit drops: those named by
+    ``hoodie.datasource.write.partitions.to.delete``, else the partitions of the rows written."""
+    listed = options.get(PARTITIONS_TO_DELETE_KEY)
+    return [p for p in (listed or "").split(",") if p] or sorted(touched)
+
+
+def skips_empty_commit(client: WriteClient) -> bool:
+    """Whether a write of ``client`` that wrote no file is rolled back instead of committed:
+    ``hoodie.allow.empty.commit=false`` and an operation that replaces nothing (Apache Hudi
+    skips the commit of an empty DataFrame then)."""
+    return (
+        not client.options.get(WriteConfig.ALLOW_EMPTY_COMMIT)
+        and client.operation.replaces is Replaces.NOTHING
+    )
+
+
+def bucket_ids_of_rows(
+    rows: pa.Table,
+    key_fields: Sequence[str],
+    complex_key: bool,
+    hash_fields: Sequence[str],
+    num_buckets: int,
+) -> Any:
+    """The Hudi bucket id of every row of ``rows`` (holding the record key columns): its
+    record key built as the writer builds it, hashed as Java Hudi does."""
+    keys = record_keys(rows, list(key_fields), complex_key)
+    return bucket_ids_from_record_keys(keys, list(hash_fields), num_buckets, complex_key)
+
+
+# -- compaction ----------------------------------------------------------------------------------
+def compact(
+    path: str,
+    instant: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    *,
+    schedule: bool = False,
+    executor: Callable[[CompactionJob], list[WriteStat]] | None = None,
+) -> list[CompactionResult]:
+    """Run pending compactions of the table at ``path`` (or ``instant``), each job's
+    operations run by ``executor`` (default: here, one after the other).
+
+    Args:
+        schedule: schedule a new compaction first (nothing runs when none is pending then).
+
+    Returns:
+        One result per completed compaction.
+    """
+    ctx = ServiceContext.open(path, options)
+    if schedule:
+        scheduled = schedule_compaction(ctx)
+        if instant is None and scheduled is None and not ctx.timeline().pending_compactions():
+            return []
+    return run_compaction(ctx, instant, executor=executor)
+
+
+def compaction_task(
+    job: CompactionJob, index: int, task: tuple[int, int] | None = None
+) -> WriteStat:
+    """Run operation ``index`` of ``job`` (merge one file slice into a new base file).
+
+    Args:
+        task: the engine's ``(task number, task attempt id)``: part of the files' write token,
+            so the completion deletes the files of failed task attempts of its own compaction
+            attempt only.
+    """
+    if task is None:
+        return execute_operation(job, index)
+    return execute_operation(job, index, attempt_token(job, *task))
