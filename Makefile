@@ -97,7 +97,7 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP)  ## benchmarks, charts and issue 16's acceptance ratios (SCALE=1; SCALE=0.1 is quick)
+bench: $(BENCH_STAMP)  ## benchmarks, charts and the acceptance ratios (SCALE=1; SCALE=0.1 is quick)
 	@start=$$(date +%s); \
 	$(BIN)/python -m bench --scale $(SCALE) && \
 	$(BIN)/python -m bench.bench_streaming --scale $(SCALE) --json bench/results/streaming.json \

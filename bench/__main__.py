@@ -295,7 +295,7 @@ def _table(results: list[dict], w: Workload) -> list[str]:
 
 
 def _index_goals(ok: dict[str, dict]) -> list[str]:
-    """Issue 14's goals, as measured in this run (mean upsert batch time ratios; none where a
+    """The index goals, as measured in this run (mean upsert batch time ratios; none where a
     system's final table differs from the reference: the system is named instead)."""
 
     delta = best_delta(ok)

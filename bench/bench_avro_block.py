@@ -3,7 +3,7 @@
 The rows are the standard workload's (:func:`bench.workload.make_rows`) with Hudi's five meta
 columns in front, as a MOR log block holds them. Each decoder runs ``--repeat`` times,
 interleaved; the best CPU time (user + sys of this process) and wall time are printed with
-rows/s and the Avro/Parquet ratio (issue 16: >= 1,000,000 rows/s and <= 3x Parquet), for all
+rows/s and the Avro/Parquet ratio (the acceptance targets: >= 1,000,000 rows/s and <= 3x Parquet), for all
 columns and for the columns a snapshot read of ``id, ts, d1`` asks a block for.
 ``--fastavro`` also times the record-by-record fastavro decoding the vectorised decoder replaced
 (slow: one run). Every decoded table is checked equal to the others before timing is reported.

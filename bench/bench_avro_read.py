@@ -1,6 +1,6 @@
 """Snapshot read of a MERGE_ON_READ table whose rows all live in log blocks: Avro vs Parquet.
 
-Issue 16's two Avro figures (``make bench`` systems ``hudi_ds_mor_avro_logs`` and
+The two Avro acceptance figures (``make bench`` systems ``hudi_ds_mor_avro_logs`` and
 ``hudi_ds_mor_parquet_logs``): the standard workload (:mod:`bench.workload`) written with
 compaction off, once with Avro log blocks and once with Parquet ones, then read as the bench
 reads (``hudi_ds.read(path, columns=READ_COLUMNS)``), ``--repeat`` times each, the two

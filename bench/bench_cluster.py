@@ -1,4 +1,4 @@
-"""Spark on a standalone cluster next to ``local[2]`` (issue 19).
+"""Spark on a standalone cluster next to ``local[2]``.
 
 The batch upsert example (``examples/spark_batch_upsert.py``: an insert of ``200,000 x scale``
 trips through ``cluster_by_bucket``, an upsert of 40% as many rows, a full snapshot read through

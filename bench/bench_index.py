@@ -1,4 +1,4 @@
-"""Issue 14's index goals measured pairwise: the batches of each system run interleaved.
+"""The index goals measured pairwise: the batches of each system run interleaved.
 
 ``python -m bench.bench_index --scale 1``: one table per system (SIMPLE MOR through
 ``hudi_ds.write``, the state index through one long-lived ``HudiTable(state_index=True)``,
@@ -150,7 +150,7 @@ def run(w: Workload, root: Path) -> None:
     def ratio(fast: str, slow: str, skip_first: bool = False) -> str:
         """The median per-batch ratio of seconds, then of CPU seconds (on a loaded machine
         the steadier figure: delta-rs' CPU counts every thread it runs); none for an
-        incorrect final table (issue 16)."""
+        incorrect final table (as in the acceptance table)."""
         wrong = [n for n in (fast, slow) if not correct[n]]
         if wrong:
             return f"no ratio (final table incorrect: {', '.join(wrong)})"

@@ -1,6 +1,6 @@
 """Snapshot reads of the bench tables against their yardsticks, with CPU time beside wall time.
 
-Issue 16's two read targets, measured apart from ``make bench`` (whose rows each come from one
+The two read acceptance targets, measured apart from ``make bench`` (whose rows each come from one
 timed read): the standard workload (:mod:`bench.workload`) written once, untimed, as
 ``bench.systems`` writes it -- the MOR table at hudi_ds's defaults (base files plus the last
 batch's log blocks), the COW table and the compaction-off MOR table (every version in log

@@ -1,4 +1,4 @@
-"""Issue 16's acceptance ratios, each with its target, the measured value and whether it is met.
+"""The benchmark's acceptance ratios, each with its target, the measured value and whether it is met.
 
 ``python -m bench.report [--started EPOCH]`` reads ``bench/results/latest.json`` (``python -m
 bench``) and ``bench/results/streaming.json`` (``python -m bench.bench_streaming``), prints the
@@ -153,8 +153,8 @@ class _Ceilings:
 
 
 def acceptance(meta: dict[str, Any], streaming: dict[str, Any] | None) -> list[str]:
-    """Markdown lines: one row per target of issue 16, and of issue 14's index goals (the
-    ratios measured in ``meta``'s run)."""
+    """Markdown lines: one row per acceptance target, the index goals included (the ratios
+    measured in ``meta``'s run)."""
     from bench.__main__ import best_delta
 
     res = {r["system"]: r for r in meta.get("results", []) if "error" not in r}
@@ -230,7 +230,7 @@ def acceptance(meta: dict[str, Any], streaming: dict[str, Any] | None) -> list[s
     else:
         setting = f"streamed_exec={delta.get('streamed_exec')}"
         peer_s = _mean(delta["upsert_s"])
-        # issue 16's MOR and COW goals, and issue 14's SIMPLE goal on the same workload
+        # the MOR and COW goals, and the SIMPLE index goal on the same workload
         for what, name, goal, bound in (
             (
                 "MOR upsert (hudi_ds_mor_parquet) vs delta-rs merge at its best",
@@ -259,7 +259,7 @@ def acceptance(meta: dict[str, Any], streaming: dict[str, Any] | None) -> list[s
                 (name,),
                 bound,
             )
-    # issue 14's state index goal (MOR and COW)
+    # the state index goal (MOR and COW)
     for kind, state, simple in (
         ("MOR", "hudi_ds_mor_state", "hudi_ds_mor_simple"),
         ("COW", "hudi_ds_cow_state", "hudi_ds_cow_simple"),
@@ -401,7 +401,7 @@ def acceptance(meta: dict[str, Any], streaming: dict[str, Any] | None) -> list[s
             ("peak memory of a streamed write vs input size", "<= 1.1x", "not measured", "-")
         )
     out = [
-        f"issue 16 and 14 acceptance (run of {meta.get('date', '?')} at commit "
+        f"acceptance targets (run of {meta.get('date', '?')} at commit "
         f"{meta.get('commit', '?')}, "
         f"scale {meta.get('scale', '?')})",
         "",

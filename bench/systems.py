@@ -275,7 +275,7 @@ def _hudi_ds(
         table = hudi_ds.HudiTable(path, state_index=True) if state else None
         # outside the timings: what each batch wrote (rows in base files / log files), and for
         # the index rows the least reading a SIMPLE lookup needs and SIMPLE's own lookup time
-        # (issue 14's ceilings, bench/report.py)
+        # (the index rows' ceilings, bench/report.py)
         seen: set[str] = set()
         _written_since(path, seen)
         indexed = index != "BUCKET"
@@ -353,7 +353,7 @@ SYSTEMS: dict[str, Runner] = {
     "hudi_ds_mor_parquet_logs": _hudi_ds("MERGE_ON_READ", "parquet", compaction=False),
     "hudi_ds_mor_avro_logs": _hudi_ds("MERGE_ON_READ", "avro", compaction=False),
     "hudi_ds_cow": _hudi_ds("COPY_ON_WRITE", "parquet"),
-    # the non-bucket indexes (issue 14): keys located by reading the files (SIMPLE), pruned by
+    # the non-bucket indexes: keys located by reading the files (SIMPLE), pruned by
     # footer bloom filters and key ranges first (BLOOM), or held by the writer (state index)
     "hudi_ds_mor_simple": _hudi_ds("MERGE_ON_READ", "parquet", "SIMPLE"),
     "hudi_ds_mor_bloom": _hudi_ds("MERGE_ON_READ", "parquet", "BLOOM"),

@@ -2,7 +2,7 @@
 lists the data table's partitions and files (its ``files`` partition), kept in step with every
 action that changes files.
 
-Modules (issue 15):
+Modules:
 
 - :mod:`hudi_ds.metadata.records` -- ``HoodieMetadataRecord`` records of the ``files``
   partition: their Avro encoding (the key field blanked, meta fields prepended), Hudi's merge

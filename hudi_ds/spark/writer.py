@@ -1,7 +1,7 @@
 """Writes of ``df.write.format("hudi_py")``: the driver coordinates, tasks write file groups.
 
 One :class:`WriteJob` holds everything a write needs and is shared by the batch writer here and
-the streaming writer (issue 5); they differ only in how an instant is started and committed.
+the streaming writer; they differ only in how an instant is started and committed.
 
 Process model (pyspark 4.3, see the reference notes):
 

@@ -76,7 +76,7 @@ class TableState:
         self.config = config
         self._timeline = timeline
         self._schema: pa.Schema | None = None
-        # Installed by the write layer when the table keeps a metadata table (issue 15): every
+        # Installed by the write layer when the table keeps a metadata table: every
         # timeline writer of this state calls it before completing an instant.
         self.before_complete: Callable[[Instant, bytes], None] | None = None
         # Set while a table service holds the table lock: fence(at) raises LockLostError
