@@ -38,6 +38,8 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from hudi_ds.config import IGNORED_HUDI_KEYS, Options, WriteConfig, all_scopes, properties_of
@@ -197,7 +199,7 @@ def bucket_ids_of_rows(
     complex_key: bool,
     hash_fields: Sequence[str],
     num_buckets: int,
-) -> Any:
+) -> npt.NDArray[np.int32]:
     """The Hudi bucket id of every row of ``rows`` (holding the record key columns): its
     record key built as the writer builds it, hashed as Java Hudi does."""
     keys = record_keys(rows, list(key_fields), complex_key)
