@@ -110,6 +110,12 @@ DEFAULT_SKEWS = {
 PROVIDER_STORES = {"filesystem": "local", "storage": "s3", "dynamodb": "s3"}
 
 
+def _marks(provider: str, run_by_default: bool) -> tuple[Any, ...]:
+    """A case on S3 is ``slow``; one left out of ``make test`` is a ``stress`` case."""
+    marks = () if provider == "filesystem" else (pytest.mark.slow,)
+    return marks if run_by_default else (*marks, pytest.mark.stress)
+
+
 def _skew_id(provider: str, version: int, skew: float, mdt: bool) -> str:
     where = {"filesystem": "", "storage": "s3-storage-", "dynamodb": "s3-dynamodb-"}[provider]
     return f"{where}v{version}-{'2s' if skew == -2.0 else '10min'}{'-mdt' if mdt else ''}"
@@ -123,7 +129,7 @@ SKEW_MATRIX = [
         skew,
         mdt,
         id=_skew_id(provider, version, skew, mdt),
-        marks=() if (version, skew, mdt) in DEFAULT_SKEWS[provider] else (pytest.mark.stress,),
+        marks=_marks(provider, (version, skew, mdt) in DEFAULT_SKEWS[provider]),
     )
     for provider in ("filesystem", "storage", "dynamodb")
     for version, skew, mdt in SKEWS
@@ -239,7 +245,7 @@ SERVICE_SKEW_MATRIX = [
         version,
         skew,
         id=_skew_id(provider, version, skew, False),
-        marks=() if (version, skew) in DEFAULT_SERVICE_SKEWS[provider] else (pytest.mark.stress,),
+        marks=_marks(provider, (version, skew) in DEFAULT_SERVICE_SKEWS[provider]),
     )
     for provider in ("filesystem", "storage", "dynamodb")
     for version, skew in SERVICE_SKEWS
