@@ -25,6 +25,7 @@ matrix (both skews, versions 6 and 9, with and without the metadata table).
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import time
 from pathlib import Path
@@ -36,6 +37,7 @@ import pytest
 import hudi_ds
 from hudi_ds.services import ServiceContext, compaction
 from hudi_ds.storage import Storage
+from hudi_ds.write.lock import MTIME_RESOLUTION_S, FileSystemLock, StorageBasedLock
 from tests.conftest import (
     OCC_OPTIONS,
     assert_rows,
@@ -47,6 +49,7 @@ from tests.conftest import (
 )
 from tests.faketime import skewed_env
 from tests.write import test_fencing
+from tests.write.test_lock_skew import _setup
 
 COLUMNS = ["id", "ts", "v", "_hoodie_commit_time"]
 
@@ -319,3 +322,39 @@ def test_lagging_service_holding_the_lock_is_not_taken_over_early(
     assert not [i for i in tl if not i.is_completed]
     if version == 9:
         assert c > tl.completion_time(w)
+
+
+@pytest.mark.parametrize("kind", ["filesystem-local", "filesystem", "storage"])
+def test_a_dead_holders_lease_is_taken_without_naming_a_skew(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A holder on the same clock stops renewing its 2 s lease (it died); a contender polling
+    every 20 ms takes it over once it ran out on both clocks. Between the lease's end plus the
+    drift margin on the wall clock and its end plus the mtime margin on the storage's, the
+    contender waits -- and that is no clock skew: no "clock skew" error is logged (it was, on
+    every takeover, naming a skew of "about 0 s")."""
+    lease = 2.0
+    moto = request.getfixturevalue("moto_s3") if kind != "filesystem-local" else None
+    uri = request.getfixturevalue("s3_uri") if kind != "filesystem-local" else ""
+    holder, where = _setup(kind, lease, moto, uri, tmp_path)  # type: ignore[arg-type]
+    storage = Storage(where["uri"], storage_options=where["so"])
+    if kind == "storage":
+        contender: Any = StorageBasedLock(storage, lease, lease / 10, wait_ms=20, retries=0)
+    else:
+        contender = FileSystemLock(storage, lease, wait_ms=20, retries=0)
+    with caplog.at_level(logging.ERROR, logger="hudi_ds.write"):
+        assert holder.try_acquire()
+        heart = getattr(holder, "_heart", None)
+        if heart is not None:
+            heart.stop()  # no renewal from now on: the holder is dead
+        start = time.monotonic()
+        took = False
+        while not took and time.monotonic() < start + 30:
+            took = contender.try_acquire()
+            if not took:
+                time.sleep(0.02)
+    assert took, contender.last_seen
+    assert time.monotonic() - start >= lease - MTIME_RESOLUTION_S
+    skew = [r.getMessage() for r in caplog.records if "clock skew" in r.getMessage()]
+    assert not skew, skew
+    contender.release()
