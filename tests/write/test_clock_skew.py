@@ -358,3 +358,66 @@ def test_a_dead_holders_lease_is_taken_without_naming_a_skew(
     skew = [r.getMessage() for r in caplog.records if "clock skew" in r.getMessage()]
     assert not skew, skew
     contender.release()
+
+
+#: two writers: the cases ``make test`` runs (the file-system lock's); the others are stress
+DEFAULT_WRITER_SKEWS = {"filesystem": {(9, -600.0), (6, -2.0)}, "storage": set(), "dynamodb": set()}
+WRITER_SKEW_MATRIX = [
+    pytest.param(
+        PROVIDER_STORES[provider],
+        provider,
+        version,
+        skew,
+        id=_skew_id(provider, version, skew, False),
+        marks=_marks(provider, (version, skew) in DEFAULT_WRITER_SKEWS[provider]),
+    )
+    for provider in ("filesystem", "storage", "dynamodb")
+    for version, skew in SERVICE_SKEWS
+]
+
+
+@pytest.mark.parametrize(
+    ("where", "provider", "version", "skew"), WRITER_SKEW_MATRIX, indirect=["where"]
+)
+def test_lagging_writer_commits_after_a_writer_on_the_real_clock(
+    tmp_path: Path, where: tuple[str, dict, Any], provider: str, version: int, skew: float
+) -> None:
+    """Two writers: B (clock 2 s or 10 minutes behind) upserts ``k0..k2`` and stops before
+    its commit; A, on the real clock, upserts ``k1`` and ``k3..k5`` and commits; B commits.
+    Both are acknowledged (MOR bucket index: no conflict), B's instant is dated before A's by
+    its clock, yet it completed after A: on version 9 its completion time comes after A's, so
+    a reader as of A's completion does not see B; every acknowledged row (``k1`` from B, the
+    greater ordering value) is read by hudi_ds and hudi-rs, before and after a compaction."""
+    path, so, moto = where
+    sopt = so or None
+    opts = _options(version, False, _lock(provider, moto))
+    keys = [f"k{i}" for i in range(6)]
+    t1 = pa.table({"id": keys, "ts": [1] * 6, "v": ["a"] * 6})
+    a1 = hudi_ds.write(path, t1, opts, storage_options=sopt)
+    host_b = tmp_path / "host-b-tmp"
+    host_b.mkdir()
+    env = {**skewed_env(skew), "TMPDIR": str(host_b), "HUDI_DS_STALL_AT": "after_files"}
+    b = spawn_python(B_WRITER, path, json.dumps(opts), json.dumps(so), env=env)
+    try:
+        wait_stopped(b)
+        ta = pa.table({"id": ["k1", *keys[3:]], "ts": [2] * 4, "v": ["a2"] * 4})
+        a2 = hudi_ds.write(path, ta, opts, storage_options=sopt)
+    finally:
+        b.send_signal(signal.SIGCONT)
+    tb = finish_process(b, 120)["instant"]
+    assert tb is not None and tb < a2  # B's instant was requested first
+
+    want = [(k, 3, "b", tb) for k in keys[:3]] + [(k, 2, "a2", a2) for k in keys[3:]]
+    assert_rows(hudi_ds.read(path, storage_options=sopt), want, COLUMNS)
+    assert_rows(hudi_rs_table(path, None, sopt), want, COLUMNS)
+    tl = hudi_ds.HudiTable(path, storage_options=sopt).timeline
+    assert not [i for i in tl if not i.is_completed]
+    if version == 9:
+        assert tl.completion_time(tb) > tl.completion_time(a2) > tl.completion_time(a1)
+    storage = Storage(path, storage_options=sopt)
+    c = compaction.schedule_compaction(ServiceContext.open(storage, opts))
+    assert c is not None and c > tb
+    [res] = compaction.run_compaction(ServiceContext.open(storage, opts))
+    assert res.instant == c and res.operations == 2
+    assert_rows(hudi_ds.read(path, storage_options=sopt), want, COLUMNS)
+    assert_rows(hudi_rs_table(path, None, sopt), want, COLUMNS)
