@@ -346,7 +346,10 @@ class FileSystemLock:
                 f"the storage's clock (lease {self.expire_s:g} s): "
                 f"{self.clock.skew_note(held[1] - self.expire_s, ago)}; not taken over"
             )
-            if self._skew_logged != raw:
+            # within the margin past the lease (the storage's coarse stamps err either way by
+            # up to a second) a lock of a holder on the same clock is merely waited out:
+            # skew is named only when the storage says the lease is clearly live
+            if self._skew_logged != raw and ago < self.expire_s - MTIME_RESOLUTION_S:
                 self._skew_logged = raw
                 log.error(
                     "clock skew: the lock %s is live, %s; synchronise the hosts' clocks (NTP)",
@@ -704,7 +707,10 @@ class StorageBasedLock:
             f"renewed {ago:.1f} s ago on the storage's clock (validity {self.validity_s:g} s): "
             f"{self.clock.skew_note(held[1] / 1000 - self.validity_s, ago)}; not taken over"
         )
-        if self._skew_logged != raw:
+        # within the margin past the validity (the storage's coarse stamps err either way by up
+        # to a second) a lease of a holder on the same clock is merely waited out: skew is
+        # named only when the storage says the lease is clearly live
+        if self._skew_logged != raw and ago < self.validity_s - MTIME_RESOLUTION_S:
             self._skew_logged = raw
             log.error(
                 "clock skew: the storage lock %s is live, %s; synchronise the hosts' clocks (NTP)",
