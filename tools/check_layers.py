@@ -1,8 +1,8 @@
 """Check hudi_ds's layering and refuse import cycles.
 
 Layers, bottom to top (docs/architecture.md):
-    errors, config, faults -> storage, schema, table_config, keygen -> timeline, layout -> log
-    -> index, merge -> table -> write -> services -> spark, cli, api
+    errors, config, faults -> storage, schema, table_config, keygen, concurrency
+    -> timeline, layout -> log -> index, merge -> table -> write -> services -> spark, cli, api
 
 Rules, for every module of the package:
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 LAYERS = [
     {"errors", "config", "faults"},
-    {"storage", "object_store", "schema", "table_config", "table_create", "keygen"},
+    {"storage", "object_store", "schema", "table_config", "table_create", "keygen", "concurrency"},
     {"timeline", "layout"},
     {"log"},
     {"index", "merge", "metadata"},

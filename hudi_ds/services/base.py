@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from hudi_ds.concurrency.lock import TableLock, held, lock_fence
+from hudi_ds.concurrency.providers import table_lock
 from hudi_ds.config import (
     ConcurrencyConfig,
     Options,
@@ -31,7 +33,6 @@ from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.timeline import Timeline, TimelineWriter
 from hudi_ds.timeline.view import TableState
-from hudi_ds.write.lock import TableLock, held, lock_fence, table_lock
 from hudi_ds.write.metadata_sync import install_metadata_writer
 
 log = logging.getLogger("hudi_ds.services")

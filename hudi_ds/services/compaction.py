@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from hudi_ds.concurrency.heartbeat import Heartbeat, heartbeat_expired
 from hudi_ds.config import (
     ConcurrencyConfig,
     ServiceConfig,
@@ -119,7 +120,6 @@ from hudi_ds.timeline.metadata import (
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.conflict import retarget_logs
-from hudi_ds.write.lock import Heartbeat, heartbeat_expired
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files, marker_dir
 from hudi_ds.write.rollback_executor import (
     pending_rollback_of,

@@ -15,11 +15,12 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
+from hudi_ds.concurrency.file_system_lock import FileSystemLock
+from hudi_ds.concurrency.lock import LockTimeoutError
 from hudi_ds.services import ServiceContext, archival, clean, compaction, run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.timeline import timeline as timeline_mod
 from hudi_ds.write.client import WriteClient
-from hudi_ds.write.lock import FileSystemLock, LockTimeoutError
 from tests.conftest import OCC_OPTIONS, table_options
 
 OPTS = {
