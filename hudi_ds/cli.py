@@ -69,7 +69,7 @@ from hudi_ds.metadata.records import (
     declared_partitions,
 )
 from hudi_ds.metadata.writer import MetadataWriter
-from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage

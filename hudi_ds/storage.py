@@ -376,8 +376,9 @@ class Storage:
         is then hard-linked to ``rel`` (``link`` fails if ``rel`` exists), so a reader never
         sees the new file empty or half-written (a lock holder's body, a timeline instant).
         Where hard links are not supported, ``O_EXCL`` creation is used. On other storage it
-        is a check-then-write (what Hudi does there); :class:`~hudi_ds.concurrency.file_system_lock.FileSystemLock`
-        tolerates the short window in which such a file exists without its body.
+        is a check-then-write (what Hudi does there);
+        :class:`~hudi_ds.concurrency.file_system_lock.FileSystemLock` tolerates the short window
+        in which such a file exists without its body.
         """
         with writing(self.full_path(rel)):
             self._ensure_parent(rel)

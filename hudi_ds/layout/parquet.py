@@ -23,7 +23,7 @@ from hudi_ds.layout.bloom import (
     BloomFilter,
     BloomFilterSpec,
 )
-from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import OutputStream, Storage
 
 #: Footer keys of a base file's smallest and greatest record key

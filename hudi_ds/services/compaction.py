@@ -87,12 +87,8 @@ from hudi_ds.layout.naming import (
 )
 from hudi_ds.layout.parquet import write_base_file
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
-from hudi_ds.schema import (
-    FILENAME_METADATA_FIELD,
-    avro_to_arrow_schema,
-    clear_meta_values,
-    with_meta_fields,
-)
+from hudi_ds.schema.avro import avro_to_arrow_schema
+from hudi_ds.schema.meta import FILENAME_METADATA_FIELD, clear_meta_values, with_meta_fields
 from hudi_ds.services.base import Progress, ServiceContext, under_table_lock
 from hudi_ds.storage import Storage
 from hudi_ds.table.committed import committed_files, visible_commits

@@ -53,7 +53,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 from hudi_ds.config import Options, ReadConfig
 from hudi_ds.errors import TableNotFoundError
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkStreamConfig
 from hudi_ds.spark.reader import (

@@ -32,7 +32,7 @@ from hudi_ds.log.archive import load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
-from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD
+from hudi_ds.schema.meta import COMMIT_TIME_METADATA_FIELD
 from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.committed import (
     CommittedFile,

@@ -81,13 +81,12 @@ from hudi_ds.errors import (
 )
 from hudi_ds.faults import crash_point
 from hudi_ds.index.lookup import Lookup
-from hudi_ds.schema import (
+from hudi_ds.schema.meta import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
-    WriteSchema,
     with_meta_fields,
-    write_schema,
 )
+from hudi_ds.schema.write import WriteSchema, write_schema
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
@@ -243,7 +242,7 @@ class WriteClient:
     # -- schema -------------------------------------------------------------------------------
     def validate_schema(self, schema: pa.Schema) -> WriteSchema:
         """Check an input schema and decide the write's schema: the table schema to write (meta
-        fields first) and the partial-update columns (:func:`hudi_ds.schema.write_schema`).
+        fields first) and the partial-update columns (:func:`hudi_ds.schema.write.write_schema`).
 
         Raises:
             SchemaError: a key, partition or ordering column is missing or has an unusable
@@ -1056,9 +1055,9 @@ class WriteClient:
     def _fence(self, state: TableState, lock: TableLock, done: Instant, written: float) -> None:
         """The commit's fence: the completed file of ``done`` was written under ``lock`` and
         returned at ``written`` (``time.monotonic()``). It stands if that was before the lease
-        this process holds could run out (:meth:`~hudi_ds.concurrency.file_system_lock.FileSystemLock.held_until`:
+        this process holds could run out (:meth:`~hudi_ds.concurrency.lock.TableLock.held_until`:
         any taker came later and sees it), or else if the lock was held without a break until
-        now (:meth:`~hudi_ds.concurrency.file_system_lock.FileSystemLock.confirm`, one read of the lock).
+        now (:meth:`~hudi_ds.concurrency.lock.TableLock.confirm`, one read of the lock).
         Otherwise a writer that took the lock over may have checked its conflicts or planned a
         compaction on a timeline without ``done`` -- the completed file is deleted at once (the
         instant is inflight again, to be rolled back) and the write raises: nothing is

@@ -30,7 +30,7 @@ from hudi_ds.layout.bloom import (
     BloomFilterSpec,
 )
 from hudi_ds.merge.modes import MergeSpec
-from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 
 #: ``merge(stored rows, incoming rows, delete keys)`` -> ``(rows, updates, inserts, deletes)``
 #: (:func:`hudi_ds.write.handles.merge_into_base` of one handle).

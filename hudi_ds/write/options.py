@@ -32,7 +32,7 @@ from hudi_ds.merge.modes import (
     write_spec,
 )
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
-from hudi_ds.schema import (
+from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,

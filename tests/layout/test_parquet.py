@@ -16,7 +16,7 @@ from hudi_ds.layout.parquet import (
     parquet_block_content,
     write_base_file,
 )
-from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 
 
