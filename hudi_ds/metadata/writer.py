@@ -107,8 +107,9 @@ from hudi_ds.timeline.metadata import (
     RollbackRequest,
     WriteStat,
 )
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.writer import TimelineWriter
 
 __all__ = [
     "FILES_FILE_ID",

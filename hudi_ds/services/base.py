@@ -31,8 +31,9 @@ from hudi_ds.faults import crash_point
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.metadata_sync import install_metadata_writer
 
 log = logging.getLogger("hudi_ds.services")

@@ -47,8 +47,9 @@ from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, 
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.archived import ArchivedTimeline
 from hudi_ds.timeline.instant import Instant, normalize_instant
-from hudi_ds.timeline.timeline import ArchivedTimeline, Timeline
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState, Visibility
 
 log = logging.getLogger("hudi_ds.read")

@@ -3,6 +3,7 @@
 See :mod:`hudi_ds.timeline.instant` for the instant-file grammar of layouts 1 and 2.
 """
 
+from hudi_ds.timeline.archived import ArchivedEntry, ArchivedTimeline, load_lsm_history
 from hudi_ds.timeline.instant import (
     ACTIONS,
     CLEAN,
@@ -36,15 +37,8 @@ from hudi_ds.timeline.metadata import (
     SavepointMetadata,
     WriteStat,
 )
-from hudi_ds.timeline.timeline import (
-    DATA_ACTIONS,
-    ArchivedEntry,
-    ArchivedTimeline,
-    Timeline,
-    TimelineWriter,
-    load_lsm_history,
-    timeline_dir,
-)
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, timeline_dir
+from hudi_ds.timeline.writer import TimelineWriter
 
 __all__ = [
     "ACTIONS",

@@ -16,7 +16,7 @@ a file no manifest lists is not read). When a layer holds ``hoodie.timeline.comp
 files, its oldest ones (at most that many, under 1 GB together) are merged into one file of the
 next layer, and old manifests and the files only they list are removed
 (``LSMTimelineWriter.compactAndClean``). The reader is
-:func:`hudi_ds.timeline.timeline.load_lsm_history`.
+:func:`hudi_ds.timeline.archived.load_lsm_history`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from hudi_ds.schema.meta import with_meta_fields
 from hudi_ds.storage import FileInfo, Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import RESTORE, Instant, normalize_instant
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.writer import TimelineWriter
 
 
 @dataclass(frozen=True)

@@ -102,8 +102,9 @@ from hudi_ds.timeline.instant import (
     new_instant_time,
 )
 from hudi_ds.timeline.metadata import CommitMetadata, RequestedReplaceMetadata
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.conflict import resolve_conflicts, retarget_pending_logs
 from hudi_ds.write.cow import merge_staged

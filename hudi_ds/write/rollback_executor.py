@@ -53,8 +53,9 @@ from hudi_ds.timeline.metadata import (
     RollbackPlan,
     RollbackRequest,
 )
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.markers import delete_markers, marked_files
 
 log = logging.getLogger("hudi_ds.write")

@@ -736,8 +736,8 @@ def test_deltacommit_completing_during_mdt_compaction(
     from hudi_ds.metadata.reader import MetadataReader
     from hudi_ds.metadata.writer import MetadataWriter
     from hudi_ds.timeline.instant import Instant, State
-    from hudi_ds.timeline.timeline import TimelineWriter
     from hudi_ds.timeline.view import TableState
+    from hudi_ds.timeline.writer import TimelineWriter
     from hudi_ds.write.metadata_sync import committed_listing
 
     root = tmp_path / "t"

@@ -35,7 +35,8 @@ from hudi_ds.faults import STALL_ENV
 from hudi_ds.layout.naming import parse_base_file_name
 from hudi_ds.services import ServiceContext, clean, compaction
 from hudi_ds.storage import Storage
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.writer import TimelineWriter
 from tests.conftest import (
     OCC_OPTIONS,
     assert_rows,
