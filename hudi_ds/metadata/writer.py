@@ -92,12 +92,12 @@ from hudi_ds.timeline.instant import (
     State,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
+from hudi_ds.timeline.plans import (
     CleanerPlan,
     CleanFileInfo,
     CleanMetadata,
     CleanPartitionMetadata,
-    CommitMetadata,
     CompactionOperation,
     CompactionPlan,
     InstantInfo,
@@ -105,7 +105,6 @@ from hudi_ds.timeline.metadata import (
     RollbackPartitionMetadata,
     RollbackPlan,
     RollbackRequest,
-    WriteStat,
 )
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState

@@ -102,16 +102,14 @@ from hudi_ds.timeline.instant import (
     State,
     instant_time_to_datetime,
 )
-from hudi_ds.timeline.metadata import (
-    CommitMetadata,
+from hudi_ds.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
+from hudi_ds.timeline.plans import (
     CompactionOperation,
     CompactionPlan,
     CompactionStrategy,
     InstantInfo,
     RollbackMetadata,
     RollbackPartitionMetadata,
-    RuntimeStats,
-    WriteStat,
 )
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import Visibility

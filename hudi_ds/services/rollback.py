@@ -60,7 +60,7 @@ from hudi_ds.timeline.instant import (
     Instant,
     State,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.plans import (
     InstantInfo,
     RestoreMetadata,
     RestorePlan,

@@ -25,17 +25,16 @@ from hudi_ds.timeline.instant import (
     instant_time_to_datetime,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
+from hudi_ds.timeline.plans import (
     CleanerPlan,
     CleanMetadata,
-    CommitMetadata,
     CompactionOperation,
     CompactionPlan,
     RequestedReplaceMetadata,
     RollbackMetadata,
     RollbackPlan,
     SavepointMetadata,
-    WriteStat,
 )
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, timeline_dir
 from hudi_ds.timeline.writer import TimelineWriter

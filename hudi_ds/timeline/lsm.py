@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.storage import Storage
+from hudi_ds.timeline.avro_record import java_schema_text
 from hudi_ds.timeline.instant import (
     CLEAN,
     CLUSTERING,
@@ -39,7 +40,7 @@ from hudi_ds.timeline.instant import (
     REPLACE_COMMIT,
     completed_action,
 )
-from hudi_ds.timeline.metadata import jackson_pretty, java_schema_text
+from hudi_ds.timeline.metadata import jackson_pretty
 
 __all__ = [
     "LSM_INSTANT_SCHEMA",

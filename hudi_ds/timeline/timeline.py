@@ -25,6 +25,7 @@ from hudi_ds.errors import (
     TimelineError,
 )
 from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.timeline.avro_record import AvroRecord
 from hudi_ds.timeline.instant import (
     CLEAN,
     CLUSTERING,
@@ -42,11 +43,10 @@ from hudi_ds.timeline.instant import (
     TimeZoneLike,
     format_instant_time,
 )
-from hudi_ds.timeline.metadata import (
-    AvroRecord,
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.plans import (
     CleanerPlan,
     CleanMetadata,
-    CommitMetadata,
     CompactionPlan,
     IndexCommitMetadata,
     IndexPlan,

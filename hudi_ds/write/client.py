@@ -101,7 +101,8 @@ from hudi_ds.timeline.instant import (
     State,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import CommitMetadata, RequestedReplaceMetadata
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.plans import RequestedReplaceMetadata
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter

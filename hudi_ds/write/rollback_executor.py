@@ -46,7 +46,7 @@ from hudi_ds.timeline.instant import (
     State,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.plans import (
     InstantInfo,
     RollbackMetadata,
     RollbackPartitionMetadata,

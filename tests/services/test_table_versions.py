@@ -31,7 +31,8 @@ from hudi_ds.services import ServiceContext, archival, clean, compaction, rollba
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.timeline.lsm import LsmTimelineWriter
-from hudi_ds.timeline.metadata import CommitMetadata, CompactionPlan
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.plans import CompactionPlan
 from hudi_ds.write.rollback_executor import rollback_failed_writes
 from tests.conftest import assert_rows, hudi_rs_table
 from tests.fixtures import FIXTURES_DIR, fixture_table, require_fixtures

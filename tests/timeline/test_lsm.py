@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.archived import load_lsm_history
+from hudi_ds.timeline.avro_record import java_schema_text
 from hudi_ds.timeline.lsm import LsmEntry, LsmTimelineWriter, entry_of
-from hudi_ds.timeline.metadata import java_schema_text
 
 FOLDER = ".hoodie/timeline/history"
 
