@@ -32,7 +32,16 @@ from pathlib import Path
 
 LAYERS = [
     {"errors", "config", "faults"},
-    {"storage", "object_store", "schema", "table_config", "table_create", "keygen", "concurrency"},
+    {
+        "storage",
+        "storage_types",
+        "object_store",
+        "schema",
+        "table_config",
+        "table_create",
+        "keygen",
+        "concurrency",
+    },
     {"timeline", "layout"},
     {"log"},
     {"index", "merge", "metadata"},

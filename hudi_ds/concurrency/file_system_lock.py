@@ -14,7 +14,8 @@ from hudi_ds.concurrency.clock import CLOCK_DRIFT_S, MTIME_RESOLUTION_S, Storage
 from hudi_ds.concurrency.heartbeat import Periodic
 from hudi_ds.concurrency.lock import LEASE_MARGIN_S, LockTimeoutError
 from hudi_ds.errors import LockLostError
-from hudi_ds.storage import ObjectVersion, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import ObjectVersion
 
 log = logging.getLogger("hudi_ds.write")
 

@@ -18,7 +18,8 @@ from hudi_ds.concurrency.lock import (
     LockTimeoutError,
 )
 from hudi_ds.errors import ConfigError, LockLostError
-from hudi_ds.storage import ObjectStorage, ObjectVersion, Storage
+from hudi_ds.storage import ObjectStorage, Storage
+from hudi_ds.storage_types import ObjectVersion
 
 log = logging.getLogger("hudi_ds.write")
 

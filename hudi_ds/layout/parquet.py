@@ -24,7 +24,8 @@ from hudi_ds.layout.bloom import (
     BloomFilterSpec,
 )
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
-from hudi_ds.storage import OutputStream, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import OutputStream
 
 #: Footer keys of a base file's smallest and greatest record key
 #: (``HoodieBloomFilterWriteSupport.HOODIE_MIN_RECORD_KEY_FOOTER`` / ``..._MAX_...``).
@@ -160,7 +161,7 @@ _SINK_BUFFER = 1 << 20
 
 
 class _BufferedSink:
-    """A write-only file over an :class:`~hudi_ds.storage.OutputStream` that passes the pages
+    """A write-only file over an :class:`~hudi_ds.storage_types.OutputStream` that passes the pages
     Parquet's writer writes on in writes of :data:`_SINK_BUFFER` bytes or more."""
 
     def __init__(self, out: OutputStream) -> None:

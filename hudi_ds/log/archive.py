@@ -23,7 +23,8 @@ import fastavro
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import scan_log_bytes
-from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 from hudi_ds.timeline.archived import ArchivedEntry, ArchivedTimeline, load_lsm_history
 from hudi_ds.timeline.instant import (
     CLEAN,

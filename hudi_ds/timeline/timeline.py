@@ -24,7 +24,8 @@ from hudi_ds.errors import (
     InstantNotFoundError,
     TimelineError,
 )
-from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 from hudi_ds.timeline.avro_record import AvroRecord
 from hudi_ds.timeline.instant import (
     CLEAN,

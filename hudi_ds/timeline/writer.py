@@ -13,7 +13,8 @@ from hudi_ds.errors import (
     InstantNotFoundError,
     TimelineError,
 )
-from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 from hudi_ds.timeline.instant import (
     ACTIONS,
     MAX_INSTANT_AHEAD_MS,

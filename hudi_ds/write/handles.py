@@ -68,7 +68,8 @@ from hudi_ds.schema.meta import (
     RECORD_KEY_METADATA_FIELD,
     clear_meta_values,
 )
-from hudi_ds.storage import OutputStream, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import OutputStream
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched
