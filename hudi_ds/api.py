@@ -21,7 +21,7 @@ from hudi_ds.index.state import StateIndex
 from hudi_ds.schema.meta import without_meta_fields
 from hudi_ds.schema.plain import plain_batches, plain_schema
 from hudi_ds.services import run_post_commit_services
-from hudi_ds.services.compaction import CompactionResult
+from hudi_ds.services.compaction_execute import CompactionResult
 from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.filters import Filter
 from hudi_ds.table.reader import ReadStats

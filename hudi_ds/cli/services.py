@@ -10,9 +10,11 @@ from hudi_ds.errors import (
     ConfigError,
 )
 from hudi_ds.services import archival, clean, compaction, rollback
+from hudi_ds.services.compaction_execute import CompactionResult
+from hudi_ds.services.compaction_plan import compaction_plans
 
 
-def _compaction_result(r: compaction.CompactionResult) -> dict[str, Any]:
+def _compaction_result(r: CompactionResult) -> dict[str, Any]:
     return {
         "instant": r.instant,
         "operations": r.operations,
@@ -54,7 +56,7 @@ def cmd_compact(cmd: Command) -> int:
         return EXIT_OK
     if action == "show":
         tl = ctx.timeline()
-        plans = compaction.compaction_plans(tl)
+        plans = compaction_plans(tl)
         payload = {
             c: [
                 {

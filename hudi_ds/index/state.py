@@ -688,7 +688,7 @@ class StateIndex:
         self, stats: Sequence[WriteStat], changes: Mapping[str, tuple[pa.Array, pa.Array]]
     ) -> None:
         """Learn the new base files of a compaction this writer ran (its write stats and
-        :attr:`~hudi_ds.services.compaction.CompactionResult.key_changes`), after
+        :attr:`~hudi_ds.services.compaction_execute.CompactionResult.key_changes`), after
         :meth:`committed` of the write that triggered it.
 
         A compaction merges a file group's base file with its logs into a new base file of the

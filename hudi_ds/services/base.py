@@ -72,8 +72,8 @@ class ServiceContext:
         options: validated options.
         progress: progress callback for long work.
         track_keys: compactions run here report the record keys their new base files add and
-            drop (:attr:`~hudi_ds.services.compaction.CompactionResult.key_changes`), for the
-            writer's state index (:meth:`hudi_ds.index.state.StateIndex.compacted`).
+            drop (:attr:`~hudi_ds.services.compaction_execute.CompactionResult.key_changes`), for
+            the writer's state index (:meth:`hudi_ds.index.state.StateIndex.compacted`).
         held_lock: the table lock while this context holds it (:meth:`locked`), else None.
     """
 

@@ -3,8 +3,8 @@
 The driver schedules (optionally) and prepares the job exactly as
 :func:`hudi_ds.services.compaction.run_compaction` does; each file slice of the plan becomes one
 task that merges the slice and writes its new base file
-(:func:`~hudi_ds.services.compaction.execute_operation`); the driver collects the write stats
-and completes ``C.commit``. A failed task is retried by Spark (its write token carries the
+(:func:`~hudi_ds.services.compaction_execute.execute_operation`); the driver collects the write
+stats and completes ``C.commit``. A failed task is retried by Spark (its write token carries the
 compaction attempt and the task attempt, and files of failed task attempts are deleted at
 completion); a failed job rolls the
 attempt back and leaves the compaction pending for the next run.
@@ -23,13 +23,12 @@ from typing import Any
 from pyspark import TaskContext
 
 from hudi_ds.services.base import ServiceContext
-from hudi_ds.services.compaction import (
+from hudi_ds.services.compaction import run_compaction, schedule_compaction
+from hudi_ds.services.compaction_execute import (
     CompactionJob,
     CompactionResult,
     attempt_token,
     execute_operation,
-    run_compaction,
-    schedule_compaction,
 )
 from hudi_ds.timeline.metadata import WriteStat
 
