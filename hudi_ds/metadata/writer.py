@@ -41,7 +41,6 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
@@ -56,6 +55,12 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
 )
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
+from hudi_ds.metadata.layout import (
+    FILES_FILE_ID,
+    MetadataSlice,
+    bootstrap_instant,
+    metadata_table_properties,
+)
 from hudi_ds.metadata.reader import (
     MetadataReader,
     completed_or_archived,
@@ -111,75 +116,34 @@ from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 
 __all__ = [
-    "FILES_FILE_ID",
     "FILES_PARTITION",
     "METADATA_PARTITIONS_INFLIGHT_KEY",
     "METADATA_PARTITIONS_KEY",
     "METADATA_PATH",
-    "MetadataSlice",
     "MetadataWriter",
-    "bootstrap_instant",
-    "metadata_table_properties",
 ]
+
 
 log = logging.getLogger("hudi_ds.metadata")
 
-FILES_FILE_ID = "files-0000-0"
+
 _WRITE_TOKEN = "0-0-0"
+
+
 _SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below this
+
+
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
 _BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
+
+
 _CLEAN_POLICY = "KEEP_LATEST_FILE_VERSIONS"
 
+
 Listing = Callable[[TableState], Iterable[tuple[str, str, int]]]
+
+
 """``listing(state)``: ``(partition path, file name, size)`` of every committed data file."""
-
-
-def bootstrap_instant(table_version: int) -> str:
-    """The instant of the deltacommit that creates the MDT (Java ``SOLO_COMMIT_TIMESTAMP``
-    ``00000000000000`` + ``010`` in 0.x, ``000`` in 1.x)."""
-    return "00000000000000010" if table_version < 8 else "00000000000000000"
-
-
-def metadata_table_properties(data: TableConfig) -> dict[str, str]:
-    """The MDT's ``hoodie.properties`` entries for data table ``data`` (without the checksum,
-    which :meth:`TableConfig.save` adds), as Java writes them for its table version."""
-    version = data.table_version
-    props = {
-        "hoodie.table.name": f"{data.table_name}_metadata",
-        "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.table.version": str(version),
-        "hoodie.table.base.file.format": "HFILE",
-        "hoodie.table.recordkey.fields": "key",
-        "hoodie.populate.meta.fields": "false",
-        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
-        "hoodie.datasource.write.drop.partition.columns": "false",
-    }
-    if version < 8:
-        props.update(
-            {
-                "hoodie.table.keygenerator.class": (
-                    "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
-                ),
-                "hoodie.compaction.record.merger.strategy": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
-                "hoodie.archivelog.folder": "archived",
-                "hoodie.timeline.layout.version": "1",
-            }
-        )
-    else:
-        props.update(
-            {
-                "hoodie.table.initial.version": str(version),
-                "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
-                "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
-                "hoodie.record.merge.mode": "CUSTOM",
-                "hoodie.archivelog.folder": "history",
-                "hoodie.timeline.layout.version": "2",
-                "hoodie.timeline.path": "timeline",
-                "hoodie.timeline.history.path": "history",
-            }
-        )
-    return props
 
 
 def _schema_without_meta(schema_json: str) -> str:
@@ -187,23 +151,6 @@ def _schema_without_meta(schema_json: str) -> str:
     obj = json.loads(schema_json)
     obj["fields"] = [f for f in obj["fields"] if not f["name"].startswith("_hoodie_")]
     return json.dumps(obj, separators=(",", ":"))
-
-
-@dataclass
-class MetadataSlice:
-    """The latest file slice of ``files-0000-0``.
-
-    Attributes:
-        base_instant: instant of the base file (bootstrap or latest MDT compaction).
-        base_file: its name (None if missing).
-        log_files: log file names of the slice, in merge order.
-        delta_commits: deltacommits in the slice (the bootstrap's log not counted).
-    """
-
-    base_instant: str
-    base_file: str | None
-    log_files: list[str] = field(default_factory=list)
-    delta_commits: int = 0
 
 
 class MetadataWriter:

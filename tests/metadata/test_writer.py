@@ -23,6 +23,7 @@ from hudi_ds.layout.hfile import read_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import scan_log_bytes
+from hudi_ds.metadata.layout import bootstrap_instant
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
     FileEntry,
@@ -30,7 +31,7 @@ from hudi_ds.metadata.records import (
     merge_files,
     partition_path_of_id,
 )
-from hudi_ds.metadata.writer import METADATA_PARTITIONS_KEY, bootstrap_instant
+from hudi_ds.metadata.writer import METADATA_PARTITIONS_KEY
 from hudi_ds.services import ServiceContext, compaction, rollback
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, parse_properties
