@@ -88,7 +88,7 @@ from hudi_ds.index.simple import (
     log_keys,
     ordered_map,
 )
-from hudi_ds.layout.bloom import key_buffers
+from hudi_ds.layout.bloom_filter import key_buffers
 from hudi_ds.layout.file_group import FileSlice, LogFile
 from hudi_ds.layout.naming import file_name_of, parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage

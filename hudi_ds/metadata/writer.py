@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
-from hudi_ds.layout.bloom import DYNAMIC_V0, BloomFilterSpec
+from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import read_hfile, write_hfile
 from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,

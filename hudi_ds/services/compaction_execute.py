@@ -21,7 +21,7 @@ from hudi_ds.errors import (
     MissingFileError,
 )
 from hudi_ds.faults import crash_point
-from hudi_ds.layout.bloom import BloomFilterSpec
+from hudi_ds.layout.bloom_filter import BloomFilterSpec
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
     base_file_name,

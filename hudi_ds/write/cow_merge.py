@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.layout.bloom import (
+from hudi_ds.layout.bloom_filter import (
     BLOOM_FILTER_FOOTER,
     BLOOM_FILTER_TYPE_CODE_FOOTER,
     BloomFilter,

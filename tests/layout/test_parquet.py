@@ -7,7 +7,7 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_ds.layout.bloom import BLOOM_FILTER_FOOTER, BloomFilterSpec
+from hudi_ds.layout.bloom_filter import BLOOM_FILTER_FOOTER, BloomFilterSpec
 from hudi_ds.layout.parquet import (
     MAX_RECORD_KEY_FOOTER,
     MIN_RECORD_KEY_FOOTER,

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
-from hudi_ds.layout.bloom import (
+from hudi_ds.layout.bloom_filter import (
     BLOOM_FILTER_FOOTER,
     BLOOM_FILTER_TYPE_CODE_FOOTER,
     BloomFilter,
