@@ -59,16 +59,9 @@ from hudi_ds.cli.command import (
     EXIT_USAGE,
     Command,
 )
-from hudi_ds.cli.inspect import cmd_files, cmd_show_config, cmd_stats, cmd_timeline
-from hudi_ds.cli.metadata import cmd_metadata
-from hudi_ds.cli.services import (
-    cmd_archive,
-    cmd_clean,
-    cmd_compact,
-    cmd_restore,
-    cmd_rollback,
-    cmd_savepoint,
-)
+from hudi_ds.cli.inspect import add_config_command, add_table_commands
+from hudi_ds.cli.metadata import add_metadata_command
+from hudi_ds.cli.services import add_service_commands
 from hudi_ds.errors import (
     ConfigError,
     HudiError,
@@ -122,71 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(fn=fn)
         return sp
 
-    sp = add("timeline", cmd_timeline, "instants with action, state, times and counts")
-    sp.add_argument("path")
-    sp.add_argument("--archived", action="store_true", help="include archived instants")
-    sp.add_argument("--limit", type=int, default=0, help="only the last N instants")
-
-    sp = add("files", cmd_files, "file groups and slices per partition, sizes, log counts")
-    sp.add_argument("path")
-    sp.add_argument("--partition", default=None, help="only this partition path")
-
-    sp = add("stats", cmd_stats, "table size, rows and file-size histogram")
-    sp.add_argument("path")
-
-    sp = add("compact", cmd_compact, "schedule, run, show or unschedule compactions (MOR)")
-    sp.add_argument("action", choices=["schedule", "run", "show", "unschedule"])
-    sp.add_argument("path")
-    sp.add_argument("--instant", default=None, help="a compaction instant (run/unschedule)")
-    sp.add_argument("--schedule", action="store_true", help="run: schedule a new compaction first")
-
-    sp = add(
-        "clean", cmd_clean, "delete file slices outside the retention (and failed-write debris)"
-    )
-    sp.add_argument("path")
-    sp.add_argument("--dry-run", action="store_true", help="only show what would be deleted")
-
-    sp = add("archive", cmd_archive, "move old instants to the archived timeline")
-    sp.add_argument("path")
-    sp.add_argument("--dry-run", action="store_true", help="only show what would be archived")
-
-    sp = add("rollback", cmd_rollback, "roll back an instant (the latest commit, or pending)")
-    sp.add_argument("path")
-    sp.add_argument("instant")
-
-    sp = add(
-        "savepoint",
-        cmd_savepoint,
-        "savepoint create|list|delete PATH [INSTANT]: savepoint a commit (default the latest), "
-        "list or delete savepoints",
-    )
-    sp.add_argument("words", nargs="+", metavar="ARG", help="[create|list|delete] PATH [INSTANT]")
-    sp.usage = (
-        "hudi-py savepoint {create,list,delete} PATH [INSTANT] [--comment TEXT] [--json] "
-        "[-o KEY=VALUE]\n       hudi-py savepoint PATH [INSTANT] [--list | --delete] (older form)"
-    )
-    sp.add_argument("--delete", action="store_true", help="delete the savepoint of INSTANT")
-    sp.add_argument("--list", action="store_true", help="list savepoints")
-    sp.add_argument("--comment", default="", help="a comment stored with the savepoint")
-
-    sp = add("restore", cmd_restore, "restore the table to a savepoint")
-    sp.add_argument("path")
-    sp.add_argument("savepoint")
-
-    sp = add("show-config", cmd_show_config, "hoodie.properties and table service settings")
-    sp.add_argument("path")
-
-    sp = add(
-        "metadata",
-        cmd_metadata,
-        "the metadata table: declared partitions, its files partition, what it lists, in step",
-    )
-    sp.add_argument("path")
-    sp.add_argument(
-        "--rebuild",
-        action="store_true",
-        help="delete the metadata table and create it again from a listing of the storage",
-    )
+    add_table_commands(add)
+    add_service_commands(add)
+    add_config_command(add)
+    add_metadata_command(add)
     return p
 
 

@@ -172,3 +172,7 @@ def _parse_options(items: Sequence[str]) -> dict[str, str]:
 
 def _short(v: str, n: int = 80) -> str:
     return v if len(v) <= n else v[: n - 3] + "..."
+
+
+AddCommand = Callable[[str, Callable[[Command], int], str], argparse.ArgumentParser]
+"""``add(name, fn, help)``: a subcommand's parser (with the common options), which runs ``fn``."""

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
 from hudi_ds.cli.command import (
     EXIT_OK,
+    AddCommand,
     Command,
     _short,
     human_size,
@@ -22,8 +24,9 @@ from hudi_ds.errors import (
 )
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
-from hudi_ds.timeline.instant import State
+from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.timeline.timeline import Timeline
 
 log = logging.getLogger("hudi_ds.cli")
@@ -43,26 +46,32 @@ def _commit_counts(tl: Timeline, ts: str) -> dict[str, int]:
     }
 
 
-def cmd_timeline(cmd: Command) -> int:
-    table = cmd.table()
+def _instant_row(
+    inst: Instant, action: str, completed_as: str | None, when: Callable[[str | None], str]
+) -> dict[str, Any]:
+    return {
+        "instant": inst.requested_time,
+        "action": action,
+        "completed_as": completed_as,
+        "state": inst.state.value,
+        "requested_at": when(inst.requested_time),
+        "completed_at": None,
+        "archived": False,
+    }
+
+
+def _active_rows(table: ReadableTable, when: Callable[[str | None], str]) -> list[dict[str, Any]]:
+    """One row per instant of the active timeline, savepoints included."""
     tl = table.timeline
-    tz = table.config.timeline_timezone or "LOCAL"
-
-    def when(t: str | None) -> str:
-        return instant_str(t, tz)
-
     rows: list[dict[str, Any]] = []
     for inst in tl:
         origin = tl.origin_action(inst.requested_time) or inst.action
-        row: dict[str, Any] = {
-            "instant": inst.requested_time,
-            "action": origin if origin != inst.action else inst.action,
-            "completed_as": inst.action if origin != inst.action else None,
-            "state": inst.state.value,
-            "requested_at": when(inst.requested_time),
-            "completed_at": None,
-            "archived": False,
-        }
+        row = _instant_row(
+            inst,
+            origin if origin != inst.action else inst.action,
+            inst.action if origin != inst.action else None,
+            when,
+        )
         if inst.is_completed:
             mtime = tl.mtime_ms(inst.requested_time)
             if table.config.timeline_layout_version >= 2 and inst.completion_time:
@@ -82,63 +91,65 @@ def cmd_timeline(cmd: Command) -> int:
             row["files"] = len(tl.read_compaction_plan(inst.requested_time).operations or [])
         rows.append(row)
     for sp in tl.savepoints():
-        rows.append(
-            {
-                "instant": sp.requested_time,
-                "action": "savepoint",
-                "completed_as": None,
-                "state": sp.state.value,
-                "requested_at": when(sp.requested_time),
-                "completed_at": None,
-                "archived": False,
-            }
+        rows.append(_instant_row(sp, "savepoint", None, when))
+    return rows
+
+
+def _archived_rows(table: ReadableTable, when: Callable[[str | None], str]) -> list[dict[str, Any]]:
+    """One row per archived instant."""
+    archived = table.archived_timeline()
+    rows: list[dict[str, Any]] = []
+    for inst in archived:
+        row = _instant_row(inst, inst.action, None, when)
+        row["state"] = State.COMPLETED.value
+        row["archived"] = True
+        if inst.action in ("commit", "deltacommit", "replacecommit"):
+            with contextlib.suppress(HudiError):
+                row.update(_commit_counts(archived, inst.requested_time))
+        rows.append(row)
+    return rows
+
+
+def _timeline_text(table: ReadableTable, rows: list[dict[str, Any]]) -> str:
+    headers = ["instant", "action", "state", "requested at", "completed at", "files",
+               "records", "deletes", "size"]  # fmt: skip
+    body = []
+    for r in rows:
+        action = r["action"] + (f" ({r['completed_as']})" if r["completed_as"] else "")
+        if r["archived"]:
+            action += " [archived]"
+        body.append(
+            [
+                r["instant"],
+                action,
+                r["state"],
+                r["requested_at"],
+                r["completed_at"] or "",
+                r.get("files", ""),
+                r.get("records", ""),
+                r.get("deletes", ""),
+                human_size(r["bytes"]) if "bytes" in r else "",
+            ]
         )
+    title = f"{table.name} ({table.config.table_type}, v{table.config.table_version}): "
+    title += f"{len(rows)} instant(s)"
+    return title + "\n" + render_table(body, headers)
+
+
+def cmd_timeline(cmd: Command) -> int:
+    table = cmd.table()
+    tz = table.config.timeline_timezone or "LOCAL"
+
+    def when(t: str | None) -> str:
+        return instant_str(t, tz)
+
+    rows = _active_rows(table, when)
     if cmd.args.archived:
-        archived = table.archived_timeline()
-        for inst in archived:
-            row = {
-                "instant": inst.requested_time,
-                "action": inst.action,
-                "completed_as": None,
-                "state": State.COMPLETED.value,
-                "requested_at": when(inst.requested_time),
-                "completed_at": None,
-                "archived": True,
-            }
-            if inst.action in ("commit", "deltacommit", "replacecommit"):
-                with contextlib.suppress(HudiError):
-                    row.update(_commit_counts(archived, inst.requested_time))
-            rows.append(row)
+        rows += _archived_rows(table, when)
     rows.sort(key=lambda r: (r["instant"], r["action"] == "savepoint"))
     if cmd.args.limit:
         rows = rows[-cmd.args.limit :]
-
-    def human() -> str:
-        headers = ["instant", "action", "state", "requested at", "completed at", "files",
-                   "records", "deletes", "size"]  # fmt: skip
-        body = []
-        for r in rows:
-            action = r["action"] + (f" ({r['completed_as']})" if r["completed_as"] else "")
-            if r["archived"]:
-                action += " [archived]"
-            body.append(
-                [
-                    r["instant"],
-                    action,
-                    r["state"],
-                    r["requested_at"],
-                    r["completed_at"] or "",
-                    r.get("files", ""),
-                    r.get("records", ""),
-                    r.get("deletes", ""),
-                    human_size(r["bytes"]) if "bytes" in r else "",
-                ]
-            )
-        title = f"{table.name} ({table.config.table_type}, v{table.config.table_version}): "
-        title += f"{len(rows)} instant(s)"
-        return title + "\n" + render_table(body, headers)
-
-    cmd.emit({"table": table.name, "instants": rows}, human)
+    cmd.emit({"table": table.name, "instants": rows}, lambda: _timeline_text(table, rows))
     return EXIT_OK
 
 
@@ -319,3 +330,24 @@ def cmd_show_config(cmd: Command) -> int:
 
     cmd.emit(payload, human)
     return EXIT_OK
+
+
+def add_table_commands(add: AddCommand) -> None:
+    """The ``timeline``, ``files`` and ``stats`` subcommands."""
+    sp = add("timeline", cmd_timeline, "instants with action, state, times and counts")
+    sp.add_argument("path")
+    sp.add_argument("--archived", action="store_true", help="include archived instants")
+    sp.add_argument("--limit", type=int, default=0, help="only the last N instants")
+
+    sp = add("files", cmd_files, "file groups and slices per partition, sizes, log counts")
+    sp.add_argument("path")
+    sp.add_argument("--partition", default=None, help="only this partition path")
+
+    sp = add("stats", cmd_stats, "table size, rows and file-size histogram")
+    sp.add_argument("path")
+
+
+def add_config_command(add: AddCommand) -> None:
+    """The ``show-config`` subcommand."""
+    sp = add("show-config", cmd_show_config, "hoodie.properties and table service settings")
+    sp.add_argument("path")

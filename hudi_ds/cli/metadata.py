@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from hudi_ds.cli.command import EXIT_ERROR, EXIT_OK, Command, human_size, render_table
+from hudi_ds.cli.command import EXIT_ERROR, EXIT_OK, AddCommand, Command, human_size, render_table
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import (
     FILES_PARTITION,
@@ -165,3 +165,18 @@ def _rebuild_metadata(cmd: Command) -> int:
 
     cmd.emit(payload, human)
     return EXIT_OK if payload["in_step"] else EXIT_ERROR
+
+
+def add_metadata_command(add: AddCommand) -> None:
+    """The ``metadata`` subcommand."""
+    sp = add(
+        "metadata",
+        cmd_metadata,
+        "the metadata table: declared partitions, its files partition, what it lists, in step",
+    )
+    sp.add_argument("path")
+    sp.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="delete the metadata table and create it again from a listing of the storage",
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hudi_ds.cli.command import EXIT_OK, Command, human_size, render_table
+from hudi_ds.cli.command import EXIT_OK, AddCommand, Command, human_size, render_table
 from hudi_ds.errors import (
     ConfigError,
 )
@@ -218,3 +218,46 @@ def cmd_restore(cmd: Command) -> int:
         ),
     )
     return EXIT_OK
+
+
+def add_service_commands(add: AddCommand) -> None:
+    """The ``compact``, ``clean``, ``archive``, ``rollback``, ``savepoint`` and ``restore``
+    subcommands."""
+    sp = add("compact", cmd_compact, "schedule, run, show or unschedule compactions (MOR)")
+    sp.add_argument("action", choices=["schedule", "run", "show", "unschedule"])
+    sp.add_argument("path")
+    sp.add_argument("--instant", default=None, help="a compaction instant (run/unschedule)")
+    sp.add_argument("--schedule", action="store_true", help="run: schedule a new compaction first")
+
+    sp = add(
+        "clean", cmd_clean, "delete file slices outside the retention (and failed-write debris)"
+    )
+    sp.add_argument("path")
+    sp.add_argument("--dry-run", action="store_true", help="only show what would be deleted")
+
+    sp = add("archive", cmd_archive, "move old instants to the archived timeline")
+    sp.add_argument("path")
+    sp.add_argument("--dry-run", action="store_true", help="only show what would be archived")
+
+    sp = add("rollback", cmd_rollback, "roll back an instant (the latest commit, or pending)")
+    sp.add_argument("path")
+    sp.add_argument("instant")
+
+    sp = add(
+        "savepoint",
+        cmd_savepoint,
+        "savepoint create|list|delete PATH [INSTANT]: savepoint a commit (default the latest), "
+        "list or delete savepoints",
+    )
+    sp.add_argument("words", nargs="+", metavar="ARG", help="[create|list|delete] PATH [INSTANT]")
+    sp.usage = (
+        "hudi-py savepoint {create,list,delete} PATH [INSTANT] [--comment TEXT] [--json] "
+        "[-o KEY=VALUE]\n       hudi-py savepoint PATH [INSTANT] [--list | --delete] (older form)"
+    )
+    sp.add_argument("--delete", action="store_true", help="delete the savepoint of INSTANT")
+    sp.add_argument("--list", action="store_true", help="list savepoints")
+    sp.add_argument("--comment", default="", help="a comment stored with the savepoint")
+
+    sp = add("restore", cmd_restore, "restore the table to a savepoint")
+    sp.add_argument("path")
+    sp.add_argument("savepoint")
