@@ -11,9 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from hudi_ds.config import Options, all_scopes
-from hudi_ds.errors import (
-    ConfigError,
-)
+from hudi_ds.errors import ConfigError
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import ReadableTable

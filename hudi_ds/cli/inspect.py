@@ -19,9 +19,7 @@ from hudi_ds.cli.command import (
     utc_str,
 )
 from hudi_ds.config import ServiceConfig, properties_of
-from hudi_ds.errors import (
-    HudiError,
-)
+from hudi_ds.errors import HudiError
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable

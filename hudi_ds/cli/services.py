@@ -6,9 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hudi_ds.cli.command import EXIT_OK, AddCommand, Command, human_size, render_table
-from hudi_ds.errors import (
-    ConfigError,
-)
+from hudi_ds.errors import ConfigError
 from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.compaction_execute import CompactionResult
 from hudi_ds.services.compaction_plan import compaction_plans

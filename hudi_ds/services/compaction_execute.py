@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from hudi_ds.config import (
-    WriteConfig,
-)
+from hudi_ds.config import WriteConfig
 from hudi_ds.errors import (
     AttemptRolledBackError,
     CorruptFileError,
@@ -40,12 +38,7 @@ from hudi_ds.table.committed import committed_files, visible_commits
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.timeline.instant import (
-    COMPACTION,
-    ROLLBACK,
-    Instant,
-    State,
-)
+from hudi_ds.timeline.instant import COMPACTION, ROLLBACK, Instant, State
 from hudi_ds.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from hudi_ds.timeline.plans import (
     CompactionOperation,

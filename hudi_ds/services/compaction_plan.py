@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from hudi_ds.config import (
-    ServiceConfig,
-    compaction_strategy_class,
-)
+from hudi_ds.config import ServiceConfig, compaction_strategy_class
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.timeline.instant import (
-    Instant,
-)
-from hudi_ds.timeline.plans import (
-    CompactionOperation,
-    CompactionPlan,
-    CompactionStrategy,
-)
+from hudi_ds.timeline.instant import Instant
+from hudi_ds.timeline.plans import CompactionOperation, CompactionPlan, CompactionStrategy
 from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.write.markers import marked_files
 

@@ -13,16 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hudi_ds.errors import (
-    CorruptFileError,
-    InstantNotFoundError,
-)
+from hudi_ds.errors import CorruptFileError, InstantNotFoundError
 from hudi_ds.storage import Storage
-from hudi_ds.timeline.instant import (
-    Instant,
-    State,
-    completed_action,
-)
+from hudi_ds.timeline.instant import Instant, State, completed_action
 from hudi_ds.timeline.lsm import parse_lsm_file_name, parse_manifest_name
 from hudi_ds.timeline.timeline import Timeline, _Content
 

@@ -9,10 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from hudi_ds.errors import (
-    InstantNotFoundError,
-    TimelineError,
-)
+from hudi_ds.errors import InstantNotFoundError, TimelineError
 from hudi_ds.storage import Storage
 from hudi_ds.storage_types import FileInfo
 from hudi_ds.timeline.instant import (
