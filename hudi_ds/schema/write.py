@@ -117,7 +117,24 @@ def write_schema(
         raise ConfigError(
             "option 'hoodie.datasource.write.recordkey.field' is required to create a table"
         )
-    for c in [*record_key_fields, *partition_fields]:
+    _check_key_columns(data, [*record_key_fields, *partition_fields], ordering_field)
+    check_naive_timestamps(data, existing_data)
+    merged, partial = evolve_schema(
+        existing_data,
+        data,
+        table_name=table_name,
+        partial_updates=partial_updates,
+        set_null_for_missing=set_null_for_missing,
+        nulls_mean_unchanged=nulls_mean_unchanged,
+    )
+    canonical = avro_to_arrow_schema(table_avro_schema(merged, table_name))
+    return WriteSchema(with_meta_fields(canonical), partial)
+
+
+def _check_key_columns(data: pa.Schema, keys: Sequence[str], ordering_field: str | None) -> None:
+    """The key and partition columns are in ``data`` with a key type, the ordering column with
+    an ordered type."""
+    for c in keys:
         if data.get_field_index(c) < 0:
             raise SchemaError(f"key column '{c}' is missing from the input {data.names}")
         t = data.field(c).type
@@ -135,17 +152,6 @@ def write_schema(
             f"ordering column '{ordering_field}' "
             "(hoodie.datasource.write.precombine.field) is missing from the input"
         )
-    check_naive_timestamps(data, existing_data)
-    merged, partial = evolve_schema(
-        existing_data,
-        data,
-        table_name=table_name,
-        partial_updates=partial_updates,
-        set_null_for_missing=set_null_for_missing,
-        nulls_mean_unchanged=nulls_mean_unchanged,
-    )
-    canonical = avro_to_arrow_schema(table_avro_schema(merged, table_name))
-    return WriteSchema(with_meta_fields(canonical), partial)
 
 
 def check_naive_timestamps(incoming: pa.Schema, existing: pa.Schema) -> list[str]:
