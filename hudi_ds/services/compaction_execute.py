@@ -405,18 +405,33 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     t_write = time.perf_counter() - t1
     if changes and job.key_changes is not None:
         job.key_changes[rel] = changes[0]
+    return _compacted_stat(op, fslice, rel, rows.num_rows, size, stats, t_scan, t_write)
+
+
+def _compacted_stat(
+    op: CompactionOperation,
+    fslice: FileSlice,
+    rel: str,
+    num_rows: int,
+    size: int,
+    stats: ReadStats,
+    t_scan: float,
+    t_write: float,
+) -> WriteStat:
+    """The write stat of the base file ``rel`` (``num_rows`` rows, ``size`` bytes) that
+    compacted ``fslice``."""
     log_size = sum(lf.size for lf in fslice.log_files)
     return WriteStat(
         file_id=fslice.file_id,
         path=rel,
         prev_commit=op.base_instant_time,
-        num_writes=rows.num_rows,
-        num_update_writes=rows.num_rows,
+        num_writes=num_rows,
+        num_update_writes=num_rows,
         total_write_bytes=size,
         partition_path=fslice.partition_path,
         total_log_records=0,
         total_log_files=len(fslice.log_files),
-        total_updated_records_compacted=rows.num_rows,
+        total_updated_records_compacted=num_rows,
         total_log_blocks=stats.log_blocks,
         total_corrupt_log_block=stats.corrupt_blocks,
         total_rollback_blocks=stats.rolled_back_blocks,
