@@ -47,6 +47,8 @@ from hudi_ds.errors import HudiError
 #: the write, the taker from when it saw it
 LEASE_MARGIN_S = 0.5
 
+#: the spellings of ``hoodie.write.lock.provider`` each provider answers to (Hudi's class name
+#: first, as error messages name it)
 FS_LOCK_NAMES = (
     "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
     "FileSystemBasedLockProvider",
@@ -114,7 +116,7 @@ def lock_fence(lock: TableLock) -> Callable[[float | None], None]:
 @contextmanager
 def held(lock: TableLock | None) -> Iterator[TableLock | None]:
     """Hold ``lock`` for the block (no-op for None: a single writer); yields it, for
-    :meth:`~FileSystemLock.confirm` around a completing write."""
+    :meth:`TableLock.confirm` around a completing write."""
     if lock is None:
         yield None
         return
