@@ -31,7 +31,7 @@ from hudi_ds.log import (
     parse_block,
 )
 from hudi_ds.log.reader import _avro_plan, _decode_framed
-from hudi_ds.schema import table_avro_schema
+from hudi_ds.schema.avro import table_avro_schema
 
 INSTANT = "20250101010101010"
 PROJECTED = [

@@ -6,7 +6,7 @@ partition holds some) with the metadata
 table enabled (``hoodie.metadata.enable=true``), then upserts a tenth of the keys. A snapshot
 read of it is made twice -- ``hoodie.metadata.enable=true`` (list through the MDT) and
 ``false`` (list the storage) -- and the requests its storage made are counted by kind
-(:class:`hudi_ds.storage.StorageCalls`: list, read, head, exists), for planning alone (what
+(:class:`hudi_ds.storage_types.StorageCalls`: list, read, head, exists), for planning alone (what
 listing costs) and for the whole read. Both reads must return the same rows. Counts, not
 times: on an object store each request is a round trip.
 
@@ -26,7 +26,7 @@ import pyarrow as pa
 
 import hudi_ds
 from hudi_ds.metadata.reader import MetadataReader
-from hudi_ds.storage import StorageCalls
+from hudi_ds.storage_types import StorageCalls
 from hudi_ds.table.table import ReadableTable
 
 KINDS = StorageCalls.KINDS

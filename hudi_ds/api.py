@@ -18,9 +18,10 @@ from hudi_ds.config import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
-from hudi_ds.schema import plain_batches, plain_schema, without_meta_fields
+from hudi_ds.schema.meta import without_meta_fields
+from hudi_ds.schema.plain import plain_batches, plain_schema
 from hudi_ds.services import run_post_commit_services
-from hudi_ds.services.compaction import CompactionResult
+from hudi_ds.services.compaction_execute import CompactionResult
 from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.filters import Filter
 from hudi_ds.table.reader import ReadStats
@@ -58,7 +59,7 @@ def _as_reader(data: ArrowLike) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     Accepted: a pyarrow Table, RecordBatch or RecordBatchReader, a pandas DataFrame (without
     its index), a polars LazyFrame (collected in batches: the whole frame is never held at
     once), anything with ``__arrow_c_stream__`` (a polars DataFrame, DuckDB results, ...) and
-    a list of dicts. Types come out plain (:func:`hudi_ds.schema.plain_schema`): string /
+    a list of dicts. Types come out plain (:func:`hudi_ds.schema.plain.plain_schema`): string /
     binary / list views and large layouts become ``string`` / ``binary`` / ``list``, the only
     forms a Hudi table's (Avro) schema has, so the rest of the write path sees one form.
     """

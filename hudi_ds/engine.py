@@ -53,17 +53,16 @@ from hudi_ds.index.state import StateIndex
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
-from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.services.background import start_compactor
 from hudi_ds.services.base import ServiceContext
-from hudi_ds.services.compaction import (
+from hudi_ds.services.compaction import run_compaction, schedule_compaction
+from hudi_ds.services.compaction_execute import (
     CompactionJob,
     CompactionResult,
     attempt_token,
     execute_operation,
-    run_compaction,
-    schedule_compaction,
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table.bucket_pruning import bucket_config, prune_buckets

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
-from hudi_ds.schema import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"

@@ -19,16 +19,13 @@ Two primitives carry the writer's atomicity:
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
-import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -42,66 +39,7 @@ from hudi_ds.object_store import (
     short_error,
     warn_ignored_for_local,
 )
-
-
-class ObjectVersion(NamedTuple):
-    """The version of an object an update is conditional on: its ETag and, where the store
-    keeps versions, its version id (see :meth:`ObjectStorage.put_if_version`)."""
-
-    e_tag: str | None
-    version: str | None
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    """A listed file: path relative to the base path, size in bytes and modification time (ms)."""
-
-    path: str
-    size: int
-    mtime_ms: int
-
-    @property
-    def name(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
-
-
-class StorageCalls:
-    """Counts of the storage requests a :class:`Storage` (and the storages it derives with
-    :meth:`Storage.sub`) made, by kind.
-
-    Kinds: ``list`` (a directory listing), ``read`` (opening a file to read it), ``head`` (a
-    metadata probe of one path: size, type; a batched probe of N paths counts N), ``exists``
-    (an existence check). On an object store each is one request (``head`` and ``exists`` are
-    HEAD requests, ``list`` a LIST request), which is what the metadata table saves.
-    """
-
-    KINDS = ("list", "read", "head", "exists")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = dict.fromkeys(self.KINDS, 0)
-
-    def add(self, kind: str, n: int = 1) -> None:
-        """Count ``n`` requests of ``kind`` (one of :attr:`KINDS`)."""
-        with self._lock:
-            self._counts[kind] += n
-
-    def snapshot(self) -> dict[str, int]:
-        """The counts so far, per kind."""
-        with self._lock:
-            return dict(self._counts)
-
-    def reset(self) -> None:
-        """Set every count back to zero."""
-        with self._lock:
-            self._counts = dict.fromkeys(self.KINDS, 0)
-
-    def __getitem__(self, kind: str) -> int:
-        with self._lock:
-            return self._counts[kind]
-
-    def __repr__(self) -> str:
-        return f"StorageCalls({self.snapshot()})"
+from hudi_ds.storage_types import FileInfo, ObjectVersion, OutputStream, StorageCalls, writing
 
 
 def _join(*parts: str) -> str:
@@ -376,8 +314,9 @@ class Storage:
         is then hard-linked to ``rel`` (``link`` fails if ``rel`` exists), so a reader never
         sees the new file empty or half-written (a lock holder's body, a timeline instant).
         Where hard links are not supported, ``O_EXCL`` creation is used. On other storage it
-        is a check-then-write (what Hudi does there); :class:`~hudi_ds.write.lock.FileSystemLock`
-        tolerates the short window in which such a file exists without its body.
+        is a check-then-write (what Hudi does there);
+        :class:`~hudi_ds.concurrency.file_system_lock.FileSystemLock` tolerates the short window
+        in which such a file exists without its body.
         """
         with writing(self.full_path(rel)):
             self._ensure_parent(rel)
@@ -479,71 +418,6 @@ def open_storage(
 def _mtime_ms(fi: pafs.FileInfo) -> int:
     mt = fi.mtime_ns
     return int(mt // 1_000_000) if mt is not None else 0
-
-
-#: errno values meaning "no room left": the device is full or the user's quota is exhausted
-_NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
-
-
-def _no_space(e: OSError) -> bool:
-    if e.errno in _NO_SPACE:
-        return True
-    # pyarrow's filesystems report the errno in the message ("[errno 28] No space left ...")
-    text = str(e).lower()
-    return "no space left on device" in text or "disk quota exceeded" in text
-
-
-@contextmanager
-def writing(path: str) -> Iterator[None]:
-    """Translate a full disk (ENOSPC) or exhausted quota (EDQUOT) into :class:`StorageError`.
-
-    Raises:
-        StorageError: naming ``path``; other ``OSError`` s pass unchanged.
-    """
-    try:
-        yield
-    except StorageError:
-        raise
-    except OSError as e:
-        if not _no_space(e):
-            raise
-        raise StorageError(f"no space left writing {path}: {e}") from e
-
-
-class OutputStream:
-    """A file being written (from :meth:`Storage.open_output_stream`).
-
-    ``write`` and ``close`` raise :class:`StorageError` naming the file when the disk is full.
-    """
-
-    def __init__(self, stream: pa.NativeFile, path: str) -> None:
-        self._stream = stream
-        self.path = path
-
-    def write(self, data: bytes | pa.Buffer) -> int:
-        with writing(self.path):
-            return int(self._stream.write(data))
-
-    def tell(self) -> int:
-        return int(self._stream.tell())
-
-    def flush(self) -> None:
-        with writing(self.path):
-            self._stream.flush()
-
-    @property
-    def closed(self) -> bool:
-        return bool(self._stream.closed)
-
-    def close(self) -> None:
-        with writing(self.path):
-            self._stream.close()
-
-    def __enter__(self) -> OutputStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 #: concurrent HEAD requests of one :meth:`ObjectStorage.existing` probe
@@ -924,6 +798,8 @@ class ObjectStorage(Storage):
 #: user metadata key of a conditional put's token (see :meth:`ObjectStorage.put_if_version`);
 #: letters only: Azure takes metadata names that are C# identifiers (no "-")
 _TOKEN = "hudidsputtoken"
+
+
 #: an HTTP 409 in a store error's message (not digits of a port or a size)
 _HTTP_409 = re.compile(r"(?<!\d)409(?!\d)")
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from hudi_ds.errors import ConfigError, TableExistsError
-from hudi_ds.schema import META_FIELDS, avro_schema_json, table_avro_schema
+from hudi_ds.schema.avro import avro_schema_json, table_avro_schema
+from hudi_ds.schema.meta import META_FIELDS
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import PROPS_FILE, TableConfig
 

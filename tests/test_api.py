@@ -13,7 +13,7 @@ import pytest
 import hudi_ds
 from hudi_ds import api
 from hudi_ds.errors import SchemaError
-from hudi_ds.schema import plain_schema, plain_type
+from hudi_ds.schema.plain import plain_schema, plain_type
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 COLS = ["id", "ts", "part", "blob", "tags", "addr"]

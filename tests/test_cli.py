@@ -15,14 +15,14 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.cli import (
+from hudi_ds.cli import main
+from hudi_ds.cli.command import (
     EXIT_NOT_A_TABLE,
     EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_REFUSED,
     EXIT_USAGE,
     human_size,
-    main,
     render_table,
 )
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name

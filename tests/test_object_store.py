@@ -465,7 +465,8 @@ def test_an_expired_lock_on_s3_is_taken_over_by_exactly_one_writer(
     import json
     import time
 
-    from hudi_ds.write.lock import LOCK_FILE, FileSystemLock, LockTimeoutError
+    from hudi_ds.concurrency.file_system_lock import LOCK_FILE, FileSystemLock
+    from hudi_ds.concurrency.lock import LockTimeoutError
     from tests.write.lock_helpers import wait_until_written_ago
 
     s = _storage(moto_s3, s3_uri)
@@ -517,7 +518,7 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
     must take over its expired lock): the history of holders never overlaps."""
     import time
 
-    from hudi_ds.write.lock import FileSystemLock
+    from hudi_ds.concurrency.file_system_lock import FileSystemLock
 
     s = _storage(moto_s3, s3_uri)
     history: list[tuple[str, str]] = []

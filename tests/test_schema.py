@@ -18,31 +18,34 @@ from hypothesis import strategies as st
 
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.log import scan_log_bytes
-from hudi_ds.schema import (
+from hudi_ds.schema.avro import (
+    arrow_to_avro_schema,
+    avro_record_name,
+    avro_schema_json,
+    avro_to_arrow_schema,
+    decimal_fixed_size,
+    physical_arrow_schema,
+    strip_logical_types,
+)
+from hudi_ds.schema.evolution import can_promote, conform_table, missing_subfields, promote_table
+from hudi_ds.schema.meta import (
     IS_DELETED_FIELD,
     META_FIELDS,
     OPERATION_METADATA_FIELD,
-    WriteSchema,
-    arrow_to_avro_records,
-    arrow_to_avro_schema,
-    avro_record_name,
-    avro_records_to_arrow,
-    avro_schema_json,
-    avro_to_arrow_schema,
-    can_promote,
-    check_naive_timestamps,
-    conform_partial,
-    conform_table,
-    decimal_fixed_size,
-    decimal_from_bytes,
-    decimal_to_bytes,
-    evolve_schema,
-    missing_subfields,
-    physical_arrow_schema,
-    promote_table,
-    strip_logical_types,
     with_meta_fields,
     without_meta_fields,
+)
+from hudi_ds.schema.records import (
+    arrow_to_avro_records,
+    avro_records_to_arrow,
+    decimal_from_bytes,
+    decimal_to_bytes,
+)
+from hudi_ds.schema.write import (
+    WriteSchema,
+    check_naive_timestamps,
+    conform_partial,
+    evolve_schema,
     write_schema,
 )
 from tests.fixtures import fixture_names, fixture_table, require_fixtures

@@ -10,7 +10,8 @@ import pyarrow.fs as pafs
 import pytest
 
 from hudi_ds.errors import UnsupportedError
-from hudi_ds.storage import ObjectVersion, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import ObjectVersion
 from hudi_ds.write.markers import create_marker, marked_files
 from tests.conftest import FullDisk
 

@@ -14,7 +14,7 @@ import hudi_ds
 from hudi_ds.errors import ConfigError, CorruptFileError, TableExistsError, TableNotFoundError
 from hudi_ds.faults import ENV as CRASH_ENV
 from hudi_ds.faults import EXIT_CODE
-from hudi_ds.schema import with_meta_fields
+from hudi_ds.schema.meta import with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import (
     COMMIT_TIME_ORDERING,

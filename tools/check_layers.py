@@ -1,8 +1,9 @@
 """Check hudi_ds's layering and refuse import cycles.
 
 Layers, bottom to top (docs/architecture.md):
-    errors, config, faults -> storage, schema, table_config, keygen -> timeline, layout -> log
-    -> index, merge -> table -> write -> services -> engine -> spark, cli, api
+    errors, config, faults -> storage, schema, table_config, keygen, concurrency
+    -> timeline, layout -> log -> index, merge -> table -> write -> services -> engine
+    -> spark, cli, api
 
 Rules, for every module of the package:
 
@@ -21,6 +22,10 @@ Rules, for every module of the package:
    (``hudi_ds.engine``), the error family (``hudi_ds.errors``), typed options
    (``hudi_ds.config``) and its own modules (:data:`ADAPTER_IMPORTS`): whatever else it needs
    belongs behind ``hudi_ds.engine``.
+5. Sizes do not grow back: no module over 1,000 lines and no function over 80 lines (from its
+   ``def`` to its last line, methods and nested functions too) unless ``tools/size_baseline.txt``
+   lists it, and none listed there grows past its listed size. A listed one may shrink; after a
+   split, ``python tools/check_layers.py --write-size-baseline`` rewrites the file.
 
 Usage: ``python tools/check_layers.py [PACKAGE_DIR]`` (default: the repository's ``hudi_ds``);
 ``main(root)`` returns the exit status (0 clean, 1 findings) and prints the findings.
@@ -36,7 +41,16 @@ from pathlib import Path
 
 LAYERS = [
     {"errors", "config", "faults"},
-    {"storage", "object_store", "schema", "table_config", "table_create", "keygen"},
+    {
+        "storage",
+        "storage_types",
+        "object_store",
+        "schema",
+        "table_config",
+        "table_create",
+        "keygen",
+        "concurrency",
+    },
     {"timeline", "layout"},
     {"log"},
     {"index", "merge", "metadata"},
@@ -251,15 +265,105 @@ def check(root: Path) -> list[str]:
     )
 
 
+# -- sizes ----------------------------------------------------------------------------------------
+
+MAX_MODULE_LINES = 1000
+MAX_FUNCTION_LINES = 80
+SIZE_BASELINE = "tools/size_baseline.txt"
+
+
+def sizes(root: Path) -> dict[tuple[str, str], int]:
+    """Every module's line count and every function's (methods and nested functions too, from
+    its ``def`` -- or first decorator -- to its last line), keyed ``("module", path)`` and
+    ``("function", "path qualified.name")``; paths relative to ``root``'s parent, ``/``-separated.
+    Of two functions with one qualified name (a property's getter and setter) the longer counts."""
+    found: dict[tuple[str, str], int] = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        source = path.read_text()
+        found[("module", rel)] = len(source.splitlines())
+
+        def visit(node: ast.AST, prefix: str, rel: str = rel) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    name = f"{prefix}{child.name}"
+                    if not isinstance(child, ast.ClassDef):
+                        first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                        length = (child.end_lineno or child.lineno) - first + 1
+                        key = ("function", f"{rel} {name}")
+                        found[key] = max(found.get(key, 0), length)
+                    visit(child, f"{name}.")
+                else:
+                    visit(child, prefix)
+
+        visit(ast.parse(source, str(path)), "")
+    return found
+
+
+def over_limits(found: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    """The entries of :func:`sizes` over :data:`MAX_MODULE_LINES` / :data:`MAX_FUNCTION_LINES`."""
+    limit = {"module": MAX_MODULE_LINES, "function": MAX_FUNCTION_LINES}
+    return {key: n for key, n in found.items() if n > limit[key[0]]}
+
+
+def read_size_baseline(path: Path) -> dict[tuple[str, str], int]:
+    """The baseline file: ``module <path> <lines>`` and ``function <path> <name> <lines>`` per
+    line, ``#`` comments; an absent file is an empty baseline."""
+    baseline: dict[tuple[str, str], int] = {}
+    if not path.is_file():
+        return baseline
+    for line in path.read_text().splitlines():
+        parts = line.split("#", 1)[0].split()
+        if parts:
+            baseline[(parts[0], " ".join(parts[1:-1]))] = int(parts[-1])
+    return baseline
+
+
+def size_errors(root: Path, baseline: dict[tuple[str, str], int]) -> list[str]:
+    """Modules over 1,000 lines and functions over 80 that the baseline does not list, and listed
+    ones that grew past their baseline size. A listed one may shrink (or go) freely."""
+    errors = []
+    for (kind, what), n in sorted(over_limits(sizes(root)).items()):
+        limit = MAX_MODULE_LINES if kind == "module" else MAX_FUNCTION_LINES
+        allowed = baseline.get((kind, what))
+        if allowed is None:
+            errors.append(f"{kind} {what}: {n} lines, over {limit} (split it)")
+        elif n > allowed:
+            errors.append(
+                f"{kind} {what}: {n} lines, grew from {allowed} ({SIZE_BASELINE}; split it)"
+            )
+    return errors
+
+
+def write_size_baseline(root: Path, path: Path) -> None:
+    """Write today's modules and functions over the limits to the baseline file ``path``."""
+    lines = [
+        f"# Modules over {MAX_MODULE_LINES} lines and functions over {MAX_FUNCTION_LINES} lines"
+        " of hudi_ds (tools/check_layers.py):",
+        "# each may shrink, none may grow, and no other may pass the limits.",
+        "# Rewrite after a split: python tools/check_layers.py --write-size-baseline",
+    ]
+    for (kind, what), n in sorted(over_limits(sizes(root)).items()):
+        lines.append(f"{kind} {what} {n}")
+    path.write_text("\n".join(lines) + "\n")
+
+
 def main(root: Path | None = None) -> int:
-    """Check the package at ``root`` (default: the repository's ``hudi_ds``); print findings."""
+    """Check the package at ``root`` (default: the repository's ``hudi_ds``); print findings.
+
+    Sizes are checked against ``tools/size_baseline.txt`` next to the package (none: an empty
+    baseline)."""
     if root is None:
         root = Path(__file__).resolve().parents[1] / "hudi_ds"
-    errors = check(root)
+    errors = check(root) + size_errors(root, read_size_baseline(root.parent / SIZE_BASELINE))
     for e in errors:
         print(e)
     return 1 if errors else 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--write-size-baseline"]:
+        repo = Path(__file__).resolve().parents[1]
+        write_size_baseline(repo / "hudi_ds", repo / SIZE_BASELINE)
+        sys.exit(0)
     sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else None))

@@ -7,7 +7,7 @@ Java (``HoodieBloomIndex.tagLocation`` / ``HoodieGlobalBloomIndex``), per candid
    a file's range is not compared with it (``IntervalTreeBasedIndexFileFilter``); a file without
    a range is a candidate for every key;
 2. ``HoodieKeyLookupHandle``: the file's bloom filter (``org.apache.hudi.bloomfilter`` footer,
-   :mod:`hudi_ds.layout.bloom`) says which of those keys it may hold;
+   :mod:`hudi_ds.layout.bloom_filter`) says which of those keys it may hold;
 3. ``HoodieKeyLookupHandle.getLookupResult`` -> ``HoodieIndexUtils.filterKeysFromFile``: the
    keys that may be in the file are confirmed against its actual record keys.
 
@@ -79,7 +79,11 @@ from hudi_ds.index.simple import (
     ordered_map,
     read_parquet_keys,
 )
-from hudi_ds.layout.bloom import BLOOM_FILTER_FOOTER, BLOOM_FILTER_TYPE_CODE_FOOTER, BloomFilter
+from hudi_ds.layout.bloom_filter import (
+    BLOOM_FILTER_FOOTER,
+    BLOOM_FILTER_TYPE_CODE_FOOTER,
+    BloomFilter,
+)
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER
 from hudi_ds.storage import Storage

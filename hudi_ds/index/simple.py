@@ -56,7 +56,7 @@ from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_data_block, scan_log_bytes
-from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 
 _T = TypeVar("_T")

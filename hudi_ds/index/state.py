@@ -88,7 +88,7 @@ from hudi_ds.index.simple import (
     log_keys,
     ordered_map,
 )
-from hudi_ds.layout.bloom import key_buffers
+from hudi_ds.layout.bloom_filter import key_buffers
 from hudi_ds.layout.file_group import FileSlice, LogFile
 from hudi_ds.layout.naming import file_name_of, parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
@@ -688,7 +688,7 @@ class StateIndex:
         self, stats: Sequence[WriteStat], changes: Mapping[str, tuple[pa.Array, pa.Array]]
     ) -> None:
         """Learn the new base files of a compaction this writer ran (its write stats and
-        :attr:`~hudi_ds.services.compaction.CompactionResult.key_changes`), after
+        :attr:`~hudi_ds.services.compaction_execute.CompactionResult.key_changes`), after
         :meth:`committed` of the write that triggered it.
 
         A compaction merges a file group's base file with its logs into a new base file of the

@@ -4,7 +4,7 @@ Both use the same column encoding choice (:func:`dictionary_columns_of`). A base
 Hudi's bloom filter of its record keys and their range in its footer (Java
 ``HoodieBloomFilterWriteSupport``: ``org.apache.hudi.bloomfilter``,
 ``hoodie_bloom_filter_type_code``, ``hoodie_min_record_key`` / ``hoodie_max_record_key``; see
-:mod:`hudi_ds.layout.bloom`) and nested types in Parquet's compliant
+:mod:`hudi_ds.layout.bloom_filter`) and nested types in Parquet's compliant
 list layout, as Spark + Hudi write them; a log block's Parquet content has page checksums
 (parquet-mr's default), since the block framing has no checksum of its own.
 """
@@ -17,14 +17,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.layout.bloom import (
+from hudi_ds.layout.bloom_filter import (
     BLOOM_FILTER_FOOTER,
     BLOOM_FILTER_TYPE_CODE_FOOTER,
     BloomFilter,
     BloomFilterSpec,
 )
-from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
-from hudi_ds.storage import OutputStream, Storage
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import OutputStream
 
 #: Footer keys of a base file's smallest and greatest record key
 #: (``HoodieBloomFilterWriteSupport.HOODIE_MIN_RECORD_KEY_FOOTER`` / ``..._MAX_...``).
@@ -160,7 +161,7 @@ _SINK_BUFFER = 1 << 20
 
 
 class _BufferedSink:
-    """A write-only file over an :class:`~hudi_ds.storage.OutputStream` that passes the pages
+    """A write-only file over an :class:`~hudi_ds.storage_types.OutputStream` that passes the pages
     Parquet's writer writes on in writes of :data:`_SINK_BUFFER` bytes or more."""
 
     def __init__(self, out: OutputStream) -> None:

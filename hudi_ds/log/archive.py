@@ -5,7 +5,7 @@ Timeline layout 1 (table version 6) archives instants into ``.hoodie/archived/
 ``HoodieArchivedMetaEntry`` records (``commitTime``, ``actionType``, ``actionState`` and one
 metadata field per action). Reading them needs the log reader, so it lives in the log layer,
 above the timeline (Hudi: ``ArchivedTimelineLoaderV1``). Layout 2's LSM history is parquet and is
-read by :func:`hudi_ds.timeline.timeline.load_lsm_history`; :func:`load_archived` picks by layout.
+read by :func:`hudi_ds.timeline.archived.load_lsm_history`; :func:`load_archived` picks by layout.
 Archival (:mod:`hudi_ds.services.archival`) writes these files.
 """
 
@@ -23,7 +23,9 @@ import fastavro
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import scan_log_bytes
-from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
+from hudi_ds.timeline.archived import ArchivedEntry, ArchivedTimeline, load_lsm_history
 from hudi_ds.timeline.instant import (
     CLEAN,
     COMMIT,
@@ -37,13 +39,7 @@ from hudi_ds.timeline.instant import (
     State,
     completed_action,
 )
-from hudi_ds.timeline.timeline import (
-    HOODIE_FOLDER,
-    ArchivedEntry,
-    ArchivedTimeline,
-    load_lsm_history,
-    timeline_dir,
-)
+from hudi_ds.timeline.timeline import HOODIE_FOLDER, timeline_dir
 
 __all__ = [
     "archive_file_entries",
@@ -84,7 +80,7 @@ def load_archived(
       whose Avro data blocks hold ``HoodieArchivedMetaEntry`` records (Hudi:
       ``ArchivedTimelineLoaderV1``);
     * layout 2 (v8+): the LSM history ``<timeline>/<history_path>/``
-      (:func:`hudi_ds.timeline.timeline.load_lsm_history`, Hudi: ``ArchivedTimelineLoaderV2``).
+      (:func:`hudi_ds.timeline.archived.load_lsm_history`, Hudi: ``ArchivedTimelineLoaderV2``).
 
     Args:
         storage: the table's storage.

@@ -21,8 +21,8 @@ one schemaless Avro binary datum (:func:`hudi_ds.log.reader.decode_data_block` h
 3. string/bytes/fixed values are copied out chunk by chunk, by one Arrow ``take`` over offsets
    pointing into the block's own bytes (values of one length: one numpy gather), then joined;
    strings are UTF-8 checked by Arrow (as strict as fastavro's decoding);
-4. the raw columns become the :func:`hudi_ds.schema.avro_to_arrow_schema` types with
-   :func:`hudi_ds.schema.from_physical` -- the conversion the fastavro path applies, so both
+4. the raw columns become the :func:`hudi_ds.schema.avro.avro_to_arrow_schema` types with
+   :func:`hudi_ds.schema.records.from_physical` -- the conversion the fastavro path applies, so both
    give the same table.
 
 Arrays and maps are not vectorised: a schema holding one anywhere is decoded with fastavro
@@ -45,7 +45,8 @@ from typing import cast
 import numpy as np
 import pyarrow as pa
 
-from hudi_ds.schema import AvroSlot, AvroType, from_physical
+from hudi_ds.schema.avro import AvroSlot, AvroType
+from hudi_ds.schema.records import from_physical
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _MAX_OFFSET = 2**31 - 1  # int32 offsets of the Arrow binary arrays built over the block
@@ -756,20 +757,20 @@ def decode_avro_records(
         content: the block content.
         start: offset of the first record's length prefix.
         count: number of records.
-        node: the records' resolved Avro schema (:func:`hudi_ds.schema.resolve_avro`, a
+        node: the records' resolved Avro schema (:func:`hudi_ds.schema.avro.resolve_avro`, a
             record that is :func:`vectorisable`).
-        schema: its Arrow form (:func:`hudi_ds.schema.avro_to_arrow_schema`).
+        schema: its Arrow form (:func:`hudi_ds.schema.avro.avro_to_arrow_schema`).
         columns: if given, only these top-level fields are turned into columns (the others are
             still walked over and checked for structure, but their values are not copied out,
             nor their strings checked for UTF-8 -- as a Parquet block's unread columns).
 
     Returns:
         The records as a table of ``schema`` (its ``columns`` fields, in schema order), exactly
-        what fastavro and :func:`hudi_ds.schema.raw_avro_records_to_arrow` give; ``None`` when
-        the bytes do not decode cleanly (a length chain that does not add up, a value that runs
-        past its record, a record that does not end where its length says, an invalid UTF-8
-        string or union branch, an ``int`` out of range): the caller then decodes the block
-        record by record.
+        what fastavro and :func:`hudi_ds.schema.records.raw_avro_records_to_arrow` give;
+        ``None`` when the bytes do not decode cleanly (a length chain that does not add up, a
+        value that runs past its record, a record that does not end where its length says, an
+        invalid UTF-8 string or union branch, an ``int`` out of range): the caller then decodes
+        the block record by record.
     """
     bounds = record_bounds(content, start, count, node)
     if bounds is None:

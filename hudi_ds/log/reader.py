@@ -33,17 +33,16 @@ from hudi_ds.log.block import (
     LogBlock,
     parse_block,
 )
-from hudi_ds.schema import (
-    PARTITION_PATH_METADATA_FIELD,
-    RECORD_KEY_METADATA_FIELD,
+from hudi_ds.schema.avro import (
     AvroType,
     avro_to_arrow_schema,
     parse_avro_json,
-    promote_table,
-    raw_avro_records_to_arrow,
     resolve_avro,
     strip_logical_types,
 )
+from hudi_ds.schema.evolution import promote_table
+from hudi_ds.schema.meta import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.records import raw_avro_records_to_arrow
 
 logger = logging.getLogger("hudi_ds.log")
 
@@ -278,15 +277,16 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
     """Decode the records of an Avro (or CDC) / Parquet data block to an Arrow table.
 
     Avro records come out in the types of the block's ``SCHEMA`` header
-    (:func:`hudi_ds.schema.avro_to_arrow_schema`), Parquet ones as pyarrow reads the file.
+    (:func:`hudi_ds.schema.avro.avro_to_arrow_schema`), Parquet ones as pyarrow reads the file.
     Avro records are decoded vectorised (:mod:`hudi_ds.log.avro_decode`); schemas with arrays or
     maps, and blocks that do not decode cleanly that way, are decoded with fastavro (a damaged
     block then raises, naming its first bad record).
 
     Args:
         block: an ``AVRO_DATA``, ``CDC_DATA`` or ``PARQUET_DATA`` block.
-        schema: if given, the rows are brought to it with :func:`hudi_ds.schema.promote_table`
-            (Parquet blocks then decode only its columns).
+        schema: if given, the rows are brought to it with
+            :func:`hudi_ds.schema.evolution.promote_table` (Parquet blocks then decode only its
+            columns).
 
     Raises:
         CorruptBlockError: the content does not decode.

@@ -33,17 +33,17 @@ from hudi_ds.log.block import (
     HeaderKey,
     encode_block,
 )
-from hudi_ds.schema import (
+from hudi_ds.schema.avro import (
     AvroSchema,
     AvroSlot,
     AvroType,
     arrow_type_of,
     avro_schema_json,
     cached_arrow_schema,
-    conform_table,
     resolve_avro,
-    to_physical,
 )
+from hudi_ds.schema.evolution import conform_table
+from hudi_ds.schema.records import to_physical
 
 _DELETE_SCHEMA = parse_schema(DELETE_RECORD_LIST_SCHEMA)
 #: What Spark SQL writes for "no ordering value": ``IntWrapper(0)``.
@@ -274,7 +274,7 @@ def _record_parts(table: pa.Table, avro_schema: AvroSchema) -> list[_Seg]:
 def encode_avro_records(table: pa.Table, avro_schema: AvroSchema) -> tuple[bytes, np.ndarray]:
     """Avro binary datums of the rows of ``table``, vectorised (no per-row Python code).
 
-    The table is first cast to the schema's types (:func:`hudi_ds.schema.conform_table`).
+    The table is first cast to the schema's types (:func:`hudi_ds.schema.evolution.conform_table`).
     Returns the concatenated datums and the ``n + 1`` row offsets into them; each datum is
     byte for byte what ``fastavro.schemaless_writer`` and Java's ``BinaryEncoder`` write.
 
@@ -295,7 +295,8 @@ def encode_avro_data_block(
     header, meta fields included).
 
     Args:
-        table: the records; cast to the schema's types with :func:`hudi_ds.schema.conform_table`.
+        table: the records; cast to the schema's types with
+            :func:`hudi_ds.schema.evolution.conform_table`.
         instant_time: the writing instant (``INSTANT_TIME`` header).
         avro_schema: the full record schema; a JSON string is written to the header verbatim.
         partial: the rows are partial updates and ``avro_schema`` holds only their columns
@@ -329,7 +330,7 @@ def encode_parquet_data_block(
     writer, the schema in the ``parquet.avro.schema`` footer key.
 
     Args:
-        table: the records (cast with :func:`hudi_ds.schema.conform_table`).
+        table: the records (cast with :func:`hudi_ds.schema.evolution.conform_table`).
         instant_time: the writing instant.
         avro_schema: the full record schema (also the ``SCHEMA`` header).
         compression: Parquet codec (``snappy``, ``gzip``, ``zstd``, ``none``...).

@@ -35,12 +35,12 @@ from hudi_ds.merge.core import key_codes, ordering_rank, resolve
 from hudi_ds.merge.merger import MergeResult, RecordMerger, Versions
 from hudi_ds.merge.modes import MergeSpec, spec_for_mode
 from hudi_ds.merge.payloads import merger_for
-from hudi_ds.schema import (
+from hudi_ds.schema.meta import (
     IS_DELETED_FIELD,
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
-    conform_partial,
 )
+from hudi_ds.schema.write import conform_partial
 from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING, TableConfig
 
 # --------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.errors import ConfigError
-from hudi_ds.schema import IS_DELETED_FIELD
+from hudi_ds.schema.meta import IS_DELETED_FIELD
 
 Record = dict[str, Any]
 

@@ -82,7 +82,7 @@ from hudi_ds.merge.modes import (
     Behaviour,
     MergeSpec,
 )
-from hudi_ds.schema import IS_DELETED_FIELD, META_FIELDS
+from hudi_ds.schema.meta import IS_DELETED_FIELD, META_FIELDS
 
 _META = frozenset(META_FIELDS)
 

@@ -13,6 +13,8 @@ Modules:
   (installed as :attr:`hudi_ds.timeline.view.TableState.before_complete`), rolls back MDT
   deltacommits of failed data instants, compacts the MDT, deletes it
   (``hoodie.metadata.enable=false``).
+- :mod:`hudi_ds.metadata.layout` -- the MDT's own ``hoodie.properties``, file id, bootstrap
+  instant and latest slice, as Java lays them out per table version.
 - :mod:`hudi_ds.metadata.reader` -- ``MetadataReader``: lists partitions and files through
   the MDT when it is present and in step with the data timeline (fewer storage calls),
   else says so and the table layer lists the storage.

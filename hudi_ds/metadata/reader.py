@@ -55,8 +55,9 @@ from hudi_ds.metadata.records import (
     merge_files,
     partition_id,
 )
-from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
-from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import (
     DELTA_COMMIT,

@@ -46,12 +46,8 @@ from hudi_ds.timeline.instant import (
     ROLLBACK,
     Instant,
 )
-from hudi_ds.timeline.metadata import (
-    CleanMetadata,
-    CommitMetadata,
-    RestoreMetadata,
-    RollbackMetadata,
-)
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.plans import CleanMetadata, RestoreMetadata, RollbackMetadata
 
 __all__ = [
     "ALL_PARTITIONS",

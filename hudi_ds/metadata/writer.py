@@ -41,11 +41,10 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
-from hudi_ds.layout.bloom import DYNAMIC_V0, BloomFilterSpec
+from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import read_hfile, write_hfile
 from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
@@ -56,6 +55,12 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
 )
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
+from hudi_ds.metadata.layout import (
+    FILES_FILE_ID,
+    MetadataSlice,
+    bootstrap_instant,
+    metadata_table_properties,
+)
 from hudi_ds.metadata.reader import (
     MetadataReader,
     completed_or_archived,
@@ -92,12 +97,12 @@ from hudi_ds.timeline.instant import (
     State,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
+from hudi_ds.timeline.plans import (
     CleanerPlan,
     CleanFileInfo,
     CleanMetadata,
     CleanPartitionMetadata,
-    CommitMetadata,
     CompactionOperation,
     CompactionPlan,
     InstantInfo,
@@ -105,81 +110,40 @@ from hudi_ds.timeline.metadata import (
     RollbackPartitionMetadata,
     RollbackPlan,
     RollbackRequest,
-    WriteStat,
 )
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.writer import TimelineWriter
 
 __all__ = [
-    "FILES_FILE_ID",
     "FILES_PARTITION",
     "METADATA_PARTITIONS_INFLIGHT_KEY",
     "METADATA_PARTITIONS_KEY",
     "METADATA_PATH",
-    "MetadataSlice",
     "MetadataWriter",
-    "bootstrap_instant",
-    "metadata_table_properties",
 ]
+
 
 log = logging.getLogger("hudi_ds.metadata")
 
-FILES_FILE_ID = "files-0000-0"
+
 _WRITE_TOKEN = "0-0-0"
+
+
 _SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below this
+
+
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
 _BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
+
+
 _CLEAN_POLICY = "KEEP_LATEST_FILE_VERSIONS"
 
+
 Listing = Callable[[TableState], Iterable[tuple[str, str, int]]]
+
+
 """``listing(state)``: ``(partition path, file name, size)`` of every committed data file."""
-
-
-def bootstrap_instant(table_version: int) -> str:
-    """The instant of the deltacommit that creates the MDT (Java ``SOLO_COMMIT_TIMESTAMP``
-    ``00000000000000`` + ``010`` in 0.x, ``000`` in 1.x)."""
-    return "00000000000000010" if table_version < 8 else "00000000000000000"
-
-
-def metadata_table_properties(data: TableConfig) -> dict[str, str]:
-    """The MDT's ``hoodie.properties`` entries for data table ``data`` (without the checksum,
-    which :meth:`TableConfig.save` adds), as Java writes them for its table version."""
-    version = data.table_version
-    props = {
-        "hoodie.table.name": f"{data.table_name}_metadata",
-        "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.table.version": str(version),
-        "hoodie.table.base.file.format": "HFILE",
-        "hoodie.table.recordkey.fields": "key",
-        "hoodie.populate.meta.fields": "false",
-        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
-        "hoodie.datasource.write.drop.partition.columns": "false",
-    }
-    if version < 8:
-        props.update(
-            {
-                "hoodie.table.keygenerator.class": (
-                    "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
-                ),
-                "hoodie.compaction.record.merger.strategy": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
-                "hoodie.archivelog.folder": "archived",
-                "hoodie.timeline.layout.version": "1",
-            }
-        )
-    else:
-        props.update(
-            {
-                "hoodie.table.initial.version": str(version),
-                "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
-                "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
-                "hoodie.record.merge.mode": "CUSTOM",
-                "hoodie.archivelog.folder": "history",
-                "hoodie.timeline.layout.version": "2",
-                "hoodie.timeline.path": "timeline",
-                "hoodie.timeline.history.path": "history",
-            }
-        )
-    return props
 
 
 def _schema_without_meta(schema_json: str) -> str:
@@ -187,23 +151,6 @@ def _schema_without_meta(schema_json: str) -> str:
     obj = json.loads(schema_json)
     obj["fields"] = [f for f in obj["fields"] if not f["name"].startswith("_hoodie_")]
     return json.dumps(obj, separators=(",", ":"))
-
-
-@dataclass
-class MetadataSlice:
-    """The latest file slice of ``files-0000-0``.
-
-    Attributes:
-        base_instant: instant of the base file (bootstrap or latest MDT compaction).
-        base_file: its name (None if missing).
-        log_files: log file names of the slice, in merge order.
-        delta_commits: deltacommits in the slice (the bootstrap's log not counted).
-    """
-
-    base_instant: str
-    base_file: str | None
-    log_files: list[str] = field(default_factory=list)
-    delta_commits: int = 0
 
 
 class MetadataWriter:
@@ -614,25 +561,7 @@ class MetadataWriter:
             and p.file_id == FILES_FILE_ID
             and p.instant_time in {i.requested_time for i in undo}
         ]
-        plan = RollbackPlan(
-            instant_to_rollback=InstantInfo(commit_time=targets[0], action=DELTA_COMMIT)
-            if targets
-            else None,
-            rollback_requests=[
-                RollbackRequest(
-                    partition_path=FILES_PARTITION,
-                    file_id=FILES_FILE_ID,
-                    latest_base_instant=sl.base_instant,
-                    files_to_be_deleted=[
-                        self.storage.uri(f"{FILES_PARTITION}/{n}") for n in sorted(logs)
-                    ],
-                    log_blocks_to_be_deleted={},
-                )
-            ]
-            if logs
-            else [],
-            version=1,
-        )
+        plan = _rollback_plan(self.storage, targets, sl.base_instant, logs)
         writer = self._writer()
         req = Instant(instant_time, ROLLBACK, State.REQUESTED)
         if not writer.create_requested(req, plan.to_bytes()):
@@ -932,44 +861,10 @@ class MetadataWriter:
             The deleted file names.
         """
         tl = self.timeline()
-        layout = tl.layout_version
-        deltas = {i.requested_time: i for i in tl.completed().filter_actions(DELTA_COMMIT)}
-        names = self._file_names()
-        # the base instants of the file slices: base files of completed instants, or of
-        # instants archived since (the MDT's archival keeps only its latest compaction active)
-        bases = sorted(
-            {
-                b.instant_time
-                for n in names
-                if (b := parse_base_file_name(n)) is not None
-                and b.file_id == FILES_FILE_ID
-                and completed_or_archived(tl, b.instant_time)
-            }
-        )
-        if len(bases) <= 2:
-            return []
-        # a log belongs to the slice of the newest base requested at or before its deltacommit
-        # completed (the MDT reader's rule): older logs go with the older slices
-        kept_from = bases[-2]
-        old = set(bases[:-2])
-        doomed = []
-        for n in names:
-            b = parse_base_file_name(n)
-            lg = parse_log_file_name(n)
-            if b is not None and b.file_id == FILES_FILE_ID and b.instant_time in old:
-                doomed.append(n)
-            elif lg is not None and lg.file_id == FILES_FILE_ID:
-                if layout == 1 and lg.instant_time in old:
-                    doomed.append(n)
-                elif layout == 2 and lg.instant_time != kept_from:
-                    d = deltas.get(lg.instant_time)
-                    if d is not None and (d.completion_time or d.requested_time) < kept_from:
-                        doomed.append(n)
-                    elif d is None and tl.is_before_start(lg.instant_time):
-                        doomed.append(n)  # its deltacommit is archived: an older slice's log
+        doomed = _older_slices_files(tl, self._file_names())
         if not doomed:
             return []
-        if layout == 1:
+        if tl.layout_version == 1:
             when = after[:17] + "002"  # Java 0.x HoodieTableMetadataUtil.createCleanTimestamp
         else:
             when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
@@ -1009,3 +904,67 @@ class MetadataWriter:
         self._complete_fenced(writer, Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
         log.info("metadata table: cleaned %d old files", len(pm.success_delete_files))
         return sorted(doomed)
+
+
+def _older_slices_files(tl: Timeline, names: list[str]) -> list[str]:
+    """The files of ``files-0000-0`` among ``names`` that belong to file slices older than the
+    two latest (none when there are at most two)."""
+    layout = tl.layout_version
+    deltas = {i.requested_time: i for i in tl.completed().filter_actions(DELTA_COMMIT)}
+    # the base instants of the file slices: base files of completed instants, or of
+    # instants archived since (the MDT's archival keeps only its latest compaction active)
+    bases = sorted(
+        {
+            b.instant_time
+            for n in names
+            if (b := parse_base_file_name(n)) is not None
+            and b.file_id == FILES_FILE_ID
+            and completed_or_archived(tl, b.instant_time)
+        }
+    )
+    if len(bases) <= 2:
+        return []
+    # a log belongs to the slice of the newest base requested at or before its deltacommit
+    # completed (the MDT reader's rule): older logs go with the older slices
+    kept_from = bases[-2]
+    old = set(bases[:-2])
+    doomed = []
+    for n in names:
+        b = parse_base_file_name(n)
+        lg = parse_log_file_name(n)
+        if b is not None and b.file_id == FILES_FILE_ID and b.instant_time in old:
+            doomed.append(n)
+        elif lg is not None and lg.file_id == FILES_FILE_ID:
+            if layout == 1 and lg.instant_time in old:
+                doomed.append(n)
+            elif layout == 2 and lg.instant_time != kept_from:
+                d = deltas.get(lg.instant_time)
+                if d is not None and (d.completion_time or d.requested_time) < kept_from:
+                    doomed.append(n)
+                elif d is None and tl.is_before_start(lg.instant_time):
+                    doomed.append(n)  # its deltacommit is archived: an older slice's log
+    return doomed
+
+
+def _rollback_plan(
+    storage: Storage, targets: list[str], base_instant: str, logs: list[str]
+) -> RollbackPlan:
+    """The plan of an MDT rollback of ``targets``: delete ``logs`` (of the slice of
+    ``base_instant``)."""
+    return RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=targets[0], action=DELTA_COMMIT)
+        if targets
+        else None,
+        rollback_requests=[
+            RollbackRequest(
+                partition_path=FILES_PARTITION,
+                file_id=FILES_FILE_ID,
+                latest_base_instant=base_instant,
+                files_to_be_deleted=[storage.uri(f"{FILES_PARTITION}/{n}") for n in sorted(logs)],
+                log_blocks_to_be_deleted={},
+            )
+        ]
+        if logs
+        else [],
+        version=1,
+    )

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from hudi_ds.config import ServiceConfig
 from hudi_ds.services import archival, clean, compaction, rollback
 from hudi_ds.services.base import WRITABLE_VERSIONS, ServiceContext
+from hudi_ds.services.compaction_execute import CompactionResult
 
 if TYPE_CHECKING:
     from hudi_ds.timeline.instant import Instant
@@ -60,7 +61,7 @@ def run_post_commit_services(
     *,
     datasource: bool = False,
     track_keys: bool = False,
-) -> list[compaction.CompactionResult]:
+) -> list[CompactionResult]:
     """The writer's post-commit table services: compaction (MOR), cleaning, archival.
 
     Compaction follows :func:`~hudi_ds.services.compaction.run_inline_compaction`. The
@@ -86,7 +87,7 @@ def run_post_commit_services(
     Returns the compactions completed here; with ``track_keys`` they report their new base
     files' key changes (:attr:`ServiceContext.track_keys`: a writer's state index learns them).
     """
-    done: list[compaction.CompactionResult] = []
+    done: list[CompactionResult] = []
     try:
         state = client.state
         if state is None:  # no table: never after a commit

@@ -74,6 +74,7 @@ from hudi_ds.metadata.records import FILES_PARTITION, METADATA_PATH, declared_pa
 from hudi_ds.services.base import ServiceContext, under_table_lock
 from hudi_ds.services.clean import STALE_TMP_SECONDS
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.timeline.avro_record import AVRO_MAGIC, avro_schema
 from hudi_ds.timeline.instant import (
     CLEAN,
     COMMIT,
@@ -85,7 +86,8 @@ from hudi_ds.timeline.instant import (
     State,
 )
 from hudi_ds.timeline.lsm import LsmTimelineWriter, entry_of
-from hudi_ds.timeline.metadata import AVRO_MAGIC, CleanerPlan, CommitMetadata, avro_schema
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.plans import CleanerPlan
 from hudi_ds.timeline.timeline import DATA_ACTIONS, HOODIE_FOLDER, Timeline
 from hudi_ds.timeline.view import TableState
 

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from hudi_ds.concurrency.lock import TableLock, held, lock_fence
+from hudi_ds.concurrency.providers import table_lock
 from hudi_ds.config import (
     ConcurrencyConfig,
     Options,
@@ -29,9 +31,9 @@ from hudi_ds.faults import crash_point
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
-from hudi_ds.write.lock import TableLock, held, lock_fence, table_lock
+from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.metadata_sync import install_metadata_writer
 
 log = logging.getLogger("hudi_ds.services")
@@ -70,8 +72,8 @@ class ServiceContext:
         options: validated options.
         progress: progress callback for long work.
         track_keys: compactions run here report the record keys their new base files add and
-            drop (:attr:`~hudi_ds.services.compaction.CompactionResult.key_changes`), for the
-            writer's state index (:meth:`hudi_ds.index.state.StateIndex.compacted`).
+            drop (:attr:`~hudi_ds.services.compaction_execute.CompactionResult.key_changes`), for
+            the writer's state index (:meth:`hudi_ds.index.state.StateIndex.compacted`).
         held_lock: the table lock while this context holds it (:meth:`locked`), else None.
     """
 

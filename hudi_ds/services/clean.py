@@ -61,7 +61,7 @@ from hudi_ds.timeline.instant import (
     State,
     format_instant_time,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.plans import (
     ActionInstant,
     CleanerPlan,
     CleanFileInfo,

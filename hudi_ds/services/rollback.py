@@ -49,7 +49,8 @@ from hudi_ds.layout.naming import (
 from hudi_ds.log.archive import load_archived
 from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.services.base import ServiceContext, under_table_lock
-from hudi_ds.services.compaction import rollback_inflight_compaction, unschedule_compaction
+from hudi_ds.services.compaction import unschedule_compaction
+from hudi_ds.services.compaction_execute import rollback_inflight_compaction
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import (
@@ -60,7 +61,7 @@ from hudi_ds.timeline.instant import (
     Instant,
     State,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.plans import (
     InstantInfo,
     RestoreMetadata,
     RestorePlan,

@@ -61,7 +61,7 @@ import pyarrow.fs as pafs
 
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import partition_values_of
-from hudi_ds.schema import IS_DELETED_FIELD
+from hudi_ds.schema.meta import IS_DELETED_FIELD
 from hudi_ds.table.filters import filter_expression
 from hudi_ds.table.reader import ReadStats
 

@@ -22,7 +22,8 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
 )
 from hudi_ds.metadata.records import partition_path_of_id
-from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import Visibility
 

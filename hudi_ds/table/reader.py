@@ -50,12 +50,9 @@ from hudi_ds.merge.engine import (
     resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
-from hudi_ds.schema import (
-    IS_DELETED_FIELD,
-    RECORD_KEY_METADATA_FIELD,
-    cached_arrow_schema,
-    promote_table,
-)
+from hudi_ds.schema.avro import cached_arrow_schema
+from hudi_ds.schema.evolution import promote_table
+from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.view import Visibility
 

@@ -32,7 +32,7 @@ from hudi_ds.log.archive import load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
-from hudi_ds.schema import COMMIT_TIME_METADATA_FIELD
+from hudi_ds.schema.meta import COMMIT_TIME_METADATA_FIELD
 from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.committed import (
     CommittedFile,
@@ -47,8 +47,9 @@ from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, 
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.archived import ArchivedTimeline
 from hudi_ds.timeline.instant import Instant, normalize_instant
-from hudi_ds.timeline.timeline import ArchivedTimeline, Timeline
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState, Visibility
 
 log = logging.getLogger("hudi_ds.read")

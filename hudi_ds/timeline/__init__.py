@@ -3,6 +3,7 @@
 See :mod:`hudi_ds.timeline.instant` for the instant-file grammar of layouts 1 and 2.
 """
 
+from hudi_ds.timeline.archived import ArchivedEntry, ArchivedTimeline, load_lsm_history
 from hudi_ds.timeline.instant import (
     ACTIONS,
     CLEAN,
@@ -24,27 +25,19 @@ from hudi_ds.timeline.instant import (
     instant_time_to_datetime,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
+from hudi_ds.timeline.plans import (
     CleanerPlan,
     CleanMetadata,
-    CommitMetadata,
     CompactionOperation,
     CompactionPlan,
     RequestedReplaceMetadata,
     RollbackMetadata,
     RollbackPlan,
     SavepointMetadata,
-    WriteStat,
 )
-from hudi_ds.timeline.timeline import (
-    DATA_ACTIONS,
-    ArchivedEntry,
-    ArchivedTimeline,
-    Timeline,
-    TimelineWriter,
-    load_lsm_history,
-    timeline_dir,
-)
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, timeline_dir
+from hudi_ds.timeline.writer import TimelineWriter
 
 __all__ = [
     "ACTIONS",

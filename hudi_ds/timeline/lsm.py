@@ -16,7 +16,7 @@ a file no manifest lists is not read). When a layer holds ``hoodie.timeline.comp
 files, its oldest ones (at most that many, under 1 GB together) are merged into one file of the
 next layer, and old manifests and the files only they list are removed
 (``LSMTimelineWriter.compactAndClean``). The reader is
-:func:`hudi_ds.timeline.timeline.load_lsm_history`.
+:func:`hudi_ds.timeline.archived.load_lsm_history`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.storage import Storage
+from hudi_ds.timeline.avro_record import java_schema_text
 from hudi_ds.timeline.instant import (
     CLEAN,
     CLUSTERING,
@@ -39,7 +40,7 @@ from hudi_ds.timeline.instant import (
     REPLACE_COMMIT,
     completed_action,
 )
-from hudi_ds.timeline.metadata import jackson_pretty, java_schema_text
+from hudi_ds.timeline.metadata import jackson_pretty
 
 __all__ = [
     "LSM_INSTANT_SCHEMA",

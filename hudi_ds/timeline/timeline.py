@@ -1,15 +1,12 @@
-"""The active timeline (loader and queries), the archived timeline, and the writer's transitions.
+"""The active timeline: loader and queries.
 
 * :class:`Timeline` -- an immutable, sorted view of instants. :meth:`Timeline.load` lists the
   instant files of a table (layout 1: ``.hoodie/``; layout 2: ``.hoodie/timeline/``) and
   collapses the states of each instant to its latest one. Filters return new views that share
   the file listing and the metadata cache.
-* :class:`ArchivedTimeline` -- what was archived; :func:`load_lsm_history` reads the v8+ LSM
-  ``.hoodie/timeline/history/*.parquet``. The v6 archive files are Hudi log files, so they are
-  read one layer up, in :mod:`hudi_ds.log.archive`, whose ``load_archived`` loads the archived
-  timeline of either layout.
-* :class:`TimelineWriter` -- requested -> inflight -> completed transitions. The completed file
-  is the commit point: it is written last, atomically (write to a temp name, then rename).
+
+The archived timeline is in :mod:`hudi_ds.timeline.archived`, the writer's transitions in
+:mod:`hudi_ds.timeline.writer`.
 
 Visibility order ("which instants are done as of time T") is defined once, in
 :meth:`Timeline.visibility_time`: the requested time in layout 1 (its file names carry no
@@ -18,8 +15,6 @@ completion time; Java 0.x orders by requested time too), the completion time in 
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
@@ -29,9 +24,10 @@ from hudi_ds.errors import (
     InstantNotFoundError,
     TimelineError,
 )
-from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
+from hudi_ds.timeline.avro_record import AvroRecord
 from hudi_ds.timeline.instant import (
-    ACTIONS,
     CLEAN,
     CLUSTERING,
     COMMIT,
@@ -39,7 +35,6 @@ from hudi_ds.timeline.instant import (
     DELTA_COMMIT,
     INDEXING,
     LOG_COMPACTION,
-    MAX_INSTANT_AHEAD_MS,
     REPLACE_COMMIT,
     RESTORE,
     ROLLBACK,
@@ -47,16 +42,12 @@ from hudi_ds.timeline.instant import (
     Instant,
     State,
     TimeZoneLike,
-    completed_action,
     format_instant_time,
-    new_instant_time,
 )
-from hudi_ds.timeline.lsm import parse_lsm_file_name, parse_manifest_name
-from hudi_ds.timeline.metadata import (
-    AvroRecord,
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.plans import (
     CleanerPlan,
     CleanMetadata,
-    CommitMetadata,
     CompactionPlan,
     IndexCommitMetadata,
     IndexPlan,
@@ -71,17 +62,17 @@ from hudi_ds.timeline.metadata import (
 __all__ = [
     "DATA_ACTIONS",
     "HOODIE_FOLDER",
-    "ArchivedEntry",
-    "ArchivedTimeline",
     "Timeline",
-    "TimelineWriter",
-    "load_lsm_history",
     "timeline_dir",
 ]
 
+
 HOODIE_FOLDER = ".hoodie"
+
+
 # completed instants of these actions make data visible
 DATA_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+
 
 # actions that may share one requested time (pending action -> completed action)
 _FAMILIES = {
@@ -131,6 +122,8 @@ class _InstantFile:
 
 
 _Content = bytes | Mapping[str, Any] | None
+
+
 A = TypeVar("A", bound=AvroRecord)
 
 
@@ -427,10 +420,10 @@ class Timeline(Sequence[Instant]):
         time, pending instants' included, and every completion time, savepoints' too.
 
         New instants are requested after it and completion times are chosen after it
-        (:meth:`TimelineWriter.new_completion_time`), so a writer whose clock lags another's
-        never dates an instant into the timeline's past. A 14-digit (second precision) time
-        counts as its last millisecond, as :func:`~hudi_ds.timeline.instant.new_instant_time`
-        reads it.
+        (:meth:`~hudi_ds.timeline.writer.TimelineWriter.new_completion_time`), so a writer
+        whose clock lags another's never dates an instant into the timeline's past. A 14-digit
+        (second precision) time counts as its last millisecond, as
+        :func:`~hudi_ds.timeline.instant.new_instant_time` reads it.
         """
         times = [i.requested_time for i in self._instants]
         times += [i.completion_time for i in self._instants if i.completion_time]
@@ -725,388 +718,3 @@ class Timeline(Sequence[Instant]):
             if schema:
                 return schema
         return None
-
-
-# -- archived timeline --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ArchivedEntry:
-    """One archived instant.
-
-    Attributes:
-        instant: the archived (completed) instant.
-        metadata: its completed content -- raw bytes (v8+ LSM history: the bytes of the original
-            instant file) or a decoded Avro record (v6 archive: the ``HoodieArchivedMetaEntry``
-            field matching the action).
-        plan: the requested content (compaction / clustering / clean plans), same forms.
-    """
-
-    instant: Instant
-    metadata: bytes | Mapping[str, Any] | None = None
-    plan: bytes | Mapping[str, Any] | None = None
-
-
-class ArchivedTimeline(Timeline):
-    """The archived instants (completed only); ``read_*`` decode their archived contents."""
-
-    def __init__(self, entries: Iterable[ArchivedEntry], layout_version: int) -> None:
-        self._entries = {e.instant.requested_time: e for e in entries}
-        super().__init__((e.instant for e in self._entries.values()), layout_version)
-
-    @property
-    def entries(self) -> dict[str, ArchivedEntry]:
-        """Archived entries by requested time."""
-        return dict(self._entries)
-
-    def _derive(self, instants: Iterable[Instant]) -> Timeline:
-        keep = {i.requested_time for i in instants}
-        return ArchivedTimeline((e for ts, e in self._entries.items() if ts in keep), self._layout)
-
-    def _content(self, requested_time: str, state: State, actions: Iterable[str]) -> _Content:
-        e = self._entries.get(requested_time)
-        wanted = {a for action in actions for a in (action, completed_action(action))}
-        if e is None or e.instant.action not in wanted:
-            raise InstantNotFoundError(f"no archived {'/'.join(sorted(wanted))} {requested_time}")
-        if state is State.COMPLETED:
-            return e.metadata
-        if state is State.REQUESTED:
-            return e.plan
-        return None
-
-    def _state_of(self, instant: Instant | str) -> State:
-        return State.COMPLETED if isinstance(instant, str) else instant.state
-
-
-def load_lsm_history(storage: Storage, folder: str) -> list[ArchivedEntry]:
-    """The archived instants of timeline layout 2 (v8+): the LSM history in ``folder``.
-
-    The manifest named by ``_version_`` lists the live ``<min>_<max>_<level>.parquet`` files
-    (columns ``instantTime, completionTime, action, metadata, plan``); without a manifest, all
-    parquet files are read (Hudi: ``ArchivedTimelineLoaderV2``). Layout 1's archive is Hudi log
-    files, read by :mod:`hudi_ds.log.archive`, which also picks the loader by layout.
-
-    Raises:
-        CorruptFileError: a history file or the manifest cannot be read.
-    """
-    import pyarrow.parquet as pq
-
-    names = _lsm_live_files(storage, folder)
-    by_time: dict[str, ArchivedEntry] = {}
-    for name in names:
-        path = f"{folder}/{name}"
-        try:
-            with storage.open_input_file(path) as fh:
-                table = pq.read_table(fh)
-        except FileNotFoundError:
-            continue
-        except Exception as e:
-            raise CorruptFileError(f"{path}: unreadable LSM timeline file: {e}") from e
-        cols = set(table.column_names)
-        rows = table.to_pylist()
-        for row in rows:
-            ts = row.get("instantTime")
-            action = row.get("action")
-            if not ts or not action:
-                continue
-            done = row.get("completionTime") if "completionTime" in cols else None
-            inst = Instant(ts, completed_action(action), State.COMPLETED, done or ts)
-            by_time[ts] = ArchivedEntry(inst, row.get("metadata"), row.get("plan"))
-    return list(by_time.values())
-
-
-def _lsm_live_files(storage: Storage, folder: str) -> list[str]:
-    listed = storage.list_files(folder)
-    version: int | None = None
-    names = {f.name for f in listed}
-    if "_version_" in names:
-        try:
-            version = int(storage.read_text(f"{folder}/_version_").strip())
-        except (ValueError, FileNotFoundError):
-            version = None
-    if version is None:
-        versions = [v for n in names if (v := parse_manifest_name(n)) is not None]
-        version = max(versions) if versions else None
-    if version is not None and f"manifest_{version}" in names:
-        try:
-            manifest = json.loads(storage.read_text(f"{folder}/manifest_{version}"))
-            return [e["fileName"] for e in manifest.get("files", [])]
-        except (ValueError, KeyError, TypeError) as e:
-            raise CorruptFileError(f"{folder}/manifest_{version}: {e}") from e
-    return sorted(n for n in names if parse_lsm_file_name(n) is not None)
-
-
-# -- writer ------------------------------------------------------------------------------------
-
-
-class TimelineWriter:
-    """Instant transitions of a writer: requested -> inflight -> completed.
-
-    Every transition creates a new file; nothing is renamed. The completed file is the commit
-    point: :meth:`complete` writes it last and atomically (temp file + rename via
-    :meth:`Storage.write_atomic`), so readers see either no completed instant or the whole
-    metadata.
-
-    Transitions do not list the timeline folder: as Java's ``HoodieActiveTimeline``
-    (``createNewInstant`` creates its file if absent, ``transitionPendingState`` /
-    ``transitionStateToComplete`` check that the file of the state before exists, then create
-    the next one), they probe exact file names. In layout 1 every name of an instant time is
-    known, so "time already taken" and "already completed" are probes too; in layout 2 a
-    completed file carries its completion time in its name, so these two checks list the
-    folder, and :meth:`complete` lists it to choose the completion time after every instant
-    time on it (:meth:`new_completion_time`).
-
-    Args:
-        storage: the table's storage.
-        layout_version: 1 or 2.
-        timeline_path: see :func:`timeline_dir`.
-        timezone: time zone of generated completion times (layout 2).
-        on_write: called with each instant file this writer created (a :class:`TableState`
-            keeps its timeline current with it).
-        on_delete: called after this writer deleted instant files.
-        before_complete: called with the completed instant and its content just before
-            :meth:`complete` chooses the completion time and writes the completed file (on
-            layout 2 the instant's ``completion_time`` is None: it is not known yet; layout 1
-            passes the requested time, as it reports it) -- the metadata
-            table's writer mirrors the instant there, so that it is complete in the metadata
-            table before it is complete in the data table (Java's
-            ``HoodieTableMetadataWriter.update`` inside ``commit``). An exception aborts the
-            completion (the instant stays inflight).
-    """
-
-    def __init__(
-        self,
-        storage: Storage,
-        layout_version: int,
-        timeline_path: str | None = None,
-        *,
-        timezone: TimeZoneLike = "UTC",
-        on_write: Callable[[FileInfo], None] | None = None,
-        on_delete: Callable[[], None] | None = None,
-        before_complete: Callable[[Instant, bytes], None] | None = None,
-    ) -> None:
-        if layout_version not in (1, 2):
-            raise ValueError(f"unsupported timeline layout version {layout_version!r}")
-        self.storage = storage
-        self.layout_version = layout_version
-        self.path = timeline_dir(layout_version, timeline_path)
-        self.timezone = timezone
-        self._on_write = on_write
-        self._on_delete = on_delete
-        self._before_complete = before_complete
-
-    def _wrote(self, instant: Instant, content: bytes) -> None:
-        if self._on_write is not None:
-            now = int(time.time() * 1000)
-            self._on_write(FileInfo(self.path_of(instant), len(content), now))
-
-    def _deleted(self) -> None:
-        if self._on_delete is not None:
-            self._on_delete()
-
-    def path_of(self, instant: Instant) -> str:
-        """The path (relative to the base path) of ``instant``'s file."""
-        return f"{self.path}/{instant.file_name(self.layout_version)}"
-
-    def _files_of(self, requested_time: str) -> list[tuple[Instant, str]]:
-        out = []
-        for info in self.storage.list_files(self.path):
-            inst = Instant.parse(info.name, self.layout_version)
-            if inst is not None and inst.requested_time == requested_time:
-                out.append((inst, info.path))
-        return out
-
-    def _names_of(self, requested_time: str) -> list[str]:
-        """Every path an instant file of ``requested_time`` can have (layout 1: all are known)."""
-        names = set()
-        for action in ACTIONS:
-            for state in State:
-                try:
-                    names.add(Instant(requested_time, action, state).file_name(self.layout_version))
-                except ValueError:  # a state the action does not have (requested savepoint)
-                    continue
-        return sorted(f"{self.path}/{n}" for n in names)
-
-    def _taken(self, requested_time: str) -> bool:
-        """Whether any instant file of ``requested_time`` exists, whatever its action."""
-        if self.layout_version == 1:
-            return bool(self.storage.existing(self._names_of(requested_time)))
-        return bool(self._files_of(requested_time))
-
-    def is_completed(self, instant: Instant) -> bool:
-        """Whether ``instant``'s time is completed now (its files probed, no listing on layout
-        1): a rollback's last look at its target."""
-        return self._completed(instant)
-
-    def _completed(self, instant: Instant, listed: Timeline | None = None) -> bool:
-        """Whether ``instant``'s time is completed (its own completed file, in layout 1;
-        layout 2 asks ``listed``, a listing of the timeline folder, when given)."""
-        ts = instant.requested_time
-        if self.layout_version == 1:
-            return self.storage.is_file(self.path_of(Instant(ts, instant.action, State.COMPLETED)))
-        if listed is not None:
-            return listed.is_completed(ts)
-        return any(i.is_completed for i, _ in self._files_of(ts))
-
-    def create_requested(self, instant: Instant, content: bytes = b"") -> bool:
-        """Create the requested file of ``instant`` (atomic create-if-absent).
-
-        Returns:
-            False if any file of an instant with this requested time already exists (the
-            caller must pick a new instant time), True if created.
-        """
-        req = Instant(instant.requested_time, instant.action, State.REQUESTED)
-        if self._taken(req.requested_time):
-            return False
-        created = self.storage.create_if_absent(self.path_of(req), content)
-        if created:
-            self._wrote(req, content)
-        return created
-
-    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
-        """Create the inflight file of a requested instant.
-
-        Raises:
-            InstantNotFoundError: the requested file does not exist.
-            TimelineError: the instant is already inflight or completed.
-        """
-        req = Instant(instant.requested_time, instant.action, State.REQUESTED)
-        inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
-        if not self.storage.is_file(self.path_of(req)):
-            raise InstantNotFoundError(f"{self.path_of(req)} does not exist")
-        if self._completed(instant):
-            raise TimelineError(f"instant {instant.requested_time} is already completed")
-        if not self.storage.create_if_absent(self.path_of(inflight), content):
-            raise TimelineError(f"{self.path_of(inflight)} already exists")
-        self._wrote(inflight, content)
-        return inflight
-
-    def complete(
-        self, instant: Instant, content: bytes, completion_time: str | None = None
-    ) -> Instant:
-        """Write the completed file of an inflight instant -- the commit point.
-
-        Layout 2 names the file ``T_C.<action>`` with ``C`` from :meth:`new_completion_time`
-        (after every instant time on the timeline, listed right before the commit point)
-        unless ``completion_time`` is given; layout 1 writes ``T.<action>`` and the returned
-        instant has ``completion_time == requested_time`` (as :meth:`Timeline.load` reports
-        it).
-
-        Returns:
-            The completed instant, as a reload of the timeline will show it (a compaction
-            completes as ``commit``, a clustering as ``replacecommit``).
-
-        Raises:
-            InstantNotFoundError: the inflight file does not exist.
-            TimelineError: the instant is already completed; a given ``completion_time`` is
-                not after every instant time on the timeline; the latest of them is more than
-                :data:`~hudi_ds.timeline.instant.MAX_INSTANT_AHEAD_MS` ahead of the clock.
-        """
-        ts = instant.requested_time
-        inflight = Instant(ts, instant.action, State.INFLIGHT)
-        if not self.storage.is_file(self.path_of(inflight)):
-            raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
-        listed = self._listing() if self.layout_version == 2 else None
-        if self._completed(instant, listed):
-            raise TimelineError(f"instant {ts} is already completed")
-        action = completed_action(instant.action)
-        if self._before_complete is not None:
-            # the hook runs first (it may take seconds: MDT catch-up, compaction); its instant
-            # has no completion time on layout 2 -- chosen afterwards, just before the commit
-            # point, so no reader ordering by completion time sees it appear in its past
-            pre = ts if self.layout_version == 1 else None
-            self._before_complete(Instant(ts, action, State.COMPLETED, pre), content)
-            listed = None  # what other writers did meanwhile: listed again
-        if self.layout_version == 1:
-            done = Instant(ts, action, State.COMPLETED, ts)
-        else:
-            latest = self._latest_time(ts, listed)
-            c = completion_time or self._time_after(latest)
-            if _full_precision(c) <= _full_precision(latest):
-                raise TimelineError(
-                    f"completion time {c} of instant {ts} is not after the latest instant time "
-                    f"on the timeline, {latest}"
-                )
-            done = Instant(ts, action, State.COMPLETED, c)
-        self.storage.write_atomic(self.path_of(done), content, crash_point_name="commit_write")
-        self._wrote(done, content)
-        return done
-
-    def new_completion_time(self, requested_time: str, timeline: Timeline | None = None) -> str:
-        """A completion time for the instant ``requested_time`` (layout 2): the clock, but
-        strictly after every requested and completion time on the timeline, whatever the
-        local clock says.
-
-        On layout 2 a log file joins the file slice its completion time falls in (Java 1.x
-        ``HoodieFileGroup.getBaseInstantTime``): a writer whose clock lags the one that
-        scheduled a compaction would otherwise date its commit before the compaction's
-        requested time although it completed after it, and its logs would join the old slice,
-        which the compaction's plan does not hold -- lost once it completes. Java 1.x takes
-        the time from the clock under a time-generation lock and sleeps out
-        ``hoodie.time.generator.max_expected_clock_skew_ms`` (``SkewAdjustingTimeGenerator``,
-        used by ``ActiveTimelineV2.createCompleteFileInMetaPath``); hudi_ds bounds it by the
-        timeline instead, which holds for any skew, not only the configured one. Callers hold
-        the table lock (multi-writer), so no other instant time is chosen meanwhile.
-
-        Args:
-            requested_time: the instant's requested time.
-            timeline: a listing of the timeline folder made under the same lock, after the
-                last change this process made (default: list it now).
-
-        Raises:
-            TimelineError: the latest instant time on the timeline is more than
-                :data:`~hudi_ds.timeline.instant.MAX_INSTANT_AHEAD_MS` ahead of the clock (a
-                stray instant: named, never copied forward).
-        """
-        return self._time_after(self._latest_time(requested_time, timeline))
-
-    def _time_after(self, latest: str) -> str:
-        return new_instant_time(
-            after=latest, timezone=self.timezone, max_ahead_ms=MAX_INSTANT_AHEAD_MS
-        )
-
-    def _listing(self) -> Timeline:
-        return Timeline.load(self.storage, self.layout_version, self.path, timezone=self.timezone)
-
-    def _latest_time(self, requested_time: str, timeline: Timeline | None) -> str:
-        tl = timeline if timeline is not None else self._listing()
-        latest = tl.latest_time()
-        if latest is None or _full_precision(latest) < _full_precision(requested_time):
-            return requested_time
-        return latest
-
-    def revert_to_requested(self, instant: Instant) -> Instant:
-        """Delete the inflight file of a pending instant (back to requested).
-
-        Raises:
-            TimelineError: the instant is completed.
-        """
-        ts = instant.requested_time
-        files = self._files_of(ts)
-        if any(i.is_completed for i, _ in files):
-            raise TimelineError(f"instant {ts} is completed; roll it back instead")
-        for i, path in files:
-            if i.is_inflight:
-                self.storage.delete(path)
-        self._deleted()
-        return Instant(ts, instant.action, State.REQUESTED)
-
-    def delete_instant_files(self, instant: Instant | str) -> list[str]:
-        """Delete every file of an instant (all states), completed first, requested last.
-
-        Used by rollback. With an :class:`Instant`, only files of the same action family are
-        touched (compaction/commit, logcompaction/deltacommit, clustering/replacecommit).
-
-        Returns:
-            The deleted paths.
-        """
-        ts = instant if isinstance(instant, str) else instant.requested_time
-        family = None if isinstance(instant, str) else _family(instant.action)
-        files = [(i, p) for i, p in self._files_of(ts) if family is None or i.action in family]
-        files.sort(key=lambda ip: -ip[0].state.rank)
-        deleted = []
-        for _, path in files:
-            if self.storage.delete(path):
-                deleted.append(path)
-        self._deleted()
-        return deleted

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from hudi_ds.schema import avro_to_arrow_schema, with_meta_fields
-from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.schema.avro import avro_to_arrow_schema
+from hudi_ds.schema.meta import with_meta_fields
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import RESTORE, Instant, normalize_instant
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.writer import TimelineWriter
 
 
 @dataclass(frozen=True)

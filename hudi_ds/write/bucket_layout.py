@@ -32,7 +32,7 @@ from hudi_ds.layout.file_group import FileGroup
 from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
-from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import PROPS_FILE, TableConfig

@@ -47,6 +47,19 @@ from typing import Any
 
 import pyarrow as pa
 
+from hudi_ds.concurrency.heartbeat import HEARTBEAT_DIR, Heartbeat, beat_once, heartbeat_expired
+from hudi_ds.concurrency.liveness import (
+    Liveness,
+    WriterHeartbeat,
+    claim,
+    liveness,
+    record_path,
+    recorded_writers,
+    release,
+    revoke,
+)
+from hudi_ds.concurrency.lock import TableLock, held, lock_fence
+from hudi_ds.concurrency.providers import table_lock
 from hudi_ds.config import (
     ConcurrencyConfig,
     Options,
@@ -68,13 +81,12 @@ from hudi_ds.errors import (
 )
 from hudi_ds.faults import crash_point
 from hudi_ds.index.lookup import Lookup
-from hudi_ds.schema import (
+from hudi_ds.schema.meta import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
-    WriteSchema,
     with_meta_fields,
-    write_schema,
 )
+from hudi_ds.schema.write import WriteSchema, write_schema
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
@@ -89,32 +101,14 @@ from hudi_ds.timeline.instant import (
     State,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import CommitMetadata, RequestedReplaceMetadata
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, TimelineWriter
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.plans import RequestedReplaceMetadata
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.conflict import resolve_conflicts, retarget_pending_logs
 from hudi_ds.write.cow import merge_staged
-from hudi_ds.write.liveness import (
-    Liveness,
-    WriterHeartbeat,
-    claim,
-    liveness,
-    record_path,
-    recorded_writers,
-    release,
-    revoke,
-)
-from hudi_ds.write.lock import (
-    HEARTBEAT_DIR,
-    Heartbeat,
-    TableLock,
-    beat_once,
-    heartbeat_expired,
-    held,
-    lock_fence,
-    table_lock,
-)
 from hudi_ds.write.markers import delete_markers, marked_files
 from hudi_ds.write.metadata_sync import install_metadata_writer
 from hudi_ds.write.operation import OPERATION_OPTION_KEYS, Rows, WriteOperation
@@ -202,7 +196,7 @@ class WriteClient:
         self._listed_views: dict[str, FileSystemView] = {}
         self._heartbeats: dict[str, Heartbeat | WriterHeartbeat] = {}
         # the instants this client (a single writer) claimed with a writer record
-        # (hudi_ds.write.liveness): they end when their post-commit services do
+        # (hudi_ds.concurrency.liveness): they end when their post-commit services do
         self._claims: set[str] = set()
         # instant -> its inflight metadata without the workload profile, while it is requested
         self._requested: dict[str, CommitMetadata] = {}
@@ -250,7 +244,7 @@ class WriteClient:
     # -- schema -------------------------------------------------------------------------------
     def validate_schema(self, schema: pa.Schema) -> WriteSchema:
         """Check an input schema and decide the write's schema: the table schema to write (meta
-        fields first) and the partial-update columns (:func:`hudi_ds.schema.write_schema`).
+        fields first) and the partial-update columns (:func:`hudi_ds.schema.write.write_schema`).
 
         Raises:
             SchemaError: a key, partition or ordering column is missing or has an unusable
@@ -680,7 +674,7 @@ class WriteClient:
 
     def _claim(self, instant: str) -> bool:
         """A single writer's claim of ``instant`` before its requested file exists: its writer
-        record and its heartbeat (:mod:`hudi_ds.write.liveness`). False if another writer
+        record and its heartbeat (:mod:`hudi_ds.concurrency.liveness`). False if another writer
         claimed the same time."""
         if not claim(self.storage, instant):
             return False
@@ -1063,9 +1057,9 @@ class WriteClient:
     def _fence(self, state: TableState, lock: TableLock, done: Instant, written: float) -> None:
         """The commit's fence: the completed file of ``done`` was written under ``lock`` and
         returned at ``written`` (``time.monotonic()``). It stands if that was before the lease
-        this process holds could run out (:meth:`~hudi_ds.write.lock.FileSystemLock.held_until`:
+        this process holds could run out (:meth:`~hudi_ds.concurrency.lock.TableLock.held_until`:
         any taker came later and sees it), or else if the lock was held without a break until
-        now (:meth:`~hudi_ds.write.lock.FileSystemLock.confirm`, one read of the lock).
+        now (:meth:`~hudi_ds.concurrency.lock.TableLock.confirm`, one read of the lock).
         Otherwise a writer that took the lock over may have checked its conflicts or planned a
         compaction on a timeline without ``done`` -- the completed file is deleted at once (the
         instant is inflight again, to be rolled back) and the write raises: nothing is

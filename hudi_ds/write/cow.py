@@ -37,12 +37,12 @@ from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
-from hudi_ds.schema import (
+from hudi_ds.schema.meta import (
     META_FIELDS,
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
-    conform_partial,
 )
+from hudi_ds.schema.write import conform_partial
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.write.assigner import (

@@ -23,14 +23,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.layout.bloom import (
+from hudi_ds.layout.bloom_filter import (
     BLOOM_FILTER_FOOTER,
     BLOOM_FILTER_TYPE_CODE_FOOTER,
     BloomFilter,
     BloomFilterSpec,
 )
 from hudi_ds.merge.modes import MergeSpec
-from hudi_ds.schema import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 
 #: ``merge(stored rows, incoming rows, delete keys)`` -> ``(rows, updates, inserts, deletes)``
 #: (:func:`hudi_ds.write.handles.merge_into_base` of one handle).

@@ -16,7 +16,7 @@ prepared (meta columns set except ``_hoodie_file_name``, which the handle fills)
 without meta fields (``hoodie.populate.meta.fields=false``, Hudi's virtual keys) the handles
 merge by those prepared keys too, key the stored rows they read from the record key fields
 (:func:`stored_rows`), and write the meta columns with null values
-(:func:`hudi_ds.schema.clear_meta_values`), as Java does.
+(:func:`hudi_ds.schema.meta.clear_meta_values`), as Java does.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ from hudi_ds.merge.engine import (
     resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
-from hudi_ds.schema import (
+from hudi_ds.schema.evolution import promote_table
+from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
     FILENAME_METADATA_FIELD,
     IS_DELETED_FIELD,
@@ -66,9 +67,9 @@ from hudi_ds.schema import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
     clear_meta_values,
-    promote_table,
 )
-from hudi_ds.storage import OutputStream, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import OutputStream
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched

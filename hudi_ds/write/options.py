@@ -21,7 +21,7 @@ from hudi_ds.config import ConfigProperty, Options, WriteConfig
 from hudi_ds.errors import ConfigError, HudiError, UnsupportedError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, validate_hash_fields, validate_num_buckets
 from hudi_ds.keygen import TimestampSpec
-from hudi_ds.layout.bloom import BloomFilterSpec
+from hudi_ds.layout.bloom_filter import BloomFilterSpec
 from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.merge.modes import (
     MergeSpec,
@@ -32,7 +32,7 @@ from hudi_ds.merge.modes import (
     write_spec,
 )
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
-from hudi_ds.schema import (
+from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,

@@ -18,13 +18,8 @@ import pyarrow as pa
 from hudi_ds.errors import HudiError, WriteError
 from hudi_ds.index.bucket import bucket_id_from_file_id
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.schema import (
-    META_FIELDS,
-    avro_schema_json,
-    avro_to_arrow_schema,
-    table_avro_schema,
-    with_meta_fields,
-)
+from hudi_ds.schema.avro import avro_schema_json, avro_to_arrow_schema, table_avro_schema
+from hudi_ds.schema.meta import META_FIELDS, with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableConfig

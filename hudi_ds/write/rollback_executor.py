@@ -46,15 +46,16 @@ from hudi_ds.timeline.instant import (
     State,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.plans import (
     InstantInfo,
     RollbackMetadata,
     RollbackPartitionMetadata,
     RollbackPlan,
     RollbackRequest,
 )
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
 from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.markers import delete_markers, marked_files
 
 log = logging.getLogger("hudi_ds.write")

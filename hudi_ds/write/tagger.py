@@ -30,7 +30,7 @@ from hudi_ds.index.bucket import bucket_ids_from_record_keys, new_bucket_file_id
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.merge.engine import DataPart, merge_versions
-from hudi_ds.schema import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.write.assigner import (
     INSERT_SLOTS,

@@ -39,7 +39,8 @@ from hudi_ds.index.lookup import Lookup
 from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.naming import PARTITION_METADATA_FILE
 from hudi_ds.layout.parquet import dictionary_columns_of
-from hudi_ds.schema import (
+from hudi_ds.schema.evolution import conform_table
+from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
     FILENAME_METADATA_FIELD,
     IS_DELETED_FIELD,
@@ -47,9 +48,8 @@ from hudi_ds.schema import (
     OPERATION_METADATA_FIELD,
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
-    conform_partial,
-    conform_table,
 )
+from hudi_ds.schema.write import conform_partial
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.write.cow import close_merge_handles, in_parallel, stage_handle

@@ -23,7 +23,7 @@ from hudi_ds.index.bloom import (
     bloom_lookup,
 )
 from hudi_ds.index.simple import simple_lookup
-from hudi_ds.layout.bloom import BLOOM_FILTER_FOOTER, BloomFilter, BloomFilterSpec
+from hudi_ds.layout.bloom_filter import BLOOM_FILTER_FOOTER, BloomFilter, BloomFilterSpec
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.naming import base_file_name, parse_base_file_name
 from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER, write_base_file

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hudi_ds.errors import CorruptFileError, UnsupportedError
-from hudi_ds.layout.bloom import BloomFilter
+from hudi_ds.layout.bloom_filter import BloomFilter
 from hudi_ds.layout.hfile import (
     AVG_KEY_LEN,
     AVG_VALUE_LEN,

@@ -7,7 +7,7 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_ds.layout.bloom import BLOOM_FILTER_FOOTER, BloomFilterSpec
+from hudi_ds.layout.bloom_filter import BLOOM_FILTER_FOOTER, BloomFilterSpec
 from hudi_ds.layout.parquet import (
     MAX_RECORD_KEY_FOOTER,
     MIN_RECORD_KEY_FOOTER,
@@ -16,7 +16,7 @@ from hudi_ds.layout.parquet import (
     parquet_block_content,
     write_base_file,
 )
-from hudi_ds.schema import RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 
 

@@ -37,13 +37,13 @@ from hudi_ds.log.avro_decode import (
     record_bounds,
     vectorisable,
 )
-from hudi_ds.schema import (
+from hudi_ds.schema.avro import (
     avro_to_arrow_schema,
     decimal_fixed_size,
-    raw_avro_records_to_arrow,
     resolve_avro,
     strip_logical_types,
 )
+from hudi_ds.schema.records import raw_avro_records_to_arrow
 from tests.fixtures import fixture_names, fixture_table, tables_with_logs
 
 INSTANT = "20250101010101010"

@@ -43,16 +43,14 @@ from hudi_ds.log import (
     scan_log_bytes,
 )
 from hudi_ds.log.writer import encode_avro_records
-from hudi_ds.schema import (
-    META_FIELDS,
-    arrow_to_avro_records,
+from hudi_ds.schema.avro import (
     arrow_to_avro_schema,
-    avro_records_to_arrow,
     avro_to_arrow_schema,
     parse_avro_json,
     strip_logical_types,
-    with_meta_fields,
 )
+from hudi_ds.schema.meta import META_FIELDS, with_meta_fields
+from hudi_ds.schema.records import arrow_to_avro_records, avro_records_to_arrow
 from tests.fixtures import (
     FIXTURES_DIR,
     GOLDEN_DIR,

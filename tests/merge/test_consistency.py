@@ -157,7 +157,7 @@ def test_mor_snapshot_compaction_and_cow_agree(tmp_path: Path, mode: str, seed: 
 
 def _slice_parts(storage: Storage, table: ReadableTable, fs: FileSlice, schema: pa.Schema) -> list:
     """What a compaction hands the engine for one file slice (oldest first)."""
-    from hudi_ds.schema import cached_arrow_schema
+    from hudi_ds.schema.avro import cached_arrow_schema
     from hudi_ds.table.reader import read_base_file
 
     parts: list = []

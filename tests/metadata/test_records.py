@@ -25,14 +25,13 @@ from hudi_ds.metadata.records import (
     rollback_changes,
 )
 from hudi_ds.timeline.instant import Instant, State
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
+from hudi_ds.timeline.plans import (
     CleanMetadata,
     CleanPartitionMetadata,
-    CommitMetadata,
     RestoreMetadata,
     RollbackMetadata,
     RollbackPartitionMetadata,
-    WriteStat,
 )
 
 

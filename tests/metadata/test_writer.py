@@ -23,6 +23,7 @@ from hudi_ds.layout.hfile import read_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import scan_log_bytes
+from hudi_ds.metadata.layout import bootstrap_instant
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
     FileEntry,
@@ -30,7 +31,7 @@ from hudi_ds.metadata.records import (
     merge_files,
     partition_path_of_id,
 )
-from hudi_ds.metadata.writer import METADATA_PARTITIONS_KEY, bootstrap_instant
+from hudi_ds.metadata.writer import METADATA_PARTITIONS_KEY
 from hudi_ds.services import ServiceContext, compaction, rollback
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, parse_properties
@@ -736,8 +737,8 @@ def test_deltacommit_completing_during_mdt_compaction(
     from hudi_ds.metadata.reader import MetadataReader
     from hudi_ds.metadata.writer import MetadataWriter
     from hudi_ds.timeline.instant import Instant, State
-    from hudi_ds.timeline.timeline import TimelineWriter
     from hudi_ds.timeline.view import TableState
+    from hudi_ds.timeline.writer import TimelineWriter
     from hudi_ds.write.metadata_sync import committed_listing
 
     root = tmp_path / "t"

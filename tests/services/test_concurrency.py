@@ -15,11 +15,12 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
+from hudi_ds.concurrency.file_system_lock import FileSystemLock
+from hudi_ds.concurrency.lock import LockTimeoutError
 from hudi_ds.services import ServiceContext, archival, clean, compaction, run_post_commit_services
 from hudi_ds.storage import Storage
-from hudi_ds.timeline import timeline as timeline_mod
+from hudi_ds.timeline import writer as timeline_writer
 from hudi_ds.write.client import WriteClient
-from hudi_ds.write.lock import FileSystemLock, LockTimeoutError
 from tests.conftest import OCC_OPTIONS, table_options
 
 OPTS = {
@@ -54,7 +55,7 @@ def test_write_committed_while_the_compaction_instant_is_taken_is_not_lost(
     path = str(tmp_path / "t")
     hudi_ds.write(path, row(1, "one"), OPTS)
     hudi_ds.write(path, row(2, "two"), OPTS)
-    real = timeline_mod.TimelineWriter.create_requested
+    real = timeline_writer.TimelineWriter.create_requested
     fired: list[str] = []
 
     def create_requested(self, req, content=b""):  # type: ignore[no-untyped-def]
@@ -64,7 +65,7 @@ def test_write_committed_while_the_compaction_instant_is_taken_is_not_lost(
             hudi_ds.write(path, row(3, "three"), OPTS)  # the write slips in between
         return real(self, req, content)
 
-    monkeypatch.setattr(timeline_mod.TimelineWriter, "create_requested", create_requested)
+    monkeypatch.setattr(timeline_writer.TimelineWriter, "create_requested", create_requested)
     ctx = ServiceContext.open(path, OPTS)
     c = compaction.schedule_compaction(ctx)
     monkeypatch.undo()

@@ -35,13 +35,15 @@ from typing import Any
 import pytest
 
 import hudi_ds
+from hudi_ds.concurrency.file_system_lock import LOCK_FILE, FileSystemLock
+from hudi_ds.concurrency.heartbeat import heartbeat_expired
 from hudi_ds.errors import LockLostError
 from hudi_ds.faults import STALL_ENV
 from hudi_ds.layout.naming import parse_base_file_name
 from hudi_ds.services import ServiceContext, clean, compaction
 from hudi_ds.storage import Storage
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
-from hudi_ds.write.lock import LOCK_FILE, FileSystemLock, heartbeat_expired
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.writer import TimelineWriter
 from tests.conftest import (
     OCC_OPTIONS,
     assert_rows,

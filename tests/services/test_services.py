@@ -25,6 +25,8 @@ from hudi_ds.services import (
     archival,
     clean,
     compaction,
+    compaction_execute,
+    compaction_plan,
     rollback,
     run_post_commit_services,
 )
@@ -158,7 +160,7 @@ def test_compaction_strategies_and_io_bound(tmp_path: Path) -> None:
     ctx = ServiceContext.open(
         path, {"hoodie.compaction.strategy": "LogFileNumBasedCompactionStrategy"}
     )
-    plan = compaction.plan_compaction(ctx)
+    plan = compaction_plan.plan_compaction(ctx)
     counts = [(op.metrics or {})["TOTAL_LOG_FILES"] for op in plan.operations or []]
     assert counts == sorted(counts, reverse=True) and counts[0] == 2
     ctx = ServiceContext.open(
@@ -168,11 +170,11 @@ def test_compaction_strategies_and_io_bound(tmp_path: Path) -> None:
             "hoodie.compaction.logfile.num.threshold": "2",
         },
     )
-    plan = compaction.plan_compaction(ctx)
+    plan = compaction_plan.plan_compaction(ctx)
     assert {op.partition_path for op in plan.operations or []} == {"nyc"}
     # bounded IO: a 1 MB budget takes one slice (the one that crosses the budget)
     ctx = ServiceContext.open(path, {"hoodie.compaction.target.io": "1"})
-    assert len(compaction.plan_compaction(ctx).operations or []) == 1
+    assert len(compaction_plan.plan_compaction(ctx).operations or []) == 1
     ctx = ServiceContext.open(
         path,
         {
@@ -180,7 +182,7 @@ def test_compaction_strategies_and_io_bound(tmp_path: Path) -> None:
             "hoodie.compaction.target.io": "1",
         },
     )
-    assert len(compaction.plan_compaction(ctx).operations or []) == 4
+    assert len(compaction_plan.plan_compaction(ctx).operations or []) == 4
     with pytest.raises(ConfigError, match="hoodie.compaction.strategy"):
         ServiceContext.open(path, {"hoodie.compaction.strategy": "Nope"})
 
@@ -200,9 +202,9 @@ def test_writes_during_a_pending_compaction(tmp_path: Path) -> None:
     assert new_logs, "log files written during the pending compaction carry its instant"
     assert ours(path) == m.rows()
     # an attempt that wrote a base file and died: invisible to both readers
-    job = compaction.prepare_compaction(ctx, c)
+    job = compaction_execute.prepare_compaction(ctx, c)
     ctx.writer().transition_to_inflight(Instant(c, "compaction", State.REQUESTED))
-    compaction.execute_operation(job, 0)
+    compaction_execute.execute_operation(job, 0)
     write(path, trips(range(3, 9), 11), m)  # a write while the compaction "runs"
     assert ours(path) == m.rows()
     (res,) = compaction.run_compaction(ctx)  # retried: the dead attempt is rolled back first
@@ -338,9 +340,9 @@ def test_inline_compaction_cleaning_20_commits(tmp_path: Path, version: str) -> 
     c = compaction.schedule_compaction(ctx)
     assert c is not None
     assert ours(path) == hudi_rs(path) == m.rows()
-    job = compaction.prepare_compaction(ctx, c)
+    job = compaction_execute.prepare_compaction(ctx, c)
     ctx.writer().transition_to_inflight(Instant(c, "compaction", State.REQUESTED))
-    compaction.execute_operation(job, 0)
+    compaction_execute.execute_operation(job, 0)
     assert ours(path) == hudi_rs(path) == m.rows()
     write(path, trips(range(5), 99), m, opts)  # the next write retries it (inline)
     assert ctx.reload_timeline().is_completed(c)

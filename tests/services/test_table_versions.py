@@ -27,11 +27,19 @@ import hudi_ds
 from hudi_ds.faults import ENV as CRASH_ENV
 from hudi_ds.faults import EXIT_CODE
 from hudi_ds.log.archive import load_archived
-from hudi_ds.services import ServiceContext, archival, clean, compaction, rollback
+from hudi_ds.services import (
+    ServiceContext,
+    archival,
+    clean,
+    compaction,
+    compaction_execute,
+    rollback,
+)
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.timeline.lsm import LsmTimelineWriter
-from hudi_ds.timeline.metadata import CommitMetadata, CompactionPlan
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.plans import CompactionPlan
 from hudi_ds.write.rollback_executor import rollback_failed_writes
 from tests.conftest import assert_rows, hudi_rs_table
 from tests.fixtures import FIXTURES_DIR, fixture_table, require_fixtures
@@ -516,9 +524,9 @@ def test_writes_during_a_pending_compaction(tmp_path: Path, version: str) -> Non
     assert logs and not list(Path(path).rglob(f".*_{c}.log.*"))
     _check(path, m)
     # an attempt that wrote a base file and died, then a write while it "runs"
-    job = compaction.prepare_compaction(ctx, c)
+    job = compaction_execute.prepare_compaction(ctx, c)
     ctx.writer().transition_to_inflight(Instant(c, "compaction", State.REQUESTED))
-    compaction.execute_operation(job, 0)
+    compaction_execute.execute_operation(job, 0)
     _write(path, trips(range(3, 9), 11), m, version)
     _check(path, m)
     (res,) = compaction.run_compaction(ctx)  # the dead attempt is rolled back first

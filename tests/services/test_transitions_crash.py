@@ -25,7 +25,14 @@ import pytest
 import hudi_ds
 from hudi_ds.faults import EXIT_CODE
 from hudi_ds.log.archive import load_archived
-from hudi_ds.services import ServiceContext, archival, clean, compaction, rollback
+from hudi_ds.services import (
+    ServiceContext,
+    archival,
+    clean,
+    compaction,
+    compaction_execute,
+    rollback,
+)
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
 from tests.conftest import run_forked, table_options
@@ -442,7 +449,7 @@ def test_next_writer_keeps_a_compaction_whose_attempt_rollback_died(
     with monkeypatch.context() as m:
         m.setattr(Storage, "delete", die)
         with pytest.raises(_Killed):
-            compaction.rollback_inflight_compaction(ctx(path), c)
+            compaction_execute.rollback_inflight_compaction(ctx(path), c)
     assert {i.action for i in ctx(path).timeline().pending()} == {"compaction", "rollback"}
     _, model = write(
         path,

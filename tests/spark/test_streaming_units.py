@@ -29,7 +29,8 @@ from hudi_ds.spark.writer import TaskIdentity
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import Instant, State
-from hudi_ds.timeline.timeline import Timeline, TimelineWriter
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.client import WriteClient
 from tests.conftest import hudi_rs_table, table_options
 

@@ -18,7 +18,7 @@ import pytest
 import hudi_ds
 from hudi_ds.layout.file_group import BaseFile
 from hudi_ds.layout.naming import base_file_name, parse_base_file_name
-from hudi_ds.schema import IS_DELETED_FIELD
+from hudi_ds.schema.meta import IS_DELETED_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table.reader import _no_true_flag, read_base_file
 from tests.golden import row_set

@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 import pytest
 
 from hudi_ds.merge.engine import DeleteKeys, merge_versions, resolve_spec
-from hudi_ds.schema import IS_DELETED_FIELD
+from hudi_ds.schema.meta import IS_DELETED_FIELD
 from hudi_ds.table.reader import SliceReadContext, _merge_slice
 
 SCHEMA = pa.schema(

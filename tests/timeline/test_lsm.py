@@ -1,6 +1,6 @@
 """The LSM timeline writer (timeline layout 2's archived timeline): files, manifests, version
 file and layer compaction as Hudi 1.x's ``LSMTimelineWriter`` lays them out, read back by the
-reader (:func:`hudi_ds.timeline.timeline.load_lsm_history`)."""
+reader (:func:`hudi_ds.timeline.archived.load_lsm_history`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from hudi_ds.storage import Storage
+from hudi_ds.timeline.archived import load_lsm_history
+from hudi_ds.timeline.avro_record import java_schema_text
 from hudi_ds.timeline.lsm import LsmEntry, LsmTimelineWriter, entry_of
-from hudi_ds.timeline.metadata import java_schema_text
-from hudi_ds.timeline.timeline import load_lsm_history
 
 FOLDER = ".hoodie/timeline/history"
 

@@ -10,18 +10,17 @@ from collections import Counter
 
 import fastavro
 
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.avro_record import java_schema_text, write_avro_record
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.plans import (
     ActionInstant,
     CleanerPlan,
     CleanFileInfo,
-    CommitMetadata,
     CompactionPlan,
     RequestedReplaceMetadata,
     RollbackMetadata,
     RollbackPlan,
     SavepointMetadata,
-    java_schema_text,
-    write_avro_record,
 )
 from tests.fixtures import FIXTURES_DIR, require_fixtures
 

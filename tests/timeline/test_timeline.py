@@ -50,7 +50,9 @@ from hudi_ds.timeline import (
     new_instant_time,
     timeline_dir,
 )
-from hudi_ds.timeline.metadata import (
+from hudi_ds.timeline.avro_record import avro_schema, read_avro_records, write_avro_record
+from hudi_ds.timeline.metadata import RuntimeStats
+from hudi_ds.timeline.plans import (
     ActionInstant,
     CleanFileInfo,
     CleanPartitionMetadata,
@@ -59,11 +61,7 @@ from hudi_ds.timeline.metadata import (
     InstantInfo,
     RollbackPartitionMetadata,
     RollbackRequest,
-    RuntimeStats,
     SavepointPartitionMetadata,
-    avro_schema,
-    read_avro_records,
-    write_avro_record,
 )
 from tests.fixtures import (
     FIXTURES_DIR,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 import uuid
 
+from hudi_ds.concurrency.clock import MTIME_RESOLUTION_S, StorageClock
 from hudi_ds.storage import Storage
-from hudi_ds.write.lock import MTIME_RESOLUTION_S, StorageClock
 
 
 def wait_until_written_ago(storage: Storage, rel: str, seconds: float) -> None:

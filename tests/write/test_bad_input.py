@@ -671,7 +671,7 @@ def test_table_declaring_naive_timestamps(
     rows into that column (a warning says hudi-rs cannot read the table) and still refuses new
     naive columns. hudi-rs fails on such a table: the reason for the refusal (this test fails
     once hudi-rs reads local-timestamp-*, and the refusal can go)."""
-    import hudi_ds.schema as schema_module
+    import hudi_ds.schema.write as schema_module
 
     root = tmp_path / "t"
     opts = {

@@ -35,9 +35,11 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
+from hudi_ds.concurrency.clock import MTIME_RESOLUTION_S
+from hudi_ds.concurrency.file_system_lock import FileSystemLock
+from hudi_ds.concurrency.storage_lock import StorageBasedLock
 from hudi_ds.services import ServiceContext, compaction
 from hudi_ds.storage import Storage
-from hudi_ds.write.lock import MTIME_RESOLUTION_S, FileSystemLock, StorageBasedLock
 from tests.conftest import (
     OCC_OPTIONS,
     assert_rows,

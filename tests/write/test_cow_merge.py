@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
-from hudi_ds.layout.bloom import (
+from hudi_ds.layout.bloom_filter import (
     BLOOM_FILTER_FOOTER,
     BLOOM_FILTER_TYPE_CODE_FOOTER,
     BloomFilter,
@@ -28,7 +28,7 @@ from hudi_ds.layout.bloom import (
 )
 from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER
 from hudi_ds.merge.modes import BEHAVIOURS, MergeSpec, builtin_spec
-from hudi_ds.schema import (
+from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
     IS_DELETED_FIELD,
     META_FIELDS,

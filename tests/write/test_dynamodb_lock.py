@@ -19,18 +19,12 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
+from hudi_ds.concurrency.dynamodb_lock import DDB_KEY, DDB_LEASE, DDB_OWNER, DDB_RVN, DynamoDBLock
+from hudi_ds.concurrency.lock import LockTimeoutError
+from hudi_ds.concurrency.providers import table_lock
 from hudi_ds.config import Options
 from hudi_ds.errors import ConfigError, IgnoredOptionWarning
 from hudi_ds.storage import Storage
-from hudi_ds.write.lock import (
-    DDB_KEY,
-    DDB_LEASE,
-    DDB_OWNER,
-    DDB_RVN,
-    DynamoDBLock,
-    LockTimeoutError,
-    table_lock,
-)
 from tests.conftest import (
     assert_rows,
     finish_process,
@@ -298,7 +292,7 @@ import json, os, random, sys, time
 import pyarrow as pa
 import hudi_ds
 from hudi_ds.errors import CommitConflictError, LockLostError
-from hudi_ds.write import lock as L
+from hudi_ds.concurrency import dynamodb_lock as L
 path, opts, so, seconds, seed, log = (sys.argv[1], json.loads(sys.argv[2]),
     json.loads(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
 hold = open(log + ".hold", "w")

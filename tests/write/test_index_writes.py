@@ -460,7 +460,7 @@ def test_mor_concurrent_log_appends_both_commit(tmp_path: Path) -> None:
 
 def test_file_groups_in_pending_clustering_take_no_inserts(tmp_path: Path) -> None:
     from hudi_ds.timeline.instant import Instant, State, new_instant_time
-    from hudi_ds.timeline.metadata import (
+    from hudi_ds.timeline.plans import (
         ClusteringGroup,
         ClusteringPlan,
         RequestedReplaceMetadata,

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from hudi_ds.concurrency.file_system_lock import LOCK_FILE, FileSystemLock
+from hudi_ds.concurrency.lock import LockTimeoutError
 from hudi_ds.storage import Storage
-from hudi_ds.write.lock import LOCK_FILE, FileSystemLock, LockTimeoutError
 from tests.conftest import spawn_python
 
 
@@ -121,7 +122,7 @@ def test_a_release_racing_a_takeover_leaves_the_new_holders_lock(
 HOLDER = r"""
 import os, sys, time
 from hudi_ds.storage import Storage
-from hudi_ds.write.lock import FileSystemLock
+from hudi_ds.concurrency.file_system_lock import FileSystemLock
 path, seconds = sys.argv[1], float(sys.argv[2])
 lock = FileSystemLock(Storage(path), expire_s=600, wait_ms=1, retries=100000)
 inside = os.path.join(path, "inside")

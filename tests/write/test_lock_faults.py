@@ -18,9 +18,11 @@ from collections.abc import Callable
 
 import pytest
 
+from hudi_ds.concurrency.dynamodb_lock import DynamoDBLock
+from hudi_ds.concurrency.file_system_lock import FileSystemLock
+from hudi_ds.concurrency.storage_lock import StorageBasedLock
 from hudi_ds.errors import LockLostError, StorageError
 from hudi_ds.storage import Storage
-from hudi_ds.write.lock import DynamoDBLock, FileSystemLock, StorageBasedLock
 from tests.fault_proxy import FaultProxy
 from tests.moto_server import ACCESS_KEY, REGION, SECRET_KEY, MotoServer
 

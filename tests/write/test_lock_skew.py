@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from hudi_ds.concurrency.dynamodb_lock import DynamoDBLock
+from hudi_ds.concurrency.file_system_lock import FileSystemLock
+from hudi_ds.concurrency.storage_lock import StorageBasedLock
 from hudi_ds.errors import LockLostError
 from hudi_ds.storage import Storage
-from hudi_ds.write.lock import DynamoDBLock, FileSystemLock, StorageBasedLock
 from tests.conftest import finish_process, spawn_python
 from tests.faketime import skewed_env
 from tests.moto_server import ACCESS_KEY, REGION, SECRET_KEY, MotoServer
@@ -37,17 +39,17 @@ import json, os, sys, threading, time
 # libfaketime 0.9.10 with DONT_FAKE_MONOTONIC fails time.sleep (clock_nanosleep: EINVAL)
 time.sleep = lambda s: threading.Event().wait(s)
 from hudi_ds.storage import Storage
-from hudi_ds.write import lock as L
+from hudi_ds.concurrency import dynamodb_lock, file_system_lock, storage_lock
 kind, where, lease, mode, go = (sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]),
     sys.argv[4], sys.argv[5])
 if kind == "dynamodb":
-    lock = L.DynamoDBLock(lease_ms=int(lease * 1000), retries=0, **where)
+    lock = dynamodb_lock.DynamoDBLock(lease_ms=int(lease * 1000), retries=0, **where)
 else:
     storage = Storage(where["uri"], storage_options=where["so"])
     if kind == "storage":
-        lock = L.StorageBasedLock(storage, lease, lease / 10, wait_ms=20, retries=0)
+        lock = storage_lock.StorageBasedLock(storage, lease, lease / 10, wait_ms=20, retries=0)
     else:
-        lock = L.FileSystemLock(storage, lease, wait_ms=20, retries=0)
+        lock = file_system_lock.FileSystemLock(storage, lease, wait_ms=20, retries=0)
 first = lock.try_acquire()
 print(json.dumps({"ready": True, "first": first, "now": time.time()}), flush=True)
 while not os.path.exists(go):

@@ -38,7 +38,8 @@ import pytest
 import hudi_ds
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_data_block, scan_log_bytes
-from hudi_ds.schema import META_FIELDS, avro_to_arrow_schema
+from hudi_ds.schema.avro import avro_to_arrow_schema
+from hudi_ds.schema.meta import META_FIELDS
 from tests.conftest import table_options
 from tests.metadata.test_writer import assert_in_step
 

@@ -6,7 +6,7 @@ import pytest
 
 from hudi_ds.config import Options
 from hudi_ds.errors import ConfigError, UnsupportedError
-from hudi_ds.layout.bloom import BloomFilterSpec
+from hudi_ds.layout.bloom_filter import BloomFilterSpec
 from hudi_ds.table_config import TableConfig
 from hudi_ds.write.options import resolve_options
 

@@ -26,9 +26,9 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
+from hudi_ds.concurrency.heartbeat import heartbeat_expired
 from hudi_ds.errors import ConcurrentWriterError
 from hudi_ds.storage import Storage
-from hudi_ds.write.lock import heartbeat_expired
 from tests.conftest import (
     assert_rows,
     finish_process,

@@ -15,16 +15,16 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import ConfigError
-from hudi_ds.storage import ObjectStorage, Storage
-from hudi_ds.write.lock import (
+from hudi_ds.concurrency.lock import LockTimeoutError
+from hudi_ds.concurrency.providers import make_lock
+from hudi_ds.concurrency.storage_lock import (
     AUDIT_CONFIG_FILE,
     AUDIT_FOLDER,
     STORAGE_LOCK_FILE,
-    LockTimeoutError,
     StorageBasedLock,
-    make_lock,
 )
+from hudi_ds.errors import ConfigError
+from hudi_ds.storage import ObjectStorage, Storage
 from tests.conftest import (
     OCC_OPTIONS,
     assert_rows,

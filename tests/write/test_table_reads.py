@@ -17,7 +17,8 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.storage import FileInfo, Storage
+from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 
 PROPS = ".hoodie/hoodie.properties"
 TIMELINE = ".hoodie"

@@ -14,7 +14,7 @@ from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, table_checksum
-from hudi_ds.timeline.metadata import RequestedReplaceMetadata
+from hudi_ds.timeline.plans import RequestedReplaceMetadata
 from hudi_ds.write.client import WriteClient
 from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
 
@@ -377,7 +377,7 @@ def test_v8_log_under_pending_compaction_keeps_its_instant(tmp_path: Path) -> No
     C's slice, which readers merge with the slice being compacted."""
     from hudi_ds.table.fs_view import FileSystemView
     from hudi_ds.timeline.instant import Instant, State, new_instant_time
-    from hudi_ds.timeline.metadata import CompactionOperation, CompactionPlan
+    from hudi_ds.timeline.plans import CompactionOperation, CompactionPlan
     from hudi_ds.timeline.view import TableState
 
     path = tmp_path / "t"

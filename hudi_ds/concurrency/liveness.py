@@ -38,8 +38,8 @@ import socket
 from dataclasses import asdict, dataclass
 from functools import cache
 
+from hudi_ds.concurrency.heartbeat import HEARTBEAT_DIR, Periodic, beat_once, heartbeat_expired
 from hudi_ds.storage import Storage
-from hudi_ds.write.lock import HEARTBEAT_DIR, Periodic, beat_once, heartbeat_expired
 
 log = logging.getLogger("hudi_ds.write")
 

@@ -1,4 +1,4 @@
-"""Hudi's bloom filter footer of base files (hudi_ds/layout/bloom.py).
+"""Hudi's bloom filter footer of base files (hudi_ds/layout/bloom_filter.py).
 
 The decoder and the hash below are the test's own, written from the format's description
 (hudi-common ``org.apache.hudi.common.bloom``: ``InternalFilter.write``,
@@ -27,7 +27,7 @@ import pytest
 import hudi_ds
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, CorruptFileError
-from hudi_ds.layout.bloom import (
+from hudi_ds.layout.bloom_filter import (
     BLOOM_FILTER_FOOTER,
     BLOOM_FILTER_TYPE_CODE_FOOTER,
     BloomFilter,
