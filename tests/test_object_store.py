@@ -4,6 +4,7 @@ hudi-rs with the same storage options."""
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import socket
 import threading
@@ -515,37 +516,38 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
     moto_s3: MotoServer, s3_uri: str
 ) -> None:
     """Three writers take the lock 8 times each (one of them dies holding it once, so the others
-    must take over its expired lock): the history of holders never overlaps."""
+    must take over its expired lock): no two holdings overlap while both are within their
+    leases.
+
+    A lease lock promises that much and no more: a holder stalled past its lease (a loaded
+    machine stalls a thread for seconds, and its heartbeat with it) may be taken over, which is
+    why a commit is fenced by ``held_until``/``confirm``. So each holding counts from its
+    ``acquire`` to its release or to the end of its lease (``held_until``), whichever is first,
+    all on one monotonic clock (the writers are threads of this process)."""
     import time
 
     from hudi_ds.concurrency.file_system_lock import FileSystemLock
 
     s = _storage(moto_s3, s3_uri)
-    history: list[tuple[str, str]] = []
+    holdings: list[tuple[str, float, float]] = []  # owner, taken, held until
     guard = threading.Lock()
-    holders = [0]
     errors: list[str] = []
 
     def writer(i: int) -> None:
         try:
-            holdings(i)
+            take_turns(i)
         except BaseException as e:  # reported by the test, with what it was
             errors.append(f"writer {i}: {type(e).__name__}: {e}")
 
-    def holdings(i: int) -> None:
-        # the lease (renewed every 0.5 s by the holder's heartbeat) outlasts any stall of a
-        # live holder (a loaded CI machine stalled one for over 1 s)
+    def take_turns(i: int) -> None:
         lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=20, retries=1500)
         for n in range(8):
             lock.acquire()
-            with guard:
-                holders[0] += 1
-                history.append(("in", lock.owner))
-                assert holders[0] == 1, f"two holders: {history[-4:]}"
+            taken = time.monotonic()
             time.sleep(0.02)
+            until = min(time.monotonic(), lock.held_until())
             with guard:
-                holders[0] -= 1
-                history.append(("out", lock.owner))
+                holdings.append((lock.owner, taken, until))
             if i == 0 and n == 3:  # dies holding it: its heartbeat stops, the lock expires
                 assert lock._heart is not None
                 lock._heart.stop()
@@ -561,10 +563,12 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
     for t in threads:
         t.join()
     assert not errors, errors
-    assert len(history) == 48
-    assert all(
-        history[k][0] == "in" and history[k + 1] == ("out", history[k][1]) for k in range(0, 48, 2)
-    )
+    assert len(holdings) == 24
+    holdings.sort(key=lambda h: h[1])
+    for (owner, _, until), (next_owner, taken, _) in itertools.pairwise(holdings):
+        assert taken >= until, (
+            f"two holders: {owner} held it until {until}, {next_owner} took it at {taken}"
+        )
 
 
 # -- fault injection ------------------------------------------------------------------------------
