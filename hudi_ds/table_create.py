@@ -64,12 +64,11 @@ class NewTable:
         hive_style: ``field=value`` partition folders.
         url_encode: partition values URL-encoded.
         complex_key: record keys are ``f1:v1,f2:v2`` (the complex key generator).
-        num_buckets: the bucket index's bucket count.
-        hash_fields: the bucket index's hash fields.
+        index_properties: the index entries (``hoodie.index.type`` and a bucket index's
+            layout: ``Index.table_properties``).
         ordering_field: the ordering (precombine) field, if any.
         database_name: ``hoodie.database.name``, if any.
         merge_properties: the merge entries (``MergeSpec.table_properties``).
-        index_type: ``hoodie.index.type``; a non-bucket table records no bucket layout.
         populate_meta_fields: ``hoodie.populate.meta.fields`` (False: virtual keys).
         table_version: ``hoodie.table.version``: 6, 8 or 9.
     """
@@ -81,12 +80,10 @@ class NewTable:
     hive_style: bool
     url_encode: bool
     complex_key: bool
-    num_buckets: int
-    hash_fields: tuple[str, ...]
+    index_properties: Mapping[str, str]
     ordering_field: str | None = None
     database_name: str | None = None
     merge_properties: Mapping[str, str] = field(default_factory=dict)
-    index_type: str = "BUCKET"
     populate_meta_fields: bool = True
     table_version: int = 6
 
@@ -159,18 +156,9 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
     props.update(
         [
             c.CREATE_SCHEMA.entry(avro_schema_json(table_avro_schema(data, table.table_name))),
-            c.INDEX_TYPE.entry(table.index_type),
         ]
     )
-    if table.index_type == "BUCKET":
-        # the bucket layout is a property of the table: persisted so that every later
-        # writer (and key lookups on read) use the same one; Java ignores these keys
-        props.update(
-            [
-                c.BUCKET_INDEX_NUM_BUCKETS.entry(table.num_buckets),
-                c.BUCKET_INDEX_HASH_FIELD.entry(table.hash_fields),
-            ]
-        )
+    props.update(table.index_properties)
     if table.database_name:
         props.update([c.DATABASE_NAME.entry(table.database_name)])
     if table.ordering_field:

@@ -14,6 +14,7 @@ import hudi_ds
 from hudi_ds.errors import ConfigError, CorruptFileError, TableExistsError, TableNotFoundError
 from hudi_ds.faults import ENV as CRASH_ENV
 from hudi_ds.faults import EXIT_CODE
+from hudi_ds.index import BucketLayout, Index, IndexType
 from hudi_ds.schema import with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import (
@@ -125,8 +126,7 @@ NEW = NewTable(
     hive_style=True,
     url_encode=False,
     complex_key=True,
-    num_buckets=4,
-    hash_fields=("id",),
+    index_properties=Index(IndexType.BUCKET, BucketLayout(4, ("id",))).table_properties(),
     ordering_field="ts",
     database_name="db",
     merge_properties={"hoodie.compaction.payload.class": "P"},

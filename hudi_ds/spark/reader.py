@@ -47,6 +47,7 @@ from pyspark.sql.types import StructType
 
 from hudi_ds.config import Options, ReadConfig, all_scopes, properties_of
 from hudi_ds.errors import ConfigError, HudiError
+from hudi_ds.index import records_another_index
 from hudi_ds.index.bucket import (
     HASH_FIELD_KEY,
     NUM_BUCKETS_KEY,
@@ -62,7 +63,6 @@ from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
 from hudi_ds.table.filters import filter_expression
 from hudi_ds.table.table import ReadableTable, ReadPlan
-from hudi_ds.table_config import TableConfig
 from hudi_ds.write.operation import OPERATION_OPTION_KEYS
 
 HudiFilter = tuple[str, str, Any]
@@ -266,8 +266,7 @@ def bucket_config(table: ReadableTable, options: Mapping[str, str]) -> tuple[int
     Raises:
         ConfigError: an invalid value.
     """
-    recorded_index = table.config.get(TableConfig.INDEX_TYPE)
-    if recorded_index and recorded_index.upper() != "BUCKET":
+    if records_another_index(table.config):
         return None  # a table hudi_ds created with another index: fileIds are not buckets
     raw = options.get(NUM_BUCKETS_KEY) or table.config.get(NUM_BUCKETS_KEY)
     if raw is None:

@@ -223,7 +223,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
             run_post_commit_services, async_compactor=start_compactor, datasource=True
         )
         state_key = SparkConfig.STREAMING_STATE_INDEX
-        if opt.get(connector, state_key) and job.client.resolved.index_type == "BUCKET":
+        if opt.get(connector, state_key) and job.client.resolved.index.routes_by_hash:
             raise ConfigError(
                 f"'{state_key.key}'=true: the table at {job.client.storage.base_uri} uses the "
                 "BUCKET index (hoodie.index.type), which locates keys by hash; the state index "

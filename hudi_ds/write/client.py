@@ -324,12 +324,10 @@ class WriteClient:
             hive_style=r.hive_style,
             url_encode=r.url_encode,
             complex_key=r.complex_key,
-            num_buckets=r.num_buckets,
-            hash_fields=tuple(r.hash_fields),
             ordering_field=r.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
             merge_properties=r.merge_spec.table_properties(version),
-            index_type=r.index_type,
+            index_properties=r.index.table_properties(),
             populate_meta_fields=r.populate_meta_fields,
             table_version=version,
         )
@@ -439,13 +437,14 @@ class WriteClient:
         # listed but not yet visible, never visible but unlisted ("missing")
         vis = state.visibility() if r.table_type == "COPY_ON_WRITE" else None
         timeline = state.timeline  # (loaded before the listing, if it was not yet)
-        if r.index_type == "BUCKET":
+        bucket = r.index.bucket
+        if bucket is not None:
             view = check_bucket_layout(
-                self.storage, state.config, r.num_buckets, list(r.hash_fields)
+                self.storage, state.config, bucket.num_buckets, list(bucket.hash_fields)
             )
         elif vis is not None:
             view = FileSystemView(self.storage, state.config)
-        if r.index_type == "BUCKET" or vis is not None:
+        if bucket is not None or vis is not None:
             # listed after this timeline was loaded: the instant's task may use the listing
             # if its plan sees the same timeline (see _start_locked)
             self._checked_view = (timeline, view)

@@ -58,7 +58,7 @@ def resolve_conflicts(
         theirs = {(p, s.file_id) for p, st in md.partition_to_write_stats.items() for s in st}
         replaced = {(p, f) for p, fs in md.partition_to_replace_file_ids.items() for f in fs}
         clash = (ours & replaced) or (exclusive and ours & theirs)
-        if plan.options.index_type == "BUCKET":
+        if plan.options.index.routes_by_hash:
             # two writers creating a file group for one bucket (file ids differ)
             for p, f in theirs:
                 if f and f[:8].isdigit():
@@ -141,7 +141,7 @@ def _rehome_logs(
     mine = {s.path for s in statuses}
     top: dict[tuple[str, str, str], int] = {}
     live: dict[tuple[str, int], FileSlice] = {}
-    bucketed = plan.options.index_type == "BUCKET"  # new file groups of one bucket: joined
+    bucketed = plan.options.index.routes_by_hash  # new file groups of one bucket: joined
     for p in {s.partition_path for s in statuses if s.kind == "append"}:
         for g in view.file_groups(p):
             for lf in g.log_files:

@@ -208,7 +208,7 @@ def merge_staged(
     moved: dict[tuple[str, str], tuple[pa.Table, pa.Table]] = {}
     dropped: dict[str, pa.Array] = {}
     new_groups = {(p, fid) for (p, _), fid in packed.items()}
-    if plan.options.is_global_index and packed:
+    if plan.options.index.is_global and packed:
         moved, dropped = _combine_across_partitions(storage, plan, staged, packed, dschema)
 
     def merge_group(part: str, fid: str, group: list[WriteStatus]) -> WriteStatus | None:

@@ -17,12 +17,11 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.config import ConfigProperty, Options, WriteConfig
+from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, HudiError, UnsupportedError
-from hudi_ds.index.bucket import NUM_BUCKETS_KEY, validate_hash_fields, validate_num_buckets
+from hudi_ds.index.core import Index, latest_write_stats
 from hudi_ds.keygen import TimestampSpec
 from hudi_ds.layout.bloom import BloomFilterSpec
-from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.merge.modes import (
     MergeSpec,
     check_same_spec,
@@ -64,8 +63,6 @@ _KEY_GENERATORS = {
     "TimestampBasedAvroKeyGenerator": "TIMESTAMP",
 }
 _JAVA_NAMES = sorted(k for k in _KEY_GENERATORS if "Avro" not in k)
-#: bucket ids above this are taken for a random UUID prefix, not a bucket (see _index_type)
-_MAX_DETECTED_BUCKET = 1 << 16
 #: Hudi 0.14's auto-generated record keys: ``<instant time>_<task partition>_<row>``
 #: (``HoodieRecord.generateSequenceId``, ``AutoRecordKeyGenerationUtils``)
 _AUTO_KEY = re.compile(r"^(?P<instant>\d{14,17})_\d+_\d+$")
@@ -80,7 +77,6 @@ class ResolvedOptions:
         table_name, table_type, record_key_fields, partition_fields, hive_style, url_encode,
             ordering_field, complex_key: the table's (or, for a new table, the options').
         merge_spec: the table's merger (merge mode, payload or merger classes).
-        num_buckets, hash_fields: the bucket index layout.
         block_format, codec: log data block format, Parquet compression codec.
         task_budget_bytes, handle_budget_bytes: memory of a task's handles, of one handle.
         set_null_for_missing: ``hoodie.write.set.null.for.missing.columns``.
@@ -90,11 +86,8 @@ class ResolvedOptions:
         populate_meta_fields: the files carry meta column values (``hoodie.populate.meta.fields``;
             False: Hudi's virtual keys -- the meta columns are written null, except
             ``_hoodie_file_name`` in base files, and keys are built from the key fields).
-        index_type: ``BUCKET``, ``SIMPLE``, ``GLOBAL_SIMPLE``, ``BLOOM`` or ``GLOBAL_BLOOM``
-            (``hoodie.index.type``; an existing table's own index).
-        update_partition_path: global indexes: a key arriving with another partition moves
-            (``hoodie.{simple,bloom}.index.update.partition.path``, and the table partitioned).
-        prune_by_ranges: BLOOM: prune candidate files by their min/max record key.
+        index: the record index (``hoodie.index.type``; an existing table's own index), its
+            bucket layout and lookup settings.
         small_file_limit, max_file_size: file sizing of non-bucket indexes
             (``hoodie.parquet.small.file.limit`` / ``.max.file.size``, bytes).
         record_size_estimate, record_size_threshold: the average record size assumed, and the
@@ -119,8 +112,6 @@ class ResolvedOptions:
     ordering_field: str | None
     merge_spec: MergeSpec
     complex_key: bool
-    num_buckets: int
-    hash_fields: tuple[str, ...]
     block_format: str
     codec: str
     task_budget_bytes: int
@@ -128,9 +119,7 @@ class ResolvedOptions:
     set_null_for_missing: bool
     spill_dir: str | None
     bloom: BloomFilterSpec | None
-    index_type: str = "BUCKET"
-    update_partition_path: bool = True
-    prune_by_ranges: bool = True
+    index: Index
     small_file_limit: int = 104857600
     max_file_size: int = 125829120
     record_size_estimate: int = 1024
@@ -142,11 +131,6 @@ class ResolvedOptions:
     populate_meta_fields: bool = True
     bucket_base_files: bool = False
     write_threads: int | None = None
-
-    @property
-    def is_global_index(self) -> bool:
-        """Whether keys are unique across partitions (``GLOBAL_SIMPLE``, ``GLOBAL_BLOOM``)."""
-        return self.index_type.startswith("GLOBAL_")
 
     @property
     def merge_mode(self) -> str:
@@ -249,39 +233,13 @@ def resolve_options(
             # Hudi 1.x tables merge by their merge mode (a payload class only picks it)
             merge_spec = dataclasses.replace(merge_spec, by_payload=False)
         complex_key = _new_table_complex_key(o, keys, parts)
-    stored = config.props.get(NUM_BUCKETS_KEY) if config is not None else None
-    asked = o.get(WriteConfig.NUM_BUCKETS)
-    if stored is not None and o.is_set(WriteConfig.NUM_BUCKETS) and int(stored) != asked:
-        raise ConfigError(
-            f"option '{NUM_BUCKETS_KEY}'={asked} contradicts the table's {stored} buckets "
-            "(fixed when the table was created)"
-        )
-    num_buckets = validate_num_buckets(int(stored) if stored is not None else asked)
-    hash_fields = (
-        tuple(validate_hash_fields(o.get(WriteConfig.HASH_FIELD), list(keys))) if keys else ()
-    )
-    index_type = _index_type(o, config, table)
-    warn_unused_index_options(o, index_type)
-    if (
-        index_type == "BUCKET"
-        and config is not None
-        and stored is None
-        and not o.is_set(WriteConfig.NUM_BUCKETS)
-    ):
-        raise ConfigError(
-            f"option '{NUM_BUCKETS_KEY}' is required: the table at {base_uri} uses the bucket "
-            "index (its fileIds are bucket ids) and does not record its bucket count"
-        )
+    index = Index.resolve(o, config, keys, bool(parts), table, base_uri)
+    index.warn_unused_options(o)
     # Java HoodieFileWriterFactory.enableBloomFilter: no key footers without meta fields
     meta_fields = (
         config.populate_meta_fields
         if config is not None
         else bool(o.get(WriteConfig.POPULATE_META_FIELDS))
-    )
-    update_prop = (
-        WriteConfig.BLOOM_UPDATE_PARTITION_PATH
-        if index_type == "GLOBAL_BLOOM"
-        else WriteConfig.SIMPLE_UPDATE_PARTITION_PATH
     )
     return ResolvedOptions(
         operation=operation,
@@ -294,8 +252,6 @@ def resolve_options(
         ordering_field=ordering,
         merge_spec=merge_spec,
         complex_key=complex_key,
-        num_buckets=num_buckets,
-        hash_fields=hash_fields,
         block_format=o.get(WriteConfig.LOG_BLOCK_FORMAT),
         codec=o.get(WriteConfig.PARQUET_CODEC),
         task_budget_bytes=int(o.get(WriteConfig.TASK_MAX_SIZE_MB) * MB),
@@ -305,10 +261,7 @@ def resolve_options(
         set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
         spill_dir=o.get(WriteConfig.SPILLABLE_MAP_PATH) or None,
         bloom=BloomFilterSpec.of(o) if meta_fields else None,
-        index_type=index_type,
-        # Java HoodieIndexUtils: shouldUpdatePartitionPath = option && table is partitioned
-        update_partition_path=bool(o.get(update_prop)) and bool(parts),
-        prune_by_ranges=o.get(WriteConfig.BLOOM_PRUNE_BY_RANGES),
+        index=index,
         small_file_limit=o.get(WriteConfig.SMALL_FILE_LIMIT),
         max_file_size=o.get(WriteConfig.MAX_FILE_SIZE),
         record_size_estimate=o.get(WriteConfig.RECORD_SIZE_ESTIMATE),
@@ -318,13 +271,13 @@ def resolve_options(
         small_file_candidates=o.get(WriteConfig.SMALL_FILE_GROUP_CANDIDATES),
         timestamp=timestamp,
         populate_meta_fields=meta_fields,
-        bucket_base_files=_bucket_base_files(o, config, index_type, table_type),
+        bucket_base_files=_bucket_base_files(o, config, index, table_type),
         write_threads=o.get(WriteConfig.WRITE_TASKS),
     )
 
 
 def _bucket_base_files(
-    o: Options, config: TableConfig | None, index_type: str, table_type: str
+    o: Options, config: TableConfig | None, index: Index, table_type: str
 ) -> bool:
     """Whether new buckets of a MERGE_ON_READ bucket-index write start with a base file.
 
@@ -339,7 +292,7 @@ def _bucket_base_files(
     index logs (``super.handleInsert``: a ``HoodieCreateHandle``); later writes append logs.
     Version 6 tables and tables without a metadata table keep Java's log-only file groups.
     """
-    if index_type != "BUCKET" or table_type != "MERGE_ON_READ":
+    if not index.can_index_log_files or table_type != "MERGE_ON_READ":
         return False
     version = config.table_version if config is not None else o.get(WriteConfig.WRITE_TABLE_VERSION)
     if version < 8:
@@ -424,8 +377,8 @@ def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
         why = "its merge mode is CUSTOM"
     elif b is not None and b.partial != "NONE":
         why = f"it merges with partial update mode {b.partial} ({b.payload_class})"
-    elif resolved.index_type.startswith("GLOBAL_"):
-        why = f"it uses the global index {resolved.index_type}"
+    elif resolved.index.is_global:
+        why = f"it uses the global index {resolved.index.type.value}"
     if why is not None:
         raise ConfigError(
             f"option '{WriteConfig.PARTIAL_UPDATES.key}'=true: the version-{table_version} "
@@ -625,23 +578,13 @@ def _partition_fields(o: Options, cfg: TableConfig, base_uri: str) -> tuple[str,
     return tuple(f.split(":")[0] for f in asked)
 
 
-def _latest_stats(table: TableState, limit: int = 5) -> list[Any]:
-    """Write stats of the latest completed commits that wrote files (at most ``limit``)."""
-    tl = table.timeline
-    for instant in reversed(list(tl.commits())[-limit:]):
-        stats = [s for s in tl.read_commit_metadata(instant).write_stats() if s.file_id]
-        if stats:
-            return stats
-    return []
-
-
 def _auto_generated_key(table: TableState) -> str | None:
     """A record key of the table when its keys are Hudi's auto-generated ones, else None.
 
     Reads the commit time and record key columns of one base file of the latest commit: every
     key is ``<its commit time>_<task>_<row>`` in a table written with auto-generated keys.
     """
-    for stat in _latest_stats(table):
+    for stat in latest_write_stats(table):
         if not stat.path or not stat.path.endswith(".parquet"):
             continue
         try:
@@ -669,90 +612,6 @@ def _auto_generated_key(table: TableState) -> str | None:
             return str(keys[0].as_py())
         return None
     return None
-
-
-#: options that only some indexes use: index types -> the options they use
-_NON_BUCKET = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM")
-_INDEX_ONLY_OPTIONS: dict[ConfigProperty[Any], tuple[str, ...]] = {
-    WriteConfig.SIMPLE_UPDATE_PARTITION_PATH: ("GLOBAL_SIMPLE",),
-    WriteConfig.BLOOM_UPDATE_PARTITION_PATH: ("GLOBAL_BLOOM",),
-    WriteConfig.BLOOM_PRUNE_BY_RANGES: ("BLOOM", "GLOBAL_BLOOM"),
-    WriteConfig.SMALL_FILE_LIMIT: _NON_BUCKET,
-    WriteConfig.MAX_FILE_SIZE: _NON_BUCKET,
-    WriteConfig.RECORD_SIZE_ESTIMATE: _NON_BUCKET,
-    WriteConfig.RECORD_SIZE_ESTIMATION_THRESHOLD: _NON_BUCKET,
-    WriteConfig.INSERT_SPLIT_SIZE: _NON_BUCKET,
-    WriteConfig.INSERT_AUTO_SPLIT: _NON_BUCKET,
-    WriteConfig.SMALL_FILE_GROUP_CANDIDATES: _NON_BUCKET,
-}
-
-
-def warn_unused_index_options(o: Options, index_type: str) -> list[str]:
-    """Warn about each set option the write's index does not use (nothing is silent: e.g.
-    ``hoodie.parquet.max.file.size`` under the BUCKET index, whose file groups are fixed).
-
-    Returns:
-        The keys warned about.
-    """
-    unused = [
-        (p, users)
-        for p, users in _INDEX_ONLY_OPTIONS.items()
-        if o.is_set(p) and index_type not in users
-    ]
-    for p, users in unused:
-        log.warning(
-            "option '%s' has no effect: the write uses hoodie.index.type=%s (it applies to %s)",
-            p.key,
-            index_type,
-            ", ".join(users),
-        )
-    return [p.key for p, _ in unused]
-
-
-def _index_type(o: Options, config: TableConfig | None, table: TableState | None = None) -> str:
-    """The write's index: a new table's option; an existing table's own.
-
-    An existing table's index is its recorded ``hoodie.index.type`` (tables hudi_ds creates),
-    else the bucket index when it records a bucket count or the fileIds of its latest commit
-    are all bucket fileIds (Java's Spark bucket index records neither: ``%08d`` bucket id
-    prefixes, taken for bucket ids below 65536 -- a random UUID prefix is all digits and that
-    small with a chance of about 1.5e-5), else Hudi's Spark default, SIMPLE.
-
-    Raises:
-        ConfigError: the option asks for the bucket index on a table that has another one, or
-            the other way round (the two place keys incompatibly), or a global index on a table
-            hudi_ds created with a non-global one (or the other way round: one keeps keys
-            unique per partition, the other across partitions).
-    """
-    asked = o.get(WriteConfig.INDEX_TYPE)
-    if config is None:
-        return asked
-    recorded = config.get(TableConfig.INDEX_TYPE)
-    if recorded:
-        current = recorded.upper()
-        why = f"recorded in hoodie.properties ({TableConfig.INDEX_TYPE.key})"
-    elif config.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS) is not None:
-        current, why = "BUCKET", f"it records {TableConfig.BUCKET_INDEX_NUM_BUCKETS.key}"
-    elif table is not None and _has_bucket_file_ids(table):
-        current, why = "BUCKET", "its fileIds are bucket-index fileIds"
-    else:
-        current, why = "SIMPLE", "not recorded: Hudi's Spark default"
-    if not o.is_set(WriteConfig.INDEX_TYPE):
-        return current
-    if (asked == "BUCKET") != (current == "BUCKET") or (
-        recorded and asked.startswith("GLOBAL_") != current.startswith("GLOBAL_")
-    ):
-        raise ConfigError(
-            f"option 'hoodie.index.type'={asked!r} contradicts the existing table, whose index "
-            f"is {current!r} ({why})"
-        )
-    return asked
-
-
-def _has_bucket_file_ids(table: TableState) -> bool:
-    ids = [s.file_id for s in _latest_stats(table)]
-    buckets = [bucket_id_of(f) for f in ids]
-    return bool(ids) and all(b is not None and b < _MAX_DETECTED_BUCKET for b in buckets)
 
 
 def _check_against_table(o: Options, cfg: TableConfig) -> None:

@@ -123,7 +123,7 @@ def build_plan(
     data = pa.schema([f for f in schema if f.name not in META_FIELDS])
     avg = options.record_size_estimate
     clustering: frozenset[tuple[str, str]] = frozenset()
-    if options.index_type != "BUCKET":
+    if not options.index.routes_by_hash:
         avg = average_record_size(
             timeline,
             options.record_size_estimate,

@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.index import KeyCache, lookup_of
-from hudi_ds.index.bucket import bucket_ids_from_record_keys, new_bucket_file_id
+from hudi_ds.index import KeyCache
+from hudi_ds.index.bucket import new_bucket_file_id
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.merge.engine import DataPart, merge_versions
@@ -82,13 +82,14 @@ class Tagger:
         exclusive: the only writer task of the instant (the embedded API); False for the tasks
             of a Spark write (see :meth:`tag` for what non-exclusive tasks may not do).
         lookup: the index lookup of a non-bucket index (default: the table's,
-            :func:`hudi_ds.index.lookup_of`, with a key cache so that the task's batches read each
-            candidate file once); a long-lived writer passes its state index.
+            :meth:`hudi_ds.index.Index.lookup`, with a key cache so that the task's batches read
+            each candidate file once); a long-lived writer passes its state index.
         appends_to_log: whether the task's updates of a file group ``(partition, file id)``
             already go to a log file (such a file group takes no inserts).
 
     Attributes:
         workload: the task's :class:`~hudi_ds.write.workload.WorkloadProfile`.
+        index: the write's index (:class:`~hudi_ds.index.Index`).
         bucketed: the table has a bucket index (rows are routed by the hash of their key).
         slotted: the new keys go to insert slots (a tagging write of a non-exclusive task).
         rewrites: the MERGE_ON_READ small files taking inserts, rewritten by a merge handle (a
@@ -112,12 +113,13 @@ class Tagger:
         self.exclusive = exclusive
         self._appends_to_log = appends_to_log
         self.workload = WorkloadProfile()
-        self.bucketed = o.index_type == "BUCKET"
+        self.index = index = o.index
+        self.bucketed = index.routes_by_hash
         self.lookup: Lookup | None = None
         self._key_cache = KeyCache()
         if not self.bucketed:
             # one key cache per task: its batches' lookups read each candidate file once
-            self.lookup = lookup if lookup is not None else lookup_of(o.index_type, self._key_cache)
+            self.lookup = lookup if lookup is not None else index.lookup(self._key_cache)
         # file groups (partition, file id) by target number, stable for the task's life
         self._targets: list[tuple[str, str]] = []
         self._target_ids: dict[tuple[str, str], int] = {}
@@ -246,6 +248,7 @@ class Tagger:
         whose bucket has no file group is dropped, as ``HoodieDeleteHelper`` drops untagged
         deletes (the table cannot hold the key; no empty file group is created for it)."""
         o = self.options
+        layout = self.index.layout
         drop_untagged = self.plan.operation.rows is Rows.DELETES
         out: list[np.ndarray] = []
         for rows in (data, dels):
@@ -254,18 +257,16 @@ class Tagger:
                 continue
             keys = rows.column(RECORD_KEY_METADATA_FIELD)
             parts = string_array(rows.column(PARTITION_PATH_METADATA_FIELD))
-            buckets = bucket_ids_from_record_keys(
-                keys, list(o.hash_fields), o.num_buckets, o.complex_key
-            )
+            buckets = layout.bucket_ids(keys, o.complex_key)
             enc = pc.dictionary_encode(parts)
             pidx = np.asarray(enc.indices, dtype=np.int64)
             names = enc.dictionary.to_pylist()
-            group = pidx * o.num_buckets + buckets.astype(np.int64)
+            group = pidx * layout.num_buckets + buckets.astype(np.int64)
             uniq, inverse = np.unique(group, return_inverse=True)
             counts = np.bincount(inverse.reshape(-1), minlength=len(uniq))
             ids = np.empty(len(uniq), np.int64)
             for i, g in enumerate(uniq.tolist()):
-                partition, bucket = names[g // o.num_buckets], g % o.num_buckets
+                partition, bucket = names[g // layout.num_buckets], g % layout.num_buckets
                 file_id, base = self._bucket_location(partition, bucket)
                 n = int(counts[i])
                 if base is not None:
@@ -301,24 +302,24 @@ class Tagger:
             complex_key=o.complex_key,
             meta_fields=self.plan.table_config.populate_meta_fields,
             # SIMPLE / BLOOM index base files only (Java canIndexLogFiles() = false): inserts
-            # never go to logs alone under these indexes (new file groups get base files)
-            read_logs=False,
-            prune_by_ranges=o.prune_by_ranges,
+            # never go to logs alone under these indexes (new file groups get base files), so
+            # their lookups read no logs
+            read_logs=self.index.can_index_log_files,
+            prune_by_ranges=self.index.prune_by_ranges,
         )
 
     def _candidate_slices(self, parts: pa.Array) -> list[FileSlice]:
         """The latest slices a lookup searches: of the touched partitions, or of every
         partition for a global index (each partition listed once per task)."""
-        if self.options.is_global_index:
-            names = self.files.partitions()
-        else:
-            names = pc.unique(parts).to_pylist()
+        global_ = self.index.is_global
+        names = self.files.partitions() if global_ else pc.unique(parts).to_pylist()
         return [s for p in names for s in self.files.by_file_id(p).values()]
 
     def _tag_located(self, data: pa.Table, dels: pa.Table) -> Tagged:
         o = self.options
+        glob = self.index.is_global
         op = self.plan.operation
-        if o.is_global_index:
+        if glob:
             # Java de-duplicates a global index's input by record key alone before tagging
             # (HoodieWriteHelper.deduplicateRecords): one version per key, whatever partition
             # the others name. Across the batches of a task, later versions of a key join the
@@ -343,29 +344,29 @@ class Tagger:
                 self.storage,
                 self._candidate_slices(parts),
                 keys,
-                None if o.is_global_index else parts,
+                self.index.lookup_partitions(parts),
                 self._lookup_spec(),
             )
             grp = np.asarray(loc.group, dtype=np.int64)
             found = grp >= 0
-            if o.is_global_index:  # a global index compares and moves partitions by name
+            if glob:  # a global index compares and moves partitions by name
                 fid = string_array(loc.file_id).fill_null("")
                 fpart = string_array(loc.partition).fill_null("")
                 finst = string_array(loc.instant).fill_null("")
             # -- updates
             dfound = found[:nd]
             again = np.zeros(nd, dtype=bool)
-            if o.is_global_index and nd and self._new_keys:
+            if glob and nd and self._new_keys:
                 # a key this task already moved to another partition joins its moved version
                 # (Java de-duplicates a global write's input by key before tagging)
                 again = dfound & (self._remembered(dkeys, dparts) >= 0)
                 dfound = dfound & ~again
-            if o.is_global_index and nd:
+            if glob and nd:
                 other = dfound & ~np.asarray(
                     pc.equal(fpart.slice(0, nd), dparts).fill_null(False), dtype=bool
                 )
                 if other.any():
-                    if o.update_partition_path:
+                    if self.index.update_partition_path:
                         # HoodieIndexUtils.mergeForPartitionUpdatesIfNeeded (below)
                         moving = other
                         dfound = dfound & ~other
@@ -376,13 +377,13 @@ class Tagger:
             upd = np.flatnonzero(dfound)
             if len(upd):
                 data_t[upd] = self._tag_groups(grp[upd], loc)
-                if o.is_global_index:
+                if glob:
                     sel = pa.array(upd)
                     self._remember(dkeys.take(sel), fpart.take(sel), data_t[upd])
             inserts = ~found[:nd] | again  # moving keys are handled below
             # -- deletes: at the key's location; a key the table does not hold is dropped
             xf = found[nd:].copy()
-            if o.is_global_index and dels.num_rows and self._new_keys:
+            if glob and dels.num_rows and self._new_keys:
                 # a key this task wrote elsewhere is deleted where this task put it
                 rem = self._remembered(xkeys, xparts)
                 took = rem >= 0
@@ -395,7 +396,7 @@ class Tagger:
                     xf &= ~took
             hit = np.flatnonzero(xf)
             if len(hit):
-                if o.is_global_index:
+                if glob:
                     dels = _set_partitions(dels, xf, fpart.slice(nd))
                 # a tagged delete is an update of its file group in Java's workload profile
                 del_t[hit] = self._tag_groups(grp[hit + nd], loc)
@@ -450,7 +451,7 @@ class Tagger:
 
     def _match(self, keys: pa.Array, parts: pa.Array) -> pa.Array:
         """What identifies a new key: the key (global index) or partition and key."""
-        if self.options.is_global_index:
+        if self.index.is_global:
             return keys
         return pc.binary_join_element_wise(parts, keys, "\x00")
 
@@ -497,12 +498,11 @@ class Tagger:
         """Targets of the insert rows ``rows`` of ``data``: the file group a key went to
         earlier in this task, else the :class:`InsertAssigner`'s (distinct keys in input
         order, contiguously per bucket: see :func:`~hudi_ds.write.assigner.place`)."""
-        o = self.options
         sel = pa.array(rows)
         keys = string_array(data.column(RECORD_KEY_METADATA_FIELD)).take(sel)
         parts = string_array(data.column(PARTITION_PATH_METADATA_FIELD)).take(sel)
         before = self._remembered(keys, parts)
-        if o.is_global_index and (before >= 0).any():
+        if self.index.is_global and (before >= 0).any():
             # a later version of a new key joins its first version's file group (and partition)
             again = np.zeros(data.num_rows, dtype=bool)
             again[rows[before >= 0]] = True

@@ -88,7 +88,7 @@ class TaskWriter:
             of a Spark write (see :meth:`Tagger.tag <hudi_ds.write.tagger.Tagger.tag>` for what
             non-exclusive tasks may not do).
         lookup: the index lookup of a non-bucket index (default: the table's,
-            :func:`hudi_ds.index.lookup_of`); a long-lived writer passes its state index.
+            :meth:`hudi_ds.index.Index.lookup`); a long-lived writer passes its state index.
         track_keys: the merge handles report the keys each new base file adds and drops
             (:attr:`HandleContext.track_keys <hudi_ds.write.handles.HandleContext.track_keys>`).
         view: a listing of the table's partitions the driver made for this instant (see

@@ -212,7 +212,7 @@ def test_options_the_index_does_not_use_are_warned_about(
     )
     with caplog.at_level("WARNING", logger="hudi_ds.write"):
         resolved = resolve_options(o, None)
-    assert resolved.index_type == index
+    assert resolved.index.type == index
     warned = sorted(
         r.args[0] for r in caplog.records if "has no effect" in r.getMessage() and r.args
     )
