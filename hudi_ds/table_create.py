@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from hudi_ds.errors import ConfigError, TableExistsError
+from hudi_ds.keygen import KeyGeneratorType
 from hudi_ds.schema import META_FIELDS, avro_schema_json, table_avro_schema
 from hudi_ds.storage import Storage
-from hudi_ds.table_config import PROPS_FILE, TableConfig
+from hudi_ds.table_config import PROPS_FILE, TableConfig, TableType
 
 #: The folders of a new table's ``.hoodie`` (``HoodieTableMetaClient.initTable``), both
 #: timeline layouts; :func:`table_folders` adds the timeline's own.
@@ -35,12 +36,6 @@ TABLE_FOLDERS = (
     ".hoodie/.aux/.bootstrap/.partitions",
     ".hoodie/.aux/.bootstrap/.fileids",
 )
-#: the key generator types Hudi 1.x records (``hoodie.table.keygenerator.type``)
-_KEYGEN_TYPES = {
-    "NonpartitionedKeyGenerator": "NON_PARTITION",
-    "ComplexKeyGenerator": "COMPLEX",
-    "SimpleKeyGenerator": "SIMPLE",
-}
 
 
 def table_folders(table_version: int) -> tuple[str, ...]:
@@ -74,7 +69,7 @@ class NewTable:
     """
 
     table_name: str
-    table_type: str
+    table_type: TableType
     record_key_fields: tuple[str, ...]
     partition_fields: tuple[str, ...]
     hive_style: bool
@@ -88,18 +83,16 @@ class NewTable:
     table_version: int = 6
 
     @property
-    def keygen_class(self) -> str:
-        """The key generator Java writers use for these keys (``org.apache.hudi.keygen.*``)."""
+    def key_generator(self) -> KeyGeneratorType:
+        """The key generator Java writers use for these keys."""
         if not self.partition_fields:
-            name = "NonpartitionedKeyGenerator"
-        else:
-            name = "ComplexKeyGenerator" if self.complex_key else "SimpleKeyGenerator"
-        return "org.apache.hudi.keygen." + name
+            return KeyGeneratorType.NON_PARTITION
+        return KeyGeneratorType.COMPLEX if self.complex_key else KeyGeneratorType.SIMPLE
 
     @property
-    def keygen_type(self) -> str:
-        """The key generator type Hudi 1.x records (``SIMPLE``, ``COMPLEX``, ``NON_PARTITION``)."""
-        return _KEYGEN_TYPES[self.keygen_class.rsplit(".", 1)[-1]]
+    def keygen_class(self) -> str:
+        """The key generator's Java class (``org.apache.hudi.keygen.*``)."""
+        return "org.apache.hudi.keygen." + self.key_generator.java_class
 
 
 def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
@@ -147,7 +140,7 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
                 c.TIMELINE_LAYOUT_VERSION.entry(2),
                 c.TIMELINE_PATH.entry("timeline"),
                 c.TIMELINE_HISTORY_PATH.entry("history"),
-                c.KEY_GENERATOR_TYPE.entry(table.keygen_type),
+                c.KEY_GENERATOR_TYPE.entry(table.key_generator.value),
             ]
         )
     if version >= 9:

@@ -78,7 +78,7 @@ from hudi_ds.schema import (
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.table_config import TableConfig
+from hudi_ds.table_config import TableConfig, TableType
 from hudi_ds.table_create import NewTable, check_path_is_free, create_table
 from hudi_ds.timeline.instant import (
     COMPACTION,
@@ -435,7 +435,7 @@ class WriteClient:
         r = self.resolved
         # the timeline is read before the listing: a commit landing in between is then
         # listed but not yet visible, never visible but unlisted ("missing")
-        vis = state.visibility() if r.table_type == "COPY_ON_WRITE" else None
+        vis = state.visibility() if r.table_type is TableType.COPY_ON_WRITE else None
         timeline = state.timeline  # (loaded before the listing, if it was not yet)
         bucket = r.index.bucket
         if bucket is not None:
@@ -977,11 +977,11 @@ class WriteClient:
                     refused = self._concurrent_cause(state, instant, plan)
                     if refused is not None:
                         raise refused
-                if plan.table_type == "MERGE_ON_READ":
+                if plan.table_type is TableType.MERGE_ON_READ:
                     statuses = retarget_pending_logs(state, plan, statuses)
                 if self.multi_writer:
                     statuses = resolve_conflicts(state, plan, statuses)
-                    if plan.table_type == "MERGE_ON_READ":
+                    if plan.table_type is TableType.MERGE_ON_READ:
                         # logs that joined a file group another writer created at once (same
                         # bucket) are in its slice: a compaction scheduled on it since takes
                         # them into its own slice too, or they would hang off a superseded one

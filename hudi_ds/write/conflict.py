@@ -21,6 +21,7 @@ from hudi_ds.index.bucket import bucket_id_from_file_id
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of, log_file_name, parse_log_file_name
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table_config import TableType
 from hudi_ds.timeline.instant import DELTA_COMMIT
 from hudi_ds.timeline.metadata import WriteStat
 from hudi_ds.timeline.timeline import Timeline
@@ -51,7 +52,7 @@ def resolve_conflicts(
     ]
     if not others:
         return statuses
-    exclusive = plan.table_type == "COPY_ON_WRITE" or not plan.operation.merges_existing
+    exclusive = plan.table_type is TableType.COPY_ON_WRITE or not plan.operation.merges_existing
     theirs_new: dict[tuple[str, int], str] = {}
     for other in others:
         md = timeline.read_commit_metadata(other)

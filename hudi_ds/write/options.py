@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, HudiError, UnsupportedError
 from hudi_ds.index.core import Index, latest_write_stats
-from hudi_ds.keygen import TimestampSpec
+from hudi_ds.keygen import KeyGeneratorType, TimestampSpec
 from hudi_ds.layout.bloom import BloomFilterSpec
 from hudi_ds.merge.modes import (
     MergeSpec,
@@ -36,7 +36,7 @@ from hudi_ds.schema import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
 )
-from hudi_ds.table_config import TableConfig
+from hudi_ds.table_config import MergeMode, TableConfig, TableType
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.operation import (
     DELETE,
@@ -50,19 +50,8 @@ log = logging.getLogger("hudi_ds.write")
 
 MB = 1 << 20
 
-#: the key generators hudi_ds reproduces (``hoodie.table.keygenerator.class``, short names,
-#: with their Avro twins) and what each makes of record keys and partition paths
-_KEY_GENERATORS = {
-    "SimpleKeyGenerator": "SIMPLE",
-    "SimpleAvroKeyGenerator": "SIMPLE",
-    "ComplexKeyGenerator": "COMPLEX",
-    "ComplexAvroKeyGenerator": "COMPLEX",
-    "NonpartitionedKeyGenerator": "NON_PARTITION",
-    "NonpartitionedAvroKeyGenerator": "NON_PARTITION",
-    "TimestampBasedKeyGenerator": "TIMESTAMP",
-    "TimestampBasedAvroKeyGenerator": "TIMESTAMP",
-}
-_JAVA_NAMES = sorted(k for k in _KEY_GENERATORS if "Avro" not in k)
+#: the key generator classes hudi_ds reproduces, for messages
+_REPRODUCED = ", ".join(KeyGeneratorType.java_names())
 #: Hudi 0.14's auto-generated record keys: ``<instant time>_<task partition>_<row>``
 #: (``HoodieRecord.generateSequenceId``, ``AutoRecordKeyGenerationUtils``)
 _AUTO_KEY = re.compile(r"^(?P<instant>\d{14,17})_\d+_\d+$")
@@ -104,7 +93,7 @@ class ResolvedOptions:
 
     operation: WriteOperation
     table_name: str
-    table_type: str
+    table_type: TableType
     record_key_fields: tuple[str, ...]
     partition_fields: tuple[str, ...]
     hive_style: bool
@@ -209,18 +198,21 @@ def resolve_options(
             config.KEY_GENERATOR_CLASS.of(config.props)
             or config.KEY_GENERATOR_TYPE.of(config.props)
         ):
-            keygen = asked_keygen[2]  # the table does not record its key generator
-            if keygen not in _KEY_GENERATORS.values():
+            asked_kind = asked_keygen[2]  # the table does not record its key generator
+            if asked_kind is None:
                 raise UnsupportedError(
                     f"option '{asked_keygen[0]}'={asked_keygen[1]!r}: hudi_ds reproduces the "
-                    f"record keys and partition paths of {', '.join(_JAVA_NAMES)} only"
+                    f"record keys and partition paths of {_REPRODUCED} only"
                 )
-        complex_key = keygen == "COMPLEX" or (keygen == "NON_PARTITION" and len(keys) > 1)
-        if keygen == "TIMESTAMP":
+            keygen = asked_kind
+        complex_key = keygen is KeyGeneratorType.COMPLEX or (
+            keygen is KeyGeneratorType.NON_PARTITION and len(keys) > 1
+        )
+        if keygen is KeyGeneratorType.TIMESTAMP:
             timestamp = TimestampSpec.of(o, config.props)
     else:
         table_name = o.get(WriteConfig.TABLE_NAME) or ""
-        table_type = o.get(WriteConfig.TABLE_TYPE)
+        table_type = TableType.parse(o.get(WriteConfig.TABLE_TYPE))
         key_option: list[str] | None = o.get(WriteConfig.RECORD_KEY_FIELDS)
         part_option: list[str] | None = o.get(WriteConfig.PARTITION_FIELDS)
         keys = tuple(key_option or [])
@@ -277,7 +269,7 @@ def resolve_options(
 
 
 def _bucket_base_files(
-    o: Options, config: TableConfig | None, index: Index, table_type: str
+    o: Options, config: TableConfig | None, index: Index, table_type: TableType
 ) -> bool:
     """Whether new buckets of a MERGE_ON_READ bucket-index write start with a base file.
 
@@ -292,7 +284,7 @@ def _bucket_base_files(
     index logs (``super.handleInsert``: a ``HoodieCreateHandle``); later writes append logs.
     Version 6 tables and tables without a metadata table keep Java's log-only file groups.
     """
-    if not index.can_index_log_files or table_type != "MERGE_ON_READ":
+    if not index.can_index_log_files or table_type is not TableType.MERGE_ON_READ:
         return False
     version = config.table_version if config is not None else o.get(WriteConfig.WRITE_TABLE_VERSION)
     if version < 8:
@@ -368,12 +360,12 @@ def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
     Raises:
         ConfigError: a partial update of such a table, naming the reason.
     """
-    if resolved.table_type != "MERGE_ON_READ" or table_version < 8:
+    if resolved.table_type is not TableType.MERGE_ON_READ or table_version < 8:
         return
     spec = resolved.merge_spec
     b = spec.builtin
     why = None
-    if spec.mode == "CUSTOM":
+    if spec.mode is MergeMode.CUSTOM:
         why = "its merge mode is CUSTOM"
     elif b is not None and b.partial != "NONE":
         why = f"it merges with partial update mode {b.partial} ({b.payload_class})"
@@ -408,7 +400,7 @@ def check_writable(cfg: TableConfig, base_uri: str = "") -> None:
     _key_generator(cfg, base_uri)
 
 
-def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
+def _key_generator(cfg: TableConfig, base_uri: str = "") -> KeyGeneratorType:
     """The table's key generator as hudi_ds reproduces it (SIMPLE, COMPLEX, NON_PARTITION,
     TIMESTAMP).
 
@@ -420,8 +412,8 @@ def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
     kind_recorded = (cfg.KEY_GENERATOR_TYPE.of(cfg.props) or "").strip().upper()
     if not cls and kind_recorded:
         # Hudi 1.x records the KeyGeneratorType (``SIMPLE``, ``COMPLEX_AVRO``...), not a class
-        base_kind = kind_recorded.removesuffix("_AVRO")
-        if base_kind not in _KEY_GENERATORS.values():
+        base_kind = KeyGeneratorType.named(kind_recorded.removesuffix("_AVRO"))
+        if base_kind is None:
             raise UnsupportedError(
                 f"the table at {base_uri} uses key generator type {kind_recorded} "
                 f"({cfg.KEY_GENERATOR_TYPE.key}); hudi_ds reproduces the record keys and "
@@ -430,13 +422,15 @@ def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
             )
         return base_kind
     if not cls:  # not recorded: keys and partitions as the fields say
-        return "COMPLEX" if len(cfg.record_key_fields) > 1 else "SIMPLE"
-    kind = _KEY_GENERATORS.get(cls.rsplit(".", 1)[-1])
+        return (
+            KeyGeneratorType.COMPLEX if len(cfg.record_key_fields) > 1 else KeyGeneratorType.SIMPLE
+        )
+    kind = KeyGeneratorType.of_class(cls)
     if kind is None:
         raise UnsupportedError(
             f"the table at {base_uri} uses key generator {cls} "
             f"({cfg.KEY_GENERATOR_CLASS.key}); hudi_ds reproduces the record keys and "
-            f"partition paths of {', '.join(_JAVA_NAMES)} only, so it does not write this table"
+            f"partition paths of {_REPRODUCED} only, so it does not write this table"
         )
     return kind
 
@@ -457,16 +451,15 @@ def _merge_unrecorded(cfg: TableConfig) -> bool:
     )
 
 
-def _asked_key_generator(o: Options) -> tuple[str, str, str] | None:
+def _asked_key_generator(o: Options) -> tuple[str, str, KeyGeneratorType | None] | None:
     """``(option key, value, kind)`` of a key generator the writer names, if any (kind: as
-    :func:`_key_generator`, or the value itself for a key generator hudi_ds does not know)."""
+    :func:`_key_generator`, or None for a key generator hudi_ds does not reproduce)."""
     cls: str | None = o.get(WriteConfig.KEYGEN_CLASS)
     if cls:
-        short = cls.strip().rsplit(".", 1)[-1]
-        return WriteConfig.KEYGEN_CLASS.key, cls, _KEY_GENERATORS.get(short, cls.strip())
+        return WriteConfig.KEYGEN_CLASS.key, cls, KeyGeneratorType.of_class(cls)
     kind: str | None = o.get(WriteConfig.KEYGEN_TYPE)
     if kind:
-        return WriteConfig.KEYGEN_TYPE.key, kind, kind
+        return WriteConfig.KEYGEN_TYPE.key, kind, KeyGeneratorType.named(kind)
     return None
 
 
@@ -482,14 +475,14 @@ def _new_table_complex_key(o: Options, keys: tuple[str, ...], parts: tuple[str, 
     if asked is None:
         return len(keys) > 1
     key, value, kind = asked
-    if kind == "COMPLEX" and parts:
+    if kind is KeyGeneratorType.COMPLEX and parts:
         return True  # ComplexKeyGenerator: f:v even for one field
     fits = {
-        "SIMPLE": len(keys) <= 1,
-        "NON_PARTITION": not parts,
-        "COMPLEX": len(keys) > 1,
+        KeyGeneratorType.SIMPLE: len(keys) <= 1,
+        KeyGeneratorType.NON_PARTITION: not parts,
+        KeyGeneratorType.COMPLEX: len(keys) > 1,
     }
-    if not fits.get(kind, False):
+    if kind is None or not fits.get(kind, False):
         raise ConfigError(
             f"option '{key}'={value!r} is not supported for a new table with record key "
             f"fields {list(keys)} and partition fields {list(parts)}: hudi_ds creates tables "
@@ -564,7 +557,10 @@ def _record_key_fields(
 def _partition_fields(o: Options, cfg: TableConfig, base_uri: str) -> tuple[str, ...]:
     """The table's partition fields, or the writer's when a partitioned table does not record
     them."""
-    if TableConfig.PARTITION_FIELDS.key in cfg.props or _key_generator(cfg) == "NON_PARTITION":
+    if (
+        TableConfig.PARTITION_FIELDS.key in cfg.props
+        or _key_generator(cfg) is KeyGeneratorType.NON_PARTITION
+    ):
         return tuple(cfg.partition_fields)
     asked: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
     if not o.is_set(WriteConfig.PARTITION_FIELDS) and (
@@ -626,7 +622,7 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
             )
 
     props = cfg.props
-    same(WriteConfig.TABLE_TYPE, cfg.table_type)
+    same(WriteConfig.TABLE_TYPE, cfg.table_type.value)
     # the option chooses the version of new tables; hudi_ds neither upgrades nor downgrades
     same(WriteConfig.WRITE_TABLE_VERSION, cfg.table_version)
     # Java HoodieTableMetaClient.validateTableProperties: virtual keys cannot be re-enabled;
@@ -634,7 +630,10 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
     same(WriteConfig.POPULATE_META_FIELDS, cfg.populate_meta_fields)
     same(WriteConfig.RECORD_KEY_FIELDS, cfg.record_key_fields, bool(cfg.record_key_fields))
     partition_option: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
-    recorded = TableConfig.PARTITION_FIELDS.key in props or _key_generator(cfg) == "NON_PARTITION"
+    recorded = (
+        TableConfig.PARTITION_FIELDS.key in props
+        or _key_generator(cfg) is KeyGeneratorType.NON_PARTITION
+    )
     if recorded and (
         o.is_set(WriteConfig.PARTITION_FIELDS)
         and [f.split(":")[0] for f in partition_option] != cfg.partition_fields

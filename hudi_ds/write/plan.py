@@ -27,7 +27,7 @@ from hudi_ds.schema import (
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
-from hudi_ds.table_config import TableConfig
+from hudi_ds.table_config import TableConfig, TableType
 from hudi_ds.timeline.instant import CLUSTERING, REPLACE_COMMIT
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState, Visibility
@@ -77,8 +77,8 @@ class WritePlan:
     pending_clustering: frozenset[tuple[str, str]] = frozenset()
 
     @property
-    def table_type(self) -> str:
-        """``COPY_ON_WRITE`` or ``MERGE_ON_READ``."""
+    def table_type(self) -> TableType:
+        """The table's type."""
         return self.options.table_type
 
     def base_instant_of(self, s: FileSlice) -> str:

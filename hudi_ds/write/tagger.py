@@ -32,6 +32,7 @@ from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.merge.engine import DataPart, merge_versions
 from hudi_ds.schema import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
+from hudi_ds.table_config import TableType
 from hudi_ds.write.assigner import (
     INSERT_SLOTS,
     InsertAssigner,
@@ -42,7 +43,7 @@ from hudi_ds.write.assigner import (
     small_files,
 )
 from hudi_ds.write.handles import HandleContext, delete_keys, precombine, stored_rows
-from hudi_ds.write.operation import Rows
+from hudi_ds.write.operation import DELETE, DELETE_PREPPED, UPSERT, Rows
 from hudi_ds.write.plan import BucketFiles, WritePlan
 from hudi_ds.write.workload import WorkloadProfile
 
@@ -51,7 +52,7 @@ from hudi_ds.write.workload import WorkloadProfile
 #: ``delete_prepped``: Java's deletePrepped takes the location the rows were read from
 #: (DataSourceUtils.doDeleteOperation sets it from ``_hoodie_file_name``); hudi_ds locates its
 #: keys by the index instead, which finds the same file groups
-_TAGGING_OPERATIONS = frozenset({"upsert", "delete", "delete_prepped"})
+_TAGGING_OPERATIONS = frozenset({UPSERT, DELETE, DELETE_PREPPED})
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class Tagger:
         )
         # inserts of a tagging write by non-exclusive tasks go to insert slots (_tag_inserts)
         self.slotted = (
-            not self.bucketed and not exclusive and plan.operation.name in _TAGGING_OPERATIONS
+            not self.bucketed and not exclusive and plan.operation in _TAGGING_OPERATIONS
         )
 
     def tag(self, data: pa.Table, deletes: pa.Table) -> Tagged:
@@ -336,7 +337,7 @@ class Tagger:
         del_t = np.full(dels.num_rows, -1, np.int64)
         inserts = np.ones(nd, dtype=bool)
         moving = np.zeros(nd, dtype=bool)
-        if op.merges_existing and op.name in _TAGGING_OPERATIONS:
+        if op.merges_existing and op in _TAGGING_OPERATIONS:
             assert self.lookup is not None
             keys = pa.concat_arrays([dkeys, xkeys])
             parts = pa.concat_arrays([dparts, xparts])
@@ -421,7 +422,7 @@ class Tagger:
             t = self._remembered(xkeys.take(sel), xparts.take(sel))
             del_t[miss] = t
         miss = np.flatnonzero(del_t < 0)
-        if len(miss) and self.slotted and op.name == "upsert":
+        if len(miss) and self.slotted and op is UPSERT:
             # another task of this write may insert the key: the delete (an upsert with
             # _hoodie_is_deleted) goes to the key's insert slot, where the commit's merge
             # weighs it against that insert by the merge mode (Java combines a key's versions
@@ -540,7 +541,7 @@ class Tagger:
             assigned = self._assigner.assign(partition, len(members))
             ids = np.array([self._target(b.partition, b.file_id) for b, _ in assigned], np.int64)
             for b, _ in assigned:
-                if b.small_file and self.plan.table_type == "MERGE_ON_READ":
+                if b.small_file and self.plan.table_type is TableType.MERGE_ON_READ:
                     self.rewrites.add((b.partition, b.file_id))
             unique_t[members] = ids[place([n for _, n in assigned])]
             self.workload.add_inserts(partition, len(members))

@@ -52,6 +52,7 @@ from hudi_ds.schema import (
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table_config import TableType
 from hudi_ds.write.cow import close_merge_handles, in_parallel, stage_handle
 from hudi_ds.write.handles import AppendHandle, MergeHandle, delete_keys, delete_schema
 from hudi_ds.write.operation import Rows
@@ -389,9 +390,9 @@ class TaskWriter:
         existing = (
             self.files.by_file_id(partition).get(file_id) if p.operation.merges_existing else None
         )
-        if p.table_type == "COPY_ON_WRITE" and self.exclusive:
+        if p.table_type is TableType.COPY_ON_WRITE and self.exclusive:
             h = MergeHandle(self.ctx, partition, file_id, existing.base_file if existing else None)
-        elif p.table_type == "COPY_ON_WRITE":
+        elif p.table_type is TableType.COPY_ON_WRITE:
             h = stage_handle(self.ctx, partition, file_id, existing)
         elif key in self.tagger.rewrites and existing is not None:
             # a MERGE_ON_READ small file (no log files) taking inserts: a new base file version,
