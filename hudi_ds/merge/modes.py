@@ -243,6 +243,11 @@ class MergeSpec:
     by_payload: bool = False
 
     @property
+    def ordering_field(self) -> str | None:
+        """The first ordering field (the one rows are checked, typed and deleted by), if any."""
+        return self.ordering_fields[0] if self.ordering_fields else None
+
+    @property
     def is_custom(self) -> bool:
         return self.behaviour is None
 

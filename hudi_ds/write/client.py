@@ -285,14 +285,14 @@ class WriteClient:
             table_name=r.table_name,
             record_key_fields=r.record_key_fields,
             partition_fields=r.partition_fields,
-            ordering_field=r.ordering_field,
+            ordering_field=r.merge.ordering_field,
             operation=self.operation.name,
             required_columns=self.operation.required_columns(
                 r.record_key_fields, r.partition_fields
             ),
             partial_updates=self.options.get(WriteConfig.PARTIAL_UPDATES),
             set_null_for_missing=self.options.get(WriteConfig.SET_NULL_FOR_MISSING),
-            nulls_mean_unchanged=r.merge_spec.nulls_mean_unchanged,
+            nulls_mean_unchanged=r.merge.nulls_mean_unchanged,
         )
         if decided.partial_columns is not None:
             cfg = self.table_config
@@ -324,9 +324,9 @@ class WriteClient:
             hive_style=r.hive_style,
             url_encode=r.url_encode,
             complex_key=r.complex_key,
-            ordering_field=r.ordering_field,
+            ordering_field=r.merge.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
-            merge_properties=r.merge_spec.table_properties(version),
+            merge_properties=r.merge.table_properties(version),
             index_properties=r.index.table_properties(),
             populate_meta_fields=r.populate_meta_fields,
             table_version=version,

@@ -198,7 +198,7 @@ def merge_staged(
         for fs in view.latest_file_slices(p, plan.visibility):
             latest[(p, fs.file_id)] = fs
     ctx = plan.handle_context(storage, "0-0-0")
-    ordering = plan.options.ordering_field
+    ordering = plan.options.merge.ordering_field
     otype = (
         plan.schema.field(ordering).type
         if ordering and plan.schema.get_field_index(ordering) >= 0
@@ -375,9 +375,7 @@ def _combine_across_partitions(
         win, gone = precombine(
             pa.concat_tables(rows) if rows else plan.schema.empty_table(),
             pa.concat_tables(dels) if dels else dschema.empty_table(),
-            o.ordering_field,
-            o.merge_mode,
-            o.merge_spec,
+            o.merge,
             plan.partial_columns,
         )
         # a delete winning over a new key's versions: the key is not written at all

@@ -55,7 +55,6 @@ from hudi_ds.merge.engine import (
     DeleteKeys,
     combines_in_groups,
     merge_versions,
-    resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
 from hudi_ds.schema import (
@@ -98,8 +97,7 @@ class HandleContext:
     @property
     def merge_spec(self) -> MergeSpec:
         """The table's merge spec."""
-        o = self.options
-        return resolve_spec(o.merge_spec, o.merge_mode, o.ordering_field)
+        return self.options.merge
 
     def carried(self, table: pa.Table) -> pa.Table:
         """The columns incoming rows carry (all, unless this is a partial update write)."""
@@ -130,9 +128,7 @@ def stored_rows(table: pa.Table, ctx: HandleContext, partition_path: str) -> pa.
 def precombine(
     data: pa.Table,
     deletes: pa.Table,
-    ordering_field: str | None,
-    mode: str,
-    spec: MergeSpec | None = None,
+    spec: MergeSpec,
     partial_columns: tuple[str, ...] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Keep one version per record key among ``data`` rows and ``deletes`` (write order).
@@ -144,7 +140,7 @@ def precombine(
     does in ``HoodieWriteHelper.deduplicateRecords``; a partial update write (a Hudi 1.x
     feature) keeps the commit-time fold.
     """
-    spec = resolve_spec(spec, mode, ordering_field)
+    ordering_field = spec.ordering_field
     n_data, n_del = data.num_rows, deletes.num_rows
     if n_data + n_del == 0 or not combines_in_groups(spec, partial_columns is not None):
         return data, deletes
@@ -296,14 +292,7 @@ class AppendHandle(_Buffered):
         data = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
         self._data, self._deletes, self.buffered_bytes = [], [], 0
-        data, dels = precombine(
-            data,
-            dels,
-            ctx.options.ordering_field,
-            ctx.options.merge_mode,
-            ctx.options.merge_spec,
-            ctx.partial_columns,
-        )
+        data, dels = precombine(data, dels, ctx.merge_spec, ctx.partial_columns)
         out = self._stream()
         if data.num_rows:
             if ctx.options.populate_meta_fields or self.staging:
@@ -391,10 +380,10 @@ def _strings(parts: list[pa.Array]) -> pa.Array:
 
 
 def _empty_deletes(ctx: HandleContext) -> pa.Table:
+    ordering = ctx.merge_spec.ordering_field
     otype = (
-        ctx.schema.field(ctx.options.ordering_field).type
-        if ctx.options.ordering_field
-        and ctx.schema.get_field_index(ctx.options.ordering_field) >= 0
+        ctx.schema.field(ordering).type
+        if ordering and ctx.schema.get_field_index(ordering) >= 0
         else pa.null()
     )
     return delete_schema(otype).empty_table()
@@ -1031,9 +1020,7 @@ def merge_into_base(
     if ctx.merge_spec.payload_precombine and not partial:
         # Java 0.x de-duplicates the batch with the payload's preCombine before it meets the
         # stored records (HoodieWriteHelper.deduplicateRecords): greatest ordering value first
-        incoming, dels = precombine(
-            incoming, dels, ctx.options.ordering_field, ctx.merge_spec.mode, ctx.merge_spec
-        )
+        incoming, dels = precombine(incoming, dels, ctx.merge_spec)
     res = merge_versions(
         [old, DataPart(ctx.carried(incoming), partial=partial), DeleteKeys.from_table(dels)],
         ctx.merge_spec,

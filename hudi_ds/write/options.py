@@ -64,8 +64,9 @@ class ResolvedOptions:
     Attributes:
         operation: the operation the options ask for (``hoodie.datasource.write.operation``).
         table_name, table_type, record_key_fields, partition_fields, hive_style, url_encode,
-            ordering_field, complex_key: the table's (or, for a new table, the options').
-        merge_spec: the table's merger (merge mode, payload or merger classes).
+            complex_key: the table's (or, for a new table, the options').
+        merge: the table's merger (merge mode, payload or merger classes) and its ordering
+            fields, the one owner of the ordering field.
         block_format, codec: log data block format, Parquet compression codec.
         task_budget_bytes, handle_budget_bytes: memory of a task's handles, of one handle.
         set_null_for_missing: ``hoodie.write.set.null.for.missing.columns``.
@@ -98,8 +99,7 @@ class ResolvedOptions:
     partition_fields: tuple[str, ...]
     hive_style: bool
     url_encode: bool
-    ordering_field: str | None
-    merge_spec: MergeSpec
+    merge: MergeSpec
     complex_key: bool
     block_format: str
     codec: str
@@ -120,11 +120,6 @@ class ResolvedOptions:
     populate_meta_fields: bool = True
     bucket_base_files: bool = False
     write_threads: int | None = None
-
-    @property
-    def merge_mode(self) -> str:
-        """The merge mode of :attr:`merge_spec`."""
-        return self.merge_spec.mode
 
 
 def resolve_options(
@@ -241,8 +236,7 @@ def resolve_options(
         partition_fields=parts,
         hive_style=hive_style,
         url_encode=url_encode,
-        ordering_field=ordering,
-        merge_spec=merge_spec,
+        merge=merge_spec,
         complex_key=complex_key,
         block_format=o.get(WriteConfig.LOG_BLOCK_FORMAT),
         codec=o.get(WriteConfig.PARQUET_CODEC),
@@ -362,7 +356,7 @@ def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
     """
     if resolved.table_type is not TableType.MERGE_ON_READ or table_version < 8:
         return
-    spec = resolved.merge_spec
+    spec = resolved.merge
     b = spec.builtin
     why = None
     if spec.mode is MergeMode.CUSTOM:

@@ -139,9 +139,7 @@ class Tagger:
             ),
         )
         # inserts of a tagging write by non-exclusive tasks go to insert slots (_tag_inserts)
-        self.slotted = (
-            not self.bucketed and not exclusive and plan.operation in _TAGGING_OPERATIONS
-        )
+        self.slotted = not self.bucketed and not exclusive and plan.operation in _TAGGING_OPERATIONS
 
     def tag(self, data: pa.Table, deletes: pa.Table) -> Tagged:
         """The file group of every row of a prepared batch (its records ``data`` and delete
@@ -325,9 +323,7 @@ class Tagger:
             # (HoodieWriteHelper.deduplicateRecords): one version per key, whatever partition
             # the others name. Across the batches of a task, later versions of a key join the
             # file group its first version went to (see _remember).
-            data, dels = precombine(
-                data, dels, o.ordering_field, o.merge_mode, o.merge_spec, self.plan.partial_columns
-            )
+            data, dels = precombine(data, dels, o.merge, self.plan.partial_columns)
         nd = data.num_rows
         dkeys = string_array(data.column(RECORD_KEY_METADATA_FIELD))
         dparts = string_array(data.column(PARTITION_PATH_METADATA_FIELD))
@@ -696,10 +692,10 @@ class Tagger:
             schema=p.schema,
             record_key_fields=tuple(o.record_key_fields),
             complex_key=o.complex_key,
-            ordering_field=o.ordering_field,
-            merge_mode=o.merge_mode,
+            ordering_field=o.merge.ordering_field,
+            merge_mode=o.merge.mode,
             populate_meta_fields=p.table_config.populate_meta_fields,
-            merge=o.merge_spec,
+            merge=o.merge,
         )
         stats = ReadStats()
         out = []

@@ -127,7 +127,7 @@ class TaskWriter:
         self.options = plan.options
         data_schema = pa.schema([f for f in plan.schema if f.name not in META_FIELDS])
         self._data_schema = data_schema
-        ordering = plan.options.ordering_field
+        ordering = plan.options.merge.ordering_field
         otype = (
             data_schema.field(ordering).type
             if ordering and data_schema.get_field_index(ordering) >= 0
@@ -201,7 +201,7 @@ class TaskWriter:
         e.g. DefaultHoodieRecordPayload) sorts NaN above every number, so a NaN would silently
         win every later merge of its key; a NaN is bad input, refused naming a key.
         """
-        field = self.options.ordering_field
+        field = self.options.merge.ordering_field
         if not field or field not in table.column_names:
             return
         col = table.column(field)
@@ -273,7 +273,7 @@ class TaskWriter:
             parts,
             pa.repeat(pa.scalar("", pa.string()), n),
         ]
-        ordering = self.options.ordering_field
+        ordering = self.options.merge.ordering_field
         full = pa.Table.from_arrays(
             meta + [table.column(i) for i in range(table.num_columns)], schema=p.schema
         )

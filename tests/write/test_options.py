@@ -151,7 +151,11 @@ def test_versions_8_and_9_resolve_with_their_key_generator_type(version: str) ->
         "hoodie.table.ordering.fields": "ts",
     }
     r = resolve_options(Options.of({}), TableConfig(props), "/x")
-    assert (r.complex_key, r.ordering_field, r.merge_mode) == (True, "ts", "EVENT_TIME_ORDERING")
+    assert (r.complex_key, r.merge.ordering_field, r.merge.mode) == (
+        True,
+        "ts",
+        "EVENT_TIME_ORDERING",
+    )
     # a single key field under COMPLEX is still f:v (the type decides, not the field count)
     one = {**props, "hoodie.table.recordkey.fields": "id"}
     assert resolve_options(Options.of({}), TableConfig(one), "/x").complex_key
