@@ -610,7 +610,7 @@ class WriteClient:
         records), so any input size goes through bounded memory.
         """
         o = task.options
-        with TaggedRecords(o.task_budget_bytes // 3, o.spill_dir) as tagged:
+        with TaggedRecords(o.memory.task_bytes // 3, o.memory.spill_dir) as tagged:
             for batch in batches:
                 tagged.add(task.tag(task.prepare(batch)))
             self.save_workload_profile(instant, task.workload)

@@ -286,9 +286,9 @@ def _pack_slots(
 ) -> dict[tuple[str, int], str]:
     """Move the staged insert slots of every partition to their packed file groups (in
     place); returns the packed file id of each staged ``(partition, slot)``."""
-    o = plan.options
+    sizing = plan.options.sizing
     per_new_file = records_per_new_file(
-        o.max_file_size, plan.avg_record_size, o.auto_split, o.insert_split_size
+        sizing.max_file_size, plan.avg_record_size, sizing.auto_split, sizing.insert_split_size
     )
     packed: dict[tuple[str, int], str] = {}
     for part in sorted({k[0] for k in staged}):

@@ -757,7 +757,7 @@ class MergeHandle(_Buffered):
         merged rows, the file-name column, the Parquet encoding), and the task's other handles
         keep buffering up to a third of the budget meanwhile.
         """
-        budget = self.ctx.options.task_budget_bytes
+        budget = self.ctx.options.memory.task_bytes
         return None if budget is None else max(budget // (8 * self.merges_in_flight), 1)
 
     def flush(self) -> None:
@@ -801,7 +801,7 @@ class MergeHandle(_Buffered):
         """The spill files of rows and of delete keys (created on first use)."""
         if self._spilled_data is None or self._spilled_deletes is None:
             self._spill_dir = tempfile.mkdtemp(
-                prefix=f"hudi-merge-{self.file_id}-", dir=self.ctx.options.spill_dir or None
+                prefix=f"hudi-merge-{self.file_id}-", dir=self.ctx.options.memory.spill_dir or None
             )
             # removed at close, or when an abandoned handle (a failed task) is collected
             self._remove_spill = weakref.finalize(self, shutil.rmtree, self._spill_dir, True)

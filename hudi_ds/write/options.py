@@ -58,6 +58,67 @@ _AUTO_KEY = re.compile(r"^(?P<instant>\d{14,17})_\d+_\d+$")
 
 
 @dataclass(frozen=True)
+class FileSizing:
+    """How a write sizes the file groups of a non-bucket index (Java ``HoodieStorageConfig`` /
+    ``HoodieCompactionConfig``, as the ``UpsertPartitioner`` reads them).
+
+    Attributes:
+        small_file_limit, max_file_size: ``hoodie.parquet.small.file.limit`` /
+            ``.max.file.size`` (bytes).
+        record_size_estimate, record_size_threshold: the average record size assumed, and the
+            fraction of the small-file limit a commit must write to measure it.
+        insert_split_size, auto_split: records per new file group when not auto-split.
+        small_file_candidates: MERGE_ON_READ: small file groups per partition taking inserts.
+    """
+
+    small_file_limit: int = 104857600
+    max_file_size: int = 125829120
+    record_size_estimate: int = 1024
+    record_size_threshold: float = 1.0
+    insert_split_size: int = 500000
+    auto_split: bool = True
+    small_file_candidates: int = 1
+
+    @classmethod
+    def of(cls, o: Options) -> FileSizing:
+        """The sizing the write ``o`` options ask for."""
+        return cls(
+            small_file_limit=o.get(WriteConfig.SMALL_FILE_LIMIT),
+            max_file_size=o.get(WriteConfig.MAX_FILE_SIZE),
+            record_size_estimate=o.get(WriteConfig.RECORD_SIZE_ESTIMATE),
+            record_size_threshold=o.get(WriteConfig.RECORD_SIZE_ESTIMATION_THRESHOLD),
+            insert_split_size=o.get(WriteConfig.INSERT_SPLIT_SIZE),
+            auto_split=o.get(WriteConfig.INSERT_AUTO_SPLIT),
+            small_file_candidates=o.get(WriteConfig.SMALL_FILE_GROUP_CANDIDATES),
+        )
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The memory a writer task may hold.
+
+    Attributes:
+        task_bytes, handle_bytes: memory of a task's handles, of one handle.
+        spill_dir: ``hoodie.memory.spillable.map.path`` (None: the system temp folder).
+    """
+
+    task_bytes: int
+    handle_bytes: int
+    spill_dir: str | None = None
+
+    @classmethod
+    def of(cls, o: Options) -> MemoryBudget:
+        """The budget the write ``o`` options give."""
+        return cls(
+            task_bytes=int(o.get(WriteConfig.TASK_MAX_SIZE_MB) * MB),
+            handle_bytes=min(
+                int(o.get(WriteConfig.BATCH_SIZE_MB) * MB), o.get(WriteConfig.LOG_BLOCK_MAX_SIZE)
+            ),
+            spill_dir=o.get(WriteConfig.SPILLABLE_MAP_PATH) or None,
+        )
+
+
+@dataclass(frozen=True)
 class ResolvedOptions:
     """What a write does, decided once from the options and the table (small, picklable).
 
@@ -68,9 +129,8 @@ class ResolvedOptions:
         merge: the table's merger (merge mode, payload or merger classes) and its ordering
             fields, the one owner of the ordering field.
         block_format, codec: log data block format, Parquet compression codec.
-        task_budget_bytes, handle_budget_bytes: memory of a task's handles, of one handle.
+        memory: the task's memory budget and spill folder.
         set_null_for_missing: ``hoodie.write.set.null.for.missing.columns``.
-        spill_dir: ``hoodie.memory.spillable.map.path`` (None: the system temp folder).
         bloom: the bloom filter of new base files (``hoodie.bloom.index.*``,
             ``hoodie.index.bloom.*``); None for a table without meta fields (as Java's).
         populate_meta_fields: the files carry meta column values (``hoodie.populate.meta.fields``;
@@ -78,12 +138,7 @@ class ResolvedOptions:
             ``_hoodie_file_name`` in base files, and keys are built from the key fields).
         index: the record index (``hoodie.index.type``; an existing table's own index), its
             bucket layout and lookup settings.
-        small_file_limit, max_file_size: file sizing of non-bucket indexes
-            (``hoodie.parquet.small.file.limit`` / ``.max.file.size``, bytes).
-        record_size_estimate, record_size_threshold: the average record size assumed, and the
-            fraction of the small-file limit a commit must write to measure it.
-        insert_split_size, auto_split: records per new file group when not auto-split.
-        small_file_candidates: MERGE_ON_READ: small file groups per partition taking inserts.
+        sizing: the file sizing of non-bucket indexes.
         timestamp: the TimestampBasedKeyGenerator's partition path (None: partition values
             as they are).
         bucket_base_files: MERGE_ON_READ bucket index: a new bucket's first write creates a
@@ -103,19 +158,11 @@ class ResolvedOptions:
     complex_key: bool
     block_format: str
     codec: str
-    task_budget_bytes: int
-    handle_budget_bytes: int
+    memory: MemoryBudget
     set_null_for_missing: bool
-    spill_dir: str | None
     bloom: BloomFilterSpec | None
     index: Index
-    small_file_limit: int = 104857600
-    max_file_size: int = 125829120
-    record_size_estimate: int = 1024
-    record_size_threshold: float = 1.0
-    insert_split_size: int = 500000
-    auto_split: bool = True
-    small_file_candidates: int = 1
+    sizing: FileSizing = FileSizing()
     timestamp: TimestampSpec | None = None
     populate_meta_fields: bool = True
     bucket_base_files: bool = False
@@ -240,21 +287,11 @@ def resolve_options(
         complex_key=complex_key,
         block_format=o.get(WriteConfig.LOG_BLOCK_FORMAT),
         codec=o.get(WriteConfig.PARQUET_CODEC),
-        task_budget_bytes=int(o.get(WriteConfig.TASK_MAX_SIZE_MB) * MB),
-        handle_budget_bytes=min(
-            int(o.get(WriteConfig.BATCH_SIZE_MB) * MB), o.get(WriteConfig.LOG_BLOCK_MAX_SIZE)
-        ),
+        memory=MemoryBudget.of(o),
         set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
-        spill_dir=o.get(WriteConfig.SPILLABLE_MAP_PATH) or None,
         bloom=BloomFilterSpec.of(o) if meta_fields else None,
         index=index,
-        small_file_limit=o.get(WriteConfig.SMALL_FILE_LIMIT),
-        max_file_size=o.get(WriteConfig.MAX_FILE_SIZE),
-        record_size_estimate=o.get(WriteConfig.RECORD_SIZE_ESTIMATE),
-        record_size_threshold=o.get(WriteConfig.RECORD_SIZE_ESTIMATION_THRESHOLD),
-        insert_split_size=o.get(WriteConfig.INSERT_SPLIT_SIZE),
-        auto_split=o.get(WriteConfig.INSERT_AUTO_SPLIT),
-        small_file_candidates=o.get(WriteConfig.SMALL_FILE_GROUP_CANDIDATES),
+        sizing=FileSizing.of(o),
         timestamp=timestamp,
         populate_meta_fields=meta_fields,
         bucket_base_files=_bucket_base_files(o, config, index, table_type),

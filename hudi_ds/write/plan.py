@@ -121,14 +121,15 @@ def build_plan(
         for op in compaction.operations or []:
             pending[(op.partition_path or "", op.file_id or "")] = c.requested_time
     data = pa.schema([f for f in schema if f.name not in META_FIELDS])
-    avg = options.record_size_estimate
+    sizing = options.sizing
+    avg = sizing.record_size_estimate
     clustering: frozenset[tuple[str, str]] = frozenset()
     if not options.index.routes_by_hash:
         avg = average_record_size(
             timeline,
-            options.record_size_estimate,
-            options.record_size_threshold,
-            options.small_file_limit,
+            sizing.record_size_estimate,
+            sizing.record_size_threshold,
+            sizing.small_file_limit,
         )
         clustering = _pending_clustering(timeline)
     return WritePlan(

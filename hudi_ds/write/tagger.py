@@ -131,11 +131,15 @@ class Tagger:
         self._new_keys: list[pa.Array] = []
         self._new_targets: list[np.ndarray] = []
         self._new_index: tuple[pa.Array, np.ndarray] | None = None
+        sizing = o.sizing
         self._assigner = InsertAssigner(
             plan.avg_record_size,
-            o.max_file_size,
+            sizing.max_file_size,
             records_per_new_file(
-                o.max_file_size, plan.avg_record_size, o.auto_split, o.insert_split_size
+                sizing.max_file_size,
+                plan.avg_record_size,
+                sizing.auto_split,
+                sizing.insert_split_size,
             ),
         )
         # inserts of a tagging write by non-exclusive tasks go to insert slots (_tag_inserts)
@@ -572,8 +576,8 @@ class Tagger:
         files = small_files(
             self.files.by_file_id(partition).values(),
             p.table_type,
-            o.small_file_limit,
-            o.small_file_candidates,
+            o.sizing.small_file_limit,
+            o.sizing.small_file_candidates,
             excluded,
         )
         self._assigner.open_partition(partition, files)

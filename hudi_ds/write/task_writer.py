@@ -453,8 +453,8 @@ class TaskWriter:
         log blocks; merge handles (COW) spill their rows to local disk and merge them with the
         base file at close, within their share of the budget (see ``MergeHandle``).
         """
-        budget = self.options.task_budget_bytes
-        per_handle = min(self.options.handle_budget_bytes, budget // 6)
+        budget = self.options.memory.task_bytes
+        per_handle = min(self.options.memory.handle_bytes, budget // 6)
         full = [h for h in self.handles.values() if h.buffered_bytes >= per_handle]
         total = sum(h.buffered_bytes for h in self.handles.values())
         total -= sum(h.buffered_bytes for h in full)
