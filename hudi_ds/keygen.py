@@ -81,6 +81,28 @@ def _avro_twin(java_class: str) -> str:
     return java_class.removesuffix("KeyGenerator") + "AvroKeyGenerator"
 
 
+@dataclass(frozen=True)
+class KeySpec:
+    """How a table's records are keyed and partitioned (what its key generator makes).
+
+    Attributes:
+        record_key_fields: the record key columns.
+        partition_fields: the partition path columns.
+        hive_style: ``field=value`` partition folders.
+        url_encode: partition values URL-encoded.
+        complex_key: record keys are ``f1:v1,f2:v2`` (the complex key generator).
+        timestamp: the TimestampBasedKeyGenerator's partition path (None: partition values as
+            they are).
+    """
+
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    hive_style: bool = False
+    url_encode: bool = False
+    complex_key: bool = False
+    timestamp: TimestampSpec | None = None
+
+
 def key_string(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
     """A key column's values as Java would print them (strings, ints, booleans, dates)."""
     if isinstance(column, pa.ChunkedArray):

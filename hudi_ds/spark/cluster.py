@@ -61,7 +61,11 @@ class BucketSpec:
                 )
             b = r.index.bucket
             spec = cls(
-                r.record_key_fields, r.partition_fields, r.complex_key, b.num_buckets, b.hash_fields
+                r.keys.record_key_fields,
+                r.keys.partition_fields,
+                r.keys.complex_key,
+                b.num_buckets,
+                b.hash_fields,
             )
         else:
             o = Options.of(hudi)

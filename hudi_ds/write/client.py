@@ -262,10 +262,10 @@ class WriteClient:
         table_schema = self._table_schema()
         # a delete keys its rows in the input's own schema (Java: HoodieSparkSqlWriter)
         records = self.operation.rows is Rows.RECORDS
-        if r.timestamp is not None and table_schema is not None and records:
-            for f in r.partition_fields:
+        if r.keys.timestamp is not None and table_schema is not None and records:
+            for f in r.keys.partition_fields:
                 if f in table_schema.names:
-                    r.timestamp.check_table_field(f, table_schema.field(f).type)
+                    r.keys.timestamp.check_table_field(f, table_schema.field(f).type)
         if self.operation.prepped:
             missing = [
                 c
@@ -283,12 +283,12 @@ class WriteClient:
             schema,
             table_schema,
             table_name=r.table_name,
-            record_key_fields=r.record_key_fields,
-            partition_fields=r.partition_fields,
+            record_key_fields=r.keys.record_key_fields,
+            partition_fields=r.keys.partition_fields,
             ordering_field=r.merge.ordering_field,
             operation=self.operation.name,
             required_columns=self.operation.required_columns(
-                r.record_key_fields, r.partition_fields
+                r.keys.record_key_fields, r.keys.partition_fields
             ),
             partial_updates=self.options.get(WriteConfig.PARTIAL_UPDATES),
             set_null_for_missing=self.options.get(WriteConfig.SET_NULL_FOR_MISSING),
@@ -319,11 +319,11 @@ class WriteClient:
         new = NewTable(
             table_name=r.table_name,
             table_type=r.table_type,
-            record_key_fields=tuple(r.record_key_fields),
-            partition_fields=tuple(r.partition_fields),
-            hive_style=r.hive_style,
-            url_encode=r.url_encode,
-            complex_key=r.complex_key,
+            record_key_fields=tuple(r.keys.record_key_fields),
+            partition_fields=tuple(r.keys.partition_fields),
+            hive_style=r.keys.hive_style,
+            url_encode=r.keys.url_encode,
+            complex_key=r.keys.complex_key,
             ordering_field=r.merge.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
             merge_properties=r.merge.table_properties(version),

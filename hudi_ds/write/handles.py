@@ -122,7 +122,7 @@ def stored_rows(table: pa.Table, ctx: HandleContext, partition_path: str) -> pa.
     o = ctx.options
     if o.populate_meta_fields or table.num_rows == 0:
         return table
-    return with_virtual_keys(table, o.record_key_fields, o.complex_key, partition_path)
+    return with_virtual_keys(table, o.keys.record_key_fields, o.keys.complex_key, partition_path)
 
 
 def precombine(

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, HudiError, UnsupportedError
 from hudi_ds.index.core import Index, latest_write_stats
-from hudi_ds.keygen import KeyGeneratorType, TimestampSpec
+from hudi_ds.keygen import KeyGeneratorType, KeySpec, TimestampSpec
 from hudi_ds.layout.bloom import BloomFilterSpec
 from hudi_ds.merge.modes import (
     MergeSpec,
@@ -124,8 +124,9 @@ class ResolvedOptions:
 
     Attributes:
         operation: the operation the options ask for (``hoodie.datasource.write.operation``).
-        table_name, table_type, record_key_fields, partition_fields, hive_style, url_encode,
-            complex_key: the table's (or, for a new table, the options').
+        table_name, table_type: the table's (or, for a new table, the options').
+        keys: how records are keyed and partitioned (the table's key generator; for a new
+            table, the options').
         merge: the table's merger (merge mode, payload or merger classes) and its ordering
             fields, the one owner of the ordering field.
         block_format, codec: log data block format, Parquet compression codec.
@@ -139,8 +140,6 @@ class ResolvedOptions:
         index: the record index (``hoodie.index.type``; an existing table's own index), its
             bucket layout and lookup settings.
         sizing: the file sizing of non-bucket indexes.
-        timestamp: the TimestampBasedKeyGenerator's partition path (None: partition values
-            as they are).
         bucket_base_files: MERGE_ON_READ bucket index: a new bucket's first write creates a
             base file rather than a log-only file group (see :func:`_bucket_base_files`).
         write_threads: threads writing one task's file groups (``write.tasks``; None: the
@@ -150,12 +149,8 @@ class ResolvedOptions:
     operation: WriteOperation
     table_name: str
     table_type: TableType
-    record_key_fields: tuple[str, ...]
-    partition_fields: tuple[str, ...]
-    hive_style: bool
-    url_encode: bool
+    keys: KeySpec
     merge: MergeSpec
-    complex_key: bool
     block_format: str
     codec: str
     memory: MemoryBudget
@@ -163,7 +158,6 @@ class ResolvedOptions:
     bloom: BloomFilterSpec | None
     index: Index
     sizing: FileSizing = FileSizing()
-    timestamp: TimestampSpec | None = None
     populate_meta_fields: bool = True
     bucket_base_files: bool = False
     write_threads: int | None = None
@@ -279,12 +273,8 @@ def resolve_options(
         operation=operation,
         table_name=table_name,
         table_type=table_type,
-        record_key_fields=keys,
-        partition_fields=parts,
-        hive_style=hive_style,
-        url_encode=url_encode,
+        keys=KeySpec(keys, parts, hive_style, url_encode, complex_key, timestamp),
         merge=merge_spec,
-        complex_key=complex_key,
         block_format=o.get(WriteConfig.LOG_BLOCK_FORMAT),
         codec=o.get(WriteConfig.PARQUET_CODEC),
         memory=MemoryBudget.of(o),
@@ -292,7 +282,6 @@ def resolve_options(
         bloom=BloomFilterSpec.of(o) if meta_fields else None,
         index=index,
         sizing=FileSizing.of(o),
-        timestamp=timestamp,
         populate_meta_fields=meta_fields,
         bucket_base_files=_bucket_base_files(o, config, index, table_type),
         write_threads=o.get(WriteConfig.WRITE_TASKS),

@@ -260,7 +260,7 @@ class Tagger:
                 continue
             keys = rows.column(RECORD_KEY_METADATA_FIELD)
             parts = string_array(rows.column(PARTITION_PATH_METADATA_FIELD))
-            buckets = layout.bucket_ids(keys, o.complex_key)
+            buckets = layout.bucket_ids(keys, o.keys.complex_key)
             enc = pc.dictionary_encode(parts)
             pidx = np.asarray(enc.indices, dtype=np.int64)
             names = enc.dictionary.to_pylist()
@@ -301,8 +301,8 @@ class Tagger:
     def _lookup_spec(self) -> LookupSpec:
         o = self.options
         return LookupSpec(
-            record_key_fields=tuple(o.record_key_fields),
-            complex_key=o.complex_key,
+            record_key_fields=tuple(o.keys.record_key_fields),
+            complex_key=o.keys.complex_key,
             meta_fields=self.plan.table_config.populate_meta_fields,
             # SIMPLE / BLOOM index base files only (Java canIndexLogFiles() = false): inserts
             # never go to logs alone under these indexes (new file groups get base files), so
@@ -694,8 +694,8 @@ class Tagger:
         o = self.options
         rctx = SliceReadContext(
             schema=p.schema,
-            record_key_fields=tuple(o.record_key_fields),
-            complex_key=o.complex_key,
+            record_key_fields=tuple(o.keys.record_key_fields),
+            complex_key=o.keys.complex_key,
             ordering_field=o.merge.ordering_field,
             merge_mode=o.merge.mode,
             populate_meta_fields=p.table_config.populate_meta_fields,

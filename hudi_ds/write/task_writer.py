@@ -157,8 +157,9 @@ class TaskWriter:
         o = self.options
         rows = self.plan.operation.rows
         if rows is Rows.PARTITIONS:
+            k = o.keys
             parts = partition_paths(
-                table, list(o.partition_fields), o.hive_style, o.url_encode, o.timestamp
+                table, list(k.partition_fields), k.hive_style, k.url_encode, k.timestamp
             )
             self._seen_partitions.update(pc.unique(parts).to_pylist())
             return empty
@@ -178,19 +179,19 @@ class TaskWriter:
         return Prepared(data, deletes)
 
     def _check_keys(self, table: pa.Table) -> None:
-        for c in self.options.record_key_fields:
+        for c in self.options.keys.record_key_fields:
             if c not in table.column_names:
                 raise SchemaError(f"key column '{c}' is missing from the input")
             col = table.column(c)
             if col.null_count:
                 raise SchemaError(f"key column '{c}' holds {col.null_count} null value(s)")
-            if not self.options.complex_key and (
+            if not self.options.keys.complex_key and (
                 pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
             ):
                 empty = pc.sum(pc.equal(col, "")).as_py() or 0
                 if empty:
                     raise SchemaError(f"key column '{c}' holds {empty} empty value(s)")
-        for c in self.options.partition_fields:
+        for c in self.options.keys.partition_fields:
             if c not in table.column_names:
                 raise SchemaError(f"partition column '{c}' is missing from the input")
 
@@ -221,7 +222,7 @@ class TaskWriter:
     ) -> tuple[pa.Array, pa.Array]:
         """Record keys and partition paths of ``table``; ``generated``: the keys of an insert
         into a table with Hudi's auto-generated keys (no record key fields)."""
-        p = self.options
+        p = self.options.keys
         if not p.record_key_fields and generated is not None:
             keys = generated
         else:

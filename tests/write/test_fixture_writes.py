@@ -545,7 +545,7 @@ def test_timestamp_keygen_needs_its_type_from_the_writer(tmp_path: Path) -> None
         _resolve(root, {"hoodie.keygen.timebased.timestamp.type": "MIXED"})
     # the older deltastreamer key is an alias
     r = _resolve(root, {"hoodie.deltastreamer.keygen.timebased.timestamp.type": "DATE_STRING"})
-    assert r.timestamp is not None and r.timestamp.output_format == "yyyy/MM/dd/HH"
+    assert r.keys.timestamp is not None and r.keys.timestamp.output_format == "yyyy/MM/dd/HH"
 
 
 def test_unknown_key_generator_refused_unchanged(tmp_path: Path) -> None:
