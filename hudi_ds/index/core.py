@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_ds.config import ConfigProperty, Options, WriteConfig
 from hudi_ds.errors import ConfigError
@@ -246,6 +247,13 @@ class Index:
         """What a lookup matches keys within: the incoming ``partitions``, or None (the key
         alone) for a global index."""
         return None if self.is_global else partitions
+
+    def identities(self, keys: pa.Array, partitions: pa.Array) -> pa.Array:
+        """What identifies each record to this index: its key alone (global) or its partition
+        and key (aligned string arrays in, one string per record out)."""
+        if self.is_global:
+            return keys
+        return pc.binary_join_element_wise(partitions, keys, "\x00")
 
     def table_properties(self) -> dict[str, str]:
         """The ``hoodie.properties`` entries a new table records for its index: the type and,

@@ -451,10 +451,8 @@ class Tagger:
         return Tagged(data, data_t, dels, del_t, self._targets)
 
     def _match(self, keys: pa.Array, parts: pa.Array) -> pa.Array:
-        """What identifies a new key: the key (global index) or partition and key."""
-        if self.index.is_global:
-            return keys
-        return pc.binary_join_element_wise(parts, keys, "\x00")
+        """What identifies a new key (:meth:`~hudi_ds.index.Index.identities`)."""
+        return self.index.identities(keys, parts)
 
     def _remembered(self, keys: pa.Array, parts: pa.Array) -> np.ndarray:
         """Targets of keys this task inserted before (-1 where it did not)."""
