@@ -97,10 +97,10 @@ class KeySpec:
 
     record_key_fields: tuple[str, ...]
     partition_fields: tuple[str, ...]
-    hive_style: bool = False
-    url_encode: bool = False
-    complex_key: bool = False
-    timestamp: TimestampSpec | None = None
+    hive_style: bool
+    url_encode: bool
+    complex_key: bool
+    timestamp: TimestampSpec | None
 
 
 def key_string(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:

@@ -71,13 +71,13 @@ class FileSizing:
         small_file_candidates: MERGE_ON_READ: small file groups per partition taking inserts.
     """
 
-    small_file_limit: int = 104857600
-    max_file_size: int = 125829120
-    record_size_estimate: int = 1024
-    record_size_threshold: float = 1.0
-    insert_split_size: int = 500000
-    auto_split: bool = True
-    small_file_candidates: int = 1
+    small_file_limit: int
+    max_file_size: int
+    record_size_estimate: int
+    record_size_threshold: float
+    insert_split_size: int
+    auto_split: bool
+    small_file_candidates: int
 
     @classmethod
     def of(cls, o: Options) -> FileSizing:
@@ -104,7 +104,7 @@ class MemoryBudget:
 
     task_bytes: int
     handle_bytes: int
-    spill_dir: str | None = None
+    spill_dir: str | None
 
     @classmethod
     def of(cls, o: Options) -> MemoryBudget:
@@ -157,7 +157,7 @@ class ResolvedOptions:
     set_null_for_missing: bool
     bloom: BloomFilterSpec | None
     index: Index
-    sizing: FileSizing = FileSizing()
+    sizing: FileSizing
     populate_meta_fields: bool = True
     bucket_base_files: bool = False
     write_threads: int | None = None
