@@ -422,7 +422,7 @@ class Tagger:
             t = self._remembered(xkeys.take(sel), xparts.take(sel))
             del_t[miss] = t
         miss = np.flatnonzero(del_t < 0)
-        if len(miss) and self.slotted and op is UPSERT:
+        if len(miss) and self.slotted and op == UPSERT:  # ==: executors hold unpickled copies
             # another task of this write may insert the key: the delete (an upsert with
             # _hoodie_is_deleted) goes to the key's insert slot, where the commit's merge
             # weighs it against that insert by the merge mode (Java combines a key's versions
