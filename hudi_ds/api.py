@@ -420,7 +420,7 @@ class HudiTable(ReadableTable):
                 compactions.extend(run_post_commit_services(c, done, track_keys=True))
 
             client = WriteClient(self.storage, opts, post_commit=post_commit)
-            if client.resolved.index_type == "BUCKET":
+            if client.resolved.index.routes_by_hash:
                 raise ConfigError(
                     "state_index=True: the table at "
                     f"{self.storage.base_uri} uses the BUCKET index (hoodie.index.type), which "

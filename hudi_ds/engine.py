@@ -25,8 +25,8 @@ Writes
     :func:`partitions_to_delete` and :func:`skips_empty_commit` decide the commit of a batch
     write; :class:`StreamSink` is the table side of an exactly-once streaming sink;
     :class:`StateIndex` / :data:`Lookup` a long-lived worker's index of record keys;
-    :func:`bucket_ids_of_rows` the bucket of each row of a bucket-index table (whose layout
-    options :func:`validate_num_buckets` and :func:`validate_hash_fields` check).
+    :func:`bucket_ids_of_rows` the bucket of each row of a bucket-index table, whose layout
+    an :class:`Index` resolved from the options holds.
 Compaction
     :func:`compact` runs a table's compactions with an engine's executor, which runs each
     operation of a :class:`CompactionJob` with :func:`compaction_task`.
@@ -43,11 +43,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from hudi_ds.config import IGNORED_HUDI_KEYS, Options, WriteConfig, all_scopes, properties_of
-from hudi_ds.index.bucket import (
-    bucket_ids_from_record_keys,
-    validate_hash_fields,
-    validate_num_buckets,
-)
+from hudi_ds.index import Index
+from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
 from hudi_ds.keygen import record_keys
@@ -77,6 +74,7 @@ from hudi_ds.write.stream_sink import StreamSink
 from hudi_ds.write.write_status import WriteStatus
 
 __all__ = [
+    "Index",
     "IS_DELETED_FIELD",
     "RECORD_KEY_METADATA_FIELD",
     "CommitStream",
@@ -106,8 +104,6 @@ __all__ = [
     "pruning_filters",
     "skips_empty_commit",
     "table_location",
-    "validate_hash_fields",
-    "validate_num_buckets",
     "validate_options",
 ]
 

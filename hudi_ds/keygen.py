@@ -11,6 +11,7 @@ become ``__HIVE_DEFAULT_PARTITION__`` (Hudi's ``PartitionPathEncodeUtils.DEFAULT
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,80 @@ from hudi_ds.schema.meta import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADA
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+class KeyGeneratorType(enum.StrEnum):
+    """The key generators hudi_ds reproduces, by Hudi's ``KeyGeneratorType`` names (what
+    ``hoodie.table.keygenerator.type`` records); each stands for its Java class and the class's
+    Avro twin (``hoodie.table.keygenerator.class``)."""
+
+    SIMPLE = "SIMPLE"
+    COMPLEX = "COMPLEX"
+    NON_PARTITION = "NON_PARTITION"
+    TIMESTAMP = "TIMESTAMP"
+
+    @property
+    def java_class(self) -> str:
+        """The short name of the Java class (``org.apache.hudi.keygen.<name>``)."""
+        return _JAVA_CLASSES[self]
+
+    @classmethod
+    def named(cls, kind: str) -> KeyGeneratorType | None:
+        """The type called ``kind`` (a ``KeyGeneratorType`` name, case-insensitive, without
+        an ``_AVRO`` suffix), or None for one hudi_ds does not reproduce."""
+        try:
+            return cls(kind.strip().upper())
+        except ValueError:
+            return None
+
+    @classmethod
+    def of_class(cls, name: str) -> KeyGeneratorType | None:
+        """The type of the Java class ``name`` (full or short name; the Avro twin alike), or
+        None for one hudi_ds does not reproduce."""
+        short = name.strip().rsplit(".", 1)[-1]
+        return next(
+            (t for t, java in _JAVA_CLASSES.items() if short in (java, _avro_twin(java))), None
+        )
+
+    @classmethod
+    def java_names(cls) -> list[str]:
+        """The Java classes reproduced, sorted (for messages)."""
+        return sorted(_JAVA_CLASSES.values())
+
+
+_JAVA_CLASSES = {
+    KeyGeneratorType.SIMPLE: "SimpleKeyGenerator",
+    KeyGeneratorType.COMPLEX: "ComplexKeyGenerator",
+    KeyGeneratorType.NON_PARTITION: "NonpartitionedKeyGenerator",
+    KeyGeneratorType.TIMESTAMP: "TimestampBasedKeyGenerator",
+}
+
+
+def _avro_twin(java_class: str) -> str:
+    """``SimpleKeyGenerator`` -> ``SimpleAvroKeyGenerator`` (Hudi's Avro-record twins)."""
+    return java_class.removesuffix("KeyGenerator") + "AvroKeyGenerator"
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """How a table's records are keyed and partitioned (what its key generator makes).
+
+    Attributes:
+        record_key_fields: the record key columns.
+        partition_fields: the partition path columns.
+        hive_style: ``field=value`` partition folders.
+        url_encode: partition values URL-encoded.
+        complex_key: record keys are ``f1:v1,f2:v2`` (the complex key generator).
+        timestamp: the TimestampBasedKeyGenerator's partition path (None: partition values as
+            they are).
+    """
+
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    hive_style: bool
+    url_encode: bool
+    complex_key: bool
+    timestamp: TimestampSpec | None
 
 
 def key_string(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:

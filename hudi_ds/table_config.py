@@ -18,6 +18,7 @@ that a crash at any step leaves a valid config with the old or the new entries.
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 import zlib
@@ -46,9 +47,42 @@ COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 CUSTOM_STRATEGY_ID = "1897ef5f-18bc-4557-939c-9d6a8afd1519"
 PAYLOAD_BASED_STRATEGY_ID = "00000000-0000-0000-0000-000000000000"
 
-EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
-COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
-CUSTOM = "CUSTOM"
+
+class TableType(enum.StrEnum):
+    """``hoodie.table.type`` (Java ``HoodieTableType``); the value is what the file records."""
+
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+    MERGE_ON_READ = "MERGE_ON_READ"
+
+    @classmethod
+    def parse(cls, value: str, where: str = "") -> TableType:
+        """The table type ``value`` names (case-insensitive).
+
+        Raises:
+            ConfigError: neither type, naming ``hoodie.table.type`` and the value.
+        """
+        try:
+            return cls(str(value).strip().upper())
+        except ValueError:
+            raise ConfigError(
+                f"hoodie.table.type={value!r}{f' ({where})' if where else ''}: expected one of "
+                f"{', '.join(cls)}"
+            ) from None
+
+
+class MergeMode(enum.StrEnum):
+    """``hoodie.record.merge.mode`` (Java ``RecordMergeMode``): how versions of a key merge;
+    the value is what ``hoodie.properties`` records."""
+
+    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+    CUSTOM = "CUSTOM"
+
+
+#: the merge modes by their Hudi names, for the modules that test and pass them
+EVENT_TIME_ORDERING = MergeMode.EVENT_TIME_ORDERING
+COMMIT_TIME_ORDERING = MergeMode.COMMIT_TIME_ORDERING
+CUSTOM = MergeMode.CUSTOM
 
 #: Hudi's built-in payload classes and the merge mode Hudi 1.1 maps each onto (RFC-97).
 PAYLOAD_MERGE_MODES = {
@@ -402,12 +436,17 @@ class TableConfig:
         return self.props[self.NAME.key]
 
     @property
-    def table_type(self) -> str:
-        return (self.TYPE.of(self.props) or "").upper()
+    def table_type(self) -> TableType:
+        """The table's type.
+
+        Raises:
+            ConfigError: the file records another value.
+        """
+        return TableType.parse(self.TYPE.of(self.props) or "", "in hoodie.properties")
 
     @property
     def is_mor(self) -> bool:
-        return self.table_type == "MERGE_ON_READ"
+        return self.table_type is TableType.MERGE_ON_READ
 
     @property
     def table_version(self) -> int:
@@ -488,14 +527,14 @@ class TableConfig:
         return self.PAYLOAD_CLASS.of(self.props) or self.TABLE_PAYLOAD_CLASS.of(self.props)
 
     @property
-    def merge_mode(self) -> str:
+    def merge_mode(self) -> MergeMode:
         """The record merge mode readers must apply (v8+ property; v6 derived from the payload)."""
         mode = self.RECORD_MERGE_MODE.of(self.props)
         if mode:
             mode = mode.upper()
-            if mode not in (EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING, CUSTOM):
+            if mode not in set(MergeMode):
                 raise ConfigError(f"unknown hoodie.record.merge.mode {mode!r} in hoodie.properties")
-            return mode
+            return MergeMode(mode)
         strategy = self.merge_strategy_id
         payload = self.payload_class or ""
         if strategy == COMMIT_TIME_STRATEGY_ID:

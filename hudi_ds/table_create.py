@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from hudi_ds.errors import ConfigError, TableExistsError
+from hudi_ds.keygen import KeyGeneratorType
 from hudi_ds.schema.avro import avro_schema_json, table_avro_schema
 from hudi_ds.schema.meta import META_FIELDS
 from hudi_ds.storage import Storage
-from hudi_ds.table_config import PROPS_FILE, TableConfig
+from hudi_ds.table_config import PROPS_FILE, TableConfig, TableType
 
 #: The folders of a new table's ``.hoodie`` (``HoodieTableMetaClient.initTable``), both
 #: timeline layouts; :func:`table_folders` adds the timeline's own.
@@ -36,12 +37,6 @@ TABLE_FOLDERS = (
     ".hoodie/.aux/.bootstrap/.partitions",
     ".hoodie/.aux/.bootstrap/.fileids",
 )
-#: the key generator types Hudi 1.x records (``hoodie.table.keygenerator.type``)
-_KEYGEN_TYPES = {
-    "NonpartitionedKeyGenerator": "NON_PARTITION",
-    "ComplexKeyGenerator": "COMPLEX",
-    "SimpleKeyGenerator": "SIMPLE",
-}
 
 
 def table_folders(table_version: int) -> tuple[str, ...]:
@@ -65,45 +60,40 @@ class NewTable:
         hive_style: ``field=value`` partition folders.
         url_encode: partition values URL-encoded.
         complex_key: record keys are ``f1:v1,f2:v2`` (the complex key generator).
-        num_buckets: the bucket index's bucket count.
-        hash_fields: the bucket index's hash fields.
+        index_properties: the index entries (``hoodie.index.type`` and a bucket index's
+            layout: ``Index.table_properties``).
         ordering_field: the ordering (precombine) field, if any.
         database_name: ``hoodie.database.name``, if any.
         merge_properties: the merge entries (``MergeSpec.table_properties``).
-        index_type: ``hoodie.index.type``; a non-bucket table records no bucket layout.
         populate_meta_fields: ``hoodie.populate.meta.fields`` (False: virtual keys).
         table_version: ``hoodie.table.version``: 6, 8 or 9.
     """
 
     table_name: str
-    table_type: str
+    table_type: TableType
     record_key_fields: tuple[str, ...]
     partition_fields: tuple[str, ...]
     hive_style: bool
     url_encode: bool
     complex_key: bool
-    num_buckets: int
-    hash_fields: tuple[str, ...]
+    index_properties: Mapping[str, str]
     ordering_field: str | None = None
     database_name: str | None = None
     merge_properties: Mapping[str, str] = field(default_factory=dict)
-    index_type: str = "BUCKET"
     populate_meta_fields: bool = True
     table_version: int = 6
 
     @property
-    def keygen_class(self) -> str:
-        """The key generator Java writers use for these keys (``org.apache.hudi.keygen.*``)."""
+    def key_generator(self) -> KeyGeneratorType:
+        """The key generator Java writers use for these keys."""
         if not self.partition_fields:
-            name = "NonpartitionedKeyGenerator"
-        else:
-            name = "ComplexKeyGenerator" if self.complex_key else "SimpleKeyGenerator"
-        return "org.apache.hudi.keygen." + name
+            return KeyGeneratorType.NON_PARTITION
+        return KeyGeneratorType.COMPLEX if self.complex_key else KeyGeneratorType.SIMPLE
 
     @property
-    def keygen_type(self) -> str:
-        """The key generator type Hudi 1.x records (``SIMPLE``, ``COMPLEX``, ``NON_PARTITION``)."""
-        return _KEYGEN_TYPES[self.keygen_class.rsplit(".", 1)[-1]]
+    def keygen_class(self) -> str:
+        """The key generator's Java class (``org.apache.hudi.keygen.*``)."""
+        return "org.apache.hudi.keygen." + self.key_generator.java_class
 
 
 def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
@@ -151,7 +141,7 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
                 c.TIMELINE_LAYOUT_VERSION.entry(2),
                 c.TIMELINE_PATH.entry("timeline"),
                 c.TIMELINE_HISTORY_PATH.entry("history"),
-                c.KEY_GENERATOR_TYPE.entry(table.keygen_type),
+                c.KEY_GENERATOR_TYPE.entry(table.key_generator.value),
             ]
         )
     if version >= 9:
@@ -160,18 +150,9 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
     props.update(
         [
             c.CREATE_SCHEMA.entry(avro_schema_json(table_avro_schema(data, table.table_name))),
-            c.INDEX_TYPE.entry(table.index_type),
         ]
     )
-    if table.index_type == "BUCKET":
-        # the bucket layout is a property of the table: persisted so that every later
-        # writer (and key lookups on read) use the same one; Java ignores these keys
-        props.update(
-            [
-                c.BUCKET_INDEX_NUM_BUCKETS.entry(table.num_buckets),
-                c.BUCKET_INDEX_HASH_FIELD.entry(table.hash_fields),
-            ]
-        )
+    props.update(table.index_properties)
     if table.database_name:
         props.update([c.DATABASE_NAME.entry(table.database_name)])
     if table.ordering_field:

@@ -16,7 +16,7 @@ import pytest
 
 from hudi_ds.config import Options
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
-from hudi_ds.keygen import TimestampSpec, partition_paths
+from hudi_ds.keygen import KeyGeneratorType, TimestampSpec, partition_paths
 from hudi_ds.table_config import TableConfig, parse_properties
 from tests.fixtures import FIXTURES_DIR, require_fixtures
 
@@ -173,3 +173,18 @@ def test_refusals() -> None:
         partition_paths(pa.table({"t": pa.array([1, None])}), ["t"], False, False, spec)
     with pytest.raises(SchemaError, match="must be numbers"):
         partition_paths(pa.table({"t": ["1"]}), ["t"], False, False, spec)
+
+
+def test_key_generator_types_and_their_java_classes() -> None:
+    kg = KeyGeneratorType
+    assert kg.of_class("org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator") is kg.TIMESTAMP
+    assert kg.of_class("NonpartitionedAvroKeyGenerator") is kg.NON_PARTITION
+    assert kg.of_class("org.apache.hudi.keygen.CustomKeyGenerator") is None
+    assert kg.named(" complex ") is kg.COMPLEX and kg.named("GLOBAL_DELETE") is None
+    assert kg.SIMPLE.java_class == "SimpleKeyGenerator"
+    assert kg.java_names() == [
+        "ComplexKeyGenerator",
+        "NonpartitionedKeyGenerator",
+        "SimpleKeyGenerator",
+        "TimestampBasedKeyGenerator",
+    ]

@@ -14,6 +14,7 @@ import hudi_ds
 from hudi_ds.errors import ConfigError, CorruptFileError, TableExistsError, TableNotFoundError
 from hudi_ds.faults import ENV as CRASH_ENV
 from hudi_ds.faults import EXIT_CODE
+from hudi_ds.index import BucketLayout, Index, IndexType
 from hudi_ds.schema.meta import with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import (
@@ -21,8 +22,10 @@ from hudi_ds.table_config import (
     EVENT_TIME_ORDERING,
     PROPS_BACKUP,
     PROPS_FILE,
+    MergeMode,
     TableConfig,
     TableProperty,
+    TableType,
     format_properties,
     parse_properties,
     recover_table_config,
@@ -125,8 +128,7 @@ NEW = NewTable(
     hive_style=True,
     url_encode=False,
     complex_key=True,
-    num_buckets=4,
-    hash_fields=("id",),
+    index_properties=Index(IndexType.BUCKET, BucketLayout(4, ("id",))).table_properties(),
     ordering_field="ts",
     database_name="db",
     merge_properties={"hoodie.compaction.payload.class": "P"},
@@ -453,3 +455,13 @@ def test_create_1x_table_folders(version: int, tmp_path: Path) -> None:
     assert all((tmp_path / "t" / d).is_dir() for d in TABLE_FOLDERS)
     with pytest.raises(ConfigError, match="hoodie.write.table.version=7"):
         table_properties(dataclasses.replace(NEW, table_version=7), SCHEMA)
+
+
+def test_table_type_and_merge_mode_are_enums_of_hudi_spellings() -> None:
+    cfg = TableConfig({"hoodie.table.name": "t", "hoodie.table.type": "merge_on_read"})
+    assert cfg.table_type is TableType.MERGE_ON_READ and cfg.is_mor
+    assert TableConfig({"hoodie.table.name": "t"}).table_type is TableType.COPY_ON_WRITE
+    with pytest.raises(ConfigError, match="hoodie.table.type='MOR' .in hoodie.properties"):
+        TableConfig({"hoodie.table.name": "t", "hoodie.table.type": "MOR"}).table_type  # noqa: B018
+    mode = TableConfig({"hoodie.table.name": "t", "hoodie.record.merge.mode": "custom"}).merge_mode
+    assert mode is MergeMode.CUSTOM and str(mode) == "CUSTOM"

@@ -60,10 +60,11 @@ from hudi_ds.table_config import (
     EVENT_TIME_STRATEGY_ID,
     OVERWRITE_LATEST_PAYLOAD,
     PAYLOAD_BASED_STRATEGY_ID,
+    MergeMode,
     TableConfig,
 )
 
-BUILTIN_STRATEGY_IDS = {
+BUILTIN_STRATEGY_IDS: dict[MergeMode | str, str] = {
     COMMIT_TIME_ORDERING: COMMIT_TIME_STRATEGY_ID,
     EVENT_TIME_ORDERING: EVENT_TIME_STRATEGY_ID,
 }
@@ -118,7 +119,7 @@ class Behaviour:
 
     name: str
     payload_class: str
-    mode: str
+    mode: MergeMode
     merger: str
     partial: str = PARTIAL_NONE
     delete_field: str | None = None
@@ -193,7 +194,7 @@ BY_PAYLOAD: dict[str, Behaviour] = {b.payload_class: b for b in BEHAVIOURS.value
 _BY_SHORT: dict[str, Behaviour] = {
     b.payload_class.rsplit(".", 1)[-1].lower(): b for b in BEHAVIOURS.values()
 }
-MODE_BEHAVIOUR = {
+MODE_BEHAVIOUR: dict[MergeMode | str, Behaviour] = {
     COMMIT_TIME_ORDERING: BEHAVIOURS["overwrite_with_latest"],
     EVENT_TIME_ORDERING: BEHAVIOURS["default"],
 }
@@ -233,13 +234,18 @@ class MergeSpec:
             see :attr:`payload_precombine`.
     """
 
-    mode: str
+    mode: MergeMode
     behaviour: str | None = "default"
     ordering_fields: tuple[str, ...] = ()
     strategy_id: str = EVENT_TIME_STRATEGY_ID
     payload_class: str | None = DEFAULT_PAYLOAD
     custom_classes: tuple[str, ...] = ()
     by_payload: bool = False
+
+    @property
+    def ordering_field(self) -> str | None:
+        """The first ordering field (the one rows are checked, typed and deleted by), if any."""
+        return self.ordering_fields[0] if self.ordering_fields else None
 
     @property
     def is_custom(self) -> bool:
@@ -270,7 +276,7 @@ class MergeSpec:
 
     def props(self) -> dict[str, str]:
         """The merge properties handed to the merger (Hudi's keys)."""
-        out = {MERGE_MODE_PROP: self.mode}
+        out = {MERGE_MODE_PROP: self.mode.value}
         if self.ordering_fields:
             out[ORDERING_FIELDS_PROP] = ",".join(self.ordering_fields)
         b = self.builtin
@@ -396,10 +402,10 @@ class MergeSpec:
         return out
 
 
-def spec_for_mode(mode: str, ordering_fields: Sequence[str] = ()) -> MergeSpec:
+def spec_for_mode(mode: MergeMode | str, ordering_fields: Sequence[str] = ()) -> MergeSpec:
     """The built-in spec of a merge mode (``COMMIT_TIME_ORDERING`` / ``EVENT_TIME_ORDERING``)."""
     if mode not in MODE_BEHAVIOUR:
-        raise ConfigError(f"merge mode {mode!r} has no built-in merger")
+        raise ConfigError(f"merge mode {str(mode)!r} has no built-in merger")
     return builtin_spec(MODE_BEHAVIOUR[mode], ordering_fields)
 
 
@@ -504,8 +510,8 @@ def write_spec(options: Options, ordering_field: str | None) -> MergeSpec:
             EVENT_TIME_ORDERING without an ordering field, or CUSTOM without a loadable merger
             (the message names the key and the value).
     """
-    mode: str | None = options.get(WriteConfig.MERGE_MODE)
-    mode_option = mode
+    mode_option: str | None = options.get(WriteConfig.MERGE_MODE)
+    mode = MergeMode(mode_option) if mode_option is not None else None
     payload: str | None = options.get(WriteConfig.PAYLOAD_CLASS)
     strategy: str | None = options.get(WriteConfig.MERGE_STRATEGY_ID)
     classes = custom_classes_option(options)
@@ -513,7 +519,7 @@ def write_spec(options: Options, ordering_field: str | None) -> MergeSpec:
     mode_key, payload_key = WriteConfig.MERGE_MODE.key, WriteConfig.PAYLOAD_CLASS.key
     strategy_key = WriteConfig.MERGE_STRATEGY_ID.key
 
-    implied: str | None = None
+    implied: MergeMode | None = None
     if strategy:
         strategy = strategy.strip()
         if strategy == COMMIT_TIME_STRATEGY_ID:
@@ -531,7 +537,7 @@ def write_spec(options: Options, ordering_field: str | None) -> MergeSpec:
         mode = implied
     elif implied is not None and implied != mode:
         raise ConfigError(
-            f"option '{strategy_key}'={strategy!r} contradicts option '{mode_key}'={mode!r}"
+            f"option '{strategy_key}'={strategy!r} contradicts option '{mode_key}'={mode_option!r}"
         )
     if mode is None and classes and not payload:
         mode = CUSTOM
@@ -549,7 +555,7 @@ def write_spec(options: Options, ordering_field: str | None) -> MergeSpec:
         if mode is not None and mode != b.mode:
             raise ConfigError(
                 f"option '{payload_key}'={payload!r} merges by {b.mode}, which contradicts "
-                f"option '{mode_key}'={mode!r}"
+                f"option '{mode_key}'={mode.value!r}"
             )
         if not ordering and b.default_ordering:
             ordering = (b.default_ordering,)

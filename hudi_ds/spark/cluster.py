@@ -20,10 +20,9 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.engine import (
+    Index,
     WriteClient,
     bucket_ids_of_rows,
-    validate_hash_fields,
-    validate_num_buckets,
     validate_options,
 )
 from hudi_ds.errors import ConfigError, SchemaError
@@ -55,31 +54,33 @@ class BucketSpec:
         path = path or options.get("path")
         if path:
             r = WriteClient(opt.open_path(str(path), connector), hudi).resolved
-            if r.index_type != "BUCKET":
+            if r.index.bucket is None:
                 raise ConfigError(
                     f"cluster_by_bucket is for bucket-index tables; the table at {path} uses "
-                    f"the {r.index_type} index (write the DataFrame as it is: its tasks look "
-                    "keys up in the table)"
+                    f"the {r.index.type.value} index (write the DataFrame as it is: its tasks "
+                    "look keys up in the table)"
                 )
+            b = r.index.bucket
             spec = cls(
-                r.record_key_fields, r.partition_fields, r.complex_key, r.num_buckets, r.hash_fields
+                r.keys.record_key_fields,
+                r.keys.partition_fields,
+                r.keys.complex_key,
+                b.num_buckets,
+                b.hash_fields,
             )
         else:
             validate_options(hudi)
             o = Options.of(hudi)
-            if _opt(o, WriteConfig.INDEX_TYPE) != "BUCKET":
+            keys = list(_opt(o, WriteConfig.RECORD_KEY_FIELDS) or [])
+            parts = tuple(_opt(o, WriteConfig.PARTITION_FIELDS) or [])
+            index = Index.resolve(o, None, keys, bool(parts))  # a new table: as the writer's
+            if index.bucket is None:
                 raise ConfigError(
                     f"cluster_by_bucket is for the bucket index; 'hoodie.index.type'="
-                    f"{_opt(o, WriteConfig.INDEX_TYPE)!r}"
+                    f"{index.type.value!r}"
                 )
-            keys = list(_opt(o, WriteConfig.RECORD_KEY_FIELDS) or [])
-            spec = cls(
-                tuple(keys),
-                tuple(_opt(o, WriteConfig.PARTITION_FIELDS) or []),
-                len(keys) > 1,
-                validate_num_buckets(_opt(o, WriteConfig.NUM_BUCKETS)),
-                tuple(validate_hash_fields(_opt(o, WriteConfig.HASH_FIELD), keys)) if keys else (),
-            )
+            b = index.bucket
+            spec = cls(tuple(keys), parts, len(keys) > 1, b.num_buckets, b.hash_fields)
         if not spec.key_fields:
             raise ConfigError(
                 "cluster_by_bucket needs 'hoodie.datasource.write.recordkey.field' "

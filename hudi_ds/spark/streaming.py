@@ -178,7 +178,7 @@ class HudiStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
         # compaction service): scheduled in the commit, executed by a background compactor
         job.client.post_commit = post_commit_services(datasource=True, async_compaction=True)
         state_key = SparkConfig.STREAMING_STATE_INDEX
-        if opt.get(connector, state_key) and job.client.resolved.index_type == "BUCKET":
+        if opt.get(connector, state_key) and job.client.resolved.index.routes_by_hash:
             raise ConfigError(
                 f"'{state_key.key}'=true: the table at {job.client.storage.base_uri} uses the "
                 "BUCKET index (hoodie.index.type), which locates keys by hash; the state index "

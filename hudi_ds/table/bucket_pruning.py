@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from hudi_ds.errors import ConfigError, HudiError
+from hudi_ds.index import records_another_index
 from hudi_ds.index.bucket import (
     HASH_FIELD_KEY,
     NUM_BUCKETS_KEY,
@@ -28,7 +29,6 @@ from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.table.filters import Filter
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.table_config import TableConfig
 
 #: at most this many candidate record keys are hashed for bucket pruning.
 MAX_BUCKET_KEYS = 4096
@@ -44,8 +44,7 @@ def bucket_config(table: ReadableTable, options: Mapping[str, str]) -> tuple[int
     Raises:
         ConfigError: an invalid value.
     """
-    recorded_index = table.config.get(TableConfig.INDEX_TYPE)
-    if recorded_index and recorded_index.upper() != "BUCKET":
+    if records_another_index(table.config):
         return None  # a table hudi_ds created with another index: fileIds are not buckets
     raw = options.get(NUM_BUCKETS_KEY) or table.config.get(NUM_BUCKETS_KEY)
     if raw is None:

@@ -25,6 +25,7 @@ from hudi_ds.errors import (
     UnsupportedError,
 )
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
+from hudi_ds.index.core import records_another_index
 from hudi_ds.keygen import key_string
 from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import bucket_id_of, partition_values_of
@@ -611,8 +612,7 @@ class ReadableTable:
         cfg = self.config
         n = cfg.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS)
         keys = cfg.record_key_fields
-        index = (cfg.get(TableConfig.INDEX_TYPE) or "BUCKET").upper()
-        if n is None or index != "BUCKET" or len(keys) != 1 or cfg.complex_record_key:
+        if n is None or records_another_index(cfg) or len(keys) != 1 or cfg.complex_record_key:
             return None
         hash_fields = TableConfig.BUCKET_INDEX_HASH_FIELD.items(cfg.props)
         wanted: set[int] | None = None

@@ -30,6 +30,7 @@ import pyarrow as pa
 from hudi_ds.errors import HudiError
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.table_config import TableType
 from hudi_ds.timeline.instant import COMMIT
 from hudi_ds.timeline.timeline import Timeline
 
@@ -92,7 +93,7 @@ class SmallFile:
 
 def small_files(
     slices: Iterable[FileSlice],
-    table_type: str,
+    table_type: TableType,
     small_file_limit: int,
     candidates_limit: int,
     excluded: Callable[[str, str], bool] | None = None,
@@ -115,12 +116,12 @@ def small_files(
         base = s.base_file
         if base is None or base.size >= small_file_limit:
             continue
-        if table_type == "MERGE_ON_READ" and s.log_files:
+        if table_type is TableType.MERGE_ON_READ and s.log_files:
             continue
         if excluded is not None and excluded(s.partition_path, s.file_id):
             continue
         out.append(SmallFile(s.partition_path, s.file_id, base.instant_time, int(base.size)))
-    if table_type == "MERGE_ON_READ":
+    if table_type is TableType.MERGE_ON_READ:
         out.sort(key=lambda f: (f.size, f.file_id))
         return out[: max(0, candidates_limit)]
     return sorted(out, key=lambda f: f.file_id)

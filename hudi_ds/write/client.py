@@ -90,7 +90,7 @@ from hudi_ds.schema.write import WriteSchema, write_schema
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.table_config import TableConfig
+from hudi_ds.table_config import TableConfig, TableType
 from hudi_ds.table_create import NewTable, check_path_is_free, create_table
 from hudi_ds.timeline.instant import (
     COMPACTION,
@@ -256,10 +256,10 @@ class WriteClient:
         table_schema = self._table_schema()
         # a delete keys its rows in the input's own schema (Java: HoodieSparkSqlWriter)
         records = self.operation.rows is Rows.RECORDS
-        if r.timestamp is not None and table_schema is not None and records:
-            for f in r.partition_fields:
+        if r.keys.timestamp is not None and table_schema is not None and records:
+            for f in r.keys.partition_fields:
                 if f in table_schema.names:
-                    r.timestamp.check_table_field(f, table_schema.field(f).type)
+                    r.keys.timestamp.check_table_field(f, table_schema.field(f).type)
         if self.operation.prepped:
             missing = [
                 c
@@ -277,16 +277,16 @@ class WriteClient:
             schema,
             table_schema,
             table_name=r.table_name,
-            record_key_fields=r.record_key_fields,
-            partition_fields=r.partition_fields,
-            ordering_field=r.ordering_field,
+            record_key_fields=r.keys.record_key_fields,
+            partition_fields=r.keys.partition_fields,
+            ordering_field=r.merge.ordering_field,
             operation=self.operation.name,
             required_columns=self.operation.required_columns(
-                r.record_key_fields, r.partition_fields
+                r.keys.record_key_fields, r.keys.partition_fields
             ),
             partial_updates=self.options.get(WriteConfig.PARTIAL_UPDATES),
             set_null_for_missing=self.options.get(WriteConfig.SET_NULL_FOR_MISSING),
-            nulls_mean_unchanged=r.merge_spec.nulls_mean_unchanged,
+            nulls_mean_unchanged=r.merge.nulls_mean_unchanged,
         )
         if decided.partial_columns is not None:
             cfg = self.table_config
@@ -313,17 +313,15 @@ class WriteClient:
         new = NewTable(
             table_name=r.table_name,
             table_type=r.table_type,
-            record_key_fields=tuple(r.record_key_fields),
-            partition_fields=tuple(r.partition_fields),
-            hive_style=r.hive_style,
-            url_encode=r.url_encode,
-            complex_key=r.complex_key,
-            num_buckets=r.num_buckets,
-            hash_fields=tuple(r.hash_fields),
-            ordering_field=r.ordering_field,
+            record_key_fields=tuple(r.keys.record_key_fields),
+            partition_fields=tuple(r.keys.partition_fields),
+            hive_style=r.keys.hive_style,
+            url_encode=r.keys.url_encode,
+            complex_key=r.keys.complex_key,
+            ordering_field=r.merge.ordering_field,
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
-            merge_properties=r.merge_spec.table_properties(version),
-            index_type=r.index_type,
+            merge_properties=r.merge.table_properties(version),
+            index_properties=r.index.table_properties(),
             populate_meta_fields=r.populate_meta_fields,
             table_version=version,
         )
@@ -431,15 +429,16 @@ class WriteClient:
         r = self.resolved
         # the timeline is read before the listing: a commit landing in between is then
         # listed but not yet visible, never visible but unlisted ("missing")
-        vis = state.visibility() if r.table_type == "COPY_ON_WRITE" else None
+        vis = state.visibility() if r.table_type is TableType.COPY_ON_WRITE else None
         timeline = state.timeline  # (loaded before the listing, if it was not yet)
-        if r.index_type == "BUCKET":
+        bucket = r.index.bucket
+        if bucket is not None:
             view = check_bucket_layout(
-                self.storage, state.config, r.num_buckets, list(r.hash_fields)
+                self.storage, state.config, bucket.num_buckets, list(bucket.hash_fields)
             )
         elif vis is not None:
             view = FileSystemView(self.storage, state.config)
-        if r.index_type == "BUCKET" or vis is not None:
+        if bucket is not None or vis is not None:
             # listed after this timeline was loaded: the instant's task may use the listing
             # if its plan sees the same timeline (see _start_locked)
             self._checked_view = (timeline, view)
@@ -605,7 +604,7 @@ class WriteClient:
         records), so any input size goes through bounded memory.
         """
         o = task.options
-        with TaggedRecords(o.task_budget_bytes // 3, o.spill_dir) as tagged:
+        with TaggedRecords(o.memory.task_bytes // 3, o.memory.spill_dir) as tagged:
             for batch in batches:
                 tagged.add(task.tag(task.prepare(batch)))
             self.save_workload_profile(instant, task.workload)
@@ -972,11 +971,11 @@ class WriteClient:
                     refused = self._concurrent_cause(state, instant, plan)
                     if refused is not None:
                         raise refused
-                if plan.table_type == "MERGE_ON_READ":
+                if plan.table_type is TableType.MERGE_ON_READ:
                     statuses = retarget_pending_logs(state, plan, statuses)
                 if self.multi_writer:
                     statuses = resolve_conflicts(state, plan, statuses)
-                    if plan.table_type == "MERGE_ON_READ":
+                    if plan.table_type is TableType.MERGE_ON_READ:
                         # logs that joined a file group another writer created at once (same
                         # bucket) are in its slice: a compaction scheduled on it since takes
                         # them into its own slice too, or they would hang off a superseded one

@@ -21,6 +21,7 @@ from hudi_ds.index.bucket import bucket_id_from_file_id
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of, log_file_name, parse_log_file_name
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table_config import TableType
 from hudi_ds.timeline.instant import DELTA_COMMIT
 from hudi_ds.timeline.metadata import WriteStat
 from hudi_ds.timeline.timeline import Timeline
@@ -51,14 +52,14 @@ def resolve_conflicts(
     ]
     if not others:
         return statuses
-    exclusive = plan.table_type == "COPY_ON_WRITE" or not plan.operation.merges_existing
+    exclusive = plan.table_type is TableType.COPY_ON_WRITE or not plan.operation.merges_existing
     theirs_new: dict[tuple[str, int], str] = {}
     for other in others:
         md = timeline.read_commit_metadata(other)
         theirs = {(p, s.file_id) for p, st in md.partition_to_write_stats.items() for s in st}
         replaced = {(p, f) for p, fs in md.partition_to_replace_file_ids.items() for f in fs}
         clash = (ours & replaced) or (exclusive and ours & theirs)
-        if plan.options.index_type == "BUCKET":
+        if plan.options.index.routes_by_hash:
             # two writers creating a file group for one bucket (file ids differ)
             for p, f in theirs:
                 if f and f[:8].isdigit():
@@ -141,7 +142,7 @@ def _rehome_logs(
     mine = {s.path for s in statuses}
     top: dict[tuple[str, str, str], int] = {}
     live: dict[tuple[str, int], FileSlice] = {}
-    bucketed = plan.options.index_type == "BUCKET"  # new file groups of one bucket: joined
+    bucketed = plan.options.index.routes_by_hash  # new file groups of one bucket: joined
     for p in {s.partition_path for s in statuses if s.kind == "append"}:
         for g in view.file_groups(p):
             for lf in g.log_files:

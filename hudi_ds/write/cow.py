@@ -198,7 +198,7 @@ def merge_staged(
         for fs in view.latest_file_slices(p, plan.visibility):
             latest[(p, fs.file_id)] = fs
     ctx = plan.handle_context(storage, "0-0-0")
-    ordering = plan.options.ordering_field
+    ordering = plan.options.merge.ordering_field
     otype = (
         plan.schema.field(ordering).type
         if ordering and plan.schema.get_field_index(ordering) >= 0
@@ -208,7 +208,7 @@ def merge_staged(
     moved: dict[tuple[str, str], tuple[pa.Table, pa.Table]] = {}
     dropped: dict[str, pa.Array] = {}
     new_groups = {(p, fid) for (p, _), fid in packed.items()}
-    if plan.options.is_global_index and packed:
+    if plan.options.index.is_global and packed:
         moved, dropped = _combine_across_partitions(storage, plan, staged, packed, dschema)
 
     def merge_group(part: str, fid: str, group: list[WriteStatus]) -> WriteStatus | None:
@@ -286,9 +286,9 @@ def _pack_slots(
 ) -> dict[tuple[str, int], str]:
     """Move the staged insert slots of every partition to their packed file groups (in
     place); returns the packed file id of each staged ``(partition, slot)``."""
-    o = plan.options
+    sizing = plan.options.sizing
     per_new_file = records_per_new_file(
-        o.max_file_size, plan.avg_record_size, o.auto_split, o.insert_split_size
+        sizing.max_file_size, plan.avg_record_size, sizing.auto_split, sizing.insert_split_size
     )
     packed: dict[tuple[str, int], str] = {}
     for part in sorted({k[0] for k in staged}):
@@ -375,9 +375,7 @@ def _combine_across_partitions(
         win, gone = precombine(
             pa.concat_tables(rows) if rows else plan.schema.empty_table(),
             pa.concat_tables(dels) if dels else dschema.empty_table(),
-            o.ordering_field,
-            o.merge_mode,
-            o.merge_spec,
+            o.merge,
             plan.partial_columns,
         )
         # a delete winning over a new key's versions: the key is not written at all

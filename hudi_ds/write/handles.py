@@ -55,7 +55,6 @@ from hudi_ds.merge.engine import (
     DeleteKeys,
     combines_in_groups,
     merge_versions,
-    resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
 from hudi_ds.schema.evolution import promote_table
@@ -99,8 +98,7 @@ class HandleContext:
     @property
     def merge_spec(self) -> MergeSpec:
         """The table's merge spec."""
-        o = self.options
-        return resolve_spec(o.merge_spec, o.merge_mode, o.ordering_field)
+        return self.options.merge
 
     def carried(self, table: pa.Table) -> pa.Table:
         """The columns incoming rows carry (all, unless this is a partial update write)."""
@@ -125,15 +123,13 @@ def stored_rows(table: pa.Table, ctx: HandleContext, partition_path: str) -> pa.
     o = ctx.options
     if o.populate_meta_fields or table.num_rows == 0:
         return table
-    return with_virtual_keys(table, o.record_key_fields, o.complex_key, partition_path)
+    return with_virtual_keys(table, o.keys.record_key_fields, o.keys.complex_key, partition_path)
 
 
 def precombine(
     data: pa.Table,
     deletes: pa.Table,
-    ordering_field: str | None,
-    mode: str,
-    spec: MergeSpec | None = None,
+    spec: MergeSpec,
     partial_columns: tuple[str, ...] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Keep one version per record key among ``data`` rows and ``deletes`` (write order).
@@ -145,7 +141,7 @@ def precombine(
     does in ``HoodieWriteHelper.deduplicateRecords``; a partial update write (a Hudi 1.x
     feature) keeps the commit-time fold.
     """
-    spec = resolve_spec(spec, mode, ordering_field)
+    ordering_field = spec.ordering_field
     n_data, n_del = data.num_rows, deletes.num_rows
     if n_data + n_del == 0 or not combines_in_groups(spec, partial_columns is not None):
         return data, deletes
@@ -297,14 +293,7 @@ class AppendHandle(_Buffered):
         data = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
         dels = pa.concat_tables(self._deletes) if self._deletes else _empty_deletes(ctx)
         self._data, self._deletes, self.buffered_bytes = [], [], 0
-        data, dels = precombine(
-            data,
-            dels,
-            ctx.options.ordering_field,
-            ctx.options.merge_mode,
-            ctx.options.merge_spec,
-            ctx.partial_columns,
-        )
+        data, dels = precombine(data, dels, ctx.merge_spec, ctx.partial_columns)
         out = self._stream()
         if data.num_rows:
             if ctx.options.populate_meta_fields or self.staging:
@@ -392,10 +381,10 @@ def _strings(parts: list[pa.Array]) -> pa.Array:
 
 
 def _empty_deletes(ctx: HandleContext) -> pa.Table:
+    ordering = ctx.merge_spec.ordering_field
     otype = (
-        ctx.schema.field(ctx.options.ordering_field).type
-        if ctx.options.ordering_field
-        and ctx.schema.get_field_index(ctx.options.ordering_field) >= 0
+        ctx.schema.field(ordering).type
+        if ordering and ctx.schema.get_field_index(ordering) >= 0
         else pa.null()
     )
     return delete_schema(otype).empty_table()
@@ -769,7 +758,7 @@ class MergeHandle(_Buffered):
         merged rows, the file-name column, the Parquet encoding), and the task's other handles
         keep buffering up to a third of the budget meanwhile.
         """
-        budget = self.ctx.options.task_budget_bytes
+        budget = self.ctx.options.memory.task_bytes
         return None if budget is None else max(budget // (8 * self.merges_in_flight), 1)
 
     def flush(self) -> None:
@@ -813,7 +802,7 @@ class MergeHandle(_Buffered):
         """The spill files of rows and of delete keys (created on first use)."""
         if self._spilled_data is None or self._spilled_deletes is None:
             self._spill_dir = tempfile.mkdtemp(
-                prefix=f"hudi-merge-{self.file_id}-", dir=self.ctx.options.spill_dir or None
+                prefix=f"hudi-merge-{self.file_id}-", dir=self.ctx.options.memory.spill_dir or None
             )
             # removed at close, or when an abandoned handle (a failed task) is collected
             self._remove_spill = weakref.finalize(self, shutil.rmtree, self._spill_dir, True)
@@ -1032,9 +1021,7 @@ def merge_into_base(
     if ctx.merge_spec.payload_precombine and not partial:
         # Java 0.x de-duplicates the batch with the payload's preCombine before it meets the
         # stored records (HoodieWriteHelper.deduplicateRecords): greatest ordering value first
-        incoming, dels = precombine(
-            incoming, dels, ctx.options.ordering_field, ctx.merge_spec.mode, ctx.merge_spec
-        )
+        incoming, dels = precombine(incoming, dels, ctx.merge_spec)
     res = merge_versions(
         [old, DataPart(ctx.carried(incoming), partial=partial), DeleteKeys.from_table(dels)],
         ctx.merge_spec,

@@ -29,6 +29,7 @@ from enum import Enum
 from hudi_ds.config import Options
 from hudi_ds.errors import ConfigError
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table_config import TableType
 from hudi_ds.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from hudi_ds.timeline.view import Visibility
 
@@ -90,12 +91,12 @@ class WriteOperation:
         """Write options the operation reads beside the validated ``hoodie.*`` keys."""
         return (PARTITIONS_TO_DELETE_KEY,) if self.replaces is Replaces.NAMED else ()
 
-    def action(self, table_type: str) -> str:
+    def action(self, table_type: TableType) -> str:
         """The action of the instant: ``replacecommit`` for a replacing operation, else
         ``deltacommit`` on a MERGE_ON_READ table and ``commit`` on a COPY_ON_WRITE one."""
         if not self.merges_existing:
             return REPLACE_COMMIT
-        return DELTA_COMMIT if table_type == "MERGE_ON_READ" else COMMIT
+        return DELTA_COMMIT if table_type is TableType.MERGE_ON_READ else COMMIT
 
     def required_columns(
         self, record_key_fields: Sequence[str], partition_fields: Sequence[str]

@@ -17,12 +17,11 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_ds.config import ConfigProperty, Options, WriteConfig
+from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, HudiError, UnsupportedError
-from hudi_ds.index.bucket import NUM_BUCKETS_KEY, validate_hash_fields, validate_num_buckets
-from hudi_ds.keygen import TimestampSpec
+from hudi_ds.index.core import Index, latest_write_stats
+from hudi_ds.keygen import KeyGeneratorType, KeySpec, TimestampSpec
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
-from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.merge.modes import (
     MergeSpec,
     check_same_spec,
@@ -37,7 +36,7 @@ from hudi_ds.schema.meta import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
 )
-from hudi_ds.table_config import TableConfig
+from hudi_ds.table_config import MergeMode, TableConfig, TableType
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.operation import (
     DELETE,
@@ -51,24 +50,72 @@ log = logging.getLogger("hudi_ds.write")
 
 MB = 1 << 20
 
-#: the key generators hudi_ds reproduces (``hoodie.table.keygenerator.class``, short names,
-#: with their Avro twins) and what each makes of record keys and partition paths
-_KEY_GENERATORS = {
-    "SimpleKeyGenerator": "SIMPLE",
-    "SimpleAvroKeyGenerator": "SIMPLE",
-    "ComplexKeyGenerator": "COMPLEX",
-    "ComplexAvroKeyGenerator": "COMPLEX",
-    "NonpartitionedKeyGenerator": "NON_PARTITION",
-    "NonpartitionedAvroKeyGenerator": "NON_PARTITION",
-    "TimestampBasedKeyGenerator": "TIMESTAMP",
-    "TimestampBasedAvroKeyGenerator": "TIMESTAMP",
-}
-_JAVA_NAMES = sorted(k for k in _KEY_GENERATORS if "Avro" not in k)
-#: bucket ids above this are taken for a random UUID prefix, not a bucket (see _index_type)
-_MAX_DETECTED_BUCKET = 1 << 16
+#: the key generator classes hudi_ds reproduces, for messages
+_REPRODUCED = ", ".join(KeyGeneratorType.java_names())
 #: Hudi 0.14's auto-generated record keys: ``<instant time>_<task partition>_<row>``
 #: (``HoodieRecord.generateSequenceId``, ``AutoRecordKeyGenerationUtils``)
 _AUTO_KEY = re.compile(r"^(?P<instant>\d{14,17})_\d+_\d+$")
+
+
+@dataclass(frozen=True)
+class FileSizing:
+    """How a write sizes the file groups of a non-bucket index (Java ``HoodieStorageConfig`` /
+    ``HoodieCompactionConfig``, as the ``UpsertPartitioner`` reads them).
+
+    Attributes:
+        small_file_limit, max_file_size: ``hoodie.parquet.small.file.limit`` /
+            ``.max.file.size`` (bytes).
+        record_size_estimate, record_size_threshold: the average record size assumed, and the
+            fraction of the small-file limit a commit must write to measure it.
+        insert_split_size, auto_split: records per new file group when not auto-split.
+        small_file_candidates: MERGE_ON_READ: small file groups per partition taking inserts.
+    """
+
+    small_file_limit: int
+    max_file_size: int
+    record_size_estimate: int
+    record_size_threshold: float
+    insert_split_size: int
+    auto_split: bool
+    small_file_candidates: int
+
+    @classmethod
+    def of(cls, o: Options) -> FileSizing:
+        """The sizing the write ``o`` options ask for."""
+        return cls(
+            small_file_limit=o.get(WriteConfig.SMALL_FILE_LIMIT),
+            max_file_size=o.get(WriteConfig.MAX_FILE_SIZE),
+            record_size_estimate=o.get(WriteConfig.RECORD_SIZE_ESTIMATE),
+            record_size_threshold=o.get(WriteConfig.RECORD_SIZE_ESTIMATION_THRESHOLD),
+            insert_split_size=o.get(WriteConfig.INSERT_SPLIT_SIZE),
+            auto_split=o.get(WriteConfig.INSERT_AUTO_SPLIT),
+            small_file_candidates=o.get(WriteConfig.SMALL_FILE_GROUP_CANDIDATES),
+        )
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The memory a writer task may hold.
+
+    Attributes:
+        task_bytes, handle_bytes: memory of a task's handles, of one handle.
+        spill_dir: ``hoodie.memory.spillable.map.path`` (None: the system temp folder).
+    """
+
+    task_bytes: int
+    handle_bytes: int
+    spill_dir: str | None
+
+    @classmethod
+    def of(cls, o: Options) -> MemoryBudget:
+        """The budget the write ``o`` options give."""
+        return cls(
+            task_bytes=int(o.get(WriteConfig.TASK_MAX_SIZE_MB) * MB),
+            handle_bytes=min(
+                int(o.get(WriteConfig.BATCH_SIZE_MB) * MB), o.get(WriteConfig.LOG_BLOCK_MAX_SIZE)
+            ),
+            spill_dir=o.get(WriteConfig.SPILLABLE_MAP_PATH) or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -77,32 +124,22 @@ class ResolvedOptions:
 
     Attributes:
         operation: the operation the options ask for (``hoodie.datasource.write.operation``).
-        table_name, table_type, record_key_fields, partition_fields, hive_style, url_encode,
-            ordering_field, complex_key: the table's (or, for a new table, the options').
-        merge_spec: the table's merger (merge mode, payload or merger classes).
-        num_buckets, hash_fields: the bucket index layout.
+        table_name, table_type: the table's (or, for a new table, the options').
+        keys: how records are keyed and partitioned (the table's key generator; for a new
+            table, the options').
+        merge: the table's merger (merge mode, payload or merger classes) and its ordering
+            fields, the one owner of the ordering field.
         block_format, codec: log data block format, Parquet compression codec.
-        task_budget_bytes, handle_budget_bytes: memory of a task's handles, of one handle.
+        memory: the task's memory budget and spill folder.
         set_null_for_missing: ``hoodie.write.set.null.for.missing.columns``.
-        spill_dir: ``hoodie.memory.spillable.map.path`` (None: the system temp folder).
         bloom: the bloom filter of new base files (``hoodie.bloom.index.*``,
             ``hoodie.index.bloom.*``); None for a table without meta fields (as Java's).
         populate_meta_fields: the files carry meta column values (``hoodie.populate.meta.fields``;
             False: Hudi's virtual keys -- the meta columns are written null, except
             ``_hoodie_file_name`` in base files, and keys are built from the key fields).
-        index_type: ``BUCKET``, ``SIMPLE``, ``GLOBAL_SIMPLE``, ``BLOOM`` or ``GLOBAL_BLOOM``
-            (``hoodie.index.type``; an existing table's own index).
-        update_partition_path: global indexes: a key arriving with another partition moves
-            (``hoodie.{simple,bloom}.index.update.partition.path``, and the table partitioned).
-        prune_by_ranges: BLOOM: prune candidate files by their min/max record key.
-        small_file_limit, max_file_size: file sizing of non-bucket indexes
-            (``hoodie.parquet.small.file.limit`` / ``.max.file.size``, bytes).
-        record_size_estimate, record_size_threshold: the average record size assumed, and the
-            fraction of the small-file limit a commit must write to measure it.
-        insert_split_size, auto_split: records per new file group when not auto-split.
-        small_file_candidates: MERGE_ON_READ: small file groups per partition taking inserts.
-        timestamp: the TimestampBasedKeyGenerator's partition path (None: partition values
-            as they are).
+        index: the record index (``hoodie.index.type``; an existing table's own index), its
+            bucket layout and lookup settings.
+        sizing: the file sizing of non-bucket indexes.
         bucket_base_files: MERGE_ON_READ bucket index: a new bucket's first write creates a
             base file rather than a log-only file group (see :func:`_bucket_base_files`).
         write_threads: threads writing one task's file groups (``write.tasks``; None: the
@@ -111,47 +148,19 @@ class ResolvedOptions:
 
     operation: WriteOperation
     table_name: str
-    table_type: str
-    record_key_fields: tuple[str, ...]
-    partition_fields: tuple[str, ...]
-    hive_style: bool
-    url_encode: bool
-    ordering_field: str | None
-    merge_spec: MergeSpec
-    complex_key: bool
-    num_buckets: int
-    hash_fields: tuple[str, ...]
+    table_type: TableType
+    keys: KeySpec
+    merge: MergeSpec
     block_format: str
     codec: str
-    task_budget_bytes: int
-    handle_budget_bytes: int
+    memory: MemoryBudget
     set_null_for_missing: bool
-    spill_dir: str | None
     bloom: BloomFilterSpec | None
-    index_type: str = "BUCKET"
-    update_partition_path: bool = True
-    prune_by_ranges: bool = True
-    small_file_limit: int = 104857600
-    max_file_size: int = 125829120
-    record_size_estimate: int = 1024
-    record_size_threshold: float = 1.0
-    insert_split_size: int = 500000
-    auto_split: bool = True
-    small_file_candidates: int = 1
-    timestamp: TimestampSpec | None = None
+    index: Index
+    sizing: FileSizing
     populate_meta_fields: bool = True
     bucket_base_files: bool = False
     write_threads: int | None = None
-
-    @property
-    def is_global_index(self) -> bool:
-        """Whether keys are unique across partitions (``GLOBAL_SIMPLE``, ``GLOBAL_BLOOM``)."""
-        return self.index_type.startswith("GLOBAL_")
-
-    @property
-    def merge_mode(self) -> str:
-        """The merge mode of :attr:`merge_spec`."""
-        return self.merge_spec.mode
 
 
 def resolve_options(
@@ -225,18 +234,21 @@ def resolve_options(
             config.KEY_GENERATOR_CLASS.of(config.props)
             or config.KEY_GENERATOR_TYPE.of(config.props)
         ):
-            keygen = asked_keygen[2]  # the table does not record its key generator
-            if keygen not in _KEY_GENERATORS.values():
+            asked_kind = asked_keygen[2]  # the table does not record its key generator
+            if asked_kind is None:
                 raise UnsupportedError(
                     f"option '{asked_keygen[0]}'={asked_keygen[1]!r}: hudi_ds reproduces the "
-                    f"record keys and partition paths of {', '.join(_JAVA_NAMES)} only"
+                    f"record keys and partition paths of {_REPRODUCED} only"
                 )
-        complex_key = keygen == "COMPLEX" or (keygen == "NON_PARTITION" and len(keys) > 1)
-        if keygen == "TIMESTAMP":
+            keygen = asked_kind
+        complex_key = keygen is KeyGeneratorType.COMPLEX or (
+            keygen is KeyGeneratorType.NON_PARTITION and len(keys) > 1
+        )
+        if keygen is KeyGeneratorType.TIMESTAMP:
             timestamp = TimestampSpec.of(o, config.props)
     else:
         table_name = o.get(WriteConfig.TABLE_NAME) or ""
-        table_type = o.get(WriteConfig.TABLE_TYPE)
+        table_type = TableType.parse(o.get(WriteConfig.TABLE_TYPE))
         key_option: list[str] | None = o.get(WriteConfig.RECORD_KEY_FIELDS)
         part_option: list[str] | None = o.get(WriteConfig.PARTITION_FIELDS)
         keys = tuple(key_option or [])
@@ -249,82 +261,35 @@ def resolve_options(
             # Hudi 1.x tables merge by their merge mode (a payload class only picks it)
             merge_spec = dataclasses.replace(merge_spec, by_payload=False)
         complex_key = _new_table_complex_key(o, keys, parts)
-    stored = config.props.get(NUM_BUCKETS_KEY) if config is not None else None
-    asked = o.get(WriteConfig.NUM_BUCKETS)
-    if stored is not None and o.is_set(WriteConfig.NUM_BUCKETS) and int(stored) != asked:
-        raise ConfigError(
-            f"option '{NUM_BUCKETS_KEY}'={asked} contradicts the table's {stored} buckets "
-            "(fixed when the table was created)"
-        )
-    num_buckets = validate_num_buckets(int(stored) if stored is not None else asked)
-    hash_fields = (
-        tuple(validate_hash_fields(o.get(WriteConfig.HASH_FIELD), list(keys))) if keys else ()
-    )
-    index_type = _index_type(o, config, table)
-    warn_unused_index_options(o, index_type)
-    if (
-        index_type == "BUCKET"
-        and config is not None
-        and stored is None
-        and not o.is_set(WriteConfig.NUM_BUCKETS)
-    ):
-        raise ConfigError(
-            f"option '{NUM_BUCKETS_KEY}' is required: the table at {base_uri} uses the bucket "
-            "index (its fileIds are bucket ids) and does not record its bucket count"
-        )
+    index = Index.resolve(o, config, keys, bool(parts), table, base_uri)
+    index.warn_unused_options(o)
     # Java HoodieFileWriterFactory.enableBloomFilter: no key footers without meta fields
     meta_fields = (
         config.populate_meta_fields
         if config is not None
         else bool(o.get(WriteConfig.POPULATE_META_FIELDS))
     )
-    update_prop = (
-        WriteConfig.BLOOM_UPDATE_PARTITION_PATH
-        if index_type == "GLOBAL_BLOOM"
-        else WriteConfig.SIMPLE_UPDATE_PARTITION_PATH
-    )
     return ResolvedOptions(
         operation=operation,
         table_name=table_name,
         table_type=table_type,
-        record_key_fields=keys,
-        partition_fields=parts,
-        hive_style=hive_style,
-        url_encode=url_encode,
-        ordering_field=ordering,
-        merge_spec=merge_spec,
-        complex_key=complex_key,
-        num_buckets=num_buckets,
-        hash_fields=hash_fields,
+        keys=KeySpec(keys, parts, hive_style, url_encode, complex_key, timestamp),
+        merge=merge_spec,
         block_format=o.get(WriteConfig.LOG_BLOCK_FORMAT),
         codec=o.get(WriteConfig.PARQUET_CODEC),
-        task_budget_bytes=int(o.get(WriteConfig.TASK_MAX_SIZE_MB) * MB),
-        handle_budget_bytes=min(
-            int(o.get(WriteConfig.BATCH_SIZE_MB) * MB), o.get(WriteConfig.LOG_BLOCK_MAX_SIZE)
-        ),
+        memory=MemoryBudget.of(o),
         set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
-        spill_dir=o.get(WriteConfig.SPILLABLE_MAP_PATH) or None,
         bloom=BloomFilterSpec.of(o) if meta_fields else None,
-        index_type=index_type,
-        # Java HoodieIndexUtils: shouldUpdatePartitionPath = option && table is partitioned
-        update_partition_path=bool(o.get(update_prop)) and bool(parts),
-        prune_by_ranges=o.get(WriteConfig.BLOOM_PRUNE_BY_RANGES),
-        small_file_limit=o.get(WriteConfig.SMALL_FILE_LIMIT),
-        max_file_size=o.get(WriteConfig.MAX_FILE_SIZE),
-        record_size_estimate=o.get(WriteConfig.RECORD_SIZE_ESTIMATE),
-        record_size_threshold=o.get(WriteConfig.RECORD_SIZE_ESTIMATION_THRESHOLD),
-        insert_split_size=o.get(WriteConfig.INSERT_SPLIT_SIZE),
-        auto_split=o.get(WriteConfig.INSERT_AUTO_SPLIT),
-        small_file_candidates=o.get(WriteConfig.SMALL_FILE_GROUP_CANDIDATES),
-        timestamp=timestamp,
+        index=index,
+        sizing=FileSizing.of(o),
         populate_meta_fields=meta_fields,
-        bucket_base_files=_bucket_base_files(o, config, index_type, table_type),
+        bucket_base_files=_bucket_base_files(o, config, index, table_type),
         write_threads=o.get(WriteConfig.WRITE_TASKS),
     )
 
 
 def _bucket_base_files(
-    o: Options, config: TableConfig | None, index_type: str, table_type: str
+    o: Options, config: TableConfig | None, index: Index, table_type: TableType
 ) -> bool:
     """Whether new buckets of a MERGE_ON_READ bucket-index write start with a base file.
 
@@ -339,7 +304,7 @@ def _bucket_base_files(
     index logs (``super.handleInsert``: a ``HoodieCreateHandle``); later writes append logs.
     Version 6 tables and tables without a metadata table keep Java's log-only file groups.
     """
-    if index_type != "BUCKET" or table_type != "MERGE_ON_READ":
+    if not index.can_index_log_files or table_type is not TableType.MERGE_ON_READ:
         return False
     version = config.table_version if config is not None else o.get(WriteConfig.WRITE_TABLE_VERSION)
     if version < 8:
@@ -415,17 +380,17 @@ def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
     Raises:
         ConfigError: a partial update of such a table, naming the reason.
     """
-    if resolved.table_type != "MERGE_ON_READ" or table_version < 8:
+    if resolved.table_type is not TableType.MERGE_ON_READ or table_version < 8:
         return
-    spec = resolved.merge_spec
+    spec = resolved.merge
     b = spec.builtin
     why = None
-    if spec.mode == "CUSTOM":
+    if spec.mode is MergeMode.CUSTOM:
         why = "its merge mode is CUSTOM"
     elif b is not None and b.partial != "NONE":
         why = f"it merges with partial update mode {b.partial} ({b.payload_class})"
-    elif resolved.index_type.startswith("GLOBAL_"):
-        why = f"it uses the global index {resolved.index_type}"
+    elif resolved.index.is_global:
+        why = f"it uses the global index {resolved.index.type.value}"
     if why is not None:
         raise ConfigError(
             f"option '{WriteConfig.PARTIAL_UPDATES.key}'=true: the version-{table_version} "
@@ -455,7 +420,7 @@ def check_writable(cfg: TableConfig, base_uri: str = "") -> None:
     _key_generator(cfg, base_uri)
 
 
-def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
+def _key_generator(cfg: TableConfig, base_uri: str = "") -> KeyGeneratorType:
     """The table's key generator as hudi_ds reproduces it (SIMPLE, COMPLEX, NON_PARTITION,
     TIMESTAMP).
 
@@ -467,8 +432,8 @@ def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
     kind_recorded = (cfg.KEY_GENERATOR_TYPE.of(cfg.props) or "").strip().upper()
     if not cls and kind_recorded:
         # Hudi 1.x records the KeyGeneratorType (``SIMPLE``, ``COMPLEX_AVRO``...), not a class
-        base_kind = kind_recorded.removesuffix("_AVRO")
-        if base_kind not in _KEY_GENERATORS.values():
+        base_kind = KeyGeneratorType.named(kind_recorded.removesuffix("_AVRO"))
+        if base_kind is None:
             raise UnsupportedError(
                 f"the table at {base_uri} uses key generator type {kind_recorded} "
                 f"({cfg.KEY_GENERATOR_TYPE.key}); hudi_ds reproduces the record keys and "
@@ -477,13 +442,15 @@ def _key_generator(cfg: TableConfig, base_uri: str = "") -> str:
             )
         return base_kind
     if not cls:  # not recorded: keys and partitions as the fields say
-        return "COMPLEX" if len(cfg.record_key_fields) > 1 else "SIMPLE"
-    kind = _KEY_GENERATORS.get(cls.rsplit(".", 1)[-1])
+        return (
+            KeyGeneratorType.COMPLEX if len(cfg.record_key_fields) > 1 else KeyGeneratorType.SIMPLE
+        )
+    kind = KeyGeneratorType.of_class(cls)
     if kind is None:
         raise UnsupportedError(
             f"the table at {base_uri} uses key generator {cls} "
             f"({cfg.KEY_GENERATOR_CLASS.key}); hudi_ds reproduces the record keys and "
-            f"partition paths of {', '.join(_JAVA_NAMES)} only, so it does not write this table"
+            f"partition paths of {_REPRODUCED} only, so it does not write this table"
         )
     return kind
 
@@ -504,16 +471,15 @@ def _merge_unrecorded(cfg: TableConfig) -> bool:
     )
 
 
-def _asked_key_generator(o: Options) -> tuple[str, str, str] | None:
+def _asked_key_generator(o: Options) -> tuple[str, str, KeyGeneratorType | None] | None:
     """``(option key, value, kind)`` of a key generator the writer names, if any (kind: as
-    :func:`_key_generator`, or the value itself for a key generator hudi_ds does not know)."""
+    :func:`_key_generator`, or None for a key generator hudi_ds does not reproduce)."""
     cls: str | None = o.get(WriteConfig.KEYGEN_CLASS)
     if cls:
-        short = cls.strip().rsplit(".", 1)[-1]
-        return WriteConfig.KEYGEN_CLASS.key, cls, _KEY_GENERATORS.get(short, cls.strip())
+        return WriteConfig.KEYGEN_CLASS.key, cls, KeyGeneratorType.of_class(cls)
     kind: str | None = o.get(WriteConfig.KEYGEN_TYPE)
     if kind:
-        return WriteConfig.KEYGEN_TYPE.key, kind, kind
+        return WriteConfig.KEYGEN_TYPE.key, kind, KeyGeneratorType.named(kind)
     return None
 
 
@@ -529,14 +495,14 @@ def _new_table_complex_key(o: Options, keys: tuple[str, ...], parts: tuple[str, 
     if asked is None:
         return len(keys) > 1
     key, value, kind = asked
-    if kind == "COMPLEX" and parts:
+    if kind is KeyGeneratorType.COMPLEX and parts:
         return True  # ComplexKeyGenerator: f:v even for one field
     fits = {
-        "SIMPLE": len(keys) <= 1,
-        "NON_PARTITION": not parts,
-        "COMPLEX": len(keys) > 1,
+        KeyGeneratorType.SIMPLE: len(keys) <= 1,
+        KeyGeneratorType.NON_PARTITION: not parts,
+        KeyGeneratorType.COMPLEX: len(keys) > 1,
     }
-    if not fits.get(kind, False):
+    if kind is None or not fits.get(kind, False):
         raise ConfigError(
             f"option '{key}'={value!r} is not supported for a new table with record key "
             f"fields {list(keys)} and partition fields {list(parts)}: hudi_ds creates tables "
@@ -611,7 +577,10 @@ def _record_key_fields(
 def _partition_fields(o: Options, cfg: TableConfig, base_uri: str) -> tuple[str, ...]:
     """The table's partition fields, or the writer's when a partitioned table does not record
     them."""
-    if TableConfig.PARTITION_FIELDS.key in cfg.props or _key_generator(cfg) == "NON_PARTITION":
+    if (
+        TableConfig.PARTITION_FIELDS.key in cfg.props
+        or _key_generator(cfg) is KeyGeneratorType.NON_PARTITION
+    ):
         return tuple(cfg.partition_fields)
     asked: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
     if not o.is_set(WriteConfig.PARTITION_FIELDS) and (
@@ -625,23 +594,13 @@ def _partition_fields(o: Options, cfg: TableConfig, base_uri: str) -> tuple[str,
     return tuple(f.split(":")[0] for f in asked)
 
 
-def _latest_stats(table: TableState, limit: int = 5) -> list[Any]:
-    """Write stats of the latest completed commits that wrote files (at most ``limit``)."""
-    tl = table.timeline
-    for instant in reversed(list(tl.commits())[-limit:]):
-        stats = [s for s in tl.read_commit_metadata(instant).write_stats() if s.file_id]
-        if stats:
-            return stats
-    return []
-
-
 def _auto_generated_key(table: TableState) -> str | None:
     """A record key of the table when its keys are Hudi's auto-generated ones, else None.
 
     Reads the commit time and record key columns of one base file of the latest commit: every
     key is ``<its commit time>_<task>_<row>`` in a table written with auto-generated keys.
     """
-    for stat in _latest_stats(table):
+    for stat in latest_write_stats(table):
         if not stat.path or not stat.path.endswith(".parquet"):
             continue
         try:
@@ -671,90 +630,6 @@ def _auto_generated_key(table: TableState) -> str | None:
     return None
 
 
-#: options that only some indexes use: index types -> the options they use
-_NON_BUCKET = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM")
-_INDEX_ONLY_OPTIONS: dict[ConfigProperty[Any], tuple[str, ...]] = {
-    WriteConfig.SIMPLE_UPDATE_PARTITION_PATH: ("GLOBAL_SIMPLE",),
-    WriteConfig.BLOOM_UPDATE_PARTITION_PATH: ("GLOBAL_BLOOM",),
-    WriteConfig.BLOOM_PRUNE_BY_RANGES: ("BLOOM", "GLOBAL_BLOOM"),
-    WriteConfig.SMALL_FILE_LIMIT: _NON_BUCKET,
-    WriteConfig.MAX_FILE_SIZE: _NON_BUCKET,
-    WriteConfig.RECORD_SIZE_ESTIMATE: _NON_BUCKET,
-    WriteConfig.RECORD_SIZE_ESTIMATION_THRESHOLD: _NON_BUCKET,
-    WriteConfig.INSERT_SPLIT_SIZE: _NON_BUCKET,
-    WriteConfig.INSERT_AUTO_SPLIT: _NON_BUCKET,
-    WriteConfig.SMALL_FILE_GROUP_CANDIDATES: _NON_BUCKET,
-}
-
-
-def warn_unused_index_options(o: Options, index_type: str) -> list[str]:
-    """Warn about each set option the write's index does not use (nothing is silent: e.g.
-    ``hoodie.parquet.max.file.size`` under the BUCKET index, whose file groups are fixed).
-
-    Returns:
-        The keys warned about.
-    """
-    unused = [
-        (p, users)
-        for p, users in _INDEX_ONLY_OPTIONS.items()
-        if o.is_set(p) and index_type not in users
-    ]
-    for p, users in unused:
-        log.warning(
-            "option '%s' has no effect: the write uses hoodie.index.type=%s (it applies to %s)",
-            p.key,
-            index_type,
-            ", ".join(users),
-        )
-    return [p.key for p, _ in unused]
-
-
-def _index_type(o: Options, config: TableConfig | None, table: TableState | None = None) -> str:
-    """The write's index: a new table's option; an existing table's own.
-
-    An existing table's index is its recorded ``hoodie.index.type`` (tables hudi_ds creates),
-    else the bucket index when it records a bucket count or the fileIds of its latest commit
-    are all bucket fileIds (Java's Spark bucket index records neither: ``%08d`` bucket id
-    prefixes, taken for bucket ids below 65536 -- a random UUID prefix is all digits and that
-    small with a chance of about 1.5e-5), else Hudi's Spark default, SIMPLE.
-
-    Raises:
-        ConfigError: the option asks for the bucket index on a table that has another one, or
-            the other way round (the two place keys incompatibly), or a global index on a table
-            hudi_ds created with a non-global one (or the other way round: one keeps keys
-            unique per partition, the other across partitions).
-    """
-    asked = o.get(WriteConfig.INDEX_TYPE)
-    if config is None:
-        return asked
-    recorded = config.get(TableConfig.INDEX_TYPE)
-    if recorded:
-        current = recorded.upper()
-        why = f"recorded in hoodie.properties ({TableConfig.INDEX_TYPE.key})"
-    elif config.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS) is not None:
-        current, why = "BUCKET", f"it records {TableConfig.BUCKET_INDEX_NUM_BUCKETS.key}"
-    elif table is not None and _has_bucket_file_ids(table):
-        current, why = "BUCKET", "its fileIds are bucket-index fileIds"
-    else:
-        current, why = "SIMPLE", "not recorded: Hudi's Spark default"
-    if not o.is_set(WriteConfig.INDEX_TYPE):
-        return current
-    if (asked == "BUCKET") != (current == "BUCKET") or (
-        recorded and asked.startswith("GLOBAL_") != current.startswith("GLOBAL_")
-    ):
-        raise ConfigError(
-            f"option 'hoodie.index.type'={asked!r} contradicts the existing table, whose index "
-            f"is {current!r} ({why})"
-        )
-    return asked
-
-
-def _has_bucket_file_ids(table: TableState) -> bool:
-    ids = [s.file_id for s in _latest_stats(table)]
-    buckets = [bucket_id_of(f) for f in ids]
-    return bool(ids) and all(b is not None and b < _MAX_DETECTED_BUCKET for b in buckets)
-
-
 def _check_against_table(o: Options, cfg: TableConfig) -> None:
     """Refuse options contradicting what the table records (what it does not record is the
     writer's to give, as Java's ``HoodieWriterUtils.validateTableConfig`` has it)."""
@@ -767,7 +642,7 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
             )
 
     props = cfg.props
-    same(WriteConfig.TABLE_TYPE, cfg.table_type)
+    same(WriteConfig.TABLE_TYPE, cfg.table_type.value)
     # the option chooses the version of new tables; hudi_ds neither upgrades nor downgrades
     same(WriteConfig.WRITE_TABLE_VERSION, cfg.table_version)
     # Java HoodieTableMetaClient.validateTableProperties: virtual keys cannot be re-enabled;
@@ -775,7 +650,10 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
     same(WriteConfig.POPULATE_META_FIELDS, cfg.populate_meta_fields)
     same(WriteConfig.RECORD_KEY_FIELDS, cfg.record_key_fields, bool(cfg.record_key_fields))
     partition_option: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
-    recorded = TableConfig.PARTITION_FIELDS.key in props or _key_generator(cfg) == "NON_PARTITION"
+    recorded = (
+        TableConfig.PARTITION_FIELDS.key in props
+        or _key_generator(cfg) is KeyGeneratorType.NON_PARTITION
+    )
     if recorded and (
         o.is_set(WriteConfig.PARTITION_FIELDS)
         and [f.split(":")[0] for f in partition_option] != cfg.partition_fields

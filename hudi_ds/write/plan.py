@@ -22,7 +22,7 @@ from hudi_ds.schema.avro import avro_schema_json, avro_to_arrow_schema, table_av
 from hudi_ds.schema.meta import META_FIELDS, with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
-from hudi_ds.table_config import TableConfig
+from hudi_ds.table_config import TableConfig, TableType
 from hudi_ds.timeline.instant import CLUSTERING, REPLACE_COMMIT
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState, Visibility
@@ -72,8 +72,8 @@ class WritePlan:
     pending_clustering: frozenset[tuple[str, str]] = frozenset()
 
     @property
-    def table_type(self) -> str:
-        """``COPY_ON_WRITE`` or ``MERGE_ON_READ``."""
+    def table_type(self) -> TableType:
+        """The table's type."""
         return self.options.table_type
 
     def base_instant_of(self, s: FileSlice) -> str:
@@ -116,14 +116,15 @@ def build_plan(
         for op in compaction.operations or []:
             pending[(op.partition_path or "", op.file_id or "")] = c.requested_time
     data = pa.schema([f for f in schema if f.name not in META_FIELDS])
-    avg = options.record_size_estimate
+    sizing = options.sizing
+    avg = sizing.record_size_estimate
     clustering: frozenset[tuple[str, str]] = frozenset()
-    if options.index_type != "BUCKET":
+    if not options.index.routes_by_hash:
         avg = average_record_size(
             timeline,
-            options.record_size_estimate,
-            options.record_size_threshold,
-            options.small_file_limit,
+            sizing.record_size_estimate,
+            sizing.record_size_threshold,
+            sizing.small_file_limit,
         )
         clustering = _pending_clustering(timeline)
     return WritePlan(

@@ -25,13 +25,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.index import KeyCache, lookup_of
-from hudi_ds.index.bucket import bucket_ids_from_record_keys, new_bucket_file_id
+from hudi_ds.index import KeyCache
+from hudi_ds.index.bucket import new_bucket_file_id
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.merge.engine import DataPart, merge_versions
 from hudi_ds.schema.meta import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
+from hudi_ds.table_config import TableType
 from hudi_ds.write.assigner import (
     INSERT_SLOTS,
     InsertAssigner,
@@ -42,7 +43,7 @@ from hudi_ds.write.assigner import (
     small_files,
 )
 from hudi_ds.write.handles import HandleContext, delete_keys, precombine, stored_rows
-from hudi_ds.write.operation import Rows
+from hudi_ds.write.operation import DELETE, DELETE_PREPPED, UPSERT, Rows
 from hudi_ds.write.plan import BucketFiles, WritePlan
 from hudi_ds.write.workload import WorkloadProfile
 
@@ -51,7 +52,7 @@ from hudi_ds.write.workload import WorkloadProfile
 #: ``delete_prepped``: Java's deletePrepped takes the location the rows were read from
 #: (DataSourceUtils.doDeleteOperation sets it from ``_hoodie_file_name``); hudi_ds locates its
 #: keys by the index instead, which finds the same file groups
-_TAGGING_OPERATIONS = frozenset({"upsert", "delete", "delete_prepped"})
+_TAGGING_OPERATIONS = frozenset({UPSERT, DELETE, DELETE_PREPPED})
 
 
 @dataclass(frozen=True)
@@ -82,13 +83,14 @@ class Tagger:
         exclusive: the only writer task of the instant (the embedded API); False for the tasks
             of a Spark write (see :meth:`tag` for what non-exclusive tasks may not do).
         lookup: the index lookup of a non-bucket index (default: the table's,
-            :func:`hudi_ds.index.lookup_of`, with a key cache so that the task's batches read each
-            candidate file once); a long-lived writer passes its state index.
+            :meth:`hudi_ds.index.Index.lookup`, with a key cache so that the task's batches read
+            each candidate file once); a long-lived writer passes its state index.
         appends_to_log: whether the task's updates of a file group ``(partition, file id)``
             already go to a log file (such a file group takes no inserts).
 
     Attributes:
         workload: the task's :class:`~hudi_ds.write.workload.WorkloadProfile`.
+        index: the write's index (:class:`~hudi_ds.index.Index`).
         bucketed: the table has a bucket index (rows are routed by the hash of their key).
         slotted: the new keys go to insert slots (a tagging write of a non-exclusive task).
         rewrites: the MERGE_ON_READ small files taking inserts, rewritten by a merge handle (a
@@ -112,12 +114,13 @@ class Tagger:
         self.exclusive = exclusive
         self._appends_to_log = appends_to_log
         self.workload = WorkloadProfile()
-        self.bucketed = o.index_type == "BUCKET"
+        self.index = index = o.index
+        self.bucketed = index.routes_by_hash
         self.lookup: Lookup | None = None
         self._key_cache = KeyCache()
         if not self.bucketed:
             # one key cache per task: its batches' lookups read each candidate file once
-            self.lookup = lookup if lookup is not None else lookup_of(o.index_type, self._key_cache)
+            self.lookup = lookup if lookup is not None else index.lookup(self._key_cache)
         # file groups (partition, file id) by target number, stable for the task's life
         self._targets: list[tuple[str, str]] = []
         self._target_ids: dict[tuple[str, str], int] = {}
@@ -128,17 +131,19 @@ class Tagger:
         self._new_keys: list[pa.Array] = []
         self._new_targets: list[np.ndarray] = []
         self._new_index: tuple[pa.Array, np.ndarray] | None = None
+        sizing = o.sizing
         self._assigner = InsertAssigner(
             plan.avg_record_size,
-            o.max_file_size,
+            sizing.max_file_size,
             records_per_new_file(
-                o.max_file_size, plan.avg_record_size, o.auto_split, o.insert_split_size
+                sizing.max_file_size,
+                plan.avg_record_size,
+                sizing.auto_split,
+                sizing.insert_split_size,
             ),
         )
         # inserts of a tagging write by non-exclusive tasks go to insert slots (_tag_inserts)
-        self.slotted = (
-            not self.bucketed and not exclusive and plan.operation.name in _TAGGING_OPERATIONS
-        )
+        self.slotted = not self.bucketed and not exclusive and plan.operation in _TAGGING_OPERATIONS
 
     def tag(self, data: pa.Table, deletes: pa.Table) -> Tagged:
         """The file group of every row of a prepared batch (its records ``data`` and delete
@@ -246,6 +251,7 @@ class Tagger:
         whose bucket has no file group is dropped, as ``HoodieDeleteHelper`` drops untagged
         deletes (the table cannot hold the key; no empty file group is created for it)."""
         o = self.options
+        layout = self.index.layout
         drop_untagged = self.plan.operation.rows is Rows.DELETES
         out: list[np.ndarray] = []
         for rows in (data, dels):
@@ -254,18 +260,16 @@ class Tagger:
                 continue
             keys = rows.column(RECORD_KEY_METADATA_FIELD)
             parts = string_array(rows.column(PARTITION_PATH_METADATA_FIELD))
-            buckets = bucket_ids_from_record_keys(
-                keys, list(o.hash_fields), o.num_buckets, o.complex_key
-            )
+            buckets = layout.bucket_ids(keys, o.keys.complex_key)
             enc = pc.dictionary_encode(parts)
             pidx = np.asarray(enc.indices, dtype=np.int64)
             names = enc.dictionary.to_pylist()
-            group = pidx * o.num_buckets + buckets.astype(np.int64)
+            group = pidx * layout.num_buckets + buckets.astype(np.int64)
             uniq, inverse = np.unique(group, return_inverse=True)
             counts = np.bincount(inverse.reshape(-1), minlength=len(uniq))
             ids = np.empty(len(uniq), np.int64)
             for i, g in enumerate(uniq.tolist()):
-                partition, bucket = names[g // o.num_buckets], g % o.num_buckets
+                partition, bucket = names[g // layout.num_buckets], g % layout.num_buckets
                 file_id, base = self._bucket_location(partition, bucket)
                 n = int(counts[i])
                 if base is not None:
@@ -297,35 +301,33 @@ class Tagger:
     def _lookup_spec(self) -> LookupSpec:
         o = self.options
         return LookupSpec(
-            record_key_fields=tuple(o.record_key_fields),
-            complex_key=o.complex_key,
+            record_key_fields=tuple(o.keys.record_key_fields),
+            complex_key=o.keys.complex_key,
             meta_fields=self.plan.table_config.populate_meta_fields,
             # SIMPLE / BLOOM index base files only (Java canIndexLogFiles() = false): inserts
-            # never go to logs alone under these indexes (new file groups get base files)
-            read_logs=False,
-            prune_by_ranges=o.prune_by_ranges,
+            # never go to logs alone under these indexes (new file groups get base files), so
+            # their lookups read no logs
+            read_logs=self.index.can_index_log_files,
+            prune_by_ranges=self.index.prune_by_ranges,
         )
 
     def _candidate_slices(self, parts: pa.Array) -> list[FileSlice]:
         """The latest slices a lookup searches: of the touched partitions, or of every
         partition for a global index (each partition listed once per task)."""
-        if self.options.is_global_index:
-            names = self.files.partitions()
-        else:
-            names = pc.unique(parts).to_pylist()
+        global_ = self.index.is_global
+        names = self.files.partitions() if global_ else pc.unique(parts).to_pylist()
         return [s for p in names for s in self.files.by_file_id(p).values()]
 
     def _tag_located(self, data: pa.Table, dels: pa.Table) -> Tagged:
         o = self.options
+        glob = self.index.is_global
         op = self.plan.operation
-        if o.is_global_index:
+        if glob:
             # Java de-duplicates a global index's input by record key alone before tagging
             # (HoodieWriteHelper.deduplicateRecords): one version per key, whatever partition
             # the others name. Across the batches of a task, later versions of a key join the
             # file group its first version went to (see _remember).
-            data, dels = precombine(
-                data, dels, o.ordering_field, o.merge_mode, o.merge_spec, self.plan.partial_columns
-            )
+            data, dels = precombine(data, dels, o.merge, self.plan.partial_columns)
         nd = data.num_rows
         dkeys = string_array(data.column(RECORD_KEY_METADATA_FIELD))
         dparts = string_array(data.column(PARTITION_PATH_METADATA_FIELD))
@@ -335,7 +337,7 @@ class Tagger:
         del_t = np.full(dels.num_rows, -1, np.int64)
         inserts = np.ones(nd, dtype=bool)
         moving = np.zeros(nd, dtype=bool)
-        if op.merges_existing and op.name in _TAGGING_OPERATIONS:
+        if op.merges_existing and op in _TAGGING_OPERATIONS:
             assert self.lookup is not None
             keys = pa.concat_arrays([dkeys, xkeys])
             parts = pa.concat_arrays([dparts, xparts])
@@ -343,29 +345,29 @@ class Tagger:
                 self.storage,
                 self._candidate_slices(parts),
                 keys,
-                None if o.is_global_index else parts,
+                self.index.lookup_partitions(parts),
                 self._lookup_spec(),
             )
             grp = np.asarray(loc.group, dtype=np.int64)
             found = grp >= 0
-            if o.is_global_index:  # a global index compares and moves partitions by name
+            if glob:  # a global index compares and moves partitions by name
                 fid = string_array(loc.file_id).fill_null("")
                 fpart = string_array(loc.partition).fill_null("")
                 finst = string_array(loc.instant).fill_null("")
             # -- updates
             dfound = found[:nd]
             again = np.zeros(nd, dtype=bool)
-            if o.is_global_index and nd and self._new_keys:
+            if glob and nd and self._new_keys:
                 # a key this task already moved to another partition joins its moved version
                 # (Java de-duplicates a global write's input by key before tagging)
                 again = dfound & (self._remembered(dkeys, dparts) >= 0)
                 dfound = dfound & ~again
-            if o.is_global_index and nd:
+            if glob and nd:
                 other = dfound & ~np.asarray(
                     pc.equal(fpart.slice(0, nd), dparts).fill_null(False), dtype=bool
                 )
                 if other.any():
-                    if o.update_partition_path:
+                    if self.index.update_partition_path:
                         # HoodieIndexUtils.mergeForPartitionUpdatesIfNeeded (below)
                         moving = other
                         dfound = dfound & ~other
@@ -376,13 +378,13 @@ class Tagger:
             upd = np.flatnonzero(dfound)
             if len(upd):
                 data_t[upd] = self._tag_groups(grp[upd], loc)
-                if o.is_global_index:
+                if glob:
                     sel = pa.array(upd)
                     self._remember(dkeys.take(sel), fpart.take(sel), data_t[upd])
             inserts = ~found[:nd] | again  # moving keys are handled below
             # -- deletes: at the key's location; a key the table does not hold is dropped
             xf = found[nd:].copy()
-            if o.is_global_index and dels.num_rows and self._new_keys:
+            if glob and dels.num_rows and self._new_keys:
                 # a key this task wrote elsewhere is deleted where this task put it
                 rem = self._remembered(xkeys, xparts)
                 took = rem >= 0
@@ -395,7 +397,7 @@ class Tagger:
                     xf &= ~took
             hit = np.flatnonzero(xf)
             if len(hit):
-                if o.is_global_index:
+                if glob:
                     dels = _set_partitions(dels, xf, fpart.slice(nd))
                 # a tagged delete is an update of its file group in Java's workload profile
                 del_t[hit] = self._tag_groups(grp[hit + nd], loc)
@@ -420,7 +422,7 @@ class Tagger:
             t = self._remembered(xkeys.take(sel), xparts.take(sel))
             del_t[miss] = t
         miss = np.flatnonzero(del_t < 0)
-        if len(miss) and self.slotted and op.name == "upsert":
+        if len(miss) and self.slotted and op == UPSERT:  # ==: executors hold unpickled copies
             # another task of this write may insert the key: the delete (an upsert with
             # _hoodie_is_deleted) goes to the key's insert slot, where the commit's merge
             # weighs it against that insert by the merge mode (Java combines a key's versions
@@ -449,10 +451,8 @@ class Tagger:
         return Tagged(data, data_t, dels, del_t, self._targets)
 
     def _match(self, keys: pa.Array, parts: pa.Array) -> pa.Array:
-        """What identifies a new key: the key (global index) or partition and key."""
-        if self.options.is_global_index:
-            return keys
-        return pc.binary_join_element_wise(parts, keys, "\x00")
+        """What identifies a new key (:meth:`~hudi_ds.index.Index.identities`)."""
+        return self.index.identities(keys, parts)
 
     def _remembered(self, keys: pa.Array, parts: pa.Array) -> np.ndarray:
         """Targets of keys this task inserted before (-1 where it did not)."""
@@ -497,12 +497,11 @@ class Tagger:
         """Targets of the insert rows ``rows`` of ``data``: the file group a key went to
         earlier in this task, else the :class:`InsertAssigner`'s (distinct keys in input
         order, contiguously per bucket: see :func:`~hudi_ds.write.assigner.place`)."""
-        o = self.options
         sel = pa.array(rows)
         keys = string_array(data.column(RECORD_KEY_METADATA_FIELD)).take(sel)
         parts = string_array(data.column(PARTITION_PATH_METADATA_FIELD)).take(sel)
         before = self._remembered(keys, parts)
-        if o.is_global_index and (before >= 0).any():
+        if self.index.is_global and (before >= 0).any():
             # a later version of a new key joins its first version's file group (and partition)
             again = np.zeros(data.num_rows, dtype=bool)
             again[rows[before >= 0]] = True
@@ -540,7 +539,7 @@ class Tagger:
             assigned = self._assigner.assign(partition, len(members))
             ids = np.array([self._target(b.partition, b.file_id) for b, _ in assigned], np.int64)
             for b, _ in assigned:
-                if b.small_file and self.plan.table_type == "MERGE_ON_READ":
+                if b.small_file and self.plan.table_type is TableType.MERGE_ON_READ:
                     self.rewrites.add((b.partition, b.file_id))
             unique_t[members] = ids[place([n for _, n in assigned])]
             self.workload.add_inserts(partition, len(members))
@@ -575,8 +574,8 @@ class Tagger:
         files = small_files(
             self.files.by_file_id(partition).values(),
             p.table_type,
-            o.small_file_limit,
-            o.small_file_candidates,
+            o.sizing.small_file_limit,
+            o.sizing.small_file_candidates,
             excluded,
         )
         self._assigner.open_partition(partition, files)
@@ -693,12 +692,12 @@ class Tagger:
         o = self.options
         rctx = SliceReadContext(
             schema=p.schema,
-            record_key_fields=tuple(o.record_key_fields),
-            complex_key=o.complex_key,
-            ordering_field=o.ordering_field,
-            merge_mode=o.merge_mode,
+            record_key_fields=tuple(o.keys.record_key_fields),
+            complex_key=o.keys.complex_key,
+            ordering_field=o.merge.ordering_field,
+            merge_mode=o.merge.mode,
             populate_meta_fields=p.table_config.populate_meta_fields,
-            merge=o.merge_spec,
+            merge=o.merge,
         )
         stats = ReadStats()
         out = []

@@ -52,6 +52,7 @@ from hudi_ds.schema.meta import (
 from hudi_ds.schema.write import conform_partial
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table_config import TableType
 from hudi_ds.write.cow import close_merge_handles, in_parallel, stage_handle
 from hudi_ds.write.handles import AppendHandle, MergeHandle, delete_keys, delete_schema
 from hudi_ds.write.operation import Rows
@@ -88,7 +89,7 @@ class TaskWriter:
             of a Spark write (see :meth:`Tagger.tag <hudi_ds.write.tagger.Tagger.tag>` for what
             non-exclusive tasks may not do).
         lookup: the index lookup of a non-bucket index (default: the table's,
-            :func:`hudi_ds.index.lookup_of`); a long-lived writer passes its state index.
+            :meth:`hudi_ds.index.Index.lookup`); a long-lived writer passes its state index.
         track_keys: the merge handles report the keys each new base file adds and drops
             (:attr:`HandleContext.track_keys <hudi_ds.write.handles.HandleContext.track_keys>`).
         view: a listing of the table's partitions the driver made for this instant (see
@@ -126,7 +127,7 @@ class TaskWriter:
         self.options = plan.options
         data_schema = pa.schema([f for f in plan.schema if f.name not in META_FIELDS])
         self._data_schema = data_schema
-        ordering = plan.options.ordering_field
+        ordering = plan.options.merge.ordering_field
         otype = (
             data_schema.field(ordering).type
             if ordering and data_schema.get_field_index(ordering) >= 0
@@ -156,8 +157,9 @@ class TaskWriter:
         o = self.options
         rows = self.plan.operation.rows
         if rows is Rows.PARTITIONS:
+            k = o.keys
             parts = partition_paths(
-                table, list(o.partition_fields), o.hive_style, o.url_encode, o.timestamp
+                table, list(k.partition_fields), k.hive_style, k.url_encode, k.timestamp
             )
             self._seen_partitions.update(pc.unique(parts).to_pylist())
             return empty
@@ -177,19 +179,19 @@ class TaskWriter:
         return Prepared(data, deletes)
 
     def _check_keys(self, table: pa.Table) -> None:
-        for c in self.options.record_key_fields:
+        for c in self.options.keys.record_key_fields:
             if c not in table.column_names:
                 raise SchemaError(f"key column '{c}' is missing from the input")
             col = table.column(c)
             if col.null_count:
                 raise SchemaError(f"key column '{c}' holds {col.null_count} null value(s)")
-            if not self.options.complex_key and (
+            if not self.options.keys.complex_key and (
                 pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
             ):
                 empty = pc.sum(pc.equal(col, "")).as_py() or 0
                 if empty:
                     raise SchemaError(f"key column '{c}' holds {empty} empty value(s)")
-        for c in self.options.partition_fields:
+        for c in self.options.keys.partition_fields:
             if c not in table.column_names:
                 raise SchemaError(f"partition column '{c}' is missing from the input")
 
@@ -200,7 +202,7 @@ class TaskWriter:
         e.g. DefaultHoodieRecordPayload) sorts NaN above every number, so a NaN would silently
         win every later merge of its key; a NaN is bad input, refused naming a key.
         """
-        field = self.options.ordering_field
+        field = self.options.merge.ordering_field
         if not field or field not in table.column_names:
             return
         col = table.column(field)
@@ -220,7 +222,7 @@ class TaskWriter:
     ) -> tuple[pa.Array, pa.Array]:
         """Record keys and partition paths of ``table``; ``generated``: the keys of an insert
         into a table with Hudi's auto-generated keys (no record key fields)."""
-        p = self.options
+        p = self.options.keys
         if not p.record_key_fields and generated is not None:
             keys = generated
         else:
@@ -272,7 +274,7 @@ class TaskWriter:
             parts,
             pa.repeat(pa.scalar("", pa.string()), n),
         ]
-        ordering = self.options.ordering_field
+        ordering = self.options.merge.ordering_field
         full = pa.Table.from_arrays(
             meta + [table.column(i) for i in range(table.num_columns)], schema=p.schema
         )
@@ -389,9 +391,9 @@ class TaskWriter:
         existing = (
             self.files.by_file_id(partition).get(file_id) if p.operation.merges_existing else None
         )
-        if p.table_type == "COPY_ON_WRITE" and self.exclusive:
+        if p.table_type is TableType.COPY_ON_WRITE and self.exclusive:
             h = MergeHandle(self.ctx, partition, file_id, existing.base_file if existing else None)
-        elif p.table_type == "COPY_ON_WRITE":
+        elif p.table_type is TableType.COPY_ON_WRITE:
             h = stage_handle(self.ctx, partition, file_id, existing)
         elif key in self.tagger.rewrites and existing is not None:
             # a MERGE_ON_READ small file (no log files) taking inserts: a new base file version,
@@ -452,8 +454,8 @@ class TaskWriter:
         log blocks; merge handles (COW) spill their rows to local disk and merge them with the
         base file at close, within their share of the budget (see ``MergeHandle``).
         """
-        budget = self.options.task_budget_bytes
-        per_handle = min(self.options.handle_budget_bytes, budget // 6)
+        budget = self.options.memory.task_bytes
+        per_handle = min(self.options.memory.handle_bytes, budget // 6)
         full = [h for h in self.handles.values() if h.buffered_bytes >= per_handle]
         total = sum(h.buffered_bytes for h in self.handles.values())
         total -= sum(h.buffered_bytes for h in full)

@@ -31,3 +31,8 @@ def test_bucket_spec_refuses_unknown_and_bad_options() -> None:
         BucketSpec.resolve({**table_options("t"), "hoodie.compact.inlin": "true"})
     with pytest.raises(ConfigError, match="hoodie.bucket.index.num.buckets"):
         BucketSpec.resolve({**table_options("t"), "hoodie.bucket.index.num.buckets": "zero"})
+
+
+def test_bucket_spec_resolves_the_index_as_the_writer() -> None:
+    with pytest.raises(ConfigError, match="bucket index; 'hoodie.index.type'='GLOBAL_BLOOM'"):
+        BucketSpec.resolve({**table_options("t"), "hoodie.index.type": "global_bloom"})

@@ -18,6 +18,7 @@ from hudi_ds.layout.naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
+from hudi_ds.table_config import TableType
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.assigner import (
     INSERT_SLOTS,
@@ -69,13 +70,13 @@ def test_small_files_cow_takes_every_small_base_file() -> None:
         _slice("b-0", 10 * MB),
         _slice("d-0", None, logs=1),  # log-only slice: no base file, not a small file
     ]
-    got = small_files(slices, "COPY_ON_WRITE", 100 * MB, 1)
+    got = small_files(slices, TableType.COPY_ON_WRITE, 100 * MB, 1)
     assert got == [
         SmallFile("p", "b-0", "20240101000000000", 10 * MB),
         SmallFile("p", "c-0", "20240101000000000", 50 * MB),
     ]
-    assert small_files(slices, "COPY_ON_WRITE", 0, 1) == []  # limit <= 0 disables it
-    excluded = small_files(slices, "COPY_ON_WRITE", 100 * MB, 1, lambda p, f: f == "b-0")
+    assert small_files(slices, TableType.COPY_ON_WRITE, 0, 1) == []  # limit <= 0 disables it
+    excluded = small_files(slices, TableType.COPY_ON_WRITE, 100 * MB, 1, lambda p, f: f == "b-0")
     assert [f.file_id for f in excluded] == ["c-0"]
 
 
@@ -86,9 +87,9 @@ def test_small_files_mor_only_slices_without_logs_smallest_first() -> None:
         _slice("c-0", 30 * MB),
         _slice("d-0", 40 * MB),
     ]
-    got = small_files(slices, "MERGE_ON_READ", 100 * MB, 1)
+    got = small_files(slices, TableType.MERGE_ON_READ, 100 * MB, 1)
     assert [(f.file_id, f.size) for f in got] == [("c-0", 30 * MB)]
-    got = small_files(slices, "MERGE_ON_READ", 100 * MB, 2)
+    got = small_files(slices, TableType.MERGE_ON_READ, 100 * MB, 2)
     assert [f.file_id for f in got] == ["c-0", "d-0"]
 
 

@@ -62,9 +62,7 @@ def _stored(ids: list[int], ts: list[int], extra: dict[str, list]) -> pa.Table:
 
 
 def _ctx(spec: MergeSpec, schema: pa.Schema) -> HandleContext:
-    options = SimpleNamespace(
-        merge_spec=spec, merge_mode=spec.mode, ordering_field="ts", populate_meta_fields=True
-    )
+    options = SimpleNamespace(merge=spec, populate_meta_fields=True)
     return HandleContext(None, INSTANT, "0-0-0", schema, "", options)  # type: ignore[arg-type]
 
 

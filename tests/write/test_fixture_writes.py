@@ -533,8 +533,8 @@ def test_contradictions_name_both_values(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=f"{re.escape(key)}.*{pattern}"):
             _resolve(root, {key: value})
     # what the table records is used; SIMPLE <-> BLOOM only changes the lookup
-    assert _resolve(root, {}).index_type == "SIMPLE"
-    assert _resolve(root, {"hoodie.index.type": "BLOOM"}).index_type == "BLOOM"
+    assert _resolve(root, {}).index.type == "SIMPLE"
+    assert _resolve(root, {"hoodie.index.type": "BLOOM"}).index.type == "BLOOM"
 
 
 def test_timestamp_keygen_needs_its_type_from_the_writer(tmp_path: Path) -> None:
@@ -545,7 +545,7 @@ def test_timestamp_keygen_needs_its_type_from_the_writer(tmp_path: Path) -> None
         _resolve(root, {"hoodie.keygen.timebased.timestamp.type": "MIXED"})
     # the older deltastreamer key is an alias
     r = _resolve(root, {"hoodie.deltastreamer.keygen.timebased.timestamp.type": "DATE_STRING"})
-    assert r.timestamp is not None and r.timestamp.output_format == "yyyy/MM/dd/HH"
+    assert r.keys.timestamp is not None and r.keys.timestamp.output_format == "yyyy/MM/dd/HH"
 
 
 def test_unknown_key_generator_refused_unchanged(tmp_path: Path) -> None:
@@ -589,7 +589,7 @@ def test_bucket_table_recognised_by_file_ids(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"'SIMPLE'.*'BUCKET'.*bucket-index fileIds"):
         _resolve(root, {"hoodie.index.type": "SIMPLE"})
     r = _resolve(root, {"hoodie.bucket.index.num.buckets": "4"})
-    assert (r.index_type, r.num_buckets) == ("BUCKET", 4)
+    assert (r.index.type, r.index.layout.num_buckets) == ("BUCKET", 4)
     # and a write keeps to the buckets: the updated keys stay in their file groups
     more = pa.table({"id": [3, 25], "ts": [2, 2], "v": ["b", "b"]})
     HudiTable(str(root)).upsert(more, {"hoodie.bucket.index.num.buckets": "4"})
@@ -616,7 +616,7 @@ def test_new_non_bucket_table_records_its_index_only(index: str, tmp_path: Path)
     assert props["hoodie.index.type"] == index
     assert not any(k.startswith("hoodie.bucket.") for k in props)
     # read back: the index is the table's, and a key lookup prunes nothing by bucket
-    assert _resolve(root, {}).index_type == index
+    assert _resolve(root, {}).index.type == index
     t = HudiTable(str(root))
     assert t._key_buckets([("id", "=", 3)]) is None
     assert hudi_ds.read(str(root), filters=[("id", "=", 3)]).column("v").to_pylist() == ["a"]

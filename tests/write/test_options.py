@@ -73,7 +73,7 @@ def test_key_generator_option_against_the_table() -> None:
         resolve_options(Options.of({KG_OPTION: COMPLEX_KG}), cfg)
     # the Avro twin builds the same keys
     avro = "org.apache.hudi.keygen.SimpleAvroKeyGenerator"
-    assert not resolve_options(Options.of({KG_OPTION: avro}), cfg).complex_key
+    assert not resolve_options(Options.of({KG_OPTION: avro}), cfg).keys.complex_key
     # Java refuses SimpleKeyGenerator on a non-partitioned table (validateKeyGeneratorConfig)
     nonpart = TableConfig(
         {
@@ -86,15 +86,15 @@ def test_key_generator_option_against_the_table() -> None:
     # a table that does not record its key generator takes the writer's
     assert resolve_options(
         Options.of({KG_OPTION: COMPLEX_KG}), TableConfig(dict(TABLE_PROPS))
-    ).complex_key
+    ).keys.complex_key
 
 
 def test_key_generator_option_of_a_new_table() -> None:
     base = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id"}
     parted = {**base, "hoodie.datasource.write.partitionpath.field": "p"}
     # ComplexKeyGenerator writes f:v keys even for one field
-    assert resolve_options(Options.of({**parted, KG_OPTION: COMPLEX_KG}), None).complex_key
-    assert not resolve_options(Options.of({**parted, KG_OPTION: SIMPLE_KG}), None).complex_key
+    assert resolve_options(Options.of({**parted, KG_OPTION: COMPLEX_KG}), None).keys.complex_key
+    assert not resolve_options(Options.of({**parted, KG_OPTION: SIMPLE_KG}), None).keys.complex_key
     for kg in (
         "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
         "org.apache.hudi.keygen.CustomKeyGenerator",
@@ -113,7 +113,7 @@ def test_unrecorded_partition_fields_of_a_partitioning_table() -> None:
     ):
         resolve_options(Options.of({}), cfg)
     r = resolve_options(Options.of({"hoodie.datasource.write.partitionpath.field": "p"}), cfg)
-    assert r.partition_fields == ("p",)
+    assert r.keys.partition_fields == ("p",)
     # a table that records its partition fields refuses others, naming both
     with pytest.raises(ConfigError, match=r"\['q'\].*\['p'\]"):
         resolve_options(
@@ -151,10 +151,14 @@ def test_versions_8_and_9_resolve_with_their_key_generator_type(version: str) ->
         "hoodie.table.ordering.fields": "ts",
     }
     r = resolve_options(Options.of({}), TableConfig(props), "/x")
-    assert (r.complex_key, r.ordering_field, r.merge_mode) == (True, "ts", "EVENT_TIME_ORDERING")
+    assert (r.keys.complex_key, r.merge.ordering_field, r.merge.mode) == (
+        True,
+        "ts",
+        "EVENT_TIME_ORDERING",
+    )
     # a single key field under COMPLEX is still f:v (the type decides, not the field count)
     one = {**props, "hoodie.table.recordkey.fields": "id"}
-    assert resolve_options(Options.of({}), TableConfig(one), "/x").complex_key
+    assert resolve_options(Options.of({}), TableConfig(one), "/x").keys.complex_key
     with pytest.raises(UnsupportedError, match="key generator type CUSTOM_AVRO"):
         resolve_options(
             Options.of({}),
@@ -212,7 +216,7 @@ def test_options_the_index_does_not_use_are_warned_about(
     )
     with caplog.at_level("WARNING", logger="hudi_ds.write"):
         resolved = resolve_options(o, None)
-    assert resolved.index_type == index
+    assert resolved.index.type == index
     warned = sorted(
         r.args[0] for r in caplog.records if "has no effect" in r.getMessage() and r.args
     )

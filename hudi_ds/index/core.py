@@ -1,0 +1,422 @@
+"""The write's record index as one object (Java ``HoodieIndex`` and ``HoodieIndex.IndexType``).
+
+:class:`IndexType` is ``hoodie.index.type`` with Hudi's spellings; :class:`Index` is the index a
+write uses: its type, the questions the write path asks it (is it global, can it index log
+files, does it route by hash or look keys up), its lookup, its bucket layout, and how it is
+resolved from the write options and an existing table (:meth:`Index.resolve`). Nothing outside
+``hudi_ds.index`` compares index names.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_ds.config import ConfigProperty, Options, WriteConfig
+from hudi_ds.errors import ConfigError
+from hudi_ds.index.bloom import bloom_lookup
+from hudi_ds.index.bucket import (
+    NUM_BUCKETS_KEY,
+    bucket_ids_from_record_keys,
+    validate_hash_fields,
+    validate_num_buckets,
+)
+from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
+from hudi_ds.index.simple import KeyCache, simple_lookup
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import bucket_id_of
+from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.view import TableState
+
+log = logging.getLogger("hudi_ds.write")
+
+#: bucket ids above this are taken for a random UUID prefix, not a bucket (see Index.resolve)
+_MAX_DETECTED_BUCKET = 1 << 16
+
+
+class IndexType(enum.StrEnum):
+    """``hoodie.index.type``: the indexes hudi_ds writes with (Java ``HoodieIndex.IndexType``);
+    the value is the spelling ``hoodie.properties`` records."""
+
+    BUCKET = "BUCKET"
+    SIMPLE = "SIMPLE"
+    GLOBAL_SIMPLE = "GLOBAL_SIMPLE"
+    BLOOM = "BLOOM"
+    GLOBAL_BLOOM = "GLOBAL_BLOOM"
+
+    @classmethod
+    def parse(cls, value: str, where: str = "") -> IndexType:
+        """The index type ``value`` names (case-insensitive).
+
+        Args:
+            where: where the value comes from, named in the error (e.g. "recorded in
+                hoodie.properties").
+
+        Raises:
+            ConfigError: not one of the index types, naming ``hoodie.index.type`` and the value.
+        """
+        try:
+            return cls(str(value).strip().upper())
+        except ValueError:
+            raise ConfigError(
+                f"hoodie.index.type={value!r}{f' ({where})' if where else ''}: hudi_ds writes "
+                f"with the {', '.join(cls)} indexes"
+            ) from None
+
+    @property
+    def is_global(self) -> bool:
+        """Keys are unique across partitions (``GLOBAL_SIMPLE``, ``GLOBAL_BLOOM``)."""
+        return self in (IndexType.GLOBAL_SIMPLE, IndexType.GLOBAL_BLOOM)
+
+
+def _matching_key_alone(lookup: Lookup) -> Lookup:
+    """The GLOBAL variant of ``lookup``: it matches on the key alone (``partitions`` unused)."""
+
+    def global_lookup(
+        storage: Storage,
+        slices: Sequence[FileSlice],
+        keys: pa.Array,
+        partitions: pa.Array | None,
+        spec: LookupSpec,
+    ) -> KeyLocations:
+        del partitions
+        return lookup(storage, slices, keys, None, spec)
+
+    global_lookup.__doc__ = f"GLOBAL: :func:`{lookup.__name__}` on the key alone."
+    return global_lookup
+
+
+_LOOKUPS: dict[IndexType, Lookup] = {
+    IndexType.SIMPLE: simple_lookup,
+    IndexType.GLOBAL_SIMPLE: _matching_key_alone(simple_lookup),
+    IndexType.BLOOM: bloom_lookup,
+    IndexType.GLOBAL_BLOOM: _matching_key_alone(bloom_lookup),
+}
+
+
+def lookup_of(index_type: IndexType | str, cache: KeyCache | None = None) -> Lookup:
+    """The lookup of ``hoodie.index.type`` ``index_type``.
+
+    SIMPLE and BLOOM match ``(key, partition)``; GLOBAL_SIMPLE and GLOBAL_BLOOM match the key
+    alone whatever ``partitions`` the caller passes (give them every partition's slices).
+    ``cache``: the SIMPLE lookups keep the keys they read there and read no file twice (one
+    writer task's lookups, :class:`~hudi_ds.index.simple.KeyCache`); BLOOM reads footers
+    and only the files they point to, and takes none.
+
+    Raises:
+        ConfigError: BUCKET (routed by hash, :mod:`hudi_ds.index.bucket`, not looked up) or an
+            unknown index type.
+    """
+    try:
+        kind = IndexType(index_type.strip().upper())
+    except ValueError:
+        raise ConfigError(
+            f"hoodie.index.type={index_type!r}: no lookup for it (lookups: {', '.join(_LOOKUPS)})"
+        ) from None
+    if kind is IndexType.BUCKET:
+        raise ConfigError(
+            "hoodie.index.type=BUCKET routes records by the hash of their key; it has no lookup"
+        )
+    if cache is not None and kind in (IndexType.SIMPLE, IndexType.GLOBAL_SIMPLE):
+        kept = cache
+
+        def cached_lookup(
+            storage: Storage,
+            slices: Sequence[FileSlice],
+            keys: pa.Array,
+            partitions: pa.Array | None,
+            spec: LookupSpec,
+        ) -> KeyLocations:
+            return simple_lookup(storage, slices, keys, partitions, spec, kept)
+
+        return cached_lookup if kind is IndexType.SIMPLE else _matching_key_alone(cached_lookup)
+    return _LOOKUPS[kind]
+
+
+@dataclass(frozen=True)
+class BucketLayout:
+    """The bucket index's layout, fixed when the table is created: ``num_buckets`` file groups
+    per partition (``hoodie.bucket.index.num.buckets``), keys hashed on ``hash_fields``
+    (``hoodie.bucket.index.hash.field``)."""
+
+    num_buckets: int
+    hash_fields: tuple[str, ...]
+
+    def bucket_ids(self, keys: pa.Array, complex_key: bool) -> np.ndarray:
+        """The bucket of every record key (Java ``BucketIdentifier.getBucketId``)."""
+        return bucket_ids_from_record_keys(
+            keys, list(self.hash_fields), self.num_buckets, complex_key
+        )
+
+
+#: the non-bucket indexes (they look keys up and size file groups)
+_LOOKING_UP = tuple(t for t in IndexType if t is not IndexType.BUCKET)
+#: options that only some indexes use: option -> the index types that use it
+_INDEX_ONLY_OPTIONS: dict[ConfigProperty[Any], tuple[IndexType, ...]] = {
+    WriteConfig.SIMPLE_UPDATE_PARTITION_PATH: (IndexType.GLOBAL_SIMPLE,),
+    WriteConfig.BLOOM_UPDATE_PARTITION_PATH: (IndexType.GLOBAL_BLOOM,),
+    WriteConfig.BLOOM_PRUNE_BY_RANGES: (IndexType.BLOOM, IndexType.GLOBAL_BLOOM),
+    WriteConfig.SMALL_FILE_LIMIT: _LOOKING_UP,
+    WriteConfig.MAX_FILE_SIZE: _LOOKING_UP,
+    WriteConfig.RECORD_SIZE_ESTIMATE: _LOOKING_UP,
+    WriteConfig.RECORD_SIZE_ESTIMATION_THRESHOLD: _LOOKING_UP,
+    WriteConfig.INSERT_SPLIT_SIZE: _LOOKING_UP,
+    WriteConfig.INSERT_AUTO_SPLIT: _LOOKING_UP,
+    WriteConfig.SMALL_FILE_GROUP_CANDIDATES: _LOOKING_UP,
+}
+
+
+@dataclass(frozen=True)
+class Index:
+    """The record index of a write (Java ``HoodieIndex``): small, frozen, picklable.
+
+    Attributes:
+        type: ``hoodie.index.type`` (an existing table's own index).
+        bucket: the bucket layout; set exactly for the BUCKET index.
+        update_partition_path: global indexes: a key arriving with another partition moves
+            (``hoodie.{simple,bloom}.index.update.partition.path``, and the table partitioned).
+        prune_by_ranges: BLOOM: prune candidate files by their min/max record key
+            (``hoodie.bloom.index.prune.by.ranges``).
+    """
+
+    type: IndexType
+    bucket: BucketLayout | None = None
+    update_partition_path: bool = False
+    prune_by_ranges: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.bucket is not None) != (self.type is IndexType.BUCKET):
+            raise ConfigError(
+                f"hoodie.index.type={self.type.value}: a bucket layout belongs to the BUCKET "
+                "index alone"
+            )
+
+    @property
+    def is_global(self) -> bool:
+        """Keys are unique across partitions: lookups search every partition and match the
+        key alone (Java ``isGlobal``)."""
+        return self.type.is_global
+
+    @property
+    def routes_by_hash(self) -> bool:
+        """Records go to the file group of their key's bucket, without a lookup (the bucket
+        index); otherwise keys are looked up (:meth:`lookup`) and inserts are assigned file
+        groups by size."""
+        return self.bucket is not None
+
+    @property
+    def can_index_log_files(self) -> bool:
+        """Keys only in log files are found, so inserts may go to logs (Java
+        ``canIndexLogFiles``: the bucket index; SIMPLE and BLOOM read base files only)."""
+        return self.routes_by_hash
+
+    @property
+    def is_implicit_with_storage(self) -> bool:
+        """The index is the table's files themselves (Java ``isImplicitWithStorage``): true of
+        every index hudi_ds writes with, none keeps state of its own outside them."""
+        return True
+
+    @property
+    def layout(self) -> BucketLayout:
+        """The bucket layout.
+
+        Raises:
+            ConfigError: not the bucket index.
+        """
+        if self.bucket is None:
+            raise ConfigError(f"hoodie.index.type={self.type.value} has no bucket layout")
+        return self.bucket
+
+    def lookup(self, cache: KeyCache | None = None) -> Lookup:
+        """The index's key lookup (:func:`lookup_of`).
+
+        Raises:
+            ConfigError: the bucket index, which routes by hash.
+        """
+        return lookup_of(self.type, cache)
+
+    def lookup_partitions(self, partitions: pa.Array) -> pa.Array | None:
+        """What a lookup matches keys within: the incoming ``partitions``, or None (the key
+        alone) for a global index."""
+        return None if self.is_global else partitions
+
+    def identities(self, keys: pa.Array, partitions: pa.Array) -> pa.Array:
+        """What identifies each record to this index: its key alone (global) or its partition
+        and key (aligned string arrays in, one string per record out)."""
+        if self.is_global:
+            return keys
+        return pc.binary_join_element_wise(partitions, keys, "\x00")
+
+    def table_properties(self) -> dict[str, str]:
+        """The ``hoodie.properties`` entries a new table records for its index: the type and,
+        for the bucket index, its layout (so that every later writer and key lookups on read
+        use the same one; Java ignores these keys)."""
+        c = TableConfig
+        props = dict([c.INDEX_TYPE.entry(self.type.value)])
+        if self.bucket is not None:
+            props.update(
+                [
+                    c.BUCKET_INDEX_NUM_BUCKETS.entry(self.bucket.num_buckets),
+                    c.BUCKET_INDEX_HASH_FIELD.entry(self.bucket.hash_fields),
+                ]
+            )
+        return props
+
+    def warn_unused_options(self, o: Options) -> list[str]:
+        """Warn about each set option this index does not use (nothing is silent: e.g.
+        ``hoodie.parquet.max.file.size`` under the BUCKET index, whose file groups are fixed).
+
+        Returns:
+            The keys warned about.
+        """
+        unused = [
+            (p, users)
+            for p, users in _INDEX_ONLY_OPTIONS.items()
+            if o.is_set(p) and self.type not in users
+        ]
+        for p, users in unused:
+            log.warning(
+                "option '%s' has no effect: the write uses hoodie.index.type=%s (it applies to %s)",
+                p.key,
+                self.type.value,
+                ", ".join(users),
+            )
+        return [p.key for p, _ in unused]
+
+    @classmethod
+    def resolve(
+        cls,
+        o: Options,
+        config: TableConfig | None,
+        record_key_fields: Sequence[str],
+        partitioned: bool,
+        table: TableState | None = None,
+        base_uri: str = "",
+    ) -> Index:
+        """The index of a write: a new table's option; an existing table's own.
+
+        An existing table's index is its recorded ``hoodie.index.type`` (tables hudi_ds
+        creates), else the bucket index when it records a bucket count or the fileIds of its
+        latest commit are all bucket fileIds (Java's Spark bucket index records neither:
+        ``%08d`` bucket id prefixes, taken for bucket ids below 65536 -- a random UUID prefix
+        is all digits and that small with a chance of about 1.5e-5), else Hudi's Spark
+        default, SIMPLE. The bucket count is the table's (fixed when it was created) or the
+        option's, and checked whatever the index.
+
+        Args:
+            record_key_fields: the write's record key fields (the default hash fields).
+            partitioned: the table has partition fields (a key moves only between partitions).
+            table: the opened existing table (its latest commits' fileIds).
+            base_uri: the table's location (named in errors).
+
+        Raises:
+            ConfigError: the option asks for the bucket index on a table that has another
+                one, or the other way round (the two place keys incompatibly), or a global
+                index on a table hudi_ds created with a non-global one (or the other way
+                round: one keeps keys unique per partition, the other across partitions); a
+                bucket count contradicting the table's, or missing for a bucket table that does
+                not record it; invalid bucket settings.
+        """
+        stored = config.props.get(NUM_BUCKETS_KEY) if config is not None else None
+        asked_buckets = o.get(WriteConfig.NUM_BUCKETS)
+        if (
+            stored is not None
+            and o.is_set(WriteConfig.NUM_BUCKETS)
+            and int(stored) != asked_buckets
+        ):
+            raise ConfigError(
+                f"option '{NUM_BUCKETS_KEY}'={asked_buckets} contradicts the table's {stored} "
+                "buckets (fixed when the table was created)"
+            )
+        num_buckets = validate_num_buckets(int(stored) if stored is not None else asked_buckets)
+        keys = list(record_key_fields)
+        hash_fields = (
+            tuple(validate_hash_fields(o.get(WriteConfig.HASH_FIELD), keys)) if keys else ()
+        )
+        kind = _index_type(o, config, table)
+        if (
+            kind is IndexType.BUCKET
+            and config is not None
+            and stored is None
+            and not o.is_set(WriteConfig.NUM_BUCKETS)
+        ):
+            raise ConfigError(
+                f"option '{NUM_BUCKETS_KEY}' is required: the table at {base_uri} uses the "
+                "bucket index (its fileIds are bucket ids) and does not record its bucket count"
+            )
+        update_prop = (
+            WriteConfig.BLOOM_UPDATE_PARTITION_PATH
+            if kind is IndexType.GLOBAL_BLOOM
+            else WriteConfig.SIMPLE_UPDATE_PARTITION_PATH
+        )
+        return cls(
+            type=kind,
+            bucket=BucketLayout(num_buckets, hash_fields) if kind is IndexType.BUCKET else None,
+            # Java HoodieIndexUtils: shouldUpdatePartitionPath = option && table is partitioned
+            update_partition_path=bool(o.get(update_prop)) and partitioned,
+            prune_by_ranges=o.get(WriteConfig.BLOOM_PRUNE_BY_RANGES),
+        )
+
+
+def _index_type(o: Options, config: TableConfig | None, table: TableState | None) -> IndexType:
+    """The index type of :meth:`Index.resolve`."""
+    asked_value: str = o.get(WriteConfig.INDEX_TYPE)
+    asked = IndexType.parse(asked_value)
+    if config is None:
+        return asked
+    recorded = config.get(TableConfig.INDEX_TYPE)
+    if recorded:
+        why = f"recorded in hoodie.properties ({TableConfig.INDEX_TYPE.key})"
+        current = IndexType.parse(recorded, why)
+    elif config.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS) is not None:
+        current = IndexType.BUCKET
+        why = f"it records {TableConfig.BUCKET_INDEX_NUM_BUCKETS.key}"
+    elif table is not None and _has_bucket_file_ids(table):
+        current, why = IndexType.BUCKET, "its fileIds are bucket-index fileIds"
+    else:
+        current, why = IndexType.SIMPLE, "not recorded: Hudi's Spark default"
+    if not o.is_set(WriteConfig.INDEX_TYPE):
+        return current
+    bucket = IndexType.BUCKET
+    if (asked is bucket) != (current is bucket) or (
+        recorded and asked.is_global != current.is_global
+    ):
+        raise ConfigError(
+            f"option 'hoodie.index.type'={asked_value!r} contradicts the existing table, whose "
+            f"index is {current.value!r} ({why})"
+        )
+    return asked
+
+
+def records_another_index(config: TableConfig) -> bool:
+    """The table records a ``hoodie.index.type`` other than BUCKET (any other value, one
+    hudi_ds writes with or not): its fileIds say nothing of buckets (tables hudi_ds created
+    with another index)."""
+    recorded = config.get(TableConfig.INDEX_TYPE)
+    if not recorded:
+        return False
+    return recorded.upper() != IndexType.BUCKET
+
+
+def latest_write_stats(table: TableState, limit: int = 5) -> list[Any]:
+    """Write stats of the latest completed commits that wrote files (at most ``limit``)."""
+    tl = table.timeline
+    for instant in reversed(list(tl.commits())[-limit:]):
+        stats = [s for s in tl.read_commit_metadata(instant).write_stats() if s.file_id]
+        if stats:
+            return stats
+    return []
+
+
+def _has_bucket_file_ids(table: TableState) -> bool:
+    ids = [s.file_id for s in latest_write_stats(table)]
+    buckets = [bucket_id_of(f) for f in ids]
+    return bool(ids) and all(b is not None and b < _MAX_DETECTED_BUCKET for b in buckets)
