@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,6 +29,7 @@ from hudi_ds.cli import (
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import StorageListing
+from tests import builders
 from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
 from tests.fixtures import GOLDEN_DIR, fixture_table
 from tests.golden import golden_set, row_set
@@ -38,16 +40,7 @@ OPTS = {
 }
 
 
-def trips(ids, ts: int) -> pa.Table:
-    ids = list(ids)
-    return pa.table(
-        {
-            "id": [f"t{i}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "city": ["sf" if i % 2 else "nyc" for i in ids],
-            "fare": [float(i) for i in ids],
-        }
-    )
+trips = partial(builders.trips, fare=lambda i, ts: float(i))
 
 
 def run(*args: str) -> tuple[int, str, str]:

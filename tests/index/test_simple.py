@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from hudi_ds.log.reader import decode_data_block, scan_log_bytes
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.view import TableState
+from tests.builders import rows
 from tests.conftest import table_options
 from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table, has_lance_base_files
 
@@ -198,15 +200,9 @@ def lookup_inputs(
 # --------------------------------------------------------------------------------------------
 
 
-def _rows(ids: range, ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": [f"k{i:04d}" for i in ids],
-            "p": ["a" if i % 3 else "b" for i in ids],
-            "ts": [ts] * len(ids),
-            "v": [f"v{i}" for i in ids],
-        }
-    )
+_rows = partial(
+    rows, key="k{:04d}", part_of=lambda i: "a" if i % 3 else "b", value=lambda i, ts: f"v{i}"
+)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import os
 import random
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from hudi_ds.services import (
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.write.client import WriteClient
+from tests.builders import sorted_rows, trips
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 from tests.fixtures import GOLDEN_DIR, fixture_table
 from tests.golden import golden_set, row_set
@@ -44,21 +46,7 @@ OPTS = {
 COLS = ["id", "ts", "city", "fare"]
 
 
-def trips(ids: Any, ts: int) -> pa.Table:
-    ids = list(ids)
-    return pa.table(
-        {
-            "id": [f"t{i}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "city": ["sf" if i % 2 else "nyc" for i in ids],
-            "fare": [float(i * 100 + ts) for i in ids],
-        }
-    )
-
-
-def rows(t: pa.Table) -> list[tuple]:
-    t = t.select(COLS)
-    return sorted(zip(*(t.column(c).to_pylist() for c in COLS), strict=True))
+rows = partial(sorted_rows, columns=COLS)
 
 
 def ours(path: str, options: dict[str, str] | None = None) -> list[tuple]:

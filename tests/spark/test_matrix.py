@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from tests.conftest import table_options
 from tests.write.test_matrix import COLS, PARTITIONINGS, Model, ours, rows, theirs
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -85,15 +86,12 @@ def test_spark_write_sequence(
 ) -> None:
     path = str(tmp_path / "t")
     opts = {
-        "hoodie.table.name": "matrix",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": ",".join(PARTITIONINGS[parts]),
+        **table_options(
+            "matrix", partition=",".join(PARTITIONINGS[parts]), table_type=ttype, buckets=4
+        ),
         "hoodie.datasource.write.hive_style_partitioning": "true" if parts == "two" else "false",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": ttype,
         "hoodie.write.record.merge.mode": merge,
         "hoodie.logfile.data.block.format": block,
-        "hoodie.bucket.index.num.buckets": "4",
         "hoodie.write.table.version": str(version),
     }
     rng = np.random.default_rng(11)

@@ -37,18 +37,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import table_options
+
 FILES = 12
 ROWS = 1500
 KEYS = 3000
 PARTS = 3
 IDENTIFIER = "crash_test"
 OPTIONS = {
-    "hoodie.table.name": "events",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "part",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-    "hoodie.bucket.index.num.buckets": "2",
+    **table_options("events", partition="part", table_type="MERGE_ON_READ"),
     "hoodie.datasource.write.streaming.checkpoint.identifier": IDENTIFIER,
     # the expected state lets a delete beat a later-arriving update with an older event time;
     # a compaction drops the delete's tombstone (as in Hudi), after which such an update

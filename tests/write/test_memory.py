@@ -32,27 +32,15 @@ import pytest
 import hudi_ds
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.write.client import WriteClient
+from tests.conftest import table_options
 from tests.write.test_matrix import assert_no_meta_values
 
 MB = 1 << 20
 BATCH = 50_000
-OPTS = {
-    "hoodie.table.name": "mem",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "2",
-}
+OPTS = table_options("mem", partition="city")
 
 
-COW = {
-    "hoodie.table.name": "spill",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
-    "hoodie.bucket.index.num.buckets": "2",
-}
+COW = table_options("spill", partition="city", table_type="COPY_ON_WRITE")
 COLS = ["id", "ts", "city", "fare", "note", "_hoodie_is_deleted"]
 STEPS = (0, 1, 2)
 TINY = "1"  # MB: a merge handle's share is 128 KB, below one file group's rows
