@@ -6,6 +6,9 @@ back (with hudi_ds and with hudi-rs). A test file that needs a variant binds it 
 * :func:`rows` -- ``id, ts, p, v``, keys ``k<iii>``, two partitions;
 * :func:`batch` -- the ``k``-th of a series of overlapping upserts (``id, ts, p, v``);
 * :func:`apply` -- a model (key -> row) after an upsert of a batch;
+* :func:`who_rows` / :func:`random_upsert` -- the rows of the writer processes (``id, ts, p,
+  who``): chosen keys, or a random batch of them (the scripts of the lock and soak tests import
+  this module, which imports no more than pyarrow and hudi_ds);
 * :func:`options` -- the write options of a test table keyed by ``id``;
 * :func:`read_rows` / :func:`sorted_rows` -- a table's full rows, sorted, no key twice.
 """
@@ -19,7 +22,6 @@ from typing import Any
 import pyarrow as pa
 
 import hudi_ds
-from tests.conftest import hudi_rs_table, table_options
 
 #: ``trips``' columns
 TRIP_COLUMNS = ["id", "ts", "city", "fare"]
@@ -94,6 +96,29 @@ def batch(k: int, *, keys: int, n: int, partitions: int) -> pa.Table:
     )
 
 
+def who_rows(keys: Iterable[int], ts: int, who: int, part: str = "p0") -> list[dict[str, Any]]:
+    """Rows of writer ``who``: keys ``k<k>``, all at ``ts``, in partition ``part``."""
+    return [{"id": f"k{k}", "ts": ts, "p": part, "who": who} for k in keys]
+
+
+def random_upsert(rng: Any, who: int, *, key_space: int = 200, n: int = 20) -> tuple:
+    """``(keys, ts, table)``: ``n`` random keys of ``key_space`` (``rng``: a ``random.Random``),
+    ``ts`` now (ns), partition ``p<k % 2>``, by writer ``who``."""
+    import time
+
+    keys = rng.sample(range(key_space), n)
+    ts = time.time_ns()
+    table = pa.table(
+        {
+            "id": [f"k{k}" for k in keys],
+            "ts": [ts] * n,
+            "p": [f"p{k % 2}" for k in keys],
+            "who": [who] * n,
+        }
+    )
+    return keys, ts, table
+
+
 def apply(
     model: Mapping[Any, tuple], t: pa.Table, columns: Sequence[str] = ROW_COLUMNS
 ) -> dict[Any, tuple]:
@@ -117,6 +142,8 @@ def options(
 ) -> dict[str, str]:
     """:func:`tests.conftest.table_options` with the index type and ``extra`` options (dotted
     keys go in as ``**{"hoodie.x": "y"}``); the bucket count only when ``buckets`` is given."""
+    from tests.conftest import table_options
+
     opts = table_options(
         name, partition=partition, precombine=precombine, table_type=table_type, buckets=buckets
     )
@@ -157,6 +184,8 @@ def read_rows(
             storage_options=dict(storage_options) if storage_options else None,
         )
     elif reader == "hudi-rs":
+        from tests.conftest import hudi_rs_table
+
         t = hudi_rs_table(
             path,
             dict(options) if options else None,

@@ -61,6 +61,22 @@ def hudi_rs(path: str, options: dict[str, str] | None = None) -> list[tuple]:
     return rows(pa.Table.from_batches(batches)) if batches else []
 
 
+def fail_second_operation(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The second operation a compaction executes raises ``OSError("disk full")``; returns the
+    real ``execute_operation``, to put back."""
+    calls = {"n": 0}
+    real = compaction.execute_operation
+
+    def flaky(job: Any, index: int, token: Any = None) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return real(job, index, token)
+
+    monkeypatch.setattr(compaction, "execute_operation", flaky)
+    return real
+
+
 def data_files(path: str) -> list[Path]:
     return [
         p
@@ -232,16 +248,7 @@ def test_failed_compaction_is_rolled_back_and_retried(tmp_path: Path, monkeypatc
     ctx = ServiceContext.open(path)
     c = compaction.schedule_compaction(ctx)
     assert c is not None
-    calls = {"n": 0}
-    real = compaction.execute_operation
-
-    def flaky(job, index, token=None):  # type: ignore[no-untyped-def]
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError("disk full")
-        return real(job, index, token)
-
-    monkeypatch.setattr(compaction, "execute_operation", flaky)
+    real = fail_second_operation(monkeypatch)
     with pytest.raises(OSError, match="disk full"):
         compaction.run_compaction(ctx, c)
     tl = ctx.timeline()

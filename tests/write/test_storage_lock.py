@@ -216,8 +216,8 @@ def test_storage_lock_refuses_local_paths_and_bad_periods(
 # ``{"batches"}``.
 S3_WRITER = r"""
 import json, random, sys, time
-import pyarrow as pa
 import hudi_ds
+from tests.builders import random_upsert
 path, opts, so, seconds, seed, log = (sys.argv[1], json.loads(sys.argv[2]),
     json.loads(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
 rng = random.Random(seed)
@@ -225,10 +225,7 @@ end = time.time() + seconds
 n = 0
 with open(log, "w") as out:
     while time.time() < end:
-        keys = rng.sample(range(200), 20)
-        ts = time.time_ns()
-        t = pa.table({"id": [f"k{k}" for k in keys], "ts": [ts] * len(keys),
-                      "p": [f"p{k % 2}" for k in keys], "who": [seed] * len(keys)})
+        keys, ts, t = random_upsert(rng, seed)
         hudi_ds.write(path, t, opts, storage_options=so)
         out.write(json.dumps({"keys": keys, "ts": ts}) + "\n")
         out.flush()
