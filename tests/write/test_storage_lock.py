@@ -162,7 +162,12 @@ def test_heartbeat_keeps_a_live_holders_lease(moto_s3: MotoServer, s3_uri: str) 
     b = StorageBasedLock(s, validity_s=2.0, heartbeat_s=0.2)
     assert a.try_acquire()
     first = _lease(s)["validUntil"]
-    time.sleep(3.0)  # past the validity + drift: only the heartbeat keeps the lease alive
+    # past the first lease's validity + drift, so only the heartbeat keeps the lease alive; and
+    # waiting for a renewal seen, not for a fixed time a loaded machine's heartbeat may miss
+    deadline = time.monotonic() + 60
+    while time.time() < first / 1000 + 1.0 or _lease(s)["validUntil"] <= first + 1000:
+        assert time.monotonic() < deadline, "no renewal of the lease in 60 s"
+        time.sleep(0.05)
     assert not b.try_acquire()
     lease = _lease(s)
     assert lease["owner"] == a.owner and lease["validUntil"] > first + 1000
