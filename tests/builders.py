@@ -10,13 +10,16 @@ back (with hudi_ds and with hudi-rs). A test file that needs a variant binds it 
   who``): chosen keys, or a random batch of them (the scripts of the lock and soak tests import
   this module, which imports no more than pyarrow and hudi_ds);
 * :func:`options` -- the write options of a test table keyed by ``id``;
-* :func:`read_rows` / :func:`sorted_rows` -- a table's full rows, sorted, no key twice.
+* :func:`read_rows` / :func:`sorted_rows` -- a table's full rows, sorted, no key twice;
+* :func:`copy_table` -- a test's own copy of a table a module-scoped fixture wrote once.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -194,3 +197,10 @@ def read_rows(
     else:
         raise ValueError(f"unknown reader {reader!r}")
     return sorted_rows(t, columns, unique=unique)
+
+
+def copy_table(src: Path, dst: Path) -> Path:
+    """A copy of the table folder ``src`` at ``dst`` (tables keep relative paths only): a test's
+    own copy of a table written once for its module, which it may change."""
+    shutil.copytree(src, dst)
+    return dst
