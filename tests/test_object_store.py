@@ -517,8 +517,10 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
 
     def holdings(i: int) -> None:
         # the lease (renewed every 0.5 s by the holder's heartbeat) outlasts any stall of a
-        # live holder (a loaded CI machine stalled one for over 1 s)
-        lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=20, retries=1500)
+        # live holder (a loaded CI machine stalled one for over 1 s). The others poll every
+        # 200 ms, not 20: under load their polls flooded the S3 server until the holder's
+        # renewals failed ("error sending request") and its lease ran out while it held the lock
+        lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=200, retries=300)
         for n in range(8):
             lock.acquire()
             with guard:
@@ -533,7 +535,7 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
                 assert lock._heart is not None
                 lock._heart.stop()
                 lock = FileSystemLock(
-                    pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=20, retries=1500
+                    pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=200, retries=300
                 )
                 continue
             lock.release()
