@@ -34,7 +34,13 @@ from hypothesis import HealthCheck, settings
 
 import hudi_ds
 from tests.azurite_server import AzuriteServer, ensure_azurite
-from tests.fixtures import MISSING_REASON, fixtures_present
+from tests.fixtures import (
+    MISSING_REASON,
+    ci_missing_message,
+    fixtures_present,
+    missing_shared,
+    on_ci,
+)
 from tests.moto_server import MotoServer
 
 #: the bucket the session's S3 server holds the test tables in
@@ -455,6 +461,15 @@ class FullDisk(pafs.FileSystemHandler):
                 pass
 
         return pa.PythonFile(Full(), mode="w")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under CI (``CI=true``) the run fails at once when the shared fixtures are missing,
+    naming the paths looked for; a local run skips the tests that need them instead."""
+    if on_ci():
+        missing = missing_shared()
+        if missing:
+            raise pytest.UsageError(ci_missing_message(missing))
 
 
 def _is_hypothesis_test(item: object) -> bool:

@@ -5,6 +5,10 @@ from the project root, or the folder named by the environment variable ``HUDI_DS
 (docs/testing.md). When the folder is absent, every test that needs it is skipped with a reason
 naming the path looked at: :func:`fixture_table` and :func:`require_fixtures` skip, and the
 tests parametrized over :func:`fixture_names` (then empty) are skipped by ``tests/conftest.py``.
+
+Under CI (``CI=true``, as ``.ci/run`` sets it) a missing folder fails the run instead, before any
+test runs (:func:`missing_shared`, checked by ``tests/conftest.py``): a CI run that skipped every
+fixture test would pass without reading one table written by Apache Hudi.
 """
 
 from __future__ import annotations
@@ -29,6 +33,27 @@ MISSING_REASON = (
 )
 
 _unzipped: dict[str, Path] = {}
+
+
+def on_ci() -> bool:
+    """Whether this is a CI run (the environment variable ``CI`` is ``true``)."""
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
+def missing_shared() -> list[Path]:
+    """The shared folders the suite reads that are absent: the fixture tables and Hudi's
+    reference Avro schemas."""
+    return [p for p in (FIXTURES_DIR, REFERENCE_AVRO_SCHEMAS) if not p.is_dir()]
+
+
+def ci_missing_message(missing: list[Path]) -> str:
+    """Why a CI run stops when ``missing`` (shared folders) are absent."""
+    paths = ", ".join(str(p) for p in missing)
+    return (
+        f"CI=true but the shared test data is missing: {paths} "
+        "(../shared beside the project root: fixtures/hudi-tables and reference/avro-schemas; "
+        "HUDI_DS_FIXTURES names another fixture folder). Outside CI these tests are skipped."
+    )
 
 
 def fixtures_present() -> bool:

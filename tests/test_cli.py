@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,6 +29,8 @@ from hudi_ds.cli.command import (
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import StorageListing
+from tests import builders
+from tests.builders import copy_table
 from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
 from tests.fixtures import GOLDEN_DIR, fixture_table
 from tests.golden import golden_set, row_set
@@ -38,16 +41,7 @@ OPTS = {
 }
 
 
-def trips(ids, ts: int) -> pa.Table:
-    ids = list(ids)
-    return pa.table(
-        {
-            "id": [f"t{i}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "city": ["sf" if i % 2 else "nyc" for i in ids],
-            "fare": [float(i) for i in ids],
-        }
-    )
+trips = partial(builders.trips, fare=lambda i, ts: float(i))
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -81,12 +75,18 @@ def hudi_rs_rows(path: str) -> list[tuple]:
     return _full_rows(hudi_rs_table(path))
 
 
-@pytest.fixture
-def table(tmp_path: Path) -> str:
-    path = str(tmp_path / "t")
+@pytest.fixture(scope="module")
+def built_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four delta commits, written once for the module (tests get a copy: see ``table``)."""
+    path = tmp_path_factory.mktemp("cli") / "t"
     for k in range(4):
-        hudi_ds.write(path, trips(range(k * 3, k * 3 + 8), k + 1), OPTS)
+        hudi_ds.write(str(path), trips(range(k * 3, k * 3 + 8), k + 1), OPTS)
     return path
+
+
+@pytest.fixture
+def table(built_table: Path, tmp_path: Path) -> str:
+    return str(copy_table(built_table, tmp_path / "t"))
 
 
 def test_timeline_files_stats_show_config(table: str) -> None:

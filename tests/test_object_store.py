@@ -8,6 +8,7 @@ import itertools
 import pickle
 import socket
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import hudi_ds
 from hudi_ds.errors import ConfigError, StorageError
 from hudi_ds.services import ServiceContext, clean, compaction, rollback
 from hudi_ds.storage import ObjectStorage, Storage, open_storage
+from tests.builders import options, rows
 from tests.conftest import (
     assert_rows,
     complete_pending_compactions,
@@ -213,25 +215,7 @@ def test_a_call_that_finally_fails_names_the_operation_and_the_path() -> None:
 
 
 # -- tables on the S3 server -------------------------------------------------------------------
-def _opts(table_type: str) -> dict[str, Any]:
-    return {
-        "hoodie.table.name": "s3t",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "p",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-    }
-
-
-def _rows(ids: range, ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": [f"k{i:03d}" for i in ids],
-            "p": [f"p{i % 2}" for i in ids],
-            "ts": [ts] * len(ids),
-            "v": [float(i * 10 + ts) for i in ids],
-        }
-    )
+_opts = partial(options, "s3t", partition="p")
 
 
 def _apply(model: dict[str, tuple], t: pa.Table, delete: bool = False) -> None:
@@ -252,7 +236,7 @@ def _check(uri: str, so: dict[str, Any], model: dict[str, tuple]) -> None:
 def test_upsert_on_s3_reads_back_by_hudi_ds_and_hudi_rs(moto_s3: MotoServer, s3_uri: str) -> None:
     so = moto_s3.storage_options()
     model: dict[str, tuple] = {}
-    first = _rows(range(6), 1)
+    first = rows(range(6), 1)
     hudi_ds.write(
         s3_uri,
         first,
@@ -261,7 +245,7 @@ def test_upsert_on_s3_reads_back_by_hudi_ds_and_hudi_rs(moto_s3: MotoServer, s3_
     )
     _apply(model, first)
     table = hudi_ds.HudiTable(s3_uri, _opts("MERGE_ON_READ"), storage_options=so)
-    second = _rows(range(3, 9), 2)
+    second = rows(range(3, 9), 2)
     table.upsert(second)
     _apply(model, second)
     _check(s3_uri, so, model)
@@ -284,16 +268,16 @@ def test_write_matrix_and_services_on_object_stores(
         "hoodie.compact.inline": "false",
     }
     model: dict[str, tuple] = {}
-    ins = _rows(range(10), 1)
+    ins = rows(range(10), 1)
     hudi_ds.write(
         uri, ins, {**opts, "hoodie.datasource.write.operation": "insert"}, storage_options=so
     )
     _apply(model, ins)
     table = hudi_ds.HudiTable(uri, opts, storage_options=so)
-    up = _rows(range(5, 14), 2)
+    up = rows(range(5, 14), 2)
     table.upsert(up)
     _apply(model, up)
-    gone = _rows(range(0, 3), 3)
+    gone = rows(range(0, 3), 3)
     table.delete(gone)
     _apply(model, gone, delete=True)
     _check(uri, so, model)
@@ -305,7 +289,7 @@ def test_write_matrix_and_services_on_object_stores(
         done = compaction.run_compaction(ctx, planned)
         assert [r.instant for r in done] == [planned]
         _check(uri, so, model)
-    later = _rows(range(0, 12), 4)
+    later = rows(range(0, 12), 4)
     last = table.upsert(later)  # rolled back below: the model keeps the rows before it
     rolled = rollback.rollback(ServiceContext.open(storage, opts), last)
     assert rolled.instant == last
@@ -327,7 +311,7 @@ def test_cli_storage_option_reaches_the_store(moto_s3: MotoServer, s3_uri: str) 
     from hudi_ds.cli import main
 
     so = moto_s3.storage_options()
-    hudi_ds.write(s3_uri, _rows(range(4), 1), _opts("COPY_ON_WRITE"), storage_options=so)
+    hudi_ds.write(s3_uri, rows(range(4), 1), _opts("COPY_ON_WRITE"), storage_options=so)
     flags = [a for k, v in so.items() for a in ("--storage-option", f"{k}={v}")]
     out, err = io.StringIO(), io.StringIO()
     assert main(["timeline", s3_uri, "--json", *flags], out, err) == 0, err.getvalue()
@@ -439,16 +423,16 @@ def test_azure_blob_conditional_create_and_a_mor_table(azurite: Any, az_uri: str
     s.delete("lock")
     opts = {**_opts("MERGE_ON_READ"), "hoodie.compact.inline": "false"}
     model: dict[str, tuple] = {}
-    ins = _rows(range(8), 1)
+    ins = rows(range(8), 1)
     hudi_ds.write(
         az_uri, ins, {**opts, "hoodie.datasource.write.operation": "insert"}, storage_options=so
     )
     _apply(model, ins)
     table = hudi_ds.HudiTable(az_uri, opts, storage_options=so)
-    up = _rows(range(4, 10), 2)
+    up = rows(range(4, 10), 2)
     table.upsert(up)
     _apply(model, up)
-    gone = _rows(range(0, 2), 3)
+    gone = rows(range(0, 2), 3)
     table.delete(gone)
     _apply(model, gone, delete=True)
     _check(az_uri, so, model)
@@ -540,7 +524,10 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
             errors.append(f"writer {i}: {type(e).__name__}: {e}")
 
     def take_turns(i: int) -> None:
-        lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=20, retries=1500)
+        # the others poll every 200 ms, not 20: polls flooding the S3 server make the holder's
+        # renewals fail, and a holding then ends early (at held_until) -- allowed, but it
+        # makes the test weaker
+        lock = FileSystemLock(pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=200, retries=300)
         for n in range(8):
             lock.acquire()
             taken = time.monotonic()
@@ -552,7 +539,7 @@ def test_writers_contending_for_the_s3_lock_never_hold_it_together(
                 assert lock._heart is not None
                 lock._heart.stop()
                 lock = FileSystemLock(
-                    pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=20, retries=1500
+                    pickle.loads(pickle.dumps(s)), expire_s=5.0, wait_ms=200, retries=300
                 )
                 continue
             lock.release()
@@ -595,7 +582,7 @@ def test_writes_under_random_store_failures_keep_exactly_the_acknowledged_commit
             "hoodie.cleaner.commits.retained": "2",
         }
         model: dict[str, tuple] = {}
-        first = _rows(range(20), 0)
+        first = rows(range(20), 0)
         hudi_ds.write(
             s3_uri,
             first,
@@ -606,7 +593,7 @@ def test_writes_under_random_store_failures_keep_exactly_the_acknowledged_commit
         proxy.set_rates(transient=0.08)
         failures: list[str] = []
         for i in range(1, 13):
-            t = _rows(range(i * 3, i * 3 + 10), i)
+            t = rows(range(i * 3, i * 3 + 10), i)
             try:
                 hudi_ds.write(s3_uri, t, opts, storage_options=so)
             except StorageError as e:  # a store failure, named: never a "corrupt file"

@@ -28,11 +28,13 @@ from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.naming import base_file_name, parse_base_file_name
 from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER, write_base_file
 from tests.fixtures import fixture_table
-from tests.index.test_simple import (  # noqa: F401 - cow_table, mor_table: pytest fixtures
+from tests.index.test_simple import (  # noqa: F401 - *_table: pytest fixtures
     NEW,
     PARQUET_FIXTURES,
     CountingStorage,
     as_tuples,
+    built_cow_table,
+    built_mor_table,
     check_fixture,
     check_lookup,
     cow_table,

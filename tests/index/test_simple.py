@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from hudi_ds.log.reader import decode_data_block, scan_log_bytes
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.view import TableState
+from tests.builders import copy_table, rows
 from tests.conftest import table_options
 from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table, has_lance_base_files
 
@@ -198,30 +200,24 @@ def lookup_inputs(
 # --------------------------------------------------------------------------------------------
 
 
-def _rows(ids: range, ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": [f"k{i:04d}" for i in ids],
-            "p": ["a" if i % 3 else "b" for i in ids],
-            "ts": [ts] * len(ids),
-            "v": [f"v{i}" for i in ids],
-        }
-    )
+_rows = partial(
+    rows, key="k{:04d}", part_of=lambda i: "a" if i % 3 else "b", value=lambda i, ts: f"v{i}"
+)
 
 
-@pytest.fixture
-def cow_table(tmp_path: Path) -> Path:
-    path = tmp_path / "cow"
+@pytest.fixture(scope="module")
+def built_cow_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("simple") / "cow"
     opts = table_options("cow", partition="p", buckets=4, table_type="COPY_ON_WRITE")
     hudi_ds.write(str(path), _rows(range(0, 60), 1), opts)
     hudi_ds.write(str(path), _rows(range(40, 90), 2), opts)
     return path
 
 
-@pytest.fixture
-def mor_table(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def built_mor_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """MOR: delta commit (logs only), compaction into base files, then more logs on top."""
-    path = tmp_path / "mor"
+    path = tmp_path_factory.mktemp("simple") / "mor"
     opts = {
         **table_options("mor", partition="p", buckets=3, table_type="MERGE_ON_READ"),
         "hoodie.compact.inline": "true",
@@ -231,6 +227,17 @@ def mor_table(tmp_path: Path) -> Path:
     hudi_ds.write(str(path), _rows(range(30, 60), 2), opts)  # then compacted
     hudi_ds.write(str(path), _rows(range(55, 80), 3), opts)  # logs on the new base files
     return path
+
+
+# the tables are written once per module; each test gets its own copy
+@pytest.fixture
+def cow_table(built_cow_table: Path, tmp_path: Path) -> Path:
+    return copy_table(built_cow_table, tmp_path / "cow")
+
+
+@pytest.fixture
+def mor_table(built_mor_table: Path, tmp_path: Path) -> Path:
+    return copy_table(built_mor_table, tmp_path / "mor")
 
 
 @pytest.mark.parametrize("global_", [False, True])

@@ -25,6 +25,7 @@ from hudi_ds.services.base import ServiceContext
 from hudi_ds.services.compaction import run_compaction, schedule_compaction
 from hudi_ds.services.rollback import rollback
 from hudi_ds.table.table import ReadableTable
+from tests.builders import options
 from tests.conftest import assert_rows, hudi_rs_table, table_rows
 
 COLUMNS = ["id", "ts", "dt", "v"]
@@ -39,16 +40,14 @@ def _opts(table_type: str, index: str, many_groups: bool = False) -> dict[str, s
         "hoodie.parquet.max.file.size": str(40 << 10 if many_groups else 2 << 20),
         "hoodie.parquet.small.file.limit": str(20 << 10 if many_groups else 1 << 20),
     }
-    return {
+    return options(
+        "state",
+        table_type,
+        partition="dt",
+        index=index,
         **sizing,
-        "hoodie.table.name": "state",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "dt",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.index.type": index,
-        "hoodie.copyonwrite.record.size.estimate": "64",
-    }
+        **{"hoodie.copyonwrite.record.size.estimate": "64"},
+    )
 
 
 class Model:

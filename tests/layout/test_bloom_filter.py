@@ -17,6 +17,7 @@ import struct
 import uuid
 import zipfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,7 @@ from hudi_ds.layout.parquet import write_base_file
 from hudi_ds.services import ServiceContext, compaction
 from hudi_ds.storage import Storage
 from hudi_ds.write.client import WriteClient
+from tests.builders import trips
 from tests.conftest import table_options
 from tests.fixtures import FIXTURES_DIR, fixture_names, require_fixtures
 
@@ -378,14 +380,7 @@ def check_base_file(file: Path, spec: BloomFilterSpec = DEFAULT_SPEC, absent: in
     return len(keys)
 
 
-def _rows(ids: range, ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": [f"id-{i}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "city": ["sf" if i % 2 else "nyc" for i in ids],
-        }
-    )
+_rows = partial(trips, key="id-{}", fare=None)
 
 
 def test_mor_upsert_and_compaction_files_carry_the_filter(tmp_path: Path) -> None:

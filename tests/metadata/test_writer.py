@@ -8,6 +8,7 @@ import os
 import shutil
 import traceback
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, parse_properties
 from hudi_ds.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from hudi_ds.timeline.timeline import Timeline
+from tests import builders
+from tests.builders import apply
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 COLS = ["id", "ts", "p", "v"]
@@ -156,23 +159,7 @@ def assert_in_step(root: Path) -> None:
 # -- writes ------------------------------------------------------------------------------------
 
 
-def batch(k: int, n: int = 12) -> pa.Table:
-    ids = sorted({(k * 7 + i) % 30 for i in range(n)})
-    return pa.table(
-        {
-            "id": [f"k{i}" for i in ids],
-            "ts": pa.array([k] * len(ids), pa.int64()),
-            "p": [f"p{i % 3}" for i in ids],
-            "v": [float(k * 1000 + i) for i in ids],
-        }
-    )
-
-
-def apply(model: Rows, t: pa.Table) -> Rows:
-    out = dict(model)
-    for r in zip(*(t.column(c).to_pylist() for c in COLS), strict=True):
-        out[r[0]] = r
-    return out
+batch = partial(builders.batch, keys=30, n=12, partitions=3)
 
 
 def check_rows(root: Path, model: Rows) -> None:
@@ -945,7 +932,7 @@ def test_hook_reads_current_properties(tmp_path: Path) -> None:
     hudi_ds.write(str(root), batch(1), opts)
     keep = {k: v for k, v in opts.items() if k != "hoodie.metadata.enable"}
     first = WriteClient(str(root), keep)
-    t = batch(2, 3)
+    t = batch(2, n=3)
     i1 = first.start(t.schema)
     w = first.task_writer(i1)
     w.write(t)

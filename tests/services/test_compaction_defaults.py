@@ -6,6 +6,7 @@ the Spark streaming sink hands it to (:mod:`hudi_ds.services.background`)."""
 from __future__ import annotations
 
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +21,8 @@ from hudi_ds.services.background import (
     start_compactor,
 )
 from hudi_ds.timeline.view import TableState
-from tests.conftest import assert_rows, hudi_rs_table, table_options
+from tests.builders import options
+from tests.conftest import assert_rows, hudi_rs_table
 
 COLS = ["id", "ts", "p", "v"]
 RO = {"hoodie.datasource.query.type": "read_optimized"}
@@ -46,8 +48,7 @@ def _expected(writes: int, keys: int = 12) -> list[tuple]:
     return list(rows.values())
 
 
-def _opts(**extra: str) -> dict[str, str]:
-    return {**table_options("t", partition="p", table_type="MERGE_ON_READ"), **extra}
+_opts = partial(options, "t", "MERGE_ON_READ", partition="p", buckets=2)
 
 
 def _compactions(path: Path) -> tuple[list[str], list[str]]:

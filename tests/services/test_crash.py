@@ -6,13 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
-import hudi
 import pyarrow as pa
 
 import hudi_ds
 from hudi_ds.services import ServiceContext, compaction
+from tests.builders import read_rows
 from tests.conftest import table_options
 
 OPTS = table_options("crash", partition="p", buckets=4)
@@ -40,15 +41,9 @@ def _batch(k: int) -> pa.Table:
     )
 
 
-def _rows(path: str) -> list[tuple]:
-    t = hudi_ds.read(path, columns=["id", "ts", "p", "v"])
-    return sorted(zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True))
-
-
-def _hudi_rs_rows(path: str) -> list[tuple]:
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    t = pa.Table.from_batches(batches).select(["id", "ts", "p", "v"])
-    return sorted(zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True))
+COLS = ["id", "ts", "p", "v"]
+_rows = partial(read_rows, columns=COLS)
+_hudi_rs_rows = partial(read_rows, columns=COLS, reader="hudi-rs")
 
 
 def _kill_mid_compaction(path: str) -> str:

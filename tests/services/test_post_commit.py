@@ -11,7 +11,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 import hudi_ds
@@ -19,25 +18,10 @@ from hudi_ds.config import Options
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.view import TableState
+from tests.builders import trips
+from tests.conftest import table_options
 
-OPTS = {
-    "hoodie.table.name": "trips",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.bucket.index.num.buckets": "2",
-}
-
-
-def trips(ids: list[int], ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": [f"t{i}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "city": ["sf" if i % 2 else "nyc" for i in ids],
-            "fare": [float(i * 100 + ts) for i in ids],
-        }
-    )
+OPTS = table_options("trips", partition="city")
 
 
 class Counts:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from pathlib import Path
 
 import hudi
@@ -28,6 +29,7 @@ import pytest
 
 import hudi_ds
 from hudi_ds.services import ServiceContext, compaction
+from tests.builders import sorted_rows
 from tests.conftest import (
     OCC_OPTIONS,
     finish_process,
@@ -83,9 +85,7 @@ print(json.dumps({"codes": codes, "compacted": compacted, "cleaned": cleaned,
 """
 
 
-def _rows(t: pa.Table) -> list[tuple]:
-    cols = ["id", "ts", "p", "who", "v"]
-    return sorted(zip(*(t.column(c).to_pylist() for c in cols), strict=True))
+_rows = partial(sorted_rows, columns=["id", "ts", "p", "who", "v"])
 
 
 def _model(logs: list[Path]) -> list[tuple]:

@@ -10,6 +10,7 @@ import os
 import random
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from hudi_ds.services import (
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.write.client import WriteClient
+from tests.builders import sorted_rows, trips
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 from tests.fixtures import GOLDEN_DIR, fixture_table
 from tests.golden import golden_set, row_set
@@ -46,21 +48,7 @@ OPTS = {
 COLS = ["id", "ts", "city", "fare"]
 
 
-def trips(ids: Any, ts: int) -> pa.Table:
-    ids = list(ids)
-    return pa.table(
-        {
-            "id": [f"t{i}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "city": ["sf" if i % 2 else "nyc" for i in ids],
-            "fare": [float(i * 100 + ts) for i in ids],
-        }
-    )
-
-
-def rows(t: pa.Table) -> list[tuple]:
-    t = t.select(COLS)
-    return sorted(zip(*(t.column(c).to_pylist() for c in COLS), strict=True))
+rows = partial(sorted_rows, columns=COLS)
 
 
 def ours(path: str, options: dict[str, str] | None = None) -> list[tuple]:
@@ -73,6 +61,22 @@ def hudi_rs(path: str, options: dict[str, str] | None = None) -> list[tuple]:
         opts = opts.with_hudi_option(k, v)
     batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(opts)
     return rows(pa.Table.from_batches(batches)) if batches else []
+
+
+def fail_second_operation(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The second operation a compaction executes raises ``OSError("disk full")``; returns the
+    real ``execute_operation``, to put back."""
+    calls = {"n": 0}
+    real = compaction.execute_operation
+
+    def flaky(job: Any, index: int, token: Any = None) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return real(job, index, token)
+
+    monkeypatch.setattr(compaction, "execute_operation", flaky)
+    return real
 
 
 def data_files(path: str) -> list[Path]:
@@ -246,16 +250,7 @@ def test_failed_compaction_is_rolled_back_and_retried(tmp_path: Path, monkeypatc
     ctx = ServiceContext.open(path)
     c = compaction.schedule_compaction(ctx)
     assert c is not None
-    calls = {"n": 0}
-    real = compaction.execute_operation
-
-    def flaky(job, index, token=None):  # type: ignore[no-untyped-def]
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError("disk full")
-        return real(job, index, token)
-
-    monkeypatch.setattr(compaction, "execute_operation", flaky)
+    real = fail_second_operation(monkeypatch)
     with pytest.raises(OSError, match="disk full"):
         compaction.run_compaction(ctx, c)
     tl = ctx.timeline()

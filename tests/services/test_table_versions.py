@@ -43,7 +43,15 @@ from hudi_ds.timeline.plans import CompactionPlan
 from hudi_ds.write.rollback_executor import rollback_failed_writes
 from tests.conftest import assert_rows, hudi_rs_table
 from tests.fixtures import FIXTURES_DIR, fixture_table, require_fixtures
-from tests.services.test_services import COLS, OPTS, Model, hudi_rs, ours, trips
+from tests.services.test_services import (
+    COLS,
+    OPTS,
+    Model,
+    fail_second_operation,
+    hudi_rs,
+    ours,
+    trips,
+)
 
 VERSIONS = ["8", "9"]
 COMPLETED = re.compile(r"^(\d{17})_(\d{17})\.(\w+)$")
@@ -573,16 +581,7 @@ def test_failed_compaction_is_rolled_back_and_retried(
     ctx = ServiceContext.open(path)
     c = compaction.schedule_compaction(ctx)
     assert c is not None
-    real = compaction.execute_operation
-    calls = {"n": 0}
-
-    def flaky(job: Any, index: int, token: Any = None) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError("disk full")
-        return real(job, index, token)
-
-    monkeypatch.setattr(compaction, "execute_operation", flaky)
+    real = fail_second_operation(monkeypatch)
     with pytest.raises(OSError, match="disk full"):
         compaction.run_compaction(ctx, c)
     tl = ctx.timeline()

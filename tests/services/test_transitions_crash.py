@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ from hudi_ds.services import (
 )
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
+from tests import builders
+from tests.builders import apply
 from tests.conftest import run_forked, table_options
 
 COLS = ["id", "ts", "p", "v"]
@@ -52,23 +55,7 @@ OPTS = {
 Rows = dict[str, tuple]
 
 
-def batch(k: int) -> pa.Table:
-    ids = sorted({(k * 7 + i) % 40 for i in range(16)})
-    return pa.table(
-        {
-            "id": [f"k{i}" for i in ids],
-            "ts": pa.array([k] * len(ids), pa.int64()),
-            "p": [f"p{i % 2}" for i in ids],
-            "v": [float(k * 1000 + i) for i in ids],
-        }
-    )
-
-
-def apply(model: Rows, t: pa.Table) -> Rows:
-    out = dict(model)
-    for r in zip(*(t.column(c).to_pylist() for c in COLS), strict=True):
-        out[r[0]] = r
-    return out
+batch = partial(builders.batch, keys=40, n=16, partitions=2)
 
 
 def write(path: str, model: Rows, k: int, **over: str) -> tuple[str, Rows]:

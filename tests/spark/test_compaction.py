@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import hudi
 import pyarrow as pa
 import pytest
 
 import hudi_ds
 from hudi_ds.services import ServiceContext, compaction
+from tests.builders import TRIP_COLUMNS, read_rows
 from tests.conftest import table_options
 
 pytestmark = pytest.mark.spark
@@ -30,15 +31,8 @@ def _batch(k: int) -> pa.Table:
     )
 
 
-def _rows(path: str) -> list[tuple]:
-    t = hudi_ds.read(path, columns=["id", "ts", "city", "fare"])
-    return sorted(zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True))
-
-
-def _hudi_rs_rows(path: str) -> list[tuple]:
-    b = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    t = pa.Table.from_batches(b).select(["id", "ts", "city", "fare"])
-    return sorted(zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True))
+_rows = partial(read_rows, columns=TRIP_COLUMNS)
+_hudi_rs_rows = partial(read_rows, columns=TRIP_COLUMNS, reader="hudi-rs")
 
 
 def test_compaction_runs_as_spark_tasks(spark: Any, tmp_path: Path) -> None:

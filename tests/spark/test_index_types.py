@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import hudi_ds
+from tests import builders
 from tests.conftest import assert_rows, hudi_rs_table
 
 pytestmark = pytest.mark.spark
@@ -31,17 +32,8 @@ Row = tuple[str, int, str, float]
 
 
 def _options(index: str, table_type: str) -> dict[str, str]:
-    options = {
-        "hoodie.table.name": "idx",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "city",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.index.type": index,
-    }
-    if index == "BUCKET":
-        options["hoodie.bucket.index.num.buckets"] = "2"
-    return options
+    buckets = 2 if index == "BUCKET" else None
+    return builders.options("idx", table_type, partition="city", index=index, buckets=buckets)
 
 
 def _save(spark: Any, rows: list[Row], path: str, options: dict[str, str]) -> None:

@@ -8,6 +8,7 @@ version, read back by Spark, ``hudi_ds.read`` and hudi-rs.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
+from tests.builders import trips
 from tests.conftest import assert_rows, table_options
 
 pytestmark = pytest.mark.spark
@@ -23,15 +25,7 @@ pytestmark = pytest.mark.spark
 COLS = ["id", "ts", "city", "fare"]
 
 
-def _rows(ids: list[int], ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": [f"k{i:03d}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "city": ["sf" if i % 2 else "nyc" for i in ids],
-            "fare": [float(i * 100 + ts) for i in ids],
-        }
-    )
+_rows = partial(trips, key="k{:03d}")
 
 
 def _model(model: dict[str, tuple], t: pa.Table) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tests.write.test_matrix import COLS, PARTITIONINGS, Model, ours, rows, theirs
+from tests.write.test_matrix import COLS, PARTITIONINGS, Model, matrix_options, ours, rows, theirs
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -84,18 +84,7 @@ def test_spark_write_sequence(
     spark: Any, version: int, ttype: str, parts: str, block: str, merge: str, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "t")
-    opts = {
-        "hoodie.table.name": "matrix",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": ",".join(PARTITIONINGS[parts]),
-        "hoodie.datasource.write.hive_style_partitioning": "true" if parts == "two" else "false",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": ttype,
-        "hoodie.write.record.merge.mode": merge,
-        "hoodie.logfile.data.block.format": block,
-        "hoodie.bucket.index.num.buckets": "4",
-        "hoodie.write.table.version": str(version),
-    }
+    opts = matrix_options(version, ttype, parts, block, merge)
     rng = np.random.default_rng(11)
     model = Model(event_time=merge == "EVENT_TIME_ORDERING")
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import hudi_ds
+from tests.builders import options
 from tests.conftest import assert_rows, hudi_rs_table, object_store_table
 
 pytestmark = pytest.mark.spark
@@ -21,13 +22,7 @@ def test_spark_batch_write_to_an_object_store(
     spark: Any, store: str, request: pytest.FixtureRequest
 ) -> None:
     uri, so = object_store_table(request, store)
-    opts = {
-        "hoodie.table.name": f"{store}_spark",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "p",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-    }
+    opts = options(f"{store}_spark", "MERGE_ON_READ", partition="p")
     rows = [(f"k{i}", f"p{i % 2}", 1, float(i)) for i in range(8)]
     df = spark.createDataFrame(rows, "id string, p string, ts long, v double").repartition(2)
     df.write.format("hudi_py").mode("append").options(**opts, **so).save(uri)

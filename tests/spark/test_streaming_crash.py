@@ -37,18 +37,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import table_options
+
 FILES = 12
 ROWS = 1500
 KEYS = 3000
 PARTS = 3
 IDENTIFIER = "crash_test"
 OPTIONS = {
-    "hoodie.table.name": "events",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "part",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-    "hoodie.bucket.index.num.buckets": "2",
+    **table_options("events", partition="part", table_type="MERGE_ON_READ"),
     "hoodie.datasource.write.streaming.checkpoint.identifier": IDENTIFIER,
     # the expected state lets a delete beat a later-arriving update with an older event time;
     # a compaction drops the delete's tombstone (as in Hudi), after which such an update
@@ -310,6 +307,26 @@ def _tail(path: Path, n: int = 40) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
 
 
+def streaming_commits(storage: Any, where: str) -> tuple[list[int], int, set[str]]:
+    """The completed commits of a streamed table: the micro-batch of each (its checkpoint under
+    ``IDENTIFIER``; a commit without one fails, naming ``where``), the records they wrote and
+    deleted in all, and the files they reference."""
+    from hudi_ds.timeline.timeline import Timeline
+
+    tl = Timeline.load(storage, 1)
+    batches, writes, referenced = [], 0, set()
+    for inst in tl.commits():
+        md = tl.read_commit_metadata(inst)
+        raw = md.extra_metadata.get("_hudi_streaming_sink_checkpoint")
+        assert raw, f"{where}: {inst} has no streaming checkpoint"
+        batches.append(int(json.loads(raw)[IDENTIFIER]))
+        for stats in md.partition_to_write_stats.values():
+            for s in stats:
+                writes += s.num_writes + s.num_deletes
+                referenced.add(s.path)
+    return batches, writes, referenced
+
+
 def pending_instants(table: Path) -> list[str]:
     from hudi_ds.storage import Storage
     from hudi_ds.timeline.timeline import Timeline
@@ -367,19 +384,8 @@ def test_exactly_once_under_driver_kills(tmp_path: Path) -> None:
 
     # each batch committed exactly once, and all rows written exactly once
     from hudi_ds.storage import Storage
-    from hudi_ds.timeline.timeline import Timeline
 
-    tl = Timeline.load(Storage(str(table)), 1)
-    batches, writes, referenced = [], 0, set()
-    for inst in tl.commits():
-        md = tl.read_commit_metadata(inst)
-        raw = md.extra_metadata.get("_hudi_streaming_sink_checkpoint")
-        assert raw, f"{inst} has no streaming checkpoint"
-        batches.append(int(json.loads(raw)[IDENTIFIER]))
-        for stats in md.partition_to_write_stats.values():
-            for s in stats:
-                writes += s.num_writes + s.num_deletes
-                referenced.add(s.path)
+    batches, writes, referenced = streaming_commits(Storage(str(table)), "local")
     assert sorted(batches) == list(range(FILES)), (batches, history)
     assert writes == FILES * ROWS
     assert not pending_instants(table)

@@ -113,6 +113,7 @@ def test_exactly_once_under_driver_kills_on_s3_and_azure(
         expected_state,
         go,
         make_source,
+        streaming_commits,
     )
 
     monkeypatch.setattr(crash, "RUN_TIMEOUT", RUN_TIMEOUT)
@@ -174,17 +175,7 @@ def test_exactly_once_under_driver_kills_on_s3_and_azure(
         assert_rows(hudi_rs_table(uri, storage_options=so), [(k,) for k in expected], ["id"])
 
         # each batch committed exactly once, all rows written once, nothing pending or left
-        tl = Timeline.load(storage, 1)
-        batches, writes, referenced = [], 0, set()
-        for inst in tl.commits():
-            md = tl.read_commit_metadata(inst)
-            raw = md.extra_metadata.get("_hudi_streaming_sink_checkpoint")
-            assert raw, f"{tag}: {inst} has no streaming checkpoint"
-            batches.append(int(json.loads(raw)[IDENTIFIER]))
-            for stats in md.partition_to_write_stats.values():
-                for s in stats:
-                    writes += s.num_writes + s.num_deletes
-                    referenced.add(s.path)
+        batches, writes, referenced = streaming_commits(storage, tag)
         assert sorted(batches) == list(range(N_FILES)), (tag, batches, history)
         assert writes == N_FILES * ROWS, tag
         assert not pending(tag), tag

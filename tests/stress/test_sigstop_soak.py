@@ -36,9 +36,9 @@ SECONDS = float(os.environ.get("HUDI_DS_STRESS_SECONDS", "300"))
 # and counts every refusal by its error type (a non-hudi_ds error is counted apart)
 WRITER = r"""
 import json, random, sys, time
-import pyarrow as pa
 import hudi_ds
 from hudi_ds.errors import HudiError
+from tests.builders import random_upsert
 path, opts, so, seconds, seed, log = (sys.argv[1], json.loads(sys.argv[2]),
     json.loads(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
 rng = random.Random(seed)
@@ -46,10 +46,7 @@ end = time.time() + seconds
 errors, unclear = {}, []
 with open(log, "w") as out:
     while time.time() < end:
-        keys = rng.sample(range(200), 20)
-        ts = time.time_ns()
-        t = pa.table({"id": [f"k{k}" for k in keys], "ts": [ts] * len(keys),
-                      "p": [f"p{k % 2}" for k in keys], "who": [seed] * len(keys)})
+        keys, ts, t = random_upsert(rng, seed)
         try:
             hudi_ds.write(path, t, opts, storage_options=so or None)
         except HudiError as e:

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import hudi
 import pyarrow as pa
 import pytest
 
 import hudi_ds
 from hudi_ds.errors import CorruptBlockError, CorruptFileError, HudiError, MissingFileError
 from hudi_ds.services import ServiceContext, clean, compaction
+from tests.builders import read_rows, sorted_rows
 from tests.conftest import table_options
 
 OPTS = table_options("facts", partition="p", buckets=1)
@@ -29,16 +30,8 @@ SECOND = pa.table({"id": ["a", "d"], "ts": [2, 2], "p": ["x", "x"], "v": ["a2", 
 EXPECTED = [("a", 2, "x", "a2"), ("b", 1, "x", "b1"), ("c", 1, "x", "c1"), ("d", 2, "x", "d2")]
 
 
-def rows(t: pa.Table) -> list[tuple[Any, ...]]:
-    t = t.select(COLS)
-    out = list(zip(*(t.column(c).to_pylist() for c in COLS), strict=True))
-    assert len(out) == len({r[0] for r in out}), "duplicate keys"
-    return sorted(out)
-
-
-def hudi_rs(path: str) -> list[tuple[Any, ...]]:
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
-    return rows(pa.Table.from_batches(batches)) if batches else []
+rows = partial(sorted_rows, columns=COLS)
+hudi_rs = partial(read_rows, columns=COLS, reader="hudi-rs")
 
 
 def two_commits(tmp_path: Path, opts: dict[str, str] = OPTS) -> str:

@@ -7,6 +7,7 @@ with hudi-rs."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -19,21 +20,16 @@ import pytest
 import hudi_ds
 from hudi_ds.errors import ConfigError, MissingFileError
 from hudi_ds.table.dataset import partition_guarantee
+from tests.builders import rows
 from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
 from tests.fixtures import fixture_table, require_base_file_reader, tables_with_logs
 
 COLS = ["id", "ts", "part", "v"]
 
 
-def _rows(ids: list[int], ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": ids,
-            "ts": [ts] * len(ids),
-            "part": [f"p{i % 3}" for i in ids],
-            "v": [f"v{i}.{ts}" for i in ids],
-        }
-    )
+_rows = partial(
+    rows, key=None, part="part", part_of=lambda i: f"p{i % 3}", value=lambda i, ts: f"v{i}.{ts}"
+)
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from hudi_ds.layout.naming import base_file_name, parse_base_file_name
 from hudi_ds.schema.meta import IS_DELETED_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table.reader import _no_true_flag, read_base_file
+from tests.builders import options
 from tests.golden import row_set
 
 
@@ -56,16 +57,14 @@ def _model(batches: list[pa.Table], deleted: list[str]) -> dict[str, tuple[int, 
 )
 def test_projected_reads_equal_full_read(tmp_path: Path, table_type: str, block: str) -> None:
     path = str(tmp_path / "t")
-    opts = {
-        "hoodie.table.name": "t",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "dt",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.logfile.data.block.format": block,
-        "hoodie.index.type": "BUCKET",
-        "hoodie.bucket.index.num.buckets": "2",
-    }
+    opts = options(
+        "t",
+        table_type,
+        partition="dt",
+        index="BUCKET",
+        buckets=2,
+        **{"hoodie.logfile.data.block.format": block},
+    )
     base = _rows(np.arange(600), np.full(600, 10), 1)
     hudi_ds.write(path, base, {**opts, "hoodie.datasource.write.operation": "insert"})
     # updates of 200 keys: half late (ts 5 loses to 10), half winning (ts 20); 100 new keys

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pytest
 import hudi_ds
 from hudi_ds.services import ServiceContext
 from hudi_ds.services.compaction import run_compaction, schedule_compaction
+from tests.builders import who_rows
 from tests.conftest import (
     assert_rows,
     finish_process,
@@ -35,8 +37,7 @@ print(json.dumps({"instant": hudi_ds.write(path, pa.Table.from_pylist(rows), opt
 COLUMNS = ["id", "ts", "p", "who"]
 
 
-def rows(keys: range, ts: int, who: int) -> list[dict]:
-    return [{"id": f"k{k}", "ts": ts, "p": "p1", "who": who} for k in keys]
+rows = partial(who_rows, part="p1")
 
 
 @pytest.mark.parametrize("version", [6, 9])

@@ -23,7 +23,8 @@ import pytest
 import hudi_ds
 from hudi_ds.services import ServiceContext, compaction, run_post_commit_services
 from hudi_ds.write.client import WriteClient
-from tests.conftest import assert_rows, hudi_rs_table, table_options
+from tests.builders import options
+from tests.conftest import assert_rows, hudi_rs_table
 
 INDEXES = ["BUCKET", "SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"]
 TABLE_TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
@@ -31,22 +32,19 @@ COLUMNS = ["id", "ts", "p", "v"]
 
 
 def _options(index: str, table_type: str, mode: str) -> dict[str, str]:
-    o = table_options(
+    return options(
         "dels",
+        table_type,
         partition="p",
-        table_type=table_type,
+        index=index,
         buckets=2 if index == "BUCKET" else None,
-    )
-    o.update(
-        {
-            "hoodie.index.type": index,
+        **{
             "hoodie.record.merge.mode": mode,
             "hoodie.compact.inline": "false",
             "hoodie.datasource.compaction.async.enable": "false",
             "hoodie.clean.automatic": "false",
-        }
+        },
     )
-    return o
 
 
 def _rows(ids: list[int], ts: int, tag: str) -> pa.Table:

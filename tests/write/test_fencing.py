@@ -26,6 +26,7 @@ from hudi_ds.errors import CommitConflictError, LockLostError
 from hudi_ds.services import ServiceContext
 from hudi_ds.services.compaction import run_compaction, schedule_compaction
 from hudi_ds.storage import open_storage
+from tests.builders import who_rows
 from tests.conftest import (
     assert_rows,
     hudi_rs_table,
@@ -51,8 +52,7 @@ except HudiError as e:
 COLUMNS = ["id", "ts", "p", "who"]
 
 
-def rows(keys: range, ts: int, who: int) -> list[dict[str, Any]]:
-    return [{"id": f"k{k}", "ts": ts, "p": "p0", "who": who} for k in keys]
+rows = who_rows
 
 
 def lock_options(provider: str, moto: MotoServer | None) -> dict[str, str]:

@@ -7,7 +7,7 @@ compared row for row (every column) with an independent model.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,7 @@ from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.assigner import records_per_new_file
 from hudi_ds.write.client import WriteClient
+from tests import builders
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 COLUMNS = ["id", "ts", "city", "fare", "_hoodie_partition_path"]
@@ -32,24 +33,10 @@ Model = dict[str, tuple]
 
 
 def _opts(index: str, table_type: str, **extra: str) -> dict[str, str]:
-    return {
-        **table_options("t", partition="city", buckets=None, table_type=table_type),
-        "hoodie.index.type": index,
-        **extra,
-    }
+    return builders.options("t", table_type, partition="city", index=index, **extra)
 
 
-def trips(ids: Iterable[int], ts: int, city: str | None = None, deleted: bool = False) -> pa.Table:
-    ids = list(ids)
-    return pa.table(
-        {
-            "id": [f"k{i:03d}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "city": [city or ("sf" if i % 2 else "nyc") for i in ids],
-            "fare": [float(i * 100 + ts) for i in ids],
-            "_hoodie_is_deleted": [deleted] * len(ids),
-        }
-    )
+trips = partial(builders.trips, key="k{:03d}", deleted=False)
 
 
 def upsert_model(model: Model, rows: pa.Table, global_index: bool, move: bool = True) -> None:

@@ -4,13 +4,13 @@ when both see the same timeline, and never after the timeline was listed again."
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 import hudi_ds
 from hudi_ds.storage import Storage
+from tests.builders import options, rows
 from tests.conftest import OCC_OPTIONS, assert_rows, hudi_rs_table
 
 COLUMNS = ["id", "part", "ts", "v"]
@@ -28,28 +28,11 @@ class ListingStorage(Storage):
         return super()._list(rel, recursive)
 
 
-def _rows(ids: range, ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": [f"k{i:03d}" for i in ids],
-            "part": [f"p{i % 2}" for i in ids],
-            "ts": [ts] * len(ids),
-            "v": [float(i * 10 + ts) for i in ids],
-        }
-    )
+_rows = partial(rows, part="part")
 
 
 def _opts(table_type: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {
-        "hoodie.table.name": "t",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "part",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.index.type": "BUCKET",
-        "hoodie.bucket.index.num.buckets": "2",
-        **(extra or {}),
-    }
+    return options("t", table_type, partition="part", index="BUCKET", **(extra or {}))
 
 
 def _upsert_listings(tmp_path: Path, table_type: str, extra: dict[str, str] | None) -> Counter:

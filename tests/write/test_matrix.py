@@ -121,6 +121,20 @@ def _run(cases: list[tuple], *dims: list) -> list[tuple]:
     return list(itertools.product(*dims)) if os.environ.get("HUDI_DS_FULL_MATRIX") else cases
 
 
+def matrix_options(version: int, ttype: str, parts: str, block: str, merge: str) -> dict[str, str]:
+    """The options of a matrix table: table version, type, partitioning (``PARTITIONINGS``),
+    log block format and merge mode."""
+    return {
+        **table_options(
+            "matrix", partition=",".join(PARTITIONINGS[parts]), table_type=ttype, buckets=4
+        ),
+        "hoodie.datasource.write.hive_style_partitioning": "true" if parts == "two" else "false",
+        "hoodie.write.record.merge.mode": merge,
+        "hoodie.logfile.data.block.format": block,
+        "hoodie.write.table.version": str(version),
+    }
+
+
 #: every (version, table type + block format, merge mode), the partitioning cycling through them:
 #: every (partitioning, x) pair, and every (partitioning, merge mode, version or type + block)
 #: triple (18 of the 54 combinations)
@@ -143,15 +157,7 @@ def test_write_sequence(
     version: int, ttype: str, parts: str, block: str, merge: str, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "t")
-    opts = {
-        **table_options(
-            "matrix", partition=",".join(PARTITIONINGS[parts]), table_type=ttype, buckets=4
-        ),
-        "hoodie.datasource.write.hive_style_partitioning": "true" if parts == "two" else "false",
-        "hoodie.write.record.merge.mode": merge,
-        "hoodie.logfile.data.block.format": block,
-        "hoodie.write.table.version": str(version),
-    }
+    opts = matrix_options(version, ttype, parts, block, merge)
     run_sequence(path, opts, Model(event_time=merge == "EVENT_TIME_ORDERING"))
     check_version(tmp_path / "t", version)
 

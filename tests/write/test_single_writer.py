@@ -128,10 +128,12 @@ def check_writers(path: str, opts: dict[str, str], writers: int, seconds: float,
 @pytest.mark.parametrize(
     ("table_type", "writers"),
     [
-        ("MERGE_ON_READ", 2),
+        # make test: each table type and each number of writers once; the other two under
+        # make test-stress (timed writers: each case is its seconds plus the writers' start)
+        pytest.param("MERGE_ON_READ", 2, marks=pytest.mark.stress),
         ("MERGE_ON_READ", 3),
         ("COPY_ON_WRITE", 2),
-        ("COPY_ON_WRITE", 3),
+        pytest.param("COPY_ON_WRITE", 3, marks=pytest.mark.stress),
     ],
 )
 def test_writers_at_the_default_mode_lose_nothing(

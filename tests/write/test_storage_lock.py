@@ -162,7 +162,12 @@ def test_heartbeat_keeps_a_live_holders_lease(moto_s3: MotoServer, s3_uri: str) 
     b = StorageBasedLock(s, validity_s=2.0, heartbeat_s=0.2)
     assert a.try_acquire()
     first = _lease(s)["validUntil"]
-    time.sleep(3.0)  # past the validity + drift: only the heartbeat keeps the lease alive
+    # past the first lease's validity + drift, so only the heartbeat keeps the lease alive; and
+    # waiting for a renewal seen, not for a fixed time a loaded machine's heartbeat may miss
+    deadline = time.monotonic() + 60
+    while time.time() < first / 1000 + 1.0 or _lease(s)["validUntil"] <= first + 1000:
+        assert time.monotonic() < deadline, "no renewal of the lease in 60 s"
+        time.sleep(0.05)
     assert not b.try_acquire()
     lease = _lease(s)
     assert lease["owner"] == a.owner and lease["validUntil"] > first + 1000
@@ -216,8 +221,8 @@ def test_storage_lock_refuses_local_paths_and_bad_periods(
 # ``{"batches"}``.
 S3_WRITER = r"""
 import json, random, sys, time
-import pyarrow as pa
 import hudi_ds
+from tests.builders import random_upsert
 path, opts, so, seconds, seed, log = (sys.argv[1], json.loads(sys.argv[2]),
     json.loads(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
 rng = random.Random(seed)
@@ -225,10 +230,7 @@ end = time.time() + seconds
 n = 0
 with open(log, "w") as out:
     while time.time() < end:
-        keys = rng.sample(range(200), 20)
-        ts = time.time_ns()
-        t = pa.table({"id": [f"k{k}" for k in keys], "ts": [ts] * len(keys),
-                      "p": [f"p{k % 2}" for k in keys], "who": [seed] * len(keys)})
+        keys, ts, t = random_upsert(rng, seed)
         hudi_ds.write(path, t, opts, storage_options=so)
         out.write(json.dumps({"keys": keys, "ts": ts}) + "\n")
         out.flush()

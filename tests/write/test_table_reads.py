@@ -19,16 +19,12 @@ import pytest
 import hudi_ds
 from hudi_ds.storage import Storage
 from hudi_ds.storage_types import FileInfo
+from tests.conftest import table_options
 
 PROPS = ".hoodie/hoodie.properties"
 TIMELINE = ".hoodie"
 
-OPTS = {
-    "hoodie.table.name": "t",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.partitionpath.field": "p",
-}
+OPTS = table_options("t", partition="p", buckets=None)
 NO_SERVICES = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
 
 

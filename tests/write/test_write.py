@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -16,21 +17,13 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, table_checksum
 from hudi_ds.timeline.plans import RequestedReplaceMetadata
 from hudi_ds.write.client import WriteClient
+from tests import builders
 from tests.conftest import assert_rows, hudi_rs_table, table_options, table_rows
 
 OPTS = table_options("trips", partition="city")
 
 
-def trips(ids, ts=1, city=None) -> pa.Table:
-    ids = list(ids)
-    return pa.table(
-        {
-            "id": [f"t{i}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "city": [city or ("sf" if i % 2 else "nyc") for i in ids],
-            "fare": [float(i) for i in ids],
-        }
-    )
+trips = partial(builders.trips, fare=lambda i, ts: float(i))
 
 
 COLUMNS = ["id", "ts", "city", "fare"]
