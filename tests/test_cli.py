@@ -352,7 +352,7 @@ def test_metadata_rebuild_checks_options_version_and_locks(table: str) -> None:
     assert _full_rows(hudi_rs_table(table, {"hoodie.metadata.enable": "true"})) == before
 
 
-# -- first contact (issue 18): run as a user runs it, in a subprocess ---------------------------
+# -- first contact: run as a user runs it, in a subprocess ---------------------------------------
 
 REPO = Path(__file__).resolve().parents[1]
 

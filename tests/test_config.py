@@ -1,4 +1,4 @@
-"""Option validation at every entry point (issue 18): unknown keys refused with "did you mean",
+"""Option validation at every entry point: unknown keys refused with "did you mean",
 keys without effect warn why, bad values and bad option containers refused naming key and
 value, before anything is written."""
 

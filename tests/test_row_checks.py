@@ -1,4 +1,4 @@
-"""The shared table checks see what dicts, id lists and counts hid (issue 12, finding 11)."""
+"""The shared table checks see what dicts, id lists and counts hid."""
 
 from __future__ import annotations
 

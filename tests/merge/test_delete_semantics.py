@@ -1,4 +1,4 @@
-"""Deletes as Apache Hudi applies them (issue 12, finding 10).
+"""Deletes as Apache Hudi applies them.
 
 Two cases, settled from Hudi's sources (0.15 for table version 6, 1.1 for versions 8 and 9):
 

@@ -382,7 +382,7 @@ def _rows_then_deletes(group: list[dict[str, Any]]) -> bool:
 @pytest.mark.parametrize("case", sorted(NATURAL_HISTORIES))
 def test_natural_delete_histories_in_every_grouping(case: str) -> None:
     """The whole fold, the per-record fold and every split into a pre-combined prefix and the
-    rest agree on full rows (the repro of session 12's grouping inconsistency)."""
+    rest agree on full rows (a grouping that once disagreed with the whole fold)."""
     h, survivor = NATURAL_HISTORIES[case]
     parts = parts_of(h)
     whole = outcome(vectorised("default", parts))

@@ -1,4 +1,4 @@
-"""Table services and concurrent writers (issue 12, finding 1).
+"""Table services and concurrent writers.
 
 A compaction scheduled while a write is starting must not strand the write: the write's log
 files either are in the plan or move into the compaction's slice when it commits. Services take

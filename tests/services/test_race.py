@@ -1,4 +1,4 @@
-"""Writers race the table services, each in its own process (issue 12).
+"""Writers race the table services, each in its own process.
 
 Two writer processes upsert keys of a shared key space with ``ts = time.time_ns()`` (so under
 event-time ordering the greatest ``ts`` written for a key must win) under optimistic

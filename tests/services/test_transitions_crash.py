@@ -7,7 +7,7 @@ the next writer, or by running the operation again where an operator has to), an
 commits with inline compaction, cleaning and archival keep the active timeline bounded while
 every service keeps doing its work. Full rows are compared with a model, by hudi_ds and hudi-rs.
 
-Regression tests for issue 12, finding 3 (a kill during archival wedged archival for ever).
+Regression tests: a kill during archival must not wedge archival for ever.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A Spark standalone cluster on loopback, started from pyspark's own launcher (issue 19).
+"""A Spark standalone cluster on loopback, started from pyspark's own launcher.
 
 ``spark-class org.apache.spark.deploy.master.Master`` and two ``...deploy.worker.Worker``
 processes (1 core, 1 GiB each, their own work directories under one temporary directory), and

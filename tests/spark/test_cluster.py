@@ -1,4 +1,4 @@
-"""hudi_py on a Spark standalone cluster (issue 19): master + 2 workers on loopback.
+"""hudi_py on a Spark standalone cluster: master + 2 workers on loopback.
 
 Every job is a ``spark-submit --master spark://...`` driver process; executors are separate JVMs
 in the workers' work directories with their own Python workers, which get ``hudi_ds`` only the
@@ -15,7 +15,7 @@ way the job ships it:
 Worker loss: a worker and its executor are SIGKILLed while a task is writing files; Spark runs
 the task again on the other worker and the table ends exactly once, with the dead attempt's
 files gone. The streaming demo through spark-submit with a worker killed after a few
-micro-batches ends equal to its model (issue 19's acceptance). The cluster's processes are started and stopped by the module fixture, which checks
+micro-batches ends equal to its model. The cluster's processes are started and stopped by the module fixture, which checks
 that none is left behind.
 
 The tests run in definition order and share the cluster: a test that kills a worker starts a

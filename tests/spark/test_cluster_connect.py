@@ -1,4 +1,4 @@
-"""hudi_py through Spark Connect and Spark Declarative Pipelines (issue 19).
+"""hudi_py through Spark Connect and Spark Declarative Pipelines.
 
 Spark Connect: a local Connect server started with pyspark's own
 ``sbin/start-connect-server.sh`` (the server jar ships in pyspark's ``jars/``), and a client

@@ -251,7 +251,7 @@ def test_empty_dataframe_follows_hudi(spark: Any, tmp_path: Path) -> None:
 
 
 def test_refused_first_write_creates_no_table(spark: Any, tmp_path: Path) -> None:
-    """Issue 12 finding 6: a first write refused in the tasks (a null key) leaves no table."""
+    """A first write refused in the tasks (a null key) leaves no table."""
     path = tmp_path / "t"
     good = rows(range(10), [1] * 10)
     ids = good.column("id").to_pylist()

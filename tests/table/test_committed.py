@@ -1,5 +1,5 @@
 """Committed files that are missing or damaged are errors naming the file, never silently wrong
-rows (issue 12, findings 5, 7 and 8).
+rows.
 
 Every test compares full rows (values, not only keys) with the expected table, and hudi-rs
 where the table is left readable.
@@ -54,7 +54,7 @@ def instants(path: str) -> list[str]:
     return [i.requested_time for i in hudi_ds.HudiTable(path).timeline.commits()]
 
 
-# -- finding 5: missing or damaged committed files -------------------------------------------------
+# -- missing or damaged committed files --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("damage", ["emptied", "truncated", "deleted"])
@@ -168,7 +168,7 @@ def test_torn_tail_past_the_committed_size_is_still_skipped(tmp_path: Path) -> N
     assert table.last_read_stats.missing_files == table.last_read_stats.damaged_files == []
 
 
-# -- finding 8: a read racing the cleaner re-plans ---------------------------------------------------
+# -- a read racing the cleaner re-plans ----------------------------------------------------------------
 
 RETAIN_ONE = {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
               "hoodie.cleaner.fileversions.retained": "1"}  # fmt: skip
@@ -250,7 +250,7 @@ def test_a_file_no_clean_removed_is_still_missing(tmp_path: Path) -> None:
         table.read()
 
 
-# -- finding 7: hoodie.properties ---------------------------------------------------------------------
+# -- hoodie.properties --------------------------------------------------------------------------------
 
 PROPS = Path(".hoodie") / "hoodie.properties"
 

@@ -176,7 +176,7 @@ def test_unsupported_table_version(tmp_path: Path) -> None:
         hudi_ds.write(str(root), good(), OPTS)
 
 
-# -- issue 12: input that used to be accepted and then broke the table ----------------------------
+# -- input that used to be accepted and then broke the table -------------------------------------
 
 
 HIDDEN = {

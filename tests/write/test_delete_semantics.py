@@ -221,8 +221,8 @@ def test_default_ordering_value_deletes(table_type: str, otype: str, tmp_path: P
     * k2 (stored ts null), deleted at ts null and at ts 0 in one batch, then upserted at ts
       null: the batch is pre-combined to its natural delete (a later delete leaves its
       tombstone as it is: Hudi 1.1 ``deltaMergeDeleteRecord``), which the later row replaces,
-      as the three versions folded one by one do. (Session 12: the batch reported its ts-0
-      delete, and the MOR log kept the key deleted.)
+      as the three versions folded one by one do (a batch that reported its ts-0 delete would
+      keep the key deleted in the MOR log).
     """
     path = str(tmp_path / "t")
     o = _options("BUCKET", table_type, "EVENT_TIME_ORDERING")

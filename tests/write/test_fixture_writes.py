@@ -640,7 +640,7 @@ def test_bucket_table_keeps_bucket_pruning(tmp_path: Path) -> None:
 def test_table_with_incomplete_metadata_table_rebuilt(how: str, tmp_path: Path) -> None:
     """A table whose hoodie.properties declares a metadata table that is not there, or that
     holds one it does not declare (Hudi < 0.11, an interrupted creation): the first write
-    rebuilds it from the committed files and keeps it in step (issue 15; was refused)."""
+    rebuilds it from the committed files and keeps it in step."""
     from tests.metadata.test_writer import assert_in_step
 
     root = unzip("cow_v6_simplekeygen_nonhivestyle", tmp_path / "t")

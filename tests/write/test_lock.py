@@ -1,4 +1,4 @@
-"""The file-system lock admits one holder at a time (issue 12, finding 2).
+"""The file-system lock admits one holder at a time.
 
 ``Storage.create_if_absent`` used to create the lock file first and write its body after; a
 second writer reading the still-empty body took it as expired, deleted it and took the lock

@@ -56,7 +56,7 @@ def test_populate_meta_fields_option_against_the_table() -> None:
     assert resolve_options(Options.of({}), with_meta).populate_meta_fields is True
 
 
-# -- key generators and properties an existing table does not record (issue 14) -------------
+# -- key generators and properties an existing table does not record ---------------------
 SIMPLE_KG = "org.apache.hudi.keygen.SimpleKeyGenerator"
 COMPLEX_KG = "org.apache.hudi.keygen.ComplexKeyGenerator"
 KG_OPTION = "hoodie.datasource.write.keygenerator.class"
