@@ -6,8 +6,8 @@ at the start of each phase), files and bytes on disk, with ratios against delta-
 setting and against the best plain-pyarrow write and read measured in the same run. Every
 system's final table is compared with the reference (row count, duplicated keys, every column);
 a system whose table differs gets no ratio. Then the scaling figure (one upsert batch at growing
-table sizes), the memory of a streamed write at three input sizes (1M, 4M, 16M rows), the compaction figure, issue
-16's acceptance ratios (:mod:`bench.report`) and the charts (:mod:`bench.charts`). Results go to
+table sizes), the memory of a streamed write at three input sizes (1M, 4M, 16M rows), the compaction figure, the
+acceptance ratios (:mod:`bench.report`) and the charts (:mod:`bench.charts`). Results go to
 ``bench/results/latest.{json,md}`` with the machine, versions, date and commit.
 """
 
@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from bench.check import verdict
+from bench.report import best_delta, correct
 from bench.systems import READ_REPEATS
 from bench.workload import Workload, reference
 
@@ -209,20 +210,6 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
-def best_delta(ok: dict[str, dict]) -> dict | None:
-    """delta-rs at its best: the faster (mean upsert batch) of its correct settings."""
-    cands = [
-        ok[n] for n in ("delta_rs", "delta_rs_streamed") if n in ok and _correct(ok[n]) is True
-    ]
-    return min(cands, key=lambda r: _mean(r["upsert_s"])) if cands else None
-
-
-def _correct(r: dict) -> bool | None:
-    """True / False from the final-table check; None for systems that do not upsert."""
-    c = r.get("check")
-    return None if not c else bool(c["correct"])
-
-
 def _table(results: list[dict], w: Workload) -> list[str]:
     ok = {r["system"]: r for r in results if "error" not in r}
     base = ok.get("pyarrow")
@@ -239,7 +226,7 @@ def _table(results: list[dict], w: Workload) -> list[str]:
         if "error" in r:
             lines.append(f"| {name} | {KIND.get(name, '')} | error: {r['error']} |" + " |" * 11)
             continue
-        fair = _correct(r) is not False  # no ratio for an incorrect result
+        fair = correct(r) is not False  # no ratio for an incorrect result
         reads = f"{r['read_rows'] / r['read_s']:,.0f}"
         read_ratio = f"{r['read_s'] / base['read_s']:.2f}x" if base and fair else "-"
         if r.get("read_only"):
@@ -305,7 +292,7 @@ def _index_goals(ok: dict[str, dict]) -> list[str]:
         a, b = ok.get(fast), ok.get(slow)
         if a is None or b is None:
             return "n/a"
-        wrong = [n for n, r in ((fast, a), (slow, b)) if _correct(r) is False]
+        wrong = [n for n, r in ((fast, a), (slow, b)) if correct(r) is False]
         if wrong:  # no ratio for an incorrect result
             return f"no ratio (final table incorrect: {', '.join(wrong)})"
         return f"{_mean(b['upsert_s']) / _mean(a['upsert_s']):.2f}x"
