@@ -9,7 +9,6 @@ may pass along), and helpers to allocate a new instant time and to report progre
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -36,8 +35,6 @@ from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.metadata_sync import install_metadata_writer
-
-log = logging.getLogger("hudi_ds.services")
 
 #: (table version, timeline layout) pairs the services write.
 WRITABLE_VERSIONS = frozenset({(6, 1), (8, 2), (9, 2)})
@@ -158,13 +155,12 @@ class ServiceContext:
 
         While the lock is held, every instant completed through this context's state is fenced
         as the writer's commit is (:class:`~hudi_ds.concurrency.transaction.Transaction`,
-        docs/concurrency.md): just before
-        its completed file is written the lock must still be held -- the state's
-        ``before_complete`` hook checks it, so rollbacks executed by the write layer are fenced
-        too --, and afterwards the completion stands only if it was written before the lease
-        could run out or the lock is confirmed (:meth:`complete`); the metadata table's own
-        compaction and clean check it through ``state.fence``. Re-entrant: a block inside
-        another one of the same context uses the lock already held.
+        docs/concurrency.md): just before its completed file is written the lock must still be
+        held -- the state's ``before_complete`` hook checks it, so rollbacks executed by the
+        write layer are fenced too --, and afterwards the completion stands only if it was
+        written before the lease could run out or the lock is confirmed (:meth:`complete`);
+        the metadata table's own compaction and clean check it through ``state.fence``.
+        Re-entrant: a block inside another one of the same context uses the lock already held.
 
         Yields:
             The held lock (None for a single writer).
