@@ -199,3 +199,29 @@ def create_table(storage: Storage, table: NewTable, schema: pa.Schema) -> TableC
     config = TableConfig(props)
     config.save(storage)  # with its checksum
     return config
+
+
+def folder_listing(storage: Storage) -> set[str]:
+    """Every file and folder under the base path (relative), before creating a table there:
+    what :func:`remove_created` leaves."""
+    if not storage.exists(""):
+        return set()
+    return (
+        {f.path for f in storage.list_files("", recursive=True)}
+        | set(storage.list_dirs("", recursive=True))
+        | {""}
+    )
+
+
+def remove_created(storage: Storage, before: set[str]) -> None:
+    """Remove what was created under the base path since :func:`folder_listing` returned
+    ``before`` (the table a failed first write created: its caller checks that nothing was
+    committed); everything listed in ``before`` stays."""
+    for f in storage.list_files("", recursive=True):
+        if f.path not in before:
+            storage.delete(f.path)
+    for d in sorted(storage.list_dirs("", recursive=True), key=lambda d: -d.count("/")):
+        if d not in before:
+            storage.delete_dir(d)
+    if "" not in before:
+        storage.delete_dir("")

@@ -9,15 +9,15 @@ may pass along), and helpers to allocate a new instant time and to report progre
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from hudi_ds.concurrency.lock import TableLock, held, lock_fence
+from hudi_ds.concurrency.lock import TableLock
 from hudi_ds.concurrency.providers import table_lock
+from hudi_ds.concurrency.transaction import Transaction
 from hudi_ds.config import (
     ConcurrencyConfig,
     Options,
@@ -26,7 +26,7 @@ from hudi_ds.config import (
     WriteConfig,
     validate_service_options,
 )
-from hudi_ds.errors import LockLostError, TimelineError, UnsupportedError
+from hudi_ds.errors import TimelineError, UnsupportedError
 from hudi_ds.faults import crash_point
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
@@ -35,12 +35,6 @@ from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.metadata_sync import install_metadata_writer
-
-log = logging.getLogger("hudi_ds.services")
-
-#: a service working under the table lock checks it at least this often (seconds) while it
-#: deletes or writes many files, so that one that lost the lock stops soon
-CONFIRM_EVERY_S = 0.5
 
 #: (table version, timeline layout) pairs the services write.
 WRITABLE_VERSIONS = frozenset({(6, 1), (8, 2), (9, 2)})
@@ -82,7 +76,8 @@ class ServiceContext:
     progress: Progress = no_progress
     track_keys: bool = False
     held_lock: TableLock | None = field(default=None, repr=False, compare=False)
-    _confirmed_at: float = field(default=0.0, repr=False, compare=False)
+    # the transaction of held_lock (made on first use for a lock another context took)
+    _txn: Transaction | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def open(
@@ -159,13 +154,13 @@ class ServiceContext:
         writer takes no lock and keeps its state (unless ``reload``).
 
         While the lock is held, every instant completed through this context's state is fenced
-        as the writer's commit is (``WriteClient._fence``, docs/concurrency.md): just before
-        its completed file is written the lock must still be held -- the state's
-        ``before_complete`` hook checks it, so rollbacks executed by the write layer are fenced
-        too --, and afterwards the completion stands only if it was written before the lease
-        could run out or the lock is confirmed (:meth:`complete`); the metadata table's own
-        compaction and clean check it through ``state.fence``. Re-entrant: a block inside
-        another one of the same context uses the lock already held.
+        as the writer's commit is (:class:`~hudi_ds.concurrency.transaction.Transaction`,
+        docs/concurrency.md): just before its completed file is written the lock must still be
+        held -- the state's ``before_complete`` hook checks it, so rollbacks executed by the
+        write layer are fenced too --, and afterwards the completion stands only if it was
+        written before the lease could run out or the lock is confirmed (:meth:`complete`);
+        the metadata table's own compaction and clean check it through ``state.fence``.
+        Re-entrant: a block inside another one of the same context uses the lock already held.
 
         Yields:
             The held lock (None for a single writer).
@@ -173,45 +168,43 @@ class ServiceContext:
         if self.held_lock is not None:
             yield self.held_lock
             return
-        lock = self.lock()
-        with held(lock):
-            if lock is not None or reload:
+        with Transaction.begin(self.state, self.lock(), fence_completions=True) as txn:
+            if txn.lock is not None or reload:
                 self.reload_timeline()
-            if lock is None:
+            if txn.lock is None:
                 yield None
                 return
-            state = self.state
-            hook, fence = state.before_complete, state.fence
-            state.fence = lock_fence(lock)
-            state.before_complete = _confirming(state.fence, hook)
-            self.held_lock = lock
-            self._confirmed_at = time.monotonic()
+            self.held_lock, self._txn = txn.lock, txn
             try:
-                yield lock
+                yield txn.lock
             finally:
-                self.held_lock = None
-                state.before_complete, state.fence = hook, fence
+                self.held_lock, self._txn = None, None
+
+    def _transaction(self) -> Transaction:
+        """The transaction of the lock this context holds (a no-op one without)."""
+        txn = self._txn
+        if txn is None or txn.lock is not self.held_lock or txn.state is not self.state:
+            txn = self._txn = Transaction(self.state, self.held_lock)
+        return txn
 
     def still_locked(self, force: bool = False) -> None:
         """Inside :meth:`locked`, during long work (deleting or writing many files): prove the
         lock is still held (:func:`lock_fence`: free while the lease cannot have run out, else
-        one read of the lock) at most every :data:`CONFIRM_EVERY_S` -- at once after the
-        process was paused -- or now (``force``: before a change another holder of the lock
-        could not repair), so a service that lost the lock stops before its next change.
+        one read of the lock) at most every
+        :data:`~hudi_ds.concurrency.transaction.CONFIRM_EVERY_S` -- at once after the process
+        was paused -- or now (``force``: before a change another holder of the lock could not
+        repair), so a service that lost the lock stops before its next change
+        (:meth:`Transaction.still_held`).
 
         Raises:
             LockLostError: the lock was lost (broken or taken over) since it was taken.
         """
-        lock = self.held_lock
-        if lock is None:
-            return
-        if force or time.monotonic() - self._confirmed_at >= CONFIRM_EVERY_S:
-            lock_fence(lock)(None)
-            self._confirmed_at = time.monotonic()
+        if self.held_lock is not None:
+            self._transaction().still_held(force)
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
         """Complete inflight ``instant`` (write its completed file), fenced as the writer's
-        commit (``WriteClient._fence``): with several writers it runs under the table lock
+        commit (:meth:`Transaction.complete`): with several writers it runs under the table lock
         (taken here unless held); just before the completed file is written the lock must
         still be held, and afterwards the completion stands if it was written before the lease
         could run out, else only if a read confirms the lock was kept; otherwise the
@@ -226,14 +219,11 @@ class ServiceContext:
             LockLostError: the lock was lost; the completion is withdrawn.
         """
         with self.locked():
-            # a service that lost the lock learns it here, before the completion's own checks
-            # (another holder may have finished this very instant meanwhile)
-            self.still_locked(force=True)
-            done = self.writer().complete(instant, content)
-            written = time.monotonic()
-            crash_point("service_written")
-            self.confirm_completed(done, written)
-            return done
+            # a service that lost the lock learns it (Transaction.confirm) before the
+            # completion's own checks (another holder may have finished this very instant)
+            return self._transaction().complete(
+                lambda: self.writer().complete(instant, content), "service_written"
+            )
 
     def confirm_completed(self, done: Instant | str, written: float | None = None) -> None:
         """The fence after completing ``done`` (an instant, or the requested time of one
@@ -244,21 +234,15 @@ class ServiceContext:
         Raises:
             LockLostError: the lock was lost; ``done``'s completed file is deleted.
         """
-        lock = self.held_lock
-        if lock is None:
+        if self.held_lock is None:
             return
-        try:
-            lock_fence(lock)(written)
-        except LockLostError:
+
+        def completed_file() -> str | None:
             if isinstance(done, Instant):
-                path: str | None = self.writer().path_of(done)
-            else:
-                path = self.reload_timeline().file_paths(done).get(State.COMPLETED)
-            if path is not None:
-                self.storage.delete(path)
-                log.error("withdrew the completed instant %s: the table lock was lost", path)
-            self.reload_timeline()
-            raise
+                return self.writer().path_of(done)
+            return self.reload_timeline().file_paths(done).get(State.COMPLETED)
+
+        self._transaction().stands(written, completed_file)
 
     def require_writable(self, what: str) -> None:
         """Services that write support table version 6 (timeline layout 1) and versions 8 and 9
@@ -302,13 +286,8 @@ class ServiceContext:
             if writer.create_requested(req, content):
                 written = time.monotonic()
                 if self.held_lock is not None:
-                    try:
-                        lock_fence(self.held_lock)(written)
-                    except LockLostError:
-                        self.storage.delete(writer.path_of(req))
-                        self.reload_timeline()
-                        log.error("withdrew the plan %s: the table lock was lost", req)
-                        raise
+                    plan = functools.partial(writer.path_of, req)
+                    self._transaction().stands(written, plan, what="plan")
                 return req
             last = ts
         raise TimelineError(f"could not allocate a unique instant time for a {action}")
@@ -344,18 +323,3 @@ def under_table_lock(fn: _F) -> _F:
             return fn(ctx, *args, **kwargs)
 
     return cast(_F, run)
-
-
-def _confirming(
-    fence: Callable[[float | None], None], hook: Callable[[Instant, bytes], None] | None
-) -> Callable[[Instant, bytes], None]:
-    """The ``before_complete`` hook of a state under the table lock: check the lock
-    (``fence``), then mirror the instant into the metadata table (``hook``) -- nothing is
-    completed, not even in the metadata table, by a service that lost the lock."""
-
-    def before_complete(instant: Instant, content: bytes) -> None:
-        fence(None)
-        if hook is not None:
-            hook(instant, content)
-
-    return before_complete

@@ -38,28 +38,18 @@ commit for the conflict check.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from hudi_ds.concurrency.heartbeat import HEARTBEAT_DIR, Heartbeat, beat_once, heartbeat_expired
-from hudi_ds.concurrency.liveness import (
-    Liveness,
-    WriterHeartbeat,
-    claim,
-    liveness,
-    record_path,
-    recorded_writers,
-    release,
-    revoke,
-)
-from hudi_ds.concurrency.lock import TableLock, held, lock_fence
+from hudi_ds.concurrency.lock import TableLock, held
 from hudi_ds.concurrency.providers import table_lock
+from hudi_ds.concurrency.transaction import Transaction
 from hudi_ds.config import (
     ConcurrencyConfig,
     Options,
@@ -91,10 +81,14 @@ from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig, TableType
-from hudi_ds.table_create import NewTable, check_path_is_free, create_table
+from hudi_ds.table_create import (
+    NewTable,
+    check_path_is_free,
+    create_table,
+    folder_listing,
+    remove_created,
+)
 from hudi_ds.timeline.instant import (
-    COMPACTION,
-    LOG_COMPACTION,
     MAX_INSTANT_AHEAD_MS,
     REPLACE_COMMIT,
     Instant,
@@ -103,7 +97,7 @@ from hudi_ds.timeline.instant import (
 )
 from hudi_ds.timeline.metadata import CommitMetadata
 from hudi_ds.timeline.plans import RequestedReplaceMetadata
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.bucket_layout import check_bucket_layout
@@ -120,8 +114,6 @@ from hudi_ds.write.options import (
 )
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
 from hudi_ds.write.rollback_executor import (
-    pending_rollback_of,
-    pending_rollback_targets,
     rollback_failed_writes,
     rollback_instant,
     rollback_of,
@@ -130,18 +122,11 @@ from hudi_ds.write.tagged_records import TaggedRecords
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
 from hudi_ds.write.workload import WorkloadProfile
 from hudi_ds.write.write_status import WriteStatus
+from hudi_ds.write.writer_guard import WriterGuard, rolled_back_by_other
 
 log = logging.getLogger("hudi_ds.write")
 
 STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
-
-#: what a single writer's refusal tells the user to do
-SEVERAL_WRITERS = (
-    "hoodie.write.concurrency.mode=single_writer (the default) allows one writer at a time: "
-    "several writers need hoodie.write.concurrency.mode=optimistic_concurrency_control (with "
-    "a lock, hoodie.write.lock.provider); otherwise retry once the other write is done "
-    "(docs/concurrency.md)"
-)
 
 #: ``post_commit(client, completed_instant)``: what a writer runs after each of its commits
 #: (:func:`hudi_ds.services.run_post_commit_services`: inline compaction, cleaning, archival).
@@ -194,15 +179,13 @@ class WriteClient:
         # instant, that listing when the instant's plan sees the same timeline (task_writer)
         self._checked_view: tuple[Timeline, FileSystemView] | None = None
         self._listed_views: dict[str, FileSystemView] = {}
-        self._heartbeats: dict[str, Heartbeat | WriterHeartbeat] = {}
-        # the instants this client (a single writer) claimed with a writer record
-        # (hudi_ds.concurrency.liveness): they end when their post-commit services do
-        self._claims: set[str] = set()
         # instant -> its inflight metadata without the workload profile, while it is requested
         self._requested: dict[str, CommitMetadata] = {}
         # instant -> what the folder held before :meth:`start` created the table for it
         self._created_with: dict[str, set[str]] = {}
         self.multi_writer = self.options.get(ConcurrencyConfig.MODE) != "single_writer"
+        # this client's writes as other writers see them: heartbeats, a single writer's claims
+        self._guard = WriterGuard(self.storage, self.options, self.multi_writer)
         if self.multi_writer:
             self._lock()  # validate the provider now
         self._open()
@@ -403,18 +386,18 @@ class WriteClient:
             # tasks joining an instant rely on the driver's check
             self._check_files(self.state)
         if self.state is None:
-            before = self._listing()
+            before = folder_listing(self.storage)
             self._create_table(full)
-        claimed = set(self._claims)
+        claimed = self._guard.claims()
         try:
             with held(self._lock()):
                 started = self._start_locked(
                     decided, instant, rollback_failed, extra_metadata, inflight, withdrawn
                 )
         except BaseException:
-            for t in self._claims - claimed:
+            for t in self._guard.claims() - claimed:
                 # an instant left pending without its writer: the next write rolls it back
-                _quietly(f"ending the failed start of {t}", self._stop_heartbeat, t)
+                _quietly(f"ending the failed start of {t}", self._guard.stop, t)
             if before is not None:
                 self._undo_create(before, None)
             raise
@@ -465,10 +448,10 @@ class WriteClient:
             state.reload_timeline()
         joined = instant is not None
         alone = not self.multi_writer and not joined  # a single writer's own instant
-        policy = self._failed_writes_policy()
+        policy = self._guard.failed_writes_policy()
         if rollback_failed and policy != "NEVER" and not alone:
             lazy = policy == "LAZY"
-            rollback_failed_writes(state, is_failed=self._is_dead if lazy else None)
+            rollback_failed_writes(state, is_failed=self._guard.is_dead if lazy else None)
         crash_point("start_opened")
         operation = self.operation
         action = operation.action(self.resolved.table_type)
@@ -478,28 +461,13 @@ class WriteClient:
         if instant is not None:
             req, created = self._join_requested(instant, action, timeline, writer, withdrawn)
         else:
-            last = timeline.latest_time()  # every requested and completion time on it
-            for _ in range(100):
-                instant = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
-                req = Instant(instant, action, State.REQUESTED)
-                # a single writer claims the time and beats before its instant exists, as
-                # Hudi's startCommit starts the heartbeat before the requested file: a writer
-                # starting meanwhile never finds the instant without them
-                if not self.multi_writer and not self._claim(instant):
-                    last = instant  # another writer chose this time
-                    continue
-                if writer.create_requested(req, requested_content(action, state.layout)):
-                    break
-                if not self.multi_writer:
-                    self._stop_heartbeat(instant)
-                last = instant
-            else:  # pragma: no cover - 100 clashes in a row
-                raise WriteError("could not allocate a unique instant time")
+            req = self._new_requested(state, action, writer)
+            instant = req.requested_time
         if alone:
             crash_point("start_claimed")
             # Hudi's single writer rolls back every pending write now (EAGER policy); one of
-            # another live writer is not failed: refuse instead (see _alone_at_start)
-            self._alone_at_start(state, req, rollback_failed and policy != "NEVER")
+            # another live writer is not failed: refuse instead (see WriterGuard.alone_at_start)
+            self._guard.alone_at_start(state, req, rollback_failed and policy != "NEVER")
         plan = build_plan(
             instant,
             action,
@@ -516,17 +484,7 @@ class WriteClient:
             # reload (multi-writer, a rollback): a commit landing between the listing and the
             # reload would be visible but unlisted (a bucket's file group missed)
             self._listed_views[instant] = checked[1]
-        # the inflight metadata carries the writer schema (and hudi_ds's partial update
-        # columns), with or without a workload profile: a client that did not start the
-        # instant (a streaming commit in another process) rebuilds the plan from it
-        # (plan.rebuild_plan)
-        md = CommitMetadata(
-            operation_type=operation.operation_type,
-            extra_metadata={"schema": plan.data_avro_schema},
-        )
-        if plan.partial_columns is not None:
-            md.extra_metadata[PARTIAL_COLUMNS_KEY] = ",".join(plan.partial_columns)
-        md.extra_metadata.update(extra_metadata or {})
+        md = _inflight_metadata(plan, extra_metadata)
         if not inflight:
             # requested until the whole input is tagged (save_workload_profile)
             self._requested[instant] = md
@@ -553,16 +511,29 @@ class WriteClient:
             raise WriteError(refused)
         return self._started(instant, plan, joined)
 
+    def _new_requested(self, state: TableState, action: str, writer: TimelineWriter) -> Instant:
+        """A new instant of ``action``, requested under a time after every time on the
+        timeline (a single writer's claimed first)."""
+        last = state.timeline.latest_time()  # every requested and completion time on it
+        for _ in range(100):
+            instant = new_instant_time(after=last, max_ahead_ms=MAX_INSTANT_AHEAD_MS)
+            req = Instant(instant, action, State.REQUESTED)
+            # a single writer claims the time and beats before its instant exists, as Hudi's
+            # startCommit starts the heartbeat before the requested file: a writer starting
+            # meanwhile never finds the instant without them
+            if not self.multi_writer and not self._guard.claim(instant):
+                last = instant  # another writer chose this time
+                continue
+            if writer.create_requested(req, requested_content(action, state.layout)):
+                return req
+            if not self.multi_writer:
+                self._guard.stop(instant)
+            last = instant
+        raise WriteError("could not allocate a unique instant time")  # pragma: no cover
+
     def _started(self, instant: str, plan: WritePlan, joined: bool) -> str:
         self._plans[instant] = plan
-        if self.multi_writer and not joined:
-            interval = self.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
-            self._heartbeats[instant] = Heartbeat(self.storage, instant, interval)
-        elif joined:
-            # a task joining a streaming micro-batch's instant: one beat per task keeps the
-            # instant alive for other writers' lazy rollback while the batch runs (and makes
-            # a single writer starting meanwhile refuse instead of rolling it back)
-            beat_once(self.storage, instant)
+        self._guard.beat(instant, joined)
         crash_point("after_requested")
         return instant
 
@@ -646,217 +617,15 @@ class WriteClient:
         """The table lock of a multi-writer client (None for a single writer)."""
         return table_lock(self.storage, self.options)
 
-    def _failed_writes_policy(self) -> str:
-        policy = self.options.get(ConcurrencyConfig.FAILED_WRITES_POLICY)
-        return policy or ("LAZY" if self.multi_writer else "EAGER")
-
-    def _heartbeat_timeout(self) -> float:
-        """Seconds after its last beat that a writer counts as failed (Hudi's
-        ``hoodie.client.heartbeat.interval_in_ms`` x ``tolerable.misses``)."""
-        o = self.options
-        return (
-            o.get(ConcurrencyConfig.HEARTBEAT_MS)
-            / 1000
-            * max(1, o.get(ConcurrencyConfig.HEARTBEAT_MISSES))
-        )
-
-    def _is_dead(self, instant: str) -> bool:
-        return heartbeat_expired(self.storage, instant, self._heartbeat_timeout())
-
-    def _liveness(self, instant: str) -> Liveness:
-        return liveness(self.storage, instant, self._heartbeat_timeout())
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_heartbeats"] = {}  # threads stay with the process that started them
-        return state
-
-    def _claim(self, instant: str) -> bool:
-        """A single writer's claim of ``instant`` before its requested file exists: its writer
-        record and its heartbeat (:mod:`hudi_ds.concurrency.liveness`). False if another writer
-        claimed the same time."""
-        if not claim(self.storage, instant):
-            return False
-        self._claims.add(instant)
-        interval = self.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
-        self._heartbeats[instant] = WriterHeartbeat(self.storage, instant, interval)
-        return True
-
-    def _stop_heartbeat(self, instant: str) -> None:
-        """End the write of ``instant``: its heartbeat (and a single writer's record)."""
-        hb = self._heartbeats.pop(instant, None)
-        if hb is not None:
-            hb.stop()
-        if instant in self._claims:
-            self._claims.discard(instant)
-            release(self.storage, instant)
-        elif hb is None:
-            self.storage.delete(f"{HEARTBEAT_DIR}/{instant}")
-
-    def _alone_at_start(self, state: TableState, req: Instant, roll_back: bool) -> None:
-        """A single writer's check once its instant ``req`` is claimed and requested: no other
-        writer may be alive; then the failed writes are rolled back (``roll_back``).
-
-        The writers are the single writers' records (a write from its claim to the end of its
-        post-commit table services, listed now) and the pending writes on the timeline with
-        their heartbeats (writers of other modes, streaming micro-batches). Each writer
-        claims before it looks: of two writers starting at the same moment, at least one
-        sees the other and refuses, so no two single writers are past this check at once --
-        nor roll back the same failed write at once. Records of dead writers whose write is
-        over are deleted.
-
-        Raises:
-            ConcurrentWriterError: another writer is alive (named, with why); ``req`` is
-                withdrawn.
-        """
-        instant = req.requested_time
-        tl = state.timeline
-        pending = _pending_writes(tl)
-        pending.discard(instant)
-        recorded = [t for t in recorded_writers(self.storage) if t != instant]
-        judged = {t: self._liveness(t) for t in sorted(pending | set(recorded))}
-        live = {t: v for t, v in judged.items() if v.alive}
-        if live:
-            state.timeline_writer().delete_instant_files(req)
-            self._stop_heartbeat(instant)
-            raise ConcurrentWriterError(
-                f"another writer is writing the table at {self.storage.base_uri}: "
-                + "; ".join(f"instant {t} ({v.why})" for t, v in live.items())
-                + f". {SEVERAL_WRITERS}. A writer that crashed counts as failed once its "
-                f"heartbeat is older than {self._heartbeat_timeout():g} s "
-                "(hoodie.client.heartbeat.interval_in_ms x "
-                "hoodie.client.heartbeat.tolerable.misses; at once on the machine it ran on), "
-                "and the next write rolls it back"
-            )
-        for t in recorded:
-            if t not in pending:  # a writer that died after its write, or before its instant
-                release(self.storage, t)
-        if roll_back:
-            self._roll_back_dead(state, pending)
-
-    def _roll_back_dead(self, state: TableState, dead: set[str]) -> None:
-        """Roll back the failed writes ``dead`` (:meth:`_alone_at_start`), Hudi's eager
-        rollback of a single writer. Each one's writer record is taken first: a writer that
-        was only stalled past its heartbeat and goes on finds it gone and does not commit
-        (:meth:`commit`)."""
-        if not dead and not state.timeline.pending().filter_actions("rollback"):
-            return
-        # listed again: the listing the start began with may show a write as pending that its
-        # writer completed or rolled back since (and ended: its record is gone)
-        writes = _pending_writes(state.reload_timeline())
-        dead = dead & writes
-        for t in sorted(dead):
-            revoke(self.storage, t)
-        # the pending rollbacks of other instants (a compaction attempt's) are finished as
-        # Hudi's eager rollback finishes them
-        rollback_failed_writes(
-            state, is_failed=dead.__contains__, resume_if=lambda t: t in dead or t not in writes
-        )
-
     def rollback_failed_before(self, instant: str) -> None:
         """A streaming micro-batch's commit: roll back the pending writes older than
         ``instant`` (earlier attempts that crashed: Hudi's eager rollback of a single writer),
-        unless a single writer's write is alive.
+        unless a single writer's write is alive (:meth:`WriterGuard.rollback_failed_before`).
 
         Raises:
             ConcurrentWriterError: a single writer (a batch or embedded write) is alive.
         """
-        state = self.table_state()
-        live = {}
-        for t in recorded_writers(self.storage):
-            v = self._liveness(t)
-            if v.alive:
-                live[t] = v
-            elif t < instant:
-                revoke(self.storage, t)  # as _roll_back_dead does
-        if live:
-            raise ConcurrentWriterError(
-                f"instant {instant} of the streaming sink is not committed: another writer is "
-                "writing the table: "
-                + "; ".join(f"instant {t} ({v.why})" for t, v in live.items())
-                + f". {SEVERAL_WRITERS}"
-            )
-        rollback_failed_writes(state, before=instant)
-
-    def _concurrent_failure(self, instant: str) -> ConcurrentWriterError | None:
-        """Why a single writer's write of ``instant`` failed, if another writer is the cause
-        (it rolled the write back, committed meanwhile, or an older write is alive):
-        the error to raise instead of the one the write met (a file that vanished under it).
-        Lists the timeline again; None when no other writer is to blame."""
-        try:
-            plan = self._plans.get(instant)
-            state = self.table_state()
-            state.reload_timeline()
-            return self._concurrent_cause(state, instant, plan)
-        except (OSError, HudiError) as e:
-            log.warning("could not tell why the write of %s failed: %s", instant, e)
-            return None
-
-    def _concurrent_cause(
-        self, state: TableState, instant: str, plan: WritePlan | None
-    ) -> ConcurrentWriterError | None:
-        """A single writer's check at commit, on the timeline just listed: this write may
-        complete only if no other writer took it for failed (its writer record is gone, or a
-        rollback targets it), no other write committed since its plan listed the timeline (a
-        writer that ended between that listing and this one's start check), and no older
-        write is alive (one without a writer record, which the start check cannot see
-        coming: a streaming micro-batch's)."""
-        tl = state.timeline
-        taken = instant in self._claims and not self.storage.is_file(record_path(instant))
-        if taken or tl.get(instant) is None or rollback_of(tl, instant) is not None:
-            return ConcurrentWriterError(
-                f"instant {instant} was rolled back by another writer, which took it for a "
-                f"failed write (its heartbeat had expired): it is not committed. "
-                f"{SEVERAL_WRITERS}"
-            )
-        seen = plan.visibility.instants if plan is not None else None
-        for i in tl.commits():
-            t = i.requested_time
-            if seen is None or t == instant or t in seen:
-                continue
-            if tl.origin_action(t) in (COMPACTION, LOG_COMPACTION):
-                continue  # a compaction's new slices take this write's logs (conflict.py)
-            return ConcurrentWriterError(
-                f"instant {instant} is not committed: another writer committed instant {t} "
-                f"({i.action}) while it was written. {SEVERAL_WRITERS}"
-            )
-        for i in tl.pending().filter_actions(*DATA_ACTIONS):
-            t = i.requested_time
-            if t >= instant or pending_rollback_of(tl, t) is not None:
-                continue  # younger: refused at its own commit; or being rolled back
-            v = self._liveness(t)
-            if v.alive and not v.recorded:  # a single writer's: refused at its start
-                return ConcurrentWriterError(
-                    f"instant {instant} is not committed: another writer's instant {t} ({v.why}),"
-                    f" started before it, is in progress. {SEVERAL_WRITERS}"
-                )
-        return None
-
-    def _fence_claim(self, state: TableState, done: Instant) -> None:
-        """A single writer's fence after writing the completed file of ``done``.
-
-        A writer that rolls the instant back as failed takes its writer record, writes its
-        rollback R, then looks whether the instant completed meanwhile (then it withdraws R:
-        :func:`~hudi_ds.write.rollback_executor.execute_rollback`). Here, after the completed
-        file is written, the record is looked at (one probe) and, if it is gone, the timeline
-        for R: one of the two sees the other. If R targets ``done``, its completed file is
-        deleted again and the write raises. (A record released without R -- a writer that took
-        this one for dead after its commit -- leaves the commit standing.)
-
-        Raises:
-            ConcurrentWriterError: another writer rolls the instant back.
-        """
-        if self.storage.is_file(record_path(done.requested_time)):
-            return
-        if rollback_of(state.reload_timeline(), done.requested_time) is None:
-            return
-        self.storage.delete(state.timeline_writer().path_of(done))
-        state.reload_timeline()
-        raise ConcurrentWriterError(
-            f"instant {done.requested_time} was withdrawn: another writer rolls it back, taking "
-            f"it for a failed write (its heartbeat had expired); it is not committed. "
-            f"{SEVERAL_WRITERS}"
-        )
+        self._guard.rollback_failed_before(self.table_state(), instant)
 
     # -- tasks --------------------------------------------------------------------------------
     def plan(self, instant: str) -> WritePlan:
@@ -936,60 +705,20 @@ class WriteClient:
         self._listed_views.pop(instant, None)  # (no task took it: Spark tasks list themselves)
         plan = self.plan(instant)
         state = self.table_state()
-        statuses = list(statuses)
-        crash_point("after_files")
-        # the tasks wrote the partition metadata of the files they closed
-        # (TaskWriter.close); the commit writes it for the files its merges of staged rows write
-        staged = {s.partition_path for s in statuses if s.kind == "stage"}
-        if staged:
-            statuses = merge_staged(self.storage, plan, statuses)
-        keep = {s.path for s in statuses}
-        for path in marked_files(self.storage, instant):
-            if path not in keep:
-                self.storage.delete(path)  # a failed or superseded task attempt's file
-        for p in sorted(staged & {s.partition_path for s in statuses}):
-            write_partition_metadata(self.storage, p, instant)
+        statuses = self._keep_committed_files(instant, plan, list(statuses))
         done: Instant | None = None
         try:
-            with held(self._lock()) as lock, _fenced(state, lock):
-                # listed again for the conflict check and the commit, as Java's preCommit
-                # (TransactionUtils.resolveWriteConflictIfAny) reloads the active timeline
-                state.reload_timeline()
-                crash_point("commit_check")
-                if self.multi_writer:
-                    # another writer may have rolled this write back as failed (its heartbeat
-                    # looked expired to a LAZY cleaner): completing it now would publish files
-                    # that are gone -- refuse, as Hudi aborts a commit whose heartbeat expired
-                    # (HeartbeatUtils.abortIfHeartbeatExpired in BaseHoodieWriteClient.commit);
-                    # before anything touches those files (moving logs into a compaction's slice)
-                    withdrawn = _rolled_back_by_other(state.timeline, instant)
-                    if withdrawn is not None:
-                        raise withdrawn
-                else:
-                    # no lock: another single writer was refused at its start, unless it took
-                    # this write for failed or ended before this one's start (_concurrent_cause)
-                    refused = self._concurrent_cause(state, instant, plan)
-                    if refused is not None:
-                        raise refused
-                if plan.table_type is TableType.MERGE_ON_READ:
-                    statuses = retarget_pending_logs(state, plan, statuses)
-                if self.multi_writer:
-                    statuses = resolve_conflicts(state, plan, statuses)
-                    if plan.table_type is TableType.MERGE_ON_READ:
-                        # logs that joined a file group another writer created at once (same
-                        # bucket) are in its slice: a compaction scheduled on it since takes
-                        # them into its own slice too, or they would hang off a superseded one
-                        statuses = retarget_pending_logs(state, plan, statuses)
+            with Transaction.begin(state, self._lock()) as txn:
+                statuses = self._check_locked(state, plan, statuses)
                 crash_point("commit_locked")
-                if lock is not None:
-                    lock_fence(lock)(None)  # a lease lost while checking: nothing to withdraw
+                txn.confirm()  # a lease lost while checking: nothing to withdraw
                 done = self._publish(state, plan, statuses, partitions_to_delete, extra_metadata)
                 written = time.monotonic()
                 crash_point("commit_written")
-                if lock is not None:
-                    self._fence(state, lock, done, written)
-                elif instant in self._claims:
-                    self._fence_claim(state, done)
+                if txn.lock is not None:
+                    txn.stands(written, functools.partial(state.timeline_writer().path_of, done))
+                elif self._guard.claimed(instant):
+                    self._guard.fence_claim(state, done)
         except CommitConflictError:
             self.abort(instant)
             raise
@@ -1010,23 +739,91 @@ class WriteClient:
             # only the lock's release runs after the commit point: the commit stands (a lease
             # that could not be released expires)
             log.warning("commit %s stands; releasing the table lock failed: %s", instant, e)
+        self._after_commit(instant, done)
+        return done
+
+    def _keep_committed_files(
+        self, instant: str, plan: WritePlan, statuses: list[WriteStatus]
+    ) -> list[WriteStatus]:
+        """Before the lock: merge the staged rows of a COW write (one merge per file group) and
+        delete the files of failed or superseded task attempts (marked, but named by no
+        status). Returns the statuses of the files the commit publishes."""
+        crash_point("after_files")
+        # the tasks wrote the partition metadata of the files they closed
+        # (TaskWriter.close); the commit writes it for the files its merges of staged rows write
+        staged = {s.partition_path for s in statuses if s.kind == "stage"}
+        if staged:
+            statuses = merge_staged(self.storage, plan, statuses)
+        keep = {s.path for s in statuses}
+        for path in marked_files(self.storage, instant):
+            if path not in keep:
+                self.storage.delete(path)  # a failed or superseded task attempt's file
+        for p in sorted(staged & {s.partition_path for s in statuses}):
+            write_partition_metadata(self.storage, p, instant)
+        return statuses
+
+    def _check_locked(
+        self, state: TableState, plan: WritePlan, statuses: list[WriteStatus]
+    ) -> list[WriteStatus]:
+        """The commit's checks under the table lock, on the timeline listed again (as Java's
+        preCommit, ``TransactionUtils.resolveWriteConflictIfAny``, reloads it): no other writer
+        rolled this write back (or, a single writer, is to blame otherwise), its logs moved
+        into compactions scheduled meanwhile, multi-writer conflicts resolved. Returns the
+        statuses to publish.
+
+        Raises:
+            WriteError: another writer rolled the write back as failed (several writers).
+            ConcurrentWriterError: another single writer is the cause (a single writer).
+            CommitConflictError: a conflict with another writer's commit.
+        """
+        instant = plan.instant
+        state.reload_timeline()
+        crash_point("commit_check")
+        if self.multi_writer:
+            # another writer may have rolled this write back as failed (its heartbeat looked
+            # expired to a LAZY cleaner): completing it now would publish files that are gone
+            # -- refuse, as Hudi aborts a commit whose heartbeat expired
+            # (HeartbeatUtils.abortIfHeartbeatExpired in BaseHoodieWriteClient.commit); before
+            # anything touches those files (moving logs into a compaction's slice)
+            withdrawn = rolled_back_by_other(state.timeline, instant)
+            if withdrawn is not None:
+                raise withdrawn
+        else:
+            # no lock: another single writer was refused at its start, unless it took this
+            # write for failed or ended before this one's start (WriterGuard.concurrent_cause)
+            refused = self._guard.concurrent_cause(state, instant, plan)
+            if refused is not None:
+                raise refused
+        if plan.table_type is TableType.MERGE_ON_READ:
+            statuses = retarget_pending_logs(state, plan, statuses)
+        if self.multi_writer:
+            statuses = resolve_conflicts(state, plan, statuses)
+            if plan.table_type is TableType.MERGE_ON_READ:
+                # logs that joined a file group another writer created at once (same bucket)
+                # are in its slice: a compaction scheduled on it since takes them into its own
+                # slice too, or they would hang off a superseded one
+                statuses = retarget_pending_logs(state, plan, statuses)
+        return statuses
+
+    def _after_commit(self, instant: str, done: Instant) -> None:
+        """After the commit point: the markers deleted, the write's heartbeat stopped, the
+        post-commit services run. A storage failure here is logged: the commit stands."""
         # Hudi deletes the markers quietly too (WriteMarkers.quietDeleteMarkerDir): left-over
         # markers of a completed instant are never read as its files. Only now: a commit
         # withdrawn by its fence is rolled back by its markers.
         _after_commit_point(instant, "deleting its markers", delete_markers, self.storage, instant)
         # a single writer stays registered until its post-commit services end: a writer
         # starting meanwhile would run its own against them
-        single = instant in self._claims
+        single = self._guard.claimed(instant)
         if not single:
-            _after_commit_point(instant, "stopping its heartbeat", self._stop_heartbeat, instant)
+            _after_commit_point(instant, "stopping its heartbeat", self._guard.stop, instant)
         crash_point("after_commit")
         try:
             if self.post_commit is not None:
                 self.post_commit(self, done)
         finally:
             if single:
-                _after_commit_point(instant, "ending its write", self._stop_heartbeat, instant)
-        return done
+                _after_commit_point(instant, "ending its write", self._guard.stop, instant)
 
     def _publish(
         self,
@@ -1052,29 +849,6 @@ class WriteClient:
         return state.timeline_writer().complete(
             Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
         )
-
-    def _fence(self, state: TableState, lock: TableLock, done: Instant, written: float) -> None:
-        """The commit's fence: the completed file of ``done`` was written under ``lock`` and
-        returned at ``written`` (``time.monotonic()``). It stands if that was before the lease
-        this process holds could run out (:meth:`~hudi_ds.concurrency.lock.TableLock.held_until`:
-        any taker came later and sees it), or else if the lock was held without a break until
-        now (:meth:`~hudi_ds.concurrency.lock.TableLock.confirm`, one read of the lock).
-        Otherwise a writer that took the lock over may have checked its conflicts or planned a
-        compaction on a timeline without ``done`` -- the completed file is deleted at once (the
-        instant is inflight again, to be rolled back) and the write raises: nothing is
-        acknowledged that was not committed under the lock. See docs/concurrency.md.
-
-        Raises:
-            LockLostError: the lock was lost; ``done`` is withdrawn.
-        """
-        try:
-            lock_fence(lock)(written)
-        except LockLostError:
-            path = state.timeline_writer().path_of(done)
-            self.storage.delete(path)
-            state.reload_timeline()
-            log.error("withdrew the completed instant %s: the table lock was lost", path)
-            raise
 
     def _abort_after_lost_lock(self, instant: str, lost: LockLostError) -> None:
         """Roll back ``instant`` after its commit lost the table lock (waits for the lock like
@@ -1102,12 +876,13 @@ class WriteClient:
         if not self.multi_writer:
             # a single writer's: ConcurrentWriterError, also when another writer committed
             # meanwhile (a file of the plan cleaned, archived or rewritten under this write)
-            return self._concurrent_failure(instant) or error
+            plan = self._plans.get(instant)
+            return self._guard.concurrent_failure(self.table_state, instant, plan) or error
         try:
             timeline = self.table_state().reload_timeline()
         except (OSError, HudiError):
             return error
-        return _rolled_back_by_other(timeline, instant) or error
+        return rolled_back_by_other(timeline, instant) or error
 
     def abort(self, instant: str) -> None:
         """Roll ``instant`` back: remove every file it wrote and its instant files.
@@ -1118,60 +893,35 @@ class WriteClient:
         self._requested.pop(instant, None)
         state = self.table_state()
         if self.multi_writer:
-            self._stop_heartbeat(instant)
+            self._guard.stop(instant)
             with held(self._lock()):  # other writers finish pending rollbacks under the lock
                 rollback_instant(state, instant)
         else:
             # the write stays alive until its rollback is done: a writer starting meanwhile
             # would roll it back at the same time
             try:
-                if not self._taken_over(state, instant):
+                if not self._guard.taken_over(state, instant):
                     rollback_instant(state, instant)
             finally:
-                self._stop_heartbeat(instant)
+                self._guard.stop(instant)
         before = self._created_with.pop(instant, None)
         if before is not None:
             self._undo_create(before, instant)
-
-    def _taken_over(self, state: TableState, instant: str) -> bool:
-        """Whether another writer is rolling back ``instant`` (it took the write for failed:
-        the writer record is gone and its rollback is pending); that rollback is left alone."""
-        if instant not in self._claims or self.storage.is_file(record_path(instant)):
-            return False
-        return pending_rollback_of(state.reload_timeline(), instant) is not None
-
-    def _listing(self) -> set[str]:
-        """Every file and folder under the base path (relative), before creating a table."""
-        st = self.storage
-        if not st.exists(""):
-            return set()
-        return (
-            {f.path for f in st.list_files("", recursive=True)}
-            | set(st.list_dirs("", recursive=True))
-            | {""}
-        )
 
     def _undo_create(self, before: set[str], instant: str | None) -> None:
         """Remove the table this client created for a first write that failed.
 
         Only a single writer does this, and only while the timeline holds nothing but the
         failed write (and rollbacks): nothing committed can be lost. Everything that was in
-        the folder before (``before``, from :meth:`_listing`) stays.
+        the folder before (``before``, from
+        :func:`~hudi_ds.table_create.folder_listing`) stays.
         """
         if self.multi_writer:
             return  # other writers may already use the new table
-        st = self.storage
         timeline = self.table_state().reload_timeline()
         if any(i.requested_time != instant and i.action != "rollback" for i in timeline.instants):
             return
-        for f in st.list_files("", recursive=True):
-            if f.path not in before:
-                st.delete(f.path)
-        for d in sorted(st.list_dirs("", recursive=True), key=lambda d: -d.count("/")):
-            if d not in before:
-                st.delete_dir(d)
-        if "" not in before:
-            st.delete_dir("")
+        remove_created(self.storage, before)
         self.state = None
         self._plans.pop(instant or "", None)
         self._listed_views.pop(instant or "", None)
@@ -1197,41 +947,19 @@ class WriteClient:
         return None
 
 
-@contextmanager
-def _fenced(state: TableState, lock: TableLock | None) -> Iterator[None]:
-    """While a commit holds ``lock``: the metadata table's compaction and clean run inside the
-    commit check it (``state.fence``) as the commit's own completion is fenced."""
-    if lock is None:
-        yield
-        return
-    before, state.fence = state.fence, lock_fence(lock)
-    try:
-        yield
-    finally:
-        state.fence = before
-
-
-def _pending_writes(timeline: Timeline) -> set[str]:
-    """The pending writes on ``timeline``: its pending commit/deltacommit/replacecommit
-    instants and the writes that pending rollbacks target (gone already, or still there)."""
-    out = {i.requested_time for i in timeline.pending().filter_actions(*DATA_ACTIONS)}
-    for t in pending_rollback_targets(timeline):
-        i = timeline.get(t)
-        if i is None or i.action in DATA_ACTIONS:
-            out.add(t)
-    return out
-
-
-def _rolled_back_by_other(timeline: Timeline, instant: str) -> WriteError | None:
-    """The error of a write whose ``instant`` another writer rolled back as failed (gone from
-    ``timeline``, or a rollback targets it), else None."""
-    if timeline.get(instant) is not None and rollback_of(timeline, instant) is None:
-        return None
-    return WriteError(
-        f"instant {instant} was rolled back by another writer: its heartbeat looked expired "
-        "(this process stalled longer than hoodie.client.heartbeat.interval_in_ms x "
-        "hoodie.client.heartbeat.tolerable.misses); the write is not committed, retry it"
+def _inflight_metadata(plan: WritePlan, extra_metadata: Mapping[str, str] | None) -> CommitMetadata:
+    """The inflight metadata of a write without its workload profile: the writer schema (and
+    hudi_ds's partial update columns) and ``extra_metadata``. A client that did not start the
+    instant (a streaming commit in another process) rebuilds the plan from it
+    (:func:`~hudi_ds.write.plan.rebuild_plan`)."""
+    md = CommitMetadata(
+        operation_type=plan.operation.operation_type,
+        extra_metadata={"schema": plan.data_avro_schema},
     )
+    if plan.partial_columns is not None:
+        md.extra_metadata[PARTIAL_COLUMNS_KEY] = ",".join(plan.partial_columns)
+    md.extra_metadata.update(extra_metadata or {})
+    return md
 
 
 def _refusal(timeline: Timeline, instant: str, withdrawn: Callable[[], bool] | None) -> str | None:

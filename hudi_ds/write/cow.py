@@ -45,6 +45,7 @@ from hudi_ds.schema.meta import (
 from hudi_ds.schema.write import conform_partial
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.write.append_handle import AppendHandle
 from hudi_ds.write.assigner import (
     INSERT_SLOTS,
     pack_slots,
@@ -54,14 +55,13 @@ from hudi_ds.write.assigner import (
 )
 from hudi_ds.write.handles import (
     DELETE_ORDERING,
-    AppendHandle,
     HandleContext,
-    MergeHandle,
     delete_keys,
     delete_schema,
     precombine,
 )
 from hudi_ds.write.markers import marker_dir
+from hudi_ds.write.merge_handle import MergeHandle
 from hudi_ds.write.plan import WritePlan
 from hudi_ds.write.tagger import first_positions, string_array
 from hudi_ds.write.write_status import WriteStatus

@@ -3,7 +3,7 @@
 A copy-on-write write rewrites each touched file group's base file: the stored rows, merged
 with the incoming versions and delete keys (Java ``HoodieMergeHandle``). Most stored rows are
 not in the write: their merge is the row itself, so :func:`merge_touched` runs the table's
-merge (:func:`hudi_ds.write.handles.merge_into_base`) over the stored rows whose keys the
+merge (:func:`hudi_ds.write.merge_handle.merge_into_base`) over the stored rows whose keys the
 write names only, and passes the others through untouched. As Java's merge handle writes
 them, the new base file holds the stored rows in their order (an updated row in its old
 place, a deleted one gone), then the inserted rows in write order.
@@ -33,7 +33,7 @@ from hudi_ds.merge.modes import MergeSpec
 from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 
 #: ``merge(stored rows, incoming rows, delete keys)`` -> ``(rows, updates, inserts, deletes)``
-#: (:func:`hudi_ds.write.handles.merge_into_base` of one handle).
+#: (:func:`hudi_ds.write.merge_handle.merge_into_base` of one handle).
 MergeFn = Callable[[pa.Table, pa.Table, pa.Table], tuple[pa.Table, int, int, int]]
 
 

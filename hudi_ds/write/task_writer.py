@@ -53,8 +53,10 @@ from hudi_ds.schema.write import conform_partial
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableType
+from hudi_ds.write.append_handle import AppendHandle
 from hudi_ds.write.cow import close_merge_handles, in_parallel, stage_handle
-from hudi_ds.write.handles import AppendHandle, MergeHandle, delete_keys, delete_schema
+from hudi_ds.write.handles import delete_keys, delete_schema
+from hudi_ds.write.merge_handle import MergeHandle
 from hudi_ds.write.operation import Rows
 from hudi_ds.write.plan import BucketFiles, WritePlan
 from hudi_ds.write.tagger import Tagged, Tagger

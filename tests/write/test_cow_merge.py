@@ -37,7 +37,8 @@ from hudi_ds.schema.meta import (
 )
 from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched
-from hudi_ds.write.handles import HandleContext, delete_keys, delete_schema, merge_into_base
+from hudi_ds.write.handles import HandleContext, delete_keys, delete_schema
+from hudi_ds.write.merge_handle import merge_into_base
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 INSTANT = "20240102030405006"

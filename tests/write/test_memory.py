@@ -161,10 +161,10 @@ def test_cow_merge_under_budget_spills_and_keeps_every_row(
 ) -> None:
     """Without meta fields (``virtual-keys``) the streamed and partitioned merges key the base
     file's rows by their record key field."""
-    from hudi_ds.write import handles
+    from hudi_ds.write import merge_handle
 
     # base files stream in several batches
-    monkeypatch.setattr(handles, "_BASE_READ_ROWS", 512, raising=False)
+    monkeypatch.setattr(merge_handle, "_BASE_READ_ROWS", 512, raising=False)
     small, big = str(tmp_path / "small"), str(tmp_path / "big")
     cow = COW if meta else {**COW, "hoodie.populate.meta.fields": "false"}
     opts = {**cow, "write.task.max.size": TINY}
@@ -225,7 +225,7 @@ def test_spill_files_live_in_the_spill_path_until_close(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bits", [1, 4, 6])
 def test_key_partitions_keep_each_key_whole_and_in_write_order(bits: int, tmp_path: Path) -> None:
-    from hudi_ds.write.handles import _KeyPartitions  # spill files of merge handles
+    from hudi_ds.write.merge_handle import _KeyPartitions  # spill files of merge handles
 
     rng = np.random.default_rng(bits)
     keys = np.concatenate([rng.permutation(3000) for _ in range(3)])  # 3 versions per key
@@ -428,7 +428,7 @@ def test_streamed_base_batches_are_whole_across_row_groups(tmp_path: Path) -> No
     """A base file read as dictionaries ends a batch at every row group (each has its own
     dictionary); the streamed merge regroups the slivers into whole batches, in order, so it
     does not write them as row groups of a few rows (which its next merge would split again)."""
-    from hudi_ds.write.handles import _rebatched
+    from hudi_ds.write.merge_handle import _rebatched
 
     path = tmp_path / "groups.parquet"
     rows = pa.table({"k": [f"k{i}" for i in range(40)], "c": ["ab"[i % 2] for i in range(40)]})

@@ -1,0 +1,422 @@
+"""Options of a write: :class:`WriteConfig`."""
+
+from __future__ import annotations
+
+from hudi_ds.config.base import (
+    ConfigProperty,
+    one_of,
+    parse_bool,
+    parse_int,
+    parse_list,
+    parse_non_negative_float,
+    parse_positive_float,
+    parse_positive_int,
+    parse_probability,
+    parse_size,
+    parse_str,
+    parse_table_version,
+    parse_utc_only,
+)
+from hudi_ds.config.read import ReadConfig
+
+
+class WriteConfig:
+    """Options of a write (``hudi_ds.write``, ``df.write.format("hudi_py")``, the stream sink)."""
+
+    TABLE_NAME = ConfigProperty(
+        "hoodie.table.name", None, parse_str, "Table name (required when creating a table)."
+    )
+    DATABASE_NAME = ConfigProperty(
+        "hoodie.database.name", None, parse_str, "Database name stored in hoodie.properties."
+    )
+    RECORD_KEY_FIELDS: ConfigProperty[list[str]] = ConfigProperty(
+        "hoodie.datasource.write.recordkey.field",
+        None,
+        parse_list,
+        "Record key field(s), comma separated.",
+        aliases=("hoodie.table.recordkey.fields",),
+    )
+    PARTITION_FIELDS: ConfigProperty[list[str]] = ConfigProperty(
+        "hoodie.datasource.write.partitionpath.field",
+        list[str](),
+        parse_list,
+        "Partition field(s), comma separated; empty for a non-partitioned table.",
+        aliases=("hoodie.table.partition.fields",),
+    )
+    HIVE_STYLE = ConfigProperty(
+        "hoodie.datasource.write.hive_style_partitioning",
+        False,
+        parse_bool,
+        "Partition folders named field=value.",
+    )
+    URL_ENCODE = ConfigProperty(
+        "hoodie.datasource.write.partitionpath.urlencode",
+        False,
+        parse_bool,
+        "URL-encode partition values (otherwise unsafe values are refused).",
+    )
+    PRECOMBINE_FIELD = ConfigProperty(
+        "hoodie.datasource.write.precombine.field",
+        None,
+        parse_str,
+        "The ordering field: with EVENT_TIME_ORDERING the greatest value wins.",
+        aliases=("hoodie.table.precombine.field", "hoodie.table.ordering.fields"),
+    )
+    TABLE_TYPE = ConfigProperty(
+        "hoodie.datasource.write.table.type",
+        "MERGE_ON_READ",
+        one_of("MERGE_ON_READ", "COPY_ON_WRITE"),
+        "MERGE_ON_READ (log files, merged on read) or COPY_ON_WRITE (base files rewritten).",
+        aliases=("hoodie.table.type",),
+    )
+    OPERATION = ConfigProperty(
+        "hoodie.datasource.write.operation",
+        "upsert",
+        one_of(
+            "upsert",
+            "insert",
+            "bulk_insert",
+            "delete",
+            "insert_overwrite",
+            "insert_overwrite_table",
+            "delete_partition",
+            upper=False,
+        ),
+        "The write operation.",
+    )
+    METADATA_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
+        "hoodie.metadata.enable",
+        None,
+        parse_bool,
+        "The metadata table (its files partition): true creates it when the table has none; "
+        "false deletes it as Apache Hudi does (.hoodie/metadata removed, "
+        "hoodie.table.metadata.partitions cleared); unset keeps what the table has, kept in "
+        "step on every action.",
+    )
+    METADATA_COMPACT_MAX_DELTA_COMMITS = ConfigProperty(
+        "hoodie.metadata.compact.max.delta.commits",
+        10,
+        parse_positive_int,
+        "Delta commits of the metadata table after which it is compacted (a new base HFile "
+        "holding the merged file listing).",
+    )
+    POPULATE_META_FIELDS = ConfigProperty(
+        "hoodie.populate.meta.fields",
+        True,
+        parse_bool,
+        "A new table's files carry the values of the _hoodie_* meta columns (default); false "
+        "leaves them null (only _hoodie_file_name is set in base files) and record keys are "
+        "built from the record key fields (Hudi's virtual keys). An existing table keeps its "
+        "own (a contradicting value is an error).",
+    )
+    WRITE_TABLE_VERSION = ConfigProperty(
+        "hoodie.write.table.version",
+        6,
+        parse_table_version,
+        "Table version of a new table: 6 (Hudi 0.14/0.15), 8 (1.0) or 9 (1.1). An existing "
+        "table keeps its version.",
+    )
+    INDEX_TYPE = ConfigProperty(
+        "hoodie.index.type",
+        "BUCKET",
+        one_of("BUCKET", "SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"),
+        "Record index: BUCKET (hash of the key to a fixed file group; the default of tables "
+        "hudi_ds creates), SIMPLE / BLOOM (look keys up in the partition's base files; Hudi's "
+        "Spark default is SIMPLE) or their GLOBAL_ variants (keys unique across partitions). "
+        "An existing table keeps its index.",
+    )
+    KEYGEN_CLASS = ConfigProperty(
+        "hoodie.datasource.write.keygenerator.class",
+        None,
+        parse_str,
+        "Key generator class: must be the existing table's (its Avro twin is the same); a new "
+        "table takes Simple-, Complex- or NonpartitionedKeyGenerator.",
+    )
+    KEYGEN_TYPE = ConfigProperty(
+        "hoodie.datasource.write.keygenerator.type",
+        None,
+        one_of("SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP", "CUSTOM", "GLOBAL_DELETE"),
+        "Key generator type (instead of the class): as hoodie.datasource.write.keygenerator.class.",
+    )
+    # TimestampBasedKeyGenerator (Java ``TimestampKeyGeneratorConfig``; the older
+    # ``hoodie.deltastreamer.keygen.timebased.*`` names are aliases); an existing table's
+    # ``hoodie.properties`` entries of the same keys are used when the option is not given
+    TIMESTAMP_TYPE = ConfigProperty(
+        "hoodie.keygen.timebased.timestamp.type",
+        None,
+        one_of(
+            "UNIX_TIMESTAMP",
+            "DATE_STRING",
+            "MIXED",
+            "EPOCHMILLISECONDS",
+            "EPOCHMICROSECONDS",
+            "SCALAR",
+        ),
+        "TimestampBasedKeyGenerator: how the partition field holds time (UNIX_TIMESTAMP "
+        "seconds, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR in the scalar time unit, "
+        "DATE_STRING parsed with the input date format).",
+        aliases=("hoodie.deltastreamer.keygen.timebased.timestamp.type",),
+    )
+    TIMESTAMP_SCALAR_UNIT = ConfigProperty(
+        "hoodie.keygen.timebased.timestamp.scalar.time.unit",
+        "SECONDS",
+        one_of(
+            "NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"
+        ),
+        "TimestampBasedKeyGenerator: the unit of a SCALAR partition value.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.timestamp.scalar.time.unit",),
+    )
+    TIMESTAMP_INPUT_FORMAT = ConfigProperty(
+        "hoodie.keygen.timebased.input.dateformat",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: Joda pattern(s) of DATE_STRING values (several separated "
+        "by the list delimiter).",
+        aliases=("hoodie.deltastreamer.keygen.timebased.input.dateformat",),
+    )
+    TIMESTAMP_INPUT_FORMAT_DELIMITER = ConfigProperty(
+        "hoodie.keygen.timebased.input.dateformat.list.delimiter.regex",
+        ",",
+        parse_str,
+        "TimestampBasedKeyGenerator: the regex separating several input date formats.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.input.dateformat.list.delimiter.regex",),
+    )
+    TIMESTAMP_OUTPUT_FORMAT = ConfigProperty(
+        "hoodie.keygen.timebased.output.dateformat",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: Joda pattern of the partition path.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.output.dateformat",),
+    )
+    TIMESTAMP_TIMEZONE = ConfigProperty(
+        "hoodie.keygen.timebased.timezone",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: the time zone of both input and output (wins over the "
+        "input / output time zones).",
+        aliases=("hoodie.deltastreamer.keygen.timebased.timezone",),
+    )
+    TIMESTAMP_INPUT_TIMEZONE = ConfigProperty(
+        "hoodie.keygen.timebased.input.timezone",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: the time zone of DATE_STRING values without an offset.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.input.timezone",),
+    )
+    TIMESTAMP_OUTPUT_TIMEZONE = ConfigProperty(
+        "hoodie.keygen.timebased.output.timezone",
+        "",
+        parse_str,
+        "TimestampBasedKeyGenerator: the time zone of the partition path.",
+        aliases=("hoodie.deltastreamer.keygen.timebased.output.timezone",),
+    )
+    SIMPLE_UPDATE_PARTITION_PATH = ConfigProperty(
+        "hoodie.simple.index.update.partition.path",
+        True,
+        parse_bool,
+        "GLOBAL_SIMPLE: a key arriving with another partition moves there (deleted in the old "
+        "one); false updates it in place in its old partition.",
+    )
+    BLOOM_UPDATE_PARTITION_PATH = ConfigProperty(
+        "hoodie.bloom.index.update.partition.path",
+        True,
+        parse_bool,
+        "GLOBAL_BLOOM: as hoodie.simple.index.update.partition.path.",
+    )
+    BLOOM_PRUNE_BY_RANGES = ConfigProperty(
+        "hoodie.bloom.index.prune.by.ranges",
+        True,
+        parse_bool,
+        "BLOOM: skip base files whose min/max record key range excludes the key.",
+    )
+    SMALL_FILE_LIMIT = ConfigProperty(
+        "hoodie.parquet.small.file.limit",
+        104857600,
+        parse_int,
+        "Base files below this size (bytes) receive inserts before new file groups open "
+        "(<= 0 turns small-file handling off). Not used by the BUCKET index.",
+    )
+    MAX_FILE_SIZE = ConfigProperty(
+        "hoodie.parquet.max.file.size",
+        125829120,
+        parse_positive_int,
+        "Target size (bytes) of a base file: inserts fill file groups up to it.",
+    )
+    RECORD_SIZE_ESTIMATE = ConfigProperty(
+        "hoodie.copyonwrite.record.size.estimate",
+        1024,
+        parse_positive_int,
+        "Bytes per record assumed until a large enough commit gives a measured average.",
+    )
+    RECORD_SIZE_ESTIMATION_THRESHOLD = ConfigProperty(
+        "hoodie.record.size.estimation.threshold",
+        1.0,
+        parse_non_negative_float,
+        "A commit gives the average record size once it wrote more than this fraction of "
+        "hoodie.parquet.small.file.limit bytes.",
+    )
+    INSERT_SPLIT_SIZE = ConfigProperty(
+        "hoodie.copyonwrite.insert.split.size",
+        500000,
+        parse_positive_int,
+        "Records per new file group when hoodie.copyonwrite.insert.auto.split is false.",
+    )
+    INSERT_AUTO_SPLIT = ConfigProperty(
+        "hoodie.copyonwrite.insert.auto.split",
+        True,
+        parse_bool,
+        "Size new file groups from max.file.size / average record size.",
+    )
+    SMALL_FILE_GROUP_CANDIDATES = ConfigProperty(
+        "hoodie.merge.small.file.group.candidates.limit",
+        1,
+        parse_int,
+        "MERGE_ON_READ: small file groups (without log files) per partition that receive inserts.",
+    )
+    BUCKET_ENGINE = ConfigProperty(
+        "hoodie.index.bucket.engine",
+        "SIMPLE",
+        one_of("SIMPLE"),
+        "BUCKET index: SIMPLE (a fixed number of buckets per partition). Hudi's "
+        "CONSISTENT_HASHING engine (buckets that split and merge) is refused: its file groups "
+        "are laid out by a hashing metadata file hudi_ds does not keep.",
+    )
+    NUM_BUCKETS = ConfigProperty(
+        "hoodie.bucket.index.num.buckets",
+        4,
+        parse_int,
+        "Buckets (file groups) per partition; fixed for the life of the table.",
+    )
+    HASH_FIELD: ConfigProperty[list[str]] = ConfigProperty(
+        "hoodie.bucket.index.hash.field",
+        list[str](),
+        parse_list,
+        "Fields hashed to the bucket (a subset of the record key fields; default all).",
+    )
+    MERGE_MODE = ConfigProperty(
+        "hoodie.write.record.merge.mode",
+        None,
+        one_of("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING", "CUSTOM"),
+        "EVENT_TIME_ORDERING (default with an ordering field), COMMIT_TIME_ORDERING or CUSTOM.",
+        aliases=("hoodie.record.merge.mode",),
+    )
+    MERGE_STRATEGY_ID = ConfigProperty(
+        "hoodie.write.record.merge.strategy.id",
+        None,
+        parse_str,
+        "Merge strategy UUID (CUSTOM: picks the merger class with this strategy_id).",
+        aliases=("hoodie.record.merge.strategy.id",),
+    )
+    MERGE_CUSTOM_CLASSES = ReadConfig.MERGE_CUSTOM_CLASSES
+    PAYLOAD_CLASS = ConfigProperty(
+        "hoodie.datasource.write.payload.class",
+        None,
+        parse_str,
+        "Hudi payload class name (Java name; mapped onto a built-in merge behaviour).",
+        aliases=("hoodie.compaction.payload.class", "payload.class"),
+    )
+    PARTIAL_UPDATES = ConfigProperty(
+        "hoodie.write.partial.updates",
+        False,
+        parse_bool,
+        "hudi_ds: input rows may omit table columns, which keep their stored values (MOR "
+        "writes IS_PARTIAL log blocks: read by hudi_ds and Hudi >= 1.0, not by Hudi 0.x).",
+    )
+    LOG_BLOCK_FORMAT = ConfigProperty(
+        "hoodie.logfile.data.block.format",
+        "parquet",
+        one_of("parquet", "avro", upper=False),
+        "Format of log data blocks.",
+    )
+    LOG_BLOCK_MAX_SIZE = ConfigProperty(
+        "hoodie.logfile.data.block.max.size",
+        256 << 20,
+        parse_size,
+        "Largest log data block (bytes of buffered Arrow data).",
+    )
+    PARQUET_CODEC = ConfigProperty(
+        "hoodie.parquet.compression.codec",
+        "snappy",
+        one_of("snappy", "gzip", "zstd", "lz4", "none", "uncompressed", upper=False),
+        "Compression of base files and parquet log blocks.",
+    )
+    TASK_MAX_SIZE_MB = ConfigProperty(
+        "write.task.max.size",
+        256.0,
+        parse_positive_float,
+        "Memory budget of one writer task in MB (Flink's key): buffered rows beyond it flush.",
+    )
+    BATCH_SIZE_MB = ConfigProperty(
+        "write.batch.size",
+        64.0,
+        parse_positive_float,
+        "Buffer size in MB of one file group's handle before it flushes a block (Flink's key).",
+    )
+    WRITE_TASKS: ConfigProperty[int | None] = ConfigProperty(
+        "write.tasks",
+        None,
+        parse_positive_int,
+        "Threads that encode and write the file groups of one writer task (Flink's key, the "
+        "parallelism of its write tasks); default: the machine's cores. Parquet encoding and "
+        "Arrow kernels release the GIL, so the file groups' blocks are written in parallel.",
+    )
+    SPILLABLE_MAP_PATH = ConfigProperty(
+        "hoodie.memory.spillable.map.path",
+        "",
+        parse_str,
+        "Local folder where a COW merge spills rows that do not fit its memory budget "
+        "(default: the system temp folder, TMPDIR or /tmp as in Hudi).",
+    )
+    ALLOW_EMPTY_COMMIT = ConfigProperty(
+        "hoodie.allow.empty.commit",
+        True,
+        parse_bool,
+        "A write whose input has no rows still commits an (empty) instant, as Apache Hudi "
+        "does by default; false writes nothing at all for such an input (no commit, and no "
+        "table created).",
+    )
+    STREAMING_CHECKPOINT_ID = ConfigProperty(
+        "hoodie.datasource.write.streaming.checkpoint.identifier",
+        "default_single_writer",
+        parse_str,
+        "Writer identifier under which a streaming sink records its batch ids.",
+    )
+    SET_NULL_FOR_MISSING = ConfigProperty(
+        "hoodie.write.set.null.for.missing.columns",
+        False,
+        parse_bool,
+        "Fill table columns missing from the input with nulls instead of failing.",
+    )
+    BLOOM_FILTER_TYPE = ConfigProperty(
+        "hoodie.bloom.index.filter.type",
+        "DYNAMIC_V0",
+        one_of("DYNAMIC_V0", "SIMPLE"),
+        "Bloom filter written into each base file's footer: DYNAMIC_V0 (grows by rows of "
+        "num_entries keys up to the dynamic max entries) or SIMPLE (one fixed row).",
+    )
+    BLOOM_NUM_ENTRIES = ConfigProperty(
+        "hoodie.index.bloom.num_entries",
+        60000,
+        parse_positive_int,
+        "Keys one bloom filter row is sized for (with the fpp: its bits and hash count).",
+    )
+    BLOOM_FPP = ConfigProperty(
+        "hoodie.index.bloom.fpp",
+        0.000000001,
+        parse_probability,
+        "False positive probability a bloom filter row is sized for (0 < fpp < 1).",
+    )
+    BLOOM_DYNAMIC_MAX_ENTRIES = ConfigProperty(
+        "hoodie.bloom.index.filter.dynamic.max.entries",
+        100000,
+        parse_positive_int,
+        "DYNAMIC_V0: keys after which the bloom filter stops adding rows.",
+    )
+    TIMELINE_TIMEZONE = ConfigProperty(
+        "hoodie.table.timeline.timezone",
+        "UTC",
+        parse_utc_only,
+        "Time zone of instant times: hudi_ds writes them in UTC (and records UTC in a new "
+        "table's hoodie.properties); LOCAL, Apache Hudi's default, is refused rather than "
+        "ignored.",
+    )

@@ -1,0 +1,171 @@
+"""The append handle (MOR, Java ``HoodieAppendHandle``): the rows of one file group appended to a
+new log file of the task attempt.
+
+:class:`AppendHandle` buffers Arrow slices of prepared rows and delete keys, and on
+:meth:`~AppendHandle.flush` pre-combines them and appends a data block (Parquet or Avro) and a
+delete block to its own new log file ``.<fileId>_<baseInstant>.log.<version>_<token>``
+(table version 6: the slice's base instant and the next version; 8 and 9: the writing
+deltacommit's own instant, version 1 -- readers place it by its completion time).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from hudi_ds.faults import crash_point
+from hudi_ds.layout.naming import file_name_of, log_file_name
+from hudi_ds.log.writer import (
+    encode_avro_data_block,
+    encode_delete_block,
+    encode_parquet_data_block,
+)
+from hudi_ds.schema.meta import (
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    clear_meta_values,
+)
+from hudi_ds.storage_types import OutputStream
+from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
+from hudi_ds.write.handles import (
+    DELETE_ORDERING,
+    BufferedHandle,
+    HandleContext,
+    empty_deletes,
+    partial_avro_schema,
+    precombine,
+    set_file_name,
+)
+from hudi_ds.write.markers import create_marker
+from hudi_ds.write.write_status import WriteStatus
+
+
+class AppendHandle(BufferedHandle):
+    """Appends the rows of one MOR file group to a new log file of this task attempt.
+
+    ``base_instant`` names the log file and is its write stat's ``prevCommit``: the slice's
+    base instant on table version 6, the writing instant on 8 and 9 (as Java 1.x does).
+
+    In a table without meta fields its data blocks carry the meta columns with null values, as
+    Java's (``HoodieAppendHandle.populateMetadataFields``), unless :attr:`staging`.
+    """
+
+    #: the log file is a staged one, read back by the commit (:mod:`hudi_ds.write.cow`): its
+    #: rows keep their meta values, the keys the commit merges by
+    staging = False
+
+    def __init__(
+        self,
+        ctx: HandleContext,
+        partition_path: str,
+        file_id: str,
+        base_instant: str,
+        log_version: int,
+        base_file_name: str | None,
+        is_new: bool,
+    ) -> None:
+        self.ctx = ctx
+        self.partition_path = partition_path
+        self.file_id = file_id
+        self.base_instant = base_instant
+        self.is_new = is_new
+        self.base_file_name = base_file_name or ""
+        name = log_file_name(file_id, base_instant, log_version, ctx.token)
+        self.log_version = log_version
+        self.path = f"{partition_path}/{name}" if partition_path else name
+        self._data: list[pa.Table] = []
+        self._deletes: list[pa.Table] = []
+        self.buffered_bytes = 0
+        self._out: OutputStream | None = None
+        self._written = 0
+        self.num_writes = 0
+        self.num_deletes = 0
+        self.blocks = 0
+
+    def flush(self) -> None:
+        """Pre-combine the buffer and append it as log blocks."""
+        if not self._data and not self._deletes:
+            return
+        ctx = self.ctx
+        data = pa.concat_tables(self._data) if self._data else ctx.schema.empty_table()
+        dels = pa.concat_tables(self._deletes) if self._deletes else empty_deletes(ctx)
+        self._data, self._deletes, self.buffered_bytes = [], [], 0
+        data, dels = precombine(data, dels, ctx.merge_spec, ctx.partial_columns)
+        out = self._stream()
+        if data.num_rows:
+            if ctx.options.populate_meta_fields or self.staging:
+                data = set_file_name(data, self.file_id)
+            else:
+                data = clear_meta_values(data, file_name=False)
+            data = ctx.carried(data)
+            partial = ctx.partial_columns is not None
+            avro_schema = (
+                partial_avro_schema(ctx.avro_schema, tuple(data.column_names))
+                if partial
+                else ctx.avro_schema
+            )
+            if ctx.options.block_format == "avro":
+                block = encode_avro_data_block(data, ctx.instant, avro_schema, partial=partial)
+            else:
+                dict_cols = (
+                    [c for c in ctx.dictionary_columns if c in data.column_names]
+                    if ctx.dictionary_columns is not None
+                    else None
+                )
+                block = encode_parquet_data_block(
+                    data,
+                    ctx.instant,
+                    avro_schema,
+                    compression=ctx.options.codec,
+                    dictionary_columns=dict_cols,
+                    partial=partial,
+                )
+            out.write(block)
+            crash_point("handle_flush")
+            self._written += len(block)
+            self.blocks += 1
+            self.num_writes += data.num_rows
+        if dels.num_rows:
+            block = encode_delete_block(
+                dels.column(RECORD_KEY_METADATA_FIELD).combine_chunks(),
+                dels.column(PARTITION_PATH_METADATA_FIELD).combine_chunks(),
+                dels.column(DELETE_ORDERING).combine_chunks(),
+                ctx.instant,
+                ctx.avro_schema,
+            )
+            out.write(block)
+            crash_point("handle_flush")
+            self._written += len(block)
+            self.blocks += 1
+            self.num_deletes += dels.num_rows
+
+    def _stream(self) -> OutputStream:
+        if self._out is None:
+            create_marker(self.ctx.storage, self.ctx.instant, self.path, "APPEND")
+            self._out = self.ctx.storage.open_output_stream(self.path)
+        return self._out
+
+    def close(self) -> WriteStatus | None:
+        """Flush, close the log file and describe it (None if nothing was written)."""
+        self.flush()
+        if self._out is None:
+            return None
+        self._out.close()
+        stat = WriteStat(
+            file_id=self.file_id,
+            path=self.path,
+            prev_commit=NULL_COMMIT if self.is_new else self.base_instant,
+            num_writes=self.num_writes,
+            num_deletes=self.num_deletes,
+            num_update_writes=0 if self.is_new else self.num_writes,
+            num_inserts=self.num_writes if self.is_new else 0,
+            total_write_bytes=self._written,
+            partition_path=self.partition_path,
+            total_log_records=self.num_writes + self.num_deletes,
+            total_log_blocks=self.blocks,
+            file_size_in_bytes=self._written,
+            log_version=self.log_version,
+            log_offset=0,
+            base_file=self.base_file_name,
+            log_files=[file_name_of(self.path)],
+        )
+        return WriteStatus(stat, "append", self.ctx.token)
