@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -699,54 +700,28 @@ class Tagger:
         mkeys = string_array(mv.column(RECORD_KEY_METADATA_FIELD))
         opart, ofid, oinst = (a.take(sel) for a in old)
         stored = self._read_stored(opart, ofid, mkeys)
-        schema = self.plan.schema
         res = merge_versions(
             [
                 stored,
                 DataPart(self._ctx.carried(mv), partial=self.plan.partial_columns is not None),
             ],
             self._ctx.merge_spec,
-            schema,
+            self.plan.schema,
             has_base=True,
         )
         merged = res.rows
         skeys = string_array(stored.column(RECORD_KEY_METADATA_FIELD))
-        # where each moving key lives (first incoming version's old location)
-        okey_pos = np.asarray(pc.index_in(mkeys, value_set=mkeys), dtype=np.int64)
-        first = np.unique(okey_pos)
-        loc_keys = mkeys.take(pa.array(first))
-        loc_part = opart.take(pa.array(first))
-        loc_fid = ofid.take(pa.array(first))
-        loc_inst = oinst.take(pa.array(first))
+        held = _first_locations(mkeys, opart, ofid, oinst)
         mk = string_array(merged.column(RECORD_KEY_METADATA_FIELD))
-        mpos = np.asarray(pc.index_in(mk, value_set=loc_keys), dtype=np.int64)
+        mpos = np.asarray(pc.index_in(mk, value_set=held.keys), dtype=np.int64)
         mpart = string_array(merged.column(PARTITION_PATH_METADATA_FIELD))
-        in_place = np.asarray(pc.equal(mpart, loc_part.take(pa.array(mpos))), dtype=bool)
+        in_place = np.asarray(pc.equal(mpart, held.partitions.take(pa.array(mpos))), dtype=bool)
         had_stored = np.asarray(pc.is_in(mk, value_set=skeys), dtype=bool)
         # the old rows of moving data are replaced by the merged records
         data_t[rows] = -1
-        new_rows: list[pa.Table] = []
-        new_t: list[np.ndarray] = []
-        insert_mask: list[np.ndarray] = []
-        # 1. stored record won: update in place (written as the merged record)
-        keep = np.flatnonzero(in_place)
-        if len(keep):
-            t = merged.take(pa.array(keep))
-            new_rows.append(t)
-            ks = pa.array(mpos[keep])
-            tp, tf = loc_part.take(ks), loc_fid.take(ks)
-            in_place_t = self._tag_updates(tp, tf, loc_inst.take(ks))
-            new_t.append(in_place_t)
-            self._remember(string_array(t.column(RECORD_KEY_METADATA_FIELD)), tp, in_place_t)
-            insert_mask.append(np.zeros(len(keep), dtype=bool))
-        # 2. merged record in another partition: an insert there ...
-        moved = np.flatnonzero(~in_place)
-        if len(moved):
-            new_rows.append(merged.take(pa.array(moved)))
-            new_t.append(np.full(len(moved), -1, np.int64))
-            insert_mask.append(np.ones(len(moved), dtype=bool))
-        # ... and a delete at the old location (of stored records only), and 3. merges that
-        # delete the key: a delete at the old location
+        new_rows, new_t, insert_mask = self._place_merged(merged, in_place, mpos, held)
+        # a record moved to another partition is deleted at its old location (of stored
+        # records only), and 3. a merge that deletes the key deletes it at the old location
         gone = np.flatnonzero(~in_place & had_stored)
         dead_keys = []
         if len(gone):
@@ -756,13 +731,9 @@ class Tagger:
             all_keys = pa.concat_arrays([skeys, mkeys])
             dead_keys.append(all_keys.take(pa.array(deleted_versions, pa.int64())))
         if dead_keys:
-            dk = pc.unique(pa.concat_arrays(dead_keys))
-            dpos = np.asarray(pc.index_in(dk, value_set=loc_keys), dtype=np.int64)
-            dp, df = loc_part.take(pa.array(dpos)), loc_fid.take(pa.array(dpos))
-            dt = self._tag_updates(dp, df, loc_inst.take(pa.array(dpos)))
-            extra = delete_keys(dels.schema, dk, dp)
-            dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
-            del_t = np.concatenate([del_t, dt])
+            dels, del_t = self._delete_at_old(
+                dels, del_t, pc.unique(pa.concat_arrays(dead_keys)), held
+            )
         if new_rows:
             add = pa.concat_tables(new_rows).cast(data.schema)
             data = pa.concat_tables([data, add])
@@ -771,6 +742,48 @@ class Tagger:
         else:
             more = np.zeros(len(moving), dtype=bool)
         return data, data_t, dels, del_t, more
+
+    def _place_merged(
+        self, merged: pa.Table, in_place: np.ndarray, mpos: np.ndarray, held: _Held
+    ) -> tuple[list[pa.Table], list[np.ndarray], list[np.ndarray]]:
+        """The merged records of moving keys, their targets and insert masks: 1. where the
+        stored record won (``in_place``), an update of the file group holding the key
+        (``mpos``: the key's position in ``held``); 2. the others, inserts in their new
+        partition (untagged)."""
+        new_rows: list[pa.Table] = []
+        new_t: list[np.ndarray] = []
+        insert_mask: list[np.ndarray] = []
+        # 1. stored record won: update in place (written as the merged record)
+        keep = np.flatnonzero(in_place)
+        if len(keep):
+            t = merged.take(pa.array(keep))
+            new_rows.append(t)
+            ks = pa.array(mpos[keep])
+            tp, tf = held.partitions.take(ks), held.file_ids.take(ks)
+            in_place_t = self._tag_updates(tp, tf, held.instants.take(ks))
+            new_t.append(in_place_t)
+            self._remember(string_array(t.column(RECORD_KEY_METADATA_FIELD)), tp, in_place_t)
+            insert_mask.append(np.zeros(len(keep), dtype=bool))
+        # 2. merged record in another partition: an insert there (and a delete at the old
+        # location, _move_partitions)
+        moved = np.flatnonzero(~in_place)
+        if len(moved):
+            new_rows.append(merged.take(pa.array(moved)))
+            new_t.append(np.full(len(moved), -1, np.int64))
+            insert_mask.append(np.ones(len(moved), dtype=bool))
+        return new_rows, new_t, insert_mask
+
+    def _delete_at_old(
+        self, dels: pa.Table, del_t: np.ndarray, keys: pa.Array, held: _Held
+    ) -> tuple[pa.Table, np.ndarray]:
+        """``dels`` and ``del_t`` with deletes of the moving ``keys`` at the file groups holding
+        them (each an update of its group in the workload profile)."""
+        dpos = np.asarray(pc.index_in(keys, value_set=held.keys), dtype=np.int64)
+        dp, df = held.partitions.take(pa.array(dpos)), held.file_ids.take(pa.array(dpos))
+        dt = self._tag_updates(dp, df, held.instants.take(pa.array(dpos)))
+        extra = delete_keys(dels.schema, keys, dp)
+        dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
+        return dels, np.concatenate([del_t, dt])
 
     def _read_stored(self, parts: pa.Array, file_ids: pa.Array, keys: pa.Array) -> pa.Table:
         """The stored (merged) records of ``keys`` in the file groups holding them."""
@@ -811,6 +824,26 @@ def first_positions(indices: np.ndarray, n: int) -> np.ndarray:
     first = np.full(n, len(indices), np.int64)
     np.minimum.at(first, indices, np.arange(len(indices), dtype=np.int64))
     return first
+
+
+class _Held(NamedTuple):
+    """Where each moving key is held: one entry per distinct key (aligned arrays)."""
+
+    keys: pa.Array
+    partitions: pa.Array
+    file_ids: pa.Array
+    instants: pa.Array
+
+
+def _first_locations(
+    keys: pa.Array, partitions: pa.Array, file_ids: pa.Array, instants: pa.Array
+) -> _Held:
+    """Where each distinct key of ``keys`` lives: the old location of its first incoming
+    version (aligned ``partitions``, ``file_ids``, ``instants``)."""
+    first = pa.array(np.unique(np.asarray(pc.index_in(keys, value_set=keys), dtype=np.int64)))
+    return _Held(
+        keys.take(first), partitions.take(first), file_ids.take(first), instants.take(first)
+    )
 
 
 def _set_partitions(table: pa.Table, mask: np.ndarray, parts: pa.Array) -> pa.Table:
