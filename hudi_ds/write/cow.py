@@ -326,14 +326,7 @@ def _combine_across_partitions(
     of the winner's partition, and per partition the keys whose staged versions the merge
     skips.
     """
-    o = plan.options
-    slot_ids = {p: slot_of(plan.instant, p) for p, _ in packed}
-    by_slot: dict[int, list[WriteStatus]] = defaultdict(list)
-    for sts in staged.values():
-        for st in sts:
-            slot = slot_ids.get(st.partition_path, {}).get(st.file_id)
-            if slot is not None:
-                by_slot[slot].append(st)
+    by_slot = _staged_by_slot(plan, staged, packed)
     moved: dict[tuple[str, str], list[pa.Table]] = defaultdict(list)
     dropped: dict[str, list[pa.Array]] = defaultdict(list)
     for slot in sorted(by_slot):
@@ -341,51 +334,10 @@ def _combine_across_partitions(
         if len({st.partition_path for st in files}) < 2:
             continue
         blocks = [(st, b) for st in files for b in _staged_blocks(storage, plan, st, dschema)]
-        # the keys staged in more than one partition
-        kp = [
-            (string_array(t.column(RECORD_KEY_METADATA_FIELD)), st.partition_path)
-            for st, pair in blocks
-            for t in pair
-            if t is not None and t.num_rows
-        ]
-        if not kp:
+        clash_keys = _keys_in_several_partitions(blocks)
+        if clash_keys is None:
             continue
-        pairs = pa.table(
-            {
-                "k": pa.concat_arrays([k for k, _ in kp]),
-                "p": pa.concat_arrays([pa.repeat(pa.scalar(p), len(k)) for k, p in kp]),
-            }
-        )
-        distinct = pairs.group_by(["k", "p"]).aggregate([])
-        per_key = distinct.group_by("k").aggregate([("p", "count")])
-        clash = per_key.filter(pc.greater(per_key.column("p_count"), 1)).column("k")
-        if len(clash) == 0:
-            continue
-        clash_keys = clash.combine_chunks()
-        rows = [
-            r.filter(pc.is_in(r.column(RECORD_KEY_METADATA_FIELD), value_set=clash_keys))
-            for _, (r, _) in blocks
-            if r is not None
-        ]
-        dels = [
-            d.filter(pc.is_in(d.column(RECORD_KEY_METADATA_FIELD), value_set=clash_keys))
-            for _, (_, d) in blocks
-            if d is not None
-        ]
-        win, gone = precombine(
-            pa.concat_tables(rows) if rows else plan.schema.empty_table(),
-            pa.concat_tables(dels) if dels else dschema.empty_table(),
-            o.merge,
-            plan.partial_columns,
-        )
-        # a delete winning over a new key's versions: the key is not written at all
-        if gone.num_rows:
-            win = win.filter(
-                pc.invert(pc.is_in(win.column(RECORD_KEY_METADATA_FIELD), value_set=gone.column(0)))
-            )
-        # a merger that does not combine in groups keeps every version: they all go to the
-        # partition of the key's first version (as later versions in one task do)
-        win = _first_partition(win)
+        win = _combine_versions(plan, [b for _, b in blocks], clash_keys, dschema)
         for st in files:
             dropped[st.partition_path].append(clash_keys)
         wparts = string_array(win.column(PARTITION_PATH_METADATA_FIELD))
@@ -393,6 +345,84 @@ def _combine_across_partitions(
             moved[(wp, packed[(wp, slot)])].append(win.filter(pc.equal(wparts, wp)))
     out = {k: (pa.concat_tables(v), dschema.empty_table()) for k, v in moved.items()}
     return out, {p: pc.unique(pa.concat_arrays(v)) for p, v in dropped.items()}
+
+
+def _staged_by_slot(
+    plan: WritePlan,
+    staged: dict[tuple[str, str], list[WriteStatus]],
+    packed: dict[tuple[str, int], str],
+) -> dict[int, list[WriteStatus]]:
+    """The staged files of insert slots, by slot number (across partitions)."""
+    slot_ids = {p: slot_of(plan.instant, p) for p, _ in packed}
+    by_slot: dict[int, list[WriteStatus]] = defaultdict(list)
+    for sts in staged.values():
+        for st in sts:
+            slot = slot_ids.get(st.partition_path, {}).get(st.file_id)
+            if slot is not None:
+                by_slot[slot].append(st)
+    return by_slot
+
+
+def _keys_in_several_partitions(
+    blocks: list[tuple[WriteStatus, tuple[pa.Table | None, pa.Table | None]]],
+) -> pa.Array | None:
+    """The keys whose rows or deletes the staged ``blocks`` hold in more than one partition
+    (None: none), found by Arrow group-bys over (key, partition)."""
+    kp = [
+        (string_array(t.column(RECORD_KEY_METADATA_FIELD)), st.partition_path)
+        for st, pair in blocks
+        for t in pair
+        if t is not None and t.num_rows
+    ]
+    if not kp:
+        return None
+    pairs = pa.table(
+        {
+            "k": pa.concat_arrays([k for k, _ in kp]),
+            "p": pa.concat_arrays([pa.repeat(pa.scalar(p), len(k)) for k, p in kp]),
+        }
+    )
+    distinct = pairs.group_by(["k", "p"]).aggregate([])
+    per_key = distinct.group_by("k").aggregate([("p", "count")])
+    clash = per_key.filter(pc.greater(per_key.column("p_count"), 1)).column("k")
+    if len(clash) == 0:
+        return None
+    return clash.combine_chunks()
+
+
+def _combine_versions(
+    plan: WritePlan,
+    blocks: list[tuple[pa.Table | None, pa.Table | None]],
+    keys: pa.Array,
+    dschema: pa.Schema,
+) -> pa.Table:
+    """The versions of ``keys`` in the staged ``blocks`` combined by key alone under the
+    table's merge mode: the winning records, each in the partition of its key's first
+    version (a key whose delete wins is not written at all)."""
+    rows = [
+        r.filter(pc.is_in(r.column(RECORD_KEY_METADATA_FIELD), value_set=keys))
+        for r, _ in blocks
+        if r is not None
+    ]
+    dels = [
+        d.filter(pc.is_in(d.column(RECORD_KEY_METADATA_FIELD), value_set=keys))
+        for _, d in blocks
+        if d is not None
+    ]
+    win, gone = precombine(
+        pa.concat_tables(rows) if rows else plan.schema.empty_table(),
+        pa.concat_tables(dels) if dels else dschema.empty_table(),
+        plan.options.merge,
+        plan.partial_columns,
+    )
+    # a delete winning over a new key's versions: the key is not written at all
+    if gone.num_rows:
+        win = win.filter(
+            pc.invert(pc.is_in(win.column(RECORD_KEY_METADATA_FIELD), value_set=gone.column(0)))
+        )
+    # a merger that does not combine in groups keeps every version: they all go to the
+    # partition of the key's first version (as later versions in one task do)
+    return _first_partition(win)
 
 
 def _first_partition(rows: pa.Table) -> pa.Table:
