@@ -27,6 +27,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -190,41 +191,89 @@ def merge_staged(
     if not staged:
         return out
     packed = _pack_slots(plan, staged)
-    view = FileSystemView(storage, plan.table_config)
     latest: dict[tuple[str, str], FileSlice] = {}
-    for p in {k[0] for k in staged}:
-        if not plan.operation.merges_existing:
-            continue  # the rows go into new file groups
-        for fs in view.latest_file_slices(p, plan.visibility):
-            latest[(p, fs.file_id)] = fs
-    ctx = plan.handle_context(storage, "0-0-0")
+    if plan.operation.merges_existing:  # else the rows go into new file groups
+        view = FileSystemView(storage, plan.table_config)
+        for p in {k[0] for k in staged}:
+            for fs in view.latest_file_slices(p, plan.visibility):
+                latest[(p, fs.file_id)] = fs
+    dschema = _staged_delete_schema(plan)
+    moved: dict[tuple[str, str], tuple[pa.Table, pa.Table]] = {}
+    dropped: dict[str, pa.Array] = {}
+    if plan.options.index.is_global and packed:
+        moved, dropped = _combine_across_partitions(storage, plan, staged, packed, dschema)
+    merger = _StagedMerger(
+        storage,
+        plan,
+        plan.handle_context(storage, "0-0-0"),
+        dschema,
+        latest,
+        moved,
+        dropped,
+        {(p, fid) for (p, _), fid in packed.items()},
+        _workers(len(staged)),
+    )
+    # file groups merge on all cores, each within its share of the budget (as in a task)
+    results = _in_parallel(
+        [functools.partial(merger.merge, p, f, g) for (p, f), g in sorted(staged.items())]
+    )
+    out.extend(r for r in results if r is not None)
+    return out
+
+
+def _staged_delete_schema(plan: WritePlan) -> pa.Schema:
+    """The schema of the staged delete keys: their ordering value typed as the table's
+    ordering field (null without one)."""
     ordering = plan.options.merge.ordering_field
     otype = (
         plan.schema.field(ordering).type
         if ordering and plan.schema.get_field_index(ordering) >= 0
         else pa.null()
     )
-    dschema = delete_schema(otype)
-    moved: dict[tuple[str, str], tuple[pa.Table, pa.Table]] = {}
-    dropped: dict[str, pa.Array] = {}
-    new_groups = {(p, fid) for (p, _), fid in packed.items()}
-    if plan.options.index.is_global and packed:
-        moved, dropped = _combine_across_partitions(storage, plan, staged, packed, dschema)
+    return delete_schema(otype)
 
-    def merge_group(part: str, fid: str, group: list[WriteStatus]) -> WriteStatus | None:
-        existing = latest.get((part, fid))
+
+@dataclass(frozen=True)
+class _StagedMerger:
+    """Merges the staged files of one file group into its new base file (:func:`merge_staged`),
+    with what the file groups of the commit share.
+
+    Attributes:
+        latest: the latest slices of the touched partitions (empty when the write does not
+            merge into existing file groups).
+        moved, dropped: a global index's keys combined across partitions
+            (:func:`_combine_across_partitions`): the records each packed file group takes,
+            and per partition the keys whose staged versions its new file groups skip.
+        new_groups: the packed new file groups.
+        workers: file groups merging at once (they share the task's memory budget).
+    """
+
+    storage: Storage
+    plan: WritePlan
+    ctx: HandleContext
+    dschema: pa.Schema
+    latest: dict[tuple[str, str], FileSlice]
+    moved: dict[tuple[str, str], tuple[pa.Table, pa.Table]]
+    dropped: dict[str, pa.Array]
+    new_groups: set[tuple[str, str]]
+    workers: int
+
+    def merge(self, part: str, fid: str, group: list[WriteStatus]) -> WriteStatus | None:
+        """The merged base file of file group ``fid`` of ``part`` from its staged files
+        ``group`` (None: no file group)."""
+        existing = self.latest.get((part, fid))
         if (
             existing is None
-            and (part, fid) not in moved
+            and (part, fid) not in self.moved
             and not any(st.stat.num_writes for st in group)
         ):
             return None  # a new file group staged only deletes (of keys no task inserted)
-        handle = MergeHandle(ctx, part, fid, existing.base_file if existing else None)
-        handle.read_threads = _workers(len(staged)) <= 1  # else file groups merge one per core
-        handle.merges_in_flight = _workers(len(staged))  # and share the task budget
-        drop = dropped.get(part) if (part, fid) in new_groups else None
+        handle = MergeHandle(self.ctx, part, fid, existing.base_file if existing else None)
+        handle.read_threads = self.workers <= 1  # else file groups merge one per core
+        handle.merges_in_flight = self.workers  # and share the task budget
+        drop = self.dropped.get(part) if (part, fid) in self.new_groups else None
         for st in sorted(group, key=lambda s: s.task):
-            for rows, dels in _staged_blocks(storage, plan, st, dschema):
+            for rows, dels in _staged_blocks(self.storage, self.plan, st, self.dschema):
                 if drop is not None:
                     rows, dels = _without(rows, drop), _without(dels, drop)
                 if rows is not None and rows.num_rows:
@@ -234,7 +283,7 @@ def merge_staged(
                 budget = handle.merge_budget
                 if budget is not None and handle.buffered_bytes >= budget:
                     handle.flush()  # spill: the merge below runs within the budget
-        extra = moved.get((part, fid))
+        extra = self.moved.get((part, fid))
         if extra is not None:
             if extra[0].num_rows:
                 handle.write(extra[0], None)
@@ -246,13 +295,6 @@ def merge_staged(
             # task inserted): no file group; the commit removes the marked empty file
             return None
         return merged
-
-    # file groups merge on all cores, each within its share of the budget (as in a task)
-    results = _in_parallel(
-        [functools.partial(merge_group, p, f, g) for (p, f), g in sorted(staged.items())]
-    )
-    out.extend(r for r in results if r is not None)
-    return out
 
 
 def _staged_blocks(
