@@ -311,37 +311,11 @@ def bloom_lookup(
     ]
     cached_ranges = [None if k is None else FOOTER_RANGES.get(k) for k in cache_keys]
 
-    def probe(
-        i: int,
-    ) -> tuple[list[pa.Array], FooterRange | None, tuple[int, int, int, int]]:
-        """Job ``i``'s slice: its keys among the group's, the footer range read (None: not
-        opened), and (opened, keys read, without footer, skipped by the cache) counts."""
+    def probe(i: int) -> tuple[list[pa.Array], FooterRange | None, _ProbeCounts]:
         slot, group = jobs[i]
-        s = slices[slot]
-        found: list[pa.Array] = []
-        fr: FooterRange | None = None
-        opened = keys_read = no_footer = skipped = 0
-        base = s.base_file
-        if base is not None:
-            cached = cached_ranges[i]
-            maybe = None if cached is None else cached.keys_to_check(group, spec.prune_by_ranges)
-            if maybe is not None and len(maybe) == 0:
-                skipped += 1
-            else:
-                opened += 1
-                fr, read = _probe_base_file(storage, base, group, spec)
-                no_footer += not fr.has_key_footers and fr.num_rows > 0
-                if read is not None:
-                    keys_read += 1
-                    found.append(read)
-        if spec.read_logs and s.log_files:
-            lk, n_logs = log_keys(storage, s, spec)
-            opened += n_logs
-            keys_read += n_logs
-            found.append(lk)
-        return found, fr, (opened, keys_read, no_footer, skipped)
+        return _probe_slice(storage, slices[slot], group, cached_ranges[i], spec)
 
-    opened = keys_read = no_footer = skipped = 0
+    total = _ProbeCounts()
     for (slot, _), cache_key, (found, fr, counts) in zip(
         jobs, cache_keys, ordered_map(probe, range(len(jobs)), READ_THREADS), strict=True
     ):
@@ -349,21 +323,80 @@ def bloom_lookup(
             FOOTER_RANGES.put(cache_key, fr)
         for f in found:
             cands.add(slot, f)
-        opened += counts[0]
-        keys_read += counts[1]
-        no_footer += counts[2]
-        skipped += counts[3]
-    if no_footer:
-        log.info(
-            "BLOOM lookup: %d base file(s) without bloom filter or key range: keys read in full",
-            no_footer,
+        total.add(counts)
+    total.log()
+    return cands.locate(total.opened, total.keys_read)
+
+
+@dataclass
+class _ProbeCounts:
+    """What the probes of a BLOOM lookup did: files opened, key reads (base files whose key
+    column was read, and log files), base files without key footers, and base files skipped
+    by their cached key range -- for the lookup's counts and log lines."""
+
+    opened: int = 0
+    keys_read: int = 0
+    no_footer: int = 0
+    skipped: int = 0
+
+    def add(self, other: _ProbeCounts) -> None:
+        """Count ``other``'s probes in these."""
+        self.opened += other.opened
+        self.keys_read += other.keys_read
+        self.no_footer += other.no_footer
+        self.skipped += other.skipped
+
+    def log(self) -> None:
+        """Log what a lookup's probes did (base files without footers at info level: their
+        keys are read in full, which a user may want to know)."""
+        if self.no_footer:
+            log.info(
+                "BLOOM lookup: %d base file(s) without bloom filter or key range: keys read in "
+                "full",
+                self.no_footer,
+            )
+        log.debug(
+            "BLOOM lookup: %d base file(s) skipped by cached key ranges, %d file(s) opened",
+            self.skipped,
+            self.opened,
         )
-    log.debug(
-        "BLOOM lookup: %d base file(s) skipped by cached key ranges, %d file(s) opened",
-        skipped,
-        opened,
-    )
-    return cands.locate(opened, keys_read)
+
+
+def _probe_slice(
+    storage: Storage,
+    s: FileSlice,
+    group: _KeyGroup,
+    cached: FooterRange | None,
+    spec: LookupSpec,
+) -> tuple[list[pa.Array], FooterRange | None, _ProbeCounts]:
+    """Probe slice ``s`` for the keys of ``group``: its base file unless its ``cached`` key
+    range rules every key out, then its logs when they are indexed.
+
+    Returns:
+        The slice's keys among the group's, the footer range read (None: the base file was
+        not opened), and what the probe did.
+    """
+    found: list[pa.Array] = []
+    fr: FooterRange | None = None
+    counts = _ProbeCounts()
+    base = s.base_file
+    if base is not None:
+        maybe = None if cached is None else cached.keys_to_check(group, spec.prune_by_ranges)
+        if maybe is not None and len(maybe) == 0:
+            counts.skipped += 1
+        else:
+            counts.opened += 1
+            fr, read = _probe_base_file(storage, base, group, spec)
+            counts.no_footer += not fr.has_key_footers and fr.num_rows > 0
+            if read is not None:
+                counts.keys_read += 1
+                found.append(read)
+    if spec.read_logs and s.log_files:
+        lk, n_logs = log_keys(storage, s, spec)
+        counts.opened += n_logs
+        counts.keys_read += n_logs
+        found.append(lk)
+    return found, fr, counts
 
 
 def _probe_base_file(

@@ -193,6 +193,45 @@ class _Group:
     instant: str
 
 
+class _Learnt:
+    """What one commit teaches a :class:`StateIndex`: entries to drop and entries to add,
+    applied together once every write stat is seen (one removal and one re-sort per commit).
+
+    What the commit's lookups found (by group) and missed (by partition) is worked out at the
+    first stat that needs it, and once.
+    """
+
+    def __init__(
+        self,
+        found_by_group: Callable[[], dict[int, np.ndarray]],
+        missed_by_partition: Callable[[], dict[str, pa.Array]],
+    ) -> None:
+        self.drop: list[np.ndarray] = []  # positions in the key arrays of deleted entries
+        self.new_keys: list[pa.Array] = []
+        self.new_gids: list[np.ndarray] = []
+        self._found_by_group = found_by_group
+        self._missed_by_partition = missed_by_partition
+        self._found: dict[int, np.ndarray] | None = None
+        self._missed: dict[str, pa.Array] | None = None
+
+    def add(self, keys: pa.Array, gids: np.ndarray) -> None:
+        """Entries to add: ``keys`` (as held) of the groups ``gids``."""
+        self.new_keys.append(keys)
+        self.new_gids.append(gids)
+
+    def found(self) -> dict[int, np.ndarray]:
+        """The held keys the commit's lookups found, by group."""
+        if self._found is None:
+            self._found = self._found_by_group()
+        return self._found
+
+    def missed(self) -> dict[str, pa.Array]:
+        """The keys the commit's lookups did not find, by partition (non-global)."""
+        if self._missed is None:
+            self._missed = self._missed_by_partition()
+        return self._missed
+
+
 class StateIndex:
     """In-memory record key -> file group state of a long-lived writer (module docstring).
 
@@ -609,80 +648,92 @@ class StateIndex:
         if self._mode is None:
             return
         global_, spec = self._mode
-        new_keys: list[pa.Array] = []
-        new_gids: list[np.ndarray] = []
-        drop: list[np.ndarray] = []  # positions in the key array of deleted entries
-        found: dict[int, np.ndarray] | None = None  # made when a stat needs it
-        missed: dict[str, pa.Array] | None = None  # likewise
+        learnt = _Learnt(self._found_by_group, self._missed_by_partition)
         changes = changes or {}
         for st in stats:
             path = st.path or ""
             g = self._groups.get((st.partition_path or "", st.file_id or ""))
             change = None if global_ else changes.get(path)
             if change is not None and (g is None or st.prev_commit == g.instant):
-                learnt = self._learn_changes(g, st, change)
-                if learnt is not None:
-                    if learnt[0] is not None:
-                        drop.append(learnt[0])
-                    if learnt[1] is not None:
-                        new_keys.append(learnt[1][0])
-                        new_gids.append(learnt[1][1])
+                by_changes = self._learn_changes(g, st, change)
+                if by_changes is not None:
+                    gone, added = by_changes
+                    if gone is not None:
+                        learnt.drop.append(gone)
+                    if added is not None:
+                        learnt.add(*added)
                     continue
             if g is None and not global_ and not st.num_deletes:
                 # a file group this write created: its base file holds its inserts only
-                if missed is None:
-                    missed = self._missed_by_partition()
-                added = self._learn_new_group(st, missed.get(st.partition_path or ""))
-                if added is not None:
-                    new_keys.append(added[0])
-                    new_gids.append(added[1])
+                created = self._learn_new_group(st, learnt.missed().get(st.partition_path or ""))
+                if created is not None:
+                    learnt.add(*created)
                 continue
             if g is None or st.prev_commit != g.instant:
                 continue  # a new group, or another slice: left to the next lookup
             size = int(st.file_size_in_bytes)
-            base, logs = g.files
             lf = _log_file(path, size)
             if lf is None:  # a new base file version of g
-                if base is None or logs:
-                    continue
-                if st.num_inserts:
-                    if global_ or st.num_deletes:
-                        continue
-                    if missed is None:
-                        missed = self._missed_by_partition()
-                    added = missed.get(g.partition)
-                    if added is None or len(added) != st.num_inserts:
-                        continue
-                    new_keys.append(added)
-                    new_gids.append(np.full(len(added), g.gid, dtype=np.int32))
-                elif st.num_deletes:
-                    if found is None:
-                        found = self._found_by_group()
-                    gone = self._entries_of(g.gid, found.get(g.gid))
-                    if gone is None or len(gone) != st.num_deletes:
-                        continue
-                    drop.append(gone)
-                g.files = ((path, size), ())
-                continue
-            if not spec.read_logs:
-                continue  # logs are not indexed: the record holds none
-            # a global index moves keys between partitions: found keys may land elsewhere
-            if self._new_keys_seen or global_:
-                one = FileSlice(g.partition, g.file_id, g.instant, None, [lf])
-                ks, n = log_keys(storage, one, spec)
-                self.files_read += n
-                if len(ks):
-                    _refuse_nul(ks, f" in {path}")
-                    new_keys.append(ks if global_ else _with_partition(ks, g.partition))
-                    new_gids.append(np.full(len(ks), g.gid, dtype=np.int32))
-            g.files = (base, tuple(sorted({*logs, (path, size)})))
-        if drop:
-            self._remove(np.unique(np.concatenate(drop)))
-        if new_keys:
-            self._replace(np.empty(0, dtype=np.int32), new_keys, new_gids)
+                self._learn_base_version(g, st, (path, size), global_, learnt)
+            elif spec.read_logs:  # else logs are not indexed: the record holds none
+                self._learn_log(storage, g, (path, size), lf, spec, global_, learnt)
+        if learnt.drop:
+            self._remove(np.unique(np.concatenate(learnt.drop)))
+        if learnt.new_keys:
+            self._replace(np.empty(0, dtype=np.int32), learnt.new_keys, learnt.new_gids)
         self._new_keys_seen = False
         self._found = []
         self._missed = []
+
+    def _learn_base_version(
+        self, g: _Group, st: WriteStat, file: tuple[str, int], global_: bool, learnt: _Learnt
+    ) -> None:
+        """Learn a new version ``file`` (path, size) of ``g``'s base file from its write stat
+        ``st`` where the counts prove its key set (:meth:`committed`); otherwise ``g`` keeps
+        its record, which no longer matches its files, and is read at the next lookup."""
+        base, logs = g.files
+        if base is None or logs:
+            return
+        if st.num_inserts:
+            if global_ or st.num_deletes:
+                return
+            added = learnt.missed().get(g.partition)
+            if added is None or len(added) != st.num_inserts:
+                return
+            learnt.add(added, np.full(len(added), g.gid, dtype=np.int32))
+        elif st.num_deletes:
+            gone = self._entries_of(g.gid, learnt.found().get(g.gid))
+            if gone is None or len(gone) != st.num_deletes:
+                return
+            learnt.drop.append(gone)
+        g.files = (file, ())
+
+    def _learn_log(
+        self,
+        storage: Storage,
+        g: _Group,
+        file: tuple[str, int],
+        lf: LogFile,
+        spec: LookupSpec,
+        global_: bool,
+        learnt: _Learnt,
+    ) -> None:
+        """Learn the new log file ``lf`` (``file``: path, size) of ``g`` (logs indexed): read
+        only when the write's lookups missed keys -- it may hold inserts -- or the index is
+        global (found keys may have moved here from another partition)."""
+        path = file[0]
+        base, logs = g.files
+        if self._new_keys_seen or global_:
+            one = FileSlice(g.partition, g.file_id, g.instant, None, [lf])
+            ks, n = log_keys(storage, one, spec)
+            self.files_read += n
+            if len(ks):
+                _refuse_nul(ks, f" in {path}")
+                learnt.add(
+                    ks if global_ else _with_partition(ks, g.partition),
+                    np.full(len(ks), g.gid, dtype=np.int32),
+                )
+        g.files = (base, tuple(sorted({*logs, file})))
 
     def compacted(
         self, stats: Sequence[WriteStat], changes: Mapping[str, tuple[pa.Array, pa.Array]]

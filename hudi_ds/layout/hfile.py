@@ -389,6 +389,126 @@ def _file_info_payload(entries: Mapping[str, bytes]) -> bytes:
     return _PBUF + _uvarint(len(pairs)) + pairs
 
 
+def _checked_file_info(
+    keys: Sequence[bytes],
+    values: Sequence[bytes],
+    file_info: Mapping[str, bytes] | None,
+    block_size: int,
+    codec: Codec,
+) -> dict[str, bytes]:
+    """The caller's file info entries, once the arguments of :func:`write_hfile` are checked
+    (before any byte is written, so that a bad call fails whole).
+
+    Raises:
+        ValueError: as :func:`write_hfile`.
+    """
+    _check_cells(keys, values)
+    if block_size <= 0:
+        raise ValueError(f"HFile block size must be positive, got {block_size}")
+    if codec not in (Codec.GZ, Codec.NONE):
+        raise ValueError(f"HFile codec {codec!r} is not written; use GZ or NONE")
+    extra = dict(file_info or {})
+    reserved = sorted(set(extra) & set(STANDARD_FILE_INFO))
+    if reserved:
+        raise ValueError(f"file info keys {reserved} are written by write_hfile itself")
+    return extra
+
+
+@dataclass(frozen=True)
+class _DataBlocks:
+    """The data blocks of an HFile (written from offset 0) and what the trailer says of them.
+
+    Attributes:
+        blocks: the serialised blocks, in file order.
+        index: the root data index entries, one per block.
+        first_offset, last_offset: offsets of the first and last block (-1: no block).
+        uncompressed_size: the blocks' payload bytes before compression.
+    """
+
+    blocks: list[bytes]
+    index: list[bytes]
+    first_offset: int
+    last_offset: int
+    uncompressed_size: int
+
+
+def _data_blocks(
+    keys: Sequence[bytes], values: Sequence[bytes], block_size: int, codec: Codec
+) -> _DataBlocks:
+    """The cells cut into data blocks of about ``block_size`` bytes (:func:`_split_blocks`),
+    each indexed by its first key."""
+    blocks: list[bytes] = []
+    offset = 0
+    index: list[bytes] = []
+    first_block = last_block = -1
+    uncompressed_data = 0
+    starts = _split_blocks(keys, values, block_size) if keys else []
+    for b, start in enumerate(starts):
+        end = starts[b + 1] if b + 1 < len(starts) else len(keys)
+        raw = _data_payload(keys[start:end], values[start:end])
+        # HBase semantics: the offset of the previous data block (-1 for the first)
+        block = _block(_DATA, raw, codec, last_block)
+        if first_block < 0:
+            first_block = offset
+        last_block = offset
+        index.append(_index_entry(offset, len(block), _short_key(bytes(keys[start]))))
+        uncompressed_data += len(raw)
+        blocks.append(block)
+        offset += len(block)
+    return _DataBlocks(blocks, index, first_block, last_block, uncompressed_data)
+
+
+def _standard_file_info(
+    keys: Sequence[bytes],
+    values: Sequence[bytes],
+    extra: Mapping[str, bytes],
+    create_time_ms: int | None,
+) -> dict[str, bytes]:
+    """The file info entries: the caller's ``extra`` among the standard ones, inserted in the
+    order Java's writer puts them (the order decides nothing on disk -- the entries are
+    written in ``HashMap`` order -- but is kept as Java's)."""
+    n = len(keys)
+    info: dict[str, bytes] = {MAX_MEMSTORE_TS_KEY: struct.pack(">q", 0)}
+    info.update({k: bytes(v) for k, v in extra.items()})
+    info[LAST_KEY] = _short_key(bytes(keys[-1])) if n else b""
+    info[AVG_KEY_LEN] = struct.pack(">i", sum(len(k) for k in keys) // n if n else 0)
+    millis = int(time.time() * 1000) if create_time_ms is None else create_time_ms
+    info[CREATE_TIME_TS] = struct.pack(">q", millis)
+    info[AVG_VALUE_LEN] = struct.pack(">i", sum(len(v) for v in values) // n if n else 0)
+    info[KEY_VALUE_VERSION] = struct.pack(">i", 1)
+    return info
+
+
+def _trailer_block(
+    data: _DataBlocks,
+    *,
+    file_info_offset: int,
+    load_on_open: int,
+    meta_count: int,
+    entries: int,
+    codec: Codec,
+) -> bytes:
+    """The fixed-size trailer (version 3.0, one data index level): where the load-on-open
+    section and file info start, and what the data blocks hold."""
+    proto = b"".join(
+        [
+            _proto_varint_field(_T_FILE_INFO_OFFSET, file_info_offset),
+            _proto_varint_field(_T_LOAD_ON_OPEN_OFFSET, load_on_open),
+            _proto_varint_field(_T_UNCOMPRESSED_DATA_INDEX_SIZE, data.uncompressed_size),
+            _proto_varint_field(_T_DATA_INDEX_COUNT, len(data.index)),
+            _proto_varint_field(_T_META_INDEX_COUNT, meta_count),
+            _proto_varint_field(_T_ENTRY_COUNT, entries),
+            _proto_varint_field(_T_NUM_DATA_INDEX_LEVELS, 1),
+            _proto_varint_field(_T_FIRST_DATA_BLOCK_OFFSET, data.first_offset),
+            _proto_varint_field(_T_LAST_DATA_BLOCK_OFFSET, max(data.last_offset, 0)),
+            _proto_bytes_field(_T_COMPARATOR, COMPARATOR.encode("ascii")),
+            _proto_varint_field(_T_CODEC, int(codec)),
+        ]
+    )
+    head = TRAILER_MAGIC + _uvarint(len(proto)) + proto
+    return head + bytes(TRAILER_SIZE - 4 - len(head)) + struct.pack(">i", _MAX_VERSION)
+
+
 def write_hfile(
     keys: Sequence[bytes],
     values: Sequence[bytes],
@@ -436,34 +556,10 @@ def write_hfile(
         ValueError: keys not strictly ascending, not bytes or too long; lengths differ; a
             standard file info key in ``file_info``; a bad block size or codec.
     """
-    _check_cells(keys, values)
-    if block_size <= 0:
-        raise ValueError(f"HFile block size must be positive, got {block_size}")
-    if codec not in (Codec.GZ, Codec.NONE):
-        raise ValueError(f"HFile codec {codec!r} is not written; use GZ or NONE")
-    extra = dict(file_info or {})
-    reserved = sorted(set(extra) & set(STANDARD_FILE_INFO))
-    if reserved:
-        raise ValueError(f"file info keys {reserved} are written by write_hfile itself")
-
-    out: list[bytes] = []
-    offset = 0
-    index: list[bytes] = []
-    first_block = last_block = -1
-    uncompressed_data = 0
-    starts = _split_blocks(keys, values, block_size) if keys else []
-    for b, start in enumerate(starts):
-        end = starts[b + 1] if b + 1 < len(starts) else len(keys)
-        raw = _data_payload(keys[start:end], values[start:end])
-        # HBase semantics: the offset of the previous data block (-1 for the first)
-        block = _block(_DATA, raw, codec, last_block)
-        if first_block < 0:
-            first_block = offset
-        last_block = offset
-        index.append(_index_entry(offset, len(block), _short_key(bytes(keys[start]))))
-        uncompressed_data += len(raw)
-        out.append(block)
-        offset += len(block)
+    extra = _checked_file_info(keys, values, file_info, block_size, codec)
+    data = _data_blocks(keys, values, block_size, codec)
+    out = list(data.blocks)
+    offset = sum(len(b) for b in out)
 
     meta = dict(meta_blocks or {})
     meta_index: list[bytes] = []
@@ -474,43 +570,23 @@ def write_hfile(
         offset += len(block)
 
     load_on_open = offset
-    for entries in (index, meta_index):
+    for entries in (data.index, meta_index):
         block = _block(_ROOT_INDEX, b"".join(entries), codec)
         out.append(block)
         offset += len(block)
 
-    n = len(keys)
-    info: dict[str, bytes] = {MAX_MEMSTORE_TS_KEY: struct.pack(">q", 0)}
-    info.update({k: bytes(v) for k, v in extra.items()})
-    info[LAST_KEY] = _short_key(bytes(keys[-1])) if n else b""
-    info[AVG_KEY_LEN] = struct.pack(">i", sum(len(k) for k in keys) // n if n else 0)
-    millis = int(time.time() * 1000) if create_time_ms is None else create_time_ms
-    info[CREATE_TIME_TS] = struct.pack(">q", millis)
-    info[AVG_VALUE_LEN] = struct.pack(">i", sum(len(v) for v in values) // n if n else 0)
-    info[KEY_VALUE_VERSION] = struct.pack(">i", 1)
-    file_info_offset = offset
-    block = _block(_FILE_INFO, _file_info_payload(info), codec)
-    out.append(block)
-    offset += len(block)
-
-    proto = b"".join(
-        [
-            _proto_varint_field(_T_FILE_INFO_OFFSET, file_info_offset),
-            _proto_varint_field(_T_LOAD_ON_OPEN_OFFSET, load_on_open),
-            _proto_varint_field(_T_UNCOMPRESSED_DATA_INDEX_SIZE, uncompressed_data),
-            _proto_varint_field(_T_DATA_INDEX_COUNT, len(index)),
-            _proto_varint_field(_T_META_INDEX_COUNT, len(meta_index)),
-            _proto_varint_field(_T_ENTRY_COUNT, n),
-            _proto_varint_field(_T_NUM_DATA_INDEX_LEVELS, 1),
-            _proto_varint_field(_T_FIRST_DATA_BLOCK_OFFSET, first_block),
-            _proto_varint_field(_T_LAST_DATA_BLOCK_OFFSET, max(last_block, 0)),
-            _proto_bytes_field(_T_COMPARATOR, COMPARATOR.encode("ascii")),
-            _proto_varint_field(_T_CODEC, int(codec)),
-        ]
+    info = _standard_file_info(keys, values, extra, create_time_ms)
+    out.append(_block(_FILE_INFO, _file_info_payload(info), codec))
+    out.append(
+        _trailer_block(
+            data,
+            file_info_offset=offset,
+            load_on_open=load_on_open,
+            meta_count=len(meta_index),
+            entries=len(keys),
+            codec=codec,
+        )
     )
-    head = TRAILER_MAGIC + _uvarint(len(proto)) + proto
-    trailer = head + bytes(TRAILER_SIZE - 4 - len(head)) + struct.pack(">i", _MAX_VERSION)
-    out.append(trailer)
     return b"".join(out)
 
 

@@ -289,8 +289,28 @@ def _walk_chain(
     reached through the length read at the one before, so it is exactly the sequential chain.
     """
     total = len(content)
-    lengths = _lengths_view(content)
-    # -- lockstep walk
+    terminal, all_pos, all_wid = _lockstep_walk(_lengths_view(content), total, seeds)
+    prefixes = _chain_prefixes(terminal, all_pos, all_wid, total, count)
+    if prefixes is None:
+        return None
+    starts = prefixes + 4
+    ends = np.empty(count, dtype=np.int64)
+    ends[:-1] = prefixes[1:]
+    ends[-1] = total
+    return starts, ends
+
+
+def _lockstep_walk(
+    lengths: np.ndarray, total: int, seeds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Walk every seed's chain of lengths in numpy lockstep (:func:`_walk_chain`), one numpy
+    step for all walkers at a time.
+
+    Returns:
+        Each walker's terminal (``total``: it finished at the end of the content, -1: it died,
+        else the position where it joined another walker's path), and every position the
+        walkers reached with the walker that reached it, walker by walker in step order.
+    """
     walkers = len(seeds)
     done, dead = total, -1
     terminal = np.full(walkers, dead, dtype=np.int64)
@@ -328,8 +348,19 @@ def _walk_chain(
         visited[pos >> 2] = (pos & 3) + 1
         trail_pos.append(pos)
         trail_wid.append(wid)
+    return terminal, np.concatenate(trail_pos), np.concatenate(trail_wid)
+
+
+def _chain_prefixes(
+    terminal: np.ndarray, all_pos: np.ndarray, all_wid: np.ndarray, total: int, count: int
+) -> np.ndarray | None:
+    """The positions of the ``count`` length prefixes of the chain from the first walker, out
+    of a :func:`_lockstep_walk` (its ``terminal``, and the positions reached ``all_pos`` by
+    walkers ``all_wid``); None when that chain does not end at the content's end (``total``)
+    after exactly ``count`` records."""
+    walkers = len(terminal)
+    done, dead = total, -1
     # -- every walker's path, in order: walker by walker (steps are appended in order)
-    all_pos, all_wid = np.concatenate(trail_pos), np.concatenate(trail_wid)
     order = np.argsort(all_wid, kind="stable")  # stable sorts are fast on sorted runs
     path, path_wid = all_pos[order], all_wid[order]
     path_end = np.searchsorted(path_wid, np.arange(walkers), side="right")
@@ -363,12 +394,7 @@ def _walk_chain(
     if int(sizes.sum()) != count:
         return None
     shift = np.repeat(first - (np.cumsum(sizes) - sizes), sizes)
-    prefixes = path[shift + np.arange(count, dtype=np.int64)]
-    starts = prefixes + 4
-    ends = np.empty(count, dtype=np.int64)
-    ends[:-1] = prefixes[1:]
-    ends[-1] = total
-    return starts, ends
+    return path[shift + np.arange(count, dtype=np.int64)]
 
 
 class _Decoder:

@@ -529,28 +529,10 @@ def _delete_records_vectorised(
     p = _string_parts(partitions)
     if k is None or p is None:
         return None
-    wrappers = [name for name, _ in ORDERING_WRAPPERS]
-    if (
-        ordering_values is None
-        or pa.types.is_null(ordering_values.type)
-        or (len(ordering_values) == n and ordering_values.null_count == n)
-    ):
-        branch = 1 + wrappers.index("IntWrapper")  # null is branch 0
-        ovals = np.zeros(n, dtype=np.int64)
-    else:
-        ov = ordering_values
-        if isinstance(ov, pa.ChunkedArray):
-            ov = ov.combine_chunks()
-        t = ov.type
-        if len(ov) != n or ov.null_count or not pa.types.is_integer(t):
-            return None
-        wrapper = _wrapper_name(t)
-        if wrapper not in ("IntWrapper", "LongWrapper"):
-            return None
-        if pa.types.is_unsigned_integer(t) and t.bit_width == 64 and pc.max(ov).as_py() >= 1 << 63:
-            return None  # fastavro refuses it: keep its error
-        branch = 1 + wrappers.index(wrapper)
-        ovals = np.asarray(ov.cast(pa.int64()), dtype=np.int64)
+    ordering = _vectorised_ordering(ordering_values, n)
+    if ordering is None:
+        return None
+    branch, ovals = ordering
     # per record: [2][len key][key][2][len part][part][union branch][ordering value]
     kdata, koff, klen = k
     pdata, poff, plen = p
@@ -566,36 +548,64 @@ def _delete_records_vectorised(
     out[: len(head)] = head
     out[-1] = 0  # end of the array
     body = out[len(head) : len(out) - 1]
-
-    def put(pos: np.ndarray, src: np.ndarray, lens: np.ndarray, src_start: np.ndarray) -> None:
-        # the bytes src[src_start[i] : src_start[i] + lens[i]] of every record i at pos[i]
-        total = int(lens.sum())
-        if total == 0:
-            return
-        if total == n and len(src) == n:  # one byte per record, in record order
-            body[pos] = src
-            return
-        within = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
-        body[np.repeat(pos, lens) + within] = src[np.repeat(src_start, lens) + within]
-
     ones = np.ones(n, dtype=np.int64)
     pos = rec_start
     body[pos] = 2  # recordKey: union branch 1 (string)
     pos = pos + 1
-    put(pos, klv, kln, np.cumsum(kln) - kln)
+    _put_bytes(body, pos, klv, kln, np.cumsum(kln) - kln)
     pos = pos + kln
-    put(pos, kdata, klen, koff[:-1])
+    _put_bytes(body, pos, kdata, klen, koff[:-1])
     pos = pos + klen
     body[pos] = 2  # partitionPath: union branch 1 (string)
     pos = pos + ones
-    put(pos, plv, pln, np.cumsum(pln) - pln)
+    _put_bytes(body, pos, plv, pln, np.cumsum(pln) - pln)
     pos = pos + pln
-    put(pos, pdata, plen, poff[:-1])
+    _put_bytes(body, pos, pdata, plen, poff[:-1])
     pos = pos + plen
-    put(pos, bv, bn, np.cumsum(bn) - bn)
+    _put_bytes(body, pos, bv, bn, np.cumsum(bn) - bn)
     pos = pos + bn
-    put(pos, ovv, ovn, np.cumsum(ovn) - ovn)
+    _put_bytes(body, pos, ovv, ovn, np.cumsum(ovn) - ovn)
     return out.tobytes()
+
+
+def _vectorised_ordering(ordering_values: pa.Array | None, n: int) -> tuple[int, np.ndarray] | None:
+    """The ordering wrapper's union branch and the ``n`` values as int64, for the ordering
+    values :func:`_delete_records_vectorised` encodes (absent or all null: ``IntWrapper(0)``;
+    integers without nulls); None for the others."""
+    wrappers = [name for name, _ in ORDERING_WRAPPERS]
+    if (
+        ordering_values is None
+        or pa.types.is_null(ordering_values.type)
+        or (len(ordering_values) == n and ordering_values.null_count == n)
+    ):
+        return 1 + wrappers.index("IntWrapper"), np.zeros(n, dtype=np.int64)  # null: branch 0
+    ov = ordering_values
+    if isinstance(ov, pa.ChunkedArray):
+        ov = ov.combine_chunks()
+    t = ov.type
+    if len(ov) != n or ov.null_count or not pa.types.is_integer(t):
+        return None
+    wrapper = _wrapper_name(t)
+    if wrapper not in ("IntWrapper", "LongWrapper"):
+        return None
+    if pa.types.is_unsigned_integer(t) and t.bit_width == 64 and pc.max(ov).as_py() >= 1 << 63:
+        return None  # fastavro refuses it: keep its error
+    return 1 + wrappers.index(wrapper), np.asarray(ov.cast(pa.int64()), dtype=np.int64)
+
+
+def _put_bytes(
+    body: np.ndarray, pos: np.ndarray, src: np.ndarray, lens: np.ndarray, src_start: np.ndarray
+) -> None:
+    """Copy the bytes ``src[src_start[i] : src_start[i] + lens[i]]`` of every record ``i`` to
+    ``body[pos[i]:]``, all records in one scatter (a direct one for one byte per record)."""
+    total = int(lens.sum())
+    if total == 0:
+        return
+    if total == len(pos) and len(src) == len(pos):  # one byte per record, in record order
+        body[pos] = src
+        return
+    within = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
+    body[np.repeat(pos, lens) + within] = src[np.repeat(src_start, lens) + within]
 
 
 def _delete_records_fastavro(

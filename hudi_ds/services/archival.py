@@ -186,76 +186,107 @@ def instants_to_archive(
     if bound == "":
         return []
     if len(commits) > hi:
-        limits = [bound] if bound is not None else []
-        pending = [i for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)]
-        if pending:
-            limits.append(pending[0].requested_time)
-        saved = [sp.requested_time for sp in tl.savepoints() if sp.is_completed]
-        beyond = ctx.get(ServiceConfig.ARCHIVE_BEYOND_SAVEPOINT)
-        if saved and not beyond:
-            limits.append(min(saved))
-        for c in reversed(tl.completed().filter_actions(CLEAN)):
-            e = tl.read_clean_metadata(c).earliest_commit_to_retain
-            if e:
-                limits.append(e)
-                break
-        limit = min(limits) if limits else None
-        budget = len(commits) - lo
-        if beyond:
-            # the timeline starts at its first commit that no savepoint keeps: with none left
-            # after the archived ones (only savepointed commits active), readers would start at
-            # a savepointed commit and lose the files of the commits archived after it (Java's
-            # limit(count - minInstantsToKeep) counts the savepointed commits too)
-            budget = min(budget, sum(c.requested_time not in saved for c in commits) - 1)
-        live: set[str] | None = None  # files of the latest slices, listed on first need
-        for c in commits:
-            if budget <= 0 or (limit is not None and c.requested_time >= limit):
-                break
-            if beyond and c.requested_time in saved:
-                continue
-            if c.action == REPLACE_COMMIT and _replaced_files_remain(ctx, tl, c):
-                break
-            if beyond and c.requested_time > min(saved, default=c.requested_time):
-                # archived after a savepointed commit that stays, c leaves a hole in the
-                # timeline. Java's file-system view asks containsOrBeforeTimelineStarts of its
-                # write timeline, which holds no savepoint instants (AbstractTableFileSystemView
-                # .refreshTimeline -> getWriteTimeline, HoodieFileGroup.isFileSliceCommitted),
-                # and hudi-rs bounds the archived instants by the earliest active one: both
-                # take the files of such a c for uncommitted. So c goes only when a snapshot
-                # no longer reads any file it wrote (cleaned, or superseded by a later slice).
-                if live is None:
-                    live = _live_files(ctx, tl)
-                if not live.isdisjoint(_written_files(tl.read_commit_metadata(c))):
-                    break
-            if tl.layout_version == 2 and c.action == DELTA_COMMIT:
-                # table versions 8/9 name a log file after its delta commit, and hudi-rs (0.5)
-                # drops the log files of a delta commit that is no longer on the active
-                # timeline (it finds no completion time for them; Java looks it up in the
-                # LSM history): a delta commit stays while a snapshot still reads its logs
-                if live is None:
-                    live = _live_files(ctx, tl)
-                if not live.isdisjoint(_written_logs(tl.read_commit_metadata(c))):
-                    break
-            out.append(c)
-            budget -= 1
+        out = _commits_to_archive(ctx, tl, commits, bound, lo)
     if tl.layout_version == 2:
         out = _completed_before_the_rest(tl, commits, out)
+    out += _services_to_archive(tl, commits, out, hi, lo)
+    if bound is not None:
+        out = [i for i in out if i.requested_time < bound]
+    return sorted(out)
+
+
+def _commits_to_archive(
+    ctx: ServiceContext, tl: Timeline, commits: list[Instant], bound: str | None, lo: int
+) -> list[Instant]:
+    """The oldest commits of ``commits`` an archival moves, keeping the newest ``lo``: up to
+    the first that must stay (see :func:`_archive_limit` and the checks below), oldest first.
+    """
+    saved = [sp.requested_time for sp in tl.savepoints() if sp.is_completed]
+    beyond = ctx.get(ServiceConfig.ARCHIVE_BEYOND_SAVEPOINT)
+    limit = _archive_limit(tl, bound, saved, beyond)
+    budget = len(commits) - lo
+    if beyond:
+        # the timeline starts at its first commit that no savepoint keeps: with none left
+        # after the archived ones (only savepointed commits active), readers would start at
+        # a savepointed commit and lose the files of the commits archived after it (Java's
+        # limit(count - minInstantsToKeep) counts the savepointed commits too)
+        budget = min(budget, sum(c.requested_time not in saved for c in commits) - 1)
+    out: list[Instant] = []
+    live: set[str] | None = None  # files of the latest slices, listed on first need
+    for c in commits:
+        if budget <= 0 or (limit is not None and c.requested_time >= limit):
+            break
+        if beyond and c.requested_time in saved:
+            continue
+        if c.action == REPLACE_COMMIT and _replaced_files_remain(ctx, tl, c):
+            break
+        if beyond and c.requested_time > min(saved, default=c.requested_time):
+            # archived after a savepointed commit that stays, c leaves a hole in the
+            # timeline. Java's file-system view asks containsOrBeforeTimelineStarts of its
+            # write timeline, which holds no savepoint instants (AbstractTableFileSystemView
+            # .refreshTimeline -> getWriteTimeline, HoodieFileGroup.isFileSliceCommitted),
+            # and hudi-rs bounds the archived instants by the earliest active one: both
+            # take the files of such a c for uncommitted. So c goes only when a snapshot
+            # no longer reads any file it wrote (cleaned, or superseded by a later slice).
+            if live is None:
+                live = _live_files(ctx, tl)
+            if not live.isdisjoint(_written_files(tl.read_commit_metadata(c))):
+                break
+        if tl.layout_version == 2 and c.action == DELTA_COMMIT:
+            # table versions 8/9 name a log file after its delta commit, and hudi-rs (0.5)
+            # drops the log files of a delta commit that is no longer on the active
+            # timeline (it finds no completion time for them; Java looks it up in the
+            # LSM history): a delta commit stays while a snapshot still reads its logs
+            if live is None:
+                live = _live_files(ctx, tl)
+            if not live.isdisjoint(_written_logs(tl.read_commit_metadata(c))):
+                break
+        out.append(c)
+        budget -= 1
+    return out
+
+
+def _archive_limit(tl: Timeline, bound: str | None, saved: list[str], beyond: bool) -> str | None:
+    """The first commit time archival must not reach (None: no limit): the archival
+    ``bound``, the oldest pending data instant or compaction, the oldest savepoint (unless
+    archiving beyond savepoints) and the last clean's earliest commit to retain."""
+    limits = [bound] if bound is not None else []
+    pending = [i for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)]
+    if pending:
+        limits.append(pending[0].requested_time)
+    if saved and not beyond:
+        limits.append(min(saved))
+    for c in reversed(tl.completed().filter_actions(CLEAN)):
+        e = tl.read_clean_metadata(c).earliest_commit_to_retain
+        if e:
+            limits.append(e)
+            break
+    return min(limits) if limits else None
+
+
+def _services_to_archive(
+    tl: Timeline, commits: list[Instant], out: list[Instant], hi: int, lo: int
+) -> list[Instant]:
+    """The cleans and rollbacks an archival moves beside the commits ``out``: the oldest
+    beyond ``lo`` of an action that has more than ``hi``, and, once anything is archived,
+    those older than the first commit kept (or pending)."""
     kept = [c for c in commits if c not in out]
     first_kept = min(
         [c.requested_time for c in kept]
         + [i.requested_time for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)],
         default=None,
     )
+    more: list[Instant] = []
     for action in (CLEAN, ROLLBACK):
         done = list(tl.completed().filter_actions(action))
         n_by_count = len(done) - lo if len(done) > hi else 0
         for k, i in enumerate(done):
             older = first_kept is not None and i.requested_time < first_kept
-            if k < n_by_count or (older and out):
-                out.append(i)
-    if bound is not None:
-        out = [i for i in out if i.requested_time < bound]
-    return sorted(out)
+            # once any instant is archived (a commit, or a clean or rollback by count), the
+            # older ones go too
+            if k < n_by_count or (older and (out or more)):
+                more.append(i)
+    return more
 
 
 def _metadata_state(ctx: ServiceContext) -> TableState | None:

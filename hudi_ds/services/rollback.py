@@ -457,59 +457,12 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
     """
     ctx.require_writable("restore")
     tl = ctx.reload_timeline()  # a service run starts from a fresh listing
-    if not any(sp.requested_time == savepoint and sp.is_completed for sp in tl.savepoints()):
-        raise InstantNotFoundError(
-            f"no savepoint at {savepoint}; savepoints: "
-            f"{', '.join(sp.requested_time for sp in tl.savepoints()) or 'none'}"
-        )
-    # an archived commit cannot be rolled back: its files would stay, and count as committed
-    # again once a later commit starts the timeline after them. Java's restoreToSavepoint
-    # refuses whenever hoodie.archive.beyond.savepoint is set (HUDI-4501); here, when a commit
-    # after the savepoint actually was archived.
-    tl_start = tl.start_time()
-    if tl_start is not None and savepoint < tl_start:
-        archived = load_archived(
-            ctx.storage,
-            ctx.layout,
-            ctx.config.timeline_path,
-            archive_folder=ctx.config.archive_folder,
-        )
-        later = sorted(i.requested_time for i in archived.commits() if i.requested_time > savepoint)
-        if later:
-            raise TimelineError(
-                f"cannot restore to savepoint {savepoint}: {len(later)} commit(s) after it were "
-                f"archived (archival beyond savepoints, up to {later[-1]}) and cannot be rolled "
-                "back"
-            )
+    _check_restorable(ctx, tl, savepoint)
     # a rollback killed inside an earlier attempt is finished first, with its own plan
     _resume_rollbacks(ctx)
-    tl = ctx.timeline()
-    pending = [
-        r
-        for r in tl.pending().filter_actions(RESTORE)
-        if tl.read_restore_plan(r).savepoint_to_restore_timestamp == savepoint
-    ]
-    # what is after the savepoint now, plus (resuming) what the plan named and an earlier
-    # attempt already rolled back -- the metadata lists every instant the restore undid
-    todo = {i.requested_time: _action(tl, i) for i in _instants_after(tl, savepoint)}
-    writer = ctx.writer()
-    if pending:
-        req = pending[0]
-        for info in tl.read_restore_plan(req).instants_to_rollback or []:
-            if info.commit_time and info.commit_time not in todo:
-                todo[info.commit_time] = info.action or ""
-    else:
-        plan = RestorePlan(
-            instants_to_rollback=[
-                InstantInfo(commit_time=ts, action=a)
-                for ts, a in sorted(todo.items(), reverse=True)
-            ],
-            version=2,
-            savepoint_to_restore_timestamp=savepoint,
-        )
-        req = ctx.new_instant(RESTORE, plan.to_bytes(), tl)
+    req, todo = _restore_instant(ctx, ctx.timeline(), savepoint)
     if req.is_requested:
-        writer.transition_to_inflight(req)
+        ctx.writer().transition_to_inflight(req)
     crash_point("restore")
     t0 = time.perf_counter()
     per_instant: dict[str, list[RollbackMetadata | None]] = {}
@@ -518,28 +471,7 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
     for k, (ts, action) in enumerate(items, start=1):
         ctx.still_locked()  # a restore that lost the lock stops; the next run resumes it
         infos.append(InstantInfo(commit_time=ts, action=action))
-        current = ctx.timeline()
-        now = current.get(ts)
-        if now is None:  # rolled back by an earlier, interrupted attempt
-            per_instant[ts] = [None if action == COMPACTION else _last_rollback_of(current, ts)]
-        elif action == COMPACTION and not now.is_completed:
-            if now.is_inflight:
-                rollback_inflight_compaction(ctx, ts)
-            ctx.writer().delete_instant_files(Instant(ts, COMPACTION, State.REQUESTED))
-            per_instant[ts] = [None]
-        elif not now.is_completed:
-            rollback_instant(ctx.state, ts)
-            last = _last_rollback_instant(ctx.reload_timeline(), ts)
-            if last is not None:
-                ctx.confirm_completed(last)
-            per_instant[ts] = [_last_rollback_of(ctx.timeline(), ts)]
-        else:
-            res = _rollback_completed(ctx, current, now)
-            per_instant[ts] = [
-                ctx.timeline().read_rollback_metadata(res.rollback_instant)
-                if res.rollback_instant
-                else None
-            ]
+        per_instant[ts] = [_undo_instant(ctx, ts, action)]
         ctx.progress(k, len(items), f"restore to {savepoint}")
         crash_point("restore")
     md = RestoreMetadata(
@@ -554,6 +486,99 @@ def restore(ctx: ServiceContext, savepoint: str) -> RestoreMetadata:
     ctx.complete(Instant(req.requested_time, RESTORE, State.INFLIGHT), md.to_bytes())
     log.info("restored to savepoint %s (%d instants rolled back)", savepoint, len(items))
     return md
+
+
+def _check_restorable(ctx: ServiceContext, tl: Timeline, savepoint: str) -> None:
+    """Refuse a restore to anything but a completed savepoint, or past archived commits.
+
+    An archived commit cannot be rolled back: its files would stay, and count as committed
+    again once a later commit starts the timeline after them. Java's restoreToSavepoint
+    refuses whenever hoodie.archive.beyond.savepoint is set (HUDI-4501); here, when a commit
+    after the savepoint actually was archived.
+
+    Raises:
+        InstantNotFoundError, TimelineError: as :func:`restore`.
+    """
+    if not any(sp.requested_time == savepoint and sp.is_completed for sp in tl.savepoints()):
+        raise InstantNotFoundError(
+            f"no savepoint at {savepoint}; savepoints: "
+            f"{', '.join(sp.requested_time for sp in tl.savepoints()) or 'none'}"
+        )
+    tl_start = tl.start_time()
+    if tl_start is None or savepoint >= tl_start:
+        return
+    archived = load_archived(
+        ctx.storage,
+        ctx.layout,
+        ctx.config.timeline_path,
+        archive_folder=ctx.config.archive_folder,
+    )
+    later = sorted(i.requested_time for i in archived.commits() if i.requested_time > savepoint)
+    if later:
+        raise TimelineError(
+            f"cannot restore to savepoint {savepoint}: {len(later)} commit(s) after it were "
+            f"archived (archival beyond savepoints, up to {later[-1]}) and cannot be rolled "
+            "back"
+        )
+
+
+def _restore_instant(
+    ctx: ServiceContext, tl: Timeline, savepoint: str
+) -> tuple[Instant, dict[str, str]]:
+    """The restore instant to savepoint ``savepoint`` -- an earlier attempt's pending one, or
+    a new one with its plan -- and the instants it undoes (time -> action).
+
+    These are what is after the savepoint now, plus (resuming) what the plan named and an
+    earlier attempt already rolled back: the metadata lists every instant the restore undid.
+    """
+    pending = [
+        r
+        for r in tl.pending().filter_actions(RESTORE)
+        if tl.read_restore_plan(r).savepoint_to_restore_timestamp == savepoint
+    ]
+    todo = {i.requested_time: _action(tl, i) for i in _instants_after(tl, savepoint)}
+    if pending:
+        req = pending[0]
+        for info in tl.read_restore_plan(req).instants_to_rollback or []:
+            if info.commit_time and info.commit_time not in todo:
+                todo[info.commit_time] = info.action or ""
+        return req, todo
+    plan = RestorePlan(
+        instants_to_rollback=[
+            InstantInfo(commit_time=ts, action=a) for ts, a in sorted(todo.items(), reverse=True)
+        ],
+        version=2,
+        savepoint_to_restore_timestamp=savepoint,
+    )
+    return ctx.new_instant(RESTORE, plan.to_bytes(), tl), todo
+
+
+def _undo_instant(ctx: ServiceContext, ts: str, action: str) -> RollbackMetadata | None:
+    """Undo instant ``ts`` (``action``) for a restore: roll it back, or, when an earlier
+    interrupted attempt already did, find that rollback.
+
+    Returns:
+        The rollback's metadata (None: a compaction, whose plan is simply removed).
+    """
+    current = ctx.timeline()
+    now = current.get(ts)
+    if now is None:  # rolled back by an earlier, interrupted attempt
+        return None if action == COMPACTION else _last_rollback_of(current, ts)
+    if action == COMPACTION and not now.is_completed:
+        if now.is_inflight:
+            rollback_inflight_compaction(ctx, ts)
+        ctx.writer().delete_instant_files(Instant(ts, COMPACTION, State.REQUESTED))
+        return None
+    if not now.is_completed:
+        rollback_instant(ctx.state, ts)
+        last = _last_rollback_instant(ctx.reload_timeline(), ts)
+        if last is not None:
+            ctx.confirm_completed(last)
+        return _last_rollback_of(ctx.timeline(), ts)
+    res = _rollback_completed(ctx, current, now)
+    if not res.rollback_instant:
+        return None
+    return ctx.timeline().read_rollback_metadata(res.rollback_instant)
 
 
 def _action(tl: Timeline, inst: Instant) -> str:

@@ -321,107 +321,102 @@ class ReadableTable:
             CorruptFileError: a committed file is shorter than committed (unless
                 ``spark.sql.files.ignoreCorruptFiles``).
         """
-        opts = self.options.with_defaults({}) if options is None else Options.of(options)
-        opts = Options({**self.options.raw, **opts.raw})
-        # one option dict may serve writes and reads: every core option is known here
-        opts.validate(*all_scopes(), ignored=_WRITE_ONLY_KEYS)
+        opts = self._read_options(options)
         qtype = opts.get(ReadConfig.QUERY_TYPE)
         cols = column_list(columns)
         if cols is not None:
             for c in cols:
                 self._field(c)
         flt = normalize_filters([] if filters is None else filters, self.schema)
-        commit_times: frozenset[str] | None = None
-        if qtype == "incremental":
-            if not self.config.populate_meta_fields:
-                # Java IncrementalRelation: no _hoodie_commit_time to select the rows by
-                raise UnsupportedError(
-                    f"incremental queries are not supported on the table at "
-                    f"{self.storage.base_uri}: it has hoodie.populate.meta.fields=false, so its "
-                    "rows carry no _hoodie_commit_time to select the changed ones by"
-                )
-            begin = opts.get(ReadConfig.BEGIN_INSTANT)
-            if begin is None:
-                raise ConfigError(
-                    "incremental queries need 'hoodie.datasource.read.begin.instanttime'"
-                )
-            end = opts.get(ReadConfig.END_INSTANT)
-            commits = self._incremental_commits(begin, end)
-            vis = self.state.visibility_of(self._commits_up_to(commits))
-            commit_times = frozenset(i.requested_time for i in commits)
-            touched = self._touched_file_groups(commits)
-        else:
-            as_of = opts.get(ReadConfig.AS_OF_INSTANT)
-            if as_of is not None:
-                self._check_as_of(as_of)
-            vis = self.visibility(as_of)
-            touched = None
+        vis, commit_times, touched = self._read_range(opts, qtype)
         view = self._view(opts)
-        buckets = self._key_buckets(flt)
-        slices: list[FileSlice] = []
-        fields = self.config.partition_fields
+        keep = _SlicePruner(self.config, self.schema, flt, touched, self._key_buckets(flt))
         include_logs = qtype != "read_optimized"
-        pruned: dict[str, bool] = {}
-
-        def keep_partition(p: str) -> bool:
-            if p not in pruned:
-                pruned[p] = not fields or prune_partition(
-                    partition_values_of(p, fields, self.config.hive_style_partitioning),
-                    fields,
-                    flt,
-                    self.schema,
-                    self.config.key_generator,
-                )
-            return pruned[p]
-
-        def keep_group(p: str, fid: str) -> bool:
-            if touched is not None and (p, fid) not in touched:
-                return False
-            return buckets is None or bucket_id_of(fid) in buckets
-
-        for p in view.partitions():
-            if not keep_partition(p):
-                continue
-            for s in view.latest_file_slices(p, vis, include_logs=include_logs):
-                if not keep_group(p, s.file_id):
-                    continue
-                if qtype == "read_optimized" and s.base_file is None:
-                    continue
-                slices.append(s)
-        ctx = self.read_context(opts)
+        slices = [
+            s
+            for p in view.partitions()
+            if keep.partition(p)
+            for s in view.latest_file_slices(p, vis, include_logs=include_logs)
+            if keep.group(p, s.file_id) and (include_logs or s.base_file is not None)
+        ]
         ctx = dataclasses.replace(
-            ctx,
+            self.read_context(opts),
             ignore_missing_files=bool(opts.get(ReadConfig.IGNORE_MISSING_FILES)),
             ignore_corrupt_files=bool(opts.get(ReadConfig.IGNORE_CORRUPT_FILES)),
         )
         # every committed file of the slices read must be there, whole
-        committed, problems = self._committed_problems(
-            view, vis, include_logs, lambda p, fid: keep_partition(p) and keep_group(p, fid)
-        )
+        committed, problems = self._committed_problems(view, vis, include_logs, keep.file_group)
         skipped_missing: list[str] = []
         skipped_damaged: list[str] = []
         if problems:
-            missing = [x for x in problems if x.kind == "missing"]
-            if _attempt == 0 and missing and len(missing) == len(problems):
-                clean = self._cleaned_by(missing[0].path)
-                if clean is not None:
-                    # planned against a timeline older than a compaction (or a newer file
-                    # version) and the clean that followed it: reload and plan again
-                    log.warning(
-                        "%s was deleted by clean %s: reloading the timeline and re-planning",
-                        missing[0].path,
-                        clean,
-                    )
-                    self.refresh()
-                    again = self.plan_read(options, columns, filters, _attempt=1)
-                    again.replans += 1
-                    return again
+            if _attempt == 0 and self._reloaded_after_clean(problems):
+                again = self.plan_read(options, columns, filters, _attempt=1)
+                again.replans += 1
+                return again
             slices = self._skip_problems(problems, slices, ctx, skipped_missing, skipped_damaged)
         ctx = dataclasses.replace(ctx, log_ranges=log_ranges(slices, committed))
         plan = ReadPlan(vis, ctx, slices, cols, flt, commit_times, self._output_schema(cols))
         plan.missing_files = skipped_missing
         plan.damaged_files = skipped_damaged
         return plan
+
+    def _read_options(self, options: Mapping[str, Any] | None) -> Options:
+        """The read's options over the table's defaults, validated (one option dict may serve
+        writes and reads: every core option is known here)."""
+        opts = self.options.with_defaults({}) if options is None else Options.of(options)
+        opts = Options({**self.options.raw, **opts.raw})
+        opts.validate(*all_scopes(), ignored=_WRITE_ONLY_KEYS)
+        return opts
+
+    def _read_range(
+        self, opts: Options, qtype: str
+    ) -> tuple[Visibility, frozenset[str] | None, set[tuple[str, str]] | None]:
+        """What of the timeline a read sees: its visibility, and for an incremental query the
+        commits whose rows it returns and the file groups they touched (None otherwise).
+
+        Raises:
+            UnsupportedError: an incremental query of a table without meta fields.
+            ConfigError: an incremental query without a begin instant.
+        """
+        if qtype != "incremental":
+            as_of = opts.get(ReadConfig.AS_OF_INSTANT)
+            if as_of is not None:
+                self._check_as_of(as_of)
+            return self.visibility(as_of), None, None
+        if not self.config.populate_meta_fields:
+            # Java IncrementalRelation: no _hoodie_commit_time to select the rows by
+            raise UnsupportedError(
+                f"incremental queries are not supported on the table at "
+                f"{self.storage.base_uri}: it has hoodie.populate.meta.fields=false, so its "
+                "rows carry no _hoodie_commit_time to select the changed ones by"
+            )
+        begin = opts.get(ReadConfig.BEGIN_INSTANT)
+        if begin is None:
+            raise ConfigError("incremental queries need 'hoodie.datasource.read.begin.instanttime'")
+        end = opts.get(ReadConfig.END_INSTANT)
+        commits = self._incremental_commits(begin, end)
+        vis = self.state.visibility_of(self._commits_up_to(commits))
+        commit_times = frozenset(i.requested_time for i in commits)
+        return vis, commit_times, self._touched_file_groups(commits)
+
+    def _reloaded_after_clean(self, problems: list[Problem]) -> bool:
+        """Whether the plan's problems are all missing files of which the first was deleted by
+        a completed clean: the plan was made against a timeline older than a compaction (or a
+        newer file version) and the clean that followed it. The timeline is then reloaded, for
+        the caller to plan again."""
+        missing = [x for x in problems if x.kind == "missing"]
+        if not missing or len(missing) != len(problems):
+            return False
+        clean = self._cleaned_by(missing[0].path)
+        if clean is None:
+            return False
+        log.warning(
+            "%s was deleted by clean %s: reloading the timeline and re-planning",
+            missing[0].path,
+            clean,
+        )
+        self.refresh()
+        return True
 
     def _committed_problems(
         self,
@@ -743,6 +738,56 @@ class ReadableTable:
                     if st.file_id:
                         out.add((p, st.file_id))
         return out
+
+
+class _SlicePruner:
+    """Which partitions and file groups a read covers: partitions by the filters on partition
+    fields (each partition decided once), file groups by the commits of an incremental query
+    and the buckets of a record-key lookup.
+
+    Args:
+        touched: the file groups an incremental query's commits wrote (None: every one).
+        buckets: the buckets holding the keys looked up (None: every bucket).
+    """
+
+    def __init__(
+        self,
+        config: TableConfig,
+        schema: pa.Schema,
+        filters: list[tuple[str, str, Any]],
+        touched: set[tuple[str, str]] | None,
+        buckets: set[int] | None,
+    ) -> None:
+        self._config = config
+        self._fields = config.partition_fields
+        self._schema = schema
+        self._filters = filters
+        self._touched = touched
+        self._buckets = buckets
+        self._kept: dict[str, bool] = {}
+
+    def partition(self, p: str) -> bool:
+        """Whether the read covers partition ``p``."""
+        if p not in self._kept:
+            fields = self._fields
+            self._kept[p] = not fields or prune_partition(
+                partition_values_of(p, fields, self._config.hive_style_partitioning),
+                fields,
+                self._filters,
+                self._schema,
+                self._config.key_generator,
+            )
+        return self._kept[p]
+
+    def group(self, p: str, fid: str) -> bool:
+        """Whether the read covers file group ``fid`` (of a covered partition ``p``)."""
+        if self._touched is not None and (p, fid) not in self._touched:
+            return False
+        return self._buckets is None or bucket_id_of(fid) in self._buckets
+
+    def file_group(self, p: str, fid: str) -> bool:
+        """Whether the read covers file group ``fid`` of partition ``p``."""
+        return self.partition(p) and self.group(p, fid)
 
 
 @dataclasses.dataclass(eq=False)

@@ -27,6 +27,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -190,41 +191,89 @@ def merge_staged(
     if not staged:
         return out
     packed = _pack_slots(plan, staged)
-    view = FileSystemView(storage, plan.table_config)
     latest: dict[tuple[str, str], FileSlice] = {}
-    for p in {k[0] for k in staged}:
-        if not plan.operation.merges_existing:
-            continue  # the rows go into new file groups
-        for fs in view.latest_file_slices(p, plan.visibility):
-            latest[(p, fs.file_id)] = fs
-    ctx = plan.handle_context(storage, "0-0-0")
+    if plan.operation.merges_existing:  # else the rows go into new file groups
+        view = FileSystemView(storage, plan.table_config)
+        for p in {k[0] for k in staged}:
+            for fs in view.latest_file_slices(p, plan.visibility):
+                latest[(p, fs.file_id)] = fs
+    dschema = _staged_delete_schema(plan)
+    moved: dict[tuple[str, str], tuple[pa.Table, pa.Table]] = {}
+    dropped: dict[str, pa.Array] = {}
+    if plan.options.index.is_global and packed:
+        moved, dropped = _combine_across_partitions(storage, plan, staged, packed, dschema)
+    merger = _StagedMerger(
+        storage,
+        plan,
+        plan.handle_context(storage, "0-0-0"),
+        dschema,
+        latest,
+        moved,
+        dropped,
+        {(p, fid) for (p, _), fid in packed.items()},
+        _workers(len(staged)),
+    )
+    # file groups merge on all cores, each within its share of the budget (as in a task)
+    results = _in_parallel(
+        [functools.partial(merger.merge, p, f, g) for (p, f), g in sorted(staged.items())]
+    )
+    out.extend(r for r in results if r is not None)
+    return out
+
+
+def _staged_delete_schema(plan: WritePlan) -> pa.Schema:
+    """The schema of the staged delete keys: their ordering value typed as the table's
+    ordering field (null without one)."""
     ordering = plan.options.merge.ordering_field
     otype = (
         plan.schema.field(ordering).type
         if ordering and plan.schema.get_field_index(ordering) >= 0
         else pa.null()
     )
-    dschema = delete_schema(otype)
-    moved: dict[tuple[str, str], tuple[pa.Table, pa.Table]] = {}
-    dropped: dict[str, pa.Array] = {}
-    new_groups = {(p, fid) for (p, _), fid in packed.items()}
-    if plan.options.index.is_global and packed:
-        moved, dropped = _combine_across_partitions(storage, plan, staged, packed, dschema)
+    return delete_schema(otype)
 
-    def merge_group(part: str, fid: str, group: list[WriteStatus]) -> WriteStatus | None:
-        existing = latest.get((part, fid))
+
+@dataclass(frozen=True)
+class _StagedMerger:
+    """Merges the staged files of one file group into its new base file (:func:`merge_staged`),
+    with what the file groups of the commit share.
+
+    Attributes:
+        latest: the latest slices of the touched partitions (empty when the write does not
+            merge into existing file groups).
+        moved, dropped: a global index's keys combined across partitions
+            (:func:`_combine_across_partitions`): the records each packed file group takes,
+            and per partition the keys whose staged versions its new file groups skip.
+        new_groups: the packed new file groups.
+        workers: file groups merging at once (they share the task's memory budget).
+    """
+
+    storage: Storage
+    plan: WritePlan
+    ctx: HandleContext
+    dschema: pa.Schema
+    latest: dict[tuple[str, str], FileSlice]
+    moved: dict[tuple[str, str], tuple[pa.Table, pa.Table]]
+    dropped: dict[str, pa.Array]
+    new_groups: set[tuple[str, str]]
+    workers: int
+
+    def merge(self, part: str, fid: str, group: list[WriteStatus]) -> WriteStatus | None:
+        """The merged base file of file group ``fid`` of ``part`` from its staged files
+        ``group`` (None: no file group)."""
+        existing = self.latest.get((part, fid))
         if (
             existing is None
-            and (part, fid) not in moved
+            and (part, fid) not in self.moved
             and not any(st.stat.num_writes for st in group)
         ):
             return None  # a new file group staged only deletes (of keys no task inserted)
-        handle = MergeHandle(ctx, part, fid, existing.base_file if existing else None)
-        handle.read_threads = _workers(len(staged)) <= 1  # else file groups merge one per core
-        handle.merges_in_flight = _workers(len(staged))  # and share the task budget
-        drop = dropped.get(part) if (part, fid) in new_groups else None
+        handle = MergeHandle(self.ctx, part, fid, existing.base_file if existing else None)
+        handle.read_threads = self.workers <= 1  # else file groups merge one per core
+        handle.merges_in_flight = self.workers  # and share the task budget
+        drop = self.dropped.get(part) if (part, fid) in self.new_groups else None
         for st in sorted(group, key=lambda s: s.task):
-            for rows, dels in _staged_blocks(storage, plan, st, dschema):
+            for rows, dels in _staged_blocks(self.storage, self.plan, st, self.dschema):
                 if drop is not None:
                     rows, dels = _without(rows, drop), _without(dels, drop)
                 if rows is not None and rows.num_rows:
@@ -234,7 +283,7 @@ def merge_staged(
                 budget = handle.merge_budget
                 if budget is not None and handle.buffered_bytes >= budget:
                     handle.flush()  # spill: the merge below runs within the budget
-        extra = moved.get((part, fid))
+        extra = self.moved.get((part, fid))
         if extra is not None:
             if extra[0].num_rows:
                 handle.write(extra[0], None)
@@ -246,13 +295,6 @@ def merge_staged(
             # task inserted): no file group; the commit removes the marked empty file
             return None
         return merged
-
-    # file groups merge on all cores, each within its share of the budget (as in a task)
-    results = _in_parallel(
-        [functools.partial(merge_group, p, f, g) for (p, f), g in sorted(staged.items())]
-    )
-    out.extend(r for r in results if r is not None)
-    return out
 
 
 def _staged_blocks(
@@ -326,14 +368,7 @@ def _combine_across_partitions(
     of the winner's partition, and per partition the keys whose staged versions the merge
     skips.
     """
-    o = plan.options
-    slot_ids = {p: slot_of(plan.instant, p) for p, _ in packed}
-    by_slot: dict[int, list[WriteStatus]] = defaultdict(list)
-    for sts in staged.values():
-        for st in sts:
-            slot = slot_ids.get(st.partition_path, {}).get(st.file_id)
-            if slot is not None:
-                by_slot[slot].append(st)
+    by_slot = _staged_by_slot(plan, staged, packed)
     moved: dict[tuple[str, str], list[pa.Table]] = defaultdict(list)
     dropped: dict[str, list[pa.Array]] = defaultdict(list)
     for slot in sorted(by_slot):
@@ -341,51 +376,10 @@ def _combine_across_partitions(
         if len({st.partition_path for st in files}) < 2:
             continue
         blocks = [(st, b) for st in files for b in _staged_blocks(storage, plan, st, dschema)]
-        # the keys staged in more than one partition
-        kp = [
-            (string_array(t.column(RECORD_KEY_METADATA_FIELD)), st.partition_path)
-            for st, pair in blocks
-            for t in pair
-            if t is not None and t.num_rows
-        ]
-        if not kp:
+        clash_keys = _keys_in_several_partitions(blocks)
+        if clash_keys is None:
             continue
-        pairs = pa.table(
-            {
-                "k": pa.concat_arrays([k for k, _ in kp]),
-                "p": pa.concat_arrays([pa.repeat(pa.scalar(p), len(k)) for k, p in kp]),
-            }
-        )
-        distinct = pairs.group_by(["k", "p"]).aggregate([])
-        per_key = distinct.group_by("k").aggregate([("p", "count")])
-        clash = per_key.filter(pc.greater(per_key.column("p_count"), 1)).column("k")
-        if len(clash) == 0:
-            continue
-        clash_keys = clash.combine_chunks()
-        rows = [
-            r.filter(pc.is_in(r.column(RECORD_KEY_METADATA_FIELD), value_set=clash_keys))
-            for _, (r, _) in blocks
-            if r is not None
-        ]
-        dels = [
-            d.filter(pc.is_in(d.column(RECORD_KEY_METADATA_FIELD), value_set=clash_keys))
-            for _, (_, d) in blocks
-            if d is not None
-        ]
-        win, gone = precombine(
-            pa.concat_tables(rows) if rows else plan.schema.empty_table(),
-            pa.concat_tables(dels) if dels else dschema.empty_table(),
-            o.merge,
-            plan.partial_columns,
-        )
-        # a delete winning over a new key's versions: the key is not written at all
-        if gone.num_rows:
-            win = win.filter(
-                pc.invert(pc.is_in(win.column(RECORD_KEY_METADATA_FIELD), value_set=gone.column(0)))
-            )
-        # a merger that does not combine in groups keeps every version: they all go to the
-        # partition of the key's first version (as later versions in one task do)
-        win = _first_partition(win)
+        win = _combine_versions(plan, [b for _, b in blocks], clash_keys, dschema)
         for st in files:
             dropped[st.partition_path].append(clash_keys)
         wparts = string_array(win.column(PARTITION_PATH_METADATA_FIELD))
@@ -393,6 +387,84 @@ def _combine_across_partitions(
             moved[(wp, packed[(wp, slot)])].append(win.filter(pc.equal(wparts, wp)))
     out = {k: (pa.concat_tables(v), dschema.empty_table()) for k, v in moved.items()}
     return out, {p: pc.unique(pa.concat_arrays(v)) for p, v in dropped.items()}
+
+
+def _staged_by_slot(
+    plan: WritePlan,
+    staged: dict[tuple[str, str], list[WriteStatus]],
+    packed: dict[tuple[str, int], str],
+) -> dict[int, list[WriteStatus]]:
+    """The staged files of insert slots, by slot number (across partitions)."""
+    slot_ids = {p: slot_of(plan.instant, p) for p, _ in packed}
+    by_slot: dict[int, list[WriteStatus]] = defaultdict(list)
+    for sts in staged.values():
+        for st in sts:
+            slot = slot_ids.get(st.partition_path, {}).get(st.file_id)
+            if slot is not None:
+                by_slot[slot].append(st)
+    return by_slot
+
+
+def _keys_in_several_partitions(
+    blocks: list[tuple[WriteStatus, tuple[pa.Table | None, pa.Table | None]]],
+) -> pa.Array | None:
+    """The keys whose rows or deletes the staged ``blocks`` hold in more than one partition
+    (None: none), found by Arrow group-bys over (key, partition)."""
+    kp = [
+        (string_array(t.column(RECORD_KEY_METADATA_FIELD)), st.partition_path)
+        for st, pair in blocks
+        for t in pair
+        if t is not None and t.num_rows
+    ]
+    if not kp:
+        return None
+    pairs = pa.table(
+        {
+            "k": pa.concat_arrays([k for k, _ in kp]),
+            "p": pa.concat_arrays([pa.repeat(pa.scalar(p), len(k)) for k, p in kp]),
+        }
+    )
+    distinct = pairs.group_by(["k", "p"]).aggregate([])
+    per_key = distinct.group_by("k").aggregate([("p", "count")])
+    clash = per_key.filter(pc.greater(per_key.column("p_count"), 1)).column("k")
+    if len(clash) == 0:
+        return None
+    return clash.combine_chunks()
+
+
+def _combine_versions(
+    plan: WritePlan,
+    blocks: list[tuple[pa.Table | None, pa.Table | None]],
+    keys: pa.Array,
+    dschema: pa.Schema,
+) -> pa.Table:
+    """The versions of ``keys`` in the staged ``blocks`` combined by key alone under the
+    table's merge mode: the winning records, each in the partition of its key's first
+    version (a key whose delete wins is not written at all)."""
+    rows = [
+        r.filter(pc.is_in(r.column(RECORD_KEY_METADATA_FIELD), value_set=keys))
+        for r, _ in blocks
+        if r is not None
+    ]
+    dels = [
+        d.filter(pc.is_in(d.column(RECORD_KEY_METADATA_FIELD), value_set=keys))
+        for _, d in blocks
+        if d is not None
+    ]
+    win, gone = precombine(
+        pa.concat_tables(rows) if rows else plan.schema.empty_table(),
+        pa.concat_tables(dels) if dels else dschema.empty_table(),
+        plan.options.merge,
+        plan.partial_columns,
+    )
+    # a delete winning over a new key's versions: the key is not written at all
+    if gone.num_rows:
+        win = win.filter(
+            pc.invert(pc.is_in(win.column(RECORD_KEY_METADATA_FIELD), value_set=gone.column(0)))
+        )
+    # a merger that does not combine in groups keeps every version: they all go to the
+    # partition of the key's first version (as later versions in one task do)
+    return _first_partition(win)
 
 
 def _first_partition(rows: pa.Table) -> pa.Table:

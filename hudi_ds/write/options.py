@@ -163,6 +163,22 @@ class ResolvedOptions:
     write_threads: int | None = None
 
 
+@dataclass(frozen=True)
+class _TableShape:
+    """The part of a write's options the table decides (the options, for a new table): the
+    operation as the table's keys allow it, the table's name and type, its keys and merger.
+
+    One value from either :func:`_existing_table_shape` or :func:`_new_table_shape`, so that
+    :func:`resolve_options` reads as "the table's, or else the options'".
+    """
+
+    operation: WriteOperation
+    table_name: str
+    table_type: TableType
+    keys: KeySpec
+    merge: MergeSpec
+
+
 def resolve_options(
     options: Options,
     config: TableConfig | None,
@@ -189,79 +205,15 @@ def resolve_options(
             reproduce, auto-generated record keys); nothing has been written.
     """
     o = options
-    timestamp: TimestampSpec | None = None
     operation = operation_named(o.get(WriteConfig.OPERATION))
     if config is not None:
-        _check_version(config, base_uri)
-        _key_generator(config, base_uri)
-        _check_against_table(o, config)
-        table_name = config.table_name
-        table_type = config.table_type
-        keys = _record_key_fields(o, config, table, base_uri, operation)
-        if not keys and operation is DELETE:  # auto-generated keys: a delete of rows as read
-            operation = DELETE_PREPPED
-        parts = _partition_fields(o, config, base_uri)
-        hive_style = _recorded_or_option(
-            o, config, TableConfig.HIVE_STYLE_PARTITIONING, WriteConfig.HIVE_STYLE
-        )
-        url_encode = _recorded_or_option(
-            o, config, TableConfig.URL_ENCODE_PARTITIONING, WriteConfig.URL_ENCODE
-        )
-        if config.ordering_fields:
-            ordering: str | None = config.ordering_fields[0]
-        else:  # not recorded (a table written without one): the writer's, if any
-            ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or None
-        if _merge_unrecorded(config) and any(
-            o.is_set(p)
-            for p in (
-                WriteConfig.MERGE_MODE,
-                WriteConfig.PAYLOAD_CLASS,
-                WriteConfig.MERGE_STRATEGY_ID,
-            )
-        ):
-            # a COPY_ON_WRITE table of Hudi 0.x that records no payload class: Java merges
-            # with the writer's (hoodie.datasource.write.payload.class, default
-            # OverwriteWithLatestAvroPayload); no reader merges a COW table's rows
-            merge_spec = write_spec(o, ordering)
-        else:
-            merge_spec = table_spec(config, custom_classes_option(o))
-            if ordering and not merge_spec.ordering_fields:
-                merge_spec = dataclasses.replace(merge_spec, ordering_fields=(ordering,))
-            check_same_spec(o, merge_spec)
-        keygen = _key_generator(config)
-        asked_keygen = _asked_key_generator(o)
-        if asked_keygen is not None and not (
-            config.KEY_GENERATOR_CLASS.of(config.props)
-            or config.KEY_GENERATOR_TYPE.of(config.props)
-        ):
-            asked_kind = asked_keygen[2]  # the table does not record its key generator
-            if asked_kind is None:
-                raise UnsupportedError(
-                    f"option '{asked_keygen[0]}'={asked_keygen[1]!r}: hudi_ds reproduces the "
-                    f"record keys and partition paths of {_REPRODUCED} only"
-                )
-            keygen = asked_kind
-        complex_key = keygen is KeyGeneratorType.COMPLEX or (
-            keygen is KeyGeneratorType.NON_PARTITION and len(keys) > 1
-        )
-        if keygen is KeyGeneratorType.TIMESTAMP:
-            timestamp = TimestampSpec.of(o, config.props)
+        shape = _existing_table_shape(o, config, table, base_uri, operation)
     else:
-        table_name = o.get(WriteConfig.TABLE_NAME) or ""
-        table_type = TableType.parse(o.get(WriteConfig.TABLE_TYPE))
-        key_option: list[str] | None = o.get(WriteConfig.RECORD_KEY_FIELDS)
-        part_option: list[str] | None = o.get(WriteConfig.PARTITION_FIELDS)
-        keys = tuple(key_option or [])
-        parts = tuple(part_option or [])
-        hive_style = o.get(WriteConfig.HIVE_STYLE)
-        url_encode = o.get(WriteConfig.URL_ENCODE)
-        ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or default_ordering_field(o) or None
-        merge_spec = write_spec(o, ordering)
-        if o.get(WriteConfig.WRITE_TABLE_VERSION) >= 8 and merge_spec.by_payload:
-            # Hudi 1.x tables merge by their merge mode (a payload class only picks it)
-            merge_spec = dataclasses.replace(merge_spec, by_payload=False)
-        complex_key = _new_table_complex_key(o, keys, parts)
-    index = Index.resolve(o, config, keys, bool(parts), table, base_uri)
+        shape = _new_table_shape(o, operation)
+    keys = shape.keys
+    index = Index.resolve(
+        o, config, keys.record_key_fields, bool(keys.partition_fields), table, base_uri
+    )
     index.warn_unused_options(o)
     # Java HoodieFileWriterFactory.enableBloomFilter: no key footers without meta fields
     meta_fields = (
@@ -270,11 +222,11 @@ def resolve_options(
         else bool(o.get(WriteConfig.POPULATE_META_FIELDS))
     )
     return ResolvedOptions(
-        operation=operation,
-        table_name=table_name,
-        table_type=table_type,
-        keys=KeySpec(keys, parts, hive_style, url_encode, complex_key, timestamp),
-        merge=merge_spec,
+        operation=shape.operation,
+        table_name=shape.table_name,
+        table_type=shape.table_type,
+        keys=keys,
+        merge=shape.merge,
         block_format=o.get(WriteConfig.LOG_BLOCK_FORMAT),
         codec=o.get(WriteConfig.PARQUET_CODEC),
         memory=MemoryBudget.of(o),
@@ -283,8 +235,140 @@ def resolve_options(
         index=index,
         sizing=FileSizing.of(o),
         populate_meta_fields=meta_fields,
-        bucket_base_files=_bucket_base_files(o, config, index, table_type),
+        bucket_base_files=_bucket_base_files(o, config, index, shape.table_type),
         write_threads=o.get(WriteConfig.WRITE_TASKS),
+    )
+
+
+def _existing_table_shape(
+    o: Options,
+    config: TableConfig,
+    table: TableState | None,
+    base_uri: str,
+    operation: WriteOperation,
+) -> _TableShape:
+    """What an existing table decides of a write: its recorded properties, the options only
+    where it records none.
+
+    The checks run in this order so that a table hudi_ds cannot write (version, key
+    generator) is refused before an option is checked against it.
+
+    Raises:
+        ConfigError, UnsupportedError: as :func:`resolve_options`.
+    """
+    _check_version(config, base_uri)
+    _key_generator(config, base_uri)
+    _check_against_table(o, config)
+    table_name, table_type = config.table_name, config.table_type
+    keys = _record_key_fields(o, config, table, base_uri, operation)
+    if not keys and operation is DELETE:  # auto-generated keys: a delete of rows as read
+        operation = DELETE_PREPPED
+    parts = _partition_fields(o, config, base_uri)
+    hive_style = _recorded_or_option(
+        o, config, TableConfig.HIVE_STYLE_PARTITIONING, WriteConfig.HIVE_STYLE
+    )
+    url_encode = _recorded_or_option(
+        o, config, TableConfig.URL_ENCODE_PARTITIONING, WriteConfig.URL_ENCODE
+    )
+    merge_spec = _existing_table_merge(o, config)
+    keygen = _effective_key_generator(o, config)
+    complex_key = keygen is KeyGeneratorType.COMPLEX or (
+        keygen is KeyGeneratorType.NON_PARTITION and len(keys) > 1
+    )
+    timestamp = TimestampSpec.of(o, config.props) if keygen is KeyGeneratorType.TIMESTAMP else None
+    return _TableShape(
+        operation=operation,
+        table_name=table_name,
+        table_type=table_type,
+        keys=KeySpec(keys, parts, hive_style, url_encode, complex_key, timestamp),
+        merge=merge_spec,
+    )
+
+
+def _existing_table_merge(o: Options, config: TableConfig) -> MergeSpec:
+    """An existing table's merger and ordering field: the recorded ones, the writer's where
+    the table records none.
+
+    Raises:
+        ConfigError: a merge option contradicts the table's (``check_same_spec``).
+    """
+    if config.ordering_fields:
+        ordering: str | None = config.ordering_fields[0]
+    else:  # not recorded (a table written without one): the writer's, if any
+        ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or None
+    if _merge_unrecorded(config) and any(
+        o.is_set(p)
+        for p in (
+            WriteConfig.MERGE_MODE,
+            WriteConfig.PAYLOAD_CLASS,
+            WriteConfig.MERGE_STRATEGY_ID,
+        )
+    ):
+        # a COPY_ON_WRITE table of Hudi 0.x that records no payload class: Java merges
+        # with the writer's (hoodie.datasource.write.payload.class, default
+        # OverwriteWithLatestAvroPayload); no reader merges a COW table's rows
+        return write_spec(o, ordering)
+    merge_spec = table_spec(config, custom_classes_option(o))
+    if ordering and not merge_spec.ordering_fields:
+        merge_spec = dataclasses.replace(merge_spec, ordering_fields=(ordering,))
+    check_same_spec(o, merge_spec)
+    return merge_spec
+
+
+def _effective_key_generator(o: Options, config: TableConfig) -> KeyGeneratorType:
+    """The key generator an existing table's keys are made with: the recorded one, or the
+    one the writer names when the table records none.
+
+    Raises:
+        UnsupportedError: the table records none and the writer names one hudi_ds does not
+            reproduce.
+    """
+    keygen = _key_generator(config)
+    asked_keygen = _asked_key_generator(o)
+    if asked_keygen is not None and not (
+        config.KEY_GENERATOR_CLASS.of(config.props) or config.KEY_GENERATOR_TYPE.of(config.props)
+    ):
+        asked_kind = asked_keygen[2]  # the table does not record its key generator
+        if asked_kind is None:
+            raise UnsupportedError(
+                f"option '{asked_keygen[0]}'={asked_keygen[1]!r}: hudi_ds reproduces the "
+                f"record keys and partition paths of {_REPRODUCED} only"
+            )
+        keygen = asked_kind
+    return keygen
+
+
+def _new_table_shape(o: Options, operation: WriteOperation) -> _TableShape:
+    """What the options decide of a write that creates the table.
+
+    Raises:
+        ConfigError: a key generator that does not fit the key and partition fields.
+    """
+    table_name = o.get(WriteConfig.TABLE_NAME) or ""
+    table_type = TableType.parse(o.get(WriteConfig.TABLE_TYPE))
+    key_option: list[str] | None = o.get(WriteConfig.RECORD_KEY_FIELDS)
+    part_option: list[str] | None = o.get(WriteConfig.PARTITION_FIELDS)
+    keys = tuple(key_option or [])
+    parts = tuple(part_option or [])
+    ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or default_ordering_field(o) or None
+    merge_spec = write_spec(o, ordering)
+    if o.get(WriteConfig.WRITE_TABLE_VERSION) >= 8 and merge_spec.by_payload:
+        # Hudi 1.x tables merge by their merge mode (a payload class only picks it)
+        merge_spec = dataclasses.replace(merge_spec, by_payload=False)
+    complex_key = _new_table_complex_key(o, keys, parts)
+    return _TableShape(
+        operation=operation,
+        table_name=table_name,
+        table_type=table_type,
+        keys=KeySpec(
+            keys,
+            parts,
+            o.get(WriteConfig.HIVE_STYLE),
+            o.get(WriteConfig.URL_ENCODE),
+            complex_key,
+            None,
+        ),
+        merge=merge_spec,
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -319,10 +320,12 @@ class Tagger:
         return [s for p in names for s in self.files.by_file_id(p).values()]
 
     def _tag_located(self, data: pa.Table, dels: pa.Table) -> Tagged:
+        """SIMPLE / BLOOM / GLOBAL_* indexes: rows whose keys the table holds go to those file
+        groups, the others are inserts (where this task put the key before, else packed), and
+        deletes of keys neither the table nor this task holds are dropped."""
         o = self.options
-        glob = self.index.is_global
         op = self.plan.operation
-        if glob:
+        if self.index.is_global:
             # Java de-duplicates a global index's input by record key alone before tagging
             # (HoodieWriteHelper.deduplicateRecords): one version per key, whatever partition
             # the others name. Across the batches of a task, later versions of a key join the
@@ -333,122 +336,206 @@ class Tagger:
         dparts = string_array(data.column(PARTITION_PATH_METADATA_FIELD))
         xkeys = string_array(dels.column(RECORD_KEY_METADATA_FIELD))
         xparts = string_array(dels.column(PARTITION_PATH_METADATA_FIELD))
-        data_t = np.full(nd, -1, np.int64)
-        del_t = np.full(dels.num_rows, -1, np.int64)
-        inserts = np.ones(nd, dtype=bool)
-        moving = np.zeros(nd, dtype=bool)
         if op.merges_existing and op in _TAGGING_OPERATIONS:
-            assert self.lookup is not None
-            keys = pa.concat_arrays([dkeys, xkeys])
-            parts = pa.concat_arrays([dparts, xparts])
-            loc = self.lookup(
-                self.storage,
-                self._candidate_slices(parts),
-                keys,
-                self.index.lookup_partitions(parts),
-                self._lookup_spec(),
+            data, data_t, dels, del_t, inserts = self._tag_stored(
+                data, dels, (dkeys, dparts, xkeys, xparts)
             )
-            grp = np.asarray(loc.group, dtype=np.int64)
-            found = grp >= 0
-            if glob:  # a global index compares and moves partitions by name
-                fid = string_array(loc.file_id).fill_null("")
-                fpart = string_array(loc.partition).fill_null("")
-                finst = string_array(loc.instant).fill_null("")
-            # -- updates
-            dfound = found[:nd]
-            again = np.zeros(nd, dtype=bool)
-            if glob and nd and self._new_keys:
-                # a key this task already moved to another partition joins its moved version
-                # (Java de-duplicates a global write's input by key before tagging)
-                again = dfound & (self._remembered(dkeys, dparts) >= 0)
-                dfound = dfound & ~again
-            if glob and nd:
-                other = dfound & ~np.asarray(
-                    pc.equal(fpart.slice(0, nd), dparts).fill_null(False), dtype=bool
-                )
-                if other.any():
-                    if self.index.update_partition_path:
-                        # HoodieIndexUtils.mergeForPartitionUpdatesIfNeeded (below)
-                        moving = other
-                        dfound = dfound & ~other
-                    else:
-                        # re-keyed to the partition holding the key, updated in place
-                        data = _set_partitions(data, other, fpart.slice(0, nd))
-                        dparts = string_array(data.column(PARTITION_PATH_METADATA_FIELD))
-            upd = np.flatnonzero(dfound)
-            if len(upd):
-                data_t[upd] = self._tag_groups(grp[upd], loc)
-                if glob:
-                    sel = pa.array(upd)
-                    self._remember(dkeys.take(sel), fpart.take(sel), data_t[upd])
-            inserts = ~found[:nd] | again  # moving keys are handled below
-            # -- deletes: at the key's location; a key the table does not hold is dropped
-            xf = found[nd:].copy()
-            if glob and dels.num_rows and self._new_keys:
-                # a key this task wrote elsewhere is deleted where this task put it
-                rem = self._remembered(xkeys, xparts)
-                took = rem >= 0
-                if took.any():
-                    del_t[took] = rem[took]
-                    where = np.array([self._targets[t][0] for t in rem[took].tolist()], object)
-                    full = np.empty(len(took), object)
-                    full[took] = where
-                    dels = _set_partitions(dels, took, pa.array(full, pa.string()))
-                    xf &= ~took
-            hit = np.flatnonzero(xf)
-            if len(hit):
-                if glob:
-                    dels = _set_partitions(dels, xf, fpart.slice(nd))
-                # a tagged delete is an update of its file group in Java's workload profile
-                del_t[hit] = self._tag_groups(grp[hit + nd], loc)
-            if moving.any():
-                data, data_t, dels, del_t, more = self._move_partitions(
-                    data,
-                    data_t,
-                    dels,
-                    del_t,
-                    moving,
-                    (fpart.slice(0, nd), fid.slice(0, nd), finst.slice(0, nd)),
-                )
-                inserts = np.concatenate([inserts, more[nd:]])
+        else:
+            data_t = np.full(nd, -1, np.int64)
+            del_t = np.full(dels.num_rows, -1, np.int64)
+            inserts = np.ones(nd, dtype=bool)
         # -- inserts: where this task put the key before, else packed
         ins = np.flatnonzero(inserts)
         if len(ins):
             data, data_t = self._tag_inserts(data, data_t, ins)
-        # deletes of keys this task inserted (not yet in the table) join them; others drop
-        miss = np.flatnonzero(del_t < 0)
-        if len(miss) and self._new_keys:
-            sel = pa.array(miss)
-            t = self._remembered(xkeys.take(sel), xparts.take(sel))
-            del_t[miss] = t
-        miss = np.flatnonzero(del_t < 0)
-        if len(miss) and self.slotted and op == UPSERT:  # ==: executors hold unpickled copies
-            # another task of this write may insert the key: the delete (an upsert with
-            # _hoodie_is_deleted) goes to the key's insert slot, where the commit's merge
-            # weighs it against that insert by the merge mode (Java combines a key's versions
-            # before tagging); a slot holding only deletes writes no file group (merge_staged)
-            sel = pa.array(miss)
-            del_t[miss] = self._slot_targets(xkeys.take(sel), xparts.take(sel))
-        keep_d = del_t >= 0
-        if not keep_d.all():
-            if op.rows is not Rows.DELETES:
-                # `_hoodie_is_deleted` rows of keys the table does not hold: Java routes them
-                # as untagged records (inserts that write nothing), counted as inserts in
-                # its workload profile (BaseSparkCommitActionExecutor.buildProfile)
-                gone = pc.value_counts(
-                    string_array(dels.column(PARTITION_PATH_METADATA_FIELD)).filter(
-                        pa.array(~keep_d)
-                    )
-                )
-                for entry in gone.to_pylist():
-                    self.workload.add_inserts(entry["values"], entry["counts"])
-            dels = dels.filter(pa.array(keep_d))
-            del_t = del_t[keep_d]
+        self._tag_unstored_deletes(del_t, xkeys, xparts)
+        dels, del_t = self._drop_untagged_deletes(dels, del_t)
         keep = data_t >= 0
         if not keep.all():  # rows a partition move dropped (merged into a delete)
             data = data.filter(pa.array(keep))
             data_t = data_t[keep]
         return Tagged(data, data_t, dels, del_t, self._targets)
+
+    def _tag_stored(
+        self,
+        data: pa.Table,
+        dels: pa.Table,
+        keys: tuple[pa.Array, pa.Array, pa.Array, pa.Array],
+    ) -> tuple[pa.Table, np.ndarray, pa.Table, np.ndarray, np.ndarray]:
+        """Look the keys of a tagging write up (one lookup for the batch's records and
+        deletes) and tag the rows whose keys the table holds.
+
+        Args:
+            keys: record keys and partitions of ``data``, then of ``dels``.
+
+        Returns:
+            ``data``, its targets, ``dels``, their targets (-1: not tagged; a global index
+            may have re-partitioned rows and added the deletes of partition moves), and the
+            mask of the ``data`` rows still to insert.
+        """
+        dkeys, dparts, xkeys, xparts = keys
+        nd = data.num_rows
+        assert self.lookup is not None
+        parts = pa.concat_arrays([dparts, xparts])
+        loc = self.lookup(
+            self.storage,
+            self._candidate_slices(parts),
+            pa.concat_arrays([dkeys, xkeys]),
+            self.index.lookup_partitions(parts),
+            self._lookup_spec(),
+        )
+        grp = np.asarray(loc.group, dtype=np.int64)
+        held: tuple[pa.Array, pa.Array, pa.Array] | None = None
+        if self.index.is_global:  # a global index compares and moves partitions by name
+            held = (
+                string_array(loc.partition).fill_null(""),
+                string_array(loc.file_id).fill_null(""),
+                string_array(loc.instant).fill_null(""),
+            )
+        data, data_t, inserts, moving = self._tag_stored_updates(
+            data, dkeys, dparts, grp[:nd], loc, None if held is None else held[0].slice(0, nd)
+        )
+        dels, del_t = self._tag_stored_deletes(
+            dels, xkeys, xparts, grp[nd:], loc, None if held is None else held[0].slice(nd)
+        )
+        if moving.any():
+            assert held is not None  # only a global index moves keys
+            data, data_t, dels, del_t, more = self._move_partitions(
+                data,
+                data_t,
+                dels,
+                del_t,
+                moving,
+                (held[0].slice(0, nd), held[1].slice(0, nd), held[2].slice(0, nd)),
+            )
+            inserts = np.concatenate([inserts, more[nd:]])
+        return data, data_t, dels, del_t, inserts
+
+    def _tag_stored_updates(
+        self,
+        data: pa.Table,
+        keys: pa.Array,
+        parts: pa.Array,
+        grp: np.ndarray,
+        loc: KeyLocations,
+        held_parts: pa.Array | None,
+    ) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
+        """Tag the records whose keys the table holds (``grp``: their group in ``loc``, -1
+        where not held) with those file groups.
+
+        Args:
+            held_parts: a global index's partitions holding the keys (None: not global). A key
+                held in another partition is re-keyed to it, or, with
+                ``update.partition.path``, left to :meth:`_move_partitions`.
+
+        Returns:
+            ``data`` (re-keyed), its targets (-1: not tagged), the mask of rows to insert (the
+            keys the table does not hold, and keys this task already moved, which join their
+            moved version), and the mask of rows whose keys move partitions.
+        """
+        nd = data.num_rows
+        data_t = np.full(nd, -1, np.int64)
+        moving = np.zeros(nd, dtype=bool)
+        found = grp >= 0
+        dfound = found
+        again = np.zeros(nd, dtype=bool)
+        if held_parts is not None and nd and self._new_keys:
+            # a key this task already moved to another partition joins its moved version
+            # (Java de-duplicates a global write's input by key before tagging)
+            again = dfound & (self._remembered(keys, parts) >= 0)
+            dfound = dfound & ~again
+        if held_parts is not None and nd:
+            other = dfound & ~np.asarray(pc.equal(held_parts, parts).fill_null(False), dtype=bool)
+            if other.any():
+                if self.index.update_partition_path:
+                    # HoodieIndexUtils.mergeForPartitionUpdatesIfNeeded (_move_partitions)
+                    moving = other
+                    dfound = dfound & ~other
+                else:
+                    # re-keyed to the partition holding the key, updated in place
+                    data = _set_partitions(data, other, held_parts)
+        upd = np.flatnonzero(dfound)
+        if len(upd):
+            data_t[upd] = self._tag_groups(grp[upd], loc)
+            if held_parts is not None:
+                sel = pa.array(upd)
+                self._remember(keys.take(sel), held_parts.take(sel), data_t[upd])
+        return data, data_t, ~found | again, moving
+
+    def _tag_stored_deletes(
+        self,
+        dels: pa.Table,
+        keys: pa.Array,
+        parts: pa.Array,
+        grp: np.ndarray,
+        loc: KeyLocations,
+        held_parts: pa.Array | None,
+    ) -> tuple[pa.Table, np.ndarray]:
+        """Tag the deletes at their keys' locations: where this task put the key (a global
+        index), else the file group holding it (``grp``: its group in ``loc``, -1 where not
+        held; ``held_parts``: a global index's partitions holding the keys).
+
+        Returns:
+            ``dels`` re-partitioned to where their keys are, and their targets (-1: a key the
+            table does not hold, dropped unless this task inserts it).
+        """
+        del_t = np.full(dels.num_rows, -1, np.int64)
+        xf = grp >= 0
+        if held_parts is not None and dels.num_rows and self._new_keys:
+            # a key this task wrote elsewhere is deleted where this task put it
+            rem = self._remembered(keys, parts)
+            took = rem >= 0
+            if took.any():
+                del_t[took] = rem[took]
+                where = np.array([self._targets[t][0] for t in rem[took].tolist()], object)
+                full = np.empty(len(took), object)
+                full[took] = where
+                dels = _set_partitions(dels, took, pa.array(full, pa.string()))
+                xf &= ~took
+        hit = np.flatnonzero(xf)
+        if len(hit):
+            if held_parts is not None:
+                dels = _set_partitions(dels, xf, held_parts)
+            # a tagged delete is an update of its file group in Java's workload profile
+            del_t[hit] = self._tag_groups(grp[hit], loc)
+        return dels, del_t
+
+    def _tag_unstored_deletes(self, del_t: np.ndarray, keys: pa.Array, parts: pa.Array) -> None:
+        """Tag, in ``del_t``, the deletes of keys the table does not hold: a key this task
+        inserted (not yet in the table) is deleted where it went; in a non-exclusive upsert
+        a key another task may insert is deleted in the key's insert slot."""
+        miss = np.flatnonzero(del_t < 0)
+        if len(miss) and self._new_keys:
+            sel = pa.array(miss)
+            del_t[miss] = self._remembered(keys.take(sel), parts.take(sel))
+        miss = np.flatnonzero(del_t < 0)
+        if len(miss) and self.slotted and self.plan.operation == UPSERT:
+            # ==: executors hold unpickled copies.
+            # another task of this write may insert the key: the delete (an upsert with
+            # _hoodie_is_deleted) goes to the key's insert slot, where the commit's merge
+            # weighs it against that insert by the merge mode (Java combines a key's versions
+            # before tagging); a slot holding only deletes writes no file group (merge_staged)
+            sel = pa.array(miss)
+            del_t[miss] = self._slot_targets(keys.take(sel), parts.take(sel))
+
+    def _drop_untagged_deletes(
+        self, dels: pa.Table, del_t: np.ndarray
+    ) -> tuple[pa.Table, np.ndarray]:
+        """``dels`` and ``del_t`` without the untagged deletes (keys nobody holds), which an
+        upsert's workload profile counts as inserts as Java's does."""
+        keep_d = del_t >= 0
+        if keep_d.all():
+            return dels, del_t
+        if self.plan.operation.rows is not Rows.DELETES:
+            # `_hoodie_is_deleted` rows of keys the table does not hold: Java routes them
+            # as untagged records (inserts that write nothing), counted as inserts in
+            # its workload profile (BaseSparkCommitActionExecutor.buildProfile)
+            gone = pc.value_counts(
+                string_array(dels.column(PARTITION_PATH_METADATA_FIELD)).filter(pa.array(~keep_d))
+            )
+            for entry in gone.to_pylist():
+                self.workload.add_inserts(entry["values"], entry["counts"])
+        return dels.filter(pa.array(keep_d)), del_t[keep_d]
 
     def _match(self, keys: pa.Array, parts: pa.Array) -> pa.Array:
         """What identifies a new key (:meth:`~hudi_ds.index.Index.identities`)."""
@@ -613,54 +700,28 @@ class Tagger:
         mkeys = string_array(mv.column(RECORD_KEY_METADATA_FIELD))
         opart, ofid, oinst = (a.take(sel) for a in old)
         stored = self._read_stored(opart, ofid, mkeys)
-        schema = self.plan.schema
         res = merge_versions(
             [
                 stored,
                 DataPart(self._ctx.carried(mv), partial=self.plan.partial_columns is not None),
             ],
             self._ctx.merge_spec,
-            schema,
+            self.plan.schema,
             has_base=True,
         )
         merged = res.rows
         skeys = string_array(stored.column(RECORD_KEY_METADATA_FIELD))
-        # where each moving key lives (first incoming version's old location)
-        okey_pos = np.asarray(pc.index_in(mkeys, value_set=mkeys), dtype=np.int64)
-        first = np.unique(okey_pos)
-        loc_keys = mkeys.take(pa.array(first))
-        loc_part = opart.take(pa.array(first))
-        loc_fid = ofid.take(pa.array(first))
-        loc_inst = oinst.take(pa.array(first))
+        held = _first_locations(mkeys, opart, ofid, oinst)
         mk = string_array(merged.column(RECORD_KEY_METADATA_FIELD))
-        mpos = np.asarray(pc.index_in(mk, value_set=loc_keys), dtype=np.int64)
+        mpos = np.asarray(pc.index_in(mk, value_set=held.keys), dtype=np.int64)
         mpart = string_array(merged.column(PARTITION_PATH_METADATA_FIELD))
-        in_place = np.asarray(pc.equal(mpart, loc_part.take(pa.array(mpos))), dtype=bool)
+        in_place = np.asarray(pc.equal(mpart, held.partitions.take(pa.array(mpos))), dtype=bool)
         had_stored = np.asarray(pc.is_in(mk, value_set=skeys), dtype=bool)
         # the old rows of moving data are replaced by the merged records
         data_t[rows] = -1
-        new_rows: list[pa.Table] = []
-        new_t: list[np.ndarray] = []
-        insert_mask: list[np.ndarray] = []
-        # 1. stored record won: update in place (written as the merged record)
-        keep = np.flatnonzero(in_place)
-        if len(keep):
-            t = merged.take(pa.array(keep))
-            new_rows.append(t)
-            ks = pa.array(mpos[keep])
-            tp, tf = loc_part.take(ks), loc_fid.take(ks)
-            in_place_t = self._tag_updates(tp, tf, loc_inst.take(ks))
-            new_t.append(in_place_t)
-            self._remember(string_array(t.column(RECORD_KEY_METADATA_FIELD)), tp, in_place_t)
-            insert_mask.append(np.zeros(len(keep), dtype=bool))
-        # 2. merged record in another partition: an insert there ...
-        moved = np.flatnonzero(~in_place)
-        if len(moved):
-            new_rows.append(merged.take(pa.array(moved)))
-            new_t.append(np.full(len(moved), -1, np.int64))
-            insert_mask.append(np.ones(len(moved), dtype=bool))
-        # ... and a delete at the old location (of stored records only), and 3. merges that
-        # delete the key: a delete at the old location
+        new_rows, new_t, insert_mask = self._place_merged(merged, in_place, mpos, held)
+        # a record moved to another partition is deleted at its old location (of stored
+        # records only), and 3. a merge that deletes the key deletes it at the old location
         gone = np.flatnonzero(~in_place & had_stored)
         dead_keys = []
         if len(gone):
@@ -670,13 +731,9 @@ class Tagger:
             all_keys = pa.concat_arrays([skeys, mkeys])
             dead_keys.append(all_keys.take(pa.array(deleted_versions, pa.int64())))
         if dead_keys:
-            dk = pc.unique(pa.concat_arrays(dead_keys))
-            dpos = np.asarray(pc.index_in(dk, value_set=loc_keys), dtype=np.int64)
-            dp, df = loc_part.take(pa.array(dpos)), loc_fid.take(pa.array(dpos))
-            dt = self._tag_updates(dp, df, loc_inst.take(pa.array(dpos)))
-            extra = delete_keys(dels.schema, dk, dp)
-            dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
-            del_t = np.concatenate([del_t, dt])
+            dels, del_t = self._delete_at_old(
+                dels, del_t, pc.unique(pa.concat_arrays(dead_keys)), held
+            )
         if new_rows:
             add = pa.concat_tables(new_rows).cast(data.schema)
             data = pa.concat_tables([data, add])
@@ -685,6 +742,48 @@ class Tagger:
         else:
             more = np.zeros(len(moving), dtype=bool)
         return data, data_t, dels, del_t, more
+
+    def _place_merged(
+        self, merged: pa.Table, in_place: np.ndarray, mpos: np.ndarray, held: _Held
+    ) -> tuple[list[pa.Table], list[np.ndarray], list[np.ndarray]]:
+        """The merged records of moving keys, their targets and insert masks: 1. where the
+        stored record won (``in_place``), an update of the file group holding the key
+        (``mpos``: the key's position in ``held``); 2. the others, inserts in their new
+        partition (untagged)."""
+        new_rows: list[pa.Table] = []
+        new_t: list[np.ndarray] = []
+        insert_mask: list[np.ndarray] = []
+        # 1. stored record won: update in place (written as the merged record)
+        keep = np.flatnonzero(in_place)
+        if len(keep):
+            t = merged.take(pa.array(keep))
+            new_rows.append(t)
+            ks = pa.array(mpos[keep])
+            tp, tf = held.partitions.take(ks), held.file_ids.take(ks)
+            in_place_t = self._tag_updates(tp, tf, held.instants.take(ks))
+            new_t.append(in_place_t)
+            self._remember(string_array(t.column(RECORD_KEY_METADATA_FIELD)), tp, in_place_t)
+            insert_mask.append(np.zeros(len(keep), dtype=bool))
+        # 2. merged record in another partition: an insert there (and a delete at the old
+        # location, _move_partitions)
+        moved = np.flatnonzero(~in_place)
+        if len(moved):
+            new_rows.append(merged.take(pa.array(moved)))
+            new_t.append(np.full(len(moved), -1, np.int64))
+            insert_mask.append(np.ones(len(moved), dtype=bool))
+        return new_rows, new_t, insert_mask
+
+    def _delete_at_old(
+        self, dels: pa.Table, del_t: np.ndarray, keys: pa.Array, held: _Held
+    ) -> tuple[pa.Table, np.ndarray]:
+        """``dels`` and ``del_t`` with deletes of the moving ``keys`` at the file groups holding
+        them (each an update of its group in the workload profile)."""
+        dpos = np.asarray(pc.index_in(keys, value_set=held.keys), dtype=np.int64)
+        dp, df = held.partitions.take(pa.array(dpos)), held.file_ids.take(pa.array(dpos))
+        dt = self._tag_updates(dp, df, held.instants.take(pa.array(dpos)))
+        extra = delete_keys(dels.schema, keys, dp)
+        dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
+        return dels, np.concatenate([del_t, dt])
 
     def _read_stored(self, parts: pa.Array, file_ids: pa.Array, keys: pa.Array) -> pa.Table:
         """The stored (merged) records of ``keys`` in the file groups holding them."""
@@ -725,6 +824,26 @@ def first_positions(indices: np.ndarray, n: int) -> np.ndarray:
     first = np.full(n, len(indices), np.int64)
     np.minimum.at(first, indices, np.arange(len(indices), dtype=np.int64))
     return first
+
+
+class _Held(NamedTuple):
+    """Where each moving key is held: one entry per distinct key (aligned arrays)."""
+
+    keys: pa.Array
+    partitions: pa.Array
+    file_ids: pa.Array
+    instants: pa.Array
+
+
+def _first_locations(
+    keys: pa.Array, partitions: pa.Array, file_ids: pa.Array, instants: pa.Array
+) -> _Held:
+    """Where each distinct key of ``keys`` lives: the old location of its first incoming
+    version (aligned ``partitions``, ``file_ids``, ``instants``)."""
+    first = pa.array(np.unique(np.asarray(pc.index_in(keys, value_set=keys), dtype=np.int64)))
+    return _Held(
+        keys.take(first), partitions.take(first), file_ids.take(first), instants.take(first)
+    )
 
 
 def _set_partitions(table: pa.Table, mask: np.ndarray, parts: pa.Array) -> pa.Table:
