@@ -10,7 +10,7 @@ API cannot route all rows of a bucket to one task. So when tasks are not exclusi
 each task *stages* its rows for a file group as a log file under
 ``.hoodie/.temp/<instant>/stage/<partition>/`` (same block format as MOR logs), and the
 driver's commit merges the staged rows of each touched file group with its current base file
-into the new base file -- one :class:`~hudi_ds.write.handles.MergeHandle`-style merge per
+into the new base file -- one :class:`~hudi_ds.write.merge_handle.MergeHandle`-style merge per
 file group. The cost: staged rows are written and read once more, and the merge runs where the
 commit runs. Readers never see staged files (they are not in a partition folder).
 
@@ -91,7 +91,7 @@ class StageHandle(AppendHandle):
 
 
 #: Most COW merge handles closed at once (each holds its merge within its share of the task
-#: budget, :attr:`~hudi_ds.write.handles.MergeHandle.merge_budget`, an eighth of it).
+#: budget, :attr:`~hudi_ds.write.merge_handle.MergeHandle.merge_budget`, an eighth of it).
 MAX_PARALLEL_MERGES = 4
 
 
