@@ -237,8 +237,11 @@ class Driver:
 def spawn(tmp: Path, run: int) -> Driver:
     sig = tmp / f"signal-{run}"
     sig.mkdir()
+    # the driver is this file run as a script: it imports the tests package from the repository
+    repo = str(Path(__file__).resolve().parents[2])
     env = {
         **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p),
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         SIGNAL_ENV: str(sig),
