@@ -47,6 +47,8 @@ class StorageClock:
         self._offset: float | None = None
         self._since = 0.0
         self._next = 0.0
+        #: the lease body whose clock skew was last logged (each is logged once)
+        self._alarmed: bytes | None = None
 
     def now(self) -> float | None:
         """The storage's current time (epoch seconds, an underestimate); None when no probe
@@ -100,6 +102,24 @@ class StorageClock:
         if info is None or now is None:
             return None
         return now - info.mtime_ms / 1000
+
+    def lease_outlived(self, rel: str, lease_s: float) -> tuple[bool, float | None]:
+        """Whether the lease in ``rel``, which this host's clock already calls expired, ran out
+        on the storage's clock too (not written for ``lease_s`` past the stamps' resolution and
+        drift), and how long ago it was written (None: unknown -- it is then kept)."""
+        ago = self.written_ago(rel)
+        return ago is not None and ago > lease_s + MTIME_RESOLUTION_S + CLOCK_DRIFT_S, ago
+
+    def alarm_skew(self, raw: bytes, what: str, seen: str, ago: float, lease_s: float) -> None:
+        """Log, once per lease body ``raw``, a clock skew: the lease ``what`` is live on the
+        storage's clock though this host's clock calls it expired.
+
+        Within the margin past the lease (the storage's coarse stamps err either way by up to
+        a second) a lease of a holder on the same clock is merely waited out, so skew is named
+        only when the storage says the lease is clearly live."""
+        if self._alarmed != raw and ago < lease_s - MTIME_RESOLUTION_S:
+            self._alarmed = raw
+            log.error("clock skew: %s is live, %s; synchronise the hosts' clocks (NTP)", what, seen)
 
     def skew_note(self, holder_wrote_at: float, written_ago: float) -> str:
         """How far this host's wall clock runs ahead of a lock holder's, which wrote at

@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 
-from hudi_ds.concurrency.clock import CLOCK_DRIFT_S, MTIME_RESOLUTION_S, StorageClock
+from hudi_ds.concurrency.clock import CLOCK_DRIFT_S, StorageClock
 from hudi_ds.concurrency.heartbeat import Periodic
 from hudi_ds.concurrency.lock import LEASE_MARGIN_S, LockTimeoutError
 from hudi_ds.errors import LockLostError
@@ -67,7 +67,6 @@ class FileSystemLock:
         self._deadline = 0.0
         #: the lock found by the last attempt to acquire (for error messages)
         self.last_seen = "no lock"
-        self._skew_logged: bytes | None = None
         #: True once a renewal found the lock taken over while held
         self.lost = False
 
@@ -164,11 +163,9 @@ class FileSystemLock:
                 return False
         else:
             self.last_seen = f"an unreadable lock body {raw[:80]!r}"
-        ago = self.clock.written_ago(LOCK_FILE)
-        if ago is None:
-            return False
-        if ago > self.expire_s + MTIME_RESOLUTION_S + CLOCK_DRIFT_S:
-            return True
+        over, ago = self.clock.lease_outlived(LOCK_FILE, self.expire_s)
+        if over or ago is None:
+            return over
         if held is not None:
             # expired by this host's clock, yet written within its lease on the storage's
             self.last_seen = (
@@ -176,16 +173,8 @@ class FileSystemLock:
                 f"the storage's clock (lease {self.expire_s:g} s): "
                 f"{self.clock.skew_note(held[1] - self.expire_s, ago)}; not taken over"
             )
-            # within the margin past the lease (the storage's coarse stamps err either way by
-            # up to a second) a lock of a holder on the same clock is merely waited out:
-            # skew is named only when the storage says the lease is clearly live
-            if self._skew_logged != raw and ago < self.expire_s - MTIME_RESOLUTION_S:
-                self._skew_logged = raw
-                log.error(
-                    "clock skew: the lock %s is live, %s; synchronise the hosts' clocks (NTP)",
-                    self.storage.full_path(LOCK_FILE),
-                    self.last_seen,
-                )
+            where = f"the lock {self.storage.full_path(LOCK_FILE)}"
+            self.clock.alarm_skew(raw, where, self.last_seen, ago, self.expire_s)
         return False
 
     def _break_if_dead(self) -> None:

@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 
-from hudi_ds.concurrency.clock import CLOCK_DRIFT_S, MTIME_RESOLUTION_S, StorageClock
+from hudi_ds.concurrency.clock import CLOCK_DRIFT_S, StorageClock
 from hudi_ds.concurrency.heartbeat import Periodic
 from hudi_ds.concurrency.lock import (
     FS_LOCK_NAMES,
@@ -95,7 +95,6 @@ class StorageBasedLock:
         self._unknown: bytes | None = None
         self._heart: Periodic | None = None
         self.clock = StorageClock(storage, f"{LOCKS_FOLDER}/clock_{self.owner}.probe")
-        self._skew_logged: bytes | None = None
         self._audit: list[str] = []
         self._audit_path: str | None = None
         self._audit_txn_ms = 0
@@ -189,26 +188,16 @@ class StorageBasedLock:
         """
         if time.time() <= held[1] / 1000 + CLOCK_DRIFT_S:
             return False
-        ago = self.clock.written_ago(STORAGE_LOCK_FILE)
-        if ago is None:
-            return False
-        if ago > self.validity_s + MTIME_RESOLUTION_S + CLOCK_DRIFT_S:
-            return True
+        over, ago = self.clock.lease_outlived(STORAGE_LOCK_FILE, self.validity_s)
+        if over or ago is None:
+            return over
         self.last_seen = (
             f"owner {held[2]}, valid until {held[1]} ms: expired by this host's clock but "
             f"renewed {ago:.1f} s ago on the storage's clock (validity {self.validity_s:g} s): "
             f"{self.clock.skew_note(held[1] / 1000 - self.validity_s, ago)}; not taken over"
         )
-        # within the margin past the validity (the storage's coarse stamps err either way by up
-        # to a second) a lease of a holder on the same clock is merely waited out: skew is
-        # named only when the storage says the lease is clearly live
-        if self._skew_logged != raw and ago < self.validity_s - MTIME_RESOLUTION_S:
-            self._skew_logged = raw
-            log.error(
-                "clock skew: the storage lock %s is live, %s; synchronise the hosts' clocks (NTP)",
-                self.storage.full_path(STORAGE_LOCK_FILE),
-                self.last_seen,
-            )
+        where = f"the storage lock {self.storage.full_path(STORAGE_LOCK_FILE)}"
+        self.clock.alarm_skew(raw, where, self.last_seen, ago, self.validity_s)
         return False
 
     def acquire(self) -> None:
