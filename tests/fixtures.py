@@ -13,10 +13,12 @@ fixture test would pass without reading one table written by Apache Hudi.
 
 from __future__ import annotations
 
+import json
 import os
 import zipfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +45,7 @@ def on_ci() -> bool:
 def missing_shared() -> list[Path]:
     """The shared folders the suite reads that are absent: the fixture tables and Hudi's
     reference Avro schemas."""
-    return [p for p in (FIXTURES_DIR, REFERENCE_AVRO_SCHEMAS) if not p.is_dir()]
+    return [p for p in (FIXTURES_DIR, MORE_FIXTURES_DIR, REFERENCE_AVRO_SCHEMAS) if not p.is_dir()]
 
 
 def ci_missing_message(missing: list[Path]) -> str:
@@ -120,3 +122,38 @@ def require_base_file_reader(name: str) -> None:
             "lance",
             reason=f"{name} has Lance base files: the optional pylance (hudi_ds[lance]) is missing",
         )
+
+
+# The second set: real tables Apache Hudi wrote for Trino's Hudi connector tests (older table
+# versions, the CUSTOM key generator, partition values holding "/"). Each folder holds the
+# table's zip and ``expected.json``: the checks Trino's own tests assert on the table.
+MORE_FIXTURES_DIR = FIXTURES_DIR.parent / "hudi-tables-more"
+
+
+def more_fixture_names() -> list[str]:
+    """Folder names of the second fixture set; empty when it is absent."""
+    return (
+        sorted(p.name for p in MORE_FIXTURES_DIR.iterdir() if p.is_dir())
+        if MORE_FIXTURES_DIR.is_dir()
+        else []
+    )
+
+
+def unzip_more(name: str, dest: Path) -> Path:
+    """A fresh, writable copy of the second set's table ``name`` under ``dest``; its root."""
+    require_fixtures()
+    (zip_path,) = (MORE_FIXTURES_DIR / name).glob("*.zip")
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(dest)
+    roots = [p for p in dest.iterdir() if p.is_dir() and p.name != "__MACOSX"]
+    if len(roots) != 1:
+        raise RuntimeError(f"fixture {name}: expected one top folder, found {roots}")
+    return roots[0]
+
+
+def expected_checks(name: str) -> list[dict[str, Any]]:
+    """The checks of ``expected.json`` for the second set's table ``name``."""
+    checks: list[dict[str, Any]] = json.loads(
+        (MORE_FIXTURES_DIR / name / "expected.json").read_text()
+    )["checks"]
+    return checks
