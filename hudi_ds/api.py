@@ -35,7 +35,6 @@ from hudi_ds.write.operation import (
     INSERT,
     INSERT_OVERWRITE,
     INSERT_OVERWRITE_TABLE,
-    PARTITIONS_TO_DELETE_KEY,
     UPSERT,
     Replaces,
     WriteOperation,
@@ -468,6 +467,6 @@ class HudiTable(ReadableTable):
     ) -> str | None:
         """Drop whole partitions (given as relative partition paths)."""
         opts = dict(options or {})
-        opts[PARTITIONS_TO_DELETE_KEY] = ",".join(partitions)
+        opts[WriteConfig.PARTITIONS_TO_DELETE.key] = ",".join(partitions)
         empty = without_meta_fields(self.schema).empty_table()
         return self._write(empty, DELETE_PARTITION, opts)

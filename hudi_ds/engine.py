@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from hudi_ds.config import IGNORED_HUDI_KEYS, Options, WriteConfig, all_scopes, properties_of
+from hudi_ds.config import Options, WriteConfig, is_option_key, validated
 from hudi_ds.index import Index
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.index.lookup import Lookup
@@ -68,8 +68,9 @@ from hudi_ds.table.stream import CommitStream, StreamCommit
 from hudi_ds.table.table import ReadableTable, ReadPlan
 from hudi_ds.timeline.instant import normalize_instant
 from hudi_ds.timeline.metadata import WriteStat
+from hudi_ds.write import operation
 from hudi_ds.write.client import WriteClient
-from hudi_ds.write.operation import OPERATION_OPTION_KEYS, PARTITIONS_TO_DELETE_KEY, Replaces
+from hudi_ds.write.operation import Replaces
 from hudi_ds.write.stream_sink import StreamSink
 from hudi_ds.write.write_status import WriteStatus
 
@@ -117,24 +118,9 @@ _STORAGE_KEY_PREFIXES = ("aws_", "google_", "azure_")
 
 # -- options -------------------------------------------------------------------------------------
 def validate_options(options: Mapping[str, Any]) -> None:
-    """Check ``hoodie.*`` options against every scope (ConfigError naming a bad key or value).
-
-    The options of a write operation are accepted too, so that one option dict can serve a
-    write and a read.
-    """
-    Options.of(options).validate(*all_scopes(), ignored=OPERATION_OPTION_KEYS)
-
-
-@functools.cache
-def _option_keys() -> frozenset[str]:
-    keys = {k.lower() for s in all_scopes() for p in properties_of(s) for k in p.all_keys()}
-    return frozenset(keys | {k.lower() for k in (*IGNORED_HUDI_KEYS, *OPERATION_OPTION_KEYS)})
-
-
-def is_option_key(key: str) -> bool:
-    """Whether the core knows ``key`` (lower case): a declared option or alias, a key of a
-    write operation, or a Hudi key that is accepted and ignored."""
-    return key in _option_keys()
+    """Check ``hoodie.*`` options against the core's registry (ConfigError naming a bad key or
+    value); one option dict serves a write and a read."""
+    validated(options)
 
 
 def is_storage_option(key: str) -> bool:
@@ -174,8 +160,7 @@ def post_commit_services(
 def partitions_to_delete(options: Mapping[str, str], touched: Iterable[str]) -> list[str]:
     """The partitions a ``delete_partition`` commit drops: those named by
     ``hoodie.datasource.write.partitions.to.delete``, else the partitions of the rows written."""
-    listed = options.get(PARTITIONS_TO_DELETE_KEY)
-    return [p for p in (listed or "").split(",") if p] or sorted(touched)
+    return operation.partitions_to_delete(Options.of(options), touched)
 
 
 def skips_empty_commit(client: WriteClient) -> bool:

@@ -293,3 +293,55 @@ def test_table_options_checked_when_the_table_is_opened(tmp_path: Path) -> None:
     assert_rows(t.read(), expected(), COLUMNS)
     assert issubclass(hudi_ds.IgnoredOptionWarning, hudi_ds.HudiWarning)
     assert issubclass(hudi_ds.ConfigError, hudi_ds.HudiError)
+
+
+def test_every_entry_validates_from_one_registry(tmp_path: Path) -> None:
+    """The write client, a table's reads, the services, the CLI, the engine API and the Spark
+    source's option split know the same keys: a key one accepts, every one accepts, and an
+    unknown key gets the same error everywhere (a write option given to a read, or a service
+    option given to a write, is never "unknown" at one entry and known at another)."""
+    import io
+
+    from hudi_ds import engine
+    from hudi_ds.cli import main as cli_main
+    from hudi_ds.services.base import ServiceContext
+    from hudi_ds.spark.options import split_options
+    from hudi_ds.write.client import WriteClient
+
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, data(), OPTS)
+    shared = {
+        "hoodie.datasource.write.partitions.to.delete": "p0",
+        "hoodie.cleaner.commits.retained": "3",
+        "as.of.instant": "20240101000000",
+        "hoodie.write.lock.wait_time_ms": "100",
+    }
+    entries = {
+        "write": lambda o: WriteClient(path, {**OPTS, **o}),
+        "table": lambda o: hudi_ds.HudiTable(path, o),
+        "read": lambda o: hudi_ds.HudiTable(path)._read_options(o),
+        "service": lambda o: ServiceContext.open(path, o),
+        "engine": engine.validate_options,
+        # the Spark source splits its own keys off, then the core validates the rest
+        "spark": lambda o: engine.validate_options(split_options({"path": path, **o})[1]),
+    }
+    typo = {"hoodie.cleaner.comits.retained": "3"}
+    contradiction = {"hoodie.keep.min.commits": "5", "hoodie.keep.max.commits": "4"}
+    for entry in entries.values():
+        entry(shared)  # every entry knows every key of the registry
+        with pytest.raises(ConfigError, match=r"unknown option 'hoodie\.cleaner\.comits\."):
+            entry(typo)
+        with pytest.raises(ConfigError, match="must be greater than"):
+            entry(contradiction)
+    err = io.StringIO()
+    assert (
+        cli_main(["timeline", path, "-o", "hoodie.cleaner.comits.retained=3"], io.StringIO(), err)
+        != 0
+    )
+    assert "unknown option 'hoodie.cleaner.comits.retained'" in err.getvalue()
+    ok = cli_main(
+        ["timeline", path, *(a for k, v in shared.items() for a in ("-o", f"{k}={v}"))],
+        io.StringIO(),
+        io.StringIO(),
+    )
+    assert ok == 0

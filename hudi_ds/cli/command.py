@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from hudi_ds.config import Options, all_scopes
+from hudi_ds.config import validated
 from hudi_ds.errors import ConfigError
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
@@ -135,10 +135,9 @@ class Command:
         self.out = out
         self.err = err
         self.progress = ProgressBar(err, bool(args.progress) or err.isatty())
-        self.options = Options.of(_parse_options(args.option or []))
-        self.storage_options = _parse_options(args.storage_option or [])
         # every command refuses an unknown -o key, also those that read no option
-        self.options.validate(*all_scopes())
+        self.options = validated(_parse_options(args.option or []))
+        self.storage_options = _parse_options(args.storage_option or [])
 
     def storage(self) -> Storage:
         """The table's storage, with the ``--storage-option`` s."""

@@ -158,7 +158,7 @@ class Options:
     raw: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, options: Mapping[str, Any] | None) -> Options:
+    def of(cls, options: Mapping[str, Any] | Options | None) -> Options:
         """Options from a mapping of key to value (str, bool, int, float or a list of them).
 
         Raises:
@@ -201,15 +201,12 @@ class Options:
         merged.update(self.raw)
         return Options(merged)
 
-    def validate(
-        self, *scopes: type, ignored: Iterable[str] = (), extra: Iterable[str] = ()
-    ) -> None:
+    def validate(self, *scopes: type) -> None:
         """Refuse unknown keys and values that do not parse; warn about keys without effect.
 
         Args:
-            scopes: the namespace classes whose properties are known.
-            ignored: further keys read by their owners (not properties of a scope).
-            extra: further known keys, only offered as "did you mean" suggestions.
+            scopes: the namespace classes whose properties are known (the entries of the
+                core validate against all of them: :func:`hudi_ds.config.validated`).
 
         Raises:
             ConfigError: a key no scope knows (with the closest known key), or a value its
@@ -221,20 +218,17 @@ class Options:
         """
         props = [p for s in scopes for p in properties_of(s)]
         known = {k.lower(): p for p in props for k in p.all_keys()}
-        ignored_set = {k.lower() for k in ignored}
         for key, value in self.raw.items():
             if key in known:
                 prop = known[key]
                 prop.parse(value)
                 if prop.no_effect:
                     warn_no_effect(key, value, prop.no_effect)
-            elif key in ignored_set:
-                continue
             elif key in _IGNORED_LOWER:
                 warn_no_effect(key, value, _IGNORED_LOWER[key])
             else:
                 names = [k for p in props for k in p.all_keys()]
-                raise unknown_option(key, value, [*names, *ignored, *extra])
+                raise unknown_option(key, value, names)
 
 
 def unknown_option(key: str, value: Any, known: Iterable[str]) -> ConfigError:

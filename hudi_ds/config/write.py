@@ -84,6 +84,13 @@ class WriteConfig:
         ),
         "The write operation.",
     )
+    PARTITIONS_TO_DELETE: ConfigProperty[list[str]] = ConfigProperty(
+        "hoodie.datasource.write.partitions.to.delete",
+        None,
+        parse_list,
+        "Partitions a delete_partition operation drops (comma separated partition paths); "
+        "empty: the partitions of the rows written.",
+    )
     METADATA_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
         "hoodie.metadata.enable",
         None,

@@ -18,14 +18,7 @@ from typing import Any, TypeVar, cast
 from hudi_ds.concurrency.lock import TableLock
 from hudi_ds.concurrency.providers import table_lock
 from hudi_ds.concurrency.transaction import Transaction
-from hudi_ds.config import (
-    ConcurrencyConfig,
-    Options,
-    ReadConfig,
-    ServiceConfig,
-    WriteConfig,
-    validate_service_options,
-)
+from hudi_ds.config import ConcurrencyConfig, Options, validated
 from hudi_ds.errors import TimelineError, UnsupportedError
 from hudi_ds.faults import crash_point
 from hudi_ds.storage import Storage
@@ -111,10 +104,7 @@ class ServiceContext:
         Raises:
             ConfigError: an unknown ``hoodie.*`` key or an invalid value.
         """
-        opts = options if isinstance(options, Options) else Options.of(options)
-        opts.validate(ServiceConfig, WriteConfig, ReadConfig, ConcurrencyConfig)
-        validate_service_options(opts)
-        return cls(state, opts, progress or no_progress)
+        return cls(state, validated(options), progress or no_progress)
 
     @property
     def storage(self) -> Storage:

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.config import Options, ReadConfig, all_scopes
+from hudi_ds.config import Options, ReadConfig, validated
 from hudi_ds.errors import (
     ConfigError,
     CorruptFileError,
@@ -87,9 +87,8 @@ class ReadableTable:
             else TableState.open(open_storage(path, storage_options))
         )
         self.storage = self.state.storage
-        self.options = Options.of(options)
         # refused now rather than at the first read or write (ConfigError naming the key)
-        self.options.validate(*all_scopes(), ignored=_WRITE_ONLY_KEYS)
+        self.options = validated(options)
         if self.config.table_version not in SUPPORTED_VERSIONS:
             raise UnsupportedError(
                 f"{self.storage.base_uri} is a Hudi table of version "
@@ -363,10 +362,7 @@ class ReadableTable:
     def _read_options(self, options: Mapping[str, Any] | None) -> Options:
         """The read's options over the table's defaults, validated (one option dict may serve
         writes and reads: every core option is known here)."""
-        opts = self.options.with_defaults({}) if options is None else Options.of(options)
-        opts = Options({**self.options.raw, **opts.raw})
-        opts.validate(*all_scopes(), ignored=_WRITE_ONLY_KEYS)
-        return opts
+        return validated({**self.options.raw, **Options.of(options).raw})
 
     def _read_range(
         self, opts: Options, qtype: str
@@ -830,11 +826,6 @@ class ReadPlan:
         mine = {lf.path: ranges[lf.path] for s in slices for lf in s.log_files if lf.path in ranges}
         out.context = dataclasses.replace(self.context, log_ranges=mine)
         return out
-
-
-#: keys a write reads beside the registry's (hudi_ds.write.operation.OPERATION_OPTION_KEYS,
-#: a layer above): accepted in a table's default options
-_WRITE_ONLY_KEYS = ("hoodie.datasource.write.partitions.to.delete",)
 
 
 def column_list(columns: Sequence[str] | None) -> list[str] | None:

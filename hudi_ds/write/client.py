@@ -50,14 +50,7 @@ import pyarrow as pa
 from hudi_ds.concurrency.lock import TableLock, held
 from hudi_ds.concurrency.providers import table_lock
 from hudi_ds.concurrency.transaction import Transaction
-from hudi_ds.config import (
-    ConcurrencyConfig,
-    Options,
-    ReadConfig,
-    ServiceConfig,
-    WriteConfig,
-    validate_service_options,
-)
+from hudi_ds.config import ConcurrencyConfig, WriteConfig, validated
 from hudi_ds.errors import (
     CommitConflictError,
     ConcurrentWriterError,
@@ -105,7 +98,7 @@ from hudi_ds.write.conflict import resolve_conflicts, retarget_pending_logs
 from hudi_ds.write.cow import merge_staged
 from hudi_ds.write.markers import delete_markers, marked_files
 from hudi_ds.write.metadata_sync import install_metadata_writer
-from hudi_ds.write.operation import OPERATION_OPTION_KEYS, Rows, WriteOperation
+from hudi_ds.write.operation import Rows, WriteOperation
 from hudi_ds.write.options import (
     ResolvedOptions,
     check_partial_blocks,
@@ -168,11 +161,7 @@ class WriteClient:
         post_commit: PostCommit | None = None,
     ) -> None:
         self.storage = path if isinstance(path, Storage) else Storage(str(path))
-        self.options = Options.of(options)
-        self.options.validate(
-            WriteConfig, ReadConfig, ServiceConfig, ConcurrencyConfig, ignored=OPERATION_OPTION_KEYS
-        )
-        validate_service_options(self.options)
+        self.options = validated(options)
         self.post_commit = post_commit
         self._plans: dict[str, WritePlan] = {}
         # the listing _check_files made and the timeline it was made after; then, per started

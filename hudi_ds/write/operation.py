@@ -26,15 +26,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from hudi_ds.config import Options
+from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableType
 from hudi_ds.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from hudi_ds.timeline.view import Visibility
-
-#: option of ``delete_partition``: the partition paths to drop (comma-separated)
-PARTITIONS_TO_DELETE_KEY = "hoodie.datasource.write.partitions.to.delete"
 
 
 class Rows(Enum):
@@ -85,11 +82,6 @@ class WriteOperation:
         """Rows go into the existing file groups of their buckets (merged with their records);
         False: new file groups are written and the live ones replaced."""
         return self.replaces is Replaces.NOTHING
-
-    @property
-    def option_keys(self) -> tuple[str, ...]:
-        """Write options the operation reads beside the validated ``hoodie.*`` keys."""
-        return (PARTITIONS_TO_DELETE_KEY,) if self.replaces is Replaces.NAMED else ()
 
     def action(self, table_type: TableType) -> str:
         """The action of the instant: ``replacecommit`` for a replacing operation, else
@@ -202,10 +194,6 @@ OPERATIONS: Mapping[str, WriteOperation] = {
         DELETE_PARTITION,
     )
 }
-#: the options operations read beside the validated ``hoodie.*`` keys
-OPERATION_OPTION_KEYS: tuple[str, ...] = tuple(
-    sorted({k for op in OPERATIONS.values() for k in op.option_keys})
-)
 
 
 def operation_named(name: str) -> WriteOperation:
@@ -231,5 +219,4 @@ def operation_of_type(operation_type: str | None) -> WriteOperation | None:
 def partitions_to_delete(options: Options, touched: Iterable[str]) -> list[str]:
     """The partitions a ``delete_partition`` drops: those its option names, else ``touched``
     (the partitions of the input rows)."""
-    listed = [p for p in (options.get_str(PARTITIONS_TO_DELETE_KEY) or "").split(",") if p]
-    return listed or sorted(touched)
+    return options.get(WriteConfig.PARTITIONS_TO_DELETE) or sorted(touched)
