@@ -62,7 +62,7 @@ from hudi_ds.services.compaction_execute import (
     execute_operation,
 )
 from hudi_ds.storage import Storage
-from hudi_ds.table.bucket_pruning import bucket_config, prune_buckets
+from hudi_ds.table.bucket_pruning import prune_buckets
 from hudi_ds.table.filters import pruning_filters
 from hudi_ds.table.stream import CommitStream, StreamCommit
 from hudi_ds.table.table import ReadableTable, ReadPlan
@@ -92,7 +92,6 @@ __all__ = [
     "WriteClient",
     "WriteStat",
     "WriteStatus",
-    "bucket_config",
     "bucket_ids_of_rows",
     "compact",
     "compaction_task",

@@ -132,7 +132,6 @@ def test_bucket_pruning_and_filters(tmp_path: Path) -> None:
     micro_batch(path, 0, [rows(range(10), 1)])
     table = engine.ReadableTable(str(path))
     plan = table.plan_read({}, None)
-    assert engine.bucket_config(table, {}) == (2, ["id"])
     kept = engine.prune_buckets(table, plan.slices, [("id", "=", "k003")], {})
     bucket = int(engine.bucket_ids_of_rows(rows(range(3, 4), 1), ["id"], False, ["id"], 2)[0])
     assert {s.file_id[:8] for s in kept} == {f"{bucket:08d}"}

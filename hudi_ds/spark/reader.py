@@ -48,7 +48,6 @@ from hudi_ds.engine import (
     FileSlice,
     ReadableTable,
     ReadPlan,
-    bucket_config,
     prune_buckets,
     pruning_filters,
     validate_options,
@@ -285,9 +284,7 @@ __all__ = [
     "HudiBatchReader",
     "HudiInputPartition",
     "HudiPushdownReader",
-    "bucket_config",
     "pack_slices",
     "plan_groups",
-    "prune_buckets",
     "spark_filters_to_hudi",
 ]

@@ -254,7 +254,7 @@ def test_spark_bucket_pruning_only_for_bucket_tables(tmp_path: Path) -> None:
     another index (its fileIds are no buckets)."""
     import pyarrow as pa
 
-    from hudi_ds.spark.reader import bucket_config
+    from hudi_ds.table.bucket_pruning import bucket_config
     from hudi_ds.table.table import ReadableTable
 
     rows = pa.table({"id": list(range(10)), "ts": [1] * 10})
