@@ -123,7 +123,8 @@ class WriteConfig:
         parse_bool,
         "Upgrade a table of version 3, 4 or 5 (Hudi 0.10-0.13) to version 6 on its first "
         "write, as Hudi 0.14/0.15 does; false refuses to write such a table (hudi_ds does not "
-        "write versions below 6).",
+        "write versions below 6), and writes a table of version 6+ at its own version when "
+        "hoodie.write.table.version asks a greater one (as Hudi 1.x).",
     )
     SKIP_DEFAULT_PARTITION_VALIDATION = ConfigProperty(
         "hoodie.skip.default.partition.validation",

@@ -119,8 +119,8 @@ from hudi_ds.write.rollback_executor import (
     rollback_of,
 )
 from hudi_ds.write.tagged_records import TaggedRecords
-from hudi_ds.write.upgrade import plan_upgrade
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
+from hudi_ds.write.upgrade import pending_upgrade
 from hudi_ds.write.workload import WorkloadProfile
 from hudi_ds.write.write_status import WriteStatus
 from hudi_ds.write.writer_guard import WriterGuard, rolled_back_by_other
@@ -201,15 +201,8 @@ class WriteClient:
             self.state = None
         if self.state is None:
             check_path_is_free(self.storage)
-        # a table of version 3-5 is resolved as it will be once upgraded; the upgrade is
-        # written when the first write starts, after the input is validated
-        self._upgrade = (
-            plan_upgrade(self.storage, self.state.config, self.options)
-            if self.state is not None
-            else None
-        )
-        if self.state is not None and self._upgrade is not None:
-            self.state.config = self._upgrade.upgraded(self.state.config)
+        # versions 3-5 resolve as upgraded; the first start writes the upgrade (upgrade.py)
+        self._upgrade = pending_upgrade(self.state, self.options)
         self.resolved: ResolvedOptions = resolve_options(
             self.options, self.table_config, self.storage.base_uri, self.state
         )
@@ -332,10 +325,10 @@ class WriteClient:
             True if this call created the table.
         """
         if self.table_config is not None:
-            if self._upgrade is not None:
+            if self._upgrade is not None:  # (the streaming driver's, before its tasks)
                 self.validate_schema(schema)
                 with held(self._lock()):
-                    self._apply_upgrade(self.table_state())
+                    self._upgrade.apply(self.table_state())
             return False
         full = self.validate_schema(schema).schema
         try:
@@ -405,6 +398,8 @@ class WriteClient:
         claimed = self._guard.claims()
         try:
             with held(self._lock()):
+                if self._upgrade is not None:
+                    self._upgrade.apply(self.table_state())
                 started = self._start_locked(
                     decided, instant, rollback_failed, extra_metadata, inflight, withdrawn
                 )
@@ -418,13 +413,6 @@ class WriteClient:
         if before is not None:
             self._created_with[started] = before
         return started
-
-    def _apply_upgrade(self, state: TableState) -> None:
-        """Upgrade a table of version 3-5 to 6 (:mod:`hudi_ds.write.upgrade`), under the table
-        lock, before the first instant; the state takes the config as written."""
-        if self._upgrade is not None:
-            state.config = self._upgrade.apply(self.storage)
-            self._upgrade = None
 
     def _check_files(self, state: TableState) -> None:
         """Check the files a write builds on: with the bucket index, the bucket count against
@@ -462,7 +450,6 @@ class WriteClient:
         withdrawn: Callable[[], bool] | None = None,
     ) -> str:
         state = self.table_state()
-        self._apply_upgrade(state)
         if self.multi_writer:
             # under the table lock: what other writers and services did meanwhile is seen (a
             # compaction scheduled before T gets T's logs named after it), as Java's

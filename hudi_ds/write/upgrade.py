@@ -43,6 +43,7 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig, update_table_config
 from hudi_ds.timeline.instant import COMPACTION
 from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.view import TableState
 
 log = logging.getLogger("hudi_ds.write")
 
@@ -56,7 +57,7 @@ DEPRECATED_DEFAULT_PARTITION = "default"
 AUX_FOLDER = ".hoodie/.aux"
 
 
-@dataclass(frozen=True)
+@dataclass
 class TableUpgrade:
     """What the first write does to a table of version 3-5 before its instant.
 
@@ -64,41 +65,59 @@ class TableUpgrade:
         from_version: the table's version.
         updates: the ``hoodie.properties`` entries set (``hoodie.table.version`` included; the
             checksum is computed by the update).
+        applied: :meth:`apply` ran (a copy pickled to a Spark task afterwards does nothing).
     """
 
     from_version: int
     updates: tuple[tuple[str, str], ...]
+    applied: bool = False
 
     def upgraded(self, config: TableConfig) -> TableConfig:
         """``config`` as it will be after :meth:`apply` (nothing is written): what the write
         resolves its options against."""
         return TableConfig({**config.props, **dict(self.updates)})
 
-    def apply(self, storage: Storage) -> TableConfig:
-        """Upgrade the table at ``storage`` (idempotent; a writer holds the table lock).
-
-        Returns:
-            The table's config as written (unchanged when another writer upgraded it first).
-        """
+    def apply(self, state: TableState) -> None:
+        """Upgrade the opened table (once; idempotent on storage; a writer holds the table
+        lock). ``state`` takes the config as written (unchanged when another writer upgraded
+        the table first)."""
+        if self.applied:
+            return
+        storage = state.storage
         current = TableConfig.load(storage)
-        if current.table_version >= UPGRADED_VERSION:
-            return current
-        # UpgradeDowngrade.run: the metadata table first, by the same handlers
-        mdt = storage.sub(METADATA_PATH)
-        if mdt.is_file(".hoodie/hoodie.properties"):
-            mdt_config = TableConfig.load(mdt)
-            if mdt_config.table_version < UPGRADED_VERSION:
-                _delete_aux_compaction_plans(mdt, mdt_config)
-                update_table_config(mdt, {TableConfig.VERSION.key: str(UPGRADED_VERSION)})
-        _delete_aux_compaction_plans(storage, current)
-        new = update_table_config(storage, dict(self.updates))
-        log.info(
-            "upgraded %s from table version %d to %d (as Hudi 0.15's UpgradeDowngrade)",
-            storage.base_uri,
-            self.from_version,
-            UPGRADED_VERSION,
-        )
-        return new
+        if current.table_version < UPGRADED_VERSION:
+            # UpgradeDowngrade.run: the metadata table first, by the same handlers
+            mdt = storage.sub(METADATA_PATH)
+            if mdt.is_file(".hoodie/hoodie.properties"):
+                mdt_config = TableConfig.load(mdt)
+                if mdt_config.table_version < UPGRADED_VERSION:
+                    _delete_aux_compaction_plans(mdt, mdt_config)
+                    update_table_config(mdt, {TableConfig.VERSION.key: str(UPGRADED_VERSION)})
+            _delete_aux_compaction_plans(storage, current)
+            current = update_table_config(storage, dict(self.updates))
+            log.info(
+                "upgraded %s from table version %d to %d (as Hudi 0.15's UpgradeDowngrade)",
+                storage.base_uri,
+                self.from_version,
+                UPGRADED_VERSION,
+            )
+        state.config = current
+        self.applied = True
+
+
+def pending_upgrade(state: TableState | None, options: Options) -> TableUpgrade | None:
+    """The upgrade a write of the opened table needs (None: none); ``state`` then shows the
+    table as upgraded (its config in memory), so the write resolves against version 6.
+
+    Raises:
+        ConfigError: as :func:`plan_upgrade`; nothing is written.
+    """
+    if state is None:
+        return None
+    upgrade = plan_upgrade(state.storage, state.config, options)
+    if upgrade is not None:
+        state.config = upgrade.upgraded(state.config)
+    return upgrade
 
 
 def plan_upgrade(storage: Storage, config: TableConfig, options: Options) -> TableUpgrade | None:
@@ -152,11 +171,13 @@ def _three_to_four(storage: Storage, config: TableConfig, options: Options) -> d
         updates[TableConfig.DATABASE_NAME.key] = database
     # config.isMetadataTableEnabled() && metadataPartitionExists(FILES): unset means the table
     # keeps what it has (hudi_ds's default), false deletes the metadata table at the commit
-    if options.get(WriteConfig.METADATA_ENABLE) is not False and storage.is_dir(
-        f"{METADATA_PATH}/files"
+    enabled = options.get(WriteConfig.METADATA_ENABLE) is not False
+    if (
+        enabled
+        and not config.get(METADATA_PARTITIONS_KEY)
+        and storage.is_dir(f"{METADATA_PATH}/files")
     ):
-        if not config.get(METADATA_PARTITIONS_KEY):
-            updates[METADATA_PARTITIONS_KEY] = "files"
+        updates[METADATA_PARTITIONS_KEY] = "files"
     return updates
 
 
