@@ -171,8 +171,12 @@ def with_virtual_keys(
     return table
 
 
-# a partition value must stay one safe folder name
-_UNSAFE_PARTITION_VALUE = r"(^\.)|[/\\\x00-\x1f]"
+# A partition value may hold '/': with URL encoding off, Java's key generators write it as it is
+# (KeyGenUtils.getPartitionPath, SimpleAvroKeyGenerator.getPartitionPath), so '2018/08/31' is a
+# 3-level path that round-trips. Refused: what would leave the table or its listings -- a segment
+# that is empty (a leading '/', '//', a trailing '/') or starts with '.' ('..', '.', hidden
+# folders) -- and backslashes and control characters.
+_UNSAFE_PARTITION_VALUE = r"(^|/)(\.|/|$)|[\\\x00-\x1f\x7f]"
 
 
 def partition_paths(
@@ -189,9 +193,10 @@ def partition_paths(
             are formatted times, which may hold ``/``: nested folders, as Java's).
 
     Raises:
-        SchemaError: a value would not be one safe folder name (contains ``/``, ``\\`` or a
-            control character, or starts with ``.``) and URL encoding is off; the message names
-            the column and the value.
+        SchemaError: a value would not make a safe relative path (a ``/``-separated segment
+            empty or starting with ``.``, a ``\\`` or a control character) and URL encoding is
+            off; the message names the column and the value. A ``/`` itself is kept: the value
+            is a nested partition path, as Java writes it.
     """
     if not fields:
         return pa.repeat(pa.scalar("", pa.string()), table.num_rows)
@@ -217,9 +222,10 @@ def partition_paths(
         if pc.any(bad).as_py():
             first = distinct.filter(bad)[0].as_py()
             raise SchemaError(
-                f"unsafe partition value {first!r} in column '{f}': a partition value may not "
-                "contain '/', '\\' or control characters, nor start with '.' (set "
-                "hoodie.datasource.write.partitionpath.urlencode=true to encode it)"
+                f"unsafe partition value {first!r} in column '{f}': a partition value may "
+                "hold '/' (a nested partition path, as Apache Hudi writes it) but no "
+                "'/'-separated segment that is empty or starts with '.' (it would leave the "
+                "table or be hidden from listings), no '\\' and no control characters"
             )
         parts.append(pc.binary_join_element_wise(f"{f}=", v, "") if hive_style else v)
     if len(parts) == 1:

@@ -595,6 +595,10 @@ def recover_table_config(storage: Storage) -> bool:
         storage.delete(PROPS_BACKUP)  # a leftover of an update that completed (or never began)
         return False
     backup = _valid_config_bytes(storage, PROPS_BACKUP)
+    if backup is None and not storage.is_file(PROPS_FILE):
+        # a missing main file takes the backup as it parses, as Java's recoverIfNeeded does: a
+        # table of Hudi before 0.11 (version 3) has no checksum, nor has its backup
+        backup = _valid_config_bytes(storage, PROPS_BACKUP, doubt_ok=True)
     if backup is None:
         TableConfig.load(storage)  # raises the error naming each file and what is wrong
         return False  # a doubtful main file (e.g. no checksum) and no backup: keep it
@@ -697,8 +701,9 @@ def _check_update(updates: Mapping[str, str], deletes: set[str]) -> None:
         raise ConfigError(f"{TableConfig.NAME.key} cannot be removed or emptied")
 
 
-def _valid_config_bytes(storage: Storage, rel: str) -> bytes | None:
-    """The bytes of ``rel`` when it exists and is a valid config file (else None)."""
+def _valid_config_bytes(storage: Storage, rel: str, doubt_ok: bool = False) -> bytes | None:
+    """The bytes of ``rel`` when it exists and is a valid config file (else None);
+    ``doubt_ok``: one that parses but has no checksum or no final line break will do."""
     try:
         data = storage.read_bytes(rel)
     except FileNotFoundError:
@@ -707,7 +712,7 @@ def _valid_config_bytes(storage: Storage, rel: str) -> bytes | None:
         _, doubt = TableConfig._parse_file(data)
     except CorruptFileError:
         return None
-    return data if doubt is None else None
+    return data if doubt is None or doubt_ok else None
 
 
 def _split(v: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""Key generators: the partition paths of Java's TimestampBasedAvroKeyGenerator.
+"""Key generators: the partition paths of Java's TimestampBasedAvroKeyGenerator; partition
+values holding '/' (nested paths, as Java's key generators write them).
 
 Checked against the rows Apache Hudi stored in the fixtures (``_hoodie_partition_path`` next
 to the partition field's value, read straight from the base files with pyarrow), and against
@@ -14,11 +15,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import hudi_ds
 from hudi_ds.config import Options
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.keygen import KeyGeneratorType, TimestampSpec, partition_paths
 from hudi_ds.table_config import TableConfig, parse_properties
+from tests.conftest import assert_rows, hudi_rs_table
 from tests.fixtures import FIXTURES_DIR, require_fixtures
+from tests.write.fixture_model import tree_hashes
 
 #: fixture -> the options its hoodie.properties leaves to the writer
 TIMESTAMP_FIXTURES = {
@@ -188,3 +192,42 @@ def test_key_generator_types_and_their_java_classes() -> None:
         "SimpleKeyGenerator",
         "TimestampBasedKeyGenerator",
     ]
+
+
+@pytest.mark.parametrize(("hive", "index"), [(False, "SIMPLE"), (True, "BLOOM"), (False, "BUCKET")])
+def test_partition_values_with_slash_are_nested_paths(
+    hive: bool, index: str, tmp_path: Path
+) -> None:
+    """With URL encoding off, Java's key generators keep a '/' of a partition value
+    (``KeyGenUtils.getPartitionPath``), so ``2018/08/31`` is a 3-level partition path
+    (``date=2018/08/31`` hive style): new rows land there, updates of its keys find them
+    (no duplicate), a new such value makes a new nested partition, and every reader agrees.
+    What would leave the table (a ``..`` segment) is refused, the table unchanged."""
+    root = tmp_path / "t"
+    opts = {
+        "hoodie.table.name": "slashes",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "date",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.hive_style_partitioning": str(hive).lower(),
+        "hoodie.index.type": index,
+    }
+    if index == "BUCKET":
+        opts["hoodie.bucket.index.num.buckets"] = "2"
+    first = pa.table({"id": ["a", "b"], "ts": [1, 1], "date": ["2018/08/31", "2018/08/31"]})
+    hudi_ds.write(str(root), first, opts)
+    prefix = "date=" if hive else ""
+    assert (root / f"{prefix}2018" / "08" / "31" / ".hoodie_partition_metadata").is_file()
+    again = pa.table({"id": ["a", "c"], "ts": [2, 1], "date": ["2018/08/31", "2018/09/01"]})
+    hudi_ds.write(str(root), again, opts)
+    path = f"{prefix}2018/08/31"
+    want = [("a", 2, "2018/08/31", path), ("b", 1, "2018/08/31", path)]
+    want.append(("c", 1, "2018/09/01", f"{prefix}2018/09/01"))
+    cols = ["id", "ts", "date", "_hoodie_partition_path"]
+    assert_rows(hudi_ds.read(str(root)), want, cols)
+    assert_rows(hudi_rs_table(str(root)), want, cols)
+    before = tree_hashes(root)
+    bad = pa.table({"id": ["d"], "ts": [1], "date": ["2018/../../x"]})
+    with pytest.raises(SchemaError, match=r"'2018/\.\./\.\./x' in column 'date'"):
+        hudi_ds.write(str(root), bad, opts)
+    assert tree_hashes(root) == before

@@ -121,7 +121,24 @@ class WriteConfig:
         6,
         parse_table_version,
         "Table version of a new table: 6 (Hudi 0.14/0.15), 8 (1.0) or 9 (1.1). An existing "
-        "table keeps its version.",
+        "table keeps its version, except tables of versions 3-5, upgraded to 6 on their "
+        "first write (8 or 9 asked there is refused, as Hudi 1.x refuses it).",
+    )
+    AUTO_UPGRADE = ConfigProperty(
+        "hoodie.write.auto.upgrade",
+        True,
+        parse_bool,
+        "Upgrade a table of version 3, 4 or 5 (Hudi 0.10-0.13) to version 6 on its first "
+        "write, as Hudi 0.14/0.15 does; false refuses to write such a table (hudi_ds does not "
+        "write versions below 6), and writes a table of version 6+ at its own version when "
+        "hoodie.write.table.version asks a greater one (as Hudi 1.x).",
+    )
+    SKIP_DEFAULT_PARTITION_VALIDATION = ConfigProperty(
+        "hoodie.skip.default.partition.validation",
+        False,
+        parse_bool,
+        "Upgrading a version 3 or 4 table: do not refuse a partition named 'default' (Hudi "
+        "0.12 renamed the default partition to __HIVE_DEFAULT_PARTITION__).",
     )
     INDEX_TYPE = ConfigProperty(
         "hoodie.index.type",

@@ -224,9 +224,11 @@ def _decode_avro_content(block: LogBlock, columns: list[str] | None = None) -> p
 
     Grammar::
 
-        content := version count? record*
-        version := int32   1, 2 or 3 (count present from version 2 on)
-        count   := int32   number of records
+        content := version count record*
+        version := int32   1, 2 or 3
+        count   := int32   number of records (every version has it: Java's
+                           ``HoodieAvroDataBlockVersion.hasRecordCount`` is true for all, and
+                           Hudi 0.9/0.10 wrote version 1 with a count)
         record  := int32 n, then n bytes: one Avro binary datum (no schema, no framing)
                    written with the block's SCHEMA header (meta fields first)
     """
@@ -239,8 +241,6 @@ def _decode_avro_content(block: LogBlock, columns: list[str] | None = None) -> p
     if version not in (1, 2, 3):
         raise CorruptBlockError(f"unknown Avro data block version {version}")
     plan = _avro_plan(block.schema)
-    if version == 1:
-        return _decode_each(plan, content, None, 4)
     if len(content) < 8:
         raise CorruptBlockError("Avro data block content is shorter than its header")
     (count,) = struct.unpack_from(">i", content, 4)

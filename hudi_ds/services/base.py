@@ -28,6 +28,7 @@ from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.metadata_sync import install_metadata_writer
+from hudi_ds.write.upgrade import UPGRADABLE_VERSIONS
 
 #: (table version, timeline layout) pairs the services write.
 WRITABLE_VERSIONS = frozenset({(6, 1), (8, 2), (9, 2)})
@@ -242,10 +243,15 @@ class ServiceContext:
             UnsupportedError: for other table versions or a layout the version does not use.
         """
         if (self.config.table_version, self.layout) not in WRITABLE_VERSIONS:
+            upgrade = (
+                "; a write upgrades it to 6 first (as Hudi 0.14/0.15's writers do)"
+                if self.config.table_version in UPGRADABLE_VERSIONS
+                else ""
+            )
             raise UnsupportedError(
                 f"{what} writes table versions 6 (timeline layout 1), 8 and 9 (timeline "
                 f"layout 2); the table at {self.storage.base_uri} is version "
-                f"{self.config.table_version} with timeline layout {self.layout}"
+                f"{self.config.table_version} with timeline layout {self.layout}{upgrade}"
             )
 
     def new_instant(

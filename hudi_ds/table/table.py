@@ -55,7 +55,7 @@ from hudi_ds.timeline.view import TableState, Visibility
 
 log = logging.getLogger("hudi_ds.read")
 
-SUPPORTED_VERSIONS = (6, 8, 9)
+SUPPORTED_VERSIONS = (3, 4, 5, 6, 8, 9)
 
 
 class ReadableTable:

@@ -113,6 +113,7 @@ from hudi_ds.write.rollback_executor import (
 )
 from hudi_ds.write.tagged_records import TaggedRecords
 from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
+from hudi_ds.write.upgrade import pending_upgrade
 from hudi_ds.write.workload import WorkloadProfile
 from hudi_ds.write.write_status import WriteStatus
 from hudi_ds.write.writer_guard import WriterGuard, rolled_back_by_other
@@ -189,6 +190,8 @@ class WriteClient:
             self.state = None
         if self.state is None:
             check_path_is_free(self.storage)
+        # versions 3-5 resolve as upgraded; the first start writes the upgrade (upgrade.py)
+        self._upgrade = pending_upgrade(self.state, self.options)
         self.resolved: ResolvedOptions = resolve_options(
             self.options, self.table_config, self.storage.base_uri, self.state
         )
@@ -311,6 +314,10 @@ class WriteClient:
             True if this call created the table.
         """
         if self.table_config is not None:
+            if self._upgrade is not None:  # (the streaming driver's, before its tasks)
+                self.validate_schema(schema)
+                with held(self._lock()):
+                    self._upgrade.apply(self.table_state())
             return False
         full = self.validate_schema(schema).schema
         try:
@@ -380,6 +387,8 @@ class WriteClient:
         claimed = self._guard.claims()
         try:
             with held(self._lock()):
+                if self._upgrade is not None:
+                    self._upgrade.apply(self.table_state())
                 started = self._start_locked(
                     decided, instant, rollback_failed, extra_metadata, inflight, withdrawn
                 )

@@ -727,8 +727,14 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
 
     props = cfg.props
     same(WriteConfig.TABLE_TYPE, cfg.table_type.value)
-    # the option chooses the version of new tables; hudi_ds neither upgrades nor downgrades
-    same(WriteConfig.WRITE_TABLE_VERSION, cfg.table_version)
+    # the option chooses the version of new tables; hudi_ds upgrades only versions 3-5 (to 6,
+    # write/upgrade.py) and never downgrades. With auto-upgrade off, a greater version asked of
+    # a table of version 6+ is set to the table's, as Java's UpgradeDowngrade.needsUpgrade does
+    keeps = (
+        not o.get(WriteConfig.AUTO_UPGRADE)
+        and o.get(WriteConfig.WRITE_TABLE_VERSION) > cfg.table_version
+    )
+    same(WriteConfig.WRITE_TABLE_VERSION, cfg.table_version, not keeps)
     # Java HoodieTableMetaClient.validateTableProperties: virtual keys cannot be re-enabled;
     # nor are they turned on for a table whose files hold the meta values (mixed layouts)
     same(WriteConfig.POPULATE_META_FIELDS, cfg.populate_meta_fields)

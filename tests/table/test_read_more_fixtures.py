@@ -19,8 +19,13 @@ import pytest
 import hudi_ds
 from tests.fixtures import expected_checks, more_fixture_names, unzip_more
 
-# The second set's tables hudi_ds reads today; the others are refused (table versions below 6).
-READABLE_MORE = {"trino__hudi_custom_keygen_pt_v8_mor", "trino__hudi_stock_ticks_mor"}
+# Every table of the second set: versions 3 and 5 (Hudi 0.9-0.13) as well as 8.
+READABLE_MORE = {
+    "trino__hudi_custom_keygen_pt_v8_mor",
+    "trino__hudi_non_part_cow",
+    "trino__hudi_stock_ticks_mor",
+    "trino__stock_ticks_mor",
+}
 
 
 def apply_check(rows: pa.Table, check: dict[str, Any]) -> None:
@@ -59,4 +64,4 @@ def test_more_fixture_satisfies_its_checks(name: str, tmp_path: Path) -> None:
 
 
 def test_every_more_fixture_is_covered() -> None:
-    assert set(more_fixture_names()) >= READABLE_MORE
+    assert set(more_fixture_names()) == READABLE_MORE

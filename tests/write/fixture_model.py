@@ -364,15 +364,30 @@ def _changed(v: Any, i: int) -> Any:
     return v + 1000 + i
 
 
+def _shifted(v: Any, delta: int) -> Any:
+    """An ordering value greater (``delta`` > 0) or smaller than ``v``; a string (Java's
+    ``String.compareTo``) grows by a character or loses its last one."""
+    if isinstance(v, str):
+        return v + "~" if delta > 0 else v[:-1]
+    return v + delta
+
+
 def _new_key(fx: Fixture, row: dict[str, Any], i: int) -> None:
     k = fx.keys[0]
     v = row[k]
     row[k] = f"new-key-{i}" if isinstance(v, str) else v + 100 * (i + 1)
 
 
-def scenario(name: str, fx: Fixture, existing: pa.Table, event_time: bool = False) -> Scenario:
+def scenario(
+    name: str,
+    fx: Fixture,
+    existing: pa.Table,
+    event_time: bool = False,
+    golden: list[dict[str, Any]] | None = None,
+) -> Scenario:
     """Build the batches from the table's ``existing`` data rows (the input only) and the
-    expected rows from the golden file and the rules in the module docstring.
+    expected rows from the golden file (or ``golden``: the starting rows, meta columns
+    included, as another reader returned them) and the rules in the module docstring.
 
     * upsert 1: two existing keys updated (``change`` column changed; the first with a newer
       ordering value, the second with an OLDER one: both win, OverwriteWithLatestAvroPayload),
@@ -407,7 +422,7 @@ def scenario(name: str, fx: Fixture, existing: pa.Table, event_time: bool = Fals
     for i, u in enumerate(updates):
         u[fx.change] = _changed(u[fx.change], i)
         if fx.ordering:
-            u[fx.ordering] = u[fx.ordering] + (10 if i == 0 else -10)
+            u[fx.ordering] = _shifted(u[fx.ordering], 10 if i == 0 else -10)
     news = []
     for i in range(2):
         r = dict(template[i % len(template)])
@@ -425,7 +440,7 @@ def scenario(name: str, fx: Fixture, existing: pa.Table, event_time: bool = Fals
     again = dict(news[0])
     again[fx.change] = _changed(again[fx.change], 90)
     if fx.ordering:
-        again[fx.ordering] = again[fx.ordering] - 1000
+        again[fx.ordering] = _shifted(again[fx.ordering], -1000)
     upsert2 = pa.Table.from_pylist([again], schema=schema)
     untouched = rows[len(updates) :] if updates else []
     # the new partition's row stays: the final read must show it
@@ -435,7 +450,8 @@ def scenario(name: str, fx: Fixture, existing: pa.Table, event_time: bool = Fals
     # -- the model
     model: dict[str, dict[str, Any]] = {}
     copies: list[dict[str, Any]] = []  # further copies of a duplicated key (left alone)
-    for g in golden_rows(GOLDEN_DIR / f"{name}.snapshot.jsonl"):
+    start = golden if golden is not None else golden_rows(GOLDEN_DIR / f"{name}.snapshot.jsonl")
+    for g in start:
         g = {k: v for k, v in g.items() if k not in META}
         gk = g[KEY] if fx.meta_fields else record_key(fx, g)
         (copies if gk in model else []).append(norm_golden(g))

@@ -206,7 +206,7 @@ def test_event_time_ignores_late_rows_and_precombines(tmp_path: Path) -> None:
         (pa.table({"ts": [1], "city": ["x"]}), {}, SchemaError, "'id'"),
         (pa.table({"id": ["a"], "city": ["x"]}), {}, SchemaError, "'ts'"),
         (pa.table({"id": ["a"], "ts": [1], "city": ["../etc"]}), {}, SchemaError, "../etc"),
-        (pa.table({"id": ["a"], "ts": [1], "city": ["a/b"]}), {}, SchemaError, "a/b"),
+        (pa.table({"id": ["a"], "ts": [1], "city": ["a/../b"]}), {}, SchemaError, "a/../b"),
         (pa.table({"id": ["a,b:c"], "ts": [1], "city": ["x"]}), {}, SchemaError, "a,b:c"),
         (
             pa.table({"id": ["a"], "ts": [1], "city": ["x"]}),
