@@ -101,7 +101,7 @@ def _log_records(path: Path) -> list[dict[str, object]]:
     return out
 
 
-def _starting_rows(name: str, root: Path, tmp_path: Path) -> pa.Table:
+def starting_rows(name: str, root: Path, tmp_path: Path) -> pa.Table:
     """The table's rows as hudi-rs reads them (versions below 6: from a copy edited to say 6);
     the version-3 table's log holds a version-1 Avro block hudi-rs does not read: its one
     file slice is merged here (the log's records replace the base file's, as its
@@ -139,7 +139,7 @@ def test_upsert_and_delete_into_more_fixture(name: str, tmp_path: Path) -> None:
     fx = MORE_WRITABLE[name]
     root = unzip_more(name, tmp_path / "t")
     before = read_props(root)
-    start = _starting_rows(name, root, tmp_path)
+    start = starting_rows(name, root, tmp_path)
     golden = start.to_pylist()
     sc = scenario(name, fx, start, golden=golden)
     table = hudi_ds.HudiTable(str(root))
