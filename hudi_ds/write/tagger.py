@@ -336,8 +336,9 @@ class Tagger:
         dparts = string_array(data.column(PARTITION_PATH_METADATA_FIELD))
         xkeys = string_array(dels.column(RECORD_KEY_METADATA_FIELD))
         xparts = string_array(dels.column(PARTITION_PATH_METADATA_FIELD))
+        copies: _Copies | None = None
         if op.merges_existing and op in _TAGGING_OPERATIONS:
-            data, data_t, dels, del_t, inserts = self._tag_stored(
+            data, data_t, dels, del_t, inserts, copies = self._tag_stored(
                 data, dels, (dkeys, dparts, xkeys, xparts)
             )
         else:
@@ -354,36 +355,104 @@ class Tagger:
         if not keep.all():  # rows a partition move dropped (merged into a delete)
             data = data.filter(pa.array(keep))
             data_t = data_t[keep]
+        if copies is not None:
+            data, data_t = self._add_copies(data, data_t, copies)
+            dels, del_t = self._add_copies(dels, del_t, copies)
         return Tagged(data, data_t, dels, del_t, self._targets)
+
+    def _copies(self, loc: KeyLocations, keys: pa.Array, parts: pa.Array) -> _Copies | None:
+        """The keys held by several file groups among the looked-up ``keys`` (in ``parts``):
+        each key's identity, its primary group and its other groups (None: no key is held
+        twice)."""
+        if not len(loc.more_rows):
+            return None
+        sel = pa.array(loc.more_rows)
+        enc = pc.dictionary_encode(self._match(keys.take(sel), parts.take(sel)))
+        idx = np.asarray(enc.indices, dtype=np.int64)
+        n_groups = len(loc.group_file_ids)
+        pairs = np.unique(idx * n_groups + loc.more_groups)  # sorted by identity
+        first = first_positions(idx, len(enc.dictionary))
+        primary = np.asarray(loc.group, dtype=np.int64)[loc.more_rows[first]]
+        return _Copies(enc.dictionary, primary, pairs // n_groups, pairs % n_groups, loc)
+
+    def _add_copies(
+        self, rows: pa.Table, targets: np.ndarray, copies: _Copies
+    ) -> tuple[pa.Table, np.ndarray]:
+        """``rows`` and ``targets`` with a copy of every row tagged to the primary file group
+        of a key held by several, for each other group holding it (Java's join tags an
+        incoming record once per location: an update or delete reaches every copy of the
+        key). A global index's copy takes the partition of the group it goes to, as Java's
+        ``HoodieIndexUtils.createNewTaggedHoodieRecord`` keys it."""
+        if rows.num_rows == 0:
+            return rows, targets
+        loc = copies.loc
+        ident = self._match(
+            string_array(rows.column(RECORD_KEY_METADATA_FIELD)),
+            string_array(rows.column(PARTITION_PATH_METADATA_FIELD)),
+        )
+        pos = np.asarray(pc.index_in(ident, value_set=copies.identities).fill_null(-1), np.int64)
+        primary_t = np.array(
+            [
+                self._target_ids.get((p, f), -2)
+                for p, f in zip(
+                    loc.group_partitions.take(pa.array(copies.primary)).to_pylist(),
+                    loc.group_file_ids.take(pa.array(copies.primary)).to_pylist(),
+                    strict=True,
+                )
+            ],
+            np.int64,
+        )  # one per key held twice
+        hit = np.flatnonzero(pos >= 0)
+        hit = hit[targets[hit] == primary_t[pos[hit]]]
+        if not len(hit):
+            return rows, targets
+        per_key = np.bincount(copies.owner, minlength=len(copies.identities))
+        n = per_key[pos[hit]]
+        src = np.repeat(hit, n)
+        starts = np.searchsorted(copies.owner, pos[hit])
+        offsets = np.arange(len(src), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+        groups = copies.groups[np.repeat(starts, n) + offsets]
+        extra = rows.take(pa.array(src))
+        if self.index.is_global:
+            extra = _set_partitions(
+                extra,
+                np.ones(len(src), dtype=bool),
+                loc.group_partitions.take(pa.array(groups)),
+            )
+        extra_t = self._tag_groups(groups, loc)
+        return pa.concat_tables([rows, extra]), np.concatenate([targets, extra_t])
 
     def _tag_stored(
         self,
         data: pa.Table,
         dels: pa.Table,
         keys: tuple[pa.Array, pa.Array, pa.Array, pa.Array],
-    ) -> tuple[pa.Table, np.ndarray, pa.Table, np.ndarray, np.ndarray]:
+    ) -> tuple[pa.Table, np.ndarray, pa.Table, np.ndarray, np.ndarray, _Copies | None]:
         """Look the keys of a tagging write up (one lookup for the batch's records and
-        deletes) and tag the rows whose keys the table holds.
+        deletes) and tag the rows whose keys the table holds (in their primary file group;
+        :meth:`_add_copies` adds the other copies of keys held twice).
 
         Args:
             keys: record keys and partitions of ``data``, then of ``dels``.
 
         Returns:
             ``data``, its targets, ``dels``, their targets (-1: not tagged; a global index
-            may have re-partitioned rows and added the deletes of partition moves), and the
-            mask of the ``data`` rows still to insert.
+            may have re-partitioned rows and added the deletes of partition moves), the
+            mask of the ``data`` rows still to insert, and the keys held twice.
         """
         dkeys, dparts, xkeys, xparts = keys
         nd = data.num_rows
         assert self.lookup is not None
         parts = pa.concat_arrays([dparts, xparts])
+        all_keys = pa.concat_arrays([dkeys, xkeys])
         loc = self.lookup(
             self.storage,
             self._candidate_slices(parts),
-            pa.concat_arrays([dkeys, xkeys]),
+            all_keys,
             self.index.lookup_partitions(parts),
             self._lookup_spec(),
         )
+        copies = self._copies(loc, all_keys, parts)
         grp = np.asarray(loc.group, dtype=np.int64)
         held: tuple[pa.Array, pa.Array, pa.Array] | None = None
         if self.index.is_global:  # a global index compares and moves partitions by name
@@ -409,7 +478,7 @@ class Tagger:
                 (held[0].slice(0, nd), held[1].slice(0, nd), held[2].slice(0, nd)),
             )
             inserts = np.concatenate([inserts, more[nd:]])
-        return data, data_t, dels, del_t, inserts
+        return data, data_t, dels, del_t, inserts, copies
 
     def _tag_stored_updates(
         self,
@@ -824,6 +893,24 @@ def first_positions(indices: np.ndarray, n: int) -> np.ndarray:
     first = np.full(n, len(indices), np.int64)
     np.minimum.at(first, indices, np.arange(len(indices), dtype=np.int64))
     return first
+
+
+class _Copies(NamedTuple):
+    """The keys of a lookup held by several file groups (:meth:`Tagger._copies`).
+
+    Attributes:
+        identities: what identifies each such key (:meth:`~hudi_ds.index.Index.identities`).
+        primary: per key, its primary group in ``loc``.
+        owner, groups: the other groups holding the keys (aligned; ``owner``: the key's
+            position in ``identities``, ascending).
+        loc: the lookup's answer (the groups' file ids, partitions, instants).
+    """
+
+    identities: pa.Array
+    primary: np.ndarray
+    owner: np.ndarray
+    groups: np.ndarray
+    loc: KeyLocations
 
 
 class _Held(NamedTuple):
