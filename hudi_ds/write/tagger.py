@@ -356,8 +356,7 @@ class Tagger:
             data = data.filter(pa.array(keep))
             data_t = data_t[keep]
         if copies is not None:
-            data, data_t = self._add_copies(data, data_t, copies)
-            dels, del_t = self._add_copies(dels, del_t, copies)
+            data, data_t, dels, del_t = self._add_copies(data, data_t, dels, del_t, copies)
         return Tagged(data, data_t, dels, del_t, self._targets)
 
     def _copies(self, loc: KeyLocations, keys: pa.Array, parts: pa.Array) -> _Copies | None:
@@ -376,51 +375,76 @@ class Tagger:
         return _Copies(enc.dictionary, primary, pairs // n_groups, pairs % n_groups, loc)
 
     def _add_copies(
-        self, rows: pa.Table, targets: np.ndarray, copies: _Copies
-    ) -> tuple[pa.Table, np.ndarray]:
-        """``rows`` and ``targets`` with a copy of every row tagged to the primary file group
-        of a key held by several, for each other group holding it (Java's join tags an
-        incoming record once per location: an update or delete reaches every copy of the
-        key). A global index's copy takes the partition of the group it goes to, as Java's
-        ``HoodieIndexUtils.createNewTaggedHoodieRecord`` keys it."""
+        self, data: pa.Table, data_t: np.ndarray, dels: pa.Table, del_t: np.ndarray, c: _Copies
+    ) -> tuple[pa.Table, np.ndarray, pa.Table, np.ndarray]:
+        """The tagged rows with a copy of every row tagged to the primary file group of a key
+        held by several, for each other group holding it: Java's join tags an incoming record
+        once per location, so an update or a delete reaches every copy of the key. A global
+        index's copy takes the partition of the group it goes to, as Java's
+        ``HoodieIndexUtils.createNewTaggedHoodieRecord`` keys it.
+
+        With ``update.partition.path`` a global key ends in one partition: the copies in other
+        partitions than the one its update lands in are deleted. (Java's
+        ``mergeForPartitionUpdatesIfNeeded`` merges the update with each copy and inserts the
+        merged record once per copy that moves, leaving the key several times in its new
+        partition.)
+        """
+        move = self.index.is_global and self.index.update_partition_path
+        data, data_t, stale = self._copy_rows(data, data_t, c, move)
+        dels, del_t, _ = self._copy_rows(dels, del_t, c, False)
+        if stale is not None:
+            rows, groups = stale
+            parts = c.loc.group_partitions.take(pa.array(groups))
+            extra = delete_keys(dels.schema, rows.column(RECORD_KEY_METADATA_FIELD), parts)
+            dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
+            del_t = np.concatenate([del_t, self._tag_groups(groups, c.loc)])
+        return data, data_t, dels, del_t
+
+    def _copy_rows(
+        self, rows: pa.Table, targets: np.ndarray, c: _Copies, split: bool
+    ) -> tuple[pa.Table, np.ndarray, tuple[pa.Table, np.ndarray] | None]:
+        """``rows`` and ``targets`` with the copies of :meth:`_add_copies`; with ``split``, the
+        copies bound for another partition than their row's are left out and returned with
+        their groups (to be deleted there)."""
         if rows.num_rows == 0:
-            return rows, targets
-        loc = copies.loc
-        ident = self._match(
-            string_array(rows.column(RECORD_KEY_METADATA_FIELD)),
-            string_array(rows.column(PARTITION_PATH_METADATA_FIELD)),
-        )
-        pos = np.asarray(pc.index_in(ident, value_set=copies.identities).fill_null(-1), np.int64)
+            return rows, targets, None
+        loc = c.loc
+        row_parts = string_array(rows.column(PARTITION_PATH_METADATA_FIELD))
+        ident = self._match(string_array(rows.column(RECORD_KEY_METADATA_FIELD)), row_parts)
+        pos = np.asarray(pc.index_in(ident, value_set=c.identities).fill_null(-1), np.int64)
+        prim = pa.array(c.primary)
         primary_t = np.array(
-            [
+            [  # one per key held twice
                 self._target_ids.get((p, f), -2)
                 for p, f in zip(
-                    loc.group_partitions.take(pa.array(copies.primary)).to_pylist(),
-                    loc.group_file_ids.take(pa.array(copies.primary)).to_pylist(),
+                    loc.group_partitions.take(prim).to_pylist(),
+                    loc.group_file_ids.take(prim).to_pylist(),
                     strict=True,
                 )
             ],
             np.int64,
-        )  # one per key held twice
+        )
         hit = np.flatnonzero(pos >= 0)
         hit = hit[targets[hit] == primary_t[pos[hit]]]
         if not len(hit):
-            return rows, targets
-        per_key = np.bincount(copies.owner, minlength=len(copies.identities))
-        n = per_key[pos[hit]]
+            return rows, targets, None
+        n = np.bincount(c.owner, minlength=len(c.identities))[pos[hit]]
         src = np.repeat(hit, n)
-        starts = np.searchsorted(copies.owner, pos[hit])
+        starts = np.searchsorted(c.owner, pos[hit])
         offsets = np.arange(len(src), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
-        groups = copies.groups[np.repeat(starts, n) + offsets]
+        groups = c.groups[np.repeat(starts, n) + offsets]
+        gparts = loc.group_partitions.take(pa.array(groups))
+        stale = None
+        if split:
+            away = ~np.asarray(pc.equal(gparts, row_parts.take(pa.array(src))), dtype=bool)
+            if away.any():
+                stale = (rows.take(pa.array(src[away])), groups[away])
+                src, groups, gparts = src[~away], groups[~away], gparts.filter(pa.array(~away))
         extra = rows.take(pa.array(src))
         if self.index.is_global:
-            extra = _set_partitions(
-                extra,
-                np.ones(len(src), dtype=bool),
-                loc.group_partitions.take(pa.array(groups)),
-            )
+            extra = _set_partitions(extra, np.ones(len(src), dtype=bool), gparts)
         extra_t = self._tag_groups(groups, loc)
-        return pa.concat_tables([rows, extra]), np.concatenate([targets, extra_t])
+        return pa.concat_tables([rows, extra]), np.concatenate([targets, extra_t]), stale
 
     def _tag_stored(
         self,
