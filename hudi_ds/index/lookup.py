@@ -52,6 +52,8 @@ class LookupSpec:
             are then found). The logs of a slice without a base file are always read
             (:func:`reads_logs`).
         prune_by_ranges: BLOOM: skip files whose footer min/max key range excludes the key.
+        logged_inserts: names of log files that took inserts (their commits' write stats say
+            so): the logs of a slice holding one are read (:func:`reads_logs`).
     """
 
     record_key_fields: tuple[str, ...]
@@ -59,6 +61,9 @@ class LookupSpec:
     meta_fields: bool = True
     read_logs: bool = True
     prune_by_ranges: bool = True
+    # not compared: a state index keeps its keys when the set grows (the groups whose files
+    # it changes are read again, their files differ)
+    logged_inserts: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -121,17 +126,23 @@ class KeyLocations:
 def reads_logs(spec: LookupSpec, fslice: FileSlice) -> bool:
     """Whether a lookup reads the keys of ``fslice``'s log files.
 
-    With ``spec.read_logs``, always. Otherwise only when the slice has no base file: such a
-    file group was written by an index that indexes log files (Flink's state index, the bucket
-    index, the record-level index write inserts to logs), and its keys live nowhere else. Java's
-    SIMPLE and BLOOM indexes read base files only (``canIndexLogFiles()`` is false;
+    With ``spec.read_logs``, always. Otherwise when the slice has no base file, or one of its
+    log files took inserts (``spec.logged_inserts``): such a file group was written by an index
+    that indexes log files (Flink's state index, the bucket index, the record-level index put
+    inserts in logs), and those keys live nowhere else. Java's SIMPLE and BLOOM indexes read
+    base files only (``canIndexLogFiles()`` is false;
     ``HoodieIndexUtils.getLatestBaseFilesForPartition`` lists base files), so an upsert of such
     a key with them inserts it a second time; reading these logs finds it where it lives
-    instead. A slice with a base file is not read for logs: under SIMPLE and BLOOM a MOR insert
-    goes to a base file (Java's ``SparkUpsertDeltaCommitPartitioner`` and hudi_ds' assigner),
-    so its logs hold updates of keys its base file holds.
+    instead. The other slices are not read for logs: under SIMPLE and BLOOM a MOR insert goes
+    to a base file (Java's ``SparkUpsertDeltaCommitPartitioner`` and hudi_ds' assigner), so
+    their logs hold updates of keys their base file holds.
     """
-    return bool(fslice.log_files) and (spec.read_logs or fslice.base_file is None)
+    if not fslice.log_files:
+        return False
+    if spec.read_logs or fslice.base_file is None:
+        return True
+    logged = spec.logged_inserts
+    return bool(logged) and any(lf.path.rsplit("/", 1)[-1] in logged for lf in fslice.log_files)
 
 
 #: An index lookup: ``lookup(storage, slices, keys, partitions, spec) -> KeyLocations`` (see the

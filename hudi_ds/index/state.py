@@ -692,7 +692,7 @@ class StateIndex:
             lf = _log_file(path, size)
             if lf is None:  # a new base file version of g
                 self._learn_base_version(g, st, (path, size), global_, learnt)
-            elif spec.read_logs or g.files[0] is None:  # logs indexed (reads_logs)
+            elif spec.read_logs or g.files[0] is None or g.files[1]:  # logs indexed
                 self._learn_log(storage, g, (path, size), lf, spec, global_, learnt)
         if learnt.drop:
             self._remove(np.unique(np.concatenate(learnt.drop)))

@@ -305,11 +305,12 @@ class Tagger:
             record_key_fields=tuple(o.keys.record_key_fields),
             complex_key=o.keys.complex_key,
             meta_fields=self.plan.table_config.populate_meta_fields,
-            # SIMPLE / BLOOM index base files only (Java canIndexLogFiles() = false): inserts
-            # never go to logs alone under these indexes (new file groups get base files), so
-            # their lookups read no logs
+            # SIMPLE / BLOOM index base files only (Java canIndexLogFiles() = false): their
+            # inserts never go to logs (new file groups get base files), so their lookups read
+            # the logs only of slices whose keys another index put in logs (reads_logs)
             read_logs=self.index.can_index_log_files,
             prune_by_ranges=self.index.prune_by_ranges,
+            logged_inserts=self.plan.logged_inserts,
         )
 
     def _candidate_slices(self, parts: pa.Array) -> list[FileSlice]:

@@ -26,6 +26,7 @@ and updates them where they live.
 
 from __future__ import annotations
 
+import json
 import uuid
 from functools import partial
 from pathlib import Path
@@ -34,8 +35,8 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.view import TableState
 from tests import builders
 from tests.conftest import hudi_rs_table
@@ -50,14 +51,22 @@ Model = list[tuple]
 
 
 def _opts(table_type: str, index: str, **extra: str) -> dict[str, str]:
-    return builders.options(
-        "t", table_type, partition="p", index=index, **{"hoodie.parquet.small.file.limit": "0"}
-    ) | extra
+    return (
+        builders.options(
+            "t", table_type, partition="p", index=index, **{"hoodie.parquet.small.file.limit": "0"}
+        )
+        | extra
+    )
+
+
+def _model_rows(t: pa.Table) -> Model:
+    """The rows of ``t`` as the model holds them (in their own partition)."""
+    return [(r["id"], r["ts"], r["p"], r["v"], r["p"]) for r in t.to_pylist()]
 
 
 def _insert(path: str, t: pa.Table, opts: dict[str, str], model: Model) -> None:
     hudi_ds.write(path, t, {**opts, "hoodie.datasource.write.operation": "insert"})
-    model.extend((*r, r[2]) for r in zip(*(t.column(c).to_pylist() for c in COLUMNS[:4])))
+    model.extend(_model_rows(t))
 
 
 def _upsert(model: Model, t: pa.Table, global_: bool, move: bool = False) -> Model:
@@ -102,7 +111,9 @@ def _groups_holding(path: str, key: str) -> int:
     t = hudi_ds.read(path, columns=["id", "_hoodie_file_name"])
     names = {
         f.split("_")[0]
-        for k, f in zip(t.column("id").to_pylist(), t.column("_hoodie_file_name").to_pylist())
+        for k, f in zip(
+            t.column("id").to_pylist(), t.column("_hoodie_file_name").to_pylist(), strict=True
+        )
         if k == key
     }
     return len(names)
@@ -175,14 +186,15 @@ def test_global_index_reaches_every_partition_holding_a_key(
     _check(path, model)
 
 
-# -- log-only file groups --------------------------------------------------------------------
+# -- file groups whose keys live in log files ---------------------------------------------------
 
 
-def _as_flink_written(path: Path) -> None:
-    """Give a MERGE_ON_READ table hudi_ds wrote with the bucket index (its file groups a log
-    file alone, named with the delta commit as base instant) the shape Flink's writer leaves:
-    file ids that are UUIDs (``FSUtils.createNewFileIdPfx``), no index recorded in
-    ``hoodie.properties``."""
+def _as_flink_written(path: Path, inserts_of: str | None) -> None:
+    """Give a MERGE_ON_READ table hudi_ds wrote with the bucket index the shape Flink's writer
+    leaves: file ids that are UUIDs (``FSUtils.createNewFileIdPfx``), no index recorded in
+    ``hoodie.properties``, and the records of delta commit ``inserts_of`` counted as inserts
+    in its log write stats, as Flink's append handle counts records its ``BucketAssigner``
+    tagged as inserts (hudi_ds counts appends to an existing bucket as updates)."""
     props = path / ".hoodie" / "hoodie.properties"
     props.write_text(
         "".join(
@@ -191,6 +203,13 @@ def _as_flink_written(path: Path) -> None:
             if not line.startswith(("hoodie.index.type", "hoodie.bucket.index."))
         )
     )
+    if inserts_of is not None:
+        f = path / ".hoodie" / f"{inserts_of}.deltacommit"
+        md = json.loads(f.read_text())
+        for stats in md["partitionToWriteStats"].values():
+            for st in stats:
+                st["numInserts"], st["numUpdateWrites"] = st["numWrites"], 0
+        f.write_text(json.dumps(md, indent=2))
     state = TableState.open(str(path))
     view = FileSystemView(Storage(str(path)), state.config)
     renames = {
@@ -211,37 +230,58 @@ def _as_flink_written(path: Path) -> None:
             f.write_bytes(text)
 
 
-@pytest.mark.parametrize("state_index", [False, True])
-@pytest.mark.parametrize("index", ["SIMPLE", "BLOOM"])
-def test_keys_of_log_only_file_groups_are_never_written_twice(
-    tmp_path: Path, index: str, state_index: bool
-) -> None:
-    path = tmp_path / "t"
+def _flink_table(path: Path, layout: str) -> Model:
+    """A MERGE_ON_READ table whose keys ``k000..k007`` (``log-only``: all of them;
+    ``logged-inserts``: ``k008..k011``, inserted after a compaction made base files) live in
+    log files alone, written as Flink writes them; returns its model."""
+    # one bucket per partition: the later inserts go to the compacted file groups' logs
+    opts = builders.options("t", "MERGE_ON_READ", partition="p", buckets=1)
     first = rows(range(8), 2)
-    hudi_ds.write(
-        str(path), first, builders.options("t", "MERGE_ON_READ", partition="p", buckets=2)
-    )
-    _as_flink_written(path)
+    if layout == "log-only":
+        hudi_ds.write(str(path), first, opts)
+        _as_flink_written(path, None)
+        return _model_rows(first)
+    compact = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "1"}
+    hudi_ds.write(str(path), first, {**opts, **compact})
+    more = rows(range(8, 12), 2)
+    instant = hudi_ds.write(str(path), more, {**opts, "hoodie.compact.inline": "false"})
+    assert instant is not None
+    _as_flink_written(path, instant)
+    return _model_rows(first) + _model_rows(more)
+
+
+@pytest.mark.parametrize("layout", ["log-only", "logged-inserts"])
+@pytest.mark.parametrize("index", ["SIMPLE", "BLOOM", "STATE"])
+def test_keys_only_in_log_files_are_never_written_twice(
+    tmp_path: Path, index: str, layout: str
+) -> None:
+    """Every file group holds keys only in its logs: a base-less slice, or (after a
+    compaction) logs whose write stats count inserts. ``STATE``: SIMPLE through a long-lived
+    writer's state index."""
+    path = tmp_path / "t"
+    model = _flink_table(path, layout)
     state = TableState.open(str(path))
     view = FileSystemView(Storage(str(path)), state.config)
     slices = [s for p in view.partitions() for s in view.latest_file_slices(p, state.visibility())]
-    assert slices and all(s.base_file is None and s.log_files for s in slices)
-    model: Model = [(*r, r[2]) for r in zip(*(first.column(c).to_pylist() for c in COLUMNS[:4]))]
+    assert slices and all(s.log_files for s in slices)
+    assert all((s.base_file is None) == (layout == "log-only") for s in slices)
+    _check(str(path), model)
 
-    opts = builders.options("t", "MERGE_ON_READ", partition="p", index=index)
+    opts = builders.options(
+        "t", "MERGE_ON_READ", partition="p", index="SIMPLE" if index == "STATE" else index
+    )
     up = pa.concat_tables(
         [
-            rows([0, 1, 2], 5),  # newer
-            rows([3], 1),  # older: the logged version stays
+            rows([0, 1, 8, 9], 5),  # newer
+            rows([3, 10], 1),  # older: the logged version stays
             rows([20], 3),  # new
             rows([21], 3, part_of=lambda i: "p9"),  # new partition
         ]
     )
-    dels = rows([4, 5], 9)
-    table = hudi_ds.HudiTable(str(path), state_index=state_index)
+    table = hudi_ds.HudiTable(str(path), state_index=index == "STATE")
     table.upsert(up, opts)
     model = _upsert(model, up, global_=False)
     _check(str(path), model)
-    table.delete(dels, opts)
-    model = [m for m in model if m[0] not in ("k004", "k005")]
+    table.delete(rows([4, 5, 11], 9), opts)
+    model = [m for m in model if m[0] not in ("k004", "k005", "k011")]
     _check(str(path), model)
