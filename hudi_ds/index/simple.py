@@ -488,7 +488,9 @@ def _other_locations(
         ``(more_rows, more_groups)``: every incoming row whose key another slot holds too,
         once per such slot (ascending rows).
     """
-    n_slots = int(slots.max()) + 1 if len(slots) else 1
+    if not len(rows) or int(np.bincount(rows).max()) < 2:
+        return np.empty(0, np.int64), np.empty(0, np.int64)  # every key found once (no sort)
+    n_slots = int(slots.max()) + 1
     pairs = np.unique(rows * n_slots + slots)  # one (first row, slot) per match
     prow, pslot = pairs // n_slots, pairs % n_slots
     other = pslot != best[prow]

@@ -115,6 +115,7 @@ def build_plan(
         schema: the full record schema (meta fields first).
     """
     timeline = state.timeline
+    vis = state.visibility()
     pending: dict[tuple[str, str], str] = {}
     for c in timeline.pending_compactions():
         compaction = timeline.read_compaction_plan(c)
@@ -134,7 +135,7 @@ def build_plan(
         )
         clustering = _pending_clustering(timeline)
         if state.config.table_type is TableType.MERGE_ON_READ and operation.merges_existing:
-            logged = _logged_inserts(timeline, state.visibility())
+            logged = _logged_inserts(timeline, vis)
     return WritePlan(
         instant=instant,
         action=action,
@@ -144,7 +145,7 @@ def build_plan(
         data_avro_schema=avro_schema_json(table_avro_schema(data, options.table_name)),
         options=options,
         table_config=state.config,
-        visibility=state.visibility(),
+        visibility=vis,
         pending_compaction=pending,
         partial_columns=partial_columns,
         avg_record_size=avg,
