@@ -17,8 +17,8 @@ or all of them when global), tested against its bloom filter in one vectorised c
 when some key may be in it is its key column read (in the same open). A file with no bloom
 filter and no range (a table without meta fields, whose files have no key footers, as Java's)
 has its keys read as SIMPLE does. Logs are read as SIMPLE reads them (:mod:`hudi_ds.index.simple`,
-``spec.read_logs``): Java's BLOOM index does not index log files, but a key that only a log
-holds must still be found where it lives, not inserted again.
+:func:`~hudi_ds.index.lookup.reads_logs`): Java's BLOOM index does not index log files, but a
+key that only a log holds must still be found where it lives, not inserted again.
 
 The range test uses code point order (Arrow's and Python's string order); Java's
 ``String.compareTo`` orders UTF-16 units, which differs only between characters U+E000..U+FFFF
@@ -69,7 +69,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_ds.errors import ConfigError, CorruptFileError, HudiError
-from hudi_ds.index.lookup import KeyLocations, LookupSpec
+from hudi_ds.index.lookup import KeyLocations, LookupSpec, reads_logs
 from hudi_ds.index.simple import (
     READ_THREADS,
     Candidates,
@@ -391,7 +391,7 @@ def _probe_slice(
             if read is not None:
                 counts.keys_read += 1
                 found.append(read)
-    if spec.read_logs and s.log_files:
+    if reads_logs(spec, s):
         lk, n_logs = log_keys(storage, s, spec)
         counts.opened += n_logs
         counts.keys_read += n_logs

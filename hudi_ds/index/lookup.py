@@ -14,12 +14,22 @@ The lookups (``index.simple``, ``index.bloom``, ``index.state``) share one shape
 * ``partitions``: the incoming records' partition paths (a non-global index matches
   ``(key, partition)``), or None for a global index (matches on the key alone).
 * ``spec``: :class:`LookupSpec`, how keys are read from the files.
+
+A key held by several file groups (``insert`` / ``bulk_insert`` write every record as new, so
+a key written twice may live in two file groups of a partition; a global index's key may live
+in several partitions) is answered with every location: the primary one in ``group`` and the
+others in ``more_rows`` / ``more_groups``. Java's SIMPLE and BLOOM indexes tag an incoming record
+once per location holding its key (``HoodieSimpleIndex.tagLocationInternal`` and
+``HoodieBloomIndex.tagLocationBacktoRecords`` left-outer-join the incoming records with the
+``(key, location)`` pairs of the files; the global variants do the same through
+``HoodieIndexUtils.tagGlobalLocationBackToRecords``), so an update or a delete reaches every
+copy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -37,9 +47,13 @@ class LookupSpec:
         record_key_fields, complex_key: the table's key (used when the files carry no
             ``_hoodie_record_key``: tables with ``hoodie.populate.meta.fields=false``).
         meta_fields: the files carry the ``_hoodie_*`` meta columns.
-        read_logs: also the keys of log data blocks (MERGE_ON_READ file groups whose keys are
-            only in logs are then found).
+        read_logs: also the keys of log data blocks of slices that have a base file
+            (MERGE_ON_READ file groups whose keys an index that indexes logs put only in logs
+            are then found). The logs of a slice without a base file are always read
+            (:func:`reads_logs`).
         prune_by_ranges: BLOOM: skip files whose footer min/max key range excludes the key.
+        logged_inserts: names of log files that took inserts (their commits' write stats say
+            so): the logs of a slice holding one are read (:func:`reads_logs`).
     """
 
     record_key_fields: tuple[str, ...]
@@ -47,6 +61,9 @@ class LookupSpec:
     meta_fields: bool = True
     read_logs: bool = True
     prune_by_ranges: bool = True
+    # not compared: a state index keeps its keys when the set grows (the groups whose files
+    # it changes are read again, their files differ)
+    logged_inserts: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,9 @@ class KeyLocations:
             counted once per lookup, whether only its footer was read (BLOOM) or its keys too.
         keys_read: data files whose record keys were read (a subset of ``files_read``; BLOOM
             reads the keys of a base file only when its footer says a key may be in it).
+        more_rows, more_groups: the other locations of keys held by several file groups
+            (aligned int64 arrays): the incoming position of a key and one more group holding
+            it besides ``group``, once per (position, group); empty when no key is held twice.
     """
 
     group: np.ndarray
@@ -74,6 +94,8 @@ class KeyLocations:
     group_instants: pa.Array
     files_read: int = 0
     keys_read: int = 0
+    more_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    more_groups: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
     @cached_property
     def _take(self) -> pa.Array:
@@ -99,6 +121,28 @@ class KeyLocations:
     def found(self) -> pa.Array:
         """Boolean mask: the key is in the table."""
         return pa.array(np.asarray(self.group) >= 0, pa.bool_())
+
+
+def reads_logs(spec: LookupSpec, fslice: FileSlice) -> bool:
+    """Whether a lookup reads the keys of ``fslice``'s log files.
+
+    With ``spec.read_logs``, always. Otherwise when the slice has no base file, or one of its
+    log files took inserts (``spec.logged_inserts``): such a file group was written by an index
+    that indexes log files (Flink's state index, the bucket index, the record-level index put
+    inserts in logs), and those keys live nowhere else. Java's SIMPLE and BLOOM indexes read
+    base files only (``canIndexLogFiles()`` is false;
+    ``HoodieIndexUtils.getLatestBaseFilesForPartition`` lists base files), so an upsert of such
+    a key with them inserts it a second time; reading these logs finds it where it lives
+    instead. The other slices are not read for logs: under SIMPLE and BLOOM a MOR insert goes
+    to a base file (Java's ``SparkUpsertDeltaCommitPartitioner`` and hudi_ds' assigner), so
+    their logs hold updates of keys their base file holds.
+    """
+    if not fslice.log_files:
+        return False
+    if spec.read_logs or fslice.base_file is None:
+        return True
+    logged = spec.logged_inserts
+    return bool(logged) and any(lf.path.rsplit("/", 1)[-1] in logged for lf in fslice.log_files)
 
 
 #: An index lookup: ``lookup(storage, slices, keys, partitions, spec) -> KeyLocations`` (see the

@@ -17,16 +17,18 @@ What is read of a file slice:
 * the base file: only its ``_hoodie_record_key`` column; a table without meta fields
   (``hoodie.populate.meta.fields=false``) only its record key fields, from which the keys are
   built with :func:`hudi_ds.keygen.record_keys` (``BaseKeyGenerator`` in Java);
-* with ``spec.read_logs`` (MERGE_ON_READ), the keys of the slice's log data blocks, so that a key
-  written only to a log is found where it lives and not inserted again elsewhere. Delete blocks
-  add no location, and blocks a rollback command block invalidates are dropped. (Java's SIMPLE
-  index reads base files only, because its MOR inserts always go to base files; hudi_ds' do too
-  unless written by an index that can index logs, whose keys this still finds.)
+* the keys of the slice's log data blocks when :func:`~hudi_ds.index.lookup.reads_logs` says
+  so (a slice without a base file, or ``spec.read_logs``), so that a key written only to a log
+  is found where it lives and not inserted again elsewhere. Delete blocks add no location, and
+  blocks a rollback command block invalidates are dropped. (Java's SIMPLE index reads base
+  files only, because its MOR inserts always go to base files; a file group that an index
+  indexing logs wrote as logs alone would have its keys inserted again by Java.)
 
-A key found in several file groups (only possible after a buggy writer, or, for the global
-index, a key that moved partition without ``update.partition.path``) is located in the file
-group whose slice has the greatest base instant time; among equal instants the smallest file id.
-Java would tag the record once per match; one location keeps every incoming row written once.
+A key found in several file groups (``insert`` / ``bulk_insert`` wrote it twice, or, for the
+global index, a key that moved partition without ``update.partition.path``) is located in all
+of them, as Java's join tags the record once per match: the primary location is the file group
+whose slice has the greatest base instant time, among equal instants the smallest file id; the
+others are :attr:`KeyLocations.more_groups`.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from hudi_ds.errors import (
     SchemaError,
     UnsupportedError,
 )
-from hudi_ds.index.lookup import KeyLocations, LookupSpec
+from hudi_ds.index.lookup import KeyLocations, LookupSpec, reads_logs
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.log.block import BlockType, LogBlock
@@ -456,6 +458,9 @@ class Candidates:
                 prow = self._part_rows(part)
                 rep[prow] = prow[at.result() if isinstance(at, Future) else at]
             pos = best[rep]
+            more_rows, more_groups = _other_locations(rows, slots, best, rep)
+        else:
+            more_rows = more_groups = np.empty(0, np.int64)
         return KeyLocations(
             group=pos,
             group_file_ids=file_ids,
@@ -463,7 +468,45 @@ class Candidates:
             group_instants=instants,
             files_read=files_read,
             keys_read=keys_read,
+            more_rows=more_rows,
+            more_groups=more_groups,
         )
+
+
+def _other_locations(
+    rows: np.ndarray, slots: np.ndarray, best: np.ndarray, rep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The locations of keys besides their best one (:attr:`KeyLocations.more_groups`).
+
+    Args:
+        rows, slots: per key found, the first incoming row of the key and a slot holding it
+            (a slot may repeat: a key held twice by one file).
+        best: per first row, the slot picked as the key's primary location.
+        rep: per incoming row, the first row of its key.
+
+    Returns:
+        ``(more_rows, more_groups)``: every incoming row whose key another slot holds too,
+        once per such slot (ascending rows).
+    """
+    if not len(rows) or int(np.bincount(rows).max()) < 2:
+        return np.empty(0, np.int64), np.empty(0, np.int64)  # every key found once (no sort)
+    n_slots = int(slots.max()) + 1
+    pairs = np.unique(rows * n_slots + slots)  # one (first row, slot) per match
+    prow, pslot = pairs // n_slots, pairs % n_slots
+    other = pslot != best[prow]
+    if not other.any():
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    prow, pslot = prow[other], pslot[other]  # sorted by first row
+    # every incoming row takes the other slots of its first row
+    counts = np.zeros(len(rep), np.int64)
+    np.add.at(counts, prow, 1)
+    per_row = counts[rep]
+    out_rows = np.repeat(np.arange(len(rep), dtype=np.int64), per_row)
+    starts = np.searchsorted(prow, rep)
+    offsets = np.arange(len(out_rows), dtype=np.int64) - np.repeat(
+        np.cumsum(per_row) - per_row, per_row
+    )
+    return out_rows, pslot[np.repeat(starts, per_row) + offsets]
 
 
 def _first_positions(keys: pa.Array) -> np.ndarray:
@@ -607,7 +650,7 @@ def simple_lookup(
         jobs = [
             slot
             for slot, s in enumerate(slices)
-            if cands.wants(slot) and (s.base_file is not None or (spec.read_logs and s.log_files))
+            if cands.wants(slot) and (s.base_file is not None or reads_logs(spec, s))
         ]
         cands.expect(jobs)
 
@@ -621,7 +664,7 @@ def simple_lookup(
                     held = base_file_keys(storage, s.base_file, spec, chunked=True)
                     n += 1
                 out.append(held)
-            if spec.read_logs and s.log_files:
+            if reads_logs(spec, s):
                 lk, n_logs = log_keys(storage, s, spec)
                 out.append(lk)
                 n += n_logs

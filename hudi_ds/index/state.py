@@ -63,8 +63,8 @@ Memory is about (key length + partition length, rounded up to 8, + 12) bytes per
 
 A key present in several file groups (duplicates written by ``insert``, or a key in the base
 file of its old partition after a global partition move on MERGE_ON_READ) is located as
-:func:`~hudi_ds.index.simple.simple_lookup` locates it: in the slice with the greatest base
-instant, then the smallest file id.
+:func:`~hudi_ds.index.simple.simple_lookup` locates it: in every group holding it, the primary
+one the slice with the greatest base instant, then the smallest file id.
 
 Cost: a lookup is O(incoming keys x log(state)) plus the reads of the changed groups; the
 first write of a partition pays the bootstrap (the same reads as one SIMPLE lookup).
@@ -80,7 +80,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.errors import HudiError
-from hudi_ds.index.lookup import KeyLocations, LookupSpec
+from hudi_ds.index.lookup import KeyLocations, LookupSpec, reads_logs
 from hudi_ds.index.simple import (
     READ_THREADS,
     base_file_keys,
@@ -114,7 +114,8 @@ class StateIndexError(HudiError):
 def slice_keys(storage: Storage, fslice: FileSlice, spec: LookupSpec) -> tuple[pa.Array, int]:
     """The record keys of a file slice as the SIMPLE lookup reads them, and the files read.
 
-    The base file's key column and, when ``spec.read_logs``, the keys of the log data blocks
+    The base file's key column and, when :func:`~hudi_ds.index.lookup.reads_logs`, the keys of
+    the log data blocks
     (:func:`hudi_ds.index.simple.base_file_keys`, :func:`hudi_ds.index.simple.log_keys`: the
     same reading as :func:`~hudi_ds.index.simple.simple_lookup`, so the answers agree).
     """
@@ -123,7 +124,7 @@ def slice_keys(storage: Storage, fslice: FileSlice, spec: LookupSpec) -> tuple[p
     if fslice.base_file is not None:
         parts.append(base_file_keys(storage, fslice.base_file, spec))
         read += 1
-    if spec.read_logs and fslice.log_files:
+    if reads_logs(spec, fslice):
         keys, n = log_keys(storage, fslice, spec)
         parts.append(keys)
         read += n
@@ -345,7 +346,7 @@ class StateIndex:
             probe = keys
         before = self.files_read
         self._refresh(storage, slices, spec, wanted)
-        gids = self._probe(probe)
+        gids, more_rows, more_groups = self._probe(probe)
         found = gids >= 0
         if len(found) and not bool(found.all()):
             self._new_keys_seen = True
@@ -361,6 +362,8 @@ class StateIndex:
             group_instants=insts,
             files_read=read,
             keys_read=read,
+            more_rows=more_rows,
+            more_groups=more_groups,
         )
 
     def _group_columns(self) -> tuple[pa.Array, pa.Array, pa.Array]:
@@ -377,38 +380,49 @@ class StateIndex:
             pa.array(insts, pa.string()),
         )
 
-    def _probe(self, probe: pa.Array) -> np.ndarray:
-        """Group number of each probe (-1: absent)."""
+    def _probe(self, probe: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Group number of each probe (-1: absent), and the other groups of probes held by
+        several (:attr:`KeyLocations.more_rows` / ``more_groups``)."""
         out = np.full(len(probe), -1, dtype=np.int64)
+        none = np.empty(0, np.int64)
         if len(self._keys) + len(self._dkeys) == 0 or len(probe) == 0:
-            return out
+            return out, none, none
         width = self._keys.dtype.itemsize
         # a probe longer than every held key cannot match
         fits = np.asarray(pc.less_equal(pc.binary_length(probe), width), dtype=bool)
         sel = np.flatnonzero(fits)
         if len(sel) == 0:
-            return out
+            return out, none, none
         q = _fixed_width(probe if len(sel) == len(probe) else probe.take(pa.array(sel)), width)
         h = _fingerprints(q)
         order = np.argsort(h)  # sorted probes walk the state in order
         hs, qs = h[order], q[order]
-        res, _ = self._find(hs, qs)
+        res, _, (mprobe, mgid) = self._find(hs, qs)
         hit_rows = res >= 0
         self._found.append((qs[hit_rows], res[hit_rows].astype(np.int32)))
         got = np.empty(len(qs), dtype=np.int64)
         got[order] = res
         out[sel] = got
-        return out
+        more_rows = sel[order[mprobe]]
+        by_row = np.argsort(more_rows, kind="stable")
+        return out, more_rows[by_row], mgid[by_row]
 
-    def _find(self, prints: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _find(
+        self, prints: np.ndarray, keys: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """For sorted ``prints`` of fixed-width ``keys`` (the state's width): the group holding
-        each key (-1: none; a key held by several groups: the one simple_lookup picks) and the
+        each key (-1: none; a key held by several groups: the one simple_lookup picks), the
         position of its entry (-1: none, or several entries; the small run's positions follow
-        the main run's)."""
-        res, at = self._find_in(self._prints, self._keys, self._gids, prints, keys)
+        the main run's), and the other groups of keys held by several: ``(key positions,
+        groups)``, one per distinct (key, group)."""
+        res, at, many = self._find_in(self._prints, self._keys, self._gids, prints, keys)
         if len(self._dkeys) == 0:
-            return res, at
-        dres, dat = self._find_in(self._dprints, self._dkeys, self._dgids, prints, keys)
+            return res, at, _others(res, [many])
+        dres, dat, dmany = self._find_in(self._dprints, self._dkeys, self._dgids, prints, keys)
+        # every (key, group) match of both runs, before res picks one per key
+        hits = np.flatnonzero(res >= 0)
+        dhits = np.flatnonzero(dres >= 0)
+        matches = [many, dmany, (hits, res[hits]), (dhits, dres[dhits])]
         only = (res < 0) & (dres >= 0)
         res[only] = dres[only]
         at[only] = dat[only] + len(self._keys)
@@ -419,7 +433,7 @@ class StateIndex:
             which, best = self._best_of(run, cand)
             res[both[which]] = best
             at[both] = -1
-        return res, at
+        return res, at, _others(res, matches)
 
     def _find_in(
         self,
@@ -428,8 +442,9 @@ class StateIndex:
         held_gids: np.ndarray,
         prints: np.ndarray,
         keys: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_find` in one run (``held`` its prints, positions in that run)."""
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`_find` in one run (``held`` its prints, positions in that run); the third
+        value: every (key position, group) match of keys with several entries."""
         n = len(held)
         lo = np.searchsorted(held, prints, side="left")
         # entries per print: 0 or 1 read from the neighbours; several (rare) searched again
@@ -444,6 +459,7 @@ class StateIndex:
                 count[more] = hi - lo[more]
         res = np.full(len(keys), -1, dtype=np.int64)
         at = np.full(len(keys), -1, dtype=np.int64)
+        many_at = many_gid = np.empty(0, np.int64)
         one = np.flatnonzero(count == 1)
         if len(one):
             pos = lo[one]
@@ -459,11 +475,12 @@ class StateIndex:
             eq = (held_keys[pos] == keys[many][run]) & (held_gids[pos] >= 0)
             run, pos = run[eq], pos[eq]
             if len(run):
-                best = self._best_of(run, held_gids[pos].astype(np.int64))
+                many_at, many_gid = many[run], held_gids[pos].astype(np.int64)
+                best = self._best_of(run, many_gid)
                 res[many[best[0]]] = best[1]
                 single = np.bincount(run, minlength=len(many)) == 1
                 at[many[single]] = pos[np.isin(run, np.flatnonzero(single))]
-        return res, at
+        return res, at, (many_at, many_gid)
 
     def _best_of(self, run: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For candidate groups ``cand`` of runs ``run`` (one run per key held by several
@@ -495,7 +512,7 @@ class StateIndex:
         for s in slices:
             k = (s.partition_path, s.file_id)
             seen.add(k)
-            files = _files_of(s, spec.read_logs)
+            files = _files_of(s, reads_logs(spec, s))
             g = self._groups.get(k)
             if g is None:
                 g = _Group(self._next_gid, s.partition_path, s.file_id, files, s.base_instant_time)
@@ -675,7 +692,7 @@ class StateIndex:
             lf = _log_file(path, size)
             if lf is None:  # a new base file version of g
                 self._learn_base_version(g, st, (path, size), global_, learnt)
-            elif spec.read_logs:  # else logs are not indexed: the record holds none
+            elif spec.read_logs or g.files[0] is None or g.files[1]:  # logs indexed
                 self._learn_log(storage, g, (path, size), lf, spec, global_, learnt)
         if learnt.drop:
             self._remove(np.unique(np.concatenate(learnt.drop)))
@@ -912,10 +929,24 @@ class StateIndex:
         keys = keys.astype(self._keys.dtype)
         h = _fingerprints(keys)
         order = np.argsort(h)
-        res, at = self._find(h[order], keys[order])
+        res, at, _ = self._find(h[order], keys[order])
         if not bool((at >= 0).all() and (res == gid).all()):
             return None
         return at
+
+
+def _others(
+    res: np.ndarray, matches: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (key position, group) ``matches`` whose group is not the key's pick ``res``, each
+    pair once."""
+    pos = np.concatenate([np.asarray(m[0], np.int64) for m in matches])
+    gid = np.concatenate([np.asarray(m[1], np.int64) for m in matches])
+    other = gid != res[pos]
+    if not other.any():
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    pairs = np.unique(np.stack([pos[other], gid[other]], axis=1), axis=0)
+    return pairs[:, 0], pairs[:, 1]
 
 
 def _desc(instant: str) -> tuple[int, ...]:

@@ -18,12 +18,13 @@ import pyarrow as pa
 from hudi_ds.errors import HudiError, WriteError
 from hudi_ds.index.bucket import bucket_id_from_file_id
 from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import file_name_of, parse_log_file_name
 from hudi_ds.schema.avro import avro_schema_json, avro_to_arrow_schema, table_avro_schema
 from hudi_ds.schema.meta import META_FIELDS, with_meta_fields
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableConfig, TableType
-from hudi_ds.timeline.instant import CLUSTERING, REPLACE_COMMIT
+from hudi_ds.timeline.instant import CLUSTERING, DELTA_COMMIT, REPLACE_COMMIT
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState, Visibility
 from hudi_ds.write.assigner import average_record_size
@@ -55,6 +56,9 @@ class WritePlan:
             :func:`hudi_ds.write.assigner.average_record_size`, computed once here).
         pending_clustering: ``(partition, file id)`` of the file groups a pending clustering
             plan rewrites (non-bucket indexes: they take no inserts, as in Java).
+        logged_inserts: names of the log files the visible delta commits wrote inserts to
+            (MERGE_ON_READ under a lookup index: their keys are looked up in the logs too,
+            :func:`hudi_ds.index.lookup.reads_logs`).
     """
 
     instant: str
@@ -70,6 +74,7 @@ class WritePlan:
     partial_columns: tuple[str, ...] | None = None
     avg_record_size: int = 1024
     pending_clustering: frozenset[tuple[str, str]] = frozenset()
+    logged_inserts: frozenset[str] = frozenset()
 
     @property
     def table_type(self) -> TableType:
@@ -110,6 +115,7 @@ def build_plan(
         schema: the full record schema (meta fields first).
     """
     timeline = state.timeline
+    vis = state.visibility()
     pending: dict[tuple[str, str], str] = {}
     for c in timeline.pending_compactions():
         compaction = timeline.read_compaction_plan(c)
@@ -119,6 +125,7 @@ def build_plan(
     sizing = options.sizing
     avg = sizing.record_size_estimate
     clustering: frozenset[tuple[str, str]] = frozenset()
+    logged: frozenset[str] = frozenset()
     if not options.index.routes_by_hash:
         avg = average_record_size(
             timeline,
@@ -127,6 +134,8 @@ def build_plan(
             sizing.small_file_limit,
         )
         clustering = _pending_clustering(timeline)
+        if state.config.table_type is TableType.MERGE_ON_READ and operation.merges_existing:
+            logged = _logged_inserts(timeline, vis)
     return WritePlan(
         instant=instant,
         action=action,
@@ -136,12 +145,35 @@ def build_plan(
         data_avro_schema=avro_schema_json(table_avro_schema(data, options.table_name)),
         options=options,
         table_config=state.config,
-        visibility=state.visibility(),
+        visibility=vis,
         pending_compaction=pending,
         partial_columns=partial_columns,
         avg_record_size=avg,
         pending_clustering=clustering,
+        logged_inserts=logged,
     )
+
+
+def _logged_inserts(timeline: Timeline, vis: Visibility) -> frozenset[str]:
+    """Names of the log files that the delta commits ``vis`` sees wrote inserts to.
+
+    An index that indexes log files puts new keys in logs, also of file groups that have a
+    base file: Flink's writer packs inserts into the logs of small file groups
+    (``BucketAssigner.addInsert``), the bucket indexes append every record of a bucket. Java's
+    ``HoodieAppendHandle`` counts a record without a current location (untagged: an insert)
+    in the write stat's ``numInserts`` (Flink's handle, a record tagged as an insert), so the
+    stats name the log files whose keys a base file may not hold. SIMPLE and BLOOM writers
+    put inserts in base files only: their log stats count none, and nothing more is read.
+    """
+    out: set[str] = set()
+    for inst in timeline.commits():
+        if inst.action != DELTA_COMMIT or inst.requested_time not in vis.instants:
+            continue
+        for st in timeline.read_commit_metadata(inst).write_stats():
+            name = file_name_of(st.path or "")
+            if st.num_inserts and parse_log_file_name(name) is not None:
+                out.add(name)
+    return frozenset(out)
 
 
 def _pending_clustering(timeline: Timeline) -> frozenset[tuple[str, str]]:

@@ -305,11 +305,12 @@ class Tagger:
             record_key_fields=tuple(o.keys.record_key_fields),
             complex_key=o.keys.complex_key,
             meta_fields=self.plan.table_config.populate_meta_fields,
-            # SIMPLE / BLOOM index base files only (Java canIndexLogFiles() = false): inserts
-            # never go to logs alone under these indexes (new file groups get base files), so
-            # their lookups read no logs
+            # SIMPLE / BLOOM index base files only (Java canIndexLogFiles() = false): their
+            # inserts never go to logs (new file groups get base files), so their lookups read
+            # the logs only of slices whose keys another index put in logs (reads_logs)
             read_logs=self.index.can_index_log_files,
             prune_by_ranges=self.index.prune_by_ranges,
+            logged_inserts=self.plan.logged_inserts,
         )
 
     def _candidate_slices(self, parts: pa.Array) -> list[FileSlice]:
@@ -336,8 +337,9 @@ class Tagger:
         dparts = string_array(data.column(PARTITION_PATH_METADATA_FIELD))
         xkeys = string_array(dels.column(RECORD_KEY_METADATA_FIELD))
         xparts = string_array(dels.column(PARTITION_PATH_METADATA_FIELD))
+        copies: _Copies | None = None
         if op.merges_existing and op in _TAGGING_OPERATIONS:
-            data, data_t, dels, del_t, inserts = self._tag_stored(
+            data, data_t, dels, del_t, inserts, copies = self._tag_stored(
                 data, dels, (dkeys, dparts, xkeys, xparts)
             )
         else:
@@ -354,36 +356,128 @@ class Tagger:
         if not keep.all():  # rows a partition move dropped (merged into a delete)
             data = data.filter(pa.array(keep))
             data_t = data_t[keep]
+        if copies is not None:
+            data, data_t, dels, del_t = self._add_copies(data, data_t, dels, del_t, copies)
         return Tagged(data, data_t, dels, del_t, self._targets)
+
+    def _copies(self, loc: KeyLocations, keys: pa.Array, parts: pa.Array) -> _Copies | None:
+        """The keys held by several file groups among the looked-up ``keys`` (in ``parts``):
+        each key's identity, its primary group and its other groups (None: no key is held
+        twice)."""
+        if not len(loc.more_rows):
+            return None
+        sel = pa.array(loc.more_rows)
+        enc = pc.dictionary_encode(self._match(keys.take(sel), parts.take(sel)))
+        idx = np.asarray(enc.indices, dtype=np.int64)
+        n_groups = len(loc.group_file_ids)
+        pairs = np.unique(idx * n_groups + loc.more_groups)  # sorted by identity
+        first = first_positions(idx, len(enc.dictionary))
+        primary = np.asarray(loc.group, dtype=np.int64)[loc.more_rows[first]]
+        return _Copies(enc.dictionary, primary, pairs // n_groups, pairs % n_groups, loc)
+
+    def _add_copies(
+        self, data: pa.Table, data_t: np.ndarray, dels: pa.Table, del_t: np.ndarray, c: _Copies
+    ) -> tuple[pa.Table, np.ndarray, pa.Table, np.ndarray]:
+        """The tagged rows with a copy of every row tagged to the primary file group of a key
+        held by several, for each other group holding it: Java's join tags an incoming record
+        once per location, so an update or a delete reaches every copy of the key. A global
+        index's copy takes the partition of the group it goes to, as Java's
+        ``HoodieIndexUtils.createNewTaggedHoodieRecord`` keys it.
+
+        With ``update.partition.path`` a global key ends in one partition: the copies in other
+        partitions than the one its update lands in are deleted. (Java's
+        ``mergeForPartitionUpdatesIfNeeded`` merges the update with each copy and inserts the
+        merged record once per copy that moves, leaving the key several times in its new
+        partition.)
+        """
+        move = self.index.is_global and self.index.update_partition_path
+        data, data_t, stale = self._copy_rows(data, data_t, c, move)
+        dels, del_t, _ = self._copy_rows(dels, del_t, c, False)
+        if stale is not None:
+            rows, groups = stale
+            parts = c.loc.group_partitions.take(pa.array(groups))
+            extra = delete_keys(dels.schema, rows.column(RECORD_KEY_METADATA_FIELD), parts)
+            dels = pa.concat_tables([dels, extra]) if dels.num_rows else extra
+            del_t = np.concatenate([del_t, self._tag_groups(groups, c.loc)])
+        return data, data_t, dels, del_t
+
+    def _copy_rows(
+        self, rows: pa.Table, targets: np.ndarray, c: _Copies, split: bool
+    ) -> tuple[pa.Table, np.ndarray, tuple[pa.Table, np.ndarray] | None]:
+        """``rows`` and ``targets`` with the copies of :meth:`_add_copies`; with ``split``, the
+        copies bound for another partition than their row's are left out and returned with
+        their groups (to be deleted there)."""
+        if rows.num_rows == 0:
+            return rows, targets, None
+        loc = c.loc
+        row_parts = string_array(rows.column(PARTITION_PATH_METADATA_FIELD))
+        ident = self._match(string_array(rows.column(RECORD_KEY_METADATA_FIELD)), row_parts)
+        pos = np.asarray(pc.index_in(ident, value_set=c.identities).fill_null(-1), np.int64)
+        prim = pa.array(c.primary)
+        primary_t = np.array(
+            [  # one per key held twice
+                self._target_ids.get((p, f), -2)
+                for p, f in zip(
+                    loc.group_partitions.take(prim).to_pylist(),
+                    loc.group_file_ids.take(prim).to_pylist(),
+                    strict=True,
+                )
+            ],
+            np.int64,
+        )
+        hit = np.flatnonzero(pos >= 0)
+        hit = hit[targets[hit] == primary_t[pos[hit]]]
+        if not len(hit):
+            return rows, targets, None
+        n = np.bincount(c.owner, minlength=len(c.identities))[pos[hit]]
+        src = np.repeat(hit, n)
+        starts = np.searchsorted(c.owner, pos[hit])
+        offsets = np.arange(len(src), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+        groups = c.groups[np.repeat(starts, n) + offsets]
+        gparts = loc.group_partitions.take(pa.array(groups))
+        stale = None
+        if split:
+            away = ~np.asarray(pc.equal(gparts, row_parts.take(pa.array(src))), dtype=bool)
+            if away.any():
+                stale = (rows.take(pa.array(src[away])), groups[away])
+                src, groups, gparts = src[~away], groups[~away], gparts.filter(pa.array(~away))
+        extra = rows.take(pa.array(src))
+        if self.index.is_global:
+            extra = _set_partitions(extra, np.ones(len(src), dtype=bool), gparts)
+        extra_t = self._tag_groups(groups, loc)
+        return pa.concat_tables([rows, extra]), np.concatenate([targets, extra_t]), stale
 
     def _tag_stored(
         self,
         data: pa.Table,
         dels: pa.Table,
         keys: tuple[pa.Array, pa.Array, pa.Array, pa.Array],
-    ) -> tuple[pa.Table, np.ndarray, pa.Table, np.ndarray, np.ndarray]:
+    ) -> tuple[pa.Table, np.ndarray, pa.Table, np.ndarray, np.ndarray, _Copies | None]:
         """Look the keys of a tagging write up (one lookup for the batch's records and
-        deletes) and tag the rows whose keys the table holds.
+        deletes) and tag the rows whose keys the table holds (in their primary file group;
+        :meth:`_add_copies` adds the other copies of keys held twice).
 
         Args:
             keys: record keys and partitions of ``data``, then of ``dels``.
 
         Returns:
             ``data``, its targets, ``dels``, their targets (-1: not tagged; a global index
-            may have re-partitioned rows and added the deletes of partition moves), and the
-            mask of the ``data`` rows still to insert.
+            may have re-partitioned rows and added the deletes of partition moves), the
+            mask of the ``data`` rows still to insert, and the keys held twice.
         """
         dkeys, dparts, xkeys, xparts = keys
         nd = data.num_rows
         assert self.lookup is not None
         parts = pa.concat_arrays([dparts, xparts])
+        all_keys = pa.concat_arrays([dkeys, xkeys])
         loc = self.lookup(
             self.storage,
             self._candidate_slices(parts),
-            pa.concat_arrays([dkeys, xkeys]),
+            all_keys,
             self.index.lookup_partitions(parts),
             self._lookup_spec(),
         )
+        copies = self._copies(loc, all_keys, parts)
         grp = np.asarray(loc.group, dtype=np.int64)
         held: tuple[pa.Array, pa.Array, pa.Array] | None = None
         if self.index.is_global:  # a global index compares and moves partitions by name
@@ -409,7 +503,7 @@ class Tagger:
                 (held[0].slice(0, nd), held[1].slice(0, nd), held[2].slice(0, nd)),
             )
             inserts = np.concatenate([inserts, more[nd:]])
-        return data, data_t, dels, del_t, inserts
+        return data, data_t, dels, del_t, inserts, copies
 
     def _tag_stored_updates(
         self,
@@ -824,6 +918,24 @@ def first_positions(indices: np.ndarray, n: int) -> np.ndarray:
     first = np.full(n, len(indices), np.int64)
     np.minimum.at(first, indices, np.arange(len(indices), dtype=np.int64))
     return first
+
+
+class _Copies(NamedTuple):
+    """The keys of a lookup held by several file groups (:meth:`Tagger._copies`).
+
+    Attributes:
+        identities: what identifies each such key (:meth:`~hudi_ds.index.Index.identities`).
+        primary: per key, its primary group in ``loc``.
+        owner, groups: the other groups holding the keys (aligned; ``owner``: the key's
+            position in ``identities``, ascending).
+        loc: the lookup's answer (the groups' file ids, partitions, instants).
+    """
+
+    identities: pa.Array
+    primary: np.ndarray
+    owner: np.ndarray
+    groups: np.ndarray
+    loc: KeyLocations
 
 
 class _Held(NamedTuple):

@@ -22,6 +22,7 @@ import hudi_ds
 from hudi_ds.errors import ConfigError, CorruptFileError, MissingFileError, SchemaError
 from hudi_ds.index import KeyLocations, LookupSpec, lookup_of
 from hudi_ds.index.bloom import bloom_lookup
+from hudi_ds.index.lookup import reads_logs
 from hudi_ds.index.simple import KeyCache, simple_lookup
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
@@ -127,21 +128,62 @@ def expected_locations(
 ) -> list[tuple[str | None, str | None, str | None]]:
     """Per key, (file id, partition, base instant) of the slice holding it (greatest base
     instant, then smallest file id), or ``NEW``; computed row by row in Python."""
+    return [
+        min(loc for loc in locs if loc[2] == max(x[2] for x in locs)) if locs else NEW
+        for locs in _all_locations(root, slices, keys, partitions, spec)
+    ]
+
+
+def expected_other_locations(
+    root: str | Path,
+    slices: Sequence[FileSlice],
+    keys: Sequence[str],
+    partitions: Sequence[str] | None,
+    spec: LookupSpec,
+) -> list[tuple[int, str, str, str]]:
+    """``(row, file id, partition, base instant)`` of every slice holding a key besides the
+    one :func:`expected_locations` picks, sorted."""
+    best = expected_locations(root, slices, keys, partitions, spec)
+    return sorted(
+        (i, *loc)
+        for i, locs in enumerate(_all_locations(root, slices, keys, partitions, spec))
+        for loc in set(locs)
+        if loc != best[i]
+    )
+
+
+def _all_locations(
+    root: str | Path,
+    slices: Sequence[FileSlice],
+    keys: Sequence[str],
+    partitions: Sequence[str] | None,
+    spec: LookupSpec,
+) -> list[list[tuple[str, str, str]]]:
+    """Per key, every slice holding it (the key alone, or in its partition)."""
     where: dict[tuple[str, str | None], list[tuple[str, str, str]]] = {}
     for s in slices:
-        for k in set(file_keys(Path(root), s, spec, spec.read_logs)):
+        for k in set(file_keys(Path(root), s, spec, reads_logs(spec, s))):
             loc = (s.file_id, s.partition_path, s.base_instant_time)
             where.setdefault((k, s.partition_path), []).append(loc)
             where.setdefault((k, None), []).append(loc)
-    out = []
-    for i, k in enumerate(keys):
-        locs = where.get((k, None if partitions is None else partitions[i]), [])
-        if not locs:
-            out.append(NEW)
-            continue
-        best = max(locs, key=lambda loc: loc[2])[2]
-        out.append(min(loc for loc in locs if loc[2] == best))
-    return out
+    return [
+        where.get((k, None if partitions is None else partitions[i]), [])
+        for i, k in enumerate(keys)
+    ]
+
+
+def other_locations(r: KeyLocations) -> list[tuple[int, str, str, str]]:
+    """The other locations of a lookup's keys held twice (as :func:`expected_other_locations`)."""
+    g = pa.array(r.more_groups, pa.int64())
+    return sorted(
+        zip(
+            r.more_rows.tolist(),
+            r.group_file_ids.take(g).to_pylist(),
+            r.group_partitions.take(g).to_pylist(),
+            r.group_instants.take(g).to_pylist(),
+            strict=True,
+        )
+    )
 
 
 def as_tuples(r: KeyLocations) -> list[tuple[str | None, str | None, str | None]]:
@@ -171,6 +213,7 @@ def check_lookup(
     expected = expected_locations(root, slices, keys, partitions, spec)
     assert as_tuples(r) == expected
     assert r.found.to_pylist() == [e != NEW for e in expected]
+    assert other_locations(r) == expected_other_locations(root, slices, keys, partitions, spec)
     return r
 
 
@@ -355,7 +398,7 @@ def test_deleted_keys_add_no_location(tmp_path: Path) -> None:
 
 def test_key_in_two_file_groups_takes_the_latest_base_instant(tmp_path: Path) -> None:
     """Two file groups of one partition hold k1 (a Java insert can do that): the lookup names
-    the slice with the greatest base instant, then the smallest file id."""
+    the slice with the greatest base instant, then the smallest file id, and the others."""
     storage = CountingStorage(str(tmp_path))
     (tmp_path / "p").mkdir()
     slices = []
@@ -384,6 +427,17 @@ def test_key_in_two_file_groups_takes_the_latest_base_instant(tmp_path: Path) ->
             ("bbbb-0", "p", "20240101000000000"),
             NEW,
         ]
+        # every other group holding a key, per row that asks for it (Java's join tags the
+        # record once per location)
+        b, c, d = (
+            ("bbbb-0", "p", "20240101000000000"),
+            ("cccc-0", "p", "20240102000000000"),
+            ("dddd-0", "p", "20240101000000000"),
+        )
+        assert other_locations(r) == [(0, *b), (0, *c), (1, *d), (4, *b), (4, *c), (5, *d)]
+        assert other_locations(r) == expected_other_locations(
+            tmp_path, slices, keys.to_pylist(), parts.to_pylist(), spec
+        )
 
 
 def test_rollback_command_block_drops_the_blocks_it_targets(tmp_path_factory: Any) -> None:

@@ -27,6 +27,7 @@ from hudi_ds.services.rollback import rollback
 from hudi_ds.table.table import ReadableTable
 from tests.builders import options
 from tests.conftest import assert_rows, hudi_rs_table, table_rows
+from tests.index.test_simple import other_locations
 
 COLUMNS = ["id", "ts", "dt", "v"]
 NPART = 3
@@ -100,6 +101,7 @@ def _check_same_as_simple(t: HudiTable, probe: pa.Table) -> KeyLocations:
     assert state.resets == resets  # kept current, not dropped
     for field in ("file_id", "partition", "instant"):
         assert getattr(got, field).to_pylist() == getattr(want, field).to_pylist(), field
+    assert other_locations(got) == other_locations(want)
     return got
 
 
@@ -275,6 +277,7 @@ def test_key_in_two_file_groups_located_like_simple(tmp_path) -> None:
     probe = model.rows_of(range(60), 0)
     loc = _check_same_as_simple(t, probe)
     assert len(set(loc.file_id.to_pylist())) > NPART  # keys really are in several groups
+    assert len(loc.more_rows)  # and located in each
 
 
 def test_refusals(tmp_path) -> None:
