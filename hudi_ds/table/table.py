@@ -47,6 +47,7 @@ from hudi_ds.table.committed import (
 from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
+from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.archived import ArchivedTimeline
 from hudi_ds.timeline.instant import Instant, normalize_instant
@@ -96,6 +97,7 @@ class ReadableTable:
                 f"{self.config.table_version} (hoodie.table.version); hudi_ds reads versions "
                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}"
             )
+        refuse_unsupported(self.state, Use.READ)  # bootstrap skeletons, renamed columns
         self.last_read_stats = ReadStats()
         # the metadata table as read for one data timeline (a refresh loads a new timeline)
         self._metadata: tuple[Timeline, MetadataReader | None] | None = None
