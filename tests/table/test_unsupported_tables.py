@@ -153,7 +153,9 @@ def _metadata_bootstrap(root: Path, tmp_path: Path) -> None:
     pq.write_table(meta, root / "la" / skeleton)
     first = json.loads(_commits(root)[0].read_text())
     stat = {**first["partitionToWriteStats"]["nyc"][0], "fileId": file_id, "path": f"la/{skeleton}"}
+    size = (root / "la" / skeleton).stat().st_size
     stat.update(partitionPath="la", prevCommit="null", numWrites=2, numInserts=2)
+    stat.update(totalWriteBytes=size, fileSizeInBytes=size)
     md = {**first, "partitionToWriteStats": {"la": [stat]}, "operationType": "BOOTSTRAP"}
     hoodie = root / ".hoodie"
     (hoodie / "00000000000001.commit.requested").write_bytes(b"")
