@@ -54,6 +54,7 @@ from hudi_ds.layout.naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
+from hudi_ds.index.core import record_index_entry
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
 from hudi_ds.metadata.layout import (
     FILES_FILE_ID,
@@ -235,6 +236,12 @@ class MetadataWriter:
     def _update_config(
         self, updates: Mapping[str, str] | None = None, deletes: Iterable[str] = ()
     ) -> None:
+        updates = dict(updates or {})
+        deletes = list(deletes)
+        before = self.state.config
+        after = {k: v for k, v in {**before.props, **updates}.items() if k not in deletes}
+        # dropping the record index keeps the index it stood for (index.core)
+        updates.update(record_index_entry(before, after, self.state.storage))
         self.state.config = update_table_config(self.state.storage, updates, deletes)
 
     # -- entry points ---------------------------------------------------------------------------
