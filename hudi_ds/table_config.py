@@ -308,7 +308,8 @@ class TableConfig:
     #: where the source files of a metadata-bootstrapped table live (Java
     #: ``HoodieTableConfig.BOOTSTRAP_BASE_PATH``)
     BOOTSTRAP_BASE_PATH = TableProperty("hoodie.bootstrap.base.path")
-    #: the Hudi 1.x index definitions file (Java ``HoodieTableConfig.RELATIVE_INDEX_DEFINITION_PATH``)
+    #: the Hudi 1.x index definitions file
+    #: (Java ``HoodieTableConfig.RELATIVE_INDEX_DEFINITION_PATH``)
     INDEX_DEFS_PATH = TableProperty("hoodie.table.index.defs.path")
 
     # -- IO ---------------------------------------------------------------------------------

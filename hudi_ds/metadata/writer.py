@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
+from hudi_ds.index.core import record_index_entry
 from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import read_hfile, write_hfile
 from hudi_ds.layout.naming import (
@@ -54,7 +55,6 @@ from hudi_ds.layout.naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
-from hudi_ds.index.core import record_index_entry
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
 from hudi_ds.metadata.layout import (
     FILES_FILE_ID,

@@ -208,9 +208,7 @@ def _alter_schema(root: Path, new: list[tuple[int, str, str]], history: bool = T
     last = json.loads(_commits(root)[-1].read_text())
     avro = json.loads(last["extraMetadata"]["schema"])
     types = {"string": "string", "long": "long", "double": "double"}
-    avro["fields"] = [
-        {"name": n, "type": ["null", types[t]], "default": None} for _, n, t in new
-    ]
+    avro["fields"] = [{"name": n, "type": ["null", types[t]], "default": None} for _, n, t in new]
     time.sleep(0.002)
     instant = new_instant_time()
     latest = _internal(instant, new)

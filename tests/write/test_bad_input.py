@@ -332,7 +332,9 @@ FIRST_WRITE_CASES = [
     ),
     (
         "decimal of precision 50 in a struct",
-        good(s=pa.StructArray.from_arrays([pa.array([Decimal(1)] * 2, pa.decimal256(50, 0))], ["d"])),
+        good(
+            s=pa.StructArray.from_arrays([pa.array([Decimal(1)] * 2, pa.decimal256(50, 0))], ["d"])
+        ),
         SchemaError,
         r"\['s.d \(decimal256\(50, 0\)\)'\]",
     ),
