@@ -19,7 +19,8 @@ hudi_ds lacks, and the table left byte-for-byte unchanged:
   files under the bootstrap base path, joined by ``.hoodie/.aux/.bootstrap`` (Java
   ``HFileBootstrapIndex``). hudi_ds reads neither the index nor the source files: a read would
   return rows without their data columns and a write would rewrite skeleton files without
-  them.
+  them. A FULL_RECORD bootstrap (instant ``00000000000002``) records the base path too but
+  writes ordinary base files and no index: it passes.
 * **Schema on read** (Java ``hoodie.schema.on.read.enable``): each commit records the table's
   internal schema -- column ids, so columns can be renamed and dropped without rewriting files
   -- in its extra metadata (``latest_schema``, Java ``SerDeHelper.LATEST_SCHEMA``) and the
@@ -41,7 +42,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hudi_ds.errors import CorruptFileError, UnsupportedError
+from hudi_ds.errors import CorruptFileError, InstantNotFoundError, UnsupportedError
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
 
@@ -154,8 +155,8 @@ def _latest_internal_schema(state: TableState) -> tuple[str, dict[str, Any] | No
     for inst in reversed(tl.commits()):
         try:
             extra = tl.read_commit_metadata(inst).extra_metadata
-        except CorruptFileError:
-            return "", None  # the read or write reports the damaged commit itself
+        except (CorruptFileError, InstantNotFoundError):
+            return "", None  # the read or write reports the damaged (or archived) commit itself
         if not extra.get("schema"):
             continue
         raw = extra.get(LATEST_INTERNAL_SCHEMA_KEY)
