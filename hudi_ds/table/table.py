@@ -97,7 +97,6 @@ class ReadableTable:
                 f"{self.config.table_version} (hoodie.table.version); hudi_ds reads versions "
                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}"
             )
-        refuse_unsupported(self.state, Use.READ)  # bootstrap skeletons, renamed columns
         self.last_read_stats = ReadStats()
         # the metadata table as read for one data timeline (a refresh loads a new timeline)
         self._metadata: tuple[Timeline, MetadataReader | None] | None = None
@@ -322,7 +321,12 @@ class ReadableTable:
                 meanwhile makes the plan reload the timeline and re-plan once instead.
             CorruptFileError: a committed file is shorter than committed (unless
                 ``spark.sql.files.ignoreCorruptFiles``).
+            UnsupportedError: a table hudi_ds would read wrongly
+                (:func:`~hudi_ds.table.unsupported.refuse_unsupported`).
         """
+        # every read plans here (embedded, Arrow dataset, Spark): bootstrap skeletons and
+        # renamed columns would read other rows than Apache Hudi's
+        refuse_unsupported(self.state, Use.READ)
         opts = self._read_options(options)
         qtype = opts.get(ReadConfig.QUERY_TYPE)
         cols = column_list(columns)
