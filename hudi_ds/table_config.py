@@ -303,6 +303,14 @@ class TableConfig:
     INDEX_TYPE = TableProperty("hoodie.index.type")
     BUCKET_INDEX_NUM_BUCKETS = TableProperty("hoodie.bucket.index.num.buckets")
     BUCKET_INDEX_HASH_FIELD = TableProperty("hoodie.bucket.index.hash.field", "")
+    #: the table's writers log change data (Java ``HoodieTableConfig.CDC_ENABLED``)
+    CDC_ENABLED = TableProperty("hoodie.table.cdc.enabled", "false")
+    #: where the source files of a metadata-bootstrapped table live (Java
+    #: ``HoodieTableConfig.BOOTSTRAP_BASE_PATH``)
+    BOOTSTRAP_BASE_PATH = TableProperty("hoodie.bootstrap.base.path")
+    #: the Hudi 1.x index definitions file
+    #: (Java ``HoodieTableConfig.RELATIVE_INDEX_DEFINITION_PATH``)
+    INDEX_DEFS_PATH = TableProperty("hoodie.table.index.defs.path")
 
     # -- IO ---------------------------------------------------------------------------------
     @classmethod

@@ -10,8 +10,9 @@ resolved from the write options and an existing table (:meth:`Index.resolve`). N
 from __future__ import annotations
 
 import enum
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.index.simple import KeyCache, simple_lookup
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
+from hudi_ds.metadata.records import METADATA_PARTITIONS_INFLIGHT_KEY, declared_partitions
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
@@ -40,6 +42,17 @@ log = logging.getLogger("hudi_ds.write")
 
 #: bucket ids above this are taken for a random UUID prefix, not a bucket (see Index.resolve)
 _MAX_DETECTED_BUCKET = 1 << 16
+#: the metadata-table partition of Java's record-level index
+#: (``HoodieTableMetadataUtil.PARTITION_NAME_RECORD_INDEX``)
+RECORD_INDEX_PARTITION = "record_index"
+#: Java's index types hudi_ds has no implementation of, and the one of its own that keeps the
+#: same key uniqueness
+_STAND_INS = {
+    "RECORD_INDEX": "GLOBAL_SIMPLE",
+    "GLOBAL_RECORD_LEVEL_INDEX": "GLOBAL_SIMPLE",
+    "PARTITIONED_RECORD_INDEX": "SIMPLE",
+    "RECORD_LEVEL_INDEX": "SIMPLE",
+}
 
 
 class IndexType(enum.StrEnum):
@@ -66,9 +79,16 @@ class IndexType(enum.StrEnum):
         try:
             return cls(str(value).strip().upper())
         except ValueError:
+            stand_in = _STAND_INS.get(str(value).strip().upper())
+            hint = (
+                f"; it keeps no record-level index: {stand_in} keeps keys unique as that index "
+                "does (looking them up in the table's files)"
+                if stand_in
+                else ""
+            )
             raise ConfigError(
                 f"hoodie.index.type={value!r}{f' ({where})' if where else ''}: hudi_ds writes "
-                f"with the {', '.join(cls)} indexes"
+                f"with the {', '.join(cls)} indexes{hint}"
             ) from None
 
     @property
@@ -373,6 +393,8 @@ def _index_type(o: Options, config: TableConfig | None, table: TableState | None
     if config is None:
         return asked
     recorded = config.get(TableConfig.INDEX_TYPE)
+    storage = table.storage if table is not None else None
+    from_record_index = None if recorded else record_index_stand_in(config, storage)
     if recorded:
         why = f"recorded in hoodie.properties ({TableConfig.INDEX_TYPE.key})"
         current = IndexType.parse(recorded, why)
@@ -381,13 +403,22 @@ def _index_type(o: Options, config: TableConfig | None, table: TableState | None
         why = f"it records {TableConfig.BUCKET_INDEX_NUM_BUCKETS.key}"
     elif table is not None and _has_bucket_file_ids(table):
         current, why = IndexType.BUCKET, "its fileIds are bucket-index fileIds"
+    elif from_record_index is not None:
+        current, why = from_record_index
+        if not o.is_set(WriteConfig.INDEX_TYPE):
+            log.warning(
+                "%s records no hoodie.index.type; %s: writing with hoodie.index.type=%s",
+                table.storage.base_uri if table is not None else "the table",
+                why,
+                current.value,
+            )
     else:
         current, why = IndexType.SIMPLE, "not recorded: Hudi's Spark default"
     if not o.is_set(WriteConfig.INDEX_TYPE):
         return current
     bucket = IndexType.BUCKET
     if (asked is bucket) != (current is bucket) or (
-        recorded and asked.is_global != current.is_global
+        (recorded or from_record_index) and asked.is_global != current.is_global
     ):
         raise ConfigError(
             f"option 'hoodie.index.type'={asked_value!r} contradicts the existing table, whose "
@@ -420,3 +451,82 @@ def _has_bucket_file_ids(table: TableState) -> bool:
     ids = [s.file_id for s in latest_write_stats(table)]
     buckets = [bucket_id_of(f) for f in ids]
     return bool(ids) and all(b is not None and b < _MAX_DETECTED_BUCKET for b in buckets)
+
+
+def record_index_stand_in(
+    config: TableConfig, storage: Storage | None
+) -> tuple[IndexType, str] | None:
+    """The index that keeps an existing table's keys as its writers' record-level index did,
+    when its metadata table has one (``record_index`` completed or in flight in
+    ``hoodie.table.metadata.partitions``), else None; with why (for the log and errors).
+
+    Java's writers use the record-level index (``hoodie.index.type=RECORD_INDEX`` with
+    ``hoodie.metadata.record.index.enable=true``) without recording it in
+    ``hoodie.properties``. That index is global (``HoodieRecordIndex`` /
+    ``SparkMetadataTableRecordIndex.isGlobal``: a key is unique across partitions, and an update
+    arriving with another partition finds its record where it is), unless Hudi 1.1 built it
+    partitioned (``isPartitioned=true`` in the record index's definition, ``.hoodie/.index_defs``,
+    read by ``UpgradeDowngradeUtils.setPropertiesBasedOnMetadataPartitions``; index type
+    ``PARTITIONED_RECORD_INDEX``: unique per partition). hudi_ds keeps no record-level index, so
+    it writes with the index of its own that keeps the same uniqueness: GLOBAL_SIMPLE (keys
+    looked up across every partition) or SIMPLE. Writing with the SIMPLE default instead would
+    add a second copy of a key that arrives with another partition.
+
+    Raises:
+        ConfigError: the index definitions file cannot be read: whether the index is
+            partitioned, and so which keys are one record, cannot be told.
+    """
+    declared = declared_partitions(config) + declared_partitions(
+        config, METADATA_PARTITIONS_INFLIGHT_KEY
+    )
+    if RECORD_INDEX_PARTITION not in declared:
+        return None
+    partitioned = _record_index_partitioned(config, storage)
+    if partitioned:
+        return IndexType.SIMPLE, (
+            "its metadata table has a partitioned record-level index (record_index, "
+            "isPartitioned=true: keys unique per partition), which hudi_ds does not keep"
+        )
+    return IndexType.GLOBAL_SIMPLE, (
+        "its metadata table has Java's record-level index (record_index: keys unique across "
+        "partitions), which hudi_ds does not keep"
+    )
+
+
+def _record_index_partitioned(config: TableConfig, storage: Storage | None) -> bool:
+    """``isPartitioned`` of the record index's definition (absent before Hudi 1.1: global)."""
+    rel = config.get(TableConfig.INDEX_DEFS_PATH)
+    if not rel or storage is None or not storage.exists(rel):
+        return False
+    try:
+        doc = json.loads(storage.read_text(rel))
+        definition = doc.get("indexDefinitions", {}).get(RECORD_INDEX_PARTITION) or {}
+        options = definition.get("indexOptions") or {}
+    except (ValueError, AttributeError) as e:
+        raise ConfigError(
+            f"{storage.uri(rel)} ({TableConfig.INDEX_DEFS_PATH.key}) cannot be read "
+            f"({e}): whether the table's record-level index is partitioned cannot be told; "
+            "set hoodie.index.type (GLOBAL_SIMPLE for a global record index, SIMPLE for a "
+            "partitioned one)"
+        ) from None
+    return str(options.get("isPartitioned", "false")).strip().lower() == "true"
+
+
+def record_index_entry(
+    before: TableConfig, after: Mapping[str, str], storage: Storage
+) -> dict[str, str]:
+    """The ``hoodie.index.type`` entry to record when an update of ``hoodie.properties`` from
+    ``before`` to ``after`` drops the metadata table's record index (hudi_ds does not maintain
+    it) from a table that records no index: the stand-in chosen while the partition was there
+    (:func:`record_index_stand_in`) stays the table's index once its evidence is gone, so a
+    later write does not fall back to the non-global default. Empty otherwise."""
+    if before.get(TableConfig.INDEX_TYPE) or TableConfig.INDEX_TYPE.key in after:
+        return {}
+    cfg_after = TableConfig(dict(after))
+    still = declared_partitions(cfg_after) + declared_partitions(
+        cfg_after, METADATA_PARTITIONS_INFLIGHT_KEY
+    )
+    if RECORD_INDEX_PARTITION in still:
+        return {}
+    chosen = record_index_stand_in(before, storage)
+    return {} if chosen is None else dict([TableConfig.INDEX_TYPE.entry(chosen[0].value)])

@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
+from hudi_ds.index.core import record_index_entry
 from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import read_hfile, write_hfile
 from hudi_ds.layout.naming import (
@@ -235,6 +236,12 @@ class MetadataWriter:
     def _update_config(
         self, updates: Mapping[str, str] | None = None, deletes: Iterable[str] = ()
     ) -> None:
+        updates = dict(updates or {})
+        deletes = list(deletes)
+        before = self.state.config
+        after = {k: v for k, v in {**before.props, **updates}.items() if k not in deletes}
+        # dropping the record index keeps the index it stood for (index.core)
+        updates.update(record_index_entry(before, after, self.state.storage))
         self.state.config = update_table_config(self.state.storage, updates, deletes)
 
     # -- entry points ---------------------------------------------------------------------------

@@ -5,7 +5,7 @@ partial update as full rows."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -119,6 +119,7 @@ def write_schema(
         )
     _check_key_columns(data, [*record_key_fields, *partition_fields], ordering_field)
     check_naive_timestamps(data, existing_data)
+    check_decimal_precision(data, existing_data)
     merged, partial = evolve_schema(
         existing_data,
         data,
@@ -206,6 +207,68 @@ def check_naive_timestamps(incoming: pa.Schema, existing: pa.Schema) -> list[str
             kept,
         )
     return kept
+
+
+#: the largest decimal precision Spark (``DecimalType.MAX_PRECISION``) and hudi-rs (Arrow
+#: ``Decimal128``) read
+MAX_DECIMAL_PRECISION = 38
+
+
+def check_decimal_precision(incoming: pa.Schema, existing: pa.Schema) -> None:
+    """Refuse decimal columns of a precision above 38 that the table does not already hold.
+
+    Spark's ``DecimalType`` stops at precision 38 (Apache Hudi's Spark reader fails on the
+    table's Avro schema: ``SchemaConverters.toSqlType`` builds a ``DecimalType`` of the
+    declared precision, which throws above 38), and hudi-rs maps Avro decimals to Arrow
+    ``Decimal128``, whose precision stops at 38 too: a table whose schema holds a wider decimal
+    is read by neither. As naive timestamps (:func:`check_naive_timestamps`), such a column is
+    refused where the write would add it -- a new table, a new column or struct field --; a
+    table that already declares it keeps it.
+
+    Raises:
+        SchemaError: names each such column, its type and how to narrow it.
+    """
+    wide: list[str] = []
+    for f in incoming:
+        idx = existing.get_field_index(f.name)
+        old = existing.field(idx).type if idx >= 0 else None
+        for path, t, was in _leaves(f.type, old, f.name):
+            if pa.types.is_decimal(t) and t.precision > MAX_DECIMAL_PRECISION:
+                declared = was is not None and pa.types.is_decimal(was) and was == t
+                if not declared:
+                    wide.append(f"{path} ({t})")
+    if wide:
+        raise SchemaError(
+            f"decimal column(s) of precision above {MAX_DECIMAL_PRECISION}: {wide}; neither "
+            f"Apache Hudi on Spark (DecimalType stops at precision {MAX_DECIMAL_PRECISION}) nor "
+            "hudi-rs (Arrow Decimal128) reads a table holding one. Cast them to a decimal of "
+            f"precision {MAX_DECIMAL_PRECISION} or less (e.g. pa.decimal128(38, scale)), or to "
+            "a string, before writing"
+        )
+
+
+def _leaves(
+    t: pa.DataType, old: pa.DataType | None, path: str
+) -> Iterator[tuple[str, pa.DataType, pa.DataType | None]]:
+    """``(path, type, the table's type there or None)`` of every leaf of ``t`` (struct fields,
+    list items, map keys and values, dictionary values)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if old is not None and pa.types.is_dictionary(old):
+        old = old.value_type
+    if pa.types.is_struct(t):
+        olds = {f.name: f.type for f in old} if old is not None and pa.types.is_struct(old) else {}
+        for f in t:
+            yield from _leaves(f.type, olds.get(f.name), f"{path}.{f.name}")
+    elif _is_list_type(t):
+        old_item = old.value_type if old is not None and _is_list_type(old) else None
+        yield from _leaves(t.value_type, old_item, f"{path}[]")
+    elif pa.types.is_map(t):
+        old_map = cast(pa.MapType, old) if old is not None and pa.types.is_map(old) else None
+        yield from _leaves(t.key_type, old_map.key_type if old_map else None, f"{path}{{key}}")
+        yield from _leaves(t.item_type, old_map.item_type if old_map else None, f"{path}{{}}")
+    else:
+        yield path, t, old
 
 
 def _naive_leaves(

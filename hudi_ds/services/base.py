@@ -22,6 +22,7 @@ from hudi_ds.config import ConcurrencyConfig, Options, validated
 from hudi_ds.errors import TimelineError, UnsupportedError
 from hudi_ds.faults import crash_point
 from hudi_ds.storage import Storage
+from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import MAX_INSTANT_AHEAD_MS, Instant, State, new_instant_time
 from hudi_ds.timeline.timeline import Timeline
@@ -240,7 +241,9 @@ class ServiceContext:
         (timeline layout 2, Hudi 1.x), as the writer does.
 
         Raises:
-            UnsupportedError: for other table versions or a layout the version does not use.
+            UnsupportedError: for other table versions or a layout the version does not use;
+                a table using a feature hudi_ds does not write (CDC, bootstrap skeletons,
+                schema on read: :func:`~hudi_ds.table.unsupported.refuse_unsupported`).
         """
         if (self.config.table_version, self.layout) not in WRITABLE_VERSIONS:
             upgrade = (
@@ -253,6 +256,7 @@ class ServiceContext:
                 f"layout 2); the table at {self.storage.base_uri} is version "
                 f"{self.config.table_version} with timeline layout {self.layout}{upgrade}"
             )
+        refuse_unsupported(self.state, Use.WRITE)  # CDC, bootstrap, schema on read
 
     def new_instant(
         self, action: str, content: bytes = b"", timeline: Timeline | None = None

@@ -47,6 +47,7 @@ from hudi_ds.table.committed import (
 from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
+from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.archived import ArchivedTimeline
 from hudi_ds.timeline.instant import Instant, normalize_instant
@@ -319,7 +320,12 @@ class ReadableTable:
                 meanwhile makes the plan reload the timeline and re-plan once instead.
             CorruptFileError: a committed file is shorter than committed (unless
                 ``spark.sql.files.ignoreCorruptFiles``).
+            UnsupportedError: a table hudi_ds would read wrongly
+                (:func:`~hudi_ds.table.unsupported.refuse_unsupported`).
         """
+        # every read plans here (embedded, Arrow dataset, Spark): bootstrap skeletons and
+        # renamed columns would read other rows than Apache Hudi's
+        refuse_unsupported(self.state, Use.READ)
         opts = self._read_options(options)
         qtype = opts.get(ReadConfig.QUERY_TYPE)
         cols = column_list(columns)

@@ -73,6 +73,7 @@ from hudi_ds.schema.write import WriteSchema, write_schema
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
+from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig, TableType
 from hudi_ds.table_create import (
     NewTable,
@@ -197,6 +198,7 @@ class WriteClient:
         )
         if self.state is not None:
             check_writable(self.state.config, self.storage.base_uri)
+            refuse_unsupported(self.state, Use.WRITE)  # CDC, bootstrap, schema on read
             install_metadata_writer(self.state, self.options)
 
     @property

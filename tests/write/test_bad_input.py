@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,13 @@ CASES = [
         {},
         SchemaError,
         r"without a time zone \['at'\].*pa.timestamp\('us', tz='UTC'\)",
+    ),
+    (
+        "new decimal column of precision 40",
+        good(big=pa.array([Decimal(1), None], pa.decimal256(40, 0))),
+        {},
+        SchemaError,
+        r"precision above 38: \['big \(decimal256\(40, 0\)\)'\]",
     ),
     ("missing table column", good(fare=None), {}, SchemaError, "fare"),
     ("partition value ..", good(city=["..", "y"]), {}, SchemaError, "'..'"),
@@ -325,6 +333,20 @@ FIRST_WRITE_CASES = [
         ),
         SchemaError,
         r"\['s.at', 'l\[\]'\]",
+    ),
+    (
+        "decimal of precision 39",
+        good(fare=pa.array([Decimal("1.50"), Decimal(2)], pa.decimal256(39, 2))),
+        SchemaError,
+        r"precision above 38: \['fare \(decimal256\(39, 2\)\)'\]",
+    ),
+    (
+        "decimal of precision 50 in a struct",
+        good(
+            s=pa.StructArray.from_arrays([pa.array([Decimal(1)] * 2, pa.decimal256(50, 0))], ["d"])
+        ),
+        SchemaError,
+        r"\['s.d \(decimal256\(50, 0\)\)'\]",
     ),
 ]
 
