@@ -47,8 +47,11 @@ Crash safety. Failed writes are rolled back first (version-6 rules), then the la
 are written while the table still says version 6 (readers keep reading ``.hoodie``; a rerun
 clears ``.hoodie/timeline`` and writes it again from what ``.hoodie`` holds then); the update
 of ``hoodie.properties`` (backup-file protocol) is the commit point; only then are the layout-1
-instant files deleted. A crash after the commit point leaves layout-1 files that no layout-2
-reader lists. Each step has a ``upgrade`` crash point (:mod:`hudi_ds.faults`).
+instant files deleted and the metadata table rebuilt. A crash after the commit point leaves
+layout-1 instant files in ``.hoodie`` that no layout-2 reader lists (Java, which deletes each
+old file after writing its new one, leaves no table readable by version-6 rules in between) and
+the old metadata table undeclared, rebuilt by the next commit. Each step has an ``upgrade``
+crash point (:mod:`hudi_ds.faults`).
 """
 
 from __future__ import annotations
@@ -228,7 +231,7 @@ class TimelineUpgrade:
         if version < self.to_version:
             if version == 6:
                 state.config = current
-                names = _quiet_layout1_timeline(state, is_failed)
+                names = _quiet_layout1_timeline(state, is_failed, self.to_version)
                 crash_point(CRASH_POINT)
                 _write_layout2_timeline(storage, names)
                 crash_point(CRASH_POINT)
@@ -241,8 +244,7 @@ class TimelineUpgrade:
                 for name in names:
                     storage.delete(f"{HOODIE_FOLDER}/{name}")
             log.info(
-                "upgraded %s from table version %d to %d (as Hudi 1.x's UpgradeDowngrade); "
-                "the metadata table is rebuilt at the next commit",
+                "upgraded %s from table version %d to %d (as Hudi 1.x's UpgradeDowngrade)",
                 storage.base_uri,
                 version,
                 self.to_version,
@@ -442,7 +444,7 @@ def _eight_to_nine(config: TableConfig) -> tuple[dict[str, str], list[str]]:
 
 # -- the timeline -----------------------------------------------------------------------------
 def _quiet_layout1_timeline(
-    state: TableState, is_failed: Callable[[str], bool] | None
+    state: TableState, is_failed: Callable[[str], bool] | None, to_version: int
 ) -> list[str]:
     """Roll back the failed writes (``rollbackFailedWrites``, version-6 rules) and return the
     names of the instant files of ``.hoodie`` (Java ``scanHoodieInstantsFromFileSystem``).
@@ -454,7 +456,7 @@ def _quiet_layout1_timeline(
     rollback_failed_writes(state, is_failed=is_failed)
     tl = state.reload_timeline()
     where = f"the table at {state.storage.base_uri} is version 6"
-    _check_no_pending_compaction(state, where, 8)
+    _check_no_pending_compaction(state, where, to_version)
     live = [i for i in tl.pending() if i.action != CLEAN]
     if live:
         raise ConcurrentWriterError(
