@@ -53,6 +53,10 @@ Points (see :data:`POINTS`):
                         deltacommit, its inflight file exists (``:n``), its log file too
                         (``:n+1``), it completed, the data instant not (``:n+2``); an MDT
                         compaction is inflight
+* ``upgrade``           an upgrade to table version 8/9 rolled back the failed writes (``:1``),
+                        wrote the layout-2 timeline (``:2``) and the LSM history (``:3``), not
+                        yet ``hoodie.properties``; ``:4``: the new ``hoodie.properties`` is
+                        written, the layout-1 instant files are not deleted yet
 
 ``<point>:<n>`` makes every step of a multi-step transition reachable: the crash matrix of
 ``tests/services/test_transitions_crash.py`` kills at each n in turn.
@@ -89,6 +93,7 @@ POINTS = (
     "savepoint",
     "table_config",
     "metadata",
+    "upgrade",
 )
 _hits: dict[str, int] = {}
 _stall_hits: dict[str, int] = {}

@@ -122,16 +122,18 @@ class WriteConfig:
         parse_table_version,
         "Table version of a new table: 6 (Hudi 0.14/0.15), 8 (1.0) or 9 (1.1). An existing "
         "table keeps its version, except tables of versions 3-5, upgraded to 6 on their "
-        "first write (8 or 9 asked there is refused, as Hudi 1.x refuses it).",
+        "first write, and tables of a smaller version than the one asked (8 or 9), upgraded "
+        "to it first as Hudi 1.x does (a version below 6 through 6); never downgraded.",
     )
     AUTO_UPGRADE = ConfigProperty(
         "hoodie.write.auto.upgrade",
         True,
         parse_bool,
         "Upgrade a table of version 3, 4 or 5 (Hudi 0.10-0.13) to version 6 on its first "
-        "write, as Hudi 0.14/0.15 does; false refuses to write such a table (hudi_ds does not "
-        "write versions below 6), and writes a table of version 6+ at its own version when "
-        "hoodie.write.table.version asks a greater one (as Hudi 1.x).",
+        "write, as Hudi 0.14/0.15 does, and a table of version 6 or 8 to the greater version "
+        "hoodie.write.table.version asks, as Hudi 1.x does; false refuses to write a table "
+        "below 6 (hudi_ds does not write those versions), and writes a table of version 6+ at "
+        "its own version when hoodie.write.table.version asks a greater one (as Hudi 1.x).",
     )
     SKIP_DEFAULT_PARTITION_VALIDATION = ConfigProperty(
         "hoodie.skip.default.partition.validation",

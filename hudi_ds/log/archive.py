@@ -46,6 +46,7 @@ __all__ = [
     "archive_file_name",
     "archive_files",
     "archive_number",
+    "archived_records_v1",
     "load_archived",
     "load_archived_v1",
 ]
@@ -170,6 +171,23 @@ def archive_file_entries(storage: Storage, path: str) -> list[tuple[str, str, St
                 continue
             if ts and action:
                 out.append((ts, action, state))
+    return out
+
+
+def archived_records_v1(storage: Storage, folder: str) -> list[Mapping[str, Any]]:
+    """Every ``HoodieArchivedMetaEntry`` record of the v6 archive in ``folder``, oldest file
+    first, as decoded dicts (``commitTime``, ``actionType``, ``actionState``,
+    ``stateTransitionTime`` and the per-action metadata fields): what an upgrade to the LSM
+    history converts (Java ``LegacyArchivedMetaEntryReader``).
+
+    Raises:
+        CorruptFileError: an archive file cannot be read.
+    """
+    out: list[Mapping[str, Any]] = []
+    for f in archive_files(storage, folder):
+        scan = scan_log_bytes(storage.read_bytes(f.path), f.path)
+        for block in scan.blocks:
+            out.extend(_archived_records(block, f.path))
     return out
 
 

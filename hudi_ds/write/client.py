@@ -191,10 +191,14 @@ class WriteClient:
             self.state = None
         if self.state is None:
             check_path_is_free(self.storage)
-        # versions 3-5 resolve as upgraded; the first start writes the upgrade (upgrade.py)
+        # an older table resolves as upgraded; the first start writes the upgrade (upgrade.py)
         self._upgrade = pending_upgrade(self.state, self.options)
+        cfg = self.table_config
         self.resolved: ResolvedOptions = resolve_options(
-            self.options, self.table_config, self.storage.base_uri, self.state
+            self.options,
+            self._upgrade.resolving(cfg) if self._upgrade and cfg else cfg,
+            self.storage.base_uri,
+            self.state,
         )
         if self.state is not None:
             check_writable(self.state.config, self.storage.base_uri)
@@ -319,7 +323,7 @@ class WriteClient:
             if self._upgrade is not None:  # (the streaming driver's, before its tasks)
                 self.validate_schema(schema)
                 with held(self._lock()):
-                    self._upgrade.apply(self.table_state())
+                    self._upgrade.apply(self.table_state(), self._guard.is_failed)
             return False
         full = self.validate_schema(schema).schema
         try:
@@ -390,7 +394,7 @@ class WriteClient:
         try:
             with held(self._lock()):
                 if self._upgrade is not None:
-                    self._upgrade.apply(self.table_state())
+                    self._upgrade.apply(self.table_state(), self._guard.is_failed)
                 started = self._start_locked(
                     decided, instant, rollback_failed, extra_metadata, inflight, withdrawn
                 )

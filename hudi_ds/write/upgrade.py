@@ -27,13 +27,16 @@ the data table is at 6 only once its properties are written.
 The timeline layout stays 1 (versions 3-6 share it); the log and base files are read as they
 are. Hudi 1.x writes version 6 and later only, and refuses to upgrade a table below 6 to 8 or 9
 (``UpgradeDowngrade.needsUpgrade``: "Please upgrade table from version ... to 6 before
-upgrading to version 8"): hudi_ds refuses that too, as it refuses ``hoodie.write.auto.upgrade
-=false`` (Hudi 1.x's switch), since it would have to write a version it does not write.
+upgrading to version 8"): hudi_ds does both in one write when ``hoodie.write.table.version``
+asks for 8 or 9 -- this upgrade to 6 (Hudi 0.15's), then Hudi 1.x's from 6
+(:mod:`hudi_ds.write.upgrade_1x`) -- and refuses ``hoodie.write.auto.upgrade=false`` (Hudi
+1.x's switch), since it would have to write a version it does not write.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hudi_ds.config import Options, WriteConfig
@@ -44,6 +47,7 @@ from hudi_ds.table_config import TableConfig, update_table_config
 from hudi_ds.timeline.instant import COMPACTION
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
+from hudi_ds.write.upgrade_1x import TimelineUpgrade, plan_timeline_upgrade
 
 log = logging.getLogger("hudi_ds.write")
 
@@ -105,19 +109,45 @@ class TableUpgrade:
         self.applied = True
 
 
-def pending_upgrade(state: TableState | None, options: Options) -> TableUpgrade | None:
-    """The upgrade a write of the opened table needs (None: none); ``state`` then shows the
-    table as upgraded (its config in memory), so the write resolves against version 6.
+@dataclass
+class Upgrade:
+    """The upgrades a write runs before its instant: versions 3-5 to 6 (``to_six``), then 6 to
+    8 or 9 when the write asks for it (``to_1x``)."""
+
+    to_six: TableUpgrade | None
+    to_1x: TimelineUpgrade | None
+
+    def resolving(self, config: TableConfig) -> TableConfig:
+        """``config`` (as the write sees it) after the upgrade: what it resolves against."""
+        return self.to_1x.upgraded(config) if self.to_1x is not None else config
+
+    def apply(self, state: TableState, is_failed: Callable[[str], bool] | None = None) -> None:
+        """Run the upgrades (under the table lock); see :meth:`TableUpgrade.apply` and
+        :meth:`TimelineUpgrade.apply` (``is_failed``: which pending writes failed)."""
+        if self.to_six is not None:
+            self.to_six.apply(state)
+        if self.to_1x is not None:
+            self.to_1x.apply(state, is_failed)
+
+
+def pending_upgrade(state: TableState | None, options: Options) -> Upgrade | None:
+    """The upgrade a write of the opened table needs (None: none); for a table of version 3-5
+    ``state`` then shows the table at version 6 (its config in memory, the timeline layout is
+    the same), and :meth:`Upgrade.resolving` gives the config to resolve the write against.
 
     Raises:
-        ConfigError: as :func:`plan_upgrade`; nothing is written.
+        ConfigError: as :func:`plan_upgrade` and
+            :func:`~hudi_ds.write.upgrade_1x.plan_timeline_upgrade`; nothing is written.
     """
     if state is None:
         return None
-    upgrade = plan_upgrade(state.storage, state.config, options)
-    if upgrade is not None:
-        state.config = upgrade.upgraded(state.config)
-    return upgrade
+    to_six = plan_upgrade(state.storage, state.config, options)
+    if to_six is not None:
+        state.config = to_six.upgraded(state.config)
+    to_1x = plan_timeline_upgrade(state, state.config, options)
+    if to_six is None and to_1x is None:
+        return None
+    return Upgrade(to_six, to_1x)
 
 
 def plan_upgrade(storage: Storage, config: TableConfig, options: Options) -> TableUpgrade | None:
@@ -126,8 +156,8 @@ def plan_upgrade(storage: Storage, config: TableConfig, options: Options) -> Tab
     Nothing is written: the checks run before any write (:meth:`TableUpgrade.apply` does it).
 
     Raises:
-        ConfigError: ``hoodie.write.auto.upgrade=false``; ``hoodie.write.table.version`` asks
-            for 8 or 9; the table's timeline layout is not 1; a partition ``default`` of a
+        ConfigError: ``hoodie.write.auto.upgrade=false``; the table's timeline layout is
+            not 1; a partition ``default`` of a
             version 3 or 4 table (``FourToFiveUpgradeHandler``).
     """
     version = config.table_version
@@ -139,15 +169,6 @@ def plan_upgrade(storage: Storage, config: TableConfig, options: Options) -> Tab
             f"{where}; hudi_ds writes versions 6, 8 and 9 and upgrades versions 3-5 to 6 on "
             f"the first write (as Hudi 0.14/0.15 does): '{WriteConfig.AUTO_UPGRADE.key}'=false "
             "forbids that, so nothing is written"
-        )
-    asked = options.get(WriteConfig.WRITE_TABLE_VERSION)
-    if options.is_set(WriteConfig.WRITE_TABLE_VERSION) and asked != UPGRADED_VERSION:
-        # Java UpgradeDowngrade.needsUpgrade: below SIX, 8 and later are refused
-        raise ConfigError(
-            f"{where}; '{WriteConfig.WRITE_TABLE_VERSION.key}'={asked}: as Apache Hudi 1.x, "
-            f"hudi_ds upgrades a table below version 6 to 6 first (write once without "
-            f"'{WriteConfig.WRITE_TABLE_VERSION.key}' or with 6); it does not upgrade version "
-            "6 to 8 or 9 (Hudi 1.x's SixToSeven and SevenToEight handlers rewrite the timeline)"
         )
     layout = config.timeline_layout_version
     if layout != 1:

@@ -110,6 +110,11 @@ class WriterGuard:
     def liveness(self, instant: str) -> Liveness:
         return liveness(self.storage, instant, self.heartbeat_timeout())
 
+    def is_failed(self, instant: str) -> bool:
+        """Whether the writer of pending ``instant`` is gone (:meth:`liveness`): what an
+        upgrade rolls back before it moves the timeline."""
+        return not self.liveness(instant).alive
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_heartbeats"] = {}  # threads stay with the process that started them
