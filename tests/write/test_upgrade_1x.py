@@ -52,7 +52,7 @@ from tests.write.fixture_model import (
     tree_hashes,
 )
 from tests.write.test_fixture_writes import unzip
-from tests.write.test_more_fixture_writes import MORE_WRITABLE, _starting_rows
+from tests.write.test_more_fixture_writes import MORE_WRITABLE, starting_rows
 
 M = "org.apache.hudi.common.model."
 EVENT = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
@@ -180,7 +180,7 @@ def test_version_3_and_5_upgraded_through_6(name: str, version: int, tmp_path: P
     root = unzip_more(name, tmp_path / "t")
     before = read_props(root)
     timeline = _v6_instants(root)
-    start = _starting_rows(name, root, tmp_path)
+    start = starting_rows(name, root, tmp_path)
     sc = scenario(name, fx, start, golden=start.to_pylist())
     _run(root, fx, sc, version)
     _read_back(root, sc.expected)
