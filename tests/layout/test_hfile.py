@@ -288,9 +288,7 @@ def test_fixture_hbase_generation(tmp_path_factory: pytest.TempPathFactory) -> N
     assert listed == 6
 
 
-def test_fixture_short_cell_generation(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_fixture_short_cell_generation(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Hudi 1.1's native writer (the Trino fixture ``hudi_custom_keygen_pt_v8_mor``): cell keys
     hold ``rowLength + row`` alone (keyLength = rowLength + 2, no family/timestamp/type
     suffix), the file info has ``MAX_MEMSTORE_TS_KEY`` but no ``KEY_VALUE_VERSION``, and every

@@ -109,9 +109,7 @@ def test_upsert_and_delete_into_custom_keygen_fixture(tmp_path: Path) -> None:
     assert (root / f"{COUNTRY}=FR" / f"{DATE}=2023-11-14").is_dir()
     props = read_props(root)
     assert props["hoodie.table.keygenerator.type"] == "CUSTOM"
-    assert props["hoodie.table.partition.fields"] == (
-        f"{COUNTRY}\\:SIMPLE,{DATE}\\:TIMESTAMP"
-    ) or props["hoodie.table.partition.fields"] == f"{COUNTRY}:SIMPLE,{DATE}:TIMESTAMP"
+    assert props["hoodie.table.partition.fields"] == f"{COUNTRY}:SIMPLE,{DATE}:TIMESTAMP"
     copy = _without_custom_types(root, tmp_path / "rs")
     assert _rows(hudi_rs_table(str(copy))) == expected
 
@@ -238,17 +236,18 @@ def test_new_table_with_timestamp_keygen_type(tmp_path: Path) -> None:
 
 
 #: (arrow column, Java's partition value) -- HoodieAvroUtils.getNestedFieldValAsString
+#: (strings, integers, booleans and dates were keys before: tests/test_keygen.py and the
+#: fixture writes cover them)
 TYPED = [
     (pa.array([decimal.Decimal("12.30")], pa.decimal128(10, 2)), "12.30"),
     (pa.array([decimal.Decimal("0.0000001")], pa.decimal128(10, 7)), "1E-7"),
-    (pa.array([dt.date(2024, 1, 5)], pa.date32()), "2024-01-05"),
     (pa.array([1.0], pa.float64()), "1.0"),
     (pa.array([1.5e10], pa.float64()), "1.5E10"),
     (pa.array([0.25], pa.float32()), "0.25"),
-    (pa.array([True], pa.bool_()), "true"),
-    (pa.array([7], pa.int8()), "7"),
     (
-        pa.array([dt.datetime(2024, 1, 5, 3, 4, 5, 67000, tzinfo=dt.UTC)], pa.timestamp("us", "UTC")),
+        pa.array(
+            [dt.datetime(2024, 1, 5, 3, 4, 5, 67000, tzinfo=dt.UTC)], pa.timestamp("us", "UTC")
+        ),
         "1704423845067000",
     ),
 ]
