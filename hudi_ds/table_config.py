@@ -529,9 +529,12 @@ class TableConfig:
 
     @property
     def complex_record_key(self) -> bool:
-        """Keys are ``f1:v1,f2:v2``: complex keygen, or several fields without partitions."""
+        """Keys are ``f1:v1,f2:v2``: complex keygen, or several fields with the nonpartitioned
+        or CUSTOM key generator (``CustomAvroKeyGenerator``: Complex keys for more than one
+        field)."""
         kg = self.key_generator
-        return kg == "COMPLEX" or (kg == "NON_PARTITION" and len(self.record_key_fields) > 1)
+        several = len(self.record_key_fields) > 1
+        return kg == "COMPLEX" or (kg in ("NON_PARTITION", "CUSTOM") and several)
 
     @property
     def create_schema(self) -> str | None:

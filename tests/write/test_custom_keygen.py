@@ -278,3 +278,29 @@ def test_partition_and_key_fields_of_other_types(
     # an update finds the key: still one row
     HudiTable(path).upsert(rows.set_column(2, "v", pa.array([2])))
     assert hudi_ds.read(path).column("v").to_pylist() == [2]
+
+
+def test_custom_keygen_with_two_key_fields_writes_complex_keys(tmp_path: Path) -> None:
+    """``CustomAvroKeyGenerator``: ComplexAvroKeyGenerator keys for more than one key field,
+    which the table's readers and the bucket index then take as complex keys too."""
+    path = str(tmp_path / "t")
+    options = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "id,region",
+        "hoodie.datasource.write.partitionpath.field": "region:simple",
+        "hoodie.datasource.write.keygenerator.type": "CUSTOM",
+        "hoodie.index.type": "BUCKET",
+        "hoodie.bucket.index.num.buckets": "2",
+        "hoodie.write.table.version": "8",
+    }
+    rows = _new_table_rows().slice(0, 2)
+    hudi_ds.write(path, rows, options)
+    got = hudi_ds.read(path).select(["_hoodie_record_key", "_hoodie_partition_path"])
+    assert sorted(got.to_pylist(), key=lambda r: r["_hoodie_record_key"]) == [
+        {"_hoodie_record_key": "id:1,region:eu", "_hoodie_partition_path": "eu"},
+        {"_hoodie_record_key": "id:2,region:us", "_hoodie_partition_path": "us"},
+    ]
+    assert read_props(Path(path))["hoodie.table.partition.fields"] == "region:SIMPLE"
+    HudiTable(path).upsert(rows.set_column(3, "v", pa.array([7.0, 8.0])))
+    after = hudi_ds.read(path).select(["id", "v"]).to_pylist()
+    assert sorted(after, key=lambda r: r["id"]) == [{"id": 1, "v": 7.0}, {"id": 2, "v": 8.0}]
