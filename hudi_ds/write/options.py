@@ -334,6 +334,21 @@ def _custom_timestamp_fields(
             "without their types; give them as 'field:SIMPLE' / 'field:TIMESTAMP'"
         )
     kinds = custom_partition_fields(entries, what)
+    asked: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
+    if (
+        entries is recorded
+        and o.is_set(WriteConfig.PARTITION_FIELDS)
+        and any(":" in a for a in asked)
+    ):
+        # Java HoodieWriterUtils.validateTableConfig compares the fields with their types
+        option_kinds = custom_partition_fields(
+            asked, f"option '{WriteConfig.PARTITION_FIELDS.key}'"
+        )
+        if option_kinds != kinds:
+            raise ConfigError(
+                f"option '{WriteConfig.PARTITION_FIELDS.key}'={','.join(asked)!r} contradicts "
+                f"the existing table ({','.join(recorded)!r} in hoodie.properties)"
+            )
     return tuple(f for f, kind in kinds if kind is PartitionKind.TIMESTAMP)
 
 

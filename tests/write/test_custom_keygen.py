@@ -121,10 +121,17 @@ def test_custom_keygen_fixture_needs_no_types_from_the_writer_but_checks_them(
     fields (Java ``HoodieWriterUtils.validateTableConfig``)."""
     root = unzip_more(FIXTURE, tmp_path)
     rows = HudiTable(str(root)).read().select(list(DATA)).slice(0, 1)
-    with pytest.raises(ConfigError, match="contradicts the existing table"):
-        HudiTable(str(root)).upsert(
-            rows, {"hoodie.datasource.write.partitionpath.field": f"{DATE}:TIMESTAMP"}
-        )
+    before = tree_hashes(root)
+    for asked in (f"{DATE}:TIMESTAMP", f"{COUNTRY}:SIMPLE,{DATE}:SIMPLE"):
+        with pytest.raises(ConfigError, match="contradicts the existing table"):
+            HudiTable(str(root)).upsert(
+                rows, {"hoodie.datasource.write.partitionpath.field": asked}
+            )
+    assert tree_hashes(root) == before
+    # the same fields and types, any case, are the table's own
+    HudiTable(str(root)).upsert(
+        rows, {"hoodie.datasource.write.partitionpath.field": f"{COUNTRY}:simple,{DATE}:timestamp"}
+    )
 
 
 def _new_table_rows() -> pa.Table:
