@@ -470,10 +470,11 @@ class TimestampSpec:
         raw_type = values[WriteConfig.TIMESTAMP_TYPE.key]
         if not raw_type:
             raise ConfigError(
-                f"option '{WriteConfig.TIMESTAMP_TYPE.key}' is required: the table's key "
-                "generator is TimestampBasedKeyGenerator and hoodie.properties does not record "
-                "how its partition field holds time (UNIX_TIMESTAMP, DATE_STRING, MIXED, "
-                "EPOCHMILLISECONDS, EPOCHMICROSECONDS or SCALAR)"
+                f"option '{WriteConfig.TIMESTAMP_TYPE.key}' is required: the key generator "
+                "formats a partition field as a time (TimestampBasedKeyGenerator, or a CUSTOM "
+                "field:TIMESTAMP) and neither the options nor hoodie.properties say how the "
+                "field holds time (UNIX_TIMESTAMP, DATE_STRING, MIXED, EPOCHMILLISECONDS, "
+                "EPOCHMICROSECONDS or SCALAR)"
             )
         ttype = TimestampType(raw_type)
         out_format = values[WriteConfig.TIMESTAMP_OUTPUT_FORMAT.key]
