@@ -4,9 +4,21 @@ Record key grammar (Hudi ``KeyGenUtils``)::
 
     SIMPLE / NON_PARTITION   <value>                       (the one key field as a string)
     COMPLEX                  <f1>:<v1>,<f2>:<v2>,...       null -> __null__, "" -> __empty__
+    TIMESTAMP                as SIMPLE
+    CUSTOM                   as SIMPLE for one key field, else as COMPLEX
 
 Partition path: ``<v1>/<v2>`` or, hive style, ``<f1>=<v1>/<f2>=<v2>``; null or empty values
 become ``__HIVE_DEFAULT_PARTITION__`` (Hudi's ``PartitionPathEncodeUtils.DEFAULT_PARTITION_PATH``).
+The CUSTOM key generator names each partition field's kind,
+``hoodie.datasource.write.partitionpath.field=country:SIMPLE,date:TIMESTAMP``: a SIMPLE field's
+value as above, a TIMESTAMP field's value formatted as the TimestampBasedKeyGenerator does.
+
+Values print as Java's ``HoodieAvroUtils.getNestedFieldValAsString`` does on the Avro record
+(``convertValueForSpecificDataTypes``): strings and integers as they are, booleans
+``true``/``false``, dates ISO ``yyyy-MM-dd`` (``LocalDate``), decimals as ``BigDecimal.toString``
+(``1E-7`` for small ones), floats as ``Double.toString`` / ``Float.toString`` (``1.0``,
+``1.0E10``), timestamps and times as the long Avro stores (epoch micros or millis: Hudi's
+consistent logical timestamps are off by default).
 """
 
 from __future__ import annotations
@@ -17,9 +29,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_ds import joda
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.schema.meta import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
@@ -38,6 +52,7 @@ class KeyGeneratorType(enum.StrEnum):
     COMPLEX = "COMPLEX"
     NON_PARTITION = "NON_PARTITION"
     TIMESTAMP = "TIMESTAMP"
+    CUSTOM = "CUSTOM"
 
     @property
     def java_class(self) -> str:
@@ -73,7 +88,43 @@ _JAVA_CLASSES = {
     KeyGeneratorType.COMPLEX: "ComplexKeyGenerator",
     KeyGeneratorType.NON_PARTITION: "NonpartitionedKeyGenerator",
     KeyGeneratorType.TIMESTAMP: "TimestampBasedKeyGenerator",
+    KeyGeneratorType.CUSTOM: "CustomKeyGenerator",
 }
+
+
+class PartitionKind(enum.StrEnum):
+    """How the CUSTOM key generator makes one field's part of the partition path (Java
+    ``CustomAvroKeyGenerator.PartitionKeyType``)."""
+
+    SIMPLE = "SIMPLE"
+    TIMESTAMP = "TIMESTAMP"
+
+
+def custom_partition_fields(
+    spec: Sequence[str], what: str
+) -> tuple[tuple[str, PartitionKind], ...]:
+    """``(field, kind)`` of each ``field:TYPE`` entry of a CUSTOM key generator's partition
+    fields (``CustomAvroKeyGenerator.getPartitionFieldAndKeyType``: the type is any case).
+
+    Args:
+        what: the option or property the entries come from (named in errors).
+
+    Raises:
+        ConfigError: an entry without a type or with another type than SIMPLE / TIMESTAMP
+            (Java: "Unable to find field names for partition path in proper format").
+    """
+    out = []
+    for entry in spec:
+        name, _, kind = entry.strip().partition(":")
+        try:
+            out.append((name.strip(), PartitionKind(kind.strip().upper())))
+        except ValueError:
+            raise ConfigError(
+                f"{what}: partition field {entry!r} of the CUSTOM key generator needs a type, "
+                "SIMPLE or TIMESTAMP, as 'field1:SIMPLE,field2:TIMESTAMP' (Java "
+                "CustomAvroKeyGenerator)"
+            ) from None
+    return tuple(out)
 
 
 def _avro_twin(java_class: str) -> str:
@@ -93,6 +144,11 @@ class KeySpec:
         complex_key: record keys are ``f1:v1,f2:v2`` (the complex key generator).
         timestamp: the TimestampBasedKeyGenerator's partition path (None: partition values as
             they are).
+        timestamp_fields: the partition fields ``timestamp`` formats (the TIMESTAMP key
+            generator's one field, the CUSTOM key generator's ``:TIMESTAMP`` fields).
+        generator: the key generator, when the writer or the table names one that the
+            fields alone do not tell (TIMESTAMP, CUSTOM); None: SIMPLE / COMPLEX /
+            NON_PARTITION as the fields say.
     """
 
     record_key_fields: tuple[str, ...]
@@ -101,10 +157,27 @@ class KeySpec:
     url_encode: bool
     complex_key: bool
     timestamp: TimestampSpec | None
+    timestamp_fields: tuple[str, ...] = ()
+    generator: KeyGeneratorType | None = None
+
+    def partition_field_entries(self) -> tuple[str, ...]:
+        """The partition fields as a CUSTOM key generator's table records them from version 8
+        on (``field:SIMPLE`` / ``field:TIMESTAMP``; Java ``HoodieTableConfig.
+        getPartitionFieldPropForKeyGenerator``), the names alone otherwise."""
+        if self.generator is not KeyGeneratorType.CUSTOM:
+            return self.partition_fields
+        return tuple(
+            f"{f}:{PartitionKind.TIMESTAMP if f in self.timestamp_fields else PartitionKind.SIMPLE}"
+            for f in self.partition_fields
+        )
 
 
 def key_string(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
-    """A key column's values as Java would print them (strings, ints, booleans, dates)."""
+    """A key column's values as Java prints them (module docstring).
+
+    Raises:
+        SchemaError: a type keys are not made of (binary, nested), naming the column.
+    """
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     t = column.type
@@ -115,14 +188,61 @@ def key_string(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
         return column
     if pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return column.cast(pa.string())
-    if pa.types.is_integer(t) or pa.types.is_date(t):
+    if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_decimal(t):
+        # Arrow prints decimals as BigDecimal.toString does (scientific below 1E-6)
         return column.cast(pa.string())
     if pa.types.is_boolean(t):
         return pc.if_else(column, "true", "false")
+    if pa.types.is_floating(t):
+        return _java_floats(column)
+    if pa.types.is_timestamp(t):
+        unit = "ms" if t.unit in ("s", "ms") else "us"  # the Avro logical type hudi_ds writes
+        return column.cast(pa.timestamp(unit, t.tz), safe=False).cast(pa.int64()).cast(pa.string())
+    if pa.types.is_time(t):
+        unit = "ms" if t.unit in ("s", "ms") else "us"
+        cast = pa.time32(unit) if unit == "ms" else pa.time64(unit)
+        width = pa.int32() if unit == "ms" else pa.int64()
+        return column.cast(cast, safe=False).cast(width).cast(pa.string())
     raise SchemaError(
-        f"key column '{name}' has type {t}; supported key types are strings, integers, "
-        "booleans and dates"
+        f"key column '{name}' has type {t}; keys are made of strings, integers, booleans, "
+        "dates, decimals, floats, timestamps and times"
     )
+
+
+def _java_floats(column: pa.Array) -> pa.Array:
+    """``Double.toString`` / ``Float.toString`` of each value: the shortest digits that
+    identify it, plain for 1E-3 <= |v| < 1E7 with at least one decimal, else ``d.dddE<n>``.
+    Printed once per distinct value (a key column has few), then taken back per row."""
+    single = column.type == pa.float32()
+    distinct = pc.unique(column)
+    printed = pa.array(
+        [None if v is None else _java_float(v, single) for v in distinct.to_pylist()],
+        pa.string(),
+    )
+    return pc.take(printed, pc.index_in(column, distinct))
+
+
+def _java_float(v: float, single: bool) -> str:
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == 0:
+        return "-0.0" if str(v).startswith("-") else "0.0"
+    text = np.format_float_scientific(np.float32(v) if single else v, unique=True, trim="-")
+    mantissa, _, exp_text = text.partition("e")
+    exp = int(exp_text)
+    sign = "-" if mantissa.startswith("-") else ""
+    ds = mantissa.lstrip("-").replace(".", "")
+    if 1e-3 <= abs(v) < 1e7:
+        point = exp + 1
+        if point <= 0:
+            whole, frac = "0", "0" * -point + ds
+        else:
+            ds = ds.ljust(point, "0")
+            whole, frac = ds[:point], ds[point:]
+        return f"{sign}{whole}.{frac or '0'}"
+    return f"{sign}{ds[0]}.{ds[1:] or '0'}E{exp}"
 
 
 def record_keys(table: pa.Table, fields: list[str], complex_key: bool) -> pa.Array:
@@ -185,52 +305,68 @@ def partition_paths(
     hive_style: bool,
     url_encode: bool = False,
     timestamp: TimestampSpec | None = None,
+    timestamp_fields: Sequence[str] | None = None,
 ) -> pa.Array:
     """Build ``_hoodie_partition_path`` for every row (``""`` when non-partitioned).
 
     Args:
-        timestamp: the table's TimestampBasedKeyGenerator (its one partition field's values
-            are formatted times, which may hold ``/``: nested folders, as Java's).
+        timestamp: the TimestampBasedKeyGenerator's spec: formats the ``timestamp_fields``
+            (formatted times may hold ``/``: nested folders, as Java's).
+        timestamp_fields: the fields ``timestamp`` formats (None: the one partition field,
+            the TIMESTAMP key generator's); the others are SIMPLE parts (the CUSTOM key
+            generator, ``CustomAvroKeyGenerator.getPartitionPath``: each part made by its own
+            generator, joined by ``/``).
 
     Raises:
         SchemaError: a value would not make a safe relative path (a ``/``-separated segment
             empty or starting with ``.``, a ``\\`` or a control character) and URL encoding is
             off; the message names the column and the value. A ``/`` itself is kept: the value
-            is a nested partition path, as Java writes it.
+            is a nested partition path, as Java writes it. Also: the TIMESTAMP key generator
+            with several partition fields.
     """
     if not fields:
         return pa.repeat(pa.scalar("", pa.string()), table.num_rows)
-    if timestamp is not None:
+    if timestamp is not None and timestamp_fields is None:
         if len(fields) != 1:
             raise SchemaError(
                 f"TimestampBasedKeyGenerator takes one partition field, the table has {fields}"
             )
-        v = timestamp.partition_values(_column(table, fields[0]), fields[0])
-        if url_encode:
-            v = _url_encode(v)
-        return pc.binary_join_element_wise(f"{fields[0]}=", v, "") if hive_style else v
+        timestamp_fields = fields
+    formatted = set(timestamp_fields or ()) if timestamp is not None else set()
     parts = []
     for f in fields:
-        v = key_string(_column(table, f), f)
-        if v.null_count or pc.any(pc.equal(v, "")).as_py():
-            v = pc.if_else(pc.or_kleene(pc.is_null(v), pc.equal(v, "")), DEFAULT_PARTITION, v)
-        if url_encode:
-            v = _url_encode(v)
-        # checked on the distinct values (first occurrences in row order): a table has few
-        distinct = pc.unique(v)
-        bad = pc.match_substring_regex(distinct, _UNSAFE_PARTITION_VALUE)
-        if pc.any(bad).as_py():
-            first = distinct.filter(bad)[0].as_py()
-            raise SchemaError(
-                f"unsafe partition value {first!r} in column '{f}': a partition value may "
-                "hold '/' (a nested partition path, as Apache Hudi writes it) but no "
-                "'/'-separated segment that is empty or starts with '.' (it would leave the "
-                "table or be hidden from listings), no '\\' and no control characters"
-            )
+        if f in formatted:
+            assert timestamp is not None
+            v = timestamp.partition_values(_column(table, f), f)
+            if url_encode:
+                v = _url_encode(v)
+        else:
+            v = _simple_partition_values(table, f, url_encode)
         parts.append(pc.binary_join_element_wise(f"{f}=", v, "") if hive_style else v)
     if len(parts) == 1:
         return parts[0]
     return pc.binary_join_element_wise(*parts, "/")
+
+
+def _simple_partition_values(table: pa.Table, f: str, url_encode: bool) -> pa.Array:
+    """One SIMPLE field's partition values (``KeyGenUtils.getPartitionPath``)."""
+    v = key_string(_column(table, f), f)
+    if v.null_count or pc.any(pc.equal(v, "")).as_py():
+        v = pc.if_else(pc.or_kleene(pc.is_null(v), pc.equal(v, "")), DEFAULT_PARTITION, v)
+    if url_encode:
+        v = _url_encode(v)
+    # checked on the distinct values (first occurrences in row order): a table has few
+    distinct = pc.unique(v)
+    bad = pc.match_substring_regex(distinct, _UNSAFE_PARTITION_VALUE)
+    if pc.any(bad).as_py():
+        first = distinct.filter(bad)[0].as_py()
+        raise SchemaError(
+            f"unsafe partition value {first!r} in column '{f}': a partition value may "
+            "hold '/' (a nested partition path, as Apache Hudi writes it) but no "
+            "'/'-separated segment that is empty or starts with '.' (it would leave the "
+            "table or be hidden from listings), no '\\' and no control characters"
+        )
+    return v
 
 
 def _url_encode(v: pa.Array) -> pa.Array:
@@ -248,6 +384,23 @@ def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
 
 
 # --------------------------------------------------------------------------- timestamp based
+class TimestampType(enum.StrEnum):
+    """How a TimestampBasedKeyGenerator's field holds time (Java ``TimestampType``)."""
+
+    UNIX_TIMESTAMP = "UNIX_TIMESTAMP"
+    DATE_STRING = "DATE_STRING"
+    MIXED = "MIXED"
+    EPOCHMILLISECONDS = "EPOCHMILLISECONDS"
+    EPOCHMICROSECONDS = "EPOCHMICROSECONDS"
+    SCALAR = "SCALAR"
+
+    @property
+    def parses_strings(self) -> bool:
+        """Values are strings read with the input formats. MIXED is DATE_STRING in Java too:
+        its numbers have no time unit (``convertLongTimeToMillis`` throws)."""
+        return self in (TimestampType.DATE_STRING, TimestampType.MIXED)
+
+
 #: milliseconds per unit of Java's ``TimeUnit`` (SCALAR values)
 _UNIT_MS = {
     "NANOSECONDS": 1e-6,
@@ -259,11 +412,13 @@ _UNIT_MS = {
     "DAYS": 86_400_000,
 }
 _TYPE_UNIT = {
-    "UNIX_TIMESTAMP": "SECONDS",
-    "EPOCHMILLISECONDS": "MILLISECONDS",
-    "EPOCHMICROSECONDS": "MICROSECONDS",
+    TimestampType.UNIX_TIMESTAMP: "SECONDS",
+    TimestampType.EPOCHMILLISECONDS: "MILLISECONDS",
+    TimestampType.EPOCHMICROSECONDS: "MICROSECONDS",
 }
-_TIMESTAMP_PROPS = (
+#: the options Java records in hoodie.properties (``HoodieTableConfig.PERSISTED_CONFIG_LIST``:
+#: the ``hoodie.keygen.timebased.*`` configs, under their own keys)
+TIMESTAMP_PROPS = (
     WriteConfig.TIMESTAMP_TYPE,
     WriteConfig.TIMESTAMP_SCALAR_UNIT,
     WriteConfig.TIMESTAMP_INPUT_FORMAT,
@@ -277,25 +432,29 @@ _TIMESTAMP_PROPS = (
 
 @dataclass(frozen=True)
 class TimestampSpec:
-    """The partition path of Java's ``TimestampBasedAvroKeyGenerator`` (one partition field).
+    """The partition path of Java's ``TimestampBasedAvroKeyGenerator`` (the TIMESTAMP key
+    generator's one field, or each ``field:TIMESTAMP`` of the CUSTOM key generator).
 
     The field's value is read as a time -- a number of ``unit`` since the epoch
-    (UNIX_TIMESTAMP, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR) or a string in one of the
-    Joda ``input_formats`` (DATE_STRING) -- and formatted with the Joda ``output_format``.
-    Time zones as Java's ``getPartitionPath(Object)``: the output zone when one is set, else
-    the zone the DATE_STRING value carries (or the input zone); numbers without an output zone
-    are formatted in UTC (Java: the JVM's default zone).
-
-    Supported Joda letters: ``yyyy MM M dd d HH H mm m ss s S..`` (output: without ``S``),
-    ``Z``/``ZZ`` (input offsets such as ``Z``, ``+0200``, ``+02:00``), quoted literals.
+    (UNIX_TIMESTAMP, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR: integers, floats and
+    decimals truncated, dates as their epoch day, timestamps as the long Avro stores) or a
+    string in one of the Joda ``input_formats`` (DATE_STRING, MIXED) -- and printed with the
+    Joda ``output_format`` (every pattern letter Joda accepts: :mod:`hudi_ds.joda`). Zones as
+    Java's ``getPartitionPath(Object)``: the output zone when one is set, else the zone of
+    the parsed value (the input zone, or the offset / zone the value carries); numbers
+    without an output zone are printed in UTC (Java: the JVM's default zone). A null value
+    is Java's default (``getDefaultPartitionVal``): 1 unit after the epoch, or for strings
+    that instant printed with the first input format.
     """
 
-    timestamp_type: str
+    timestamp_type: TimestampType
     input_formats: tuple[str, ...] = ()
     output_format: str = ""
     input_timezone: str = ""
     output_timezone: str = ""
     scalar_unit: str = "SECONDS"
+    #: the options as given, for a new table's hoodie.properties
+    recorded: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, options: Options, table_props: Mapping[str, str]) -> TimestampSpec:
@@ -303,56 +462,63 @@ class TimestampSpec:
 
         Raises:
             ConfigError: no timestamp type (``hoodie.keygen.timebased.timestamp.type``), no
-                output format, no input format for DATE_STRING, MIXED (not supported), or a
-                Joda pattern with letters this generator does not support.
+                output format, no input format for DATE_STRING / MIXED, a pattern Joda
+                refuses, or an unknown time zone.
         """
         values: dict[str, Any] = {}
-        for prop in _TIMESTAMP_PROPS:
+        recorded: list[tuple[str, str]] = []
+        for prop in TIMESTAMP_PROPS:
             if options.is_set(prop):
                 values[prop.key] = options.get(prop)
+                recorded.append((prop.key, str(values[prop.key])))
                 continue
             stored = next((table_props[k] for k in prop.all_keys() if k in table_props), None)
             values[prop.key] = prop.parse(stored) if stored is not None else prop.default
-        ttype = values[WriteConfig.TIMESTAMP_TYPE.key]
-        if not ttype:
+        raw_type = values[WriteConfig.TIMESTAMP_TYPE.key]
+        if not raw_type:
             raise ConfigError(
-                f"option '{WriteConfig.TIMESTAMP_TYPE.key}' is required: the table's key "
-                "generator is TimestampBasedKeyGenerator and hoodie.properties does not record "
-                "how its partition field holds time (UNIX_TIMESTAMP, DATE_STRING, "
-                "EPOCHMILLISECONDS, EPOCHMICROSECONDS or SCALAR)"
+                f"option '{WriteConfig.TIMESTAMP_TYPE.key}' is required: the key generator "
+                "formats a partition field as a time (TimestampBasedKeyGenerator, or a CUSTOM "
+                "field:TIMESTAMP) and neither the options nor hoodie.properties say how the "
+                "field holds time (UNIX_TIMESTAMP, DATE_STRING, MIXED, EPOCHMILLISECONDS, "
+                "EPOCHMICROSECONDS or SCALAR)"
             )
-        if ttype == "MIXED":
-            raise ConfigError(
-                f"'{WriteConfig.TIMESTAMP_TYPE.key}'=MIXED is not supported by hudi_ds "
-                "(UNIX_TIMESTAMP, DATE_STRING, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR are)"
-            )
+        ttype = TimestampType(raw_type)
         out_format = values[WriteConfig.TIMESTAMP_OUTPUT_FORMAT.key]
         if not out_format:
             raise ConfigError(f"option '{WriteConfig.TIMESTAMP_OUTPUT_FORMAT.key}' is required")
         in_formats: tuple[str, ...] = ()
-        if ttype == "DATE_STRING":
+        if ttype.parses_strings:
             raw = values[WriteConfig.TIMESTAMP_INPUT_FORMAT.key]
             delim = values[WriteConfig.TIMESTAMP_INPUT_FORMAT_DELIMITER.key] or ","
             in_formats = tuple(f.strip() for f in re.split(delim, raw) if f.strip())
             if not in_formats:
                 raise ConfigError(
                     f"option '{WriteConfig.TIMESTAMP_INPUT_FORMAT.key}' is required when "
-                    f"'{WriteConfig.TIMESTAMP_TYPE.key}' is DATE_STRING"
+                    f"'{WriteConfig.TIMESTAMP_TYPE.key}' is {ttype}"
                 )
+        # Java HoodieDateTimeParser: hoodie.keygen.timebased.timezone wins over both
         both = values[WriteConfig.TIMESTAMP_TIMEZONE.key]
+        in_zone = both or values[WriteConfig.TIMESTAMP_INPUT_TIMEZONE.key]
+        out_zone = both or values[WriteConfig.TIMESTAMP_OUTPUT_TIMEZONE.key]
         spec = cls(
             timestamp_type=ttype,
             input_formats=in_formats,
             output_format=out_format,
-            # Java HoodieDateTimeParser: hoodie.keygen.timebased.timezone wins over both
-            input_timezone=both or values[WriteConfig.TIMESTAMP_INPUT_TIMEZONE.key],
-            output_timezone=both or values[WriteConfig.TIMESTAMP_OUTPUT_TIMEZONE.key],
+            input_timezone=joda.java_zone(in_zone) if in_zone.strip() else "",
+            output_timezone=joda.java_zone(out_zone) if out_zone.strip() else "",
             scalar_unit=values[WriteConfig.TIMESTAMP_SCALAR_UNIT.key],
+            recorded=tuple(recorded),
         )
         for f in spec.input_formats:
-            _input_regex(f)  # validated now, before anything is written
-        _strftime_format(spec.output_format)
+            joda.InputPattern.of(f)  # validated now, before anything is written
+        joda.check_pattern(spec.output_format)
         return spec
+
+    def table_properties(self) -> dict[str, str]:
+        """The ``hoodie.keygen.timebased.*`` entries a new table records: the options given
+        (Java ``HoodieTableMetaClient.TableBuilder.set``: ``PERSISTED_CONFIG_LIST``)."""
+        return dict(self.recorded)
 
     def check_table_field(self, name: str, table_type: pa.DataType) -> None:
         """Refuse writing records (upsert, insert, ...) into a table whose latest schema
@@ -375,7 +541,7 @@ class TimestampSpec:
             UnsupportedError: the type is UNIX_TIMESTAMP, EPOCHMILLISECONDS,
                 EPOCHMICROSECONDS or SCALAR and ``table_type`` is a string (names the field).
         """
-        if self.timestamp_type == "DATE_STRING":
+        if self.timestamp_type.parses_strings:
             return
         if pa.types.is_string(table_type) or pa.types.is_large_string(table_type):
             raise UnsupportedError(
@@ -394,87 +560,66 @@ class TimestampSpec:
         """The formatted partition value of every row of the partition field ``name``.
 
         Raises:
-            SchemaError: a null value, a value that matches no input format, or a column type
-                that does not fit the timestamp type (the message names column and value).
+            SchemaError: a value that matches no input format or is no valid date, or a
+                column type that does not fit the timestamp type (names column and value).
         """
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
-        if column.null_count:
-            raise SchemaError(
-                f"partition column '{name}' holds {column.null_count} null value(s); the "
-                "TimestampBasedKeyGenerator's default for nulls is not supported by hudi_ds"
-            )
-        fmt = _strftime_format(self.output_format)
-        if self.timestamp_type == "DATE_STRING":
-            wall, utc_ms = self._parse_strings(column, name)
-            if not self.output_timezone:
-                # Java formats in the zone the value was parsed in: its own wall clock
-                return pc.strftime(_whole_seconds(wall), format=fmt)
-            ts = utc_ms.cast(pa.timestamp("ms", "UTC"))
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        if self.timestamp_type.parses_strings:
+            parsed = self._parse_strings(column, name)
+            utc, zones = parsed.utc_ms, parsed.zones
         else:
-            t = column.type
-            if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
-                raise SchemaError(
-                    f"partition column '{name}' has type {t}; {self.timestamp_type} partition "
-                    "values must be numbers (Java's TimestampBasedAvroKeyGenerator parses "
-                    "strings for DATE_STRING only): pass the epoch values as integers"
-                )
-            unit = _TYPE_UNIT.get(self.timestamp_type, self.scalar_unit)
-            # Java: value.longValue(), then TimeUnit.MILLISECONDS.convert (truncating)
-            whole = pc.trunc(column) if pa.types.is_floating(t) else column
-            ms = _truncating_ms(whole.cast(pa.int64()), _UNIT_MS[unit])
-            ts = ms.cast(pa.timestamp("ms", "UTC"))
-        zone = self.output_timezone or "UTC"
-        local = pc.local_timestamp(ts.cast(pa.timestamp("ms", _zone(zone))))
-        return pc.strftime(_whole_seconds(local), format=fmt)
+            utc = self._epoch_ms(column, name)
+            zones = pa.repeat(pa.scalar("UTC"), len(utc))
+        if self.output_timezone:
+            zones = pa.repeat(pa.scalar(self.output_timezone), len(utc))
+        return joda.format_instants(self.output_format, utc, zones)
 
-    def _parse_strings(self, column: pa.Array, name: str) -> tuple[pa.Array, pa.Array]:
-        """(wall clock as naive ms timestamps, UTC epoch ms) of DATE_STRING values."""
+    def _epoch_ms(self, column: pa.Array, name: str) -> pa.Array:
+        """Epoch millis of numeric values (Java ``convertLongTimeToMillis``)."""
+        t = column.type
+        if pa.types.is_date(t):
+            whole = column.cast(pa.date32()).cast(pa.int32()).cast(pa.int64())
+        elif pa.types.is_timestamp(t):
+            # the long Avro holds (timestamp-millis / -micros) unless Hudi's consistent logical
+            # timestamps are on (they are off by default)
+            unit = "ms" if t.unit in ("s", "ms") else "us"
+            whole = column.cast(pa.timestamp(unit, t.tz), safe=False).cast(pa.int64())
+        elif pa.types.is_decimal(t):
+            whole = column.cast(pa.int64(), safe=False)  # BigDecimal.longValue
+        elif pa.types.is_floating(t):
+            whole = pc.trunc(column).cast(pa.int64())  # Double.longValue
+        elif pa.types.is_integer(t):
+            whole = column.cast(pa.int64())
+        else:
+            raise SchemaError(
+                f"partition column '{name}' has type {t}; {self.timestamp_type} partition "
+                "values must be numbers (Java's TimestampBasedAvroKeyGenerator parses "
+                "strings for DATE_STRING and MIXED only): pass the epoch values as integers"
+            )
+        # getDefaultPartitionVal: 1 (of the unit) for a null
+        whole = pc.fill_null(whole, 1)
+        unit_name = _TYPE_UNIT.get(self.timestamp_type, self.scalar_unit)
+        return _truncating_ms(whole, _UNIT_MS[unit_name])
+
+    def _parse_strings(self, column: pa.Array, name: str) -> joda.ParsedInstants:
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
             raise SchemaError(
-                f"partition column '{name}' has type {column.type}; DATE_STRING partition "
-                "values must be strings"
+                f"partition column '{name}' has type {column.type}; {self.timestamp_type} "
+                "partition values must be strings"
             )
         column = column.cast(pa.string())
-        n = len(column)
-        wall = pa.nulls(n, pa.timestamp("ms"))
-        offset = pa.nulls(n, pa.int64())
-        for f in self.input_formats:
-            regex, has_zone = _input_regex(f)
-            todo = pc.is_null(wall)
-            if not pc.any(todo).as_py():
-                break
-            ok = pc.and_(todo, pc.match_substring_regex(column, regex))
-            if not pc.any(ok).as_py():
-                continue
-            parts = pc.extract_regex(pc.if_else(ok, column, pa.scalar(None, pa.string())), regex)
-            try:
-                w, off = _assemble(parts, has_zone)
-            except pa.ArrowInvalid as e:  # e.g. month 13: matches the pattern, is no date
-                raise SchemaError(
-                    f"partition column '{name}' holds a value that is no valid date for "
-                    f"format {f!r}: {e}"
-                ) from None
-            wall = pc.if_else(ok, w, wall)
-            offset = pc.if_else(ok, off, offset)
-        bad = pc.is_null(wall)
-        if pc.any(bad).as_py():
-            raise SchemaError(
-                f"partition value {column.filter(bad)[0].as_py()!r} of column '{name}' matches "
-                f"none of the input date formats {list(self.input_formats)} "
-                f"('{WriteConfig.TIMESTAMP_INPUT_FORMAT.key}')"
-            )
-        utc = pc.subtract(wall.cast(pa.int64()), pc.multiply(offset, 60_000))
-        if utc.null_count:
-            # no offset in the value: a wall clock of the input zone (Java: or the JVM's)
-            zone = _zone(self.input_timezone or "UTC")
-            utc = pc.coalesce(utc, pc.assume_timezone(wall, zone).cast(pa.int64()))
-        return wall, utc
-
-
-def _whole_seconds(ts: pa.Array) -> pa.Array:
-    # strftime's %S prints fractions of finer units; the output patterns have none
-    return pc.floor_temporal(ts, unit="second").cast(pa.timestamp("s"))
+        if column.null_count:
+            # getDefaultPartitionVal: the epoch's first milli in the input (else output, else
+            # GMT) zone, printed with the first input format
+            zone = self.input_timezone or self.output_timezone or "UTC"
+            one = pa.array([1], pa.int64())
+            default = joda.format_instants(self.input_formats[0], one, zone)[0]
+            column = pc.fill_null(column, default)
+        patterns = [joda.InputPattern.of(f) for f in self.input_formats]
+        return joda.parse_instants(column, patterns, self.input_timezone or None, name)
 
 
 def _truncating_ms(values: pa.Array, ms_per_unit: float) -> pa.Array:
@@ -482,155 +627,3 @@ def _truncating_ms(values: pa.Array, ms_per_unit: float) -> pa.Array:
         return pc.multiply_checked(values, int(ms_per_unit))
     # integer division truncates toward zero, as Java's TimeUnit.convert
     return pc.divide(values, round(1 / ms_per_unit))
-
-
-def _zone(name: str) -> str:
-    """A Java zone id as Arrow takes it (``GMT``/``Z`` are UTC; ``GMT+2`` style offsets)."""
-    n = name.strip()
-    if n.upper() in ("UTC", "GMT", "Z", "UT"):
-        return "UTC"
-    m = re.fullmatch(r"(?:GMT|UTC)?([+-])(\d{1,2}):?(\d{2})?", n)
-    if m:
-        return f"{m.group(1)}{int(m.group(2)):02d}:{m.group(3) or '00'}"
-    return n
-
-
-def _joda_tokens(pattern: str) -> list[tuple[str, str]]:
-    """Split a Joda pattern into ``("letters", "yyyy")`` and ``("literal", "-")`` tokens."""
-    out: list[tuple[str, str]] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "'":
-            j = pattern.find("'", i + 1)
-            if j < 0:
-                raise ConfigError(f"unterminated quote in date format {pattern!r}")
-            out.append(("literal", "'" if j == i + 1 else pattern[i + 1 : j]))
-            i = j + 1
-        elif c.isascii() and c.isalpha():
-            j = i
-            while j < len(pattern) and pattern[j] == c:
-                j += 1
-            out.append(("letters", pattern[i:j]))
-            i = j
-        else:
-            out.append(("literal", c))
-            i += 1
-    return out
-
-
-_IN_GROUPS = {
-    "yyyy": ("y", r"\d{4}"),
-    "MM": ("M", r"\d{2}"),
-    "M": ("M", r"\d{1,2}"),
-    "dd": ("d", r"\d{2}"),
-    "d": ("d", r"\d{1,2}"),
-    "HH": ("H", r"\d{2}"),
-    "H": ("H", r"\d{1,2}"),
-    "mm": ("m", r"\d{2}"),
-    "m": ("m", r"\d{1,2}"),
-    "ss": ("s", r"\d{2}"),
-    "s": ("s", r"\d{1,2}"),
-    "Z": ("z", r"Z|[+-]\d{2}:?\d{2}"),
-    "ZZ": ("z", r"Z|[+-]\d{2}:?\d{2}"),
-}
-_OUT_CODES = {
-    "yyyy": "%Y",
-    "yy": "%y",
-    "MM": "%m",
-    "dd": "%d",
-    "HH": "%H",
-    "mm": "%M",
-    "ss": "%S",
-}
-
-
-def _input_regex(pattern: str) -> tuple[str, bool]:
-    """A regex with named groups for a Joda input pattern, and whether it holds an offset."""
-    parts = []
-    seen: set[str] = set()
-    for kind, tok in _joda_tokens(pattern):
-        if kind == "literal":
-            parts.append(re.escape(tok))
-            continue
-        if set(tok) == {"S"}:
-            group, rx = "f", r"\d{1,9}"
-        elif tok in _IN_GROUPS:
-            group, rx = _IN_GROUPS[tok]
-        else:
-            raise ConfigError(
-                f"date format {pattern!r}: Joda letters {tok!r} are not supported by hudi_ds's "
-                "TimestampBasedKeyGenerator (yyyy MM dd HH mm ss S Z and literals are)"
-            )
-        if group in seen:
-            raise ConfigError(f"date format {pattern!r} repeats the field {tok!r}")
-        seen.add(group)
-        parts.append(f"(?P<{group}>{rx})")
-    if "y" not in seen:
-        raise ConfigError(f"date format {pattern!r} has no year (yyyy)")
-    return "^" + "".join(parts) + "$", "z" in seen
-
-
-def _strftime_format(pattern: str) -> str:
-    """The strftime format of a Joda output pattern."""
-    out = []
-    for kind, tok in _joda_tokens(pattern):
-        if kind == "literal":
-            out.append(tok.replace("%", "%%"))
-        elif tok in _OUT_CODES:
-            out.append(_OUT_CODES[tok])
-        else:
-            raise ConfigError(
-                f"output date format {pattern!r}: Joda letters {tok!r} are not supported by "
-                "hudi_ds's TimestampBasedKeyGenerator (yyyy yy MM dd HH mm ss and literals are)"
-            )
-    return "".join(out)
-
-
-def _assemble(parts: pa.StructArray, has_zone: bool) -> tuple[pa.Array, pa.Array]:
-    """(naive ms timestamps, offset minutes or nulls) from the regex groups of one format."""
-    names = {parts.type.field(i).name for i in range(parts.type.num_fields)}
-
-    def field(g: str, width: int, default: str) -> pa.Array:
-        if g not in names:
-            return pa.repeat(pa.scalar(default), len(parts))
-        return pc.utf8_lpad(parts.field(g), width=width, padding="0")
-
-    frac = (
-        pc.utf8_slice_codeunits(pc.utf8_rpad(parts.field("f"), width=3, padding="0"), 0, 3)
-        if "f" in names
-        else pa.repeat(pa.scalar("000"), len(parts))
-    )
-    iso = pc.binary_join_element_wise(
-        field("y", 4, "1970"),
-        "-",
-        field("M", 2, "01"),
-        "-",
-        field("d", 2, "01"),
-        "T",
-        field("H", 2, "00"),
-        ":",
-        field("m", 2, "00"),
-        ":",
-        field("s", 2, "00"),
-        ".",
-        frac,
-        "",
-    )
-    # rows another format matches are null structs (their fields are empty, not null)
-    iso = pc.if_else(pc.is_valid(parts), iso, pa.scalar(None, pa.string()))
-    wall = iso.cast(pa.timestamp("ms"))
-    if not has_zone:
-        return wall, pa.nulls(len(parts), pa.int64())
-    z = parts.field("z")
-    digits = pc.replace_substring(pc.utf8_slice_codeunits(z, 1), ":", "")
-    hh = pc.utf8_slice_codeunits(digits, 0, 2)
-    mm = pc.utf8_slice_codeunits(digits, 2, 4)
-    minutes = pc.add(
-        pc.multiply(
-            pc.fill_null(pc.cast(pc.if_else(pc.equal(z, "Z"), "0", hh), pa.int64()), 0), 60
-        ),
-        pc.cast(pc.if_else(pc.equal(z, "Z"), "0", mm), pa.int64()),
-    )
-    sign = pc.if_else(pc.starts_with(z, "-"), -1, 1)
-    return wall, pc.multiply(minutes, sign)

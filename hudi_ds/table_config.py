@@ -484,6 +484,21 @@ class TableConfig:
         return [f.split(":")[0] for f in self.PARTITION_FIELDS.items(self.props)]
 
     @property
+    def value_partition_fields(self) -> list[str]:
+        """The partition fields whose folder value is the column's own value, which reads
+        may prune on: every field of the SIMPLE and COMPLEX key generators, the ``:SIMPLE``
+        fields of the CUSTOM key generator as the table records them (version 8 on; a
+        table that records no types has none), no field of the others (TIMESTAMP formats
+        its value)."""
+        kg = self.key_generator
+        if kg in ("SIMPLE", "COMPLEX"):
+            return self.partition_fields
+        if kg == "CUSTOM":
+            entries = (e.partition(":") for e in self.PARTITION_FIELDS.items(self.props))
+            return [name for name, _, kind in entries if kind.strip().upper() == "SIMPLE"]
+        return []
+
+    @property
     def ordering_fields(self) -> list[str]:
         v = self.ORDERING_FIELDS.of(self.props) or self.PRECOMBINE_FIELD.of(self.props)
         return _split(v or "")
@@ -522,9 +537,12 @@ class TableConfig:
 
     @property
     def complex_record_key(self) -> bool:
-        """Keys are ``f1:v1,f2:v2``: complex keygen, or several fields without partitions."""
+        """Keys are ``f1:v1,f2:v2``: complex keygen, or several fields with the nonpartitioned
+        or CUSTOM key generator (``CustomAvroKeyGenerator``: Complex keys for more than one
+        field)."""
         kg = self.key_generator
-        return kg == "COMPLEX" or (kg == "NON_PARTITION" and len(self.record_key_fields) > 1)
+        several = len(self.record_key_fields) > 1
+        return kg == "COMPLEX" or (kg in ("NON_PARTITION", "CUSTOM") and several)
 
     @property
     def create_schema(self) -> str | None:

@@ -67,6 +67,12 @@ class NewTable:
         merge_properties: the merge entries (``MergeSpec.table_properties``).
         populate_meta_fields: ``hoodie.populate.meta.fields`` (False: virtual keys).
         table_version: ``hoodie.table.version``: 6, 8 or 9.
+        key_generator_type: the key generator the writer named when the fields alone do not
+            tell it (TIMESTAMP, CUSTOM); None: SIMPLE / COMPLEX / NON_PARTITION by the fields.
+        partition_field_entries: the partition fields as a CUSTOM key generator's table of
+            version 8 or 9 records them (``field:TYPE``); empty: the names.
+        keygen_properties: the ``hoodie.keygen.timebased.*`` entries (Java records the
+            TimestampBasedKeyGenerator's options, ``PERSISTED_CONFIG_LIST``).
     """
 
     table_name: str
@@ -82,10 +88,15 @@ class NewTable:
     merge_properties: Mapping[str, str] = field(default_factory=dict)
     populate_meta_fields: bool = True
     table_version: int = 6
+    key_generator_type: KeyGeneratorType | None = None
+    partition_field_entries: tuple[str, ...] = ()
+    keygen_properties: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def key_generator(self) -> KeyGeneratorType:
         """The key generator Java writers use for these keys."""
+        if self.key_generator_type is not None:
+            return self.key_generator_type
         if not self.partition_fields:
             return KeyGeneratorType.NON_PARTITION
         return KeyGeneratorType.COMPLEX if self.complex_key else KeyGeneratorType.SIMPLE
@@ -120,7 +131,12 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
             c.TYPE.entry(table.table_type),
             c.VERSION.entry(version),
             c.RECORDKEY_FIELDS.entry(table.record_key_fields),
-            c.PARTITION_FIELDS.entry(table.partition_fields),
+            # Hudi 1.x keeps a CUSTOM key generator's field types (version 8 on); 0.x the names
+            c.PARTITION_FIELDS.entry(
+                table.partition_field_entries
+                if version >= 8 and table.partition_field_entries
+                else table.partition_fields
+            ),
             c.HIVE_STYLE_PARTITIONING.entry(table.hive_style),
             c.URL_ENCODE_PARTITIONING.entry(table.url_encode),
             c.DROP_PARTITION_COLUMNS.entry(False),
@@ -153,6 +169,7 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
         ]
     )
     props.update(table.index_properties)
+    props.update(table.keygen_properties)
     if table.database_name:
         props.update([c.DATABASE_NAME.entry(table.database_name)])
     if table.ordering_field:

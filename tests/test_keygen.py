@@ -160,11 +160,11 @@ def test_numeric_types(ttype: str, value: int, unit: str | None, expected: str) 
 def test_refusals() -> None:
     with pytest.raises(ConfigError, match="'hoodie.keygen.timebased.timestamp.type' is required"):
         _spec(**{"hoodie.keygen.timebased.output.dateformat": "yyyy"})
-    with pytest.raises(ConfigError, match="Joda letters 'EEE'"):
+    with pytest.raises(ConfigError, match="'qq' is no Joda pattern letter"):
         _spec(
             **{
                 "hoodie.keygen.timebased.timestamp.type": "UNIX_TIMESTAMP",
-                "hoodie.keygen.timebased.output.dateformat": "EEE",
+                "hoodie.keygen.timebased.output.dateformat": "yyyy-qq",
             }
         )
     spec = _spec(
@@ -173,8 +173,9 @@ def test_refusals() -> None:
             "hoodie.keygen.timebased.output.dateformat": "yyyy",
         }
     )
-    with pytest.raises(SchemaError, match="partition column 't' holds 1 null"):
-        partition_paths(pa.table({"t": pa.array([1, None])}), ["t"], False, False, spec)
+    # a null is Java's getDefaultPartitionVal: 1 (second) after the epoch
+    nulls = partition_paths(pa.table({"t": pa.array([1, None])}), ["t"], False, False, spec)
+    assert nulls.to_pylist() == ["1970", "1970"]
     with pytest.raises(SchemaError, match="must be numbers"):
         partition_paths(pa.table({"t": ["1"]}), ["t"], False, False, spec)
 
@@ -183,11 +184,14 @@ def test_key_generator_types_and_their_java_classes() -> None:
     kg = KeyGeneratorType
     assert kg.of_class("org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator") is kg.TIMESTAMP
     assert kg.of_class("NonpartitionedAvroKeyGenerator") is kg.NON_PARTITION
-    assert kg.of_class("org.apache.hudi.keygen.CustomKeyGenerator") is None
+    assert kg.of_class("org.apache.hudi.keygen.CustomKeyGenerator") is kg.CUSTOM
+    assert kg.of_class("org.apache.hudi.keygen.CustomAvroKeyGenerator") is kg.CUSTOM
+    assert kg.of_class("org.apache.hudi.keygen.GlobalDeleteKeyGenerator") is None
     assert kg.named(" complex ") is kg.COMPLEX and kg.named("GLOBAL_DELETE") is None
     assert kg.SIMPLE.java_class == "SimpleKeyGenerator"
     assert kg.java_names() == [
         "ComplexKeyGenerator",
+        "CustomKeyGenerator",
         "NonpartitionedKeyGenerator",
         "SimpleKeyGenerator",
         "TimestampBasedKeyGenerator",

@@ -1,7 +1,7 @@
 """Check hudi_ds's layering and refuse import cycles.
 
 Layers, bottom to top (docs/architecture.md):
-    errors, config, faults -> storage, schema, table_config, keygen
+    errors, config, faults -> storage, schema, table_config, keygen, joda
     -> timeline, layout -> concurrency -> log -> index, merge -> table -> write -> services
     -> engine -> spark, cli, api
 
@@ -49,6 +49,7 @@ LAYERS = [
         "table_config",
         "table_create",
         "keygen",
+        "joda",
     },
     {"timeline", "layout"},
     # the transaction around a commit fences completions on the timeline; only write/ and

@@ -40,7 +40,8 @@ class WriteConfig:
         "hoodie.datasource.write.partitionpath.field",
         list[str](),
         parse_list,
-        "Partition field(s), comma separated; empty for a non-partitioned table.",
+        "Partition field(s), comma separated; empty for a non-partitioned table. The CUSTOM "
+        "key generator takes each with its type: field1:SIMPLE,field2:TIMESTAMP.",
         aliases=("hoodie.table.partition.fields",),
     )
     HIVE_STYLE = ConfigProperty(
@@ -156,7 +157,7 @@ class WriteConfig:
         None,
         parse_str,
         "Key generator class: must be the existing table's (its Avro twin is the same); a new "
-        "table takes Simple-, Complex- or NonpartitionedKeyGenerator.",
+        "table takes Simple-, Complex-, Nonpartitioned-, TimestampBased- or CustomKeyGenerator.",
     )
     KEYGEN_TYPE = ConfigProperty(
         "hoodie.datasource.write.keygenerator.type",
@@ -180,7 +181,7 @@ class WriteConfig:
         ),
         "TimestampBasedKeyGenerator: how the partition field holds time (UNIX_TIMESTAMP "
         "seconds, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR in the scalar time unit, "
-        "DATE_STRING parsed with the input date format).",
+        "DATE_STRING and MIXED parsed with the input date formats).",
         aliases=("hoodie.deltastreamer.keygen.timebased.timestamp.type",),
     )
     TIMESTAMP_SCALAR_UNIT = ConfigProperty(

@@ -20,9 +20,13 @@ File grammar (all integers big-endian)::
                   a damaged GZ payload fails gzip's own CRC32)
     magic      := "DATABLK*" | "METABLKc" | "IDXROOT2" | "IDXINTE2" | "IDXLEAF2" | "FILEINF2"
     cell       := keyLength:int32 valueLength:int32 key value memstoreTS?
-    key        := rowLength:int16 row familyLength:int8 family qualifier timestamp:int64 type:int8
-                  (Hudi: no family/qualifier, timestamp Long.MAX_VALUE, type 4 = Put)
-    memstoreTS := Hadoop vlong, present when file info KEY_VALUE_VERSION = 1 (always 0 in Hudi)
+    key        := rowLength:int16 row [familyLength:int8 family qualifier timestamp:int64 type:int8]
+                  (Hudi 1.0's writer and HBase: the full suffix, no family/qualifier, timestamp
+                  Long.MAX_VALUE, type 4 = Put; Hudi 1.1's native writer: the row alone,
+                  keyLength = rowLength + 2)
+    memstoreTS := Hadoop vlong, present when file info KEY_VALUE_VERSION = 1 or, without it,
+                  MAX_MEMSTORE_TS_KEY is there (Hudi 1.1 writes the byte 0 and only the
+                  latter); always 0 in Hudi
     rootIndex  := count x (blockOffset:int64 onDiskSizeWithHeader:int32 keyLength:vint key)
                   (count from the trailer; key = first key of the block: Hudi 1.x writes
                   ``rowLength:int16 row``, HBase the full cell key; meta index keys are the
@@ -703,7 +707,9 @@ def _cells(
         klen, vlen, rlen = struct.unpack_from(">iih", raw, pos)
         kstart = pos + 8
         vstart = kstart + klen
-        if klen < rlen + _CELL_EXTRA or rlen < 0 or vlen < 0 or vstart + vlen > end:
+        # the row is all a reader needs: hudi-io's KeyValue reads the row length and row and
+        # skips keyLength bytes whatever follows the row (Hudi 1.1 writes nothing after it)
+        if klen < rlen + 2 or rlen < 0 or vlen < 0 or vstart + vlen > end:
             raise _Damaged(f"data block at {offset}: cell at {pos} runs past the block")
         row = raw[kstart + 2 : kstart + 2 + rlen]
         if first is None:
@@ -766,7 +772,14 @@ def _read(data: bytes) -> HFile:
         parts = {f: v for f, v in _proto_fields(pair, "file info entry") if isinstance(v, bytes)}
         file_info[parts.get(1, b"").decode("utf-8")] = parts.get(2, b"")
     kv_version = file_info.get(KEY_VALUE_VERSION)
-    mvcc = kv_version is not None and struct.unpack(">i", kv_version)[0] == 1
+    # HBase writes KEY_VALUE_VERSION and MAX_MEMSTORE_TS_KEY together when cells carry a
+    # memstore timestamp; Hudi 1.1's native writer puts only the latter and a 0 byte after
+    # every cell (hudi-io HFileDataBlock: ZERO_TS_VERSION_BYTE_LENGTH, read unconditionally)
+    mvcc = (
+        struct.unpack(">i", kv_version)[0] == 1
+        if kv_version is not None
+        else MAX_MEMSTORE_TS_KEY in file_info
+    )
 
     # data index (descending through intermediate and leaf levels), then meta index
     index_offset = _int_field(fields, _T_LOAD_ON_OPEN_OFFSET)

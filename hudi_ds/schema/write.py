@@ -25,13 +25,18 @@ log = logging.getLogger("hudi_ds.write")
 
 
 def _is_key_type(t: pa.DataType) -> bool:
-    """A type record keys and partition paths are computed from."""
+    """A type record keys and partition paths are computed from: the primitive and logical
+    types Java prints (``HoodieAvroUtils.getNestedFieldValAsString``, :mod:`hudi_ds.keygen`)."""
     return (
         pa.types.is_string(t)
         or pa.types.is_large_string(t)
         or pa.types.is_integer(t)
         or pa.types.is_boolean(t)
         or pa.types.is_date(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_time(t)
         or pa.types.is_dictionary(t)
     )
 

@@ -239,8 +239,9 @@ def partition_guarantee(
     """What every row of ``partition_path`` satisfies, as an Arrow expression on the columns
     of ``schema`` (a read's output schema), or None.
 
-    Only for the SIMPLE and COMPLEX key generators (their partition paths are the columns'
-    values as written; others derive them), only for columns of string, integer, boolean and
+    Only for the fields whose partition values are the columns' values as written
+    (``TableConfig.value_partition_fields``: SIMPLE and COMPLEX key generators, the CUSTOM
+    one's ``:SIMPLE`` fields; others derive them), only for columns of string, integer, boolean and
     date types whose value reads back unambiguously (one path segment per field, no
     default partition, no URL-encoding); a column it cannot vouch for gets no condition.
     This is the rule of :func:`hudi_ds.table.filters.prune_partition`, which prunes
@@ -248,7 +249,8 @@ def partition_guarantee(
     """
     cfg = table.config
     fields = list(cfg.partition_fields)
-    if not fields or cfg.key_generator not in ("SIMPLE", "COMPLEX"):
+    prunable = cfg.value_partition_fields
+    if not fields or not prunable:
         return None
     segments = partition_path.split("/") if partition_path else []
     if len(segments) != len(fields):
@@ -257,7 +259,7 @@ def partition_guarantee(
     expr: pc.Expression | None = None
     for name, raw in zip(fields, values, strict=True):
         idx = schema.get_field_index(name)
-        if idx < 0 or raw == DEFAULT_PARTITION or "%" in raw:
+        if name not in prunable or idx < 0 or raw == DEFAULT_PARTITION or "%" in raw:
             continue
         t = schema.field(idx).type
         if not (

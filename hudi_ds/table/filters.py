@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -126,17 +126,18 @@ def prune_partition(
     fields: list[str],
     filters: Sequence[Filter],
     schema: pa.Schema,
-    key_generator: str,
+    prunable: Collection[str],
 ) -> bool:
     """False only when a filter on a partition column surely excludes this partition.
 
-    Only SIMPLE/COMPLEX key generators write the column value itself as the partition value;
-    for others (timestamp-based ...) pruning is skipped and rows are filtered after reading.
+    Only the ``prunable`` fields (``TableConfig.value_partition_fields``: the key generator
+    writes the column value itself as the partition value) are looked at; a filter on
+    another (a formatted time ...) is applied to the rows after reading.
     """
-    if key_generator not in ("SIMPLE", "COMPLEX") or not filters:
+    if not prunable or not filters:
         return True
     for col, op, value in filters:
-        if col not in fields:
+        if col not in fields or col not in prunable:
             continue
         raw = values[fields.index(col)]
         if raw == "__HIVE_DEFAULT_PARTITION__":

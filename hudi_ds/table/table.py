@@ -772,12 +772,19 @@ class _SlicePruner:
         """Whether the read covers partition ``p``."""
         if p not in self._kept:
             fields = self._fields
-            self._kept[p] = not fields or prune_partition(
-                partition_values_of(p, fields, self._config.hive_style_partitioning),
-                fields,
-                self._filters,
-                self._schema,
-                self._config.key_generator,
+            # a CUSTOM key generator's formatted time may span several folders: its fields
+            # are told apart only when each took one
+            aligned = self._config.key_generator != "CUSTOM" or len(p.split("/")) == len(fields)
+            self._kept[p] = (
+                not fields
+                or not aligned
+                or prune_partition(
+                    partition_values_of(p, fields, self._config.hive_style_partitioning),
+                    fields,
+                    self._filters,
+                    self._schema,
+                    self._config.value_partition_fields,
+                )
             )
         return self._kept[p]
 

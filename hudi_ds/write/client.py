@@ -238,7 +238,7 @@ class WriteClient:
         # a delete keys its rows in the input's own schema (Java: HoodieSparkSqlWriter)
         records = self.operation.rows is Rows.RECORDS
         if r.keys.timestamp is not None and table_schema is not None and records:
-            for f in r.keys.partition_fields:
+            for f in r.keys.timestamp_fields:
                 if f in table_schema.names:
                     r.keys.timestamp.check_table_field(f, table_schema.field(f).type)
         if self.operation.prepped:
@@ -305,6 +305,9 @@ class WriteClient:
             index_properties=r.index.table_properties(),
             populate_meta_fields=r.populate_meta_fields,
             table_version=version,
+            key_generator_type=r.keys.generator,
+            partition_field_entries=r.keys.partition_field_entries(),
+            keygen_properties=r.keys.timestamp.table_properties() if r.keys.timestamp else {},
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
         install_metadata_writer(self.state, self.options)

@@ -20,7 +20,13 @@ import pyarrow.parquet as pq
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, HudiError, UnsupportedError
 from hudi_ds.index.core import Index, latest_write_stats
-from hudi_ds.keygen import KeyGeneratorType, KeySpec, TimestampSpec
+from hudi_ds.keygen import (
+    KeyGeneratorType,
+    KeySpec,
+    PartitionKind,
+    TimestampSpec,
+    custom_partition_fields,
+)
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
 from hudi_ds.merge.modes import (
     MergeSpec,
@@ -273,16 +279,77 @@ def _existing_table_shape(
     merge_spec = _existing_table_merge(o, config)
     keygen = _effective_key_generator(o, config)
     complex_key = keygen is KeyGeneratorType.COMPLEX or (
-        keygen is KeyGeneratorType.NON_PARTITION and len(keys) > 1
+        keygen in (KeyGeneratorType.NON_PARTITION, KeyGeneratorType.CUSTOM) and len(keys) > 1
     )
-    timestamp = TimestampSpec.of(o, config.props) if keygen is KeyGeneratorType.TIMESTAMP else None
+    timestamp_fields: tuple[str, ...] = ()
+    if keygen is KeyGeneratorType.TIMESTAMP:
+        timestamp_fields = parts[:1]
+    elif keygen is KeyGeneratorType.CUSTOM:
+        timestamp_fields = _custom_timestamp_fields(o, config, parts, base_uri)
+    timestamp = TimestampSpec.of(o, config.props) if timestamp_fields else None
     return _TableShape(
         operation=operation,
         table_name=table_name,
         table_type=table_type,
-        keys=KeySpec(keys, parts, hive_style, url_encode, complex_key, timestamp),
+        keys=KeySpec(
+            keys,
+            parts,
+            hive_style,
+            url_encode,
+            complex_key,
+            timestamp,
+            timestamp_fields,
+            keygen if keygen in (KeyGeneratorType.TIMESTAMP, KeyGeneratorType.CUSTOM) else None,
+        ),
         merge=merge_spec,
     )
+
+
+def _custom_timestamp_fields(
+    o: Options, config: TableConfig, parts: tuple[str, ...], base_uri: str
+) -> tuple[str, ...]:
+    """The ``:TIMESTAMP`` partition fields of a table with the CUSTOM key generator: as the
+    table records them (Hudi 1.x, table version 8 on, keeps the types in
+    ``hoodie.table.partition.fields``), else as the write option gives them (Hudi 0.x
+    records the names alone; Java's writer takes ``hoodie.datasource.write.partitionpath.
+    field`` with the types, ``HoodieSparkSqlWriter`` / ``ProvidesHoodieConfig``).
+
+    Raises:
+        ConfigError: neither gives the types, or a type is not SIMPLE / TIMESTAMP.
+    """
+    if not parts:
+        return ()
+    recorded = TableConfig.PARTITION_FIELDS.items(config.props)
+    if all(":" in e for e in recorded) and recorded:
+        entries, what = recorded, f"{TableConfig.PARTITION_FIELDS.key} of the table at {base_uri}"
+    elif o.is_set(WriteConfig.PARTITION_FIELDS):
+        entries, what = (
+            o.get(WriteConfig.PARTITION_FIELDS),
+            f"option '{WriteConfig.PARTITION_FIELDS.key}'",
+        )
+    else:
+        raise ConfigError(
+            f"option '{WriteConfig.PARTITION_FIELDS.key}' is required: the table at {base_uri} "
+            f"uses the CUSTOM key generator and records its partition fields {list(parts)} "
+            "without their types; give them as 'field:SIMPLE' / 'field:TIMESTAMP'"
+        )
+    kinds = custom_partition_fields(entries, what)
+    asked: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
+    if (
+        entries is recorded
+        and o.is_set(WriteConfig.PARTITION_FIELDS)
+        and any(":" in a for a in asked)
+    ):
+        # Java HoodieWriterUtils.validateTableConfig compares the fields with their types
+        option_kinds = custom_partition_fields(
+            asked, f"option '{WriteConfig.PARTITION_FIELDS.key}'"
+        )
+        if option_kinds != kinds:
+            raise ConfigError(
+                f"option '{WriteConfig.PARTITION_FIELDS.key}'={','.join(asked)!r} contradicts "
+                f"the existing table ({','.join(recorded)!r} in hoodie.properties)"
+            )
+    return tuple(f for f, kind in kinds if kind is PartitionKind.TIMESTAMP)
 
 
 def _existing_table_merge(o: Options, config: TableConfig) -> MergeSpec:
@@ -349,13 +416,25 @@ def _new_table_shape(o: Options, operation: WriteOperation) -> _TableShape:
     key_option: list[str] | None = o.get(WriteConfig.RECORD_KEY_FIELDS)
     part_option: list[str] | None = o.get(WriteConfig.PARTITION_FIELDS)
     keys = tuple(key_option or [])
-    parts = tuple(part_option or [])
+    parts = tuple(f.split(":")[0].strip() for f in part_option or [])
     ordering = o.get(WriteConfig.PRECOMBINE_FIELD) or default_ordering_field(o) or None
     merge_spec = write_spec(o, ordering)
     if o.get(WriteConfig.WRITE_TABLE_VERSION) >= 8 and merge_spec.by_payload:
         # Hudi 1.x tables merge by their merge mode (a payload class only picks it)
         merge_spec = dataclasses.replace(merge_spec, by_payload=False)
     complex_key = _new_table_complex_key(o, keys, parts)
+    asked = _asked_key_generator(o)
+    generator = asked[2] if asked is not None else None
+    timestamp_fields: tuple[str, ...] = ()
+    if generator is KeyGeneratorType.TIMESTAMP:
+        timestamp_fields = parts
+    elif generator is KeyGeneratorType.CUSTOM:
+        kinds = custom_partition_fields(
+            part_option or [], f"option '{WriteConfig.PARTITION_FIELDS.key}'"
+        )
+        timestamp_fields = tuple(f for f, kind in kinds if kind is PartitionKind.TIMESTAMP)
+    else:
+        generator = None
     return _TableShape(
         operation=operation,
         table_name=table_name,
@@ -366,7 +445,9 @@ def _new_table_shape(o: Options, operation: WriteOperation) -> _TableShape:
             o.get(WriteConfig.HIVE_STYLE),
             o.get(WriteConfig.URL_ENCODE),
             complex_key,
-            None,
+            TimestampSpec.of(o, {}) if timestamp_fields else None,
+            timestamp_fields,
+            generator,
         ),
         merge=merge_spec,
     )
@@ -506,10 +587,10 @@ def check_writable(cfg: TableConfig, base_uri: str = "") -> None:
 
 def _key_generator(cfg: TableConfig, base_uri: str = "") -> KeyGeneratorType:
     """The table's key generator as hudi_ds reproduces it (SIMPLE, COMPLEX, NON_PARTITION,
-    TIMESTAMP).
+    TIMESTAMP, CUSTOM).
 
     Raises:
-        UnsupportedError: another key generator (custom, global delete, a user's class):
+        UnsupportedError: another key generator (global delete, a user's class):
             hudi_ds could not produce the record keys and partition paths Java does.
     """
     cls = cfg.KEY_GENERATOR_CLASS.of(cfg.props) or ""
@@ -521,8 +602,8 @@ def _key_generator(cfg: TableConfig, base_uri: str = "") -> KeyGeneratorType:
             raise UnsupportedError(
                 f"the table at {base_uri} uses key generator type {kind_recorded} "
                 f"({cfg.KEY_GENERATOR_TYPE.key}); hudi_ds reproduces the record keys and "
-                "partition paths of the SIMPLE, COMPLEX, NON_PARTITION and TIMESTAMP types "
-                "only, so it does not write this table"
+                "partition paths of the SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP and CUSTOM "
+                "types only, so it does not write this table"
             )
         return base_kind
     if not cls:  # not recorded: keys and partitions as the fields say
@@ -585,13 +666,20 @@ def _new_table_complex_key(o: Options, keys: tuple[str, ...], parts: tuple[str, 
         KeyGeneratorType.SIMPLE: len(keys) <= 1,
         KeyGeneratorType.NON_PARTITION: not parts,
         KeyGeneratorType.COMPLEX: len(keys) > 1,
+        # TimestampBasedAvroKeyGenerator extends SimpleAvroKeyGenerator: one key field, the
+        # one partition field it formats
+        KeyGeneratorType.TIMESTAMP: len(keys) <= 1 and len(parts) == 1,
+        # CustomAvroKeyGenerator: Simple keys for one field, Complex for more; any partitions
+        KeyGeneratorType.CUSTOM: True,
     }
     if kind is None or not fits.get(kind, False):
         raise ConfigError(
             f"option '{key}'={value!r} is not supported for a new table with record key "
             f"fields {list(keys)} and partition fields {list(parts)}: hudi_ds creates tables "
             "with SimpleKeyGenerator (one key field, partitioned), ComplexKeyGenerator "
-            "(partitioned) or NonpartitionedKeyGenerator (no partition fields)"
+            "(partitioned), NonpartitionedKeyGenerator (no partition fields), "
+            "TimestampBasedKeyGenerator (one key field, one partition field) or "
+            "CustomKeyGenerator (partition fields as 'field:SIMPLE' / 'field:TIMESTAMP')"
         )
     return len(keys) > 1
 

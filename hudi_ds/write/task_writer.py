@@ -161,7 +161,12 @@ class TaskWriter:
         if rows is Rows.PARTITIONS:
             k = o.keys
             parts = partition_paths(
-                table, list(k.partition_fields), k.hive_style, k.url_encode, k.timestamp
+                table,
+                list(k.partition_fields),
+                k.hive_style,
+                k.url_encode,
+                k.timestamp,
+                k.timestamp_fields,
             )
             self._seen_partitions.update(pc.unique(parts).to_pylist())
             return empty
@@ -240,7 +245,12 @@ class TaskWriter:
                     "index would parse as a complex key"
                 )
         parts = partition_paths(
-            table, list(p.partition_fields), p.hive_style, p.url_encode, p.timestamp
+            table,
+            list(p.partition_fields),
+            p.hive_style,
+            p.url_encode,
+            p.timestamp,
+            p.timestamp_fields,
         )
         return keys, parts
 

@@ -499,14 +499,14 @@ def test_bad_input(cow_table: Path, lookup: Any) -> None:
 
 @pytest.mark.parametrize("lookup", [simple_lookup, bloom_lookup])
 def test_key_field_type_without_keys_names_the_file(tmp_path: Path, lookup: Any) -> None:
-    """A table without meta fields whose key field is a float: no key can be built."""
+    """A table without meta fields whose key field is binary: no key can be built."""
     name = "f-0_0-1-1_20240101000000000.parquet"
     (tmp_path / "p").mkdir()
-    pq.write_table(pa.table({"id": [1.5, 2.5]}), tmp_path / "p" / name)
+    pq.write_table(pa.table({"id": [b"\x01", b"\x02"]}), tmp_path / "p" / name)
     base = BaseFile(f"p/{name}", parse_base_file_name(name))  # type: ignore[arg-type]
     s = FileSlice("p", "f-0", "20240101000000000", base)
     spec = LookupSpec(("id",), False, meta_fields=False)
-    with pytest.raises(SchemaError, match=f"{name}.*'id' has type double"):
+    with pytest.raises(SchemaError, match=f"{name}.*'id' has type binary"):
         lookup(Storage(str(tmp_path)), [s], pa.array(["1.5"]), None, spec)
 
 

@@ -288,6 +288,45 @@ def test_fixture_hbase_generation(tmp_path_factory: pytest.TempPathFactory) -> N
     assert listed == 6
 
 
+def test_fixture_short_cell_generation(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Hudi 1.1's native writer (the Trino fixture ``hudi_custom_keygen_pt_v8_mor``): cell keys
+    hold ``rowLength + row`` alone (keyLength = rowLength + 2, no family/timestamp/type
+    suffix), the file info has ``MAX_MEMSTORE_TS_KEY`` but no ``KEY_VALUE_VERSION``, and every
+    cell is still followed by the memstore byte 0. hudi-io's reader takes them
+    (``HFileDataBlock.readKeyValue`` reads the row by its length and steps over
+    ``keyLength + valueLength + 1`` bytes); so does hudi_ds, and the table's reads use the
+    metadata table instead of falling back to a listing."""
+    from tests.fixtures import unzip_more
+
+    root = unzip_more("trino__hudi_custom_keygen_pt_v8_mor", tmp_path)
+    base = root / ".hoodie/metadata/files/files-0000-0_0-5-4_00000000000000000.hfile"
+    data = base.read_bytes()
+    # the layout as Java 1.1 wrote it: first cell's keyLength 20 = 2 + len("__all_partitions__")
+    block = zlib.decompress(data[33 : 33 + struct.unpack_from(">i", data, 8)[0]], 31)
+    assert struct.unpack_from(">iih", block, 0) == (20, 13, 18)
+    assert len(block) == 8 + 20 + 13 + 1  # one cell and its memstore byte
+    h = read_hfile(data, str(base))
+    assert KEY_VALUE_VERSION not in h.file_info
+    assert h.keys == [b"__all_partitions__"]
+    assert _files_partition_map(h, b"__all_partitions__") == {}
+    hfiles = _mdt_hfiles(root)
+    assert len(hfiles) >= 8
+    partitions: set[str] = set()
+    for where, content, _schema in hfiles:
+        h = read_hfile(content, where)
+        assert all(a < b for a, b in zip(h.keys, h.keys[1:], strict=False)), where
+        if "/metadata/files/" in where and b"__all_partitions__" in h.keys:
+            partitions |= set(_files_partition_map(h, b"__all_partitions__"))
+    assert len(partitions) == 5  # the five partition folders of the table
+    import logging
+
+    import hudi_ds
+
+    with caplog.at_level(logging.WARNING):
+        assert hudi_ds.read(str(root)).num_rows == 7
+    assert not [r for r in caplog.records if "metadata table" in r.getMessage()]
+
+
 # --------------------------------------------------------------------------------------------
 # Writing
 # --------------------------------------------------------------------------------------------

@@ -65,3 +65,19 @@ def test_more_fixture_satisfies_its_checks(name: str, tmp_path: Path) -> None:
 
 def test_every_more_fixture_is_covered() -> None:
     assert set(more_fixture_names()) == READABLE_MORE
+
+
+def test_custom_keygen_prunes_its_simple_fields_only(tmp_path: Path) -> None:
+    """CUSTOM key generator (``partition_field_country:SIMPLE,partition_field_date:TIMESTAMP``):
+    a filter on the SIMPLE field prunes partitions as for the SIMPLE key generator (the folder
+    holds the value); one on the TIMESTAMP field (folders hold the formatted day, the column
+    the epoch millis) is applied to the rows."""
+    root = unzip_more("trino__hudi_custom_keygen_pt_v8_mor", tmp_path)
+    table = hudi_ds.HudiTable(str(root))
+    plan = table.plan_read(filters=[("partition_field_country", "=", "SG")])
+    assert {s.partition_path.split("/")[0] for s in plan.slices} == {"partition_field_country=SG"}
+    rows = table.read(filters=[("partition_field_country", "=", "SG")])
+    assert sorted(rows.column("id").to_pylist()) == [1, 2, 6, 7]
+    dated = table.read(filters=[("partition_field_date", "=", 1749204000000)])
+    assert sorted(dated.column("id").to_pylist()) == [2, 7]
+    assert len(table.plan_read(filters=[("partition_field_date", "=", 1)]).slices) == 5

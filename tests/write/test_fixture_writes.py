@@ -541,8 +541,9 @@ def test_timestamp_keygen_needs_its_type_from_the_writer(tmp_path: Path) -> None
     root = unzip("cow_v6_timebasedkeygen_nonhivestyle", tmp_path)
     with pytest.raises(ConfigError, match="'hoodie.keygen.timebased.timestamp.type' is required"):
         _resolve(root, {})
-    with pytest.raises(ConfigError, match="MIXED is not supported"):
-        _resolve(root, {"hoodie.keygen.timebased.timestamp.type": "MIXED"})
+    # MIXED reads the strings with the input formats, as DATE_STRING does
+    mixed = _resolve(root, {"hoodie.keygen.timebased.timestamp.type": "MIXED"})
+    assert mixed.keys.timestamp is not None and mixed.keys.timestamp.input_formats
     # the older deltastreamer key is an alias
     r = _resolve(root, {"hoodie.deltastreamer.keygen.timebased.timestamp.type": "DATE_STRING"})
     assert r.keys.timestamp is not None and r.keys.timestamp.output_format == "yyyy/MM/dd/HH"
@@ -553,12 +554,12 @@ def test_unknown_key_generator_refused_unchanged(tmp_path: Path) -> None:
     path = root / ".hoodie" / "hoodie.properties"
     path.write_text(
         path.read_text().replace(
-            "org.apache.hudi.keygen.SimpleKeyGenerator", "org.apache.hudi.keygen.CustomKeyGenerator"
+            "org.apache.hudi.keygen.SimpleKeyGenerator", "com.example.ShardedKeyGenerator"
         )
     )
     before = tree_hashes(root)
     data = pa.table({"id": [1], "byteField": [10], "longField": [1]})
-    with pytest.raises(UnsupportedError, match="CustomKeyGenerator"):
+    with pytest.raises(UnsupportedError, match="ShardedKeyGenerator"):
         HudiTable(str(root)).upsert(data)
     assert tree_hashes(root) == before
 

@@ -95,13 +95,21 @@ def test_key_generator_option_of_a_new_table() -> None:
     # ComplexKeyGenerator writes f:v keys even for one field
     assert resolve_options(Options.of({**parted, KG_OPTION: COMPLEX_KG}), None).keys.complex_key
     assert not resolve_options(Options.of({**parted, KG_OPTION: SIMPLE_KG}), None).keys.complex_key
-    for kg in (
-        "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
-        "org.apache.hudi.keygen.CustomKeyGenerator",
-        "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-    ):
-        with pytest.raises(ConfigError, match="not supported for a new table"):
-            resolve_options(Options.of({**parted, KG_OPTION: kg}), None)
+    with pytest.raises(ConfigError, match="not supported for a new table"):
+        resolve_options(
+            Options.of({**parted, KG_OPTION: "org.apache.hudi.keygen.NonpartitionedKeyGenerator"}),
+            None,
+        )
+    # TIMESTAMP needs its timestamp type, CUSTOM the type of each partition field
+    with pytest.raises(ConfigError, match="'hoodie.keygen.timebased.timestamp.type' is required"):
+        resolve_options(
+            Options.of({**parted, KG_OPTION: "org.apache.hudi.keygen.TimestampBasedKeyGenerator"}),
+            None,
+        )
+    with pytest.raises(ConfigError, match="partition field 'p' of the CUSTOM key generator"):
+        resolve_options(
+            Options.of({**parted, KG_OPTION: "org.apache.hudi.keygen.CustomKeyGenerator"}), None
+        )
 
 
 def test_unrecorded_partition_fields_of_a_partitioning_table() -> None:
@@ -159,12 +167,19 @@ def test_versions_8_and_9_resolve_with_their_key_generator_type(version: str) ->
     # a single key field under COMPLEX is still f:v (the type decides, not the field count)
     one = {**props, "hoodie.table.recordkey.fields": "id"}
     assert resolve_options(Options.of({}), TableConfig(one), "/x").keys.complex_key
-    with pytest.raises(UnsupportedError, match="key generator type CUSTOM_AVRO"):
+    with pytest.raises(UnsupportedError, match="key generator type GLOBAL_DELETE"):
         resolve_options(
             Options.of({}),
-            TableConfig({**props, "hoodie.table.keygenerator.type": "CUSTOM_AVRO"}),
+            TableConfig({**props, "hoodie.table.keygenerator.type": "GLOBAL_DELETE"}),
             "/x",
         )
+    # CUSTOM (its Avro twin alike) takes the field types the table records, else the writer's
+    custom = {**props, "hoodie.table.keygenerator.type": "CUSTOM_AVRO"}
+    with pytest.raises(ConfigError, match="records its partition fields \\['p'\\] without"):
+        resolve_options(Options.of({}), TableConfig(custom), "/x")
+    typed = {**custom, "hoodie.table.partition.fields": "p:SIMPLE"}
+    keys = resolve_options(Options.of({}), TableConfig(typed), "/x").keys
+    assert (keys.partition_fields, keys.complex_key, keys.timestamp) == (("p",), True, None)
 
 
 def test_non_native_table_format_and_orc_refused() -> None:
