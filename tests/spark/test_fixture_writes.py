@@ -22,7 +22,7 @@ import hudi_ds
 from hudi_ds.api import HudiTable
 from hudi_ds.services import ServiceContext, compaction
 from tests.conftest import hudi_rs_table
-from tests.fixtures import require_fixtures, unzip_more
+from tests.fixtures import more_fixture_names, require_fixtures, unzip_more
 from tests.metadata.test_writer import assert_in_step
 from tests.write.fixture_model import (
     REFUSED,
@@ -40,6 +40,8 @@ from tests.write.fixture_model import (
     scenario,
     tree_hashes,
 )
+from tests.write.test_custom_keygen import FIXTURE as CUSTOM_FIXTURE
+from tests.write.test_custom_keygen import check_custom_fixture, custom_scenario
 from tests.write.test_fixture_writes import unzip
 from tests.write.test_matrix import assert_no_meta_values
 from tests.write.test_more_fixture_writes import MORE_WRITABLE, starting_rows
@@ -217,6 +219,21 @@ def test_spark_upsert_and_delete_into_more_fixture(
     assert int(read_props(root)["hoodie.table.version"]) == int(version or 6) or (
         version is None and name == "trino__hudi_stock_ticks_mor"  # version 8 kept
     )
+
+
+def test_spark_upsert_and_delete_into_custom_keygen_fixture(spark: Any, tmp_path: Path) -> None:
+    """The CUSTOM key generator's fixture through ``df.write.format("hudi_py")``: the scenario
+    of tests/write/test_custom_keygen.py, the same rows read back."""
+    root = unzip_more(CUSTOM_FIXTURE, tmp_path / "t")
+    upsert, delete, expected = custom_scenario(root)
+    _save(spark, upsert, root, {})
+    _save(spark, delete, root, {"hoodie.datasource.write.operation": "delete"})
+    check_custom_fixture(root, expected, tmp_path)
+
+
+def test_every_more_fixture_is_written_through_spark() -> None:
+    require_fixtures()
+    assert {*MORE_WRITABLE, CUSTOM_FIXTURE} == set(more_fixture_names())
 
 
 def _refused_cases() -> list[Any]:
