@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 
 from hudi_ds.errors import ConfigError, CorruptFileError, TableNotFoundError
 from hudi_ds.faults import crash_point
+from hudi_ds.keygen import KeyGeneratorType
 from hudi_ds.storage import Storage
 
 log = logging.getLogger("hudi_ds.table")
@@ -491,9 +492,9 @@ class TableConfig:
         table that records no types has none), no field of the others (TIMESTAMP formats
         its value)."""
         kg = self.key_generator
-        if kg in ("SIMPLE", "COMPLEX"):
+        if kg in (KeyGeneratorType.SIMPLE, KeyGeneratorType.COMPLEX):
             return self.partition_fields
-        if kg == "CUSTOM":
+        if kg is KeyGeneratorType.CUSTOM:
             entries = (e.partition(":") for e in self.PARTITION_FIELDS.items(self.props))
             return [name for name, _, kind in entries if kind.strip().upper() == "SIMPLE"]
         return []
@@ -520,20 +521,34 @@ class TableConfig:
         return (self.BASE_FILE_FORMAT.of(self.props) or "").upper()
 
     @property
-    def key_generator(self) -> str:
-        """``SIMPLE`` / ``COMPLEX`` / ``NON_PARTITION`` / ``TIMESTAMP`` / ``CUSTOM``."""
-        t = self.KEY_GENERATOR_TYPE.of(self.props)
-        if t:
-            return t.upper()
-        cls = self.KEY_GENERATOR_CLASS.of(self.props) or ""
-        short = cls.rsplit(".", 1)[-1]
-        return {
-            "SimpleKeyGenerator": "SIMPLE",
-            "ComplexKeyGenerator": "COMPLEX",
-            "NonpartitionedKeyGenerator": "NON_PARTITION",
-            "TimestampBasedKeyGenerator": "TIMESTAMP",
-            "CustomKeyGenerator": "CUSTOM",
-        }.get(short, "COMPLEX" if len(self.record_key_fields) > 1 else "SIMPLE")
+    def recorded_key_generator(self) -> KeyGeneratorType | None:
+        """The key generator the table records (its class, else its type as Hudi 1.x records
+        it; the Avro twins alike), or None: none recorded, or one hudi_ds does not reproduce
+        (:attr:`recorded_key_generator_name` names it)."""
+        cls = self.KEY_GENERATOR_CLASS.of(self.props)
+        if cls:
+            return KeyGeneratorType.of_class(cls)
+        kind = (self.KEY_GENERATOR_TYPE.of(self.props) or "").strip().upper()
+        return KeyGeneratorType.named(kind.removesuffix("_AVRO")) if kind else None
+
+    @property
+    def recorded_key_generator_name(self) -> tuple[str, str] | None:
+        """``(property, value)`` of the key generator the table records, if any."""
+        for prop in (self.KEY_GENERATOR_CLASS, self.KEY_GENERATOR_TYPE):
+            value = prop.of(self.props)
+            if value:
+                return prop.key, value
+        return None
+
+    @property
+    def key_generator(self) -> KeyGeneratorType:
+        """The key generator the table's keys are read with: the recorded one, else COMPLEX
+        for several record key fields and SIMPLE for one (what Hudi's writers infer)."""
+        recorded = self.recorded_key_generator
+        if recorded is not None:
+            return recorded
+        several = len(self.record_key_fields) > 1
+        return KeyGeneratorType.COMPLEX if several else KeyGeneratorType.SIMPLE
 
     @property
     def complex_record_key(self) -> bool:
@@ -542,7 +557,9 @@ class TableConfig:
         field)."""
         kg = self.key_generator
         several = len(self.record_key_fields) > 1
-        return kg == "COMPLEX" or (kg in ("NON_PARTITION", "CUSTOM") and several)
+        return kg is KeyGeneratorType.COMPLEX or (
+            kg in (KeyGeneratorType.NON_PARTITION, KeyGeneratorType.CUSTOM) and several
+        )
 
     @property
     def create_schema(self) -> str | None:

@@ -149,16 +149,19 @@ def test_keys_without_effect_warn_why(tmp_path: Path) -> None:
 
 
 def test_key_generator_we_cannot_honour_is_refused(tmp_path: Path) -> None:
-    """A TimestampBasedKeyGenerator on a new table is refused, not replaced by the simple one
-    (which wrote the partition '1700000000000')."""
+    """A key generator hudi_ds cannot reproduce on a new table is refused, not replaced by the
+    simple one; a TimestampBasedKeyGenerator without its timestamp type likewise (the simple
+    one wrote the partition '1700000000000')."""
     path = tmp_path / "t"
-    opts = {
-        **OPTS,
-        "hoodie.datasource.write.partitionpath.field": "ts",
-        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
-    }
+    base = {**OPTS, "hoodie.datasource.write.partitionpath.field": "ts"}
+    cls = "hoodie.datasource.write.keygenerator.class"
     with pytest.raises(ConfigError, match="keygenerator.class"):
-        hudi_ds.write(str(path), data(), opts)
+        hudi_ds.write(
+            str(path), data(), {**base, cls: "org.apache.hudi.keygen.GlobalDeleteKeyGenerator"}
+        )
+    timestamp = {**base, cls: "org.apache.hudi.keygen.TimestampBasedKeyGenerator"}
+    with pytest.raises(ConfigError, match="'hoodie.keygen.timebased.timestamp.type' is required"):
+        hudi_ds.write(str(path), data(), timestamp)
     assert not path.exists()
 
 

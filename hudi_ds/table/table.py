@@ -26,7 +26,7 @@ from hudi_ds.errors import (
 )
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.index.core import records_another_index
-from hudi_ds.keygen import key_string
+from hudi_ds.keygen import KeyGeneratorType, key_string
 from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import bucket_id_of, partition_values_of
 from hudi_ds.log.archive import load_archived
@@ -774,7 +774,9 @@ class _SlicePruner:
             fields = self._fields
             # a CUSTOM key generator's formatted time may span several folders: its fields
             # are told apart only when each took one
-            aligned = self._config.key_generator != "CUSTOM" or len(p.split("/")) == len(fields)
+            aligned = self._config.key_generator is not KeyGeneratorType.CUSTOM or len(
+                p.split("/")
+            ) == len(fields)
             self._kept[p] = (
                 not fields
                 or not aligned
@@ -868,11 +870,8 @@ def _key_field_is_key(cfg: TableConfig) -> bool:
     Only Hudi's own simple key generator is trusted to write it so (a user's key generator
     class may build keys any way); the field's type is checked on the rows read.
     """
-    kg = (cfg.get(TableConfig.KEY_GENERATOR_TYPE) or "").upper()
-    cls = (cfg.get(TableConfig.KEY_GENERATOR_CLASS) or "").rsplit(".", 1)[-1]
-    simple = kg == "SIMPLE" if kg else cls in ("SimpleKeyGenerator", "SimpleAvroKeyGenerator")
     return (
-        simple
+        cfg.recorded_key_generator is KeyGeneratorType.SIMPLE
         and cfg.populate_meta_fields
         and not cfg.complex_record_key
         and len(cfg.record_key_fields) == 1

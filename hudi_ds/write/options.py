@@ -593,31 +593,16 @@ def _key_generator(cfg: TableConfig, base_uri: str = "") -> KeyGeneratorType:
         UnsupportedError: another key generator (global delete, a user's class):
             hudi_ds could not produce the record keys and partition paths Java does.
     """
-    cls = cfg.KEY_GENERATOR_CLASS.of(cfg.props) or ""
-    kind_recorded = (cfg.KEY_GENERATOR_TYPE.of(cfg.props) or "").strip().upper()
-    if not cls and kind_recorded:
-        # Hudi 1.x records the KeyGeneratorType (``SIMPLE``, ``COMPLEX_AVRO``...), not a class
-        base_kind = KeyGeneratorType.named(kind_recorded.removesuffix("_AVRO"))
-        if base_kind is None:
-            raise UnsupportedError(
-                f"the table at {base_uri} uses key generator type {kind_recorded} "
-                f"({cfg.KEY_GENERATOR_TYPE.key}); hudi_ds reproduces the record keys and "
-                "partition paths of the SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP and CUSTOM "
-                "types only, so it does not write this table"
-            )
-        return base_kind
-    if not cls:  # not recorded: keys and partitions as the fields say
-        return (
-            KeyGeneratorType.COMPLEX if len(cfg.record_key_fields) > 1 else KeyGeneratorType.SIMPLE
-        )
-    kind = KeyGeneratorType.of_class(cls)
-    if kind is None:
+    recorded = cfg.recorded_key_generator_name
+    if recorded is not None and cfg.recorded_key_generator is None:
+        prop, value = recorded
         raise UnsupportedError(
-            f"the table at {base_uri} uses key generator {cls} "
-            f"({cfg.KEY_GENERATOR_CLASS.key}); hudi_ds reproduces the record keys and "
-            f"partition paths of {_REPRODUCED} only, so it does not write this table"
+            f"the table at {base_uri} uses key generator {value} ({prop}); hudi_ds reproduces "
+            f"the record keys and partition paths of {_REPRODUCED} only, so it does not write "
+            "this table"
         )
-    return kind
+    # not recorded: keys and partitions as the fields say
+    return cfg.key_generator
 
 
 def _merge_unrecorded(cfg: TableConfig) -> bool:

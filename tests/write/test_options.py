@@ -167,7 +167,9 @@ def test_versions_8_and_9_resolve_with_their_key_generator_type(version: str) ->
     # a single key field under COMPLEX is still f:v (the type decides, not the field count)
     one = {**props, "hoodie.table.recordkey.fields": "id"}
     assert resolve_options(Options.of({}), TableConfig(one), "/x").keys.complex_key
-    with pytest.raises(UnsupportedError, match="key generator type GLOBAL_DELETE"):
+    with pytest.raises(
+        UnsupportedError, match=r"key generator GLOBAL_DELETE \(hoodie.table.keygenerator.type\)"
+    ):
         resolve_options(
             Options.of({}),
             TableConfig({**props, "hoodie.table.keygenerator.type": "GLOBAL_DELETE"}),
