@@ -65,13 +65,32 @@ from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConcurrentWriterError, ConfigError
 from hudi_ds.faults import crash_point
 from hudi_ds.log.archive import archived_records_v1
+from hudi_ds.merge.modes import (
+    AWS_DMS_PAYLOAD,
+    EVENT_TIME_PAYLOAD,
+    MERGE_PROPERTY_PREFIX,
+    MYSQL_DEBEZIUM_PAYLOAD,
+    OVERWRITE_NON_DEFAULTS_PAYLOAD,
+    PARTIAL_UPDATE_PAYLOAD,
+    POSTGRES_DEBEZIUM_PAYLOAD,
+)
 from hudi_ds.metadata.records import (
     METADATA_PARTITIONS_INFLIGHT_KEY,
     METADATA_PARTITIONS_KEY,
     METADATA_PATH,
 )
 from hudi_ds.storage import Storage
-from hudi_ds.table_config import TableConfig, TableType, update_table_config
+from hudi_ds.table_config import (
+    COMMIT_TIME_STRATEGY_ID,
+    CUSTOM_STRATEGY_ID,
+    DEFAULT_PAYLOAD,
+    EVENT_TIME_STRATEGY_ID,
+    OVERWRITE_LATEST_PAYLOAD,
+    PAYLOAD_BASED_STRATEGY_ID,
+    TableConfig,
+    TableType,
+    update_table_config,
+)
 from hudi_ds.timeline.avro_record import AvroRecord
 from hudi_ds.timeline.instant import (
     CLEAN,
@@ -111,25 +130,12 @@ TARGET_VERSIONS = (8, 9)
 CRASH_POINT = "upgrade"
 LAYOUT2_TIMELINE = f"{HOODIE_FOLDER}/timeline"
 
-_MODEL = "org.apache.hudi.common.model."
-DEFAULT_PAYLOAD = _MODEL + "DefaultHoodieRecordPayload"
-OVERWRITE_LATEST_PAYLOAD = _MODEL + "OverwriteWithLatestAvroPayload"
-EVENT_TIME_PAYLOAD = _MODEL + "EventTimeAvroPayload"
-AWS_DMS_PAYLOAD = _MODEL + "AWSDmsAvroPayload"
-OVERWRITE_NON_DEFAULTS_PAYLOAD = _MODEL + "OverwriteNonDefaultsWithLatestAvroPayload"
-PARTIAL_UPDATE_PAYLOAD = _MODEL + "PartialUpdateAvroPayload"
-MYSQL_DEBEZIUM_PAYLOAD = _MODEL + "debezium.MySqlDebeziumAvroPayload"
-POSTGRES_DEBEZIUM_PAYLOAD = _MODEL + "debezium.PostgresDebeziumAvroPayload"
 #: ``HoodieRecordMerger``'s built-in strategy ids
-EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
-COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
-PAYLOAD_BASED_STRATEGY = "00000000-0000-0000-0000-000000000000"
-CUSTOM_STRATEGY = "1897ef5f-18bc-4557-939c-9d6a8afd1519"
 _BUILTIN_STRATEGIES = (
-    EVENT_TIME_STRATEGY,
-    COMMIT_TIME_STRATEGY,
-    PAYLOAD_BASED_STRATEGY,
-    CUSTOM_STRATEGY,
+    EVENT_TIME_STRATEGY_ID,
+    COMMIT_TIME_STRATEGY_ID,
+    PAYLOAD_BASED_STRATEGY_ID,
+    CUSTOM_STRATEGY_ID,
 )
 #: ``UpgradeDowngradeUtils.PAYLOAD_CLASSES_TO_HANDLE``: recorded as the legacy payload in v9
 _DEPRECATED_PAYLOADS = (
@@ -149,7 +155,6 @@ _EVENT_TIME_PAYLOADS_V9 = (
     POSTGRES_DEBEZIUM_PAYLOAD,
 )
 _COMMIT_TIME_PAYLOADS_V9 = (AWS_DMS_PAYLOAD, OVERWRITE_NON_DEFAULTS_PAYLOAD)
-_MERGE_PROPERTY = "hoodie.record.merge.property."
 
 #: ``KeyGeneratorType`` names of the key generator classes Java knows
 _KEYGEN_TYPES = {
@@ -377,13 +382,13 @@ def _merge_mode_v8(config: TableConfig) -> dict[str, str]:
     otherwise ``DefaultHoodieRecordPayload`` means event time, any other commit time."""
     payload = _payload_class(config)
     if payload not in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_LATEST_PAYLOAD):
-        return _merge_entries(payload, "CUSTOM", PAYLOAD_BASED_STRATEGY)
+        return _merge_entries(payload, "CUSTOM", PAYLOAD_BASED_STRATEGY_ID)
     precombine = TableConfig.PRECOMBINE_FIELD.of(config.props)
     if config.table_type is TableType.MERGE_ON_READ and precombine:
-        return _merge_entries(DEFAULT_PAYLOAD, "EVENT_TIME_ORDERING", EVENT_TIME_STRATEGY)
+        return _merge_entries(DEFAULT_PAYLOAD, "EVENT_TIME_ORDERING", EVENT_TIME_STRATEGY_ID)
     if payload == DEFAULT_PAYLOAD:
-        return _merge_entries(DEFAULT_PAYLOAD, "EVENT_TIME_ORDERING", EVENT_TIME_STRATEGY)
-    return _merge_entries(OVERWRITE_LATEST_PAYLOAD, "COMMIT_TIME_ORDERING", COMMIT_TIME_STRATEGY)
+        return _merge_entries(DEFAULT_PAYLOAD, "EVENT_TIME_ORDERING", EVENT_TIME_STRATEGY_ID)
+    return _merge_entries(OVERWRITE_LATEST_PAYLOAD, "COMMIT_TIME_ORDERING", COMMIT_TIME_STRATEGY_ID)
 
 
 def _merge_entries(payload: str, mode: str, strategy: str) -> dict[str, str]:
@@ -408,10 +413,10 @@ def _eight_to_nine(config: TableConfig) -> tuple[dict[str, str], list[str]]:
         # reconcileMergeModeConfig
         if payload in _COMMIT_TIME_PAYLOADS_V9:
             out[c.RECORD_MERGE_MODE.key] = "COMMIT_TIME_ORDERING"
-            out[c.RECORD_MERGE_STRATEGY_ID.key] = COMMIT_TIME_STRATEGY
+            out[c.RECORD_MERGE_STRATEGY_ID.key] = COMMIT_TIME_STRATEGY_ID
         elif payload in _EVENT_TIME_PAYLOADS_V9:
             out[c.RECORD_MERGE_MODE.key] = "EVENT_TIME_ORDERING"
-            out[c.RECORD_MERGE_STRATEGY_ID.key] = EVENT_TIME_STRATEGY
+            out[c.RECORD_MERGE_STRATEGY_ID.key] = EVENT_TIME_STRATEGY_ID
         if c.RECORD_MERGE_STRATEGY_ID.key in out:  # and its alternative key (as above)
             out[c.RECORD_MERGER_STRATEGY.key] = out[c.RECORD_MERGE_STRATEGY_ID.key]
         # reconcilePartialUpdateModeConfig
@@ -421,10 +426,10 @@ def _eight_to_nine(config: TableConfig) -> tuple[dict[str, str], list[str]]:
             out[c.PARTIAL_UPDATE_MODE.key] = "IGNORE_MARKERS"
         # reconcileMergePropertiesConfig
         if payload == AWS_DMS_PAYLOAD:
-            out[_MERGE_PROPERTY + "hoodie.payload.delete.field"] = "Op"
-            out[_MERGE_PROPERTY + "hoodie.payload.delete.marker"] = "D"
+            out[MERGE_PROPERTY_PREFIX + "hoodie.payload.delete.field"] = "Op"
+            out[MERGE_PROPERTY_PREFIX + "hoodie.payload.delete.marker"] = "D"
         elif payload == POSTGRES_DEBEZIUM_PAYLOAD:
-            key = _MERGE_PROPERTY + "hoodie.write.partial.update.custom.marker"
+            key = MERGE_PROPERTY_PREFIX + "hoodie.write.partial.update.custom.marker"
             out[key] = "__debezium_unavailable_value"
         # reconcilePayloadClassConfig
         if payload in _DEPRECATED_PAYLOADS:
