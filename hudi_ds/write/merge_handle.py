@@ -1,7 +1,8 @@
 """The merge handle (COW, Java ``HoodieMergeHandle``): a new base file version of one file group.
 
 :class:`MergeHandle` buffers the incoming rows and on close merges them with the file group's
-current base file into a new base file ``<fileId>_<token>_<instant>.parquet`` (a
+current base file into a new base file ``<fileId>_<token>_<instant>.parquet`` (``.lance``
+for a table of Lance base files; a
 :class:`MergeHandle` without a base file is Hudi's ``CreateHandle``). Under a memory budget,
 :meth:`~MergeHandle.flush` spills the buffer to local disk, in files partitioned by a hash of
 the record key, and a merge that does not fit the budget streams the base file or runs
@@ -28,9 +29,9 @@ import pyarrow.parquet as pq
 from hudi_ds.errors import CorruptFileError, MissingFileError, StorageError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import java_string_hash
+from hudi_ds.layout.base_file import new_base_file_writer, write_whole_base_file
 from hudi_ds.layout.file_group import BaseFile
 from hudi_ds.layout.naming import base_file_name
-from hudi_ds.layout.parquet import BaseFileWriter, write_base_file
 from hudi_ds.merge.engine import (
     DataPart,
     DeleteKeys,
@@ -374,7 +375,9 @@ class MergeHandle(BufferedHandle):
         self.partition_path = partition_path
         self.file_id = file_id
         self.base_file = base_file
-        name = base_file_name(file_id, ctx.token, ctx.instant)
+        name = base_file_name(
+            file_id, ctx.token, ctx.instant, ctx.options.base_file_format.extension
+        )
         self.name = name
         self.path = f"{partition_path}/{name}" if partition_path else name
         self._data: list[pa.Table] = []
@@ -488,8 +491,14 @@ class MergeHandle(BufferedHandle):
             else None
         )
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        size = write_base_file(
-            ctx.storage, self.path, merged, ctx.options.codec, bloom, bloom_filter=carried
+        size = write_whole_base_file(
+            ctx.options.base_file_format,
+            ctx.storage,
+            self.path,
+            merged,
+            ctx.options.codec,
+            bloom,
+            bloom_filter=carried,
         )
         crash_point("handle_flush")
         st = self._status(merged.num_rows, res.updates, res.inserts, res.deletes, size)
@@ -573,7 +582,13 @@ class MergeHandle(BufferedHandle):
         and write the results as consecutive row groups of the new base file."""
         ctx = self.ctx
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        writer = BaseFileWriter(ctx.storage, self.path, ctx.options.codec, ctx.options.bloom)
+        writer = new_base_file_writer(
+            ctx.options.base_file_format,
+            ctx.storage,
+            self.path,
+            ctx.options.codec,
+            ctx.options.bloom,
+        )
         n_rows = n_updates = n_inserts = n_deleted = 0
         # the key changes of the groups (they share no key): their union is the file's
         inserted: list[pa.Array] | None = [] if ctx.track_keys else None
