@@ -22,6 +22,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -184,6 +185,8 @@ class LanceBaseFile:
         self.schema: pa.Schema = md.schema
         self.names: list[str] = list(md.schema.names)
         self.num_rows: int = int(md.num_rows)
+        #: bytes of encoded column data (the file's pages)
+        self.data_bytes: int = int(md.num_data_bytes)
 
     def footer(self) -> dict[bytes, bytes]:
         """The file's key/value entries (Lance: the schema metadata)."""
@@ -197,3 +200,9 @@ class LanceBaseFile:
             return pa.table({"_": pa.nulls(self.num_rows)}).drop_columns(["_"])
         reader = self._lance.LanceFileReader(self._uri, columns=columns)
         return reader.read_all().to_table()  # type: ignore[no-any-return]
+
+    def batches(self, columns: list[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """The rows of ``columns``, ``batch_rows`` at a time (a merge that does not hold the
+        whole file)."""
+        reader = self._lance.LanceFileReader(self._uri, columns=columns)
+        yield from reader.read_all(batch_size=max(batch_rows, 1)).to_batches()

@@ -31,6 +31,7 @@ from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.base_file import new_base_file_writer, write_whole_base_file
 from hudi_ds.layout.file_group import BaseFile
+from hudi_ds.layout.lance import LanceBaseFile
 from hudi_ds.layout.naming import base_file_name
 from hudi_ds.merge.engine import (
     DataPart,
@@ -190,7 +191,16 @@ class _KeyPartitions:
 
 def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
     """Estimated in-memory (Arrow) size of a base file's rows and their number, from its
-    Parquet footer (``(0, 0)`` for other formats)."""
+    Parquet footer or Lance metadata (``(0, 0)`` for other formats)."""
+    if base.name.extension == ".lance":
+        try:
+            lance_file = LanceBaseFile(storage, base.path)
+        except (OSError, ValueError) as e:
+            raise CorruptFileError(
+                f"cannot read base file {storage.full_path(base.path)}: {e}"
+            ) from e
+        # Lance pages are mostly plain values: about their Arrow size
+        return lance_file.data_bytes, lance_file.num_rows
     if base.name.extension != ".parquet":
         return 0, 0
     try:
@@ -219,7 +229,7 @@ def _read_for_merge(
 ) -> pa.Table:
     """All rows of a base file in ``schema``, ``_hoodie_file_name`` null
     (:func:`_merged_columns`), its footer as the schema metadata."""
-    if base.name.extension != ".parquet":
+    if base.name.extension not in (".parquet", ".lance"):
         return read_base_file(storage, base, schema, use_threads=use_threads)
     parts = list(_iter_base_file(storage, base, schema, None, use_threads))
     meta = parts[0].schema.metadata
@@ -267,6 +277,9 @@ def _iter_base_file(
     """The rows of a base file in ``schema``, ``batch_rows`` at a time (Parquet; None: a row
     group at a time), else all at once; ``_hoodie_file_name`` null (:func:`_merged_columns`),
     the file's footer as the schema metadata of the first table."""
+    if base.name.extension == ".lance":
+        yield from _iter_lance_file(storage, base, schema, batch_rows)
+        return
     if base.name.extension != ".parquet":
         yield read_base_file(storage, base, schema)
         return
@@ -308,6 +321,34 @@ def _iter_base_file(
         raise
     except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
+
+
+def _iter_lance_file(
+    storage: Storage, base: BaseFile, schema: pa.Schema, batch_rows: int | None
+) -> Iterator[pa.Table]:
+    """:func:`_iter_base_file` of a Lance base file (None: :data:`_BASE_READ_ROWS` at a time)."""
+    where = storage.full_path(base.path)
+    try:
+        f = LanceBaseFile(storage, base.path)
+        meta = f.schema.metadata
+        present = [c for c in _merged_columns(schema) if c in f.names]
+        first = True
+        for batch in f.batches(present, batch_rows or _BASE_READ_ROWS):
+            table = promote_table(pa.Table.from_batches([batch]), schema)
+            if first:
+                table = table.replace_schema_metadata(meta)
+                first = False
+            yield table
+        if first:  # no rows
+            yield schema.empty_table().replace_schema_metadata(meta)
+    except FileNotFoundError as e:
+        raise MissingFileError(
+            f"base file {where} of a committed file slice is missing", base.path
+        ) from e
+    except StorageError:
+        raise
+    except (OSError, ValueError) as e:
+        raise CorruptFileError(f"cannot read base file {where}: {e}") from e
 
 
 def _string_keys(keys: pa.ChunkedArray | pa.Array) -> pa.Array:

@@ -221,3 +221,38 @@ def test_new_lance_table_refused_without_pylance(
     with pytest.raises(UnsupportedError, match=r"'pylance'.*hudi_ds\[lance\]"):
         hudi_ds.write(str(root), _rows(0, 2, 1), _new_table_options("COPY_ON_WRITE"))
     assert not root.exists() or not any(root.rglob("*"))
+
+
+def test_lance_cow_merge_under_budget_keeps_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory-bounded COW merges (spilled partitions, the base file streamed batch by
+    batch) read and write Lance base files as they do Parquet ones: the rows and write stats
+    of an unbounded merge, each file's key footers over every row it holds."""
+    pytest.importorskip("lance")
+    from hudi_ds.write import merge_handle
+    from tests.write import test_memory as mem
+
+    monkeypatch.setattr(merge_handle, "_BASE_READ_ROWS", 512, raising=False)
+    lance = {
+        **mem.COW,
+        "hoodie.table.base.file.format": "LANCE",
+        "hoodie.write.table.version": "9",
+    }
+    small, big = str(tmp_path / "small"), str(tmp_path / "big")
+    stats_small, _, flushes, last = mem._write(
+        small, {**lance, "write.task.max.size": mem.TINY}, True
+    )
+    stats_big, _, _, _ = mem._write(big, lance, True)
+    assert flushes > 0
+    expected = mem._model([mem._batches(s) for s in mem.STEPS])
+    assert mem._ours(small) == mem._ours(big) == expected
+    assert mem._theirs(small) == expected
+    assert stats_small == stats_big
+    assert last and all(f.endswith(".lance") for f in last)
+    written = sorted(Path(small).rglob("*.lance"))
+    check_like_java(written, written[0])
+    for f in written:
+        _, rows = _lance_file(f)
+        keys = rows.column("_hoodie_record_key").to_pylist()
+        assert len(keys) == len(set(keys)), f
