@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -28,7 +29,7 @@ from hudi_ds.keygen import (
     custom_partition_fields,
 )
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
-from hudi_ds.layout.lance import lance_available, lance_file_module
+from hudi_ds.layout.lance import LanceBaseFile, lance_available, lance_file_module
 from hudi_ds.merge.modes import (
     MergeSpec,
     check_same_spec,
@@ -798,6 +799,22 @@ def _partition_fields(o: Options, cfg: TableConfig, base_uri: str) -> tuple[str,
     return tuple(f.split(":")[0] for f in asked)
 
 
+#: rows of a Lance base file sampled for auto-generated keys (Parquet: its first row group)
+_SAMPLED_ROWS = 1000
+
+
+def _sampled_key_rows(table: TableState, path: str) -> pa.Table:
+    """The commit time and record key columns of the first rows of base file ``path``."""
+    cols = [COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD]
+    if path.endswith(".lance"):
+        return LanceBaseFile(table.storage, path).read(cols).slice(0, _SAMPLED_ROWS)
+    with table.storage.open_input_file(path) as f:
+        pf = pq.ParquetFile(f)
+        if pf.metadata.num_row_groups == 0:
+            return pa.table({c: pa.array([], pa.string()) for c in cols})
+        return pf.read_row_group(0, columns=cols)
+
+
 def _auto_generated_key(table: TableState) -> str | None:
     """A record key of the table when its keys are Hudi's auto-generated ones, else None.
 
@@ -805,17 +822,11 @@ def _auto_generated_key(table: TableState) -> str | None:
     key is ``<its commit time>_<task>_<row>`` in a table written with auto-generated keys.
     """
     for stat in latest_write_stats(table):
-        if not stat.path or not stat.path.endswith(".parquet"):
+        if not stat.path or not stat.path.endswith((".parquet", ".lance")):
             continue
         try:
-            with table.storage.open_input_file(stat.path) as f:
-                pf = pq.ParquetFile(f)
-                if pf.metadata.num_row_groups == 0:
-                    continue
-                rows = pf.read_row_group(
-                    0, columns=[COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD]
-                )
-        except (OSError, KeyError, HudiError) as e:
+            rows = _sampled_key_rows(table, stat.path)
+        except (OSError, ValueError, KeyError, HudiError) as e:
             log.debug("cannot sample record keys of %s: %s", stat.path, e)
             continue
         if rows.num_rows == 0:
