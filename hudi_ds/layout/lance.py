@@ -68,7 +68,7 @@ def _plain_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` as a Lance base file stores it: every field nullable (Java converts the
     Avro schema, whose fields are unions with null), no schema metadata (the key footers are
     the only entries Java adds)."""
-    return pa.schema([f.with_nullable(True) for f in schema])
+    return pa.schema([f.with_nullable(True).remove_metadata() for f in schema])
 
 
 class LanceBaseFileWriter:
