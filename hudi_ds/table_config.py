@@ -80,6 +80,37 @@ class MergeMode(enum.StrEnum):
     CUSTOM = "CUSTOM"
 
 
+class BaseFileFormat(enum.StrEnum):
+    """``hoodie.table.base.file.format`` (Java ``HoodieFileFormat``): the format of a table's
+    base files; the value is what ``hoodie.properties`` records."""
+
+    PARQUET = "PARQUET"
+    ORC = "ORC"
+    HFILE = "HFILE"
+    #: Hudi 1.2's Lance base files (``HoodieSparkLanceWriter``), table version 9
+    LANCE = "LANCE"
+
+    @property
+    def extension(self) -> str:
+        """The base file name's extension (``HoodieFileFormat.getFileExtension``)."""
+        return "." + self.value.lower()
+
+    @classmethod
+    def parse(cls, value: str, where: str = "") -> BaseFileFormat:
+        """The format ``value`` names (case-insensitive).
+
+        Raises:
+            ConfigError: no such format, naming ``value`` and ``where`` it was read.
+        """
+        try:
+            return cls(str(value).strip().upper())
+        except ValueError:
+            raise ConfigError(
+                f"{where or 'hoodie.table.base.file.format'}={value!r}: expected one of "
+                f"{', '.join(cls)}"
+            ) from None
+
+
 #: the merge modes by their Hudi names, for the modules that test and pass them
 EVENT_TIME_ORDERING = MergeMode.EVENT_TIME_ORDERING
 COMMIT_TIME_ORDERING = MergeMode.COMMIT_TIME_ORDERING
@@ -517,8 +548,10 @@ class TableConfig:
         return self.POPULATE_META_FIELDS.flag(self.props)
 
     @property
-    def base_file_format(self) -> str:
-        return (self.BASE_FILE_FORMAT.of(self.props) or "").upper()
+    def base_file_format(self) -> BaseFileFormat:
+        return BaseFileFormat.parse(
+            self.BASE_FILE_FORMAT.of(self.props) or "PARQUET", self.BASE_FILE_FORMAT.key
+        )
 
     @property
     def recorded_key_generator(self) -> KeyGeneratorType | None:

@@ -27,7 +27,7 @@ from hudi_ds.keygen import KeyGeneratorType
 from hudi_ds.schema.avro import avro_schema_json, table_avro_schema
 from hudi_ds.schema.meta import META_FIELDS
 from hudi_ds.storage import Storage
-from hudi_ds.table_config import PROPS_FILE, TableConfig, TableType
+from hudi_ds.table_config import PROPS_FILE, BaseFileFormat, TableConfig, TableType
 
 #: The folders of a new table's ``.hoodie`` (``HoodieTableMetaClient.initTable``), both
 #: timeline layouts; :func:`table_folders` adds the timeline's own.
@@ -73,6 +73,7 @@ class NewTable:
             version 8 or 9 records them (``field:TYPE``); empty: the names.
         keygen_properties: the ``hoodie.keygen.timebased.*`` entries (Java records the
             TimestampBasedKeyGenerator's options, ``PERSISTED_CONFIG_LIST``).
+        base_file_format: ``hoodie.table.base.file.format`` (PARQUET, or LANCE on version 9).
     """
 
     table_name: str
@@ -91,6 +92,7 @@ class NewTable:
     key_generator_type: KeyGeneratorType | None = None
     partition_field_entries: tuple[str, ...] = ()
     keygen_properties: Mapping[str, str] = field(default_factory=dict)
+    base_file_format: BaseFileFormat = BaseFileFormat.PARQUET
 
     @property
     def key_generator(self) -> KeyGeneratorType:
@@ -140,7 +142,7 @@ def table_properties(table: NewTable, schema: pa.Schema) -> dict[str, str]:
             c.HIVE_STYLE_PARTITIONING.entry(table.hive_style),
             c.URL_ENCODE_PARTITIONING.entry(table.url_encode),
             c.DROP_PARTITION_COLUMNS.entry(False),
-            c.BASE_FILE_FORMAT.entry("PARQUET"),
+            c.BASE_FILE_FORMAT.entry(table.base_file_format.value),
             c.ARCHIVELOG_FOLDER.entry("archived"),
             c.POPULATE_META_FIELDS.entry(table.populate_meta_fields),
             c.TIMELINE_TIMEZONE.entry("UTC"),

@@ -361,6 +361,15 @@ class WriteConfig:
         parse_size,
         "Largest log data block (bytes of buffered Arrow data).",
     )
+    BASE_FILE_FORMAT = ConfigProperty(
+        "hoodie.table.base.file.format",
+        "PARQUET",
+        one_of("PARQUET", "LANCE"),
+        "A new table's base file format: PARQUET, or LANCE (Hudi 1.2's Lance files, table "
+        "version 9, with the optional pylance: hudi_ds[lance]). An existing table keeps its "
+        "own (a contradicting value is an error).",
+        aliases=("hoodie.base.file.format",),
+    )
     PARQUET_CODEC = ConfigProperty(
         "hoodie.parquet.compression.codec",
         "snappy",

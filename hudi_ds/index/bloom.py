@@ -66,7 +66,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from hudi_ds.errors import ConfigError, CorruptFileError, HudiError
 from hudi_ds.index.lookup import KeyLocations, LookupSpec, reads_logs
@@ -77,8 +76,9 @@ from hudi_ds.index.simple import (
     log_keys,
     open_base_file,
     ordered_map,
-    read_parquet_keys,
+    read_keys,
 )
+from hudi_ds.layout.base_file import OpenedBaseFile
 from hudi_ds.layout.bloom_filter import (
     BLOOM_FILTER_FOOTER,
     BLOOM_FILTER_TYPE_CODE_FOOTER,
@@ -250,8 +250,8 @@ class FooterRangeCache:
 FOOTER_RANGES = FooterRangeCache()
 
 
-def _footer(pf: pq.ParquetFile) -> dict[str, str]:
-    meta = pf.metadata.metadata or {}
+def _footer(f: OpenedBaseFile) -> dict[str, str]:
+    meta = f.footer()
     wanted = (
         MIN_RECORD_KEY_FOOTER,
         MAX_RECORD_KEY_FOOTER,
@@ -413,14 +413,14 @@ def _probe_base_file(
         key column was not read).
     """
     where = f"base file {storage.full_path(base.path)}"
-    with open_base_file(storage, base) as pf:
-        footer = _footer(pf)
+    with open_base_file(storage, base) as f:
+        footer = _footer(f)
         serialized = footer.get(BLOOM_FILTER_FOOTER)
         fr = FooterRange(
             footer.get(MIN_RECORD_KEY_FOOTER),
             footer.get(MAX_RECORD_KEY_FOOTER),
             serialized is not None,
-            pf.metadata.num_rows,
+            f.num_rows,
         )
         maybe = fr.keys_to_check(group, spec.prune_by_ranges)
         if maybe is None:  # no key footers: read the keys, as SIMPLE
@@ -434,7 +434,7 @@ def _probe_base_file(
         if not len(maybe):
             return fr, None
         try:
-            file_keys = read_parquet_keys(pf, spec, where)
+            file_keys = read_keys(f, spec, where)
         except HudiError:
             raise  # already names the file
         except (OSError, ValueError) as e:

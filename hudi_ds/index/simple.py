@@ -43,7 +43,6 @@ from typing import TypeVar
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from hudi_ds.errors import (
     CorruptBlockError,
@@ -55,6 +54,7 @@ from hudi_ds.errors import (
 )
 from hudi_ds.index.lookup import KeyLocations, LookupSpec, reads_logs
 from hudi_ds.keygen import record_keys
+from hudi_ds.layout.base_file import OpenedBaseFile, ParquetBaseFile, open_lance_base_file
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_data_block, scan_log_bytes
@@ -151,19 +151,19 @@ def key_columns(spec: LookupSpec) -> list[str]:
     return list(spec.record_key_fields)
 
 
-def read_parquet_keys(
-    pf: pq.ParquetFile, spec: LookupSpec, where: str, chunked: bool = False
+def read_keys(
+    f: OpenedBaseFile, spec: LookupSpec, where: str, chunked: bool = False
 ) -> pa.Array | pa.ChunkedArray:
-    """The record keys of an opened Parquet base file, reading only the key column(s)
-    (``chunked``: as :func:`keys_of_table`)."""
-    names = pf.schema_arrow.names
+    """The record keys of an opened base file (Parquet or Lance), reading only the key
+    column(s) (``chunked``: as :func:`keys_of_table`)."""
+    names = f.names
     cols = [c for c in key_columns(spec) if c in names]
-    table = pf.read(columns=cols, use_threads=False)
+    table = f.read(cols)
     if spec.meta_fields and (
         not cols or table.column(0).null_count == table.num_rows > 0
     ):  # meta column absent or never populated: build keys from the fields
         fields = [c for c in spec.record_key_fields if c in names]
-        table = pf.read(columns=fields, use_threads=False)
+        table = f.read(fields)
     return keys_of_table(table, spec, where, chunked)
 
 
@@ -176,12 +176,13 @@ def base_file_keys(
     Raises:
         MissingFileError: the file is gone.
         CorruptFileError: the file cannot be read (the message names it).
-        UnsupportedError: not a Parquet base file.
+        UnsupportedError: neither a Parquet nor a Lance base file, or a Lance one without
+            the optional pylance.
     """
-    with open_base_file(storage, base) as pf:
+    with open_base_file(storage, base) as f:
         where = f"base file {storage.full_path(base.path)}"
         try:
-            return read_parquet_keys(pf, spec, where, chunked)
+            return read_keys(f, spec, where, chunked)
         except HudiError:
             raise  # already names the file
         except (OSError, ValueError) as e:
@@ -189,30 +190,39 @@ def base_file_keys(
 
 
 @contextmanager
-def open_base_file(storage: Storage, base: BaseFile) -> Iterator[pq.ParquetFile]:
-    """``with open_base_file(storage, base) as pf``: the base file as a ``pq.ParquetFile``
-    (its footer read), closed on exit; one open of the file.
+def open_base_file(storage: Storage, base: BaseFile) -> Iterator[OpenedBaseFile]:
+    """``with open_base_file(storage, base) as f``: the base file opened (its footer read),
+    closed on exit; one open of the file.
 
     Raises:
         MissingFileError, CorruptFileError, UnsupportedError: as :func:`base_file_keys`.
     """
     path = storage.full_path(base.path)
-    if base.name.extension != ".parquet":
-        raise UnsupportedError(f"index lookup reads Parquet base files only, not {path}")
+    ext = base.name.extension
+    if ext not in (".parquet", ".lance"):
+        raise UnsupportedError(f"index lookup reads Parquet and Lance base files, not {path}")
+    missing = f"base file {path} of a committed file slice is missing"
+    if ext == ".lance":
+        try:
+            lance_file = open_lance_base_file(storage, base.path)
+        except FileNotFoundError as e:
+            raise MissingFileError(missing, base.path) from e
+        except (OSError, ValueError) as e:
+            raise CorruptFileError(f"cannot read base file {path}: {e}") from e
+        yield lance_file
+        return
     try:
         f = storage.open_input_file(base.path, base.size or None)  # listed: no HEAD
     except FileNotFoundError as e:
-        raise MissingFileError(
-            f"base file {path} of a committed file slice is missing", base.path
-        ) from e
+        raise MissingFileError(missing, base.path) from e
     except OSError as e:
         raise CorruptFileError(f"cannot open base file {path}: {e}") from e
     with f:
         try:
-            pf = pq.ParquetFile(f)
+            opened = ParquetBaseFile(f)
         except (OSError, ValueError) as e:  # ArrowInvalid; a bad footer
             raise CorruptFileError(f"cannot read base file {path}: {e}") from e
-        yield pf
+        yield opened
 
 
 def log_keys(storage: Storage, fslice: FileSlice, spec: LookupSpec) -> tuple[pa.Array, int]:

@@ -110,6 +110,50 @@ def _without_key_footers(table: pa.Table) -> pa.Table:
     return table.replace_schema_metadata({k: v for k, v in meta.items() if k not in _KEY_FOOTERS})
 
 
+class KeyFooters:
+    """The key footers of a base file being written: its bloom filter of every record key
+    and the min/max record key (no range in a file of no rows), in the order of
+    ``pc.min_max`` (UTF-8 bytes, i.e. code points).
+
+    Args:
+        bloom: the filter's spec (None: a table without meta fields, whose files have no key
+            footers, as Java's).
+        bloom_filter: a filter already holding keys (the caller's), added to from here.
+    """
+
+    def __init__(self, bloom: BloomFilterSpec | None, bloom_filter: BloomFilter | None = None):
+        self._bloom: BloomFilter | None = None
+        if bloom is not None:
+            self._bloom = bloom_filter if bloom_filter is not None else bloom.new_filter()
+        self._min: str | None = None
+        self._max: str | None = None
+
+    def add(self, table: pa.Table, bloom: bool = True) -> None:
+        """Take the record keys of ``table``'s rows (``bloom`` False: they are in the filter
+        already, only their range is taken)."""
+        if self._bloom is None or table.num_rows == 0:
+            return
+        keys = table.column(RECORD_KEY_METADATA_FIELD)
+        if bloom:
+            self._bloom.add(keys)
+        mm = pc.min_max(keys)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if lo is None:
+            return
+        self._min = lo if self._min is None or lo < self._min else self._min
+        self._max = hi if self._max is None or hi > self._max else self._max
+
+    def footer(self) -> dict[str, str]:
+        """The footer entries (none without a bloom spec)."""
+        if self._bloom is None:
+            return {}
+        out = self._bloom.footer()
+        if self._min is not None:
+            out[MIN_RECORD_KEY_FOOTER] = str(self._min)
+            out[MAX_RECORD_KEY_FOOTER] = str(self._max)
+        return out
+
+
 def write_base_file(
     storage: Storage,
     path: str,
@@ -122,22 +166,12 @@ def write_base_file(
 
     With a ``bloom`` spec (None: a table without meta fields, whose files have no key footers,
     as Java's), the footer carries the bloom filter of every record key and the min/max record
-    key (:data:`MIN_RECORD_KEY_FOOTER`; no range in a file of no rows). ``bloom_filter``: that
-    filter already built by the caller (holding every key of ``table``, added in row order).
+    key (:class:`KeyFooters`). ``bloom_filter``: that filter already built by the caller
+    (holding every key of ``table``, added in row order).
     """
     table = _without_key_footers(table)
-    footer: dict[str, str] = {}
-    if bloom is not None:
-        keys = table.column(RECORD_KEY_METADATA_FIELD)
-        bf = bloom_filter
-        if bf is None:
-            bf = bloom.new_filter()
-            bf.add(keys)
-        footer = bf.footer()
-        if table.num_rows:
-            mm = pc.min_max(keys)
-            footer[MIN_RECORD_KEY_FOOTER] = str(mm["min"].as_py())
-            footer[MAX_RECORD_KEY_FOOTER] = str(mm["max"].as_py())
+    keys = KeyFooters(bloom, bloom_filter)
+    keys.add(table, bloom=bloom_filter is None)
     # an Arrow buffer stream: a Python file object costs a call per page (~8% of the write)
     buf = pa.BufferOutputStream()
     with pq.ParquetWriter(
@@ -149,7 +183,7 @@ def write_base_file(
     ) as writer:
         writer.write_table(table)
         # footer entries only: schema metadata would also be copied into ARROW:schema
-        writer.add_key_value_metadata(footer)
+        writer.add_key_value_metadata(keys.footer())
     data = buf.getvalue().to_pybytes()
     storage.write_bytes(path, data)
     return len(data)
@@ -211,12 +245,10 @@ class BaseFileWriter:
         self.storage = storage
         self.path = path
         self.codec = codec
-        self._bloom: BloomFilter | None = bloom.new_filter() if bloom is not None else None
+        self._keys = KeyFooters(bloom)
         self._out: OutputStream | None = None
         self._sink: _BufferedSink | None = None
         self._writer: pq.ParquetWriter | None = None
-        self._min: str | None = None
-        self._max: str | None = None
 
     def _open(self, table: pa.Table) -> pq.ParquetWriter:
         table = _without_key_footers(table)
@@ -237,24 +269,14 @@ class BaseFileWriter:
             return
         writer = self._writer or self._open(table)
         writer.write_table(table)
-        if self._bloom is None:
-            return
-        keys = table.column(RECORD_KEY_METADATA_FIELD)
-        self._bloom.add(keys)
-        mm = pc.min_max(keys)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        self._min = lo if self._min is None or lo < self._min else self._min
-        self._max = hi if self._max is None or hi > self._max else self._max
+        self._keys.add(table)
 
     def close(self, schema: pa.Schema) -> int:
         """Finish the file (an empty one of ``schema`` if nothing was written); returns its size."""
         writer = self._writer or self._open(schema.empty_table())
-        if self._bloom is not None:
-            writer.add_key_value_metadata(self._bloom.footer())
-        if self._min is not None:
-            writer.add_key_value_metadata(
-                {MIN_RECORD_KEY_FOOTER: self._min, MAX_RECORD_KEY_FOOTER: str(self._max)}
-            )
+        footer = self._keys.footer()
+        if footer:
+            writer.add_key_value_metadata(footer)
         writer.close()
         assert self._out is not None and self._sink is not None
         self._sink.close()

@@ -19,6 +19,7 @@ from hudi_ds.errors import (
     MissingFileError,
 )
 from hudi_ds.faults import crash_point
+from hudi_ds.layout.base_file import write_whole_base_file
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
@@ -29,7 +30,6 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
     partition_of,
 )
-from hudi_ds.layout.parquet import write_base_file
 from hudi_ds.schema.avro import avro_to_arrow_schema
 from hudi_ds.schema.meta import FILENAME_METADATA_FIELD, clear_meta_values, with_meta_fields
 from hudi_ds.services.base import ServiceContext
@@ -38,6 +38,7 @@ from hudi_ds.table.committed import committed_files, visible_commits
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.table import ReadableTable
+from hudi_ds.table_config import BaseFileFormat
 from hudi_ds.timeline.instant import COMPACTION, ROLLBACK, Instant, State
 from hudi_ds.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from hudi_ds.timeline.plans import (
@@ -202,6 +203,7 @@ class CompactionJob:
         visibility: the instants whose log blocks count (completed before C).
         context: merge context (schema as of C, keys, ordering field, merge mode).
         codec: Parquet codec of the new base files.
+        base_format: the format of the new base files (the table's).
         bloom: the bloom filter of the new base files (None: a table without meta fields).
         attempt: attempt number (part of the write tokens, so retries never clash).
         fence: the attempt's identity, checked before and after each base file is written
@@ -221,6 +223,7 @@ class CompactionJob:
     codec: str
     bloom: BloomFilterSpec | None
     attempt: int = 0
+    base_format: BaseFileFormat = BaseFileFormat.PARQUET
     key_changes: dict[str, tuple[pa.Array, pa.Array]] | None = field(
         default=None, compare=False, hash=False
     )
@@ -305,6 +308,7 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
         codec=ctx.options.get(WriteConfig.PARQUET_CODEC),
         bloom=BloomFilterSpec.of(ctx.options) if table.config.populate_meta_fields else None,
         attempt=attempt,
+        base_format=table.config.base_file_format,
         # the keys a state index holds are the files' _hoodie_record_key values: tracked only
         # where the compaction writes them
         key_changes={} if ctx.track_keys and read_ctx.populate_meta_fields else None,
@@ -376,7 +380,7 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     )
     t_scan = time.perf_counter() - t0
     token = token or attempt_token(job, index, index)
-    name = base_file_name(fslice.file_id, token, job.instant)
+    name = base_file_name(fslice.file_id, token, job.instant, job.base_format.extension)
     rel = file_path(fslice.partition_path, name)
     if idx >= 0:
         rows = rows.add_column(
@@ -389,7 +393,7 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
         fence.check_soon(storage)  # rolled back meanwhile: write nothing more
     create_marker(storage, job.instant, rel, "CREATE")
     t1 = time.perf_counter()
-    size = write_base_file(storage, rel, rows, job.codec, job.bloom)
+    size = write_whole_base_file(job.base_format, storage, rel, rows, job.codec, job.bloom)
     crash_point("compaction")
     if fence is not None:
         # A rollback that began after the check above may have listed the markers before

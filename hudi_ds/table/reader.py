@@ -33,6 +33,7 @@ from hudi_ds.errors import (
 )
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import BaseFile, FileSlice
+from hudi_ds.layout.lance import LanceBaseFile
 from hudi_ds.log.block import BlockType, HeaderKey, LogBlock
 from hudi_ds.log.reader import (
     decode_data_block,
@@ -194,14 +195,10 @@ def _no_true_flag(pf: pq.ParquetFile) -> bool:
 
 
 def _read_lance(storage: Storage, base: BaseFile, names: list[str]) -> pa.Table:
-    try:
-        from lance.file import LanceFileReader  # type: ignore[import-not-found]
-    except ImportError as e:  # pragma: no cover - depends on the optional extra
-        raise UnsupportedError(
-            f"{base.path} is a Lance base file; install hudi_ds[lance] (the 'pylance' package)"
-        ) from e
-    table = LanceFileReader(storage.uri(base.path)).read_all().to_table()
-    return table.select([c for c in names if c in table.column_names])
+    """The columns of ``names`` a Lance base file holds (the others are added by
+    ``promote_table``)."""
+    f = LanceBaseFile(storage, base.path)
+    return f.read([c for c in names if c in f.names])
 
 
 def scan_slice_logs(

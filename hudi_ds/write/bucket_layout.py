@@ -29,7 +29,9 @@ from hudi_ds.errors import CorruptFileError, HudiError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, bucket_ids_from_record_keys
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileGroup
+from hudi_ds.layout.lance import LanceBaseFile
 from hudi_ds.layout.naming import bucket_id_of
+from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
@@ -108,6 +110,8 @@ def _sample_keys(storage: Storage, g: FileGroup, config: TableConfig) -> list[st
     try:
         if g.base_files:
             base = max(g.base_files, key=lambda b: b.instant_time)
+            if base.name.extension == ".lance":
+                return _lance_footer_keys(storage, base.path)
             if not config.populate_meta_fields:
                 return _field_keys(storage, base.path, config)
             return _footer_keys(storage, base.path, base.size or None)
@@ -115,7 +119,7 @@ def _sample_keys(storage: Storage, g: FileGroup, config: TableConfig) -> list[st
         if small:
             lf = min(small, key=lambda f: f.size)
             return _log_keys(storage, lf.path, config)
-    except (OSError, pa.ArrowException, HudiError) as e:
+    except (OSError, ValueError, pa.ArrowException, HudiError) as e:
         # a stray file of a failed write: readers report those, the check just skips it
         log.debug("no key sample from file group %s: %s", g.file_id, e)
     return []
@@ -137,6 +141,13 @@ def _footer_keys(storage: Storage, path: str, size: int | None = None) -> list[s
                 for v in (st.min, st.max)
             )
     return out
+
+
+def _lance_footer_keys(storage: Storage, path: str) -> list[str]:
+    """The min/max record key of a Lance base file's key footers (none without them)."""
+    footer = LanceBaseFile(storage, path).footer()
+    keys = (footer.get(k.encode()) for k in (MIN_RECORD_KEY_FOOTER, MAX_RECORD_KEY_FOOTER))
+    return [k.decode("utf-8", "replace") for k in keys if k is not None]
 
 
 def _field_keys(storage: Storage, path: str, config: TableConfig) -> list[str]:

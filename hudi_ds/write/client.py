@@ -308,6 +308,7 @@ class WriteClient:
             key_generator_type=r.keys.generator,
             partition_field_entries=r.keys.partition_field_entries(),
             keygen_properties=r.keys.timestamp.table_properties() if r.keys.timestamp else {},
+            base_file_format=r.base_file_format,
         )
         self.state = TableState(self.storage, create_table(self.storage, new, schema))
         install_metadata_writer(self.state, self.options)

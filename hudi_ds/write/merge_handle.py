@@ -1,7 +1,8 @@
 """The merge handle (COW, Java ``HoodieMergeHandle``): a new base file version of one file group.
 
 :class:`MergeHandle` buffers the incoming rows and on close merges them with the file group's
-current base file into a new base file ``<fileId>_<token>_<instant>.parquet`` (a
+current base file into a new base file ``<fileId>_<token>_<instant>.parquet`` (``.lance``
+for a table of Lance base files; a
 :class:`MergeHandle` without a base file is Hudi's ``CreateHandle``). Under a memory budget,
 :meth:`~MergeHandle.flush` spills the buffer to local disk, in files partitioned by a hash of
 the record key, and a merge that does not fit the budget streams the base file or runs
@@ -28,9 +29,10 @@ import pyarrow.parquet as pq
 from hudi_ds.errors import CorruptFileError, MissingFileError, StorageError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.bucket import java_string_hash
+from hudi_ds.layout.base_file import new_base_file_writer, write_whole_base_file
 from hudi_ds.layout.file_group import BaseFile
+from hudi_ds.layout.lance import LanceBaseFile
 from hudi_ds.layout.naming import base_file_name
-from hudi_ds.layout.parquet import BaseFileWriter, write_base_file
 from hudi_ds.merge.engine import (
     DataPart,
     DeleteKeys,
@@ -189,7 +191,16 @@ class _KeyPartitions:
 
 def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
     """Estimated in-memory (Arrow) size of a base file's rows and their number, from its
-    Parquet footer (``(0, 0)`` for other formats)."""
+    Parquet footer or Lance metadata (``(0, 0)`` for other formats)."""
+    if base.name.extension == ".lance":
+        try:
+            lance_file = LanceBaseFile(storage, base.path)
+        except (OSError, ValueError) as e:
+            raise CorruptFileError(
+                f"cannot read base file {storage.full_path(base.path)}: {e}"
+            ) from e
+        # Lance pages are mostly plain values: about their Arrow size
+        return lance_file.data_bytes, lance_file.num_rows
     if base.name.extension != ".parquet":
         return 0, 0
     try:
@@ -218,7 +229,7 @@ def _read_for_merge(
 ) -> pa.Table:
     """All rows of a base file in ``schema``, ``_hoodie_file_name`` null
     (:func:`_merged_columns`), its footer as the schema metadata."""
-    if base.name.extension != ".parquet":
+    if base.name.extension not in (".parquet", ".lance"):
         return read_base_file(storage, base, schema, use_threads=use_threads)
     parts = list(_iter_base_file(storage, base, schema, None, use_threads))
     meta = parts[0].schema.metadata
@@ -266,6 +277,9 @@ def _iter_base_file(
     """The rows of a base file in ``schema``, ``batch_rows`` at a time (Parquet; None: a row
     group at a time), else all at once; ``_hoodie_file_name`` null (:func:`_merged_columns`),
     the file's footer as the schema metadata of the first table."""
+    if base.name.extension == ".lance":
+        yield from _iter_lance_file(storage, base, schema, batch_rows)
+        return
     if base.name.extension != ".parquet":
         yield read_base_file(storage, base, schema)
         return
@@ -307,6 +321,34 @@ def _iter_base_file(
         raise
     except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
+
+
+def _iter_lance_file(
+    storage: Storage, base: BaseFile, schema: pa.Schema, batch_rows: int | None
+) -> Iterator[pa.Table]:
+    """:func:`_iter_base_file` of a Lance base file (None: :data:`_BASE_READ_ROWS` at a time)."""
+    where = storage.full_path(base.path)
+    try:
+        f = LanceBaseFile(storage, base.path)
+        meta = f.schema.metadata
+        present = [c for c in _merged_columns(schema) if c in f.names]
+        first = True
+        for batch in f.batches(present, batch_rows or _BASE_READ_ROWS):
+            table = promote_table(pa.Table.from_batches([batch]), schema)
+            if first:
+                table = table.replace_schema_metadata(meta)
+                first = False
+            yield table
+        if first:  # no rows
+            yield schema.empty_table().replace_schema_metadata(meta)
+    except FileNotFoundError as e:
+        raise MissingFileError(
+            f"base file {where} of a committed file slice is missing", base.path
+        ) from e
+    except StorageError:
+        raise
+    except (OSError, ValueError) as e:
+        raise CorruptFileError(f"cannot read base file {where}: {e}") from e
 
 
 def _string_keys(keys: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -374,7 +416,9 @@ class MergeHandle(BufferedHandle):
         self.partition_path = partition_path
         self.file_id = file_id
         self.base_file = base_file
-        name = base_file_name(file_id, ctx.token, ctx.instant)
+        name = base_file_name(
+            file_id, ctx.token, ctx.instant, ctx.options.base_file_format.extension
+        )
         self.name = name
         self.path = f"{partition_path}/{name}" if partition_path else name
         self._data: list[pa.Table] = []
@@ -488,8 +532,14 @@ class MergeHandle(BufferedHandle):
             else None
         )
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        size = write_base_file(
-            ctx.storage, self.path, merged, ctx.options.codec, bloom, bloom_filter=carried
+        size = write_whole_base_file(
+            ctx.options.base_file_format,
+            ctx.storage,
+            self.path,
+            merged,
+            ctx.options.codec,
+            bloom,
+            bloom_filter=carried,
         )
         crash_point("handle_flush")
         st = self._status(merged.num_rows, res.updates, res.inserts, res.deletes, size)
@@ -573,7 +623,13 @@ class MergeHandle(BufferedHandle):
         and write the results as consecutive row groups of the new base file."""
         ctx = self.ctx
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
-        writer = BaseFileWriter(ctx.storage, self.path, ctx.options.codec, ctx.options.bloom)
+        writer = new_base_file_writer(
+            ctx.options.base_file_format,
+            ctx.storage,
+            self.path,
+            ctx.options.codec,
+            ctx.options.bloom,
+        )
         n_rows = n_updates = n_inserts = n_deleted = 0
         # the key changes of the groups (they share no key): their union is the file's
         inserted: list[pa.Array] | None = [] if ctx.track_keys else None

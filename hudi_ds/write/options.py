@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -28,6 +29,7 @@ from hudi_ds.keygen import (
     custom_partition_fields,
 )
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
+from hudi_ds.layout.lance import LanceBaseFile, lance_available, lance_file_module
 from hudi_ds.merge.modes import (
     MergeSpec,
     check_same_spec,
@@ -42,7 +44,7 @@ from hudi_ds.schema.meta import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
 )
-from hudi_ds.table_config import MergeMode, TableConfig, TableType
+from hudi_ds.table_config import BaseFileFormat, MergeMode, TableConfig, TableType
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.operation import (
     DELETE,
@@ -150,6 +152,8 @@ class ResolvedOptions:
             base file rather than a log-only file group (see :func:`_bucket_base_files`).
         write_threads: threads writing one task's file groups (``write.tasks``; None: the
             machine's cores).
+        base_file_format: the format of new base files (the table's
+            ``hoodie.table.base.file.format``; for a new table, the option's).
     """
 
     operation: WriteOperation
@@ -167,6 +171,7 @@ class ResolvedOptions:
     populate_meta_fields: bool = True
     bucket_base_files: bool = False
     write_threads: int | None = None
+    base_file_format: BaseFileFormat = BaseFileFormat.PARQUET
 
 
 @dataclass(frozen=True)
@@ -243,6 +248,9 @@ def resolve_options(
         populate_meta_fields=meta_fields,
         bucket_base_files=_bucket_base_files(o, config, index, shape.table_type),
         write_threads=o.get(WriteConfig.WRITE_TASKS),
+        base_file_format=(
+            config.base_file_format if config is not None else _new_table_base_format(o)
+        ),
     )
 
 
@@ -517,17 +525,42 @@ def _check_version(cfg: TableConfig, base_uri: str) -> None:
             "Hudi's native format only"
         )
     fmt = cfg.base_file_format
-    if fmt == "LANCE":
+    if fmt is BaseFileFormat.LANCE and not lance_available():
         raise UnsupportedError(
             f"the table at {base_uri} has LANCE base files (hoodie.table.base.file.format="
-            "LANCE); writing them needs the 'pylance' package, which hudi_ds does not use, "
-            "so it does not write this table"
+            "LANCE); writing them needs the 'pylance' package, which is not installed: "
+            "install hudi_ds[lance]"
         )
-    if fmt != "PARQUET":
+    if fmt not in (BaseFileFormat.PARQUET, BaseFileFormat.LANCE):
         raise UnsupportedError(
             f"the table at {base_uri} has {fmt} base files (hoodie.table.base.file.format); "
-            "hudi_ds writes Parquet base files only"
+            "hudi_ds writes Parquet and Lance base files only"
         )
+
+
+def _new_table_base_format(o: Options) -> BaseFileFormat:
+    """The base file format of a new table (``hoodie.table.base.file.format``).
+
+    Raises:
+        ConfigError: LANCE for a table version other than 9: Lance base files came with
+            Hudi 1.2, whose tables are version 9; the readers of versions 6 and 8 (Hudi
+            0.14-1.0) have no Lance reader.
+        UnsupportedError: LANCE without the optional pylance.
+    """
+    fmt = BaseFileFormat.parse(
+        o.get(WriteConfig.BASE_FILE_FORMAT), WriteConfig.BASE_FILE_FORMAT.key
+    )
+    if fmt is not BaseFileFormat.LANCE:
+        return fmt
+    version = o.get(WriteConfig.WRITE_TABLE_VERSION)
+    if version != 9:
+        raise ConfigError(
+            f"option '{WriteConfig.BASE_FILE_FORMAT.key}'=LANCE needs table version 9 "
+            f"('{WriteConfig.WRITE_TABLE_VERSION.key}'=9, not {version}): Lance base files "
+            "came with Hudi 1.2, and the readers of older table versions cannot read them"
+        )
+    lance_file_module("a new table's LANCE base files (hoodie.table.base.file.format)")
+    return fmt
 
 
 def check_partial_blocks(resolved: ResolvedOptions, table_version: int) -> None:
@@ -751,6 +784,22 @@ def _partition_fields(o: Options, cfg: TableConfig, base_uri: str) -> tuple[str,
     return tuple(f.split(":")[0] for f in asked)
 
 
+#: rows of a Lance base file sampled for auto-generated keys (Parquet: its first row group)
+_SAMPLED_ROWS = 1000
+
+
+def _sampled_key_rows(table: TableState, path: str) -> pa.Table:
+    """The commit time and record key columns of the first rows of base file ``path``."""
+    cols = [COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD]
+    if path.endswith(".lance"):
+        return LanceBaseFile(table.storage, path).read(cols).slice(0, _SAMPLED_ROWS)
+    with table.storage.open_input_file(path) as f:
+        pf = pq.ParquetFile(f)
+        if pf.metadata.num_row_groups == 0:
+            return pa.table({c: pa.array([], pa.string()) for c in cols})
+        return pf.read_row_group(0, columns=cols)
+
+
 def _auto_generated_key(table: TableState) -> str | None:
     """A record key of the table when its keys are Hudi's auto-generated ones, else None.
 
@@ -758,17 +807,11 @@ def _auto_generated_key(table: TableState) -> str | None:
     key is ``<its commit time>_<task>_<row>`` in a table written with auto-generated keys.
     """
     for stat in latest_write_stats(table):
-        if not stat.path or not stat.path.endswith(".parquet"):
+        if not stat.path or not stat.path.endswith((".parquet", ".lance")):
             continue
         try:
-            with table.storage.open_input_file(stat.path) as f:
-                pf = pq.ParquetFile(f)
-                if pf.metadata.num_row_groups == 0:
-                    continue
-                rows = pf.read_row_group(
-                    0, columns=[COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD]
-                )
-        except (OSError, KeyError, HudiError) as e:
+            rows = _sampled_key_rows(table, stat.path)
+        except (OSError, ValueError, KeyError, HudiError) as e:
             log.debug("cannot sample record keys of %s: %s", stat.path, e)
             continue
         if rows.num_rows == 0:
@@ -811,6 +854,7 @@ def _check_against_table(o: Options, cfg: TableConfig) -> None:
     # Java HoodieTableMetaClient.validateTableProperties: virtual keys cannot be re-enabled;
     # nor are they turned on for a table whose files hold the meta values (mixed layouts)
     same(WriteConfig.POPULATE_META_FIELDS, cfg.populate_meta_fields)
+    same(WriteConfig.BASE_FILE_FORMAT, cfg.base_file_format)
     same(WriteConfig.RECORD_KEY_FIELDS, cfg.record_key_fields, bool(cfg.record_key_fields))
     partition_option: list[str] = o.get(WriteConfig.PARTITION_FIELDS)
     recorded = (

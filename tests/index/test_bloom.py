@@ -27,8 +27,9 @@ from hudi_ds.layout.bloom_filter import BLOOM_FILTER_FOOTER, BloomFilter, BloomF
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.naming import base_file_name, parse_base_file_name
 from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER, write_base_file
-from tests.fixtures import fixture_table
+from tests.fixtures import fixture_table, require_base_file_reader
 from tests.index.test_simple import (  # noqa: F401 - *_table: pytest fixtures
+    LANCE_FIXTURES,
     NEW,
     PARQUET_FIXTURES,
     CountingStorage,
@@ -113,6 +114,24 @@ def test_bloom_on_fixture(name: str, tmp_path_factory: Any) -> None:
     check_fixture(name, bloom_lookup, tmp_path_factory)
     _, slices, _ = table_slices(fixture_table(name, tmp_path_factory))
     assert len(FOOTER_RANGES) == sum(s.base_file is not None for s in slices)
+    check_fixture(name, bloom_lookup, tmp_path_factory)
+
+
+@pytest.mark.parametrize("name", LANCE_FIXTURES)
+def test_bloom_on_lance_fixture(name: str, tmp_path_factory: Any) -> None:
+    """Lance base files keep the key footers in their schema metadata (Java
+    ``HoodieBaseLanceWriter.finalizeFooterMetadata``): read as Parquet footers are, their key
+    ranges cached."""
+    require_base_file_reader(name)
+    check_fixture(name, bloom_lookup, tmp_path_factory)
+    storage, slices, _ = table_slices(fixture_table(name, tmp_path_factory))
+    bases = [s.base_file for s in slices if s.base_file is not None]
+    assert bases and all(b.name.extension == ".lance" for b in bases)
+    for b in bases:
+        key = FooterRangeCache.key(storage, b)
+        assert key is not None
+        fr = FOOTER_RANGES.get(key)
+        assert fr is not None and fr.has_filter and fr.min_key and fr.num_rows > 0
     check_fixture(name, bloom_lookup, tmp_path_factory)
 
 

@@ -33,7 +33,13 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.view import TableState
 from tests.builders import copy_table, rows
 from tests.conftest import table_options
-from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table, has_lance_base_files
+from tests.fixtures import (
+    GOLDEN_DIR,
+    fixture_names,
+    fixture_table,
+    has_lance_base_files,
+    require_base_file_reader,
+)
 
 NEW = (None, None, None)
 
@@ -97,12 +103,21 @@ def _row_keys(rows: list[dict[str, Any]], spec: LookupSpec) -> list[str]:
     return out
 
 
+def read_any_base_file(path: Path) -> pa.Table:
+    """A base file's rows, read with pyarrow (Parquet) or pylance (Lance)."""
+    if path.suffix == ".lance":
+        from lance.file import LanceFileReader
+
+        return LanceFileReader(str(path)).read_all().to_table()
+    return pq.read_table(path)
+
+
 def file_keys(root: Path, s: FileSlice, spec: LookupSpec, logs: bool) -> list[str]:
     """Every record key of a slice's files: the base file read whole with pyarrow, then the
     data blocks of its logs that no later rollback command block targets."""
     keys: list[str] = []
     if s.base_file is not None:
-        keys += _row_keys(pq.read_table(root / s.base_file.path).to_pylist(), spec)
+        keys += _row_keys(read_any_base_file(root / s.base_file.path).to_pylist(), spec)
     if logs:
         blocks = []
         for lf in s.log_files:
@@ -542,6 +557,8 @@ def test_lookup_of_global_matches_keys_alone(cow_table: Path) -> None:
 # --------------------------------------------------------------------------------------------
 
 PARQUET_FIXTURES = [n for n in fixture_names() if not has_lance_base_files(n)]
+#: Lance fixtures the lookups are checked on (COW partitioned, MOR with log files)
+LANCE_FIXTURES = ["cow_v9_lance_txns_simple", "mor_avro_v9_trips_lance"]
 
 
 def golden_keys(name: str, spec: LookupSpec) -> list[tuple[str, str | None, str | None]]:
@@ -622,13 +639,8 @@ def test_fixture_no_metafields_keys_are_built_from_fields(
     assert asked == [["id"]] * len(slices)
 
 
-def test_lance_base_files_are_refused_by_name(tmp_path_factory: Any) -> None:
-    name = next((n for n in fixture_names() if has_lance_base_files(n)), None)
-    if name is None:
-        pytest.skip("no Lance fixture")
-    root = fixture_table(name, tmp_path_factory)
-    storage, slices, spec = table_slices(root)
-    from hudi_ds.errors import UnsupportedError
-
-    with pytest.raises(UnsupportedError, match=r"\.lance"):
-        simple_lookup(storage, slices, pa.array(["x"]), None, spec)
+@pytest.mark.parametrize("name", LANCE_FIXTURES)
+def test_simple_on_lance_fixture(name: str, tmp_path_factory: Any) -> None:
+    """Lance base files (Hudi 1.2): their keys are read as Parquet ones are."""
+    require_base_file_reader(name)
+    check_fixture(name, simple_lookup, tmp_path_factory)

@@ -564,8 +564,8 @@ def test_unmaintained_partitions_dropped(tmp_path: Path, caplog: pytest.LogCaptu
     assert_in_step(root)
 
 
-#: Hudi 1.x fixtures with a metadata table that hudi_ds writes (Lance and no-meta-field
-#: tables are refused whatever they have)
+#: Hudi 1.x fixtures with a metadata table that hudi_ds writes (the Lance ones are
+#: tests/write/test_lance_writes.py's)
 MDT_FIXTURES_1X = [
     "cow_v9_timebasedkeygen_nonhivestyle",
     "cow_v9_txns_complex_meta",

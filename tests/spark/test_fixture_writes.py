@@ -26,11 +26,11 @@ from tests.fixtures import more_fixture_names, require_fixtures, unzip_more
 from tests.metadata.test_writer import assert_in_step
 from tests.write.fixture_model import (
     REFUSED,
-    REFUSED_1X,
     TIMESTAMP_RECORDED_AS_STRING,
     WRITABLE,
     WRITABLE_1X,
     WRITABLE_1X_TIMESTAMP,
+    WRITABLE_LANCE,
     Fixture,
     check_merge_mode,
     check_payload,
@@ -108,6 +108,7 @@ ALL_WRITABLE: dict[str, Fixture] = {
     **WRITABLE_1X,
     **WRITABLE_1X_TIMESTAMP,
     **WRITABLE_1X_MDT,
+    **WRITABLE_LANCE,
 }
 
 #: run by default: every v6 fixture and the 1.x ones the default run always covered, plus one
@@ -129,6 +130,9 @@ DEFAULT_RUN = frozenset(
         "mor_avro_v9_txns_nonpart_meta",
         "mor_avro_v9_timebasedkeygen_nonhivestyle",
         "cow_v9_txns_simple_overwrite",
+        # Lance base files (pylance): COW partitioned, MOR not hive-style
+        "cow_v9_lance_txns_simple",
+        "mor_avro_v9_lance_nonhivestyle",
     }
 )
 
@@ -145,7 +149,7 @@ def test_every_fixture_is_covered_through_spark() -> None:
     from tests.write.test_fixture_writes import fixture_names
 
     assert set(WRITABLE_1X_MDT) | set(WRITABLE_1X_TIMESTAMP) == set(MDT_FIXTURES_1X)
-    refused = {*REFUSED, *REFUSED_1X, *TIMESTAMP_RECORDED_AS_STRING}
+    refused = {*REFUSED, *TIMESTAMP_RECORDED_AS_STRING}
     assert sorted(fixture_names("6|8|9")) == sorted({*ALL_WRITABLE, *refused})
     assert set(ALL_WRITABLE) >= DEFAULT_RUN
 
@@ -240,14 +244,12 @@ def _refused_cases() -> list[Any]:
     """(fixture, operation, error pattern, options): every refused fixture, the upsert and
     (where Java refuses it too) the delete."""
     cases = [(n, op, m, o) for n, (m, o) in REFUSED.items() for op in ("upsert", "delete")]
-    cases += [(n, op, m, o) for n, (m, o) in REFUSED_1X.items() for op in ("upsert", "delete")]
     cases += [
         (n, "upsert", f"partition column '{c}'.*Spark SQL", {})
         for n, c in TIMESTAMP_RECORDED_AS_STRING.items()
     ]
     default = {
         "cow_0x_partitioned",
-        "mor_avro_v9_trips_lance",
         "cow_v9_timebasedkeygen_epochmillis",
     }
     return [
@@ -260,16 +262,13 @@ def _refused_cases() -> list[Any]:
 def test_spark_refused_fixture_stays_unchanged(
     spark: Any, name: str, operation: str, match: str, options: dict[str, str], tmp_path: Path
 ) -> None:
-    """Lance base files, Hudi-generated record keys, a timestamp partition column Hudi turned
-    to string: ``save()`` fails naming why, and the table stays byte-for-byte unchanged."""
+    """Hudi-generated record keys, a timestamp partition column Hudi turned to string:
+    ``save()`` fails naming why, and the table stays byte-for-byte unchanged."""
     root = unzip(name, tmp_path)
     before = tree_hashes(root)
-    if "LANCE" in match:
-        data = pa.table({"uuid": ["x"], "ts": [1], "city": ["c"]})
-    else:
-        rows = hudi_ds.read(str(root))
-        data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
-        data = data.slice(0, 2)
+    rows = hudi_ds.read(str(root))
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    data = data.slice(0, 2)
     with pytest.raises(Exception, match=match):
         _save(spark, data, root, {**options, "hoodie.datasource.write.operation": operation})
     assert tree_hashes(root) == before

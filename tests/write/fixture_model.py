@@ -298,19 +298,54 @@ def rows_without_keys(name: str, keys: set[str]) -> list[str]:
     return sorted(out)
 
 
-#: Hudi 1.x fixture tables hudi_ds refuses to write, and why (matched in the error)
-REFUSED_1X: dict[str, tuple[str, dict[str, str]]] = {
-    **{
-        name: ("LANCE base files", {})
-        for name in (
-            "cow_v9_lance_nonpartitioned",
-            "cow_v9_lance_txns_nonpart",
-            "cow_v9_lance_txns_simple",
-            "cow_v9_trips_lance",
-            "mor_avro_v9_lance_nonhivestyle",
-            "mor_avro_v9_trips_lance",
-        )
-    },
+_LANCE_TXNS = dict(
+    keys=("txn_id",), ordering="txn_ts", change="merchant_name", event_time=True, hive=True
+)
+#: Hudi 1.2 fixture tables with Lance base files (``hoodie.table.base.file.format=LANCE``) and
+#: a metadata table, written with the optional pylance (``hudi_ds[lance]``): new base files
+#: are Lance files as Java's ``HoodieSparkLanceWriter`` writes them
+#: (tests/write/test_lance_writes.py)
+WRITABLE_LANCE: dict[str, Fixture] = {
+    "cow_v9_lance_nonpartitioned": Fixture(
+        keys=("id",),
+        parts=(),
+        keygen="nonpartitioned",
+        hive=True,
+        ordering="updated_at",
+        change="name",
+        event_time=True,
+    ),
+    "cow_v9_lance_txns_nonpart": Fixture(
+        **_LANCE_TXNS,  # type: ignore[arg-type]
+        parts=(),
+        keygen="nonpartitioned",
+    ),
+    "cow_v9_lance_txns_simple": Fixture(
+        **_LANCE_TXNS,  # type: ignore[arg-type]
+        parts=("region",),
+        keygen="simple",
+        new_partition="new_region",
+    ),
+    "cow_v9_trips_lance": Fixture(
+        **_TRIPS,  # type: ignore[arg-type]
+        new_partition="new_city",
+        event_time=True,
+    ),
+    "mor_avro_v9_trips_lance": Fixture(
+        **_TRIPS,  # type: ignore[arg-type]
+        new_partition="new_city",
+        event_time=True,
+    ),
+    "mor_avro_v9_lance_nonhivestyle": Fixture(
+        keys=("event_id",),
+        parts=("event_date",),
+        keygen="simple",
+        hive=False,
+        ordering="event_ts",
+        change="payload",
+        new_partition="2024-02-29",
+        event_time=True,
+    ),
 }
 
 

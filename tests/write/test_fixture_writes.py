@@ -34,11 +34,11 @@ from tests.conftest import hudi_rs_table
 from tests.fixtures import FIXTURES_DIR, GOLDEN_DIR, require_fixtures
 from tests.write.fixture_model import (
     REFUSED,
-    REFUSED_1X,
     TIMESTAMP_RECORDED_AS_STRING,
     WRITABLE,
     WRITABLE_1X,
     WRITABLE_1X_TIMESTAMP,
+    WRITABLE_LANCE,
     check_merge_mode,
     check_payload,
     data_row_set,
@@ -92,14 +92,12 @@ def test_every_v6_fixture_is_covered() -> None:
 
 
 def test_every_1x_fixture_without_metadata_table_is_covered() -> None:
-    """Versions 8 and 9: each fixture without a metadata table is written or refused here
-    (the ones with a metadata table are the metadata table writer's, Lance ones are refused
-    whatever they have)."""
+    """Versions 8 and 9: each fixture without a metadata table is written here (the ones with
+    a metadata table are the metadata table writer's, the Lance ones
+    tests/write/test_lance_writes.py's)."""
     require_fixtures()
-    lance = {n for n, (why, _) in REFUSED_1X.items() if "LANCE" in why}
-    assert sorted(set(fixture_names("8|9", metadata_table=False)) - lance) == sorted(
-        set(WRITABLE_1X) | set(REFUSED_1X) - lance
-    )
+    lance = set(WRITABLE_LANCE)
+    assert sorted(set(fixture_names("8|9", metadata_table=False)) - lance) == sorted(WRITABLE_1X)
     assert lance <= set(fixture_names("9"))
 
 
@@ -313,23 +311,6 @@ def _latest_fixture_instant(name: str) -> str:
             if (m := re.search(r"/\.hoodie/timeline/(\d{17})[._]", n)) and "__MACOSX" not in n
         ]
     return max(times, default="0")
-
-
-@pytest.mark.parametrize("operation", ["upsert", "delete"])
-@pytest.mark.parametrize("name", sorted(REFUSED_1X))
-def test_refused_1x_fixture_stays_unchanged(name: str, operation: str, tmp_path: Path) -> None:
-    match, options = REFUSED_1X[name]
-    root = unzip(name, tmp_path)
-    before = tree_hashes(root)
-    rows = hudi_ds.read(str(root)) if "LANCE" not in match else None
-    data = (
-        rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")]).slice(0, 2)
-        if rows is not None
-        else pa.table({"id": ["x"]})
-    )
-    with pytest.raises(UnsupportedError, match=re.escape(match)):
-        getattr(HudiTable(str(root)), operation)(data, options)
-    assert tree_hashes(root) == before
 
 
 @pytest.mark.parametrize("operation", ["upsert", "delete"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from hudi_ds.config import Options
@@ -192,10 +194,18 @@ def test_non_native_table_format_and_orc_refused() -> None:
         resolve_options(Options.of({}), TableConfig({**v9, "hoodie.table.base.file.format": "ORC"}))
 
 
-def test_lance_base_files_refused_naming_pylance() -> None:
+def test_lance_base_files_refused_naming_pylance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lance base files are written with the optional pylance, refused without it."""
+    from tests.write.test_lance_writes import without_pylance
+
     cfg = TableConfig(
         {**TABLE_PROPS, "hoodie.table.version": "9", "hoodie.table.base.file.format": "LANCE"}
     )
+    if importlib.util.find_spec("lance") is not None:
+        assert resolve_options(Options.of({}), cfg, "/x").base_file_format == "LANCE"
+        with pytest.raises(ConfigError, match="hoodie.table.base.file.format.*contradicts"):
+            resolve_options(Options.of({"hoodie.table.base.file.format": "PARQUET"}), cfg, "/x")
+    without_pylance(monkeypatch)
     with pytest.raises(UnsupportedError, match="LANCE.*'pylance'"):
         resolve_options(Options.of({}), cfg, "/x")
 
