@@ -66,6 +66,7 @@ __all__ = [
     "partition_stats_key",
     "ranges_of_parquet",
     "ranges_of_table",
+    "reencode_stats",
 ]
 
 COLUMN_STATS = 3
@@ -600,6 +601,24 @@ def encode_stats_value(
     return buf.getvalue()
 
 
+def reencode_stats(
+    record_type: int, stats: Mapping[str, Any], schema_json: str, *, file_name: str | None = None
+) -> bytes:
+    """The HFile value of a decoded stats record (:func:`decode_stats_value`), written again
+    with ``schema_json`` (an MDT compaction's base file)."""
+    names, stats_fields = _fields(schema_json)
+    record: dict[str, Any] = dict.fromkeys(names)
+    record["key"] = ""
+    record["type"] = record_type
+    record["_hoodie_file_name"] = file_name
+    record["ColumnStatsMetadata"] = {f: stats.get(f) for f in stats_fields}
+    if "isTightBound" in stats_fields and record["ColumnStatsMetadata"]["isTightBound"] is None:
+        record["ColumnStatsMetadata"]["isTightBound"] = False
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, _parsed(schema_json), record)
+    return buf.getvalue()
+
+
 def decode_stats_value(value: bytes, schema_json: str) -> tuple[int, dict[str, Any]]:
     """Decode one stats record value: ``(type, HoodieMetadataColumnStats as a dict)``.
 
@@ -607,9 +626,17 @@ def decode_stats_value(value: bytes, schema_json: str) -> tuple[int, dict[str, A
         CorruptFileError: ``value`` is not a stats record of ``schema_json``.
     """
     try:
+        # wrapped values keep their wrapper's name, (name, {"value": v}): records re-encode
+        # as they were written
         record = typing.cast(
             dict[str, Any],
-            fastavro.schemaless_reader(io.BytesIO(value), _parsed(schema_json), None),
+            fastavro.schemaless_reader(
+                io.BytesIO(value),
+                _parsed(schema_json),
+                None,
+                return_record_name=True,
+                return_record_name_override=True,
+            ),
         )
     except Exception as e:  # fastavro raises assorted errors on torn bytes
         raise CorruptFileError(f"unreadable metadata record value ({len(value)} bytes): {e}") from e
@@ -619,8 +646,18 @@ def decode_stats_value(value: bytes, schema_json: str) -> tuple[int, dict[str, A
     return int(record["type"]), stats
 
 
-def _unwrapped(wrapper: Mapping[str, Any] | None) -> Any:
-    return None if wrapper is None else wrapper.get("value")
+def _unwrapped(wrapper: Any) -> Any:
+    """The value of a decoded wrapper, ``(name, {"value": v})``."""
+    return None if wrapper is None else wrapper[1].get("value")
+
+
+def _pick(a: Any, b: Any, smaller: bool) -> Any:
+    if a is None or b is None:
+        return b if a is None else a
+    va, vb = _unwrapped(a), _unwrapped(b)
+    if type(va) is not type(vb):
+        return b  # values of another type (the column changed type): the newer stands
+    return (a if va <= vb else b) if smaller else (a if va >= vb else b)
 
 
 def merge_stats(older: Mapping[str, Any], newer: Mapping[str, Any]) -> dict[str, Any]:
@@ -630,10 +667,8 @@ def merge_stats(older: Mapping[str, Any], newer: Mapping[str, Any]) -> dict[str,
     if newer.get("isDeleted") or older.get("isDeleted") or newer.get("isTightBound"):
         return dict(newer)
     out = dict(newer)
-    lo = _min(_unwrapped(older.get("minValue")), _unwrapped(newer.get("minValue")))
-    hi = _max(_unwrapped(older.get("maxValue")), _unwrapped(newer.get("maxValue")))
-    out["minValue"] = None if lo is None else {"value": lo}
-    out["maxValue"] = None if hi is None else {"value": hi}
+    out["minValue"] = _pick(older.get("minValue"), newer.get("minValue"), True)
+    out["maxValue"] = _pick(older.get("maxValue"), newer.get("maxValue"), False)
     for k in ("valueCount", "nullCount", "totalSize", "totalUncompressedSize"):
         out[k] = int(older.get(k) or 0) + int(newer.get(k) or 0)
     return out

@@ -93,12 +93,18 @@ def indexed_columns(
 
 
 def file_ranges(
-    storage: Storage, partition: str, file_name: str, columns: Sequence[str]
+    storage: Storage,
+    partition: str,
+    file_name: str,
+    columns: Sequence[str],
+    instant_time: str | None = None,
 ) -> list[ColumnRange]:
     """The ranges of ``columns`` in data file ``file_name`` of ``partition`` (``""``
     non-partitioned): from a Parquet footer, or a log file's data records (sizes 0; a log
-    without data records, only deletes, gets empty ranges). Other files (HFile, ORC base
-    files) get none, as Java logs and skips them."""
+    without data records, only deletes, gets empty ranges) -- with ``instant_time`` only the
+    records of that instant's blocks (a log file appended to by several instants: Java's
+    append handle counts each append's records). Other files (HFile, ORC base files) get
+    none, as Java logs and skips them."""
     rel = f"{partition}/{file_name}" if partition else file_name
     base = parse_base_file_name(file_name)
     if base is not None:
@@ -111,7 +117,12 @@ def file_ranges(
     if parse_log_file_name(file_name) is None:
         return []
     scan = scan_log_bytes(storage.read_bytes(rel), storage.full_path(rel))
-    data = [b for b in scan.blocks if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)]
+    kinds = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)
+    data = [
+        b
+        for b in scan.blocks
+        if b.block_type in kinds and (instant_time is None or b.instant_time == instant_time)
+    ]
     tables = [t for t in decode_data_blocks(data) if t.num_rows]
     if not tables:
         return [ColumnRange(file_name, c, None, None, 0, 0, 0, 0, ValueType.NULL) for c in columns]
