@@ -114,8 +114,9 @@ class WriteConfig:
         parse_bool,
         "The metadata table's column_stats partition (per file and column: min, max, null "
         "and value counts, sizes), kept in step on every action when the table has it; false "
-        "removes it (and partition_stats, which needs it); unset keeps what the table has. "
-        "A table without it gets it from `hudi-py metadata --build column_stats`.",
+        "removes it (and partition_stats, which needs it); true builds it for a table of "
+        "version 8 or 9 that lacks it (from its committed files); unset keeps what the table "
+        "has.",
     )
     METADATA_COLUMN_STATS_COLUMNS: ConfigProperty[list[str]] = ConfigProperty(
         "hoodie.metadata.index.column.stats.column.list",
@@ -132,13 +133,26 @@ class WriteConfig:
         parse_positive_int,
         "How many top-level columns column stats cover when no column list is given.",
     )
+    METADATA_COLUMN_STATS_FILE_GROUPS = ConfigProperty(
+        "hoodie.metadata.index.column.stats.file.group.count",
+        2,
+        parse_positive_int,
+        "File groups of a column_stats partition hudi_ds builds.",
+    )
+    METADATA_PARTITION_STATS_FILE_GROUPS = ConfigProperty(
+        "hoodie.metadata.index.partition.stats.file.group.count",
+        1,
+        parse_positive_int,
+        "File groups of a partition_stats partition hudi_ds builds.",
+    )
     METADATA_PARTITION_STATS_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
         "hoodie.metadata.index.partition.stats.enable",
         None,
         parse_bool,
         "The metadata table's partition_stats partition (column stats aggregated per data "
-        "partition), kept in step when the table has it; false removes it; unset keeps what "
-        "the table has.",
+        "partition), kept in step when the table has it; false removes it; true builds it "
+        "(with column stats) for a partitioned table of version 8 or 9; unset keeps what the "
+        "table has.",
     )
     POPULATE_META_FIELDS = ConfigProperty(
         "hoodie.populate.meta.fields",

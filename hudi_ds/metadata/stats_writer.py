@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import write_hfile
 from hudi_ds.layout.naming import (
+    PARTITION_METADATA_FILE,
     base_file_name,
     file_name_of,
     log_file_name,
@@ -75,11 +76,14 @@ from hudi_ds.timeline.instant import (
     REPLACE_COMMIT,
     RESTORE,
     ROLLBACK,
+    Instant,
+    State,
 )
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
 from hudi_ds.timeline.plans import CleanMetadata, RestoreMetadata, RollbackMetadata
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.writer import TimelineWriter
 
 __all__ = [
     "STATS_PARTITIONS",
@@ -127,12 +131,24 @@ class StatsOptions:
         partition_stats: ``hoodie.metadata.index.partition.stats.enable``.
         column_list: ``hoodie.metadata.index.column.stats.column.list``.
         max_columns: ``hoodie.metadata.index.column.stats.max.columns.to.index``.
+        column_stats_file_groups: ``hoodie.metadata.index.column.stats.file.group.count``.
+        partition_stats_file_groups: ``...partition.stats.file.group.count``.
     """
 
     column_stats: bool | None = None
     partition_stats: bool | None = None
     column_list: tuple[str, ...] = ()
     max_columns: int = 32
+    column_stats_file_groups: int = 2
+    partition_stats_file_groups: int = 1
+
+    def wanted(self, partitioned: bool) -> list[str]:
+        """The stats partitions these options ask for (partition stats need column stats
+        and a partitioned table)."""
+        out = [COLUMN_STATS_PARTITION] if self.column_stats else []
+        if self.column_stats is not False and self.partition_stats and partitioned:
+            out.append(PARTITION_STATS_PARTITION)
+        return out
 
 
 def file_group_index(key: str, groups: int) -> int:
@@ -346,6 +362,8 @@ class StatsIndex:
                         PARTITION_STATS, stub, schema, deleted=True, tight_bound=True
                     )
             return out
+        if not written:
+            return out
         committed = self.slices(self.state, list(written))
         for part, files in written.items():
             groups = {fid: list(names) for fid, names in committed.get(part, {}).items()}
@@ -422,6 +440,85 @@ class StatsIndex:
                 out.append(MdtFile(f"{partition}/{name}", block, stat))
         return out
 
+    def build(
+        self,
+        partitions: Sequence[str],
+        instant_time: str,
+        writer: TimelineWriter,
+        schema: str,
+        committed: Iterable[tuple[str, str, int]],
+    ) -> None:
+        """Create stats ``partitions`` as MDT deltacommit ``instant_time`` (Java
+        ``HoodieBackedTableMetadataWriter.initializeFromFilesystem`` for an index partition):
+        one base HFile per file group holding its records -- column stats of every committed
+        file (``committed``: ``(partition, name, size)``), partition stats of the latest file
+        slices. The caller then declares them in ``hoodie.properties``.
+
+        Raises:
+            CorruptFileError: the instant exists.
+        """
+        groups = {
+            COLUMN_STATS_PARTITION: self.options.column_stats_file_groups,
+            PARTITION_STATS_PARTITION: self.options.partition_stats_file_groups,
+        }
+        columns = self.columns(self.state.latest_avro_schema())
+        ranges = {
+            (part, name): file_ranges(self.state.storage, part, name, columns)
+            for part, name, _ in committed
+        }
+        records: Records = {COLUMN_STATS_PARTITION: {}, PARTITION_STATS_PARTITION: {}}
+        for (part, name), rs in ranges.items():
+            for r in rs:
+                records[COLUMN_STATS_PARTITION][column_stats_key(r.column, part, name)] = (
+                    encode_stats_value(COLUMN_STATS, r, schema)
+                )
+        slices = self.slices(self.state, ()) if PARTITION_STATS_PARTITION in partitions else {}
+        for part, by_id in slices.items():
+            names = [n for ns in by_id.values() for n in ns]
+            latest = [
+                r
+                for n in names
+                for r in ranges.get((part, n)) or file_ranges(self.state.storage, part, n, columns)
+            ]
+            for r in partition_ranges(part, latest, columns):
+                records[PARTITION_STATS_PARTITION][partition_stats_key(r.column, part)] = (
+                    encode_stats_value(PARTITION_STATS, r, schema, tight_bound=True)
+                )
+        req = Instant(instant_time, DELTA_COMMIT, State.REQUESTED)
+        if not writer.create_requested(req):
+            raise CorruptFileError(f"metadata table: instant {instant_time} exists")
+        files: list[MdtFile] = []
+        for partition in partitions:
+            ids = [f"{_PREFIX[partition]}-{i:04d}-0" for i in range(groups[partition])]
+            by_group: dict[str, dict[str, bytes]] = {fid: {} for fid in ids}
+            for key, value in records[partition].items():
+                by_group[ids[file_group_index(key, len(ids))]][key] = value
+            for fid in ids:
+                name = base_file_name(fid, _WRITE_TOKEN, instant_time, ".hfile")
+                data = _base_hfile_of_values(by_group[fid], schema)
+                stat = _stat(partition, fid, name, len(data), len(by_group[fid]), instant_time)
+                files.append(MdtFile(f"{partition}/{name}", data, stat))
+        md = CommitMetadata(operation_type="UPSERT_PREPPED")
+        for f in files:
+            md.partition_to_write_stats.setdefault(f.stat.partition_path or "", []).append(f.stat)
+        layout = writer.layout_version
+        writer.transition_to_inflight(req, md.to_bytes(layout))
+        for partition in partitions:
+            self.storage.makedirs(partition)
+            self.storage.write_bytes(
+                f"{partition}/{PARTITION_METADATA_FILE}",
+                f"#partition metadata\ncommitTime={instant_time}\npartitionDepth=1\n".encode(),
+            )
+        for f in files:
+            self.storage.write_bytes(f.path, f.data)
+        writer.complete(req, md.to_bytes(layout))
+        log.info(
+            "%s: built metadata table partitions %s (%d records)",
+            self.state.storage.base_uri,
+            ", ".join(partitions),
+            sum(len(records[p]) for p in partitions),
+        )
+
     def compaction_files(self, when: str, mdt: Timeline, schema: str) -> list[MdtFile]:
         """The new base HFile of every stats file group, holding its merged records without
         tombstones (Java compacts every MDT file group at once)."""
@@ -480,8 +577,13 @@ def _stat(
 def _base_hfile(records: Mapping[str, dict], record_type: int, schema: str, name: str) -> bytes:
     """A stats base HFile: records re-encoded (each naming the file in ``_hoodie_file_name``),
     a bloom filter of the keys and the min/max record keys, as Java's MDT base files."""
+    values = {k: reencode_stats(record_type, v, schema, file_name=name) for k, v in records.items()}
+    return _base_hfile_of_values(values, schema)
+
+
+def _base_hfile_of_values(records: Mapping[str, bytes], schema: str) -> bytes:
     keys = sorted(records, key=lambda k: k.encode("utf-8"))
-    values = [reencode_stats(record_type, records[k], schema, file_name=name) for k in keys]
+    values = [records[k] for k in keys]
     raw = [k.encode("utf-8") for k in keys]
     info = {"schema": schema.encode("utf-8")}
     bloom = _BLOOM.new_filter()

@@ -326,7 +326,24 @@ class MetadataWriter:
             tl = self.timeline()
         if self._catch_up(done.requested_time, tl):
             tl = self.timeline()
+        tl = self._build_stats(tl)
         self._mirror(done.requested_time, content, done.action, tl)
+
+    def _build_stats(self, tl: Timeline) -> Timeline:
+        """Build the stats partitions the options ask for and the table lacks (versions 8
+        and 9) as an MDT-only deltacommit; the MDT's timeline afterwards."""
+        partitioned = bool(self.state.config.partition_fields)
+        wanted = [p for p in self.stats.options.wanted(partitioned) if p not in self.declared]
+        if not wanted:
+            return tl
+        if tl.layout_version < 2:
+            log.warning("metadata table: hudi_ds builds %s on table versions 8 and 9", wanted)
+            return tl
+        when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
+        self.stats.build(wanted, when, self._writer(), self.schema, self.listing(self.state))
+        crash_point("metadata")
+        self._update_config({METADATA_PARTITIONS_KEY: ",".join(sorted({*self.declared, *wanted}))})
+        return self.timeline()
 
     def _folder_present(self) -> bool:
         """Whether ``.hoodie/metadata`` exists: the data timeline's listing tells (layout 1:

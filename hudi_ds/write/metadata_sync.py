@@ -44,12 +44,13 @@ def committed_listing(state: TableState) -> list[tuple[str, str, int]]:
 def committed_slices(
     state: TableState, partitions: Sequence[str]
 ) -> dict[str, dict[str, list[str]]]:
-    """Per partition, file id -> the file names of its latest committed slice (base file,
-    then logs): the slices the partition stats of a commit start from."""
+    """Per partition (every partition when ``partitions`` is empty), file id -> the file
+    names of its latest committed slice (base file, then logs): the slices the partition
+    stats of a commit start from."""
     vis = state.visibility()
     view = FileSystemView(state.storage, state.config)
     out: dict[str, dict[str, list[str]]] = {}
-    for partition in partitions:
+    for partition in partitions or view.partitions():
         groups = out.setdefault(partition, {})
         for s in view.latest_file_slices(partition, vis):
             names = [file_name_of(s.base_file.path)] if s.base_file is not None else []
@@ -67,6 +68,8 @@ def stats_options(options: Options) -> StatsOptions:
         if (columns := options.get(WriteConfig.METADATA_COLUMN_STATS_COLUMNS))
         else (),
         max_columns=options.get(WriteConfig.METADATA_COLUMN_STATS_MAX_COLUMNS),
+        column_stats_file_groups=options.get(WriteConfig.METADATA_COLUMN_STATS_FILE_GROUPS),
+        partition_stats_file_groups=options.get(WriteConfig.METADATA_PARTITION_STATS_FILE_GROUPS),
     )
 
 

@@ -12,6 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+import hudi_ds
+from hudi_ds.api import HudiTable
 from hudi_ds.layout.hfile import read_hfile
 from hudi_ds.layout.naming import file_name_of, parse_base_file_name, parse_log_file_name
 from hudi_ds.metadata.column_stats import (
@@ -32,13 +34,20 @@ from hudi_ds.metadata.column_stats import (
 from hudi_ds.metadata.records import METADATA_PATH, declared_partitions, record_schema
 from hudi_ds.metadata.stats_build import file_ranges, indexed_columns, partition_ranges
 from hudi_ds.metadata.stats_reader import StatsRecords, read_stats_partition
+from hudi_ds.services import clean, compaction, rollback
+from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import StorageListing
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from hudi_ds.timeline.timeline import Timeline
+from tests.conftest import hudi_rs_table
 from tests.fixtures import FIXTURES_DIR, fixture_names, fixture_table
+from tests.metadata.test_writer import _crash, assert_in_step, batch
+from tests.metadata.test_writer import options as writer_options
+from tests.write.fixture_model import data_row_set
+from tests.write.test_fixture_writes import unzip
 
 
 def _has(name: str, partition: str) -> bool:
@@ -83,7 +92,7 @@ def computed_column_stats(root: Path) -> StatsRecords:
     """One record per (data file on storage, indexed column), computed from the file."""
     storage, config, _, _, _ = _open(root)
     schema = _schema(root, COLUMN_STATS_PARTITION, config.table_version)
-    columns = indexed_columns(config, storage, pa.schema([]))
+    columns = indexed_columns(config, storage, ReadableTable(str(root)).schema)
     listing = StorageListing(storage)
     out: StatsRecords = {}
     for p in listing.partitions():
@@ -101,7 +110,7 @@ def computed_partition_stats(root: Path) -> StatsRecords:
     replaced still counted (the rule of :func:`hudi_ds.metadata.stats_build.partition_ranges`)."""
     storage, config, timeline, _, _ = _open(root)
     schema = _schema(root, PARTITION_STATS_PARTITION, config.table_version)
-    columns = indexed_columns(config, storage, pa.schema([]))
+    columns = indexed_columns(config, storage, ReadableTable(str(root)).schema)
     table = ReadableTable(str(root), {"hoodie.metadata.enable": "false"})
     commits = list(timeline.completed().filter_actions(COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
     out: StatsRecords = {}
@@ -223,3 +232,116 @@ def test_log_ranges_and_the_merge_rule() -> None:
     assert merge_stats(older, tomb) == tomb and merge_stats(tomb, newer) == newer
     tight = _normalised(PARTITION_STATS, ra, schema, tight_bound=True)
     assert merge_stats(older, tight) == tight
+
+
+# -- kept in step by hudi_ds's writes ----------------------------------------------------------
+
+_MDT_OPTS = {
+    "hoodie.metadata.compact.max.delta.commits": "2",
+    "hoodie.cleaner.commits.retained": "1",
+    "hoodie.clean.automatic": "false",
+}
+
+
+def _in_step(root: Path) -> None:
+    assert_in_step(root)
+    assert_stats_in_step(root)
+    expected = data_row_set(hudi_ds.read(str(root)))
+    assert data_row_set(hudi_rs_table(str(root))) == expected
+    assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": "true"})) == expected
+
+
+@pytest.mark.parametrize("name", ["mor_avro_v9_txns_simple_meta", "mor_avro_v8_trips_8i3u1d"])
+def test_fixture_stats_stay_true_through_writes_and_services(name: str, tmp_path: Path) -> None:
+    """Java's column_stats and partition_stats stay declared and equal to the records
+    recomputed from the files through upserts (the MDT compacted every second deltacommit:
+    the stats file groups get new base files, older slices cleaned), a compaction, a clean,
+    a delete and its rollback; hudi-rs reads the table with the MDT on and off."""
+    root = unzip(name, tmp_path)
+    table = HudiTable(str(root))
+    rows = table.read()
+    data = rows.select([c for c in rows.column_names if not c.startswith("_hoodie_")])
+    for i in range(3):
+        table.upsert(data.slice(i, 2), _MDT_OPTS)
+    declared = declared_partitions(TableConfig.load(Storage(str(root))))
+    assert {COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION} <= set(declared)
+    _in_step(root)
+    ctx = ServiceContext.open(str(root), _MDT_OPTS)
+    assert compaction.schedule_compaction(ctx) is not None
+    compaction.run_compaction(ctx)
+    table.upsert(data.slice(5, 2), _MDT_OPTS)
+    clean.clean(ServiceContext.open(str(root), _MDT_OPTS))
+    _in_step(root)
+    last = table.delete(data.slice(7, 1), _MDT_OPTS)
+    assert last is not None
+    rollback.rollback(ServiceContext.open(str(root), _MDT_OPTS), last)
+    _in_step(root)
+    mdt = root / ".hoodie" / "metadata" / COLUMN_STATS_PARTITION
+    bases = [p.name for p in mdt.iterdir() if p.name.endswith(".hfile")]
+    assert len(bases) <= 4  # two slices per file group: the older ones cleaned
+
+
+_BUILD = {
+    "hoodie.metadata.index.column.stats.enable": "true",
+    "hoodie.metadata.index.partition.stats.enable": "true",
+    "hoodie.metadata.compact.max.delta.commits": "3",
+}
+
+
+@pytest.mark.parametrize(
+    ("table_type", "version"),
+    [("COPY_ON_WRITE", 9), ("MERGE_ON_READ", 9), ("MERGE_ON_READ", 8)],
+)
+def test_new_table_with_stats_stays_in_step(table_type: str, version: int, tmp_path: Path) -> None:
+    """A new table asking for column and partition stats gets them (built from the files of
+    its first commit's predecessors, then kept in step), through writes, MDT compactions and
+    a compaction."""
+    root = tmp_path / "t"
+    opts = writer_options(table_type, version, bucket=True, **_BUILD)  # updates go to logs
+    for k in range(1, 5):  # the fifth would compact inline
+        hudi_ds.write(str(root), batch(k), opts)
+    declared = declared_partitions(TableConfig.load(Storage(str(root))))
+    assert declared == ["column_stats", "files", "partition_stats"]
+    _in_step(root)
+    if table_type == "MERGE_ON_READ":
+        ctx = ServiceContext.open(str(root), opts)
+        assert compaction.schedule_compaction(ctx) is not None
+        compaction.run_compaction(ctx)
+        _in_step(root)
+
+
+def test_stats_built_for_an_existing_table_and_removed_when_disabled(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    opts = writer_options("COPY_ON_WRITE", 9)
+    for k in (1, 2):
+        hudi_ds.write(str(root), batch(k), opts)
+    assert declared_partitions(TableConfig.load(Storage(str(root)))) == ["files"]
+    hudi_ds.write(str(root), batch(3), {**opts, **_BUILD})
+    assert declared_partitions(TableConfig.load(Storage(str(root)))) == [
+        "column_stats",
+        "files",
+        "partition_stats",
+    ]
+    _in_step(root)
+    off = {**opts, "hoodie.metadata.index.column.stats.enable": "false"}
+    hudi_ds.write(str(root), batch(4), off)  # partition stats need column stats: both go
+    assert declared_partitions(TableConfig.load(Storage(str(root)))) == ["files"]
+    assert sorted(p.name for p in (root / ".hoodie" / "metadata").iterdir()) == [
+        ".hoodie",
+        "files",
+    ]
+    assert_in_step(root)
+
+
+@pytest.mark.parametrize("spec", ["after_files", "metadata:1", "metadata:2", "commit_write"])
+def test_killed_write_leaves_stats_in_step(spec: str, tmp_path: Path) -> None:
+    """A write killed before, inside and after its MDT deltacommit (the stats logs beside
+    the files log): the next write rolls it back (Hudi 1.x: an MDT rollback deleting the
+    killed deltacommit's logs in every partition) and the stats equal the files again."""
+    root = tmp_path / "t"
+    opts = writer_options("MERGE_ON_READ", 9, **_BUILD)
+    for k in (1, 2):
+        hudi_ds.write(str(root), batch(k), opts)
+    assert _crash(spec, lambda: hudi_ds.write(str(root), batch(3), opts)) == 137
+    hudi_ds.write(str(root), batch(4), opts)
+    _in_step(root)
