@@ -326,12 +326,14 @@ class MetadataWriter:
             tl = self.timeline()
         if self._catch_up(done.requested_time, tl):
             tl = self.timeline()
-        tl = self._build_stats(tl)
+        tl = self.build_stats(tl)
         self._mirror(done.requested_time, content, done.action, tl)
 
-    def _build_stats(self, tl: Timeline) -> Timeline:
+    def build_stats(self, tl: Timeline) -> Timeline:
         """Build the stats partitions the options ask for and the table lacks (versions 8
-        and 9) as an MDT-only deltacommit; the MDT's timeline afterwards."""
+        and 9) as an MDT-only deltacommit (a crash leaves it pending: undone by
+        :meth:`recover`, built again next time); the MDT's timeline afterwards."""
+        self._adopt_schema(tl)
         partitioned = bool(self.state.config.partition_fields)
         wanted = [p for p in self.stats.options.wanted(partitioned) if p not in self.declared]
         if not wanted:

@@ -345,3 +345,27 @@ def test_killed_write_leaves_stats_in_step(spec: str, tmp_path: Path) -> None:
     assert _crash(spec, lambda: hudi_ds.write(str(root), batch(3), opts)) == 137
     hudi_ds.write(str(root), batch(4), opts)
     _in_step(root)
+
+
+def test_cli_builds_the_stats_partitions(tmp_path: Path) -> None:
+    """``hudi-py metadata PATH --build column_stats --build partition_stats`` builds them for
+    a version 9 table from its files; the next writes keep them in step. Other partitions and
+    versions below 8 are refused, the table unchanged."""
+    from tests.test_cli import run, run_json
+
+    root = tmp_path / "t"
+    opts = writer_options("MERGE_ON_READ", 9, bucket=True)
+    for k in (1, 2):
+        hudi_ds.write(str(root), batch(k), opts)
+    code, _, err = run("metadata", str(root), "--build", "record_index")
+    assert code != 0 and "column_stats, partition_stats" in err
+    out = run_json("metadata", str(root), "--build", "column_stats", "--build", "partition_stats")
+    assert out["built"] == ["column_stats", "partition_stats"]
+    _in_step(root)
+    hudi_ds.write(str(root), batch(3), opts)
+    _in_step(root)
+    v6 = tmp_path / "v6"
+    hudi_ds.write(str(v6), batch(1), writer_options("COPY_ON_WRITE", 6))
+    code, _, err = run("metadata", str(v6), "--build", "column_stats")
+    assert code != 0 and "versions 8 and 9" in err
+    assert declared_partitions(TableConfig.load(Storage(str(v6)))) == ["files"]
