@@ -36,7 +36,13 @@ from hudi_ds.metadata.column_stats import (
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 
-__all__ = ["file_ranges", "index_definition_columns", "indexed_columns", "partition_ranges"]
+__all__ = [
+    "file_ranges",
+    "index_definition_columns",
+    "indexed_columns",
+    "partition_ranges",
+    "record_index_definition",
+]
 
 log = logging.getLogger("hudi_ds.metadata")
 
@@ -62,6 +68,47 @@ def index_definition_columns(config: TableConfig, storage: Storage) -> list[str]
         return None
     fields = definition.get("sourceFields") or []
     return [str(f) for f in fields]
+
+
+_INDEX_DEFS = ".hoodie/.index_defs/index.json"
+
+
+def record_index_definition(
+    config: TableConfig, storage: Storage, columns: Sequence[str]
+) -> dict[str, str]:
+    """Record the ``column_stats`` index definition (its ``sourceFields``: ``columns``) in the
+    table's index definitions file, as Java 1.x does when it initializes the partition
+    (``HoodieTableMetaClient.buildIndexDefinition``; Hudi 1.1 adds ``"version": "V2"``); other
+    definitions are kept. Returns the ``hoodie.properties`` entry naming the file when the
+    table records none yet.
+
+    Raises:
+        ConfigError: an existing definitions file does not parse.
+    """
+    rel = config.get(TableConfig.INDEX_DEFS_PATH) or _INDEX_DEFS
+    doc: dict = {"indexDefinitions": {}}
+    if storage.exists(rel):
+        try:
+            doc = json.loads(storage.read_text(rel))
+            doc.setdefault("indexDefinitions", {})
+        except ValueError as e:
+            raise ConfigError(
+                f"{storage.uri(rel)} ({TableConfig.INDEX_DEFS_PATH.key}) cannot be read ({e})"
+            ) from None
+    definition: dict = {
+        "indexName": COLUMN_STATS_PARTITION,
+        "indexType": COLUMN_STATS_PARTITION,
+        "indexFunction": COLUMN_STATS_PARTITION,
+        "sourceFields": list(columns),
+        "indexOptions": {},
+    }
+    if config.table_version >= 9:
+        definition["version"] = "V2"
+    doc["indexDefinitions"][COLUMN_STATS_PARTITION] = definition
+    storage.write_atomic(rel, json.dumps(doc, indent=2).encode("utf-8"))
+    if config.get(TableConfig.INDEX_DEFS_PATH):
+        return {}
+    return {TableConfig.INDEX_DEFS_PATH.key: rel}
 
 
 def indexed_columns(

@@ -62,7 +62,13 @@ from hudi_ds.metadata.column_stats import (
 )
 from hudi_ds.metadata.mdt_files import older_slices_files
 from hudi_ds.metadata.reader import files_slices
-from hudi_ds.metadata.stats_build import file_ranges, indexed_columns, partition_ranges
+from hudi_ds.metadata.stats_build import (
+    file_ranges,
+    index_definition_columns,
+    indexed_columns,
+    partition_ranges,
+    record_index_definition,
+)
 from hudi_ds.metadata.stats_reader import read_stats_partition
 from hudi_ds.schema.avro import avro_to_arrow_schema
 from hudi_ds.storage import Storage
@@ -183,7 +189,7 @@ class StatsIndex:
         self.storage = storage
         self.options = options
         self.slices = slices
-        self._columns: list[str] | None = None
+        self._columns: dict[str | None, list[str]] = {}
 
     # -- which partitions -------------------------------------------------------------------
     def maintained(self, declared: Sequence[str]) -> list[str]:
@@ -243,18 +249,17 @@ class StatsIndex:
     def columns(self, schema_json: str | None) -> list[str]:
         """The indexed columns: the index definition's, else Java's rule over the table's
         schema (``schema_json``: the commit's Avro writer schema)."""
-        if self._columns is None:
-            schema = avro_to_arrow_schema(json.loads(schema_json)) if schema_json else None
-            if schema is None:
-                return []
-            self._columns = indexed_columns(
+        if not schema_json:
+            return index_definition_columns(self.state.config, self.state.storage) or []
+        if schema_json not in self._columns:
+            self._columns[schema_json] = indexed_columns(
                 self.state.config,
                 self.state.storage,
-                schema,
+                avro_to_arrow_schema(json.loads(schema_json)),
                 column_list=self.options.column_list,
                 max_columns=self.options.max_columns,
             )
-        return self._columns
+        return self._columns[schema_json]
 
     # -- records of an instant --------------------------------------------------------------
     def records(
@@ -297,7 +302,7 @@ class StatsIndex:
     def _tombstones(
         self, deleted: Mapping[str, set[str]], partitions: Sequence[str], schema: str
     ) -> Records:
-        columns = self._columns or self._known_columns()
+        columns = self._known_columns()
         if COLUMN_STATS_PARTITION not in partitions or not columns:
             return {}
         out: dict[str, bytes] = {}
@@ -447,12 +452,13 @@ class StatsIndex:
         writer: TimelineWriter,
         schema: str,
         committed: Iterable[tuple[str, str, int]],
-    ) -> None:
+    ) -> dict[str, str]:
         """Create stats ``partitions`` as MDT deltacommit ``instant_time`` (Java
         ``HoodieBackedTableMetadataWriter.initializeFromFilesystem`` for an index partition):
         one base HFile per file group holding its records -- column stats of every committed
         file (``committed``: ``(partition, name, size)``), partition stats of the latest file
-        slices. The caller then declares them in ``hoodie.properties``.
+        slices -- and the column_stats index definition (its columns). The caller then
+        declares them in ``hoodie.properties``, with the returned entries.
 
         Raises:
             CorruptFileError: the instant exists.
@@ -512,12 +518,18 @@ class StatsIndex:
         for f in files:
             self.storage.write_bytes(f.path, f.data)
         writer.complete(req, md.to_bytes(layout))
+        updates = (
+            record_index_definition(self.state.config, self.state.storage, columns)
+            if columns and COLUMN_STATS_PARTITION in partitions
+            else {}
+        )
         log.info(
             "%s: built metadata table partitions %s (%d records)",
             self.state.storage.base_uri,
             ", ".join(partitions),
             sum(len(records[p]) for p in partitions),
         )
+        return updates
 
     def compaction_files(self, when: str, mdt: Timeline, schema: str) -> list[MdtFile]:
         """The new base HFile of every stats file group, holding its merged records without

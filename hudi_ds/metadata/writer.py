@@ -342,9 +342,10 @@ class MetadataWriter:
             log.warning("metadata table: hudi_ds builds %s on table versions 8 and 9", wanted)
             return tl
         when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
-        self.stats.build(wanted, when, self._writer(), self.schema, self.listing(self.state))
+        defs = self.stats.build(wanted, when, self._writer(), self.schema, self.listing(self.state))
         crash_point("metadata")
-        self._update_config({METADATA_PARTITIONS_KEY: ",".join(sorted({*self.declared, *wanted}))})
+        declared = ",".join(sorted({*self.declared, *wanted}))
+        self._update_config({METADATA_PARTITIONS_KEY: declared, **defs})
         return self.timeline()
 
     def _folder_present(self) -> bool:

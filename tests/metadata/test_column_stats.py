@@ -5,6 +5,7 @@ base files, Avro log files, deletes-only log files, insert_overwrite, empty base
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from hudi_ds.layout.naming import file_name_of, parse_base_file_name, parse_log_
 from hudi_ds.metadata.column_stats import (
     COLUMN_STATS,
     COLUMN_STATS_PARTITION,
+    META_COLUMNS_TO_INDEX,
     PARTITION_STATS,
     PARTITION_STATS_PARTITION,
     ColumnRange,
@@ -317,11 +319,14 @@ def test_stats_built_for_an_existing_table_and_removed_when_disabled(tmp_path: P
         hudi_ds.write(str(root), batch(k), opts)
     assert declared_partitions(TableConfig.load(Storage(str(root)))) == ["files"]
     hudi_ds.write(str(root), batch(3), {**opts, **_BUILD})
-    assert declared_partitions(TableConfig.load(Storage(str(root)))) == [
-        "column_stats",
-        "files",
-        "partition_stats",
-    ]
+    config = TableConfig.load(Storage(str(root)))
+    assert declared_partitions(config) == ["column_stats", "files", "partition_stats"]
+    # the columns are recorded in the index definition, as Java 1.1 records them
+    defs = json.loads((root / config.get(TableConfig.INDEX_DEFS_PATH)).read_text())
+    definition = defs["indexDefinitions"]["column_stats"]
+    assert definition["version"] == "V2" and definition["indexType"] == "column_stats"
+    assert definition["sourceFields"][:3] == list(META_COLUMNS_TO_INDEX)
+    assert len(definition["sourceFields"]) > 3
     _in_step(root)
     off = {**opts, "hoodie.metadata.index.column.stats.enable": "false"}
     hudi_ds.write(str(root), batch(4), off)  # partition stats need column stats: both go
