@@ -64,6 +64,7 @@ __all__ = [
     "merge_ranges",
     "merge_stats",
     "partition_stats_key",
+    "range_of_record",
     "ranges_of_parquet",
     "ranges_of_table",
     "reencode_stats",
@@ -644,6 +645,64 @@ def decode_stats_value(value: bytes, schema_json: str) -> tuple[int, dict[str, A
     if stats is None:
         raise CorruptFileError(f"metadata record of type {record.get('type')} has no column stats")
     return int(record["type"]), stats
+
+
+# the value type of a ValueType.V1 record (no valueType field), from its wrapper's name
+_V1_TYPES = {
+    "BooleanWrapper": ValueType.BOOLEAN,
+    "IntWrapper": ValueType.INT,
+    "LongWrapper": ValueType.LONG,
+    "FloatWrapper": ValueType.FLOAT,
+    "DoubleWrapper": ValueType.DOUBLE,
+    "StringWrapper": ValueType.STRING,
+    "BytesWrapper": ValueType.BYTES,
+    "DateWrapper": ValueType.DATE,
+    "LocalDateWrapper": ValueType.DATE,
+    "DecimalWrapper": ValueType.DECIMAL,
+    "TimeMicrosWrapper": ValueType.TIME_MICROS,
+    "TimestampMicrosWrapper": ValueType.TIMESTAMP_MICROS,
+}
+
+
+def range_of_record(stats: Mapping[str, Any]) -> ColumnRange:
+    """The :class:`ColumnRange` a decoded stats record (:func:`decode_stats_value`) holds, so
+    that it merges with ranges computed from files (partition stats from the column stats
+    already in the metadata table, as Java reads them)."""
+    vt_info = stats.get("valueType")
+    wrappers = [w for w in (stats.get("minValue"), stats.get("maxValue")) if w is not None]
+    precision = scale = 0
+    if vt_info is not None:
+        vt = ValueType(int(vt_info["typeOrdinal"]))
+        if vt == ValueType.DECIMAL and vt_info.get("additionalInfo"):
+            precision, scale = (int(x) for x in str(vt_info["additionalInfo"]).split(","))
+    elif wrappers:
+        vt = _V1_TYPES.get(wrappers[0][0].rsplit(".", 1)[-1], ValueType.BYTES)
+        if vt == ValueType.DECIMAL:
+            precision, scale = _DECIMAL_MAX_PRECISION, _DECIMAL_MAX_SCALE
+    else:
+        vt = ValueType.NULL
+
+    def primitive(w: Any) -> Any:
+        v = _unwrapped(w)
+        if v is None or vt != ValueType.DECIMAL:
+            return v
+        if isinstance(v, bytes):
+            return int.from_bytes(v, "big", signed=True)
+        return int(decimal.Decimal(v).scaleb(scale))
+
+    return ColumnRange(
+        str(stats.get("fileName") or ""),
+        str(stats.get("columnName") or ""),
+        primitive(stats.get("minValue")),
+        primitive(stats.get("maxValue")),
+        int(stats.get("nullCount") or 0),
+        int(stats.get("valueCount") or 0),
+        int(stats.get("totalSize") or 0),
+        int(stats.get("totalUncompressedSize") or 0),
+        vt,
+        precision,
+        scale,
+    )
 
 
 def _unwrapped(wrapper: Any) -> Any:

@@ -58,6 +58,7 @@ from hudi_ds.metadata.column_stats import (
     column_stats_key,
     encode_stats_value,
     partition_stats_key,
+    range_of_record,
     reencode_stats,
 )
 from hudi_ds.metadata.mdt_files import older_slices_files
@@ -69,7 +70,7 @@ from hudi_ds.metadata.stats_build import (
     partition_ranges,
     record_index_definition,
 )
-from hudi_ds.metadata.stats_reader import read_stats_partition
+from hudi_ds.metadata.stats_reader import StatsRecords, read_stats_partition
 from hudi_ds.schema.avro import avro_to_arrow_schema
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import (
@@ -190,6 +191,8 @@ class StatsIndex:
         self.options = options
         self.slices = slices
         self._columns: dict[str | None, list[str]] = {}
+        self._indexed_records: StatsRecords | None = None
+        self._mdt: Timeline | None = None
 
     # -- which partitions -------------------------------------------------------------------
     def maintained(self, declared: Sequence[str]) -> list[str]:
@@ -263,12 +266,21 @@ class StatsIndex:
 
     # -- records of an instant --------------------------------------------------------------
     def records(
-        self, instant_time: str, action: str, content: bytes, partitions: Sequence[str], schema: str
+        self,
+        instant_time: str,
+        action: str,
+        content: bytes,
+        partitions: Sequence[str],
+        schema: str,
+        mdt: Timeline,
     ) -> Records:
         """The stats records data instant ``instant_time`` implies, per MDT partition in
-        ``partitions`` (the maintained ones), encoded with record schema ``schema``."""
+        ``partitions`` (the maintained ones), encoded with record schema ``schema``; ``mdt``:
+        the MDT's timeline (the column stats already there)."""
         if not partitions:
             return {}
+        self._mdt = mdt
+        self._indexed_records = None
         if action in _COMMITS:
             return self._commit_records(
                 instant_time, CommitMetadata.from_bytes(content), partitions, schema
@@ -381,12 +393,35 @@ class StatsIndex:
             for names in groups.values():
                 for n in dict.fromkeys(names):
                     ranges.extend(
-                        known.get((part, n)) or file_ranges(self.state.storage, part, n, columns)
+                        known.get((part, n))
+                        or self._indexed(part, n, columns)
+                        or file_ranges(self.state.storage, part, n, columns)
                     )
             for r in partition_ranges(part, ranges, columns):
                 out[partition_stats_key(r.column, part)] = encode_stats_value(
                     PARTITION_STATS, r, schema, tight_bound=True
                 )
+        return out
+
+    def _indexed(self, partition: str, name: str, columns: Sequence[str]) -> list[ColumnRange]:
+        """The ranges of a file from the column stats already in the metadata table (Java
+        reads them by key prefix), [] when it has none for every column."""
+        if self._indexed_records is None:
+            if self._mdt is None:
+                return []
+            self._indexed_records = read_stats_partition(
+                self.storage,
+                self._mdt,
+                self.state.timeline,
+                self.state.config.table_version,
+                COLUMN_STATS_PARTITION,
+            )
+        out = []
+        for col in columns:
+            rec = self._indexed_records.get(column_stats_key(col, partition, name))
+            if rec is None or rec.get("isDeleted"):
+                return []
+            out.append(range_of_record(rec))
         return out
 
     # -- laying records out -----------------------------------------------------------------

@@ -559,7 +559,7 @@ class MetadataWriter:
             return
         changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
         maintained = self.stats.maintained(self.declared)
-        stats = self.stats.records(instant_time, action, content, maintained, self.schema)
+        stats = self.stats.records(instant_time, action, content, maintained, self.schema, mdt)
         if self._compact_if_due(mdt):
             mdt = self.timeline()
         extra = self.stats.log_files(instant_time, stats, mdt, self.schema)
