@@ -503,28 +503,7 @@ class StatsIndex:
             PARTITION_STATS_PARTITION: self.options.partition_stats_file_groups,
         }
         columns = self.columns(self.state.latest_avro_schema())
-        ranges = {
-            (part, name): file_ranges(self.state.storage, part, name, columns)
-            for part, name, _ in committed
-        }
-        records: Records = {COLUMN_STATS_PARTITION: {}, PARTITION_STATS_PARTITION: {}}
-        for (part, name), rs in ranges.items():
-            for r in rs:
-                records[COLUMN_STATS_PARTITION][column_stats_key(r.column, part, name)] = (
-                    encode_stats_value(COLUMN_STATS, r, schema)
-                )
-        slices = self.slices(self.state, ()) if PARTITION_STATS_PARTITION in partitions else {}
-        for part, by_id in slices.items():
-            names = [n for ns in by_id.values() for n in ns]
-            latest = [
-                r
-                for n in names
-                for r in ranges.get((part, n)) or file_ranges(self.state.storage, part, n, columns)
-            ]
-            for r in partition_ranges(part, latest, columns):
-                records[PARTITION_STATS_PARTITION][partition_stats_key(r.column, part)] = (
-                    encode_stats_value(PARTITION_STATS, r, schema, tight_bound=True)
-                )
+        records = self._initial_records(partitions, columns, committed, schema)
         req = Instant(instant_time, DELTA_COMMIT, State.REQUESTED)
         if not writer.create_requested(req):
             raise CorruptFileError(f"metadata table: instant {instant_time} exists")
@@ -565,6 +544,39 @@ class StatsIndex:
             sum(len(records[p]) for p in partitions),
         )
         return updates
+
+    def _initial_records(
+        self,
+        partitions: Sequence[str],
+        columns: Sequence[str],
+        committed: Iterable[tuple[str, str, int]],
+        schema: str,
+    ) -> Records:
+        """The records a built partition starts with: column stats of every committed file,
+        partition stats of every partition's latest slices."""
+        ranges = {
+            (part, name): file_ranges(self.state.storage, part, name, columns)
+            for part, name, _ in committed
+        }
+        records: Records = {COLUMN_STATS_PARTITION: {}, PARTITION_STATS_PARTITION: {}}
+        for (part, name), rs in ranges.items():
+            for r in rs:
+                records[COLUMN_STATS_PARTITION][column_stats_key(r.column, part, name)] = (
+                    encode_stats_value(COLUMN_STATS, r, schema)
+                )
+        slices = self.slices(self.state, ()) if PARTITION_STATS_PARTITION in partitions else {}
+        for part, by_id in slices.items():
+            names = [n for ns in by_id.values() for n in ns]
+            latest = [
+                r
+                for n in names
+                for r in ranges.get((part, n)) or file_ranges(self.state.storage, part, n, columns)
+            ]
+            for r in partition_ranges(part, latest, columns):
+                records[PARTITION_STATS_PARTITION][partition_stats_key(r.column, part)] = (
+                    encode_stats_value(PARTITION_STATS, r, schema, tight_bound=True)
+                )
+        return records
 
     def compaction_files(self, when: str, mdt: Timeline, schema: str) -> list[MdtFile]:
         """The new base HFile of every stats file group, holding its merged records without
