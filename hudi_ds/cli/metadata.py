@@ -6,6 +6,8 @@ import logging
 from typing import Any
 
 from hudi_ds.cli.command import EXIT_ERROR, EXIT_OK, AddCommand, Command, human_size, render_table
+from hudi_ds.errors import ConfigError
+from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import (
     FILES_PARTITION,
@@ -13,10 +15,11 @@ from hudi_ds.metadata.records import (
     METADATA_PATH,
     declared_partitions,
 )
+from hudi_ds.metadata.stats_writer import STATS_PARTITIONS, StatsOptions
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import PROPS_FILE, TableConfig
-from hudi_ds.write.metadata_sync import committed_listing
+from hudi_ds.write.metadata_sync import committed_listing, committed_slices
 
 log = logging.getLogger("hudi_ds.cli")
 
@@ -75,11 +78,14 @@ def _metadata_report(table: ReadableTable) -> dict[str, Any]:
 
 
 def cmd_metadata(cmd: Command) -> int:
-    """``hudi-py metadata PATH [--rebuild]``: report the metadata table (declared partitions,
-    its ``files`` partition's file groups and blocks, what it lists, whether it is in step with
-    the data timeline), or rebuild it from a listing of the storage."""
+    """``hudi-py metadata PATH [--rebuild | --build PARTITION]``: report the metadata table
+    (declared partitions, its ``files`` partition's file groups and blocks, what it lists,
+    whether it is in step with the data timeline), rebuild it from a listing of the storage,
+    or build its column_stats / partition_stats partitions."""
     if cmd.args.rebuild:
         return _rebuild_metadata(cmd)
+    if cmd.args.build:
+        return _build_partitions(cmd, list(cmd.args.build))
     table = cmd.table()
     payload = _metadata_report(table)
 
@@ -167,6 +173,47 @@ def _rebuild_metadata(cmd: Command) -> int:
     return EXIT_OK if payload["in_step"] else EXIT_ERROR
 
 
+def _build_partitions(cmd: Command, names: list[str]) -> int:
+    """Build metadata table partitions ``names`` (column_stats, partition_stats) from the
+    table's committed files, under the table lock: the table must have a metadata table in
+    step with its timeline and be of version 8 or 9."""
+    unknown = sorted(set(names) - set(STATS_PARTITIONS))
+    if unknown:
+        raise ConfigError(
+            f"--build {', '.join(unknown)}: hudi_ds builds {', '.join(STATS_PARTITIONS)}"
+        )
+    ctx = cmd.context()
+    ctx.require_writable("metadata build")
+    with ctx.locked():
+        state = ctx.state
+        state.config = TableConfig.load(state.storage)
+        opts = StatsOptions(column_stats=True, partition_stats=PARTITION_STATS_PARTITION in names)
+        writer = MetadataWriter(state, committed_listing, stats=opts, slices=committed_slices)
+        if not writer.present():
+            raise ConfigError(
+                f"{state.storage.base_uri} has no metadata table: create it first (a write "
+                "with hoodie.metadata.enable=true, or --rebuild)"
+            )
+        tl = writer.timeline()
+        if writer.recover(tl):
+            tl = writer.timeline()
+        if state.config.table_version < 8:
+            raise ConfigError(f"--build: hudi_ds builds {names} on table versions 8 and 9")
+        writer.build_stats(tl)
+    table = cmd.table()
+    declared = declared_partitions(table.config)
+    built = [n for n in names if n in declared]
+    payload = {"table": table.name, "path": table.path, "built": built, "declared": declared}
+
+    def human() -> str:
+        missing = sorted(set(names) - set(built))
+        more = f"; not built: {', '.join(missing)} (a non-partitioned table)" if missing else ""
+        return f"{payload['table']}: metadata table partitions {', '.join(declared)}{more}"
+
+    cmd.emit(payload, human)
+    return EXIT_OK if COLUMN_STATS_PARTITION in declared else EXIT_ERROR
+
+
 def add_metadata_command(add: AddCommand) -> None:
     """The ``metadata`` subcommand."""
     sp = add(
@@ -179,4 +226,11 @@ def add_metadata_command(add: AddCommand) -> None:
         "--rebuild",
         action="store_true",
         help="delete the metadata table and create it again from a listing of the storage",
+    )
+    sp.add_argument(
+        "--build",
+        action="append",
+        metavar="PARTITION",
+        help="build a metadata table partition the table lacks from its files: column_stats "
+        "or partition_stats (repeatable; versions 8 and 9)",
     )

@@ -108,6 +108,52 @@ class WriteConfig:
         "Delta commits of the metadata table after which it is compacted (a new base HFile "
         "holding the merged file listing).",
     )
+    METADATA_COLUMN_STATS_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
+        "hoodie.metadata.index.column.stats.enable",
+        None,
+        parse_bool,
+        "The metadata table's column_stats partition (per file and column: min, max, null "
+        "and value counts, sizes), kept in step on every action when the table has it; false "
+        "removes it (and partition_stats, which needs it); true builds it for a table of "
+        "version 8 or 9 that lacks it (from its committed files); unset keeps what the table "
+        "has.",
+    )
+    METADATA_COLUMN_STATS_COLUMNS: ConfigProperty[list[str]] = ConfigProperty(
+        "hoodie.metadata.index.column.stats.column.list",
+        None,
+        parse_list,
+        "The columns column stats cover (comma separated; the record key, partition path and "
+        "commit time meta columns are always added); empty: the first "
+        "hoodie.metadata.index.column.stats.max.columns.to.index columns of a supported type. "
+        "A table whose index definition (.hoodie/.index_defs) lists them keeps its list.",
+    )
+    METADATA_COLUMN_STATS_MAX_COLUMNS = ConfigProperty(
+        "hoodie.metadata.index.column.stats.max.columns.to.index",
+        32,
+        parse_positive_int,
+        "How many top-level columns column stats cover when no column list is given.",
+    )
+    METADATA_COLUMN_STATS_FILE_GROUPS = ConfigProperty(
+        "hoodie.metadata.index.column.stats.file.group.count",
+        2,
+        parse_positive_int,
+        "File groups of a column_stats partition hudi_ds builds.",
+    )
+    METADATA_PARTITION_STATS_FILE_GROUPS = ConfigProperty(
+        "hoodie.metadata.index.partition.stats.file.group.count",
+        1,
+        parse_positive_int,
+        "File groups of a partition_stats partition hudi_ds builds.",
+    )
+    METADATA_PARTITION_STATS_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
+        "hoodie.metadata.index.partition.stats.enable",
+        None,
+        parse_bool,
+        "The metadata table's partition_stats partition (column stats aggregated per data "
+        "partition), kept in step when the table has it; false removes it; true builds it "
+        "(with column stats) for a partitioned table of version 8 or 9; unset keeps what the "
+        "table has.",
+    )
     POPULATE_META_FIELDS = ConfigProperty(
         "hoodie.populate.meta.fields",
         True,

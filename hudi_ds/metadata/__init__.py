@@ -15,6 +15,12 @@ Modules:
   (``hoodie.metadata.enable=false``).
 - :mod:`hudi_ds.metadata.layout` -- the MDT's own ``hoodie.properties``, file id, bootstrap
   instant and latest slice, as Java lays them out per table version.
+- :mod:`hudi_ds.metadata.column_stats` -- ``column_stats`` / ``partition_stats`` records
+  (``HoodieMetadataColumnStats``): keys, value types, encoding, Java's merge rule;
+  :mod:`hudi_ds.metadata.stats_build` computes them from data files,
+  :mod:`hudi_ds.metadata.stats_reader` reads them back, :mod:`hudi_ds.metadata.stats_writer`
+  keeps the two partitions in step for the writer (:mod:`hudi_ds.metadata.mdt_files`: which
+  MDT files a clean deletes, the plan of an MDT rollback).
 - :mod:`hudi_ds.metadata.reader` -- ``MetadataReader``: lists partitions and files through
   the MDT when it is present and in step with the data timeline (fewer storage calls),
   else says so and the table layer lists the storage.

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
@@ -62,9 +62,9 @@ from hudi_ds.metadata.layout import (
     bootstrap_instant,
     metadata_table_properties,
 )
+from hudi_ds.metadata.mdt_files import older_slices_files, rollback_plan
 from hudi_ds.metadata.reader import (
     MetadataReader,
-    completed_or_archived,
     files_slices,
     lagging_instants,
 )
@@ -85,6 +85,13 @@ from hudi_ds.metadata.records import (
     listing_changes,
     partition_path_of_id,
     record_schema,
+)
+from hudi_ds.metadata.stats_writer import (
+    STATS_PARTITIONS,
+    MdtFile,
+    Slices,
+    StatsIndex,
+    StatsOptions,
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import PROPS_FILE, TableConfig, update_table_config
@@ -109,8 +116,6 @@ from hudi_ds.timeline.plans import (
     InstantInfo,
     RollbackMetadata,
     RollbackPartitionMetadata,
-    RollbackPlan,
-    RollbackRequest,
 )
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
@@ -147,6 +152,11 @@ Listing = Callable[[TableState], Iterable[tuple[str, str, int]]]
 """``listing(state)``: ``(partition path, file name, size)`` of every committed data file."""
 
 
+def _no_slices(state: TableState, partitions: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+    """No committed slices known (a caller that does not maintain partition stats)."""
+    return {}
+
+
 def _schema_without_meta(schema_json: str) -> str:
     """The ``schema`` of MDT commit metadata: the record schema without the meta fields."""
     obj = json.loads(schema_json)
@@ -168,6 +178,8 @@ class MetadataWriter:
         reload_config: re-read ``hoodie.properties`` at each :meth:`update` (several writers:
             another one may have enabled or disabled the MDT since this state opened the table;
             a single writer's state is current).
+        stats: the options of the column_stats / partition_stats partitions.
+        slices: the latest committed data file slices (partition stats), from the write layer.
     """
 
     def __init__(
@@ -178,6 +190,8 @@ class MetadataWriter:
         enable: bool | None = None,
         max_delta_commits: int = 10,
         reload_config: bool = False,
+        stats: StatsOptions | None = None,
+        slices: Slices | None = None,
     ) -> None:
         self.state = state
         self.listing = listing
@@ -189,6 +203,8 @@ class MetadataWriter:
         self.schema = record_schema(self.version)
         self._schema_adopted = False
         self._layout: tuple[int, str] | None = None
+        # the column_stats / partition_stats partitions (stats_writer)
+        self.stats = StatsIndex(state, self.storage, stats or StatsOptions(), slices or _no_slices)
 
     # -- what the table has ---------------------------------------------------------------------
     @property
@@ -310,7 +326,27 @@ class MetadataWriter:
             tl = self.timeline()
         if self._catch_up(done.requested_time, tl):
             tl = self.timeline()
+        tl = self.build_stats(tl)
         self._mirror(done.requested_time, content, done.action, tl)
+
+    def build_stats(self, tl: Timeline) -> Timeline:
+        """Build the stats partitions the options ask for and the table lacks (versions 8
+        and 9) as an MDT-only deltacommit (a crash leaves it pending: undone by
+        :meth:`recover`, built again next time); the MDT's timeline afterwards."""
+        self._adopt_schema(tl)
+        partitioned = bool(self.state.config.partition_fields)
+        wanted = [p for p in self.stats.options.wanted(partitioned) if p not in self.declared]
+        if not wanted:
+            return tl
+        if tl.layout_version < 2:
+            log.warning("metadata table: hudi_ds builds %s on table versions 8 and 9", wanted)
+            return tl
+        when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
+        defs = self.stats.build(wanted, when, self._writer(), self.schema, self.listing(self.state))
+        crash_point("metadata")
+        declared = ",".join(sorted({*self.declared, *wanted}))
+        self._update_config({METADATA_PARTITIONS_KEY: declared, **defs})
+        return self.timeline()
 
     def _folder_present(self) -> bool:
         """Whether ``.hoodie/metadata`` exists: the data timeline's listing tells (layout 1:
@@ -417,16 +453,18 @@ class MetadataWriter:
             for d in self.storage.list_dirs("")
             if file_name_of(d) not in (FILES_PARTITION, ".hoodie")
         ]
-        names = sorted({p for p in self.declared + inflight if p != FILES_PARTITION} | set(folders))
+        kept = {FILES_PARTITION, *self.stats.maintained(self.declared)}
+        names = sorted({p for p in self.declared + inflight if p not in kept} | set(folders) - kept)
         if not names:
             return
         log.warning(
             "%s: removing metadata table partitions hudi_ds does not maintain: %s "
-            "(only 'files' is kept in step)",
+            "(it keeps %s in step)",
             self.state.storage.base_uri,
             ", ".join(names),
+            ", ".join(sorted(kept)),
         )
-        keep = [p for p in self.declared if p == FILES_PARTITION]
+        keep = [p for p in self.declared if p in kept]
         updates = {METADATA_PARTITIONS_KEY: ",".join(keep)}
         if inflight:
             updates[METADATA_PARTITIONS_INFLIGHT_KEY] = ""
@@ -449,7 +487,11 @@ class MetadataWriter:
         if not pending:
             return False
         writer = self._writer()
-        names = [f.name for f in self.storage.list_files(FILES_PARTITION)]
+        paths = [
+            f"{part}/{f.name}"
+            for part in (FILES_PARTITION, *STATS_PARTITIONS)
+            for f in (self.storage.list_files(part) if self.storage.is_dir(part) else [])
+        ]
         for inst in pending:
             ts = inst.requested_time
             doomed: set[str] = set()
@@ -457,18 +499,18 @@ class MetadataWriter:
             if inflight is not None:
                 try:
                     md = CommitMetadata.from_bytes(self.storage.read_bytes(inflight))
-                    doomed.update(file_name_of(p) for p in md.write_paths())
+                    doomed.update(md.write_paths())
                 except (CorruptFileError, FileNotFoundError):
                     pass
-            for name in names:
-                b = parse_base_file_name(name)
-                lf = parse_log_file_name(name)
+            for path in paths:
+                b = parse_base_file_name(file_name_of(path))
+                lf = parse_log_file_name(file_name_of(path))
                 if (b is not None and b.instant_time == ts) or (
                     lf is not None and lf.instant_time == ts and tl.layout_version >= 2
                 ):
-                    doomed.add(name)
-            for name in sorted(doomed):
-                self.storage.delete(f"{FILES_PARTITION}/{name}")
+                    doomed.add(path)
+            for path in sorted(doomed):
+                self.storage.delete(path)
             writer.delete_instant_files(inst)
             log.info("metadata table: undid pending %s %s", inst.action, ts)
         return True
@@ -516,24 +558,26 @@ class MetadataWriter:
         ):
             return
         changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
+        maintained = self.stats.maintained(self.declared)
+        stats = self.stats.records(instant_time, action, content, maintained, self.schema, mdt)
         if self._compact_if_due(mdt):
             mdt = self.timeline()
-        self._deltacommit(instant_time, changes or FilesChanges(), mdt)
+        extra = self.stats.log_files(instant_time, stats, mdt, self.schema)
+        self._deltacommit(instant_time, changes or FilesChanges(), mdt, extra)
 
     def _undo_completed(self, inst: Instant, tl: Timeline) -> None:
         """Undo completed MDT deltacommit ``inst`` that no reader counts yet (its data instant
         is not completed): its log file and its instant files are deleted."""
         path = tl.file_paths(inst.requested_time).get(State.COMPLETED)
-        names: list[str] = []
+        paths: list[str] = []
         if path is not None:
             try:
-                md = CommitMetadata.from_bytes(self.storage.read_bytes(path))
-                names = [file_name_of(p) for p in md.write_paths()]
+                paths = CommitMetadata.from_bytes(self.storage.read_bytes(path)).write_paths()
             except (CorruptFileError, FileNotFoundError):
-                names = []
+                paths = []
         self._writer().delete_instant_files(inst.requested_time)
-        for name in names:
-            self.storage.delete(f"{FILES_PARTITION}/{name}")
+        for p in paths:
+            self.storage.delete(p)
         log.info("metadata table: undid %s %s to mirror it again", inst.action, inst.requested_time)
 
     def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
@@ -568,13 +612,14 @@ class MetadataWriter:
             and p.file_id == FILES_FILE_ID
             and p.instant_time in {i.requested_time for i in undo}
         ]
-        plan = _rollback_plan(self.storage, targets, sl.base_instant, logs)
+        plan = rollback_plan(self.storage, targets, sl.base_instant, logs)
         writer = self._writer()
         req = Instant(instant_time, ROLLBACK, State.REQUESTED)
         if not writer.create_requested(req, plan.to_bytes()):
             raise CorruptFileError(f"metadata table: instant {instant_time} exists")
         writer.transition_to_inflight(req)
         crash_point("metadata")
+        self.stats.delete_logs({i.requested_time for i in undo})
         deleted = [n for n in sorted(logs) if self.storage.delete(f"{FILES_PARTITION}/{n}")]
         for inst in undo:
             writer.delete_instant_files(inst)
@@ -600,7 +645,9 @@ class MetadataWriter:
         crash_point("metadata")
         return True
 
-    def _deltacommit(self, instant_time: str, changes: FilesChanges, mdt: Timeline) -> None:
+    def _deltacommit(
+        self, instant_time: str, changes: FilesChanges, mdt: Timeline, extra: list[MdtFile]
+    ) -> None:
         layout, _ = self._mdt_layout()
         records = changes.records()
         # every block carries the partition list (Java: createPartitionListRecord per commit)
@@ -631,6 +678,8 @@ class MetadataWriter:
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="UPSERT_PREPPED",
         )
+        for f in extra:  # the stats partitions' logs (stats_writer)
+            md.partition_to_write_stats.setdefault(f.stat.partition_path or "", []).append(f.stat)
         writer = self._writer()
         req = Instant(instant_time, DELTA_COMMIT, State.REQUESTED)
         if not writer.create_requested(req):
@@ -641,6 +690,8 @@ class MetadataWriter:
         writer.transition_to_inflight(req, md.to_bytes(layout))
         crash_point("metadata")
         self.storage.write_bytes(f"{FILES_PARTITION}/{name}", block)
+        for f in extra:
+            self.storage.write_bytes(f.path, f.data)
         crash_point("metadata")
         writer.complete(req, md.to_bytes(layout))
         crash_point("metadata")
@@ -826,6 +877,10 @@ class MetadataWriter:
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="COMPACT",
         )
+        # every file group is compacted at once, as Java does: the stats partitions too
+        for f in self.stats.compaction_files(when, tl, self.schema):
+            self.storage.write_bytes(f.path, f.data)
+            md.partition_to_write_stats.setdefault(f.stat.partition_path or "", []).append(f.stat)
         self._complete_fenced(writer, req, md.to_bytes(layout))
         log.info("metadata table: compacted into %s (%d records)", name, len(merged))
         self.clean(after=when)
@@ -858,7 +913,8 @@ class MetadataWriter:
             raise
 
     def clean(self, after: str) -> list[str]:
-        """Delete the file slices of ``files-0000-0`` older than the two latest (the slice a
+        """Delete the file slices of every MDT file group (``files-0000-0`` and the stats
+        partitions') older than the two latest (the slice a
         reader that started before compaction ``after`` may still read is kept), as an MDT
         clean instant (``KEEP_LATEST_FILE_VERSIONS``, 2 versions; Java cleans the MDT after
         its compaction in ``HoodieBackedTableMetadataWriter.cleanIfNecessary``). Java 0.x
@@ -868,23 +924,26 @@ class MetadataWriter:
             The deleted file names.
         """
         tl = self.timeline()
-        doomed = _older_slices_files(tl, self._file_names())
+        doomed = {FILES_PARTITION: older_slices_files(tl, self._file_names())}
+        doomed.update(self.stats.older_files(tl))
+        doomed = {p: names for p, names in doomed.items() if names}
         if not doomed:
             return []
         if tl.layout_version == 1:
             when = after[:17] + "002"  # Java 0.x HoodieTableMetadataUtil.createCleanTimestamp
         else:
             when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
-        infos = [
-            CleanFileInfo(self.storage.uri(f"{FILES_PARTITION}/{n}"), False) for n in sorted(doomed)
-        ]
+        infos = {
+            p: [CleanFileInfo(self.storage.uri(f"{p}/{n}"), False) for n in sorted(names)]
+            for p, names in doomed.items()
+        }
         plan = CleanerPlan(
             earliest_instant_to_retain=None,
             last_completed_commit_timestamp=after,
             policy=_CLEAN_POLICY,
             files_to_be_deleted_per_partition={},
             version=2,
-            file_paths_to_be_deleted_per_partition={FILES_PARTITION: infos},
+            file_paths_to_be_deleted_per_partition=infos,
             partitions_to_be_deleted=[],
         )
         writer = self._writer()
@@ -893,85 +952,24 @@ class MetadataWriter:
             return []
         writer.transition_to_inflight(req, plan.to_bytes())
         self._fence()
-        pm = CleanPartitionMetadata(partition_path=FILES_PARTITION, policy=_CLEAN_POLICY)
-        for n in sorted(doomed):
-            pm.delete_path_patterns.append(n)
-            if self.storage.delete(f"{FILES_PARTITION}/{n}"):
-                pm.success_delete_files.append(n)
+        pms = {}
+        for p, names in doomed.items():
+            pm = pms[p] = CleanPartitionMetadata(partition_path=p, policy=_CLEAN_POLICY)
+            for n in sorted(names):
+                pm.delete_path_patterns.append(n)
+                if self.storage.delete(f"{p}/{n}"):
+                    pm.success_delete_files.append(n)
         crash_point("metadata")
+        deleted = sum(len(pm.success_delete_files) for pm in pms.values())
         md = CleanMetadata(
             start_clean_time=when,
-            total_files_deleted=len(pm.success_delete_files),
+            total_files_deleted=deleted,
             earliest_commit_to_retain="",
             last_completed_commit_timestamp=after,
-            partition_metadata={FILES_PARTITION: pm},
+            partition_metadata=pms,
             version=2,
             bootstrap_partition_metadata={},
         )
         self._complete_fenced(writer, Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
-        log.info("metadata table: cleaned %d old files", len(pm.success_delete_files))
-        return sorted(doomed)
-
-
-def _older_slices_files(tl: Timeline, names: list[str]) -> list[str]:
-    """The files of ``files-0000-0`` among ``names`` that belong to file slices older than the
-    two latest (none when there are at most two)."""
-    layout = tl.layout_version
-    deltas = {i.requested_time: i for i in tl.completed().filter_actions(DELTA_COMMIT)}
-    # the base instants of the file slices: base files of completed instants, or of
-    # instants archived since (the MDT's archival keeps only its latest compaction active)
-    bases = sorted(
-        {
-            b.instant_time
-            for n in names
-            if (b := parse_base_file_name(n)) is not None
-            and b.file_id == FILES_FILE_ID
-            and completed_or_archived(tl, b.instant_time)
-        }
-    )
-    if len(bases) <= 2:
-        return []
-    # a log belongs to the slice of the newest base requested at or before its deltacommit
-    # completed (the MDT reader's rule): older logs go with the older slices
-    kept_from = bases[-2]
-    old = set(bases[:-2])
-    doomed = []
-    for n in names:
-        b = parse_base_file_name(n)
-        lg = parse_log_file_name(n)
-        if b is not None and b.file_id == FILES_FILE_ID and b.instant_time in old:
-            doomed.append(n)
-        elif lg is not None and lg.file_id == FILES_FILE_ID:
-            if layout == 1 and lg.instant_time in old:
-                doomed.append(n)
-            elif layout == 2 and lg.instant_time != kept_from:
-                d = deltas.get(lg.instant_time)
-                if d is not None and (d.completion_time or d.requested_time) < kept_from:
-                    doomed.append(n)
-                elif d is None and tl.is_before_start(lg.instant_time):
-                    doomed.append(n)  # its deltacommit is archived: an older slice's log
-    return doomed
-
-
-def _rollback_plan(
-    storage: Storage, targets: list[str], base_instant: str, logs: list[str]
-) -> RollbackPlan:
-    """The plan of an MDT rollback of ``targets``: delete ``logs`` (of the slice of
-    ``base_instant``)."""
-    return RollbackPlan(
-        instant_to_rollback=InstantInfo(commit_time=targets[0], action=DELTA_COMMIT)
-        if targets
-        else None,
-        rollback_requests=[
-            RollbackRequest(
-                partition_path=FILES_PARTITION,
-                file_id=FILES_FILE_ID,
-                latest_base_instant=base_instant,
-                files_to_be_deleted=[storage.uri(f"{FILES_PARTITION}/{n}") for n in sorted(logs)],
-                log_blocks_to_be_deleted={},
-            )
-        ]
-        if logs
-        else [],
-        version=1,
-    )
+        log.info("metadata table: cleaned %d old files", deleted)
+        return sorted(n for names in doomed.values() for n in names)

@@ -9,8 +9,11 @@ metadata layer sits below the table layer).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig
 from hudi_ds.layout.naming import file_name_of
+from hudi_ds.metadata.stats_writer import StatsOptions
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.view import TableState
@@ -38,6 +41,38 @@ def committed_listing(state: TableState) -> list[tuple[str, str, int]]:
     return out
 
 
+def committed_slices(
+    state: TableState, partitions: Sequence[str]
+) -> dict[str, dict[str, list[str]]]:
+    """Per partition (every partition when ``partitions`` is empty), file id -> the file
+    names of its latest committed slice (base file, then logs): the slices the partition
+    stats of a commit start from."""
+    vis = state.visibility()
+    view = FileSystemView(state.storage, state.config)
+    out: dict[str, dict[str, list[str]]] = {}
+    for partition in partitions or view.partitions():
+        groups = out.setdefault(partition, {})
+        for s in view.latest_file_slices(partition, vis):
+            names = [file_name_of(s.base_file.path)] if s.base_file is not None else []
+            names += [file_name_of(lf.path) for lf in s.sorted_log_files()]
+            groups[s.file_id] = names
+    return out
+
+
+def stats_options(options: Options) -> StatsOptions:
+    """The options of the column_stats / partition_stats partitions."""
+    return StatsOptions(
+        column_stats=options.get(WriteConfig.METADATA_COLUMN_STATS_ENABLE),
+        partition_stats=options.get(WriteConfig.METADATA_PARTITION_STATS_ENABLE),
+        column_list=tuple(columns)
+        if (columns := options.get(WriteConfig.METADATA_COLUMN_STATS_COLUMNS))
+        else (),
+        max_columns=options.get(WriteConfig.METADATA_COLUMN_STATS_MAX_COLUMNS),
+        column_stats_file_groups=options.get(WriteConfig.METADATA_COLUMN_STATS_FILE_GROUPS),
+        partition_stats_file_groups=options.get(WriteConfig.METADATA_PARTITION_STATS_FILE_GROUPS),
+    )
+
+
 def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:
     """Install the MDT writer as the ``before_complete`` hook of the opened table ``state``.
 
@@ -51,6 +86,8 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
         enable=options.get(WriteConfig.METADATA_ENABLE),
         max_delta_commits=options.get(WriteConfig.METADATA_COMPACT_MAX_DELTA_COMMITS),
         reload_config=options.get(ConcurrencyConfig.MODE) != "single_writer",
+        stats=stats_options(options),
+        slices=committed_slices,
     )
     state.before_complete = writer.update
     return writer

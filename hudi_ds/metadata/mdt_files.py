@@ -1,0 +1,80 @@
+"""Which files of the metadata table's ``files-0000-0`` file group an MDT clean deletes
+(:func:`older_slices_files`) and the plan of an MDT rollback (:func:`rollback_plan`), for
+:class:`hudi_ds.metadata.writer.MetadataWriter`."""
+
+from __future__ import annotations
+
+from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.metadata.layout import FILES_FILE_ID
+from hudi_ds.metadata.reader import completed_or_archived
+from hudi_ds.metadata.records import FILES_PARTITION
+from hudi_ds.storage import Storage
+from hudi_ds.timeline.instant import DELTA_COMMIT
+from hudi_ds.timeline.plans import InstantInfo, RollbackPlan, RollbackRequest
+from hudi_ds.timeline.timeline import Timeline
+
+__all__ = ["older_slices_files", "rollback_plan"]
+
+
+def older_slices_files(tl: Timeline, names: list[str], file_id: str = FILES_FILE_ID) -> list[str]:
+    """The files of file group ``file_id`` (``files-0000-0``) among ``names`` that belong to
+    file slices older than the two latest (none when there are at most two)."""
+    layout = tl.layout_version
+    deltas = {i.requested_time: i for i in tl.completed().filter_actions(DELTA_COMMIT)}
+    # the base instants of the file slices: base files of completed instants, or of
+    # instants archived since (the MDT's archival keeps only its latest compaction active)
+    bases = sorted(
+        {
+            b.instant_time
+            for n in names
+            if (b := parse_base_file_name(n)) is not None
+            and b.file_id == file_id
+            and completed_or_archived(tl, b.instant_time)
+        }
+    )
+    if len(bases) <= 2:
+        return []
+    # a log belongs to the slice of the newest base requested at or before its deltacommit
+    # completed (the MDT reader's rule): older logs go with the older slices
+    kept_from = bases[-2]
+    old = set(bases[:-2])
+    doomed = []
+    for n in names:
+        b = parse_base_file_name(n)
+        lg = parse_log_file_name(n)
+        if b is not None and b.file_id == file_id and b.instant_time in old:
+            doomed.append(n)
+        elif lg is not None and lg.file_id == file_id:
+            if layout == 1 and lg.instant_time in old:
+                doomed.append(n)
+            elif layout == 2 and lg.instant_time != kept_from:
+                d = deltas.get(lg.instant_time)
+                if d is not None and (d.completion_time or d.requested_time) < kept_from:
+                    doomed.append(n)
+                elif d is None and tl.is_before_start(lg.instant_time):
+                    doomed.append(n)  # its deltacommit is archived: an older slice's log
+    return doomed
+
+
+def rollback_plan(
+    storage: Storage, targets: list[str], base_instant: str, logs: list[str]
+) -> RollbackPlan:
+    """The plan of an MDT rollback of ``targets``: delete ``logs`` (of the slice of
+    ``base_instant``)."""
+    return RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=targets[0], action=DELTA_COMMIT)
+        if targets
+        else None,
+        rollback_requests=[
+            RollbackRequest(
+                partition_path=FILES_PARTITION,
+                file_id=FILES_FILE_ID,
+                latest_base_instant=base_instant,
+                files_to_be_deleted=[storage.uri(f"{FILES_PARTITION}/{n}") for n in sorted(logs)],
+                log_blocks_to_be_deleted={},
+            )
+        ]
+        if logs
+        else [],
+        version=1,
+    )

@@ -1,0 +1,92 @@
+"""Reading the ``column_stats`` / ``partition_stats`` partitions of a metadata table: every file
+group's latest slice (:func:`hudi_ds.metadata.reader.files_slices`), its base HFile and then
+the HFILE_DATA blocks of its logs that count (completed on the MDT timeline, valid for the data
+timeline, not rolled back by a command block -- the rule of the ``files`` partition,
+:class:`hudi_ds.metadata.reader.MetadataReader`), merged per key with Java's rule
+(:func:`hudi_ds.metadata.column_stats.merge_stats`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hudi_ds.errors import CorruptFileError
+from hudi_ds.layout.hfile import read_hfile
+from hudi_ds.log.block import BlockType
+from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
+from hudi_ds.metadata.column_stats import decode_stats_value, merge_stats
+from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_instants
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
+from hudi_ds.storage import Storage
+from hudi_ds.timeline.timeline import Timeline
+
+__all__ = ["StatsRecords", "read_stats_partition"]
+
+StatsRecords = dict[str, dict[str, Any]]
+"""Record key -> decoded ``HoodieMetadataColumnStats`` (tombstones included)."""
+
+
+def _apply(
+    out: StatsRecords, keys: list[bytes], values: list[bytes], schema: str, where: str
+) -> None:
+    if keys and not schema:
+        raise CorruptFileError(f"{where}: metadata records without a writer schema")
+    for k, v in zip(keys, values, strict=True):
+        key = k.decode("utf-8")
+        try:
+            _, stats = decode_stats_value(v, schema)
+        except CorruptFileError as e:
+            raise CorruptFileError(f"{where}: metadata record {key!r}: {e}") from e
+        prev = out.get(key)
+        out[key] = stats if prev is None else merge_stats(prev, stats)
+
+
+def read_stats_partition(
+    storage: Storage,
+    timeline: Timeline,
+    data_timeline: Timeline,
+    data_table_version: int,
+    partition: str,
+) -> StatsRecords:
+    """The merged records of MDT partition ``partition`` (tombstones kept: a caller drops the
+    ``isDeleted`` ones).
+
+    Args:
+        storage: the metadata table's storage.
+        timeline: its active timeline.
+        data_timeline: the data table's active timeline.
+        data_table_version: the data table's version.
+        partition: ``column_stats`` or ``partition_stats``.
+
+    Raises:
+        CorruptFileError: a file or record does not decode.
+    """
+    valid = valid_instants(data_timeline, timeline, data_table_version)
+    out: StatsRecords = {}
+    for s in files_slices(storage, timeline, partition):
+        if s.base_file is not None:
+            hf = read_hfile(
+                storage.read_bytes(s.base_file.path), storage.full_path(s.base_file.path)
+            )
+            schema = hf.file_info.get("schema", b"").decode("utf-8")
+            _apply(out, hf.keys, hf.values, schema, s.base_file.path)
+        blocks = []
+        for lf in s.log_files:
+            blocks.extend(
+                scan_log_bytes(storage.read_bytes(lf.path), storage.full_path(lf.path)).blocks
+            )
+        rolled_back = {b.target_instant_time for b in blocks if b.is_rollback_command}
+        for b in blocks:
+            t = b.instant_time or ""
+            if b.block_type == BlockType.COMMAND or t in rolled_back:
+                continue
+            if not completed_or_archived(timeline, t) or t not in valid:
+                continue
+            if b.block_type == BlockType.HFILE_DATA:
+                hf = read_hfile(b.content, f"{b.path} block at offset {b.offset}")
+                schema = b.schema or hf.file_info.get("schema", b"").decode("utf-8")
+                _apply(out, hf.keys, hf.values, schema, b.path)
+            elif b.block_type == BlockType.DELETE:
+                keys = decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD).to_pylist()
+                for key in keys:
+                    out.pop(key, None)
+    return out
