@@ -331,7 +331,11 @@ def completed_or_archived(timeline: Timeline, instant_time: str) -> bool:
 
 
 def latest_file_slice(
-    timeline: Timeline, file_id: str, bases: list[BaseFile], logs: list[LogFile]
+    timeline: Timeline,
+    file_id: str,
+    bases: list[BaseFile],
+    logs: list[LogFile],
+    partition: str = FILES_PARTITION,
 ) -> FileSlice | None:
     """The latest slice of MDT file group ``file_id`` as of ``timeline``'s completed instants.
 
@@ -345,7 +349,7 @@ def latest_file_slice(
     usable = [b for b in bases if completed_or_archived(timeline, b.instant_time)]
     base = max(usable, key=lambda b: b.instant_time, default=None)
     base_time = base.instant_time if base is not None else ""
-    s = FileSlice(FILES_PARTITION, file_id, base_time, base)
+    s = FileSlice(partition, file_id, base_time, base)
     for lf in logs:
         if timeline.layout_version >= 2:
             done = timeline.completion_time(lf.instant_time)
@@ -358,12 +362,14 @@ def latest_file_slice(
     return None if s.is_empty else s
 
 
-def files_slices(storage: Storage, timeline: Timeline) -> list[FileSlice]:
-    """The latest slice of every file group of the ``files`` partition of the MDT at
-    ``storage`` (one listing), by file id."""
+def files_slices(
+    storage: Storage, timeline: Timeline, partition: str = FILES_PARTITION
+) -> list[FileSlice]:
+    """The latest slice of every file group of MDT ``partition`` (default ``files``) of the MDT
+    at ``storage`` (one listing), by file id."""
     bases: dict[str, list[BaseFile]] = {}
     logs: dict[str, list[LogFile]] = {}
-    for f in storage.list_files(FILES_PARTITION):
+    for f in storage.list_files(partition):
         b = parse_base_file_name(f.name)
         if b is not None and b.extension == ".hfile":
             bases.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))
@@ -373,7 +379,7 @@ def files_slices(storage: Storage, timeline: Timeline) -> list[FileSlice]:
             logs.setdefault(lg.file_id, []).append(LogFile(f.path, lg, f.size))
     out = []
     for fid in sorted(set(bases) | set(logs)):
-        s = latest_file_slice(timeline, fid, bases.get(fid, []), logs.get(fid, []))
+        s = latest_file_slice(timeline, fid, bases.get(fid, []), logs.get(fid, []), partition)
         if s is not None:
             out.append(s)
     return out
