@@ -481,7 +481,7 @@ def record_index_stand_in(
     )
     if RECORD_INDEX_PARTITION not in declared:
         return None
-    partitioned = _record_index_partitioned(config, storage)
+    partitioned = record_index_partitioned(config, storage)
     if partitioned:
         return IndexType.SIMPLE, (
             "its metadata table has a partitioned record-level index (record_index, "
@@ -493,7 +493,7 @@ def record_index_stand_in(
     )
 
 
-def _record_index_partitioned(config: TableConfig, storage: Storage | None) -> bool:
+def record_index_partitioned(config: TableConfig, storage: Storage | None) -> bool:
     """``isPartitioned`` of the record index's definition (absent before Hudi 1.1: global)."""
     rel = config.get(TableConfig.INDEX_DEFS_PATH)
     if not rel or storage is None or not storage.exists(rel):

@@ -39,6 +39,7 @@ from hudi_ds.layout.hfile import read_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
+from hudi_ds.metadata.layout import FILES_FILE_ID
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
     FILE_CHANGING_ACTIONS,
@@ -383,6 +384,46 @@ def files_slices(
         if s is not None:
             out.append(s)
     return out
+
+
+def older_slices_files(tl: Timeline, names: list[str]) -> list[str]:
+    """The files of ``files-0000-0`` among ``names`` that belong to file slices older than the
+    two latest (none when there are at most two)."""
+    layout = tl.layout_version
+    deltas = {i.requested_time: i for i in tl.completed().filter_actions(DELTA_COMMIT)}
+    # the base instants of the file slices: base files of completed instants, or of
+    # instants archived since (the MDT's archival keeps only its latest compaction active)
+    bases = sorted(
+        {
+            b.instant_time
+            for n in names
+            if (b := parse_base_file_name(n)) is not None
+            and b.file_id == FILES_FILE_ID
+            and completed_or_archived(tl, b.instant_time)
+        }
+    )
+    if len(bases) <= 2:
+        return []
+    # a log belongs to the slice of the newest base requested at or before its deltacommit
+    # completed (the MDT reader's rule): older logs go with the older slices
+    kept_from = bases[-2]
+    old = set(bases[:-2])
+    doomed = []
+    for n in names:
+        b = parse_base_file_name(n)
+        lg = parse_log_file_name(n)
+        if b is not None and b.file_id == FILES_FILE_ID and b.instant_time in old:
+            doomed.append(n)
+        elif lg is not None and lg.file_id == FILES_FILE_ID:
+            if layout == 1 and lg.instant_time in old:
+                doomed.append(n)
+            elif layout == 2 and lg.instant_time != kept_from:
+                d = deltas.get(lg.instant_time)
+                if d is not None and (d.completion_time or d.requested_time) < kept_from:
+                    doomed.append(n)
+                elif d is None and tl.is_before_start(lg.instant_time):
+                    doomed.append(n)  # its deltacommit is archived: an older slice's log
+    return doomed
 
 
 # ------------------------------------------------------------------------------------------
