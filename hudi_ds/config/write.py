@@ -101,6 +101,16 @@ class WriteConfig:
         "hoodie.table.metadata.partitions cleared); unset keeps what the table has, kept in "
         "step on every action.",
     )
+    METADATA_RECORD_INDEX_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
+        "hoodie.metadata.record.index.enable",
+        None,
+        parse_bool,
+        "The metadata table's record-level index (record_index partition, global): true gives "
+        "a metadata table hudi_ds creates one, built from the table's record keys; false "
+        "removes it; unset keeps what the table has. A table's record_index is kept in step "
+        "on every commit, delta commit, replace commit, compaction and clean (a rollback or "
+        "restore the metadata table mirrors with tombstones removes it).",
+    )
     METADATA_COMPACT_MAX_DELTA_COMMITS = ConfigProperty(
         "hoodie.metadata.compact.max.delta.commits",
         10,

@@ -1,13 +1,17 @@
 """The metadata table's own layout, as Java writes it for each table version: its
 ``hoodie.properties`` (:func:`metadata_table_properties`), the one file group of the ``files``
 partition (:data:`FILES_FILE_ID`), the bootstrap instant (:func:`bootstrap_instant`) and the
-latest file slice (:class:`MetadataSlice`)."""
+latest file slice (:class:`MetadataSlice`), the plan of an MDT rollback
+(:func:`rollback_plan`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.instant import DELTA_COMMIT
+from hudi_ds.timeline.plans import InstantInfo, RollbackPlan, RollbackRequest
 
 FILES_FILE_ID = "files-0000-0"
 
@@ -74,3 +78,27 @@ class MetadataSlice:
     base_file: str | None
     log_files: list[str] = field(default_factory=list)
     delta_commits: int = 0
+
+
+def rollback_plan(
+    storage: Storage, targets: list[str], base_instant: str, logs: list[str]
+) -> RollbackPlan:
+    """The plan of an MDT rollback of ``targets``: delete ``logs`` (of the slice of
+    ``base_instant``)."""
+    return RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=targets[0], action=DELTA_COMMIT)
+        if targets
+        else None,
+        rollback_requests=[
+            RollbackRequest(
+                partition_path="files",
+                file_id=FILES_FILE_ID,
+                latest_base_instant=base_instant,
+                files_to_be_deleted=[storage.uri(f"files/{n}") for n in sorted(logs)],
+                log_blocks_to_be_deleted={},
+            )
+        ]
+        if logs
+        else [],
+        version=1,
+    )

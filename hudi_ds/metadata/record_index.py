@@ -328,9 +328,9 @@ def read_locations(
     by_id = {s.file_id: s for s in slices}
     for i in np.unique(idx):
         wanted = {k for k, j in zip(keys, idx, strict=True) if j == i}
-        s = by_id.get(file_group_id(int(i)))
-        if s is not None:
-            out.update(read_slice(storage, s, keep, wanted))
+        found = by_id.get(file_group_id(int(i)))
+        if found is not None:
+            out.update(read_slice(storage, found, keep, wanted))
     return out
 
 

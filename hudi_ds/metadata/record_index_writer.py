@@ -168,8 +168,17 @@ class RecordIndexWriter:
         return self.storage.is_dir(RECORD_INDEX_PARTITION)
 
     def wanted_at_creation(self) -> bool:
-        """Whether a new MDT gets the partition: asked for, with a way to read the keys."""
-        return bool(self.enable) and self.record_keys is not None
+        """Whether a new MDT gets the partition: asked for, with a way to read the keys, on a
+        table whose files carry their record keys (meta fields)."""
+        if not self.enable or self.record_keys is None:
+            return False
+        if not self.state.config.populate_meta_fields:
+            log.warning(
+                "%s: no record_index: the table has no meta fields (hoodie.populate.meta.fields)",
+                self.state.storage.base_uri,
+            )
+            return False
+        return True
 
     # -- creation ----------------------------------------------------------------------------
     def bootstrap(self, instant: str, schema: str, version: int) -> list[IndexFile]:
@@ -218,7 +227,7 @@ class RecordIndexWriter:
         removes the partition)."""
         try:
             updates = self._updates(instant, action, content, mdt)
-        except (_Unexpressible, MissingFileError, CorruptFileError) as e:
+        except HudiError as e:  # unexpressible, a file gone or unreadable, a Lance base file
             log.warning("metadata table: record_index cannot follow %s %s: %s", action, instant, e)
             return None
         if not updates:
@@ -251,7 +260,7 @@ class RecordIndexWriter:
                     )
                 elif parse_log_file_name(name) is not None:
                     put, gone = logged.setdefault((partition, stat.file_id), ([], []))
-                    self._log_keys(stat.path, instant, put, gone)
+                    self._log_keys(stat.path, instant.__eq__, put, gone)
         if logged:
             self._log_changes(out, logged, loc_ms, mdt)
         if meta.is_replace and op in _OVERWRITES:
@@ -289,16 +298,18 @@ class RecordIndexWriter:
         out.put(sorted(keys - old), loc)
         out.delete(old - keys)
 
-    def _log_keys(self, path: str, instant: str, put: list[str], gone: list[str]) -> None:
-        """Keys of ``instant``'s data blocks (``put``) and delete blocks (``gone``) in log
-        file ``path``."""
+    def _log_keys(
+        self, path: str, instants: Callable[[str], bool], put: list[str], gone: list[str]
+    ) -> None:
+        """Keys of the data blocks (``put``) and delete blocks (``gone``) in log file ``path``
+        written by the instants ``instants`` accepts."""
         spec = self._spec()
         try:
             data = self.state.storage.read_bytes(path)
         except FileNotFoundError as e:
             raise MissingFileError(f"log file {path} is gone", path) from e
         for b in scan_log_bytes(data, path).blocks:
-            if b.instant_time != instant:
+            if not b.instant_time or not instants(b.instant_time):
                 continue
             if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
                 try:
@@ -357,9 +368,7 @@ class RecordIndexWriter:
             keys |= self._keys(max(bases, key=lambda b: b.instant_time))
         for path in logs:
             put: list[str] = []
-            for b in scan_log_bytes(self.state.storage.read_bytes(path), path).blocks:
-                if b.instant_time and vis.is_completed(b.instant_time):
-                    self._log_keys(path, b.instant_time, put, [])
+            self._log_keys(path, vis.is_completed, put, [])
             keys.update(put)
         return keys
 

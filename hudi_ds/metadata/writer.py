@@ -61,6 +61,7 @@ from hudi_ds.metadata.layout import (
     MetadataSlice,
     bootstrap_instant,
     metadata_table_properties,
+    rollback_plan,
 )
 from hudi_ds.metadata.reader import (
     MetadataReader,
@@ -68,6 +69,8 @@ from hudi_ds.metadata.reader import (
     lagging_instants,
     older_slices_files,
 )
+from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
+from hudi_ds.metadata.record_index_writer import IndexFile, RecordIndexWriter, RecordKeys
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
     FILE_CHANGING_ACTIONS,
@@ -109,8 +112,6 @@ from hudi_ds.timeline.plans import (
     InstantInfo,
     RollbackMetadata,
     RollbackPartitionMetadata,
-    RollbackPlan,
-    RollbackRequest,
 )
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
@@ -168,6 +169,8 @@ class MetadataWriter:
         reload_config: re-read ``hoodie.properties`` at each :meth:`update` (several writers:
             another one may have enabled or disabled the MDT since this state opened the table;
             a single writer's state is current).
+        record_keys: the committed slices' record keys (for a new MDT's record index).
+        record_index: ``hoodie.metadata.record.index.enable`` (True: a new MDT gets one).
     """
 
     def __init__(
@@ -178,6 +181,8 @@ class MetadataWriter:
         enable: bool | None = None,
         max_delta_commits: int = 10,
         reload_config: bool = False,
+        record_keys: RecordKeys | None = None,
+        record_index: bool | None = None,
     ) -> None:
         self.state = state
         self.listing = listing
@@ -189,6 +194,8 @@ class MetadataWriter:
         self.schema = record_schema(self.version)
         self._schema_adopted = False
         self._layout: tuple[int, str] | None = None
+        # record_index: kept in step where hudi_ds can (metadata.record_index_writer)
+        self.rli = RecordIndexWriter(state, self.storage, record_keys, record_index)
 
     # -- what the table has ---------------------------------------------------------------------
     @property
@@ -374,19 +381,27 @@ class MetadataWriter:
         log_name = log_file_name(FILES_FILE_ID, boot, 1, _WRITE_TOKEN)
         block = encode_empty_delete_block(boot)
         self.storage.write_bytes(f"{FILES_PARTITION}/{log_name}", block)
+        index = (
+            self.rli.bootstrap(boot, self.schema, self.version)
+            if self.rli.wanted_at_creation()
+            else []
+        )
         md = CommitMetadata(
             partition_to_write_stats={
                 FILES_PARTITION: [
                     self._stat(base_name, len(base), len(records), boot),
                     self._stat(log_name, len(block), 0, boot, base_name, [log_name], 1),
-                ]
+                ],
+                **_index_stats(index),
             },
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="UPSERT_PREPPED",
         )
+        self._write_index_files(index)
         writer.complete(req, md.to_bytes(layout))
         crash_point("metadata")
-        self._update_config({METADATA_PARTITIONS_KEY: FILES_PARTITION})
+        declared = [FILES_PARTITION] + ([RECORD_INDEX_PARTITION] if index else [])
+        self._update_config({METADATA_PARTITIONS_KEY: ",".join(declared)})
         log.info(
             "%s: created the metadata table (files partition, %d partitions)",
             self.state.storage.base_uri,
@@ -412,21 +427,22 @@ class MetadataWriter:
         deleted and their names leave ``hoodie.table.metadata.partitions`` -- hudi_ds does not
         keep them in step, and a stale index would mislead readers that use it."""
         inflight = declared_partitions(self.state.config, METADATA_PARTITIONS_INFLIGHT_KEY)
+        kept = {FILES_PARTITION} | ({RECORD_INDEX_PARTITION} if self.rli.maintained() else set())
         folders = [
             file_name_of(d)
             for d in self.storage.list_dirs("")
-            if file_name_of(d) not in (FILES_PARTITION, ".hoodie")
+            if file_name_of(d) not in (*kept, ".hoodie")
         ]
-        names = sorted({p for p in self.declared + inflight if p != FILES_PARTITION} | set(folders))
+        names = sorted({p for p in self.declared + inflight if p not in kept} | set(folders))
         if not names:
             return
         log.warning(
             "%s: removing metadata table partitions hudi_ds does not maintain: %s "
-            "(only 'files' is kept in step)",
+            "(only 'files' and a global 'record_index' are kept in step)",
             self.state.storage.base_uri,
             ", ".join(names),
         )
-        keep = [p for p in self.declared if p == FILES_PARTITION]
+        keep = [p for p in self.declared if p in kept]
         updates = {METADATA_PARTITIONS_KEY: ",".join(keep)}
         if inflight:
             updates[METADATA_PARTITIONS_INFLIGHT_KEY] = ""
@@ -449,7 +465,7 @@ class MetadataWriter:
         if not pending:
             return False
         writer = self._writer()
-        names = [f.name for f in self.storage.list_files(FILES_PARTITION)]
+        paths = [f.path for p in self._partitions() for f in self.storage.list_files(p)]
         for inst in pending:
             ts = inst.requested_time
             doomed: set[str] = set()
@@ -457,18 +473,18 @@ class MetadataWriter:
             if inflight is not None:
                 try:
                     md = CommitMetadata.from_bytes(self.storage.read_bytes(inflight))
-                    doomed.update(file_name_of(p) for p in md.write_paths())
+                    doomed.update(md.write_paths())
                 except (CorruptFileError, FileNotFoundError):
                     pass
-            for name in names:
-                b = parse_base_file_name(name)
-                lf = parse_log_file_name(name)
+            for path in paths:
+                b = parse_base_file_name(file_name_of(path))
+                lf = parse_log_file_name(file_name_of(path))
                 if (b is not None and b.instant_time == ts) or (
                     lf is not None and lf.instant_time == ts and tl.layout_version >= 2
                 ):
-                    doomed.add(name)
-            for name in sorted(doomed):
-                self.storage.delete(f"{FILES_PARTITION}/{name}")
+                    doomed.add(path)
+            for path in sorted(doomed):
+                self.storage.delete(path)
             writer.delete_instant_files(inst)
             log.info("metadata table: undid pending %s %s", inst.action, ts)
         return True
@@ -518,22 +534,22 @@ class MetadataWriter:
         changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
         if self._compact_if_due(mdt):
             mdt = self.timeline()
-        self._deltacommit(instant_time, changes or FilesChanges(), mdt)
+        index = self._index_files(instant_time, action, content, mdt)
+        self._deltacommit(instant_time, changes or FilesChanges(), mdt, index)
 
     def _undo_completed(self, inst: Instant, tl: Timeline) -> None:
         """Undo completed MDT deltacommit ``inst`` that no reader counts yet (its data instant
         is not completed): its log file and its instant files are deleted."""
         path = tl.file_paths(inst.requested_time).get(State.COMPLETED)
-        names: list[str] = []
+        written: list[str] = []
         if path is not None:
             try:
-                md = CommitMetadata.from_bytes(self.storage.read_bytes(path))
-                names = [file_name_of(p) for p in md.write_paths()]
+                written = CommitMetadata.from_bytes(self.storage.read_bytes(path)).write_paths()
             except (CorruptFileError, FileNotFoundError):
-                names = []
+                written = []
         self._writer().delete_instant_files(inst.requested_time)
-        for name in names:
-            self.storage.delete(f"{FILES_PARTITION}/{name}")
+        for p in written:
+            self.storage.delete(p)
         log.info("metadata table: undid %s %s to mirror it again", inst.action, inst.requested_time)
 
     def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
@@ -561,14 +577,21 @@ class MetadataWriter:
             if inst.action != DELTA_COMMIT or (inst.completion_time or t) < sl.base_instant:
                 return False  # compacted (or not a deltacommit): tombstones it is
             undo.append(inst)
+        undone = {i.requested_time for i in undo}
         logs = [
             n
             for n in self._file_names()
             if (p := parse_log_file_name(n)) is not None
             and p.file_id == FILES_FILE_ID
-            and p.instant_time in {i.requested_time for i in undo}
+            and p.instant_time in undone
         ]
-        plan = _rollback_plan(self.storage, targets, sl.base_instant, logs)
+        # the record index's log files of those deltacommits go with them
+        index_logs = [
+            f.path
+            for f in self.storage.list_files(RECORD_INDEX_PARTITION)
+            if (p := parse_log_file_name(f.name)) is not None and p.instant_time in undone
+        ]
+        plan = rollback_plan(self.storage, targets, sl.base_instant, logs)
         writer = self._writer()
         req = Instant(instant_time, ROLLBACK, State.REQUESTED)
         if not writer.create_requested(req, plan.to_bytes()):
@@ -576,6 +599,8 @@ class MetadataWriter:
         writer.transition_to_inflight(req)
         crash_point("metadata")
         deleted = [n for n in sorted(logs) if self.storage.delete(f"{FILES_PARTITION}/{n}")]
+        for path in index_logs:
+            self.storage.delete(path)
         for inst in undo:
             writer.delete_instant_files(inst)
         crash_point("metadata")
@@ -600,7 +625,13 @@ class MetadataWriter:
         crash_point("metadata")
         return True
 
-    def _deltacommit(self, instant_time: str, changes: FilesChanges, mdt: Timeline) -> None:
+    def _deltacommit(
+        self,
+        instant_time: str,
+        changes: FilesChanges,
+        mdt: Timeline,
+        index: list[IndexFile] | None = None,
+    ) -> None:
         layout, _ = self._mdt_layout()
         records = changes.records()
         # every block carries the partition list (Java: createPartitionListRecord per commit)
@@ -627,7 +658,7 @@ class MetadataWriter:
             name, len(block), n, sl.base_instant, sl.base_file, logs, 1 if layout == 2 else None
         )
         md = CommitMetadata(
-            partition_to_write_stats={FILES_PARTITION: [stat]},
+            partition_to_write_stats={FILES_PARTITION: [stat], **_index_stats(index or [])},
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="UPSERT_PREPPED",
         )
@@ -641,6 +672,7 @@ class MetadataWriter:
         writer.transition_to_inflight(req, md.to_bytes(layout))
         crash_point("metadata")
         self.storage.write_bytes(f"{FILES_PARTITION}/{name}", block)
+        self._write_index_files(index or [])
         crash_point("metadata")
         writer.complete(req, md.to_bytes(layout))
         crash_point("metadata")
@@ -674,6 +706,38 @@ class MetadataWriter:
             base_file=base_file if is_log else None,
             log_files=logs,
         )
+
+    # -- index partitions -----------------------------------------------------------------------
+    def _partitions(self) -> list[str]:
+        """The MDT partitions this writer writes files into."""
+        return [FILES_PARTITION, RECORD_INDEX_PARTITION]
+
+    def _index_files(
+        self, instant_time: str, action: str, content: bytes, mdt: Timeline
+    ) -> list[IndexFile]:
+        """The record index's files of the deltacommit mirroring ``action``; a change it
+        cannot express removes the partition (metadata.record_index_writer)."""
+        if not self.rli.maintained():
+            return []
+        files = self.rli.plan(instant_time, action, content, mdt, self.schema)
+        if files is None:
+            self._drop(RECORD_INDEX_PARTITION)
+            return []
+        return files
+
+    def _drop(self, partition: str) -> None:
+        """Remove one MDT partition: out of ``hoodie.table.metadata.partitions``, then its
+        folder (Java's partition deletion order)."""
+        keep = [p for p in self.declared if p != partition]
+        self._update_config({METADATA_PARTITIONS_KEY: ",".join(keep)})
+        self.storage.delete_dir(partition)
+        log.warning(
+            "%s: removed metadata table partition %s", self.state.storage.base_uri, partition
+        )
+
+    def _write_index_files(self, files: list[IndexFile]) -> None:
+        for f in files:
+            self.storage.write_bytes(f.path, f.data)
 
     # -- HFiles ---------------------------------------------------------------------------------
     def _sorted(self, records: Records, file_name: str | None) -> tuple[list[bytes], list[bytes]]:
@@ -913,25 +977,7 @@ class MetadataWriter:
         return sorted(doomed)
 
 
-def _rollback_plan(
-    storage: Storage, targets: list[str], base_instant: str, logs: list[str]
-) -> RollbackPlan:
-    """The plan of an MDT rollback of ``targets``: delete ``logs`` (of the slice of
-    ``base_instant``)."""
-    return RollbackPlan(
-        instant_to_rollback=InstantInfo(commit_time=targets[0], action=DELTA_COMMIT)
-        if targets
-        else None,
-        rollback_requests=[
-            RollbackRequest(
-                partition_path=FILES_PARTITION,
-                file_id=FILES_FILE_ID,
-                latest_base_instant=base_instant,
-                files_to_be_deleted=[storage.uri(f"{FILES_PARTITION}/{n}") for n in sorted(logs)],
-                log_blocks_to_be_deleted={},
-            )
-        ]
-        if logs
-        else [],
-        version=1,
-    )
+def _index_stats(files: list[IndexFile]) -> dict[str, list[WriteStat]]:
+    """Write stats of an MDT instant's record-index files, by MDT partition."""
+    stats = [f.stat for f in files if f.stat.path]
+    return {RECORD_INDEX_PARTITION: stats} if stats else {}

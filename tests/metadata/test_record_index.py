@@ -12,6 +12,7 @@ the data timeline that wrote the same file group.
 from __future__ import annotations
 
 import zipfile
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -116,3 +117,80 @@ def test_record_index_recomputed_from_files_equals_the_fixtures(
         assert inst is not None and inst.is_completed, (key, when)
         ids = {s.file_id for s in tl.read_commit_metadata(inst).write_stats()}
         assert want.file_id in ids, (key, when)
+
+
+# -- kept in step by hudi_ds's writes --------------------------------------------------------------
+
+
+def assert_index_true(root: Path, instants: bool = False) -> dict[str, RecordLocation]:
+    """The table still declares ``record_index`` and its records equal the recomputed ones:
+    keys, partitions, file ids; with ``instants``, instants at or before the slice's (a table
+    whose writers all ran in this process's time zone: a Java writer's ``LOCAL`` timeline zone
+    is its JVM's)."""
+    cfg = TableConfig.load(Storage(str(root)))
+    assert RECORD_INDEX_PARTITION in (cfg.get("hoodie.table.metadata.partitions") or "").split(",")
+    stored = stored_record_index(root)
+    computed = recomputed_record_index(root, writer_timezone(root))
+    assert sorted(stored) == sorted(computed)
+    for key, want in computed.items():
+        got = stored[key]
+        assert (got.partition, got.file_id) == (want.partition, want.file_id), key
+        assert not instants or got.instant_ms <= want.instant_ms, key
+    return stored
+
+
+def _rows(ids: list[int], p: list[str], ts: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": [f"k{i}" for i in ids],
+            "ts": pa.array([ts] * len(ids), pa.int64()),
+            "p": p,
+            "v": [float(i) for i in ids],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("table_type", "version"),
+    [("COPY_ON_WRITE", 9), ("MERGE_ON_READ", 9), ("COPY_ON_WRITE", 6)],
+)
+def test_new_table_keeps_its_record_index_in_step(
+    table_type: str, version: int, tmp_path: Path
+) -> None:
+    import hudi_ds
+    from hudi_ds.api import HudiTable
+    from hudi_ds.services import ServiceContext, compaction
+    from tests.conftest import assert_rows, hudi_rs_table, table_options
+
+    root = tmp_path / "t"
+    opts = {
+        **table_options("rli", partition="p", table_type=table_type, buckets=None),
+        "hoodie.metadata.enable": "true",
+        "hoodie.metadata.record.index.enable": "true",
+        # hudi_ds's global index stands for Java's RECORD_INDEX: keys unique across partitions
+        "hoodie.index.type": "GLOBAL_SIMPLE",
+        "hoodie.clean.automatic": "false",
+        "hoodie.write.table.version": str(version),
+    }
+    first = _rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1)
+    hudi_ds.write(str(root), first, opts)
+    assert len(assert_index_true(root, instants=True)) == 12
+    # updates in place, inserts, and a key moving partition (the index is global)
+    second = _rows([1, 2, 20, 21, 3], ["p1", "p2", "p0", "p1", "p1"], 2)
+    hudi_ds.write(str(root), second, opts)
+    stored = assert_index_true(root, instants=True)
+    assert stored["k3"].partition == "p1" and stored["k20"].partition == "p0"
+    HudiTable(str(root), opts).delete(_rows([4, 5], ["p1", "p2"], 3))
+    stored = assert_index_true(root)
+    assert "k4" not in stored and "k5" not in stored
+    if table_type == "MERGE_ON_READ":
+        ctx = ServiceContext.open(str(root), opts)
+        compaction.schedule_compaction(ctx)
+        compaction.run_compaction(ServiceContext.open(str(root), opts))
+        assert_index_true(root)
+    rows = hudi_ds.read(str(root), columns=["id", "p"])
+    assert sorted(rows.column("id").to_pylist()) == sorted(stored)
+    expected = [(k, loc.partition) for k, loc in stored.items()]
+    assert_rows(rows, expected, ["id", "p"])
+    for md in ("true", "false"):
+        assert_rows(hudi_rs_table(str(root), {"hoodie.metadata.enable": md}), expected, ["id", "p"])
