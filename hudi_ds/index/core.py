@@ -467,8 +467,9 @@ def record_index_stand_in(
     arriving with another partition finds its record where it is), unless Hudi 1.1 built it
     partitioned (``isPartitioned=true`` in the record index's definition, ``.hoodie/.index_defs``,
     read by ``UpgradeDowngradeUtils.setPropertiesBasedOnMetadataPartitions``; index type
-    ``PARTITIONED_RECORD_INDEX``: unique per partition). hudi_ds keeps no record-level index, so
-    it writes with the index of its own that keeps the same uniqueness: GLOBAL_SIMPLE (keys
+    ``PARTITIONED_RECORD_INDEX``: unique per partition). hudi_ds keeps a global record index in
+    step (:mod:`hudi_ds.metadata.record_index_writer`) but does not look keys up in it, so it
+    writes with the index of its own that keeps the same uniqueness: GLOBAL_SIMPLE (keys
     looked up across every partition) or SIMPLE. Writing with the SIMPLE default instead would
     add a second copy of a key that arrives with another partition.
 
@@ -489,7 +490,7 @@ def record_index_stand_in(
         )
     return IndexType.GLOBAL_SIMPLE, (
         "its metadata table has Java's record-level index (record_index: keys unique across "
-        "partitions), which hudi_ds does not keep"
+        "partitions), which hudi_ds keeps in step but does not look keys up in"
     )
 
 
