@@ -16,7 +16,7 @@ from hudi_ds.metadata.records import (
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import PROPS_FILE, TableConfig
-from hudi_ds.write.metadata_sync import committed_listing
+from hudi_ds.write.metadata_sync import committed_listing, committed_record_keys
 
 log = logging.getLogger("hudi_ds.cli")
 
@@ -147,6 +147,15 @@ def _rebuild_metadata(cmd: Command) -> int:
         state = ctx.state
         state.config = TableConfig.load(state.storage)  # as another writer may have left it
         writer = MetadataWriter(state, committed_listing, enable=True)
+        # a global record index hudi_ds keeps in step is built again with the listing
+        rli = writer.rli.maintained()
+        writer = MetadataWriter(
+            state,
+            committed_listing,
+            enable=True,
+            record_keys=committed_record_keys,
+            record_index=rli,
+        )
         had = writer.present()
         writer.delete()
         writer.create()

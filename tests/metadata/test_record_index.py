@@ -25,6 +25,7 @@ from hudi_ds.metadata.record_index import (
     file_group_id,
     file_group_indexes,
 )
+from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import format_instant_time
@@ -136,6 +137,16 @@ def assert_index_true(root: Path, instants: bool = False) -> dict[str, RecordLoc
         got = stored[key]
         assert (got.partition, got.file_id) == (want.partition, want.file_id), key
         assert not instants or got.instant_ms <= want.instant_ms, key
+    mdt = Storage(str(root / ".hoodie" / "metadata"))
+    mcfg = TableConfig.load(mdt)
+    if mcfg.timeline_layout_version == 2:  # no file of an undone MDT instant is left behind
+        tl = Timeline.load(mdt, 2, mcfg.timeline_path)
+        pending = {i.requested_time for i in tl.pending()}  # (a killed write's, undone next)
+        for f in (root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).iterdir():
+            parsed = parse_base_file_name(f.name) or parse_log_file_name(f.name)
+            if parsed is not None:
+                t = parsed.instant_time
+                assert tl.is_completed(t) or tl.is_before_start(t) or t in pending, f.name
     return stored
 
 
@@ -194,3 +205,68 @@ def test_new_table_keeps_its_record_index_in_step(
     assert_rows(rows, expected, ["id", "p"])
     for md in ("true", "false"):
         assert_rows(hudi_rs_table(str(root), {"hoodie.metadata.enable": md}), expected, ["id", "p"])
+
+
+def _rli_options(table_type: str, version: int) -> dict[str, str]:
+    from tests.conftest import table_options
+
+    return {
+        **table_options("rli", partition="p", table_type=table_type, buckets=None),
+        "hoodie.metadata.enable": "true",
+        "hoodie.metadata.record.index.enable": "true",
+        "hoodie.index.type": "GLOBAL_SIMPLE",
+        "hoodie.clean.automatic": "false",
+        "hoodie.write.table.version": str(version),
+    }
+
+
+@pytest.mark.parametrize("version", [9, 6])
+def test_rollback_undoes_the_record_index_or_removes_it(version: int, tmp_path: Path) -> None:
+    """Table version 9 mirrors a rollback by undoing the MDT deltacommit: its record-index log
+    files go with it and the index is true again. Version 6 mirrors it with tombstones, which
+    cannot undo an insert's index entry: the partition is removed (and the global index it
+    stood for recorded)."""
+    import hudi_ds
+    from hudi_ds.services import ServiceContext, rollback
+
+    root = tmp_path / "t"
+    opts = _rli_options("MERGE_ON_READ", version)
+    hudi_ds.write(str(root), _rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
+    hudi_ds.write(str(root), _rows([1, 30, 31], ["p0", "p0", "p1"], 2), opts)
+    before = stored_record_index(root)
+    assert "k30" in before and before["k1"].partition == "p0"
+    cfg = TableConfig.load(Storage(str(root)))
+    tl = Timeline.load(Storage(str(root)), cfg.timeline_layout_version, cfg.timeline_path)
+    last = tl.completed().last_completed()
+    assert last is not None
+    rollback.rollback(ServiceContext.open(str(root), opts), last.requested_time)
+    if version == 9:
+        stored = assert_index_true(root, instants=True)
+        assert "k30" not in stored and stored["k1"].partition == "p1"
+    else:
+        props = TableConfig.load(Storage(str(root)))
+        assert props.get("hoodie.table.metadata.partitions") == "files"
+        assert not (root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).exists()
+        assert props.get("hoodie.index.type") == "GLOBAL_SIMPLE"
+
+
+@pytest.mark.parametrize("spec", ["metadata:1", "metadata:2", "metadata:3", "commit_write"])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_killed_write_leaves_the_record_index_true(
+    spec: str, table_type: str, tmp_path: Path
+) -> None:
+    """A write killed before, inside and after its MDT deltacommit (record-index log files
+    included): readers ignore what it wrote, the next write rolls it back, the index is true."""
+    import hudi_ds
+    from tests.metadata.test_writer import _crash
+
+    root = tmp_path / "t"
+    opts = _rli_options(table_type, 9)
+    hudi_ds.write(str(root), _rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
+    moved = _rows([1, 40, 41], ["p0", "p1", "p1"], 2)
+    assert _crash(spec, lambda: hudi_ds.write(str(root), moved, opts)) == 137
+    stored = assert_index_true(root, instants=True)
+    assert "k40" not in stored and stored["k1"].partition == "p1"
+    hudi_ds.write(str(root), _rows([2, 50], ["p1", "p0"], 3), opts)
+    stored = assert_index_true(root, instants=True)
+    assert "k40" not in stored and stored["k2"].partition == "p1" and "k50" in stored
