@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.metadata.record_index import (
     RECORD_INDEX_PARTITION,
     RecordLocation,
@@ -25,7 +26,6 @@ from hudi_ds.metadata.record_index import (
     file_group_id,
     file_group_indexes,
 )
-from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import format_instant_time
