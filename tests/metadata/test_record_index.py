@@ -270,3 +270,63 @@ def test_killed_write_leaves_the_record_index_true(
     hudi_ds.write(str(root), _rows([2, 50], ["p1", "p0"], 3), opts)
     stored = assert_index_true(root, instants=True)
     assert "k40" not in stored and stored["k2"].partition == "p1" and "k50" in stored
+
+
+@pytest.mark.parametrize("name", ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_simple_meta"])
+def test_fixture_record_index_stays_true_through_writes_compaction_and_rollback(
+    name: str, tmp_path: Path
+) -> None:
+    """Java's record index of a Hudi 1.1 table: hudi_ds moves a key to another region,
+    inserts one, deletes one, compacts (MOR) and rolls its last write back; after each step the
+    index is Java's records plus exactly those changes, and hudi-rs reads the table with the
+    metadata table on and off."""
+    import pyarrow.compute as pc
+
+    import hudi_ds
+    from hudi_ds.api import HudiTable
+    from hudi_ds.services import ServiceContext, compaction, rollback
+    from tests.conftest import hudi_rs_table
+    from tests.write.fixture_model import data_row_set
+    from tests.write.test_fixture_writes import unzip
+
+    root = unzip(name, tmp_path)
+    java = stored_record_index(root)
+    rows = hudi_ds.read(str(root))
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    first = data.slice(0, 1)
+    key, home = first["txn_id"][0].as_py(), first["region"][0].as_py()
+    away = next(r for r in ("apac", "eu", "us") if r != home)
+    bumped = pc.add(first["txn_ts"].combine_chunks().cast(pa.int64()), 1)
+    moved = first.set_column(first.schema.get_field_index("region"), "region", pa.array([away]))
+    moved = moved.set_column(
+        moved.schema.get_field_index("txn_ts"), "txn_ts", bumped.cast(first["txn_ts"].type)
+    )
+    new = moved.set_column(moved.schema.get_field_index("txn_id"), "txn_id", pa.array(["NEW-1"]))
+    table = HudiTable(str(root))
+    table.upsert(pa.concat_tables([moved, new]))
+    stored = assert_index_true(root)
+    assert stored[key].partition == f"region={away}" and "NEW-1" in stored
+    victim = next(k for k in java if k != key)
+    gone = data.filter(pc.equal(data["txn_id"], victim))
+    table.delete(gone)
+    stored = assert_index_true(root)
+    assert victim not in stored
+    assert {k: v for k, v in stored.items() if k not in (key, "NEW-1")} == {
+        k: v for k, v in java.items() if k not in (key, victim)
+    }
+    if name.startswith("mor"):
+        compaction.schedule_compaction(ServiceContext.open(str(root)))
+        compaction.run_compaction(ServiceContext.open(str(root)))
+        assert assert_index_true(root) == stored
+    cfg = TableConfig.load(Storage(str(root)))
+    tl = Timeline.load(Storage(str(root)), cfg.timeline_layout_version, cfg.timeline_path)
+    last = tl.completed().filter_actions("commit", "deltacommit").last_completed()
+    assert last is not None
+    rollback.rollback(ServiceContext.open(str(root)), last.requested_time)
+    after = assert_index_true(root)
+    expected = data_row_set(hudi_ds.read(str(root)))
+    for md in ("true", "false"):
+        assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": md})) == expected
+    assert sorted(after) == sorted(
+        hudi_ds.read(str(root), columns=["txn_id"])["txn_id"].to_pylist()
+    )
