@@ -156,10 +156,21 @@ class WriteConfig:
     INDEX_TYPE = ConfigProperty(
         "hoodie.index.type",
         "BUCKET",
-        one_of("BUCKET", "SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"),
+        one_of(
+            "BUCKET",
+            "SIMPLE",
+            "GLOBAL_SIMPLE",
+            "BLOOM",
+            "GLOBAL_BLOOM",
+            "RECORD_INDEX",
+            "GLOBAL_RECORD_LEVEL_INDEX",
+        ),
         "Record index: BUCKET (hash of the key to a fixed file group; the default of tables "
         "hudi_ds creates), SIMPLE / BLOOM (look keys up in the partition's base files; Hudi's "
-        "Spark default is SIMPLE) or their GLOBAL_ variants (keys unique across partitions). "
+        "Spark default is SIMPLE), their GLOBAL_ variants (keys unique across partitions), or "
+        "RECORD_INDEX (alias GLOBAL_RECORD_LEVEL_INDEX: keys unique across partitions, looked "
+        "up in the metadata table's record_index, only the HFile blocks they fall in; needs "
+        "hoodie.metadata.record.index.enable=true on a new table, or a table that has one). "
         "An existing table keeps its index.",
     )
     KEYGEN_CLASS = ConfigProperty(
@@ -253,6 +264,13 @@ class WriteConfig:
         parse_bool,
         "GLOBAL_SIMPLE: a key arriving with another partition moves there (deleted in the old "
         "one); false updates it in place in its old partition.",
+    )
+    RECORD_INDEX_UPDATE_PARTITION_PATH = ConfigProperty(
+        "hoodie.record.index.update.partition.path",
+        False,
+        parse_bool,
+        "RECORD_INDEX: a key arriving with another partition moves there (deleted in the old "
+        "one); false (Java's default) updates it in place in its old partition.",
     )
     BLOOM_UPDATE_PARTITION_PATH = ConfigProperty(
         "hoodie.bloom.index.update.partition.path",

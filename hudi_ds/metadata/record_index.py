@@ -55,7 +55,7 @@ import pyarrow as pa
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import BaseFile, FileSlice
-from hudi_ds.layout.hfile import read_hfile
+from hudi_ds.layout.hfile import lookup_hfile, read_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
@@ -232,11 +232,34 @@ def file_group_count(storage: Storage) -> int:
     return len(ids)
 
 
+def _put(
+    out: dict[str, RecordLocation | None],
+    data: bytes | memoryview,
+    where: str,
+    wanted: Callable[[str], bool] | set[str],
+    schema: str | None = None,
+) -> None:
+    """Decode the records of one HFile into ``out``: with a key set, only the data blocks
+    those keys fall in (:func:`hudi_ds.layout.hfile.lookup_hfile`)."""
+    if isinstance(wanted, set):
+        found, info, _ = lookup_hfile(data, [k.encode("utf-8") for k in wanted], where)
+        cells = list(found.items())
+    else:
+        hf = read_hfile(data, where)
+        info = hf.file_info
+        cells = [(k, v) for k, v in zip(hf.keys, hf.values, strict=True)]
+    schema = schema or info.get("schema", b"").decode("utf-8")
+    for k, v in cells:
+        key = k.decode("utf-8")
+        if isinstance(wanted, set) or wanted(key):
+            out[key] = decode_value(v, schema)
+
+
 def _merge_blocks(
     blocks: Iterable[LogBlock],
     keep: Callable[[str], bool],
     out: dict[str, RecordLocation | None],
-    wanted: Callable[[str], bool],
+    wanted: Callable[[str], bool] | set[str],
 ) -> None:
     rolled_back = {b.target_instant_time for b in blocks if b.is_rollback_command}
     for b in blocks:
@@ -244,16 +267,13 @@ def _merge_blocks(
         if b.block_type == BlockType.COMMAND or t in rolled_back or not keep(t):
             continue
         if b.block_type == BlockType.HFILE_DATA:
-            hf = read_hfile(b.content, f"{b.path} block at offset {b.offset}")
-            schema = b.schema or hf.file_info.get("schema", b"").decode("utf-8")
-            for k, v in zip(hf.keys, hf.values, strict=True):
-                key = k.decode("utf-8")
-                if wanted(key):
-                    out[key] = decode_value(v, schema)
+            where = f"{b.path} block at offset {b.offset}"
+            _put(out, b.content, where, wanted, b.schema)
         elif b.block_type == BlockType.DELETE:
             keys = decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD).to_pylist()
+            test = wanted.__contains__ if isinstance(wanted, set) else wanted
             for key in keys:
-                if key is not None and wanted(key):
+                if key is not None and test(key):
                     out[key] = None
         else:
             raise CorruptFileError(
@@ -277,16 +297,11 @@ def read_slice(
             timeline, :func:`hudi_ds.metadata.reader.valid_instants`).
         keys: the keys wanted (None: all).
     """
-    wanted: Callable[[str], bool] = (lambda _k: True) if keys is None else keys.__contains__
+    wanted: Callable[[str], bool] | set[str] = (lambda _k: True) if keys is None else keys
     out: dict[str, RecordLocation | None] = {}
     if fslice.base_file is not None:
         path = fslice.base_file.path
-        hf = read_hfile(storage.read_bytes(path), storage.full_path(path))
-        schema = hf.file_info.get("schema", b"").decode("utf-8")
-        for k, v in zip(hf.keys, hf.values, strict=True):
-            key = k.decode("utf-8")
-            if wanted(key):
-                out[key] = decode_value(v, schema)
+        _put(out, storage.read_bytes(path), storage.full_path(path), wanted)
     blocks: list[LogBlock] = []
     for lf in fslice.log_files:
         scan = scan_log_bytes(storage.read_bytes(lf.path), storage.full_path(lf.path))

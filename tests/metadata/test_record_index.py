@@ -330,3 +330,94 @@ def test_fixture_record_index_stays_true_through_writes_compaction_and_rollback(
     assert sorted(after) == sorted(
         hudi_ds.read(str(root), columns=["txn_id"])["txn_id"].to_pylist()
     )
+
+
+# -- looked up: hoodie.index.type=RECORD_INDEX -------------------------------------------------------
+
+
+def test_hfile_lookup_decodes_only_the_blocks_of_its_keys() -> None:
+    from hudi_ds.layout.hfile import lookup_hfile, read_hfile, write_hfile
+
+    keys = [f"key-{i:05d}".encode() for i in range(3000)]
+    values = [b"v" * 40 + k for k in keys]
+    data = write_hfile(keys, values, block_size=4096)
+    found, info, decoded = lookup_hfile(data, [keys[7], keys[2500], b"key-99999", b"a"])
+    assert found == {keys[7]: values[7], keys[2500]: values[2500]}
+    # two blocks for the two present keys, and the absent one past the last block's first key
+    assert decoded == 3 and "hfile.LASTKEY" in info
+    assert read_hfile(data).keys == keys  # (a file of many blocks)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("move", [False, True])
+def test_record_index_upserts_never_duplicate_a_key(
+    table_type: str, move: bool, tmp_path: Path
+) -> None:
+    """Upserts and deletes tagged through the record index: a key arriving with another
+    partition is updated where it lives (Java's default) or moved there
+    (``hoodie.record.index.update.partition.path``); never two copies; the lookup reads no
+    data file."""
+    import hudi_ds
+    from hudi_ds.api import HudiTable
+    from hudi_ds.index.record_level import record_index_lookup
+    from hudi_ds.index.simple import simple_lookup
+    from hudi_ds.table.fs_view import FileSystemView
+    from tests.conftest import assert_rows, hudi_rs_table
+
+    root = tmp_path / "t"
+    opts = {
+        **_rli_options(table_type, 9),
+        "hoodie.index.type": "RECORD_INDEX",
+        "hoodie.record.index.update.partition.path": str(move).lower(),
+    }
+    hudi_ds.write(str(root), _rows(list(range(10)), ["p0", "p1"] * 5, 1), opts)
+    # key -> (p column, v, partition path it lives in)
+    model = {f"k{i}": ("p0" if i % 2 == 0 else "p1", float(i)) for i in range(10)}
+    where = {k: p for k, (p, _) in model.items()}
+    batch = _rows([1, 2, 30], ["p0", "p1", "p1"], 2)  # k1 p1->p0, k2 p0->p1, k30 new
+    HudiTable(str(root), opts).upsert(batch)
+    model.update({"k1": ("p0", 1.0), "k2": ("p1", 2.0), "k30": ("p1", 30.0)})
+    if move:
+        where.update({"k1": "p0", "k2": "p1"})
+    where["k30"] = "p1"
+    HudiTable(str(root), opts).delete(_rows([3], ["p0"], 3))  # deleted where it lives (p1)
+    del model["k3"], where["k3"]
+    cols = ["id", "p", "v", "_hoodie_partition_path"]
+    expected = [(k, p, v, where[k]) for k, (p, v) in model.items()]
+    assert_rows(hudi_ds.read(str(root), columns=cols), expected, cols)
+    for md in ("true", "false"):
+        got = hudi_rs_table(str(root), {"hoodie.metadata.enable": md})
+        assert_rows(got, expected, cols)
+    stored = assert_index_true(root, instants=True)
+    assert {k: loc.partition for k, loc in stored.items()} == where
+    # the lookup answers as the file-reading one, reading no data file
+    from hudi_ds.timeline.view import TableState
+
+    state = TableState.open(Storage(str(root)))
+    storage = state.storage
+    view = FileSystemView(storage, state.config)
+    vis = state.visibility()
+    slices = [s for p in view.partitions() for s in view.latest_file_slices(p, vis)]
+    keys = pa.array(["k1", "k2", "k30", "k3", "k99"])
+    from hudi_ds.index.lookup import LookupSpec
+
+    spec = LookupSpec(("id",), False)
+    got = record_index_lookup(storage, slices, keys, None, spec)
+    want = simple_lookup(storage, slices, keys, None, spec)
+    assert got.files_read == 0 and want.files_read > 0
+    # (a key deleted through a MOR log is still in its base file for SIMPLE; the index,
+    # like Java's, has let it go)
+    assert got.file_id.to_pylist()[:3] == want.file_id.to_pylist()[:3]
+    assert got.file_id.to_pylist()[3:] == [None, None]
+
+
+def test_record_index_type_without_a_record_index_is_refused(tmp_path: Path) -> None:
+    import hudi_ds
+    from hudi_ds.errors import ConfigError
+
+    root = tmp_path / "t"
+    opts = {**_rli_options("COPY_ON_WRITE", 9), "hoodie.index.type": "RECORD_INDEX"}
+    del opts["hoodie.metadata.record.index.enable"]
+    with pytest.raises(ConfigError, match="RECORD_INDEX.*hoodie.metadata.record.index.enable"):
+        hudi_ds.write(str(root), _rows([1], ["p0"], 1), opts)
+    assert not (root / ".hoodie" / "hoodie.properties").exists()

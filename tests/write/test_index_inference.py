@@ -104,5 +104,7 @@ def test_record_index_table_keeps_its_key_uniqueness(
 def test_record_index_type_names_its_stand_in() -> None:
     from hudi_ds.index.core import IndexType
 
-    with pytest.raises(ConfigError, match="RECORD_INDEX.*GLOBAL_SIMPLE keeps keys unique"):
-        IndexType.parse("RECORD_INDEX")
+    with pytest.raises(ConfigError, match="PARTITIONED_RECORD_INDEX.*SIMPLE keeps keys unique"):
+        IndexType.parse("PARTITIONED_RECORD_INDEX")
+    # the global record index is looked up in the metadata table (Java 1.1's other spelling)
+    assert IndexType.parse("global_record_level_index") is IndexType.RECORD_INDEX
