@@ -30,6 +30,7 @@ from hudi_ds.errors import CorruptBlockError, CorruptFileError, HudiError, Missi
 from hudi_ds.index.core import record_index_partitioned
 from hudi_ds.index.lookup import LookupSpec
 from hudi_ds.index.simple import base_file_keys, keys_of_table
+from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.hfile import write_hfile
 from hudi_ds.layout.naming import (
@@ -85,6 +86,7 @@ __all__ = [
 log = logging.getLogger("hudi_ds.metadata")
 
 _WRITE_TOKEN = "0-0-0"
+_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
 
 #: ``hoodie.metadata.record.index.min.filegroup.count`` default (``HoodieMetadataConfig``)
 MIN_FILE_GROUPS = 10
@@ -207,10 +209,7 @@ class RecordIndexWriter:
             keys, locs, _ = groups.get(i, ([], [], []))
             name = base_file_name(fid, _WRITE_TOKEN, instant, ".hfile")
             own = None if version >= 9 else name
-            values = [encode_value(loc, schema, own) for loc in locs]
-            data = write_hfile(
-                [k.encode("utf-8") for k in keys], values, file_info={"schema": schema.encode()}
-            )
+            data = _base_hfile(keys, [encode_value(loc, schema, own) for loc in locs], schema)
             out.append(IndexFile(*_file(name, data, fid, instant, len(keys), None)))
             log_name = log_file_name(fid, instant, 1, _WRITE_TOKEN)
             block = encode_empty_delete_block(instant)
@@ -431,6 +430,23 @@ class RecordIndexWriter:
                 IndexFile(*_file(name, data, fid, sl.base_instant_time, n, base, logs, version))
             )
         return out
+
+
+def _base_hfile(keys: list[str], values: list[bytes], schema: str) -> bytes:
+    """A base HFile of the partition, as Java writes MDT base files: the schema, a bloom
+    filter of the keys (``DYNAMIC_V0``, Java ``HoodieMetadataConfig``'s 10000 keys at fpp
+    1e-9), the min and max record keys."""
+    raw = [k.encode("utf-8") for k in keys]
+    bloom = _BLOOM.new_filter()
+    bloom.add(keys)
+    info = {
+        "schema": schema.encode("utf-8"),
+        "bloomFilterTypeCode": DYNAMIC_V0.encode(),
+        "minRecordKey": raw[0] if raw else b"",
+        "maxRecordKey": raw[-1] if raw else b"",
+    }
+    meta = {"bloomFilter": bloom.serialize().encode("ascii")}
+    return write_hfile(raw, values, file_info=info, meta_blocks=meta)
 
 
 def _file(

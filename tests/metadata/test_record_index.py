@@ -163,7 +163,7 @@ def _rows(ids: list[int], p: list[str], ts: int) -> pa.Table:
 
 @pytest.mark.parametrize(
     ("table_type", "version"),
-    [("COPY_ON_WRITE", 9), ("MERGE_ON_READ", 9), ("COPY_ON_WRITE", 6)],
+    [("COPY_ON_WRITE", 9), ("MERGE_ON_READ", 9), ("COPY_ON_WRITE", 6), ("MERGE_ON_READ", 6)],
 )
 def test_new_table_keeps_its_record_index_in_step(
     table_type: str, version: int, tmp_path: Path
