@@ -105,11 +105,11 @@ class WriteConfig:
         "hoodie.metadata.record.index.enable",
         None,
         parse_bool,
-        "The metadata table's record-level index (record_index partition, global): true gives "
-        "a metadata table hudi_ds creates one, built from the table's record keys; false "
-        "removes it; unset keeps what the table has. A table's record_index is kept in step "
-        "on every commit, delta commit, replace commit, compaction and clean (a rollback or "
-        "restore the metadata table mirrors with tombstones removes it).",
+        "The metadata table's record-level index (record_index partition, global): true builds "
+        "one from the table's record keys when the table has none (with the metadata table, "
+        "rebuilt); false removes it; unset keeps what the table has. A table's record_index "
+        "is kept in step on every commit, delta commit, replace commit, compaction and clean "
+        "(a rollback or restore the metadata table mirrors with tombstones removes it).",
     )
     METADATA_COMPACT_MAX_DELTA_COMMITS = ConfigProperty(
         "hoodie.metadata.compact.max.delta.commits",

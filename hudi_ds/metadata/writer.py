@@ -309,6 +309,12 @@ class MetadataWriter:
                 return
             self.create()
             created = True
+        elif self.rli.wanted_at_creation() and RECORD_INDEX_PARTITION not in self.declared:
+            # hoodie.metadata.record.index.enable=true on a metadata table without one: the
+            # metadata table is built again with it (Java builds it with its async indexer)
+            log.info("%s: building the record index", self.state.storage.base_uri)
+            self.create()
+            created = True
         tl = self.timeline()
         if not created:
             self.drop_unmaintained()

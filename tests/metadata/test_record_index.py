@@ -462,3 +462,22 @@ def test_fixture_log_blocks_are_what_hudi_ds_writes(name: str, tmp_path_factory)
                 assert bytes(block.content) == bytes(b.content) and block.header == b.header
                 seen += 1
     assert seen
+
+
+def test_record_index_turned_on_for_a_table_with_a_metadata_table(tmp_path: Path) -> None:
+    """A table whose metadata table has no record index gets one with the first write asking
+    for it (hoodie.metadata.record.index.enable=true), true from then on."""
+    import hudi_ds
+
+    root = tmp_path / "t"
+    opts = _rli_options("MERGE_ON_READ", 9)
+    without = {k: v for k, v in opts.items() if k != "hoodie.metadata.record.index.enable"}
+    hudi_ds.write(str(root), _rows(list(range(6)), ["p0", "p1"] * 3, 1), without)
+    cfg = TableConfig.load(Storage(str(root)))
+    assert cfg.get("hoodie.table.metadata.partitions") == "files"
+    hudi_ds.write(str(root), _rows([1, 9], ["p0", "p0"], 2), opts)
+    stored = assert_index_true(root, instants=True)
+    assert sorted(stored) == sorted(f"k{i}" for i in (0, 1, 2, 3, 4, 5, 9))
+    assert stored["k1"].partition == "p0"  # moved (hoodie.simple.index.update.partition.path)
+    hudi_ds.write(str(root), _rows([10], ["p1"], 3), without)  # kept by writers not asking
+    assert "k10" in assert_index_true(root, instants=True)
