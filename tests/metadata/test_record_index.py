@@ -481,3 +481,24 @@ def test_record_index_turned_on_for_a_table_with_a_metadata_table(tmp_path: Path
     assert stored["k1"].partition == "p0"  # moved (hoodie.simple.index.update.partition.path)
     hudi_ds.write(str(root), _rows([10], ["p1"], 3), without)  # kept by writers not asking
     assert "k10" in assert_index_true(root, instants=True)
+
+
+def test_overwrites_and_partition_deletes_remove_the_keys_they_drop(tmp_path: Path) -> None:
+    """INSERT_OVERWRITE / INSERT_OVERWRITE_TABLE / DELETE_PARTITION: the keys of the replaced
+    file groups that the instant did not write again leave the index (Java
+    ``getRecordIndexAdditionalUpserts``)."""
+    import hudi_ds
+    from hudi_ds.api import HudiTable
+
+    root = tmp_path / "t"
+    opts = _rli_options("COPY_ON_WRITE", 9)
+    hudi_ds.write(str(root), _rows(list(range(9)), ["p0", "p1", "p2"] * 3, 1), opts)
+    table = HudiTable(str(root), opts)
+    table.insert_overwrite(_rows([0, 20], ["p0", "p0"], 2))  # p0 held k0, k3, k6
+    stored = assert_index_true(root, instants=True)
+    assert sorted(k for k, loc in stored.items() if loc.partition == "p0") == ["k0", "k20"]
+    table.delete_partition(["p1"])
+    stored = assert_index_true(root, instants=True)
+    assert sorted(stored) == ["k0", "k2", "k20", "k5", "k8"]
+    table.insert_overwrite_table(_rows([5, 30], ["p2", "p1"], 4))
+    assert sorted(assert_index_true(root, instants=True)) == ["k30", "k5"]
