@@ -168,12 +168,14 @@ def _info(loc: RecordLocation) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def encode_value(loc: RecordLocation, schema_json: str, file_name: str | None = None) -> bytes:
     """The HFile value of one record-index record: raw Avro binary of ``HoodieMetadataRecord``
     (meta fields null, ``key`` blank as in every MDT HFile), ``fileIdEncoding`` 0 for
     ``<uuid>-<n>`` file ids, else 1 (Java ``HoodieMetadataPayload.createRecordIndexUpdate``).
     ``file_name``: ``_hoodie_file_name``, the base HFile's name in base-file records (as in the
-    ``files`` partition), None in log blocks."""
+    ``files`` partition), None in log blocks. The key is not in the value, so every key of a
+    file group written by one instant has the same value: values are cached by location."""
     record: dict[str, Any] = dict.fromkeys(_null_fields(schema_json))
     record["key"] = ""
     record["_hoodie_file_name"] = file_name
@@ -194,9 +196,11 @@ def _file_id(info: Mapping[str, Any]) -> str:
     return u if index == -1 else f"{u}-{index}"
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def decode_value(value: bytes, schema_json: str) -> RecordLocation:
     """Decode one record-index value (Java
-    ``HoodieTableMetadataUtil.getLocationFromRecordIndexInfo``).
+    ``HoodieTableMetadataUtil.getLocationFromRecordIndexInfo``). Cached by value: the keys of
+    one file group and instant share it.
 
     Raises:
         CorruptFileError: not a ``HoodieMetadataRecord`` of type 5 under ``schema_json``.
