@@ -502,3 +502,18 @@ def test_overwrites_and_partition_deletes_remove_the_keys_they_drop(tmp_path: Pa
     assert sorted(stored) == ["k0", "k2", "k20", "k5", "k8"]
     table.insert_overwrite_table(_rows([5, 30], ["p2", "p1"], 4))
     assert sorted(assert_index_true(root, instants=True)) == ["k30", "k5"]
+
+
+def test_record_index_turned_off(tmp_path: Path) -> None:
+    """``hoodie.metadata.record.index.enable=false`` removes the partition (its folder and
+    its name in ``hoodie.table.metadata.partitions``)."""
+    import hudi_ds
+
+    root = tmp_path / "t"
+    opts = _rli_options("COPY_ON_WRITE", 9)
+    hudi_ds.write(str(root), _rows([1, 2], ["p0", "p1"], 1), opts)
+    off = {**opts, "hoodie.metadata.record.index.enable": "false"}
+    hudi_ds.write(str(root), _rows([3], ["p0"], 2), off)
+    cfg = TableConfig.load(Storage(str(root)))
+    assert cfg.get("hoodie.table.metadata.partitions") == "files"
+    assert not (root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).exists()
