@@ -81,6 +81,7 @@ __all__ = [
     "RecordIndexWriter",
     "RecordKeys",
     "file_group_count_for",
+    "index_stats",
 ]
 
 log = logging.getLogger("hudi_ds.metadata")
@@ -481,3 +482,9 @@ def _file(
         log_files=logs,
     )
     return path, data, stat
+
+
+def index_stats(files: list[IndexFile]) -> dict[str, list[WriteStat]]:
+    """Write stats of an MDT instant's record-index files, by MDT partition."""
+    stats = [f.stat for f in files if f.stat.path]
+    return {RECORD_INDEX_PARTITION: stats} if stats else {}

@@ -70,7 +70,12 @@ from hudi_ds.metadata.reader import (
     older_slices_files,
 )
 from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
-from hudi_ds.metadata.record_index_writer import IndexFile, RecordIndexWriter, RecordKeys
+from hudi_ds.metadata.record_index_writer import (
+    IndexFile,
+    RecordIndexWriter,
+    RecordKeys,
+    index_stats,
+)
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
     FILE_CHANGING_ACTIONS,
@@ -398,7 +403,7 @@ class MetadataWriter:
                     self._stat(base_name, len(base), len(records), boot),
                     self._stat(log_name, len(block), 0, boot, base_name, [log_name], 1),
                 ],
-                **_index_stats(index),
+                **index_stats(index),
             },
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="UPSERT_PREPPED",
@@ -664,7 +669,7 @@ class MetadataWriter:
             name, len(block), n, sl.base_instant, sl.base_file, logs, 1 if layout == 2 else None
         )
         md = CommitMetadata(
-            partition_to_write_stats={FILES_PARTITION: [stat], **_index_stats(index or [])},
+            partition_to_write_stats={FILES_PARTITION: [stat], **index_stats(index or [])},
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="UPSERT_PREPPED",
         )
@@ -981,9 +986,3 @@ class MetadataWriter:
         self._complete_fenced(writer, Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
         log.info("metadata table: cleaned %d old files", len(pm.success_delete_files))
         return sorted(doomed)
-
-
-def _index_stats(files: list[IndexFile]) -> dict[str, list[WriteStat]]:
-    """Write stats of an MDT instant's record-index files, by MDT partition."""
-    stats = [f.stat for f in files if f.stat.path]
-    return {RECORD_INDEX_PARTITION: stats} if stats else {}
