@@ -723,6 +723,34 @@ def _cells(
     return first
 
 
+def _find_cells(
+    raw: bytes, mvcc: bool, wanted: set[bytes], last: bytes, found: dict[bytes, bytes], offset: int
+) -> None:
+    """Put the cells of ``wanted`` rows of one data block into ``found``: the walk of
+    :func:`_cells` without keeping other cells, stopping past ``last`` (the greatest wanted
+    row; cells are sorted)."""
+    pos, end = 0, len(raw)
+    unpack = struct.unpack_from
+    while pos < end:
+        if pos + 10 > end:
+            raise _Damaged(f"data block at {offset}: cell header runs past the block")
+        klen, vlen, rlen = unpack(">iih", raw, pos)
+        vstart = pos + 8 + klen
+        if klen < rlen + 2 or rlen < 0 or vlen < 0 or vstart + vlen > end:
+            raise _Damaged(f"data block at {offset}: cell at {pos} runs past the block")
+        row = raw[pos + 10 : pos + 10 + rlen]
+        if row in wanted:
+            found[row] = raw[vstart : vstart + vlen]
+        elif row > last:
+            return
+        pos = vstart + vlen
+        if mvcc:
+            if pos < end and raw[pos] < 0x80:  # a one-byte vlong (Hudi writes 0)
+                pos += 1
+            else:
+                _ts, pos = _read_hadoop_vlong(raw, pos, end)
+
+
 def _trailer(data: bytes) -> dict[int, int | bytes]:
     if len(data) < TRAILER_SIZE:
         raise _Damaged(f"{len(data)} bytes is shorter than the {TRAILER_SIZE}-byte trailer")
@@ -860,11 +888,7 @@ def lookup_hfile(
         for i, ks in wanted.items():
             offset = o.entries[i][0]
             raw, _ = o.reader.block(offset, (_DATA,))
-            cell_keys: list[bytes] = []
-            cell_values: list[bytes] = []
-            _cells(raw, o.mvcc, cell_keys, cell_values, offset)
-            cells = dict(zip(cell_keys, cell_values, strict=True))
-            found.update((k, cells[k]) for k in ks if k in cells)
+            _find_cells(raw, o.mvcc, set(ks), ks[-1], found, offset)
         return found, o.file_info, len(wanted)
     except UnsupportedError as e:
         raise UnsupportedError(f"HFile {path or '<hfile>'}: {e}") from e
