@@ -316,8 +316,18 @@ def test_metadata_rebuild_replaces_a_stale_one(tmp_path: Path, tmp_path_factory)
     code, out, _ = run("metadata", str(path), "--rebuild")
     assert code == EXIT_OK and "rebuilt the metadata table" in out and "in step: yes" in out
     md = run_json("metadata", str(path))
-    assert md["in_step"] and md["declared_partitions"] == ["files"]
+    # its record index and stats partitions (hudi_ds keeps them in step) are built again from
+    # the table's keys and files
+    declared = ["column_stats", "files", "partition_stats", "record_index"]
+    assert md["in_step"] and md["declared_partitions"] == declared
     assert md["files"] == _storage_file_count(path)
+    from tests.metadata.test_column_stats import _diff, computed_column_stats, fixture_records
+    from tests.metadata.test_record_index import assert_index_true
+
+    assert_index_true(path)
+    # (partition stats built anew count each partition's latest slices, as Java's build does;
+    # its incremental ones still count the file groups a clustering replaced)
+    assert _diff(computed_column_stats(path), fixture_records(path, "column_stats")) == []
     expected = golden_set(GOLDEN_DIR / f"{name}.snapshot.jsonl")
     assert row_set(hudi_ds.read(str(path))) == expected
     with_mdt = hudi_rs_table(str(path), {"hoodie.metadata.enable": "true"})

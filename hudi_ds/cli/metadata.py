@@ -19,7 +19,11 @@ from hudi_ds.metadata.stats_writer import STATS_PARTITIONS, StatsOptions
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import PROPS_FILE, TableConfig
-from hudi_ds.write.metadata_sync import committed_listing, committed_slices
+from hudi_ds.write.metadata_sync import (
+    committed_listing,
+    committed_record_keys,
+    committed_slices,
+)
 
 log = logging.getLogger("hudi_ds.cli")
 
@@ -153,9 +157,23 @@ def _rebuild_metadata(cmd: Command) -> int:
         state = ctx.state
         state.config = TableConfig.load(state.storage)  # as another writer may have left it
         writer = MetadataWriter(state, committed_listing, enable=True)
+        # the index partitions hudi_ds keeps in step are built again with the listing: a
+        # global record index with the bootstrap, the stats partitions after it
+        rli = writer.rli.maintained()
+        stats = writer.stats.maintained(writer.declared)
+        writer = MetadataWriter(
+            state,
+            committed_listing,
+            enable=True,
+            slices=committed_slices,
+            record_keys=committed_record_keys,
+            record_index=rli,
+        )
         had = writer.present()
         writer.delete()
         writer.create()
+        if stats:
+            writer.build_stats(writer.timeline(), stats)
     table = cmd.table()
     payload = _metadata_report(table)
     payload["rebuilt"] = True

@@ -101,6 +101,16 @@ class WriteConfig:
         "hoodie.table.metadata.partitions cleared); unset keeps what the table has, kept in "
         "step on every action.",
     )
+    METADATA_RECORD_INDEX_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
+        "hoodie.metadata.record.index.enable",
+        None,
+        parse_bool,
+        "The metadata table's record-level index (record_index partition, global): true builds "
+        "one from the table's record keys when the table has none (with the metadata table, "
+        "rebuilt); false removes it; unset keeps what the table has. A table's record_index "
+        "is kept in step on every commit, delta commit, replace commit, compaction and clean "
+        "(a rollback or restore the metadata table mirrors with tombstones removes it).",
+    )
     METADATA_COMPACT_MAX_DELTA_COMMITS = ConfigProperty(
         "hoodie.metadata.compact.max.delta.commits",
         10,
@@ -192,10 +202,21 @@ class WriteConfig:
     INDEX_TYPE = ConfigProperty(
         "hoodie.index.type",
         "BUCKET",
-        one_of("BUCKET", "SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"),
+        one_of(
+            "BUCKET",
+            "SIMPLE",
+            "GLOBAL_SIMPLE",
+            "BLOOM",
+            "GLOBAL_BLOOM",
+            "RECORD_INDEX",
+            "GLOBAL_RECORD_LEVEL_INDEX",
+        ),
         "Record index: BUCKET (hash of the key to a fixed file group; the default of tables "
         "hudi_ds creates), SIMPLE / BLOOM (look keys up in the partition's base files; Hudi's "
-        "Spark default is SIMPLE) or their GLOBAL_ variants (keys unique across partitions). "
+        "Spark default is SIMPLE), their GLOBAL_ variants (keys unique across partitions), or "
+        "RECORD_INDEX (alias GLOBAL_RECORD_LEVEL_INDEX: keys unique across partitions, looked "
+        "up in the metadata table's record_index, only the HFile blocks they fall in; needs "
+        "hoodie.metadata.record.index.enable=true on a new table, or a table that has one). "
         "An existing table keeps its index.",
     )
     KEYGEN_CLASS = ConfigProperty(
@@ -289,6 +310,13 @@ class WriteConfig:
         parse_bool,
         "GLOBAL_SIMPLE: a key arriving with another partition moves there (deleted in the old "
         "one); false updates it in place in its old partition.",
+    )
+    RECORD_INDEX_UPDATE_PARTITION_PATH = ConfigProperty(
+        "hoodie.record.index.update.partition.path",
+        False,
+        parse_bool,
+        "RECORD_INDEX: a key arriving with another partition moves there (deleted in the old "
+        "one); false (Java's default) updates it in place in its old partition.",
     )
     BLOOM_UPDATE_PARTITION_PATH = ConfigProperty(
         "hoodie.bloom.index.update.partition.path",

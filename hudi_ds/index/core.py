@@ -30,6 +30,7 @@ from hudi_ds.index.bucket import (
     validate_num_buckets,
 )
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
+from hudi_ds.index.record_level import record_index_lookup
 from hudi_ds.index.simple import KeyCache, simple_lookup
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
@@ -48,8 +49,6 @@ RECORD_INDEX_PARTITION = "record_index"
 #: Java's index types hudi_ds has no implementation of, and the one of its own that keeps the
 #: same key uniqueness
 _STAND_INS = {
-    "RECORD_INDEX": "GLOBAL_SIMPLE",
-    "GLOBAL_RECORD_LEVEL_INDEX": "GLOBAL_SIMPLE",
     "PARTITIONED_RECORD_INDEX": "SIMPLE",
     "RECORD_LEVEL_INDEX": "SIMPLE",
 }
@@ -64,6 +63,9 @@ class IndexType(enum.StrEnum):
     GLOBAL_SIMPLE = "GLOBAL_SIMPLE"
     BLOOM = "BLOOM"
     GLOBAL_BLOOM = "GLOBAL_BLOOM"
+    #: the metadata table's record-level index (Java 1.1 also spells it
+    #: GLOBAL_RECORD_LEVEL_INDEX), looked up by :mod:`hudi_ds.index.record_level`
+    RECORD_INDEX = "RECORD_INDEX"
 
     @classmethod
     def parse(cls, value: str, where: str = "") -> IndexType:
@@ -76,8 +78,9 @@ class IndexType(enum.StrEnum):
         Raises:
             ConfigError: not one of the index types, naming ``hoodie.index.type`` and the value.
         """
+        name = str(value).strip().upper()
         try:
-            return cls(str(value).strip().upper())
+            return cls(_ALIASES.get(name, name))
         except ValueError:
             stand_in = _STAND_INS.get(str(value).strip().upper())
             hint = (
@@ -93,8 +96,13 @@ class IndexType(enum.StrEnum):
 
     @property
     def is_global(self) -> bool:
-        """Keys are unique across partitions (``GLOBAL_SIMPLE``, ``GLOBAL_BLOOM``)."""
-        return self in (IndexType.GLOBAL_SIMPLE, IndexType.GLOBAL_BLOOM)
+        """Keys are unique across partitions (``GLOBAL_SIMPLE``, ``GLOBAL_BLOOM``,
+        ``RECORD_INDEX``)."""
+        return self in (IndexType.GLOBAL_SIMPLE, IndexType.GLOBAL_BLOOM, IndexType.RECORD_INDEX)
+
+
+#: other spellings Java accepts for an index type
+_ALIASES = {"GLOBAL_RECORD_LEVEL_INDEX": IndexType.RECORD_INDEX.value}
 
 
 def _matching_key_alone(lookup: Lookup) -> Lookup:
@@ -119,6 +127,7 @@ _LOOKUPS: dict[IndexType, Lookup] = {
     IndexType.GLOBAL_SIMPLE: _matching_key_alone(simple_lookup),
     IndexType.BLOOM: bloom_lookup,
     IndexType.GLOBAL_BLOOM: _matching_key_alone(bloom_lookup),
+    IndexType.RECORD_INDEX: record_index_lookup,
 }
 
 
@@ -136,8 +145,8 @@ def lookup_of(index_type: IndexType | str, cache: KeyCache | None = None) -> Loo
             unknown index type.
     """
     try:
-        kind = IndexType(index_type.strip().upper())
-    except ValueError:
+        kind = IndexType.parse(index_type)
+    except ConfigError:
         raise ConfigError(
             f"hoodie.index.type={index_type!r}: no lookup for it (lookups: {', '.join(_LOOKUPS)})"
         ) from None
@@ -183,6 +192,7 @@ _LOOKING_UP = tuple(t for t in IndexType if t is not IndexType.BUCKET)
 _INDEX_ONLY_OPTIONS: dict[ConfigProperty[Any], tuple[IndexType, ...]] = {
     WriteConfig.SIMPLE_UPDATE_PARTITION_PATH: (IndexType.GLOBAL_SIMPLE,),
     WriteConfig.BLOOM_UPDATE_PARTITION_PATH: (IndexType.GLOBAL_BLOOM,),
+    WriteConfig.RECORD_INDEX_UPDATE_PARTITION_PATH: (IndexType.RECORD_INDEX,),
     WriteConfig.BLOOM_PRUNE_BY_RANGES: (IndexType.BLOOM, IndexType.GLOBAL_BLOOM),
     WriteConfig.SMALL_FILE_LIMIT: _LOOKING_UP,
     WriteConfig.MAX_FILE_SIZE: _LOOKING_UP,
@@ -372,11 +382,12 @@ class Index:
                 f"option '{NUM_BUCKETS_KEY}' is required: the table at {base_uri} uses the "
                 "bucket index (its fileIds are bucket ids) and does not record its bucket count"
             )
-        update_prop = (
-            WriteConfig.BLOOM_UPDATE_PARTITION_PATH
-            if kind is IndexType.GLOBAL_BLOOM
-            else WriteConfig.SIMPLE_UPDATE_PARTITION_PATH
-        )
+        if kind is IndexType.RECORD_INDEX:
+            _check_record_index(o, config, base_uri)
+        update_prop = {
+            IndexType.GLOBAL_BLOOM: WriteConfig.BLOOM_UPDATE_PARTITION_PATH,
+            IndexType.RECORD_INDEX: WriteConfig.RECORD_INDEX_UPDATE_PARTITION_PATH,
+        }.get(kind, WriteConfig.SIMPLE_UPDATE_PARTITION_PATH)
         return cls(
             type=kind,
             bucket=BucketLayout(num_buckets, hash_fields) if kind is IndexType.BUCKET else None,
@@ -384,6 +395,30 @@ class Index:
             update_partition_path=bool(o.get(update_prop)) and partitioned,
             prune_by_ranges=o.get(WriteConfig.BLOOM_PRUNE_BY_RANGES),
         )
+
+
+def _check_record_index(o: Options, config: TableConfig | None, base_uri: str) -> None:
+    """RECORD_INDEX needs the record index: the table's (``record_index`` declared), or the
+    one a new metadata table gets with ``hoodie.metadata.record.index.enable=true``.
+
+    Raises:
+        ConfigError: neither, naming the options to set.
+    """
+    has = config is not None and RECORD_INDEX_PARTITION in declared_partitions(config)
+    if has and o.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE) is not False:
+        return
+    if (
+        config is None
+        and o.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE)
+        and o.get(WriteConfig.METADATA_ENABLE) is not False
+    ):
+        return
+    where = f"the table at {base_uri} has no record_index" if config is not None else "a new table"
+    raise ConfigError(
+        f"hoodie.index.type=RECORD_INDEX looks keys up in the metadata table's record index: "
+        f"{where}; create the table with hoodie.metadata.enable=true and "
+        "hoodie.metadata.record.index.enable=true, or use GLOBAL_SIMPLE"
+    )
 
 
 def _index_type(o: Options, config: TableConfig | None, table: TableState | None) -> IndexType:
@@ -467,8 +502,9 @@ def record_index_stand_in(
     arriving with another partition finds its record where it is), unless Hudi 1.1 built it
     partitioned (``isPartitioned=true`` in the record index's definition, ``.hoodie/.index_defs``,
     read by ``UpgradeDowngradeUtils.setPropertiesBasedOnMetadataPartitions``; index type
-    ``PARTITIONED_RECORD_INDEX``: unique per partition). hudi_ds keeps no record-level index, so
-    it writes with the index of its own that keeps the same uniqueness: GLOBAL_SIMPLE (keys
+    ``PARTITIONED_RECORD_INDEX``: unique per partition). hudi_ds keeps a global record index in
+    step (:mod:`hudi_ds.metadata.record_index_writer`) but does not look keys up in it, so it
+    writes with the index of its own that keeps the same uniqueness: GLOBAL_SIMPLE (keys
     looked up across every partition) or SIMPLE. Writing with the SIMPLE default instead would
     add a second copy of a key that arrives with another partition.
 
@@ -481,7 +517,7 @@ def record_index_stand_in(
     )
     if RECORD_INDEX_PARTITION not in declared:
         return None
-    partitioned = _record_index_partitioned(config, storage)
+    partitioned = record_index_partitioned(config, storage)
     if partitioned:
         return IndexType.SIMPLE, (
             "its metadata table has a partitioned record-level index (record_index, "
@@ -489,11 +525,11 @@ def record_index_stand_in(
         )
     return IndexType.GLOBAL_SIMPLE, (
         "its metadata table has Java's record-level index (record_index: keys unique across "
-        "partitions), which hudi_ds does not keep"
+        "partitions), which hudi_ds keeps in step but does not look keys up in"
     )
 
 
-def _record_index_partitioned(config: TableConfig, storage: Storage | None) -> bool:
+def record_index_partitioned(config: TableConfig, storage: Storage | None) -> bool:
     """``isPartitioned`` of the record index's definition (absent before Hudi 1.1: global)."""
     rel = config.get(TableConfig.INDEX_DEFS_PATH)
     if not rel or storage is None or not storage.exists(rel):

@@ -46,6 +46,7 @@ and hudi-rs ``crates/core/src/hfile`` (readers), verified on the fixture tables'
 
 from __future__ import annotations
 
+import bisect
 import struct
 import time
 import zlib
@@ -722,6 +723,34 @@ def _cells(
     return first
 
 
+def _find_cells(
+    raw: bytes, mvcc: bool, wanted: set[bytes], last: bytes, found: dict[bytes, bytes], offset: int
+) -> None:
+    """Put the cells of ``wanted`` rows of one data block into ``found``: the walk of
+    :func:`_cells` without keeping other cells, stopping past ``last`` (the greatest wanted
+    row; cells are sorted)."""
+    pos, end = 0, len(raw)
+    unpack = struct.unpack_from
+    while pos < end:
+        if pos + 10 > end:
+            raise _Damaged(f"data block at {offset}: cell header runs past the block")
+        klen, vlen, rlen = unpack(">iih", raw, pos)
+        vstart = pos + 8 + klen
+        if klen < rlen + 2 or rlen < 0 or vlen < 0 or vstart + vlen > end:
+            raise _Damaged(f"data block at {offset}: cell at {pos} runs past the block")
+        row = raw[pos + 10 : pos + 10 + rlen]
+        if row in wanted:
+            found[row] = raw[vstart : vstart + vlen]
+        elif row > last:
+            return
+        pos = vstart + vlen
+        if mvcc:
+            if pos < end and raw[pos] < 0x80:  # a one-byte vlong (Hudi writes 0)
+                pos += 1
+            else:
+                _ts, pos = _read_hadoop_vlong(raw, pos, end)
+
+
 def _trailer(data: bytes) -> dict[int, int | bytes]:
     if len(data) < TRAILER_SIZE:
         raise _Damaged(f"{len(data)} bytes is shorter than the {TRAILER_SIZE}-byte trailer")
@@ -747,7 +776,20 @@ def _int_field(fields: Mapping[int, int | bytes], field: int, default: int | Non
     return value
 
 
-def _read(data: bytes) -> HFile:
+@dataclass
+class _Opened:
+    """An HFile's trailer, file info and data index, read without its data blocks."""
+
+    reader: _Reader
+    fields: dict[int, int | bytes]
+    file_info: dict[str, bytes]
+    mvcc: bool
+    entries: list[tuple[int, int, bytes]]
+    index_offset: int
+    root_size: int
+
+
+def _open(data: bytes) -> _Opened:
     fields = _trailer(data)
     codec_id = _int_field(fields, _T_CODEC, int(Codec.LZO))
     try:
@@ -792,7 +834,13 @@ def _read(data: bytes) -> HFile:
         for offset, _size, _key in entries:
             lower.extend(_non_root_index(reader.block(offset, (magic,))[0]))
         entries = lower
-    meta_raw, _ = reader.block(index_offset + root_size, (_ROOT_INDEX,))
+    return _Opened(reader, fields, file_info, mvcc, entries, index_offset, root_size)
+
+
+def _read(data: bytes) -> HFile:
+    o = _open(data)
+    reader, fields, entries, mvcc = o.reader, o.fields, o.entries, o.mvcc
+    meta_raw, _ = reader.block(o.index_offset + o.root_size, (_ROOT_INDEX,))
     meta_entries = _root_index(meta_raw, _int_field(fields, _T_META_INDEX_COUNT), "meta")
     meta_blocks = {
         name.decode("utf-8"): reader.block(offset, (_META,))[0]
@@ -809,7 +857,43 @@ def _read(data: bytes) -> HFile:
     expected = _int_field(fields, _T_ENTRY_COUNT)
     if len(keys) != expected:
         raise _Damaged(f"{len(keys)} cells, the trailer says {expected}")
-    return HFile(keys, values, file_info, meta_blocks)
+    return HFile(keys, values, o.file_info, meta_blocks)
+
+
+def lookup_hfile(
+    data: bytes | memoryview, keys: Sequence[bytes], path: str = ""
+) -> tuple[dict[bytes, bytes], dict[str, bytes], int]:
+    """The cells of ``keys`` in an HFile, decoding only the data blocks they fall in.
+
+    The data index (root, and intermediate / leaf levels) gives each block's first row; a key
+    can only be in the last block whose first row is at or below it (HBase
+    ``HFileReaderImpl.seekTo``), so only those blocks are decompressed and parsed.
+
+    Returns:
+        ``(key -> value for the keys found, file info, data blocks decoded)``.
+
+    Raises:
+        CorruptFileError / UnsupportedError: as :func:`read_hfile`.
+    """
+    data = bytes(data)
+    try:
+        o = _open(data)
+        firsts = [_row_of_index_key(key) for _o, _s, key in o.entries]
+        wanted: dict[int, list[bytes]] = {}
+        for k in sorted(set(keys)):
+            i = bisect.bisect_right(firsts, k) - 1
+            if i >= 0:
+                wanted.setdefault(i, []).append(k)
+        found: dict[bytes, bytes] = {}
+        for i, ks in wanted.items():
+            offset = o.entries[i][0]
+            raw, _ = o.reader.block(offset, (_DATA,))
+            _find_cells(raw, o.mvcc, set(ks), ks[-1], found, offset)
+        return found, o.file_info, len(wanted)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"HFile {path or '<hfile>'}: {e}") from e
+    except (_Damaged, struct.error, ValueError, IndexError) as e:
+        raise CorruptFileError(f"HFile {path or '<hfile>'} is damaged: {e}") from e
 
 
 def read_hfile(data: bytes | memoryview, path: str = "") -> HFile:

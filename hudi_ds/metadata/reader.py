@@ -365,8 +365,8 @@ def latest_file_slice(
 def files_slices(
     storage: Storage, timeline: Timeline, partition: str = FILES_PARTITION
 ) -> list[FileSlice]:
-    """The latest slice of every file group of MDT partition ``partition`` (``files``) of the
-    MDT at ``storage`` (one listing), by file id."""
+    """The latest slice of every file group of MDT ``partition`` (default ``files``) of the MDT
+    at ``storage`` (one listing), by file id."""
     bases: dict[str, list[BaseFile]] = {}
     logs: dict[str, list[LogFile]] = {}
     for f in storage.list_files(partition):

@@ -3,7 +3,9 @@
 The MDT is a MERGE_ON_READ Hudi table at ``<table>/.hoodie/metadata`` with one file group
 (``files-0000-0``) in partition ``files``: a base HFile plus log files holding one HFILE_DATA
 block per deltacommit (record layout: :mod:`hudi_ds.metadata.records`). Java:
-``HoodieBackedTableMetadataWriter``.
+``HoodieBackedTableMetadataWriter``. The index partitions a table has and hudi_ds maintains
+(``column_stats``, ``partition_stats``, ``record_index``:
+:mod:`hudi_ds.metadata.index_partitions`) are written in the same MDT instants.
 
 * :meth:`MetadataWriter.update` is installed as :attr:`TableState.before_complete`: every data
   instant that changes files (commit, deltacommit, replacecommit, compaction, clean, rollback,
@@ -52,10 +54,10 @@ from hudi_ds.layout.naming import (
     base_file_name,
     file_name_of,
     log_file_name,
-    parse_base_file_name,
     parse_log_file_name,
 )
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
+from hudi_ds.metadata.index_partitions import IndexPartitions, PartitionFile
 from hudi_ds.metadata.layout import (
     FILES_FILE_ID,
     MetadataSlice,
@@ -68,6 +70,8 @@ from hudi_ds.metadata.reader import (
     files_slices,
     lagging_instants,
 )
+from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
+from hudi_ds.metadata.record_index_writer import IndexFile, RecordKeys, index_stats
 from hudi_ds.metadata.records import (
     ALL_PARTITIONS,
     FILE_CHANGING_ACTIONS,
@@ -86,13 +90,8 @@ from hudi_ds.metadata.records import (
     partition_path_of_id,
     record_schema,
 )
-from hudi_ds.metadata.stats_writer import (
-    STATS_PARTITIONS,
-    MdtFile,
-    Slices,
-    StatsIndex,
-    StatsOptions,
-)
+from hudi_ds.metadata.recovery import undo_completed, undo_pending
+from hudi_ds.metadata.stats_writer import Slices, StatsOptions
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import PROPS_FILE, TableConfig, update_table_config
 from hudi_ds.timeline.instant import (
@@ -152,11 +151,6 @@ Listing = Callable[[TableState], Iterable[tuple[str, str, int]]]
 """``listing(state)``: ``(partition path, file name, size)`` of every committed data file."""
 
 
-def _no_slices(state: TableState, partitions: Sequence[str]) -> dict[str, dict[str, list[str]]]:
-    """No committed slices known (a caller that does not maintain partition stats)."""
-    return {}
-
-
 def _schema_without_meta(schema_json: str) -> str:
     """The ``schema`` of MDT commit metadata: the record schema without the meta fields."""
     obj = json.loads(schema_json)
@@ -180,6 +174,8 @@ class MetadataWriter:
             a single writer's state is current).
         stats: the options of the column_stats / partition_stats partitions.
         slices: the latest committed data file slices (partition stats), from the write layer.
+        record_keys: the committed slices' record keys (for a new MDT's record index).
+        record_index: ``hoodie.metadata.record.index.enable`` (True: a new MDT gets one).
     """
 
     def __init__(
@@ -192,6 +188,8 @@ class MetadataWriter:
         reload_config: bool = False,
         stats: StatsOptions | None = None,
         slices: Slices | None = None,
+        record_keys: RecordKeys | None = None,
+        record_index: bool | None = None,
     ) -> None:
         self.state = state
         self.listing = listing
@@ -203,8 +201,17 @@ class MetadataWriter:
         self.schema = record_schema(self.version)
         self._schema_adopted = False
         self._layout: tuple[int, str] | None = None
-        # the column_stats / partition_stats partitions (stats_writer)
-        self.stats = StatsIndex(state, self.storage, stats or StatsOptions(), slices or _no_slices)
+        # the index partitions besides files (column_stats, partition_stats, record_index)
+        self.indexes = IndexPartitions(
+            state,
+            self.storage,
+            stats=stats,
+            slices=slices,
+            record_keys=record_keys,
+            record_index=record_index,
+        )
+        self.stats = self.indexes.stats
+        self.rli = self.indexes.rli
 
     # -- what the table has ---------------------------------------------------------------------
     @property
@@ -307,6 +314,7 @@ class MetadataWriter:
     def _apply(self, done: Instant, content: bytes) -> None:
         """:meth:`update` with the MDT in use (errors reading or writing it propagate)."""
         created = False
+        rebuilt: list[str] = []
         if not self.present():
             # declared but missing, or a folder hoodie.properties does not declare (an MDT of
             # Hudi < 0.11, or an interrupted creation): rebuilt from the committed files
@@ -318,6 +326,13 @@ class MetadataWriter:
                 return
             self.create()
             created = True
+        elif self.rli.wanted_at_creation() and RECORD_INDEX_PARTITION not in self.declared:
+            # hoodie.metadata.record.index.enable=true on a metadata table without one: the
+            # metadata table is built again with it (Java builds it with its async indexer)
+            log.info("%s: building the record index", self.state.storage.base_uri)
+            rebuilt = self.stats.maintained(self.declared)  # built again below
+            self.create()
+            created = True
         tl = self.timeline()
         if not created:
             self.drop_unmaintained()
@@ -326,16 +341,18 @@ class MetadataWriter:
             tl = self.timeline()
         if self._catch_up(done.requested_time, tl):
             tl = self.timeline()
-        tl = self.build_stats(tl)
+        tl = self.build_stats(tl, rebuilt)
         self._mirror(done.requested_time, content, done.action, tl)
 
-    def build_stats(self, tl: Timeline) -> Timeline:
-        """Build the stats partitions the options ask for and the table lacks (versions 8
-        and 9) as an MDT-only deltacommit (a crash leaves it pending: undone by
-        :meth:`recover`, built again next time); the MDT's timeline afterwards."""
+    def build_stats(self, tl: Timeline, keep: Sequence[str] = ()) -> Timeline:
+        """Build the stats partitions the options ask for, or ``keep`` names (those a rebuilt
+        MDT had), and the table lacks (versions 8 and 9) as an MDT-only deltacommit (a crash
+        leaves it pending: undone by :meth:`recover`, built again next time); the MDT's
+        timeline afterwards."""
         self._adopt_schema(tl)
         partitioned = bool(self.state.config.partition_fields)
-        wanted = [p for p in self.stats.options.wanted(partitioned) if p not in self.declared]
+        asked = dict.fromkeys([*self.stats.options.wanted(partitioned), *keep])
+        wanted = [p for p in asked if p not in self.declared]
         if not wanted:
             return tl
         if tl.layout_version < 2:
@@ -410,19 +427,28 @@ class MetadataWriter:
         log_name = log_file_name(FILES_FILE_ID, boot, 1, _WRITE_TOKEN)
         block = encode_empty_delete_block(boot)
         self.storage.write_bytes(f"{FILES_PARTITION}/{log_name}", block)
+        index = (
+            self.rli.bootstrap(boot, self.schema, self.version)
+            if self.rli.wanted_at_creation()
+            else []
+        )
         md = CommitMetadata(
             partition_to_write_stats={
                 FILES_PARTITION: [
                     self._stat(base_name, len(base), len(records), boot),
                     self._stat(log_name, len(block), 0, boot, base_name, [log_name], 1),
-                ]
+                ],
+                **index_stats(index),
             },
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="UPSERT_PREPPED",
         )
+        for f in index:
+            self.storage.write_bytes(f.path, f.data)
         writer.complete(req, md.to_bytes(layout))
         crash_point("metadata")
-        self._update_config({METADATA_PARTITIONS_KEY: FILES_PARTITION})
+        declared = [FILES_PARTITION] + ([RECORD_INDEX_PARTITION] if index else [])
+        self._update_config({METADATA_PARTITIONS_KEY: ",".join(declared)})
         log.info(
             "%s: created the metadata table (files partition, %d partitions)",
             self.state.storage.base_uri,
@@ -443,18 +469,14 @@ class MetadataWriter:
         self._layout = None
 
     def drop_unmaintained(self) -> None:
-        """Remove MDT partitions other than ``files`` (column_stats, partition_stats,
-        record_index, secondary indexes...) the way Java drops a partition: their folder is
-        deleted and their names leave ``hoodie.table.metadata.partitions`` -- hudi_ds does not
-        keep them in step, and a stale index would mislead readers that use it."""
+        """Remove the MDT partitions hudi_ds does not keep in step (secondary and expression
+        indexes, bloom_filters; a stats partition or record index its option disables, or that
+        lacks file groups) the way Java drops a partition: their folder is deleted and their
+        names leave ``hoodie.table.metadata.partitions`` -- a stale index would mislead readers
+        that use it (:meth:`IndexPartitions.unmaintained`)."""
         inflight = declared_partitions(self.state.config, METADATA_PARTITIONS_INFLIGHT_KEY)
-        folders = [
-            file_name_of(d)
-            for d in self.storage.list_dirs("")
-            if file_name_of(d) not in (FILES_PARTITION, ".hoodie")
-        ]
-        kept = {FILES_PARTITION, *self.stats.maintained(self.declared)}
-        names = sorted({p for p in self.declared + inflight if p not in kept} | set(folders) - kept)
+        kept = self.indexes.kept(self.declared)
+        names = self.indexes.unmaintained(self.declared, inflight)
         if not names:
             return
         log.warning(
@@ -475,45 +497,10 @@ class MetadataWriter:
 
     # -- crash recovery and catch-up ------------------------------------------------------------
     def recover(self, timeline: Timeline | None = None) -> bool:
-        """Undo MDT instants a crash left pending: delete the files they wrote (named in their
-        inflight metadata, or carrying their instant) and their instant files. Their blocks
-        never counted (readers merge completed MDT instants only).
-
-        Returns:
-            Whether something was undone.
-        """
+        """Undo MDT instants a crash left pending, in ``files`` and the index partitions
+        (:func:`~hudi_ds.metadata.recovery.undo_pending`); whether something was undone."""
         tl = timeline or self.timeline()
-        pending = list(tl.pending())
-        if not pending:
-            return False
-        writer = self._writer()
-        paths = [
-            f"{part}/{f.name}"
-            for part in (FILES_PARTITION, *STATS_PARTITIONS)
-            for f in (self.storage.list_files(part) if self.storage.is_dir(part) else [])
-        ]
-        for inst in pending:
-            ts = inst.requested_time
-            doomed: set[str] = set()
-            inflight = tl.file_paths(ts).get(State.INFLIGHT)
-            if inflight is not None:
-                try:
-                    md = CommitMetadata.from_bytes(self.storage.read_bytes(inflight))
-                    doomed.update(md.write_paths())
-                except (CorruptFileError, FileNotFoundError):
-                    pass
-            for path in paths:
-                b = parse_base_file_name(file_name_of(path))
-                lf = parse_log_file_name(file_name_of(path))
-                if (b is not None and b.instant_time == ts) or (
-                    lf is not None and lf.instant_time == ts and tl.layout_version >= 2
-                ):
-                    doomed.add(path)
-            for path in sorted(doomed):
-                self.storage.delete(path)
-            writer.delete_instant_files(inst)
-            log.info("metadata table: undid pending %s %s", inst.action, ts)
-        return True
+        return undo_pending(self.storage, self._writer(), tl, self.indexes.written())
 
     def _catch_up(self, exclude: str, mdt: Timeline) -> bool:
         """Apply completed data instants the MDT misses (a table service or rollback that ran
@@ -549,7 +536,7 @@ class MetadataWriter:
             # undone and the instant mirrored anew -- Java's HoodieBackedTableMetadataWriter
             # ("a re-attempted commit that got committed to metadata table, but failed in
             # datatable": it deletes the completed instant and proceeds)
-            self._undo_completed(existing, mdt)
+            undo_completed(self.storage, self._writer(), existing, mdt)
             mdt = self.timeline()
         if (
             action == ROLLBACK
@@ -562,23 +549,9 @@ class MetadataWriter:
         stats = self.stats.records(instant_time, action, content, maintained, self.schema, mdt)
         if self._compact_if_due(mdt):
             mdt = self.timeline()
-        extra = self.stats.log_files(instant_time, stats, mdt, self.schema)
+        index = self._index_files(instant_time, action, content, mdt)
+        extra = self.indexes.log_files(instant_time, stats, index, mdt, self.schema)
         self._deltacommit(instant_time, changes or FilesChanges(), mdt, extra)
-
-    def _undo_completed(self, inst: Instant, tl: Timeline) -> None:
-        """Undo completed MDT deltacommit ``inst`` that no reader counts yet (its data instant
-        is not completed): its log file and its instant files are deleted."""
-        path = tl.file_paths(inst.requested_time).get(State.COMPLETED)
-        paths: list[str] = []
-        if path is not None:
-            try:
-                paths = CommitMetadata.from_bytes(self.storage.read_bytes(path)).write_paths()
-            except (CorruptFileError, FileNotFoundError):
-                paths = []
-        self._writer().delete_instant_files(inst.requested_time)
-        for p in paths:
-            self.storage.delete(p)
-        log.info("metadata table: undid %s %s to mirror it again", inst.action, inst.requested_time)
 
     def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
         """Hudi 1.x mirrors data rollback R as MDT rollback R: the MDT deltacommits of the
@@ -605,12 +578,13 @@ class MetadataWriter:
             if inst.action != DELTA_COMMIT or (inst.completion_time or t) < sl.base_instant:
                 return False  # compacted (or not a deltacommit): tombstones it is
             undo.append(inst)
+        undone = {i.requested_time for i in undo}
         logs = [
             n
             for n in self._file_names()
             if (p := parse_log_file_name(n)) is not None
             and p.file_id == FILES_FILE_ID
-            and p.instant_time in {i.requested_time for i in undo}
+            and p.instant_time in undone
         ]
         plan = rollback_plan(self.storage, targets, sl.base_instant, logs)
         writer = self._writer()
@@ -619,7 +593,8 @@ class MetadataWriter:
             raise CorruptFileError(f"metadata table: instant {instant_time} exists")
         writer.transition_to_inflight(req)
         crash_point("metadata")
-        self.stats.delete_logs({i.requested_time for i in undo})
+        # the index partitions' logs of those deltacommits go with them
+        self.indexes.delete_logs(undone)
         deleted = [n for n in sorted(logs) if self.storage.delete(f"{FILES_PARTITION}/{n}")]
         for inst in undo:
             writer.delete_instant_files(inst)
@@ -646,7 +621,11 @@ class MetadataWriter:
         return True
 
     def _deltacommit(
-        self, instant_time: str, changes: FilesChanges, mdt: Timeline, extra: list[MdtFile]
+        self,
+        instant_time: str,
+        changes: FilesChanges,
+        mdt: Timeline,
+        extra: Sequence[PartitionFile] = (),
     ) -> None:
         layout, _ = self._mdt_layout()
         records = changes.records()
@@ -678,7 +657,7 @@ class MetadataWriter:
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="UPSERT_PREPPED",
         )
-        for f in extra:  # the stats partitions' logs (stats_writer)
+        for f in extra:  # the index partitions' logs (index_partitions)
             md.partition_to_write_stats.setdefault(f.stat.partition_path or "", []).append(f.stat)
         writer = self._writer()
         req = Instant(instant_time, DELTA_COMMIT, State.REQUESTED)
@@ -724,6 +703,30 @@ class MetadataWriter:
             log_offset=0 if is_log else None,
             base_file=base_file if is_log else None,
             log_files=logs,
+        )
+
+    # -- index partitions -----------------------------------------------------------------------
+    def _index_files(
+        self, instant_time: str, action: str, content: bytes, mdt: Timeline
+    ) -> list[IndexFile]:
+        """The record index's files of the deltacommit mirroring ``action``; a change it
+        cannot express removes the partition (metadata.record_index_writer)."""
+        if not self.rli.maintained():
+            return []
+        files = self.rli.plan(instant_time, action, content, mdt, self.schema)
+        if files is None:
+            self._drop(RECORD_INDEX_PARTITION)
+            return []
+        return files
+
+    def _drop(self, partition: str) -> None:
+        """Remove one MDT partition: out of ``hoodie.table.metadata.partitions``, then its
+        folder (Java's partition deletion order)."""
+        keep = [p for p in self.declared if p != partition]
+        self._update_config({METADATA_PARTITIONS_KEY: ",".join(keep)})
+        self.storage.delete_dir(partition)
+        log.warning(
+            "%s: removed metadata table partition %s", self.state.storage.base_uri, partition
         )
 
     # -- HFiles ---------------------------------------------------------------------------------

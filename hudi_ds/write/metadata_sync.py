@@ -9,13 +9,19 @@ metadata layer sits below the table layer).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
 
 from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig
+from hudi_ds.errors import UnsupportedError
 from hudi_ds.layout.naming import file_name_of
+from hudi_ds.metadata.record_index import SliceKeys
 from hudi_ds.metadata.stats_writer import StatsOptions
 from hudi_ds.metadata.writer import MetadataWriter
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
 
 
@@ -73,6 +79,29 @@ def stats_options(options: Options) -> StatsOptions:
     )
 
 
+def committed_record_keys(state: TableState) -> Iterator[SliceKeys]:
+    """``(partition, file id, base instant, record keys)`` of every latest committed file slice,
+    read as a snapshot read merges it (deletes applied): what a new record index holds (Java
+    ``readRecordKeysFromFileSliceSnapshot``). The storage is listed (the metadata table is
+    being created).
+
+    Raises:
+        UnsupportedError: the table's files carry no ``_hoodie_record_key``
+            (``hoodie.populate.meta.fields=false``).
+    """
+    if not state.config.populate_meta_fields:
+        raise UnsupportedError(
+            "hoodie.metadata.record.index.enable=true needs a table with meta fields "
+            "(hoodie.populate.meta.fields=true)"
+        )
+    table = ReadableTable(state, {"hoodie.metadata.enable": "false"})
+    plan = table.plan_read(columns=[RECORD_KEY_METADATA_FIELD])
+    for s in plan.slices:
+        parts = [b.column(RECORD_KEY_METADATA_FIELD) for b in table.read_plan_slices(plan, [s])]
+        keys = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
+        yield s.partition_path, s.file_id, s.base_instant_time, keys
+
+
 def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:
     """Install the MDT writer as the ``before_complete`` hook of the opened table ``state``.
 
@@ -88,6 +117,8 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
         reload_config=options.get(ConcurrencyConfig.MODE) != "single_writer",
         stats=stats_options(options),
         slices=committed_slices,
+        record_keys=committed_record_keys,
+        record_index=options.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE),
     )
     state.before_complete = writer.update
     return writer

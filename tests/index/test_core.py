@@ -23,6 +23,7 @@ def test_index_type_parses_hudi_spellings() -> None:
         "GLOBAL_SIMPLE",
         "BLOOM",
         "GLOBAL_BLOOM",
+        "RECORD_INDEX",
     ]
     with pytest.raises(ConfigError, match=r"hoodie.index.type='HBASE' \(somewhere\)"):
         IndexType.parse("HBASE", "somewhere")
@@ -93,8 +94,8 @@ def test_resolve_new_and_existing_tables() -> None:
     assert Index.resolve(Options.of({}), recorded, ["id"], False).type is IndexType.GLOBAL_SIMPLE
     with pytest.raises(ConfigError, match="'BLOOM' contradicts the existing table"):
         Index.resolve(Options.of({"hoodie.index.type": "BLOOM"}), recorded, ["id"], False)
-    unknown = TableConfig({"hoodie.table.name": "t", "hoodie.index.type": "RECORD_INDEX"})
-    with pytest.raises(ConfigError, match="'RECORD_INDEX' .recorded in hoodie.properties"):
+    unknown = TableConfig({"hoodie.table.name": "t", "hoodie.index.type": "HBASE"})
+    with pytest.raises(ConfigError, match="'HBASE' .recorded in hoodie.properties"):
         Index.resolve(Options.of({}), unknown, ["id"], False)
 
 

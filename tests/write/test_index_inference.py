@@ -74,10 +74,19 @@ def test_record_index_table_keeps_its_key_uniqueness(
     chosen = "SIMPLE" if partitioned else "GLOBAL_SIMPLE"
     assert f"writing with hoodie.index.type={chosen}" in caplog.text
     assert "record-level index" in caplog.text
-    # the metadata table dropped record_index (unmaintained); the choice is the table's now
     props = read_props(root)
-    assert "record_index" not in props["hoodie.table.metadata.partitions"].split(",")
-    assert props["hoodie.index.type"] == chosen
+    if partitioned:
+        # the metadata table dropped the partitioned record_index (not kept in step); the
+        # choice is the table's now
+        assert "record_index" not in props["hoodie.table.metadata.partitions"].split(",")
+        assert props["hoodie.index.type"] == chosen
+    else:
+        # the global record index is kept in step: it says where the key went, and stays the
+        # evidence of the table's global index
+        from tests.metadata.test_record_index import assert_index_true
+
+        assert "hoodie.index.type" not in props
+        assert assert_index_true(root)[key].partition == f"region={away}"
     # every other row as it was
     others = {r for r in data_row_set(got) if key not in r}
     assert others == {r for r in before if key not in r}
@@ -95,5 +104,7 @@ def test_record_index_table_keeps_its_key_uniqueness(
 def test_record_index_type_names_its_stand_in() -> None:
     from hudi_ds.index.core import IndexType
 
-    with pytest.raises(ConfigError, match="RECORD_INDEX.*GLOBAL_SIMPLE keeps keys unique"):
-        IndexType.parse("RECORD_INDEX")
+    with pytest.raises(ConfigError, match="PARTITIONED_RECORD_INDEX.*SIMPLE keeps keys unique"):
+        IndexType.parse("PARTITIONED_RECORD_INDEX")
+    # the global record index is looked up in the metadata table (Java 1.1's other spelling)
+    assert IndexType.parse("global_record_level_index") is IndexType.RECORD_INDEX

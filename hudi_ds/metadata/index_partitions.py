@@ -1,0 +1,116 @@
+"""The metadata table's index partitions besides ``files`` that hudi_ds keeps in step --
+``column_stats`` and ``partition_stats`` (:mod:`hudi_ds.metadata.stats_writer`) and
+``record_index`` (:mod:`hudi_ds.metadata.record_index_writer`) -- as one set, for
+:class:`hudi_ds.metadata.writer.MetadataWriter`: which declared partitions are kept and which
+are removed as unmaintained (secondary and expression indexes, ``bloom_filters``, a disabled
+or unexpressible index), the files an MDT deltacommit writes into them, and what an MDT
+rollback, crash recovery and clean delete from them.
+
+The ``files`` partition itself stays the writer's: every MDT instant writes it, the index
+partitions only add files beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from hudi_ds.layout.naming import file_name_of, parse_log_file_name
+from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
+from hudi_ds.metadata.record_index_writer import IndexFile, RecordIndexWriter, RecordKeys
+from hudi_ds.metadata.records import FILES_PARTITION
+from hudi_ds.metadata.stats_writer import (
+    STATS_PARTITIONS,
+    MdtFile,
+    Slices,
+    StatsIndex,
+    StatsOptions,
+)
+from hudi_ds.storage import Storage
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.view import TableState
+
+__all__ = ["IndexPartitions", "PartitionFile"]
+
+log = logging.getLogger("hudi_ds.metadata")
+
+PartitionFile = MdtFile | IndexFile
+"""A file an MDT instant writes into an index partition: its path, bytes and write stat."""
+
+
+def _no_slices(state: TableState, partitions: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+    """No committed slices known (a caller that does not maintain partition stats)."""
+    return {}
+
+
+class IndexPartitions:
+    """The index partitions of one metadata table.
+
+    Args:
+        state: the opened data table.
+        storage: the metadata table's storage.
+        stats: the options of the column_stats / partition_stats partitions.
+        slices: the latest committed data file slices (partition stats), from the write layer.
+        record_keys: the committed slices' record keys (for a new MDT's record index).
+        record_index: ``hoodie.metadata.record.index.enable`` (True: a new MDT gets one).
+    """
+
+    def __init__(
+        self,
+        state: TableState,
+        storage: Storage,
+        *,
+        stats: StatsOptions | None = None,
+        slices: Slices | None = None,
+        record_keys: RecordKeys | None = None,
+        record_index: bool | None = None,
+    ) -> None:
+        self.storage = storage
+        self.stats = StatsIndex(state, storage, stats or StatsOptions(), slices or _no_slices)
+        self.rli = RecordIndexWriter(state, storage, record_keys, record_index)
+
+    def kept(self, declared: Sequence[str]) -> set[str]:
+        """The MDT partitions of ``declared`` kept in step (``files`` always)."""
+        rli = {RECORD_INDEX_PARTITION} if self.rli.maintained() else set()
+        return {FILES_PARTITION, *self.stats.maintained(declared), *rli}
+
+    def unmaintained(self, declared: Sequence[str], inflight: Sequence[str]) -> list[str]:
+        """The MDT partitions to remove: declared (completed or inflight) or present as a
+        folder, and not kept -- a stale index would mislead the readers that use it."""
+        kept = self.kept(declared)
+        folders = {
+            name
+            for d in self.storage.list_dirs("")
+            if (name := file_name_of(d)) not in (*kept, ".hoodie")
+        }
+        return sorted({p for p in (*declared, *inflight) if p not in kept} | folders)
+
+    def written(self) -> list[str]:
+        """Every MDT partition an instant of this writer may have written files into (what
+        crash recovery looks through)."""
+        return [FILES_PARTITION, RECORD_INDEX_PARTITION, *STATS_PARTITIONS]
+
+    def log_files(
+        self,
+        instant_time: str,
+        stats: dict[str, dict[str, bytes]],
+        index: list[IndexFile],
+        mdt: Timeline,
+        schema: str,
+    ) -> list[PartitionFile]:
+        """The index partitions' files of MDT deltacommit ``instant_time``: the stats logs of
+        ``stats`` (records of :meth:`StatsIndex.records`) and the record index's ``index``."""
+        return [*self.stats.log_files(instant_time, stats, mdt, schema), *index]
+
+    def delete_logs(self, instants: set[str]) -> list[str]:
+        """Delete the index partitions' log files of MDT deltacommits ``instants`` (layout 2:
+        named with their instant), as an MDT rollback undoes those deltacommits; the deleted
+        paths."""
+        out = self.stats.delete_logs(instants)
+        if self.storage.is_dir(RECORD_INDEX_PARTITION):
+            for f in self.storage.list_files(RECORD_INDEX_PARTITION):
+                p = parse_log_file_name(f.name)
+                path = f"{RECORD_INDEX_PARTITION}/{f.name}"
+                if p is not None and p.instant_time in instants and self.storage.delete(path):
+                    out.append(path)
+        return out

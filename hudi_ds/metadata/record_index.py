@@ -1,0 +1,431 @@
+"""The metadata table's record-level index: the ``record_index`` partition (Hudi 0.14+).
+
+One record per data record key, in one of the partition's N file groups
+``record-index-<i %04d>-0``, ``i = mapRecordKeyToFileGroupIndex(key, N)``
+(:func:`file_group_indexes`: Java ``String.hashCode`` of the key, ``abs(abs(h) % N)``). The HFile
+row key is the record key; the value a ``HoodieMetadataRecord`` of ``type`` 5 whose
+``recordIndexMetadata`` (``HoodieRecordIndexInfo``) says where the record lives::
+
+    partitionName   the data partition path
+    fileIdEncoding  0: fileId = <uuid>-<fileIndex>, held as fileIdHighBits / fileIdLowBits (the
+                       UUID's most / least significant bits) + fileIndex, fileId ""
+                    1: any other fileId, as the string fileId (high/low bits and index -1)
+    instantTime     epoch milliseconds of the instant that put the key in that file group,
+                    parsed in the timeline's time zone (``hoodie.table.timeline.timezone``)
+    position        null (Hudi writes none)
+
+A key leaves the index through a DELETE block of the file group's log (Java
+``HoodieMetadataPayload.createRecordIndexDelete``: an empty payload; the delete record's
+partition path is ``record_index``). Records merge per key in log order, the later one winning.
+
+What an instant changes (:func:`instant_updates`, Java 1.1
+``BaseRecordIndexer.convertMetadataToRecordIndexRecords`` and
+``BaseFileRecordParsingUtils.generateRLIMetadataHoodieRecordsForBaseFile``):
+
+* a base file written by a commit: the keys it holds that the file group's previous base file
+  did not are put at ``(partition, fileId, instant)``, the previous base file's keys it no
+  longer holds are deleted -- updates in place change nothing;
+* a log file: keys of the instant's data blocks not already indexed at that file group are put
+  there, keys of its delete blocks indexed there are deleted;
+* compaction and log compaction change nothing (a file group keeps its id);
+* INSERT_OVERWRITE(_TABLE) / DELETE_PARTITION: the keys of the replaced file groups that the
+  instant did not write again are deleted;
+* a key both put and deleted by one instant (it moved) is put (Java ``reduceByKeys``).
+
+Building the partition from a table (:func:`bootstrap_locations`, Java
+``BaseRecordIndexer.readRecordKeysFromFileSliceSnapshot``): every key of every latest file
+slice, at the slice's base instant.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import typing
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+import numpy as np
+import pyarrow as pa
+
+from hudi_ds.errors import CorruptFileError
+from hudi_ds.index.bucket import java_string_hash
+from hudi_ds.layout.file_group import BaseFile, FileSlice
+from hudi_ds.layout.hfile import lookup_hfile, read_hfile
+from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
+from hudi_ds.log.block import BlockType, LogBlock
+from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
+from hudi_ds.storage import Storage
+from hudi_ds.timeline.instant import TimeZoneLike, instant_time_to_datetime
+from hudi_ds.timeline.timeline import Timeline
+
+__all__ = [
+    "FILE_ID_PREFIX",
+    "RECORD_INDEX_PARTITION",
+    "RECORD_INDEX_TYPE",
+    "RecordIndexUpdates",
+    "RecordLocation",
+    "bootstrap_locations",
+    "decode_value",
+    "encode_value",
+    "file_group_id",
+    "file_group_indexes",
+    "instant_millis",
+    "read_locations",
+]
+
+RECORD_INDEX_PARTITION = "record_index"
+"""The MDT partition of the record-level index (``MetadataPartitionType.RECORD_INDEX``)."""
+RECORD_INDEX_TYPE = 5
+"""``type`` of its records (Java ``MetadataPartitionType.RECORD_INDEX.getRecordType()``)."""
+FILE_ID_PREFIX = "record-index-"
+"""File ids of its file groups: ``record-index-<i %04d>-0``."""
+
+
+def file_group_id(index: int) -> str:
+    """The file id of file group ``index`` (Java
+    ``HoodieTableMetadataUtil.getFileIDForFileGroup``)."""
+    return f"{FILE_ID_PREFIX}{index:04d}-0"
+
+
+def file_group_indexes(keys: pa.Array | pa.ChunkedArray, count: int) -> np.ndarray:
+    """The file group index of each key: Java ``HoodieTableMetadataUtil.
+    mapRecordKeyToFileGroupIndex`` -- ``String.hashCode`` (UTF-16 units) as int32, then
+    ``Math.abs(Math.abs(h) % count)`` -- vectorised.
+
+    Raises:
+        ValueError: ``count`` is not positive.
+    """
+    if count <= 0:
+        raise ValueError(f"a record index needs at least one file group, not {count}")
+    h = java_string_hash(keys).astype(np.int64)
+    # Math.abs(Integer.MIN_VALUE) stays negative in Java; its remainder's abs is the same as
+    # the int64 remainder of 2**31
+    return np.asarray(np.abs(h) % count, dtype=np.int64)
+
+
+def instant_millis(instant_time: str, timezone: TimeZoneLike) -> int:
+    """``instantTime`` of a record: epoch milliseconds of ``instant_time`` read in the
+    timeline's zone (Java ``HoodieMetadataPayload.parseRecordIndexInstantTime``)."""
+    return int(instant_time_to_datetime(instant_time[:17], timezone).timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class RecordLocation:
+    """Where a record lives: data partition, file id, instant (epoch ms) it was put there."""
+
+    partition: str
+    file_id: str
+    instant_ms: int
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(schema_json: str) -> Any:
+    return fastavro.parse_schema(json.loads(schema_json))
+
+
+@functools.lru_cache(maxsize=16)
+def _null_fields(schema_json: str) -> tuple[str, ...]:
+    names = [f["name"] for f in json.loads(schema_json)["fields"]]
+    return tuple(n for n in names if n not in ("key", "type", "recordIndexMetadata"))
+
+
+def _info(loc: RecordLocation) -> dict[str, Any]:
+    try:
+        fid, _, index = loc.file_id.rpartition("-")
+        if len(loc.file_id) == 36:  # a bare UUID: Java's RECORD_INDEX_MISSING_FILEINDEX_FALLBACK
+            fid, index = loc.file_id, "-1"
+        u = uuid.UUID(fid)
+        if str(u) != fid.lower():
+            raise ValueError(fid)
+        file_index = int(index)
+    except ValueError:
+        return {
+            "partitionName": loc.partition,
+            "fileIdHighBits": -1,
+            "fileIdLowBits": -1,
+            "fileIndex": -1,
+            "fileId": loc.file_id,
+            "instantTime": loc.instant_ms,
+            "fileIdEncoding": 1,
+            "position": None,
+        }
+    high, low = u.int >> 64, u.int & ((1 << 64) - 1)
+    return {
+        "partitionName": loc.partition,
+        "fileIdHighBits": high - (1 << 64) if high >= 1 << 63 else high,
+        "fileIdLowBits": low - (1 << 64) if low >= 1 << 63 else low,
+        "fileIndex": file_index,
+        "fileId": "",
+        "instantTime": loc.instant_ms,
+        "fileIdEncoding": 0,
+        "position": None,
+    }
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def encode_value(loc: RecordLocation, schema_json: str, file_name: str | None = None) -> bytes:
+    """The HFile value of one record-index record: raw Avro binary of ``HoodieMetadataRecord``
+    (meta fields null, ``key`` blank as in every MDT HFile), ``fileIdEncoding`` 0 for
+    ``<uuid>-<n>`` file ids, else 1 (Java ``HoodieMetadataPayload.createRecordIndexUpdate``).
+    ``file_name``: ``_hoodie_file_name``, the base HFile's name in base-file records (as in the
+    ``files`` partition), None in log blocks. The key is not in the value, so every key of a
+    file group written by one instant has the same value: values are cached by location."""
+    record: dict[str, Any] = dict.fromkeys(_null_fields(schema_json))
+    record["key"] = ""
+    record["_hoodie_file_name"] = file_name
+    record["type"] = RECORD_INDEX_TYPE
+    record["recordIndexMetadata"] = _info(loc)
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, _parsed(schema_json), record)
+    return buf.getvalue()
+
+
+def _file_id(info: Mapping[str, Any]) -> str:
+    if int(info.get("fileIdEncoding") or 0) == 1:
+        return str(info.get("fileId") or "")
+    high = int(info["fileIdHighBits"]) & ((1 << 64) - 1)
+    low = int(info["fileIdLowBits"]) & ((1 << 64) - 1)
+    u = str(uuid.UUID(int=(high << 64) | low))
+    index = int(info["fileIndex"])
+    return u if index == -1 else f"{u}-{index}"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def decode_value(value: bytes, schema_json: str) -> RecordLocation:
+    """Decode one record-index value (Java
+    ``HoodieTableMetadataUtil.getLocationFromRecordIndexInfo``). Cached by value: the keys of
+    one file group and instant share it.
+
+    Raises:
+        CorruptFileError: not a ``HoodieMetadataRecord`` of type 5 under ``schema_json``.
+    """
+    try:
+        record = typing.cast(
+            dict[str, Any],
+            fastavro.schemaless_reader(io.BytesIO(value), _parsed(schema_json), None),
+        )
+        info = record["recordIndexMetadata"]
+        if int(record["type"]) != RECORD_INDEX_TYPE or info is None:
+            raise ValueError(f"type {record['type']} is not a record-index record")
+        return RecordLocation(
+            str(info.get("partitionName") or ""), _file_id(info), int(info["instantTime"])
+        )
+    except Exception as e:  # fastavro raises assorted errors on torn bytes
+        raise CorruptFileError(f"unreadable record-index value ({len(value)} bytes): {e}") from e
+
+
+# ------------------------------------------------------------------------------------------
+# Reading the partition
+# ------------------------------------------------------------------------------------------
+
+
+def file_group_count(storage: Storage) -> int:
+    """How many file groups the ``record_index`` partition of the MDT at ``storage`` has (its
+    files' distinct ``record-index-*`` file ids; 0 without the folder)."""
+    ids = set()
+    for f in storage.list_files(RECORD_INDEX_PARTITION):
+        p = parse_base_file_name(f.name) or parse_log_file_name(f.name)
+        if p is not None and p.file_id.startswith(FILE_ID_PREFIX):
+            ids.add(p.file_id)
+    return len(ids)
+
+
+def _put(
+    out: dict[str, RecordLocation | None],
+    data: bytes | memoryview,
+    where: str,
+    wanted: Callable[[str], bool] | set[str],
+    schema: str | None = None,
+) -> None:
+    """Decode the records of one HFile into ``out``: with a key set, only the data blocks
+    those keys fall in (:func:`hudi_ds.layout.hfile.lookup_hfile`)."""
+    if isinstance(wanted, set):
+        found, info, _ = lookup_hfile(data, [k.encode("utf-8") for k in wanted], where)
+        cells = list(found.items())
+    else:
+        hf = read_hfile(data, where)
+        info = hf.file_info
+        cells = [(k, v) for k, v in zip(hf.keys, hf.values, strict=True)]
+    schema = schema or info.get("schema", b"").decode("utf-8")
+    for k, v in cells:
+        key = k.decode("utf-8")
+        if isinstance(wanted, set) or wanted(key):
+            out[key] = decode_value(v, schema)
+
+
+def _merge_blocks(
+    blocks: Iterable[LogBlock],
+    keep: Callable[[str], bool],
+    out: dict[str, RecordLocation | None],
+    wanted: Callable[[str], bool] | set[str],
+) -> None:
+    rolled_back = {b.target_instant_time for b in blocks if b.is_rollback_command}
+    for b in blocks:
+        t = b.instant_time or ""
+        if b.block_type == BlockType.COMMAND or t in rolled_back or not keep(t):
+            continue
+        if b.block_type == BlockType.HFILE_DATA:
+            where = f"{b.path} block at offset {b.offset}"
+            _put(out, b.content, where, wanted, b.schema)
+        elif b.block_type == BlockType.DELETE:
+            keys = decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD).to_pylist()
+            test = wanted.__contains__ if isinstance(wanted, set) else wanted
+            for key in keys:
+                if key is not None and test(key):
+                    out[key] = None
+        else:
+            raise CorruptFileError(
+                f"{b.path}: a {b.block_type.name} block at offset {b.offset} in the metadata "
+                "table's record_index partition (only HFILE_DATA and DELETE blocks belong there)"
+            )
+
+
+def read_slice(
+    storage: Storage,
+    fslice: FileSlice,
+    keep: Callable[[str], bool],
+    keys: set[str] | None = None,
+) -> dict[str, RecordLocation]:
+    """The merged records of one ``record_index`` file slice (``keys``: only those).
+
+    Args:
+        storage: the MDT's storage.
+        fslice: the slice (its base HFile and log files, in order).
+        keep: whether the blocks of an MDT instant count (completed and valid for the data
+            timeline, :func:`hudi_ds.metadata.reader.valid_instants`).
+        keys: the keys wanted (None: all).
+    """
+    wanted: Callable[[str], bool] | set[str] = (lambda _k: True) if keys is None else keys
+    out: dict[str, RecordLocation | None] = {}
+    if fslice.base_file is not None:
+        path = fslice.base_file.path
+        _put(out, storage.read_bytes(path), storage.full_path(path), wanted)
+    blocks: list[LogBlock] = []
+    for lf in fslice.log_files:
+        scan = scan_log_bytes(storage.read_bytes(lf.path), storage.full_path(lf.path))
+        if scan.corrupt_blocks:
+            raise CorruptFileError(
+                f"{scan.corrupt_blocks} corrupt block(s) in metadata log "
+                f"{storage.full_path(lf.path)}"
+            )
+        blocks.extend(scan.blocks)
+    _merge_blocks(blocks, keep, out, wanted)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def read_locations(
+    storage: Storage,
+    timeline: Timeline,
+    keep: Callable[[str], bool],
+    keys: Sequence[str] | None = None,
+) -> dict[str, RecordLocation]:
+    """The record index of the MDT at ``storage`` (``keys``: only those, reading only the file
+    groups they map to), as of its completed instants whose blocks ``keep`` accepts.
+
+    Raises:
+        CorruptFileError: a file of the partition does not decode.
+    """
+    from hudi_ds.metadata.reader import files_slices
+
+    slices = files_slices(storage, timeline, RECORD_INDEX_PARTITION)
+    out: dict[str, RecordLocation] = {}
+    if keys is None:
+        for s in slices:
+            out.update(read_slice(storage, s, keep))
+        return out
+    count = len({s.file_id for s in slices})
+    if not count or not keys:
+        return out
+    arr = pa.array(list(keys), pa.string())
+    idx = file_group_indexes(arr, count)
+    by_id = {s.file_id: s for s in slices}
+    for i in np.unique(idx):
+        wanted = {k for k, j in zip(keys, idx, strict=True) if j == i}
+        found = by_id.get(file_group_id(int(i)))
+        if found is not None:
+            out.update(read_slice(storage, found, keep, wanted))
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Building and updating
+# ------------------------------------------------------------------------------------------
+
+
+SliceKeys = tuple[str, str, str, pa.Array]
+"""``(partition path, file id, base instant, record keys)`` of one live file slice."""
+
+
+def bootstrap_locations(
+    slices: Iterable[SliceKeys], timezone: TimeZoneLike
+) -> dict[str, RecordLocation]:
+    """The record index of a table whose latest file slices hold ``slices``' keys: each key at
+    its slice, dated by the slice's base instant (Java
+    ``BaseRecordIndexer.readRecordKeysFromFileSliceSnapshot``). A key held by several slices
+    (written twice by ``insert``) is where its newest slice put it, as the index that followed
+    those writes says."""
+    out: dict[str, RecordLocation] = {}
+    for partition, file_id, base_instant, keys in sorted(slices, key=lambda s: s[2]):
+        ms = instant_millis(base_instant, timezone)
+        loc = RecordLocation(partition, file_id, ms)
+        for k in keys.to_pylist():
+            if k is not None:
+                out[k] = loc
+    return out
+
+
+@dataclass
+class RecordIndexUpdates:
+    """The record-index changes of one data instant: keys put at a location, keys removed."""
+
+    puts: dict[str, RecordLocation] = field(default_factory=dict)
+    deletes: set[str] = field(default_factory=set)
+
+    def put(self, keys: Iterable[str], loc: RecordLocation) -> None:
+        for k in keys:
+            self.puts[k] = loc
+            self.deletes.discard(k)
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Remove ``keys`` unless this instant put them elsewhere (a move: Java
+        ``reduceByKeys`` keeps the put)."""
+        self.deletes.update(k for k in keys if k not in self.puts)
+
+    def __bool__(self) -> bool:
+        return bool(self.puts or self.deletes)
+
+    def by_file_group(
+        self, count: int
+    ) -> dict[int, tuple[list[str], list[RecordLocation], list[str]]]:
+        """File group index -> (put keys sorted by their UTF-8 bytes, their locations, deleted
+        keys sorted)."""
+        out: dict[int, tuple[list[str], list[RecordLocation], list[str]]] = {}
+        puts = sorted(self.puts, key=lambda k: k.encode("utf-8"))
+        dels = sorted(self.deletes, key=lambda k: k.encode("utf-8"))
+        for keys, is_put in ((puts, True), (dels, False)):
+            if not keys:
+                continue
+            idx = file_group_indexes(pa.array(keys, pa.string()), count)
+            for k, i in zip(keys, idx.tolist(), strict=True):
+                entry = out.setdefault(i, ([], [], []))
+                if is_put:
+                    entry[0].append(k)
+                    entry[1].append(self.puts[k])
+                else:
+                    entry[2].append(k)
+        return out
+
+
+def base_file_of(storage: Storage, partition: str, file_id: str, instant: str) -> BaseFile | None:
+    """The base file of ``file_id`` written by ``instant`` in data ``partition`` (one listing)."""
+    for f in storage.list_files(partition):
+        b = parse_base_file_name(f.name)
+        if b is not None and b.file_id == file_id and b.instant_time == instant:
+            return BaseFile(f.path, b, f.size)
+    return None

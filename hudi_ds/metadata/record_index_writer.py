@@ -1,0 +1,490 @@
+"""Keeping the metadata table's record-level index (``record_index``) in step with the data
+table: what each data instant changes in it, the log files that write the change, and the
+partition's creation with the metadata table.
+
+The :class:`~hudi_ds.metadata.writer.MetadataWriter` asks :class:`RecordIndexWriter` at three
+points -- which partitions it keeps (:meth:`RecordIndexWriter.maintained`), what the MDT
+deltacommit of a data instant writes besides the ``files`` block
+(:meth:`RecordIndexWriter.plan`), and what the MDT bootstrap writes
+(:meth:`RecordIndexWriter.bootstrap`). The record semantics are in
+:mod:`hudi_ds.metadata.record_index`.
+
+An action whose effect on the index cannot be written as Java writes it -- a rollback or
+restore that the MDT mirrors with tombstones instead of undoing its deltacommits (table
+version 6, or an instant already compacted into the MDT's base file), an instant whose earlier
+base file is gone (cleaned before a catch-up), a table without meta fields writing logs --
+makes the writer remove the partition, as it removes partitions it does not maintain: a stale
+record index would send Java writers' updates to the wrong file group.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from hudi_ds.errors import CorruptBlockError, CorruptFileError, HudiError, MissingFileError
+from hudi_ds.index.core import record_index_partitioned
+from hudi_ds.index.lookup import LookupSpec
+from hudi_ds.index.simple import base_file_keys, keys_of_table
+from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
+from hudi_ds.layout.file_group import BaseFile, FileSlice
+from hudi_ds.layout.hfile import write_hfile
+from hudi_ds.layout.naming import (
+    PARTITION_METADATA_FILE,
+    base_file_name,
+    file_name_of,
+    log_file_name,
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from hudi_ds.log.block import BlockType
+from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
+from hudi_ds.log.writer import (
+    encode_delete_block,
+    encode_empty_delete_block,
+    encode_hfile_data_block,
+)
+from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_instants
+from hudi_ds.metadata.record_index import (
+    RECORD_INDEX_PARTITION,
+    RecordIndexUpdates,
+    RecordLocation,
+    SliceKeys,
+    base_file_of,
+    bootstrap_locations,
+    encode_value,
+    file_group_count,
+    file_group_id,
+    instant_millis,
+    read_locations,
+)
+from hudi_ds.metadata.records import METADATA_PARTITIONS_INFLIGHT_KEY, declared_partitions
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
+from hudi_ds.storage import Storage
+from hudi_ds.timeline.instant import (
+    CLEAN,
+    COMMIT,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+)
+from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.timeline.view import TableState
+
+__all__ = [
+    "MIN_FILE_GROUPS",
+    "IndexFile",
+    "RecordIndexWriter",
+    "RecordKeys",
+    "file_group_count_for",
+    "index_stats",
+]
+
+log = logging.getLogger("hudi_ds.metadata")
+
+_WRITE_TOKEN = "0-0-0"
+_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
+
+#: ``hoodie.metadata.record.index.min.filegroup.count`` default (``HoodieMetadataConfig``)
+MIN_FILE_GROUPS = 10
+#: ``hoodie.metadata.record.index.max.filegroup.count`` default
+_MAX_FILE_GROUPS = 10000
+#: ``hoodie.metadata.record.index.max.filegroup.size`` default (1 GiB) and growth factor 2.0
+_MAX_FILE_GROUP_BYTES = 1024 * 1024 * 1024
+_GROWTH_FACTOR = 2.0
+#: ``HoodieTableMetadataUtil.RECORD_INDEX_AVERAGE_RECORD_SIZE``
+_AVERAGE_RECORD_BYTES = 48
+
+_NO_CHANGE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT"})
+_OVERWRITES = frozenset({"INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION"})
+
+RecordKeys = Callable[[TableState], Iterable[SliceKeys]]
+"""``record_keys(state)``: the keys of every committed latest file slice (the write layer reads
+them through its file-system view and slice reader; this layer may not import them)."""
+
+
+def file_group_count_for(records: int, minimum: int = MIN_FILE_GROUPS) -> int:
+    """File groups of a new record index of ``records`` keys (Java
+    ``HoodieTableMetadataUtil.estimateFileGroupCount``): enough for each to stay under the
+    maximum size after growing by the growth factor, within the min / max counts."""
+    wanted = math.ceil(records * _AVERAGE_RECORD_BYTES * _GROWTH_FACTOR / _MAX_FILE_GROUP_BYTES)
+    return max(minimum, min(_MAX_FILE_GROUPS, wanted))
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    """A file an MDT instant writes into the record index: its path in the MDT, bytes, stat."""
+
+    path: str
+    data: bytes
+    stat: WriteStat
+
+
+class _Unexpressible(HudiError):
+    """The change cannot be written as Java writes it (the partition is removed)."""
+
+
+class RecordIndexWriter:
+    """The record-index side of a :class:`~hudi_ds.metadata.writer.MetadataWriter`.
+
+    Args:
+        state: the data table.
+        storage: the MDT's storage.
+        record_keys: the committed slices' keys (for the bootstrap); None: the write layer
+            gives none, so the partition is never created.
+        enable: ``hoodie.metadata.record.index.enable`` (None: keep what the table has).
+    """
+
+    def __init__(
+        self,
+        state: TableState,
+        storage: Storage,
+        record_keys: RecordKeys | None = None,
+        enable: bool | None = None,
+    ) -> None:
+        self.state = state
+        self.storage = storage
+        self.record_keys = record_keys
+        self.enable = enable
+
+    # -- which partitions --------------------------------------------------------------------
+    def maintained(self) -> bool:
+        """Whether the table's ``record_index`` is one hudi_ds keeps in step: declared
+        complete (not being built by another writer), global (Hudi 1.1's partitioned record
+        index is not kept), and its folder present."""
+        cfg = self.state.config
+        if RECORD_INDEX_PARTITION not in declared_partitions(cfg):
+            return False
+        if RECORD_INDEX_PARTITION in declared_partitions(cfg, METADATA_PARTITIONS_INFLIGHT_KEY):
+            return False
+        if self.enable is False:
+            return False
+        try:
+            if record_index_partitioned(cfg, self.state.storage):
+                return False
+        except HudiError:
+            return False
+        return self.storage.is_dir(RECORD_INDEX_PARTITION)
+
+    def wanted_at_creation(self) -> bool:
+        """Whether a new MDT gets the partition: asked for, with a way to read the keys, on a
+        table whose files carry their record keys (meta fields)."""
+        if not self.enable or self.record_keys is None:
+            return False
+        if not self.state.config.populate_meta_fields:
+            log.warning(
+                "%s: no record_index: the table has no meta fields (hoodie.populate.meta.fields)",
+                self.state.storage.base_uri,
+            )
+            return False
+        return True
+
+    # -- creation ----------------------------------------------------------------------------
+    def bootstrap(self, instant: str, schema: str, version: int) -> list[IndexFile]:
+        """The files that create the partition in MDT bootstrap deltacommit ``instant``: per
+        file group a base HFile of its records and a log file holding one empty DELETE block
+        (as the ``files`` partition's; Java ``initializeFileGroups``)."""
+        assert self.record_keys is not None
+        tz = self.state.config.timeline_timezone or "LOCAL"
+        locations = bootstrap_locations(self.record_keys(self.state), tz)
+        count = file_group_count_for(len(locations))
+        updates = RecordIndexUpdates()
+        updates.puts = locations
+        groups = updates.by_file_group(count)
+        out = [
+            IndexFile(
+                f"{RECORD_INDEX_PARTITION}/{PARTITION_METADATA_FILE}",
+                (
+                    f"#partition metadata\n#Created by hudi_ds\ncommitTime={instant}\n"
+                    "partitionDepth=1\n"
+                ).encode(),
+                WriteStat(),
+            )
+        ]
+        for i in range(count):
+            fid = file_group_id(i)
+            keys, locs, _ = groups.get(i, ([], [], []))
+            name = base_file_name(fid, _WRITE_TOKEN, instant, ".hfile")
+            own = None if version >= 9 else name
+            data = _base_hfile(keys, [encode_value(loc, schema, own) for loc in locs], schema)
+            out.append(IndexFile(*_file(name, data, fid, instant, len(keys), None)))
+            log_name = log_file_name(fid, instant, 1, _WRITE_TOKEN)
+            block = encode_empty_delete_block(instant)
+            out.append(IndexFile(*_file(log_name, block, fid, instant, 0, name, [log_name])))
+        log.info("metadata table: record_index of %d keys in %d file groups", len(locations), count)
+        return out
+
+    # -- updates -----------------------------------------------------------------------------
+    def plan(
+        self, instant: str, action: str, content: bytes, mdt: Timeline, schema: str
+    ) -> list[IndexFile] | None:
+        """The record-index log files of MDT deltacommit ``instant`` mirroring data ``action``
+        (``content``: its metadata); None when the change cannot be written (the caller
+        removes the partition)."""
+        try:
+            updates = self._updates(instant, action, content, mdt)
+        except HudiError as e:  # unexpressible, a file gone or unreadable, a Lance base file
+            log.warning("metadata table: record_index cannot follow %s %s: %s", action, instant, e)
+            return None
+        if not updates:
+            return []
+        return self._log_files(instant, updates, mdt, schema)
+
+    def _updates(
+        self, instant: str, action: str, content: bytes, mdt: Timeline
+    ) -> RecordIndexUpdates:
+        out = RecordIndexUpdates()
+        if action == CLEAN:
+            return out
+        if action not in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT):
+            raise _Unexpressible(f"a {action} is mirrored with tombstones")
+        meta = CommitMetadata.from_bytes(content)
+        op = (meta.operation_type or "").upper()
+        if op in _NO_CHANGE_OPERATIONS or meta.compacted:
+            return out
+        tz = self.state.config.timeline_timezone or "LOCAL"
+        loc_ms = instant_millis(instant, tz)
+        logged: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        for partition, stats in meta.partition_to_write_stats.items():
+            for stat in stats:
+                if not stat.path or not stat.file_id:
+                    continue
+                name = file_name_of(stat.path)
+                if parse_base_file_name(name) is not None:
+                    self._base_changes(
+                        out, partition, stat, RecordLocation(partition, stat.file_id, loc_ms)
+                    )
+                elif parse_log_file_name(name) is not None:
+                    put, gone = logged.setdefault((partition, stat.file_id), ([], []))
+                    self._log_keys(stat.path, instant.__eq__, put, gone)
+        if logged:
+            self._log_changes(out, logged, loc_ms, mdt)
+        if meta.is_replace and op in _OVERWRITES:
+            for partition, ids in meta.replaced_file_ids().items():
+                for fid in ids:
+                    out.delete(self._group_keys(partition, fid))
+        return out
+
+    def _spec(self) -> LookupSpec:
+        cfg = self.state.config
+        return LookupSpec(
+            record_key_fields=tuple(cfg.record_key_fields),
+            complex_key=cfg.complex_record_key,
+            meta_fields=cfg.populate_meta_fields,
+        )
+
+    def _keys(self, base: BaseFile) -> set[str]:
+        return {k for k in base_file_keys(self.state.storage, base, self._spec()).to_pylist() if k}
+
+    def _base_changes(
+        self, out: RecordIndexUpdates, partition: str, stat: WriteStat, loc: RecordLocation
+    ) -> None:
+        """Java ``BaseFileRecordParsingUtils.getRecordKeyStatuses``: keys new to the file
+        group's base file are put, keys its previous base file held and it does not are gone."""
+        parsed = parse_base_file_name(file_name_of(stat.path or ""))
+        assert parsed is not None and stat.path is not None
+        keys = self._keys(BaseFile(stat.path, parsed))
+        prev = stat.prev_commit
+        old: set[str] = set()
+        if prev and prev != "null":
+            before = base_file_of(self.state.storage, partition, parsed.file_id, prev)
+            if before is None:
+                raise _Unexpressible(f"the base file of {parsed.file_id} at {prev} is gone")
+            old = self._keys(before)
+        out.put(sorted(keys - old), loc)
+        out.delete(old - keys)
+
+    def _log_keys(
+        self, path: str, instants: Callable[[str], bool], put: list[str], gone: list[str]
+    ) -> None:
+        """Keys of the data blocks (``put``) and delete blocks (``gone``) in log file ``path``
+        written by the instants ``instants`` accepts."""
+        spec = self._spec()
+        try:
+            data = self.state.storage.read_bytes(path)
+        except FileNotFoundError as e:
+            raise MissingFileError(f"log file {path} is gone", path) from e
+        for b in scan_log_bytes(data, path).blocks:
+            if not b.instant_time or not instants(b.instant_time):
+                continue
+            if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+                try:
+                    table = decode_data_block(b)
+                except CorruptBlockError as e:
+                    raise CorruptFileError(f"{path}: {e}") from e
+                put.extend(k for k in keys_of_table(table, spec, path).to_pylist() if k)
+            elif b.block_type == BlockType.DELETE:
+                col = decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD)
+                gone.extend(k for k in col.to_pylist() if k)
+
+    def _log_changes(
+        self,
+        out: RecordIndexUpdates,
+        logged: dict[tuple[str, str], tuple[list[str], list[str]]],
+        loc_ms: int,
+        mdt: Timeline,
+    ) -> None:
+        """Log writes: a key written to a file group the index does not place it in is put
+        there (an insert, or a key revived after a delete); a deleted key the index places
+        in that file group is gone (Java ``getRevivedAndDeletedKeysFromMergedLogs``)."""
+        wanted = sorted({k for put, gone in logged.values() for k in (*put, *gone)})
+        current = self.lookup(wanted, mdt)
+        for (partition, fid), (put, gone) in logged.items():
+            here = RecordLocation(partition, fid, loc_ms)
+            moved = [
+                k
+                for k in dict.fromkeys(put)
+                if (c := current.get(k)) is None or (c.partition, c.file_id) != (partition, fid)
+            ]
+            out.put(moved, here)
+            put_set = set(put)
+            out.delete(
+                k
+                for k in gone
+                if k not in put_set
+                and (c := current.get(k)) is not None
+                and (c.partition, c.file_id) == (partition, fid)
+            )
+
+    def _group_keys(self, partition: str, file_id: str) -> set[str]:
+        """Keys of the latest committed base file of a replaced file group and of the data
+        blocks of its logs."""
+        vis = self.state.timeline
+        bases = []
+        logs = []
+        for f in self.state.storage.list_files(partition):
+            b = parse_base_file_name(f.name)
+            if b is not None and b.file_id == file_id and vis.is_completed(b.instant_time):
+                bases.append(BaseFile(f.path, b, f.size))
+            lg = parse_log_file_name(f.name)
+            if lg is not None and lg.file_id == file_id:
+                logs.append(f.path)
+        keys: set[str] = set()
+        if bases:
+            keys |= self._keys(max(bases, key=lambda b: b.instant_time))
+        for path in logs:
+            put: list[str] = []
+            self._log_keys(path, vis.is_completed, put, [])
+            keys.update(put)
+        return keys
+
+    def lookup(self, keys: list[str], mdt: Timeline) -> dict[str, RecordLocation]:
+        """Where the index places ``keys`` now (reading only their file groups)."""
+        data = self.state.timeline
+        valid = valid_instants(data, mdt, self.state.config.table_version)
+        return read_locations(
+            self.storage, mdt, lambda t: completed_or_archived(mdt, t) and t in valid, keys
+        )
+
+    def _log_files(
+        self, instant: str, updates: RecordIndexUpdates, mdt: Timeline, schema: str
+    ) -> list[IndexFile]:
+        slices = {s.file_id: s for s in files_slices(self.storage, mdt, RECORD_INDEX_PARTITION)}
+        count = file_group_count(self.storage)
+        if not count:
+            raise CorruptFileError(f"{self.storage.base_uri}: record_index has no file group")
+        names = [f.name for f in self.storage.list_files(RECORD_INDEX_PARTITION)]
+        out = []
+        for i, (keys, locs, gone) in sorted(updates.by_file_group(count).items()):
+            fid = file_group_id(i)
+            sl = slices.get(fid) or FileSlice(RECORD_INDEX_PARTITION, fid, "")
+            data = b""
+            if keys:
+                hfile = write_hfile(
+                    [k.encode("utf-8") for k in keys],
+                    [encode_value(loc, schema) for loc in locs],
+                    file_info={"schema": schema.encode("utf-8")},
+                )
+                data += encode_hfile_data_block(instant, schema, hfile)
+            if gone:
+                n = len(gone)
+                data += encode_delete_block(
+                    pa.array(gone, pa.string()),
+                    pa.array([RECORD_INDEX_PARTITION] * n, pa.string()),
+                    None,
+                    instant,
+                    schema,
+                )
+            if mdt.layout_version == 1:
+                versions = [
+                    p.version
+                    for n in names
+                    if (p := parse_log_file_name(n)) is not None
+                    and p.file_id == fid
+                    and p.instant_time == sl.base_instant_time
+                ]
+                name = log_file_name(
+                    fid, sl.base_instant_time, max(versions, default=0) + 1, _WRITE_TOKEN
+                )
+                version = None
+            else:
+                name = log_file_name(fid, instant, 1, _WRITE_TOKEN)
+                version = 1
+            logs = [file_name_of(lf.path) for lf in sl.log_files] + [name]
+            base = file_name_of(sl.base_file.path) if sl.base_file is not None else None
+            n = len(keys) + len(gone)
+            out.append(
+                IndexFile(*_file(name, data, fid, sl.base_instant_time, n, base, logs, version))
+            )
+        return out
+
+
+def _base_hfile(keys: list[str], values: list[bytes], schema: str) -> bytes:
+    """A base HFile of the partition, as Java writes MDT base files: the schema, a bloom
+    filter of the keys (``DYNAMIC_V0``, Java ``HoodieMetadataConfig``'s 10000 keys at fpp
+    1e-9), the min and max record keys."""
+    raw = [k.encode("utf-8") for k in keys]
+    bloom = _BLOOM.new_filter()
+    bloom.add(keys)
+    info = {
+        "schema": schema.encode("utf-8"),
+        "bloomFilterTypeCode": DYNAMIC_V0.encode(),
+        "minRecordKey": raw[0] if raw else b"",
+        "maxRecordKey": raw[-1] if raw else b"",
+    }
+    meta = {"bloomFilter": bloom.serialize().encode("ascii")}
+    return write_hfile(raw, values, file_info=info, meta_blocks=meta)
+
+
+def _file(
+    name: str,
+    data: bytes,
+    file_id: str,
+    prev: str,
+    records: int,
+    base_file: str | None,
+    logs: list[str] | None = None,
+    log_version: int | None = None,
+) -> tuple[str, bytes, WriteStat]:
+    """``(path, bytes, WriteStat)`` of one record-index file of an MDT instant."""
+    is_log = logs is not None
+    if is_log and log_version is None:
+        p = parse_log_file_name(name)
+        log_version = p.version if p is not None else 1
+    path = f"{RECORD_INDEX_PARTITION}/{name}"
+    stat = WriteStat(
+        file_id=file_id,
+        path=path,
+        prev_commit=prev,
+        num_writes=records,
+        num_update_writes=records if is_log else 0,
+        num_inserts=0 if is_log else records,
+        total_write_bytes=len(data),
+        partition_path=RECORD_INDEX_PARTITION,
+        file_size_in_bytes=len(data),
+        log_version=log_version if is_log else None,
+        log_offset=0 if is_log else None,
+        base_file=base_file if is_log else None,
+        log_files=logs,
+    )
+    return path, data, stat
+
+
+def index_stats(files: list[IndexFile]) -> dict[str, list[WriteStat]]:
+    """Write stats of an MDT instant's record-index files, by MDT partition."""
+    stats = [f.stat for f in files if f.stat.path]
+    return {RECORD_INDEX_PARTITION: stats} if stats else {}
