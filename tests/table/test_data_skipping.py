@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pytest
 
 import hudi_ds
+from hudi_ds.api import HudiTable
 from hudi_ds.table.filters import Filter, filter_expression
 from hudi_ds.table.table import ReadableTable
 from tests.fixtures import fixture_table
@@ -252,3 +253,14 @@ def test_stale_index_prunes_nothing(tmp_path_factory, tmp_path: Path) -> None:
     st = table.last_read_stats
     assert st.data_skipped_slices == 0 and st.data_skipped_partitions == 0
     assert rows(table.read(filters=[("v", ">", 400)])) == expected(table.read(), [("v", ">", 400)])
+
+
+def test_scan_and_dataset_skip_too(tmp_path_factory) -> None:
+    root = new_table("MERGE_ON_READ", tmp_path_factory)
+    table = HudiTable(str(root))
+    flt: list[Filter] = [("v", "=", 455)]
+    want = expected(table.read(), flt)
+    assert rows(table.scan(filters=flt).read_all()) == want
+    assert rows(table.to_pyarrow_dataset(filters=flt).to_table()) == want
+    assert table.last_scan_stats is not None
+    assert table.last_scan_stats.slices_planned == 1
