@@ -1,6 +1,14 @@
 """Data skipping: prune file slices with the metadata table's ``column_stats`` partition and
 partitions with its ``partition_stats`` partition (Java ``hoodie.enable.data.skipping``).
 
+A filter rules a file out when its statistics say no row can match: ``=`` / ``in`` outside
+``[min, max]``, ``<`` / ``<=`` below min, ``>`` / ``>=`` above max, ``!=`` when min and max are
+the value, ``is null`` with a null count of 0, any comparison (and ``is not null``) when every
+value is null (null count = value count); Java's ``DataSkippingUtils`` rules. A file without
+rows of the column (a deletes-only log file: value count 0) is ruled out by every filter: it
+adds no row. (A column a file lacks has no live record -- Java's stub records are
+tombstones -- so the file is not covered and is read.)
+
 Java's ``HoodieFileIndex.lookupCandidateFilesInMetadataTable`` turns the query's filters into
 predicates over each file's min / max / null count (``DataSkippingUtils``) and keeps a file
 slice when any of its files -- base or log -- is a candidate, a file the index does not cover
@@ -99,12 +107,21 @@ def _typed(values: list[Any], rng: ColumnRange, field: pa.Field) -> pa.Array:
 class _ColumnRanges:
     """One column's ranges over many files (or partitions), as Arrow arrays."""
 
-    def __init__(self, names: list[str], mins: pa.Array, maxs: pa.Array, some: pa.Array):
+    def __init__(
+        self,
+        names: list[str],
+        mins: pa.Array,
+        maxs: pa.Array,
+        some: pa.Array,
+        nulls: pa.Array,
+    ) -> None:
         self.names = pa.array(names, pa.string())
         self.mins = mins
         self.maxs = maxs
         #: the file holds a non-null value of the column (a null never matches a comparison)
         self.some = some
+        #: the file holds a null of the column
+        self.nulls = nulls
 
     @classmethod
     def of(cls, ranges: Sequence[ColumnRange], field: pa.Field) -> _ColumnRanges | None:
@@ -121,15 +138,22 @@ class _ColumnRanges:
         except (pa.ArrowException, TypeError, ValueError, decimal.InvalidOperation) as e:
             log.debug("data skipping: column %s is not used (%s)", field.name, e)
             return None
-        some = pa.array([r.value_count > r.null_count for r in ranges], pa.bool_())
-        return cls([r.name for r in ranges], mins, maxs, some)
+        return cls(
+            [r.name for r in ranges],
+            mins,
+            maxs,
+            pa.array([r.value_count > r.null_count for r in ranges], pa.bool_()),
+            pa.array([r.null_count > 0 for r in ranges], pa.bool_()),
+        )
 
     def ruled_out(self, op: str, value: Any) -> set[str]:
         """The names whose ranges hold no value satisfying ``column op value``."""
-        may = self._may_match(op, value)
-        if may is None:
-            return set(pc.filter(self.names, pc.invert(self.some)).to_pylist())
-        keep = pc.and_(self.some, pc.fill_null(may, True))
+        if op == "is null":
+            # a file whose writer left statistics out (no min / max) has no null count either
+            keep = pc.or_(self.nulls, pc.and_(self.some, pc.is_null(self.mins)))
+        else:
+            may = self._may_match(op, value)
+            keep = self.some if may is None else pc.and_(self.some, pc.fill_null(may, True))
         return set(pc.filter(self.names, pc.invert(keep)).to_pylist())
 
     def _may_match(self, op: str, value: Any) -> pa.Array | None:
@@ -144,7 +168,7 @@ class _ColumnRanges:
                     continue
                 out = pc.or_(out, self._may_match("=", v))
             return out
-        if op == "not in":
+        if op in ("not in", "is not null"):
             return None
         s = value if isinstance(value, pa.Scalar) else pa.scalar(value)
         if op == "=":

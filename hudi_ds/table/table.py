@@ -229,7 +229,8 @@ class ReadableTable:
                 ``hoodie.datasource.read.end.instanttime`` (incremental: begin exclusive, end
                 inclusive), ``as.of.instant`` (time travel).
             columns: columns to return (default all).
-            filters: ``(column, op, value)`` tuples, ANDed; ops ``= != < <= > >= in``.
+            filters: ``(column, op, value)`` tuples, ANDed; ops ``= != < <= > >= in``,
+                ``not in``, ``is null``, ``is not null`` (value ignored).
                 Partition columns prune partitions first; every filter is applied to the rows.
 
         Returns:

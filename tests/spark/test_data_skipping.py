@@ -8,7 +8,7 @@ import pickle
 from typing import Any
 
 import pytest
-from pyspark.sql.datasource import EqualTo
+from pyspark.sql.datasource import EqualTo, IsNotNull, IsNull
 
 from hudi_ds.spark.datasource import HudiDataSourceWithPushdown
 from hudi_ds.spark.reader import HudiInputPartition, HudiPushdownReader
@@ -41,3 +41,6 @@ def test_spark_filter_skips_files_and_returns_the_filtered_rows(
     assert planned_slices(root, [EqualTo(("v",), 204)]) == 2
     # key 3's slice: its base file's range excludes 455, its log file holds it
     assert planned_slices(root, [EqualTo(("v",), 455)]) == 1
+    # m is NULL in the file groups of the first three batches only
+    assert planned_slices(root, [IsNotNull(("m",))]) == 4
+    assert planned_slices(root, [IsNull(("m",))]) == 6

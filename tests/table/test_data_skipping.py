@@ -6,7 +6,8 @@ The fixtures are Java-written version 8/9 tables holding both partitions (COW an
 Parquet and Lance base files, Avro logs, a rollback, an insert_overwrite). The new tables
 are version 9, partitioned by ``p`` (``a`` / ``b``), built by five inserts of ten rows into
 new file groups (no small-file packing), so the value column ``v`` (``100 * batch + i``)
-has a disjoint range per file group; ``n`` is NULL in every third row. The MOR table then
+has a disjoint range per file group; ``n`` is NULL in every third row, ``m`` in the first
+three batches. The MOR table then
 moves key 3 (batch 0) to ``v = 455`` through a log file, and deletes key 12 through another.
 """
 
@@ -67,8 +68,8 @@ def _usable(t: pa.DataType) -> bool:
 
 
 def battery(full: pa.Table) -> list[list[Filter]]:
-    """Filter shapes over the comparable columns: =, <, >=, >, !=, in (two per column, in
-    turn), and an AND of two."""
+    """Filter shapes over the comparable columns: =, <, >=, >, !=, in, is null, is not null
+    (two per column, in turn), and an AND of two."""
     out: list[list[Filter]] = []
     for f in full.schema:
         if not _usable(f.type) or f.name == "_hoodie_file_name":
@@ -86,6 +87,8 @@ def battery(full: pa.Table) -> list[list[Filter]]:
             [(c, ">", hi)],
             [(c, "!=", lo)],
             [(c, "in", [lo, mid])],
+            [(c, "is null", None)],
+            [(c, "is not null", None)],
         ]
         k = len(out) % len(shapes)
         out += (shapes + shapes)[k : k + 2]
@@ -149,6 +152,7 @@ def batch(k: int) -> pa.Table:
             "v": pa.array([100 * k + i % 10 for i in ids], pa.int64()),
             "s": [f"s{i:03d}" for i in ids],
             "n": pa.array([None if i % 3 == 0 else i for i in ids], pa.int32()),
+            "m": pa.array([None if k < 3 else f"m{i}" for i in ids], pa.string()),
             "ts": pa.array([1] * 10, pa.int64()),
         }
     )
@@ -167,7 +171,7 @@ def new_table(table_type: str, tmp_path_factory: pytest.TempPathFactory) -> Path
         if table_type == "MERGE_ON_READ":
             moved = batch(0).slice(3, 1)
             moved = moved.set_column(2, "v", pa.array([455], pa.int64()))
-            moved = moved.set_column(5, "ts", pa.array([2], pa.int64()))
+            moved = moved.set_column(6, "ts", pa.array([2], pa.int64()))
             hudi_ds.write(str(root), moved, opts)
             hudi_ds.write(
                 str(root),
@@ -191,6 +195,13 @@ def test_new_table_filtered_reads(table_type: str, tmp_path_factory) -> None:
     # NULLs never match a comparison: a file group is kept for its non-null values only
     got = table.read(filters=[("n", ">", 40)])
     assert sorted(got.column("id").to_pylist()) == [41, 43, 44, 46, 47, 49]
+    # null counts: m is NULL in the six file groups of batches 0..2 only
+    got = table.read(filters=[("m", "is not null", None)])
+    assert sorted(got.column("id").to_pylist()) == list(range(30, 50))
+    assert table.last_read_stats.data_skipped_slices == 6
+    got = table.read(filters=[("m", "is null", None)])
+    assert table.last_read_stats.data_skipped_slices == 4
+    assert rows(got) == expected(table.read(), [("m", "is null", None)])
     commits = table.timeline.commits()
     check(table, {"as.of.instant": commits[2].requested_time})
     check(
