@@ -231,7 +231,9 @@ class ReadableTable:
             columns: columns to return (default all).
             filters: ``(column, op, value)`` tuples, ANDed; ops ``= != < <= > >= in``,
                 ``not in``, ``is null``, ``is not null`` (value ignored).
-                Partition columns prune partitions first; every filter is applied to the rows.
+                Partition columns prune partitions first, the metadata table's column
+                statistics file slices (``hoodie.enable.data.skipping``); every filter is
+                applied to the rows.
 
         Returns:
             The rows as a ``pyarrow.Table``.
