@@ -265,6 +265,7 @@ class DataSkipping:
             latest: the read sees the latest snapshot (partition stats may prune).
             custom_merge: the table merges with a CUSTOM merger.
         """
+        filters = [f for f in filters if not pa.types.is_floating(schema.field(f[0]).type)]
         if reader is None or not filters:
             return None
         declared = set(declared_partitions(config))
