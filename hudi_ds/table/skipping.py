@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import decimal
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_ds.errors import CorruptFileError
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.metadata.column_stats import (
     COLUMN_STATS_PARTITION,
@@ -288,11 +289,16 @@ class DataSkipping:
             )
             return _ruled_out(records, filters, schema)
 
-        files_out = read(COLUMN_STATS_PARTITION)
         # a base file of another format gets no statistics (Java writes none for Lance or
         # ORC), so a partition's record does not bound the rows of such files
         parquet = config.base_file_format is BaseFileFormat.PARQUET
-        parts_out = read(PARTITION_STATS_PARTITION) if latest and parquet else []
+        try:
+            files_out = read(COLUMN_STATS_PARTITION)
+            parts_out = read(PARTITION_STATS_PARTITION) if latest and parquet else []
+        except CorruptFileError as e:
+            # the statistics only narrow a read: without them every file is read
+            log.warning("data skipping is off for this read: %s", e)
+            return None
         if not files_out and not parts_out:
             return None
         return cls(files_out, parts_out, custom_merge)
@@ -310,10 +316,9 @@ class DataSkipping:
         file of it (base and logs) for it to be skipped."""
         if not self._files_out or (self._custom_merge and s.log_files):
             return True
-        names: Iterable[str] = [_name(lf.path) for lf in s.log_files]
+        names = [_name(lf.path) for lf in s.log_files]
         if s.base_file is not None:
-            names = [_name(s.base_file.path), *names]
-        names = list(names)
+            names.append(_name(s.base_file.path))
         if not names:
             return True
         if any(all(n in out for n in names) for out in self._files_out):

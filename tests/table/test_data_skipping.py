@@ -275,3 +275,17 @@ def test_scan_and_dataset_skip_too(tmp_path_factory) -> None:
     assert rows(table.to_pyarrow_dataset(filters=flt).to_table()) == want
     assert table.last_scan_stats is not None
     assert table.last_scan_stats.slices_planned == 1
+
+
+def test_unreadable_statistics_skip_nothing(tmp_path_factory, tmp_path: Path, caplog) -> None:
+    root = tmp_path / "t"
+    shutil.copytree(new_table("COPY_ON_WRITE", tmp_path_factory), root)
+    stats = root / ".hoodie" / "metadata" / "column_stats"
+    for f in stats.iterdir():
+        if ".hfile" in f.name or ".log." in f.name:
+            f.write_bytes(f.read_bytes()[:40])
+    table = ReadableTable(str(root))
+    got = table.read(filters=[("v", "=", 204)])
+    assert got.column("id").to_pylist() == [24]
+    assert table.last_read_stats.data_skipped_slices == 0
+    assert "data skipping is off for this read" in caplog.text
