@@ -21,6 +21,15 @@ class ReadConfig:
         "List files through the table's metadata table when it is present and in step with "
         "the data timeline (default); false lists the storage.",
     )
+    ENABLE_DATA_SKIPPING = ConfigProperty(
+        "hoodie.enable.data.skipping",
+        True,
+        parse_bool,
+        "Skip file slices whose column statistics (the metadata table's column_stats "
+        "partition) rule out the read's filters, and partitions whose partition_stats do "
+        "(latest snapshot reads); used only while the metadata table is in step with the "
+        "data timeline. false reads every file the other pruning keeps.",
+    )
     QUERY_TYPE = ConfigProperty(
         "hoodie.datasource.query.type",
         "snapshot",

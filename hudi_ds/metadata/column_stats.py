@@ -68,6 +68,7 @@ __all__ = [
     "ranges_of_parquet",
     "ranges_of_table",
     "reencode_stats",
+    "stats_key_prefix",
 ]
 
 COLUMN_STATS = 3
@@ -255,6 +256,12 @@ def column_stats_key(column: str, partition_path: str, file_name: str) -> str:
     (``""`` non-partitioned); Java ``HoodieMetadataPayload.getColumnStatsIndexKey``."""
     file_id = base64.b64encode(hashlib.md5(file_name.encode("utf-8")).digest()).decode("ascii")
     return _hash_id64(column) + _hash_id64(_partition_identifier(partition_path)) + file_id
+
+
+def stats_key_prefix(column: str) -> str:
+    """The prefix every ``column_stats`` and ``partition_stats`` key of ``column`` starts with
+    (its hash; :func:`column_stats_key`), so a reader can pick a column's records by key."""
+    return _hash_id64(column)
 
 
 def partition_stats_key(column: str, partition_path: str) -> str:

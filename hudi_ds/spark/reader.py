@@ -37,6 +37,8 @@ from pyspark.sql.datasource import (
     GreaterThanOrEqual,
     In,
     InputPartition,
+    IsNotNull,
+    IsNull,
     LessThan,
     LessThanOrEqual,
     Not,
@@ -208,6 +210,8 @@ def _translate(f: Filter) -> HudiFilter | None:
             return (col, "!=", value)
         if op == "in":
             return (col, "not in", value)
+        if op in ("is null", "is not null"):
+            return (col, "is not null" if op == "is null" else "is null", None)
         return None
     if attribute is None or len(attribute) != 1:
         return None
@@ -217,6 +221,10 @@ def _translate(f: Filter) -> HudiFilter | None:
         return None if value is None else (col, _BINARY[type(f)], value)
     if isinstance(f, EqualNullSafe):
         return None if f.value is None else (col, "=", f.value)
+    if isinstance(f, IsNull):
+        return (col, "is null", None)
+    if isinstance(f, IsNotNull):
+        return (col, "is not null", None)
     if isinstance(f, In):
         values = [v for v in f.value if v is not None]
         return (col, "in", values) if values else None

@@ -11,7 +11,9 @@ import pyarrow.compute as pc
 from hudi_ds.errors import ConfigError, HudiError
 
 Filter = tuple[str, str, Any]
-OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
+OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "is null", "is not null")
+#: operators that take no value (the tuple's value is ignored)
+NULL_OPS = ("is null", "is not null")
 
 
 def normalize_filters(filters: Sequence[Filter], schema: pa.Schema) -> list[Filter]:
@@ -46,6 +48,9 @@ def normalize_filters(filters: Sequence[Filter], schema: pa.Schema) -> list[Filt
         if op in ("in", "not in") and not isinstance(value, (list, tuple, set, frozenset)):
             raise ConfigError(f"filter {f!r}: '{op}' needs a list of values")
         op = "=" if op == "==" else op
+        if op in NULL_OPS:
+            out.append((col, op, None))
+            continue
         _check_comparable(f, schema.field(col), op, value)
         out.append((col, op, value))
     return out
@@ -79,6 +84,10 @@ def _compare(field: Any, op: str, value: Any) -> Any:
     """``field op value`` for an Arrow array or a compute expression."""
     if op in _FUNCS:
         return _FUNCS[op](field, pa.scalar(value) if not isinstance(value, pa.Scalar) else value)
+    if op == "is null":
+        return pc.is_null(field)
+    if op == "is not null":
+        return pc.is_valid(field)
     if op == "in":
         return pc.is_in(field, value_set=pa.array(list(value)))
     if op == "not in":

@@ -78,6 +78,9 @@ class ReadStats:
     damaged_files: list[str] = field(default_factory=list)
     #: times the read re-planned after a clean removed a file it had planned to read
     replans: int = 0
+    #: file slices / partitions the metadata table's statistics ruled out (data skipping)
+    data_skipped_slices: int = 0
+    data_skipped_partitions: int = 0
 
     def add(self, other: ReadStats) -> None:
         for k in ("base_files", "log_files", "log_blocks", "corrupt_blocks", "corrupt_bytes"):
@@ -89,6 +92,8 @@ class ReadStats:
         self.missing_files.extend(f for f in other.missing_files if f not in self.missing_files)
         self.damaged_files.extend(f for f in other.damaged_files if f not in self.damaged_files)
         self.replans += other.replans
+        self.data_skipped_slices += other.data_skipped_slices
+        self.data_skipped_partitions += other.data_skipped_partitions
 
 
 @dataclass(frozen=True)

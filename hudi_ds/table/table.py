@@ -47,6 +47,7 @@ from hudi_ds.table.committed import (
 from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
+from hudi_ds.table.skipping import DataSkipping
 from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.archived import ArchivedTimeline
@@ -228,8 +229,11 @@ class ReadableTable:
                 ``hoodie.datasource.read.end.instanttime`` (incremental: begin exclusive, end
                 inclusive), ``as.of.instant`` (time travel).
             columns: columns to return (default all).
-            filters: ``(column, op, value)`` tuples, ANDed; ops ``= != < <= > >= in``.
-                Partition columns prune partitions first; every filter is applied to the rows.
+            filters: ``(column, op, value)`` tuples, ANDed; ops ``= != < <= > >= in``,
+                ``not in``, ``is null``, ``is not null`` (value ignored).
+                Partition columns prune partitions first, the metadata table's column
+                statistics file slices (``hoodie.enable.data.skipping``); every filter is
+                applied to the rows.
 
         Returns:
             The rows as a ``pyarrow.Table``.
@@ -337,18 +341,22 @@ class ReadableTable:
         view = self._view(opts)
         keep = _SlicePruner(self.config, self.schema, flt, touched, self._key_buckets(flt))
         include_logs = qtype != "read_optimized"
-        slices = [
-            s
-            for p in view.partitions()
-            if keep.partition(p)
-            for s in view.latest_file_slices(p, vis, include_logs=include_logs)
-            if keep.group(p, s.file_id) and (include_logs or s.base_file is not None)
-        ]
         ctx = dataclasses.replace(
             self.read_context(opts),
             ignore_missing_files=bool(opts.get(ReadConfig.IGNORE_MISSING_FILES)),
             ignore_corrupt_files=bool(opts.get(ReadConfig.IGNORE_CORRUPT_FILES)),
         )
+        latest = touched is None and vis.as_of is None
+        skip = self._data_skipping(opts, flt, view, ctx, latest=latest)
+        slices = [
+            s
+            for p in view.partitions()
+            if keep.partition(p) and (skip is None or skip.partition(p))
+            for s in view.latest_file_slices(p, vis, include_logs=include_logs)
+            if keep.group(p, s.file_id)
+            and (include_logs or s.base_file is not None)
+            and (skip is None or skip.keep_slice(s))
+        ]
         # every committed file of the slices read must be there, whole
         committed, problems = self._committed_problems(view, vis, include_logs, keep.file_group)
         skipped_missing: list[str] = []
@@ -363,7 +371,35 @@ class ReadableTable:
         plan = ReadPlan(vis, ctx, slices, cols, flt, commit_times, self._output_schema(cols))
         plan.missing_files = skipped_missing
         plan.damaged_files = skipped_damaged
+        if skip is not None:
+            plan.data_skipped_slices = skip.skipped_slices
+            plan.data_skipped_partitions = skip.skipped_partitions
         return plan
+
+    def _data_skipping(
+        self,
+        opts: Options,
+        filters: list[Filter],
+        view: FileSystemView,
+        ctx: SliceReadContext,
+        *,
+        latest: bool,
+    ) -> DataSkipping | None:
+        """The read's data skipping (:mod:`hudi_ds.table.skipping`), None when it skips
+        nothing: no filters, ``hoodie.enable.data.skipping=false``, or no metadata table in
+        step with the data timeline (the view then lists the storage)."""
+        if not filters or opts.get(ReadConfig.ENABLE_DATA_SKIPPING) is False:
+            return None
+        custom = ctx.merge is not None and ctx.merge.mode == "CUSTOM"
+        return DataSkipping.plan(
+            self.config,
+            self.schema,
+            self.timeline,
+            view.listing if isinstance(view.listing, MetadataReader) else None,
+            filters,
+            latest=latest,
+            custom_merge=custom or ctx.merge_mode == "CUSTOM",
+        )
 
     def _read_options(self, options: Mapping[str, Any] | None) -> Options:
         """The read's options over the table's defaults, validated (one option dict may serve
@@ -541,7 +577,11 @@ class ReadableTable:
     ) -> Iterator[tuple[FileSlice, pa.Table]]:
         """Read ``slices`` (a few in parallel), yielding each with its rows, in slice order."""
         self.last_read_stats = stats
-        planned = ReadStats(replans=plan.replans)
+        planned = ReadStats(
+            replans=plan.replans,
+            data_skipped_slices=plan.data_skipped_slices,
+            data_skipped_partitions=plan.data_skipped_partitions,
+        )
         planned.missing_files, planned.damaged_files = plan.missing_files, plan.damaged_files
         stats.add(planned)
         expr = filter_expression(plan.filters)
@@ -817,6 +857,9 @@ class ReadPlan:
     damaged_files: list[str] = dataclasses.field(default_factory=list)
     #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
     replans: int = 0
+    #: file slices / partitions data skipping ruled out (:mod:`hudi_ds.table.skipping`)
+    data_skipped_slices: int = 0
+    data_skipped_partitions: int = 0
 
     def without_slices(self) -> ReadPlan:
         """This plan without its file slices: the header every read task of the plan carries

@@ -167,7 +167,12 @@ def test_filter_translation_keeps_only_safe_filters() -> None:
         ],
         schema,
     )
-    assert got == [("a", "=", "v"), ("n", "in", [1, 2]), ("n", "!=", 3)]
+    assert got == [
+        ("a", "=", "v"),
+        ("n", "in", [1, 2]),
+        ("n", "!=", 3),
+        ("a", "is not null", None),
+    ]
 
 
 def test_reader_class_follows_pushdown(tmp_path_factory) -> None:

@@ -1,0 +1,291 @@
+"""Data skipping: reads prune file slices with the metadata table's ``column_stats`` and
+partitions with its ``partition_stats`` (``hoodie.enable.data.skipping``), and return exactly
+the rows of the unfiltered read filtered with pyarrow.
+
+The fixtures are Java-written version 8/9 tables holding both partitions (COW and MOR,
+Parquet and Lance base files, Avro logs, a rollback, an insert_overwrite). The new tables
+are version 9, partitioned by ``p`` (``a`` / ``b``), built by five inserts of ten rows into
+new file groups (no small-file packing), so the value column ``v`` (``100 * batch + i``)
+has a disjoint range per file group; ``n`` is NULL in every third row, ``m`` in the first
+three batches. The MOR table then
+moves key 3 (batch 0) to ``v = 455`` through a log file, and deletes key 12 through another.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import hudi_ds
+from hudi_ds.api import HudiTable
+from hudi_ds.table.filters import Filter, filter_expression
+from hudi_ds.table.table import ReadableTable
+from tests.fixtures import fixture_table
+
+# fixtures with column stats (and partition stats) where the battery below skips something
+SKIPPING_FIXTURES = [
+    "cow_v9_txns_simple_meta",
+    "cow_v9_txns_complex_meta",
+    "cow_v9_timebasedkeygen_epochmillis",
+    "cow_v9_txns_simple_overwrite",
+    "mor_avro_v8_trips_8i3u1d",
+    "mor_avro_v9_txns_simple_meta",
+    "mor_avro_v9_nonpartitioned_rollback",
+    "mor_avro_v9_timebasedkeygen_nonhivestyle",
+]
+# Lance base files carry no statistics while Java's partition records leave their values out
+LANCE_FIXTURES = ["mor_avro_v9_trips_lance", "cow_v9_lance_txns_simple"]
+
+
+def rows(t: pa.Table) -> list[tuple[Any, ...]]:
+    """Full rows, sorted, duplicates kept."""
+    names = sorted(t.column_names)
+    return sorted(
+        (tuple(r[c] for c in names) for r in t.to_pylist()),
+        key=repr,
+    )
+
+
+def expected(full: pa.Table, filters: Sequence[Filter]) -> list[tuple[Any, ...]]:
+    expr = filter_expression(list(filters))
+    return rows(full if expr is None else full.filter(expr))
+
+
+def _usable(t: pa.DataType) -> bool:
+    return not (
+        pa.types.is_floating(t)
+        or pa.types.is_nested(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+    )
+
+
+def battery(full: pa.Table) -> list[list[Filter]]:
+    """Filter shapes over the comparable columns: =, <, >=, >, !=, in, is null, is not null
+    (two per column, in turn), and an AND of two."""
+    out: list[list[Filter]] = []
+    for f in full.schema:
+        if not _usable(f.type) or f.name == "_hoodie_file_name":
+            continue
+        values = pc.unique(full.column(f.name).drop_null()).to_pylist()
+        if not values:
+            continue
+        values.sort()
+        lo, mid, hi = values[0], values[len(values) // 2], values[-1]
+        c = f.name
+        shapes: list[list[Filter]] = [
+            [(c, "=", mid)],
+            [(c, "<", mid)],
+            [(c, ">=", hi)],
+            [(c, ">", hi)],
+            [(c, "!=", lo)],
+            [(c, "in", [lo, mid])],
+            [(c, "is null", None)],
+            [(c, "is not null", None)],
+        ]
+        k = len(out) % len(shapes)
+        out += (shapes + shapes)[k : k + 2]
+    if len(out) > 3:
+        out.append(out[0] + out[3])
+    return out
+
+
+def check(
+    table: ReadableTable, options: dict[str, str] | None = None, most: int | None = None
+) -> int:
+    """Every battery filter read (the first ``most``) equals the unfiltered read filtered;
+    returns the slices and partitions data skipping left out over the battery."""
+    full = table.read(options)
+    skipped = 0
+    for flt in battery(full)[:most]:
+        got = table.read(options, filters=flt)
+        assert rows(got) == expected(full, flt), flt
+        st = table.last_read_stats
+        skipped += st.data_skipped_slices + st.data_skipped_partitions
+    return skipped
+
+
+@pytest.mark.parametrize("name", SKIPPING_FIXTURES + LANCE_FIXTURES)
+def test_fixture_filtered_reads_skip_and_return_the_filtered_rows(name: str, tmp_path_factory):
+    table = ReadableTable(str(fixture_table(name, tmp_path_factory)))
+    skipped = check(table)
+    if name in SKIPPING_FIXTURES:
+        assert skipped > 0
+    if name.startswith("mor_"):
+        check(table, {"hoodie.datasource.query.type": "read_optimized"}, most=8)
+    first = table.timeline.commits().first()
+    assert first is not None
+    check(table, {"as.of.instant": first.requested_time}, most=8)
+
+
+# -- a new table with many small file groups ----------------------------------------------------
+BASE_OPTIONS = {
+    "hoodie.table.name": "skip",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "p",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.write.table.version": "9",
+    "hoodie.index.type": "SIMPLE",
+    "hoodie.parquet.small.file.limit": "0",
+    "hoodie.clean.automatic": "false",
+    "hoodie.compact.inline": "false",
+    "hoodie.datasource.compaction.async.enable": "false",
+    "hoodie.metadata.enable": "true",
+    "hoodie.metadata.index.column.stats.enable": "true",
+    "hoodie.metadata.index.partition.stats.enable": "true",
+}
+
+
+def batch(k: int) -> pa.Table:
+    ids = list(range(10 * k, 10 * k + 10))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "p": ["a" if i % 2 else "b" for i in ids],
+            "v": pa.array([100 * k + i % 10 for i in ids], pa.int64()),
+            "s": [f"s{i:03d}" for i in ids],
+            "n": pa.array([None if i % 3 == 0 else i for i in ids], pa.int32()),
+            "m": pa.array([None if k < 3 else f"m{i}" for i in ids], pa.string()),
+            "ts": pa.array([1] * 10, pa.int64()),
+        }
+    )
+
+
+_BUILT: dict[str, Path] = {}
+
+
+def new_table(table_type: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's table of ``table_type`` (built once), see the module docstring."""
+    if table_type not in _BUILT:
+        root = tmp_path_factory.mktemp(f"skip_{table_type}") / "t"
+        opts = {**BASE_OPTIONS, "hoodie.datasource.write.table.type": table_type}
+        for k in range(5):
+            hudi_ds.write(str(root), batch(k), opts)
+        if table_type == "MERGE_ON_READ":
+            moved = batch(0).slice(3, 1)
+            moved = moved.set_column(2, "v", pa.array([455], pa.int64()))
+            moved = moved.set_column(6, "ts", pa.array([2], pa.int64()))
+            hudi_ds.write(str(root), moved, opts)
+            hudi_ds.write(
+                str(root),
+                batch(1).slice(2, 1),
+                {**opts, "hoodie.datasource.write.operation": "delete"},
+            )
+        _BUILT[table_type] = root
+    return _BUILT[table_type]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_new_table_filtered_reads(table_type: str, tmp_path_factory) -> None:
+    root = new_table(table_type, tmp_path_factory)
+    table = ReadableTable(str(root))
+    assert check(table) > 0
+    # a selective filter on a non-partition, non-key column: of ten file groups, the two
+    # of batch 2 (partition b holds 204, a's range 201..209 spans it)
+    table.read(filters=[("v", "=", 204)])
+    st = table.last_read_stats
+    assert st.data_skipped_slices == 8 and st.base_files == 2
+    # NULLs never match a comparison: a file group is kept for its non-null values only
+    got = table.read(filters=[("n", ">", 40)])
+    assert sorted(got.column("id").to_pylist()) == [41, 43, 44, 46, 47, 49]
+    # null counts: m is NULL in the six file groups of batches 0..2 only
+    got = table.read(filters=[("m", "is not null", None)])
+    assert sorted(got.column("id").to_pylist()) == list(range(30, 50))
+    assert table.last_read_stats.data_skipped_slices == 6
+    got = table.read(filters=[("m", "is null", None)])
+    assert table.last_read_stats.data_skipped_slices == 4
+    assert rows(got) == expected(table.read(), [("m", "is null", None)])
+    commits = table.timeline.commits()
+    check(table, {"as.of.instant": commits[2].requested_time})
+    check(
+        table,
+        {
+            "hoodie.datasource.query.type": "incremental",
+            "hoodie.datasource.read.begin.instanttime": commits[1].requested_time,
+        },
+    )
+
+
+def test_mor_slice_with_a_matching_log_update_is_read(tmp_path_factory) -> None:
+    root = new_table("MERGE_ON_READ", tmp_path_factory)
+    table = ReadableTable(str(root))
+    # key 3's base file holds v 0..9, its log v = 455: the slice must be read
+    got = table.read(filters=[("v", "=", 455)])
+    assert got.column("id").to_pylist() == [3]
+    st = table.last_read_stats
+    # partition b's statistics (v 100..408) rule it out, four of a's five slices too
+    assert (st.data_skipped_partitions, st.data_skipped_slices) == (1, 4)
+    assert (st.base_files, st.log_files) == (1, 1)
+    # the old value is gone from the merged rows although the base file's range holds it
+    assert table.read(filters=[("v", "=", 3)]).num_rows == 0
+    # read-optimized reads the base file only: the old row is there
+    ro = table.read({"hoodie.datasource.query.type": "read_optimized"}, filters=[("v", "=", 3)])
+    assert ro.column("id").to_pylist() == [3]
+    # the deleted key stays deleted
+    assert table.read(filters=[("id", "=", 12)]).num_rows == 0
+
+
+def test_data_skipping_off_prunes_nothing(tmp_path_factory) -> None:
+    root = new_table("COPY_ON_WRITE", tmp_path_factory)
+    table = ReadableTable(str(root))
+    flt: list[Filter] = [("v", "=", 204)]
+    table.read(filters=flt)
+    assert table.last_read_stats.data_skipped_slices == 8
+    got = table.read({"hoodie.enable.data.skipping": "false"}, filters=flt)
+    st = table.last_read_stats
+    assert st.data_skipped_slices == 0 and st.data_skipped_partitions == 0
+    assert st.base_files == 10
+    assert got.column("id").to_pylist() == [24]
+
+
+def test_stale_index_prunes_nothing(tmp_path_factory, tmp_path: Path) -> None:
+    """A data commit the metadata table does not hold moves key 3 to v = 9999 in a new base
+    file: the statistics (of the old file group and of partition ``a``'s old range) would
+    leave it out, so nothing is skipped while the metadata table lags."""
+    root = tmp_path / "t"
+    shutil.copytree(new_table("COPY_ON_WRITE", tmp_path_factory), root)
+    mdt = root / ".hoodie" / "metadata"
+    before = tmp_path / "mdt"
+    shutil.copytree(mdt, before)
+    moved = batch(0).slice(3, 1).set_column(2, "v", pa.array([9999], pa.int64()))
+    hudi_ds.write(str(root), moved, {**BASE_OPTIONS, "hoodie.table.type": "COPY_ON_WRITE"})
+    shutil.rmtree(mdt)
+    shutil.copytree(before, mdt)
+    table = ReadableTable(str(root))
+    got = table.read(filters=[("v", "=", 9999)])
+    assert got.column("id").to_pylist() == [3]
+    st = table.last_read_stats
+    assert st.data_skipped_slices == 0 and st.data_skipped_partitions == 0
+    assert rows(table.read(filters=[("v", ">", 400)])) == expected(table.read(), [("v", ">", 400)])
+
+
+def test_scan_and_dataset_skip_too(tmp_path_factory) -> None:
+    root = new_table("MERGE_ON_READ", tmp_path_factory)
+    table = HudiTable(str(root))
+    flt: list[Filter] = [("v", "=", 455)]
+    want = expected(table.read(), flt)
+    assert rows(table.scan(filters=flt).read_all()) == want
+    assert rows(table.to_pyarrow_dataset(filters=flt).to_table()) == want
+    assert table.last_scan_stats is not None
+    assert table.last_scan_stats.slices_planned == 1
+
+
+def test_unreadable_statistics_skip_nothing(tmp_path_factory, tmp_path: Path, caplog) -> None:
+    root = tmp_path / "t"
+    shutil.copytree(new_table("COPY_ON_WRITE", tmp_path_factory), root)
+    stats = root / ".hoodie" / "metadata" / "column_stats"
+    for f in stats.iterdir():
+        if ".hfile" in f.name or ".log." in f.name:
+            f.write_bytes(f.read_bytes()[:40])
+    table = ReadableTable(str(root))
+    got = table.read(filters=[("v", "=", 204)])
+    assert got.column("id").to_pylist() == [24]
+    assert table.last_read_stats.data_skipped_slices == 0
+    assert "data skipping is off for this read" in caplog.text
