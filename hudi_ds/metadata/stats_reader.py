@@ -7,6 +7,7 @@ timeline, not rolled back by a command block -- the rule of the ``files`` partit
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from hudi_ds.errors import CorruptFileError
@@ -26,12 +27,19 @@ StatsRecords = dict[str, dict[str, Any]]
 
 
 def _apply(
-    out: StatsRecords, keys: list[bytes], values: list[bytes], schema: str, where: str
+    out: StatsRecords,
+    keys: list[bytes],
+    values: list[bytes],
+    schema: str,
+    where: str,
+    wanted: AbstractSet[str] | None,
 ) -> None:
     if keys and not schema:
         raise CorruptFileError(f"{where}: metadata records without a writer schema")
     for k, v in zip(keys, values, strict=True):
         key = k.decode("utf-8")
+        if wanted is not None and key not in wanted:
+            continue
         try:
             _, stats = decode_stats_value(v, schema)
         except CorruptFileError as e:
@@ -46,6 +54,7 @@ def read_stats_partition(
     data_timeline: Timeline,
     data_table_version: int,
     partition: str,
+    wanted: AbstractSet[str] | None = None,
 ) -> StatsRecords:
     """The merged records of MDT partition ``partition`` (tombstones kept: a caller drops the
     ``isDeleted`` ones).
@@ -56,6 +65,7 @@ def read_stats_partition(
         data_timeline: the data table's active timeline.
         data_table_version: the data table's version.
         partition: ``column_stats`` or ``partition_stats``.
+        wanted: only these keys (None: all); the others are not decoded.
 
     Raises:
         CorruptFileError: a file or record does not decode.
@@ -68,7 +78,7 @@ def read_stats_partition(
                 storage.read_bytes(s.base_file.path), storage.full_path(s.base_file.path)
             )
             schema = hf.file_info.get("schema", b"").decode("utf-8")
-            _apply(out, hf.keys, hf.values, schema, s.base_file.path)
+            _apply(out, hf.keys, hf.values, schema, s.base_file.path, wanted)
         blocks = []
         for lf in s.log_files:
             blocks.extend(
@@ -84,7 +94,7 @@ def read_stats_partition(
             if b.block_type == BlockType.HFILE_DATA:
                 hf = read_hfile(b.content, f"{b.path} block at offset {b.offset}")
                 schema = b.schema or hf.file_info.get("schema", b"").decode("utf-8")
-                _apply(out, hf.keys, hf.values, schema, b.path)
+                _apply(out, hf.keys, hf.values, schema, b.path, wanted)
             elif b.block_type == BlockType.DELETE:
                 keys = decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD).to_pylist()
                 for key in keys:

@@ -192,7 +192,11 @@ class StatsIndex:
         self.slices = slices
         self._columns: dict[str | None, list[str]] = {}
         self._indexed_records: StatsRecords | None = None
+        self._indexed_keys: set[str] | None = None  # the records _indexed may be asked for
         self._mdt: Timeline | None = None
+        # (instant, columns, (partition, file name) -> ranges) the write's handles computed
+        self._offered: tuple[str, tuple[str, ...], Mapping[tuple[str, str], Sequence[ColumnRange]]]
+        self._offered = ("", (), {})
 
     # -- which partitions -------------------------------------------------------------------
     def maintained(self, declared: Sequence[str]) -> list[str]:
@@ -265,6 +269,30 @@ class StatsIndex:
         return self._columns[schema_json]
 
     # -- records of an instant --------------------------------------------------------------
+    def offer(
+        self,
+        instant_time: str,
+        columns: Sequence[str],
+        ranges: Mapping[tuple[str, str], Sequence[ColumnRange]],
+    ) -> None:
+        """The ranges of ``columns`` the write handles of ``instant_time`` computed for the
+        files they wrote, per ``(partition, file name)``: the records of the instant are made
+        from them instead of reading the files again (Java's metadata writer takes them from
+        the write stats: ``HoodieTableMetadataUtil.translateWriteStatToColumnStats`` uses
+        ``HoodieWriteStat.getColumnStats`` when present). Files without offered
+        ranges, and other instants (services, rollbacks), are still read."""
+        self._offered = (instant_time, tuple(columns), ranges)
+
+    def _written_ranges(
+        self, instant_time: str, partition: str, name: str, columns: Sequence[str]
+    ) -> list[ColumnRange]:
+        """A written file's ranges: offered by its handle, else read from the file."""
+        when, offered_columns, offered = self._offered
+        got = offered.get((partition, name)) if when == instant_time else None
+        if got is not None and offered_columns == tuple(columns):
+            return list(got)
+        return file_ranges(self.state.storage, partition, name, columns, instant_time)
+
     def records(
         self,
         instant_time: str,
@@ -281,6 +309,7 @@ class StatsIndex:
             return {}
         self._mdt = mdt
         self._indexed_records = None
+        self._indexed_keys = None
         if action in _COMMITS:
             return self._commit_records(
                 instant_time, CommitMetadata.from_bytes(content), partitions, schema
@@ -348,13 +377,14 @@ class StatsIndex:
                 if not st.path:
                     continue
                 name = file_name_of(st.path)
-                ranges = file_ranges(self.state.storage, part, name, columns, instant_time)
+                ranges = self._written_ranges(instant_time, part, name, columns)
                 file_ranges_of[(part, name)] = ranges
                 written.setdefault(part, []).append((st.file_id or "", name))
                 for r in ranges:
                     col_out[column_stats_key(r.column, part, name)] = encode_stats_value(
                         COLUMN_STATS, r, schema
                     )
+        self._offered = ("", (), {})
         out: Records = {COLUMN_STATS_PARTITION: col_out} if col_out else {}
         if PARTITION_STATS_PARTITION in partitions and self.state.config.partition_fields:
             part_out = self._partition_records(md, written, file_ranges_of, columns, schema)
@@ -382,6 +412,7 @@ class StatsIndex:
         if not written:
             return out
         committed = self.slices(self.state, list(written))
+        slices: dict[str, list[str]] = {}  # partition -> the file names of its latest slices
         for part, files in written.items():
             groups = {fid: list(names) for fid, names in committed.get(part, {}).items()}
             for fid, name in files:
@@ -389,14 +420,23 @@ class StatsIndex:
                     groups[fid or name] = [name]  # a new base file starts the group's slice
                 else:
                     groups.setdefault(fid or name, []).append(name)
+            slices[part] = list(dict.fromkeys(n for names in groups.values() for n in names))
+        # only the records of the files the commit did not write are read from the MDT
+        self._indexed_keys = {
+            column_stats_key(c, part, n)
+            for part, names in slices.items()
+            for n in names
+            if not known.get((part, n))
+            for c in columns
+        }
+        for part, names in slices.items():
             ranges: list[ColumnRange] = []
-            for names in groups.values():
-                for n in dict.fromkeys(names):
-                    ranges.extend(
-                        known.get((part, n))
-                        or self._indexed(part, n, columns)
-                        or file_ranges(self.state.storage, part, n, columns)
-                    )
+            for n in names:
+                ranges.extend(
+                    known.get((part, n))
+                    or self._indexed(part, n, columns)
+                    or file_ranges(self.state.storage, part, n, columns)
+                )
             for r in partition_ranges(part, ranges, columns):
                 out[partition_stats_key(r.column, part)] = encode_stats_value(
                     PARTITION_STATS, r, schema, tight_bound=True
@@ -415,6 +455,7 @@ class StatsIndex:
                 self.state.timeline,
                 self.state.config.table_version,
                 COLUMN_STATS_PARTITION,
+                wanted=self._indexed_keys,
             )
         out = []
         for col in columns:
