@@ -36,6 +36,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import write_hfile
@@ -63,6 +65,7 @@ from hudi_ds.metadata.column_stats import (
 )
 from hudi_ds.metadata.mdt_files import older_slices_files
 from hudi_ds.metadata.reader import files_slices
+from hudi_ds.metadata.record_index import file_group_indexes
 from hudi_ds.metadata.stats_build import (
     file_ranges,
     index_definition_columns,
@@ -170,6 +173,15 @@ def file_group_index(key: str, groups: int) -> int:
     a = signed if signed == -(1 << 31) else abs(signed)
     r = abs(a) % groups if a >= 0 else -(abs(a) % groups)
     return abs(r)
+
+
+def _by_group(keys: Iterable[str], ids: Sequence[str]) -> list[tuple[str, str]]:
+    """``(file group id, key)`` of each key: the MDT file group among ``ids`` it goes to."""
+    keys = list(keys)
+    if not keys:
+        return []
+    indexes = file_group_indexes(pa.array(keys, pa.string()), len(ids)).tolist()
+    return [(ids[i], k) for i, k in zip(indexes, keys, strict=True)]
 
 
 class StatsIndex:
@@ -479,8 +491,8 @@ class StatsIndex:
                 continue
             slices = {s.file_id: s for s in files_slices(self.storage, mdt, partition)}
             by_group: dict[str, dict[str, bytes]] = {}
-            for key, value in recs.items():
-                by_group.setdefault(ids[file_group_index(key, len(ids))], {})[key] = value
+            for fid, key in _by_group(recs, ids):
+                by_group.setdefault(fid, {})[key] = recs[key]
             for fid, group in sorted(by_group.items()):
                 sl = slices.get(fid)
                 if sl is None:
@@ -552,8 +564,8 @@ class StatsIndex:
         for partition in partitions:
             ids = [f"{_PREFIX[partition]}-{i:04d}-0" for i in range(groups[partition])]
             by_group: dict[str, dict[str, bytes]] = {fid: {} for fid in ids}
-            for key, value in records[partition].items():
-                by_group[ids[file_group_index(key, len(ids))]][key] = value
+            for fid, key in _by_group(records[partition], ids):
+                by_group[fid][key] = records[partition][key]
             for fid in ids:
                 name = base_file_name(fid, _WRITE_TOKEN, instant_time, ".hfile")
                 data = _base_hfile_of_values(by_group[fid], schema)
@@ -632,9 +644,9 @@ class StatsIndex:
             )
             slices = {s.file_id: s for s in files_slices(self.storage, mdt, partition)}
             groups: dict[str, dict[str, dict]] = {fid: {} for fid in ids}
-            for key, stats in merged.items():
-                if not stats.get("isDeleted"):
-                    groups[ids[file_group_index(key, len(ids))]][key] = stats
+            live = [k for k, stats in merged.items() if not stats.get("isDeleted")]
+            for fid, key in _by_group(live, ids):
+                groups[fid][key] = merged[key]
             for fid in ids:
                 name = base_file_name(fid, _WRITE_TOKEN, when, ".hfile")
                 data = _base_hfile(groups[fid], _TYPE[partition], schema, name)
