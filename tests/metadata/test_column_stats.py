@@ -421,9 +421,12 @@ def _typed_rows(k: int, n: int = 60) -> pa.Table:
     )
 
 
-@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize(
+    ("table_type", "block"),
+    [("MERGE_ON_READ", "parquet"), ("MERGE_ON_READ", "avro"), ("COPY_ON_WRITE", "parquet")],
+)
 def test_written_files_stats_travel_with_the_write(
-    table_type: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    table_type: str, block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The column stats of the files a write commits are computed by its handles (a log
     file's from the rows of its data blocks, several blocks a file; a base file's from the
@@ -442,6 +445,7 @@ def test_written_files_stats_travel_with_the_write(
     root = tmp_path / "t"
     over = {**_BUILD, "hoodie.metadata.compact.max.delta.commits": "100"}
     over["write.batch.size"] = "0.0001"  # ~100 bytes a handle: a data block per batch
+    over["hoodie.logfile.data.block.format"] = block
     # no compaction: a service's files are read (nothing travels)
     over["hoodie.datasource.compaction.async.enable"] = "false"
     opts = writer_options(table_type, 9, bucket=True, **over)
