@@ -35,7 +35,7 @@ from bench.workload import Workload, reference
 HERE = Path(__file__).resolve().parent
 DEFAULT_SYSTEMS = (
     "pyarrow,hudi_ds_mor_parquet,hudi_ds_mor_avro,hudi_ds_mor_parquet_logs,hudi_ds_mor_avro_logs,"
-    "hudi_ds_cow,hudi_ds_mor_simple,"
+    "hudi_ds_cow,hudi_ds_mor_mdt,hudi_ds_mor_mdt_stats,hudi_ds_mor_simple,"
     "hudi_ds_mor_bloom,hudi_ds_mor_state,hudi_ds_cow_simple,hudi_ds_cow_bloom,hudi_ds_cow_state,"
     "hudi_rs_read,delta_rs,delta_rs_streamed,pyiceberg,spark_parquet,hudi_ds_spark"
 )
@@ -48,6 +48,8 @@ KIND = {
     "hudi_ds_mor_parquet_logs": "hudi_ds MOR, bucket index, parquet log blocks, compaction off",
     "hudi_ds_mor_avro_logs": "hudi_ds MOR, bucket index, Avro log blocks, compaction off",
     "hudi_ds_cow": "hudi_ds COW, bucket index",
+    "hudi_ds_mor_mdt": "hudi_ds MOR, bucket index, metadata table (files)",
+    "hudi_ds_mor_mdt_stats": "hudi_ds MOR, bucket index, metadata table with column/partition stats",
     "hudi_ds_mor_simple": "hudi_ds MOR, SIMPLE index",
     "hudi_ds_mor_bloom": "hudi_ds MOR, BLOOM index",
     "hudi_ds_mor_state": "hudi_ds MOR, state index",

@@ -294,6 +294,14 @@ def acceptance(meta: dict[str, Any], streaming: dict[str, Any] | None) -> list[s
     # the Avro goals on the tables without compaction: every row of the read comes from log
     # blocks (with compaction on, the read is mostly the base files' Parquet)
     add(
+        "Cost of keeping column and partition stats: MOR upsert batch with them vs the metadata "
+        "table without them",
+        "<= 1.1x time",
+        lambda: (v := up("hudi_ds_mor_mdt_stats") / up("hudi_ds_mor_mdt"), f"{v:.2f}x"),
+        lambda v: v <= 1.1,
+        ("hudi_ds_mor_mdt_stats", "hudi_ds_mor_mdt"),
+    )
+    add(
         "MOR with Avro log blocks, compaction off (all rows in log blocks): snapshot read rows/s",
         ">= 1,000,000 rows/s",
         lambda: (

@@ -232,6 +232,7 @@ def _hudi_ds(
     index: str = "BUCKET",
     state: bool = False,
     compaction: bool = True,
+    metadata: str | None = None,
 ) -> Runner:
     """hudi_ds' embedded writes with ``index`` (``hoodie.index.type``); ``state``: the upserts
     go through one long-lived ``HudiTable(state_index=True)`` (the state index).
@@ -241,7 +242,10 @@ def _hudi_ds(
     no background service, executed right after that commit -- its time is in that upsert's
     time, and the read sees the table a user has (base files plus the later log blocks).
     ``compaction=False`` (``hoodie.datasource.compaction.async.enable=false``): every version
-    stays in log blocks and the read merges them all (the Avro-block decode figure)."""
+    stays in log blocks and the read merges them all (the Avro-block decode figure).
+    ``metadata``: ``"files"`` writes a version 9 table with the metadata table (its files
+    partition), ``"stats"`` with its ``column_stats`` and ``partition_stats`` partitions too
+    (the cost of keeping them is the difference of the two)."""
 
     def run(w: Workload, root: Path, ref: str) -> Result:
         import hudi_ds
@@ -259,6 +263,13 @@ def _hudi_ds(
         }
         if not compaction:
             opts["hoodie.datasource.compaction.async.enable"] = "false"
+        if metadata is not None:
+            # hudi_ds keeps column stats on table versions 8 and 9 (as Hudi 1.x)
+            opts["hoodie.write.table.version"] = "9"
+            opts["hoodie.metadata.enable"] = "true"
+            stats = "true" if metadata == "stats" else "false"
+            opts["hoodie.metadata.index.column.stats.enable"] = stats
+            opts["hoodie.metadata.index.partition.stats.enable"] = stats
         if index == "BUCKET":
             opts["hoodie.bucket.index.num.buckets"] = "4"
         out: Result = {"upsert_s": []}
@@ -353,6 +364,8 @@ SYSTEMS: dict[str, Runner] = {
     "hudi_ds_mor_parquet_logs": _hudi_ds("MERGE_ON_READ", "parquet", compaction=False),
     "hudi_ds_mor_avro_logs": _hudi_ds("MERGE_ON_READ", "avro", compaction=False),
     "hudi_ds_cow": _hudi_ds("COPY_ON_WRITE", "parquet"),
+    "hudi_ds_mor_mdt": _hudi_ds("MERGE_ON_READ", "parquet", metadata="files"),
+    "hudi_ds_mor_mdt_stats": _hudi_ds("MERGE_ON_READ", "parquet", metadata="stats"),
     # the non-bucket indexes: keys located by reading the files (SIMPLE), pruned by
     # footer bloom filters and key ranges first (BLOOM), or held by the writer (state index)
     "hudi_ds_mor_simple": _hudi_ds("MERGE_ON_READ", "parquet", "SIMPLE"),

@@ -33,6 +33,11 @@ class StreamedBaseFileWriter(Protocol):
 
     def abort(self) -> None: ...
 
+    @property
+    def metadata(self) -> pq.FileMetaData | None:
+        """A Parquet file's footer once closed (None: not Parquet, or not closed)."""
+        ...
+
 
 def _written(fmt: BaseFileFormat) -> BaseFileFormat:
     if fmt not in WRITTEN_FORMATS:
@@ -62,12 +67,14 @@ def write_whole_base_file(
     codec: str,
     bloom: BloomFilterSpec | None,
     bloom_filter: BloomFilter | None = None,
+    footer: list[pq.FileMetaData] | None = None,
 ) -> int:
     """Write ``table`` as base file ``path`` in ``fmt`` at once; returns its size (the key
-    footers as :func:`hudi_ds.layout.parquet.write_base_file` describes them)."""
+    footers as :func:`hudi_ds.layout.parquet.write_base_file` describes them; ``footer``
+    receives a Parquet file's footer as written)."""
     if _written(fmt) is BaseFileFormat.LANCE:
         return write_lance_base_file(storage, path, table, bloom, bloom_filter)
-    return write_base_file(storage, path, table, codec, bloom, bloom_filter)
+    return write_base_file(storage, path, table, codec, bloom, bloom_filter, footer)
 
 
 class OpenedBaseFile(Protocol):

@@ -95,6 +95,11 @@ class LanceBaseFileWriter:
         self._writer: Any = None
         self._schema: pa.Schema | None = None
 
+    @property
+    def metadata(self) -> None:
+        """No Parquet footer (column stats of Lance files: none, as Java gives them)."""
+        return None
+
     def _open(self, schema: pa.Schema) -> Any:
         self._dir = tempfile.mkdtemp(prefix="hudi-lance-")
         self._schema = _plain_schema(schema)

@@ -161,13 +161,15 @@ def write_base_file(
     codec: str,
     bloom: BloomFilterSpec | None,
     bloom_filter: BloomFilter | None = None,
+    footer: list[pq.FileMetaData] | None = None,
 ) -> int:
     """Write ``table`` as the Parquet base file ``path`` at once; returns its size.
 
     With a ``bloom`` spec (None: a table without meta fields, whose files have no key footers,
     as Java's), the footer carries the bloom filter of every record key and the min/max record
     key (:class:`KeyFooters`). ``bloom_filter``: that filter already built by the caller
-    (holding every key of ``table``, added in row order).
+    (holding every key of ``table``, added in row order). ``footer``: receives the file's
+    footer as written (its column statistics without reading the file back).
     """
     table = _without_key_footers(table)
     keys = KeyFooters(bloom, bloom_filter)
@@ -180,6 +182,7 @@ def write_base_file(
         compression=_base_file_compression(codec),
         use_compliant_nested_type=True,
         use_dictionary=dictionary_columns_of(table),
+        metadata_collector=footer,
     ) as writer:
         writer.write_table(table)
         # footer entries only: schema metadata would also be copied into ARROW:schema
@@ -249,6 +252,13 @@ class BaseFileWriter:
         self._out: OutputStream | None = None
         self._sink: _BufferedSink | None = None
         self._writer: pq.ParquetWriter | None = None
+        # the footer as written, once closed (its column statistics: no read back)
+        self._footer: list[pq.FileMetaData] = []
+
+    @property
+    def metadata(self) -> pq.FileMetaData | None:
+        """The written file's footer (None until :meth:`close`)."""
+        return self._footer[0] if self._footer else None
 
     def _open(self, table: pa.Table) -> pq.ParquetWriter:
         table = _without_key_footers(table)
@@ -260,6 +270,7 @@ class BaseFileWriter:
             compression=_base_file_compression(self.codec),
             use_compliant_nested_type=True,
             use_dictionary=dictionary_columns_of(table),
+            metadata_collector=self._footer,
         )
         return self._writer
 

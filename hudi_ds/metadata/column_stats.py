@@ -251,11 +251,19 @@ def _partition_identifier(partition_path: str) -> str:
     return partition_path or NON_PARTITIONED
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _file_index_id(file_name: str) -> str:
+    return base64.b64encode(hashlib.md5(file_name.encode("utf-8")).digest()).decode("ascii")
+
+
 def column_stats_key(column: str, partition_path: str, file_name: str) -> str:
     """The ``column_stats`` record key of ``column`` in ``file_name`` of ``partition_path``
     (``""`` non-partitioned); Java ``HoodieMetadataPayload.getColumnStatsIndexKey``."""
-    file_id = base64.b64encode(hashlib.md5(file_name.encode("utf-8")).digest()).decode("ascii")
-    return _hash_id64(column) + _hash_id64(_partition_identifier(partition_path)) + file_id
+    return (
+        _hash_id64(column)
+        + _hash_id64(_partition_identifier(partition_path))
+        + _file_index_id(file_name)
+    )
 
 
 def stats_key_prefix(column: str) -> str:
@@ -503,15 +511,20 @@ def merge_ranges(a: ColumnRange, b: ColumnRange, name: str | None = None) -> Col
         # the column's type changed between the files: the later file's range stands, as in
         # the records Java writes (its values do not compare with the earlier ones)
         return replace(b, name=b.name if name is None else name)
-    return replace(
-        typed,
-        name=b.name if name is None else name,
-        min_value=_min(a.min_value, b.min_value),
-        max_value=_max(a.max_value, b.max_value),
-        null_count=a.null_count + b.null_count,
-        value_count=a.value_count + b.value_count,
-        total_size=a.total_size + b.total_size,
-        total_uncompressed_size=a.total_uncompressed_size + b.total_uncompressed_size,
+    # built directly: dataclasses.replace costs several times more, and partition stats
+    # merge a range per file and column
+    return ColumnRange(
+        b.name if name is None else name,
+        typed.column,
+        _min(a.min_value, b.min_value),
+        _max(a.max_value, b.max_value),
+        a.null_count + b.null_count,
+        a.value_count + b.value_count,
+        a.total_size + b.total_size,
+        a.total_uncompressed_size + b.total_uncompressed_size,
+        typed.value_type,
+        typed.precision,
+        typed.scale,
     )
 
 
@@ -602,8 +615,12 @@ def encode_stats_value(
     if with_type:
         info = f"{rng.precision},{rng.scale}" if rng.value_type == ValueType.DECIMAL else None
         vt = ValueType.NULL if deleted else rng.value_type
-        stats["valueType"] = {"typeOrdinal": int(vt), "additionalInfo": info}
-    record["ColumnStatsMetadata"] = stats
+        stats["valueType"] = (
+            _NS + "HoodieValueTypeInfo",
+            {"typeOrdinal": int(vt), "additionalInfo": info},
+        )
+    # the union branches named: fastavro otherwise tries each branch's record against the value
+    record["ColumnStatsMetadata"] = (_NS + "HoodieMetadataColumnStats", stats)
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, _parsed(schema_json), record)
     return buf.getvalue()
@@ -633,6 +650,15 @@ def decode_stats_value(value: bytes, schema_json: str) -> tuple[int, dict[str, A
     Raises:
         CorruptFileError: ``value`` is not a stats record of ``schema_json``.
     """
+    record_type, stats = _decoded_stats(value, schema_json)
+    return record_type, dict(stats)
+
+
+# A writer reads the column stats of a partition's older files at every commit that touches
+# it (its partition stats are recomputed from them), and they stay the same bytes until the
+# metadata table compacts: decoded once per process. A few thousand records, some MB.
+@functools.lru_cache(maxsize=1 << 14)
+def _decoded_stats(value: bytes, schema_json: str) -> tuple[int, dict[str, Any]]:
     try:
         # wrapped values keep their wrapper's name, (name, {"value": v}): records re-encode
         # as they were written

@@ -65,7 +65,8 @@ def read_stats_partition(
         data_timeline: the data table's active timeline.
         data_table_version: the data table's version.
         partition: ``column_stats`` or ``partition_stats``.
-        wanted: the record keys to decode (default all; the others are not decoded).
+        wanted: which record keys to decode (default all; the others are not decoded): a
+            predicate, e.g. ``keys.__contains__`` for a set of keys.
 
     Raises:
         CorruptFileError: a file or record does not decode.

@@ -36,6 +36,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import write_hfile
@@ -63,6 +65,7 @@ from hudi_ds.metadata.column_stats import (
 )
 from hudi_ds.metadata.mdt_files import older_slices_files
 from hudi_ds.metadata.reader import files_slices
+from hudi_ds.metadata.record_index import file_group_indexes
 from hudi_ds.metadata.stats_build import (
     file_ranges,
     index_definition_columns,
@@ -172,6 +175,15 @@ def file_group_index(key: str, groups: int) -> int:
     return abs(r)
 
 
+def _by_group(keys: Iterable[str], ids: Sequence[str]) -> list[tuple[str, str]]:
+    """``(file group id, key)`` of each key: the MDT file group among ``ids`` it goes to."""
+    keys = list(keys)
+    if not keys:
+        return []
+    indexes = file_group_indexes(pa.array(keys, pa.string()), len(ids)).tolist()
+    return [(ids[i], k) for i, k in zip(indexes, keys, strict=True)]
+
+
 class StatsIndex:
     """The ``column_stats`` / ``partition_stats`` side of the MDT writer.
 
@@ -192,7 +204,11 @@ class StatsIndex:
         self.slices = slices
         self._columns: dict[str | None, list[str]] = {}
         self._indexed_records: StatsRecords | None = None
+        self._indexed_keys: set[str] | None = None  # the records _indexed may be asked for
         self._mdt: Timeline | None = None
+        # (instant, columns, (partition, file name) -> ranges) the write's handles computed
+        self._offered: tuple[str, tuple[str, ...], Mapping[tuple[str, str], Sequence[ColumnRange]]]
+        self._offered = ("", (), {})
 
     # -- which partitions -------------------------------------------------------------------
     def maintained(self, declared: Sequence[str]) -> list[str]:
@@ -265,6 +281,30 @@ class StatsIndex:
         return self._columns[schema_json]
 
     # -- records of an instant --------------------------------------------------------------
+    def offer(
+        self,
+        instant_time: str,
+        columns: Sequence[str],
+        ranges: Mapping[tuple[str, str], Sequence[ColumnRange]],
+    ) -> None:
+        """The ranges of ``columns`` the write handles of ``instant_time`` computed for the
+        files they wrote, per ``(partition, file name)``: the records of the instant are made
+        from them instead of reading the files again (Java's metadata writer takes them from
+        the write stats: ``HoodieTableMetadataUtil.translateWriteStatToColumnStats`` uses
+        ``HoodieWriteStat.getColumnStats`` when present). Files without offered
+        ranges, and other instants (services, rollbacks), are still read."""
+        self._offered = (instant_time, tuple(columns), ranges)
+
+    def _written_ranges(
+        self, instant_time: str, partition: str, name: str, columns: Sequence[str]
+    ) -> list[ColumnRange]:
+        """A written file's ranges: offered by its handle, else read from the file."""
+        when, offered_columns, offered = self._offered
+        got = offered.get((partition, name)) if when == instant_time else None
+        if got is not None and offered_columns == tuple(columns):
+            return list(got)
+        return file_ranges(self.state.storage, partition, name, columns, instant_time)
+
     def records(
         self,
         instant_time: str,
@@ -281,6 +321,7 @@ class StatsIndex:
             return {}
         self._mdt = mdt
         self._indexed_records = None
+        self._indexed_keys = None
         if action in _COMMITS:
             return self._commit_records(
                 instant_time, CommitMetadata.from_bytes(content), partitions, schema
@@ -348,13 +389,14 @@ class StatsIndex:
                 if not st.path:
                     continue
                 name = file_name_of(st.path)
-                ranges = file_ranges(self.state.storage, part, name, columns, instant_time)
+                ranges = self._written_ranges(instant_time, part, name, columns)
                 file_ranges_of[(part, name)] = ranges
                 written.setdefault(part, []).append((st.file_id or "", name))
                 for r in ranges:
                     col_out[column_stats_key(r.column, part, name)] = encode_stats_value(
                         COLUMN_STATS, r, schema
                     )
+        self._offered = ("", (), {})
         out: Records = {COLUMN_STATS_PARTITION: col_out} if col_out else {}
         if PARTITION_STATS_PARTITION in partitions and self.state.config.partition_fields:
             part_out = self._partition_records(md, written, file_ranges_of, columns, schema)
@@ -382,6 +424,7 @@ class StatsIndex:
         if not written:
             return out
         committed = self.slices(self.state, list(written))
+        slices: dict[str, list[str]] = {}  # partition -> the file names of its latest slices
         for part, files in written.items():
             groups = {fid: list(names) for fid, names in committed.get(part, {}).items()}
             for fid, name in files:
@@ -389,14 +432,23 @@ class StatsIndex:
                     groups[fid or name] = [name]  # a new base file starts the group's slice
                 else:
                     groups.setdefault(fid or name, []).append(name)
+            slices[part] = list(dict.fromkeys(n for names in groups.values() for n in names))
+        # only the records of the files the commit did not write are read from the MDT
+        self._indexed_keys = {
+            column_stats_key(c, part, n)
+            for part, names in slices.items()
+            for n in names
+            if not known.get((part, n))
+            for c in columns
+        }
+        for part, names in slices.items():
             ranges: list[ColumnRange] = []
-            for names in groups.values():
-                for n in dict.fromkeys(names):
-                    ranges.extend(
-                        known.get((part, n))
-                        or self._indexed(part, n, columns)
-                        or file_ranges(self.state.storage, part, n, columns)
-                    )
+            for n in names:
+                ranges.extend(
+                    known.get((part, n))
+                    or self._indexed(part, n, columns)
+                    or file_ranges(self.state.storage, part, n, columns)
+                )
             for r in partition_ranges(part, ranges, columns):
                 out[partition_stats_key(r.column, part)] = encode_stats_value(
                     PARTITION_STATS, r, schema, tight_bound=True
@@ -415,6 +467,7 @@ class StatsIndex:
                 self.state.timeline,
                 self.state.config.table_version,
                 COLUMN_STATS_PARTITION,
+                wanted=None if self._indexed_keys is None else self._indexed_keys.__contains__,
             )
         out = []
         for col in columns:
@@ -438,8 +491,8 @@ class StatsIndex:
                 continue
             slices = {s.file_id: s for s in files_slices(self.storage, mdt, partition)}
             by_group: dict[str, dict[str, bytes]] = {}
-            for key, value in recs.items():
-                by_group.setdefault(ids[file_group_index(key, len(ids))], {})[key] = value
+            for fid, key in _by_group(recs, ids):
+                by_group.setdefault(fid, {})[key] = recs[key]
             for fid, group in sorted(by_group.items()):
                 sl = slices.get(fid)
                 if sl is None:
@@ -511,8 +564,8 @@ class StatsIndex:
         for partition in partitions:
             ids = [f"{_PREFIX[partition]}-{i:04d}-0" for i in range(groups[partition])]
             by_group: dict[str, dict[str, bytes]] = {fid: {} for fid in ids}
-            for key, value in records[partition].items():
-                by_group[ids[file_group_index(key, len(ids))]][key] = value
+            for fid, key in _by_group(records[partition], ids):
+                by_group[fid][key] = records[partition][key]
             for fid in ids:
                 name = base_file_name(fid, _WRITE_TOKEN, instant_time, ".hfile")
                 data = _base_hfile_of_values(by_group[fid], schema)
@@ -591,9 +644,9 @@ class StatsIndex:
             )
             slices = {s.file_id: s for s in files_slices(self.storage, mdt, partition)}
             groups: dict[str, dict[str, dict]] = {fid: {} for fid in ids}
-            for key, stats in merged.items():
-                if not stats.get("isDeleted"):
-                    groups[ids[file_group_index(key, len(ids))]][key] = stats
+            live = [k for k, stats in merged.items() if not stats.get("isDeleted")]
+            for fid, key in _by_group(live, ids):
+                groups[fid][key] = merged[key]
             for fid in ids:
                 name = base_file_name(fid, _WRITE_TOKEN, when, ".hfile")
                 data = _base_hfile(groups[fid], _TYPE[partition], schema, name)

@@ -10,6 +10,11 @@ deltacommit's own instant, version 1 -- readers place it by its completion time)
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
 import pyarrow as pa
 
 from hudi_ds.faults import crash_point
@@ -19,6 +24,9 @@ from hudi_ds.log.writer import (
     encode_delete_block,
     encode_parquet_data_block,
 )
+from hudi_ds.metadata.column_stats import ColumnRange, ValueType, merge_ranges, ranges_of_table
+from hudi_ds.schema.avro import cached_arrow_schema
+from hudi_ds.schema.evolution import conform_table
 from hudi_ds.schema.meta import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
@@ -80,6 +88,8 @@ class AppendHandle(BufferedHandle):
         self.num_writes = 0
         self.num_deletes = 0
         self.blocks = 0
+        # the column stats of the rows written so far (HandleContext.stats_columns)
+        self._ranges: list[ColumnRange] | None = None
 
     def flush(self) -> None:
         """Pre-combine the buffer and append it as log blocks."""
@@ -124,6 +134,8 @@ class AppendHandle(BufferedHandle):
             self._written += len(block)
             self.blocks += 1
             self.num_writes += data.num_rows
+            if ctx.stats_columns is not None and not self.staging:
+                self._add_ranges(data, avro_schema, ctx.stats_columns)
         if dels.num_rows:
             block = encode_delete_block(
                 dels.column(RECORD_KEY_METADATA_FIELD).combine_chunks(),
@@ -168,4 +180,49 @@ class AppendHandle(BufferedHandle):
             base_file=self.base_file_name,
             log_files=[file_name_of(self.path)],
         )
-        return WriteStatus(stat, "append", self.ctx.token)
+        return WriteStatus(stat, "append", self.ctx.token, column_ranges=self._file_ranges())
+
+    def _add_ranges(self, data: pa.Table, avro_schema: str, columns: Sequence[str]) -> None:
+        """Count the rows of a data block just written into the file's column stats.
+
+        The rows are taken in the types the block stores them in (the Arrow types of its Avro
+        schema, as the block encoders conform them), so that the ranges equal those of the
+        block's records read back (:func:`hudi_ds.metadata.stats_build.file_ranges`)."""
+        target = cached_arrow_schema(avro_schema)
+        fields = [target.field(c) for c in columns if target.get_field_index(c) >= 0]
+        present = [f.name for f in fields if f.name in data.column_names]
+        rows = conform_table(data.select(present), pa.schema(fields))
+        name = file_name_of(self.path)
+        got = ranges_of_table(rows, name, columns)
+        if self._ranges is None:
+            self._ranges = got
+        else:
+            self._ranges = [_merged(a, b) for a, b in zip(self._ranges, got, strict=True)]
+
+    def _file_ranges(self) -> tuple[ColumnRange, ...] | None:
+        """The file's column stats (None when not computed); a log file of deletes only has
+        empty ones, as its records read back give."""
+        columns = self.ctx.stats_columns
+        if columns is None or self.staging:
+            return None
+        if self._ranges is not None:
+            return tuple(self._ranges)
+        name = file_name_of(self.path)
+        return tuple(ColumnRange(name, c, None, None, 0, 0, 0, 0, ValueType.NULL) for c in columns)
+
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _merged(a: ColumnRange, b: ColumnRange) -> ColumnRange:
+    """The ranges of two data blocks of one file combined as one ``pc.min_max`` over all their
+    rows gives them: NaN counts only when no other value is there."""
+    out = merge_ranges(a, b)
+    lows = [v for v in (a.min_value, b.min_value) if v is not None and not _is_nan(v)]
+    highs = [v for v in (a.max_value, b.max_value) if v is not None and not _is_nan(v)]
+    if lows and _is_nan(out.min_value):
+        out = replace(out, min_value=min(lows))
+    if highs and _is_nan(out.max_value):
+        out = replace(out, max_value=max(highs))
+    return out

@@ -98,7 +98,7 @@ from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.conflict import resolve_conflicts, retarget_pending_logs
 from hudi_ds.write.cow import merge_staged
 from hudi_ds.write.markers import delete_markers, marked_files
-from hudi_ds.write.metadata_sync import install_metadata_writer
+from hudi_ds.write.metadata_sync import install_metadata_writer, offer_written_ranges
 from hudi_ds.write.operation import Rows, WriteOperation
 from hudi_ds.write.options import (
     ResolvedOptions,
@@ -854,6 +854,7 @@ class WriteClient:
                 [(s.partition_path, s.file_id) for s in statuses],
                 partitions_to_delete or [],
             )
+        offer_written_ranges(state, plan.instant, plan.stats_columns, statuses)
         return state.timeline_writer().complete(
             Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
         )

@@ -63,6 +63,9 @@ class HandleContext:
     #: merge handles report the keys each new base file adds and drops (WriteStatus.keys),
     #: for a writer's state index
     track_keys: bool = False
+    #: the columns the table's column stats index: handles compute each written file's
+    #: ranges where the rows are in memory (None: the table keeps no column stats)
+    stats_columns: tuple[str, ...] | None = None
 
     @property
     def merge_spec(self) -> MergeSpec:

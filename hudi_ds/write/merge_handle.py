@@ -38,6 +38,7 @@ from hudi_ds.merge.engine import (
     DeleteKeys,
     merge_versions,
 )
+from hudi_ds.metadata.column_stats import ranges_of_parquet
 from hudi_ds.schema.evolution import promote_table
 from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
@@ -532,6 +533,7 @@ class MergeHandle(BufferedHandle):
             else None
         )
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
+        footer: list[pq.FileMetaData] = []
         size = write_whole_base_file(
             ctx.options.base_file_format,
             ctx.storage,
@@ -540,9 +542,17 @@ class MergeHandle(BufferedHandle):
             ctx.options.codec,
             bloom,
             bloom_filter=carried,
+            footer=footer,
         )
         crash_point("handle_flush")
-        st = self._status(merged.num_rows, res.updates, res.inserts, res.deletes, size)
+        st = self._status(
+            merged.num_rows,
+            res.updates,
+            res.inserts,
+            res.deletes,
+            size,
+            footer[0] if footer else None,
+        )
         if ctx.track_keys and res.inserted is not None and res.removed is not None:
             st = dataclasses.replace(st, keys=KeyChanges(res.inserted, res.removed))
         return st
@@ -675,7 +685,7 @@ class MergeHandle(BufferedHandle):
             writer.abort()
             raise
         crash_point("handle_flush")
-        st = self._status(n_rows, n_updates, n_inserts, n_deleted, size)
+        st = self._status(n_rows, n_updates, n_inserts, n_deleted, size, writer.metadata)
         if inserted is not None:
             st = dataclasses.replace(st, keys=KeyChanges(_strings(inserted), _strings(removed)))
         return st
@@ -689,8 +699,16 @@ class MergeHandle(BufferedHandle):
         return clear_meta_values(rows, file_name=True)
 
     def _status(
-        self, n_rows: int, n_updates: int, n_inserts: int, n_deleted: int, size: int
+        self,
+        n_rows: int,
+        n_updates: int,
+        n_inserts: int,
+        n_deleted: int,
+        size: int,
+        footer: pq.FileMetaData | None,
     ) -> WriteStatus:
+        """The status of the written file; with the table's column stats, its ranges from
+        ``footer`` (the Parquet footer as written: nothing is read back)."""
         stat = WriteStat(
             file_id=self.file_id,
             path=self.path,
@@ -703,7 +721,14 @@ class MergeHandle(BufferedHandle):
             partition_path=self.partition_path,
             file_size_in_bytes=size,
         )
-        return WriteStatus(stat, "merge" if self.base_file else "create", self.ctx.token)
+        columns = self.ctx.stats_columns
+        ranges = (
+            tuple(ranges_of_parquet(footer, self.name, columns))
+            if columns is not None and footer is not None
+            else None
+        )
+        kind = "merge" if self.base_file else "create"
+        return WriteStatus(stat, kind, self.ctx.token, column_ranges=ranges)
 
 
 def merge_into_base(

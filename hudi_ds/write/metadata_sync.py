@@ -9,13 +9,14 @@ metadata layer sits below the table layer).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig
 from hudi_ds.errors import UnsupportedError
 from hudi_ds.layout.naming import file_name_of
+from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION
 from hudi_ds.metadata.record_index import SliceKeys
 from hudi_ds.metadata.stats_writer import StatsOptions
 from hudi_ds.metadata.writer import MetadataWriter
@@ -23,6 +24,7 @@ from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
+from hudi_ds.write.write_status import WriteStatus
 
 
 def committed_listing(state: TableState) -> list[tuple[str, str, int]]:
@@ -100,6 +102,52 @@ def committed_record_keys(state: TableState) -> Iterator[SliceKeys]:
         parts = [b.column(RECORD_KEY_METADATA_FIELD) for b in table.read_plan_slices(plan, [s])]
         keys = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
         yield s.partition_path, s.file_id, s.base_instant_time, keys
+
+
+def _installed(state: TableState) -> MetadataWriter | None:
+    """The MDT writer :func:`install_metadata_writer` installed on ``state`` (None: none)."""
+    writer = getattr(state.before_complete, "__self__", None)
+    return writer if isinstance(writer, MetadataWriter) else None
+
+
+def written_stats_columns(state: TableState, data_avro_schema: str) -> tuple[str, ...] | None:
+    """The columns the column stats of a write (writer schema ``data_avro_schema``) index,
+    when the table's metadata table keeps or is asked to build them: the write's handles then
+    compute the ranges of each file they write from the rows in memory, as Java's handles fill
+    ``HoodieWriteStat.recordsStats`` (``HoodieAppendHandle.processAppendResult``); None
+    otherwise. The writer's choice of columns is cached, so the commit asks the same.
+
+    Raises:
+        ConfigError: the column list names a column the table does not have.
+    """
+    writer = _installed(state)
+    if writer is None or writer.enable is False:
+        return None
+    flag = writer.stats.options.column_stats
+    kept = COLUMN_STATS_PARTITION in writer.declared and flag is not False
+    if not (kept or flag):
+        return None
+    return tuple(writer.stats.columns(data_avro_schema))
+
+
+def offer_written_ranges(
+    state: TableState,
+    instant: str,
+    columns: Sequence[str] | None,
+    statuses: Iterable[WriteStatus],
+) -> None:
+    """Hand the column ranges the handles computed (of ``columns``) for the files of
+    ``instant`` to the MDT writer installed on ``state``, which then reads none of those
+    files again."""
+    writer = _installed(state)
+    if writer is None or columns is None:
+        return
+    ranges = {
+        (s.partition_path, file_name_of(s.path)): s.column_ranges
+        for s in statuses
+        if s.column_ranges is not None and s.path
+    }
+    writer.stats.offer(instant, columns, ranges)
 
 
 def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:

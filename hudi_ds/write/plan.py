@@ -29,6 +29,7 @@ from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState, Visibility
 from hudi_ds.write.assigner import average_record_size
 from hudi_ds.write.handles import HandleContext
+from hudi_ds.write.metadata_sync import written_stats_columns
 from hudi_ds.write.operation import WriteOperation, operation_of_type
 from hudi_ds.write.options import ResolvedOptions
 
@@ -59,6 +60,9 @@ class WritePlan:
         logged_inserts: names of the log files the visible delta commits wrote inserts to
             (MERGE_ON_READ under a lookup index: their keys are looked up in the logs too,
             :func:`hudi_ds.index.lookup.reads_logs`).
+        stats_columns: the columns the table's column stats index, when it keeps them: the
+            handles compute the ranges of the files they write
+            (:func:`hudi_ds.write.metadata_sync.written_stats_columns`).
     """
 
     instant: str
@@ -75,6 +79,7 @@ class WritePlan:
     avg_record_size: int = 1024
     pending_clustering: frozenset[tuple[str, str]] = frozenset()
     logged_inserts: frozenset[str] = frozenset()
+    stats_columns: tuple[str, ...] | None = None
 
     @property
     def table_type(self) -> TableType:
@@ -97,6 +102,7 @@ class WritePlan:
             self.avro_schema,
             self.options,
             self.partial_columns,
+            stats_columns=self.stats_columns,
         )
 
 
@@ -136,13 +142,14 @@ def build_plan(
         clustering = _pending_clustering(timeline)
         if state.config.table_type is TableType.MERGE_ON_READ and operation.merges_existing:
             logged = _logged_inserts(timeline, vis)
+    data_avro_schema = avro_schema_json(table_avro_schema(data, options.table_name))
     return WritePlan(
         instant=instant,
         action=action,
         operation=operation,
         schema=schema,
         avro_schema=avro_schema_json(table_avro_schema(schema, options.table_name)),
-        data_avro_schema=avro_schema_json(table_avro_schema(data, options.table_name)),
+        data_avro_schema=data_avro_schema,
         options=options,
         table_config=state.config,
         visibility=vis,
@@ -151,6 +158,7 @@ def build_plan(
         avg_record_size=avg,
         pending_clustering=clustering,
         logged_inserts=logged,
+        stats_columns=written_stats_columns(state, data_avro_schema),
     )
 
 

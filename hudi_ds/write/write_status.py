@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from hudi_ds.metadata.column_stats import ColumnRange
 from hudi_ds.timeline.metadata import WriteStat
 
 
@@ -37,12 +38,18 @@ class WriteStatus:
         task: the write token of the task attempt that wrote it.
         keys: the key changes of a ``merge`` / ``create`` when the writer asked for them
             (:attr:`hudi_ds.write.handles.HandleContext.track_keys`) and the merge told them.
+        column_ranges: the written file's column stats, computed by the handle from the rows
+            it wrote (a log file) or the footer it wrote (a Parquet base file) when the table
+            keeps column stats (:attr:`hudi_ds.write.handles.HandleContext.stats_columns`);
+            None: not computed, the metadata writer reads the file. In-process only, as
+            Java's ``HoodieWriteStat.recordsStats`` (``@JsonIgnore``).
     """
 
     stat: WriteStat
     kind: str
     task: str
     keys: KeyChanges | None = None
+    column_ranges: tuple[ColumnRange, ...] | None = None
 
     @property
     def path(self) -> str:
