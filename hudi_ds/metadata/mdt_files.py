@@ -10,6 +10,7 @@ from hudi_ds.metadata.reader import completed_or_archived
 from hudi_ds.metadata.records import FILES_PARTITION
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import DELTA_COMMIT
+from hudi_ds.timeline.metadata import WriteStat
 from hudi_ds.timeline.plans import InstantInfo, RollbackPlan, RollbackRequest
 from hudi_ds.timeline.timeline import Timeline
 
@@ -77,4 +78,40 @@ def rollback_plan(
         if logs
         else [],
         version=1,
+    )
+
+
+def mdt_write_stat(
+    partition: str,
+    file_id: str,
+    name: str,
+    size: int,
+    records: int,
+    prev: str,
+    base_file: str | None = None,
+    logs: list[str] | None = None,
+    log_version: int | None = None,
+) -> WriteStat:
+    """The write stat of one file a metadata-table deltacommit or compaction writes in MDT
+    partition ``partition``: a base HFile of ``records`` records, or (``logs`` given) a log
+    file whose block holds them, on ``base_file`` (its version parsed from ``name`` unless
+    given)."""
+    is_log = logs is not None
+    if is_log and log_version is None:
+        parsed = parse_log_file_name(name)
+        log_version = parsed.version if parsed is not None else 1
+    return WriteStat(
+        file_id=file_id,
+        path=f"{partition}/{name}",
+        prev_commit=prev,
+        num_writes=records,
+        num_update_writes=records if is_log else 0,
+        num_inserts=0 if is_log else records,
+        total_write_bytes=size,
+        partition_path=partition,
+        file_size_in_bytes=size,
+        log_version=log_version if is_log else None,
+        log_offset=0 if is_log else None,
+        base_file=base_file if is_log else None,
+        log_files=logs,
     )

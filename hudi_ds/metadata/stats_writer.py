@@ -63,7 +63,7 @@ from hudi_ds.metadata.column_stats import (
     range_of_record,
     reencode_stats,
 )
-from hudi_ds.metadata.mdt_files import older_slices_files
+from hudi_ds.metadata.mdt_files import mdt_write_stat, older_slices_files
 from hudi_ds.metadata.reader import files_slices
 from hudi_ds.metadata.record_index import file_group_indexes
 from hudi_ds.metadata.stats_build import (
@@ -519,7 +519,7 @@ class StatsIndex:
                     name = log_file_name(fid, instant_time, 1, _WRITE_TOKEN)
                 logs = [file_name_of(lf.path) for lf in sl.log_files] + [name]
                 base = file_name_of(sl.base_file.path) if sl.base_file is not None else None
-                stat = _stat(
+                stat = mdt_write_stat(
                     partition,
                     fid,
                     name,
@@ -569,7 +569,9 @@ class StatsIndex:
             for fid in ids:
                 name = base_file_name(fid, _WRITE_TOKEN, instant_time, ".hfile")
                 data = _base_hfile_of_values(by_group[fid], schema)
-                stat = _stat(partition, fid, name, len(data), len(by_group[fid]), instant_time)
+                stat = mdt_write_stat(
+                    partition, fid, name, len(data), len(by_group[fid]), instant_time
+                )
                 files.append(MdtFile(f"{partition}/{name}", data, stat))
         md = CommitMetadata(operation_type="UPSERT_PREPPED")
         for f in files:
@@ -652,38 +654,9 @@ class StatsIndex:
                 data = _base_hfile(groups[fid], _TYPE[partition], schema, name)
                 sl = slices.get(fid)
                 prev = sl.base_instant_time if sl is not None else when
-                stat = _stat(partition, fid, name, len(data), len(groups[fid]), prev)
+                stat = mdt_write_stat(partition, fid, name, len(data), len(groups[fid]), prev)
                 out.append(MdtFile(f"{partition}/{name}", data, stat))
         return out
-
-
-def _stat(
-    partition: str,
-    file_id: str,
-    name: str,
-    size: int,
-    records: int,
-    prev: str,
-    base_file: str | None = None,
-    logs: list[str] | None = None,
-    log_version: int | None = None,
-) -> WriteStat:
-    is_log = logs is not None
-    return WriteStat(
-        file_id=file_id,
-        path=f"{partition}/{name}",
-        prev_commit=prev,
-        num_writes=records,
-        num_update_writes=records if is_log else 0,
-        num_inserts=0 if is_log else records,
-        total_write_bytes=size,
-        partition_path=partition,
-        file_size_in_bytes=size,
-        log_version=log_version if is_log else None,
-        log_offset=0 if is_log else None,
-        base_file=base_file if is_log else None,
-        log_files=logs,
-    )
 
 
 def _base_hfile(records: Mapping[str, dict], record_type: int, schema: str, name: str) -> bytes:

@@ -64,7 +64,7 @@ from hudi_ds.metadata.layout import (
     bootstrap_instant,
     metadata_table_properties,
 )
-from hudi_ds.metadata.mdt_files import older_slices_files, rollback_plan
+from hudi_ds.metadata.mdt_files import mdt_write_stat, older_slices_files, rollback_plan
 from hudi_ds.metadata.reader import (
     MetadataReader,
     files_slices,
@@ -685,24 +685,8 @@ class MetadataWriter:
         logs: list[str] | None = None,
         log_version: int | None = None,
     ) -> WriteStat:
-        is_log = logs is not None
-        if is_log and log_version is None:
-            p = parse_log_file_name(name)
-            log_version = p.version if p is not None else 1
-        return WriteStat(
-            file_id=FILES_FILE_ID,
-            path=f"{FILES_PARTITION}/{name}",
-            prev_commit=prev,
-            num_writes=records,
-            num_update_writes=records if is_log else 0,
-            num_inserts=0 if is_log else records,
-            total_write_bytes=size,
-            partition_path=FILES_PARTITION,
-            file_size_in_bytes=size,
-            log_version=log_version if is_log else None,
-            log_offset=0 if is_log else None,
-            base_file=base_file if is_log else None,
-            log_files=logs,
+        return mdt_write_stat(
+            FILES_PARTITION, FILES_FILE_ID, name, size, records, prev, base_file, logs, log_version
         )
 
     # -- index partitions -----------------------------------------------------------------------
