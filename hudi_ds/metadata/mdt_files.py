@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
+from hudi_ds.layout.hfile import write_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.metadata.layout import FILES_FILE_ID
 from hudi_ds.metadata.reader import completed_or_archived
@@ -114,4 +116,32 @@ def mdt_write_stat(
         log_offset=0 if is_log else None,
         base_file=base_file if is_log else None,
         log_files=logs,
+    )
+
+
+#: the bloom filter of a metadata-table base HFile (Java's MDT defaults: dynamic, 10k entries
+#: growing to 100k, fpp 1e-9)
+MDT_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
+
+
+def mdt_base_hfile(keys: list[bytes], values: list[bytes], schema: str) -> bytes:
+    """A metadata-table base HFile of ``keys`` (sorted) and their ``values``: the writer schema,
+    a bloom filter of the keys and -- when there are keys -- the min/max record keys in its
+    file info, as Java's MDT base files carry them."""
+    info = {"schema": schema.encode("utf-8")}
+    bloom = MDT_BLOOM.new_filter()
+    bloom.add([k.decode("utf-8") for k in keys])
+    if keys:
+        info.update(
+            {
+                "bloomFilterTypeCode": DYNAMIC_V0.encode(),
+                "minRecordKey": keys[0],
+                "maxRecordKey": keys[-1],
+            }
+        )
+    return write_hfile(
+        keys,
+        values,
+        file_info=info,
+        meta_blocks={"bloomFilter": bloom.serialize().encode("ascii")},
     )

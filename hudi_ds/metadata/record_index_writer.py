@@ -30,7 +30,6 @@ from hudi_ds.errors import CorruptBlockError, CorruptFileError, HudiError, Missi
 from hudi_ds.index.core import record_index_partitioned
 from hudi_ds.index.lookup import LookupSpec
 from hudi_ds.index.simple import base_file_keys, keys_of_table
-from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.hfile import write_hfile
 from hudi_ds.layout.naming import (
@@ -48,6 +47,7 @@ from hudi_ds.log.writer import (
     encode_empty_delete_block,
     encode_hfile_data_block,
 )
+from hudi_ds.metadata.mdt_files import mdt_base_hfile
 from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_instants
 from hudi_ds.metadata.record_index import (
     RECORD_INDEX_PARTITION,
@@ -87,7 +87,6 @@ __all__ = [
 log = logging.getLogger("hudi_ds.metadata")
 
 _WRITE_TOKEN = "0-0-0"
-_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
 
 #: ``hoodie.metadata.record.index.min.filegroup.count`` default (``HoodieMetadataConfig``)
 MIN_FILE_GROUPS = 10
@@ -434,20 +433,8 @@ class RecordIndexWriter:
 
 
 def _base_hfile(keys: list[str], values: list[bytes], schema: str) -> bytes:
-    """A base HFile of the partition, as Java writes MDT base files: the schema, a bloom
-    filter of the keys (``DYNAMIC_V0``, Java ``HoodieMetadataConfig``'s 10000 keys at fpp
-    1e-9), the min and max record keys."""
-    raw = [k.encode("utf-8") for k in keys]
-    bloom = _BLOOM.new_filter()
-    bloom.add(keys)
-    info = {
-        "schema": schema.encode("utf-8"),
-        "bloomFilterTypeCode": DYNAMIC_V0.encode(),
-        "minRecordKey": raw[0] if raw else b"",
-        "maxRecordKey": raw[-1] if raw else b"",
-    }
-    meta = {"bloomFilter": bloom.serialize().encode("ascii")}
-    return write_hfile(raw, values, file_info=info, meta_blocks=meta)
+    """A base HFile of the partition, as Java writes MDT base files (:func:`mdt_base_hfile`)."""
+    return mdt_base_hfile([k.encode("utf-8") for k in keys], values, schema)
 
 
 def _file(

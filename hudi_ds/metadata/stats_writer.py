@@ -39,7 +39,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from hudi_ds.errors import CorruptFileError
-from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import write_hfile
 from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
@@ -63,7 +62,7 @@ from hudi_ds.metadata.column_stats import (
     range_of_record,
     reencode_stats,
 )
-from hudi_ds.metadata.mdt_files import mdt_write_stat, older_slices_files
+from hudi_ds.metadata.mdt_files import mdt_base_hfile, mdt_write_stat, older_slices_files
 from hudi_ds.metadata.reader import files_slices
 from hudi_ds.metadata.record_index import file_group_indexes
 from hudi_ds.metadata.stats_build import (
@@ -111,7 +110,6 @@ _PREFIX = {COLUMN_STATS_PARTITION: "col-stats", PARTITION_STATS_PARTITION: "part
 _TYPE = {COLUMN_STATS_PARTITION: COLUMN_STATS, PARTITION_STATS_PARTITION: PARTITION_STATS}
 _WRITE_TOKEN = "0-0-0"
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
-_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
 _COMMITS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING})
 
 Slices = Callable[[TableState, Sequence[str]], dict[str, dict[str, list[str]]]]
@@ -668,22 +666,4 @@ def _base_hfile(records: Mapping[str, dict], record_type: int, schema: str, name
 
 def _base_hfile_of_values(records: Mapping[str, bytes], schema: str) -> bytes:
     keys = sorted(records, key=lambda k: k.encode("utf-8"))
-    values = [records[k] for k in keys]
-    raw = [k.encode("utf-8") for k in keys]
-    info = {"schema": schema.encode("utf-8")}
-    bloom = _BLOOM.new_filter()
-    bloom.add(keys)
-    if raw:
-        info.update(
-            {
-                "bloomFilterTypeCode": DYNAMIC_V0.encode(),
-                "minRecordKey": raw[0],
-                "maxRecordKey": raw[-1],
-            }
-        )
-    return write_hfile(
-        raw,
-        values,
-        file_info=info,
-        meta_blocks={"bloomFilter": bloom.serialize().encode("ascii")},
-    )
+    return mdt_base_hfile([k.encode("utf-8") for k in keys], [records[k] for k in keys], schema)

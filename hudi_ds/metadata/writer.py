@@ -47,7 +47,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.core import record_index_entry
-from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import read_hfile, write_hfile
 from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
@@ -64,7 +63,12 @@ from hudi_ds.metadata.layout import (
     bootstrap_instant,
     metadata_table_properties,
 )
-from hudi_ds.metadata.mdt_files import mdt_write_stat, older_slices_files, rollback_plan
+from hudi_ds.metadata.mdt_files import (
+    mdt_base_hfile,
+    mdt_write_stat,
+    older_slices_files,
+    rollback_plan,
+)
 from hudi_ds.metadata.reader import (
     MetadataReader,
     files_slices,
@@ -139,7 +143,6 @@ _SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below
 
 
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
-_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
 
 
 _CLEAN_POLICY = "KEEP_LATEST_FILE_VERSIONS"
@@ -729,24 +732,9 @@ class MetadataWriter:
         boot = base_name is not None and bootstrap_instant(self.version) in base_name
         own = None if boot and self.version >= 9 else base_name
         keys, values = self._sorted(records, own)
-        info = {"schema": self.schema.encode("utf-8")}
         if base_name is None:
-            return write_hfile(keys, values, file_info=info)
-        bloom = _BLOOM.new_filter()
-        bloom.add([k.decode("utf-8") for k in keys])
-        info.update(
-            {
-                "bloomFilterTypeCode": DYNAMIC_V0.encode(),
-                "minRecordKey": keys[0],
-                "maxRecordKey": keys[-1],
-            }
-        )
-        return write_hfile(
-            keys,
-            values,
-            file_info=info,
-            meta_blocks={"bloomFilter": bloom.serialize().encode("ascii")},
-        )
+            return write_hfile(keys, values, file_info={"schema": self.schema.encode("utf-8")})
+        return mdt_base_hfile(keys, values, self.schema)
 
     # -- reading the MDT ------------------------------------------------------------------------
     def _file_names(self) -> list[str]:

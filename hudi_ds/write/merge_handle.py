@@ -305,14 +305,7 @@ def _iter_base_file(
             )
             if batch_rows is not None:
                 batches = _rebatched(batches, batch_rows)
-            first = True
-            for table in batches:
-                if first:
-                    table = table.replace_schema_metadata(meta)
-                    first = False
-                yield table
-            if first:  # no rows
-                yield schema.empty_table().replace_schema_metadata(meta)
+            yield from _with_footer(batches, meta, schema)
     except FileNotFoundError as e:
         raise MissingFileError(
             f"base file {storage.full_path(base.path)} of a committed file slice is missing",
@@ -324,6 +317,21 @@ def _iter_base_file(
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
 
 
+def _with_footer(
+    tables: Iterable[pa.Table], meta: dict[bytes, bytes] | None, schema: pa.Schema
+) -> Iterator[pa.Table]:
+    """``tables``, the first carrying the base file's footer metadata ``meta`` (its bloom
+    filter and key range, which the merge keeps); an empty file yields one empty table."""
+    first = True
+    for table in tables:
+        if first:
+            table = table.replace_schema_metadata(meta)
+            first = False
+        yield table
+    if first:  # no rows
+        yield schema.empty_table().replace_schema_metadata(meta)
+
+
 def _iter_lance_file(
     storage: Storage, base: BaseFile, schema: pa.Schema, batch_rows: int | None
 ) -> Iterator[pa.Table]:
@@ -333,15 +341,11 @@ def _iter_lance_file(
         f = LanceBaseFile(storage, base.path)
         meta = f.schema.metadata
         present = [c for c in _merged_columns(schema) if c in f.names]
-        first = True
-        for batch in f.batches(present, batch_rows or _BASE_READ_ROWS):
-            table = promote_table(pa.Table.from_batches([batch]), schema)
-            if first:
-                table = table.replace_schema_metadata(meta)
-                first = False
-            yield table
-        if first:  # no rows
-            yield schema.empty_table().replace_schema_metadata(meta)
+        tables = (
+            promote_table(pa.Table.from_batches([b]), schema)
+            for b in f.batches(present, batch_rows or _BASE_READ_ROWS)
+        )
+        yield from _with_footer(tables, meta, schema)
     except FileNotFoundError as e:
         raise MissingFileError(
             f"base file {where} of a committed file slice is missing", base.path
