@@ -502,7 +502,7 @@ class MetadataWriter:
 
     def drop_unmaintained(self) -> None:
         """Remove the MDT partitions hudi_ds does not keep in step (secondary and expression
-        indexes, bloom_filters; a stats partition or record index its option disables, or that
+        indexes; a stats, bloom filter partition or record index its option disables, or that
         lacks file groups) the way Java drops a partition: their folder is deleted and their
         names leave ``hoodie.table.metadata.partitions`` -- a stale index would mislead readers
         that use it (:meth:`IndexPartitions.unmaintained`)."""

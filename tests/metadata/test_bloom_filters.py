@@ -301,3 +301,27 @@ def test_upserts_with_use_metadata(tmp_path: Path) -> None:
         model = apply(model, t)
     in_step(root)
     check_rows(root, model)
+
+
+def test_cli_builds_and_rebuild_keeps_the_partition(tmp_path: Path) -> None:
+    """``hudi-py metadata PATH --build bloom_filters`` builds it for a version 9 table from its
+    base files; ``--rebuild`` keeps it; a version 6 table is refused, unchanged."""
+    from tests.test_cli import run, run_json
+
+    root = tmp_path / "t"
+    opts = options("COPY_ON_WRITE", 9, bucket=False)
+    for k in (1, 2):
+        hudi_ds.write(str(root), batch(k), opts)
+    out = run_json("metadata", str(root), "--build", BLOOM_FILTERS_PARTITION)
+    assert out["built"] == [BLOOM_FILTERS_PARTITION]
+    in_step(root)
+    run_json("metadata", str(root), "--rebuild")
+    in_step(root)
+    hudi_ds.write(str(root), batch(3), opts)
+    in_step(root)
+    v6 = tmp_path / "v6"
+    hudi_ds.write(str(v6), batch(1), options("COPY_ON_WRITE", 6, bucket=False))
+    before = (v6 / ".hoodie" / "hoodie.properties").read_bytes()
+    code, _, err = run("metadata", str(v6), "--build", BLOOM_FILTERS_PARTITION)
+    assert code != 0 and "versions 8 and 9" in err
+    assert (v6 / ".hoodie" / "hoodie.properties").read_bytes() == before
