@@ -206,6 +206,21 @@ def test_enabled_on_an_existing_table_then_disabled(version: int, tmp_path: Path
     assert_in_step(root)
 
 
+@pytest.mark.parametrize("spec", ["metadata:1", "metadata:2"])
+def test_killed_build_is_built_again(spec: str, tmp_path: Path) -> None:
+    """A write killed right after building the partition (before declaring it) or inside its
+    own MDT deltacommit: the next write removes or keeps what it finds and the partition ends
+    declared and equal to the footers."""
+    root = tmp_path / "t"
+    opts = options("COPY_ON_WRITE", 9, bucket=False)
+    for k in (1, 2):
+        hudi_ds.write(str(root), batch(k), opts)
+    with_bloom = {**opts, **BLOOM}
+    assert _crash(spec, lambda: hudi_ds.write(str(root), batch(3), with_bloom)) == 137
+    hudi_ds.write(str(root), batch(4), with_bloom)
+    in_step(root)
+
+
 def test_column_list_beyond_the_key_is_ignored_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
