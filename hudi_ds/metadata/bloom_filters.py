@@ -35,7 +35,7 @@ import io
 import json
 import logging
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,7 @@ from hudi_ds.layout.bloom_filter import (
     SIMPLE,
     BloomFilter,
 )
-from hudi_ds.layout.hfile import read_hfile, write_hfile
+from hudi_ds.layout.hfile import lookup_hfile, read_hfile, write_hfile
 from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
     base_file_name,
@@ -257,12 +257,25 @@ def footer_bloom_filter(
 # -- reading ----------------------------------------------------------------------------------
 
 
+def _cells(
+    data: bytes | memoryview, where: str, keys: set[str] | None
+) -> tuple[list[tuple[bytes, bytes]], dict[str, bytes]]:
+    """The cells of an HFile and its file info: with ``keys``, only the data blocks those keys
+    fall in are decoded (:func:`hudi_ds.layout.hfile.lookup_hfile`; a record is a whole
+    filter, hundreds of KB, so a lookup of a few files reads a few blocks)."""
+    if keys is not None:
+        found, info, _ = lookup_hfile(data, [k.encode("utf-8") for k in keys], where)
+        return list(found.items()), info
+    hf = read_hfile(data, where)
+    return list(zip(hf.keys, hf.values, strict=True)), hf.file_info
+
+
 def read_bloom_filters(
     storage: Storage,
     timeline: Timeline,
     data_timeline: Timeline,
     data_table_version: int,
-    wanted: Callable[[str], bool] | None = None,
+    wanted: set[str] | None = None,
 ) -> dict[str, FileBloomFilter]:
     """The merged records of the ``bloom_filters`` partition (tombstones kept): every file
     group's latest slice, its base HFile then the HFILE_DATA blocks of its logs that count
@@ -274,7 +287,8 @@ def read_bloom_filters(
         timeline: its active timeline.
         data_timeline: the data table's active timeline.
         data_table_version: the data table's version.
-        wanted: which record keys to decode (default all).
+        wanted: the record keys to read (default all): then only the file groups they hash
+            to are read, and of their HFiles only the blocks they fall in.
 
     Raises:
         CorruptFileError: a file or record does not decode.
@@ -282,22 +296,28 @@ def read_bloom_filters(
     valid = valid_instants(data_timeline, timeline, data_table_version)
     out: dict[str, FileBloomFilter] = {}
 
-    def apply(keys: list[bytes], values: list[bytes], schema: str, where: str) -> None:
-        if keys and not schema:
+    def apply(data: bytes | memoryview, where: str, schema: str | None = None) -> None:
+        cells, info = _cells(data, where, wanted)
+        schema = schema or info.get("schema", b"").decode("utf-8")
+        if cells and not schema:
             raise CorruptFileError(f"{where}: metadata records without a writer schema")
-        for k, v in zip(keys, values, strict=True):
+        for k, v in cells:
             key = k.decode("utf-8")
-            if wanted is None or wanted(key):
+            if wanted is None or key in wanted:
                 try:
                     out[key] = decode_bloom_value(v, schema)
                 except CorruptFileError as e:
                     raise CorruptFileError(f"{where}: metadata record {key!r}: {e}") from e
 
-    for s in files_slices(storage, timeline, BLOOM_FILTERS_PARTITION):
+    slices = files_slices(storage, timeline, BLOOM_FILTERS_PARTITION)
+    if wanted is not None:
+        ids = [s.file_id for s in slices]
+        needed = {fid for fid, _ in _by_group(wanted, ids)} if ids else set()
+        slices = [s for s in slices if s.file_id in needed]
+    for s in slices:
         if s.base_file is not None:
             path = s.base_file.path
-            hf = read_hfile(storage.read_bytes(path), storage.full_path(path))
-            apply(hf.keys, hf.values, hf.file_info.get("schema", b"").decode("utf-8"), path)
+            apply(storage.read_bytes(path), storage.full_path(path))
         blocks = []
         for lf in s.log_files:
             blocks.extend(
@@ -311,9 +331,7 @@ def read_bloom_filters(
             if not completed_or_archived(timeline, t) or t not in valid:
                 continue
             if b.block_type == BlockType.HFILE_DATA:
-                hf = read_hfile(b.content, f"{b.path} block at offset {b.offset}")
-                schema = b.schema or hf.file_info.get("schema", b"").decode("utf-8")
-                apply(hf.keys, hf.values, schema, b.path)
+                apply(b.content, f"{b.path} block at offset {b.offset}", b.schema)
             elif b.block_type == BlockType.DELETE:
                 for key in decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD).to_pylist():
                     out.pop(key, None)
@@ -640,7 +658,7 @@ def indexed_files(
     if lag:
         return None, f"the metadata table misses completed instants {lag[:3]}"
     keys = {bloom_filter_key(p, n): (p, n) for p, n in files}
-    blooms = read_bloom_filters(mdt, mdt_tl, data_tl, config.table_version, keys.__contains__)
+    blooms = read_bloom_filters(mdt, mdt_tl, data_tl, config.table_version, set(keys))
     ranges: dict[str, dict[str, Any]] = {}
     range_keys: dict[str, str] = {}
     if with_ranges and config.populate_meta_fields and COLUMN_STATS_PARTITION in declared:
