@@ -246,6 +246,7 @@ def _bloom_table(root: Path, **over: str) -> None:
             "hoodie.index.type": "BLOOM",
             "hoodie.metadata.index.column.stats.enable": "true",
             "hoodie.parquet.small.file.limit": "0",  # a file group per batch and partition
+            "hoodie.metadata.compact.max.delta.commits": "2",  # filters in base HFiles too
             **BLOOM,
             **over,
         },
