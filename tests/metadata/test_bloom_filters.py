@@ -237,10 +237,10 @@ def test_column_list_beyond_the_key_is_ignored_with_a_warning(
 # -- hoodie.bloom.index.use.metadata -----------------------------------------------------------
 
 
-def _bloom_table(root: Path, **over: str) -> None:
+def _bloom_table(root: Path, version: int = 9, **over: str) -> None:
     opts = options(
         "COPY_ON_WRITE",
-        9,
+        version,
         bucket=False,
         **{
             "hoodie.index.type": "BLOOM",
@@ -267,12 +267,13 @@ def _lookup(root: Path, keys: list[str], parts: list[str], use: bool) -> tuple[l
     return got, data_reads
 
 
-def test_lookup_through_the_metadata_table(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [6, 9])
+def test_lookup_through_the_metadata_table(version: int, tmp_path: Path) -> None:
     """The same locations with and without ``use.metadata``; with it, no data file is opened
     for keys the table does not hold (filters and key ranges come from the MDT), and only the
     files holding a key are opened for the others."""
     root = tmp_path / "t"
-    _bloom_table(root)
+    _bloom_table(root, version)
     rows = hudi_ds.read(str(root), columns=["id", "p", "_hoodie_file_name"]).to_pylist()
     rows = [r for r in rows if r["_hoodie_file_name"] == rows[0]["_hoodie_file_name"]]
     keys = [r["id"] for r in rows] + ["new1", "new2"]
