@@ -341,6 +341,8 @@ class MetadataWriter:
             # table is built again with it (Java builds it with its async indexer)
             log.info("%s: building the metadata table's indexes", self.state.storage.base_uri)
             rebuilt = self.stats.maintained(self.declared)  # built again below
+            if self.rli.enable is None and self.rli.maintained():
+                self.rli.enable = True  # a record index it has is built again with it
             self.create()
             created = True
         tl = self.timeline()

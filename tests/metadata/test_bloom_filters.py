@@ -342,3 +342,17 @@ def test_cli_builds_and_rebuild_keeps_the_partition(tmp_path: Path) -> None:
     code, _, err = run("metadata", str(v6), "--build", BLOOM_FILTERS_PARTITION)
     assert code != 0 and "versions 8 and 9" in err
     assert (v6 / ".hoodie" / "hoodie.properties").read_bytes() == before
+
+
+def test_version_6_keeps_its_record_index_when_bloom_filters_are_added(tmp_path: Path) -> None:
+    """On version 6 the metadata table is created again to add bloom_filters: a record index
+    the table has is built again with it, not lost."""
+    root = tmp_path / "t"
+    opts = options("COPY_ON_WRITE", 6, bucket=False)
+    rli = {**opts, "hoodie.metadata.record.index.enable": "true"}
+    hudi_ds.write(str(root), batch(1), rli)
+    assert "record_index" in declared_partitions(TableConfig.load(Storage(str(root))))
+    hudi_ds.write(str(root), batch(2), {**opts, **BLOOM})
+    declared = declared_partitions(TableConfig.load(Storage(str(root))))
+    assert {"record_index", BLOOM_FILTERS_PARTITION} <= set(declared)
+    in_step(root)
