@@ -378,7 +378,7 @@ def _indexed(
 ) -> list[IndexedFile | None] | None:
     """With ``spec.use_metadata``, what the metadata table says of the base file of each slice
     of ``slots`` (None: the file's footer is read); None when it cannot answer (warned)."""
-    if not spec.use_metadata:
+    if not spec.use_metadata or not any(slices[slot].base_file for slot in slots):
         return None
     files = [
         (slices[slot].partition_path, file_name_of(b.path))

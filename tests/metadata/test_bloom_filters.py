@@ -15,6 +15,7 @@ import io
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import pyarrow as pa
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
+from hudi_ds.index import bloom as index_bloom
 from hudi_ds.index.bloom import FOOTER_RANGES, bloom_lookup
 from hudi_ds.layout.bloom_filter import BLOOM_FILTER_FOOTER, BLOOM_FILTER_TYPE_CODE_FOOTER
 from hudi_ds.layout.naming import parse_base_file_name
@@ -31,6 +33,7 @@ from hudi_ds.metadata.bloom_filters import (
     bloom_filter_key,
     decode_bloom_value,
     encode_bloom_value,
+    indexed_files,
     read_bloom_filters,
 )
 from hudi_ds.metadata.records import METADATA_PATH, declared_partitions, record_schema
@@ -243,7 +246,6 @@ def _bloom_table(root: Path, version: int = 9, **over: str) -> None:
         version,
         bucket=False,
         **{
-            "hoodie.index.type": "BLOOM",
             "hoodie.metadata.index.column.stats.enable": "true",
             "hoodie.parquet.small.file.limit": "0",  # a file group per batch and partition
             "hoodie.metadata.compact.max.delta.commits": "2",  # filters in base HFiles too
@@ -251,6 +253,7 @@ def _bloom_table(root: Path, version: int = 9, **over: str) -> None:
             **over,
         },
     )
+    opts["hoodie.index.type"] = "BLOOM"  # (options() sets SIMPLE without a bucket index)
     for k in (1, 2, 3):
         hudi_ds.write(str(root), batch(k), opts)
 
@@ -301,21 +304,35 @@ def test_lookup_falls_back_to_the_footers(tmp_path: Path, caplog: pytest.LogCapt
     assert got[0][0] is not None and got[1] == (None, None) and reads
 
 
-def test_upserts_with_use_metadata(tmp_path: Path) -> None:
-    """Upserts and deletes tagged through the metadata table: full rows as the model says,
-    read back by hudi-rs too."""
+def test_upserts_with_use_metadata(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upserts tagged through the metadata table (no fallback to the footers): full rows as
+    the model says, read back by hudi-rs too."""
+    answered = []
+
+    def counted(*args: Any) -> Any:
+        found, why = indexed_files(*args)
+        answered.append(found is not None)
+        return found, why
+
+    monkeypatch.setattr(index_bloom, "indexed_files", counted)
     root = tmp_path / "t"
     opts = options(
         "MERGE_ON_READ",
         9,
         bucket=False,
-        **{"hoodie.index.type": "BLOOM", "hoodie.bloom.index.use.metadata": "true", **BLOOM},
+        **{"hoodie.bloom.index.use.metadata": "true", **BLOOM},
     )
+    opts["hoodie.index.type"] = "BLOOM"  # (options() sets SIMPLE without a bucket index)
     model: Rows = {}
     for k in (1, 2, 3):
         t = batch(k)
-        hudi_ds.write(str(root), t, opts)
+        with caplog.at_level(logging.INFO, logger="hudi_ds.index"):
+            hudi_ds.write(str(root), t, opts)
         model = apply(model, t)
+    assert "footers" not in caplog.text
+    assert answered and all(answered)
     in_step(root)
     check_rows(root, model)
 
