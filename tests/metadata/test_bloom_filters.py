@@ -174,6 +174,22 @@ def test_new_table_stays_in_step(table_type: str, version: int, tmp_path: Path) 
     assert len(bases) <= 8  # two slices per file group: the older ones cleaned
 
 
+@pytest.mark.parametrize("version", [6, 9])
+def test_restore_tombstones_what_it_undoes(version: int, tmp_path: Path) -> None:
+    """A restore to a savepoint: the base files written after it lose their records (Java
+    marks them deleted), those before keep theirs."""
+    root = tmp_path / "t"
+    opts = options("COPY_ON_WRITE", version, bucket=False, **BLOOM)
+    first = hudi_ds.write(str(root), batch(1), opts)
+    assert first is not None
+    rollback.create_savepoint(ServiceContext.open(str(root), opts), first)
+    for k in (2, 3):
+        hudi_ds.write(str(root), batch(k), opts)
+    rollback.restore(ServiceContext.open(str(root), opts), first)
+    in_step(root)
+    check_rows(root, apply({}, batch(1)))
+
+
 @pytest.mark.parametrize("spec", ["after_files", "metadata:2", "commit_write"])
 @pytest.mark.parametrize("version", [6, 9])
 def test_killed_write_leaves_the_partition_in_step(spec: str, version: int, tmp_path: Path) -> None:
