@@ -7,7 +7,8 @@ from typing import Any
 
 from hudi_ds.cli.command import EXIT_ERROR, EXIT_OK, AddCommand, Command, human_size, render_table
 from hudi_ds.errors import ConfigError
-from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
+from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION, BloomOptions
+from hudi_ds.metadata.column_stats import PARTITION_STATS_PARTITION
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import (
     FILES_PARTITION,
@@ -158,9 +159,10 @@ def _rebuild_metadata(cmd: Command) -> int:
         state.config = TableConfig.load(state.storage)  # as another writer may have left it
         writer = MetadataWriter(state, committed_listing, enable=True)
         # the index partitions hudi_ds keeps in step are built again with the listing: a
-        # global record index with the bootstrap, the stats partitions after it
+        # global record index and bloom filters with the bootstrap, the stats partitions after
         rli = writer.rli.maintained()
         stats = writer.stats.maintained(writer.declared)
+        bloom = writer.indexes.bloom.maintained(writer.declared) or None
         writer = MetadataWriter(
             state,
             committed_listing,
@@ -168,6 +170,7 @@ def _rebuild_metadata(cmd: Command) -> int:
             slices=committed_slices,
             record_keys=committed_record_keys,
             record_index=rli,
+            bloom=BloomOptions(enable=bloom),
         )
         had = writer.present()
         writer.delete()
@@ -192,21 +195,27 @@ def _rebuild_metadata(cmd: Command) -> int:
 
 
 def _build_partitions(cmd: Command, names: list[str]) -> int:
-    """Build metadata table partitions ``names`` (column_stats, partition_stats) from the
-    table's committed files, under the table lock: the table must have a metadata table in
-    step with its timeline and be of version 8 or 9."""
-    unknown = sorted(set(names) - set(STATS_PARTITIONS))
+    """Build metadata table partitions ``names`` (column_stats, partition_stats,
+    bloom_filters) from the table's committed files, under the table lock: the table must have
+    a metadata table in step with its timeline and be of version 8 or 9."""
+    buildable = [*STATS_PARTITIONS, BLOOM_FILTERS_PARTITION]
+    unknown = sorted(set(names) - set(buildable))
     if unknown:
-        raise ConfigError(
-            f"--build {', '.join(unknown)}: hudi_ds builds {', '.join(STATS_PARTITIONS)}"
-        )
+        raise ConfigError(f"--build {', '.join(unknown)}: hudi_ds builds {', '.join(buildable)}")
+    stats_names = [n for n in names if n in STATS_PARTITIONS]
     ctx = cmd.context()
     ctx.require_writable("metadata build")
     with ctx.locked():
         state = ctx.state
         state.config = TableConfig.load(state.storage)
-        opts = StatsOptions(column_stats=True, partition_stats=PARTITION_STATS_PARTITION in names)
-        writer = MetadataWriter(state, committed_listing, stats=opts, slices=committed_slices)
+        opts = StatsOptions(
+            column_stats=bool(stats_names) or None,
+            partition_stats=PARTITION_STATS_PARTITION in names or None,
+        )
+        bloom = BloomOptions(enable=True if BLOOM_FILTERS_PARTITION in names else None)
+        writer = MetadataWriter(
+            state, committed_listing, stats=opts, slices=committed_slices, bloom=bloom
+        )
         if not writer.present():
             raise ConfigError(
                 f"{state.storage.base_uri} has no metadata table: create it first (a write "
@@ -217,7 +226,7 @@ def _build_partitions(cmd: Command, names: list[str]) -> int:
             tl = writer.timeline()
         if state.config.table_version < 8:
             raise ConfigError(f"--build: hudi_ds builds {names} on table versions 8 and 9")
-        writer.build_stats(tl)
+        writer.build_bloom(writer.build_stats(tl))
     table = cmd.table()
     declared = declared_partitions(table.config)
     built = [n for n in names if n in declared]
@@ -229,7 +238,8 @@ def _build_partitions(cmd: Command, names: list[str]) -> int:
         return f"{payload['table']}: metadata table partitions {', '.join(declared)}{more}"
 
     cmd.emit(payload, human)
-    return EXIT_OK if COLUMN_STATS_PARTITION in declared else EXIT_ERROR
+    wanted = [n for n in names if n != PARTITION_STATS_PARTITION]  # (partitioned tables only)
+    return EXIT_OK if all(n in declared for n in wanted) else EXIT_ERROR
 
 
 def add_metadata_command(add: AddCommand) -> None:
@@ -249,6 +259,6 @@ def add_metadata_command(add: AddCommand) -> None:
         "--build",
         action="append",
         metavar="PARTITION",
-        help="build a metadata table partition the table lacks from its files: column_stats "
-        "or partition_stats (repeatable; versions 8 and 9)",
+        help="build a metadata table partition the table lacks from its files: column_stats, "
+        "partition_stats or bloom_filters (repeatable; versions 8 and 9)",
     )
