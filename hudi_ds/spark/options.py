@@ -55,6 +55,8 @@ PREFIX = "hudi_py."
 SPARK_TABLE_PROPERTIES = frozenset(
     ("location", "is_managed_location", "external", "comment", "collation", "provider", "owner")
 )
+#: the format's name (``HudiDataSource.name()``): Spark's ``provider`` of a catalog table of it
+SOURCE_NAME = "hudi_py"
 #: the prefix under which Spark repeats a catalog table's OPTIONS (``TableCatalog.OPTION_PREFIX``)
 SPARK_OPTION_PREFIX = "option."
 #: connector options holding a storage option (``hudi_py.storage.<storage option key>``)
@@ -163,10 +165,11 @@ def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str
         ConfigError: an unknown key (with the closest known one) or a connector value that does
             not parse.
     """
-    raw = spark_catalog_options(Options.of(options).raw)  # refuses non-scalar values
+    given = Options.of(options).raw  # refuses a non-mapping and non-scalar values
+    raw = spark_catalog_options(given)
     # a catalog table's TBLPROPERTIES come with its options: table properties, not read or
     # write options (Hudi's SQL takes primaryKey, type...), so they are not refused there
-    catalog = "provider" in {k.lower() for k in options}
+    catalog = given.get("provider", "").lower() == SOURCE_NAME
     connector_props = [*properties_of(SparkConfig), *properties_of(SparkStreamConfig)]
     conn_known = {p.key.lower(): p for p in connector_props}
     core_props = [p for s in all_scopes() for p in properties_of(s)]
