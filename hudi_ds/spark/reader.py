@@ -65,6 +65,7 @@ from hudi_ds.engine import (
     pruning_filters,
     validate_options,
 )
+from hudi_ds.errors import HudiError
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
@@ -178,7 +179,11 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         target = read_arrow_schema(self.schema)
         table = ReadableTable(opt.open_path(self.path, self.connector))
         if partition.pinned is not None:
-            note = stale_snapshot_note(table, partition.pinned)
+            try:
+                note = stale_snapshot_note(table, partition.pinned)
+            except HudiError:  # advisory: the read's own listing reports a real failure
+                log.debug("cannot check the pinned snapshot of %s", self.path, exc_info=True)
+                note = None
             if note:
                 log.warning("%s", note)
         for batch in table.read_plan_slices(partition.plan, partition.slices):
