@@ -18,6 +18,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any, Generic, TypeVar
 
 from hudi_ds.errors import ConfigError, IgnoredOptionWarning
@@ -159,7 +160,8 @@ class Options:
 
     @classmethod
     def of(cls, options: Mapping[str, Any] | Options | None) -> Options:
-        """Options from a mapping of key to value (str, bool, int, float or a list of them).
+        """Options from a mapping of key to value (str, bool, int, float, a list of them, or a
+        ``datetime``/``date``, kept as ISO-8601 text).
 
         Raises:
             ConfigError: ``options`` is not a mapping, a key is not a string, or a value is not
@@ -231,11 +233,28 @@ class Options:
                 raise unknown_option(key, value, names)
 
 
+_TIME_TRAVEL = (
+    "Hudi's time travel option is as.of.instant: an instant time, a timestamp (yyyy-MM-dd "
+    "HH:mm:ss, ISO-8601, a datetime) or epoch milliseconds"
+)
+#: options of other table formats' readers that users type for a Hudi table: lower-cased key
+#: -> (the Hudi key to use, why). Delta Lake's Spark reader takes versionAsOf/timestampAsOf.
+FOREIGN_KEYS: dict[str, tuple[str, str]] = {
+    "versionasof": ("as.of.instant", "Hudi tables have no version numbers; " + _TIME_TRAVEL),
+    "timestampasof": ("as.of.instant", _TIME_TRAVEL),
+}
+
+
 def unknown_option(key: str, value: Any, known: Iterable[str]) -> ConfigError:
-    """The error of an unknown option ``key``, suggesting the closest of ``known``."""
+    """The error of an unknown option ``key``, suggesting the closest of ``known`` (or the Hudi
+    key of another format's option, :data:`FOREIGN_KEYS`)."""
     by_lower = {k.lower(): k for k in known}
+    foreign = FOREIGN_KEYS.get(key.lower())
     close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
-    hint = f"; did you mean '{by_lower[close[0]]}'?" if close else ""
+    if foreign is not None:
+        hint = f"; did you mean '{foreign[0]}'? ({foreign[1]})"
+    else:
+        hint = f"; did you mean '{by_lower[close[0]]}'?" if close else ""
     return ConfigError(
         f"unknown option '{key}' (value {_short(value)}){hint} (docs/options.md lists every option)"
     )
@@ -283,9 +302,12 @@ def _to_str(key: str, v: Any) -> str:
         raise ConfigError(f"invalid value {v!r} for option '{key}': not a finite number")
     if isinstance(v, _SCALARS):
         return str(v)
+    if isinstance(v, (datetime, date)):
+        # instant options take timestamps (as.of.instant): ISO-8601 keeps an aware one's offset
+        return v.isoformat()
     raise ConfigError(
         f"invalid value {_short(v)} for option '{key}': expected a string, number or boolean "
-        f"(or a list of them), not {type(v).__name__}"
+        f"(or a list of them, or a datetime), not {type(v).__name__}"
     )
 
 

@@ -40,7 +40,8 @@ class ReadConfig:
         "hoodie.datasource.read.begin.instanttime",
         None,
         parse_str,
-        "Incremental queries: changes after this instant (exclusive).",
+        "Incremental queries: changes after this instant (exclusive); the forms of "
+        "as.of.instant are accepted.",
     )
     END_INSTANT = ConfigProperty(
         "hoodie.datasource.read.end.instanttime",
@@ -52,7 +53,10 @@ class ReadConfig:
         "as.of.instant",
         None,
         parse_str,
-        "Time travel: read the table as of this instant (inclusive).",
+        "Time travel: read the table as of this instant (inclusive): an instant time "
+        "(yyyyMMddHHmmss[SSS]), a datetime, epoch seconds/millis (10/13 digits), yyyy-MM-dd, "
+        "yyyy-MM-dd HH:mm:ss[.SSS] or ISO-8601 (2024-03-15T14:25:30Z); times without an "
+        "offset are in the table's timeline zone (hoodie.table.timeline.timezone).",
         aliases=("hoodie.datasource.read.as.of.instant",),
     )
     INCREMENTAL_EMIT_DELETES = ConfigProperty(

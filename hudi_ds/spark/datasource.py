@@ -44,7 +44,7 @@ from hudi_ds.spark.streaming import HudiStreamWriter
 from hudi_ds.spark.types import arrow_to_spark_schema
 from hudi_ds.spark.writer import HudiBatchWriter
 
-NAME = "hudi_py"
+NAME = opt.SOURCE_NAME
 
 
 class HudiDataSource(DataSource):  # type: ignore[misc]

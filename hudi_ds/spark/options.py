@@ -8,7 +8,14 @@ them); they are validated here and never reach the embedded API. Spark's own str
 refused here, before anything is planned or written, with the closest known key.
 
 Spark hands options over lower-cased (a ``CaseInsensitiveDict``) with ``path`` added by
-``load(path)`` / ``save(path)``.
+``load(path)`` / ``save(path)``. For a catalog table (``CREATE TABLE ... USING hudi_py``) Spark
+adds keys of its own, which are never taken for the user's: its reserved table properties
+(:data:`SPARK_TABLE_PROPERTIES`, ``TableCatalog.PROP_*``), ``location`` (the path, in Hadoop's
+``file:/`` form), the ``OPTIONS`` again under the ``option.`` prefix
+(``TableCatalog.OPTION_PREFIX``) and the ``TBLPROPERTIES``. pyspark hands a catalog table's
+options to the source only while Spark infers its schema (``CREATE TABLE`` without columns): its
+reads and writes get none (``PythonDataSourceV2.getTable`` drops the table's properties), so
+:func:`require_path` names that cause and the temporary view that works instead.
 
 Object store credentials and settings are data source options too, under the key names
 deltalake and hudi-rs use (``aws_access_key_id``, ``aws_endpoint_url``, ``aws_region``,
@@ -41,6 +48,17 @@ from hudi_ds.engine import TableLocation, is_option_key, is_storage_option, tabl
 from hudi_ds.errors import ConfigError
 
 PREFIX = "hudi_py."
+#: the table properties Spark itself sets on a catalog table and passes to the source with its
+#: options (``TableCatalog.PROP_LOCATION``, ``PROP_IS_MANAGED_LOCATION``, ``PROP_EXTERNAL``,
+#: ``PROP_COMMENT``, ``PROP_COLLATION``, ``PROP_PROVIDER``, ``PROP_OWNER``:
+#: ``CatalogV2Util.TABLE_RESERVED_PROPERTIES``)
+SPARK_TABLE_PROPERTIES = frozenset(
+    ("location", "is_managed_location", "external", "comment", "collation", "provider", "owner")
+)
+#: the format's name (``HudiDataSource.name()``): Spark's ``provider`` of a catalog table of it
+SOURCE_NAME = "hudi_py"
+#: the prefix under which Spark repeats a catalog table's OPTIONS (``TableCatalog.OPTION_PREFIX``)
+SPARK_OPTION_PREFIX = "option."
 #: connector options holding a storage option (``hudi_py.storage.<storage option key>``)
 STORAGE_PREFIX = "hudi_py.storage."
 
@@ -147,7 +165,11 @@ def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str
         ConfigError: an unknown key (with the closest known one) or a connector value that does
             not parse.
     """
-    raw = Options.of(options).raw  # refuses a non-mapping and non-scalar values
+    given = Options.of(options).raw  # refuses a non-mapping and non-scalar values
+    raw = spark_catalog_options(given)
+    # a catalog table's TBLPROPERTIES come with its options: table properties, not read or
+    # write options (Hudi's SQL takes primaryKey, type...), so they are not refused there
+    catalog = given.get("provider", "").lower() == SOURCE_NAME
     connector_props = [*properties_of(SparkConfig), *properties_of(SparkStreamConfig)]
     conn_known = {p.key.lower(): p for p in connector_props}
     core_props = [p for s in all_scopes() for p in properties_of(s)]
@@ -167,6 +189,8 @@ def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str
             conn[prop.key] = value
         elif is_option_key(key):
             hudi[key] = value
+        elif catalog:
+            continue
         else:
             names = [
                 "path",
@@ -176,6 +200,29 @@ def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str
             ]
             raise unknown_option(key, value, names)
     return path, hudi, conn
+
+
+def spark_catalog_options(raw: Mapping[str, str]) -> dict[str, str]:
+    """``raw`` without the keys Spark adds for a catalog table: its reserved table properties,
+    and ``option.<key>`` repeating an option; ``location`` is the path when none is given (a
+    Hadoop ``file:/path`` as ``file:///path``)."""
+    out = {k: v for k, v in raw.items() if k not in SPARK_TABLE_PROPERTIES}
+    for key, value in raw.items():
+        if key.startswith(SPARK_OPTION_PREFIX) and key != SPARK_OPTION_PREFIX:
+            del out[key]
+            out.setdefault(key[len(SPARK_OPTION_PREFIX) :], value)
+    path = out.get("path") or raw.get("location")
+    if path:
+        out["path"] = _hadoop_local_uri(path)
+    return out
+
+
+def _hadoop_local_uri(path: str) -> str:
+    """Hadoop's ``file:/tmp/t`` (how Spark's catalog writes a local location) as the URI
+    ``file:///tmp/t``; any other path as it is."""
+    if path.startswith("file:/") and not path.startswith("file://"):
+        return "file://" + path[len("file:") :]
+    return path
 
 
 def get(conn: Mapping[str, str], prop: ConfigProperty[Any]) -> Any:
@@ -204,7 +251,12 @@ def require_path(path: str | None) -> str:
     """The table path, or ConfigError when neither ``load(path)``/``save(path)`` gave one."""
     if not path:
         raise ConfigError(
-            "no table path: use .load(path) / .save(path) or .option('path', ...) "
-            "(saveAsTable without a location is not supported)"
+            "no table path: use .load(path) / .save(path) or .option('path', ...). A catalog "
+            "table (CREATE TABLE ... USING hudi_py, saveAsTable) cannot be read or written "
+            "through: pyspark gives a Python data source none of the table's options or "
+            "location (PythonDataSourceV2.getTable drops them), so name the table by a "
+            "temporary view instead: CREATE TEMPORARY VIEW t USING hudi_py OPTIONS (path "
+            "'/path/to/table') -- SELECT, INSERT INTO and INSERT OVERWRITE work on it "
+            "(docs/spark.md, 'Spark SQL')"
         )
     return path

@@ -13,6 +13,16 @@ pyspark pickles the read function (with the reader) *before* it calls ``partitio
 planned read therefore travels inside every partition (:attr:`HudiInputPartition.plan`, without
 the slice list), not on the reader.
 
+Snapshots: pyspark 4.3 plans a Python data source's read once per relation and keeps it
+(``PythonBatch.infoInPython`` asks ``PythonDataSourceV2.getOrCreateReadInfo``, which caches the
+partitions and the read function on the provider instance a DataFrame or a temporary view
+holds), so ``partitions()`` -- where the snapshot is chosen -- runs again for no later action of
+that DataFrame or view: it keeps showing the table as of its first action. Only ``read()`` runs
+per action, one task per partition, and the tasks of one action have no common moment to agree
+on a newer snapshot without the driver. So the snapshot stays pinned, and the first task of
+every action of a latest-snapshot read checks the timeline and logs a warning naming the pinned
+and the latest instant when the table has moved on (docs/spark.md, "Fresh reads").
+
 Filters (only with ``spark.sql.python.filterPushdown.enabled=true``, see
 :class:`HudiPushdownReader`): every filter is returned to Spark, which evaluates it again, so
 pruning may be inexact but never loses a row.
@@ -21,6 +31,7 @@ pruning may be inexact but never loses a row.
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -54,11 +65,14 @@ from hudi_ds.engine import (
     pruning_filters,
     validate_options,
 )
+from hudi_ds.errors import HudiError
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SparkConfig
 from hudi_ds.spark.types import conform_batch, read_arrow_schema
 
 HudiFilter = tuple[str, str, Any]
+
+log = logging.getLogger("hudi_ds.spark.reader")
 
 #: the keys :meth:`ReadableTable.plan_read` understands (lower-cased, aliases included).
 READ_KEYS = frozenset(k.lower() for p in properties_of(ReadConfig) for k in p.all_keys())
@@ -75,11 +89,14 @@ class HudiInputPartition(InputPartition):  # type: ignore[misc]
         slices: the file slices this task merges and returns.
         plan: the planned read (visibility, merge context, filters, projection) without its
             slice list.
+        pinned: on the first partition of a latest-snapshot read, the instant it shows (the
+            task checks whether the table has moved on, see :func:`stale_snapshot_note`).
     """
 
     index: int
     slices: tuple[FileSlice, ...]
     plan: ReadPlan
+    pinned: str | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -145,7 +162,11 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         table, plan = self.plan()
         slices = prune_buckets(table, plan.slices, self.filters, self.options)
         groups = plan_groups(slices, self.connector)
-        return [HudiInputPartition(i, tuple(g), plan.for_slices(g)) for i, g in enumerate(groups)]
+        pinned = pinned_instant(plan)
+        return [
+            HudiInputPartition(i, tuple(g), plan.for_slices(g), pinned if i == 0 else None)
+            for i, g in enumerate(groups)
+        ]
 
     # -- executors -----------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -157,9 +178,43 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
     def _read(self, partition: HudiInputPartition) -> Iterator[pa.RecordBatch]:
         target = read_arrow_schema(self.schema)
         table = ReadableTable(opt.open_path(self.path, self.connector))
+        if partition.pinned is not None:
+            try:
+                note = stale_snapshot_note(table, partition.pinned)
+            except HudiError:  # advisory: the read's own listing reports a real failure
+                log.debug("cannot check the pinned snapshot of %s", self.path, exc_info=True)
+                note = None
+            if note:
+                log.warning("%s", note)
         for batch in table.read_plan_slices(partition.plan, partition.slices):
             if batch.num_rows:
                 yield conform_batch(batch, target)
+
+
+def pinned_instant(plan: ReadPlan) -> str | None:
+    """The instant a latest-snapshot read shows (None for time travel, incremental reads and
+    an empty timeline)."""
+    vis = plan.visibility
+    if vis.as_of is not None or plan.commit_times is not None or not vis.instants:
+        return None
+    return max(vis.instants)
+
+
+def stale_snapshot_note(table: ReadableTable, pinned: str) -> str | None:
+    """What to tell a user whose DataFrame or view shows the table as of ``pinned`` when the
+    table has completed data commits since (None when it has not)."""
+    commits = table.timeline.commits()
+    latest = commits[-1].requested_time if commits else None
+    if latest is None or latest <= pinned:
+        return None
+    return (
+        f"hudi_py: this read of {table.path} shows the table as of instant {pinned}, when the "
+        f"DataFrame or temporary view was first read; the table has newer commits (latest "
+        f"{latest}). pyspark keeps a Python data source's planned read for the life of the "
+        "DataFrame or view: load it again (spark.read.format('hudi_py').load(path)) or "
+        "re-create the view (CREATE OR REPLACE TEMPORARY VIEW ... USING hudi_py OPTIONS "
+        "(path ...)) to see them"
+    )
 
 
 class HudiPushdownReader(HudiBatchReader):
@@ -293,6 +348,8 @@ __all__ = [
     "HudiInputPartition",
     "HudiPushdownReader",
     "pack_slices",
+    "pinned_instant",
     "plan_groups",
     "spark_filters_to_hudi",
+    "stale_snapshot_note",
 ]

@@ -419,6 +419,7 @@ class ReadableTable:
         if qtype != "incremental":
             as_of = opts.get(ReadConfig.AS_OF_INSTANT)
             if as_of is not None:
+                as_of = self._instant_option(as_of, ReadConfig.AS_OF_INSTANT.key)
                 self._check_as_of(as_of)
             return self.visibility(as_of), None, None
         if not self.config.populate_meta_fields:
@@ -664,8 +665,12 @@ class ReadableTable:
         return wanted
 
     # -- incremental / time travel helpers -------------------------------------------------------
+    def _instant_option(self, value: str, key: str) -> str:
+        """The instant time option ``key`` means (an instant, a timestamp, epoch time: see
+        :func:`~hudi_ds.timeline.instant.normalize_instant`), in the table's timeline zone."""
+        return normalize_instant(value, key, self.config.timeline_timezone or "LOCAL")
+
     def _check_as_of(self, as_of: str) -> None:
-        as_of = normalize_instant(as_of, ReadConfig.AS_OF_INSTANT.key)
         commits = self.timeline.commits()
         if commits and as_of < commits[0].requested_time:
             if self._archived_covers(as_of):
@@ -724,8 +729,8 @@ class ReadableTable:
             return
 
     def _incremental_commits(self, begin: str, end: str | None) -> list[Instant]:
-        begin = normalize_instant(begin, ReadConfig.BEGIN_INSTANT.key)
-        end = normalize_instant(end, ReadConfig.END_INSTANT.key) if end is not None else None
+        begin = self._instant_option(begin, ReadConfig.BEGIN_INSTANT.key)
+        end = self._instant_option(end, ReadConfig.END_INSTANT.key) if end is not None else None
         first = self.timeline.commits().first()
         # archived commits lie before where the timeline starts, its first non-savepointed
         # commit (archival beyond savepoints leaves holes after a savepointed first commit)

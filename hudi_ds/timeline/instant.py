@@ -49,7 +49,7 @@ import re
 import tempfile
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from datetime import timezone as _dt_timezone
 from enum import Enum
 from functools import total_ordering
@@ -429,20 +429,91 @@ def _claim_across_processes(candidate_ms: int, now_ms: int) -> int:
     return candidate_ms
 
 
-def normalize_instant(value: str, key: str | None = None) -> str:
-    """Accept ``yyyyMMddHHmmss[SSS]`` or ISO-like ``yyyy-MM-dd HH:mm:ss[.SSS]`` instants.
+#: what :func:`normalize_instant` accepts, for its errors
+INSTANT_FORMS = (
+    "an instant time yyyyMMddHHmmss[SSS], epoch seconds/millis/micros/nanos (10/13/16/19 "
+    "digits), yyyy-MM-dd, yyyy-MM-dd HH:mm:ss[.SSS], ISO-8601 (2024-03-15T14:25:30Z, "
+    "+08:00 offsets) or a datetime"
+)
+
+
+def normalize_instant(value: object, key: str | None = None, timezone: TimeZoneLike = "UTC") -> str:
+    """The instant time a user means by ``value`` (time travel, incremental ranges, offsets).
+
+    Accepted forms, as Java's ``HoodieSqlCommonUtils.formatQueryInstant`` and hudi-rs's
+    ``timeline::util::format_timestamp`` take them:
+
+    * an instant time, 14 or 17 digits: returned as is (checked to be a date, except Hudi's
+      reserved ``0000...`` instants); fewer than 8 digits (Hudi's ``000`` = "the beginning")
+      are returned as is too, they sort before every instant;
+    * epoch time as digits or an ``int``, told apart from instant times by length as hudi-rs
+      does: up to 10 digits seconds, up to 13 milliseconds, up to 16 microseconds, up to 19
+      nanoseconds; 8 digits stay ``yyyyMMdd`` (a date, as hudi_ds always took them);
+    * ``yyyy-MM-dd`` (midnight) and ``yyyy-MM-dd HH:mm:ss[.SSS]``: wall-clock time of the
+      timeline's zone (Java formats them without conversion,
+      ``HoodieInstantTimeGenerator.getInstantForDateString``);
+    * ISO-8601 with ``T`` or a space, any fraction (cut to milliseconds), optional ``Z`` or
+      ``+HH:MM``: with an offset converted to the timeline's zone, without one taken as is;
+    * a ``datetime`` (naive: the timeline's zone, aware: converted) or a ``date`` (midnight).
+
+    Args:
+        value: what the user gave.
+        key: the option it came from (named in the error).
+        timezone: the table's ``hoodie.table.timeline.timezone`` (``UTC``, ``LOCAL``...).
+
+    Returns:
+        ``yyyyMMddHHmmssSSS`` for a parsed time; a given instant time unchanged.
 
     Raises:
-        ConfigError: not an instant time (naming the option ``key`` when given).
+        ConfigError: none of these forms (naming the option ``key`` when given).
     """
-    v = str(value).strip()
-    digits = "".join(ch for ch in v if ch.isdigit())
-    if not digits or (not v.isdigit() and len(digits) not in (8, 14, 17)):
+    try:
+        return _normalize_instant(value, timezone)
+    except (ValueError, OverflowError, OSError):
         where = f" for option '{key}'" if key else ""
         raise ConfigError(
-            f"invalid instant time {value!r}{where}: expected yyyyMMddHHmmss[SSS] or "
-            "yyyy-MM-dd HH:mm:ss[.SSS]"
-        )
-    if len(digits) == 8:
-        digits += "000000"
-    return digits
+            f"invalid instant time {value!r}{where}: expected {INSTANT_FORMS}"
+        ) from None
+
+
+def _normalize_instant(value: object, timezone: TimeZoneLike) -> str:
+    if isinstance(value, bool):
+        raise ValueError("a boolean")
+    if isinstance(value, datetime):
+        return _instant_of_datetime(value, timezone)
+    if isinstance(value, date):
+        return _instant_of_datetime(datetime(value.year, value.month, value.day), timezone)
+    v = str(value).strip()
+    if v.isascii() and v.isdigit():
+        return _instant_of_digits(v, timezone)
+    # "t"/"z" in lower case: the streaming source lower-cases its start offset
+    iso = _ISO_FRACTION.sub(lambda m: m.group(0)[:7], v.upper())
+    return _instant_of_datetime(datetime.fromisoformat(iso), timezone)
+
+
+# a fraction of a second past microseconds (nanoseconds from pandas, Java): cut to six digits
+_ISO_FRACTION = re.compile(r"\.\d{7,}")
+
+
+def _instant_of_digits(v: str, timezone: TimeZoneLike) -> str:
+    n = len(v)
+    if n in (14, 17):
+        if not v.startswith("0000"):  # Hudi's reserved instants (init, bootstrap) are not dates
+            datetime.strptime(v[:14], "%Y%m%d%H%M%S")
+        return v
+    if n < 8:
+        return v
+    if n == 8:
+        return datetime.strptime(v, "%Y%m%d").strftime("%Y%m%d%H%M%S") + "000"
+    if n > 19:
+        raise ValueError("too many digits")
+    # hudi-rs timeline::util::parse_epoch_time: the unit follows from the number of digits
+    scale = 1 if n <= 10 else 1_000 if n <= 13 else 1_000_000 if n <= 16 else 1_000_000_000
+    epoch_ms = int(v) * 1000 // scale
+    return format_instant_time(epoch_ms, timezone)
+
+
+def _instant_of_datetime(dt: datetime, timezone: TimeZoneLike) -> str:
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(_tz(timezone))  # _tz: None is the local zone
+    return f"{dt.strftime('%Y%m%d%H%M%S')}{dt.microsecond // 1000:03d}"

@@ -106,6 +106,14 @@ def test_doc_snippets_from_a_plain_session(tmp_path: Path) -> None:
     want = [("t1", "sf", 12.5), ("t2", "nyc", 22.5), ("t3", "sf", 7.0)]
     assert_rows(hudi_rs_table(str(table)), want, ["id", "city", "fare"])
     assert_rows(hudi_ds.read(str(table)), want, ["id", "city", "fare"])
-    # show() of the quick start, then local_session()'s count
+    # show() of the quick start, then local_session()'s count, then the Spark SQL section's
+    # view before and after its insert (re-created) and its time travel to the first commit
     assert re.search(r"\|\s*t1\|\s*sf\|\s*12\.5\|", good_out), good_out
-    assert good_out.strip().splitlines()[-1] == "3", good_out
+    assert good_out.strip().splitlines()[-4:] == ["3", "3", "4", "3"], good_out
+    sql_rows = [*want, ("t4", "la", 9.5)]
+    sql_rows[0] = ("t1", "sf", 10.0)  # the SQL section writes the quick start's first rows
+    assert_rows(
+        hudi_rs_table(str(tmp_path / "set" / "tables" / "trips_sql")),
+        sql_rows,
+        ["id", "city", "fare"],
+    )
