@@ -1,10 +1,11 @@
 """The metadata table's index partitions besides ``files`` that hudi_ds keeps in step --
-``column_stats`` and ``partition_stats`` (:mod:`hudi_ds.metadata.stats_writer`) and
-``record_index`` (:mod:`hudi_ds.metadata.record_index_writer`) -- as one set, for
+``column_stats`` and ``partition_stats`` (:mod:`hudi_ds.metadata.stats_writer`),
+``record_index`` (:mod:`hudi_ds.metadata.record_index_writer`) and the secondary indexes
+(:mod:`hudi_ds.metadata.secondary_index_writer`) -- as one set, for
 :class:`hudi_ds.metadata.writer.MetadataWriter`: which declared partitions are kept and which
-are removed as unmaintained (secondary and expression indexes, ``bloom_filters``, a disabled
-or unexpressible index), the files an MDT deltacommit writes into them, and what an MDT
-rollback, crash recovery and clean delete from them.
+are removed as unmaintained (expression indexes, secondary indexes hudi_ds does not evaluate,
+``bloom_filters``, a disabled or unexpressible index), the files an MDT deltacommit writes into
+them, and what an MDT rollback, crash recovery and clean delete from them.
 
 The ``files`` partition itself stays the writer's: every MDT instant writes it, the index
 partitions only add files beside it.
@@ -19,6 +20,8 @@ from hudi_ds.layout.naming import file_name_of, parse_log_file_name
 from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
 from hudi_ds.metadata.record_index_writer import IndexFile, RecordIndexWriter, RecordKeys
 from hudi_ds.metadata.records import FILES_PARTITION
+from hudi_ds.metadata.secondary_index import EXPRESSION_PREFIX, PARTITION_PREFIX
+from hudi_ds.metadata.secondary_index_writer import SecondaryIndexWriter, SliceValues
 from hudi_ds.metadata.stats_writer import (
     STATS_PARTITIONS,
     MdtFile,
@@ -53,6 +56,8 @@ class IndexPartitions:
         slices: the latest committed data file slices (partition stats), from the write layer.
         record_keys: the committed slices' record keys (for a new MDT's record index).
         record_index: ``hoodie.metadata.record.index.enable`` (True: a new MDT gets one).
+        secondary_values: reads data file groups' merged rows (the secondary indexes).
+        secondary_index: ``hoodie.metadata.index.secondary.enable`` (False removes them).
     """
 
     def __init__(
@@ -64,15 +69,31 @@ class IndexPartitions:
         slices: Slices | None = None,
         record_keys: RecordKeys | None = None,
         record_index: bool | None = None,
+        secondary_values: SliceValues | None = None,
+        secondary_index: bool | None = None,
     ) -> None:
         self.storage = storage
         self.stats = StatsIndex(state, storage, stats or StatsOptions(), slices or _no_slices)
         self.rli = RecordIndexWriter(state, storage, record_keys, record_index)
+        self.si = SecondaryIndexWriter(state, storage, secondary_values, secondary_index)
 
     def kept(self, declared: Sequence[str]) -> set[str]:
         """The MDT partitions of ``declared`` kept in step (``files`` always)."""
         rli = {RECORD_INDEX_PARTITION} if self.rli.maintained() else set()
-        return {FILES_PARTITION, *self.stats.maintained(declared), *rli}
+        si = self.si.maintained(declared)
+        return {FILES_PARTITION, *self.stats.maintained(declared), *rli, *si}
+
+    def reasons(self, names: Sequence[str], declared: Sequence[str]) -> dict[str, str]:
+        """Why the secondary and expression indexes among ``names`` (partitions to remove)
+        are not kept."""
+        si = self.si.why_not(declared)
+        out = {}
+        for n in names:
+            if n.startswith(EXPRESSION_PREFIX):
+                out[n] = "an expression index: hudi_ds evaluates no index expression"
+            elif n.startswith(PARTITION_PREFIX):
+                out[n] = si.get(n) or "the table does not declare it complete"
+        return out
 
     def unmaintained(self, declared: Sequence[str], inflight: Sequence[str]) -> list[str]:
         """The MDT partitions to remove: declared (completed or inflight) or present as a
@@ -88,7 +109,14 @@ class IndexPartitions:
     def written(self) -> list[str]:
         """Every MDT partition an instant of this writer may have written files into (what
         crash recovery looks through)."""
-        return [FILES_PARTITION, RECORD_INDEX_PARTITION, *STATS_PARTITIONS]
+        return [FILES_PARTITION, RECORD_INDEX_PARTITION, *STATS_PARTITIONS, *self._si_folders()]
+
+    def _si_folders(self) -> list[str]:
+        return sorted(
+            name
+            for d in self.storage.list_dirs("")
+            if (name := file_name_of(d)).startswith(PARTITION_PREFIX)
+        )
 
     def log_files(
         self,
@@ -107,10 +135,12 @@ class IndexPartitions:
         named with their instant), as an MDT rollback undoes those deltacommits; the deleted
         paths."""
         out = self.stats.delete_logs(instants)
-        if self.storage.is_dir(RECORD_INDEX_PARTITION):
-            for f in self.storage.list_files(RECORD_INDEX_PARTITION):
+        for partition in (RECORD_INDEX_PARTITION, *self._si_folders()):
+            if not self.storage.is_dir(partition):
+                continue
+            for f in self.storage.list_files(partition):
                 p = parse_log_file_name(f.name)
-                path = f"{RECORD_INDEX_PARTITION}/{f.name}"
+                path = f"{partition}/{f.name}"
                 if p is not None and p.instant_time in instants and self.storage.delete(path):
                     out.append(path)
         return out

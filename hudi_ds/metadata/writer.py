@@ -4,7 +4,7 @@ The MDT is a MERGE_ON_READ Hudi table at ``<table>/.hoodie/metadata`` with one f
 (``files-0000-0``) in partition ``files``: a base HFile plus log files holding one HFILE_DATA
 block per deltacommit (record layout: :mod:`hudi_ds.metadata.records`). Java:
 ``HoodieBackedTableMetadataWriter``. The index partitions a table has and hudi_ds maintains
-(``column_stats``, ``partition_stats``, ``record_index``:
+(``column_stats``, ``partition_stats``, ``record_index``, secondary indexes:
 :mod:`hudi_ds.metadata.index_partitions`) are written in the same MDT instants.
 
 * :meth:`MetadataWriter.update` is installed as :attr:`TableState.before_complete`: every data
@@ -95,6 +95,7 @@ from hudi_ds.metadata.records import (
     record_schema,
 )
 from hudi_ds.metadata.recovery import undo_completed, undo_pending
+from hudi_ds.metadata.secondary_index_writer import SliceValues
 from hudi_ds.metadata.stats_writer import Slices, StatsOptions
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import PROPS_FILE, TableConfig, update_table_config
@@ -179,6 +180,8 @@ class MetadataWriter:
         slices: the latest committed data file slices (partition stats), from the write layer.
         record_keys: the committed slices' record keys (for a new MDT's record index).
         record_index: ``hoodie.metadata.record.index.enable`` (True: a new MDT gets one).
+        secondary_values: reads data file groups' merged rows (the secondary indexes).
+        secondary_index: ``hoodie.metadata.index.secondary.enable`` (False removes them).
     """
 
     def __init__(
@@ -193,6 +196,8 @@ class MetadataWriter:
         slices: Slices | None = None,
         record_keys: RecordKeys | None = None,
         record_index: bool | None = None,
+        secondary_values: SliceValues | None = None,
+        secondary_index: bool | None = None,
     ) -> None:
         self.state = state
         self.listing = listing
@@ -212,6 +217,8 @@ class MetadataWriter:
             slices=slices,
             record_keys=record_keys,
             record_index=record_index,
+            secondary_values=secondary_values,
+            secondary_index=secondary_index,
         )
         self.stats = self.indexes.stats
         self.rli = self.indexes.rli
@@ -489,6 +496,8 @@ class MetadataWriter:
             ", ".join(names),
             ", ".join(sorted(kept)),
         )
+        for name, why in self.indexes.reasons(names, self.declared).items():
+            log.warning("%s: removing index %s: %s", self.state.storage.base_uri, name, why)
         keep = [p for p in self.declared if p in kept]
         updates = {METADATA_PARTITIONS_KEY: ",".join(keep)}
         if inflight:
@@ -696,14 +705,23 @@ class MetadataWriter:
     def _index_files(
         self, instant_time: str, action: str, content: bytes, mdt: Timeline
     ) -> list[IndexFile]:
-        """The record index's files of the deltacommit mirroring ``action``; a change it
-        cannot express removes the partition (metadata.record_index_writer)."""
-        if not self.rli.maintained():
-            return []
-        files = self.rli.plan(instant_time, action, content, mdt, self.schema)
-        if files is None:
-            self._drop(RECORD_INDEX_PARTITION)
-            return []
+        """The record index's and secondary indexes' files of the deltacommit mirroring
+        ``action``; a change one cannot express removes its partition
+        (metadata.record_index_writer, metadata.secondary_index_writer)."""
+        files: list[IndexFile] = []
+        if self.rli.maintained():
+            rli = self.rli.plan(instant_time, action, content, mdt, self.schema)
+            if rli is None:
+                self._drop(RECORD_INDEX_PARTITION)
+            else:
+                files += rli
+        si = self.indexes.si
+        wanted = si.maintained(self.declared)
+        for name, got in si.plan(instant_time, action, content, mdt, self.schema, wanted).items():
+            if got is None:
+                self._drop(name)
+            else:
+                files += got
         return files
 
     def _drop(self, partition: str) -> None:

@@ -9,6 +9,7 @@ metadata layer sits below the table layer).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -22,6 +23,7 @@ from hudi_ds.metadata.stats_writer import StatsOptions
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table.reader import ReadStats, read_file_slice
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.write_status import WriteStatus
@@ -104,6 +106,47 @@ def committed_record_keys(state: TableState) -> Iterator[SliceKeys]:
         yield s.partition_path, s.file_id, s.base_instant_time, keys
 
 
+#: a completion time after every base instant: an instant being committed completes now
+_COMPLETING = "9" * 17
+
+
+def file_group_rows(
+    state: TableState,
+    groups: Sequence[tuple[str, str]],
+    columns: Sequence[str],
+    instant: str,
+    include: bool,
+) -> dict[tuple[str, str], pa.Table]:
+    """The merged live rows (``_hoodie_record_key`` and ``columns``) of the latest slice of
+    each ``(partition, file id)`` of ``groups`` that has one, as a snapshot read merges it, as
+    of the completed instants other than ``instant`` -- plus ``instant`` when ``include``
+    (its files written, its completion pending): a file group before and after an instant,
+    for the secondary indexes (:data:`hudi_ds.metadata.secondary_index_writer.SliceValues`).
+    """
+    commits = [i for i in state.timeline.commits() if i.requested_time != instant]
+    vis = state.visibility_of(commits)
+    if include:
+        vis = dataclasses.replace(
+            vis,
+            instants=vis.instants | {instant},
+            completion={**vis.completion, instant: _COMPLETING},
+        )
+    ctx = ReadableTable(state, {"hoodie.metadata.enable": "false"}).read_context()
+    view = FileSystemView(state.storage, state.config)
+    wanted: dict[str, set[str]] = {}
+    for partition, file_id in groups:
+        wanted.setdefault(partition, set()).add(file_id)
+    cols = [RECORD_KEY_METADATA_FIELD, *(c for c in columns if c != RECORD_KEY_METADATA_FIELD)]
+    cols = [c for c in cols if ctx.schema.get_field_index(c) >= 0]
+    out: dict[tuple[str, str], pa.Table] = {}
+    for partition, ids in wanted.items():
+        for s in view.latest_file_slices(partition, vis):
+            if s.file_id in ids:
+                rows = read_file_slice(state.storage, s, vis, ctx, ReadStats(), cols)
+                out[(partition, s.file_id)] = rows
+    return out
+
+
 def _installed(state: TableState) -> MetadataWriter | None:
     """The MDT writer :func:`install_metadata_writer` installed on ``state`` (None: none)."""
     writer = getattr(state.before_complete, "__self__", None)
@@ -167,6 +210,8 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
         slices=committed_slices,
         record_keys=committed_record_keys,
         record_index=options.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE),
+        secondary_values=file_group_rows,
+        secondary_index=options.get(WriteConfig.METADATA_SECONDARY_INDEX_ENABLE),
     )
     state.before_complete = writer.update
     return writer

@@ -62,3 +62,17 @@ def secondary_partitions(root: Path) -> list[str]:
         if p.startswith("secondary_index_")
     ]
 
+
+
+def assert_secondary_indexes_true(root: Path) -> None:
+    """Every secondary index the table declares holds exactly the records recomputed from its
+    files, each in its file group."""
+    for partition in secondary_partitions(root):
+        assert (root / ".hoodie" / "metadata" / partition).is_dir(), partition
+        stored = stored_secondary_index(root, partition)
+        recomputed = recomputed_secondary_index(root, partition)
+        assert stored == recomputed, (
+            partition,
+            sorted(set(stored.items()) - set(recomputed.items())),
+            sorted(set(recomputed.items()) - set(stored.items())),
+        )
