@@ -70,7 +70,9 @@ __all__ = [
     "file_group_indexes",
     "index_keys",
     "read_index",
+    "records_of",
     "secondary_strings",
+    "undefined",
 ]
 
 PARTITION_PREFIX = "secondary_index_"
@@ -293,7 +295,9 @@ def _put_hfile(out: dict[str, bool], data: bytes | memoryview, where: str, schem
         out[k.decode("utf-8")] = not _is_deleted(bytes(v), schema)
 
 
-def _merge_blocks(blocks: Iterable[LogBlock], keep: Callable[[str], bool], out: dict[str, bool]) -> None:
+def _merge_blocks(
+    blocks: Iterable[LogBlock], keep: Callable[[str], bool], out: dict[str, bool]
+) -> None:
     rolled_back = {b.target_instant_time for b in blocks if b.is_rollback_command}
     for b in blocks:
         t = b.instant_time or ""

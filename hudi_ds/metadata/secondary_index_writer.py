@@ -116,7 +116,10 @@ class SecondaryIndexWriter:
         try:
             found = definitions(self.state.config, self.state.storage)
         except (OSError, HudiError) as e:
-            found = {n: SecondaryIndexDef(n, None, 2, f"its definition is unreadable: {e}") for n in names}
+            found = {
+                n: SecondaryIndexDef(n, None, 2, f"its definition is unreadable: {e}")
+                for n in names
+            }
         return {n: found.get(n) or undefined(n) for n in names}
 
     def why_not(self, declared: Sequence[str]) -> dict[str, str]:
@@ -229,7 +232,13 @@ class SecondaryIndexWriter:
         return out
 
     def _log_files(
-        self, instant: str, partition: str, version: int, changes: _Changes, mdt: Timeline, schema: str
+        self,
+        instant: str,
+        partition: str,
+        version: int,
+        changes: _Changes,
+        mdt: Timeline,
+        schema: str,
     ) -> list[IndexFile] | None:
         count = file_group_count(self.storage, partition)
         if not count:
@@ -314,4 +323,3 @@ def _row_keys(tables: Iterable[pa.Table], column: str) -> set[str] | None:
             return None
         out.update(found)
     return out
-

@@ -63,7 +63,6 @@ def secondary_partitions(root: Path) -> list[str]:
     ]
 
 
-
 def assert_secondary_indexes_true(root: Path) -> None:
     """Every secondary index the table declares holds exactly the records recomputed from its
     files, each in its file group."""
