@@ -69,6 +69,7 @@ __all__ = [
     "file_group_id",
     "file_group_indexes",
     "index_keys",
+    "lookup_record_keys",
     "read_index",
     "records_of",
     "secondary_strings",
@@ -365,3 +366,55 @@ def records_of(keys: pa.Array, values: pa.Array) -> Sequence[str] | None:
     if rendered is None:
         return None
     return typing.cast(list[str], index_keys(keys, rendered).to_pylist())
+
+
+def _unescape(escaped: str) -> str:
+    """Java ``SecondaryIndexKeyUtils.unescapeSpecialChars`` of a record key part."""
+    out = []
+    it = iter(escaped)
+    for c in it:
+        out.append(next(it, "") if c == "\\" else c)
+    return "".join(out)
+
+
+def lookup_record_keys(
+    storage: Storage,
+    timeline: Timeline,
+    partition: str,
+    version: int,
+    rendered: Sequence[str],
+    keep: Callable[[str], bool],
+) -> set[str]:
+    """The record keys whose indexed value is one of ``rendered`` (:func:`secondary_strings`
+    of the values, none null), as MDT partition ``partition`` holds them: with index version
+    V2 only the file groups those values hash to are read (Java ``SecondaryIndexSupport``'s
+    lookup), with V1 every file group.
+
+    Raises:
+        CorruptFileError: a file of the partition does not decode.
+    """
+    from hudi_ds.metadata.reader import files_slices
+
+    if not rendered:
+        return set()
+    prefixes = _escape(pa.array(list(rendered), pa.string())).to_pylist()
+    heads = tuple(f"{p}$" for p in prefixes)
+    slices = {s.file_id: s for s in files_slices(storage, timeline, partition)}
+    count = len(slices)
+    if not count:
+        return set()
+    if version >= 2:
+        idx = file_group_indexes(pa.array(list(heads), pa.string()), count, 2)
+        wanted = {file_group_id(partition, int(i)) for i in np.unique(idx)}
+    else:
+        wanted = set(slices)
+    out: set[str] = set()
+    for fid in sorted(wanted):
+        s = slices.get(fid)
+        if s is None:
+            continue
+        for k in read_slice(storage, s, keep):
+            for h in heads:
+                if k.startswith(h):
+                    out.add(_unescape(k[len(h) :]))
+    return out

@@ -119,11 +119,16 @@ def file_group_rows(
 ) -> dict[tuple[str, str], pa.Table]:
     """The merged live rows (``_hoodie_record_key`` and ``columns``) of the latest slice of
     each ``(partition, file id)`` of ``groups`` that has one, as a snapshot read merges it, as
-    of the completed instants other than ``instant`` -- plus ``instant`` when ``include``
-    (its files written, its completion pending): a file group before and after an instant,
+    of the completed instants other than ``instant`` (those before it when it is completed
+    already: a catch-up) -- plus ``instant`` when ``include``: a file group before and after an
+    instant,
     for the secondary indexes (:data:`hudi_ds.metadata.secondary_index_writer.SliceValues`).
     """
-    commits = [i for i in state.timeline.commits() if i.requested_time != instant]
+    tl = state.timeline
+    commits = [i for i in tl.commits() if i.requested_time != instant]
+    if tl.is_completed(instant):
+        # an instant the metadata table catches up on: the table as it was when it ran
+        commits = [i for i in commits if i.requested_time < instant]
     vis = state.visibility_of(commits)
     if include:
         vis = dataclasses.replace(
