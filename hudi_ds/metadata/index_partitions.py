@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from hudi_ds.layout.naming import file_name_of, parse_log_file_name
 from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
 from hudi_ds.metadata.record_index_writer import IndexFile, RecordIndexWriter, RecordKeys
-from hudi_ds.metadata.records import FILES_PARTITION
+from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.metadata.secondary_index import EXPRESSION_PREFIX, PARTITION_PREFIX
 from hudi_ds.metadata.secondary_index_writer import SecondaryIndexWriter, SliceValues
 from hudi_ds.metadata.stats_writer import (
@@ -72,6 +72,7 @@ class IndexPartitions:
         secondary_values: SliceValues | None = None,
         secondary_index: bool | None = None,
     ) -> None:
+        self.state = state
         self.storage = storage
         self.stats = StatsIndex(state, storage, stats or StatsOptions(), slices or _no_slices)
         self.rli = RecordIndexWriter(state, storage, record_keys, record_index)
@@ -109,7 +110,9 @@ class IndexPartitions:
     def written(self) -> list[str]:
         """Every MDT partition an instant of this writer may have written files into (what
         crash recovery looks through)."""
-        return [FILES_PARTITION, RECORD_INDEX_PARTITION, *STATS_PARTITIONS, *self._si_folders()]
+        declared = declared_partitions(self.state.config)
+        si = [p for p in declared if p.startswith(PARTITION_PREFIX)]
+        return [FILES_PARTITION, RECORD_INDEX_PARTITION, *STATS_PARTITIONS, *si]
 
     def _si_folders(self) -> list[str]:
         return sorted(
