@@ -164,7 +164,7 @@ class SecondaryIndexWriter:
         defs = self._definitions(partitions)
         try:
             changes = self._changes(instant, action, content, defs)
-        except HudiError as e:  # unexpressible, a file gone or unreadable
+        except (HudiError, OSError, pa.ArrowException) as e:  # unexpressible, a file unreadable
             for name in partitions:
                 log.warning(
                     "metadata table: secondary index %s cannot follow %s %s: %s",

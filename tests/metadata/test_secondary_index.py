@@ -327,3 +327,33 @@ def test_equality_filters_read_only_the_file_groups_the_index_names(
     assert check([("merchant_name", "=", "Zeta")]) == 1
     ro = {"hoodie.datasource.query.type": "read_optimized"}
     check([("merchant_name", "=", "Amazon")], ro)
+
+
+def test_catch_up_keeps_the_secondary_indexes_true(tmp_path: Path) -> None:
+    """A write completed by a writer without the metadata hook (its MDT deltacommit missing):
+    the next write mirrors it first, reading its file groups as they were before and after it,
+    then its own; the indexes end true."""
+    from hudi_ds.write.client import WriteClient
+
+    root = unzip("cow_v9_txns_simple_meta", tmp_path)
+    rows = hudi_ds.read(str(root))
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    changed = _changed_rows(data, "txn_id", ["merchant_name", "txn_date"])
+    foreign = WriteClient(str(root), {})
+    t1 = foreign.start(changed.schema)
+    task = foreign.task_writer(t1)
+    task.write(changed)
+    statuses = task.close()
+    foreign.table_state().before_complete = None  # T1 completes without the hook
+    foreign.commit(t1, statuses)
+    i = data.schema.get_field_index("merchant_name")
+    again = changed.slice(0, 1).set_column(i, "merchant_name", pa.array(["Again"]))
+    mdt = Storage(str(root / ".hoodie" / "metadata"))
+    assert Timeline.load(mdt, 2).get(t1) is None
+    HudiTable(str(root)).upsert(again)
+    assert Timeline.load(mdt, 2).get(t1) is not None  # mirrored by the catch-up
+    assert_secondary_indexes_true(root)
+    stored = stored_secondary_index(root, "secondary_index_merchant_idx")
+    first, second = changed["txn_id"][0].as_py(), changed["txn_id"][1].as_py()
+    assert f"Again${first}" in stored and f"\x00${second}" in stored
+    assert any(k.endswith("$NEW-SI-1") for k in stored)
