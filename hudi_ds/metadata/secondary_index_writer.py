@@ -14,9 +14,9 @@ versions 8/9) deletes the index logs of those deltacommits with them.
 
 An index hudi_ds does not keep -- a definition it does not evaluate (an expression, a nested
 field, a float column), ``hoodie.metadata.index.secondary.enable=false`` (Java deletes every
-secondary index then), a table without meta fields -- or a change it cannot write (a restore, a
-rollback mirrored with tombstones) removes the partition with a warning naming it and why: a
-stale secondary index would make Java's readers skip files holding matching rows.
+secondary index then), a table without meta fields -- or a change it cannot read (a file group
+unreadable) removes the partition with a warning naming it and why: a stale secondary index
+would make Java's readers skip files holding matching rows.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from hudi_ds.layout.hfile import write_hfile
 from hudi_ds.layout.naming import file_name_of, log_file_name, parse_log_file_name
 from hudi_ds.log.writer import encode_delete_block, encode_hfile_data_block
 from hudi_ds.metadata.mdt_files import mdt_write_stat
-from hudi_ds.metadata.reader import files_slices
+from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_instants
 from hudi_ds.metadata.record_index_writer import IndexFile
 from hudi_ds.metadata.records import METADATA_PARTITIONS_INFLIGHT_KEY, declared_partitions
 from hudi_ds.metadata.secondary_index import (
@@ -44,6 +44,7 @@ from hudi_ds.metadata.secondary_index import (
     file_group_count,
     file_group_id,
     file_group_indexes,
+    read_index,
     records_of,
     undefined,
 )
@@ -65,17 +66,15 @@ FileGroup = tuple[str, str]
 """``(data partition path, file id)``."""
 
 SliceValues = Callable[
-    [TableState, Sequence[FileGroup], Sequence[str], str, bool], Mapping[FileGroup, pa.Table]
+    [TableState, Sequence[FileGroup] | None, Sequence[str], str, bool],
+    Mapping[FileGroup, pa.Table],
 ]
 """``values(state, groups, columns, instant, include)``: the merged live rows
 (``_hoodie_record_key`` and ``columns``) of the latest slice of each file group of ``groups``
-that has one, as of the completed instants other than ``instant`` -- and ``instant`` too when
-``include`` (its files written, its completion pending). The write layer reads them through its
-file-system view and slice reader; this layer may not import them."""
-
-
-class _Unexpressible(HudiError):
-    """The change cannot be written as Java writes it (the partition is removed)."""
+that has one (None: of every file group), as of the completed instants other than
+``instant`` -- and ``instant`` too when ``include`` (its files written, its completion
+pending). The write layer reads them through its file-system view and slice reader; this layer
+may not import them."""
 
 
 @dataclass
@@ -163,7 +162,10 @@ class SecondaryIndexWriter:
             return {}
         defs = self._definitions(partitions)
         try:
-            changes = self._changes(instant, action, content, defs)
+            if action in (CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT):
+                changes = self._changes(instant, action, content, defs)
+            else:
+                changes = self._resync(instant, defs, mdt)
         except (HudiError, OSError, pa.ArrowException) as e:  # unexpressible, a file unreadable
             for name in partitions:
                 log.warning(
@@ -191,8 +193,6 @@ class SecondaryIndexWriter:
         nothing: dict[str, _Changes | None] = {n: _Changes() for n in defs}
         if action == CLEAN:
             return nothing
-        if action not in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT):
-            raise _Unexpressible(f"a {action} is mirrored with tombstones")
         meta = CommitMetadata.from_bytes(content)
         op = (meta.operation_type or "").upper()
         if op in _NO_CHANGE_OPERATIONS or meta.compacted:
@@ -214,21 +214,33 @@ class SecondaryIndexWriter:
         columns = sorted({d.column for d in defs.values() if d.column is not None})
         before = self.values(self.state, [*written, *replaced], columns, instant, False)
         after = self.values(self.state, list(written), columns, instant, True)
+        return _diff(defs, before.values(), after.values())
+
+    def _resync(
+        self, instant: str, defs: Mapping[str, SecondaryIndexDef], mdt: Timeline
+    ) -> dict[str, _Changes | None]:
+        """A rollback or restore the MDT mirrors with tombstones (its files are gone, what they
+        held cannot be read): each index is compared with the one recomputed from every latest
+        file slice, and the difference written -- a scan of the table, for these rare
+        actions. Java restores its metadata table instead."""
+        assert self.values is not None
+        columns = sorted({d.column for d in defs.values() if d.column is not None})
+        # the timeline as it is now: the undone instants' completed files are gone already
+        fresh = TableState(self.state.storage, self.state.config)
+        now = self.values(fresh, None, columns, instant, True)
+        valid = valid_instants(fresh.timeline, mdt, self.state.config.table_version)
+
+        def keep(t: str) -> bool:
+            return completed_or_archived(mdt, t) and t in valid
+
         out: dict[str, _Changes | None] = {}
         for name, d in defs.items():
             assert d.column is not None
-            old = _row_keys(before.values(), d.column)
-            new = _row_keys(after.values(), d.column)
-            if old is None or new is None:
-                log.warning(
-                    "metadata table: secondary index %s: column %s has a type hudi_ds does not "
-                    "render as Java does",
-                    name,
-                    d.column,
-                )
-                out[name] = None
-                continue
-            out[name] = _Changes(new - old, old - new)
+            stored = set(read_index(self.storage, mdt, name, keep))
+            recomputed = _row_keys(now.values(), d.column)
+            out[name] = (
+                None if recomputed is None else _Changes(recomputed - stored, stored - recomputed)
+            )
         return out
 
     def _log_files(
@@ -322,4 +334,30 @@ def _row_keys(tables: Iterable[pa.Table], column: str) -> set[str] | None:
         if found is None:
             return None
         out.update(found)
+    return out
+
+
+def _diff(
+    defs: Mapping[str, SecondaryIndexDef],
+    before: Iterable[pa.Table],
+    after: Iterable[pa.Table],
+) -> dict[str, _Changes | None]:
+    """Per index, the row keys only ``after``'s rows hold (put) and only ``before``'s
+    (deleted); None for an index whose column type is not rendered."""
+    before, after = list(before), list(after)
+    out: dict[str, _Changes | None] = {}
+    for name, d in defs.items():
+        assert d.column is not None
+        old = _row_keys(before, d.column)
+        new = _row_keys(after, d.column)
+        if old is None or new is None:
+            log.warning(
+                "metadata table: secondary index %s: column %s has a type hudi_ds does not "
+                "render as Java does",
+                name,
+                d.column,
+            )
+            out[name] = None
+            continue
+        out[name] = _Changes(new - old, old - new)
     return out

@@ -112,13 +112,14 @@ _COMPLETING = "9" * 17
 
 def file_group_rows(
     state: TableState,
-    groups: Sequence[tuple[str, str]],
+    groups: Sequence[tuple[str, str]] | None,
     columns: Sequence[str],
     instant: str,
     include: bool,
 ) -> dict[tuple[str, str], pa.Table]:
     """The merged live rows (``_hoodie_record_key`` and ``columns``) of the latest slice of
-    each ``(partition, file id)`` of ``groups`` that has one, as a snapshot read merges it, as
+    each ``(partition, file id)`` of ``groups`` that has one (None: of every file group), as a
+    snapshot read merges it, as
     of the completed instants other than ``instant`` (those before it when it is completed
     already: a catch-up) -- plus ``instant`` when ``include``: a file group before and after an
     instant,
@@ -138,15 +139,18 @@ def file_group_rows(
         )
     ctx = ReadableTable(state, {"hoodie.metadata.enable": "false"}).read_context()
     view = FileSystemView(state.storage, state.config)
-    wanted: dict[str, set[str]] = {}
-    for partition, file_id in groups:
-        wanted.setdefault(partition, set()).add(file_id)
+    by_partition: dict[str, set[str]] = {}
+    for partition, file_id in groups or ():
+        by_partition.setdefault(partition, set()).add(file_id)
+    wanted: dict[str, set[str] | None] = (
+        dict.fromkeys(view.partitions()) if groups is None else dict(by_partition)
+    )
     cols = [RECORD_KEY_METADATA_FIELD, *(c for c in columns if c != RECORD_KEY_METADATA_FIELD)]
     cols = [c for c in cols if ctx.schema.get_field_index(c) >= 0]
     out: dict[tuple[str, str], pa.Table] = {}
     for partition, ids in wanted.items():
         for s in view.latest_file_slices(partition, vis):
-            if s.file_id in ids:
+            if ids is None or s.file_id in ids:
                 rows = read_file_slice(state.storage, s, vis, ctx, ReadStats(), cols)
                 out[(partition, s.file_id)] = rows
     return out
