@@ -47,7 +47,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.errors import CorruptFileError
+from hudi_ds.errors import ConfigError, CorruptFileError
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.hfile import read_hfile
@@ -132,12 +132,14 @@ def _definition(name: str, d: dict[str, Any], table_version: int) -> SecondaryIn
 
 
 def definitions(config: TableConfig, storage: Storage) -> dict[str, SecondaryIndexDef]:
-    """The table's secondary index definitions by MDT partition name (``.hoodie/.index_defs``);
-    a partition named like one without a definition is listed as unevaluable.
+    """The table's secondary index definitions by MDT partition name (``.hoodie/.index_defs``).
 
     Args:
         config: the data table's config.
         storage: the data table's storage.
+
+    Raises:
+        ConfigError: the definitions file does not parse.
     """
     rel = config.get(TableConfig.INDEX_DEFS_PATH)
     out: dict[str, SecondaryIndexDef] = {}
@@ -146,8 +148,10 @@ def definitions(config: TableConfig, storage: Storage) -> dict[str, SecondaryInd
             doc = json.loads(storage.read_text(rel))
             defs = dict(doc.get("indexDefinitions") or {})
         except (ValueError, AttributeError, TypeError) as e:
-            why = f"the index definitions file {storage.uri(rel)} does not parse ({e})"
-            return {PARTITION_PREFIX: SecondaryIndexDef(PARTITION_PREFIX, None, 2, why)}
+            raise ConfigError(
+                f"{storage.uri(rel)} ({TableConfig.INDEX_DEFS_PATH.key}) cannot be read ({e}): "
+                "the table's secondary index definitions cannot be told"
+            ) from None
         for name, d in defs.items():
             if str(name).startswith(PARTITION_PREFIX) and isinstance(d, dict):
                 out[str(name)] = _definition(str(name), d, config.table_version)
