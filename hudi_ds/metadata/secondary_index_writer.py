@@ -30,9 +30,15 @@ import pyarrow as pa
 from hudi_ds.errors import HudiError
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.hfile import write_hfile
-from hudi_ds.layout.naming import file_name_of, log_file_name, parse_log_file_name
+from hudi_ds.layout.naming import (
+    base_file_name,
+    file_name_of,
+    log_file_name,
+    parse_base_file_name,
+    parse_log_file_name,
+)
 from hudi_ds.log.writer import encode_delete_block, encode_hfile_data_block
-from hudi_ds.metadata.mdt_files import mdt_write_stat
+from hudi_ds.metadata.mdt_files import mdt_base_hfile, mdt_write_stat, older_slices_files
 from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_instants
 from hudi_ds.metadata.record_index_writer import IndexFile
 from hudi_ds.metadata.records import METADATA_PARTITIONS_INFLIGHT_KEY, declared_partitions
@@ -44,7 +50,9 @@ from hudi_ds.metadata.secondary_index import (
     file_group_count,
     file_group_id,
     file_group_indexes,
+    file_id_prefix,
     read_index,
+    read_slice,
     records_of,
     undefined,
 )
@@ -241,6 +249,56 @@ class SecondaryIndexWriter:
             out[name] = (
                 None if recomputed is None else _Changes(recomputed - stored, stored - recomputed)
             )
+        return out
+
+    # -- compaction and clean ----------------------------------------------------------------
+    def compaction_files(
+        self, when: str, mdt: Timeline, schema: str, partitions: Sequence[str]
+    ) -> list[IndexFile]:
+        """The new base HFile of every file group of the secondary indexes ``partitions``:
+        its live records merged from the latest slice (deletes and rolled-back blocks dropped),
+        each naming the file in ``_hoodie_file_name`` (Java compacts every MDT file group at
+        once, as the v8 fixture's compacted secondary index shows)."""
+        if not partitions:
+            return []
+        valid = valid_instants(self.state.timeline, mdt, self.state.config.table_version)
+
+        def keep(t: str) -> bool:
+            return completed_or_archived(mdt, t) and t in valid
+
+        out: list[IndexFile] = []
+        for partition in partitions:
+            prefix = file_id_prefix(partition)
+            for s in files_slices(self.storage, mdt, partition):
+                if not s.file_id.startswith(prefix):
+                    continue
+                keys = sorted(read_slice(self.storage, s, keep), key=lambda k: k.encode("utf-8"))
+                name = base_file_name(s.file_id, _WRITE_TOKEN, when, ".hfile")
+                value = encode_value(schema, name)
+                data = mdt_base_hfile(
+                    [k.encode("utf-8") for k in keys], [value] * len(keys), schema
+                )
+                prev = s.base_instant_time or when
+                stat = mdt_write_stat(partition, s.file_id, name, len(data), len(keys), prev)
+                out.append(IndexFile(f"{partition}/{name}", data, stat))
+        return out
+
+    def older_files(self, mdt: Timeline, partitions: Sequence[str]) -> dict[str, list[str]]:
+        """Per secondary index of ``partitions``, the files of slices older than each file
+        group's two latest (what an MDT clean deletes)."""
+        out: dict[str, list[str]] = {}
+        for partition in partitions:
+            names = [f.name for f in self.storage.list_files(partition)]
+            ids = sorted(
+                {
+                    p.file_id
+                    for n in names
+                    if (p := parse_base_file_name(n) or parse_log_file_name(n)) is not None
+                }
+            )
+            doomed = [n for fid in ids for n in older_slices_files(mdt, names, fid)]
+            if doomed:
+                out[partition] = sorted(doomed)
         return out
 
     def _log_files(

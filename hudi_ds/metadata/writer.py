@@ -870,8 +870,14 @@ class MetadataWriter:
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="COMPACT",
         )
-        # every file group is compacted at once, as Java does: the stats partitions too
-        for f in self.stats.compaction_files(when, tl, self.schema):
+        # every file group is compacted at once, as Java does: the stats partitions and the
+        # secondary indexes too
+        si = self.indexes.si.maintained(self.declared)
+        bases: list[PartitionFile] = [
+            *self.stats.compaction_files(when, tl, self.schema),
+            *self.indexes.si.compaction_files(when, tl, self.schema, si),
+        ]
+        for f in bases:
             self.storage.write_bytes(f.path, f.data)
             md.partition_to_write_stats.setdefault(f.stat.partition_path or "", []).append(f.stat)
         self._complete_fenced(writer, req, md.to_bytes(layout))
@@ -919,6 +925,7 @@ class MetadataWriter:
         tl = self.timeline()
         doomed = {FILES_PARTITION: older_slices_files(tl, self._file_names())}
         doomed.update(self.stats.older_files(tl))
+        doomed.update(self.indexes.si.older_files(tl, self.indexes.si.maintained(self.declared)))
         doomed = {p: names for p, names in doomed.items() if names}
         if not doomed:
             return []
