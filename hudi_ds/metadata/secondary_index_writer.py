@@ -10,7 +10,10 @@ value is both); the keys of file groups an insert overwrite replaces without wri
 are deleted; a row key both put and deleted by one instant (a record moving between file
 groups) is put (Java ``reduceByKeys``). Compaction, log compaction and clean change nothing
 (the merged rows stay the same). A rollback the MDT mirrors by undoing its deltacommits (table
-versions 8/9) deletes the index logs of those deltacommits with them.
+versions 8/9) deletes the index logs of those deltacommits with them; a rollback or restore it
+mirrors with tombstones (the undone files are gone) compares each index with the one
+recomputed from every latest file slice and writes the difference. The MDT's compaction gives
+every file group a new base HFile of its live records, its clean drops the older slices.
 
 An index hudi_ds does not keep -- a definition it does not evaluate (an expression, a nested
 field, a float column), ``hoodie.metadata.index.secondary.enable=false`` (Java deletes every
