@@ -61,6 +61,7 @@ from hudi_ds.metadata.secondary_index import (
 )
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from hudi_ds.timeline.metadata import CommitMetadata
 from hudi_ds.timeline.timeline import Timeline
@@ -117,19 +118,25 @@ class SecondaryIndexWriter:
         self.storage = storage
         self.values = values
         self.enable = enable
+        # the definitions file, read once per hoodie.properties (an index created or dropped
+        # changes hoodie.table.metadata.partitions too)
+        self._read: tuple[TableConfig, dict[str, SecondaryIndexDef]] | None = None
 
     # -- which partitions --------------------------------------------------------------------
     def _definitions(self, declared: Sequence[str]) -> dict[str, SecondaryIndexDef]:
         names = [p for p in declared if p.startswith(PARTITION_PREFIX)]
         if not names:
             return {}
-        try:
-            found = definitions(self.state.config, self.state.storage)
-        except (OSError, HudiError) as e:
-            found = {
-                n: SecondaryIndexDef(n, None, 2, f"its definition is unreadable: {e}")
-                for n in names
-            }
+        cfg = self.state.config
+        if self._read is not None and self._read[0] is cfg:
+            found = self._read[1]
+        else:
+            try:
+                found = definitions(cfg, self.state.storage)
+            except (OSError, HudiError) as e:
+                why = f"its definition is unreadable: {e}"
+                found = {n: SecondaryIndexDef(n, None, 2, why) for n in names}
+            self._read = (cfg, found)
         return {n: found.get(n) or undefined(n) for n in names}
 
     def why_not(self, declared: Sequence[str]) -> dict[str, str]:
