@@ -111,6 +111,16 @@ class WriteConfig:
         "is kept in step on every commit, delta commit, replace commit, compaction and clean "
         "(a rollback or restore the metadata table mirrors with tombstones removes it).",
     )
+    METADATA_SECONDARY_INDEX_ENABLE = ConfigProperty(
+        "hoodie.metadata.index.secondary.enable",
+        True,
+        parse_bool,
+        "The metadata table's secondary indexes (secondary_index_<name> partitions, defined in "
+        ".hoodie/.index_defs by Apache Hudi's CREATE INDEX): true keeps each one whose "
+        "definition hudi_ds evaluates (identity of one top-level string, integer, boolean, "
+        "date or timestamp column) in step on every action; false removes every secondary "
+        "index, as Apache Hudi does.",
+    )
     METADATA_COMPACT_MAX_DELTA_COMMITS = ConfigProperty(
         "hoodie.metadata.compact.max.delta.commits",
         10,

@@ -1,11 +1,12 @@
 """The metadata table's index partitions besides ``files`` that hudi_ds keeps in step --
 ``column_stats`` and ``partition_stats`` (:mod:`hudi_ds.metadata.stats_writer`),
-``record_index`` (:mod:`hudi_ds.metadata.record_index_writer`) and ``bloom_filters``
-(:mod:`hudi_ds.metadata.bloom_filters`) -- as one set, for
+``record_index`` (:mod:`hudi_ds.metadata.record_index_writer`), ``bloom_filters``
+(:mod:`hudi_ds.metadata.bloom_filters`) and the secondary indexes
+(:mod:`hudi_ds.metadata.secondary_index_writer`) -- as one set, for
 :class:`hudi_ds.metadata.writer.MetadataWriter`: which declared partitions are kept and which
-are removed as unmaintained (secondary and expression indexes, a disabled or unexpressible
-index), the files an MDT deltacommit writes into them, and what an MDT
-rollback, crash recovery and clean delete from them.
+are removed as unmaintained (expression indexes, secondary indexes hudi_ds does not evaluate,
+a disabled or unexpressible index), the files an MDT deltacommit writes into them, and what an
+MDT rollback, crash recovery and clean delete from them.
 
 The ``files`` partition itself stays the writer's: every MDT instant writes it, the index
 partitions only add files beside it.
@@ -20,7 +21,9 @@ from hudi_ds.layout.naming import file_name_of, parse_log_file_name
 from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION, BloomFiltersIndex, BloomOptions
 from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
 from hudi_ds.metadata.record_index_writer import IndexFile, RecordIndexWriter, RecordKeys
-from hudi_ds.metadata.records import FILES_PARTITION
+from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
+from hudi_ds.metadata.secondary_index import EXPRESSION_PREFIX, PARTITION_PREFIX
+from hudi_ds.metadata.secondary_index_writer import SecondaryIndexWriter, SliceValues
 from hudi_ds.metadata.stats_writer import (
     STATS_PARTITIONS,
     MdtFile,
@@ -56,6 +59,8 @@ class IndexPartitions:
         record_keys: the committed slices' record keys (for a new MDT's record index).
         record_index: ``hoodie.metadata.record.index.enable`` (True: a new MDT gets one).
         bloom: the options of the bloom_filters partition.
+        secondary_values: reads data file groups' merged rows (the secondary indexes).
+        secondary_index: ``hoodie.metadata.index.secondary.enable`` (False removes them).
     """
 
     def __init__(
@@ -68,11 +73,15 @@ class IndexPartitions:
         record_keys: RecordKeys | None = None,
         record_index: bool | None = None,
         bloom: BloomOptions | None = None,
+        secondary_values: SliceValues | None = None,
+        secondary_index: bool | None = None,
     ) -> None:
+        self.state = state
         self.storage = storage
         self.stats = StatsIndex(state, storage, stats or StatsOptions(), slices or _no_slices)
         self.rli = RecordIndexWriter(state, storage, record_keys, record_index)
         self.bloom = BloomFiltersIndex(state, storage, bloom or BloomOptions())
+        self.si = SecondaryIndexWriter(state, storage, secondary_values, secondary_index)
 
     def bloom_records(
         self, instant_time: str, action: str, content: bytes, declared: Sequence[str], schema: str
@@ -87,8 +96,21 @@ class IndexPartitions:
     def kept(self, declared: Sequence[str]) -> set[str]:
         """The MDT partitions of ``declared`` kept in step (``files`` always)."""
         rli = {RECORD_INDEX_PARTITION} if self.rli.maintained() else set()
+        si = self.si.maintained(declared)
         bloom = {BLOOM_FILTERS_PARTITION} if self.bloom.maintained(declared) else set()
-        return {FILES_PARTITION, *self.stats.maintained(declared), *rli, *bloom}
+        return {FILES_PARTITION, *self.stats.maintained(declared), *rli, *bloom, *si}
+
+    def reasons(self, names: Sequence[str], declared: Sequence[str]) -> dict[str, str]:
+        """Why the secondary and expression indexes among ``names`` (partitions to remove)
+        are not kept."""
+        si = self.si.why_not(declared)
+        out = {}
+        for n in names:
+            if n.startswith(EXPRESSION_PREFIX):
+                out[n] = "an expression index: hudi_ds evaluates no index expression"
+            elif n.startswith(PARTITION_PREFIX):
+                out[n] = si.get(n) or "the table does not declare it complete"
+        return out
 
     def unmaintained(self, declared: Sequence[str], inflight: Sequence[str]) -> list[str]:
         """The MDT partitions to remove: declared (completed or inflight) or present as a
@@ -104,7 +126,22 @@ class IndexPartitions:
     def written(self) -> list[str]:
         """Every MDT partition an instant of this writer may have written files into (what
         crash recovery looks through)."""
-        return [FILES_PARTITION, RECORD_INDEX_PARTITION, *STATS_PARTITIONS, BLOOM_FILTERS_PARTITION]
+        declared = declared_partitions(self.state.config)
+        si = [p for p in declared if p.startswith(PARTITION_PREFIX)]
+        return [
+            FILES_PARTITION,
+            RECORD_INDEX_PARTITION,
+            *STATS_PARTITIONS,
+            BLOOM_FILTERS_PARTITION,
+            *si,
+        ]
+
+    def _si_folders(self) -> list[str]:
+        return sorted(
+            name
+            for d in self.storage.list_dirs("")
+            if (name := file_name_of(d)).startswith(PARTITION_PREFIX)
+        )
 
     def log_files(
         self,
@@ -125,27 +162,38 @@ class IndexPartitions:
             *index,
         ]
 
-    def compaction_files(self, when: str, mdt: Timeline, schema: str) -> list[PartitionFile]:
-        """The new base files of the stats and bloom filter file groups at MDT compaction
-        ``when``."""
+    def compaction_files(
+        self, when: str, mdt: Timeline, schema: str, declared: Sequence[str]
+    ) -> list[PartitionFile]:
+        """The new base files of the stats, bloom filter and secondary index file groups at
+        MDT compaction ``when``."""
+        si = self.si.maintained(declared)
         return [
             *self.stats.compaction_files(when, mdt, schema),
             *self.bloom.compaction_files(when, mdt, schema),
+            *self.si.compaction_files(when, mdt, schema, si),
         ]
 
-    def older_files(self, mdt: Timeline) -> dict[str, list[str]]:
+    def older_files(self, mdt: Timeline, declared: Sequence[str]) -> dict[str, list[str]]:
         """Per index partition, the files of slices an MDT clean deletes."""
-        return {**self.stats.older_files(mdt), **self.bloom.older_files(mdt)}
+        si = self.si.maintained(declared)
+        return {
+            **self.stats.older_files(mdt),
+            **self.bloom.older_files(mdt),
+            **self.si.older_files(mdt, si),
+        }
 
     def delete_logs(self, instants: set[str]) -> list[str]:
         """Delete the index partitions' log files of MDT deltacommits ``instants`` (layout 2:
         named with their instant), as an MDT rollback undoes those deltacommits; the deleted
         paths."""
         out = self.stats.delete_logs(instants) + self.bloom.delete_logs(instants)
-        if self.storage.is_dir(RECORD_INDEX_PARTITION):
-            for f in self.storage.list_files(RECORD_INDEX_PARTITION):
+        for partition in (RECORD_INDEX_PARTITION, *self._si_folders()):
+            if not self.storage.is_dir(partition):
+                continue
+            for f in self.storage.list_files(partition):
                 p = parse_log_file_name(f.name)
-                path = f"{RECORD_INDEX_PARTITION}/{f.name}"
+                path = f"{partition}/{f.name}"
                 if p is not None and p.instant_time in instants and self.storage.delete(path):
                     out.append(path)
         return out

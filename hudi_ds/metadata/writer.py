@@ -4,7 +4,7 @@ The MDT is a MERGE_ON_READ Hudi table at ``<table>/.hoodie/metadata`` with one f
 (``files-0000-0``) in partition ``files``: a base HFile plus log files holding one HFILE_DATA
 block per deltacommit (record layout: :mod:`hudi_ds.metadata.records`). Java:
 ``HoodieBackedTableMetadataWriter``. The index partitions a table has and hudi_ds maintains
-(``column_stats``, ``partition_stats``, ``record_index``, ``bloom_filters``:
+(``column_stats``, ``partition_stats``, ``record_index``, ``bloom_filters``, secondary indexes:
 :mod:`hudi_ds.metadata.index_partitions`) are written in the same MDT instants.
 
 * :meth:`MetadataWriter.update` is installed as :attr:`TableState.before_complete`: every data
@@ -56,6 +56,7 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
 )
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
+from hudi_ds.metadata import mdt_clean
 from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION, BloomOptions
 from hudi_ds.metadata.index_partitions import IndexPartitions, PartitionFile
 from hudi_ds.metadata.layout import (
@@ -96,11 +97,11 @@ from hudi_ds.metadata.records import (
     record_schema,
 )
 from hudi_ds.metadata.recovery import undo_completed, undo_pending
+from hudi_ds.metadata.secondary_index_writer import SliceValues
 from hudi_ds.metadata.stats_writer import Slices, StatsOptions
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import PROPS_FILE, TableConfig, update_table_config
 from hudi_ds.timeline.instant import (
-    CLEAN,
     COMPACTION,
     DELTA_COMMIT,
     MAX_INSTANT_AHEAD_MS,
@@ -111,10 +112,6 @@ from hudi_ds.timeline.instant import (
 )
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
 from hudi_ds.timeline.plans import (
-    CleanerPlan,
-    CleanFileInfo,
-    CleanMetadata,
-    CleanPartitionMetadata,
     CompactionOperation,
     CompactionPlan,
     InstantInfo,
@@ -181,6 +178,8 @@ class MetadataWriter:
         record_keys: the committed slices' record keys (for a new MDT's record index).
         record_index: ``hoodie.metadata.record.index.enable`` (True: a new MDT gets one).
         bloom: the options of the bloom_filters partition.
+        secondary_values: reads data file groups' merged rows (the secondary indexes).
+        secondary_index: ``hoodie.metadata.index.secondary.enable`` (False removes them).
     """
 
     def __init__(
@@ -196,6 +195,8 @@ class MetadataWriter:
         record_keys: RecordKeys | None = None,
         record_index: bool | None = None,
         bloom: BloomOptions | None = None,
+        secondary_values: SliceValues | None = None,
+        secondary_index: bool | None = None,
     ) -> None:
         self.state = state
         self.listing = listing
@@ -216,6 +217,8 @@ class MetadataWriter:
             record_keys=record_keys,
             record_index=record_index,
             bloom=bloom,
+            secondary_values=secondary_values,
+            secondary_index=secondary_index,
         )
         self.stats = self.indexes.stats
         self.rli = self.indexes.rli
@@ -520,6 +523,8 @@ class MetadataWriter:
             ", ".join(names),
             ", ".join(sorted(kept)),
         )
+        for name, why in self.indexes.reasons(names, self.declared).items():
+            log.warning("%s: removing index %s: %s", self.state.storage.base_uri, name, why)
         keep = [p for p in self.declared if p in kept]
         updates = {METADATA_PARTITIONS_KEY: ",".join(keep)}
         if inflight:
@@ -730,14 +735,23 @@ class MetadataWriter:
     def _index_files(
         self, instant_time: str, action: str, content: bytes, mdt: Timeline
     ) -> list[IndexFile]:
-        """The record index's files of the deltacommit mirroring ``action``; a change it
-        cannot express removes the partition (metadata.record_index_writer)."""
-        if not self.rli.maintained():
-            return []
-        files = self.rli.plan(instant_time, action, content, mdt, self.schema)
-        if files is None:
-            self._drop(RECORD_INDEX_PARTITION)
-            return []
+        """The record index's and secondary indexes' files of the deltacommit mirroring
+        ``action``; a change one cannot express removes its partition
+        (metadata.record_index_writer, metadata.secondary_index_writer)."""
+        files: list[IndexFile] = []
+        if self.rli.maintained():
+            rli = self.rli.plan(instant_time, action, content, mdt, self.schema)
+            if rli is None:
+                self._drop(RECORD_INDEX_PARTITION)
+            else:
+                files += rli
+        si = self.indexes.si
+        wanted = si.maintained(self.declared)
+        for name, got in si.plan(instant_time, action, content, mdt, self.schema, wanted).items():
+            if got is None:
+                self._drop(name)
+            else:
+                files += got
         return files
 
     def _drop(self, partition: str) -> None:
@@ -886,8 +900,9 @@ class MetadataWriter:
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="COMPACT",
         )
-        # every file group is compacted at once, as Java does: the stats partitions too
-        for f in self.indexes.compaction_files(when, tl, self.schema):
+        # every file group is compacted at once, as Java does: the stats, bloom filter and
+        # secondary index partitions too
+        for f in self.indexes.compaction_files(when, tl, self.schema, self.declared):
             self.storage.write_bytes(f.path, f.data)
             md.partition_to_write_stats.setdefault(f.stat.partition_path or "", []).append(f.stat)
         self._complete_fenced(writer, req, md.to_bytes(layout))
@@ -922,63 +937,12 @@ class MetadataWriter:
             raise
 
     def clean(self, after: str) -> list[str]:
-        """Delete the file slices of every MDT file group (``files-0000-0`` and the stats
-        partitions') older than the two latest (the slice a
-        reader that started before compaction ``after`` may still read is kept), as an MDT
-        clean instant (``KEEP_LATEST_FILE_VERSIONS``, 2 versions; Java cleans the MDT after
-        its compaction in ``HoodieBackedTableMetadataWriter.cleanIfNecessary``). Java 0.x
-        names it ``<instant>002`` (``createCleanTimestamp``), 1.x gives it a new time.
-
-        Returns:
-            The deleted file names.
-        """
+        """Delete the file slices of every MDT file group (``files-0000-0`` and the index
+        partitions') older than the two latest, after MDT compaction ``after``
+        (:func:`hudi_ds.metadata.mdt_clean.clean`); the deleted file names."""
         tl = self.timeline()
         doomed = {FILES_PARTITION: older_slices_files(tl, self._file_names())}
-        doomed.update(self.indexes.older_files(tl))
-        doomed = {p: names for p, names in doomed.items() if names}
-        if not doomed:
-            return []
-        if tl.layout_version == 1:
-            when = after[:17] + "002"  # Java 0.x HoodieTableMetadataUtil.createCleanTimestamp
-        else:
-            when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
-        infos = {
-            p: [CleanFileInfo(self.storage.uri(f"{p}/{n}"), False) for n in sorted(names)]
-            for p, names in doomed.items()
-        }
-        plan = CleanerPlan(
-            earliest_instant_to_retain=None,
-            last_completed_commit_timestamp=after,
-            policy=_CLEAN_POLICY,
-            files_to_be_deleted_per_partition={},
-            version=2,
-            file_paths_to_be_deleted_per_partition=infos,
-            partitions_to_be_deleted=[],
+        doomed.update(self.indexes.older_files(tl, self.declared))
+        return mdt_clean.clean(
+            self.storage, tl, doomed, after, self._writer(), self._fence, self._complete_fenced
         )
-        writer = self._writer()
-        req = Instant(when, CLEAN, State.REQUESTED)
-        if not writer.create_requested(req, plan.to_bytes()):
-            return []
-        writer.transition_to_inflight(req, plan.to_bytes())
-        self._fence()
-        pms = {}
-        for p, names in doomed.items():
-            pm = pms[p] = CleanPartitionMetadata(partition_path=p, policy=_CLEAN_POLICY)
-            for n in sorted(names):
-                pm.delete_path_patterns.append(n)
-                if self.storage.delete(f"{p}/{n}"):
-                    pm.success_delete_files.append(n)
-        crash_point("metadata")
-        deleted = sum(len(pm.success_delete_files) for pm in pms.values())
-        md = CleanMetadata(
-            start_clean_time=when,
-            total_files_deleted=deleted,
-            earliest_commit_to_retain="",
-            last_completed_commit_timestamp=after,
-            partition_metadata=pms,
-            version=2,
-            bootstrap_partition_metadata={},
-        )
-        self._complete_fenced(writer, Instant(when, CLEAN, State.INFLIGHT), md.to_bytes())
-        log.info("metadata table: cleaned %d old files", deleted)
-        return sorted(n for names in doomed.values() for n in names)

@@ -47,6 +47,7 @@ from hudi_ds.table.committed import (
 from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
+from hudi_ds.table.secondary_skipping import SecondaryIndexSkipping
 from hudi_ds.table.skipping import DataSkipping
 from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig
@@ -348,6 +349,7 @@ class ReadableTable:
         )
         latest = touched is None and vis.as_of is None
         skip = self._data_skipping(opts, flt, view, ctx, latest=latest)
+        si = self._secondary_skipping(opts, flt, view) if latest and include_logs else None
         slices = [
             s
             for p in view.partitions()
@@ -356,6 +358,7 @@ class ReadableTable:
             if keep.group(p, s.file_id)
             and (include_logs or s.base_file is not None)
             and (skip is None or skip.keep_slice(s))
+            and (si is None or si.keep(p, s.file_id))
         ]
         # every committed file of the slices read must be there, whole
         committed, problems = self._committed_problems(view, vis, include_logs, keep.file_group)
@@ -374,6 +377,8 @@ class ReadableTable:
         if skip is not None:
             plan.data_skipped_slices = skip.skipped_slices
             plan.data_skipped_partitions = skip.skipped_partitions
+        if si is not None:
+            plan.data_skipped_slices += si.skipped_slices
         return plan
 
     def _data_skipping(
@@ -399,6 +404,22 @@ class ReadableTable:
             filters,
             latest=latest,
             custom_merge=custom or ctx.merge_mode == "CUSTOM",
+        )
+
+    def _secondary_skipping(
+        self, opts: Options, filters: list[Filter], view: FileSystemView
+    ) -> SecondaryIndexSkipping | None:
+        """A latest snapshot's pruning by the secondary indexes
+        (:mod:`hudi_ds.table.secondary_skipping`), under the same switch as data skipping."""
+        if not filters or opts.get(ReadConfig.ENABLE_DATA_SKIPPING) is False:
+            return None
+        return SecondaryIndexSkipping.plan(
+            self.config,
+            self.storage,
+            self.schema,
+            self.timeline,
+            view.listing if isinstance(view.listing, MetadataReader) else None,
+            filters,
         )
 
     def _read_options(self, options: Mapping[str, Any] | None) -> Options:

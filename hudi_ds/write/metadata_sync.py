@@ -9,6 +9,7 @@ metadata layer sits below the table layer).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -24,6 +25,7 @@ from hudi_ds.metadata.stats_writer import StatsOptions
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table.reader import ReadStats, read_file_slice
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.write_status import WriteStatus
@@ -130,6 +132,56 @@ def committed_record_keys(state: TableState) -> Iterator[SliceKeys]:
         yield s.partition_path, s.file_id, s.base_instant_time, keys
 
 
+#: a completion time after every base instant: an instant being committed completes now
+_COMPLETING = "9" * 17
+
+
+def file_group_rows(
+    state: TableState,
+    groups: Sequence[tuple[str, str]] | None,
+    columns: Sequence[str],
+    instant: str,
+    include: bool,
+) -> dict[tuple[str, str], pa.Table]:
+    """The merged live rows (``_hoodie_record_key`` and ``columns``) of the latest slice of
+    each ``(partition, file id)`` of ``groups`` that has one (None: of every file group), as a
+    snapshot read merges it, as
+    of the completed instants other than ``instant`` (those before it when it is completed
+    already: a catch-up) -- plus ``instant`` when ``include``: a file group before and after an
+    instant,
+    for the secondary indexes (:data:`hudi_ds.metadata.secondary_index_writer.SliceValues`).
+    """
+    tl = state.timeline
+    commits = [i for i in tl.commits() if i.requested_time != instant]
+    if tl.is_completed(instant):
+        # an instant the metadata table catches up on: the table as it was when it ran
+        commits = [i for i in commits if i.requested_time < instant]
+    vis = state.visibility_of(commits)
+    if include:
+        vis = dataclasses.replace(
+            vis,
+            instants=vis.instants | {instant},
+            completion={**vis.completion, instant: _COMPLETING},
+        )
+    ctx = ReadableTable(state, {"hoodie.metadata.enable": "false"}).read_context()
+    view = FileSystemView(state.storage, state.config)
+    by_partition: dict[str, set[str]] = {}
+    for partition, file_id in groups or ():
+        by_partition.setdefault(partition, set()).add(file_id)
+    wanted: dict[str, set[str] | None] = (
+        dict.fromkeys(view.partitions()) if groups is None else dict(by_partition)
+    )
+    cols = [RECORD_KEY_METADATA_FIELD, *(c for c in columns if c != RECORD_KEY_METADATA_FIELD)]
+    cols = [c for c in cols if ctx.schema.get_field_index(c) >= 0]
+    out: dict[tuple[str, str], pa.Table] = {}
+    for partition, ids in wanted.items():
+        for s in view.latest_file_slices(partition, vis):
+            if ids is None or s.file_id in ids:
+                rows = read_file_slice(state.storage, s, vis, ctx, ReadStats(), cols)
+                out[(partition, s.file_id)] = rows
+    return out
+
+
 def _installed(state: TableState) -> MetadataWriter | None:
     """The MDT writer :func:`install_metadata_writer` installed on ``state`` (None: none)."""
     writer = getattr(state.before_complete, "__self__", None)
@@ -194,6 +246,8 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
         record_keys=committed_record_keys,
         record_index=options.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE),
         bloom=bloom_options(options, state),
+        secondary_values=file_group_rows,
+        secondary_index=options.get(WriteConfig.METADATA_SECONDARY_INDEX_ENABLE),
     )
     state.before_complete = writer.update
     return writer

@@ -589,8 +589,8 @@ def test_1x_fixture_with_mdt_upsert_and_delete(
     """A Hudi 1.0/1.1 table with an MDT (files plus column_stats, partition_stats, record
     index, secondary indexes): the first write drops the indexes hudi_ds does not maintain
     (warning naming them), appends to Java's files partition with the MDT's own schema, keeps
-    column_stats, partition_stats and the record index equal to the records recomputed from
-    the table's files, and hudi-rs -- which lists v8+ tables through the MDT -- reads the written rows."""
+    column_stats, partition_stats, the record index and the secondary indexes equal to the
+    records recomputed from the table's files, and hudi-rs -- which lists v8+ tables through the MDT -- reads the written rows."""
     from tests.metadata.test_column_stats import assert_stats_in_step
     from tests.write.fixture_model import data_row_set
     from tests.write.test_fixture_writes import unzip
@@ -602,6 +602,8 @@ def test_1x_fixture_with_mdt_upsert_and_delete(
     # whose base files hudi_ds reads the keys of only through pylance
     rli = "record_index" in declared.split(",") and "lance" not in name
     maintained = ["files", "record_index"] if rli else ["files"]
+    # secondary indexes too (tests/metadata/test_secondary_index.py)
+    maintained += [p for p in declared.split(",") if p.startswith("secondary_index_")]
     others = sorted(p for p in declared.split(",") if p and p not in maintained)
     rows = hudi_ds.read(str(root), options={"hoodie.metadata.enable": "false"})
     # upserted as they are: rows of keys the table holds once (an upsert reaches every copy of
@@ -634,6 +636,9 @@ def test_1x_fixture_with_mdt_upsert_and_delete(
         from tests.metadata.test_record_index import assert_index_true
 
         assert keys[victim] not in assert_index_true(root)
+    from tests.metadata.si_support import assert_secondary_indexes_true
+
+    assert_secondary_indexes_true(root)
     assert data_row_set(hudi_ds.read(str(root))) == expected
     assert data_row_set(hudi_rs_table(str(root))) == expected
     assert data_row_set(hudi_rs_table(str(root), {"hoodie.metadata.enable": "true"})) == expected
