@@ -57,6 +57,7 @@ from hudi_ds.layout.naming import (
 )
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
 from hudi_ds.metadata.index_partitions import IndexPartitions, PartitionFile
+from hudi_ds.metadata.indexing import settle_pending_indexing
 from hudi_ds.metadata.layout import (
     FILES_FILE_ID,
     MetadataSlice,
@@ -337,6 +338,8 @@ class MetadataWriter:
             self.create()
             created = True
         tl = self.timeline()
+        if settle_pending_indexing(self):  # a killed build's indexing instant (indexing.py)
+            tl = self.timeline()
         if not created:
             self.drop_unmaintained()
             self._adopt_schema(tl)
