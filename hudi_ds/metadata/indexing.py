@@ -288,11 +288,15 @@ def settle_pending_indexing(mdt: MetadataWriter) -> list[str]:
     pending: finished when every partition of its plan is declared complete, else rolled back.
     Called by the MDT writer of a write (under the table lock with several writers, where a
     pending indexing instant is a dead one: a build holds the lock from its schedule to its
-    completion) and by a build before it schedules its own. Returns the settled instants."""
+    completion). A plan naming a partition hudi_ds
+    does not build (a secondary index) is left to the engine that made it. Returns the
+    settled instants."""
     out = []
     data = mdt.state.timeline
     for inst in list(data.pending().filter_actions(INDEXING)):
         partitions, upto = plan_partitions(data, inst)
+        if not set(partitions) <= set(INDEXABLE):
+            continue  # another engine's build of an index hudi_ds does not build: its own
         declared = mdt.declared
         if partitions and all(p in declared for p in partitions):
             finish_indexing(mdt, inst, partitions, upto)

@@ -173,10 +173,11 @@ def _resume(ctx: ServiceContext, out: IndexBuild) -> None:
     """Run again the pending indexing instants a killed build left (from their plan)."""
     for inst in list(ctx.timeline().pending().filter_actions(INDEXING)):
         partitions, _ = plan_partitions(ctx.timeline(), inst)
-        if not partitions or not set(partitions) <= set(INDEXABLE):
-            # unreadable, or another engine's index: the next write rolls it back
+        if not partitions:  # a plan that cannot be read: nothing to resume from
             abort_indexing(_writer(ctx, partitions), inst, partitions)
             continue
+        if not set(partitions) <= set(INDEXABLE):
+            continue  # another engine's build of an index hudi_ds does not build
         log.info("%s: resuming indexing %s", ctx.storage.base_uri, inst.requested_time)
         _run(ctx, inst, partitions, out)
 

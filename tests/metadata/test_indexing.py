@@ -285,3 +285,23 @@ def test_fixture_record_index_built_again(tmp_path: Path) -> None:
     assert {k: (v.partition, v.file_id) for k, v in rebuilt.items()} == {
         k: (v.partition, v.file_id) for k, v in java.items()
     }
+
+
+def test_archival_and_metadata_compaction_after_a_build(tmp_path: Path) -> None:
+    """Writes after a build archive the data and MDT timelines and compact the MDT; the
+    indexing instant stays on the active timeline (it is not a commit: Java's archival leaves
+    it too), the built partitions stay in step and hudi-rs reads the table."""
+    from tests.metadata.test_archival import KEEP
+
+    opts = _opts(**{**KEEP, "hoodie.clean.automatic": "true"})
+    root = _table(tmp_path, **opts)
+    ts = _build(root, *STATS, RECORD_INDEX_PARTITION)["indexing_instants"]
+    assert len(ts) == 2
+    for k in range(3, 7):
+        hudi_ds.write(str(root), batch(k), opts)
+    assert list((root / ".hoodie" / "timeline" / "history").iterdir())
+    tl = _timeline(root)
+    assert all(tl.is_completed(t) and tl.get(t).action == "indexing" for t in ts)  # type: ignore[union-attr]
+    assert tl.first_non_savepoint_commit().requested_time > min(ts)  # type: ignore[union-attr]
+    assert _timeline(root, mdt=True).completed().filter_actions("commit")  # MDT compacted
+    _assert_built(root, [*STATS, RECORD_INDEX_PARTITION])
