@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from hudi_ds.errors import CorruptFileError, HudiError
+from hudi_ds.faults import crash_point
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
 from hudi_ds.metadata.record_index_writer import RecordIndexWriter, index_stats
@@ -239,6 +240,7 @@ def _build_record_index(mdt: MetadataWriter, when: str) -> None:
     mdt.storage.makedirs(RECORD_INDEX_PARTITION)
     for f in files:
         mdt.storage.write_bytes(f.path, f.data)
+    crash_point("metadata")  # files written, T pending: undone by the next build or write
     writer.complete(req, md.to_bytes(layout))
 
 

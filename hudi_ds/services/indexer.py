@@ -202,33 +202,58 @@ def _run(ctx: ServiceContext, inst: Instant, partitions: list[str], out: IndexBu
         return
     mark_inflight(mdt, partitions)
     crash_point("indexing")
-    for _ in range(_MAX_ATTEMPTS):
-        before = _completed_writes(ctx)
-        mdt = _writer(ctx, partitions)
-        defs = build_partitions(mdt, ts, partitions)
-        crash_point("indexing")
-        ctx.reload_timeline()
-        if _completed_writes(ctx) <= before:
-            break
-        log.info("%s: writes completed during indexing %s: building again", ctx.storage, ts)
-    else:
-        raise CommitConflictError(
-            f"indexing {ts}: writes kept completing during the build; run it again with the "
-            "table lock options (-o hoodie.write.concurrency.mode=optimistic_concurrency_control "
-            "and a hoodie.write.lock.provider)"
-        )
-    ctx.state.config = TableConfig.load(ctx.storage)
-    inflight = declared_partitions(ctx.config, METADATA_PARTITIONS_INFLIGHT_KEY)
-    if ctx.timeline().get(ts) is None or not set(partitions) <= set(inflight):
-        raise CommitConflictError(
-            f"indexing {ts} was rolled back by a write that ran without the table lock; run "
-            "the build again with the lock options"
-        )
+    defs = _build_caught_up(ctx, inst, partitions)
     declare_built(_writer(ctx, partitions), partitions, defs)
     crash_point("indexing")
     _complete(ctx, inst, partitions)
     out.built += partitions
     out.instants.append(ts)
+
+
+def _still_ours(ctx: ServiceContext, inst: Instant, partitions: list[str]) -> None:
+    """Raise unless indexing ``inst`` is still pending with ``partitions`` in flight: a write
+    that ran without the table lock settles a build it finds (it rolls it back); what this
+    build wrote since is rolled back too.
+
+    Raises:
+        CommitConflictError: the build was rolled back.
+    """
+    ctx.reload_timeline()
+    ctx.state.config = TableConfig.load(ctx.storage)
+    inflight = declared_partitions(ctx.config, METADATA_PARTITIONS_INFLIGHT_KEY)
+    if ctx.timeline().get(inst.requested_time) is not None and set(partitions) <= set(inflight):
+        return
+    abort_indexing(_writer(ctx, partitions), inst, partitions)
+    raise CommitConflictError(
+        f"indexing {inst.requested_time} was rolled back by a write that ran without the "
+        "table lock; run the build again with the lock options (-o "
+        "hoodie.write.concurrency.mode=optimistic_concurrency_control and a "
+        "hoodie.write.lock.provider)"
+    )
+
+
+def _build_caught_up(ctx: ServiceContext, inst: Instant, partitions: list[str]) -> dict[str, str]:
+    """Build ``partitions`` as of the writes completed now, again while writes complete
+    meanwhile (possible without the table lock only); the ``hoodie.properties`` entries they
+    need.
+
+    Raises:
+        CommitConflictError: the build was rolled back, or writes kept completing.
+    """
+    ts = inst.requested_time
+    for _ in range(_MAX_ATTEMPTS):
+        before = _completed_writes(ctx)
+        defs = build_partitions(_writer(ctx, partitions), ts, partitions)
+        crash_point("indexing")
+        _still_ours(ctx, inst, partitions)
+        if _completed_writes(ctx) <= before:
+            return defs
+        log.info("%s: writes completed during indexing %s: building again", ctx.storage, ts)
+    abort_indexing(_writer(ctx, partitions), inst, partitions)
+    raise CommitConflictError(
+        f"indexing {ts}: writes kept completing during the build; run it again with the "
+        "table lock options"
+    )
 
 
 def _complete(ctx: ServiceContext, inst: Instant, partitions: list[str]) -> None:

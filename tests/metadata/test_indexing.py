@@ -26,6 +26,7 @@ import pytest
 import hudi_ds
 from hudi_ds.errors import HudiError
 from hudi_ds.faults import STALL_ENV
+from hudi_ds.index.record_level import record_index_locations
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
 from hudi_ds.metadata.records import (
@@ -164,7 +165,8 @@ def test_build_writes_the_indexing_action(names: list[str], tmp_path: Path) -> N
 
 def test_readers_treat_an_inflight_partition_as_absent(tmp_path: Path) -> None:
     """A build stopped after it built its partition but before it declared it: reads do not
-    prune with it; once the next build finishes it, they do."""
+    prune with it, writes do not look keys up in it; once the next build finishes it, they
+    do."""
     root = _table(tmp_path)
     assert _crash("indexing:4", lambda: _build(root, COLUMN_STATS_PARTITION)) == 137
     cfg = _config(root)
@@ -179,12 +181,27 @@ def test_readers_treat_an_inflight_partition_as_absent(tmp_path: Path) -> None:
     table = ReadableTable(str(root))
     assert table.read(skipping, filters=[("ts", "=", 99)]).num_rows == 0
     assert table.last_read_stats.data_skipped_slices == 3
+    # the record index: no lookups while it is in flight
+    rli = _table(tmp_path / "r")
+    assert _crash("indexing:4", lambda: _build(rli, RECORD_INDEX_PARTITION)) == 137
+    assert record_index_locations(Storage(str(rli)), ["k7"]) is None
+    _build(rli, RECORD_INDEX_PARTITION)
+    found = record_index_locations(Storage(str(rli)), ["k7"])
+    assert found is not None and found["k7"].partition == "p1"
 
 
 # a build killed: after its requested file (1), its inflight file (2), marking its partitions
-# inflight (3), building them (4), declaring them (5); inside hoodie.properties' update (the
-# backup protocol's steps) and MDT deltacommit T
-KILLS = ["indexing:1", "indexing:2", "indexing:3", "indexing:4", "indexing:5", "table_config:3"]
+# inflight (3), building them (4), declaring them (5); inside the updates of hoodie.properties
+# (the backup protocol's third step) that mark them inflight (3) and declare them (8)
+KILLS = [
+    "indexing:1",
+    "indexing:2",
+    "indexing:3",
+    "indexing:4",
+    "indexing:5",
+    "table_config:3",
+    "table_config:8",
+]
 
 
 @pytest.mark.parametrize("spec", KILLS)
@@ -201,7 +218,7 @@ def test_killed_build_is_finished_by_the_next_build(spec: str, tmp_path: Path) -
     _assert_built(root, STATS)
 
 
-@pytest.mark.parametrize("spec", ["indexing:2", "indexing:4", "indexing:5"])
+@pytest.mark.parametrize("spec", ["indexing:2", "metadata:1", "indexing:4", "indexing:5"])
 def test_killed_build_is_settled_by_the_next_write(spec: str, tmp_path: Path) -> None:
     """The next write rolls a killed build back (its instant, MDT deltacommit and partition
     folder go), or completes it once its partitions were declared (step 5)."""
@@ -219,6 +236,28 @@ def test_killed_build_is_settled_by_the_next_write(spec: str, tmp_path: Path) ->
     _assert_built(root, [])
     _build(root, RECORD_INDEX_PARTITION)
     _assert_built(root, [RECORD_INDEX_PARTITION])
+
+
+def _stalled_build(root: Path, name: str, opts: tuple[str, ...] = ()) -> int:
+    """A forked child building ``name``, stopped (SIGSTOP) once its partition is built: its
+    pid."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.environ[STALL_ENV] = "indexing:4"
+            _build(root, name, opts=opts)
+            code = 0
+        finally:
+            os._exit(code)
+    _stopped(pid)
+    return pid
+
+
+def _resume(pid: int) -> int:
+    os.kill(pid, signal.SIGCONT)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
 
 
 def _stopped(pid: int, timeout: float = 60.0) -> None:
@@ -242,26 +281,37 @@ def test_a_writer_waits_for_the_build_lock(tmp_path: Path) -> None:
     }
     root = _table(tmp_path, **occ)
     lock_opts = tuple(a for k, v in occ.items() for a in ("-o", f"{k}={v}"))
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 1
-        try:
-            os.environ[STALL_ENV] = "indexing:4"
-            _build(root, RECORD_INDEX_PARTITION, opts=lock_opts)
-            code = 0
-        finally:
-            os._exit(code)
+    pid = _stalled_build(root, RECORD_INDEX_PARTITION, lock_opts)
     try:
-        _stopped(pid)
         before = [i.requested_time for i in _timeline(root).completed()]
         with pytest.raises(HudiError, match="lock"):
             hudi_ds.write(str(root), batch(3), _opts(**occ))
         assert [i.requested_time for i in _timeline(root).completed()] == before
     finally:
-        os.kill(pid, signal.SIGCONT)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+        code = _resume(pid)
+    assert code == 0
     hudi_ds.write(str(root), batch(3), _opts(**occ))
+    _assert_built(root, [RECORD_INDEX_PARTITION])
+
+
+def test_a_write_without_the_lock_rolls_the_build_back(tmp_path: Path) -> None:
+    """Single-writer mode (no lock): a write committed while a build is stopped settles it
+    (rolls it back); the build, continued, finds it gone, fails and leaves nothing of it; the
+    next build succeeds."""
+    root = _table(tmp_path)
+    pid = _stalled_build(root, RECORD_INDEX_PARTITION)
+    try:
+        hudi_ds.write(str(root), batch(3), _opts())
+    finally:
+        code = _resume(pid)
+    assert code == 1
+    assert _indexing_files(root) == {}
+    assert not (root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).exists()
+    data = {i.requested_time for i in _timeline(root)}
+    mdt_only = [t.requested_time for t in _timeline(root, mdt=True).filter_actions("deltacommit")]
+    assert [t for t in mdt_only if t not in data and not t.startswith("0000")] == []
+    _assert_built(root, [])
+    _build(root, RECORD_INDEX_PARTITION)
     _assert_built(root, [RECORD_INDEX_PARTITION])
 
 
