@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from hudi_ds.errors import CommitConflictError, ConfigError
 from hudi_ds.faults import crash_point
+from hudi_ds.index.core import record_index_partitioned
 from hudi_ds.metadata.column_stats import PARTITION_STATS_PARTITION
 from hudi_ds.metadata.indexing import (
     INDEXABLE,
@@ -120,6 +121,11 @@ def _check(ctx: ServiceContext, names: Sequence[str]) -> None:
         raise ConfigError(
             f"hudi_ds builds {', '.join(names)} on table versions 8 and 9 (the indexing "
             f"action of Hudi 1.x); {ctx.storage.base_uri} is version {ctx.config.table_version}"
+        )
+    if RECORD_INDEX_PARTITION in names and record_index_partitioned(ctx.config, ctx.storage):
+        raise ConfigError(
+            f"{ctx.storage.base_uri}: its record index definition (.hoodie/.index_defs) is "
+            "partitioned (Hudi 1.1's partitioned record index); hudi_ds builds the global one"
         )
     if RECORD_INDEX_PARTITION in names and not ctx.config.populate_meta_fields:
         raise ConfigError(

@@ -156,6 +156,17 @@ def test_build_writes_the_indexing_action(names: list[str], tmp_path: Path) -> N
     for n in names:
         built = [p.name for p in (root / ".hoodie" / "metadata" / n).iterdir()]
         assert any(ts in name for name in built if name.endswith(".hfile")), built
+    defs = json.loads((root / ".hoodie" / ".index_defs" / "index.json").read_text())
+    if names == STATS:
+        assert defs["indexDefinitions"]["column_stats"]["sourceFields"][:3] == [
+            "_hoodie_commit_time",
+            "_hoodie_partition_path",
+            "_hoodie_record_key",
+        ]
+    else:  # Hudi 1.1's definition of a global record index
+        assert defs["indexDefinitions"]["record_index"]["indexOptions"] == {
+            "isPartitioned": "false"
+        }
     _assert_built(root, names)
     hudi_ds.write(str(root), batch(3), _opts())
     _assert_built(root, names)
@@ -355,3 +366,46 @@ def test_archival_and_metadata_compaction_after_a_build(tmp_path: Path) -> None:
     assert tl.first_non_savepoint_commit().requested_time > min(ts)  # type: ignore[union-attr]
     assert _timeline(root, mdt=True).completed().filter_actions("commit")  # MDT compacted
     _assert_built(root, [*STATS, RECORD_INDEX_PARTITION])
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("case", "names", "error"),
+    [
+        ("v9", ["bloom_filters"], "column_stats, partition_stats, record_index"),
+        ("no_meta", [RECORD_INDEX_PARTITION], "meta fields"),
+        ("partitioned_rli", [RECORD_INDEX_PARTITION], "partitioned"),
+    ],
+)
+def test_refused_builds_leave_the_table_unchanged(
+    case: str, names: list[str], error: str, tmp_path: Path
+) -> None:
+    """A partition hudi_ds does not build, a record index of a table without meta fields or
+    whose definition is partitioned: refused with the reason, the table byte for byte as it
+    was (versions below 8 and tables without a metadata table: test_column_stats)."""
+    from tests.test_cli import run
+
+    root = tmp_path / "t"
+    over = {
+        "v9": {},
+        "no_meta": {"hoodie.populate.meta.fields": "false"},
+        "partitioned_rli": {},
+    }[case]
+    hudi_ds.write(str(root), batch(1), {**_opts(), **over})
+    if case == "partitioned_rli":
+        from hudi_ds.table_config import update_table_config
+
+        defs = root / ".hoodie" / ".index_defs"
+        defs.mkdir(parents=True)
+        rli = {"indexName": "record_index", "indexOptions": {"isPartitioned": "true"}}
+        (defs / "index.json").write_text(json.dumps({"indexDefinitions": {"record_index": rli}}))
+        update_table_config(
+            Storage(str(root)), {"hoodie.table.index.defs.path": ".hoodie/.index_defs/index.json"}
+        )
+    before = _snapshot(root)
+    code, _, err = run("metadata", str(root), *[a for n in names for a in ("--build", n)])
+    assert code != 0 and error in err, err
+    assert _snapshot(root) == before
