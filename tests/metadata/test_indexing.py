@@ -38,6 +38,7 @@ from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.timeline import Timeline
 from tests.conftest import OCC_OPTIONS, hudi_rs_table
+from tests.fixtures import REFERENCE_AVRO_SCHEMAS
 from tests.metadata.rli_support import (
     recomputed_record_index,
     stored_record_index,
@@ -49,14 +50,11 @@ from tests.metadata.test_writer import options as writer_options
 from tests.write.fixture_model import data_row_set
 from tests.write.test_fixture_writes import unzip
 
-REFERENCE = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "avro-schemas"
 STATS = [COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION]
 
 
 def _schema(name: str) -> dict:
-    path = REFERENCE / f"{name}.v9.avsc"
-    if not path.exists():  # the worktree's ../shared
-        path = Path("/work/shared/reference/avro-schemas") / f"{name}.v9.avsc"
+    path = REFERENCE_AVRO_SCHEMAS / f"{name}.v9.avsc"
     return fastavro.parse_schema(json.loads(path.read_text()))
 
 
