@@ -52,7 +52,8 @@ Points (see :data:`POINTS`):
                         ``hoodie.properties`` (the first hit when it creates one); then, per
                         deltacommit, its inflight file exists (``:n``), its log file too
                         (``:n+1``), it completed, the data instant not (``:n+2``); an MDT
-                        compaction is inflight
+                        compaction is inflight; a build's record index files are written,
+                        its MDT deltacommit not completed
 * ``indexing``          a build of metadata table index partitions (``hudi-py metadata
                         --build``): its ``indexing`` instant is requested (``:1``), inflight
                         (``:2``), its partitions are named inflight in ``hoodie.properties``

@@ -125,11 +125,15 @@ def _indexing_files(root: Path) -> dict[str, list[Path]]:
     return out
 
 
-@pytest.mark.parametrize("names", [STATS, [RECORD_INDEX_PARTITION]], ids=["stats", "rli"])
-def test_build_writes_the_indexing_action(names: list[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("names", "version"),
+    [(STATS, 9), ([RECORD_INDEX_PARTITION], 9), ([RECORD_INDEX_PARTITION], 8)],
+    ids=["stats", "rli", "rli-v8"],
+)
+def test_build_writes_the_indexing_action(names: list[str], version: int, tmp_path: Path) -> None:
     """The three instant files in Java's format, MDT deltacommit T holding the partition, the
     partitions declared and equal to their recomputation; the next write keeps them so."""
-    root = _table(tmp_path)
+    root = _table(tmp_path, **{"hoodie.write.table.version": str(version)})
     upto = _timeline(root).completed().last_completed()
     assert upto is not None
     out = _build(root, *names)
@@ -154,8 +158,11 @@ def test_build_writes_the_indexing_action(names: list[str], tmp_path: Path) -> N
     for n in names:
         built = [p.name for p in (root / ".hoodie" / "metadata" / n).iterdir()]
         assert any(ts in name for name in built if name.endswith(".hfile")), built
-    defs = json.loads((root / ".hoodie" / ".index_defs" / "index.json").read_text())
-    if names == STATS:
+    index_json = root / ".hoodie" / ".index_defs" / "index.json"
+    defs = json.loads(index_json.read_text()) if version == 9 or names == STATS else {}
+    if version == 8 and names != STATS:  # Hudi 1.0 records no record index definition
+        assert not index_json.exists()
+    elif names == STATS:
         assert defs["indexDefinitions"]["column_stats"]["sourceFields"][:3] == [
             "_hoodie_commit_time",
             "_hoodie_partition_path",
@@ -166,7 +173,7 @@ def test_build_writes_the_indexing_action(names: list[str], tmp_path: Path) -> N
             "isPartitioned": "false"
         }
     _assert_built(root, names)
-    hudi_ds.write(str(root), batch(3), _opts())
+    hudi_ds.write(str(root), batch(3), _opts(**{"hoodie.write.table.version": str(version)}))
     _assert_built(root, names)
     again = _build(root, *names)  # nothing left to build
     assert again["built"] == [] and sorted(again["skipped"]) == sorted(names)
