@@ -209,6 +209,9 @@ def _run(ctx: ServiceContext, inst: Instant, partitions: list[str], out: IndexBu
     mark_inflight(mdt, partitions)
     crash_point("indexing")
     defs = _build_caught_up(ctx, inst, partitions)
+    # a build that outlived its lock (a writer may have committed without it since) stops
+    # here, before readers trust the partitions: the next build or write settles it
+    ctx.still_locked(force=True)
     declare_built(_writer(ctx, partitions), partitions, defs)
     crash_point("indexing")
     _complete(ctx, inst, partitions)
