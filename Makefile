@@ -42,7 +42,7 @@ CLUSTER_RUN = $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(CURDIR
 test: $(STAMP)  ## the whole test suite: core, spark, slow and (in parallel) the cluster tests
 	@$(PYC)
 	@$(CLUSTER_RUN) > .pytest-cluster.log 2>&1 & cl=$$!; trap 'kill -INT $$cl' INT TERM; \
-	$(BIN)/python -m pytest -q $(XDIST) -m "not cluster" tests; rc=$$?; \
+	$(BIN)/python -m pytest -q $(XDIST) --durations=30 -m "not cluster" tests; rc=$$?; \
 	wait $$cl; crc=$$?; \
 	echo "== the cluster tests (-m cluster), run beside the others: exit $$crc"; cat .pytest-cluster.log; \
 	rm -rf .pytest-cluster .pytest-cluster.log; \

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from hudi_ds.cli.command import EXIT_ERROR, EXIT_OK, AddCommand, Command, human_size, render_table
+from hudi_ds.metadata.bloom_filters import BloomOptions
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import (
     FILES_PARTITION,
@@ -156,9 +157,10 @@ def _rebuild_metadata(cmd: Command) -> int:
         state.config = TableConfig.load(state.storage)  # as another writer may have left it
         writer = MetadataWriter(state, committed_listing, enable=True)
         # the index partitions hudi_ds keeps in step are built again with the listing: a
-        # global record index with the bootstrap, the stats partitions after it
+        # global record index and bloom filters with the bootstrap, the stats partitions after
         rli = writer.rli.maintained()
         stats = writer.stats.maintained(writer.declared)
+        bloom = writer.indexes.bloom.maintained(writer.declared) or None
         writer = MetadataWriter(
             state,
             committed_listing,
@@ -166,6 +168,7 @@ def _rebuild_metadata(cmd: Command) -> int:
             slices=committed_slices,
             record_keys=committed_record_keys,
             record_index=rli,
+            bloom=BloomOptions(enable=bloom),
         )
         had = writer.present()
         writer.delete()
@@ -191,7 +194,7 @@ def _rebuild_metadata(cmd: Command) -> int:
 
 def _build_partitions(cmd: Command, names: list[str]) -> int:
     """Build metadata table partitions ``names`` (column_stats, partition_stats,
-    record_index) the table lacks with the ``indexing`` action, under the table lock
+    record_index, bloom_filters) the table lacks with the ``indexing`` action, under the table lock
     (:mod:`hudi_ds.services.indexer`); a build killed earlier is finished first."""
     ctx = cmd.context()
     ctx.require_writable("metadata build")
@@ -241,6 +244,6 @@ def add_metadata_command(add: AddCommand) -> None:
         action="append",
         metavar="PARTITION",
         help="build a metadata table partition the table lacks from its files, with the "
-        "indexing action: column_stats, partition_stats or record_index (repeatable; versions "
-        "8 and 9; -o lock options when other writers run)",
+        "indexing action: column_stats, partition_stats, record_index or bloom_filters "
+        "(repeatable; versions 8 and 9; -o lock options when other writers run)",
     )

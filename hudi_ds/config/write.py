@@ -164,6 +164,29 @@ class WriteConfig:
         "(with column stats) for a partitioned table of version 8 or 9; unset keeps what the "
         "table has.",
     )
+    METADATA_BLOOM_FILTER_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
+        "hoodie.metadata.index.bloom.filter.enable",
+        None,
+        parse_bool,
+        "The metadata table's bloom_filters partition (per base file: the bloom filter of its "
+        "record keys, as its footer holds it), kept in step on every action when the table "
+        "has it; true builds it (with the metadata table on version 6, from the committed "
+        "files on 8 and 9); false removes it; unset keeps what the table has (Hudi's default "
+        "is false: a new table gets none).",
+    )
+    METADATA_BLOOM_FILTER_FILE_GROUPS = ConfigProperty(
+        "hoodie.metadata.index.bloom.filter.file.group.count",
+        4,
+        parse_positive_int,
+        "File groups of a bloom_filters partition hudi_ds builds.",
+    )
+    METADATA_BLOOM_FILTER_COLUMNS: ConfigProperty[list[str]] = ConfigProperty(
+        "hoodie.metadata.index.bloom.filter.column.list",
+        None,
+        parse_list,
+        "Accepted for Hudi's sake: like Hudi's writer, hudi_ds puts in bloom_filters the base "
+        "files' record-key filters only; other columns are ignored with a warning.",
+    )
     POPULATE_META_FIELDS = ConfigProperty(
         "hoodie.populate.meta.fields",
         True,
@@ -323,6 +346,16 @@ class WriteConfig:
         True,
         parse_bool,
         "GLOBAL_BLOOM: as hoodie.simple.index.update.partition.path.",
+    )
+    BLOOM_USE_METADATA = ConfigProperty(
+        "hoodie.bloom.index.use.metadata",
+        False,
+        parse_bool,
+        "BLOOM / GLOBAL_BLOOM: take the base files' bloom filters from the metadata table's "
+        "bloom_filters partition (and, with range pruning, their key ranges from column_stats) "
+        "instead of opening each file's footer; only files whose filter may hold a key are "
+        "opened, for their keys. Without those partitions in step with the timeline the "
+        "footers are read (with a warning).",
     )
     BLOOM_PRUNE_BY_RANGES = ConfigProperty(
         "hoodie.bloom.index.prune.by.ranges",

@@ -27,15 +27,22 @@ range, nor files whose range bounds hold one: pruning stays conservative.
 
 A key found in several file groups is located as :mod:`hudi_ds.index.simple` documents.
 
-Footer key ranges are cached (:data:`FOOTER_RANGES`), so that a later lookup opens only the files
-whose range may hold a key. Java avoids opening files through the metadata table's
-``column_stats`` / ``bloom_filters`` partitions (``HoodieBloomIndex.loadColumnRangesFromMetaIndex``,
-``HoodieMetadataBloomFilterProbingFunction``); hudi_ds has no metadata table yet, and caches
-what it read instead. A base file never changes once written -- its name carries its file id,
-write token and instant, and a new version of a file group is a new file -- so what its footer
-says stays true for as long as the file exists. An entry is keyed by the file's filesystem, full
-path and size (as listed, ``BaseFile.size``): a file recreated at the same path with another size
-misses. A base file whose size is unknown (0) is never served from the cache.
+With ``hoodie.bloom.index.use.metadata`` (:attr:`LookupSpec.use_metadata`) the filters come from
+the metadata table's ``bloom_filters`` partition and, with range pruning, the key ranges from
+its ``column_stats`` (``_hoodie_record_key``), as Java's
+``HoodieMetadataBloomFilterProbingFunction`` and ``HoodieBloomIndex.loadColumnRangesFromMetaIndex``
+take them: a base file is opened only when
+a key may be in it, and then for its keys alone. Java reads the footers when the table does not
+declare the partition; hudi_ds does too, with a warning, and also when the metadata table misses
+a completed instant (another writer's) -- and per file, for a base file the partition has no
+filter of (Java fails the lookup there: ``HoodieKeyLookupHandle``, "BloomFilter missing").
+
+Without it, footer key ranges are cached (:data:`FOOTER_RANGES`), so that a later lookup opens
+only the files whose range may hold a key. A base file never changes once written -- its name
+carries its file id, write token and instant, and a new version of a file group is a new file --
+so what its footer says stays true for as long as the file exists. An entry is keyed by the
+file's filesystem, full path and size (as listed, ``BaseFile.size``): a file recreated at the same
+path with another size misses. A base file whose size is unknown (0) is never served from the cache.
 
 * The first lookup of a file in a process (a cold cache) still opens its footer; from then on
   a file is opened only when a key falls in its range (and then its bloom filter and keys are
@@ -85,7 +92,9 @@ from hudi_ds.layout.bloom_filter import (
     BloomFilter,
 )
 from hudi_ds.layout.file_group import BaseFile, FileSlice
+from hudi_ds.layout.naming import file_name_of
 from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER
+from hudi_ds.metadata.bloom_filters import IndexedFile, indexed_files
 from hudi_ds.storage import Storage
 
 log = logging.getLogger("hudi_ds.index")
@@ -310,10 +319,12 @@ def bloom_lookup(
         for slot, _ in jobs
     ]
     cached_ranges = [None if k is None else FOOTER_RANGES.get(k) for k in cache_keys]
+    indexed = _indexed(storage, slices, [slot for slot, _ in jobs], spec)
 
     def probe(i: int) -> tuple[list[pa.Array], FooterRange | None, _ProbeCounts]:
         slot, group = jobs[i]
-        return _probe_slice(storage, slices[slot], group, cached_ranges[i], spec)
+        meta = indexed[i] if indexed is not None else None
+        return _probe_slice(storage, slices[slot], group, cached_ranges[i], spec, meta)
 
     total = _ProbeCounts()
     for (slot, _), cache_key, (found, fr, counts) in zip(
@@ -362,15 +373,56 @@ class _ProbeCounts:
         )
 
 
+def _indexed(
+    storage: Storage, slices: Sequence[FileSlice], slots: Sequence[int], spec: LookupSpec
+) -> list[IndexedFile | None] | None:
+    """With ``spec.use_metadata``, what the metadata table says of the base file of each slice
+    of ``slots`` (None: the file's footer is read); None when it cannot answer (warned)."""
+    if not spec.use_metadata or not any(slices[slot].base_file for slot in slots):
+        return None
+    files = [
+        (slices[slot].partition_path, file_name_of(b.path))
+        for slot in slots
+        if (b := slices[slot].base_file) is not None
+    ]
+    found, why = indexed_files(storage, files, spec.prune_by_ranges)
+    if found is None:
+        log.warning(
+            "%s: hoodie.bloom.index.use.metadata: %s; reading the base files' footers",
+            storage.base_uri,
+            why,
+        )
+        return None
+    out: list[IndexedFile | None] = []
+    for slot in slots:
+        b = slices[slot].base_file
+        entry = (
+            None if b is None else found.get((slices[slot].partition_path, file_name_of(b.path)))
+        )
+        out.append(entry if entry is not None and entry.bloom is not None else None)
+    missing = sum(
+        1 for slot, e in zip(slots, out, strict=True) if e is None and slices[slot].base_file
+    )
+    if missing:
+        log.warning(
+            "%s: the metadata table has no bloom filter of %d base file(s): their footers are read",
+            storage.base_uri,
+            missing,
+        )
+    return out
+
+
 def _probe_slice(
     storage: Storage,
     s: FileSlice,
     group: _KeyGroup,
     cached: FooterRange | None,
     spec: LookupSpec,
+    meta: IndexedFile | None = None,
 ) -> tuple[list[pa.Array], FooterRange | None, _ProbeCounts]:
     """Probe slice ``s`` for the keys of ``group``: its base file unless its ``cached`` key
-    range rules every key out, then its logs when they are indexed.
+    range -- or the metadata table's filter and range, ``meta`` -- rules every key out, then
+    its logs when they are indexed.
 
     Returns:
         The slice's keys among the group's, the footer range read (None: the base file was
@@ -380,7 +432,14 @@ def _probe_slice(
     fr: FooterRange | None = None
     counts = _ProbeCounts()
     base = s.base_file
-    if base is not None:
+    if base is not None and meta is not None:
+        read = _probe_indexed(storage, base, group, meta, spec)
+        counts.skipped += read is None
+        counts.opened += read is not None
+        counts.keys_read += read is not None
+        if read is not None:
+            found.append(read)
+    elif base is not None:
         maybe = None if cached is None else cached.keys_to_check(group, spec.prune_by_ranges)
         if maybe is not None and len(maybe) == 0:
             counts.skipped += 1
@@ -397,6 +456,34 @@ def _probe_slice(
         counts.keys_read += n_logs
         found.append(lk)
     return found, fr, counts
+
+
+def _probe_indexed(
+    storage: Storage, base: BaseFile, group: _KeyGroup, meta: IndexedFile, spec: LookupSpec
+) -> pa.Array | None:
+    """Probe a base file with its filter and key range from the metadata table: opened only
+    when a key may be in it, for its keys. Returns the file's keys among ``group`` (None:
+    not opened)."""
+    where = f"base file {storage.full_path(base.path)}"
+    maybe = group.keys
+    if spec.prune_by_ranges and meta.min_key is not None and meta.max_key is not None:
+        maybe = group.in_range(meta.min_key, meta.max_key)
+    if len(maybe) and meta.bloom is not None:
+        try:
+            bf = meta.bloom.bloom_filter()
+        except CorruptFileError as e:
+            raise CorruptFileError(f"the metadata table's bloom filter of {where}: {e}") from e
+        maybe = maybe.filter(pa.array(bf.might_contain(maybe)))
+    if not len(maybe):
+        return None
+    with open_base_file(storage, base) as f:
+        try:
+            file_keys = read_keys(f, spec, where)
+        except HudiError:
+            raise  # already names the file
+        except (OSError, ValueError) as e:
+            raise CorruptFileError(f"cannot read the keys of {where}: {e}") from e
+    return file_keys.filter(pc.is_in(file_keys, value_set=maybe))
 
 
 def _probe_base_file(

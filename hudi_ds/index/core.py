@@ -194,6 +194,7 @@ _INDEX_ONLY_OPTIONS: dict[ConfigProperty[Any], tuple[IndexType, ...]] = {
     WriteConfig.BLOOM_UPDATE_PARTITION_PATH: (IndexType.GLOBAL_BLOOM,),
     WriteConfig.RECORD_INDEX_UPDATE_PARTITION_PATH: (IndexType.RECORD_INDEX,),
     WriteConfig.BLOOM_PRUNE_BY_RANGES: (IndexType.BLOOM, IndexType.GLOBAL_BLOOM),
+    WriteConfig.BLOOM_USE_METADATA: (IndexType.BLOOM, IndexType.GLOBAL_BLOOM),
     WriteConfig.SMALL_FILE_LIMIT: _LOOKING_UP,
     WriteConfig.MAX_FILE_SIZE: _LOOKING_UP,
     WriteConfig.RECORD_SIZE_ESTIMATE: _LOOKING_UP,
@@ -215,12 +216,15 @@ class Index:
             (``hoodie.{simple,bloom}.index.update.partition.path``, and the table partitioned).
         prune_by_ranges: BLOOM: prune candidate files by their min/max record key
             (``hoodie.bloom.index.prune.by.ranges``).
+        use_metadata: BLOOM: bloom filters (and key ranges) from the metadata table
+            (``hoodie.bloom.index.use.metadata``).
     """
 
     type: IndexType
     bucket: BucketLayout | None = None
     update_partition_path: bool = False
     prune_by_ranges: bool = True
+    use_metadata: bool = False
 
     def __post_init__(self) -> None:
         if (self.bucket is not None) != (self.type is IndexType.BUCKET):
@@ -394,6 +398,7 @@ class Index:
             # Java HoodieIndexUtils: shouldUpdatePartitionPath = option && table is partitioned
             update_partition_path=bool(o.get(update_prop)) and partitioned,
             prune_by_ranges=o.get(WriteConfig.BLOOM_PRUNE_BY_RANGES),
+            use_metadata=o.get(WriteConfig.BLOOM_USE_METADATA),
         )
 
 

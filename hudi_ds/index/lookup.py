@@ -52,6 +52,8 @@ class LookupSpec:
             are then found). The logs of a slice without a base file are always read
             (:func:`reads_logs`).
         prune_by_ranges: BLOOM: skip files whose footer min/max key range excludes the key.
+        use_metadata: BLOOM: take bloom filters and key ranges from the metadata table
+            (``hoodie.bloom.index.use.metadata``) instead of the files' footers.
         logged_inserts: names of log files that took inserts (their commits' write stats say
             so): the logs of a slice holding one are read (:func:`reads_logs`).
     """
@@ -61,6 +63,7 @@ class LookupSpec:
     meta_fields: bool = True
     read_logs: bool = True
     prune_by_ranges: bool = True
+    use_metadata: bool = False
     # not compared: a state index keeps its keys when the set grows (the groups whose files
     # it changes are read again, their files differ)
     logged_inserts: frozenset[str] = field(default=frozenset(), compare=False)

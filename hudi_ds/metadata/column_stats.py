@@ -63,6 +63,7 @@ __all__ = [
     "encode_stats_value",
     "merge_ranges",
     "merge_stats",
+    "partition_file_key",
     "partition_stats_key",
     "range_of_record",
     "ranges_of_parquet",
@@ -264,6 +265,13 @@ def column_stats_key(column: str, partition_path: str, file_name: str) -> str:
         + _hash_id64(_partition_identifier(partition_path))
         + _file_index_id(file_name)
     )
+
+
+def partition_file_key(partition_path: str, file_name: str) -> str:
+    """``PartitionIndexID`` + ``FileIndexID`` of ``file_name`` in ``partition_path`` (``""``
+    non-partitioned), base64 each: the key of a ``bloom_filters`` record (Java
+    ``HoodieMetadataPayload.getBloomFilterRecordKey``) and the tail of a column stats key."""
+    return _hash_id64(_partition_identifier(partition_path)) + _file_index_id(file_name)
 
 
 def stats_key_prefix(column: str) -> str:

@@ -1,9 +1,10 @@
 """The metadata table's index partitions besides ``files`` that hudi_ds keeps in step --
-``column_stats`` and ``partition_stats`` (:mod:`hudi_ds.metadata.stats_writer`) and
-``record_index`` (:mod:`hudi_ds.metadata.record_index_writer`) -- as one set, for
+``column_stats`` and ``partition_stats`` (:mod:`hudi_ds.metadata.stats_writer`),
+``record_index`` (:mod:`hudi_ds.metadata.record_index_writer`) and ``bloom_filters``
+(:mod:`hudi_ds.metadata.bloom_filters`) -- as one set, for
 :class:`hudi_ds.metadata.writer.MetadataWriter`: which declared partitions are kept and which
-are removed as unmaintained (secondary and expression indexes, ``bloom_filters``, a disabled
-or unexpressible index), the files an MDT deltacommit writes into them, and what an MDT
+are removed as unmaintained (secondary and expression indexes, a disabled or unexpressible
+index), the files an MDT deltacommit writes into them, and what an MDT
 rollback, crash recovery and clean delete from them.
 
 The ``files`` partition itself stays the writer's: every MDT instant writes it, the index
@@ -16,6 +17,7 @@ import logging
 from collections.abc import Sequence
 
 from hudi_ds.layout.naming import file_name_of, parse_log_file_name
+from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION, BloomFiltersIndex, BloomOptions
 from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
 from hudi_ds.metadata.record_index_writer import IndexFile, RecordIndexWriter, RecordKeys
 from hudi_ds.metadata.records import FILES_PARTITION
@@ -53,6 +55,7 @@ class IndexPartitions:
         slices: the latest committed data file slices (partition stats), from the write layer.
         record_keys: the committed slices' record keys (for a new MDT's record index).
         record_index: ``hoodie.metadata.record.index.enable`` (True: a new MDT gets one).
+        bloom: the options of the bloom_filters partition.
     """
 
     def __init__(
@@ -64,15 +67,28 @@ class IndexPartitions:
         slices: Slices | None = None,
         record_keys: RecordKeys | None = None,
         record_index: bool | None = None,
+        bloom: BloomOptions | None = None,
     ) -> None:
         self.storage = storage
         self.stats = StatsIndex(state, storage, stats or StatsOptions(), slices or _no_slices)
         self.rli = RecordIndexWriter(state, storage, record_keys, record_index)
+        self.bloom = BloomFiltersIndex(state, storage, bloom or BloomOptions())
+
+    def bloom_records(
+        self, instant_time: str, action: str, content: bytes, declared: Sequence[str], schema: str
+    ) -> dict[str, dict[str, bytes]]:
+        """The ``bloom_filters`` records data instant ``instant_time`` implies, by MDT
+        partition (none when the partition is not kept)."""
+        if not self.bloom.maintained(declared):
+            return {}
+        recs = self.bloom.records(instant_time, action, content, schema)
+        return {BLOOM_FILTERS_PARTITION: recs} if recs else {}
 
     def kept(self, declared: Sequence[str]) -> set[str]:
         """The MDT partitions of ``declared`` kept in step (``files`` always)."""
         rli = {RECORD_INDEX_PARTITION} if self.rli.maintained() else set()
-        return {FILES_PARTITION, *self.stats.maintained(declared), *rli}
+        bloom = {BLOOM_FILTERS_PARTITION} if self.bloom.maintained(declared) else set()
+        return {FILES_PARTITION, *self.stats.maintained(declared), *rli, *bloom}
 
     def unmaintained(self, declared: Sequence[str], inflight: Sequence[str]) -> list[str]:
         """The MDT partitions to remove: declared (completed or inflight) or present as a
@@ -88,7 +104,7 @@ class IndexPartitions:
     def written(self) -> list[str]:
         """Every MDT partition an instant of this writer may have written files into (what
         crash recovery looks through)."""
-        return [FILES_PARTITION, RECORD_INDEX_PARTITION, *STATS_PARTITIONS]
+        return [FILES_PARTITION, RECORD_INDEX_PARTITION, *STATS_PARTITIONS, BLOOM_FILTERS_PARTITION]
 
     def log_files(
         self,
@@ -98,15 +114,34 @@ class IndexPartitions:
         mdt: Timeline,
         schema: str,
     ) -> list[PartitionFile]:
-        """The index partitions' files of MDT deltacommit ``instant_time``: the stats logs of
-        ``stats`` (records of :meth:`StatsIndex.records`) and the record index's ``index``."""
-        return [*self.stats.log_files(instant_time, stats, mdt, schema), *index]
+        """The index partitions' files of MDT deltacommit ``instant_time``: the stats and
+        bloom filter logs of ``stats`` (records of :meth:`StatsIndex.records` and
+        :meth:`BloomFiltersIndex.records`, by MDT partition) and the record index's ``index``."""
+        own = {p: r for p, r in stats.items() if p in STATS_PARTITIONS}
+        blooms = stats.get(BLOOM_FILTERS_PARTITION, {})
+        return [
+            *self.stats.log_files(instant_time, own, mdt, schema),
+            *self.bloom.log_files(instant_time, blooms, mdt, schema),
+            *index,
+        ]
+
+    def compaction_files(self, when: str, mdt: Timeline, schema: str) -> list[PartitionFile]:
+        """The new base files of the stats and bloom filter file groups at MDT compaction
+        ``when``."""
+        return [
+            *self.stats.compaction_files(when, mdt, schema),
+            *self.bloom.compaction_files(when, mdt, schema),
+        ]
+
+    def older_files(self, mdt: Timeline) -> dict[str, list[str]]:
+        """Per index partition, the files of slices an MDT clean deletes."""
+        return {**self.stats.older_files(mdt), **self.bloom.older_files(mdt)}
 
     def delete_logs(self, instants: set[str]) -> list[str]:
         """Delete the index partitions' log files of MDT deltacommits ``instants`` (layout 2:
         named with their instant), as an MDT rollback undoes those deltacommits; the deleted
         paths."""
-        out = self.stats.delete_logs(instants)
+        out = self.stats.delete_logs(instants) + self.bloom.delete_logs(instants)
         if self.storage.is_dir(RECORD_INDEX_PARTITION):
             for f in self.storage.list_files(RECORD_INDEX_PARTITION):
                 p = parse_log_file_name(f.name)

@@ -34,7 +34,9 @@ from typing import Protocol
 
 from hudi_ds.errors import ConfigError, CorruptFileError, HudiError
 from hudi_ds.faults import crash_point
+from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
+from hudi_ds.metadata.index_partitions import IndexPartitions
 from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
 from hudi_ds.metadata.record_index_writer import RecordIndexWriter, index_stats
 from hudi_ds.metadata.records import (
@@ -89,6 +91,7 @@ class MetadataWriter(Protocol):
     version: int
     stats: StatsIndex
     rli: RecordIndexWriter
+    indexes: IndexPartitions
 
     @property
     def declared(self) -> list[str]: ...
@@ -109,7 +112,12 @@ class MetadataWriter(Protocol):
 
 
 #: the partitions an ``indexing`` action of hudi_ds builds
-INDEXABLE = (COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION, RECORD_INDEX_PARTITION)
+INDEXABLE = (
+    COLUMN_STATS_PARTITION,
+    PARTITION_STATS_PARTITION,
+    RECORD_INDEX_PARTITION,
+    BLOOM_FILTERS_PARTITION,
+)
 
 _WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 _NO_INSTANT = "00000000000000000"
@@ -118,14 +126,13 @@ _INDEX_DEFS = ".hoodie/.index_defs/index.json"  # Java 1.x's default place
 
 def index_groups(names: Sequence[str]) -> list[list[str]]:
     """The indexing actions that build ``names``: the stats partitions in one (partition
-    stats are merged from column stats), the record index in another (each action writes one
-    MDT deltacommit)."""
+    stats are merged from column stats), the record index and the bloom filters in one each
+    (each action writes one MDT deltacommit)."""
     stats = [p for p in (COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION) if p in names]
     if PARTITION_STATS_PARTITION in stats and COLUMN_STATS_PARTITION not in stats:
         stats.insert(0, COLUMN_STATS_PARTITION)
     groups = [stats] if stats else []
-    if RECORD_INDEX_PARTITION in names:
-        groups.append([RECORD_INDEX_PARTITION])
+    groups += [[p] for p in (RECORD_INDEX_PARTITION, BLOOM_FILTERS_PARTITION) if p in names]
     return groups
 
 
@@ -209,9 +216,9 @@ def build_partitions(mdt: MetadataWriter, when: str, partitions: Sequence[str]) 
     as MDT deltacommit ``when`` (the indexing instant), after undoing what an earlier attempt
     left. Returns the ``hoodie.properties`` entries the partitions need (index definitions).
 
-    The stats partitions are built as :meth:`StatsIndex.build` builds them; the record index
-    as the MDT bootstrap builds it (per file group a base HFile and a log file holding one
-    empty DELETE block, Java ``initializeFileGroups``).
+    The stats partitions and the bloom filters are built as their ``build`` builds them; the
+    record index as the MDT bootstrap builds it (per file group a base HFile and a log file
+    holding one empty DELETE block, Java ``initializeFileGroups``).
     """
     _undo_mdt_instant(mdt, when, partitions)
     tl = mdt.timeline()
@@ -219,6 +226,9 @@ def build_partitions(mdt: MetadataWriter, when: str, partitions: Sequence[str]) 
     if RECORD_INDEX_PARTITION in partitions:
         _build_record_index(mdt, when)
         return _record_index_definition(mdt) if mdt.version >= 9 else {}
+    if BLOOM_FILTERS_PARTITION in partitions:
+        mdt.indexes.bloom.build(when, mdt._writer(), mdt.schema, mdt.listing(mdt.state))
+        return {}
     return mdt.stats.build(
         list(partitions), when, mdt._writer(), mdt.schema, mdt.listing(mdt.state)
     )

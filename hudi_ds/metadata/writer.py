@@ -4,7 +4,7 @@ The MDT is a MERGE_ON_READ Hudi table at ``<table>/.hoodie/metadata`` with one f
 (``files-0000-0``) in partition ``files``: a base HFile plus log files holding one HFILE_DATA
 block per deltacommit (record layout: :mod:`hudi_ds.metadata.records`). Java:
 ``HoodieBackedTableMetadataWriter``. The index partitions a table has and hudi_ds maintains
-(``column_stats``, ``partition_stats``, ``record_index``:
+(``column_stats``, ``partition_stats``, ``record_index``, ``bloom_filters``:
 :mod:`hudi_ds.metadata.index_partitions`) are written in the same MDT instants.
 
 * :meth:`MetadataWriter.update` is installed as :attr:`TableState.before_complete`: every data
@@ -56,6 +56,7 @@ from hudi_ds.layout.naming import (
     parse_log_file_name,
 )
 from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_block
+from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION, BloomOptions
 from hudi_ds.metadata.index_partitions import IndexPartitions, PartitionFile
 from hudi_ds.metadata.indexing import settle_pending_indexing
 from hudi_ds.metadata.layout import (
@@ -180,6 +181,7 @@ class MetadataWriter:
         slices: the latest committed data file slices (partition stats), from the write layer.
         record_keys: the committed slices' record keys (for a new MDT's record index).
         record_index: ``hoodie.metadata.record.index.enable`` (True: a new MDT gets one).
+        bloom: the options of the bloom_filters partition.
     """
 
     def __init__(
@@ -194,6 +196,7 @@ class MetadataWriter:
         slices: Slices | None = None,
         record_keys: RecordKeys | None = None,
         record_index: bool | None = None,
+        bloom: BloomOptions | None = None,
     ) -> None:
         self.state = state
         self.listing = listing
@@ -213,6 +216,7 @@ class MetadataWriter:
             slices=slices,
             record_keys=record_keys,
             record_index=record_index,
+            bloom=bloom,
         )
         self.stats = self.indexes.stats
         self.rli = self.indexes.rli
@@ -330,11 +334,16 @@ class MetadataWriter:
                 return
             self.create()
             created = True
-        elif self.rli.wanted_at_creation() and RECORD_INDEX_PARTITION not in self.declared:
-            # hoodie.metadata.record.index.enable=true on a metadata table without one: the
-            # metadata table is built again with it (Java builds it with its async indexer)
-            log.info("%s: building the record index", self.state.storage.base_uri)
+        elif (self.rli.wanted_at_creation() and RECORD_INDEX_PARTITION not in self.declared) or (
+            self.version < 8 and self.indexes.bloom.wanted(self.declared)
+        ):
+            # hoodie.metadata.record.index.enable=true on a metadata table without one (or
+            # bloom filters on version 6, which hudi_ds builds at creation only): the metadata
+            # table is built again with it (Java builds it with its async indexer)
+            log.info("%s: building the metadata table's indexes", self.state.storage.base_uri)
             rebuilt = self.stats.maintained(self.declared)  # built again below
+            if self.rli.enable is None and self.rli.maintained():
+                self.rli.enable = True  # a record index it has is built again with it
             self.create()
             created = True
         tl = self.timeline()
@@ -347,8 +356,21 @@ class MetadataWriter:
             tl = self.timeline()
         if self._catch_up(done.requested_time, tl):
             tl = self.timeline()
-        tl = self.build_stats(tl, rebuilt)
+        tl = self.build_bloom(self.build_stats(tl, rebuilt))
         self._mirror(done.requested_time, content, done.action, tl)
+
+    def build_bloom(self, tl: Timeline) -> Timeline:
+        """Build ``bloom_filters`` when the options ask for it and the table lacks it, as an
+        MDT-only deltacommit on versions 8 and 9 (a version-6 MDT is created again with it);
+        the MDT's timeline afterwards."""
+        if not self.indexes.bloom.wanted(self.declared) or tl.layout_version < 2:
+            return tl
+        when = new_instant_time(after=tl.latest_time(), max_ahead_ms=MAX_INSTANT_AHEAD_MS)
+        self.indexes.bloom.build(when, self._writer(), self.schema, self.listing(self.state))
+        crash_point("metadata")
+        declared = ",".join(sorted({*self.declared, BLOOM_FILTERS_PARTITION}))
+        self._update_config({METADATA_PARTITIONS_KEY: declared})
+        return self.timeline()
 
     def build_stats(self, tl: Timeline, keep: Sequence[str] = ()) -> Timeline:
         """Build the stats partitions the options ask for, or ``keep`` names (those a rebuilt
@@ -398,6 +420,8 @@ class MetadataWriter:
         deltacommit with a base HFile of the whole listing and a log file holding one empty
         DELETE block, then ``files`` in ``hoodie.table.metadata.partitions``."""
         data_storage = self.state.storage
+        bloom = self.indexes.bloom
+        with_bloom = bloom.options.enable is True or bloom.maintained(self.declared)
         if data_storage.exists(METADATA_PATH):
             data_storage.delete_dir(METADATA_PATH)
         self._layout = None
@@ -415,7 +439,8 @@ class MetadataWriter:
             self.storage.makedirs(d)
         cfg.save(self.storage)
         boot = bootstrap_instant(self.version)
-        changes = listing_changes(self.listing(self.state))
+        listed = list(self.listing(self.state))
+        changes = listing_changes(listed)
         writer = self._writer()
         req = Instant(boot, DELTA_COMMIT, State.REQUESTED)
         writer.create_requested(req)
@@ -438,6 +463,7 @@ class MetadataWriter:
             if self.rli.wanted_at_creation()
             else []
         )
+        blooms = bloom.initial_files(boot, self.schema, listed) if with_bloom else []
         md = CommitMetadata(
             partition_to_write_stats={
                 FILES_PARTITION: [
@@ -445,15 +471,20 @@ class MetadataWriter:
                     self._stat(log_name, len(block), 0, boot, base_name, [log_name], 1),
                 ],
                 **index_stats(index),
+                **({BLOOM_FILTERS_PARTITION: [f.stat for f in blooms]} if blooms else {}),
             },
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="UPSERT_PREPPED",
         )
-        for f in index:
+        if blooms:
+            bloom.prepare(boot)
+        written: list[PartitionFile] = [*index, *blooms]
+        for f in written:
             self.storage.write_bytes(f.path, f.data)
         writer.complete(req, md.to_bytes(layout))
         crash_point("metadata")
         declared = [FILES_PARTITION] + ([RECORD_INDEX_PARTITION] if index else [])
+        declared += [BLOOM_FILTERS_PARTITION] if blooms else []
         self._update_config({METADATA_PARTITIONS_KEY: ",".join(declared)})
         log.info(
             "%s: created the metadata table (files partition, %d partitions)",
@@ -476,7 +507,7 @@ class MetadataWriter:
 
     def drop_unmaintained(self) -> None:
         """Remove the MDT partitions hudi_ds does not keep in step (secondary and expression
-        indexes, bloom_filters; a stats partition or record index its option disables, or that
+        indexes; a stats, bloom filter partition or record index its option disables, or that
         lacks file groups) the way Java drops a partition: their folder is deleted and their
         names leave ``hoodie.table.metadata.partitions`` -- a stale index would mislead readers
         that use it (:meth:`IndexPartitions.unmaintained`)."""
@@ -553,6 +584,9 @@ class MetadataWriter:
         changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
         maintained = self.stats.maintained(self.declared)
         stats = self.stats.records(instant_time, action, content, maintained, self.schema, mdt)
+        stats.update(
+            self.indexes.bloom_records(instant_time, action, content, self.declared, self.schema)
+        )
         if self._compact_if_due(mdt):
             mdt = self.timeline()
         index = self._index_files(instant_time, action, content, mdt)
@@ -856,7 +890,7 @@ class MetadataWriter:
             operation_type="COMPACT",
         )
         # every file group is compacted at once, as Java does: the stats partitions too
-        for f in self.stats.compaction_files(when, tl, self.schema):
+        for f in self.indexes.compaction_files(when, tl, self.schema):
             self.storage.write_bytes(f.path, f.data)
             md.partition_to_write_stats.setdefault(f.stat.partition_path or "", []).append(f.stat)
         self._complete_fenced(writer, req, md.to_bytes(layout))
@@ -903,7 +937,7 @@ class MetadataWriter:
         """
         tl = self.timeline()
         doomed = {FILES_PARTITION: older_slices_files(tl, self._file_names())}
-        doomed.update(self.stats.older_files(tl))
+        doomed.update(self.indexes.older_files(tl))
         doomed = {p: names for p, names in doomed.items() if names}
         if not doomed:
             return []

@@ -1,7 +1,7 @@
 """Building metadata table index partitions an existing table lacks -- ``column_stats``,
-``partition_stats``, ``record_index`` -- with the ``indexing`` action, as Java's async indexer
-(``HoodieIndexer``: schedule, then run) does; the action's records and its MDT side are in
-:mod:`hudi_ds.metadata.indexing`.
+``partition_stats``, ``record_index``, ``bloom_filters`` -- with the ``indexing`` action, as
+Java's async indexer (``HoodieIndexer``: schedule, then run) does; the action's records and its
+MDT side are in :mod:`hudi_ds.metadata.indexing`.
 
 One build, under the table lock from its schedule to its completion (Java takes the lock to
 schedule and to complete; holding it throughout keeps every other writer's commit out of the
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from hudi_ds.errors import CommitConflictError, ConfigError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.core import record_index_partitioned
+from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION, BloomOptions
 from hudi_ds.metadata.column_stats import PARTITION_STATS_PARTITION
 from hudi_ds.metadata.indexing import (
     INDEXABLE,
@@ -110,6 +111,7 @@ def _writer(ctx: ServiceContext, partitions: Sequence[str]) -> MetadataWriter:
         slices=committed_slices,
         record_keys=committed_record_keys,
         record_index=True if RECORD_INDEX_PARTITION in partitions else None,
+        bloom=BloomOptions(enable=True if BLOOM_FILTERS_PARTITION in partitions else None),
     )
 
 

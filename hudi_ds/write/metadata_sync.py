@@ -9,6 +9,7 @@ metadata layer sits below the table layer).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ import pyarrow as pa
 from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig
 from hudi_ds.errors import UnsupportedError
 from hudi_ds.layout.naming import file_name_of
+from hudi_ds.metadata.bloom_filters import BloomOptions
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION
 from hudi_ds.metadata.record_index import SliceKeys
 from hudi_ds.metadata.stats_writer import StatsOptions
@@ -25,6 +27,8 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.write_status import WriteStatus
+
+log = logging.getLogger("hudi_ds.write")
 
 
 def committed_listing(state: TableState) -> list[tuple[str, str, int]]:
@@ -78,6 +82,28 @@ def stats_options(options: Options) -> StatsOptions:
         max_columns=options.get(WriteConfig.METADATA_COLUMN_STATS_MAX_COLUMNS),
         column_stats_file_groups=options.get(WriteConfig.METADATA_COLUMN_STATS_FILE_GROUPS),
         partition_stats_file_groups=options.get(WriteConfig.METADATA_PARTITION_STATS_FILE_GROUPS),
+    )
+
+
+def bloom_options(options: Options, state: TableState) -> BloomOptions:
+    """The options of the bloom_filters partition. A column list naming other columns than
+    the record key is ignored with a warning: Java's writer, too, fills the partition from
+    the base files' footers, which hold the record keys' filter only
+    (``HoodieTableMetadataUtil.convertMetadataToBloomFilterRecords``)."""
+    columns = options.get(WriteConfig.METADATA_BLOOM_FILTER_COLUMNS) or []
+    keys = {RECORD_KEY_METADATA_FIELD, *state.config.record_key_fields}
+    other = [c for c in columns if c not in keys]
+    if other:
+        log.warning(
+            "%s: hoodie.metadata.index.bloom.filter.column.list=%s: the bloom_filters "
+            "partition holds the record keys' filter of each base file only; %s ignored",
+            state.storage.base_uri,
+            ",".join(columns),
+            ", ".join(other),
+        )
+    return BloomOptions(
+        enable=options.get(WriteConfig.METADATA_BLOOM_FILTER_ENABLE),
+        file_groups=options.get(WriteConfig.METADATA_BLOOM_FILTER_FILE_GROUPS),
     )
 
 
@@ -167,6 +193,7 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
         slices=committed_slices,
         record_keys=committed_record_keys,
         record_index=options.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE),
+        bloom=bloom_options(options, state),
     )
     state.before_complete = writer.update
     return writer

@@ -310,6 +310,7 @@ class Tagger:
             # the logs only of slices whose keys another index put in logs (reads_logs)
             read_logs=self.index.can_index_log_files,
             prune_by_ranges=self.index.prune_by_ranges,
+            use_metadata=self.index.use_metadata,
             logged_inserts=self.plan.logged_inserts,
         )
 

@@ -27,6 +27,7 @@ import hudi_ds
 from hudi_ds.errors import HudiError
 from hudi_ds.faults import STALL_ENV
 from hudi_ds.index.record_level import record_index_locations
+from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION
 from hudi_ds.metadata.records import (
@@ -44,6 +45,7 @@ from tests.metadata.rli_support import (
     stored_record_index,
     writer_timezone,
 )
+from tests.metadata.test_bloom_filters import assert_bloom_in_step
 from tests.metadata.test_column_stats import assert_stats_in_step
 from tests.metadata.test_writer import _crash, assert_in_step, batch
 from tests.metadata.test_writer import options as writer_options
@@ -106,6 +108,8 @@ def _assert_built(root: Path, names: list[str]) -> None:
     assert not list(_timeline(root, mdt=True).pending())
     assert_in_step(root)
     assert_stats_in_step(root)
+    if BLOOM_FILTERS_PARTITION in declared_partitions(cfg):
+        assert_bloom_in_step(root)
     if RECORD_INDEX_PARTITION in declared_partitions(cfg):
         stored = stored_record_index(root)
         computed = recomputed_record_index(root, writer_timezone(root))
@@ -127,8 +131,13 @@ def _indexing_files(root: Path) -> dict[str, list[Path]]:
 
 @pytest.mark.parametrize(
     ("names", "version"),
-    [(STATS, 9), ([RECORD_INDEX_PARTITION], 9), ([RECORD_INDEX_PARTITION], 8)],
-    ids=["stats", "rli", "rli-v8"],
+    [
+        (STATS, 9),
+        ([RECORD_INDEX_PARTITION], 9),
+        ([RECORD_INDEX_PARTITION], 8),
+        ([BLOOM_FILTERS_PARTITION], 9),
+    ],
+    ids=["stats", "rli", "rli-v8", "bloom"],
 )
 def test_build_writes_the_indexing_action(names: list[str], version: int, tmp_path: Path) -> None:
     """The three instant files in Java's format, MDT deltacommit T holding the partition, the
@@ -159,8 +168,10 @@ def test_build_writes_the_indexing_action(names: list[str], version: int, tmp_pa
         built = [p.name for p in (root / ".hoodie" / "metadata" / n).iterdir()]
         assert any(ts in name for name in built if name.endswith(".hfile")), built
     index_json = root / ".hoodie" / ".index_defs" / "index.json"
-    defs = json.loads(index_json.read_text()) if version == 9 or names == STATS else {}
-    if version == 8 and names != STATS:  # Hudi 1.0 records no record index definition
+    defs = json.loads(index_json.read_text()) if index_json.exists() else {}
+    if names == [BLOOM_FILTERS_PARTITION]:
+        assert_bloom_in_step(root)
+    elif version == 8:  # Hudi 1.0 records no record index definition
         assert not index_json.exists()
     elif names == STATS:
         assert defs["indexDefinitions"]["column_stats"]["sourceFields"][:3] == [
@@ -380,7 +391,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize(
     ("case", "names", "error"),
     [
-        ("v9", ["bloom_filters"], "column_stats, partition_stats, record_index"),
+        ("v9", ["secondary_index_x"], "column_stats, partition_stats, record_index, bloom_filters"),
         ("no_meta", [RECORD_INDEX_PARTITION], "meta fields"),
         ("partitioned_rli", [RECORD_INDEX_PARTITION], "partitioned"),
     ],
