@@ -52,7 +52,13 @@ Points (see :data:`POINTS`):
                         ``hoodie.properties`` (the first hit when it creates one); then, per
                         deltacommit, its inflight file exists (``:n``), its log file too
                         (``:n+1``), it completed, the data instant not (``:n+2``); an MDT
-                        compaction is inflight
+                        compaction is inflight; a build's record index files are written,
+                        its MDT deltacommit not completed
+* ``indexing``          a build of metadata table index partitions (``hudi-py metadata
+                        --build``): its ``indexing`` instant is requested (``:1``), inflight
+                        (``:2``), its partitions are named inflight in ``hoodie.properties``
+                        (``:3``), built as MDT deltacommit T (``:4``), declared complete --
+                        the instant not completed yet (``:5``)
 * ``upgrade``           an upgrade to table version 8/9 rolled back the failed writes (``:1``),
                         wrote the layout-2 timeline (``:2``) and the LSM history (``:3``), not
                         yet ``hoodie.properties``; ``:4``: the new ``hoodie.properties`` is
@@ -94,6 +100,7 @@ POINTS = (
     "table_config",
     "metadata",
     "upgrade",
+    "indexing",
 )
 _hits: dict[str, int] = {}
 _stall_hits: dict[str, int] = {}

@@ -6,9 +6,7 @@ import logging
 from typing import Any
 
 from hudi_ds.cli.command import EXIT_ERROR, EXIT_OK, AddCommand, Command, human_size, render_table
-from hudi_ds.errors import ConfigError
-from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION, BloomOptions
-from hudi_ds.metadata.column_stats import PARTITION_STATS_PARTITION
+from hudi_ds.metadata.bloom_filters import BloomOptions
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import (
     FILES_PARTITION,
@@ -16,8 +14,8 @@ from hudi_ds.metadata.records import (
     METADATA_PATH,
     declared_partitions,
 )
-from hudi_ds.metadata.stats_writer import STATS_PARTITIONS, StatsOptions
 from hudi_ds.metadata.writer import MetadataWriter
+from hudi_ds.services.indexer import build_indexes
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import PROPS_FILE, TableConfig
 from hudi_ds.write.metadata_sync import (
@@ -86,7 +84,7 @@ def cmd_metadata(cmd: Command) -> int:
     """``hudi-py metadata PATH [--rebuild | --build PARTITION]``: report the metadata table
     (declared partitions, its ``files`` partition's file groups and blocks, what it lists,
     whether it is in step with the data timeline), rebuild it from a listing of the storage,
-    or build its column_stats / partition_stats partitions."""
+    or build its index partitions (column_stats, partition_stats, record_index)."""
     if cmd.args.rebuild:
         return _rebuild_metadata(cmd)
     if cmd.args.build:
@@ -196,49 +194,35 @@ def _rebuild_metadata(cmd: Command) -> int:
 
 def _build_partitions(cmd: Command, names: list[str]) -> int:
     """Build metadata table partitions ``names`` (column_stats, partition_stats,
-    bloom_filters) from the table's committed files, under the table lock: the table must have
-    a metadata table in step with its timeline and be of version 8 or 9."""
-    buildable = [*STATS_PARTITIONS, BLOOM_FILTERS_PARTITION]
-    unknown = sorted(set(names) - set(buildable))
-    if unknown:
-        raise ConfigError(f"--build {', '.join(unknown)}: hudi_ds builds {', '.join(buildable)}")
-    stats_names = [n for n in names if n in STATS_PARTITIONS]
+    record_index, bloom_filters) the table lacks with the ``indexing`` action, under the table lock
+    (:mod:`hudi_ds.services.indexer`); a build killed earlier is finished first."""
     ctx = cmd.context()
     ctx.require_writable("metadata build")
-    with ctx.locked():
-        state = ctx.state
-        state.config = TableConfig.load(state.storage)
-        opts = StatsOptions(
-            column_stats=bool(stats_names) or None,
-            partition_stats=PARTITION_STATS_PARTITION in names or None,
-        )
-        bloom = BloomOptions(enable=True if BLOOM_FILTERS_PARTITION in names else None)
-        writer = MetadataWriter(
-            state, committed_listing, stats=opts, slices=committed_slices, bloom=bloom
-        )
-        if not writer.present():
-            raise ConfigError(
-                f"{state.storage.base_uri} has no metadata table: create it first (a write "
-                "with hoodie.metadata.enable=true, or --rebuild)"
-            )
-        tl = writer.timeline()
-        if writer.recover(tl):
-            tl = writer.timeline()
-        if state.config.table_version < 8:
-            raise ConfigError(f"--build: hudi_ds builds {names} on table versions 8 and 9")
-        writer.build_bloom(writer.build_stats(tl))
+    result = build_indexes(ctx, names)
     table = cmd.table()
     declared = declared_partitions(table.config)
-    built = [n for n in names if n in declared]
-    payload = {"table": table.name, "path": table.path, "built": built, "declared": declared}
+    payload = {
+        "table": table.name,
+        "path": table.path,
+        "built": result.built,
+        "indexing_instants": result.instants,
+        "skipped": result.skipped,
+        "declared": declared,
+    }
 
     def human() -> str:
-        missing = sorted(set(names) - set(built))
-        more = f"; not built: {', '.join(missing)} (a non-partitioned table)" if missing else ""
-        return f"{payload['table']}: metadata table partitions {', '.join(declared)}{more}"
+        lines = [f"{payload['table']}: metadata table partitions {', '.join(declared)}"]
+        if result.built:
+            lines.append(f"built {', '.join(result.built)} (indexing {', '.join(result.instants)})")
+        if result.skipped:
+            lines.append(
+                f"not built: {', '.join(result.skipped)} (already built, or partition stats "
+                "of a non-partitioned table)"
+            )
+        return "\n".join(lines)
 
     cmd.emit(payload, human)
-    wanted = [n for n in names if n != PARTITION_STATS_PARTITION]  # (partitioned tables only)
+    wanted = [n for n in names if n not in result.skipped]
     return EXIT_OK if all(n in declared for n in wanted) else EXIT_ERROR
 
 
@@ -259,6 +243,7 @@ def add_metadata_command(add: AddCommand) -> None:
         "--build",
         action="append",
         metavar="PARTITION",
-        help="build a metadata table partition the table lacks from its files: column_stats, "
-        "partition_stats or bloom_filters (repeatable; versions 8 and 9)",
+        help="build a metadata table partition the table lacks from its files, with the "
+        "indexing action: column_stats, partition_stats, record_index or bloom_filters "
+        "(repeatable; versions 8 and 9; -o lock options when other writers run)",
     )

@@ -59,6 +59,7 @@ from hudi_ds.log.writer import encode_empty_delete_block, encode_hfile_data_bloc
 from hudi_ds.metadata import mdt_clean
 from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION, BloomOptions
 from hudi_ds.metadata.index_partitions import IndexPartitions, PartitionFile
+from hudi_ds.metadata.indexing import settle_pending_indexing
 from hudi_ds.metadata.layout import (
     FILES_FILE_ID,
     MetadataSlice,
@@ -349,6 +350,8 @@ class MetadataWriter:
             self.create()
             created = True
         tl = self.timeline()
+        if settle_pending_indexing(self):  # a killed build's indexing instant (indexing.py)
+            tl = self.timeline()
         if not created:
             self.drop_unmaintained()
             self._adopt_schema(tl)

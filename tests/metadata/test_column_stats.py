@@ -364,8 +364,8 @@ def test_cli_builds_the_stats_partitions(tmp_path: Path) -> None:
     opts = writer_options("MERGE_ON_READ", 9, bucket=True)
     for k in (1, 2):
         hudi_ds.write(str(root), batch(k), opts)
-    code, _, err = run("metadata", str(root), "--build", "record_index")
-    assert code != 0 and "column_stats, partition_stats" in err
+    code, _, err = run("metadata", str(root), "--build", "secondary_index_x")
+    assert code != 0 and "column_stats, partition_stats, record_index, bloom_filters" in err
     out = run_json("metadata", str(root), "--build", "column_stats", "--build", "partition_stats")
     assert out["built"] == ["column_stats", "partition_stats"]
     _in_step(root)

@@ -61,7 +61,8 @@ def committed_files(root: Path) -> dict[str, dict[str, int]]:
         for i in tl.completed().filter_actions(COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
     }
     pending_compactions = {i.requested_time for i in tl.pending_compactions()}
-    first = min((i.requested_time for i in tl), default=None)
+    # an indexing instant is never archived (Java's archival leaves it too): not a start
+    first = min((i.requested_time for i in tl if i.action != "indexing"), default=None)
     out: dict[str, dict[str, int]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         rel = os.path.relpath(dirpath, root)
