@@ -291,7 +291,7 @@ def run(scale: float) -> dict[str, Any]:
         for name, flt in queries(files).items():
             want = _ids(data.filter(_expr(flt)))
             res = {
-                "filters": repr(flt),
+                "filters": " and ".join(_sql(*f) for f in flt),
                 "matching_rows": len(want),
                 "hudi_ds": read_hudi(hudi, flt, skipping=True),
                 "hudi_ds_no_skipping": read_hudi(hudi, flt, skipping=False),
@@ -340,11 +340,22 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
     )
     goals = ("<= 5% of files", ">= 10x faster", "<= 1x time")
     if not res or not res.get("queries"):
-        return [(n, g, "not measured (python -m bench.filtered_read)", "-") for n, g in zip(names, goals, strict=True)]
+        return [
+            (n, g, "not measured (python -m bench.filtered_read)", "-")
+            for n, g in zip(names, goals, strict=True)
+        ]
     qs = res["queries"]
-    wrong = [f"{q}: {s}" for q, r in qs.items() for s in r if isinstance(r[s], dict) and not r[s]["correct"]]
+    wrong = [
+        f"{q}: {s}"
+        for q, r in qs.items()
+        for s in r
+        if isinstance(r[s], dict) and not r[s]["correct"]
+    ]
     if wrong:
-        return [(n, g, f"no ratio: wrong rows ({', '.join(wrong)})", "no") for n, g in zip(names, goals, strict=True)]
+        return [
+            (n, g, f"no ratio: wrong rows ({', '.join(wrong)})", "no")
+            for n, g in zip(names, goals, strict=True)
+        ]
     share = {q: r["hudi_ds"]["files_opened"] / res["files"] for q, r in qs.items()}
     speed = {q: r["hudi_ds_no_skipping"]["s"] / r["hudi_ds"]["s"] for q, r in qs.items()}
     delta = {q: r["hudi_ds"]["s"] / r["delta_rs"]["s"] for q, r in qs.items()}
@@ -353,7 +364,12 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
         return ", ".join(f"{q} {fmt.format(x)}" for q, x in v.items())
 
     return [
-        (names[0], goals[0], shown(share, "{:.2%}") + f" of {res['files']:,}", _yes(max(share.values()) <= 0.05)),
+        (
+            names[0],
+            goals[0],
+            shown(share, "{:.2%}") + f" of {res['files']:,}",
+            _yes(max(share.values()) <= 0.05),
+        ),
         (names[1], goals[1], shown(speed, "{:.1f}x"), _yes(min(speed.values()) >= 10)),
         (names[2], goals[2], shown(delta, "{:.2f}x"), _yes(max(delta.values()) <= 1)),
     ]
