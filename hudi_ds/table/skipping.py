@@ -286,6 +286,7 @@ class DataSkipping:
                 config.table_version,
                 partition,
                 wanted,
+                prefixes,
             )
             return _ruled_out(records, filters, schema)
 
