@@ -79,7 +79,7 @@ def read_stats_partition(
     out: StatsRecords = {}
     raw_prefixes = None if prefixes is None else [p.encode("utf-8") for p in prefixes]
 
-    def hfile(data: bytes, where: str) -> HFile:
+    def hfile(data: bytes | memoryview, where: str) -> HFile:
         if raw_prefixes is None:
             return read_hfile(data, where)
         return scan_hfile_prefixes(data, raw_prefixes, where)[0]
