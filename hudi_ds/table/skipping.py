@@ -241,6 +241,7 @@ class DataSkipping:
         self.skipped_slices = 0
         self.skipped_partitions = 0
         self._decided: dict[str, bool] = {}
+        self._skipped_groups: set[tuple[str, str]] = set()
 
     @classmethod
     def plan(
@@ -324,5 +325,11 @@ class DataSkipping:
             return True
         if any(all(n in out for n in names) for out in self._files_out):
             self.skipped_slices += 1
+            self._skipped_groups.add((s.partition_path, s.file_id))
             return False
         return True
+
+    def ruled_out(self, p: str, file_id: str) -> bool:
+        """Whether the statistics ruled out file group ``file_id`` of partition ``p`` (its
+        partition, or its slice, as decided by :meth:`partition` / :meth:`keep_slice`)."""
+        return self._decided.get(p) is False or (p, file_id) in self._skipped_groups

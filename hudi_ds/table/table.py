@@ -357,8 +357,16 @@ class ReadableTable:
             and (include_logs or s.base_file is not None)
             and (skip is None or skip.keep_slice(s))
         ]
-        # every committed file of the slices read must be there, whole
-        committed, problems = self._committed_problems(view, vis, include_logs, keep.file_group)
+        # every committed file of the slices read must be there, whole (a file group the
+        # statistics ruled out is not read: its files are not checked)
+        covered = keep.file_group
+        if skip is not None:
+            ruled_out = skip.ruled_out
+
+            def covered(p: str, fid: str) -> bool:
+                return keep.file_group(p, fid) and not ruled_out(p, fid)
+
+        committed, problems = self._committed_problems(view, vis, include_logs, covered)
         skipped_missing: list[str] = []
         skipped_damaged: list[str] = []
         if problems:
