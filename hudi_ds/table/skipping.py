@@ -61,7 +61,7 @@ from hudi_ds.timeline.timeline import Timeline
 
 log = logging.getLogger("hudi_ds.read")
 
-__all__ = ["DataSkipping"]
+__all__ = ["DataSkipping", "slice_bounds"]
 
 # an IN list longer than this is not evaluated against the ranges (one pass per value)
 _MAX_IN_VALUES = 256
@@ -333,3 +333,126 @@ class DataSkipping:
         """Whether the statistics ruled out file group ``file_id`` of partition ``p`` (its
         partition, or its slice, as decided by :meth:`partition` / :meth:`keep_slice`)."""
         return self._decided.get(p) is False or (p, file_id) in self._skipped_groups
+
+
+def _bound(field: str, lo: Any, hi: Any, some: bool, nulls: bool) -> pc.Expression | None:
+    """What every value of ``field`` in a slice satisfies: within ``[lo, hi]`` (or NULL)."""
+    f = pc.field(field)
+    if not some:
+        return f.is_null() if nulls else None
+    e = (f >= lo) & (f <= hi)
+    return e | f.is_null() if nulls else e
+
+
+def slice_bounds(
+    config: TableConfig,
+    schema: pa.Schema,
+    data_timeline: Timeline,
+    reader: MetadataReader,
+    slices: Sequence[FileSlice],
+    *,
+    custom_merge: bool,
+) -> dict[tuple[str, str], pc.Expression]:
+    """Per file slice ``(partition, file id)``, what every row it returns satisfies by the
+    ``column_stats`` of its files: ``lo <= column <= hi`` (``or column is null`` where a
+    file holds nulls), for each column of ``schema`` that every file of the slice has a
+    usable record of (the rules of :meth:`DataSkipping.plan`: a merged row takes each
+    column's value from one version of the record, so the union of the files' ranges bounds
+    it; no bounds for slices with logs of a CUSTOM-merged table).
+
+    A dataset hands these to Arrow as its fragments' guarantees, so an engine's own filter
+    (DuckDB's, polars') skips the slices the statistics rule out unopened, as Java's
+    ``HoodieFileIndex`` prunes a Spark query's file slices with the pushed data filters.
+
+    Raises:
+        CorruptFileError: the statistics do not decode.
+    """
+    if COLUMN_STATS_PARTITION not in declared_partitions(config) or not slices:
+        return {}
+    fields = [
+        f
+        for f in schema
+        if not (pa.types.is_floating(f.type) or pa.types.is_nested(f.type))
+        and not pa.types.is_binary(f.type)
+    ]
+    prefixes = [stats_key_prefix(f.name) for f in fields]
+    records = read_stats_partition(
+        reader.storage,
+        reader.timeline,
+        data_timeline,
+        config.table_version,
+        COLUMN_STATS_PARTITION,
+        None,
+        prefixes,
+    )
+    by_column = _ranges_by_column(records)
+    owner, files = _files_of_slices(slices, custom_merge)
+    per_slice: dict[int, list[pc.Expression]] = {}
+    for field in fields:
+        rng = _ColumnRanges.of(by_column.get(field.name, []), field)
+        if rng is not None:
+            for i, e in _column_bounds(field.name, rng, owner, files):
+                per_slice.setdefault(i, []).append(e)
+    out: dict[tuple[str, str], pc.Expression] = {}
+    for i, exprs in per_slice.items():
+        s = slices[i]
+        e = exprs[0]
+        for x in exprs[1:]:
+            e = e & x
+        out[(s.partition_path, s.file_id)] = e
+    return out
+
+
+def _files_of_slices(
+    slices: Sequence[FileSlice], custom_merge: bool
+) -> tuple[list[int], list[str]]:
+    """``(slice index, file name)`` of every file of ``slices`` (no slice with logs of a
+    CUSTOM-merged table: its merger may compute values)."""
+    owner: list[int] = []
+    files: list[str] = []
+    for i, s in enumerate(slices):
+        if custom_merge and s.log_files:
+            continue
+        names = [_name(lf.path) for lf in s.log_files]
+        if s.base_file is not None:
+            names.append(_name(s.base_file.path))
+        owner += [i] * len(names)
+        files += names
+    return owner, files
+
+
+def _column_bounds(
+    column: str, rng: _ColumnRanges, owner: list[int], files: list[str]
+) -> list[tuple[int, pc.Expression]]:
+    """Per slice index, the bounds of ``column`` over the slice's files (``owner[k]`` owns
+    ``files[k]``): the union of their ranges; none for a slice with a file the statistics do
+    not cover or that has values but no min / max."""
+    at = pc.index_in(pa.array(files, pa.string()), value_set=rng.names)
+    some = pc.take(rng.some, at)
+    mins = pc.take(rng.mins, at)
+    unknown = pc.or_kleene(pc.is_null(at), pc.and_(some, pc.is_null(mins)))
+    grouped = (
+        pa.table(
+            {
+                "slice": pa.array(owner, pa.int64()),
+                "unknown": pc.fill_null(unknown, True),
+                "min": mins,
+                "max": pc.take(rng.maxs, at),
+                "some": pc.fill_null(some, False),
+                "nulls": pc.fill_null(pc.take(rng.nulls, at), False),
+            }
+        )
+        .group_by("slice")
+        .aggregate(
+            [("unknown", "any"), ("min", "min"), ("max", "max"), ("some", "any"), ("nulls", "any")]
+        )
+    )
+    lo, hi = grouped.column("min_min"), grouped.column("max_max")
+    names = ("slice", "unknown_any", "some_any", "nulls_any")
+    flags = zip(*(grouped.column(n).to_pylist() for n in names), strict=True)
+    out = []
+    for j, (i, unknown_any, some_any, nulls_any) in enumerate(flags):
+        e = None if unknown_any else _bound(column, lo[j], hi[j], some_any, nulls_any)
+        if e is not None:
+            out.append((i, e))
+    return out

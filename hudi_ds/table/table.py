@@ -47,7 +47,7 @@ from hudi_ds.table.committed import (
 from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
-from hudi_ds.table.skipping import DataSkipping
+from hudi_ds.table.skipping import DataSkipping, slice_bounds
 from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.archived import ArchivedTimeline
@@ -408,6 +408,30 @@ class ReadableTable:
             latest=latest,
             custom_merge=custom or ctx.merge_mode == "CUSTOM",
         )
+
+    def slice_bounds(
+        self, plan: ReadPlan, options: Mapping[str, Any] | None = None
+    ) -> dict[tuple[str, str], pc.Expression]:
+        """Per slice of ``plan``, the bounds its files' column statistics put on its rows
+        (:func:`hudi_ds.table.skipping.slice_bounds`); empty when data skipping is off or
+        the metadata table cannot answer (not in step, statistics unreadable)."""
+        opts = self._read_options(options)
+        reader = self.metadata_reader(opts)
+        if reader is None or opts.get(ReadConfig.ENABLE_DATA_SKIPPING) is False:
+            return {}
+        custom = plan.context.merge is not None and plan.context.merge.mode == "CUSTOM"
+        try:
+            return slice_bounds(
+                self.config,
+                plan.output_schema,
+                self.timeline,
+                reader,
+                plan.slices,
+                custom_merge=custom or plan.context.merge_mode == "CUSTOM",
+            )
+        except CorruptFileError as e:
+            log.warning("data skipping is off for this dataset: %s", e)
+            return {}
 
     def _read_options(self, options: Mapping[str, Any] | None) -> Options:
         """The read's options over the table's defaults, validated (one option dict may serve
