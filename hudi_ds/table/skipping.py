@@ -55,6 +55,7 @@ from hudi_ds.metadata.column_stats import (
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import declared_partitions
 from hudi_ds.metadata.stats_reader import read_stats_partition
+from hudi_ds.schema.meta import META_FIELDS
 from hudi_ds.table.filters import Filter
 from hudi_ds.table_config import BaseFileFormat, TableConfig
 from hudi_ds.timeline.timeline import Timeline
@@ -355,10 +356,10 @@ def slice_bounds(
 ) -> dict[tuple[str, str], pc.Expression]:
     """Per file slice ``(partition, file id)``, what every row it returns satisfies by the
     ``column_stats`` of its files: ``lo <= column <= hi`` (``or column is null`` where a
-    file holds nulls), for each column of ``schema`` that every file of the slice has a
-    usable record of (the rules of :meth:`DataSkipping.plan`: a merged row takes each
-    column's value from one version of the record, so the union of the files' ranges bounds
-    it; no bounds for slices with logs of a CUSTOM-merged table).
+    file holds nulls), for each column of ``schema`` (Hudi's meta columns left out) that
+    every file of the slice has a usable record of. The rules of :meth:`DataSkipping.plan`:
+    a merged row takes each column's value from one version of the record, so the union of
+    the files' ranges bounds it; no bounds for slices with logs of a CUSTOM-merged table.
 
     A dataset hands these to Arrow as its fragments' guarantees, so an engine's own filter
     (DuckDB's, polars') skips the slices the statistics rule out unopened, as Java's
@@ -369,10 +370,13 @@ def slice_bounds(
     """
     if COLUMN_STATS_PARTITION not in declared_partitions(config) or not slices:
         return {}
+    # the table's own columns (a stats record decodes in Python: tens of microseconds, for
+    # every file and column, paid when the dataset is built, filtered or not)
     fields = [
         f
         for f in schema
-        if not (pa.types.is_floating(f.type) or pa.types.is_nested(f.type))
+        if f.name not in META_FIELDS
+        and not (pa.types.is_floating(f.type) or pa.types.is_nested(f.type))
         and not pa.types.is_binary(f.type)
     ]
     prefixes = [stats_key_prefix(f.name) for f in fields]
