@@ -10,7 +10,8 @@ worth of rows). Each system reads every column of the matching rows:
 * ``hudi_ds``: a COPY_ON_WRITE version 9 table written by hudi_ds (one insert, one file group
   per ``ROWS_PER_FILE`` rows), the metadata table with ``column_stats`` and
   ``partition_stats``; read through ``HudiTable.read(filters=...)`` with
-  ``hoodie.enable.data.skipping`` on (the default) and off;
+  ``hoodie.enable.data.skipping`` on (the default) and off, and (``hudi_ds_dataset``)
+  through ``to_pyarrow_dataset().to_table(filter=...)``, an engine's filter on the dataset;
 * ``delta-rs``: the same rows as plain Parquet files (one per hudi_ds file group) made a Delta
   table by ``convert_to_deltalake`` (which records every file's statistics), read through
   ``DeltaTable.to_pyarrow_table(filters=...)`` (pyarrow prunes with the log's statistics) and
@@ -45,6 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 READ_REPEATS = 3
+SYSTEMS = ("hudi_ds", "hudi_ds_no_skipping", "hudi_ds_dataset", "delta_rs", "pyiceberg")
 ROWS_PER_FILE = 4096
 REGIONS = 4
 T0_US = 1_700_000_000_000_000
@@ -218,7 +220,36 @@ def read_hudi(path: str, flt: list, skipping: bool) -> dict[str, Any]:
 
     s, out = best(run)
     st = holder["stats"]
-    return {"s": s, "files_opened": st.base_files + st.log_files, "ids": _ids(out)}
+    plan_s, _ = best(lambda: HudiTable(path).plan_read(opts, None, flt))
+    warm = HudiTable(path)
+    warm_s, warm_out = best(lambda: warm.read(opts, filters=flt))
+    if _ids(warm_out) != _ids(out):
+        raise AssertionError("hudi_ds: a warm handle reads other rows")
+    return {
+        "s": s,
+        "warm_s": warm_s,
+        "plan_s": plan_s,
+        "files_opened": st.base_files + st.log_files,
+        "ids": _ids(out),
+    }
+
+
+def read_hudi_dataset(path: str, flt: list) -> dict[str, Any]:
+    """The engines' path: ``to_pyarrow_dataset()`` built without filters, Arrow's scanner
+    given the filter (as DuckDB and polars push theirs); the fragments' column-stats bounds
+    prune."""
+    from hudi_ds.api import HudiTable
+
+    holder: dict[str, Any] = {}
+
+    def run() -> pa.Table:
+        t = HudiTable(path)
+        out = t.to_pyarrow_dataset().to_table(filter=_expr(flt))
+        holder["stats"] = t.last_scan_stats
+        return out
+
+    s, out = best(run)
+    return {"s": s, "files_opened": holder["stats"].slices_read, "ids": _ids(out)}
 
 
 def read_delta(path: str, flt: list) -> dict[str, Any]:
@@ -236,8 +267,15 @@ def read_delta(path: str, flt: list) -> dict[str, Any]:
     s_df, out_df = best(query)
     if _ids(out_df) != _ids(out):
         raise AssertionError("delta-rs: QueryBuilder and to_pyarrow_table disagree")
+    qb = QueryBuilder().register("t", DeltaTable(path))
+    warm_df, _ = best(lambda: pa.table(qb.execute(f"select * from t where {where}").read_all()))
+    dt = DeltaTable(path)
+    warm_pa, _ = best(lambda: dt.to_pyarrow_table(filters=expr))
     return {
         "s": min(s_pa, s_df),
+        "warm_s": min(warm_pa, warm_df),
+        "warm_s_pyarrow": warm_pa,
+        "warm_s_datafusion": warm_df,
         "s_pyarrow": s_pa,
         "s_datafusion": s_df,
         "files_opened": opened,
@@ -266,7 +304,9 @@ def read_iceberg(catalog: Any, flt: list) -> dict[str, Any]:
     row_filter = terms[0] if len(terms) == 1 else And(*terms)
     s, out = best(lambda: catalog.load_table("b.t").scan(row_filter=row_filter).to_arrow())
     opened = len(list(catalog.load_table("b.t").scan(row_filter=row_filter).plan_files()))
-    return {"s": s, "files_opened": opened, "ids": _ids(out)}
+    table = catalog.load_table("b.t")
+    warm_s, _ = best(lambda: table.scan(row_filter=row_filter).to_arrow())
+    return {"s": s, "warm_s": warm_s, "files_opened": opened, "ids": _ids(out)}
 
 
 def run(scale: float) -> dict[str, Any]:
@@ -295,10 +335,11 @@ def run(scale: float) -> dict[str, Any]:
                 "matching_rows": len(want),
                 "hudi_ds": read_hudi(hudi, flt, skipping=True),
                 "hudi_ds_no_skipping": read_hudi(hudi, flt, skipping=False),
+                "hudi_ds_dataset": read_hudi_dataset(hudi, flt),
                 "delta_rs": read_delta(str(root / "delta"), flt),
                 "pyiceberg": read_iceberg(catalog, flt),
             }
-            for system in ("hudi_ds", "hudi_ds_no_skipping", "delta_rs", "pyiceberg"):
+            for system in SYSTEMS:
                 r = res[system]
                 r["correct"] = r.pop("ids") == want
             out["queries"][name] = res
@@ -307,23 +348,31 @@ def run(scale: float) -> dict[str, Any]:
 
 
 def table(res: dict[str, Any]) -> list[str]:
-    """Markdown lines: per query and system, seconds, files opened, rows correct."""
+    """Markdown lines: per query and system, seconds (fresh and warm handle), files opened,
+    rows correct."""
     lines = [
         f"filtered read: {res['files']:,} files of {ROWS_PER_FILE:,} rows ({res['rows']:,} rows, "
-        f"4 partitions); fastest of {READ_REPEATS} reads, each opening the table afresh "
+        f"4 partitions); fastest of {READ_REPEATS} reads; a fresh handle opens the table "
+        "(timeline / log / catalog) for each read, a warm one is opened once "
         f"({res['machine']})",
         "",
-        "| query | system | seconds | files opened | of | rows correct |",
-        "|---|---|---|---|---|---|",
+        "| query | system | seconds, fresh handle | seconds, warm handle | files opened | of "
+        "| rows correct |",
+        "|---|---|---|---|---|---|---|",
     ]
     for q, r in res["queries"].items():
-        for system in ("hudi_ds", "hudi_ds_no_skipping", "delta_rs", "pyiceberg"):
+        for system in SYSTEMS:
             m = r[system]
-            extra = ""
+            fresh, warm = f"{m['s']:.3f}", f"{m['warm_s']:.3f}" if "warm_s" in m else "-"
+            if "plan_s" in m:
+                fresh += f" (planning {m['plan_s']:.3f})"
             if system == "delta_rs":
-                extra = f" (pyarrow {m['s_pyarrow']:.3f}, DataFusion {m['s_datafusion']:.3f})"
+                fresh += f" (pyarrow {m['s_pyarrow']:.3f}, DataFusion {m['s_datafusion']:.3f})"
+                warm += (
+                    f" (pyarrow {m['warm_s_pyarrow']:.3f}, DataFusion {m['warm_s_datafusion']:.3f})"
+                )
             lines.append(
-                f"| {q}: {r['filters']} | {system} | {m['s']:.3f}{extra} | {m['files_opened']} | "
+                f"| {q}: {r['filters']} | {system} | {fresh} | {warm} | {m['files_opened']} | "
                 f"{res['files']} | {m['correct']} |"
             )
     return lines
@@ -331,7 +380,7 @@ def table(res: dict[str, Any]) -> list[str]:
 
 def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
     """The filtered-read goals as rows of :func:`bench.report.acceptance`: (target, goal,
-    measured, met)."""
+    measured, met[, what bounds it])."""
     names = (
         "filtered read (selective, non-partition column): files opened by hudi_ds with data "
         "skipping",
@@ -359,10 +408,26 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
     share = {q: r["hudi_ds"]["files_opened"] / res["files"] for q, r in qs.items()}
     speed = {q: r["hudi_ds_no_skipping"]["s"] / r["hudi_ds"]["s"] for q, r in qs.items()}
     delta = {q: r["hudi_ds"]["s"] / r["delta_rs"]["s"] for q, r in qs.items()}
+    warm = {q: r["hudi_ds"]["warm_s"] / r["delta_rs"]["warm_s"] for q, r in qs.items()}
 
     def shown(v: dict[str, float], fmt: str) -> str:
         return ", ".join(f"{q} {fmt.format(x)}" for q, x in v.items())
 
+    def delta_bound() -> str:
+        parts = []
+        for q, r in qs.items():
+            h, d = r["hudi_ds"], r["delta_rs"]
+            parts.append(
+                f"{q}: hudi_ds plans in {h['plan_s'] * 1000:.0f} of its {h['s'] * 1000:.0f} ms "
+                f"(timeline, commit metadata, metadata-table listing and column stats of "
+                f"{res['files']:,} files, decoded in Python); delta-rs's whole DataFusion read "
+                f"takes {d['s_datafusion'] * 1000:.0f} ms, its pyarrow path "
+                f"(to_pyarrow_table(filters=)) {d['s_pyarrow'] * 1000:.0f} ms = "
+                f"{d['s_pyarrow'] / h['s']:.1f}x hudi_ds's time"
+            )
+        return "; ".join(parts)
+
+    met_delta = max(delta.values()) <= 1
     return [
         (
             names[0],
@@ -371,7 +436,16 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
             _yes(max(share.values()) <= 0.05),
         ),
         (names[1], goals[1], shown(speed, "{:.1f}x"), _yes(min(speed.values()) >= 10)),
-        (names[2], goals[2], shown(delta, "{:.2f}x"), _yes(max(delta.values()) <= 1)),
+        (
+            names[2],
+            goals[2],
+            shown(delta, "{:.2f}x")
+            + " (fresh handles; warm handles: "
+            + shown(warm, "{:.2f}x")
+            + "; delta-rs at its faster path)",
+            _yes(met_delta),
+            "-" if met_delta else delta_bound(),
+        ),
     ]
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import decimal
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -199,17 +200,12 @@ def _ranges_by_column(records: Mapping[str, Mapping[str, Any]]) -> dict[str, lis
 
 
 def _ruled_out(
-    records: Mapping[str, Mapping[str, Any]], filters: Sequence[Filter], schema: pa.Schema
+    columns: Mapping[str, _ColumnRanges | None], filters: Sequence[Filter]
 ) -> list[set[str]]:
     """Per filter on a covered column, the names (files or partitions) it rules out."""
-    by_column = _ranges_by_column(records)
-    columns: dict[str, _ColumnRanges | None] = {}
     out = []
     for col, op, value in filters:
-        if col not in columns:
-            ranges = by_column.get(col, [])
-            columns[col] = _ColumnRanges.of(ranges, schema.field(col)) if ranges else None
-        rng = columns[col]
+        rng = columns.get(col)
         if rng is None:
             continue
         try:
@@ -220,6 +216,48 @@ def _ruled_out(
         if gone:
             out.append(gone)
     return out
+
+
+# A metadata reader serves one state of the metadata table (a table handle keeps it while its
+# timeline stands): the ranges it holds are decoded once per partition and column, and a
+# handle's later reads, datasets and Spark plans evaluate filters against them.
+_RANGES: weakref.WeakKeyDictionary[
+    MetadataReader, dict[tuple[str, str, str], _ColumnRanges | None]
+] = weakref.WeakKeyDictionary()
+
+
+def _column_ranges(
+    config: TableConfig,
+    data_timeline: Timeline,
+    reader: MetadataReader,
+    partition: str,
+    fields: Sequence[pa.Field],
+) -> dict[str, _ColumnRanges | None]:
+    """The ranges of ``fields`` in stats partition ``partition``, by column name (None: the
+    column cannot prune); only the records of those columns are read.
+
+    Raises:
+        CorruptFileError: the statistics do not decode.
+    """
+    cache = _RANGES.setdefault(reader, {})
+    missing = [f for f in fields if (partition, f.name, str(f.type)) not in cache]
+    if missing:
+        records = read_stats_partition(
+            reader.storage,
+            reader.timeline,
+            data_timeline,
+            config.table_version,
+            partition,
+            None,
+            [stats_key_prefix(f.name) for f in missing],
+        )
+        by_column = _ranges_by_column(records)
+        for f in missing:
+            ranges = by_column.get(f.name, [])
+            cache[(partition, f.name, str(f.type))] = (
+                _ColumnRanges.of(ranges, f) if ranges else None
+            )
+    return {f.name: cache[(partition, f.name, str(f.type))] for f in fields}
 
 
 def _name(path: str) -> str:
@@ -272,25 +310,13 @@ class DataSkipping:
         if reader is None or not filters:
             return None
         declared = set(declared_partitions(config))
-        cols = {c for c, _, _ in filters}
-        prefixes = tuple(stats_key_prefix(c) for c in cols)
-
-        def wanted(key: str) -> bool:
-            return key.startswith(prefixes)
+        fields = [schema.field(c) for c in dict.fromkeys(c for c, _, _ in filters)]
 
         def read(partition: str) -> list[set[str]]:
             if partition not in declared:
                 return []
-            records = read_stats_partition(
-                reader.storage,
-                reader.timeline,
-                data_timeline,
-                config.table_version,
-                partition,
-                wanted,
-                prefixes,
-            )
-            return _ruled_out(records, filters, schema)
+            columns = _column_ranges(config, data_timeline, reader, partition, fields)
+            return _ruled_out(columns, filters)
 
         # a base file of another format gets no statistics (Java writes none for Lance or
         # ORC), so a partition's record does not bound the rows of such files
@@ -379,21 +405,11 @@ def slice_bounds(
         and not (pa.types.is_floating(f.type) or pa.types.is_nested(f.type))
         and not pa.types.is_binary(f.type)
     ]
-    prefixes = [stats_key_prefix(f.name) for f in fields]
-    records = read_stats_partition(
-        reader.storage,
-        reader.timeline,
-        data_timeline,
-        config.table_version,
-        COLUMN_STATS_PARTITION,
-        None,
-        prefixes,
-    )
-    by_column = _ranges_by_column(records)
+    ranges = _column_ranges(config, data_timeline, reader, COLUMN_STATS_PARTITION, fields)
     owner, files = _files_of_slices(slices, custom_merge)
     per_slice: dict[int, list[pc.Expression]] = {}
     for field in fields:
-        rng = _ColumnRanges.of(by_column.get(field.name, []), field)
+        rng = ranges[field.name]
         if rng is not None:
             for i, e in _column_bounds(field.name, rng, owner, files):
                 per_slice.setdefault(i, []).append(e)

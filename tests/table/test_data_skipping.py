@@ -312,6 +312,32 @@ def test_dataset_fragments_carry_the_column_stats_bounds(
     assert table.last_scan_stats.slices_read == 10
 
 
+def test_a_handle_decodes_the_statistics_of_a_column_once(tmp_path_factory, monkeypatch) -> None:
+    """Reads, plans and datasets of one table handle share the ranges decoded for a column
+    (the handle's metadata reader stands while its timeline does); a refresh reads again."""
+    from hudi_ds.table import skipping
+
+    calls: list[tuple[str, ...]] = []
+    real = skipping.read_stats_partition
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(tuple(args[6]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(skipping, "read_stats_partition", counted)
+    table = HudiTable(str(new_table("COPY_ON_WRITE", tmp_path_factory)))
+    assert table.read(filters=[("v", "=", 204)]).column("id").to_pylist() == [24]
+    assert len(calls) == 2  # column_stats and partition_stats, the column v only
+    assert table.read(filters=[("v", ">", 400), ("s", "<", "s045")]).num_rows == 4
+    assert len(calls) == 4 and all(len(c) == 1 for c in calls)  # s only
+    assert table.read(filters=[("v", "<", 5), ("s", ">", "s0")]).num_rows == 5
+    assert len(calls) == 4
+    assert table.last_read_stats.data_skipped_slices == 8
+    table.refresh()
+    table.read(filters=[("v", "=", 204)])
+    assert len(calls) == 6
+
+
 def test_unreadable_statistics_skip_nothing(tmp_path_factory, tmp_path: Path, caplog) -> None:
     root = tmp_path / "t"
     shutil.copytree(new_table("COPY_ON_WRITE", tmp_path_factory), root)
