@@ -125,6 +125,28 @@ def test_fixture_filtered_reads_skip_and_return_the_filtered_rows(name: str, tmp
     check(table, {"as.of.instant": first.requested_time}, most=8)
 
 
+@pytest.mark.parametrize("name", ["cow_v9_txns_simple_meta", "mor_avro_v8_trips_8i3u1d"])
+def test_prefix_reads_of_java_statistics_equal_the_full_read(name: str, tmp_path_factory) -> None:
+    """The records of some columns read by key prefix (only the HFile blocks they fall in)
+    are exactly those of the whole partition's read, in Java-written metadata tables."""
+    from hudi_ds.metadata.column_stats import stats_key_prefix
+    from hudi_ds.metadata.stats_reader import read_stats_partition
+
+    table = ReadableTable(str(fixture_table(name, tmp_path_factory)))
+    reader = table.metadata_reader()
+    assert reader is not None
+    for partition in ("column_stats", "partition_stats"):
+        args = (reader.storage, reader.timeline, table.timeline, table.config.table_version)
+        full = read_stats_partition(*args, partition)
+        columns = sorted({r["columnName"] for r in full.values()})
+        assert len(columns) > 2
+        for cols in (columns[:1], columns[1:3], columns[-1:]):
+            prefixes = [stats_key_prefix(c) for c in cols]
+            got = read_stats_partition(*args, partition, None, prefixes)
+            want = {k: v for k, v in full.items() if k.startswith(tuple(prefixes))}
+            assert got == want and want, (partition, cols)
+
+
 # -- a new table with many small file groups ----------------------------------------------------
 BASE_OPTIONS = {
     "hoodie.table.name": "skip",
