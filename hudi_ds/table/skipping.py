@@ -27,6 +27,10 @@ partition record then leaves its values out).
 Column stats name a file, and a file's range only widens (a v6 log file appended by several
 commits gets the union), so they prune every query type.
 
+The same ranges bound the rows of each slice of a ``pyarrow.dataset`` (:func:`slice_bounds`),
+for engines that push their own filters. Only the records of the columns asked for are read
+(their keys share the column's hash prefix), once per metadata reader.
+
 Min and max compare as the column's Arrow type; floating point columns are not used (Parquet
 statistics leave out NaN, which an Arrow ``!=`` matches) and neither is a column whose
 records disagree on the value type (the column changed type).
