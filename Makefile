@@ -107,6 +107,8 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and the acceptance ratios (SCALE=1;
 	$(BIN)/python -m bench.bench_s3_calls | tee bench/results/s3_calls.txt && \
 	$(BIN)/python -m bench.bench_cluster --scale $(SCALE) --json bench/results/cluster.json \
 	  | tee bench/results/cluster.txt && \
+	$(BIN)/python -m bench.filtered_read --scale $(SCALE) --json bench/results/filtered_read.json \
+	  | tee bench/results/filtered_read.txt && \
 	$(BIN)/python -m bench.report --started $$start
 
 clean:  ## remove the environment and caches

@@ -1,7 +1,8 @@
 """The benchmark's acceptance ratios, each with its target, the measured value and whether it is met.
 
 ``python -m bench.report [--started EPOCH]`` reads ``bench/results/latest.json`` (``python -m
-bench``) and ``bench/results/streaming.json`` (``python -m bench.bench_streaming``), prints the
+bench``), ``bench/results/streaming.json`` (``python -m bench.bench_streaming``) and
+``bench/results/filtered_read.json`` (``python -m bench.filtered_read``), prints the
 table, writes it to ``bench/results/acceptance.md`` and, given the epoch second ``make bench``
 started at, its duration. ``python -m bench`` prints the same table without the streaming row.
 """
@@ -164,9 +165,14 @@ class _Ceilings:
         )
 
 
-def acceptance(meta: dict[str, Any], streaming: dict[str, Any] | None) -> list[str]:
+def acceptance(
+    meta: dict[str, Any],
+    streaming: dict[str, Any] | None,
+    filtered: dict[str, Any] | None = None,
+) -> list[str]:
     """Markdown lines: one row per acceptance target, the index goals included (the ratios
-    measured in ``meta``'s run)."""
+    measured in ``meta``'s run; the filtered-read goals from ``filtered``, a
+    ``python -m bench.filtered_read --json`` result)."""
 
     res = {r["system"]: r for r in meta.get("results", []) if "error" not in r}
     delta = best_delta(res)
@@ -419,6 +425,9 @@ def acceptance(meta: dict[str, Any], streaming: dict[str, Any] | None) -> list[s
         rows.append(
             ("peak memory of a streamed write vs input size", "<= 1.1x", "not measured", "-")
         )
+    from bench.filtered_read import acceptance_rows
+
+    rows += acceptance_rows(filtered)
     out = [
         f"acceptance targets (run of {meta.get('date', '?')} at commit "
         f"{meta.get('commit', '?')}, "
@@ -438,7 +447,9 @@ def main() -> None:
     meta = json.loads((RESULTS / "latest.json").read_text())
     sfile = RESULTS / "streaming.json"
     streaming = json.loads(sfile.read_text()) if sfile.exists() else None
-    lines = acceptance(meta, streaming)
+    ffile = RESULTS / "filtered_read.json"
+    filtered = json.loads(ffile.read_text()) if ffile.exists() else None
+    lines = acceptance(meta, streaming, filtered)
     if args.started:
         secs = time.time() - args.started
         lines += ["", f"make bench took {secs / 60:.1f} minutes ({secs:,.0f} s)"]

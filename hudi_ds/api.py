@@ -347,7 +347,10 @@ class HudiTable(ReadableTable):
         and reads no data file; a slice is read and merged (base file + log blocks, exactly
         as :meth:`read`) only when an engine's scan opens its fragment. Each fragment carries
         its partition values as a guarantee, so a filter on a partition column skips the
-        other partitions' slices unread; Arrow filters the rows read. The snapshot of a
+        other partitions' slices unread, and (``hoodie.enable.data.skipping``, on by default)
+        the bounds the metadata table's column statistics put on its columns, so a filter on
+        an indexed column skips the slices whose files hold no matching value; Arrow filters
+        the rows read. The snapshot of a
         MERGE_ON_READ table with pending log files is what every engine sees.
 
         This is what gives DuckDB and polars real laziness with pushdown::
@@ -371,7 +374,7 @@ class HudiTable(ReadableTable):
 
         stats = ScanStats()
         self.last_scan_stats = stats
-        return slice_dataset(self, plan, stats)
+        return slice_dataset(self, plan, stats, self.slice_bounds(plan, options))
 
     def to_pandas(
         self,

@@ -896,6 +896,66 @@ def lookup_hfile(
         raise CorruptFileError(f"HFile {path or '<hfile>'} is damaged: {e}") from e
 
 
+def _prefix_end(prefix: bytes) -> bytes | None:
+    """The least row greater than every row starting with ``prefix`` (None: no such row, the
+    prefix is all 0xff bytes)."""
+    p = prefix.rstrip(b"\xff")
+    return p[:-1] + bytes([p[-1] + 1]) if p else None
+
+
+def scan_hfile_prefixes(
+    data: bytes | memoryview, prefixes: Sequence[bytes], path: str = ""
+) -> tuple[HFile, int]:
+    """The cells whose rows start with one of ``prefixes``, decoding only the data blocks
+    that can hold such rows.
+
+    Block ``i`` holds the rows from its index key (its first row) up to the next block's first
+    row, so it is decoded only when that span meets ``[prefix, prefix_end)`` for some prefix
+    (HBase ``HFileScanner.seekTo`` then a scan while the prefix matches, as Hudi's
+    ``HoodieAvroHFileReader.getRecordsByKeyPrefixIterator`` does for the column stats of
+    the queried columns).
+
+    Returns:
+        ``(the HFile of those cells, in key order, with the file info and no meta blocks;
+        data blocks decoded)``.
+
+    Raises:
+        CorruptFileError / UnsupportedError: as :func:`read_hfile`.
+    """
+    data = bytes(data)
+    try:
+        o = _open(data)
+        firsts = [_row_of_index_key(key) for _o, _s, key in o.entries]
+        chosen: set[int] = set()
+        for p in set(prefixes):
+            end = _prefix_end(p)
+            # the block holding ``p`` (or the first one past it) up to the last one starting
+            # before ``end``
+            lo = max(0, bisect.bisect_right(firsts, p) - 1)
+            hi = len(firsts) if end is None else bisect.bisect_left(firsts, end)
+            chosen.update(range(lo, hi))
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        want = tuple(prefixes)
+        for i in sorted(chosen):
+            offset = o.entries[i][0]
+            raw, _ = o.reader.block(offset, (_DATA,))
+            ks: list[bytes] = []
+            vs: list[bytes] = []
+            first = _cells(raw, o.mvcc, ks, vs, offset)
+            if first != firsts[i]:
+                raise _Damaged(f"data block at {offset} does not start with its index key")
+            for k, v in zip(ks, vs, strict=True):
+                if k.startswith(want):
+                    keys.append(k)
+                    values.append(v)
+        return HFile(keys, values, o.file_info, {}), len(chosen)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"HFile {path or '<hfile>'}: {e}") from e
+    except (_Damaged, struct.error, ValueError, IndexError) as e:
+        raise CorruptFileError(f"HFile {path or '<hfile>'} is damaged: {e}") from e
+
+
 def read_hfile(data: bytes | memoryview, path: str = "") -> HFile:
     """Read every cell, the file info and the meta blocks of an HFile.
 

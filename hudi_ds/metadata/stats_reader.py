@@ -7,11 +7,11 @@ timeline, not rolled back by a command block -- the rule of the ``files`` partit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hudi_ds.errors import CorruptFileError
-from hudi_ds.layout.hfile import read_hfile
+from hudi_ds.layout.hfile import HFile, read_hfile, scan_hfile_prefixes
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
 from hudi_ds.metadata.column_stats import decode_stats_value, merge_stats
@@ -55,6 +55,7 @@ def read_stats_partition(
     data_table_version: int,
     partition: str,
     wanted: Callable[[str], bool] | None = None,
+    prefixes: Sequence[str] | None = None,
 ) -> StatsRecords:
     """The merged records of MDT partition ``partition`` (tombstones kept: a caller drops the
     ``isDeleted`` ones).
@@ -67,17 +68,25 @@ def read_stats_partition(
         partition: ``column_stats`` or ``partition_stats``.
         wanted: which record keys to decode (default all; the others are not decoded): a
             predicate, e.g. ``keys.__contains__`` for a set of keys.
+        prefixes: read only the records whose keys start with one of these (a column's
+            records: :func:`~hudi_ds.metadata.column_stats.stats_key_prefix`), decompressing
+            only the HFile data blocks that can hold them.
 
     Raises:
         CorruptFileError: a file or record does not decode.
     """
     valid = valid_instants(data_timeline, timeline, data_table_version)
     out: StatsRecords = {}
+    raw_prefixes = None if prefixes is None else [p.encode("utf-8") for p in prefixes]
+
+    def hfile(data: bytes | memoryview, where: str) -> HFile:
+        if raw_prefixes is None:
+            return read_hfile(data, where)
+        return scan_hfile_prefixes(data, raw_prefixes, where)[0]
+
     for s in files_slices(storage, timeline, partition):
         if s.base_file is not None:
-            hf = read_hfile(
-                storage.read_bytes(s.base_file.path), storage.full_path(s.base_file.path)
-            )
+            hf = hfile(storage.read_bytes(s.base_file.path), storage.full_path(s.base_file.path))
             schema = hf.file_info.get("schema", b"").decode("utf-8")
             _apply(out, hf.keys, hf.values, schema, s.base_file.path, wanted)
         blocks = []
@@ -93,7 +102,7 @@ def read_stats_partition(
             if not completed_or_archived(timeline, t) or t not in valid:
                 continue
             if b.block_type == BlockType.HFILE_DATA:
-                hf = read_hfile(b.content, f"{b.path} block at offset {b.offset}")
+                hf = hfile(b.content, f"{b.path} block at offset {b.offset}")
                 schema = b.schema or hf.file_info.get("schema", b"").decode("utf-8")
                 _apply(out, hf.keys, hf.values, schema, b.path, wanted)
             elif b.block_type == BlockType.DELETE:

@@ -23,6 +23,8 @@ With both kinds the dataset is a ``UnionDataset`` of the two.
 * Pruning: each fragment carries its partition as a guarantee (``partition_expression``:
   ``part == 'a'`` for the SIMPLE and COMPLEX key generators, whose partition paths hold the
   column values), so an engine's filter on a partition column skips whole slices unopened;
+  with data skipping on, the guarantee also bounds each column by the slice's files' column
+  statistics (``v >= 3 and v <= 9``), so a filter on any indexed column skips slices too;
   Arrow's scanner then filters the rows it reads. Filters given to
   :func:`slice_dataset` itself also prune by bucket (record-key lookups on BUCKET tables) and
   are applied inside the slice reads.
@@ -49,7 +51,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -309,9 +311,12 @@ def slice_dataset(
     table: ReadableTable,
     plan: ReadPlan,
     stats: ScanStats | None = None,
+    bounds: Mapping[tuple[str, str], pc.Expression] | None = None,
 ) -> ds.Dataset:
     """The rows of ``plan`` as a lazy dataset with one fragment per file slice (see the
-    module docstring); ``stats`` counts the slices it reads.
+    module docstring); ``stats`` counts the slices it reads; ``bounds`` are the slices'
+    column-statistics guarantees (:meth:`ReadableTable.slice_bounds`), added to their
+    partitions'.
 
     Slices with log files are IPC fragments merged when opened; slices without are their
     Parquet base files (:func:`reads_directly`), with the read's filters applied by Arrow
@@ -325,11 +330,15 @@ def slice_dataset(
     always = pc.scalar(True)
     guarantees: dict[str, pc.Expression] = {}
 
-    def guarantee(p: str) -> pc.Expression:
+    def partition(p: str) -> pc.Expression:
         if p not in guarantees:
             g = partition_guarantee(table, p, plan.output_schema)
             guarantees[p] = always if g is None else g
         return guarantees[p]
+
+    def guarantee(s: FileSlice) -> pc.Expression:
+        b = bounds.get((s.partition_path, s.file_id)) if bounds else None
+        return partition(s.partition_path) if b is None else partition(s.partition_path) & b
 
     merged = [s for s in plan.slices if not reads_directly(plan, s)]
     direct = [s for s in plan.slices if reads_directly(plan, s)]
@@ -341,7 +350,7 @@ def slice_dataset(
                 schema=plan.output_schema,
                 format=ds.IpcFileFormat(),
                 filesystem=fs,
-                partitions=[guarantee(s.partition_path) for s in merged],
+                partitions=[guarantee(s) for s in merged],
             )
         )
     if direct:
@@ -350,7 +359,7 @@ def slice_dataset(
             schema=plan.output_schema,
             format=ds.ParquetFileFormat(),
             filesystem=fs,
-            partitions=[guarantee(s.partition_path) for s in direct],
+            partitions=[guarantee(s) for s in direct],
         )
         parts.append(bases)
     out = parts[0] if len(parts) == 1 else ds.dataset(parts)

@@ -27,6 +27,10 @@ partition record then leaves its values out).
 Column stats name a file, and a file's range only widens (a v6 log file appended by several
 commits gets the union), so they prune every query type.
 
+The same ranges bound the rows of each slice of a ``pyarrow.dataset`` (:func:`slice_bounds`),
+for engines that push their own filters. Only the records of the columns asked for are read
+(their keys share the column's hash prefix), once per metadata reader.
+
 Min and max compare as the column's Arrow type; floating point columns are not used (Parquet
 statistics leave out NaN, which an Arrow ``!=`` matches) and neither is a column whose
 records disagree on the value type (the column changed type).
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import decimal
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,13 +60,14 @@ from hudi_ds.metadata.column_stats import (
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import declared_partitions
 from hudi_ds.metadata.stats_reader import read_stats_partition
+from hudi_ds.schema.meta import META_FIELDS
 from hudi_ds.table.filters import Filter
 from hudi_ds.table_config import BaseFileFormat, TableConfig
 from hudi_ds.timeline.timeline import Timeline
 
 log = logging.getLogger("hudi_ds.read")
 
-__all__ = ["DataSkipping"]
+__all__ = ["DataSkipping", "slice_bounds"]
 
 # an IN list longer than this is not evaluated against the ranges (one pass per value)
 _MAX_IN_VALUES = 256
@@ -198,17 +204,12 @@ def _ranges_by_column(records: Mapping[str, Mapping[str, Any]]) -> dict[str, lis
 
 
 def _ruled_out(
-    records: Mapping[str, Mapping[str, Any]], filters: Sequence[Filter], schema: pa.Schema
+    columns: Mapping[str, _ColumnRanges | None], filters: Sequence[Filter]
 ) -> list[set[str]]:
     """Per filter on a covered column, the names (files or partitions) it rules out."""
-    by_column = _ranges_by_column(records)
-    columns: dict[str, _ColumnRanges | None] = {}
     out = []
     for col, op, value in filters:
-        if col not in columns:
-            ranges = by_column.get(col, [])
-            columns[col] = _ColumnRanges.of(ranges, schema.field(col)) if ranges else None
-        rng = columns[col]
+        rng = columns.get(col)
         if rng is None:
             continue
         try:
@@ -219,6 +220,48 @@ def _ruled_out(
         if gone:
             out.append(gone)
     return out
+
+
+# A metadata reader serves one state of the metadata table (a table handle keeps it while its
+# timeline stands): the ranges it holds are decoded once per partition and column, and a
+# handle's later reads, datasets and Spark plans evaluate filters against them.
+_RANGES: weakref.WeakKeyDictionary[
+    MetadataReader, dict[tuple[str, str, str], _ColumnRanges | None]
+] = weakref.WeakKeyDictionary()
+
+
+def _column_ranges(
+    config: TableConfig,
+    data_timeline: Timeline,
+    reader: MetadataReader,
+    partition: str,
+    fields: Sequence[pa.Field],
+) -> dict[str, _ColumnRanges | None]:
+    """The ranges of ``fields`` in stats partition ``partition``, by column name (None: the
+    column cannot prune); only the records of those columns are read.
+
+    Raises:
+        CorruptFileError: the statistics do not decode.
+    """
+    cache = _RANGES.setdefault(reader, {})
+    missing = [f for f in fields if (partition, f.name, str(f.type)) not in cache]
+    if missing:
+        records = read_stats_partition(
+            reader.storage,
+            reader.timeline,
+            data_timeline,
+            config.table_version,
+            partition,
+            None,
+            [stats_key_prefix(f.name) for f in missing],
+        )
+        by_column = _ranges_by_column(records)
+        for f in missing:
+            ranges = by_column.get(f.name, [])
+            cache[(partition, f.name, str(f.type))] = (
+                _ColumnRanges.of(ranges, f) if ranges else None
+            )
+    return {f.name: cache[(partition, f.name, str(f.type))] for f in fields}
 
 
 def _name(path: str) -> str:
@@ -241,6 +284,7 @@ class DataSkipping:
         self.skipped_slices = 0
         self.skipped_partitions = 0
         self._decided: dict[str, bool] = {}
+        self._skipped_groups: set[tuple[str, str]] = set()
 
     @classmethod
     def plan(
@@ -270,24 +314,13 @@ class DataSkipping:
         if reader is None or not filters:
             return None
         declared = set(declared_partitions(config))
-        cols = {c for c, _, _ in filters}
-        prefixes = tuple(stats_key_prefix(c) for c in cols)
-
-        def wanted(key: str) -> bool:
-            return key.startswith(prefixes)
+        fields = [schema.field(c) for c in dict.fromkeys(c for c, _, _ in filters)]
 
         def read(partition: str) -> list[set[str]]:
             if partition not in declared:
                 return []
-            records = read_stats_partition(
-                reader.storage,
-                reader.timeline,
-                data_timeline,
-                config.table_version,
-                partition,
-                wanted,
-            )
-            return _ruled_out(records, filters, schema)
+            columns = _column_ranges(config, data_timeline, reader, partition, fields)
+            return _ruled_out(columns, filters)
 
         # a base file of another format gets no statistics (Java writes none for Lance or
         # ORC), so a partition's record does not bound the rows of such files
@@ -323,5 +356,127 @@ class DataSkipping:
             return True
         if any(all(n in out for n in names) for out in self._files_out):
             self.skipped_slices += 1
+            self._skipped_groups.add((s.partition_path, s.file_id))
             return False
         return True
+
+    def ruled_out(self, p: str, file_id: str) -> bool:
+        """Whether the statistics ruled out file group ``file_id`` of partition ``p`` (its
+        partition, or its slice, as decided by :meth:`partition` / :meth:`keep_slice`)."""
+        return self._decided.get(p) is False or (p, file_id) in self._skipped_groups
+
+
+def _bound(field: str, lo: Any, hi: Any, some: bool, nulls: bool) -> pc.Expression | None:
+    """What every value of ``field`` in a slice satisfies: within ``[lo, hi]`` (or NULL)."""
+    f = pc.field(field)
+    if not some:
+        return f.is_null() if nulls else None
+    e = (f >= lo) & (f <= hi)
+    return e | f.is_null() if nulls else e
+
+
+def slice_bounds(
+    config: TableConfig,
+    schema: pa.Schema,
+    data_timeline: Timeline,
+    reader: MetadataReader,
+    slices: Sequence[FileSlice],
+    *,
+    custom_merge: bool,
+) -> dict[tuple[str, str], pc.Expression]:
+    """Per file slice ``(partition, file id)``, what every row it returns satisfies by the
+    ``column_stats`` of its files: ``lo <= column <= hi`` (``or column is null`` where a
+    file holds nulls), for each column of ``schema`` (Hudi's meta columns left out) that
+    every file of the slice has a usable record of. The rules of :meth:`DataSkipping.plan`:
+    a merged row takes each column's value from one version of the record, so the union of
+    the files' ranges bounds it; no bounds for slices with logs of a CUSTOM-merged table.
+
+    A dataset hands these to Arrow as its fragments' guarantees, so an engine's own filter
+    (DuckDB's, polars') skips the slices the statistics rule out unopened, as Java's
+    ``HoodieFileIndex`` prunes a Spark query's file slices with the pushed data filters.
+
+    Raises:
+        CorruptFileError: the statistics do not decode.
+    """
+    if COLUMN_STATS_PARTITION not in declared_partitions(config) or not slices:
+        return {}
+    # the table's own columns (a stats record decodes in Python: tens of microseconds, for
+    # every file and column, paid when the dataset is built, filtered or not)
+    fields = [
+        f
+        for f in schema
+        if f.name not in META_FIELDS
+        and not (pa.types.is_floating(f.type) or pa.types.is_nested(f.type))
+        and not pa.types.is_binary(f.type)
+    ]
+    ranges = _column_ranges(config, data_timeline, reader, COLUMN_STATS_PARTITION, fields)
+    owner, files = _files_of_slices(slices, custom_merge)
+    per_slice: dict[int, list[pc.Expression]] = {}
+    for field in fields:
+        rng = ranges[field.name]
+        if rng is not None:
+            for i, e in _column_bounds(field.name, rng, owner, files):
+                per_slice.setdefault(i, []).append(e)
+    out: dict[tuple[str, str], pc.Expression] = {}
+    for i, exprs in per_slice.items():
+        s = slices[i]
+        e = exprs[0]
+        for x in exprs[1:]:
+            e = e & x
+        out[(s.partition_path, s.file_id)] = e
+    return out
+
+
+def _files_of_slices(
+    slices: Sequence[FileSlice], custom_merge: bool
+) -> tuple[list[int], list[str]]:
+    """``(slice index, file name)`` of every file of ``slices`` (no slice with logs of a
+    CUSTOM-merged table: its merger may compute values)."""
+    owner: list[int] = []
+    files: list[str] = []
+    for i, s in enumerate(slices):
+        if custom_merge and s.log_files:
+            continue
+        names = [_name(lf.path) for lf in s.log_files]
+        if s.base_file is not None:
+            names.append(_name(s.base_file.path))
+        owner += [i] * len(names)
+        files += names
+    return owner, files
+
+
+def _column_bounds(
+    column: str, rng: _ColumnRanges, owner: list[int], files: list[str]
+) -> list[tuple[int, pc.Expression]]:
+    """Per slice index, the bounds of ``column`` over the slice's files (``owner[k]`` owns
+    ``files[k]``): the union of their ranges; none for a slice with a file the statistics do
+    not cover or that has values but no min / max."""
+    at = pc.index_in(pa.array(files, pa.string()), value_set=rng.names)
+    some = pc.take(rng.some, at)
+    mins = pc.take(rng.mins, at)
+    unknown = pc.or_kleene(pc.is_null(at), pc.and_(some, pc.is_null(mins)))
+    grouped = (
+        pa.table(
+            {
+                "slice": pa.array(owner, pa.int64()),
+                "unknown": pc.fill_null(unknown, True),
+                "min": mins,
+                "max": pc.take(rng.maxs, at),
+                "some": pc.fill_null(some, False),
+                "nulls": pc.fill_null(pc.take(rng.nulls, at), False),
+            }
+        )
+        .group_by("slice")
+        .aggregate(
+            [("unknown", "any"), ("min", "min"), ("max", "max"), ("some", "any"), ("nulls", "any")]
+        )
+    )
+    lo, hi = grouped.column("min_min"), grouped.column("max_max")
+    names = ("slice", "unknown_any", "some_any", "nulls_any")
+    flags = zip(*(grouped.column(n).to_pylist() for n in names), strict=True)
+    out = []
+    for j, (i, unknown_any, some_any, nulls_any) in enumerate(flags):
+        e = None if unknown_any else _bound(column, lo[j], hi[j], some_any, nulls_any)
+        if e is not None:
+            out.append((i, e))
+    return out

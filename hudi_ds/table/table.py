@@ -48,7 +48,7 @@ from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, 
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.secondary_skipping import SecondaryIndexSkipping
-from hudi_ds.table.skipping import DataSkipping
+from hudi_ds.table.skipping import DataSkipping, slice_bounds
 from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.archived import ArchivedTimeline
@@ -59,6 +59,15 @@ from hudi_ds.timeline.view import TableState, Visibility
 log = logging.getLogger("hudi_ds.read")
 
 SUPPORTED_VERSIONS = (3, 4, 5, 6, 8, 9)
+
+
+def _covered(keep: _SlicePruner, skip: DataSkipping | None) -> Callable[[str, str], bool]:
+    """The file groups whose committed files a read checks: those the pruner keeps, less the
+    ones the statistics ruled out (not read)."""
+    if skip is None:
+        return keep.file_group
+    ruled_out = skip.ruled_out
+    return lambda p, fid: keep.file_group(p, fid) and not ruled_out(p, fid)
 
 
 class ReadableTable:
@@ -360,8 +369,10 @@ class ReadableTable:
             and (skip is None or skip.keep_slice(s))
             and (si is None or si.keep(p, s.file_id))
         ]
-        # every committed file of the slices read must be there, whole
-        committed, problems = self._committed_problems(view, vis, include_logs, keep.file_group)
+        # every committed file of the slices read must be there, whole (a file group the
+        # statistics ruled out is not read: its files are not checked)
+        covered = _covered(keep, skip)
+        committed, problems = self._committed_problems(view, vis, include_logs, covered)
         skipped_missing: list[str] = []
         skipped_damaged: list[str] = []
         if problems:
@@ -421,6 +432,30 @@ class ReadableTable:
             view.listing if isinstance(view.listing, MetadataReader) else None,
             filters,
         )
+
+    def slice_bounds(
+        self, plan: ReadPlan, options: Mapping[str, Any] | None = None
+    ) -> dict[tuple[str, str], pc.Expression]:
+        """Per slice of ``plan``, the bounds its files' column statistics put on its rows
+        (:func:`hudi_ds.table.skipping.slice_bounds`); empty when data skipping is off or
+        the metadata table cannot answer (not in step, statistics unreadable)."""
+        opts = self._read_options(options)
+        reader = self.metadata_reader(opts)
+        if reader is None or opts.get(ReadConfig.ENABLE_DATA_SKIPPING) is False:
+            return {}
+        custom = plan.context.merge is not None and plan.context.merge.mode == "CUSTOM"
+        try:
+            return slice_bounds(
+                self.config,
+                plan.output_schema,
+                self.timeline,
+                reader,
+                plan.slices,
+                custom_merge=custom or plan.context.merge_mode == "CUSTOM",
+            )
+        except CorruptFileError as e:
+            log.warning("data skipping is off for this dataset: %s", e)
+            return {}
 
     def _read_options(self, options: Mapping[str, Any] | None) -> Options:
         """The read's options over the table's defaults, validated (one option dict may serve

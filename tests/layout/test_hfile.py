@@ -645,3 +645,25 @@ def test_round_trip_property(
     assert h.keys == keys and h.values == values
     assert {k: h.file_info[k] for k in info} == info
     assert set(h.file_info) == set(info) | set(STANDARD_FILE_INFO)
+
+
+def test_prefix_scan_decodes_only_the_blocks_of_its_prefixes() -> None:
+    """Keys ``<column><n>`` of five columns (one all 0xff bytes) in blocks of about 50
+    cells: a scan for some columns' prefixes returns exactly their cells, in order, decoding
+    only the blocks their rows can be in."""
+    from hudi_ds.layout.hfile import scan_hfile_prefixes
+
+    cols = (b"aa", b"ab", b"b\xff", b"c", b"\xff\xff")
+    keys = sorted(c + b"%04d" % n for c in cols for n in range(200))
+    values = [k[::-1] for k in keys]
+    data = write_hfile(keys, values, block_size=1024)
+    _, blocks = scan_hfile_prefixes(data, [b""])
+    assert blocks > 15
+    for prefixes in ([b"ab"], [b"c", b"aa"], [b"b\xff"], [b"\xff"], [b"a"], [b"zz"], [b""]):
+        hf, decoded = scan_hfile_prefixes(data, prefixes)
+        want = [k for k in keys if k.startswith(tuple(prefixes))]
+        assert hf.keys == want, prefixes
+        assert hf.values == [k[::-1] for k in want]
+        # a prefix's blocks, and at most one more at each end of its span
+        share = len(want) / len(keys)
+        assert decoded <= share * blocks + 2 * len(prefixes), (prefixes, decoded)

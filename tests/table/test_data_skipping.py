@@ -125,6 +125,28 @@ def test_fixture_filtered_reads_skip_and_return_the_filtered_rows(name: str, tmp
     check(table, {"as.of.instant": first.requested_time}, most=8)
 
 
+@pytest.mark.parametrize("name", ["cow_v9_txns_simple_meta", "mor_avro_v8_trips_8i3u1d"])
+def test_prefix_reads_of_java_statistics_equal_the_full_read(name: str, tmp_path_factory) -> None:
+    """The records of some columns read by key prefix (only the HFile blocks they fall in)
+    are exactly those of the whole partition's read, in Java-written metadata tables."""
+    from hudi_ds.metadata.column_stats import stats_key_prefix
+    from hudi_ds.metadata.stats_reader import read_stats_partition
+
+    table = ReadableTable(str(fixture_table(name, tmp_path_factory)))
+    reader = table.metadata_reader()
+    assert reader is not None
+    for partition in ("column_stats", "partition_stats"):
+        args = (reader.storage, reader.timeline, table.timeline, table.config.table_version)
+        full = read_stats_partition(*args, partition)
+        columns = sorted({r["columnName"] for r in full.values()})
+        assert len(columns) > 2
+        for cols in (columns[:1], columns[1:3], columns[-1:]):
+            prefixes = [stats_key_prefix(c) for c in cols]
+            got = read_stats_partition(*args, partition, None, prefixes)
+            want = {k: v for k, v in full.items() if k.startswith(tuple(prefixes))}
+            assert got == want and want, (partition, cols)
+
+
 # -- a new table with many small file groups ----------------------------------------------------
 BASE_OPTIONS = {
     "hoodie.table.name": "skip",
@@ -203,14 +225,21 @@ def test_new_table_filtered_reads(table_type: str, tmp_path_factory) -> None:
     assert table.last_read_stats.data_skipped_slices == 4
     assert rows(got) == expected(table.read(), [("m", "is null", None)])
     commits = table.timeline.commits()
-    check(table, {"as.of.instant": commits[2].requested_time})
-    check(
-        table,
-        {
-            "hoodie.datasource.query.type": "incremental",
-            "hoodie.datasource.read.begin.instanttime": commits[1].requested_time,
-        },
-    )
+    # column stats name files: they prune a time travel and an incremental read too (Java's
+    # HoodieFileIndex prunes a time travel's slices with them; its incremental relations
+    # prune by partition only, so here an incremental read skips more than Java's)
+    assert check(table, {"as.of.instant": commits[2].requested_time}) > 0
+    incremental = {
+        "hoodie.datasource.query.type": "incremental",
+        "hoodie.datasource.read.begin.instanttime": commits[1].requested_time,
+    }
+    assert check(table, incremental) > 0
+    # v 204 is in batch 2's file groups, which the incremental read sees with the others its
+    # commits touched (MOR: also key 3's and key 12's, by their log files)
+    table.read(incremental, filters=[("v", "=", 204)])
+    st = table.last_read_stats
+    skipped = {"COPY_ON_WRITE": 6, "MERGE_ON_READ": 7}[table_type]
+    assert (st.base_files, st.data_skipped_slices) == (2, skipped)
 
 
 def test_mor_slice_with_a_matching_log_update_is_read(tmp_path_factory) -> None:
@@ -275,6 +304,60 @@ def test_scan_and_dataset_skip_too(tmp_path_factory) -> None:
     assert rows(table.to_pyarrow_dataset(filters=flt).to_table()) == want
     assert table.last_scan_stats is not None
     assert table.last_scan_stats.slices_planned == 1
+
+
+@pytest.mark.parametrize(
+    ("table_type", "expr", "flt", "read"),
+    [
+        ("COPY_ON_WRITE", pc.field("v") == 204, [("v", "=", 204)], 2),
+        ("COPY_ON_WRITE", pc.field("v") < 5, [("v", "<", 5)], 2),
+        ("COPY_ON_WRITE", pc.field("m").is_valid(), [("m", "is not null", None)], 4),
+        # NULLs in n: the bounds allow them, which Arrow cannot use to prune
+        ("COPY_ON_WRITE", pc.field("n") > 40, [("n", ">", 40)], 10),
+        # key 3's slice bounds v by the union of its base (0..9) and log (455) ranges
+        ("MERGE_ON_READ", pc.field("v") == 455, [("v", "=", 455)], 1),
+        ("MERGE_ON_READ", pc.field("v") == 204, [("v", "=", 204)], 3),
+    ],
+)
+def test_dataset_fragments_carry_the_column_stats_bounds(
+    table_type: str, expr: pc.Expression, flt: list[Filter], read: int, tmp_path_factory
+) -> None:
+    """An engine's own filter on a dataset (as DuckDB and polars push theirs) skips the
+    slices whose column statistics rule it out, unopened."""
+    table = HudiTable(str(new_table(table_type, tmp_path_factory)))
+    got = table.to_pyarrow_dataset().to_table(filter=expr)
+    assert rows(got) == expected(table.read(), flt)
+    assert table.last_scan_stats is not None
+    assert (table.last_scan_stats.slices_planned, table.last_scan_stats.slices_read) == (10, read)
+    off = table.to_pyarrow_dataset(options={"hoodie.enable.data.skipping": "false"})
+    assert rows(off.to_table(filter=expr)) == expected(table.read(), flt)
+    assert table.last_scan_stats.slices_read == 10
+
+
+def test_a_handle_decodes_the_statistics_of_a_column_once(tmp_path_factory, monkeypatch) -> None:
+    """Reads, plans and datasets of one table handle share the ranges decoded for a column
+    (the handle's metadata reader stands while its timeline does); a refresh reads again."""
+    from hudi_ds.table import skipping
+
+    calls: list[tuple[str, ...]] = []
+    real = skipping.read_stats_partition
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(tuple(args[6]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(skipping, "read_stats_partition", counted)
+    table = HudiTable(str(new_table("COPY_ON_WRITE", tmp_path_factory)))
+    assert table.read(filters=[("v", "=", 204)]).column("id").to_pylist() == [24]
+    assert len(calls) == 2  # column_stats and partition_stats, the column v only
+    assert table.read(filters=[("v", ">", 400), ("s", "<", "s045")]).num_rows == 4
+    assert len(calls) == 4 and all(len(c) == 1 for c in calls)  # s only
+    assert table.read(filters=[("v", "<", 5), ("s", ">", "s0")]).num_rows == 5
+    assert len(calls) == 4
+    assert table.last_read_stats.data_skipped_slices == 8
+    table.refresh()
+    table.read(filters=[("v", "=", 204)])
+    assert len(calls) == 6
 
 
 def test_unreadable_statistics_skip_nothing(tmp_path_factory, tmp_path: Path, caplog) -> None:
