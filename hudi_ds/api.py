@@ -40,6 +40,7 @@ from hudi_ds.write.operation import (
     WriteOperation,
     partitions_to_delete,
 )
+from hudi_ds.write.task_writer import coalesced
 from hudi_ds.write.write_status import WriteStatus
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas (0.35 s): only to_pyarrow_dataset needs it
@@ -207,15 +208,16 @@ def _write_with(
     # one process tags the whole input: the inflight file holds the workload profile, as
     # Java's writes save it (WriteClient.write_profiled)
     profiled = client.operation.saves_workload_profile
+    chunks = coalesced(batches)
     instant = client.start(schema, inflight=not profiled)
     try:
         # a state index (the only lookup given here) learns the keys of the new base files
         task = client.task_writer(instant, lookup=lookup, track_keys=lookup is not None)
         if profiled:
-            client.write_profiled(instant, task, batches)
+            client.write_profiled(instant, task, chunks)
         else:
-            for batch in batches:
-                task.write(batch)
+            for chunk in chunks:
+                task.write(chunk)
         statuses = task.close()
         client.commit(
             instant,

@@ -72,9 +72,12 @@ from hudi_ds.write import operation
 from hudi_ds.write.client import WriteClient
 from hudi_ds.write.operation import Replaces
 from hudi_ds.write.stream_sink import StreamSink
+from hudi_ds.write.task_writer import CHUNK_BYTES, CHUNK_ROWS, coalesced
 from hudi_ds.write.write_status import WriteStatus
 
 __all__ = [
+    "CHUNK_BYTES",
+    "CHUNK_ROWS",
     "Index",
     "IS_DELETED_FIELD",
     "RECORD_KEY_METADATA_FIELD",
@@ -92,6 +95,7 @@ __all__ = [
     "WriteClient",
     "WriteStat",
     "WriteStatus",
+    "coalesced",
     "bucket_ids_of_rows",
     "compact",
     "compaction_task",

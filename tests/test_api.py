@@ -130,3 +130,36 @@ def test_arrow_large_types_written_as_plain(tmp_path: Path) -> None:
 def test_unknown_input_is_refused() -> None:
     with pytest.raises(SchemaError, match="LazyFrame"):
         api._as_reader(object())
+
+
+@pytest.mark.parametrize("index", ["GLOBAL_SIMPLE", "BUCKET"])
+def test_input_of_many_small_chunks_is_tagged_in_few_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str
+) -> None:
+    """A pyarrow table of 500 small chunks is tagged in one call, not 500 (each call pays an
+    index lookup, and a global index checks every key the task inserted before it: 1,000
+    chunks of 200 rows took 50 s instead of 1 s); the rows stay in order, the later version of
+    a key winning."""
+    from hudi_ds.write.task_writer import TaskWriter
+
+    calls: list[int] = []
+    tag = TaskWriter.tag
+
+    def counted(self: TaskWriter, prepared):  # type: ignore[no-untyped-def]
+        calls.append(prepared.data.num_rows)
+        return tag(self, prepared)
+
+    monkeypatch.setattr(TaskWriter, "tag", counted)
+    n = 5000
+    ids = [f"k{i % 4000}" for i in range(n)]  # the last 1,000 rows update the first keys
+    t = pa.table({"id": ids, "ts": [1] * n, "p": ["p0", "p1"] * (n // 2), "v": list(range(n))})
+    chunked = pa.Table.from_batches(t.to_batches(max_chunksize=10))
+    path = str(tmp_path / "t")
+    buckets = 2 if index == "BUCKET" else None
+    opts = {**table_options("t", partition="p", buckets=buckets), "hoodie.index.type": index}
+    hudi_ds.write(path, chunked, opts)
+    assert calls == [n]
+    last = {k: (v, p) for k, v, p in zip(ids, range(n), t.column("p").to_pylist(), strict=True)}
+    expected = [(k, p, v) for k, (v, p) in last.items()]
+    assert_rows(hudi_ds.read(path), expected, ["id", "p", "v"])
+    assert_rows(hudi_rs_table(path), expected, ["id", "p", "v"])

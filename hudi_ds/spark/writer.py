@@ -33,9 +33,12 @@ from pyspark.sql.types import StructType
 
 from hudi_ds.config import WriteConfig
 from hudi_ds.engine import (
+    CHUNK_BYTES,
+    CHUNK_ROWS,
     Lookup,
     WriteClient,
     WriteStatus,
+    coalesced,
     partitions_to_delete,
     post_commit_services,
     skips_empty_commit,
@@ -51,11 +54,6 @@ OPERATION_KEY = WriteConfig.OPERATION.key
 OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
 #: operations that make no sense with ``mode("overwrite")``.
 NON_OVERWRITE_OPERATIONS = ("delete", "delete_partition")
-#: a write task hands its task writer tables of about this many rows (or bytes), not Spark's
-#: 10,000-row batches (see :func:`coalesce_batches`); small enough that writing one chunk
-#: overlaps with taking in the next
-CHUNK_ROWS = 64 * 1024
-CHUNK_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -263,25 +261,9 @@ def coalesce_batches(
 ) -> Iterator[pa.Table]:
     """Spark's record batches (``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by
     default) conformed to ``schema`` and joined into tables of about ``max_rows`` rows or
-    ``max_bytes`` bytes, in order, empty batches dropped.
-
-    The task writer's costs per call (keys, tagging, routing to handles) are mostly fixed: a few
-    large calls cost a fraction of many small ones, for the same rows in the same order.
-    """
-    pending: list[pa.RecordBatch] = []
-    rows = size = 0
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        b = conform_batch(batch, schema)
-        pending.append(b)
-        rows += b.num_rows
-        size += b.nbytes
-        if rows >= max_rows or size >= max_bytes:
-            yield pa.Table.from_batches(pending, schema).combine_chunks()
-            pending, rows, size = [], 0, 0
-    if pending:
-        yield pa.Table.from_batches(pending, schema).combine_chunks()
+    ``max_bytes`` bytes, in order, empty batches dropped (:func:`hudi_ds.engine.coalesced`)."""
+    conformed = (conform_batch(b, schema) for b in batches if b.num_rows)
+    return coalesced(conformed, max_rows, max_bytes)
 
 
 def resolve_operation(options: Mapping[str, str], overwrite: bool) -> str | None:

@@ -26,7 +26,7 @@ import dataclasses
 import functools
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -62,6 +62,33 @@ from hudi_ds.write.plan import BucketFiles, WritePlan
 from hudi_ds.write.tagger import Tagged, Tagger
 from hudi_ds.write.workload import WorkloadProfile
 from hudi_ds.write.write_status import WriteStatus
+
+#: a task writer takes its input in tables of about this many rows (or bytes), not in the
+#: caller's batches (Spark's are 10,000 rows; a pyarrow table may hold thousands of small
+#: chunks): the costs of a call (keys, index lookup, tagging, routing) are mostly fixed, and a
+#: global index checks each call's keys against every key the task inserted before it
+CHUNK_ROWS = 64 * 1024
+CHUNK_BYTES = 32 << 20
+
+
+def coalesced(
+    batches: Iterable[pa.RecordBatch], max_rows: int = CHUNK_ROWS, max_bytes: int = CHUNK_BYTES
+) -> Iterator[pa.Table]:
+    """``batches`` (of one schema) joined into tables of about ``max_rows`` rows or
+    ``max_bytes`` bytes, in order, empty batches dropped."""
+    pending: list[pa.RecordBatch] = []
+    rows = size = 0
+    for b in batches:
+        if b.num_rows == 0:
+            continue
+        pending.append(b)
+        rows += b.num_rows
+        size += b.nbytes
+        if rows >= max_rows or size >= max_bytes:
+            yield pa.Table.from_batches(pending).combine_chunks()
+            pending, rows, size = [], 0, 0
+    if pending:
+        yield pa.Table.from_batches(pending).combine_chunks()
 
 
 @dataclass(frozen=True)
