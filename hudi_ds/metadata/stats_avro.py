@@ -29,11 +29,8 @@ _FLOAT = struct.Struct("<f").pack
 _DOUBLE = struct.Struct("<d").pack
 
 
-def _varint(n: int) -> bytes:
-    """A zig-zag varint (Avro ``int`` / ``long``)."""
+def _zigzag(n: int) -> bytes:
     z = (n << 1) ^ (n >> 63)
-    if z < 0x80:
-        return bytes((z,))
     out = bytearray()
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
@@ -42,11 +39,22 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+# the one-byte varints (-64..63): most counts, lengths, branches and ordinals
+_SMALL = tuple(_zigzag(n) for n in range(-64, 64))
+
+
+def _varint(n: int) -> bytes:
+    """A zig-zag varint (Avro ``int`` / ``long``)."""
+    return _SMALL[n + 64] if -64 <= n < 64 else _zigzag(n)
+
+
 def _bytes(b: bytes) -> bytes:
     return _varint(len(b)) + b
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _string(s: str) -> bytes:
+    """A string's bytes (column names, partition paths and file names repeat)."""
     return _bytes(s.encode("utf-8"))
 
 
@@ -142,6 +150,23 @@ class StatsRecordWriter:
                     )
                     enc = _value_encoder(w["fields"][0]["type"])
                     self._wrappers[w["name"]] = self._wrappers[full] = (_varint(idx), enc)
+        kinds: dict[str, Callable[[Any], bytes]] = {
+            "fileName": _optional_string,
+            "columnName": _optional_string,
+            "minValue": self._wrapped,
+            "maxValue": self._wrapped,
+            "isDeleted": _boolean,
+            "isTightBound": _boolean,
+            "valueType": _value_type,
+            "valueCount": _optional_long,
+            "nullCount": _optional_long,
+            "totalSize": _optional_long,
+            "totalUncompressedSize": _optional_long,
+        }
+        unknown = [f for f in self.fields if f not in kinds]
+        if unknown:
+            raise CorruptFileError(f"metadata record schema: unknown column stats fields {unknown}")
+        self._plan = tuple((f, kinds[f]) for f in self.fields)
 
     def _wrapped(self, wrapper: tuple[str, Any] | None) -> bytes:
         if wrapper is None:
@@ -177,27 +202,28 @@ class StatsRecordWriter:
             self._between,
             self._stats_branch,
         ]
-        for f in self.fields:
-            v = stats.get(f)
-            if f in ("minValue", "maxValue"):
-                parts.append(self._wrapped(v))
-            elif f in ("isDeleted", "isTightBound"):
-                parts.append(b"\x01" if v else b"\x00")
-            elif v is None:
-                parts.append(_NULL)
-            elif f in ("fileName", "columnName"):
-                parts.append(b"\x02" + _string(v))
-            elif f == "valueType":
-                ordinal, info = v
-                parts.append(
-                    b"\x02"
-                    + _varint(ordinal)
-                    + (_NULL if info is None else b"\x02" + _string(info))
-                )
-            else:  # the counts and sizes: [null, long]
-                parts.append(b"\x02" + _varint(int(v)))
+        parts.extend(enc(stats.get(f)) for f, enc in self._plan)
         parts.append(self._tail)
         return b"".join(parts)
+
+
+def _optional_string(v: str | None) -> bytes:
+    return _NULL if v is None else b"\x02" + _string(v)
+
+
+def _optional_long(v: int | None) -> bytes:
+    return _NULL if v is None else b"\x02" + _varint(int(v))
+
+
+def _boolean(v: bool | None) -> bytes:
+    return b"\x01" if v else b"\x00"
+
+
+def _value_type(v: tuple[int, str | None] | None) -> bytes:
+    if v is None:
+        return _NULL
+    ordinal, info = v
+    return b"\x02" + _varint(ordinal) + _optional_string(info)
 
 
 @functools.lru_cache(maxsize=16)
