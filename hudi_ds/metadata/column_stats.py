@@ -429,9 +429,12 @@ def ranges_of_parquet(
 
 
 # the value types whose Parquet statistics are the min and max Arrow computes over the rows
-# (floats are not: Parquet's writer turns a zero minimum into -0.0; decimals are left out)
+# (decimals are left out); floats too, but for a zero: Parquet's writer makes a zero minimum
+# -0.0 and a zero maximum +0.0 whatever the rows hold, so a zero bound is computed again
+_FLOATS = frozenset({ValueType.FLOAT, ValueType.DOUBLE})
 _FOOTER_TYPES = frozenset(
     {
+        *_FLOATS,
         ValueType.BOOLEAN,
         ValueType.INT,
         ValueType.LONG,
@@ -482,8 +485,9 @@ def ranges_of_written_rows(
             nulls += nn
             values += n
         else:
-            if metadata.num_row_groups:
-                out[col.path] = ColumnRange(file_name, col.path, lo, hi, nulls, values, 0, 0, vt)
+            if not metadata.num_row_groups or (vt in _FLOATS and 0.0 in (lo, hi)):
+                continue
+            out[col.path] = ColumnRange(file_name, col.path, lo, hi, nulls, values, 0, 0, vt)
     return out
 
 

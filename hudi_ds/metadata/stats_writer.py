@@ -161,6 +161,20 @@ class StatsOptions:
             out.append(PARTITION_STATS_PARTITION)
         return out
 
+    def wanted_by_new_table(self, partitioned: bool, table_version: int) -> list[str]:
+        """The stats partitions a new metadata table gets when the options leave them unset:
+        on table versions 8 and 9 column stats, and partition stats for a partitioned table,
+        as Hudi 1.x's Spark writer (``HoodieMetadataConfig.Builder.getDefaultColStatsEnable
+        (SPARK)`` is true; ``isPartitionStatsIndexEnabled`` returns the column stats flag,
+        ``hoodie.metadata.index.partition.stats.enable`` being deprecated for it); none on
+        version 6 (Hudi 0.x: off). Either option set to false keeps its partition out."""
+        if table_version < 8 or self.column_stats is False:
+            return []
+        out = [COLUMN_STATS_PARTITION]
+        if partitioned and self.partition_stats is not False:
+            out.append(PARTITION_STATS_PARTITION)
+        return out
+
 
 def file_group_index(key: str, groups: int) -> int:
     """Java ``HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex``: ``String.hashCode`` of

@@ -7,7 +7,9 @@
   computed from its rows;
 * a commit into a MOR table takes the ranges of the files earlier commits of the process
   wrote from memory, not from the metadata table, and its records still equal the ones
-  recomputed from the files.
+  recomputed from the files;
+* a new table of version 8 or 9 with a metadata table gets column stats (and partition stats
+  when partitioned) unless turned off, as Hudi 1.x's Spark writer; version 6 does not.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import decimal
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -23,7 +26,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import hudi_ds
 from hudi_ds.errors import CorruptFileError
+from hudi_ds.metadata import stats_writer
 from hudi_ds.metadata.column_stats import (
     COLUMN_STATS,
     PARTITION_STATS,
@@ -34,8 +39,13 @@ from hudi_ds.metadata.column_stats import (
     ranges_of_table,
     ranges_of_written_rows,
 )
-from hudi_ds.metadata.records import record_schema
+from hudi_ds.metadata.records import declared_partitions, record_schema
 from hudi_ds.metadata.stats_avro import StatsRecordWriter
+from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig
+from tests.metadata.test_column_stats import assert_stats_in_step
+from tests.metadata.test_writer import assert_in_step, batch
+from tests.metadata.test_writer import options as writer_options
 
 _NS = "org.apache.hudi.avro.model."
 _V9 = {
@@ -207,7 +217,9 @@ def test_block_footer_ranges_equal_the_rows_ranges() -> None:
             "ts": pa.array(rng.integers(0, 10**15, n)).cast(pa.timestamp("us", "UTC")),
             "lts": pa.array(rng.integers(0, 10**12, n)).cast(pa.timestamp("ms")),
             "tm": pa.array(rng.integers(0, 86_400_000, n).astype(np.int32)).cast(pa.time32("ms")),
-            "f": pa.array([0.0, -1.5, float("nan")] * (n // 3)),
+            "f": pa.array([0.0, -1.5, float("nan")] * (n // 3)),  # a zero bound
+            "g": pa.array([2.5, -1.5, float("nan")] * (n // 3), pa.float32()),
+            "nan": pa.array([float("nan")] * n),  # no statistics
             "dec": pa.array([decimal.Decimal(k) / 100 for k in range(n)], pa.decimal128(10, 2)),
         }
     )
@@ -215,8 +227,77 @@ def test_block_footer_ranges_equal_the_rows_ranges() -> None:
     pq.write_table(t, pa.BufferOutputStream(), metadata_collector=collected, row_group_size=128)
     columns = [*t.column_names, "absent"]
     got = ranges_of_written_rows(collected[0], "f.log", columns)
-    # floats, decimals, a column whose statistics were dropped, a column not written: computed
-    assert sorted(got) == ["b", "d", "i", "l", "lts", "none", "s", "tm", "ts"]
+    # a zero float bound, decimals, a column whose statistics were dropped or that has
+    # none, a column not written: computed from the rows
+    assert sorted(got) == ["b", "d", "g", "i", "l", "lts", "none", "s", "tm", "ts"]
     want = {r.column: r for r in ranges_of_table(t, "f.log", columns)}
     for c, r in got.items():
         assert r == want[c], c
+
+
+def _declared(root: Path) -> list[str]:
+    return declared_partitions(TableConfig.load(Storage(str(root))))
+
+
+@pytest.mark.parametrize(
+    ("version", "partitioned", "over", "expected"),
+    [
+        (9, True, {}, ["column_stats", "files", "partition_stats"]),
+        (8, False, {}, ["column_stats", "files"]),
+        (
+            9,
+            True,
+            {"hoodie.metadata.index.partition.stats.enable": "false"},
+            ["column_stats", "files"],
+        ),
+        (9, True, {"hoodie.metadata.index.column.stats.enable": "false"}, ["files"]),
+        (6, True, {}, ["files"]),
+    ],
+)
+def test_new_tables_get_column_stats_by_default(
+    version: int, partitioned: bool, over: dict[str, str], expected: list[str], tmp_path: Path
+) -> None:
+    root = tmp_path / "t"
+    opts = writer_options("MERGE_ON_READ", version, bucket=True, **over)
+    if not partitioned:
+        opts.pop("hoodie.datasource.write.partitionpath.field")
+        opts["hoodie.datasource.write.keygenerator.class"] = (
+            "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+        )
+    for k in (1, 2):
+        hudi_ds.write(str(root), batch(k), opts)
+        assert _declared(root) == expected
+    assert_in_step(root)
+    if "column_stats" in expected:
+        assert_stats_in_step(root)
+
+
+def test_commits_take_earlier_ranges_from_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The partition stats of the commits after the first fold only the new log files: the
+    column_stats partition is not read back, and the records equal the recomputed ones."""
+    root = tmp_path / "t"
+    opts = writer_options(  # updates go to log files
+        "MERGE_ON_READ",
+        9,
+        bucket=True,
+        **{
+            "hoodie.metadata.index.column.stats.enable": "true",
+            "hoodie.metadata.index.partition.stats.enable": "true",
+        },
+    )
+    hudi_ds.write(str(root), batch(1), opts)
+    reads: list[str] = []
+    plain = stats_writer.read_stats_partition
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args[4])
+        return plain(*args, **kwargs)
+
+    monkeypatch.setattr(stats_writer, "read_stats_partition", counted)
+    for k in (2, 3, 4):
+        hudi_ds.write(str(root), batch(k), opts)
+    assert reads == []
+    assert _declared(root) == ["column_stats", "files", "partition_stats"]
+    assert_stats_in_step(root)
