@@ -461,34 +461,68 @@ def ranges_of_written_rows(
     the caller computes them from the rows."""
     wanted = set(columns)
     schema = metadata.schema
+    groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
     out: dict[str, ColumnRange] = {}
+    if not groups:
+        return out
     for i in range(len(schema)):
         col = schema.column(i)
-        if col.path not in wanted or col.max_definition_level > 1:
+        path = col.path
+        if path not in wanted or col.max_definition_level > 1:
             continue
-        vt, _, _ = _parquet_value_type(col)
-        if vt not in _FOOTER_TYPES:
+        logical = col.logical_type.type
+        if logical in ("TIMESTAMP", "TIME"):  # their unit decides
+            vt: ValueType | None = _parquet_value_type(col)[0]
+            vt = vt if vt in _FOOTER_TYPES else None
+        else:
+            vt = _footer_value_type(col.physical_type, logical)
+        if vt is None:
             continue
         lo = hi = None
         nulls = values = 0
-        for g in range(metadata.num_row_groups):
-            chunk = metadata.row_group(g).column(i)
+        for rg in groups:
+            chunk = rg.column(i)
             st = chunk.statistics
             if st is None or not st.has_null_count:
                 break
-            n, nn = int(chunk.num_values), int(st.null_count)
+            n, nn = chunk.num_values, st.null_count
             if n > nn:
                 if not st.has_min_max:
                     break
-                a, b = _parquet_primitive(st.min_raw, vt), _parquet_primitive(st.max_raw, vt)
+                a, b = st.min_raw, st.max_raw
+                if vt == ValueType.STRING:
+                    a, b = a.decode("utf-8"), b.decode("utf-8")
                 lo, hi = _min(lo, a), _max(hi, b)
             nulls += nn
             values += n
         else:
-            if not metadata.num_row_groups or (vt in _FLOATS and 0.0 in (lo, hi)):
+            if vt in _FLOATS and 0.0 in (lo, hi):
                 continue
-            out[col.path] = ColumnRange(file_name, col.path, lo, hi, nulls, values, 0, 0, vt)
+            out[path] = ColumnRange(file_name, path, lo, hi, nulls, values, 0, 0, vt)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _footer_value_type(physical: str, logical: str) -> ValueType | None:
+    """The value type of a Parquet column whose footer statistics can stand for the rows'
+    (:data:`_FOOTER_TYPES`), by physical and logical type name (not a time or timestamp:
+    their unit decides); None for the others."""
+    if logical == "DECIMAL":
+        return None
+    if logical == "STRING":
+        return ValueType.STRING
+    if logical == "DATE":
+        return ValueType.DATE
+    if logical not in ("NONE", "INT"):
+        return None
+    vt = {
+        "INT32": ValueType.INT,
+        "INT64": ValueType.LONG,
+        "BOOLEAN": ValueType.BOOLEAN,
+        "FLOAT": ValueType.FLOAT,
+        "DOUBLE": ValueType.DOUBLE,
+    }.get(physical)
+    return vt if vt in _FOOTER_TYPES else None
 
 
 @functools.lru_cache(maxsize=256)
