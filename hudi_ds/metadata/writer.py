@@ -320,19 +320,16 @@ class MetadataWriter:
         to_build: list[str] = []
         if not self.present():
             # declared but missing, or a folder hoodie.properties does not declare (an MDT of
-            # Hudi < 0.11, or an interrupted creation): rebuilt from the committed files, with the
-            # stats partitions a new table gets
-            if (
-                self.enable is not True
-                and FILES_PARTITION not in self.declared
-                and not self._folder_present()
-            ):
+            # Hudi < 0.11, an interrupted creation or upgrade): rebuilt from the committed files
+            folder = self._folder_present()
+            if self.enable is not True and FILES_PARTITION not in self.declared and not folder:
                 return
             self.create()
             created = True
-            to_build = self.stats.options.wanted_by_new_table(
-                bool(self.state.config.partition_fields), self.state.config.table_version
-            )
+            if not folder:  # a new metadata table: the stats partitions Hudi 1.x starts with
+                to_build = self.stats.options.wanted_by_new_table(
+                    bool(self.state.config.partition_fields), self.state.config.table_version
+                )
         elif self.rli.wanted_at_creation() and RECORD_INDEX_PARTITION not in self.declared:
             # hoodie.metadata.record.index.enable=true on a metadata table without one: the
             # metadata table is built again with it (Java builds it with its async indexer)
