@@ -710,27 +710,20 @@ def encode_stats_value(
     """
     writer = stats_record_writer(schema_json)
     with_type = "valueType" in writer.fields
-    stats: dict[str, Any] = {
-        "fileName": rng.name,
-        "columnName": rng.column,
-        "isDeleted": deleted,
-        "isTightBound": tight_bound,
-    }
-    if not deleted:
-        stats["minValue"] = _wrap(rng.min_value, rng, with_type)
-        stats["maxValue"] = _wrap(rng.max_value, rng, with_type)
-        stats["valueCount"] = rng.value_count
-        stats["nullCount"] = rng.null_count
-        stats["totalSize"] = rng.total_size
-        stats["totalUncompressedSize"] = rng.total_uncompressed_size
+    if deleted:
+        lo = hi = None
+        counts = (0, 0, 0, 0)
     else:
-        stats["valueCount"] = stats["nullCount"] = stats["totalSize"] = 0
-        stats["totalUncompressedSize"] = 0
+        lo = _wrap(rng.min_value, rng, with_type)
+        hi = _wrap(rng.max_value, rng, with_type)
+        counts = (rng.value_count, rng.null_count, rng.total_size, rng.total_uncompressed_size)
+    vt_info = None
     if with_type:
         info = f"{rng.precision},{rng.scale}" if rng.value_type == ValueType.DECIMAL else None
-        vt = ValueType.NULL if deleted else rng.value_type
-        stats["valueType"] = (int(vt), info)
-    return writer.encode(record_type, file_name, stats)
+        vt_info = (int(ValueType.NULL if deleted else rng.value_type), info)
+    return writer.encode(
+        record_type, file_name, rng.name, rng.column, lo, hi, counts, deleted, tight_bound, vt_info
+    )
 
 
 def reencode_stats(

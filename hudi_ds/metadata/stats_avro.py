@@ -25,6 +25,19 @@ from hudi_ds.errors import CorruptFileError
 __all__ = ["StatsRecordWriter", "stats_record_writer"]
 
 _NULL = b"\x00"
+_KNOWN_FIELDS = (
+    "fileName",
+    "columnName",
+    "minValue",
+    "maxValue",
+    "valueCount",
+    "nullCount",
+    "totalSize",
+    "totalUncompressedSize",
+    "isDeleted",
+    "isTightBound",
+    "valueType",
+)
 _FLOAT = struct.Struct("<f").pack
 _DOUBLE = struct.Struct("<d").pack
 
@@ -150,23 +163,81 @@ class StatsRecordWriter:
                     )
                     enc = _value_encoder(w["fields"][0]["type"])
                     self._wrappers[w["name"]] = self._wrappers[full] = (_varint(idx), enc)
-        kinds: dict[str, Callable[[Any], bytes]] = {
-            "fileName": _optional_string,
-            "columnName": _optional_string,
-            "minValue": self._wrapped,
-            "maxValue": self._wrapped,
-            "isDeleted": _boolean,
-            "isTightBound": _boolean,
-            "valueType": _value_type,
-            "valueCount": _optional_long,
-            "nullCount": _optional_long,
-            "totalSize": _optional_long,
-            "totalUncompressedSize": _optional_long,
-        }
-        unknown = [f for f in self.fields if f not in kinds]
-        if unknown:
-            raise CorruptFileError(f"metadata record schema: unknown column stats fields {unknown}")
-        self._plan = tuple((f, kinds[f]) for f in self.fields)
+        # the field lists of Hudi 0.x, 1.0 and 1.1 (each adds to the end)
+        n = len(self.fields)
+        if n < 9 or self.fields != _KNOWN_FIELDS[:n]:
+            raise CorruptFileError(
+                f"metadata record schema: unknown column stats fields {list(self.fields)}"
+            )
+        self._prefixes: dict[int, bytes] = {}
+
+    def encode(
+        self,
+        record_type: int,
+        file_name: str | None,
+        name: str,
+        column: str,
+        min_value: tuple[str, Any] | None,
+        max_value: tuple[str, Any] | None,
+        counts: tuple[int, int, int, int],
+        deleted: bool,
+        tight_bound: bool,
+        value_type: tuple[int, str | None] | None,
+    ) -> bytes:
+        """The record's bytes.
+
+        Args:
+            record_type: the record's ``type``.
+            file_name: ``_hoodie_file_name`` (None: null).
+            name: ``fileName``; column: ``columnName``.
+            min_value: ``minValue`` as ``(wrapper name, value)``, None for null;
+                max_value likewise.
+            counts: ``valueCount``, ``nullCount``, ``totalSize``, ``totalUncompressedSize``.
+            deleted: ``isDeleted``; tight_bound: ``isTightBound`` (when the schema has it).
+            value_type: ``valueType`` as ``(typeOrdinal, additionalInfo)`` (when the schema
+                has it), None for null.
+        """
+        prefix = self._prefixes.get(record_type) if file_name is None else None
+        if prefix is None:
+            prefix = b"".join(
+                [
+                    self._head,
+                    _NULL if file_name is None else b"\x02" + _string(file_name),
+                    self._key,
+                    _varint(record_type),
+                    self._between,
+                    self._stats_branch,
+                ]
+            )
+            if file_name is None:
+                self._prefixes[record_type] = prefix
+        parts = [
+            prefix,
+            b"\x02" + _string(name),
+            b"\x02" + _string(column),
+            self._wrapped(min_value),
+            self._wrapped(max_value),
+            b"\x02" + _varint(counts[0]),
+            b"\x02" + _varint(counts[1]),
+            b"\x02" + _varint(counts[2]),
+            b"\x02" + _varint(counts[3]),
+            b"\x01" if deleted else b"\x00",
+        ]
+        n = len(self.fields)
+        if n > 9:
+            parts.append(b"\x01" if tight_bound else b"\x00")
+        if n > 10:
+            if value_type is None:
+                parts.append(_NULL)
+            else:
+                ordinal, info = value_type
+                parts.append(
+                    b"\x02"
+                    + _varint(ordinal)
+                    + (_NULL if info is None else b"\x02" + _string(info))
+                )
+        parts.append(self._tail)
+        return b"".join(parts)
 
     def _wrapped(self, wrapper: tuple[str, Any] | None) -> bytes:
         if wrapper is None:
@@ -177,53 +248,6 @@ class StatsRecordWriter:
             raise CorruptFileError(f"metadata record schema: no {name} value wrapper")
         branch, enc = got
         return branch + enc(value)
-
-    def encode(
-        self,
-        record_type: int,
-        file_name: str | None,
-        stats: dict[str, Any],
-    ) -> bytes:
-        """The record's bytes.
-
-        Args:
-            record_type: the record's ``type``.
-            file_name: ``_hoodie_file_name`` (None: null).
-            stats: the ``HoodieMetadataColumnStats`` fields by name: ``minValue`` /
-                ``maxValue`` as ``(wrapper name, value)`` or None, ``valueType`` as
-                ``(typeOrdinal, additionalInfo)`` or None; absent fields are null (false
-                for the booleans).
-        """
-        parts = [
-            self._head,
-            _NULL if file_name is None else b"\x02" + _string(file_name),
-            self._key,
-            _varint(record_type),
-            self._between,
-            self._stats_branch,
-        ]
-        parts.extend(enc(stats.get(f)) for f, enc in self._plan)
-        parts.append(self._tail)
-        return b"".join(parts)
-
-
-def _optional_string(v: str | None) -> bytes:
-    return _NULL if v is None else b"\x02" + _string(v)
-
-
-def _optional_long(v: int | None) -> bytes:
-    return _NULL if v is None else b"\x02" + _varint(int(v))
-
-
-def _boolean(v: bool | None) -> bytes:
-    return b"\x01" if v else b"\x00"
-
-
-def _value_type(v: tuple[int, str | None] | None) -> bytes:
-    if v is None:
-        return _NULL
-    ordinal, info = v
-    return b"\x02" + _varint(ordinal) + _optional_string(info)
 
 
 @functools.lru_cache(maxsize=16)
