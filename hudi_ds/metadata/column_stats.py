@@ -513,7 +513,7 @@ def _footer_value_type(physical: str, logical: str) -> ValueType | None:
         return ValueType.STRING
     if logical == "DATE":
         return ValueType.DATE
-    if logical not in ("NONE", "INT"):
+    if logical != "NONE":  # an annotated integer may be unsigned: computed from the rows
         return None
     vt = {
         "INT32": ValueType.INT,
