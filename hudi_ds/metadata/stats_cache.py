@@ -99,10 +99,6 @@ class FileRangeCache:
             for n in names:
                 self._files.pop((table, partition, n), None)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._files.clear()
-
 
 file_range_cache = FileRangeCache()
 """The process's cache."""
@@ -158,10 +154,6 @@ class PartitionFoldCache:
             self._folds.move_to_end(key)
             while len(self._folds) > self._max:
                 self._folds.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._folds.clear()
 
 
 partition_fold_cache = PartitionFoldCache()
