@@ -136,7 +136,8 @@ class WriteConfig:
         "and value counts, sizes), kept in step on every action when the table has it; false "
         "removes it (and partition_stats, which needs it); true builds it for a table of "
         "version 8 or 9 that lacks it (from its committed files); unset keeps what the table "
-        "has.",
+        "has, and a new metadata table of a version 8 or 9 table gets it (with partition_stats "
+        "when partitioned), as Hudi 1.x's Spark writer; version 6 tables get none.",
     )
     METADATA_COLUMN_STATS_COLUMNS: ConfigProperty[list[str]] = ConfigProperty(
         "hoodie.metadata.index.column.stats.column.list",
@@ -170,9 +171,10 @@ class WriteConfig:
         None,
         parse_bool,
         "The metadata table's partition_stats partition (column stats aggregated per data "
-        "partition), kept in step when the table has it; false removes it; true builds it "
-        "(with column stats) for a partitioned table of version 8 or 9; unset keeps what the "
-        "table has.",
+        "partition), kept in step when the table has it; false removes it (and keeps it out "
+        "of a new metadata table); true builds it (with column stats) for a partitioned table "
+        "of version 8 or 9; unset keeps what the table has, and follows column stats in a new "
+        "one (Hudi 1.x deprecates this key for the column stats one).",
     )
     METADATA_BLOOM_FILTER_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
         "hoodie.metadata.index.bloom.filter.enable",

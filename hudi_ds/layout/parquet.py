@@ -65,7 +65,10 @@ def dictionary_columns_of(table: pa.Table) -> list[str]:
 
 
 def parquet_block_content(
-    table: pa.Table, compression: str, dictionary_columns: list[str]
+    table: pa.Table,
+    compression: str,
+    dictionary_columns: list[str],
+    metadata_collector: list[pq.FileMetaData] | None = None,
 ) -> bytes:
     """The Parquet file held by a ``PARQUET_DATA`` log block, with page checksums.
 
@@ -73,6 +76,7 @@ def parquet_block_content(
         table: the rows, schema metadata included (the ``parquet.avro.schema`` footer).
         compression: Parquet codec (``snappy``, ``gzip``, ``zstd``, ``none``...).
         dictionary_columns: columns to dictionary-encode (see :func:`dictionary_columns_of`).
+        metadata_collector: receives the file's footer as written (its column statistics).
     """
     sink = pa.BufferOutputStream()
     pq.write_table(
@@ -81,6 +85,7 @@ def parquet_block_content(
         compression=compression,
         use_dictionary=dictionary_columns,
         write_page_checksum=True,
+        metadata_collector=metadata_collector,
     )
     return sink.getvalue().to_pybytes()
 

@@ -18,6 +18,7 @@ from typing import Any, cast
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from fastavro import parse_schema, schemaless_writer
 
 from hudi_ds.errors import SchemaError
@@ -323,6 +324,7 @@ def encode_parquet_data_block(
     compression: str = "snappy",
     dictionary_columns: list[str] | None = None,
     partial: bool = False,
+    metadata_collector: list[pq.FileMetaData] | None = None,
 ) -> bytes:
     """Encode ``table`` as a ``PARQUET_DATA`` block: the content is one complete Parquet file.
 
@@ -339,6 +341,7 @@ def encode_parquet_data_block(
             once per task).
         partial: the rows are partial updates (``IS_PARTIAL`` header; see
             :func:`encode_avro_data_block`).
+        metadata_collector: receives the Parquet file's footer as written.
     """
     schema_json = avro_schema_json(avro_schema)
     table = conform_table(table, cached_arrow_schema(schema_json))
@@ -349,7 +352,7 @@ def encode_parquet_data_block(
         dictionary_columns = dictionary_columns_of(table)
     # page CRCs (as parquet-mr writes by default): log blocks have no checksum of their own,
     # so a flipped byte in a data page is caught when the block is read
-    content = parquet_block_content(table, compression, dictionary_columns)
+    content = parquet_block_content(table, compression, dictionary_columns, metadata_collector)
     header = _data_header(instant_time, schema_json, partial)
     return encode_block(BlockType.PARQUET_DATA, header, content)
 

@@ -48,6 +48,7 @@ import pyarrow.parquet as pq
 
 from hudi_ds.errors import ConfigError, CorruptFileError
 from hudi_ds.metadata.records import NON_PARTITIONED
+from hudi_ds.metadata.stats_avro import stats_record_writer
 
 __all__ = [
     "COLUMN_STATS",
@@ -68,6 +69,7 @@ __all__ = [
     "range_of_record",
     "ranges_of_parquet",
     "ranges_of_table",
+    "ranges_of_written_rows",
     "reencode_stats",
     "stats_key_prefix",
 ]
@@ -434,6 +436,104 @@ def ranges_of_parquet(
     return out
 
 
+# the value types whose Parquet statistics are the min and max Arrow computes over the rows
+# (decimals are left out); floats too, but for a zero: Parquet's writer makes a zero minimum
+# -0.0 and a zero maximum +0.0 whatever the rows hold, so a zero bound is computed again
+_FLOATS = frozenset({ValueType.FLOAT, ValueType.DOUBLE})
+_FOOTER_TYPES = frozenset(
+    {
+        *_FLOATS,
+        ValueType.BOOLEAN,
+        ValueType.INT,
+        ValueType.LONG,
+        ValueType.STRING,
+        ValueType.DATE,
+        ValueType.TIME_MILLIS,
+        ValueType.TIME_MICROS,
+        ValueType.TIMESTAMP_MILLIS,
+        ValueType.TIMESTAMP_MICROS,
+        ValueType.LOCAL_TIMESTAMP_MILLIS,
+        ValueType.LOCAL_TIMESTAMP_MICROS,
+    }
+)
+
+
+def ranges_of_written_rows(
+    metadata: pq.FileMetaData, file_name: str, columns: Iterable[str]
+) -> dict[str, ColumnRange]:
+    """The ranges :func:`ranges_of_table` gives the rows of a Parquet data block, of the
+    ``columns`` whose statistics the block's writer computed (``metadata``: its footer,
+    taken as it was written): the writer already compared every value, and one pass over
+    the footer costs less than one ``min_max`` per column. Columns of other types, or
+    whose statistics the writer dropped (a value over its size limit), are not returned:
+    the caller computes them from the rows."""
+    wanted = set(columns)
+    schema = metadata.schema
+    groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+    out: dict[str, ColumnRange] = {}
+    if not groups:
+        return out
+    for i in range(len(schema)):
+        col = schema.column(i)
+        path = col.path
+        if path not in wanted or col.max_definition_level > 1:
+            continue
+        logical = col.logical_type.type
+        if logical in ("TIMESTAMP", "TIME"):  # their unit decides
+            vt: ValueType | None = _parquet_value_type(col)[0]
+            vt = vt if vt in _FOOTER_TYPES else None
+        else:
+            vt = _footer_value_type(col.physical_type, logical)
+        if vt is None:
+            continue
+        lo = hi = None
+        nulls = values = 0
+        for rg in groups:
+            chunk = rg.column(i)
+            st = chunk.statistics
+            if st is None or not st.has_null_count:
+                break
+            n, nn = chunk.num_values, st.null_count
+            if n > nn:
+                if not st.has_min_max:
+                    break
+                a, b = st.min_raw, st.max_raw
+                if vt == ValueType.STRING:
+                    a, b = a.decode("utf-8"), b.decode("utf-8")
+                lo, hi = _min(lo, a), _max(hi, b)
+            nulls += nn
+            values += n
+        else:
+            if vt in _FLOATS and 0.0 in (lo, hi):
+                continue
+            out[path] = ColumnRange(file_name, path, lo, hi, nulls, values, 0, 0, vt)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _footer_value_type(physical: str, logical: str) -> ValueType | None:
+    """The value type of a Parquet column whose footer statistics can stand for the rows'
+    (:data:`_FOOTER_TYPES`), by physical and logical type name (not a time or timestamp:
+    their unit decides); None for the others."""
+    if logical == "DECIMAL":
+        return None
+    if logical == "STRING":
+        return ValueType.STRING
+    if logical == "DATE":
+        return ValueType.DATE
+    if logical != "NONE":  # an annotated integer may be unsigned: computed from the rows
+        return None
+    vt = {
+        "INT32": ValueType.INT,
+        "INT64": ValueType.LONG,
+        "BOOLEAN": ValueType.BOOLEAN,
+        "FLOAT": ValueType.FLOAT,
+        "DOUBLE": ValueType.DOUBLE,
+    }.get(physical)
+    return vt if vt in _FOOTER_TYPES else None
+
+
+@functools.lru_cache(maxsize=256)
 def _arrow_value_type(t: pa.DataType) -> tuple[ValueType, int, int]:
     if pa.types.is_decimal(t):
         dt = typing.cast(pa.Decimal128Type, t)
@@ -466,17 +566,32 @@ def _arrow_value_type(t: pa.DataType) -> tuple[ValueType, int, int]:
     return ValueType.BYTES, 0, 0
 
 
-def _arrow_primitive(value: pa.Scalar, vt: ValueType) -> Any:
-    if not value.is_valid:
-        return None
+# temporal values are kept as the integers Arrow stores them as (days, or time units)
+_AS_INT32 = frozenset({ValueType.DATE, ValueType.TIME_MILLIS})
+_AS_INT64 = frozenset(
+    {ValueType.TIME_MICROS}
+    | {v for v in ValueType if ValueType.TIMESTAMP_MILLIS <= v <= ValueType.LOCAL_TIMESTAMP_NANOS}
+)
+
+
+def _arrow_min_max(arr: pa.ChunkedArray, vt: ValueType) -> tuple[Any, Any]:
+    """The smallest and largest non-null value of ``arr`` in their primitive form, one
+    ``min_max`` over the array (temporal columns as their integers)."""
+    if vt in _AS_INT32:
+        arr = arr.cast(pa.int32())
+    elif vt in _AS_INT64:
+        arr = arr.cast(pa.int64())
+    mm = pc.min_max(arr).as_py()
+    lo, hi = mm["min"], mm["max"]
     if vt == ValueType.DECIMAL:
-        d = typing.cast(decimal.Decimal, value.as_py())
-        return int(d.scaleb(-typing.cast(int, d.as_tuple().exponent)))
-    if vt in (ValueType.DATE, ValueType.TIME_MILLIS, ValueType.TIME_MICROS) or (
-        ValueType.TIMESTAMP_MILLIS <= vt <= ValueType.LOCAL_TIMESTAMP_NANOS
-    ):
-        return value.cast(pa.int64() if vt != ValueType.DATE else pa.int32()).as_py()
-    return value.as_py()
+        return _unscaled(lo), _unscaled(hi)
+    return lo, hi
+
+
+def _unscaled(d: decimal.Decimal | None) -> int | None:
+    if d is None:
+        return None
+    return int(d.scaleb(-typing.cast(int, d.as_tuple().exponent)))
 
 
 def ranges_of_table(table: pa.Table, file_name: str, columns: Iterable[str]) -> list[ColumnRange]:
@@ -485,8 +600,9 @@ def ranges_of_table(table: pa.Table, file_name: str, columns: Iterable[str]) -> 
     rows lack counts every row as null."""
     out = []
     n = table.num_rows
+    names = set(table.column_names)
     for col in columns:
-        if col not in table.column_names:
+        if col not in names:
             out.append(ColumnRange(file_name, col, None, None, n, n, 0, 0, ValueType.NULL))
             continue
         arr = table.column(col)
@@ -494,9 +610,7 @@ def ranges_of_table(table: pa.Table, file_name: str, columns: Iterable[str]) -> 
         nulls = arr.null_count
         lo = hi = None
         if n - nulls > 0 and vt not in (ValueType.BYTES, ValueType.NULL):
-            mm = pc.min_max(arr)
-            lo = _arrow_primitive(mm["min"], vt)
-            hi = _arrow_primitive(mm["max"], vt)
+            lo, hi = _arrow_min_max(arr, vt)
         out.append(ColumnRange(file_name, col, lo, hi, nulls, n, 0, 0, vt, precision, scale))
     return out
 
@@ -565,19 +679,20 @@ def _unscaled_bytes(unscaled: int) -> bytes:
     return unscaled.to_bytes(length, "big", signed=True)
 
 
-def _wrap(value: Any, rng: ColumnRange, with_type: bool) -> Any:
+def _wrap(value: Any, rng: ColumnRange, with_type: bool) -> tuple[str, Any] | None:
+    """``(wrapper name, value)`` of a min or max value."""
     if value is None:
         return None
     vt = rng.value_type
     if with_type:
         if vt == ValueType.DECIMAL:
             value = _unscaled_bytes(int(value))
-        return (_NS + _WRAPPER.get(vt, "BytesWrapper"), {"value": value})
+        return (_WRAPPER.get(vt, "BytesWrapper"), value)
     if vt == ValueType.DECIMAL:
         # ValueType.V1 wraps the BigDecimal in DecimalWrapper: decimal(30,15)
         d = decimal.Decimal(int(value)).scaleb(-rng.scale).quantize(decimal.Decimal(1).scaleb(-15))
-        return (_NS + "DecimalWrapper", {"value": d})
-    return (_NS + _V1_WRAPPER.get(vt, "BytesWrapper"), {"value": value})
+        return ("DecimalWrapper", d)
+    return (_V1_WRAPPER.get(vt, "BytesWrapper"), value)
 
 
 def encode_stats_value(
@@ -601,37 +716,22 @@ def encode_stats_value(
         tight_bound: ``isTightBound`` (partition stats).
         file_name: ``_hoodie_file_name`` (base files name themselves).
     """
-    names, stats_fields = _fields(schema_json)
-    with_type = "valueType" in stats_fields
-    record: dict[str, Any] = dict.fromkeys(names)
-    record["key"] = ""
-    record["type"] = record_type
-    record["_hoodie_file_name"] = file_name
-    stats: dict[str, Any] = {
-        "fileName": rng.name,
-        "columnName": rng.column,
-        "minValue": None if deleted else _wrap(rng.min_value, rng, with_type),
-        "maxValue": None if deleted else _wrap(rng.max_value, rng, with_type),
-        "valueCount": 0 if deleted else rng.value_count,
-        "nullCount": 0 if deleted else rng.null_count,
-        "totalSize": 0 if deleted else rng.total_size,
-        "totalUncompressedSize": 0 if deleted else rng.total_uncompressed_size,
-        "isDeleted": deleted,
-    }
-    if "isTightBound" in stats_fields:
-        stats["isTightBound"] = tight_bound
+    writer = stats_record_writer(schema_json)
+    with_type = "valueType" in writer.fields
+    if deleted:
+        lo = hi = None
+        counts = (0, 0, 0, 0)
+    else:
+        lo = _wrap(rng.min_value, rng, with_type)
+        hi = _wrap(rng.max_value, rng, with_type)
+        counts = (rng.value_count, rng.null_count, rng.total_size, rng.total_uncompressed_size)
+    vt_info = None
     if with_type:
         info = f"{rng.precision},{rng.scale}" if rng.value_type == ValueType.DECIMAL else None
-        vt = ValueType.NULL if deleted else rng.value_type
-        stats["valueType"] = (
-            _NS + "HoodieValueTypeInfo",
-            {"typeOrdinal": int(vt), "additionalInfo": info},
-        )
-    # the union branches named: fastavro otherwise tries each branch's record against the value
-    record["ColumnStatsMetadata"] = (_NS + "HoodieMetadataColumnStats", stats)
-    buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, _parsed(schema_json), record)
-    return buf.getvalue()
+        vt_info = (int(ValueType.NULL if deleted else rng.value_type), info)
+    return writer.encode(
+        record_type, file_name, rng.name, rng.column, lo, hi, counts, deleted, tight_bound, vt_info
+    )
 
 
 def reencode_stats(

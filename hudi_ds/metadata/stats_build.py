@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Iterable, Sequence
@@ -37,7 +38,9 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 
 __all__ = [
+    "file_instant",
     "file_ranges",
+    "fold_ranges",
     "index_definition_columns",
     "indexed_columns",
     "partition_ranges",
@@ -191,22 +194,37 @@ def partition_ranges(
     A partition whose files give no statistics (an empty base file) gets no new record (the
     previous one stays); a clean does not touch the records; a delete_partition tombstones them.
     """
-    merged: dict[str, ColumnRange] = {}
-    for r in sorted(ranges, key=_file_instant):
-        prev = merged.get(r.column)
-        merged[r.column] = (
-            merge_ranges(prev, r, partition) if prev is not None else _renamed(r, partition)
-        )
+    merged = fold_ranges(partition, {}, sorted(ranges, key=_file_instant))
     return [merged[c] for c in columns if c in merged]
 
 
-def _file_instant(r: ColumnRange) -> str:
-    """The instant of the file a range is of (files merge oldest first)."""
-    base = parse_base_file_name(r.name)
+def fold_ranges(
+    partition: str, merged: dict[str, ColumnRange], ranges: Iterable[ColumnRange]
+) -> dict[str, ColumnRange]:
+    """``merged`` (per column, the ranges of files already folded) with ``ranges`` folded in
+    in their order, named after ``partition``: :func:`partition_ranges` without the sort, so
+    a writer can go on from the fold of a partition's earlier files."""
+    out = dict(merged)
+    for r in ranges:
+        prev = out.get(r.column)
+        out[r.column] = (
+            merge_ranges(prev, r, partition) if prev is not None else _renamed(r, partition)
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def file_instant(file_name: str) -> str:
+    """The instant of a data file (files fold oldest first; the order is stable for ties)."""
+    base = parse_base_file_name(file_name)
     if base is not None:
         return base.instant_time
-    lg = parse_log_file_name(r.name)
+    lg = parse_log_file_name(file_name)
     return lg.instant_time if lg is not None else ""
+
+
+def _file_instant(r: ColumnRange) -> str:
+    return file_instant(r.name)
 
 
 def _renamed(r: ColumnRange, name: str) -> ColumnRange:

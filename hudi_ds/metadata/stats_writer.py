@@ -66,12 +66,15 @@ from hudi_ds.metadata.mdt_files import mdt_base_hfile, mdt_write_stat, older_sli
 from hudi_ds.metadata.reader import files_slices
 from hudi_ds.metadata.record_index import file_group_indexes
 from hudi_ds.metadata.stats_build import (
+    file_instant,
     file_ranges,
+    fold_ranges,
     index_definition_columns,
     indexed_columns,
     partition_ranges,
     record_index_definition,
 )
+from hudi_ds.metadata.stats_cache import file_range_cache, partition_fold_cache, table_key
 from hudi_ds.metadata.stats_reader import StatsRecords, read_stats_partition
 from hudi_ds.schema.avro import avro_to_arrow_schema
 from hudi_ds.storage import Storage
@@ -155,6 +158,20 @@ class StatsOptions:
         and a partitioned table)."""
         out = [COLUMN_STATS_PARTITION] if self.column_stats else []
         if self.column_stats is not False and self.partition_stats and partitioned:
+            out.append(PARTITION_STATS_PARTITION)
+        return out
+
+    def wanted_by_new_table(self, partitioned: bool, table_version: int) -> list[str]:
+        """The stats partitions a new metadata table gets when the options leave them unset:
+        on table versions 8 and 9 column stats, and partition stats for a partitioned table,
+        as Hudi 1.x's Spark writer (``HoodieMetadataConfig.Builder.getDefaultColStatsEnable
+        (SPARK)`` is true; ``isPartitionStatsIndexEnabled`` returns the column stats flag,
+        ``hoodie.metadata.index.partition.stats.enable`` being deprecated for it); none on
+        version 6 (Hudi 0.x: off). Either option set to false keeps its partition out."""
+        if table_version < 8 or self.column_stats is False:
+            return []
+        out = [COLUMN_STATS_PARTITION]
+        if partitioned and self.partition_stats is not False:
             out.append(PARTITION_STATS_PARTITION)
         return out
 
@@ -358,6 +375,7 @@ class StatsIndex:
             return {}
         out: dict[str, bytes] = {}
         for part, names in deleted.items():
+            file_range_cache.forget(table_key(self.state.storage), part, names)
             for name in sorted(names):
                 if parse_base_file_name(name) is None and parse_log_file_name(name) is None:
                     continue
@@ -389,6 +407,7 @@ class StatsIndex:
                 name = file_name_of(st.path)
                 ranges = self._written_ranges(instant_time, part, name, columns)
                 file_ranges_of[(part, name)] = ranges
+                self._remember(part, name, ranges)
                 written.setdefault(part, []).append((st.file_id or "", name))
                 for r in ranges:
                     col_out[column_stats_key(r.column, part, name)] = encode_stats_value(
@@ -431,27 +450,57 @@ class StatsIndex:
                 else:
                     groups.setdefault(fid or name, []).append(name)
             slices[part] = list(dict.fromkeys(n for names in groups.values() for n in names))
-        # only the records of the files the commit did not write are read from the MDT
+        # the fold of each partition goes on from the one an earlier commit of this process
+        # left (its files are the first ones of the list); the ranges of the other files the
+        # commit did not write: remembered, else read from the MDT (only those records)
+        table = table_key(self.state.storage)
+        version = self.state.config.table_version
+        cols = tuple(columns)
+        plan: dict[str, tuple[dict[str, ColumnRange], list[str], list[str]]] = {}
+        for part, names in slices.items():
+            ordered = sorted(names, key=file_instant)
+            start, folded = partition_fold_cache.get(table, part, cols, ordered)
+            plan[part] = (start, ordered[:folded], ordered[folded:])
+        have: dict[tuple[str, str], list[ColumnRange]] = {}
+        for part, (_, _, rest) in plan.items():
+            for n in rest:
+                got = known.get((part, n)) or file_range_cache.get(table, part, n, columns)
+                if got:
+                    have[(part, n)] = list(got)
         self._indexed_keys = {
             column_stats_key(c, part, n)
-            for part, names in slices.items()
-            for n in names
-            if not known.get((part, n))
+            for part, (_, _, rest) in plan.items()
+            for n in rest
+            if (part, n) not in have
             for c in columns
         }
-        for part, names in slices.items():
+        for part, (start, done, rest) in plan.items():
             ranges: list[ColumnRange] = []
-            for n in names:
-                ranges.extend(
-                    known.get((part, n))
-                    or self._indexed(part, n, columns)
-                    or file_ranges(self.state.storage, part, n, columns)
-                )
-            for r in partition_ranges(part, ranges, columns):
-                out[partition_stats_key(r.column, part)] = encode_stats_value(
-                    PARTITION_STATS, r, schema, tight_bound=True
-                )
+            for n in rest:
+                got = have.get((part, n))
+                if got is None:
+                    got = self._indexed(part, n, columns) or file_ranges(
+                        self.state.storage, part, n, columns
+                    )
+                    self._remember(part, n, got)
+                ranges.extend(got)
+            merged = fold_ranges(part, start, ranges)
+            partition_fold_cache.put(table, part, cols, done + rest, merged, version)
+            for c in columns:
+                if c in merged:
+                    out[partition_stats_key(c, part)] = encode_stats_value(
+                        PARTITION_STATS, merged[c], schema, tight_bound=True
+                    )
         return out
+
+    def _remember(self, partition: str, name: str, ranges: Sequence[ColumnRange]) -> None:
+        file_range_cache.put(
+            table_key(self.state.storage),
+            partition,
+            name,
+            ranges,
+            self.state.config.table_version,
+        )
 
     def _indexed(self, partition: str, name: str, columns: Sequence[str]) -> list[ColumnRange]:
         """The ranges of a file from the column stats already in the metadata table (Java

@@ -18,7 +18,7 @@ block per deltacommit (record layout: :mod:`hudi_ds.metadata.records`). Java:
   a data instant that is still pending (Java's valid instants), so a write killed after its
   MDT deltacommit is invisible until its rollback undoes it.
 * On the first update the MDT is created from the committed files when asked
-  (``hoodie.metadata.enable=true``) or rebuilt when incomplete, MDT instants a crash left
+  (``hoodie.metadata.enable=true``) or to_build when incomplete, MDT instants a crash left
   pending are undone, completed data instants the MDT misses (an action that ran without the
   hook) are applied in order, and MDT partitions hudi_ds does not maintain are removed.
 * Every ``hoodie.metadata.compact.max.delta.commits`` deltacommits the MDT is compacted (a new
@@ -325,18 +325,19 @@ class MetadataWriter:
     def _apply(self, done: Instant, content: bytes) -> None:
         """:meth:`update` with the MDT in use (errors reading or writing it propagate)."""
         created = False
-        rebuilt: list[str] = []
+        to_build: list[str] = []
         if not self.present():
             # declared but missing, or a folder hoodie.properties does not declare (an MDT of
-            # Hudi < 0.11, or an interrupted creation): rebuilt from the committed files
-            if (
-                self.enable is not True
-                and FILES_PARTITION not in self.declared
-                and not self._folder_present()
-            ):
+            # Hudi < 0.11, an interrupted creation or upgrade): rebuilt from the committed files
+            folder = self._folder_present()
+            if self.enable is not True and FILES_PARTITION not in self.declared and not folder:
                 return
             self.create()
             created = True
+            if not folder:  # a new metadata table: the stats partitions Hudi 1.x starts with
+                to_build = self.stats.options.wanted_by_new_table(
+                    bool(self.state.config.partition_fields), self.state.config.table_version
+                )
         elif (self.rli.wanted_at_creation() and RECORD_INDEX_PARTITION not in self.declared) or (
             self.version < 8 and self.indexes.bloom.wanted(self.declared)
         ):
@@ -344,7 +345,7 @@ class MetadataWriter:
             # bloom filters on version 6, which hudi_ds builds at creation only): the metadata
             # table is built again with it (Java builds it with its async indexer)
             log.info("%s: building the metadata table's indexes", self.state.storage.base_uri)
-            rebuilt = self.stats.maintained(self.declared)  # built again below
+            to_build = self.stats.maintained(self.declared)  # built again below
             if self.rli.enable is None and self.rli.maintained():
                 self.rli.enable = True  # a record index it has is built again with it
             self.create()
@@ -359,7 +360,7 @@ class MetadataWriter:
             tl = self.timeline()
         if self._catch_up(done.requested_time, tl):
             tl = self.timeline()
-        tl = self.build_bloom(self.build_stats(tl, rebuilt))
+        tl = self.build_bloom(self.build_stats(tl, to_build))
         self._mirror(done.requested_time, content, done.action, tl)
 
     def build_bloom(self, tl: Timeline) -> Timeline:
@@ -376,7 +377,7 @@ class MetadataWriter:
         return self.timeline()
 
     def build_stats(self, tl: Timeline, keep: Sequence[str] = ()) -> Timeline:
-        """Build the stats partitions the options ask for, or ``keep`` names (those a rebuilt
+        """Build the stats partitions the options ask for, or ``keep`` names (those a to_build
         MDT had), and the table lacks (versions 8 and 9) as an MDT-only deltacommit (a crash
         leaves it pending: undone by :meth:`recover`, built again next time); the MDT's
         timeline afterwards."""

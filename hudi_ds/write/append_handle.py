@@ -10,12 +10,14 @@ deltacommit's own instant, version 1 -- readers place it by its completion time)
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.naming import file_name_of, log_file_name
@@ -24,7 +26,13 @@ from hudi_ds.log.writer import (
     encode_delete_block,
     encode_parquet_data_block,
 )
-from hudi_ds.metadata.column_stats import ColumnRange, ValueType, merge_ranges, ranges_of_table
+from hudi_ds.metadata.column_stats import (
+    ColumnRange,
+    ValueType,
+    merge_ranges,
+    ranges_of_table,
+    ranges_of_written_rows,
+)
 from hudi_ds.schema.avro import cached_arrow_schema
 from hudi_ds.schema.evolution import conform_table
 from hudi_ds.schema.meta import (
@@ -113,6 +121,8 @@ class AppendHandle(BufferedHandle):
                 if partial
                 else ctx.avro_schema
             )
+            ranged = ctx.stats_columns is not None and not self.staging
+            footer: list[pq.FileMetaData] = []
             if ctx.options.block_format == "avro":
                 block = encode_avro_data_block(data, ctx.instant, avro_schema, partial=partial)
             else:
@@ -128,14 +138,15 @@ class AppendHandle(BufferedHandle):
                     compression=ctx.options.codec,
                     dictionary_columns=dict_cols,
                     partial=partial,
+                    metadata_collector=footer if ranged else None,
                 )
             out.write(block)
             crash_point("handle_flush")
             self._written += len(block)
             self.blocks += 1
             self.num_writes += data.num_rows
-            if ctx.stats_columns is not None and not self.staging:
-                self._add_ranges(data, avro_schema, ctx.stats_columns)
+            if ranged and ctx.stats_columns is not None:
+                self._add_ranges(data, avro_schema, ctx.stats_columns, footer)
         if dels.num_rows:
             block = encode_delete_block(
                 dels.column(RECORD_KEY_METADATA_FIELD).combine_chunks(),
@@ -182,18 +193,31 @@ class AppendHandle(BufferedHandle):
         )
         return WriteStatus(stat, "append", self.ctx.token, column_ranges=self._file_ranges())
 
-    def _add_ranges(self, data: pa.Table, avro_schema: str, columns: Sequence[str]) -> None:
+    def _add_ranges(
+        self,
+        data: pa.Table,
+        avro_schema: str,
+        columns: Sequence[str],
+        footer: Sequence[pq.FileMetaData] = (),
+    ) -> None:
         """Count the rows of a data block just written into the file's column stats.
 
         The rows are taken in the types the block stores them in (the Arrow types of its Avro
         schema, as the block encoders conform them), so that the ranges equal those of the
-        block's records read back (:func:`hudi_ds.metadata.stats_build.file_ranges`)."""
-        target = cached_arrow_schema(avro_schema)
-        fields = [target.field(c) for c in columns if target.get_field_index(c) >= 0]
-        present = [f.name for f in fields if f.name in data.column_names]
-        rows = conform_table(data.select(present), pa.schema(fields))
+        block's records read back (:func:`hudi_ds.metadata.stats_build.file_ranges`); the
+        columns whose statistics the Parquet block's writer computed are taken from its
+        ``footer``, the others computed from the rows."""
         name = file_name_of(self.path)
-        got = ranges_of_table(rows, name, columns)
+        from_footer = ranges_of_written_rows(footer[0], name, columns) if footer else {}
+        rest = [c for c in columns if c not in from_footer]
+        computed: dict[str, ColumnRange] = {}
+        if rest:
+            fields = _stats_fields(avro_schema, tuple(rest))
+            have = set(data.column_names)
+            present = [f.name for f in fields if f.name in have]
+            rows = conform_table(data.select(present), fields)
+            computed = {r.column: r for r in ranges_of_table(rows, name, rest)}
+        got = [from_footer.get(c) or computed[c] for c in columns]
         if self._ranges is None:
             self._ranges = got
         else:
@@ -209,6 +233,13 @@ class AppendHandle(BufferedHandle):
             return tuple(self._ranges)
         name = file_name_of(self.path)
         return tuple(ColumnRange(name, c, None, None, 0, 0, 0, 0, ValueType.NULL) for c in columns)
+
+
+@functools.lru_cache(maxsize=64)
+def _stats_fields(avro_schema: str, columns: tuple[str, ...]) -> pa.Schema:
+    """The fields of the indexed ``columns`` in the Arrow types of the block schema."""
+    target = cached_arrow_schema(avro_schema)
+    return pa.schema([target.field(c) for c in columns if target.get_field_index(c) >= 0])
 
 
 def _is_nan(v: Any) -> bool:

@@ -21,6 +21,7 @@ from hudi_ds.layout.naming import file_name_of
 from hudi_ds.metadata.bloom_filters import BloomOptions
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION
 from hudi_ds.metadata.record_index import SliceKeys
+from hudi_ds.metadata.records import FILES_PARTITION
 from hudi_ds.metadata.stats_writer import StatsOptions
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
@@ -203,7 +204,14 @@ def written_stats_columns(state: TableState, data_avro_schema: str) -> tuple[str
         return None
     flag = writer.stats.options.column_stats
     kept = COLUMN_STATS_PARTITION in writer.declared and flag is not False
-    if not (kept or flag):
+    # a metadata table this commit creates gets column stats by default (table version >= 8)
+    new = (
+        writer.enable is True
+        and FILES_PARTITION not in writer.declared
+        and COLUMN_STATS_PARTITION
+        in writer.stats.options.wanted_by_new_table(False, state.config.table_version)
+    )
+    if not (kept or flag or new):
         return None
     return tuple(writer.stats.columns(data_avro_schema))
 

@@ -317,8 +317,11 @@ def test_new_table_with_stats_stays_in_step(table_type: str, version: int, tmp_p
 def test_stats_built_for_an_existing_table_and_removed_when_disabled(tmp_path: Path) -> None:
     root = tmp_path / "t"
     opts = writer_options("COPY_ON_WRITE", 9)
-    for k in (1, 2):
-        hudi_ds.write(str(root), batch(k), opts)
+    # created without them; the next write, the option unset, keeps what the table has
+    hudi_ds.write(
+        str(root), batch(1), {**opts, "hoodie.metadata.index.column.stats.enable": "false"}
+    )
+    hudi_ds.write(str(root), batch(2), opts)
     assert declared_partitions(TableConfig.load(Storage(str(root)))) == ["files"]
     hudi_ds.write(str(root), batch(3), {**opts, **_BUILD})
     config = TableConfig.load(Storage(str(root)))

@@ -474,7 +474,8 @@ def test_record_index_turned_on_for_a_table_with_a_metadata_table(tmp_path: Path
     without = {k: v for k, v in opts.items() if k != "hoodie.metadata.record.index.enable"}
     hudi_ds.write(str(root), _rows(list(range(6)), ["p0", "p1"] * 3, 1), without)
     cfg = TableConfig.load(Storage(str(root)))
-    assert cfg.get("hoodie.table.metadata.partitions") == "files"
+    # a new version 9 table: column and partition stats by default, no record index
+    assert cfg.get("hoodie.table.metadata.partitions") == "column_stats,files,partition_stats"
     hudi_ds.write(str(root), _rows([1, 9], ["p0", "p0"], 2), opts)
     stored = assert_index_true(root, instants=True)
     assert sorted(stored) == sorted(f"k{i}" for i in (0, 1, 2, 3, 4, 5, 9))
@@ -515,5 +516,5 @@ def test_record_index_turned_off(tmp_path: Path) -> None:
     off = {**opts, "hoodie.metadata.record.index.enable": "false"}
     hudi_ds.write(str(root), _rows([3], ["p0"], 2), off)
     cfg = TableConfig.load(Storage(str(root)))
-    assert cfg.get("hoodie.table.metadata.partitions") == "files"
+    assert cfg.get("hoodie.table.metadata.partitions") == "column_stats,files,partition_stats"
     assert not (root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).exists()

@@ -204,8 +204,18 @@ def test_write_sequence_with_metadata_table(
     root = tmp_path / "t"
     check_version(root, version)
     props = (root / ".hoodie" / "hoodie.properties").read_text()
-    assert "\nhoodie.table.metadata.partitions=files\n" in props
+    # versions 8 and 9: column stats by default, and partition stats when partitioned
+    declared = (
+        "files"
+        if version < 8
+        else "column_stats,files" + (",partition_stats" if PARTITIONINGS[parts] else "")
+    )
+    assert f"\nhoodie.table.metadata.partitions={declared}\n" in props
     assert_in_step(root)
+    if version >= 8:
+        from tests.metadata.test_column_stats import assert_stats_in_step  # imports this module
+
+        assert_stats_in_step(root)
     expected = model.expected()
     t = hudi_ds.read(path, {"hoodie.metadata.enable": "false"}, columns=COLS)
     assert sorted(zip(*(t.column(c).to_pylist() for c in COLS), strict=True)) == expected
