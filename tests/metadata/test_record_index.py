@@ -120,6 +120,24 @@ def test_record_index_recomputed_from_files_equals_the_fixtures(
         assert want.file_id in ids, (key, when)
 
 
+@pytest.mark.parametrize(
+    # Hudi 1.0's HBase cells (v8) and 1.1's native ones, a base file and log blocks, a rollback
+    "name",
+    ["mor_avro_v8_trips_8i3u1d", "mor_avro_v9_nonpartitioned_rollback", "cow_v9_txns_simple_meta"],
+)
+def test_fixture_lookups_by_key_equal_the_whole_index(name: str, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    """Looking keys up (only their HFile blocks, searched: Hudi 1.0's HBase cells and 1.1's
+    native ones) finds every stored key where the whole read puts it, and no absent key."""
+    from hudi_ds.index.record_level import record_index_locations
+
+    root = fixture_table(name, tmp_path_factory)
+    whole = stored_record_index(root)
+    keys = sorted(whole)
+    absent = [k + "~" for k in keys[::3]] + ["", "\x00", keys[0][:-1]]
+    got = record_index_locations(Storage(str(root)), keys + absent)
+    assert got == whole
+
+
 # -- kept in step by hudi_ds's writes --------------------------------------------------------------
 
 
@@ -346,6 +364,47 @@ def test_hfile_lookup_decodes_only_the_blocks_of_its_keys() -> None:
     # two blocks for the two present keys, and the absent one past the last block's first key
     assert decoded == 3 and "hfile.LASTKEY" in info
     assert read_hfile(data).keys == keys  # (a file of many blocks)
+
+
+def test_hfile_lookup_searches_rows_and_passes_over_their_bytes_in_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lookup searches each block for its rows instead of walking every cell: a value holding
+    another row's bytes (without a whole cell around them) is passed over, absent rows are
+    not found, and a lookup of mostly absent rows falls back to the walk with the same
+    answer."""
+    import random
+
+    from hudi_ds.layout import hfile
+    from hudi_ds.layout.hfile import lookup_hfile, write_hfile
+
+    keys = [f"key-{i:05d}".encode() for i in range(0, 6000, 2)]
+    # each value carries the next row as a cell would (int16 length + row): a decoy
+    values = [
+        b"v" * (i % 7) + len(keys[i + 1]).to_bytes(2, "big") + keys[i + 1] + b"tail"
+        if i + 1 < len(keys)
+        else b"last"
+        for i in range(len(keys))
+    ]
+    data = write_hfile(keys, values, block_size=8192)
+    cells = dict(zip(keys, values, strict=True))
+
+    def walked(*_a: object) -> None:
+        raise AssertionError("a lookup of present rows walked the cells")
+
+    rng = random.Random(7)
+    wanted = rng.sample(keys, 400)
+    with monkeypatch.context() as m:
+        m.setattr(hfile, "_walk_cells", walked)
+        found, _, _ = lookup_hfile(data, wanted)
+    assert found == {k: cells[k] for k in wanted}
+    # odd numbers are absent; mixed with present ones, then nearly all absent (the walk)
+    for share in (2, 50):
+        wanted = sorted(rng.sample(keys, 3000 // share)) + [
+            f"key-{i:05d}".encode() for i in range(1, 6000, 2)
+        ]
+        found, _, _ = lookup_hfile(data, wanted)
+        assert found == {k: cells[k] for k in wanted if k in cells}
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
