@@ -60,7 +60,8 @@ import pyarrow.compute as pc
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import BaseFile, FileSlice
-from hudi_ds.layout.hfile import lookup_hfile, read_hfile
+from hudi_ds.layout.hfile import read_hfile
+from hudi_ds.layout.hfile_lookup import lookup_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
@@ -291,7 +292,7 @@ def _put(
     schema: str | None = None,
 ) -> None:
     """Decode the records of one HFile into ``out``: with a key list (UTF-8, sorted), only the
-    data blocks those keys fall in (:func:`hudi_ds.layout.hfile.lookup_hfile`)."""
+    data blocks those keys fall in (:func:`hudi_ds.layout.hfile_lookup.lookup_hfile`)."""
     data = bytes(data)
     if isinstance(wanted, list):
         if not schema:

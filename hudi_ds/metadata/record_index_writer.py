@@ -47,9 +47,10 @@ from hudi_ds.log.writer import (
     encode_empty_delete_block,
     encode_hfile_data_block,
 )
-from hudi_ds.metadata.mdt_files import mdt_base_hfile
+from hudi_ds.metadata.mdt_files import mdt_base_hfile, mdt_write_stat, older_slices_files
 from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_instants
 from hudi_ds.metadata.record_index import (
+    FILE_ID_PREFIX,
     RECORD_INDEX_PARTITION,
     RecordIndexUpdates,
     RecordLocation,
@@ -61,6 +62,7 @@ from hudi_ds.metadata.record_index import (
     file_group_id,
     instant_millis,
     read_locations,
+    read_slice,
 )
 from hudi_ds.metadata.records import METADATA_PARTITIONS_INFLIGHT_KEY, declared_partitions
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
@@ -216,6 +218,56 @@ class RecordIndexWriter:
             out.append(IndexFile(*_file(log_name, block, fid, instant, 0, name, [log_name])))
         log.info("metadata table: record_index of %d keys in %d file groups", len(locations), count)
         return out
+
+    # -- MDT compaction and clean ------------------------------------------------------------
+    def compaction_files(self, when: str, mdt: Timeline, schema: str) -> list[IndexFile]:
+        """The new base HFile of every file group of the partition, written by MDT compaction
+        ``when``: the slice's merged records, deleted keys dropped, each record naming the
+        file (Java compacts every MDT file group at once, ``HoodieBackedTableMetadataWriter.
+        compactIfNecessary``; its base files carry ``_hoodie_file_name``). One file group at a
+        time, so that only one group's records are held."""
+        data = self.state.timeline
+        valid = valid_instants(data, mdt, self.state.config.table_version)
+
+        def keep(t: str) -> bool:
+            return completed_or_archived(mdt, t) and t in valid
+
+        out = []
+        for sl in files_slices(self.storage, mdt, RECORD_INDEX_PARTITION):
+            if not sl.file_id.startswith(FILE_ID_PREFIX):
+                continue
+            merged = read_slice(self.storage, sl, keep)
+            keys = sorted(merged, key=lambda k: k.encode("utf-8"))
+            name = base_file_name(sl.file_id, _WRITE_TOKEN, when, ".hfile")
+            hfile = _base_hfile(keys, [encode_value(merged[k], schema, name) for k in keys], schema)
+            del merged
+            stat = mdt_write_stat(
+                RECORD_INDEX_PARTITION,
+                sl.file_id,
+                name,
+                len(hfile),
+                len(keys),
+                sl.base_instant_time or when,
+            )
+            out.append(IndexFile(stat.path or "", hfile, stat))
+        return out
+
+    def older_files(self, mdt: Timeline) -> dict[str, list[str]]:
+        """The partition's files of slices older than each file group's two latest (what an
+        MDT clean deletes)."""
+        if not self.storage.is_dir(RECORD_INDEX_PARTITION):
+            return {}
+        names = [f.name for f in self.storage.list_files(RECORD_INDEX_PARTITION)]
+        ids = sorted(
+            {
+                p.file_id
+                for n in names
+                if (p := parse_base_file_name(n) or parse_log_file_name(n)) is not None
+                and p.file_id.startswith(FILE_ID_PREFIX)
+            }
+        )
+        doomed = sorted(n for fid in ids for n in older_slices_files(mdt, names, fid))
+        return {RECORD_INDEX_PARTITION: doomed} if doomed else {}
 
     # -- updates -----------------------------------------------------------------------------
     def plan(

@@ -852,8 +852,11 @@ class MetadataWriter:
             extra_metadata={"schema": _schema_without_meta(self.schema)},
             operation_type="COMPACT",
         )
-        # every file group is compacted at once, as Java does: the stats partitions too
-        for f in self.stats.compaction_files(when, tl, self.schema):
+        # every file group is compacted at once, as Java does: the index partitions too
+        files: list[PartitionFile] = [*self.stats.compaction_files(when, tl, self.schema)]
+        if self.rli.maintained():
+            files += self.rli.compaction_files(when, tl, self.schema)
+        for f in files:
             self.storage.write_bytes(f.path, f.data)
             md.partition_to_write_stats.setdefault(f.stat.partition_path or "", []).append(f.stat)
         self._complete_fenced(writer, req, md.to_bytes(layout))
@@ -901,6 +904,7 @@ class MetadataWriter:
         tl = self.timeline()
         doomed = {FILES_PARTITION: older_slices_files(tl, self._file_names())}
         doomed.update(self.stats.older_files(tl))
+        doomed.update(self.rli.older_files(tl))
         doomed = {p: names for p, names in doomed.items() if names}
         if not doomed:
             return []

@@ -354,7 +354,8 @@ def test_fixture_record_index_stays_true_through_writes_compaction_and_rollback(
 
 
 def test_hfile_lookup_decodes_only_the_blocks_of_its_keys() -> None:
-    from hudi_ds.layout.hfile import lookup_hfile, read_hfile, write_hfile
+    from hudi_ds.layout.hfile import read_hfile, write_hfile
+    from hudi_ds.layout.hfile_lookup import lookup_hfile
 
     keys = [f"key-{i:05d}".encode() for i in range(3000)]
     values = [b"v" * 40 + k for k in keys]
@@ -375,8 +376,9 @@ def test_hfile_lookup_searches_rows_and_passes_over_their_bytes_in_values(
     answer."""
     import random
 
-    from hudi_ds.layout import hfile
-    from hudi_ds.layout.hfile import lookup_hfile, write_hfile
+    from hudi_ds.layout import hfile_lookup
+    from hudi_ds.layout.hfile import write_hfile
+    from hudi_ds.layout.hfile_lookup import lookup_hfile
 
     keys = [f"key-{i:05d}".encode() for i in range(0, 6000, 2)]
     # each value carries the next row as a cell would (int16 length + row): a decoy
@@ -395,7 +397,7 @@ def test_hfile_lookup_searches_rows_and_passes_over_their_bytes_in_values(
     rng = random.Random(7)
     wanted = rng.sample(keys, 400)
     with monkeypatch.context() as m:
-        m.setattr(hfile, "_walk_cells", walked)
+        m.setattr(hfile_lookup, "_walk_cells", walked)
         found, _, _ = lookup_hfile(data, wanted)
     assert found == {k: cells[k] for k in wanted}
     # odd numbers are absent; mixed with present ones, then nearly all absent (the walk)
@@ -576,3 +578,92 @@ def test_record_index_turned_off(tmp_path: Path) -> None:
     cfg = TableConfig.load(Storage(str(root)))
     assert cfg.get("hoodie.table.metadata.partitions") == "files"
     assert not (root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).exists()
+
+
+@pytest.mark.parametrize(("table_type", "version"), [("MERGE_ON_READ", 9), ("COPY_ON_WRITE", 6)])
+def test_mdt_compaction_compacts_the_record_index(
+    table_type: str, version: int, tmp_path: Path
+) -> None:
+    """The MDT compaction writes every record-index file group a new base HFile of its merged
+    records (deleted keys dropped, each naming its file) and the clean that follows removes the
+    slices older than the two latest: the index stays equal to its recomputation, lookups
+    answer from the new slices, and the log files no longer pile up."""
+    import hudi_ds
+    from hudi_ds.api import HudiTable
+    from hudi_ds.index.record_level import record_index_locations
+    from hudi_ds.layout.hfile import read_hfile
+    from tests.conftest import assert_rows, hudi_rs_table
+
+    root = tmp_path / "t"
+    opts = {
+        **_rli_options(table_type, version),
+        "hoodie.index.type": "RECORD_INDEX",
+        "hoodie.metadata.compact.max.delta.commits": "2",
+    }
+    hudi_ds.write(str(root), _rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1), opts)
+    model = {f"k{i}": ["p0", "p1", "p2"][i % 3] for i in range(12)}
+    folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
+    for step in range(2, 8):
+        new = [100 + step, step]
+        HudiTable(str(root), opts).upsert(_rows(new, ["p1", "p1"], step))
+        model[f"k{100 + step}"] = "p1"
+        model.setdefault(f"k{step}", "p1")
+        if step % 3 == 0:
+            HudiTable(str(root), opts).delete(_rows([step + 5], ["p0"], step))
+            model.pop(f"k{step + 5}", None)
+        stored = assert_index_true(root)
+        assert {k: loc.partition for k, loc in stored.items()} == model
+    bases: dict[str, list[str]] = {}
+    for f in folder.iterdir():
+        b = parse_base_file_name(f.name)
+        if b is not None:
+            bases.setdefault(b.file_id, []).append(f.name)
+    assert len(bases) == 10 and all(len(names) == 2 for names in bases.values()), bases
+    logs = [f.name for f in folder.iterdir() if parse_log_file_name(f.name) is not None]
+    assert len(logs) < 10 * 6, "old slices are cleaned"
+    # a compacted base file: the live keys of its file group, each naming the file
+    stored = stored_record_index(root)
+    name = max(bases[file_group_id(0)])
+    hf = read_hfile((folder / name).read_bytes())
+    schema = hf.file_info["schema"].decode()
+    want = sorted(k for k in stored if file_group_indexes(pa.array([k]), 10)[0] == 0)
+    assert [k.decode() for k in hf.keys] == sorted(want, key=str.encode)
+    assert all(
+        decode_value(v, schema) == stored[k.decode()]
+        for k, v in zip(hf.keys, hf.values, strict=True)
+    )
+    assert encode_value(stored[want[0]], schema, name) == hf.values[0]
+    got = record_index_locations(Storage(str(root)), [*model, "k999"])
+    assert got == stored
+    cols = ["id", "_hoodie_partition_path"]  # (an update keeps its key where it lives)
+    rows = [(k, p) for k, p in model.items()]
+    assert_rows(hudi_ds.read(str(root), columns=cols), rows, cols)
+    for md in ("true", "false"):
+        assert_rows(hudi_rs_table(str(root), {"hoodie.metadata.enable": md}), rows, cols)
+
+
+@pytest.mark.parametrize(("spec", "before"), [("metadata:1", 2), ("metadata:2", 4)])
+def test_killed_mdt_compaction_of_the_record_index(spec: str, before: int, tmp_path: Path) -> None:
+    """A write killed inside the MDT compaction (:1, the first one) or the clean after it
+    (:2, the second one, which has a slice to clean): the next write undoes the pending MDT
+    instant, compacts again, and the record index stays true."""
+    import hudi_ds
+    from hudi_ds.timeline.instant import COMMIT
+    from tests.metadata.test_writer import _crash
+
+    root = tmp_path / "t"
+    opts = {**_rli_options("MERGE_ON_READ", 9), "hoodie.metadata.compact.max.delta.commits": "2"}
+    hudi_ds.write(str(root), _rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
+    for k in range(1, before):
+        hudi_ds.write(str(root), _rows([3, 50 + k], ["p0", "p1"], 2), opts)
+    mdt = Storage(str(root / ".hoodie" / "metadata"))
+    done = len(Timeline.load(mdt, 2).completed().filter_actions(COMMIT))
+    moved = _rows([1, 60], ["p0", "p1"], 2)
+    assert _crash(spec, lambda: hudi_ds.write(str(root), moved, opts)) == 137
+    pending = Timeline.load(mdt, 2).pending()
+    assert [i.action for i in pending] == ["compaction" if spec.endswith("1") else "clean"]
+    hudi_ds.write(str(root), _rows([2, 61], ["p1", "p0"], 3), opts)
+    stored = assert_index_true(root, instants=True)
+    assert not Timeline.load(mdt, 2).pending()
+    assert len(Timeline.load(mdt, 2).completed().filter_actions(COMMIT)) > done
+    assert "k60" not in stored and "k61" in stored and len(stored) == 8 + before
