@@ -48,10 +48,15 @@ from __future__ import annotations
 
 import struct
 import time
+import typing
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_ds.errors import CorruptFileError, UnsupportedError
 
@@ -337,48 +342,97 @@ def _short_key(row: bytes) -> bytes:
     return struct.pack(">h", len(row)) + row
 
 
-def _check_cells(keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+Cells: typing.TypeAlias = Sequence[bytes] | pa.Array
+"""Keys or values of an HFile's cells: bytes objects, or an Arrow binary array."""
+
+
+def _binary(xs: Cells, what: str) -> pa.LargeBinaryArray:
+    """``xs`` as one Arrow ``large_binary`` array (the cells' bytes, read by offset).
+
+    Raises:
+        ValueError: an element is not bytes (named by its index).
+    """
+    if isinstance(xs, pa.ChunkedArray):
+        xs = xs.combine_chunks()
+    if isinstance(xs, pa.Array):
+        if xs.null_count:
+            raise ValueError(f"HFile {what} #{xs.is_null().index(True).as_py()} is None")
+        return typing.cast(pa.LargeBinaryArray, xs.cast(pa.large_binary()))
+    # (Arrow would take a str as its UTF-8 bytes)
+    for i, x in enumerate(typing.cast(Sequence[object], xs)):
+        if not isinstance(x, bytes | bytearray | memoryview):
+            raise ValueError(f"HFile {what} #{i} is {type(x).__name__}, not bytes")
+    return typing.cast(pa.LargeBinaryArray, pa.array(xs, pa.large_binary(), from_pandas=False))
+
+
+def _lengths(xs: pa.LargeBinaryArray) -> np.ndarray:
+    offsets = np.frombuffer(xs.buffers()[1], np.int64, len(xs) + 1, xs.offset * 8)
+    return np.diff(offsets)
+
+
+def _check_cells(keys: pa.LargeBinaryArray, values: pa.LargeBinaryArray) -> None:
     if len(keys) != len(values):
         raise ValueError(f"{len(keys)} keys but {len(values)} values")
-    for i, key in enumerate(keys):
-        if not isinstance(key, bytes | bytearray | memoryview):
-            raise ValueError(f"HFile key #{i} is {type(key).__name__}, not bytes")
-        if len(key) > 0x7FFF:
-            raise ValueError(f"HFile key #{i} is {len(key)} bytes long (at most 32767)")
-        if i and not keys[i - 1] < key:
-            kind = "duplicate" if keys[i - 1] == key else "out of order"
-            raise ValueError(
-                f"HFile keys must be strictly ascending: key #{i} {bytes(key)[:80]!r} is {kind}"
-                f" after {bytes(keys[i - 1])[:80]!r}"
-            )
+    if values.null_count:
+        raise ValueError(f"HFile value #{values.is_null().index(True).as_py()} is None")
+    if keys.null_count:
+        raise ValueError(f"HFile key #{keys.is_null().index(True).as_py()} is None")
+    long = np.flatnonzero(_lengths(keys) > 0x7FFF)
+    if len(long):
+        i = int(long[0])
+        raise ValueError(f"HFile key #{i} is {len(keys[i].as_py())} bytes long (at most 32767)")
+    n = len(keys)
+    if n < 2:
+        return
+    ascending = pc.less(keys.slice(0, n - 1), keys.slice(1))
+    if pc.all(ascending).as_py():
+        return
+    i = ascending.index(False).as_py() + 1
+    key, prev = keys[i].as_py(), keys[i - 1].as_py()
+    kind = "duplicate" if prev == key else "out of order"
+    raise ValueError(
+        f"HFile keys must be strictly ascending: key #{i} {key[:80]!r} is {kind}"
+        f" after {prev[:80]!r}"
+    )
 
 
-def _split_blocks(keys: Sequence[bytes], values: Sequence[bytes], block_size: int) -> list[int]:
+def _split_blocks(sizes: np.ndarray, block_size: int) -> list[int]:
     """Start index of each data block: a new block starts when the current one is not empty and
     the cell would take it past ``block_size`` bytes, counting each cell as
     ``keyLength + valueLength + 9`` with the full cell key (Java ``HFileWriterImpl.append``;
-    keys are distinct, so no key ever straddles two blocks)."""
+    keys are distinct, so no key ever straddles two blocks). ``sizes``: each cell's bytes."""
+    ends = np.cumsum(sizes)
     starts = [0]
-    used = 0
-    for i, (key, value) in enumerate(zip(keys, values, strict=True)):
-        size = len(key) + _CELL_EXTRA + len(value) + 9
-        if used and used + size > block_size:
-            starts.append(i)
-            used = 0
-        used += size
-    return starts
+    n = len(sizes)
+    while True:
+        s = starts[-1]
+        before = int(ends[s - 1]) if s else 0
+        # the cells of this block: all that fit whole, at least one
+        e = max(s + 1, int(np.searchsorted(ends, before + block_size, side="right")))
+        if e >= n:
+            return starts
+        starts.append(e)
 
 
-def _data_payload(keys: Sequence[bytes], values: Sequence[bytes]) -> bytes:
-    parts: list[bytes] = []
-    for key, value in zip(keys, values, strict=True):
-        row = bytes(key)
-        parts.append(struct.pack(">iih", len(row) + _CELL_EXTRA, len(value), len(row)))
-        parts.append(row)
-        parts.append(_KEY_SUFFIX)
-        parts.append(bytes(value))
-        parts.append(b"\x00")  # memstoreTS 0 (KEY_VALUE_VERSION 1)
-    return b"".join(parts)
+def _cells_payload(keys: pa.LargeBinaryArray, values: pa.LargeBinaryArray) -> pa.LargeBinaryArray:
+    """Every cell's bytes, one element each, consecutive in one buffer: ``keyLength valueLength
+    rowLength row suffix value memstoreTS`` (the full KeyValue key, memstoreTS 0 for
+    KEY_VALUE_VERSION 1), built by Arrow kernels rather than cell by cell."""
+    n = len(keys)
+    header = np.zeros(n, dtype=[("k", ">i4"), ("v", ">i4"), ("r", ">i2")])
+    rows = _lengths(keys)
+    header["k"] = rows + _CELL_EXTRA
+    header["v"] = _lengths(values)
+    header["r"] = rows
+    heads = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(10), n, [None, pa.py_buffer(header.tobytes())]
+    ).cast(pa.large_binary())
+    suffix = pa.scalar(_KEY_SUFFIX, pa.large_binary())
+    zero = pa.scalar(b"\x00", pa.large_binary())
+    joined = pc.binary_join_element_wise(
+        heads, keys, suffix, values, zero, pa.scalar(b"", pa.large_binary())
+    )
+    return typing.cast(pa.LargeBinaryArray, joined)
 
 
 def _file_info_payload(entries: Mapping[str, bytes]) -> bytes:
@@ -394,8 +448,8 @@ def _file_info_payload(entries: Mapping[str, bytes]) -> bytes:
 
 
 def _checked_file_info(
-    keys: Sequence[bytes],
-    values: Sequence[bytes],
+    keys: pa.LargeBinaryArray,
+    values: pa.LargeBinaryArray,
     file_info: Mapping[str, bytes] | None,
     block_size: int,
     codec: Codec,
@@ -437,7 +491,7 @@ class _DataBlocks:
 
 
 def _data_blocks(
-    keys: Sequence[bytes], values: Sequence[bytes], block_size: int, codec: Codec
+    keys: pa.LargeBinaryArray, values: pa.LargeBinaryArray, block_size: int, codec: Codec
 ) -> _DataBlocks:
     """The cells cut into data blocks of about ``block_size`` bytes (:func:`_split_blocks`),
     each indexed by its first key."""
@@ -446,16 +500,21 @@ def _data_blocks(
     index: list[bytes] = []
     first_block = last_block = -1
     uncompressed_data = 0
-    starts = _split_blocks(keys, values, block_size) if keys else []
+    if not len(keys):
+        return _DataBlocks(blocks, index, first_block, last_block, uncompressed_data)
+    cells = _cells_payload(keys, values)
+    bounds = np.frombuffer(cells.buffers()[1], np.int64, len(cells) + 1, cells.offset * 8)
+    data = cells.buffers()[2]
+    starts = _split_blocks(np.diff(bounds), block_size)
     for b, start in enumerate(starts):
         end = starts[b + 1] if b + 1 < len(starts) else len(keys)
-        raw = _data_payload(keys[start:end], values[start:end])
+        raw = data[int(bounds[start]) : int(bounds[end])].to_pybytes()
         # HBase semantics: the offset of the previous data block (-1 for the first)
         block = _block(_DATA, raw, codec, last_block)
         if first_block < 0:
             first_block = offset
         last_block = offset
-        index.append(_index_entry(offset, len(block), _short_key(bytes(keys[start]))))
+        index.append(_index_entry(offset, len(block), _short_key(keys[start].as_py())))
         uncompressed_data += len(raw)
         blocks.append(block)
         offset += len(block)
@@ -463,8 +522,8 @@ def _data_blocks(
 
 
 def _standard_file_info(
-    keys: Sequence[bytes],
-    values: Sequence[bytes],
+    keys: pa.LargeBinaryArray,
+    values: pa.LargeBinaryArray,
     extra: Mapping[str, bytes],
     create_time_ms: int | None,
 ) -> dict[str, bytes]:
@@ -474,11 +533,11 @@ def _standard_file_info(
     n = len(keys)
     info: dict[str, bytes] = {MAX_MEMSTORE_TS_KEY: struct.pack(">q", 0)}
     info.update({k: bytes(v) for k, v in extra.items()})
-    info[LAST_KEY] = _short_key(bytes(keys[-1])) if n else b""
-    info[AVG_KEY_LEN] = struct.pack(">i", sum(len(k) for k in keys) // n if n else 0)
+    info[LAST_KEY] = _short_key(keys[n - 1].as_py()) if n else b""
+    info[AVG_KEY_LEN] = struct.pack(">i", int(_lengths(keys).sum()) // n if n else 0)
     millis = int(time.time() * 1000) if create_time_ms is None else create_time_ms
     info[CREATE_TIME_TS] = struct.pack(">q", millis)
-    info[AVG_VALUE_LEN] = struct.pack(">i", sum(len(v) for v in values) // n if n else 0)
+    info[AVG_VALUE_LEN] = struct.pack(">i", int(_lengths(values).sum()) // n if n else 0)
     info[KEY_VALUE_VERSION] = struct.pack(">i", 1)
     return info
 
@@ -514,8 +573,8 @@ def _trailer_block(
 
 
 def write_hfile(
-    keys: Sequence[bytes],
-    values: Sequence[bytes],
+    keys: Cells,
+    values: Cells,
     *,
     file_info: Mapping[str, bytes] | None = None,
     meta_blocks: Mapping[str, bytes] | None = None,
@@ -547,8 +606,9 @@ def write_hfile(
     (and the ``bloomFilter`` meta block).
 
     Args:
-        keys: the row keys, strictly ascending in unsigned byte order, each at most 32767 bytes.
-        values: the values, one per key.
+        keys: the row keys (bytes, or an Arrow binary array), strictly ascending in unsigned
+            byte order, each at most 32767 bytes.
+        values: the values, one per key (bytes, or an Arrow binary array).
         file_info: extra file info entries (in the order Java would have put them).
         meta_blocks: meta blocks by name (in the order Java would have put them).
         block_size: data block target size: a block is closed before a cell that would take it
@@ -560,6 +620,7 @@ def write_hfile(
         ValueError: keys not strictly ascending, not bytes or too long; lengths differ; a
             standard file info key in ``file_info``; a bad block size or codec.
     """
+    keys, values = _binary(keys, "key"), _binary(values, "value")
     extra = _checked_file_info(keys, values, file_info, block_size, codec)
     data = _data_blocks(keys, values, block_size, codec)
     out = list(data.blocks)

@@ -74,6 +74,7 @@ __all__ = [
     "FILE_ID_PREFIX",
     "RECORD_INDEX_PARTITION",
     "RECORD_INDEX_TYPE",
+    "GroupUpdates",
     "RecordIndexUpdates",
     "RecordLocation",
     "bootstrap_locations",
@@ -457,9 +458,10 @@ class RecordIndexUpdates:
     deletes: set[str] = field(default_factory=set)
 
     def put(self, keys: Iterable[str], loc: RecordLocation) -> None:
-        for k in keys:
-            self.puts[k] = loc
-            self.deletes.discard(k)
+        added = dict.fromkeys(keys, loc)
+        self.puts.update(added)
+        if self.deletes:
+            self.deletes.difference_update(added)
 
     def delete(self, keys: Iterable[str]) -> None:
         """Remove ``keys`` unless this instant put them elsewhere (a move: Java
@@ -469,26 +471,73 @@ class RecordIndexUpdates:
     def __bool__(self) -> bool:
         return bool(self.puts or self.deletes)
 
-    def by_file_group(
-        self, count: int
-    ) -> dict[int, tuple[list[str], list[RecordLocation], list[str]]]:
-        """File group index -> (put keys sorted by their UTF-8 bytes, their locations, deleted
-        keys sorted)."""
-        out: dict[int, tuple[list[str], list[RecordLocation], list[str]]] = {}
-        puts = sorted(self.puts, key=lambda k: k.encode("utf-8"))
-        dels = sorted(self.deletes, key=lambda k: k.encode("utf-8"))
-        for keys, is_put in ((puts, True), (dels, False)):
-            if not keys:
-                continue
-            idx = file_group_indexes(pa.array(keys, pa.string()), count)
-            for k, i in zip(keys, idx.tolist(), strict=True):
-                entry = out.setdefault(i, ([], [], []))
-                if is_put:
-                    entry[0].append(k)
-                    entry[1].append(self.puts[k])
-                else:
-                    entry[2].append(k)
+    def by_file_group(self, count: int) -> dict[int, GroupUpdates]:
+        """The changes of each file group (index -> :class:`GroupUpdates`), put and deleted
+        keys sorted by their UTF-8 bytes -- sorted and split by Arrow kernels, not key by key."""
+        out: dict[int, GroupUpdates] = {}
+        # by identity: the keys of one put share its location object (equal ones from
+        # several puts are encoded once each, the encoding being cached)
+        codes_of: dict[int, int] = {}
+        locations: list[RecordLocation] = []
+        codes = np.empty(len(self.puts), np.int32)
+        for n, loc in enumerate(self.puts.values()):
+            code = codes_of.get(id(loc))
+            if code is None:
+                code = codes_of[id(loc)] = len(locations)
+                locations.append(loc)
+            codes[n] = code
+        puts = _by_group(pa.array(list(self.puts), pa.string()), count)
+        gone = _by_group(pa.array(list(self.deletes), pa.string()), count)
+        for i in sorted(set(puts) | set(gone)):
+            keys, order = puts.get(i, (_NO_KEYS, np.zeros(0, np.int64)))
+            out[i] = GroupUpdates(keys, locations, codes[order], gone.get(i, (_NO_KEYS, None))[0])
         return out
+
+
+_NO_KEYS = pa.array([], pa.string())
+
+
+def _by_group(keys: pa.Array, count: int) -> dict[int, tuple[pa.Array, np.ndarray]]:
+    """``keys`` per file group: (the group's keys sorted by UTF-8 bytes -- Arrow compares
+    strings bytewise --, their positions in ``keys``)."""
+    if not len(keys):
+        return {}
+    groups = pa.array(file_group_indexes(keys, count))
+    order = pc.sort_indices(
+        pa.table({"g": groups, "k": keys}), sort_keys=[("g", "ascending"), ("k", "ascending")]
+    ).to_numpy()
+    sorted_groups = groups.to_numpy()[order]
+    ids, starts = np.unique(sorted_groups, return_index=True)
+    bounds = [*starts.tolist(), len(order)]
+    out = {}
+    for n, i in enumerate(ids.tolist()):
+        pos = order[bounds[n] : bounds[n + 1]]
+        out[int(i)] = (keys.take(pa.array(pos)), pos)
+    return out
+
+
+@dataclass(frozen=True)
+class GroupUpdates:
+    """The record-index changes of one instant in one file group.
+
+    Attributes:
+        keys: the keys put, sorted by their UTF-8 bytes (the HFile's order).
+        locations: the distinct locations of the instant.
+        codes: per put key, its location's index in ``locations``.
+        gone: the keys deleted, sorted.
+    """
+
+    keys: pa.Array
+    locations: list[RecordLocation]
+    codes: np.ndarray
+    gone: pa.Array
+
+    def values(self, schema_json: str, file_name: str | None = None) -> pa.Array:
+        """The HFile values of ``keys`` (:func:`encode_value`: one encoding per location)."""
+        encoded = pa.array(
+            [encode_value(loc, schema_json, file_name) for loc in self.locations], pa.binary()
+        )
+        return encoded.take(pa.array(self.codes, pa.int32()))
 
 
 def base_file_of(storage: Storage, partition: str, file_id: str, instant: str) -> BaseFile | None:

@@ -57,7 +57,6 @@ from hudi_ds.metadata.record_index import (
     SliceKeys,
     base_file_of,
     bootstrap_locations,
-    encode_value,
     file_group_count,
     file_group_id,
     instant_millis,
@@ -208,10 +207,12 @@ class RecordIndexWriter:
         ]
         for i in range(count):
             fid = file_group_id(i)
-            keys, locs, _ = groups.get(i, ([], [], []))
             name = base_file_name(fid, _WRITE_TOKEN, instant, ".hfile")
             own = None if version >= 9 else name
-            data = _base_hfile(keys, [encode_value(loc, schema, own) for loc in locs], schema)
+            g = groups.get(i)
+            keys = g.keys if g is not None else pa.array([], pa.string())
+            values = g.values(schema, own) if g is not None else pa.array([], pa.binary())
+            data = mdt_base_hfile(keys.cast(pa.binary()), values, schema)
             out.append(IndexFile(*_file(name, data, fid, instant, len(keys), None)))
             log_name = log_file_name(fid, instant, 1, _WRITE_TOKEN)
             block = encode_empty_delete_block(instant)
@@ -236,11 +237,13 @@ class RecordIndexWriter:
         for sl in files_slices(self.storage, mdt, RECORD_INDEX_PARTITION):
             if not sl.file_id.startswith(FILE_ID_PREFIX):
                 continue
-            merged = read_slice(self.storage, sl, keep)
-            keys = sorted(merged, key=lambda k: k.encode("utf-8"))
+            merged = RecordIndexUpdates(puts=read_slice(self.storage, sl, keep))
             name = base_file_name(sl.file_id, _WRITE_TOKEN, when, ".hfile")
-            hfile = _base_hfile(keys, [encode_value(merged[k], schema, name) for k in keys], schema)
-            del merged
+            groups = list(merged.by_file_group(1).values())  # (sorted; one group: this one)
+            keys = groups[0].keys if groups else pa.array([], pa.string())
+            values = groups[0].values(schema, name) if groups else pa.array([], pa.binary())
+            hfile = mdt_base_hfile(keys.cast(pa.binary()), values, schema)
+            del merged, groups
             stat = mdt_write_stat(
                 RECORD_INDEX_PARTITION,
                 sl.file_id,
@@ -440,21 +443,22 @@ class RecordIndexWriter:
             raise CorruptFileError(f"{self.storage.base_uri}: record_index has no file group")
         names = [f.name for f in self.storage.list_files(RECORD_INDEX_PARTITION)]
         out = []
-        for i, (keys, locs, gone) in sorted(updates.by_file_group(count).items()):
+        for i, g in sorted(updates.by_file_group(count).items()):
             fid = file_group_id(i)
             sl = slices.get(fid) or FileSlice(RECORD_INDEX_PARTITION, fid, "")
             data = b""
-            if keys:
+            keys, gone = g.keys, g.gone
+            if len(keys):
                 hfile = write_hfile(
-                    [k.encode("utf-8") for k in keys],
-                    [encode_value(loc, schema) for loc in locs],
+                    keys.cast(pa.binary()),
+                    g.values(schema),
                     file_info={"schema": schema.encode("utf-8")},
                 )
                 data += encode_hfile_data_block(instant, schema, hfile)
-            if gone:
+            if len(gone):
                 n = len(gone)
                 data += encode_delete_block(
-                    pa.array(gone, pa.string()),
+                    gone,
                     pa.array([RECORD_INDEX_PARTITION] * n, pa.string()),
                     None,
                     instant,
@@ -482,11 +486,6 @@ class RecordIndexWriter:
                 IndexFile(*_file(name, data, fid, sl.base_instant_time, n, base, logs, version))
             )
         return out
-
-
-def _base_hfile(keys: list[str], values: list[bytes], schema: str) -> bytes:
-    """A base HFile of the partition, as Java writes MDT base files (:func:`mdt_base_hfile`)."""
-    return mdt_base_hfile([k.encode("utf-8") for k in keys], values, schema)
 
 
 def _file(
