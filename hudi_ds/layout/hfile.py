@@ -620,8 +620,21 @@ def write_hfile(
         ValueError: keys not strictly ascending, not bytes or too long; lengths differ; a
             standard file info key in ``file_info``; a bad block size or codec.
     """
-    keys, values = _binary(keys, "key"), _binary(values, "value")
-    extra = _checked_file_info(keys, values, file_info, block_size, codec)
+    ks, vs = _binary(keys, "key"), _binary(values, "value")
+    extra = _checked_file_info(ks, vs, file_info, block_size, codec)
+    return _assemble(ks, vs, extra, meta_blocks, block_size, create_time_ms, codec)
+
+
+def _assemble(
+    keys: pa.LargeBinaryArray,
+    values: pa.LargeBinaryArray,
+    extra: dict[str, bytes],
+    meta_blocks: Mapping[str, bytes] | None,
+    block_size: int,
+    create_time_ms: int | None,
+    codec: Codec,
+) -> bytes:
+    """The bytes of the HFile :func:`write_hfile` writes, its arguments checked."""
     data = _data_blocks(keys, values, block_size, codec)
     out = list(data.blocks)
     offset = sum(len(b) for b in out)
