@@ -7,7 +7,8 @@ the same upsert batch -- 100k random existing keys (newer ``ts``, new values) pl
 times the scale -- into its own copy of that table, in a fresh process (``upsert``
 sub-command): ``hoodie.index.type=RECORD_INDEX`` looks the keys up in the record index, and
 ``GLOBAL_SIMPLE`` joins them with the record keys of every latest base file (both keep the
-record index in step: the table has one). Only the upsert is timed; after it the process
+record index in step: the table has one), and ``GLOBAL_SIMPLE_WITHOUT_RLI`` does so with the
+record index turned off (what a table without one pays). Only the upsert is timed; after it the process
 checks the table (row count, no key twice, the batch's rows as written) and, for the record
 index, times a cold lookup of the batch's keys alone (the index's own cost, without the
 write). Prints a table and one JSON line (the last).
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -35,7 +37,10 @@ from bench.workload import make_rows
 HERE = Path(__file__).resolve().parent
 SIZES = (1_000_000, 16_000_000)
 UPDATES = 100_000
-SYSTEMS = ("RECORD_INDEX", "GLOBAL_SIMPLE")
+#: each upsert's index; GLOBAL_SIMPLE_WITHOUT_RLI: GLOBAL_SIMPLE with the record index turned
+#: off (``hoodie.metadata.record.index.enable=false``: the write drops it first, then keeps no
+#: index in step) -- what a table without a record index pays
+SYSTEMS = ("RECORD_INDEX", "GLOBAL_SIMPLE", "GLOBAL_SIMPLE_WITHOUT_RLI")
 BUILD_BATCH = 1_000_000
 
 OPTS = {
@@ -103,10 +108,14 @@ def upsert(path: str, index: str, rows: int, updates: int) -> dict:
     import hudi_ds
 
     b = batch(rows, updates)
-    t0 = time.perf_counter()
-    hudi_ds.write(path, b, {**OPTS, "hoodie.index.type": index})
-    secs = time.perf_counter() - t0
-    out = {"index": index, "rows": rows, "batch_rows": b.num_rows, "upsert_s": secs}
+    opts = {**OPTS, "hoodie.index.type": index}
+    if index == "GLOBAL_SIMPLE_WITHOUT_RLI":
+        opts["hoodie.index.type"] = "GLOBAL_SIMPLE"
+        opts["hoodie.metadata.record.index.enable"] = "false"
+    t0, c0 = time.perf_counter(), _cpu()
+    hudi_ds.write(path, b, opts)
+    secs, cpu = time.perf_counter() - t0, _cpu() - c0
+    out = {"index": index, "rows": rows, "batch_rows": b.num_rows, "upsert_s": secs, "cpu_s": cpu}
     if index == "RECORD_INDEX":
         from hudi_ds.index.record_level import record_index_locations
         from hudi_ds.metadata import record_index
@@ -123,6 +132,13 @@ def upsert(path: str, index: str, rows: int, updates: int) -> dict:
         out["index_mb"] = sum(f.stat().st_size for f in folder.iterdir()) / 1e6
     out["check"] = _check(path, rows, b, updates)
     return out
+
+
+def _cpu() -> float:
+    """CPU seconds of this process so far (user + system, every thread): steadier than the
+    wall clock on a shared machine."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _run(args: list[str]) -> dict:
@@ -164,20 +180,21 @@ def table(res: dict) -> list[str]:
     """Markdown lines of a :func:`run` result."""
     lines = [
         f"| global upsert ({res.get('updates', 0):,} existing keys + 20% new) | table rows | "
-        "batch s | record-index lookup alone s | index MB | table correct |",
-        "|---|---|---|---|---|---|",
+        "batch s | batch CPU s | record-index lookup alone s | index MB | table correct |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in res.get("runs", []):
         if "error" in r:
             lines.append(
-                f"| {r.get('index', 'build')} | {r['rows']:,} | error: {r['error']} | | | |"
+                f"| {r.get('index', 'build')} | {r['rows']:,} | error: {r['error']} | | | | |"
             )
             continue
         lookup = f"{r['lookup_s']:.2f}" if "lookup_s" in r else "-"
         mb = f"{r['index_mb']:.1f}" if "index_mb" in r else "-"
         ok = "yes" if r["check"]["correct"] else f"NO ({r['check']})"
         lines.append(
-            f"| {r['index']} | {r['rows']:,} | {r['upsert_s']:.2f} | {lookup} | {mb} | {ok} |"
+            f"| {r['index']} | {r['rows']:,} | {r['upsert_s']:.2f} | {r['cpu_s']:.2f} | {lookup} | "
+            f"{mb} | {ok} |"
         )
     return lines
 

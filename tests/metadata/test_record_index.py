@@ -603,7 +603,7 @@ def test_mdt_compaction_compacts_the_record_index(
     hudi_ds.write(str(root), _rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1), opts)
     model = {f"k{i}": ["p0", "p1", "p2"][i % 3] for i in range(12)}
     folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
-    for step in range(2, 8):
+    for step in range(2, 6):
         new = [100 + step, step]
         HudiTable(str(root), opts).upsert(_rows(new, ["p1", "p1"], step))
         model[f"k{100 + step}"] = "p1"
@@ -620,7 +620,7 @@ def test_mdt_compaction_compacts_the_record_index(
             bases.setdefault(b.file_id, []).append(f.name)
     assert len(bases) == 10 and all(len(names) == 2 for names in bases.values()), bases
     logs = [f.name for f in folder.iterdir() if parse_log_file_name(f.name) is not None]
-    assert len(logs) < 10 * 6, "old slices are cleaned"
+    assert len(logs) < 10 * 5, "old slices are cleaned"
     # a compacted base file: the live keys of its file group, each naming the file
     stored = stored_record_index(root)
     name = max(bases[file_group_id(0)])
