@@ -24,9 +24,16 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
-from hudi_ds.errors import CorruptBlockError, CorruptFileError, HudiError, MissingFileError
+from hudi_ds.errors import (
+    ConfigError,
+    CorruptBlockError,
+    CorruptFileError,
+    HudiError,
+    MissingFileError,
+)
 from hudi_ds.index.core import record_index_partitioned
 from hudi_ds.index.lookup import LookupSpec
 from hudi_ds.index.simple import base_file_keys, keys_of_table
@@ -80,6 +87,7 @@ __all__ = [
     "MIN_FILE_GROUPS",
     "IndexFile",
     "RecordIndexWriter",
+    "RecordIndexSizing",
     "RecordKeys",
     "file_group_count_for",
     "index_stats",
@@ -99,6 +107,49 @@ _GROWTH_FACTOR = 2.0
 #: ``HoodieTableMetadataUtil.RECORD_INDEX_AVERAGE_RECORD_SIZE``
 _AVERAGE_RECORD_BYTES = 48
 
+
+@dataclass(frozen=True)
+class RecordIndexSizing:
+    """How many file groups a new record index gets (``hoodie.metadata.record.index.*``:
+    ``min.filegroup.count``, ``max.filegroup.count``, ``max.filegroup.size``,
+    ``growth.factor``).
+
+    Raises:
+        ConfigError: the minimum exceeds the maximum.
+    """
+
+    min_file_groups: int = MIN_FILE_GROUPS
+    max_file_groups: int = _MAX_FILE_GROUPS
+    max_file_group_bytes: int = _MAX_FILE_GROUP_BYTES
+    growth_factor: float = _GROWTH_FACTOR
+
+    def __post_init__(self) -> None:
+        if self.min_file_groups > self.max_file_groups:
+            raise ConfigError(
+                "hoodie.metadata.record.index.min.filegroup.count "
+                f"({self.min_file_groups}) exceeds hoodie.metadata.record.index.max.filegroup"
+                f".count ({self.max_file_groups})"
+            )
+
+    def file_groups(self, records: int) -> int:
+        """Java ``HoodieTableMetadataUtil.estimateFileGroupCount``: the minimum when it equals
+        the maximum; else ``ceil((float) records * growth)`` records over the records a file
+        group of the maximum size holds (``maxFileGroupSizeBytes / 48``, integer division),
+        truncated, within the min / max counts."""
+        lo, hi = self.min_file_groups, self.max_file_groups
+        if lo == hi:
+            return lo
+        # Java multiplies in float (32-bit), then takes the ceiling as a long
+        expected = math.ceil(float(np.float32(records) * np.float32(self.growth_factor)))
+        per_group = self.max_file_group_bytes // _AVERAGE_RECORD_BYTES
+        estimated = expected // per_group
+        if estimated >= hi:
+            return hi
+        if estimated <= lo:
+            return lo
+        return max(1, estimated)
+
+
 _NO_CHANGE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT"})
 _OVERWRITES = frozenset({"INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION"})
 
@@ -108,11 +159,9 @@ them through its file-system view and slice reader; this layer may not import th
 
 
 def file_group_count_for(records: int, minimum: int = MIN_FILE_GROUPS) -> int:
-    """File groups of a new record index of ``records`` keys (Java
-    ``HoodieTableMetadataUtil.estimateFileGroupCount``): enough for each to stay under the
-    maximum size after growing by the growth factor, within the min / max counts."""
-    wanted = math.ceil(records * _AVERAGE_RECORD_BYTES * _GROWTH_FACTOR / _MAX_FILE_GROUP_BYTES)
-    return max(minimum, min(_MAX_FILE_GROUPS, wanted))
+    """File groups of a new record index of ``records`` keys under Java's default sizing
+    (:meth:`RecordIndexSizing.file_groups`) with the given minimum."""
+    return RecordIndexSizing(min_file_groups=minimum).file_groups(records)
 
 
 @dataclass(frozen=True)
@@ -150,6 +199,8 @@ class RecordIndexWriter:
         self.storage = storage
         self.record_keys = record_keys
         self.enable = enable
+        #: the file group count of a new index (the write layer sets the table's options)
+        self.sizing = RecordIndexSizing()
 
     # -- which partitions --------------------------------------------------------------------
     def maintained(self) -> bool:
@@ -191,7 +242,7 @@ class RecordIndexWriter:
         assert self.record_keys is not None
         tz = self.state.config.timeline_timezone or "LOCAL"
         locations = bootstrap_locations(self.record_keys(self.state), tz)
-        count = file_group_count_for(len(locations))
+        count = self.sizing.file_groups(len(locations))
         updates = RecordIndexUpdates()
         updates.puts = locations
         groups = updates.by_file_group(count)

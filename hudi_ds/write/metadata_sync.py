@@ -24,6 +24,7 @@ from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
+from hudi_ds.write.options import record_index_sizing
 from hudi_ds.write.write_status import WriteStatus
 
 
@@ -168,5 +169,6 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
         record_keys=committed_record_keys,
         record_index=options.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE),
     )
+    writer.rli.sizing = record_index_sizing(options)
     state.before_complete = writer.update
     return writer

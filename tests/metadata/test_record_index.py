@@ -667,3 +667,43 @@ def test_killed_mdt_compaction_of_the_record_index(spec: str, before: int, tmp_p
     assert not Timeline.load(mdt, 2).pending()
     assert len(Timeline.load(mdt, 2).completed().filter_actions(COMMIT)) > done
     assert "k60" not in stored and "k61" in stored and len(stored) == 8 + before
+
+
+def test_file_group_count_follows_java_estimate() -> None:
+    """Java ``HoodieTableMetadataUtil.estimateFileGroupCount``: the keys times the growth
+    factor (a float product) over what a file group of the maximum size holds at 48 bytes a
+    key, truncated, within the min / max counts; min == max fixes the count."""
+    from hudi_ds.metadata.record_index_writer import RecordIndexSizing
+
+    java = RecordIndexSizing()
+    # 4e8 / 22369621 = 17.9: Java truncates
+    assert java.file_groups(200_000_000) == 17
+    assert java.file_groups(2_000_000_000) == 178
+    assert java.file_groups(16_000_000) == 10  # (1.4: the minimum)
+    assert java.file_groups(10**12) == 10000
+    assert RecordIndexSizing(min_file_groups=3, max_file_groups=3).file_groups(10**12) == 3
+    small = RecordIndexSizing(min_file_groups=1, max_file_group_bytes=48 * 100, growth_factor=1.5)
+    assert small.file_groups(1000) == 15  # 1500 keys, 100 a group
+
+
+def test_record_index_file_group_options(tmp_path: Path) -> None:
+    """``hoodie.metadata.record.index.min/max.filegroup.count`` size a new record index;
+    a minimum above the maximum is refused before anything is written."""
+    import hudi_ds
+    from hudi_ds.errors import ConfigError
+
+    root = tmp_path / "t"
+    opts = {
+        **_rli_options("COPY_ON_WRITE", 9),
+        "hoodie.metadata.record.index.min.filegroup.count": "3",
+        "hoodie.metadata.record.index.max.filegroup.count": "3",
+    }
+    bad = {**opts, "hoodie.metadata.record.index.min.filegroup.count": "4"}
+    with pytest.raises(ConfigError, match=r"min\.filegroup\.count \(4\) exceeds"):
+        hudi_ds.write(str(root), _rows([1], ["p0"], 1), bad)
+    assert not root.exists()
+    hudi_ds.write(str(root), _rows(list(range(20)), ["p0", "p1"] * 10, 1), opts)
+    folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
+    ids = {p.file_id for f in folder.iterdir() if (p := parse_base_file_name(f.name))}
+    assert ids == {file_group_id(i) for i in range(3)}
+    assert len(assert_index_true(root, instants=True)) == 20
