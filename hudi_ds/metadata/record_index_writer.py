@@ -110,9 +110,10 @@ _AVERAGE_RECORD_BYTES = 48
 
 @dataclass(frozen=True)
 class RecordIndexSizing:
-    """How many file groups a new record index gets (``hoodie.metadata.record.index.*``:
-    ``min.filegroup.count``, ``max.filegroup.count``, ``max.filegroup.size``,
-    ``growth.factor``).
+    """How many file groups a new record index gets
+    (``hoodie.metadata.global.record.level.index.min/max.filegroup.count``, alias
+    ``hoodie.metadata.record.index.min/max.filegroup.count``;
+    ``hoodie.metadata.record.index.max.filegroup.size`` and ``...growth.factor``).
 
     Raises:
         ConfigError: the minimum exceeds the maximum.
@@ -126,9 +127,9 @@ class RecordIndexSizing:
     def __post_init__(self) -> None:
         if self.min_file_groups > self.max_file_groups:
             raise ConfigError(
-                "hoodie.metadata.record.index.min.filegroup.count "
-                f"({self.min_file_groups}) exceeds hoodie.metadata.record.index.max.filegroup"
-                f".count ({self.max_file_groups})"
+                "hoodie.metadata.global.record.level.index.min.filegroup.count "
+                f"({self.min_file_groups}) exceeds hoodie.metadata.global.record.level.index."
+                f"max.filegroup.count ({self.max_file_groups})"
             )
 
     def file_groups(self, records: int) -> int:

@@ -687,8 +687,10 @@ def test_file_group_count_follows_java_estimate() -> None:
 
 
 def test_record_index_file_group_options(tmp_path: Path) -> None:
-    """``hoodie.metadata.record.index.min/max.filegroup.count`` size a new record index;
-    a minimum above the maximum is refused before anything is written."""
+    """``hoodie.metadata.global.record.level.index.min/max.filegroup.count`` (Hudi 1.1's
+    names; the 0.14 ones are aliases, as is ``...global.record.level.index.enable`` of
+    ``hoodie.metadata.record.index.enable``) size a new record index; a minimum above the
+    maximum is refused before anything is written."""
     import hudi_ds
     from hudi_ds.errors import ConfigError
 
@@ -696,8 +698,10 @@ def test_record_index_file_group_options(tmp_path: Path) -> None:
     opts = {
         **_rli_options("COPY_ON_WRITE", 9),
         "hoodie.metadata.record.index.min.filegroup.count": "3",
-        "hoodie.metadata.record.index.max.filegroup.count": "3",
+        "hoodie.metadata.global.record.level.index.max.filegroup.count": "3",
     }
+    del opts["hoodie.metadata.record.index.enable"]
+    opts["hoodie.metadata.global.record.level.index.enable"] = "true"
     bad = {**opts, "hoodie.metadata.record.index.min.filegroup.count": "4"}
     with pytest.raises(ConfigError, match=r"min\.filegroup\.count \(4\) exceeds"):
         hudi_ds.write(str(root), _rows([1], ["p0"], 1), bad)
