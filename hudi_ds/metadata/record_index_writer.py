@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_ds.errors import (
     ConfigError,
@@ -383,8 +384,15 @@ class RecordIndexWriter:
             meta_fields=cfg.populate_meta_fields,
         )
 
+    def _key_array(self, base: BaseFile) -> pa.Array:
+        """The record keys of a base file (nulls and empty keys dropped)."""
+        keys = base_file_keys(self.state.storage, base, self._spec())
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        return keys.filter(pc.fill_null(pc.not_equal(keys, ""), False))
+
     def _keys(self, base: BaseFile) -> set[str]:
-        return {k for k in base_file_keys(self.state.storage, base, self._spec()).to_pylist() if k}
+        return set(self._key_array(base).to_pylist())
 
     def _base_changes(
         self, out: RecordIndexUpdates, partition: str, stat: WriteStat, loc: RecordLocation
@@ -393,16 +401,17 @@ class RecordIndexWriter:
         group's base file are put, keys its previous base file held and it does not are gone."""
         parsed = parse_base_file_name(file_name_of(stat.path or ""))
         assert parsed is not None and stat.path is not None
-        keys = self._keys(BaseFile(stat.path, parsed))
+        keys = self._key_array(BaseFile(stat.path, parsed))
         prev = stat.prev_commit
-        old: set[str] = set()
-        if prev and prev != "null":
-            before = base_file_of(self.state.storage, partition, parsed.file_id, prev)
-            if before is None:
-                raise _Unexpressible(f"the base file of {parsed.file_id} at {prev} is gone")
-            old = self._keys(before)
-        out.put(sorted(keys - old), loc)
-        out.delete(old - keys)
+        if not prev or prev == "null":  # a new file group: every key is new to it
+            out.put(keys.to_pylist(), loc)
+            return
+        before = base_file_of(self.state.storage, partition, parsed.file_id, prev)
+        if before is None:
+            raise _Unexpressible(f"the base file of {parsed.file_id} at {prev} is gone")
+        old = self._key_array(before)
+        out.put(keys.filter(pc.invert(pc.is_in(keys, value_set=old))).to_pylist(), loc)
+        out.delete(old.filter(pc.invert(pc.is_in(old, value_set=keys))).to_pylist())
 
     def _log_keys(
         self, path: str, instants: Callable[[str], bool], put: list[str], gone: list[str]
