@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
-from hudi_ds.layout.hfile import Cells, write_hfile
+from hudi_ds.layout.hfile import HFILE_BLOCK_SIZE, Cells, write_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.metadata.layout import FILES_FILE_ID
 from hudi_ds.metadata.reader import completed_or_archived
@@ -126,7 +126,9 @@ def mdt_write_stat(
 MDT_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
 
 
-def mdt_base_hfile(keys: Cells, values: Cells, schema: str) -> bytes:
+def mdt_base_hfile(
+    keys: Cells, values: Cells, schema: str, block_size: int = HFILE_BLOCK_SIZE
+) -> bytes:
     """A metadata-table base HFile of ``keys`` (sorted; bytes or an Arrow binary array) and
     their ``values``: the writer schema, a bloom filter of the keys and -- when there are
     keys -- the min/max record keys in its file info, as Java's MDT base files carry them."""
@@ -153,4 +155,5 @@ def mdt_base_hfile(keys: Cells, values: Cells, schema: str) -> bytes:
         values,
         file_info=info,
         meta_blocks={"bloomFilter": bloom.serialize().encode("ascii")},
+        block_size=block_size,
     )

@@ -152,6 +152,13 @@ class RecordIndexSizing:
         return max(1, estimated)
 
 
+#: Data block size of the record index's HFiles (base files and log blocks). Java writes
+#: 1 MiB blocks (``hoodie.hfile.block.size``); a lookup inflates every block one of its keys
+#: falls in, and a 1 MiB block holds ~11k keys, so a batch of a few thousand keys inflated a
+#: table's whole index. Smaller blocks cost a longer block index and a little compression;
+#: readers (Java's, hudi-rs) read any block size.
+RECORD_INDEX_BLOCK_SIZE = 64 * 1024
+
 _NO_CHANGE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT"})
 _OVERWRITES = frozenset({"INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION"})
 
@@ -265,7 +272,9 @@ class RecordIndexWriter:
             g = groups.get(i)
             keys = g.keys if g is not None else pa.array([], pa.string())
             values = g.values(schema, own) if g is not None else pa.array([], pa.binary())
-            data = mdt_base_hfile(keys.cast(pa.binary()), values, schema)
+            data = mdt_base_hfile(
+                keys.cast(pa.binary()), values, schema, block_size=RECORD_INDEX_BLOCK_SIZE
+            )
             out.append(IndexFile(*_file(name, data, fid, instant, len(keys), None)))
             log_name = log_file_name(fid, instant, 1, _WRITE_TOKEN)
             block = encode_empty_delete_block(instant)
@@ -295,7 +304,9 @@ class RecordIndexWriter:
             groups = list(merged.by_file_group(1).values())  # (sorted; one group: this one)
             keys = groups[0].keys if groups else pa.array([], pa.string())
             values = groups[0].values(schema, name) if groups else pa.array([], pa.binary())
-            hfile = mdt_base_hfile(keys.cast(pa.binary()), values, schema)
+            hfile = mdt_base_hfile(
+                keys.cast(pa.binary()), values, schema, block_size=RECORD_INDEX_BLOCK_SIZE
+            )
             del merged, groups
             stat = mdt_write_stat(
                 RECORD_INDEX_PARTITION,
@@ -514,6 +525,7 @@ class RecordIndexWriter:
                     keys.cast(pa.binary()),
                     g.values(schema),
                     file_info={"schema": schema.encode("utf-8")},
+                    block_size=RECORD_INDEX_BLOCK_SIZE,
                 )
                 data += encode_hfile_data_block(instant, schema, hfile)
             if len(gone):

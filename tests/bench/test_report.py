@@ -115,6 +115,9 @@ def test_record_index_rows() -> None:
             run("RECORD_INDEX", 16_000, 2.0, lookup_s=1.0, index_mb=16.0),
             run("GLOBAL_SIMPLE", 16_000, 4.0),
             run("GLOBAL_SIMPLE_WITHOUT_RLI", 16_000, 3.0),
+            # the small batch: not the goal's figures
+            run("RECORD_INDEX", 16_000, 0.5, updates=10, lookup_s=0.1, index_mb=16.0),
+            run("GLOBAL_SIMPLE_WITHOUT_RLI", 16_000, 2.5, updates=10),
         ],
     }
     lines = acceptance({**_meta(), "record_index": ri}, None)
@@ -122,6 +125,7 @@ def test_record_index_rows() -> None:
     assert vs[1:4] == [">= 3x faster", vs[2], "no"] and vs[2].startswith("2.00x (2.00 s vs 4.00 s")
     assert "record index turned off 3.00 s" in vs[2]
     assert "takes 1.00 s at 16,000 rows" in vs[4] and "would be 4.00x GLOBAL_SIMPLE" in vs[4]
+    assert "a batch of 10 keys, whose blocks are few: RECORD_INDEX 0.50 s" in vs[4]
     grow = _row(lines, "global upsert with RECORD_INDEX, batch time")
     assert grow[2:4] == ["2.00x", "no"]
     ri["runs"][3]["check"] = {"correct": False}

@@ -711,3 +711,33 @@ def test_record_index_file_group_options(tmp_path: Path) -> None:
     ids = {p.file_id for f in folder.iterdir() if (p := parse_base_file_name(f.name))}
     assert ids == {file_group_id(i) for i in range(3)}
     assert len(assert_index_true(root, instants=True)) == 20
+
+
+def test_record_index_hfiles_have_small_blocks(tmp_path: Path) -> None:
+    """hudi_ds writes the record index's HFiles with 64 KiB data blocks (Java: 1 MiB, some
+    11k keys a block), so that looking up one key inflates one small block."""
+    import hudi_ds
+    from hudi_ds.layout.hfile import _open
+    from hudi_ds.layout.hfile_lookup import lookup_hfile
+    from hudi_ds.log.reader import scan_log_bytes
+
+    root = tmp_path / "t"
+    opts = {
+        **_rli_options("MERGE_ON_READ", 9),
+        "hoodie.metadata.record.index.min.filegroup.count": "1",
+        "hoodie.metadata.record.index.max.filegroup.count": "1",
+    }
+    hudi_ds.write(str(root), _rows(list(range(3000)), ["p0", "p1"] * 1500, 1), opts)
+    folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
+    blocks = [
+        b
+        for f in sorted(folder.glob(".record-index-0000-0_*"))
+        for b in scan_log_bytes(f.read_bytes(), str(f)).blocks
+        if b.block_type.name == "HFILE_DATA"
+    ]
+    (block,) = blocks
+    found, _, decoded = lookup_hfile(bytes(block.content), [b"k1234"])
+    assert set(found) == {b"k1234"} and decoded == 1
+    o = _open(bytes(block.content))
+    assert len(o.entries) >= 3  # 3,000 keys: several blocks
+    assert max(s for _, s, _ in o.entries) <= 64 * 1024 + 4096
