@@ -104,6 +104,7 @@ def main() -> None:
     ap.add_argument("--no-scaling", action="store_true")
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--no-compaction", action="store_true")
+    ap.add_argument("--no-record-index", action="store_true")
     ap.add_argument("--rerender", action="store_true", help="only redraw latest.md and the charts")
     args = ap.parse_args()
     if args.rerender:
@@ -153,6 +154,14 @@ def main() -> None:
         compaction = _run(["bench.compaction", "--scale", str(args.scale)])
         lines += ["", *compaction_table(compaction)]
         print("\n".join(compaction_table(compaction)))
+    record_index: dict = {}
+    if not args.no_record_index:
+        from bench.record_index import table as record_index_table
+
+        print("record index: RECORD_INDEX vs GLOBAL_SIMPLE, one global upsert ...", flush=True)
+        record_index = _run(["bench.record_index", "--scale", str(args.scale)])
+        lines += ["", *record_index_table(record_index)]
+        print("\n".join(record_index_table(record_index)))
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     meta = {
@@ -167,6 +176,7 @@ def main() -> None:
         "scaling": scaling,
         "memory": memory,
         "compaction": compaction,
+        "record_index": record_index,
         "seconds": round(time.perf_counter() - started, 1),
     }
     (out / "latest.json").write_text(json.dumps(meta, indent=1, default=str))
@@ -192,6 +202,10 @@ def write_results(meta: dict, out: Path) -> list[Path]:
         lines += ["", *_memory_table(meta["memory"])]
     if meta.get("compaction"):
         lines += ["", *compaction_table(meta["compaction"])]
+    if meta.get("record_index"):
+        from bench.record_index import table as record_index_table
+
+        lines += ["", *record_index_table(meta["record_index"])]
     lines += ["", *report.acceptance(meta, None)]
     pngs = charts.write_all(meta, out)
     vers = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())

@@ -110,6 +110,35 @@ class WriteConfig:
         "rebuilt); false removes it; unset keeps what the table has. A table's record_index "
         "is kept in step on every commit, delta commit, replace commit, compaction and clean "
         "(a rollback or restore the metadata table mirrors with tombstones removes it).",
+        aliases=("hoodie.metadata.global.record.level.index.enable",),
+    )
+    METADATA_RECORD_INDEX_MIN_FILE_GROUPS = ConfigProperty(
+        "hoodie.metadata.global.record.level.index.min.filegroup.count",
+        10,
+        parse_positive_int,
+        "File groups a new record_index gets at least (Java's estimate: the keys times the "
+        "growth factor over what a file group of the maximum size holds, at 48 bytes a key).",
+        aliases=("hoodie.metadata.record.index.min.filegroup.count",),
+    )
+    METADATA_RECORD_INDEX_MAX_FILE_GROUPS = ConfigProperty(
+        "hoodie.metadata.global.record.level.index.max.filegroup.count",
+        10000,
+        parse_positive_int,
+        "File groups a new record_index gets at most (equal to the minimum: exactly that many).",
+        aliases=("hoodie.metadata.record.index.max.filegroup.count",),
+    )
+    METADATA_RECORD_INDEX_MAX_FILE_GROUP_SIZE = ConfigProperty(
+        "hoodie.metadata.record.index.max.filegroup.size",
+        1024 * 1024 * 1024,
+        parse_positive_int,
+        "Bytes a record_index file group should grow to at most, for the file group count of a "
+        "new record_index.",
+    )
+    METADATA_RECORD_INDEX_GROWTH_FACTOR = ConfigProperty(
+        "hoodie.metadata.record.index.growth.factor",
+        2.0,
+        parse_positive_float,
+        "How many times its keys a new record_index is sized for (its file group count).",
     )
     METADATA_SECONDARY_INDEX_ENABLE = ConfigProperty(
         "hoodie.metadata.index.secondary.enable",

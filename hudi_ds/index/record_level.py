@@ -3,9 +3,10 @@ record-level index (``record_index`` partition) instead of the table's files.
 
 Java ``SparkMetadataTableRecordIndex.tagLocation``: the keys are hashed to the index's file
 groups (:func:`hudi_ds.metadata.record_index.file_group_indexes`) and looked up there; only the
-HFile data blocks the keys fall in are decoded (:func:`hudi_ds.layout.hfile.lookup_hfile`). The
-index is global (a key lives in one partition) and indexes base files only
-(``canIndexLogFiles() == false``: inserts go to base files).
+HFile data blocks the keys fall in are decoded and searched
+(:func:`hudi_ds.layout.hfile_lookup.lookup_hfile`). The index is global (a key lives in one
+partition) and indexes base files only (``canIndexLogFiles() == false``: inserts go to base
+files).
 
 The answer is the file-reading GLOBAL_SIMPLE lookup's whenever the index cannot be trusted:
 the table declares no ``record_index`` (or only in flight), the metadata table misses a

@@ -46,13 +46,17 @@ and hudi-rs ``crates/core/src/hfile`` (readers), verified on the fixture tables'
 
 from __future__ import annotations
 
-import bisect
 import struct
 import time
+import typing
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_ds.errors import CorruptFileError, UnsupportedError
 
@@ -338,48 +342,97 @@ def _short_key(row: bytes) -> bytes:
     return struct.pack(">h", len(row)) + row
 
 
-def _check_cells(keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+Cells: typing.TypeAlias = Sequence[bytes] | pa.Array
+"""Keys or values of an HFile's cells: bytes objects, or an Arrow binary array."""
+
+
+def _binary(xs: Cells, what: str) -> pa.LargeBinaryArray:
+    """``xs`` as one Arrow ``large_binary`` array (the cells' bytes, read by offset).
+
+    Raises:
+        ValueError: an element is not bytes (named by its index).
+    """
+    if isinstance(xs, pa.ChunkedArray):
+        xs = xs.combine_chunks()
+    if isinstance(xs, pa.Array):
+        if xs.null_count:
+            raise ValueError(f"HFile {what} #{xs.is_null().index(True).as_py()} is None")
+        return typing.cast(pa.LargeBinaryArray, xs.cast(pa.large_binary()))
+    # (Arrow would take a str as its UTF-8 bytes)
+    for i, x in enumerate(typing.cast(Sequence[object], xs)):
+        if not isinstance(x, bytes | bytearray | memoryview):
+            raise ValueError(f"HFile {what} #{i} is {type(x).__name__}, not bytes")
+    return typing.cast(pa.LargeBinaryArray, pa.array(xs, pa.large_binary(), from_pandas=False))
+
+
+def _lengths(xs: pa.LargeBinaryArray) -> np.ndarray:
+    offsets = np.frombuffer(xs.buffers()[1], np.int64, len(xs) + 1, xs.offset * 8)
+    return np.diff(offsets)
+
+
+def _check_cells(keys: pa.LargeBinaryArray, values: pa.LargeBinaryArray) -> None:
     if len(keys) != len(values):
         raise ValueError(f"{len(keys)} keys but {len(values)} values")
-    for i, key in enumerate(keys):
-        if not isinstance(key, bytes | bytearray | memoryview):
-            raise ValueError(f"HFile key #{i} is {type(key).__name__}, not bytes")
-        if len(key) > 0x7FFF:
-            raise ValueError(f"HFile key #{i} is {len(key)} bytes long (at most 32767)")
-        if i and not keys[i - 1] < key:
-            kind = "duplicate" if keys[i - 1] == key else "out of order"
-            raise ValueError(
-                f"HFile keys must be strictly ascending: key #{i} {bytes(key)[:80]!r} is {kind}"
-                f" after {bytes(keys[i - 1])[:80]!r}"
-            )
+    if values.null_count:
+        raise ValueError(f"HFile value #{values.is_null().index(True).as_py()} is None")
+    if keys.null_count:
+        raise ValueError(f"HFile key #{keys.is_null().index(True).as_py()} is None")
+    long = np.flatnonzero(_lengths(keys) > 0x7FFF)
+    if len(long):
+        i = int(long[0])
+        raise ValueError(f"HFile key #{i} is {len(keys[i].as_py())} bytes long (at most 32767)")
+    n = len(keys)
+    if n < 2:
+        return
+    ascending = pc.less(keys.slice(0, n - 1), keys.slice(1))
+    if pc.all(ascending).as_py():
+        return
+    i = ascending.index(False).as_py() + 1
+    key, prev = keys[i].as_py(), keys[i - 1].as_py()
+    kind = "duplicate" if prev == key else "out of order"
+    raise ValueError(
+        f"HFile keys must be strictly ascending: key #{i} {key[:80]!r} is {kind}"
+        f" after {prev[:80]!r}"
+    )
 
 
-def _split_blocks(keys: Sequence[bytes], values: Sequence[bytes], block_size: int) -> list[int]:
+def _split_blocks(sizes: np.ndarray, block_size: int) -> list[int]:
     """Start index of each data block: a new block starts when the current one is not empty and
     the cell would take it past ``block_size`` bytes, counting each cell as
     ``keyLength + valueLength + 9`` with the full cell key (Java ``HFileWriterImpl.append``;
-    keys are distinct, so no key ever straddles two blocks)."""
+    keys are distinct, so no key ever straddles two blocks). ``sizes``: each cell's bytes."""
+    ends = np.cumsum(sizes)
     starts = [0]
-    used = 0
-    for i, (key, value) in enumerate(zip(keys, values, strict=True)):
-        size = len(key) + _CELL_EXTRA + len(value) + 9
-        if used and used + size > block_size:
-            starts.append(i)
-            used = 0
-        used += size
-    return starts
+    n = len(sizes)
+    while True:
+        s = starts[-1]
+        before = int(ends[s - 1]) if s else 0
+        # the cells of this block: all that fit whole, at least one
+        e = max(s + 1, int(np.searchsorted(ends, before + block_size, side="right")))
+        if e >= n:
+            return starts
+        starts.append(e)
 
 
-def _data_payload(keys: Sequence[bytes], values: Sequence[bytes]) -> bytes:
-    parts: list[bytes] = []
-    for key, value in zip(keys, values, strict=True):
-        row = bytes(key)
-        parts.append(struct.pack(">iih", len(row) + _CELL_EXTRA, len(value), len(row)))
-        parts.append(row)
-        parts.append(_KEY_SUFFIX)
-        parts.append(bytes(value))
-        parts.append(b"\x00")  # memstoreTS 0 (KEY_VALUE_VERSION 1)
-    return b"".join(parts)
+def _cells_payload(keys: pa.LargeBinaryArray, values: pa.LargeBinaryArray) -> pa.LargeBinaryArray:
+    """Every cell's bytes, one element each, consecutive in one buffer: ``keyLength valueLength
+    rowLength row suffix value memstoreTS`` (the full KeyValue key, memstoreTS 0 for
+    KEY_VALUE_VERSION 1), built by Arrow kernels rather than cell by cell."""
+    n = len(keys)
+    header = np.zeros(n, dtype=[("k", ">i4"), ("v", ">i4"), ("r", ">i2")])
+    rows = _lengths(keys)
+    header["k"] = rows + _CELL_EXTRA
+    header["v"] = _lengths(values)
+    header["r"] = rows
+    heads = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(10), n, [None, pa.py_buffer(header.tobytes())]
+    ).cast(pa.large_binary())
+    suffix = pa.scalar(_KEY_SUFFIX, pa.large_binary())
+    zero = pa.scalar(b"\x00", pa.large_binary())
+    joined = pc.binary_join_element_wise(
+        heads, keys, suffix, values, zero, pa.scalar(b"", pa.large_binary())
+    )
+    return typing.cast(pa.LargeBinaryArray, joined)
 
 
 def _file_info_payload(entries: Mapping[str, bytes]) -> bytes:
@@ -395,8 +448,8 @@ def _file_info_payload(entries: Mapping[str, bytes]) -> bytes:
 
 
 def _checked_file_info(
-    keys: Sequence[bytes],
-    values: Sequence[bytes],
+    keys: pa.LargeBinaryArray,
+    values: pa.LargeBinaryArray,
     file_info: Mapping[str, bytes] | None,
     block_size: int,
     codec: Codec,
@@ -438,7 +491,7 @@ class _DataBlocks:
 
 
 def _data_blocks(
-    keys: Sequence[bytes], values: Sequence[bytes], block_size: int, codec: Codec
+    keys: pa.LargeBinaryArray, values: pa.LargeBinaryArray, block_size: int, codec: Codec
 ) -> _DataBlocks:
     """The cells cut into data blocks of about ``block_size`` bytes (:func:`_split_blocks`),
     each indexed by its first key."""
@@ -447,16 +500,21 @@ def _data_blocks(
     index: list[bytes] = []
     first_block = last_block = -1
     uncompressed_data = 0
-    starts = _split_blocks(keys, values, block_size) if keys else []
+    if not len(keys):
+        return _DataBlocks(blocks, index, first_block, last_block, uncompressed_data)
+    cells = _cells_payload(keys, values)
+    bounds = np.frombuffer(cells.buffers()[1], np.int64, len(cells) + 1, cells.offset * 8)
+    data = cells.buffers()[2]
+    starts = _split_blocks(np.diff(bounds), block_size)
     for b, start in enumerate(starts):
         end = starts[b + 1] if b + 1 < len(starts) else len(keys)
-        raw = _data_payload(keys[start:end], values[start:end])
+        raw = data[int(bounds[start]) : int(bounds[end])].to_pybytes()
         # HBase semantics: the offset of the previous data block (-1 for the first)
         block = _block(_DATA, raw, codec, last_block)
         if first_block < 0:
             first_block = offset
         last_block = offset
-        index.append(_index_entry(offset, len(block), _short_key(bytes(keys[start]))))
+        index.append(_index_entry(offset, len(block), _short_key(keys[start].as_py())))
         uncompressed_data += len(raw)
         blocks.append(block)
         offset += len(block)
@@ -464,8 +522,8 @@ def _data_blocks(
 
 
 def _standard_file_info(
-    keys: Sequence[bytes],
-    values: Sequence[bytes],
+    keys: pa.LargeBinaryArray,
+    values: pa.LargeBinaryArray,
     extra: Mapping[str, bytes],
     create_time_ms: int | None,
 ) -> dict[str, bytes]:
@@ -475,11 +533,11 @@ def _standard_file_info(
     n = len(keys)
     info: dict[str, bytes] = {MAX_MEMSTORE_TS_KEY: struct.pack(">q", 0)}
     info.update({k: bytes(v) for k, v in extra.items()})
-    info[LAST_KEY] = _short_key(bytes(keys[-1])) if n else b""
-    info[AVG_KEY_LEN] = struct.pack(">i", sum(len(k) for k in keys) // n if n else 0)
+    info[LAST_KEY] = _short_key(keys[n - 1].as_py()) if n else b""
+    info[AVG_KEY_LEN] = struct.pack(">i", int(_lengths(keys).sum()) // n if n else 0)
     millis = int(time.time() * 1000) if create_time_ms is None else create_time_ms
     info[CREATE_TIME_TS] = struct.pack(">q", millis)
-    info[AVG_VALUE_LEN] = struct.pack(">i", sum(len(v) for v in values) // n if n else 0)
+    info[AVG_VALUE_LEN] = struct.pack(">i", int(_lengths(values).sum()) // n if n else 0)
     info[KEY_VALUE_VERSION] = struct.pack(">i", 1)
     return info
 
@@ -515,8 +573,8 @@ def _trailer_block(
 
 
 def write_hfile(
-    keys: Sequence[bytes],
-    values: Sequence[bytes],
+    keys: Cells,
+    values: Cells,
     *,
     file_info: Mapping[str, bytes] | None = None,
     meta_blocks: Mapping[str, bytes] | None = None,
@@ -548,8 +606,9 @@ def write_hfile(
     (and the ``bloomFilter`` meta block).
 
     Args:
-        keys: the row keys, strictly ascending in unsigned byte order, each at most 32767 bytes.
-        values: the values, one per key.
+        keys: the row keys (bytes, or an Arrow binary array), strictly ascending in unsigned
+            byte order, each at most 32767 bytes.
+        values: the values, one per key (bytes, or an Arrow binary array).
         file_info: extra file info entries (in the order Java would have put them).
         meta_blocks: meta blocks by name (in the order Java would have put them).
         block_size: data block target size: a block is closed before a cell that would take it
@@ -561,7 +620,21 @@ def write_hfile(
         ValueError: keys not strictly ascending, not bytes or too long; lengths differ; a
             standard file info key in ``file_info``; a bad block size or codec.
     """
-    extra = _checked_file_info(keys, values, file_info, block_size, codec)
+    ks, vs = _binary(keys, "key"), _binary(values, "value")
+    extra = _checked_file_info(ks, vs, file_info, block_size, codec)
+    return _assemble(ks, vs, extra, meta_blocks, block_size, create_time_ms, codec)
+
+
+def _assemble(
+    keys: pa.LargeBinaryArray,
+    values: pa.LargeBinaryArray,
+    extra: dict[str, bytes],
+    meta_blocks: Mapping[str, bytes] | None,
+    block_size: int,
+    create_time_ms: int | None,
+    codec: Codec,
+) -> bytes:
+    """The bytes of the HFile :func:`write_hfile` writes, its arguments checked."""
     data = _data_blocks(keys, values, block_size, codec)
     out = list(data.blocks)
     offset = sum(len(b) for b in out)
@@ -723,34 +796,6 @@ def _cells(
     return first
 
 
-def _find_cells(
-    raw: bytes, mvcc: bool, wanted: set[bytes], last: bytes, found: dict[bytes, bytes], offset: int
-) -> None:
-    """Put the cells of ``wanted`` rows of one data block into ``found``: the walk of
-    :func:`_cells` without keeping other cells, stopping past ``last`` (the greatest wanted
-    row; cells are sorted)."""
-    pos, end = 0, len(raw)
-    unpack = struct.unpack_from
-    while pos < end:
-        if pos + 10 > end:
-            raise _Damaged(f"data block at {offset}: cell header runs past the block")
-        klen, vlen, rlen = unpack(">iih", raw, pos)
-        vstart = pos + 8 + klen
-        if klen < rlen + 2 or rlen < 0 or vlen < 0 or vstart + vlen > end:
-            raise _Damaged(f"data block at {offset}: cell at {pos} runs past the block")
-        row = raw[pos + 10 : pos + 10 + rlen]
-        if row in wanted:
-            found[row] = raw[vstart : vstart + vlen]
-        elif row > last:
-            return
-        pos = vstart + vlen
-        if mvcc:
-            if pos < end and raw[pos] < 0x80:  # a one-byte vlong (Hudi writes 0)
-                pos += 1
-            else:
-                _ts, pos = _read_hadoop_vlong(raw, pos, end)
-
-
 def _trailer(data: bytes) -> dict[int, int | bytes]:
     if len(data) < TRAILER_SIZE:
         raise _Damaged(f"{len(data)} bytes is shorter than the {TRAILER_SIZE}-byte trailer")
@@ -858,102 +903,6 @@ def _read(data: bytes) -> HFile:
     if len(keys) != expected:
         raise _Damaged(f"{len(keys)} cells, the trailer says {expected}")
     return HFile(keys, values, o.file_info, meta_blocks)
-
-
-def lookup_hfile(
-    data: bytes | memoryview, keys: Sequence[bytes], path: str = ""
-) -> tuple[dict[bytes, bytes], dict[str, bytes], int]:
-    """The cells of ``keys`` in an HFile, decoding only the data blocks they fall in.
-
-    The data index (root, and intermediate / leaf levels) gives each block's first row; a key
-    can only be in the last block whose first row is at or below it (HBase
-    ``HFileReaderImpl.seekTo``), so only those blocks are decompressed and parsed.
-
-    Returns:
-        ``(key -> value for the keys found, file info, data blocks decoded)``.
-
-    Raises:
-        CorruptFileError / UnsupportedError: as :func:`read_hfile`.
-    """
-    data = bytes(data)
-    try:
-        o = _open(data)
-        firsts = [_row_of_index_key(key) for _o, _s, key in o.entries]
-        wanted: dict[int, list[bytes]] = {}
-        for k in sorted(set(keys)):
-            i = bisect.bisect_right(firsts, k) - 1
-            if i >= 0:
-                wanted.setdefault(i, []).append(k)
-        found: dict[bytes, bytes] = {}
-        for i, ks in wanted.items():
-            offset = o.entries[i][0]
-            raw, _ = o.reader.block(offset, (_DATA,))
-            _find_cells(raw, o.mvcc, set(ks), ks[-1], found, offset)
-        return found, o.file_info, len(wanted)
-    except UnsupportedError as e:
-        raise UnsupportedError(f"HFile {path or '<hfile>'}: {e}") from e
-    except (_Damaged, struct.error, ValueError, IndexError) as e:
-        raise CorruptFileError(f"HFile {path or '<hfile>'} is damaged: {e}") from e
-
-
-def _prefix_end(prefix: bytes) -> bytes | None:
-    """The least row greater than every row starting with ``prefix`` (None: no such row, the
-    prefix is all 0xff bytes)."""
-    p = prefix.rstrip(b"\xff")
-    return p[:-1] + bytes([p[-1] + 1]) if p else None
-
-
-def scan_hfile_prefixes(
-    data: bytes | memoryview, prefixes: Sequence[bytes], path: str = ""
-) -> tuple[HFile, int]:
-    """The cells whose rows start with one of ``prefixes``, decoding only the data blocks
-    that can hold such rows.
-
-    Block ``i`` holds the rows from its index key (its first row) up to the next block's first
-    row, so it is decoded only when that span meets ``[prefix, prefix_end)`` for some prefix
-    (HBase ``HFileScanner.seekTo`` then a scan while the prefix matches, as Hudi's
-    ``HoodieAvroHFileReader.getRecordsByKeyPrefixIterator`` does for the column stats of
-    the queried columns).
-
-    Returns:
-        ``(the HFile of those cells, in key order, with the file info and no meta blocks;
-        data blocks decoded)``.
-
-    Raises:
-        CorruptFileError / UnsupportedError: as :func:`read_hfile`.
-    """
-    data = bytes(data)
-    try:
-        o = _open(data)
-        firsts = [_row_of_index_key(key) for _o, _s, key in o.entries]
-        chosen: set[int] = set()
-        for p in set(prefixes):
-            end = _prefix_end(p)
-            # the block holding ``p`` (or the first one past it) up to the last one starting
-            # before ``end``
-            lo = max(0, bisect.bisect_right(firsts, p) - 1)
-            hi = len(firsts) if end is None else bisect.bisect_left(firsts, end)
-            chosen.update(range(lo, hi))
-        keys: list[bytes] = []
-        values: list[bytes] = []
-        want = tuple(prefixes)
-        for i in sorted(chosen):
-            offset = o.entries[i][0]
-            raw, _ = o.reader.block(offset, (_DATA,))
-            ks: list[bytes] = []
-            vs: list[bytes] = []
-            first = _cells(raw, o.mvcc, ks, vs, offset)
-            if first != firsts[i]:
-                raise _Damaged(f"data block at {offset} does not start with its index key")
-            for k, v in zip(ks, vs, strict=True):
-                if k.startswith(want):
-                    keys.append(k)
-                    values.append(v)
-        return HFile(keys, values, o.file_info, {}), len(chosen)
-    except UnsupportedError as e:
-        raise UnsupportedError(f"HFile {path or '<hfile>'}: {e}") from e
-    except (_Damaged, struct.error, ValueError, IndexError) as e:
-        raise CorruptFileError(f"HFile {path or '<hfile>'} is damaged: {e}") from e
 
 
 def read_hfile(data: bytes | memoryview, path: str = "") -> HFile:

@@ -50,7 +50,8 @@ from hudi_ds.layout.bloom_filter import (
     SIMPLE,
     BloomFilter,
 )
-from hudi_ds.layout.hfile import lookup_hfile, read_hfile, write_hfile
+from hudi_ds.layout.hfile import read_hfile, write_hfile
+from hudi_ds.layout.hfile_lookup import lookup_hfile
 from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
     base_file_name,

@@ -165,11 +165,13 @@ class IndexPartitions:
     def compaction_files(
         self, when: str, mdt: Timeline, schema: str, declared: Sequence[str]
     ) -> list[PartitionFile]:
-        """The new base files of the stats, bloom filter and secondary index file groups at
-        MDT compaction ``when``."""
+        """The new base files of the stats, record index, bloom filter and secondary index
+        file groups at MDT compaction ``when``."""
         si = self.si.maintained(declared)
+        rli = self.rli.compaction_files(when, mdt, schema) if self.rli.maintained() else []
         return [
             *self.stats.compaction_files(when, mdt, schema),
+            *rli,
             *self.bloom.compaction_files(when, mdt, schema),
             *self.si.compaction_files(when, mdt, schema, si),
         ]
@@ -179,6 +181,7 @@ class IndexPartitions:
         si = self.si.maintained(declared)
         return {
             **self.stats.older_files(mdt),
+            **self.rli.older_files(mdt),
             **self.bloom.older_files(mdt),
             **self.si.older_files(mdt, si),
         }

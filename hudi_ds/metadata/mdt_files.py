@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
-from hudi_ds.layout.hfile import write_hfile
+from hudi_ds.layout.hfile import HFILE_BLOCK_SIZE, Cells, write_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.metadata.layout import FILES_FILE_ID
 from hudi_ds.metadata.reader import completed_or_archived
@@ -124,19 +126,28 @@ def mdt_write_stat(
 MDT_BLOOM = BloomFilterSpec(DYNAMIC_V0, 10000, 0.000000001, 100000)
 
 
-def mdt_base_hfile(keys: list[bytes], values: list[bytes], schema: str) -> bytes:
-    """A metadata-table base HFile of ``keys`` (sorted) and their ``values``: the writer schema,
-    a bloom filter of the keys and -- when there are keys -- the min/max record keys in its
-    file info, as Java's MDT base files carry them."""
+def mdt_base_hfile(
+    keys: Cells, values: Cells, schema: str, block_size: int = HFILE_BLOCK_SIZE
+) -> bytes:
+    """A metadata-table base HFile of ``keys`` (sorted; bytes or an Arrow binary array) and
+    their ``values``: the writer schema, a bloom filter of the keys and -- when there are
+    keys -- the min/max record keys in its file info, as Java's MDT base files carry them."""
     info = {"schema": schema.encode("utf-8")}
     bloom = MDT_BLOOM.new_filter()
-    bloom.add([k.decode("utf-8") for k in keys])
-    if keys:
+    if isinstance(keys, pa.Array | pa.ChunkedArray):
+        strings = keys.cast(pa.string())
+        first = keys[0].as_py() if len(keys) else b""
+        last = keys[len(keys) - 1].as_py() if len(keys) else b""
+    else:
+        strings = pa.array([k.decode("utf-8") for k in keys], pa.string())
+        first, last = (keys[0], keys[-1]) if keys else (b"", b"")
+    bloom.add(strings)
+    if len(keys):
         info.update(
             {
                 "bloomFilterTypeCode": DYNAMIC_V0.encode(),
-                "minRecordKey": keys[0],
-                "maxRecordKey": keys[-1],
+                "minRecordKey": bytes(first),
+                "maxRecordKey": bytes(last),
             }
         )
     return write_hfile(
@@ -144,4 +155,5 @@ def mdt_base_hfile(keys: list[bytes], values: list[bytes], schema: str) -> bytes
         values,
         file_info=info,
         meta_blocks={"bloomFilter": bloom.serialize().encode("ascii")},
+        block_size=block_size,
     )

@@ -42,20 +42,26 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
+import threading
 import typing
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import BaseFile, FileSlice
-from hudi_ds.layout.hfile import lookup_hfile, read_hfile
+from hudi_ds.layout.hfile import read_hfile
+from hudi_ds.layout.hfile_lookup import lookup_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
@@ -68,6 +74,7 @@ __all__ = [
     "FILE_ID_PREFIX",
     "RECORD_INDEX_PARTITION",
     "RECORD_INDEX_TYPE",
+    "GroupUpdates",
     "RecordIndexUpdates",
     "RecordLocation",
     "bootstrap_locations",
@@ -236,36 +243,88 @@ def file_group_count(storage: Storage) -> int:
     return len(ids)
 
 
+class _Lookups:
+    """The cells already looked up in HFiles of the partition, by the HFile's bytes: a write
+    looks its keys up twice -- to tag its records, then to write the index's change at commit
+    (Java ``getRevivedAndDeletedKeysFromMergedLogs``) -- and the second lookup then decodes
+    no block again. Keyed by content, not by name, so a file rewritten under the same name
+    (a rolled-back MDT log version written anew) is never answered from an older copy. Holds
+    at most ``_CACHE_BYTES`` of HFile bytes (least recently used first out)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.held = 0
+        self.entries: OrderedDict[bytes, dict[bytes, bytes | None]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def lookup(self, data: bytes, keys: list[bytes], where: str) -> dict[bytes, bytes]:
+        """The cells of ``keys`` (sorted, distinct) in the HFile ``data``."""
+        with self.lock:
+            known = self.entries.get(data)
+            if known is not None:
+                self.entries.move_to_end(data)
+        missing = keys if known is None else [k for k in keys if k not in known]
+        found: dict[bytes, bytes] = {}
+        if missing:
+            found, _, _ = lookup_hfile(data, missing, where)
+        answers: dict[bytes, bytes | None] = dict(known or {})
+        answers.update((k, found.get(k)) for k in missing)
+        if len(data) <= self.budget:
+            with self.lock:
+                if data not in self.entries:
+                    self.held += len(data)
+                self.entries[data] = answers
+                self.entries.move_to_end(data)
+                while self.held > self.budget:
+                    old, _ = self.entries.popitem(last=False)
+                    self.held -= len(old)
+        return {k: v for k in keys if (v := answers.get(k)) is not None}
+
+
+_CACHE_BYTES = 256 * 1024 * 1024
+_LOOKUPS = _Lookups(_CACHE_BYTES)
+
+
 def _put(
     out: dict[str, RecordLocation | None],
     data: bytes | memoryview,
     where: str,
-    wanted: Callable[[str], bool] | set[str],
+    wanted: Callable[[str], bool] | list[bytes],
     schema: str | None = None,
 ) -> None:
-    """Decode the records of one HFile into ``out``: with a key set, only the data blocks
-    those keys fall in (:func:`hudi_ds.layout.hfile.lookup_hfile`)."""
-    if isinstance(wanted, set):
-        found, info, _ = lookup_hfile(data, [k.encode("utf-8") for k in wanted], where)
-        cells = list(found.items())
-    else:
-        hf = read_hfile(data, where)
-        info = hf.file_info
-        cells = [(k, v) for k, v in zip(hf.keys, hf.values, strict=True)]
-    schema = schema or info.get("schema", b"").decode("utf-8")
-    for k, v in cells:
+    """Decode the records of one HFile into ``out``: with a key list (UTF-8, sorted), only the
+    data blocks those keys fall in (:func:`hudi_ds.layout.hfile_lookup.lookup_hfile`)."""
+    data = bytes(data)
+    if isinstance(wanted, list):
+        if not schema:
+            schema = _hfile_schema(data, where)
+        for k, v in _LOOKUPS.lookup(data, wanted, where).items():
+            out[k.decode("utf-8")] = decode_value(v, schema)
+        return
+    hf = read_hfile(data, where)
+    schema = schema or hf.file_info.get("schema", b"").decode("utf-8")
+    for k, v in zip(hf.keys, hf.values, strict=True):
         key = k.decode("utf-8")
-        if isinstance(wanted, set) or wanted(key):
+        if wanted(key):
             out[key] = decode_value(v, schema)
+
+
+def _hfile_schema(data: bytes, where: str) -> str:
+    """The ``schema`` file info entry of a base HFile (read from its file info block only)."""
+    _, info, _ = lookup_hfile(data, [], where)
+    return info.get("schema", b"").decode("utf-8")
 
 
 def _merge_blocks(
     blocks: Iterable[LogBlock],
     keep: Callable[[str], bool],
     out: dict[str, RecordLocation | None],
-    wanted: Callable[[str], bool] | set[str],
+    wanted: Callable[[str], bool] | list[bytes],
 ) -> None:
     rolled_back = {b.target_instant_time for b in blocks if b.is_rollback_command}
+    value_set = (
+        pa.array(wanted, pa.binary()).cast(pa.string()) if isinstance(wanted, list) else None
+    )
     for b in blocks:
         t = b.instant_time or ""
         if b.block_type == BlockType.COMMAND or t in rolled_back or not keep(t):
@@ -274,10 +333,11 @@ def _merge_blocks(
             where = f"{b.path} block at offset {b.offset}"
             _put(out, b.content, where, wanted, b.schema)
         elif b.block_type == BlockType.DELETE:
-            keys = decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD).to_pylist()
-            test = wanted.__contains__ if isinstance(wanted, set) else wanted
-            for key in keys:
-                if key is not None and test(key):
+            keys = decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD)
+            if value_set is not None:
+                keys = keys.filter(pc.is_in(keys, value_set=value_set))
+            for key in keys.to_pylist():
+                if key is not None and (value_set is not None or wanted(key)):  # type: ignore[operator]
                     out[key] = None
         else:
             raise CorruptFileError(
@@ -301,7 +361,9 @@ def read_slice(
             timeline, :func:`hudi_ds.metadata.reader.valid_instants`).
         keys: the keys wanted (None: all).
     """
-    wanted: Callable[[str], bool] | set[str] = (lambda _k: True) if keys is None else keys
+    wanted: Callable[[str], bool] | list[bytes] = (
+        (lambda _k: True) if keys is None else sorted(k.encode("utf-8") for k in keys)
+    )
     out: dict[str, RecordLocation | None] = {}
     if fslice.base_file is not None:
         path = fslice.base_file.path
@@ -344,12 +406,20 @@ def read_locations(
         return out
     arr = pa.array(list(keys), pa.string())
     idx = file_group_indexes(arr, count)
+    order = np.argsort(idx, kind="stable")
+    groups, starts = np.unique(idx[order], return_index=True)
+    bounds = [*starts.tolist(), len(order)]
     by_id = {s.file_id: s for s in slices}
-    for i in np.unique(idx):
-        wanted = {k for k, j in zip(keys, idx, strict=True) if j == i}
+    work = []
+    for n, i in enumerate(groups.tolist()):
         found = by_id.get(file_group_id(int(i)))
         if found is not None:
-            out.update(read_slice(storage, found, keep, wanted))
+            wanted = set(arr.take(pa.array(order[bounds[n] : bounds[n + 1]])).to_pylist())
+            work.append((found, wanted))
+    # file groups are read in threads: reading files and inflating blocks release the GIL
+    with ThreadPoolExecutor(max_workers=min(len(work), os.cpu_count() or 1) or 1) as pool:
+        for part in pool.map(lambda w: read_slice(storage, w[0], keep, w[1]), work):
+            out.update(part)
     return out
 
 
@@ -388,9 +458,10 @@ class RecordIndexUpdates:
     deletes: set[str] = field(default_factory=set)
 
     def put(self, keys: Iterable[str], loc: RecordLocation) -> None:
-        for k in keys:
-            self.puts[k] = loc
-            self.deletes.discard(k)
+        added = dict.fromkeys(keys, loc)
+        self.puts.update(added)
+        if self.deletes:
+            self.deletes.difference_update(added)
 
     def delete(self, keys: Iterable[str]) -> None:
         """Remove ``keys`` unless this instant put them elsewhere (a move: Java
@@ -400,26 +471,73 @@ class RecordIndexUpdates:
     def __bool__(self) -> bool:
         return bool(self.puts or self.deletes)
 
-    def by_file_group(
-        self, count: int
-    ) -> dict[int, tuple[list[str], list[RecordLocation], list[str]]]:
-        """File group index -> (put keys sorted by their UTF-8 bytes, their locations, deleted
-        keys sorted)."""
-        out: dict[int, tuple[list[str], list[RecordLocation], list[str]]] = {}
-        puts = sorted(self.puts, key=lambda k: k.encode("utf-8"))
-        dels = sorted(self.deletes, key=lambda k: k.encode("utf-8"))
-        for keys, is_put in ((puts, True), (dels, False)):
-            if not keys:
-                continue
-            idx = file_group_indexes(pa.array(keys, pa.string()), count)
-            for k, i in zip(keys, idx.tolist(), strict=True):
-                entry = out.setdefault(i, ([], [], []))
-                if is_put:
-                    entry[0].append(k)
-                    entry[1].append(self.puts[k])
-                else:
-                    entry[2].append(k)
+    def by_file_group(self, count: int) -> dict[int, GroupUpdates]:
+        """The changes of each file group (index -> :class:`GroupUpdates`), put and deleted
+        keys sorted by their UTF-8 bytes -- sorted and split by Arrow kernels, not key by key."""
+        out: dict[int, GroupUpdates] = {}
+        # by identity: the keys of one put share its location object (equal ones from
+        # several puts are encoded once each, the encoding being cached)
+        codes_of: dict[int, int] = {}
+        locations: list[RecordLocation] = []
+        codes = np.empty(len(self.puts), np.int32)
+        for n, loc in enumerate(self.puts.values()):
+            code = codes_of.get(id(loc))
+            if code is None:
+                code = codes_of[id(loc)] = len(locations)
+                locations.append(loc)
+            codes[n] = code
+        puts = _by_group(pa.array(list(self.puts), pa.string()), count)
+        gone = _by_group(pa.array(list(self.deletes), pa.string()), count)
+        for i in sorted(set(puts) | set(gone)):
+            keys, order = puts.get(i, (_NO_KEYS, np.zeros(0, np.int64)))
+            out[i] = GroupUpdates(keys, locations, codes[order], gone.get(i, (_NO_KEYS, None))[0])
         return out
+
+
+_NO_KEYS = pa.array([], pa.string())
+
+
+def _by_group(keys: pa.Array, count: int) -> dict[int, tuple[pa.Array, np.ndarray]]:
+    """``keys`` per file group: (the group's keys sorted by UTF-8 bytes -- Arrow compares
+    strings bytewise --, their positions in ``keys``)."""
+    if not len(keys):
+        return {}
+    groups = pa.array(file_group_indexes(keys, count))
+    order = pc.sort_indices(
+        pa.table({"g": groups, "k": keys}), sort_keys=[("g", "ascending"), ("k", "ascending")]
+    ).to_numpy()
+    sorted_groups = groups.to_numpy()[order]
+    ids, starts = np.unique(sorted_groups, return_index=True)
+    bounds = [*starts.tolist(), len(order)]
+    out = {}
+    for n, i in enumerate(ids.tolist()):
+        pos = order[bounds[n] : bounds[n + 1]]
+        out[int(i)] = (keys.take(pa.array(pos)), pos)
+    return out
+
+
+@dataclass(frozen=True)
+class GroupUpdates:
+    """The record-index changes of one instant in one file group.
+
+    Attributes:
+        keys: the keys put, sorted by their UTF-8 bytes (the HFile's order).
+        locations: the distinct locations of the instant.
+        codes: per put key, its location's index in ``locations``.
+        gone: the keys deleted, sorted.
+    """
+
+    keys: pa.Array
+    locations: list[RecordLocation]
+    codes: np.ndarray
+    gone: pa.Array
+
+    def values(self, schema_json: str, file_name: str | None = None) -> pa.Array:
+        """The HFile values of ``keys`` (:func:`encode_value`: one encoding per location)."""
+        encoded = pa.array(
+            [encode_value(loc, schema_json, file_name) for loc in self.locations], pa.binary()
+        )
+        return encoded.take(pa.array(self.codes, pa.int32()))
 
 
 def base_file_of(storage: Storage, partition: str, file_id: str, instant: str) -> BaseFile | None:

@@ -24,9 +24,17 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from hudi_ds.errors import CorruptBlockError, CorruptFileError, HudiError, MissingFileError
+from hudi_ds.errors import (
+    ConfigError,
+    CorruptBlockError,
+    CorruptFileError,
+    HudiError,
+    MissingFileError,
+)
 from hudi_ds.index.core import record_index_partitioned
 from hudi_ds.index.lookup import LookupSpec
 from hudi_ds.index.simple import base_file_keys, keys_of_table
@@ -47,20 +55,21 @@ from hudi_ds.log.writer import (
     encode_empty_delete_block,
     encode_hfile_data_block,
 )
-from hudi_ds.metadata.mdt_files import mdt_base_hfile
+from hudi_ds.metadata.mdt_files import mdt_base_hfile, mdt_write_stat, older_slices_files
 from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_instants
 from hudi_ds.metadata.record_index import (
+    FILE_ID_PREFIX,
     RECORD_INDEX_PARTITION,
     RecordIndexUpdates,
     RecordLocation,
     SliceKeys,
     base_file_of,
     bootstrap_locations,
-    encode_value,
     file_group_count,
     file_group_id,
     instant_millis,
     read_locations,
+    read_slice,
 )
 from hudi_ds.metadata.records import METADATA_PARTITIONS_INFLIGHT_KEY, declared_partitions
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
@@ -79,6 +88,7 @@ __all__ = [
     "MIN_FILE_GROUPS",
     "IndexFile",
     "RecordIndexWriter",
+    "RecordIndexSizing",
     "RecordKeys",
     "file_group_count_for",
     "index_stats",
@@ -98,6 +108,57 @@ _GROWTH_FACTOR = 2.0
 #: ``HoodieTableMetadataUtil.RECORD_INDEX_AVERAGE_RECORD_SIZE``
 _AVERAGE_RECORD_BYTES = 48
 
+
+@dataclass(frozen=True)
+class RecordIndexSizing:
+    """How many file groups a new record index gets
+    (``hoodie.metadata.global.record.level.index.min/max.filegroup.count``, alias
+    ``hoodie.metadata.record.index.min/max.filegroup.count``;
+    ``hoodie.metadata.record.index.max.filegroup.size`` and ``...growth.factor``).
+
+    Raises:
+        ConfigError: the minimum exceeds the maximum.
+    """
+
+    min_file_groups: int = MIN_FILE_GROUPS
+    max_file_groups: int = _MAX_FILE_GROUPS
+    max_file_group_bytes: int = _MAX_FILE_GROUP_BYTES
+    growth_factor: float = _GROWTH_FACTOR
+
+    def __post_init__(self) -> None:
+        if self.min_file_groups > self.max_file_groups:
+            raise ConfigError(
+                "hoodie.metadata.global.record.level.index.min.filegroup.count "
+                f"({self.min_file_groups}) exceeds hoodie.metadata.global.record.level.index."
+                f"max.filegroup.count ({self.max_file_groups})"
+            )
+
+    def file_groups(self, records: int) -> int:
+        """Java ``HoodieTableMetadataUtil.estimateFileGroupCount``: the minimum when it equals
+        the maximum; else ``ceil((float) records * growth)`` records over the records a file
+        group of the maximum size holds (``maxFileGroupSizeBytes / 48``, integer division),
+        truncated, within the min / max counts."""
+        lo, hi = self.min_file_groups, self.max_file_groups
+        if lo == hi:
+            return lo
+        # Java multiplies in float (32-bit), then takes the ceiling as a long
+        expected = math.ceil(float(np.float32(records) * np.float32(self.growth_factor)))
+        per_group = self.max_file_group_bytes // _AVERAGE_RECORD_BYTES
+        estimated = expected // per_group
+        if estimated >= hi:
+            return hi
+        if estimated <= lo:
+            return lo
+        return max(1, estimated)
+
+
+#: Data block size of the record index's HFiles (base files and log blocks). Java writes
+#: 1 MiB blocks (``hoodie.hfile.block.size``); a lookup inflates every block one of its keys
+#: falls in, and a 1 MiB block holds ~11k keys, so a batch of a few thousand keys inflated a
+#: table's whole index. Smaller blocks cost a longer block index and a little compression;
+#: readers (Java's, hudi-rs) read any block size.
+RECORD_INDEX_BLOCK_SIZE = 64 * 1024
+
 _NO_CHANGE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT"})
 _OVERWRITES = frozenset({"INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION"})
 
@@ -107,11 +168,9 @@ them through its file-system view and slice reader; this layer may not import th
 
 
 def file_group_count_for(records: int, minimum: int = MIN_FILE_GROUPS) -> int:
-    """File groups of a new record index of ``records`` keys (Java
-    ``HoodieTableMetadataUtil.estimateFileGroupCount``): enough for each to stay under the
-    maximum size after growing by the growth factor, within the min / max counts."""
-    wanted = math.ceil(records * _AVERAGE_RECORD_BYTES * _GROWTH_FACTOR / _MAX_FILE_GROUP_BYTES)
-    return max(minimum, min(_MAX_FILE_GROUPS, wanted))
+    """File groups of a new record index of ``records`` keys under Java's default sizing
+    (:meth:`RecordIndexSizing.file_groups`) with the given minimum."""
+    return RecordIndexSizing(min_file_groups=minimum).file_groups(records)
 
 
 @dataclass(frozen=True)
@@ -149,6 +208,8 @@ class RecordIndexWriter:
         self.storage = storage
         self.record_keys = record_keys
         self.enable = enable
+        #: the file group count of a new index (the write layer sets the table's options)
+        self.sizing = RecordIndexSizing()
 
     # -- which partitions --------------------------------------------------------------------
     def maintained(self) -> bool:
@@ -190,7 +251,7 @@ class RecordIndexWriter:
         assert self.record_keys is not None
         tz = self.state.config.timeline_timezone or "LOCAL"
         locations = bootstrap_locations(self.record_keys(self.state), tz)
-        count = file_group_count_for(len(locations))
+        count = self.sizing.file_groups(len(locations))
         updates = RecordIndexUpdates()
         updates.puts = locations
         groups = updates.by_file_group(count)
@@ -206,16 +267,74 @@ class RecordIndexWriter:
         ]
         for i in range(count):
             fid = file_group_id(i)
-            keys, locs, _ = groups.get(i, ([], [], []))
             name = base_file_name(fid, _WRITE_TOKEN, instant, ".hfile")
             own = None if version >= 9 else name
-            data = _base_hfile(keys, [encode_value(loc, schema, own) for loc in locs], schema)
+            g = groups.get(i)
+            keys = g.keys if g is not None else pa.array([], pa.string())
+            values = g.values(schema, own) if g is not None else pa.array([], pa.binary())
+            data = mdt_base_hfile(
+                keys.cast(pa.binary()), values, schema, block_size=RECORD_INDEX_BLOCK_SIZE
+            )
             out.append(IndexFile(*_file(name, data, fid, instant, len(keys), None)))
             log_name = log_file_name(fid, instant, 1, _WRITE_TOKEN)
             block = encode_empty_delete_block(instant)
             out.append(IndexFile(*_file(log_name, block, fid, instant, 0, name, [log_name])))
         log.info("metadata table: record_index of %d keys in %d file groups", len(locations), count)
         return out
+
+    # -- MDT compaction and clean ------------------------------------------------------------
+    def compaction_files(self, when: str, mdt: Timeline, schema: str) -> list[IndexFile]:
+        """The new base HFile of every file group of the partition, written by MDT compaction
+        ``when``: the slice's merged records, deleted keys dropped, each record naming the
+        file (Java compacts every MDT file group at once, ``HoodieBackedTableMetadataWriter.
+        compactIfNecessary``; its base files carry ``_hoodie_file_name``). One file group at a
+        time, so that only one group's records are held."""
+        data = self.state.timeline
+        valid = valid_instants(data, mdt, self.state.config.table_version)
+
+        def keep(t: str) -> bool:
+            return completed_or_archived(mdt, t) and t in valid
+
+        out = []
+        for sl in files_slices(self.storage, mdt, RECORD_INDEX_PARTITION):
+            if not sl.file_id.startswith(FILE_ID_PREFIX):
+                continue
+            merged = RecordIndexUpdates(puts=read_slice(self.storage, sl, keep))
+            name = base_file_name(sl.file_id, _WRITE_TOKEN, when, ".hfile")
+            groups = list(merged.by_file_group(1).values())  # (sorted; one group: this one)
+            keys = groups[0].keys if groups else pa.array([], pa.string())
+            values = groups[0].values(schema, name) if groups else pa.array([], pa.binary())
+            hfile = mdt_base_hfile(
+                keys.cast(pa.binary()), values, schema, block_size=RECORD_INDEX_BLOCK_SIZE
+            )
+            del merged, groups
+            stat = mdt_write_stat(
+                RECORD_INDEX_PARTITION,
+                sl.file_id,
+                name,
+                len(hfile),
+                len(keys),
+                sl.base_instant_time or when,
+            )
+            out.append(IndexFile(stat.path or "", hfile, stat))
+        return out
+
+    def older_files(self, mdt: Timeline) -> dict[str, list[str]]:
+        """The partition's files of slices older than each file group's two latest (what an
+        MDT clean deletes)."""
+        if not self.storage.is_dir(RECORD_INDEX_PARTITION):
+            return {}
+        names = [f.name for f in self.storage.list_files(RECORD_INDEX_PARTITION)]
+        ids = sorted(
+            {
+                p.file_id
+                for n in names
+                if (p := parse_base_file_name(n) or parse_log_file_name(n)) is not None
+                and p.file_id.startswith(FILE_ID_PREFIX)
+            }
+        )
+        doomed = sorted(n for fid in ids for n in older_slices_files(mdt, names, fid))
+        return {RECORD_INDEX_PARTITION: doomed} if doomed else {}
 
     # -- updates -----------------------------------------------------------------------------
     def plan(
@@ -276,8 +395,15 @@ class RecordIndexWriter:
             meta_fields=cfg.populate_meta_fields,
         )
 
+    def _key_array(self, base: BaseFile) -> pa.Array:
+        """The record keys of a base file (nulls and empty keys dropped)."""
+        keys = base_file_keys(self.state.storage, base, self._spec())
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        return keys.filter(pc.fill_null(pc.not_equal(keys, ""), False))
+
     def _keys(self, base: BaseFile) -> set[str]:
-        return {k for k in base_file_keys(self.state.storage, base, self._spec()).to_pylist() if k}
+        return set(self._key_array(base).to_pylist())
 
     def _base_changes(
         self, out: RecordIndexUpdates, partition: str, stat: WriteStat, loc: RecordLocation
@@ -286,16 +412,17 @@ class RecordIndexWriter:
         group's base file are put, keys its previous base file held and it does not are gone."""
         parsed = parse_base_file_name(file_name_of(stat.path or ""))
         assert parsed is not None and stat.path is not None
-        keys = self._keys(BaseFile(stat.path, parsed))
+        keys = self._key_array(BaseFile(stat.path, parsed))
         prev = stat.prev_commit
-        old: set[str] = set()
-        if prev and prev != "null":
-            before = base_file_of(self.state.storage, partition, parsed.file_id, prev)
-            if before is None:
-                raise _Unexpressible(f"the base file of {parsed.file_id} at {prev} is gone")
-            old = self._keys(before)
-        out.put(sorted(keys - old), loc)
-        out.delete(old - keys)
+        if not prev or prev == "null":  # a new file group: every key is new to it
+            out.put(keys.to_pylist(), loc)
+            return
+        before = base_file_of(self.state.storage, partition, parsed.file_id, prev)
+        if before is None:
+            raise _Unexpressible(f"the base file of {parsed.file_id} at {prev} is gone")
+        old = self._key_array(before)
+        out.put(keys.filter(pc.invert(pc.is_in(keys, value_set=old))).to_pylist(), loc)
+        out.delete(old.filter(pc.invert(pc.is_in(old, value_set=keys))).to_pylist())
 
     def _log_keys(
         self, path: str, instants: Callable[[str], bool], put: list[str], gone: list[str]
@@ -388,21 +515,23 @@ class RecordIndexWriter:
             raise CorruptFileError(f"{self.storage.base_uri}: record_index has no file group")
         names = [f.name for f in self.storage.list_files(RECORD_INDEX_PARTITION)]
         out = []
-        for i, (keys, locs, gone) in sorted(updates.by_file_group(count).items()):
+        for i, g in sorted(updates.by_file_group(count).items()):
             fid = file_group_id(i)
             sl = slices.get(fid) or FileSlice(RECORD_INDEX_PARTITION, fid, "")
             data = b""
-            if keys:
+            keys, gone = g.keys, g.gone
+            if len(keys):
                 hfile = write_hfile(
-                    [k.encode("utf-8") for k in keys],
-                    [encode_value(loc, schema) for loc in locs],
+                    keys.cast(pa.binary()),
+                    g.values(schema),
                     file_info={"schema": schema.encode("utf-8")},
+                    block_size=RECORD_INDEX_BLOCK_SIZE,
                 )
                 data += encode_hfile_data_block(instant, schema, hfile)
-            if gone:
+            if len(gone):
                 n = len(gone)
                 data += encode_delete_block(
-                    pa.array(gone, pa.string()),
+                    gone,
                     pa.array([RECORD_INDEX_PARTITION] * n, pa.string()),
                     None,
                     instant,
@@ -430,11 +559,6 @@ class RecordIndexWriter:
                 IndexFile(*_file(name, data, fid, sl.base_instant_time, n, base, logs, version))
             )
         return out
-
-
-def _base_hfile(keys: list[str], values: list[bytes], schema: str) -> bytes:
-    """A base HFile of the partition, as Java writes MDT base files (:func:`mdt_base_hfile`)."""
-    return mdt_base_hfile([k.encode("utf-8") for k in keys], values, schema)
 
 
 def _file(

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hudi_ds.errors import CorruptFileError
-from hudi_ds.layout.hfile import HFile, read_hfile, scan_hfile_prefixes
+from hudi_ds.layout.hfile import HFile, read_hfile
+from hudi_ds.layout.hfile_lookup import scan_hfile_prefixes
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
 from hudi_ds.metadata.column_stats import decode_stats_value, merge_stats

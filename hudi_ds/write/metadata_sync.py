@@ -29,6 +29,7 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, read_file_slice
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
+from hudi_ds.write.options import record_index_sizing
 from hudi_ds.write.write_status import WriteStatus
 
 log = logging.getLogger("hudi_ds.write")
@@ -257,5 +258,6 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
         secondary_values=file_group_rows,
         secondary_index=options.get(WriteConfig.METADATA_SECONDARY_INDEX_ENABLE),
     )
+    writer.rli.sizing = record_index_sizing(options)
     state.before_complete = writer.update
     return writer

@@ -38,6 +38,7 @@ from hudi_ds.merge.modes import (
     table_spec,
     write_spec,
 )
+from hudi_ds.metadata.record_index_writer import RecordIndexSizing
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
@@ -190,6 +191,20 @@ class _TableShape:
     merge: MergeSpec
 
 
+def record_index_sizing(options: Options) -> RecordIndexSizing:
+    """The file group count options of a new record index.
+
+    Raises:
+        ConfigError: the minimum count exceeds the maximum.
+    """
+    return RecordIndexSizing(
+        min_file_groups=options.get(WriteConfig.METADATA_RECORD_INDEX_MIN_FILE_GROUPS),
+        max_file_groups=options.get(WriteConfig.METADATA_RECORD_INDEX_MAX_FILE_GROUPS),
+        max_file_group_bytes=options.get(WriteConfig.METADATA_RECORD_INDEX_MAX_FILE_GROUP_SIZE),
+        growth_factor=options.get(WriteConfig.METADATA_RECORD_INDEX_GROWTH_FACTOR),
+    )
+
+
 def resolve_options(
     options: Options,
     config: TableConfig | None,
@@ -217,6 +232,7 @@ def resolve_options(
     """
     o = options
     operation = operation_named(o.get(WriteConfig.OPERATION))
+    record_index_sizing(o)  # (several keys: refused before anything is written)
     if config is not None:
         shape = _existing_table_shape(o, config, table, base_uri, operation)
     else:

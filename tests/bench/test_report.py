@@ -95,3 +95,39 @@ def test_index_goals_name_their_ceilings() -> None:
     assert "gains at most 1.73x from a free lookup" in state[4]
     cow = _row(lines, "state index vs SIMPLE, COW")
     assert cow[2].startswith("not measured")
+
+
+def test_record_index_rows() -> None:
+    """RECORD_INDEX against GLOBAL_SIMPLE on the largest table and its growth with the table
+    (bench/record_index.py); a missed target names the lookup's share and the write's
+    ceiling; an incorrect final table gives no ratio."""
+
+    def run(index: str, rows: int, secs: float, **more: Any) -> dict[str, Any]:
+        return {"index": index, "rows": rows, "upsert_s": secs, "cpu_s": secs, **more} | {
+            "check": {"correct": True}
+        }
+
+    ri = {
+        "updates": 100,
+        "runs": [
+            run("RECORD_INDEX", 1_000, 1.0, lookup_s=0.2, index_mb=1.0),
+            run("GLOBAL_SIMPLE", 1_000, 1.5),
+            run("RECORD_INDEX", 16_000, 2.0, lookup_s=1.0, index_mb=16.0),
+            run("GLOBAL_SIMPLE", 16_000, 4.0),
+            run("GLOBAL_SIMPLE_WITHOUT_RLI", 16_000, 3.0),
+            # the small batch: not the goal's figures
+            run("RECORD_INDEX", 16_000, 0.5, updates=10, lookup_s=0.1, index_mb=16.0),
+            run("GLOBAL_SIMPLE_WITHOUT_RLI", 16_000, 2.5, updates=10),
+        ],
+    }
+    lines = acceptance({**_meta(), "record_index": ri}, None)
+    vs = _row(lines, "global upsert, RECORD_INDEX vs GLOBAL_SIMPLE")
+    assert vs[1:4] == [">= 3x faster", vs[2], "no"] and vs[2].startswith("2.00x (2.00 s vs 4.00 s")
+    assert "record index turned off 3.00 s" in vs[2]
+    assert "takes 1.00 s at 16,000 rows" in vs[4] and "would be 4.00x GLOBAL_SIMPLE" in vs[4]
+    assert "a batch of 10 keys, whose blocks are few: RECORD_INDEX 0.50 s" in vs[4]
+    grow = _row(lines, "global upsert with RECORD_INDEX, batch time")
+    assert grow[2:4] == ["2.00x", "no"]
+    ri["runs"][3]["check"] = {"correct": False}
+    vs = _row(acceptance({**_meta(), "record_index": ri}, None), "global upsert, RECORD_INDEX vs")
+    assert vs[2:4] == ["no ratio: final table incorrect (GLOBAL_SIMPLE at 16,000)", "no"]

@@ -651,7 +651,7 @@ def test_prefix_scan_decodes_only_the_blocks_of_its_prefixes() -> None:
     """Keys ``<column><n>`` of five columns (one all 0xff bytes) in blocks of about 50
     cells: a scan for some columns' prefixes returns exactly their cells, in order, decoding
     only the blocks their rows can be in."""
-    from hudi_ds.layout.hfile import scan_hfile_prefixes
+    from hudi_ds.layout.hfile_lookup import scan_hfile_prefixes
 
     cols = (b"aa", b"ab", b"b\xff", b"c", b"\xff\xff")
     keys = sorted(c + b"%04d" % n for c in cols for n in range(200))

@@ -120,6 +120,24 @@ def test_record_index_recomputed_from_files_equals_the_fixtures(
         assert want.file_id in ids, (key, when)
 
 
+@pytest.mark.parametrize(
+    # Hudi 1.0's HBase cells (v8) and 1.1's native ones, a base file and log blocks, a rollback
+    "name",
+    ["mor_avro_v8_trips_8i3u1d", "mor_avro_v9_nonpartitioned_rollback", "cow_v9_txns_simple_meta"],
+)
+def test_fixture_lookups_by_key_equal_the_whole_index(name: str, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    """Looking keys up (only their HFile blocks, searched: Hudi 1.0's HBase cells and 1.1's
+    native ones) finds every stored key where the whole read puts it, and no absent key."""
+    from hudi_ds.index.record_level import record_index_locations
+
+    root = fixture_table(name, tmp_path_factory)
+    whole = stored_record_index(root)
+    keys = sorted(whole)
+    absent = [k + "~" for k in keys[::3]] + ["", "\x00", keys[0][:-1]]
+    got = record_index_locations(Storage(str(root)), keys + absent)
+    assert got == whole
+
+
 # -- kept in step by hudi_ds's writes --------------------------------------------------------------
 
 
@@ -336,7 +354,8 @@ def test_fixture_record_index_stays_true_through_writes_compaction_and_rollback(
 
 
 def test_hfile_lookup_decodes_only_the_blocks_of_its_keys() -> None:
-    from hudi_ds.layout.hfile import lookup_hfile, read_hfile, write_hfile
+    from hudi_ds.layout.hfile import read_hfile, write_hfile
+    from hudi_ds.layout.hfile_lookup import lookup_hfile
 
     keys = [f"key-{i:05d}".encode() for i in range(3000)]
     values = [b"v" * 40 + k for k in keys]
@@ -346,6 +365,48 @@ def test_hfile_lookup_decodes_only_the_blocks_of_its_keys() -> None:
     # two blocks for the two present keys, and the absent one past the last block's first key
     assert decoded == 3 and "hfile.LASTKEY" in info
     assert read_hfile(data).keys == keys  # (a file of many blocks)
+
+
+def test_hfile_lookup_searches_rows_and_passes_over_their_bytes_in_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lookup searches each block for its rows instead of walking every cell: a value holding
+    another row's bytes (without a whole cell around them) is passed over, absent rows are
+    not found, and a lookup of mostly absent rows falls back to the walk with the same
+    answer."""
+    import random
+
+    from hudi_ds.layout import hfile_lookup
+    from hudi_ds.layout.hfile import write_hfile
+    from hudi_ds.layout.hfile_lookup import lookup_hfile
+
+    keys = [f"key-{i:05d}".encode() for i in range(0, 6000, 2)]
+    # each value carries the next row as a cell would (int16 length + row): a decoy
+    values = [
+        b"v" * (i % 7) + len(keys[i + 1]).to_bytes(2, "big") + keys[i + 1] + b"tail"
+        if i + 1 < len(keys)
+        else b"last"
+        for i in range(len(keys))
+    ]
+    data = write_hfile(keys, values, block_size=8192)
+    cells = dict(zip(keys, values, strict=True))
+
+    def walked(*_a: object) -> None:
+        raise AssertionError("a lookup of present rows walked the cells")
+
+    rng = random.Random(7)
+    wanted = rng.sample(keys, 400)
+    with monkeypatch.context() as m:
+        m.setattr(hfile_lookup, "_walk_cells", walked)
+        found, _, _ = lookup_hfile(data, wanted)
+    assert found == {k: cells[k] for k in wanted}
+    # odd numbers are absent; mixed with present ones, then nearly all absent (the walk)
+    for share in (2, 50):
+        wanted = sorted(rng.sample(keys, 3000 // share)) + [
+            f"key-{i:05d}".encode() for i in range(1, 6000, 2)
+        ]
+        found, _, _ = lookup_hfile(data, wanted)
+        assert found == {k: cells[k] for k in wanted if k in cells}
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -518,3 +579,166 @@ def test_record_index_turned_off(tmp_path: Path) -> None:
     cfg = TableConfig.load(Storage(str(root)))
     assert cfg.get("hoodie.table.metadata.partitions") == "column_stats,files,partition_stats"
     assert not (root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).exists()
+
+
+@pytest.mark.parametrize(("table_type", "version"), [("MERGE_ON_READ", 9), ("COPY_ON_WRITE", 6)])
+def test_mdt_compaction_compacts_the_record_index(
+    table_type: str, version: int, tmp_path: Path
+) -> None:
+    """The MDT compaction writes every record-index file group a new base HFile of its merged
+    records (deleted keys dropped, each naming its file) and the clean that follows removes the
+    slices older than the two latest: the index stays equal to its recomputation, lookups
+    answer from the new slices, and the log files no longer pile up."""
+    import hudi_ds
+    from hudi_ds.api import HudiTable
+    from hudi_ds.index.record_level import record_index_locations
+    from hudi_ds.layout.hfile import read_hfile
+    from tests.conftest import assert_rows, hudi_rs_table
+
+    root = tmp_path / "t"
+    opts = {
+        **_rli_options(table_type, version),
+        "hoodie.index.type": "RECORD_INDEX",
+        "hoodie.metadata.compact.max.delta.commits": "2",
+    }
+    hudi_ds.write(str(root), _rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1), opts)
+    model = {f"k{i}": ["p0", "p1", "p2"][i % 3] for i in range(12)}
+    folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
+    for step in range(2, 6):
+        new = [100 + step, step]
+        HudiTable(str(root), opts).upsert(_rows(new, ["p1", "p1"], step))
+        model[f"k{100 + step}"] = "p1"
+        model.setdefault(f"k{step}", "p1")
+        if step % 3 == 0:
+            HudiTable(str(root), opts).delete(_rows([step + 5], ["p0"], step))
+            model.pop(f"k{step + 5}", None)
+        stored = assert_index_true(root)
+        assert {k: loc.partition for k, loc in stored.items()} == model
+    bases: dict[str, list[str]] = {}
+    for f in folder.iterdir():
+        b = parse_base_file_name(f.name)
+        if b is not None:
+            bases.setdefault(b.file_id, []).append(f.name)
+    assert len(bases) == 10 and all(len(names) == 2 for names in bases.values()), bases
+    logs = [f.name for f in folder.iterdir() if parse_log_file_name(f.name) is not None]
+    assert len(logs) < 10 * 5, "old slices are cleaned"
+    # a compacted base file: the live keys of its file group, each naming the file
+    stored = stored_record_index(root)
+    name = max(bases[file_group_id(0)])
+    hf = read_hfile((folder / name).read_bytes())
+    schema = hf.file_info["schema"].decode()
+    want = sorted(k for k in stored if file_group_indexes(pa.array([k]), 10)[0] == 0)
+    assert [k.decode() for k in hf.keys] == sorted(want, key=str.encode)
+    assert all(
+        decode_value(v, schema) == stored[k.decode()]
+        for k, v in zip(hf.keys, hf.values, strict=True)
+    )
+    assert encode_value(stored[want[0]], schema, name) == hf.values[0]
+    got = record_index_locations(Storage(str(root)), [*model, "k999"])
+    assert got == stored
+    cols = ["id", "_hoodie_partition_path"]  # (an update keeps its key where it lives)
+    rows = [(k, p) for k, p in model.items()]
+    assert_rows(hudi_ds.read(str(root), columns=cols), rows, cols)
+    for md in ("true", "false"):
+        assert_rows(hudi_rs_table(str(root), {"hoodie.metadata.enable": md}), rows, cols)
+
+
+@pytest.mark.parametrize(("spec", "before"), [("metadata:1", 2), ("metadata:2", 4)])
+def test_killed_mdt_compaction_of_the_record_index(spec: str, before: int, tmp_path: Path) -> None:
+    """A write killed inside the MDT compaction (:1, the first one) or the clean after it
+    (:2, the second one, which has a slice to clean): the next write undoes the pending MDT
+    instant, compacts again, and the record index stays true."""
+    import hudi_ds
+    from hudi_ds.timeline.instant import COMMIT
+    from tests.metadata.test_writer import _crash
+
+    root = tmp_path / "t"
+    opts = {**_rli_options("MERGE_ON_READ", 9), "hoodie.metadata.compact.max.delta.commits": "2"}
+    hudi_ds.write(str(root), _rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
+    for k in range(1, before):
+        hudi_ds.write(str(root), _rows([3, 50 + k], ["p0", "p1"], 2), opts)
+    mdt = Storage(str(root / ".hoodie" / "metadata"))
+    done = len(Timeline.load(mdt, 2).completed().filter_actions(COMMIT))
+    moved = _rows([1, 60], ["p0", "p1"], 2)
+    assert _crash(spec, lambda: hudi_ds.write(str(root), moved, opts)) == 137
+    pending = Timeline.load(mdt, 2).pending()
+    assert [i.action for i in pending] == ["compaction" if spec.endswith("1") else "clean"]
+    hudi_ds.write(str(root), _rows([2, 61], ["p1", "p0"], 3), opts)
+    stored = assert_index_true(root, instants=True)
+    assert not Timeline.load(mdt, 2).pending()
+    assert len(Timeline.load(mdt, 2).completed().filter_actions(COMMIT)) > done
+    assert "k60" not in stored and "k61" in stored and len(stored) == 8 + before
+
+
+def test_file_group_count_follows_java_estimate() -> None:
+    """Java ``HoodieTableMetadataUtil.estimateFileGroupCount``: the keys times the growth
+    factor (a float product) over what a file group of the maximum size holds at 48 bytes a
+    key, truncated, within the min / max counts; min == max fixes the count."""
+    from hudi_ds.metadata.record_index_writer import RecordIndexSizing
+
+    java = RecordIndexSizing()
+    # 4e8 / 22369621 = 17.9: Java truncates
+    assert java.file_groups(200_000_000) == 17
+    assert java.file_groups(2_000_000_000) == 178
+    assert java.file_groups(16_000_000) == 10  # (1.4: the minimum)
+    assert java.file_groups(10**12) == 10000
+    assert RecordIndexSizing(min_file_groups=3, max_file_groups=3).file_groups(10**12) == 3
+    small = RecordIndexSizing(min_file_groups=1, max_file_group_bytes=48 * 100, growth_factor=1.5)
+    assert small.file_groups(1000) == 15  # 1500 keys, 100 a group
+
+
+def test_record_index_file_group_options(tmp_path: Path) -> None:
+    """``hoodie.metadata.global.record.level.index.min/max.filegroup.count`` (Hudi 1.1's
+    names; the 0.14 ones are aliases, as is ``...global.record.level.index.enable`` of
+    ``hoodie.metadata.record.index.enable``) size a new record index; a minimum above the
+    maximum is refused before anything is written."""
+    import hudi_ds
+    from hudi_ds.errors import ConfigError
+
+    root = tmp_path / "t"
+    opts = {
+        **_rli_options("COPY_ON_WRITE", 9),
+        "hoodie.metadata.record.index.min.filegroup.count": "3",
+        "hoodie.metadata.global.record.level.index.max.filegroup.count": "3",
+    }
+    del opts["hoodie.metadata.record.index.enable"]
+    opts["hoodie.metadata.global.record.level.index.enable"] = "true"
+    bad = {**opts, "hoodie.metadata.record.index.min.filegroup.count": "4"}
+    with pytest.raises(ConfigError, match=r"min\.filegroup\.count \(4\) exceeds"):
+        hudi_ds.write(str(root), _rows([1], ["p0"], 1), bad)
+    assert not root.exists()
+    hudi_ds.write(str(root), _rows(list(range(20)), ["p0", "p1"] * 10, 1), opts)
+    folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
+    ids = {p.file_id for f in folder.iterdir() if (p := parse_base_file_name(f.name))}
+    assert ids == {file_group_id(i) for i in range(3)}
+    assert len(assert_index_true(root, instants=True)) == 20
+
+
+def test_record_index_hfiles_have_small_blocks(tmp_path: Path) -> None:
+    """hudi_ds writes the record index's HFiles with 64 KiB data blocks (Java: 1 MiB, some
+    11k keys a block), so that looking up one key inflates one small block."""
+    import hudi_ds
+    from hudi_ds.layout.hfile import _open
+    from hudi_ds.layout.hfile_lookup import lookup_hfile
+    from hudi_ds.log.reader import scan_log_bytes
+
+    root = tmp_path / "t"
+    opts = {
+        **_rli_options("MERGE_ON_READ", 9),
+        "hoodie.metadata.record.index.min.filegroup.count": "1",
+        "hoodie.metadata.record.index.max.filegroup.count": "1",
+    }
+    hudi_ds.write(str(root), _rows(list(range(3000)), ["p0", "p1"] * 1500, 1), opts)
+    folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
+    blocks = [
+        b
+        for f in sorted(folder.glob(".record-index-0000-0_*"))
+        for b in scan_log_bytes(f.read_bytes(), str(f)).blocks
+        if b.block_type.name == "HFILE_DATA"
+    ]
+    (block,) = blocks
+    found, _, decoded = lookup_hfile(bytes(block.content), [b"k1234"])
+    assert set(found) == {b"k1234"} and decoded == 1
+    o = _open(bytes(block.content))
+    assert len(o.entries) >= 3  # 3,000 keys: several blocks
+    assert max(s for _, s, _ in o.entries) <= 64 * 1024 + 4096
