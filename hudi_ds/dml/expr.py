@@ -275,16 +275,35 @@ class _Translator:
         return pc.case_when(pc.make_struct(*conds, field_names=names), *values, otherwise)
 
 
-def evaluate(table: pa.Table, exprs: Mapping[str, pc.Expression], what: str) -> pa.Table:
+def evaluate(
+    table: pa.Table,
+    exprs: Mapping[str, pc.Expression],
+    what: str,
+    described: Mapping[str, str] | None = None,
+) -> pa.Table:
     """Evaluate ``exprs`` (name -> expression) over ``table`` in one Acero projection, rows
     in order.
 
     Raises:
         ConfigError: an expression does not fit the columns (unknown field, types that do
-            not compare or compute, an overflow): the message names ``what`` and the error.
+            not compare or compute, an overflow): the message names the expression (its
+            ``described`` text, else ``what``) and the error.
     """
     if not exprs:
         return pa.table({})
+    try:
+        return _project(table, exprs)
+    except ConfigError as e:
+        for name, ex in exprs.items():  # which one: types are bound on the empty table
+            try:
+                _project(table.slice(0, 0), {name: ex})
+            except ConfigError as one:
+                label = (described or {}).get(name, what)
+                raise ConfigError(f"{label} ({ex}): {one}") from None
+        raise ConfigError(f"{what}: {e}") from None
+
+
+def _project(table: pa.Table, exprs: Mapping[str, pc.Expression]) -> pa.Table:
     plan = acero.Declaration.from_sequence(
         [
             acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
@@ -297,7 +316,7 @@ def evaluate(table: pa.Table, exprs: Mapping[str, pc.Expression], what: str) -> 
         return plan.to_table(use_threads=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as e:
         first = str(e).splitlines()[0]
-        raise ConfigError(f"{what}: {first}; the columns are {table.column_names}") from None
+        raise ConfigError(f"{first}; the columns are {table.column_names}") from None
 
 
 def as_mask(column: pa.ChunkedArray | pa.Array, what: str) -> pa.Array:

@@ -258,16 +258,24 @@ class _MergePlan:
                 continue
             what = f"the {c.describe()} #{i + 1}"
             if c.values is None:  # UPDATE * / INSERT *: every target column from the source
-                absent = [t for t in self.target_cols if t not in self.source_cols]
+                absent = [
+                    t
+                    for t in self.target_cols
+                    if t not in self.source_cols and t not in self.key_columns
+                ]
                 if absent and c.action is Action.UPDATE:
                     raise ConfigError(
                         f"{what} (all columns): the source lacks the target columns {absent}"
                     )
+                # the key and partition columns keep the stored values: ON matched the key,
+                # and a record does not move partition in place
                 values: dict[str, Any] = {
                     t: pc.field(self.scope.column_name(sa, t))
                     for t in self.target_cols
                     if t in self.source_cols
+                    and (c.action is Action.INSERT or t not in self.key_columns)
                 }
+
             else:
                 values = {}
                 for col, v in c.values.items():
@@ -281,6 +289,10 @@ class _MergePlan:
                             "record's key and partition cannot change in place; delete it and "
                             "insert the new one"
                         )
+            if c.action is Action.INSERT:  # ON's columns not assigned: from the source (as
+                # Hudi's getProcessedInputDf adds them to the source rows)
+                for t, src in self.pairs:
+                    values.setdefault(t, pc.field(self.scope.column_name(sa, src)))
             out[i] = values
         return out
 
@@ -372,9 +384,15 @@ class _MergePlan:
             Match.NOT_MATCHED_BY_SOURCE: ~has_s & has_t,
         }
         exprs = {f"p{i}": e for i, e in self.predicates.items()}
+        names = {
+            f"p{i}": f"the predicate of the {self.m.clauses[i].describe()} #{i + 1}"
+            for i in self.predicates
+        }
         for i, values in self.values.items():
             exprs.update({f"v{i}:{c}": e for c, e in values.items()})
-        evaluated = evaluate(joined, exprs, "merge") if exprs else None
+            what = f"the {self.m.clauses[i].describe()} #{i + 1}"
+            names.update({f"v{i}:{c}": f"{what}, column '{c}'" for c in values})
+        evaluated = evaluate(joined, exprs, "merge", names) if exprs else None
         taken = np.zeros(joined.num_rows, dtype=bool)
         pieces: list[pa.Table] = []
         counts = dict.fromkeys(Action, 0)
