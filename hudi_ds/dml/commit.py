@@ -9,11 +9,12 @@ from typing import Any
 import pyarrow as pa
 
 from hudi_ds.config import WriteConfig
-from hudi_ds.errors import SchemaError
+from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.schema.meta import DML_DELETE_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.write.client import WriteClient
 from hudi_ds.write.operation import WriteOperation
+from hudi_ds.write.options import check_partial_blocks
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ def write_rows(
     rows: pa.Table,
     operation: WriteOperation,
     post_commit: Callable[..., Any] | None = None,
+    partial: list[str] | None = None,
 ) -> tuple[str, int]:
     """Write ``rows`` (the table's data columns, plus :data:`DML_DELETE_FIELD` for deletes in
     an upsert) with ``operation`` as one instant; the instant and the file groups written.
@@ -68,9 +70,17 @@ def write_rows(
     The table's options (merge mode, ordering field, index) apply as to any write;
     ``post_commit``: the table services to run after the commit (the API layer hands
     :func:`hudi_ds.services.run_post_commit_services`, as to its other writes).
+    ``partial``: the columns of a MERGE's partial update (the others keep their stored
+    values); written as such -- IS_PARTIAL log blocks -- where Hudi 1.x would
+    (:func:`~hudi_ds.write.options.check_partial_blocks`), else the full rows are.
     """
     opts = {**options, WriteConfig.OPERATION.key: operation.name}
     client = WriteClient(storage, opts, post_commit=post_commit)
+    if partial is not None:
+        partial_client = _partial_client(client, storage, opts, post_commit)
+        if partial_client is not None:
+            client = partial_client
+            rows = rows.select([*partial, DML_DELETE_FIELD])
     schema = pa.schema([f for f in rows.schema if f.name != DML_DELETE_FIELD])
     profiled = client.operation.saves_workload_profile
     instant = client.start(schema, inflight=not profiled)
@@ -91,3 +101,22 @@ def write_rows(
         raise
     groups = {(s.stat.partition_path, s.stat.file_id) for s in statuses}
     return instant, len(groups)
+
+
+def _partial_client(
+    client: WriteClient,
+    storage: Storage,
+    opts: Mapping[str, Any],
+    post_commit: Callable[..., Any] | None,
+) -> WriteClient | None:
+    """A client writing partial updates, or None where the table takes no partial blocks."""
+    cfg = client.table_config
+    if cfg is None:
+        return None
+    try:
+        check_partial_blocks(client.resolved, cfg.table_version)
+    except ConfigError:
+        return None
+    return WriteClient(
+        storage, {**opts, WriteConfig.PARTIAL_UPDATES.key: "true"}, post_commit=post_commit
+    )

@@ -45,6 +45,7 @@ from hudi_ds.dml.expr import EXPRESSION_FORMS, Expr, Scope, as_mask, compile_exp
 from hudi_ds.errors import ConfigError
 from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
 from hudi_ds.table.table import ReadableTable
+from hudi_ds.table_config import TableType
 from hudi_ds.write.operation import UPSERT
 
 
@@ -181,7 +182,9 @@ class TableMerger:
         if rows.num_rows:
             check_keys_present(rows, plan.key_columns, "merge")
             opts = {**self.table.options.raw, **self.options}
-            instant, files = write_rows(self.table.storage, opts, rows, UPSERT, self.post_commit)
+            instant, files = write_rows(
+                self.table.storage, opts, rows, UPSERT, self.post_commit, plan.partial_columns()
+            )
             self.table.refresh()
         return DmlMetrics(
             num_source_rows=self.source.num_rows,
@@ -215,6 +218,27 @@ class _MergePlan:
             for i, c in enumerate(merger.clauses)
             if c.predicate is not None
         }
+
+    def partial_columns(self) -> list[str] | None:
+        """The columns a partial update writes, or None for full rows.
+
+        As Hudi 1.x's MERGE INTO (``isPartialUpdateActionForMOR``: a MERGE_ON_READ table of
+        version 8 or later, some update clause, not every column assigned): the columns some
+        clause assigns, with the record key, partition and ordering fields. Inserts among them
+        leave the others null anyway; the write client checks the rest of Hudi's rule (merge
+        mode, partial update mode, global index) and writes full rows where it fails.
+        """
+        cfg = self.m.table.config
+        if cfg.table_type is not TableType.MERGE_ON_READ or cfg.table_version < 8:
+            return None
+        if not any(c.action is Action.UPDATE for c in self.m.clauses):
+            return None
+        keep = {*self.key_columns, *cfg.ordering_fields}
+        for values in self.values.values():
+            keep.update(values)
+        if keep >= set(self.target_cols):
+            return None
+        return [c for c in self.target_cols if c in keep]
 
     # -- ON ------------------------------------------------------------------------------------
     def _on_pairs(self) -> list[tuple[str, str]]:
