@@ -214,8 +214,8 @@ class _Translator:
             return pc.scalar(_literal_value(node))
         if isinstance(node, exp.Div):  # Spark's '/' divides as doubles
             return pc.divide(
-                pc.cast(self.expr(node.this), pa.float64()),
-                pc.cast(self.expr(node.expression), pa.float64()),
+                self.expr(node.this).cast(pa.float64()),
+                self.expr(node.expression).cast(pa.float64()),
             )
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             return pc.is_null(self.expr(node.this))
@@ -247,11 +247,10 @@ class _Translator:
             values = [_literal_value(v) for v in node.expressions]
         except TypeError:
             raise self.unsupported(node) from None
-        return pc.is_in(
-            self.expr(node.this),
-            value_set=pa.array(values),
-            null_matching_behavior="INCONCLUSIVE",
-        )
+        x = self.expr(node.this)
+        found = pc.is_in(x, value_set=pa.array(values))
+        # SQL: NULL IN (...) is unknown, not false (NOT IN must not take the row either)
+        return pc.if_else(pc.is_null(x), pc.scalar(pa.scalar(None, pa.bool_())), found)
 
     def _cast(self, node: Any) -> pc.Expression:
         dtype = node.to
@@ -263,7 +262,8 @@ class _Translator:
             target = _CAST_TYPES[name]
         else:
             raise self.unsupported(node)
-        return pc.cast(self.expr(node.this), target)
+        # Spark's (non-ANSI) CAST truncates fractions and wraps, it does not fail
+        return self.expr(node.this).cast(target, safe=False)
 
     def _case(self, node: Any) -> pc.Expression:
         ifs = node.args.get("ifs") or []
