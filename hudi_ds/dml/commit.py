@@ -23,8 +23,9 @@ class DmlMetrics:
 
     Attributes:
         num_source_rows: rows of the merge source (0 for UPDATE / DELETE).
-        num_target_rows_read: target rows read to evaluate the statement (the file groups
-            that can match: a measure of the pruning).
+        num_target_rows_read: target rows the statement's read returned: the rows of the
+            file groups the source keys or pushed predicate filters can reach, after those
+            filters (a measure of the pruning).
         num_target_rows_inserted, num_target_rows_updated, num_target_rows_deleted: rows
             each action wrote. An update is written as the full merged row through the
             table's merge mode: under EVENT_TIME_ORDERING one whose ordering value is lower
