@@ -343,8 +343,8 @@ class _MergePlan:
     def join(self) -> tuple[pa.Table, pa.Array, pa.Array, int]:
         """The joined rows (``<alias>.<column>`` of both sides, nulls for the side that has
         none), their source and target row indexes (null: none), and the target rows read."""
-        target = self.m.table.read(filters=self._target_filters())
-        target = target.select(self.target_cols)
+        # the data columns only: the meta columns are strings not worth decoding here
+        target = self.m.table.read(columns=self.target_cols, filters=self._target_filters())
         source = self.m.source
         names = [f"k{i}" for i in range(len(self.pairs))]
         left = {

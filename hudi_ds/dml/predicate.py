@@ -47,7 +47,7 @@ def _selected(
         plan = table.plan_read()
         read = slice_dataset(table, plan, ScanStats()).to_table(filter=pred)
     else:
-        read = table.read(filters=filters)
+        read = table.read(columns=schema.names, filters=filters)
     rows = read.select(schema.names)
     if pred is not None:
         mask = as_mask(
