@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 
 from hudi_ds.dml.commit import DmlMetrics, check_keys_present, write_rows
 from hudi_ds.dml.expr import EXPRESSION_FORMS, Expr, Scope, as_mask, compile_expr, evaluate
+from hudi_ds.dml.predicate import need_keys
 from hudi_ds.errors import ConfigError
 from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
 from hudi_ds.table.table import ReadableTable
@@ -202,6 +203,7 @@ class _MergePlan:
 
     def __init__(self, merger: TableMerger) -> None:
         self.m = merger
+        need_keys(merger.table, "merge")
         cfg = merger.table.config
         self.data_schema = without_meta_fields(merger.table.schema)
         self.target_cols = self.data_schema.names
@@ -336,7 +338,9 @@ class _MergePlan:
             if t in self.key_fields and len(self.key_fields) > 1:
                 continue  # a complex key: the bucket pruning needs every field
             if t in self.key_fields or t in value_parts:
-                values = pc.unique(self.m.source.column(s).drop_null()).to_pylist()
+                to = self.data_schema.field(t).type
+                col = _key_cast(self.m.source.column(s), to, t)
+                values = pc.unique(col.drop_null()).to_pylist()
                 filters.append((t, "in", values))
         return filters
 

@@ -22,7 +22,11 @@ import pyarrow.compute as pc
 from hudi_ds.dml.commit import DmlMetrics, write_rows
 from hudi_ds.dml.expr import Expr, Scope, as_mask, compile_expr, evaluate, pushdown_filters
 from hudi_ds.errors import ConfigError
-from hudi_ds.schema.meta import without_meta_fields
+from hudi_ds.schema.meta import (
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+    without_meta_fields,
+)
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.write.operation import DELETE, UPSERT
 
@@ -31,11 +35,17 @@ TABLE_ALIAS = "t"
 
 
 def _selected(
-    table: ReadableTable, predicate: Expr | None, extra: Mapping[str, Any], what: str
+    table: ReadableTable,
+    predicate: Expr | None,
+    extra: Mapping[str, Any],
+    what: str,
+    keys_as_read: bool = False,
 ) -> tuple[pa.Table, dict[str, pa.Array], int]:
-    """The data rows ``predicate`` selects, the ``extra`` expressions evaluated on them, and
-    the number of rows read."""
+    """The data rows ``predicate`` selects (with ``keys_as_read``, their
+    ``_hoodie_record_key`` and ``_hoodie_partition_path`` too), the ``extra`` expressions
+    evaluated on them, and the number of rows read."""
     schema = without_meta_fields(table.schema)
+    meta = [RECORD_KEY_METADATA_FIELD, PARTITION_PATH_METADATA_FIELD] if keys_as_read else []
     scope = Scope({TABLE_ALIAS: schema.names}, bare=TABLE_ALIAS)
     pred = None if predicate is None else compile_expr(predicate, scope, f"{what} predicate")
     exprs = {col: compile_expr(v, scope, f"{what} of column '{col}'") for col, v in extra.items()}
@@ -47,8 +57,8 @@ def _selected(
         plan = table.plan_read()
         read = slice_dataset(table, plan, ScanStats()).to_table(filter=pred)
     else:
-        read = table.read(columns=schema.names, filters=filters)
-    rows = read.select(schema.names)
+        read = table.read(columns=[*meta, *schema.names], filters=filters)
+    rows = read.select([*meta, *schema.names])
     if pred is not None:
         mask = as_mask(
             evaluate(rows, {"p": pred}, f"{what} predicate").column("p"), f"{what} predicate"
@@ -72,6 +82,7 @@ def update_where(
             partition column, an expression that does not fit the columns -- all before
             anything is written. UnsupportedError: an untranslated SQL construct.
     """
+    need_keys(table, "update")
     if not isinstance(set, Mapping) or not set:
         raise ConfigError(f"update: set must be a non-empty dict of column -> value, not {set!r}")
     schema = without_meta_fields(table.schema)
@@ -117,13 +128,31 @@ def delete_where(
     """
     if predicate is None:
         raise ConfigError("delete: a predicate is required (delete_partition drops partitions)")
-    rows, _, read = _selected(table, predicate, {}, "delete")
+    # a table without record key fields (Hudi's auto-generated keys) deletes the rows by the
+    # keys they were read with, as Hudi's DeleteHoodieTableCommand does with prepped writes
+    keyless = not table.config.record_key_fields
+    rows, _, read = _selected(table, predicate, {}, "delete", keys_as_read=keyless)
     instant, files = None, 0
     if rows.num_rows:
         opts = {**table.options.raw, **dict(options or {})}
+        # (the write client takes the meta columns' keys: a DELETE_PREPPED commit)
         instant, files = write_rows(table.storage, opts, rows, DELETE, post_commit)
         table.refresh()
     return DmlMetrics(0, read, 0, 0, rows.num_rows, files, instant)
 
 
-__all__ = ["TABLE_ALIAS", "delete_where", "update_where"]
+def need_keys(table: ReadableTable, what: str) -> None:
+    """Refuse a statement that matches rows by record key on a table without key fields.
+
+    Raises:
+        ConfigError: names the table's missing ``hoodie.table.recordkey.fields``.
+    """
+    if not table.config.record_key_fields:
+        raise ConfigError(
+            f"{what}: the table at {table.path} has no record key fields (Hudi's "
+            "auto-generated keys): hudi_ds writes its updates as upserts by key, which Hudi "
+            "refuses on such tables too; DELETE by predicate works (prepped deletes)"
+        )
+
+
+__all__ = ["TABLE_ALIAS", "delete_where", "need_keys", "update_where"]

@@ -14,8 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+import hudi_ds
 from hudi_ds.dml.expr import Scope, compile_expr, evaluate, pushdown_filters
 from hudi_ds.errors import ConfigError, UnsupportedError
+from tests.conftest import assert_rows, hudi_rs_table
 from tests.dml.test_merge import base_rows, check, make_table, options, snapshot
 
 CONFIGS = [("MERGE_ON_READ", "BUCKET", 6), ("COPY_ON_WRITE", "SIMPLE", 9)]
@@ -165,3 +167,29 @@ def test_pushdown_filters() -> None:
         ("id", "in", ["a", "b"]),
     ]
     assert pushed("lower(city) = 'sf' OR fare > 1") == []
+
+
+def test_keyless_table(tmp_path: Path) -> None:
+    """Apache Hudi's table with auto-generated keys (fixture ``cow_0x_partitioned``, 5 rows):
+    DELETE by predicate deletes the rows by the keys they were read with (a DELETE_PREPPED
+    commit, as Hudi's DeleteHoodieTableCommand); MERGE and UPDATE, which write upserts by key,
+    are refused before anything is written, as Hudi refuses upserts there."""
+    from tests.write.test_fixture_writes import unzip
+
+    root = unzip("cow_0x_partitioned", tmp_path)
+    t = hudi_ds.HudiTable(str(root))
+    rows = t.read().to_pylist()
+    before = snapshot(root)
+    with pytest.raises(ConfigError, match="no record key fields"):
+        t.update(set={"fare": "0"})
+    with pytest.raises(ConfigError, match="no record key fields"):
+        t.merge(pa.table({"uuid": ["x"]}), on=["uuid"]).when_matched_delete().execute()
+    assert snapshot(root) == before
+    metrics = t.delete(predicate="fare > 20 AND city <> 'chennai'")
+    cols = ["uuid", "ts", "rider", "driver", "fare", "city"]
+    expected = [
+        tuple(r[c] for c in cols) for r in rows if not (r["fare"] > 20 and r["city"] != "chennai")
+    ]
+    assert 0 < metrics.num_target_rows_deleted == len(rows) - len(expected)
+    assert_rows(hudi_ds.read(str(root)), expected, cols)
+    assert_rows(hudi_rs_table(str(root)), expected, cols)
