@@ -21,7 +21,11 @@ The shape is delta-rs's ``TableMerger`` (``when_matched_update(set=..., predicat
 * a source row matching several target rows (a key held in several partitions of a table
   with a non-global index, when ON does not name the partition) and a target row matched by
   several source rows are refused, naming the key, before anything is written (SQL's
-  cardinality rule; Hudi would silently pick one).
+  cardinality rule; Hudi would silently pick one). Source rows of one new key that no target
+  row matches are all inserted into the one upsert, whose pre-combine keeps one of them by the
+  table's merge mode, as in Hudi;
+* a ``WHEN NOT MATCHED`` clause sees the source columns only, a ``WHEN NOT MATCHED BY SOURCE``
+  clause the target columns only (Spark's resolution of MERGE clauses).
 
 Only the target rows that can match are read: the ON keys become read filters (a record key
 ``in`` filter prunes the buckets of a BUCKET table and, with the metadata table's column
@@ -213,10 +217,19 @@ class _MergePlan:
         self.key_columns = [*self.key_fields, *self.partition_fields]
         sa, ta = merger.source_alias, merger.target_alias
         self.scope = Scope({sa: self.source_cols, ta: self.target_cols})
+        # what each kind of clause sees (Spark resolves NOT MATCHED clauses against the source
+        # alone, NOT MATCHED BY SOURCE ones against the target alone)
+        self.scopes = {
+            Match.MATCHED: self.scope,
+            Match.NOT_MATCHED: Scope({sa: self.source_cols}),
+            Match.NOT_MATCHED_BY_SOURCE: Scope({ta: self.target_cols}),
+        }
         self.pairs = self._on_pairs()
         self.values = self._compile_values()
         self.predicates = {
-            i: compile_expr(c.predicate, self.scope, f"predicate of the {c.describe()} #{i + 1}")
+            i: compile_expr(
+                c.predicate, self.scopes[c.match], f"predicate of the {c.describe()} #{i + 1}"
+            )
             for i, c in enumerate(merger.clauses)
             if c.predicate is not None
         }
@@ -306,7 +319,9 @@ class _MergePlan:
                 values = {}
                 for col, v in c.values.items():
                     target = self._target_column(col, what)
-                    values[target] = compile_expr(v, self.scope, f"{what}, column '{target}'")
+                    values[target] = compile_expr(
+                        v, self.scopes[c.match], f"{what}, column '{target}'"
+                    )
                 if c.action is Action.UPDATE:
                     fixed = [t for t in values if t in self.key_columns]
                     if fixed:

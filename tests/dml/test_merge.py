@@ -376,6 +376,16 @@ BAD = [
         r"'city' would be null",
     ),
     (lambda m: m, ConfigError, r"no clause given"),
+    (
+        lambda m: m.when_not_matched_insert_all(predicate="t.fare > 1"),
+        ConfigError,
+        r"unknown table alias 't'.*the aliases are \['s'\]",
+    ),
+    (
+        lambda m: m.when_not_matched_by_source_delete(predicate="s.fare > 1"),
+        ConfigError,
+        r"unknown table alias 's'.*the aliases are \['t'\]",
+    ),
 ]
 
 
