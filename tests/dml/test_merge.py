@@ -162,7 +162,11 @@ FULL_MODEL: list[ModelClause] = [
         "matched",
         "update",
         lambda s, t: s["ts"] > t["ts"] and t["city"] == "sf",
-        lambda s, t: {"fare": s["fare"] * 2, "ts": s["ts"], "note": t["note"] + "+"},
+        lambda s, t: {
+            "fare": s["fare"] * 2,
+            "ts": s["ts"],
+            "note": None if t["note"] is None else t["note"] + "+",  # SQL: NULL || x is NULL
+        },
     ),
     ("matched", "update", lambda s, t: s["ts"] >= t["ts"], None),
     (
@@ -199,6 +203,10 @@ def test_every_clause_together(tmp_path: Path, table_type: str, index: str, vers
     assert metrics.num_target_rows_inserted == 40
     # one instant: the timeline grew by one completed write
     assert [i.requested_time for i in t.timeline.commits()][-1] == metrics.instant
+    # again, over what the first statement left (MOR: merged from base and log files now)
+    again = [{**r, "ts": r["ts"] + 1, "fare": r["fare"] + 0.5} for r in source_rows()]
+    full_statement(t.merge(pa.Table.from_pylist(again), on="t.id = s.id")).execute()
+    check(root, model_merge(model, again, FULL_MODEL))
 
 
 SINGLE: list[tuple[str, Callable[[Any], Any], list[ModelClause]]] = [
