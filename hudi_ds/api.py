@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.config import WriteConfig
+from hudi_ds.dml import DmlMetrics, TableMerger, delete_where, update_where
+from hudi_ds.dml.expr import Expr
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
@@ -451,9 +453,64 @@ class HudiTable(ReadableTable):
         """Insert rows (with the bucket index, an existing key is updated as in upsert)."""
         return self._write(data, INSERT, options)
 
-    def delete(self, data: ArrowLike, options: Mapping[str, Any] | None = None) -> str | None:
-        """Delete the keys of ``data`` (rows or just the key and partition columns)."""
+    def delete(
+        self,
+        data: ArrowLike | None = None,
+        options: Mapping[str, Any] | None = None,
+        *,
+        predicate: Expr | None = None,
+    ) -> Any:
+        """Delete the keys of ``data`` (rows or just the key and partition columns), or with
+        ``predicate`` the rows it selects (``DELETE FROM t WHERE ...``).
+
+        Args:
+            data: the rows or keys to delete (returns the instant, as the other writes).
+            predicate: a SQL condition over the table's columns (``"city = 'sf' AND fare <
+                10"``) or a ``pyarrow.compute.Expression``; returns a
+                :class:`~hudi_ds.dml.DmlMetrics`. Its simple conjuncts prune the read
+                (:mod:`hudi_ds.dml.predicate`).
+        """
+        if predicate is not None:
+            if data is not None:
+                raise ConfigError("delete: give the rows to delete or a predicate, not both")
+            return delete_where(self, predicate, options, run_post_commit_services)
+        if data is None:
+            raise ConfigError("delete: give the rows (keys) to delete or a predicate=")
         return self._write(data, DELETE, options)
+
+    def update(
+        self,
+        set: Mapping[str, Expr],
+        predicate: Expr | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> DmlMetrics:
+        """``UPDATE t SET column = expression, ... WHERE predicate`` as one upsert instant.
+
+        ``set`` maps columns to SQL expressions over the table's columns (``"fare * 2"``) or
+        ``pyarrow.compute.Expression``s; without ``predicate`` every row is updated. Returns
+        the statement's :class:`~hudi_ds.dml.DmlMetrics`.
+        """
+        return update_where(self, set, predicate, options, run_post_commit_services)
+
+    def merge(
+        self,
+        source: ArrowLike,
+        on: str | Sequence[str],
+        *,
+        source_alias: str = "s",
+        target_alias: str = "t",
+        options: Mapping[str, Any] | None = None,
+    ) -> TableMerger:
+        """Start a ``MERGE INTO`` of ``source`` (any input :func:`write` takes) on the condition
+        ``on`` (``"t.id = s.id"``, or a list of column names both sides hold): add clauses
+        (``when_matched_update``, ``when_not_matched_insert_all``, ...) and call
+        ``execute()``. See :class:`hudi_ds.dml.merge.TableMerger` for the semantics (Hudi's
+        ``MERGE INTO``)."""
+        schema, batches = _as_reader(source)
+        table = pa.Table.from_batches(list(batches), schema=schema)
+        return TableMerger(
+            self, table, on, source_alias, target_alias, options, run_post_commit_services
+        )
 
     def insert_overwrite(
         self, data: ArrowLike, options: Mapping[str, Any] | None = None

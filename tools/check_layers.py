@@ -60,7 +60,9 @@ LAYERS = [
     {"table"},
     {"write"},
     {"services"},
-    {"engine"},
+    # DML statements (merge, update, delete by predicate) beside the engine API: both turn a
+    # request into reads and writes of the layers below
+    {"engine", "dml"},
     {"spark", "cli", "api"},
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}

@@ -40,6 +40,13 @@ OPERATION_METADATA_FIELD = "_hoodie_operation"
 #: A data column that marks a row as a delete when true (``HoodieRecord.HOODIE_IS_DELETED_FIELD``).
 IS_DELETED_FIELD = "_hoodie_is_deleted"
 
+#: hudi_ds's own column, never written: an upsert row flagged true is the delete of its key,
+#: applied whatever ordering value the stored record has -- the delete of a MERGE INTO's
+#: ``WHEN MATCHED ... THEN DELETE`` clause, which Hudi's ``ExpressionPayload`` turns into an
+#: empty record in the same upsert (``MergeIntoHoodieTableCommand.executeUpsert``). Unlike
+#: ``_hoodie_is_deleted`` it never becomes a column of the table.
+DML_DELETE_FIELD = "_hudi_ds_dml_delete"
+
 
 #: Name of the Arrow list item field. Spark's parquet files (and so pyarrow reading them) use
 #: ``element``; using the same name keeps avro-block and base-file tables identical.

@@ -42,6 +42,7 @@ from hudi_ds.layout.parquet import dictionary_columns_of
 from hudi_ds.schema.evolution import conform_table
 from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
+    DML_DELETE_FIELD,
     FILENAME_METADATA_FIELD,
     IS_DELETED_FIELD,
     META_FIELDS,
@@ -284,6 +285,12 @@ class TaskWriter:
     def _prepare_upserts(self, table: pa.Table) -> tuple[pa.Table, pa.Table]:
         p = self.plan
         self._check_keys(table)
+        dml = None  # the rows a DML statement deletes (DML_DELETE_FIELD), whatever their order
+        if DML_DELETE_FIELD in table.column_names:
+            flag = table.column(DML_DELETE_FIELD).combine_chunks().fill_null(False)
+            table = table.drop_columns([DML_DELETE_FIELD])
+            if pc.any(flag).as_py():
+                dml = np.asarray(flag, dtype=bool)
         if p.partial_columns is not None:
             table = conform_partial(table, self._data_schema, p.partial_columns, narrowing=True)
         else:
@@ -317,17 +324,26 @@ class TaskWriter:
         full = pa.Table.from_arrays(
             meta + [table.column(i) for i in range(table.num_columns)], schema=p.schema
         )
-        if deleted is None:
+        if deleted is None and dml is None:
             return full, self._delete_schema.empty_table()
-        idx_del = pa.array(np.flatnonzero(deleted))
-        idx_keep = pa.array(np.flatnonzero(~deleted))
+        flagged = np.zeros(n, dtype=bool) if deleted is None else deleted
+        if dml is not None:
+            flagged = flagged & ~dml
+        idx_del = pa.array(np.flatnonzero(flagged))
         dels = delete_keys(
             self._delete_schema,
             keys.take(idx_del),
             parts.take(idx_del),
             table.column(ordering).take(idx_del) if ordering else None,
         )
-        return full.take(idx_keep), dels
+        if dml is not None:
+            idx_dml = pa.array(np.flatnonzero(dml))
+            # no ordering value: the delete applies over any stored version (as the delete
+            # operation's, see _prepare_deletes)
+            plain = delete_keys(self._delete_schema, keys.take(idx_dml), parts.take(idx_dml))
+            dels = pa.concat_tables([dels, plain.cast(dels.schema)])
+            flagged = flagged | dml
+        return full.take(pa.array(np.flatnonzero(~flagged))), dels
 
     def _prepare_deletes(self, table: pa.Table) -> tuple[pa.Table, pa.Table]:
         p = self.plan

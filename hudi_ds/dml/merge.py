@@ -1,0 +1,543 @@
+"""``MERGE INTO`` as a builder: ``HudiTable(path).merge(source, on=...)...execute()``.
+
+The shape is delta-rs's ``TableMerger`` (``when_matched_update(set=..., predicate=...)``,
+``when_not_matched_insert_all()``, ...); the semantics are Hudi's ``MERGE INTO``
+(``MergeIntoHoodieTableCommand`` and its ``ExpressionPayload``):
+
+* the ON condition is a conjunction of equalities ``t.<col> = s.<col>`` that names every record
+  key field and may name partition path fields, nothing else
+  (``recordKeyAttributeToConditionExpression``: "Only simple conditions of the form
+  `t.id = s.id` are allowed on the primary-key and partition path column");
+* clauses of a kind are tried in order, the first whose predicate holds wins; a row no
+  clause takes is left as it is;
+* ``UPDATE SET`` of some columns keeps the others' stored values
+  (``PartialAssignmentMode.ORIGINAL_VALUE``): the merged full row is written; ``INSERT`` of
+  some columns leaves the others null (``PartialAssignmentMode.NULL_VALUE``);
+* everything is one upsert (``executeUpsert``), so the table's merge mode and ordering field
+  apply to the written rows as to any upsert: under EVENT_TIME_ORDERING an update whose
+  ordering value is lower than the stored one loses (an update that does not assign the
+  ordering field carries the stored value and wins as the later write); deletes apply
+  whatever the stored ordering value (the payload's empty record);
+* a source row matching several target rows (a key held in several partitions of a table
+  with a non-global index, when ON does not name the partition) and a target row matched by
+  several source rows are refused, naming the key, before anything is written (SQL's
+  cardinality rule; Hudi would silently pick one). Source rows of one new key that no target
+  row matches are all inserted into the one upsert, whose pre-combine keeps one of them by the
+  table's merge mode, as in Hudi;
+* a ``WHEN NOT MATCHED`` clause sees the source columns only, a ``WHEN NOT MATCHED BY SOURCE``
+  clause the target columns only (Spark's resolution of MERGE clauses).
+
+Only the target rows that can match are read: the ON keys become read filters (a record key
+``in`` filter prunes the buckets of a BUCKET table and, with the metadata table's column
+stats, file slices; partition fields prune partitions). ``when_not_matched_by_source_delete``
+needs every target row, so it reads the whole table.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_ds.dml.commit import DmlMetrics, check_keys_present, write_rows
+from hudi_ds.dml.expr import EXPRESSION_FORMS, Expr, Scope, as_mask, compile_expr, evaluate
+from hudi_ds.dml.predicate import need_keys
+from hudi_ds.errors import ConfigError
+from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
+from hudi_ds.table.table import ReadableTable
+from hudi_ds.table_config import TableType
+from hudi_ds.write.operation import UPSERT
+
+
+class Action(enum.Enum):
+    """What a clause does to the rows it takes."""
+
+    UPDATE = "update"
+    DELETE = "delete"
+    INSERT = "insert"
+
+
+class Match(enum.Enum):
+    """Which rows a clause is tried on."""
+
+    MATCHED = "WHEN MATCHED"
+    NOT_MATCHED = "WHEN NOT MATCHED"
+    NOT_MATCHED_BY_SOURCE = "WHEN NOT MATCHED BY SOURCE"
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One ``WHEN ... THEN ...``: ``values`` None means all columns (``UPDATE *``/``INSERT *``)."""
+
+    match: Match
+    action: Action
+    predicate: Expr | None
+    values: Mapping[str, Expr] | None
+
+    def describe(self) -> str:
+        return f"{self.match.value} {self.action.name} clause"
+
+
+class TableMerger:
+    """A MERGE of ``source`` into a table, built clause by clause, run by :meth:`execute`.
+
+    Made by :meth:`hudi_ds.HudiTable.merge`; each ``when_*`` method returns the merger, so
+    calls chain. Expressions are SQL strings over the aliases (``"s.fare * 2"``,
+    ``"s.ts > t.ts AND t.city = 'sf'"``) or ``pyarrow.compute.Expression``s over the
+    columns ``"<alias>.<column>"`` (``pc.field("s.fare")``).
+    """
+
+    def __init__(
+        self,
+        table: ReadableTable,
+        source: pa.Table,
+        on: str | Sequence[str],
+        source_alias: str = "s",
+        target_alias: str = "t",
+        options: Mapping[str, Any] | None = None,
+        post_commit: Callable[..., Any] | None = None,
+    ) -> None:
+        if source_alias == target_alias:
+            raise ConfigError(
+                f"source_alias and target_alias are both '{source_alias}': give them apart"
+            )
+        self.table = table
+        self.source = source
+        self.on = on
+        self.source_alias = source_alias
+        self.target_alias = target_alias
+        self.options = dict(options or {})
+        self.post_commit = post_commit
+        self.clauses: list[Clause] = []
+
+    # -- the clauses ---------------------------------------------------------------------------
+    def _add(
+        self,
+        match: Match,
+        action: Action,
+        predicate: Expr | None,
+        values: Mapping[str, Expr] | None,
+    ) -> TableMerger:
+        if values is not None and (not isinstance(values, Mapping) or not values):
+            raise ConfigError(
+                f"{match.value} {action.name}: expected a non-empty dict of column -> "
+                f"{EXPRESSION_FORMS}, not {values!r}"
+            )
+        self.clauses.append(Clause(match, action, predicate, values))
+        return self
+
+    def when_matched_update(
+        self, set: Mapping[str, Expr], predicate: Expr | None = None
+    ) -> TableMerger:
+        """Update the matched target rows (those ``predicate`` holds for) with ``set``
+        (target column -> expression); the other columns keep their values."""
+        return self._add(Match.MATCHED, Action.UPDATE, predicate, set)
+
+    def when_matched_update_all(self, predicate: Expr | None = None) -> TableMerger:
+        """Update every column of the matched target rows from the source's same-named one."""
+        return self._add(Match.MATCHED, Action.UPDATE, predicate, None)
+
+    def when_matched_delete(self, predicate: Expr | None = None) -> TableMerger:
+        """Delete the matched target rows (those ``predicate`` holds for)."""
+        return self._add(Match.MATCHED, Action.DELETE, predicate, None)
+
+    def when_not_matched_insert(
+        self, values: Mapping[str, Expr], predicate: Expr | None = None
+    ) -> TableMerger:
+        """Insert the source rows that match no target row, with ``values`` (target column ->
+        expression over the source); columns not given are null."""
+        return self._add(Match.NOT_MATCHED, Action.INSERT, predicate, values)
+
+    def when_not_matched_insert_all(self, predicate: Expr | None = None) -> TableMerger:
+        """Insert the unmatched source rows, every target column from the same-named one."""
+        return self._add(Match.NOT_MATCHED, Action.INSERT, predicate, None)
+
+    def when_not_matched_by_source_delete(self, predicate: Expr | None = None) -> TableMerger:
+        """Delete the target rows no source row matches (reads the whole table)."""
+        return self._add(Match.NOT_MATCHED_BY_SOURCE, Action.DELETE, predicate, None)
+
+    # -- execution -----------------------------------------------------------------------------
+    def execute(self) -> DmlMetrics:
+        """Run the statement as one upsert instant and return its metrics.
+
+        Every expression, column and key is checked, and the target rows joined, before
+        anything is written; a refused statement leaves the table unchanged.
+
+        Raises:
+            ConfigError: no clause, a bad ON condition, an unknown or ambiguous column, an
+                expression that does not fit the columns, a source row matching several
+                target rows (or the reverse), an assignment to a key or partition column.
+            UnsupportedError: a SQL construct hudi_ds does not translate (named).
+            SchemaError: an inserted row without a key or partition value.
+        """
+        if not self.clauses:
+            raise ConfigError(
+                "merge: no clause given: add when_matched_update(...), when_not_matched_insert"
+                "_all(), ... before execute()"
+            )
+        plan = _MergePlan(self)
+        joined, s_idx, t_idx, target_rows = plan.join()
+        rows, counts = plan.apply(joined, s_idx, t_idx)
+        instant, files = None, 0
+        if rows.num_rows:
+            check_keys_present(rows, plan.key_columns, "merge")
+            opts = {**self.table.options.raw, **self.options}
+            instant, files = write_rows(
+                self.table.storage, opts, rows, UPSERT, self.post_commit, plan.partial_columns()
+            )
+            self.table.refresh()
+        return DmlMetrics(
+            num_source_rows=self.source.num_rows,
+            num_target_rows_read=target_rows,
+            num_target_rows_inserted=counts[Action.INSERT],
+            num_target_rows_updated=counts[Action.UPDATE],
+            num_target_rows_deleted=counts[Action.DELETE],
+            num_target_files_written=files,
+            instant=instant,
+        )
+
+
+class _MergePlan:
+    """One execution of a :class:`TableMerger`: the compiled clauses, the join, the rows."""
+
+    def __init__(self, merger: TableMerger) -> None:
+        self.m = merger
+        need_keys(merger.table, "merge")
+        cfg = merger.table.config
+        self.data_schema = without_meta_fields(merger.table.schema)
+        self.target_cols = self.data_schema.names
+        self.source_cols = merger.source.column_names
+        self.key_fields = list(cfg.record_key_fields)
+        self.partition_fields = list(cfg.partition_fields)
+        self.key_columns = [*self.key_fields, *self.partition_fields]
+        sa, ta = merger.source_alias, merger.target_alias
+        self.scope = Scope({sa: self.source_cols, ta: self.target_cols})
+        # what each kind of clause sees (Spark resolves NOT MATCHED clauses against the source
+        # alone, NOT MATCHED BY SOURCE ones against the target alone)
+        self.scopes = {
+            Match.MATCHED: self.scope,
+            Match.NOT_MATCHED: Scope({sa: self.source_cols}),
+            Match.NOT_MATCHED_BY_SOURCE: Scope({ta: self.target_cols}),
+        }
+        self.pairs = self._on_pairs()
+        self.values = self._compile_values()
+        self.predicates = {
+            i: compile_expr(
+                c.predicate, self.scopes[c.match], f"predicate of the {c.describe()} #{i + 1}"
+            )
+            for i, c in enumerate(merger.clauses)
+            if c.predicate is not None
+        }
+
+    def partial_columns(self) -> list[str] | None:
+        """The columns a partial update writes, or None for full rows.
+
+        As Hudi 1.x's MERGE INTO (``isPartialUpdateActionForMOR``: a MERGE_ON_READ table of
+        version 8 or later, some update clause, not every column assigned): the columns some
+        clause assigns, with the record key, partition and ordering fields. Inserts among them
+        leave the others null anyway; the write client checks the rest of Hudi's rule (merge
+        mode, partial update mode, global index) and writes full rows where it fails.
+        """
+        cfg = self.m.table.config
+        if cfg.table_type is not TableType.MERGE_ON_READ or cfg.table_version < 8:
+            return None
+        if not any(c.action is Action.UPDATE for c in self.m.clauses):
+            return None
+        keep = {*self.key_columns, *cfg.ordering_fields}
+        for values in self.values.values():
+            keep.update(values)
+        if keep >= set(self.target_cols):
+            return None
+        return [c for c in self.target_cols if c in keep]
+
+    # -- ON ------------------------------------------------------------------------------------
+    def _on_pairs(self) -> list[tuple[str, str]]:
+        """(target column, source column) of each equality of ON; every record key field
+        covered, the others partition path fields."""
+        on = self.m.on
+        if isinstance(on, str):
+            pairs = _equalities(on, self.m.source_alias, self.m.target_alias, self.scope)
+        elif isinstance(on, Sequence) and on and all(isinstance(c, str) for c in on):
+            pairs = [(c, c) for c in on]
+        else:
+            raise ConfigError(
+                f'merge: on must be a SQL condition ("t.id = s.id") or a list of column '
+                f"names both sides hold, not {on!r}"
+            )
+        for t, s in pairs:
+            if t not in self.target_cols:
+                raise ConfigError(f"merge on: the target has no column '{t}' ({self.target_cols})")
+            if s not in self.source_cols:
+                raise ConfigError(f"merge on: the source has no column '{s}' ({self.source_cols})")
+            if t not in self.key_columns:
+                raise ConfigError(
+                    f"merge on {on!r}: '{t}' is neither a record key field {self.key_fields} "
+                    f"nor a partition path field {self.partition_fields}; Hudi's MERGE INTO "
+                    "matches on those only (MergeIntoHoodieTableCommand)"
+                )
+        missing = [k for k in self.key_fields if k not in {t for t, _ in pairs}]
+        if missing:
+            raise ConfigError(
+                f"merge on {on!r}: the record key field(s) {missing} must be matched, e.g. "
+                f"'{self.m.target_alias}.{missing[0]} = {self.m.source_alias}.{missing[0]}'"
+            )
+        return pairs
+
+    # -- assignments ---------------------------------------------------------------------------
+    def _compile_values(self) -> dict[int, dict[str, pc.Expression]]:
+        out: dict[int, dict[str, pc.Expression]] = {}
+        sa = self.m.source_alias
+        for i, c in enumerate(self.m.clauses):
+            if c.action is Action.DELETE:
+                continue
+            what = f"the {c.describe()} #{i + 1}"
+            if c.values is None:  # UPDATE * / INSERT *: every target column from the source
+                absent = [
+                    t
+                    for t in self.target_cols
+                    if t not in self.source_cols and t not in self.key_columns
+                ]
+                if absent and c.action is Action.UPDATE:
+                    raise ConfigError(
+                        f"{what} (all columns): the source lacks the target columns {absent}"
+                    )
+                # the key and partition columns keep the stored values: ON matched the key,
+                # and a record does not move partition in place
+                values: dict[str, Any] = {
+                    t: pc.field(self.scope.column_name(sa, t))
+                    for t in self.target_cols
+                    if t in self.source_cols
+                    and (c.action is Action.INSERT or t not in self.key_columns)
+                }
+
+            else:
+                values = {}
+                for col, v in c.values.items():
+                    target = self._target_column(col, what)
+                    values[target] = compile_expr(
+                        v, self.scopes[c.match], f"{what}, column '{target}'"
+                    )
+                if c.action is Action.UPDATE:
+                    fixed = [t for t in values if t in self.key_columns]
+                    if fixed:
+                        raise ConfigError(
+                            f"{what} assigns the record key / partition column(s) {fixed}: a "
+                            "record's key and partition cannot change in place; delete it and "
+                            "insert the new one"
+                        )
+            if c.action is Action.INSERT:  # ON's columns not assigned: from the source (as
+                # Hudi's getProcessedInputDf adds them to the source rows)
+                for t, src in self.pairs:
+                    values.setdefault(t, pc.field(self.scope.column_name(sa, src)))
+            out[i] = values
+        return out
+
+    def _target_column(self, name: str, what: str) -> str:
+        bare = name.split(".", 1)[1] if name.startswith(f"{self.m.target_alias}.") else name
+        if bare not in self.target_cols:
+            raise ConfigError(f"{what}: the target has no column '{name}' ({self.target_cols})")
+        return bare
+
+    # -- the join ------------------------------------------------------------------------------
+    def _target_filters(self) -> list[tuple[str, str, Any]] | None:
+        if any(c.match is Match.NOT_MATCHED_BY_SOURCE for c in self.m.clauses):
+            return None  # every target row is a candidate
+        value_parts = set(self.m.table.config.value_partition_fields)
+        filters = []
+        for t, s in self.pairs:
+            if t in self.key_fields and len(self.key_fields) > 1:
+                continue  # a complex key: the bucket pruning needs every field
+            if t in self.key_fields or t in value_parts:
+                to = self.data_schema.field(t).type
+                col = _key_cast(self.m.source.column(s), to, t)
+                values = pc.unique(col.drop_null()).to_pylist()
+                filters.append((t, "in", values))
+        return filters
+
+    def join(self) -> tuple[pa.Table, pa.Array, pa.Array, int]:
+        """The joined rows (``<alias>.<column>`` of both sides, nulls for the side that has
+        none), their source and target row indexes (null: none), and the target rows read."""
+        # the data columns only: the meta columns are strings not worth decoding here
+        target = self.m.table.read(columns=self.target_cols, filters=self._target_filters())
+        source = self.m.source
+        names = [f"k{i}" for i in range(len(self.pairs))]
+        left = {
+            n: _key_cast(source.column(s), target.schema.field(t).type, t)
+            for n, (t, s) in zip(names, self.pairs, strict=True)
+        }
+        right = {n: target.column(t) for n, (t, _) in zip(names, self.pairs, strict=True)}
+        left["__s"] = pa.array(np.arange(source.num_rows, dtype=np.int64))
+        right["__t"] = pa.array(np.arange(target.num_rows, dtype=np.int64))
+        by_source = any(c.match is Match.NOT_MATCHED_BY_SOURCE for c in self.m.clauses)
+        pairs = pa.table(left).join(
+            pa.table(right), keys=names, join_type="full outer" if by_source else "left outer"
+        )
+        s_idx = pairs.column("__s").combine_chunks()
+        t_idx = pairs.column("__t").combine_chunks()
+        self._check_cardinality(s_idx, t_idx, source)
+        sa, ta = self.m.source_alias, self.m.target_alias
+        cols = {
+            self.scope.column_name(sa, c): source.column(c).take(s_idx) for c in self.source_cols
+        }
+        cols.update(
+            {self.scope.column_name(ta, c): target.column(c).take(t_idx) for c in self.target_cols}
+        )
+        return pa.table(cols), s_idx, t_idx, target.num_rows
+
+    def _check_cardinality(self, s_idx: pa.Array, t_idx: pa.Array, source: pa.Table) -> None:
+        both = pc.and_(s_idx.is_valid(), t_idx.is_valid())
+        for side, idx, other in (("source", s_idx, "target"), ("target", t_idx, "source")):
+            matched = idx.filter(both)
+            if not len(matched):
+                continue
+            counts = pc.value_counts(matched)
+            many = pc.greater(counts.field("counts"), 1)
+            if pc.any(many).as_py():
+                row = counts.field("values").filter(many)[0].as_py()
+                n = counts.field("counts").filter(many)[0].as_py()
+                key = self._key_of(side, row, s_idx, t_idx, source)
+                raise ConfigError(
+                    f"merge: a {side} row (key {key}) matches {n} {other} rows; each row may "
+                    f"match at most one (ON {self.m.on!r}){_hint(side)}"
+                )
+
+    def _key_of(
+        self, side: str, row: int, s_idx: pa.Array, t_idx: pa.Array, source: pa.Table
+    ) -> dict[str, Any]:
+        if side == "target":  # a source row matched to it names the key
+            paired = pc.and_(pc.fill_null(pc.equal(t_idx, row), False), s_idx.is_valid())
+            row = s_idx.filter(paired)[0].as_py()
+        return {s: source.column(s)[row].as_py() for _, s in self.pairs}
+
+    # -- the clauses on the joined rows --------------------------------------------------------
+    def apply(
+        self, joined: pa.Table, s_idx: pa.Array, t_idx: pa.Array
+    ) -> tuple[pa.Table, dict[Action, int]]:
+        """The rows to upsert (target columns + the delete flag) and the count per action."""
+        has_s = np.asarray(s_idx.is_valid())
+        has_t = np.asarray(t_idx.is_valid())
+        groups = {
+            Match.MATCHED: has_s & has_t,
+            Match.NOT_MATCHED: has_s & ~has_t,
+            Match.NOT_MATCHED_BY_SOURCE: ~has_s & has_t,
+        }
+        exprs = {f"p{i}": e for i, e in self.predicates.items()}
+        names = {
+            f"p{i}": f"the predicate of the {self.m.clauses[i].describe()} #{i + 1}"
+            for i in self.predicates
+        }
+        for i, values in self.values.items():
+            exprs.update({f"v{i}:{c}": e for c, e in values.items()})
+            what = f"the {self.m.clauses[i].describe()} #{i + 1}"
+            names.update({f"v{i}:{c}": f"{what}, column '{c}'" for c in values})
+        evaluated = evaluate(joined, exprs, "merge", names) if exprs else None
+        taken = np.zeros(joined.num_rows, dtype=bool)
+        pieces: list[pa.Table] = []
+        counts = dict.fromkeys(Action, 0)
+        for i, c in enumerate(self.m.clauses):
+            rows = groups[c.match] & ~taken
+            if evaluated is not None and i in self.predicates:
+                what = f"the predicate of the {c.describe()} #{i + 1}"
+                rows &= np.asarray(as_mask(evaluated.column(f"p{i}"), what))
+            taken |= rows
+            idx = pa.array(np.flatnonzero(rows))
+            if not len(idx):
+                continue
+            counts[c.action] += len(idx)
+            pieces.append(self._rows(i, c, joined, evaluated, idx))
+        if not pieces:
+            return self.data_schema.append(
+                pa.field(DML_DELETE_FIELD, pa.bool_())
+            ).empty_table(), counts
+        return pa.concat_tables(pieces), counts
+
+    def _rows(
+        self, i: int, c: Clause, joined: pa.Table, evaluated: pa.Table | None, idx: pa.Array
+    ) -> pa.Table:
+        ta = self.m.target_alias
+        values = self.values.get(i, {})
+        cols = []
+        for f in self.data_schema:
+            if f.name in values:
+                assert evaluated is not None
+                col = evaluated.column(f"v{i}:{f.name}").take(idx)
+            elif c.action is Action.INSERT:
+                col = pa.nulls(len(idx), f.type)
+            else:
+                col = joined.column(self.scope.column_name(ta, f.name)).take(idx)
+            cols.append(_cast(col, f, c.describe()))
+        flag = pa.repeat(pa.scalar(c.action is Action.DELETE), len(idx))
+        return pa.Table.from_arrays(
+            [*cols, flag], schema=self.data_schema.append(pa.field(DML_DELETE_FIELD, pa.bool_()))
+        )
+
+
+def _hint(side: str) -> str:
+    if side == "source":
+        return (
+            ": the key is held in several partitions (a non-global index); add the partition "
+            "field to ON"
+        )
+    return ": de-duplicate the source first"
+
+
+def _cast(col: Any, f: pa.Field, what: str) -> pa.ChunkedArray | pa.Array:
+    if col.type == f.type:
+        return col
+    try:
+        return col.cast(f.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        first = str(e).splitlines()[0]
+        raise ConfigError(
+            f"{what}: the value of column '{f.name}' ({col.type}) does not fit its type "
+            f"{f.type}: {first}"
+        ) from None
+
+
+def _key_cast(col: pa.ChunkedArray, to: pa.DataType, name: str) -> pa.ChunkedArray:
+    """A source ON column as the target column's type (Hudi up-casts the source side:
+    ``MergeIntoHoodieTableCommand.doCasting``)."""
+    return _cast(col, pa.field(name, to), f"merge on '{name}'")  # type: ignore[return-value]
+
+
+def _equalities(text: str, sa: str, ta: str, scope: Scope) -> list[tuple[str, str]]:
+    """``t.a = s.b AND ...`` as [(a, b), ...]; anything else refused."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError
+
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except ParseError as e:
+        raise ConfigError(f"merge on: cannot parse {text!r} ({str(e).splitlines()[0]})") from None
+    out: list[tuple[str, str]] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.And, exp.Paren)):
+            stack.extend(n for n in (node.this, node.args.get("expression")) if n is not None)
+            continue
+        sides = (node.this, node.args.get("expression")) if isinstance(node, exp.EQ) else ()
+        cols = [
+            n for n in sides if isinstance(n, exp.Column) and isinstance(n.this, exp.Identifier)
+        ]
+        if len(cols) != 2:
+            raise ConfigError(
+                f"merge on {text!r}: '{node.sql(dialect='spark')}' is not an equality of a "
+                f"target and a source column; Hudi's MERGE INTO takes conditions of the form "
+                f"'{ta}.id = {sa}.id' joined by AND (MergeIntoHoodieTableCommand)"
+            )
+        resolved = [scope.resolve(c.table, c.name, text) for c in cols]
+        by_alias = {r.split(".", 1)[0]: r.split(".", 1)[1] for r in resolved}
+        if set(by_alias) != {sa, ta}:
+            raise ConfigError(
+                f"merge on {text!r}: '{node.sql(dialect='spark')}' must compare a "
+                f"'{ta}.' column with a '{sa}.' column"
+            )
+        out.append((by_alias[ta], by_alias[sa]))
+    return out
