@@ -56,7 +56,6 @@ from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
     base_file_name,
     file_name_of,
-    log_file_name,
     parse_base_file_name,
     parse_log_file_name,
 )
@@ -69,7 +68,13 @@ from hudi_ds.metadata.column_stats import (
     partition_file_key,
     range_of_record,
 )
-from hudi_ds.metadata.mdt_files import mdt_base_hfile, mdt_write_stat, older_slices_files
+from hudi_ds.metadata.layout import MDT_WRITE_TOKEN
+from hudi_ds.metadata.mdt_files import (
+    mdt_base_hfile,
+    mdt_write_stat,
+    next_log_name,
+    older_slices_files,
+)
 from hudi_ds.metadata.reader import (
     completed_or_archived,
     files_slices,
@@ -126,7 +131,6 @@ BLOOM_FILTER = 4
 """``type`` of a ``bloom_filters`` record (Java ``MetadataPartitionType.BLOOM_FILTERS``)."""
 _PREFIX = "bloom-filters"
 _NS = "org.apache.hudi.avro.model."
-_WRITE_TOKEN = "0-0-0"
 _COMMITS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING})
 
 
@@ -440,14 +444,9 @@ class BloomFiltersIndex:
             )
             block = encode_hfile_data_block(instant_time, schema, hfile)
             base_ts = sl.base_instant_time
-            if mdt.layout_version == 1:
-                mine = [lf.name.version for lf in sl.log_files if lf.instant_time == base_ts]
-                version = 1 + max(mine, default=0)
-                name = log_file_name(fid, base_ts, version, _WRITE_TOKEN)
-            else:
-                version = 1
-                name = log_file_name(fid, instant_time, 1, _WRITE_TOKEN)
-            logs = [file_name_of(lf.path) for lf in sl.log_files] + [name]
+            names = [file_name_of(lf.path) for lf in sl.log_files]
+            name = next_log_name(mdt.layout_version, fid, base_ts, instant_time, names)
+            logs = [*names, name]
             base = file_name_of(sl.base_file.path) if sl.base_file is not None else None
             stat = mdt_write_stat(
                 BLOOM_FILTERS_PARTITION,
@@ -458,7 +457,6 @@ class BloomFiltersIndex:
                 base_ts,
                 base,
                 logs,
-                version,
             )
             out.append(MdtFile(f"{BLOOM_FILTERS_PARTITION}/{name}", block, stat))
         return out
@@ -480,7 +478,7 @@ class BloomFiltersIndex:
             groups[fid].append(key)
         out = []
         for fid in ids:
-            name = base_file_name(fid, _WRITE_TOKEN, instant_time, ".hfile")
+            name = base_file_name(fid, MDT_WRITE_TOKEN, instant_time, ".hfile")
             keys = sorted(groups[fid], key=lambda k: k.encode("utf-8"))
             values = [encode_bloom_value(records[k], schema, file_name=name) for k in keys]
             data = mdt_base_hfile([k.encode("utf-8") for k in keys], values, schema)

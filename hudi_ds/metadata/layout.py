@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from hudi_ds.table_config import TableConfig
 
 FILES_FILE_ID = "files-0000-0"
+#: the write token in the names of the files the metadata table's writers write (Java's MDT
+#: writer names them with task 0, stage 0, attempt 0)
+MDT_WRITE_TOKEN = "0-0-0"
 
 
 def bootstrap_instant(table_version: int) -> str:

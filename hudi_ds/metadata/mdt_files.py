@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pyarrow as pa
 
 from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
 from hudi_ds.layout.hfile import HFILE_BLOCK_SIZE, Cells, write_hfile
-from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
-from hudi_ds.metadata.layout import FILES_FILE_ID
+from hudi_ds.layout.naming import log_file_name, parse_base_file_name, parse_log_file_name
+from hudi_ds.metadata.layout import FILES_FILE_ID, MDT_WRITE_TOKEN
 from hudi_ds.metadata.reader import completed_or_archived
 from hudi_ds.metadata.records import FILES_PARTITION
 from hudi_ds.storage import Storage
@@ -18,7 +20,7 @@ from hudi_ds.timeline.metadata import WriteStat
 from hudi_ds.timeline.plans import InstantInfo, RollbackPlan, RollbackRequest
 from hudi_ds.timeline.timeline import Timeline
 
-__all__ = ["older_slices_files", "rollback_plan"]
+__all__ = ["next_log_name", "older_slices_files", "rollback_plan"]
 
 
 def older_slices_files(tl: Timeline, names: list[str], file_id: str = FILES_FILE_ID) -> list[str]:
@@ -83,6 +85,30 @@ def rollback_plan(
         else [],
         version=1,
     )
+
+
+def next_log_name(
+    layout_version: int,
+    file_id: str,
+    base_instant: str,
+    instant: str,
+    names: Iterable[str],
+) -> str:
+    """The log file an MDT deltacommit ``instant`` writes into file group ``file_id`` whose
+    latest slice starts at ``base_instant``: timeline layout 1 (Hudi 0.x) appends the next
+    version of the slice's log (``names``: the file names present, the versions of failed
+    writes included, so a name is never reused); layout 2 writes a file of its own, version 1,
+    named with its instant."""
+    if layout_version != 1:
+        return log_file_name(file_id, instant, 1, MDT_WRITE_TOKEN)
+    versions = [
+        p.version
+        for n in names
+        if (p := parse_log_file_name(n)) is not None
+        and p.file_id == file_id
+        and p.instant_time == base_instant
+    ]
+    return log_file_name(file_id, base_instant, max(versions, default=0) + 1, MDT_WRITE_TOKEN)
 
 
 def mdt_write_stat(

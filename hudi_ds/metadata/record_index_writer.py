@@ -55,7 +55,13 @@ from hudi_ds.log.writer import (
     encode_empty_delete_block,
     encode_hfile_data_block,
 )
-from hudi_ds.metadata.mdt_files import mdt_base_hfile, mdt_write_stat, older_slices_files
+from hudi_ds.metadata.layout import MDT_WRITE_TOKEN
+from hudi_ds.metadata.mdt_files import (
+    mdt_base_hfile,
+    mdt_write_stat,
+    next_log_name,
+    older_slices_files,
+)
 from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_instants
 from hudi_ds.metadata.record_index import (
     FILE_ID_PREFIX,
@@ -96,7 +102,6 @@ __all__ = [
 
 log = logging.getLogger("hudi_ds.metadata")
 
-_WRITE_TOKEN = "0-0-0"
 
 #: ``hoodie.metadata.record.index.min.filegroup.count`` default (``HoodieMetadataConfig``)
 MIN_FILE_GROUPS = 10
@@ -267,7 +272,7 @@ class RecordIndexWriter:
         ]
         for i in range(count):
             fid = file_group_id(i)
-            name = base_file_name(fid, _WRITE_TOKEN, instant, ".hfile")
+            name = base_file_name(fid, MDT_WRITE_TOKEN, instant, ".hfile")
             own = None if version >= 9 else name
             g = groups.get(i)
             keys = g.keys if g is not None else pa.array([], pa.string())
@@ -276,7 +281,7 @@ class RecordIndexWriter:
                 keys.cast(pa.binary()), values, schema, block_size=RECORD_INDEX_BLOCK_SIZE
             )
             out.append(IndexFile(*_file(name, data, fid, instant, len(keys), None)))
-            log_name = log_file_name(fid, instant, 1, _WRITE_TOKEN)
+            log_name = log_file_name(fid, instant, 1, MDT_WRITE_TOKEN)
             block = encode_empty_delete_block(instant)
             out.append(IndexFile(*_file(log_name, block, fid, instant, 0, name, [log_name])))
         log.info("metadata table: record_index of %d keys in %d file groups", len(locations), count)
@@ -300,7 +305,7 @@ class RecordIndexWriter:
             if not sl.file_id.startswith(FILE_ID_PREFIX):
                 continue
             merged = RecordIndexUpdates(puts=read_slice(self.storage, sl, keep))
-            name = base_file_name(sl.file_id, _WRITE_TOKEN, when, ".hfile")
+            name = base_file_name(sl.file_id, MDT_WRITE_TOKEN, when, ".hfile")
             groups = list(merged.by_file_group(1).values())  # (sorted; one group: this one)
             keys = groups[0].keys if groups else pa.array([], pa.string())
             values = groups[0].values(schema, name) if groups else pa.array([], pa.binary())
@@ -537,27 +542,11 @@ class RecordIndexWriter:
                     instant,
                     schema,
                 )
-            if mdt.layout_version == 1:
-                versions = [
-                    p.version
-                    for n in names
-                    if (p := parse_log_file_name(n)) is not None
-                    and p.file_id == fid
-                    and p.instant_time == sl.base_instant_time
-                ]
-                name = log_file_name(
-                    fid, sl.base_instant_time, max(versions, default=0) + 1, _WRITE_TOKEN
-                )
-                version = None
-            else:
-                name = log_file_name(fid, instant, 1, _WRITE_TOKEN)
-                version = 1
+            name = next_log_name(mdt.layout_version, fid, sl.base_instant_time, instant, names)
             logs = [file_name_of(lf.path) for lf in sl.log_files] + [name]
             base = file_name_of(sl.base_file.path) if sl.base_file is not None else None
             n = len(keys) + len(gone)
-            out.append(
-                IndexFile(*_file(name, data, fid, sl.base_instant_time, n, base, logs, version))
-            )
+            out.append(IndexFile(*_file(name, data, fid, sl.base_instant_time, n, base, logs)))
         return out
 
 
@@ -569,30 +558,12 @@ def _file(
     records: int,
     base_file: str | None,
     logs: list[str] | None = None,
-    log_version: int | None = None,
 ) -> tuple[str, bytes, WriteStat]:
     """``(path, bytes, WriteStat)`` of one record-index file of an MDT instant."""
-    is_log = logs is not None
-    if is_log and log_version is None:
-        p = parse_log_file_name(name)
-        log_version = p.version if p is not None else 1
-    path = f"{RECORD_INDEX_PARTITION}/{name}"
-    stat = WriteStat(
-        file_id=file_id,
-        path=path,
-        prev_commit=prev,
-        num_writes=records,
-        num_update_writes=records if is_log else 0,
-        num_inserts=0 if is_log else records,
-        total_write_bytes=len(data),
-        partition_path=RECORD_INDEX_PARTITION,
-        file_size_in_bytes=len(data),
-        log_version=log_version if is_log else None,
-        log_offset=0 if is_log else None,
-        base_file=base_file if is_log else None,
-        log_files=logs,
+    stat = mdt_write_stat(
+        RECORD_INDEX_PARTITION, file_id, name, len(data), records, prev, base_file, logs
     )
-    return path, data, stat
+    return f"{RECORD_INDEX_PARTITION}/{name}", data, stat
 
 
 def index_stats(files: list[IndexFile]) -> dict[str, list[WriteStat]]:

@@ -36,12 +36,17 @@ from hudi_ds.layout.hfile import write_hfile
 from hudi_ds.layout.naming import (
     base_file_name,
     file_name_of,
-    log_file_name,
     parse_base_file_name,
     parse_log_file_name,
 )
 from hudi_ds.log.writer import encode_delete_block, encode_hfile_data_block
-from hudi_ds.metadata.mdt_files import mdt_base_hfile, mdt_write_stat, older_slices_files
+from hudi_ds.metadata.layout import MDT_WRITE_TOKEN
+from hudi_ds.metadata.mdt_files import (
+    mdt_base_hfile,
+    mdt_write_stat,
+    next_log_name,
+    older_slices_files,
+)
 from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_instants
 from hudi_ds.metadata.record_index_writer import IndexFile
 from hudi_ds.metadata.records import METADATA_PARTITIONS_INFLIGHT_KEY, declared_partitions
@@ -71,7 +76,6 @@ __all__ = ["SecondaryIndexWriter", "SliceValues"]
 
 log = logging.getLogger("hudi_ds.metadata")
 
-_WRITE_TOKEN = "0-0-0"
 _NO_CHANGE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT"})
 
 FileGroup = tuple[str, str]
@@ -283,7 +287,7 @@ class SecondaryIndexWriter:
                 if not s.file_id.startswith(prefix):
                     continue
                 keys = sorted(read_slice(self.storage, s, keep), key=lambda k: k.encode("utf-8"))
-                name = base_file_name(s.file_id, _WRITE_TOKEN, when, ".hfile")
+                name = base_file_name(s.file_id, MDT_WRITE_TOKEN, when, ".hfile")
                 value = encode_value(schema, name)
                 data = mdt_base_hfile(
                     [k.encode("utf-8") for k in keys], [value] * len(keys), schema
@@ -355,21 +359,7 @@ class SecondaryIndexWriter:
                     instant,
                     schema,
                 )
-            if mdt.layout_version == 1:
-                versions = [
-                    p.version
-                    for n in names
-                    if (p := parse_log_file_name(n)) is not None
-                    and p.file_id == fid
-                    and p.instant_time == sl.base_instant_time
-                ]
-                name = log_file_name(
-                    fid, sl.base_instant_time, max(versions, default=0) + 1, _WRITE_TOKEN
-                )
-                log_version = None
-            else:
-                name = log_file_name(fid, instant, 1, _WRITE_TOKEN)
-                log_version = 1
+            name = next_log_name(mdt.layout_version, fid, sl.base_instant_time, instant, names)
             logs = [file_name_of(lf.path) for lf in sl.log_files] + [name]
             base = file_name_of(sl.base_file.path) if sl.base_file is not None else None
             stat = mdt_write_stat(
@@ -381,7 +371,6 @@ class SecondaryIndexWriter:
                 sl.base_instant_time,
                 base,
                 logs,
-                log_version,
             )
             out.append(IndexFile(f"{partition}/{name}", data, stat))
         return out

@@ -44,7 +44,6 @@ from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
     base_file_name,
     file_name_of,
-    log_file_name,
     parse_base_file_name,
     parse_log_file_name,
 )
@@ -62,7 +61,13 @@ from hudi_ds.metadata.column_stats import (
     range_of_record,
     reencode_stats,
 )
-from hudi_ds.metadata.mdt_files import mdt_base_hfile, mdt_write_stat, older_slices_files
+from hudi_ds.metadata.layout import MDT_WRITE_TOKEN
+from hudi_ds.metadata.mdt_files import (
+    mdt_base_hfile,
+    mdt_write_stat,
+    next_log_name,
+    older_slices_files,
+)
 from hudi_ds.metadata.reader import files_slices
 from hudi_ds.metadata.record_index import file_group_indexes
 from hudi_ds.metadata.stats_build import (
@@ -111,7 +116,6 @@ log = logging.getLogger("hudi_ds.metadata")
 STATS_PARTITIONS = (COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION)
 _PREFIX = {COLUMN_STATS_PARTITION: "col-stats", PARTITION_STATS_PARTITION: "partition-stats"}
 _TYPE = {COLUMN_STATS_PARTITION: COLUMN_STATS, PARTITION_STATS_PARTITION: PARTITION_STATS}
-_WRITE_TOKEN = "0-0-0"
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
 _COMMITS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING})
 
@@ -551,20 +555,11 @@ class StatsIndex:
                     file_info={"schema": schema.encode("utf-8")},
                 )
                 block = encode_hfile_data_block(instant_time, schema, hfile)
-                if mdt.layout_version == 1:
-                    version = 1 + max(
-                        (
-                            lf.name.version
-                            for lf in sl.log_files
-                            if lf.instant_time == sl.base_instant_time
-                        ),
-                        default=0,
-                    )
-                    name = log_file_name(fid, sl.base_instant_time, version, _WRITE_TOKEN)
-                else:
-                    version = 1
-                    name = log_file_name(fid, instant_time, 1, _WRITE_TOKEN)
-                logs = [file_name_of(lf.path) for lf in sl.log_files] + [name]
+                names = [file_name_of(lf.path) for lf in sl.log_files]
+                name = next_log_name(
+                    mdt.layout_version, fid, sl.base_instant_time, instant_time, names
+                )
+                logs = [*names, name]
                 base = file_name_of(sl.base_file.path) if sl.base_file is not None else None
                 stat = mdt_write_stat(
                     partition,
@@ -575,7 +570,6 @@ class StatsIndex:
                     sl.base_instant_time,
                     base,
                     logs,
-                    version,
                 )
                 out.append(MdtFile(f"{partition}/{name}", block, stat))
         return out
@@ -614,7 +608,7 @@ class StatsIndex:
             for fid, key in _by_group(records[partition], ids):
                 by_group[fid][key] = records[partition][key]
             for fid in ids:
-                name = base_file_name(fid, _WRITE_TOKEN, instant_time, ".hfile")
+                name = base_file_name(fid, MDT_WRITE_TOKEN, instant_time, ".hfile")
                 data = _base_hfile_of_values(by_group[fid], schema)
                 stat = mdt_write_stat(
                     partition, fid, name, len(data), len(by_group[fid]), instant_time
@@ -697,7 +691,7 @@ class StatsIndex:
             for fid, key in _by_group(live, ids):
                 groups[fid][key] = merged[key]
             for fid in ids:
-                name = base_file_name(fid, _WRITE_TOKEN, when, ".hfile")
+                name = base_file_name(fid, MDT_WRITE_TOKEN, when, ".hfile")
                 data = _base_hfile(groups[fid], _TYPE[partition], schema, name)
                 sl = slices.get(fid)
                 prev = sl.base_instant_time if sl is not None else when

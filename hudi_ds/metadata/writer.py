@@ -62,6 +62,7 @@ from hudi_ds.metadata.index_partitions import IndexPartitions, PartitionFile
 from hudi_ds.metadata.indexing import settle_pending_indexing
 from hudi_ds.metadata.layout import (
     FILES_FILE_ID,
+    MDT_WRITE_TOKEN,
     MetadataSlice,
     bootstrap_instant,
     metadata_table_properties,
@@ -69,6 +70,7 @@ from hudi_ds.metadata.layout import (
 from hudi_ds.metadata.mdt_files import (
     mdt_base_hfile,
     mdt_write_stat,
+    next_log_name,
     older_slices_files,
     rollback_plan,
 )
@@ -133,9 +135,6 @@ __all__ = [
 
 
 log = logging.getLogger("hudi_ds.metadata")
-
-
-_WRITE_TOKEN = "0-0-0"
 
 
 _SYNTHETIC_MAX = "00000000000000100"  # bootstrap instants of the MDT sort below this
@@ -456,10 +455,10 @@ class MetadataWriter:
         )
         records = changes.records()
         records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
-        base_name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, boot, ".hfile")
+        base_name = base_file_name(FILES_FILE_ID, MDT_WRITE_TOKEN, boot, ".hfile")
         base = self._hfile(records, base_name)
         self.storage.write_bytes(f"{FILES_PARTITION}/{base_name}", base)
-        log_name = log_file_name(FILES_FILE_ID, boot, 1, _WRITE_TOKEN)
+        log_name = log_file_name(FILES_FILE_ID, boot, 1, MDT_WRITE_TOKEN)
         block = encode_empty_delete_block(boot)
         self.storage.write_bytes(f"{FILES_PARTITION}/{log_name}", block)
         index = (
@@ -680,19 +679,9 @@ class MetadataWriter:
         hfile = self._hfile(records)
         block = encode_hfile_data_block(instant_time, self.schema, hfile)
         sl = self.latest_slice(mdt)
-        if layout == 1:
-            versions = [
-                p.version
-                for n in self._file_names()
-                if (p := parse_log_file_name(n)) is not None
-                and p.file_id == FILES_FILE_ID
-                and p.instant_time == sl.base_instant
-            ]
-            name = log_file_name(
-                FILES_FILE_ID, sl.base_instant, max(versions, default=0) + 1, _WRITE_TOKEN
-            )
-        else:
-            name = log_file_name(FILES_FILE_ID, instant_time, 1, _WRITE_TOKEN)
+        name = next_log_name(
+            layout, FILES_FILE_ID, sl.base_instant, instant_time, self._file_names()
+        )
         logs = [*sl.log_files, name]
         n = len(records)
         stat = self._stat(
@@ -894,7 +883,7 @@ class MetadataWriter:
         # a writer that lost the table lock (paused past its lease) writes nothing more: the
         # holder now may have undone this compaction (recover) and written the same file name
         self._fence()
-        name = base_file_name(FILES_FILE_ID, _WRITE_TOKEN, when, ".hfile")
+        name = base_file_name(FILES_FILE_ID, MDT_WRITE_TOKEN, when, ".hfile")
         data = self._hfile(merged, name)
         self.storage.write_bytes(f"{FILES_PARTITION}/{name}", data)
         stat = self._stat(name, len(data), len(merged), sl.base_instant)
