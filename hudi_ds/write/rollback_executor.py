@@ -53,7 +53,7 @@ from hudi_ds.timeline.plans import (
     RollbackPlan,
     RollbackRequest,
 )
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.markers import delete_markers, marked_files
@@ -105,7 +105,7 @@ def rollback_failed_writes(
     if resumed:
         timeline = state.reload_timeline()
     rolled = False
-    for inst in timeline.pending().filter_actions(*DATA_ACTIONS):
+    for inst in timeline.pending_writes():
         if before is not None and inst.requested_time >= before:
             continue
         if is_failed is not None and not is_failed(inst.requested_time):

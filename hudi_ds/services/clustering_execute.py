@@ -1,0 +1,274 @@
+"""Executing a clustering plan: each group's slices read (MOR: base and logs merged), sorted by
+the plan's sort columns and written into new file groups; the completion as a replacecommit.
+
+Java ``SparkExecuteClusteringCommitActionExecutor`` with ``SparkSortAndSizeExecutionStrategy``
+(``MultipleSparkJobExecutionStrategy.performClustering``): every group becomes its
+``numOutputFileGroups`` new file groups, written as a bulk insert would (new file ids, records
+keep their ``_hoodie_commit_time`` / ``_hoodie_commit_seqno`` -- ``preserveHoodieMetadata``);
+the replacecommit's ``partitionToReplaceFileIds`` names the input file groups
+(``ClusteringUtils`` / ``getPartitionToReplacedFileIds``), operation type ``CLUSTER``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from hudi_ds.config import ClusteringConfig, WriteConfig
+from hudi_ds.errors import CommitConflictError, InstantNotFoundError, UnsupportedError
+from hudi_ds.faults import crash_point
+from hudi_ds.layout.base_file import write_whole_base_file
+from hudi_ds.layout.bloom_filter import BloomFilterSpec
+from hudi_ds.layout.naming import (
+    base_file_name,
+    file_name_of,
+    file_path,
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from hudi_ds.schema.meta import FILENAME_METADATA_FIELD, clear_meta_values
+from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.compaction_execute import _data_schema_json, _schema_before, _slice_of
+from hudi_ds.services.layout_sort import sort_rows
+from hudi_ds.storage import Storage
+from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
+from hudi_ds.table.table import ReadableTable
+from hudi_ds.table_config import BaseFileFormat
+from hudi_ds.timeline.instant import Instant, State
+from hudi_ds.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
+from hudi_ds.timeline.plans import ClusteringGroup, CompactionOperation, SliceInfo
+from hudi_ds.timeline.view import Visibility
+from hudi_ds.write.assigner import new_file_id
+from hudi_ds.write.markers import create_marker, delete_markers, marked_files
+
+#: ``operationType`` of a clustering's requested and completed metadata
+CLUSTER = "CLUSTER"
+
+
+@dataclass(frozen=True)
+class ClusteringJob:
+    """What executing the groups of clustering ``instant`` needs (small, picklable).
+
+    Attributes:
+        storage: the table's storage.
+        instant: the clustering instant.
+        action: its pending action (``replacecommit`` on layout 1, ``clustering`` on 2).
+        groups: the plan's groups, in plan order.
+        visibility: the instants whose files and log blocks count (completed before it).
+        context: merge context (schema as of the instant, keys, ordering, merge mode).
+        sort_columns: the plan's sort columns (its strategy parameters).
+        layout_strategy: ``hoodie.layout.optimize.strategy``.
+        codec: Parquet codec of the new base files.
+        bloom: the bloom filter of the new base files (None: no meta fields).
+        base_format: the table's base file format.
+        attempt: attempt number (in the write tokens: attempts never share a file name).
+    """
+
+    storage: Storage
+    instant: str
+    action: str
+    groups: tuple[ClusteringGroup, ...]
+    visibility: Visibility
+    context: SliceReadContext
+    sort_columns: tuple[str, ...]
+    layout_strategy: str
+    codec: str
+    bloom: BloomFilterSpec | None
+    base_format: BaseFileFormat = BaseFileFormat.PARQUET
+    attempt: int = 0
+
+
+def prepare_clustering(ctx: ServiceContext, instant: str, attempt: int = 0) -> ClusteringJob:
+    """Read the plan of pending clustering ``instant`` and build its job.
+
+    Raises:
+        InstantNotFoundError: no pending clustering ``instant``.
+    """
+    tl = ctx.timeline()
+    inst = tl.get(instant)
+    if inst is None or inst.is_completed or not tl.is_clustering(inst):
+        raise InstantNotFoundError(f"no pending clustering {instant} on the timeline")
+    plan = tl.read_requested_replace(instant).clustering_plan
+    assert plan is not None  # is_clustering checked it
+    params = (plan.strategy.strategy_params if plan.strategy else None) or {}
+    sort = [c.strip() for c in params.get(ClusteringConfig.SORT_COLUMNS.key, "").split(",")]
+    table = ReadableTable(ctx.state, ctx.options.raw)
+    if table.config.base_file_format is not BaseFileFormat.PARQUET:
+        raise UnsupportedError(
+            f"clustering writes Parquet base files; the table's base file format is "
+            f"{table.config.base_file_format.value}"
+        )
+    read_ctx = dataclasses.replace(
+        table.read_context(), schema=_schema_before(tl, instant, table), log_ranges={}
+    )
+    return ClusteringJob(
+        storage=ctx.storage,
+        instant=instant,
+        action=inst.action,
+        groups=tuple(plan.input_groups or ()),
+        visibility=table.visibility(as_of=instant),
+        context=read_ctx,
+        sort_columns=tuple(c for c in sort if c),
+        layout_strategy=ctx.get(ClusteringConfig.LAYOUT_STRATEGY),
+        codec=ctx.options.get(WriteConfig.PARQUET_CODEC),
+        bloom=BloomFilterSpec.of(ctx.options) if table.config.populate_meta_fields else None,
+        base_format=table.config.base_file_format,
+        attempt=attempt,
+    )
+
+
+def _operation(sl: SliceInfo) -> CompactionOperation:
+    """A plan slice as the compaction's slice reader takes it (file names in its partition)."""
+    base = file_name_of(sl.data_file_path) if sl.data_file_path else None
+    logs = [file_name_of(p) for p in sl.delta_file_paths or []]
+    instant = None
+    if base:
+        parsed = parse_base_file_name(base)
+        instant = parsed.instant_time if parsed is not None else None
+    elif logs:
+        parsed_log = parse_log_file_name(logs[0])
+        instant = parsed_log.instant_time if parsed_log is not None else None
+    return CompactionOperation(
+        base_instant_time=instant,
+        delta_file_paths=logs,
+        data_file_path=base,
+        file_id=sl.file_id,
+        partition_path=sl.partition_path,
+    )
+
+
+def _split(rows: pa.Table, n: int) -> list[pa.Table]:
+    """``rows`` cut into ``n`` consecutive parts of (nearly) equal row counts."""
+    n = max(1, min(n, rows.num_rows))
+    bounds = [rows.num_rows * k // n for k in range(n + 1)]
+    return [rows.slice(bounds[k], bounds[k + 1] - bounds[k]) for k in range(n)]
+
+
+def execute_group(job: ClusteringJob, index: int) -> list[WriteStat]:
+    """Cluster group ``index`` of the plan into new file groups (one task).
+
+    Returns:
+        The write stats of the new base files.
+    """
+    group = job.groups[index]
+    storage = job.storage
+    t0 = time.perf_counter()
+    schema = job.context.schema
+    idx = schema.get_field_index(FILENAME_METADATA_FIELD)
+    columns = None if idx < 0 else [n for n in schema.names if n != FILENAME_METADATA_FIELD]
+    parts = []
+    partition = ""
+    for sl in group.slices or []:
+        fslice = _slice_of(storage, _operation(sl))
+        partition = fslice.partition_path
+        parts.append(
+            read_file_slice(storage, fslice, job.visibility, job.context, ReadStats(), columns)
+        )
+    rows = pa.concat_tables(parts) if parts else pa.table({})
+    rows = sort_rows(rows, job.sort_columns, job.layout_strategy)
+    t_scan = time.perf_counter() - t0
+    out = []
+    for k, chunk in enumerate(_split(rows, group.num_output_file_groups or 1)):
+        t1 = time.perf_counter()
+        fid = new_file_id()
+        token = f"{index}-{job.attempt + 1}-{k}"
+        name = base_file_name(fid, token, job.instant, job.base_format.extension)
+        rel = file_path(partition, name)
+        if idx >= 0:
+            chunk = chunk.add_column(
+                idx, schema.field(idx), pa.repeat(pa.scalar(name, pa.string()), chunk.num_rows)
+            )
+        if not job.context.populate_meta_fields:
+            chunk = clear_meta_values(chunk, file_name=True)
+        create_marker(storage, job.instant, rel, "CREATE")
+        size = write_whole_base_file(job.base_format, storage, rel, chunk, job.codec, job.bloom)
+        crash_point("clustering")
+        out.append(
+            WriteStat(
+                file_id=fid,
+                path=rel,
+                prev_commit="null",
+                num_writes=chunk.num_rows,
+                num_inserts=chunk.num_rows,
+                total_write_bytes=size,
+                partition_path=partition,
+                file_size_in_bytes=size,
+                runtime_stats=RuntimeStats(
+                    total_scan_time=int(t_scan * 1000),
+                    total_create_time=int((time.perf_counter() - t1) * 1000),
+                    total_upsert_time=0,
+                ),
+            )
+        )
+    return out
+
+
+def replaced_file_ids(job: ClusteringJob) -> dict[str, list[str]]:
+    """Partition -> the file groups the clustering replaces (every slice of its plan)."""
+    out: dict[str, list[str]] = {}
+    for g in job.groups:
+        for sl in g.slices or []:
+            out.setdefault(sl.partition_path or "", []).append(sl.file_id or "")
+    return out
+
+
+def check_concurrent_writes(ctx: ServiceContext, job: ClusteringJob) -> None:
+    """Under the table lock before completing: a write that completed after the clustering was
+    planned and touched one of its file groups (``SparkAllowUpdateStrategy``, or a write
+    started before the plan) makes the clustering conflict -- completing it would drop that
+    write's records (Java's ``SimpleConcurrentFileWritesConflictResolutionStrategy`` fails the
+    clustering then).
+
+    Raises:
+        CommitConflictError: naming the write and the file group.
+    """
+    tl = ctx.timeline()
+    ours = {(p, f) for p, fids in replaced_file_ids(job).items() for f in fids}
+    for other in tl.commits():
+        t = other.requested_time
+        if t == job.instant or t in job.visibility.instants:
+            continue
+        md = tl.read_commit_metadata(other)
+        for p, stats in md.partition_to_write_stats.items():
+            for st in stats:
+                if (p, st.file_id or "") in ours:
+                    raise CommitConflictError(
+                        f"clustering {job.instant} conflicts with {t} ({other.action}), which "
+                        f"wrote file group {st.file_id} of partition '{p}' after the "
+                        "clustering was planned; the clustering is rolled back"
+                    )
+
+
+def finish_clustering(
+    ctx: ServiceContext, job: ClusteringJob, stats: Sequence[WriteStat]
+) -> Instant:
+    """Complete clustering ``job.instant`` as a replacecommit (under the table lock with
+    several writers): files of failed attempts dropped, concurrent writes checked.
+
+    Raises:
+        CommitConflictError: a concurrent write touched one of its file groups.
+    """
+    storage = ctx.storage
+    with ctx.locked():
+        check_concurrent_writes(ctx, job)
+        keep = {s.path for s in stats}
+        for path in marked_files(storage, job.instant):
+            if path not in keep:
+                storage.delete(path)
+        md = CommitMetadata(
+            operation_type=CLUSTER,
+            partition_to_replace_file_ids=replaced_file_ids(job),
+            is_replace=True,
+        )
+        for s in stats:
+            md.partition_to_write_stats.setdefault(s.partition_path or "", []).append(s)
+        md.extra_metadata["schema"] = _data_schema_json(ctx, job)  # type: ignore[arg-type]
+        done = ctx.complete(
+            Instant(job.instant, job.action, State.INFLIGHT), md.to_bytes(ctx.layout)
+        )
+    delete_markers(storage, job.instant)
+    return done
