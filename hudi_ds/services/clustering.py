@@ -39,7 +39,12 @@ from dataclasses import dataclass, field
 
 from hudi_ds.concurrency.heartbeat import Heartbeat
 from hudi_ds.config import ClusteringConfig, ConcurrencyConfig
-from hudi_ds.errors import InstantNotFoundError, TimelineError, UnsupportedError
+from hudi_ds.errors import (
+    CommitConflictError,
+    InstantNotFoundError,
+    TimelineError,
+    UnsupportedError,
+)
 from hudi_ds.faults import crash_point
 from hudi_ds.index.core import IndexType, table_index_type
 from hudi_ds.layout.naming import partition_of
@@ -200,11 +205,16 @@ def _run_one(ctx: ServiceContext, c: str) -> ClusteringResult | None:
     try:
         stats = _execute(ctx, job)
         finish_clustering(ctx, job, stats)
-    except BaseException:
+    except BaseException as e:
         log.error("clustering %s failed; rolling the attempt back", c)
         try:
             with ctx.locked(reload=True):
                 rollback_inflight_clustering(ctx, c)
+                if isinstance(e, CommitConflictError):
+                    # the plan names slices a concurrent write has superseded: executed again
+                    # it would drop that write's records, so it goes (the next schedule plans
+                    # the file groups as they are now)
+                    ctx.writer().delete_instant_files(Instant(c, job.action, State.REQUESTED))
         except Exception:  # pragma: no cover - the next run retries the rollback
             log.exception("rolling back clustering %s failed", c)
         raise

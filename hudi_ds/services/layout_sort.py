@@ -22,9 +22,11 @@ from hudi_ds.errors import ConfigError
 def _ranks(rows: pa.Table, columns: Sequence[str], bits: int) -> list[np.ndarray]:
     out = []
     for c in columns:
-        r = pc.rank(rows.column(c), sort_keys="ascending", null_placement="at_start",
-                    tiebreaker="dense")  # fmt: skip
-        a = np.asarray(r.to_numpy(zero_copy_only=False), dtype=np.uint64) - np.uint64(1)
+        col = rows.column(c)
+        r = pc.rank(col, sort_keys="ascending", tiebreaker="dense")  # 1-based, nulls last
+        a = np.asarray(r.to_numpy(zero_copy_only=False), dtype=np.uint64)
+        nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        a = np.where(nulls, np.uint64(0), a)  # nulls first, at 0; values from 1
         top = int(a.max()) if len(a) else 0
         if top >= (1 << bits):  # more distinct values than the dimension holds: scale down
             a = (a.astype(np.float64) * ((1 << bits) - 1) / top).astype(np.uint64)

@@ -1,0 +1,325 @@
+"""Clustering (``hudi_ds.services.clustering``) against a model of the rows.
+
+Each table: 4 insert batches of 24 rows (ids 0..95) over partitions ``a``/``b`` with the SIMPLE
+index and small-file packing off -- 8 small file groups --, then an upsert of 6 ids (MOR: log
+files on 4 file groups) and a delete of 2 ids. Final: 94 rows. Clustering must keep exactly
+those rows (every column, each commit time), in fewer file groups, readable by hudi_ds and
+hudi-rs, with the metadata table on and off.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import fastavro
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import hudi_ds
+from hudi_ds.errors import CommitConflictError, UnsupportedError
+from hudi_ds.faults import EXIT_CODE
+from hudi_ds.services import ServiceContext, clustering
+from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table.table import ReadableTable
+from tests.conftest import assert_rows, hudi_rs_table, run_forked, table_options
+from tests.fixtures import REFERENCE_AVRO_SCHEMAS
+
+COLS = ["id", "ts", "p", "v", "_hoodie_commit_time"]
+DATA = ["id", "ts", "p", "v"]
+
+
+def _opts(table_type: str, version: int, mdt: bool) -> dict[str, str]:
+    return {
+        **table_options("clu", partition="p", table_type=table_type, buckets=None),
+        "hoodie.index.type": "SIMPLE",
+        "hoodie.parquet.small.file.limit": "0",
+        "hoodie.write.table.version": str(version),
+        "hoodie.metadata.enable": str(mdt).lower(),
+        "hoodie.compact.inline": "false",
+        "hoodie.datasource.compaction.async.enable": "false",
+        "hoodie.clean.automatic": "false",
+    }
+
+
+def _batch(ids: list[int], ts: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "ts": pa.array([ts] * len(ids), pa.int64()),
+            "p": ["a" if i % 2 else "b" for i in ids],
+            "v": [float(i * 10 + ts) for i in ids],
+        }
+    )
+
+
+def _build(path: str, opts: dict[str, str]) -> dict[int, tuple]:
+    model: dict[int, tuple] = {}
+    for k in range(4):
+        t = _batch(list(range(k * 24, k * 24 + 24)), 1)
+        hudi_ds.write(path, t, {**opts, "hoodie.datasource.write.operation": "insert"})
+        for r in t.to_pylist():
+            model[r["id"]] = tuple(r[c] for c in DATA)
+    up = _batch([1, 2, 30, 31, 60, 61], 2)
+    hudi_ds.write(path, up, opts)
+    for r in up.to_pylist():
+        model[r["id"]] = tuple(r[c] for c in DATA)
+    hudi_ds.write(
+        path, _batch([5, 50], 3), {**opts, "hoodie.datasource.write.operation": "delete"}
+    )
+    del model[5], model[50]
+    return model
+
+
+def _read(path: str) -> pa.Table:
+    return hudi_ds.read(path)
+
+
+def _check(path: str, model: dict[int, tuple], mdt: bool, version: int) -> None:
+    assert_rows(_read(path), list(model.values()), DATA)
+    rs_opts = {"hoodie.metadata.enable": "true"} if mdt and version >= 8 else None
+    assert_rows(hudi_rs_table(path, rs_opts), list(model.values()), DATA)
+
+
+def _live_groups(path: str) -> dict[str, int]:
+    table = ReadableTable(path)
+    view = FileSystemView(Storage(path), table.config)
+    vis = table.visibility()
+    return {p: len(view.latest_file_slices(p, vis)) for p in view.partitions()}
+
+
+CASES = [
+    ("COPY_ON_WRITE", 6, False),
+    ("MERGE_ON_READ", 6, True),
+    ("COPY_ON_WRITE", 9, True),
+    ("MERGE_ON_READ", 9, False),
+]
+
+
+@pytest.mark.parametrize(("table_type", "version", "mdt"), CASES)
+def test_size_based_clustering(table_type: str, version: int, mdt: bool, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = _opts(table_type, version, mdt)
+    model = _build(path, opts)
+    commit_times = dict(zip(*(_read(path).column(c).to_pylist() for c in ("id", COLS[-1]))))
+    assert _live_groups(path) == {"a": 4, "b": 4}
+    ctx = ServiceContext.open(path, opts)
+    c = clustering.schedule_clustering(ctx)
+    assert c is not None
+    tl = ctx.timeline()
+    pending = tl.get(c)
+    assert pending is not None
+    assert pending.action == ("clustering" if version == 9 else "replacecommit")
+    res = clustering.run_clustering(ServiceContext.open(path, opts))
+    assert [r.instant for r in res] == [c]
+    assert res[0].replaced == 8 and res[0].created == 2 and res[0].rows == len(model)
+    assert _live_groups(path) == {"a": 1, "b": 1}
+    _check(path, model, mdt, version)
+    # each record keeps the commit time it had (preserveHoodieMetadata)
+    after = _read(path)
+    assert dict(zip(*(after.column(c).to_pylist() for c in ("id", COLS[-1])))) == commit_times
+    # the completed replacecommit names the replaced file groups and the new files
+    md = ServiceContext.open(path).timeline().read_commit_metadata(c)
+    assert (md.operation_type or "").upper() == "CLUSTER"
+    assert sorted(len(v) for v in md.partition_to_replace_file_ids.values()) == [4, 4]
+    # writes go on into the new file groups
+    up = _batch([0, 3, 95], 4)
+    hudi_ds.write(path, up, opts)
+    for r in up.to_pylist():
+        model[r["id"]] = tuple(r[c] for c in DATA)
+    _check(path, model, mdt, version)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_plan_decodes_with_hudi_schema(version: int, tmp_path: Path) -> None:
+    """The requested file is a ``HoodieRequestedReplaceMetadata`` Apache Hudi's schema reads."""
+    path = str(tmp_path / "t")
+    opts = _opts("COPY_ON_WRITE", version, False)
+    _build(path, opts)
+    sort = {"hoodie.clustering.plan.strategy.sort.columns": "v,id"}
+    c = clustering.schedule_clustering(ServiceContext.open(path, {**opts, **sort}))
+    name = f"{c}.{'clustering' if version == 9 else 'replacecommit'}.requested"
+    folder = Path(path) / ".hoodie" / ("timeline" if version == 9 else "")
+    schema_file = REFERENCE_AVRO_SCHEMAS / f"HoodieRequestedReplaceMetadata.v{version}.avsc"
+    reader = fastavro.parse_schema(json.loads(schema_file.read_text()))
+    (rec,) = list(fastavro.reader(io.BytesIO((folder / name).read_bytes()), reader))
+    assert rec["operationType"] == "CLUSTER"
+    plan = rec["clusteringPlan"]
+    assert plan["strategy"]["strategyClassName"].endswith("SparkSortAndSizeExecutionStrategy")
+    assert plan["strategy"]["strategyParams"] == {
+        "hoodie.clustering.plan.strategy.sort.columns": "v,id"
+    }
+    assert plan["preserveHoodieMetadata"] is True and plan["version"] == 1
+    slices = [(s["partitionPath"], s["fileId"]) for g in plan["inputGroups"] for s in g["slices"]]
+    assert len(slices) == len(set(slices)) == 8
+    for g in plan["inputGroups"]:
+        assert g["numOutputFileGroups"] == 1
+        assert set(g["metrics"]) >= {"TOTAL_IO_MB", "TOTAL_LOG_FILES"}
+        for s in g["slices"]:
+            # full paths, as Java's getFileSliceInfo records them
+            assert s["dataFilePath"].startswith(path) and s["dataFilePath"].endswith(".parquet")
+
+
+def _zorder(x: int, y: int, bits: int = 32) -> int:
+    out = 0
+    for b in range(bits):
+        out |= ((x >> b) & 1) << (2 * b + 1)
+        out |= ((y >> b) & 1) << (2 * b)
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["linear", "z-order", "hilbert"])
+def test_sorted_clustering(strategy: str, tmp_path: Path) -> None:
+    """Every new file is in the strategy's order of the sort columns; files of one group hold
+    consecutive runs of that order."""
+    path = str(tmp_path / "t")
+    opts = {**_opts("COPY_ON_WRITE", 6, False), "hoodie.datasource.write.partitionpath.field": ""}
+    rng = np.random.default_rng(7)
+    cells = rng.permutation(256)  # every (x, y) of a 16 x 16 grid once, in random order
+    model = {}
+    for k in range(2):
+        part = cells[k * 128 : (k + 1) * 128]
+        t = pa.table(
+            {
+                "id": pa.array(part, pa.int64()),
+                "ts": pa.array([1] * 128, pa.int64()),
+                "x": pa.array(part // 16, pa.int64()),
+                "y": pa.array(part % 16, pa.int64()),
+            }
+        )
+        hudi_ds.write(path, t, {**opts, "hoodie.datasource.write.operation": "insert"})
+        model.update({r["id"]: (r["id"], r["ts"], r["x"], r["y"]) for r in t.to_pylist()})
+    sort = {
+        "hoodie.clustering.plan.strategy.sort.columns": "x,y",
+        "hoodie.layout.optimize.strategy": strategy,
+        "hoodie.clustering.plan.strategy.target.file.max.bytes": "3000",
+    }
+    ctx = ServiceContext.open(path, {**opts, **sort})
+    clustering.schedule_clustering(ctx)
+    (res,) = clustering.run_clustering(ServiceContext.open(path, {**opts, **sort}))
+    assert res.created > 1
+    files = sorted((Path(path) / s.path for s in res.stats), key=lambda p: p.name)
+    seq = []
+    for f in files:
+        t = pq.read_table(f, columns=["x", "y"])
+        seq.append(list(zip(t.column("x").to_pylist(), t.column("y").to_pylist(), strict=True)))
+    if strategy == "linear":
+        keys = [[pt for pt in rows] for rows in seq]
+    elif strategy == "z-order":
+        keys = [[_zorder(x, y) for x, y in rows] for rows in seq]
+    for rows in seq if strategy == "hilbert" else []:
+        # the Hilbert curve steps from a cell to a neighbour: consecutive rows are adjacent
+        for (x0, y0), (x1, y1) in zip(rows, rows[1:], strict=False):
+            assert abs(x0 - x1) + abs(y0 - y1) == 1, (x0, y0, x1, y1)
+    if strategy != "hilbert":
+        for k in keys:
+            assert k == sorted(k)
+        # the files of the group cut one order: their ranges do not overlap
+        flat = [v for k in sorted(keys, key=lambda k: k[0]) for v in k]
+        assert flat == sorted(flat)
+    assert_rows(_read(path), list(model.values()), ["id", "ts", "x", "y"])
+
+
+@pytest.mark.parametrize("spec", ["service_plan:1", "clustering:1", "service_written:1"])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_killed_clustering_resumes(spec: str, table_type: str, tmp_path: Path) -> None:
+    """A clustering killed at each step: the rows stay the model's; the next run rolls a
+    left-over attempt back and completes the plan."""
+    path = str(tmp_path / "t")
+    opts = _opts(table_type, 6, True)
+    model = _build(path, opts)
+
+    def run() -> None:
+        ctx = ServiceContext.open(path, opts)
+        clustering.run_clustering(ctx, clustering.schedule_clustering(ctx))
+
+    assert run_forked(run, spec) == EXIT_CODE
+    _check(path, model, True, 6)
+    # a writer in between neither rolls the clustering back nor loses rows
+    res = clustering.run_clustering(ServiceContext.open(path, opts))
+    tl = ServiceContext.open(path).timeline()
+    if spec == "clustering:1":
+        assert len(res) == 1 and res[0].rows == len(model)
+        # the killed attempt's files went with a rollback
+        assert tl.completed().filter_actions("rollback")
+    else:  # killed before its plan was written, or after its completion was
+        assert res == []
+    done = [i for i in tl.commits() if tl.is_clustering(i)]
+    assert len(done) == (0 if spec == "service_plan:1" else 1)
+    assert not clustering.pending_clusterings(ServiceContext.open(path).reload_timeline())
+    _check(path, model, True, 6)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_update_into_pending_clustering_is_rejected(table_type: str, tmp_path: Path) -> None:
+    """Java's default update strategy: a write touching a file group of a pending clustering
+    fails naming it; the clustering then runs, and the same write succeeds afterwards."""
+    path = str(tmp_path / "t")
+    opts = _opts(table_type, 6, True)
+    model = _build(path, opts)
+    c = clustering.schedule_clustering(ServiceContext.open(path, opts))
+    assert c is not None
+    up = _batch([0, 7], 9)
+    with pytest.raises(CommitConflictError, match=f"pending clustering {c} rewrites"):
+        hudi_ds.write(path, up, opts)
+    _check(path, model, True, 6)  # the refused write left nothing visible
+    # inserts of new keys go to new file groups and commit beside the plan
+    new = _batch([200, 201], 9)
+    hudi_ds.write(path, new, {**opts, "hoodie.datasource.write.operation": "insert"})
+    for r in new.to_pylist():
+        model[r["id"]] = tuple(r[c] for c in DATA)
+    (res,) = clustering.run_clustering(ServiceContext.open(path, opts))
+    assert res.instant == c
+    hudi_ds.write(path, up, opts)
+    for r in up.to_pylist():
+        model[r["id"]] = tuple(r[c] for c in DATA)
+    _check(path, model, True, 6)
+
+
+def test_allowed_update_makes_clustering_conflict(tmp_path: Path) -> None:
+    """``SparkAllowUpdateStrategy``: the write commits; the clustering conflicts, is rolled
+    back with its stale plan, and a new plan clusters the table with the update in."""
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("MERGE_ON_READ", 9, True),
+        "hoodie.clustering.updates.strategy": "SparkAllowUpdateStrategy",
+    }
+    model = _build(path, opts)
+    c = clustering.schedule_clustering(ServiceContext.open(path, opts))
+    up = _batch([0, 7], 9)
+    hudi_ds.write(path, up, opts)
+    for r in up.to_pylist():
+        model[r["id"]] = tuple(r[c] for c in DATA)
+    with pytest.raises(CommitConflictError, match=f"clustering {c} conflicts"):
+        clustering.run_clustering(ServiceContext.open(path, opts))
+    assert not clustering.pending_clusterings(ServiceContext.open(path).reload_timeline())
+    _check(path, model, True, 9)
+    clustering.schedule_clustering(ServiceContext.open(path, opts))
+    assert clustering.run_clustering(ServiceContext.open(path, opts))
+    _check(path, model, True, 9)
+
+
+def test_inline_clustering_and_bucket_refusal(tmp_path: Path) -> None:
+    """``hoodie.clustering.inline``: every ``...inline.max.commits`` commits; a bucket-index
+    table is refused with the reason, and left unchanged."""
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("COPY_ON_WRITE", 6, False),
+        "hoodie.clustering.inline": "true",
+        "hoodie.clustering.inline.max.commits": "3",
+    }
+    for k in range(3):
+        hudi_ds.write(path, _batch(list(range(k * 10, k * 10 + 10)), 1), opts)
+    tl = ServiceContext.open(path).timeline()
+    done = [i for i in tl.commits() if tl.is_clustering(i)]
+    assert len(done) == 1 and _live_groups(path) == {"a": 1, "b": 1}
+    bucket = str(tmp_path / "b")
+    hudi_ds.write(bucket, _batch(list(range(10)), 1), table_options("b", partition="p"))
+    before = sorted(p.name for p in (Path(bucket) / ".hoodie").iterdir())
+    with pytest.raises(UnsupportedError, match="bucket index"):
+        clustering.schedule_clustering(ServiceContext.open(bucket))
+    assert sorted(p.name for p in (Path(bucket) / ".hoodie").iterdir()) == before
