@@ -63,7 +63,8 @@ def cmd_clustering(cmd: Command) -> int:
             slices = 0
             if c is not None:
                 plan = ctx.timeline().read_requested_replace(c).clustering_plan
-                slices = sum(len(g.slices or []) for g in (plan.input_groups or []) if plan)
+                groups = (plan.input_groups or []) if plan is not None else []
+                slices = sum(len(g.slices or []) for g in groups)
             cmd.emit(
                 {"scheduled": c, "file_slices": slices},
                 lambda: (

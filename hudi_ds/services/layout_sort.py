@@ -26,7 +26,8 @@ def _ranks(rows: pa.Table, columns: Sequence[str], bits: int) -> list[np.ndarray
         r = pc.rank(col, sort_keys="ascending", tiebreaker="dense")  # 1-based, nulls last
         a = np.asarray(r.to_numpy(zero_copy_only=False), dtype=np.uint64)
         nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        a = np.where(nulls, np.uint64(0), a)  # nulls first, at 0; values from 1
+        # the dense rank from 0, null being the smallest value when there are nulls
+        a = np.where(nulls, np.uint64(0), a) if nulls.any() else a - np.uint64(1)
         top = int(a.max()) if len(a) else 0
         if top >= (1 << bits):  # more distinct values than the dimension holds: scale down
             a = (a.astype(np.float64) * ((1 << bits) - 1) / top).astype(np.uint64)

@@ -10,6 +10,7 @@ hudi-rs, with the metadata table on and off.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from pathlib import Path
 
@@ -68,9 +69,7 @@ def _build(path: str, opts: dict[str, str]) -> dict[int, tuple]:
     hudi_ds.write(path, up, opts)
     for r in up.to_pylist():
         model[r["id"]] = tuple(r[c] for c in DATA)
-    hudi_ds.write(
-        path, _batch([5, 50], 3), {**opts, "hoodie.datasource.write.operation": "delete"}
-    )
+    hudi_ds.write(path, _batch([5, 50], 3), {**opts, "hoodie.datasource.write.operation": "delete"})
     del model[5], model[50]
     return model
 
@@ -83,6 +82,11 @@ def _check(path: str, model: dict[int, tuple], mdt: bool, version: int) -> None:
     assert_rows(_read(path), list(model.values()), DATA)
     rs_opts = {"hoodie.metadata.enable": "true"} if mdt and version >= 8 else None
     assert_rows(hudi_rs_table(path, rs_opts), list(model.values()), DATA)
+
+
+def _commit_times(t: pa.Table) -> dict[int, str]:
+    ids, times = t.column("id").to_pylist(), t.column("_hoodie_commit_time").to_pylist()
+    return dict(zip(ids, times, strict=True))
 
 
 def _live_groups(path: str) -> dict[str, int]:
@@ -105,7 +109,7 @@ def test_size_based_clustering(table_type: str, version: int, mdt: bool, tmp_pat
     path = str(tmp_path / "t")
     opts = _opts(table_type, version, mdt)
     model = _build(path, opts)
-    commit_times = dict(zip(*(_read(path).column(c).to_pylist() for c in ("id", COLS[-1]))))
+    commit_times = _commit_times(_read(path))
     assert _live_groups(path) == {"a": 4, "b": 4}
     ctx = ServiceContext.open(path, opts)
     c = clustering.schedule_clustering(ctx)
@@ -121,7 +125,7 @@ def test_size_based_clustering(table_type: str, version: int, mdt: bool, tmp_pat
     _check(path, model, mdt, version)
     # each record keeps the commit time it had (preserveHoodieMetadata)
     after = _read(path)
-    assert dict(zip(*(after.column(c).to_pylist() for c in ("id", COLS[-1])))) == commit_times
+    assert _commit_times(after) == commit_times
     # the completed replacecommit names the replaced file groups and the new files
     md = ServiceContext.open(path).timeline().read_commit_metadata(c)
     assert (md.operation_type or "").upper() == "CLUSTER"
@@ -196,12 +200,15 @@ def test_sorted_clustering(strategy: str, tmp_path: Path) -> None:
     sort = {
         "hoodie.clustering.plan.strategy.sort.columns": "x,y",
         "hoodie.layout.optimize.strategy": strategy,
-        "hoodie.clustering.plan.strategy.target.file.max.bytes": "3000",
+        # about 4 new files
+        "hoodie.clustering.plan.strategy.target.file.max.bytes": str(
+            sum(f.stat().st_size for f in Path(path).glob("*.parquet")) // 4 + 1
+        ),
     }
     ctx = ServiceContext.open(path, {**opts, **sort})
     clustering.schedule_clustering(ctx)
     (res,) = clustering.run_clustering(ServiceContext.open(path, {**opts, **sort}))
-    assert res.created > 1
+    assert res.created == 4
     files = sorted((Path(path) / s.path for s in res.stats), key=lambda p: p.name)
     seq = []
     for f in files:
@@ -213,7 +220,7 @@ def test_sorted_clustering(strategy: str, tmp_path: Path) -> None:
         keys = [[_zorder(x, y) for x, y in rows] for rows in seq]
     for rows in seq if strategy == "hilbert" else []:
         # the Hilbert curve steps from a cell to a neighbour: consecutive rows are adjacent
-        for (x0, y0), (x1, y1) in zip(rows, rows[1:], strict=False):
+        for (x0, y0), (x1, y1) in itertools.pairwise(rows):
             assert abs(x0 - x1) + abs(y0 - y1) == 1, (x0, y0, x1, y1)
     if strategy != "hilbert":
         for k in keys:
@@ -323,3 +330,72 @@ def test_inline_clustering_and_bucket_refusal(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedError, match="bucket index"):
         clustering.schedule_clustering(ServiceContext.open(bucket))
     assert sorted(p.name for p in (Path(bucket) / ".hoodie").iterdir()) == before
+
+
+def test_readme_snippet(tmp_path: Path) -> None:
+    """The README's clustering snippet runs as written, on a table with small files."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Clustering", 1)[1]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    path = str(tmp_path / "t")
+    opts = _opts("MERGE_ON_READ", 6, False)
+    for k in range(3):
+        t = _batch(list(range(k * 8, k * 8 + 8)), 1).append_column("city", pa.array(["x"] * 8))
+        hudi_ds.write(path, t, {**opts, "hoodie.datasource.write.operation": "insert"})
+    scope: dict[str, object] = {"path": path}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert scope["instant"] is not None
+    assert [r.instant for r in scope["results"]] == [scope["instant"]]  # type: ignore[attr-defined]
+    assert _live_groups(path) == {"a": 1, "b": 1}
+
+
+def test_cli(tmp_path: Path) -> None:
+    """``hudi-py clustering schedule|list|run`` (JSON), and the bucket refusal's exit code."""
+    from hudi_ds.cli import main
+
+    path = str(tmp_path / "t")
+    opts = _opts("COPY_ON_WRITE", 6, False)
+    model = _build(path, opts)
+
+    def cli(*args: str, expect: int = 0) -> dict:
+        out, err = io.StringIO(), io.StringIO()
+        assert main([*args, "--json"], out, err) == expect, err.getvalue()
+        return json.loads(out.getvalue()) if expect == 0 else {}
+
+    c = cli("clustering", "schedule", path)["scheduled"]
+    (pending,) = cli("clustering", "list", path)["pending"]
+    assert pending["instant"] == c and pending["file_slices"] == 8
+    (done,) = cli("clustering", "run", path)["clusterings"]
+    assert done["instant"] == c and done["rows"] == len(model)
+    assert cli("clustering", "list", path)["pending"] == []
+    assert_rows(_read(path), list(model.values()), DATA)
+    bucket = str(tmp_path / "b")
+    hudi_ds.write(bucket, _batch(list(range(10)), 1), table_options("b", partition="p"))
+    cli("clustering", "schedule", bucket, expect=5)
+
+
+def test_record_index_follows_and_cleaner_removes_replaced(tmp_path: Path) -> None:
+    """A RECORD_INDEX table (metadata table, version 9): after clustering, updates find their
+    keys in the new file groups (the record index followed the move); the cleaner deletes the
+    replaced file groups once the replacecommit is past its retention."""
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("COPY_ON_WRITE", 9, True),
+        "hoodie.index.type": "RECORD_INDEX",
+        "hoodie.metadata.record.index.enable": "true",
+    }
+    model = _build(path, opts)
+    (res,) = clustering.run_clustering(
+        ServiceContext.open(path, opts), clustering.schedule_clustering(ServiceContext.open(path))
+    )
+    replaced = {p for p in Path(path).glob("*/*.parquet") if res.instant not in p.name}
+    assert "record_index" in (Path(path) / ".hoodie" / "hoodie.properties").read_text()
+    for ts in (5, 6):
+        up = _batch([0, 1, 33], ts)
+        hudi_ds.write(path, up, {**opts, "hoodie.clean.automatic": "true",
+                                 "hoodie.cleaner.commits.retained": "1"})  # fmt: skip
+        for r in up.to_pylist():
+            model[r["id"]] = tuple(r[c] for c in DATA)
+    assert _live_groups(path) == {"a": 1, "b": 1}
+    assert not any(p.exists() for p in replaced)
+    _check(path, model, True, 9)
