@@ -169,6 +169,7 @@ def run_clustering(ctx: ServiceContext, instant: str | None = None) -> list[Clus
         InstantNotFoundError: ``instant`` is not a pending clustering.
     """
     ctx.require_writable("clustering")
+    _refuse_bucket_index(ctx)
     tl = ctx.reload_timeline()
     todo = pending_clusterings(tl)
     if instant is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from hudi_ds.config import ClusteringConfig, WriteConfig
+from hudi_ds.config.clustering import EXECUTION_STRATEGY_CLASS
 from hudi_ds.errors import CommitConflictError, InstantNotFoundError, UnsupportedError
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.base_file import write_whole_base_file
@@ -94,6 +95,14 @@ def prepare_clustering(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
         raise InstantNotFoundError(f"no pending clustering {instant} on the timeline")
     plan = tl.read_requested_replace(instant).clustering_plan
     assert plan is not None  # is_clustering checked it
+    strategy_class = (plan.strategy.strategy_class_name if plan.strategy else None) or ""
+    if strategy_class.rsplit(".", 1)[-1] != EXECUTION_STRATEGY_CLASS.rsplit(".", 1)[-1]:
+        # e.g. Java's SparkSingleFileSortExecutionStrategy (keeps file ids) or the consistent
+        # hashing one (splits and merges buckets): other outputs than new file groups
+        raise UnsupportedError(
+            f"clustering {instant} asks for execution strategy {strategy_class or '(none)'}; "
+            f"hudi_ds executes {EXECUTION_STRATEGY_CLASS} only"
+        )
     params = (plan.strategy.strategy_params if plan.strategy else None) or {}
     sort = [c.strip() for c in params.get(ClusteringConfig.SORT_COLUMNS.key, "").split(",")]
     table = ReadableTable(ctx.state, ctx.options.raw)
@@ -113,7 +122,9 @@ def prepare_clustering(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
         visibility=table.visibility(as_of=instant),
         context=read_ctx,
         sort_columns=tuple(c for c in sort if c),
-        layout_strategy=ctx.get(ClusteringConfig.LAYOUT_STRATEGY),
+        layout_strategy=params.get(
+            ClusteringConfig.LAYOUT_STRATEGY.key, ctx.get(ClusteringConfig.LAYOUT_STRATEGY)
+        ),
         codec=ctx.options.get(WriteConfig.PARQUET_CODEC),
         bloom=BloomFilterSpec.of(ctx.options) if table.config.populate_meta_fields else None,
         base_format=table.config.base_file_format,

@@ -26,7 +26,12 @@ from __future__ import annotations
 import math
 import re
 
-from hudi_ds.config import ClusteringConfig, PartitionFilterMode, WriteConfig
+from hudi_ds.config import (
+    ClusteringConfig,
+    LayoutOptimizeStrategy,
+    PartitionFilterMode,
+    WriteConfig,
+)
 from hudi_ds.errors import ConfigError
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.services.base import ServiceContext
@@ -172,7 +177,21 @@ def plan_clustering(ctx: ServiceContext, tl: Timeline | None = None) -> Clusteri
     groups = groups[:max_groups]
     if not groups:
         return None
-    params = {ClusteringConfig.SORT_COLUMNS.key: ",".join(sort_columns)} if sort_columns else {}
+    params = {}
+    if sort_columns:
+        missing = [c for c in sort_columns if c not in table.schema.names]
+        if missing:
+            raise ConfigError(
+                f"option '{ClusteringConfig.SORT_COLUMNS.key}' names {missing[0]!r}, which is "
+                f"not a column of the table ({', '.join(table.schema.names)})"
+            )
+        params[ClusteringConfig.SORT_COLUMNS.key] = ",".join(sort_columns)
+        layout = ctx.get(ClusteringConfig.LAYOUT_STRATEGY)
+        if layout != LayoutOptimizeStrategy.LINEAR.value:
+            # Java's executor reads the layout from its write config; recorded here too (an
+            # extra parameter Java ignores) so that a run without the option keeps the order
+            # the plan was scheduled with
+            params[ClusteringConfig.LAYOUT_STRATEGY.key] = layout
     return ClusteringPlan(
         input_groups=groups,
         strategy=ClusteringStrategy(

@@ -399,3 +399,44 @@ def test_record_index_follows_and_cleaner_removes_replaced(tmp_path: Path) -> No
     assert _live_groups(path) == {"a": 1, "b": 1}
     assert not any(p.exists() for p in replaced)
     _check(path, model, True, 9)
+
+
+def _tree(path: str) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(Path(path).rglob("*")) if p.is_file()}
+
+
+def test_refusals_leave_the_table_unchanged(tmp_path: Path) -> None:
+    """Bad options and plans hudi_ds cannot execute are refused by name, before anything is
+    written."""
+    from hudi_ds.config import ClusteringConfig
+    from hudi_ds.errors import ConfigError
+    from hudi_ds.services.clustering_plan import plan_clustering, requested_metadata
+
+    path = str(tmp_path / "t")
+    opts = _opts("MERGE_ON_READ", 9, True)
+    _build(path, opts)
+    before = _tree(path)
+    bad = {
+        "hoodie.clustering.plan.strategy.sort.columns": "v,nope",
+        "hoodie.clustering.preserve.commit.metadata": "false",
+        "hoodie.layout.optimize.strategy": "spiral",
+        "hoodie.clustering.execution.strategy.class": "SparkSingleFileSortExecutionStrategy",
+        "hoodie.clustering.plan.partition.filter.mode": "SELECTED_PARTITIONS",
+    }
+    for key, value in bad.items():
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            clustering.schedule_clustering(ServiceContext.open(path, {**opts, key: value}))
+    assert _tree(path) == before
+    # a plan of another execution strategy (Java's single-file sort keeps file ids)
+    ctx = ServiceContext.open(path, opts)
+    plan = plan_clustering(ctx)
+    assert plan is not None and plan.strategy is not None
+    plan.strategy.strategy_class_name = (
+        "org.apache.hudi.client.clustering.run.strategy.SparkSingleFileSortExecutionStrategy"
+    )
+    ctx.new_instant("clustering", requested_metadata(plan).to_bytes())
+    before = _tree(path)
+    with pytest.raises(UnsupportedError, match="SparkSingleFileSortExecutionStrategy"):
+        clustering.run_clustering(ServiceContext.open(path, opts))
+    assert _tree(path) == before
+    assert ClusteringConfig.UPDATES_STRATEGY.default.endswith("SparkRejectUpdateStrategy")
