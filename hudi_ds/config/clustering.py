@@ -110,6 +110,14 @@ class ClusteringConfig:
         parse_positive,
         "Commits after the last clustering that make inline clustering due.",
     )
+    ASYNC = ConfigProperty(
+        "hoodie.clustering.async.enabled",
+        False,
+        parse_bool,
+        "Schedule a clustering after a commit once due and run it off the write path: the "
+        "Spark streaming sink's background process runs it (beside its compactions); the "
+        "embedded API runs it right after the commit.",
+    )
     SCHEDULE_INLINE = ConfigProperty(
         "hoodie.clustering.schedule.inline",
         False,

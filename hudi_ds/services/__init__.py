@@ -101,7 +101,7 @@ def run_post_commit_services(
         ctx = ServiceContext(state, client.options, track_keys=track_keys)
         if config.is_mor:
             done += compaction.run_inline_compaction(ctx, async_compactor, datasource=datasource)
-        clustering.run_inline_clustering(ctx)
+        clustering.run_inline_clustering(ctx, async_compactor)
         if ctx.get(ServiceConfig.CLEAN_AUTOMATIC):
             tl = ctx.timeline()
             if clean.clean_due(ctx, tl) and clean.may_have_work(ctx, tl):

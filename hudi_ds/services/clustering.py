@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hudi_ds.concurrency.heartbeat import Heartbeat
@@ -317,14 +318,28 @@ def clustering_due(ctx: ServiceContext, tl: Timeline | None = None) -> bool:
     return n >= ctx.get(ClusteringConfig.INLINE_MAX_COMMITS)
 
 
-def run_inline_clustering(ctx: ServiceContext) -> list[ClusteringResult]:
-    """The post-commit clustering of a writer: with ``hoodie.clustering.inline`` schedule one
-    when due and execute the pending ones; with ``hoodie.clustering.schedule.inline`` only
-    schedule (``BaseHoodieTableServiceClient.inlineClustering`` / ``inlineScheduleClustering``).
-    A bucket-index table is skipped (with a warning)."""
+def run_inline_clustering(
+    ctx: ServiceContext, async_runner: Callable[[ServiceContext], object] | None = None
+) -> list[ClusteringResult]:
+    """The post-commit clustering of a writer, once due (:func:`clustering_due`):
+
+    * ``hoodie.clustering.inline``: schedule and execute in the commit
+      (``BaseHoodieTableServiceClient.inlineClustering``);
+    * else ``hoodie.clustering.async.enabled``: schedule, then hand the pending clusterings to
+      ``async_runner`` (the streaming sink's background process,
+      :func:`hudi_ds.services.background.start_compactor`) -- without one (the embedded API)
+      execute them right after the commit;
+    * else ``hoodie.clustering.schedule.inline``: schedule only.
+
+    A bucket-index table is skipped (with a warning).
+
+    Returns:
+        The clusterings completed here.
+    """
     inline = ctx.get(ClusteringConfig.INLINE)
+    run_async = not inline and ctx.get(ClusteringConfig.ASYNC)
     schedule_only = ctx.get(ClusteringConfig.SCHEDULE_INLINE)
-    if not (inline or schedule_only) or not clustering_due(ctx):
+    if not (inline or run_async or schedule_only) or not clustering_due(ctx):
         return []
     try:
         _refuse_bucket_index(ctx)
@@ -334,7 +349,10 @@ def run_inline_clustering(ctx: ServiceContext) -> list[ClusteringResult]:
     if _pending_writes(ctx.timeline()) and not ctx.multi_writer:
         log.info("clustering not scheduled: writes are pending")
         return []
-    c = schedule_clustering(ctx)
-    if not inline:
+    schedule_clustering(ctx)
+    if not pending_clusterings(ctx.timeline()) or not (inline or run_async):
         return []
-    return run_clustering(ctx) if c is not None or pending_clusterings(ctx.timeline()) else []
+    if run_async and async_runner is not None:
+        async_runner(ctx)
+        return []
+    return run_clustering(ctx)

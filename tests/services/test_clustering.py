@@ -440,3 +440,35 @@ def test_refusals_leave_the_table_unchanged(tmp_path: Path) -> None:
         clustering.run_clustering(ServiceContext.open(path, opts))
     assert _tree(path) == before
     assert ClusteringConfig.UPDATES_STRATEGY.default.endswith("SparkRejectUpdateStrategy")
+
+
+def test_async_clustering_hands_plans_to_the_background_runner(tmp_path: Path) -> None:
+    """``hoodie.clustering.async.enabled``: a commit of the streaming sink schedules the plan
+    and hands it to its background process (``async_compactor``), whose body runs it; the
+    embedded API runs it right after the commit."""
+    from hudi_ds.services import background
+
+    path = str(tmp_path / "t")
+    opts = {**_opts("MERGE_ON_READ", 6, False), "hoodie.clustering.inline.max.commits": "2"}
+    model: dict[int, tuple] = {}
+    for k in range(2):
+        t = _batch(list(range(k * 10, k * 10 + 10)), 1)
+        hudi_ds.write(path, t, {**opts, "hoodie.datasource.write.operation": "insert"})
+        model.update({r["id"]: tuple(r[c] for c in DATA) for r in t.to_pylist()})
+    on = {**opts, "hoodie.clustering.async.enabled": "true"}
+    handed: list[ServiceContext] = []
+    assert clustering.run_inline_clustering(ServiceContext.open(path, on), handed.append) == []
+    assert len(handed) == 1
+    (c,) = clustering.pending_clusterings(ServiceContext.open(path).timeline())
+    assert background.run_pending(path, on) == 1
+    tl = ServiceContext.open(path).timeline()
+    assert not clustering.pending_clusterings(tl) and tl.get(c.requested_time).is_completed
+    assert _live_groups(path) == {"a": 1, "b": 1}
+    assert_rows(_read(path), list(model.values()), DATA)
+    # the embedded API: run right after the commit that scheduled it
+    for k in range(2, 4):
+        t = _batch(list(range(k * 10, k * 10 + 10)), 1)
+        hudi_ds.write(path, t, {**on, "hoodie.datasource.write.operation": "insert"})
+        model.update({r["id"]: tuple(r[c] for c in DATA) for r in t.to_pylist()})
+    assert _live_groups(path) == {"a": 1, "b": 1}
+    assert_rows(_read(path), list(model.values()), DATA)
