@@ -472,3 +472,53 @@ def test_async_clustering_hands_plans_to_the_background_runner(tmp_path: Path) -
         model.update({r["id"]: tuple(r[c] for c in DATA) for r in t.to_pylist()})
     assert _live_groups(path) == {"a": 1, "b": 1}
     assert_rows(_read(path), list(model.values()), DATA)
+
+
+@pytest.mark.parametrize("strategy", ["SparkRejectUpdateStrategy", "SparkAllowUpdateStrategy"])
+def test_writer_beside_running_clustering_under_occ(
+    strategy: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Optimistic concurrency control, a writer updating a clustered file group while the
+    clustering executes (a hook after its first group is written, deterministic): rejected
+    (the default), or committed -- then the clustering conflicts and is rolled back. Either
+    way every row is the model's."""
+    from tests.conftest import OCC_OPTIONS
+
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("MERGE_ON_READ", 9, True),
+        **OCC_OPTIONS,
+        "hoodie.clustering.updates.strategy": strategy,
+    }
+    model = _build(path, opts)
+    up = _batch([0, 7], 9)
+    outcome: list[object] = []
+    real = clustering.execute_group
+
+    def group_then_write(job: object, index: int) -> object:
+        stats = real(job, index)  # type: ignore[arg-type]
+        if index == 0:
+            try:
+                hudi_ds.write(path, up, opts)
+                outcome.append("committed")
+            except CommitConflictError as e:
+                outcome.append(e)
+        return stats
+
+    monkeypatch.setattr(clustering, "execute_group", group_then_write)
+    c = clustering.schedule_clustering(ServiceContext.open(path, opts))
+    if strategy == "SparkRejectUpdateStrategy":
+        (res,) = clustering.run_clustering(ServiceContext.open(path, opts))
+        assert res.instant == c
+        (err,) = outcome
+        assert isinstance(err, CommitConflictError) and f"pending clustering {c}" in str(err)
+    else:
+        with pytest.raises(CommitConflictError, match=f"clustering {c} conflicts"):
+            clustering.run_clustering(ServiceContext.open(path, opts))
+        assert outcome == ["committed"]
+        model.update({r["id"]: tuple(r[k] for k in DATA) for r in up.to_pylist()})
+        assert _live_groups(path) == {"a": 4, "b": 4}
+    tl = ServiceContext.open(path).reload_timeline()
+    assert not clustering.pending_clusterings(tl)
+    assert not [i for i in tl if not i.is_completed]
+    _check(path, model, True, 9)
