@@ -231,13 +231,25 @@ def test_sorted_clustering(strategy: str, tmp_path: Path) -> None:
     assert_rows(_read(path), list(model.values()), ["id", "ts", "x", "y"])
 
 
-@pytest.mark.parametrize("spec", ["service_plan:1", "clustering:1", "service_written:1"])
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_killed_clustering_resumes(spec: str, table_type: str, tmp_path: Path) -> None:
-    """A clustering killed at each step: the rows stay the model's; the next run rolls a
-    left-over attempt back and completes the plan."""
+KILLS = [
+    ("COPY_ON_WRITE", 6, "service_plan:1"),
+    ("COPY_ON_WRITE", 6, "clustering:1"),
+    ("MERGE_ON_READ", 6, "service_written:1"),
+    ("MERGE_ON_READ", 9, "clustering:2"),
+    ("COPY_ON_WRITE", 9, "service_written:1"),
+    ("MERGE_ON_READ", 9, "service_plan:1"),
+]
+
+
+@pytest.mark.parametrize(("table_type", "version", "spec"), KILLS)
+def test_killed_clustering_resumes(
+    table_type: str, version: int, spec: str, tmp_path: Path
+) -> None:
+    """A clustering killed at each step (before its plan, after a new file, after its
+    completed file): the rows stay the model's; the next run rolls a left-over attempt back
+    and completes the plan."""
     path = str(tmp_path / "t")
-    opts = _opts(table_type, 6, True)
+    opts = _opts(table_type, version, True)
     model = _build(path, opts)
 
     def run() -> None:
@@ -245,11 +257,10 @@ def test_killed_clustering_resumes(spec: str, table_type: str, tmp_path: Path) -
         clustering.run_clustering(ctx, clustering.schedule_clustering(ctx))
 
     assert run_forked(run, spec) == EXIT_CODE
-    _check(path, model, True, 6)
-    # a writer in between neither rolls the clustering back nor loses rows
+    _check(path, model, True, version)
     res = clustering.run_clustering(ServiceContext.open(path, opts))
     tl = ServiceContext.open(path).timeline()
-    if spec == "clustering:1":
+    if spec.startswith("clustering:"):
         assert len(res) == 1 and res[0].rows == len(model)
         # the killed attempt's files went with a rollback
         assert tl.completed().filter_actions("rollback")
@@ -258,7 +269,33 @@ def test_killed_clustering_resumes(spec: str, table_type: str, tmp_path: Path) -
     done = [i for i in tl.commits() if tl.is_clustering(i)]
     assert len(done) == (0 if spec == "service_plan:1" else 1)
     assert not clustering.pending_clusterings(ServiceContext.open(path).reload_timeline())
-    _check(path, model, True, 6)
+    _check(path, model, True, version)
+
+
+def test_killed_clustering_whose_rollback_is_killed(tmp_path: Path) -> None:
+    """Killed mid-way, then the next run killed while rolling that attempt back: the run after
+    finishes the rollback with its plan and completes the clustering; a writer in between
+    leaves the pending clustering alone."""
+    path = str(tmp_path / "t")
+    opts = _opts("MERGE_ON_READ", 9, True)
+    model = _build(path, opts)
+
+    def run() -> None:
+        ctx = ServiceContext.open(path, opts)
+        clustering.run_clustering(ctx, clustering.schedule_clustering(ctx))
+
+    assert run_forked(run, "clustering:1") == EXIT_CODE
+    again = lambda: clustering.run_clustering(ServiceContext.open(path, opts))  # noqa: E731
+    assert run_forked(again, "rollback:1") == EXIT_CODE
+    new = _batch([300, 301], 5)  # new keys: new file groups, beside the pending plan
+    hudi_ds.write(path, new, {**opts, "hoodie.datasource.write.operation": "insert"})
+    model.update({r["id"]: tuple(r[k] for k in DATA) for r in new.to_pylist()})
+    (c,) = clustering.pending_clusterings(ServiceContext.open(path).timeline())
+    (res,) = clustering.run_clustering(ServiceContext.open(path, opts))
+    assert res.instant == c.requested_time
+    tl = ServiceContext.open(path).reload_timeline()
+    assert not [i for i in tl if not i.is_completed]
+    _check(path, model, True, 9)
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
