@@ -559,3 +559,34 @@ def test_writer_beside_running_clustering_under_occ(
     assert not clustering.pending_clusterings(tl)
     assert not [i for i in tl if not i.is_completed]
     _check(path, model, True, 9)
+
+
+@pytest.mark.parametrize("name", ["cow_v9_txns_simple_nometa", "mor_avro_v9_txns_complex_meta"])
+def test_tables_written_by_apache_hudi(
+    name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Fixture tables of Apache Hudi 1.x (COW; MOR with logs, a metadata table and its record
+    index): clustered, every row -- meta columns but the file name included -- stays, as
+    hudi_ds and hudi-rs read them."""
+    import shutil
+
+    from tests.fixtures import fixture_table
+
+    root = tmp_path / "t"
+    shutil.copytree(fixture_table(name, tmp_path_factory), root)
+    path = str(root)
+    before = _read(path)
+    cols = [c for c in before.column_names if c != "_hoodie_file_name"]
+    expected = table_rows_of(before, cols)
+    (res,) = clustering.run_clustering(
+        ServiceContext.open(path), clustering.schedule_clustering(ServiceContext.open(path))
+    )
+    assert res.rows == before.num_rows and res.replaced > res.created
+    assert_rows(_read(path), expected, cols, key=["_hoodie_record_key"])
+    theirs = hudi_rs_table(path)
+    assert_rows(theirs, expected, [c for c in cols if c in theirs.column_names],
+                key=["_hoodie_record_key"])  # fmt: skip
+
+
+def table_rows_of(t: pa.Table, cols: list[str]) -> list[tuple]:
+    return list(zip(*(t.column(c).to_pylist() for c in cols), strict=True))
