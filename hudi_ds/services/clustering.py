@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from hudi_ds.concurrency.heartbeat import Heartbeat
 from hudi_ds.config import ClusteringConfig, ConcurrencyConfig
 from hudi_ds.errors import (
+    AttemptRolledBackError,
     CommitConflictError,
     InstantNotFoundError,
     TimelineError,
@@ -204,9 +205,19 @@ def _run_one(ctx: ServiceContext, c: str) -> ClusteringResult | None:
         interval = ctx.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
         heartbeat = Heartbeat(ctx.storage, c, interval)
     t0 = time.perf_counter()
+    stats: list[WriteStat] = []
+    live = True  # whether the heartbeat file is this attempt's to delete at the end
     try:
         stats = _execute(ctx, job)
         finish_clustering(ctx, job, stats)
+    except AttemptRolledBackError:
+        # undone by another process, which may run the plan again now: only this attempt's
+        # own files go (its write tokens differ), the timeline and heartbeat are not ours
+        live = False
+        for st in stats:
+            if st.path:
+                ctx.storage.delete(st.path)
+        raise
     except BaseException as e:
         log.error("clustering %s failed; rolling the attempt back", c)
         try:
@@ -221,7 +232,7 @@ def _run_one(ctx: ServiceContext, c: str) -> ClusteringResult | None:
             log.exception("rolling back clustering %s failed", c)
         raise
     finally:
-        heartbeat.stop(delete=True)
+        heartbeat.stop(delete=live)
     res = ClusteringResult(
         instant=c,
         groups=len(job.groups),

@@ -20,7 +20,12 @@ import pyarrow as pa
 
 from hudi_ds.config import ClusteringConfig, WriteConfig
 from hudi_ds.config.clustering import EXECUTION_STRATEGY_CLASS
-from hudi_ds.errors import CommitConflictError, InstantNotFoundError, UnsupportedError
+from hudi_ds.errors import (
+    AttemptRolledBackError,
+    CommitConflictError,
+    InstantNotFoundError,
+    UnsupportedError,
+)
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.base_file import write_whole_base_file
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
@@ -39,12 +44,13 @@ from hudi_ds.storage import Storage
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import BaseFileFormat
-from hudi_ds.timeline.instant import Instant, State
+from hudi_ds.timeline.instant import ROLLBACK, Instant, State
 from hudi_ds.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from hudi_ds.timeline.plans import ClusteringGroup, CompactionOperation, SliceInfo
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.assigner import new_file_id
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files
+from hudi_ds.write.rollback_executor import rollback_target
 
 #: ``operationType`` of a clustering's requested and completed metadata
 CLUSTER = "CLUSTER"
@@ -67,6 +73,8 @@ class ClusteringJob:
         bloom: the bloom filter of the new base files (None: no meta fields).
         base_format: the table's base file format.
         attempt: attempt number (in the write tokens: attempts never share a file name).
+        known_rollbacks: the rollback instants on the timeline when this attempt began: a
+            rollback of the clustering that is not among them undid this attempt.
     """
 
     storage: Storage
@@ -81,6 +89,7 @@ class ClusteringJob:
     bloom: BloomFilterSpec | None
     base_format: BaseFileFormat = BaseFileFormat.PARQUET
     attempt: int = 0
+    known_rollbacks: frozenset[str] = frozenset()
 
 
 def prepare_clustering(ctx: ServiceContext, instant: str, attempt: int = 0) -> ClusteringJob:
@@ -129,6 +138,7 @@ def prepare_clustering(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
         bloom=BloomFilterSpec.of(ctx.options) if table.config.populate_meta_fields else None,
         base_format=table.config.base_file_format,
         attempt=attempt,
+        known_rollbacks=frozenset(r.requested_time for r in tl.filter_actions(ROLLBACK)),
     )
 
 
@@ -254,6 +264,37 @@ def check_concurrent_writes(ctx: ServiceContext, job: ClusteringJob) -> None:
                     )
 
 
+def _check_still_live(ctx: ServiceContext, job: ClusteringJob, stats: Sequence[WriteStat]) -> None:
+    """This attempt may complete: the clustering is still inflight, no rollback of it began
+    since the attempt did (another process took a paused attempt for failed), and every file
+    it is about to publish exists.
+
+    Raises:
+        AttemptRolledBackError: the attempt was undone meanwhile; nothing is completed.
+    """
+    tl = ctx.reload_timeline()
+    c = job.instant
+    inst = tl.get(c)
+    undone = [
+        r.requested_time
+        for r in tl.filter_actions(ROLLBACK)
+        if r.requested_time not in job.known_rollbacks and rollback_target(tl, r) == c
+    ]
+    missing = [s.path for s in stats if s.path and not ctx.storage.exists(s.path)]
+    if inst is None or not inst.is_inflight or undone or missing:
+        why = (
+            f"rollback {undone[0]} undid it"
+            if undone
+            else f"{missing[0]} is gone"
+            if missing
+            else "it is no longer inflight"
+        )
+        raise AttemptRolledBackError(
+            f"this attempt of clustering {c} stopped without completing: {why} (another "
+            "process took it for failed while it was paused); the next run executes the plan"
+        )
+
+
 def finish_clustering(
     ctx: ServiceContext, job: ClusteringJob, stats: Sequence[WriteStat]
 ) -> Instant:
@@ -265,6 +306,7 @@ def finish_clustering(
     """
     storage = ctx.storage
     with ctx.locked():
+        _check_still_live(ctx, job, stats)
         check_concurrent_writes(ctx, job)
         keep = {s.path for s in stats}
         for path in marked_files(storage, job.instant):

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import CommitConflictError, UnsupportedError
+from hudi_ds.errors import AttemptRolledBackError, CommitConflictError, UnsupportedError
 from hudi_ds.faults import EXIT_CODE
 from hudi_ds.services import ServiceContext, clustering
 from hudi_ds.storage import Storage
@@ -590,3 +590,38 @@ def test_tables_written_by_apache_hudi(
 
 def table_rows_of(t: pa.Table, cols: list[str]) -> list[tuple]:
     return list(zip(*(t.column(c).to_pylist() for c in cols), strict=True))
+
+
+def test_attempt_undone_by_another_process_does_not_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clustering paused past its heartbeat is taken for failed and rolled back by another
+    process (a hook after its first group, deterministic); when it goes on it must not complete
+    -- its first files are gone -- and deletes what it wrote since. The plan then runs again."""
+    path = str(tmp_path / "t")
+    opts = _opts("COPY_ON_WRITE", 6, True)
+    model = _build(path, opts)
+    real = clustering.execute_group
+
+    def group_then_undone(job: object, index: int) -> object:
+        stats = real(job, index)  # type: ignore[arg-type]
+        if index == 0:
+            clustering.rollback_inflight_clustering(ServiceContext.open(path, opts), c)
+        return stats
+
+    c = clustering.schedule_clustering(ServiceContext.open(path, opts))
+    assert c is not None
+    monkeypatch.setattr(clustering, "execute_group", group_then_undone)
+    with pytest.raises(AttemptRolledBackError, match="rollback .* undid it"):
+        clustering.run_clustering(ServiceContext.open(path, opts))
+    assert [i.requested_time for i in clustering.pending_clusterings(
+        ServiceContext.open(path).reload_timeline())] == [c]  # fmt: skip
+    assert not [p for p in Path(path).glob(f"*/*_{c}.parquet")]
+    _check(path, model, True, 6)
+    monkeypatch.setattr(clustering, "execute_group", real)
+    (res,) = clustering.run_clustering(ServiceContext.open(path, opts))
+    assert res.instant == c
+    assert sorted(Path(path).glob(f"*/*_{c}.parquet")) == sorted(
+        Path(path) / s.path for s in res.stats
+    )
+    _check(path, model, True, 6)
