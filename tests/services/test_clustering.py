@@ -625,3 +625,33 @@ def test_attempt_undone_by_another_process_does_not_complete(
         Path(path) / s.path for s in res.stats
     )
     _check(path, model, True, 6)
+
+
+def test_partition_selection() -> None:
+    """``hoodie.clustering.plan.partition.filter.mode`` and the selected / regex options (Java
+    ``ClusteringPlanPartitionFilter``)."""
+    from hudi_ds.config import validated
+    from hudi_ds.services.clustering_plan import select_partitions
+
+    parts = ["2024/01/03", "2024/01/01", "2024/01/04", "2024/01/02", "2023/12/31"]
+
+    def pick(**o: str) -> list[str]:
+        opts = validated({k.replace("_", "."): v for k, v in o.items()})
+        return select_partitions(ServiceContext(None, opts), parts)  # type: ignore[arg-type]
+
+    assert pick() == sorted(parts)
+    p = "hoodie_clustering_plan_"
+    s = "hoodie_clustering_plan_strategy_"
+    assert pick(**{f"{p}partition_filter_mode": "RECENT_DAYS"}) == ["2024/01/03", "2024/01/04"]
+    assert pick(
+        **{
+            f"{p}partition_filter_mode": "RECENT_DAYS",
+            f"{s}daybased_lookback_partitions": "3",
+            f"{s}daybased_skipfromlatest_partitions": "1",
+        }
+    ) == ["2024/01/01", "2024/01/02", "2024/01/03"]
+    assert pick(**{f"{s}partition_selected": "2023/12/31,2024/01/02"}) == [
+        "2023/12/31",
+        "2024/01/02",
+    ]
+    assert pick(**{f"{s}partition_regex_pattern": r"2024/01/0[12]"}) == ["2024/01/01", "2024/01/02"]
