@@ -51,18 +51,6 @@ from hudi_ds.timeline.timeline import Timeline
 PLAN_VERSION = 1
 
 
-def file_groups_in_pending_clustering(tl: Timeline) -> set[tuple[str, str]]:
-    """``(partition, file id)`` of the file groups the pending clusterings of ``tl`` rewrite
-    (Java ``ClusteringUtils.getAllFileGroupsInPendingClusteringPlans``)."""
-    out: set[tuple[str, str]] = set()
-    for inst in tl.pending_clustering():
-        plan = tl.read_requested_replace(inst).clustering_plan
-        for g in (plan.input_groups or []) if plan is not None else []:
-            for sl in g.slices or []:
-                out.add((sl.partition_path or "", sl.file_id or ""))
-    return out
-
-
 def select_partitions(ctx: ServiceContext, partitions: list[str]) -> list[str]:
     """The partitions a plan looks at (Java ``ClusteringPlanPartitionFilter.filter`` and the
     selected / regex options)."""
@@ -157,7 +145,7 @@ def plan_clustering(ctx: ServiceContext, tl: Timeline | None = None) -> Clusteri
     tl = tl if tl is not None else ctx.timeline()
     table = ReadableTable(ctx.state)
     vis = table.visibility()
-    busy = _file_groups_in_pending_compaction(tl) | file_groups_in_pending_clustering(tl)
+    busy = _file_groups_in_pending_compaction(tl) | tl.file_groups_in_pending_clustering()
     view = FileSystemView(ctx.storage, ctx.config)
     table.verify_committed_files(view, vis)
     small = ctx.get(ClusteringConfig.SMALL_FILE_LIMIT)

@@ -122,7 +122,9 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     tl = tl if tl is not None else ctx.timeline()
     table = ReadableTable(ctx.state)
     vis = table.visibility()
-    busy = _file_groups_in_pending_compaction(tl)
+    # Java's compaction planner leaves out file groups in pending compaction and clustering
+    # (HoodieCompactor.generateCompactionPlan: fgIdsInPendingCompactionAndClustering)
+    busy = _file_groups_in_pending_compaction(tl) | tl.file_groups_in_pending_clustering()
     view = FileSystemView(ctx.storage, ctx.config)
     # a committed file gone or short would be compacted away for good: refuse
     table.verify_committed_files(view, vis)

@@ -402,6 +402,17 @@ class Timeline(Sequence[Instant]):
         """Requested and inflight clusterings."""
         return self.filter(lambda i: not i.is_completed and self.is_clustering(i))
 
+    def file_groups_in_pending_clustering(self) -> set[tuple[str, str]]:
+        """``(partition, file id)`` of the file groups the pending clusterings rewrite (Java
+        ``ClusteringUtils.getAllFileGroupsInPendingClusteringPlans``)."""
+        out: set[tuple[str, str]] = set()
+        for inst in self.pending_clustering():
+            plan = self.read_requested_replace(inst).clustering_plan
+            for g in (plan.input_groups or []) if plan is not None else []:
+                for sl in g.slices or []:
+                    out.add((sl.partition_path or "", sl.file_id or ""))
+        return out
+
     def pending_writes(self) -> Timeline:
         """Requested and inflight writes: data actions that are not a clustering (a table
         service, rolled back or resumed by the clustering service, never by a writer: Java's
