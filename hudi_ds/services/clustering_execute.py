@@ -29,6 +29,7 @@ from hudi_ds.errors import (
 from hudi_ds.faults import crash_point
 from hudi_ds.layout.base_file import write_whole_base_file
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
+from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import (
     base_file_name,
     file_name_of,
@@ -172,6 +173,11 @@ def _split(rows: pa.Table, n: int) -> list[pa.Table]:
 def execute_group(job: ClusteringJob, index: int) -> list[WriteStat]:
     """Cluster group ``index`` of the plan into new file groups (one task).
 
+    With sort columns the group's rows are sorted together and cut into its
+    ``numOutputFileGroups`` files of equal row counts. Without, rows keep their slices' order
+    and a file is written as soon as it holds its share of the group's input bytes (cut at a
+    slice boundary), so about one output file is held in memory, not the whole group.
+
     Returns:
         The write stats of the new base files.
     """
@@ -181,51 +187,77 @@ def execute_group(job: ClusteringJob, index: int) -> list[WriteStat]:
     schema = job.context.schema
     idx = schema.get_field_index(FILENAME_METADATA_FIELD)
     columns = None if idx < 0 else [n for n in schema.names if n != FILENAME_METADATA_FIELD]
-    parts = []
-    partition = ""
-    for sl in group.slices or []:
-        fslice = _slice_of(storage, _operation(sl))
-        partition = fslice.partition_path
-        parts.append(
-            read_file_slice(storage, fslice, job.visibility, job.context, ReadStats(), columns)
-        )
-    rows = pa.concat_tables(parts) if parts else pa.table({})
-    rows = sort_rows(rows, job.sort_columns, job.layout_strategy)
-    t_scan = time.perf_counter() - t0
-    out = []
-    for k, chunk in enumerate(_split(rows, group.num_output_file_groups or 1)):
-        t1 = time.perf_counter()
-        fid = new_file_id()
-        token = f"{index}-{job.attempt + 1}-{k}"
-        name = base_file_name(fid, token, job.instant, job.base_format.extension)
-        rel = file_path(partition, name)
-        if idx >= 0:
-            chunk = chunk.add_column(
-                idx, schema.field(idx), pa.repeat(pa.scalar(name, pa.string()), chunk.num_rows)
-            )
-        if not job.context.populate_meta_fields:
-            chunk = clear_meta_values(chunk, file_name=True)
-        create_marker(storage, job.instant, rel, "CREATE")
-        size = write_whole_base_file(job.base_format, storage, rel, chunk, job.codec, job.bloom)
-        crash_point("clustering")
-        out.append(
-            WriteStat(
-                file_id=fid,
-                path=rel,
-                prev_commit="null",
-                num_writes=chunk.num_rows,
-                num_inserts=chunk.num_rows,
-                total_write_bytes=size,
-                partition_path=partition,
-                file_size_in_bytes=size,
-                runtime_stats=RuntimeStats(
-                    total_scan_time=int(t_scan * 1000),
-                    total_create_time=int((time.perf_counter() - t1) * 1000),
-                    total_upsert_time=0,
-                ),
-            )
-        )
+    slices = [_slice_of(storage, _operation(sl)) for sl in group.slices or []]
+    partition = slices[0].partition_path if slices else ""
+    n = max(1, group.num_output_file_groups or 1)
+
+    def read(fs: FileSlice) -> pa.Table:
+        return read_file_slice(storage, fs, job.visibility, job.context, ReadStats(), columns)
+
+    out: list[WriteStat] = []
+    if job.sort_columns:
+        rows = pa.concat_tables([read(fs) for fs in slices]) if slices else pa.table({})
+        rows = sort_rows(rows, job.sort_columns, job.layout_strategy)
+        t_scan = time.perf_counter() - t0
+        for chunk in _split(rows, n):
+            out.append(_write_file(job, index, len(out), partition, chunk, t_scan))
+        return out
+    sizes = [_slice_size(fs) for fs in slices]
+    share = sum(sizes) / n
+    held: list[pa.Table] = []
+    held_bytes = 0
+    for k, fs in enumerate(slices):
+        held.append(read(fs))
+        held_bytes += sizes[k]
+        last = k == len(slices) - 1
+        if last or (held_bytes >= share and len(out) < n - 1):
+            chunk = pa.concat_tables(held)
+            t_scan = time.perf_counter() - t0
+            out.append(_write_file(job, index, len(out), partition, chunk, t_scan))
+            held, held_bytes, t0 = [], 0, time.perf_counter()
     return out
+
+
+def _slice_size(fs: FileSlice) -> int:
+    base = fs.base_file.size if fs.base_file is not None else 0
+    return base + sum(lf.size for lf in fs.log_files)
+
+
+def _write_file(
+    job: ClusteringJob, index: int, k: int, partition: str, chunk: pa.Table, t_scan: float
+) -> WriteStat:
+    """Write ``chunk`` as the ``k``-th new file group of group ``index``; its write stat."""
+    t1 = time.perf_counter()
+    schema = job.context.schema
+    idx = schema.get_field_index(FILENAME_METADATA_FIELD)
+    fid = new_file_id()
+    token = f"{index}-{job.attempt + 1}-{k}"
+    name = base_file_name(fid, token, job.instant, job.base_format.extension)
+    rel = file_path(partition, name)
+    if idx >= 0:
+        chunk = chunk.add_column(
+            idx, schema.field(idx), pa.repeat(pa.scalar(name, pa.string()), chunk.num_rows)
+        )
+    if not job.context.populate_meta_fields:
+        chunk = clear_meta_values(chunk, file_name=True)
+    create_marker(job.storage, job.instant, rel, "CREATE")
+    size = write_whole_base_file(job.base_format, job.storage, rel, chunk, job.codec, job.bloom)
+    crash_point("clustering")
+    return WriteStat(
+        file_id=fid,
+        path=rel,
+        prev_commit="null",
+        num_writes=chunk.num_rows,
+        num_inserts=chunk.num_rows,
+        total_write_bytes=size,
+        partition_path=partition,
+        file_size_in_bytes=size,
+        runtime_stats=RuntimeStats(
+            total_scan_time=int(t_scan * 1000),
+            total_create_time=int((time.perf_counter() - t1) * 1000),
+            total_upsert_time=0,
+        ),
+    )
 
 
 def replaced_file_ids(job: ClusteringJob) -> dict[str, list[str]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+from collections import Counter
 from pathlib import Path
 
 import fastavro
@@ -659,3 +660,22 @@ def test_partition_selection() -> None:
         "2024/01/02",
     ]
     assert pick(**{f"{s}partition_regex_pattern": r"2024/01/0[12]"}) == ["2024/01/01", "2024/01/02"]
+
+
+def test_unsorted_group_written_in_several_files(tmp_path: Path) -> None:
+    """Without sort columns a group's files are cut at slice boundaries once they hold their
+    share of the input: 4 slices of one partition and a target of half their base bytes give
+    2 new files, each of whole slices."""
+    path = str(tmp_path / "t")
+    opts = _opts("MERGE_ON_READ", 6, False)
+    model = _build(path, opts)
+    base = sum(f.stat().st_size for f in Path(path).glob("a/*.parquet"))
+    sizing = {"hoodie.clustering.plan.strategy.target.file.max.bytes": str(base // 2 + 1)}
+    ctx = ServiceContext.open(path, {**opts, **sizing})
+    (res,) = clustering.run_clustering(ctx, clustering.schedule_clustering(ctx))
+    per_partition = Counter(s.partition_path for s in res.stats)
+    assert per_partition["a"] == 2
+    counts = sorted(s.num_writes for s in res.stats if s.partition_path == "a")
+    in_a = sum(1 for i in model if i % 2)
+    assert sum(counts) == in_a and counts[0] >= 11  # 12 rows a slice, id 5 deleted
+    _check(path, model, False, 6)
