@@ -29,6 +29,7 @@ Points (see :data:`POINTS`):
                         checked (it may still be withdrawn)
 * ``after_commit``      the instant completed (services not yet run)
 * ``compaction``        a compaction wrote some of its base files
+* ``clustering``        a clustering wrote some of its new base files (``:n``: the n-th)
 * ``service_written``   a table service (compaction, clean, rollback, restore) wrote its
                         completed instant file under the table lock; its fence has not been
                         checked (it may still be withdrawn)
@@ -89,6 +90,7 @@ POINTS = (
     "commit_written",
     "after_commit",
     "compaction",
+    "clustering",
     "service_written",
     "service_plan",
     "clean",

@@ -87,6 +87,7 @@ def render() -> str:
     """The Markdown reference of every option, from the registry."""
     from hudi_ds.config import (
         IGNORED_HUDI_KEYS,
+        ClusteringConfig,
         ConcurrencyConfig,
         ReadConfig,
         ServiceConfig,
@@ -104,6 +105,9 @@ def render() -> str:
          [p for p in properties_of(ReadConfig) if p.key not in write_keys]),
         ("Table service options", "Compaction, cleaning and archival: writers (inline services), "
          "`hudi_ds.services` and `hudi-py`.", properties_of(ServiceConfig)),
+        ("Clustering options", "The clustering service: writers (inline clustering), "
+         "`hudi_ds.services.clustering` and `hudi-py clustering`.",
+         properties_of(ClusteringConfig)),
         ("Concurrency options", "Several writers: optimistic concurrency control, locks, "
          "heartbeats.", properties_of(ConcurrencyConfig)),
         ("Spark data source options (`hudi_py.*`)", "Only in the Spark data source (Apache Hudi "

@@ -8,6 +8,7 @@ Usage::
     files      <path> [--partition P]                 file groups and slices, sizes, log counts
     stats      <path>                                 table size, rows, file-size histogram
     compact    schedule|run|unschedule <path> [--instant C]
+    clustering schedule|run|list <path> [--instant T] [--schedule]
     clean      <path> [--dry-run]                     delete old file slices (policy options)
     archive    <path> [--dry-run]                     move old instants to the archived timeline
     rollback   <path> <instant>                       undo the latest commit (or a pending one)
@@ -50,6 +51,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from hudi_ds.cli.clustering import add_clustering_command
 from hudi_ds.cli.command import (
     EXIT_BROKEN_PIPE,
     EXIT_ERROR,
@@ -117,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_table_commands(add)
     add_service_commands(add)
+    add_clustering_command(add)
     add_config_command(add)
     add_metadata_command(add)
     return p

@@ -41,6 +41,12 @@ from hudi_ds.config.base import (
     unknown_option,
     warn_no_effect,
 )
+from hudi_ds.config.clustering import (
+    ClusteringConfig,
+    LayoutOptimizeStrategy,
+    PartitionFilterMode,
+    UpdateStrategy,
+)
 from hudi_ds.config.concurrency import ConcurrencyConfig
 from hudi_ds.config.read import ReadConfig
 from hudi_ds.config.services import (
@@ -54,6 +60,10 @@ from hudi_ds.config.write import WriteConfig
 
 __all__ = [
     "COMPACTION_STRATEGIES",
+    "ClusteringConfig",
+    "LayoutOptimizeStrategy",
+    "PartitionFilterMode",
+    "UpdateStrategy",
     "IGNORED_HUDI_KEYS",
     "ConcurrencyConfig",
     "ConfigProperty",
@@ -89,7 +99,7 @@ __all__ = [
 
 def all_scopes() -> tuple[type, ...]:
     """Every option scope of the core (the Spark data source adds its own)."""
-    return (WriteConfig, ReadConfig, ServiceConfig, ConcurrencyConfig)
+    return (WriteConfig, ReadConfig, ServiceConfig, ClusteringConfig, ConcurrencyConfig)
 
 
 def validated(options: Mapping[str, Any] | Options | None) -> Options:

@@ -11,6 +11,7 @@ from hudi_ds.config.base import (
     parse_non_negative,
     parse_positive,
 )
+from hudi_ds.config.clustering import ClusteringConfig
 from hudi_ds.errors import ConfigError
 
 COMPACTION_STRATEGIES = (
@@ -253,6 +254,11 @@ def validate_service_options(options: Options) -> None:
             f"option 'hoodie.keep.min.commits'={lo} must be greater than "
             f"'hoodie.cleaner.commits.retained'={retained}; otherwise archival could drop "
             "instants that incremental reads inside the retained window need"
+        )
+    if not options.get(ClusteringConfig.PRESERVE_META):
+        raise ConfigError(
+            "option 'hoodie.clustering.preserve.commit.metadata'=false is not supported "
+            "(clustering keeps each record's commit time and sequence number)"
         )
     if not options.get(ServiceConfig.COMPACTION_PRESERVE_META):
         raise ConfigError(

@@ -571,3 +571,9 @@ def record_index_entry(
         return {}
     chosen = record_index_stand_in(before, storage)
     return {} if chosen is None else dict([TableConfig.INDEX_TYPE.entry(chosen[0].value)])
+
+
+def table_index_type(table: TableState) -> IndexType:
+    """The index an existing table uses (as :meth:`Index.resolve` finds it without options):
+    recorded, implied by a bucket count or bucket file ids, else Hudi's Spark default."""
+    return _index_type(Options(), table.config, table)

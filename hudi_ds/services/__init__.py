@@ -34,7 +34,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from hudi_ds.config import ServiceConfig
-from hudi_ds.services import archival, clean, compaction, rollback
+from hudi_ds.services import archival, clean, clustering, compaction, rollback
 from hudi_ds.services.base import WRITABLE_VERSIONS, ServiceContext
 from hudi_ds.services.compaction_execute import CompactionResult
 
@@ -48,6 +48,7 @@ __all__ = [
     "ServiceContext",
     "archival",
     "clean",
+    "clustering",
     "compaction",
     "rollback",
     "run_post_commit_services",
@@ -62,7 +63,8 @@ def run_post_commit_services(
     datasource: bool = False,
     track_keys: bool = False,
 ) -> list[CompactionResult]:
-    """The writer's post-commit table services: compaction (MOR), cleaning, archival.
+    """The writer's post-commit table services: compaction (MOR), clustering, cleaning,
+    archival.
 
     Compaction follows :func:`~hudi_ds.services.compaction.run_inline_compaction`. The
     embedded writers (``datasource=False``): by default
@@ -99,6 +101,7 @@ def run_post_commit_services(
         ctx = ServiceContext(state, client.options, track_keys=track_keys)
         if config.is_mor:
             done += compaction.run_inline_compaction(ctx, async_compactor, datasource=datasource)
+        clustering.run_inline_clustering(ctx, async_compactor)
         if ctx.get(ServiceConfig.CLEAN_AUTOMATIC):
             tl = ctx.timeline()
             if clean.clean_due(ctx, tl) and clean.may_have_work(ctx, tl):

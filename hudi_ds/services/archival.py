@@ -77,6 +77,7 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.avro_record import AVRO_MAGIC, avro_schema
 from hudi_ds.timeline.instant import (
     CLEAN,
+    CLUSTERING,
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,
@@ -248,10 +249,10 @@ def _commits_to_archive(
 
 def _archive_limit(tl: Timeline, bound: str | None, saved: list[str], beyond: bool) -> str | None:
     """The first commit time archival must not reach (None: no limit): the archival
-    ``bound``, the oldest pending data instant or compaction, the oldest savepoint (unless
-    archiving beyond savepoints) and the last clean's earliest commit to retain."""
+    ``bound``, the oldest pending data instant, compaction or clustering, the oldest savepoint
+    (unless archiving beyond savepoints) and the last clean's earliest commit to retain."""
     limits = [bound] if bound is not None else []
-    pending = [i for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)]
+    pending = [i for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION, CLUSTERING)]
     if pending:
         limits.append(pending[0].requested_time)
     if saved and not beyond:
@@ -273,7 +274,11 @@ def _services_to_archive(
     kept = [c for c in commits if c not in out]
     first_kept = min(
         [c.requested_time for c in kept]
-        + [i.requested_time for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)],
+        + [
+            i.requested_time
+            for i in tl.pending()
+            if i.action in (*DATA_ACTIONS, COMPACTION, CLUSTERING)
+        ],
         default=None,
     )
     more: list[Instant] = []
@@ -361,7 +366,9 @@ def _completed_before_the_rest(
     while out:
         staying = [c.requested_time for c in commits if c not in out]
         staying += [
-            i.requested_time for i in tl.pending() if i.action in (*DATA_ACTIONS, COMPACTION)
+            i.requested_time
+            for i in tl.pending()
+            if i.action in (*DATA_ACTIONS, COMPACTION, CLUSTERING)
         ]
         boundary = min(staying, default=None)
         if boundary is None:

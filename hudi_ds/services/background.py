@@ -41,7 +41,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from hudi_ds.errors import AttemptRolledBackError
+from hudi_ds.errors import AttemptRolledBackError, HudiError
+from hudi_ds.services import clustering
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.services.compaction import run_compaction
 
@@ -125,7 +126,8 @@ def start_compactor(ctx: ServiceContext) -> subprocess.Popen[bytes] | None:
 
 
 def run_pending(base_uri: str, options: dict[str, str]) -> int:
-    """Run every pending compaction of the table until none is left (the compactor's body).
+    """Run every pending compaction and clustering of the table until none is left (the
+    compactor's body).
 
     Returns:
         How many compactions completed; 0 also when another compactor holds the lock.
@@ -148,7 +150,20 @@ def run_pending(base_uri: str, options: dict[str, str]) -> int:
                 log.warning("%s", e)
                 continue
             done += len(results)
-            if not results or not ctx.timeline().pending_compactions():
+            clustered = []
+            if clustering.pending_clusterings(ctx.timeline()):
+                # Hudi's streaming sink runs async clustering beside async compaction
+                # (HoodieStreamingSink's async clustering service); one process serves both
+                try:
+                    clustered = clustering.run_clustering(ctx)
+                except HudiError as e:  # a conflict drops the plan; the next commit replans
+                    log.warning("background clustering of %s failed: %s", base_uri, e)
+                    return done
+                done += len(clustered)
+            tl = ctx.timeline()
+            if not (results or clustered):
+                return done  # nothing ran: what is pending runs elsewhere
+            if not (tl.pending_compactions() or clustering.pending_clusterings(tl)):
                 return done
 
 

@@ -11,7 +11,7 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import Instant
 from hudi_ds.timeline.plans import CompactionOperation, CompactionPlan, CompactionStrategy
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.markers import marked_files
 
 MB = 1 << 20
@@ -38,11 +38,7 @@ TOTAL_LOG_FILES = "TOTAL_LOG_FILES"
 
 
 def _pending_writes(tl: Timeline, before: str | None = None) -> list[Instant]:
-    return [
-        i
-        for i in tl.pending().filter_actions(*DATA_ACTIONS)
-        if before is None or i.requested_time < before
-    ]
+    return [i for i in tl.pending_writes() if before is None or i.requested_time < before]
 
 
 def _file_groups_in_pending_compaction(tl: Timeline) -> set[tuple[str, str]]:
@@ -126,7 +122,9 @@ def plan_compaction(ctx: ServiceContext, tl: Timeline | None = None) -> Compacti
     tl = tl if tl is not None else ctx.timeline()
     table = ReadableTable(ctx.state)
     vis = table.visibility()
-    busy = _file_groups_in_pending_compaction(tl)
+    # Java's compaction planner leaves out file groups in pending compaction and clustering
+    # (HoodieCompactor.generateCompactionPlan: fgIdsInPendingCompactionAndClustering)
+    busy = _file_groups_in_pending_compaction(tl) | tl.file_groups_in_pending_clustering()
     view = FileSystemView(ctx.storage, ctx.config)
     # a committed file gone or short would be compacted away for good: refuse
     table.verify_committed_files(view, vis)

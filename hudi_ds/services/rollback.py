@@ -254,7 +254,7 @@ def rollback(ctx: ServiceContext, instant: str) -> RollbackResult:
             f"only commits, delta commits and replace commits can be rolled back, not a "
             f"{inst.action} ({instant})"
         )
-    pending = [i.requested_time for i in tl.pending().filter_actions(*DATA_ACTIONS)]
+    pending = [i.requested_time for i in tl.pending_writes()]
     if pending:
         raise TimelineError(
             f"cannot roll back {instant} while writes are pending ({', '.join(pending)}); if "

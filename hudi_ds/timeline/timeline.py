@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast, overload
 
 from hudi_ds.errors import (
     CorruptFileError,
+    HudiError,
     InstantNotFoundError,
     TimelineError,
 )
@@ -382,6 +383,43 @@ class Timeline(Sequence[Instant]):
     def commits(self) -> Timeline:
         """Completed commit / deltacommit / replacecommit instants: those that make data visible."""
         return self.filter(lambda i: i.is_completed and i.action in DATA_ACTIONS)
+
+    def is_clustering(self, instant: Instant) -> bool:
+        """Whether ``instant`` is a clustering: a ``clustering`` action (layout 2), or a
+        replacecommit whose requested metadata says ``operationType=CLUSTER`` (Java
+        ``ClusteringUtils.isClusteringInstant``; an insert overwrite's is empty)."""
+        if instant.action == CLUSTERING or self.origin_action(instant.requested_time) == CLUSTERING:
+            return True
+        if instant.action != REPLACE_COMMIT:
+            return False
+        try:
+            md = self.read_requested_replace(instant.requested_time)
+        except HudiError:
+            return False
+        return (md.operation_type or "").upper() == "CLUSTER" and md.clustering_plan is not None
+
+    def pending_clustering(self) -> Timeline:
+        """Requested and inflight clusterings."""
+        return self.filter(lambda i: not i.is_completed and self.is_clustering(i))
+
+    def file_groups_in_pending_clustering(self) -> set[tuple[str, str]]:
+        """``(partition, file id)`` of the file groups the pending clusterings rewrite (Java
+        ``ClusteringUtils.getAllFileGroupsInPendingClusteringPlans``)."""
+        out: set[tuple[str, str]] = set()
+        for inst in self.pending_clustering():
+            plan = self.read_requested_replace(inst).clustering_plan
+            for g in (plan.input_groups or []) if plan is not None else []:
+                for sl in g.slices or []:
+                    out.add((sl.partition_path or "", sl.file_id or ""))
+        return out
+
+    def pending_writes(self) -> Timeline:
+        """Requested and inflight writes: data actions that are not a clustering (a table
+        service, rolled back or resumed by the clustering service, never by a writer: Java's
+        ``getPendingRollbackInfos(..., ignoreCompactionAndClusteringInstants)``)."""
+        return self.filter(
+            lambda i: not i.is_completed and i.action in DATA_ACTIONS and not self.is_clustering(i)
+        )
 
     def pending_compactions(self) -> Timeline:
         """Requested and inflight compaction instants."""

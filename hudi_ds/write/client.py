@@ -95,6 +95,7 @@ from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.bucket_layout import check_bucket_layout
+from hudi_ds.write.conflict import reject_clustering_updates as reject_updates
 from hudi_ds.write.conflict import resolve_conflicts, retarget_pending_logs
 from hudi_ds.write.cow import merge_staged
 from hudi_ds.write.markers import delete_markers, marked_files
@@ -789,10 +790,9 @@ class WriteClient:
         crash_point("commit_check")
         if self.multi_writer:
             # another writer may have rolled this write back as failed (its heartbeat looked
-            # expired to a LAZY cleaner): completing it now would publish files that are gone
-            # -- refuse, as Hudi aborts a commit whose heartbeat expired
-            # (HeartbeatUtils.abortIfHeartbeatExpired in BaseHoodieWriteClient.commit); before
-            # anything touches those files (moving logs into a compaction's slice)
+            # expired to a LAZY cleaner): completing it would publish files that are gone --
+            # refuse, as Hudi aborts a commit whose heartbeat expired (HeartbeatUtils.abort
+            # IfHeartbeatExpired); before anything touches those files (moving logs)
             withdrawn = rolled_back_by_other(state.timeline, instant)
             if withdrawn is not None:
                 raise withdrawn
@@ -802,6 +802,7 @@ class WriteClient:
             refused = self._guard.concurrent_cause(state, instant, plan)
             if refused is not None:
                 raise refused
+        reject_updates(state.timeline, instant, statuses, self.options)  # pending clustering
         if plan.table_type is TableType.MERGE_ON_READ:
             statuses = retarget_pending_logs(state, plan, statuses)
         if self.multi_writer:

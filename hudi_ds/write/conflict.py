@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
+from hudi_ds.config import ClusteringConfig, Options, UpdateStrategy
 from hudi_ds.errors import CommitConflictError
 from hudi_ds.index.bucket import bucket_id_from_file_id
 from hudi_ds.layout.file_group import FileSlice
@@ -29,6 +30,39 @@ from hudi_ds.timeline.view import TableState
 from hudi_ds.write.markers import create_marker
 from hudi_ds.write.plan import WritePlan
 from hudi_ds.write.write_status import WriteStatus
+
+
+def reject_clustering_updates(
+    timeline: Timeline, instant: str, statuses: Sequence[WriteStatus], options: Options
+) -> None:
+    """Java's default update strategy for file groups under a pending clustering
+    (``SparkRejectUpdateStrategy.handleUpdate``): a write that touches one fails, naming it --
+    the clustering rewrites the file group, and an update written beside it would be lost.
+    Checked at the commit, under the table lock, on the timeline listed for it: a clustering
+    scheduled while the write ran counts as well.
+
+    Raises:
+        CommitConflictError: a status's file group is in a pending clustering plan.
+    """
+    if options.get(ClusteringConfig.UPDATES_STRATEGY) != UpdateStrategy.REJECT.value:
+        return
+    pending = [i for i in timeline.pending_clustering() if i.requested_time != instant]
+    if not pending:
+        return
+    ours = {(s.partition_path, s.file_id) for s in statuses}
+    for inst in pending:
+        plan = timeline.read_requested_replace(inst).clustering_plan
+        for g in (plan.input_groups or []) if plan is not None else []:
+            for sl in g.slices or []:
+                key = (sl.partition_path or "", sl.file_id or "")
+                if key in ours:
+                    raise CommitConflictError(
+                        f"instant {instant} updates file group {key[1]} of partition "
+                        f"'{key[0]}', which pending clustering {inst.requested_time} rewrites: "
+                        "not allowed by hoodie.clustering.updates.strategy="
+                        "SparkRejectUpdateStrategy (the default); run the clustering first, "
+                        "or set SparkAllowUpdateStrategy (the clustering then fails instead)"
+                    )
 
 
 def resolve_conflicts(

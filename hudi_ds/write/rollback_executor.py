@@ -53,7 +53,7 @@ from hudi_ds.timeline.plans import (
     RollbackPlan,
     RollbackRequest,
 )
-from hudi_ds.timeline.timeline import DATA_ACTIONS, Timeline
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.markers import delete_markers, marked_files
@@ -105,7 +105,7 @@ def rollback_failed_writes(
     if resumed:
         timeline = state.reload_timeline()
     rolled = False
-    for inst in timeline.pending().filter_actions(*DATA_ACTIONS):
+    for inst in timeline.pending_writes():
         if before is not None and inst.requested_time >= before:
             continue
         if is_failed is not None and not is_failed(inst.requested_time):
@@ -130,9 +130,9 @@ def resume_rollback(
     """Finish the pending rollback ``r`` a killed process left, with its own plan.
 
     * its target is a pending write: the rollback is repeated (idempotent steps);
-    * its target is a pending compaction (a failed attempt's rollback, or a rollback of a
-      completed compaction killed past its rollback point): the attempt's files are deleted and
-      the compaction goes back to requested -- its plan stays, since log files written on top
+    * its target is a pending compaction or clustering (a failed attempt's rollback, or a
+      rollback of a completed compaction killed past its rollback point): the attempt's files
+      are deleted and it goes back to requested -- its plan stays, since log files written on top
       of it are named after it (Hudi leaves these rollbacks to the compactor too:
       ``getPendingRollbackInfos(..., ignoreCompactionAndClusteringInstants)``);
     * its target is completed (killed before the rollback point): ``r`` is withdrawn;
@@ -145,7 +145,8 @@ def resume_rollback(
     target = _rollback_target(timeline, r)
     inst = timeline.get(target) if target is not None else None
     if inst is not None and not inst.is_completed:
-        if inst.action == COMPACTION:
+        if inst.action == COMPACTION or timeline.is_clustering(inst):
+            # a table service's attempt: undone, its plan kept for the service to run again
             _revert_compaction_attempt(
                 storage, config, timeline, inst, r.requested_time, before_complete
             )
@@ -246,10 +247,10 @@ def _revert_compaction_attempt(
         rollback_time,
         ts,
         deleted,
-        COMPACTION,
+        inst.action,
         before_complete=before_complete,
     )
-    log.info("rolled back the failed attempt of compaction %s (resumed)", ts)
+    log.info("rolled back the failed attempt of %s %s (resumed)", inst.action, ts)
 
 
 def rollback_instant(state: TableState, instant: str) -> bool:

@@ -254,7 +254,7 @@ class WriterGuard:
                 f"instant {instant} is not committed: another writer committed instant {t} "
                 f"({i.action}) while it was written. {SEVERAL_WRITERS}"
             )
-        for i in tl.pending().filter_actions(*DATA_ACTIONS):
+        for i in tl.pending_writes():
             t = i.requested_time
             if t >= instant or pending_rollback_of(tl, t) is not None:
                 continue  # younger: refused at its own commit; or being rolled back
@@ -318,7 +318,7 @@ class WriterGuard:
 def pending_writes(timeline: Timeline) -> set[str]:
     """The pending writes on ``timeline``: its pending commit/deltacommit/replacecommit
     instants and the writes that pending rollbacks target (gone already, or still there)."""
-    out = {i.requested_time for i in timeline.pending().filter_actions(*DATA_ACTIONS)}
+    out = {i.requested_time for i in timeline.pending_writes()}
     for t in pending_rollback_targets(timeline):
         i = timeline.get(t)
         if i is None or i.action in DATA_ACTIONS:

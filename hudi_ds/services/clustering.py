@@ -1,0 +1,369 @@
+"""Clustering: schedule a plan, execute it into new file groups, complete it as a replacecommit.
+
+Protocol (Hudi's)::
+
+    schedule:  T.replacecommit.requested (table version 6) / T.clustering.requested (8, 9):
+               Avro HoodieRequestedReplaceMetadata, operationType CLUSTER, the clustering plan
+    execute:   T.replacecommit.inflight / T.clustering.inflight (empty), then per group its
+               new base files <newFileId>_<token>_T.parquet
+    complete:  T.replacecommit (v6: JSON; v8/v9: T_<completion>.replacecommit, Avro)
+               HoodieReplaceCommitMetadata, partitionToReplaceFileIds = the input file groups
+
+* **Which slices**: :mod:`hudi_ds.services.clustering_plan` (Hudi's size-based strategy).
+* **Rows**: each group's slices are read as a snapshot read returns them (MOR: base file and
+  log blocks merged), sorted by the plan's sort columns (``hoodie.layout.optimize.strategy``:
+  linear, z-order, hilbert) and cut into the group's ``numOutputFileGroups`` new file groups;
+  records keep their commit time and sequence number.
+* **Writers beside it**: a write touching a file group of a pending clustering fails at its
+  commit under ``hoodie.clustering.updates.strategy=SparkRejectUpdateStrategy`` (Java's
+  default); with ``SparkAllowUpdateStrategy`` it commits and the clustering conflicts when it
+  completes and is rolled back. New inserts never go to file groups under a pending
+  clustering (the small-file listing leaves them out, as Java's does).
+* **Failures**: a clustering that raises is rolled back at once (its files deleted, back to
+  requested); one killed mid-way is left inflight and rolled back by the next
+  :func:`run_clustering` (recorded as a rollback instant), then executed again. Writers never
+  roll a pending clustering back (Java's ``ignoreCompactionAndClusteringInstants``).
+* **Tables**: COW and MOR, versions 6, 8 and 9. The bucket index is refused, as Java refuses
+  clustering for the simple bucket engine ("Clustering is not supported for simple bucket
+  index", Flink's ``ClusteringUtil.validateClusteringScheduling``; Spark's bucket index pins
+  every key to its bucket's file group, which a new file group would break).
+* **Replaced file groups** are deleted by the cleaner once the replacecommit is older than its
+  earliest retained commit (:mod:`hudi_ds.services.clean`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hudi_ds.concurrency.heartbeat import Heartbeat
+from hudi_ds.config import ClusteringConfig, ConcurrencyConfig
+from hudi_ds.errors import (
+    AttemptRolledBackError,
+    CommitConflictError,
+    InstantNotFoundError,
+    TimelineError,
+    UnsupportedError,
+)
+from hudi_ds.faults import crash_point
+from hudi_ds.index.core import IndexType, table_index_type
+from hudi_ds.layout.naming import partition_of
+from hudi_ds.services.base import ServiceContext, under_table_lock
+from hudi_ds.services.clustering_execute import (
+    ClusteringJob,
+    execute_group,
+    finish_clustering,
+    prepare_clustering,
+)
+from hudi_ds.services.clustering_plan import plan_clustering, requested_metadata
+from hudi_ds.services.compaction import _attempt_alive, _attempts
+from hudi_ds.services.compaction_plan import _pending_writes
+from hudi_ds.timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
+from hudi_ds.timeline.metadata import WriteStat
+from hudi_ds.timeline.plans import InstantInfo, RollbackMetadata, RollbackPartitionMetadata
+from hudi_ds.timeline.timeline import Timeline
+from hudi_ds.write.markers import delete_markers, marked_files
+from hudi_ds.write.rollback_executor import pending_rollback_of, resume_rollback, rollback_plan
+
+log = logging.getLogger("hudi_ds.services")
+
+__all__ = [
+    "ClusteringResult",
+    "clustering_due",
+    "pending_clusterings",
+    "rollback_inflight_clustering",
+    "run_clustering",
+    "run_inline_clustering",
+    "schedule_clustering",
+]
+
+
+@dataclass
+class ClusteringResult:
+    """What a completed clustering did.
+
+    Attributes:
+        instant: the clustering instant (completed as a replacecommit).
+        groups: clustering groups executed.
+        replaced: file groups replaced.
+        created: file groups written.
+        rows: rows written.
+        bytes_written: size of the new base files.
+        seconds: wall time of the execution.
+        stats: the write stats of the new base files.
+    """
+
+    instant: str
+    groups: int = 0
+    replaced: int = 0
+    created: int = 0
+    rows: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+    stats: list[WriteStat] = field(default_factory=list)
+
+
+def _action(ctx: ServiceContext) -> str:
+    """The pending action of a clustering: ``clustering`` on timeline layout 2 (Hudi 1.x's
+    ``HoodieTimeline.CLUSTERING_ACTION``), ``replacecommit`` on layout 1."""
+    return CLUSTERING if ctx.layout == 2 else REPLACE_COMMIT
+
+
+def _refuse_bucket_index(ctx: ServiceContext) -> None:
+    if table_index_type(ctx.state) is IndexType.BUCKET:
+        raise UnsupportedError(
+            f"clustering is not supported for the bucket index (table {ctx.config.table_name}): "
+            "each record key belongs to its bucket's file group, which clustering would "
+            'replace by new ones; Apache Hudi refuses it too ("Clustering is not supported '
+            'for simple bucket index")'
+        )
+
+
+def pending_clusterings(tl: Timeline) -> list[Instant]:
+    """The pending clusterings of ``tl``, oldest first."""
+    return list(tl.pending_clustering())
+
+
+@under_table_lock
+def schedule_clustering(ctx: ServiceContext) -> str | None:
+    """Schedule a clustering: write its requested instant with the strategy's plan.
+
+    Runs under the table lock (several writers). A single writer refuses while a write is
+    pending, as compaction scheduling does.
+
+    Returns:
+        The clustering instant, or None when no group qualifies.
+
+    Raises:
+        UnsupportedError: a bucket-index table.
+        TimelineError: single-writer mode and a write is in flight.
+    """
+    ctx.require_writable("clustering")
+    _refuse_bucket_index(ctx)
+    tl = ctx.timeline()
+    pending = _pending_writes(tl)
+    if pending and not ctx.multi_writer:
+        raise TimelineError(
+            "cannot schedule a clustering while writes are pending: "
+            f"{', '.join(i.requested_time for i in pending)}"
+        )
+    plan = plan_clustering(ctx, tl)
+    if plan is None:
+        return None
+    req = ctx.new_instant(_action(ctx), requested_metadata(plan).to_bytes(), tl)
+    slices = sum(len(g.slices or []) for g in plan.input_groups or [])
+    log.info(
+        "scheduled clustering %s: %d group(s), %d file slice(s)",
+        req.requested_time,
+        len(plan.input_groups or []),
+        slices,
+    )
+    return req.requested_time
+
+
+def run_clustering(ctx: ServiceContext, instant: str | None = None) -> list[ClusteringResult]:
+    """Execute pending clusterings (``instant``, or all of them, oldest first); one left inflight
+    by a failed or killed attempt is rolled back first, then run again.
+
+    Raises:
+        InstantNotFoundError: ``instant`` is not a pending clustering.
+    """
+    ctx.require_writable("clustering")
+    _refuse_bucket_index(ctx)
+    tl = ctx.reload_timeline()
+    todo = pending_clusterings(tl)
+    if instant is not None:
+        todo = [i for i in todo if i.requested_time == instant]
+        if not todo:
+            raise InstantNotFoundError(f"no pending clustering {instant} on the timeline")
+    results = []
+    for inst in todo:
+        res = _run_one(ctx, inst.requested_time)
+        if res is not None:
+            results.append(res)
+        elif instant is not None:
+            raise TimelineError(f"clustering {instant} is running in another process")
+    return results
+
+
+def _run_one(ctx: ServiceContext, c: str) -> ClusteringResult | None:
+    with ctx.locked():
+        tl = ctx.timeline()
+        cur = tl.get(c)
+        if cur is None or cur.is_completed or not tl.is_clustering(cur):
+            return None
+        if cur.is_inflight and _attempt_alive(ctx, c):
+            log.info("clustering %s is running elsewhere (live heartbeat); skipped", c)
+            return None
+        if cur.is_inflight or pending_rollback_of(tl, c) is not None:
+            log.warning("clustering %s was left inflight by a failed attempt; retrying it", c)
+            rollback_inflight_clustering(ctx, c)
+        job = prepare_clustering(ctx, c, _attempts(ctx, c))
+        ctx.writer().transition_to_inflight(Instant(c, job.action, State.REQUESTED))
+        interval = ctx.options.get(ConcurrencyConfig.HEARTBEAT_MS) / 1000
+        heartbeat = Heartbeat(ctx.storage, c, interval)
+    t0 = time.perf_counter()
+    stats: list[WriteStat] = []
+    live = True  # whether the heartbeat file is this attempt's to delete at the end
+    try:
+        stats = _execute(ctx, job)
+        finish_clustering(ctx, job, stats)
+    except AttemptRolledBackError:
+        # undone by another process, which may run the plan again now: only this attempt's
+        # own files go (its write tokens differ), the timeline and heartbeat are not ours
+        live = False
+        for st in stats:
+            if st.path:
+                ctx.storage.delete(st.path)
+        raise
+    except BaseException as e:
+        log.error("clustering %s failed; rolling the attempt back", c)
+        try:
+            with ctx.locked(reload=True):
+                rollback_inflight_clustering(ctx, c)
+                if isinstance(e, CommitConflictError):
+                    # the plan names slices a concurrent write has superseded: executed again
+                    # it would drop that write's records, so it goes (the next schedule plans
+                    # the file groups as they are now)
+                    ctx.writer().delete_instant_files(Instant(c, job.action, State.REQUESTED))
+        except Exception:  # pragma: no cover - the next run retries the rollback
+            log.exception("rolling back clustering %s failed", c)
+        raise
+    finally:
+        heartbeat.stop(delete=live)
+    res = ClusteringResult(
+        instant=c,
+        groups=len(job.groups),
+        replaced=sum(len(g.slices or []) for g in job.groups),
+        created=len(stats),
+        rows=sum(s.num_writes for s in stats),
+        bytes_written=sum(s.file_size_in_bytes for s in stats),
+        seconds=time.perf_counter() - t0,
+        stats=list(stats),
+    )
+    log.info(
+        "clustering %s: %d file groups into %d, %d rows in %.2fs",
+        c,
+        res.replaced,
+        res.created,
+        res.rows,
+        res.seconds,
+    )
+    return res
+
+
+def _execute(ctx: ServiceContext, job: ClusteringJob) -> list[WriteStat]:
+    stats: list[WriteStat] = []
+    n = len(job.groups)
+    for i in range(n):
+        stats += execute_group(job, i)
+        ctx.progress(i + 1, n, f"clustering {job.instant}")
+    return stats
+
+
+def rollback_inflight_clustering(ctx: ServiceContext, instant: str) -> list[str]:
+    """Undo a failed attempt of clustering ``instant``: delete its files, back to requested,
+    recorded as a rollback instant (``instantsRollback = {T, <action>}``), as Hudi's
+    ``rollbackInflightClustering`` does -- the plan stays and is executed again.
+
+    Returns:
+        The deleted files (relative paths).
+    """
+    storage = ctx.storage
+    tl = ctx.timeline()
+    inst = tl.get(instant)
+    if inst is None or inst.is_completed or not tl.is_clustering(inst):
+        raise InstantNotFoundError(f"no pending clustering {instant} on the timeline")
+    pending_rb = pending_rollback_of(tl, instant)
+    if pending_rb is not None:
+        resume_rollback(storage, ctx.config, tl, pending_rb, ctx.state.before_complete)
+        ctx.reload_timeline()
+        inst = ctx.timeline().get(instant)
+        if inst is None or not inst.is_inflight:
+            return []
+    files = sorted(set(marked_files(storage, instant)))
+    writer = ctx.writer()
+    rplan = rollback_plan(instant, inst.action, files, full_path=storage.uri, layout=ctx.layout)
+    rb_req = ctx.new_instant("rollback", rplan.to_bytes(), tl)
+    writer.transition_to_inflight(rb_req)
+    t0 = time.perf_counter()
+    for f in files:
+        storage.delete(f)
+    crash_point("rollback")
+    delete_markers(storage, instant)
+    if inst.is_inflight:
+        writer.revert_to_requested(inst)
+    parts: dict[str, RollbackPartitionMetadata] = {}
+    for f in files:
+        p = partition_of(f)
+        parts.setdefault(p, RollbackPartitionMetadata(partition_path=p))
+        parts[p].success_delete_files.append(storage.uri(f))
+    md = RollbackMetadata(
+        start_rollback_time=rb_req.requested_time,
+        time_taken_in_millis=int((time.perf_counter() - t0) * 1000),
+        total_files_deleted=len(files),
+        commits_rollback=[instant],
+        partition_metadata=parts,
+        version=1,
+        instants_rollback=[InstantInfo(commit_time=instant, action=inst.action)],
+    )
+    ctx.complete(Instant(rb_req.requested_time, "rollback", State.INFLIGHT), md.to_bytes())
+    log.info("rolled back the failed attempt of clustering %s (%d files)", instant, len(files))
+    return files
+
+
+def clustering_due(ctx: ServiceContext, tl: Timeline | None = None) -> bool:
+    """Whether ``hoodie.clustering.inline.max.commits`` commits completed since the last
+    clustering (completed or pending; since the first commit when there was none), as Java's
+    ``ClusteringPlanActionExecutor.getCommitsSinceLastClustering`` counts them."""
+    tl = tl if tl is not None else ctx.timeline()
+    clusterings = [i.requested_time for i in tl if tl.is_clustering(i)]
+    last = clusterings[-1] if clusterings else None
+    n = sum(
+        1
+        for i in tl.commits()
+        if (last is None or i.requested_time > last) and not tl.is_clustering(i)
+    )
+    return n >= ctx.get(ClusteringConfig.INLINE_MAX_COMMITS)
+
+
+def run_inline_clustering(
+    ctx: ServiceContext, async_runner: Callable[[ServiceContext], object] | None = None
+) -> list[ClusteringResult]:
+    """The post-commit clustering of a writer, once due (:func:`clustering_due`):
+
+    * ``hoodie.clustering.inline``: schedule and execute in the commit
+      (``BaseHoodieTableServiceClient.inlineClustering``);
+    * else ``hoodie.clustering.async.enabled``: schedule, then hand the pending clusterings to
+      ``async_runner`` (the streaming sink's background process,
+      :func:`hudi_ds.services.background.start_compactor`) -- without one (the embedded API)
+      execute them right after the commit;
+    * else ``hoodie.clustering.schedule.inline``: schedule only.
+
+    A bucket-index table is skipped (with a warning).
+
+    Returns:
+        The clusterings completed here.
+    """
+    inline = ctx.get(ClusteringConfig.INLINE)
+    run_async = not inline and ctx.get(ClusteringConfig.ASYNC)
+    schedule_only = ctx.get(ClusteringConfig.SCHEDULE_INLINE)
+    if not (inline or run_async or schedule_only) or not clustering_due(ctx):
+        return []
+    try:
+        _refuse_bucket_index(ctx)
+    except UnsupportedError as e:
+        log.warning("inline clustering skipped: %s", e)
+        return []
+    if _pending_writes(ctx.timeline()) and not ctx.multi_writer:
+        log.info("clustering not scheduled: writes are pending")
+        return []
+    schedule_clustering(ctx)
+    if not pending_clusterings(ctx.timeline()) or not (inline or run_async):
+        return []
+    if run_async and async_runner is not None:
+        async_runner(ctx)
+        return []
+    return run_clustering(ctx)
