@@ -42,7 +42,7 @@ from hudi_ds.write.operation import (
     WriteOperation,
     partitions_to_delete,
 )
-from hudi_ds.write.task_writer import coalesced
+from hudi_ds.write.task_writer import CHUNK_BYTES, coalesced
 from hudi_ds.write.write_status import WriteStatus
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas (0.35 s): only to_pyarrow_dataset needs it
@@ -210,11 +210,13 @@ def _write_with(
     # one process tags the whole input: the inflight file holds the workload profile, as
     # Java's writes save it (WriteClient.write_profiled)
     profiled = client.operation.saves_workload_profile
-    chunks = coalesced(batches)
     instant = client.start(schema, inflight=not profiled)
     try:
         # a state index (the only lookup given here) learns the keys of the new base files
         task = client.task_writer(instant, lookup=lookup, track_keys=lookup is not None)
+        # input chunks within an eighth of the task's memory budget (write.task.max.size)
+        chunk_bytes = min(CHUNK_BYTES, task.options.memory.task_bytes // 8)
+        chunks = coalesced(batches, max_bytes=chunk_bytes)
         if profiled:
             client.write_profiled(instant, task, chunks)
         else:

@@ -450,7 +450,7 @@ def test_written_files_stats_travel_with_the_write(
     from hudi_ds import api
     from hudi_ds.write.task_writer import coalesced
 
-    monkeypatch.setattr(api, "coalesced", lambda batches: coalesced(batches, max_rows=8))
+    monkeypatch.setattr(api, "coalesced", lambda batches, max_bytes: coalesced(batches, max_rows=8))
     root = tmp_path / "t"
     over = {**_BUILD, "hoodie.metadata.compact.max.delta.commits": "100"}
     over["write.batch.size"] = "0.0001"  # ~100 bytes a handle: a data block per batch

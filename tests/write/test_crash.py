@@ -16,6 +16,10 @@ from tests.conftest import assert_rows, hudi_rs_table, table_options
 
 WRITER = r"""
 import sys, pyarrow as pa, hudi_ds
+from hudi_ds import api
+from hudi_ds.write.task_writer import coalesced
+# the task writer takes the input batch by batch (it joins them otherwise): a longer write
+api.coalesced = lambda batches, max_bytes: coalesced(batches, max_rows=500)
 path = sys.argv[1]
 opts = {
     "hoodie.table.name": "crash", "hoodie.datasource.write.recordkey.field": "id",
