@@ -56,6 +56,7 @@ from hudi_ds.dml.clauses import (
     MergeShape,
     SourceColumn,
     cardinality_error,
+    check_update_set,
     new_clause,
     no_clause_error,
 )
@@ -70,6 +71,7 @@ from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
 from hudi_ds.schema.meta import (
     DML_DELETE_FIELD,
     IS_DELETED_FIELD,
+    META_FIELDS,
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
 )
@@ -109,6 +111,8 @@ __all__ = [
     "MergeShape",
     "SourceColumn",
     "cardinality_error",
+    "check_update_set",
+    "META_FIELDS",
     "dml_instant",
     "latest_instant_time",
     "new_clause",

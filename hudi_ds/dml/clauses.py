@@ -85,6 +85,27 @@ class SourceColumn:
     name: str
 
 
+def check_update_set(
+    set: Mapping[str, Any] | None, columns: Sequence[str], fixed: Sequence[str]
+) -> None:
+    """Check the assignments of an ``UPDATE ... SET``: a non-empty mapping of the table's
+    columns, none a record key or partition column.
+
+    Raises:
+        ConfigError: names the bad column.
+    """
+    if not isinstance(set, Mapping) or not set:
+        raise ConfigError(f"update: set must be a non-empty dict of column -> value, not {set!r}")
+    for col in set:
+        if col not in columns:
+            raise ConfigError(f"update: the table has no column '{col}' ({list(columns)})")
+        if col in fixed:
+            raise ConfigError(
+                f"update: '{col}' is a record key or partition column; a record's key and "
+                "partition cannot change in place (Hudi's UpdateHoodieTableCommand refuses it too)"
+            )
+
+
 def no_clause_error() -> ConfigError:
     return ConfigError(
         "merge: no clause given: add when_matched_update(...), when_not_matched_insert"
