@@ -32,10 +32,12 @@ Spark ``Column`` s or SQL strings, which Spark resolves (all of Spark SQL is ava
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from pyspark import StorageLevel
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -67,6 +69,17 @@ from hudi_ds.spark.options import SOURCE_NAME
 MAX_PUSHED_KEYS = 1000
 
 _SID, _HAS_S, _HAS_T, _CLAUSE = "__hudi_sid", "__hudi_s", "__hudi_t", "__hudi_clause"
+
+
+@contextmanager
+def _resolved(what: str) -> Iterator[None]:
+    """Spark's analysis errors (an unknown column, types that do not fit) of a statement's
+    expressions as ``ConfigError`` s; raised before anything is written."""
+    try:
+        yield
+    except AnalysisException as e:
+        first = str(e).strip().splitlines()[0]
+        raise ConfigError(f"{what}: Spark cannot resolve the statement: {first}") from None
 
 
 def _column(value: Any, what: str) -> Column:
@@ -157,38 +170,37 @@ class HudiTable:
         data = self.data_columns()
         check_update_set(set, data, [*cfg.record_key_fields, *cfg.partition_fields])
         assert set is not None
-        target = self._target().alias(self._alias)
-        where = F.lit(True) if condition is None else _column(condition, "update condition")
-        types = {f.name: f.dataType for f in target.schema.fields}
-        cols = [
-            _column(set[c], f"update of column '{c}'").cast(types[c]).alias(c)
-            if c in set
-            else F.col(c)
-            for c in data
-        ]
-        rows = target.where(where).select(*cols)
-        return self._write_selected(target, where, rows, "upsert", updated=True)
+        with _resolved("update"):
+            target = self._target().alias(self._alias)
+            where = F.lit(True) if condition is None else _column(condition, "update condition")
+            types = {f.name: f.dataType for f in target.schema.fields}
+            cols = [
+                _column(set[c], f"update of column '{c}'").cast(types[c]).alias(c)
+                if c in set
+                else F.col(c)
+                for c in data
+            ]
+            rows = target.where(where).select(*cols)
+            counts = _selected_counts(target, where)
+        return self._write_selected(counts, rows, "upsert", updated=True)
 
     def delete(self, condition: str | Column | None = None) -> DmlMetrics:
         """``DELETE FROM t WHERE condition`` as one delete instant (None: every row)."""
         self._need_keys("delete")
-        target = self._target().alias(self._alias)
-        where = F.lit(True) if condition is None else _column(condition, "delete condition")
-        rows = target.where(where).select(*self.data_columns())
-        return self._write_selected(target, where, rows, "delete", updated=False)
+        with _resolved("delete"):
+            target = self._target().alias(self._alias)
+            where = F.lit(True) if condition is None else _column(condition, "delete condition")
+            rows = target.where(where).select(*self.data_columns())
+            counts = _selected_counts(target, where)
+        return self._write_selected(counts, rows, "delete", updated=False)
 
     def _target(self) -> DataFrame:
         return self.toDF().select(*self.data_columns())
 
     def _write_selected(
-        self, target: DataFrame, where: Column, rows: DataFrame, op: str, updated: bool
+        self, counts: tuple[int, int], rows: DataFrame, op: str, updated: bool
     ) -> DmlMetrics:
-        counts = target.agg(
-            F.count(F.lit(1)).alias("read"),
-            F.count(F.when(where, 1)).alias("selected"),
-        ).first()
-        assert counts is not None
-        read, selected = int(counts["read"]), int(counts["selected"])
+        read, selected = counts
         instant, files = None, 0
         if selected:
             instant, files = self.write(rows, op)
@@ -208,6 +220,15 @@ class HudiTable:
         )
         self.table = ReadableTable(self.location)
         return dml_instant(self.location, before)
+
+
+def _selected_counts(target: DataFrame, where: Column) -> tuple[int, int]:
+    """The target rows read and those ``where`` selects (one aggregation)."""
+    row = target.agg(
+        F.count(F.lit(1)).alias("read"), F.count(F.when(where, 1)).alias("selected")
+    ).first()
+    assert row is not None
+    return int(row["read"]), int(row["selected"])
 
 
 class MergeBuilder:
@@ -326,16 +347,19 @@ class _MergeRun:
         )
         on = F.expr(self.on_text) if isinstance(self.b.condition, str) else self._on_column()
         how = "full_outer" if self.by_source else "left_outer"
-        joined = source.join(target, on, how).persist(StorageLevel.MEMORY_AND_DISK)
+        with _resolved("merge"):
+            joined = source.join(target, on, how).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            self._check_cardinality(joined)
-            chosen = joined.withColumn(_CLAUSE, self._clause_chain()).where(
-                F.col(_CLAUSE).isNotNull()
-            )
-            n_source, n_read, counts = self._counts(joined, chosen)
+            with _resolved("merge"):
+                self._check_cardinality(joined)
+                chosen = joined.withColumn(_CLAUSE, self._clause_chain()).where(
+                    F.col(_CLAUSE).isNotNull()
+                )
+                n_source, n_read, counts = self._counts(joined, chosen)
+                rows = self._rows(chosen, target)
             instant, files = None, 0
             if sum(counts.values()):
-                instant, files = t.write(self._rows(chosen, target), "upsert")
+                instant, files = t.write(rows, "upsert")
         finally:
             joined.unpersist()
         return DmlMetrics(

@@ -125,15 +125,28 @@ def test_dml_through_spark(
     check(root, model)
 
 
-def test_duplicate_match_refused_table_unchanged(spark: Any, tmp_path: Path) -> None:
-    from hudi_ds.spark import HudiTable
+def test_refused_statements_leave_the_table_unchanged(spark: Any, tmp_path: Path) -> None:
+    from hudi_ds.spark import HudiTable, sql
 
     root = tmp_path / "t"
     make_table(root, options("MERGE_ON_READ", "SIMPLE", 6))
     before = snapshot(root)
     rows = source_rows()[:5]
     source = spark.createDataFrame([*rows, {**rows[2], "fare": 1.0}], SCHEMA)
-    m = HudiTable.forPath(spark, str(root)).merge(source, "t.id = s.id").whenMatchedUpdateAll()
+    table = HudiTable.forPath(spark, str(root))
+    m = table.merge(source, "t.id = s.id").whenMatchedUpdateAll()
     with pytest.raises(ConfigError, match=rf"target row \(key {{'id': '{rows[2]['id']}'}}\) "):
-        m.execute()
+        m.execute()  # a source with a key twice
+    bad = [
+        lambda: table.merge(source, "t.fare = s.fare").whenMatchedDelete().execute(),
+        lambda: (
+            table.merge(source, "t.id = s.id").whenMatchedUpdate(set={"city": "'la'"}).execute()
+        ),
+        lambda: table.update("nope > 1", {"fare": "0"}),
+        lambda: sql(spark, "DELETE FROM trips_view WHERE fare < 1"),
+    ]
+    messages = ["neither a record key field", "assigns the record key", "nope", "a table path"]
+    for call, message in zip(bad, messages, strict=True):
+        with pytest.raises(ConfigError, match=message):
+            call()
     assert snapshot(root) == before
