@@ -56,11 +56,13 @@ from hudi_ds.dml.clauses import (
     MergeShape,
     SourceColumn,
     cardinality_error,
+    check_sql_columns,
     check_update_set,
     new_clause,
     no_clause_error,
 )
 from hudi_ds.dml.commit import DmlMetrics
+from hudi_ds.dml.expr import Scope
 from hudi_ds.index import Index
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.index.lookup import Lookup
@@ -109,8 +111,10 @@ __all__ = [
     "DmlMetrics",
     "Match",
     "MergeShape",
+    "Scope",
     "SourceColumn",
     "cardinality_error",
+    "check_sql_columns",
     "check_update_set",
     "META_FIELDS",
     "dml_instant",

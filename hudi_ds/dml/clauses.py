@@ -106,6 +106,31 @@ def check_update_set(
             )
 
 
+def check_sql_columns(text: str, scope: Scope, what: str) -> None:
+    """Resolve every column a SQL expression names against ``scope`` (the check an engine
+    that evaluates the SQL itself runs first, for the embedded API's messages).
+
+    Raises:
+        ConfigError: the text does not parse, or names an unknown or ambiguous column.
+    """
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError
+
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except ParseError as e:
+        first = str(e).splitlines()[0]
+        raise ConfigError(f"{what}: cannot parse {text!r} as SQL ({first})") from None
+    lambda_vars = {v.name.lower() for node in tree.find_all(exp.Lambda) for v in node.expressions}
+    for col in tree.find_all(exp.Column):
+        if not isinstance(col.this, exp.Identifier):
+            continue  # t.* and the like: the engine says what it makes of them
+        if not col.table and col.name.lower() in lambda_vars:
+            continue
+        scope.resolve(col.table, col.name, text)
+
+
 def no_clause_error() -> ConfigError:
     return ConfigError(
         "merge: no clause given: add when_matched_update(...), when_not_matched_insert"

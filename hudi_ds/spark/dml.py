@@ -53,8 +53,10 @@ from hudi_ds.engine import (
     Match,
     MergeShape,
     ReadableTable,
+    Scope,
     SourceColumn,
     cardinality_error,
+    check_sql_columns,
     check_update_set,
     dml_instant,
     latest_instant_time,
@@ -82,11 +84,14 @@ def _resolved(what: str) -> Iterator[None]:
         raise ConfigError(f"{what}: Spark cannot resolve the statement: {first}") from None
 
 
-def _column(value: Any, what: str) -> Column:
-    """A Spark expression from a ``Column`` or a SQL string."""
+def _column(value: Any, what: str, scope: Scope | None = None) -> Column:
+    """A Spark expression from a ``Column`` or a SQL string (its columns resolved against
+    ``scope`` first, with the embedded API's messages)."""
     if isinstance(value, Column):
         return value
     if isinstance(value, str) and value.strip():
+        if scope is not None:
+            check_sql_columns(value, scope, what)
         return F.expr(value)
     raise ConfigError(f"{what}: expected a Spark Column or a SQL string, not {value!r}")
 
@@ -140,7 +145,14 @@ class HudiTable:
     def data_columns(self) -> list[str]:
         return [n for n in self.table.schema.names if n not in META_FIELDS]
 
+    def _scope(self) -> Scope:
+        """What a one-table statement's SQL may name: the columns, bare or aliased."""
+        return Scope({self._alias: self.data_columns()}, bare=self._alias)
+
     def _need_keys(self, what: str) -> None:
+        # each statement sees the table as it is now (schema, key fields): other writers may
+        # have changed it since this handle was made
+        self.table = ReadableTable(self.location)
         if not self.table.config.record_key_fields:
             raise ConfigError(
                 f"{what}: the table at {self.path} has no record key fields (Hudi's "
@@ -172,10 +184,13 @@ class HudiTable:
         assert set is not None
         with _resolved("update"):
             target = self._target().alias(self._alias)
-            where = F.lit(True) if condition is None else _column(condition, "update condition")
+            scope = self._scope()
+            where = (
+                F.lit(True) if condition is None else _column(condition, "update condition", scope)
+            )
             types = {f.name: f.dataType for f in target.schema.fields}
             cols = [
-                _column(set[c], f"update of column '{c}'").cast(types[c]).alias(c)
+                _column(set[c], f"update of column '{c}'", scope).cast(types[c]).alias(c)
                 if c in set
                 else F.col(c)
                 for c in data
@@ -189,7 +204,11 @@ class HudiTable:
         self._need_keys("delete")
         with _resolved("delete"):
             target = self._target().alias(self._alias)
-            where = F.lit(True) if condition is None else _column(condition, "delete condition")
+            where = (
+                F.lit(True)
+                if condition is None
+                else _column(condition, "delete condition", self._scope())
+            )
             rows = target.where(where).select(*self.data_columns())
             counts = _selected_counts(target, where)
         return self._write_selected(counts, rows, "delete", updated=False)
@@ -325,6 +344,7 @@ class _MergeRun:
             b.source_alias,
             t._alias,
         )
+        self.scopes = self.shape.scopes()
         self.on_text = _on_text(b.condition)
         self.pairs = self.shape.on_pairs(self.on_text)
         self.values = {
@@ -333,6 +353,13 @@ class _MergeRun:
             if c.action is not Action.DELETE
         }
         self.by_source = any(c.match is Match.NOT_MATCHED_BY_SOURCE for c in b.clauses)
+        for i, c in enumerate(b.clauses):  # SQL columns resolved before any Spark job
+            what = f"the {c.describe()} #{i + 1}"
+            if isinstance(c.predicate, str):
+                check_sql_columns(c.predicate, self.scopes[c.match], f"the condition of {what}")
+            for col, v in self.values.get(i, {}).items():
+                if isinstance(v, str):
+                    check_sql_columns(v, self.scopes[c.match], f"{what}, column '{col}'")
 
     def run(self) -> DmlMetrics:
         t, sa, ta = self.b.table, self.shape.source_alias, self.shape.target_alias
@@ -446,7 +473,7 @@ class _MergeRun:
             cond = groups[c.match]
             if c.predicate is not None:
                 what = f"the condition of the {c.describe()} #{i + 1}"
-                cond = cond & _column(c.predicate, what)
+                cond = cond & _column(c.predicate, what, self.scopes[c.match])
             chain = chain.when(cond, F.lit(i))
         return chain  # type: ignore[no-any-return]
 
@@ -463,7 +490,8 @@ class _MergeRun:
                 v = self.values[i].get(col)
                 if v is not None:
                     name = f"n{len(nulls)}"
-                    is_null = self._value(v, f"the {c.describe()} #{i + 1}").isNull()
+                    what = f"the {c.describe()} #{i + 1}, column '{col}'"
+                    is_null = self._value(v, what, c.match).isNull()
                     aggs.append(F.count(F.when((clause == i) & is_null, 1)).alias(name))
                     nulls[name] = (i, col)
         row = chosen.agg(*aggs).first()
@@ -484,10 +512,10 @@ class _MergeRun:
                 raise _null_key(col, int(row[name]))
         return int(sizes["s"]), int(sizes["t"]), counts
 
-    def _value(self, v: Any, what: str) -> Column:
+    def _value(self, v: Any, what: str, match: Match) -> Column:
         if isinstance(v, SourceColumn):
             return F.col(f"{self.shape.source_alias}.{v.name}")
-        return _column(v, what)
+        return _column(v, what, self.scopes[match])
 
     def _rows(self, chosen: DataFrame, target: DataFrame) -> DataFrame:
         """The target columns of each chosen row (the clause's values, else the stored ones,
@@ -501,7 +529,7 @@ class _MergeRun:
             for i, values in self.values.items():
                 if col in values:
                     what = f"the {self.b.clauses[i].describe()} #{i + 1}, column '{col}'"
-                    v = self._value(values[col], what).cast(types[col])
+                    v = self._value(values[col], what, self.b.clauses[i].match).cast(types[col])
                     out = out.when(F.col(_CLAUSE) == i, v)
             stored = F.col(f"{ta}.{col}")  # null on an insert's row: no target side
             cols.append((stored if out is F else out.otherwise(stored)).alias(col))

@@ -142,10 +142,19 @@ def test_refused_statements_leave_the_table_unchanged(spark: Any, tmp_path: Path
         lambda: (
             table.merge(source, "t.id = s.id").whenMatchedUpdate(set={"city": "'la'"}).execute()
         ),
+        lambda: (
+            table.merge(source, "t.id = s.id").whenMatchedUpdate(set={"fare": "s.nop"}).execute()
+        ),
         lambda: table.update("nope > 1", {"fare": "0"}),
         lambda: sql(spark, "DELETE FROM trips_view WHERE fare < 1"),
     ]
-    messages = ["neither a record key field", "assigns the record key", "nope", "a table path"]
+    messages = [
+        "neither a record key field",
+        "assigns the record key",
+        r"unknown column 's\.nop'",
+        "unknown column 'nope'",
+        "a table path",
+    ]
     for call, message in zip(bad, messages, strict=True):
         with pytest.raises(ConfigError, match=message):
             call()
