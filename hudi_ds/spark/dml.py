@@ -24,10 +24,13 @@ slices --, joined with the source (left outer, full outer with ``whenNotMatchedB
 each joined row takes the first clause whose kind and condition fit it (one ``CASE WHEN``
 chain), and the result is written through ``hudi_py`` as one upsert whose deleted rows carry
 the internal delete flag (:data:`~hudi_ds.engine.DML_DELETE_FIELD`): one instant, as Hudi's
-``MergeIntoHoodieTableCommand.executeUpsert``. Before anything is written one aggregation
-checks that no source row matches several target rows and no target row several source rows
-(the error names the key) and that inserted rows have their key columns. Expressions are
-Spark ``Column`` s or SQL strings, which Spark resolves (all of Spark SQL is available).
+``MergeIntoHoodieTableCommand.executeUpsert``. Before anything is written, aggregations over
+the persisted join check that no source row matches several target rows and no target row
+several source rows (the error names the key) and that inserted rows have their key columns.
+Expressions are Spark ``Column`` s or SQL strings, which Spark evaluates (all of Spark SQL);
+the columns a SQL string names are first resolved as the embedded API resolves them (same
+messages). The metrics are :class:`~hudi_ds.engine.DmlMetrics`; a MERGE's
+``num_target_rows_read`` counts the target rows the join paired with the source.
 """
 
 from __future__ import annotations
