@@ -68,7 +68,10 @@ from hudi_ds.engine import (
 )
 from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.spark import options as opt
-from hudi_ds.spark.options import SOURCE_NAME
+from hudi_ds.spark.options import SOURCE_NAME, SparkConfig
+
+#: Spark's switch for Python data sources' filter pushdown
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 #: at most this many distinct source keys become an ``IN`` filter of the target read
 MAX_PUSHED_KEYS = 1000
@@ -141,6 +144,18 @@ class HudiTable:
     def toDF(self) -> DataFrame:
         """The table's snapshot as a DataFrame (a fresh read)."""
         return self.spark.read.format(SOURCE_NAME).options(**self.options).load(self.path)
+
+    def _pruned_read(self) -> DataFrame:
+        """A fresh read that prunes with the filters Spark pushes, where the session allows
+        (pyspark refuses a pushdown reader while ``spark.sql.python.filterPushdown.enabled``
+        is false). Safe from pyspark 4.3's reuse of one query's pushed filters by later
+        queries of the DataFrame: every query of a MERGE's target carries the same filters."""
+        df = self.spark.read.format(SOURCE_NAME).options(**self.options)
+        enabled = str(self.spark.conf.get(PUSHDOWN_CONF, "false")).strip().lower() == "true"
+        key = SparkConfig.FILTER_PUSHDOWN.key
+        if enabled and key not in {k.lower() for k in self.options}:
+            df = df.option(key, "true")
+        return df.load(self.path)
 
     to_df = toDF
 
@@ -366,9 +381,8 @@ class _MergeRun:
 
     def run(self) -> DmlMetrics:
         t, sa, ta = self.b.table, self.shape.source_alias, self.shape.target_alias
-        target = t.toDF().select(
-            *self.data, RECORD_KEY_METADATA_FIELD, PARTITION_PATH_METADATA_FIELD
-        )
+        read = t.toDF() if self.by_source else t._pruned_read()
+        target = read.select(*self.data, RECORD_KEY_METADATA_FIELD, PARTITION_PATH_METADATA_FIELD)
         target = self._narrowed(target).withColumn(_HAS_T, F.lit(True)).alias(ta)
         source = (
             self.b.source.withColumn(_SID, F.monotonically_increasing_id())
