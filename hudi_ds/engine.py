@@ -27,6 +27,12 @@ Writes
     :class:`StateIndex` / :data:`Lookup` a long-lived worker's index of record keys;
     :func:`bucket_ids_of_rows` the bucket of each row of a bucket-index table, whose layout
     an :class:`Index` resolved from the options holds.
+DML
+    an engine that runs a ``MERGE`` join itself shares the clause model and its checks
+    (:class:`MergeShape`, :class:`Clause`, :class:`Match`, :class:`Action`,
+    :func:`new_clause`, :func:`cardinality_error`), flags the rows a statement deletes with
+    :data:`DML_DELETE_FIELD` in its upsert, and reports :class:`DmlMetrics`
+    (:func:`dml_instant` finds the instant the statement wrote).
 Compaction
     :func:`compact` runs a table's compactions with an engine's executor, which runs each
     operation of a :class:`CompactionJob` with :func:`compaction_task`.
@@ -43,6 +49,20 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from hudi_ds.config import Options, WriteConfig, is_option_key, validated
+from hudi_ds.dml.clauses import (
+    Action,
+    Clause,
+    Match,
+    MergeShape,
+    SourceColumn,
+    cardinality_error,
+    check_sql_columns,
+    check_update_set,
+    new_clause,
+    no_clause_error,
+)
+from hudi_ds.dml.commit import DmlMetrics
+from hudi_ds.dml.expr import Scope
 from hudi_ds.index import Index
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.index.lookup import Lookup
@@ -50,7 +70,13 @@ from hudi_ds.index.state import StateIndex
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
-from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import (
+    DML_DELETE_FIELD,
+    IS_DELETED_FIELD,
+    META_FIELDS,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.services.background import start_compactor
 from hudi_ds.services.base import ServiceContext
@@ -78,6 +104,23 @@ from hudi_ds.write.write_status import WriteStatus
 __all__ = [
     "CHUNK_BYTES",
     "CHUNK_ROWS",
+    "DML_DELETE_FIELD",
+    "PARTITION_PATH_METADATA_FIELD",
+    "Action",
+    "Clause",
+    "DmlMetrics",
+    "Match",
+    "MergeShape",
+    "Scope",
+    "SourceColumn",
+    "cardinality_error",
+    "check_sql_columns",
+    "check_update_set",
+    "META_FIELDS",
+    "dml_instant",
+    "latest_instant_time",
+    "new_clause",
+    "no_clause_error",
     "Index",
     "IS_DELETED_FIELD",
     "RECORD_KEY_METADATA_FIELD",
@@ -187,6 +230,30 @@ def bucket_ids_of_rows(
     record key built as the writer builds it, hashed as Java Hudi does."""
     keys = record_keys(rows, list(key_fields), complex_key)
     return bucket_ids_from_record_keys(keys, list(hash_fields), num_buckets, complex_key)
+
+
+# -- DML -----------------------------------------------------------------------------------------
+def dml_instant(location: TableLocation, before: str | None) -> tuple[str | None, int]:
+    """The data instant a DML statement's write completed after ``before`` (the latest
+    instant time before it, :meth:`Timeline.latest_time`), and the file groups it wrote;
+    ``(None, 0)`` when it committed none. Table services run after the commit (cleaning,
+    inline compaction) are not it."""
+    timeline = ReadableTable(location).timeline
+    written = None
+    for i in timeline.completed().filter_actions("commit", "deltacommit"):
+        if before is not None and i.requested_time <= before:
+            continue
+        md = timeline.read_commit_metadata(i)
+        if md.compacted or md.operation_type in ("COMPACT", "CLUSTER", "LOG_COMPACT"):
+            continue
+        groups = {(p, s.file_id) for p, stats in md.partition_to_write_stats.items() for s in stats}
+        written = (i.requested_time, len(groups))
+    return written or (None, 0)
+
+
+def latest_instant_time(location: TableLocation) -> str | None:
+    """The greatest instant time on the table's timeline (the ``before`` of :func:`dml_instant`)."""
+    return ReadableTable(location).timeline.latest_time()
 
 
 # -- compaction ----------------------------------------------------------------------------------

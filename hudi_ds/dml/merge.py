@@ -35,52 +35,31 @@ needs every target row, so it reads the whole table.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_ds.dml.clauses import (
+    Action,
+    Clause,
+    Match,
+    MergeShape,
+    SourceColumn,
+    cardinality_error,
+    new_clause,
+    no_clause_error,
+)
 from hudi_ds.dml.commit import DmlMetrics, check_keys_present, write_rows
-from hudi_ds.dml.expr import EXPRESSION_FORMS, Expr, Scope, as_mask, compile_expr, evaluate
+from hudi_ds.dml.expr import Expr, as_mask, compile_expr, evaluate
 from hudi_ds.dml.predicate import need_keys
 from hudi_ds.errors import ConfigError
 from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableType
 from hudi_ds.write.operation import UPSERT
-
-
-class Action(enum.Enum):
-    """What a clause does to the rows it takes."""
-
-    UPDATE = "update"
-    DELETE = "delete"
-    INSERT = "insert"
-
-
-class Match(enum.Enum):
-    """Which rows a clause is tried on."""
-
-    MATCHED = "WHEN MATCHED"
-    NOT_MATCHED = "WHEN NOT MATCHED"
-    NOT_MATCHED_BY_SOURCE = "WHEN NOT MATCHED BY SOURCE"
-
-
-@dataclass(frozen=True)
-class Clause:
-    """One ``WHEN ... THEN ...``: ``values`` None means all columns (``UPDATE *``/``INSERT *``)."""
-
-    match: Match
-    action: Action
-    predicate: Expr | None
-    values: Mapping[str, Expr] | None
-
-    def describe(self) -> str:
-        return f"{self.match.value} {self.action.name} clause"
 
 
 class TableMerger:
@@ -123,12 +102,7 @@ class TableMerger:
         predicate: Expr | None,
         values: Mapping[str, Expr] | None,
     ) -> TableMerger:
-        if values is not None and (not isinstance(values, Mapping) or not values):
-            raise ConfigError(
-                f"{match.value} {action.name}: expected a non-empty dict of column -> "
-                f"{EXPRESSION_FORMS}, not {values!r}"
-            )
-        self.clauses.append(Clause(match, action, predicate, values))
+        self.clauses.append(new_clause(match, action, predicate, values))
         return self
 
     def when_matched_update(
@@ -176,10 +150,7 @@ class TableMerger:
             SchemaError: an inserted row without a key or partition value.
         """
         if not self.clauses:
-            raise ConfigError(
-                "merge: no clause given: add when_matched_update(...), when_not_matched_insert"
-                "_all(), ... before execute()"
-            )
+            raise no_clause_error()
         plan = _MergePlan(self)
         joined, s_idx, t_idx, target_rows = plan.join()
         rows, counts = plan.apply(joined, s_idx, t_idx)
@@ -212,19 +183,19 @@ class _MergePlan:
         self.data_schema = without_meta_fields(merger.table.schema)
         self.target_cols = self.data_schema.names
         self.source_cols = merger.source.column_names
+        self.shape = MergeShape(
+            self.target_cols,
+            self.source_cols,
+            list(cfg.record_key_fields),
+            list(cfg.partition_fields),
+            merger.source_alias,
+            merger.target_alias,
+        )
         self.key_fields = list(cfg.record_key_fields)
-        self.partition_fields = list(cfg.partition_fields)
-        self.key_columns = [*self.key_fields, *self.partition_fields]
-        sa, ta = merger.source_alias, merger.target_alias
-        self.scope = Scope({sa: self.source_cols, ta: self.target_cols})
-        # what each kind of clause sees (Spark resolves NOT MATCHED clauses against the source
-        # alone, NOT MATCHED BY SOURCE ones against the target alone)
-        self.scopes = {
-            Match.MATCHED: self.scope,
-            Match.NOT_MATCHED: Scope({sa: self.source_cols}),
-            Match.NOT_MATCHED_BY_SOURCE: Scope({ta: self.target_cols}),
-        }
-        self.pairs = self._on_pairs()
+        self.key_columns = self.shape.key_columns
+        self.scope = self.shape.scope()
+        self.scopes = self.shape.scopes()
+        self.pairs = self.shape.on_pairs(merger.on)
         self.values = self._compile_values()
         self.predicates = {
             i: compile_expr(
@@ -255,39 +226,6 @@ class _MergePlan:
             return None
         return [c for c in self.target_cols if c in keep]
 
-    # -- ON ------------------------------------------------------------------------------------
-    def _on_pairs(self) -> list[tuple[str, str]]:
-        """(target column, source column) of each equality of ON; every record key field
-        covered, the others partition path fields."""
-        on = self.m.on
-        if isinstance(on, str):
-            pairs = _equalities(on, self.m.source_alias, self.m.target_alias, self.scope)
-        elif isinstance(on, Sequence) and on and all(isinstance(c, str) for c in on):
-            pairs = [(c, c) for c in on]
-        else:
-            raise ConfigError(
-                f'merge: on must be a SQL condition ("t.id = s.id") or a list of column '
-                f"names both sides hold, not {on!r}"
-            )
-        for t, s in pairs:
-            if t not in self.target_cols:
-                raise ConfigError(f"merge on: the target has no column '{t}' ({self.target_cols})")
-            if s not in self.source_cols:
-                raise ConfigError(f"merge on: the source has no column '{s}' ({self.source_cols})")
-            if t not in self.key_columns:
-                raise ConfigError(
-                    f"merge on {on!r}: '{t}' is neither a record key field {self.key_fields} "
-                    f"nor a partition path field {self.partition_fields}; Hudi's MERGE INTO "
-                    "matches on those only (MergeIntoHoodieTableCommand)"
-                )
-        missing = [k for k in self.key_fields if k not in {t for t, _ in pairs}]
-        if missing:
-            raise ConfigError(
-                f"merge on {on!r}: the record key field(s) {missing} must be matched, e.g. "
-                f"'{self.m.target_alias}.{missing[0]} = {self.m.source_alias}.{missing[0]}'"
-            )
-        return pairs
-
     # -- assignments ---------------------------------------------------------------------------
     def _compile_values(self) -> dict[int, dict[str, pc.Expression]]:
         out: dict[int, dict[str, pc.Expression]] = {}
@@ -296,52 +234,13 @@ class _MergePlan:
             if c.action is Action.DELETE:
                 continue
             what = f"the {c.describe()} #{i + 1}"
-            if c.values is None:  # UPDATE * / INSERT *: every target column from the source
-                absent = [
-                    t
-                    for t in self.target_cols
-                    if t not in self.source_cols and t not in self.key_columns
-                ]
-                if absent and c.action is Action.UPDATE:
-                    raise ConfigError(
-                        f"{what} (all columns): the source lacks the target columns {absent}"
-                    )
-                # the key and partition columns keep the stored values: ON matched the key,
-                # and a record does not move partition in place
-                values: dict[str, Any] = {
-                    t: pc.field(self.scope.column_name(sa, t))
-                    for t in self.target_cols
-                    if t in self.source_cols
-                    and (c.action is Action.INSERT or t not in self.key_columns)
-                }
-
-            else:
-                values = {}
-                for col, v in c.values.items():
-                    target = self._target_column(col, what)
-                    values[target] = compile_expr(
-                        v, self.scopes[c.match], f"{what}, column '{target}'"
-                    )
-                if c.action is Action.UPDATE:
-                    fixed = [t for t in values if t in self.key_columns]
-                    if fixed:
-                        raise ConfigError(
-                            f"{what} assigns the record key / partition column(s) {fixed}: a "
-                            "record's key and partition cannot change in place; delete it and "
-                            "insert the new one"
-                        )
-            if c.action is Action.INSERT:  # ON's columns not assigned: from the source (as
-                # Hudi's getProcessedInputDf adds them to the source rows)
-                for t, src in self.pairs:
-                    values.setdefault(t, pc.field(self.scope.column_name(sa, src)))
-            out[i] = values
+            out[i] = {
+                t: pc.field(self.scope.column_name(sa, v.name))
+                if isinstance(v, SourceColumn)
+                else compile_expr(v, self.scopes[c.match], f"{what}, column '{t}'")
+                for t, v in self.shape.assignments(i, c, self.pairs).items()
+            }
         return out
-
-    def _target_column(self, name: str, what: str) -> str:
-        bare = name.split(".", 1)[1] if name.startswith(f"{self.m.target_alias}.") else name
-        if bare not in self.target_cols:
-            raise ConfigError(f"{what}: the target has no column '{name}' ({self.target_cols})")
-        return bare
 
     # -- the join ------------------------------------------------------------------------------
     def _target_filters(self) -> list[tuple[str, str, Any]] | None:
@@ -391,7 +290,7 @@ class _MergePlan:
 
     def _check_cardinality(self, s_idx: pa.Array, t_idx: pa.Array, source: pa.Table) -> None:
         both = pc.and_(s_idx.is_valid(), t_idx.is_valid())
-        for side, idx, other in (("source", s_idx, "target"), ("target", t_idx, "source")):
+        for side, idx in (("source", s_idx), ("target", t_idx)):
             matched = idx.filter(both)
             if not len(matched):
                 continue
@@ -401,10 +300,7 @@ class _MergePlan:
                 row = counts.field("values").filter(many)[0].as_py()
                 n = counts.field("counts").filter(many)[0].as_py()
                 key = self._key_of(side, row, s_idx, t_idx, source)
-                raise ConfigError(
-                    f"merge: a {side} row (key {key}) matches {n} {other} rows; each row may "
-                    f"match at most one (ON {self.m.on!r}){_hint(side)}"
-                )
+                raise cardinality_error(side, key, n, self.m.on)
 
     def _key_of(
         self, side: str, row: int, s_idx: pa.Array, t_idx: pa.Array, source: pa.Table
@@ -477,15 +373,6 @@ class _MergePlan:
         )
 
 
-def _hint(side: str) -> str:
-    if side == "source":
-        return (
-            ": the key is held in several partitions (a non-global index); add the partition "
-            "field to ON"
-        )
-    return ": de-duplicate the source first"
-
-
 def _cast(col: Any, f: pa.Field, what: str) -> pa.ChunkedArray | pa.Array:
     if col.type == f.type:
         return col
@@ -503,41 +390,3 @@ def _key_cast(col: pa.ChunkedArray, to: pa.DataType, name: str) -> pa.ChunkedArr
     """A source ON column as the target column's type (Hudi up-casts the source side:
     ``MergeIntoHoodieTableCommand.doCasting``)."""
     return _cast(col, pa.field(name, to), f"merge on '{name}'")  # type: ignore[return-value]
-
-
-def _equalities(text: str, sa: str, ta: str, scope: Scope) -> list[tuple[str, str]]:
-    """``t.a = s.b AND ...`` as [(a, b), ...]; anything else refused."""
-    import sqlglot
-    from sqlglot import exp
-    from sqlglot.errors import ParseError
-
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except ParseError as e:
-        raise ConfigError(f"merge on: cannot parse {text!r} ({str(e).splitlines()[0]})") from None
-    out: list[tuple[str, str]] = []
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (exp.And, exp.Paren)):
-            stack.extend(n for n in (node.this, node.args.get("expression")) if n is not None)
-            continue
-        sides = (node.this, node.args.get("expression")) if isinstance(node, exp.EQ) else ()
-        cols = [
-            n for n in sides if isinstance(n, exp.Column) and isinstance(n.this, exp.Identifier)
-        ]
-        if len(cols) != 2:
-            raise ConfigError(
-                f"merge on {text!r}: '{node.sql(dialect='spark')}' is not an equality of a "
-                f"target and a source column; Hudi's MERGE INTO takes conditions of the form "
-                f"'{ta}.id = {sa}.id' joined by AND (MergeIntoHoodieTableCommand)"
-            )
-        resolved = [scope.resolve(c.table, c.name, text) for c in cols]
-        by_alias = {r.split(".", 1)[0]: r.split(".", 1)[1] for r in resolved}
-        if set(by_alias) != {sa, ta}:
-            raise ConfigError(
-                f"merge on {text!r}: '{node.sql(dialect='spark')}' must compare a "
-                f"'{ta}.' column with a '{sa}.' column"
-            )
-        out.append((by_alias[ta], by_alias[sa]))
-    return out

@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_ds.dml.clauses import check_update_set
 from hudi_ds.dml.commit import DmlMetrics, write_rows
 from hudi_ds.dml.expr import Expr, Scope, as_mask, compile_expr, evaluate, pushdown_filters
 from hudi_ds.errors import ConfigError
@@ -83,19 +84,9 @@ def update_where(
             anything is written. UnsupportedError: an untranslated SQL construct.
     """
     need_keys(table, "update")
-    if not isinstance(set, Mapping) or not set:
-        raise ConfigError(f"update: set must be a non-empty dict of column -> value, not {set!r}")
     schema = without_meta_fields(table.schema)
     cfg = table.config
-    fixed = {*cfg.record_key_fields, *cfg.partition_fields}
-    for col in set:
-        if col not in schema.names:
-            raise ConfigError(f"update: the table has no column '{col}' ({schema.names})")
-        if col in fixed:
-            raise ConfigError(
-                f"update: '{col}' is a record key or partition column; a record's key and "
-                "partition cannot change in place (Hudi's UpdateHoodieTableCommand refuses it too)"
-            )
+    check_update_set(set, schema.names, [*cfg.record_key_fields, *cfg.partition_fields])
     rows, values, read = _selected(table, predicate, set, "update")
     instant, files = None, 0
     if rows.num_rows:

@@ -2,10 +2,12 @@
 
 ::
 
-    from hudi_ds.spark import register, cluster_by_bucket
+    from hudi_ds.spark import register, cluster_by_bucket, HudiTable, sql
     register(spark)        # checks once that Spark's Python workers can import hudi_ds
     cluster_by_bucket(df, opts).write.format("hudi_py").mode("append").options(**opts).save(path)
     spark.read.format("hudi_py").load(path)
+    HudiTable.forPath(spark, path).merge(src, "t.id = s.id").whenMatchedUpdateAll().execute()
+    sql(spark, "DELETE FROM hudi_py.`/path` WHERE fare < 5")
 
 Installing hudi_ds also installs the top-level module ``pyspark_hudi_py``, which pyspark finds
 and registers by itself (without filter pushdown) in sessions whose Python workers can import it.
@@ -32,6 +34,8 @@ from hudi_ds.spark.datasource import (
     HudiDataSource,
     HudiDataSourceWithPushdown,
 )
+from hudi_ds.spark.dml import HudiTable, MergeBuilder
+from hudi_ds.spark.dml_sql import sql
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -86,6 +90,9 @@ __all__ = [
     "NAME",
     "HudiDataSource",
     "HudiDataSourceWithPushdown",
+    "HudiTable",
+    "MergeBuilder",
     "cluster_by_bucket",
     "register",
+    "sql",
 ]

@@ -35,6 +35,7 @@ from hudi_ds.config import WriteConfig
 from hudi_ds.engine import (
     CHUNK_BYTES,
     CHUNK_ROWS,
+    DML_DELETE_FIELD,
     Lookup,
     WriteClient,
     WriteStatus,
@@ -131,8 +132,19 @@ class WriteJob:
         self.options = dict(options)
         self.connector = dict(connector)
         self.overwrite = overwrite
-        self.arrow_schema = spark_to_arrow_schema(schema)
+        # the rows' schema; the table's lacks the DML delete flag (hudi_ds.spark.dml's
+        # MERGE marks its deletes inside its one upsert with it; the task writer drops it)
+        self.input_schema = spark_to_arrow_schema(schema)
+        self.arrow_schema = pa.schema([f for f in self.input_schema if f.name != DML_DELETE_FIELD])
         self.operation = resolve_operation(self.options, overwrite)
+        if len(self.arrow_schema) != len(self.input_schema) and self.operation not in (
+            None,
+            "upsert",
+        ):
+            raise ConfigError(
+                f"column '{DML_DELETE_FIELD}' (a MERGE's delete flag) needs "
+                f"{OPERATION_KEY}=upsert, not {self.operation!r}"
+            )
         if self.operation is not None:  # the client's operation, chosen once
             self.options[OPERATION_KEY] = self.operation
         # table services after the commit as Hudi's data source runs them: a batch write has
@@ -211,7 +223,7 @@ class WriteJob:
         # one from Spark (pyarrow releases the GIL): at most two chunks in memory
         with ThreadPoolExecutor(1, thread_name_prefix="hudi-task-writer") as pool:
             pending: Future[None] | None = None
-            for chunk in coalesce_batches(batches, self.arrow_schema):
+            for chunk in coalesce_batches(batches, self.input_schema):
                 if writer is None:
                     # exclusive=False: other tasks write the same file groups in this instant
                     # (the API cannot shuffle by bucket); tasks stage the rows of COW file

@@ -107,9 +107,22 @@ def test_doc_snippets_from_a_plain_session(tmp_path: Path) -> None:
     assert_rows(hudi_rs_table(str(table)), want, ["id", "city", "fare"])
     assert_rows(hudi_ds.read(str(table)), want, ["id", "city", "fare"])
     # show() of the quick start, then local_session()'s count, then the Spark SQL section's
-    # view before and after its insert (re-created) and its time travel to the first commit
+    # view before and after its insert (re-created) and its time travel to the first commit,
+    # then the MERGE section's metrics and rows
     assert re.search(r"\|\s*t1\|\s*sf\|\s*12\.5\|", good_out), good_out
-    assert good_out.strip().splitlines()[-4:] == ["3", "3", "4", "3"], good_out
+    assert good_out.strip().splitlines()[-6:] == [
+        "3",
+        "3",
+        "4",
+        "3",
+        "1 1 1",
+        "[('t2', 31.0), ('t9', 5.0)]",
+    ], good_out
+    dml_rows = [("t2", "nyc", 31.0), ("t9", "la", 5.0)]
+    for read in (hudi_rs_table, hudi_ds.read):
+        assert_rows(
+            read(str(tmp_path / "set" / "tables" / "trips_dml")), dml_rows, ["id", "city", "fare"]
+        )
     sql_rows = [*want, ("t4", "la", 9.5)]
     sql_rows[0] = ("t1", "sf", 10.0)  # the SQL section writes the quick start's first rows
     assert_rows(
