@@ -102,6 +102,7 @@ __all__ = [
     "file_group_id",
     "file_group_indexes",
     "instant_millis",
+    "layout_matches",
     "partitioned_file_group_id",
     "read_locations",
     "read_partitioned_locations",
@@ -333,6 +334,13 @@ def partition_file_group_counts(storage: Storage) -> dict[str, int]:
         if p is not None:
             out[p] = out.get(p, 0) + 1
     return out
+
+
+def layout_matches(storage: Storage, partitioned: bool) -> bool:
+    """Whether every file group of the ``record_index`` partition is named as the index's kind
+    names them (per data partition for the partitioned index, ``record-index-<i>-0``
+    otherwise): a definition that does not match the files cannot be kept in step."""
+    return all((data_partition_of(f) is not None) == partitioned for f in _file_ids(storage))
 
 
 def _file_ids(storage: Storage) -> set[str]:

@@ -79,6 +79,7 @@ from hudi_ds.metadata.record_index import (
     file_group_count,
     file_group_id,
     instant_millis,
+    layout_matches,
     partition_file_group_counts,
     partitioned_file_group_id,
     read_locations,
@@ -268,10 +269,19 @@ class RecordIndexWriter:
         if self.enable is False:
             return False
         try:
-            self.partitioned  # noqa: B018 -- an unreadable definition: not kept
-        except HudiError:
+            partitioned = self.partitioned
+        except HudiError:  # an unreadable definition: not kept
             return False
-        return self.storage.is_dir(RECORD_INDEX_PARTITION)
+        if not self.storage.is_dir(RECORD_INDEX_PARTITION):
+            return False
+        if not layout_matches(self.storage, partitioned):
+            log.warning(
+                "%s: the record_index definition says %s, its file groups do not: not kept",
+                self.state.storage.base_uri,
+                "partitioned" if partitioned else "global",
+            )
+            return False
+        return True
 
     def wanted_at_creation(self) -> bool:
         """Whether a new MDT gets the partition: asked for, with a way to read the keys, on a

@@ -247,3 +247,33 @@ def test_kind_mismatch_refused_before_writing(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="table versions 8 and 9"):
         hudi_ds.write(str(tmp_path / "v6"), _rows(["a"], ["p0"], 1), v6)
     assert not (tmp_path / "v6").exists()
+
+
+def test_build_adds_it_to_an_existing_table(tmp_path: Path) -> None:
+    """``hudi-py metadata --build record_index`` with the partitioned option: the indexing
+    action builds it from the files (file groups sized per partition, the definition written);
+    later writes keep it and look keys up in it."""
+    from tests.test_cli import run
+
+    root = tmp_path / "t"
+    plain = {
+        **_opts("MERGE_ON_READ"),
+        "hoodie.metadata.record.level.index.enable": "false",
+        "hoodie.index.type": "SIMPLE",
+    }
+    keys = [f"k{i}" for i in range(6)]
+    first = _rows(keys + keys[:3], ["p0"] * 6 + ["p1"] * 3, 1)
+    hudi_ds.write(str(root), first, plain)
+    model = _apply({}, first)
+    assert not (root / ".hoodie" / "metadata" / "record_index").exists()
+    opt = ("-o", "hoodie.metadata.record.level.index.enable=true")
+    code, _, err = run("metadata", str(root), "--build", "record_index", *opt, "--json")
+    assert code == 0, err
+    assert_index_in_step(root, model)
+    defs = json.loads((root / ".hoodie" / ".index_defs" / "index.json").read_text())
+    assert defs["indexDefinitions"]["record_index"]["indexOptions"] == {"isPartitioned": "true"}
+    t = _rows(["k0", "k4"], ["p1", "p1"], 2)
+    hudi_ds.write(str(root), t, _opts("MERGE_ON_READ"))
+    model = _apply(model, t)
+    assert_index_in_step(root, model)
+    check_rows(root, model)
