@@ -26,10 +26,12 @@ from hudi_ds.metadata.record_index import (
     RecordLocation,
     bootstrap_partitioned,
     data_partition_of,
+    file_group_indexes,
     partitioned_file_group_id,
     read_partitioned_locations,
 )
 from hudi_ds.metadata.records import METADATA_PATH
+from hudi_ds.services import ServiceContext, rollback
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
@@ -153,6 +155,9 @@ def test_upserts_deletes_compaction_clean(table_type: str, tmp_path: Path) -> No
             "hoodie.clean.automatic": "true",
             "hoodie.cleaner.commits.retained": "1",
             "hoodie.metadata.compact.max.delta.commits": "3",
+            # three file groups per partition: keys hashed among them (the alias of
+            # hoodie.metadata.record.level.index.min.filegroup.count)
+            "hoodie.metadata.partitioned.record.index.min.filegroup.count": "3",
         },
     )
     keys = [f"k{i}" for i in range(8)]
@@ -182,11 +187,17 @@ def test_upserts_deletes_compaction_clean(table_type: str, tmp_path: Path) -> No
         for n in (root / ".hoodie" / "metadata" / "record_index").iterdir()
         if "record-index" in n.name
     }
-    assert {partitioned_file_group_id(p, 0) for p in ("p0", "p1", "p2")} <= ids
+    assert ids == {partitioned_file_group_id(p, i) for p in ("p0", "p1", "p2") for i in range(3)}
+    # the keys of p0 do fall in several of its file groups
+    assert len(set(file_group_indexes(pa.array(keys), 3).tolist())) > 1
     check_rows(root, model)
 
 
-def test_killed_write_and_rollback_in_step(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spec", ["metadata:1", "metadata:2", "commit_write"])
+def test_killed_write_rolled_back_in_step(spec: str, tmp_path: Path) -> None:
+    """A write into a partition new to the index killed before, inside and after its MDT
+    deltacommit: the next write rolls it back (with the file groups it created) and the index
+    agrees with the files again."""
     root = tmp_path / "t"
     opts = _opts("MERGE_ON_READ")
     keys = [f"k{i}" for i in range(8)]
@@ -194,10 +205,31 @@ def test_killed_write_and_rollback_in_step(tmp_path: Path) -> None:
     hudi_ds.write(str(root), first, opts)
     model = _apply({}, first)
     killed = _rows(["k0", "x9"], ["p1", "p3"], 2)
-    assert _crash("metadata:2", lambda: hudi_ds.write(str(root), killed, opts)) == 137
+    assert _crash(spec, lambda: hudi_ds.write(str(root), killed, opts)) == 137
     t = _rows(["k0", "k5"], ["p0", "p4"], 3)
     hudi_ds.write(str(root), t, opts)
     model = _apply(model, t)
+    assert_index_in_step(root, model)
+    check_rows(root, model)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_rollback_of_a_completed_write(table_type: str, tmp_path: Path) -> None:
+    """The last write (into a partition new to the index) rolled back: its file groups leave
+    the index with it; the partition written again gets new ones."""
+    root = tmp_path / "t"
+    opts = _opts(table_type, **{"hoodie.datasource.compaction.async.enable": "false"})
+    first = _rows(["a", "b", "a"], ["p0", "p0", "p1"], 1)
+    hudi_ds.write(str(root), first, opts)
+    model = _apply({}, first)
+    last = hudi_ds.write(str(root), _rows(["a", "c"], ["p0", "p2"], 2), opts)
+    rollback.rollback(ServiceContext.open(str(root), opts), last)
+    assert_index_in_step(root, model)
+    assert not list((root / ".hoodie" / "metadata" / "record_index").glob("*p2*"))
+    check_rows(root, model)
+    again = _rows(["c", "a"], ["p2", "p1"], 3)
+    hudi_ds.write(str(root), again, opts)
+    model = _apply(model, again)
     assert_index_in_step(root, model)
     check_rows(root, model)
 
