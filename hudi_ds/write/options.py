@@ -217,7 +217,8 @@ def record_index_choice(
 ) -> tuple[bool | None, bool]:
     """``(enable, partitioned)`` of the metadata table's record index: the two enable options
     (``hoodie.metadata.record.index.enable``, global; ``hoodie.metadata.record.level.index.
-    enable``, partitioned) as one switch, and whether a new index is the partitioned one.
+    enable``, partitioned) as one switch -- true when either is, false when the one of the
+    table's index's kind is --, and whether a new index is the partitioned one.
 
     Raises:
         ConfigError: both asked for; the partitioned one asked on a table of version 6; the
@@ -252,8 +253,13 @@ def record_index_choice(
                 f"{kind} record index; remove it first "
                 f"('{p_key if has_partitioned else g_key}'=false)"
             )
-    enable = True if (glob or part) else (False if False in (glob, part) else None)
-    return enable, bool(part)
+    if glob or part:
+        return True, bool(part)
+    # false removes the table's index when it names the table's kind
+    if has and config is not None:
+        mine = part if record_index_partitioned(config, storage) else glob
+        return (False if mine is False else None), False
+    return None, False
 
 
 def record_index_sizing(options: Options) -> RecordIndexSizing:
