@@ -308,4 +308,13 @@ def test_build_adds_it_to_an_existing_table(tmp_path: Path) -> None:
     hudi_ds.write(str(root), t, _opts("MERGE_ON_READ"))
     model = _apply(model, t)
     assert_index_in_step(root, model)
+    # a write naming neither the index nor its type keeps it; a rebuild keeps its kind
+    unnamed = {k: v for k, v in plain.items() if "record.level" not in k}
+    t = _rows(["k5", "z1"], ["p0", "p3"], 3)
+    hudi_ds.write(str(root), t, unnamed)
+    model = _apply(model, t)
+    assert_index_in_step(root, model)
+    code, _, err = run("metadata", str(root), "--rebuild", "--json")
+    assert code == 0, err
+    assert_index_in_step(root, model)
     check_rows(root, model)
