@@ -128,8 +128,9 @@ _LOOKUPS: dict[IndexType, Lookup] = {
 def lookup_of(index_type: IndexType | str, cache: KeyCache | None = None) -> Lookup:
     """The lookup of ``hoodie.index.type`` ``index_type``.
 
-    SIMPLE and BLOOM match ``(key, partition)``; GLOBAL_SIMPLE and GLOBAL_BLOOM match the key
-    alone whatever ``partitions`` the caller passes (give them every partition's slices).
+    SIMPLE, BLOOM and RECORD_LEVEL_INDEX match ``(key, partition)``; GLOBAL_SIMPLE,
+    GLOBAL_BLOOM and RECORD_INDEX match the key alone whatever ``partitions`` the caller passes
+    (give them every partition's slices).
     ``cache``: the SIMPLE lookups keep the keys they read there and read no file twice (one
     writer task's lookups, :class:`~hudi_ds.index.simple.KeyCache`); BLOOM reads footers
     and only the files they point to, and takes none.
@@ -515,11 +516,12 @@ def record_index_stand_in(
     arriving with another partition finds its record where it is), unless Hudi 1.1 built it
     partitioned (``isPartitioned=true`` in the record index's definition, ``.hoodie/.index_defs``,
     read by ``UpgradeDowngradeUtils.setPropertiesBasedOnMetadataPartitions``; index type
-    ``PARTITIONED_RECORD_INDEX``: unique per partition). hudi_ds keeps a global record index in
-    step (:mod:`hudi_ds.metadata.record_index_writer`) but does not look keys up in it, so it
-    writes with the index of its own that keeps the same uniqueness: GLOBAL_SIMPLE (keys
-    looked up across every partition) or SIMPLE. Writing with the SIMPLE default instead would
-    add a second copy of a key that arrives with another partition.
+    ``PARTITIONED_RECORD_INDEX``: unique per partition). hudi_ds keeps either in step
+    (:mod:`hudi_ds.metadata.record_index_writer`) and looks keys up in it when asked to
+    (RECORD_INDEX, RECORD_LEVEL_INDEX); a table that names no index is written with the file
+    lookup that keeps the same uniqueness: GLOBAL_SIMPLE (keys looked up across every
+    partition) or SIMPLE. Writing with the SIMPLE default instead would add a second copy of a
+    key that arrives with another partition.
 
     Raises:
         ConfigError: the index definitions file cannot be read: whether the index is
