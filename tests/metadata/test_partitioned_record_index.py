@@ -206,10 +206,12 @@ def test_killed_write_rolled_back_in_step(spec: str, tmp_path: Path) -> None:
     model = _apply({}, first)
     killed = _rows(["k0", "x9"], ["p1", "p3"], 2)
     assert _crash(spec, lambda: hudi_ds.write(str(root), killed, opts)) == 137
-    t = _rows(["k0", "k5"], ["p0", "p4"], 3)
+    t = _rows(["k0", "k5", "x8"], ["p0", "p4", "p3"], 3)  # p3 new to the index again
     hudi_ds.write(str(root), t, opts)
     model = _apply(model, t)
     assert_index_in_step(root, model)
+    p3 = {p.name for p in (root / ".hoodie" / "metadata" / "record_index").glob("*p3*")}
+    assert len(p3) == 1 and partitioned_file_group_id("p3", 0) in next(iter(p3)), p3
     check_rows(root, model)
 
 
