@@ -69,7 +69,7 @@ from hudi_ds.write.metadata_sync import (
     committed_record_keys,
     committed_slices,
 )
-from hudi_ds.write.options import partitioned_record_index_sizing
+from hudi_ds.write.record_index_options import partitioned_record_index_sizing
 
 __all__ = ["INDEXABLE", "IndexBuild", "build_indexes"]
 

@@ -29,7 +29,7 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, read_file_slice
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
-from hudi_ds.write.options import (
+from hudi_ds.write.record_index_options import (
     partitioned_record_index_sizing,
     record_index_choice,
     record_index_sizing,
