@@ -159,6 +159,7 @@ def _rebuild_metadata(cmd: Command) -> int:
         # the index partitions hudi_ds keeps in step are built again with the listing: a
         # global record index and bloom filters with the bootstrap, the stats partitions after
         rli = writer.rli.maintained()
+        partitioned = rli and writer.rli.partitioned  # rebuilt of the same kind
         stats = writer.stats.maintained(writer.declared)
         bloom = writer.indexes.bloom.maintained(writer.declared) or None
         writer = MetadataWriter(
@@ -170,6 +171,7 @@ def _rebuild_metadata(cmd: Command) -> int:
             record_index=rli,
             bloom=BloomOptions(enable=bloom),
         )
+        writer.rli.new_partitioned = partitioned
         had = writer.present()
         writer.delete()
         writer.create()

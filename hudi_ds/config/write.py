@@ -140,6 +140,31 @@ class WriteConfig:
         parse_positive_float,
         "How many times its keys a new record_index is sized for (its file group count).",
     )
+    METADATA_RECORD_LEVEL_INDEX_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
+        "hoodie.metadata.record.level.index.enable",
+        None,
+        parse_bool,
+        "Hudi 1.1's partitioned record-level index (record_index partition, a record per "
+        "(partition path, record key), file groups per data partition; tables of version 8 "
+        "and 9): true builds one when the table has no record index; false removes it; unset "
+        "keeps what the table has. Kept in step as the global one is; looked up by "
+        "hoodie.index.type=RECORD_LEVEL_INDEX.",
+    )
+    METADATA_RECORD_LEVEL_INDEX_MIN_FILE_GROUPS = ConfigProperty(
+        "hoodie.metadata.record.level.index.min.filegroup.count",
+        1,
+        parse_positive_int,
+        "File groups per data partition of a new partitioned record index at least, and the "
+        "count a data partition new to it gets.",
+        aliases=("hoodie.metadata.partitioned.record.index.min.filegroup.count",),
+    )
+    METADATA_RECORD_LEVEL_INDEX_MAX_FILE_GROUPS = ConfigProperty(
+        "hoodie.metadata.record.level.index.max.filegroup.count",
+        10,
+        parse_positive_int,
+        "File groups per data partition of a new partitioned record index at most.",
+        aliases=("hoodie.metadata.partitioned.record.index.max.filegroup.count",),
+    )
     METADATA_SECONDARY_INDEX_ENABLE = ConfigProperty(
         "hoodie.metadata.index.secondary.enable",
         True,
@@ -274,14 +299,19 @@ class WriteConfig:
             "GLOBAL_BLOOM",
             "RECORD_INDEX",
             "GLOBAL_RECORD_LEVEL_INDEX",
+            "RECORD_LEVEL_INDEX",
+            "PARTITIONED_RECORD_INDEX",
         ),
         "Record index: BUCKET (hash of the key to a fixed file group; the default of tables "
         "hudi_ds creates), SIMPLE / BLOOM (look keys up in the partition's base files; Hudi's "
         "Spark default is SIMPLE), their GLOBAL_ variants (keys unique across partitions), or "
         "RECORD_INDEX (alias GLOBAL_RECORD_LEVEL_INDEX: keys unique across partitions, looked "
         "up in the metadata table's record_index, only the HFile blocks they fall in; needs "
-        "hoodie.metadata.record.index.enable=true on a new table, or a table that has one). "
-        "An existing table keeps its index.",
+        "hoodie.metadata.record.index.enable=true on a new table, or a table that has one), "
+        "RECORD_LEVEL_INDEX (alias PARTITIONED_RECORD_INDEX: keys unique per partition, "
+        "looked up by (partition, key) in Hudi 1.1's partitioned record index; needs "
+        "hoodie.metadata.record.level.index.enable=true on a new table, or a table that has "
+        "one). An existing table keeps its index.",
     )
     KEYGEN_CLASS = ConfigProperty(
         "hoodie.datasource.write.keygenerator.class",

@@ -10,7 +10,6 @@ resolved from the write options and an existing table (:meth:`Index.resolve`). N
 from __future__ import annotations
 
 import enum
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,10 +29,11 @@ from hudi_ds.index.bucket import (
     validate_num_buckets,
 )
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
-from hudi_ds.index.record_level import record_index_lookup
+from hudi_ds.index.record_level import partitioned_record_index_lookup, record_index_lookup
 from hudi_ds.index.simple import KeyCache, simple_lookup
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
+from hudi_ds.metadata.record_index import record_index_partitioned
 from hudi_ds.metadata.records import METADATA_PARTITIONS_INFLIGHT_KEY, declared_partitions
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
@@ -46,12 +46,6 @@ _MAX_DETECTED_BUCKET = 1 << 16
 #: the metadata-table partition of Java's record-level index
 #: (``HoodieTableMetadataUtil.PARTITION_NAME_RECORD_INDEX``)
 RECORD_INDEX_PARTITION = "record_index"
-#: Java's index types hudi_ds has no implementation of, and the one of its own that keeps the
-#: same key uniqueness
-_STAND_INS = {
-    "PARTITIONED_RECORD_INDEX": "SIMPLE",
-    "RECORD_LEVEL_INDEX": "SIMPLE",
-}
 
 
 class IndexType(enum.StrEnum):
@@ -66,6 +60,9 @@ class IndexType(enum.StrEnum):
     #: the metadata table's record-level index (Java 1.1 also spells it
     #: GLOBAL_RECORD_LEVEL_INDEX), looked up by :mod:`hudi_ds.index.record_level`
     RECORD_INDEX = "RECORD_INDEX"
+    #: Hudi 1.1's partitioned record-level index (keys unique per partition), looked up by
+    #: (partition, key) by :mod:`hudi_ds.index.record_level`
+    RECORD_LEVEL_INDEX = "RECORD_LEVEL_INDEX"
 
     @classmethod
     def parse(cls, value: str, where: str = "") -> IndexType:
@@ -82,16 +79,9 @@ class IndexType(enum.StrEnum):
         try:
             return cls(_ALIASES.get(name, name))
         except ValueError:
-            stand_in = _STAND_INS.get(str(value).strip().upper())
-            hint = (
-                f"; it keeps no record-level index: {stand_in} keeps keys unique as that index "
-                "does (looking them up in the table's files)"
-                if stand_in
-                else ""
-            )
             raise ConfigError(
                 f"hoodie.index.type={value!r}{f' ({where})' if where else ''}: hudi_ds writes "
-                f"with the {', '.join(cls)} indexes{hint}"
+                f"with the {', '.join(cls)} indexes"
             ) from None
 
     @property
@@ -102,7 +92,10 @@ class IndexType(enum.StrEnum):
 
 
 #: other spellings Java accepts for an index type
-_ALIASES = {"GLOBAL_RECORD_LEVEL_INDEX": IndexType.RECORD_INDEX.value}
+_ALIASES = {
+    "GLOBAL_RECORD_LEVEL_INDEX": IndexType.RECORD_INDEX.value,
+    "PARTITIONED_RECORD_INDEX": IndexType.RECORD_LEVEL_INDEX.value,
+}
 
 
 def _matching_key_alone(lookup: Lookup) -> Lookup:
@@ -128,14 +121,16 @@ _LOOKUPS: dict[IndexType, Lookup] = {
     IndexType.BLOOM: bloom_lookup,
     IndexType.GLOBAL_BLOOM: _matching_key_alone(bloom_lookup),
     IndexType.RECORD_INDEX: record_index_lookup,
+    IndexType.RECORD_LEVEL_INDEX: partitioned_record_index_lookup,
 }
 
 
 def lookup_of(index_type: IndexType | str, cache: KeyCache | None = None) -> Lookup:
     """The lookup of ``hoodie.index.type`` ``index_type``.
 
-    SIMPLE and BLOOM match ``(key, partition)``; GLOBAL_SIMPLE and GLOBAL_BLOOM match the key
-    alone whatever ``partitions`` the caller passes (give them every partition's slices).
+    SIMPLE, BLOOM and RECORD_LEVEL_INDEX match ``(key, partition)``; GLOBAL_SIMPLE,
+    GLOBAL_BLOOM and RECORD_INDEX match the key alone whatever ``partitions`` the caller passes
+    (give them every partition's slices).
     ``cache``: the SIMPLE lookups keep the keys they read there and read no file twice (one
     writer task's lookups, :class:`~hudi_ds.index.simple.KeyCache`); BLOOM reads footers
     and only the files they point to, and takes none.
@@ -386,8 +381,8 @@ class Index:
                 f"option '{NUM_BUCKETS_KEY}' is required: the table at {base_uri} uses the "
                 "bucket index (its fileIds are bucket ids) and does not record its bucket count"
             )
-        if kind is IndexType.RECORD_INDEX:
-            _check_record_index(o, config, base_uri)
+        if kind in (IndexType.RECORD_INDEX, IndexType.RECORD_LEVEL_INDEX):
+            _check_record_index(o, config, base_uri, kind, storage=table.storage if table else None)
         update_prop = {
             IndexType.GLOBAL_BLOOM: WriteConfig.BLOOM_UPDATE_PARTITION_PATH,
             IndexType.RECORD_INDEX: WriteConfig.RECORD_INDEX_UPDATE_PARTITION_PATH,
@@ -402,27 +397,41 @@ class Index:
         )
 
 
-def _check_record_index(o: Options, config: TableConfig | None, base_uri: str) -> None:
-    """RECORD_INDEX needs the record index: the table's (``record_index`` declared), or the
-    one a new metadata table gets with ``hoodie.metadata.record.index.enable=true``.
+def _check_record_index(
+    o: Options,
+    config: TableConfig | None,
+    base_uri: str,
+    kind: IndexType = IndexType.RECORD_INDEX,
+    storage: Storage | None = None,
+) -> None:
+    """RECORD_INDEX needs the global record index, RECORD_LEVEL_INDEX the partitioned one: the
+    table's (``record_index`` declared, its definition's ``isPartitioned`` telling the kind),
+    or the one a new metadata table gets with ``hoodie.metadata.record.index.enable=true``
+    (``hoodie.metadata.record.level.index.enable=true``).
 
     Raises:
         ConfigError: neither, naming the options to set.
     """
+    partitioned = kind is IndexType.RECORD_LEVEL_INDEX
+    enable = (
+        WriteConfig.METADATA_RECORD_LEVEL_INDEX_ENABLE
+        if partitioned
+        else WriteConfig.METADATA_RECORD_INDEX_ENABLE
+    )
     has = config is not None and RECORD_INDEX_PARTITION in declared_partitions(config)
-    if has and o.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE) is not False:
+    if has and config is not None and storage is not None:
+        has = record_index_partitioned(config, storage) == partitioned
+    if has and o.get(enable) is not False:
         return
-    if (
-        config is None
-        and o.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE)
-        and o.get(WriteConfig.METADATA_ENABLE) is not False
-    ):
+    if config is None and o.get(enable) and o.get(WriteConfig.METADATA_ENABLE) is not False:
         return
-    where = f"the table at {base_uri} has no record_index" if config is not None else "a new table"
+    what = "partitioned record index" if partitioned else "record index"
+    where = f"the table at {base_uri} has no {what}" if config is not None else "a new table"
+    fallback = "SIMPLE" if partitioned else "GLOBAL_SIMPLE"
     raise ConfigError(
-        f"hoodie.index.type=RECORD_INDEX looks keys up in the metadata table's record index: "
-        f"{where}; create the table with hoodie.metadata.enable=true and "
-        "hoodie.metadata.record.index.enable=true, or use GLOBAL_SIMPLE"
+        f"hoodie.index.type={kind.value} looks keys up in the metadata table's {what}: "
+        f"{where}; create the table with hoodie.metadata.enable=true and {enable.key}=true, "
+        f"or use {fallback}"
     )
 
 
@@ -507,11 +516,12 @@ def record_index_stand_in(
     arriving with another partition finds its record where it is), unless Hudi 1.1 built it
     partitioned (``isPartitioned=true`` in the record index's definition, ``.hoodie/.index_defs``,
     read by ``UpgradeDowngradeUtils.setPropertiesBasedOnMetadataPartitions``; index type
-    ``PARTITIONED_RECORD_INDEX``: unique per partition). hudi_ds keeps a global record index in
-    step (:mod:`hudi_ds.metadata.record_index_writer`) but does not look keys up in it, so it
-    writes with the index of its own that keeps the same uniqueness: GLOBAL_SIMPLE (keys
-    looked up across every partition) or SIMPLE. Writing with the SIMPLE default instead would
-    add a second copy of a key that arrives with another partition.
+    ``PARTITIONED_RECORD_INDEX``: unique per partition). hudi_ds keeps either in step
+    (:mod:`hudi_ds.metadata.record_index_writer`) and looks keys up in it when asked to
+    (RECORD_INDEX, RECORD_LEVEL_INDEX); a table that names no index is written with the file
+    lookup that keeps the same uniqueness: GLOBAL_SIMPLE (keys looked up across every
+    partition) or SIMPLE. Writing with the SIMPLE default instead would add a second copy of a
+    key that arrives with another partition.
 
     Raises:
         ConfigError: the index definitions file cannot be read: whether the index is
@@ -526,31 +536,13 @@ def record_index_stand_in(
     if partitioned:
         return IndexType.SIMPLE, (
             "its metadata table has a partitioned record-level index (record_index, "
-            "isPartitioned=true: keys unique per partition), which hudi_ds does not keep"
+            "isPartitioned=true: keys unique per partition; hoodie.index.type="
+            "RECORD_LEVEL_INDEX looks keys up in it)"
         )
     return IndexType.GLOBAL_SIMPLE, (
         "its metadata table has Java's record-level index (record_index: keys unique across "
         "partitions), which hudi_ds keeps in step but does not look keys up in"
     )
-
-
-def record_index_partitioned(config: TableConfig, storage: Storage | None) -> bool:
-    """``isPartitioned`` of the record index's definition (absent before Hudi 1.1: global)."""
-    rel = config.get(TableConfig.INDEX_DEFS_PATH)
-    if not rel or storage is None or not storage.exists(rel):
-        return False
-    try:
-        doc = json.loads(storage.read_text(rel))
-        definition = doc.get("indexDefinitions", {}).get(RECORD_INDEX_PARTITION) or {}
-        options = definition.get("indexOptions") or {}
-    except (ValueError, AttributeError) as e:
-        raise ConfigError(
-            f"{storage.uri(rel)} ({TableConfig.INDEX_DEFS_PATH.key}) cannot be read "
-            f"({e}): whether the table's record-level index is partitioned cannot be told; "
-            "set hoodie.index.type (GLOBAL_SIMPLE for a global record index, SIMPLE for a "
-            "partitioned one)"
-        ) from None
-    return str(options.get("isPartitioned", "false")).strip().lower() == "true"
 
 
 def record_index_entry(

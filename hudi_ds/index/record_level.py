@@ -11,25 +11,35 @@ files).
 The answer is the file-reading GLOBAL_SIMPLE lookup's whenever the index cannot be trusted:
 the table declares no ``record_index`` (or only in flight), the metadata table misses a
 completed data instant (a writer without it), or the index places a key in a file group that
-is not among the latest slices. hudi_ds keeps the index true on every action it mirrors
-(:mod:`hudi_ds.metadata.record_index_writer`), so these are other writers' doing.
+is not among the latest slices. Hudi 1.1's partitioned record index (RECORD_LEVEL_INDEX) is
+looked up the same way by (partition, key): each partition's keys in that partition's own file
+groups (Java ``HoodieBackedTableMetadata.readRecordIndexLocations`` with a data partition,
+``lookupRecordsInDataTablePartition``); it falls back to the SIMPLE lookup. hudi_ds keeps the
+index true on every action it mirrors (:mod:`hudi_ds.metadata.record_index_writer`), so these
+are other writers' doing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.errors import TableNotFoundError
+from hudi_ds.errors import SchemaError, TableNotFoundError
 from hudi_ds.index.lookup import KeyLocations, LookupSpec
 from hudi_ds.index.simple import check_input, simple_lookup
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.metadata.reader import completed_or_archived, lagging_instants, valid_instants
-from hudi_ds.metadata.record_index import RECORD_INDEX_PARTITION, RecordLocation, read_locations
+from hudi_ds.metadata.record_index import (
+    RECORD_INDEX_PARTITION,
+    RecordLocation,
+    read_locations,
+    read_partitioned_locations,
+    record_index_partitioned,
+)
 from hudi_ds.metadata.records import (
     METADATA_PARTITIONS_INFLIGHT_KEY,
     METADATA_PATH,
@@ -39,16 +49,19 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.timeline import Timeline
 
-__all__ = ["record_index_locations", "record_index_lookup"]
+__all__ = [
+    "partitioned_record_index_locations",
+    "partitioned_record_index_lookup",
+    "record_index_locations",
+    "record_index_lookup",
+]
 
 log = logging.getLogger("hudi_ds.write")
 
 
-def record_index_locations(
-    storage: Storage, keys: Sequence[str]
-) -> dict[str, RecordLocation] | None:
-    """Where the record index of the table at ``storage`` places ``keys`` (absent: not in the
-    table); None when the table has no record index in step with its timeline."""
+def _in_step(storage: Storage) -> tuple[Storage, Timeline, Callable[[str], bool]] | None:
+    """The MDT, its timeline and the instants whose blocks count, when the table's record
+    index is declared complete and the MDT misses no completed data instant; else None."""
     config = TableConfig.load(storage)
     declared = declared_partitions(config)
     if RECORD_INDEX_PARTITION not in declared or RECORD_INDEX_PARTITION in declared_partitions(
@@ -65,9 +78,34 @@ def record_index_locations(
     if lagging_instants(data_tl, mdt_tl):
         return None
     valid = valid_instants(data_tl, mdt_tl, config.table_version)
-    return read_locations(
-        mdt, mdt_tl, lambda t: completed_or_archived(mdt_tl, t) and t in valid, keys
-    )
+    return mdt, mdt_tl, lambda t: completed_or_archived(mdt_tl, t) and t in valid
+
+
+def record_index_locations(
+    storage: Storage, keys: Sequence[str]
+) -> dict[str, RecordLocation] | None:
+    """Where the record index of the table at ``storage`` places ``keys`` (absent: not in the
+    table); None when the table has no record index in step with its timeline."""
+    found = _in_step(storage)
+    if found is None:
+        return None
+    mdt, mdt_tl, keep = found
+    return read_locations(mdt, mdt_tl, keep, keys)
+
+
+def partitioned_record_index_locations(
+    storage: Storage, keys: Mapping[str, Sequence[str]]
+) -> dict[tuple[str, str], RecordLocation] | None:
+    """Where the partitioned record index of the table at ``storage`` places each partition's
+    ``keys``, by (partition, key); None when the table has no partitioned record index in step
+    with its timeline."""
+    if not record_index_partitioned(TableConfig.load(storage), storage):
+        return None
+    found = _in_step(storage)
+    if found is None:
+        return None
+    mdt, mdt_tl, keep = found
+    return read_partitioned_locations(mdt, mdt_tl, keep, keys)
 
 
 def record_index_lookup(
@@ -106,3 +144,51 @@ def record_index_lookup(
     else:
         log.info("%s: no record index in step: looking keys up in the files", storage.base_uri)
     return simple_lookup(storage, slices, keys, None, spec)
+
+
+def partitioned_record_index_lookup(
+    storage: Storage,
+    slices: Sequence[FileSlice],
+    keys: pa.Array,
+    partitions: pa.Array | None,
+    spec: LookupSpec,
+) -> KeyLocations:
+    """Locate each (partition, key) through the partitioned record index, falling back to the
+    SIMPLE lookup over ``slices`` when the index cannot be trusted (module docstring)."""
+    keys, parts = check_input(keys, partitions)
+    if parts is None:
+        raise SchemaError("RECORD_LEVEL_INDEX looks keys up by partition: no partition paths")
+    pairs = pa.table({"p": parts, "k": keys}).group_by(["p", "k"]).aggregate([])
+    wanted: dict[str, list[str]] = {}
+    for p, k in zip(pairs.column("p").to_pylist(), pairs.column("k").to_pylist(), strict=True):
+        wanted.setdefault(p, []).append(k)
+    found = partitioned_record_index_locations(storage, wanted)
+    if found is not None:
+        slot = {(s.partition_path, s.file_id): i for i, s in enumerate(slices)}
+        at = {pk: slot.get((loc.partition, loc.file_id), -2) for pk, loc in found.items()}
+        if -2 not in at.values():
+            # one row per distinct (partition, key): the join key is their pair
+            sep = "\x00"
+            joined = pc.binary_join_element_wise(parts, keys, sep)
+            names = [f"{p}{sep}{k}" for p, k in at]
+            idx = pc.index_in(joined, value_set=pa.array(names, pa.string()))
+            pos = idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+            groups = np.array(list(at.values()), dtype=np.int64)
+            group = np.where(pos >= 0, np.append(groups, -1)[pos], -1).astype(np.int64)
+            return KeyLocations(
+                group=group,
+                group_file_ids=pa.array([s.file_id for s in slices], pa.string()),
+                group_partitions=pa.array([s.partition_path for s in slices], pa.string()),
+                group_instants=pa.array([s.base_instant_time for s in slices], pa.string()),
+            )
+        log.warning(
+            "%s: the partitioned record index places keys in file groups that are not live; "
+            "looking them up in the table's files",
+            storage.base_uri,
+        )
+    else:
+        log.info(
+            "%s: no partitioned record index in step: looking keys up in the files",
+            storage.base_uri,
+        )
+    return simple_lookup(storage, slices, keys, parts, spec)

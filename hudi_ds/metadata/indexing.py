@@ -32,7 +32,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from hudi_ds.errors import ConfigError, CorruptFileError, HudiError
+from hudi_ds.errors import CorruptFileError, HudiError
 from hudi_ds.faults import crash_point
 from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
@@ -47,7 +47,6 @@ from hudi_ds.metadata.records import (
 from hudi_ds.metadata.recovery import undo_completed, undo_pending
 from hudi_ds.metadata.stats_writer import StatsIndex
 from hudi_ds.storage import Storage
-from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import (
     COMMIT,
     DELTA_COMMIT,
@@ -225,7 +224,8 @@ def build_partitions(mdt: MetadataWriter, when: str, partitions: Sequence[str]) 
     mdt._adopt_schema(tl)
     if RECORD_INDEX_PARTITION in partitions:
         _build_record_index(mdt, when)
-        return _record_index_definition(mdt) if mdt.version >= 9 else {}
+        needed = mdt.version >= 9 or mdt.rli.definition_needed()
+        return mdt.rli.write_definition() if needed else {}
     if BLOOM_FILTERS_PARTITION in partitions:
         mdt.indexes.bloom.build(when, mdt._writer(), mdt.schema, mdt.listing(mdt.state))
         return {}
@@ -254,38 +254,6 @@ def _build_record_index(mdt: MetadataWriter, when: str) -> None:
         mdt.storage.write_bytes(f.path, f.data)
     crash_point("metadata")  # files written, T pending: undone by the next build or write
     writer.complete(req, md.to_bytes(layout))
-
-
-def _record_index_definition(mdt: MetadataWriter) -> dict[str, str]:
-    """Record the global record index's definition in the index definitions file, as Hudi
-    1.1 does when it builds the partition (``indexOptions.isPartitioned=false``, version V1,
-    as in its fixtures); other definitions are kept. Returns the ``hoodie.properties`` entry
-    naming the file when the table records none yet.
-
-    Raises:
-        ConfigError: an existing definitions file does not parse.
-    """
-    cfg, storage = mdt.state.config, mdt.state.storage
-    rel = cfg.get(TableConfig.INDEX_DEFS_PATH) or _INDEX_DEFS
-    doc: dict = {"indexDefinitions": {}}
-    if storage.exists(rel):
-        try:
-            doc = json.loads(storage.read_text(rel))
-            doc.setdefault("indexDefinitions", {})
-        except (ValueError, AttributeError) as e:
-            raise ConfigError(
-                f"{storage.uri(rel)} ({TableConfig.INDEX_DEFS_PATH.key}) cannot be read ({e})"
-            ) from None
-    doc["indexDefinitions"][RECORD_INDEX_PARTITION] = {
-        "indexName": RECORD_INDEX_PARTITION,
-        "indexType": RECORD_INDEX_PARTITION,
-        "indexFunction": "",
-        "sourceFields": [],
-        "indexOptions": {"isPartitioned": "false"},
-        "version": "V1",
-    }
-    storage.write_atomic(rel, json.dumps(doc, indent=2).encode("utf-8"))
-    return {} if cfg.get(TableConfig.INDEX_DEFS_PATH) else {TableConfig.INDEX_DEFS_PATH.key: rel}
 
 
 def _data_writer(mdt: MetadataWriter) -> TimelineWriter:

@@ -35,6 +35,21 @@ What an instant changes (:func:`instant_updates`, Java 1.1
 Building the partition from a table (:func:`bootstrap_locations`, Java
 ``BaseRecordIndexer.readRecordKeysFromFileSliceSnapshot``): every key of every latest file
 slice, at the slice's base instant.
+
+Hudi 1.1's partitioned record index (``hoodie.metadata.record.level.index.enable``; the index
+definition's ``indexOptions.isPartitioned = "true"``) keeps one record per (data partition,
+record key) in the same partition with the same records, but each data partition has file
+groups of its own, ``record-index-<escaped partition>-<i %04d>-0``
+(:func:`partitioned_file_group_id`, Java ``HoodieTableMetadataUtil.getFileIDForFileGroup`` with
+a data partition: ``PartitionPathEncodeUtils.escapeFileName``, which also escapes ``-`` and
+``_``, so the partition is the third ``-``-separated part from the end,
+``getDataTablePartitionNameFromFileGroupName``). A key maps to file group
+``mapRecordKeyToFileGroupIndex(key, n)`` among its partition's ``n`` groups sorted by file id
+(``HoodieBackedTableMetadata.lookupEncodedKeysInDataTablePartition``); a partition's count is
+estimated when the index is built (per partition, ``PartitionedRecordIndexer``) and a partition
+the index has not seen gets ``hoodie.metadata.record.level.index.min.filegroup.count`` groups in
+the deltacommit that first writes it (``HoodieBackedTableMetadataWriter.
+initializeNewFileGroupsForPartitionedRLIHelper``).
 """
 
 from __future__ import annotations
@@ -57,7 +72,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.errors import CorruptFileError
+from hudi_ds.errors import ConfigError, CorruptFileError
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.hfile import read_hfile
@@ -67,6 +82,7 @@ from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import TimeZoneLike, instant_time_to_datetime
 from hudi_ds.timeline.timeline import Timeline
 
@@ -80,10 +96,17 @@ __all__ = [
     "bootstrap_locations",
     "decode_value",
     "encode_value",
+    "PartitionedUpdates",
+    "data_partition_of",
+    "escape_file_name",
     "file_group_id",
     "file_group_indexes",
     "instant_millis",
+    "layout_matches",
+    "partitioned_file_group_id",
     "read_locations",
+    "read_partitioned_locations",
+    "record_index_partitioned",
 ]
 
 RECORD_INDEX_PARTITION = "record_index"
@@ -98,6 +121,71 @@ def file_group_id(index: int) -> str:
     """The file id of file group ``index`` (Java
     ``HoodieTableMetadataUtil.getFileIDForFileGroup``)."""
     return f"{FILE_ID_PREFIX}{index:04d}-0"
+
+
+#: characters ``PartitionPathEncodeUtils.escapeFileName`` writes as ``%XX``: controls, Hive's
+#: path escapes, and ``_`` / ``-`` (``-`` separates the parts of a file id)
+_FILE_NAME_ESCAPES = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^_-"))
+
+
+def escape_file_name(name: str) -> str:
+    """Java ``PartitionPathEncodeUtils.escapeFileName``: each character of
+    :data:`_FILE_NAME_ESCAPES` as ``%`` and two upper-case hex digits."""
+    return "".join(f"%{ord(c):02X}" if c in _FILE_NAME_ESCAPES else c for c in name)
+
+
+def _unescape(name: str) -> str:
+    """Java ``PartitionPathEncodeUtils.unescapePathName``: ``%XX`` back to its character."""
+    out = []
+    i = 0
+    while i < len(name):
+        c = name[i]
+        if c == "%" and i + 2 < len(name):
+            try:
+                code = int(name[i + 1 : i + 3], 16)
+            except ValueError:
+                code = -1
+            if code >= 0:
+                out.append(chr(code))
+                i += 3
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def partitioned_file_group_id(partition: str, index: int) -> str:
+    """The file id of file group ``index`` of data ``partition`` in a partitioned record index
+    (Java ``HoodieTableMetadataUtil.getFileIDForFileGroup`` with a data partition name)."""
+    return f"{FILE_ID_PREFIX}{escape_file_name(partition)}-{index:04d}-0"
+
+
+def data_partition_of(file_id: str) -> str | None:
+    """The data partition a partitioned record index's file group indexes, None for a file id
+    of the global index (Java ``verifyRLIFile``: a partitioned one has four ``-``;
+    ``getDataTablePartitionNameFromFileGroupName``)."""
+    if not file_id.startswith(FILE_ID_PREFIX) or file_id.count("-") != 4:
+        return None
+    return _unescape(file_id.split("-")[-3])
+
+
+def record_index_partitioned(config: TableConfig, storage: Storage | None) -> bool:
+    """``isPartitioned`` of the record index's definition (absent before Hudi 1.1: global)."""
+    rel = config.get(TableConfig.INDEX_DEFS_PATH)
+    if not rel or storage is None or not storage.exists(rel):
+        return False
+    try:
+        doc = json.loads(storage.read_text(rel))
+        definition = doc.get("indexDefinitions", {}).get(RECORD_INDEX_PARTITION) or {}
+        options = definition.get("indexOptions") or {}
+    except (ValueError, AttributeError) as e:
+        raise ConfigError(
+            f"{storage.uri(rel)} ({TableConfig.INDEX_DEFS_PATH.key}) cannot be read "
+            f"({e}): whether the table's record-level index is partitioned cannot be told; "
+            "set hoodie.index.type (GLOBAL_SIMPLE for a global record index, SIMPLE for a "
+            "partitioned one)"
+        ) from None
+    return str(options.get("isPartitioned", "false")).strip().lower() == "true"
 
 
 def file_group_indexes(keys: pa.Array | pa.ChunkedArray, count: int) -> np.ndarray:
@@ -233,14 +321,35 @@ def decode_value(value: bytes, schema_json: str) -> RecordLocation:
 
 
 def file_group_count(storage: Storage) -> int:
-    """How many file groups the ``record_index`` partition of the MDT at ``storage`` has (its
-    files' distinct ``record-index-*`` file ids; 0 without the folder)."""
+    """How many file groups the global ``record_index`` partition of the MDT at ``storage``
+    has (its files' distinct ``record-index-<i>-0`` file ids; 0 without the folder)."""
+    return len({f for f in _file_ids(storage) if data_partition_of(f) is None})
+
+
+def partition_file_group_counts(storage: Storage) -> dict[str, int]:
+    """How many file groups each data partition has in the partitioned ``record_index``."""
+    out: dict[str, int] = {}
+    for f in _file_ids(storage):
+        p = data_partition_of(f)
+        if p is not None:
+            out[p] = out.get(p, 0) + 1
+    return out
+
+
+def layout_matches(storage: Storage, partitioned: bool) -> bool:
+    """Whether every file group of the ``record_index`` partition is named as the index's kind
+    names them (per data partition for the partitioned index, ``record-index-<i>-0``
+    otherwise): a definition that does not match the files cannot be kept in step."""
+    return all((data_partition_of(f) is not None) == partitioned for f in _file_ids(storage))
+
+
+def _file_ids(storage: Storage) -> set[str]:
     ids = set()
     for f in storage.list_files(RECORD_INDEX_PARTITION):
         p = parse_base_file_name(f.name) or parse_log_file_name(f.name)
         if p is not None and p.file_id.startswith(FILE_ID_PREFIX):
             ids.add(p.file_id)
-    return len(ids)
+    return ids
 
 
 class _Lookups:
@@ -401,25 +510,77 @@ def read_locations(
         for s in slices:
             out.update(read_slice(storage, s, keep))
         return out
+    slices = [s for s in slices if data_partition_of(s.file_id) is None]
     count = len({s.file_id for s in slices})
     if not count or not keys:
         return out
-    arr = pa.array(list(keys), pa.string())
+    by_id = {s.file_id: s for s in slices}
+    for part in _read_groups(
+        storage, keep, list(keys), count, lambda i: by_id.get(file_group_id(i))
+    ):
+        out.update(part)
+    return out
+
+
+def _read_groups(
+    storage: Storage,
+    keep: Callable[[str], bool],
+    keys: list[str],
+    count: int,
+    slice_of: Callable[[int], FileSlice | None],
+) -> list[dict[str, RecordLocation]]:
+    """The records of ``keys`` in the ``count`` file groups they hash to (``slice_of``: the
+    slice of a file group index), one result per file group read."""
+    arr = pa.array(keys, pa.string())
     idx = file_group_indexes(arr, count)
     order = np.argsort(idx, kind="stable")
     groups, starts = np.unique(idx[order], return_index=True)
     bounds = [*starts.tolist(), len(order)]
-    by_id = {s.file_id: s for s in slices}
     work = []
     for n, i in enumerate(groups.tolist()):
-        found = by_id.get(file_group_id(int(i)))
+        found = slice_of(int(i))
         if found is not None:
             wanted = set(arr.take(pa.array(order[bounds[n] : bounds[n + 1]])).to_pylist())
             work.append((found, wanted))
+    if not work:
+        return []
     # file groups are read in threads: reading files and inflating blocks release the GIL
     with ThreadPoolExecutor(max_workers=min(len(work), os.cpu_count() or 1) or 1) as pool:
-        for part in pool.map(lambda w: read_slice(storage, w[0], keep, w[1]), work):
-            out.update(part)
+        return list(pool.map(lambda w: read_slice(storage, w[0], keep, w[1]), work))
+
+
+def read_partitioned_locations(
+    storage: Storage,
+    timeline: Timeline,
+    keep: Callable[[str], bool],
+    keys: Mapping[str, Sequence[str]] | None = None,
+) -> dict[tuple[str, str], RecordLocation]:
+    """The partitioned record index of the MDT at ``storage``, by (data partition, record
+    key): ``keys`` maps a data partition to the keys wanted there (None: every record), read
+    from the file groups of that partition the keys hash to.
+
+    Raises:
+        CorruptFileError: a file of the partition does not decode.
+    """
+    from hudi_ds.metadata.reader import files_slices
+
+    by_partition: dict[str, list[FileSlice]] = {}
+    for s in files_slices(storage, timeline, RECORD_INDEX_PARTITION):
+        p = data_partition_of(s.file_id)
+        if p is not None:
+            by_partition.setdefault(p, []).append(s)
+    out: dict[tuple[str, str], RecordLocation] = {}
+    if keys is None:
+        for p, group in by_partition.items():
+            for s in group:
+                out.update(((p, k), v) for k, v in read_slice(storage, s, keep).items())
+        return out
+    for p, wanted in keys.items():
+        group = sorted(by_partition.get(p, []), key=lambda s: s.file_id)
+        if not group or not wanted:
+            continue
+        for part in _read_groups(storage, keep, list(wanted), len(group), group.__getitem__):
+            out.update(((p, k), v) for k, v in part.items())
     return out
 
 
@@ -450,6 +611,21 @@ def bootstrap_locations(
     return out
 
 
+def bootstrap_partitioned(
+    slices: Iterable[SliceKeys], timezone: TimeZoneLike
+) -> dict[str, dict[str, RecordLocation]]:
+    """:func:`bootstrap_locations` of a partitioned record index: per data partition, each key
+    at its slice (the newest one where several slices of the partition hold it)."""
+    out: dict[str, dict[str, RecordLocation]] = {}
+    for partition, file_id, base_instant, keys in sorted(slices, key=lambda s: s[2]):
+        loc = RecordLocation(partition, file_id, instant_millis(base_instant, timezone))
+        here = out.setdefault(partition, {})
+        for k in keys.to_pylist():
+            if k is not None:
+                here[k] = loc
+    return out
+
+
 @dataclass
 class RecordIndexUpdates:
     """The record-index changes of one data instant: keys put at a location, keys removed."""
@@ -463,9 +639,10 @@ class RecordIndexUpdates:
         if self.deletes:
             self.deletes.difference_update(added)
 
-    def delete(self, keys: Iterable[str]) -> None:
-        """Remove ``keys`` unless this instant put them elsewhere (a move: Java
-        ``reduceByKeys`` keeps the put)."""
+    def delete(self, keys: Iterable[str], partition: str | None = None) -> None:
+        """Remove ``keys`` (of data ``partition``: unused, the index being global) unless this
+        instant put them elsewhere (a move: Java ``reduceByKeys`` keeps the put)."""
+        del partition
         self.deletes.update(k for k in keys if k not in self.puts)
 
     def __bool__(self) -> bool:
@@ -495,6 +672,26 @@ class RecordIndexUpdates:
 
 
 _NO_KEYS = pa.array([], pa.string())
+
+
+@dataclass
+class PartitionedUpdates:
+    """The changes of one data instant to a partitioned record index: a
+    :class:`RecordIndexUpdates` per data partition, a record being a (partition, key) pair --
+    a key put in one partition and deleted from another is both (Java ``reduceByKeys`` with
+    ``isPartitionedRLI`` keys by both)."""
+
+    parts: dict[str, RecordIndexUpdates] = field(default_factory=dict)
+
+    def put(self, keys: Iterable[str], loc: RecordLocation) -> None:
+        self.parts.setdefault(loc.partition, RecordIndexUpdates()).put(keys, loc)
+
+    def delete(self, keys: Iterable[str], partition: str | None = None) -> None:
+        assert partition is not None
+        self.parts.setdefault(partition, RecordIndexUpdates()).delete(keys)
+
+    def __bool__(self) -> bool:
+        return any(self.parts.values())
 
 
 def _by_group(keys: pa.Array, count: int) -> dict[int, tuple[pa.Array, np.ndarray]]:

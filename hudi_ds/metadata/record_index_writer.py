@@ -9,6 +9,12 @@ deltacommit of a data instant writes besides the ``files`` block
 (:meth:`RecordIndexWriter.bootstrap`). The record semantics are in
 :mod:`hudi_ds.metadata.record_index`.
 
+Hudi 1.1's partitioned record index (records per (data partition, key), file groups per data
+partition: :mod:`hudi_ds.metadata.record_index`) is kept the same way: its changes are grouped
+by data partition, a data partition the index has no file group for gets
+``hoodie.metadata.record.level.index.min.filegroup.count`` new ones in the deltacommit that
+first writes it, and building it writes the index definition with ``isPartitioned=true``.
+
 An action whose effect on the index cannot be written as Java writes it -- a rollback or
 restore that the MDT mirrors with tombstones instead of undoing its deltacommits (table
 version 6, or an instant already compacted into the MDT's base file), an instant whose earlier
@@ -19,6 +25,8 @@ record index would send Java writers' updates to the wrong file group.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import math
 from collections.abc import Callable, Iterable
@@ -66,20 +74,28 @@ from hudi_ds.metadata.reader import completed_or_archived, files_slices, valid_i
 from hudi_ds.metadata.record_index import (
     FILE_ID_PREFIX,
     RECORD_INDEX_PARTITION,
+    GroupUpdates,
+    PartitionedUpdates,
     RecordIndexUpdates,
     RecordLocation,
     SliceKeys,
     base_file_of,
     bootstrap_locations,
+    bootstrap_partitioned,
     file_group_count,
     file_group_id,
     instant_millis,
+    layout_matches,
+    partition_file_group_counts,
+    partitioned_file_group_id,
     read_locations,
+    read_partitioned_locations,
     read_slice,
 )
 from hudi_ds.metadata.records import METADATA_PARTITIONS_INFLIGHT_KEY, declared_partitions
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
+from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import (
     CLEAN,
     COMMIT,
@@ -92,6 +108,7 @@ from hudi_ds.timeline.view import TableState
 
 __all__ = [
     "MIN_FILE_GROUPS",
+    "PARTITIONED_SIZING",
     "IndexFile",
     "RecordIndexWriter",
     "RecordIndexSizing",
@@ -102,6 +119,8 @@ __all__ = [
 
 log = logging.getLogger("hudi_ds.metadata")
 
+#: Java 1.x's default place of the index definitions file
+INDEX_DEFS = ".hoodie/.index_defs/index.json"
 
 #: ``hoodie.metadata.record.index.min.filegroup.count`` default (``HoodieMetadataConfig``)
 MIN_FILE_GROUPS = 10
@@ -130,12 +149,14 @@ class RecordIndexSizing:
     max_file_group_bytes: int = _MAX_FILE_GROUP_BYTES
     growth_factor: float = _GROWTH_FACTOR
 
+    #: the option prefix named in errors (the global or the partitioned index's)
+    prefix: str = "hoodie.metadata.global.record.level.index"
+
     def __post_init__(self) -> None:
         if self.min_file_groups > self.max_file_groups:
             raise ConfigError(
-                "hoodie.metadata.global.record.level.index.min.filegroup.count "
-                f"({self.min_file_groups}) exceeds hoodie.metadata.global.record.level.index."
-                f"max.filegroup.count ({self.max_file_groups})"
+                f"{self.prefix}.min.filegroup.count ({self.min_file_groups}) exceeds "
+                f"{self.prefix}.max.filegroup.count ({self.max_file_groups})"
             )
 
     def file_groups(self, records: int) -> int:
@@ -164,6 +185,10 @@ class RecordIndexSizing:
 #: readers (Java's, hudi-rs) read any block size.
 RECORD_INDEX_BLOCK_SIZE = 64 * 1024
 
+#: file groups per data partition of a partitioned record index
+#: (``hoodie.metadata.record.level.index.min/max.filegroup.count`` defaults 1 / 10)
+PARTITIONED_SIZING = RecordIndexSizing(1, 10, prefix="hoodie.metadata.record.level.index")
+
 _NO_CHANGE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT"})
 _OVERWRITES = frozenset({"INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION"})
 
@@ -187,6 +212,9 @@ class IndexFile:
     stat: WriteStat
 
 
+_Updates = RecordIndexUpdates | PartitionedUpdates
+
+
 class _Unexpressible(HudiError):
     """The change cannot be written as Java writes it (the partition is removed)."""
 
@@ -199,7 +227,11 @@ class RecordIndexWriter:
         storage: the MDT's storage.
         record_keys: the committed slices' keys (for the bootstrap); None: the write layer
             gives none, so the partition is never created.
-        enable: ``hoodie.metadata.record.index.enable`` (None: keep what the table has).
+        enable: ``hoodie.metadata.record.index.enable`` or
+            ``hoodie.metadata.record.level.index.enable`` (None: keep what the table has).
+        partitioned: a new index is Hudi 1.1's partitioned one
+            (``hoodie.metadata.record.level.index.enable=true``); an existing index keeps its
+            kind (its definition's ``isPartitioned``).
     """
 
     def __init__(
@@ -208,19 +240,32 @@ class RecordIndexWriter:
         storage: Storage,
         record_keys: RecordKeys | None = None,
         enable: bool | None = None,
+        partitioned: bool = False,
     ) -> None:
         self.state = state
         self.storage = storage
         self.record_keys = record_keys
         self.enable = enable
+        self.new_partitioned = partitioned
         #: the file group count of a new index (the write layer sets the table's options)
         self.sizing = RecordIndexSizing()
+        #: per data partition, of a new partitioned index and of a partition new to it
+        self.partitioned_sizing = PARTITIONED_SIZING
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether the index is the partitioned one: the table's definition when the table
+        declares a record index, else what a new one is to be."""
+        cfg = self.state.config
+        if RECORD_INDEX_PARTITION in declared_partitions(cfg):
+            return record_index_partitioned(cfg, self.state.storage)
+        return self.new_partitioned
 
     # -- which partitions --------------------------------------------------------------------
     def maintained(self) -> bool:
         """Whether the table's ``record_index`` is one hudi_ds keeps in step: declared
-        complete (not being built by another writer), global (Hudi 1.1's partitioned record
-        index is not kept), and its folder present."""
+        complete (not being built by another writer), its definition readable (global or
+        partitioned), and its folder present."""
         cfg = self.state.config
         if RECORD_INDEX_PARTITION not in declared_partitions(cfg):
             return False
@@ -229,11 +274,19 @@ class RecordIndexWriter:
         if self.enable is False:
             return False
         try:
-            if record_index_partitioned(cfg, self.state.storage):
-                return False
-        except HudiError:
+            partitioned = self.partitioned
+        except HudiError:  # an unreadable definition: not kept
             return False
-        return self.storage.is_dir(RECORD_INDEX_PARTITION)
+        if not self.storage.is_dir(RECORD_INDEX_PARTITION):
+            return False
+        if not layout_matches(self.storage, partitioned):
+            log.warning(
+                "%s: the record_index definition says %s, its file groups do not: not kept",
+                self.state.storage.base_uri,
+                "partitioned" if partitioned else "global",
+            )
+            return False
+        return True
 
     def wanted_at_creation(self) -> bool:
         """Whether a new MDT gets the partition: asked for, with a way to read the keys, on a
@@ -255,23 +308,53 @@ class RecordIndexWriter:
         (as the ``files`` partition's; Java ``initializeFileGroups``)."""
         assert self.record_keys is not None
         tz = self.state.config.timeline_timezone or "LOCAL"
+        if self.partitioned:
+            return self._bootstrap_partitioned(instant, schema, version, tz)
         locations = bootstrap_locations(self.record_keys(self.state), tz)
         count = self.sizing.file_groups(len(locations))
         updates = RecordIndexUpdates()
         updates.puts = locations
         groups = updates.by_file_group(count)
-        out = [
-            IndexFile(
-                f"{RECORD_INDEX_PARTITION}/{PARTITION_METADATA_FILE}",
-                (
-                    f"#partition metadata\n#Created by hudi_ds\ncommitTime={instant}\n"
-                    "partitionDepth=1\n"
-                ).encode(),
-                WriteStat(),
-            )
-        ]
+        out = [_partition_metadata(instant)]
+        out += self._base_groups(instant, schema, version, groups, count, file_group_id)
+        log.info("metadata table: record_index of %d keys in %d file groups", len(locations), count)
+        return out
+
+    def _bootstrap_partitioned(
+        self, instant: str, schema: str, version: int, tz: str
+    ) -> list[IndexFile]:
+        """:meth:`bootstrap` of a partitioned index: per data partition, file groups sized by
+        its keys (Java ``PartitionedRecordIndexer.buildInitialization``)."""
+        assert self.record_keys is not None
+        by_partition = bootstrap_partitioned(self.record_keys(self.state), tz)
+        out = [_partition_metadata(instant)]
+        for partition, locations in sorted(by_partition.items()):
+            count = self.partitioned_sizing.file_groups(len(locations))
+            updates = RecordIndexUpdates()
+            updates.puts = locations
+            groups = updates.by_file_group(count)
+            ids = functools.partial(partitioned_file_group_id, partition)
+            out += self._base_groups(instant, schema, version, groups, count, ids)
+        log.info(
+            "metadata table: partitioned record_index of %d partitions",
+            len(by_partition),
+        )
+        return out
+
+    def _base_groups(
+        self,
+        instant: str,
+        schema: str,
+        version: int,
+        groups: dict[int, GroupUpdates],
+        count: int,
+        ids: Callable[[int], str],
+    ) -> list[IndexFile]:
+        """Per file group, a base HFile of its records and a log file of one empty DELETE
+        block (Java ``initializeFileGroups``)."""
+        out = []
         for i in range(count):
-            fid = file_group_id(i)
+            fid = ids(i)
             name = base_file_name(fid, MDT_WRITE_TOKEN, instant, ".hfile")
             own = None if version >= 9 else name
             g = groups.get(i)
@@ -284,8 +367,52 @@ class RecordIndexWriter:
             log_name = log_file_name(fid, instant, 1, MDT_WRITE_TOKEN)
             block = encode_empty_delete_block(instant)
             out.append(IndexFile(*_file(log_name, block, fid, instant, 0, name, [log_name])))
-        log.info("metadata table: record_index of %d keys in %d file groups", len(locations), count)
         return out
+
+    def write_definition(self) -> dict[str, str]:
+        """Record the index's definition in the index definitions file, as Hudi 1.1 does when
+        it builds the partition (``HoodieTableMetadataUtil.createRecordIndexDefinition``:
+        ``indexOptions.isPartitioned`` "true" for the partitioned index, "false" for the global
+        one; version V1); other definitions are kept. Returns the ``hoodie.properties`` entry
+        naming the file when the table records none yet.
+
+        Raises:
+            ConfigError: an existing definitions file does not parse.
+        """
+        cfg, storage = self.state.config, self.state.storage
+        rel = cfg.get(TableConfig.INDEX_DEFS_PATH) or INDEX_DEFS
+        doc: dict = {"indexDefinitions": {}}
+        if storage.exists(rel):
+            try:
+                doc = json.loads(storage.read_text(rel))
+                doc.setdefault("indexDefinitions", {})
+            except (ValueError, AttributeError) as e:
+                raise ConfigError(
+                    f"{storage.uri(rel)} ({TableConfig.INDEX_DEFS_PATH.key}) cannot be read ({e})"
+                ) from None
+        doc["indexDefinitions"][RECORD_INDEX_PARTITION] = {
+            "indexName": RECORD_INDEX_PARTITION,
+            "indexType": RECORD_INDEX_PARTITION,
+            "indexFunction": "",
+            "sourceFields": [],
+            "indexOptions": {"isPartitioned": "true" if self.partitioned else "false"},
+            "version": "V1",
+        }
+        storage.write_atomic(rel, json.dumps(doc, indent=2).encode("utf-8"))
+        if cfg.get(TableConfig.INDEX_DEFS_PATH):
+            return {}
+        return {TableConfig.INDEX_DEFS_PATH.key: rel}
+
+    def definition_needed(self) -> bool:
+        """Whether a new index must record its definition beside the MDT bootstrap: it is
+        partitioned (readers tell the kinds apart by it), or the table's definition says
+        partitioned and the new one is global."""
+        if self.partitioned:
+            return True
+        try:
+            return record_index_partitioned(self.state.config, self.state.storage)
+        except HudiError:
+            return True
 
     # -- MDT compaction and clean ------------------------------------------------------------
     def compaction_files(self, when: str, mdt: Timeline, schema: str) -> list[IndexFile]:
@@ -357,10 +484,8 @@ class RecordIndexWriter:
             return []
         return self._log_files(instant, updates, mdt, schema)
 
-    def _updates(
-        self, instant: str, action: str, content: bytes, mdt: Timeline
-    ) -> RecordIndexUpdates:
-        out = RecordIndexUpdates()
+    def _updates(self, instant: str, action: str, content: bytes, mdt: Timeline) -> _Updates:
+        out: _Updates = PartitionedUpdates() if self.partitioned else RecordIndexUpdates()
         if action == CLEAN:
             return out
         if action not in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT):
@@ -389,7 +514,7 @@ class RecordIndexWriter:
         if meta.is_replace and op in _OVERWRITES:
             for partition, ids in meta.replaced_file_ids().items():
                 for fid in ids:
-                    out.delete(self._group_keys(partition, fid))
+                    out.delete(self._group_keys(partition, fid), partition)
         return out
 
     def _spec(self) -> LookupSpec:
@@ -411,7 +536,7 @@ class RecordIndexWriter:
         return set(self._key_array(base).to_pylist())
 
     def _base_changes(
-        self, out: RecordIndexUpdates, partition: str, stat: WriteStat, loc: RecordLocation
+        self, out: _Updates, partition: str, stat: WriteStat, loc: RecordLocation
     ) -> None:
         """Java ``BaseFileRecordParsingUtils.getRecordKeyStatuses``: keys new to the file
         group's base file are put, keys its previous base file held and it does not are gone."""
@@ -427,7 +552,7 @@ class RecordIndexWriter:
             raise _Unexpressible(f"the base file of {parsed.file_id} at {prev} is gone")
         old = self._key_array(before)
         out.put(keys.filter(pc.invert(pc.is_in(keys, value_set=old))).to_pylist(), loc)
-        out.delete(old.filter(pc.invert(pc.is_in(old, value_set=keys))).to_pylist())
+        out.delete(old.filter(pc.invert(pc.is_in(old, value_set=keys))).to_pylist(), partition)
 
     def _log_keys(
         self, path: str, instants: Callable[[str], bool], put: list[str], gone: list[str]
@@ -454,7 +579,7 @@ class RecordIndexWriter:
 
     def _log_changes(
         self,
-        out: RecordIndexUpdates,
+        out: _Updates,
         logged: dict[tuple[str, str], tuple[list[str], list[str]]],
         loc_ms: int,
         mdt: Timeline,
@@ -462,23 +587,35 @@ class RecordIndexWriter:
         """Log writes: a key written to a file group the index does not place it in is put
         there (an insert, or a key revived after a delete); a deleted key the index places
         in that file group is gone (Java ``getRevivedAndDeletedKeysFromMergedLogs``)."""
-        wanted = sorted({k for put, gone in logged.values() for k in (*put, *gone)})
-        current = self.lookup(wanted, mdt)
+        current: Callable[[str, str], RecordLocation | None]
+        if self.partitioned:
+            wanted: dict[str, set[str]] = {}
+            for (partition, _), (put, gone) in logged.items():
+                wanted.setdefault(partition, set()).update(put, gone)
+            found = self.lookup_pairs({p: sorted(ks) for p, ks in wanted.items()}, mdt)
+            current = lambda p, k: found.get((p, k))  # noqa: E731
+        else:
+            flat = self.lookup(sorted({k for pt, gn in logged.values() for k in (*pt, *gn)}), mdt)
+            current = lambda _p, k: flat.get(k)  # noqa: E731
         for (partition, fid), (put, gone) in logged.items():
             here = RecordLocation(partition, fid, loc_ms)
             moved = [
                 k
                 for k in dict.fromkeys(put)
-                if (c := current.get(k)) is None or (c.partition, c.file_id) != (partition, fid)
+                if (c := current(partition, k)) is None
+                or (c.partition, c.file_id) != (partition, fid)
             ]
             out.put(moved, here)
             put_set = set(put)
             out.delete(
-                k
-                for k in gone
-                if k not in put_set
-                and (c := current.get(k)) is not None
-                and (c.partition, c.file_id) == (partition, fid)
+                (
+                    k
+                    for k in gone
+                    if k not in put_set
+                    and (c := current(partition, k)) is not None
+                    and (c.partition, c.file_id) == (partition, fid)
+                ),
+                partition,
             )
 
     def _group_keys(self, partition: str, file_id: str) -> set[str]:
@@ -503,51 +640,125 @@ class RecordIndexWriter:
             keys.update(put)
         return keys
 
+    def _keep(self, mdt: Timeline) -> Callable[[str], bool]:
+        valid = valid_instants(self.state.timeline, mdt, self.state.config.table_version)
+        return lambda t: completed_or_archived(mdt, t) and t in valid
+
     def lookup(self, keys: list[str], mdt: Timeline) -> dict[str, RecordLocation]:
-        """Where the index places ``keys`` now (reading only their file groups)."""
-        data = self.state.timeline
-        valid = valid_instants(data, mdt, self.state.config.table_version)
-        return read_locations(
-            self.storage, mdt, lambda t: completed_or_archived(mdt, t) and t in valid, keys
-        )
+        """Where the global index places ``keys`` now (reading only their file groups)."""
+        return read_locations(self.storage, mdt, self._keep(mdt), keys)
+
+    def lookup_pairs(
+        self, keys: dict[str, list[str]], mdt: Timeline
+    ) -> dict[tuple[str, str], RecordLocation]:
+        """Where the partitioned index places the keys of each data partition now."""
+        return read_partitioned_locations(self.storage, mdt, self._keep(mdt), keys)
 
     def _log_files(
-        self, instant: str, updates: RecordIndexUpdates, mdt: Timeline, schema: str
+        self, instant: str, updates: _Updates, mdt: Timeline, schema: str
     ) -> list[IndexFile]:
         slices = {s.file_id: s for s in files_slices(self.storage, mdt, RECORD_INDEX_PARTITION)}
+        names = [f.name for f in self.storage.list_files(RECORD_INDEX_PARTITION)]
+        if isinstance(updates, PartitionedUpdates):
+            return self._partitioned_log_files(instant, updates, mdt, schema, slices, names)
         count = file_group_count(self.storage)
         if not count:
             raise CorruptFileError(f"{self.storage.base_uri}: record_index has no file group")
-        names = [f.name for f in self.storage.list_files(RECORD_INDEX_PARTITION)]
+        return [
+            self._group_log(instant, file_group_id(i), g, slices, names, mdt, schema)
+            for i, g in sorted(updates.by_file_group(count).items())
+        ]
+
+    def _partitioned_log_files(
+        self,
+        instant: str,
+        updates: PartitionedUpdates,
+        mdt: Timeline,
+        schema: str,
+        slices: dict[str, FileSlice],
+        names: list[str],
+    ) -> list[IndexFile]:
+        """The log files of a partitioned index: per data partition, its changes in its own
+        file groups; a partition without any gets the minimum count of new file groups, each
+        a log file opened by an empty DELETE block at ``instant`` (Java
+        ``initializeNewFileGroupsForPartitionedRLIHelper`` then the upsert)."""
+        counts = partition_file_group_counts(self.storage)
         out = []
-        for i, g in sorted(updates.by_file_group(count).items()):
-            fid = file_group_id(i)
-            sl = slices.get(fid) or FileSlice(RECORD_INDEX_PARTITION, fid, "")
-            data = b""
-            keys, gone = g.keys, g.gone
-            if len(keys):
-                hfile = write_hfile(
-                    keys.cast(pa.binary()),
-                    g.values(schema),
-                    file_info={"schema": schema.encode("utf-8")},
-                    block_size=RECORD_INDEX_BLOCK_SIZE,
+        for partition, part in sorted(updates.parts.items()):
+            if not part:
+                continue
+            count = counts.get(partition, 0)
+            new = count == 0
+            if new:
+                count = self.partitioned_sizing.min_file_groups
+            groups = part.by_file_group(count)
+            for i in range(count) if new else sorted(groups):
+                fid = partitioned_file_group_id(partition, i)
+                out.append(
+                    self._group_log(instant, fid, groups.get(i), slices, names, mdt, schema, new)
                 )
-                data += encode_hfile_data_block(instant, schema, hfile)
-            if len(gone):
-                n = len(gone)
-                data += encode_delete_block(
-                    gone,
-                    pa.array([RECORD_INDEX_PARTITION] * n, pa.string()),
-                    None,
-                    instant,
-                    schema,
-                )
-            name = next_log_name(mdt.layout_version, fid, sl.base_instant_time, instant, names)
-            logs = [file_name_of(lf.path) for lf in sl.log_files] + [name]
-            base = file_name_of(sl.base_file.path) if sl.base_file is not None else None
-            n = len(keys) + len(gone)
-            out.append(IndexFile(*_file(name, data, fid, sl.base_instant_time, n, base, logs)))
         return out
+
+    def _group_log(
+        self,
+        instant: str,
+        fid: str,
+        g: GroupUpdates | None,
+        slices: dict[str, FileSlice],
+        names: list[str],
+        mdt: Timeline,
+        schema: str,
+        new: bool = False,
+    ) -> IndexFile:
+        """The log file of file group ``fid`` holding ``g``'s changes (``new``: the group is
+        created by ``instant``, its log opened by an empty DELETE block)."""
+        sl = (
+            FileSlice(RECORD_INDEX_PARTITION, fid, instant)
+            if new
+            else slices.get(fid) or FileSlice(RECORD_INDEX_PARTITION, fid, "")
+        )
+        data = encode_empty_delete_block(instant) if new else b""
+        keys = g.keys if g is not None else _NO_KEYS
+        gone = g.gone if g is not None else _NO_KEYS
+        if g is not None and len(keys):
+            hfile = write_hfile(
+                keys.cast(pa.binary()),
+                g.values(schema),
+                file_info={"schema": schema.encode("utf-8")},
+                block_size=RECORD_INDEX_BLOCK_SIZE,
+            )
+            data += encode_hfile_data_block(instant, schema, hfile)
+        if len(gone):
+            n = len(gone)
+            data += encode_delete_block(
+                gone,
+                pa.array([RECORD_INDEX_PARTITION] * n, pa.string()),
+                None,
+                instant,
+                schema,
+            )
+        if new:
+            name = log_file_name(fid, instant, 1, MDT_WRITE_TOKEN)
+        else:
+            name = next_log_name(mdt.layout_version, fid, sl.base_instant_time, instant, names)
+        logs = [file_name_of(lf.path) for lf in sl.log_files] + [name]
+        base = file_name_of(sl.base_file.path) if sl.base_file is not None else None
+        n = len(keys) + len(gone)
+        return IndexFile(*_file(name, data, fid, sl.base_instant_time, n, base, logs))
+
+
+_NO_KEYS = pa.array([], pa.string())
+
+
+def _partition_metadata(instant: str) -> IndexFile:
+    """The partition's ``.hoodie_partition_metadata`` file."""
+    return IndexFile(
+        f"{RECORD_INDEX_PARTITION}/{PARTITION_METADATA_FILE}",
+        (
+            f"#partition metadata\n#Created by hudi_ds\ncommitTime={instant}\npartitionDepth=1\n"
+        ).encode(),
+        WriteStat(),
+    )
 
 
 def _file(

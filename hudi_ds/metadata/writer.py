@@ -347,6 +347,7 @@ class MetadataWriter:
             to_build = self.stats.maintained(self.declared)  # built again below
             if self.rli.enable is None and self.rli.maintained():
                 self.rli.enable = True  # a record index it has is built again with it
+                self.rli.new_partitioned = self.rli.partitioned  # of the same kind
             self.create()
             created = True
         tl = self.timeline()
@@ -488,7 +489,9 @@ class MetadataWriter:
         crash_point("metadata")
         declared = [FILES_PARTITION] + ([RECORD_INDEX_PARTITION] if index else [])
         declared += [BLOOM_FILTERS_PARTITION] if blooms else []
-        self._update_config({METADATA_PARTITIONS_KEY: ",".join(declared)})
+        # the partitioned record index is told from the global one by its definition only
+        defs = self.rli.write_definition() if index and self.rli.definition_needed() else {}
+        self._update_config({METADATA_PARTITIONS_KEY: ",".join(declared), **defs})
         log.info(
             "%s: created the metadata table (files partition, %d partitions)",
             self.state.storage.base_uri,

@@ -35,6 +35,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from hudi_ds.config import WriteConfig
 from hudi_ds.errors import CommitConflictError, ConfigError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.core import record_index_partitioned
@@ -68,6 +69,7 @@ from hudi_ds.write.metadata_sync import (
     committed_record_keys,
     committed_slices,
 )
+from hudi_ds.write.record_index_options import partitioned_record_index_sizing
 
 __all__ = ["INDEXABLE", "IndexBuild", "build_indexes"]
 
@@ -104,7 +106,7 @@ def _writer(ctx: ServiceContext, partitions: Sequence[str]) -> MetadataWriter:
         column_stats=True if set(partitions) & set(STATS_PARTITIONS) else None,
         partition_stats=True if PARTITION_STATS_PARTITION in partitions else None,
     )
-    return MetadataWriter(
+    mdt = MetadataWriter(
         state,
         committed_listing,
         stats=stats,
@@ -113,6 +115,12 @@ def _writer(ctx: ServiceContext, partitions: Sequence[str]) -> MetadataWriter:
         record_index=True if RECORD_INDEX_PARTITION in partitions else None,
         bloom=BloomOptions(enable=True if BLOOM_FILTERS_PARTITION in partitions else None),
     )
+    # the partitioned record index when asked for, or when the table's definition says so
+    mdt.rli.new_partitioned = bool(
+        ctx.options.get(WriteConfig.METADATA_RECORD_LEVEL_INDEX_ENABLE)
+    ) or record_index_partitioned(state.config, state.storage)
+    mdt.rli.partitioned_sizing = partitioned_record_index_sizing(ctx.options)
+    return mdt
 
 
 def _check(ctx: ServiceContext, names: Sequence[str]) -> None:
@@ -123,11 +131,6 @@ def _check(ctx: ServiceContext, names: Sequence[str]) -> None:
         raise ConfigError(
             f"hudi_ds builds {', '.join(names)} on table versions 8 and 9 (the indexing "
             f"action of Hudi 1.x); {ctx.storage.base_uri} is version {ctx.config.table_version}"
-        )
-    if RECORD_INDEX_PARTITION in names and record_index_partitioned(ctx.config, ctx.storage):
-        raise ConfigError(
-            f"{ctx.storage.base_uri}: its record index definition (.hoodie/.index_defs) is "
-            "partitioned (Hudi 1.1's partitioned record index); hudi_ds builds the global one"
         )
     if RECORD_INDEX_PARTITION in names and not ctx.config.populate_meta_fields:
         raise ConfigError(

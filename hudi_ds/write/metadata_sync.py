@@ -29,7 +29,11 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, read_file_slice
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.view import TableState
-from hudi_ds.write.options import record_index_sizing
+from hudi_ds.write.record_index_options import (
+    partitioned_record_index_sizing,
+    record_index_choice,
+    record_index_sizing,
+)
 from hudi_ds.write.write_status import WriteStatus
 
 log = logging.getLogger("hudi_ds.write")
@@ -244,6 +248,7 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
     creates it; partitions hudi_ds does not maintain are dropped) is applied by the hook, at the
     commit point of the first instant the state completes -- after the writer's version checks,
     under the table lock with several writers. Read-only users of a state never touch the MDT."""
+    record_index, partitioned = record_index_choice(options, state.config, state.storage)
     writer = MetadataWriter(
         state,
         committed_listing,
@@ -253,11 +258,13 @@ def install_metadata_writer(state: TableState, options: Options) -> MetadataWrit
         stats=stats_options(options),
         slices=committed_slices,
         record_keys=committed_record_keys,
-        record_index=options.get(WriteConfig.METADATA_RECORD_INDEX_ENABLE),
+        record_index=record_index,
         bloom=bloom_options(options, state),
         secondary_values=file_group_rows,
         secondary_index=options.get(WriteConfig.METADATA_SECONDARY_INDEX_ENABLE),
     )
     writer.rli.sizing = record_index_sizing(options)
+    writer.rli.new_partitioned = partitioned
+    writer.rli.partitioned_sizing = partitioned_record_index_sizing(options)
     state.before_complete = writer.update
     return writer

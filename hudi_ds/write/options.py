@@ -38,7 +38,6 @@ from hudi_ds.merge.modes import (
     table_spec,
     write_spec,
 )
-from hudi_ds.metadata.record_index_writer import RecordIndexSizing
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
@@ -53,6 +52,11 @@ from hudi_ds.write.operation import (
     INSERT,
     WriteOperation,
     operation_named,
+)
+from hudi_ds.write.record_index_options import (
+    partitioned_record_index_sizing,
+    record_index_choice,
+    record_index_sizing,
 )
 
 log = logging.getLogger("hudi_ds.write")
@@ -191,20 +195,6 @@ class _TableShape:
     merge: MergeSpec
 
 
-def record_index_sizing(options: Options) -> RecordIndexSizing:
-    """The file group count options of a new record index.
-
-    Raises:
-        ConfigError: the minimum count exceeds the maximum.
-    """
-    return RecordIndexSizing(
-        min_file_groups=options.get(WriteConfig.METADATA_RECORD_INDEX_MIN_FILE_GROUPS),
-        max_file_groups=options.get(WriteConfig.METADATA_RECORD_INDEX_MAX_FILE_GROUPS),
-        max_file_group_bytes=options.get(WriteConfig.METADATA_RECORD_INDEX_MAX_FILE_GROUP_SIZE),
-        growth_factor=options.get(WriteConfig.METADATA_RECORD_INDEX_GROWTH_FACTOR),
-    )
-
-
 def resolve_options(
     options: Options,
     config: TableConfig | None,
@@ -233,6 +223,8 @@ def resolve_options(
     o = options
     operation = operation_named(o.get(WriteConfig.OPERATION))
     record_index_sizing(o)  # (several keys: refused before anything is written)
+    partitioned_record_index_sizing(o)
+    record_index_choice(o, config, table.storage if table is not None else None, base_uri)
     if config is not None:
         shape = _existing_table_shape(o, config, table, base_uri, operation)
     else:

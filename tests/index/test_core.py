@@ -24,6 +24,7 @@ def test_index_type_parses_hudi_spellings() -> None:
         "BLOOM",
         "GLOBAL_BLOOM",
         "RECORD_INDEX",
+        "RECORD_LEVEL_INDEX",
     ]
     with pytest.raises(ConfigError, match=r"hoodie.index.type='HBASE' \(somewhere\)"):
         IndexType.parse("HBASE", "somewhere")

@@ -395,35 +395,22 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     [
         ("v9", ["secondary_index_x"], "column_stats, partition_stats, record_index, bloom_filters"),
         ("no_meta", [RECORD_INDEX_PARTITION], "meta fields"),
-        ("partitioned_rli", [RECORD_INDEX_PARTITION], "partitioned"),
     ],
 )
 def test_refused_builds_leave_the_table_unchanged(
     case: str, names: list[str], error: str, tmp_path: Path
 ) -> None:
-    """A partition hudi_ds does not build, a record index of a table without meta fields or
-    whose definition is partitioned: refused with the reason, the table byte for byte as it
-    was (versions below 8 and tables without a metadata table: test_column_stats)."""
+    """A partition hudi_ds does not build, a record index of a table without meta fields:
+    refused with the reason, the table byte for byte as it was (versions below 8 and tables
+    without a metadata table: test_column_stats)."""
     from tests.test_cli import run
 
     root = tmp_path / "t"
     over = {
         "v9": {},
         "no_meta": {"hoodie.populate.meta.fields": "false"},
-        # no column stats: the test writes the table's only index definition
-        "partitioned_rli": {"hoodie.metadata.index.column.stats.enable": "false"},
     }[case]
     hudi_ds.write(str(root), batch(1), {**_opts(), **over})
-    if case == "partitioned_rli":
-        from hudi_ds.table_config import update_table_config
-
-        defs = root / ".hoodie" / ".index_defs"
-        defs.mkdir(parents=True)
-        rli = {"indexName": "record_index", "indexOptions": {"isPartitioned": "true"}}
-        (defs / "index.json").write_text(json.dumps({"indexDefinitions": {"record_index": rli}}))
-        update_table_config(
-            Storage(str(root)), {"hoodie.table.index.defs.path": ".hoodie/.index_defs/index.json"}
-        )
     before = _snapshot(root)
     code, _, err = run("metadata", str(root), *[a for n in names for a in ("--build", n)])
     assert code != 0 and error in err, err

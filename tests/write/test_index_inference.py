@@ -101,10 +101,11 @@ def test_record_index_table_keeps_its_key_uniqueness(
         assert tree_hashes(root) == hashes
 
 
-def test_record_index_type_names_its_stand_in() -> None:
+def test_record_index_type_spellings() -> None:
     from hudi_ds.index.core import IndexType
 
-    with pytest.raises(ConfigError, match="PARTITIONED_RECORD_INDEX.*SIMPLE keeps keys unique"):
-        IndexType.parse("PARTITIONED_RECORD_INDEX")
+    # Hudi 1.1's partitioned record index, looked up by (partition, key)
+    assert IndexType.parse("PARTITIONED_RECORD_INDEX") is IndexType.RECORD_LEVEL_INDEX
+    assert not IndexType.RECORD_LEVEL_INDEX.is_global
     # the global record index is looked up in the metadata table (Java 1.1's other spelling)
     assert IndexType.parse("global_record_level_index") is IndexType.RECORD_INDEX
