@@ -48,7 +48,11 @@ from hudi_ds.dml.commit import DmlMetrics, check_keys_present, write_rows
 from hudi_ds.dml.expr import EXPRESSION_FORMS, Expr, Scope, as_mask, compile_expr, evaluate
 from hudi_ds.dml.predicate import need_keys
 from hudi_ds.errors import ConfigError
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
+from hudi_ds.table.bucket_pruning import keys_by_bucket
+from hudi_ds.table.plan import ReadPlan
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableType
 from hudi_ds.write.operation import UPSERT
@@ -344,26 +348,50 @@ class _MergePlan:
         return bare
 
     # -- the join ------------------------------------------------------------------------------
-    def _target_filters(self) -> list[tuple[str, str, Any]] | None:
+    def _read_target(self) -> pa.Table:
+        """The target rows the source can match (every row for NOT MATCHED BY SOURCE).
+
+        ON's partition fields prune partitions; the record keys of a one-field key stay an
+        Arrow array: on a BUCKET table they are split by bucket, only their buckets' file
+        groups are read and each is filtered by its own keys (a few per file group, where
+        one ``in`` filter of all of them would hash the whole set again for every file
+        group); on other tables every file group read is filtered by the whole set.
+        """
+        table = self.m.table
         if any(c.match is Match.NOT_MATCHED_BY_SOURCE for c in self.m.clauses):
-            return None  # every target row is a candidate
-        value_parts = set(self.m.table.config.value_partition_fields)
+            return table.read(columns=self.target_cols)
+        value_parts = set(table.config.value_partition_fields)
         filters = []
+        keys = None
         for t, s in self.pairs:
-            if t in self.key_fields and len(self.key_fields) > 1:
-                continue  # a complex key: the bucket pruning needs every field
-            if t in self.key_fields or t in value_parts:
-                to = self.data_schema.field(t).type
-                col = _key_cast(self.m.source.column(s), to, t)
-                values = pc.unique(col.drop_null()).to_pylist()
-                filters.append((t, "in", values))
-        return filters
+            col = _key_cast(self.m.source.column(s), self.data_schema.field(t).type, t)
+            if t in self.key_fields and len(self.key_fields) == 1:
+                keys = pc.unique(col.drop_null().combine_chunks())
+            elif t in value_parts:
+                filters.append((t, "in", pc.unique(col.drop_null()).to_pylist()))
+        plan = table.plan_read(columns=self.target_cols, filters=filters)
+        if keys is None:  # a complex key: the partitions ON names are read whole
+            return _plan_table(table, plan, plan.slices, None)
+        key = pc.field(self.key_fields[0])
+        by_bucket = keys_by_bucket(table, keys)
+        if by_bucket is None:
+            return _plan_table(table, plan, plan.slices, lambda s: key.isin(keys))
+        empty = keys.slice(0, 0)
+        slices = [
+            s for s in plan.slices if (b := bucket_id_of(s.file_id)) is None or b in by_bucket
+        ]
+
+        def of_slice(s: FileSlice) -> pc.Expression:
+            b = bucket_id_of(s.file_id)
+            return key.isin(keys if b is None else by_bucket.get(b, empty))
+
+        return _plan_table(table, plan, slices, of_slice)
 
     def join(self) -> tuple[pa.Table, pa.Array, pa.Array, int]:
         """The joined rows (``<alias>.<column>`` of both sides, nulls for the side that has
         none), their source and target row indexes (null: none), and the target rows read."""
         # the data columns only: the meta columns are strings not worth decoding here
-        target = self.m.table.read(columns=self.target_cols, filters=self._target_filters())
+        target = self._read_target()
         source = self.m.source
         names = [f"k{i}" for i in range(len(self.pairs))]
         left = {
@@ -475,6 +503,16 @@ class _MergePlan:
         return pa.Table.from_arrays(
             [*cols, flag], schema=self.data_schema.append(pa.field(DML_DELETE_FIELD, pa.bool_()))
         )
+
+
+def _plan_table(
+    table: ReadableTable,
+    plan: ReadPlan,
+    slices: list[FileSlice],
+    row_filter: Callable[[FileSlice], pc.Expression] | None,
+) -> pa.Table:
+    batches = list(table.read_plan_slices(plan, slices, row_filter=row_filter))
+    return pa.Table.from_batches(batches, schema=plan.output_schema)
 
 
 def _hint(side: str) -> str:
