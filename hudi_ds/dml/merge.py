@@ -35,6 +35,7 @@ needs every target row, so it reads the whole table.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,11 +49,11 @@ from hudi_ds.dml.commit import DmlMetrics, check_keys_present, write_rows
 from hudi_ds.dml.expr import EXPRESSION_FORMS, Expr, Scope, as_mask, compile_expr, evaluate
 from hudi_ds.dml.predicate import need_keys
 from hudi_ds.errors import ConfigError
+from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
 from hudi_ds.table.bucket_pruning import keys_by_bucket
-from hudi_ds.table.plan import ReadPlan
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableType
 from hudi_ds.write.operation import UPSERT
@@ -351,41 +352,40 @@ class _MergePlan:
     def _read_target(self) -> pa.Table:
         """The target rows the source can match (every row for NOT MATCHED BY SOURCE).
 
-        ON's partition fields prune partitions; the record keys of a one-field key stay an
-        Arrow array: on a BUCKET table they are split by bucket, only their buckets' file
-        groups are read and each is filtered by its own keys (a few per file group, where
-        one ``in`` filter of all of them would hash the whole set again for every file
-        group); on other tables every file group read is filtered by the whole set.
+        ON's partition fields prune partitions. The source's record keys, built as the
+        writer builds them, stay an Arrow array: on a BUCKET table only their buckets' file
+        groups are read, and every file group read keeps only the base rows and log versions
+        of its keys before merging them (an ``in`` filter of all the keys over the merged
+        rows would merge every row and hash the whole key set again for each file group).
         """
         table = self.m.table
         if any(c.match is Match.NOT_MATCHED_BY_SOURCE for c in self.m.clauses):
             return table.read(columns=self.target_cols)
         value_parts = set(table.config.value_partition_fields)
         filters = []
-        keys = None
+        cast = {}
         for t, s in self.pairs:
-            col = _key_cast(self.m.source.column(s), self.data_schema.field(t).type, t)
-            if t in self.key_fields and len(self.key_fields) == 1:
-                keys = pc.unique(col.drop_null().combine_chunks())
-            elif t in value_parts:
-                filters.append((t, "in", pc.unique(col.drop_null()).to_pylist()))
-        plan = table.plan_read(columns=self.target_cols, filters=filters)
-        if keys is None:  # a complex key: the partitions ON names are read whole
-            return _plan_table(table, plan, plan.slices, None)
-        key = pc.field(self.key_fields[0])
+            cast[t] = _key_cast(self.m.source.column(s), self.data_schema.field(t).type, t)
+            if t in value_parts:
+                filters.append((t, "in", pc.unique(cast[t].drop_null()).to_pylist()))
+        # the filters prune partitions only: the join matches the partition columns itself
+        plan = dataclasses.replace(
+            table.plan_read(columns=self.target_cols, filters=filters), filters=[]
+        )
+        keyed = pa.table({f: cast[f] for f in self.key_fields}).drop_null()
+        cfg = table.config
+        keys = pc.unique(record_keys(keyed, self.key_fields, cfg.complex_record_key))
         by_bucket = keys_by_bucket(table, keys)
-        if by_bucket is None:
-            return _plan_table(table, plan, plan.slices, lambda s: key.isin(keys))
-        empty = keys.slice(0, 0)
-        slices = [
-            s for s in plan.slices if (b := bucket_id_of(s.file_id)) is None or b in by_bucket
-        ]
+        slices = plan.slices
+        if by_bucket is not None:
+            slices = [s for s in slices if (b := bucket_id_of(s.file_id)) is None or b in by_bucket]
 
-        def of_slice(s: FileSlice) -> pc.Expression:
+        def of_slice(s: FileSlice) -> pa.Array:
             b = bucket_id_of(s.file_id)
-            return key.isin(keys if b is None else by_bucket.get(b, empty))
+            return keys if by_bucket is None or b is None else by_bucket[b]
 
-        return _plan_table(table, plan, slices, of_slice)
+        batches = list(table.read_plan_slices(plan, slices, slice_keys=of_slice))
+        return pa.Table.from_batches(batches, schema=plan.output_schema)
 
     def join(self) -> tuple[pa.Table, pa.Array, pa.Array, int]:
         """The joined rows (``<alias>.<column>`` of both sides, nulls for the side that has
@@ -503,16 +503,6 @@ class _MergePlan:
         return pa.Table.from_arrays(
             [*cols, flag], schema=self.data_schema.append(pa.field(DML_DELETE_FIELD, pa.bool_()))
         )
-
-
-def _plan_table(
-    table: ReadableTable,
-    plan: ReadPlan,
-    slices: list[FileSlice],
-    row_filter: Callable[[FileSlice], pc.Expression] | None,
-) -> pa.Table:
-    batches = list(table.read_plan_slices(plan, slices, row_filter=row_filter))
-    return pa.Table.from_batches(batches, schema=plan.output_schema)
 
 
 def _hint(side: str) -> str:

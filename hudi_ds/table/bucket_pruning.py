@@ -25,7 +25,7 @@ from hudi_ds.index.bucket import (
     validate_hash_fields,
     validate_num_buckets,
 )
-from hudi_ds.keygen import key_string, record_keys
+from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.table.filters import Filter
@@ -127,23 +127,19 @@ def prune_buckets(
 
 
 def keys_by_bucket(table: ReadableTable, keys: pa.Array) -> dict[int, pa.Array] | None:
-    """Distinct values of a one-field record key split by the bucket that holds them.
+    """Record keys (``_hoodie_record_key`` strings) split by the bucket that holds them.
 
-    Vectorised (the keys stay an Arrow array): a MERGE's source keys, so that each file group
-    it reads is filtered by its own few keys (an ``is_in`` lookup hashes its value set on
-    every call). None when the table's file group ids are not buckets of these keys (another
-    index, no recorded bucket layout, a complex key).
+    Vectorised, the keys staying an Arrow array: a MERGE's source keys, so that each file
+    group it reads looks up its own few keys. None when the table's file group ids are not
+    buckets of its keys (another index, no recorded bucket layout).
 
     Raises:
         SchemaError: a null key.
     """
     conf = bucket_config(table, {})
-    cfg = table.config
-    if conf is None or len(cfg.record_key_fields) != 1 or cfg.complex_record_key:
+    if conf is None:
         return None
-    field = cfg.record_key_fields[0]
-    strings = key_string(keys, field)
-    ids = bucket_ids_from_record_keys(strings, conf[1], conf[0], False)
+    ids = bucket_ids_from_record_keys(keys, conf[1], conf[0], table.config.complex_record_key)
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     bounds = np.flatnonzero(np.diff(sorted_ids)) + 1

@@ -616,12 +616,13 @@ class ReadableTable:
         plan: ReadPlan,
         slices: Sequence[FileSlice],
         stats: ReadStats | None = None,
-        row_filter: Callable[[FileSlice], pc.Expression] | None = None,
+        slice_keys: Callable[[FileSlice], pa.Array] | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Read ``slices`` of ``plan`` (runs on executors in the Spark reader); ``row_filter``:
-        each slice's own filter of its rows, besides the plan's (a MERGE's keys of the slice)."""
+        """Read ``slices`` of ``plan`` (runs on executors in the Spark reader); ``slice_keys``:
+        only the rows of these record keys of each slice (a MERGE's keys of the slice, see
+        :func:`~hudi_ds.table.reader.read_file_slice`)."""
         stats = stats if stats is not None else ReadStats()
-        for _, t in self._slice_tables(plan, slices, stats, row_filter):
+        for _, t in self._slice_tables(plan, slices, stats, slice_keys):
             if t.num_rows:
                 yield from t.to_batches()
         self._report(stats)
@@ -640,7 +641,7 @@ class ReadableTable:
         plan: ReadPlan,
         slices: Sequence[FileSlice],
         stats: ReadStats,
-        row_filter: Callable[[FileSlice], pc.Expression] | None = None,
+        slice_keys: Callable[[FileSlice], pa.Array] | None = None,
     ) -> Iterator[tuple[FileSlice, pa.Table]]:
         """Read ``slices`` (a few in parallel), yielding each with its rows, in slice order."""
         self.last_read_stats = stats
@@ -670,16 +671,14 @@ class ReadableTable:
 
         def one(s: FileSlice) -> tuple[pa.Table, ReadStats]:
             st = ReadStats()
+            keys = None if slice_keys is None else slice_keys(s)
             t = read_file_slice(
-                self.storage, s, plan.visibility, plan.context, st, needed, workers == 1
+                self.storage, s, plan.visibility, plan.context, st, needed, workers == 1, keys=keys
             )
             if commit_set is not None and COMMIT_TIME_METADATA_FIELD in t.column_names:
                 t = t.filter(pc.is_in(t.column(COMMIT_TIME_METADATA_FIELD), commit_set))
-            f = expr if row_filter is None else row_filter(s)
-            if row_filter is not None and expr is not None:
-                f = f & expr
-            if f is not None and t.num_rows:
-                t = t.filter(f)
+            if expr is not None and t.num_rows:
+                t = t.filter(expr)
             if plan.columns is not None:
                 t = t.select(plan.columns)
             return t, st
