@@ -27,10 +27,11 @@ The shape is delta-rs's ``TableMerger`` (``when_matched_update(set=..., predicat
 * a ``WHEN NOT MATCHED`` clause sees the source columns only, a ``WHEN NOT MATCHED BY SOURCE``
   clause the target columns only (Spark's resolution of MERGE clauses).
 
-Only the target rows that can match are read: the ON keys become read filters (a record key
-``in`` filter prunes the buckets of a BUCKET table and, with the metadata table's column
-stats, file slices; partition fields prune partitions). ``when_not_matched_by_source_delete``
-needs every target row, so it reads the whole table.
+Only the target rows that can match are read: ON's partition fields prune partitions, the
+source's record keys (built as the writer builds them, kept an Arrow array) prune the buckets
+of a BUCKET table, and each file group read keeps only the base rows and log versions of its
+keys before merging them. ``when_not_matched_by_source_delete`` needs every target row, so it
+reads the whole table.
 """
 
 from __future__ import annotations
@@ -368,14 +369,21 @@ class _MergePlan:
             cast[t] = _key_cast(self.m.source.column(s), self.data_schema.field(t).type, t)
             if t in value_parts:
                 filters.append((t, "in", pc.unique(cast[t].drop_null()).to_pylist()))
-        # the filters prune partitions only: the join matches the partition columns itself
-        plan = dataclasses.replace(
-            table.plan_read(columns=self.target_cols, filters=filters), filters=[]
-        )
         keyed = pa.table({f: cast[f] for f in self.key_fields}).drop_null()
         cfg = table.config
         keys = pc.unique(record_keys(keyed, self.key_fields, cfg.complex_record_key))
         by_bucket = keys_by_bucket(table, keys)
+        key = keyed.column(0)
+        if by_bucket is None and keyed.num_columns == 1 and not pa.types.is_floating(key.type):
+            # the keys' range: data skipping (the metadata table's column stats) prunes by it
+            bounds = pc.min_max(key)
+            if bounds["min"].is_valid:
+                filters.append((keyed.column_names[0], ">=", bounds["min"].as_py()))
+                filters.append((keyed.column_names[0], "<=", bounds["max"].as_py()))
+        # the filters only prune: the join matches the key and partition columns itself
+        plan = dataclasses.replace(
+            table.plan_read(columns=self.target_cols, filters=filters), filters=[]
+        )
         slices = plan.slices
         if by_bucket is not None:
             slices = [s for s in slices if (b := bucket_id_of(s.file_id)) is None or b in by_bucket]
