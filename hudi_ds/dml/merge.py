@@ -416,14 +416,37 @@ class _MergePlan:
         s_idx = pairs.column("__s").combine_chunks()
         t_idx = pairs.column("__t").combine_chunks()
         self._check_cardinality(s_idx, t_idx, source)
+        # the rows written take their other columns from the target itself (:meth:`_rows`)
+        self._target, self._t_idx = target, t_idx
         sa, ta = self.m.source_alias, self.m.target_alias
+        used = self._used_names()
         cols = {
-            self.scope.column_name(sa, c): source.column(c).take(s_idx) for c in self.source_cols
+            n: source.column(c).take(s_idx)
+            for c in self.source_cols
+            if (n := self.scope.column_name(sa, c)) in used
         }
         cols.update(
-            {self.scope.column_name(ta, c): target.column(c).take(t_idx) for c in self.target_cols}
+            {
+                n: target.column(c).take(t_idx)
+                for c in self.target_cols
+                if (n := self.scope.column_name(ta, c)) in used
+            }
         )
-        return pa.table(cols), s_idx, t_idx, target.num_rows
+        joined = pa.table(cols) if cols else _no_columns(len(s_idx))
+        return joined, s_idx, t_idx, target.num_rows
+
+    def _used_names(self) -> set[str]:
+        """The joined columns the clauses' expressions may name: every ``<alias>.<column>``
+        written inside one of them (Arrow prints a field by its name, so this holds every
+        column an expression reads, and perhaps a few more)."""
+        texts = [str(e) for e in self.predicates.values()]
+        texts += [str(e) for values in self.values.values() for e in values.values()]
+        names = [
+            self.scope.column_name(alias, c)
+            for alias, cols in self.scope.tables.items()
+            for c in cols
+        ]
+        return {n for n in names if any(n in t for t in texts)}
 
     def _check_cardinality(self, s_idx: pa.Array, t_idx: pa.Array, source: pa.Table) -> None:
         both = pc.and_(s_idx.is_valid(), t_idx.is_valid())
@@ -495,8 +518,8 @@ class _MergePlan:
     def _rows(
         self, i: int, c: Clause, joined: pa.Table, evaluated: pa.Table | None, idx: pa.Array
     ) -> pa.Table:
-        ta = self.m.target_alias
         values = self.values.get(i, {})
+        t_rows = self._t_idx.take(idx)
         cols = []
         for f in self.data_schema:
             if f.name in values:
@@ -505,12 +528,17 @@ class _MergePlan:
             elif c.action is Action.INSERT:
                 col = pa.nulls(len(idx), f.type)
             else:
-                col = joined.column(self.scope.column_name(ta, f.name)).take(idx)
+                col = self._target.column(f.name).take(t_rows)
             cols.append(_cast(col, f, c.describe()))
         flag = pa.repeat(pa.scalar(c.action is Action.DELETE), len(idx))
         return pa.Table.from_arrays(
             [*cols, flag], schema=self.data_schema.append(pa.field(DML_DELETE_FIELD, pa.bool_()))
         )
+
+
+def _no_columns(rows: int) -> pa.Table:
+    """A table of ``rows`` rows and no columns (the clauses read none)."""
+    return pa.table({"": pa.nulls(rows)}).drop_columns([""])
 
 
 def _hint(side: str) -> str:
