@@ -19,8 +19,8 @@ deletion (``d5 = -1``: the "deletes by condition" are matched rows the source co
 ``WHEN NOT MATCHED BY SOURCE`` would be a different statement, one that reads the whole
 target), 40% new keys. ``dt`` is in ON for both systems: delta-rs prunes its files by it.
 
-Each merge runs in a fresh process on its own copy of the table (``REPEATS`` times, the fastest
-counts); after the timed merge the process reads the table back and compares every row with a
+Each merge runs in a fresh process on its own copy of the table (``REPEATS`` rounds of every
+system, the fastest counts); after the timed merge the process reads the table back and compares every row with a
 pyarrow model of the statement (:func:`expected`, :func:`bench.check.compare`). delta-rs runs
 with ``streamed_exec`` off and on; the faster correct one is the peer. Prints a table and
 writes the JSON for :mod:`bench.report` (``acceptance_rows``).
@@ -215,34 +215,37 @@ def _run(args: list[str]) -> dict[str, Any]:
 
 
 def run(scale: float, systems: tuple[str, ...] = SYSTEMS) -> dict[str, Any]:
-    """Every system: the table built once, then ``REPEATS`` merges each on a fresh copy in a
-    fresh process; the fastest merge counts, every merge's table must be correct."""
+    """Every system: the table built once, then ``REPEATS`` rounds of one merge per system,
+    each on a fresh copy in a fresh process (rounds, not one system's runs in a row: on a
+    shared machine every system meets the same load); the fastest merge counts, every
+    merge's table must be correct."""
     rows, n = max(1_000, int(TABLE_ROWS * scale)), max(100, int(SOURCE_ROWS * scale))
     out: dict[str, Any] = {"table_rows": rows, "source_rows": n, "results": {}}
     with tempfile.TemporaryDirectory(prefix="bench-merge-") as tmp:
+        built: dict[str, dict[str, Any]] = {}
         for system in systems:
-            base = str(Path(tmp) / f"{system}-base")
-            built = _run(["build", system, base, str(rows)])
-            if "error" in built:
-                out["results"][system] = built
-                continue
-            runs = []
-            for i in range(REPEATS):
+            built[system] = _run(["build", system, str(Path(tmp) / system), str(rows)])
+            if "error" in built[system]:
+                out["results"][system] = built[system]
+        ready = [s for s in systems if "error" not in built[s]]
+        runs: dict[str, list[dict[str, Any]]] = {s: [] for s in ready}
+        for i in range(REPEATS):
+            for system in ready:
                 copy = str(Path(tmp) / f"{system}-{i}")
-                shutil.copytree(base, copy)
-                runs.append(_run(["merge", system, copy, str(rows), str(n)]))
+                shutil.copytree(str(Path(tmp) / system), copy)
+                runs[system].append(_run(["merge", system, copy, str(rows), str(n)]))
                 shutil.rmtree(copy)
-            shutil.rmtree(base)
-            bad = [r for r in runs if "error" in r]
+        for system in ready:
+            bad = [r for r in runs[system] if "error" in r]
             if bad:
-                out["results"][system] = {"build_s": built["s"], **bad[0]}
+                out["results"][system] = {"build_s": built[system]["s"], **bad[0]}
                 continue
-            fastest = min(runs, key=lambda r: r["merge_s"])
-            wrong = [r["check"] for r in runs if not r["check"]["correct"]]
+            fastest = min(runs[system], key=lambda r: r["merge_s"])
+            wrong = [r["check"] for r in runs[system] if not r["check"]["correct"]]
             out["results"][system] = {
                 **fastest,
-                "build_s": built["s"],
-                "merge_all_s": [r["merge_s"] for r in runs],
+                "build_s": built[system]["s"],
+                "merge_all_s": [r["merge_s"] for r in runs[system]],
                 "check": wrong[0] if wrong else fastest["check"],
             }
     return out
