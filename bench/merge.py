@@ -221,6 +221,8 @@ def run(scale: float, systems: tuple[str, ...] = SYSTEMS) -> dict[str, Any]:
     merge's table must be correct."""
     rows, n = max(1_000, int(TABLE_ROWS * scale)), max(100, int(SOURCE_ROWS * scale))
     out: dict[str, Any] = {"table_rows": rows, "source_rows": n, "results": {}}
+    # a shared machine's load moves wall times (not CPU times much): said beside them
+    out["load_before"], out["cores"] = os.getloadavg()[0], os.cpu_count()
     with tempfile.TemporaryDirectory(prefix="bench-merge-") as tmp:
         built: dict[str, dict[str, Any]] = {}
         for system in systems:
@@ -248,6 +250,7 @@ def run(scale: float, systems: tuple[str, ...] = SYSTEMS) -> dict[str, Any]:
                 "merge_all_s": [r["merge_s"] for r in runs[system]],
                 "check": wrong[0] if wrong else fastest["check"],
             }
+    out["load_after"] = os.getloadavg()[0]
     return out
 
 
@@ -267,7 +270,8 @@ def table(res: dict[str, Any]) -> list[str]:
 
     lines = [
         f"MERGE of {res['source_rows']:,} source rows into a {res['table_rows']:,}-row table "
-        f"(best of {REPEATS}, each in a fresh process)",
+        f"(best of {REPEATS}, each in a fresh process; load average {res.get('load_before', 0):.1f} "
+        f"before, {res.get('load_after', 0):.1f} after, {res.get('cores', '?')} cores)",
         "",
         "| system | build s | merge s (all runs) | merge CPU s | source rows/s | table correct |",
         "|---|---|---|---|---|---|",
@@ -352,7 +356,8 @@ def main() -> None:
             Path(args.json).write_text(json.dumps(res, indent=1, default=str))
         print("\n".join(table(res)))
         print("\n".join("| " + " | ".join(r) + " |" for r in acceptance_rows(res)))
-    json.dump(res, sys.stdout, default=str)
+        return
+    json.dump(res, sys.stdout, default=str)  # a sub-command's result, for :func:`_run`
     sys.stdout.write("\n")
 
 
