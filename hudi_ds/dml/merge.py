@@ -55,6 +55,7 @@ from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
 from hudi_ds.table.bucket_pruning import keys_by_bucket
+from hudi_ds.table.filters import pruning_filters
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableType
 from hudi_ds.write.operation import UPSERT
@@ -373,13 +374,11 @@ class _MergePlan:
         cfg = table.config
         keys = pc.unique(record_keys(keyed, self.key_fields, cfg.complex_record_key))
         by_bucket = keys_by_bucket(table, keys)
-        key = keyed.column(0)
-        if by_bucket is None and keyed.num_columns == 1 and not pa.types.is_floating(key.type):
+        if by_bucket is None and keyed.num_columns == 1 and keyed.num_rows:
             # the keys' range: data skipping (the metadata table's column stats) prunes by it
-            bounds = pc.min_max(key)
-            if bounds["min"].is_valid:
-                filters.append((keyed.column_names[0], ">=", bounds["min"].as_py()))
-                filters.append((keyed.column_names[0], "<=", bounds["max"].as_py()))
+            bounds, name = pc.min_max(keyed.column(0)), keyed.column_names[0]
+            lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+            filters += pruning_filters([(name, ">=", lo), (name, "<=", hi)], table.schema)
         # the filters only prune: the join matches the key and partition columns itself
         plan = dataclasses.replace(
             table.plan_read(columns=self.target_cols, filters=filters), filters=[]
