@@ -233,6 +233,20 @@ class _MergePlan:
         }
         self.pairs = self._on_pairs()
         self.values = self._compile_values()
+        # assignments that copy a column as it is (``d1 = s.d1``, ``INSERT *``): the written
+        # rows take it from the side's own table by row index, with no joined copy of it
+        # (Arrow prints a field reference as its name and nothing else as exactly that)
+        columns = {
+            self.scope.column_name(a, c): (a, c)
+            for a, cols in self.scope.tables.items()
+            for c in cols
+        }
+        self.copies = {
+            (i, col): columns[str(e)]
+            for i, values in self.values.items()
+            for col, e in values.items()
+            if str(e) in columns
+        }
         self.predicates = {
             i: compile_expr(
                 c.predicate, self.scopes[c.match], f"predicate of the {c.describe()} #{i + 1}"
@@ -416,7 +430,7 @@ class _MergePlan:
         t_idx = pairs.column("__t").combine_chunks()
         self._check_cardinality(s_idx, t_idx, source)
         # the rows written take their other columns from the target itself (:meth:`_rows`)
-        self._target, self._t_idx = target, t_idx
+        self._sides = {self.m.source_alias: (source, s_idx), self.m.target_alias: (target, t_idx)}
         sa, ta = self.m.source_alias, self.m.target_alias
         used = self._used_names()
         cols = {
@@ -439,7 +453,12 @@ class _MergePlan:
         written inside one of them (Arrow prints a field by its name, so this holds every
         column an expression reads, and perhaps a few more)."""
         texts = [str(e) for e in self.predicates.values()]
-        texts += [str(e) for values in self.values.values() for e in values.values()]
+        texts += [
+            str(e)
+            for i, values in self.values.items()
+            for col, e in values.items()
+            if (i, col) not in self.copies
+        ]
         names = [
             self.scope.column_name(alias, c)
             for alias, cols in self.scope.tables.items()
@@ -490,7 +509,7 @@ class _MergePlan:
             for i in self.predicates
         }
         for i, values in self.values.items():
-            exprs.update({f"v{i}:{c}": e for c, e in values.items()})
+            exprs.update({f"v{i}:{c}": e for c, e in values.items() if (i, c) not in self.copies})
             what = f"the {self.m.clauses[i].describe()} #{i + 1}"
             names.update({f"v{i}:{c}": f"{what}, column '{c}'" for c in values})
         evaluated = evaluate(joined, exprs, "merge", names) if exprs else None
@@ -518,16 +537,20 @@ class _MergePlan:
         self, i: int, c: Clause, joined: pa.Table, evaluated: pa.Table | None, idx: pa.Array
     ) -> pa.Table:
         values = self.values.get(i, {})
-        t_rows = self._t_idx.take(idx)
+        rows = {a: (t, ix.take(idx)) for a, (t, ix) in self._sides.items()}
+        target, t_rows = rows[self.m.target_alias]
         cols = []
         for f in self.data_schema:
-            if f.name in values:
+            if (i, f.name) in self.copies:
+                alias, name = self.copies[(i, f.name)]
+                col = rows[alias][0].column(name).take(rows[alias][1])
+            elif f.name in values:
                 assert evaluated is not None
                 col = evaluated.column(f"v{i}:{f.name}").take(idx)
             elif c.action is Action.INSERT:
                 col = pa.nulls(len(idx), f.type)
             else:
-                col = self._target.column(f.name).take(t_rows)
+                col = target.column(f.name).take(t_rows)
             cols.append(_cast(col, f, c.describe()))
         flag = pa.repeat(pa.scalar(c.action is Action.DELETE), len(idx))
         return pa.Table.from_arrays(
