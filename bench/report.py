@@ -2,7 +2,8 @@
 
 ``python -m bench.report [--started EPOCH]`` reads ``bench/results/latest.json`` (``python -m
 bench``), ``bench/results/streaming.json`` (``python -m bench.bench_streaming``) and
-``bench/results/filtered_read.json`` (``python -m bench.filtered_read``), prints the
+``bench/results/filtered_read.json`` (``python -m bench.filtered_read``) and
+``bench/results/merge.json`` (``python -m bench.merge``), prints the
 table, writes it to ``bench/results/acceptance.md`` and, given the epoch second ``make bench``
 started at, its duration. ``python -m bench`` prints the same table without the streaming row.
 """
@@ -169,6 +170,7 @@ def acceptance(
     meta: dict[str, Any],
     streaming: dict[str, Any] | None,
     filtered: dict[str, Any] | None = None,
+    merge: dict[str, Any] | None = None,
 ) -> list[str]:
     """Markdown lines: one row per acceptance target, the index goals included (the ratios
     measured in ``meta``'s run; the filtered-read goals from ``filtered``, a
@@ -429,6 +431,9 @@ def acceptance(
     from bench.filtered_read import acceptance_rows
 
     rows += acceptance_rows(filtered)
+    from bench.merge import acceptance_rows as merge_rows
+
+    rows += merge_rows(merge)
     out = [
         f"acceptance targets (run of {meta.get('date', '?')} at commit "
         f"{meta.get('commit', '?')}, "
@@ -528,7 +533,9 @@ def main() -> None:
     streaming = json.loads(sfile.read_text()) if sfile.exists() else None
     ffile = RESULTS / "filtered_read.json"
     filtered = json.loads(ffile.read_text()) if ffile.exists() else None
-    lines = acceptance(meta, streaming, filtered)
+    mfile = RESULTS / "merge.json"
+    merge = json.loads(mfile.read_text()) if mfile.exists() else None
+    lines = acceptance(meta, streaming, filtered, merge)
     if args.started:
         secs = time.time() - args.started
         lines += ["", f"make bench took {secs / 60:.1f} minutes ({secs:,.0f} s)"]

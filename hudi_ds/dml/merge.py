@@ -27,14 +27,16 @@ The shape is delta-rs's ``TableMerger`` (``when_matched_update(set=..., predicat
 * a ``WHEN NOT MATCHED`` clause sees the source columns only, a ``WHEN NOT MATCHED BY SOURCE``
   clause the target columns only (Spark's resolution of MERGE clauses).
 
-Only the target rows that can match are read: the ON keys become read filters (a record key
-``in`` filter prunes the buckets of a BUCKET table and, with the metadata table's column
-stats, file slices; partition fields prune partitions). ``when_not_matched_by_source_delete``
-needs every target row, so it reads the whole table.
+Only the target rows that can match are read: ON's partition fields prune partitions, the
+source's record keys (built as the writer builds them, kept an Arrow array) prune the buckets
+of a BUCKET table, and each file group read keeps only the base rows and log versions of its
+keys before merging them. ``when_not_matched_by_source_delete`` needs every target row, so it
+reads the whole table.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -56,7 +58,12 @@ from hudi_ds.dml.commit import DmlMetrics, check_keys_present, write_rows
 from hudi_ds.dml.expr import Expr, as_mask, compile_expr, evaluate
 from hudi_ds.dml.predicate import need_keys
 from hudi_ds.errors import ConfigError
+from hudi_ds.keygen import record_keys
+from hudi_ds.layout.file_group import FileSlice
+from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
+from hudi_ds.table.bucket_pruning import keys_by_bucket
+from hudi_ds.table.filters import pruning_filters
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableType
 from hudi_ds.write.operation import UPSERT
@@ -197,6 +204,20 @@ class _MergePlan:
         self.scopes = self.shape.scopes()
         self.pairs = self.shape.on_pairs(merger.on)
         self.values = self._compile_values()
+        # assignments that copy a column as it is (``d1 = s.d1``, ``INSERT *``): the written
+        # rows take it from the side's own table by row index, with no joined copy of it
+        # (Arrow prints a field reference as its name and nothing else as exactly that)
+        columns = {
+            self.scope.column_name(a, c): (a, c)
+            for a, cols in self.scope.tables.items()
+            for c in cols
+        }
+        self.copies = {
+            (i, col): columns[str(e)]
+            for i, values in self.values.items()
+            for col, e in values.items()
+            if str(e) in columns
+        }
         self.predicates = {
             i: compile_expr(
                 c.predicate, self.scopes[c.match], f"predicate of the {c.describe()} #{i + 1}"
@@ -243,26 +264,54 @@ class _MergePlan:
         return out
 
     # -- the join ------------------------------------------------------------------------------
-    def _target_filters(self) -> list[tuple[str, str, Any]] | None:
+    def _read_target(self) -> pa.Table:
+        """The target rows the source can match (every row for NOT MATCHED BY SOURCE).
+
+        ON's partition fields prune partitions. The source's record keys, built as the
+        writer builds them, stay an Arrow array: on a BUCKET table only their buckets' file
+        groups are read, and every file group read keeps only the base rows and log versions
+        of its keys before merging them (an ``in`` filter of all the keys over the merged
+        rows would merge every row and hash the whole key set again for each file group).
+        """
+        table = self.m.table
         if any(c.match is Match.NOT_MATCHED_BY_SOURCE for c in self.m.clauses):
-            return None  # every target row is a candidate
-        value_parts = set(self.m.table.config.value_partition_fields)
+            return table.read(columns=self.target_cols)
+        value_parts = set(table.config.value_partition_fields)
         filters = []
+        cast = {}
         for t, s in self.pairs:
-            if t in self.key_fields and len(self.key_fields) > 1:
-                continue  # a complex key: the bucket pruning needs every field
-            if t in self.key_fields or t in value_parts:
-                to = self.data_schema.field(t).type
-                col = _key_cast(self.m.source.column(s), to, t)
-                values = pc.unique(col.drop_null()).to_pylist()
-                filters.append((t, "in", values))
-        return filters
+            cast[t] = _key_cast(self.m.source.column(s), self.data_schema.field(t).type, t)
+            if t in value_parts:
+                filters.append((t, "in", pc.unique(cast[t].drop_null()).to_pylist()))
+        keyed = pa.table({f: cast[f] for f in self.key_fields}).drop_null()
+        cfg = table.config
+        keys = pc.unique(record_keys(keyed, self.key_fields, cfg.complex_record_key))
+        by_bucket = keys_by_bucket(table, keys)
+        if by_bucket is None and keyed.num_columns == 1 and keyed.num_rows:
+            # the keys' range: data skipping (the metadata table's column stats) prunes by it
+            bounds, name = pc.min_max(keyed.column(0)), keyed.column_names[0]
+            lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+            filters += pruning_filters([(name, ">=", lo), (name, "<=", hi)], table.schema)
+        # the filters only prune: the join matches the key and partition columns itself
+        plan = dataclasses.replace(
+            table.plan_read(columns=self.target_cols, filters=filters), filters=[]
+        )
+        slices = plan.slices
+        if by_bucket is not None:
+            slices = [s for s in slices if (b := bucket_id_of(s.file_id)) is None or b in by_bucket]
+
+        def of_slice(s: FileSlice) -> pa.Array:
+            b = bucket_id_of(s.file_id)
+            return keys if by_bucket is None or b is None else by_bucket[b]
+
+        batches = list(table.read_plan_slices(plan, slices, slice_keys=of_slice))
+        return pa.Table.from_batches(batches, schema=plan.output_schema)
 
     def join(self) -> tuple[pa.Table, pa.Array, pa.Array, int]:
         """The joined rows (``<alias>.<column>`` of both sides, nulls for the side that has
         none), their source and target row indexes (null: none), and the target rows read."""
         # the data columns only: the meta columns are strings not worth decoding here
-        target = self.m.table.read(columns=self.target_cols, filters=self._target_filters())
+        target = self._read_target()
         source = self.m.source
         names = [f"k{i}" for i in range(len(self.pairs))]
         left = {
@@ -279,14 +328,42 @@ class _MergePlan:
         s_idx = pairs.column("__s").combine_chunks()
         t_idx = pairs.column("__t").combine_chunks()
         self._check_cardinality(s_idx, t_idx, source)
+        # the rows written take their other columns from the target itself (:meth:`_rows`)
+        self._sides = {self.m.source_alias: (source, s_idx), self.m.target_alias: (target, t_idx)}
         sa, ta = self.m.source_alias, self.m.target_alias
+        used = self._used_names()
         cols = {
-            self.scope.column_name(sa, c): source.column(c).take(s_idx) for c in self.source_cols
+            n: source.column(c).take(s_idx)
+            for c in self.source_cols
+            if (n := self.scope.column_name(sa, c)) in used
         }
         cols.update(
-            {self.scope.column_name(ta, c): target.column(c).take(t_idx) for c in self.target_cols}
+            {
+                n: target.column(c).take(t_idx)
+                for c in self.target_cols
+                if (n := self.scope.column_name(ta, c)) in used
+            }
         )
-        return pa.table(cols), s_idx, t_idx, target.num_rows
+        joined = pa.table(cols) if cols else _no_columns(len(s_idx))
+        return joined, s_idx, t_idx, target.num_rows
+
+    def _used_names(self) -> set[str]:
+        """The joined columns the clauses' expressions may name: every ``<alias>.<column>``
+        written inside one of them (Arrow prints a field by its name, so this holds every
+        column an expression reads, and perhaps a few more)."""
+        texts = [str(e) for e in self.predicates.values()]
+        texts += [
+            str(e)
+            for i, values in self.values.items()
+            for col, e in values.items()
+            if (i, col) not in self.copies
+        ]
+        names = [
+            self.scope.column_name(alias, c)
+            for alias, cols in self.scope.tables.items()
+            for c in cols
+        ]
+        return {n for n in names if any(n in t for t in texts)}
 
     def _check_cardinality(self, s_idx: pa.Array, t_idx: pa.Array, source: pa.Table) -> None:
         both = pc.and_(s_idx.is_valid(), t_idx.is_valid())
@@ -328,7 +405,7 @@ class _MergePlan:
             for i in self.predicates
         }
         for i, values in self.values.items():
-            exprs.update({f"v{i}:{c}": e for c, e in values.items()})
+            exprs.update({f"v{i}:{c}": e for c, e in values.items() if (i, c) not in self.copies})
             what = f"the {self.m.clauses[i].describe()} #{i + 1}"
             names.update({f"v{i}:{c}": f"{what}, column '{c}'" for c in values})
         evaluated = evaluate(joined, exprs, "merge", names) if exprs else None
@@ -355,22 +432,31 @@ class _MergePlan:
     def _rows(
         self, i: int, c: Clause, joined: pa.Table, evaluated: pa.Table | None, idx: pa.Array
     ) -> pa.Table:
-        ta = self.m.target_alias
         values = self.values.get(i, {})
+        rows = {a: (t, ix.take(idx)) for a, (t, ix) in self._sides.items()}
+        target, t_rows = rows[self.m.target_alias]
         cols = []
         for f in self.data_schema:
-            if f.name in values:
+            if (i, f.name) in self.copies:
+                alias, name = self.copies[(i, f.name)]
+                col = rows[alias][0].column(name).take(rows[alias][1])
+            elif f.name in values:
                 assert evaluated is not None
                 col = evaluated.column(f"v{i}:{f.name}").take(idx)
             elif c.action is Action.INSERT:
                 col = pa.nulls(len(idx), f.type)
             else:
-                col = joined.column(self.scope.column_name(ta, f.name)).take(idx)
+                col = target.column(f.name).take(t_rows)
             cols.append(_cast(col, f, c.describe()))
         flag = pa.repeat(pa.scalar(c.action is Action.DELETE), len(idx))
         return pa.Table.from_arrays(
             [*cols, flag], schema=self.data_schema.append(pa.field(DML_DELETE_FIELD, pa.bool_()))
         )
+
+
+def _no_columns(rows: int) -> pa.Table:
+    """A table of ``rows`` rows and no columns (the clauses read none)."""
+    return pa.table({"": pa.nulls(rows)}).drop_columns([""])
 
 
 def _cast(col: Any, f: pa.Field, what: str) -> pa.ChunkedArray | pa.Array:

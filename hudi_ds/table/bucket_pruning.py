@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from hudi_ds.errors import ConfigError, HudiError
@@ -123,3 +124,30 @@ def prune_buckets(
         if bucket is None or bucket in buckets:
             out.append(s)
     return out
+
+
+def keys_by_bucket(table: ReadableTable, keys: pa.Array) -> dict[int, pa.Array] | None:
+    """Record keys (``_hoodie_record_key`` strings) split by the bucket that holds them.
+
+    Vectorised, the keys staying an Arrow array: a MERGE's source keys, so that each file
+    group it reads looks up its own few keys. None when the table's file group ids are not
+    buckets of its keys (another index, no recorded bucket layout).
+
+    Raises:
+        SchemaError: a null key.
+    """
+    conf = bucket_config(table, {})
+    if conf is None:
+        return None
+    ids = bucket_ids_from_record_keys(keys, conf[1], conf[0], table.config.complex_record_key)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    bounds = np.flatnonzero(np.diff(sorted_ids)) + 1
+    starts = np.concatenate([[0], bounds]).astype(np.int64)
+    ends = np.concatenate([bounds, [len(ids)]]).astype(np.int64)
+    ordered = keys.take(pa.array(order))
+    return {
+        int(sorted_ids[a]): ordered.slice(a, b - a)
+        for a, b in zip(starts, ends, strict=True)
+        if b > a
+    }

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -286,6 +286,7 @@ def read_file_slice(
     columns: list[str] | None = None,
     use_threads: bool = True,
     key_changes: list[tuple[pa.Array, pa.Array]] | None = None,
+    keys: pa.Array | None = None,
 ) -> pa.Table:
     """Read one file slice as merged, live rows in ``ctx.schema`` (or ``columns`` of it).
 
@@ -300,6 +301,11 @@ def read_file_slice(
     hold that the base file does not, and those of the base file they no longer hold -- the
     change a new base file of these rows makes to the file group's keys. Only when the rows
     carry ``_hoodie_record_key`` (``columns`` None or naming it).
+
+    ``keys``: only the rows of these record keys (strings, as ``_hoodie_record_key`` holds
+    them; ``columns`` must name the record key fields): the base rows and log versions of
+    other keys are dropped before the merge, which works per key (a MERGE reads the few keys
+    its source holds).
     """
     if key_changes is not None and columns is not None and RECORD_KEY_METADATA_FIELD not in columns:
         raise ValueError(f"key_changes needs the {RECORD_KEY_METADATA_FIELD} column")
@@ -317,26 +323,9 @@ def read_file_slice(
     flags_unread = columns is not None and IS_DELETED_FIELD not in columns
     base = _base_or_none(storage, fslice.base_file, schema, ctx, stats, use_threads, flags_unread)
     if not blocks:
-        if base is None:
-            if key_changes is not None:
-                key_changes.append((_NO_KEYS, _NO_KEYS))
-            return (
-                schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
-            )
-        stats.base_files += 1
-        deleted = deleted_mask(base, spec)
-        if key_changes is not None:
-            key_changes.append(
-                (_NO_KEYS, _NO_KEYS)
-                if deleted is None or not deleted.any()
-                else _key_diff(
-                    _base_keys(base, ctx), _base_keys(base.filter(pa.array(~deleted)), ctx)
-                )
-            )
-        # project first: the delete flags read beside the columns are not filtered too
-        table = base if columns is None else _project(base, columns)
-        return table if deleted is None else table.filter(pa.array(~deleted))
-
+        if keys is not None and base is not None:
+            base = base.filter(pc.is_in(_base_keys(base, ctx), value_set=keys))
+        return _unmerged(base, schema, ctx, stats, columns, key_changes)
     if base is not None:
         stats.base_files += 1
     parts = _decode_parts(blocks, schema, ctx, stats)
@@ -351,6 +340,8 @@ def read_file_slice(
             storage, fslice.base_file, schema, ctx, ReadStats(), use_threads, flags_unread
         )
         parts = _decode_parts(blocks, schema, ctx, ReadStats())
+    if keys is not None:
+        base, parts = _only_keys(base, parts, keys, ctx)
     out = _merge_slice(
         base, parts, spec, schema, ctx, fslice.base_file is not None, columns, key_changes
     )
@@ -358,6 +349,32 @@ def read_file_slice(
 
 
 _NO_KEYS = pa.array([], pa.string())
+
+
+def _unmerged(
+    base: pa.Table | None,
+    schema: pa.Schema,
+    ctx: SliceReadContext,
+    stats: ReadStats,
+    columns: list[str] | None,
+    key_changes: list[tuple[pa.Array, pa.Array]] | None,
+) -> pa.Table:
+    """The live rows of a slice without log blocks (:func:`read_file_slice`)."""
+    if base is None:
+        if key_changes is not None:
+            key_changes.append((_NO_KEYS, _NO_KEYS))
+        return schema.empty_table() if columns is None else _project(schema.empty_table(), columns)
+    stats.base_files += 1
+    deleted = deleted_mask(base, ctx.merge_spec)
+    if key_changes is not None:
+        key_changes.append(
+            (_NO_KEYS, _NO_KEYS)
+            if deleted is None or not deleted.any()
+            else _key_diff(_base_keys(base, ctx), _base_keys(base.filter(pa.array(~deleted)), ctx))
+        )
+    # project first: the delete flags read beside the columns are not filtered too
+    table = base if columns is None else _project(base, columns)
+    return table if deleted is None else table.filter(pa.array(~deleted))
 
 
 def _flagged_keys_gone(
@@ -464,6 +481,32 @@ def _base_keys(base: pa.Table, ctx: SliceReadContext) -> pa.Array | pa.ChunkedAr
     if name is not None and name in names and pa.types.is_string(base.schema.field(name).type):
         return base.column(name)
     return _as_string(_keys_of(base, ctx))
+
+
+def _only_keys(
+    base: pa.Table | None, parts: list[Part], keys: pa.Array, ctx: SliceReadContext
+) -> tuple[pa.Table | None, list[Part]]:
+    """``base`` and ``parts`` reduced to the rows and delete entries of ``keys``."""
+    if base is not None:
+        base = base.filter(pc.is_in(_base_keys(base, ctx), value_set=keys))
+    out: list[Part] = []
+    for p in parts:
+        mask = pc.is_in(_part_keys(p, ctx), value_set=keys)
+        if isinstance(p, DeleteKeys):
+            out.append(
+                replace(
+                    p,
+                    keys=p.keys.filter(mask),
+                    ordering=None if p.ordering is None else p.ordering.filter(mask),
+                    partitions=None if p.partitions is None else p.partitions.filter(mask),
+                )
+            )
+        elif isinstance(p, DataPart):
+            kept = None if p.keys is None else p.keys.filter(mask)
+            out.append(replace(p, table=p.table.filter(mask), keys=kept))
+        else:
+            out.append(p.filter(mask))
+    return base, out
 
 
 def _part_keys(p: Part, ctx: SliceReadContext) -> pa.Array:

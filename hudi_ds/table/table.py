@@ -46,6 +46,7 @@ from hudi_ds.table.committed import (
 )
 from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table.plan import ReadPlan
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.secondary_skipping import SecondaryIndexSkipping
 from hudi_ds.table.skipping import DataSkipping, slice_bounds
@@ -611,11 +612,17 @@ class ReadableTable:
         return out
 
     def read_plan_slices(
-        self, plan: ReadPlan, slices: Sequence[FileSlice], stats: ReadStats | None = None
+        self,
+        plan: ReadPlan,
+        slices: Sequence[FileSlice],
+        stats: ReadStats | None = None,
+        slice_keys: Callable[[FileSlice], pa.Array] | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Read ``slices`` of ``plan`` (runs on executors in the Spark reader)."""
+        """Read ``slices`` of ``plan`` (runs on executors in the Spark reader); ``slice_keys``:
+        only the rows of these record keys of each slice (a MERGE's keys of the slice, see
+        :func:`~hudi_ds.table.reader.read_file_slice`)."""
         stats = stats if stats is not None else ReadStats()
-        for _, t in self._slice_tables(plan, slices, stats):
+        for _, t in self._slice_tables(plan, slices, stats, slice_keys):
             if t.num_rows:
                 yield from t.to_batches()
         self._report(stats)
@@ -630,7 +637,11 @@ class ReadableTable:
             )
 
     def _slice_tables(
-        self, plan: ReadPlan, slices: Sequence[FileSlice], stats: ReadStats
+        self,
+        plan: ReadPlan,
+        slices: Sequence[FileSlice],
+        stats: ReadStats,
+        slice_keys: Callable[[FileSlice], pa.Array] | None = None,
     ) -> Iterator[tuple[FileSlice, pa.Table]]:
         """Read ``slices`` (a few in parallel), yielding each with its rows, in slice order."""
         self.last_read_stats = stats
@@ -660,8 +671,9 @@ class ReadableTable:
 
         def one(s: FileSlice) -> tuple[pa.Table, ReadStats]:
             st = ReadStats()
+            keys = None if slice_keys is None else slice_keys(s)
             t = read_file_slice(
-                self.storage, s, plan.visibility, plan.context, st, needed, workers == 1
+                self.storage, s, plan.visibility, plan.context, st, needed, workers == 1, keys=keys
             )
             if commit_set is not None and COMMIT_TIME_METADATA_FIELD in t.column_names:
                 t = t.filter(pc.is_in(t.column(COMMIT_TIME_METADATA_FIELD), commit_set))
@@ -900,51 +912,6 @@ class _SlicePruner:
     def file_group(self, p: str, fid: str) -> bool:
         """Whether the read covers file group ``fid`` of partition ``p``."""
         return self.partition(p) and self.group(p, fid)
-
-
-@dataclasses.dataclass(eq=False)
-class ReadPlan:
-    """A planned read: visibility, merge context, slices, projection and filters (picklable)."""
-
-    visibility: Visibility
-    context: SliceReadContext
-    slices: list[FileSlice]
-    columns: list[str] | None
-    filters: list[tuple[str, str, Any]]
-    commit_times: frozenset[str] | None
-    output_schema: pa.Schema
-    #: committed files the plan found missing / damaged and skips (user opted in)
-    missing_files: list[str] = dataclasses.field(default_factory=list)
-    damaged_files: list[str] = dataclasses.field(default_factory=list)
-    #: 1 when planning re-planned after a clean removed files (a read racing the cleaner)
-    replans: int = 0
-    #: file slices / partitions data skipping ruled out (:mod:`hudi_ds.table.skipping`)
-    data_skipped_slices: int = 0
-    data_skipped_partitions: int = 0
-
-    def without_slices(self) -> ReadPlan:
-        """This plan without its file slices: the header every read task of the plan carries
-        (its own slices travel beside it), so a task's payload does not grow with the table."""
-        return ReadPlan(
-            self.visibility,
-            self.context,
-            [],
-            self.columns,
-            self.filters,
-            self.commit_times,
-            self.output_schema,
-        )
-
-    def for_slices(self, slices: Sequence[FileSlice]) -> ReadPlan:
-        """The header (:meth:`without_slices`) carrying the committed log ranges of ``slices``
-        only: what the read task of ``slices`` needs (small task payloads)."""
-        ranges = self.context.log_ranges or {}
-        out = self.without_slices()
-        if not ranges:
-            return out
-        mine = {lf.path: ranges[lf.path] for s in slices for lf in s.log_files if lf.path in ranges}
-        out.context = dataclasses.replace(self.context, log_ranges=mine)
-        return out
 
 
 def column_list(columns: Sequence[str] | None) -> list[str] | None:
