@@ -30,7 +30,7 @@ when it is not.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TableNotFoundError
@@ -363,13 +363,16 @@ def latest_file_slice(
 
 
 def files_slices(
-    storage: Storage, timeline: Timeline, partition: str = FILES_PARTITION
+    storage: Storage,
+    timeline: Timeline,
+    partition: str = FILES_PARTITION,
+    listed: Sequence[FileInfo] | None = None,
 ) -> list[FileSlice]:
     """The latest slice of every file group of MDT ``partition`` (default ``files``) of the MDT
-    at ``storage`` (one listing), by file id."""
+    at ``storage`` (one listing, or ``listed``: the caller's), by file id."""
     bases: dict[str, list[BaseFile]] = {}
     logs: dict[str, list[LogFile]] = {}
-    for f in storage.list_files(partition):
+    for f in storage.list_files(partition) if listed is None else listed:
         b = parse_base_file_name(f.name)
         if b is not None and b.extension == ".hfile":
             bases.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))
