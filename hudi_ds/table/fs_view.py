@@ -161,18 +161,22 @@ class FileSystemView:
         which has no base file yet; they are merged into the slice before it, as Java does.
         """
         replaced = vis.replaced.get(partition, frozenset())
+        layout2 = self.config.timeline_layout_version >= 2
+        pending = sorted(vis.pending_compactions)
         out = []
         for g in self.file_groups(partition):
             if g.file_id in replaced:
                 continue
-            s = self._latest_slice(g, vis, include_logs)
+            s = self._latest_slice(g, vis, include_logs, layout2, pending)
             if s is not None and not s.is_empty:
                 out.append(s)
         return out
 
-    def _latest_slice(self, g: FileGroup, vis: Visibility, include_logs: bool) -> FileSlice | None:
+    def _latest_slice(
+        self, g: FileGroup, vis: Visibility, include_logs: bool, layout2: bool, pending: list[str]
+    ) -> FileSlice | None:
+        """``pending``: the pending compactions' times, sorted."""
         base_files, log_files = g.base_files, g.log_files
-        layout2 = self.config.timeline_layout_version >= 2
         slices: dict[str, FileSlice] = {}
         for b in base_files:
             if vis.sees(b.instant_time):
@@ -181,8 +185,7 @@ class FileSystemView:
                 )
                 s.base_file = b
         # a pending compaction opens a new (base-less) slice
-        pending = sorted(vis.pending_compactions)
-        if include_logs:
+        if include_logs and log_files:
             if layout2:
                 self._assign_logs_v8(g, log_files, slices, vis, pending)
             else:
@@ -209,7 +212,8 @@ class FileSystemView:
                 prev.base_file,
                 prev.log_files + latest.log_files,
             )
-        latest.log_files = sorted(latest.log_files, key=LogFile.sort_key)
+        if len(latest.log_files) > 1:
+            latest.log_files = sorted(latest.log_files, key=LogFile.sort_key)
         return latest
 
     @staticmethod

@@ -522,7 +522,8 @@ class ReadableTable:
     ) -> tuple[dict[tuple[str, str], list[CommittedFile]], list[Problem]]:
         """The committed files of the visible commits and those missing or short on storage."""
         layout2 = self.config.timeline_layout_version >= 2
-        committed = committed_files(self.timeline, visible_commits(self.timeline, vis), layout2)
+        commits = visible_commits(self.timeline, vis)
+        committed = committed_files(self.timeline, commits, layout2, keep)
         problems: list[Problem] = []
         listed: dict[str, dict[str, FileGroup]] = {}
         for (p, fid), files in committed.items():
