@@ -11,6 +11,7 @@ active instant are treated as committed (they were archived), as Java does.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -21,6 +22,7 @@ from hudi_ds.layout.naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
+from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import partition_path_of_id
 from hudi_ds.storage import Storage
 from hudi_ds.storage_types import FileInfo
@@ -97,6 +99,9 @@ class StorageListing:
             self._walk(d, found)
 
 
+_BY_LISTING: weakref.WeakKeyDictionary[MetadataReader, FileSystemView] = weakref.WeakKeyDictionary()
+
+
 class FileSystemView:
     """File groups of a table, built from a listing of its partitions.
 
@@ -114,6 +119,22 @@ class FileSystemView:
         self.listing: FileListing = listing if listing is not None else StorageListing(storage)
         self._groups: dict[str, list[FileGroup]] = {}
         self._partitions: list[str] | None = None
+
+    @classmethod
+    def of(
+        cls, storage: Storage, config: TableConfig, listing: MetadataReader | None
+    ) -> FileSystemView:
+        """A view listed by the metadata table's reader ``listing``, or (None) by the storage.
+
+        A storage listing is made afresh for each view; a metadata reader serves one state
+        of the table, so the view already built on it (same config) is returned: its file
+        groups are grouped once for all the reads of the handle that keeps the reader."""
+        if listing is None:
+            return cls(storage, config)
+        view = _BY_LISTING.get(listing)
+        if view is None or view.config is not config or view.storage is not storage:
+            view = _BY_LISTING[listing] = cls(storage, config, listing)
+        return view
 
     # -- listing -------------------------------------------------------------------------------
     def partitions(self) -> list[str]:

@@ -146,8 +146,7 @@ class ReadableTable:
     def _view(self, options: Options | None = None) -> FileSystemView:
         """The file-system view of a read: listed through the metadata table when it serves
         (:meth:`metadata_reader`), else by listing the storage."""
-        reader = self.metadata_reader(options)
-        return FileSystemView(self.storage, self.config, reader)
+        return FileSystemView.of(self.storage, self.config, self.metadata_reader(options))
 
     def metadata_reader(self, options: Options | None = None) -> MetadataReader | None:
         """The metadata table's reader when a read may list files through it, else None.

@@ -382,3 +382,29 @@ def test_unreadable_statistics_skip_nothing(tmp_path_factory, tmp_path: Path, ca
     assert got.column("id").to_pylist() == [24]
     assert table.last_read_stats.data_skipped_slices == 0
     assert "data skipping is off for this read" in caplog.text
+
+
+def test_a_handle_groups_the_metadata_listing_once(tmp_path_factory, monkeypatch) -> None:
+    """A handle's reads through one state of the metadata table share its file groups; a
+    refresh (a new timeline: another reader) groups them again, and every read sees the
+    same rows."""
+    from hudi_ds.table.fs_view import FileSystemView
+
+    grouped: list[str] = []
+    real = FileSystemView._load_groups
+
+    def counted(self: FileSystemView, partition: str) -> Any:
+        grouped.append(partition)
+        return real(self, partition)
+
+    path = str(new_table("MERGE_ON_READ", tmp_path_factory))
+    monkeypatch.setattr(FileSystemView, "_load_groups", counted)
+    table = HudiTable(path)
+    first = table.read(filters=[("v", ">", 400)])
+    assert sorted(grouped) == ["a", "b"]
+    assert rows(table.read(filters=[("v", ">", 400)])) == rows(first)
+    assert rows(table.read()) == rows(HudiTable(path).read())
+    assert sorted(grouped) == ["a", "a", "b", "b"]  # the second handle's
+    table.refresh()
+    assert rows(table.read(filters=[("v", ">", 400)])) == rows(first)
+    assert len(grouped) == 6
