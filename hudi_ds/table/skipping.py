@@ -236,12 +236,14 @@ class _SharedRanges:
     """Ranges by the fingerprint of the statistics they come from
     (:attr:`~hudi_ds.metadata.stats_reader.StatsSources.fingerprint`), partition and column,
     kept per process: a new table handle on an unchanged table (a fresh read) finds them
-    without decoding the statistics again. Least recently used dropped past ``max_entries``.
-    Thread-safe."""
+    without decoding the statistics again. Least recently used dropped past ``max_files``
+    files' ranges in all (a file's range: its name, min and max, some 100 bytes). Thread-safe.
+    """
 
-    def __init__(self, max_entries: int = 256) -> None:
-        self._max = max_entries
+    def __init__(self, max_files: int = 1 << 19) -> None:
+        self._max = max_files
         self._entries: OrderedDict[tuple[Any, ...], _ColumnRanges | None] = OrderedDict()
+        self._files = 0
         self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, ...]) -> tuple[bool, _ColumnRanges | None]:
@@ -252,11 +254,17 @@ class _SharedRanges:
             return True, self._entries[key]
 
     def put(self, key: tuple[Any, ...], ranges: _ColumnRanges | None) -> None:
+        n = 0 if ranges is None else len(ranges.names)
+        if n > self._max:
+            return
         with self._lock:
+            old = self._entries.pop(key, None)
+            self._files -= 0 if old is None else len(old.names)
             self._entries[key] = ranges
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            self._files += n
+            while self._files > self._max:
+                _, gone = self._entries.popitem(last=False)
+                self._files -= 0 if gone is None else len(gone.names)
 
 
 _SHARED_RANGES = _SharedRanges()

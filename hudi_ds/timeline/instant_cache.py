@@ -30,9 +30,10 @@ from hudi_ds.storage_types import FileInfo
 
 __all__ = ["CompletedInstantCache", "completed_instants"]
 
-# bounds on what is kept: the decoded objects are a few times the size of their files
+# bounds on what is kept: the decoded objects are several times the size of their files
+# (a write stat of some 100 Avro bytes becomes an object of a few hundred)
 _MAX_ENTRIES = 4096
-_MAX_FILE_BYTES = 64 << 20
+_MAX_FILE_BYTES = 16 << 20
 
 _Key = tuple[str, str, int, int, str]
 
