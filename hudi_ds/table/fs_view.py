@@ -11,9 +11,11 @@ active instant are treated as committed (they were archived), as Java does.
 
 from __future__ import annotations
 
+import threading
 import weakref
-from collections.abc import Iterable
-from typing import Protocol
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 from hudi_ds.layout.file_group import BaseFile, FileGroup, FileSlice, LogFile
 from hudi_ds.layout.naming import (
@@ -99,6 +101,45 @@ class StorageListing:
             self._walk(d, found)
 
 
+class _SharedGroups:
+    """File groups by the fingerprint of the metadata table listing they were grouped from
+    (:attr:`MetadataReader.fingerprint`) and partition, kept per process: a new table handle
+    on an unchanged table groups nothing again. Least recently used dropped past
+    ``max_files`` files in all. Thread-safe. The groups are shared: nobody changes them."""
+
+    def __init__(self, max_files: int = 1 << 20) -> None:
+        self._max = max_files
+        self._entries: OrderedDict[tuple[Any, str], list[FileGroup]] = OrderedDict()
+        self._files = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _size(groups: list[FileGroup]) -> int:
+        return sum(len(g.base_files) + len(g.log_files) for g in groups)
+
+    def get_or_load(
+        self, key: tuple[Any, str], load: Callable[[], list[FileGroup]]
+    ) -> list[FileGroup]:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        groups = load()  # outside the lock: two threads may both group, either is right
+        n = self._size(groups)
+        if n > self._max:
+            return groups
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = groups
+                self._files += n
+                while self._files > self._max:
+                    _, gone = self._entries.popitem(last=False)
+                    self._files -= self._size(gone)
+        return groups
+
+
+_SHARED_GROUPS = _SharedGroups()
+
 _BY_LISTING: weakref.WeakKeyDictionary[MetadataReader, FileSystemView] = weakref.WeakKeyDictionary()
 
 
@@ -146,7 +187,13 @@ class FileSystemView:
     def file_groups(self, partition: str) -> list[FileGroup]:
         """Every file group of ``partition`` with all its files (committed or not)."""
         if partition not in self._groups:
-            self._groups[partition] = self._load_groups(partition)
+            fp = getattr(self.listing, "fingerprint", None)
+            if fp is None:
+                self._groups[partition] = self._load_groups(partition)
+            else:
+                self._groups[partition] = _SHARED_GROUPS.get_or_load(
+                    (fp, partition), lambda: self._load_groups(partition)
+                )
         return self._groups[partition]
 
     def _load_groups(self, partition: str) -> list[FileGroup]:

@@ -384,10 +384,10 @@ def test_unreadable_statistics_skip_nothing(tmp_path_factory, tmp_path: Path, ca
     assert "data skipping is off for this read" in caplog.text
 
 
-def test_a_handle_groups_the_metadata_listing_once(tmp_path_factory, monkeypatch) -> None:
-    """A handle's reads through one state of the metadata table share its file groups; a
-    refresh (a new timeline: another reader) groups them again, and every read sees the
-    same rows."""
+def test_the_metadata_listing_is_grouped_once_per_state(tmp_path_factory, monkeypatch) -> None:
+    """Reads through one state of the metadata table share its file groups, in one handle
+    and across handles (a refresh too); a commit changes the listing: the next read groups
+    it again and sees the new file."""
     from hudi_ds.table.fs_view import FileSystemView
 
     grouped: list[str] = []
@@ -397,14 +397,21 @@ def test_a_handle_groups_the_metadata_listing_once(tmp_path_factory, monkeypatch
         grouped.append(partition)
         return real(self, partition)
 
-    path = str(new_table("MERGE_ON_READ", tmp_path_factory))
+    path = tmp_path_factory.mktemp("grouped") / "t"
+    shutil.copytree(new_table("MERGE_ON_READ", tmp_path_factory), path)
     monkeypatch.setattr(FileSystemView, "_load_groups", counted)
-    table = HudiTable(path)
+    table = HudiTable(str(path))
     first = table.read(filters=[("v", ">", 400)])
     assert sorted(grouped) == ["a", "b"]
     assert rows(table.read(filters=[("v", ">", 400)])) == rows(first)
-    assert rows(table.read()) == rows(HudiTable(path).read())
-    assert sorted(grouped) == ["a", "a", "b", "b"]  # the second handle's
+    assert rows(table.read()) == rows(HudiTable(str(path)).read())
     table.refresh()
     assert rows(table.read(filters=[("v", ">", 400)])) == rows(first)
-    assert len(grouped) == 6
+    assert len(grouped) == 2
+    opts = {**BASE_OPTIONS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+    hudi_ds.write(str(path), batch(9).slice(0, 1), opts)  # id 90, v 900: partition b
+    fresh = HudiTable(str(path))
+    got = fresh.read(filters=[("v", ">", 400)])
+    assert len(grouped) > 2
+    assert 90 in got.column("id").to_pylist() and got.num_rows == first.num_rows + 1
+    assert rows(got) == expected(fresh.read(), [("v", ">", 400)])
