@@ -101,6 +101,8 @@ class Storage:
             self.fs = pafs.LocalFileSystem()
             self.root = os.path.abspath(self.base_uri).rstrip("/") or "/"
         self.is_local = isinstance(self.fs, pafs.LocalFileSystem)
+        # see shared_cache_id (a sub storage inherits it from its parent)
+        self._shared_fs = filesystem is None or self.is_local
 
     def __reduce__(self) -> tuple[Any, ...]:
         # pickles as its URI (cheap to send to Spark executors), with an explicit filesystem
@@ -114,6 +116,14 @@ class Storage:
     def cache_id(self) -> str:
         """Names the file system, for caches keyed by file (with :meth:`full_path`)."""
         return str(self.fs.type_name)
+
+    @property
+    def shared_cache_id(self) -> str | None:
+        """:attr:`cache_id` when a path names the same file for every storage of the process
+        (the local file system, or one built from the URI), for caches kept per process; None
+        for a file system object the caller made (an in-memory one: its paths name nothing
+        outside it, and another such object may reuse them)."""
+        return self.cache_id if self._shared_fs else None
 
     #: whether :meth:`put_if_version` can update an existing object against its version
     #: (object stores' conditional puts); every storage can create one if absent with it
@@ -160,7 +170,9 @@ class Storage:
     def sub(self, rel: str) -> Storage:
         """A Storage rooted at a sub folder (e.g. the metadata table); it counts its requests
         in this storage's :attr:`calls`."""
-        return Storage(self.full_path(rel), self.fs, self.calls)
+        out = Storage(self.full_path(rel), self.fs, self.calls)
+        out._shared_fs = self._shared_fs
+        return out
 
     # -- queries -----------------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
@@ -482,6 +494,12 @@ class ObjectStorage(Storage):
     @property
     def cache_id(self) -> str:
         return f"obstore:{self.base_uri.partition('://')[0]}"
+
+    @property
+    def shared_cache_id(self) -> str | None:
+        # one bucket name may live on several endpoints: the options tell them apart
+        opts = ",".join(f"{k}={v}" for k, v in sorted(self.storage_options.items()))
+        return f"{self.cache_id}[{opts}]"
 
     # -- paths -------------------------------------------------------------------------------
     def _key(self, rel: str) -> str:

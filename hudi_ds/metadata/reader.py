@@ -30,8 +30,9 @@ when it is not.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TableNotFoundError
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
@@ -134,6 +135,8 @@ class MetadataReader:
         self.file_groups: list[MetadataFileGroup] = []
         self._partitions: dict[str, FileEntry] = {}
         self._files: dict[str, dict[str, FileEntry]] = {}
+        #: names what the listing was merged from (see :meth:`_load`); None: not known
+        self.fingerprint: tuple[Any, ...] | None = None
         if self.latest_instant is None:
             self.problems.append("the metadata table has no completed instant")
         else:
@@ -222,10 +225,25 @@ class MetadataReader:
 
     # -- reading the files partition ----------------------------------------------------------
     def _load(self) -> None:
-        for s in files_slices(self.storage, self.timeline):
+        listed = self.storage.list_files(FILES_PARTITION)
+        for s in files_slices(self.storage, self.timeline, FILES_PARTITION, listed):
             group = MetadataFileGroup(s.file_id, s)
             self.file_groups.append(group)
             self._merge_slice(group)
+        # the files merged (path, listed size and mtime: MDT files are written once under
+        # their name) and the blocks of them merged: equal fingerprints list the same files,
+        # so what a caller derives from the listing may be kept per process by it
+        fs_id = self.storage.shared_cache_id
+        if fs_id is None:
+            return
+        info = {f.path: (self.storage.full_path(f.path), f.size, f.mtime_ms) for f in listed}
+        parts = []
+        for g in self.file_groups:
+            files = [lf.path for lf in g.slice.log_files]
+            if g.slice.base_file is not None:
+                files.append(g.slice.base_file.path)
+            parts.append((tuple(info[p] for p in files), tuple(g.blocks)))
+        self.fingerprint = (fs_id, tuple(parts))
 
     def _done(self, instant_time: str) -> bool:
         return completed_or_archived(self.timeline, instant_time)
@@ -363,13 +381,16 @@ def latest_file_slice(
 
 
 def files_slices(
-    storage: Storage, timeline: Timeline, partition: str = FILES_PARTITION
+    storage: Storage,
+    timeline: Timeline,
+    partition: str = FILES_PARTITION,
+    listed: Sequence[FileInfo] | None = None,
 ) -> list[FileSlice]:
     """The latest slice of every file group of MDT ``partition`` (default ``files``) of the MDT
-    at ``storage`` (one listing), by file id."""
+    at ``storage`` (one listing, or ``listed``: the caller's), by file id."""
     bases: dict[str, list[BaseFile]] = {}
     logs: dict[str, list[LogFile]] = {}
-    for f in storage.list_files(partition):
+    for f in storage.list_files(partition) if listed is None else listed:
         b = parse_base_file_name(f.name)
         if b is not None and b.extension == ".hfile":
             bases.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))

@@ -20,7 +20,7 @@ checked. The check uses the sizes of the listing the view already holds (no IO p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hudi_ds.errors import InstantNotFoundError
@@ -84,10 +84,16 @@ class Problem:
 
 
 def committed_files(
-    timeline: Timeline, commits: Sequence[Instant], layout2: bool
+    timeline: Timeline,
+    commits: Sequence[Instant],
+    layout2: bool,
+    keep: Callable[[str, str], bool] | None = None,
 ) -> dict[tuple[str, str], list[CommittedFile]]:
-    """Committed files of ``commits``, per ``(partition, file id)``, from their write stats."""
+    """Committed files of ``commits``, per ``(partition, file id)``, from their write stats;
+    with ``keep``, only those of the file groups ``keep(partition, file id)`` accepts (a
+    selective read checks the few file groups it reads)."""
     by_path: dict[str, CommittedFile] = {}
+    partitions: dict[str, str] = {}
     for inst in commits:
         try:
             md = timeline.read_commit_metadata(inst)
@@ -102,19 +108,25 @@ def committed_files(
                 path = st.path
                 if not path:
                     continue
-                name = file_name_of(path)
                 cf = by_path.get(path)
                 if cf is None:
+                    name = file_name_of(path)
                     b = parse_base_file_name(name)
+                    lg = None if b is not None else parse_log_file_name(name)
+                    if lg is not None and (lg.extension != "log" or lg.cdc):
+                        continue
+                    fid = b.file_id if b is not None else lg.file_id if lg is not None else None
+                    partition = partition_of(path)
+                    if fid is None or (keep is not None and not keep(partition, fid)):
+                        continue
                     if b is not None:
-                        cf = CommittedFile(path, b.file_id, False, b.instant_time)
+                        cf = CommittedFile(path, fid, False, b.instant_time)
+                    elif lg is not None:
+                        cf = CommittedFile(path, fid, True, done if layout2 else lg.instant_time)
                     else:
-                        lg = parse_log_file_name(name)
-                        if lg is None or lg.extension != "log" or lg.cdc:
-                            continue
-                        key = done if layout2 else lg.instant_time
-                        cf = CommittedFile(path, lg.file_id, True, key)
+                        continue
                     by_path[path] = cf
+                    partitions[path] = partition
                 size = int(st.file_size_in_bytes or 0)
                 if size > cf.size:
                     cf.size, cf.instant = size, inst.requested_time
@@ -125,8 +137,7 @@ def committed_files(
                     cf.ranges.append((start if start < size else 0, size, inst.requested_time))
     out: dict[tuple[str, str], list[CommittedFile]] = {}
     for cf in by_path.values():
-        partition = partition_of(cf.path)
-        out.setdefault((partition, cf.file_id), []).append(cf)
+        out.setdefault((partitions[cf.path], cf.file_id), []).append(cf)
     return out
 
 

@@ -11,8 +11,11 @@ active instant are treated as committed (they were archived), as Java does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 from hudi_ds.layout.file_group import BaseFile, FileGroup, FileSlice, LogFile
 from hudi_ds.layout.naming import (
@@ -21,6 +24,7 @@ from hudi_ds.layout.naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
+from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import partition_path_of_id
 from hudi_ds.storage import Storage
 from hudi_ds.storage_types import FileInfo
@@ -97,6 +101,48 @@ class StorageListing:
             self._walk(d, found)
 
 
+class _SharedGroups:
+    """File groups by the fingerprint of the metadata table listing they were grouped from
+    (:attr:`MetadataReader.fingerprint`) and partition, kept per process: a new table handle
+    on an unchanged table groups nothing again. Least recently used dropped past
+    ``max_files`` files in all. Thread-safe. The groups are shared: nobody changes them."""
+
+    def __init__(self, max_files: int = 1 << 20) -> None:
+        self._max = max_files
+        self._entries: OrderedDict[tuple[Any, str], list[FileGroup]] = OrderedDict()
+        self._files = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _size(groups: list[FileGroup]) -> int:
+        return sum(len(g.base_files) + len(g.log_files) for g in groups)
+
+    def get_or_load(
+        self, key: tuple[Any, str], load: Callable[[], list[FileGroup]]
+    ) -> list[FileGroup]:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        groups = load()  # outside the lock: two threads may both group, either is right
+        n = self._size(groups)
+        if n > self._max:
+            return groups
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = groups
+                self._files += n
+                while self._files > self._max:
+                    _, gone = self._entries.popitem(last=False)
+                    self._files -= self._size(gone)
+        return groups
+
+
+_SHARED_GROUPS = _SharedGroups()
+
+_BY_LISTING: weakref.WeakKeyDictionary[MetadataReader, FileSystemView] = weakref.WeakKeyDictionary()
+
+
 class FileSystemView:
     """File groups of a table, built from a listing of its partitions.
 
@@ -115,6 +161,22 @@ class FileSystemView:
         self._groups: dict[str, list[FileGroup]] = {}
         self._partitions: list[str] | None = None
 
+    @classmethod
+    def of(
+        cls, storage: Storage, config: TableConfig, listing: MetadataReader | None
+    ) -> FileSystemView:
+        """A view listed by the metadata table's reader ``listing``, or (None) by the storage.
+
+        A storage listing is made afresh for each view; a metadata reader serves one state
+        of the table, so the view already built on it (same config) is returned: its file
+        groups are grouped once for all the reads of the handle that keeps the reader."""
+        if listing is None:
+            return cls(storage, config)
+        view = _BY_LISTING.get(listing)
+        if view is None or view.config is not config or view.storage is not storage:
+            view = _BY_LISTING[listing] = cls(storage, config, listing)
+        return view
+
     # -- listing -------------------------------------------------------------------------------
     def partitions(self) -> list[str]:
         """Relative paths of every partition holding data files (``""`` = non-partitioned)."""
@@ -125,7 +187,13 @@ class FileSystemView:
     def file_groups(self, partition: str) -> list[FileGroup]:
         """Every file group of ``partition`` with all its files (committed or not)."""
         if partition not in self._groups:
-            self._groups[partition] = self._load_groups(partition)
+            fp = getattr(self.listing, "fingerprint", None)
+            if fp is None:
+                self._groups[partition] = self._load_groups(partition)
+            else:
+                self._groups[partition] = _SHARED_GROUPS.get_or_load(
+                    (fp, partition), lambda: self._load_groups(partition)
+                )
         return self._groups[partition]
 
     def _load_groups(self, partition: str) -> list[FileGroup]:
@@ -161,18 +229,22 @@ class FileSystemView:
         which has no base file yet; they are merged into the slice before it, as Java does.
         """
         replaced = vis.replaced.get(partition, frozenset())
+        layout2 = self.config.timeline_layout_version >= 2
+        pending = sorted(vis.pending_compactions)
         out = []
         for g in self.file_groups(partition):
             if g.file_id in replaced:
                 continue
-            s = self._latest_slice(g, vis, include_logs)
+            s = self._latest_slice(g, vis, include_logs, layout2, pending)
             if s is not None and not s.is_empty:
                 out.append(s)
         return out
 
-    def _latest_slice(self, g: FileGroup, vis: Visibility, include_logs: bool) -> FileSlice | None:
+    def _latest_slice(
+        self, g: FileGroup, vis: Visibility, include_logs: bool, layout2: bool, pending: list[str]
+    ) -> FileSlice | None:
+        """``pending``: the pending compactions' times, sorted."""
         base_files, log_files = g.base_files, g.log_files
-        layout2 = self.config.timeline_layout_version >= 2
         slices: dict[str, FileSlice] = {}
         for b in base_files:
             if vis.sees(b.instant_time):
@@ -181,8 +253,7 @@ class FileSystemView:
                 )
                 s.base_file = b
         # a pending compaction opens a new (base-less) slice
-        pending = sorted(vis.pending_compactions)
-        if include_logs:
+        if include_logs and log_files:
             if layout2:
                 self._assign_logs_v8(g, log_files, slices, vis, pending)
             else:
@@ -209,7 +280,8 @@ class FileSystemView:
                 prev.base_file,
                 prev.log_files + latest.log_files,
             )
-        latest.log_files = sorted(latest.log_files, key=LogFile.sort_key)
+        if len(latest.log_files) > 1:
+            latest.log_files = sorted(latest.log_files, key=LogFile.sort_key)
         return latest
 
     @staticmethod

@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import decimal
 import logging
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,7 +61,7 @@ from hudi_ds.metadata.column_stats import (
 )
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import declared_partitions
-from hudi_ds.metadata.stats_reader import read_stats_partition
+from hudi_ds.metadata.stats_reader import stats_sources
 from hudi_ds.schema.meta import META_FIELDS
 from hudi_ds.table.filters import Filter
 from hudi_ds.table_config import BaseFileFormat, TableConfig
@@ -230,6 +232,44 @@ _RANGES: weakref.WeakKeyDictionary[
 ] = weakref.WeakKeyDictionary()
 
 
+class _SharedRanges:
+    """Ranges by the fingerprint of the statistics they come from
+    (:attr:`~hudi_ds.metadata.stats_reader.StatsSources.fingerprint`), partition and column,
+    kept per process: a new table handle on an unchanged table (a fresh read) finds them
+    without decoding the statistics again. Least recently used dropped past ``max_files``
+    files' ranges in all (a file's range: its name, min and max, some 100 bytes). Thread-safe.
+    """
+
+    def __init__(self, max_files: int = 1 << 19) -> None:
+        self._max = max_files
+        self._entries: OrderedDict[tuple[Any, ...], _ColumnRanges | None] = OrderedDict()
+        self._files = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[bool, _ColumnRanges | None]:
+        with self._lock:
+            if key not in self._entries:
+                return False, None
+            self._entries.move_to_end(key)
+            return True, self._entries[key]
+
+    def put(self, key: tuple[Any, ...], ranges: _ColumnRanges | None) -> None:
+        n = 0 if ranges is None else len(ranges.names)
+        if n > self._max:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self._files -= 0 if old is None else len(old.names)
+            self._entries[key] = ranges
+            self._files += n
+            while self._files > self._max:
+                _, gone = self._entries.popitem(last=False)
+                self._files -= 0 if gone is None else len(gone.names)
+
+
+_SHARED_RANGES = _SharedRanges()
+
+
 def _column_ranges(
     config: TableConfig,
     data_timeline: Timeline,
@@ -238,7 +278,8 @@ def _column_ranges(
     fields: Sequence[pa.Field],
 ) -> dict[str, _ColumnRanges | None]:
     """The ranges of ``fields`` in stats partition ``partition``, by column name (None: the
-    column cannot prune); only the records of those columns are read.
+    column cannot prune); only the records of those columns are read, and only when this
+    process has not derived them from the same statistics already.
 
     Raises:
         CorruptFileError: the statistics do not decode.
@@ -246,21 +287,30 @@ def _column_ranges(
     cache = _RANGES.setdefault(reader, {})
     missing = [f for f in fields if (partition, f.name, str(f.type)) not in cache]
     if missing:
-        records = read_stats_partition(
-            reader.storage,
-            reader.timeline,
-            data_timeline,
-            config.table_version,
-            partition,
-            None,
-            [stats_key_prefix(f.name) for f in missing],
+        sources = stats_sources(
+            reader.storage, reader.timeline, data_timeline, config.table_version, partition
         )
-        by_column = _ranges_by_column(records)
+        fp = sources.fingerprint
+        undecoded = []
         for f in missing:
-            ranges = by_column.get(f.name, [])
-            cache[(partition, f.name, str(f.type))] = (
-                _ColumnRanges.of(ranges, f) if ranges else None
+            found, ranges = (
+                _SHARED_RANGES.get((fp, partition, f.name, str(f.type)))
+                if fp is not None
+                else (False, None)
             )
+            if found:
+                cache[(partition, f.name, str(f.type))] = ranges
+            else:
+                undecoded.append(f)
+        if undecoded:
+            records = sources.read(None, [stats_key_prefix(f.name) for f in undecoded])
+            by_column = _ranges_by_column(records)
+            for f in undecoded:
+                got = by_column.get(f.name, [])
+                ranges = _ColumnRanges.of(got, f) if got else None
+                cache[(partition, f.name, str(f.type))] = ranges
+                if fp is not None:
+                    _SHARED_RANGES.put((fp, partition, f.name, str(f.type)), ranges)
     return {f.name: cache[(partition, f.name, str(f.type))] for f in fields}
 
 

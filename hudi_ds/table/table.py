@@ -147,8 +147,7 @@ class ReadableTable:
     def _view(self, options: Options | None = None) -> FileSystemView:
         """The file-system view of a read: listed through the metadata table when it serves
         (:meth:`metadata_reader`), else by listing the storage."""
-        reader = self.metadata_reader(options)
-        return FileSystemView(self.storage, self.config, reader)
+        return FileSystemView.of(self.storage, self.config, self.metadata_reader(options))
 
     def metadata_reader(self, options: Options | None = None) -> MetadataReader | None:
         """The metadata table's reader when a read may list files through it, else None.
@@ -523,7 +522,8 @@ class ReadableTable:
     ) -> tuple[dict[tuple[str, str], list[CommittedFile]], list[Problem]]:
         """The committed files of the visible commits and those missing or short on storage."""
         layout2 = self.config.timeline_layout_version >= 2
-        committed = committed_files(self.timeline, visible_commits(self.timeline, vis), layout2)
+        commits = visible_commits(self.timeline, vis)
+        committed = committed_files(self.timeline, commits, layout2, keep)
         problems: list[Problem] = []
         listed: dict[str, dict[str, FileGroup]] = {}
         for (p, fid), files in committed.items():

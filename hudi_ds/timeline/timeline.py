@@ -45,6 +45,7 @@ from hudi_ds.timeline.instant import (
     TimeZoneLike,
     format_instant_time,
 )
+from hudi_ds.timeline.instant_cache import completed_instants
 from hudi_ds.timeline.metadata import CommitMetadata
 from hudi_ds.timeline.plans import (
     CleanerPlan,
@@ -583,10 +584,18 @@ class Timeline(Sequence[Instant]):
         return f.info.path if f is not None else f"{requested_time} ({state.value.lower()})"
 
     def _cached(self, kind: str, ts: str, state: State, make: Callable[[], Any]) -> Any:
+        """``make()``'s result for the instant file, once per listing; a completed file's
+        once per process too (:mod:`~hudi_ds.timeline.instant_cache`: it never changes)."""
         key = (kind, ts, state)
         if key not in self._cache:
+            f = self._files.get(ts, {}).get(state)
             try:
-                self._cache[key] = make()
+                if state is State.COMPLETED and f is not None and self._storage is not None:
+                    self._cache[key] = completed_instants.get_or_decode(
+                        self._storage, f.info, kind, make
+                    )
+                else:
+                    self._cache[key] = make()
             except CorruptFileError as e:
                 raise CorruptFileError(f"{self._where(ts, state)}: {e}") from e
         return self._cache[key]

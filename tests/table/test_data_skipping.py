@@ -334,20 +334,25 @@ def test_dataset_fragments_carry_the_column_stats_bounds(
     assert table.last_scan_stats.slices_read == 10
 
 
-def test_a_handle_decodes_the_statistics_of_a_column_once(tmp_path_factory, monkeypatch) -> None:
+def test_the_statistics_of_a_column_are_decoded_once(tmp_path_factory, monkeypatch) -> None:
     """Reads, plans and datasets of one table handle share the ranges decoded for a column
-    (the handle's metadata reader stands while its timeline does); a refresh reads again."""
-    from hudi_ds.table import skipping
+    (the handle's metadata reader stands while its timeline does); a refreshed or new handle
+    finds them in the process while the statistics' files are the same; a commit that
+    changes them makes the next read decode them again."""
+    from hudi_ds.metadata.stats_reader import StatsSources
 
     calls: list[tuple[str, ...]] = []
-    real = skipping.read_stats_partition
+    real = StatsSources.read
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(tuple(args[6]))
-        return real(*args, **kwargs)
+    def counted(self: StatsSources, *args: Any, **kwargs: Any) -> Any:
+        if args[1] is not None:  # a read's (a writer reads every record)
+            calls.append(tuple(args[1]))
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(skipping, "read_stats_partition", counted)
-    table = HudiTable(str(new_table("COPY_ON_WRITE", tmp_path_factory)))
+    monkeypatch.setattr(StatsSources, "read", counted)
+    path = tmp_path_factory.mktemp("decoded") / "t"
+    shutil.copytree(new_table("COPY_ON_WRITE", tmp_path_factory), path)
+    table = HudiTable(str(path))
     assert table.read(filters=[("v", "=", 204)]).column("id").to_pylist() == [24]
     assert len(calls) == 2  # column_stats and partition_stats, the column v only
     assert table.read(filters=[("v", ">", 400), ("s", "<", "s045")]).num_rows == 4
@@ -356,8 +361,13 @@ def test_a_handle_decodes_the_statistics_of_a_column_once(tmp_path_factory, monk
     assert len(calls) == 4
     assert table.last_read_stats.data_skipped_slices == 8
     table.refresh()
-    table.read(filters=[("v", "=", 204)])
-    assert len(calls) == 6
+    assert table.read(filters=[("v", "=", 204)]).column("id").to_pylist() == [24]
+    assert HudiTable(str(path)).read(filters=[("v", "=", 204)]).num_rows == 1
+    assert len(calls) == 4
+    change = batch(2).slice(4, 1).set_column(2, "v", pa.array([9999], pa.int64()))
+    hudi_ds.write(str(path), change.set_column(6, "ts", pa.array([2], pa.int64())), BASE_OPTIONS)
+    got = HudiTable(str(path)).read(filters=[("v", "=", 9999)])
+    assert got.column("id").to_pylist() == [24] and len(calls) == 6
 
 
 def test_unreadable_statistics_skip_nothing(tmp_path_factory, tmp_path: Path, caplog) -> None:
@@ -372,3 +382,36 @@ def test_unreadable_statistics_skip_nothing(tmp_path_factory, tmp_path: Path, ca
     assert got.column("id").to_pylist() == [24]
     assert table.last_read_stats.data_skipped_slices == 0
     assert "data skipping is off for this read" in caplog.text
+
+
+def test_the_metadata_listing_is_grouped_once_per_state(tmp_path_factory, monkeypatch) -> None:
+    """Reads through one state of the metadata table share its file groups, in one handle
+    and across handles (a refresh too); a commit changes the listing: the next read groups
+    it again and sees the new file."""
+    from hudi_ds.table.fs_view import FileSystemView
+
+    grouped: list[str] = []
+    real = FileSystemView._load_groups
+
+    def counted(self: FileSystemView, partition: str) -> Any:
+        grouped.append(partition)
+        return real(self, partition)
+
+    path = tmp_path_factory.mktemp("grouped") / "t"
+    shutil.copytree(new_table("MERGE_ON_READ", tmp_path_factory), path)
+    monkeypatch.setattr(FileSystemView, "_load_groups", counted)
+    table = HudiTable(str(path))
+    first = table.read(filters=[("v", ">", 400)])
+    assert sorted(grouped) == ["a", "b"]
+    assert rows(table.read(filters=[("v", ">", 400)])) == rows(first)
+    assert rows(table.read()) == rows(HudiTable(str(path)).read())
+    table.refresh()
+    assert rows(table.read(filters=[("v", ">", 400)])) == rows(first)
+    assert len(grouped) == 2
+    opts = {**BASE_OPTIONS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+    hudi_ds.write(str(path), batch(9).slice(0, 1), opts)  # id 90, v 900: partition b
+    fresh = HudiTable(str(path))
+    got = fresh.read(filters=[("v", ">", 400)])
+    assert len(grouped) > 2
+    assert 90 in got.column("id").to_pylist() and got.num_rows == first.num_rows + 1
+    assert rows(got) == expected(fresh.read(), [("v", ">", 400)])

@@ -1174,3 +1174,47 @@ def test_completion_time_refuses_a_far_future_instant(tmp_path: Path) -> None:
         p.unlink()
     done = w.complete(inflight, b"{}")
     assert done.completion_time is not None and ts < done.completion_time < "2100"
+
+
+def test_completed_instant_files_are_decoded_once_per_process_until_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new timeline of the same table takes a completed instant's decoded metadata from the
+    process; a file written again at its path (another size, or the same size at another
+    modification time) is decoded afresh, and an in-memory file system's files are not kept."""
+    import pyarrow.fs as pafs
+
+    decoded: list[bytes] = []
+    real = CommitMetadata.from_bytes.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[CommitMetadata], data: bytes) -> CommitMetadata:
+        decoded.append(data)
+        return real(cls, data)
+
+    monkeypatch.setattr(CommitMetadata, "from_bytes", classmethod(counted))
+    folder = tmp_path / ".hoodie"
+    folder.mkdir()
+    commit = folder / "20240101000000000.commit"
+
+    def write(value: str, mtime_s: int) -> None:
+        commit.write_bytes(CommitMetadata(extra_metadata={"k": value}).to_json_bytes())
+        os.utime(commit, (mtime_s, mtime_s))
+
+    def extra(storage: Storage) -> str:
+        md = Timeline.load(storage, 1).read_commit_metadata("20240101000000000")
+        return md.extra_metadata["k"]
+
+    write("a", 1_700_000_000)
+    assert [extra(Storage(str(tmp_path))) for _ in range(3)] == ["a"] * 3
+    assert len(decoded) == 1
+    write("bb", 1_700_000_000)  # another size
+    assert extra(Storage(str(tmp_path))) == "bb" and len(decoded) == 2
+    write("cc", 1_700_000_001)  # the same size, another modification time
+    assert extra(Storage(str(tmp_path))) == "cc" and len(decoded) == 3
+    assert extra(Storage(str(tmp_path))) == "cc" and len(decoded) == 3
+    mem = pafs._MockFileSystem()
+    mem.create_dir("t/.hoodie")
+    with mem.open_output_stream(f"t/.hoodie/{commit.name}") as out:
+        out.write(commit.read_bytes())
+    assert [extra(Storage("t", filesystem=mem)) for _ in range(2)] == ["cc", "cc"]
+    assert len(decoded) == 5
