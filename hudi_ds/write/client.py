@@ -424,11 +424,12 @@ class WriteClient:
         vis = state.visibility() if r.table_type is TableType.COPY_ON_WRITE else None
         timeline = state.timeline  # (loaded before the listing, if it was not yet)
         bucket = r.index.bucket
-        if bucket is not None:
+        if bucket is not None and not bucket.consistent:
             view = check_bucket_layout(
                 self.storage, state.config, bucket.num_buckets, list(bucket.hash_fields)
             )
-        elif vis is not None:
+        elif bucket is not None or vis is not None:
+            # a consistent-hashing table's file groups are its rings' nodes (no bucket count)
             view = FileSystemView(self.storage, state.config)
         if bucket is not None or vis is not None:
             # listed after this timeline was loaded: the instant's task may use the listing

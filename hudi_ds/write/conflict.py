@@ -93,8 +93,9 @@ def resolve_conflicts(
         theirs = {(p, s.file_id) for p, st in md.partition_to_write_stats.items() for s in st}
         replaced = {(p, f) for p, fs in md.partition_to_replace_file_ids.items() for f in fs}
         clash = (ours & replaced) or (exclusive and ours & theirs)
-        if plan.options.index.routes_by_hash:
-            # two writers creating a file group for one bucket (file ids differ)
+        if plan.options.index.routes_by_hash and not plan.options.index.layout.consistent:
+            # two writers creating a file group for one bucket (file ids differ); a
+            # consistent-hashing node's file id is the same for every writer
             for p, f in theirs:
                 if f and f[:8].isdigit():
                     theirs_new.setdefault((p, bucket_id_from_file_id(f)), f)
@@ -176,7 +177,10 @@ def _rehome_logs(
     mine = {s.path for s in statuses}
     top: dict[tuple[str, str, str], int] = {}
     live: dict[tuple[str, int], FileSlice] = {}
-    bucketed = plan.options.index.routes_by_hash  # new file groups of one bucket: joined
+    # new file groups of one bucket: joined (a consistent-hashing node's file id is the same
+    # for every writer: nothing to join)
+    index = plan.options.index
+    bucketed = index.routes_by_hash and not index.layout.consistent
     for p in {s.partition_path for s in statuses if s.kind == "append"}:
         for g in view.file_groups(p):
             for lf in g.log_files:
