@@ -1,5 +1,6 @@
-"""Hudi's consistent-hashing bucket index (RFC-42, ``hoodie.index.bucket.engine=CONSISTENT_HASHING``):
-the hash ring of a partition, Java's hash, and the hashing metadata files.
+"""Hudi's consistent-hashing bucket index (RFC-42,
+``hoodie.index.bucket.engine=CONSISTENT_HASHING``): the hash ring of a partition, Java's hash,
+and the hashing metadata files.
 
 A partition's ring is a list of nodes, each the inclusive upper end of a hash range and the
 file id prefix of the one file group holding it (Java ``ConsistentHashingNode``); a key goes to
@@ -37,6 +38,7 @@ import struct
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +67,16 @@ _P5 = np.uint32(374761393)
 
 U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
+
+
+class BucketLayoutLike(Protocol):
+    """What a ring needs of the bucket layout (:class:`hudi_ds.index.core.BucketLayout`)."""
+
+    @property
+    def num_buckets(self) -> int: ...
+
+    @property
+    def hash_fields(self) -> tuple[str, ...]: ...
 
 
 class NodeTag(enum.StrEnum):
@@ -224,7 +236,8 @@ def _rotl(x: U32, r: int) -> U32:
 
 def _words(mat: npt.NDArray[np.uint32], at: int) -> U32:
     """Little-endian 32-bit words at byte ``at`` of every row of ``mat``."""
-    return mat[:, at] | (mat[:, at + 1] << 8) | (mat[:, at + 2] << 16) | (mat[:, at + 3] << 24)
+    out: U32 = mat[:, at] | (mat[:, at + 1] << np.uint32(8))
+    return out | (mat[:, at + 2] << np.uint32(16)) | (mat[:, at + 3] << np.uint32(24))
 
 
 def _xxhash32_fixed(mat: npt.NDArray[np.uint32], seed: int) -> U32:
@@ -393,6 +406,59 @@ def load_or_create_metadata(
             f"{partition_path!r} could not be created"
         )
     return loaded
+
+
+class Rings:
+    """The rings of the partitions one writer task routes keys to, each loaded (or created)
+    once, as Java's ``HoodieSparkConsistentBucketIndex`` loads or creates a partition's ring
+    while tagging.
+
+    Args:
+        storage: the table's storage.
+        layout: the bucket layout (its ``num_buckets``: a new partition's nodes; its
+            ``hash_fields``).
+        completed: whether an instant is a completed commit (see :func:`load_metadata`).
+    """
+
+    def __init__(
+        self, storage: Storage, layout: BucketLayoutLike, completed: Callable[[str], bool]
+    ) -> None:
+        self._storage = storage
+        self._num_buckets = layout.num_buckets
+        self._hash_fields = list(layout.hash_fields)
+        self._completed = completed
+        self._rings: dict[str, HashingMetadata] = {}
+
+    def ring(self, partition_path: str) -> HashingMetadata:
+        """The partition's committed ring (created for a new partition)."""
+        ring = self._rings.get(partition_path)
+        if ring is None:
+            ring = load_or_create_metadata(
+                self._storage, partition_path, self._num_buckets, self._completed
+            )
+            self._rings[partition_path] = ring
+        return ring
+
+    def nodes_of(
+        self, keys: pa.Array | pa.ChunkedArray, pidx: I64, names: Sequence[str]
+    ) -> tuple[I64, int]:
+        """The node (position in its partition's ring) of every key, the key of row ``i``
+        belonging to partition ``names[pidx[i]]``; and the most nodes of a ring."""
+        hashes = key_hashes(keys, self._hash_fields)
+        out = np.empty(len(hashes), np.int64)
+        order = np.argsort(pidx, kind="stable")
+        bounds = np.searchsorted(pidx[order], np.arange(len(names) + 1))
+        width = 1
+        for i, name in enumerate(names):
+            rows = order[bounds[i] : bounds[i + 1]]
+            ring = self.ring(name)
+            out[rows] = ring.node_indexes(hashes[rows])
+            width = max(width, len(ring.nodes))
+        return out, width
+
+    def file_id(self, partition_path: str, node: int) -> str:
+        """The file group of node ``node`` of the partition's (loaded) ring."""
+        return self._rings[partition_path].nodes[node].file_id
 
 
 def has_consistent_hashing_metadata(storage: Storage) -> bool:

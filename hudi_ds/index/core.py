@@ -423,9 +423,7 @@ class Index:
         engine = _bucket_engine(o, config, table, base_uri) if kind is IndexType.BUCKET else None
         return cls(
             type=kind,
-            bucket=(
-                BucketLayout(num_buckets, hash_fields, engine) if engine is not None else None
-            ),
+            bucket=(BucketLayout(num_buckets, hash_fields, engine) if engine is not None else None),
             # Java HoodieIndexUtils: shouldUpdatePartitionPath = option && table is partitioned
             update_partition_path=bool(o.get(update_prop)) and partitioned,
             prune_by_ranges=o.get(WriteConfig.BLOOM_PRUNE_BY_RANGES),

@@ -428,8 +428,7 @@ class WriteClient:
             view = check_bucket_layout(
                 self.storage, state.config, bucket.num_buckets, list(bucket.hash_fields)
             )
-        elif bucket is not None or vis is not None:
-            # a consistent-hashing table's file groups are its rings' nodes (no bucket count)
+        elif bucket is not None or vis is not None:  # (a ring has no bucket count to check)
             view = FileSystemView(self.storage, state.config)
         if bucket is not None or vis is not None:
             # listed after this timeline was loaded: the instant's task may use the listing

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from hudi_ds.index import KeyCache
 from hudi_ds.index.bucket import new_bucket_file_id
-from hudi_ds.index.consistent_hashing import HashingMetadata, key_hashes, load_or_create_metadata
+from hudi_ds.index.consistent_hashing import Rings
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.merge.engine import DataPart, merge_versions
@@ -120,7 +120,7 @@ class Tagger:
         self.bucketed = index.routes_by_hash
         self.lookup: Lookup | None = None
         self._key_cache = KeyCache()
-        self._rings: dict[str, HashingMetadata] = {}  # consistent hashing: ring per partition
+        self._rings: Rings | None = None  # consistent hashing: the partitions' rings
         if not self.bucketed:
             # one key cache per task: its batches' lookups read each candidate file once
             self.lookup = lookup if lookup is not None else index.lookup(self._key_cache)
@@ -292,38 +292,15 @@ class Tagger:
         self, keys: pa.Array, pidx: np.ndarray, names: list[str]
     ) -> tuple[np.ndarray, int]:
         """The bucket of every row (rows of partition ``names[pidx[i]]``) and an upper bound of
-        the bucket numbers. Consistent hashing: the position of the key's node in its
-        partition's ring (``ConsistentBucketIdentifier.getBucket``)."""
+        the bucket numbers (consistent hashing: its node in the partition's ring)."""
         layout = self.index.layout
-        if not layout.consistent:
-            buckets = layout.bucket_ids(keys, self.options.keys.complex_key)
-            return buckets.astype(np.int64), layout.num_buckets
-        hashes = key_hashes(keys, layout.hash_fields)
-        out = np.empty(len(hashes), np.int64)
-        order = np.argsort(pidx, kind="stable")
-        bounds = np.searchsorted(pidx[order], np.arange(len(names) + 1))
-        width = 1
-        for i, name in enumerate(names):
-            rows = order[bounds[i] : bounds[i + 1]]
-            ring = self._ring(name)
-            out[rows] = ring.node_indexes(hashes[rows])
-            width = max(width, len(ring.nodes))
-        return out, width
-
-    def _ring(self, partition: str) -> HashingMetadata:
-        """The partition's committed ring, created (Java's initial ring) for a new partition,
-        as Java's ``HoodieSparkConsistentBucketIndex`` loads or creates it while tagging."""
-        ring = self._rings.get(partition)
-        if ring is None:
-            vis = self.plan.visibility
-            ring = load_or_create_metadata(
-                self.storage,
-                partition,
-                self.index.layout.num_buckets,
-                lambda instant: instant in vis.instants,
-            )
-            self._rings[partition] = ring
-        return ring
+        if layout.consistent:
+            if self._rings is None:
+                vis = self.plan.visibility
+                self._rings = Rings(self.storage, layout, lambda i: i in vis.instants)
+            return self._rings.nodes_of(keys, pidx, names)
+        buckets = layout.bucket_ids(keys, self.options.keys.complex_key)
+        return buckets.astype(np.int64), layout.num_buckets
 
     def _bucket_location(self, partition: str, bucket: int) -> tuple[str, str | None]:
         """The file id of ``bucket``'s file group in ``partition`` and the base instant of its
@@ -331,8 +308,8 @@ class Tagger:
         view opens that slice); a bucket without a file group gets the new file group's id
         and None. Consistent hashing: the file group of the ring's node ``bucket``."""
         p = self.plan
-        if self.index.layout.consistent:
-            file_id = self._rings[partition].nodes[bucket].file_id
+        if self._rings is not None:
+            file_id = self._rings.file_id(partition, bucket)
             found = self.files.by_file_id(partition).get(file_id)
             if found is not None and p.operation.merges_existing:
                 return file_id, p.base_instant_of(found)
