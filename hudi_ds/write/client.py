@@ -802,7 +802,7 @@ class WriteClient:
             refused = self._guard.concurrent_cause(state, instant, plan)
             if refused is not None:
                 raise refused
-        reject_updates(state.timeline, instant, statuses, self.options)  # pending clustering
+        reject_updates(state.timeline, instant, statuses, self.options, plan.options.index)
         if plan.table_type is TableType.MERGE_ON_READ:
             statuses = retarget_pending_logs(state, plan, statuses)
         if self.multi_writer:

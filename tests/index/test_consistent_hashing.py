@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import ConfigError, CorruptFileError
+from hudi_ds.errors import CommitConflictError, ConfigError, CorruptFileError
 from hudi_ds.index.consistent_hashing import (
     HashingMetadata,
     key_hashes,
@@ -31,6 +32,14 @@ from hudi_ds.index.consistent_hashing import (
     xxhash32,
 )
 from hudi_ds.storage import Storage
+from hudi_ds.timeline.instant import new_instant_time
+from hudi_ds.timeline.plans import (
+    ClusteringGroup,
+    ClusteringPlan,
+    ClusteringStrategy,
+    RequestedReplaceMetadata,
+    SliceInfo,
+)
 from tests import builders
 from tests.conftest import assert_rows, hudi_rs_table
 
@@ -301,3 +310,40 @@ def test_cow_and_engine_changes_are_refused_before_anything_is_written(tmp_path:
             {**_opts(), "hoodie.index.bucket.engine": "SIMPLE"},
         )
     assert _snapshot(ring) == before
+
+
+def test_a_write_beside_a_pending_resize_is_refused_and_rolled_back(tmp_path: Path) -> None:
+    """Java's writers write beside a resize to the old node and its children; hudi_ds does not,
+    so a write into a file group that a pending clustering (Java's resize) rewrites fails at
+    its commit whatever ``hoodie.clustering.updates.strategy`` says: written to the old node
+    alone, it would be lost when the resize commits."""
+    path = str(tmp_path / "t")
+    _write(path, builders.trips(range(8), key="k{:03d}"), "upsert")
+    before = hudi_ds.read(path)
+    got = before.filter(pc.equal(before.column("id"), "k001"))
+    file_id = got.column("_hoodie_file_name").to_pylist()[0].lstrip(".").split("_")[0]
+    city = got.column("city").to_pylist()[0]
+    plan = RequestedReplaceMetadata(
+        operation_type="CLUSTER",
+        clustering_plan=ClusteringPlan(
+            input_groups=[
+                ClusteringGroup(
+                    slices=[SliceInfo(file_id=file_id, partition_path=city)],
+                    extra_metadata={"SPLIT_OPERATION": "true"},
+                )
+            ],
+            strategy=ClusteringStrategy("SparkConsistentBucketClusteringExecutionStrategy", {}),
+        ),
+        extra_metadata={},
+    )
+    pending = new_instant_time()
+    Storage(path).write_bytes(f".hoodie/{pending}.replacecommit.requested", plan.to_bytes())
+    allow = "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
+    with pytest.raises(CommitConflictError, match="consistent-hashing resize"):
+        hudi_ds.write(
+            path,
+            builders.trips([1], ts=5, key="k{:03d}"),
+            {**_opts(), "hoodie.clustering.updates.strategy": allow},
+        )
+    cols = [*COLUMNS, "_hoodie_file_name"]
+    assert_rows(hudi_ds.read(path), builders.sorted_rows(before, cols), cols)
