@@ -208,6 +208,52 @@ class HashingMetadata:
             seen.add(n.file_id_prefix)
             prev = n.value
 
+    def split(self, node: int) -> tuple[HashingNode, HashingNode] | None:
+        """The two children of node ``node`` splitting its range in the middle, with new
+        random file id prefixes, or None when the range cannot be split
+        (``ConsistentBucketIdentifier.splitBucket``)."""
+        former = self.nodes[node - 1].value  # node 0's range wraps from the last node
+        value = self.nodes[node].value
+        mid = former + value + (0 if former < value else HASH_VALUE_MASK + 1)
+        mid = (mid >> 1) & HASH_VALUE_MASK
+        if mid in (former, value):
+            return None
+        return (
+            HashingNode(mid, str(uuid.uuid4()), NodeTag.REPLACE),
+            HashingNode(value, str(uuid.uuid4()), NodeTag.REPLACE),
+        )
+
+    def with_children(
+        self, children: Sequence[HashingNode], instant: str, where: str
+    ) -> HashingMetadata:
+        """The ring after a resize: REPLACE children take (or add) their value's place, DELETE
+        ones remove the node there; all NORMAL, ``seq_no`` + 1, named by the resize's instant
+        (``ConsistentBucketIdentifier.initialize``, ``HoodieSparkConsistentBucketIndex``
+        ``.updateLocation``; the initial bucket count is kept).
+
+        Raises:
+            CorruptFileError: a child deletes a value the ring does not hold, or the new ring
+                has gaps or overlaps (naming ``where``).
+        """
+        ring = {n.value: n for n in self.nodes}
+        for c in children:
+            if c.tag is NodeTag.REPLACE:
+                ring[c.value] = HashingNode(c.value, c.file_id_prefix)
+            elif c.tag is NodeTag.DELETE and c.value in ring:
+                del ring[c.value]
+            else:
+                raise CorruptFileError(f"{where}: child node {c.value} is tagged {c.tag.value}")
+        md = HashingMetadata(
+            self.partition_path,
+            instant,
+            self.num_buckets,
+            self.seq_no + 1,
+            tuple(ring[v] for v in sorted(ring)),
+            self.version,
+        )
+        md.check_ring(where)
+        return md
+
     @property
     def values(self) -> npt.NDArray[np.int64]:
         return np.fromiter((n.value for n in self.nodes), np.int64, len(self.nodes))
@@ -219,6 +265,50 @@ class HashingMetadata:
         idx = np.searchsorted(self.values, masked, side="left")
         idx[idx == len(self.nodes)] = 0
         return idx.astype(np.int64)
+
+
+def nodes_to_json(nodes: Sequence[HashingNode]) -> str:
+    """Nodes as Java's ``ConsistentHashingNode.toJsonString`` writes them (a clustering
+    group's child nodes)."""
+    items = ", ".join(
+        "{\n"
+        f'  "value" : {n.value},\n'
+        f'  "fileIdPrefix" : {json.dumps(n.file_id_prefix)},\n'
+        f'  "tag" : "{n.tag.value}"\n'
+        "}"
+        for n in nodes
+    )
+    return f"[ {items} ]"
+
+
+def nodes_from_json(text: str, where: str) -> list[HashingNode]:
+    """Parse :func:`nodes_to_json`'s form (``ConsistentHashingNode.fromJsonString``).
+
+    Raises:
+        CorruptFileError: not a JSON list of nodes, naming ``where``.
+    """
+    try:
+        return [
+            HashingNode(
+                int(n["value"]), str(n.get("fileIdPrefix") or ""), NodeTag(n.get("tag", "NORMAL"))
+            )
+            for n in json.loads(text or "[]")
+        ]
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise CorruptFileError(f"{where}: bad consistent hashing child nodes ({e})") from e
+
+
+def save_metadata(storage: Storage, md: HashingMetadata) -> None:
+    """Write ``md`` as its partition's ``<instant>.hashing_meta`` (not yet committed)."""
+    folder = partition_dir(md.partition_path)
+    storage.makedirs(folder)
+    storage.create_if_absent(f"{folder}/{md.file_name}", md.to_bytes())
+
+
+def commit_metadata(storage: Storage, partition_path: str, instant: str) -> None:
+    """Write the commit marker of the partition's ``<instant>.hashing_meta``
+    (``ConsistentBucketIndexUtils.createCommitMarker``)."""
+    storage.create_if_absent(f"{partition_dir(partition_path)}/{instant}{COMMIT_SUFFIX}")
 
 
 def _node_uuid(partition_path: str, start: int, end: int) -> str:

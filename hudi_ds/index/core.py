@@ -647,3 +647,25 @@ def table_index_type(table: TableState) -> IndexType:
     """The index an existing table uses (as :meth:`Index.resolve` finds it without options):
     recorded, implied by a bucket count or bucket file ids, else Hudi's Spark default."""
     return _index_type(Options(), table.config, table)
+
+
+def table_bucket_layout(table: TableState) -> BucketLayout | None:
+    """An existing table's bucket layout as its writers resolve it without options (None for
+    another index): the recorded bucket count (else Java's default) and hash fields (else
+    the record key fields), and its engine.
+
+    Raises:
+        ConfigError: the recorded settings are invalid.
+    """
+    if table_index_type(table) is not IndexType.BUCKET:
+        return None
+    config = table.config
+    stored = config.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS)
+    num_buckets = validate_num_buckets(
+        int(stored) if stored is not None else Options().get(WriteConfig.NUM_BUCKETS)
+    )
+    keys = config.record_key_fields
+    fields = TableConfig.BUCKET_INDEX_HASH_FIELD.items(config.props)
+    hash_fields = tuple(validate_hash_fields(fields, keys)) if keys else ()
+    engine = _bucket_engine(Options(), config, table, table.storage.base_uri)
+    return BucketLayout(num_buckets, hash_fields, engine)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import struct
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from hudi_ds.index.consistent_hashing import (
     load_metadata,
     xxhash32,
 )
+from hudi_ds.services import ServiceContext, clustering
 from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import new_instant_time
 from hudi_ds.timeline.plans import (
@@ -347,3 +349,73 @@ def test_a_write_beside_a_pending_resize_is_refused_and_rolled_back(tmp_path: Pa
         )
     cols = [*COLUMNS, "_hoodie_file_name"]
     assert_rows(hudi_ds.read(path), builders.sorted_rows(before, cols), cols)
+
+
+@pytest.mark.parametrize("version", ["6", "8"])
+def test_a_resize_splits_large_nodes_through_clustering(tmp_path: Path, version: str) -> None:
+    """Nodes whose file group exceeds ``max.file.size * split.threshold`` split in two by a
+    clustering (Java's plan metadata), up to ``max.num.buckets``; the new ring (seqNo 1, named
+    by the replacecommit, committed) covers the hash space, every key sits once in its new
+    node's file group, and writes after the resize follow the new ring."""
+    path = str(tmp_path / "t")
+    model: dict[str, tuple] = {}
+    extra = {"hoodie.write.table.version": version}
+
+    def write(rows: pa.Table) -> None:
+        hudi_ds.write(path, rows, {**_opts(**extra), "hoodie.datasource.write.operation": "upsert"})
+        for r in rows.to_pylist():
+            model[r["id"]] = (r["id"], r["ts"], r["city"], r["fare"])
+
+    write(builders.trips(range(200), key="k{:04d}"))
+    opts = {
+        **_opts(**extra),
+        "hoodie.parquet.max.file.size": "2000",
+        "hoodie.bucket.index.split.threshold": "1.0",
+        "hoodie.bucket.index.max.num.buckets": "6",
+    }
+    ctx = ServiceContext.open(path, opts)
+    instant = clustering.schedule_clustering(ctx)
+    assert instant is not None
+    plan = ctx.reload_timeline().read_requested_replace(instant).clustering_plan
+    assert plan is not None and plan.strategy is not None
+    assert plan.strategy.strategy_class_name.endswith(
+        "SparkConsistentBucketClusteringExecutionStrategy"
+    )
+    groups = plan.input_groups or []
+    per_partition = Counter(g.extra_metadata["clustering.group.partition"] for g in groups)
+    assert per_partition == {"sf": 2, "nyc": 2}  # 4 nodes each, at most 6: two splits each
+    for g in groups:
+        assert g.num_output_file_groups == 2 and len(g.slices) == 1
+        kids = json.loads(g.extra_metadata["clustering.group.child.node"])
+        assert [k["tag"] for k in kids] == ["REPLACE", "REPLACE"]
+        assert g.extra_metadata["clustering.group.sequence.no"] == "0"
+    clustering.run_clustering(ServiceContext.open(path, opts))
+
+    storage = Storage(path)
+    rings = {}
+    for city in ("sf", "nyc"):
+        folder = f"{META_DIR}/{city}"
+        names = {f.name for f in storage.list_files(folder)}
+        assert {f"{instant}.hashing_meta", f"{instant}.commit"} <= names
+        doc = decode_hashing_meta(storage.read_bytes(f"{folder}/{instant}.hashing_meta"))
+        assert (doc["instant"], doc["seqNo"], doc["numBuckets"]) == (instant, 1, 4)
+        assert len(doc["nodes"]) == 6
+        ring_ranges(doc["nodes"])
+        rings[city] = [(n["value"], n["fileIdPrefix"]) for n in doc["nodes"]]
+
+    def check() -> None:
+        got = hudi_ds.read(path)
+        assert_rows(got, _model_rows(model), COLUMNS)
+        assert_rows(hudi_rs_table(path), _model_rows(model), COLUMNS)
+        for key, city, file_name in zip(
+            got.column("_hoodie_record_key").to_pylist(),
+            got.column("city").to_pylist(),
+            got.column("_hoodie_file_name").to_pylist(),
+            strict=True,
+        ):
+            want = node_of(rings[city], key, ["id"]) + "-0"
+            assert file_name.lstrip(".").startswith(want), (key, file_name, want)
+
+    check()
+    write(builders.trips(range(150, 260), ts=2, key="k{:04d}"))
+    check()
