@@ -339,10 +339,14 @@ class Index:
         Returns:
             The keys warned about.
         """
+        # a consistent-hashing ring splits the nodes larger than max.file.size * threshold
+        ring = self.bucket is not None and self.bucket.consistent
         unused = [
             (p, users)
             for p, users in _INDEX_ONLY_OPTIONS.items()
-            if o.is_set(p) and self.type not in users
+            if o.is_set(p)
+            and self.type not in users
+            and not (ring and p is WriteConfig.MAX_FILE_SIZE)
         ]
         for p, users in unused:
             log.warning(

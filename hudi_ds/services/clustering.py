@@ -363,11 +363,11 @@ def run_inline_clustering(
     if not (inline or run_async or schedule_only) or not clustering_due(ctx):
         return []
     try:
-        _refuse_bucket_index(ctx)
+        resize = _refuse_bucket_index(ctx)
     except UnsupportedError as e:
         log.warning("inline clustering skipped: %s", e)
         return []
-    if _pending_writes(ctx.timeline()) and not ctx.multi_writer:
+    if _pending_writes(ctx.timeline()) and (resize or not ctx.multi_writer):
         log.info("clustering not scheduled: writes are pending")
         return []
     schedule_clustering(ctx)

@@ -34,6 +34,7 @@ from hudi_ds.index.consistent_hashing import (
 )
 from hudi_ds.services import ServiceContext, clustering
 from hudi_ds.storage import Storage
+from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import new_instant_time
 from hudi_ds.timeline.plans import (
     ClusteringGroup,
@@ -42,6 +43,7 @@ from hudi_ds.timeline.plans import (
     RequestedReplaceMetadata,
     SliceInfo,
 )
+from hudi_ds.timeline.view import TableState
 from tests import builders
 from tests.conftest import assert_rows, hudi_rs_table
 
@@ -419,3 +421,55 @@ def test_a_resize_splits_large_nodes_through_clustering(tmp_path: Path, version:
     check()
     write(builders.trips(range(150, 260), ts=2, key="k{:04d}"))
     check()
+
+
+def test_inline_splits_keep_up_with_a_growing_partition(tmp_path: Path) -> None:
+    """8 upserts of 300 new keys (and 100 updates) into one partition with inline clustering
+    every 2 commits: the rings split as the file groups pass the threshold, every key stays
+    once, and once the resizes catch up every file group is under the split size."""
+    path = str(tmp_path / "t")
+    opts = {
+        **builders.options(
+            "t", "MERGE_ON_READ", partition="city", index="BUCKET", buckets=2, **ENGINE
+        ),
+        "hoodie.parquet.max.file.size": str(24 << 10),
+        "hoodie.bucket.index.split.threshold": "1.0",
+        "hoodie.bucket.index.max.num.buckets": "32",
+        "hoodie.index.bloom.num_entries": "200",  # small footers: sizes follow the rows
+        "hoodie.clustering.inline": "true",
+        "hoodie.clustering.inline.max.commits": "2",
+    }
+    model: dict[str, tuple] = {}
+    for b in range(8):
+        rows = builders.trips(
+            [*range(b * 300, b * 300 + 300), *range(0, b * 100, max(b, 1))],
+            ts=b + 1,
+            city="sf",
+            key="k{:05d}",
+        )
+        hudi_ds.write(path, rows, opts)
+        for r in rows.to_pylist():
+            model[r["id"]] = (r["id"], r["ts"], r["city"], r["fare"])
+    ctx = ServiceContext.open(path, opts)
+    while clustering.schedule_clustering(ctx) is not None:  # let the resizes catch up
+        clustering.run_clustering(ctx)
+        ctx = ServiceContext.open(path, opts)
+    assert_rows(hudi_ds.read(path), _model_rows(model), COLUMNS)
+    assert_rows(hudi_rs_table(path), _model_rows(model), COLUMNS)
+    storage = Storage(path)
+    folder = f"{META_DIR}/sf"
+    metas = sorted(f.name for f in storage.list_files(folder) if f.name.endswith(".hashing_meta"))
+    assert len(metas) > 2  # several resizes ran
+    for name in metas:
+        instant = name.split(".")[0]
+        assert storage.exists(f"{folder}/{instant}.commit")
+        ring_ranges(decode_hashing_meta(storage.read_bytes(f"{folder}/{name}"))["nodes"])
+    state = TableState.open(path)
+    view = FileSystemView(storage, state.config)
+    sizes = {
+        s.file_id: (s.base_file.size if s.base_file else 0) + sum(lf.size for lf in s.log_files)
+        for s in view.latest_file_slices("sf", state.visibility())
+    }
+    last = decode_hashing_meta(storage.read_bytes(f"{folder}/{metas[-1]}"))
+    assert {n["fileIdPrefix"] + "-0" for n in last["nodes"]} >= set(sizes)
+    assert max(sizes.values()) <= 24 << 10, sizes
