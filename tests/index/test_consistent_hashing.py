@@ -26,6 +26,7 @@ import pytest
 
 import hudi_ds
 from hudi_ds.errors import CommitConflictError, ConfigError, CorruptFileError
+from hudi_ds.faults import EXIT_CODE
 from hudi_ds.index.consistent_hashing import (
     HashingMetadata,
     key_hashes,
@@ -45,7 +46,7 @@ from hudi_ds.timeline.plans import (
 )
 from hudi_ds.timeline.view import TableState
 from tests import builders
-from tests.conftest import assert_rows, hudi_rs_table
+from tests.conftest import assert_rows, hudi_rs_table, run_forked
 
 MASK = 0x7FFFFFFF
 META_DIR = ".hoodie/.bucket_index/consistent_hashing_metadata"
@@ -473,3 +474,60 @@ def test_inline_splits_keep_up_with_a_growing_partition(tmp_path: Path) -> None:
     last = decode_hashing_meta(storage.read_bytes(f"{folder}/{metas[-1]}"))
     assert {n["fileIdPrefix"] + "-0" for n in last["nodes"]} >= set(sizes)
     assert max(sizes.values()) <= 24 << 10, sizes
+
+
+@pytest.mark.parametrize(
+    ("version", "spec"),
+    [
+        ("6", "service_plan:1"),
+        ("6", "clustering:1"),
+        ("9", "clustering:2"),
+        ("6", "service_written:1"),
+        ("9", "service_written:1"),
+    ],
+)
+def test_a_killed_resize_resumes(tmp_path: Path, version: str, spec: str) -> None:
+    """A resize killed before its plan, after a child's file, or after its replacecommit (its
+    rings' commit markers not written): the next run rolls a left-over attempt back and
+    completes it (or finds nothing to do); the committed ring is then the resize's, the keys
+    are each once in their node's file group, and the next write follows that ring."""
+    path = str(tmp_path / "t")
+    extra = {"hoodie.write.table.version": version}
+    opts = {**_opts(**extra), "hoodie.parquet.max.file.size": "2000"}
+    opts |= {"hoodie.bucket.index.max.num.buckets": "5"}
+    rows = builders.trips(range(100), key="k{:04d}", city="sf")
+    hudi_ds.write(path, rows, _opts(**extra))
+    model = {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in rows.to_pylist()}
+
+    def run() -> None:
+        ctx = ServiceContext.open(path, opts)
+        clustering.run_clustering(ctx, clustering.schedule_clustering(ctx))
+
+    assert run_forked(run, spec) == EXIT_CODE
+    assert_rows(hudi_ds.read(path), list(model.values()), COLUMNS)
+    clustering.run_clustering(ServiceContext.open(path, opts))
+    state = TableState.open(path)
+    tl = state.timeline
+    done = [i.requested_time for i in tl.commits() if tl.is_clustering(i)]
+    assert len(done) == (0 if spec == "service_plan:1" else 1)
+    assert not clustering.pending_clusterings(tl)
+    storage = Storage(path)
+    ring = load_metadata(storage, "sf", lambda i: i in state.visibility().instants)
+    assert ring is not None
+    assert ring.instant == (done[0] if done else "00000000000000")
+    assert len(ring.nodes) == (4 if spec == "service_plan:1" else 5)
+    assert storage.exists(f"{META_DIR}/sf/{ring.instant}.commit")
+    ring_ranges(decode_hashing_meta(ring.to_bytes())["nodes"])
+    more = builders.trips(range(50, 130), ts=2, key="k{:04d}", city="sf")
+    hudi_ds.write(path, more, _opts(**extra))
+    model |= {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in more.to_pylist()}
+    got = hudi_ds.read(path)
+    assert_rows(got, list(model.values()), COLUMNS)
+    assert_rows(hudi_rs_table(path), list(model.values()), COLUMNS)
+    nodes = [(n.value, n.file_id_prefix) for n in ring.nodes]
+    for key, file_name in zip(
+        got.column("_hoodie_record_key").to_pylist(),
+        got.column("_hoodie_file_name").to_pylist(),
+        strict=True,
+    ):
+        assert file_name.lstrip(".").startswith(node_of(nodes, key, ["id"]) + "-0")
