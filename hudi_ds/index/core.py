@@ -459,7 +459,11 @@ def _bucket_engine(
                 f"not one of {', '.join(BucketEngine)}"
             ) from None
         why = "recorded in hoodie.properties"
-    elif table is not None and has_consistent_hashing_metadata(table.storage):
+    elif (
+        table is not None
+        and not config.get(TableConfig.INDEX_TYPE)  # hudi_ds records a ring's engine
+        and has_consistent_hashing_metadata(table.storage)
+    ):
         current, why = BucketEngine.CONSISTENT_HASHING, "it keeps consistent hashing metadata"
     else:
         current, why = BucketEngine.SIMPLE, "its file ids are bucket ids"
