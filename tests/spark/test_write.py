@@ -198,13 +198,6 @@ def test_bad_options_and_schema_fail_before_writing(spark: Any, tmp_path: Path) 
         ({"write.batch.sise": "8"}, "did you mean 'write.batch.size'"),
         ({"write.task.max.size": "-5"}, "'write.task.max.size'"),
         ({"hoodie.index.bucket.engine": "CONSISTENT"}, "'CONSISTENT'"),
-        (
-            {
-                "hoodie.index.bucket.engine": "CONSISTENT_HASHING",
-                "hoodie.table.type": "COPY_ON_WRITE",
-            },
-            "does not work with COW table",
-        ),
     ]
     from hudi_ds.spark.writer import HudiBatchWriter
 
