@@ -335,6 +335,7 @@ class TableConfig:
     INDEX_TYPE = TableProperty("hoodie.index.type")
     BUCKET_INDEX_NUM_BUCKETS = TableProperty("hoodie.bucket.index.num.buckets")
     BUCKET_INDEX_HASH_FIELD = TableProperty("hoodie.bucket.index.hash.field", "")
+    BUCKET_INDEX_ENGINE = TableProperty("hoodie.index.bucket.engine")
     #: the table's writers log change data (Java ``HoodieTableConfig.CDC_ENABLED``)
     CDC_ENABLED = TableProperty("hoodie.table.cdc.enabled", "false")
     #: where the source files of a metadata-bootstrapped table live (Java

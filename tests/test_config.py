@@ -91,9 +91,9 @@ def test_invalid_values_and_containers_name_key_and_value(tmp_path: Path) -> Non
         ),
         ({**OPTS, "hoodie.metadata.enable": object}, "'hoodie.metadata.enable'", "type"),
         (
-            {**OPTS, "hoodie.index.bucket.engine": "CONSISTENT_HASHING"},
+            {**OPTS, "hoodie.index.bucket.engine": "CONSISTENT"},
             "'hoodie.index.bucket.engine'",
-            "'CONSISTENT_HASHING'",
+            "'CONSISTENT'",
         ),
         ({**OPTS, "write.batch.size": float("nan")}, "'write.batch.size'", "nan"),
         (

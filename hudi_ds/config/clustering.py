@@ -12,6 +12,7 @@ from hudi_ds.config.base import (
     parse_list,
     parse_non_negative,
     parse_positive,
+    parse_positive_float,
     parse_str,
 )
 
@@ -219,6 +220,20 @@ class ClusteringConfig:
         "A write touching a file group under a pending clustering: `SparkRejectUpdateStrategy` "
         "fails it naming the file group (Java's default); `SparkAllowUpdateStrategy` lets it "
         "write, and the clustering then conflicts at its commit.",
+    )
+    BUCKET_SPLIT_THRESHOLD = ConfigProperty(
+        "hoodie.bucket.index.split.threshold",
+        2.0,
+        parse_positive_float,
+        "Consistent-hashing bucket index: a clustering splits a node whose file group (base "
+        "and log files) is larger than this times hoodie.parquet.max.file.size.",
+    )
+    BUCKET_MAX_NUM_BUCKETS = ConfigProperty(
+        "hoodie.bucket.index.max.num.buckets",
+        None,
+        parse_positive,
+        "Consistent-hashing bucket index: splits stop at this many nodes per partition (unset: "
+        "no bound but the hash space).",
     )
     PRESERVE_META = ConfigProperty(
         "hoodie.clustering.preserve.commit.metadata",

@@ -481,10 +481,11 @@ class WriteConfig:
     BUCKET_ENGINE = ConfigProperty(
         "hoodie.index.bucket.engine",
         "SIMPLE",
-        one_of("SIMPLE"),
-        "BUCKET index: SIMPLE (a fixed number of buckets per partition). Hudi's "
-        "CONSISTENT_HASHING engine (buckets that split and merge) is refused: its file groups "
-        "are laid out by a hashing metadata file hudi_ds does not keep.",
+        one_of("SIMPLE", "CONSISTENT_HASHING"),
+        "BUCKET index: SIMPLE (a fixed number of buckets per partition) or CONSISTENT_HASHING "
+        "(MERGE_ON_READ only: a hash ring per partition, kept in Java's hashing metadata "
+        "files, that starts with hoodie.bucket.index.num.buckets nodes). Fixed when the table "
+        "is created.",
     )
     NUM_BUCKETS = ConfigProperty(
         "hoodie.bucket.index.num.buckets",

@@ -16,12 +16,20 @@ from hudi_ds.index.bucket import (
     validate_hash_fields,
     validate_num_buckets,
 )
-from hudi_ds.index.core import BucketLayout, Index, IndexType, lookup_of, records_another_index
+from hudi_ds.index.core import (
+    BucketEngine,
+    BucketLayout,
+    Index,
+    IndexType,
+    lookup_of,
+    records_another_index,
+)
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.index.simple import KeyCache, simple_lookup
 
 __all__ = [
     "HASH_FIELD_KEY",
+    "BucketEngine",
     "BucketLayout",
     "Index",
     "IndexType",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -316,8 +317,28 @@ def _span_equals(
     return hit
 
 
-def _record_key_list_hash(arr: pa.Array, hash_fields: Sequence[str]) -> U32:
-    """``List.hashCode`` of ``extractRecordKeysByFields(key, hash_fields)`` per key (Hudi 1.0+)."""
+@dataclass(frozen=True)
+class HashKeySpans:
+    """The hash-key values Java extracts from record keys (``extractRecordKeysByFields``), as
+    byte spans of the keys' UTF-8 buffer ``data``: value ``i`` of key ``rows[i]`` is
+    ``data[starts[i]:ends[i]]`` (values in key order), ``null[i]`` when it is ``__null__``
+    (null) and ``empty[i]`` when it is ``__empty__`` (``""``); keys in ``whole`` are one value,
+    the whole key (``data[key_starts[r]:key_ends[r]]``)."""
+
+    data: npt.NDArray[np.uint8]
+    key_starts: I64
+    key_ends: I64
+    rows: I64
+    starts: I64
+    ends: I64
+    null: npt.NDArray[np.bool_]
+    empty: npt.NDArray[np.bool_]
+    whole: I64
+
+
+def hash_key_spans(arr: pa.Array, hash_fields: Sequence[str]) -> HashKeySpans:
+    """``extractRecordKeysByFields(key, hash_fields)`` of every key of a string array, as spans
+    (:class:`HashKeySpans`; see :func:`bucket_ids_from_record_keys` for Java's rule)."""
     n = len(arr)
     data, offsets = _string_buffers(arr)
     starts, ends = offsets[:-1], offsets[1:]
@@ -363,10 +384,29 @@ def _record_key_list_hash(arr: pa.Array, hash_fields: Sequence[str]) -> U32:
             matched |= _span_equals(data, field_start, field_len, name.encode("utf-8"))
     m_row = fc_row[matched]
     v_start, v_end = value_start[matched], value_end[matched]
-    elem = _hash_spans(data, v_start, v_end)
     v_len = v_end - v_start
-    for placeholder in (NULL_RECORDKEY_PLACEHOLDER, EMPTY_RECORDKEY_PLACEHOLDER):
-        elem[_span_equals(data, v_start, v_len, placeholder.encode())] = 0  # null / ""
+    counts = np.bincount(m_row, minlength=n)
+    return HashKeySpans(
+        data=data,
+        key_starts=starts,
+        key_ends=ends,
+        rows=m_row,
+        starts=v_start,
+        ends=v_end,
+        null=_span_equals(data, v_start, v_len, NULL_RECORDKEY_PLACEHOLDER.encode()),
+        empty=_span_equals(data, v_start, v_len, EMPTY_RECORDKEY_PLACEHOLDER.encode()),
+        # unparsed keys, or no hash field matched
+        whole=np.flatnonzero(counts == 0).astype(np.int64),
+    )
+
+
+def _record_key_list_hash(arr: pa.Array, hash_fields: Sequence[str]) -> U32:
+    """``List.hashCode`` of ``extractRecordKeysByFields(key, hash_fields)`` per key (Hudi 1.0+)."""
+    n = len(arr)
+    sp = hash_key_spans(arr, hash_fields)
+    data, m_row = sp.data, sp.rows
+    elem = _hash_spans(data, sp.starts, sp.ends)
+    elem[sp.null | sp.empty] = 0  # null / ""
 
     counts = np.bincount(m_row, minlength=n)
     first = np.cumsum(counts) - counts
@@ -377,8 +417,33 @@ def _record_key_list_hash(arr: pa.Array, hash_fields: Sequence[str]) -> U32:
     np.cumsum(terms, dtype=np.uint32, out=cum[1:])
     out = pw[counts] + (cum[first + counts] - cum[first])
 
-    whole = np.flatnonzero(counts == 0)  # unparsed keys, or no hash field matched
-    out[whole] = np.uint32(31) + _hash_spans(data, starts[whole], ends[whole])
+    whole = sp.whole
+    out[whole] = np.uint32(31) + _hash_spans(data, sp.key_starts[whole], sp.key_ends[whole])
+    return out
+
+
+def record_key_strings(record_keys: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    """The chunks of ``record_keys`` as string / large_string arrays without nulls.
+
+    Raises:
+        SchemaError: the keys are not strings or contain nulls.
+    """
+    chunks = record_keys.chunks if isinstance(record_keys, pa.ChunkedArray) else [record_keys]
+    out: list[pa.Array] = []
+    for arr in chunks:
+        t = arr.type
+        if pa.types.is_null(t) and len(arr) == 0:
+            continue
+        if pa.types.is_dictionary(t) and _is_string_type(t.value_type):
+            arr = pc.cast(arr, t.value_type)
+            t = arr.type
+        if not _is_string_type(t):
+            raise SchemaError(f"record keys must be strings, got {t}")
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            arr = arr.cast(pa.large_string())
+        if arr.null_count:
+            raise SchemaError(f"record keys contain {arr.null_count} null value(s)")
+        out.append(arr)
     return out
 
 
@@ -414,22 +479,7 @@ def bucket_ids_from_record_keys(
     """
     del complex_key  # documented above: Java's extraction is keygen-agnostic
     validate_num_buckets(num_buckets)
-    chunks = record_keys.chunks if isinstance(record_keys, pa.ChunkedArray) else [record_keys]
-    parts: list[U32] = []
-    for arr in chunks:
-        t = arr.type
-        if pa.types.is_null(t) and len(arr) == 0:
-            continue
-        if pa.types.is_dictionary(t) and _is_string_type(t.value_type):
-            arr = pc.cast(arr, t.value_type)
-            t = arr.type
-        if not _is_string_type(t):
-            raise SchemaError(f"record keys must be strings, got {t}")
-        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
-            arr = arr.cast(pa.large_string())
-        if arr.null_count:
-            raise SchemaError(f"record keys contain {arr.null_count} null value(s)")
-        parts.append(_record_key_list_hash(arr, hash_fields))
+    parts = [_record_key_list_hash(arr, hash_fields) for arr in record_key_strings(record_keys)]
     h = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
     return _bucket_of(h, num_buckets)
 

@@ -28,6 +28,7 @@ from hudi_ds.index.bucket import (
     validate_hash_fields,
     validate_num_buckets,
 )
+from hudi_ds.index.consistent_hashing import has_consistent_hashing_metadata
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.index.record_level import partitioned_record_index_lookup, record_index_lookup
 from hudi_ds.index.simple import KeyCache, simple_lookup
@@ -165,17 +166,42 @@ def lookup_of(index_type: IndexType | str, cache: KeyCache | None = None) -> Loo
     return _LOOKUPS[kind]
 
 
+class BucketEngine(enum.StrEnum):
+    """``hoodie.index.bucket.engine`` (Java ``HoodieIndex.BucketIndexEngineType``)."""
+
+    #: ``num_buckets`` fixed buckets per partition, file ids ``%08d`` of the bucket
+    SIMPLE = "SIMPLE"
+    #: a hash ring per partition (:mod:`hudi_ds.index.consistent_hashing`), MERGE_ON_READ only
+    CONSISTENT_HASHING = "CONSISTENT_HASHING"
+
+
 @dataclass(frozen=True)
 class BucketLayout:
     """The bucket index's layout, fixed when the table is created: ``num_buckets`` file groups
-    per partition (``hoodie.bucket.index.num.buckets``), keys hashed on ``hash_fields``
-    (``hoodie.bucket.index.hash.field``)."""
+    per partition (``hoodie.bucket.index.num.buckets``; a consistent-hashing partition's
+    initial ring), keys hashed on ``hash_fields`` (``hoodie.bucket.index.hash.field``) by
+    ``engine``."""
 
     num_buckets: int
     hash_fields: tuple[str, ...]
+    engine: BucketEngine = BucketEngine.SIMPLE
+
+    @property
+    def consistent(self) -> bool:
+        """Keys go to the nodes of a partition's hash ring, whose file ids are not bucket ids."""
+        return self.engine is BucketEngine.CONSISTENT_HASHING
 
     def bucket_ids(self, keys: pa.Array, complex_key: bool) -> np.ndarray:
-        """The bucket of every record key (Java ``BucketIdentifier.getBucketId``)."""
+        """The bucket of every record key (Java ``BucketIdentifier.getBucketId``).
+
+        Raises:
+            ConfigError: the consistent-hashing engine (keys go to the nodes of a ring).
+        """
+        if self.consistent:
+            raise ConfigError(
+                "hoodie.index.bucket.engine=CONSISTENT_HASHING: keys go to the nodes of a "
+                "partition's hash ring, not to numbered buckets"
+            )
         return bucket_ids_from_record_keys(
             keys, list(self.hash_fields), self.num_buckets, complex_key
         )
@@ -297,6 +323,8 @@ class Index:
                     c.BUCKET_INDEX_HASH_FIELD.entry(self.bucket.hash_fields),
                 ]
             )
+            if self.bucket.consistent:
+                props.update([c.BUCKET_INDEX_ENGINE.entry(self.bucket.engine.value)])
         return props
 
     def warn_unused_options(self, o: Options) -> list[str]:
@@ -306,10 +334,14 @@ class Index:
         Returns:
             The keys warned about.
         """
+        # a consistent-hashing ring splits the nodes larger than max.file.size * threshold
+        ring = self.bucket is not None and self.bucket.consistent
         unused = [
             (p, users)
             for p, users in _INDEX_ONLY_OPTIONS.items()
-            if o.is_set(p) and self.type not in users
+            if o.is_set(p)
+            and self.type not in users
+            and not (ring and p is WriteConfig.MAX_FILE_SIZE)
         ]
         for p, users in unused:
             log.warning(
@@ -387,14 +419,55 @@ class Index:
             IndexType.GLOBAL_BLOOM: WriteConfig.BLOOM_UPDATE_PARTITION_PATH,
             IndexType.RECORD_INDEX: WriteConfig.RECORD_INDEX_UPDATE_PARTITION_PATH,
         }.get(kind, WriteConfig.SIMPLE_UPDATE_PARTITION_PATH)
+        engine = _bucket_engine(o, config, table, base_uri) if kind is IndexType.BUCKET else None
         return cls(
             type=kind,
-            bucket=BucketLayout(num_buckets, hash_fields) if kind is IndexType.BUCKET else None,
+            bucket=(BucketLayout(num_buckets, hash_fields, engine) if engine is not None else None),
             # Java HoodieIndexUtils: shouldUpdatePartitionPath = option && table is partitioned
             update_partition_path=bool(o.get(update_prop)) and partitioned,
             prune_by_ranges=o.get(WriteConfig.BLOOM_PRUNE_BY_RANGES),
             use_metadata=o.get(WriteConfig.BLOOM_USE_METADATA),
         )
+
+
+def _bucket_engine(
+    o: Options, config: TableConfig | None, table: TableState | None, base_uri: str
+) -> BucketEngine:
+    """The bucket engine of a BUCKET write: a new table's option; an existing table's own (its
+    recorded ``hoodie.index.bucket.engine``, else CONSISTENT_HASHING when it keeps hashing
+    metadata, as Java's writers of that engine do, else SIMPLE).
+
+    Raises:
+        ConfigError: the option contradicts the existing table's engine (the two place keys
+            in different file groups).
+    """
+    asked = BucketEngine(o.get(WriteConfig.BUCKET_ENGINE))
+    if config is None:
+        return asked
+    recorded = config.get(TableConfig.BUCKET_INDEX_ENGINE)
+    if recorded:
+        try:
+            current = BucketEngine(str(recorded).strip().upper())
+        except ValueError:
+            raise ConfigError(
+                f"hoodie.index.bucket.engine={recorded!r} (recorded in hoodie.properties): "
+                f"not one of {', '.join(BucketEngine)}"
+            ) from None
+        why = "recorded in hoodie.properties"
+    elif (
+        table is not None
+        and not config.get(TableConfig.INDEX_TYPE)  # hudi_ds records a ring's engine
+        and has_consistent_hashing_metadata(table.storage)
+    ):
+        current, why = BucketEngine.CONSISTENT_HASHING, "it keeps consistent hashing metadata"
+    else:
+        current, why = BucketEngine.SIMPLE, "its file ids are bucket ids"
+    if o.is_set(WriteConfig.BUCKET_ENGINE) and asked is not current:
+        raise ConfigError(
+            f"option 'hoodie.index.bucket.engine'={asked.value!r} contradicts the table at "
+            f"{base_uri}, whose bucket engine is {current.value!r} ({why})"
+        )
+    return current
 
 
 def _check_record_index(
@@ -452,6 +525,8 @@ def _index_type(o: Options, config: TableConfig | None, table: TableState | None
         why = f"it records {TableConfig.BUCKET_INDEX_NUM_BUCKETS.key}"
     elif table is not None and _has_bucket_file_ids(table):
         current, why = IndexType.BUCKET, "its fileIds are bucket-index fileIds"
+    elif table is not None and has_consistent_hashing_metadata(table.storage):
+        current, why = IndexType.BUCKET, "it keeps consistent hashing metadata"
     elif from_record_index is not None:
         current, why = from_record_index
         if not o.is_set(WriteConfig.INDEX_TYPE):
@@ -478,8 +553,11 @@ def _index_type(o: Options, config: TableConfig | None, table: TableState | None
 
 def records_another_index(config: TableConfig) -> bool:
     """The table records a ``hoodie.index.type`` other than BUCKET (any other value, one
-    hudi_ds writes with or not): its fileIds say nothing of buckets (tables hudi_ds created
-    with another index)."""
+    hudi_ds writes with or not), or the consistent-hashing bucket engine: its fileIds say
+    nothing of bucket numbers (tables hudi_ds created with another index or engine)."""
+    engine = config.get(TableConfig.BUCKET_INDEX_ENGINE)
+    if engine and str(engine).strip().upper() == BucketEngine.CONSISTENT_HASHING:
+        return True
     recorded = config.get(TableConfig.INDEX_TYPE)
     if not recorded:
         return False
@@ -569,3 +647,25 @@ def table_index_type(table: TableState) -> IndexType:
     """The index an existing table uses (as :meth:`Index.resolve` finds it without options):
     recorded, implied by a bucket count or bucket file ids, else Hudi's Spark default."""
     return _index_type(Options(), table.config, table)
+
+
+def table_bucket_layout(table: TableState) -> BucketLayout | None:
+    """An existing table's bucket layout as its writers resolve it without options (None for
+    another index): the recorded bucket count (else Java's default) and hash fields (else
+    the record key fields), and its engine.
+
+    Raises:
+        ConfigError: the recorded settings are invalid.
+    """
+    if table_index_type(table) is not IndexType.BUCKET:
+        return None
+    config = table.config
+    stored = config.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS)
+    num_buckets = validate_num_buckets(
+        int(stored) if stored is not None else Options().get(WriteConfig.NUM_BUCKETS)
+    )
+    keys = config.record_key_fields
+    fields = TableConfig.BUCKET_INDEX_HASH_FIELD.items(config.props)
+    hash_fields = tuple(validate_hash_fields(fields, keys)) if keys else ()
+    engine = _bucket_engine(Options(), config, table, table.storage.base_uri)
+    return BucketLayout(num_buckets, hash_fields, engine)

@@ -23,10 +23,11 @@ Protocol (Hudi's)::
   requested); one killed mid-way is left inflight and rolled back by the next
   :func:`run_clustering` (recorded as a rollback instant), then executed again. Writers never
   roll a pending clustering back (Java's ``ignoreCompactionAndClusteringInstants``).
-* **Tables**: COW and MOR, versions 6, 8 and 9. The bucket index is refused, as Java refuses
-  clustering for the simple bucket engine ("Clustering is not supported for simple bucket
-  index", Flink's ``ClusteringUtil.validateClusteringScheduling``; Spark's bucket index pins
-  every key to its bucket's file group, which a new file group would break).
+* **Tables**: COW and MOR, versions 6, 8 and 9. A consistent-hashing bucket table's
+  clusterings are its resizes (:mod:`hudi_ds.services.bucket_resize`). The simple bucket
+  engine is refused, as Java refuses clustering for it ("Clustering is not supported for
+  simple bucket index", Flink's ``ClusteringUtil.validateClusteringScheduling``; Spark's
+  bucket index pins every key to its bucket's file group, which a new file group would break).
 * **Replaced file groups** are deleted by the cleaner once the replacecommit is older than its
   earliest retained commit (:mod:`hudi_ds.services.clean`).
 """
@@ -48,9 +49,10 @@ from hudi_ds.errors import (
     UnsupportedError,
 )
 from hudi_ds.faults import crash_point
-from hudi_ds.index.core import IndexType, table_index_type
+from hudi_ds.index.core import table_bucket_layout
 from hudi_ds.layout.naming import partition_of
 from hudi_ds.services.base import ServiceContext, under_table_lock
+from hudi_ds.services.bucket_resize import plan_bucket_resize
 from hudi_ds.services.clustering_execute import (
     ClusteringJob,
     execute_group,
@@ -111,14 +113,20 @@ def _action(ctx: ServiceContext) -> str:
     return CLUSTERING if ctx.layout == 2 else REPLACE_COMMIT
 
 
-def _refuse_bucket_index(ctx: ServiceContext) -> None:
-    if table_index_type(ctx.state) is IndexType.BUCKET:
-        raise UnsupportedError(
-            f"clustering is not supported for the bucket index (table {ctx.config.table_name}): "
-            "each record key belongs to its bucket's file group, which clustering would "
-            'replace by new ones; Apache Hudi refuses it too ("Clustering is not supported '
-            'for simple bucket index")'
-        )
+def _refuse_bucket_index(ctx: ServiceContext) -> bool:
+    """Refuse the simple bucket engine; whether the table's bucket index is consistent hashing
+    (its clusterings are resizes: :mod:`hudi_ds.services.bucket_resize`)."""
+    layout = table_bucket_layout(ctx.state)
+    if layout is None:
+        return False
+    if layout.consistent:
+        return True
+    raise UnsupportedError(
+        f"clustering is not supported for the bucket index (table {ctx.config.table_name}): "
+        "each record key belongs to its bucket's file group, which clustering would "
+        'replace by new ones; Apache Hudi refuses it too ("Clustering is not supported '
+        'for simple bucket index")'
+    )
 
 
 def pending_clusterings(tl: Timeline) -> list[Instant]:
@@ -141,15 +149,17 @@ def schedule_clustering(ctx: ServiceContext) -> str | None:
         TimelineError: single-writer mode and a write is in flight.
     """
     ctx.require_writable("clustering")
-    _refuse_bucket_index(ctx)
+    resize = _refuse_bucket_index(ctx)
     tl = ctx.timeline()
     pending = _pending_writes(tl)
-    if pending and not ctx.multi_writer:
+    # a resize is not planned beside pending writes, which would not write to its children
+    # (Java's BaseConsistentHashingBucketClusteringPlanStrategy.checkPrecondition)
+    if pending and (resize or not ctx.multi_writer):
         raise TimelineError(
             "cannot schedule a clustering while writes are pending: "
             f"{', '.join(i.requested_time for i in pending)}"
         )
-    plan = plan_clustering(ctx, tl)
+    plan = plan_bucket_resize(ctx, tl) if resize else plan_clustering(ctx, tl)
     if plan is None:
         return None
     req = ctx.new_instant(_action(ctx), requested_metadata(plan).to_bytes(), tl)
@@ -342,7 +352,7 @@ def run_inline_clustering(
       execute them right after the commit;
     * else ``hoodie.clustering.schedule.inline``: schedule only.
 
-    A bucket-index table is skipped (with a warning).
+    A simple-bucket-index table is skipped (with a warning).
 
     Returns:
         The clusterings completed here.
@@ -353,11 +363,11 @@ def run_inline_clustering(
     if not (inline or run_async or schedule_only) or not clustering_due(ctx):
         return []
     try:
-        _refuse_bucket_index(ctx)
+        resize = _refuse_bucket_index(ctx)
     except UnsupportedError as e:
         log.warning("inline clustering skipped: %s", e)
         return []
-    if _pending_writes(ctx.timeline()) and not ctx.multi_writer:
+    if _pending_writes(ctx.timeline()) and (resize or not ctx.multi_writer):
         log.info("clustering not scheduled: writes are pending")
         return []
     schedule_clustering(ctx)

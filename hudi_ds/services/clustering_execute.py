@@ -27,6 +27,7 @@ from hudi_ds.errors import (
     UnsupportedError,
 )
 from hudi_ds.faults import crash_point
+from hudi_ds.index.core import table_bucket_layout
 from hudi_ds.layout.base_file import write_whole_base_file
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
 from hudi_ds.layout.file_group import FileSlice
@@ -39,6 +40,14 @@ from hudi_ds.layout.naming import (
 )
 from hudi_ds.schema.meta import FILENAME_METADATA_FIELD, clear_meta_values
 from hudi_ds.services.base import ServiceContext
+from hudi_ds.services.bucket_resize import (
+    RESIZE_EXECUTION_STRATEGY,
+    children_of,
+    commit_resized_rings,
+    is_resize,
+    save_resized_rings,
+    split_rows,
+)
 from hudi_ds.services.compaction_execute import _data_schema_json, _schema_before, _slice_of
 from hudi_ds.services.layout_sort import sort_rows
 from hudi_ds.storage import Storage
@@ -91,6 +100,8 @@ class ClusteringJob:
     base_format: BaseFileFormat = BaseFileFormat.PARQUET
     attempt: int = 0
     known_rollbacks: frozenset[str] = frozenset()
+    #: a consistent-hashing resize: the hash fields its rows are split by (else None)
+    resize_hash_fields: tuple[str, ...] | None = None
 
 
 def prepare_clustering(ctx: ServiceContext, instant: str, attempt: int = 0) -> ClusteringJob:
@@ -106,9 +117,23 @@ def prepare_clustering(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
     plan = tl.read_requested_replace(instant).clustering_plan
     assert plan is not None  # is_clustering checked it
     strategy_class = (plan.strategy.strategy_class_name if plan.strategy else None) or ""
-    if strategy_class.rsplit(".", 1)[-1] != EXECUTION_STRATEGY_CLASS.rsplit(".", 1)[-1]:
-        # e.g. Java's SparkSingleFileSortExecutionStrategy (keeps file ids) or the consistent
-        # hashing one (splits and merges buckets): other outputs than new file groups
+    layout = table_bucket_layout(ctx.state)
+    resize = is_resize(plan)
+    if resize and (layout is None or not layout.consistent):
+        raise UnsupportedError(
+            f"clustering {instant} is a consistent-hashing resize; the table's index is not "
+            "the consistent-hashing bucket index"
+        )
+    if layout is not None and layout.consistent and not resize:
+        raise UnsupportedError(
+            f"clustering {instant} asks for execution strategy {strategy_class or '(none)'}; "
+            "a consistent-hashing bucket table is clustered by resizes only "
+            f"({RESIZE_EXECUTION_STRATEGY})"
+        )
+    short = strategy_class.rsplit(".", 1)[-1]
+    if not resize and short != EXECUTION_STRATEGY_CLASS.rsplit(".", 1)[-1]:
+        # e.g. Java's SparkSingleFileSortExecutionStrategy (keeps file ids): other outputs
+        # than new file groups
         raise UnsupportedError(
             f"clustering {instant} asks for execution strategy {strategy_class or '(none)'}; "
             f"hudi_ds executes {EXECUTION_STRATEGY_CLASS} only"
@@ -140,6 +165,7 @@ def prepare_clustering(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
         base_format=table.config.base_file_format,
         attempt=attempt,
         known_rollbacks=frozenset(r.requested_time for r in tl.filter_actions(ROLLBACK)),
+        resize_hash_fields=layout.hash_fields if resize and layout is not None else None,
     )
 
 
@@ -195,6 +221,17 @@ def execute_group(job: ClusteringJob, index: int) -> list[WriteStat]:
         return read_file_slice(storage, fs, job.visibility, job.context, ReadStats(), columns)
 
     out: list[WriteStat] = []
+    if job.resize_hash_fields is not None:
+        # a resize: each record to the child node holding its key's hash, into its file group
+        rows = pa.concat_tables([read(fs) for fs in slices]) if slices else pa.table({})
+        t_scan = time.perf_counter() - t0
+        _, kids = children_of(group, f"clustering {job.instant}")
+        for child, chunk in split_rows(rows, kids, job.resize_hash_fields):
+            if chunk.num_rows:
+                out.append(
+                    _write_file(job, index, len(out), partition, chunk, t_scan, child.file_id)
+                )
+        return out
     if job.sort_columns:
         rows = pa.concat_tables([read(fs) for fs in slices]) if slices else pa.table({})
         rows = sort_rows(rows, job.sort_columns, job.layout_strategy)
@@ -224,13 +261,20 @@ def _slice_size(fs: FileSlice) -> int:
 
 
 def _write_file(
-    job: ClusteringJob, index: int, k: int, partition: str, chunk: pa.Table, t_scan: float
+    job: ClusteringJob,
+    index: int,
+    k: int,
+    partition: str,
+    chunk: pa.Table,
+    t_scan: float,
+    file_id: str | None = None,
 ) -> WriteStat:
-    """Write ``chunk`` as the ``k``-th new file group of group ``index``; its write stat."""
+    """Write ``chunk`` as the ``k``-th new file group of group ``index`` (``file_id``, else a
+    new one); its write stat."""
     t1 = time.perf_counter()
     schema = job.context.schema
     idx = schema.get_field_index(FILENAME_METADATA_FIELD)
-    fid = new_file_id()
+    fid = file_id or new_file_id()
     token = f"{index}-{job.attempt + 1}-{k}"
     name = base_file_name(fid, token, job.instant, job.base_format.extension)
     rel = file_path(partition, name)
@@ -352,8 +396,14 @@ def finish_clustering(
         for s in stats:
             md.partition_to_write_stats.setdefault(s.partition_path or "", []).append(s)
         md.extra_metadata["schema"] = _data_schema_json(ctx, job)  # type: ignore[arg-type]
+        resized = (
+            save_resized_rings(ctx, job.instant, job.groups)
+            if job.resize_hash_fields is not None
+            else []
+        )
         done = ctx.complete(
             Instant(job.instant, job.action, State.INFLIGHT), md.to_bytes(ctx.layout)
         )
+    commit_resized_rings(ctx, job.instant, resized)
     delete_markers(storage, job.instant)
     return done

@@ -424,11 +424,11 @@ class WriteClient:
         vis = state.visibility() if r.table_type is TableType.COPY_ON_WRITE else None
         timeline = state.timeline  # (loaded before the listing, if it was not yet)
         bucket = r.index.bucket
-        if bucket is not None:
+        if bucket is not None and not bucket.consistent:
             view = check_bucket_layout(
                 self.storage, state.config, bucket.num_buckets, list(bucket.hash_fields)
             )
-        elif vis is not None:
+        elif bucket is not None or vis is not None:  # (a ring has no bucket count to check)
             view = FileSystemView(self.storage, state.config)
         if bucket is not None or vis is not None:
             # listed after this timeline was loaded: the instant's task may use the listing
@@ -802,7 +802,7 @@ class WriteClient:
             refused = self._guard.concurrent_cause(state, instant, plan)
             if refused is not None:
                 raise refused
-        reject_updates(state.timeline, instant, statuses, self.options)  # pending clustering
+        reject_updates(state.timeline, instant, statuses, self.options, plan.options.index)
         if plan.table_type is TableType.MERGE_ON_READ:
             statuses = retarget_pending_logs(state, plan, statuses)
         if self.multi_writer:

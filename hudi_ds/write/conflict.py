@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from hudi_ds.config import ClusteringConfig, Options, UpdateStrategy
 from hudi_ds.errors import CommitConflictError
+from hudi_ds.index import Index
 from hudi_ds.index.bucket import bucket_id_from_file_id
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of, log_file_name, parse_log_file_name
@@ -33,7 +34,11 @@ from hudi_ds.write.write_status import WriteStatus
 
 
 def reject_clustering_updates(
-    timeline: Timeline, instant: str, statuses: Sequence[WriteStatus], options: Options
+    timeline: Timeline,
+    instant: str,
+    statuses: Sequence[WriteStatus],
+    options: Options,
+    index: Index | None = None,
 ) -> None:
     """Java's default update strategy for file groups under a pending clustering
     (``SparkRejectUpdateStrategy.handleUpdate``): a write that touches one fails, naming it --
@@ -41,10 +46,17 @@ def reject_clustering_updates(
     Checked at the commit, under the table lock, on the timeline listed for it: a clustering
     scheduled while the write ran counts as well.
 
+    A consistent-hashing table is refused whatever the strategy: its pending clusterings are
+    Java's resizes, beside which Java's writers write each record twice, to the old node and
+    to its children (``SparkConsistentBucketDuplicateUpdateStrategy``), which hudi_ds does not;
+    a write that went to the old node alone would be lost when the resize commits.
+
     Raises:
         CommitConflictError: a status's file group is in a pending clustering plan.
     """
-    if options.get(ClusteringConfig.UPDATES_STRATEGY) != UpdateStrategy.REJECT.value:
+    consistent = index is not None and index.bucket is not None and index.bucket.consistent
+    strategy = options.get(ClusteringConfig.UPDATES_STRATEGY)
+    if strategy != UpdateStrategy.REJECT.value and not consistent:
         return
     pending = [i for i in timeline.pending_clustering() if i.requested_time != instant]
     if not pending:
@@ -56,12 +68,19 @@ def reject_clustering_updates(
             for sl in g.slices or []:
                 key = (sl.partition_path or "", sl.file_id or "")
                 if key in ours:
+                    why = (
+                        "a consistent-hashing resize: hudi_ds does not write beside one as "
+                        "Java's writers do (to the old node and its children); run or roll "
+                        "back the clustering first"
+                        if consistent
+                        else "not allowed by hoodie.clustering.updates.strategy="
+                        "SparkRejectUpdateStrategy (the default); run the clustering first, "
+                        "or set SparkAllowUpdateStrategy (the clustering then fails instead)"
+                    )
                     raise CommitConflictError(
                         f"instant {instant} updates file group {key[1]} of partition "
                         f"'{key[0]}', which pending clustering {inst.requested_time} rewrites: "
-                        "not allowed by hoodie.clustering.updates.strategy="
-                        "SparkRejectUpdateStrategy (the default); run the clustering first, "
-                        "or set SparkAllowUpdateStrategy (the clustering then fails instead)"
+                        + why
                     )
 
 
@@ -93,8 +112,9 @@ def resolve_conflicts(
         theirs = {(p, s.file_id) for p, st in md.partition_to_write_stats.items() for s in st}
         replaced = {(p, f) for p, fs in md.partition_to_replace_file_ids.items() for f in fs}
         clash = (ours & replaced) or (exclusive and ours & theirs)
-        if plan.options.index.routes_by_hash:
-            # two writers creating a file group for one bucket (file ids differ)
+        if plan.options.index.routes_by_hash and not plan.options.index.layout.consistent:
+            # two writers creating a file group for one bucket (file ids differ); a
+            # consistent-hashing node's file id is the same for every writer
             for p, f in theirs:
                 if f and f[:8].isdigit():
                     theirs_new.setdefault((p, bucket_id_from_file_id(f)), f)
@@ -176,7 +196,10 @@ def _rehome_logs(
     mine = {s.path for s in statuses}
     top: dict[tuple[str, str, str], int] = {}
     live: dict[tuple[str, int], FileSlice] = {}
-    bucketed = plan.options.index.routes_by_hash  # new file groups of one bucket: joined
+    # new file groups of one bucket: joined (a consistent-hashing node's file id is the same
+    # for every writer: nothing to join)
+    index = plan.options.index
+    bucketed = index.routes_by_hash and not index.layout.consistent
     for p in {s.partition_path for s in statuses if s.kind == "append"}:
         for g in view.file_groups(p):
             for lf in g.log_files:

@@ -233,6 +233,18 @@ def resolve_options(
     index = Index.resolve(
         o, config, keys.record_key_fields, bool(keys.partition_fields), table, base_uri
     )
+    if (
+        index.bucket is not None
+        and index.bucket.consistent
+        and shape.table_type is not TableType.MERGE_ON_READ
+    ):
+        # Java BaseHoodieWriteClient.validateAgainstTableProperties: its resizes rewrite file
+        # groups through clustering while writers keep appending logs beside them
+        raise ConfigError(
+            "hoodie.index.bucket.engine=CONSISTENT_HASHING with hoodie.table.type="
+            f"{shape.table_type.value}: consistent hashing bucket index does not work with COW "
+            "table. Use simple bucket index or an MOR table."
+        )
     index.warn_unused_options(o)
     # Java HoodieFileWriterFactory.enableBloomFilter: no key footers without meta fields
     meta_fields = (

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from hudi_ds.index import KeyCache
 from hudi_ds.index.bucket import new_bucket_file_id
+from hudi_ds.index.consistent_hashing import Rings
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.merge.engine import DataPart, merge_versions
@@ -119,6 +120,7 @@ class Tagger:
         self.bucketed = index.routes_by_hash
         self.lookup: Lookup | None = None
         self._key_cache = KeyCache()
+        self._rings: Rings | None = None  # consistent hashing: the partitions' rings
         if not self.bucketed:
             # one key cache per task: its batches' lookups read each candidate file once
             self.lookup = lookup if lookup is not None else index.lookup(self._key_cache)
@@ -251,8 +253,6 @@ class Tagger:
         row of a bucket without one is an insert into a new file group. A delete of a key
         whose bucket has no file group is dropped, as ``HoodieDeleteHelper`` drops untagged
         deletes (the table cannot hold the key; no empty file group is created for it)."""
-        o = self.options
-        layout = self.index.layout
         drop_untagged = self.plan.operation.rows is Rows.DELETES
         out: list[np.ndarray] = []
         for rows in (data, dels):
@@ -261,16 +261,16 @@ class Tagger:
                 continue
             keys = rows.column(RECORD_KEY_METADATA_FIELD)
             parts = string_array(rows.column(PARTITION_PATH_METADATA_FIELD))
-            buckets = layout.bucket_ids(keys, o.keys.complex_key)
             enc = pc.dictionary_encode(parts)
             pidx = np.asarray(enc.indices, dtype=np.int64)
             names = enc.dictionary.to_pylist()
-            group = pidx * layout.num_buckets + buckets.astype(np.int64)
+            buckets, width = self._buckets_of(keys, pidx, names)
+            group = pidx * width + buckets
             uniq, inverse = np.unique(group, return_inverse=True)
             counts = np.bincount(inverse.reshape(-1), minlength=len(uniq))
             ids = np.empty(len(uniq), np.int64)
             for i, g in enumerate(uniq.tolist()):
-                partition, bucket = names[g // layout.num_buckets], g % layout.num_buckets
+                partition, bucket = names[g // width], g % width
                 file_id, base = self._bucket_location(partition, bucket)
                 n = int(counts[i])
                 if base is not None:
@@ -288,12 +288,32 @@ class Tagger:
             dels, del_t = dels.filter(pa.array(keep)), del_t[keep]
         return Tagged(data, out[0], dels, del_t, self._targets)
 
+    def _buckets_of(
+        self, keys: pa.Array, pidx: np.ndarray, names: list[str]
+    ) -> tuple[np.ndarray, int]:
+        """The bucket of every row (rows of partition ``names[pidx[i]]``) and an upper bound of
+        the bucket numbers (consistent hashing: its node in the partition's ring)."""
+        layout = self.index.layout
+        if layout.consistent:
+            if self._rings is None:
+                vis = self.plan.visibility
+                self._rings = Rings(self.storage, layout, lambda i: i in vis.instants)
+            return self._rings.nodes_of(keys, pidx, names)
+        buckets = layout.bucket_ids(keys, self.options.keys.complex_key)
+        return buckets.astype(np.int64), layout.num_buckets
+
     def _bucket_location(self, partition: str, bucket: int) -> tuple[str, str | None]:
         """The file id of ``bucket``'s file group in ``partition`` and the base instant of its
         latest slice (a pending compaction's when one is planned on it, as Java's file-system
         view opens that slice); a bucket without a file group gets the new file group's id
-        and None."""
+        and None. Consistent hashing: the file group of the ring's node ``bucket``."""
         p = self.plan
+        if self._rings is not None:
+            file_id = self._rings.file_id(partition, bucket)
+            found = self.files.by_file_id(partition).get(file_id)
+            if found is not None and p.operation.merges_existing:
+                return file_id, p.base_instant_of(found)
+            return file_id, None
         existing = self.files.slices(partition).get(bucket) if p.operation.merges_existing else None
         if existing is not None:
             return existing.file_id, p.base_instant_of(existing)

@@ -197,7 +197,7 @@ def test_bad_options_and_schema_fail_before_writing(spark: Any, tmp_path: Path) 
         ({"hudi_py.read.split.bytez": "1"}, "hudi_py.read.split.bytez"),
         ({"write.batch.sise": "8"}, "did you mean 'write.batch.size'"),
         ({"write.task.max.size": "-5"}, "'write.task.max.size'"),
-        ({"hoodie.index.bucket.engine": "CONSISTENT_HASHING"}, "CONSISTENT_HASHING"),
+        ({"hoodie.index.bucket.engine": "CONSISTENT"}, "'CONSISTENT'"),
     ]
     from hudi_ds.spark.writer import HudiBatchWriter
 
