@@ -127,15 +127,7 @@ def record_index_lookup(
         names = list(found)
         at = np.array([slot.get((found[k].partition, found[k].file_id), -2) for k in names])
         if not (at == -2).any():
-            idx = pc.index_in(keys, value_set=pa.array(names, pa.string()))
-            pos = idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-            group = np.where(pos >= 0, np.append(at, -1)[pos], -1).astype(np.int64)
-            return KeyLocations(
-                group=group,
-                group_file_ids=pa.array([s.file_id for s in slices], pa.string()),
-                group_partitions=pa.array([s.partition_path for s in slices], pa.string()),
-                group_instants=pa.array([s.base_instant_time for s in slices], pa.string()),
-            )
+            return _locations(slices, keys, names, at)
         log.warning(
             "%s: the record index places keys in file groups that are not live; looking them "
             "up in the table's files",
@@ -171,16 +163,8 @@ def partitioned_record_index_lookup(
             sep = "\x00"
             joined = pc.binary_join_element_wise(parts, keys, sep)
             names = [f"{p}{sep}{k}" for p, k in at]
-            idx = pc.index_in(joined, value_set=pa.array(names, pa.string()))
-            pos = idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
             groups = np.array(list(at.values()), dtype=np.int64)
-            group = np.where(pos >= 0, np.append(groups, -1)[pos], -1).astype(np.int64)
-            return KeyLocations(
-                group=group,
-                group_file_ids=pa.array([s.file_id for s in slices], pa.string()),
-                group_partitions=pa.array([s.partition_path for s in slices], pa.string()),
-                group_instants=pa.array([s.base_instant_time for s in slices], pa.string()),
-            )
+            return _locations(slices, joined, names, groups)
         log.warning(
             "%s: the partitioned record index places keys in file groups that are not live; "
             "looking them up in the table's files",
@@ -192,3 +176,19 @@ def partitioned_record_index_lookup(
             storage.base_uri,
         )
     return simple_lookup(storage, slices, keys, parts, spec)
+
+
+def _locations(
+    slices: Sequence[FileSlice], keys: pa.Array, names: list[str], at: np.ndarray
+) -> KeyLocations:
+    """The locations of ``keys``: the slice ``at[i]`` for the key ``names[i]`` the index
+    found, none (-1) for the others."""
+    idx = pc.index_in(keys, value_set=pa.array(names, pa.string()))
+    pos = idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    group = np.where(pos >= 0, np.append(at, -1)[pos], -1).astype(np.int64)
+    return KeyLocations(
+        group=group,
+        group_file_ids=pa.array([s.file_id for s in slices], pa.string()),
+        group_partitions=pa.array([s.partition_path for s in slices], pa.string()),
+        group_instants=pa.array([s.base_instant_time for s in slices], pa.string()),
+    )

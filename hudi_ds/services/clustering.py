@@ -50,7 +50,6 @@ from hudi_ds.errors import (
 )
 from hudi_ds.faults import crash_point
 from hudi_ds.index.core import table_bucket_layout
-from hudi_ds.layout.naming import partition_of
 from hudi_ds.services.base import ServiceContext, under_table_lock
 from hudi_ds.services.bucket_resize import plan_bucket_resize
 from hudi_ds.services.clustering_execute import (
@@ -64,10 +63,14 @@ from hudi_ds.services.compaction import _attempt_alive, _attempts
 from hudi_ds.services.compaction_plan import _pending_writes
 from hudi_ds.timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
 from hudi_ds.timeline.metadata import WriteStat
-from hudi_ds.timeline.plans import InstantInfo, RollbackMetadata, RollbackPartitionMetadata
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.write.markers import delete_markers, marked_files
-from hudi_ds.write.rollback_executor import pending_rollback_of, resume_rollback, rollback_plan
+from hudi_ds.write.rollback_executor import (
+    attempt_rollback_metadata,
+    pending_rollback_of,
+    resume_rollback,
+    rollback_plan,
+)
 
 log = logging.getLogger("hudi_ds.services")
 
@@ -305,19 +308,9 @@ def rollback_inflight_clustering(ctx: ServiceContext, instant: str) -> list[str]
     delete_markers(storage, instant)
     if inst.is_inflight:
         writer.revert_to_requested(inst)
-    parts: dict[str, RollbackPartitionMetadata] = {}
-    for f in files:
-        p = partition_of(f)
-        parts.setdefault(p, RollbackPartitionMetadata(partition_path=p))
-        parts[p].success_delete_files.append(storage.uri(f))
-    md = RollbackMetadata(
-        start_rollback_time=rb_req.requested_time,
-        time_taken_in_millis=int((time.perf_counter() - t0) * 1000),
-        total_files_deleted=len(files),
-        commits_rollback=[instant],
-        partition_metadata=parts,
-        version=1,
-        instants_rollback=[InstantInfo(commit_time=instant, action=inst.action)],
+    millis = int((time.perf_counter() - t0) * 1000)
+    md = attempt_rollback_metadata(
+        storage, rb_req.requested_time, instant, inst.action, files, millis
     )
     ctx.complete(Instant(rb_req.requested_time, "rollback", State.INFLIGHT), md.to_bytes())
     log.info("rolled back the failed attempt of clustering %s (%d files)", instant, len(files))

@@ -28,7 +28,6 @@ from hudi_ds.layout.naming import (
     file_path,
     parse_base_file_name,
     parse_log_file_name,
-    partition_of,
 )
 from hudi_ds.schema.avro import avro_to_arrow_schema
 from hudi_ds.schema.meta import FILENAME_METADATA_FIELD, clear_meta_values, with_meta_fields
@@ -43,14 +42,12 @@ from hudi_ds.timeline.instant import COMPACTION, ROLLBACK, Instant, State
 from hudi_ds.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from hudi_ds.timeline.plans import (
     CompactionOperation,
-    InstantInfo,
-    RollbackMetadata,
-    RollbackPartitionMetadata,
 )
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.write.markers import create_marker, delete_markers, marked_files, marker_dir
 from hudi_ds.write.rollback_executor import (
+    attempt_rollback_metadata,
     pending_rollback_of,
     resume_rollback,
     rollback_plan,
@@ -552,19 +549,9 @@ def rollback_inflight_compaction(
     if inst.is_inflight:
         writer.revert_to_requested(inst)
     if rb_req is not None:
-        parts: dict[str, RollbackPartitionMetadata] = {}
-        for f in deleted:
-            p = partition_of(f)
-            parts.setdefault(p, RollbackPartitionMetadata(partition_path=p))
-            parts[p].success_delete_files.append(storage.uri(f))
-        md = RollbackMetadata(
-            start_rollback_time=rb_req.requested_time,
-            time_taken_in_millis=int((time.perf_counter() - t0) * 1000),
-            total_files_deleted=len(deleted),
-            commits_rollback=[instant],
-            partition_metadata=parts,
-            version=1,
-            instants_rollback=[InstantInfo(commit_time=instant, action=COMPACTION)],
+        millis = int((time.perf_counter() - t0) * 1000)
+        md = attempt_rollback_metadata(
+            storage, rb_req.requested_time, instant, COMPACTION, deleted, millis
         )
         ctx.complete(Instant(rb_req.requested_time, "rollback", State.INFLIGHT), md.to_bytes())
     log.info("rolled back the failed attempt of compaction %s (%d files)", instant, len(deleted))

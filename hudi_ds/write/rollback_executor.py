@@ -22,7 +22,7 @@ the rollback. Readers never saw a failed T, since it never completed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from hudi_ds.errors import ConcurrentWriterError
 from hudi_ds.faults import crash_point
@@ -414,6 +414,32 @@ def execute_rollback(
     )
     log.info("rolled back %s (%d files)", instant, sum(len(v) for v in deleted.values()))
     return True
+
+
+def attempt_rollback_metadata(
+    storage: Storage,
+    rollback_time: str,
+    instant: str,
+    action: str,
+    deleted: Sequence[str],
+    millis: int,
+) -> RollbackMetadata:
+    """The metadata of the rollback of a service's failed attempt (a compaction's or a
+    clustering's, then planned again): ``deleted``, the attempt's files, by partition."""
+    parts: dict[str, RollbackPartitionMetadata] = {}
+    for f in deleted:
+        p = partition_of(f)
+        parts.setdefault(p, RollbackPartitionMetadata(partition_path=p))
+        parts[p].success_delete_files.append(storage.uri(f))
+    return RollbackMetadata(
+        start_rollback_time=rollback_time,
+        time_taken_in_millis=millis,
+        total_files_deleted=len(deleted),
+        commits_rollback=[instant],
+        partition_metadata=parts,
+        version=1,
+        instants_rollback=[InstantInfo(commit_time=instant, action=action)],
+    )
 
 
 def _finish_rollback(
