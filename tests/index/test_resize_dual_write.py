@@ -145,8 +145,9 @@ def test_writes_beside_a_resize_that_is_rolled_back(tmp_path: Path) -> None:
 @pytest.mark.parametrize("version", ["6", "9"])
 def test_writes_beside_a_resize_killed_mid_execute(tmp_path: Path, version: str) -> None:
     """The resize dies after one child's base file; writes go on beside it (still pending);
-    its next run rolls the attempt back (its own files only, never the writers' copies) and
-    completes it."""
+    its next run dies while rolling that attempt back, and the one after finishes the rollback
+    (the attempt's own files only, never the writers' copies -- on version 9 named after the
+    resize like them) and completes it."""
     path = str(tmp_path / "t")
     instant, model = _table_with_pending_resize(path, version)
     _write_beside(path, version, model)
@@ -159,6 +160,9 @@ def test_writes_beside_a_resize_killed_mid_execute(tmp_path: Path, version: str)
     _check(path, model)
     _write_beside(path, version, model, ts=3)
     assert set(copies) < set(_children_copies(path, instant))
+    _check(path, model)
+    copies = _children_copies(path, instant)
+    assert run_forked(run, "rollback:1") == EXIT_CODE
     _check(path, model)
     clustering.run_clustering(ServiceContext.open(path, _resize_opts(version)))
     assert _ring_nodes(path) == 5
