@@ -43,6 +43,8 @@ old file group alone makes the resize fail at its commit
 (``SimpleConcurrentFileWritesConflictResolutionStrategy``). Java avoids both by not
 scheduling a resize while a write is pending
 (``BaseConsistentHashingBucketClusteringPlanStrategy.checkPrecondition``), as hudi_ds does.
+A single writer, which refuses to commit over any other commit made while it wrote, lets the
+resizes its plan wrote beside complete meanwhile (:mod:`hudi_ds.write.writer_guard`).
 """
 
 from __future__ import annotations

@@ -223,3 +223,28 @@ def test_a_resize_planned_after_a_write_started_fails_that_write(tmp_path: Path)
     with pytest.raises(CommitConflictError, match="planned after this write started"):
         w.commit(t, statuses)
     _check(path, model)
+
+
+def test_a_single_writer_commits_after_the_resize_it_wrote_beside(tmp_path: Path) -> None:
+    """A single writer's write starts beside a pending resize, which another process completes
+    while the write is in flight: the write commits (its copies are on the resize's children,
+    the old file group it also wrote is replaced) and every key is there once; a write that
+    did not know the resize would have been refused (another commit while it was written)."""
+    path = str(tmp_path / "t")
+    instant, model = _table_with_pending_resize(path, "9")
+    rows = builders.trips([*range(0, 120, 3), *range(120, 140)], ts=4, key=KEY, city="sf")
+    w = WriteClient(path, {**_opts("9"), "hoodie.datasource.write.operation": "upsert"})
+    t = w.start(rows.schema)
+    task = w.task_writer(t)
+    task.write(rows)
+    statuses = task.close()
+    assert _children_copies(path, instant)
+    assert (
+        run_forked(lambda: clustering.run_clustering(ServiceContext.open(path, _resize_opts("9"))))
+        == 0
+    )
+    assert _ring_nodes(path) == 5
+    _check(path, model)
+    w.commit(t, statuses)
+    _apply(model, rows)
+    _check(path, model)
