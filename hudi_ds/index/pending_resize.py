@@ -61,6 +61,7 @@ from hudi_ds.index.consistent_hashing import (
     BucketLayoutLike,
     HashingMetadata,
     HashingNode,
+    NodeTag,
     key_hashes,
     nodes_from_json,
 )
@@ -113,11 +114,6 @@ class PendingResize:
     inputs: frozenset[str]
     children: tuple[HashingNode, ...]
 
-    @property
-    def child_file_ids(self) -> frozenset[str]:
-        """The file groups of the REPLACE children (the ones the resize writes)."""
-        return frozenset(c.file_id for c in self.children if c.file_id_prefix)
-
     def ring_after(self, ring: HashingMetadata) -> HashingMetadata:
         """The partition's ring once the resize commits: ``ring`` (the committed one) with the
         children applied (Java ``ConsistentBucketIdentifier`` on the metadata whose
@@ -163,8 +159,8 @@ def pending_resizes(timeline: Timeline) -> dict[str, PendingResize]:
 def resize_file_ids(
     groups: Iterable[ClusteringGroup], where: str
 ) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Partition -> the input file ids, and partition -> the children's file ids, of a
-    resize's groups.
+    """Partition -> the input file ids, and partition -> the file ids of the children it
+    writes (REPLACE nodes), of a resize's groups.
 
     Raises:
         CorruptFileError: a group without its partition or children (naming ``where``).
@@ -174,7 +170,10 @@ def resize_file_ids(
     for g in groups:
         p, kids = children_of(g, where)
         inputs.setdefault(p, set()).update(sl.file_id or "" for sl in g.slices or [])
-        children.setdefault(p, set()).update(k.file_id for k in kids if k.file_id_prefix)
+        # REPLACE children are the file groups the resize writes (a merge's DELETE ones name
+        # nodes it removes)
+        written = (k.file_id for k in kids if k.tag is NodeTag.REPLACE)
+        children.setdefault(p, set()).update(written)
     return inputs, children
 
 

@@ -20,7 +20,7 @@ from hudi_ds.config import ClusteringConfig, Options, UpdateStrategy
 from hudi_ds.errors import CommitConflictError
 from hudi_ds.index import Index
 from hudi_ds.index.bucket import bucket_id_from_file_id
-from hudi_ds.index.pending_resize import dual_written, resize_file_ids
+from hudi_ds.index.pending_resize import dual_written, is_resize, resize_file_ids
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of, log_file_name, parse_log_file_name
 from hudi_ds.table.fs_view import FileSystemView
@@ -69,7 +69,8 @@ def reject_clustering_updates(
         plan = timeline.read_requested_replace(inst).clustering_plan
         groups = (plan.input_groups or []) if plan is not None else []
         doubled: set[tuple[str, str]] = set()
-        if consistent:
+        resize = consistent and plan is not None and is_resize(plan)
+        if resize:
             inputs, children = resize_file_ids(groups, f"clustering {inst.requested_time}")
             doubled = dual_written(ours, inputs, children)
         for g in groups:
@@ -79,6 +80,9 @@ def reject_clustering_updates(
                     why = (
                         "a consistent-hashing resize planned after this write started, so its "
                         "records did not go to the resize's children too; write them again"
+                        if resize
+                        else "a consistent-hashing table's clustering that is not a resize; "
+                        "run or roll it back first"
                         if consistent
                         else "not allowed by hoodie.clustering.updates.strategy="
                         "SparkRejectUpdateStrategy (the default); run the clustering first, "
