@@ -7,10 +7,11 @@ groups each rewrite one or more nodes' file groups into child nodes (their extra
 pending, as Java's ``SparkConsistentBucketDuplicateUpdateStrategy.handleUpdate`` has them do:
 
 1. **Tagging**: every record is tagged by the partition's *committed* ring
-   (``HoodieSparkConsistentBucketIndex``). A record -- update, insert or delete alike, since the
-   bucket index tags all of them -- whose file group is an input of the pending resize is
-   written twice: to that file group as usual, and to the file group of the child node its
-   hash falls in, found on the ring the resize will commit (the committed ring with the
+   (``HoodieSparkConsistentBucketIndex``, ``ConsistentBucketIndexUtils.loadMetadata``). A
+   record -- update, insert or delete alike, since the bucket index tags all of them -- whose
+   file group is an input of the pending resize is written twice: to that file group as
+   usual, and to the file group of the child node its hash falls in, found on the ring the
+   resize will commit (the committed ring with the
    plan's children applied: ``ConsistentBucketIdentifier`` built on the metadata with
    ``getChildrenNodes``). The copy's location is ``(<child prefix>-0, <resize instant>)``: it
    is a log file of the child's file group in the slice the resize's base file opens, named
@@ -29,8 +30,8 @@ pending, as Java's ``SparkConsistentBucketDuplicateUpdateStrategy.handleUpdate``
    records in the copies (the resize's base file holds the old slice as of the plan); a write
    that commits after it wrote the copies too, and the old file group it also wrote is
    replaced. Either way each key is once in the reader's view.
-4. **The resize is rolled back**: its instant is gone, the copies stay invisible (and a table
-   version 8 rollback deletes the files named after it); the old file groups hold every
+4. **The resize is rolled back**: its instant is gone, the copies stay invisible (on table
+   version 8+ the rollback deletes them, named after it); the old file groups hold every
    record. A failed attempt rolled back to be run again deletes only the files its markers
    name -- never the copies, which are the writers'.
 
