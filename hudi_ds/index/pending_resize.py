@@ -11,11 +11,11 @@ pending, as Java's ``SparkConsistentBucketDuplicateUpdateStrategy.handleUpdate``
    record -- update, insert or delete alike, since the bucket index tags all of them -- whose
    file group is an input of the pending resize is written twice: to that file group as
    usual, and to the file group of the child node its hash falls in, found on the ring the
-   resize will commit (the committed ring with the
-   plan's children applied: ``ConsistentBucketIdentifier`` built on the metadata with
-   ``getChildrenNodes``). The copy's location is ``(<child prefix>-0, <resize instant>)``: it
-   is a log file of the child's file group in the slice the resize's base file opens, named
-   with the resize's instant (``.<prefix>-0_<resize instant>.log.<v>_<token>``).
+   resize will commit (the committed ring with the plan's children applied:
+   ``ConsistentBucketIdentifier`` built on the metadata with ``getChildrenNodes``). The
+   copy's location is ``(<child prefix>-0, <resize instant>)``: a log file of the child's file
+   group in the slice the resize's base file opens, named with the resize's instant
+   (``.<prefix>-0_<resize instant>.log.<v>_<token>``).
 2. **Reading**: the resize's instant is pending, so a slice based on it is not committed
    (``HoodieFileGroup.isFileSliceCommitted``) and the copies are invisible; readers see the old
    file groups, which hold every record. hudi_ds names the copy after the resize on table
