@@ -30,15 +30,21 @@ import numpy as np
 import pyarrow as pa
 
 from hudi_ds.config import ClusteringConfig, WriteConfig
-from hudi_ds.errors import CommitConflictError, CorruptFileError
+from hudi_ds.errors import CommitConflictError
 from hudi_ds.index.consistent_hashing import (
     HashingNode,
     commit_metadata,
     key_hashes,
     load_metadata,
-    nodes_from_json,
     nodes_to_json,
     save_metadata,
+)
+from hudi_ds.index.pending_resize import (
+    CHILD_NODE_KEY,
+    PARTITION_KEY,
+    RESIZE_EXECUTION_STRATEGY,
+    SEQUENCE_NUMBER_KEY,
+    children_of,
 )
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
@@ -49,22 +55,6 @@ from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.plans import ClusteringGroup, ClusteringPlan, ClusteringStrategy
 from hudi_ds.timeline.timeline import Timeline
-
-#: Java's execution strategy of consistent-hashing resizes
-RESIZE_EXECUTION_STRATEGY = (
-    "org.apache.hudi.client.clustering.run.strategy."
-    "SparkConsistentBucketClusteringExecutionStrategy"
-)
-#: the extra metadata keys of a resize group (``BaseConsistentHashingBucketClusteringPlanStrategy``)
-PARTITION_KEY = "clustering.group.partition"
-CHILD_NODE_KEY = "clustering.group.child.node"
-SEQUENCE_NUMBER_KEY = "clustering.group.sequence.no"
-
-
-def is_resize(plan: ClusteringPlan) -> bool:
-    """The plan is a consistent-hashing resize (by its execution strategy)."""
-    name = (plan.strategy.strategy_class_name if plan.strategy else None) or ""
-    return name.rsplit(".", 1)[-1] == RESIZE_EXECUTION_STRATEGY.rsplit(".", 1)[-1]
 
 
 def _slice_size(s: FileSlice) -> int:
@@ -132,18 +122,6 @@ def plan_bucket_resize(ctx: ServiceContext, tl: Timeline | None = None) -> Clust
         preserve_hoodie_metadata=True,
         missing_schedule_partitions=None,
     )
-
-
-def children_of(group: ClusteringGroup, where: str) -> tuple[str, list[HashingNode]]:
-    """The partition and child nodes of a resize group.
-
-    Raises:
-        CorruptFileError: the group lacks them.
-    """
-    extra = group.extra_metadata or {}
-    if CHILD_NODE_KEY not in extra or PARTITION_KEY not in extra:
-        raise CorruptFileError(f"{where}: a resize group without {CHILD_NODE_KEY}")
-    return extra[PARTITION_KEY], nodes_from_json(extra[CHILD_NODE_KEY], where)
 
 
 def split_rows(

@@ -28,6 +28,13 @@ from hudi_ds.errors import (
 )
 from hudi_ds.faults import crash_point
 from hudi_ds.index.core import table_bucket_layout
+from hudi_ds.index.pending_resize import (
+    RESIZE_EXECUTION_STRATEGY,
+    children_of,
+    dual_written,
+    is_resize,
+    resize_file_ids,
+)
 from hudi_ds.layout.base_file import write_whole_base_file
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
 from hudi_ds.layout.file_group import FileSlice
@@ -40,14 +47,7 @@ from hudi_ds.layout.naming import (
 )
 from hudi_ds.schema.meta import FILENAME_METADATA_FIELD, clear_meta_values
 from hudi_ds.services.base import ServiceContext
-from hudi_ds.services.bucket_resize import (
-    RESIZE_EXECUTION_STRATEGY,
-    children_of,
-    commit_resized_rings,
-    is_resize,
-    save_resized_rings,
-    split_rows,
-)
+from hudi_ds.services.bucket_resize import commit_resized_rings, save_resized_rings, split_rows
 from hudi_ds.services.compaction_execute import _data_schema_json, _schema_before, _slice_of
 from hudi_ds.services.layout_sort import sort_rows
 from hudi_ds.storage import Storage
@@ -318,21 +318,30 @@ def check_concurrent_writes(ctx: ServiceContext, job: ClusteringJob) -> None:
     planned and touched one of its file groups (``SparkAllowUpdateStrategy``, or a write
     started before the plan) makes the clustering conflict -- completing it would drop that
     write's records (Java's ``SimpleConcurrentFileWritesConflictResolutionStrategy`` fails the
-    clustering then).
+    clustering then). A write beside a resize that wrote its records to the resize's children
+    too (:mod:`hudi_ds.index.pending_resize`) is no conflict: the children keep them.
 
     Raises:
         CommitConflictError: naming the write and the file group.
     """
     tl = ctx.timeline()
-    ours = {(p, f) for p, fids in replaced_file_ids(job).items() for f in fids}
+    inputs = replaced_file_ids(job)
+    ours = {(p, f) for p, fids in inputs.items() for f in fids}
+    children: dict[str, set[str]] = {}
+    if job.resize_hash_fields is not None:
+        children = resize_file_ids(job.groups, f"clustering {job.instant}")[1]
     for other in tl.commits():
         t = other.requested_time
         if t == job.instant or t in job.visibility.instants:
             continue
         md = tl.read_commit_metadata(other)
+        stats_of = md.partition_to_write_stats.items()
+        written = {(p, st.file_id or "") for p, sts in stats_of for st in sts}
+        # a write beside a resize that also wrote its records to the children: kept by them
+        doubled = dual_written(written, inputs, children)
         for p, stats in md.partition_to_write_stats.items():
             for st in stats:
-                if (p, st.file_id or "") in ours:
+                if (p, st.file_id or "") in ours and (p, st.file_id or "") not in doubled:
                     raise CommitConflictError(
                         f"clustering {job.instant} conflicts with {t} ({other.action}), which "
                         f"wrote file group {st.file_id} of partition '{p}' after the "

@@ -20,6 +20,7 @@ from hudi_ds.config import ClusteringConfig, Options, UpdateStrategy
 from hudi_ds.errors import CommitConflictError
 from hudi_ds.index import Index
 from hudi_ds.index.bucket import bucket_id_from_file_id
+from hudi_ds.index.pending_resize import dual_written, is_resize, resize_file_ids
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of, log_file_name, parse_log_file_name
 from hudi_ds.table.fs_view import FileSystemView
@@ -46,10 +47,12 @@ def reject_clustering_updates(
     Checked at the commit, under the table lock, on the timeline listed for it: a clustering
     scheduled while the write ran counts as well.
 
-    A consistent-hashing table is refused whatever the strategy: its pending clusterings are
-    Java's resizes, beside which Java's writers write each record twice, to the old node and
-    to its children (``SparkConsistentBucketDuplicateUpdateStrategy``), which hudi_ds does not;
-    a write that went to the old node alone would be lost when the resize commits.
+    A consistent-hashing table's pending clusterings are its resizes, beside which writers
+    write each record twice, to the old node and to its child
+    (``SparkConsistentBucketDuplicateUpdateStrategy``, :mod:`hudi_ds.index.pending_resize`),
+    whatever the strategy: a write into a resized file group passes when it wrote the copies
+    too, and fails when it did not (the resize was planned after the write planned its files:
+    written to the old node alone, its records would be lost when the resize commits).
 
     Raises:
         CommitConflictError: a status's file group is in a pending clustering plan.
@@ -64,14 +67,22 @@ def reject_clustering_updates(
     ours = {(s.partition_path, s.file_id) for s in statuses}
     for inst in pending:
         plan = timeline.read_requested_replace(inst).clustering_plan
-        for g in (plan.input_groups or []) if plan is not None else []:
+        groups = (plan.input_groups or []) if plan is not None else []
+        doubled: set[tuple[str, str]] = set()
+        resize = consistent and plan is not None and is_resize(plan)
+        if resize:
+            inputs, children = resize_file_ids(groups, f"clustering {inst.requested_time}")
+            doubled = dual_written(ours, inputs, children)
+        for g in groups:
             for sl in g.slices or []:
                 key = (sl.partition_path or "", sl.file_id or "")
-                if key in ours:
+                if key in ours and key not in doubled:
                     why = (
-                        "a consistent-hashing resize: hudi_ds does not write beside one as "
-                        "Java's writers do (to the old node and its children); run or roll "
-                        "back the clustering first"
+                        "a consistent-hashing resize planned after this write started, so its "
+                        "records did not go to the resize's children too; write them again"
+                        if resize
+                        else "a consistent-hashing table's clustering that is not a resize; "
+                        "run or roll it back first"
                         if consistent
                         else "not allowed by hoodie.clustering.updates.strategy="
                         "SparkRejectUpdateStrategy (the default); run the clustering first, "
@@ -107,10 +118,21 @@ def resolve_conflicts(
         return statuses
     exclusive = plan.table_type is TableType.COPY_ON_WRITE or not plan.operation.merges_existing
     theirs_new: dict[tuple[str, int], str] = {}
+    consistent = plan.options.index.routes_by_hash and plan.options.index.layout.consistent
     for other in others:
         md = timeline.read_commit_metadata(other)
         theirs = {(p, s.file_id) for p, st in md.partition_to_write_stats.items() for s in st}
         replaced = {(p, f) for p, fs in md.partition_to_replace_file_ids.items() for f in fs}
+        if consistent and replaced:
+            # a resize that completed meanwhile: the file groups it replaced are no clash where
+            # we also wrote their records to its children (written as logs on top of them)
+            by_part: dict[str, set[str]] = {}
+            for p, f in theirs:
+                by_part.setdefault(p, set()).add(f or "")
+            olds = {p: set(fs) for p, fs in md.partition_to_replace_file_ids.items()}
+            doubled = dual_written(ours, olds, by_part)
+            kept = {(p, f) for p, f in ours & theirs if any(q == p for q, _ in doubled)}
+            replaced, theirs = replaced - doubled, theirs - kept
         clash = (ours & replaced) or (exclusive and ours & theirs)
         if plan.options.index.routes_by_hash and not plan.options.index.layout.consistent:
             # two writers creating a file group for one bucket (file ids differ); a

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from hudi_ds.errors import HudiError, WriteError
 from hudi_ds.index.bucket import bucket_id_from_file_id
+from hudi_ds.index.pending_resize import PendingResize, pending_resizes
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of, parse_log_file_name
 from hudi_ds.schema.avro import avro_schema_json, avro_to_arrow_schema, table_avro_schema
@@ -63,6 +64,9 @@ class WritePlan:
         stats_columns: the columns the table's column stats index, when it keeps them: the
             handles compute the ranges of the files they write
             (:func:`hudi_ds.write.metadata_sync.written_stats_columns`).
+        pending_resizes: consistent hashing: partition -> its pending resize, whose file
+            groups' records are written to its children too
+            (:mod:`hudi_ds.index.pending_resize`).
     """
 
     instant: str
@@ -80,6 +84,7 @@ class WritePlan:
     pending_clustering: frozenset[tuple[str, str]] = frozenset()
     logged_inserts: frozenset[str] = frozenset()
     stats_columns: tuple[str, ...] | None = None
+    pending_resizes: Mapping[str, PendingResize] = field(default_factory=dict)
 
     @property
     def table_type(self) -> TableType:
@@ -143,6 +148,7 @@ def build_plan(
         if state.config.table_type is TableType.MERGE_ON_READ and operation.merges_existing:
             logged = _logged_inserts(timeline, vis)
     data_avro_schema = avro_schema_json(table_avro_schema(data, options.table_name))
+    consistent = options.index.bucket is not None and options.index.bucket.consistent
     return WritePlan(
         instant=instant,
         action=action,
@@ -159,6 +165,7 @@ def build_plan(
         pending_clustering=clustering,
         logged_inserts=logged,
         stats_columns=written_stats_columns(state, data_avro_schema),
+        pending_resizes=pending_resizes(timeline) if consistent else {},
     )
 
 

@@ -229,7 +229,8 @@ def _revert_compaction_attempt(
     before_complete: BeforeComplete = None,
 ) -> None:
     ts = inst.requested_time
-    files = set(_files_of(storage, config, ts)) | set(
+    logs = not timeline.is_clustering(inst)
+    files = set(_files_of(storage, config, ts, logs)) | set(
         plan_requests(storage, timeline, rollback_time)[0]
     )
     deleted: dict[str, list[str]] = {}
@@ -289,7 +290,10 @@ def _rollback_target(timeline: Timeline, r: Instant) -> str | None:
     return info.commit_time if info is not None else None
 
 
-def _files_of(storage: Storage, config: TableConfig, instant: str) -> list[str]:
+def _files_of(storage: Storage, config: TableConfig, instant: str, logs: bool = True) -> list[str]:
+    """``logs``: also the layout 2 log files named after ``instant`` (not for an attempt of a
+    clustering, which writes base files only: logs named after a pending resize are the
+    copies its concurrent writers made, :mod:`hudi_ds.index.pending_resize`)."""
     files = set(marked_files(storage, instant))
     view = FileSystemView(storage, config)
     for p in view.partitions():
@@ -298,7 +302,7 @@ def _files_of(storage: Storage, config: TableConfig, instant: str) -> list[str]:
                 if b.instant_time == instant:
                     files.add(b.path)
             for lf in g.log_files:
-                if config.timeline_layout_version >= 2 and lf.instant_time == instant:
+                if logs and config.timeline_layout_version >= 2 and lf.instant_time == instant:
                     files.add(lf.path)
     return sorted(files)
 

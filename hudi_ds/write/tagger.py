@@ -30,6 +30,7 @@ from hudi_ds.index import KeyCache
 from hudi_ds.index.bucket import new_bucket_file_id
 from hudi_ds.index.consistent_hashing import Rings
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
+from hudi_ds.index.pending_resize import ChildRouter
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.merge.engine import DataPart, merge_versions
 from hudi_ds.schema.meta import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
@@ -121,6 +122,12 @@ class Tagger:
         self.lookup: Lookup | None = None
         self._key_cache = KeyCache()
         self._rings: Rings | None = None  # consistent hashing: the partitions' rings
+        self.children: ChildRouter | None = None  # ... and the pending resizes' children
+        if self.bucketed and index.layout.consistent:
+            vis = plan.visibility
+            self._rings = Rings(self.storage, index.layout, lambda i: i in vis.instants)
+            if plan.pending_resizes:
+                self.children = ChildRouter(plan.pending_resizes, self._rings.ring, index.layout)
         if not self.bucketed:
             # one key cache per task: its batches' lookups read each candidate file once
             self.lookup = lookup if lookup is not None else index.lookup(self._key_cache)
@@ -286,7 +293,15 @@ class Tagger:
         if len(del_t) and (del_t < 0).any():
             keep = del_t >= 0
             dels, del_t = dels.filter(pa.array(keep)), del_t[keep]
-        return Tagged(data, out[0], dels, del_t, self._targets)
+        data_t = out[0]
+        if self.children is not None:  # copies of the rows under a pending resize
+            data, data_t = self.children.add(data, data_t, self._targets, self._child)
+            dels, del_t = self.children.add(dels, del_t, self._targets, self._child)
+        return Tagged(data, data_t, dels, del_t, self._targets)
+
+    def _child(self, partition: str, file_id: str, instant: str, n: int) -> int:
+        self.workload.add_updates(partition, file_id, instant, n)  # (a copy: ChildRouter)
+        return self._target(partition, file_id)
 
     def _buckets_of(
         self, keys: pa.Array, pidx: np.ndarray, names: list[str]
@@ -294,10 +309,7 @@ class Tagger:
         """The bucket of every row (rows of partition ``names[pidx[i]]``) and an upper bound of
         the bucket numbers (consistent hashing: its node in the partition's ring)."""
         layout = self.index.layout
-        if layout.consistent:
-            if self._rings is None:
-                vis = self.plan.visibility
-                self._rings = Rings(self.storage, layout, lambda i: i in vis.instants)
+        if self._rings is not None:  # consistent hashing
             return self._rings.nodes_of(keys, pidx, names)
         buckets = layout.bucket_ids(keys, self.options.keys.complex_key)
         return buckets.astype(np.int64), layout.num_buckets

@@ -443,6 +443,16 @@ class TaskWriter:
         if h is not None:
             return h
         p = self.plan
+        children = self.tagger.children
+        resize = children.instants.get(key) if children is not None else None
+        if resize is not None:
+            # a copy into a child of a pending resize: a log file of the slice the resize's
+            # base file opens, named after the resize on every table version (readers see it
+            # once the resize completes: hudi_ds.index.pending_resize)
+            version = self.files.next_log_version(partition, file_id, resize)
+            h = AppendHandle(self.ctx, partition, file_id, resize, version, None, False)
+            self.handles[key] = h
+            return h
         existing = (
             self.files.by_file_id(partition).get(file_id) if p.operation.merges_existing else None
         )

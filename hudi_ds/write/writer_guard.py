@@ -250,6 +250,8 @@ class WriterGuard:
                 continue
             if tl.origin_action(t) in (COMPACTION, LOG_COMPACTION):
                 continue  # a compaction's new slices take this write's logs (conflict.py)
+            if plan is not None and any(r.instant == t for r in plan.pending_resizes.values()):
+                continue  # a resize this write wrote beside: its children hold the copies
             return ConcurrentWriterError(
                 f"instant {instant} is not committed: another writer committed instant {t} "
                 f"({i.action}) while it was written. {SEVERAL_WRITERS}"

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import CommitConflictError, ConfigError, CorruptFileError
+from hudi_ds.errors import ConfigError, CorruptFileError
 from hudi_ds.faults import EXIT_CODE
 from hudi_ds.index.consistent_hashing import (
     HashingMetadata,
@@ -317,11 +317,10 @@ def test_cow_and_engine_changes_are_refused_before_anything_is_written(tmp_path:
     assert _snapshot(ring) == before
 
 
-def test_a_write_beside_a_pending_resize_is_refused_and_rolled_back(tmp_path: Path) -> None:
-    """Java's writers write beside a resize to the old node and its children; hudi_ds does not,
-    so a write into a file group that a pending clustering (Java's resize) rewrites fails at
-    its commit whatever ``hoodie.clustering.updates.strategy`` says: written to the old node
-    alone, it would be lost when the resize commits."""
+def test_a_write_beside_a_resize_plan_without_children_is_refused(tmp_path: Path) -> None:
+    """Writers beside a pending resize copy their records to its children
+    (tests/index/test_resize_dual_write.py); a resize plan that does not name them cannot be
+    written beside: the write fails naming the clustering, the table as it was."""
     path = str(tmp_path / "t")
     _write(path, builders.trips(range(8), key="k{:03d}"), "upsert")
     before = hudi_ds.read(path)
@@ -343,13 +342,8 @@ def test_a_write_beside_a_pending_resize_is_refused_and_rolled_back(tmp_path: Pa
     )
     pending = new_instant_time()
     Storage(path).write_bytes(f".hoodie/{pending}.replacecommit.requested", plan.to_bytes())
-    allow = "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
-    with pytest.raises(CommitConflictError, match="consistent-hashing resize"):
-        hudi_ds.write(
-            path,
-            builders.trips([1], ts=5, key="k{:03d}"),
-            {**_opts(), "hoodie.clustering.updates.strategy": allow},
-        )
+    with pytest.raises(CorruptFileError, match=f"clustering {pending}: a resize group without"):
+        hudi_ds.write(path, builders.trips([1], ts=5, key="k{:03d}"), _opts())
     cols = [*COLUMNS, "_hoodie_file_name"]
     assert_rows(hudi_ds.read(path), builders.sorted_rows(before, cols), cols)
 
