@@ -57,7 +57,7 @@ def check_bucket_layout(
 ) -> FileSystemView:
     """Raise when the file groups on storage contradict ``num_buckets``, or, on a table with
     partition-level bucket rules, the count its latest committed rules give each partition
-    (its live file groups: a rescale's replaced ones had the count before).
+    (its live file groups: a rescale's replaced ones had the count before it).
 
     Returns:
         The file-system view it listed (for further checks on the same listing).
@@ -71,14 +71,17 @@ def check_bucket_layout(
     view = FileSystemView(storage, config)
     rules = latest_config(storage, state.timeline)
     where = storage.full_path(PROPS_FILE if rules is None else CONFIGS_DIR)
-    replaced = state.visibility().replaced if rules is not None else {}
+    vis = state.visibility() if rules is not None else None
     groups: list[tuple[FileGroup, int]] = []
     for p in view.partitions():
         n = num_buckets if rules is None else rules.num_buckets(p)
+        # with rules, the live file groups only: a rescale's replaced ones (and a failed
+        # one's new ones) have another count
+        live = {s.file_id for s in view.latest_file_slices(p, vis)} if vis else None
         for g in view.file_groups(p):
             bucket = bucket_id_of(g.file_id)
-            if bucket is None or g.file_id in replaced.get(p, ()):
-                continue  # not a bucket file group (written with another index), or replaced
+            if bucket is None or (live is not None and g.file_id not in live):
+                continue  # not a bucket file group (written with another index), or not live
             if bucket >= n:
                 raise CorruptFileError(
                     f"{where}: {NUM_BUCKETS_KEY}={n} contradicts file group "
