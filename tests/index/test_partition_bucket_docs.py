@@ -20,6 +20,6 @@ def test_partition_bucket_doc_snippet(tmp_path: Path) -> None:
     body = "\n".join(blocks).replace(DOC_PATH, str(tmp_path))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(body, str(DOC), "exec"), {"__name__": "doc"})  # noqa: S102
+        exec(compile(body, str(DOC), "exec"), {"__name__": "doc"})
     promised = [ln[2:] for b in blocks for ln in b.splitlines() if ln.startswith(("# {", "# ("))]
     assert out.getvalue().strip().splitlines() == promised
