@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.config import ConfigProperty, Options, WriteConfig
+from hudi_ds.config import ConfigProperty, Options, WriteConfig, warn_no_effect
 from hudi_ds.errors import ConfigError
 from hudi_ds.index.bloom import bloom_lookup
 from hudi_ds.index.bucket import (
@@ -525,6 +525,10 @@ def _partition_rules(
             f"hoodie.index.bucket.engine=SIMPLE, not {engine.value}"
         )
     rescale = "change them with a rescale: hudi-py bucket-rescale (hudi_ds.rescale_buckets)"
+    if asked is None and table_rules is None and o.is_set(WriteConfig.BUCKET_PARTITION_RULE_TYPE):
+        warn_no_effect(
+            WriteConfig.BUCKET_PARTITION_RULE_TYPE.key, rule.value, f"no '{expr_key}' to read"
+        )
     if config is None:
         return HashingConfig(asked, num_buckets, rule) if asked is not None else None
     if table_rules is None:

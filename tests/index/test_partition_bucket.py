@@ -18,7 +18,7 @@ import pytest
 
 import hudi_ds
 from hudi_ds.cli import main as cli_main
-from hudi_ds.errors import ConfigError
+from hudi_ds.errors import ConfigError, IgnoredOptionWarning
 from hudi_ds.faults import EXIT_CODE
 from hudi_ds.index.partition_bucket import CONFIGS_DIR, HashingConfig
 from hudi_ds.storage import Storage
@@ -235,7 +235,8 @@ def test_upgrade_of_a_bucket_table_and_refusals(
     path = str(tmp_path / "t")
     model: dict[str, tuple] = {}
     t = _rows(list(range(45)), 1)
-    hudi_ds.write(path, t, _opts())
+    with pytest.warns(IgnoredOptionWarning, match="rule.type"):  # (no expressions to read)
+        hudi_ds.write(path, t, _opts(**{"hoodie.bucket.index.partition.rule.type": "regex"}))
     _apply(model, t)
     with pytest.raises(ConfigError, match="has no partition-level bucket rules"):
         hudi_ds.write(path, t, {"hoodie.bucket.index.partition.expressions": RULES})
