@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -18,13 +21,13 @@ import pytest
 
 import hudi_ds
 from hudi_ds.cli import main as cli_main
-from hudi_ds.errors import ConfigError, IgnoredOptionWarning
-from hudi_ds.faults import EXIT_CODE
+from hudi_ds.errors import CommitConflictError, ConfigError, IgnoredOptionWarning
+from hudi_ds.faults import EXIT_CODE, STALL_ENV
 from hudi_ds.index.partition_bucket import CONFIGS_DIR, HashingConfig
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.view import TableState
-from tests.conftest import assert_rows, hudi_rs_table, run_forked, table_options
+from tests.conftest import OCC_OPTIONS, assert_rows, hudi_rs_table, run_forked, table_options
 
 COLS = ["id", "dt", "ts", "v"]
 DAYS = ["2024-11-11", "2024-12-25", "2024-01-02"]
@@ -269,3 +272,37 @@ def test_upgrade_of_a_bucket_table_and_refusals(
             ),
         )
     assert not Storage(str(tmp_path / "ch")).exists("")  # refused before anything is written
+
+
+def test_a_commit_into_a_rescaled_partition_meanwhile_fails_the_rescale(tmp_path: Path) -> None:
+    """A rescale stopped (SIGSTOP) with its files written while an optimistic writer commits
+    into the partition it rewrites: the rescale refuses to commit (it would drop that write),
+    rolls back, its config deleted; every key of the writer's commit is there once."""
+    path, model = _rescaled_table(tmp_path, False)
+    occ = {**OCC_OPTIONS, "hoodie.write.lock.wait_time_ms": "50"}
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.environ[STALL_ENV] = "after_files"
+            hudi_ds.rescale_buckets(path, r"\d{4}-11-\d\d,5;2024-12-25,6", options=occ)
+            code = 0
+        except CommitConflictError:
+            code = 3
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 120
+    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+        assert time.monotonic() < deadline, "the rescale did not reach its stall point"
+        time.sleep(0.01)
+    t = _rows(list(range(1, 60, 3)), 5)  # (2024-12-25 among them)
+    hudi_ds.write(path, t, {**table_options("pb"), **occ})
+    _apply(model, t)
+    os.kill(pid, signal.SIGCONT)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 3
+    assert [f.name for f in (Path(path) / CONFIGS_DIR).iterdir()] == [
+        "00000000000000000.hashing_config"
+    ]
+    assert _live_buckets(path)["2024-12-25"] == [0, 1, 2]
+    _check(path, model)
