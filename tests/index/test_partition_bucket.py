@@ -26,6 +26,7 @@ from hudi_ds.faults import EXIT_CODE, STALL_ENV
 from hudi_ds.index.partition_bucket import CONFIGS_DIR, HashingConfig
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.view import TableState
 from tests.conftest import OCC_OPTIONS, assert_rows, hudi_rs_table, run_forked, table_options
 
@@ -305,4 +306,32 @@ def test_a_commit_into_a_rescaled_partition_meanwhile_fails_the_rescale(tmp_path
         "00000000000000000.hashing_config"
     ]
     assert _live_buckets(path)["2024-12-25"] == [0, 1, 2]
+    _check(path, model)
+
+
+def test_a_table_recording_no_index_is_written_by_its_hashing_config(tmp_path: Path) -> None:
+    """Java's writers record neither ``hoodie.index.type`` nor the bucket settings in
+    ``hoodie.properties``: the hashing config alone tells the index, the rules and the
+    default count (no option needed)."""
+    path = str(tmp_path / "t")
+    opts = _opts(**{"hoodie.bucket.index.partition.expressions": RULES})
+    model: dict[str, tuple] = {}
+    t = _rows(list(range(45)), 1)
+    hudi_ds.write(path, t, opts)
+    _apply(model, t)
+    st = TableState.open(path)
+    props = {
+        k: v
+        for k, v in st.config.props.items()
+        if k not in ("hoodie.index.type", "hoodie.bucket.index.num.buckets")
+    }
+    TableConfig(props).save(st.storage)
+    t = _rows(list(range(0, 90, 2)), 2)
+    hudi_ds.write(path, t, table_options("pb", buckets=None))
+    _apply(model, t)
+    assert _live_buckets(path) == {
+        "2024-01-02": [0, 1],
+        "2024-11-11": list(range(5)),
+        "2024-12-25": [0, 1, 2],
+    }
     _check(path, model)
