@@ -71,6 +71,14 @@ class RuleType(enum.StrEnum):
             ) from None
 
 
+def _java_split(text: str, sep: str) -> list[str]:
+    """Java ``String.split``: trailing empty strings are dropped (``"a,1;"`` is one rule)."""
+    parts = text.split(sep)
+    while len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 @functools.lru_cache(maxsize=64)
 def parse_expressions(expressions: str) -> tuple[tuple[re.Pattern[str], int], ...]:
     """The ``(pattern, buckets)`` rules of an expression string, in priority order.
@@ -80,8 +88,8 @@ def parse_expressions(expressions: str) -> tuple[tuple[re.Pattern[str], int], ..
             count is not an integer in ``[1, 99999999]`` (named with the rule).
     """
     rules = []
-    for raw in expressions.split(";"):
-        parts = raw.strip().split(",")
+    for raw in _java_split(expressions, ";"):
+        parts = _java_split(raw.strip(), ",")
         if len(parts) != 2:
             raise ConfigError(
                 f"{EXPRESSIONS_KEY}={expressions!r}: rule {raw!r} is not 'regex,bucketNumber' "

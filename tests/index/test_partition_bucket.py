@@ -120,6 +120,7 @@ def test_hashing_config_is_javas_file_and_rules_pick_the_first_match() -> None:
         "instant": "20250325091919474",
     }
     assert HashingConfig.from_json(raw) == c.at("20250325091919474")
+    assert HashingConfig("a,3;b,4;", 2).num_buckets("xb") == 4  # (Java's split drops the tail)
     # Matcher.find: anywhere in the path; the first rule wins; else the default
     assert [c.num_buckets(p) for p in ("dt=2025-06-17", "2025-11-10", "2025-01-01", "x")] == [
         256,
