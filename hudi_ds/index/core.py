@@ -492,7 +492,9 @@ def _stored_buckets(
     default is the count: a rescale may change it, the hashing config tells)."""
     if config is None:
         return None, None
-    rules = latest_config(table.storage, table.timeline) if table is not None else None
+    rules = None
+    if table is not None and not records_another_index(config):  # (no listing for those)
+        rules = latest_config(table.storage, table.timeline)
     if rules is not None:
         return str(rules.default_bucket_number), rules
     return config.props.get(NUM_BUCKETS_KEY), None
