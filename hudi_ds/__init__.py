@@ -11,7 +11,7 @@ The Spark data source ``hudi_py`` lives in :mod:`hudi_ds.spark` (``pip install
 listed in docs/options.md.
 """
 
-from hudi_ds.api import HudiTable, write
+from hudi_ds.api import HudiTable, rescale_buckets, write
 from hudi_ds.errors import (
     CommitConflictError,
     ConcurrentWriterError,
@@ -58,5 +58,6 @@ __all__ = [
     "WriteError",
     "__version__",
     "read",
+    "rescale_buckets",
     "write",
 ]

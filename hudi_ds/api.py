@@ -24,6 +24,8 @@ from hudi_ds.schema.meta import without_meta_fields
 from hudi_ds.schema.plain import plain_batches, plain_schema
 from hudi_ds.services import run_post_commit_services
 from hudi_ds.services.compaction_execute import CompactionResult
+from hudi_ds.services.partition_bucket_rescale import RescaleResult
+from hudi_ds.services.partition_bucket_rescale import rescale_buckets as _rescale
 from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.filters import Filter
 from hudi_ds.table.reader import ReadStats
@@ -175,6 +177,45 @@ def write(
     storage = open_storage(path, storage_options)
     client = WriteClient(storage, options, post_commit=run_post_commit_services)
     return _write_with(client, data, None)[0]
+
+
+def rescale_buckets(
+    path: str | Storage,
+    expressions: str,
+    *,
+    default_bucket_number: int | None = None,
+    rule: str = "regex",
+    dry_run: bool = False,
+    options: Mapping[str, Any] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> RescaleResult:
+    """Give a bucket-index table new partition-level bucket rules (Hudi 1.1, RFC-89) and
+    rewrite the partitions whose bucket count they change, in one replacecommit; the other
+    partitions' files stay as they are. Stop the table's writers first (as Hudi requires).
+    See :func:`hudi_ds.services.partition_bucket_rescale.rescale_buckets` and
+    docs/partition_bucket_index.md.
+
+    Args:
+        expressions: the new ``hoodie.bucket.index.partition.expressions``
+            (``'regex,buckets;regex,buckets'``, the first matching rule winning).
+        default_bucket_number: the count of partitions no rule matches (None: keep it).
+        rule: ``hoodie.bucket.index.partition.rule.type`` (``regex``).
+        dry_run: only plan: which partitions change, from and to which count.
+        options: write options of the rewrite (locks, metadata table).
+        storage_options: object store settings (as :func:`write`).
+
+    Raises:
+        ConfigError: invalid rules or options, or not a SIMPLE bucket-index table.
+        CommitConflictError: a writer wrote into a rescaled partition meanwhile.
+    """
+    return _rescale(
+        open_storage(path, storage_options),
+        expressions,
+        default_bucket_number=default_bucket_number,
+        rule=rule,
+        dry_run=dry_run,
+        options=options,
+    )
 
 
 def _skip_empty(

@@ -65,9 +65,10 @@ from hudi_ds.dml.commit import DmlMetrics
 from hudi_ds.dml.expr import Scope
 from hudi_ds.index import Index
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
+from hudi_ds.index.core import BucketLayout
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
-from hudi_ds.keygen import record_keys
+from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
 from hudi_ds.schema.meta import (
@@ -225,11 +226,28 @@ def bucket_ids_of_rows(
     complex_key: bool,
     hash_fields: Sequence[str],
     num_buckets: int,
+    rules: Any = None,
+    key_spec: Any = None,
 ) -> npt.NDArray[np.int32]:
     """The Hudi bucket id of every row of ``rows`` (holding the record key columns): its
-    record key built as the writer builds it, hashed as Java Hudi does."""
+    record key built as the writer builds it, hashed as Java Hudi does. With partition-level
+    ``rules`` (a :class:`~hudi_ds.index.partition_bucket.HashingConfig`) the count is the one
+    of each row's partition, its path built by ``key_spec`` (the writer's ``KeySpec``) from
+    the partition columns ``rows`` then holds too."""
     keys = record_keys(rows, list(key_fields), complex_key)
-    return bucket_ids_from_record_keys(keys, list(hash_fields), num_buckets, complex_key)
+    counts: Any = num_buckets
+    if rules is not None:
+        k = key_spec
+        parts = partition_paths(
+            rows,
+            list(k.partition_fields),
+            k.hive_style,
+            k.url_encode,
+            k.timestamp,
+            k.timestamp_fields,
+        )
+        counts = BucketLayout(num_buckets, tuple(hash_fields), rules=rules).row_counts(parts)
+    return bucket_ids_from_record_keys(keys, list(hash_fields), counts, complex_key)
 
 
 # -- DML -----------------------------------------------------------------------------------------

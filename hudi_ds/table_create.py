@@ -74,6 +74,8 @@ class NewTable:
         keygen_properties: the ``hoodie.keygen.timebased.*`` entries (Java records the
             TimestampBasedKeyGenerator's options, ``PERSISTED_CONFIG_LIST``).
         base_file_format: ``hoodie.table.base.file.format`` (PARQUET, or LANCE on version 9).
+        index_files: files the index keeps beside the timeline (table-relative path ->
+            bytes: ``Index.table_files``), written before ``hoodie.properties``.
     """
 
     table_name: str
@@ -93,6 +95,7 @@ class NewTable:
     partition_field_entries: tuple[str, ...] = ()
     keygen_properties: Mapping[str, str] = field(default_factory=dict)
     base_file_format: BaseFileFormat = BaseFileFormat.PARQUET
+    index_files: Mapping[str, bytes] = field(default_factory=dict)
 
     @property
     def key_generator(self) -> KeyGeneratorType:
@@ -215,6 +218,10 @@ def create_table(storage: Storage, table: NewTable, schema: pa.Schema) -> TableC
         storage.makedirs(d)
     if storage.exists(PROPS_FILE):
         raise TableExistsError(f"a table was created at {storage.base_uri} meanwhile")
+    for path, data in table.index_files.items():
+        # before hoodie.properties: a table that exists has its index's files
+        storage.makedirs(path.rsplit("/", 1)[0])
+        storage.write_atomic(path, data)
     config = TableConfig(props)
     config.save(storage)  # with its checksum
     return config

@@ -9,6 +9,8 @@ Usage::
     stats      <path>                                 table size, rows, file-size histogram
     compact    schedule|run|unschedule <path> [--instant C]
     clustering schedule|run|list <path> [--instant T] [--schedule]
+    bucket-rescale <path> --overwrite|--add EXPRS [--bucket-number N] [--dry-run]
+               (or --show-config)                  partition-level bucket rules, rescaled
     clean      <path> [--dry-run]                     delete old file slices (policy options)
     archive    <path> [--dry-run]                     move old instants to the archived timeline
     rollback   <path> <instant>                       undo the latest commit (or a pending one)
@@ -51,6 +53,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from hudi_ds.cli.bucket_rescale import add_bucket_rescale_command
 from hudi_ds.cli.clustering import add_clustering_command
 from hudi_ds.cli.command import (
     EXIT_BROKEN_PIPE,
@@ -120,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_table_commands(add)
     add_service_commands(add)
     add_clustering_command(add)
+    add_bucket_rescale_command(add)
     add_config_command(add)
     add_metadata_command(add)
     return p

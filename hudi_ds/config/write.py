@@ -499,6 +499,23 @@ class WriteConfig:
         parse_list,
         "Fields hashed to the bucket (a subset of the record key fields; default all).",
     )
+    BUCKET_PARTITION_EXPRESSIONS = ConfigProperty(
+        "hoodie.bucket.index.partition.expressions",
+        None,
+        parse_str,
+        "Partition-level bucket index (Hudi 1.1, RFC-89), SIMPLE bucket engine: "
+        "'regex1,buckets1;regex2,buckets2' gives the partitions whose path matches regex1 "
+        "(searched anywhere in the path) buckets1 buckets, and so on, the first matching rule "
+        "winning; other partitions get hoodie.bucket.index.num.buckets. Recorded with a new "
+        "table in .hoodie/.bucket_index/partition_bucket_index_meta/configs/; an existing "
+        "table's rules change only by a rescale (hudi-py bucket-rescale).",
+    )
+    BUCKET_PARTITION_RULE_TYPE = ConfigProperty(
+        "hoodie.bucket.index.partition.rule.type",
+        "regex",
+        one_of("regex", upper=False),
+        "How hoodie.bucket.index.partition.expressions are read: regex (the only rule Hudi has).",
+    )
     MERGE_MODE = ConfigProperty(
         "hoodie.write.record.merge.mode",
         None,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -267,8 +268,10 @@ def _to_java_strings(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedAr
     )
 
 
-def _bucket_of(h: npt.NDArray[np.uint32] | I32, num_buckets: int) -> I32:
+def _bucket_of(h: npt.NDArray[np.uint32] | I32, num_buckets: int | npt.NDArray[Any]) -> I32:
     masked = np.asarray(h).view(np.uint32) & np.uint32(0x7FFFFFFF)
+    if isinstance(num_buckets, np.ndarray):
+        return (masked % num_buckets.astype(np.uint32)).astype(np.int32)
     return (masked % np.uint32(num_buckets)).astype(np.int32)
 
 
@@ -450,7 +453,7 @@ def record_key_strings(record_keys: pa.Array | pa.ChunkedArray) -> list[pa.Array
 def bucket_ids_from_record_keys(
     record_keys: pa.Array | pa.ChunkedArray,
     hash_fields: Sequence[str],
-    num_buckets: int,
+    num_buckets: int | npt.NDArray[Any],
     complex_key: bool,
 ) -> I32:
     """Bucket of every ``_hoodie_record_key``, exactly as Java Hudi 1.0+ computes it.
@@ -465,7 +468,8 @@ def bucket_ids_from_record_keys(
     Args:
         record_keys: the record key strings.
         hash_fields: ``hoodie.bucket.index.hash.field`` (empty: all key fields).
-        num_buckets: the table's ``hoodie.bucket.index.num.buckets``.
+        num_buckets: the table's ``hoodie.bucket.index.num.buckets``, or the bucket count of
+            each key's partition (partition-level bucket index, aligned with the keys).
         complex_key: whether the table uses a complex key generator. Java applies the same rule
             to every key, so the result does not depend on it (a simple key holding both ``,``
             and ``:`` is parsed as pairs by Java, and here too).
@@ -478,7 +482,15 @@ def bucket_ids_from_record_keys(
         SchemaError: the keys are not strings or contain nulls.
     """
     del complex_key  # documented above: Java's extraction is keygen-agnostic
-    validate_num_buckets(num_buckets)
+    if isinstance(num_buckets, np.ndarray):
+        if num_buckets.shape != (len(record_keys),) or (
+            len(num_buckets) and not 1 <= num_buckets.min() <= num_buckets.max() <= MAX_NUM_BUCKETS
+        ):
+            raise ConfigError(
+                f"{NUM_BUCKETS_KEY}: one bucket count in [1, {MAX_NUM_BUCKETS}] per key is needed"
+            )
+    else:
+        validate_num_buckets(num_buckets)
     parts = [_record_key_list_hash(arr, hash_fields) for arr in record_key_strings(record_keys)]
     h = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
     return _bucket_of(h, num_buckets)

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.config import ConfigProperty, Options, WriteConfig
+from hudi_ds.config import ConfigProperty, Options, WriteConfig, warn_no_effect
 from hudi_ds.errors import ConfigError
 from hudi_ds.index.bloom import bloom_lookup
 from hudi_ds.index.bucket import (
@@ -30,6 +30,14 @@ from hudi_ds.index.bucket import (
 )
 from hudi_ds.index.consistent_hashing import has_consistent_hashing_metadata
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
+from hudi_ds.index.partition_bucket import (
+    INITIAL_INSTANT,
+    HashingConfig,
+    RuleType,
+    config_path,
+    is_partition_level,
+    latest_config,
+)
 from hudi_ds.index.record_level import partitioned_record_index_lookup, record_index_lookup
 from hudi_ds.index.simple import KeyCache, simple_lookup
 from hudi_ds.layout.file_group import FileSlice
@@ -180,31 +188,62 @@ class BucketLayout:
     """The bucket index's layout, fixed when the table is created: ``num_buckets`` file groups
     per partition (``hoodie.bucket.index.num.buckets``; a consistent-hashing partition's
     initial ring), keys hashed on ``hash_fields`` (``hoodie.bucket.index.hash.field``) by
-    ``engine``."""
+    ``engine``. With ``rules`` (Hudi 1.1's partition-level bucket index,
+    :mod:`hudi_ds.index.partition_bucket`) each partition has the count its rules give,
+    ``num_buckets`` being their default; a rescale changes them."""
 
     num_buckets: int
     hash_fields: tuple[str, ...]
     engine: BucketEngine = BucketEngine.SIMPLE
+    rules: HashingConfig | None = None
+
+    def buckets_in(self, partitions: Sequence[str]) -> np.ndarray:
+        """The bucket count of each of ``partitions`` (int64)."""
+        if self.rules is None:
+            return np.full(len(partitions), self.num_buckets, np.int64)
+        return self.rules.counts(partitions)
+
+    def row_counts(self, partitions: pa.Array | pa.ChunkedArray) -> np.ndarray | int:
+        """The bucket count of each row's partition (``partitions``: their paths), or the one
+        count of a table without rules."""
+        if self.rules is None:
+            return self.num_buckets
+        enc = pc.dictionary_encode(partitions)
+        chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
+        parts = [
+            self.rules.counts(c.dictionary.to_pylist())[
+                np.asarray(c.indices.to_numpy(zero_copy_only=False), np.int64)
+            ]
+            for c in chunks
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
     @property
     def consistent(self) -> bool:
         """Keys go to the nodes of a partition's hash ring, whose file ids are not bucket ids."""
         return self.engine is BucketEngine.CONSISTENT_HASHING
 
-    def bucket_ids(self, keys: pa.Array, complex_key: bool) -> np.ndarray:
-        """The bucket of every record key (Java ``BucketIdentifier.getBucketId``).
+    def bucket_ids(
+        self, keys: pa.Array, complex_key: bool, counts: np.ndarray | int | None = None
+    ) -> np.ndarray:
+        """The bucket of every record key (Java ``BucketIdentifier.getBucketId``); ``counts``:
+        the bucket count of each key's partition (:meth:`row_counts`), needed with rules.
 
         Raises:
-            ConfigError: the consistent-hashing engine (keys go to the nodes of a ring).
+            ConfigError: the consistent-hashing engine (keys go to the nodes of a ring), or
+                rules without ``counts``.
         """
         if self.consistent:
             raise ConfigError(
                 "hoodie.index.bucket.engine=CONSISTENT_HASHING: keys go to the nodes of a "
                 "partition's hash ring, not to numbered buckets"
             )
-        return bucket_ids_from_record_keys(
-            keys, list(self.hash_fields), self.num_buckets, complex_key
-        )
+        if counts is None and self.rules is not None:
+            raise ConfigError(
+                "partition-level bucket index: the bucket count depends on the partition"
+            )
+        n = self.num_buckets if counts is None else counts
+        return bucket_ids_from_record_keys(keys, list(self.hash_fields), n, complex_key)
 
 
 #: the non-bucket indexes (they look keys up and size file groups)
@@ -223,6 +262,8 @@ _INDEX_ONLY_OPTIONS: dict[ConfigProperty[Any], tuple[IndexType, ...]] = {
     WriteConfig.INSERT_SPLIT_SIZE: _LOOKING_UP,
     WriteConfig.INSERT_AUTO_SPLIT: _LOOKING_UP,
     WriteConfig.SMALL_FILE_GROUP_CANDIDATES: _LOOKING_UP,
+    WriteConfig.BUCKET_PARTITION_EXPRESSIONS: (IndexType.BUCKET,),
+    WriteConfig.BUCKET_PARTITION_RULE_TYPE: (IndexType.BUCKET,),
 }
 
 
@@ -327,6 +368,16 @@ class Index:
                 props.update([c.BUCKET_INDEX_ENGINE.entry(self.bucket.engine.value)])
         return props
 
+    def table_files(self) -> dict[str, bytes]:
+        """The files a new table gets for its index (paths relative to the table): the
+        partition-level bucket rules as the initial hashing config (Java saves it with the
+        table: ``PartitionBucketIndexUtils.initHashingConfig``, instant
+        ``00000000000000000``)."""
+        rules = self.bucket.rules if self.bucket is not None else None
+        if rules is None:
+            return {}
+        return {config_path(INITIAL_INSTANT): rules.at(INITIAL_INSTANT).to_json()}
+
     def warn_unused_options(self, o: Options) -> list[str]:
         """Warn about each set option this index does not use (nothing is silent: e.g.
         ``hoodie.parquet.max.file.size`` under the BUCKET index, whose file groups are fixed).
@@ -386,7 +437,7 @@ class Index:
                 bucket count contradicting the table's, or missing for a bucket table that does
                 not record it; invalid bucket settings.
         """
-        stored = config.props.get(NUM_BUCKETS_KEY) if config is not None else None
+        stored, table_rules = _stored_buckets(config, table)
         asked_buckets = o.get(WriteConfig.NUM_BUCKETS)
         if (
             stored is not None
@@ -419,15 +470,85 @@ class Index:
             IndexType.GLOBAL_BLOOM: WriteConfig.BLOOM_UPDATE_PARTITION_PATH,
             IndexType.RECORD_INDEX: WriteConfig.RECORD_INDEX_UPDATE_PARTITION_PATH,
         }.get(kind, WriteConfig.SIMPLE_UPDATE_PARTITION_PATH)
-        engine = _bucket_engine(o, config, table, base_uri) if kind is IndexType.BUCKET else None
+        bucket = None
+        if kind is IndexType.BUCKET:
+            engine = _bucket_engine(o, config, table, base_uri)
+            rules = _partition_rules(o, config, table_rules, num_buckets, engine, base_uri)
+            bucket = BucketLayout(num_buckets, hash_fields, engine, rules)
         return cls(
             type=kind,
-            bucket=(BucketLayout(num_buckets, hash_fields, engine) if engine is not None else None),
+            bucket=bucket,
             # Java HoodieIndexUtils: shouldUpdatePartitionPath = option && table is partitioned
             update_partition_path=bool(o.get(update_prop)) and partitioned,
             prune_by_ranges=o.get(WriteConfig.BLOOM_PRUNE_BY_RANGES),
             use_metadata=o.get(WriteConfig.BLOOM_USE_METADATA),
         )
+
+
+def _stored_buckets(
+    config: TableConfig | None, table: TableState | None
+) -> tuple[str | None, HashingConfig | None]:
+    """An existing table's recorded bucket count and its partition-level rules (their
+    default is the count: a rescale may change it, the hashing config tells)."""
+    if config is None:
+        return None, None
+    rules = None
+    if table is not None and not records_another_index(config):  # (no listing for those)
+        rules = latest_config(table.storage, table.timeline)
+    if rules is not None:
+        return str(rules.default_bucket_number), rules
+    return config.props.get(NUM_BUCKETS_KEY), None
+
+
+def _partition_rules(
+    o: Options,
+    config: TableConfig | None,
+    table_rules: HashingConfig | None,
+    num_buckets: int,
+    engine: BucketEngine,
+    base_uri: str,
+) -> HashingConfig | None:
+    """The partition-level bucket rules of a BUCKET write: a new table's options; an existing
+    table's latest committed hashing config (``table_rules``), which the options may repeat.
+
+    Raises:
+        ConfigError: rules with the consistent-hashing engine (Java's partition-level index
+            is the SIMPLE engine's); options that contradict the table's rules, or rules for
+            an existing table without them (both change by a rescale only); invalid rules.
+    """
+    asked = o.get(WriteConfig.BUCKET_PARTITION_EXPRESSIONS)
+    expr_key = WriteConfig.BUCKET_PARTITION_EXPRESSIONS.key
+    if asked is not None and not asked.strip():
+        raise ConfigError(f"option '{expr_key}' is empty: give 'regex,buckets' rules or unset it")
+    rule = RuleType.parse(o.get(WriteConfig.BUCKET_PARTITION_RULE_TYPE))
+    if (asked is not None or table_rules is not None) and engine is not BucketEngine.SIMPLE:
+        raise ConfigError(
+            f"option '{expr_key}' (partition-level bucket index) works with "
+            f"hoodie.index.bucket.engine=SIMPLE, not {engine.value}"
+        )
+    rescale = "change them with a rescale: hudi-py bucket-rescale (hudi_ds.rescale_buckets)"
+    if asked is None and table_rules is None and o.is_set(WriteConfig.BUCKET_PARTITION_RULE_TYPE):
+        warn_no_effect(
+            WriteConfig.BUCKET_PARTITION_RULE_TYPE.key, rule.value, f"no '{expr_key}' to read"
+        )
+    if config is None:
+        return HashingConfig(asked, num_buckets, rule) if asked is not None else None
+    if table_rules is None:
+        if asked is not None:
+            raise ConfigError(
+                f"option '{expr_key}'={asked!r}: the table at {base_uri} has no partition-level "
+                f"bucket rules (it has {num_buckets} buckets in every partition); {rescale}"
+            )
+        return None
+    if (asked is not None and asked != table_rules.expressions) or (
+        o.is_set(WriteConfig.BUCKET_PARTITION_RULE_TYPE) and rule is not table_rules.rule
+    ):
+        raise ConfigError(
+            f"option '{expr_key}'={asked!r} (rule {rule.value}) contradicts the rules of the "
+            f"table at {base_uri}: {table_rules.expressions!r} (rule {table_rules.rule.value}, "
+            f"hashing config {table_rules.instant}); {rescale}"
+        )
+    return table_rules
 
 
 def _bucket_engine(
@@ -527,6 +648,8 @@ def _index_type(o: Options, config: TableConfig | None, table: TableState | None
         current, why = IndexType.BUCKET, "its fileIds are bucket-index fileIds"
     elif table is not None and has_consistent_hashing_metadata(table.storage):
         current, why = IndexType.BUCKET, "it keeps consistent hashing metadata"
+    elif table is not None and is_partition_level(table.storage):
+        current, why = IndexType.BUCKET, "it keeps partition-level bucket rules"
     elif from_record_index is not None:
         current, why = from_record_index
         if not o.is_set(WriteConfig.INDEX_TYPE):
@@ -660,7 +783,7 @@ def table_bucket_layout(table: TableState) -> BucketLayout | None:
     if table_index_type(table) is not IndexType.BUCKET:
         return None
     config = table.config
-    stored = config.get(TableConfig.BUCKET_INDEX_NUM_BUCKETS)
+    stored, rules = _stored_buckets(config, table)
     num_buckets = validate_num_buckets(
         int(stored) if stored is not None else Options().get(WriteConfig.NUM_BUCKETS)
     )
@@ -668,4 +791,4 @@ def table_bucket_layout(table: TableState) -> BucketLayout | None:
     fields = TableConfig.BUCKET_INDEX_HASH_FIELD.items(config.props)
     hash_fields = tuple(validate_hash_fields(fields, keys)) if keys else ()
     engine = _bucket_engine(Options(), config, table, table.storage.base_uri)
-    return BucketLayout(num_buckets, hash_fields, engine)
+    return BucketLayout(num_buckets, hash_fields, engine, rules)

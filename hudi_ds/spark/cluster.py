@@ -41,6 +41,10 @@ class BucketSpec:
     complex_key: bool
     num_buckets: int
     hash_fields: tuple[str, ...]
+    #: partition-level bucket rules (a ``HashingConfig``) and the writer's ``KeySpec`` that
+    #: builds the partition paths they apply to; None without rules
+    rules: Any = None
+    key_spec: Any = None
 
     @classmethod
     def resolve(cls, options: Mapping[str, Any], path: str | None = None) -> BucketSpec:
@@ -67,6 +71,8 @@ class BucketSpec:
                 r.keys.complex_key,
                 b.num_buckets,
                 b.hash_fields,
+                b.rules,
+                r.keys if b.rules is not None else None,
             )
         else:
             validate_options(hudi)
@@ -80,6 +86,12 @@ class BucketSpec:
                     f"{index.type.value!r}"
                 )
             b = index.bucket
+            if b.rules is not None:
+                raise ConfigError(
+                    "cluster_by_bucket with hoodie.bucket.index.partition.expressions needs "
+                    "the table's path (the 'path' option or argument): partition paths are "
+                    "built as its writer builds them"
+                )
             spec = cls(tuple(keys), parts, len(keys) > 1, b.num_buckets, b.hash_fields)
         if not spec.key_fields:
             raise ConfigError(
@@ -127,17 +139,21 @@ def cluster_by_bucket(
     for c in (*key_fields, *part_fields):
         if c not in df.columns:
             raise SchemaError(f"column '{c}' is missing; columns are {df.columns}")
-    in_schema = spark_to_arrow_schema(StructType([df.schema[c] for c in key_fields]))
+    # with partition-level rules a row's bucket count is its partition's
+    cols = list(dict.fromkeys(key_fields + (part_fields if spec.rules is not None else [])))
+    in_schema = spark_to_arrow_schema(StructType([df.schema[c] for c in cols]))
 
     def add_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            keys_batch = conform_batch(batch.select(key_fields), in_schema)
+            keys_batch = conform_batch(batch.select(cols), in_schema)
             ids = bucket_ids_of_rows(
                 pa.Table.from_batches([keys_batch]),
                 key_fields,
                 spec.complex_key,
                 spec.hash_fields,
                 spec.num_buckets,
+                spec.rules,
+                spec.key_spec,
             )
             yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
 

@@ -25,6 +25,7 @@ from hudi_ds.index.bucket import (
     validate_hash_fields,
     validate_num_buckets,
 )
+from hudi_ds.index.partition_bucket import is_partition_level
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
@@ -36,7 +37,8 @@ MAX_BUCKET_KEYS = 4096
 
 
 def bucket_config(table: ReadableTable, options: Mapping[str, str]) -> tuple[int, list[str]] | None:
-    """``(num_buckets, hash_fields)`` of a bucket-index table, or None when unknown.
+    """``(num_buckets, hash_fields)`` of a bucket-index table, or None when unknown (or
+    partition-level rules give partitions different counts).
 
     From the read options ``hoodie.bucket.index.num.buckets`` / ``hoodie.bucket.index.hash.field``
     or, failing that, the same keys in ``hoodie.properties``; None for a table that records
@@ -47,6 +49,10 @@ def bucket_config(table: ReadableTable, options: Mapping[str, str]) -> tuple[int
     """
     if records_another_index(table.config):
         return None  # a table hudi_ds created with another index: fileIds are not buckets
+    if is_partition_level(table.storage):
+        # partition-level bucket rules: a partition's count depends on the rules in force
+        # when its file groups were written (a rescale changes it); such reads are not pruned
+        return None
     raw = options.get(NUM_BUCKETS_KEY) or table.config.get(NUM_BUCKETS_KEY)
     if raw is None:
         return None

@@ -26,6 +26,7 @@ from hudi_ds.errors import (
 )
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.index.core import records_another_index
+from hudi_ds.index.partition_bucket import is_partition_level
 from hudi_ds.keygen import KeyGeneratorType, key_string
 from hudi_ds.layout.file_group import FileGroup, FileSlice
 from hudi_ds.layout.naming import bucket_id_of, partition_values_of
@@ -720,6 +721,8 @@ class ReadableTable:
         keys = cfg.record_key_fields
         if n is None or records_another_index(cfg) or len(keys) != 1 or cfg.complex_record_key:
             return None
+        if is_partition_level(self.storage):
+            return None  # each partition's count is its rules' as of the read: not pruned
         hash_fields = TableConfig.BUCKET_INDEX_HASH_FIELD.items(cfg.props)
         wanted: set[int] | None = None
         for col, op, value in filters:

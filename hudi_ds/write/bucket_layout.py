@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from hudi_ds.errors import CorruptFileError, HudiError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, bucket_ids_from_record_keys
+from hudi_ds.index.partition_bucket import CONFIGS_DIR, latest_config
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import FileGroup
 from hudi_ds.layout.lance import LanceBaseFile
@@ -38,6 +39,7 @@ from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import PROPS_FILE, TableConfig
+from hudi_ds.timeline.view import TableState
 
 log = logging.getLogger("hudi_ds.write")
 
@@ -51,9 +53,11 @@ KEYS_PER_LOG = 4
 
 
 def check_bucket_layout(
-    storage: Storage, config: TableConfig, num_buckets: int, hash_fields: list[str]
+    state: TableState, num_buckets: int, hash_fields: list[str]
 ) -> FileSystemView:
-    """Raise when the file groups on storage contradict ``num_buckets``.
+    """Raise when the file groups on storage contradict ``num_buckets``, or, on a table with
+    partition-level bucket rules, the count its latest committed rules give each partition
+    (its live file groups: a rescale's replaced ones had the count before it).
 
     Returns:
         The file-system view it listed (for further checks on the same listing).
@@ -63,17 +67,24 @@ def check_bucket_layout(
             record key hashes to another bucket than the one holding it (the message names
             ``hoodie.properties``, the key and the value).
     """
+    storage, config = state.storage, state.config
     view = FileSystemView(storage, config)
-    where = storage.full_path(PROPS_FILE)
+    rules = latest_config(storage, state.timeline)
+    where = storage.full_path(PROPS_FILE if rules is None else CONFIGS_DIR)
+    vis = state.visibility() if rules is not None else None
     groups: list[tuple[FileGroup, int]] = []
     for p in view.partitions():
+        n = num_buckets if rules is None else rules.num_buckets(p)
+        # with rules, the live file groups only: a rescale's replaced ones (and a failed
+        # one's new ones) have another count
+        live = {s.file_id for s in view.latest_file_slices(p, vis)} if vis else None
         for g in view.file_groups(p):
             bucket = bucket_id_of(g.file_id)
-            if bucket is None:
-                continue  # not a bucket file group (written with another index)
-            if bucket >= num_buckets:
+            if bucket is None or (live is not None and g.file_id not in live):
+                continue  # not a bucket file group (written with another index), or not live
+            if bucket >= n:
                 raise CorruptFileError(
-                    f"{where}: {NUM_BUCKETS_KEY}={num_buckets} contradicts file group "
+                    f"{where}: {NUM_BUCKETS_KEY}={n} contradicts file group "
                     f"{g.file_id} in partition {p!r} (bucket {bucket}); the table's files were "
                     "written with more buckets"
                 )
@@ -90,16 +101,17 @@ def check_bucket_layout(
         if not keys:
             continue
         sampled += 1
+        n = num_buckets if rules is None else rules.num_buckets(g.partition_path)
         ids = bucket_ids_from_record_keys(
-            pa.array(keys, pa.string()), hash_fields, num_buckets, config.complex_record_key
+            pa.array(keys, pa.string()), hash_fields, n, config.complex_record_key
         )
         for key, got in zip(keys, ids.tolist(), strict=True):
             if got != bucket:
                 raise CorruptFileError(
-                    f"{where}: {NUM_BUCKETS_KEY}={num_buckets} contradicts the files: record key "
+                    f"{where}: {NUM_BUCKETS_KEY}={n} contradicts the files: record key "
                     f"{key!r} is stored in file group {g.file_id} of partition "
                     f"{g.partition_path!r} (bucket {bucket}) but hashes to bucket {got} with "
-                    f"{num_buckets} buckets; the table was written with another bucket count "
+                    f"{n} buckets; the table was written with another bucket count "
                     "(writing now would duplicate keys)"
                 )
     return view

@@ -304,6 +304,7 @@ class WriteClient:
             database_name=self.options.get(WriteConfig.DATABASE_NAME) or None,
             merge_properties=r.merge.table_properties(version),
             index_properties=r.index.table_properties(),
+            index_files=r.index.table_files(),
             populate_meta_fields=r.populate_meta_fields,
             table_version=version,
             key_generator_type=r.keys.generator,
@@ -425,9 +426,7 @@ class WriteClient:
         timeline = state.timeline  # (loaded before the listing, if it was not yet)
         bucket = r.index.bucket
         if bucket is not None and not bucket.consistent:
-            view = check_bucket_layout(
-                self.storage, state.config, bucket.num_buckets, list(bucket.hash_fields)
-            )
+            view = check_bucket_layout(state, bucket.num_buckets, list(bucket.hash_fields))
         elif bucket is not None or vis is not None:  # (a ring has no bucket count to check)
             view = FileSystemView(self.storage, state.config)
         if bucket is not None or vis is not None:

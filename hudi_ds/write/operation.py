@@ -179,6 +179,12 @@ INSERT_OVERWRITE_TABLE = WriteOperation(
 DELETE_PARTITION = WriteOperation(
     "delete_partition", "DELETE_PARTITION", Rows.PARTITIONS, Replaces.NAMED, False
 )
+#: rewrite partitions into their new bucket counts (Hudi 1.1's partition-level bucket index:
+#: ``WriteOperationType.BUCKET_RESCALE``, a replacecommit of the partitions written); run by
+#: :mod:`hudi_ds.services.partition_bucket_rescale`, not a ``hoodie.datasource.write.operation``
+BUCKET_RESCALE = WriteOperation(
+    "bucket_rescale", "BUCKET_RESCALE", Rows.RECORDS, Replaces.WRITTEN, False
+)
 
 #: every operation, by its ``hoodie.datasource.write.operation`` name
 OPERATIONS: Mapping[str, WriteOperation] = {
@@ -192,6 +198,7 @@ OPERATIONS: Mapping[str, WriteOperation] = {
         INSERT_OVERWRITE,
         INSERT_OVERWRITE_TABLE,
         DELETE_PARTITION,
+        BUCKET_RESCALE,
     )
 }
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from hudi_ds.errors import ConcurrentWriterError
 from hudi_ds.faults import crash_point
+from hudi_ds.index.partition_bucket import delete_config
 from hudi_ds.layout.naming import (
     file_name_of,
     file_path,
@@ -273,6 +274,7 @@ def rollback_instant(state: TableState, instant: str) -> bool:
         return False
     if inst is not None and not _files_of(storage, config, instant):
         # it wrote nothing (e.g. its input was refused): just withdraw the instant
+        delete_config(storage, instant)  # (a rescale's rules go first, see execute_rollback)
         state.timeline_writer().delete_instant_files(inst)
         delete_markers(storage, instant)
         return True
@@ -408,10 +410,10 @@ def execute_rollback(
         if _delete(storage, f):
             deleted.setdefault(partition_of(f), []).append(f)
     appended = append_rollback_blocks(storage, rollback_time, instant, command_logs)
-    if target is not None:
-        writer.delete_instant_files(target)
-    else:
-        writer.delete_instant_files(instant)
+    # a bucket rescale's rules before its instant (Java rollbackHashingConfig): a config
+    # without a pending instant would pass for committed
+    delete_config(storage, instant)
+    writer.delete_instant_files(target if target is not None else instant)
     _delete_markers(storage, instant)
     _finish_rollback(
         storage, layout, config, rollback_time, instant, deleted, action, appended, before_complete

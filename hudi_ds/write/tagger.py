@@ -311,8 +311,9 @@ class Tagger:
         layout = self.index.layout
         if self._rings is not None:  # consistent hashing
             return self._rings.nodes_of(keys, pidx, names)
-        buckets = layout.bucket_ids(keys, self.options.keys.complex_key)
-        return buckets.astype(np.int64), layout.num_buckets
+        per = layout.buckets_in(names)  # a partition-level table's counts differ
+        buckets = layout.bucket_ids(keys, self.options.keys.complex_key, per[pidx])
+        return buckets.astype(np.int64), int(per.max(initial=1))
 
     def _bucket_location(self, partition: str, bucket: int) -> tuple[str, str | None]:
         """The file id of ``bucket``'s file group in ``partition`` and the base instant of its

@@ -71,3 +71,39 @@ def test_duplicate_new_key_in_two_spark_partitions_is_written_once(
     batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
     assert_rows(pa.Table.from_batches(batches).select(COLS), want, COLS)
     assert_rows(spark.read.format("hudi_py").load(path).select(*COLS).toArrow(), want, COLS)
+
+
+def test_batch_write_with_partition_bucket_rules(spark: Any, tmp_path: Path) -> None:
+    """A Spark batch write creating a table with partition-level bucket rules: each partition
+    gets its rule's file groups; ``cluster_by_bucket`` puts each (partition, bucket) of the
+    per-partition counts in one task, so each file group gets one file (upserts of such a
+    table: tests/index/test_partition_bucket.py)."""
+    from hudi_ds.spark import cluster_by_bucket
+
+    path = str(tmp_path / "t")
+    opts = {
+        **table_options("t", partition="city", buckets=2, table_type="MERGE_ON_READ"),
+        "hoodie.bucket.index.partition.expressions": "^sf$,5;^nyc$,3",
+    }
+    model: dict[str, tuple] = {}
+    rows = _rows(list(range(60)), 1)
+    df = spark.createDataFrame(
+        [tuple(r[c] for c in COLS) for r in rows.to_pylist()],
+        "id string, ts long, city string, fare double",
+    ).repartition(3)
+    clustered = cluster_by_bucket(df, opts, 4, path)
+    clustered.write.format("hudi_py").mode("append").options(**opts).save(path)
+    _model(model, rows)
+    t = hudi_ds.HudiTable(path)
+    counts = {"sf": 5, "nyc": 3}
+    for s in t.file_slices():
+        assert int(s.file_id[:8]) < counts.get(s.partition_path, 2), s
+        assert len(s.log_files) + (s.base_file is not None) == 1  # one task per file group
+    by_part: dict[str, set[str]] = {}
+    for s in t.file_slices():
+        by_part.setdefault(s.partition_path, set()).add(s.file_id[:8])
+    assert {p: len(v) for p, v in by_part.items() if p in counts} == counts
+    want = list(model.values())
+    assert_rows(hudi_ds.read(path, columns=COLS), want, COLS)
+    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
+    assert_rows(pa.Table.from_batches(batches).select(COLS), want, COLS)
