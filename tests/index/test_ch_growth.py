@@ -167,8 +167,8 @@ def test_partitions_growing_16x_split_and_shrinking_ones_merge(tmp_path: Path) -
 
 @pytest.mark.stress
 def test_partitions_growing_from_1k_to_1m_rows(tmp_path: Path) -> None:
-    """1k -> 1M rows per partition through 50 upsert batches, ``max.file.size`` 1 MB."""
+    """1k -> 1M rows per partition through 50 upsert batches, ``max.file.size`` 256 KB."""
     _grow(
         tmp_path,
-        Growth(start=1000, end=1_000_000, batches=50, max_file_size=1 << 20, check_sample=20_000),
+        Growth(start=1000, end=1_000_000, batches=50, max_file_size=256 << 10, check_sample=20_000),
     )
