@@ -145,6 +145,8 @@ def test_consistent_hashing_rows() -> None:
             "big_cpu_s": [big],
             "small_layout": {**layout, "file_groups": 4},
             "big_layout": layout,
+            "pyarrow_small_s": 0.1,
+            "pyarrow_big_s": 0.4,
             "check": {"correct": True},
         }
 
@@ -160,7 +162,7 @@ def test_consistent_hashing_rows() -> None:
     }
     growth, files = acceptance_rows(res)
     assert growth[1:4] == ("<= 1.3x", growth[2], "no") and growth[2].startswith("2.00x")
-    assert "50 file groups at 16x against 4 at 1x" in growth[4]
+    assert "50 file groups at 16x against 4 at 1x" in growth[4] and "(4.00x)" in growth[4]
     assert files[2].startswith("largest 1.90x") and files[3] == "yes"
     res["results"]["consistent_hashing"]["check"] = {"correct": False}
     assert acceptance_rows(res)[0][2] == "no ratio: final table incorrect"
