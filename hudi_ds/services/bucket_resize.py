@@ -14,7 +14,7 @@ Java's ``SparkConsistentBucketClusteringPlanStrategy`` (on
     partition has fewer nodes than ``hoodie.bucket.index.max.num.buckets``: a group of one
     slice, two output file groups, two children tagged REPLACE;
   - *merge*: of the slices left, runs of neighbouring nodes on the ring, each file group
-    smaller than ``max.file.size`` times ``hoodie.bucket.index.merge.threshold`` (and the run
+    no larger than ``max.file.size`` times ``hoodie.bucket.index.merge.threshold`` (and the run
     so far too), merge into one node while the partition keeps at least
     ``hoodie.bucket.index.min.num.buckets`` nodes (``buildMergeClusteringGroup``,
     ``ConsistentBucketIdentifier.mergeBucket``): a group of the run's slices, one output file
