@@ -12,7 +12,9 @@ rows, each key once, each in its node's file group by Java's hash computed here.
 
 from __future__ import annotations
 
+import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,17 +91,31 @@ def _grow(tmp_path: Path, g: Growth) -> None:
         },
     )
     split_size = 2.0 * g.max_file_size  # hoodie.bucket.index.split.threshold's default
+    merge_size = 0.5 * g.max_file_size
     ts = np.zeros(2 * g.end + 2, np.int64)  # the model: each id's ts, 0 when absent
     stats = {"resizes": 0, "max_nodes": 0}
+    merged: Counter[str] = Counter()  # nodes removed by merges, per partition
 
     def resize() -> int:
-        """Resizes until none is planned, each ring checked; the number run."""
+        """Resizes until none is planned, each plan and ring checked; the number run."""
         n = 0
         while True:
+            before = {f: size for live in _live(path).values() for f, size in live.items()}
             ctx = ServiceContext.open(path, opts)
             instant = clustering.schedule_clustering(ctx)
             if instant is None:
                 return n
+            plan = ctx.reload_timeline().read_requested_replace(instant).clustering_plan
+            assert plan is not None
+            for group in plan.input_groups or []:  # each group as the thresholds say
+                kids = json.loads(group.extra_metadata["clustering.group.child.node"])
+                sizes = [before[s.file_id] for s in group.slices or []]
+                if [k["tag"] for k in kids] == ["REPLACE", "REPLACE"]:
+                    assert sizes[0] > split_size, (instant, sizes)
+                else:
+                    assert [k["tag"] for k in kids[:-1]] == ["DELETE"] * (len(kids) - 1)
+                    assert len(sizes) == len(kids) >= 2 and max(sizes) <= merge_size, sizes
+                    merged[group.extra_metadata["clustering.group.partition"]] += len(kids) - 1
             clustering.run_clustering(ctx, instant)
             n += 1
             for city, live in _live(path).items():
@@ -126,7 +142,7 @@ def _grow(tmp_path: Path, g: Growth) -> None:
         have = want
         stats["resizes"] += resize()
         check_sizes(f"batch {b}")
-    assert stats["resizes"] >= 3 and stats["max_nodes"] >= 6, stats
+    assert stats["resizes"] >= 3 and stats["max_nodes"] >= 6 and not merged, (stats, merged)
 
     # deletes shrink nyc to a tenth; once compacted, its small neighbouring nodes merge
     nyc_nodes = len(check_ring_matches_file_groups(path, "nyc", _live(path)["nyc"]).nodes)
@@ -144,7 +160,7 @@ def _grow(tmp_path: Path, g: Growth) -> None:
     assert resize() >= 1
     check_sizes("after the deletes")
     ring = check_ring_matches_file_groups(path, "nyc", _live(path)["nyc"])
-    assert len(ring.nodes) < nyc_nodes, (len(ring.nodes), nyc_nodes)
+    assert len(ring.nodes) == nyc_nodes - merged["nyc"] < nyc_nodes, (merged, nyc_nodes)
     assert len(ring.nodes) >= 2  # hoodie.bucket.index.min.num.buckets: the initial count
 
     want_rows = _expected(ts)
