@@ -54,6 +54,7 @@ from hudi_ds.index.consistent_hashing import (
     nodes_to_json,
     save_metadata,
 )
+from hudi_ds.index.core import table_bucket_layout
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.services.base import ServiceContext
@@ -89,15 +90,18 @@ def _slice_size(s: FileSlice) -> int:
     return base + sum(lf.size for lf in s.log_files)
 
 
-def _min_nodes(ctx: ServiceContext, num_buckets: int) -> int:
-    """``hoodie.bucket.index.min.num.buckets``: unset, the initial node count; above it, the
-    initial count with a warning (Java ``HoodieIndexConfig.validateBucketIndexConfig``)."""
+def _min_nodes(ctx: ServiceContext) -> int:
+    """``hoodie.bucket.index.min.num.buckets``: unset, the table's
+    ``hoodie.bucket.index.num.buckets`` (a partition's initial node count); above it, that count
+    with a warning (Java ``HoodieIndexConfig.validateBucketIndexConfig``)."""
+    layout = table_bucket_layout(ctx.state)
+    num_buckets = layout.num_buckets if layout is not None else 1
     min_nodes = ctx.get(ClusteringConfig.BUCKET_MIN_NUM_BUCKETS)
     if min_nodes is None:
         return num_buckets
     if min_nodes > num_buckets:
         log.warning(
-            "%s=%d is larger than the %d initial nodes of a partition; %d is used",
+            "%s=%d is larger than the table's %d buckets (a partition's initial nodes); %d is used",
             ClusteringConfig.BUCKET_MIN_NUM_BUCKETS.key,
             min_nodes,
             num_buckets,
@@ -205,6 +209,7 @@ def plan_bucket_resize(ctx: ServiceContext, tl: Timeline | None = None) -> Clust
     split_size = int(max_file_size * ctx.get(ClusteringConfig.BUCKET_SPLIT_THRESHOLD))
     merge_size = int(max_file_size * ctx.get(ClusteringConfig.BUCKET_MERGE_THRESHOLD))
     max_nodes = ctx.get(ClusteringConfig.BUCKET_MAX_NUM_BUCKETS)
+    min_nodes = _min_nodes(ctx)
     groups: list[ClusteringGroup] = []
     for p in view.partitions():
         if p in in_clustering:
@@ -222,7 +227,7 @@ def plan_bucket_resize(ctx: ServiceContext, tl: Timeline | None = None) -> Clust
         width = len(ring.nodes)
         split_slots = (max_nodes - width) if max_nodes is not None else width
         splits, rest = plan_splits(ring, sizes, split_size, split_slots)
-        merge_slots = width - _min_nodes(ctx, ring.num_buckets) + len(splits)
+        merge_slots = width - min_nodes + len(splits)
         runs = [([i], kids) for i, kids in splits]
         runs += plan_merges(ring, rest, merge_size, merge_slots)
         for nodes, kids in runs:

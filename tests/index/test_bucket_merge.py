@@ -72,7 +72,9 @@ def test_merge_children_are_javas_and_give_a_covering_ring() -> None:
     assert [p for p, _ in splits] == [0] and rest == [(1, 5), (2, 5), (3, 5)]
 
 
-def test_small_nodes_merge_through_clustering_down_to_min_num_buckets(tmp_path: Path) -> None:
+def test_small_nodes_merge_through_clustering_down_to_min_num_buckets(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """8 initial nodes of a 120-row partition, ``min.num.buckets=3``: one clustering merges
     runs of small nodes (5 of them go), the ring (seqNo 1) covers the hash space, every key sits
     once in its node's file group, and writes after it follow the merged ring."""
@@ -92,6 +94,11 @@ def test_small_nodes_merge_through_clustering_down_to_min_num_buckets(tmp_path: 
         model.update({r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in rows.to_pylist()})
 
     write(builders.trips(range(120), city="sf", key="k{:04d}"))
+    # a minimum above the table's 8 buckets is the 8 buckets (warned, as Java): nothing merges
+    above = {**opts, "hoodie.bucket.index.min.num.buckets": "20"}
+    with caplog.at_level("WARNING", logger="hudi_ds.services.bucket_resize"):
+        assert clustering.schedule_clustering(ServiceContext.open(path, above)) is None
+    assert "hoodie.bucket.index.min.num.buckets=20 is larger than the table's 8" in caplog.text
     resize = {
         **opts,
         "hoodie.parquet.max.file.size": str(1 << 20),
