@@ -111,6 +111,8 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and the acceptance ratios (SCALE=1;
 	  | tee bench/results/filtered_read.txt && \
 	$(BIN)/python -m bench.merge --scale $(SCALE) --json bench/results/merge.json \
 	  | tee bench/results/merge.txt && \
+	$(BIN)/python -m bench.consistent_hashing --scale $(SCALE) \
+	  --json bench/results/consistent_hashing.json | tee bench/results/consistent_hashing.txt && \
 	$(BIN)/python -m bench.report --started $$start
 
 clean:  ## remove the environment and caches

@@ -3,7 +3,8 @@
 ``python -m bench.report [--started EPOCH]`` reads ``bench/results/latest.json`` (``python -m
 bench``), ``bench/results/streaming.json`` (``python -m bench.bench_streaming``) and
 ``bench/results/filtered_read.json`` (``python -m bench.filtered_read``) and
-``bench/results/merge.json`` (``python -m bench.merge``), prints the
+``bench/results/merge.json`` (``python -m bench.merge``) and
+``bench/results/consistent_hashing.json`` (``python -m bench.consistent_hashing``), prints the
 table, writes it to ``bench/results/acceptance.md`` and, given the epoch second ``make bench``
 started at, its duration. ``python -m bench`` prints the same table without the streaming row.
 """
@@ -171,6 +172,7 @@ def acceptance(
     streaming: dict[str, Any] | None,
     filtered: dict[str, Any] | None = None,
     merge: dict[str, Any] | None = None,
+    consistent_hashing: dict[str, Any] | None = None,
 ) -> list[str]:
     """Markdown lines: one row per acceptance target, the index goals included (the ratios
     measured in ``meta``'s run; the filtered-read goals from ``filtered``, a
@@ -434,6 +436,9 @@ def acceptance(
     from bench.merge import acceptance_rows as merge_rows
 
     rows += merge_rows(merge)
+    from bench.consistent_hashing import acceptance_rows as ch_rows
+
+    rows += ch_rows(consistent_hashing)
     out = [
         f"acceptance targets (run of {meta.get('date', '?')} at commit "
         f"{meta.get('commit', '?')}, "
@@ -535,7 +540,9 @@ def main() -> None:
     filtered = json.loads(ffile.read_text()) if ffile.exists() else None
     mfile = RESULTS / "merge.json"
     merge = json.loads(mfile.read_text()) if mfile.exists() else None
-    lines = acceptance(meta, streaming, filtered, merge)
+    cfile = RESULTS / "consistent_hashing.json"
+    ch = json.loads(cfile.read_text()) if cfile.exists() else None
+    lines = acceptance(meta, streaming, filtered, merge, ch)
     if args.started:
         secs = time.time() - args.started
         lines += ["", f"make bench took {secs / 60:.1f} minutes ({secs:,.0f} s)"]

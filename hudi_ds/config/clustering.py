@@ -235,6 +235,21 @@ class ClusteringConfig:
         "Consistent-hashing bucket index: splits stop at this many nodes per partition (unset: "
         "no bound but the hash space).",
     )
+    BUCKET_MERGE_THRESHOLD = ConfigProperty(
+        "hoodie.bucket.index.merge.threshold",
+        0.2,
+        parse_positive_float,
+        "Consistent-hashing bucket index: a clustering merges runs of neighbouring nodes whose "
+        "file groups (base and log files) are each no larger than this times "
+        "hoodie.parquet.max.file.size.",
+    )
+    BUCKET_MIN_NUM_BUCKETS = ConfigProperty(
+        "hoodie.bucket.index.min.num.buckets",
+        None,
+        parse_positive,
+        "Consistent-hashing bucket index: merges stop at this many nodes per partition (unset, "
+        "or above hoodie.bucket.index.num.buckets: the initial node count, as Java).",
+    )
     PRESERVE_META = ConfigProperty(
         "hoodie.clustering.preserve.commit.metadata",
         True,

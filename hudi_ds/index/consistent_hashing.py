@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
 import json
 import struct
 import uuid
@@ -223,6 +224,24 @@ class HashingMetadata:
             HashingNode(value, str(uuid.uuid4()), NodeTag.REPLACE),
         )
 
+    def merge(self, nodes: Sequence[int]) -> list[HashingNode]:
+        """The children merging the adjacent nodes ``nodes`` (ring positions in ring order,
+        possibly wrapping past the last node) into one: every node but the last tagged DELETE
+        (no file id prefix), the last one's value REPLACEd by a new file group, which then
+        holds the whole range (``ConsistentBucketIdentifier.mergeBucket``).
+
+        Raises:
+            ValueError: fewer than two nodes, or nodes that are not neighbours on the ring.
+        """
+        if len(nodes) < 2:
+            raise ValueError("at least two nodes are merged")
+        for a, b in itertools.pairwise(nodes):
+            if b != (a + 1) % len(self.nodes):
+                raise ValueError(f"nodes {a} and {b} are not neighbours: a discontinuous range")
+        out = [HashingNode(self.nodes[i].value, "", NodeTag.DELETE) for i in nodes[:-1]]
+        out.append(HashingNode(self.nodes[nodes[-1]].value, str(uuid.uuid4()), NodeTag.REPLACE))
+        return out
+
     def with_children(
         self, children: Sequence[HashingNode], instant: str, where: str
     ) -> HashingMetadata:
@@ -239,8 +258,9 @@ class HashingMetadata:
         for c in children:
             if c.tag is NodeTag.REPLACE:
                 ring[c.value] = HashingNode(c.value, c.file_id_prefix)
-            elif c.tag is NodeTag.DELETE and c.value in ring:
-                del ring[c.value]
+            elif c.tag is NodeTag.DELETE:
+                if ring.pop(c.value, None) is None:
+                    raise CorruptFileError(f"{where}: child node {c.value} deletes no node")
             else:
                 raise CorruptFileError(f"{where}: child node {c.value} is tagged {c.tag.value}")
         md = HashingMetadata(
@@ -269,11 +289,11 @@ class HashingMetadata:
 
 def nodes_to_json(nodes: Sequence[HashingNode]) -> str:
     """Nodes as Java's ``ConsistentHashingNode.toJsonString`` writes them (a clustering
-    group's child nodes)."""
+    group's child nodes; a DELETE child has no file id prefix: ``null``)."""
     items = ", ".join(
         "{\n"
         f'  "value" : {n.value},\n'
-        f'  "fileIdPrefix" : {json.dumps(n.file_id_prefix)},\n'
+        f'  "fileIdPrefix" : {json.dumps(n.file_id_prefix or None)},\n'
         f'  "tag" : "{n.tag.value}"\n'
         "}"
         for n in nodes

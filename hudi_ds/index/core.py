@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.config import ConfigProperty, Options, WriteConfig, warn_no_effect
+from hudi_ds.config import ClusteringConfig, ConfigProperty, Options, WriteConfig, warn_no_effect
 from hudi_ds.errors import ConfigError
 from hudi_ds.index.bloom import bloom_lookup
 from hudi_ds.index.bucket import (
@@ -266,6 +266,14 @@ _INDEX_ONLY_OPTIONS: dict[ConfigProperty[Any], tuple[IndexType, ...]] = {
     WriteConfig.BUCKET_PARTITION_RULE_TYPE: (IndexType.BUCKET,),
 }
 
+#: options only the resizes of a consistent-hashing bucket index use
+_RING_ONLY_OPTIONS = (
+    ClusteringConfig.BUCKET_SPLIT_THRESHOLD,
+    ClusteringConfig.BUCKET_MERGE_THRESHOLD,
+    ClusteringConfig.BUCKET_MAX_NUM_BUCKETS,
+    ClusteringConfig.BUCKET_MIN_NUM_BUCKETS,
+)
+
 
 @dataclass(frozen=True)
 class Index:
@@ -401,7 +409,14 @@ class Index:
                 self.type.value,
                 ", ".join(users),
             )
-        return [p.key for p, _ in unused]
+        no_ring = [p.key for p in _RING_ONLY_OPTIONS if o.is_set(p) and not ring]
+        for key in no_ring:
+            log.warning(
+                "option '%s' has no effect: it resizes the consistent-hashing bucket index "
+                "(hoodie.index.type=BUCKET, hoodie.index.bucket.engine=CONSISTENT_HASHING)",
+                key,
+            )
+        return [p.key for p, _ in unused] + no_ring
 
     @classmethod
     def resolve(

@@ -131,3 +131,39 @@ def test_record_index_rows() -> None:
     ri["runs"][3]["check"] = {"correct": False}
     vs = _row(acceptance({**_meta(), "record_index": ri}, None), "global upsert, RECORD_INDEX vs")
     assert vs[2:4] == ["no ratio: final table incorrect (GLOBAL_SIMPLE at 16,000)", "no"]
+
+
+def test_consistent_hashing_rows() -> None:
+    from bench.consistent_hashing import acceptance_rows
+
+    def system(small: float, big: float, groups: int, base_max: int) -> dict[str, Any]:
+        layout = {"file_groups": groups, "base_max": base_max, "base_median": base_max / 2}
+        return {
+            "small_s": [small, small * 2],
+            "small_cpu_s": [small],
+            "big_s": [big],
+            "big_cpu_s": [big],
+            "small_layout": {**layout, "file_groups": 4},
+            "big_layout": layout,
+            "pyarrow_small_s": 0.1,
+            "pyarrow_big_s": 0.4,
+            "check": {"correct": True},
+        }
+
+    res = {
+        "base_rows": 1_000,
+        "grown_rows": 16_000,
+        "batch_rows": 100,
+        "target_file_bytes": 1_000,
+        "results": {
+            "consistent_hashing": system(1.0, 2.0, 50, 1_900),
+            "simple_bucket_4": system(1.0, 1.1, 4, 9_000),
+        },
+    }
+    growth, files = acceptance_rows(res)
+    assert growth[1:4] == ("<= 1.3x", growth[2], "no") and growth[2].startswith("2.00x")
+    assert "50 file groups at 16x against 4 at 1x" in growth[4] and "(4.00x)" in growth[4]
+    assert files[2].startswith("largest 1.90x") and files[3] == "yes"
+    res["results"]["consistent_hashing"]["check"] = {"correct": False}
+    assert acceptance_rows(res)[0][2] == "no ratio: final table incorrect"
+    assert acceptance_rows(None)[0][2].startswith("not measured")

@@ -1,11 +1,11 @@
 """The consistent-hashing bucket engine (``hoodie.index.bucket.engine=CONSISTENT_HASHING``).
 
-Java's pieces are re-derived here independently of the code under test: a scalar XXH32 written
-from the xxHash specification (checked against the published test vectors), Java's hash keys
-joined as ``ConsistentBucketIdentifier.getBucket`` joins them, the initial ring of
-``HoodieConsistentHashingMetadata.constructDefaultHashingNodes`` (``UUID.nameUUIDFromBytes``
-rebuilt as a version-3 UUID whose namespace is the two big-endian longs), and a decoder of the
-``.hashing_meta`` JSON that reads the fields Jackson writes for that class.
+Java's pieces are re-derived independently of the code under test (:mod:`tests.index.ring_decoder`):
+a scalar XXH32 written from the xxHash specification (checked against the published test
+vectors), Java's hash keys joined as ``ConsistentBucketIdentifier.getBucket`` joins them, the
+initial ring of ``HoodieConsistentHashingMetadata.constructDefaultHashingNodes``
+(``UUID.nameUUIDFromBytes`` rebuilt as a version-3 UUID whose namespace is the two big-endian
+longs), and a decoder of the ``.hashing_meta`` JSON that reads the fields Jackson writes.
 
 The tables: MERGE_ON_READ, partitioned by ``city`` (sf / nyc), 4 initial nodes per partition;
 40 inserts, then 30 upserts (20 updates, 10 inserts), then 5 deletes -- 45 rows at the end.
@@ -14,8 +14,6 @@ The tables: MERGE_ON_READ, partitioned by ``city`` (sf / nyc), 4 initial nodes p
 from __future__ import annotations
 
 import json
-import struct
-import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -47,106 +45,18 @@ from hudi_ds.timeline.plans import (
 from hudi_ds.timeline.view import TableState
 from tests import builders
 from tests.conftest import assert_rows, hudi_rs_table, run_forked
+from tests.index.ring_decoder import (
+    META_DIR,
+    decode_hashing_meta,
+    java_initial_nodes,
+    node_of,
+    ref_hash_keys,
+    ref_xxh32,
+    ring_ranges,
+)
 
-MASK = 0x7FFFFFFF
-META_DIR = ".hoodie/.bucket_index/consistent_hashing_metadata"
 COLUMNS = ["id", "ts", "city", "fare"]
 ENGINE = {"hoodie.index.bucket.engine": "CONSISTENT_HASHING"}
-
-
-def ref_xxh32(data: bytes, seed: int = 0) -> int:
-    """XXH32 from the xxHash specification, one byte string at a time."""
-    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-    m = 0xFFFFFFFF
-
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & m
-
-    def word(i: int) -> int:
-        return int.from_bytes(data[i : i + 4], "little")
-
-    n, i = len(data), 0
-    if n >= 16:
-        acc = [(seed + p1 + p2) & m, (seed + p2) & m, seed & m, (seed - p1) & m]
-        while i + 16 <= n:
-            for lane in range(4):
-                acc[lane] = rotl((acc[lane] + word(i + 4 * lane) * p2) & m, 13) * p1 & m
-            i += 16
-        h = (rotl(acc[0], 1) + rotl(acc[1], 7) + rotl(acc[2], 12) + rotl(acc[3], 18)) & m
-    else:
-        h = (seed + p5) & m
-    h = (h + n) & m
-    while i + 4 <= n:
-        h = rotl((h + word(i) * p3) & m, 17) * p4 & m
-        i += 4
-    while i < n:
-        h = rotl((h + data[i] * p5) & m, 11) * p1 & m
-        i += 1
-    h ^= h >> 15
-    h = h * p2 & m
-    h ^= h >> 13
-    h = h * p3 & m
-    return h ^ (h >> 16)
-
-
-def ref_hash_keys(record_key: str, hash_fields: list[str]) -> str:
-    """``String.join("", KeyGenUtils.extractRecordKeysByFields(key, fields))`` for the keys of
-    these tests: a simple key is one value; ``f1:v1,f2:v2`` keeps the values of the fields."""
-    if "," not in record_key or ":" not in record_key:
-        return record_key
-    out = []
-    for part in record_key.split(","):
-        field, value = part.split(":", 1)
-        if field in hash_fields:
-            out.append("null" if value == "__null__" else "" if value == "__empty__" else value)
-    return "".join(out) if out else record_key
-
-
-def decode_hashing_meta(data: bytes) -> dict:
-    """A ``.hashing_meta`` file as Java's ``HoodieConsistentHashingMetadata.fromBytes`` reads it:
-    ``version``, ``partitionPath``, ``instant``, ``numBuckets``, ``seqNo`` and ``nodes``
-    (``value`` int, ``fileIdPrefix``, ``tag``)."""
-    doc = json.loads(data.decode("utf-8"))
-    assert set(doc) == {"version", "partitionPath", "instant", "numBuckets", "seqNo", "nodes"}
-    for node in doc["nodes"]:
-        assert set(node) <= {"value", "fileIdPrefix", "tag"}
-        assert -(2**31) <= node["value"] < 2**31
-    return doc
-
-
-def ring_ranges(nodes: list[dict]) -> list[tuple[int, int]]:
-    """The ``[start, end]`` hash ranges the nodes own; raises on a gap or an overlap."""
-    values = [n["value"] for n in nodes]
-    assert values == sorted(values) and len(set(values)) == len(values), values
-    assert values[-1] == MASK, "the last node must end the hash space"
-    assert len({n["fileIdPrefix"] for n in nodes}) == len(nodes)
-    ranges, start = [], 0
-    for v in values:
-        assert v >= start
-        ranges.append((start, v))
-        start = v + 1
-    covered = sum(e - s + 1 for s, e in ranges)
-    assert covered == MASK + 1
-    return ranges
-
-
-def java_initial_nodes(partition: str, n: int) -> list[tuple[int, str]]:
-    step = (MASK + n - 1) // n
-    out, start = [], 0
-    for i in range(1, n + 1):
-        end = min(step * i, MASK)
-        namespace = uuid.UUID(bytes=struct.pack(">qq", start, end))
-        out.append((end, str(uuid.uuid3(namespace, partition))))  # md5(longs + partition)
-        start = end
-    return out
-
-
-def node_of(ring: list[tuple[int, str]], key: str, fields: list[str]) -> str:
-    h = ref_xxh32(ref_hash_keys(key, fields).encode()) & MASK
-    for value, prefix in ring:
-        if h <= value:
-            return prefix
-    return ring[0][1]
 
 
 @pytest.mark.parametrize(

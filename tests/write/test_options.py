@@ -228,6 +228,24 @@ def test_lance_base_files_refused_naming_pylance(monkeypatch: pytest.MonkeyPatch
         ),
         ("GLOBAL_SIMPLE", {"hoodie.simple.index.update.partition.path": "false"}, []),
         ("BLOOM", {"hoodie.bloom.index.prune.by.ranges": "false"}, []),
+        (  # the resizes' options, on the SIMPLE bucket engine
+            "BUCKET",
+            {
+                "hoodie.bucket.index.merge.threshold": "0.5",
+                "hoodie.bucket.index.min.num.buckets": "2",
+            },
+            ["hoodie.bucket.index.merge.threshold", "hoodie.bucket.index.min.num.buckets"],
+        ),
+        (
+            "BUCKET",
+            {
+                "hoodie.index.bucket.engine": "CONSISTENT_HASHING",
+                "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+                "hoodie.bucket.index.merge.threshold": "0.5",
+                "hoodie.parquet.max.file.size": "1000",
+            },
+            [],
+        ),
     ],
 )
 def test_options_the_index_does_not_use_are_warned_about(
