@@ -2,7 +2,8 @@
 
 ``python -m bench.report [--started EPOCH]`` reads ``bench/results/latest.json`` (``python -m
 bench``), ``bench/results/streaming.json`` (``python -m bench.bench_streaming``) and
-``bench/results/filtered_read.json`` (``python -m bench.filtered_read``) and
+``bench/results/filtered_read.json`` (``python -m bench.filtered_read``),
+``bench/results/clustering.json`` (``python -m bench.clustering``) and
 ``bench/results/merge.json`` (``python -m bench.merge``), prints the
 table, writes it to ``bench/results/acceptance.md`` and, given the epoch second ``make bench``
 started at, its duration. ``python -m bench`` prints the same table without the streaming row.
@@ -171,10 +172,12 @@ def acceptance(
     streaming: dict[str, Any] | None,
     filtered: dict[str, Any] | None = None,
     merge: dict[str, Any] | None = None,
+    clustered: dict[str, Any] | None = None,
 ) -> list[str]:
     """Markdown lines: one row per acceptance target, the index goals included (the ratios
     measured in ``meta``'s run; the filtered-read goals from ``filtered``, a
-    ``python -m bench.filtered_read --json`` result)."""
+    ``python -m bench.filtered_read --json`` result; the clustering goal from ``clustered``,
+    ``python -m bench.clustering --json``)."""
 
     res = {r["system"]: r for r in meta.get("results", []) if "error" not in r}
     delta = best_delta(res)
@@ -431,6 +434,9 @@ def acceptance(
     from bench.filtered_read import acceptance_rows
 
     rows += acceptance_rows(filtered)
+    from bench.clustering import acceptance_rows as clustering_rows
+
+    rows += clustering_rows(clustered)
     from bench.merge import acceptance_rows as merge_rows
 
     rows += merge_rows(merge)
@@ -535,7 +541,9 @@ def main() -> None:
     filtered = json.loads(ffile.read_text()) if ffile.exists() else None
     mfile = RESULTS / "merge.json"
     merge = json.loads(mfile.read_text()) if mfile.exists() else None
-    lines = acceptance(meta, streaming, filtered, merge)
+    cfile = RESULTS / "clustering.json"
+    clustered = json.loads(cfile.read_text()) if cfile.exists() else None
+    lines = acceptance(meta, streaming, filtered, merge, clustered)
     if args.started:
         secs = time.time() - args.started
         lines += ["", f"make bench took {secs / 60:.1f} minutes ({secs:,.0f} s)"]

@@ -11,6 +11,7 @@ of a key in ``a`` is a write into a file group of the pending plan.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -248,3 +249,44 @@ def test_sorted_clustering_keeps_rows_and_column_stats(
         mor = table_type == "MERGE_ON_READ"
         assert opened_before == (4 if mor else 2)  # both base files (MOR: and their logs)
         assert 1 <= opened_after <= 2, opened_after
+
+
+@pytest.mark.parametrize("strategy", ["SparkRejectUpdateStrategy", "SparkAllowUpdateStrategy"])
+def test_single_writer_beside_a_completing_clustering(strategy: str, tmp_path: Path) -> None:
+    """The default concurrency mode (the streaming sink's): a write (its own process, stopped
+    once its files are written) runs while a clustering planned before it completes. A write
+    that kept out of the plan's file groups (the default update strategy refuses updates into
+    them) commits; one that updated a file group of the plan (``SparkAllowUpdateStrategy``) is
+    refused at its commit, naming the clustering -- its records would be in a replaced file
+    group. Either way the table is the model's."""
+    from tests.conftest import spawn_python, wait_stopped
+    from tests.write.test_single_writer import ONE_WRITE, resume
+
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("MERGE_ON_READ", 9, True),
+        "hoodie.clustering.plan.strategy.partition.regex.pattern": "a",
+        "hoodie.clustering.updates.strategy": strategy,
+    }
+    model = _build(path, opts)
+    c = clustering.schedule_clustering(ServiceContext.open(path, opts))
+    reject = strategy == "SparkRejectUpdateStrategy"
+    # b's keys and new keys; or a's keys too (file groups of the plan)
+    t = _batch([10, 12, 300, 301] if reject else [3, 7, 10], 5)
+    env = {"HUDI_DS_STALL_AT": "after_files"}
+    proc = spawn_python(ONE_WRITE, path, json.dumps(opts), json.dumps(t.to_pydict()), env=env)
+    try:
+        wait_stopped(proc)
+        (res,) = clustering.run_clustering(ServiceContext.open(path, opts))
+        assert res.instant == c
+    finally:
+        out = resume(proc)
+    if reject:
+        assert "instant" in out, out
+        _apply(model, t)
+    else:
+        assert out.get("error") == "hudi_ds.errors.CommitConflictError", out
+        assert f"conflicts with clustering {c}" in out["message"]
+    tl = TableState.open(path).reload_timeline()
+    assert not [i for i in tl if not i.is_completed]
+    _check_all(path, model)
