@@ -253,13 +253,13 @@ def table(res: dict[str, Any]) -> list[str]:
 
 def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
     """The clustering goal as rows of :func:`bench.report.acceptance`: the two-column filtered
-    read after a z-order clustering opens fewer files and takes less time than before it;
+    read after a z-order clustering opens fewer files and takes less CPU time than before it;
     linear's figures shown beside."""
     what = (
         "filtered read on two columns (x and y ranges), after a z-order clustering by (x, y) "
         "vs before (metadata-table column stats)"
     )
-    goal = "fewer files opened and less time"
+    goal = "fewer files opened and less CPU time"
     if not res or not res.get("queries"):
         return [(what, goal, "not measured (python -m bench.clustering)", "-")]
     qs = res["queries"]
@@ -268,7 +268,9 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
         return [(what, goal, f"no ratio: wrong rows ({', '.join(wrong)})", "no")]
     box = qs["box"]
     before, z, lin = box["arrival"], box["z-order"], box["linear"]
-    met = z["files_opened"] < before["files_opened"] and z["s"] < before["s"]
+    # CPU time decides: the wall time of a read of a few milliseconds is what the other
+    # processes on the machine leave it
+    met = z["files_opened"] < before["files_opened"] and z["cpu_s"] < before["cpu_s"]
 
     def one(q: str) -> str:
         r = qs[q]
@@ -277,11 +279,13 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
             f"(linear {r['linear']['files_opened']})"
         )
 
+    def ms(m: dict[str, Any]) -> str:
+        return f"{m['cpu_s'] * 1000:.0f} ms CPU ({m['s'] * 1000:.0f} ms)"
+
     shown = (
         f"box: {before['files_opened']} -> {z['files_opened']} of {res['files']:,} files, "
-        f"{before['s'] * 1000:.0f} -> {z['s'] * 1000:.0f} ms "
-        f"({before['s'] / z['s']:.1f}x faster; linear {lin['files_opened']} files, "
-        f"{lin['s'] * 1000:.0f} ms); {one('x')}; {one('y')}"
+        f"{ms(before)} -> {ms(z)}, {before['cpu_s'] / z['cpu_s']:.1f}x less CPU; linear "
+        f"{lin['files_opened']} files, {ms(lin)}; {one('x')}; {one('y')}"
     )
     return [(what, goal, shown, "yes" if met else "no")]
 

@@ -135,7 +135,7 @@ def test_record_index_rows() -> None:
 
 def test_clustering_row() -> None:
     """The two-column filtered read after a z-order clustering (bench/clustering.py): met when
-    it opens fewer files and takes less time than before; wrong rows give no figures; not run
+    it opens fewer files and takes less CPU time than before; wrong rows give no figures; not run
     says how to run it."""
     from bench.clustering import LAYOUTS
 
@@ -155,7 +155,9 @@ def test_clustering_row() -> None:
 
     lines = acceptance(_meta(), None, clustered=res(read(3, 0.02)))
     row = _row(lines, "filtered read on two columns")
-    assert row[3] == "yes" and row[2].startswith("box: 16 -> 3 of 16 files, 100 -> 20 ms (5.0x")
+    assert row[3] == "yes"
+    assert row[2].startswith("box: 16 -> 3 of 16 files, 100 ms CPU (100 ms) -> 20 ms CPU (20 ms)")
+    assert "5.0x less CPU; linear 4 files, 30 ms CPU (30 ms)" in row[2]
     assert "x: 16 -> 5 files (linear 1)" in row[2] and "y: 16 -> 5 files (linear 16)" in row[2]
     slower = _row(acceptance(_meta(), None, clustered=res(read(3, 0.2))), "filtered read on two")
     assert slower[3] == "no"

@@ -213,7 +213,7 @@ def test_sorted_clustering_keeps_rows_and_column_stats(
     hudi_ds and hudi-rs read them (metadata table on and off); with the metadata table its
     ``files`` partition is in step and ``column_stats`` covers the new files -- a query on the
     sort columns opens fewer files than before (every file covered the grid), and the
-    replaced files are never opened."""
+    replaced files are never opened. The cleaner then deletes the replaced file groups."""
     path = str(tmp_path / "t")
     model = _grid_table(table_type, version, mdt, path)
     sort = {
@@ -249,6 +249,29 @@ def test_sorted_clustering_keeps_rows_and_column_stats(
         mor = table_type == "MERGE_ON_READ"
         assert opened_before == (4 if mor else 2)  # both base files (MOR: and their logs)
         assert 1 <= opened_after <= 2, opened_after
+    # the cleaner deletes the replaced file groups (base files and logs) once the
+    # replacecommit is past its retention; the metadata table follows
+    replaced = {
+        f
+        for f in Path(path).iterdir()
+        if (f.suffix == ".parquet" or ".log." in f.name) and res.instant not in f.name
+    }
+    assert replaced
+    cleaning = {**opts, "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1"}
+    for ts in (3, 4):
+        up = pa.table(
+            {"id": [0, 255], "ts": [ts, ts], "x": [0, 15], "y": [0, 15], "v": [0.5, 0.5]},
+            schema=pa.schema([(c, pa.float64() if c == "v" else pa.int64()) for c in GRID]),
+        )
+        hudi_ds.write(path, up, cleaning)
+        model.update({r["id"]: tuple(r.values()) for r in up.to_pylist()})
+    assert not [f for f in replaced if f.exists()]
+    expected = list(model.values())
+    assert_rows(hudi_ds.read(path), expected, GRID)
+    assert_rows(hudi_rs_table(path), expected, GRID)
+    if mdt:
+        assert_rows(hudi_rs_table(path, {"hoodie.metadata.enable": "true"}), expected, GRID)
+        assert_in_step(Path(path))
 
 
 @pytest.mark.parametrize("strategy", ["SparkRejectUpdateStrategy", "SparkAllowUpdateStrategy"])
