@@ -313,3 +313,29 @@ def test_single_writer_beside_a_completing_clustering(strategy: str, tmp_path: P
     tl = TableState.open(path).reload_timeline()
     assert not [i for i in tl if not i.is_completed]
     _check_all(path, model)
+
+
+def test_allow_strategy_beside_a_background_clustering_warns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Handing a plan to the background process with ``SparkAllowUpdateStrategy`` and a single
+    writer warns (no lock orders the two commits); under optimistic concurrency control not."""
+    for k, extra in enumerate([{}, OCC_OPTIONS]):
+        path = str(tmp_path / f"t{k}")
+        opts = {
+            **_opts("MERGE_ON_READ", 6, False),
+            **extra,
+            "hoodie.clustering.async.enabled": "true",
+            "hoodie.clustering.inline.max.commits": "2",
+            "hoodie.clustering.updates.strategy": "SparkAllowUpdateStrategy",
+        }
+        for ids in (range(0, 6), range(6, 12)):
+            t = _batch(list(ids), 1)
+            hudi_ds.write(path, t, {**opts, "hoodie.clustering.async.enabled": "false"})
+        handed: list[ServiceContext] = []
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="hudi_ds.services"):
+            clustering.run_inline_clustering(ServiceContext.open(path, opts), handed.append)
+        assert len(handed) == 1
+        warned = [r for r in caplog.records if "optimistic_concurrency_control" in r.message]
+        assert len(warned) == (0 if extra else 1)
