@@ -71,13 +71,14 @@ def _apply(model: Rows, t: pa.Table) -> None:
     model.update({r["id"]: tuple(r[c] for c in DATA) for r in t.to_pylist()})
 
 
-def _check_all(path: str, model: Rows) -> None:
+def _check_all(path: str, model: Rows, hudi_rs: bool = True) -> None:
     """hudi_ds, hudi-rs listing the storage and hudi-rs through the metadata table read the
     model's rows; the metadata table's ``files`` partition lists exactly the committed files."""
     expected = list(model.values())
     assert_rows(hudi_ds.read(path), expected, DATA)
-    assert_rows(hudi_rs_table(path), expected, DATA)
-    assert_rows(hudi_rs_table(path, {"hoodie.metadata.enable": "true"}), expected, DATA)
+    if hudi_rs:
+        assert_rows(hudi_rs_table(path), expected, DATA)
+        assert_rows(hudi_rs_table(path, {"hoodie.metadata.enable": "true"}), expected, DATA)
     assert_in_step(Path(path))
 
 
@@ -119,7 +120,7 @@ def test_killed_at_each_step_beside_an_occ_writer(
         (Path(path) / LOCK_FILE).unlink(missing_ok=True)
         left = clustering.pending_clusterings(ServiceContext.open(path).reload_timeline())
         assert len(left) == (0 if spec in ("service_plan:1", "service_written:1") else 1), spec
-        _check_all(path, model)
+        _check_all(path, model, hudi_rs=False)  # hudi-rs reads the table once the writer wrote
 
         beside = _batch([10, 12, 300, 301], 5)  # b's keys, new keys (300: a, 301: b)
         hudi_ds.write(path, beside, opts)
