@@ -109,6 +109,8 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and the acceptance ratios (SCALE=1;
 	  | tee bench/results/cluster.txt && \
 	$(BIN)/python -m bench.filtered_read --scale $(SCALE) --json bench/results/filtered_read.json \
 	  | tee bench/results/filtered_read.txt && \
+	$(BIN)/python -m bench.clustering --scale $(SCALE) --json bench/results/clustering.json \
+	  | tee bench/results/clustering.txt && \
 	$(BIN)/python -m bench.merge --scale $(SCALE) --json bench/results/merge.json \
 	  | tee bench/results/merge.txt && \
 	$(BIN)/python -m bench.consistent_hashing --scale $(SCALE) \

@@ -2,7 +2,8 @@
 
 ``python -m bench.report [--started EPOCH]`` reads ``bench/results/latest.json`` (``python -m
 bench``), ``bench/results/streaming.json`` (``python -m bench.bench_streaming``) and
-``bench/results/filtered_read.json`` (``python -m bench.filtered_read``) and
+``bench/results/filtered_read.json`` (``python -m bench.filtered_read``),
+``bench/results/clustering.json`` (``python -m bench.clustering``),
 ``bench/results/merge.json`` (``python -m bench.merge``) and
 ``bench/results/consistent_hashing.json`` (``python -m bench.consistent_hashing``), prints the
 table, writes it to ``bench/results/acceptance.md`` and, given the epoch second ``make bench``
@@ -173,10 +174,12 @@ def acceptance(
     filtered: dict[str, Any] | None = None,
     merge: dict[str, Any] | None = None,
     consistent_hashing: dict[str, Any] | None = None,
+    clustered: dict[str, Any] | None = None,
 ) -> list[str]:
     """Markdown lines: one row per acceptance target, the index goals included (the ratios
     measured in ``meta``'s run; the filtered-read goals from ``filtered``, a
-    ``python -m bench.filtered_read --json`` result)."""
+    ``python -m bench.filtered_read --json`` result; the clustering goal from ``clustered``,
+    ``python -m bench.clustering --json``)."""
 
     res = {r["system"]: r for r in meta.get("results", []) if "error" not in r}
     delta = best_delta(res)
@@ -433,6 +436,9 @@ def acceptance(
     from bench.filtered_read import acceptance_rows
 
     rows += acceptance_rows(filtered)
+    from bench.clustering import acceptance_rows as clustering_rows
+
+    rows += clustering_rows(clustered)
     from bench.merge import acceptance_rows as merge_rows
 
     rows += merge_rows(merge)
@@ -542,7 +548,9 @@ def main() -> None:
     merge = json.loads(mfile.read_text()) if mfile.exists() else None
     cfile = RESULTS / "consistent_hashing.json"
     ch = json.loads(cfile.read_text()) if cfile.exists() else None
-    lines = acceptance(meta, streaming, filtered, merge, ch)
+    kfile = RESULTS / "clustering.json"
+    clustered = json.loads(kfile.read_text()) if kfile.exists() else None
+    lines = acceptance(meta, streaming, filtered, merge, ch, clustered=clustered)
     if args.started:
         secs = time.time() - args.started
         lines += ["", f"make bench took {secs / 60:.1f} minutes ({secs:,.0f} s)"]

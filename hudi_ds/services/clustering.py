@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hudi_ds.concurrency.heartbeat import Heartbeat
-from hudi_ds.config import ClusteringConfig, ConcurrencyConfig
+from hudi_ds.config import ClusteringConfig, ConcurrencyConfig, UpdateStrategy
 from hudi_ds.errors import (
     AttemptRolledBackError,
     CommitConflictError,
@@ -367,6 +367,16 @@ def run_inline_clustering(
     if not pending_clusterings(ctx.timeline()) or not (inline or run_async):
         return []
     if run_async and async_runner is not None:
+        allow = ctx.get(ClusteringConfig.UPDATES_STRATEGY) == UpdateStrategy.ALLOW.value
+        if allow and not ctx.multi_writer:
+            # no lock orders the background completion and a write's commit: a write into a
+            # planned file group checked before the clustering completed could commit after it
+            log.warning(
+                "%s=SparkAllowUpdateStrategy beside a background clustering needs "
+                "hoodie.write.concurrency.mode=optimistic_concurrency_control to be exact: "
+                "without a lock, an update committed as the clustering completes may be lost",
+                ClusteringConfig.UPDATES_STRATEGY.key,
+            )
         async_runner(ctx)
         return []
     return run_clustering(ctx)

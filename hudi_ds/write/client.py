@@ -95,8 +95,7 @@ from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.bucket_layout import check_bucket_layout
-from hudi_ds.write.conflict import reject_clustering_updates as reject_updates
-from hudi_ds.write.conflict import resolve_conflicts, retarget_pending_logs
+from hudi_ds.write.conflict import check_clusterings, resolve_conflicts, retarget_pending_logs
 from hudi_ds.write.cow import merge_staged
 from hudi_ds.write.markers import delete_markers, marked_files
 from hudi_ds.write.metadata_sync import install_metadata_writer, offer_written_ranges
@@ -801,7 +800,7 @@ class WriteClient:
             refused = self._guard.concurrent_cause(state, instant, plan)
             if refused is not None:
                 raise refused
-        reject_updates(state.timeline, instant, statuses, self.options, plan.options.index)
+        check_clusterings(state.timeline, plan, statuses, self.options, self.multi_writer)
         if plan.table_type is TableType.MERGE_ON_READ:
             statuses = retarget_pending_logs(state, plan, statuses)
         if self.multi_writer:

@@ -6,6 +6,9 @@ the active timeline in ``preCommit``):
 
 * :func:`retarget_pending_logs` -- log files written against a file slice that a compaction has
   since superseded move into the compaction's slice (:func:`retarget_logs`);
+* :func:`check_clusterings` -- no update into a file group of a pending clustering (per the
+  update strategy); a single writer's file groups not replaced by a clustering that completed
+  beside it;
 * :func:`resolve_conflicts` (multi-writer) -- a COW file group (or a replaced one) written by a
   concurrent commit is a conflict; MOR log files of both writers are kept, ours renumbered after
   theirs (Hudi's non-blocking concurrency control on bucket tables).
@@ -93,6 +96,57 @@ def reject_clustering_updates(
                         f"'{key[0]}', which pending clustering {inst.requested_time} rewrites: "
                         + why
                     )
+
+
+def reject_replaced_file_groups(
+    timeline: Timeline, plan: WritePlan, statuses: Sequence[WriteStatus]
+) -> None:
+    """A single writer's check at commit: no clustering that completed since the write's plan
+    listed the timeline replaced a file group the write wrote -- its records would hang off a
+    replaced file group and be lost. A clustering beside the writer replaces only the file
+    groups of its plan, which a write that saw the plan pending keeps out of (inserts never go
+    there, updates are refused: :func:`reject_clustering_updates`); one scheduled by another
+    process after this write's plan may not have been seen. (Several writers:
+    :func:`resolve_conflicts` checks every commit since the plan.)
+
+    Raises:
+        CommitConflictError: naming the clustering and the file group.
+    """
+    ours = {(s.partition_path, s.file_id) for s in statuses}
+    for other in timeline.commits():
+        t = other.requested_time
+        if t in plan.visibility.instants or t == plan.instant or not timeline.is_clustering(other):
+            continue
+        if any(r.instant == t for r in plan.pending_resizes.values()):
+            continue  # a resize this write wrote beside: its children hold the copies
+        md = timeline.read_commit_metadata(other)
+        replaced = {(p, f) for p, fs in md.partition_to_replace_file_ids.items() for f in fs}
+        clash = ours & replaced
+        if clash:
+            p, f = sorted(clash)[0]
+            raise CommitConflictError(
+                f"instant {plan.instant} conflicts with clustering {t}, which replaced file "
+                f"group {f} of partition '{p}' while the write ran; retry the write"
+            )
+
+
+def check_clusterings(
+    timeline: Timeline,
+    plan: WritePlan,
+    statuses: Sequence[WriteStatus],
+    options: Options,
+    multi_writer: bool,
+) -> None:
+    """The commit's checks against clusterings: no update into a file group of a pending one
+    (per the update strategy), and -- a single writer -- none completed meanwhile replaced a
+    file group the write wrote (several writers: :func:`resolve_conflicts`).
+
+    Raises:
+        CommitConflictError: naming the clustering and the file group.
+    """
+    reject_clustering_updates(timeline, plan.instant, statuses, options, plan.options.index)
+    if not multi_writer:
+        reject_replaced_file_groups(timeline, plan, statuses)
 
 
 def resolve_conflicts(

@@ -252,6 +252,11 @@ class WriterGuard:
                 continue  # a compaction's new slices take this write's logs (conflict.py)
             if plan is not None and any(r.instant == t for r in plan.pending_resizes.values()):
                 continue  # a resize this write wrote beside: its children hold the copies
+            if tl.is_clustering(i):
+                # a table service beside the writer (the streaming sink's background process):
+                # a conflict only if it replaced a file group this write wrote, which the
+                # commit checks with the write's files (conflict.reject_replaced_file_groups)
+                continue
             return ConcurrentWriterError(
                 f"instant {instant} is not committed: another writer committed instant {t} "
                 f"({i.action}) while it was written. {SEVERAL_WRITERS}"

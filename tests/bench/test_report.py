@@ -167,3 +167,37 @@ def test_consistent_hashing_rows() -> None:
     res["results"]["consistent_hashing"]["check"] = {"correct": False}
     assert acceptance_rows(res)[0][2] == "no ratio: final table incorrect"
     assert acceptance_rows(None)[0][2].startswith("not measured")
+
+
+def test_clustering_row() -> None:
+    """The two-column filtered read after a z-order clustering (bench/clustering.py): met when
+    it opens fewer files and takes less CPU time than before; wrong rows give no figures; not run
+    says how to run it."""
+    from bench.clustering import LAYOUTS
+
+    def read(files: int, s: float, correct: bool = True) -> dict[str, Any]:
+        return {"files_opened": files, "s": s, "cpu_s": s, "correct": correct}
+
+    def res(z_box: dict[str, Any]) -> dict[str, Any]:
+        q = {lay: read(16, 0.05) for lay in LAYOUTS}
+        return {
+            "files": 16,
+            "queries": {
+                "box": {"arrival": read(16, 0.10), "z-order": z_box, "linear": read(4, 0.03)},
+                "x": {**q, "z-order": read(5, 0.02), "linear": read(1, 0.01)},
+                "y": {**q, "z-order": read(5, 0.02)},
+            },
+        }
+
+    lines = acceptance(_meta(), None, clustered=res(read(3, 0.02)))
+    row = _row(lines, "filtered read on two columns")
+    assert row[3] == "yes"
+    assert row[2].startswith("box: 16 -> 3 of 16 files, 100 ms CPU (100 ms) -> 20 ms CPU (20 ms)")
+    assert "5.0x less CPU; linear 4 files, 30 ms CPU (30 ms)" in row[2]
+    assert "x: 16 -> 5 files (linear 1)" in row[2] and "y: 16 -> 5 files (linear 16)" in row[2]
+    slower = _row(acceptance(_meta(), None, clustered=res(read(3, 0.2))), "filtered read on two")
+    assert slower[3] == "no"
+    wrong = _row(acceptance(_meta(), None, clustered=res(read(3, 0.02, False))), "filtered read on")
+    assert wrong[3] == "no" and "wrong rows (box z-order)" in wrong[2]
+    missing = _row(acceptance(_meta(), None), "filtered read on two columns")
+    assert "python -m bench.clustering" in missing[2]

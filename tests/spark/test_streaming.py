@@ -381,3 +381,64 @@ def test_sink_compacts_off_the_critical_path(spark: Any, tmp_path: Path) -> None
     ro = hudi_ds.read(path, {"hoodie.datasource.query.type": "read_optimized"}, columns=["id"])
     # the keys of the five compacted delta commits (later ones went to logs on top of it)
     assert sorted(ro["id"].to_pylist()) == sorted(model(tables[:5]))
+
+
+def test_sink_clusters_asynchronously(spark: Any, tmp_path: Path) -> None:
+    """``hoodie.clustering.async.enabled``: the second micro-batch commit schedules a
+    clustering of the small file groups and hands it to the sink's background process, which
+    runs it while the stream goes on writing new keys (an insert-only stream: updates into a
+    file group under a pending plan are refused, as Java's ``SparkRejectUpdateStrategy``
+    does). Clusterings complete, and the table is the model's as hudi_ds and hudi-rs read it."""
+    import time
+
+    from hudi_ds.services import ServiceContext, clustering
+    from hudi_ds.services.background import compactor_running
+    from hudi_ds.timeline.view import TableState
+    from tests.conftest import assert_rows, hudi_rs_table
+
+    opts = {
+        **table_options("s", partition="part", table_type="MERGE_ON_READ", buckets=None),
+        "hoodie.index.type": "SIMPLE",
+        "hoodie.clustering.async.enabled": "true",
+        "hoodie.clustering.inline.max.commits": "2",
+        # every micro-batch's inserts make new file groups: small ones to cluster
+        "hoodie.parquet.small.file.limit": "0",
+    }
+    tables = [events(range(i * 40, i * 40 + 40), 10 + i) for i in range(3)]
+    src = source_dir(tmp_path / "src", tables)
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    q = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(src)
+        .writeStream.format("hudi_py")
+        .options(**opts)
+        .option("checkpointLocation", ck)
+        .trigger(availableNow=True)
+        .start(path)
+    )
+    q.awaitTermination()
+    uri = Storage(path).base_uri
+    tl = TableState.open(path).reload_timeline()
+    assert len(tl.completed().filter_actions("deltacommit")) == 3
+    assert not [i for i in tl if not i.is_completed and not tl.is_clustering(i)]
+    # the second commit scheduled the first clustering and started the background process
+    first = min(i.requested_time for i in tl if tl.is_clustering(i))
+    deadline = time.monotonic() + 120
+    while not tl.is_completed(first) or compactor_running(uri):
+        assert time.monotonic() < deadline, "the background clustering did not finish"
+        time.sleep(0.2)
+        tl = TableState.open(path).reload_timeline()
+    done = [i for i in tl.completed() if tl.is_clustering(i)]
+    ctx = ServiceContext.open(path)
+    for c in done:  # each replaced small file groups by fewer ones
+        replaced = ctx.timeline().read_commit_metadata(c).partition_to_replace_file_ids
+        assert sum(len(v) for v in replaced.values()) >= 2
+    expected = model(tables)
+    assert snapshot(path) == expected
+    rows = [(k, ts, v) for k, (ts, v) in expected.items()]
+    assert_rows(hudi_rs_table(path), rows, ["id", "ts", "v"])
+    # a plan scheduled as the background process stopped waits for the next commit: run it
+    # here, and the table stays the model's
+    clustering.run_clustering(ServiceContext.open(path, opts))
+    assert snapshot(path) == expected
