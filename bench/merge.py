@@ -31,9 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,9 +41,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bench.timing import on_copy, run_json, timed
 from bench.workload import make_rows
 
-HERE = Path(__file__).resolve().parent
 TABLE_ROWS = 1_000_000
 SOURCE_ROWS = 100_000
 REPEATS = 3
@@ -180,9 +177,7 @@ def merge(system: str, path: str, rows: int, n: int) -> dict[str, Any]:
         def read() -> pa.Table:
             return hudi_ds.read(path)
 
-    t0, c0 = time.perf_counter(), _cpu()
-    metrics = run()
-    secs, cpu = time.perf_counter() - t0, _cpu() - c0
+    metrics, secs, cpu = timed(run)
     from bench.check import compare
 
     check = compare(read(), expected(target(rows), s))
@@ -195,23 +190,8 @@ def merge(system: str, path: str, rows: int, n: int) -> dict[str, Any]:
     }
 
 
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def _run(args: list[str]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.merge", *args],
-        capture_output=True,
-        text=True,
-        cwd=HERE.parent,
-        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
-    )
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-1:] or ["failed"]
-        return {"error": tail[0][:300]}
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return run_json("bench.merge", args)
 
 
 def run(scale: float, systems: tuple[str, ...] = SYSTEMS) -> dict[str, Any]:
@@ -233,10 +213,13 @@ def run(scale: float, systems: tuple[str, ...] = SYSTEMS) -> dict[str, Any]:
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in ready}
         for i in range(REPEATS):
             for system in ready:
-                copy = str(Path(tmp) / f"{system}-{i}")
-                shutil.copytree(str(Path(tmp) / system), copy)
-                runs[system].append(_run(["merge", system, copy, str(rows), str(n)]))
-                shutil.rmtree(copy)
+                runs[system].append(
+                    on_copy(
+                        str(Path(tmp) / system),
+                        str(Path(tmp) / f"{system}-{i}"),
+                        lambda copy, s=system: _run(["merge", s, copy, str(rows), str(n)]),
+                    )
+                )
         for system in ready:
             bad = [r for r in runs[system] if "error" in r]
             if bad:
@@ -323,8 +306,14 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
         if v < goal and name == "hudi_ds_cow":
             bound = (
                 "the source's keys reach every file group, and COPY_ON_WRITE rewrites each one "
-                "it touches (the whole table decoded, merged, encoded, its bloom filters rebuilt "
-                "for the deleted keys), as delta-rs rewrites its files"
+                "it touches (the whole table decoded twice -- the join's read of the matched "
+                "rows, the merge's of the base files --, merged and encoded), as delta-rs "
+                "rewrites its files"
+            )
+        elif v < goal:
+            bound = (
+                "the join reads the matched target rows first: every log block of the buckets "
+                "the source's keys reach is decoded (the whole table here, for 6% of its rows)"
             )
         out.append((what[name], target_, shown, "yes" if v >= goal else "no", bound))
     return out

@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bench.timing import on_copy, run_json, timed
 from bench.workload import make_rows
 
 HERE = Path(__file__).resolve().parent
@@ -117,9 +115,7 @@ def upsert(path: str, index: str, rows: int, updates: int) -> dict:
     if index == "GLOBAL_SIMPLE_WITHOUT_RLI":
         opts["hoodie.index.type"] = "GLOBAL_SIMPLE"
         opts["hoodie.metadata.record.index.enable"] = "false"
-    t0, c0 = time.perf_counter(), _cpu()
-    hudi_ds.write(path, b, opts)
-    secs, cpu = time.perf_counter() - t0, _cpu() - c0
+    _, secs, cpu = timed(lambda: hudi_ds.write(path, b, opts))
     out = {"index": index, "rows": rows, "batch_rows": b.num_rows, "upsert_s": secs, "cpu_s": cpu}
     if index == "RECORD_INDEX":
         from hudi_ds.index.record_level import record_index_locations
@@ -139,25 +135,8 @@ def upsert(path: str, index: str, rows: int, updates: int) -> dict:
     return out
 
 
-def _cpu() -> float:
-    """CPU seconds of this process so far (user + system, every thread): steadier than the
-    wall clock on a shared machine."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def _run(args: list[str]) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.record_index", *args],
-        capture_output=True,
-        text=True,
-        cwd=HERE.parent,
-        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
-    )
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-1:] or ["failed"]
-        return {"error": tail[0][:200]}
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return run_json("bench.record_index", args, error_chars=200)
 
 
 def run(scale: float) -> dict:
@@ -173,13 +152,14 @@ def run(scale: float) -> dict:
                 continue
             small = [(i, SMALL_UPDATES) for i in ("RECORD_INDEX", "GLOBAL_SIMPLE_WITHOUT_RLI")]
             for index, n in [(i, updates) for i in SYSTEMS] + small:
-                copy = str(Path(tmp) / f"{index}-{size}")
-                shutil.copytree(base, copy)
-                res = _run(["upsert", copy, index, str(size), str(n)])
+                res = on_copy(
+                    base,
+                    str(Path(tmp) / f"{index}-{size}"),
+                    lambda copy, i=index, n=n, z=size: _run(["upsert", copy, i, str(z), str(n)]),
+                )
                 out["runs"].append(
                     {"rows": size, "index": index, "updates": n, "build_s": built["s"], **res}
                 )
-                shutil.rmtree(copy)
             shutil.rmtree(base)
     return out
 

@@ -366,18 +366,19 @@ class _MergePlan:
         return {n for n in names if any(n in t for t in texts)}
 
     def _check_cardinality(self, s_idx: pa.Array, t_idx: pa.Array, source: pa.Table) -> None:
-        both = pc.and_(s_idx.is_valid(), t_idx.is_valid())
-        for side, idx in (("source", s_idx), ("target", t_idx)):
-            matched = idx.filter(both)
+        # row indexes counted with numpy (no hash table): the matched rows of each side
+        # are indexes below its row count, so a bincount finds an index paired twice
+        both = np.asarray(pc.and_(s_idx.is_valid(), t_idx.is_valid()), dtype=bool)
+        sides = (("source", s_idx), ("target", t_idx))
+        for side, idx in sides:
+            matched = np.asarray(idx.fill_null(0), dtype=np.int64)[both]
             if not len(matched):
                 continue
-            counts = pc.value_counts(matched)
-            many = pc.greater(counts.field("counts"), 1)
-            if pc.any(many).as_py():
-                row = counts.field("values").filter(many)[0].as_py()
-                n = counts.field("counts").filter(many)[0].as_py()
+            counts = np.bincount(matched)
+            row = int(counts.argmax())
+            if counts[row] > 1:
                 key = self._key_of(side, row, s_idx, t_idx, source)
-                raise cardinality_error(side, key, n, self.m.on)
+                raise cardinality_error(side, key, int(counts[row]), self.m.on)
 
     def _key_of(
         self, side: str, row: int, s_idx: pa.Array, t_idx: pa.Array, source: pa.Table

@@ -497,7 +497,8 @@ class _Reader:
 
     def bits(self, vector_size: int) -> np.ndarray:
         packed = np.frombuffer(self.take((vector_size + 7) // 8), dtype=np.uint8)
-        return np.unpackbits(packed, bitorder="little")[:vector_size].astype(bool)
+        # 0/1 bytes read as bools in place (no copy of a vector of millions of bits)
+        return np.unpackbits(packed, bitorder="little")[:vector_size].view(bool)
 
     def done(self) -> None:
         if self.at != len(self.raw):

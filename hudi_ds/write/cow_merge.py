@@ -11,7 +11,10 @@ place, a deleted one gone), then the inserted rows in write order.
 When no stored row goes away (an upsert without deletes) the new file's record keys are the
 old file's, in order, followed by the inserted keys: its bloom filter is the old file's filter
 with the inserted keys added (:func:`carried_bloom_filter`), equal to a filter built from
-every key, without hashing the stored keys again.
+every key, without hashing the stored keys again. When some go away, the old filter with the
+inserted keys added still holds every key of the new file (and the removed ones: false
+positives a lookup resolves against the file's keys); it is carried while no row of it holds
+more keys than it is sized for.
 """
 
 from __future__ import annotations
@@ -155,19 +158,44 @@ def merge_touched(
     return CowMerge(rows, u, i, d, appended, inserted, removed)
 
 
+#: A carried filter holds at most one removed key per this many keys of its file.
+_MAX_STALE_SHARE = 8
+
+
 def carried_bloom_filter(
     footer: Mapping[bytes, bytes] | None,
     spec: BloomFilterSpec,
     n_old: int,
     appended: pa.Array | None,
+    removed: int = 0,
 ) -> BloomFilter | None:
-    """The new base file's bloom filter from the old file's, when that is exact.
+    """The new base file's bloom filter from the old file's, when that is exact or a bounded
+    superset; None: build it anew from the new file's keys.
 
     ``footer``: the old base file's key-value metadata; ``n_old`` its rows; ``appended``: the
-    keys the new file adds after the old file's keys, which it keeps in order
-    (:attr:`CowMerge.appended`). The old filter is used when it has this ``spec``'s shape and
-    (dynamic) holds ``n_old`` keys in rows not yet saturated -- then adding ``appended`` puts
-    every key where a filter built from all keys in order puts it. None: build it anew.
+    keys the new file adds to the old file's; ``removed``: how many of the old file's keys it
+    drops.
+
+    Exact (``removed`` 0, the old keys kept in order, ``appended`` after them): when the old
+    filter has this ``spec``'s shape and (dynamic) holds ``n_old`` keys in rows not yet
+    saturated, adding ``appended`` puts every key where a filter built from all keys in order
+    puts it.
+
+    A superset (keys removed; dynamic filters only): the old filter plus ``appended`` holds
+    every key of the new file and the removed ones. Java's ``HoodieMergeHandle`` builds the
+    filter from the written keys instead, but a reader only asks a bloom filter which keys
+    *may* be in the file and then checks them against the file's own keys
+    (``HoodieKeyLookupHandle``; :mod:`hudi_ds.index.bloom`): a removed key is one more false
+    positive, resolved there. The filter keeps counting the removed keys
+    (``currentNbRecord``), so the rows it opens are those of the keys it holds, and it is
+    carried only while it has no more rows than a fresh filter of the new file's keys would
+    (no row holds more keys than it is sized for, ``hoodie.index.bloom.num_entries``: the
+    false-positive rate stays within ``hoodie.index.bloom.fpp``) and at most one key in
+    :data:`_MAX_STALE_SHARE` of the file's is a removed one. Past that it is rebuilt, which
+    drops the removed keys (a file of no rows gets an empty filter, as Java's).
+
+    Rebuilding hashes every kept key ``num_hashes`` times (measured: a sixth of the CPU of a
+    COW MERGE that deletes a few keys of every file group); carrying hashes the added keys.
     """
     if appended is None or footer is None or n_old == 0:
         return None
@@ -189,10 +217,27 @@ def carried_bloom_filter(
     if bf.dynamic:
         if bf.nr != fresh.nr or bf.current > bf.nr:  # other rows, or saturated
             return None
-        if (len(bf.rows) - 1) * bf.nr + bf.current != n_old:
-            return None
+        held = (len(bf.rows) - 1) * bf.nr + bf.current
         if len(bf.rows) > 1 and (len(bf.rows) - 1) * bf.nr >= fresh.max_nr:
             return None  # more rows than this spec grows to
+        if removed == 0 and held == n_old:
+            bf.max_nr = fresh.max_nr
+            bf.add(appended)
+            return bf
+        n_new = n_old - removed + len(appended)
+        rows = max(1, -(-n_new // bf.nr))  # the rows of a fresh filter of the new keys
+        stale = held - n_old + removed  # keys it holds that the new file does not
+        if (
+            held < n_old
+            or stale * _MAX_STALE_SHARE > n_new
+            or rows * bf.nr > max(fresh.max_nr, bf.nr)
+            or held + len(appended) > rows * bf.nr
+        ):
+            return None  # not known to hold every key, too many gone, or rows overfilled
         bf.max_nr = fresh.max_nr
+        bf.add(appended)
+        return bf
+    if removed:
+        return None  # a SIMPLE filter counts no keys: its removed keys could not be bounded
     bf.add(appended)
     return bf

@@ -33,6 +33,7 @@ from hudi_ds.layout.base_file import new_base_file_writer, write_whole_base_file
 from hudi_ds.layout.file_group import BaseFile
 from hudi_ds.layout.lance import LanceBaseFile
 from hudi_ds.layout.naming import base_file_name
+from hudi_ds.layout.parquet import file_metadata
 from hudi_ds.merge.engine import (
     DataPart,
     DeleteKeys,
@@ -292,7 +293,7 @@ def _iter_base_file(
             dict_cols = _dictionary_strings(pf, present)
             if dict_cols:
                 pf = pq.ParquetFile(f, read_dictionary=dict_cols)
-            meta = pf.schema_arrow.metadata
+            meta = file_metadata(pf)
             rows = batch_rows or max(
                 (pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)),
                 default=1,
@@ -531,11 +532,13 @@ class MergeHandle(BufferedHandle):
         )
         merged = self._file_rows(res.rows)
         bloom = ctx.options.bloom
-        carried = (
-            carried_bloom_filter(old.schema.metadata, bloom, old.num_rows, res.appended)
-            if bloom is not None
-            else None
-        )
+        carried = None
+        if bloom is not None:
+            # the keys the new file adds and how many it drops (exact when none: appended)
+            added, gone = res.appended, 0
+            if added is None and res.inserted is not None and res.removed is not None:
+                added, gone = res.inserted, len(res.removed)
+            carried = carried_bloom_filter(old.schema.metadata, bloom, old.num_rows, added, gone)
         create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
         footer: list[pq.FileMetaData] = []
         size = write_whole_base_file(

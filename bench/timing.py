@@ -1,0 +1,65 @@
+"""The timing loop the process-per-run benchmarks share (``bench.merge``, ``bench.record_index``).
+
+A run is one sub-command of a benchmark module in a fresh Python process (:func:`run_json`: no
+cache, allocator or import state carried from an earlier run), usually on a fresh copy of a
+table built once (:func:`on_copy`); inside it, the timed call is measured in wall-clock and
+CPU seconds (:func:`timed`). CPU seconds count every thread of the process, user and system:
+on a machine other work shares they move far less than the wall clock, so a report gives both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: the repository root: sub-commands run from it, ``bench`` importable
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process so far (user + system, every thread)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float, float]:
+    """``fn()``'s result, its wall-clock seconds and the process's CPU seconds meanwhile."""
+    t0, c0 = time.perf_counter(), cpu_seconds()
+    out = fn()
+    return out, time.perf_counter() - t0, cpu_seconds() - c0
+
+
+def run_json(module: str, args: list[str], error_chars: int = 300) -> dict[str, Any]:
+    """Run ``python -m <module> <args>`` in a fresh process; the JSON object its last output
+    line holds, or ``{"error": <its last error line>}`` when it failed."""
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or ["failed"]
+        return {"error": tail[0][:error_chars]}
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def on_copy(base: str, copy: str, run: Callable[[str], T]) -> T:
+    """``run(copy)`` on a fresh copy of the table at ``base`` (removed after): every timed
+    write meets the same table."""
+    shutil.copytree(base, copy)
+    try:
+        return run(copy)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
