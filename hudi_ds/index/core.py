@@ -480,7 +480,7 @@ class Index:
                 "bucket index (its fileIds are bucket ids) and does not record its bucket count"
             )
         if kind in (IndexType.RECORD_INDEX, IndexType.RECORD_LEVEL_INDEX):
-            _check_record_index(o, config, base_uri, kind, storage=table.storage if table else None)
+            _check_record_index(o, config, base_uri, kind, table)
         update_prop = {
             IndexType.GLOBAL_BLOOM: WriteConfig.BLOOM_UPDATE_PARTITION_PATH,
             IndexType.RECORD_INDEX: WriteConfig.RECORD_INDEX_UPDATE_PARTITION_PATH,
@@ -611,12 +611,15 @@ def _check_record_index(
     config: TableConfig | None,
     base_uri: str,
     kind: IndexType = IndexType.RECORD_INDEX,
-    storage: Storage | None = None,
+    table: TableState | None = None,
 ) -> None:
     """RECORD_INDEX needs the global record index, RECORD_LEVEL_INDEX the partitioned one: the
     table's (``record_index`` declared, its definition's ``isPartitioned`` telling the kind),
     or the one a new metadata table gets with ``hoodie.metadata.record.index.enable=true``
-    (``hoodie.metadata.record.level.index.enable=true``).
+    (``hoodie.metadata.record.level.index.enable=true``). A table without a completed commit
+    counts as new: it has no key to look up, and its first commit creates the metadata table
+    with the index (a streaming sink's first micro-batch opens the table it created again to
+    commit).
 
     Raises:
         ConfigError: neither, naming the options to set.
@@ -628,11 +631,13 @@ def _check_record_index(
         else WriteConfig.METADATA_RECORD_INDEX_ENABLE
     )
     has = config is not None and RECORD_INDEX_PARTITION in declared_partitions(config)
-    if has and config is not None and storage is not None:
-        has = record_index_partitioned(config, storage) == partitioned
+    if has and config is not None and table is not None:
+        has = record_index_partitioned(config, table.storage) == partitioned
     if has and o.get(enable) is not False:
         return
-    if config is None and o.get(enable) and o.get(WriteConfig.METADATA_ENABLE) is not False:
+    committed = table is None or table.timeline.last_completed() is not None
+    new = config is None or not (committed or declared_partitions(config))
+    if new and o.get(enable) and o.get(WriteConfig.METADATA_ENABLE) is not False:
         return
     what = "partitioned record index" if partitioned else "record index"
     where = f"the table at {base_uri} has no {what}" if config is not None else "a new table"

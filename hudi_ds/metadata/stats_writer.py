@@ -228,6 +228,8 @@ class StatsIndex:
         # (instant, columns, (partition, file name) -> ranges) the write's handles computed
         self._offered: tuple[str, tuple[str, ...], Mapping[tuple[str, str], Sequence[ColumnRange]]]
         self._offered = ("", (), {})
+        # partition -> its file groups, listed once per mirrored instant (forget_file_groups)
+        self._ids: dict[str, list[str]] = {}
 
     # -- which partitions -------------------------------------------------------------------
     def maintained(self, declared: Sequence[str]) -> list[str]:
@@ -246,21 +248,33 @@ class StatsIndex:
             out.remove(PARTITION_STATS_PARTITION)  # Java: partition stats need column stats
         return out
 
+    def forget_file_groups(self) -> None:
+        """Let the next :meth:`_file_ids` list the partitions again: the metadata writer
+        calls it before it mirrors an instant (a build, a drop or a crash recovery may have
+        changed the file groups since); within one instant they stay (its MDT compaction and
+        clean keep every file group), so the instant's checks and log files list each
+        partition once."""
+        self._ids.clear()
+
     def _file_ids(self, partition: str) -> list[str]:
         """The file groups of MDT partition ``partition`` (none when it has no folder)."""
-        if not self.storage.is_dir(partition):
-            return []
+        got = self._ids.get(partition)
+        if got is not None:
+            return got
         ids = set()
-        for f in self.storage.list_files(partition):
-            p = parse_base_file_name(f.name) or parse_log_file_name(f.name)
-            if p is not None and p.file_id.startswith(_PREFIX[partition]):
-                ids.add(p.file_id)
-        return sorted(ids)
+        if self.storage.is_dir(partition):
+            for f in self.storage.list_files(partition):
+                p = parse_base_file_name(f.name) or parse_log_file_name(f.name)
+                if p is not None and p.file_id.startswith(_PREFIX[partition]):
+                    ids.add(p.file_id)
+        self._ids[partition] = sorted(ids)
+        return self._ids[partition]
 
     def delete_logs(self, instants: set[str]) -> list[str]:
         """Delete the stats log files of MDT deltacommits ``instants`` (layout 2: named with
         their instant), as an MDT rollback undoes them; the deleted paths."""
         out = []
+        self.forget_file_groups()
         for partition in STATS_PARTITIONS:
             if not self.storage.is_dir(partition):
                 continue
@@ -628,6 +642,7 @@ class StatsIndex:
         for f in files:
             self.storage.write_bytes(f.path, f.data)
         writer.complete(req, md.to_bytes(layout))
+        self.forget_file_groups()
         updates = (
             record_index_definition(self.state.config, self.state.storage, columns)
             if columns and COLUMN_STATS_PARTITION in partitions

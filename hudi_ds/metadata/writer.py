@@ -300,6 +300,7 @@ class MetadataWriter:
             return
         if done.action not in FILE_CHANGING_ACTIONS:
             return
+        self.stats.forget_file_groups()  # another writer may have changed them since
         try:
             self._apply(done, content)
         except (CorruptFileError, MissingFileError, OSError) as e:
@@ -518,6 +519,7 @@ class MetadataWriter:
         names leave ``hoodie.table.metadata.partitions`` -- a stale index would mislead readers
         that use it (:meth:`IndexPartitions.unmaintained`)."""
         inflight = declared_partitions(self.state.config, METADATA_PARTITIONS_INFLIGHT_KEY)
+        self.stats.forget_file_groups()
         kept = self.indexes.kept(self.declared)
         names = self.indexes.unmaintained(self.declared, inflight)
         if not names:
@@ -590,6 +592,7 @@ class MetadataWriter:
         ):
             return
         changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
+        self.stats.forget_file_groups()
         maintained = self.stats.maintained(self.declared)
         stats = self.stats.records(instant_time, action, content, maintained, self.schema, mdt)
         stats.update(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hudi_ds.metadata.reader import completed_or_archived, valid_instants
 from hudi_ds.metadata.records import METADATA_PATH
 from hudi_ds.metadata.secondary_index import (
     definitions,
@@ -18,19 +17,13 @@ from hudi_ds.metadata.secondary_index import (
 from hudi_ds.storage import Storage
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableConfig
-from hudi_ds.timeline.timeline import Timeline
+from tests.metadata.rli_support import open_mdt
 
 
 def stored_secondary_index(root: Path, partition: str) -> dict[str, int]:
     """Row key -> file group index of MDT partition ``partition`` of the table at ``root``."""
-    storage = Storage(str(root))
-    cfg = TableConfig.load(storage)
-    data_tl = Timeline.load(storage, cfg.timeline_layout_version, cfg.timeline_path)
-    mdt = storage.sub(METADATA_PATH)
-    mcfg = TableConfig.load(mdt)
-    tl = Timeline.load(mdt, mcfg.timeline_layout_version, mcfg.timeline_path)
-    valid = valid_instants(data_tl, tl, cfg.table_version)
-    return read_index(mdt, tl, partition, lambda t: completed_or_archived(tl, t) and t in valid)
+    mdt, tl, counts = open_mdt(root)
+    return read_index(mdt, tl, partition, counts)
 
 
 def recomputed_secondary_index(root: Path, partition: str) -> dict[str, int]:

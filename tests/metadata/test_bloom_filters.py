@@ -36,14 +36,14 @@ from hudi_ds.metadata.bloom_filters import (
     indexed_files,
     read_bloom_filters,
 )
-from hudi_ds.metadata.records import METADATA_PATH, declared_partitions, record_schema
+from hudi_ds.metadata.records import declared_partitions, record_schema
 from hudi_ds.services import ServiceContext, clean, compaction, rollback
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
-from hudi_ds.timeline.timeline import Timeline
 from tests.builders import apply
 from tests.conftest import hudi_rs_table
 from tests.index.test_simple import table_slices
+from tests.metadata.rli_support import open_timelines
 from tests.metadata.test_writer import (
     Rows,
     _crash,
@@ -75,12 +75,7 @@ def footer_filters(root: Path) -> dict[str, tuple[str, bytes]]:
 
 def mdt_filters(root: Path) -> dict[str, tuple[str, bytes]]:
     """Record key -> (type code, serialised filter) of the live records of the partition."""
-    data = Storage(str(root))
-    cfg = TableConfig.load(data)
-    data_tl = Timeline.load(data, cfg.timeline_layout_version, cfg.timeline_path)
-    mdt = data.sub(METADATA_PATH)
-    mcfg = TableConfig.load(mdt)
-    mdt_tl = Timeline.load(mdt, mcfg.timeline_layout_version, mcfg.timeline_path)
+    cfg, data_tl, mdt, mdt_tl = open_timelines(root)
     recs = read_bloom_filters(mdt, mdt_tl, data_tl, cfg.table_version)
     return {k: (r.type_code, r.serialized) for k, r in recs.items() if not r.deleted}
 

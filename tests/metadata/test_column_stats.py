@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import decimal
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +46,15 @@ from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from hudi_ds.timeline.timeline import Timeline
 from tests.conftest import hudi_rs_table
-from tests.fixtures import FIXTURES_DIR, fixture_names, fixture_table
+from tests.fixtures import fixture_table
+from tests.metadata.rli_support import fixtures_with
 from tests.metadata.test_writer import _crash, assert_in_step, batch
 from tests.metadata.test_writer import options as writer_options
 from tests.write.fixture_model import data_row_set
 from tests.write.test_fixture_writes import unzip
 
-
-def _has(name: str, partition: str) -> bool:
-    with zipfile.ZipFile(FIXTURES_DIR / f"{name}.zip") as zf:
-        return any(f"/.hoodie/metadata/{partition}/" in n for n in zf.namelist())
-
-
-COL_STATS_FIXTURES = [n for n in fixture_names() if _has(n, COLUMN_STATS_PARTITION)]
-PART_STATS_FIXTURES = [n for n in fixture_names() if _has(n, PARTITION_STATS_PARTITION)]
+COL_STATS_FIXTURES = fixtures_with(f"{COLUMN_STATS_PARTITION}/")
+PART_STATS_FIXTURES = fixtures_with(f"{PARTITION_STATS_PARTITION}/")
 
 
 def _open(root: Path) -> tuple[Storage, TableConfig, Timeline, Storage, Timeline]:

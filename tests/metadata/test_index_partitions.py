@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
-
 import hudi_ds
 from hudi_ds.api import HudiTable
 from hudi_ds.metadata.records import declared_partitions
@@ -15,23 +13,13 @@ from hudi_ds.services import ServiceContext, clean, compaction, rollback
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from tests.conftest import hudi_rs_table, table_options
+from tests.metadata.rli_support import key_rows
 from tests.metadata.test_column_stats import assert_stats_in_step
 from tests.metadata.test_record_index import assert_index_true
 from tests.metadata.test_writer import assert_in_step
 from tests.write.fixture_model import data_row_set
 
 _ALL = ["column_stats", "files", "partition_stats", "record_index"]
-
-
-def _rows(ids: list[int], p: list[str], ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": [f"k{i}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "p": p,
-            "v": [float(i * ts) for i in ids],
-        }
-    )
 
 
 def _in_step(root: Path) -> dict[str, object]:
@@ -64,21 +52,21 @@ def test_stats_and_record_index_stay_in_step_together(tmp_path: Path) -> None:
         "hoodie.clean.automatic": "false",
         "hoodie.cleaner.commits.retained": "1",
     }
-    hudi_ds.write(str(root), _rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1), opts)
+    hudi_ds.write(str(root), key_rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1), opts)
     _in_step(root)
     table = HudiTable(str(root), opts)
-    table.upsert(_rows([1, 2, 20, 21], ["p1", "p2", "p0", "p1"], 2))
-    table.upsert(_rows([3, 22], ["p0", "p2"], 3))
+    table.upsert(key_rows([1, 2, 20, 21], ["p1", "p2", "p0", "p1"], 2))
+    table.upsert(key_rows([3, 22], ["p0", "p2"], 3))
     assert {"k20", "k21", "k22"} <= _in_step(root).keys()
     ctx = ServiceContext.open(str(root), opts)
     assert compaction.schedule_compaction(ctx) is not None
     compaction.run_compaction(ServiceContext.open(str(root), opts))
     _in_step(root)
     table = HudiTable(str(root), opts)
-    table.upsert(_rows([4, 5], ["p1", "p2"], 4))
+    table.upsert(key_rows([4, 5], ["p1", "p2"], 4))
     clean.clean(ServiceContext.open(str(root), opts))
     _in_step(root)
-    last = HudiTable(str(root), opts).delete(_rows([6, 23], ["p0", "p0"], 5))
+    last = HudiTable(str(root), opts).delete(key_rows([6, 23], ["p0", "p0"], 5))
     assert last is not None
     assert "k6" not in _in_step(root)
     rollback.rollback(ServiceContext.open(str(root), opts), last)

@@ -21,7 +21,6 @@ import hudi_ds
 from hudi_ds.api import HudiTable
 from hudi_ds.errors import ConfigError
 from hudi_ds.index.record_level import partitioned_record_index_locations
-from hudi_ds.metadata.reader import completed_or_archived, valid_instants
 from hudi_ds.metadata.record_index import (
     RecordLocation,
     bootstrap_partitioned,
@@ -30,13 +29,11 @@ from hudi_ds.metadata.record_index import (
     partitioned_file_group_id,
     read_partitioned_locations,
 )
-from hudi_ds.metadata.records import METADATA_PATH
 from hudi_ds.services import ServiceContext, rollback
 from hudi_ds.storage import Storage
-from hudi_ds.table.table import ReadableTable
-from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.timeline import Timeline
 from tests.conftest import assert_rows, hudi_rs_table, table_options
+from tests.metadata.rli_support import latest_slice_keys, open_mdt
 from tests.metadata.test_writer import _crash, assert_in_step
 
 COLS = ["id", "ts", "p", "v"]
@@ -78,31 +75,11 @@ def _opts(table_type: str, **over: str) -> dict[str, str]:
 
 
 def stored(root: Path) -> dict[tuple[str, str], RecordLocation]:
-    storage = Storage(str(root))
-    cfg = TableConfig.load(storage)
-    data_tl = Timeline.load(storage, cfg.timeline_layout_version, cfg.timeline_path)
-    mdt = storage.sub(METADATA_PATH)
-    mcfg = TableConfig.load(mdt)
-    tl = Timeline.load(mdt, mcfg.timeline_layout_version, mcfg.timeline_path)
-    valid = valid_instants(data_tl, tl, cfg.table_version)
-    return read_partitioned_locations(
-        mdt, tl, lambda t: completed_or_archived(tl, t) and t in valid
-    )
+    return read_partitioned_locations(*open_mdt(root))
 
 
 def recomputed(root: Path) -> dict[tuple[str, str], tuple[str, str]]:
-    table = ReadableTable(str(root))
-    plan = table.plan_read(columns=["_hoodie_record_key"])
-    slices = []
-    for s in plan.slices:
-        batches = list(table.read_plan_slices(plan, [s]))
-        keys = (
-            pa.concat_arrays([b.column("_hoodie_record_key") for b in batches])
-            if batches
-            else pa.array([], pa.string())
-        )
-        slices.append((s.partition_path, s.file_id, s.base_instant_time, keys))
-    by_part = bootstrap_partitioned(slices, "UTC")
+    by_part = bootstrap_partitioned(latest_slice_keys(root), "UTC")
     return {
         (p, k): (loc.partition, loc.file_id) for p, m in by_part.items() for k, loc in m.items()
     }
@@ -213,6 +190,30 @@ def test_killed_write_rolled_back_in_step(spec: str, tmp_path: Path) -> None:
     p3 = {p.name for p in (root / ".hoodie" / "metadata" / "record_index").glob("*p3*")}
     assert len(p3) == 1 and partitioned_file_group_id("p3", 0) in next(iter(p3)), p3
     check_rows(root, model)
+
+
+def test_table_without_a_completed_commit_counts_as_new(tmp_path: Path) -> None:
+    """A table whose first write was killed (``hoodie.properties``, no completed commit, no
+    metadata table) has no key to look up: the next write may use the index it asks for, and
+    its commit creates the metadata table with it (a streaming sink's first micro-batch opens
+    the table it created again to commit: tests/spark/test_index_partitions.py)."""
+    root = tmp_path / "t"
+    opts = _opts("MERGE_ON_READ")
+    killed = _rows(["k0", "k1"], ["p0", "p1"], 1)
+    assert _crash("after_files", lambda: hudi_ds.write(str(root), killed, opts)) == 137
+    assert (root / ".hoodie" / "hoodie.properties").is_file()
+    assert not (root / ".hoodie" / "metadata").exists()
+    t = _rows(["k0", "k2"], ["p0", "p0"], 2)
+    hudi_ds.write(str(root), t, opts)
+    model = _apply({}, t)
+    assert_index_in_step(root, model)
+    check_rows(root, model)
+    # with a completed commit and no record index, the table is refused as before
+    off = {**opts, "hoodie.metadata.record.level.index.enable": "false"}
+    plain = tmp_path / "plain"
+    hudi_ds.write(str(plain), t, {**off, "hoodie.index.type": "SIMPLE"})
+    with pytest.raises(ConfigError, match="has no partitioned record index"):
+        hudi_ds.write(str(plain), t, opts)
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])

@@ -11,7 +11,6 @@ the data timeline that wrote the same file group.
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,36 +29,24 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.instant import format_instant_time
 from hudi_ds.timeline.timeline import Timeline
-from tests.fixtures import FIXTURES_DIR, fixture_names, fixture_table, require_base_file_reader
+from tests.fixtures import fixture_table, require_base_file_reader
 from tests.metadata.rli_support import (
+    assert_delete_block_reencodes,
+    fixtures_with,
+    java_hash_index,
+    key_rows,
     recomputed_record_index,
     stored_record_index,
     writer_timezone,
 )
 
-
-def _has_record_index(name: str) -> bool:
-    with zipfile.ZipFile(FIXTURES_DIR / f"{name}.zip") as zf:
-        return any(f"/metadata/{RECORD_INDEX_PARTITION}/" in n for n in zf.namelist())
-
-
-RLI_FIXTURES = [n for n in fixture_names() if _has_record_index(n)]
-
-
-def _java_hash_index(key: str, n: int) -> int:
-    h = 0
-    units = key.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    if h >= 1 << 31:
-        h -= 1 << 32
-    return abs(abs(h) % n)
+RLI_FIXTURES = fixtures_with(f"{RECORD_INDEX_PARTITION}/")
 
 
 def test_file_group_of_a_key_is_java_string_hash_mod_count() -> None:
     keys = ["TXN-001", "TXN-002", "", "key-\U0001f600", "ä" * 40, "polygenelubricants"]
     got = file_group_indexes(pa.array(keys), 10).tolist()
-    assert got == [_java_hash_index(k, 10) for k in keys]
+    assert got == [java_hash_index(k, 10) for k in keys]
     # "polygenelubricants".hashCode() == Integer.MIN_VALUE: abs stays negative in Java
     assert got[-1] == 8
     assert file_group_id(3) == "record-index-0003-0"
@@ -168,17 +155,6 @@ def assert_index_true(root: Path, instants: bool = False) -> dict[str, RecordLoc
     return stored
 
 
-def _rows(ids: list[int], p: list[str], ts: int) -> pa.Table:
-    return pa.table(
-        {
-            "id": [f"k{i}" for i in ids],
-            "ts": pa.array([ts] * len(ids), pa.int64()),
-            "p": p,
-            "v": [float(i) for i in ids],
-        }
-    )
-
-
 @pytest.mark.parametrize(
     ("table_type", "version"),
     [("COPY_ON_WRITE", 9), ("MERGE_ON_READ", 9), ("COPY_ON_WRITE", 6), ("MERGE_ON_READ", 6)],
@@ -189,27 +165,19 @@ def test_new_table_keeps_its_record_index_in_step(
     import hudi_ds
     from hudi_ds.api import HudiTable
     from hudi_ds.services import ServiceContext, compaction
-    from tests.conftest import assert_rows, hudi_rs_table, table_options
+    from tests.conftest import assert_rows, hudi_rs_table
 
     root = tmp_path / "t"
-    opts = {
-        **table_options("rli", partition="p", table_type=table_type, buckets=None),
-        "hoodie.metadata.enable": "true",
-        "hoodie.metadata.record.index.enable": "true",
-        # hudi_ds's global index stands for Java's RECORD_INDEX: keys unique across partitions
-        "hoodie.index.type": "GLOBAL_SIMPLE",
-        "hoodie.clean.automatic": "false",
-        "hoodie.write.table.version": str(version),
-    }
-    first = _rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1)
+    opts = _rli_options(table_type, version)
+    first = key_rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1)
     hudi_ds.write(str(root), first, opts)
     assert len(assert_index_true(root, instants=True)) == 12
     # updates in place, inserts, and a key moving partition (the index is global)
-    second = _rows([1, 2, 20, 21, 3], ["p1", "p2", "p0", "p1", "p1"], 2)
+    second = key_rows([1, 2, 20, 21, 3], ["p1", "p2", "p0", "p1", "p1"], 2)
     hudi_ds.write(str(root), second, opts)
     stored = assert_index_true(root, instants=True)
     assert stored["k3"].partition == "p1" and stored["k20"].partition == "p0"
-    HudiTable(str(root), opts).delete(_rows([4, 5], ["p1", "p2"], 3))
+    HudiTable(str(root), opts).delete(key_rows([4, 5], ["p1", "p2"], 3))
     stored = assert_index_true(root)
     assert "k4" not in stored and "k5" not in stored
     if table_type == "MERGE_ON_READ":
@@ -249,8 +217,8 @@ def test_rollback_undoes_the_record_index_or_removes_it(version: int, tmp_path: 
 
     root = tmp_path / "t"
     opts = _rli_options("MERGE_ON_READ", version)
-    hudi_ds.write(str(root), _rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
-    hudi_ds.write(str(root), _rows([1, 30, 31], ["p0", "p0", "p1"], 2), opts)
+    hudi_ds.write(str(root), key_rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
+    hudi_ds.write(str(root), key_rows([1, 30, 31], ["p0", "p0", "p1"], 2), opts)
     before = stored_record_index(root)
     assert "k30" in before and before["k1"].partition == "p0"
     cfg = TableConfig.load(Storage(str(root)))
@@ -280,12 +248,12 @@ def test_killed_write_leaves_the_record_index_true(
 
     root = tmp_path / "t"
     opts = _rli_options(table_type, 9)
-    hudi_ds.write(str(root), _rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
-    moved = _rows([1, 40, 41], ["p0", "p1", "p1"], 2)
+    hudi_ds.write(str(root), key_rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
+    moved = key_rows([1, 40, 41], ["p0", "p1", "p1"], 2)
     assert _crash(spec, lambda: hudi_ds.write(str(root), moved, opts)) == 137
     stored = assert_index_true(root, instants=True)
     assert "k40" not in stored and stored["k1"].partition == "p1"
-    hudi_ds.write(str(root), _rows([2, 50], ["p1", "p0"], 3), opts)
+    hudi_ds.write(str(root), key_rows([2, 50], ["p1", "p0"], 3), opts)
     stored = assert_index_true(root, instants=True)
     assert "k40" not in stored and stored["k2"].partition == "p1" and "k50" in stored
 
@@ -431,17 +399,17 @@ def test_record_index_upserts_never_duplicate_a_key(
         "hoodie.index.type": "RECORD_INDEX",
         "hoodie.record.index.update.partition.path": str(move).lower(),
     }
-    hudi_ds.write(str(root), _rows(list(range(10)), ["p0", "p1"] * 5, 1), opts)
+    hudi_ds.write(str(root), key_rows(list(range(10)), ["p0", "p1"] * 5, 1), opts)
     # key -> (p column, v, partition path it lives in)
     model = {f"k{i}": ("p0" if i % 2 == 0 else "p1", float(i)) for i in range(10)}
     where = {k: p for k, (p, _) in model.items()}
-    batch = _rows([1, 2, 30], ["p0", "p1", "p1"], 2)  # k1 p1->p0, k2 p0->p1, k30 new
+    batch = key_rows([1, 2, 30], ["p0", "p1", "p1"], 2)  # k1 p1->p0, k2 p0->p1, k30 new
     HudiTable(str(root), opts).upsert(batch)
-    model.update({"k1": ("p0", 1.0), "k2": ("p1", 2.0), "k30": ("p1", 30.0)})
+    model.update({"k1": ("p0", 2.0), "k2": ("p1", 4.0), "k30": ("p1", 60.0)})
     if move:
         where.update({"k1": "p0", "k2": "p1"})
     where["k30"] = "p1"
-    HudiTable(str(root), opts).delete(_rows([3], ["p0"], 3))  # deleted where it lives (p1)
+    HudiTable(str(root), opts).delete(key_rows([3], ["p0"], 3))  # deleted where it lives (p1)
     del model["k3"], where["k3"]
     cols = ["id", "p", "v", "_hoodie_partition_path"]
     expected = [(k, p, v, where[k]) for k, (p, v) in model.items()]
@@ -480,7 +448,7 @@ def test_record_index_type_without_a_record_index_is_refused(tmp_path: Path) -> 
     opts = {**_rli_options("COPY_ON_WRITE", 9), "hoodie.index.type": "RECORD_INDEX"}
     del opts["hoodie.metadata.record.index.enable"]
     with pytest.raises(ConfigError, match="RECORD_INDEX.*hoodie.metadata.record.index.enable"):
-        hudi_ds.write(str(root), _rows([1], ["p0"], 1), opts)
+        hudi_ds.write(str(root), key_rows([1], ["p0"], 1), opts)
     assert not (root / ".hoodie" / "hoodie.properties").exists()
 
 
@@ -495,8 +463,7 @@ def test_fixture_log_blocks_are_what_hudi_ds_writes(name: str, tmp_path_factory)
 
     from hudi_ds.layout.hfile import CREATE_TIME_TS, read_hfile, write_hfile
     from hudi_ds.log.block import BlockType
-    from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
-    from hudi_ds.log.writer import encode_delete_block
+    from hudi_ds.log.reader import scan_log_bytes
 
     root = fixture_table(name, tmp_path_factory)
     seen = 0
@@ -516,11 +483,7 @@ def test_fixture_log_blocks_are_what_hudi_ds_writes(name: str, tmp_path_factory)
                     assert mine == bytes(b.content)
                 seen += 1
             elif b.block_type == BlockType.DELETE and b.schema is not None:
-                keys = decode_delete_block(b).column("_hoodie_record_key")
-                parts = pa.array([RECORD_INDEX_PARTITION] * len(keys))
-                mine = encode_delete_block(keys, parts, None, b.instant_time or "", b.schema)
-                (block,) = scan_log_bytes(mine, "mine").blocks
-                assert bytes(block.content) == bytes(b.content) and block.header == b.header
+                assert_delete_block_reencodes(b, RECORD_INDEX_PARTITION)
                 seen += 1
     assert seen
 
@@ -533,15 +496,15 @@ def test_record_index_turned_on_for_a_table_with_a_metadata_table(tmp_path: Path
     root = tmp_path / "t"
     opts = _rli_options("MERGE_ON_READ", 9)
     without = {k: v for k, v in opts.items() if k != "hoodie.metadata.record.index.enable"}
-    hudi_ds.write(str(root), _rows(list(range(6)), ["p0", "p1"] * 3, 1), without)
+    hudi_ds.write(str(root), key_rows(list(range(6)), ["p0", "p1"] * 3, 1), without)
     cfg = TableConfig.load(Storage(str(root)))
     # a new version 9 table: column and partition stats by default, no record index
     assert cfg.get("hoodie.table.metadata.partitions") == "column_stats,files,partition_stats"
-    hudi_ds.write(str(root), _rows([1, 9], ["p0", "p0"], 2), opts)
+    hudi_ds.write(str(root), key_rows([1, 9], ["p0", "p0"], 2), opts)
     stored = assert_index_true(root, instants=True)
     assert sorted(stored) == sorted(f"k{i}" for i in (0, 1, 2, 3, 4, 5, 9))
     assert stored["k1"].partition == "p0"  # moved (hoodie.simple.index.update.partition.path)
-    hudi_ds.write(str(root), _rows([10], ["p1"], 3), without)  # kept by writers not asking
+    hudi_ds.write(str(root), key_rows([10], ["p1"], 3), without)  # kept by writers not asking
     assert "k10" in assert_index_true(root, instants=True)
 
 
@@ -554,15 +517,15 @@ def test_overwrites_and_partition_deletes_remove_the_keys_they_drop(tmp_path: Pa
 
     root = tmp_path / "t"
     opts = _rli_options("COPY_ON_WRITE", 9)
-    hudi_ds.write(str(root), _rows(list(range(9)), ["p0", "p1", "p2"] * 3, 1), opts)
+    hudi_ds.write(str(root), key_rows(list(range(9)), ["p0", "p1", "p2"] * 3, 1), opts)
     table = HudiTable(str(root), opts)
-    table.insert_overwrite(_rows([0, 20], ["p0", "p0"], 2))  # p0 held k0, k3, k6
+    table.insert_overwrite(key_rows([0, 20], ["p0", "p0"], 2))  # p0 held k0, k3, k6
     stored = assert_index_true(root, instants=True)
     assert sorted(k for k, loc in stored.items() if loc.partition == "p0") == ["k0", "k20"]
     table.delete_partition(["p1"])
     stored = assert_index_true(root, instants=True)
     assert sorted(stored) == ["k0", "k2", "k20", "k5", "k8"]
-    table.insert_overwrite_table(_rows([5, 30], ["p2", "p1"], 4))
+    table.insert_overwrite_table(key_rows([5, 30], ["p2", "p1"], 4))
     assert sorted(assert_index_true(root, instants=True)) == ["k30", "k5"]
 
 
@@ -573,9 +536,9 @@ def test_record_index_turned_off(tmp_path: Path) -> None:
 
     root = tmp_path / "t"
     opts = _rli_options("COPY_ON_WRITE", 9)
-    hudi_ds.write(str(root), _rows([1, 2], ["p0", "p1"], 1), opts)
+    hudi_ds.write(str(root), key_rows([1, 2], ["p0", "p1"], 1), opts)
     off = {**opts, "hoodie.metadata.record.index.enable": "false"}
-    hudi_ds.write(str(root), _rows([3], ["p0"], 2), off)
+    hudi_ds.write(str(root), key_rows([3], ["p0"], 2), off)
     cfg = TableConfig.load(Storage(str(root)))
     assert cfg.get("hoodie.table.metadata.partitions") == "column_stats,files,partition_stats"
     assert not (root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).exists()
@@ -601,16 +564,16 @@ def test_mdt_compaction_compacts_the_record_index(
         "hoodie.index.type": "RECORD_INDEX",
         "hoodie.metadata.compact.max.delta.commits": "2",
     }
-    hudi_ds.write(str(root), _rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1), opts)
+    hudi_ds.write(str(root), key_rows(list(range(12)), ["p0", "p1", "p2"] * 4, 1), opts)
     model = {f"k{i}": ["p0", "p1", "p2"][i % 3] for i in range(12)}
     folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
     for step in range(2, 6):
         new = [100 + step, step]
-        HudiTable(str(root), opts).upsert(_rows(new, ["p1", "p1"], step))
+        HudiTable(str(root), opts).upsert(key_rows(new, ["p1", "p1"], step))
         model[f"k{100 + step}"] = "p1"
         model.setdefault(f"k{step}", "p1")
         if step % 3 == 0:
-            HudiTable(str(root), opts).delete(_rows([step + 5], ["p0"], step))
+            HudiTable(str(root), opts).delete(key_rows([step + 5], ["p0"], step))
             model.pop(f"k{step + 5}", None)
         stored = assert_index_true(root)
         assert {k: loc.partition for k, loc in stored.items()} == model
@@ -654,16 +617,16 @@ def test_killed_mdt_compaction_of_the_record_index(spec: str, before: int, tmp_p
 
     root = tmp_path / "t"
     opts = {**_rli_options("MERGE_ON_READ", 9), "hoodie.metadata.compact.max.delta.commits": "2"}
-    hudi_ds.write(str(root), _rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
+    hudi_ds.write(str(root), key_rows(list(range(8)), ["p0", "p1"] * 4, 1), opts)
     for k in range(1, before):
-        hudi_ds.write(str(root), _rows([3, 50 + k], ["p0", "p1"], 2), opts)
+        hudi_ds.write(str(root), key_rows([3, 50 + k], ["p0", "p1"], 2), opts)
     mdt = Storage(str(root / ".hoodie" / "metadata"))
     done = len(Timeline.load(mdt, 2).completed().filter_actions(COMMIT))
-    moved = _rows([1, 60], ["p0", "p1"], 2)
+    moved = key_rows([1, 60], ["p0", "p1"], 2)
     assert _crash(spec, lambda: hudi_ds.write(str(root), moved, opts)) == 137
     pending = Timeline.load(mdt, 2).pending()
     assert [i.action for i in pending] == ["compaction" if spec.endswith("1") else "clean"]
-    hudi_ds.write(str(root), _rows([2, 61], ["p1", "p0"], 3), opts)
+    hudi_ds.write(str(root), key_rows([2, 61], ["p1", "p0"], 3), opts)
     stored = assert_index_true(root, instants=True)
     assert not Timeline.load(mdt, 2).pending()
     assert len(Timeline.load(mdt, 2).completed().filter_actions(COMMIT)) > done
@@ -705,9 +668,9 @@ def test_record_index_file_group_options(tmp_path: Path) -> None:
     opts["hoodie.metadata.global.record.level.index.enable"] = "true"
     bad = {**opts, "hoodie.metadata.record.index.min.filegroup.count": "4"}
     with pytest.raises(ConfigError, match=r"min\.filegroup\.count \(4\) exceeds"):
-        hudi_ds.write(str(root), _rows([1], ["p0"], 1), bad)
+        hudi_ds.write(str(root), key_rows([1], ["p0"], 1), bad)
     assert not root.exists()
-    hudi_ds.write(str(root), _rows(list(range(20)), ["p0", "p1"] * 10, 1), opts)
+    hudi_ds.write(str(root), key_rows(list(range(20)), ["p0", "p1"] * 10, 1), opts)
     folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
     ids = {p.file_id for f in folder.iterdir() if (p := parse_base_file_name(f.name))}
     assert ids == {file_group_id(i) for i in range(3)}
@@ -728,7 +691,7 @@ def test_record_index_hfiles_have_small_blocks(tmp_path: Path) -> None:
         "hoodie.metadata.record.index.min.filegroup.count": "1",
         "hoodie.metadata.record.index.max.filegroup.count": "1",
     }
-    hudi_ds.write(str(root), _rows(list(range(3000)), ["p0", "p1"] * 1500, 1), opts)
+    hudi_ds.write(str(root), key_rows(list(range(3000)), ["p0", "p1"] * 1500, 1), opts)
     folder = root / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION
     blocks = [
         b

@@ -11,7 +11,6 @@ index holds DELETE blocks and a compacted base file (see the fixtures' README).
 from __future__ import annotations
 
 import logging
-import zipfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,7 +33,12 @@ from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.timeline import Timeline
 from tests.conftest import hudi_rs_table
-from tests.fixtures import FIXTURES_DIR, fixture_names, fixture_table
+from tests.fixtures import fixture_table
+from tests.metadata.rli_support import (
+    assert_delete_block_reencodes,
+    fixtures_with,
+    java_hash_index,
+)
 from tests.metadata.si_support import (
     assert_secondary_indexes_true,
     recomputed_secondary_index,
@@ -44,23 +48,7 @@ from tests.metadata.si_support import (
 from tests.write.fixture_model import data_row_set
 from tests.write.test_fixture_writes import unzip
 
-
-def _has_secondary_index(name: str) -> bool:
-    with zipfile.ZipFile(FIXTURES_DIR / f"{name}.zip") as zf:
-        return any(f"/metadata/{PARTITION_PREFIX}" in n for n in zf.namelist())
-
-
-SI_FIXTURES = [n for n in fixture_names() if _has_secondary_index(n)]
-
-
-def _java_hash_index(key: str, n: int) -> int:
-    h = 0
-    units = key.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    if h >= 1 << 31:
-        h -= 1 << 32
-    return abs(abs(h) % n)
+SI_FIXTURES = fixtures_with(PARTITION_PREFIX)
 
 
 def test_row_keys_escape_and_null_as_java() -> None:
@@ -76,9 +64,9 @@ def test_row_keys_escape_and_null_as_java() -> None:
         "nul\\\x00$k5",
     ]
     heads = ["plain$", "a\\$b$", "back\\\\slash$", "\x00$", "nul\\\x00$"]
-    assert file_group_indexes(keys, 10, 2).tolist() == [_java_hash_index(h, 10) for h in heads]
+    assert file_group_indexes(keys, 10, 2).tolist() == [java_hash_index(h, 10) for h in heads]
     assert file_group_indexes(keys, 7, 1).tolist() == [
-        _java_hash_index(k, 7) for k in keys.to_pylist()
+        java_hash_index(k, 7) for k in keys.to_pylist()
     ]
     assert file_group_id("secondary_index_rider_idx", 3) == "secondary-index-rider-idx-0003-0"
 
@@ -117,8 +105,7 @@ def test_fixture_values_and_delete_blocks_are_what_hudi_ds_writes(
     block Java wrote is what hudi_ds writes for the same row keys."""
     from hudi_ds.layout.hfile import read_hfile
     from hudi_ds.log.block import BlockType
-    from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
-    from hudi_ds.log.writer import encode_delete_block
+    from hudi_ds.log.reader import scan_log_bytes
     from hudi_ds.metadata.secondary_index import encode_value
 
     root = fixture_table(name, tmp_path_factory)
@@ -137,11 +124,7 @@ def test_fixture_values_and_delete_blocks_are_what_hudi_ds_writes(
                 assert b.block_type == BlockType.DELETE
                 if b.schema is None:
                     continue  # the empty block of a file group's creation
-                keys = decode_delete_block(b).column("_hoodie_record_key")
-                parts = pa.array([partition] * len(keys))
-                mine = encode_delete_block(keys, parts, None, b.instant_time or "", b.schema)
-                (block,) = scan_log_bytes(mine, "mine").blocks
-                assert bytes(block.content) == bytes(b.content) and block.header == b.header
+                assert_delete_block_reencodes(b, partition)
                 deletes += 1
     assert values and (deletes or "_v8_" not in name)
 
