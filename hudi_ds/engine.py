@@ -26,7 +26,9 @@ Writes
     write; :class:`StreamSink` is the table side of an exactly-once streaming sink;
     :class:`StateIndex` / :data:`Lookup` a long-lived worker's index of record keys;
     :func:`bucket_ids_of_rows` the bucket of each row of a bucket-index table, whose layout
-    an :class:`Index` resolved from the options holds.
+    an :class:`Index` resolved from the options holds; on a consistent-hashing table
+    :func:`ring_router` (the driver's snapshot of the rings) and :func:`file_ids_of_rows` the
+    file group of each row instead.
 DML
     an engine that runs a ``MERGE`` join itself shares the clause model and its checks
     (:class:`MergeShape`, :class:`Clause`, :class:`Match`, :class:`Action`,
@@ -65,6 +67,7 @@ from hudi_ds.dml.commit import DmlMetrics
 from hudi_ds.dml.expr import Scope
 from hudi_ds.index import Index
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
+from hudi_ds.index.consistent_hashing import RingRouter, load_committed_rings
 from hudi_ds.index.core import BucketLayout
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
@@ -141,6 +144,9 @@ __all__ = [
     "WriteStatus",
     "coalesced",
     "bucket_ids_of_rows",
+    "file_ids_of_rows",
+    "ring_router",
+    "RingRouter",
     "compact",
     "compaction_task",
     "is_option_key",
@@ -248,6 +254,36 @@ def bucket_ids_of_rows(
         )
         counts = BucketLayout(num_buckets, tuple(hash_fields), rules=rules).row_counts(parts)
     return bucket_ids_from_record_keys(keys, list(hash_fields), counts, complex_key)
+
+
+def ring_router(location: TableLocation, layout: BucketLayout) -> RingRouter:
+    """The committed rings of a consistent-hashing table (``layout`` its bucket layout), loaded
+    once to route rows by on the tasks; an empty snapshot for a table that does not exist yet
+    (every partition then gets the ring its writer will create).
+
+    Raises:
+        CorruptFileError: a bad hashing metadata file.
+    """
+    storage = location if isinstance(location, Storage) else Storage(str(location))
+    rings = {}
+    if storage.exists(".hoodie/hoodie.properties"):
+        vis = ReadableTable(location).visibility()
+        rings = load_committed_rings(storage, lambda i: i in vis.instants)
+    return RingRouter(rings, layout.num_buckets, tuple(layout.hash_fields))
+
+
+def file_ids_of_rows(
+    rows: pa.Table, key_fields: Sequence[str], complex_key: bool, key_spec: Any, router: RingRouter
+) -> pa.Array:
+    """The file group id of every row of ``rows`` (holding the record key and partition
+    columns) of a consistent-hashing table: its record key and partition path built as the
+    writer (``key_spec``, its ``KeySpec``) builds them, routed by ``router``'s rings."""
+    keys = record_keys(rows, list(key_fields), complex_key)
+    k = key_spec
+    parts = partition_paths(
+        rows, list(k.partition_fields), k.hive_style, k.url_encode, k.timestamp, k.timestamp_fields
+    )
+    return router.file_ids(keys, parts)
 
 
 # -- DML -----------------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_ds.errors import ConfigError, CorruptFileError
 from hudi_ds.index.bucket import hash_key_spans, record_key_strings, validate_num_buckets
@@ -574,3 +575,72 @@ class Rings:
 def has_consistent_hashing_metadata(storage: Storage) -> bool:
     """The table keeps consistent-hashing rings (a table Java wrote with that engine)."""
     return storage.is_dir(METADATA_DIR)
+
+
+def load_committed_rings(
+    storage: Storage, completed: Callable[[str], bool]
+) -> dict[str, HashingMetadata]:
+    """The committed ring of every partition that has one (:func:`load_metadata` of each
+    folder holding a ``.hashing_meta`` file under :data:`METADATA_DIR`), by partition path.
+
+    Raises:
+        CorruptFileError: see :func:`load_metadata`.
+    """
+    if not storage.is_dir(METADATA_DIR):
+        return {}
+    folders = set()
+    for info in storage.list_files(METADATA_DIR, recursive=True):
+        if info.path.endswith(METADATA_SUFFIX):
+            folders.add(info.path.rsplit("/", 1)[0] if "/" in info.path else "")
+    rings: dict[str, HashingMetadata] = {}
+    for folder in sorted(folders):
+        rel = folder.removeprefix(METADATA_DIR).strip("/")
+        ring = load_metadata(storage, rel, completed)
+        if ring is not None:
+            rings[rel] = ring
+    return rings
+
+
+@dataclass(frozen=True)
+class RingRouter:
+    """The file group of a key under a snapshot of the table's committed rings, without
+    storage: a driver loads it once and ships it to its tasks (small and picklable).
+
+    A partition without a ring routes by the ring a writer would create for it
+    (:meth:`HashingMetadata.initial`, the same on every writer). The snapshot may fall behind
+    a resize committed later; a writer routes by the ring it loads itself, so a stale
+    snapshot only costs the grouping it was for, never a row.
+
+    Attributes:
+        rings: committed rings by partition path.
+        num_buckets: a new partition's node count (``hoodie.bucket.index.num.buckets``).
+        hash_fields: ``hoodie.bucket.index.hash.field`` (empty: all key fields).
+    """
+
+    rings: dict[str, HashingMetadata]
+    num_buckets: int
+    hash_fields: tuple[str, ...]
+
+    def ring(self, partition_path: str) -> HashingMetadata:
+        ring = self.rings.get(partition_path)
+        if ring is None:
+            ring = HashingMetadata.initial(partition_path, self.num_buckets)
+        return ring
+
+    def file_ids(
+        self, record_keys: pa.Array | pa.ChunkedArray, partition_paths: pa.Array
+    ) -> pa.Array:
+        """The file group id of every row: the node of its key's hash in the ring of its
+        partition (``partition_paths``, aligned with ``record_keys``)."""
+        hashes = key_hashes(record_keys, self.hash_fields)
+        enc = pc.dictionary_encode(partition_paths)
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        pidx = np.asarray(enc.indices, dtype=np.int64)
+        out = np.empty(len(hashes), object)
+        for i, name in enumerate(enc.dictionary.to_pylist()):
+            rows = np.flatnonzero(pidx == i)
+            ring = self.ring(name)
+            ids = np.array([n.file_id for n in ring.nodes], object)
+            out[rows] = ids[ring.node_indexes(hashes[rows])]
+        return pa.array(out, pa.string())

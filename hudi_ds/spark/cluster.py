@@ -1,6 +1,10 @@
 """Clustering a DataFrame by Hudi bucket before a write (a speed-up, never needed for
 correctness).
 
+On a consistent-hashing table a bucket is a node of its partition's ring: rows are grouped by
+the node's file group under the table's committed rings, loaded once on the driver (a
+partition without a ring by the ring its writer will create), as the writer routes them.
+
 pyspark's Python data source API cannot ask Spark for a distribution, so rows of one bucket may
 arrive in several write tasks. The writer is correct for any input partitioning; but when every
 ``(partition path, bucket)`` lands in exactly one task, each file group gets one new file per
@@ -16,13 +20,15 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql.types import IntegerType, StructField, StructType
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.engine import (
     Index,
     WriteClient,
     bucket_ids_of_rows,
+    file_ids_of_rows,
+    ring_router,
     validate_options,
 )
 from hudi_ds.errors import ConfigError, SchemaError
@@ -30,6 +36,8 @@ from hudi_ds.spark import options as opt
 from hudi_ds.spark.types import conform_batch, spark_to_arrow_schema
 
 BUCKET_COLUMN = "_hudi_py_bucket"
+#: a consistent-hashing table's routing column: the file group id of the row's ring node
+FILE_GROUP_COLUMN = "_hudi_py_file_group"
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,8 @@ class BucketSpec:
     #: builds the partition paths they apply to; None without rules
     rules: Any = None
     key_spec: Any = None
+    #: consistent hashing: the table's committed rings (a ``RingRouter``); None for SIMPLE
+    router: Any = None
 
     @classmethod
     def resolve(cls, options: Mapping[str, Any], path: str | None = None) -> BucketSpec:
@@ -57,7 +67,8 @@ class BucketSpec:
         _, hudi, connector = opt.split_options(options)
         path = path or options.get("path")
         if path:
-            r = WriteClient(opt.open_path(str(path), connector), hudi).resolved
+            location = opt.open_path(str(path), connector)
+            r = WriteClient(location, hudi).resolved
             if r.index.bucket is None:
                 raise ConfigError(
                     f"cluster_by_bucket is for bucket-index tables; the table at {path} uses "
@@ -72,7 +83,8 @@ class BucketSpec:
                 b.num_buckets,
                 b.hash_fields,
                 b.rules,
-                r.keys if b.rules is not None else None,
+                r.keys if b.rules is not None or b.consistent else None,
+                ring_router(location, b) if b.consistent else None,
             )
         else:
             validate_options(hudi)
@@ -86,6 +98,12 @@ class BucketSpec:
                     f"{index.type.value!r}"
                 )
             b = index.bucket
+            if b.consistent:
+                raise ConfigError(
+                    "cluster_by_bucket with hoodie.index.bucket.engine=CONSISTENT_HASHING needs "
+                    "the table's path (the 'path' option or argument): rows go to the nodes of "
+                    "its partitions' rings"
+                )
             if b.rules is not None:
                 raise ConfigError(
                     "cluster_by_bucket with hoodie.bucket.index.partition.expressions needs "
@@ -116,7 +134,10 @@ def cluster_by_bucket(
     Adds the Hudi bucket id of every row (Java Hudi's hash of the record key, computed in Arrow
     by ``mapInArrow``, exactly as the writer computes it), hash-partitions by the partition-path
     columns and that id, and drops it. Spark's hash partitioning may put several buckets in one
-    task (and leave some tasks empty), but never splits a bucket.
+    task (and leave some tasks empty), but never splits a bucket. On a consistent-hashing
+    table the id is the file group of the row's node in its partition's committed ring
+    (Java ``ConsistentBucketIdentifier.getBucket``), the rings read once here and shipped to
+    the tasks; a resize committed after this call leaves the grouping stale, never wrong.
 
     Args:
         df: the rows to write.
@@ -139,15 +160,24 @@ def cluster_by_bucket(
     for c in (*key_fields, *part_fields):
         if c not in df.columns:
             raise SchemaError(f"column '{c}' is missing; columns are {df.columns}")
-    # with partition-level rules a row's bucket count is its partition's
-    cols = list(dict.fromkeys(key_fields + (part_fields if spec.rules is not None else [])))
+    consistent = spec.router is not None
+    # a row's bucket count (partition-level rules) or ring (consistent hashing) is its
+    # partition's
+    per_partition = spec.rules is not None or consistent
+    cols = list(dict.fromkeys(key_fields + (part_fields if per_partition else [])))
     in_schema = spark_to_arrow_schema(StructType([df.schema[c] for c in cols]))
 
     def add_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            keys_batch = conform_batch(batch.select(cols), in_schema)
-            ids = bucket_ids_of_rows(
-                pa.Table.from_batches([keys_batch]),
+            keys = pa.Table.from_batches([conform_batch(batch.select(cols), in_schema)])
+            if consistent:
+                ids = file_ids_of_rows(
+                    keys, key_fields, spec.complex_key, spec.key_spec, spec.router
+                )
+                yield batch.append_column(FILE_GROUP_COLUMN, ids)
+                continue
+            buckets = bucket_ids_of_rows(
+                keys,
                 key_fields,
                 spec.complex_key,
                 spec.hash_fields,
@@ -155,12 +185,16 @@ def cluster_by_bucket(
                 spec.rules,
                 spec.key_spec,
             )
-            yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
+            yield batch.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
 
-    out_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
+    if consistent:
+        route = StructField(FILE_GROUP_COLUMN, StringType(), False)
+    else:
+        route = StructField(BUCKET_COLUMN, IntegerType(), False)
+    out_schema = StructType([*df.schema.fields, route])
     n = num_partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
     with warnings.catch_warnings():
         # mapInArrow goes through pandas_udf's version check although no pandas is involved
         warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas")
         with_bucket = df.mapInArrow(add_bucket, out_schema)
-    return with_bucket.repartition(n, *part_fields, BUCKET_COLUMN).drop(BUCKET_COLUMN)
+    return with_bucket.repartition(n, *part_fields, route.name).drop(route.name)

@@ -435,3 +435,31 @@ def test_a_killed_resize_resumes(tmp_path: Path, version: str, spec: str) -> Non
         strict=True,
     ):
         assert file_name.lstrip(".").startswith(node_of(nodes, key, ["id"]) + "-0")
+
+
+def test_ring_router_routes_as_the_writer(tmp_path: Path) -> None:
+    """The engine's snapshot of the rings (what ``cluster_by_bucket`` ships to Spark tasks)
+    puts every key in the file group the writer put it in: after a resize, and in a partition
+    without a ring yet (the ring its writer creates)."""
+    from hudi_ds.engine import ring_router
+    from hudi_ds.index.core import BucketEngine, BucketLayout
+
+    path = str(tmp_path / "t")
+    layout = BucketLayout(4, (), BucketEngine.CONSISTENT_HASHING)
+    assert ring_router(path, layout).rings == {}  # no table yet
+    hudi_ds.write(path, builders.trips(range(60), key="k{:03d}"), _opts())
+    resize = {**_opts(), "hoodie.parquet.max.file.size": "2000"}
+    assert clustering.schedule_clustering(ServiceContext.open(path, resize)) is not None
+    clustering.run_clustering(ServiceContext.open(path, resize))
+    router = ring_router(path, layout)
+    assert {p: r.seq_no for p, r in router.rings.items()} == {"sf": 1, "nyc": 1}
+    la = builders.trips(range(100, 130), city="la", key="k{:03d}")
+    want_la = router.file_ids(la.column("id"), la.column("city")).to_pylist()
+    hudi_ds.write(path, la, _opts())
+    got = hudi_ds.read(path)
+    want = router.file_ids(got.column("_hoodie_record_key"), got.column("_hoodie_partition_path"))
+    files = [f.lstrip(".").split("_")[0] for f in got.column("_hoodie_file_name").to_pylist()]
+    assert files == want.to_pylist()
+    keys = got.column("_hoodie_record_key").to_pylist()
+    assert [files[keys.index(k)] for k in la.column("id").to_pylist()] == want_la
+    assert len(set(want_la)) > 1
