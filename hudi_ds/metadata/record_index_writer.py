@@ -29,8 +29,9 @@ import functools
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -587,36 +588,38 @@ class RecordIndexWriter:
         """Log writes: a key written to a file group the index does not place it in is put
         there (an insert, or a key revived after a delete); a deleted key the index places
         in that file group is gone (Java ``getRevivedAndDeletedKeysFromMergedLogs``)."""
-        current: Callable[[str, str], RecordLocation | None]
+        found: Mapping[Any, RecordLocation]
         if self.partitioned:
             wanted: dict[str, set[str]] = {}
             for (partition, _), (put, gone) in logged.items():
                 wanted.setdefault(partition, set()).update(put, gone)
             found = self.lookup_pairs({p: sorted(ks) for p, ks in wanted.items()}, mdt)
-            current = lambda p, k: found.get((p, k))  # noqa: E731
+            names = [f"{p}{_SEP}{k}" for p, k in found]
         else:
-            flat = self.lookup(sorted({k for pt, gn in logged.values() for k in (*pt, *gn)}), mdt)
-            current = lambda _p, k: flat.get(k)  # noqa: E731
+            found = self.lookup(sorted({k for pt, gn in logged.values() for k in (*pt, *gn)}), mdt)
+            names = list(found)
+        # where the index places each key, as a code per (partition, file id): the keys of a
+        # file group and instant share one location object
+        locs = list(found.values())
+        ids = np.fromiter(map(id, locs), np.int64, len(locs))
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        codes: dict[tuple[str, str], int] = {}
+        table = np.array(
+            [codes.setdefault((locs[i].partition, locs[i].file_id), len(codes)) for i in first],
+            np.int64,
+        )
+        placed = table[inverse.ravel()] if len(locs) else np.zeros(0, np.int64)
+        index = pa.array(names, pa.string())
         for (partition, fid), (put, gone) in logged.items():
-            here = RecordLocation(partition, fid, loc_ms)
-            moved = [
-                k
-                for k in dict.fromkeys(put)
-                if (c := current(partition, k)) is None
-                or (c.partition, c.file_id) != (partition, fid)
-            ]
-            out.put(moved, here)
-            put_set = set(put)
-            out.delete(
-                (
-                    k
-                    for k in gone
-                    if k not in put_set
-                    and (c := current(partition, k)) is not None
-                    and (c.partition, c.file_id) == (partition, fid)
-                ),
-                partition,
-            )
+            code = codes.get((partition, fid), -1)
+            puts = pc.unique(pa.array(put, pa.string()))
+            here = _placed_at(puts, partition, index, placed, code, self.partitioned)
+            moved = puts.filter(pc.invert(pa.array(here))).to_pylist()
+            out.put(moved, RecordLocation(partition, fid, loc_ms))
+            dead = pa.array(gone, pa.string())
+            dead = dead.filter(pc.invert(pc.is_in(dead, value_set=puts)))
+            there = _placed_at(dead, partition, index, placed, code, self.partitioned)
+            out.delete(dead.filter(pa.array(there)).to_pylist(), partition)
 
     def _group_keys(self, partition: str, file_id: str) -> set[str]:
         """Keys of the latest committed base file of a replaced file group and of the data
@@ -748,6 +751,22 @@ class RecordIndexWriter:
 
 
 _NO_KEYS = pa.array([], pa.string())
+_SEP = "\x00"
+
+
+def _placed_at(
+    keys: pa.Array, partition: str, index: pa.Array, placed: np.ndarray, code: int, by_pair: bool
+) -> np.ndarray:
+    """Whether the index places each of ``keys`` (of data ``partition``) in the file group
+    of location code ``code`` (``index``: the keys looked up -- ``partition NUL key`` for a
+    partitioned index --, ``placed``: the code of each)."""
+    if by_pair:
+        keys = pc.binary_join_element_wise(partition, keys, _SEP)
+    pos = pc.index_in(keys, value_set=index).fill_null(-1).to_numpy(zero_copy_only=False)
+    pos = np.asarray(pos, np.int64)
+    if code < 0 or not len(placed):
+        return np.zeros(len(keys), bool)
+    return np.asarray((pos >= 0) & (placed[np.maximum(pos, 0)] == code))
 
 
 def _partition_metadata(instant: str) -> IndexFile:
