@@ -201,13 +201,14 @@ class _HFileEntry:
         self.values: list[bytes] = []
         self.codes: dict[bytes, int] = {}
         self._locations: np.ndarray = np.empty(0, object)
+        self._decoded = 0  # bytes of the blocks decoded
 
     @property
     def nbytes(self) -> int:
         held = len(self.data) if self.data is not None else 0
         if self.merged is not None:
             return held + self.merged.nbytes
-        return held + sum(c.nbytes for c in self.blocks if c is not None)
+        return held + self._decoded
 
     def locations(self, decode: Callable[[bytes, str], object]) -> np.ndarray:
         """The decoded value of each code (decoded once per distinct value)."""
@@ -230,6 +231,7 @@ class _HFileEntry:
                 except _NotSearchable:
                     self.searchable = False
                     self.blocks = [None] * len(self.blocks)
+                    self._decoded = 0
                     return self._find_by_blocks(q)
             return self.merged.codes_of(q.keys, q.lengths)
 
@@ -254,18 +256,29 @@ class _HFileEntry:
         blk = np.searchsorted(self.firsts, q.keys.astype(self.firsts.dtype), side="right") - 1
         out = np.full(len(q), -1, np.int64)
         touched, starts = np.unique(blk, return_index=True)
+        if 2 * len(touched) >= len(self.blocks):
+            # most blocks are wanted: the rest now too, and the next lookup is one search
+            for i, c in enumerate(self.blocks):
+                if c is None:
+                    self._keep(i)
+            self._merge()
+            assert self.merged is not None
+            return self.merged.codes_of(q.keys, q.lengths)
         bounds = [*starts.tolist(), len(q)]
         for n, i in enumerate(touched.tolist()):
             if i < 0:
                 continue
-            cells = self.blocks[i]
-            if cells is None:
-                cells = self.blocks[i] = self._decode(i)
+            cells = self.blocks[i] or self._keep(i)
             lo, hi = bounds[n], bounds[n + 1]
             out[lo:hi] = cells.codes_of(q.keys[lo:hi], q.lengths[lo:hi])
         if all(c is not None for c in self.blocks):
             self._merge()
         return out
+
+    def _keep(self, i: int) -> _Cells:
+        cells = self.blocks[i] = self._decode(i)
+        self._decoded += cells.nbytes
+        return cells
 
     def _decode(self, i: int) -> _Cells:
         o = self.opened

@@ -610,16 +610,22 @@ class RecordIndexWriter:
         )
         placed = table[inverse.ravel()] if len(locs) else np.zeros(0, np.int64)
         index = pa.array(names, pa.string())
-        for (partition, fid), (put, gone) in logged.items():
-            code = codes.get((partition, fid), -1)
-            puts = pc.unique(pa.array(put, pa.string()))
-            here = _placed_at(puts, partition, index, placed, code, self.partitioned)
-            moved = puts.filter(pc.invert(pa.array(here))).to_pylist()
+        groups = list(logged)
+        want = np.array([codes.get(g, -1) for g in groups], np.int64)
+        parts = [p for p, _ in groups]
+        puts = [pc.unique(pa.array(logged[g][0], pa.string())) for g in groups]
+        deads = []
+        for g, put in zip(groups, puts, strict=True):
+            dead = pa.array(logged[g][1], pa.string())
+            if len(dead):
+                dead = dead.filter(pc.invert(pc.is_in(dead, value_set=put)))
+            deads.append(dead)
+        here = _placed_at(puts, parts, want, index, placed, self.partitioned)
+        there = _placed_at(deads, parts, want, index, placed, self.partitioned)
+        for n, (partition, fid) in enumerate(groups):
+            moved = puts[n].filter(pc.invert(pa.array(here[n]))).to_pylist()
             out.put(moved, RecordLocation(partition, fid, loc_ms))
-            dead = pa.array(gone, pa.string())
-            dead = dead.filter(pc.invert(pc.is_in(dead, value_set=puts)))
-            there = _placed_at(dead, partition, index, placed, code, self.partitioned)
-            out.delete(dead.filter(pa.array(there)).to_pylist(), partition)
+            out.delete(deads[n].filter(pa.array(there[n])).to_pylist(), partition)
 
     def _group_keys(self, partition: str, file_id: str) -> set[str]:
         """Keys of the latest committed base file of a replaced file group and of the data
@@ -755,18 +761,28 @@ _SEP = "\x00"
 
 
 def _placed_at(
-    keys: pa.Array, partition: str, index: pa.Array, placed: np.ndarray, code: int, by_pair: bool
-) -> np.ndarray:
-    """Whether the index places each of ``keys`` (of data ``partition``) in the file group
-    of location code ``code`` (``index``: the keys looked up -- ``partition NUL key`` for a
-    partitioned index --, ``placed``: the code of each)."""
+    keys: list[pa.Array],
+    partitions: list[str],
+    codes: np.ndarray,
+    index: pa.Array,
+    placed: np.ndarray,
+    by_pair: bool,
+) -> list[np.ndarray]:
+    """Per file group ``n``: whether the index places each of ``keys[n]`` (of data
+    ``partitions[n]``) in that file group, location code ``codes[n]`` (``index``: the keys
+    looked up -- ``partition NUL key`` for a partitioned index --, ``placed``: the code of
+    each). One hash of ``index`` for all the groups."""
     if by_pair:
-        keys = pc.binary_join_element_wise(partition, keys, _SEP)
-    pos = pc.index_in(keys, value_set=index).fill_null(-1).to_numpy(zero_copy_only=False)
-    pos = np.asarray(pos, np.int64)
-    if code < 0 or not len(placed):
-        return np.zeros(len(keys), bool)
-    return np.asarray((pos >= 0) & (placed[np.maximum(pos, 0)] == code))
+        keys = [
+            pc.binary_join_element_wise(p, k, _SEP) for p, k in zip(partitions, keys, strict=True)
+        ]
+    sizes = [len(k) for k in keys]
+    if not sum(sizes) or not len(placed):
+        return [np.zeros(n, bool) for n in sizes]
+    pos = pc.index_in(pa.concat_arrays(keys), value_set=index).fill_null(-1)
+    at = np.asarray(pos.to_numpy(zero_copy_only=False), np.int64)
+    ok = (at >= 0) & (placed[np.maximum(at, 0)] == np.repeat(codes, sizes))
+    return np.split(ok, np.cumsum(sizes)[:-1])
 
 
 def _partition_metadata(instant: str) -> IndexFile:
