@@ -36,6 +36,7 @@ from hudi_ds.metadata.reader import completed_or_archived, lagging_instants, val
 from hudi_ds.metadata.record_index import (
     RECORD_INDEX_PARTITION,
     RecordLocation,
+    distinct_locations,
     read_locations,
     read_partitioned_locations,
     record_index_partitioned,
@@ -166,7 +167,9 @@ def _answer(
     """The locations of ``keys`` when the index placed every one of ``names`` (at ``locs``)
     in a live file group of ``slices``; None when it placed one elsewhere."""
     slot = {(s.partition_path, s.file_id): i for i, s in enumerate(slices)}
-    at = np.fromiter((slot.get((c.partition, c.file_id), -2) for c in locs), np.int64, len(locs))
+    inverse, distinct = distinct_locations(locs)
+    table = np.array([slot.get((c.partition, c.file_id), -2) for c in distinct], np.int64)
+    at = table[inverse] if len(inverse) else np.zeros(0, np.int64)
     if (at == -2).any():
         return None
     return _locations(slices, keys, names, at)

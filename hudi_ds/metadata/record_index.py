@@ -94,6 +94,7 @@ __all__ = [
     "RecordLocation",
     "bootstrap_locations",
     "decode_value",
+    "distinct_locations",
     "encode_value",
     "PartitionedUpdates",
     "data_partition_of",
@@ -511,6 +512,15 @@ def read_partitioned_locations(
         ):
             out.update(((p, k), v) for k, v in part.items())
     return out
+
+
+def distinct_locations(locs: Sequence[RecordLocation]) -> tuple[np.ndarray, list[RecordLocation]]:
+    """``(code of each of locs, the distinct locations)``, told apart by object: a lookup's
+    keys of one file group and instant share one location object (decoded once per value),
+    so this costs a pass over ids, not a hash of every location."""
+    ids = np.fromiter(map(id, locs), np.int64, len(locs))
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    return np.asarray(inverse, np.int64).ravel(), [locs[i] for i in first.tolist()]
 
 
 # ------------------------------------------------------------------------------------------

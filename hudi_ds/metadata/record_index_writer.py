@@ -83,6 +83,7 @@ from hudi_ds.metadata.record_index import (
     base_file_of,
     bootstrap_locations,
     bootstrap_partitioned,
+    distinct_locations,
     file_group_count,
     file_group_id,
     instant_millis,
@@ -600,15 +601,12 @@ class RecordIndexWriter:
             names = list(found)
         # where the index places each key, as a code per (partition, file id): the keys of a
         # file group and instant share one location object
-        locs = list(found.values())
-        ids = np.fromiter(map(id, locs), np.int64, len(locs))
-        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        inverse, distinct = distinct_locations(list(found.values()))
         codes: dict[tuple[str, str], int] = {}
         table = np.array(
-            [codes.setdefault((locs[i].partition, locs[i].file_id), len(codes)) for i in first],
-            np.int64,
+            [codes.setdefault((c.partition, c.file_id), len(codes)) for c in distinct], np.int64
         )
-        placed = table[inverse.ravel()] if len(locs) else np.zeros(0, np.int64)
+        placed = table[inverse] if len(inverse) else np.zeros(0, np.int64)
         index = pa.array(names, pa.string())
         groups = list(logged)
         want = np.array([codes.get(g, -1) for g in groups], np.int64)
