@@ -481,13 +481,13 @@ def _record_index_rows(ri: dict[str, Any]) -> list[tuple[str, ...]]:
     growth = rli["upsert_s"] / by[("RECORD_INDEX", lo)]["upsert_s"]
     small = by[("RECORD_INDEX", lo)]
     lookup = (
-        f"the record-index lookup alone (warm: the index files the process decoded kept, "
+        f"the record-index lookup alone (warm: the index files the process decoded, kept; "
         f"{rli['index_mb']:.0f} MB of index with the keys spread over all of it) takes "
         f"{rli['lookup_s']:.2f} s at {hi:,} rows, {small['lookup_s']:.2f} s at {lo:,}"
     )
     if "cold_lookup_s" in rli:
         lookup += (
-            f"; cold (every block its keys fall in inflated and decoded) "
+            f"; cold (every block its keys fall in inflated and searched) "
             f"{rli['cold_lookup_s']:.2f} s at {hi:,} rows"
         )
     bare = by.get(("GLOBAL_SIMPLE_WITHOUT_RLI", hi))
@@ -520,8 +520,8 @@ def _record_index_rows(ri: dict[str, Any]) -> list[tuple[str, ...]]:
     )
     return [
         (
-            f"{vs}, {ri['updates']:,} existing keys + 20% new, {hi:,}-row table (warm: a "
-            "later batch of a process doing many, as a streaming or upsert-heavy writer does"
+            f"{vs}, {ri['updates']:,} existing keys + 20% new, {hi:,}-row table (warm: the "
+            "third batch on of a process doing many, as a streaming or upsert-heavy writer does"
             f"{_cold(rli, gs)})",
             ">= 3x faster",
             f"{speed:.2f}x ({rli['upsert_s']:.2f} s vs {gs['upsert_s']:.2f} s; CPU "

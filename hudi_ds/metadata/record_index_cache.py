@@ -17,11 +17,14 @@ new files, which are read and decoded when a lookup's file slice names them. The
 holds at most ``hoodie.metadata.record.index.cache.max.bytes`` (least recently used files
 first out; 0 keeps nothing, each lookup then reads the blocks its keys fall in).
 
-A block is decoded only when a lookup touches it (a small batch decodes a few blocks), its
-cells found with numpy (:func:`_cell_starts`); a file all of whose blocks are decoded becomes
-one array (a lookup is then a single search). Row keys ending in a NUL byte cannot be told
-apart in a padded array: an HFile holding one is searched block by block as before
-(:func:`hudi_ds.layout.hfile_lookup.lookup_hfile`).
+The first lookup of a file in a process searches only the blocks its keys fall in, as a
+process writing once would (:func:`hudi_ds.layout.hfile_lookup.lookup_hfile`), and keeps the
+answers for the same keys asked again (the write's index upkeep repeats its tagger's
+lookup). A later lookup of other keys decodes the blocks it touches (a small batch decodes a
+few), their cells found by reading two lengths each and cut out with numpy; a file most of
+whose blocks a lookup wants is decoded whole into one array (a lookup is then one search).
+Row keys ending in a NUL byte cannot be told apart in a padded array: an HFile holding one is
+always searched block by block.
 """
 
 from __future__ import annotations
@@ -202,10 +205,16 @@ class _HFileEntry:
         self.codes: dict[bytes, int] = {}
         self._locations: np.ndarray = np.empty(0, object)
         self._decoded = 0  # bytes of the blocks decoded
+        #: the keys and answers of the file's first lookup (searched in the blocks, not
+        #: decoded), while no lookup has asked other keys
+        self._first: tuple[pa.Array, np.ndarray] | None = None
+        self._looked = False
 
     @property
     def nbytes(self) -> int:
         held = len(self.data) if self.data is not None else 0
+        if self._first is not None:
+            held += self._first[0].nbytes + self._first[1].nbytes
         if self.merged is not None:
             return held + self.merged.nbytes
         return held + self._decoded
@@ -225,6 +234,21 @@ class _HFileEntry:
         with self.lock:
             if not self.searchable:
                 return self._find_by_blocks(q)
+            if self.merged is None and not self._looked:
+                # the first lookup searches the blocks its keys fall in (a process may write
+                # once: decoding the file would cost it more), and its answers serve the same
+                # keys asked again (a write's index upkeep asks its tagger's keys); a lookup
+                # of other keys decodes the blocks, kept for the lookups after it
+                self._looked = True
+                out = self._find_by_blocks(q)
+                self._first = (q.strings, out)
+                return out
+            if self._first is not None:
+                keys, answers = self._first
+                at = pc.index_in(q.strings, value_set=keys)
+                if not at.null_count:
+                    return answers[at.to_numpy()]
+                self._first = None
             if self.merged is None:
                 try:
                     return self._find_in_blocks(q)
