@@ -62,6 +62,13 @@ def parse_size(value: str) -> int:
     return n
 
 
+def parse_size_or_zero(value: str) -> int:
+    """A byte size as :func:`parse_size`, or 0 (nothing)."""
+    if str(value).strip() in ("0", "0b", "0B"):
+        return 0
+    return parse_size(value)
+
+
 def parse_positive_float(value: str) -> float:
     """A finite number > 0 (``write.task.max.size``, ``write.batch.size`` in MB)."""
     n = float(str(value).strip())

@@ -13,6 +13,7 @@ from hudi_ds.config.base import (
     parse_positive_int,
     parse_probability,
     parse_size,
+    parse_size_or_zero,
     parse_str,
     parse_table_version,
     parse_utc_only,
@@ -139,6 +140,17 @@ class WriteConfig:
         2.0,
         parse_positive_float,
         "How many times its keys a new record_index is sized for (its file group count).",
+    )
+    METADATA_RECORD_INDEX_CACHE_MAX_BYTES = ConfigProperty(
+        "hoodie.metadata.record.index.cache.max.bytes",
+        1 << 30,
+        parse_size_or_zero,
+        "Bytes of decoded record_index files (sorted keys and locations) a process keeps "
+        "between its lookups (RECORD_INDEX / RECORD_LEVEL_INDEX tagging and the record "
+        "index's upkeep): a writer doing many batches then reads only the metadata table's "
+        "files written since its last batch. Process-wide (the last write that sets it "
+        "wins); least recently used files go first; 0 keeps nothing (each lookup inflates "
+        "the HFile blocks its keys fall in). Sizes as 512m, 2g.",
     )
     METADATA_RECORD_LEVEL_INDEX_ENABLE: ConfigProperty[bool | None] = ConfigProperty(
         "hoodie.metadata.record.level.index.enable",

@@ -36,6 +36,7 @@ from hudi_ds.metadata.reader import completed_or_archived, lagging_instants, val
 from hudi_ds.metadata.record_index import (
     RECORD_INDEX_PARTITION,
     RecordLocation,
+    distinct_locations,
     read_locations,
     read_partitioned_locations,
     record_index_partitioned,
@@ -122,20 +123,10 @@ def record_index_lookup(
     keys, _ = check_input(keys, None)
     distinct = pc.unique(keys)
     found = record_index_locations(storage, [k for k in distinct.to_pylist() if k is not None])
-    if found is not None:
-        slot = {(s.partition_path, s.file_id): i for i, s in enumerate(slices)}
-        names = list(found)
-        at = np.array([slot.get((found[k].partition, found[k].file_id), -2) for k in names])
-        if not (at == -2).any():
-            return _locations(slices, keys, names, at)
-        log.warning(
-            "%s: the record index places keys in file groups that are not live; looking them "
-            "up in the table's files",
-            storage.base_uri,
-        )
-    else:
-        log.info("%s: no record index in step: looking keys up in the files", storage.base_uri)
-    return simple_lookup(storage, slices, keys, None, spec)
+    got = None if found is None else _answer(slices, keys, list(found), list(found.values()))
+    if got is not None:
+        return got
+    return _fall_back(storage, slices, keys, None, spec, found is not None, "")
 
 
 def partitioned_record_index_lookup(
@@ -151,29 +142,59 @@ def partitioned_record_index_lookup(
     if parts is None:
         raise SchemaError("RECORD_LEVEL_INDEX looks keys up by partition: no partition paths")
     pairs = pa.table({"p": parts, "k": keys}).group_by(["p", "k"]).aggregate([])
-    wanted: dict[str, list[str]] = {}
-    for p, k in zip(pairs.column("p").to_pylist(), pairs.column("k").to_pylist(), strict=True):
-        wanted.setdefault(p, []).append(k)
+    by_part = pairs.group_by("p").aggregate([("k", "list")])
+    wanted = dict(
+        zip(by_part.column("p").to_pylist(), by_part.column("k_list").to_pylist(), strict=True)
+    )
     found = partitioned_record_index_locations(storage, wanted)
+    got = None
     if found is not None:
-        slot = {(s.partition_path, s.file_id): i for i, s in enumerate(slices)}
-        at = {pk: slot.get((loc.partition, loc.file_id), -2) for pk, loc in found.items()}
-        if -2 not in at.values():
-            # one row per distinct (partition, key): the join key is their pair
-            sep = "\x00"
-            joined = pc.binary_join_element_wise(parts, keys, sep)
-            names = [f"{p}{sep}{k}" for p, k in at]
-            groups = np.array(list(at.values()), dtype=np.int64)
-            return _locations(slices, joined, names, groups)
+        # one row per distinct (partition, key): the join key is their pair
+        joined = pc.binary_join_element_wise(parts, keys, _SEP)
+        names = [f"{p}{_SEP}{k}" for p, k in found]
+        got = _answer(slices, joined, names, list(found.values()))
+    if got is not None:
+        return got
+    return _fall_back(storage, slices, keys, parts, spec, found is not None, "partitioned ")
+
+
+_SEP = "\x00"
+
+
+def _answer(
+    slices: Sequence[FileSlice], keys: pa.Array, names: list[str], locs: list[RecordLocation]
+) -> KeyLocations | None:
+    """The locations of ``keys`` when the index placed every one of ``names`` (at ``locs``)
+    in a live file group of ``slices``; None when it placed one elsewhere."""
+    slot = {(s.partition_path, s.file_id): i for i, s in enumerate(slices)}
+    inverse, distinct = distinct_locations(locs)
+    table = np.array([slot.get((c.partition, c.file_id), -2) for c in distinct], np.int64)
+    at = table[inverse] if len(inverse) else np.zeros(0, np.int64)
+    if (at == -2).any():
+        return None
+    return _locations(slices, keys, names, at)
+
+
+def _fall_back(
+    storage: Storage,
+    slices: Sequence[FileSlice],
+    keys: pa.Array,
+    parts: pa.Array | None,
+    spec: LookupSpec,
+    answered: bool,
+    kind: str,
+) -> KeyLocations:
+    """The SIMPLE lookup (global when ``parts`` is None), saying why the index was not used."""
+    if answered:
         log.warning(
-            "%s: the partitioned record index places keys in file groups that are not live; "
-            "looking them up in the table's files",
+            "%s: the %srecord index places keys in file groups that are not live; looking "
+            "them up in the table's files",
             storage.base_uri,
+            kind,
         )
     else:
         log.info(
-            "%s: no partitioned record index in step: looking keys up in the files",
-            storage.base_uri,
+            "%s: no %srecord index in step: looking keys up in the files", storage.base_uri, kind
         )
     return simple_lookup(storage, slices, keys, parts, spec)
 

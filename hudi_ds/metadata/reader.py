@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from hudi_ds.errors import CorruptFileError, InstantNotFoundError, TableNotFoundError
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
@@ -403,6 +403,80 @@ def files_slices(
         s = latest_file_slice(timeline, fid, bases.get(fid, []), logs.get(fid, []), partition)
         if s is not None:
             out.append(s)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# The log blocks of an index partition's file slice
+# ------------------------------------------------------------------------------------------
+
+
+class SliceBlock(Protocol):
+    """What :func:`counted_blocks` reads of a log block (a :class:`LogBlock`, or a decoded
+    stand-in for one that a cache keeps)."""
+
+    @property
+    def block_type(self) -> BlockType: ...
+    @property
+    def instant_time(self) -> str | None: ...
+    @property
+    def target_instant_time(self) -> str | None: ...
+    @property
+    def is_rollback_command(self) -> bool: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def offset(self) -> int: ...
+
+
+_Block = TypeVar("_Block", bound=SliceBlock)
+
+
+def slice_log_blocks(storage: Storage, fslice: FileSlice) -> list[LogBlock]:
+    """Every block of the log files of MDT file slice ``fslice``, in log order.
+
+    Raises:
+        CorruptFileError: a log file holds a corrupt region (an index partition is read
+            whole or not at all: a lost block would drop or revive keys).
+    """
+    blocks: list[LogBlock] = []
+    for lf in fslice.log_files:
+        blocks.extend(read_log_blocks(storage, lf.path))
+    return blocks
+
+
+def read_log_blocks(storage: Storage, path: str) -> list[LogBlock]:
+    """The blocks of one MDT log file (:func:`slice_log_blocks`)."""
+    full = storage.full_path(path)
+    scan = scan_log_bytes(storage.read_bytes(path), full)
+    if scan.corrupt_blocks:
+        raise CorruptFileError(f"{scan.corrupt_blocks} corrupt block(s) in metadata log {full}")
+    return scan.blocks
+
+
+def counted_blocks(
+    blocks: Sequence[_Block], keep: Callable[[str], bool], partition: str
+) -> list[_Block]:
+    """The blocks of an index partition's slice that a reader merges, in order (Java
+    ``AbstractHoodieLogRecordScanner``): not command blocks, not blocks of an instant a
+    rollback command block of the slice undoes, and only blocks of the instants ``keep``
+    accepts (completed and valid, :func:`valid_instants`).
+
+    Raises:
+        CorruptFileError: a block other than HFILE_DATA or DELETE (``partition`` is named).
+    """
+    rolled_back = {b.target_instant_time for b in blocks if b.is_rollback_command}
+    out = []
+    for b in blocks:
+        t = b.instant_time or ""
+        if b.block_type == BlockType.COMMAND or t in rolled_back or not keep(t):
+            continue
+        if b.block_type not in (BlockType.HFILE_DATA, BlockType.DELETE):
+            raise CorruptFileError(
+                f"{b.path}: a {b.block_type.name} block at offset {b.offset} in the metadata "
+                f"table's {partition} partition (only HFILE_DATA and DELETE blocks belong there)"
+            )
+        out.append(b)
     return out
 
 

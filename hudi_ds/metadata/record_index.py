@@ -58,10 +58,8 @@ import functools
 import io
 import json
 import os
-import threading
 import typing
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -76,10 +74,11 @@ from hudi_ds.errors import ConfigError, CorruptFileError
 from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.hfile import read_hfile
-from hudi_ds.layout.hfile_lookup import lookup_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
-from hudi_ds.log.block import BlockType, LogBlock
-from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
+from hudi_ds.log.block import BlockType
+from hudi_ds.log.reader import decode_delete_block
+from hudi_ds.metadata import record_index_cache
+from hudi_ds.metadata.record_index_cache import Query, Stamp
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
@@ -95,6 +94,7 @@ __all__ = [
     "RecordLocation",
     "bootstrap_locations",
     "decode_value",
+    "distinct_locations",
     "encode_value",
     "PartitionedUpdates",
     "data_partition_of",
@@ -352,114 +352,25 @@ def _file_ids(storage: Storage) -> set[str]:
     return ids
 
 
-class _Lookups:
-    """The cells already looked up in HFiles of the partition, by the HFile's bytes: a write
-    looks its keys up twice -- to tag its records, then to write the index's change at commit
-    (Java ``getRevivedAndDeletedKeysFromMergedLogs``) -- and the second lookup then decodes
-    no block again. Keyed by content, not by name, so a file rewritten under the same name
-    (a rolled-back MDT log version written anew) is never answered from an older copy. Holds
-    at most ``_CACHE_BYTES`` of HFile bytes (least recently used first out)."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.held = 0
-        self.entries: OrderedDict[bytes, dict[bytes, bytes | None]] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def lookup(self, data: bytes, keys: list[bytes], where: str) -> dict[bytes, bytes]:
-        """The cells of ``keys`` (sorted, distinct) in the HFile ``data``."""
-        with self.lock:
-            known = self.entries.get(data)
-            if known is not None:
-                self.entries.move_to_end(data)
-        missing = keys if known is None else [k for k in keys if k not in known]
-        found: dict[bytes, bytes] = {}
-        if missing:
-            found, _, _ = lookup_hfile(data, missing, where)
-        answers: dict[bytes, bytes | None] = dict(known or {})
-        answers.update((k, found.get(k)) for k in missing)
-        if len(data) <= self.budget:
-            with self.lock:
-                if data not in self.entries:
-                    self.held += len(data)
-                self.entries[data] = answers
-                self.entries.move_to_end(data)
-                while self.held > self.budget:
-                    old, _ = self.entries.popitem(last=False)
-                    self.held -= len(old)
-        return {k: v for k in keys if (v := answers.get(k)) is not None}
-
-
-_CACHE_BYTES = 256 * 1024 * 1024
-_LOOKUPS = _Lookups(_CACHE_BYTES)
-
-
-def _put(
+def _put_all(
     out: dict[str, RecordLocation | None],
     data: bytes | memoryview,
     where: str,
-    wanted: Callable[[str], bool] | list[bytes],
     schema: str | None = None,
 ) -> None:
-    """Decode the records of one HFile into ``out``: with a key list (UTF-8, sorted), only the
-    data blocks those keys fall in (:func:`hudi_ds.layout.hfile_lookup.lookup_hfile`)."""
-    data = bytes(data)
-    if isinstance(wanted, list):
-        if not schema:
-            schema = _hfile_schema(data, where)
-        for k, v in _LOOKUPS.lookup(data, wanted, where).items():
-            out[k.decode("utf-8")] = decode_value(v, schema)
-        return
+    """Decode every record of one HFile into ``out``."""
     hf = read_hfile(data, where)
     schema = schema or hf.file_info.get("schema", b"").decode("utf-8")
     for k, v in zip(hf.keys, hf.values, strict=True):
-        key = k.decode("utf-8")
-        if wanted(key):
-            out[key] = decode_value(v, schema)
-
-
-def _hfile_schema(data: bytes, where: str) -> str:
-    """The ``schema`` file info entry of a base HFile (read from its file info block only)."""
-    _, info, _ = lookup_hfile(data, [], where)
-    return info.get("schema", b"").decode("utf-8")
-
-
-def _merge_blocks(
-    blocks: Iterable[LogBlock],
-    keep: Callable[[str], bool],
-    out: dict[str, RecordLocation | None],
-    wanted: Callable[[str], bool] | list[bytes],
-) -> None:
-    rolled_back = {b.target_instant_time for b in blocks if b.is_rollback_command}
-    value_set = (
-        pa.array(wanted, pa.binary()).cast(pa.string()) if isinstance(wanted, list) else None
-    )
-    for b in blocks:
-        t = b.instant_time or ""
-        if b.block_type == BlockType.COMMAND or t in rolled_back or not keep(t):
-            continue
-        if b.block_type == BlockType.HFILE_DATA:
-            where = f"{b.path} block at offset {b.offset}"
-            _put(out, b.content, where, wanted, b.schema)
-        elif b.block_type == BlockType.DELETE:
-            keys = decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD)
-            if value_set is not None:
-                keys = keys.filter(pc.is_in(keys, value_set=value_set))
-            for key in keys.to_pylist():
-                if key is not None and (value_set is not None or wanted(key)):  # type: ignore[operator]
-                    out[key] = None
-        else:
-            raise CorruptFileError(
-                f"{b.path}: a {b.block_type.name} block at offset {b.offset} in the metadata "
-                "table's record_index partition (only HFILE_DATA and DELETE blocks belong there)"
-            )
+        out[k.decode("utf-8")] = decode_value(v, schema)
 
 
 def read_slice(
     storage: Storage,
     fslice: FileSlice,
     keep: Callable[[str], bool],
-    keys: set[str] | None = None,
+    keys: pa.Array | Iterable[str] | None = None,
+    stamps: Mapping[str, Stamp] | None = None,
 ) -> dict[str, RecordLocation]:
     """The merged records of one ``record_index`` file slice (``keys``: only those).
 
@@ -468,26 +379,45 @@ def read_slice(
         fslice: the slice (its base HFile and log files, in order).
         keep: whether the blocks of an MDT instant count (completed and valid for the data
             timeline, :func:`hudi_ds.metadata.reader.valid_instants`).
-        keys: the keys wanted (None: all).
+        keys: the keys wanted (None: all), looked up through the process's decoded files
+            (:mod:`hudi_ds.metadata.record_index_cache`).
+        stamps: the listed size and modification time of the slice's files, by path (what
+            the decoded files are known by).
     """
-    wanted: Callable[[str], bool] | list[bytes] = (
-        (lambda _k: True) if keys is None else sorted(k.encode("utf-8") for k in keys)
-    )
+    from hudi_ds.metadata.reader import counted_blocks, slice_log_blocks
+
+    if keys is not None:
+        q = Query(keys if isinstance(keys, pa.Array) else list(keys))
+        if not len(q):
+            return {}
+        got = record_index_cache.cache().lookup_slice(
+            storage, fslice, keep, q, stamps or {}, decode_value
+        )
+        hit = np.fromiter((v is not None for v in got), bool, len(got))
+        return dict(zip(q.strings.filter(hit).to_pylist(), got[hit].tolist(), strict=True))
     out: dict[str, RecordLocation | None] = {}
     if fslice.base_file is not None:
         path = fslice.base_file.path
-        _put(out, storage.read_bytes(path), storage.full_path(path), wanted)
-    blocks: list[LogBlock] = []
-    for lf in fslice.log_files:
-        scan = scan_log_bytes(storage.read_bytes(lf.path), storage.full_path(lf.path))
-        if scan.corrupt_blocks:
-            raise CorruptFileError(
-                f"{scan.corrupt_blocks} corrupt block(s) in metadata log "
-                f"{storage.full_path(lf.path)}"
-            )
-        blocks.extend(scan.blocks)
-    _merge_blocks(blocks, keep, out, wanted)
+        _put_all(out, storage.read_bytes(path), storage.full_path(path))
+    for b in counted_blocks(slice_log_blocks(storage, fslice), keep, RECORD_INDEX_PARTITION):
+        if b.block_type == BlockType.HFILE_DATA:
+            _put_all(out, b.content, f"{b.path} block at offset {b.offset}", b.schema)
+        else:
+            for key in decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD).to_pylist():
+                if key is not None:
+                    out[key] = None
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _listed_slices(
+    storage: Storage, timeline: Timeline
+) -> tuple[list[FileSlice], dict[str, Stamp]]:
+    """The partition's latest file slices, and each listed file's (size, modification time)."""
+    from hudi_ds.metadata.reader import files_slices
+
+    listed = storage.list_files(RECORD_INDEX_PARTITION)
+    slices = files_slices(storage, timeline, RECORD_INDEX_PARTITION, listed)
+    return slices, {f.path: (f.size, f.mtime_ms) for f in listed}
 
 
 def read_locations(
@@ -502,9 +432,7 @@ def read_locations(
     Raises:
         CorruptFileError: a file of the partition does not decode.
     """
-    from hudi_ds.metadata.reader import files_slices
-
-    slices = files_slices(storage, timeline, RECORD_INDEX_PARTITION)
+    slices, stamps = _listed_slices(storage, timeline)
     out: dict[str, RecordLocation] = {}
     if keys is None:
         for s in slices:
@@ -516,7 +444,7 @@ def read_locations(
         return out
     by_id = {s.file_id: s for s in slices}
     for part in _read_groups(
-        storage, keep, list(keys), count, lambda i: by_id.get(file_group_id(i))
+        storage, keep, list(keys), count, lambda i: by_id.get(file_group_id(i)), stamps
     ):
         out.update(part)
     return out
@@ -528,6 +456,7 @@ def _read_groups(
     keys: list[str],
     count: int,
     slice_of: Callable[[int], FileSlice | None],
+    stamps: Mapping[str, Stamp],
 ) -> list[dict[str, RecordLocation]]:
     """The records of ``keys`` in the ``count`` file groups they hash to (``slice_of``: the
     slice of a file group index), one result per file group read."""
@@ -540,13 +469,13 @@ def _read_groups(
     for n, i in enumerate(groups.tolist()):
         found = slice_of(int(i))
         if found is not None:
-            wanted = set(arr.take(pa.array(order[bounds[n] : bounds[n + 1]])).to_pylist())
-            work.append((found, wanted))
+            work.append((found, arr.take(pa.array(order[bounds[n] : bounds[n + 1]]))))
     if not work:
         return []
-    # file groups are read in threads: reading files and inflating blocks release the GIL
+    # file groups are read in threads: reading files, inflating blocks and numpy's searches
+    # release the GIL
     with ThreadPoolExecutor(max_workers=min(len(work), os.cpu_count() or 1) or 1) as pool:
-        return list(pool.map(lambda w: read_slice(storage, w[0], keep, w[1]), work))
+        return list(pool.map(lambda w: read_slice(storage, w[0], keep, w[1], stamps), work))
 
 
 def read_partitioned_locations(
@@ -562,10 +491,9 @@ def read_partitioned_locations(
     Raises:
         CorruptFileError: a file of the partition does not decode.
     """
-    from hudi_ds.metadata.reader import files_slices
-
+    slices, stamps = _listed_slices(storage, timeline)
     by_partition: dict[str, list[FileSlice]] = {}
-    for s in files_slices(storage, timeline, RECORD_INDEX_PARTITION):
+    for s in slices:
         p = data_partition_of(s.file_id)
         if p is not None:
             by_partition.setdefault(p, []).append(s)
@@ -579,9 +507,20 @@ def read_partitioned_locations(
         group = sorted(by_partition.get(p, []), key=lambda s: s.file_id)
         if not group or not wanted:
             continue
-        for part in _read_groups(storage, keep, list(wanted), len(group), group.__getitem__):
+        for part in _read_groups(
+            storage, keep, list(wanted), len(group), group.__getitem__, stamps
+        ):
             out.update(((p, k), v) for k, v in part.items())
     return out
+
+
+def distinct_locations(locs: Sequence[RecordLocation]) -> tuple[np.ndarray, list[RecordLocation]]:
+    """``(code of each of locs, the distinct locations)``, told apart by object: a lookup's
+    keys of one file group and instant share one location object (decoded once per value),
+    so this costs a pass over ids, not a hash of every location."""
+    ids = np.fromiter(map(id, locs), np.int64, len(locs))
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    return np.asarray(inverse, np.int64).ravel(), [locs[i] for i in first.tolist()]
 
 
 # ------------------------------------------------------------------------------------------

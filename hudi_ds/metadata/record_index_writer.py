@@ -29,8 +29,9 @@ import functools
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -82,6 +83,7 @@ from hudi_ds.metadata.record_index import (
     base_file_of,
     bootstrap_locations,
     bootstrap_partitioned,
+    distinct_locations,
     file_group_count,
     file_group_id,
     instant_millis,
@@ -587,36 +589,41 @@ class RecordIndexWriter:
         """Log writes: a key written to a file group the index does not place it in is put
         there (an insert, or a key revived after a delete); a deleted key the index places
         in that file group is gone (Java ``getRevivedAndDeletedKeysFromMergedLogs``)."""
-        current: Callable[[str, str], RecordLocation | None]
+        found: Mapping[Any, RecordLocation]
         if self.partitioned:
             wanted: dict[str, set[str]] = {}
             for (partition, _), (put, gone) in logged.items():
                 wanted.setdefault(partition, set()).update(put, gone)
             found = self.lookup_pairs({p: sorted(ks) for p, ks in wanted.items()}, mdt)
-            current = lambda p, k: found.get((p, k))  # noqa: E731
+            names = [f"{p}{_SEP}{k}" for p, k in found]
         else:
-            flat = self.lookup(sorted({k for pt, gn in logged.values() for k in (*pt, *gn)}), mdt)
-            current = lambda _p, k: flat.get(k)  # noqa: E731
-        for (partition, fid), (put, gone) in logged.items():
-            here = RecordLocation(partition, fid, loc_ms)
-            moved = [
-                k
-                for k in dict.fromkeys(put)
-                if (c := current(partition, k)) is None
-                or (c.partition, c.file_id) != (partition, fid)
-            ]
-            out.put(moved, here)
-            put_set = set(put)
-            out.delete(
-                (
-                    k
-                    for k in gone
-                    if k not in put_set
-                    and (c := current(partition, k)) is not None
-                    and (c.partition, c.file_id) == (partition, fid)
-                ),
-                partition,
-            )
+            found = self.lookup(sorted({k for pt, gn in logged.values() for k in (*pt, *gn)}), mdt)
+            names = list(found)
+        # where the index places each key, as a code per (partition, file id): the keys of a
+        # file group and instant share one location object
+        inverse, distinct = distinct_locations(list(found.values()))
+        codes: dict[tuple[str, str], int] = {}
+        table = np.array(
+            [codes.setdefault((c.partition, c.file_id), len(codes)) for c in distinct], np.int64
+        )
+        placed = table[inverse] if len(inverse) else np.zeros(0, np.int64)
+        index = pa.array(names, pa.string())
+        groups = list(logged)
+        want = np.array([codes.get(g, -1) for g in groups], np.int64)
+        parts = [p for p, _ in groups]
+        puts = [pc.unique(pa.array(logged[g][0], pa.string())) for g in groups]
+        deads = []
+        for g, put in zip(groups, puts, strict=True):
+            dead = pa.array(logged[g][1], pa.string())
+            if len(dead):
+                dead = dead.filter(pc.invert(pc.is_in(dead, value_set=put)))
+            deads.append(dead)
+        here = _placed_at(puts, parts, want, index, placed, self.partitioned)
+        there = _placed_at(deads, parts, want, index, placed, self.partitioned)
+        for n, (partition, fid) in enumerate(groups):
+            moved = puts[n].filter(pc.invert(pa.array(here[n]))).to_pylist()
+            out.put(moved, RecordLocation(partition, fid, loc_ms))
+            out.delete(deads[n].filter(pa.array(there[n])).to_pylist(), partition)
 
     def _group_keys(self, partition: str, file_id: str) -> set[str]:
         """Keys of the latest committed base file of a replaced file group and of the data
@@ -748,6 +755,32 @@ class RecordIndexWriter:
 
 
 _NO_KEYS = pa.array([], pa.string())
+_SEP = "\x00"
+
+
+def _placed_at(
+    keys: list[pa.Array],
+    partitions: list[str],
+    codes: np.ndarray,
+    index: pa.Array,
+    placed: np.ndarray,
+    by_pair: bool,
+) -> list[np.ndarray]:
+    """Per file group ``n``: whether the index places each of ``keys[n]`` (of data
+    ``partitions[n]``) in that file group, location code ``codes[n]`` (``index``: the keys
+    looked up -- ``partition NUL key`` for a partitioned index --, ``placed``: the code of
+    each). One hash of ``index`` for all the groups."""
+    if by_pair:
+        keys = [
+            pc.binary_join_element_wise(p, k, _SEP) for p, k in zip(partitions, keys, strict=True)
+        ]
+    sizes = [len(k) for k in keys]
+    if not sum(sizes) or not len(placed):
+        return [np.zeros(n, bool) for n in sizes]
+    pos = pc.index_in(pa.concat_arrays(keys), value_set=index).fill_null(-1)
+    at = np.asarray(pos.to_numpy(zero_copy_only=False), np.int64)
+    ok = (at >= 0) & (placed[np.maximum(at, 0)] == np.repeat(codes, sizes))
+    return np.split(ok, np.cumsum(sizes)[:-1])
 
 
 def _partition_metadata(instant: str) -> IndexFile:

@@ -38,7 +38,7 @@ import functools
 import io
 import json
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,8 +52,8 @@ from hudi_ds.index.bucket import java_string_hash
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.hfile import read_hfile
 from hudi_ds.layout.naming import parse_base_file_name, parse_log_file_name
-from hudi_ds.log.block import BlockType, LogBlock
-from hudi_ds.log.reader import decode_delete_block, scan_log_bytes
+from hudi_ds.log.block import BlockType
+from hudi_ds.log.reader import decode_delete_block
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
@@ -300,44 +300,23 @@ def _put_hfile(out: dict[str, bool], data: bytes | memoryview, where: str, schem
         out[k.decode("utf-8")] = not _is_deleted(bytes(v), schema)
 
 
-def _merge_blocks(
-    blocks: Iterable[LogBlock], keep: Callable[[str], bool], out: dict[str, bool]
-) -> None:
-    rolled_back = {b.target_instant_time for b in blocks if b.is_rollback_command}
-    for b in blocks:
-        t = b.instant_time or ""
-        if b.block_type == BlockType.COMMAND or t in rolled_back or not keep(t):
-            continue
-        if b.block_type == BlockType.HFILE_DATA:
-            _put_hfile(out, b.content, f"{b.path} block at offset {b.offset}", b.schema or "")
-        elif b.block_type == BlockType.DELETE:
-            for key in decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD).to_pylist():
-                if key is not None:
-                    out[key] = False
-        else:
-            raise CorruptFileError(
-                f"{b.path}: a {b.block_type.name} block at offset {b.offset} in a secondary "
-                "index partition (only HFILE_DATA and DELETE blocks belong there)"
-            )
-
-
 def read_slice(storage: Storage, fslice: FileSlice, keep: Callable[[str], bool]) -> set[str]:
     """The live row keys of one secondary-index file slice (base HFile, then the blocks of
     the MDT instants ``keep`` accepts, in log order)."""
+    from hudi_ds.metadata.reader import counted_blocks, slice_log_blocks
+
     out: dict[str, bool] = {}
     if fslice.base_file is not None:
         path = fslice.base_file.path
         _put_hfile(out, storage.read_bytes(path), storage.full_path(path), "")
-    blocks: list[LogBlock] = []
-    for lf in fslice.log_files:
-        scan = scan_log_bytes(storage.read_bytes(lf.path), storage.full_path(lf.path))
-        if scan.corrupt_blocks:
-            raise CorruptFileError(
-                f"{scan.corrupt_blocks} corrupt block(s) in metadata log "
-                f"{storage.full_path(lf.path)}"
-            )
-        blocks.extend(scan.blocks)
-    _merge_blocks(blocks, keep, out)
+    partition = fslice.partition_path
+    for b in counted_blocks(slice_log_blocks(storage, fslice), keep, partition):
+        if b.block_type == BlockType.HFILE_DATA:
+            _put_hfile(out, b.content, f"{b.path} block at offset {b.offset}", b.schema or "")
+        else:
+            for key in decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD).to_pylist():
+                if key is not None:
+                    out[key] = False
     return {k for k, live in out.items() if live}
 
 

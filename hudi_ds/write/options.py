@@ -54,9 +54,7 @@ from hudi_ds.write.operation import (
     operation_named,
 )
 from hudi_ds.write.record_index_options import (
-    partitioned_record_index_sizing,
-    record_index_choice,
-    record_index_sizing,
+    record_index_options,
 )
 
 log = logging.getLogger("hudi_ds.write")
@@ -222,9 +220,8 @@ def resolve_options(
     """
     o = options
     operation = operation_named(o.get(WriteConfig.OPERATION))
-    record_index_sizing(o)  # (several keys: refused before anything is written)
-    partitioned_record_index_sizing(o)
-    record_index_choice(o, config, table.storage if table is not None else None, base_uri)
+    # (several keys: refused before anything is written)
+    record_index_options(o, config, table.storage if table is not None else None, base_uri)
     if config is not None:
         shape = _existing_table_shape(o, config, table, base_uri, operation)
     else:

@@ -8,12 +8,18 @@ from __future__ import annotations
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError
 from hudi_ds.index.core import RECORD_INDEX_PARTITION, record_index_partitioned
+from hudi_ds.metadata import record_index_cache
 from hudi_ds.metadata.record_index_writer import RecordIndexSizing
 from hudi_ds.metadata.records import declared_partitions
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
 
-__all__ = ["partitioned_record_index_sizing", "record_index_choice", "record_index_sizing"]
+__all__ = [
+    "partitioned_record_index_sizing",
+    "record_index_choice",
+    "record_index_options",
+    "record_index_sizing",
+]
 
 
 def partitioned_record_index_sizing(options: Options) -> RecordIndexSizing:
@@ -93,3 +99,22 @@ def record_index_sizing(options: Options) -> RecordIndexSizing:
         max_file_group_bytes=options.get(WriteConfig.METADATA_RECORD_INDEX_MAX_FILE_GROUP_SIZE),
         growth_factor=options.get(WriteConfig.METADATA_RECORD_INDEX_GROWTH_FACTOR),
     )
+
+
+def record_index_options(
+    options: Options, config: TableConfig | None, storage: Storage | None, base_uri: str = ""
+) -> None:
+    """Check the record index options of a write together (:func:`record_index_sizing`,
+    :func:`partitioned_record_index_sizing`, :func:`record_index_choice`) and apply
+    ``hoodie.metadata.record.index.cache.max.bytes`` to the process's decoded record index
+    files when the write sets it.
+
+    Raises:
+        ConfigError: as those functions.
+    """
+    record_index_sizing(options)
+    partitioned_record_index_sizing(options)
+    record_index_choice(options, config, storage, base_uri)
+    if options.is_set(WriteConfig.METADATA_RECORD_INDEX_CACHE_MAX_BYTES):
+        budget = options.get(WriteConfig.METADATA_RECORD_INDEX_CACHE_MAX_BYTES)
+        record_index_cache.cache().set_budget(budget)

@@ -112,8 +112,8 @@ def test_record_index_rows() -> None:
         "runs": [
             run("RECORD_INDEX", 1_000, 1.0, lookup_s=0.2, index_mb=1.0),
             run("GLOBAL_SIMPLE", 1_000, 1.5),
-            run("RECORD_INDEX", 16_000, 2.0, lookup_s=1.0, index_mb=16.0),
-            run("GLOBAL_SIMPLE", 16_000, 4.0),
+            run("RECORD_INDEX", 16_000, 2.0, lookup_s=1.0, index_mb=16.0, cold_s=5.0),
+            run("GLOBAL_SIMPLE", 16_000, 4.0, cold_s=6.0),
             run("GLOBAL_SIMPLE_WITHOUT_RLI", 16_000, 3.0),
             # the small batch: not the goal's figures
             run("RECORD_INDEX", 16_000, 0.5, updates=10, lookup_s=0.1, index_mb=16.0),
@@ -126,6 +126,7 @@ def test_record_index_rows() -> None:
     assert "record index turned off 3.00 s" in vs[2]
     assert "takes 1.00 s at 16,000 rows" in vs[4] and "would be 4.00x GLOBAL_SIMPLE" in vs[4]
     assert "a batch of 10 keys, whose blocks are few: RECORD_INDEX 0.50 s" in vs[4]
+    assert "the first batch, cold: 1.20x, 5.00 s vs 6.00 s" in vs[0]
     grow = _row(lines, "global upsert with RECORD_INDEX, batch time")
     assert grow[2:4] == ["2.00x", "no"]
     ri["runs"][3]["check"] = {"correct": False}
