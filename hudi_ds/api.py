@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from hudi_ds.config import WriteConfig
 from hudi_ds.dml import DmlMetrics, TableMerger, delete_where, update_where
 from hudi_ds.dml.expr import Expr
-from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
+from hudi_ds.errors import ConfigError, SchemaError, import_optional
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.index.state import StateIndex
 from hudi_ds.schema.meta import without_meta_fields
@@ -237,12 +237,38 @@ def _skip_empty(
     return None
 
 
+def _check_pandas_index(data: ArrowLike, client: WriteClient) -> None:
+    """Refuse a pandas frame whose index holds a key, partition or ordering field.
+
+    A frame is written without its index (``preserve_index=False``: a default RangeIndex
+    is no data), so a field set as the index (``df.set_index("id")``, a groupby result)
+    would be reported missing; the error says how to make it a column.
+    """
+    if not type(data).__module__.startswith("pandas") or not hasattr(data, "index"):
+        return
+    levels = [n for n in getattr(data.index, "names", []) if n is not None]
+    if not levels:
+        return
+    r = client.resolved
+    fields = [*r.keys.record_key_fields, *r.keys.partition_fields]
+    if r.merge.ordering_field:
+        fields.append(r.merge.ordering_field)
+    columns = {str(c) for c in data.columns}
+    in_index = [f for f in fields if f in levels and f not in columns]
+    if in_index:
+        raise SchemaError(
+            f"field(s) {in_index} are the pandas DataFrame's index, not columns: hudi_ds "
+            "writes a frame without its index; call df.reset_index() first"
+        )
+
+
 def _write_with(
     client: WriteClient, data: ArrowLike, lookup: Lookup | None
 ) -> tuple[str | None, list[WriteStatus]]:
     """Run one write of ``data`` through ``client`` (tagging with ``lookup`` instead of the
     table's index when given); the completed instant time (None: an empty input skipped, see
     :func:`write`) and the committed WriteStatuses."""
+    _check_pandas_index(data, client)
     schema, all_batches = _as_reader(data)
     batches = _skip_empty(client, all_batches)
     if batches is None:
@@ -429,7 +455,9 @@ class HudiTable(ReadableTable):
         filters: Sequence[Filter] | pc.Expression | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> Any:
-        """The rows as a ``pandas.DataFrame`` (arguments as :meth:`scan`)."""
+        """The rows as a ``pandas.DataFrame`` (arguments as :meth:`scan`). Needs the ``pandas``
+        package."""
+        import_optional("pandas", "HudiTable.to_pandas")
         return self.scan(columns, filters, options).read_all().to_pandas()
 
     def to_polars(
@@ -443,12 +471,7 @@ class HudiTable(ReadableTable):
         """The rows as a ``polars.DataFrame``, or with ``lazy=True`` a ``polars.LazyFrame``
         over :meth:`to_pyarrow_dataset` (polars pushes its projection and its filters into the
         scan: partitions it filters out are not read). Needs the ``polars`` package."""
-        try:
-            import polars as pl
-        except ImportError as e:
-            raise UnsupportedError(
-                "HudiTable.to_polars needs the 'polars' package (pip install polars)"
-            ) from e
+        pl = import_optional("polars", "HudiTable.to_polars")
         if lazy:
             return pl.scan_pyarrow_dataset(self.to_pyarrow_dataset(columns, filters, options))
         return pl.from_arrow(self.scan(columns, filters, options).read_all())

@@ -5,6 +5,9 @@ Users catch :class:`HudiError`; tests assert the exact child.
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 
 class HudiError(Exception):
     """Base class of every error raised by hudi_ds."""
@@ -28,6 +31,29 @@ class TableExistsError(HudiError):
 
 class UnsupportedError(HudiError, NotImplementedError):
     """A feature of the Hudi format that hudi_ds does not handle (named in the message)."""
+
+
+class MissingDependencyError(UnsupportedError, ImportError):
+    """An optional package a call needs is not installed (the message names the package and
+    the ``pip install`` command). Also an ``ImportError``, as the bare import error was."""
+
+
+def import_optional(
+    module: str, what: str, *, package: str | None = None, install: str | None = None
+) -> Any:
+    """``module`` imported, or :class:`MissingDependencyError` saying that ``what`` needs
+    ``package`` (default: the module's top-level name) and the ``pip install`` argument that
+    brings it (``install``, default: the package)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        package = package or module.split(".")[0]
+        err = MissingDependencyError(
+            f"{what} needs the '{package}' package, which is not installed: "
+            f"pip install {install or package}"
+        )
+        err.name = module
+        raise err from e
 
 
 class CorruptFileError(HudiError):

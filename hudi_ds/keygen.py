@@ -172,8 +172,11 @@ class KeySpec:
         )
 
 
-def key_string(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
-    """A key column's values as Java prints them (module docstring).
+def key_string(
+    column: pa.Array | pa.ChunkedArray, name: str, role: str = "record key field"
+) -> pa.Array:
+    """A key column's values as Java prints them (module docstring); ``role`` names the
+    column's part in errors (a record key field, a partition path field).
 
     Raises:
         SchemaError: a type keys are not made of (binary, nested), naming the column.
@@ -204,8 +207,9 @@ def key_string(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
         width = pa.int32() if unit == "ms" else pa.int64()
         return column.cast(cast, safe=False).cast(width).cast(pa.string())
     raise SchemaError(
-        f"key column '{name}' has type {t}; keys are made of strings, integers, booleans, "
-        "dates, decimals, floats, timestamps and times"
+        f"{role} '{name}' has type {t}; record keys and partition paths are made of "
+        "strings, integers, booleans, dates, decimals, floats, timestamps and times "
+        "(e.g. cast the column to string)"
     )
 
 
@@ -337,7 +341,7 @@ def partition_paths(
     for f in fields:
         if f in formatted:
             assert timestamp is not None
-            v = timestamp.partition_values(_column(table, f), f)
+            v = timestamp.partition_values(_column(table, f, PARTITION_ROLE), f)
             if url_encode:
                 v = _url_encode(v)
         else:
@@ -350,7 +354,7 @@ def partition_paths(
 
 def _simple_partition_values(table: pa.Table, f: str, url_encode: bool) -> pa.Array:
     """One SIMPLE field's partition values (``KeyGenUtils.getPartitionPath``)."""
-    v = key_string(_column(table, f), f)
+    v = key_string(_column(table, f, PARTITION_ROLE), f, PARTITION_ROLE)
     if v.null_count or pc.any(pc.equal(v, "")).as_py():
         v = pc.if_else(pc.or_kleene(pc.is_null(v), pc.equal(v, "")), DEFAULT_PARTITION, v)
     if url_encode:
@@ -377,9 +381,12 @@ def _url_encode(v: pa.Array) -> pa.Array:
     return pc.replace_substring_regex(v, r"^\.", "%2E")
 
 
-def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
+PARTITION_ROLE = "partition path field"
+
+
+def _column(table: pa.Table, name: str, role: str = "record key field") -> pa.ChunkedArray:
     if name not in table.column_names:
-        raise SchemaError(f"key column '{name}' is missing; columns are {table.column_names}")
+        raise SchemaError(f"{role} '{name}' is missing; columns are {table.column_names}")
     return table.column(name)
 
 
@@ -595,9 +602,10 @@ class TimestampSpec:
             whole = column.cast(pa.int64())
         else:
             raise SchemaError(
-                f"partition column '{name}' has type {t}; {self.timestamp_type} partition "
-                "values must be numbers (Java's TimestampBasedAvroKeyGenerator parses "
-                "strings for DATE_STRING and MIXED only): pass the epoch values as integers"
+                f"partition path field '{name}' has type {t}; with "
+                f"hoodie.keygen.timebased.timestamp.type={self.timestamp_type} its values "
+                "must be numbers (Java's TimestampBasedAvroKeyGenerator parses strings for "
+                "DATE_STRING and MIXED only): pass the epoch values as integers"
             )
         # getDefaultPartitionVal: 1 (of the unit) for a null
         whole = pc.fill_null(whole, 1)
@@ -606,9 +614,16 @@ class TimestampSpec:
 
     def _parse_strings(self, column: pa.Array, name: str) -> joda.ParsedInstants:
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            hint = (
+                "; for a timestamp column use EPOCHMICROSECONDS (EPOCHMILLISECONDS for a "
+                "timestamp[ms] column)"
+                if pa.types.is_timestamp(column.type)
+                else ""
+            )
             raise SchemaError(
-                f"partition column '{name}' has type {column.type}; {self.timestamp_type} "
-                "partition values must be strings"
+                f"partition path field '{name}' has type {column.type}; with "
+                f"hoodie.keygen.timebased.timestamp.type={self.timestamp_type} its values "
+                f"must be strings: pass a string column{hint}"
             )
         column = column.cast(pa.string())
         if column.null_count:

@@ -31,6 +31,7 @@ Keys of ``storage_options`` (case-insensitive):
 
 from __future__ import annotations
 
+import difflib
 import logging
 import warnings
 from collections.abc import Mapping
@@ -75,6 +76,77 @@ CLIENT_KEYS = {
     "timeout": False,
     "user_agent": False,
 }
+#: the store's own keys (obstore 0.12's S3Config / GCSConfig / AzureConfig), each also taken
+#: with the cloud's prefix: only to suggest a key for a misspelt one (obstore decides what
+#: it accepts, aliases included)
+STORE_KEYS = {
+    "s3": [
+        "access_key_id",
+        "bucket",
+        "checksum_algorithm",
+        "conditional_put",
+        "container_credentials_relative_uri",
+        "container_credentials_full_uri",
+        "container_authorization_token_file",
+        "copy_if_not_exists",
+        "default_region",
+        "disable_tagging",
+        "disable_bulk_delete",
+        "endpoint",
+        "endpoint_url",
+        "metadata_endpoint",
+        "region",
+        "request_payer",
+        "role_arn",
+        "role_session_name",
+        "secret_access_key",
+        "server_side_encryption",
+        "session_token",
+        "skip_signature",
+        "sse_bucket_key_enabled",
+        "sse_kms_key_id",
+        "sts_endpoint",
+        "unsigned_payload",
+        "virtual_hosted_style_request",
+        "web_identity_token_file",
+    ],
+    "gcs": [
+        "service_account",
+        "service_account_key",
+        "base_url",
+        "bearer_token",
+        "bucket",
+        "application_credentials",
+        "skip_signature",
+    ],
+    "azure": [
+        "account_name",
+        "account_key",
+        "client_id",
+        "client_secret",
+        "credential_type",
+        "tenant_id",
+        "authority_host",
+        "sas_key",
+        "token",
+        "use_emulator",
+        "use_fabric_endpoint",
+        "encryption_key",
+        "endpoint",
+        "msi_endpoint",
+        "object_id",
+        "msi_resource_id",
+        "federated_token_file",
+        "use_azure_cli",
+        "skip_signature",
+        "container_name",
+        "disable_tagging",
+        "fabric_token_service_url",
+        "fabric_workload_host",
+        "fabric_session_token",
+        "fabric_cluster_identifier",
+    ],
+}
 #: hudi_ds's own keys: the retry policy of transient failures
 RETRY_KEYS = ("max_retries", "retry_timeout")
 _DEFAULT_MAX_RETRIES = 10
@@ -96,7 +168,7 @@ def normalize_options(options: Mapping[str, Any] | None) -> dict[str, str]:
     """``storage_options`` as a plain ``{lower-case key: str}`` dict.
 
     Raises:
-        ConfigError: a key is not a string or a value is None.
+        ConfigError: a key is not a string, is given twice, or a value is None.
     """
     out: dict[str, str] = {}
     for k, v in (options or {}).items():
@@ -105,6 +177,10 @@ def normalize_options(options: Mapping[str, Any] | None) -> dict[str, str]:
         if v is None:
             raise ConfigError(f"storage option {k!r} has no value (None)")
         key = k.strip().lower()
+        if key in out:  # keys are case-insensitive: 'AWS_REGION' and 'aws_region' are one
+            raise ConfigError(
+                f"storage option {k!r} is given twice (keys are case-insensitive): give it once"
+            )
         out[key] = ("true" if v else "false") if isinstance(v, bool) else str(v)
     return out
 
@@ -197,17 +273,52 @@ def build_store(uri: str, options: Mapping[str, str]) -> Any:
         bad = [k for k in config if f"'{k}'" in str(e)]
         name = bad[0] if bad else str(e).split("\n", 1)[0]
         raise ConfigError(
-            f"unknown storage option {name!r} for {uri} (keys: the store's own, e.g. "
-            f"{_CLOUD_PREFIX[OBJECT_STORE_SCHEMES[scheme_of(uri)]]}..., HTTP client keys "
-            f"{sorted(CLIENT_KEYS)}, or {list(RETRY_KEYS)})"
+            f"unknown storage option {name!r} for {uri}{_did_you_mean(uri, name)}"
         ) from e
     except BaseException as e:  # obstore raises ValueError / GenericError / a Rust panic
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
+        if "Duplicate key" in str(e):
+            raise ConfigError(_duplicate_message(uri, config, make)) from e
         raise ConfigError(
             f"cannot open {uri} with storage options {sorted(options)}: "
             f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
         ) from e
+
+
+def _did_you_mean(uri: str, key: str) -> str:
+    """A hint for a misspelt key: the closest key of the store, the client or the retry."""
+    cloud = OBJECT_STORE_SCHEMES[scheme_of(uri)]
+    prefixes = [_CLOUD_PREFIX[cloud], *(["azure_storage_"] if cloud == "azure" else [])]
+    bare = [*STORE_KEYS[cloud], *CLIENT_KEYS]
+    known = [*bare, *(p + k for p in prefixes for k in bare), *RETRY_KEYS]
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return (
+        f"{hint} (keys: the store's own, e.g. {prefixes[0]}..., HTTP client keys such as "
+        f"'allow_http' or 'timeout', or {list(RETRY_KEYS)}: docs/object_stores.md)"
+    )
+
+
+def _duplicate_message(uri: str, config: Mapping[str, str], make: Any) -> str:
+    """Which of ``config``'s keys name the same setting: ``object_store`` takes aliases
+    (``aws_endpoint``, ``aws_endpoint_url``, ``endpoint``; ``aws_region``, ``region``) and
+    refuses two of one setting as a "Duplicate key" of its own spelling, which names neither
+    key given. Each key is opened alone (no request is made) to learn the setting it names."""
+    by_setting: dict[str, list[str]] = {}
+    for key, value in config.items():
+        try:
+            names = [n for n in make(uri, config={key: value}).config if n != "bucket"]
+        except Exception:  # a value the store refuses alone: it is not one of the aliases
+            continue
+        for name in names:
+            by_setting.setdefault(name, []).append(key)
+    same = [keys for keys in by_setting.values() if len(keys) > 1]
+    keys = same[0] if same else sorted(config)
+    return (
+        f"storage options {keys} for {uri} name the same setting (object_store takes them as "
+        "aliases of one another): give only one of them"
+    )
 
 
 def short_error(e: BaseException) -> str:

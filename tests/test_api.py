@@ -3,6 +3,7 @@ normalised once, written and read back equal by hudi_ds and hudi-rs."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ import pytest
 
 import hudi_ds
 from hudi_ds import api
-from hudi_ds.errors import SchemaError
+from hudi_ds.errors import MissingDependencyError, SchemaError
 from hudi_ds.schema.plain import plain_schema, plain_type
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 
@@ -107,6 +108,51 @@ def test_write_pandas_large_strings_without_index(tmp_path: Path) -> None:
     expected = [("a", 1, "x"), ("b", 2, "y")]
     assert_rows(hudi_ds.read(path), expected, ["id", "ts", "part"])
     assert_rows(hudi_rs_table(path), expected, ["id", "ts", "part"])
+
+
+def test_a_pandas_key_in_the_index_is_refused_with_the_reset_index_hint(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    df = pd.DataFrame({"ts": [1, 2]}, index=pd.Index(["a", "b"], name="id"))
+    with pytest.raises(SchemaError) as e:
+        hudi_ds.write(str(path), df, table_options("t"))
+    assert str(e.value) == (
+        "field(s) ['id'] are the pandas DataFrame's index, not columns: hudi_ds writes a "
+        "frame without its index; call df.reset_index() first"
+    )
+    assert not path.exists()
+    hudi_ds.write(str(path), df.reset_index(), table_options("t"))
+    assert_rows(hudi_ds.read(str(path)), [("a", 1), ("b", 2)], ["id", "ts"])
+
+
+def test_a_nested_key_field_is_named_unsupported_not_missing(tmp_path: Path) -> None:
+    data = pa.table({"s": [{"a": 1}, {"a": 2}], "ts": [1, 2]})
+    opts = {**table_options("t"), "hoodie.datasource.write.recordkey.field": "s.a"}
+    with pytest.raises(SchemaError) as e:
+        hudi_ds.write(str(tmp_path / "t"), data, opts)
+    assert str(e.value) == (
+        "record key field 's.a' (hoodie.datasource.write.recordkey.field) is a nested field "
+        "of struct column 's': hudi_ds does not support nested key or partition fields; add "
+        "a top-level column holding it (e.g. in pyarrow pc.struct_field(col, 'a')) and name "
+        "that column"
+    )
+    assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("method", ["to_pandas", "to_polars"])
+def test_a_missing_optional_package_is_named_with_its_pip_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, pa.table({"id": ["a"], "ts": [1]}), table_options("t"))
+    package = method.removeprefix("to_")
+    monkeypatch.setitem(sys.modules, package, None)  # import now raises ImportError
+    with pytest.raises(MissingDependencyError) as e:
+        getattr(hudi_ds.HudiTable(path), method)()
+    assert str(e.value) == (
+        f"HudiTable.{method} needs the '{package}' package, which is not installed: "
+        f"pip install {package}"
+    )
+    assert isinstance(e.value, ImportError) and e.value.name == package
 
 
 def test_arrow_large_types_written_as_plain(tmp_path: Path) -> None:

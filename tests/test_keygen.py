@@ -135,6 +135,34 @@ def test_date_string_several_formats_and_no_offset() -> None:
         partition_paths(pa.table({"d": ["20241340"]}), ["d"], False, False, spec)
 
 
+def test_a_partition_field_of_the_wrong_type_is_named_with_what_to_do() -> None:
+    ts = pa.table({"d": pa.array([1_700_000_000_000_000], pa.timestamp("us", "UTC"))})
+    spec = _spec(
+        **{
+            "hoodie.keygen.timebased.timestamp.type": "DATE_STRING",
+            "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        }
+    )
+    with pytest.raises(SchemaError) as e:
+        partition_paths(ts, ["d"], False, False, spec)
+    assert str(e.value) == (
+        "partition path field 'd' has type timestamp[us, tz=UTC]; with "
+        "hoodie.keygen.timebased.timestamp.type=DATE_STRING its values must be strings: pass "
+        "a string column; for a timestamp column use EPOCHMICROSECONDS (EPOCHMILLISECONDS for "
+        "a timestamp[ms] column)"
+    )
+    micros = _spec(
+        **{
+            "hoodie.keygen.timebased.timestamp.type": "EPOCHMICROSECONDS",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        }
+    )
+    assert partition_paths(ts, ["d"], False, False, micros).to_pylist() == ["2023/11/14"]
+    with pytest.raises(SchemaError, match="^partition path field 'b' has type binary; "):
+        partition_paths(pa.table({"b": [b"x"]}), ["b"], False, False)
+
+
 @pytest.mark.parametrize(
     ("ttype", "value", "unit", "expected"),
     [

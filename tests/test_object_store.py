@@ -70,6 +70,26 @@ def test_unknown_or_bad_storage_options_are_refused_naming_the_key(tmp_path: Pat
         Storage(str(tmp_path), storage_options={"aws_region": "us-east-1"})
 
 
+def test_a_misspelt_or_repeated_storage_option_is_named_with_a_hint() -> None:
+    with pytest.raises(ConfigError, match="'aws_endpont' .*did you mean 'aws_endpoint'"):
+        Storage("s3://bucket/t", storage_options={"aws_endpont": "http://x"})
+    with pytest.raises(ConfigError, match="did you mean 'azure_storage_account_name'"):
+        Storage("az://c/t", storage_options={"azure_storage_acount_name": "a"})
+    # object_store's aliases of one setting: both keys named, not its "Duplicate key"
+    for so in (
+        {"aws_endpoint": "http://x", "aws_endpoint_url": "http://y"},
+        {"region": "eu-west-1", "aws_region": "us-east-1"},
+    ):
+        with pytest.raises(ConfigError) as e:
+            Storage("s3://bucket/t", storage_options=so)
+        assert str(e.value) == (
+            f"storage options {list(so)} for s3://bucket/t name the same setting "
+            "(object_store takes them as aliases of one another): give only one of them"
+        )
+    with pytest.raises(ConfigError, match="'aws_region' is given twice"):
+        Storage("s3://bucket/t", storage_options={"AWS_REGION": "x", "aws_region": "y"})
+
+
 def test_storage_pickles_with_its_options_and_its_filesystem(tmp_path: Path) -> None:
     opts = {"AWS_REGION": "eu-west-1", "aws_endpoint_url": "http://127.0.0.1:1", "max_retries": 0}
     s = Storage("s3://bucket/base", storage_options=opts)

@@ -28,7 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from hudi_ds.errors import UnsupportedError
+from hudi_ds.errors import UnsupportedError, import_optional
 from hudi_ds.layout.bloom_filter import BloomFilter, BloomFilterSpec
 from hudi_ds.layout.parquet import KeyFooters
 from hudi_ds.storage import Storage
@@ -44,15 +44,9 @@ def lance_file_module(what: str = "Lance base files") -> ModuleType:
     """``lance.file`` of the optional pylance package.
 
     Raises:
-        UnsupportedError: pylance is not installed (names the extra that brings it).
+        MissingDependencyError: pylance is not installed (names the extra that brings it).
     """
-    try:
-        import lance.file as lance_file  # type: ignore[import-not-found]
-    except ImportError as e:
-        raise UnsupportedError(
-            f"{what} need the 'pylance' package, which is not installed: install hudi_ds[lance]"
-        ) from e
-    return lance_file  # type: ignore[no-any-return]
+    return import_optional("lance.file", what, package="pylance", install="'hudi_ds[lance]'")
 
 
 def lance_available() -> bool:

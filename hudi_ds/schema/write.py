@@ -11,6 +11,7 @@ from typing import cast
 
 import pyarrow as pa
 
+from hudi_ds.config.write import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.schema.avro import avro_to_arrow_schema, table_avro_schema
 from hudi_ds.schema.evolution import can_promote, conform_table, missing_subfields, promote_table
@@ -122,7 +123,7 @@ def write_schema(
         raise ConfigError(
             "option 'hoodie.datasource.write.recordkey.field' is required to create a table"
         )
-    _check_key_columns(data, [*record_key_fields, *partition_fields], ordering_field)
+    _check_key_columns(data, record_key_fields, partition_fields, ordering_field)
     check_naive_timestamps(data, existing_data)
     check_decimal_precision(data, existing_data)
     merged, partial = evolve_schema(
@@ -137,15 +138,46 @@ def write_schema(
     return WriteSchema(with_meta_fields(canonical), partial)
 
 
-def _check_key_columns(data: pa.Schema, keys: Sequence[str], ordering_field: str | None) -> None:
+RECORD_KEY_OPTION = WriteConfig.RECORD_KEY_FIELDS.key
+PARTITION_PATH_OPTION = WriteConfig.PARTITION_FIELDS.key
+
+
+def missing_field_message(field: str, role: str, option: str, names: Sequence[str]) -> str:
+    """Why ``field`` (a ``role`` named by ``option``) is not among the input's ``names``: a
+    nested field (``s.a``) is named as one, not reported missing."""
+    head = field.split(".", 1)[0]
+    if "." in field and head in names:
+        return (
+            f"{role} '{field}' ({option}) is a nested field of struct column '{head}': "
+            "hudi_ds does not support nested key or partition fields; add a top-level column "
+            f"holding it (e.g. in pyarrow pc.struct_field(col, '{field.split('.', 1)[1]}')) "
+            "and name that column"
+        )
+    return f"{role} '{field}' ({option}) is missing from the input {list(names)}"
+
+
+def _check_key_columns(
+    data: pa.Schema,
+    record_key_fields: Sequence[str],
+    partition_fields: Sequence[str],
+    ordering_field: str | None,
+) -> None:
     """The key and partition columns are in ``data`` with a key type, the ordering column with
     an ordered type."""
-    for c in keys:
+    for c, role, option in [
+        *((c, "record key field", RECORD_KEY_OPTION) for c in record_key_fields),
+        *((c, "partition path field", PARTITION_PATH_OPTION) for c in partition_fields),
+    ]:
         if data.get_field_index(c) < 0:
-            raise SchemaError(f"key column '{c}' is missing from the input {data.names}")
+            raise SchemaError(missing_field_message(c, role, option, data.names))
         t = data.field(c).type
         if not _is_key_type(t):
-            raise SchemaError(f"key column '{c}' has unsupported type {t}")
+            raise SchemaError(
+                f"{role} '{c}' ({option}) has type {t}, which Hudi does not make "
+                f"{'record keys' if role == 'record key field' else 'partition paths'} of: "
+                "use a column of strings, integers, booleans, dates, decimals, floats, "
+                "timestamps or times (e.g. cast it to string)"
+            )
     if ordering_field and data.get_field_index(ordering_field) >= 0:
         t = data.field(ordering_field).type
         if _has_no_order(t):

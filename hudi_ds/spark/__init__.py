@@ -36,6 +36,7 @@ from hudi_ds.spark.datasource import (
 )
 from hudi_ds.spark.dml import HudiTable, MergeBuilder
 from hudi_ds.spark.dml_sql import sql
+from hudi_ds.spark.worker_errors import hudi_error_of, hudi_errors
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -93,6 +94,8 @@ __all__ = [
     "HudiTable",
     "MergeBuilder",
     "cluster_by_bucket",
+    "hudi_error_of",
+    "hudi_errors",
     "register",
     "sql",
 ]

@@ -69,6 +69,7 @@ from hudi_ds.engine import (
 from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.spark import options as opt
 from hudi_ds.spark.options import SOURCE_NAME, SparkConfig
+from hudi_ds.spark.worker_errors import hudi_errors
 
 #: Spark's switch for Python data sources' filter pushdown
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -248,13 +249,14 @@ class HudiTable:
     def write(self, rows: DataFrame, operation: str) -> tuple[str | None, int]:
         """Write ``rows`` with ``operation`` as one instant: the instant and file groups."""
         before = latest_instant_time(self.location)
-        (
-            rows.write.format(SOURCE_NAME)
-            .mode("append")
-            .options(**self.options)
-            .option(WriteConfig.OPERATION.key, operation)
-            .save(self.path)
-        )
+        with hudi_errors():  # a write refused in a worker raises its hudi_ds class here
+            (
+                rows.write.format(SOURCE_NAME)
+                .mode("append")
+                .options(**self.options)
+                .option(WriteConfig.OPERATION.key, operation)
+                .save(self.path)
+            )
         self.table = ReadableTable(self.location)
         return dml_instant(self.location, before)
 

@@ -136,6 +136,10 @@ def _configured_python(spark: Any) -> str | None:
     return str(value) if value else None
 
 
+#: where the recipes for shipping hudi_ds to a cluster's executors are (each tested)
+CLUSTER_DOC = "docs/spark.md, 'Shipping hudi_ds to the executors'"
+
+
 def setup_error(
     report: WorkerReport,
     expected_version: str,
@@ -181,8 +185,8 @@ def setup_error(
             "The Spark Connect server runs the hudi_py data source in its own Python workers: "
             f"install hudi_ds {expected_version} (pip install 'hudi_ds[spark]') into the "
             "interpreter the server's workers use, or start the server with "
-            "--conf spark.pyspark.python=/path/to/python-with-hudi_ds (or --archives "
-            "env.tar.gz#env --conf spark.pyspark.python=./env/bin/python)."
+            "--conf spark.pyspark.python=/path/to/python-with-hudi_ds. "
+            f"See {CLUSTER_DOC}."
         )
     else:
         suggestion = driver_python or "/path/to/python-with-hudi_ds"
@@ -190,12 +194,15 @@ def setup_error(
             "Point Spark's Python workers at an interpreter that has hudi_ds installed, "
             "before the session starts: export PYSPARK_PYTHON="
             f"{suggestion} (or SparkSession.builder.config('spark.pyspark.python', "
-            f"'{suggestion}')); on a cluster ship it with spark-submit --archives "
-            "env.tar.gz#env --conf spark.pyspark.python=./env/bin/python, or --py-files "
-            "hudi_ds.zip (spark.submit.pyFiles) when the executors' Python already has "
-            "pyarrow, fastavro and numpy. The workers' interpreter is fixed when the "
-            "SparkContext starts: call spark.stop() and build the session again. "
-            "See docs/spark.md."
+            f"'{suggestion}')). On a cluster: install hudi_ds at the same path on every "
+            "node and set spark.pyspark.python to that interpreter, or ship the package "
+            "with spark-submit --py-files hudi_ds.zip (spark.submit.pyFiles) when the "
+            "executors' Python already has pyarrow, fastavro and numpy, or ship a packed "
+            "virtualenv with --archives as docs/spark.md shows (the common "
+            "spark.pyspark.python=./env/bin/python form fails on a standalone cluster: "
+            "Spark's untar drops the executable bit). The workers' interpreter is fixed "
+            "when the SparkContext starts: call spark.stop() and build the session again. "
+            f"See {CLUSTER_DOC}."
         )
     return SparkSetupError(f"Spark's Python workers cannot run hudi_ds ({chosen}); {found}. {fix}")
 

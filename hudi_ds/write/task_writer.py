@@ -50,7 +50,12 @@ from hudi_ds.schema.meta import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
 )
-from hudi_ds.schema.write import conform_partial
+from hudi_ds.schema.write import (
+    PARTITION_PATH_OPTION,
+    RECORD_KEY_OPTION,
+    conform_partial,
+    missing_field_message,
+)
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableType
@@ -216,19 +221,27 @@ class TaskWriter:
     def _check_keys(self, table: pa.Table) -> None:
         for c in self.options.keys.record_key_fields:
             if c not in table.column_names:
-                raise SchemaError(f"key column '{c}' is missing from the input")
+                raise SchemaError(
+                    missing_field_message(
+                        c, "record key field", RECORD_KEY_OPTION, table.column_names
+                    )
+                )
             col = table.column(c)
             if col.null_count:
-                raise SchemaError(f"key column '{c}' holds {col.null_count} null value(s)")
+                raise SchemaError(f"record key field '{c}' holds {col.null_count} null value(s)")
             if not self.options.keys.complex_key and (
                 pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
             ):
                 empty = pc.sum(pc.equal(col, "")).as_py() or 0
                 if empty:
-                    raise SchemaError(f"key column '{c}' holds {empty} empty value(s)")
+                    raise SchemaError(f"record key field '{c}' holds {empty} empty value(s)")
         for c in self.options.keys.partition_fields:
             if c not in table.column_names:
-                raise SchemaError(f"partition column '{c}' is missing from the input")
+                raise SchemaError(
+                    missing_field_message(
+                        c, "partition path field", PARTITION_PATH_OPTION, table.column_names
+                    )
+                )
 
     def _check_ordering(self, table: pa.Table, keys: pa.Array) -> None:
         """Refuse NaN ordering values.

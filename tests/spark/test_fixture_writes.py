@@ -349,7 +349,7 @@ def test_spark_delete_from_timestamp_keygen_fixture_recorded_as_string(
     gone = data.filter(pc.is_in(data["txn_id"], pa.array(single[-2:])))
     assert gone.num_rows == 2
     delete = {"hoodie.datasource.write.operation": "delete"}
-    with pytest.raises(Exception, match=f"partition column '{column}' has type string"):
+    with pytest.raises(Exception, match=f"partition path field '{column}' has type string"):
         _save(spark, gone, root, delete)
     assert tree_hashes(root) == before
     epochs = gone.set_column(gone.column_names.index(column), column, gone[column].cast(pa.int64()))

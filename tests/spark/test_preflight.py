@@ -34,6 +34,10 @@ def test_a_worker_without_hudi_ds_names_the_interpreter_and_what_to_set() -> Non
     assert "No module named 'hudi_ds'" in msg
     assert "export PYSPARK_PYTHON=/venv/bin/python" in msg
     assert "spark.pyspark.python" in msg and "--archives" in msg
+    # only recipes docs/spark.md says work on a cluster: not the ./env/bin/python one
+    assert "--conf spark.pyspark.python=./env/bin/python" not in msg
+    assert "form fails on a standalone cluster" in msg
+    assert "docs/spark.md, 'Shipping hudi_ds to the executors'" in msg
     assert "spark.submit.pyFiles" in msg and "spark.stop()" in msg
 
 

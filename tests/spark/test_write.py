@@ -18,8 +18,9 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
+from hudi_ds.errors import HudiError, SchemaError
 from hudi_ds.index.bucket import bucket_ids_from_record_keys
-from hudi_ds.spark import cluster_by_bucket
+from hudi_ds.spark import cluster_by_bucket, hudi_errors
 from hudi_ds.table.table import ReadableTable
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 
@@ -203,7 +204,8 @@ def test_bad_options_and_schema_fail_before_writing(spark: Any, tmp_path: Path) 
 
     for n, (extra, match) in enumerate(cases):
         if n < 3:  # through Spark (each refused write costs a data source worker: seconds)
-            with pytest.raises(Exception, match=match):
+            # refused in the driver's planning worker: its class back through hudi_errors
+            with pytest.raises(HudiError, match=match), hudi_errors():
                 df.write.format("hudi_py").mode("append").options(
                     **{**options("MERGE_ON_READ"), **extra}
                 ).save(str(path))
@@ -256,8 +258,10 @@ def test_refused_first_write_creates_no_table(spark: Any, tmp_path: Path) -> Non
     good = rows(range(10), [1] * 10)
     ids = good.column("id").to_pylist()
     bad = good.set_column(0, "id", pa.array([None, *ids[1:]], pa.string()))
-    with pytest.raises(Exception, match="'id'"):
+    # refused in an executor's task: hudi_errors gives the worker's error back as its class
+    with pytest.raises(SchemaError) as e, hudi_errors():
         save(spark, bad, str(path), options("MERGE_ON_READ"))
+    assert str(e.value) == "record key field 'id' holds 1 null value(s)"
     assert not path.exists()
     # the corrected retry may choose other settings (here: another partition column)
     save(spark, good, str(path), options("MERGE_ON_READ", **{PARTITION_KEY: "region"}))

@@ -286,7 +286,7 @@ def test_delete_from_timestamp_keygen_fixture_recorded_as_string(name: str, tmp_
     assert gone.num_rows == 2
     absent = gone.slice(0, 1).set_column(0, "txn_id", pa.array(["TXN-ABSENT"]))
     batch = pa.concat_tables([gone, absent])
-    with pytest.raises(SchemaError, match=f"partition column '{column}' has type string"):
+    with pytest.raises(SchemaError, match=f"partition path field '{column}' has type string"):
         HudiTable(str(root)).delete(batch)
     assert tree_hashes(root) == before
     HudiTable(str(root)).delete(_as_int64(batch, column))
