@@ -122,6 +122,7 @@ def test_a_pandas_key_in_the_index_is_refused_with_the_reset_index_hint(tmp_path
     assert not path.exists()
     hudi_ds.write(str(path), df.reset_index(), table_options("t"))
     assert_rows(hudi_ds.read(str(path)), [("a", 1), ("b", 2)], ["id", "ts"])
+    assert_rows(hudi_rs_table(str(path)), [("a", 1), ("b", 2)], ["id", "ts"])
 
 
 def test_a_nested_key_field_is_named_unsupported_not_missing(tmp_path: Path) -> None:
