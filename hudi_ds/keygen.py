@@ -172,8 +172,22 @@ class KeySpec:
         )
 
 
+class KeyField(enum.StrEnum):
+    """What a column is to the key generator: errors name a column by its part."""
+
+    RECORD_KEY = "record key field"
+    PARTITION_PATH = "partition path field"
+
+    @property
+    def option(self) -> str:
+        """The option that names such fields."""
+        if self is KeyField.RECORD_KEY:
+            return WriteConfig.RECORD_KEY_FIELDS.key
+        return WriteConfig.PARTITION_FIELDS.key
+
+
 def key_string(
-    column: pa.Array | pa.ChunkedArray, name: str, role: str = "record key field"
+    column: pa.Array | pa.ChunkedArray, name: str, role: KeyField = KeyField.RECORD_KEY
 ) -> pa.Array:
     """A key column's values as Java prints them (module docstring); ``role`` names the
     column's part in errors (a record key field, a partition path field).
@@ -341,7 +355,7 @@ def partition_paths(
     for f in fields:
         if f in formatted:
             assert timestamp is not None
-            v = timestamp.partition_values(_column(table, f, PARTITION_ROLE), f)
+            v = timestamp.partition_values(_column(table, f, KeyField.PARTITION_PATH), f)
             if url_encode:
                 v = _url_encode(v)
         else:
@@ -354,7 +368,7 @@ def partition_paths(
 
 def _simple_partition_values(table: pa.Table, f: str, url_encode: bool) -> pa.Array:
     """One SIMPLE field's partition values (``KeyGenUtils.getPartitionPath``)."""
-    v = key_string(_column(table, f, PARTITION_ROLE), f, PARTITION_ROLE)
+    v = key_string(_column(table, f, KeyField.PARTITION_PATH), f, KeyField.PARTITION_PATH)
     if v.null_count or pc.any(pc.equal(v, "")).as_py():
         v = pc.if_else(pc.or_kleene(pc.is_null(v), pc.equal(v, "")), DEFAULT_PARTITION, v)
     if url_encode:
@@ -381,10 +395,7 @@ def _url_encode(v: pa.Array) -> pa.Array:
     return pc.replace_substring_regex(v, r"^\.", "%2E")
 
 
-PARTITION_ROLE = "partition path field"
-
-
-def _column(table: pa.Table, name: str, role: str = "record key field") -> pa.ChunkedArray:
+def _column(table: pa.Table, name: str, role: KeyField = KeyField.RECORD_KEY) -> pa.ChunkedArray:
     if name not in table.column_names:
         raise SchemaError(f"{role} '{name}' is missing; columns are {table.column_names}")
     return table.column(name)

@@ -11,8 +11,8 @@ from typing import cast
 
 import pyarrow as pa
 
-from hudi_ds.config.write import WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError
+from hudi_ds.keygen import KeyField
 from hudi_ds.schema.avro import avro_to_arrow_schema, table_avro_schema
 from hudi_ds.schema.evolution import can_promote, conform_table, missing_subfields, promote_table
 from hudi_ds.schema.meta import (
@@ -138,22 +138,18 @@ def write_schema(
     return WriteSchema(with_meta_fields(canonical), partial)
 
 
-RECORD_KEY_OPTION = WriteConfig.RECORD_KEY_FIELDS.key
-PARTITION_PATH_OPTION = WriteConfig.PARTITION_FIELDS.key
-
-
-def missing_field_message(field: str, role: str, option: str, names: Sequence[str]) -> str:
-    """Why ``field`` (a ``role`` named by ``option``) is not among the input's ``names``: a
-    nested field (``s.a``) is named as one, not reported missing."""
+def missing_field_message(field: str, role: KeyField, names: Sequence[str]) -> str:
+    """Why ``field`` (a record key or partition path field) is not among the input's
+    ``names``: a nested field (``s.a``) is named as one, not reported missing."""
     head = field.split(".", 1)[0]
     if "." in field and head in names:
         return (
-            f"{role} '{field}' ({option}) is a nested field of struct column '{head}': "
+            f"{role} '{field}' ({role.option}) is a nested field of struct column '{head}': "
             "hudi_ds does not support nested key or partition fields; add a top-level column "
             f"holding it (e.g. in pyarrow pc.struct_field(col, '{field.split('.', 1)[1]}')) "
             "and name that column"
         )
-    return f"{role} '{field}' ({option}) is missing from the input {list(names)}"
+    return f"{role} '{field}' ({role.option}) is missing from the input {list(names)}"
 
 
 def _check_key_columns(
@@ -164,17 +160,17 @@ def _check_key_columns(
 ) -> None:
     """The key and partition columns are in ``data`` with a key type, the ordering column with
     an ordered type."""
-    for c, role, option in [
-        *((c, "record key field", RECORD_KEY_OPTION) for c in record_key_fields),
-        *((c, "partition path field", PARTITION_PATH_OPTION) for c in partition_fields),
+    for c, role in [
+        *((c, KeyField.RECORD_KEY) for c in record_key_fields),
+        *((c, KeyField.PARTITION_PATH) for c in partition_fields),
     ]:
         if data.get_field_index(c) < 0:
-            raise SchemaError(missing_field_message(c, role, option, data.names))
+            raise SchemaError(missing_field_message(c, role, data.names))
         t = data.field(c).type
         if not _is_key_type(t):
             raise SchemaError(
-                f"{role} '{c}' ({option}) has type {t}, which Hudi does not make "
-                f"{'record keys' if role == 'record key field' else 'partition paths'} of: "
+                f"{role} '{c}' ({role.option}) has type {t}, which Hudi does not make "
+                f"{'record keys' if role is KeyField.RECORD_KEY else 'partition paths'} of: "
                 "use a column of strings, integers, booleans, dates, decimals, floats, "
                 "timestamps or times (e.g. cast it to string)"
             )

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from hudi_ds.errors import SchemaError
 from hudi_ds.index.lookup import Lookup
-from hudi_ds.keygen import partition_paths, record_keys
+from hudi_ds.keygen import KeyField, partition_paths, record_keys
 from hudi_ds.layout.naming import PARTITION_METADATA_FILE
 from hudi_ds.layout.parquet import dictionary_columns_of
 from hudi_ds.schema.evolution import conform_table
@@ -50,12 +50,7 @@ from hudi_ds.schema.meta import (
     PARTITION_PATH_METADATA_FIELD,
     RECORD_KEY_METADATA_FIELD,
 )
-from hudi_ds.schema.write import (
-    PARTITION_PATH_OPTION,
-    RECORD_KEY_OPTION,
-    conform_partial,
-    missing_field_message,
-)
+from hudi_ds.schema.write import conform_partial, missing_field_message
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableType
@@ -221,26 +216,22 @@ class TaskWriter:
     def _check_keys(self, table: pa.Table) -> None:
         for c in self.options.keys.record_key_fields:
             if c not in table.column_names:
-                raise SchemaError(
-                    missing_field_message(
-                        c, "record key field", RECORD_KEY_OPTION, table.column_names
-                    )
-                )
+                raise SchemaError(missing_field_message(c, KeyField.RECORD_KEY, table.column_names))
             col = table.column(c)
             if col.null_count:
-                raise SchemaError(f"record key field '{c}' holds {col.null_count} null value(s)")
+                raise SchemaError(
+                    f"{KeyField.RECORD_KEY} '{c}' holds {col.null_count} null value(s)"
+                )
             if not self.options.keys.complex_key and (
                 pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
             ):
                 empty = pc.sum(pc.equal(col, "")).as_py() or 0
                 if empty:
-                    raise SchemaError(f"record key field '{c}' holds {empty} empty value(s)")
+                    raise SchemaError(f"{KeyField.RECORD_KEY} '{c}' holds {empty} empty value(s)")
         for c in self.options.keys.partition_fields:
             if c not in table.column_names:
                 raise SchemaError(
-                    missing_field_message(
-                        c, "partition path field", PARTITION_PATH_OPTION, table.column_names
-                    )
+                    missing_field_message(c, KeyField.PARTITION_PATH, table.column_names)
                 )
 
     def _check_ordering(self, table: pa.Table, keys: pa.Array) -> None:
