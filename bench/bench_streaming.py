@@ -26,7 +26,7 @@
    duplicated keys, every column; :func:`bench.check.compare`).
 
    What separates the issue's outside measurement (1.79x, 2.05x) from the former 1.35x, as
-   measured here (3 rounds, load average 7-13 on the 2 cores):
+   measured here (load average 4-13 on the 2 cores):
 
    * Compaction. The old figure compacted *inline* in a warm process; the default executes it
      in a new Python process, which first spends ~0.9 s of CPU (1-4 s of wall time on the
@@ -39,30 +39,37 @@
      the lock was free -- also when the timeline it had listed was stale (the running
      compactor finished meanwhile) or when the compactor started a batch earlier was still
      importing (the child took the lock only then): another process, another ~1 s of CPU, for
-     nothing. Each ``defaults`` run started 2 or 3 compactors for its one compaction
-     (compactor CPU 2.2-2.4 s per stream). :func:`~hudi_ds.services.background.start_compactor`
-     now takes the lock, lists the timeline again under it and hands the locked file to the
-     process it starts: one compactor per compaction, 1.3-1.5 s of compactor CPU.
+     nothing: most ``defaults`` streams started 2 or 3 compactors for their one compaction.
+     :func:`~hudi_ds.services.background.start_compactor` now takes the lock, lists the
+     timeline again under it and hands the locked file to the process it starts: one
+     compactor per compaction (figures below).
    * Not worth it: a lower priority (``os.nice``) for the compactor. The window ends when the
      compaction is done, so on saturated cores a niced compactor only finishes later (and on
      this shared machine the other engineers' processes would starve it); on idle cores it
      already runs beside the one task of a micro-batch. Left: the ~0.9 s import of a new
      process (forking the warm commit runner would save it, at the cost of inheriting
      pyspark's sockets and threads).
-   * Measured (best of 3, load average 6-7; time ratio / CPU ratio to Spark's parquet sink):
-     before the lock handover ``defaults`` 1.88x / 2.58x and ``async_off`` 1.80x / 2.20x;
-     after it ``defaults`` 1.59x / 2.15x and ``async_off`` 1.37x / 1.81x (the ``async_off``
-     code path did not change: its spread is the machine's noise). CPU per ``defaults``
-     stream after: JVM 2.0 s (Spark's sink: 2.4 s), Python workers 2.0 s, compactor 1.3 s,
-     driver 0.2 s. A profile of the tasks shows most of their time waiting on the JVM's Arrow
-     stream; ``streamWriter()`` (twice per micro-batch) and ``commit()`` take ~10 and ~18 ms.
+   * Measured (best of 3; time ratio / CPU ratio to Spark's parquet sink), on a machine whose
+     load average swung between 4 and 13 during the runs -- the wall-time ratios move by
+     +-0.3 from run to run, also for the unchanged ``async_off`` path:
+     before the lock handover ``defaults`` 1.62x / 2.62x, 1.88x / 2.58x, 2.11x / 2.19x and
+     ``async_off`` 1.56x / 1.90x, 1.80x / 2.20x, 1.46x / 1.77x; after it ``defaults``
+     1.59x / 2.15x, 1.84x / 2.36x, 1.55x / 2.34x and ``async_off`` 1.37x / 1.81x, 1.47x /
+     1.94x, 2.20x / 2.10x. The steady figure is the compactor's: 4 ``defaults`` streams in one
+     session (load ~10) started 2, 1, 2, 2 compactor processes (2.4-2.6 s of compactor CPU;
+     1.5 s with one) before, and 1 each (1.5-1.6 s) after. CPU per ``defaults`` stream: JVM
+     2.0-2.5 s (Spark's sink: 2.4-2.8 s), Python workers 2.0-2.6 s, compactor 1.3-1.6 s,
+     driver 0.2-0.6 s. A profile of the tasks shows most of their time waiting on the JVM's
+     Arrow stream; ``streamWriter()`` (twice per micro-batch) and ``commit()`` take ~10 and
+     ~18 ms.
    * Not the differences: each micro-batch is one ~2 MB file, one input split, so one task
      per micro-batch for both sinks (the second core is free for the compactor); no shuffle
      (the sink cannot ask Spark for a distribution); Python workers are reused
      (``spark.python.worker.reuse`` defaults to true); Arrow batches of 10,000 rows are joined
-     into larger chunks by the task writer. Warm-up matters for an outside measurement of
-     one query in a fresh session (the first micro-batch pays the Python worker start and the
-     hudi_ds import): both sinks are warmed up here.
+     into larger chunks by the task writer (``spark.sql.execution.arrow.maxRecordsPerBatch``
+     = 100,000 instead: 3.71 s against 3.69 s, best of 3, ``async_off``). Warm-up matters for
+     an outside measurement of one query in a fresh session (the first micro-batch pays the
+     Python worker start and the hudi_ds import): all runs are warmed up here.
 
 2. Driver-side commit time per micro-batch as the table grows: small micro-batches into a
    fresh table; the sink's commit (the commit runner's ``streamWriter()`` plus ``commit()``:
@@ -358,11 +365,12 @@ class ProcCpu:
         return sum(v - self.start.get(pid, 0.0) for pid, v in self.seen.items())
 
     def by_kind(self) -> dict[str, float]:
-        """CPU seconds by :meth:`_kind`."""
-        out: dict[str, float] = {}
+        """CPU seconds by :meth:`_kind`, and how many compactor processes ran."""
+        out: dict[str, float] = {"compactor_processes": 0}
         for pid, v in self.seen.items():
             k = self.kinds.get(pid, "other")
             out[k] = round(out.get(k, 0.0) + v - self.start.get(pid, 0.0), 2)
+            out["compactor_processes"] += k == "compactor"
         return out
 
 
@@ -493,6 +501,9 @@ def sink_vs_parquet(spark: Any, root: Path, files: int, rows: int, rounds: int) 
             f"stream_hudi_cpu_s{sfx}": best(run_, "cpu_s"),
             f"stream_hudi_runs_s{sfx}": [x["s"] for x in got[run_]],
             f"stream_hudi_cpu_by_process{sfx}": cpu_kinds(run_),
+            f"stream_hudi_compactor_processes_runs{sfx}": [
+                x["compactor_processes"] for x in got[run_]
+            ],
             f"stream_ratio{sfx}": best(run_) / parquet_s,
             f"stream_cpu_ratio{sfx}": best(run_, "cpu_s") / parquet_cpu,
             f"stream_hudi_rows_per_s{sfx}": files * rows / best(run_),
