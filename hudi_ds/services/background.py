@@ -12,7 +12,13 @@ the commit returns at once, and a Spark worker being reaped does not take it alo
 One compactor per table and machine at a time: it holds an exclusive ``flock`` on a lock file
 named after the table for its whole life (released by the kernel when it exits, also when it is
 killed; the file is removed when it stops), and :func:`start_compactor` starts none while it
-is held. The compactor runs every pending compaction
+is held. :func:`start_compactor` takes the lock itself, looks at the timeline again under it,
+and only then starts the process, handing it the locked file: a commit that listed the
+timeline before the previous compactor finished starts no compactor for work already done,
+and the next commits see the lock held from the start (the new process takes a second or more
+to import hudi_ds; a lock taken only by the child left that window open, and each extra
+compactor costs that import on the 2 cores the micro-batches run on). The compactor runs
+every pending compaction
 (:func:`~hudi_ds.services.compaction.run_compaction`: an attempt a killed compactor left
 inflight is rolled back first, as Hudi's single writer does), then looks again and stops when
 none is pending; a compaction scheduled just as it stopped waits for the next commit, which
@@ -23,7 +29,8 @@ base files are invisible until its ``C.commit`` exists, and writers meanwhile wr
 into the compaction's file slices (see :mod:`hudi_ds.services.compaction`).
 
 Run by hand: ``python -m hudi_ds.services.background TABLE_URI OPTIONS_JSON`` (``-``: the
-options JSON on stdin, as :func:`start_compactor` passes them).
+options JSON on stdin, as :func:`start_compactor` passes them; a third argument, the number of
+an inherited file descriptor holding the lock, is how :func:`start_compactor` hands it over).
 """
 
 from __future__ import annotations
@@ -83,10 +90,30 @@ def _exclusive(path: Path) -> Iterator[IO[str] | None]:
     try:
         yield f
     finally:
-        # removed while still held: a waiter that opened it sees another inode and retries
-        path.unlink(missing_ok=True)
-        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        if not f.closed:  # closed by the holder: handed over to a process it started
+            _release(path, f)
+
+
+def _release(path: Path, f: IO[str]) -> None:
+    """Let go of the lock held through ``f`` and remove its file."""
+    # removed while still held: a waiter that opened it sees another inode and retries
+    path.unlink(missing_ok=True)
+    fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    f.close()
+
+
+@contextmanager
+def _inherited(path: Path, fd: int) -> Iterator[IO[str]]:
+    """Hold the lock of ``path`` that :func:`start_compactor` took and handed over as the
+    inherited descriptor ``fd`` (the same open file, so the same ``flock``)."""
+    f = os.fdopen(fd, "a")
+    if os.stat(path).st_ino != os.fstat(fd).st_ino:
         f.close()
+        raise HudiError(f"descriptor {fd} does not hold the compactor lock {path}")
+    try:
+        yield f
+    finally:
+        _release(path, f)
 
 
 def compactor_running(base_uri: str) -> bool:
@@ -96,28 +123,42 @@ def compactor_running(base_uri: str) -> bool:
 
 
 def start_compactor(ctx: ServiceContext) -> subprocess.Popen[bytes] | None:
-    """Start a background compactor for the table of ``ctx`` unless one is running.
+    """Start a background compactor for the table of ``ctx`` unless one is running or nothing
+    is pending any more.
 
-    The process runs this interpreter (``sys.executable``, the same hudi_ds), inherits the
-    environment and stderr (its log lines end up in the driver's log), and is detached: the
-    call returns at once.
+    The lock is taken here and handed to the process (an inherited descriptor), so no second
+    compactor can start while the first one is still importing; under it the timeline is
+    listed again (without changing ``ctx``), since a compactor that just finished may have run
+    what the caller saw pending. The process runs this interpreter (``sys.executable``, the
+    same hudi_ds), inherits the environment and stderr (its log lines end up in the driver's
+    log), and is detached: the call returns at once.
 
     Returns:
-        The process started, or None when a compactor holds the table's lock.
+        The process started, or None when a compactor holds the table's lock or no compaction
+        or clustering is pending.
     """
     base_uri = ctx.storage.base_uri
-    if compactor_running(base_uri):
-        log.info("a background compactor of %s is running: it takes the new compaction", base_uri)
-        return None
-    # the options go through a pipe, not the command line (``ps`` shows that to everyone)
-    cmd = [sys.executable, "-m", "hudi_ds.services.background", base_uri, "-"]
-    proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
+    path = compactor_lock_path(base_uri)
+    with _exclusive(path) as held:
+        if held is None:
+            log.info("a background compactor of %s is running: it takes the new work", base_uri)
+            return None
+        tl = ctx.state.load_timeline()
+        if not (tl.pending_compactions() or clustering.pending_clusterings(tl)):
+            log.info("no compaction or clustering of %s is pending any more", base_uri)
+            return None
+        fd = held.fileno()
+        # the options go through a pipe, not the command line (``ps`` shows that to everyone)
+        cmd = [sys.executable, "-m", "hudi_ds.services.background", base_uri, "-", str(fd)]
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=(fd,),
+        )
+        held.close()  # the process holds the lock now (the same open file): not released
     assert proc.stdin is not None
     with proc.stdin:
         proc.stdin.write(json.dumps(dict(ctx.options.raw)).encode())
@@ -125,14 +166,19 @@ def start_compactor(ctx: ServiceContext) -> subprocess.Popen[bytes] | None:
     return proc
 
 
-def run_pending(base_uri: str, options: dict[str, str]) -> int:
+def run_pending(base_uri: str, options: dict[str, str], lock_fd: int | None = None) -> int:
     """Run every pending compaction and clustering of the table until none is left (the
     compactor's body).
+
+    Args:
+        lock_fd: an inherited descriptor holding the table's compactor lock
+            (:func:`start_compactor`); None: take the lock here.
 
     Returns:
         How many compactions completed; 0 also when another compactor holds the lock.
     """
-    with _exclusive(compactor_lock_path(base_uri)) as held:
+    path = compactor_lock_path(base_uri)
+    with _exclusive(path) if lock_fd is None else _inherited(path, lock_fd) as held:
         if held is None:
             return 0
         ctx = ServiceContext.open(base_uri, options)
@@ -168,9 +214,10 @@ def run_pending(base_uri: str, options: dict[str, str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m hudi_ds.services.background TABLE_URI OPTIONS_JSON`` (``-``: from stdin)."""
+    """``python -m hudi_ds.services.background TABLE_URI OPTIONS_JSON [LOCK_FD]`` (``-``: the
+    options from stdin)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
+    if len(args) not in (2, 3) or (len(args) == 3 and not args[2].isdigit()):
         print(__doc__, file=sys.stderr)
         return 2
     logging.basicConfig(
@@ -179,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         options = json.loads(sys.stdin.read() if args[1] == "-" else args[1])
-        done = run_pending(args[0], options)
+        done = run_pending(args[0], options, int(args[2]) if len(args) == 3 else None)
     except Exception:
         log.exception("background compaction of %s failed (the next commit retries it)", args[0])
         return 1

@@ -136,15 +136,25 @@ def _scheduled(path: Path, writes: int) -> ServiceContext:
 def test_the_background_compactor_runs_pending_compactions(tmp_path: Path) -> None:
     path = tmp_path / "t"
     ctx = _scheduled(path, 5)
+    assert ctx.timeline().pending_compactions()  # listed now: stale once the compactor ran
     held = _exclusive(compactor_lock_path(ctx.storage.base_uri))
     with held as lock:  # another compactor runs: none is started
         assert lock is not None
         assert compactor_running(ctx.storage.base_uri)
         assert start_compactor(ctx) is None
-    assert _finish(start_compactor(ctx)) == 0
+    proc = start_compactor(ctx)
+    # the lock was handed over before the call returned: a commit right after it (while the
+    # new process still imports) starts no second compactor
+    assert compactor_running(ctx.storage.base_uri)
+    assert start_compactor(ctx) is None
+    assert _finish(proc) == 0
     assert not compactor_lock_path(ctx.storage.base_uri).exists()  # no lock file left behind
     done, pending = _compactions(path)
     assert len(done) == 1 and pending == []
+    # ctx still sees the compaction pending: under the lock the timeline is listed again
+    assert ctx.timeline().pending_compactions()
+    assert start_compactor(ctx) is None
+    assert not compactor_lock_path(ctx.storage.base_uri).exists()
     assert_rows(hudi_ds.read(str(path), RO), _expected(5), COLS)
     _check(path, 5)
 
