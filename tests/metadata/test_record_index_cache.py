@@ -99,7 +99,8 @@ def test_another_writers_commit_is_seen(tmp_path: Path, monkeypatch: pytest.Monk
     from hudi_ds.api import HudiTable
     from hudi_ds.index.record_level import record_index_locations
     from tests.conftest import assert_rows, hudi_rs_table, table_options
-    from tests.metadata.test_record_index import _rows, assert_index_true
+    from tests.metadata.rli_support import key_rows as _rows
+    from tests.metadata.test_record_index import assert_index_true
 
     root = str(tmp_path / "t")
     opts = {
