@@ -612,7 +612,7 @@ def test_writes_under_random_store_failures_keep_exactly_the_acknowledged_commit
         _apply(model, first)
         proxy.set_rates(transient=0.08)
         failures: list[str] = []
-        for i in range(1, 13):
+        for i in range(1, 10):
             t = rows(range(i * 3, i * 3 + 10), i)
             try:
                 hudi_ds.write(s3_uri, t, opts, storage_options=so)

@@ -13,7 +13,7 @@ compactions are completed, and by hudi-rs after: hudi-rs 0.5.0 ignores the log f
 pending compaction's slice (a known gap of that reader), so it is compared once the
 compactions the services left pending have been run.
 
-``HUDI_DS_RACE_SECONDS`` sets the length of each round (default 20; 60 found the last race).
+``HUDI_DS_RACE_SECONDS`` sets the length of each round (default 12, for the suite's time; 60 found the last race).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def _hudi_rs(path: str) -> list[tuple]:
 @pytest.mark.slow
 @pytest.mark.parametrize("pace", [0.6, 0.0], ids=["paced", "unpaced"])
 def test_writers_race_compaction_clean_and_archive(tmp_path: Path, pace: float) -> None:
-    seconds = float(os.environ.get("HUDI_DS_RACE_SECONDS", "20"))
+    seconds = float(os.environ.get("HUDI_DS_RACE_SECONDS", "12"))
     path = str(tmp_path / "t")
     seed = pa.table({"id": ["seed"], "ts": [0], "p": ["p0"], "who": [0], "v": ["seed"]})
     hudi_ds.write(path, seed, OPTS)

@@ -88,9 +88,9 @@ def check(path: str, results: list[dict]) -> None:
 def test_two_mor_writers_for_30_seconds(tmp_path: Path, version: int) -> None:
     """Version 9: each writer's log files carry its own instant; the slices and the log order
     follow completion times, so nothing is renamed at commit."""
-    # version 6 runs 20 s, version 9 (same writers, layout 2) 10 s: suite time (longer with
+    # version 6 runs 12 s, version 9 (same writers, layout 2) 8 s: suite time (longer with
     # HUDI_DS_CONCURRENCY_SECONDS)
-    default = "20" if version == 6 else "10"
+    default = "12" if version == 6 else "8"
     seconds = float(os.environ.get("HUDI_DS_CONCURRENCY_SECONDS", default))
     path = str(tmp_path / "t")
     results = run_two_writers(path, options("MERGE_ON_READ", version), seconds, tmp_path)

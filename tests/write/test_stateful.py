@@ -34,10 +34,11 @@ from hudi_ds.services.compaction import run_compaction, schedule_compaction
 from hudi_ds.services.rollback import rollback
 from tests.conftest import assert_rows, hudi_rs_table, table_options
 
-# 60 examples per table type take about 40 s (quiet machine): not in the quick loop
+# 40 examples per table type take about 25 s (quiet machine): not in the quick loop; more with
+# HUDI_DS_STATEFUL_EXAMPLES
 pytestmark = pytest.mark.slow
 
-EXAMPLES = int(os.environ.get("HUDI_DS_STATEFUL_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("HUDI_DS_STATEFUL_EXAMPLES", "40"))
 KEYS = st.lists(st.integers(0, 29), min_size=1, max_size=12, unique=True)
 COLUMNS = ["id", "ts", "p", "v"]
 Version = tuple[int, int]  # (ts, v)
