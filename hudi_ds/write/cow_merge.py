@@ -160,6 +160,9 @@ def merge_touched(
 
 #: A carried filter holds at most one removed key per this many keys of its file.
 _MAX_STALE_SHARE = 8
+#: below this many keys a file's filter is rebuilt: parsing the old one (a base64 footer of
+#: ``hoodie.index.bloom.num_entries`` bits) costs more than hashing a few thousand keys
+MIN_CARRIED_KEYS = 8192
 
 
 def carried_bloom_filter(
@@ -197,7 +200,7 @@ def carried_bloom_filter(
     Rebuilding hashes every kept key ``num_hashes`` times (measured: a sixth of the CPU of a
     COW MERGE that deletes a few keys of every file group); carrying hashes the added keys.
     """
-    if appended is None or footer is None or n_old == 0:
+    if appended is None or footer is None or n_old < max(1, MIN_CARRIED_KEYS):
         return None
     raw = footer.get(BLOOM_FILTER_FOOTER.encode())
     if raw is None:

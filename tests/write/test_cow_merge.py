@@ -36,10 +36,30 @@ from hudi_ds.schema.meta import (
     RECORD_KEY_METADATA_FIELD,
 )
 from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
+from hudi_ds.write import cow_merge
 from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched
 from hudi_ds.write.handles import HandleContext, delete_keys, delete_schema
 from hudi_ds.write.merge_handle import merge_into_base
 from tests.conftest import assert_rows, hudi_rs_table, table_options
+
+
+@pytest.fixture(autouse=True)
+def carry_small_files(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The carried filter on the small files of these tests (in use only from
+    ``MIN_CARRIED_KEYS`` keys, where it is cheaper than a rebuild)."""
+    if "rebuilt_below" not in request.node.name:
+        monkeypatch.setattr(cow_merge, "MIN_CARRIED_KEYS", 0)
+
+
+def test_small_files_filter_rebuilt_below_the_threshold() -> None:
+    """Below ``MIN_CARRIED_KEYS`` keys the filter is rebuilt (None), not parsed and carried."""
+    spec = BloomFilterSpec()
+    old = spec.new_filter()
+    keys = pa.array([f"k{i}" for i in range(10)])
+    old.add(keys)
+    footer = {BLOOM_FILTER_FOOTER.encode(): old.serialize()}
+    assert carried_bloom_filter(footer, spec, 10, pa.array(["new"])) is None
+
 
 INSTANT = "20240102030405006"
 
