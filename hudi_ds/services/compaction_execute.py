@@ -388,7 +388,13 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     fence = job.fence
     if fence is not None:
         fence.check_soon(storage)  # rolled back meanwhile: write nothing more
-    create_marker(storage, job.instant, rel, "CREATE")
+    try:
+        create_marker(storage, job.instant, rel, "CREATE")
+    except FileNotFoundError:
+        # a rollback of this attempt deleted the marker folder while the marker was made
+        if fence is not None:
+            fence.check(storage)
+        raise
     t1 = time.perf_counter()
     size = write_whole_base_file(job.base_format, storage, rel, rows, job.codec, job.bloom)
     crash_point("compaction")
