@@ -296,11 +296,7 @@ def _write_with(
             partitions_to_delete=partitions_to_delete(client.options, task.touched_partitions()),
         )
     except BaseException as e:
-        failure = client.failure(instant, e)
-        client.abort(instant)
-        if failure is not e:
-            raise failure from e
-        raise
+        client.abort_failed(instant, e)
     return instant, statuses
 
 

@@ -95,11 +95,7 @@ def write_rows(
         statuses = task.close()
         client.commit(instant, statuses)
     except BaseException as e:
-        failure = client.failure(instant, e)
-        client.abort(instant)
-        if failure is not e:
-            raise failure from e
-        raise
+        client.abort_failed(instant, e)
     groups = {(s.stat.partition_path, s.stat.file_id) for s in statuses}
     return instant, len(groups)
 

@@ -170,11 +170,7 @@ def rescale_buckets(
         _refuse_concurrent_commits(client, instant, set(plan.changes))
         client.commit(instant, statuses)
     except BaseException as e:
-        failure = client.failure(instant, e)
-        client.abort(instant)
-        if failure is not e:
-            raise failure from e
-        raise
+        client.abort_failed(instant, e)
     state = client.table_state()
     archived = archive_configs(storage, state.reload_timeline())
     log.info(

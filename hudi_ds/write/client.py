@@ -29,11 +29,9 @@ The roles: :mod:`~hudi_ds.write.options` resolves the options against the table,
 :mod:`~hudi_ds.write.plan` holds what tasks need, :mod:`~hudi_ds.write.task_writer` routes rows
 to handles, :mod:`~hudi_ds.write.conflict` checks the timeline at commit.
 
-The table is opened once per client (:class:`~hudi_ds.timeline.view.TableState`: one read of
-``hoodie.properties``, the timeline listed once when the write starts); instants are created
-through the state's timeline writer, which keeps it current without listing. The timeline is
-listed again only where Hudi reloads it: after taking the table lock (multi-writer), and at
-commit for the conflict check.
+The table is opened once per client (:class:`~hudi_ds.timeline.view.TableState`); instants
+are created through its timeline writer, which keeps it current without listing; the timeline
+is listed again only where Hudi reloads it: under the table lock, and at commit.
 """
 
 from __future__ import annotations
@@ -43,7 +41,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import pyarrow as pa
 
@@ -873,10 +871,8 @@ class WriteClient:
             )
 
     def failure(self, instant: str, error: BaseException) -> BaseException:
-        """The error a failed write of ``instant`` raises: a :class:`WriteError` saying so when
-        another writer rolled the instant back meanwhile -- whatever error its deleted files
-        or instant files caused here (a log file gone before its rename, an inflight file gone
-        before the commit) --, else ``error``."""
+        """The error a failed write of ``instant`` raises: a :class:`WriteError` when another
+        writer rolled it back meanwhile (whatever its deleted files caused here), else ``error``."""
         if isinstance(error, (CommitConflictError, LockLostError, WriteError)) or not isinstance(
             error, (OSError, TimelineError)
         ):
@@ -891,6 +887,14 @@ class WriteClient:
         except (OSError, HudiError):
             return error
         return rolled_back_by_other(timeline, instant) or error
+
+    def abort_failed(self, instant: str, error: BaseException) -> NoReturn:
+        """Roll back ``instant`` after ``error`` and raise :meth:`failure`'s error for it."""
+        failure = self.failure(instant, error)
+        self.abort(instant)
+        if failure is not error:
+            raise failure from error
+        raise error
 
     def abort(self, instant: str) -> None:
         """Roll ``instant`` back: remove every file it wrote and its instant files.
@@ -917,13 +921,9 @@ class WriteClient:
             self._undo_create(before, instant)
 
     def _undo_create(self, before: set[str], instant: str | None) -> None:
-        """Remove the table this client created for a first write that failed.
-
-        Only a single writer does this, and only while the timeline holds nothing but the
-        failed write (and rollbacks): nothing committed can be lost. Everything that was in
-        the folder before (``before``, from
-        :func:`~hudi_ds.table_create.folder_listing`) stays.
-        """
+        """Remove the table this client created for a first write that failed: a single
+        writer only, while the timeline holds nothing but it (and rollbacks); what was in the
+        folder before (``before``, :func:`~hudi_ds.table_create.folder_listing`) stays."""
         if self.multi_writer:
             return  # other writers may already use the new table
         timeline = self.table_state().reload_timeline()
