@@ -11,7 +11,7 @@ from pathlib import Path
 import hudi_ds
 
 DOC = Path(hudi_ds.__file__).resolve().parents[1] / "docs" / "partition_bucket_index.md"
-DOC_PATH = "/tmp/hudi_ds_partition_buckets"
+DOC_PATH = "/tmp/hudi_ds_docs"
 
 
 def test_partition_bucket_doc_snippet(tmp_path: Path) -> None:

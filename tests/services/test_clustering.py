@@ -374,23 +374,6 @@ def test_inline_clustering_and_bucket_refusal(tmp_path: Path) -> None:
     assert sorted(p.name for p in (Path(bucket) / ".hoodie").iterdir()) == before
 
 
-def test_readme_snippet(tmp_path: Path) -> None:
-    """The README's clustering snippet runs as written, on a table with small files."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Clustering", 1)[1]
-    code = section.split("```python", 1)[1].split("```", 1)[0]
-    path = str(tmp_path / "t")
-    opts = _opts("MERGE_ON_READ", 6, False)
-    for k in range(3):
-        t = _batch(list(range(k * 8, k * 8 + 8)), 1).append_column("city", pa.array(["x"] * 8))
-        hudi_ds.write(path, t, {**opts, "hoodie.datasource.write.operation": "insert"})
-    scope: dict[str, object] = {"path": path}
-    exec(compile(code, "README.md", "exec"), scope)
-    assert scope["instant"] is not None
-    assert [r.instant for r in scope["results"]] == [scope["instant"]]  # type: ignore[attr-defined]
-    assert _live_groups(path) == {"a": 1, "b": 1}
-
-
 def test_cli(tmp_path: Path) -> None:
     """``hudi-py clustering schedule|list|run`` (JSON), and the bucket refusal's exit code."""
     from hudi_ds.cli import main

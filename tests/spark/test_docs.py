@@ -1,8 +1,8 @@
 """docs/spark.md's Python snippets, run as a new user runs them: a fresh interpreter, a plain
 ``SparkSession``, the environment deciding which Python Spark's workers run.
 
-The blocks marked ``<!-- doc-test -->`` run in order as one script (they share ``spark`` and
-``path``), the table under this test's tmp dir instead of ``/tmp/hudi_ds_quickstart``:
+The blocks marked ``<!-- doc-test: spark -->`` run in order as one script (they share ``spark``
+and ``path``), the tables under this test's tmp dir instead of ``/tmp/hudi_ds_docs``:
 
 * ``PYSPARK_PYTHON`` unset, ``python3`` on ``PATH`` the base interpreter this venv was made from
   (``sys.base_prefix``), ``PYTHONPATH`` cleared: the workers cannot import hudi_ds, and
@@ -32,13 +32,13 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(hudi_ds.__file__).resolve().parents[1]
 DOC = REPO / "docs" / "spark.md"
-DOC_PATH = "/tmp/hudi_ds_quickstart"
+DOC_PATH = "/tmp/hudi_ds_docs"
 
 
 def doc_snippets() -> list[str]:
-    """The ``<!-- doc-test -->`` python blocks of docs/spark.md, in order."""
-    blocks = re.findall(r"<!-- doc-test -->\n```python\n(.*?)```", DOC.read_text(), re.S)
-    assert blocks, "docs/spark.md has no <!-- doc-test --> python block"
+    """The ``<!-- doc-test: spark -->`` python blocks of docs/spark.md, in order."""
+    blocks = re.findall(r"<!-- doc-test: spark -->\n```python\n(.*?)```", DOC.read_text(), re.S)
+    assert blocks, "docs/spark.md has no <!-- doc-test: spark --> python block"
     return blocks
 
 
@@ -108,16 +108,20 @@ def test_doc_snippets_from_a_plain_session(tmp_path: Path) -> None:
     assert_rows(hudi_ds.read(str(table)), want, ["id", "city", "fare"])
     # show() of the quick start, then local_session()'s count, then the Spark SQL section's
     # view before and after its insert (re-created) and its time travel to the first commit,
-    # then the MERGE section's metrics and rows
+    # then the MERGE section's metrics and rows, then cluster_by_bucket's count
     assert re.search(r"\|\s*t1\|\s*sf\|\s*12\.5\|", good_out), good_out
-    assert good_out.strip().splitlines()[-6:] == [
+    assert good_out.strip().splitlines()[-7:] == [
         "3",
         "3",
         "4",
         "3",
         "1 1 1",
         "[('t2', 31.0), ('t9', 5.0)]",
+        "3",
     ], good_out
+    first_rows = [("t1", "sf", 10.0), ("t2", "nyc", 22.5), ("t3", "sf", 7.0)]
+    clustered = str(tmp_path / "set" / "tables" / "trips_clustered")
+    assert_rows(hudi_rs_table(clustered), first_rows, ["id", "city", "fare"])
     dml_rows = [("t2", "nyc", 31.0), ("t9", "la", 5.0)]
     for read in (hudi_rs_table, hudi_ds.read):
         assert_rows(

@@ -12,7 +12,7 @@ import hudi_ds
 
 REPO = Path(hudi_ds.__file__).resolve().parents[1]
 DOC = REPO / "docs" / "concurrency.md"
-DOC_PATH = "/tmp/hudi_ds_concurrency"
+DOC_PATH = "/tmp/hudi_ds_docs"
 
 
 def test_concurrency_doc_snippets(tmp_path: Path) -> None:
