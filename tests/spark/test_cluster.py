@@ -280,7 +280,7 @@ def test_worker_killed_during_batch_write(cluster: StandaloneCluster, tmp_path: 
 
 
 def test_streaming_demo_with_a_worker_killed(cluster: StandaloneCluster, tmp_path: Path) -> None:
-    """Issue 19's acceptance: the streaming demo through spark-submit on the cluster, one worker
+    """The streaming demo through spark-submit on the cluster, one worker
     (with its executor) SIGKILLed after a few micro-batches; the table equals the model, read
     by hudi_ds, by Spark through hudi_py (in the job) and by hudi-rs; every commit wrote one
     file per file group (the demo's stream goes through ``cluster_by_bucket``)."""
