@@ -2,7 +2,8 @@
 has the convention).
 
 * ``test_every_block_is_marked[page]``: each python/bash/sh/shell/console/sql block carries a
-  marker, of a kind that fits its language, with a known label or a ``not run`` reason.
+  marker, of a kind that fits its language, with a known label or a ``not run`` reason; every
+  fence names its language (``text`` for output and diagrams).
 * ``test_label_table[label]``: each label's test file exists and names its label.
 * ``test_page_snippets[page]``: a page's ``<!-- doc-test -->`` python blocks run in order as one
   script in a fresh interpreter (cwd a fresh temp dir, this checkout first on ``sys.path``),
@@ -60,6 +61,8 @@ _LABEL_PENDING = {
 
 
 def _problems(block: Block) -> str | None:
+    if not block.lang:  # else a command could hide from the check in a bare fence
+        return "a fence without a language: python, bash, ... or text for output and diagrams"
     if block.lang not in MARKED_LANGUAGES:
         return None if block.marker is None else f"a doc-test marker on a {block.lang} block"
     if block.marker is None:
