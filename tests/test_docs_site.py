@@ -60,7 +60,10 @@ def _mini_site(root: Path, index: str) -> Path:
 
 def test_links_outside_docs_reach_a_copy(tmp_path: Path) -> None:
     config = _mini_site(
-        tmp_path / "ok", "# Home\n\n[readme](../README.md#readme) ![chart](../chart.png)\n"
+        tmp_path / "ok",
+        "# Home\n\n[readme](../README.md#readme) ![chart](../chart.png)\n\n"
+        # code is shown as written: a link in it is no link
+        "* in a list:\n\n  ```text\n  [not a link](../nothing_here.py)\n  ```\n",
     )
     proc = _build(config, tmp_path / "ok" / "site")
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -26,7 +26,7 @@ log = logging.getLogger("mkdocs.hooks.repo_links")
 COPY_DIR = "_repo"
 # a markdown link or image target: ](target) or ](target "title"); fenced code is skipped below
 LINK = re.compile(r"(\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
-FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
+FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1", re.S | re.M)
 
 
 def _source(file: File) -> Path:
