@@ -311,7 +311,7 @@ class HudiTable(ReadableTable):
             URI), an open :class:`~hudi_ds.storage.Storage` or a loaded table state.
         options: the default options of this object's reads and writes (``hoodie.*`` keys).
         state_index: keep the record key -> file group locations in memory across this
-            object's writes (:class:`hudi_ds.index.state.StateIndex`, seed 003's index state)
+            object's writes (:class:`hudi_ds.index.state.StateIndex`, as Flink's index state does)
             instead of reading the keys of the touched partitions' files at every write. For
             tables with a SIMPLE, BLOOM or GLOBAL_* index (a BUCKET table locates keys by
             hash: refused). The state is bootstrapped by the first write of each partition and
