@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SCALE ?= 1
 STORE ?= local
 
-.PHONY: help install demo test test-core test-quick test-spark test-cluster test-explore test-stress lint bench clean
+.PHONY: help install demo test test-core test-quick test-spark test-cluster test-explore test-stress lint docs bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -92,6 +92,10 @@ lint: $(STAMP)  ## ruff + mypy + layering check
 	$(BIN)/mypy hudi_ds
 	$(BIN)/python tools/check_layers.py
 
+docs: $(STAMP)  ## build the documentation site (warnings are errors)
+	$(BIN)/mkdocs build --strict --site-dir site
+	@echo "the site is in site/ (open site/index.html, or: $(BIN)/mkdocs serve)"
+
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,bench]'
@@ -118,4 +122,4 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and the acceptance ratios (SCALE=1;
 	$(BIN)/python -m bench.report --started $$start
 
 clean:  ## remove the environment and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build site *.egg-info

@@ -307,9 +307,11 @@ class HudiTable(ReadableTable):
     opened are the defaults.
 
     Args:
-        path, options, storage_options: as :class:`~hudi_ds.table.table.ReadableTable`.
+        path: the table base path (a local path or an ``s3://``, ``gs://``, ``abfs(s)://``
+            URI), an open :class:`~hudi_ds.storage.Storage` or a loaded table state.
+        options: the default options of this object's reads and writes (``hoodie.*`` keys).
         state_index: keep the record key -> file group locations in memory across this
-            object's writes (:class:`hudi_ds.index.state.StateIndex`, seed 003's index state)
+            object's writes (:class:`hudi_ds.index.state.StateIndex`, as Flink's index state does)
             instead of reading the keys of the touched partitions' files at every write. For
             tables with a SIMPLE, BLOOM or GLOBAL_* index (a BUCKET table locates keys by
             hash: refused). The state is bootstrapped by the first write of each partition and
@@ -321,6 +323,12 @@ class HudiTable(ReadableTable):
             (rounded up to 8) plus 12 bytes per record. Apache Hudi has no ``hoodie.*`` key
             for this (Flink's ``index.bootstrap.enabled`` / ``index.state.ttl`` configure
             Flink state), hence an argument.
+        storage_options: object store credentials and settings (``aws_access_key_id``,
+            ``aws_endpoint_url``, ...; see :mod:`hudi_ds.object_store`).
+
+    Raises:
+        TableNotFoundError: there is no ``.hoodie/hoodie.properties`` under ``path``.
+        ConfigError: an unknown option key or an invalid value (docs/options.md).
     """
 
     def __init__(
