@@ -207,7 +207,9 @@ def test_helpers() -> None:
 
 @pytest.mark.slow
 def test_installed_console_script_end_to_end(table: str) -> None:
-    """The installed ``hudi-py`` in a subprocess: each subcommand, ``--json`` parsed."""
+    """The installed ``hudi-py`` in a subprocess: a listing, a compaction scheduled and run,
+    a missing table's exit code, ``--json`` parsed. Every subcommand goes through the same
+    ``main`` in-process above (each launch here costs about a second of imports)."""
     exe = Path(sys.executable).parent / "hudi-py"
     if not exe.exists():
         pytest.skip("hudi-py is not installed in this environment")
@@ -219,22 +221,12 @@ def test_installed_console_script_end_to_end(table: str) -> None:
         assert proc.returncode == expect, proc.stderr
         return json.loads(proc.stdout)
 
+    before = rows(table)
     assert len(cli("timeline", table)["instants"]) == 4
-    assert cli("files", table)["file_groups"]
-    assert cli("stats", table)["rows"] == len(rows(table))
-    assert cli("show-config", table)["table"]["hoodie.table.type"] == "MERGE_ON_READ"
     c = cli("compact", "schedule", table)["scheduled"]
     assert cli("compact", "run", table)["compactions"][0]["instant"] == c
-    assert "clean" in cli("clean", table)
-    sp = cli("savepoint", table)["savepoint"]
-    hudi_ds.write(table, trips(range(100, 103), 50), OPTS)
-    last = cli("timeline", table)["instants"][-1]["instant"]
-    assert cli("rollback", table, last)["instant"] == last
-    hudi_ds.write(table, trips(range(200, 203), 60), OPTS)
-    assert cli("restore", table, sp)["savepoint"] == sp
-    assert "archived" in cli("archive", table)
     assert cli("timeline", table + "-missing", expect=EXIT_NOT_A_TABLE)["exit_code"] == 3
-    assert rows(table) == hudi_rs_rows(table)
+    assert rows(table) == hudi_rs_rows(table) == before
 
 
 def _mdt_fixture_copy(name: str, tmp_path: Path, tmp_path_factory) -> Path:
