@@ -207,7 +207,9 @@ def test_helpers() -> None:
 
 @pytest.mark.slow
 def test_installed_console_script_end_to_end(table: str) -> None:
-    """The installed ``hudi-py`` in a subprocess: each subcommand, ``--json`` parsed."""
+    """The installed ``hudi-py`` in a subprocess: a listing, a compaction scheduled and run,
+    a missing table's exit code, ``--json`` parsed. Every subcommand goes through the same
+    ``main`` in-process above (each launch here costs about a second of imports)."""
     exe = Path(sys.executable).parent / "hudi-py"
     if not exe.exists():
         pytest.skip("hudi-py is not installed in this environment")
@@ -219,22 +221,12 @@ def test_installed_console_script_end_to_end(table: str) -> None:
         assert proc.returncode == expect, proc.stderr
         return json.loads(proc.stdout)
 
+    before = rows(table)
     assert len(cli("timeline", table)["instants"]) == 4
-    assert cli("files", table)["file_groups"]
-    assert cli("stats", table)["rows"] == len(rows(table))
-    assert cli("show-config", table)["table"]["hoodie.table.type"] == "MERGE_ON_READ"
     c = cli("compact", "schedule", table)["scheduled"]
     assert cli("compact", "run", table)["compactions"][0]["instant"] == c
-    assert "clean" in cli("clean", table)
-    sp = cli("savepoint", table)["savepoint"]
-    hudi_ds.write(table, trips(range(100, 103), 50), OPTS)
-    last = cli("timeline", table)["instants"][-1]["instant"]
-    assert cli("rollback", table, last)["instant"] == last
-    hudi_ds.write(table, trips(range(200, 203), 60), OPTS)
-    assert cli("restore", table, sp)["savepoint"] == sp
-    assert "archived" in cli("archive", table)
     assert cli("timeline", table + "-missing", expect=EXIT_NOT_A_TABLE)["exit_code"] == 3
-    assert rows(table) == hudi_rs_rows(table)
+    assert rows(table) == hudi_rs_rows(table) == before
 
 
 def _mdt_fixture_copy(name: str, tmp_path: Path, tmp_path_factory) -> Path:
@@ -385,8 +377,10 @@ def _proc(*args: str, shell_tail: str = "") -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_cli_first_contact_in_a_subprocess(table: str) -> None:
-    """--version; an unknown -o key fails with "did you mean" and deletes nothing; a closed
-    pipe ends quietly; times are UTC with the zone; savepoint ACTION PATH and the old form."""
+    """What only a fresh interpreter shows: --version; an unknown -o key exits with the usage
+    code, "did you mean" on stderr, and deletes nothing; a closed pipe ends quietly; times are
+    UTC with the zone. (Each launch imports hudi_ds anew, about a second of CPU: the parsing
+    of the other arguments, the same ``main``, is checked in-process below.)"""
     version = _proc("--version")
     assert (
         version.returncode == 0
@@ -399,11 +393,6 @@ def test_cli_first_contact_in_a_subprocess(table: str) -> None:
     assert "unknown option 'cleaner.commits.retained'" in bad.stderr
     assert "did you mean 'hoodie.cleaner.commits.retained'" in bad.stderr
     assert sorted(p.name for p in Path(table).rglob("*") if p.is_file()) == files_before
-    typo = _proc("timeline", table, "-o", "hoodie.metadata.enabel=true")
-    assert typo.returncode == EXIT_USAGE and "did you mean 'hoodie.metadata.enable'" in typo.stderr
-    bad_value = _proc("clean", table, "-o", "hoodie.cleaner.commits.retained=-1", "--json")
-    assert bad_value.returncode == EXIT_USAGE
-    assert "'hoodie.cleaner.commits.retained'" in json.loads(bad_value.stdout)["error"]
     # a reader that stops after one line: no traceback, SIGPIPE's exit code
     piped = _proc("timeline", table, "--json", shell_tail="head -1")
     assert piped.stdout == "{\n", piped.stdout
@@ -417,19 +406,30 @@ def test_cli_first_contact_in_a_subprocess(table: str) -> None:
     assert first["requested_at"] == (
         f"{t[:4]}-{t[4:6]}-{t[6:8]} {t[8:10]}:{t[10:12]}:{t[12:14]}.{t[14:17]} UTC"
     )  # tables hudi_ds creates have hoodie.table.timeline.timezone=UTC
-    # savepoint: ACTION PATH [INSTANT], as compact; the old PATH [INSTANT] [--list] still works
-    assert json.loads(_proc("savepoint", "list", table, "--json").stdout) == {"savepoints": []}
-    made = json.loads(_proc("savepoint", "create", table, tl[-2]["instant"], "--json").stdout)
+    assert rows(table) == hudi_rs_rows(table) == before
+
+
+def test_option_typos_and_savepoint_actions(table: str) -> None:
+    """A misspelt -o key names the key it means; a bad value is a usage error naming the key;
+    savepoint ACTION PATH [INSTANT], as compact, and the old PATH [INSTANT] [--list] form."""
+    before = rows(table)
+    code, _, err = run("timeline", table, "-o", "hoodie.metadata.enabel=true")
+    assert code == EXIT_USAGE and "did you mean 'hoodie.metadata.enable'" in err
+    code, out, _ = run("clean", table, "-o", "hoodie.cleaner.commits.retained=-1", "--json")
+    assert code == EXIT_USAGE
+    assert "'hoodie.cleaner.commits.retained'" in json.loads(out)["error"]
+    tl = run_json("timeline", table)["instants"]
+    assert run_json("savepoint", "list", table) == {"savepoints": []}
+    made = run_json("savepoint", "create", table, tl[-2]["instant"])
     assert made == {"savepoint": tl[-2]["instant"]}
-    old_form = json.loads(_proc("savepoint", table, "--list", "--json").stdout)
-    assert old_form == {"savepoints": [tl[-2]["instant"]]}
-    gone = json.loads(_proc("savepoint", "delete", table, tl[-2]["instant"], "--json").stdout)
+    assert run_json("savepoint", table, "--list") == {"savepoints": [tl[-2]["instant"]]}
+    gone = run_json("savepoint", "delete", table, tl[-2]["instant"])
     assert gone == {"deleted_savepoint": tl[-2]["instant"]}
-    assert json.loads(_proc("savepoint", "list", table, "--json").stdout) == {"savepoints": []}
-    no_path = _proc("savepoint", "list")
-    assert no_path.returncode == EXIT_USAGE and "the table PATH is missing" in no_path.stderr
-    extra = _proc("savepoint", "list", table, "x")
-    assert extra.returncode == EXIT_USAGE and "unexpected arguments ['x']" in extra.stderr
+    assert run_json("savepoint", "list", table) == {"savepoints": []}
+    code, _, err = run("savepoint", "list")
+    assert code == EXIT_USAGE and "the table PATH is missing" in err
+    code, _, err = run("savepoint", "list", table, "x")
+    assert code == EXIT_USAGE and "unexpected arguments ['x']" in err
     assert rows(table) == hudi_rs_rows(table) == before
 
 

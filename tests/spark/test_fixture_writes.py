@@ -111,13 +111,27 @@ ALL_WRITABLE: dict[str, Fixture] = {
     **WRITABLE_LANCE,
 }
 
-#: run by default: every v6 fixture and the 1.x ones the default run always covered, plus one
-#: of each further kind (table version x table type x metadata table x key generator, meta
-#: fields or not, replaced file groups); the rest are marked slow (each costs about a second
-#: of Spark writes, the whole file runs in about 90 s)
+#: run by default: each kind of v6 fixture once and the 1.x ones the default run always
+#: covered, plus one of each further kind (table version x table type x metadata table x key generator, meta
+#: fields or not, replaced file groups); the rest are ``stress`` cases (``make test-stress``;
+#: each costs 1.5-3 s of Spark writes): tests/write/test_fixture_writes.py and
+#: tests/write/test_more_fixture_writes.py run the same scenario embedded on every one of
+#: them, and what Spark adds -- the rows spread over two tasks of one instant, the data
+#: source's options and types -- takes the same path on another table of a kind listed here
 DEFAULT_RUN = frozenset(
     {
-        *WRITABLE,
+        # v6: each key generator / layout kind once, COW or MOR (Parquet and Avro log blocks),
+        # each table type on several kinds; their other table type is a stress case
+        "cow_v6_complexkeygen_hivestyle",
+        "cow_v6_nonpartitioned",
+        "cow_v6_simplekeygen_nonhivestyle",
+        "cow_v6_timebasedkeygen_nonhivestyle",
+        "mor_parquet_v6_empty",
+        "mor_parquet_v6_simplekeygen_hivestyle_no_metafields",
+        "mor_parquet_v6_simplekeygen_nonhivestyle_overwritetable",
+        "mor_parquet_v6_nonpartitioned_rollback",
+        "mor_avro_v6_trips_8i1u",
+        "mor_avro_v6_trips_8i3d",
         # v8/v9 without a metadata table: COW complex, MOR simple, no meta fields
         "cow_v8_complexkeygen_hivestyle",
         "mor_avro_v8_trips_8i1u",
@@ -138,7 +152,9 @@ DEFAULT_RUN = frozenset(
 
 
 def _param(name: str) -> Any:
-    return pytest.param(name, marks=() if name in DEFAULT_RUN else pytest.mark.slow)
+    return pytest.param(
+        name, marks=() if name in DEFAULT_RUN else (pytest.mark.slow, pytest.mark.stress)
+    )
 
 
 def test_every_fixture_is_covered_through_spark() -> None:
@@ -152,6 +168,9 @@ def test_every_fixture_is_covered_through_spark() -> None:
     refused = {*REFUSED, *TIMESTAMP_RECORDED_AS_STRING}
     assert sorted(fixture_names("6|8|9")) == sorted({*ALL_WRITABLE, *refused})
     assert set(ALL_WRITABLE) >= DEFAULT_RUN
+    kinds = {n.split("_v6_")[1] for n in WRITABLE}
+    assert kinds == {n.split("_v6_")[1] for n in DEFAULT_RUN if "_v6_" in n}
+    assert {"cow", "mor"} == {n[:3] for n in DEFAULT_RUN if "_v6_" in n}
 
 
 @pytest.mark.parametrize("name", [_param(n) for n in sorted(ALL_WRITABLE)])
@@ -252,8 +271,15 @@ def _refused_cases() -> list[Any]:
         "cow_0x_partitioned",
         "cow_v9_timebasedkeygen_epochmillis",
     }
+    # the others: make test-stress (tests/write/test_fixture_writes.py refuses each of them
+    # embedded; through Spark the refusal takes the same path)
     return [
-        pytest.param(*c, marks=() if c[0] in default and c[1] == "upsert" else pytest.mark.slow)
+        pytest.param(
+            *c,
+            marks=()
+            if c[0] in default and c[1] == "upsert"
+            else (pytest.mark.slow, pytest.mark.stress),
+        )
         for c in sorted(cases, key=lambda c: (c[0], c[1]))
     ]
 
@@ -329,7 +355,8 @@ def test_spark_bucket_pruning_only_for_bucket_tables(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(n, marks=() if "epochmillis" in n else pytest.mark.slow)
+        # the other unit: make test-stress (embedded, both: tests/write/test_fixture_writes.py)
+        pytest.param(n, marks=() if "epochmillis" in n else (pytest.mark.slow, pytest.mark.stress))
         for n in sorted(TIMESTAMP_RECORDED_AS_STRING)
     ],
 )

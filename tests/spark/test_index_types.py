@@ -73,8 +73,37 @@ def _city(i: int) -> str:
     return "sf" if i % 2 else "nyc"
 
 
-@pytest.mark.parametrize("table_type", TABLE_TYPES)
-@pytest.mark.parametrize("index", INDEXES)
+#: the (index, table type) pairs ``make test`` runs; the other three are ``stress`` cases
+#: (``make test-stress``). Through Spark the index decides one thing, bucket or not (a non-bucket
+#: upsert stages its new keys into insert slots, hudi_ds/spark/writer.py), so BUCKET and SIMPLE
+#: run on both table types and every other index on one; the lookups themselves run in the
+#: task writer embedded writes use, which tests/write/test_index_writes.py runs under every index
+#: and table type with non-exclusive tasks as Spark's, and the global indexes write through
+#: Spark on both table types below (test_spark_global_index_moves_key_to_new_partition).
+DEFAULT_PAIRS = {
+    ("BUCKET", "COPY_ON_WRITE"),
+    ("BUCKET", "MERGE_ON_READ"),
+    ("SIMPLE", "COPY_ON_WRITE"),
+    ("SIMPLE", "MERGE_ON_READ"),
+    ("GLOBAL_SIMPLE", "MERGE_ON_READ"),
+    ("BLOOM", "COPY_ON_WRITE"),
+    ("GLOBAL_BLOOM", "MERGE_ON_READ"),
+}
+
+
+@pytest.mark.parametrize(
+    ("index", "table_type"),
+    [
+        pytest.param(
+            index,
+            table_type,
+            id=f"{index}-{table_type}",
+            marks=() if (index, table_type) in DEFAULT_PAIRS else pytest.mark.stress,
+        )
+        for index in INDEXES
+        for table_type in TABLE_TYPES
+    ],
+)
 def test_spark_upsert_and_delete_under_index(
     spark: Any, tmp_path: Path, index: str, table_type: str
 ) -> None:

@@ -9,7 +9,13 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from tests.fixtures import GOLDEN_DIR, fixture_names, fixture_table, require_base_file_reader
+from tests.fixtures import (
+    GOLDEN_DIR,
+    fixture_names,
+    fixture_table,
+    require_base_file_reader,
+    require_fixtures,
+)
 from tests.golden import golden_set, row_set
 
 pytestmark = pytest.mark.spark
@@ -25,11 +31,55 @@ RO_FIXTURES = [
 ]
 
 
+#: the fixtures whose Spark snapshot ``make test`` compares with the golden rows: one of each
+#: kind the Spark read path meets -- every table version (0.x, 6, 8, 9), COW and MOR, Avro and
+#: Parquet log blocks, each schema family (the all-types one, trips, txns, timestamp keys, Lance
+#: base files), empty, non-partitioned, virtual keys, replacecommits, rollbacks, a metadata
+#: table. The rest are ``stress`` cases (``make test-stress``): the Spark layer adds planning
+#: and the Arrow -> Spark schema to the embedded reader, which tests/table/test_read_fixtures.py
+#: compares with the golden rows on every fixture, so another table of a kind listed here
+#: takes the same Spark code path.
+SNAPSHOT_DEFAULT = frozenset(
+    {
+        "cow_0x_partitioned",
+        "cow_v6_complexkeygen_hivestyle",
+        "cow_v6_empty",
+        "cow_v6_simplekeygen_hivestyle_no_metafields",
+        "cow_v6_simplekeygen_nonhivestyle_overwritetable",
+        "cow_v6_timebasedkeygen_nonhivestyle",
+        "mor_avro_v6_trips_8i3d",
+        "mor_parquet_v6_nonpartitioned_rollback",
+        "cow_v8_complexkeygen_hivestyle",
+        "mor_avro_v8_trips_8i3u1d",
+        "cow_v9_txns_complex_meta",
+        "cow_v9_timebasedkeygen_epochmillis",
+        "cow_v9_lance_txns_simple",
+        "mor_avro_v9_txns_complex_nometa",
+        "mor_avro_v9_timebasedkeygen_nonhivestyle",
+        "mor_avro_v9_lance_nonhivestyle",
+        "mor_avro_v9_txns_simple_overwrite",
+        "mor_avro_v9_nonpartitioned_rollback",
+    }
+)
+
+
 def collect(df: Any) -> pa.Table:
     return df.toArrow()
 
 
-@pytest.mark.parametrize("name", fixture_names())
+def test_snapshot_default_set_names_fixtures() -> None:
+    """A renamed fixture does not drop out of the default run unnoticed."""
+    require_fixtures()
+    assert set(fixture_names()) >= SNAPSHOT_DEFAULT
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=() if n in SNAPSHOT_DEFAULT else pytest.mark.stress)
+        for n in fixture_names()
+    ],
+)
 def test_snapshot_equals_golden(spark: Any, name: str, tmp_path_factory) -> None:
     require_base_file_reader(name)
     root = fixture_table(name, tmp_path_factory)
