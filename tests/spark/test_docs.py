@@ -172,5 +172,7 @@ def test_doc_snippets_from_a_plain_session(tmp_path: Path) -> None:
         "nyc",
         "sf",
     ]
-    assert_rows(hudi_rs_table(str(tables / "trips_clustered")), _first_rows(), ["id", "city", "fare"])
+    assert_rows(
+        hudi_rs_table(str(tables / "trips_clustered")), _first_rows(), ["id", "city", "fare"]
+    )
     assert not (tables / "nulls").exists()  # the refused write wrote nothing
