@@ -499,7 +499,9 @@ def pytest_collection_modifyitems(config: object, items: list) -> None:
             ):
                 item.add_marker(missing, append=False)
     if os.environ.get("HUDI_DS_STRESS") != "1":
-        soak = pytest.mark.skip(reason="a soak of minutes: make test-stress (HUDI_DS_STRESS=1)")
+        soak = pytest.mark.skip(
+            reason="a soak, or a matrix case make test leaves out: make test-stress (HUDI_DS_STRESS=1)"
+        )
         for item in items:
             if item.get_closest_marker("stress") is not None:
                 item.add_marker(soak)
