@@ -109,7 +109,9 @@ def test_connect_workers_without_hudi_ds_are_refused_before_registering(
     spark = _connect_session()
     report = WorkerReport("/srv/python3", "3.11.7", error="ModuleNotFoundError: hudi_ds")
     monkeypatch.setattr(preflight, "probe_workers", lambda s: report)
-    with pytest.raises(SparkSetupError, match="Spark Connect server runs the hudi_py data source") as e:
+    with pytest.raises(
+        SparkSetupError, match="Spark Connect server runs the hudi_py data source"
+    ) as e:
         register(spark)
     assert spark.dataSource.registered == []
     # an install pip can do: hudi_ds is on no package index

@@ -133,7 +133,9 @@ def test_lance_fixture_refused_without_pylance(
     before = tree_hashes(root)
     without_pylance(monkeypatch)
     data = pa.table({"uuid": ["x"], "ts": [1], "city": ["c"]})
-    with pytest.raises(UnsupportedError, match=r"LANCE base files.*'pylance'.*pip install \"pylance>=0.20\""):
+    with pytest.raises(
+        UnsupportedError, match=r"LANCE base files.*'pylance'.*pip install \"pylance>=0.20\""
+    ):
         getattr(HudiTable(str(root)), operation)(data)
     assert tree_hashes(root) == before
 
