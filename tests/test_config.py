@@ -283,7 +283,7 @@ def test_fresh_interpreter_errors() -> None:
     )
     assert no_spark.returncode == 0, no_spark.stderr
     # hudi_ds is on no package index: the hint names what pip can find
-    assert 'pip install "pyspark>=4.0"' in no_spark.stdout
+    assert 'pip install "pyspark[sql]>=4.0"' in no_spark.stdout
     assert "hudi_ds[spark]" not in no_spark.stdout
 
 

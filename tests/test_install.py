@@ -51,7 +51,7 @@ LABEL = "wheel"
 DOC_PATH = "/tmp/hudi_ds_docs"
 FROM_INDEX = os.environ.get("HUDI_DS_INSTALL_FROM_INDEX") == "1"
 #: packages of the dev extra that the runtime must not need (nor bring)
-DEV_ONLY = {"pytest", "hypothesis", "hudi", "mypy", "ruff", "pandas", "polars", "duckdb", "moto"}
+DEV_ONLY = {"pytest", "hypothesis", "hudi", "mypy", "ruff", "polars", "duckdb", "moto", "boto3"}
 
 
 def wheel_blocks() -> list[str]:
@@ -118,7 +118,7 @@ def test_the_wheel_carries_its_dependencies_entry_point_and_package_data(wheel: 
     from hudi_ds.layout.lance import PYLANCE_REQUIREMENT
 
     extras = project["optional-dependencies"]
-    assert "pyspark>=4.0" in extras["spark"]
+    assert "pyspark[sql]>=4.0" in extras["spark"]
     assert "boto3>=1.28" in extras["aws"]
     assert PYLANCE_REQUIREMENT.strip('"') in extras["lance"]
 
