@@ -23,6 +23,7 @@ checkout is on none of its paths. The tables are read back with hudi-rs and hudi
 from __future__ import annotations
 
 import ast
+import fcntl
 import json
 import os
 import re
@@ -64,19 +65,25 @@ def wheel_blocks() -> list[str]:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built from a copy of the project (nothing written into the checkout)."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    src = _copy_project(tmp / "src")
-    out = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), "."],
-        cwd=src,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    (whl,) = (tmp / "dist").glob("hudi_ds-*.whl")
-    return whl
+    """The wheel, built from a copy of the project (nothing written into the checkout), once
+    per run: the pytest workers share it through their common base directory."""
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's base is a folder of the run's own
+    shared = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "hudi_ds_wheel"
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for the build, then reuses it
+        built = list((shared / "dist").glob("hudi_ds-*.whl"))
+        if built:
+            return built[0]
+        tmp = tmp_path_factory.mktemp("wheel")
+        src = _copy_project(tmp / "src")
+        cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp), "."]
+        out = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        (whl,) = tmp.glob("hudi_ds-*.whl")
+        (shared / "dist").mkdir()
+        return whl.rename(shared / "dist" / whl.name)
 
 
 def _wheel_metadata(whl: Path) -> tuple[list[str], set[str], dict[str, str]]:
