@@ -315,3 +315,27 @@ def test_the_demo_ends_with_commands_that_read_its_table(tmp_path: Path) -> None
     assert (python, flag) == (sys.executable, "-c")
     ast.parse(code)
     assert f'.load("{table}")' in code and "local_session(" in code
+
+
+def test_make_targets_install_what_they_need(tmp_path: Path) -> None:
+    """``make demo`` installs the runtime, Spark and hudi-rs (extra ``demo``), not the dev
+    toolchain; ``make test`` adds it on top; ``make dist`` builds into ``dist/`` (dry runs
+    with a venv that does not exist yet)."""
+
+    def dry(*args: str) -> str:
+        out = subprocess.run(
+            ["make", "-n", "-C", str(REPO), *args, f"VENV={tmp_path / 'venv'}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout
+
+    demo = dry("demo")
+    assert "pip install -q -e '.[demo]'" in demo and "[dev]" not in demo
+    assert "python examples/demo.py --store local" in demo
+    assert "pip install -q -e '.[dev]'" in dry("demo", "STORE=s3")  # moto, the local S3 server
+    test = dry("test-quick")
+    assert test.index("'.[demo]'") < test.index("'.[dev]'")
+    dist = dry("dist")
+    assert "-m build --outdir dist ." in dist and "[dev]" not in dist
