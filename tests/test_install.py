@@ -94,6 +94,7 @@ def _wheel_metadata(whl: Path) -> tuple[list[str], set[str], dict[str, str]]:
     return info["METADATA"].splitlines(), names, info
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_its_dependencies_entry_point_and_package_data(wheel: Path) -> None:
     """The wheel's metadata says what pyproject.toml says -- runtime dependencies, each extra,
     the ``hudi-py`` console script -- and it holds the package data (py.typed, the Avro
@@ -278,6 +279,7 @@ def test_readme_spark_quick_start_runs_from_the_installed_wheel(
     assert run.stdout.strip().splitlines()[-1] == "3", run.stdout
 
 
+@pytest.mark.slow
 def test_the_demo_ends_with_commands_that_read_its_table(tmp_path: Path) -> None:
     """The lines ``make demo`` ends with: the hudi_ds one-liner and the CLI commands, run as
     printed on a small table (the Spark one-liner starts a JVM: its code is compiled only)."""
