@@ -458,4 +458,6 @@ def finish(
         i = err.rfind("Traceback (most recent call last)")
         tb = err[i : i + 6000] if i >= 0 else ""
         raise AssertionError(f"job failed ({proc.returncode})\n{out[-3000:]}\n{tb}\n{err[-3000:]}")
-    return dict(json.loads(next(ln for ln in reversed(out.splitlines()) if ln.startswith("{"))))
+    objects = [ln for ln in out.splitlines() if ln.startswith("{")]
+    assert objects, f"the job printed no JSON line\n{out[-3000:]}"
+    return dict(json.loads(objects[-1]))
