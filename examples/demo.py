@@ -247,7 +247,7 @@ def how_to_read(table: str, python: str = sys.executable) -> list[str]:
     path = shlex.quote(table)
     lit = json.dumps(table)  # a Python string literal in double quotes: the shell's are single
     embedded = (
-        f"import hudi_ds; t = hudi_ds.read({lit}); "
+        f"import hudi_ds; t = hudi_ds.read({lit}, columns={json.dumps(COLUMNS)}); "
         'print(t.num_rows, "rows"); print(t.slice(0, 3).to_pylist())'
     )
     via_spark = (

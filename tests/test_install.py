@@ -279,19 +279,25 @@ def test_readme_spark_quick_start_runs_from_the_installed_wheel(
     assert run.stdout.strip().splitlines()[-1] == "3", run.stdout
 
 
-@pytest.mark.slow
-def test_the_demo_ends_with_commands_that_read_its_table(tmp_path: Path) -> None:
-    """The lines ``make demo`` ends with: the hudi_ds one-liner and the CLI commands, run as
-    printed on a small table (the Spark one-liner starts a JVM: its code is compiled only)."""
+def test_the_demo_ends_with_commands_that_read_its_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lines ``make demo`` ends with, split as the shell splits them: the interpreter and
+    the CLI of the demo's environment, the hudi_ds one-liner and the ``hudi-py`` commands run
+    on a small table (in this process: the same code, without a process start each), the
+    Spark one-liner compiled (it would start a JVM)."""
     sys.path.insert(0, str(REPO / "examples"))
     try:
         import demo
     finally:
         sys.path.remove(str(REPO / "examples"))
+    from hudi_ds.cli import main as cli_main
+
     table = tmp_path / "my events"  # a path the shell must quote
+    row = {"event_id": "e1", "event_ts": 1, "region": "us", "amount": 2.5, "status": "new"}
     hudi_ds.write(
         str(table),
-        [{"event_id": "e1", "event_ts": 1, "region": "us"}],
+        [row],
         {
             "hoodie.table.name": "events",
             "hoodie.datasource.write.recordkey.field": "event_id",
@@ -301,22 +307,22 @@ def test_the_demo_ends_with_commands_that_read_its_table(tmp_path: Path) -> None
     )
     lines = demo.how_to_read(str(table), sys.executable)
     assert lines[0] == f"read the table at {table}:"
-    commands = [ln.strip() for ln in lines if ln.startswith("    ")]
+    commands = [shlex.split(ln) for ln in lines if ln.startswith("    ")]
     assert len(commands) == 5, lines
-    embedded, via_spark, *cli = commands
-    assert "hudi-py timeline" in cli[0] and "hudi-py files" in cli[1] and "stats" in cli[2]
-    out = subprocess.run(["bash", "-c", embedded], capture_output=True, text=True, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[0] == "1 rows"
-    assert "'event_id': 'e1'" in out.stdout
-    for cmd in cli:
-        out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd=tmp_path)
-        assert out.returncode == 0, (cmd, out.stderr)
-        assert out.stdout.strip(), cmd
-    python, flag, code = shlex.split(via_spark)
-    assert (python, flag) == (sys.executable, "-c")
-    ast.parse(code)
-    assert f'.load("{table}")' in code and "local_session(" in code
+    (py1, flag1, embedded), (py2, flag2, via_spark), *cli = commands
+    assert (py1, flag1, py2, flag2) == (sys.executable, "-c", sys.executable, "-c")
+    capsys.readouterr()
+    exec(compile(embedded, "<demo's hudi_ds line>", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["1 rows", str([row])]
+    hudi_py = str(Path(sys.executable).with_name("hudi-py"))
+    assert [c[:2] for c in cli] == [[hudi_py, "timeline"], [hudi_py, "files"], [hudi_py, "stats"]]
+    for command in cli:
+        assert command[2:] == [str(table)]
+        assert cli_main(command[1:]) == 0, command
+        assert capsys.readouterr().out.strip(), command
+    ast.parse(via_spark)
+    assert f'.load("{table}")' in via_spark and "local_session(" in via_spark
 
 
 def test_make_targets_install_what_they_need(tmp_path: Path) -> None:
