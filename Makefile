@@ -32,7 +32,7 @@ DEMO_STAMP := $(if $(filter local,$(STORE)),$(RUN_STAMP),$(STAMP))
 demo: $(DEMO_STAMP)  ## the main job: a pipeline into a Hudi table (STORE=s3: on a local S3 server)
 	$(BIN)/python examples/demo.py --store $(STORE)
 
-# The sdist and, built from it, the wheel: what `pip install dist/hudi_ds-*.whl[spark]` takes
+# The sdist and, built from it, the wheel: what `pip install "dist/hudi_ds-...whl[spark]"` takes
 # (docs/install.md). `build` runs setuptools in an isolated environment, as pip does.
 DIST_STAMP := $(VENV)/.installed-build
 $(DIST_STAMP): $(RUN_STAMP)
