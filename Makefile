@@ -2,25 +2,47 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two stamps: the demo's environment (hudi_ds editable, pyspark, hudi-rs for its checks: about
+# 1 GB) and the development toolchain on top of it (pytest, mypy, moto, ...: about 2 GB).
+RUN_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
 SCALE ?= 1
 STORE ?= local
 
-.PHONY: help install demo test test-core test-quick test-spark test-cluster test-explore test-stress lint docs bench clean
+.PHONY: help install demo dist test test-core test-quick test-spark test-cluster test-install test-explore test-stress lint docs bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[demo]'
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)  ## create .venv with runtime and dev dependencies
 
-demo: $(STAMP)  ## the main job: a pipeline into a Hudi table (STORE=s3: on a local S3 server)
+# The local demo needs the runtime, pyspark and hudi-rs only; STORE=s3 also the local S3 server
+# (moto), which comes with the dev dependencies.
+DEMO_STAMP := $(if $(filter local,$(STORE)),$(RUN_STAMP),$(STAMP))
+demo: $(DEMO_STAMP)  ## the main job: a pipeline into a Hudi table (STORE=s3: on a local S3 server)
 	$(BIN)/python examples/demo.py --store $(STORE)
+
+# The sdist and, built from it, the wheel: what `pip install "dist/hudi_ds-...whl[spark]"` takes
+# (docs/install.md). `build` runs setuptools in an isolated environment, as pip does.
+DIST_STAMP := $(VENV)/.installed-build
+$(DIST_STAMP): $(RUN_STAMP)
+	$(BIN)/pip install -q 'build>=1.2'
+	touch $(DIST_STAMP)
+
+dist: $(DIST_STAMP)  ## build the sdist and wheel into dist/
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist . >/dev/null
+	@ls -1 dist
 
 # Two pytest workers (pytest-xdist), one per core: the suite's fixed-time tests (races, crash
 # loops, writers running for 30 s) and its JVM tests overlap instead of queueing. worksteal: a
@@ -63,6 +85,12 @@ test-spark: $(STAMP)  ## spark tests only (without the cluster tests)
 test-cluster: $(STAMP)  ## the Spark standalone cluster and Spark Connect tests only
 	@$(PYC)
 	$(CLUSTER_RUN)
+
+# tests/test_install.py as a user installs: the wheel into a fresh venv with its dependencies
+# from the package index (pip's cache), where `make test` takes them from this .venv's already
+# installed copies (the same files, without a minute of unpacking pyspark).
+test-install: $(STAMP)  ## the wheel installed from the package index into a fresh venv, Spark run from it
+	HUDI_DS_INSTALL_FROM_INDEX=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_install.py
 
 # Soaks of minutes (marker `stress`; docs/testing.md records their results): two writers and
 # the CLI's services under random SIGSTOPs of 1-15 s, local and on S3 (STRESS_SECONDS each).
@@ -122,4 +150,4 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and the acceptance ratios (SCALE=1;
 	$(BIN)/python -m bench.report --started $$start
 
 clean:  ## remove the environment and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build site *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist site *.egg-info

@@ -14,7 +14,8 @@ Checks: the snapshot -- read by hudi_ds, by Spark through ``hudi_py`` and by hud
 the expected state computed in numpy from the same event formula, and replaying the change
 stream reproduces it. Exit code 0 when everything matches.
 
-Run: ``make demo`` (``.venv/bin/python examples/demo.py``); about a minute on 2 cores.
+Run: ``make demo`` (``.venv/bin/python examples/demo.py``). It ends by printing how to read the
+table with hudi_ds, with Spark and with the ``hudi-py`` CLI (absolute paths, ready to paste).
 
 On a cluster, through ``spark-submit`` (the master comes from ``--master``; ``--out`` must be on
 storage every node sees)::
@@ -22,8 +23,8 @@ storage every node sees)::
     .venv/bin/spark-submit --master spark://HOST:7077 \\
         --conf spark.pyspark.python=$PWD/.venv/bin/python examples/demo.py --out /shared/demo
 
-``--batches``/``--rows-per-batch``/``--keys`` size the run; the last line printed is a JSON object
-of the checks.
+``--batches``/``--rows-per-batch``/``--keys`` size the run; the checks are printed as one line
+of JSON (the last line that starts with ``{``).
 
 ``make demo STORE=s3`` (``examples/demo.py --store s3``) runs the same pipeline against a local
 S3 server it starts and stops (moto in server mode, from the dev extra): the table lives at
@@ -37,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -236,6 +238,35 @@ def replay_change_stream(spark: Any, plan: Plan) -> tuple[dict[str, tuple[int, s
     return state, sizes
 
 
+def how_to_read(table: str, python: str = sys.executable) -> list[str]:
+    """The lines that end the demo: how to read ``table`` (a local path) with hudi_ds, with
+    Spark through ``hudi_py`` and with the ``hudi-py`` CLI, as commands to paste -- the
+    interpreter and CLI of the environment the demo ran in, absolute paths."""
+    py = shlex.quote(python)
+    cli = shlex.quote(str(Path(python).with_name("hudi-py")))
+    path = shlex.quote(table)
+    lit = json.dumps(table)  # a Python string literal in double quotes: the shell's are single
+    embedded = (
+        f"import hudi_ds; t = hudi_ds.read({lit}, columns={json.dumps(COLUMNS)}); "
+        'print(t.num_rows, "rows"); print(t.slice(0, 3).to_pylist())'
+    )
+    via_spark = (
+        'from hudi_ds.spark.session import local_session; spark = local_session("read"); '
+        f'spark.read.format("hudi_py").load({lit}).groupBy("region").count().show()'
+    )
+    return [
+        f"read the table at {table}:",
+        "  with hudi_ds (no JVM):",
+        f"    {py} -c {shlex.quote(embedded)}",
+        "  with Spark (the hudi_py data source; local_session() registers it):",
+        f"    {py} -c {shlex.quote(via_spark)}",
+        "  with the hudi-py CLI:",
+        f"    {cli} timeline {path}",
+        f"    {cli} files {path}",
+        f"    {cli} stats {path}",
+    ]
+
+
 def main(plan: Plan) -> int:
     t_start = time.perf_counter()
     shutil.rmtree(plan.out, ignore_errors=True)
@@ -345,6 +376,8 @@ def main(plan: Plan) -> int:
         f"({time.perf_counter() - t_start:.0f}s)"
     )
     print(json.dumps({"checks": checks, "ok": ok}))
+    if not plan.uri:  # a table on the local S3 server goes with the server
+        print("\n" + "\n".join(how_to_read(plan.table)))
     return 0 if ok else 1
 
 

@@ -6,9 +6,9 @@ The embedded API (no JVM)::
     table = hudi_ds.read("/path/to/table")                       # snapshot, as pyarrow.Table
     t = hudi_ds.HudiTable("/path/to/table")                      # timeline, schema, file slices
 
-The Spark data source ``hudi_py`` lives in :mod:`hudi_ds.spark` (``pip install
-'hudi_ds[spark]'``). Every error is a :class:`HudiError` (:mod:`hudi_ds.errors`); options are
-listed in docs/options.md.
+The Spark data source ``hudi_py`` lives in :mod:`hudi_ds.spark` (it needs pyspark >= 4.0:
+``pip install "/path/to/hudi_ds[spark]"``, docs/install.md). Every error is a
+:class:`HudiError` (:mod:`hudi_ds.errors`); options are listed in docs/options.md.
 """
 
 from hudi_ds.api import HudiTable, rescale_buckets, write

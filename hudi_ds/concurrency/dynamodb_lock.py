@@ -88,7 +88,7 @@ class DynamoDBLock:
             from botocore.config import Config
         except ImportError as e:
             raise ConfigError(
-                f"{DYNAMODB_LOCK_NAMES[0]} needs boto3: pip install 'hudi_ds[aws]' ({e})"
+                f'{DYNAMODB_LOCK_NAMES[0]} needs boto3: pip install "boto3>=1.28" ({e})'
             ) from None
         if endpoint_url is not None and "://" not in endpoint_url:
             endpoint_url = "https://" + endpoint_url  # as Hudi's getDynamoDBClient

@@ -22,7 +22,7 @@ its own module, built from the options by :mod:`hudi_ds.concurrency.providers`:
   shared with Java writers on AWS, an item of a DynamoDB table kept with the protocol of the AWS
   DynamoDB Lock Client that Hudi's provider uses (conditional ``PutItem`` / ``UpdateItem`` /
   ``DeleteItem`` on a record version number, a lease renewed by heartbeats); needs boto3
-  (``pip install 'hudi_ds[aws]'``).
+  (``pip install "boto3>=1.28"``).
 * :class:`~hudi_ds.concurrency.in_process_lock.InProcessLock` (``...InProcessLockProvider``): a
   lock per table path shared by the threads of one process.
 

@@ -31,8 +31,8 @@ class ConcurrencyConfig:
         "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
         parse_str,
         "Lock provider class: file-system based (the default), storage based (conditional "
-        "writes on an object store), DynamoDB based (Hudi's hudi-aws lock, `pip install "
-        "hudi_ds[aws]`) or in-process.",
+        "writes on an object store), DynamoDB based (Hudi's hudi-aws lock, needs boto3: "
+        '`pip install "boto3>=1.28"`) or in-process.',
     )
     LOCK_WAIT_MS = ConfigProperty(
         "hoodie.write.lock.wait_time_ms",

@@ -574,8 +574,8 @@ class WriteConfig:
         "PARQUET",
         one_of("PARQUET", "LANCE"),
         "A new table's base file format: PARQUET, or LANCE (Hudi 1.2's Lance files, table "
-        "version 9, with the optional pylance: hudi_ds[lance]). An existing table keeps its "
-        "own (a contradicting value is an error).",
+        "version 9, with the optional pylance: pip install 'pylance>=0.20'). An existing table "
+        "keeps its own (a contradicting value is an error).",
         aliases=("hoodie.base.file.format",),
     )
     PARQUET_CODEC = ConfigProperty(

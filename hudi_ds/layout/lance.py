@@ -40,13 +40,18 @@ LANCE_FILE_VERSION = "2.0"
 _COPY_CHUNK = 8 << 20
 
 
+#: what ``pip install`` takes for the optional package (hudi_ds's own ``[lance]`` extra needs a
+#: path to hudi_ds, which is on no package index)
+PYLANCE_REQUIREMENT = '"pylance>=0.20"'
+
+
 def lance_file_module(what: str = "Lance base files") -> ModuleType:
     """``lance.file`` of the optional pylance package.
 
     Raises:
-        MissingDependencyError: pylance is not installed (names the extra that brings it).
+        MissingDependencyError: pylance is not installed (names the pip requirement).
     """
-    return import_optional("lance.file", what, package="pylance", install="'hudi_ds[lance]'")
+    return import_optional("lance.file", what, package="pylance", install=PYLANCE_REQUIREMENT)
 
 
 def lance_available() -> bool:

@@ -22,7 +22,7 @@ try:
 except ImportError as e:
     raise ImportError(
         "hudi_ds.spark needs pyspark >= 4.0, which is not installed: "
-        "pip install 'hudi_ds[spark]' (the embedded API, hudi_ds.read / hudi_ds.write, "
+        'pip install "pyspark[sql]>=4.0" (the embedded API, hudi_ds.read / hudi_ds.write, '
         "works without it)",
         name="pyspark",
     ) from e

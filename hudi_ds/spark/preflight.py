@@ -138,6 +138,7 @@ def _configured_python(spark: Any) -> str | None:
 
 #: where the recipes for shipping hudi_ds to a cluster's executors are (each tested)
 CLUSTER_DOC = "docs/spark.md, 'Shipping hudi_ds to the executors'"
+INSTALL_DOC = "docs/install.md"
 
 
 def setup_error(
@@ -183,8 +184,9 @@ def setup_error(
     if connect:
         fix = (
             "The Spark Connect server runs the hudi_py data source in its own Python workers: "
-            f"install hudi_ds {expected_version} (pip install 'hudi_ds[spark]') into the "
-            "interpreter the server's workers use, or start the server with "
+            f"install hudi_ds {expected_version} into the interpreter the server's workers "
+            "use (pip install /path/to/hudi_ds-checkout, or the wheel of make dist: "
+            f"{INSTALL_DOC}), or start the server with "
             "--conf spark.pyspark.python=/path/to/python-with-hudi_ds. "
             f"See {CLUSTER_DOC}."
         )
@@ -197,9 +199,10 @@ def setup_error(
             f"'{suggestion}')). On a cluster: install hudi_ds at the same path on every "
             "node and set spark.pyspark.python to that interpreter, or ship the package "
             "with spark-submit --py-files hudi_ds.zip (spark.submit.pyFiles) when the "
-            "executors' Python already has pyarrow, fastavro and numpy, or ship a packed "
-            "virtualenv with --archives as docs/spark.md shows (the common "
-            "spark.pyspark.python=./env/bin/python form fails on a standalone cluster: "
+            "executors' Python already has pyarrow, fastavro and numpy, or "
+            "ship a packed virtualenv with --archives venv.tar#env and run the nodes' own "
+            "python3 with spark.executorEnv.PYTHONPATH=./env/lib/pythonX.Y/site-packages (the "
+            "common spark.pyspark.python=./env/bin/python form fails on a standalone cluster: "
             "Spark's untar drops the executable bit). The workers' interpreter is fixed "
             "when the SparkContext starts: call spark.stop() and build the session again. "
             f"See {CLUSTER_DOC}."

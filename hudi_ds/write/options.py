@@ -29,7 +29,12 @@ from hudi_ds.keygen import (
     custom_partition_fields,
 )
 from hudi_ds.layout.bloom_filter import BloomFilterSpec
-from hudi_ds.layout.lance import LanceBaseFile, lance_available, lance_file_module
+from hudi_ds.layout.lance import (
+    PYLANCE_REQUIREMENT,
+    LanceBaseFile,
+    lance_available,
+    lance_file_module,
+)
 from hudi_ds.merge.modes import (
     MergeSpec,
     check_same_spec,
@@ -546,7 +551,7 @@ def _check_version(cfg: TableConfig, base_uri: str) -> None:
         raise UnsupportedError(
             f"the table at {base_uri} has LANCE base files (hoodie.table.base.file.format="
             "LANCE); writing them needs the 'pylance' package, which is not installed: "
-            "install hudi_ds[lance]"
+            f"pip install {PYLANCE_REQUIREMENT}"
         )
     if fmt not in (BaseFileFormat.PARQUET, BaseFileFormat.LANCE):
         raise UnsupportedError(

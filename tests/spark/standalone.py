@@ -437,8 +437,9 @@ def finish(
     proc: subprocess.Popen[str], timeout: float = 300.0, stdout: Path | None = None
 ) -> dict[str, Any]:
     """Wait for a submitted job; it must exit 0. Returns the JSON object of the last line of
-    its output (the pipe, or the ``stdout`` file it was started with, ``stdout.err`` for its
-    standard error)."""
+    its output that starts with ``{`` (the demo prints how to read its table after it) (the
+    pipe, or the ``stdout`` file it was started with, ``stdout.err`` for its standard
+    error)."""
     try:
         out, err = proc.communicate(timeout=timeout)
         if stdout is not None:
@@ -457,4 +458,6 @@ def finish(
         i = err.rfind("Traceback (most recent call last)")
         tb = err[i : i + 6000] if i >= 0 else ""
         raise AssertionError(f"job failed ({proc.returncode})\n{out[-3000:]}\n{tb}\n{err[-3000:]}")
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    objects = [ln for ln in out.splitlines() if ln.startswith("{")]
+    assert objects, f"the job printed no JSON line\n{out[-3000:]}"
+    return dict(json.loads(objects[-1]))

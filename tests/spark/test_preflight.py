@@ -37,6 +37,8 @@ def test_a_worker_without_hudi_ds_names_the_interpreter_and_what_to_set() -> Non
     # only recipes docs/spark.md says work on a cluster: not the ./env/bin/python one
     assert "--conf spark.pyspark.python=./env/bin/python" not in msg
     assert "form fails on a standalone cluster" in msg
+    # the --archives recipe docs/spark.md tests: the nodes' python3, the archive's packages
+    assert "spark.executorEnv.PYTHONPATH=./env/lib/pythonX.Y/site-packages" in msg
     assert "docs/spark.md, 'Shipping hudi_ds to the executors'" in msg
     assert "spark.submit.pyFiles" in msg and "spark.stop()" in msg
 
@@ -107,9 +109,14 @@ def test_connect_workers_without_hudi_ds_are_refused_before_registering(
     spark = _connect_session()
     report = WorkerReport("/srv/python3", "3.11.7", error="ModuleNotFoundError: hudi_ds")
     monkeypatch.setattr(preflight, "probe_workers", lambda s: report)
-    with pytest.raises(SparkSetupError, match="Spark Connect server runs the hudi_py data source"):
+    with pytest.raises(
+        SparkSetupError, match="Spark Connect server runs the hudi_py data source"
+    ) as e:
         register(spark)
     assert spark.dataSource.registered == []
+    # an install pip can do: hudi_ds is on no package index
+    assert "pip install /path/to/hudi_ds-checkout" in str(e.value)
+    assert "docs/install.md" in str(e.value) and "hudi_ds[" not in str(e.value)
 
 
 def test_a_passing_check_runs_once_per_session(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -133,7 +133,9 @@ def test_lance_fixture_refused_without_pylance(
     before = tree_hashes(root)
     without_pylance(monkeypatch)
     data = pa.table({"uuid": ["x"], "ts": [1], "city": ["c"]})
-    with pytest.raises(UnsupportedError, match=r"LANCE base files.*'pylance'.*hudi_ds\[lance\]"):
+    with pytest.raises(
+        UnsupportedError, match=r"LANCE base files.*'pylance'.*pip install \"pylance>=0.20\""
+    ):
         getattr(HudiTable(str(root)), operation)(data)
     assert tree_hashes(root) == before
 
@@ -218,7 +220,7 @@ def test_new_lance_table_refused_without_pylance(
 ) -> None:
     without_pylance(monkeypatch)
     root = tmp_path / "t"
-    with pytest.raises(UnsupportedError, match=r"'pylance'.*hudi_ds\[lance\]"):
+    with pytest.raises(UnsupportedError, match=r"'pylance'.*pip install \"pylance>=0.20\""):
         hudi_ds.write(str(root), _rows(0, 2, 1), _new_table_options("COPY_ON_WRITE"))
     assert not root.exists() or not any(root.rglob("*"))
 
