@@ -46,21 +46,13 @@ _STRAY_TMP = re.compile(r"/tmp/(?!hudi_ds_docs(?![\w-]))")
 S3_PAGES = {"docs/object_stores.md": "hudi-docs"}
 LOCAL_S3 = "http://localhost:9000"
 #: pages whose printed output is checked against the comment lines after their print( lines
-CHECKED_OUTPUT = {"docs/concurrency.md", "docs/partition_bucket_index.md", "docs/object_stores.md"}
-#: work that lands separately: expected to fail only while it is missing (README.md with an
-#: unmarked block, the wheel label's test file), checked as any other once it is there
-_README_UNMARKED = any(b.marker is None and b.lang in MARKED_LANGUAGES for b in blocks("README.md"))
-_PENDING = {
-    "README.md": pytest.mark.xfail(
-        _README_UNMARKED, strict=True, reason="README.md's blocks are not marked yet"
-    )
-}
-_LABEL_PENDING = {
-    "wheel": pytest.mark.xfail(
-        not (REPO / LABELS["wheel"]).is_file(),
-        strict=True,
-        reason=f"{LABELS['wheel']} is not in this checkout yet",
-    )
+CHECKED_OUTPUT = {
+    "README.md",
+    "docs/quickstart.md",
+    "docs/operations.md",
+    "docs/concurrency.md",
+    "docs/partition_bucket_index.md",
+    "docs/object_stores.md",
 }
 
 
@@ -85,15 +77,13 @@ def _problems(block: Block) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("page", [pytest.param(p, marks=_PENDING.get(p, ())) for p in pages()])
+@pytest.mark.parametrize("page", pages())
 def test_every_block_is_marked(page: str) -> None:
     found = [(b.where, why) for b in blocks(page) if (why := _problems(b)) is not None]
     assert not found, "\n".join(f"{where}: {why}" for where, why in found)
 
 
-@pytest.mark.parametrize(
-    "label", [pytest.param(label, marks=_LABEL_PENDING.get(label, ())) for label in LABELS]
-)
+@pytest.mark.parametrize("label", list(LABELS))
 def test_label_table(label: str) -> None:
     test_file = REPO / LABELS[label]
     assert test_file.is_file(), f"label {label!r}: {LABELS[label]} does not exist"
@@ -131,9 +121,7 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize(
-    "page", [pytest.param(p, marks=_PENDING.get(p, ())) for p in _runnable_pages()]
-)
+@pytest.mark.parametrize("page", _runnable_pages())
 def test_page_snippets(page: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     run = [b for b in blocks(page) if b.marker in (RUN, SHELL)]
     stray = [b.where for b in run if _STRAY_TMP.search(b.code)]
