@@ -61,12 +61,12 @@ from hudi_ds.dml.clauses import (
 from hudi_ds.dml.commit import DmlMetrics, DmlWrite, check_keys_present
 from hudi_ds.dml.expr import Expr, as_mask, compile_expr, evaluate
 from hudi_ds.dml.predicate import need_keys
-from hudi_ds.errors import ConfigError
-from hudi_ds.keygen import record_keys
+from hudi_ds.errors import ConfigError, HudiError
+from hudi_ds.keygen import KeySpec, partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
-from hudi_ds.table.bucket_pruning import keys_by_bucket
+from hudi_ds.table.bucket_pruning import Location, keys_by_location
 from hudi_ds.table.filters import pruning_filters
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableType
@@ -167,6 +167,7 @@ class TableMerger:
         # opened first: a partial update's rows carry (and the join reads) fewer columns
         write = DmlWrite(self.table.storage, opts, UPSERT, self.post_commit, plan.partial_columns())
         plan.write_columns(write.columns)
+        plan.key_spec = write.client.resolved.keys
         joined, s_idx, t_idx, target_rows = plan.join()
         rows, counts = plan.apply(joined, s_idx, t_idx)
         instant, files = None, 0
@@ -235,6 +236,8 @@ class _MergePlan:
         # its ordering value); a non-nullable column keeps its stored value, any other is null
         self.delete_keeps = {*self.key_columns, *cfg.ordering_fields}
         self.write_columns(None)
+        #: how the write keys and partitions the rows (set by :meth:`TableMerger.execute`)
+        self.key_spec: KeySpec | None = None
 
     def write_columns(self, partial: list[str] | None) -> None:
         """The data columns the written rows carry: ``partial`` (a partial update's, see
@@ -323,27 +326,71 @@ class _MergePlan:
             cast[t] = _key_cast(self.m.source.column(s), self.data_schema.field(t).type, t)
             if t in value_parts:
                 filters.append((t, "in", pc.unique(cast[t].drop_null()).to_pylist()))
-        keyed = pa.table({f: cast[f] for f in self.key_fields}).drop_null()
         cfg = table.config
-        keys = pc.unique(record_keys(keyed, self.key_fields, cfg.complex_record_key))
-        by_bucket = keys_by_bucket(table, keys)
-        if by_bucket is None and keyed.num_columns == 1 and keyed.num_rows:
+        # ON naming every partition field: a key can match only in its own partition
+        on_parts = bool(cfg.partition_fields) and all(f in cast for f in cfg.partition_fields)
+        fields = [*self.key_fields, *(cfg.partition_fields if on_parts else [])]
+        keyed = pa.table({f: cast[f] for f in dict.fromkeys(fields)}).drop_null()
+        row_keys = record_keys(keyed, self.key_fields, cfg.complex_record_key)
+        paths = self._partition_paths(keyed) if on_parts else None
+        # keys in several rows (a source row matching twice, refused by the join) are looked
+        # up twice: cheaper than a pass to make them unique
+        keys = row_keys if paths is not None else pc.unique(row_keys)
+        where = keys_by_location(table, keys, paths)
+        if where is None and len(self.key_fields) == 1 and keyed.num_rows:
             # the keys' range: data skipping (the metadata table's column stats) prunes by it
-            bounds, name = pc.min_max(keyed.column(0)), keyed.column_names[0]
+            bounds, name = pc.min_max(keyed.column(0)), self.key_fields[0]
             lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
             filters += pruning_filters([(name, ">=", lo), (name, "<=", hi)], table.schema)
         # the filters only prune: the join matches the key and partition columns itself
         plan = dataclasses.replace(table.plan_read(columns=columns, filters=filters), filters=[])
         slices = plan.slices
-        if by_bucket is not None:
-            slices = [s for s in slices if (b := bucket_id_of(s.file_id)) is None or b in by_bucket]
+        if where is not None:
+            # a file group none of whose keys the source holds is not read
+            slices = [s for s in slices if len(self._keys_of(s, keys, where, paths))]
 
         def of_slice(s: FileSlice) -> pa.Array:
-            b = bucket_id_of(s.file_id)
-            return keys if by_bucket is None or b is None else by_bucket[b]
+            return keys if where is None else self._keys_of(s, keys, where, paths)
 
         batches = list(table.read_plan_slices(plan, slices, slice_keys=of_slice))
         return pa.Table.from_batches(batches, schema=plan.output_schema)
+
+    def _partition_paths(self, keyed: pa.Table) -> pa.Array | None:
+        """The partition path of each source row as the write builds it (None where a value
+        makes no path the write would take: the rows are then looked up in every partition,
+        and the write refuses them)."""
+        spec = self.key_spec
+        if spec is None:
+            return None
+        try:
+            return partition_paths(
+                keyed,
+                list(spec.partition_fields),
+                spec.hive_style,
+                spec.url_encode,
+                spec.timestamp,
+                spec.timestamp_fields,
+            )
+        except (HudiError, pa.ArrowException):
+            return None
+
+    @staticmethod
+    def _keys_of(
+        s: FileSlice,
+        keys: pa.Array,
+        where: dict[Location, pa.Array],
+        paths: pa.Array | None,
+    ) -> pa.Array:
+        """The source keys file slice ``s`` may hold (``where``: :func:`keys_by_location`)."""
+        if not where:
+            return keys.slice(0, 0)
+        b = bucket_id_of(s.file_id)
+        bucketed = next(iter(where))[1] is not None
+        if bucketed and b is None:  # not a bucket file group: any key of its partition
+            found = [k for (p, _), k in where.items() if paths is None or p == s.partition_path]
+            return pa.concat_arrays(found) if found else keys.slice(0, 0)
+        at = (s.partition_path if paths is not None else None, b if bucketed else None)
+        return where.get(at, keys.slice(0, 0))
 
     def join(self) -> tuple[pa.Table, pa.Array, pa.Array, int]:
         """The joined rows (``<alias>.<column>`` of both sides, nulls for the side that has

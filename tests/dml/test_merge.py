@@ -298,18 +298,37 @@ def test_lower_ordering_value_loses(tmp_path: Path) -> None:
     check(root, model)
 
 
-def test_only_matching_file_groups_are_read(tmp_path: Path) -> None:
+def test_only_matching_file_groups_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The source keys become read filters: on a bucket table with the partition in ON, only
-    the source keys' buckets of their partitions are read, not the 180 rows."""
+    the file group of each source key's bucket in its own partition is read, looking up that
+    key alone, and only the columns the statement uses (``fare`` comes from the source)."""
+    import hudi_ds.table.table as table_module
+
+    reads: list[tuple[str, list[str] | None, list[str]]] = []
+    real = table_module.read_file_slice
+
+    def spy(storage: Any, fslice: Any, *args: Any, **kwargs: Any) -> pa.Table:
+        keys = kwargs.get("keys")
+        columns = args[3] if len(args) > 3 else kwargs.get("columns")
+        reads.append((fslice.partition_path, columns, [] if keys is None else keys.to_pylist()))
+        return real(storage, fslice, *args, **kwargs)
+
     root = tmp_path / "t"
     t = make_table(root, options("MERGE_ON_READ", "BUCKET", 6))
-    src = pa.table({"id": ["k003"], "city": ["sf"], "fare": [9.0]})
+    monkeypatch.setattr(table_module, "read_file_slice", spy)
+    # k003 is stored in sf; k300 is new, looked up in nyc's file group of its bucket only
+    src = pa.table({"id": ["k003", "k300"], "city": ["sf", "nyc"], "fare": [9.0, 8.0]})
     metrics = (
         t.merge(src, on="t.id = s.id AND t.city = s.city")
         .when_matched_update(set={"fare": "s.fare"})
         .execute()
     )
-    assert 1 <= metrics.num_target_rows_read < 60
+    monkeypatch.undo()
+    assert sorted((p, k) for p, _, k in reads) == [("nyc", ["k300"]), ("sf", ["k003"])]
+    assert {tuple(c or ()) for _, c, _ in reads} == {("id", "city", "ts", "note")}
+    assert metrics.num_target_rows_read == 1 and metrics.num_target_rows_updated == 1
     model = {r["id"]: r for r in base_rows()}
     model["k003"] = {**model["k003"], "fare": 9.0}
     check(root, model)
