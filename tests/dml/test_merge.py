@@ -446,13 +446,14 @@ def test_bad_on_refused(tmp_path: Path, on: str, match: str) -> None:
         t.merge(src, on=on).when_matched_delete().execute()
 
 
-@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE"])
+@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE", "GLOBAL_SIMPLE"])
 def test_partial_update_on_mor_writes_partial_blocks(tmp_path: Path, index: str) -> None:
     """A version-9 MOR table: updates that assign ``fare`` only are written as Hudi 1.x
     IS_PARTIAL log blocks (the key, partition and ordering columns and ``fare``) where they
     go to log files, as
     ``MergeIntoHoodieTableCommand.isPartialUpdateActionForMOR`` writes them; the rows read
-    back whole, with the other columns' stored values."""
+    back whole, with the other columns' stored values. A global index takes no partial
+    blocks: the merge then reads and writes whole rows."""
     from hudi_ds.log.block import HeaderKey
     from hudi_ds.log.reader import scan_log_bytes
 
@@ -487,6 +488,8 @@ def test_partial_update_on_mor_writes_partial_blocks(tmp_path: Path, index: str)
     partial = [b for b in blocks if b.header.get(HeaderKey.IS_PARTIAL) == "true"]
     if index == "BUCKET":  # (SIMPLE: the small base files take the rows, merged whole)
         assert partial, [b.header for b in blocks]
+    if index.startswith("GLOBAL"):
+        assert not partial, [b.header for b in partial]
     assert all('"note"' not in b.header[HeaderKey.SCHEMA] for b in partial)
     expected = [tuple(r[c] for c in COLUMNS) for r in model.values()]
     assert_rows(hudi_ds.read(str(root)), expected, COLUMNS)
