@@ -312,8 +312,9 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
             )
         elif v < goal:
             bound = (
-                "the join reads the matched target rows first: every log block of the buckets "
-                "the source's keys reach is decoded (the whole table here, for 6% of its rows)"
+                "the join reads the matched target rows first: every log block of the file "
+                "groups the source's keys reach is decoded (the whole table here, for 6% of its "
+                "rows; the columns a version-6 table's whole-row updates keep from the target)"
             )
         out.append((what[name], target_, shown, "yes" if v >= goal else "no", bound))
     return out

@@ -57,63 +57,80 @@ def check_keys_present(rows: pa.Table, columns: list[str], what: str) -> None:
             )
 
 
+class DmlWrite:
+    """The write of a DML statement's rows as one instant, opened before the rows are built.
+
+    Opened first so the statement knows which columns its rows must carry: ``partial``, the
+    columns of a MERGE's partial update (the others keep their stored values), is kept in
+    :attr:`columns` where Hudi 1.x would write it as such -- IS_PARTIAL log blocks
+    (:func:`~hudi_ds.write.options.check_partial_blocks`) --; elsewhere :attr:`columns` is
+    None and the rows carry every data column. Opening reads ``hoodie.properties`` and
+    resolves the options only: nothing is written until :meth:`write`.
+
+    The table's options (merge mode, ordering field, index) apply as to any write;
+    ``post_commit``: the table services to run after the commit (the API layer hands
+    :func:`hudi_ds.services.run_post_commit_services`, as to its other writes).
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        options: Mapping[str, Any],
+        operation: WriteOperation,
+        post_commit: Callable[..., Any] | None = None,
+        partial: list[str] | None = None,
+    ) -> None:
+        opts = {**options, WriteConfig.OPERATION.key: operation.name}
+        if partial is not None:
+            # rows carrying every column are a whole-row write under this option too
+            # (write_schema finds no column missing), so one client serves both outcomes
+            opts[WriteConfig.PARTIAL_UPDATES.key] = "true"
+        self.client = WriteClient(storage, opts, post_commit=post_commit)
+        self.columns = partial if partial is not None and self._takes_partial() else None
+
+    def _takes_partial(self) -> bool:
+        cfg = self.client.table_config
+        if cfg is None:
+            return False
+        try:
+            check_partial_blocks(self.client.resolved, cfg.table_version)
+        except ConfigError:
+            return False
+        return True
+
+    def write(self, rows: pa.Table) -> tuple[str, int]:
+        """Write ``rows`` (the data columns -- :attr:`columns` of them for a partial update
+        --, plus :data:`DML_DELETE_FIELD` for deletes in an upsert); the instant and the
+        file groups written."""
+        client = self.client
+        if self.columns is not None:
+            rows = rows.select([*self.columns, DML_DELETE_FIELD])
+        schema = pa.schema([f for f in rows.schema if f.name != DML_DELETE_FIELD])
+        profiled = client.operation.saves_workload_profile
+        instant = client.start(schema, inflight=not profiled)
+        try:
+            task = client.task_writer(instant)
+            if profiled:
+                client.write_profiled(instant, task, rows.to_batches())
+            else:
+                for batch in rows.to_batches():
+                    task.write(batch)
+            statuses = task.close()
+            client.commit(instant, statuses)
+        except BaseException as e:
+            client.abort_failed(instant, e)
+        groups = {(s.stat.partition_path, s.stat.file_id) for s in statuses}
+        return instant, len(groups)
+
+
 def write_rows(
     storage: Storage,
     options: Mapping[str, Any],
     rows: pa.Table,
     operation: WriteOperation,
     post_commit: Callable[..., Any] | None = None,
-    partial: list[str] | None = None,
 ) -> tuple[str, int]:
     """Write ``rows`` (the table's data columns, plus :data:`DML_DELETE_FIELD` for deletes in
-    an upsert) with ``operation`` as one instant; the instant and the file groups written.
-
-    The table's options (merge mode, ordering field, index) apply as to any write;
-    ``post_commit``: the table services to run after the commit (the API layer hands
-    :func:`hudi_ds.services.run_post_commit_services`, as to its other writes).
-    ``partial``: the columns of a MERGE's partial update (the others keep their stored
-    values); written as such -- IS_PARTIAL log blocks -- where Hudi 1.x would
-    (:func:`~hudi_ds.write.options.check_partial_blocks`), else the full rows are.
-    """
-    opts = {**options, WriteConfig.OPERATION.key: operation.name}
-    client = WriteClient(storage, opts, post_commit=post_commit)
-    if partial is not None:
-        partial_client = _partial_client(client, storage, opts, post_commit)
-        if partial_client is not None:
-            client = partial_client
-            rows = rows.select([*partial, DML_DELETE_FIELD])
-    schema = pa.schema([f for f in rows.schema if f.name != DML_DELETE_FIELD])
-    profiled = client.operation.saves_workload_profile
-    instant = client.start(schema, inflight=not profiled)
-    try:
-        task = client.task_writer(instant)
-        if profiled:
-            client.write_profiled(instant, task, rows.to_batches())
-        else:
-            for batch in rows.to_batches():
-                task.write(batch)
-        statuses = task.close()
-        client.commit(instant, statuses)
-    except BaseException as e:
-        client.abort_failed(instant, e)
-    groups = {(s.stat.partition_path, s.stat.file_id) for s in statuses}
-    return instant, len(groups)
-
-
-def _partial_client(
-    client: WriteClient,
-    storage: Storage,
-    opts: Mapping[str, Any],
-    post_commit: Callable[..., Any] | None,
-) -> WriteClient | None:
-    """A client writing partial updates, or None where the table takes no partial blocks."""
-    cfg = client.table_config
-    if cfg is None:
-        return None
-    try:
-        check_partial_blocks(client.resolved, cfg.table_version)
-    except ConfigError:
-        return None
-    return WriteClient(
-        storage, {**opts, WriteConfig.PARTIAL_UPDATES.key: "true"}, post_commit=post_commit
-    )
+    an upsert) with ``operation`` as one instant (:class:`DmlWrite`); the instant and the
+    file groups written."""
+    return DmlWrite(storage, options, operation, post_commit).write(rows)

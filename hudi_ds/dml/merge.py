@@ -31,7 +31,11 @@ Only the target rows that can match are read: ON's partition fields prune partit
 source's record keys (built as the writer builds them, kept an Arrow array) prune the buckets
 of a BUCKET table, and each file group read keeps only the base rows and log versions of its
 keys before merging them. ``when_not_matched_by_source_delete`` needs every target row, so it
-reads the whole table.
+reads the whole table. Only the target columns the statement uses are read: ON's, those the
+expressions name, and those the written rows keep from the target -- a partial update's rows
+carry the assigned columns with the key, partition and ordering fields, and a deleted row
+only what the write takes from it (its key, partition and ordering value; the other columns
+are null where they may be).
 """
 
 from __future__ import annotations
@@ -54,15 +58,15 @@ from hudi_ds.dml.clauses import (
     new_clause,
     no_clause_error,
 )
-from hudi_ds.dml.commit import DmlMetrics, check_keys_present, write_rows
+from hudi_ds.dml.commit import DmlMetrics, DmlWrite, check_keys_present
 from hudi_ds.dml.expr import Expr, as_mask, compile_expr, evaluate
 from hudi_ds.dml.predicate import need_keys
-from hudi_ds.errors import ConfigError
-from hudi_ds.keygen import record_keys
+from hudi_ds.errors import ConfigError, HudiError
+from hudi_ds.keygen import KeySpec, partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.schema.meta import DML_DELETE_FIELD, without_meta_fields
-from hudi_ds.table.bucket_pruning import keys_by_bucket
+from hudi_ds.table.bucket_pruning import Location, keys_by_location
 from hudi_ds.table.filters import pruning_filters
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table_config import TableType
@@ -159,15 +163,17 @@ class TableMerger:
         if not self.clauses:
             raise no_clause_error()
         plan = _MergePlan(self)
+        opts = {**self.table.options.raw, **self.options}
+        # opened first: a partial update's rows carry (and the join reads) fewer columns
+        write = DmlWrite(self.table.storage, opts, UPSERT, self.post_commit, plan.partial_columns())
+        plan.write_columns(write.columns)
+        plan.key_spec = write.client.resolved.keys
         joined, s_idx, t_idx, target_rows = plan.join()
         rows, counts = plan.apply(joined, s_idx, t_idx)
         instant, files = None, 0
         if rows.num_rows:
             check_keys_present(rows, plan.key_columns, "merge")
-            opts = {**self.table.options.raw, **self.options}
-            instant, files = write_rows(
-                self.table.storage, opts, rows, UPSERT, self.post_commit, plan.partial_columns()
-            )
+            instant, files = write.write(rows)
             self.table.refresh()
         return DmlMetrics(
             num_source_rows=self.source.num_rows,
@@ -225,6 +231,21 @@ class _MergePlan:
             for i, c in enumerate(merger.clauses)
             if c.predicate is not None
         }
+        self.used = self._used_names()
+        # what a deleted row must carry: the write takes its key and partition (and checks
+        # its ordering value); a non-nullable column keeps its stored value, any other is null
+        self.delete_keeps = {*self.key_columns, *cfg.ordering_fields}
+        self.write_columns(None)
+        #: how the write keys and partitions the rows (set by :meth:`TableMerger.execute`)
+        self.key_spec: KeySpec | None = None
+
+    def write_columns(self, partial: list[str] | None) -> None:
+        """The data columns the written rows carry: ``partial`` (a partial update's, see
+        :class:`~hudi_ds.dml.commit.DmlWrite`) or None for every column."""
+        names = self.target_cols if partial is None else partial
+        self.out_schema = pa.schema([self.data_schema.field(c) for c in names]).append(
+            pa.field(DML_DELETE_FIELD, pa.bool_())
+        )
 
     def partial_columns(self) -> list[str] | None:
         """The columns a partial update writes, or None for full rows.
@@ -263,6 +284,27 @@ class _MergePlan:
             }
         return out
 
+    def _takes_from_target(self, i: int, c: Clause, f: pa.Field) -> bool:
+        """Whether clause ``i`` writes column ``f`` as the matched target row holds it."""
+        if (i, f.name) in self.copies or f.name in self.values.get(i, {}):
+            return False
+        if c.action is Action.INSERT:
+            return False
+        return c.action is Action.UPDATE or f.name in self.delete_keeps or not f.nullable
+
+    def read_columns(self) -> list[str]:
+        """The target columns the statement reads: ON's, those its expressions name, those
+        its copies take from the target and those the written rows keep from it (a partial
+        update's rows carry a few columns: only those are read)."""
+        ta = self.m.target_alias
+        need = {t for t, _ in self.pairs}
+        need.update(c for c in self.target_cols if self.scope.column_name(ta, c) in self.used)
+        need.update(name for alias, name in self.copies.values() if alias == ta)
+        written = [f for f in self.out_schema if f.name != DML_DELETE_FIELD]
+        for i, c in enumerate(self.m.clauses):
+            need.update(f.name for f in written if self._takes_from_target(i, c, f))
+        return [c for c in self.target_cols if c in need]
+
     # -- the join ------------------------------------------------------------------------------
     def _read_target(self) -> pa.Table:
         """The target rows the source can match (every row for NOT MATCHED BY SOURCE).
@@ -274,8 +316,9 @@ class _MergePlan:
         rows would merge every row and hash the whole key set again for each file group).
         """
         table = self.m.table
+        columns = self.read_columns()
         if any(c.match is Match.NOT_MATCHED_BY_SOURCE for c in self.m.clauses):
-            return table.read(columns=self.target_cols)
+            return table.read(columns=columns)
         value_parts = set(table.config.value_partition_fields)
         filters = []
         cast = {}
@@ -283,29 +326,71 @@ class _MergePlan:
             cast[t] = _key_cast(self.m.source.column(s), self.data_schema.field(t).type, t)
             if t in value_parts:
                 filters.append((t, "in", pc.unique(cast[t].drop_null()).to_pylist()))
-        keyed = pa.table({f: cast[f] for f in self.key_fields}).drop_null()
         cfg = table.config
-        keys = pc.unique(record_keys(keyed, self.key_fields, cfg.complex_record_key))
-        by_bucket = keys_by_bucket(table, keys)
-        if by_bucket is None and keyed.num_columns == 1 and keyed.num_rows:
+        # ON naming every partition field: a key can match only in its own partition
+        on_parts = bool(cfg.partition_fields) and all(f in cast for f in cfg.partition_fields)
+        fields = [*self.key_fields, *(cfg.partition_fields if on_parts else [])]
+        keyed = pa.table({f: cast[f] for f in dict.fromkeys(fields)}).drop_null()
+        row_keys = record_keys(keyed, self.key_fields, cfg.complex_record_key)
+        paths = self._partition_paths(keyed) if on_parts else None
+        # keys in several rows (a source row matching twice, refused by the join) are looked
+        # up twice: cheaper than a pass to make them unique
+        keys = row_keys if paths is not None else pc.unique(row_keys)
+        where = keys_by_location(table, keys, paths)
+        if where is None and len(self.key_fields) == 1 and keyed.num_rows:
             # the keys' range: data skipping (the metadata table's column stats) prunes by it
-            bounds, name = pc.min_max(keyed.column(0)), keyed.column_names[0]
+            bounds, name = pc.min_max(keyed.column(0)), self.key_fields[0]
             lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
             filters += pruning_filters([(name, ">=", lo), (name, "<=", hi)], table.schema)
         # the filters only prune: the join matches the key and partition columns itself
-        plan = dataclasses.replace(
-            table.plan_read(columns=self.target_cols, filters=filters), filters=[]
-        )
+        plan = dataclasses.replace(table.plan_read(columns=columns, filters=filters), filters=[])
         slices = plan.slices
-        if by_bucket is not None:
-            slices = [s for s in slices if (b := bucket_id_of(s.file_id)) is None or b in by_bucket]
+        if where is not None:
+            # a file group none of whose keys the source holds is not read
+            slices = [s for s in slices if len(self._keys_of(s, keys, where, paths))]
 
         def of_slice(s: FileSlice) -> pa.Array:
-            b = bucket_id_of(s.file_id)
-            return keys if by_bucket is None or b is None else by_bucket[b]
+            return keys if where is None else self._keys_of(s, keys, where, paths)
 
         batches = list(table.read_plan_slices(plan, slices, slice_keys=of_slice))
         return pa.Table.from_batches(batches, schema=plan.output_schema)
+
+    def _partition_paths(self, keyed: pa.Table) -> pa.Array | None:
+        """The partition path of each source row as the write builds it (None where a value
+        makes no path the write would take: the rows are then looked up in every partition,
+        and the write refuses them)."""
+        spec = self.key_spec
+        if spec is None:
+            return None
+        try:
+            return partition_paths(
+                keyed,
+                list(spec.partition_fields),
+                spec.hive_style,
+                spec.url_encode,
+                spec.timestamp,
+                spec.timestamp_fields,
+            )
+        except (HudiError, pa.ArrowException):
+            return None
+
+    @staticmethod
+    def _keys_of(
+        s: FileSlice,
+        keys: pa.Array,
+        where: dict[Location, pa.Array],
+        paths: pa.Array | None,
+    ) -> pa.Array:
+        """The source keys file slice ``s`` may hold (``where``: :func:`keys_by_location`)."""
+        if not where:
+            return keys.slice(0, 0)
+        b = bucket_id_of(s.file_id)
+        bucketed = next(iter(where))[1] is not None
+        if bucketed and b is None:  # not a bucket file group: any key of its partition
+            found = [k for (p, _), k in where.items() if paths is None or p == s.partition_path]
+            return pa.concat_arrays(found) if found else keys.slice(0, 0)
+        at = (s.partition_path if paths is not None else None, b if bucketed else None)
+        return where.get(at, keys.slice(0, 0))
 
     def join(self) -> tuple[pa.Table, pa.Array, pa.Array, int]:
         """The joined rows (``<alias>.<column>`` of both sides, nulls for the side that has
@@ -331,7 +416,7 @@ class _MergePlan:
         # the rows written take their other columns from the target itself (:meth:`_rows`)
         self._sides = {self.m.source_alias: (source, s_idx), self.m.target_alias: (target, t_idx)}
         sa, ta = self.m.source_alias, self.m.target_alias
-        used = self._used_names()
+        used = self.used
         cols = {
             n: source.column(c).take(s_idx)
             for c in self.source_cols
@@ -340,7 +425,7 @@ class _MergePlan:
         cols.update(
             {
                 n: target.column(c).take(t_idx)
-                for c in self.target_cols
+                for c in target.column_names
                 if (n := self.scope.column_name(ta, c)) in used
             }
         )
@@ -425,9 +510,7 @@ class _MergePlan:
             counts[c.action] += len(idx)
             pieces.append(self._rows(i, c, joined, evaluated, idx))
         if not pieces:
-            return self.data_schema.append(
-                pa.field(DML_DELETE_FIELD, pa.bool_())
-            ).empty_table(), counts
+            return self.out_schema.empty_table(), counts
         return pa.concat_tables(pieces), counts
 
     def _rows(
@@ -437,22 +520,22 @@ class _MergePlan:
         rows = {a: (t, ix.take(idx)) for a, (t, ix) in self._sides.items()}
         target, t_rows = rows[self.m.target_alias]
         cols = []
-        for f in self.data_schema:
+        for f in self.out_schema:
+            if f.name == DML_DELETE_FIELD:
+                cols.append(pa.repeat(pa.scalar(c.action is Action.DELETE), len(idx)))
+                continue
             if (i, f.name) in self.copies:
                 alias, name = self.copies[(i, f.name)]
                 col = rows[alias][0].column(name).take(rows[alias][1])
             elif f.name in values:
                 assert evaluated is not None
                 col = evaluated.column(f"v{i}:{f.name}").take(idx)
-            elif c.action is Action.INSERT:
-                col = pa.nulls(len(idx), f.type)
-            else:
+            elif self._takes_from_target(i, c, f):
                 col = target.column(f.name).take(t_rows)
+            else:
+                col = pa.nulls(len(idx), f.type)
             cols.append(_cast(col, f, c.describe()))
-        flag = pa.repeat(pa.scalar(c.action is Action.DELETE), len(idx))
-        return pa.Table.from_arrays(
-            [*cols, flag], schema=self.data_schema.append(pa.field(DML_DELETE_FIELD, pa.bool_()))
-        )
+        return pa.Table.from_arrays(cols, schema=self.out_schema)
 
 
 def _no_columns(rows: int) -> pa.Table:

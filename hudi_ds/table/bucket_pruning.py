@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_ds.errors import ConfigError, HudiError
 from hudi_ds.index import records_another_index
@@ -132,28 +133,56 @@ def prune_buckets(
     return out
 
 
-def keys_by_bucket(table: ReadableTable, keys: pa.Array) -> dict[int, pa.Array] | None:
-    """Record keys (``_hoodie_record_key`` strings) split by the bucket that holds them.
+#: where a record key may be held: (partition path or None for any, bucket or None for any)
+Location = tuple[str | None, int | None]
+
+
+def keys_by_location(
+    table: ReadableTable, keys: pa.Array, partitions: pa.Array | None = None
+) -> dict[Location, pa.Array] | None:
+    """Record keys (``_hoodie_record_key`` strings) split by where they can be held: their
+    partition path (``partitions``, one per key, as the writer builds them) and the bucket
+    that holds them on a bucket-index table.
 
     Vectorised, the keys staying an Arrow array: a MERGE's source keys, so that each file
-    group it reads looks up its own few keys. None when the table's file group ids are not
-    buckets of its keys (another index, no recorded bucket layout).
+    group it reads looks up its own few keys (not every key of its bucket number in every
+    partition). A part not known is None in the location: the partition without
+    ``partitions``, the bucket when the table's file group ids are not buckets of its keys
+    (another index, no recorded bucket layout). None when neither is known.
 
     Raises:
         SchemaError: a null key.
     """
     conf = bucket_config(table, {})
-    if conf is None:
+    if conf is None and partitions is None:
         return None
-    ids = bucket_ids_from_record_keys(keys, conf[1], conf[0], table.config.complex_record_key)
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    bounds = np.flatnonzero(np.diff(sorted_ids)) + 1
+    n = len(keys)
+    codes = np.zeros(n, np.int64)
+    names: list[str | None] = [None]
+    if partitions is not None:
+        if isinstance(partitions, pa.ChunkedArray):
+            partitions = partitions.combine_chunks()
+        enc = pc.dictionary_encode(partitions)
+        names = enc.dictionary.to_pylist()
+        codes = np.asarray(enc.indices.fill_null(0), dtype=np.int64)
+    if conf is not None:
+        ids = bucket_ids_from_record_keys(
+            keys, conf[1], conf[0], table.config.complex_record_key
+        ).astype(np.int64)
+        width = int(ids.max()) + 1 if n else 1
+    else:
+        ids, width = np.zeros(n, np.int64), 1
+    group = codes * width + ids
+    order = np.argsort(group, kind="stable")
+    ordered_groups = group[order]
+    bounds = np.flatnonzero(np.diff(ordered_groups)) + 1
     starts = np.concatenate([[0], bounds]).astype(np.int64)
-    ends = np.concatenate([bounds, [len(ids)]]).astype(np.int64)
+    ends = np.concatenate([bounds, [n]]).astype(np.int64)
     ordered = keys.take(pa.array(order))
-    return {
-        int(sorted_ids[a]): ordered.slice(a, b - a)
-        for a, b in zip(starts, ends, strict=True)
-        if b > a
-    }
+    out: dict[Location, pa.Array] = {}
+    for a, b in zip(starts, ends, strict=True):
+        if b > a:
+            g = int(ordered_groups[a])
+            where = (names[g // width], g % width if conf is not None else None)
+            out[where] = ordered.slice(a, b - a)
+    return out

@@ -298,18 +298,37 @@ def test_lower_ordering_value_loses(tmp_path: Path) -> None:
     check(root, model)
 
 
-def test_only_matching_file_groups_are_read(tmp_path: Path) -> None:
+def test_only_matching_file_groups_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The source keys become read filters: on a bucket table with the partition in ON, only
-    the source keys' buckets of their partitions are read, not the 180 rows."""
+    the file group of each source key's bucket in its own partition is read, looking up that
+    key alone, and only the columns the statement uses (``fare`` comes from the source)."""
+    import hudi_ds.table.table as table_module
+
+    reads: list[tuple[str, list[str] | None, list[str]]] = []
+    real = table_module.read_file_slice
+
+    def spy(storage: Any, fslice: Any, *args: Any, **kwargs: Any) -> pa.Table:
+        keys = kwargs.get("keys")
+        columns = args[3] if len(args) > 3 else kwargs.get("columns")
+        reads.append((fslice.partition_path, columns, [] if keys is None else keys.to_pylist()))
+        return real(storage, fslice, *args, **kwargs)
+
     root = tmp_path / "t"
     t = make_table(root, options("MERGE_ON_READ", "BUCKET", 6))
-    src = pa.table({"id": ["k003"], "city": ["sf"], "fare": [9.0]})
+    monkeypatch.setattr(table_module, "read_file_slice", spy)
+    # k003 is stored in sf; k300 is new, looked up in nyc's file group of its bucket only
+    src = pa.table({"id": ["k003", "k300"], "city": ["sf", "nyc"], "fare": [9.0, 8.0]})
     metrics = (
         t.merge(src, on="t.id = s.id AND t.city = s.city")
         .when_matched_update(set={"fare": "s.fare"})
         .execute()
     )
-    assert 1 <= metrics.num_target_rows_read < 60
+    monkeypatch.undo()
+    assert sorted((p, k) for p, _, k in reads) == [("nyc", ["k300"]), ("sf", ["k003"])]
+    assert {tuple(c or ()) for _, c, _ in reads} == {("id", "city", "ts", "note")}
+    assert metrics.num_target_rows_read == 1 and metrics.num_target_rows_updated == 1
     model = {r["id"]: r for r in base_rows()}
     model["k003"] = {**model["k003"], "fare": 9.0}
     check(root, model)
@@ -427,13 +446,14 @@ def test_bad_on_refused(tmp_path: Path, on: str, match: str) -> None:
         t.merge(src, on=on).when_matched_delete().execute()
 
 
-@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE"])
+@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE", "GLOBAL_SIMPLE"])
 def test_partial_update_on_mor_writes_partial_blocks(tmp_path: Path, index: str) -> None:
     """A version-9 MOR table: updates that assign ``fare`` only are written as Hudi 1.x
     IS_PARTIAL log blocks (the key, partition and ordering columns and ``fare``) where they
     go to log files, as
     ``MergeIntoHoodieTableCommand.isPartialUpdateActionForMOR`` writes them; the rows read
-    back whole, with the other columns' stored values."""
+    back whole, with the other columns' stored values. A global index takes no partial
+    blocks: the merge then reads and writes whole rows."""
     from hudi_ds.log.block import HeaderKey
     from hudi_ds.log.reader import scan_log_bytes
 
@@ -468,6 +488,8 @@ def test_partial_update_on_mor_writes_partial_blocks(tmp_path: Path, index: str)
     partial = [b for b in blocks if b.header.get(HeaderKey.IS_PARTIAL) == "true"]
     if index == "BUCKET":  # (SIMPLE: the small base files take the rows, merged whole)
         assert partial, [b.header for b in blocks]
+    if index.startswith("GLOBAL"):
+        assert not partial, [b.header for b in partial]
     assert all('"note"' not in b.header[HeaderKey.SCHEMA] for b in partial)
     expected = [tuple(r[c] for c in COLUMNS) for r in model.values()]
     assert_rows(hudi_ds.read(str(root)), expected, COLUMNS)
