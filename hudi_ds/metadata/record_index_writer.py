@@ -574,7 +574,8 @@ class RecordIndexWriter:
                 continue
             if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
                 try:
-                    table = decode_data_block(b)
+                    # only the key column when the rows carry it (the rest is not read)
+                    table = decode_data_block(b, _KEY_COLUMN if spec.meta_fields else None)
                 except CorruptBlockError as e:
                     raise CorruptFileError(f"{path}: {e}") from e
                 put.append(_present(keys_of_table(table, spec, path)))
@@ -763,6 +764,7 @@ class RecordIndexWriter:
 
 _NO_KEYS = pa.array([], pa.string())
 _SEP = "\x00"
+_KEY_COLUMN = pa.schema([(RECORD_KEY_METADATA_FIELD, pa.string())])
 
 
 def _present(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
