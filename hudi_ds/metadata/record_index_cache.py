@@ -41,7 +41,15 @@ import pyarrow.compute as pc
 
 from hudi_ds.errors import CorruptFileError, UnsupportedError
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.layout.hfile import _DATA, _cells, _Damaged, _open, _Opened, _row_of_index_key
+from hudi_ds.layout.hfile import (
+    _DATA,
+    _T_ENTRY_COUNT,
+    _cells,
+    _Damaged,
+    _open,
+    _Opened,
+    _row_of_index_key,
+)
 from hudi_ds.layout.hfile_cells import DecodedCells, decode_cells
 from hudi_ds.layout.hfile_lookup import lookup_hfile
 from hudi_ds.log.block import BlockType, LogBlock
@@ -55,6 +63,10 @@ DEFAULT_BUDGET = 1 << 30
 """Bytes the process's cache holds until a write sets
 ``hoodie.metadata.record.index.cache.max.bytes`` (its default): a 16M-key index of 11-byte
 keys decodes to about 400 MB."""
+
+#: A first lookup decodes an HFile of at most this many cells per key looked up: decoding
+#: costs about 0.5 us a cell, searching a block for a key about ten times that.
+_DECODE_PER_KEY = 8
 
 Stamp = tuple[int, int]
 """``(size, modification time in ms)`` of a listed file."""
@@ -201,14 +213,16 @@ class _HFileEntry:
             if not self.searchable:
                 return self._find_by_blocks(q)
             if self.merged is None and not self._looked:
-                # the first lookup searches the blocks its keys fall in (a process may write
-                # once: decoding the file would cost it more), and its answers serve the same
-                # keys asked again (a write's index upkeep asks its tagger's keys); a lookup
-                # of other keys decodes the blocks, kept for the lookups after it
                 self._looked = True
-                out = self._find_by_blocks(q)
-                self._first = (q.strings, out)
-                return out
+                if not self._decode_first(q):
+                    # the first lookup searches the blocks its keys fall in (a process may
+                    # write once: decoding a large file would cost it more), and its answers
+                    # serve the same keys asked again (a write's index upkeep asks its
+                    # tagger's keys); a lookup of other keys decodes the blocks, kept for the
+                    # lookups after it
+                    out = self._find_by_blocks(q)
+                    self._first = (q.strings, out)
+                    return out
             if self._first is not None:
                 keys, answers = self._first
                 at = pc.index_in(q.strings, value_set=keys)
@@ -224,6 +238,14 @@ class _HFileEntry:
                     self._decoded = 0
                     return self._find_by_blocks(q)
             return self.merged.codes_of(q.keys, q.lengths)
+
+    def _decode_first(self, q: Query) -> bool:
+        """Whether a first lookup decodes the file rather than search its blocks key by key:
+        a file of few cells for its keys (the small HFile a batch's index upkeep adds to a log)
+        decodes for less than the keys' searches cost."""
+        assert self.opened is not None
+        entries = self.opened.fields.get(_T_ENTRY_COUNT)
+        return isinstance(entries, int) and entries <= _DECODE_PER_KEY * len(q)
 
     def _find_by_blocks(self, q: Query) -> np.ndarray:
         assert self.data is not None
