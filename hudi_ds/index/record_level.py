@@ -35,9 +35,9 @@ from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.metadata.reader import completed_or_archived, lagging_instants, valid_instants
 from hudi_ds.metadata.record_index import (
     RECORD_INDEX_PARTITION,
+    Located,
     RecordLocation,
-    distinct_locations,
-    read_locations,
+    locate,
     read_partitioned_locations,
     record_index_partitioned,
 )
@@ -53,6 +53,7 @@ from hudi_ds.timeline.timeline import Timeline
 __all__ = [
     "partitioned_record_index_locations",
     "partitioned_record_index_lookup",
+    "record_index_located",
     "record_index_locations",
     "record_index_lookup",
 ]
@@ -87,11 +88,18 @@ def record_index_locations(
 ) -> dict[str, RecordLocation] | None:
     """Where the record index of the table at ``storage`` places ``keys`` (absent: not in the
     table); None when the table has no record index in step with its timeline."""
+    found = record_index_located(storage, pa.array(list(keys), pa.string()))
+    return None if found is None else found.as_dict()
+
+
+def record_index_located(storage: Storage, keys: pa.Array) -> Located | None:
+    """:func:`record_index_locations` as arrays (:class:`~hudi_ds.metadata.record_index.
+    Located`): what a lookup of many keys uses."""
     found = _in_step(storage)
     if found is None:
         return None
     mdt, mdt_tl, keep = found
-    return read_locations(mdt, mdt_tl, keep, keys)
+    return locate(mdt, mdt_tl, keep, keys)
 
 
 def partitioned_record_index_locations(
@@ -121,9 +129,8 @@ def record_index_lookup(
     docstring). ``files_read`` counts no data file when the index answered."""
     del partitions
     keys, _ = check_input(keys, None)
-    distinct = pc.unique(keys)
-    found = record_index_locations(storage, [k for k in distinct.to_pylist() if k is not None])
-    got = None if found is None else _answer(slices, keys, list(found), list(found.values()))
+    found = record_index_located(storage, pc.unique(keys))
+    got = None if found is None else _answer(slices, keys, found)
     if got is not None:
         return got
     return _fall_back(storage, slices, keys, None, spec, found is not None, "")
@@ -151,8 +158,8 @@ def partitioned_record_index_lookup(
     if found is not None:
         # one row per distinct (partition, key): the join key is their pair
         joined = pc.binary_join_element_wise(parts, keys, _SEP)
-        names = [f"{p}{_SEP}{k}" for p, k in found]
-        got = _answer(slices, joined, names, list(found.values()))
+        names = pa.array([f"{p}{_SEP}{k}" for p, k in found], pa.string())
+        got = _answer(slices, joined, Located.of(names, list(found.values())))
     if got is not None:
         return got
     return _fall_back(storage, slices, keys, parts, spec, found is not None, "partitioned ")
@@ -161,18 +168,15 @@ def partitioned_record_index_lookup(
 _SEP = "\x00"
 
 
-def _answer(
-    slices: Sequence[FileSlice], keys: pa.Array, names: list[str], locs: list[RecordLocation]
-) -> KeyLocations | None:
-    """The locations of ``keys`` when the index placed every one of ``names`` (at ``locs``)
-    in a live file group of ``slices``; None when it placed one elsewhere."""
+def _answer(slices: Sequence[FileSlice], keys: pa.Array, found: Located) -> KeyLocations | None:
+    """The locations of ``keys`` when the index placed every key it found in a live file
+    group of ``slices``; None when it placed one elsewhere."""
     slot = {(s.partition_path, s.file_id): i for i, s in enumerate(slices)}
-    inverse, distinct = distinct_locations(locs)
-    table = np.array([slot.get((c.partition, c.file_id), -2) for c in distinct], np.int64)
-    at = table[inverse] if len(inverse) else np.zeros(0, np.int64)
+    table = np.array([slot.get((c.partition, c.file_id), -2) for c in found.locations], np.int64)
+    at = table[found.codes] if len(found.codes) else np.zeros(0, np.int64)
     if (at == -2).any():
         return None
-    return _locations(slices, keys, names, at)
+    return _locations(slices, keys, found.keys, at)
 
 
 def _fall_back(
@@ -200,11 +204,11 @@ def _fall_back(
 
 
 def _locations(
-    slices: Sequence[FileSlice], keys: pa.Array, names: list[str], at: np.ndarray
+    slices: Sequence[FileSlice], keys: pa.Array, names: pa.Array, at: np.ndarray
 ) -> KeyLocations:
     """The locations of ``keys``: the slice ``at[i]`` for the key ``names[i]`` the index
     found, none (-1) for the others."""
-    idx = pc.index_in(keys, value_set=pa.array(names, pa.string()))
+    idx = pc.index_in(keys, value_set=names)
     pos = idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     group = np.where(pos >= 0, np.append(at, -1)[pos], -1).astype(np.int64)
     return KeyLocations(

@@ -90,6 +90,7 @@ __all__ = [
     "RECORD_INDEX_PARTITION",
     "RECORD_INDEX_TYPE",
     "GroupUpdates",
+    "Located",
     "RecordIndexUpdates",
     "RecordLocation",
     "bootstrap_locations",
@@ -103,6 +104,8 @@ __all__ = [
     "file_group_indexes",
     "instant_millis",
     "layout_matches",
+    "locate",
+    "locate_in_slice",
     "partitioned_file_group_id",
     "read_locations",
     "read_partitioned_locations",
@@ -217,6 +220,49 @@ class RecordLocation:
     partition: str
     file_id: str
     instant_ms: int
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the record index places some keys, as arrays (a lookup of many keys builds no
+    object per key): ``keys[i]`` is at ``locations[codes[i]]``.
+
+    Attributes:
+        keys: the keys found (string array, distinct).
+        codes: per key, the index of its location in ``locations`` (int64).
+        locations: the locations (one object per location read: a file group and instant's
+            keys share it).
+    """
+
+    keys: pa.Array
+    codes: np.ndarray
+    locations: list[RecordLocation]
+
+    @classmethod
+    def of(cls, keys: pa.Array, locs: Sequence[RecordLocation] | np.ndarray) -> Located:
+        """``keys`` at the locations ``locs`` (an object array aligned with them)."""
+        codes, distinct = distinct_locations(locs)
+        return cls(keys, codes, distinct)
+
+    @classmethod
+    def concat(cls, parts: Sequence[Located]) -> Located:
+        """The keys of several lookups of distinct keys (the file groups of one lookup)."""
+        if not parts:
+            return cls(pa.array([], pa.string()), np.zeros(0, np.int64), [])
+        shift = np.cumsum([0, *(len(p.locations) for p in parts[:-1])])
+        return cls(
+            pa.concat_arrays([p.keys for p in parts]),
+            np.concatenate([p.codes + k for p, k in zip(parts, shift.tolist(), strict=True)]),
+            [loc for p in parts for loc in p.locations],
+        )
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def as_dict(self) -> dict[str, RecordLocation]:
+        """Key -> location (for callers that look few keys up)."""
+        locs = self.locations
+        return {k: locs[c] for k, c in zip(self.keys.to_pylist(), self.codes.tolist(), strict=True)}
 
 
 @functools.lru_cache(maxsize=16)
@@ -387,14 +433,7 @@ def read_slice(
     from hudi_ds.metadata.reader import counted_blocks, slice_log_blocks
 
     if keys is not None:
-        q = Query(keys if isinstance(keys, pa.Array) else list(keys))
-        if not len(q):
-            return {}
-        got = record_index_cache.cache().lookup_slice(
-            storage, fslice, keep, q, stamps or {}, decode_value
-        )
-        hit = np.fromiter((v is not None for v in got), bool, len(got))
-        return dict(zip(q.strings.filter(hit).to_pylist(), got[hit].tolist(), strict=True))
+        return locate_in_slice(storage, fslice, keep, keys, stamps).as_dict()
     out: dict[str, RecordLocation | None] = {}
     if fslice.base_file is not None:
         path = fslice.base_file.path
@@ -407,6 +446,27 @@ def read_slice(
                 if key is not None:
                     out[key] = None
     return {k: v for k, v in out.items() if v is not None}
+
+
+def locate_in_slice(
+    storage: Storage,
+    fslice: FileSlice,
+    keep: Callable[[str], bool],
+    keys: pa.Array | Iterable[str],
+    stamps: Mapping[str, Stamp] | None = None,
+) -> Located:
+    """The merged records of ``keys`` in one ``record_index`` file slice, looked up through
+    the process's decoded files (:mod:`hudi_ds.metadata.record_index_cache`); arguments as
+    :func:`read_slice`."""
+    q = Query(keys if isinstance(keys, pa.Array) else list(keys))
+    if not len(q):
+        return Located.concat([])
+    got = record_index_cache.cache().lookup_slice(
+        storage, fslice, keep, q, stamps or {}, decode_value
+    )
+    # truth of an object array: None is false, a location true (no Python call per key)
+    hit = got.astype(bool)
+    return Located.of(q.strings.filter(pa.array(hit)), got[hit])
 
 
 def _listed_slices(
@@ -427,40 +487,53 @@ def read_locations(
     keys: Sequence[str] | None = None,
 ) -> dict[str, RecordLocation]:
     """The record index of the MDT at ``storage`` (``keys``: only those, reading only the file
-    groups they map to), as of its completed instants whose blocks ``keep`` accepts.
+    groups they map to: :func:`locate`), as of its completed instants whose blocks ``keep``
+    accepts.
+
+    Raises:
+        CorruptFileError: a file of the partition does not decode.
+    """
+    if keys is not None:
+        return locate(storage, timeline, keep, pa.array(list(keys), pa.string())).as_dict()
+    slices, _ = _listed_slices(storage, timeline)
+    out: dict[str, RecordLocation] = {}
+    for s in slices:
+        out.update(read_slice(storage, s, keep))
+    return out
+
+
+def locate(
+    storage: Storage, timeline: Timeline, keep: Callable[[str], bool], keys: pa.Array
+) -> Located:
+    """Where the global record index of the MDT at ``storage`` places ``keys`` (those it
+    holds), reading only the file groups they map to (Java ``HoodieBackedTableMetadata.
+    readRecordIndexLocations``: keys hashed to file groups, each group's slice looked up).
 
     Raises:
         CorruptFileError: a file of the partition does not decode.
     """
     slices, stamps = _listed_slices(storage, timeline)
-    out: dict[str, RecordLocation] = {}
-    if keys is None:
-        for s in slices:
-            out.update(read_slice(storage, s, keep))
-        return out
     slices = [s for s in slices if data_partition_of(s.file_id) is None]
     count = len({s.file_id for s in slices})
-    if not count or not keys:
-        return out
+    if not count or not len(keys):
+        return Located.concat([])
     by_id = {s.file_id: s for s in slices}
-    for part in _read_groups(
-        storage, keep, list(keys), count, lambda i: by_id.get(file_group_id(i)), stamps
-    ):
-        out.update(part)
-    return out
+    return Located.concat(
+        _read_groups(storage, keep, keys, count, lambda i: by_id.get(file_group_id(i)), stamps)
+    )
 
 
 def _read_groups(
     storage: Storage,
     keep: Callable[[str], bool],
-    keys: list[str],
+    keys: pa.Array,
     count: int,
     slice_of: Callable[[int], FileSlice | None],
     stamps: Mapping[str, Stamp],
-) -> list[dict[str, RecordLocation]]:
+) -> list[Located]:
     """The records of ``keys`` in the ``count`` file groups they hash to (``slice_of``: the
     slice of a file group index), one result per file group read."""
-    arr = pa.array(keys, pa.string())
+    arr = keys.cast(pa.string()).drop_null()
     idx = file_group_indexes(arr, count)
     order = np.argsort(idx, kind="stable")
     groups, starts = np.unique(idx[order], return_index=True)
@@ -475,7 +548,7 @@ def _read_groups(
     # file groups are read in threads: reading files, inflating blocks and numpy's searches
     # release the GIL
     with ThreadPoolExecutor(max_workers=min(len(work), os.cpu_count() or 1) or 1) as pool:
-        return list(pool.map(lambda w: read_slice(storage, w[0], keep, w[1], stamps), work))
+        return list(pool.map(lambda w: locate_in_slice(storage, w[0], keep, w[1], stamps), work))
 
 
 def read_partitioned_locations(
@@ -507,14 +580,15 @@ def read_partitioned_locations(
         group = sorted(by_partition.get(p, []), key=lambda s: s.file_id)
         if not group or not wanted:
             continue
-        for part in _read_groups(
-            storage, keep, list(wanted), len(group), group.__getitem__, stamps
-        ):
-            out.update(((p, k), v) for k, v in part.items())
+        arr = pa.array(list(wanted), pa.string())
+        for part in _read_groups(storage, keep, arr, len(group), group.__getitem__, stamps):
+            out.update(((p, k), v) for k, v in part.as_dict().items())
     return out
 
 
-def distinct_locations(locs: Sequence[RecordLocation]) -> tuple[np.ndarray, list[RecordLocation]]:
+def distinct_locations(
+    locs: Sequence[RecordLocation] | np.ndarray,
+) -> tuple[np.ndarray, list[RecordLocation]]:
     """``(code of each of locs, the distinct locations)``, told apart by object: a lookup's
     keys of one file group and instant share one location object (decoded once per value),
     so this costs a pass over ids, not a hash of every location."""

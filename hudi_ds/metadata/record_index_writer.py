@@ -29,9 +29,8 @@ import functools
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -76,6 +75,7 @@ from hudi_ds.metadata.record_index import (
     FILE_ID_PREFIX,
     RECORD_INDEX_PARTITION,
     GroupUpdates,
+    Located,
     PartitionedUpdates,
     RecordIndexUpdates,
     RecordLocation,
@@ -83,14 +83,13 @@ from hudi_ds.metadata.record_index import (
     base_file_of,
     bootstrap_locations,
     bootstrap_partitioned,
-    distinct_locations,
     file_group_count,
     file_group_id,
     instant_millis,
     layout_matches,
+    locate,
     partition_file_group_counts,
     partitioned_file_group_id,
-    read_locations,
     read_partitioned_locations,
     read_slice,
 )
@@ -498,7 +497,7 @@ class RecordIndexWriter:
             return out
         tz = self.state.config.timeline_timezone or "LOCAL"
         loc_ms = instant_millis(instant, tz)
-        logged: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        logged: dict[tuple[str, str], tuple[list[pa.Array], list[pa.Array]]] = {}
         for partition, stats in meta.partition_to_write_stats.items():
             for stat in stats:
                 if not stat.path or not stat.file_id:
@@ -557,10 +556,14 @@ class RecordIndexWriter:
         out.delete(old.filter(pc.invert(pc.is_in(old, value_set=keys))).to_pylist(), partition)
 
     def _log_keys(
-        self, path: str, instants: Callable[[str], bool], put: list[str], gone: list[str]
+        self,
+        path: str,
+        instants: Callable[[str], bool],
+        put: list[pa.Array],
+        gone: list[pa.Array],
     ) -> None:
         """Keys of the data blocks (``put``) and delete blocks (``gone``) in log file ``path``
-        written by the instants ``instants`` accepts."""
+        written by the instants ``instants`` accepts (nulls and empty keys dropped)."""
         spec = self._spec()
         try:
             data = self.state.storage.read_bytes(path)
@@ -571,59 +574,68 @@ class RecordIndexWriter:
                 continue
             if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
                 try:
-                    table = decode_data_block(b)
+                    # only the key column when the rows carry it (the rest is not read)
+                    table = decode_data_block(b, _KEY_COLUMN if spec.meta_fields else None)
                 except CorruptBlockError as e:
                     raise CorruptFileError(f"{path}: {e}") from e
-                put.extend(k for k in keys_of_table(table, spec, path).to_pylist() if k)
+                put.append(_present(keys_of_table(table, spec, path)))
             elif b.block_type == BlockType.DELETE:
-                col = decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD)
-                gone.extend(k for k in col.to_pylist() if k)
+                gone.append(_present(decode_delete_block(b).column(RECORD_KEY_METADATA_FIELD)))
 
     def _log_changes(
         self,
         out: _Updates,
-        logged: dict[tuple[str, str], tuple[list[str], list[str]]],
+        logged: dict[tuple[str, str], tuple[list[pa.Array], list[pa.Array]]],
         loc_ms: int,
         mdt: Timeline,
     ) -> None:
         """Log writes: a key written to a file group the index does not place it in is put
         there (an insert, or a key revived after a delete); a deleted key the index places
         in that file group is gone (Java ``getRevivedAndDeletedKeysFromMergedLogs``)."""
-        found: Mapping[Any, RecordLocation]
-        if self.partitioned:
-            wanted: dict[str, set[str]] = {}
-            for (partition, _), (put, gone) in logged.items():
-                wanted.setdefault(partition, set()).update(put, gone)
-            found = self.lookup_pairs({p: sorted(ks) for p, ks in wanted.items()}, mdt)
-            names = [f"{p}{_SEP}{k}" for p, k in found]
-        else:
-            found = self.lookup(sorted({k for pt, gn in logged.values() for k in (*pt, *gn)}), mdt)
-            names = list(found)
-        # where the index places each key, as a code per (partition, file id): the keys of a
-        # file group and instant share one location object
-        inverse, distinct = distinct_locations(list(found.values()))
-        codes: dict[tuple[str, str], int] = {}
-        table = np.array(
-            [codes.setdefault((c.partition, c.file_id), len(codes)) for c in distinct], np.int64
-        )
-        placed = table[inverse] if len(inverse) else np.zeros(0, np.int64)
-        index = pa.array(names, pa.string())
         groups = list(logged)
-        want = np.array([codes.get(g, -1) for g in groups], np.int64)
-        parts = [p for p, _ in groups]
-        puts = [pc.unique(pa.array(logged[g][0], pa.string())) for g in groups]
+        puts = [pc.unique(_joined(logged[g][0])) for g in groups]
         deads = []
         for g, put in zip(groups, puts, strict=True):
-            dead = pa.array(logged[g][1], pa.string())
+            dead = pc.unique(_joined(logged[g][1]))
             if len(dead):
                 dead = dead.filter(pc.invert(pc.is_in(dead, value_set=put)))
             deads.append(dead)
-        here = _placed_at(puts, parts, want, index, placed, self.partitioned)
-        there = _placed_at(deads, parts, want, index, placed, self.partitioned)
+        found = self._placed(groups, puts, deads, mdt)
+        # where the index places each key, as a code per (partition, file id): the keys of a
+        # file group and instant share one location object
+        codes: dict[tuple[str, str], int] = {}
+        table = np.array(
+            [codes.setdefault((c.partition, c.file_id), len(codes)) for c in found.locations],
+            np.int64,
+        )
+        placed = table[found.codes] if len(found.codes) else np.zeros(0, np.int64)
+        want = np.array([codes.get(g, -1) for g in groups], np.int64)
+        parts = [p for p, _ in groups]
+        here = _placed_at(puts, parts, want, found.keys, placed, self.partitioned)
+        there = _placed_at(deads, parts, want, found.keys, placed, self.partitioned)
         for n, (partition, fid) in enumerate(groups):
             moved = puts[n].filter(pc.invert(pa.array(here[n]))).to_pylist()
             out.put(moved, RecordLocation(partition, fid, loc_ms))
             out.delete(deads[n].filter(pa.array(there[n])).to_pylist(), partition)
+
+    def _placed(
+        self,
+        groups: list[tuple[str, str]],
+        puts: list[pa.Array],
+        deads: list[pa.Array],
+        mdt: Timeline,
+    ) -> Located:
+        """Where the index places the keys of ``puts`` and ``deads`` now: by key (global), or
+        by ``partition NUL key`` (partitioned)."""
+        if not self.partitioned:
+            keys = pc.unique(_joined([*puts, *deads]))
+            return locate(self.storage, mdt, self._keep(mdt), keys)
+        wanted: dict[str, set[str]] = {}
+        for (partition, _), put, dead in zip(groups, puts, deads, strict=True):
+            wanted.setdefault(partition, set()).update(put.to_pylist(), dead.to_pylist())
+        found = self.lookup_pairs({p: sorted(ks) for p, ks in wanted.items()}, mdt)
+        names = pa.array([f"{p}{_SEP}{k}" for p, k in found], pa.string())
+        return Located.of(names, list(found.values()))
 
     def _group_keys(self, partition: str, file_id: str) -> set[str]:
         """Keys of the latest committed base file of a replaced file group and of the data
@@ -642,18 +654,14 @@ class RecordIndexWriter:
         if bases:
             keys |= self._keys(max(bases, key=lambda b: b.instant_time))
         for path in logs:
-            put: list[str] = []
+            put: list[pa.Array] = []
             self._log_keys(path, vis.is_completed, put, [])
-            keys.update(put)
+            keys.update(_joined(put).to_pylist())
         return keys
 
     def _keep(self, mdt: Timeline) -> Callable[[str], bool]:
         valid = valid_instants(self.state.timeline, mdt, self.state.config.table_version)
         return lambda t: completed_or_archived(mdt, t) and t in valid
-
-    def lookup(self, keys: list[str], mdt: Timeline) -> dict[str, RecordLocation]:
-        """Where the global index places ``keys`` now (reading only their file groups)."""
-        return read_locations(self.storage, mdt, self._keep(mdt), keys)
 
     def lookup_pairs(
         self, keys: dict[str, list[str]], mdt: Timeline
@@ -756,6 +764,20 @@ class RecordIndexWriter:
 
 _NO_KEYS = pa.array([], pa.string())
 _SEP = "\x00"
+_KEY_COLUMN = pa.schema([(RECORD_KEY_METADATA_FIELD, pa.string())])
+
+
+def _present(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``keys`` without nulls and empty keys, as one string array."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    keys = keys.cast(pa.string())
+    return keys.filter(pc.fill_null(pc.not_equal(keys, ""), False))
+
+
+def _joined(arrays: list[pa.Array]) -> pa.Array:
+    """One string array of ``arrays``' keys."""
+    return pa.concat_arrays(arrays) if arrays else _NO_KEYS
 
 
 def _placed_at(

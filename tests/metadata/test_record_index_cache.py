@@ -56,6 +56,20 @@ def test_lookups_equal_the_whole_file(nul_row: bool) -> None:
     assert _codes(entry, q) == want  # the merged array (or the blocks again)
 
 
+def test_a_first_lookup_decodes_a_file_of_few_cells_for_its_keys() -> None:
+    """A first lookup of many keys in a small file decodes it (one search from then on); of
+    few keys in a large file it searches the blocks they fall in and decodes nothing."""
+    data = _hfile(_ROWS)
+    whole = read_hfile(data)
+    want = dict(zip(whole.keys, whole.values, strict=True))
+    keys = [k.decode("utf-8") for k in _ROWS if not k.endswith(b"\x00")]
+    many, few = Query(keys[::3]), Query(keys[:: len(keys) // 4])
+    for q, decoded in ((many, True), (few, False)):
+        entry = _HFileEntry(data, "t.hfile", "", keep=True)
+        assert _codes(entry, q) == {k: want[k] for k in q.raw}
+        assert (entry.merged is not None) == decoded and (entry._first is None) == decoded
+
+
 def test_a_damaged_block_is_an_error() -> None:
     data = bytearray(_hfile(_ROWS, block_size=4096))
     entry = _HFileEntry(bytes(data), "t.hfile", "", keep=True)
