@@ -112,8 +112,8 @@ class SparkConfig:
         None,
         parse_str,
         "Internal, set by hudi_ds.spark.read_table only (not for users): the file groups this "
-        "read returns and the instants its plan saw, as JSON {\"instants\": [...], "
-        "\"groups\": [[partition path, file id], ...]}; the other file groups are read by "
+        'read returns and the instants its plan saw, as JSON {"instants": [...], '
+        '"groups": [[partition path, file id], ...]}; the other file groups are read by '
         "Spark's Parquet reader.",
     )
     STREAMING_STATE_INDEX = ConfigProperty(

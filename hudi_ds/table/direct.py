@@ -49,7 +49,7 @@ class DirectSplit:
     """A planned read split between an engine's Parquet reader and hudi_ds.
 
     Attributes:
-        files: the base files the engine reads, as URIs of the table's storage (:meth:`Storage.uri`).
+        files: the base files the engine reads, as URIs (:meth:`Storage.uri`).
         merged: the slices hudi_ds reads (:meth:`ReadableTable.read_plan_slices`).
         deleted_flag: the boolean column whose true value drops a row (``_hoodie_is_deleted``
             when the table has it; null keeps the row), or None.
