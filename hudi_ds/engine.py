@@ -76,6 +76,7 @@ from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
 from hudi_ds.schema.meta import (
+    COMMIT_TIME_METADATA_FIELD,
     DML_DELETE_FIELD,
     IS_DELETED_FIELD,
     META_FIELDS,
@@ -110,6 +111,7 @@ from hudi_ds.write.write_status import WriteStatus
 __all__ = [
     "CHUNK_BYTES",
     "CHUNK_ROWS",
+    "COMMIT_TIME_METADATA_FIELD",
     "DML_DELETE_FIELD",
     "DirectSplit",
     "PARTITION_PATH_METADATA_FIELD",

@@ -46,9 +46,12 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from hudi_ds.config import Options, ReadConfig
 from hudi_ds.engine import (
+    COMMIT_TIME_METADATA_FIELD,
+    DirectSplit,
     FileSlice,
     ReadableTable,
     ReadPlan,
@@ -68,10 +71,8 @@ log = logging.getLogger("hudi_ds.spark.direct")
 HudiFilter = tuple[str, str, Any]
 
 #: characters Spark's file source reads as a glob pattern (``SparkHadoopUtil.isGlobPath``) or
-#: that Hadoop's ``Path`` refuses in a file name: such base files go through the Python tasks
+#: that Hadoop's ``Path`` refuses in a file name: such base files are read through hudi_py
 _UNSAFE_PATH_CHARS = frozenset("{}[]*?\\:")
-
-COMMIT_TIME_FIELD = "_hoodie_commit_time"
 
 
 def read_table(
@@ -189,8 +190,8 @@ def _parquet_part(
     spark: SparkSession,
     table: ReadableTable,
     files: Sequence[str],
-    split: Any,
-    schema: Any,
+    split: DirectSplit,
+    schema: StructType,
 ) -> DataFrame:
     """The base files read by Spark's Parquet reader, as the merged slices would return them:
     the table schema (files lacking a later column give nulls), without the rows flagged
@@ -201,7 +202,7 @@ def _parquet_part(
     if split.deleted_flag is not None:
         keep = ~F.coalesce(F.col(split.deleted_flag), F.lit(False))
     if split.commit_times is not None:
-        chosen = F.col(COMMIT_TIME_FIELD).isin(sorted(split.commit_times))
+        chosen = F.col(COMMIT_TIME_METADATA_FIELD).isin(sorted(split.commit_times))
         keep = chosen if keep is None else keep & chosen
     if keep is not None:
         df = df.filter(keep)
@@ -214,7 +215,7 @@ def _merged_part(
     options: Mapping[str, str],
     plan: ReadPlan,
     merged: Sequence[FileSlice],
-    schema: Any,
+    schema: StructType,
 ) -> DataFrame:
     """The slices hudi_ds merges, read by the ``hudi_py`` source restricted to their file
     groups and to the instants ``plan`` saw (:class:`~hudi_ds.spark.options.SliceRestriction`):
