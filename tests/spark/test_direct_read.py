@@ -178,3 +178,19 @@ def test_evolved_schema(spark: Any, tmp_path: Path) -> None:
     hudi_ds.write(path, upsert, opts)  # rewrites nyc (merged part) and sf (Spark's part)
     assert row_set(df.toArrow()) == row_set(got)
     assert {r["id"]: r["w"] for r in read_table(spark, path).toArrow().to_pylist()}["t0"] == 5
+
+
+def test_which_files_spark_opens() -> None:
+    """Local files unless Spark would read the path as a glob; an object store's only when
+    hudi_py.read.direct.object.store says the session's Hadoop file system reads them."""
+    from types import SimpleNamespace
+
+    from hudi_ds.spark.direct import _spark_opens
+
+    local = SimpleNamespace(storage=SimpleNamespace(is_local=True))
+    remote = SimpleNamespace(storage=SimpleNamespace(is_local=False))
+    assert _spark_opens("/t/sf/f.parquet", local, False)
+    assert not _spark_opens("/t/a{b}/f.parquet", local, False)
+    assert not _spark_opens("/t/10:00/f.parquet", local, False)
+    assert not _spark_opens("s3://b/t/sf/f.parquet", remote, False)
+    assert _spark_opens("s3://b/t/sf/f.parquet", remote, True)
