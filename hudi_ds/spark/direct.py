@@ -195,18 +195,30 @@ def _parquet_part(
 ) -> DataFrame:
     """The base files read by Spark's Parquet reader, as the merged slices would return them:
     the table schema (files lacking a later column give nulls), without the rows flagged
-    deleted, only an incremental query's commits, then the read's columns."""
+    deleted (not filtered in files whose footers show none), only an incremental query's
+    commits, then the read's columns."""
     full = arrow_to_spark_schema(table.schema)
-    df = spark.read.schema(full).parquet(*(_hadoop_path(f) for f in files))
-    keep: Column | None = None
-    if split.deleted_flag is not None:
-        keep = ~F.coalesce(F.col(split.deleted_flag), F.lit(False))
-    if split.commit_times is not None:
-        chosen = F.col(COMMIT_TIME_METADATA_FIELD).isin(sorted(split.commit_times))
-        keep = chosen if keep is None else keep & chosen
-    if keep is not None:
-        df = df.filter(keep)
-    return df.select(*schema.fieldNames())
+    # files whose footers show no deleted row need no flag column read nor filter
+    clean = [f for f in files if f in split.unflagged]
+    flagged = [f for f in files if f not in split.unflagged]
+    parts: list[DataFrame] = []
+    for group, filter_flag in ((clean, False), (flagged, True)):
+        if not group:
+            continue
+        df = spark.read.schema(full).parquet(*(_hadoop_path(f) for f in group))
+        keep: Column | None = None
+        if filter_flag and split.deleted_flag is not None:
+            keep = ~F.coalesce(F.col(split.deleted_flag), F.lit(False))
+        if split.commit_times is not None:
+            chosen = F.col(COMMIT_TIME_METADATA_FIELD).isin(sorted(split.commit_times))
+            keep = chosen if keep is None else keep & chosen
+        if keep is not None:
+            df = df.filter(keep)
+        parts.append(df.select(*schema.fieldNames()))
+    out = parts[0]  # files is not empty
+    for other in parts[1:]:
+        out = out.unionByName(other)
+    return out
 
 
 def _merged_part(

@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hudi_ds.errors import HudiError
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.schema.avro import avro_to_arrow_schema
 from hudi_ds.schema.meta import IS_DELETED_FIELD, META_FIELDS
+from hudi_ds.table.reader import no_true_flag
 from hudi_ds.table_config import TableConfig
 
 if TYPE_CHECKING:
@@ -61,6 +63,9 @@ class DirectSplit:
     merged: tuple[FileSlice, ...]
     deleted_flag: str | None = None
     commit_times: frozenset[str] | None = None
+    #: the ``files`` whose footer statistics show no row flagged deleted: the engine reads
+    #: them without the flag column (local tables only: a footer read per file)
+    unflagged: frozenset[str] = frozenset()
     #: why slices stayed with hudi_ds (reason -> slices), for the log
     kept_reasons: dict[str, int] = field(default_factory=dict, compare=False)
 
@@ -92,7 +97,26 @@ def split_direct(
             reasons[why] = reasons.get(why, 0) + 1
     schema = plan.context.schema
     flag = IS_DELETED_FIELD if schema.get_field_index(IS_DELETED_FIELD) >= 0 else None
-    return DirectSplit(tuple(files), tuple(merged), flag, plan.commit_times, reasons)
+    unflagged: frozenset[str] = frozenset()
+    if flag is not None and table.storage.is_local:
+        unflagged = frozenset(f for f in files if _flag_free(f))
+    return DirectSplit(
+        tuple(files),
+        tuple(merged),
+        flag,
+        plan.commit_times,
+        unflagged=unflagged,
+        kept_reasons=reasons,
+    )
+
+
+def _flag_free(path: str) -> bool:
+    """Whether the footer of the local Parquet file ``path`` shows no row flagged deleted
+    (False when it cannot tell, or cannot be read: the engine then filters the rows)."""
+    try:
+        return no_true_flag(pq.ParquetFile(path))
+    except (OSError, ValueError):
+        return False
 
 
 def _table_reason(table: ReadableTable, plan: ReadPlan) -> str | None:

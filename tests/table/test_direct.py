@@ -52,6 +52,15 @@ def test_split_by_schema_logs_and_engine(tmp_path: Path) -> None:
     split = split_direct(m, m.plan_read())
     assert not split.files and split.kept_reasons == {"log files": 2}
     assert split.deleted_flag == "_hoodie_is_deleted"
+    # a COW table's base files hold no deleted row: their footers say so
+    cow = str(tmp_path / "cow_flag")
+    opts = options("t", "COPY_ON_WRITE", partition="city", buckets=1)
+    hudi_ds.write(cow, trips(range(4), 1, deleted=False), opts)
+    hudi_ds.write(cow, trips([1], 2, deleted=True), opts)
+    c = ReadableTable(cow)
+    split = split_direct(c, c.plan_read())
+    assert split.deleted_flag == "_hoodie_is_deleted"
+    assert len(split.files) == 2 and split.unflagged == frozenset(split.files)
 
 
 def test_pinned_plan_ignores_later_commits(tmp_path: Path) -> None:
