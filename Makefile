@@ -137,6 +137,8 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and the acceptance ratios (SCALE=1;
 	$(BIN)/python bench/bench_merge.py && \
 	$(BIN)/python -m bench.bench_storage_calls | tee bench/results/storage_calls.txt && \
 	$(BIN)/python -m bench.bench_s3_calls | tee bench/results/s3_calls.txt && \
+	$(BIN)/python -m bench.bench_read --scale $(SCALE) --read-table \
+	  --json bench/results/read_table.json | tee bench/results/read_table.txt && \
 	$(BIN)/python -m bench.bench_cluster --scale $(SCALE) --json bench/results/cluster.json \
 	  | tee bench/results/cluster.txt && \
 	$(BIN)/python -m bench.filtered_read --scale $(SCALE) --json bench/results/filtered_read.json \

@@ -21,13 +21,21 @@ Printed per system: the best wall time, rows/s, its ratio to the yardstick, and 
 (user + sys of this process and, for Spark, its JVM and Python workers) of the best round and
 its ratio: on a shared 2-core machine the CPU ratio moves far less than the wall one.
 
-Usage: ``python -m bench.bench_read [--scale 1] [--repeat 5] [--spark] [--keep DIR]``
-(``--keep``: write the tables under DIR, or reuse them when already there).
+Then ``hudi_ds.spark.read_table`` (Spark's own Parquet reader for the slices that are plain
+Parquet files) of the COW table, a read-optimized and a snapshot read of the MOR table and a
+snapshot of the compaction-off one, each against ``spark.read.parquet`` of the same columns
+of the same base files (COW, read-optimized) or of the reference rows (snapshots).
+
+Usage: ``python -m bench.bench_read [--scale 1] [--repeat 5] [--spark] [--read-table]
+[--keep DIR]`` (``--keep``: write the tables under DIR, or reuse them when already there;
+``--read-table``: only the read_table rows; ``--json FILE``: their results, which
+``bench.report`` turns into acceptance rows).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -188,7 +196,103 @@ def run_spark(root: Path, ref: Path, w: Workload, repeat: int) -> None:
         timed(out, "hudi_py .schema(id,ts,d1)", query(hudi("id string, ts bigint, d1 double")))
     print("Spark local[2]: select(id, ts, d1).agg(count, sum)")
     report(out, "spark.read.parquet")
+    run_read_table(spark, root, ref, repeat)
     spark.stop()
+
+
+#: the read_table rows: (name, table, read options, reads base files only); each is timed
+#: against ``spark.read.parquet`` of the same columns of the same base files (a read of base
+#: files only) or of the reference final rows (a snapshot merging log files)
+READ_TABLE_ROWS = (
+    ("cow", "cow", {}, True),
+    ("mor read_optimized", "mor", {"hoodie.datasource.query.type": "read_optimized"}, True),
+    ("mor snapshot", "mor", {}, False),
+    ("mor_logs snapshot", "mor_logs", {}, False),
+)
+
+
+def run_read_table(spark: Any, root: Path, ref: Path, repeat: int) -> dict[str, Any]:
+    """``hudi_ds.spark.read_table`` (Spark's own Parquet reader for base-file-only slices)
+    of the embedded bench tables against ``spark.read.parquet`` of the same files and columns,
+    each pair timed in turn every round. Returns per row the best wall and CPU times of both,
+    their ratios, the rows read, and for a snapshot whether its row count is the reference's."""
+    from pyspark.sql import functions as F
+
+    from hudi_ds.spark import read_table
+
+    def query(load: Callable[[], Any]) -> Callable[[], int]:
+        def run() -> int:
+            df = load().select(*READ_COLUMNS)
+            agg = df.agg(F.count("id").alias("n"), F.sum("d1").alias("s"))
+            return int(agg.collect()[0]["n"])
+
+        return run
+
+    results: dict[str, Any] = {}
+    ref_rows = pq.ParquetFile(ref).metadata.num_rows
+    for name, table, opts, base_only in READ_TABLE_ROWS:
+        path = str(root / table / "table")
+
+        def load(path: str = path, opts: dict[str, str] = opts) -> Any:
+            return read_table(spark, path, opts, columns=READ_COLUMNS)
+
+        yard = load().inputFiles() if base_only else [str(ref)]
+        query(load)()  # warm: planning caches, the Python workers
+        out: Timed = {}
+        for _ in range(repeat):
+            timed(out, "spark.read.parquet", query(lambda yard=yard: spark.read.parquet(*yard)))
+            timed(out, f"read_table {name}", query(load))
+        what = "the same base files" if base_only else "the reference final rows"
+        print(f"Spark local[2]: read_table {name} vs spark.read.parquet of {what}")
+        report(out, "spark.read.parquet")
+        (wall, cpu, rows), (pwall, pcpu, prows) = (
+            min(out[f"read_table {name}"]),
+            min(out["spark.read.parquet"]),
+        )
+        results[name] = {
+            "read_table_s": wall,
+            "parquet_s": pwall,
+            "ratio": wall / pwall,
+            "cpu_ratio": cpu / pcpu,
+            "rows": rows,
+            "parquet_rows": prows,
+            "base_only": base_only,
+            # a snapshot and a COW read return the final rows; a read-optimized one may not
+            "correct": rows == ref_rows if table == "cow" or not base_only else None,
+            "load": os.getloadavg()[0],
+        }
+    return results
+
+
+#: the acceptance goals of the read_table rows (issue 38): base files only at most 1.2x,
+#: a MOR snapshot at most 3x
+READ_TABLE_GOALS = {
+    "cow": 1.2,
+    "mor read_optimized": 1.2,
+    "mor snapshot": 3.0,
+    "mor_logs snapshot": 3.0,
+}
+
+
+def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
+    """The read_table goals as rows of :func:`bench.report.acceptance`: (target, goal,
+    measured, met)."""
+    rows = []
+    for name, goal in READ_TABLE_GOALS.items():
+        target = f"Spark: read_table {name} vs spark.read.parquet of the same columns"
+        r = (res or {}).get(name)
+        if r is None:
+            rows.append(
+                (target, f"<= {goal}x time", "not measured (bench.bench_read --read-table)", "-")
+            )
+        elif r["correct"] is False:
+            rows.append((target, f"<= {goal}x time", f"no ratio: {r['rows']:,} rows read", "no"))
+        else:
+            measured = f"{r['ratio']:.2f}x (cpu {r['cpu_ratio']:.2f}x, load {r['load']:.1f})"
+            rows.append(
+                (target, f"<= {goal}x time", measured, "yes" if r["ratio"] <= goal else "no")
+            )
+    return rows
 
 
 def main() -> None:
@@ -196,6 +300,8 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--spark", action="store_true", help="also the Spark reads")
+    ap.add_argument("--read-table", action="store_true", help="only the Spark read_table rows")
+    ap.add_argument("--json", help="write the read_table rows' results to this file")
     ap.add_argument("--keep", help="write the tables under this directory (reused when there)")
     args = ap.parse_args()
     w = Workload.scaled(args.scale)
@@ -203,6 +309,13 @@ def main() -> None:
         root = Path(args.keep or tmp)
         root.mkdir(parents=True, exist_ok=True)
         ref = build(root, w)
+        if args.read_table:
+            spark = _spark()
+            results = run_read_table(spark, root, ref, args.repeat)
+            spark.stop()
+            if args.json:
+                Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+            return
         run_embedded(root, args.repeat)
         if args.spark:
             run_spark(root, ref, w, args.repeat)

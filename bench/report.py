@@ -4,8 +4,9 @@
 bench``), ``bench/results/streaming.json`` (``python -m bench.bench_streaming``) and
 ``bench/results/filtered_read.json`` (``python -m bench.filtered_read``),
 ``bench/results/clustering.json`` (``python -m bench.clustering``),
-``bench/results/merge.json`` (``python -m bench.merge``) and
-``bench/results/consistent_hashing.json`` (``python -m bench.consistent_hashing``), prints the
+``bench/results/merge.json`` (``python -m bench.merge``),
+``bench/results/consistent_hashing.json`` (``python -m bench.consistent_hashing``) and
+``bench/results/read_table.json`` (``python -m bench.bench_read --read-table``), prints the
 table, writes it to ``bench/results/acceptance.md`` and, given the epoch second ``make bench``
 started at, its duration. ``python -m bench`` prints the same table without the streaming row.
 """
@@ -175,6 +176,7 @@ def acceptance(
     merge: dict[str, Any] | None = None,
     consistent_hashing: dict[str, Any] | None = None,
     clustered: dict[str, Any] | None = None,
+    read_table: dict[str, Any] | None = None,
 ) -> list[str]:
     """Markdown lines: one row per acceptance target, the index goals included (the ratios
     measured in ``meta``'s run; the filtered-read goals from ``filtered``, a
@@ -445,6 +447,9 @@ def acceptance(
     from bench.consistent_hashing import acceptance_rows as ch_rows
 
     rows += ch_rows(consistent_hashing)
+    from bench.bench_read import acceptance_rows as read_table_rows
+
+    rows += read_table_rows(read_table)
     out = [
         f"acceptance targets (run of {meta.get('date', '?')} at commit "
         f"{meta.get('commit', '?')}, "
@@ -565,7 +570,11 @@ def main() -> None:
     ch = json.loads(cfile.read_text()) if cfile.exists() else None
     kfile = RESULTS / "clustering.json"
     clustered = json.loads(kfile.read_text()) if kfile.exists() else None
-    lines = acceptance(meta, streaming, filtered, merge, ch, clustered=clustered)
+    rfile = RESULTS / "read_table.json"
+    read_table = json.loads(rfile.read_text()) if rfile.exists() else None
+    lines = acceptance(
+        meta, streaming, filtered, merge, ch, clustered=clustered, read_table=read_table
+    )
     if args.started:
         secs = time.time() - args.started
         lines += ["", f"make bench took {secs / 60:.1f} minutes ({secs:,.0f} s)"]

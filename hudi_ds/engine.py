@@ -14,7 +14,8 @@ Reads
     :class:`ReadPlan` is the driver's plan, its :class:`FileSlice` s the unit of work (a task
     carries :meth:`ReadPlan.for_slices` and its slices); :meth:`ReadableTable.read_plan_slices`
     reads slices as Arrow batches in a task. :func:`pruning_filters` and :func:`prune_buckets`
-    narrow a plan with the engine's filters.
+    narrow a plan with the engine's filters; :func:`split_direct` (:class:`DirectSplit`) says
+    which slices an engine reads as plain Parquet files with its own reader.
 Streaming reads
     :class:`CommitStream` (:class:`StreamCommit`): offsets, admission and the read options of
     a range; :func:`normalize_instant` checks an instant time given by the user.
@@ -75,6 +76,7 @@ from hudi_ds.keygen import partition_paths, record_keys
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.object_store import CLIENT_KEYS, RETRY_KEYS
 from hudi_ds.schema.meta import (
+    COMMIT_TIME_METADATA_FIELD,
     DML_DELETE_FIELD,
     IS_DELETED_FIELD,
     META_FIELDS,
@@ -93,7 +95,8 @@ from hudi_ds.services.compaction_execute import (
 )
 from hudi_ds.storage import Storage
 from hudi_ds.table.bucket_pruning import prune_buckets
-from hudi_ds.table.filters import pruning_filters
+from hudi_ds.table.direct import DirectSplit, split_direct
+from hudi_ds.table.filters import normalize_filters, pruning_filters
 from hudi_ds.table.stream import CommitStream, StreamCommit
 from hudi_ds.table.table import ReadableTable, ReadPlan
 from hudi_ds.timeline.instant import normalize_instant
@@ -108,7 +111,9 @@ from hudi_ds.write.write_status import WriteStatus
 __all__ = [
     "CHUNK_BYTES",
     "CHUNK_ROWS",
+    "COMMIT_TIME_METADATA_FIELD",
     "DML_DELETE_FIELD",
+    "DirectSplit",
     "PARTITION_PATH_METADATA_FIELD",
     "Action",
     "Clause",
@@ -151,11 +156,13 @@ __all__ = [
     "compaction_task",
     "is_option_key",
     "is_storage_option",
+    "normalize_filters",
     "normalize_instant",
     "partitions_to_delete",
     "post_commit_services",
     "prune_buckets",
     "pruning_filters",
+    "split_direct",
     "skips_empty_commit",
     "table_location",
     "validate_options",

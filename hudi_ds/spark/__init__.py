@@ -6,6 +6,7 @@
     register(spark)        # checks once that Spark's Python workers can import hudi_ds
     cluster_by_bucket(df, opts).write.format("hudi_py").mode("append").options(**opts).save(path)
     spark.read.format("hudi_py").load(path)
+    read_table(spark, path)  # plain Parquet file slices read by Spark's own reader
     HudiTable.forPath(spark, path).merge(src, "t.id = s.id").whenMatchedUpdateAll().execute()
     sql(spark, "DELETE FROM hudi_py.`/path` WHERE fare < 5")
 
@@ -34,6 +35,7 @@ from hudi_ds.spark.datasource import (
     HudiDataSource,
     HudiDataSourceWithPushdown,
 )
+from hudi_ds.spark.direct import read_table
 from hudi_ds.spark.dml import HudiTable, MergeBuilder
 from hudi_ds.spark.dml_sql import sql
 from hudi_ds.spark.worker_errors import hudi_error_of, hudi_errors
@@ -96,6 +98,7 @@ __all__ = [
     "cluster_by_bucket",
     "hudi_error_of",
     "hudi_errors",
+    "read_table",
     "register",
     "sql",
 ]

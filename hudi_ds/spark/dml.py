@@ -68,6 +68,7 @@ from hudi_ds.engine import (
 )
 from hudi_ds.errors import ConfigError, SchemaError
 from hudi_ds.spark import options as opt
+from hudi_ds.spark.direct import read_table
 from hudi_ds.spark.options import SOURCE_NAME, SparkConfig
 from hudi_ds.spark.worker_errors import hudi_errors
 
@@ -143,8 +144,9 @@ class HudiTable:
         return HudiTable(self.spark, self.path, self.options, name)
 
     def toDF(self) -> DataFrame:
-        """The table's snapshot as a DataFrame (a fresh read)."""
-        return self.spark.read.format(SOURCE_NAME).options(**self.options).load(self.path)
+        """The table's snapshot as a DataFrame, as of this call: its plain Parquet file slices
+        read by Spark's own reader (:func:`hudi_ds.spark.direct.read_table`)."""
+        return read_table(self.spark, self.path, self.options)
 
     def _pruned_read(self) -> DataFrame:
         """A fresh read that prunes with the filters Spark pushes, where the session allows

@@ -28,7 +28,9 @@ directly.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from hudi_ds.config import (
@@ -96,6 +98,24 @@ class SparkConfig:
         "spark.sql.python.filterPushdown.enabled=true (default: on when hudi_ds.spark.register "
         "saw that conf enabled).",
     )
+    DIRECT_OBJECT_STORE = ConfigProperty(
+        "hudi_py.read.direct.object.store",
+        False,
+        parse_bool,
+        "hudi_ds.spark.read_table on a table in an object store: let Spark's own Parquet "
+        "reader open its plain Parquet base files (true only when the session's Hadoop file "
+        "system reads the table's URIs: S3A for s3://, the GCS connector, ABFS). Default "
+        "false: every file slice is read by hudi_ds's Python tasks, as hudi_py reads it.",
+    )
+    READ_SLICES = ConfigProperty(
+        "hudi_py.internal.read.slices",
+        None,
+        parse_str,
+        "Internal, set by hudi_ds.spark.read_table only (not for users): the file groups this "
+        'read returns and the instants its plan saw, as JSON {"instants": [...], '
+        '"groups": [[partition path, file id], ...]}; the other file groups are read by '
+        "Spark's Parquet reader.",
+    )
     STREAMING_STATE_INDEX = ConfigProperty(
         "hudi_py.streaming.state.index",
         False,
@@ -152,6 +172,45 @@ class SparkStreamConfig:
         "The streaming query's name: Spark Declarative Pipelines pass it to a sink among its "
         "options (used by Spark; the sink does not read it).",
     )
+
+
+@dataclass(frozen=True)
+class SliceRestriction:
+    """The value of ``hudi_py.internal.read.slices`` (:attr:`SparkConfig.READ_SLICES`): the
+    file groups a ``hudi_py`` read returns and the instants the plan that chose them saw
+    (``hudi_ds.spark.read_table`` reads the other file groups with Spark's Parquet reader;
+    both halves must show one snapshot).
+    """
+
+    instants: frozenset[str]
+    groups: frozenset[tuple[str, str]]
+
+    def encode(self) -> str:
+        return json.dumps(
+            {"instants": sorted(self.instants), "groups": sorted(map(list, self.groups))},
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def parse(cls, value: str | None) -> SliceRestriction | None:
+        """The restriction in ``value`` (None: no restriction).
+
+        Raises:
+            ConfigError: ``value`` is not what :meth:`encode` writes (names the key).
+        """
+        if value is None:
+            return None
+        key = SparkConfig.READ_SLICES.key
+        try:
+            raw = json.loads(value)
+            instants = frozenset(str(t) for t in raw["instants"])
+            groups = frozenset((str(p), str(f)) for p, f in raw["groups"])
+        except (ValueError, TypeError, KeyError) as e:
+            raise ConfigError(
+                f"{key}: internal option of hudi_ds.spark.read_table, not for users; "
+                f"cannot parse {value[:80]!r} ({e})"
+            ) from None
+        return cls(instants, groups)
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[str | None, dict[str, str], dict[str, str]]:

@@ -127,6 +127,10 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         self.schema = schema
         self.filters: list[HudiFilter] = []
         self._table: ReadableTable | None = None
+        #: set by hudi_ds.spark.read_table: only these file groups, as its plan saw the table
+        self.restriction = opt.SliceRestriction.parse(
+            self.connector.get(SparkConfig.READ_SLICES.key)
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         """The executors' copy: without the planning's table (pyspark pickles the reader for
@@ -154,15 +158,21 @@ class HudiBatchReader(DataSourceReader):  # type: ignore[misc]
         table = self.planning_table()
         names = list(self.schema.fieldNames())
         columns = None if names == table.schema.names else names
-        plan = table.plan_read(self.read_options(), columns, self.filters)
+        r = self.restriction
+        pinned = None if r is None else r.instants
+        plan = table.plan_read(self.read_options(), columns, self.filters, pinned=pinned)
         return table, plan
 
     def partitions(self) -> list[InputPartition]:
         """File slices packed into read tasks (a list, as pyspark requires)."""
         table, plan = self.plan()
         slices = prune_buckets(table, plan.slices, self.filters, self.options)
+        r = self.restriction
+        if r is not None:
+            slices = [s for s in slices if (s.partition_path, s.file_id) in r.groups]
         groups = plan_groups(slices, self.connector)
-        pinned = pinned_instant(plan)
+        # a read_table read shows the snapshot of its call, as documented there
+        pinned = pinned_instant(plan) if r is None else None
         return [
             HudiInputPartition(i, tuple(g), plan.for_slices(g), pinned if i == 0 else None)
             for i, g in enumerate(groups)

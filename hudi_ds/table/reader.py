@@ -155,7 +155,7 @@ def read_base_file(
                     unread_false_flags
                     and IS_DELETED_FIELD in names
                     and target.field(IS_DELETED_FIELD).nullable  # promote_table adds nulls
-                    and _no_true_flag(pf)
+                    and no_true_flag(pf)
                 ):
                     names = [n for n in names if n != IS_DELETED_FIELD]
                 # columns the file lacks (added by a later schema) are left out of the read
@@ -177,7 +177,7 @@ def read_base_file(
     return promote_table(table, target)
 
 
-def _no_true_flag(pf: pq.ParquetFile) -> bool:
+def no_true_flag(pf: pq.ParquetFile) -> bool:
     """Whether the footer's statistics show that no row of ``pf`` has ``_hoodie_is_deleted``
     true (False when a row group has no statistics for it)."""
     md = pf.metadata

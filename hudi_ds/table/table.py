@@ -322,9 +322,12 @@ class ReadableTable:
         columns: Sequence[str] | None = None,
         filters: Sequence[Filter] | None = None,
         _attempt: int = 0,
+        *,
+        pinned: frozenset[str] | None = None,
     ) -> ReadPlan:
         """Validate options and choose the file slices a read needs (the driver side of a read).
 
+        ``pinned``: see only these instants (:meth:`_pinned_range`).
         Every file that the visible commits wrote into the latest slice of a file group the
         read covers must be listed, base files with their committed size and log files with at
         least it (:mod:`hudi_ds.table.committed`).
@@ -337,6 +340,7 @@ class ReadableTable:
                 ``spark.sql.files.ignoreCorruptFiles``).
             UnsupportedError: a table hudi_ds would read wrongly
                 (:func:`~hudi_ds.table.unsupported.refuse_unsupported`).
+            InstantNotFoundError: a ``pinned`` instant left the active timeline.
         """
         # every read plans here (embedded, Arrow dataset, Spark): bootstrap skeletons and
         # renamed columns would read other rows than Apache Hudi's
@@ -344,11 +348,10 @@ class ReadableTable:
         opts = self._read_options(options)
         qtype = opts.get(ReadConfig.QUERY_TYPE)
         cols = column_list(columns)
-        if cols is not None:
-            for c in cols:
-                self._field(c)
+        for c in cols or ():
+            self._field(c)
         flt = normalize_filters([] if filters is None else filters, self.schema)
-        vis, commit_times, touched = self._read_range(opts, qtype)
+        vis, commit_times, touched = self._read_range(opts, qtype, pinned)
         view = self._view(opts)
         keep = _SlicePruner(self.config, self.schema, flt, touched, self._key_buckets(flt))
         include_logs = qtype != "read_optimized"
@@ -378,7 +381,7 @@ class ReadableTable:
         skipped_damaged: list[str] = []
         if problems:
             if _attempt == 0 and self._reloaded_after_clean(problems):
-                again = self.plan_read(options, columns, filters, _attempt=1)
+                again = self.plan_read(options, columns, filters, _attempt=1, pinned=pinned)
                 again.replans += 1
                 return again
             slices = self._skip_problems(problems, slices, ctx, skipped_missing, skipped_damaged)
@@ -464,6 +467,14 @@ class ReadableTable:
         return validated({**self.options.raw, **Options.of(options).raw})
 
     def _read_range(
+        self, opts: Options, qtype: str, pinned: frozenset[str] | None = None
+    ) -> tuple[Visibility, frozenset[str] | None, set[tuple[str, str]] | None]:
+        if pinned is None:
+            return self._query_range(opts, qtype)
+        vis, commit_times, touched = self._query_range(opts, qtype)
+        return (*self._pinned_range(vis, commit_times, pinned), touched)
+
+    def _query_range(
         self, opts: Options, qtype: str
     ) -> tuple[Visibility, frozenset[str] | None, set[tuple[str, str]] | None]:
         """What of the timeline a read sees: its visibility, and for an incremental query the
@@ -494,6 +505,25 @@ class ReadableTable:
         vis = self.state.visibility_of(self._commits_up_to(commits))
         commit_times = frozenset(i.requested_time for i in commits)
         return vis, commit_times, self._touched_file_groups(commits)
+
+    def _pinned_range(
+        self, vis: Visibility, commit_times: frozenset[str] | None, pinned: frozenset[str]
+    ) -> tuple[Visibility, frozenset[str] | None]:
+        """A read's visibility and incremental commits narrowed to the ``pinned`` instants:
+        those an earlier planning of the same read saw (:attr:`Visibility.instants` of its
+        plan), whatever completed since -- an engine planning one read in two places
+        (``hudi_ds.spark.read_table``) shows one snapshot."""
+        if vis.instants == pinned:
+            return vis, commit_times
+        commits = {i.requested_time: i for i in self.timeline.commits()}
+        gone = sorted(pinned - commits.keys())
+        if gone:
+            raise InstantNotFoundError(
+                f"this read of {self.path} was planned to see instant(s) {', '.join(gone[:3])}, "
+                "which are no longer on the active timeline (archived since): plan the read again"
+            )
+        vis = self.state.visibility_of([commits[t] for t in sorted(pinned)], vis.as_of)
+        return vis, None if commit_times is None else commit_times & pinned
 
     def _reloaded_after_clean(self, problems: list[Problem]) -> bool:
         """Whether the plan's problems are all missing files of which the first was deleted by

@@ -202,3 +202,15 @@ def test_clustering_row() -> None:
     assert wrong[3] == "no" and "wrong rows (box z-order)" in wrong[2]
     missing = _row(acceptance(_meta(), None), "filtered read on two columns")
     assert "python -m bench.clustering" in missing[2]
+
+
+def test_read_table_rows() -> None:
+    def r(ratio: float, correct: bool | None = True) -> dict[str, Any]:
+        return {"ratio": ratio, "cpu_ratio": ratio, "load": 1.0, "rows": 9, "correct": correct}
+
+    res = {"cow": r(1.1), "mor read_optimized": r(1.3, None), "mor snapshot": r(2.0, False)}
+    lines = acceptance(_meta(), None, read_table=res)
+    assert _row(lines, "Spark: read_table cow ")[2:] == ["1.10x (cpu 1.10x, load 1.0)", "yes", "-"]
+    assert _row(lines, "Spark: read_table mor read_optimized")[3] == "no"
+    assert _row(lines, "Spark: read_table mor snapshot")[2:4] == ["no ratio: 9 rows read", "no"]
+    assert "not measured" in _row(lines, "Spark: read_table mor_logs snapshot")[2]

@@ -20,7 +20,7 @@ from hudi_ds.layout.file_group import BaseFile
 from hudi_ds.layout.naming import base_file_name, parse_base_file_name
 from hudi_ds.schema.meta import IS_DELETED_FIELD
 from hudi_ds.storage import Storage
-from hudi_ds.table.reader import _no_true_flag, read_base_file
+from hudi_ds.table.reader import no_true_flag, read_base_file
 from tests.builders import options
 from tests.golden import row_set
 
@@ -111,7 +111,7 @@ def test_delete_flags_left_unread_only_when_the_footer_shows_none_set(tmp_path: 
         name = base_file_name(f"{i:08d}-0000-0000-0000-000000000000-0", "0-0-0", "001")
         pq.write_table(rows.cast(schema), storage.full_path(f"p/{name}"), write_statistics=stats)
         base = BaseFile(f"p/{name}", parse_base_file_name(name))  # type: ignore[arg-type]
-        assert _no_true_flag(pq.ParquetFile(storage.full_path(base.path))) is unread, tag
+        assert no_true_flag(pq.ParquetFile(storage.full_path(base.path))) is unread, tag
         got = read_base_file(storage, base, schema, unread_false_flags=True)
         assert got.select(["id", "v"]).equals(rows.select(["id", "v"])), tag
         want = pa.nulls(3, pa.bool_()) if unread else pa.array(flags, pa.bool_())
