@@ -83,6 +83,7 @@ from hudi_ds.metadata.stats_cache import file_range_cache, partition_fold_cache,
 from hudi_ds.metadata.stats_reader import StatsRecords, read_stats_partition
 from hudi_ds.schema.avro import avro_to_arrow_schema
 from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 from hudi_ds.timeline.instant import (
     CLEAN,
     CLUSTERING,
@@ -105,6 +106,7 @@ from hudi_ds.timeline.writer import TimelineWriter
 __all__ = [
     "STATS_PARTITIONS",
     "MdtFile",
+    "SliceFiles",
     "Slices",
     "StatsIndex",
     "StatsOptions",
@@ -119,9 +121,13 @@ _TYPE = {COLUMN_STATS_PARTITION: COLUMN_STATS, PARTITION_STATS_PARTITION: PARTIT
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
 _COMMITS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING})
 
-Slices = Callable[[TableState, Sequence[str]], dict[str, dict[str, list[str]]]]
-"""``slices(state, partitions)``: per data partition, file id -> the file names of its latest
-committed file slice (base file first, then logs)."""
+SliceFiles = Mapping[str, Mapping[str, Sequence[str]]]
+"""Per data partition, file id -> the file names of its latest committed file slice (base
+file first, then logs)."""
+
+Slices = Callable[[TableState, Sequence[str]], SliceFiles]
+"""``slices(state, partitions)``: the :data:`SliceFiles` of ``partitions`` (every partition
+when empty), listed now."""
 
 Records = dict[str, dict[str, bytes]]
 """MDT partition -> record key -> HFile value."""
@@ -199,6 +205,8 @@ def _by_group(keys: Iterable[str], ids: Sequence[str]) -> list[tuple[str, str]]:
     keys = list(keys)
     if not keys:
         return []
+    if len(ids) == 1:  # (partition_stats has one by default: no key to hash)
+        return [(ids[0], k) for k in keys]
     indexes = file_group_indexes(pa.array(keys, pa.string()), len(ids)).tolist()
     return [(ids[i], k) for i, k in zip(indexes, keys, strict=True)]
 
@@ -228,7 +236,11 @@ class StatsIndex:
         # (instant, columns, (partition, file name) -> ranges) the write's handles computed
         self._offered: tuple[str, tuple[str, ...], Mapping[tuple[str, str], Sequence[ColumnRange]]]
         self._offered = ("", (), {})
-        # partition -> its file groups, listed once per mirrored instant (forget_file_groups)
+        # (instant, the slices before it of the partitions it writes) its writer listed
+        self._offered_slices: tuple[str, SliceFiles] = ("", {})
+        # partition -> its files and its file groups, listed once per mirrored instant
+        # (forget_file_groups)
+        self._listed: dict[str, list[FileInfo]] = {}
         self._ids: dict[str, list[str]] = {}
 
     # -- which partitions -------------------------------------------------------------------
@@ -249,12 +261,20 @@ class StatsIndex:
         return out
 
     def forget_file_groups(self) -> None:
-        """Let the next :meth:`_file_ids` list the partitions again: the metadata writer
-        calls it before it mirrors an instant (a build, a drop or a crash recovery may have
-        changed the file groups since); within one instant they stay (its MDT compaction and
-        clean keep every file group), so the instant's checks and log files list each
-        partition once."""
+        """Let the next :meth:`_file_ids` and :meth:`log_files` list the partitions again:
+        the metadata writer calls it before it mirrors an instant (a build, a drop or a crash
+        recovery may have changed the file groups since) and after an MDT clean (which
+        follows every MDT compaction: the slices changed); within one instant the files stay
+        otherwise, so the instant's checks and log files list each partition once."""
+        self._listed.clear()
         self._ids.clear()
+
+    def _files(self, partition: str) -> list[FileInfo]:
+        """The files of MDT partition ``partition`` (none when it has no folder)."""
+        got = self._listed.get(partition)
+        if got is None:
+            got = self._listed[partition] = self.storage.list_files(partition)
+        return got
 
     def _file_ids(self, partition: str) -> list[str]:
         """The file groups of MDT partition ``partition`` (none when it has no folder)."""
@@ -262,11 +282,10 @@ class StatsIndex:
         if got is not None:
             return got
         ids = set()
-        if self.storage.is_dir(partition):
-            for f in self.storage.list_files(partition):
-                p = parse_base_file_name(f.name) or parse_log_file_name(f.name)
-                if p is not None and p.file_id.startswith(_PREFIX[partition]):
-                    ids.add(p.file_id)
+        for f in self._files(partition):
+            p = parse_base_file_name(f.name) or parse_log_file_name(f.name)
+            if p is not None and p.file_id.startswith(_PREFIX[partition]):
+                ids.add(p.file_id)
         self._ids[partition] = sorted(ids)
         return self._ids[partition]
 
@@ -283,6 +302,7 @@ class StatsIndex:
                 path = f"{partition}/{f.name}"
                 if lf is not None and lf.instant_time in instants and self.storage.delete(path):
                     out.append(path)
+        self.forget_file_groups()
         return out
 
     def older_files(self, mdt: Timeline) -> dict[str, list[str]]:
@@ -319,14 +339,22 @@ class StatsIndex:
         instant_time: str,
         columns: Sequence[str],
         ranges: Mapping[tuple[str, str], Sequence[ColumnRange]],
+        slices: SliceFiles | None = None,
     ) -> None:
         """The ranges of ``columns`` the write handles of ``instant_time`` computed for the
         files they wrote, per ``(partition, file name)``: the records of the instant are made
         from them instead of reading the files again (Java's metadata writer takes them from
         the write stats: ``HoodieTableMetadataUtil.translateWriteStatToColumnStats`` uses
         ``HoodieWriteStat.getColumnStats`` when present). Files without offered
-        ranges, and other instants (services, rollbacks), are still read."""
+        ranges, and other instants (services, rollbacks), are still read.
+
+        ``slices``: the latest committed slices, before ``instant_time``, of partitions it
+        writes, from the listing its writer made -- still the committed ones (the writer
+        checked that nothing completed since): the partition stats start from them instead
+        of listing those partitions again (Java's writer hands its file system view to the
+        metadata writer likewise). Partitions it lacks are listed."""
         self._offered = (instant_time, tuple(columns), ranges)
+        self._offered_slices = (instant_time, slices or {})
 
     def _written_ranges(
         self, instant_time: str, partition: str, name: str, columns: Sequence[str]
@@ -432,9 +460,12 @@ class StatsIndex:
                         COLUMN_STATS, r, schema
                     )
         self._offered = ("", (), {})
+        when, listed = self._offered_slices
+        self._offered_slices = ("", {})
         out: Records = {COLUMN_STATS_PARTITION: col_out} if col_out else {}
         if PARTITION_STATS_PARTITION in partitions and self.state.config.partition_fields:
-            part_out = self._partition_records(md, written, file_ranges_of, columns, schema)
+            listed = listed if when == instant_time else {}
+            part_out = self._partition_records(md, written, file_ranges_of, columns, schema, listed)
             if part_out:
                 out[PARTITION_STATS_PARTITION] = part_out
         return out
@@ -446,6 +477,7 @@ class StatsIndex:
         known: Mapping[tuple[str, str], list[ColumnRange]],
         columns: Sequence[str],
         schema: str,
+        listed: SliceFiles,
     ) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         if md.is_replace and (md.operation_type or "").upper() == "DELETE_PARTITION":
@@ -458,7 +490,8 @@ class StatsIndex:
             return out
         if not written:
             return out
-        committed = self.slices(self.state, list(written))
+        unlisted = [p for p in written if p not in listed]
+        committed = {**listed, **(self.slices(self.state, unlisted) if unlisted else {})}
         slices: dict[str, list[str]] = {}  # partition -> the file names of its latest slices
         for part, files in written.items():
             groups = {fid: list(names) for fid, names in committed.get(part, {}).items()}
@@ -554,7 +587,8 @@ class StatsIndex:
             ids = self._file_ids(partition)
             if not ids or not recs:
                 continue
-            slices = {s.file_id: s for s in files_slices(self.storage, mdt, partition)}
+            listed = self._files(partition)
+            slices = {s.file_id: s for s in files_slices(self.storage, mdt, partition, listed)}
             by_group: dict[str, dict[str, bytes]] = {}
             for fid, key in _by_group(recs, ids):
                 by_group.setdefault(fid, {})[key] = recs[key]

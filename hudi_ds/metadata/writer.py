@@ -942,6 +942,9 @@ class MetadataWriter:
         tl = self.timeline()
         doomed = {FILES_PARTITION: older_slices_files(tl, self._file_names())}
         doomed.update(self.indexes.older_files(tl, self.declared))
-        return mdt_clean.clean(
-            self.storage, tl, doomed, after, self._writer(), self._fence, self._complete_fenced
-        )
+        try:
+            return mdt_clean.clean(
+                self.storage, tl, doomed, after, self._writer(), self._fence, self._complete_fenced
+            )
+        finally:
+            self.stats.forget_file_groups()  # the compaction and the clean changed the slices

@@ -102,7 +102,7 @@ from hudi_ds.write.options import (
     check_writable,
     resolve_options,
 )
-from hudi_ds.write.plan import WritePlan, build_plan, rebuild_plan
+from hudi_ds.write.plan import BucketFiles, WritePlan, build_plan, rebuild_plan
 from hudi_ds.write.publish import (
     inflight_metadata,
     keep_committed_files,
@@ -163,6 +163,9 @@ class WriteClient:
         # instant, that listing when the instant's plan sees the same timeline (task_writer)
         self._checked_view: tuple[Timeline, FileSystemView] | None = None
         self._listed_views: dict[str, FileSystemView] = {}
+        # per instant, the partitions its exclusive task listed: the commit hands their slices
+        # to the metadata table's writer (publish)
+        self._task_files: dict[str, BucketFiles] = {}
         # instant -> its inflight metadata without the workload profile, while it is requested
         self._requested: dict[str, CommitMetadata] = {}
         # instant -> what the folder held before :meth:`start` created the table for it
@@ -667,7 +670,7 @@ class WriteClient:
             # unique per instant, so concurrent writers never produce the same file name
             stage_id = int(instant[-9:])
         token = f"{int(task_partition_id)}-{int(stage_id)}-{int(task_attempt_id)}"
-        return TaskWriter(
+        task = TaskWriter(
             self.storage,
             self.plan(instant),
             token,
@@ -679,6 +682,9 @@ class WriteClient:
             # API has one); further ones list for themselves
             self._listed_views.pop(instant, None),
         )
+        if exclusive:  # (the only task of the instant: this client commits or aborts it)
+            self._task_files[instant] = task.files
+        return task
 
     # -- commit -------------------------------------------------------------------------------
     def commit(
@@ -706,13 +712,14 @@ class WriteClient:
         plan = self.plan(instant)
         state = self.table_state()
         statuses = keep_committed_files(self.storage, plan, list(statuses))
+        listed = self._task_files.pop(instant, None)
         done: Instant | None = None
         try:
             with Transaction.begin(state, self._lock()) as txn:
                 statuses = self._check_locked(state, plan, statuses)
                 crash_point("commit_locked")
                 txn.confirm()  # a lease lost while checking: nothing to withdraw
-                done = publish(state, plan, statuses, partitions_to_delete, extra_metadata)
+                done = publish(state, plan, statuses, partitions_to_delete, extra_metadata, listed)
                 written = time.monotonic()
                 crash_point("commit_written")
                 if txn.lock is not None:
@@ -852,6 +859,7 @@ class WriteClient:
         table is removed again: a refused first write leaves the path as it was.
         """
         self._requested.pop(instant, None)
+        self._task_files.pop(instant, None)
         state = self.table_state()
         if self.multi_writer:
             self._guard.stop(instant)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig
 from hudi_ds.errors import UnsupportedError
+from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of
 from hudi_ds.metadata.bloom_filters import BloomOptions
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION
@@ -28,7 +29,7 @@ from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, read_file_slice
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.view import TableState, Visibility
 from hudi_ds.write.record_index_options import (
     partitioned_record_index_sizing,
     record_index_choice,
@@ -61,6 +62,16 @@ def committed_listing(state: TableState) -> list[tuple[str, str, int]]:
     return out
 
 
+def slice_files(slices: Iterable[FileSlice]) -> dict[str, list[str]]:
+    """File id -> the file names of its slice among ``slices`` (base file, then logs)."""
+    out: dict[str, list[str]] = {}
+    for s in slices:
+        names = [file_name_of(s.base_file.path)] if s.base_file is not None else []
+        names += [file_name_of(lf.path) for lf in s.sorted_log_files()]
+        out[s.file_id] = names
+    return out
+
+
 def committed_slices(
     state: TableState, partitions: Sequence[str]
 ) -> dict[str, dict[str, list[str]]]:
@@ -69,14 +80,10 @@ def committed_slices(
     stats of a commit start from."""
     vis = state.visibility()
     view = FileSystemView(state.storage, state.config)
-    out: dict[str, dict[str, list[str]]] = {}
-    for partition in partitions or view.partitions():
-        groups = out.setdefault(partition, {})
-        for s in view.latest_file_slices(partition, vis):
-            names = [file_name_of(s.base_file.path)] if s.base_file is not None else []
-            names += [file_name_of(lf.path) for lf in s.sorted_log_files()]
-            groups[s.file_id] = names
-    return out
+    return {
+        partition: slice_files(view.latest_file_slices(partition, vis))
+        for partition in partitions or view.partitions()
+    }
 
 
 def stats_options(options: Options) -> StatsOptions:
@@ -225,11 +232,19 @@ def offer_written_ranges(
     state: TableState,
     instant: str,
     columns: Sequence[str] | None,
-    statuses: Iterable[WriteStatus],
+    statuses: Sequence[WriteStatus],
+    listed: Callable[[str], Iterable[FileSlice]] | None = None,
+    listed_as_of: Visibility | None = None,
 ) -> None:
     """Hand the column ranges the handles computed (of ``columns``) for the files of
     ``instant`` to the MDT writer installed on ``state``, which then reads none of those
-    files again."""
+    files again.
+
+    ``listed(partition)``: the latest slices of a partition in the listing the write's task
+    made, as of ``listed_as_of``. While that is still the table's visibility (nothing
+    completed since the listing; a commit landing meanwhile could be missing from it), the
+    slices of the partitions ``instant`` writes are handed over too, and the MDT writer lists
+    none of them again."""
     writer = _installed(state)
     if writer is None or columns is None:
         return
@@ -238,7 +253,11 @@ def offer_written_ranges(
         for s in statuses
         if s.column_ranges is not None and s.path
     }
-    writer.stats.offer(instant, columns, ranges)
+    slices = None
+    if listed is not None and listed_as_of is not None and state.visibility() == listed_as_of:
+        written = dict.fromkeys(s.partition_path for s in statuses)
+        slices = {p: slice_files(listed(p)) for p in written}
+    writer.stats.offer(instant, columns, ranges, slices)
 
 
 def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:

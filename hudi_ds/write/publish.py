@@ -26,7 +26,7 @@ from hudi_ds.timeline.view import TableState
 from hudi_ds.write.cow import merge_staged
 from hudi_ds.write.markers import marked_files
 from hudi_ds.write.metadata_sync import offer_written_ranges
-from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan
+from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, BucketFiles, WritePlan
 from hudi_ds.write.task_writer import write_partition_metadata
 from hudi_ds.write.write_status import WriteStatus
 
@@ -82,10 +82,13 @@ def publish(
     statuses: list[WriteStatus],
     partitions_to_delete: Sequence[str] | None,
     extra_metadata: Mapping[str, str] | None,
+    listed: BucketFiles | None = None,
 ) -> Instant:
     """Write the completed instant file of ``plan``'s instant (under the table lock, after the
     commit's checks), its commit metadata built from ``statuses``; the metadata table's writer
-    mirrors it first (:attr:`TableState.before_complete`). Returns the completed instant."""
+    mirrors it first (:attr:`TableState.before_complete`), given what the write knows: the
+    column ranges its handles computed and, from ``listed`` (the task's listing of the
+    partitions), the slices they wrote into. Returns the completed instant."""
     md = CommitMetadata(operation_type=plan.operation.operation_type)
     for s in statuses:
         md.partition_to_write_stats.setdefault(s.partition_path, []).append(s.stat)
@@ -99,7 +102,14 @@ def publish(
             [(s.partition_path, s.file_id) for s in statuses],
             partitions_to_delete or [],
         )
-    offer_written_ranges(state, plan.instant, plan.stats_columns, statuses)
+    offer_written_ranges(
+        state,
+        plan.instant,
+        plan.stats_columns,
+        statuses,
+        (lambda p: listed.by_file_id(p).values()) if listed is not None else None,
+        plan.visibility,
+    )
     return state.timeline_writer().complete(
         Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
     )
