@@ -31,6 +31,7 @@ mapRecordKeyToFileGroupIndex``), ``n`` the partition's file group count.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -110,6 +111,7 @@ __all__ = [
     "Slices",
     "StatsIndex",
     "StatsOptions",
+    "Written",
     "file_group_index",
 ]
 
@@ -131,6 +133,38 @@ when empty), listed now."""
 
 Records = dict[str, dict[str, bytes]]
 """MDT partition -> record key -> HFile value."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """What the writer of data instant ``instant_time`` knows at its commit point, handed to
+    :meth:`StatsIndex.offer` so that the instant's records are made without reading or
+    listing it again (Java's metadata writer takes the column stats from the write stats --
+    ``HoodieTableMetadataUtil.translateWriteStatToColumnStats`` uses
+    ``HoodieWriteStat.getColumnStats`` when present -- and is handed the writer's file system
+    view).
+
+    Attributes:
+        instant_time: the data instant.
+        columns: the columns ``ranges`` cover.
+        ranges: per ``(partition, file name)`` of a file the instant wrote, the column ranges
+            its write handle computed from the rows in memory.
+        slices: the latest committed slices, before the instant, of partitions it writes,
+            from the listing its writer made -- still the committed ones (the writer checked
+            that nothing completed since).
+        content: the instant's completed file content, and ``metadata`` the commit metadata
+            it was serialized from (not parsed again).
+    """
+
+    instant_time: str
+    columns: tuple[str, ...]
+    ranges: Mapping[tuple[str, str], Sequence[ColumnRange]]
+    slices: SliceFiles = dataclasses.field(default_factory=dict)
+    content: bytes | None = None
+    metadata: CommitMetadata | None = None
+
+
+_NOTHING = Written("", (), {})
 
 
 @dataclass(frozen=True)
@@ -233,11 +267,8 @@ class StatsIndex:
         self._indexed_records: StatsRecords | None = None
         self._indexed_keys: set[str] | None = None  # the records _indexed may be asked for
         self._mdt: Timeline | None = None
-        # (instant, columns, (partition, file name) -> ranges) the write's handles computed
-        self._offered: tuple[str, tuple[str, ...], Mapping[tuple[str, str], Sequence[ColumnRange]]]
-        self._offered = ("", (), {})
-        # (instant, the slices before it of the partitions it writes) its writer listed
-        self._offered_slices: tuple[str, SliceFiles] = ("", {})
+        # what the writer of the instant being mirrored knows (offer)
+        self._offered = _NOTHING
         # partition -> its files and its file groups, listed once per mirrored instant
         # (forget_file_groups)
         self._listed: dict[str, list[FileInfo]] = {}
@@ -334,35 +365,20 @@ class StatsIndex:
         return self._columns[schema_json]
 
     # -- records of an instant --------------------------------------------------------------
-    def offer(
-        self,
-        instant_time: str,
-        columns: Sequence[str],
-        ranges: Mapping[tuple[str, str], Sequence[ColumnRange]],
-        slices: SliceFiles | None = None,
-    ) -> None:
-        """The ranges of ``columns`` the write handles of ``instant_time`` computed for the
-        files they wrote, per ``(partition, file name)``: the records of the instant are made
-        from them instead of reading the files again (Java's metadata writer takes them from
-        the write stats: ``HoodieTableMetadataUtil.translateWriteStatToColumnStats`` uses
-        ``HoodieWriteStat.getColumnStats`` when present). Files without offered
-        ranges, and other instants (services, rollbacks), are still read.
-
-        ``slices``: the latest committed slices, before ``instant_time``, of partitions it
-        writes, from the listing its writer made -- still the committed ones (the writer
-        checked that nothing completed since): the partition stats start from them instead
-        of listing those partitions again (Java's writer hands its file system view to the
-        metadata writer likewise). Partitions it lacks are listed."""
-        self._offered = (instant_time, tuple(columns), ranges)
-        self._offered_slices = (instant_time, slices or {})
+    def offer(self, written: Written) -> None:
+        """What the writer of ``written.instant_time`` knows of it (:class:`Written`): the
+        records of that instant are made from it. Files without offered ranges, partitions
+        without offered slices, and other instants (services, rollbacks) are read and
+        listed."""
+        self._offered = written
 
     def _written_ranges(
         self, instant_time: str, partition: str, name: str, columns: Sequence[str]
     ) -> list[ColumnRange]:
         """A written file's ranges: offered by its handle, else read from the file."""
-        when, offered_columns, offered = self._offered
-        got = offered.get((partition, name)) if when == instant_time else None
-        if got is not None and offered_columns == tuple(columns):
+        o = self._offered
+        got = o.ranges.get((partition, name)) if o.instant_time == instant_time else None
+        if got is not None and o.columns == tuple(columns):
             return list(got)
         return file_ranges(self.state.storage, partition, name, columns, instant_time)
 
@@ -384,9 +400,11 @@ class StatsIndex:
         self._indexed_records = None
         self._indexed_keys = None
         if action in _COMMITS:
-            return self._commit_records(
-                instant_time, CommitMetadata.from_bytes(content), partitions, schema
-            )
+            o = self._offered
+            md = o.metadata if o.instant_time == instant_time and o.content == content else None
+            if md is None:
+                md = CommitMetadata.from_bytes(content)
+            return self._commit_records(instant_time, md, partitions, schema)
         deleted: dict[str, set[str]] = {}
         if action == CLEAN:
             for key, cpm in CleanMetadata.from_bytes(content).partition_metadata.items():
@@ -459,12 +477,10 @@ class StatsIndex:
                     col_out[column_stats_key(r.column, part, name)] = encode_stats_value(
                         COLUMN_STATS, r, schema
                     )
-        self._offered = ("", (), {})
-        when, listed = self._offered_slices
-        self._offered_slices = ("", {})
+        offered, self._offered = self._offered, _NOTHING
         out: Records = {COLUMN_STATS_PARTITION: col_out} if col_out else {}
         if PARTITION_STATS_PARTITION in partitions and self.state.config.partition_fields:
-            listed = listed if when == instant_time else {}
+            listed = offered.slices if offered.instant_time == instant_time else {}
             part_out = self._partition_records(md, written, file_ranges_of, columns, schema, listed)
             if part_out:
                 out[PARTITION_STATS_PARTITION] = part_out

@@ -23,12 +23,13 @@ from hudi_ds.metadata.bloom_filters import BloomOptions
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION
 from hudi_ds.metadata.record_index import SliceKeys
 from hudi_ds.metadata.records import FILES_PARTITION
-from hudi_ds.metadata.stats_writer import StatsOptions
+from hudi_ds.metadata.stats_writer import StatsOptions, Written
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, read_file_slice
 from hudi_ds.table.table import ReadableTable
+from hudi_ds.timeline.metadata import CommitMetadata
 from hudi_ds.timeline.view import TableState, Visibility
 from hudi_ds.write.record_index_options import (
     partitioned_record_index_sizing,
@@ -228,17 +229,20 @@ def written_stats_columns(state: TableState, data_avro_schema: str) -> tuple[str
     return tuple(writer.stats.columns(data_avro_schema))
 
 
-def offer_written_ranges(
+def offer_written(
     state: TableState,
     instant: str,
     columns: Sequence[str] | None,
     statuses: Sequence[WriteStatus],
+    commit: tuple[bytes, CommitMetadata],
     listed: Callable[[str], Iterable[FileSlice]] | None = None,
     listed_as_of: Visibility | None = None,
 ) -> None:
-    """Hand the column ranges the handles computed (of ``columns``) for the files of
-    ``instant`` to the MDT writer installed on ``state``, which then reads none of those
-    files again.
+    """Hand what the write of ``instant`` knows at its commit point to the MDT writer
+    installed on ``state`` (:class:`~hudi_ds.metadata.stats_writer.Written`): the column
+    ranges (of ``columns``) its handles computed for the files they wrote, which it then
+    reads none of again, and ``commit``: the completed file's content and the metadata it
+    was serialized from.
 
     ``listed(partition)``: the latest slices of a partition in the listing the write's task
     made, as of ``listed_as_of``. While that is still the table's visibility (nothing
@@ -253,11 +257,12 @@ def offer_written_ranges(
         for s in statuses
         if s.column_ranges is not None and s.path
     }
-    slices = None
+    slices: dict[str, dict[str, list[str]]] = {}
     if listed is not None and listed_as_of is not None and state.visibility() == listed_as_of:
         written = dict.fromkeys(s.partition_path for s in statuses)
         slices = {p: slice_files(listed(p)) for p in written}
-    writer.stats.offer(instant, columns, ranges, slices)
+    content, md = commit
+    writer.stats.offer(Written(instant, tuple(columns), ranges, slices, content, md))
 
 
 def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:

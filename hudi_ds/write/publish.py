@@ -25,7 +25,7 @@ from hudi_ds.timeline.plans import RequestedReplaceMetadata
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.cow import merge_staged
 from hudi_ds.write.markers import marked_files
-from hudi_ds.write.metadata_sync import offer_written_ranges
+from hudi_ds.write.metadata_sync import offer_written
 from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, BucketFiles, WritePlan
 from hudi_ds.write.task_writer import write_partition_metadata
 from hudi_ds.write.write_status import WriteStatus
@@ -102,14 +102,16 @@ def publish(
             [(s.partition_path, s.file_id) for s in statuses],
             partitions_to_delete or [],
         )
-    offer_written_ranges(
+    content = md.to_bytes(state.layout)
+    offer_written(
         state,
         plan.instant,
         plan.stats_columns,
         statuses,
+        (content, md),
         (lambda p: listed.by_file_id(p).values()) if listed is not None else None,
         plan.visibility,
     )
     return state.timeline_writer().complete(
-        Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
+        Instant(plan.instant, plan.action, State.INFLIGHT), content
     )
