@@ -139,10 +139,10 @@ Records = dict[str, dict[str, bytes]]
 class Written:
     """What the writer of data instant ``instant_time`` knows at its commit point, handed to
     :meth:`StatsIndex.offer` so that the instant's records are made without reading or
-    listing it again (Java's metadata writer takes the column stats from the write stats --
+    listing it again (Java's metadata writer takes the column stats from the write stats:
     ``HoodieTableMetadataUtil.translateWriteStatToColumnStats`` uses
-    ``HoodieWriteStat.getColumnStats`` when present -- and is handed the writer's file system
-    view).
+    ``HoodieWriteStat.getColumnStats`` when present; the slices and the commit metadata are
+    what the writer has at hand already, so the records are the same).
 
     Attributes:
         instant_time: the data instant.
