@@ -46,6 +46,7 @@ and hudi-rs ``crates/core/src/hfile`` (readers), verified on the fixture tables'
 
 from __future__ import annotations
 
+import functools
 import struct
 import time
 import typing
@@ -282,7 +283,8 @@ def _java_string_hash(s: str) -> int:
     return h
 
 
-def _java_hashmap_order(names: Sequence[str]) -> list[str]:
+@functools.lru_cache(maxsize=64)
+def _java_hashmap_order(names: tuple[str, ...]) -> tuple[str, ...]:
     """``names`` (distinct, in insertion order) in the iteration order of a ``java.util.HashMap``
     they were put into: by bucket ``(h ^ h >>> 16) & (capacity - 1)``, insertion order within a
     bucket (resizing keeps it); capacity 16 doubled while size > 0.75 x capacity. (Bins are
@@ -296,7 +298,9 @@ def _java_hashmap_order(names: Sequence[str]) -> list[str]:
         h = _java_string_hash(name)
         return (h ^ (h >> 16)) & (capacity - 1)
 
-    return sorted(names, key=bucket)  # stable: insertion order within a bucket
+    # stable: insertion order within a bucket; cached, the file info names of a kind of file
+    # being the same each time
+    return tuple(sorted(names, key=bucket))
 
 
 # --------------------------------------------------------------------------------------------
@@ -436,7 +440,7 @@ def _cells_payload(keys: pa.LargeBinaryArray, values: pa.LargeBinaryArray) -> pa
 
 
 def _file_info_payload(entries: Mapping[str, bytes]) -> bytes:
-    order = _java_hashmap_order(list(entries))
+    order = _java_hashmap_order(tuple(entries))
     pairs = b"".join(
         _proto_bytes_field(
             1,
@@ -641,7 +645,7 @@ def _assemble(
 
     meta = dict(meta_blocks or {})
     meta_index: list[bytes] = []
-    for name in _java_hashmap_order(list(meta)):
+    for name in _java_hashmap_order(tuple(meta)):
         block = _block(_META, bytes(meta[name]), codec)
         meta_index.append(_index_entry(offset, len(block), name.encode("utf-8")))
         out.append(block)

@@ -31,6 +31,7 @@ mapRecordKeyToFileGroupIndex``), ``n`` the partition's file group count.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -83,6 +84,7 @@ from hudi_ds.metadata.stats_cache import file_range_cache, partition_fold_cache,
 from hudi_ds.metadata.stats_reader import StatsRecords, read_stats_partition
 from hudi_ds.schema.avro import avro_to_arrow_schema
 from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 from hudi_ds.timeline.instant import (
     CLEAN,
     CLUSTERING,
@@ -105,9 +107,11 @@ from hudi_ds.timeline.writer import TimelineWriter
 __all__ = [
     "STATS_PARTITIONS",
     "MdtFile",
+    "SliceFiles",
     "Slices",
     "StatsIndex",
     "StatsOptions",
+    "Written",
     "file_group_index",
 ]
 
@@ -119,12 +123,48 @@ _TYPE = {COLUMN_STATS_PARTITION: COLUMN_STATS, PARTITION_STATS_PARTITION: PARTIT
 # Java HoodieMetadataConfig bloom filter of MDT base files: DYNAMIC_V0, 10000 keys, fpp 1e-9
 _COMMITS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING})
 
-Slices = Callable[[TableState, Sequence[str]], dict[str, dict[str, list[str]]]]
-"""``slices(state, partitions)``: per data partition, file id -> the file names of its latest
-committed file slice (base file first, then logs)."""
+SliceFiles = Mapping[str, Mapping[str, Sequence[str]]]
+"""Per data partition, file id -> the file names of its latest committed file slice (base
+file first, then logs)."""
+
+Slices = Callable[[TableState, Sequence[str]], SliceFiles]
+"""``slices(state, partitions)``: the :data:`SliceFiles` of ``partitions`` (every partition
+when empty), listed now."""
 
 Records = dict[str, dict[str, bytes]]
 """MDT partition -> record key -> HFile value."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """What the writer of data instant ``instant_time`` knows at its commit point, handed to
+    :meth:`StatsIndex.offer` so that the instant's records are made without reading or
+    listing it again (Java's metadata writer takes the column stats from the write stats:
+    ``HoodieTableMetadataUtil.translateWriteStatToColumnStats`` uses
+    ``HoodieWriteStat.getColumnStats`` when present; the slices and the commit metadata are
+    what the writer has at hand already, so the records are the same).
+
+    Attributes:
+        instant_time: the data instant.
+        columns: the columns ``ranges`` cover.
+        ranges: per ``(partition, file name)`` of a file the instant wrote, the column ranges
+            its write handle computed from the rows in memory.
+        slices: the latest committed slices, before the instant, of partitions it writes,
+            from the listing its writer made -- still the committed ones (the writer checked
+            that nothing completed since).
+        content: the instant's completed file content, and ``metadata`` the commit metadata
+            it was serialized from (not parsed again).
+    """
+
+    instant_time: str
+    columns: tuple[str, ...]
+    ranges: Mapping[tuple[str, str], Sequence[ColumnRange]]
+    slices: SliceFiles = dataclasses.field(default_factory=dict)
+    content: bytes | None = None
+    metadata: CommitMetadata | None = None
+
+
+_NOTHING = Written("", (), {})
 
 
 @dataclass(frozen=True)
@@ -199,6 +239,8 @@ def _by_group(keys: Iterable[str], ids: Sequence[str]) -> list[tuple[str, str]]:
     keys = list(keys)
     if not keys:
         return []
+    if len(ids) == 1:  # (partition_stats has one by default: no key to hash)
+        return [(ids[0], k) for k in keys]
     indexes = file_group_indexes(pa.array(keys, pa.string()), len(ids)).tolist()
     return [(ids[i], k) for i, k in zip(indexes, keys, strict=True)]
 
@@ -225,10 +267,11 @@ class StatsIndex:
         self._indexed_records: StatsRecords | None = None
         self._indexed_keys: set[str] | None = None  # the records _indexed may be asked for
         self._mdt: Timeline | None = None
-        # (instant, columns, (partition, file name) -> ranges) the write's handles computed
-        self._offered: tuple[str, tuple[str, ...], Mapping[tuple[str, str], Sequence[ColumnRange]]]
-        self._offered = ("", (), {})
-        # partition -> its file groups, listed once per mirrored instant (forget_file_groups)
+        # what the writer of the instant being mirrored knows (offer)
+        self._offered = _NOTHING
+        # partition -> its files and its file groups, listed once per mirrored instant
+        # (forget_file_groups)
+        self._listed: dict[str, list[FileInfo]] = {}
         self._ids: dict[str, list[str]] = {}
 
     # -- which partitions -------------------------------------------------------------------
@@ -249,12 +292,20 @@ class StatsIndex:
         return out
 
     def forget_file_groups(self) -> None:
-        """Let the next :meth:`_file_ids` list the partitions again: the metadata writer
-        calls it before it mirrors an instant (a build, a drop or a crash recovery may have
-        changed the file groups since); within one instant they stay (its MDT compaction and
-        clean keep every file group), so the instant's checks and log files list each
-        partition once."""
+        """Let the next :meth:`_file_ids` and :meth:`log_files` list the partitions again:
+        the metadata writer calls it before it mirrors an instant (a build, a drop or a crash
+        recovery may have changed the file groups since) and after an MDT clean (which
+        follows every MDT compaction: the slices changed); within one instant the files stay
+        otherwise, so the instant's checks and log files list each partition once."""
+        self._listed.clear()
         self._ids.clear()
+
+    def _files(self, partition: str) -> list[FileInfo]:
+        """The files of MDT partition ``partition`` (none when it has no folder)."""
+        got = self._listed.get(partition)
+        if got is None:
+            got = self._listed[partition] = self.storage.list_files(partition)
+        return got
 
     def _file_ids(self, partition: str) -> list[str]:
         """The file groups of MDT partition ``partition`` (none when it has no folder)."""
@@ -262,11 +313,10 @@ class StatsIndex:
         if got is not None:
             return got
         ids = set()
-        if self.storage.is_dir(partition):
-            for f in self.storage.list_files(partition):
-                p = parse_base_file_name(f.name) or parse_log_file_name(f.name)
-                if p is not None and p.file_id.startswith(_PREFIX[partition]):
-                    ids.add(p.file_id)
+        for f in self._files(partition):
+            p = parse_base_file_name(f.name) or parse_log_file_name(f.name)
+            if p is not None and p.file_id.startswith(_PREFIX[partition]):
+                ids.add(p.file_id)
         self._ids[partition] = sorted(ids)
         return self._ids[partition]
 
@@ -283,6 +333,7 @@ class StatsIndex:
                 path = f"{partition}/{f.name}"
                 if lf is not None and lf.instant_time in instants and self.storage.delete(path):
                     out.append(path)
+        self.forget_file_groups()
         return out
 
     def older_files(self, mdt: Timeline) -> dict[str, list[str]]:
@@ -314,27 +365,20 @@ class StatsIndex:
         return self._columns[schema_json]
 
     # -- records of an instant --------------------------------------------------------------
-    def offer(
-        self,
-        instant_time: str,
-        columns: Sequence[str],
-        ranges: Mapping[tuple[str, str], Sequence[ColumnRange]],
-    ) -> None:
-        """The ranges of ``columns`` the write handles of ``instant_time`` computed for the
-        files they wrote, per ``(partition, file name)``: the records of the instant are made
-        from them instead of reading the files again (Java's metadata writer takes them from
-        the write stats: ``HoodieTableMetadataUtil.translateWriteStatToColumnStats`` uses
-        ``HoodieWriteStat.getColumnStats`` when present). Files without offered
-        ranges, and other instants (services, rollbacks), are still read."""
-        self._offered = (instant_time, tuple(columns), ranges)
+    def offer(self, written: Written) -> None:
+        """What the writer of ``written.instant_time`` knows of it (:class:`Written`): the
+        records of that instant are made from it. Files without offered ranges, partitions
+        without offered slices, and other instants (services, rollbacks) are read and
+        listed."""
+        self._offered = written
 
     def _written_ranges(
         self, instant_time: str, partition: str, name: str, columns: Sequence[str]
     ) -> list[ColumnRange]:
         """A written file's ranges: offered by its handle, else read from the file."""
-        when, offered_columns, offered = self._offered
-        got = offered.get((partition, name)) if when == instant_time else None
-        if got is not None and offered_columns == tuple(columns):
+        o = self._offered
+        got = o.ranges.get((partition, name)) if o.instant_time == instant_time else None
+        if got is not None and o.columns == tuple(columns):
             return list(got)
         return file_ranges(self.state.storage, partition, name, columns, instant_time)
 
@@ -356,9 +400,11 @@ class StatsIndex:
         self._indexed_records = None
         self._indexed_keys = None
         if action in _COMMITS:
-            return self._commit_records(
-                instant_time, CommitMetadata.from_bytes(content), partitions, schema
-            )
+            o = self._offered
+            md = o.metadata if o.instant_time == instant_time and o.content == content else None
+            if md is None:
+                md = CommitMetadata.from_bytes(content)
+            return self._commit_records(instant_time, md, partitions, schema)
         deleted: dict[str, set[str]] = {}
         if action == CLEAN:
             for key, cpm in CleanMetadata.from_bytes(content).partition_metadata.items():
@@ -431,10 +477,11 @@ class StatsIndex:
                     col_out[column_stats_key(r.column, part, name)] = encode_stats_value(
                         COLUMN_STATS, r, schema
                     )
-        self._offered = ("", (), {})
+        offered, self._offered = self._offered, _NOTHING
         out: Records = {COLUMN_STATS_PARTITION: col_out} if col_out else {}
         if PARTITION_STATS_PARTITION in partitions and self.state.config.partition_fields:
-            part_out = self._partition_records(md, written, file_ranges_of, columns, schema)
+            listed = offered.slices if offered.instant_time == instant_time else {}
+            part_out = self._partition_records(md, written, file_ranges_of, columns, schema, listed)
             if part_out:
                 out[PARTITION_STATS_PARTITION] = part_out
         return out
@@ -446,6 +493,7 @@ class StatsIndex:
         known: Mapping[tuple[str, str], list[ColumnRange]],
         columns: Sequence[str],
         schema: str,
+        listed: SliceFiles,
     ) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         if md.is_replace and (md.operation_type or "").upper() == "DELETE_PARTITION":
@@ -458,7 +506,8 @@ class StatsIndex:
             return out
         if not written:
             return out
-        committed = self.slices(self.state, list(written))
+        unlisted = [p for p in written if p not in listed]
+        committed = {**listed, **(self.slices(self.state, unlisted) if unlisted else {})}
         slices: dict[str, list[str]] = {}  # partition -> the file names of its latest slices
         for part, files in written.items():
             groups = {fid: list(names) for fid, names in committed.get(part, {}).items()}
@@ -554,7 +603,8 @@ class StatsIndex:
             ids = self._file_ids(partition)
             if not ids or not recs:
                 continue
-            slices = {s.file_id: s for s in files_slices(self.storage, mdt, partition)}
+            listed = self._files(partition)
+            slices = {s.file_id: s for s in files_slices(self.storage, mdt, partition, listed)}
             by_group: dict[str, dict[str, bytes]] = {}
             for fid, key in _by_group(recs, ids):
                 by_group.setdefault(fid, {})[key] = recs[key]

@@ -430,6 +430,7 @@ class MetadataWriter:
         if data_storage.exists(METADATA_PATH):
             data_storage.delete_dir(METADATA_PATH)
         self._layout = None
+        self.stats.forget_file_groups()  # (a stats partition listed before is gone)
         self.schema = record_schema(self.version)
         self._schema_adopted = True
         cfg = TableConfig(metadata_table_properties(self.state.config))
@@ -511,6 +512,7 @@ class MetadataWriter:
             self.state.storage.delete_dir(METADATA_PATH)
             log.info("%s: deleted the metadata table", self.state.storage.base_uri)
         self._layout = None
+        self.stats.forget_file_groups()
 
     def drop_unmaintained(self) -> None:
         """Remove the MDT partitions hudi_ds does not keep in step (secondary and expression
@@ -547,7 +549,10 @@ class MetadataWriter:
         """Undo MDT instants a crash left pending, in ``files`` and the index partitions
         (:func:`~hudi_ds.metadata.recovery.undo_pending`); whether something was undone."""
         tl = timeline or self.timeline()
-        return undo_pending(self.storage, self._writer(), tl, self.indexes.written())
+        undone = undo_pending(self.storage, self._writer(), tl, self.indexes.written())
+        if undone:
+            self.stats.forget_file_groups()  # the undone instants' files went
+        return undone
 
     def _catch_up(self, exclude: str, mdt: Timeline) -> bool:
         """Apply completed data instants the MDT misses (a table service or rollback that ran
@@ -585,6 +590,7 @@ class MetadataWriter:
             # datatable": it deletes the completed instant and proceeds)
             undo_completed(self.storage, self._writer(), existing, mdt)
             mdt = self.timeline()
+            self.stats.forget_file_groups()  # its files went
         if (
             action == ROLLBACK
             and mdt.layout_version >= 2
@@ -592,7 +598,9 @@ class MetadataWriter:
         ):
             return
         changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content)
-        self.stats.forget_file_groups()
+        # the stats partitions as listed since the last change of the MDT's files (update,
+        # drop_unmaintained, recover, the builds, MDT compactions and cleans, and the end of
+        # each mirrored instant forget them): one listing per instant
         maintained = self.stats.maintained(self.declared)
         stats = self.stats.records(instant_time, action, content, maintained, self.schema, mdt)
         stats.update(
@@ -602,7 +610,10 @@ class MetadataWriter:
             mdt = self.timeline()
         index = self._index_files(instant_time, action, content, mdt)
         extra = self.indexes.log_files(instant_time, stats, index, mdt, self.schema)
-        self._deltacommit(instant_time, changes or FilesChanges(), mdt, extra)
+        try:
+            self._deltacommit(instant_time, changes or FilesChanges(), mdt, extra)
+        finally:
+            self.stats.forget_file_groups()  # its log files joined the slices
 
     def _rollback(self, instant_time: str, content: bytes, tl: Timeline) -> bool:
         """Hudi 1.x mirrors data rollback R as MDT rollback R: the MDT deltacommits of the
@@ -942,6 +953,9 @@ class MetadataWriter:
         tl = self.timeline()
         doomed = {FILES_PARTITION: older_slices_files(tl, self._file_names())}
         doomed.update(self.indexes.older_files(tl, self.declared))
-        return mdt_clean.clean(
-            self.storage, tl, doomed, after, self._writer(), self._fence, self._complete_fenced
-        )
+        try:
+            return mdt_clean.clean(
+                self.storage, tl, doomed, after, self._writer(), self._fence, self._complete_fenced
+            )
+        finally:
+            self.stats.forget_file_groups()  # the compaction and the clean changed the slices

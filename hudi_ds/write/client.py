@@ -27,7 +27,8 @@ Until then readers see nothing of T; after a crash the next writer rolls T back.
 The roles: :mod:`~hudi_ds.write.options` resolves the options against the table,
 :mod:`~hudi_ds.write.operation` says what each operation writes and commits,
 :mod:`~hudi_ds.write.plan` holds what tasks need, :mod:`~hudi_ds.write.task_writer` routes rows
-to handles, :mod:`~hudi_ds.write.conflict` checks the timeline at commit.
+to handles, :mod:`~hudi_ds.write.conflict` checks the timeline at commit,
+:mod:`~hudi_ds.write.publish` makes the instant files' content and the commit's files.
 
 The table is opened once per client (:class:`~hudi_ds.timeline.view.TableState`); instants
 are created through its timeline writer, which keeps it current without listing; the timeline
@@ -82,21 +83,18 @@ from hudi_ds.table_create import (
 )
 from hudi_ds.timeline.instant import (
     MAX_INSTANT_AHEAD_MS,
-    REPLACE_COMMIT,
     Instant,
     State,
     new_instant_time,
 )
 from hudi_ds.timeline.metadata import CommitMetadata
-from hudi_ds.timeline.plans import RequestedReplaceMetadata
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.conflict import check_clusterings, resolve_conflicts, retarget_pending_logs
-from hudi_ds.write.cow import merge_staged
-from hudi_ds.write.markers import delete_markers, marked_files
-from hudi_ds.write.metadata_sync import install_metadata_writer, offer_written_ranges
+from hudi_ds.write.markers import delete_markers
+from hudi_ds.write.metadata_sync import install_metadata_writer
 from hudi_ds.write.operation import Rows, WriteOperation
 from hudi_ds.write.options import (
     ResolvedOptions,
@@ -104,14 +102,20 @@ from hudi_ds.write.options import (
     check_writable,
     resolve_options,
 )
-from hudi_ds.write.plan import PARTIAL_COLUMNS_KEY, WritePlan, build_plan, rebuild_plan
+from hudi_ds.write.plan import BucketFiles, WritePlan, build_plan, rebuild_plan
+from hudi_ds.write.publish import (
+    inflight_metadata,
+    keep_committed_files,
+    publish,
+    requested_content,
+)
 from hudi_ds.write.rollback_executor import (
     rollback_failed_writes,
     rollback_instant,
     rollback_of,
 )
 from hudi_ds.write.tagged_records import TaggedRecords
-from hudi_ds.write.task_writer import TaskWriter, write_partition_metadata
+from hudi_ds.write.task_writer import TaskWriter
 from hudi_ds.write.upgrade import pending_upgrade
 from hudi_ds.write.workload import WorkloadProfile
 from hudi_ds.write.write_status import WriteStatus
@@ -124,15 +128,6 @@ STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
 #: ``post_commit(client, completed_instant)``: what a writer runs after each of its commits
 #: (:func:`hudi_ds.services.run_post_commit_services`: inline compaction, cleaning, archival).
 PostCommit = Callable[["WriteClient", Instant], object]
-
-
-def requested_content(action: str, layout: int) -> bytes:
-    """The content of a write's requested instant file: empty, except a replacecommit on
-    timeline layout 2, where Hudi 1.x writes an empty ``HoodieRequestedReplaceMetadata``
-    (every field null; a clustering's carries its plan) that its readers deserialize."""
-    if action == REPLACE_COMMIT and layout >= 2:
-        return RequestedReplaceMetadata(version=None).to_bytes()
-    return b""
 
 
 class WriteClient:
@@ -168,6 +163,9 @@ class WriteClient:
         # instant, that listing when the instant's plan sees the same timeline (task_writer)
         self._checked_view: tuple[Timeline, FileSystemView] | None = None
         self._listed_views: dict[str, FileSystemView] = {}
+        # per instant, the partitions its exclusive task listed: the commit hands their slices
+        # to the metadata table's writer (publish)
+        self._task_files: dict[str, BucketFiles] = {}
         # instant -> its inflight metadata without the workload profile, while it is requested
         self._requested: dict[str, CommitMetadata] = {}
         # instant -> what the folder held before :meth:`start` created the table for it
@@ -489,7 +487,7 @@ class WriteClient:
             # reload (multi-writer, a rollback): a commit landing between the listing and the
             # reload would be visible but unlisted (a bucket's file group missed)
             self._listed_views[instant] = checked[1]
-        md = _inflight_metadata(plan, extra_metadata)
+        md = inflight_metadata(plan, extra_metadata)
         if not inflight:
             # requested until the whole input is tagged (save_workload_profile)
             self._requested[instant] = md
@@ -672,7 +670,7 @@ class WriteClient:
             # unique per instant, so concurrent writers never produce the same file name
             stage_id = int(instant[-9:])
         token = f"{int(task_partition_id)}-{int(stage_id)}-{int(task_attempt_id)}"
-        return TaskWriter(
+        task = TaskWriter(
             self.storage,
             self.plan(instant),
             token,
@@ -684,6 +682,9 @@ class WriteClient:
             # API has one); further ones list for themselves
             self._listed_views.pop(instant, None),
         )
+        if exclusive:  # (the only task of the instant: this client commits or aborts it)
+            self._task_files[instant] = task.files
+        return task
 
     # -- commit -------------------------------------------------------------------------------
     def commit(
@@ -710,14 +711,15 @@ class WriteClient:
         self._listed_views.pop(instant, None)  # (no task took it: Spark tasks list themselves)
         plan = self.plan(instant)
         state = self.table_state()
-        statuses = self._keep_committed_files(instant, plan, list(statuses))
+        statuses = keep_committed_files(self.storage, plan, list(statuses))
+        listed = self._task_files.pop(instant, None)
         done: Instant | None = None
         try:
             with Transaction.begin(state, self._lock()) as txn:
                 statuses = self._check_locked(state, plan, statuses)
                 crash_point("commit_locked")
                 txn.confirm()  # a lease lost while checking: nothing to withdraw
-                done = self._publish(state, plan, statuses, partitions_to_delete, extra_metadata)
+                done = publish(state, plan, statuses, partitions_to_delete, extra_metadata, listed)
                 written = time.monotonic()
                 crash_point("commit_written")
                 if txn.lock is not None:
@@ -746,26 +748,6 @@ class WriteClient:
             log.warning("commit %s stands; releasing the table lock failed: %s", instant, e)
         self._after_commit(instant, done)
         return done
-
-    def _keep_committed_files(
-        self, instant: str, plan: WritePlan, statuses: list[WriteStatus]
-    ) -> list[WriteStatus]:
-        """Before the lock: merge the staged rows of a COW write (one merge per file group) and
-        delete the files of failed or superseded task attempts (marked, but named by no
-        status). Returns the statuses of the files the commit publishes."""
-        crash_point("after_files")
-        # the tasks wrote the partition metadata of the files they closed
-        # (TaskWriter.close); the commit writes it for the files its merges of staged rows write
-        staged = {s.partition_path for s in statuses if s.kind == "stage"}
-        if staged:
-            statuses = merge_staged(self.storage, plan, statuses)
-        keep = {s.path for s in statuses}
-        for path in marked_files(self.storage, instant):
-            if path not in keep:
-                self.storage.delete(path)  # a failed or superseded task attempt's file
-        for p in sorted(staged & {s.partition_path for s in statuses}):
-            write_partition_metadata(self.storage, p, instant)
-        return statuses
 
     def _check_locked(
         self, state: TableState, plan: WritePlan, statuses: list[WriteStatus]
@@ -830,32 +812,6 @@ class WriteClient:
             if single:
                 _after_commit_point(instant, "ending its write", self._guard.stop, instant)
 
-    def _publish(
-        self,
-        state: TableState,
-        plan: WritePlan,
-        statuses: list[WriteStatus],
-        partitions_to_delete: Sequence[str] | None,
-        extra_metadata: Mapping[str, str] | None,
-    ) -> Instant:
-        md = CommitMetadata(operation_type=plan.operation.operation_type)
-        for s in statuses:
-            md.partition_to_write_stats.setdefault(s.partition_path, []).append(s.stat)
-        md.extra_metadata["schema"] = plan.data_avro_schema
-        md.extra_metadata.update(extra_metadata or {})
-        if plan.action == REPLACE_COMMIT:
-            md.is_replace = True
-            md.partition_to_replace_file_ids = plan.operation.replaced_file_ids(
-                FileSystemView(self.storage, state.config),
-                plan.visibility,
-                [(s.partition_path, s.file_id) for s in statuses],
-                partitions_to_delete or [],
-            )
-        offer_written_ranges(state, plan.instant, plan.stats_columns, statuses)
-        return state.timeline_writer().complete(
-            Instant(plan.instant, plan.action, State.INFLIGHT), md.to_bytes(state.layout)
-        )
-
     def _abort_after_lost_lock(self, instant: str, lost: LockLostError) -> None:
         """Roll back ``instant`` after its commit lost the table lock (waits for the lock like
         any rollback); if that fails too, the instant stays pending -- with its heartbeat
@@ -903,6 +859,7 @@ class WriteClient:
         table is removed again: a refused first write leaves the path as it was.
         """
         self._requested.pop(instant, None)
+        self._task_files.pop(instant, None)
         state = self.table_state()
         if self.multi_writer:
             self._guard.stop(instant)
@@ -953,21 +910,6 @@ class WriteClient:
             if value is not None:
                 return int(value)
         return None
-
-
-def _inflight_metadata(plan: WritePlan, extra_metadata: Mapping[str, str] | None) -> CommitMetadata:
-    """The inflight metadata of a write without its workload profile: the writer schema (and
-    hudi_ds's partial update columns) and ``extra_metadata``. A client that did not start the
-    instant (a streaming commit in another process) rebuilds the plan from it
-    (:func:`~hudi_ds.write.plan.rebuild_plan`)."""
-    md = CommitMetadata(
-        operation_type=plan.operation.operation_type,
-        extra_metadata={"schema": plan.data_avro_schema},
-    )
-    if plan.partial_columns is not None:
-        md.extra_metadata[PARTIAL_COLUMNS_KEY] = ",".join(plan.partial_columns)
-    md.extra_metadata.update(extra_metadata or {})
-    return md
 
 
 def _refusal(timeline: Timeline, instant: str, withdrawn: Callable[[], bool] | None) -> str | None:

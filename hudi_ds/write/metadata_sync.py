@@ -11,24 +11,26 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig
 from hudi_ds.errors import UnsupportedError
+from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of
 from hudi_ds.metadata.bloom_filters import BloomOptions
 from hudi_ds.metadata.column_stats import COLUMN_STATS_PARTITION
 from hudi_ds.metadata.record_index import SliceKeys
 from hudi_ds.metadata.records import FILES_PARTITION
-from hudi_ds.metadata.stats_writer import StatsOptions
+from hudi_ds.metadata.stats_writer import StatsOptions, Written
 from hudi_ds.metadata.writer import MetadataWriter
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, read_file_slice
 from hudi_ds.table.table import ReadableTable
-from hudi_ds.timeline.view import TableState
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.view import TableState, Visibility
 from hudi_ds.write.record_index_options import (
     partitioned_record_index_sizing,
     record_index_choice,
@@ -61,6 +63,16 @@ def committed_listing(state: TableState) -> list[tuple[str, str, int]]:
     return out
 
 
+def slice_files(slices: Iterable[FileSlice]) -> dict[str, list[str]]:
+    """File id -> the file names of its slice among ``slices`` (base file, then logs)."""
+    out: dict[str, list[str]] = {}
+    for s in slices:
+        names = [file_name_of(s.base_file.path)] if s.base_file is not None else []
+        names += [file_name_of(lf.path) for lf in s.sorted_log_files()]
+        out[s.file_id] = names
+    return out
+
+
 def committed_slices(
     state: TableState, partitions: Sequence[str]
 ) -> dict[str, dict[str, list[str]]]:
@@ -69,14 +81,10 @@ def committed_slices(
     stats of a commit start from."""
     vis = state.visibility()
     view = FileSystemView(state.storage, state.config)
-    out: dict[str, dict[str, list[str]]] = {}
-    for partition in partitions or view.partitions():
-        groups = out.setdefault(partition, {})
-        for s in view.latest_file_slices(partition, vis):
-            names = [file_name_of(s.base_file.path)] if s.base_file is not None else []
-            names += [file_name_of(lf.path) for lf in s.sorted_log_files()]
-            groups[s.file_id] = names
-    return out
+    return {
+        partition: slice_files(view.latest_file_slices(partition, vis))
+        for partition in partitions or view.partitions()
+    }
 
 
 def stats_options(options: Options) -> StatsOptions:
@@ -221,15 +229,26 @@ def written_stats_columns(state: TableState, data_avro_schema: str) -> tuple[str
     return tuple(writer.stats.columns(data_avro_schema))
 
 
-def offer_written_ranges(
+def offer_written(
     state: TableState,
     instant: str,
     columns: Sequence[str] | None,
-    statuses: Iterable[WriteStatus],
+    statuses: Sequence[WriteStatus],
+    commit: tuple[bytes, CommitMetadata],
+    listed: Callable[[str], Iterable[FileSlice]] | None = None,
+    listed_as_of: Visibility | None = None,
 ) -> None:
-    """Hand the column ranges the handles computed (of ``columns``) for the files of
-    ``instant`` to the MDT writer installed on ``state``, which then reads none of those
-    files again."""
+    """Hand what the write of ``instant`` knows at its commit point to the MDT writer
+    installed on ``state`` (:class:`~hudi_ds.metadata.stats_writer.Written`): the column
+    ranges (of ``columns``) its handles computed for the files they wrote, which it then
+    reads none of again, and ``commit``: the completed file's content and the metadata it
+    was serialized from.
+
+    ``listed(partition)``: the latest slices of a partition in the listing the write's task
+    made, as of ``listed_as_of``. While that is still the table's visibility (nothing
+    completed since the listing; a commit landing meanwhile could be missing from it), the
+    slices of the partitions ``instant`` writes are handed over too, and the MDT writer lists
+    none of them again."""
     writer = _installed(state)
     if writer is None or columns is None:
         return
@@ -238,7 +257,12 @@ def offer_written_ranges(
         for s in statuses
         if s.column_ranges is not None and s.path
     }
-    writer.stats.offer(instant, columns, ranges)
+    slices: dict[str, dict[str, list[str]]] = {}
+    if listed is not None and listed_as_of is not None and state.visibility() == listed_as_of:
+        written = dict.fromkeys(s.partition_path for s in statuses)
+        slices = {p: slice_files(listed(p)) for p in written}
+    content, md = commit
+    writer.stats.offer(Written(instant, tuple(columns), ranges, slices, content, md))
 
 
 def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:

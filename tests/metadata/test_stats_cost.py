@@ -8,6 +8,9 @@
 * a commit into a MOR table takes the ranges of the files earlier commits of the process
   wrote from memory, not from the metadata table, and its records still equal the ones
   recomputed from the files;
+* a commit takes the slices of the partitions it writes from its task's listing -- the
+  data partitions are not listed again --, and only while nothing completed since that
+  listing;
 * a new table of version 8 or 9 with a metadata table gets column stats (and partition stats
   when partitioned) unless turned off, as Hudi 1.x's Spark writer; version 6 does not.
 """
@@ -27,6 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
+from hudi_ds.config import validated
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.metadata import stats_writer
 from hudi_ds.metadata.column_stats import (
@@ -43,8 +47,13 @@ from hudi_ds.metadata.records import declared_partitions, record_schema
 from hudi_ds.metadata.stats_avro import StatsRecordWriter
 from hudi_ds.storage import Storage
 from hudi_ds.table_config import TableConfig
+from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.view import TableState
+from hudi_ds.write import metadata_sync
+from hudi_ds.write.write_status import WriteStatus
+from tests.builders import apply
 from tests.metadata.test_column_stats import assert_stats_in_step
-from tests.metadata.test_writer import assert_in_step, batch
+from tests.metadata.test_writer import COLS, assert_in_step, batch, check_rows
 from tests.metadata.test_writer import options as writer_options
 
 _NS = "org.apache.hudi.avro.model."
@@ -301,3 +310,77 @@ def test_commits_take_earlier_ranges_from_memory(
     assert reads == []
     assert _declared(root) == ["column_stats", "files", "partition_stats"]
     assert_stats_in_step(root)
+
+
+def _stats_options(bucket: bool) -> dict[str, str]:
+    return writer_options(
+        "MERGE_ON_READ",
+        9,
+        bucket=bucket,
+        **{
+            "hoodie.metadata.index.column.stats.enable": "true",
+            "hoodie.metadata.index.partition.stats.enable": "true",
+        },
+    )
+
+
+@pytest.mark.parametrize("bucket", [True, False])
+def test_commits_take_the_slices_their_task_listed(
+    bucket: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The partition stats of a commit start from the slices its task listed (the bucket
+    index's listing at start, SIMPLE's own): no data partition is listed at commit, and the
+    records equal the ones recomputed from the files."""
+    root = tmp_path / "t"
+    opts = _stats_options(bucket)
+    model = apply({}, batch(1), COLS)
+    hudi_ds.write(str(root), batch(1), opts)
+    listed: list[list[str]] = []
+    plain = metadata_sync.committed_slices
+
+    def counted(state: TableState, partitions: Any) -> Any:
+        listed.append(list(partitions))
+        return plain(state, partitions)
+
+    monkeypatch.setattr(metadata_sync, "committed_slices", counted)
+    for k in (2, 3):
+        hudi_ds.write(str(root), batch(k), opts)
+        model = apply(model, batch(k), COLS)
+    assert listed == []
+    assert_in_step(root)
+    assert_stats_in_step(root)
+    check_rows(root, model)
+
+
+def test_listed_slices_serve_only_the_visibility_they_were_listed_at(tmp_path: Path) -> None:
+    """The task's listing stands for the committed slices only while the table's visibility
+    is the one it was listed at: after another commit, the partitions are listed again."""
+    root = tmp_path / "t"
+    opts = _stats_options(True)
+    hudi_ds.write(str(root), batch(1), opts)
+    before = TableState.open(Storage(str(root))).visibility()
+    hudi_ds.write(str(root), batch(2), opts)
+    state = TableState.open(Storage(str(root)))
+    metadata_sync.install_metadata_writer(state, validated(opts))
+    now = state.visibility()
+    assert now != before
+    asked: list[str] = []
+
+    def listed(partition: str) -> list[Any]:
+        asked.append(partition)
+        return []
+
+    statuses = [WriteStatus(st, "append", "0-0-0") for st in _write_stats(state)]
+    partitions = sorted({s.partition_path for s in statuses})
+    commit = (b"", CommitMetadata())
+    for as_of, want in ((before, []), (now, partitions)):
+        asked.clear()
+        metadata_sync.offer_written(state, "1", ("id",), statuses, commit, listed, as_of)
+        assert sorted(asked) == want
+
+
+def _write_stats(state: TableState) -> list[Any]:
+    """The write stats of the latest commit of ``state``."""
+    md = state.timeline.read_commit_metadata(state.timeline.commits()[-1])
+    assert md is not None
+    return [st for stats in md.partition_to_write_stats.values() for st in stats]
