@@ -429,6 +429,9 @@ _UNIT_MS = {
     "HOURS": 3_600_000,
     "DAYS": 86_400_000,
 }
+#: epoch millis of 0001-01-01T00:00Z and of the last milli of 9999-12-31
+_YEAR_1_MS = -62_135_596_800_000
+_YEAR_9999_END_MS = 253_402_300_799_999
 _TYPE_UNIT = {
     TimestampType.UNIX_TIMESTAMP: "SECONDS",
     TimestampType.EPOCHMILLISECONDS: "MILLISECONDS",
@@ -574,6 +577,11 @@ class TimestampSpec:
                 "(records keep their _hoodie_partition_path) still update this table"
             )
 
+    @property
+    def unit(self) -> str:
+        """The Java ``TimeUnit`` numeric values are read in (SCALAR: the scalar unit)."""
+        return _TYPE_UNIT.get(self.timestamp_type, self.scalar_unit)
+
     def partition_values(self, column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
         """The formatted partition value of every row of the partition field ``name``.
 
@@ -589,11 +597,31 @@ class TimestampSpec:
             parsed = self._parse_strings(column, name)
             utc, zones = parsed.utc_ms, parsed.zones
         else:
-            utc = self._epoch_ms(column, name)
+            try:
+                utc = self._epoch_ms(column, name)
+            except pa.ArrowInvalid as e:
+                raise self._out_of_range(name, e) from None
+            lo, hi = pc.min_max(utc).values()
+            if lo.is_valid and (lo.as_py() < _YEAR_1_MS or hi.as_py() > _YEAR_9999_END_MS):
+                # Java formats such years (epoch micros read as millis: year 57970); they are
+                # a unit mistake, not dates, so hudi_ds refuses them
+                bad = lo.as_py() if lo.as_py() < _YEAR_1_MS else hi.as_py()
+                raise self._out_of_range(name, f"{bad} ms is outside the years 1-9999")
             zones = pa.repeat(pa.scalar("UTC"), len(utc))
         if self.output_timezone:
             zones = pa.repeat(pa.scalar(self.output_timezone), len(utc))
-        return joda.format_instants(self.output_format, utc, zones)
+        try:
+            return joda.format_instants(self.output_format, utc, zones)
+        except pa.ArrowInvalid as e:
+            raise self._out_of_range(name, e) from None
+
+    def _out_of_range(self, name: str, cause: object) -> SchemaError:
+        unit = self.unit.lower()
+        return SchemaError(
+            f"partition path field '{name}' holds values that are no date as {unit} since the "
+            f"epoch (hoodie.keygen.timebased.timestamp.type={self.timestamp_type}): check the "
+            f"type against the column's unit ({cause})"
+        )
 
     def _epoch_ms(self, column: pa.Array, name: str) -> pa.Array:
         """Epoch millis of numeric values (Java ``convertLongTimeToMillis``)."""
@@ -604,6 +632,17 @@ class TimestampSpec:
             # the long Avro holds (timestamp-millis / -micros) unless Hudi's consistent logical
             # timestamps are on (they are off by default)
             unit = "ms" if t.unit in ("s", "ms") else "us"
+            held = "MILLISECONDS" if unit == "ms" else "MICROSECONDS"
+            if self.unit != held:
+                # Java reads the long in the configured unit whatever the column's logical
+                # type, and writes partition paths thousands of years away: refused instead
+                right = "EPOCHMILLISECONDS" if unit == "ms" else "EPOCHMICROSECONDS"
+                raise SchemaError(
+                    f"partition path field '{name}' is a {t} column, whose values Hudi keys as "
+                    f"epoch {held.lower()}, but hoodie.keygen.timebased.timestamp.type="
+                    f"{self.timestamp_type} reads them in another unit (the partition paths "
+                    f"would be wrong dates): use {right}"
+                )
             whole = column.cast(pa.timestamp(unit, t.tz), safe=False).cast(pa.int64())
         elif pa.types.is_decimal(t):
             whole = column.cast(pa.int64(), safe=False)  # BigDecimal.longValue
@@ -620,7 +659,7 @@ class TimestampSpec:
             )
         # getDefaultPartitionVal: 1 (of the unit) for a null
         whole = pc.fill_null(whole, 1)
-        unit_name = _TYPE_UNIT.get(self.timestamp_type, self.scalar_unit)
+        unit_name = self.unit
         return _truncating_ms(whole, _UNIT_MS[unit_name])
 
     def _parse_strings(self, column: pa.Array, name: str) -> joda.ParsedInstants:

@@ -263,3 +263,50 @@ def test_partition_values_with_slash_are_nested_paths(
     with pytest.raises(SchemaError, match=r"'2018/\.\./\.\./x' in column 'date'"):
         hudi_ds.write(str(root), bad, opts)
     assert tree_hashes(root) == before
+
+
+@pytest.mark.parametrize("ttype", ["EPOCHMILLISECONDS", "UNIX_TIMESTAMP", "SCALAR"])
+def test_a_timestamp_column_read_in_another_unit_is_refused(ttype: str) -> None:
+    """Java keys a timestamp[us] column as epoch micros and reads them in the configured unit:
+    partition paths thousands of years away (or an overflow). hudi_ds refuses, naming the
+    type that fits."""
+    us = pa.table({"d": pa.array([1_767_225_600_000_000], pa.timestamp("us", "UTC"))})
+    spec = _spec(
+        **{
+            "hoodie.keygen.timebased.timestamp.type": ttype,
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        }
+    )
+    with pytest.raises(SchemaError, match="'d' is a timestamp.*: use EPOCHMICROSECONDS"):
+        partition_paths(us, ["d"], False, False, spec)
+    ms = pa.table({"d": pa.array([1_767_225_600_000], pa.timestamp("ms", "UTC"))})
+    millis = _spec(
+        **{
+            "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        }
+    )
+    assert partition_paths(ms, ["d"], False, False, millis).to_pylist() == ["2026/01/01"]
+
+
+def test_epoch_values_out_of_range_for_their_unit_are_named() -> None:
+    """Epoch microseconds given to UNIX_TIMESTAMP (seconds) overflow: a SchemaError naming
+    the field and the unit, not Arrow's error."""
+    table = pa.table({"d": pa.array([1_767_225_600_000_000], pa.int64())})
+    spec = _spec(
+        **{
+            "hoodie.keygen.timebased.timestamp.type": "UNIX_TIMESTAMP",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        }
+    )
+    with pytest.raises(SchemaError, match="^partition path field 'd' holds values that are no"):
+        partition_paths(table, ["d"], False, False, spec)
+    # epoch micros read as millis: year 57970, which Java would print; refused too
+    millis = _spec(
+        **{
+            "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        }
+    )
+    with pytest.raises(SchemaError, match="outside the years 1-9999"):
+        partition_paths(table, ["d"], False, False, millis)

@@ -51,7 +51,7 @@ def test_sdist_and_package_files_hold_py_typed_and_license(tmp_path: Path) -> No
     assert {"LICENSE", "hudi_ds/py.typed", "hudi_ds/__init__.py"} <= names
     assert "License-File: LICENSE" in meta
     assert "Classifier: Typing :: Typed" in meta
-    assert "Classifier: License :: OSI Approved :: Apache Software License" in meta
+    assert "License-Expression: Apache-2.0" in meta
     assert "Project-URL: Apache Hudi, https://hudi.apache.org" in meta
     # build_py is the step that fills the wheel with the package's files
     build = subprocess.run(
