@@ -264,7 +264,7 @@ def run_read_table(spark: Any, root: Path, ref: Path, repeat: int) -> dict[str, 
     return results
 
 
-#: the acceptance goals of the read_table rows (issue 38): base files only at most 1.2x,
+#: the acceptance goals of the read_table rows: base files only at most 1.2x,
 #: a MOR snapshot at most 3x
 READ_TABLE_GOALS = {
     "cow": 1.2,
