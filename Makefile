@@ -95,7 +95,7 @@ test-install: $(STAMP)  ## the wheel installed from the package index into a fre
 # Soaks of minutes (marker `stress`; docs/testing.md records their results): two writers and
 # the CLI's services under random SIGSTOPs of 1-15 s, local and on S3 (STRESS_SECONDS each).
 STRESS_SECONDS ?= 300
-test-stress: $(STAMP)  ## soaks: writers and services under random SIGSTOPs (STRESS_SECONDS=300)
+test-stress: $(STAMP)  ## soaks under random SIGSTOPs (STRESS_SECONDS=300) and the full test matrices
 	@$(PYC)
 	HUDI_DS_STRESS=1 HUDI_DS_STRESS_SECONDS=$(STRESS_SECONDS) $(BIN)/python -m pytest -q -s -m stress tests
 
