@@ -43,6 +43,7 @@ from packaging.utils import canonicalize_name
 
 import hudi_ds
 from tests.conftest import assert_rows, hudi_rs_table
+from tests.doc_blocks import labelled
 from tests.test_packaging import _copy_project
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,10 +57,9 @@ DEV_ONLY = {"pytest", "hypothesis", "hudi", "mypy", "ruff", "polars", "duckdb", 
 
 
 def wheel_blocks() -> list[str]:
-    """The README's ``<!-- doc-test: wheel -->`` python blocks, in order."""
-    text = README.read_text()
-    blocks = re.findall(rf"<!-- doc-test: {LABEL} -->\n```python\n(.*?)```", text, re.S)
-    assert blocks, f"README.md has no <!-- doc-test: {LABEL} --> python block"
+    """The README's ``<!-- doc-test: wheel -->`` blocks, in order."""
+    blocks = [b.code for b in labelled("README.md", LABEL)]
+    assert blocks, f"README.md has no <!-- doc-test: {LABEL} --> block"
     return blocks
 
 
