@@ -5,7 +5,8 @@ bench``), ``bench/results/streaming.json`` (``python -m bench.bench_streaming``)
 ``bench/results/filtered_read.json`` (``python -m bench.filtered_read``),
 ``bench/results/clustering.json`` (``python -m bench.clustering``),
 ``bench/results/merge.json`` (``python -m bench.merge``),
-``bench/results/consistent_hashing.json`` (``python -m bench.consistent_hashing``) and
+``bench/results/consistent_hashing.json`` (``python -m bench.consistent_hashing``),
+``bench/results/table_scale.json`` (``python -m bench.table_scale``) and
 ``bench/results/read_table.json`` (``python -m bench.bench_read --read-table``), prints the
 table, writes it to ``bench/results/acceptance.md`` and, given the epoch second ``make bench``
 started at, its duration. ``python -m bench`` prints the same table without the streaming row.
@@ -177,6 +178,7 @@ def acceptance(
     consistent_hashing: dict[str, Any] | None = None,
     clustered: dict[str, Any] | None = None,
     read_table: dict[str, Any] | None = None,
+    table_scale: dict[str, Any] | None = None,
 ) -> list[str]:
     """Markdown lines: one row per acceptance target, the index goals included (the ratios
     measured in ``meta``'s run; the filtered-read goals from ``filtered``, a
@@ -450,6 +452,9 @@ def acceptance(
     from bench.bench_read import acceptance_rows as read_table_rows
 
     rows += read_table_rows(read_table)
+    from bench.table_scale import acceptance_rows as scale_rows
+
+    rows += scale_rows(table_scale)
     out = [
         f"acceptance targets (run of {meta.get('date', '?')} at commit "
         f"{meta.get('commit', '?')}, "
@@ -572,8 +577,17 @@ def main() -> None:
     clustered = json.loads(kfile.read_text()) if kfile.exists() else None
     rfile = RESULTS / "read_table.json"
     read_table = json.loads(rfile.read_text()) if rfile.exists() else None
+    tfile = RESULTS / "table_scale.json"
+    table_scale = json.loads(tfile.read_text()) if tfile.exists() else None
     lines = acceptance(
-        meta, streaming, filtered, merge, ch, clustered=clustered, read_table=read_table
+        meta,
+        streaming,
+        filtered,
+        merge,
+        ch,
+        clustered=clustered,
+        read_table=read_table,
+        table_scale=table_scale,
     )
     if args.started:
         secs = time.time() - args.started

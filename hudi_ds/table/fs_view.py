@@ -61,11 +61,13 @@ class StorageListing:
         #: partitions whose listing showed their ``.hoodie_partition_metadata``
         self.marked: set[str] = set()
 
-    def partitions(self) -> list[str]:
-        """Relative paths of the partition folders the walk finds, sorted."""
+    def partitions(self, limit: int | None = None) -> list[str]:
+        """Relative paths of the partition folders the walk finds, sorted; with ``limit``, the
+        walk stops once it found that many (the first ones in listing order: a sample that
+        costs a few listings, not one per partition of the table)."""
         found: list[str] = []
         self._seen = {}
-        self._walk("", found)
+        self._walk("", found, limit)
         return sorted(found)
 
     def files(self, partition: str) -> list[FileInfo]:
@@ -77,7 +79,9 @@ class StorageListing:
             self.marked.add(partition)
         return files
 
-    def _walk(self, rel: str, found: list[str]) -> None:
+    def _walk(self, rel: str, found: list[str], limit: int | None = None) -> None:
+        if limit is not None and len(found) >= limit:
+            return
         has_data = False
         files, dirs = self.storage.list_entries(rel)
         self._seen[rel] = files
@@ -94,11 +98,11 @@ class StorageListing:
                 has_data = True
         if has_data:
             found.append(rel)
-        for d in dirs:
+        for d in sorted(dirs):  # (a sample of the first partitions is the same every time)
             leaf = file_name_of(d)
             if leaf.startswith(".") or (rel == "" and leaf in ("__MACOSX",)):
                 continue
-            self._walk(d, found)
+            self._walk(d, found, limit)
 
 
 class _SharedGroups:

@@ -15,7 +15,13 @@ Before a write, the bucket layout the files encode is compared with the configur
    built from the record key fields of a base file's first rows (one row group's key columns
    read) or of the log block's rows.
 
-The cost is one listing and at most :data:`MAX_SAMPLED_GROUPS` footer (or small log) reads.
+Before a write, the partitions checked are a sample: the first :data:`MAX_CHECKED_PARTITIONS`
+the walk of the table's folders finds (a count set wrong for the table contradicts every
+partition), so a write's cost does not grow with the number of partitions. Every partition a
+write touches has its bucket ids checked when its rows are tagged
+(:meth:`hudi_ds.write.plan.BucketFiles.check_bucket_count`), before its files are written.
+
+The cost is a few listings and at most :data:`MAX_SAMPLED_GROUPS` footer (or small log) reads.
 """
 
 from __future__ import annotations
@@ -35,14 +41,17 @@ from hudi_ds.layout.naming import bucket_id_of
 from hudi_ds.layout.parquet import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_data_block, decode_delete_block, scan_log_bytes
+from hudi_ds.metadata.records import partition_path_of_id
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
-from hudi_ds.table.fs_view import FileSystemView
+from hudi_ds.table.fs_view import FileSystemView, StorageListing
 from hudi_ds.table_config import PROPS_FILE, TableConfig
 from hudi_ds.timeline.view import TableState
 
 log = logging.getLogger("hudi_ds.write")
 
+#: partitions checked before a write (a sample: found by a walk that stops there)
+MAX_CHECKED_PARTITIONS = 8
 #: file groups whose keys are sampled (a key of a group matches a wrong count by chance with
 #: a probability of about 1/num_buckets, so a few groups with 2-4 keys each are enough)
 MAX_SAMPLED_GROUPS = 4
@@ -53,11 +62,17 @@ KEYS_PER_LOG = 4
 
 
 def check_bucket_layout(
-    state: TableState, num_buckets: int, hash_fields: list[str]
+    state: TableState,
+    num_buckets: int,
+    hash_fields: list[str],
+    sample: bool = True,
 ) -> FileSystemView:
     """Raise when the file groups on storage contradict ``num_buckets``, or, on a table with
     partition-level bucket rules, the count its latest committed rules give each partition
     (its live file groups: a rescale's replaced ones had the count before it).
+
+    ``sample``: check the first :data:`MAX_CHECKED_PARTITIONS` partitions the walk finds
+    (False: all of them).
 
     Returns:
         The file-system view it listed (for further checks on the same listing).
@@ -68,12 +83,18 @@ def check_bucket_layout(
             ``hoodie.properties``, the key and the value).
     """
     storage, config = state.storage, state.config
-    view = FileSystemView(storage, config)
+    listing = StorageListing(storage)
+    view = FileSystemView(storage, config, listing)
+    if sample:
+        found = listing.partitions(MAX_CHECKED_PARTITIONS)
+        partitions = [partition_path_of_id(p) for p in found]
+    else:
+        partitions = view.partitions()
     rules = latest_config(storage, state.timeline)
     where = storage.full_path(PROPS_FILE if rules is None else CONFIGS_DIR)
     vis = state.visibility() if rules is not None else None
     groups: list[tuple[FileGroup, int]] = []
-    for p in view.partitions():
+    for p in partitions:
         n = num_buckets if rules is None else rules.num_buckets(p)
         # with rules, the live file groups only: a rescale's replaced ones (and a failed
         # one's new ones) have another count

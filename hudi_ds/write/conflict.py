@@ -17,7 +17,7 @@ the active timeline in ``preCommit``):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from hudi_ds.config import ClusteringConfig, Options, UpdateStrategy
 from hudi_ds.errors import CommitConflictError
@@ -243,17 +243,17 @@ def retarget_pending_logs(
         # completion time falls in (Java 1.x HoodieFileGroup.getBaseInstantTime), so a
         # compaction scheduled meanwhile takes it without a rename
         return statuses
-    names = [parse_log_file_name(file_name_of(statuses[k].path)) for k in appends]
-    bases = {n.instant_time for n in names if n is not None}
-    if not bases:
+    written: dict[tuple[str, str], str] = {}
+    for k in appends:
+        n = parse_log_file_name(file_name_of(statuses[k].path))
+        if n is not None:
+            key = (statuses[k].partition_path, n.file_id)
+            written[key] = min(written.get(key, n.instant_time), n.instant_time)
+    if not written:
         return statuses
     tl = state.timeline
-    oldest = min(bases)
-    news = any(
-        i.requested_time > oldest and tl.origin_action(i.requested_time) == "compaction" for i in tl
-    )
-    gone = any(not tl.contains(b) for b in bases)
-    if not news and not gone:
+    gone = any(not tl.contains(b) for b in set(written.values()))
+    if not gone and not _compacted_since(tl, written):
         return statuses  # no slice newer than the ones written to, none taken back
     moved = retarget_logs(state, [statuses[k].stat for k in appends], plan.instant)
     out = list(statuses)
@@ -261,6 +261,23 @@ def retarget_pending_logs(
         if stat is not statuses[k].stat:
             out[k] = WriteStatus(stat, statuses[k].kind, statuses[k].task)
     return out
+
+
+def _compacted_since(tl: Timeline, written: Mapping[tuple[str, str], str]) -> bool:
+    """Whether a compaction on ``tl`` (pending or completed) planned after the base instant a
+    log was written against covers the log's file group (``written``: ``(partition, file id)``
+    -> that base instant). Answered from the compaction plans alone: listing the partitions
+    the write touched is left to the rare write that raced a compaction of its file groups."""
+    oldest = min(written.values())
+    for i in tl:
+        t = i.requested_time
+        if t <= oldest or tl.origin_action(t) != "compaction":
+            continue
+        for op in tl.read_compaction_plan(t).operations or []:
+            base = written.get((op.partition_path or "", op.file_id or ""))
+            if base is not None and t > base:
+                return True
+    return False
 
 
 def _rehome_logs(

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from hudi_ds.errors import HudiError, WriteError
-from hudi_ds.index.bucket import bucket_id_from_file_id
+from hudi_ds.errors import CorruptFileError, HudiError, WriteError
+from hudi_ds.index.bucket import NUM_BUCKETS_KEY, bucket_id_from_file_id
 from hudi_ds.index.pending_resize import PendingResize, pending_resizes
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.layout.naming import file_name_of, parse_log_file_name
@@ -268,8 +268,14 @@ class BucketFiles:
     def slices(self, partition: str) -> dict[int, FileSlice]:
         """Bucket id -> the latest visible file slice of its file group in ``partition``.
 
+        The write's check of the bucket count before it started looked at a sample of the
+        partitions (:func:`hudi_ds.write.bucket_layout.check_bucket_layout`); each partition
+        the write routes rows to is checked here, before any of its files is written.
+
         Raises:
             WriteError: two file groups of the partition hold the same bucket.
+            CorruptFileError: a file group's bucket is not below the partition's bucket count
+                (the table's files were written with more buckets).
         """
         m = self._buckets.get(partition)
         if m is None:
@@ -282,6 +288,15 @@ class BucketFiles:
                         f"{m[b].file_id} and {s.file_id}"
                     )
                 m[b] = s
+            if m:
+                n = int(self.plan.options.index.layout.buckets_in([partition])[0])
+                top = max(m)
+                if top >= n:
+                    raise CorruptFileError(
+                        f"{NUM_BUCKETS_KEY}={n} contradicts file group {m[top].file_id} in "
+                        f"partition {partition!r} (bucket {top}); the table's files were "
+                        "written with more buckets"
+                    )
             self._buckets[partition] = m
         return m
 

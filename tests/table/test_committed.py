@@ -294,6 +294,46 @@ def test_changed_bucket_count_is_refused_before_writing(
     assert rows(hudi_ds.read(path)) == expected == hudi_rs(path)
 
 
+def test_more_buckets_in_a_partition_outside_the_sample_are_refused_where_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check before a write lists a sample of the partitions (its cost must not grow with
+    the table); a partition outside it whose file groups hold more buckets than the count is
+    refused when the write routes rows to it, before any of its files is written."""
+    from hudi_ds.write import bucket_layout
+
+    monkeypatch.setattr(bucket_layout, "MAX_CHECKED_PARTITIONS", 1)
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.bucket.index.num.buckets": "2"}
+    data = pa.table(
+        {
+            "id": [f"k{i:02d}" for i in range(20)],
+            "ts": [1] * 20,
+            "p": ["a"] * 10 + ["b"] * 10,
+            "v": [f"v{i}" for i in range(20)],
+        }
+    )
+    hudi_ds.write(path, data, opts)
+    expected = rows(data)
+    # partition b gets a copy of its bucket-1 file group as bucket 3: written with more buckets
+    copied = [f for f in (Path(path) / "b").iterdir() if f.name.lstrip(".").startswith("00000001")]
+    assert copied
+    for f in copied:
+        shutil.copy(f, f.with_name(f.name.replace("00000001", "00000003", 1)))
+    expected = rows(hudi_ds.read(path), unique=False)
+    assert len(expected) > 20  # (the copy's rows are read twice)
+    upd_a = data.filter(pa.compute.equal(data["p"], "a")).set_column(1, "ts", pa.array([2] * 10))
+    upd_b = data.filter(pa.compute.equal(data["p"], "b")).set_column(1, "ts", pa.array([2] * 10))
+    with pytest.raises(
+        CorruptFileError, match=r"num.buckets=2 contradicts .* partition 'b' \(bucket 3\)"
+    ):
+        hudi_ds.write(path, upd_b, opts)
+    assert rows(hudi_ds.read(path), unique=False) == expected == hudi_rs(path, unique=False)
+    hudi_ds.write(path, upd_a, opts)  # partition a (the sample) is fine
+    after = sorted((*r[:1], 2, *r[2:]) if r[2] == "a" else r for r in expected)
+    assert rows(hudi_ds.read(path), unique=False) == after == hudi_rs(path, unique=False)
+
+
 def test_flipped_byte_in_hoodie_properties_names_the_file(tmp_path: Path) -> None:
     path = two_commits(tmp_path)
     props = Path(path) / PROPS
