@@ -370,8 +370,11 @@ _COMMIT_ACTIONS = frozenset(
 )
 
 
-def instant_changes(instant: Instant, content: bytes) -> FilesChanges | None:
-    """The ``files`` changes of a completed data instant with content ``content``.
+def instant_changes(
+    instant: Instant, content: bytes, metadata: CommitMetadata | None = None
+) -> FilesChanges | None:
+    """The ``files`` changes of a completed data instant with content ``content``
+    (``metadata``: a commit's metadata that ``content`` was serialized from, not parsed again).
 
     None for actions that change no files (savepoint, indexing, schema commits).
 
@@ -380,7 +383,7 @@ def instant_changes(instant: Instant, content: bytes) -> FilesChanges | None:
     """
     action = instant.action
     if action in _COMMIT_ACTIONS:
-        return commit_changes(CommitMetadata.from_bytes(content))
+        return commit_changes(metadata or CommitMetadata.from_bytes(content))
     if action == CLEAN:
         return clean_changes(CleanMetadata.from_bytes(content))
     if action == ROLLBACK:

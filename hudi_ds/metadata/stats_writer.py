@@ -372,6 +372,14 @@ class StatsIndex:
         listed."""
         self._offered = written
 
+    def offered_metadata(self, instant_time: str, content: bytes) -> CommitMetadata | None:
+        """The commit metadata the writer of ``instant_time`` offered, when ``content`` is what
+        it was serialized to (None: parse the content)."""
+        o = self._offered
+        if o.instant_time == instant_time and o.content is not None and o.content == content:
+            return o.metadata
+        return None
+
     def _written_ranges(
         self, instant_time: str, partition: str, name: str, columns: Sequence[str]
     ) -> list[ColumnRange]:
@@ -400,8 +408,7 @@ class StatsIndex:
         self._indexed_records = None
         self._indexed_keys = None
         if action in _COMMITS:
-            o = self._offered
-            md = o.metadata if o.instant_time == instant_time and o.content == content else None
+            md = self.offered_metadata(instant_time, content)
             if md is None:
                 md = CommitMetadata.from_bytes(content)
             return self._commit_records(instant_time, md, partitions, schema)

@@ -242,7 +242,8 @@ def offer_written(
     installed on ``state`` (:class:`~hudi_ds.metadata.stats_writer.Written`): the column
     ranges (of ``columns``) its handles computed for the files they wrote, which it then
     reads none of again, and ``commit``: the completed file's content and the metadata it
-    was serialized from.
+    was serialized from (the ``files`` partition's records are made from it too, without
+    parsing the content again: a commit of many files holds a write stat for each).
 
     ``listed(partition)``: the latest slices of a partition in the listing the write's task
     made, as of ``listed_as_of``. While that is still the table's visibility (nothing
@@ -250,7 +251,7 @@ def offer_written(
     slices of the partitions ``instant`` writes are handed over too, and the MDT writer lists
     none of them again."""
     writer = _installed(state)
-    if writer is None or columns is None:
+    if writer is None:
         return
     ranges = {
         (s.partition_path, file_name_of(s.path)): s.column_ranges
@@ -258,11 +259,16 @@ def offer_written(
         if s.column_ranges is not None and s.path
     }
     slices: dict[str, dict[str, list[str]]] = {}
-    if listed is not None and listed_as_of is not None and state.visibility() == listed_as_of:
+    if (
+        columns is not None
+        and listed is not None
+        and listed_as_of is not None
+        and state.visibility() == listed_as_of
+    ):
         written = dict.fromkeys(s.partition_path for s in statuses)
         slices = {p: slice_files(listed(p)) for p in written}
     content, md = commit
-    writer.stats.offer(Written(instant, tuple(columns), ranges, slices, content, md))
+    writer.stats.offer(Written(instant, tuple(columns or ()), ranges, slices, content, md))
 
 
 def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:
