@@ -148,7 +148,10 @@ def default_ordering(columns: Sequence[pa.Array | pa.ChunkedArray], n: int) -> n
     """
     if not columns:
         return np.ones(n, dtype=bool)
-    out = np.all([np.asarray(c.is_null(), dtype=bool) for c in columns], axis=0)
+    if any(c.null_count == 0 for c in columns):  # a value in every version (no bool copies)
+        out = np.zeros(n, dtype=bool)
+    else:
+        out = np.all([np.asarray(c.is_null(), dtype=bool) for c in columns], axis=0)
     if len(columns) == 1 and reads_as_java_int(columns[0].type):
         zero = pc.fill_null(pc.equal(columns[0], 0), False)
         if isinstance(zero, pa.ChunkedArray):
