@@ -43,8 +43,14 @@ def key_codes(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(indices).astype(np.int64)
 
 
-def _dense_rank(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Dense ascending rank starting at 1; nulls rank 0 (lowest)."""
+def _rank(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Ascending rank starting at 1 (equal values rank equal); nulls rank 0 (lowest).
+
+    Integers rank by their offset from the smallest value when ``range * n`` stays far
+    below 2**63 (:func:`resolve_sorted` combines ranks with key segments as
+    ``segment * (max rank + 1) + rank``): an O(n) subtraction instead of the sort of a
+    dense rank. Other types, and integers of a wider range, get the dense rank.
+    """
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     n = len(values)
@@ -52,6 +58,9 @@ def _dense_rank(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return np.zeros(n, dtype=np.int64)
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
+    offset = _offset_rank(values)
+    if offset is not None:
+        return offset
     rank = np.asarray(pc.rank(values, sort_keys="ascending", tiebreaker="dense"), dtype=np.int64)
     if values.null_count:
         nulls = np.asarray(values.is_null(), dtype=bool)
@@ -59,15 +68,48 @@ def _dense_rank(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return rank
 
 
-def ordering_rank(columns: Sequence[pa.Array | pa.ChunkedArray], n: int) -> np.ndarray:
-    """Dense rank of the ordering values (lexicographic over ``columns``); nulls lowest.
+def _offset_rank(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+    """:func:`_rank` of integers by offset from the smallest value (None: not integers, or
+    too wide a range for that, or nothing but nulls)."""
+    if not pa.types.is_integer(values.type) or values.null_count == len(values):
+        return None
+    lo_hi = pc.min_max(values)
+    lo, hi, n = lo_hi["min"].as_py(), lo_hi["max"].as_py(), len(values)
+    if not (lo > -(1 << 62) and hi < 1 << 62 and (hi - lo + 2) * (n + 1) < 1 << 62):
+        return None
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    filled = values.fill_null(lo) if values.null_count else values
+    rank = np.asarray(filled, dtype=np.int64) - (lo - 1)
+    if values.null_count:
+        rank[np.asarray(values.is_null(), dtype=bool)] = 0
+    return rank
 
-    Equal ordering values get equal ranks; a version whose ordering values are all null ranks
-    0 (below any value).
+
+def ordering_rank(
+    columns: Sequence[pa.Array | pa.ChunkedArray], n: int, only: np.ndarray | None = None
+) -> np.ndarray:
+    """Ascending rank of the ordering values (lexicographic over ``columns``); nulls lowest.
+
+    Equal ordering values get equal ranks, a greater value a greater rank (not necessarily
+    the next one: one integer field ranks by offset, :func:`_rank`); a version whose ordering
+    values are all null ranks 0 (below any value).
+
+    ``only``: the versions whose ranks are read (a bool mask; None: all). The others rank
+    anything (0 when the ranks are sorted out of the values of ``only``).
     """
     if not columns:
         return np.zeros(n, dtype=np.int64)
-    ranks = [_dense_rank(c) for c in columns]
+    if len(columns) == 1:
+        offset = _offset_rank(columns[0])
+        if offset is not None:
+            return offset
+    if only is not None:
+        out = np.zeros(n, dtype=np.int64)
+        mask = pa.array(only)
+        out[only] = ordering_rank([c.filter(mask) for c in columns], int(only.sum()))
+        return out
+    ranks = [_rank(c) for c in columns]
     if len(ranks) == 1:
         return ranks[0]
     order = np.lexsort(tuple(reversed(ranks)))
@@ -106,7 +148,10 @@ def default_ordering(columns: Sequence[pa.Array | pa.ChunkedArray], n: int) -> n
     """
     if not columns:
         return np.ones(n, dtype=bool)
-    out = np.all([np.asarray(c.is_null(), dtype=bool) for c in columns], axis=0)
+    if any(c.null_count == 0 for c in columns):  # a value in every version (no bool copies)
+        out = np.zeros(n, dtype=bool)
+    else:
+        out = np.all([np.asarray(c.is_null(), dtype=bool) for c in columns], axis=0)
     if len(columns) == 1 and reads_as_java_int(columns[0].type):
         zero = pc.fill_null(pc.equal(columns[0], 0), False)
         if isinstance(zero, pa.ChunkedArray):

@@ -161,6 +161,12 @@ def _as_string(a: pa.Array | pa.ChunkedArray) -> pa.Array:
     return a if pa.types.is_string(a.type) else a.cast(pa.string())
 
 
+def _any_true(flags: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether a ``_hoodie_is_deleted`` column flags a row (a scan; no copy of the flags,
+    which are usually all false or null)."""
+    return flags.null_count < len(flags) and bool(pc.any(flags).as_py())
+
+
 def _cast_or_null(values: pa.Array, target: pa.DataType) -> pa.Array:
     if values.type == target:
         return values
@@ -225,7 +231,7 @@ class VersionsBuilder:
             t = conform_partial(t, self.schema)
         self._tables.append(t)
         self._keys.append(_as_string(keys))
-        if IS_DELETED_FIELD in t.column_names and t.column(IS_DELETED_FIELD).null_count < n:
+        if IS_DELETED_FIELD in t.column_names and _any_true(t.column(IS_DELETED_FIELD)):
             flag = t.column(IS_DELETED_FIELD).combine_chunks().fill_null(False)
             self._deletes.append(np.asarray(flag, dtype=bool))
         else:

@@ -263,7 +263,8 @@ class BuiltinMerger(RecordMerger):
         out = np.asarray(versions.deletes, dtype=bool).copy()
         if IS_DELETED_FIELD in t.column_names:
             flag = t.column(IS_DELETED_FIELD)
-            if flag.null_count < len(flag):
+            # a scan first: the flags are usually all false (no copy of them then)
+            if flag.null_count < len(flag) and pc.any(flag).as_py():
                 out |= np.asarray(pc.fill_null(flag, False).combine_chunks(), dtype=bool)
         f = cfg.delete_field
         if f and cfg.delete_marker and f in t.column_names:
@@ -359,13 +360,8 @@ class BuiltinMerger(RecordMerger):
         rank = natural = None
         if cfg.event_time:
             cols = self._ordering_columns(cfg, t)
-            if multi is None:
-                rank = ordering_rank(cols, n)
-            else:
-                # only versions that share their key with another one are ever compared
-                shared = pa.array(multi)
-                rank = np.zeros(n, dtype=np.int64)
-                rank[multi] = ordering_rank([c.filter(shared) for c in cols], int(multi.sum()))
+            # only versions that share their key with another one are ever compared
+            rank = ordering_rank(cols, n, only=multi)
             natural = deletes & default_ordering(cols, n)
         if cfg.partial == PARTIAL_NONE and not any(a.any() for a in versions.absent.values()):
             return _whole_records(t, versions, codes, multi, rank, deletes, natural)

@@ -7,6 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hudi_ds.merge.core import ordering_rank
 from hudi_ds.merge.engine import MergeInput, resolve_latest
 from hudi_ds.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 
@@ -85,3 +86,31 @@ def test_string_ordering_and_ties() -> None:
     )
     winners, deleted = resolve_latest(inp, EVENT_TIME_ORDERING)
     assert winners.tolist() == [2] and not deleted.any()
+
+
+def test_integer_ordering_ranks_keep_order_at_any_range() -> None:
+    """One integer ordering field ranks by offset from its smallest value unless the range
+    is too wide for the merge's ``segment * width + rank`` (then by the dense rank): either
+    way equal values rank equal, greater ones greater, nulls lowest."""
+    cases = [
+        pa.array([5, 3, None, 5, 9, -4], pa.int64()),  # offset
+        pa.array([2**63 - 1, -(2**63), 0, None, 7], pa.int64()),  # too wide: dense
+        pa.array([2**64 - 1, 3, 2**63], pa.uint64()),  # beyond int64: dense
+        pa.array([None, None], pa.int32()),
+    ]
+    for values in cases:
+        rank = ordering_rank([values], len(values))
+        py = values.to_pylist()
+        for i, a in enumerate(py):
+            assert (rank[i] == 0) == (a is None)
+            for j, b in enumerate(py):
+                if a is not None and b is not None:
+                    assert (rank[i] < rank[j]) == (a < b) and (rank[i] == rank[j]) == (a == b)
+    # the winner under extreme ordering values (where offsets would overflow)
+    inp = MergeInput(
+        keys=pa.array(["k", "k", "k", "j", "j"]),
+        seq=np.arange(5, dtype=np.int64),
+        ordering=pa.array([-(2**63), 2**63 - 1, 0, 2**62, -(2**62)], pa.int64()),
+    )
+    winners, deleted = resolve_latest(inp, EVENT_TIME_ORDERING)
+    assert winners.tolist() == [1, 3] and not deleted.any()
