@@ -108,6 +108,9 @@ def _snake(name: str) -> str:
 
 
 _JSON_FIELDS: dict[type, tuple[tuple[str, str, Any], ...]] = {}
+#: ``(JSON name, attribute)`` of a base file's write stat, and of a log file's, in JSON order
+_JSON_BASE_ATTRS = tuple((n, _snake(n)) for n in _JSON_BASE_FIELDS)
+_JSON_DELTA_ATTRS = _JSON_BASE_ATTRS + tuple((n, _snake(n)) for n in _JSON_DELTA_FIELDS)
 
 
 def _json_fields(cls: type) -> tuple[tuple[str, str, Any], ...]:
@@ -187,18 +190,19 @@ class WriteStat(AvroRecord):
 
     def to_json(self) -> dict[str, Any]:
         """The v6 Jackson JSON object (field order and ``"null"`` strings as Java writes)."""
-        out: dict[str, Any] = {}
-        names = _JSON_BASE_FIELDS + (_JSON_DELTA_FIELDS if self.is_delta else ())
-        for name in names:
-            if name == "runtimeStats":
-                rs = self.runtime_stats
-                out[name] = None if rs is None else rs.to_json()
-            elif name == "recordsStats":
-                out[name] = {"val": None} if self.records_stats is None else self.records_stats
-            elif name == "logFiles":
-                out[name] = None if self.log_files is None else list(self.log_files)
-            else:
-                out[name] = getattr(self, _snake(name))
+        # (a commit of many files serializes a stat per file: the attributes are read from the
+        # instance's dict by precomputed names, the three fields with their own form after)
+        attrs = self.__dict__
+        delta = self.is_delta
+        out = {n: attrs[a] for n, a in (_JSON_DELTA_ATTRS if delta else _JSON_BASE_ATTRS)}
+        rs = self.runtime_stats
+        if rs is not None:
+            out["runtimeStats"] = rs.to_json()
+        if delta:
+            if self.log_files is not None:
+                out["logFiles"] = list(self.log_files)
+            if self.records_stats is None:
+                out["recordsStats"] = {"val": None}
         return out
 
     @classmethod
