@@ -396,6 +396,11 @@ class Storage:
                 raise
             return False
 
+    def discard(self, rel: str) -> None:
+        """Delete a file if present, without asking whether it was (on an object store one
+        request, where :meth:`delete` asks first)."""
+        self.delete(rel)
+
     def delete_dir(self, rel: str) -> None:
         if self.is_dir(rel):
             self.fs.delete_dir(self.full_path(rel))
@@ -800,6 +805,17 @@ class ObjectStorage(Storage):
         with self._op("delete", rel):
             obstore.delete(self.store, self._key(rel))
         return True
+
+    def discard(self, rel: str) -> None:
+        """Delete an object if present: one DELETE (S3 answers a missing key's as done; GCS
+        and Azure answer 404, taken as done too)."""
+        import obstore
+
+        try:
+            with self._op("delete", rel):
+                obstore.delete(self.store, self._key(rel))
+        except FileNotFoundError:
+            pass
 
     def delete_dir(self, rel: str) -> None:
         """Delete every object below ``rel`` (batched deletes)."""

@@ -51,8 +51,10 @@ from hudi_ds.write.handles import (
     precombine,
     set_file_name,
 )
-from hudi_ds.write.markers import create_marker
 from hudi_ds.write.write_status import WriteStatus
+
+#: the marker kind of a log file (Java ``IOType.APPEND``)
+MARKER_KIND = "APPEND"
 
 
 class AppendHandle(BufferedHandle):
@@ -163,7 +165,7 @@ class AppendHandle(BufferedHandle):
 
     def _stream(self) -> OutputStream:
         if self._out is None:
-            create_marker(self.ctx.storage, self.ctx.instant, self.path, "APPEND")
+            self.ctx.mark([(self.path, MARKER_KIND)])
             self._out = self.ctx.storage.open_output_stream(self.path)
         return self._out
 

@@ -1,40 +1,123 @@
-"""Write markers: a file under ``.hoodie/.temp/<instant>/`` for every data file a write creates.
+"""Write markers: a record under ``.hoodie/.temp/<instant>/`` of every data file a write creates.
 
-Grammar (Java ``WriteMarkers``, direct markers)::
+Two forms, as in Java (``WriteMarkers``), both read by :func:`marked_files`:
 
-    .hoodie/.temp/<instant>/<partition path>/<data file name>.marker.<CREATE|MERGE|APPEND>
+* direct markers (``DirectWriteMarkers``), one empty object per data file::
+
+      .hoodie/.temp/<instant>/<partition path>/<data file name>.marker.<CREATE|MERGE|APPEND>
+
+* batched markers (the files Java's ``TimelineServerBasedWriteMarkers`` has its timeline server
+  write): ``MARKERS.type`` holding ``TIMELINE_SERVER_BASED``, and files whose names start with
+  ``MARKERS``, each holding marker names (``<partition path>/<data file name>.marker.<kind>``)
+  one per line. Java's rollback (``MarkerBasedRollbackUtils.getAllMarkerPaths``) reads these
+  when ``MARKERS.type`` says so, and then only these.
 
 A marker is created *before* its data file, so the markers of an instant list a superset of the
 files it wrote: the commit deletes the files of failed or superseded task attempts (markers not
 matched by a reported WriteStatus) and a rollback deletes every marked file.
+
+The handles of a write (:class:`MarkerBatch`, one per task attempt) use the batched form: a
+task that opens sixteen log files declares them in one object, where direct markers cost one
+request each (on an object store, a round trip each). Table services (compaction, clustering)
+write direct markers under their own instants: no instant folder mixes the two forms, so Java
+finds every marker.
 """
 
 from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable
+from typing import Any
 
 from hudi_ds.storage import Storage
 
 TEMP_DIR = ".hoodie/.temp"
 MARKER_TYPES = ("CREATE", "MERGE", "APPEND")
+#: Java ``MarkerUtils.MARKERS_FILENAME_PREFIX`` / ``MARKER_TYPE_FILENAME``
+MARKERS_PREFIX = "MARKERS"
+MARKER_TYPE_FILE = "MARKERS.type"
+#: the content of :data:`MARKER_TYPE_FILE` (Java ``MarkerType.TIMELINE_SERVER_BASED``)
+BATCHED_TYPE = "TIMELINE_SERVER_BASED"
 
 
 def marker_dir(instant: str) -> str:
     return f"{TEMP_DIR}/{instant}"
 
 
+def marker_name(data_path: str, kind: str) -> str:
+    """The marker of ``data_path`` (relative to the base path), relative to the marker folder."""
+    if kind not in MARKER_TYPES:
+        raise ValueError(f"marker kind {kind!r} is not one of {MARKER_TYPES}")
+    return f"{data_path}.marker.{kind}"
+
+
 def create_marker(storage: Storage, instant: str, data_path: str, kind: str) -> None:
-    """Mark ``data_path`` (relative to the base path) as being written by ``instant``."""
-    storage.create_if_absent(f"{marker_dir(instant)}/{data_path}.marker.{kind}")
+    """Mark ``data_path`` (relative to the base path) as being written by ``instant`` (a direct
+    marker: table services' instants)."""
+    storage.create_if_absent(f"{marker_dir(instant)}/{marker_name(data_path, kind)}")
+
+
+class MarkerBatch:
+    """The batched markers of one task attempt of a write: one ``MARKERS-<id>`` object listing
+    every data file the attempt marked, rewritten (one put) whenever :meth:`mark` adds files.
+
+    It is new in every process it is unpickled in (another Spark worker's attempt gets its own
+    object name), and thread-safe (handles flush on several threads).
+    """
+
+    def __init__(self, storage: Storage, instant: str) -> None:
+        self.storage = storage
+        self.instant = instant
+        self._init()
+
+    def _init(self) -> None:
+        self._marked: dict[str, None] = {}
+        self._lock = threading.Lock()
+        self._name = f"{marker_dir(self.instant)}/{MARKERS_PREFIX}-{uuid.uuid4().hex}"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"storage": self.storage, "instant": self.instant}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.storage = state["storage"]
+        self.instant = state["instant"]
+        self._init()
+
+    def mark(self, files: Iterable[tuple[str, str]]) -> None:
+        """Mark each ``(data path, kind)`` of ``files`` not marked yet, in one put, before it
+        returns (so before the caller writes those files)."""
+        with self._lock:
+            new = [marker_name(p, k) for p, k in files]
+            new = [m for m in new if m not in self._marked]
+            if not new:
+                return
+            if not self._marked:  # (each batch: another process's may find it deleted)
+                self.storage.create_if_absent(
+                    f"{marker_dir(self.instant)}/{MARKER_TYPE_FILE}", BATCHED_TYPE.encode()
+                )
+            lines = [*self._marked, *dict.fromkeys(new)]
+            # a put replaces the object whole (a reader sees the old list or the new one)
+            self.storage.write_atomic(self._name, "\n".join(lines).encode())
+            self._marked.update(dict.fromkeys(new))
 
 
 def marked_files(storage: Storage, instant: str) -> list[str]:
-    """Data file paths (relative to the base path) marked by ``instant``."""
+    """Data file paths (relative to the base path) marked by ``instant``, in either form."""
     root = marker_dir(instant)
-    out = []
+    out = set()
     for f in storage.list_files(root, recursive=True):
         rel = f.path[len(root) + 1 :]
-        stem, sep, kind = rel.rpartition(".marker.")
-        if sep and kind in MARKER_TYPES:
-            out.append(stem)
+        names = [rel]
+        if "/" not in rel and rel.startswith(MARKERS_PREFIX) and rel != MARKER_TYPE_FILE:
+            try:
+                names = storage.read_text(f.path).splitlines()
+            except FileNotFoundError:
+                continue  # deleted meanwhile (the markers of a write that just completed)
+        for name in names:
+            stem, sep, kind = name.strip().rpartition(".marker.")
+            if sep and kind in MARKER_TYPES:
+                out.add(stem)
     return sorted(out)
 
 

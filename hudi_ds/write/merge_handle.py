@@ -59,7 +59,6 @@ from hudi_ds.write.handles import (
     set_file_name,
     stored_rows,
 )
-from hudi_ds.write.markers import create_marker
 from hudi_ds.write.write_status import KeyChanges, WriteStatus
 
 
@@ -539,7 +538,7 @@ class MergeHandle(BufferedHandle):
             if added is None and res.inserted is not None and res.removed is not None:
                 added, gone = res.inserted, len(res.removed)
             carried = carried_bloom_filter(old.schema.metadata, bloom, old.num_rows, added, gone)
-        create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
+        ctx.mark([(self.path, "MERGE" if self.base_file else "CREATE")])
         footer: list[pq.FileMetaData] = []
         size = write_whole_base_file(
             ctx.options.base_file_format,
@@ -639,7 +638,7 @@ class MergeHandle(BufferedHandle):
         """Merge each ``(base rows, incoming rows, delete keys)`` group (groups share no key)
         and write the results as consecutive row groups of the new base file."""
         ctx = self.ctx
-        create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
+        ctx.mark([(self.path, "MERGE" if self.base_file else "CREATE")])
         writer = new_base_file_writer(
             ctx.options.base_file_format,
             ctx.storage,
