@@ -163,9 +163,13 @@ class AppendHandle(BufferedHandle):
             self.blocks += 1
             self.num_deletes += dels.num_rows
 
+    def marker(self) -> tuple[str, str]:
+        """The marker of the log file this handle writes: its path and marker kind."""
+        return self.path, MARKER_KIND
+
     def _stream(self) -> OutputStream:
         if self._out is None:
-            self.ctx.mark([(self.path, MARKER_KIND)])
+            self.ctx.mark([self.marker()])
             self._out = self.ctx.storage.open_output_stream(self.path)
         return self._out
 

@@ -146,11 +146,7 @@ def _sample_keys(storage: Storage, g: FileGroup, config: TableConfig) -> list[st
         path, size = lf.path, lf.size
         known = [(f.path, f.size) for f in small]
     cache = storage.shared_cache_id
-    settings = (
-        config.populate_meta_fields,
-        tuple(config.record_key_fields),
-        config.complex_record_key,
-    )
+    settings = _settings(config)
     if cache is not None:
         with _SAMPLED_LOCK:
             for p, n in known:
@@ -179,9 +175,35 @@ def _sample_keys(storage: Storage, g: FileGroup, config: TableConfig) -> list[st
     return keys
 
 
+def _settings(config: TableConfig) -> tuple[object, ...]:
+    """What the keys sampled from a file depend on besides the file: stored keys (meta
+    fields), or keys built from the key fields."""
+    if config.populate_meta_fields:
+        return ("meta",)
+    return ("fields", tuple(config.record_key_fields), config.complex_record_key)
+
+
+def remember_written(storage: Storage, path: str, size: int, footer: pq.FileMetaData) -> None:
+    """Keep the key sample of a base file this process just wrote (with meta fields), from
+    its footer as written: the next write's check needs no read of it."""
+    cache = storage.shared_cache_id
+    keys = _keys_of_footer(footer)
+    if cache is None or not keys:
+        return
+    with _SAMPLED_LOCK:
+        _SAMPLED[(cache, storage.full_path(path), size, ("meta",))] = keys
+        while len(_SAMPLED) > MAX_CACHED_SAMPLES:
+            _SAMPLED.popitem(last=False)
+
+
 def _footer_keys(storage: Storage, path: str, size: int | None = None) -> list[str]:
     with storage.open_input_file(path, size) as f:
         md = pq.ParquetFile(f).metadata
+    return _keys_of_footer(md)
+
+
+def _keys_of_footer(md: pq.FileMetaData) -> list[str]:
+    """The min/max ``_hoodie_record_key`` of the first two row groups of a Parquet footer."""
     names = [md.schema.column(i).name for i in range(md.num_columns)]
     if RECORD_KEY_METADATA_FIELD not in names or md.num_row_groups == 0:
         return []

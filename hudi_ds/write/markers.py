@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,6 +40,13 @@ MARKERS_PREFIX = "MARKERS"
 MARKER_TYPE_FILE = "MARKERS.type"
 #: the content of :data:`MARKER_TYPE_FILE` (Java ``MarkerType.TIMELINE_SERVER_BASED``)
 BATCHED_TYPE = "TIMELINE_SERVER_BASED"
+
+#: what this process's batches last wrote, by (shared cache id, object path): its size and
+#: its marker names -- the commit of a write finds its own tasks' lists without a GET each
+_WRITTEN: OrderedDict[tuple[str, str], tuple[int, list[str]]] = OrderedDict()
+_WRITTEN_LOCK = threading.Lock()
+#: batches remembered (a failed write's stay until another process rolls it back)
+MAX_REMEMBERED = 256
 
 
 def marker_dir(instant: str) -> str:
@@ -97,9 +105,17 @@ class MarkerBatch:
                     f"{marker_dir(self.instant)}/{MARKER_TYPE_FILE}", BATCHED_TYPE.encode()
                 )
             lines = [*self._marked, *dict.fromkeys(new)]
+            data = "\n".join(lines).encode()
             # a put replaces the object whole (a reader sees the old list or the new one)
-            self.storage.write_atomic(self._name, "\n".join(lines).encode())
+            self.storage.write_atomic(self._name, data)
             self._marked.update(dict.fromkeys(new))
+            cache = self.storage.shared_cache_id
+            if cache is not None:
+                with _WRITTEN_LOCK:
+                    _WRITTEN[(cache, self.storage.full_path(self._name))] = (len(data), lines)
+                    _WRITTEN.move_to_end((cache, self.storage.full_path(self._name)))
+                    while len(_WRITTEN) > MAX_REMEMBERED:
+                        _WRITTEN.popitem(last=False)
 
 
 def marked_files(storage: Storage, instant: str) -> list[str]:
@@ -110,10 +126,12 @@ def marked_files(storage: Storage, instant: str) -> list[str]:
         rel = f.path[len(root) + 1 :]
         names = [rel]
         if "/" not in rel and rel.startswith(MARKERS_PREFIX) and rel != MARKER_TYPE_FILE:
-            try:
-                names = storage.read_text(f.path).splitlines()
-            except FileNotFoundError:
-                continue  # deleted meanwhile (the markers of a write that just completed)
+            names = _own_list(storage, f.path, f.size) or []
+            if not names:
+                try:
+                    names = storage.read_text(f.path).splitlines()
+                except FileNotFoundError:
+                    continue  # deleted meanwhile (the markers of a write that just completed)
         for name in names:
             stem, sep, kind = name.strip().rpartition(".marker.")
             if sep and kind in MARKER_TYPES:
@@ -121,5 +139,20 @@ def marked_files(storage: Storage, instant: str) -> list[str]:
     return sorted(out)
 
 
+def _own_list(storage: Storage, path: str, size: int) -> list[str] | None:
+    """The names in ``path`` if a batch of this process wrote it last with ``size`` bytes (the
+    listed size: an object rewritten since is read)."""
+    cache = storage.shared_cache_id
+    if cache is None:
+        return None
+    with _WRITTEN_LOCK:
+        got = _WRITTEN.get((cache, storage.full_path(path)))
+    return got[1] if got is not None and got[0] == size else None
+
+
 def delete_markers(storage: Storage, instant: str) -> None:
     storage.delete_dir(marker_dir(instant))
+    cache, folder = storage.shared_cache_id, storage.full_path(marker_dir(instant)) + "/"
+    with _WRITTEN_LOCK:
+        for key in [k for k in _WRITTEN if k[0] == cache and k[1].startswith(folder)]:
+            del _WRITTEN[key]

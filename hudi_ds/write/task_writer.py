@@ -54,7 +54,7 @@ from hudi_ds.schema.write import conform_partial, missing_field_message
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table_config import TableType
-from hudi_ds.write.append_handle import MARKER_KIND, AppendHandle
+from hudi_ds.write.append_handle import AppendHandle
 from hudi_ds.write.cow import close_merge_handles, in_parallel, stage_handle
 from hudi_ds.write.handles import delete_keys, delete_schema
 from hudi_ds.write.merge_handle import MergeHandle
@@ -440,10 +440,10 @@ class TaskWriter:
                     handle.write(None, sl)
                 else:
                     handle.write(sl, None)
-        # the log files this batch opens, marked at once (one put for all: a handle marks its
-        # file itself only if it was not marked here)
+        # the files of the handles this batch opened, marked at once (one put for all: a
+        # handle marks its file itself only if it was not marked here)
         fresh = list(self.handles.values())[opened:]
-        self.ctx.mark([(h.path, MARKER_KIND) for h in fresh if isinstance(h, AppendHandle)])
+        self.ctx.mark([h.marker() for h in fresh if isinstance(h, (AppendHandle, MergeHandle))])
         self._enforce_budget()
 
     def _handle(self, partition: str, file_id: str) -> AppendHandle | MergeHandle:
