@@ -16,9 +16,10 @@ A marker is created *before* its data file, so the markers of an instant list a 
 files it wrote: the commit deletes the files of failed or superseded task attempts (markers not
 matched by a reported WriteStatus) and a rollback deletes every marked file.
 
-The handles of a write (:class:`MarkerBatch`, one per task attempt) use the batched form: a
-task that opens sixteen log files declares them in one object, where direct markers cost one
-request each (on an object store, a round trip each). Table services (compaction, clustering)
+The handles of a write (:class:`MarkerBatch`, one per task attempt) and its commit's conflict
+resolution (the log files it renames) use the batched form: a task that opens sixteen log
+files declares them in one object, where direct markers cost one request each (on an object
+store, a round trip each). Table services (compaction, clustering)
 write direct markers under their own instants: no instant folder mixes the two forms, so Java
 finds every marker.
 """
