@@ -16,7 +16,8 @@ partitioned the same way. Counts, not times: on a real object store each request
 trip.
 
 Run: ``.venv/bin/python -m bench.bench_s3_calls`` (``make bench`` keeps the output in
-``bench/results/s3_calls.txt``).
+``bench/results/s3_calls.txt``); ``--log`` also prints each counted request (method, path,
+``Range`` header) of the upsert and the read, to see what is repeated.
 """
 
 from __future__ import annotations
@@ -83,11 +84,21 @@ def run_hudi(
     )
     for t in data[1:-1]:
         hudi_ds.write(uri, t, opts, storage_options=so)
-    proxy.take()
+    _take(proxy)
     hudi_ds.write(uri, data[-1], opts, storage_options=so)
-    upsert = proxy.take()
+    upsert = _take(proxy)
     n = hudi_ds.read(uri, storage_options=so).num_rows
-    return {"upsert": upsert, "read": proxy.take(), "rows": n}
+    return {
+        "upsert": upsert[0],
+        "read": (read := _take(proxy))[0],
+        "rows": n,
+        "log": {"upsert": upsert[1], "read": read[1]},
+    }
+
+
+def _take(proxy: Any) -> tuple[dict[str, int], list[tuple[str, str, str, str]]]:
+    """The requests since the last call: counts by kind, and the log of each."""
+    return proxy.take(), proxy.take_log()
 
 
 def run_delta(uri: str, so: dict[str, str], data: list[pa.Table], proxy: Any) -> dict[str, Any]:
@@ -107,11 +118,16 @@ def run_delta(uri: str, so: dict[str, str], data: list[pa.Table], proxy: Any) ->
 
     for t in data[1:-1]:
         upsert(t)
-    proxy.take()
+    _take(proxy)
     upsert(data[-1])
-    up = proxy.take()
+    up = _take(proxy)
     n = DeltaTable(uri, storage_options=dso).to_pyarrow_table().num_rows
-    return {"upsert": up, "read": proxy.take(), "rows": n}
+    return {
+        "upsert": up[0],
+        "read": (read := _take(proxy))[0],
+        "rows": n,
+        "log": {"upsert": up[1], "read": read[1]},
+    }
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
@@ -134,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--commits", type=int, default=3)
     p.add_argument("--table-type", default="MERGE_ON_READ", choices=HUDI_TABLE_TYPES)
     p.add_argument("--json", default=None, help="also write the counts to this file")
+    p.add_argument(
+        "--log", action="store_true", help="also print each request of the upsert and the read"
+    )
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from tests.fault_proxy import FaultProxy
@@ -158,6 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.partitions} partitions, the last of {args.commits} upserts of "
         f"{data[-1].num_rows:,} rows, then a snapshot read"
     )
+    if args.log:
+        for name, r in results.items():
+            for op in ("upsert", "read"):
+                print(f"-- {name} {op}: {len(r['log'][op])} requests")
+                for kind, method, path, rng in r["log"][op]:
+                    print(f"  {kind:<6} {method:<6} {path} {rng}".rstrip())
     print(table(results))
     counts = {name: r["rows"] for name, r in results.items()}
     same = len(set(counts.values())) == 1
@@ -172,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             h = sum(results[name][op].values())
             print(f"{op}: {name} {h} requests, delta-rs {d} ({h / max(d, 1):.2f}x)")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        counted = {n: {k: v for k, v in r.items() if k != "log"} for n, r in results.items()}
+        Path(args.json).write_text(json.dumps(counted, indent=1))
     return 0 if same else 1
 
 

@@ -271,6 +271,11 @@ class Storage:
         self.calls.add("read")
         return self.fs.open_input_file(self.full_path(rel))
 
+    def open_to_read_all(self, rel: str, size: int | None = None) -> pa.NativeFile:
+        """:meth:`open_input_file` for a caller that reads most of the file (all its rows):
+        on an object store, a file of at most :data:`WHOLE_READ_BYTES` comes in one GET."""
+        return self.open_input_file(rel, size)
+
     # -- writes ------------------------------------------------------------------------------
     def makedirs(self, rel: str) -> None:
         with writing(self.full_path(rel)):
@@ -395,6 +400,11 @@ class Storage:
             if self.exists(rel):
                 raise
             return False
+
+    def discard(self, rel: str) -> None:
+        """Delete a file if present, without asking whether it was (on an object store one
+        request, where :meth:`delete` asks first)."""
+        self.delete(rel)
 
     def delete_dir(self, rel: str) -> None:
         if self.is_dir(rel):
@@ -667,6 +677,13 @@ class ObjectStorage(Storage):
             size = int(meta["size"])
         return pa.PythonFile(_RangeReader(self, rel, size), mode="r")
 
+    def open_to_read_all(self, rel: str, size: int | None = None) -> pa.NativeFile:
+        """The file read whole by one GET when its (listed) ``size`` is at most
+        :data:`WHOLE_READ_BYTES`, else :meth:`open_input_file` (ranged GETs)."""
+        if size is not None and 0 < size <= WHOLE_READ_BYTES:
+            return pa.BufferReader(self.read_bytes(rel))
+        return self.open_input_file(rel, size)
+
     # -- writes ------------------------------------------------------------------------------
     def makedirs(self, rel: str) -> None:
         """Nothing to do: folders are key prefixes on an object store."""
@@ -801,6 +818,17 @@ class ObjectStorage(Storage):
             obstore.delete(self.store, self._key(rel))
         return True
 
+    def discard(self, rel: str) -> None:
+        """Delete an object if present: one DELETE (S3 answers a missing key's as done; GCS
+        and Azure answer 404, taken as done too)."""
+        import obstore
+
+        try:
+            with self._op("delete", rel):
+                obstore.delete(self.store, self._key(rel))
+        except FileNotFoundError:
+            pass
+
     def delete_dir(self, rel: str) -> None:
         """Delete every object below ``rel`` (batched deletes)."""
         import obstore
@@ -830,6 +858,13 @@ def _meta_mtime_ms(meta: Mapping[str, Any]) -> int:
     lm = meta.get("last_modified")
     return int(lm.timestamp() * 1000) if lm is not None else 0
 
+
+#: an object store file of at most this size that a caller reads all of (a base file a merge
+#: rewrites, a base file a snapshot reads) is fetched by one GET and parsed from memory: a
+#: Parquet reader would otherwise make a GET for the footer and one per column chunk, each a
+#: round trip of tens of ms; 8 MiB transfer in about two such round trips on a cloud VM's
+#: ~1 Gbit/s link, and bound what a read holds in memory per open file
+WHOLE_READ_BYTES = 8 << 20
 
 #: bytes of an object's tail fetched by the first read that falls in it: a Parquet reader
 #: reads the file's last 64 KiB (the footer length), then the rest of a longer footer, then

@@ -16,6 +16,8 @@ after what the test does meanwhile (:meth:`FaultProxy.wait_held` tells when it i
 
 The requests that reach the server are also counted by kind (:func:`request_kind`,
 :meth:`FaultProxy.take`): the request counts of ``make bench``'s S3 table and of the tests.
+Each is also logged (method, path with query, ``Range`` header: :meth:`FaultProxy.take_log`)
+so that a count can be explained request by request.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ class FaultProxy:
         self.permanent = permanent
         self.counts = {"forwarded": 0, "transient": 0, "lost": 0, "permanent": 0}
         self.kinds: Counter[str] = Counter()
+        #: the forwarded requests since the last :meth:`take_log`: (kind, method, path, range)
+        self.log: list[tuple[str, str, str, str]] = []
         self._lock = threading.Lock()
         self._forced: list[tuple[str, str | None, tuple[str, ...] | None, str | None]] = []
         self._parked = threading.Event()
@@ -100,8 +104,12 @@ class FaultProxy:
                     proxy._parked.set()
                     proxy._gate.wait(timeout=120)
                 if fault in ("forwarded", "lost", "held"):
+                    kind = request_kind(self.command, self.path, self.headers)
                     with proxy._lock:
-                        proxy.kinds[request_kind(self.command, self.path, self.headers)] += 1
+                        proxy.kinds[kind] += 1
+                        proxy.log.append(
+                            (kind, self.command, self.path, self.headers.get("Range") or "")
+                        )
                 if fault in ("transient", "permanent"):
                     status = 503 if fault == "transient" else 403
                     self._reply(status, [], _BODIES[status])
@@ -186,6 +194,14 @@ class FaultProxy:
         with self._lock:
             out = dict(self.kinds)
             self.kinds.clear()
+        return out
+
+    def take_log(self) -> list[tuple[str, str, str, str]]:
+        """The forwarded requests in order since the last call, each ``(kind, method, path
+        and query, Range header or "")`` (then cleared)."""
+        with self._lock:
+            out = list(self.log)
+            self.log.clear()
         return out
 
     def set_rates(self, transient: float = 0.0, lost: float = 0.0, permanent: float = 0.0) -> None:

@@ -12,7 +12,7 @@ import pytest
 from hudi_ds.errors import UnsupportedError
 from hudi_ds.storage import Storage
 from hudi_ds.storage_types import ObjectVersion
-from hudi_ds.write.markers import create_marker, marked_files
+from hudi_ds.write.markers import MarkerBatch, create_marker, delete_markers, marked_files
 from tests.conftest import FullDisk
 
 
@@ -48,6 +48,47 @@ def test_listing_a_folder_deleted_while_listed_is_empty(tmp_path: Path) -> None:
     handler = _VanishingFolder(tmp_path / ".hoodie" / ".temp" / "002")
     raced = Storage(str(tmp_path), pafs.PyFileSystem(handler))
     assert marked_files(raced, "002") == []
+
+
+def test_batched_markers_are_java_timeline_server_files_and_read_with_direct_ones(
+    tmp_path: Path,
+) -> None:
+    """A task's :class:`MarkerBatch` writes ``MARKERS.type`` (``TIMELINE_SERVER_BASED``) and one
+    ``MARKERS-<id>`` object of marker names, one per line, rewritten with each new file; an
+    unpickled batch (another worker's) writes an object of its own. ``marked_files`` reads
+    both forms; ``delete_markers`` removes them."""
+    import pickle
+
+    local = Storage(str(tmp_path))
+    batch = MarkerBatch(local, "003")
+    batch.mark([("p1/.f1_003.log.1_0-1-0", "APPEND"), ("p2/.f2_003.log.1_0-1-0", "APPEND")])
+    batch.mark([("p1/.f1_003.log.1_0-1-0", "APPEND")])  # marked already: no write
+    batch.mark([("p1/f3_0-1-0_003.parquet", "CREATE")])
+    other = pickle.loads(pickle.dumps(batch))
+    other.mark([("p3/f4_0-2-0_003.parquet", "MERGE")])
+    folder = tmp_path / ".hoodie" / ".temp" / "003"
+    assert (folder / "MARKERS.type").read_text() == "TIMELINE_SERVER_BASED"
+    lists = sorted(p.read_text().splitlines() for p in folder.glob("MARKERS-*"))
+    assert lists == [
+        [
+            "p1/.f1_003.log.1_0-1-0.marker.APPEND",
+            "p2/.f2_003.log.1_0-1-0.marker.APPEND",
+            "p1/f3_0-1-0_003.parquet.marker.CREATE",
+        ],
+        ["p3/f4_0-2-0_003.parquet.marker.MERGE"],
+    ]
+    create_marker(local, "003", "p4/f5_0-3-0_003.parquet", "CREATE")
+    assert marked_files(local, "003") == [
+        "p1/.f1_003.log.1_0-1-0",
+        "p1/f3_0-1-0_003.parquet",
+        "p2/.f2_003.log.1_0-1-0",
+        "p3/f4_0-2-0_003.parquet",
+        "p4/f5_0-3-0_003.parquet",
+    ]
+    with pytest.raises(ValueError, match="BOGUS"):
+        batch.mark([("p1/x.parquet", "BOGUS")])
+    delete_markers(local, "003")
+    assert not folder.exists() and marked_files(local, "003") == []
 
 
 def test_storage_counts_its_requests_by_kind_and_sub_storages_share_them(tmp_path: Path) -> None:

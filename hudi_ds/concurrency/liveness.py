@@ -179,8 +179,8 @@ def writer_of(storage: Storage, instant: str) -> WriterProcess | None:
 def release(storage: Storage, instant: str) -> None:
     """End ``instant``'s write: its record first (a heartbeat thread of another process
     stops when the record is gone), then its heartbeat."""
-    storage.delete(record_path(instant))
-    storage.delete(heartbeat_path(instant))
+    storage.discard(record_path(instant))
+    storage.discard(heartbeat_path(instant))
 
 
 def revoke(storage: Storage, instant: str) -> None:
@@ -188,8 +188,8 @@ def revoke(storage: Storage, instant: str) -> None:
     heartbeat first, then its record (a crash in between leaves a record without a heartbeat,
     a dead writer still). A writer that was only stalled finds its record gone and does not
     commit."""
-    storage.delete(heartbeat_path(instant))
-    storage.delete(record_path(instant))
+    storage.discard(heartbeat_path(instant))
+    storage.discard(record_path(instant))
 
 
 def recorded_writers(storage: Storage) -> list[str]:

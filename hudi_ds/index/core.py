@@ -668,7 +668,7 @@ def _index_type(o: Options, config: TableConfig | None, table: TableState | None
         current, why = IndexType.BUCKET, "its fileIds are bucket-index fileIds"
     elif table is not None and has_consistent_hashing_metadata(table.storage):
         current, why = IndexType.BUCKET, "it keeps consistent hashing metadata"
-    elif table is not None and is_partition_level(table.storage):
+    elif table is not None and is_partition_level(table.storage, table.timeline):
         current, why = IndexType.BUCKET, "it keeps partition-level bucket rules"
     elif from_record_index is not None:
         current, why = from_record_index

@@ -43,8 +43,10 @@ from hudi_ds.timeline.timeline import Timeline
 
 EXPRESSIONS_KEY = "hoodie.bucket.index.partition.expressions"
 RULE_KEY = "hoodie.bucket.index.partition.rule.type"
+#: Java ``HoodieTableMetaClient.BUCKET_INDEX_METAFOLDER`` (the folder of the index's metadata)
+BUCKET_INDEX_DIR = ".hoodie/.bucket_index"
 #: Java ``HoodieTableMetaClient.BUCKET_INDEX_METAFOLDER_CONFIG_FOLDER`` under ``.hoodie``
-CONFIGS_DIR = ".hoodie/.bucket_index/partition_bucket_index_meta/configs"
+CONFIGS_DIR = f"{BUCKET_INDEX_DIR}/partition_bucket_index_meta/configs"
 #: ``BUCKET_INDEX_METAFOLDER_CONFIG_ARCHIVE_FOLDER``
 ARCHIVE_DIR = ".hoodie/.bucket_index/partition_bucket_index_meta/archive"
 SUFFIX = ".hashing_config"
@@ -216,8 +218,14 @@ def config_path(instant: str, archived: bool = False) -> str:
     return f"{ARCHIVE_DIR if archived else CONFIGS_DIR}/{instant}{SUFFIX}"
 
 
-def is_partition_level(storage: Storage) -> bool:
-    """The table keeps partition-level bucket rules (its configs folder exists)."""
+def is_partition_level(storage: Storage, timeline: Timeline | None = None) -> bool:
+    """The table keeps partition-level bucket rules (its configs folder exists).
+
+    With ``timeline``, a listing of ``.hoodie`` (layout 1) that showed no ``.bucket_index``
+    folder answers without a request: a table whose rules appeared after that listing became
+    partition-level by a write this timeline does not see yet."""
+    if timeline is not None and timeline.listed_folder(BUCKET_INDEX_DIR) is False:
+        return False
     return storage.is_dir(CONFIGS_DIR)
 
 
@@ -254,7 +262,7 @@ def latest_config(storage: Storage, timeline: Timeline) -> HashingConfig | None:
     Raises:
         CorruptFileError: the configs folder holds no committed config, or it is unreadable.
     """
-    if not is_partition_level(storage):
+    if not is_partition_level(storage, timeline):
         return None
     committed = committed_instants(storage, timeline)
     if not committed and not config_instants(storage):

@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 
 import pyarrow as pa
 
 from hudi_ds.layout.bloom_filter import DYNAMIC_V0, BloomFilterSpec
-from hudi_ds.layout.hfile import HFILE_BLOCK_SIZE, Cells, write_hfile
+from hudi_ds.layout.hfile import HFILE_BLOCK_SIZE, Cells, read_hfile, write_hfile
 from hudi_ds.layout.naming import log_file_name, parse_base_file_name, parse_log_file_name
 from hudi_ds.metadata.layout import FILES_FILE_ID, MDT_WRITE_TOKEN
 from hudi_ds.metadata.reader import completed_or_archived
@@ -20,7 +22,36 @@ from hudi_ds.timeline.metadata import WriteStat
 from hudi_ds.timeline.plans import InstantInfo, RollbackPlan, RollbackRequest
 from hudi_ds.timeline.timeline import Timeline
 
-__all__ = ["next_log_name", "older_slices_files", "rollback_plan"]
+__all__ = ["base_file_schema", "next_log_name", "older_slices_files", "rollback_plan"]
+
+#: the schema in a base HFile's file info, by (the storage's shared cache id, path, size):
+#: the writer of each commit adopts it, and a base file never changes once written
+_SCHEMAS: OrderedDict[tuple[str, str, int], str | None] = OrderedDict()
+_SCHEMAS_LOCK = threading.Lock()
+#: base files whose schema is kept
+MAX_CACHED_SCHEMAS = 64
+
+
+def base_file_schema(storage: Storage, path: str, size: int | None) -> str | None:
+    """The ``schema`` of the file info of the MDT base HFile ``path`` (None: it has none),
+    read once per process for a file of a known ``size`` (each write's MDT update asks; on an
+    object store a read of the whole file is a round trip)."""
+    cache = storage.shared_cache_id
+    key = (cache, storage.full_path(path), size) if cache is not None and size else None
+    if key is not None:
+        with _SCHEMAS_LOCK:
+            if key in _SCHEMAS:
+                _SCHEMAS.move_to_end(key)
+                return _SCHEMAS[key]
+    hf = read_hfile(storage.read_bytes(path), storage.full_path(path))
+    raw = hf.file_info.get("schema")
+    schema = raw.decode("utf-8") if raw else None
+    if key is not None:
+        with _SCHEMAS_LOCK:
+            _SCHEMAS[key] = schema
+            while len(_SCHEMAS) > MAX_CACHED_SCHEMAS:
+                _SCHEMAS.popitem(last=False)
+    return schema
 
 
 def older_slices_files(tl: Timeline, names: list[str], file_id: str = FILES_FILE_ID) -> list[str]:

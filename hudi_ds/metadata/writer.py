@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from hudi_ds.errors import CorruptFileError, LockLostError, MissingFileError
 from hudi_ds.faults import crash_point
 from hudi_ds.index.core import record_index_entry
-from hudi_ds.layout.hfile import read_hfile, write_hfile
+from hudi_ds.layout.hfile import write_hfile
 from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
     base_file_name,
@@ -68,6 +68,7 @@ from hudi_ds.metadata.layout import (
     metadata_table_properties,
 )
 from hudi_ds.metadata.mdt_files import (
+    base_file_schema,
     mdt_base_hfile,
     mdt_write_stat,
     next_log_name,
@@ -103,6 +104,7 @@ from hudi_ds.metadata.recovery import undo_completed, undo_pending
 from hudi_ds.metadata.secondary_index_writer import SliceValues
 from hudi_ds.metadata.stats_writer import Slices, StatsOptions
 from hudi_ds.storage import Storage
+from hudi_ds.storage_types import FileInfo
 from hudi_ds.table_config import PROPS_FILE, TableConfig, update_table_config
 from hudi_ds.timeline.instant import (
     COMPACTION,
@@ -354,15 +356,21 @@ class MetadataWriter:
         tl = self.timeline()
         if settle_pending_indexing(self):  # a killed build's indexing instant (indexing.py)
             tl = self.timeline()
+        # the files partition listed once for the schema and the deltacommit, unless a step
+        # between them writes there (a recovery, a catch-up, an index build: listed again)
+        listed: list[FileInfo] | None = None
         if not created:
             self.drop_unmaintained()
-            self._adopt_schema(tl)
+            listed = self.storage.list_files(FILES_PARTITION)
+            self._adopt_schema(tl, listed)
         if self.recover(tl):
-            tl = self.timeline()
+            tl, listed = self.timeline(), None
         if self._catch_up(done.requested_time, tl):
-            tl = self.timeline()
-        tl = self.build_bloom(self.build_stats(tl, to_build))
-        self._mirror(done.requested_time, content, done.action, tl)
+            tl, listed = self.timeline(), None
+        built = self.build_bloom(self.build_stats(tl, to_build))
+        if built is not tl:
+            tl, listed = built, None
+        self._mirror(done.requested_time, content, done.action, tl, listed)
 
     def build_bloom(self, tl: Timeline) -> Timeline:
         """Build ``bloom_filters`` when the options ask for it and the table lacks it, as an
@@ -404,18 +412,23 @@ class MetadataWriter:
         listed = self.state.timeline.listed_folder(METADATA_PATH)
         return listed if listed is not None else self.state.storage.is_dir(METADATA_PATH)
 
-    def _adopt_schema(self, timeline: Timeline | None = None) -> None:
+    def _adopt_schema(
+        self, timeline: Timeline | None = None, listed: Sequence[FileInfo] | None = None
+    ) -> None:
         """Write with the schema of the MDT's latest base file (Java versions differ in the
         other partitions' record types; a reader reconciles base and log schemas), once.
-        ``timeline``: the MDT's timeline as just listed (else listed here)."""
+        ``timeline``: the MDT's timeline as just listed (else listed here); ``listed``: the
+        files partition as just listed (else listed here)."""
         if self._schema_adopted:
             return
-        sl = self.latest_slice(timeline)
+        if listed is None:
+            listed = self.storage.list_files(FILES_PARTITION)
+        sl = self.latest_slice(timeline, listed)
         path = f"{FILES_PARTITION}/{sl.base_file}"
-        hf = read_hfile(self.storage.read_bytes(path), self.storage.full_path(path))
-        schema = hf.file_info.get("schema")
+        size = next((f.size for f in listed if f.path == path), None)
+        schema = base_file_schema(self.storage, path, size)
         if schema:
-            self.schema = schema.decode("utf-8")
+            self.schema = schema
         self._schema_adopted = True
 
     # -- creation -------------------------------------------------------------------------------
@@ -579,7 +592,16 @@ class MetadataWriter:
         return applied
 
     # -- deltacommits ---------------------------------------------------------------------------
-    def _mirror(self, instant_time: str, content: bytes, action: str, mdt: Timeline) -> None:
+    def _mirror(
+        self,
+        instant_time: str,
+        content: bytes,
+        action: str,
+        mdt: Timeline,
+        listed: list[FileInfo] | None = None,
+    ) -> None:
+        """Mirror data instant ``instant_time`` as an MDT deltacommit; ``listed``: the files
+        partition as listed since its last change (else listed here)."""
         existing = mdt.get(instant_time)
         if existing is not None and existing.is_completed:
             # mirrored by an earlier completion of this instant whose data completion did not
@@ -589,7 +611,7 @@ class MetadataWriter:
             # ("a re-attempted commit that got committed to metadata table, but failed in
             # datatable": it deletes the completed instant and proceeds)
             undo_completed(self.storage, self._writer(), existing, mdt)
-            mdt = self.timeline()
+            mdt, listed = self.timeline(), None
             self.stats.forget_file_groups()  # its files went
         if (
             action == ROLLBACK
@@ -610,12 +632,17 @@ class MetadataWriter:
         stats.update(
             self.indexes.bloom_records(instant_time, action, content, self.declared, self.schema)
         )
-        if self._compact_if_due(mdt):
+        # one listing of the files partition serves the compaction's check and the
+        # deltacommit's log name (listed again after a compaction, which writes there)
+        if listed is None:
+            listed = self.storage.list_files(FILES_PARTITION)
+        if self._compact_if_due(mdt, listed):
             mdt = self.timeline()
+            listed = None
         index = self._index_files(instant_time, action, content, mdt)
         extra = self.indexes.log_files(instant_time, stats, index, mdt, self.schema)
         try:
-            self._deltacommit(instant_time, changes or FilesChanges(), mdt, extra)
+            self._deltacommit(instant_time, changes or FilesChanges(), mdt, extra, listed)
         finally:
             self.stats.forget_file_groups()  # its log files joined the slices
 
@@ -692,16 +719,20 @@ class MetadataWriter:
         changes: FilesChanges,
         mdt: Timeline,
         extra: Sequence[PartitionFile] = (),
+        listed: Sequence[FileInfo] | None = None,
     ) -> None:
+        """``listed``: the ``files`` partition as listed since its last change (else listed)."""
         layout, _ = self._mdt_layout()
         records = changes.records()
         # every block carries the partition list (Java: createPartitionListRecord per commit)
         records.setdefault(ALL_PARTITIONS, (PARTITION_LIST, {}))
         hfile = self._hfile(records)
         block = encode_hfile_data_block(instant_time, self.schema, hfile)
-        sl = self.latest_slice(mdt)
+        if listed is None:
+            listed = self.storage.list_files(FILES_PARTITION)
+        sl = self.latest_slice(mdt, listed)
         name = next_log_name(
-            layout, FILES_FILE_ID, sl.base_instant, instant_time, self._file_names()
+            layout, FILES_FILE_ID, sl.base_instant, instant_time, self._file_names(listed)
         )
         logs = [*sl.log_files, name]
         n = len(records)
@@ -799,17 +830,23 @@ class MetadataWriter:
         return mdt_base_hfile(keys, values, self.schema)
 
     # -- reading the MDT ------------------------------------------------------------------------
-    def _file_names(self) -> list[str]:
-        return [f.name for f in self.storage.list_files(FILES_PARTITION)]
+    def _file_names(self, listed: Sequence[FileInfo] | None = None) -> list[str]:
+        """The names in the ``files`` partition (``listed``: a listing of it, else one)."""
+        return [
+            f.name for f in (self.storage.list_files(FILES_PARTITION) if listed is None else listed)
+        ]
 
-    def latest_slice(self, timeline: Timeline | None = None) -> MetadataSlice:
+    def latest_slice(
+        self, timeline: Timeline | None = None, listed: Sequence[FileInfo] | None = None
+    ) -> MetadataSlice:
         """The latest slice of ``files-0000-0`` as of the MDT's completed instants, sliced
         as the MDT's reader slices it (:func:`hudi_ds.metadata.reader.latest_file_slice`:
         version 6 by the base instant in log names; 8/9 by completion time, a log belonging to
         the newest base instant requested at or before its deltacommit completed).
         """
         tl = timeline or self.timeline()
-        found = [s for s in files_slices(self.storage, tl) if s.file_id == FILES_FILE_ID]
+        slices = files_slices(self.storage, tl, listed=listed)
+        found = [s for s in slices if s.file_id == FILES_FILE_ID]
         base = found[0].base_file if found else None
         if base is None:
             raise CorruptFileError(f"{self.storage.base_uri}: metadata table has no base file")
@@ -846,9 +883,9 @@ class MetadataWriter:
         return out
 
     # -- compaction -----------------------------------------------------------------------------
-    def _compact_if_due(self, tl: Timeline) -> bool:
-        """Compact when due; whether it did."""
-        if self.latest_slice(tl).delta_commits < self.max_delta_commits:
+    def _compact_if_due(self, tl: Timeline, listed: Sequence[FileInfo] | None = None) -> bool:
+        """Compact when due; whether it did. ``listed``: the ``files`` partition's listing."""
+        if self.latest_slice(tl, listed).delta_commits < self.max_delta_commits:
             return False
         # Java (validateTimelineBeforeSchedulingCompaction) does not compact while a data
         # instant the MDT already mirrors is pending: its rollback must be able to undo it

@@ -50,7 +50,7 @@ def bucket_config(table: ReadableTable, options: Mapping[str, str]) -> tuple[int
     """
     if records_another_index(table.config):
         return None  # a table hudi_ds created with another index: fileIds are not buckets
-    if is_partition_level(table.storage):
+    if is_partition_level(table.storage, table.timeline):
         # partition-level bucket rules: a partition's count depends on the rules in force
         # when its file groups were written (a rescale changes it); such reads are not pruned
         return None

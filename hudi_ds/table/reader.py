@@ -147,8 +147,9 @@ def read_base_file(
     target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
     try:
         if base.name.extension == ".parquet":
-            # the listed size spares an object store a HEAD (a missing file fails the GET)
-            with storage.open_input_file(base.path, base.size or None) as f:
+            # the listed size spares an object store a HEAD (a missing file fails the GET) and
+            # lets a small file come whole in one GET
+            with storage.open_to_read_all(base.path, base.size or None) as f:
                 pf = pq.ParquetFile(f)
                 names = target.names
                 if (

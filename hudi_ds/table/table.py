@@ -751,7 +751,7 @@ class ReadableTable:
         keys = cfg.record_key_fields
         if n is None or records_another_index(cfg) or len(keys) != 1 or cfg.complex_record_key:
             return None
-        if is_partition_level(self.storage):
+        if is_partition_level(self.storage, self.state.timeline):
             return None  # each partition's count is its rules' as of the read: not pruned
         hash_fields = TableConfig.BUCKET_INDEX_HASH_FIELD.items(cfg.props)
         wanted: set[int] | None = None

@@ -51,8 +51,10 @@ from hudi_ds.write.handles import (
     precombine,
     set_file_name,
 )
-from hudi_ds.write.markers import create_marker
 from hudi_ds.write.write_status import WriteStatus
+
+#: the marker kind of a log file (Java ``IOType.APPEND``)
+MARKER_KIND = "APPEND"
 
 
 class AppendHandle(BufferedHandle):
@@ -161,9 +163,13 @@ class AppendHandle(BufferedHandle):
             self.blocks += 1
             self.num_deletes += dels.num_rows
 
+    def marker(self) -> tuple[str, str]:
+        """The marker of the log file this handle writes: its path and marker kind."""
+        return self.path, MARKER_KIND
+
     def _stream(self) -> OutputStream:
         if self._out is None:
-            create_marker(self.ctx.storage, self.ctx.instant, self.path, "APPEND")
+            self.ctx.mark([self.marker()])
             self._out = self.ctx.storage.open_output_stream(self.path)
         return self._out
 

@@ -18,15 +18,20 @@ Before a write, the bucket layout the files encode is compared with the configur
 Before a write, the partitions checked are a sample: the first :data:`MAX_CHECKED_PARTITIONS`
 the walk of the table's folders finds (a count set wrong for the table contradicts every
 partition), so a write's cost does not grow with the number of partitions. Every partition a
-write touches has its bucket ids checked when its rows are tagged
-(:meth:`hudi_ds.write.plan.BucketFiles.check_bucket_count`), before its files are written.
+write routes rows to has its bucket ids checked when its rows are tagged
+(:meth:`hudi_ds.write.plan.BucketFiles.slices`), before its files are written.
 
 The cost is a few listings and at most :data:`MAX_SAMPLED_GROUPS` footer (or small log) reads.
+Data files are immutable, so the keys sampled from one are kept for the process
+(:data:`_SAMPLED`): the next write of the table samples the same groups and, while their
+sampled files are unchanged, reads nothing (on an object store each read is a round trip).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -59,6 +64,13 @@ MAX_SAMPLED_GROUPS = 4
 MAX_SAMPLED_LOG_BYTES = 4 << 20
 #: keys taken from one log block
 KEYS_PER_LOG = 4
+#: files whose sampled keys are kept (:func:`_sample_keys`)
+MAX_CACHED_SAMPLES = 1024
+
+#: the keys sampled from a data file, by (the storage's shared cache id, the file's path, its
+#: size, the table's key settings): data files never change once written
+_SAMPLED: OrderedDict[tuple[object, ...], list[str]] = OrderedDict()
+_SAMPLED_LOCK = threading.Lock()
 
 
 def check_bucket_layout(
@@ -139,28 +151,80 @@ def check_bucket_layout(
 
 
 def _sample_keys(storage: Storage, g: FileGroup, config: TableConfig) -> list[str]:
-    """A few record keys stored in file group ``g`` (empty when none can be had cheaply)."""
-    try:
-        if g.base_files:
-            base = max(g.base_files, key=lambda b: b.instant_time)
-            if base.name.extension == ".lance":
-                return _lance_footer_keys(storage, base.path)
-            if not config.populate_meta_fields:
-                return _field_keys(storage, base.path, config)
-            return _footer_keys(storage, base.path, base.size or None)
+    """A few record keys stored in file group ``g`` (empty when none can be had cheaply): of
+    its newest base file, else of its smallest log file -- or of any of its small log files
+    sampled before (every one is as good a sample, and a new log file would be read again)."""
+    lance = False
+    if g.base_files:
+        base = max(g.base_files, key=lambda b: b.instant_time)
+        path, size, lance = base.path, base.size, base.name.extension == ".lance"
+        known = [(path, size)]
+    else:
         small = [lf for lf in g.log_files if 0 < lf.size <= MAX_SAMPLED_LOG_BYTES]
-        if small:
-            lf = min(small, key=lambda f: f.size)
-            return _log_keys(storage, lf.path, config)
+        if not small:
+            return []
+        lf = min(small, key=lambda f: f.size)
+        path, size = lf.path, lf.size
+        known = [(f.path, f.size) for f in small]
+    cache = storage.shared_cache_id
+    settings = _settings(config)
+    if cache is not None:
+        with _SAMPLED_LOCK:
+            for p, n in known:
+                hit = _SAMPLED.get((cache, storage.full_path(p), n, settings))
+                if hit is not None:
+                    _SAMPLED.move_to_end((cache, storage.full_path(p), n, settings))
+                    return hit
+    try:
+        if not g.base_files:
+            keys = _log_keys(storage, path, config)
+        elif lance:
+            keys = _lance_footer_keys(storage, path)
+        elif not config.populate_meta_fields:
+            keys = _field_keys(storage, path, config)
+        else:
+            keys = _footer_keys(storage, path, size or None)
     except (OSError, ValueError, pa.ArrowException, HudiError) as e:
         # a stray file of a failed write: readers report those, the check just skips it
         log.debug("no key sample from file group %s: %s", g.file_id, e)
-    return []
+        return []
+    if cache is not None and keys:
+        with _SAMPLED_LOCK:
+            _SAMPLED[(cache, storage.full_path(path), size, settings)] = keys
+            while len(_SAMPLED) > MAX_CACHED_SAMPLES:
+                _SAMPLED.popitem(last=False)
+    return keys
+
+
+def _settings(config: TableConfig) -> tuple[object, ...]:
+    """What the keys sampled from a file depend on besides the file: stored keys (meta
+    fields), or keys built from the key fields."""
+    if config.populate_meta_fields:
+        return ("meta",)
+    return ("fields", tuple(config.record_key_fields), config.complex_record_key)
+
+
+def remember_written(storage: Storage, path: str, size: int, footer: pq.FileMetaData) -> None:
+    """Keep the key sample of a base file this process just wrote (with meta fields), from
+    its footer as written: the next write's check needs no read of it."""
+    cache = storage.shared_cache_id
+    keys = _keys_of_footer(footer)
+    if cache is None or not keys:
+        return
+    with _SAMPLED_LOCK:
+        _SAMPLED[(cache, storage.full_path(path), size, ("meta",))] = keys
+        while len(_SAMPLED) > MAX_CACHED_SAMPLES:
+            _SAMPLED.popitem(last=False)
 
 
 def _footer_keys(storage: Storage, path: str, size: int | None = None) -> list[str]:
     with storage.open_input_file(path, size) as f:
         md = pq.ParquetFile(f).metadata
+    return _keys_of_footer(md)
+
+
+def _keys_of_footer(md: pq.FileMetaData) -> list[str]:
+    """The min/max ``_hoodie_record_key`` of the first two row groups of a Parquet footer."""
     names = [md.schema.column(i).name for i in range(md.num_columns)]
     if RECORD_KEY_METADATA_FIELD not in names or md.num_row_groups == 0:
         return []

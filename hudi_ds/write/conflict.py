@@ -32,7 +32,7 @@ from hudi_ds.timeline.instant import DELTA_COMMIT
 from hudi_ds.timeline.metadata import WriteStat
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
-from hudi_ds.write.markers import create_marker
+from hudi_ds.write.markers import MarkerBatch
 from hudi_ds.write.plan import WritePlan
 from hudi_ds.write.write_status import WriteStatus
 
@@ -304,6 +304,9 @@ def _rehome_logs(
             if foreign and bucketed:  # a file group someone else committed (not our new ones)
                 live.setdefault((p, bucket_id_from_file_id(fs.file_id)), fs)
     out = []
+    # the write's marker folder holds batched markers: the new names join them (one folder
+    # never mixes the two forms, which Java's rollback would read only one of)
+    markers: MarkerBatch | None = None
     for s in statuses:
         name = parse_log_file_name(file_name_of(s.path)) if s.kind == "append" else None
         if name is None:
@@ -325,7 +328,9 @@ def _rehome_logs(
         top[k] = version
         new_name = log_file_name(fid, base, version, name.write_token or "0-0-0")
         new_path = f"{s.partition_path}/{new_name}" if s.partition_path else new_name
-        create_marker(state.storage, plan.instant, new_path, "APPEND")
+        if markers is None:
+            markers = MarkerBatch(state.storage, plan.instant)
+        markers.mark([(new_path, "APPEND")])
         state.storage.rename(s.path, new_path)
         stat = dataclasses.replace(
             s.stat,
@@ -411,6 +416,7 @@ def retarget_logs(
     )
     out = list(stats)
     top: dict[tuple[str, str, str], int] | None = None
+    markers: MarkerBatch | None = None  # (the write's batched markers: see _rehome_logs)
     for i, s, name in deltas:
         assert name is not None
         p, fid = s.partition_path or "", name.file_id
@@ -429,7 +435,9 @@ def retarget_logs(
         new_name = log_file_name(fid, target, version, name.write_token or "0-0-0")
         new_path = f"{p}/{new_name}" if p else new_name
         if marker_instant is not None:
-            create_marker(storage, marker_instant, new_path, "APPEND")
+            if markers is None:
+                markers = MarkerBatch(storage, marker_instant)
+            markers.mark([(new_path, "APPEND")])
         storage.rename(s.path or "", new_path)
         out[i] = dataclasses.replace(
             s, path=new_path, log_version=version, log_files=[new_name], prev_commit=target

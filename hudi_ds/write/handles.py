@@ -20,6 +20,7 @@ merge by those prepared keys too, key the stored rows they read from the record 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -43,6 +44,7 @@ from hudi_ds.schema.meta import (
     RECORD_KEY_METADATA_FIELD,
 )
 from hudi_ds.storage import Storage
+from hudi_ds.write.markers import MarkerBatch, create_marker
 from hudi_ds.write.options import ResolvedOptions
 
 DELETE_ORDERING = "_ordering_value"
@@ -66,6 +68,16 @@ class HandleContext:
     #: the columns the table's column stats index: handles compute each written file's
     #: ranges where the rows are in memory (None: the table keeps no column stats)
     stats_columns: tuple[str, ...] | None = None
+    #: the task attempt's batched markers (None: a direct marker per file)
+    markers: MarkerBatch | None = None
+
+    def mark(self, files: Sequence[tuple[str, str]]) -> None:
+        """Mark the ``(data path, kind)`` of ``files`` before they are written."""
+        if self.markers is not None:
+            self.markers.mark(files)
+            return
+        for path, kind in files:
+            create_marker(self.storage, self.instant, path, kind)
 
     @property
     def merge_spec(self) -> MergeSpec:

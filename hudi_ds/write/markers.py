@@ -1,42 +1,159 @@
-"""Write markers: a file under ``.hoodie/.temp/<instant>/`` for every data file a write creates.
+"""Write markers: a record under ``.hoodie/.temp/<instant>/`` of every data file a write creates.
 
-Grammar (Java ``WriteMarkers``, direct markers)::
+Two forms, as in Java (``WriteMarkers``), both read by :func:`marked_files`:
 
-    .hoodie/.temp/<instant>/<partition path>/<data file name>.marker.<CREATE|MERGE|APPEND>
+* direct markers (``DirectWriteMarkers``), one empty object per data file::
+
+      .hoodie/.temp/<instant>/<partition path>/<data file name>.marker.<CREATE|MERGE|APPEND>
+
+* batched markers (the files Java's ``TimelineServerBasedWriteMarkers`` has its timeline server
+  write): ``MARKERS.type`` holding ``TIMELINE_SERVER_BASED``, and files whose names start with
+  ``MARKERS``, each holding marker names (``<partition path>/<data file name>.marker.<kind>``)
+  one per line. Java's rollback (``MarkerBasedRollbackUtils.getAllMarkerPaths``) reads these
+  when ``MARKERS.type`` says so, and then only these.
 
 A marker is created *before* its data file, so the markers of an instant list a superset of the
 files it wrote: the commit deletes the files of failed or superseded task attempts (markers not
 matched by a reported WriteStatus) and a rollback deletes every marked file.
+
+The handles of a write (:class:`MarkerBatch`, one per task attempt) and its commit's conflict
+resolution (the log files it renames) use the batched form: a task that opens sixteen log
+files declares them in one object, where direct markers cost one request each (on an object
+store, a round trip each). Table services (compaction, clustering)
+write direct markers under their own instants: no instant folder mixes the two forms, so Java
+finds every marker.
 """
 
 from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
 
 from hudi_ds.storage import Storage
 
 TEMP_DIR = ".hoodie/.temp"
 MARKER_TYPES = ("CREATE", "MERGE", "APPEND")
+#: Java ``MarkerUtils.MARKERS_FILENAME_PREFIX`` / ``MARKER_TYPE_FILENAME``
+MARKERS_PREFIX = "MARKERS"
+MARKER_TYPE_FILE = "MARKERS.type"
+#: the content of :data:`MARKER_TYPE_FILE` (Java ``MarkerType.TIMELINE_SERVER_BASED``)
+BATCHED_TYPE = "TIMELINE_SERVER_BASED"
+
+#: what this process's batches last wrote, by (shared cache id, object path): its size and
+#: its marker names -- the commit of a write finds its own tasks' lists without a GET each
+_WRITTEN: OrderedDict[tuple[str, str], tuple[int, list[str]]] = OrderedDict()
+_WRITTEN_LOCK = threading.Lock()
+#: batches remembered (a failed write's stay until another process rolls it back)
+MAX_REMEMBERED = 256
 
 
 def marker_dir(instant: str) -> str:
     return f"{TEMP_DIR}/{instant}"
 
 
+def marker_name(data_path: str, kind: str) -> str:
+    """The marker of ``data_path`` (relative to the base path), relative to the marker folder."""
+    if kind not in MARKER_TYPES:
+        raise ValueError(f"marker kind {kind!r} is not one of {MARKER_TYPES}")
+    return f"{data_path}.marker.{kind}"
+
+
 def create_marker(storage: Storage, instant: str, data_path: str, kind: str) -> None:
-    """Mark ``data_path`` (relative to the base path) as being written by ``instant``."""
-    storage.create_if_absent(f"{marker_dir(instant)}/{data_path}.marker.{kind}")
+    """Mark ``data_path`` (relative to the base path) as being written by ``instant`` (a direct
+    marker: table services' instants)."""
+    storage.create_if_absent(f"{marker_dir(instant)}/{marker_name(data_path, kind)}")
+
+
+class MarkerBatch:
+    """The batched markers of one task attempt of a write: one ``MARKERS-<id>`` object listing
+    every data file the attempt marked, rewritten (one put) whenever :meth:`mark` adds files.
+
+    It is new in every process it is unpickled in (another Spark worker's attempt gets its own
+    object name), and thread-safe (handles flush on several threads).
+    """
+
+    def __init__(self, storage: Storage, instant: str) -> None:
+        self.storage = storage
+        self.instant = instant
+        self._init()
+
+    def _init(self) -> None:
+        self._marked: dict[str, None] = {}
+        self._lock = threading.Lock()
+        self._name = f"{marker_dir(self.instant)}/{MARKERS_PREFIX}-{uuid.uuid4().hex}"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"storage": self.storage, "instant": self.instant}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.storage = state["storage"]
+        self.instant = state["instant"]
+        self._init()
+
+    def mark(self, files: Iterable[tuple[str, str]]) -> None:
+        """Mark each ``(data path, kind)`` of ``files`` not marked yet, in one put, before it
+        returns (so before the caller writes those files)."""
+        with self._lock:
+            new = [marker_name(p, k) for p, k in files]
+            new = [m for m in new if m not in self._marked]
+            if not new:
+                return
+            if not self._marked:  # (each batch: another process's may find it deleted)
+                self.storage.create_if_absent(
+                    f"{marker_dir(self.instant)}/{MARKER_TYPE_FILE}", BATCHED_TYPE.encode()
+                )
+            lines = [*self._marked, *dict.fromkeys(new)]
+            data = "\n".join(lines).encode()
+            # a put replaces the object whole (a reader sees the old list or the new one)
+            self.storage.write_atomic(self._name, data)
+            self._marked.update(dict.fromkeys(new))
+            cache = self.storage.shared_cache_id
+            if cache is not None:
+                with _WRITTEN_LOCK:
+                    _WRITTEN[(cache, self.storage.full_path(self._name))] = (len(data), lines)
+                    _WRITTEN.move_to_end((cache, self.storage.full_path(self._name)))
+                    while len(_WRITTEN) > MAX_REMEMBERED:
+                        _WRITTEN.popitem(last=False)
 
 
 def marked_files(storage: Storage, instant: str) -> list[str]:
-    """Data file paths (relative to the base path) marked by ``instant``."""
+    """Data file paths (relative to the base path) marked by ``instant``, in either form."""
     root = marker_dir(instant)
-    out = []
+    out = set()
     for f in storage.list_files(root, recursive=True):
         rel = f.path[len(root) + 1 :]
-        stem, sep, kind = rel.rpartition(".marker.")
-        if sep and kind in MARKER_TYPES:
-            out.append(stem)
+        names = [rel]
+        if "/" not in rel and rel.startswith(MARKERS_PREFIX) and rel != MARKER_TYPE_FILE:
+            names = _own_list(storage, f.path, f.size) or []
+            if not names:
+                try:
+                    names = storage.read_text(f.path).splitlines()
+                except FileNotFoundError:
+                    continue  # deleted meanwhile (the markers of a write that just completed)
+        for name in names:
+            stem, sep, kind = name.strip().rpartition(".marker.")
+            if sep and kind in MARKER_TYPES:
+                out.add(stem)
     return sorted(out)
+
+
+def _own_list(storage: Storage, path: str, size: int) -> list[str] | None:
+    """The names in ``path`` if a batch of this process wrote it last with ``size`` bytes (the
+    listed size: an object rewritten since is read)."""
+    cache = storage.shared_cache_id
+    if cache is None:
+        return None
+    with _WRITTEN_LOCK:
+        got = _WRITTEN.get((cache, storage.full_path(path)))
+    return got[1] if got is not None and got[0] == size else None
 
 
 def delete_markers(storage: Storage, instant: str) -> None:
     storage.delete_dir(marker_dir(instant))
+    cache, folder = storage.shared_cache_id, storage.full_path(marker_dir(instant)) + "/"
+    with _WRITTEN_LOCK:
+        for key in [k for k in _WRITTEN if k[0] == cache and k[1].startswith(folder)]:
+            del _WRITTEN[key]

@@ -47,9 +47,10 @@ from hudi_ds.schema.meta import (
     RECORD_KEY_METADATA_FIELD,
     clear_meta_values,
 )
-from hudi_ds.storage import Storage
+from hudi_ds.storage import WHOLE_READ_BYTES, Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
+from hudi_ds.write.bucket_layout import remember_written
 from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched
 from hudi_ds.write.handles import (
     BufferedHandle,
@@ -59,7 +60,6 @@ from hudi_ds.write.handles import (
     set_file_name,
     stored_rows,
 )
-from hudi_ds.write.markers import create_marker
 from hudi_ds.write.write_status import KeyChanges, WriteStatus
 
 
@@ -191,9 +191,38 @@ class _KeyPartitions:
                 fine.runs[p].discard()
 
 
-def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
+def _prefetched(storage: Storage, base: BaseFile) -> bytes | None:
+    """The whole content of a Parquet base file of at most :data:`WHOLE_READ_BYTES` on an
+    object store, in one GET: a merge reads its footer (the size estimate), then all its
+    rows, which would be a GET each (None: read through :meth:`Storage.open_input_file`).
+
+    Raises:
+        MissingFileError: the file is gone.
+    """
+    size = base.size or 0
+    if storage.is_local or base.name.extension != ".parquet" or not 0 < size <= WHOLE_READ_BYTES:
+        return None
+    try:
+        return storage.read_bytes(base.path)
+    except FileNotFoundError as e:
+        raise MissingFileError(
+            f"base file {storage.full_path(base.path)} of a committed file slice is missing",
+            base.path,
+        ) from e
+
+
+def _open_base(storage: Storage, base: BaseFile, data: bytes | None) -> pa.NativeFile:
+    """The Parquet base file ``base``: from ``data`` (its prefetched bytes) or the storage
+    (its listed size spares an object store a HEAD)."""
+    if data is not None:
+        return pa.BufferReader(data)
+    return storage.open_input_file(base.path, base.size or None)
+
+
+def _base_file_size(storage: Storage, base: BaseFile, data: bytes | None = None) -> tuple[int, int]:
     """Estimated in-memory (Arrow) size of a base file's rows and their number, from its
-    Parquet footer or Lance metadata (``(0, 0)`` for other formats)."""
+    Parquet footer or Lance metadata (``(0, 0)`` for other formats); ``data``: its
+    :func:`_prefetched` bytes."""
     if base.name.extension == ".lance":
         try:
             lance_file = LanceBaseFile(storage, base.path)
@@ -206,7 +235,7 @@ def _base_file_size(storage: Storage, base: BaseFile) -> tuple[int, int]:
     if base.name.extension != ".parquet":
         return 0, 0
     try:
-        with storage.open_input_file(base.path, base.size or None) as f:  # (no HEAD: listed)
+        with _open_base(storage, base, data) as f:
             md = pq.ParquetFile(f).metadata
             size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
     except StorageError:  # the store failed (after retries): the file is not damaged
@@ -227,13 +256,18 @@ def _merged_columns(schema: pa.Schema) -> list[str]:
 
 
 def _read_for_merge(
-    storage: Storage, base: BaseFile, schema: pa.Schema, use_threads: bool = True
+    storage: Storage,
+    base: BaseFile,
+    schema: pa.Schema,
+    use_threads: bool = True,
+    data: bytes | None = None,
 ) -> pa.Table:
     """All rows of a base file in ``schema``, ``_hoodie_file_name`` null
-    (:func:`_merged_columns`), its footer as the schema metadata."""
+    (:func:`_merged_columns`), its footer as the schema metadata; ``data``: its
+    :func:`_prefetched` bytes."""
     if base.name.extension not in (".parquet", ".lance"):
         return read_base_file(storage, base, schema, use_threads=use_threads)
-    parts = list(_iter_base_file(storage, base, schema, None, use_threads))
+    parts = list(_iter_base_file(storage, base, schema, None, use_threads, data))
     meta = parts[0].schema.metadata
     table = _joined(parts)
     return table.replace_schema_metadata(meta)
@@ -275,10 +309,12 @@ def _iter_base_file(
     schema: pa.Schema,
     batch_rows: int | None,
     use_threads: bool = False,
+    data: bytes | None = None,
 ) -> Iterator[pa.Table]:
     """The rows of a base file in ``schema``, ``batch_rows`` at a time (Parquet; None: a row
     group at a time), else all at once; ``_hoodie_file_name`` null (:func:`_merged_columns`),
-    the file's footer as the schema metadata of the first table."""
+    the file's footer as the schema metadata of the first table; ``data``: its
+    :func:`_prefetched` bytes."""
     if base.name.extension == ".lance":
         yield from _iter_lance_file(storage, base, schema, batch_rows)
         return
@@ -286,7 +322,7 @@ def _iter_base_file(
         yield read_base_file(storage, base, schema)
         return
     try:
-        with storage.open_input_file(base.path) as f:
+        with _open_base(storage, base, data) as f:
             pf = pq.ParquetFile(f)
             names = set(pf.schema_arrow.names)
             present = [c for c in _merged_columns(schema) if c in names]
@@ -438,6 +474,8 @@ class MergeHandle(BufferedHandle):
         self._base_batch_rows = _BASE_READ_ROWS
         #: decode the base file on Arrow's thread pool (False when handles close in parallel)
         self.read_threads = True
+        #: the base file's bytes while close() merges it (_prefetched; None: read from storage)
+        self._base_bytes: bytes | None = None
         #: merges that run at once with this one (write/cow.py closes them on several threads):
         #: they share the merges' part of the task budget
         self.merges_in_flight = 1
@@ -453,6 +491,10 @@ class MergeHandle(BufferedHandle):
         """
         budget = self.ctx.options.memory.task_bytes
         return None if budget is None else max(budget // (8 * self.merges_in_flight), 1)
+
+    def marker(self) -> tuple[str, str]:
+        """The marker of the base file this handle writes: its path and marker kind."""
+        return self.path, "MERGE" if self.base_file else "CREATE"
 
     def flush(self) -> None:
         """Spill the buffered rows and delete keys to local disk (write order is kept)."""
@@ -472,11 +514,15 @@ class MergeHandle(BufferedHandle):
         try:
             if not self._data and not self._deletes and self._spill_dir is None:
                 return None
+            if self.base_file is not None:
+                self._base_bytes = _prefetched(self.ctx.storage, self.base_file)
             budget = self.merge_budget
             if self._spill_dir is None and budget is None:
                 return self._close_in_memory()
             old_bytes, old_rows = (
-                _base_file_size(self.ctx.storage, self.base_file) if self.base_file else (0, 0)
+                _base_file_size(self.ctx.storage, self.base_file, self._base_bytes)
+                if self.base_file
+                else (0, 0)
             )
             # a streamed batch of the base file takes about four copies: a quarter of the share
             row_bytes = max(old_bytes // max(old_rows, 1), 1)
@@ -489,6 +535,7 @@ class MergeHandle(BufferedHandle):
                 return self._close_streaming()
             return self._close_partitioned(total, budget or total)
         finally:
+            self._base_bytes = None
             self._discard_spill()
 
     def _spill_files(self) -> tuple[_KeyPartitions, _KeyPartitions]:
@@ -519,7 +566,9 @@ class MergeHandle(BufferedHandle):
         self._data, self._deletes, self.buffered_bytes = [], [], 0
         old = (
             stored_rows(
-                _read_for_merge(ctx.storage, self.base_file, ctx.schema, self.read_threads),
+                _read_for_merge(
+                    ctx.storage, self.base_file, ctx.schema, self.read_threads, self._base_bytes
+                ),
                 ctx,
                 self.partition_path,
             )
@@ -539,7 +588,7 @@ class MergeHandle(BufferedHandle):
             if added is None and res.inserted is not None and res.removed is not None:
                 added, gone = res.inserted, len(res.removed)
             carried = carried_bloom_filter(old.schema.metadata, bloom, old.num_rows, added, gone)
-        create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
+        ctx.mark([self.marker()])
         footer: list[pq.FileMetaData] = []
         size = write_whole_base_file(
             ctx.options.base_file_format,
@@ -594,7 +643,12 @@ class MergeHandle(BufferedHandle):
 
         def groups() -> Iterator[tuple[pa.Table | None, pa.Table | None, pa.Table | None]]:
             for batch in _iter_base_file(
-                ctx.storage, base, ctx.schema, self._base_batch_rows, self.read_threads
+                ctx.storage,
+                base,
+                ctx.schema,
+                self._base_batch_rows,
+                self.read_threads,
+                self._base_bytes,
             ):
                 old = stored_rows(batch, ctx, self.partition_path)
                 keys = _string_keys(old.column(RECORD_KEY_METADATA_FIELD))
@@ -621,7 +675,12 @@ class MergeHandle(BufferedHandle):
         old_parts = _KeyPartitions(self._spill_dir, "base", bits)
         if self.base_file is not None:
             for t in _iter_base_file(
-                ctx.storage, self.base_file, ctx.schema, self._base_batch_rows, self.read_threads
+                ctx.storage,
+                self.base_file,
+                ctx.schema,
+                self._base_batch_rows,
+                self.read_threads,
+                self._base_bytes,
             ):
                 old_parts.add(stored_rows(t, ctx, self.partition_path))
         return self._write_merged(
@@ -639,7 +698,7 @@ class MergeHandle(BufferedHandle):
         """Merge each ``(base rows, incoming rows, delete keys)`` group (groups share no key)
         and write the results as consecutive row groups of the new base file."""
         ctx = self.ctx
-        create_marker(ctx.storage, ctx.instant, self.path, "MERGE" if self.base_file else "CREATE")
+        ctx.mark([self.marker()])
         writer = new_base_file_writer(
             ctx.options.base_file_format,
             ctx.storage,
@@ -715,7 +774,10 @@ class MergeHandle(BufferedHandle):
         footer: pq.FileMetaData | None,
     ) -> WriteStatus:
         """The status of the written file; with the table's column stats, its ranges from
-        ``footer`` (the Parquet footer as written: nothing is read back)."""
+        ``footer`` (the Parquet footer as written: nothing is read back), whose keys also serve
+        the next write's bucket-count check (:func:`remember_written`)."""
+        if footer is not None:
+            remember_written(self.ctx.storage, self.path, size, footer)
         stat = WriteStat(
             file_id=self.file_id,
             path=self.path,

@@ -30,6 +30,7 @@ from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState, Visibility
 from hudi_ds.write.assigner import average_record_size
 from hudi_ds.write.handles import HandleContext
+from hudi_ds.write.markers import MarkerBatch
 from hudi_ds.write.metadata_sync import written_stats_columns
 from hudi_ds.write.operation import WriteOperation, operation_of_type
 from hudi_ds.write.options import ResolvedOptions
@@ -108,6 +109,7 @@ class WritePlan:
             self.options,
             self.partial_columns,
             stats_columns=self.stats_columns,
+            markers=MarkerBatch(storage, self.instant),
         )
 
 

@@ -415,6 +415,7 @@ class TaskWriter:
         """Hand the rows of ``tagged`` to their file groups' handles, then keep the task's
         buffers within its memory budget."""
         targets = tagged.targets
+        opened = len(self.handles)
         for rows, tg, is_delete in (
             (tagged.data, tagged.data_targets, False),
             (tagged.deletes, tagged.delete_targets, True),
@@ -439,6 +440,10 @@ class TaskWriter:
                     handle.write(None, sl)
                 else:
                     handle.write(sl, None)
+        # the files of the handles this batch opened, marked at once (one put for all: a
+        # handle marks its file itself only if it was not marked here)
+        fresh = list(self.handles.values())[opened:]
+        self.ctx.mark([h.marker() for h in fresh if isinstance(h, (AppendHandle, MergeHandle))])
         self._enforce_budget()
 
     def _handle(self, partition: str, file_id: str) -> AppendHandle | MergeHandle:

@@ -45,6 +45,11 @@ def _check(path: str, expected: list[tuple]) -> None:
     assert_rows(hudi_rs_table(path), expected, ["id", "ts", "p"])
 
 
+def _markers(temp: Path) -> list[Path]:
+    """The marker files below ``temp``: direct markers and batched ``MARKERS-*`` lists."""
+    return [*temp.rglob("*.marker.*"), *temp.rglob("MARKERS-*")]
+
+
 def test_sigkill_mid_write_then_recover(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     opts = table_options("crash", partition="p", buckets=8)
@@ -63,7 +68,7 @@ def test_sigkill_mid_write_then_recover(tmp_path: Path) -> None:
         assert line, "the writer stopped before tagging 40 batches"
         seen += line.startswith("batch")
     deadline = time.time() + 120
-    while time.time() < deadline and not any(temp.rglob("*.marker.*")):
+    while time.time() < deadline and not _markers(temp):
         time.sleep(0.01)  # writing starts once everything is tagged
     time.sleep(0.2)
     assert proc.poll() is None, "the write finished before it could be killed"
@@ -82,7 +87,7 @@ def test_sigkill_mid_write_then_recover(tmp_path: Path) -> None:
     hudi_ds.write(path, pa.table({"id": ["d"], "ts": [2], "p": ["p0"]}), opts)
     _check(path, [*before, ("d", 2, "p0")])
     assert not [p for p in debris if p.exists()]
-    assert not list(temp.rglob("*.marker.*"))
+    assert not _markers(temp)
     table = hudi_ds.HudiTable(path)
     rollbacks = [i for i in table.timeline.instants if i.action == "rollback"]
     assert rollbacks and all(i.is_completed for i in rollbacks)
