@@ -619,11 +619,8 @@ class MetadataWriter:
             and self._rollback(instant_time, content, mdt)
         ):
             return
-        changes = instant_changes(
-            Instant(instant_time, action, State.COMPLETED),
-            content,
-            self.stats.offered_metadata(instant_time, content),
-        )
+        offered = self.stats.offered_metadata(instant_time, content)  # (not parsed again)
+        changes = instant_changes(Instant(instant_time, action, State.COMPLETED), content, offered)
         # the stats partitions as listed since the last change of the MDT's files (update,
         # drop_unmaintained, recover, the builds, MDT compactions and cleans, and the end of
         # each mirrored instant forget them): one listing per instant
