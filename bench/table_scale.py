@@ -44,9 +44,7 @@ import pyarrow as pa
 
 BUCKETS = 100
 PARTITIONS = (10, 100, 1000)
-#: rows a file group gets from the build: the build's rows stay under the write task's memory
-#: budget (``write.task.max.size``), so no handle flushes before the task closes (a task holds
-#: a log file open from a handle's first flush to its close: one per file group)
+#: rows a file group gets from the build (the costs measured grow with file groups, not rows)
 ROWS_PER_GROUP = 4
 UPSERT_ROWS = 1_000
 UPSERTS = 3

@@ -300,6 +300,20 @@ class Storage:
                 self.fs.open_output_stream(self.full_path(rel)), self.full_path(rel)
             )
 
+    def open_append_stream(self, rel: str) -> OutputStream:
+        """The existing file ``rel`` opened to write at its end (local files only: an object
+        store's object cannot grow).
+
+        Raises:
+            UnsupportedError: not a local file system.
+        """
+        if not self.is_local:
+            raise UnsupportedError(f"{self.full_path(rel)}: cannot append to an object")
+        with writing(self.full_path(rel)):
+            return OutputStream(
+                self.fs.open_append_stream(self.full_path(rel)), self.full_path(rel)
+            )
+
     def write_atomic(self, rel: str, data: bytes, crash_point_name: str | None = None) -> None:
         """Write ``data`` to a temporary sibling, then rename it onto ``rel``.
 

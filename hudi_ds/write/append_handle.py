@@ -94,6 +94,7 @@ class AppendHandle(BufferedHandle):
         self._deletes: list[pa.Table] = []
         self.buffered_bytes = 0
         self._out: OutputStream | None = None
+        self._created = False
         self._written = 0
         self.num_writes = 0
         self.num_deletes = 0
@@ -162,23 +163,38 @@ class AppendHandle(BufferedHandle):
             self._written += len(block)
             self.blocks += 1
             self.num_deletes += dels.num_rows
+        self._release()
 
     def marker(self) -> tuple[str, str]:
         """The marker of the log file this handle writes: its path and marker kind."""
         return self.path, MARKER_KIND
 
     def _stream(self) -> OutputStream:
-        if self._out is None:
+        if self._out is None and not self._created:
             self.ctx.mark([self.marker()])
             self._out = self.ctx.storage.open_output_stream(self.path)
+            self._created = True
+        elif self._out is None:
+            self._out = self.ctx.storage.open_append_stream(self.path)
         return self._out
+
+    def _release(self) -> None:
+        """Close a local log file between flushes (the next flush appends to it): a task
+        writing into many file groups would otherwise hold a file descriptor for each until
+        it ends, past the process's limit (a bulk insert into 100,000 buckets). An object
+        store's upload holds no descriptor and cannot be reopened: it stays open."""
+        if self._out is not None and self.ctx.storage.is_local:
+            self._out.close()
+            self._out = None
 
     def close(self) -> WriteStatus | None:
         """Flush, close the log file and describe it (None if nothing was written)."""
         self.flush()
-        if self._out is None:
+        if not self._created:
             return None
-        self._out.close()
+        if self._out is not None:
+            self._out.close()
+            self._out = None
         stat = WriteStat(
             file_id=self.file_id,
             path=self.path,

@@ -154,6 +154,39 @@ def _write(path: str, options: dict, exclusive: bool) -> tuple[list[dict], int, 
     return sorted(stats, key=lambda s: (s["step"], s["group"])), peak, flushes, files
 
 
+_FEW_DESCRIPTORS = """
+import resource, sys
+import numpy as np, pyarrow as pa
+import hudi_ds
+resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+ids = np.arange(40_000)
+rows = pa.table({"id": pa.array(np.char.add("k", ids.astype(str))), "ts": pa.array(ids),
+                 "city": pa.array(np.where(ids % 2 == 0, "nyc", "sf")),
+                 "fare": pa.array(ids * 1.5), "note": pa.array(np.char.add("n", ids.astype(str))),
+                 "_hoodie_is_deleted": pa.array(np.zeros(len(ids), bool))})
+opts = {**dict(a.split("=", 1) for a in sys.argv[2:])}
+batches = rows.to_batches(2_000)
+hudi_ds.write(sys.argv[1], pa.RecordBatchReader.from_batches(rows.schema, batches), opts)
+"""
+
+
+def test_a_write_into_more_file_groups_than_open_files_allowed(tmp_path: Path) -> None:
+    """A MOR task flushing under its budget into more file groups than the process may hold
+    files open (here 128) closes each local log file between flushes and appends to it on the
+    next: the write completes with every row."""
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.bucket.index.num.buckets": "200", "write.task.max.size": TINY}
+    args = [f"{k}={v}" for k, v in opts.items()]
+    subprocess.run([sys.executable, "-c", _FEW_DESCRIPTORS, path, *args], check=True)
+    t = hudi_ds.read(path, columns=["id", "ts"])
+    assert t.num_rows == 40_000 == len(set(t.column("id").to_pylist()))
+    assert sorted(t.column("ts").to_pylist()) == list(range(40_000))
+    logs = [f.name for f in Path(path).rglob(".*.log.*")]
+    assert 300 < len(logs) <= 400  # one log file a file group, appended to by every flush
+    theirs = hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
+    assert sum(b.num_rows for b in theirs) == 40_000
+
+
 @pytest.mark.parametrize("meta", [True, False], ids=["meta-fields", "virtual-keys"])
 @pytest.mark.parametrize("exclusive", [True, False], ids=["task-merge", "staged-merge"])
 def test_cow_merge_under_budget_spills_and_keeps_every_row(
