@@ -15,7 +15,10 @@ this which files of the slices it reads must exist and how many of their bytes a
 Older slices are not checked: the cleaner legitimately removes them (it always keeps the latest
 slice of a live file group, Java ``CleanPlanner``), and a replaced file group
 (insert_overwrite, clustering) is skipped. Files of archived commits are not known and not
-checked. The check uses the sizes of the listing the view already holds (no IO per file).
+checked. The check uses the sizes of the listing the view already holds (no IO per file),
+and compares every committed file with it in bulk first (:func:`find_problems`): only the
+partitions where something differs get the per-file-group rules above, so a table of 100,000
+file groups costs a few dictionary look-ups per file.
 """
 
 from __future__ import annotations
@@ -188,18 +191,6 @@ class Committed:
     def log_ranges(self) -> LogRanges:
         """The committed byte ranges of every log file written (looked up lazily)."""
         return LogRanges(self.written)
-
-
-def committed_files(
-    timeline: Timeline,
-    commits: Sequence[Instant],
-    layout2: bool,
-    keep: Callable[[str, str], bool] | None = None,
-) -> dict[tuple[str, str], list[CommittedFile]]:
-    """Committed files of ``commits``, per ``(partition, file id)``, from their write stats;
-    with ``keep``, only those of the file groups ``keep(partition, file id)`` accepts (a
-    selective read checks the few file groups it reads)."""
-    return Committed.load(timeline, commits, layout2).files(keep)
 
 
 class LogRanges(Mapping[str, Ranges]):

@@ -255,3 +255,17 @@ def test_shared_groups_are_regrouped_when_the_listing_changes() -> None:
         11,
         11,
     ]
+
+
+def test_a_partition_filtered_read_checks_the_partitions_it_reads(tmp_path: Path) -> None:
+    path = _table(tmp_path)
+    gone = sorted((Path(path) / "y").glob(".*.log.*"))[-1]
+    gone.unlink()
+    table = hudi_ds.HudiTable(path)
+    # partition y is not read: its committed files are not checked
+    got = table.read(filters=[("p", "=", "x")])
+    assert rows(got) == [r for r in EXPECTED if r[2] == "x"]
+    with pytest.raises(MissingFileError, match=gone.name):
+        table.read(filters=[("p", "=", "y")])
+    with pytest.raises(MissingFileError, match=gone.name):
+        table.read()
