@@ -33,7 +33,7 @@ from hudi_ds.schema.avro import avro_to_arrow_schema
 from hudi_ds.schema.meta import FILENAME_METADATA_FIELD, clear_meta_values, with_meta_fields
 from hudi_ds.services.base import ServiceContext
 from hudi_ds.storage import Storage
-from hudi_ds.table.committed import committed_files, visible_commits
+from hudi_ds.table.committed import Committed, visible_commits
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.table import ReadableTable
@@ -285,13 +285,12 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
     base_ctx = table.read_context()
     # committed byte ranges of the plan's log files: a corrupt block inside them is an error
     layout2 = table.config.timeline_layout_version >= 2
-    committed = committed_files(tl, visible_commits(tl, vis), layout2)
-    known = {f.path: f for files in committed.values() for f in files if f.is_log}
+    committed = Committed.load(tl, visible_commits(tl, vis), layout2).log_ranges()
     ranges = {
-        rel: tuple(known[rel].ranges)
+        rel: committed[rel]
         for op in plan.operations or ()
         for rel in op.log_file_rel_paths
-        if rel in known and known[rel].ranges
+        if rel in committed
     }
     read_ctx = dataclasses.replace(
         base_ctx, schema=_schema_before(tl, instant, table), log_ranges=ranges

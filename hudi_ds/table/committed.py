@@ -15,25 +15,31 @@ this which files of the slices it reads must exist and how many of their bytes a
 Older slices are not checked: the cleaner legitimately removes them (it always keeps the latest
 slice of a live file group, Java ``CleanPlanner``), and a replaced file group
 (insert_overwrite, clustering) is skipped. Files of archived commits are not known and not
-checked. The check uses the sizes of the listing the view already holds (no IO per file).
+checked. The check uses the sizes of the listing the view already holds (no IO per file),
+and compares every committed file with it in bulk first (:func:`find_problems`): only the
+partitions where something differs get the per-file-group rules above, so a table of 100,000
+file groups costs a few dictionary look-ups per file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from hudi_ds.errors import InstantNotFoundError
-from hudi_ds.layout.file_group import FileGroup, FileSlice
+from hudi_ds.layout.file_group import FileGroup
 from hudi_ds.layout.naming import (
     file_name_of,
     parse_base_file_name,
     parse_log_file_name,
     partition_of,
 )
+from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.instant import Instant
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import Visibility
+from hudi_ds.timeline.written import WrittenFiles
 
 #: committed byte ranges of one log file: ``(start, end, instant)`` per committing instant
 Ranges = tuple[tuple[int, int, str], ...]
@@ -83,62 +89,205 @@ class Problem:
         )
 
 
-def committed_files(
-    timeline: Timeline,
-    commits: Sequence[Instant],
-    layout2: bool,
-    keep: Callable[[str, str], bool] | None = None,
-) -> dict[tuple[str, str], list[CommittedFile]]:
-    """Committed files of ``commits``, per ``(partition, file id)``, from their write stats;
-    with ``keep``, only those of the file groups ``keep(partition, file id)`` accepts (a
-    selective read checks the few file groups it reads)."""
-    by_path: dict[str, CommittedFile] = {}
-    partitions: dict[str, str] = {}
-    for inst in commits:
-        try:
-            md = timeline.read_commit_metadata(inst)
-        except InstantNotFoundError:
-            # its file went after the timeline was listed: a concurrent archival moved the
-            # instant to the archived timeline (Hudi's archiver deletes completed files last),
-            # and archived commits' files are not checked
-            continue
-        done = inst.completion_time or inst.requested_time
-        for stats in md.partition_to_write_stats.values():
-            for st in stats:
-                path = st.path
-                if not path:
-                    continue
+class Committed:
+    """What the visible commits wrote: per commit (in timeline order) its requested time, its
+    completion time and its :class:`~hudi_ds.timeline.written.WrittenFiles`.
+
+    Built from the timeline's per-process cache of written files, so an unchanged table's
+    second read decodes nothing; only the file groups a check finds suspect are turned into
+    :class:`CommittedFile` objects (:func:`find_problems`).
+    """
+
+    def __init__(self, written: Sequence[tuple[str, str, WrittenFiles]], layout2: bool) -> None:
+        self.written = list(written)
+        self.layout2 = layout2
+
+    @classmethod
+    def load(cls, timeline: Timeline, commits: Sequence[Instant], layout2: bool) -> Committed:
+        """The files ``commits`` wrote (those whose instant file is still there)."""
+        written = []
+        for inst in commits:
+            try:
+                wf = timeline.read_written_files(inst)
+            except InstantNotFoundError:
+                # its file went after the timeline was listed: a concurrent archival moved
+                # the instant to the archived timeline (Hudi's archiver deletes completed
+                # files last), and archived commits' files are not checked
+                continue
+            written.append((inst.requested_time, inst.completion_time or inst.requested_time, wf))
+        return cls(written, layout2)
+
+    def files(
+        self,
+        keep: Callable[[str, str], bool] | None = None,
+        partitions: Container[str] | None = None,
+    ) -> dict[tuple[str, str], list[CommittedFile]]:
+        """Committed files per ``(partition, file id)``; with ``keep``, only those of the
+        file groups ``keep(partition, file id)`` accepts, with ``partitions`` only those of
+        these partitions."""
+        by_path: dict[str, CommittedFile] = {}
+        partition_of_path: dict[str, str] = {}
+        skipped: set[str] = set()
+        for requested, done, wf in self.written:
+            for path, size, start in zip(wf.paths, wf.sizes, wf.offsets, strict=True):
                 cf = by_path.get(path)
                 if cf is None:
-                    name = file_name_of(path)
-                    b = parse_base_file_name(name)
-                    lg = None if b is not None else parse_log_file_name(name)
-                    if lg is not None and (lg.extension != "log" or lg.cdc):
+                    if path in skipped:
                         continue
-                    fid = b.file_id if b is not None else lg.file_id if lg is not None else None
                     partition = partition_of(path)
-                    if fid is None or (keep is not None and not keep(partition, fid)):
+                    if partitions is not None and partition not in partitions:
+                        skipped.add(path)
                         continue
-                    if b is not None:
-                        cf = CommittedFile(path, fid, False, b.instant_time)
-                    elif lg is not None:
-                        cf = CommittedFile(path, fid, True, done if layout2 else lg.instant_time)
-                    else:
+                    cf = self._committed_file(path, partition, done, keep)
+                    if cf is None:
+                        skipped.add(path)
                         continue
                     by_path[path] = cf
-                    partitions[path] = partition
-                size = int(st.file_size_in_bytes or 0)
+                    partition_of_path[path] = partition
                 if size > cf.size:
-                    cf.size, cf.instant = size, inst.requested_time
+                    cf.size, cf.instant = size, requested
                 elif not cf.instant:
-                    cf.instant = inst.requested_time
+                    cf.instant = requested
                 if cf.is_log and size > 0:
-                    start = int(st.log_offset or 0)
-                    cf.ranges.append((start if start < size else 0, size, inst.requested_time))
-    out: dict[tuple[str, str], list[CommittedFile]] = {}
-    for cf in by_path.values():
-        out.setdefault((partitions[cf.path], cf.file_id), []).append(cf)
-    return out
+                    cf.ranges.append((start if start < size else 0, size, requested))
+        out: dict[tuple[str, str], list[CommittedFile]] = {}
+        for cf in by_path.values():
+            out.setdefault((partition_of_path[cf.path], cf.file_id), []).append(cf)
+        return out
+
+    def _committed_file(
+        self, path: str, partition: str, done: str, keep: Callable[[str, str], bool] | None
+    ) -> CommittedFile | None:
+        """A new entry for ``path`` (first written at completion time ``done``), or None for
+        a file that is not a data file of a kept file group (a CDC log, an archive...)."""
+        name = file_name_of(path)
+        b = parse_base_file_name(name)
+        if b is not None:
+            if keep is not None and not keep(partition, b.file_id):
+                return None
+            return CommittedFile(path, b.file_id, False, b.instant_time)
+        lg = parse_log_file_name(name)
+        if lg is None or lg.extension != "log" or lg.cdc:
+            return None
+        if keep is not None and not keep(partition, lg.file_id):
+            return None
+        return CommittedFile(path, lg.file_id, True, done if self.layout2 else lg.instant_time)
+
+    def largest_sizes(self) -> dict[str, int]:
+        """Path -> the largest committed ``fileSizeInBytes`` of every file written."""
+        if not self.written:
+            return {}
+        # start from the commit that wrote the most files (a bulk insert): one C-level copy
+        first = max(range(len(self.written)), key=lambda i: len(self.written[i][2]))
+        out = self.written[first][2].largest_sizes()
+        for i, (_, _, wf) in enumerate(self.written):
+            if i == first:
+                continue
+            for path, size in wf.largest_sizes().items():
+                if size > out.get(path, -1):
+                    out[path] = size
+        return out
+
+    def log_ranges(self) -> LogRanges:
+        """The committed byte ranges of every log file written (looked up lazily)."""
+        return LogRanges(self.written)
+
+
+class LogRanges(Mapping[str, Ranges]):
+    """Log file path -> its committed byte ranges ``(start, end, instant)``, in commit order
+    (``[logOffset, fileSizeInBytes)`` of each stat with a size), computed when looked up: a
+    read looks up the log files of the slices it reads, not the table's every file.
+
+    Pickles as a plain dict (a read task receives :meth:`ReadPlan.for_slices`'s few
+    entries; a whole plan pickles them all)."""
+
+    def __init__(self, written: Sequence[tuple[str, str, WrittenFiles]]) -> None:
+        self._written = list(written)
+        self._paths: list[str] | None = None
+
+    def __getitem__(self, path: str) -> Ranges:
+        out = []
+        for requested, _, wf in self._written:
+            for i in wf.rows_of(path):
+                size = wf.sizes[i]
+                if size > 0:
+                    start = wf.offsets[i]
+                    out.append((start if start < size else 0, size, requested))
+        if not out:
+            raise KeyError(path)
+        return tuple(out)
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and any(
+            wf.sizes[i] > 0 for _, _, wf in self._written for i in wf.rows_of(path)
+        )
+
+    def _all(self) -> list[str]:
+        if self._paths is None:
+            seen: dict[str, None] = {}
+            for _, _, wf in self._written:
+                seen.update((p, None) for p, size in zip(wf.paths, wf.sizes, strict=True) if size)
+            self._paths = list(seen)
+        return self._paths
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __bool__(self) -> bool:
+        return any(any(wf.sizes) for _, _, wf in self._written)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict, (dict(self.items()),)
+
+
+def find_problems(
+    committed: Committed,
+    view: FileSystemView,
+    include_logs: bool,
+    replaced: Mapping[str, Container[str]],
+    keep: Callable[[str, str], bool] | None = None,
+    keep_partition: Callable[[str], bool] | None = None,
+) -> list[Problem]:
+    """The committed files of the file groups' latest slices that are missing or short, as
+    the listing ``view`` holds them (no IO per file); with ``keep`` / ``keep_partition``,
+    only those of the file groups / partitions they accept.
+
+    Every file written is first compared with the listing in bulk (a file whose size equals
+    its largest committed size is whole; one the listing lacks or whose size differs is
+    suspect); the partitions of suspect files then get the exact check (:func:`check_group`
+    per file group: only the latest slice counts, a log file may have grown, a log file may
+    have been renamed by an unscheduled compaction). A table whose files are all there costs
+    dictionary look-ups, a damaged one gets the same answer as checking every file group.
+    """
+    sizes = committed.largest_sizes()
+    suspect: set[str] = set()
+    if keep_partition is None:
+        listed = view.listed_sizes()
+        suspect = {
+            partition_of(path)
+            for path, size in sizes.items()
+            if listed.get(path, -1) != size and (size or path not in listed)
+        }
+    else:
+        by_partition: dict[str, list[tuple[str, int]]] = {}
+        for path, size in sizes.items():
+            by_partition.setdefault(partition_of(path), []).append((path, size))
+        for p, written in by_partition.items():
+            if not keep_partition(p):
+                continue
+            listed = view.listed_sizes(p)
+            if any(listed.get(f, -1) != sz and (sz or f not in listed) for f, sz in written):
+                suspect.add(p)
+    if not suspect:
+        return []
+    problems: list[Problem] = []
+    for (p, fid), files in committed.files(keep, partitions=suspect).items():
+        if fid not in replaced.get(p, ()):
+            problems.extend(check_group(view.file_group(p, fid), files, include_logs))
+    return problems
 
 
 def current_files(files: Iterable[CommittedFile], include_logs: bool) -> list[CommittedFile]:
@@ -183,22 +332,6 @@ def check_group(
         elif cf.size and (size < cf.size if cf.is_log else size != cf.size):
             problems.append(Problem(cf.path, cf.instant, "truncated", size, cf.size, cf.is_log))
     return problems
-
-
-def log_ranges(
-    slices: Iterable[FileSlice], committed: Mapping[tuple[str, str], list[CommittedFile]]
-) -> dict[str, Ranges]:
-    """Committed byte ranges of the log files of ``slices`` (only the ones the timeline knows)."""
-    out: dict[str, Ranges] = {}
-    for s in slices:
-        if not s.log_files:
-            continue
-        known = {f.path: f for f in committed.get((s.partition_path, s.file_id), ())}
-        for lf in s.log_files:
-            cf = known.get(lf.path)
-            if cf is not None and cf.ranges:
-                out[lf.path] = tuple(cf.ranges)
-    return out
 
 
 def visible_commits(timeline: Timeline, vis: Visibility) -> list[Instant]:

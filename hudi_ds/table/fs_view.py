@@ -21,6 +21,7 @@ from hudi_ds.layout.file_group import BaseFile, FileGroup, FileSlice, LogFile
 from hudi_ds.layout.naming import (
     PARTITION_METADATA_FILE,
     file_name_of,
+    file_path,
     parse_base_file_name,
     parse_log_file_name,
 )
@@ -75,7 +76,8 @@ class StorageListing:
         else a new listing of its folder."""
         seen = self._seen.pop(partition, None)
         files = seen if seen is not None else self.storage.list_files(partition)
-        if any(f.name == PARTITION_METADATA_FILE for f in files):
+        marker = file_path(partition, PARTITION_METADATA_FILE)
+        if any(f.path == marker for f in files):
             self.marked.add(partition)
         return files
 
@@ -89,9 +91,8 @@ class StorageListing:
             name = f.name
             if name == PARTITION_METADATA_FILE:
                 self.marked.add(rel)
-            if (
-                name == PARTITION_METADATA_FILE
-                or name.startswith(PARTITION_METADATA_FILE)
+            if not has_data and (
+                name.startswith(PARTITION_METADATA_FILE)
                 or parse_base_file_name(name)
                 or parse_log_file_name(name)
             ):
@@ -105,41 +106,63 @@ class StorageListing:
             self._walk(d, found, limit)
 
 
+#: a partition's file groups and the size of every file listed in it, by path
+_Partition = tuple[list[FileGroup], dict[str, int]]
+
+
 class _SharedGroups:
-    """File groups by the fingerprint of the metadata table listing they were grouped from
-    (:attr:`MetadataReader.fingerprint`) and partition, kept per process: a new table handle
-    on an unchanged table groups nothing again. Least recently used dropped past
-    ``max_files`` files in all. Thread-safe. The groups are shared: nobody changes them."""
+    """File groups kept per process, so that a new table handle on an unchanged table groups
+    nothing again: by the fingerprint of the metadata table listing they were grouped from
+    (:attr:`MetadataReader.fingerprint`) and partition, or by a partition's folder for a
+    storage listing, served while its files and sizes are the same (:meth:`get_if_listed`:
+    the listing is fresh, only the parsing of its names is saved). Least recently used
+    dropped past ``max_files`` files in all. Thread-safe. The groups are shared: nobody
+    changes them."""
 
     def __init__(self, max_files: int = 1 << 20) -> None:
         self._max = max_files
-        self._entries: OrderedDict[tuple[Any, str], list[FileGroup]] = OrderedDict()
+        self._entries: OrderedDict[tuple[Any, str], _Partition] = OrderedDict()
         self._files = 0
         self._lock = threading.Lock()
 
     @staticmethod
-    def _size(groups: list[FileGroup]) -> int:
-        return sum(len(g.base_files) + len(g.log_files) for g in groups)
+    def _size(part: _Partition) -> int:
+        return len(part[1])
 
-    def get_or_load(
-        self, key: tuple[Any, str], load: Callable[[], list[FileGroup]]
-    ) -> list[FileGroup]:
+    def get_or_load(self, key: tuple[Any, str], load: Callable[[], _Partition]) -> _Partition:
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._entries[key]
-        groups = load()  # outside the lock: two threads may both group, either is right
-        n = self._size(groups)
-        if n > self._max:
-            return groups
+        return self._put(key, load())  # loaded outside the lock: either of two is right
+
+    def get_if_listed(
+        self, key: tuple[Any, str], sizes: dict[str, int], load: Callable[[], _Partition]
+    ) -> _Partition:
+        """The groups kept for ``key`` if they were grouped from the same files with the
+        same sizes (path -> size, ``sizes``; the groups hold nothing else), else ``load()``'s,
+        kept in their place."""
         with self._lock:
+            part = self._entries.get(key)
+            if part is not None and part[1] == sizes:
+                self._entries.move_to_end(key)
+                return part
+        return self._put(key, load(), replace=True)
+
+    def _put(self, key: tuple[Any, str], part: _Partition, replace: bool = False) -> _Partition:
+        n = self._size(part)
+        if n > self._max:
+            return part
+        with self._lock:
+            if replace and key in self._entries:
+                self._files -= self._size(self._entries.pop(key))
             if key not in self._entries:
-                self._entries[key] = groups
+                self._entries[key] = part
                 self._files += n
                 while self._files > self._max:
                     _, gone = self._entries.popitem(last=False)
                     self._files -= self._size(gone)
-        return groups
+        return part
 
 
 _SHARED_GROUPS = _SharedGroups()
@@ -162,8 +185,9 @@ class FileSystemView:
         self.storage = storage
         self.config = config
         self.listing: FileListing = listing if listing is not None else StorageListing(storage)
-        self._groups: dict[str, list[FileGroup]] = {}
+        self._groups: dict[str, _Partition] = {}
         self._partitions: list[str] | None = None
+        self._by_id: dict[str, dict[str, FileGroup]] = {}
 
     @classmethod
     def of(
@@ -190,31 +214,71 @@ class FileSystemView:
 
     def file_groups(self, partition: str) -> list[FileGroup]:
         """Every file group of ``partition`` with all its files (committed or not)."""
-        if partition not in self._groups:
+        return self._partition(partition)[0]
+
+    def file_group(self, partition: str, file_id: str) -> FileGroup | None:
+        """File group ``file_id`` of ``partition`` (None: no file of it is listed)."""
+        by_id = self._by_id.get(partition)
+        if by_id is None:
+            by_id = self._by_id[partition] = {g.file_id: g for g in self.file_groups(partition)}
+        return by_id.get(file_id)
+
+    def listed_sizes(self, partition: str | None = None) -> dict[str, int]:
+        """Path -> size of every file listed in ``partition`` (None: in every partition;
+        the caller must not change it)."""
+        if partition is not None:
+            return self._partition(partition)[1]
+        out: dict[str, int] = {}
+        for p in self.partitions():
+            out.update(self._partition(p)[1])
+        return out
+
+    def _partition(self, partition: str) -> _Partition:
+        part = self._groups.get(partition)
+        if part is None:
             fp = getattr(self.listing, "fingerprint", None)
-            if fp is None:
-                self._groups[partition] = self._load_groups(partition)
-            else:
-                self._groups[partition] = _SHARED_GROUPS.get_or_load(
+            fs_id = self.storage.shared_cache_id
+            if fp is not None:
+                part = _SHARED_GROUPS.get_or_load(
                     (fp, partition), lambda: self._load_groups(partition)
                 )
-        return self._groups[partition]
+            elif fs_id is not None and isinstance(self.listing, StorageListing):
+                files = self.listing.files(partition)
+                part = _SHARED_GROUPS.get_if_listed(
+                    (fs_id, self.storage.full_path(partition)),
+                    {f.path: f.size for f in files},
+                    lambda: self._group(partition, files),
+                )
+            else:
+                part = self._load_groups(partition)
+            self._groups[partition] = part
+        return part
 
-    def _load_groups(self, partition: str) -> list[FileGroup]:
+    def _load_groups(self, partition: str) -> _Partition:
+        return self._group(partition, self.listing.files(partition))
+
+    @staticmethod
+    def _group(partition: str, files: list[FileInfo]) -> _Partition:
+        """Group the files listed in ``partition``."""
         base: dict[str, list[BaseFile]] = {}
         logs: dict[str, list[LogFile]] = {}
-        for f in self.listing.files(partition):
-            b = parse_base_file_name(f.name)
+        sizes: dict[str, int] = {}
+        for f in files:
+            name = f.name
+            sizes[f.path] = f.size
+            # a log file's name starts with a dot, a base file's never does
+            if name[:1] == ".":
+                lg = parse_log_file_name(name)
+                if lg is not None and lg.extension == "log" and not lg.cdc:
+                    logs.setdefault(lg.file_id, []).append(LogFile(f.path, lg, f.size))
+                continue
+            b = parse_base_file_name(name)
             if b is not None:
                 base.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))
-                continue
-            lg = parse_log_file_name(f.name)
-            if lg is not None and lg.extension == "log" and not lg.cdc:
-                logs.setdefault(lg.file_id, []).append(LogFile(f.path, lg, f.size))
         groups = []
-        for fid in sorted(set(base) | set(logs)):
+        for fid in sorted(base.keys() | logs.keys()):
             groups.append(FileGroup(partition, fid, base.get(fid, []), logs.get(fid, [])))
-        return groups
+        return groups, sizes
 
     def has_partition_metadata(self, partition: str) -> bool:
         """True when a storage listing of ``partition`` this view made showed its
@@ -249,6 +313,8 @@ class FileSystemView:
     ) -> FileSlice | None:
         """``pending``: the pending compactions' times, sorted."""
         base_files, log_files = g.base_files, g.log_files
+        if not layout2 and not pending:
+            return self._latest_slice_v6(g, vis, include_logs)
         slices: dict[str, FileSlice] = {}
         for b in base_files:
             if vis.sees(b.instant_time):
@@ -287,6 +353,34 @@ class FileSystemView:
         if len(latest.log_files) > 1:
             latest.log_files = sorted(latest.log_files, key=LogFile.sort_key)
         return latest
+
+    @staticmethod
+    def _latest_slice_v6(g: FileGroup, vis: Visibility, include_logs: bool) -> FileSlice | None:
+        """:meth:`_latest_slice` without a pending compaction, timeline layout 1: the slice
+        is the greatest visible instant among the base files' and the log files' (a log file
+        names its slice's base instant); found in one pass, without building older slices."""
+        sees = vis.sees
+        latest: str | None = None
+        base: BaseFile | None = None
+        for b in g.base_files:
+            t = b.name.instant_time
+            if sees(t) and (latest is None or t >= latest):
+                latest, base = t, b  # of two base files of one instant, the last listed
+        logs: list[LogFile] = []
+        if include_logs:
+            for lf in g.log_files:
+                t = lf.name.instant_time
+                if (latest is not None and t < latest) or not sees(t):
+                    continue
+                if latest is None or t > latest:
+                    latest, base, logs = t, None, [lf]
+                else:
+                    logs.append(lf)
+        if latest is None:
+            return None
+        if len(logs) > 1:
+            logs.sort(key=LogFile.sort_key)
+        return FileSlice(g.partition_path, g.file_id, latest, base, logs)
 
     @staticmethod
     def _assign_logs_v8(

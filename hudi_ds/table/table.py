@@ -28,8 +28,7 @@ from hudi_ds.index.bucket import bucket_ids_from_record_keys
 from hudi_ds.index.core import records_another_index
 from hudi_ds.index.partition_bucket import is_partition_level
 from hudi_ds.keygen import KeyGeneratorType, key_string
-from hudi_ds.layout.file_group import FileGroup, FileSlice
-from hudi_ds.layout.naming import bucket_id_of, partition_values_of
+from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.log.archive import load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.metadata.reader import MetadataReader
@@ -37,20 +36,19 @@ from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.schema.meta import COMMIT_TIME_METADATA_FIELD
 from hudi_ds.storage import Storage, open_storage
 from hudi_ds.table.committed import (
-    CommittedFile,
+    Committed,
     Problem,
-    check_group,
     cleaned_by,
-    committed_files,
-    log_ranges,
+    find_problems,
     visible_commits,
 )
-from hudi_ds.table.filters import Filter, filter_expression, normalize_filters, prune_partition
+from hudi_ds.table.filters import Filter, filter_expression, normalize_filters
 from hudi_ds.table.fs_view import FileSystemView
-from hudi_ds.table.plan import ReadPlan
+from hudi_ds.table.plan import ReadPlan, gc_paused
 from hudi_ds.table.reader import ReadStats, SliceReadContext, read_file_slice
 from hudi_ds.table.secondary_skipping import SecondaryIndexSkipping
 from hudi_ds.table.skipping import DataSkipping, slice_bounds
+from hudi_ds.table.slice_pruner import SlicePruner, covered
 from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig
 from hudi_ds.timeline.archived import ArchivedTimeline
@@ -61,15 +59,6 @@ from hudi_ds.timeline.view import TableState, Visibility
 log = logging.getLogger("hudi_ds.read")
 
 SUPPORTED_VERSIONS = (3, 4, 5, 6, 8, 9)
-
-
-def _covered(keep: _SlicePruner, skip: DataSkipping | None) -> Callable[[str, str], bool]:
-    """The file groups whose committed files a read checks: those the pruner keeps, less the
-    ones the statistics ruled out (not read)."""
-    if skip is None:
-        return keep.file_group
-    ruled_out = skip.ruled_out
-    return lambda p, fid: keep.file_group(p, fid) and not ruled_out(p, fid)
 
 
 class ReadableTable:
@@ -316,6 +305,7 @@ class ReadableTable:
             return None
         return cleaned_by(self.state.load_timeline(), path)
 
+    @gc_paused
     def plan_read(
         self,
         options: Mapping[str, Any] | None = None,
@@ -353,7 +343,7 @@ class ReadableTable:
         flt = normalize_filters([] if filters is None else filters, self.schema)
         vis, commit_times, touched = self._read_range(opts, qtype, pinned)
         view = self._view(opts)
-        keep = _SlicePruner(self.config, self.schema, flt, touched, self._key_buckets(flt))
+        keep = SlicePruner(self.config, self.schema, flt, touched, self._key_buckets(flt))
         include_logs = qtype != "read_optimized"
         ctx = dataclasses.replace(
             self.read_context(opts),
@@ -375,8 +365,7 @@ class ReadableTable:
         ]
         # every committed file of the slices read must be there, whole (a file group the
         # statistics ruled out is not read: its files are not checked)
-        covered = _covered(keep, skip)
-        committed, problems = self._committed_problems(view, vis, include_logs, covered)
+        committed, problems = self._committed_problems(view, vis, include_logs, keep, skip)
         skipped_missing: list[str] = []
         skipped_damaged: list[str] = []
         if problems:
@@ -385,7 +374,7 @@ class ReadableTable:
                 again.replans += 1
                 return again
             slices = self._skip_problems(problems, slices, ctx, skipped_missing, skipped_damaged)
-        ctx = dataclasses.replace(ctx, log_ranges=log_ranges(slices, committed))
+        ctx = dataclasses.replace(ctx, log_ranges=committed.log_ranges())
         plan = ReadPlan(vis, ctx, slices, cols, flt, commit_times, self._output_schema(cols))
         plan.missing_files = skipped_missing
         plan.damaged_files = skipped_damaged
@@ -549,25 +538,23 @@ class ReadableTable:
         view: FileSystemView,
         vis: Visibility,
         include_logs: bool,
-        keep: Callable[[str, str], bool] = lambda p, fid: True,
-    ) -> tuple[dict[tuple[str, str], list[CommittedFile]], list[Problem]]:
-        """The committed files of the visible commits and those missing or short on storage."""
+        keep: SlicePruner | None = None,
+        skip: DataSkipping | None = None,
+    ) -> tuple[Committed, list[Problem]]:
+        """The files the visible commits wrote and those missing or short on storage: those
+        of the file groups the pruner ``keep`` covers (None: all) less the ones the
+        statistics ruled out (not read)."""
         layout2 = self.config.timeline_layout_version >= 2
-        commits = visible_commits(self.timeline, vis)
-        committed = committed_files(self.timeline, commits, layout2, keep)
-        problems: list[Problem] = []
-        listed: dict[str, dict[str, FileGroup]] = {}
-        for (p, fid), files in committed.items():
-            if fid in vis.replaced.get(p, ()) or not keep(p, fid):
-                continue
-            if p not in listed:  # the listing the view already holds (no IO per file)
-                listed[p] = {g.file_id: g for g in view.file_groups(p)}
-            problems.extend(check_group(listed[p].get(fid), files, include_logs))
-        return committed, problems
+        committed = Committed.load(self.timeline, visible_commits(self.timeline, vis), layout2)
+        if keep is None:
+            return committed, find_problems(committed, view, include_logs, vis.replaced)
+        part = None if keep.keeps_all else keep.partition
+        groups = covered(keep, skip)
+        return committed, find_problems(committed, view, include_logs, vis.replaced, groups, part)
 
     def verify_committed_files(
         self, view: FileSystemView, vis: Visibility, *, recheck_cleaned: bool = False
-    ) -> dict[tuple[str, str], list[CommittedFile]]:
+    ) -> Committed:
         """Check that the latest slices' committed files are all listed and whole.
 
         For writers and table services (compaction), which must never bake a loss into a new
@@ -577,7 +564,8 @@ class ReadableTable:
         reload the timeline and the listing and run once more.
 
         Returns:
-            The committed files per ``(partition, file id)`` (their committed log ranges).
+            What the visible commits wrote (:meth:`Committed.files`: per ``(partition,
+            file id)``, with their committed log ranges).
 
         Raises:
             MissingFileError: a committed file is missing (names it and its instant).
@@ -886,65 +874,6 @@ class ReadableTable:
                     if st.file_id:
                         out.add((p, st.file_id))
         return out
-
-
-class _SlicePruner:
-    """Which partitions and file groups a read covers: partitions by the filters on partition
-    fields (each partition decided once), file groups by the commits of an incremental query
-    and the buckets of a record-key lookup.
-
-    Args:
-        touched: the file groups an incremental query's commits wrote (None: every one).
-        buckets: the buckets holding the keys looked up (None: every bucket).
-    """
-
-    def __init__(
-        self,
-        config: TableConfig,
-        schema: pa.Schema,
-        filters: list[tuple[str, str, Any]],
-        touched: set[tuple[str, str]] | None,
-        buckets: set[int] | None,
-    ) -> None:
-        self._config = config
-        self._fields = config.partition_fields
-        self._schema = schema
-        self._filters = filters
-        self._touched = touched
-        self._buckets = buckets
-        self._kept: dict[str, bool] = {}
-
-    def partition(self, p: str) -> bool:
-        """Whether the read covers partition ``p``."""
-        if p not in self._kept:
-            fields = self._fields
-            # a CUSTOM key generator's formatted time may span several folders: its fields
-            # are told apart only when each took one
-            aligned = self._config.key_generator is not KeyGeneratorType.CUSTOM or len(
-                p.split("/")
-            ) == len(fields)
-            self._kept[p] = (
-                not fields
-                or not aligned
-                or prune_partition(
-                    partition_values_of(p, fields, self._config.hive_style_partitioning),
-                    fields,
-                    self._filters,
-                    self._schema,
-                    self._config.value_partition_fields,
-                )
-            )
-        return self._kept[p]
-
-    def group(self, p: str, fid: str) -> bool:
-        """Whether the read covers file group ``fid`` (of a covered partition ``p``)."""
-        if self._touched is not None and (p, fid) not in self._touched:
-            return False
-        return self._buckets is None or bucket_id_of(fid) in self._buckets
-
-    def file_group(self, p: str, fid: str) -> bool:
-        """Whether the read covers file group ``fid`` of partition ``p``."""
-        return self.partition(p) and self.group(p, fid)
 
 
 def column_list(columns: Sequence[str] | None) -> list[str] | None:

@@ -28,7 +28,7 @@ from typing import Any
 from hudi_ds.storage import Storage
 from hudi_ds.storage_types import FileInfo
 
-__all__ = ["CompletedInstantCache", "completed_instants"]
+__all__ = ["CompletedInstantCache", "completed_instants", "written_files"]
 
 # bounds on what is kept: the decoded objects are several times the size of their files
 # (a write stat of some 100 Avro bytes becomes an object of a few hundred)
@@ -78,3 +78,8 @@ class CompletedInstantCache:
 
 #: the process's cache of completed instant files
 completed_instants = CompletedInstantCache()
+
+#: the files each completed commit wrote (:class:`~hudi_ds.timeline.written.WrittenFiles`):
+#: a few hundred bytes per file against some 1 KB of JSON per write stat, so files up to
+#: 256 MB in all are kept (a 100 MB bulk insert commit too: every read plan needs it)
+written_files = CompletedInstantCache(max_bytes=256 << 20)

@@ -45,7 +45,7 @@ from hudi_ds.timeline.instant import (
     TimeZoneLike,
     format_instant_time,
 )
-from hudi_ds.timeline.instant_cache import completed_instants
+from hudi_ds.timeline.instant_cache import CompletedInstantCache, completed_instants, written_files
 from hudi_ds.timeline.metadata import CommitMetadata
 from hudi_ds.timeline.plans import (
     CleanerPlan,
@@ -60,6 +60,7 @@ from hudi_ds.timeline.plans import (
     RollbackPlan,
     SavepointMetadata,
 )
+from hudi_ds.timeline.written import WrittenFiles
 
 __all__ = [
     "DATA_ACTIONS",
@@ -583,17 +584,23 @@ class Timeline(Sequence[Instant]):
         f = self._files.get(requested_time, {}).get(state)
         return f.info.path if f is not None else f"{requested_time} ({state.value.lower()})"
 
-    def _cached(self, kind: str, ts: str, state: State, make: Callable[[], Any]) -> Any:
+    def _cached(
+        self,
+        kind: str,
+        ts: str,
+        state: State,
+        make: Callable[[], Any],
+        shared: CompletedInstantCache = completed_instants,
+    ) -> Any:
         """``make()``'s result for the instant file, once per listing; a completed file's
-        once per process too (:mod:`~hudi_ds.timeline.instant_cache`: it never changes)."""
+        once per process too, in ``shared`` (:mod:`~hudi_ds.timeline.instant_cache`: it
+        never changes)."""
         key = (kind, ts, state)
         if key not in self._cache:
             f = self._files.get(ts, {}).get(state)
             try:
                 if state is State.COMPLETED and f is not None and self._storage is not None:
-                    self._cache[key] = completed_instants.get_or_decode(
-                        self._storage, f.info, kind, make
-                    )
+                    self._cache[key] = shared.get_or_decode(self._storage, f.info, kind, make)
                 else:
                     self._cache[key] = make()
             except CorruptFileError as e:
@@ -651,6 +658,33 @@ class Timeline(Sequence[Instant]):
             return CommitMetadata.from_avro_record(data)
 
         return cast(CommitMetadata, self._cached("commit", ts, state, make))
+
+    def read_written_files(self, instant: Instant | str) -> WrittenFiles:
+        """The files a commit/deltacommit/replacecommit wrote, with their committed sizes and
+        log offsets (:class:`WrittenFiles`; cached like :meth:`read_commit_metadata`, which it
+        does not decode when it reads a JSON file).
+
+        Raises:
+            InstantNotFoundError: no such instant file.
+            CorruptFileError: the file cannot be parsed (the message names it).
+        """
+        ts = self._ts(instant)
+        state = self._state_of(instant)
+        if state is State.REQUESTED:
+            return WrittenFiles(())
+        actions = _family(COMMIT) | _family(DELTA_COMMIT) | _family(REPLACE_COMMIT)
+
+        def make() -> WrittenFiles:
+            if ("commit", ts, state) in self._cache:  # decoded already: no second decode
+                return WrittenFiles.from_metadata(self._cache[("commit", ts, state)])
+            data = self._content(ts, state, actions)
+            if data is None:
+                return WrittenFiles(())
+            if isinstance(data, bytes | bytearray):
+                return WrittenFiles.from_bytes(bytes(data))
+            return WrittenFiles.from_metadata(CommitMetadata.from_avro_record(data))
+
+        return cast(WrittenFiles, self._cached("written", ts, state, make, written_files))
 
     def read_compaction_plan(self, instant: Instant | str) -> CompactionPlan:
         """The plan of a (log) compaction, from its ``.requested`` file (any state)."""
