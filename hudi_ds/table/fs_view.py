@@ -59,6 +59,9 @@ class StorageListing:
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
         self._seen: dict[str, list[FileInfo]] = {}
+        # folders a walk that stopped early listed: the next walk takes them (once) instead of
+        # listing them again (a sample of the partitions, then every partition)
+        self._walked: dict[str, tuple[list[FileInfo], list[str]]] = {}
         #: partitions whose listing showed their ``.hoodie_partition_metadata``
         self.marked: set[str] = set()
 
@@ -69,6 +72,8 @@ class StorageListing:
         found: list[str] = []
         self._seen = {}
         self._walk("", found, limit)
+        if limit is None:
+            self._walked = {}
         return sorted(found)
 
     def files(self, partition: str) -> list[FileInfo]:
@@ -85,7 +90,10 @@ class StorageListing:
         if limit is not None and len(found) >= limit:
             return
         has_data = False
-        files, dirs = self.storage.list_entries(rel)
+        walked = self._walked.pop(rel, None)
+        files, dirs = walked if walked is not None else self.storage.list_entries(rel)
+        if limit is not None:
+            self._walked[rel] = (files, dirs)
         self._seen[rel] = files
         for f in files:
             name = f.name
@@ -188,6 +196,8 @@ class FileSystemView:
         self._groups: dict[str, _Partition] = {}
         self._partitions: list[str] | None = None
         self._by_id: dict[str, dict[str, FileGroup]] = {}
+        # listings made for file_groups_with_prefix, which _partition groups later
+        self._listed: dict[str, list[FileInfo]] = {}
 
     @classmethod
     def of(
@@ -223,6 +233,34 @@ class FileSystemView:
             by_id = self._by_id[partition] = {g.file_id: g for g in self.file_groups(partition)}
         return by_id.get(file_id)
 
+    def file_groups_with_prefix(self, partition: str, prefix: str) -> list[FileGroup]:
+        """The file groups of ``partition`` whose file id starts with ``prefix``: only their
+        files are parsed and grouped (a write touching a bucket or two of each partition
+        groups those, not the partition's hundreds of file groups). From the view's groups of
+        the partition when it has them, else from one listing, which a later
+        :meth:`file_groups` of the partition groups without listing again."""
+        part = self._groups.get(partition)
+        if part is not None:
+            return [g for g in part[0] if g.file_id.startswith(prefix)]
+        files = self._listed.get(partition)
+        if files is None:
+            files = self._listed[partition] = self.listing.files(partition)
+        n = len(prefix)
+        mine = [f for f in files if f.name.lstrip(".")[:n] == prefix]
+        return self._group(partition, mine)[0]
+
+    def file_id_prefixes(self, partition: str, n: int) -> set[str]:
+        """The distinct first ``n`` characters of the names of ``partition``'s listed files
+        (without a log file's leading dot: the start of their file ids), from the same listing
+        as :meth:`file_groups_with_prefix`."""
+        part = self._groups.get(partition)
+        if part is not None:
+            return {g.file_id[:n] for g in part[0]}
+        files = self._listed.get(partition)
+        if files is None:
+            files = self._listed[partition] = self.listing.files(partition)
+        return {f.name.lstrip(".")[:n] for f in files}
+
     def listed_sizes(self, partition: str | None = None) -> dict[str, int]:
         """Path -> size of every file listed in ``partition`` (None: in every partition;
         the caller must not change it)."""
@@ -243,7 +281,9 @@ class FileSystemView:
                     (fp, partition), lambda: self._load_groups(partition)
                 )
             elif fs_id is not None and isinstance(self.listing, StorageListing):
-                files = self.listing.files(partition)
+                files = self._listed.pop(partition, None)
+                if files is None:
+                    files = self.listing.files(partition)
                 part = _SHARED_GROUPS.get_if_listed(
                     (fs_id, self.storage.full_path(partition)),
                     {f.path: f.size for f in files},
@@ -255,7 +295,8 @@ class FileSystemView:
         return part
 
     def _load_groups(self, partition: str) -> _Partition:
-        return self._group(partition, self.listing.files(partition))
+        files = self._listed.pop(partition, None)
+        return self._group(partition, files if files is not None else self.listing.files(partition))
 
     @staticmethod
     def _group(partition: str, files: list[FileInfo]) -> _Partition:
@@ -289,9 +330,15 @@ class FileSystemView:
 
     # -- slices --------------------------------------------------------------------------------
     def latest_file_slices(
-        self, partition: str, vis: Visibility, *, include_logs: bool = True
+        self,
+        partition: str,
+        vis: Visibility,
+        *,
+        include_logs: bool = True,
+        groups: Iterable[FileGroup] | None = None,
     ) -> list[FileSlice]:
-        """The latest visible, merged file slice of every live file group of ``partition``.
+        """The latest visible, merged file slice of every live file group of ``partition``
+        (of ``groups`` of it, when given).
 
         With a compaction pending at C, logs written after it was scheduled sit in slice C,
         which has no base file yet; they are merged into the slice before it, as Java does.
@@ -300,7 +347,7 @@ class FileSystemView:
         layout2 = self.config.timeline_layout_version >= 2
         pending = sorted(vis.pending_compactions)
         out = []
-        for g in self.file_groups(partition):
+        for g in self.file_groups(partition) if groups is None else groups:
             if g.file_id in replaced:
                 continue
             s = self._latest_slice(g, vis, include_logs, layout2, pending)

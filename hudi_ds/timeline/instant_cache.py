@@ -75,6 +75,15 @@ class CompletedInstantCache:
                     self._bytes -= old[2]
         return value
 
+    def peek(self, storage: Storage, info: FileInfo, kind: str) -> Any | None:
+        """The decoded content of ``info`` if this cache holds it (None: not kept)."""
+        fs_id = storage.shared_cache_id
+        if fs_id is None:
+            return None
+        key = (fs_id, storage.full_path(info.path), info.size, info.mtime_ms, kind)
+        with self._lock:
+            return self._entries.get(key)
+
 
 #: the process's cache of completed instant files
 completed_instants = CompletedInstantCache()

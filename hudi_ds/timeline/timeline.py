@@ -677,6 +677,12 @@ class Timeline(Sequence[Instant]):
         def make() -> WrittenFiles:
             if ("commit", ts, state) in self._cache:  # decoded already: no second decode
                 return WrittenFiles.from_metadata(self._cache[("commit", ts, state)])
+            f = self._files.get(ts, {}).get(state)
+            if state is State.COMPLETED and f is not None and self._storage is not None:
+                # decoded by another view of this process (a write's): not read again
+                md = completed_instants.peek(self._storage, f.info, "commit")
+                if md is not None:
+                    return WrittenFiles.from_metadata(md)
             data = self._content(ts, state, actions)
             if data is None:
                 return WrittenFiles(())

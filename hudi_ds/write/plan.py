@@ -19,7 +19,7 @@ from hudi_ds.errors import CorruptFileError, HudiError, WriteError
 from hudi_ds.index.bucket import NUM_BUCKETS_KEY, bucket_id_from_file_id
 from hudi_ds.index.pending_resize import PendingResize, pending_resizes
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.layout.naming import file_name_of, parse_log_file_name
+from hudi_ds.layout.naming import bucket_id_of, file_name_of, parse_log_file_name
 from hudi_ds.schema.avro import avro_schema_json, avro_to_arrow_schema, table_avro_schema
 from hudi_ds.schema.meta import META_FIELDS, with_meta_fields
 from hudi_ds.storage import Storage
@@ -37,6 +37,8 @@ from hudi_ds.write.options import ResolvedOptions
 
 log = logging.getLogger(__name__)
 
+#: the digits of a bucket id at the start of a bucket-index file id
+_BUCKET_DIGITS = 8
 #: inflight extra metadata of a partial update write: its data columns (comma-separated)
 PARTIAL_COLUMNS_KEY = "_hudi_ds_partial_update_columns"
 
@@ -237,7 +239,12 @@ def rebuild_plan(instant: str, options: ResolvedOptions, state: TableState) -> W
 class BucketFiles:
     """The file groups a plan's task writes to: per partition, the latest visible slices (by
     file id, and by bucket for the bucket index) and the log versions taken, from one listing
-    of the partition."""
+    of the partition.
+
+    With the simple bucket index (one bucket count for the table), only the file groups of
+    the buckets the task writes are grouped (:meth:`bucket_slice`): a write of a few rows into
+    each of many partitions would otherwise parse every file name of every partition it
+    touches."""
 
     def __init__(
         self, storage: Storage, plan: WritePlan, view: FileSystemView | None = None
@@ -248,8 +255,17 @@ class BucketFiles:
         self._view = view if view is not None else FileSystemView(storage, plan.table_config)
         self._slices: dict[str, dict[str, FileSlice]] = {}
         self._buckets: dict[str, dict[int, FileSlice]] = {}
-        self._log_versions: dict[str, dict[tuple[str, str], int]] = {}
+        self._log_versions: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
         self._partitions: list[str] | None = None
+        bucket = plan.options.index.bucket
+        #: the table's one bucket count (None: not the simple bucket index without rules)
+        self._num_buckets = (
+            bucket.num_buckets
+            if bucket is not None and not bucket.consistent and bucket.rules is None
+            else None
+        )
+        self._bucket_slices: dict[tuple[str, int], FileSlice | None] = {}
+        self._counted: set[str] = set()
 
     def by_file_id(self, partition: str) -> dict[str, FileSlice]:
         """File id -> the latest visible file slice of each live file group of ``partition``."""
@@ -302,18 +318,74 @@ class BucketFiles:
             self._buckets[partition] = m
         return m
 
+    def bucket_slice(self, partition: str, bucket: int) -> FileSlice | None:
+        """The latest visible file slice of ``bucket``'s file group in ``partition`` (None: the
+        bucket has none), the partition's bucket ids checked first (:meth:`slices`).
+
+        Raises:
+            WriteError: two file groups of the partition hold the bucket.
+            CorruptFileError: as :meth:`slices`.
+        """
+        n = self._num_buckets
+        if n is None:
+            return self.slices(partition).get(bucket)
+        if partition not in self._counted:
+            high = sorted(
+                int(p)
+                for p in self._view.file_id_prefixes(partition, _BUCKET_DIGITS)
+                if len(p) == _BUCKET_DIGITS and p.isascii() and p.isdigit() and int(p) >= n
+            )
+            for b in high:  # (files of a bucket past the count: refused if one is live)
+                s = self._bucket_group_slice(partition, b)
+                if s is not None:
+                    raise CorruptFileError(
+                        f"{NUM_BUCKETS_KEY}={n} contradicts file group {s.file_id} in "
+                        f"partition {partition!r} (bucket {b}); the table's files were "
+                        "written with more buckets"
+                    )
+            self._counted.add(partition)
+        return self._bucket_group_slice(partition, bucket)
+
+    def _bucket_group_slice(self, partition: str, bucket: int) -> FileSlice | None:
+        key = (partition, bucket)
+        if key not in self._bucket_slices:
+            groups = self._view.file_groups_with_prefix(partition, f"{bucket:0{_BUCKET_DIGITS}d}")
+            live = self._view.latest_file_slices(partition, self.plan.visibility, groups=groups)
+            if len(live) > 1:
+                raise WriteError(
+                    f"partition '{partition}' has two file groups for bucket {bucket}: "
+                    f"{live[0].file_id} and {live[1].file_id}"
+                )
+            self._bucket_slices[key] = live[0] if live else None
+        return self._bucket_slices[key]
+
+    def slice_of(self, partition: str, file_id: str) -> FileSlice | None:
+        """The latest visible file slice of file group ``file_id`` of ``partition``."""
+        if self._num_buckets is not None and (bucket := bucket_id_of(file_id)) is not None:
+            s = self.bucket_slice(partition, bucket)
+            return s if s is not None and s.file_id == file_id else None
+        return self.by_file_id(partition).get(file_id)
+
     def partition_metadata_listed(self, partition: str) -> bool:
         """Whether this task's listing of ``partition`` showed its partition metadata file."""
         return self._view.has_partition_metadata(partition)
 
     def next_log_version(self, partition: str, file_id: str, base_instant: str) -> int:
         """The version of a new log file of ``file_id``'s slice at ``base_instant``."""
-        versions = self._log_versions.get(partition)
+        # with the simple bucket index, from the file groups of the file id's bucket only
+        bucket = bucket_id_of(file_id) if self._num_buckets is not None else None
+        prefix = "" if bucket is None else f"{bucket:0{_BUCKET_DIGITS}d}"
+        versions = self._log_versions.get((partition, prefix))
         if versions is None:
             versions = {}
-            for g in self._view.file_groups(partition):
+            groups = (
+                self._view.file_groups_with_prefix(partition, prefix)
+                if prefix
+                else self._view.file_groups(partition)
+            )
+            for g in groups:
                 for lf in g.log_files:
                     k = (g.file_id, lf.instant_time)
                     versions[k] = max(versions.get(k, 0), lf.name.version)
-            self._log_versions[partition] = versions
+            self._log_versions[(partition, prefix)] = versions
         return versions.get((file_id, base_instant), 0) + 1

@@ -327,8 +327,8 @@ class Tagger:
             if found is not None and p.operation.merges_existing:
                 return file_id, p.base_instant_of(found)
             return file_id, None
-        existing = self.files.slices(partition).get(bucket) if p.operation.merges_existing else None
-        if existing is not None:
+        existing = p.operation.merges_existing and self.files.bucket_slice(partition, bucket)
+        if existing:
             return existing.file_id, p.base_instant_of(existing)
         return new_bucket_file_id(partition, bucket, p.instant), None
 

@@ -462,9 +462,7 @@ class TaskWriter:
             h = AppendHandle(self.ctx, partition, file_id, resize, version, None, False)
             self.handles[key] = h
             return h
-        existing = (
-            self.files.by_file_id(partition).get(file_id) if p.operation.merges_existing else None
-        )
+        existing = self.files.slice_of(partition, file_id) if p.operation.merges_existing else None
         if p.table_type is TableType.COPY_ON_WRITE and self.exclusive:
             h = MergeHandle(self.ctx, partition, file_id, existing.base_file if existing else None)
         elif p.table_type is TableType.COPY_ON_WRITE:
