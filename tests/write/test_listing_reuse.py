@@ -8,6 +8,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import hudi_ds
 from hudi_ds.storage import Storage
 from tests.builders import options, rows
@@ -66,3 +68,37 @@ def test_a_writer_that_lists_the_timeline_again_lists_the_partitions_again(
     extra = {**OCC_OPTIONS, "hoodie.write.lock.wait_time_ms": "20"}
     listed = _upsert_listings(tmp_path, "MERGE_ON_READ", extra)
     assert listed["p0"] == 2 and listed["p1"] == 2, listed
+
+
+def test_an_upsert_groups_only_the_file_groups_of_its_buckets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the simple bucket index, a write parses and groups the files of the buckets it
+    writes, not every file group of the partitions it touches (a partition of a large table
+    holds hundreds): its listing is made once, its bucket ids read from the names."""
+    from hudi_ds.table.fs_view import FileSystemView
+    from hudi_ds.write import bucket_layout
+
+    monkeypatch.setattr(bucket_layout, "MAX_CHECKED_PARTITIONS", 1)  # the sample: p0 only
+    path = str(tmp_path / "t")
+    opts = options("t", "MERGE_ON_READ", partition="part", index="BUCKET", buckets=16)
+    ten = partial(rows, part="part", part_of=lambda i: f"p{i % 10}")
+    hudi_ds.write(path, ten(range(400), 1), opts)  # 16 file groups in each of 10 partitions
+    grouped: Counter[str] = Counter()
+    group = FileSystemView._group
+
+    def spy(partition: str, files: list) -> Any:
+        grouped[partition] += len(files)
+        return group(partition, files)
+
+    monkeypatch.setattr(FileSystemView, "_group", staticmethod(spy))
+    storage = ListingStorage(path)
+    hudi_ds.write(storage, ten([9], 2), opts)  # one key of partition p9
+    assert storage.listed["p9"] == 1
+    assert 1 <= grouped["p9"] <= 2, grouped  # its bucket's base or log file(s), not 16 groups
+    want = [
+        (f"k{i:03d}", f"p{i % 10}", 2 if i == 9 else 1, float(i * 10 + (2 if i == 9 else 1)))
+        for i in range(400)
+    ]
+    assert_rows(hudi_ds.read(path), want, COLUMNS)
+    assert_rows(hudi_rs_table(path), want, COLUMNS)
