@@ -271,10 +271,17 @@ class Storage:
         self.calls.add("read")
         return self.fs.open_input_file(self.full_path(rel))
 
+    def small_file_bytes(self, rel: str, size: int | None) -> bytes | None:
+        """The whole content of ``rel`` when one GET of it beats ranged reads: on an object
+        store, a file whose (listed) ``size`` is at most :data:`WHOLE_READ_BYTES`; None
+        otherwise, and always for a local file (read in place)."""
+        return None
+
     def open_to_read_all(self, rel: str, size: int | None = None) -> pa.NativeFile:
         """:meth:`open_input_file` for a caller that reads most of the file (all its rows):
-        on an object store, a file of at most :data:`WHOLE_READ_BYTES` comes in one GET."""
-        return self.open_input_file(rel, size)
+        a small object store file comes in one GET (:meth:`small_file_bytes`)."""
+        data = self.small_file_bytes(rel, size)
+        return pa.BufferReader(data) if data is not None else self.open_input_file(rel, size)
 
     # -- writes ------------------------------------------------------------------------------
     def makedirs(self, rel: str) -> None:
@@ -691,12 +698,12 @@ class ObjectStorage(Storage):
             size = int(meta["size"])
         return pa.PythonFile(_RangeReader(self, rel, size), mode="r")
 
-    def open_to_read_all(self, rel: str, size: int | None = None) -> pa.NativeFile:
-        """The file read whole by one GET when its (listed) ``size`` is at most
-        :data:`WHOLE_READ_BYTES`, else :meth:`open_input_file` (ranged GETs)."""
+    def small_file_bytes(self, rel: str, size: int | None) -> bytes | None:
+        """The object read whole by one GET when its (listed) ``size`` is at most
+        :data:`WHOLE_READ_BYTES` (None: larger, or its size unknown: ranged GETs)."""
         if size is not None and 0 < size <= WHOLE_READ_BYTES:
-            return pa.BufferReader(self.read_bytes(rel))
-        return self.open_input_file(rel, size)
+            return self.read_bytes(rel)
+        return None
 
     # -- writes ------------------------------------------------------------------------------
     def makedirs(self, rel: str) -> None:

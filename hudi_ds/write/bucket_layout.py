@@ -77,14 +77,12 @@ def check_bucket_layout(
     state: TableState,
     num_buckets: int,
     hash_fields: list[str],
-    sample: bool = True,
 ) -> FileSystemView:
     """Raise when the file groups on storage contradict ``num_buckets``, or, on a table with
     partition-level bucket rules, the count its latest committed rules give each partition
     (its live file groups: a rescale's replaced ones had the count before it).
 
-    ``sample``: check the first :data:`MAX_CHECKED_PARTITIONS` partitions the walk finds
-    (False: all of them).
+    The partitions checked are the first :data:`MAX_CHECKED_PARTITIONS` the walk finds.
 
     Returns:
         The file-system view it listed (for further checks on the same listing).
@@ -97,11 +95,7 @@ def check_bucket_layout(
     storage, config = state.storage, state.config
     listing = StorageListing(storage)
     view = FileSystemView(storage, config, listing)
-    if sample:
-        found = listing.partitions(MAX_CHECKED_PARTITIONS)
-        partitions = [partition_path_of_id(p) for p in found]
-    else:
-        partitions = view.partitions()
+    partitions = [partition_path_of_id(p) for p in listing.partitions(MAX_CHECKED_PARTITIONS)]
     rules = latest_config(storage, state.timeline)
     where = storage.full_path(PROPS_FILE if rules is None else CONFIGS_DIR)
     vis = state.visibility() if rules is not None else None

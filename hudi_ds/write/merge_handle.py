@@ -47,7 +47,7 @@ from hudi_ds.schema.meta import (
     RECORD_KEY_METADATA_FIELD,
     clear_meta_values,
 )
-from hudi_ds.storage import WHOLE_READ_BYTES, Storage
+from hudi_ds.storage import Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 from hudi_ds.write.bucket_layout import remember_written
@@ -192,18 +192,17 @@ class _KeyPartitions:
 
 
 def _prefetched(storage: Storage, base: BaseFile) -> bytes | None:
-    """The whole content of a Parquet base file of at most :data:`WHOLE_READ_BYTES` on an
-    object store, in one GET: a merge reads its footer (the size estimate), then all its
-    rows, which would be a GET each (None: read through :meth:`Storage.open_input_file`).
+    """The whole content of a small Parquet base file on an object store, in one GET
+    (:meth:`Storage.small_file_bytes`): a merge reads its footer (the size estimate), then all
+    its rows, which would be a GET each (None: read through :meth:`Storage.open_input_file`).
 
     Raises:
         MissingFileError: the file is gone.
     """
-    size = base.size or 0
-    if storage.is_local or base.name.extension != ".parquet" or not 0 < size <= WHOLE_READ_BYTES:
+    if base.name.extension != ".parquet":
         return None
     try:
-        return storage.read_bytes(base.path)
+        return storage.small_file_bytes(base.path, base.size or None)
     except FileNotFoundError as e:
         raise MissingFileError(
             f"base file {storage.full_path(base.path)} of a committed file slice is missing",

@@ -301,10 +301,7 @@ class BucketFiles:
             for s in self.by_file_id(partition).values():
                 b = bucket_id_from_file_id(s.file_id)
                 if b in m:
-                    raise WriteError(
-                        f"partition '{partition}' has two file groups for bucket {b}: "
-                        f"{m[b].file_id} and {s.file_id}"
-                    )
+                    raise _two_groups(partition, b, m[b], s)
                 m[b] = s
             if m:
                 n = int(self.plan.options.index.layout.buckets_in([partition])[0])
@@ -352,10 +349,7 @@ class BucketFiles:
             groups = self._view.file_groups_with_prefix(partition, f"{bucket:0{_BUCKET_DIGITS}d}")
             live = self._view.latest_file_slices(partition, self.plan.visibility, groups=groups)
             if len(live) > 1:
-                raise WriteError(
-                    f"partition '{partition}' has two file groups for bucket {bucket}: "
-                    f"{live[0].file_id} and {live[1].file_id}"
-                )
+                raise _two_groups(partition, bucket, live[0], live[1])
             self._bucket_slices[key] = live[0] if live else None
         return self._bucket_slices[key]
 
@@ -389,3 +383,10 @@ class BucketFiles:
                     versions[k] = max(versions.get(k, 0), lf.name.version)
             self._log_versions[(partition, prefix)] = versions
         return versions.get((file_id, base_instant), 0) + 1
+
+
+def _two_groups(partition: str, bucket: int, a: FileSlice, b: FileSlice) -> WriteError:
+    return WriteError(
+        f"partition '{partition}' has two file groups for bucket {bucket}: "
+        f"{a.file_id} and {b.file_id}"
+    )
