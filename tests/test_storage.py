@@ -91,6 +91,35 @@ def test_batched_markers_are_java_timeline_server_files_and_read_with_direct_one
     assert not folder.exists() and marked_files(local, "003") == []
 
 
+def test_a_batch_starts_a_new_markers_object_when_its_last_is_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each put rewrites only the batch's last object (at most ``MAX_PER_OBJECT`` names), not
+    every name the batch marked: a task marking many files in many steps stays linear."""
+    from hudi_ds.write import markers
+
+    monkeypatch.setattr(markers, "MAX_PER_OBJECT", 3)
+    local = Storage(str(tmp_path))
+    written: list[int] = []
+    real = local.write_atomic
+    monkeypatch.setattr(
+        local,
+        "write_atomic",
+        lambda rel, data: (written.append(len(data.splitlines())), real(rel, data)),
+    )
+    batch = MarkerBatch(local, "004")
+    files = [f"p{i % 2}/f{i}_0-1-0_004.parquet" for i in range(8)]
+    for step in ([0, 1], [2], [3, 4], [5, 6, 7]):
+        batch.mark([(files[i], "CREATE") for i in step])
+    folder = tmp_path / ".hoodie" / ".temp" / "004"
+    lists = sorted(p.read_text().splitlines() for p in folder.glob("MARKERS-*"))
+    assert lists == [
+        [f"{files[i]}.marker.CREATE" for i in ids] for ids in ([0, 1, 2], [3, 4], [5, 6, 7])
+    ]
+    assert written == [2, 3, 2, 3] and max(written) <= 3
+    assert marked_files(local, "004") == sorted(files)
+
+
 def test_storage_counts_its_requests_by_kind_and_sub_storages_share_them(tmp_path: Path) -> None:
     storage = Storage(str(tmp_path))
     storage.write_bytes("p/a.bin", b"abc")

@@ -48,6 +48,10 @@ _WRITTEN: OrderedDict[tuple[str, str], tuple[int, list[str]]] = OrderedDict()
 _WRITTEN_LOCK = threading.Lock()
 #: batches remembered (a failed write's stay until another process rolls it back)
 MAX_REMEMBERED = 256
+#: marker names one object holds; a batch's later names go to a new object: a put rewrites its
+#: object whole, so one object for a task that marks 100,000 files over many steps would be
+#: rewritten with all of them at each step (quadratic)
+MAX_PER_OBJECT = 10_000
 
 
 def marker_dir(instant: str) -> str:
@@ -68,8 +72,9 @@ def create_marker(storage: Storage, instant: str, data_path: str, kind: str) -> 
 
 
 class MarkerBatch:
-    """The batched markers of one task attempt of a write: one ``MARKERS-<id>`` object listing
-    every data file the attempt marked, rewritten (one put) whenever :meth:`mark` adds files.
+    """The batched markers of one task attempt of a write: ``MARKERS-<id>`` objects listing
+    every data file the attempt marked, the last rewritten (one put) whenever :meth:`mark` adds
+    files, a new one started when it holds :data:`MAX_PER_OBJECT` names.
 
     It is new in every process it is unpickled in (another Spark worker's attempt gets its own
     object name), and thread-safe (handles flush on several threads).
@@ -82,8 +87,11 @@ class MarkerBatch:
 
     def _init(self) -> None:
         self._marked: dict[str, None] = {}
+        self._current: list[str] = []  # the names of the object :attr:`_name` holds
         self._lock = threading.Lock()
-        self._name = f"{marker_dir(self.instant)}/{MARKERS_PREFIX}-{uuid.uuid4().hex}"
+        self._base = f"{marker_dir(self.instant)}/{MARKERS_PREFIX}-{uuid.uuid4().hex}"
+        self._name = self._base
+        self._objects = 1
 
     def __getstate__(self) -> dict[str, Any]:
         return {"storage": self.storage, "instant": self.instant}
@@ -105,10 +113,16 @@ class MarkerBatch:
                 self.storage.create_if_absent(
                     f"{marker_dir(self.instant)}/{MARKER_TYPE_FILE}", BATCHED_TYPE.encode()
                 )
-            lines = [*self._marked, *dict.fromkeys(new)]
+            new = list(dict.fromkeys(new))
+            if self._current and len(self._current) + len(new) > MAX_PER_OBJECT:
+                self._name = f"{self._base}-{self._objects}"
+                self._objects += 1
+                self._current = []
+            lines = [*self._current, *new]
             data = "\n".join(lines).encode()
             # a put replaces the object whole (a reader sees the old list or the new one)
             self.storage.write_atomic(self._name, data)
+            self._current = lines
             self._marked.update(dict.fromkeys(new))
             cache = self.storage.shared_cache_id
             if cache is not None:
