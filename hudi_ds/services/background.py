@@ -200,7 +200,7 @@ def _start_thread(base_uri: str, options: dict[str, str], held: IO[str]) -> thre
     try:
         thread.start()
     except BaseException:
-        os.close(fd)  # the lock with it: no compactor runs
+        _release(compactor_lock_path(base_uri), os.fdopen(fd, "a"))  # no compactor runs
         raise
     return thread
 
