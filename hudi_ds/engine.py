@@ -206,13 +206,17 @@ def post_commit_services(
     """The table services a data source's writer runs after each commit, as Hudi's data source
     runs them (:func:`hudi_ds.services.run_post_commit_services`): cleaning and archival, and
     MOR compaction inline only -- or, with ``async_compaction``, scheduled in the commit and
-    executed by a background compactor (Hudi's streaming sink).
+    executed by a background compactor (Hudi's streaming sink), a thread of the committing
+    process when it can (:func:`~hudi_ds.services.background.start_compactor`).
 
     Picklable: pass it as ``WriteClient(..., post_commit=...)`` or set it on the client.
     """
     if async_compaction:
         return functools.partial(
-            run_post_commit_services, async_compactor=start_compactor, datasource=datasource
+            run_post_commit_services,
+            # the streaming sink's commit runner is a warm process that idles between commits
+            async_compactor=functools.partial(start_compactor, in_this_process=True),
+            datasource=datasource,
         )
     return functools.partial(run_post_commit_services, datasource=datasource)
 

@@ -9,6 +9,8 @@ one task and is recorded as aborted once, then committed. Final: 10 rows, k000-k
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -161,3 +163,18 @@ def test_compaction_through_the_engine_api(tmp_path: Path) -> None:
     assert not compaction.adds_data
     assert stream.only_services_in(stream.commits()[-2].position, compaction.position)
     assert read_all(str(path)).column("ts").to_pylist() == [2] * 5 + [1] * 5
+
+
+def test_importing_the_engine_imports_neither_pandas_nor_pyarrow_dataset() -> None:
+    """Every Spark Python worker of a write imports hudi_ds (the data source lookup, the
+    planner of each micro-batch, the sink's commit runner, the tasks), on a fresh session all
+    at once: pyarrow.dataset and pandas (which pyarrow.dataset imports) cost ~0.2-0.3 s of CPU
+    each, and a worker that converts no data -- a planner -- never needs them."""
+    code = (
+        "import sys, hudi_ds, hudi_ds.engine, hudi_ds.services.background;"
+        "print(sorted(m for m in ('pandas', 'pyarrow.dataset') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert out.stdout.strip() == "[]"

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import pyarrow as pa
-import pyarrow.acero as acero
 import pyarrow.compute as pc
 
 from hudi_ds.errors import ConfigError, UnsupportedError
@@ -304,6 +303,10 @@ def evaluate(
 
 
 def _project(table: pa.Table, exprs: Mapping[str, pc.Expression]) -> pa.Table:
+    # imported here: pyarrow.acero imports pyarrow.dataset and with it pandas (~0.3 s), which
+    # every process importing hudi_ds paid -- each of Spark's Python workers of a write too
+    import pyarrow.acero as acero
+
     plan = acero.Declaration.from_sequence(
         [
             acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),

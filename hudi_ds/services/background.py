@@ -4,20 +4,24 @@ Apache Hudi's Spark streaming sink (``HoodieStreamingSink``) schedules a compact
 micro-batch's commit when the trigger is met and hands it to an async compaction service, a
 thread of the driver that executes it while the next micro-batches go on
 (``hoodie.datasource.compaction.async.enable``, default true). pyspark runs a Python sink's
-commit in a short-lived Python process that Spark starts per micro-batch (and may kill once it
-answered), so a thread there would die with it; the ``hudi_py`` sink starts a **process** on
-the driver machine instead (:func:`start_compactor`), detached from the commit (its own session:
-the commit returns at once, and a Spark worker being reaped does not take it along).
+commit in a Python worker on the driver (the commit runner), which Spark forks once and reuses
+for every commit of the session, idle in between: the ``hudi_py`` sink runs the compaction in a
+thread there (:func:`start_compactor` ``in_this_process``), already warm -- a new process
+first spends about a second of CPU on interpreter start and imports (hudi_ds, pyarrow,
+pandas), on the cores the micro-batches need. Spark may end that worker with the thread
+(it reaps a worker idle for a minute, and the session's stop ends them all); the attempt is
+then left inflight and invisible, and its retry runs in a **process** on the driver machine,
+detached from the commit (its own session: the commit returns at once, and a Spark worker
+being reaped does not take it along).
 
 One compactor per table and machine at a time: it holds an exclusive ``flock`` on a lock file
 named after the table for its whole life (released by the kernel when it exits, also when it is
 killed; the file is removed when it stops), and :func:`start_compactor` starts none while it
 is held. :func:`start_compactor` takes the lock itself, looks at the timeline again under it,
-and only then starts the process, handing it the locked file: a commit that listed the
+and only then starts the thread or process, handing it the locked file: a commit that listed the
 timeline before the previous compactor finished starts no compactor for work already done,
-and the next commits see the lock held from the start (the new process takes a second or more
-to import hudi_ds; a lock taken only by the child left that window open, and each extra
-compactor costs that import on the 2 cores the micro-batches run on). The compactor runs
+and the next commits see the lock held from the start (a new process takes a second or more to
+import hudi_ds; a lock taken only by the child left that window open). The compactor runs
 every pending compaction
 (:func:`~hudi_ds.services.compaction.run_compaction`: an attempt a killed compactor left
 inflight is rolled back first, as Hudi's single writer does), then looks again and stops when
@@ -43,6 +47,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -122,20 +127,38 @@ def compactor_running(base_uri: str) -> bool:
         return held is None
 
 
-def start_compactor(ctx: ServiceContext) -> subprocess.Popen[bytes] | None:
+#: what :func:`start_compactor` started: a thread of this process or a detached process
+Compactor = threading.Thread | subprocess.Popen[bytes]
+
+
+def start_compactor(ctx: ServiceContext, *, in_this_process: bool = False) -> Compactor | None:
     """Start a background compactor for the table of ``ctx`` unless one is running or nothing
     is pending any more.
 
-    The lock is taken here and handed to the process (an inherited descriptor), so no second
-    compactor can start while the first one is still importing; under it the timeline is
-    listed again (without changing ``ctx``), since a compactor that just finished may have run
-    what the caller saw pending. The process runs this interpreter (``sys.executable``, the
-    same hudi_ds), inherits the environment and stderr (its log lines end up in the driver's
-    log), and is detached: the call returns at once.
+    The lock is taken here and handed to the compactor, so no second compactor can start
+    while the first one is still starting; under it the timeline is listed again (without
+    changing ``ctx``), since a compactor that just finished may have run what the caller saw
+    pending. The call returns at once.
+
+    Where it runs:
+
+    * ``in_this_process`` and every pending plan still only requested: a thread of this
+      process (:func:`run_pending`), holding a duplicate of the locked descriptor. The
+      streaming sink's commit runner is a long-lived, already warm Python worker that idles
+      between commits (Spark reuses it for every commit of the session), as Hudi's sink runs
+      its async compaction service in a driver thread: no interpreter start and imports (about
+      a second of CPU on the cores the micro-batches need). The thread dies with its process
+      (Spark reaps an idle worker after a minute without commits, or the session stops):
+      the attempt stays inflight, invisible, and is rolled back by the next attempt.
+    * otherwise a detached process: this interpreter (``sys.executable``, the same hudi_ds)
+      in its own session (a Spark worker being reaped does not take it along), inheriting
+      the environment and stderr (its log lines end up in the driver's log). An inflight
+      plan is one whose attempt died, possibly with the worker that ran it in a thread: the
+      retry runs where the worker's life cannot cut it short again.
 
     Returns:
-        The process started, or None when a compactor holds the table's lock or no compaction
-        or clustering is pending.
+        The thread or process started, or None when a compactor holds the table's lock or no
+        compaction or clustering is pending.
     """
     base_uri = ctx.storage.base_uri
     path = compactor_lock_path(base_uri)
@@ -144,25 +167,68 @@ def start_compactor(ctx: ServiceContext) -> subprocess.Popen[bytes] | None:
             log.info("a background compactor of %s is running: it takes the new work", base_uri)
             return None
         tl = ctx.state.load_timeline()
-        if not (tl.pending_compactions() or clustering.pending_clusterings(tl)):
+        pending = [*tl.pending_compactions(), *clustering.pending_clusterings(tl)]
+        if not pending:
             log.info("no compaction or clustering of %s is pending any more", base_uri)
             return None
-        fd = held.fileno()
-        # the options go through a pipe, not the command line (``ps`` shows that to everyone)
-        cmd = [sys.executable, "-m", "hudi_ds.services.background", base_uri, "-", str(fd)]
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=(fd,),
-        )
-        held.close()  # the process holds the lock now (the same open file): not released
+        options = dict(ctx.options.raw)
+        if in_this_process and all(i.is_requested for i in pending):
+            thread = _start_thread(base_uri, options, held)
+            log.info("background compaction of %s in thread %s", base_uri, thread.name)
+            return thread
+        proc = _start_process(base_uri, held)
     assert proc.stdin is not None
     with proc.stdin:
-        proc.stdin.write(json.dumps(dict(ctx.options.raw)).encode())
+        proc.stdin.write(json.dumps(options).encode())
     log.info("started a background compactor for %s (pid %d)", base_uri, proc.pid)
+    return proc
+
+
+def _start_thread(base_uri: str, options: dict[str, str], held: IO[str]) -> threading.Thread:
+    """Run :func:`run_pending` in a thread that takes over the lock held through ``held``
+    (closed here: the thread's duplicate descriptor keeps the same open file, so the same
+    ``flock``, until it releases it)."""
+    fd = os.dup(held.fileno())
+    held.close()
+    thread = threading.Thread(
+        target=_run_in_thread,
+        args=(base_uri, options, fd),
+        name=f"hudi_ds-compactor-{compactor_lock_path(base_uri).stem[-20:]}",
+        # not a daemon: a worker that exits normally lets the compaction finish first
+        daemon=False,
+    )
+    try:
+        thread.start()
+    except BaseException:
+        _release(compactor_lock_path(base_uri), os.fdopen(fd, "a"))  # no compactor runs
+        raise
+    return thread
+
+
+def _run_in_thread(base_uri: str, options: dict[str, str], fd: int) -> None:
+    try:
+        done = run_pending(base_uri, options, fd)
+    except Exception:
+        log.exception("background compaction of %s failed (the next commit retries it)", base_uri)
+        return
+    log.info("background compaction of %s: %d compaction(s) completed", base_uri, done)
+
+
+def _start_process(base_uri: str, held: IO[str]) -> subprocess.Popen[bytes]:
+    """Start ``python -m hudi_ds.services.background`` handing it the lock held through
+    ``held`` (an inherited descriptor; ``held`` is closed here, the lock stays held)."""
+    fd = held.fileno()
+    # the options go through a pipe, not the command line (``ps`` shows that to everyone)
+    cmd = [sys.executable, "-m", "hudi_ds.services.background", base_uri, "-", str(fd)]
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        pass_fds=(fd,),
+    )
+    held.close()  # the process holds the lock now (the same open file): not released
     return proc
 
 

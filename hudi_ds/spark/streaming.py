@@ -31,13 +31,15 @@ Process model (pyspark 4.3, see the reference notes) and where each step happens
   (Hudi's key and format, so Hudi's own sink resumes from it too). Table services registered
   as post-commit hooks (cleaning, archival, inline compaction) run inside that commit. On MOR
   tables a compaction is *scheduled* there every ``hoodie.compact.inline.max.delta.commits``
-  (5) delta commits and executed off the critical path by a background compactor process on
-  the driver machine (:mod:`hudi_ds.services.background`; Hudi's sink runs its async
-  compaction service in a driver thread, ``hoodie.datasource.compaction.async.enable``, default
-  true): the next micro-batch does not wait for it. ``hoodie.compact.inline=true`` executes it
-  in the commit instead, and so does ``hoodie.datasource.compaction.async.enable=false``
-  unless ``hoodie.compact.inline`` is given (Hudi's ``DataSourceUtils.createHoodieConfig``:
-  inline compaction on MOR when async compaction is off); both false: no compaction.
+  (5) delta commits and executed off the critical path by a background compactor, a thread of
+  the commit runner (warm, idle between commits), or a process on the driver machine when
+  an attempt died with its worker (:mod:`hudi_ds.services.background`; Hudi's sink runs its
+  async compaction service in a driver thread, ``hoodie.datasource.compaction.async.enable``,
+  default true): the next micro-batch does not wait for it. ``hoodie.compact.inline=true``
+  executes it in the commit instead, and so does
+  ``hoodie.datasource.compaction.async.enable=false`` unless ``hoodie.compact.inline`` is
+  given (Hudi's ``DataSourceUtils.createHoodieConfig``: inline compaction on MOR when async
+  compaction is off); both false: no compaction.
 * ``abort(messages, batchId)`` first records the abort (a small file per writer identifier in
   Hudi's auxiliary folder, :class:`~hudi_ds.engine.StreamSink`), then rolls back the batch's pending
   instant (named by the messages or found through the marker when every message is

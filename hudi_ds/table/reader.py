@@ -349,7 +349,9 @@ def read_file_slice(
     return out if columns is None else _project(out, columns)
 
 
-_NO_KEYS = pa.array([], pa.string())
+#: built without pa.array, whose first call imports pandas (a Spark worker that never
+#: converts anything would pay ~0.15 s of CPU for it at import)
+_NO_KEYS = pa.nulls(0, pa.string())
 
 
 def _unmerged(

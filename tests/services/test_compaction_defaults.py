@@ -6,6 +6,7 @@ the Spark streaming sink hands it to (:mod:`hudi_ds.services.background`)."""
 from __future__ import annotations
 
 import subprocess
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.services import ServiceContext, compaction
+from hudi_ds.services import ServiceContext, background, compaction
 from hudi_ds.services.background import (
     _exclusive,
     compactor_lock_path,
@@ -176,10 +177,67 @@ def test_a_killed_background_compactor_leaves_the_table_exact(
     )
     # hudi-rs 0.5.0 ignores logs written on top of a pending compaction (test_race.py): ours only
     _check(path, 6, hudi_rs=False)
-    # the next compactor rolls the failed attempt back and runs the plan again
-    assert _finish(start_compactor(ServiceContext.open(str(path), _opts()))) == 0
+    # the next compactor rolls the failed attempt back and runs the plan again -- in a process,
+    # also where a thread was offered: the attempt may have died with the process of a thread
+    retry = start_compactor(ServiceContext.open(str(path), _opts()), in_this_process=True)
+    assert isinstance(retry, subprocess.Popen)
+    assert _finish(retry) == 0
     done, pending = _compactions(path)
     assert done == [c.requested_time] and pending == []
+    _check(path, 6)
+
+
+def test_a_fresh_plan_runs_in_a_thread_of_the_committing_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``in_this_process`` (the streaming sink's warm commit runner): a plan no attempt has
+    touched runs in a thread, which holds the table's compactor lock from the call on -- no
+    second compactor, thread or process, starts while it runs -- and lets go of it when done;
+    a failing compaction is logged and leaves the plan to the next commit."""
+    path = tmp_path / "t"
+    ctx = _scheduled(path, 5)
+    uri = ctx.storage.base_uri
+    entered, go = threading.Event(), threading.Event()
+    run_pending = background.run_pending
+
+    def held_back(*args: object) -> int:  # the thread waits here until the test lets it go
+        entered.set()
+        assert go.wait(60)
+        return run_pending(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(background, "run_pending", held_back)
+    thread = start_compactor(ctx, in_this_process=True)
+    assert isinstance(thread, threading.Thread)
+    assert entered.wait(60)
+    assert compactor_running(uri)
+    assert start_compactor(ctx, in_this_process=True) is None
+    assert start_compactor(ctx) is None
+    go.set()
+    thread.join(600)
+    assert not thread.is_alive() and not compactor_running(uri)
+    assert not compactor_lock_path(uri).exists()
+    done, pending = _compactions(path)
+    assert len(done) == 1 and pending == []
+    assert start_compactor(ctx, in_this_process=True) is None  # nothing pending any more
+    assert_rows(hudi_ds.read(str(path), RO), _expected(5), COLS)
+    _check(path, 5)
+
+    def broken(_ctx: ServiceContext) -> list[object]:
+        raise OSError("disk gone")
+
+    schedule_one = {
+        "hoodie.datasource.compaction.async.enable": "false",
+        "hoodie.compact.schedule.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": "1",
+    }
+    hudi_ds.write(str(path), _batch(5), _opts(**schedule_one))
+    assert len(_compactions(path)[1]) == 1
+    monkeypatch.setattr(background, "run_compaction", broken)
+    thread = start_compactor(ServiceContext.open(str(path), _opts()), in_this_process=True)
+    assert isinstance(thread, threading.Thread)
+    thread.join(600)
+    assert not compactor_running(uri) and not compactor_lock_path(uri).exists()
+    assert len(_compactions(path)[1]) == 1  # still pending, for the next commit
     _check(path, 6)
 
 

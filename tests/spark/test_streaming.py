@@ -348,10 +348,61 @@ def test_sink_bucket_mor_with_mdt_new_buckets(spark: Any, tmp_path: Path, versio
         assert sum(n.endswith(".parquet") for n in names) == 1, names
 
 
+class CompactorWatch:
+    """Samples ``/proc`` every 10 ms on a thread: the command lines of the processes that ran
+    ``hudi_ds.services.background`` for the table, and of those that held its compactor lock
+    (``/proc/locks``, by the lock file's inode)."""
+
+    def __init__(self, base_uri: str) -> None:
+        import threading
+
+        from hudi_ds.services.background import compactor_lock_path
+
+        self.base_uri, self.lock = base_uri, compactor_lock_path(base_uri)
+        self.processes: set[bytes] = set()
+        self.holders: set[bytes] = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _cmdline(pid: str) -> bytes | None:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return None
+
+    def _loop(self) -> None:
+        while not self.stop.wait(0.01):
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                cmd = self._cmdline(pid)
+                if cmd and b"hudi_ds.services.background" in cmd and self.base_uri.encode() in cmd:
+                    self.processes.add(cmd)
+            try:
+                inode = os.stat(self.lock).st_ino
+            except FileNotFoundError:
+                continue
+            for line in Path("/proc/locks").read_text().splitlines():
+                # "1: FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF" (a holder)
+                f = line.split()
+                if f[1] == "FLOCK" and f[5].rsplit(":", 1)[-1] == str(inode):
+                    cmd = self._cmdline(f[4])
+                    if cmd:
+                        self.holders.add(cmd)
+
+    def __enter__(self) -> CompactorWatch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 def test_sink_compacts_off_the_critical_path(spark: Any, tmp_path: Path) -> None:
     """MOR: the sink's commit schedules a compaction every 5 delta commits (Hudi's default)
     and leaves its execution to a background compactor: with the compactor held off (its
-    lock taken here) every micro-batch still commits; once free, the next commit starts it."""
+    lock taken here) every micro-batch still commits; once free, the next commit starts it,
+    as a thread of the sink's commit runner: no compactor process starts."""
     import time
 
     from hudi_ds.services.background import _exclusive, compactor_lock_path
@@ -372,11 +423,15 @@ def test_sink_compacts_off_the_critical_path(spark: Any, tmp_path: Path) -> None
 
     more = [events(range(100, 130), 40)]
     source_dir(tmp_path / "src", more)
-    sink(spark, src, path, ck)  # its commit starts the compactor
-    deadline = time.monotonic() + 600
-    while not TableState.open(path).reload_timeline().is_completed(pending.requested_time):
-        assert time.monotonic() < deadline, "the background compaction did not complete"
-        time.sleep(0.5)
+    with CompactorWatch(uri) as watch:
+        sink(spark, src, path, ck)  # its commit starts the compactor
+        deadline = time.monotonic() + 600
+        while not TableState.open(path).reload_timeline().is_completed(pending.requested_time):
+            assert time.monotonic() < deadline, "the background compaction did not complete"
+            time.sleep(0.05)
+    assert watch.processes == set()
+    # seen when the compaction outlasted a sample: the holder is the sink's commit runner
+    assert all(b"python_streaming_sink_runner" in c for c in watch.holders), watch.holders
     assert snapshot(path) == model(tables + more)
     ro = hudi_ds.read(path, {"hoodie.datasource.query.type": "read_optimized"}, columns=["id"])
     # the keys of the five compacted delta commits (later ones went to logs on top of it)
