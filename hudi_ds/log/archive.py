@@ -25,7 +25,13 @@ from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.storage import Storage
 from hudi_ds.storage_types import FileInfo
-from hudi_ds.timeline.archived import ArchivedEntry, ArchivedTimeline, load_lsm_history
+from hudi_ds.timeline.archived import (
+    ArchivedEntry,
+    ArchivedTimeline,
+    load_lsm_file,
+    load_lsm_history,
+    lsm_files_after,
+)
 from hudi_ds.timeline.instant import (
     CLEAN,
     COMMIT,
@@ -46,6 +52,7 @@ __all__ = [
     "archive_file_name",
     "archive_files",
     "archive_number",
+    "archived_commits_after",
     "archived_records_v1",
     "load_archived",
     "load_archived_v1",
@@ -99,6 +106,55 @@ def load_archived(
         folder = f"{timeline_dir(layout_version, timeline_path)}/{history_path.strip('/')}"
         entries = load_lsm_history(storage, folder)
     return ArchivedTimeline(entries, layout_version)
+
+
+def archived_commits_after(
+    storage: Storage,
+    layout_version: int,
+    begin: str,
+    timeline_path: str | None = None,
+    *,
+    archive_folder: str = "archived",
+    history_path: str = "history",
+) -> list[str]:
+    """Requested times of archived commits (commit, deltacommit, replacecommit) after
+    ``begin``: those of the newest archive file that holds any, so that an incremental query
+    reaching the archived timeline reads one file, not the whole history. Empty if and only if
+    the archived timeline has none.
+
+    * layout 2: the LSM files whose names' time range reaches past ``begin``, newest first
+      (:func:`~hudi_ds.timeline.archived.lsm_files_after`); the others are not read;
+    * layout 1: the archive files' names carry no time range (Java's ``HoodieArchivedTimeline``
+      reads them all), so they are read newest first, up to the first that holds one --
+      archival writes newer instants into newer files, but a commit archived late (a
+      savepoint hole closed) may sit in a newer file than younger commits, so no file is
+      skipped before one is found.
+
+    Raises:
+        CorruptFileError: an archive file cannot be read.
+    """
+    from hudi_ds.timeline.timeline import DATA_ACTIONS
+
+    if layout_version != 1:
+        folder = f"{timeline_dir(layout_version, timeline_path)}/{history_path.strip('/')}"
+        for name in lsm_files_after(storage, folder, begin):
+            found = {
+                e.instant.requested_time
+                for e in load_lsm_file(storage, folder, name)
+                if e.instant.action in DATA_ACTIONS and e.instant.requested_time > begin
+            }
+            if found:
+                return sorted(found)
+        return []
+    for f in reversed(archive_files(storage, f"{HOODIE_FOLDER}/{archive_folder.strip('/')}")):
+        hits = {
+            ts
+            for ts, action, state in archive_file_entries(storage, f.path)
+            if state is State.COMPLETED and completed_action(action) in DATA_ACTIONS and ts > begin
+        }
+        if hits:
+            return sorted(hits)
+    return []
 
 
 def load_archived_v1(storage: Storage, folder: str) -> list[ArchivedEntry]:

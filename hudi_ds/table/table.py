@@ -29,7 +29,7 @@ from hudi_ds.index.core import records_another_index
 from hudi_ds.index.partition_bucket import is_partition_level
 from hudi_ds.keygen import KeyGeneratorType, key_string
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.log.archive import load_archived
+from hudi_ds.log.archive import archived_commits_after, load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
@@ -828,10 +828,9 @@ class ReadableTable:
             archived_after = self._archived_commits_after(begin)
             if archived_after:
                 raise InstantNotFoundError(
-                    f"incremental read from {begin} reaches the archived timeline: "
-                    f"{len(archived_after)} archived commit(s) after it (up to "
-                    f"{archived_after[-1]}) are no longer on the active timeline, which starts "
-                    f"at {start}; start at or after that instant"
+                    f"incremental read from {begin} reaches the archived timeline: archived "
+                    f"commits after it (such as {archived_after[-1]}) are no longer on the "
+                    f"active timeline, which starts at {start}; start at or after that instant"
                 )
         if end is not None:
             self._check_retained(end, "incremental read up to")
@@ -844,10 +843,19 @@ class ReadableTable:
         return out
 
     def _archived_commits_after(self, begin: str) -> list[str]:
-        archived = self._readable_archive()
-        if archived is None:
+        """Archived commits after ``begin`` (some of them: only the archive files that can
+        hold them are read, see :func:`~hudi_ds.log.archive.archived_commits_after`)."""
+        try:
+            return archived_commits_after(
+                self.storage,
+                self.config.timeline_layout_version,
+                begin,
+                self.config.timeline_path,
+                archive_folder=self.config.archive_folder,
+            )
+        except Exception:
+            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
             return []
-        return sorted(i.requested_time for i in archived.commits() if i.requested_time > begin)
 
     def _commits_up_to(self, commits: list[Instant]) -> list[Instant]:
         if not commits:
