@@ -50,7 +50,8 @@ history left uncompacted; ``hoodie.compact.inline.max.delta.commits`` is raised 
   ``UPSERTS`` micro-batches counts, the driver's part (commit runner) reported apart.
 
 Goal: from 100 to 10,000 instants, the upsert, the planning and the micro-batch commit of the
-archived shape grow at most 1.5x. The active shape is reported: listing a long active timeline
+archived shape grow at most 1.5x, in CPU time (each figure is also reported in wall time; on
+the shared cores CPU time is the steadier one). The active shape is reported: listing a long active timeline
 is O(N), but nothing else should read O(N) instant files per commit or plan.
 """
 
@@ -91,14 +92,15 @@ PLAN_SCRIPT = """
 import json, sys, time
 from hudi_ds.api import HudiTable
 from hudi_ds.errors import InstantNotFoundError
-out = []
+out, cpu = [], []
 for _ in range(3):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     plan = HudiTable(sys.argv[1]).plan_read()
     out.append(time.perf_counter() - t)
-incr, refused = [], None
+    cpu.append(time.process_time() - c)
+incr, incr_cpu, refused = [], [], None
 for _ in range(3):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     try:
         HudiTable(sys.argv[1]).plan_read(
             options={"hoodie.datasource.query.type": "incremental",
@@ -107,8 +109,9 @@ for _ in range(3):
     except InstantNotFoundError:
         refused = True
     incr.append(time.perf_counter() - t)
-print(json.dumps({"plan_s": out, "slices": len(plan.slices), "incr_s": incr,
-                  "incr_refused": refused}))
+    incr_cpu.append(time.process_time() - c)
+print(json.dumps({"plan_s": out, "plan_cpu_s": cpu, "slices": len(plan.slices), "incr_s": incr,
+                  "incr_cpu_s": incr_cpu, "incr_refused": refused}))
 """
 
 
@@ -286,19 +289,20 @@ class _Stream:
     def writer(self) -> Any:
         return self.source.streamWriter(self.schema, False)
 
-    def batch(self, batch_id: int, data: pa.Table) -> tuple[float, float]:
-        """One micro-batch: (seconds of the whole, seconds of the commit runner's part)."""
+    def batch(self, batch_id: int, data: pa.Table) -> tuple[float, float, float]:
+        """One micro-batch: seconds of the whole, of the commit runner's part, and its CPU
+        seconds."""
         orig = self.streaming.task_batch_id
         self.streaming.task_batch_id = lambda: batch_id
         try:
             t = time.perf_counter()
             msg = self.writer().write(iter(data.to_batches()))
-            c = time.perf_counter()
+            c, cpu = time.perf_counter(), time.process_time()
             self.writer().commit([msg], batch_id)
-            end = time.perf_counter()
+            end, cpu_end = time.perf_counter(), time.process_time()
         finally:
             self.streaming.task_batch_id = orig
-        return end - t, end - c
+        return end - t, end - c, cpu_end - cpu
 
 
 def run_table(root: Path, version: int, mdt: bool, shape: str, n: int) -> dict[str, Any]:
@@ -331,11 +335,12 @@ def run_table(root: Path, version: int, mdt: bool, shape: str, n: int) -> dict[s
         upsert_cpu.append(time.process_time() - c)
         _check_updates(path, k, f"upsert {i}")
     stream = _Stream(path, opts)
-    batch_s, commit_s = [], []
+    batch_s, commit_s, commit_cpu = [], [], []
     for i in range(UPSERTS):
-        whole, commit = stream.batch(i, batch(10 + i))
+        whole, commit, cpu = stream.batch(i, batch(10 + i))
         batch_s.append(whole)
         commit_s.append(commit)
+        commit_cpu.append(cpu)
         _check_updates(path, k, f"micro-batch {i}")
     out = subprocess.run(
         [sys.executable, "-c", PLAN_SCRIPT, path, times[0]],
@@ -360,13 +365,17 @@ def run_table(root: Path, version: int, mdt: bool, shape: str, n: int) -> dict[s
         "upsert_s": upsert_s,
         "upsert_cpu_s": upsert_cpu,
         "upsert_median_s": statistics.median(upsert_s),
+        "upsert_cpu_median_s": statistics.median(upsert_cpu),
         "batch_s": batch_s,
         "batch_median_s": statistics.median(batch_s),
         "commit_s": commit_s,
         "commit_median_s": statistics.median(commit_s),
+        "commit_cpu_median_s": statistics.median(commit_cpu),
         "plan_first_s": plan["plan_s"][0],
+        "plan_first_cpu_s": plan["plan_cpu_s"][0],
         "plan_best_s": min(plan["plan_s"]),
         "incr_first_s": plan["incr_s"][0],
+        "incr_first_cpu_s": plan["incr_cpu_s"][0],
         "incr_best_s": min(plan["incr_s"]),
         "incr_refused": plan["incr_refused"],
     }
@@ -383,11 +392,12 @@ def _series(res: dict[str, Any], version: int, mdt: bool, shape: str) -> list[di
     )
 
 
-#: the figures the goal covers: (result field, what it is)
+#: the figures the goal covers: (result field, what it is) -- CPU seconds, which the other
+#: engineers' processes on the shared cores disturb less than wall time
 GOAL_FIELDS = (
-    ("upsert_median_s", "upsert"),
-    ("plan_first_s", "plan"),
-    ("commit_median_s", "micro-batch commit"),
+    ("upsert_cpu_median_s", "upsert"),
+    ("plan_first_cpu_s", "plan"),
+    ("commit_cpu_median_s", "micro-batch commit"),
 )
 
 
@@ -409,13 +419,17 @@ def summary(res: dict[str, Any]) -> dict[str, Any]:
                     f: big[f] / small[f]
                     for f in (
                         "upsert_median_s",
+                        "upsert_cpu_median_s",
                         "plan_first_s",
+                        "plan_first_cpu_s",
                         "plan_best_s",
                         "incr_first_s",
+                        "incr_first_cpu_s",
                         "batch_median_s",
                         "commit_median_s",
+                        "commit_cpu_median_s",
                     )
-                    if small[f] > 0
+                    if small.get(f, 0) > 0
                 }
                 out["growth"][key] = {
                     "from": small["instants"],
@@ -434,19 +448,24 @@ def summary(res: dict[str, Any]) -> dict[str, Any]:
 def table(res: dict[str, Any]) -> str:
     lines = [
         "| version | shape | metadata table | instants | 1,000-row upsert (median, CPU) "
-        "| plan: first / best of 3 | incremental from the first instant | micro-batch "
-        "(commit runner) |",
+        "| plan: first (CPU) / best of 3 | incremental from the first instant (CPU) "
+        "| micro-batch (commit runner, its CPU) |",
         "|---|---|---|---|---|---|---|---|",
     ]
+
+    def ms(x: float) -> str:
+        return f"{x * 1000:.0f}"
+
     for r in res["results"]:
-        cpu = statistics.median(r["upsert_cpu_s"])
         incr = "refused (archived)" if r["incr_refused"] else "planned"
         lines.append(
             f"| {r['version']} | {r['shape']} | {'on' if r['metadata_table'] else 'off'} "
-            f"| {r['instants']:,} | {r['upsert_median_s'] * 1000:.0f} ms ({cpu * 1000:.0f} ms) "
-            f"| {r['plan_first_s'] * 1000:.0f} / {r['plan_best_s'] * 1000:.0f} ms "
-            f"| {r['incr_first_s'] * 1000:.0f} ms, {incr} "
-            f"| {r['batch_median_s'] * 1000:.0f} ms ({r['commit_median_s'] * 1000:.0f} ms) |"
+            f"| {r['instants']:,} | {ms(r['upsert_median_s'])} ms "
+            f"({ms(r['upsert_cpu_median_s'])} ms) | {ms(r['plan_first_s'])} "
+            f"({ms(r['plan_first_cpu_s'])}) / {ms(r['plan_best_s'])} ms "
+            f"| {ms(r['incr_first_s'])} ms ({ms(r['incr_first_cpu_s'])} ms), {incr} "
+            f"| {ms(r['batch_median_s'])} ms ({ms(r['commit_median_s'])} ms, "
+            f"{ms(r['commit_cpu_median_s'])} ms) |"
         )
     return "\n".join(lines)
 
@@ -460,10 +479,10 @@ def chart(res: dict[str, Any], out: Path) -> Path:
     plt = _plt()
     fig, axes = plt.subplots(1, 4, figsize=(16, 4))
     panels = (
-        ("upsert_median_s", "1,000-row upsert (s)"),
-        ("plan_first_s", "snapshot read planning, fresh process (s)"),
-        ("incr_first_s", "incremental planning from the first instant (s)"),
-        ("commit_median_s", "micro-batch: the commit runner (s)"),
+        ("upsert_cpu_median_s", "1,000-row upsert (CPU s)"),
+        ("plan_first_cpu_s", "snapshot read planning, fresh process (CPU s)"),
+        ("incr_first_cpu_s", "incremental planning from the first instant (CPU s)"),
+        ("commit_cpu_median_s", "micro-batch: the commit runner (CPU s)"),
     )
     for ax, (field, title) in zip(axes, panels, strict=True):
         for version in VERSIONS:
@@ -509,12 +528,12 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
             (what, f"<= {GOAL_GROWTH}x", "not measured (python -m bench.timeline_scale)", "-", "-")
         ]
     active = [
-        g["commit_median_s"]
+        g["commit_cpu_median_s"]
         for k, g in s["growth"].items()
-        if k.endswith("_active") and "commit_median_s" in g
+        if k.endswith("_active") and "commit_cpu_median_s" in g
     ]
     g = worst["growth"]
-    note = f"worst {g:.2f}x ({worst['where']})"
+    note = f"worst {g:.2f}x ({worst['where']}; CPU time)"
     if active:
         note += f"; long active timeline (reported): micro-batch commit up to {max(active):.1f}x"
     return [(what, f"<= {GOAL_GROWTH}x", note, "yes" if g <= GOAL_GROWTH else "no", "-")]

@@ -123,7 +123,8 @@ def archived_commits_after(
     the archived timeline has none.
 
     * layout 2: the LSM files whose names' time range reaches past ``begin``, newest first
-      (:func:`~hudi_ds.timeline.archived.lsm_files_after`); the others are not read;
+      (:func:`~hudi_ds.timeline.archived.lsm_files_after`), their instant columns only (not
+      the archived contents); the others are not read;
     * layout 1: the archive files' names carry no time range (Java's ``HoodieArchivedTimeline``
       reads them all), so they are read newest first, up to the first that holds one --
       archival writes newer instants into newer files, but a commit archived late (a
@@ -140,7 +141,7 @@ def archived_commits_after(
         for name in lsm_files_after(storage, folder, begin):
             found = {
                 e.instant.requested_time
-                for e in load_lsm_file(storage, folder, name)
+                for e in load_lsm_file(storage, folder, name, contents=False)
                 if e.instant.action in DATA_ACTIONS and e.instant.requested_time > begin
             }
             if found:

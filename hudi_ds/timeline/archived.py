@@ -68,6 +68,10 @@ class ArchivedTimeline(Timeline):
         return State.COMPLETED if isinstance(instant, str) else instant.state
 
 
+#: the columns of an LSM history file that name its instants
+_INSTANT_COLUMNS = ("instantTime", "completionTime", "action")
+
+
 def load_lsm_history(storage: Storage, folder: str) -> list[ArchivedEntry]:
     """The archived instants of timeline layout 2 (v8+): the LSM history in ``folder``.
 
@@ -95,8 +99,12 @@ def lsm_files_after(storage: Storage, folder: str, after: str) -> list[str]:
     return [n for last, n in sorted(ranged, reverse=True) if last > after]
 
 
-def load_lsm_file(storage: Storage, folder: str, name: str) -> list[ArchivedEntry]:
-    """The archived instants of one LSM history file (none if it is gone).
+def load_lsm_file(
+    storage: Storage, folder: str, name: str, *, contents: bool = True
+) -> list[ArchivedEntry]:
+    """The archived instants of one LSM history file (none if it is gone); without
+    ``contents``, the instants only (their ``metadata`` and ``plan`` columns, nearly all of
+    the file, are not read).
 
     Raises:
         CorruptFileError: the file cannot be read.
@@ -106,7 +114,12 @@ def load_lsm_file(storage: Storage, folder: str, name: str) -> list[ArchivedEntr
     path = f"{folder}/{name}"
     try:
         with storage.open_input_file(path) as fh:
-            table = pq.read_table(fh)
+            if contents:
+                table = pq.read_table(fh)
+            else:
+                pf = pq.ParquetFile(fh)
+                names = [c for c in _INSTANT_COLUMNS if c in pf.schema_arrow.names]
+                table = pf.read(columns=names)
     except FileNotFoundError:
         return []
     except Exception as e:

@@ -212,7 +212,15 @@ class Timeline(Sequence[Instant]):
         self._path = _path
         self._files: Mapping[str, Mapping[State, _InstantFile]] = _files or {}
         self._cache: dict[tuple[str, str, State], Any] = {} if _cache is None else _cache
-        self._by_time = {i.requested_time: i for i in self._instants}
+        # built on the first look-up: most views (a filter on the way to another) are never
+        # asked, and a long timeline has thousands of instants
+        self._by_time_map: dict[str, Instant] | None = None
+
+    @property
+    def _by_time(self) -> dict[str, Instant]:
+        if self._by_time_map is None:
+            self._by_time_map = {i.requested_time: i for i in self._instants}
+        return self._by_time_map
 
     # -- loading ------------------------------------------------------------------------------
     @classmethod
