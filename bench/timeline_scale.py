@@ -75,7 +75,9 @@ import pyarrow as pa
 
 PARTITIONS = 10
 BUCKETS = 8
-ROWS_PER_GROUP = 4
+#: rows a file group gets, on average (keys hash to buckets: enough that every bucket of every
+#: partition gets a file group)
+ROWS_PER_GROUP = 16
 HISTORY = (100, 1_000, 10_000)
 VERSIONS = (6, 9)
 SHAPES = ("archived", "active")
@@ -151,9 +153,8 @@ def rows(ids: np.ndarray, ts: int) -> pa.Table:
 
 
 def table_rows() -> int:
-    """Rows of a built table: enough that every bucket of every partition gets a file group
-    (keys hash to buckets), a few a group."""
-    return PARTITIONS * BUCKETS * ROWS_PER_GROUP * 4
+    """Rows of a built table."""
+    return PARTITIONS * BUCKETS * ROWS_PER_GROUP
 
 
 def _shift(instant: str, ms: int) -> str:

@@ -28,7 +28,7 @@ from hudi_ds.storage_types import FileInfo
 from hudi_ds.timeline.archived import (
     ArchivedEntry,
     ArchivedTimeline,
-    load_lsm_file,
+    latest_in_lsm_file,
     load_lsm_history,
     lsm_files_after,
 )
@@ -52,8 +52,8 @@ __all__ = [
     "archive_file_name",
     "archive_files",
     "archive_number",
-    "archived_commits_after",
     "archived_records_v1",
+    "latest_archived_commit_after",
     "load_archived",
     "load_archived_v1",
 ]
@@ -108,7 +108,7 @@ def load_archived(
     return ArchivedTimeline(entries, layout_version)
 
 
-def archived_commits_after(
+def latest_archived_commit_after(
     storage: Storage,
     layout_version: int,
     begin: str,
@@ -116,11 +116,11 @@ def archived_commits_after(
     *,
     archive_folder: str = "archived",
     history_path: str = "history",
-) -> list[str]:
-    """Requested times of archived commits (commit, deltacommit, replacecommit) after
-    ``begin``: those of the newest archive file that holds any, so that an incremental query
-    reaching the archived timeline reads one file, not the whole history. Empty if and only if
-    the archived timeline has none.
+) -> str | None:
+    """The requested time of an archived commit (commit, deltacommit, replacecommit) after
+    ``begin`` -- the latest one of the newest archive file that holds any -- or None if the
+    archived timeline has none: what an incremental query reaching the archived timeline
+    needs to know, from one archive file rather than the whole history.
 
     * layout 2: the LSM files whose names' time range reaches past ``begin``, newest first
       (:func:`~hudi_ds.timeline.archived.lsm_files_after`), their instant columns only (not
@@ -139,23 +139,19 @@ def archived_commits_after(
     if layout_version != 1:
         folder = f"{timeline_dir(layout_version, timeline_path)}/{history_path.strip('/')}"
         for name in lsm_files_after(storage, folder, begin):
-            found = {
-                e.instant.requested_time
-                for e in load_lsm_file(storage, folder, name, contents=False)
-                if e.instant.action in DATA_ACTIONS and e.instant.requested_time > begin
-            }
-            if found:
-                return sorted(found)
-        return []
+            found = latest_in_lsm_file(storage, folder, name, begin, DATA_ACTIONS)
+            if found is not None:
+                return found
+        return None
     for f in reversed(archive_files(storage, f"{HOODIE_FOLDER}/{archive_folder.strip('/')}")):
-        hits = {
+        hits = [
             ts
             for ts, action, state in archive_file_entries(storage, f.path)
             if state is State.COMPLETED and completed_action(action) in DATA_ACTIONS and ts > begin
-        }
+        ]
         if hits:
-            return sorted(hits)
-    return []
+            return max(hits)
+    return None
 
 
 def load_archived_v1(storage: Storage, folder: str) -> list[ArchivedEntry]:

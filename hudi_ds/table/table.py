@@ -29,7 +29,7 @@ from hudi_ds.index.core import records_another_index
 from hudi_ds.index.partition_bucket import is_partition_level
 from hudi_ds.keygen import KeyGeneratorType, key_string
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.log.archive import archived_commits_after, load_archived
+from hudi_ds.log.archive import latest_archived_commit_after, load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
@@ -825,11 +825,11 @@ class ReadableTable:
         # commit (archival beyond savepoints leaves holes after a savepointed first commit)
         start = max(first.requested_time if first else "", self.timeline.start_time() or "")
         if start and begin < start:
-            archived_after = self._archived_commits_after(begin)
-            if archived_after:
+            archived_after = self._archived_commit_after(begin)
+            if archived_after is not None:
                 raise InstantNotFoundError(
                     f"incremental read from {begin} reaches the archived timeline: archived "
-                    f"commits after it (such as {archived_after[-1]}) are no longer on the "
+                    f"commits after it (such as {archived_after}) are no longer on the "
                     f"active timeline, which starts at {start}; start at or after that instant"
                 )
         if end is not None:
@@ -842,11 +842,11 @@ class ReadableTable:
                 out.append(i)
         return out
 
-    def _archived_commits_after(self, begin: str) -> list[str]:
-        """Archived commits after ``begin`` (some of them: only the archive files that can
-        hold them are read, see :func:`~hudi_ds.log.archive.archived_commits_after`)."""
+    def _archived_commit_after(self, begin: str) -> str | None:
+        """An archived commit after ``begin``, if any (only the archive files that can hold
+        one are read, see :func:`~hudi_ds.log.archive.latest_archived_commit_after`)."""
         try:
-            return archived_commits_after(
+            return latest_archived_commit_after(
                 self.storage,
                 self.config.timeline_layout_version,
                 begin,
@@ -855,7 +855,7 @@ class ReadableTable:
             )
         except Exception:
             log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
-            return []
+            return None
 
     def _commits_up_to(self, commits: list[Instant]) -> list[Instant]:
         if not commits:

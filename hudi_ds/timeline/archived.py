@@ -68,10 +68,6 @@ class ArchivedTimeline(Timeline):
         return State.COMPLETED if isinstance(instant, str) else instant.state
 
 
-#: the columns of an LSM history file that name its instants
-_INSTANT_COLUMNS = ("instantTime", "completionTime", "action")
-
-
 def load_lsm_history(storage: Storage, folder: str) -> list[ArchivedEntry]:
     """The archived instants of timeline layout 2 (v8+): the LSM history in ``folder``.
 
@@ -99,31 +95,57 @@ def lsm_files_after(storage: Storage, folder: str, after: str) -> list[str]:
     return [n for last, n in sorted(ranged, reverse=True) if last > after]
 
 
-def load_lsm_file(
-    storage: Storage, folder: str, name: str, *, contents: bool = True
-) -> list[ArchivedEntry]:
-    """The archived instants of one LSM history file (none if it is gone); without
-    ``contents``, the instants only (their ``metadata`` and ``plan`` columns, nearly all of
-    the file, are not read).
+def latest_in_lsm_file(
+    storage: Storage, folder: str, name: str, after: str, actions: Iterable[str]
+) -> str | None:
+    """The latest requested time after ``after`` of an instant of ``actions`` (completed
+    actions) in one LSM history file, from its instant columns alone (the archived contents,
+    nearly all of the file, are not read); None if there is none or the file is gone.
 
     Raises:
         CorruptFileError: the file cannot be read.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = _read_lsm_file(storage, f"{folder}/{name}", ["instantTime", "action"])
+    if table is None or not {"instantTime", "action"} <= set(table.column_names):
+        return None
+    wanted = sorted(set(actions) | {completed_action(a) for a in actions})
+    ts = table["instantTime"]
+    mask = pc.and_(
+        pc.greater(ts, pa.scalar(after, ts.type)),
+        pc.is_in(table["action"], value_set=pa.array(wanted, table["action"].type)),
+    )
+    latest = pc.max(pc.filter(ts, mask)).as_py()
+    return str(latest) if latest else None
+
+
+def _read_lsm_file(storage: Storage, path: str, columns: list[str] | None = None) -> Any:
+    """The table of an LSM history file (``columns`` of it, those it has), None if gone."""
     import pyarrow.parquet as pq
 
-    path = f"{folder}/{name}"
     try:
         with storage.open_input_file(path) as fh:
-            if contents:
-                table = pq.read_table(fh)
-            else:
-                pf = pq.ParquetFile(fh)
-                names = [c for c in _INSTANT_COLUMNS if c in pf.schema_arrow.names]
-                table = pf.read(columns=names)
+            if columns is None:
+                return pq.read_table(fh)
+            pf = pq.ParquetFile(fh)
+            return pf.read(columns=[c for c in columns if c in pf.schema_arrow.names])
     except FileNotFoundError:
-        return []
+        return None
     except Exception as e:
         raise CorruptFileError(f"{path}: unreadable LSM timeline file: {e}") from e
+
+
+def load_lsm_file(storage: Storage, folder: str, name: str) -> list[ArchivedEntry]:
+    """The archived instants of one LSM history file (none if it is gone).
+
+    Raises:
+        CorruptFileError: the file cannot be read.
+    """
+    table = _read_lsm_file(storage, f"{folder}/{name}")
+    if table is None:
+        return []
     with_done = "completionTime" in table.column_names
     out = []
     for row in table.to_pylist():
