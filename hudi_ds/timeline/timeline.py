@@ -344,7 +344,8 @@ class Timeline(Sequence[Instant]):
 
     def __getitem__(self, index: int | slice) -> Instant | Timeline:
         if isinstance(index, slice):
-            return self._derive(self._instants[index], presorted=True)
+            # a view is sorted: a reversing slice is sorted again
+            return self._derive(self._instants[index], presorted=(index.step or 1) > 0)
         return self._instants[index]
 
     def __reversed__(self) -> Iterator[Instant]:

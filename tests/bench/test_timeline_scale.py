@@ -116,6 +116,7 @@ def test_long_active_timeline_views_sort_once(
     commits = tl.commits()
     assert [i.requested_time for i in commits][:-1] == times
     assert list(commits[10:20]) == list(tl.commits())[10:20]
+    assert list(commits[::-1]) == list(commits) and list(commits[::2]) == list(commits)[::2]
     assert tl.completed().filter_actions("deltacommit").last() == commits.last()
 
 
