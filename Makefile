@@ -151,6 +151,8 @@ bench: $(BENCH_STAMP)  ## benchmarks, charts and the acceptance ratios (SCALE=1;
 	  --json bench/results/consistent_hashing.json | tee bench/results/consistent_hashing.txt && \
 	$(BIN)/python -m bench.table_scale --scale $(SCALE) --json bench/results/table_scale.json \
 	  --chart bench/results/table_scale.png | tee bench/results/table_scale.txt && \
+	$(BIN)/python -m bench.timeline_scale --scale $(SCALE) --json bench/results/timeline_scale.json \
+	  --chart bench/results/timeline_scale.png | tee bench/results/timeline_scale.txt && \
 	$(BIN)/python -m bench.report --started $$start
 
 clean:  ## remove the environment and caches

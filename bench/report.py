@@ -6,7 +6,8 @@ bench``), ``bench/results/streaming.json`` (``python -m bench.bench_streaming``)
 ``bench/results/clustering.json`` (``python -m bench.clustering``),
 ``bench/results/merge.json`` (``python -m bench.merge``),
 ``bench/results/consistent_hashing.json`` (``python -m bench.consistent_hashing``),
-``bench/results/table_scale.json`` (``python -m bench.table_scale``) and
+``bench/results/table_scale.json`` (``python -m bench.table_scale``),
+``bench/results/timeline_scale.json`` (``python -m bench.timeline_scale``) and
 ``bench/results/read_table.json`` (``python -m bench.bench_read --read-table``), prints the
 table, writes it to ``bench/results/acceptance.md`` and, given the epoch second ``make bench``
 started at, its duration. ``python -m bench`` prints the same table without the streaming row.
@@ -179,6 +180,7 @@ def acceptance(
     clustered: dict[str, Any] | None = None,
     read_table: dict[str, Any] | None = None,
     table_scale: dict[str, Any] | None = None,
+    timeline_scale: dict[str, Any] | None = None,
 ) -> list[str]:
     """Markdown lines: one row per acceptance target, the index goals included (the ratios
     measured in ``meta``'s run; the filtered-read goals from ``filtered``, a
@@ -455,6 +457,9 @@ def acceptance(
     from bench.table_scale import acceptance_rows as scale_rows
 
     rows += scale_rows(table_scale)
+    from bench.timeline_scale import acceptance_rows as timeline_rows
+
+    rows += timeline_rows(timeline_scale)
     out = [
         f"acceptance targets (run of {meta.get('date', '?')} at commit "
         f"{meta.get('commit', '?')}, "
@@ -579,6 +584,8 @@ def main() -> None:
     read_table = json.loads(rfile.read_text()) if rfile.exists() else None
     tfile = RESULTS / "table_scale.json"
     table_scale = json.loads(tfile.read_text()) if tfile.exists() else None
+    lfile = RESULTS / "timeline_scale.json"
+    timeline_scale = json.loads(lfile.read_text()) if lfile.exists() else None
     lines = acceptance(
         meta,
         streaming,
@@ -588,6 +595,7 @@ def main() -> None:
         clustered=clustered,
         read_table=read_table,
         table_scale=table_scale,
+        timeline_scale=timeline_scale,
     )
     if args.started:
         secs = time.time() - args.started

@@ -25,7 +25,13 @@ from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import scan_log_bytes
 from hudi_ds.storage import Storage
 from hudi_ds.storage_types import FileInfo
-from hudi_ds.timeline.archived import ArchivedEntry, ArchivedTimeline, load_lsm_history
+from hudi_ds.timeline.archived import (
+    ArchivedEntry,
+    ArchivedTimeline,
+    latest_in_lsm_file,
+    load_lsm_history,
+    lsm_files_after,
+)
 from hudi_ds.timeline.instant import (
     CLEAN,
     COMMIT,
@@ -47,6 +53,7 @@ __all__ = [
     "archive_files",
     "archive_number",
     "archived_records_v1",
+    "latest_archived_commit_after",
     "load_archived",
     "load_archived_v1",
 ]
@@ -99,6 +106,52 @@ def load_archived(
         folder = f"{timeline_dir(layout_version, timeline_path)}/{history_path.strip('/')}"
         entries = load_lsm_history(storage, folder)
     return ArchivedTimeline(entries, layout_version)
+
+
+def latest_archived_commit_after(
+    storage: Storage,
+    layout_version: int,
+    begin: str,
+    timeline_path: str | None = None,
+    *,
+    archive_folder: str = "archived",
+    history_path: str = "history",
+) -> str | None:
+    """The requested time of an archived commit (commit, deltacommit, replacecommit) after
+    ``begin`` -- the latest one of the newest archive file that holds any -- or None if the
+    archived timeline has none: what an incremental query reaching the archived timeline
+    needs to know, from one archive file rather than the whole history.
+
+    * layout 2: the LSM files whose names' time range reaches past ``begin``, newest first
+      (:func:`~hudi_ds.timeline.archived.lsm_files_after`), their instant columns only (not
+      the archived contents); the others are not read;
+    * layout 1: the archive files' names carry no time range (Java's ``HoodieArchivedTimeline``
+      reads them all), so they are read newest first, up to the first that holds one --
+      archival writes newer instants into newer files, but a commit archived late (a
+      savepoint hole closed) may sit in a newer file than younger commits, so no file is
+      skipped before one is found.
+
+    Raises:
+        CorruptFileError: an archive file cannot be read.
+    """
+    from hudi_ds.timeline.timeline import DATA_ACTIONS
+
+    if layout_version != 1:
+        folder = f"{timeline_dir(layout_version, timeline_path)}/{history_path.strip('/')}"
+        for name in lsm_files_after(storage, folder, begin):
+            found = latest_in_lsm_file(storage, folder, name, begin, DATA_ACTIONS)
+            if found is not None:
+                return found
+        return None
+    for f in reversed(archive_files(storage, f"{HOODIE_FOLDER}/{archive_folder.strip('/')}")):
+        hits = [
+            ts
+            for ts, action, state in archive_file_entries(storage, f.path)
+            if state is State.COMPLETED and completed_action(action) in DATA_ACTIONS and ts > begin
+        ]
+        if hits:
+            return max(hits)
+    return None
 
 
 def load_archived_v1(storage: Storage, folder: str) -> list[ArchivedEntry]:

@@ -29,7 +29,7 @@ from hudi_ds.index.core import records_another_index
 from hudi_ds.index.partition_bucket import is_partition_level
 from hudi_ds.keygen import KeyGeneratorType, key_string
 from hudi_ds.layout.file_group import FileSlice
-from hudi_ds.log.archive import load_archived
+from hudi_ds.log.archive import latest_archived_commit_after, load_archived
 from hudi_ds.merge.modes import custom_classes_option, table_spec
 from hudi_ds.metadata.reader import MetadataReader
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
@@ -825,13 +825,12 @@ class ReadableTable:
         # commit (archival beyond savepoints leaves holes after a savepointed first commit)
         start = max(first.requested_time if first else "", self.timeline.start_time() or "")
         if start and begin < start:
-            archived_after = self._archived_commits_after(begin)
-            if archived_after:
+            archived_after = self._archived_commit_after(begin)
+            if archived_after is not None:
                 raise InstantNotFoundError(
-                    f"incremental read from {begin} reaches the archived timeline: "
-                    f"{len(archived_after)} archived commit(s) after it (up to "
-                    f"{archived_after[-1]}) are no longer on the active timeline, which starts "
-                    f"at {start}; start at or after that instant"
+                    f"incremental read from {begin} reaches the archived timeline: archived "
+                    f"commits after it (such as {archived_after}) are no longer on the "
+                    f"active timeline, which starts at {start}; start at or after that instant"
                 )
         if end is not None:
             self._check_retained(end, "incremental read up to")
@@ -843,11 +842,20 @@ class ReadableTable:
                 out.append(i)
         return out
 
-    def _archived_commits_after(self, begin: str) -> list[str]:
-        archived = self._readable_archive()
-        if archived is None:
-            return []
-        return sorted(i.requested_time for i in archived.commits() if i.requested_time > begin)
+    def _archived_commit_after(self, begin: str) -> str | None:
+        """An archived commit after ``begin``, if any (only the archive files that can hold
+        one are read, see :func:`~hudi_ds.log.archive.latest_archived_commit_after`)."""
+        try:
+            return latest_archived_commit_after(
+                self.storage,
+                self.config.timeline_layout_version,
+                begin,
+                self.config.timeline_path,
+                archive_folder=self.config.archive_folder,
+            )
+        except Exception:
+            log.warning("cannot read the archived timeline of %s", self.path, exc_info=True)
+            return None
 
     def _commits_up_to(self, commits: list[Instant]) -> list[Instant]:
         if not commits:

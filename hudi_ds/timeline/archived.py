@@ -49,7 +49,7 @@ class ArchivedTimeline(Timeline):
         """Archived entries by requested time."""
         return dict(self._entries)
 
-    def _derive(self, instants: Iterable[Instant]) -> Timeline:
+    def _derive(self, instants: Iterable[Instant], presorted: bool = False) -> Timeline:
         keep = {i.requested_time for i in instants}
         return ArchivedTimeline((e for ts, e in self._entries.items() if ts in keep), self._layout)
 
@@ -79,30 +79,84 @@ def load_lsm_history(storage: Storage, folder: str) -> list[ArchivedEntry]:
     Raises:
         CorruptFileError: a history file or the manifest cannot be read.
     """
+    by_time: dict[str, ArchivedEntry] = {}
+    for name in _lsm_live_files(storage, folder):
+        for e in load_lsm_file(storage, folder, name):
+            by_time[e.instant.requested_time] = e
+    return list(by_time.values())
+
+
+def lsm_files_after(storage: Storage, folder: str, after: str) -> list[str]:
+    """The live LSM history files of ``folder`` that can hold instants requested after
+    ``after`` -- those whose name's largest instant time is after it, as
+    ``ArchivedTimelineLoaderV2`` skips files by the time range in their names -- newest
+    (largest instant time) first."""
+    ranged = [(r[1], n) for n in _lsm_live_files(storage, folder) if (r := parse_lsm_file_name(n))]
+    return [n for last, n in sorted(ranged, reverse=True) if last > after]
+
+
+def latest_in_lsm_file(
+    storage: Storage, folder: str, name: str, after: str, actions: Iterable[str]
+) -> str | None:
+    """The latest requested time after ``after`` of an instant of ``actions`` (completed
+    actions) in one LSM history file, from its instant columns alone (the archived contents,
+    nearly all of the file, are not read); None if there is none or the file is gone.
+
+    Raises:
+        CorruptFileError: the file cannot be read.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = _read_lsm_file(storage, f"{folder}/{name}", ["instantTime", "action"])
+    if table is None or not {"instantTime", "action"} <= set(table.column_names):
+        return None
+    wanted = sorted(set(actions) | {completed_action(a) for a in actions})
+    ts = table["instantTime"]
+    mask = pc.and_(
+        pc.greater(ts, pa.scalar(after, ts.type)),
+        pc.is_in(table["action"], value_set=pa.array(wanted, table["action"].type)),
+    )
+    latest = pc.max(pc.filter(ts, mask)).as_py()
+    return str(latest) if latest else None
+
+
+def _read_lsm_file(storage: Storage, path: str, columns: list[str] | None = None) -> Any:
+    """The table of an LSM history file (``columns`` of it, those it has), None if gone."""
     import pyarrow.parquet as pq
 
-    names = _lsm_live_files(storage, folder)
-    by_time: dict[str, ArchivedEntry] = {}
-    for name in names:
-        path = f"{folder}/{name}"
-        try:
-            with storage.open_input_file(path) as fh:
-                table = pq.read_table(fh)
-        except FileNotFoundError:
+    try:
+        with storage.open_input_file(path) as fh:
+            if columns is None:
+                return pq.read_table(fh)
+            pf = pq.ParquetFile(fh)
+            return pf.read(columns=[c for c in columns if c in pf.schema_arrow.names])
+    except FileNotFoundError:
+        return None
+    except Exception as e:
+        raise CorruptFileError(f"{path}: unreadable LSM timeline file: {e}") from e
+
+
+def load_lsm_file(storage: Storage, folder: str, name: str) -> list[ArchivedEntry]:
+    """The archived instants of one LSM history file (none if it is gone).
+
+    Raises:
+        CorruptFileError: the file cannot be read.
+    """
+    table = _read_lsm_file(storage, f"{folder}/{name}")
+    if table is None:
+        return []
+    with_done = "completionTime" in table.column_names
+    out = []
+    for row in table.to_pylist():
+        ts = row.get("instantTime")
+        action = row.get("action")
+        if not ts or not action:
             continue
-        except Exception as e:
-            raise CorruptFileError(f"{path}: unreadable LSM timeline file: {e}") from e
-        cols = set(table.column_names)
-        rows = table.to_pylist()
-        for row in rows:
-            ts = row.get("instantTime")
-            action = row.get("action")
-            if not ts or not action:
-                continue
-            done = row.get("completionTime") if "completionTime" in cols else None
-            inst = Instant(ts, completed_action(action), State.COMPLETED, done or ts)
-            by_time[ts] = ArchivedEntry(inst, row.get("metadata"), row.get("plan"))
-    return list(by_time.values())
+        done = row.get("completionTime") if with_done else None
+        inst = Instant(ts, completed_action(action), State.COMPLETED, done or ts)
+        out.append(ArchivedEntry(inst, row.get("metadata"), row.get("plan")))
+    return out
 
 
 def _lsm_live_files(storage: Storage, folder: str) -> list[str]:

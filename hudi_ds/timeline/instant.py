@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from datetime import timezone as _dt_timezone
 from enum import Enum
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 
 from hudi_ds.errors import ConfigError, TimelineError
 
@@ -172,13 +172,15 @@ class Instant:
     completion_time: str | None = None
 
     # -- ordering -----------------------------------------------------------------------------
-    def _key(self) -> tuple[str, int, str, str]:
+    def sort_key(self) -> tuple[str, int, str, str]:
+        """The key of the timeline order (``sorted(instants, key=Instant.sort_key)`` sorts as
+        ``sorted(instants)``, comparing tuples instead of calling :meth:`__lt__`)."""
         return (self.requested_time, self.state.rank, self.action, self.completion_time or "")
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Instant):
             return NotImplemented
-        return self._key() < other._key()
+        return self.sort_key() < other.sort_key()
 
     # -- states -------------------------------------------------------------------------------
     @property
@@ -239,40 +241,47 @@ class Instant:
     def parse(cls, file_name: str, layout: int) -> Instant | None:
         """Parse an instant file name (see the module docstring); ``None`` if it is not one."""
         _check_layout(layout)
-        name = file_name.rsplit("/", 1)[-1]
-        if layout == 1:
-            m1 = _LAYOUT1_RE.match(name)
-            if not m1:
-                return None
-            t, completion, action, suffix = m1.group(1), None, m1.group(2), m1.group(3)
-        else:
-            m2 = _LAYOUT2_RE.match(name)
-            if not m2:
-                return None
-            t, completion, action, suffix = m2.group(1), m2.group(2), m2.group(3), m2.group(4)
-        if action == _INFLIGHT:  # T.inflight: the inflight commit
-            if suffix is not None or completion is not None:
-                return None
-            return cls(t, COMMIT, State.INFLIGHT)
-        if action not in ACTIONS or (layout == 1 and action == CLUSTERING):
-            return None
-        if suffix is None:
-            if action in _PENDING_ONLY:
-                return None
-            return cls(t, action, State.COMPLETED, completion)
-        if completion is not None:
-            return None
-        if suffix == _INFLIGHT:
-            if action == COMMIT:  # commit's inflight file is T.inflight, never T.commit.inflight
-                return None
-            return cls(t, action, State.INFLIGHT)
-        if suffix == _REQUESTED and action not in _NO_REQUESTED:
-            return cls(t, action, State.REQUESTED)
-        return None
+        return _parse_name(file_name.rsplit("/", 1)[-1], layout)
 
     def __str__(self) -> str:
         done = f"->{self.completion_time}" if self.completion_time else ""
         return f"[{self.requested_time}{done}__{self.action}__{self.state.value}]"
+
+
+# A name always parses to the same (immutable) instant, and every listing of a timeline parses
+# all of its files again: the parsed names are kept (a timeline of 10,000 instants is 30,000
+# names, listed by every write several times)
+@lru_cache(maxsize=1 << 16)
+def _parse_name(name: str, layout: int) -> Instant | None:
+    if layout == 1:
+        m1 = _LAYOUT1_RE.match(name)
+        if not m1:
+            return None
+        t, completion, action, suffix = m1.group(1), None, m1.group(2), m1.group(3)
+    else:
+        m2 = _LAYOUT2_RE.match(name)
+        if not m2:
+            return None
+        t, completion, action, suffix = m2.group(1), m2.group(2), m2.group(3), m2.group(4)
+    if action == _INFLIGHT:  # T.inflight: the inflight commit
+        if suffix is not None or completion is not None:
+            return None
+        return Instant(t, COMMIT, State.INFLIGHT)
+    if action not in ACTIONS or (layout == 1 and action == CLUSTERING):
+        return None
+    if suffix is None:
+        if action in _PENDING_ONLY:
+            return None
+        return Instant(t, action, State.COMPLETED, completion)
+    if completion is not None:
+        return None
+    if suffix == _INFLIGHT:
+        if action == COMMIT:  # commit's inflight file is T.inflight, never T.commit.inflight
+            return None
+        return Instant(t, action, State.INFLIGHT)
+    if suffix == _REQUESTED and action not in _NO_REQUESTED:
+        return Instant(t, action, State.REQUESTED)
+    return None
 
 
 def _check_layout(layout: int) -> None:

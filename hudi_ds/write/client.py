@@ -636,9 +636,14 @@ class WriteClient:
         plan = self._plans.get(instant)
         if plan is None:
             state = self.table_state()
-            # another client started it (a streaming micro-batch's tasks): its instant files
-            # are newer than this client's listing
-            state.reload_timeline()
+            inst = state.timeline.get(instant)
+            if inst is None or not inst.is_inflight:
+                # another client started it (a streaming micro-batch's tasks): its instant
+                # files are newer than this client's listing. A listing that shows it inflight
+                # already has them (the inflight file is written once; a streaming commit has
+                # just listed the timeline to find the instant): listing a long timeline again
+                # would only repeat it, and the commit lists it again under the lock anyway
+                state.reload_timeline()
             plan = rebuild_plan(instant, self.resolved, state)
             self._plans[instant] = plan
         return plan

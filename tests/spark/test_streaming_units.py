@@ -268,6 +268,30 @@ def test_identifiers_keep_separate_checkpoints(tmp_path: Path, batch_id: dict[st
     assert len(snapshot(path)) == 5
 
 
+def test_commit_lists_the_timeline_three_times(
+    tmp_path: Path, batch_id: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long active timeline costs a listing each time: the commit runner lists it for the
+    latest batch id, to find the batch's instant and under the lock before publishing -- not
+    once more to rebuild the plan of an instant its listing already shows inflight."""
+    path = tmp_path / "t"
+    run_batch(path, 0, [rows(range(4), 1)], batch_id)
+    batch_id["id"] = 1
+    msg = stream_writer(path).write(iter([rows(range(2, 6), 2)]))
+    committer = stream_writer(path)
+    listed: list[str] = []
+    orig = Storage._list
+
+    def counting(self: Storage, rel: str, recursive: bool) -> Any:
+        listed.append(rel)
+        return orig(self, rel, recursive)
+
+    monkeypatch.setattr(Storage, "_list", counting)
+    committer.commit([msg], 1)
+    assert listed.count(".hoodie") == 3
+    assert len(snapshot(path)) == 6 and snapshot(path)["k003"] == (2, 5.0)
+
+
 # ------------------------------------------------------------------------------ the source
 def reader(path: Path, **options: str) -> HudiStreamReader:
     r = HudiDataSource({"path": str(path), **options}).streamReader(
