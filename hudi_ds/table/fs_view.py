@@ -305,17 +305,18 @@ class FileSystemView:
         logs: dict[str, list[LogFile]] = {}
         sizes: dict[str, int] = {}
         for f in files:
-            name = f.name
-            sizes[f.path] = f.size
+            path, size = f.path, f.size
+            sizes[path] = size
+            name = path[path.rfind("/") + 1 :]  # (FileInfo.name, without a call per file)
             # a log file's name starts with a dot, a base file's never does
             if name[:1] == ".":
                 lg = parse_log_file_name(name)
                 if lg is not None and lg.extension == "log" and not lg.cdc:
-                    logs.setdefault(lg.file_id, []).append(LogFile(f.path, lg, f.size))
+                    logs.setdefault(lg.file_id, []).append(LogFile(path, lg, size))
                 continue
             b = parse_base_file_name(name)
             if b is not None:
-                base.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))
+                base.setdefault(b.file_id, []).append(BaseFile(path, b, size))
         groups = []
         for fid in sorted(base.keys() | logs.keys()):
             groups.append(FileGroup(partition, fid, base.get(fid, []), logs.get(fid, [])))
