@@ -21,6 +21,7 @@ import json
 import re
 from array import array
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from typing import Any
 
 from hudi_ds.errors import CorruptFileError
@@ -148,11 +149,12 @@ def _rows(stats: Iterable[WriteStat]) -> Iterable[tuple[str, int, int]]:
 _STATS_KEY = b'\n  "partitionToWriteStats" :'
 _STATS_START = _STATS_KEY + b" {\n"
 _STATS_END = b"\n  }"
-_STAT_OPEN = re.compile(rb'\{\n {6}"')
-_STAT_FIELD = re.compile(
-    rb'\n {6}"(?:path" : "([^"\\\n]*)"|fileSizeInBytes" : (-?\d+|null)|logOffset" : (-?\d+|null))'
-    rb"(?=[,\n])"
+#: per member line of a stat: (path, size, offset, "{" when it is the stat's first member)
+_STAT_MEMBER = re.compile(
+    rb'\n {6}"(?:path" : "([^"\\\n]*)"(?=[,\n])|fileSizeInBytes" : (-?\d+|null)(?=[,\n])'
+    rb'|logOffset" : (-?\d+|null)(?=[,\n])|(?<=(\{)\n {6}"))'
 )
+_Member = tuple[bytes, bytes, bytes, bytes]
 
 
 def _jackson_columns(text: bytes) -> tuple[list[str], array[int], array[int]] | None:
@@ -174,39 +176,25 @@ def _jackson_columns(text: bytes) -> tuple[list[str], array[int], array[int]] | 
     # another partitionToWriteStats member (the last one counts): parsed
     if end < 0 or text.find(_STATS_KEY, end) >= 0:
         return None
-    opens = [m.start() for m in _STAT_OPEN.finditer(text, start, end)]
-    n = len(opens)
-    opens.append(end)
-    raw_paths: list[bytes] = []
-    sizes = array("q")
-    offsets = array("q", bytes(8 * n))
-    # members in Jackson's order (HoodieWriteStat, then HoodieDeltaWriteStat's logOffset):
-    # each stat's path, then its size, then maybe its offset, before the next stat opens
-    stat, expect = -1, 0  # expect: 0 a path, 1 a size, 2 an offset or the next path
-    for m in _STAT_FIELD.finditer(text, start, end):
-        pos = m.start()
-        path, size, offset = m.groups()
-        if path is not None:
-            if expect == 1:
-                return None
-            stat += 1
-            if stat >= n or not opens[stat] < pos < opens[stat + 1]:
-                return None
-            raw_paths.append(path)
-            expect = 1
-        elif size is not None:
-            if expect != 1 or pos > opens[stat + 1]:
-                return None
-            sizes.append(0 if size == b"null" else int(size))
-            expect = 2
-        else:
-            if expect != 2 or pos > opens[stat + 1]:
-                return None
-            offsets[stat] = 0 if offset == b"null" else int(offset)
-            expect = 0
-    if stat != n - 1 or len(sizes) != n:
-        return None
-    paths = [p.decode("utf-8", "surrogatepass") for p in raw_paths]
+    members: list[_Member] = _STAT_MEMBER.findall(text, start, end)
+    # each stat in Jackson's member order (HoodieWriteStat's, then HoodieDeltaWriteStat's):
+    # its opening, its path, its size, then its offset in every stat or in none
+    for width in (4, 3):
+        if len(members) % width == 0 and _in_order(members, width):
+            n = len(members) // width
+            raw_paths = [m[0] for m in members[1::width]]
+            sizes = _longs(m[1] for m in members[2::width])
+            offsets = (
+                _longs(m[2] for m in members[3::width]) if width == 4 else array("q", bytes(8 * n))
+            )
+            break
+    else:
+        stats = _stats_in_order(members)
+        if stats is None:
+            return None
+        raw_paths, sizes, offsets = stats
+    # one decode for all (a path holds no newline)
+    paths = b"\n".join(raw_paths).decode("utf-8", "surrogatepass").split("\n") if raw_paths else []
     if all(paths):
         return paths, sizes, offsets
     # a stat with an empty path is not a file (as from_json skips it)
@@ -216,3 +204,56 @@ def _jackson_columns(text: bytes) -> tuple[list[str], array[int], array[int]] | 
         array("q", (sizes[i] for i in keep)),
         array("q", (offsets[i] for i in keep)),
     )
+
+
+def _in_order(members: list[_Member], width: int) -> bool:
+    """Whether ``members`` are stats of ``width`` members each: opening, path, size (and
+    offset when ``width`` is 4); a member's kind is the one group it has (a path may be
+    empty: no group)."""
+    opening, path, size = members[0::width], members[1::width], members[2::width]
+    return (
+        all(map(_OPENING, opening))
+        and not any(map(_SIZE, path))
+        and not any(map(_OFFSET, path))
+        and not any(map(_OPENING, path))
+        and all(map(_SIZE, size))
+        and (width == 3 or all(map(_OFFSET, members[3::width])))
+    )
+
+
+_SIZE, _OFFSET, _OPENING = itemgetter(1), itemgetter(2), itemgetter(3)
+
+
+def _longs(values: Iterable[bytes]) -> array[int]:
+    return array("q", [0 if v == b"null" else int(v) for v in values])
+
+
+def _stats_in_order(
+    members: list[_Member],
+) -> tuple[list[bytes], array[int], array[int]] | None:
+    """:func:`_in_order` for stats with and without an offset mixed (one at a time)."""
+    raw_paths: list[bytes] = []
+    sizes, offsets = array("q"), array("q")
+    expect = 0  # 0: an opening, 1: a path, 2: a size, 3: an offset or an opening
+    for path, size, offset, opening in members:
+        if opening:
+            if expect not in (0, 3):
+                return None
+            offsets.append(0)
+            expect = 1
+        elif size:
+            if expect != 2:
+                return None
+            sizes.extend(_longs((size,)))
+            expect = 3
+        elif offset:
+            if expect != 3:
+                return None
+            offsets[-1] = _longs((offset,))[0]
+            expect = 0
+        else:
+            if expect != 1:
+                return None
+            raw_paths.append(path)
+            expect = 2
+    return (raw_paths, sizes, offsets) if expect in (0, 3) else None
