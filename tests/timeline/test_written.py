@@ -1,5 +1,6 @@
-"""The written files of a commit read from its JSON without parsing it: the scan of Jackson's
-pretty-printed shape gives exactly what ``json.loads`` gives, and any other text is parsed."""
+"""What reads of commit metadata need, without decoding all of it: the written files of a commit
+(the scan of Jackson's pretty-printed JSON gives exactly what ``json.loads`` gives, any other
+text is parsed) and its ``extraMetadata`` (only that member parsed)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,23 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
+import hudi_ds
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.layout.naming import base_file_name, log_file_name
 from hudi_ds.timeline import written
-from hudi_ds.timeline.metadata import CommitMetadata, WriteStat, jackson_pretty
+from hudi_ds.timeline.metadata import (
+    CommitMetadata,
+    WriteStat,
+    extra_metadata_of,
+    jackson_pretty,
+)
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.written import WrittenFiles
+from hudi_ds.write.client import WriteClient
+from tests.conftest import table_options
 from tests.fixtures import FIXTURES_DIR, MORE_FIXTURES_DIR, require_fixtures
 
 BASE = "x/" + base_file_name("f0-0", "1-2-3", "001")
@@ -174,3 +185,79 @@ def test_scan_of_a_file_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     f = tmp_path / "c.commit"
     f.write_bytes(_commit({"x": [_stat(BASE, 1)]}) + b"\n")
     assert _scanned(f.read_bytes(), monkeypatch) == [(BASE, 1, 0)]
+
+
+# -- extraMetadata without the write stats ----------------------------------------------------
+
+
+def _extra_shapes() -> dict[str, bytes]:
+    good = _commit({"x": [_stat(BASE, 4096, logOffset=0)]})
+    md = CommitMetadata(extra_metadata={"schema": '{"a":"b\\n"}', "k": "ü"})
+    return {
+        "jackson": good,
+        "empty": _commit({"x": [_stat(BASE, 1)]}).replace(
+            b'"extraMetadata" : {\n    "schema"', b'"extraMetadata" : { },\n  "x" : {\n    "s"'
+        ),
+        "replace": _commit({"x": []}, partitionToReplaceFileIds={"x": ["f9-0"]}),
+        "escapes": md.to_json_bytes(),
+        "repeated": good[:-2] + b',\n  "extraMetadata" : {\n    "k" : "last"\n  }\n}',
+        "compact": json.dumps(json.loads(good)).encode(),
+        "null": good.replace(b'"extraMetadata" : {', b'"extraMetadata" : null, "y" : {'),
+        "avro": md.to_avro_bytes(),
+    }
+
+
+@pytest.mark.parametrize("shape", sorted(_extra_shapes()))
+def test_extra_metadata_is_what_the_full_decode_gives(shape: str) -> None:
+    data = _extra_shapes()[shape]
+    assert extra_metadata_of(data) == CommitMetadata.from_bytes(data).extra_metadata
+
+
+def test_extra_metadata_skips_the_write_stats(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _commit({f"p{p}": [_stat(f"p{p}/" + BASE, 1)] for p in range(100)})
+    monkeypatch.setattr(
+        CommitMetadata, "from_bytes", classmethod(lambda cls, d: pytest.fail("decoded"))
+    )
+    got = extra_metadata_of(data)
+    assert got == {"schema": '{"type":"record","name":"r"}', "path": "x/extra"}
+    with pytest.raises(CorruptFileError):  # torn: the full decode (unpatched) refuses it
+        monkeypatch.undo()
+        extra_metadata_of(data[:-40])
+
+
+def test_apache_hudi_extra_metadata_is_read_as_decoded() -> None:
+    require_fixtures()
+    zips = sorted(FIXTURES_DIR.glob("*.zip")) + sorted(MORE_FIXTURES_DIR.glob("*/*.zip"))
+    seen = 0
+    for z in zips:
+        with zipfile.ZipFile(z) as zf:
+            for name in zf.namelist():
+                if "__MACOSX" in name or not name.endswith(
+                    (".commit", ".deltacommit", ".replacecommit")
+                ):
+                    continue
+                data = zf.read(name)
+                want = CommitMetadata.from_bytes(data).extra_metadata
+                assert extra_metadata_of(data) == want, (z.name, name)
+                seen += 1
+    assert seen >= 20
+
+
+def test_schema_and_streaming_checkpoint_lookups_decode_no_write_stats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table schema, the refusal of unsupported tables and a streaming sink's committed
+    batch read only the commits' extraMetadata (a table with no checkpoint is scanned back
+    to its first commit)."""
+    opts = table_options("t", partition="p")
+    path = str(tmp_path / "t")
+    first = pa.table({"id": ["a", "b"], "ts": [1, 1], "p": ["x", "y"], "v": [1.0, 2.0]})
+    hudi_ds.write(path, first, opts)
+    hudi_ds.write(path, first.set_column(1, "ts", pa.array([2, 2])), opts)
+    monkeypatch.setattr(
+        Timeline, "read_commit_metadata", lambda tl, inst: pytest.fail("write stats decoded")
+    )
+    table = hudi_ds.HudiTable(path)
+    assert table.schema.names[-4:] == ["id", "ts", "p", "v"]
+    assert len(table.plan_read().slices) == 2
+    assert WriteClient(path, opts).committed_streaming_batch("default_single_writer") is None
