@@ -16,13 +16,23 @@ and once without:
   the whole write: start, tag, write, commit; no compaction falls in them: it runs every 5
   delta commits). The median counts. Each upsert's commit metadata must show every row as an
   update (none an insert: a key tagged to a new file group would duplicate it).
+* **stream**: ``STREAM_BATCHES`` micro-batches of the Spark streaming sink
+  (``df.writeStream.format("hudi_py")``), each ``UPSERT_ROWS`` random existing keys, driven
+  without Spark as its processes call the sink (:mod:`hudi_ds.spark.streaming`): a planner's
+  ``streamWriter()`` for the task, the task's ``write`` (its batch id set as Spark's task
+  context would), then the commit runner's fresh ``streamWriter()`` and ``commit(messages,
+  batch id)``. The time of the last two, the driver's commit of a micro-batch (median; the
+  first batch's too: it scans the timeline back for a checkpoint of the stream), is **the
+  streaming micro-batch commit** (the sink's compaction is off: ``STREAM_OPTIONS``).
+  Each batch must record its rows as updates, as the upserts.
 * **plan**: planning a snapshot read (``HudiTable(path).plan_read()``) in a fresh process:
   the first plan (the process decodes the timeline and groups the files: the goal's figure)
   and the best of three (a process's later plans reuse what it decoded).
 
 Goals: from 1k to 100k file groups a 1,000-row upsert's time grows at most 3x with the metadata
 table on; planning stays under 1 s at 100k file groups; the driver commit of 100k WriteStatus
-messages takes under 10 s.
+messages takes under 10 s. The streaming micro-batch commit's growth is reported beside the
+upsert's (no goal).
 """
 
 from __future__ import annotations
@@ -48,6 +58,13 @@ PARTITIONS = (10, 100, 1000)
 ROWS_PER_GROUP = 4
 UPSERT_ROWS = 1_000
 UPSERTS = 3
+STREAM_BATCHES = 3
+#: the stream's sink options over the table's: no compaction (it would fall in the 5th delta
+#: commit, and a background compactor of 100,000 file groups would run beside the timings)
+STREAM_OPTIONS = {
+    "hoodie.datasource.compaction.async.enable": "false",
+    "hoodie.compact.inline": "false",
+}
 GOAL_UPSERT_GROWTH = 3.0
 GOAL_PLAN_S = 1.0
 GOAL_COMMIT_S = 10.0
@@ -156,6 +173,7 @@ def run_size(root: Path, partitions: int, mdt: bool) -> dict[str, Any]:
                     f"{path}: upsert {i} recorded {updates} updates and {inserts} inserts, "
                     f"expected {k} updates of existing keys"
                 )
+        stream = _stream(path, opts, n, partitions, rng, 2 + UPSERTS)
     finally:
         timer.close()
     out = subprocess.run(
@@ -182,6 +200,56 @@ def run_size(root: Path, partitions: int, mdt: bool) -> dict[str, Any]:
         "upsert_median_s": statistics.median(upsert_s),
         "plan_first_s": plan["plan_s"][0],
         "plan_best_s": min(plan["plan_s"]),
+        **stream,
+    }
+
+
+def _stream(
+    path: str,
+    opts: dict[str, str],
+    n: int,
+    partitions: int,
+    rng: np.random.Generator,
+    ts: int,
+) -> dict[str, Any]:
+    """``STREAM_BATCHES`` micro-batches of the streaming sink without Spark (each a planner's
+    writer and task, then the commit runner's writer and commit); the commit runner's part
+    timed."""
+    from hudi_ds.spark import streaming
+    from hudi_ds.spark.datasource import HudiDataSource
+    from hudi_ds.spark.types import arrow_to_spark_schema
+
+    sink = HudiDataSource({**opts, **STREAM_OPTIONS, "path": path})
+    k = min(UPSERT_ROWS, n // 2)
+    schema = arrow_to_spark_schema(_rows(np.arange(1), ts, partitions).schema)
+    task_batch_id = streaming.task_batch_id
+    commit_s, commit_cpu, batch_s = [], [], []
+    try:
+        for batch_id in range(STREAM_BATCHES):
+            rows = _rows(rng.choice(n, k, replace=False), ts + batch_id, partitions)
+            t0 = time.perf_counter()
+            # the batch id a task reads from Spark's task context
+            streaming.task_batch_id = lambda b=batch_id: b
+            msg = sink.streamWriter(schema, False).write(iter(rows.to_batches()))
+            t, c = time.perf_counter(), time.process_time()
+            sink.streamWriter(schema, False).commit([msg], batch_id)
+            commit_s.append(time.perf_counter() - t)
+            commit_cpu.append(time.process_time() - c)
+            batch_s.append(time.perf_counter() - t0)
+            updates, inserts = _upsert_counts(path)
+            if (updates, inserts) != (k, 0):
+                raise AssertionError(
+                    f"{path}: micro-batch {batch_id} recorded {updates} updates and {inserts} "
+                    f"inserts, expected {k} updates of existing keys"
+                )
+    finally:
+        streaming.task_batch_id = task_batch_id
+    return {
+        "stream_commit_s": commit_s,
+        "stream_commit_cpu_s": commit_cpu,
+        "stream_batch_s": batch_s,
+        "stream_commit_median_s": statistics.median(commit_s),
+        "stream_batch_median_s": statistics.median(batch_s),
     }
 
 
@@ -201,6 +269,9 @@ def summary(res: dict[str, Any]) -> dict[str, Any]:
             "from_groups": small["file_groups"],
             "to_groups": big["file_groups"],
             "upsert_growth": big["upsert_median_s"] / small["upsert_median_s"],
+            "stream_commit_s": big["stream_commit_median_s"],
+            "stream_first_commit_s": big["stream_commit_s"][0],
+            "stream_commit_growth": big["stream_commit_median_s"] / small["stream_commit_median_s"],
             "plan_best_s": big["plan_best_s"],
             "plan_first_s": big["plan_first_s"],
             "commit_statuses": big["commit_statuses"],
@@ -212,29 +283,33 @@ def summary(res: dict[str, Any]) -> dict[str, Any]:
 def table(res: dict[str, Any]) -> str:
     lines = [
         "| file groups | partitions | metadata table | build | driver commit (WriteStatus) "
-        "| 1,000-row upsert (median, CPU) | plan: first / best of 3 |",
-        "|---|---|---|---|---|---|---|",
+        "| 1,000-row upsert (median, CPU) | stream micro-batch commit (median, CPU) "
+        "| plan: first / best of 3 |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in res["results"]:
         cpu = statistics.median(r["upsert_cpu_s"])
+        stream_cpu = statistics.median(r["stream_commit_cpu_s"])
         lines.append(
             f"| {r['file_groups']:,} | {r['partitions']:,} | {'on' if r['metadata_table'] else 'off'} "
             f"| {r['build_s']:.1f} s | {r['commit_s']:.2f} s ({r['commit_statuses']:,}) "
             f"| {r['upsert_median_s']:.2f} s ({cpu:.2f} s) "
+            f"| {r['stream_commit_median_s']:.2f} s ({stream_cpu:.2f} s) "
             f"| {r['plan_first_s']:.2f} s / {r['plan_best_s']:.2f} s |"
         )
     return "\n".join(lines)
 
 
 def chart(res: dict[str, Any], out: Path) -> Path:
-    """Three panels against the file group count (log-log): the upsert, the read plan and the
-    driver's commit, metadata table on and off."""
+    """Four panels against the file group count (log-log): the upsert, the streaming
+    micro-batch commit, the read plan and the driver's commit, metadata table on and off."""
     from bench.charts import _plt
 
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4))
     panels = (
         ("upsert_median_s", "1,000-row upsert (s)"),
+        ("stream_commit_median_s", "streaming micro-batch commit, 1,000 rows (s)"),
         ("plan_first_s", "snapshot read planning, fresh process (s)"),
         ("commit_s", "driver commit, one WriteStatus a file group (s)"),
     )
@@ -271,15 +346,29 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
     up = "1,000-row upsert time, 1k -> 100k file groups, metadata table on"
     plan = "snapshot read planning at 100k file groups (metadata table on / off)"
     commit = "driver commit of 100k WriteStatus messages (metadata table on / off)"
+    stream = "streaming micro-batch commit (1,000 rows), 1k -> 100k file groups, metadata table on"
     s = (res or {}).get("summary") or {}
     if "mdt" not in s or "no_mdt" not in s:
         why = "not measured (python -m bench.table_scale)"
         return [
             (up, f"<= {GOAL_UPSERT_GROWTH}x", why, "-", "-"),
+            (stream, "- (reported)", why, "-", "-"),
             (plan, f"< {GOAL_PLAN_S} s", why, "-", "-"),
             (commit, f"< {GOAL_COMMIT_S} s", why, "-", "-"),
         ]
     on, off = s["mdt"], s["no_mdt"]
+    if "stream_commit_growth" in on and "stream_commit_growth" in off:
+        stream_row = (
+            f"{stream} ({on['from_groups']:,} -> {on['to_groups']:,})",
+            "- (reported)",
+            f"{on['stream_commit_growth']:.2f}x, {on['stream_commit_s']:.2f} s at "
+            f"{on['to_groups']:,}{_first(on)} (off: {off['stream_commit_growth']:.2f}x, "
+            f"{off['stream_commit_s']:.2f} s{_first(off)})",
+            "-",
+            "-",
+        )
+    else:
+        stream_row = (stream, "- (reported)", "not measured in this run", "-", "-")
     g = on["upsert_growth"]
     worst_plan = max(on["plan_first_s"], off["plan_first_s"])
     worst_commit = max(on["commit_s"], off["commit_s"])
@@ -291,6 +380,7 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
             "yes" if g <= GOAL_UPSERT_GROWTH else "no",
             "-",
         ),
+        stream_row,
         (
             plan,
             f"< {GOAL_PLAN_S} s",
@@ -308,6 +398,12 @@ def acceptance_rows(res: dict[str, Any] | None) -> list[tuple[str, ...]]:
             "-",
         ),
     ]
+
+
+def _first(row: dict[str, Any]) -> str:
+    """The stream's first micro-batch commit, where the run recorded it."""
+    first = row.get("stream_first_commit_s")
+    return "" if first is None else f", the first micro-batch {first:.2f} s"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -329,7 +425,9 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(r)
                 print(
                     f"{r['file_groups']:,} file groups, metadata table {mdt}: "
-                    f"upsert {r['upsert_median_s']:.2f} s, plan {r['plan_best_s']:.2f} s, "
+                    f"upsert {r['upsert_median_s']:.2f} s, "
+                    f"stream commit {r['stream_commit_median_s']:.2f} s, "
+                    f"plan {r['plan_first_s']:.2f} s first / {r['plan_best_s']:.2f} s best, "
                     f"commit of {r['commit_statuses']:,} statuses {r['commit_s']:.2f} s",
                     flush=True,
                 )

@@ -237,11 +237,15 @@ class Storage:
                 if self.is_dir(rel):
                     raise
                 infos = []
-        for fi in infos:
-            path = fi.path[prefix:] if fi.path.startswith(self.root) else fi.path
+        root, directory = self.root, pafs.FileType.Directory
+        for fi in infos:  # (a partition of a large table lists thousands: no call per file)
+            path = fi.path
+            if path.startswith(root):
+                path = path[prefix:]
+            mt = fi.mtime_ns
             yield (
-                FileInfo(path, int(fi.size or 0), _mtime_ms(fi)),
-                fi.type == pafs.FileType.Directory,
+                FileInfo(path, int(fi.size or 0), mt // 1_000_000 if mt is not None else 0),
+                fi.type == directory,
             )
 
     # -- reads -------------------------------------------------------------------------------

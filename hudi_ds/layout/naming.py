@@ -35,6 +35,11 @@ _LOG_RE = re.compile(
     r"^\.(?P<file_id>.+)_(?P<instant>[^_]*)\.(?P<ext>log|archive)\.(?P<version>\d+)"
     r"(?:_(?P<token>\d+-\d+-\d+)(?P<cdc>\.cdc)?)?$"
 )
+# the same grammar for the names Hudi writes (a fileId without "_"), without the backtracking
+# of the general pattern's ".+" (a listing of 100,000 log files parses each name once)
+_LOG_RE_PLAIN = re.compile(
+    r"\.([^_\n]+)_([^_]*)\.(log|archive)\.(\d+)(?:_(\d+-\d+-\d+)(\.cdc)?)?\Z"
+)
 _BASE_RE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>[^_.]+)(?P<ext>\.\w+)$")
 _TOKEN_RE = re.compile(r"^\d+-\d+-\d+$")
 _BUCKET_ID_DIGITS = 8
@@ -78,25 +83,22 @@ def parse_base_file_name(name: str) -> BaseFileName | None:
     if name.startswith("."):
         return None
     m = _BASE_RE.match(name)
-    if not m or m.group("ext") not in BASE_FILE_EXTENSIONS:
+    if not m:
         return None
-    return BaseFileName(m.group("file_id"), m.group("token"), m.group("instant"), m.group("ext"))
+    file_id, token, instant, ext = m.groups()
+    if ext not in BASE_FILE_EXTENSIONS:
+        return None
+    return BaseFileName(file_id, token, instant, ext)
 
 
 @lru_cache(maxsize=1 << 16)  # as parse_base_file_name
 def parse_log_file_name(name: str) -> LogFileName | None:
     """Parse ``.<fileId>_<instant>.log.<version>[_<writeToken>]``; None if not a log file."""
-    m = _LOG_RE.match(name)
+    m = _LOG_RE_PLAIN.match(name) or _LOG_RE.match(name)
     if not m:
         return None
-    return LogFileName(
-        m.group("file_id"),
-        m.group("instant"),
-        int(m.group("version")),
-        m.group("token"),
-        m.group("ext"),
-        bool(m.group("cdc")),
-    )
+    file_id, instant, ext, version, token, cdc = m.groups()
+    return LogFileName(file_id, instant, int(version), token, ext, bool(cdc))
 
 
 def base_file_name(file_id: str, write_token: str, instant_time: str, ext: str = ".parquet") -> str:

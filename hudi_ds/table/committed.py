@@ -19,10 +19,17 @@ checked. The check uses the sizes of the listing the view already holds (no IO p
 and compares every committed file with it in bulk first (:func:`find_problems`): only the
 partitions where something differs get the per-file-group rules above, so a table of 100,000
 file groups costs a few dictionary look-ups per file.
+
+A read listed through the metadata table does not run the check: in step with the timeline,
+the metadata table lists exactly the files the commits wrote with their committed sizes (it
+is written from the same write stats), so the check could find nothing, and Java's reader
+trusts it (``HoodieBackedTableMetadata``); its commits are decoded only for the log ranges of
+a log file holding a corrupt block (:meth:`Committed.deferred`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,27 +102,38 @@ class Committed:
 
     Built from the timeline's per-process cache of written files, so an unchanged table's
     second read decodes nothing; only the file groups a check finds suspect are turned into
-    :class:`CommittedFile` objects (:func:`find_problems`).
+    :class:`CommittedFile` objects (:func:`find_problems`). :meth:`deferred` decodes the
+    commits when :attr:`written` is first used.
     """
 
     def __init__(self, written: Sequence[tuple[str, str, WrittenFiles]], layout2: bool) -> None:
-        self.written = list(written)
+        self._written = list(written)
+        self._pending: Callable[[], list[tuple[str, str, WrittenFiles]]] | None = None
+        self._lock = threading.Lock()  # a plan's reader threads share it
         self.layout2 = layout2
 
     @classmethod
     def load(cls, timeline: Timeline, commits: Sequence[Instant], layout2: bool) -> Committed:
         """The files ``commits`` wrote (those whose instant file is still there)."""
-        written = []
-        for inst in commits:
-            try:
-                wf = timeline.read_written_files(inst)
-            except InstantNotFoundError:
-                # its file went after the timeline was listed: a concurrent archival moved
-                # the instant to the archived timeline (Hudi's archiver deletes completed
-                # files last), and archived commits' files are not checked
-                continue
-            written.append((inst.requested_time, inst.completion_time or inst.requested_time, wf))
-        return cls(written, layout2)
+        return cls(_read_written(timeline, commits), layout2)
+
+    @classmethod
+    def deferred(cls, timeline: Timeline, commits: Sequence[Instant], layout2: bool) -> Committed:
+        """:meth:`load`, with the commits decoded when :attr:`written` is first used (a read
+        whose log files turn out whole never uses it)."""
+        out = cls((), layout2)
+        commits = list(commits)
+        out._pending = lambda: _read_written(timeline, commits)
+        return out
+
+    @property
+    def written(self) -> list[tuple[str, str, WrittenFiles]]:
+        """``(requested time, completion time, written files)`` of each commit."""
+        if self._pending is not None:
+            with self._lock:
+                if self._pending is not None:
+                    self._written, self._pending = self._pending(), None
+        return self._written
 
     def files(
         self,
@@ -190,7 +208,23 @@ class Committed:
 
     def log_ranges(self) -> LogRanges:
         """The committed byte ranges of every log file written (looked up lazily)."""
-        return LogRanges(self.written)
+        return LogRanges(self)
+
+
+def _read_written(
+    timeline: Timeline, commits: Sequence[Instant]
+) -> list[tuple[str, str, WrittenFiles]]:
+    written = []
+    for inst in commits:
+        try:
+            wf = timeline.read_written_files(inst)
+        except InstantNotFoundError:
+            # its file went after the timeline was listed: a concurrent archival moved the
+            # instant to the archived timeline (Hudi's archiver deletes completed files
+            # last), and archived commits' files are not checked
+            continue
+        written.append((inst.requested_time, inst.completion_time or inst.requested_time, wf))
+    return written
 
 
 class LogRanges(Mapping[str, Ranges]):
@@ -201,9 +235,13 @@ class LogRanges(Mapping[str, Ranges]):
     Pickles as a plain dict (a read task receives :meth:`ReadPlan.for_slices`'s few
     entries; a whole plan pickles them all)."""
 
-    def __init__(self, written: Sequence[tuple[str, str, WrittenFiles]]) -> None:
-        self._written = list(written)
+    def __init__(self, committed: Committed) -> None:
+        self._committed = committed
         self._paths: list[str] | None = None
+
+    @property
+    def _written(self) -> list[tuple[str, str, WrittenFiles]]:
+        return self._committed.written
 
     def __getitem__(self, path: str) -> Ranges:
         out = []

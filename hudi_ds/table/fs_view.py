@@ -304,18 +304,22 @@ class FileSystemView:
         base: dict[str, list[BaseFile]] = {}
         logs: dict[str, list[LogFile]] = {}
         sizes: dict[str, int] = {}
+        # without the parsers' caches: a listing's names are parsed once, and its groups are
+        # what is kept (a fresh process listing 100,000 files would only churn the caches)
+        parse_log, parse_base = parse_log_file_name.__wrapped__, parse_base_file_name.__wrapped__
         for f in files:
-            name = f.name
-            sizes[f.path] = f.size
+            path, size = f.path, f.size
+            sizes[path] = size
+            name = path[path.rfind("/") + 1 :]  # (FileInfo.name, without a call per file)
             # a log file's name starts with a dot, a base file's never does
             if name[:1] == ".":
-                lg = parse_log_file_name(name)
+                lg = parse_log(name)
                 if lg is not None and lg.extension == "log" and not lg.cdc:
-                    logs.setdefault(lg.file_id, []).append(LogFile(f.path, lg, f.size))
+                    logs.setdefault(lg.file_id, []).append(LogFile(path, lg, size))
                 continue
-            b = parse_base_file_name(name)
+            b = parse_base(name)
             if b is not None:
-                base.setdefault(b.file_id, []).append(BaseFile(f.path, b, f.size))
+                base.setdefault(b.file_id, []).append(BaseFile(path, b, size))
         groups = []
         for fid in sorted(base.keys() | logs.keys()):
             groups.append(FileGroup(partition, fid, base.get(fid, []), logs.get(fid, [])))

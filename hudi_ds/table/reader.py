@@ -223,7 +223,7 @@ def scan_slice_logs(
             them are torn tails of failed writes: skipped and counted, as Java does.
     """
     blocks: list[LogBlock] = []
-    ranges = ctx.log_ranges if ctx is not None and ctx.log_ranges else {}
+    ranges = ctx.log_ranges if ctx is not None and ctx.log_ranges is not None else {}
     for lf in fslice.log_files:
         stats.log_files += 1
         try:
@@ -239,8 +239,10 @@ def scan_slice_logs(
             ) from e
         # the blocks are decoded right away: their contents stay views of the file bytes
         scan = scan_log_bytes(data, lf.path, copy=False)
-        committed = ranges.get(lf.path)
-        if scan.corrupt_blocks and committed:
+        # only a file with a corrupt block needs its committed ranges (they may decode the
+        # write stats of every commit)
+        committed = ranges.get(lf.path) if scan.corrupt_blocks else None
+        if committed:
             for off in scan.corrupt_offsets:
                 hit = next((r for r in committed if r[0] <= off < r[1]), None)
                 if hit is None:

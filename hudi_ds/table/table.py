@@ -363,9 +363,10 @@ class ReadableTable:
             and (skip is None or skip.keep_slice(s))
             and (si is None or si.keep(p, s.file_id))
         ]
-        # every committed file of the slices read must be there, whole (a file group the
-        # statistics ruled out is not read: its files are not checked)
-        committed, problems = self._committed_problems(view, vis, include_logs, keep, skip)
+        # every committed file of the slices read (not those the statistics ruled out) is whole
+        committed, problems = self._committed_problems(
+            view, vis, include_logs, keep, skip, trust_metadata=True
+        )
         skipped_missing: list[str] = []
         skipped_damaged: list[str] = []
         if problems:
@@ -376,8 +377,7 @@ class ReadableTable:
             slices = self._skip_problems(problems, slices, ctx, skipped_missing, skipped_damaged)
         ctx = dataclasses.replace(ctx, log_ranges=committed.log_ranges())
         plan = ReadPlan(vis, ctx, slices, cols, flt, commit_times, self._output_schema(cols))
-        plan.missing_files = skipped_missing
-        plan.damaged_files = skipped_damaged
+        plan.missing_files, plan.damaged_files = skipped_missing, skipped_damaged
         if skip is not None:
             plan.data_skipped_slices = skip.skipped_slices
             plan.data_skipped_partitions = skip.skipped_partitions
@@ -540,12 +540,22 @@ class ReadableTable:
         include_logs: bool,
         keep: SlicePruner | None = None,
         skip: DataSkipping | None = None,
+        *,
+        trust_metadata: bool = False,
     ) -> tuple[Committed, list[Problem]]:
         """The files the visible commits wrote and those missing or short on storage: those
         of the file groups the pruner ``keep`` covers (None: all) less the ones the
-        statistics ruled out (not read)."""
+        statistics ruled out (not read).
+
+        ``trust_metadata``: a listing through the metadata table is trusted, as Java's reader
+        does (``HoodieBackedTableMetadata``): in step with the timeline it lists exactly the
+        files the commits wrote, with their committed sizes, so the check would find nothing;
+        the commits are then decoded only when :attr:`Committed.written` is first used."""
         layout2 = self.config.timeline_layout_version >= 2
-        committed = Committed.load(self.timeline, visible_commits(self.timeline, vis), layout2)
+        commits = visible_commits(self.timeline, vis)
+        if trust_metadata and isinstance(view.listing, MetadataReader):
+            return Committed.deferred(self.timeline, commits, layout2), []
+        committed = Committed.load(self.timeline, commits, layout2)
         if keep is None:
             return committed, find_problems(committed, view, include_logs, vis.replaced)
         part = None if keep.keeps_all else keep.partition

@@ -154,7 +154,7 @@ def _latest_internal_schema(state: TableState) -> tuple[str, dict[str, Any] | No
     tl = state.timeline
     for inst in reversed(tl.commits()):
         try:
-            extra = tl.read_commit_metadata(inst).extra_metadata
+            extra = tl.read_extra_metadata(inst)
         except (CorruptFileError, InstantNotFoundError):
             return "", None  # the read or write reports the damaged (or archived) commit itself
         if not extra.get("schema"):

@@ -395,6 +395,44 @@ class CommitMetadata:
         return self.to_json_bytes() if layout == 1 else self.to_avro_bytes()
 
 
+#: the extraMetadata member of commit JSON as Jackson pretty-prints it (a member of the root
+#: object: a line indented two spaces, which a JSON string cannot hold: it has no raw newline)
+_EXTRA_KEY = b'\n  "extraMetadata" : '
+
+
+def extra_metadata_of(data: bytes) -> dict[str, str]:
+    """``extraMetadata`` of a commit metadata file (:attr:`CommitMetadata.extra_metadata`).
+
+    In Jackson's pretty-printed JSON only that member's object is parsed, found from the end
+    of the text (a bulk insert's 100 MB of write stats come before it; the last member of a
+    repeated key counts, as when parsing all); any other content is decoded whole.
+
+    Raises:
+        CorruptFileError: as :meth:`CommitMetadata.from_bytes`.
+    """
+    text = data.strip()
+    if text.startswith(b'{\n  "') and text.endswith(b"\n}"):
+        at = text.rfind(_EXTRA_KEY)
+        start = at + len(_EXTRA_KEY)
+        if at < 0:
+            end = -1
+        elif text.startswith(b"{ }", start):
+            end = start + 3
+        elif text.startswith(b"{\n", start):
+            close = text.find(b"\n  }", start)
+            end = close + 4 if close >= 0 else -1
+        else:
+            end = -1
+        if end >= 0 and text[end : end + 5] in (b',\n  "', b"\n}"):
+            try:
+                obj = json.loads(text[start:end].decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                obj = None
+            if isinstance(obj, dict):
+                return dict(obj)
+    return CommitMetadata.from_bytes(data).extra_metadata
+
+
 #: a JSON string literal as ``json.dumps(s, ensure_ascii=False)`` writes it
 _json_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
 

@@ -46,7 +46,7 @@ from hudi_ds.timeline.instant import (
     format_instant_time,
 )
 from hudi_ds.timeline.instant_cache import CompletedInstantCache, completed_instants, written_files
-from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.metadata import CommitMetadata, extra_metadata_of
 from hudi_ds.timeline.plans import (
     CleanerPlan,
     CleanMetadata,
@@ -674,6 +674,34 @@ class Timeline(Sequence[Instant]):
             return CommitMetadata.from_avro_record(data)
 
         return cast(CommitMetadata, self._cached("commit", ts, state, make))
+
+    def read_extra_metadata(self, instant: Instant | str) -> dict[str, str]:
+        """The ``extraMetadata`` of a commit/deltacommit/replacecommit (the writer schema, a
+        streaming checkpoint...), without decoding its write stats when it is JSON
+        (:func:`~hudi_ds.timeline.metadata.extra_metadata_of`); cached like
+        :meth:`read_commit_metadata`. The caller must not change it.
+
+        Raises:
+            InstantNotFoundError: no such instant file.
+            CorruptFileError: the file cannot be parsed (the message names it).
+        """
+        ts = self._ts(instant)
+        state = self._state_of(instant)
+        if state is State.REQUESTED:
+            return {}
+        actions = _family(COMMIT) | _family(DELTA_COMMIT) | _family(REPLACE_COMMIT)
+
+        def make() -> dict[str, str]:
+            if ("commit", ts, state) in self._cache:  # decoded already
+                return self._cache[("commit", ts, state)].extra_metadata
+            data = self._content(ts, state, actions)
+            if data is None:
+                return {}
+            if isinstance(data, bytes | bytearray):
+                return extra_metadata_of(bytes(data))
+            return CommitMetadata.from_avro_record(data).extra_metadata
+
+        return cast(dict[str, str], self._cached("extra", ts, state, make))
 
     def read_written_files(self, instant: Instant | str) -> WrittenFiles:
         """The files a commit/deltacommit/replacecommit wrote, with their committed sizes and

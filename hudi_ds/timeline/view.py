@@ -155,8 +155,7 @@ class TableState:
         """The writer schema of the latest commit that recorded one, else the create schema."""
         tl = self.timeline
         for inst in reversed(tl.commits()):
-            md = tl.read_commit_metadata(inst)
-            s = md.extra_metadata.get("schema") if md is not None else None
+            s = tl.read_extra_metadata(inst).get("schema")
             if s:
                 return s
         return self.config.create_schema

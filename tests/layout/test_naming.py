@@ -60,6 +60,32 @@ def test_format_and_parse() -> None:
     assert parse_log_file_name("x.parquet") is None
 
 
+@pytest.mark.parametrize(
+    ("name", "want"),
+    [
+        (".f-0_001.log.2_0-1-2", ("f-0", "001", 2, "0-1-2", "log", False)),
+        (".f-0_001.log.1", ("f-0", "001", 1, None, "log", False)),
+        (".f-0_001.log.1_0-1-2.cdc", ("f-0", "001", 1, "0-1-2", "log", True)),
+        (".f-0_001.archive.4_0-1-2", ("f-0", "001", 4, "0-1-2", "archive", False)),
+        # a file id with "_" (no Hudi writer makes one): the last "_" before the instant splits
+        (".a_b-0_001.log.1_0-1-2", ("a_b-0", "001", 1, "0-1-2", "log", False)),
+        (".f-0_001.log.1_0-1-2\n", ("f-0", "001", 1, "0-1-2", "log", False)),
+        (".f\n0_001.log.1", None),
+        (".f-0_001.log.x", None),
+        (".f-0_001.log.1_0-1", None),
+        (".f-0.log.1", None),
+    ],
+)
+def test_log_file_names_parse_by_the_one_grammar(name: str, want: tuple | None) -> None:
+    lg = parse_log_file_name.__wrapped__(name)
+    got = (
+        None
+        if lg is None
+        else (lg.file_id, lg.instant_time, lg.version, lg.write_token, lg.extension, lg.cdc)
+    )
+    assert got == want
+
+
 def test_partition_paths() -> None:
     assert partition_path_of(["a", "b"], ["1", "x"], True) == "a=1/b=x"
     assert partition_path_of(["a"], ["2024/01"], False) == "2024/01"

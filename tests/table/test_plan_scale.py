@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import ConfigError, CorruptFileError, MissingFileError
+from hudi_ds.errors import ConfigError, CorruptBlockError, CorruptFileError, MissingFileError
 from hudi_ds.layout.file_group import BaseFile, FileGroup, LogFile
 from hudi_ds.layout.naming import (
     base_file_name,
@@ -33,6 +33,7 @@ from hudi_ds.table import fs_view
 from hudi_ds.table.committed import Committed
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.timeline.metadata import CommitMetadata
+from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import Visibility
 from hudi_ds.timeline.written import WrittenFiles
 from tests.builders import read_rows, sorted_rows
@@ -269,3 +270,45 @@ def test_a_partition_filtered_read_checks_the_partitions_it_reads(tmp_path: Path
         table.read(filters=[("p", "=", "y")])
     with pytest.raises(MissingFileError, match=gone.name):
         table.read()
+
+
+def test_a_plan_listed_by_the_metadata_table_decodes_no_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The metadata table lists the committed files with their committed sizes: a plan
+    through it trusts it (as Java's reader does) and decodes the commits' write stats only
+    when a log file holds a corrupt block (whose committed ranges tell damage from a torn
+    tail); a storage listing is still checked against them."""
+    opts = {**OPTS, "hoodie.metadata.enable": "true"}
+    path = str(tmp_path / "t")
+    hudi_ds.write(path, FIRST, opts)
+    hudi_ds.write(path, SECOND, opts)
+    decoded: list[str] = []
+    real = Timeline.read_written_files
+    monkeypatch.setattr(
+        Timeline,
+        "read_written_files",
+        lambda tl, inst: decoded.append(str(inst)) or real(tl, inst),
+    )
+    table = hudi_ds.HudiTable(path)
+    plan = table.plan_read()
+    assert decoded == []
+    assert rows(table.read()) == EXPECTED and decoded == []
+    assert table.last_read_stats.log_files > 0
+    listed = table.plan_read({"hoodie.metadata.enable": "false"})  # checked
+    assert len(decoded) == 2 and listed.slices == plan.slices
+    # a torn tail after the committed bytes is skipped, a flipped byte inside them refused:
+    # the ranges are decoded for the file with a corrupt block
+    decoded.clear()
+    log = sorted((Path(path) / "x").glob(".*.log.*"))[-1]
+    saved = log.read_bytes()
+    log.write_bytes(saved + saved[: len(saved) // 3])
+    assert rows(table.read()) == EXPECTED and len(decoded) == 2
+    assert table.last_read_stats.corrupt_blocks == 1
+    flipped = bytearray(saved)
+    flipped[3] ^= 0xFF  # in the magic of the first block
+    log.write_bytes(bytes(flipped))
+    with pytest.raises(CorruptBlockError, match=log.name):
+        hudi_ds.HudiTable(path).read()
+    log.write_bytes(saved)
+    assert rows(hudi_ds.read(path)) == EXPECTED == hudi_rs(path)
