@@ -75,6 +75,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from bench.timing import report_scale_run
+
 PARTITIONS = 10
 BUCKETS = 8
 #: rows a file group gets, on average (keys hash to buckets: enough that every bucket of every
@@ -569,7 +571,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chart", type=Path, help="draw the curves into this PNG")
     ap.add_argument("--dir", type=Path, help="write the tables under this directory")
     args = ap.parse_args(argv)
-    from bench.__main__ import _commit
 
     sizes = sorted({max(10, round(n * args.scale)) for n in HISTORY})
     root = Path(tempfile.mkdtemp(prefix="hudi_tlscale_", dir=args.dir))
@@ -592,23 +593,15 @@ def main(argv: list[str] | None = None) -> int:
                         )
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    res: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "commit": _commit(),
-        "scale": args.scale,
-        "loadavg": os.getloadavg(),
-        "results": results,
-    }
-    res["summary"] = summary(res)
-    print(table(res))
-    for row in acceptance_rows(res):
-        print(f"{row[0]}: {row[2]} (goal {row[1]}: {row[3]})")
-    print(f"load average at the end: {res['loadavg']}")
-    if args.json:
-        args.json.write_text(json.dumps(res, indent=1))
-    if args.chart:
-        chart(res, args.chart)
-    return 0
+    return report_scale_run(
+        results,
+        args.scale,
+        summary,
+        table,
+        acceptance_rows,
+        args.json,
+        (chart, args.chart) if args.chart else None,
+    )
 
 
 if __name__ == "__main__":

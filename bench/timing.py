@@ -71,3 +71,37 @@ def on_copy(base: str, copy: str, run: Callable[[str], T]) -> T:
         return run(copy)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
+
+
+def report_scale_run(
+    results: list[dict[str, Any]],
+    scale: float,
+    summary: Callable[[dict[str, Any]], Any],
+    table: Callable[[dict[str, Any]], str],
+    acceptance_rows: Callable[[dict[str, Any]], list[tuple[str, ...]]],
+    json_path: Path | None,
+    chart: tuple[Callable[[dict[str, Any], Path], object], Path] | None,
+) -> int:
+    """The end of a growth benchmark (``bench.table_scale``, ``bench.timeline_scale``): the
+    run's results with its date, commit and load average, summarised, printed as a table and
+    acceptance rows, kept as JSON and drawn as a chart when asked."""
+    from bench.__main__ import _commit
+
+    res: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "commit": _commit(),
+        "scale": scale,
+        "loadavg": os.getloadavg(),
+        "results": results,
+    }
+    res["summary"] = summary(res)
+    print(table(res))
+    for row in acceptance_rows(res):
+        print(f"{row[0]}: {row[2]} (goal {row[1]}: {row[3]})")
+    print(f"load average at the end: {res['loadavg']}")
+    if json_path:
+        json_path.write_text(json.dumps(res, indent=1))
+    if chart:
+        draw, path = chart
+        draw(res, path)
+    return 0

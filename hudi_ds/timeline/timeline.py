@@ -92,6 +92,10 @@ def _family(action: str) -> frozenset[str]:
     return _FAMILIES.get(action, frozenset({action}))
 
 
+#: the actions whose completed (or inflight) file is a commit metadata with write stats
+_WRITE_ACTIONS = _family(COMMIT) | _family(DELTA_COMMIT) | _family(REPLACE_COMMIT)
+
+
 def _full_precision(instant_time: str) -> str:
     """``instant_time`` as a 17-digit time for ordering (a 14-digit one is its last ms)."""
     return instant_time + "999" if len(instant_time) == 14 else instant_time
@@ -663,10 +667,9 @@ class Timeline(Sequence[Instant]):
         state = self._state_of(instant)
         if state is State.REQUESTED:
             return CommitMetadata()
-        actions = _family(COMMIT) | _family(DELTA_COMMIT) | _family(REPLACE_COMMIT)
 
         def make() -> CommitMetadata:
-            data = self._content(ts, state, actions)
+            data = self._content(ts, state, _WRITE_ACTIONS)
             if data is None:
                 return CommitMetadata()
             if isinstance(data, bytes | bytearray):
@@ -689,12 +692,11 @@ class Timeline(Sequence[Instant]):
         state = self._state_of(instant)
         if state is State.REQUESTED:
             return {}
-        actions = _family(COMMIT) | _family(DELTA_COMMIT) | _family(REPLACE_COMMIT)
 
         def make() -> dict[str, str]:
             if ("commit", ts, state) in self._cache:  # decoded already
                 return self._cache[("commit", ts, state)].extra_metadata
-            data = self._content(ts, state, actions)
+            data = self._content(ts, state, _WRITE_ACTIONS)
             if data is None:
                 return {}
             if isinstance(data, bytes | bytearray):
@@ -716,7 +718,6 @@ class Timeline(Sequence[Instant]):
         state = self._state_of(instant)
         if state is State.REQUESTED:
             return WrittenFiles(())
-        actions = _family(COMMIT) | _family(DELTA_COMMIT) | _family(REPLACE_COMMIT)
 
         def make() -> WrittenFiles:
             if ("commit", ts, state) in self._cache:  # decoded already: no second decode
@@ -727,7 +728,7 @@ class Timeline(Sequence[Instant]):
                 md = completed_instants.peek(self._storage, f.info, "commit")
                 if md is not None:
                     return WrittenFiles.from_metadata(md)
-            data = self._content(ts, state, actions)
+            data = self._content(ts, state, _WRITE_ACTIONS)
             if data is None:
                 return WrittenFiles(())
             if isinstance(data, bytes | bytearray):
