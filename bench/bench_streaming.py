@@ -46,12 +46,13 @@
      commit runner idle for a minute (checked: the worker's pid was gone 60-70 s after the
      last commit) and stopping the session ends it: a compaction cut short stays inflight,
      invisible, and its retry runs in a detached process, which outlives the worker.
-   * Interleaved A/B, the code before (``b96a224``) and after, four runs each (best of 3
-     rounds within a run; hudi_py / parquet): ``defaults`` before 1.41x / 2.09x CPU, 1.24x /
-     1.96x, 0.81x (parquet's runs hit by load) / 2.32x, 1.51x / 2.28x; after 1.33x / 1.84x,
-     1.86x (hudi_py's runs hit) / 1.78x, 1.76x (load 8.7) / 1.74x, 1.50x / 1.76x (the last
-     two with the import change below); and on calmer stretches (load 3-4.5) 1.37x / 1.65x,
-     1.50x / 1.76x and 1.30x / 1.66x. ``defaults`` now costs what
+   * Interleaved A/B, the code before the compactor ran in the commit runner and after, four
+     runs each (best of 3 rounds within a run; hudi_py / parquet): ``defaults`` before
+     1.41x / 2.09x CPU, 1.24x / 1.96x, 0.81x (parquet's runs hit by load) / 2.32x, 1.51x /
+     2.28x; after 1.33x / 1.84x, 1.86x (hudi_py's runs hit) / 1.78x, 1.76x (load 8.7) /
+     1.74x, 1.50x / 1.76x (the last two with the import change below); and on calmer
+     stretches (load 3-4.5) 1.37x / 1.65x, 1.50x / 1.76x and 1.30x / 1.66x. ``defaults`` now
+     costs what
      ``async_off`` (inline compaction in the same warm process) costs: 1.65-1.84x CPU
      against 1.70-1.89x. CPU per ``defaults`` stream after: JVM 1.7-2.0 s (Spark's sink:
      2.1-2.2 s), Python tasks 0.94-1.16 s, commit runner 0.58-0.62 s (8 commits and the

@@ -64,16 +64,27 @@ class CompletedInstantCache:
                 self._entries.move_to_end(key)
                 return self._entries[key]
         value = decode()  # outside the lock: two threads may both decode, either is right
-        if info.size > self._max_bytes:
-            return value
+        self._keep(key, info.size, value)
+        return value
+
+    def put(self, storage: Storage, info: FileInfo, kind: str, value: Any) -> None:
+        """Keep ``value`` as the decoded content of ``info`` (decoded from bytes read for
+        another kind: the file is not read again for this one)."""
+        fs_id = storage.shared_cache_id
+        if fs_id is not None:
+            key = (fs_id, storage.full_path(info.path), info.size, info.mtime_ms, kind)
+            self._keep(key, info.size, value)
+
+    def _keep(self, key: _Key, size: int, value: Any) -> None:
+        if size > self._max_bytes:
+            return
         with self._lock:
             if key not in self._entries:
                 self._entries[key] = value
-                self._bytes += info.size
+                self._bytes += size
                 while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
                     old, _ = self._entries.popitem(last=False)
                     self._bytes -= old[2]
-        return value
 
     def peek(self, storage: Storage, info: FileInfo, kind: str) -> Any | None:
         """The decoded content of ``info`` if this cache holds it (None: not kept)."""

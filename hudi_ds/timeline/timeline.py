@@ -95,6 +95,10 @@ def _family(action: str) -> frozenset[str]:
 #: the actions whose completed (or inflight) file is a commit metadata with write stats
 _WRITE_ACTIONS = _family(COMMIT) | _family(DELTA_COMMIT) | _family(REPLACE_COMMIT)
 
+#: a commit file up to this size read for its extraMetadata or its written files is decoded
+#: for the other too (a commit of a few hundred file groups; a bulk insert's 100 MB is not)
+_SEED_MAX_BYTES = 1 << 20
+
 
 def _full_precision(instant_time: str) -> str:
     """``instant_time`` as a 17-digit time for ordering (a 14-digit one is its last ms)."""
@@ -627,6 +631,31 @@ class Timeline(Sequence[Instant]):
                 raise CorruptFileError(f"{self._where(ts, state)}: {e}") from e
         return self._cache[key]
 
+    def _seed(
+        self,
+        ts: str,
+        state: State,
+        raw: bytes,
+        kind: str,
+        decode: Callable[[bytes], Any],
+        shared: CompletedInstantCache,
+    ) -> None:
+        """Keep what ``kind`` decodes of a small commit file read for another kind: a read
+        takes a commit's extraMetadata (its schema) and its written files, and the file is
+        fetched once for both (a round trip on an object store). Large files are left to be
+        read again when asked: decoding what nobody may ask for would cost more."""
+        key = (kind, ts, state)
+        if len(raw) > _SEED_MAX_BYTES or key in self._cache:
+            return
+        try:
+            value = decode(raw)
+        except CorruptFileError:
+            return  # the read of that kind, if any, raises it with the file's name
+        self._cache[key] = value
+        f = self._files.get(ts, {}).get(state)
+        if state is State.COMPLETED and f is not None and self._storage is not None:
+            shared.put(self._storage, f.info, kind, value)
+
     def _read_record(self, cls: type[A], ts: str, state: State, actions: Iterable[str]) -> A:
         def make() -> A:
             data = self._content(ts, state, actions)
@@ -700,7 +729,9 @@ class Timeline(Sequence[Instant]):
             if data is None:
                 return {}
             if isinstance(data, bytes | bytearray):
-                return extra_metadata_of(bytes(data))
+                raw = bytes(data)
+                self._seed(ts, state, raw, "written", WrittenFiles.from_bytes, written_files)
+                return extra_metadata_of(raw)
             return CommitMetadata.from_avro_record(data).extra_metadata
 
         return cast(dict[str, str], self._cached("extra", ts, state, make))
@@ -732,7 +763,9 @@ class Timeline(Sequence[Instant]):
             if data is None:
                 return WrittenFiles(())
             if isinstance(data, bytes | bytearray):
-                return WrittenFiles.from_bytes(bytes(data))
+                raw = bytes(data)
+                self._seed(ts, state, raw, "extra", extra_metadata_of, completed_instants)
+                return WrittenFiles.from_bytes(raw)
             return WrittenFiles.from_metadata(CommitMetadata.from_avro_record(data))
 
         return cast(WrittenFiles, self._cached("written", ts, state, make, written_files))
