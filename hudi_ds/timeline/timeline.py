@@ -166,6 +166,11 @@ def _instants_of(
     return instants
 
 
+#: the largest completed commit file whose written files are kept when it is read for its
+#: ``extraMetadata`` (:meth:`Timeline._keep_written`): some thousand write stats
+_KEEP_WRITTEN_BYTES = 1 << 20
+
+
 class Timeline(Sequence[Instant]):
     """An immutable, sorted view of a table's instants.
 
@@ -698,10 +703,35 @@ class Timeline(Sequence[Instant]):
             if data is None:
                 return {}
             if isinstance(data, bytes | bytearray):
+                self._keep_written(ts, state, bytes(data))
                 return extra_metadata_of(bytes(data))
             return CommitMetadata.from_avro_record(data).extra_metadata
 
         return cast(dict[str, str], self._cached("extra", ts, state, make))
+
+    def _keep_written(self, ts: str, state: State, data: bytes) -> None:
+        """Keep the written files of a completed commit file read for another part of it
+        (its ``extraMetadata``): the read that checks the committed files then needs no
+        second GET of the same object. Only a small file (a scan of some thousand stats
+        costs less than a round trip; a bulk insert's 100 MB of stats is left to whoever
+        needs them), and never at the cost of the caller's read: a file that does not scan
+        is decoded, and its error raised, when its written files are asked for."""
+        f = self._files.get(ts, {}).get(state)
+        if (
+            state is not State.COMPLETED
+            or f is None
+            or self._storage is None
+            or len(data) > _KEEP_WRITTEN_BYTES
+            or ("written", ts, state) in self._cache
+        ):
+            return
+        try:
+            wf = WrittenFiles.from_bytes(data)
+        except CorruptFileError:
+            return
+        self._cache[("written", ts, state)] = written_files.get_or_decode(
+            self._storage, f.info, "written", lambda: wf
+        )
 
     def read_written_files(self, instant: Instant | str) -> WrittenFiles:
         """The files a commit/deltacommit/replacecommit wrote, with their committed sizes and
