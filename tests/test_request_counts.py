@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
+from hudi_ds.storage import Storage
 from tests.conftest import assert_rows, hudi_rs_table
 from tests.fault_proxy import FaultProxy
 from tests.moto_server import MotoServer
@@ -117,6 +118,9 @@ def test_upsert_and_read_request_counts_on_s3(
     want_upsert, want_read = EXPECTED[(table_type, metadata)]
     assert upsert == want_upsert, _show(upsert_log)
     assert read == want_read, _show(read_log)
+    # the markers went with the write's end (one request), none left behind
+    direct = Storage(s3_uri, storage_options=moto_s3.storage_options())
+    assert direct.list_files(".hoodie/.temp", recursive=True) == []
     puts = [p for k, _, p, _ in upsert_log if k == "put"]
     assert sum("/.hoodie/.temp/" in p for p in puts) == 2, _show(upsert_log)
     for log in (upsert_log, read_log):

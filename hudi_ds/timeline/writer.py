@@ -88,9 +88,10 @@ class TimelineWriter:
         self._on_write = on_write
         self._on_delete = on_delete
         self._before_complete = before_complete
-        # requested times whose requested file this writer created, and whose inflight file
+        # requested times whose requested file this writer created, and (time, action) of
+        # the inflight files it then wrote
         self._created: set[str] = set()
-        self._inflight: set[str] = set()
+        self._inflight: set[tuple[str, str]] = set()
 
     def _wrote(self, instant: Instant, content: bytes) -> None:
         if self._on_write is not None:
@@ -192,7 +193,7 @@ class TimelineWriter:
         if not self.storage.create_if_absent(self.path_of(inflight), content):
             raise TimelineError(f"{self.path_of(inflight)} already exists")
         if req.requested_time in self._created:
-            self._inflight.add(req.requested_time)
+            self._inflight.add((req.requested_time, req.action))
         self._wrote(inflight, content)
         return inflight
 
@@ -233,7 +234,7 @@ class TimelineWriter:
             if not listed.has_file(ts, instant.action, State.INFLIGHT):
                 raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
             listed = None  # (layout 2: the completion time is chosen from a new listing)
-        elif ts not in self._inflight:  # (else: see the class docstring)
+        elif (ts, instant.action) not in self._inflight:  # (else: see the class docstring)
             if not self.storage.is_file(self.path_of(inflight)):
                 raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
             listed = self._listing() if self.layout_version == 2 else None
@@ -259,8 +260,13 @@ class TimelineWriter:
                 )
             done = Instant(ts, action, State.COMPLETED, c)
         self.storage.write_atomic(self.path_of(done), content, crash_point_name="commit_write")
+        self._forget(ts)  # (completed: any later transition of it probes, and fails)
         self._wrote(done, content)
         return done
+
+    def _forget(self, requested_time: str) -> None:
+        self._created.discard(requested_time)
+        self._inflight = {k for k in self._inflight if k[0] != requested_time}
 
     def new_completion_time(self, requested_time: str, timeline: Timeline | None = None) -> str:
         """A completion time for the instant ``requested_time`` (layout 2): the clock, but
@@ -318,6 +324,7 @@ class TimelineWriter:
         for i, path in files:
             if i.is_inflight:
                 self.storage.delete(path)
+        self._inflight = {k for k in self._inflight if k[0] != ts}
         self._deleted()
         return Instant(ts, instant.action, State.REQUESTED)
 
@@ -338,5 +345,6 @@ class TimelineWriter:
         for _, path in files:
             if self.storage.delete(path):
                 deleted.append(path)
+        self._forget(ts)
         self._deleted()
         return deleted

@@ -69,7 +69,7 @@ from hudi_ds.schema.meta import (
     with_meta_fields,
 )
 from hudi_ds.schema.write import WriteSchema, write_schema
-from hudi_ds.storage import Storage
+from hudi_ds.storage import ObjectStorage, Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table.unsupported import Use, refuse_unsupported
@@ -93,7 +93,7 @@ from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.conflict import check_clusterings, resolve_conflicts, retarget_pending_logs
-from hudi_ds.write.markers import forget_markers, marker_objects
+from hudi_ds.write.markers import delete_markers, forget_markers, marker_objects
 from hudi_ds.write.metadata_sync import install_metadata_writer
 from hudi_ds.write.operation import Rows, WriteOperation
 from hudi_ds.write.options import (
@@ -807,9 +807,16 @@ class WriteClient:
         services run. A storage failure here is logged: the commit stands."""
         # Hudi deletes the markers quietly too (WriteMarkers.quietDeleteMarkerDir): left-over
         # markers of a completed instant are never read as its files. Only now: a commit
-        # withdrawn by its fence is rolled back by its markers. They go in the request that
-        # ends the write (its heartbeat, a single writer's record): one request, not three
-        markers = marker_objects(self.storage, instant, listed)
+        # withdrawn by its fence is rolled back by its markers. On an object store they go in
+        # the request that ends the write (its heartbeat, a single writer's record): one
+        # request, not three; a file system deletes their folder too
+        markers: list[str] = []
+        if isinstance(self.storage, ObjectStorage):
+            markers = marker_objects(self.storage, instant, listed)
+        else:
+            _after_commit_point(
+                instant, "deleting its markers", delete_markers, self.storage, instant
+            )
         # a single writer stays registered until its post-commit services end: a writer
         # starting meanwhile would run its own against them
         single = self._guard.claimed(instant)
