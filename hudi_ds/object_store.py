@@ -34,7 +34,7 @@ from __future__ import annotations
 import difflib
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -325,3 +325,64 @@ def short_error(e: BaseException) -> str:
     """The first line of an obstore error (its Debug dump follows on further lines)."""
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+#: bytes of an object's tail fetched by the first read that falls in it: a Parquet reader
+#: reads the file's last 64 KiB (the footer length), then the rest of a longer footer, then
+#: the column chunks. Hudi's base files carry a bloom filter of the keys in the footer's
+#: key-value metadata (``org.apache.hudi.bloomfilter``, some 100-500 KiB at the default
+#: 60,000 entries), so the footer costs one GET only with a tail that large; a file smaller
+#: than the tail is read whole by that one GET (its column chunks come from it too)
+TAIL_BYTES = 1 << 20
+
+
+class RangeReader:
+    """A read-only file over an object: every read is one ranged GET (pyarrow's Parquet reader
+    reads the footer, then whole column chunks), except that the first read within the last
+    :data:`TAIL_BYTES` fetches the whole tail, so the footer length and the footer that
+    precedes it cost one request."""
+
+    def __init__(self, get_range: Callable[[int, int], bytes], size: int) -> None:
+        self._get = get_range  # (start, end) -> the bytes
+        self._size = size
+        self._pos = 0
+        self._tail: bytes | None = None
+        self._tail_start = max(0, size - TAIL_BYTES)
+        self.closed = False
+
+    def size(self) -> int:
+        return self._size
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        end = self._size if n is None or n < 0 else min(self._size, self._pos + n)
+        if end <= self._pos:
+            return b""
+        start = self._pos
+        if start >= self._tail_start:
+            if self._tail is None:
+                self._tail = self._get(self._tail_start, self._size)
+            data = self._tail[start - self._tail_start : end - self._tail_start]
+        else:
+            data = self._get(start, end)
+        self._pos = end
+        return data
+
+    def close(self) -> None:
+        self.closed = True

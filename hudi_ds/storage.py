@@ -19,6 +19,7 @@ Two primitives carry the writer's atomicity:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import uuid
@@ -33,6 +34,7 @@ import pyarrow.fs as pafs
 from hudi_ds.errors import ConfigError, StorageError, UnsupportedError
 from hudi_ds.faults import crash_point
 from hudi_ds.object_store import (
+    RangeReader,
     build_store,
     is_object_store_uri,
     normalize_options,
@@ -431,6 +433,11 @@ class Storage:
         request, where :meth:`delete` asks first)."""
         self.delete(rel)
 
+    def discard_all(self, rels: Sequence[str]) -> None:
+        """:meth:`discard` each of ``rels`` (on an object store in batched requests)."""
+        for rel in rels:
+            self.discard(rel)
+
     def delete_dir(self, rel: str) -> None:
         if self.is_dir(rel):
             self.fs.delete_dir(self.full_path(rel))
@@ -700,7 +707,13 @@ class ObjectStorage(Storage):
             if meta is None:
                 raise FileNotFoundError(f"open {self.uri(rel)}: not found")
             size = int(meta["size"])
-        return pa.PythonFile(_RangeReader(self, rel, size), mode="r")
+        return pa.PythonFile(RangeReader(functools.partial(self._get_range, rel), size), mode="r")
+
+    def _get_range(self, rel: str, start: int, end: int) -> bytes:
+        import obstore
+
+        with self._op("get", rel):
+            return bytes(obstore.get_range(self.store, self._key(rel), start=start, end=end))
 
     def small_file_bytes(self, rel: str, size: int | None) -> bytes | None:
         """The object read whole by one GET when its (listed) ``size`` is at most
@@ -854,6 +867,23 @@ class ObjectStorage(Storage):
         except FileNotFoundError:
             pass
 
+    def discard_all(self, rels: Sequence[str]) -> None:
+        """Delete the objects ``rels`` that are present: one request per 1,000 keys where
+        the store deletes in batches (S3 ``DeleteObjects``, which answers a missing key as
+        deleted); a store that answers one as missing gets the rest one by one."""
+        import obstore
+
+        keys = list(dict.fromkeys(self._key(r) for r in rels))
+        for i in range(0, len(keys), 1000):
+            chunk = keys[i : i + 1000]
+            try:
+                with self._op("delete", rels[0]):
+                    obstore.delete(self.store, chunk)
+            except FileNotFoundError:
+                cut = len(self.root) + 1 if self.root else 0
+                for k in chunk:
+                    self.discard(k[cut:])
+
     def delete_dir(self, rel: str) -> None:
         """Delete every object below ``rel`` (batched deletes)."""
         import obstore
@@ -890,77 +920,6 @@ def _meta_mtime_ms(meta: Mapping[str, Any]) -> int:
 #: round trip of tens of ms; 8 MiB transfer in about two such round trips on a cloud VM's
 #: ~1 Gbit/s link, and bound what a read holds in memory per open file
 WHOLE_READ_BYTES = 8 << 20
-
-#: bytes of an object's tail fetched by the first read that falls in it: a Parquet reader
-#: reads the file's last 64 KiB (the footer length), then the rest of a longer footer, then
-#: the column chunks. Hudi's base files carry a bloom filter of the keys in the footer's
-#: key-value metadata (``org.apache.hudi.bloomfilter``, some 100-500 KiB at the default
-#: 60,000 entries), so the footer costs one GET only with a tail that large; a file smaller
-#: than the tail is read whole by that one GET (its column chunks come from it too)
-TAIL_BYTES = 1 << 20
-
-
-class _RangeReader:
-    """A read-only file over an object: every read is one ranged GET (pyarrow's Parquet reader
-    reads the footer, then whole column chunks), except that the first read within the last
-    :data:`TAIL_BYTES` fetches the whole tail, so the footer length and the footer that
-    precedes it cost one request."""
-
-    def __init__(self, storage: ObjectStorage, rel: str, size: int) -> None:
-        self._storage = storage
-        self._rel = rel
-        self._size = size
-        self._pos = 0
-        self._tail: bytes | None = None
-        self._tail_start = max(0, size - TAIL_BYTES)
-        self.closed = False
-
-    def size(self) -> int:
-        return self._size
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def _get(self, start: int, end: int) -> bytes:
-        import obstore
-
-        with self._storage._op("get", self._rel):
-            return bytes(
-                obstore.get_range(
-                    self._storage.store, self._storage._key(self._rel), start=start, end=end
-                )
-            )
-
-    def read(self, n: int = -1) -> bytes:
-        end = self._size if n is None or n < 0 else min(self._size, self._pos + n)
-        if end <= self._pos:
-            return b""
-        start = self._pos
-        if start >= self._tail_start:
-            if self._tail is None:
-                self._tail = self._get(self._tail_start, self._size)
-            data = self._tail[start - self._tail_start : end - self._tail_start]
-        else:
-            data = self._get(start, end)
-        self._pos = end
-        return data
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class _ObjectWriter:

@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
 
@@ -176,11 +177,12 @@ def writer_of(storage: Storage, instant: str) -> WriterProcess | None:
         return None
 
 
-def release(storage: Storage, instant: str) -> None:
-    """End ``instant``'s write: its record first (a heartbeat thread of another process
-    stops when the record is gone), then its heartbeat."""
-    storage.discard(record_path(instant))
-    storage.discard(heartbeat_path(instant))
+def release(storage: Storage, instant: str, also: Sequence[str] = ()) -> None:
+    """End ``instant``'s write: its record and its heartbeat, with the objects ``also`` (a
+    completed write's markers) in the same request on an object store. A heartbeat thread of
+    another process stops when it finds the record gone; one that beat just before may leave
+    a heartbeat without a record, a write that is over either way."""
+    storage.discard_all([record_path(instant), heartbeat_path(instant), *also])
 
 
 def revoke(storage: Storage, instant: str) -> None:

@@ -422,8 +422,10 @@ class BloomFiltersIndex:
         """One log file per file group receiving records: one HFILE_DATA block, named as the
         ``files`` log of the instant (layout 2: a new log file named with the instant; layout
         1: the next version in the group's latest slice)."""
+        if not records:  # (nothing to lay out: the partition is not listed)
+            return []
         ids = self.file_ids()
-        if not ids or not records:
+        if not ids:
             return []
         slices = {s.file_id: s for s in files_slices(self.storage, mdt, BLOOM_FILTERS_PARTITION)}
         by_group: dict[str, dict[str, bytes]] = {}

@@ -39,6 +39,7 @@ The MDT's own timeline is archived with the data table's
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -115,7 +116,7 @@ from hudi_ds.timeline.instant import (
     State,
     new_instant_time,
 )
-from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
+from hudi_ds.timeline.metadata import CommitMetadata
 from hudi_ds.timeline.plans import (
     CompactionOperation,
     CompactionPlan,
@@ -159,6 +160,10 @@ def _schema_without_meta(schema_json: str) -> str:
     obj = json.loads(schema_json)
     obj["fields"] = [f for f in obj["fields"] if not f["name"].startswith("_hoodie_")]
     return json.dumps(obj, separators=(",", ":"))
+
+
+#: the write stat of a ``files`` partition file
+_files_stat = functools.partial(mdt_write_stat, FILES_PARTITION, FILES_FILE_ID)
 
 
 class MetadataWriter:
@@ -210,6 +215,8 @@ class MetadataWriter:
         self.schema = record_schema(self.version)
         self._schema_adopted = False
         self._layout: tuple[int, str] | None = None
+        # the MDT's hoodie.properties as present() read it, with the _layout it gave
+        self._mdt_config: tuple[tuple[int, str], TableConfig] | None = None
         # the index partitions besides files (column_stats, partition_stats, record_index)
         self.indexes = IndexPartitions(
             state,
@@ -248,6 +255,7 @@ class MetadataWriter:
             return False
         # its layout, kept (it never changes): _mdt_layout need not read the file again
         self._layout = (cfg.timeline_layout_version, cfg.timeline_path)
+        self._mdt_config = (self._layout, cfg)
         return True
 
     def _mdt_layout(self) -> tuple[int, str]:
@@ -264,9 +272,9 @@ class MetadataWriter:
         layout, path = self._mdt_layout()
         return Timeline.load(self.storage, layout, path)
 
-    def _writer(self) -> TimelineWriter:
+    def _writer(self, on_write: Callable[[FileInfo], None] | None = None) -> TimelineWriter:
         layout, path = self._mdt_layout()
-        return TimelineWriter(self.storage, layout, path)
+        return TimelineWriter(self.storage, layout, path, on_write=on_write)
 
     def _update_config(
         self, updates: Mapping[str, str] | None = None, deletes: Iterable[str] = ()
@@ -300,6 +308,7 @@ class MetadataWriter:
             # writers, after its version checks), never when a table is only opened
             self.delete()
             return
+        self.state.metadata = None  # (set again by a deltacommit written here)
         if done.action not in FILE_CHANGING_ACTIONS:
             return
         self.stats.forget_file_groups()  # another writer may have changed them since
@@ -486,8 +495,8 @@ class MetadataWriter:
         md = CommitMetadata(
             partition_to_write_stats={
                 FILES_PARTITION: [
-                    self._stat(base_name, len(base), len(records), boot),
-                    self._stat(log_name, len(block), 0, boot, base_name, [log_name], 1),
+                    _files_stat(base_name, len(base), len(records), boot),
+                    _files_stat(log_name, len(block), 0, boot, base_name, [log_name], 1),
                 ],
                 **index_stats(index),
                 **({BLOOM_FILTERS_PARTITION: [f.stat for f in blooms]} if blooms else {}),
@@ -733,7 +742,7 @@ class MetadataWriter:
         )
         logs = [*sl.log_files, name]
         n = len(records)
-        stat = self._stat(
+        stat = _files_stat(
             name, len(block), n, sl.base_instant, sl.base_file, logs, 1 if layout == 2 else None
         )
         md = CommitMetadata(
@@ -743,9 +752,10 @@ class MetadataWriter:
         )
         for f in extra:  # the index partitions' logs (index_partitions)
             md.partition_to_write_stats.setdefault(f.stat.partition_path or "", []).append(f.stat)
-        writer = self._writer()
+        after = [mdt]  # the MDT's timeline with the files written below
+        writer = self._writer(on_write=lambda info: after.append(after.pop().with_file(info)))
         req = Instant(instant_time, DELTA_COMMIT, State.REQUESTED)
-        if not writer.create_requested(req):
+        if not writer.create_requested(req, listed=mdt):
             raise CorruptFileError(
                 f"metadata table: instant {instant_time} exists and is not pending"
             )
@@ -758,20 +768,9 @@ class MetadataWriter:
         crash_point("metadata")
         writer.complete(req, md.to_bytes(layout))
         crash_point("metadata")
-
-    def _stat(
-        self,
-        name: str,
-        size: int,
-        records: int,
-        prev: str,
-        base_file: str | None = None,
-        logs: list[str] | None = None,
-        log_version: int | None = None,
-    ) -> WriteStat:
-        return mdt_write_stat(
-            FILES_PARTITION, FILES_FILE_ID, name, size, records, prev, base_file, logs, log_version
-        )
+        if self._mdt_config is not None and self._mdt_config[0] is self._layout:
+            # for the commit's services (a config read before the MDT was created again: no)
+            self.state.metadata = TableState(self.storage, self._mdt_config[1], after[0])
 
     # -- index partitions -----------------------------------------------------------------------
     def _index_files(
@@ -941,7 +940,7 @@ class MetadataWriter:
         name = base_file_name(FILES_FILE_ID, MDT_WRITE_TOKEN, when, ".hfile")
         data = self._hfile(merged, name)
         self.storage.write_bytes(f"{FILES_PARTITION}/{name}", data)
-        stat = self._stat(name, len(data), len(merged), sl.base_instant)
+        stat = _files_stat(name, len(data), len(merged), sl.base_instant)
         md = CommitMetadata(
             partition_to_write_stats={FILES_PARTITION: [stat]},
             compacted=True,

@@ -298,6 +298,9 @@ def _metadata_state(ctx: ServiceContext) -> TableState | None:
     """The data table's metadata table, opened (None: it has none)."""
     if FILES_PARTITION not in declared_partitions(ctx.config):
         return None
+    known = ctx.state.take_metadata()  # as the commit's metadata writer left it
+    if known is not None:
+        return known
     try:
         return TableState.open(ctx.storage.sub(METADATA_PATH))
     except TableNotFoundError:

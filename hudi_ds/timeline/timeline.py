@@ -503,6 +503,16 @@ class Timeline(Sequence[Instant]):
         """True if an instant (any state) was requested at ``requested_time``."""
         return requested_time in self._by_time
 
+    def has_time(self, requested_time: str) -> bool:
+        """Whether the listing holds any instant file of ``requested_time``."""
+        return requested_time in self._files or requested_time in self._savepoints
+
+    def has_file(self, requested_time: str, action: str, state: State) -> bool:
+        """Whether the listing holds the ``state`` file of ``action`` requested at
+        ``requested_time``."""
+        f = self._files.get(requested_time, {}).get(state)
+        return f is not None and f.instant.action == action
+
     def is_completed(self, requested_time: str) -> bool:
         """True if the instant requested at ``requested_time`` is completed."""
         i = self._by_time.get(requested_time)

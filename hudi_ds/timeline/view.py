@@ -86,6 +86,16 @@ class TableState:
         # unless the lock was held at monotonic time ``at`` (None: now) -- the metadata
         # table's compaction and clean check it before they write and after they complete.
         self.fence: Callable[[float | None], None] | None = None
+        # The metadata table as this state's commit left it (its config, the timeline its
+        # writer listed plus the instant files it wrote), for the commit's table services,
+        # taken once (:meth:`take_metadata`); None: they open it.
+        self.metadata: TableState | None = None
+
+    def take_metadata(self) -> TableState | None:
+        """:attr:`metadata`, once: a service that changes the metadata table after it makes
+        the next one open it again."""
+        out, self.metadata = self.metadata, None
+        return out
 
     @classmethod
     def open(cls, path: str | Storage) -> TableState:

@@ -41,6 +41,15 @@ class TimelineWriter:
     folder, and :meth:`complete` lists it to choose the completion time after every instant
     time on it (:meth:`new_completion_time`).
 
+    The probes answer what this writer cannot know. An instant whose requested file it
+    created itself had no file of its time then (:meth:`create_requested` probed them all),
+    and the inflight file it wrote afterwards is its own: taking the instant from its writer
+    is a rollback, which the write's commit checks find on the timeline it lists then (the
+    table lock, or a single writer's record: :mod:`hudi_ds.write.writer_guard`). So the
+    transitions of such an instant probe nothing (on an object store each probe is a
+    request), and a caller holding a listing made after the instant's last transition hands
+    it to :meth:`create_requested` and :meth:`complete` instead.
+
     Args:
         storage: the table's storage.
         layout_version: 1 or 2.
@@ -79,6 +88,10 @@ class TimelineWriter:
         self._on_write = on_write
         self._on_delete = on_delete
         self._before_complete = before_complete
+        # requested times whose requested file this writer created, and (time, action) of
+        # the inflight files it then wrote
+        self._created: set[str] = set()
+        self._inflight: set[tuple[str, str]] = set()
 
     def _wrote(self, instant: Instant, content: bytes) -> None:
         if self._on_write is not None:
@@ -133,23 +146,36 @@ class TimelineWriter:
             return listed.is_completed(ts)
         return any(i.is_completed for i, _ in self._files_of(ts))
 
-    def create_requested(self, instant: Instant, content: bytes = b"") -> bool:
+    def create_requested(
+        self, instant: Instant, content: bytes = b"", listed: Timeline | None = None
+    ) -> bool:
         """Create the requested file of ``instant`` (atomic create-if-absent).
+
+        Args:
+            listed: a listing of the timeline folder made after its last change by any writer
+                (the caller holds what serializes them), asked instead of a probe.
 
         Returns:
             False if any file of an instant with this requested time already exists (the
             caller must pick a new instant time), True if created.
         """
         req = Instant(instant.requested_time, instant.action, State.REQUESTED)
-        if self._taken(req.requested_time):
+        ts = req.requested_time
+        if listed.has_time(ts) if listed is not None else self._taken(ts):
             return False
         created = self.storage.create_if_absent(self.path_of(req), content)
         if created:
+            self._created.add(ts)
             self._wrote(req, content)
         return created
 
-    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+    def transition_to_inflight(
+        self, instant: Instant, content: bytes = b"", *, created: bool = False
+    ) -> Instant:
         """Create the inflight file of a requested instant.
+
+        ``created``: the caller's process created the requested file (with another writer
+        object): nothing is probed, as for one this writer created.
 
         Raises:
             InstantNotFoundError: the requested file does not exist.
@@ -157,17 +183,26 @@ class TimelineWriter:
         """
         req = Instant(instant.requested_time, instant.action, State.REQUESTED)
         inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
-        if not self.storage.is_file(self.path_of(req)):
-            raise InstantNotFoundError(f"{self.path_of(req)} does not exist")
-        if self._completed(instant):
-            raise TimelineError(f"instant {instant.requested_time} is already completed")
+        if created:
+            self._created.add(req.requested_time)
+        if req.requested_time not in self._created:  # (else: see the class docstring)
+            if not self.storage.is_file(self.path_of(req)):
+                raise InstantNotFoundError(f"{self.path_of(req)} does not exist")
+            if self._completed(instant):
+                raise TimelineError(f"instant {instant.requested_time} is already completed")
         if not self.storage.create_if_absent(self.path_of(inflight), content):
             raise TimelineError(f"{self.path_of(inflight)} already exists")
+        if req.requested_time in self._created:
+            self._inflight.add((req.requested_time, req.action))
         self._wrote(inflight, content)
         return inflight
 
     def complete(
-        self, instant: Instant, content: bytes, completion_time: str | None = None
+        self,
+        instant: Instant,
+        content: bytes,
+        completion_time: str | None = None,
+        listed: Timeline | None = None,
     ) -> Instant:
         """Write the completed file of an inflight instant -- the commit point.
 
@@ -181,6 +216,10 @@ class TimelineWriter:
             The completed instant, as a reload of the timeline will show it (a compaction
             completes as ``commit``, a clustering as ``replacecommit``).
 
+        Args:
+            listed: a listing of the timeline folder made after the instant's inflight file
+                was written (the commit's own, under its checks), asked instead of probes.
+
         Raises:
             InstantNotFoundError: the inflight file does not exist.
             TimelineError: the instant is already completed; a given ``completion_time`` is
@@ -189,11 +228,18 @@ class TimelineWriter:
         """
         ts = instant.requested_time
         inflight = Instant(ts, instant.action, State.INFLIGHT)
-        if not self.storage.is_file(self.path_of(inflight)):
-            raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
-        listed = self._listing() if self.layout_version == 2 else None
-        if self._completed(instant, listed):
-            raise TimelineError(f"instant {ts} is already completed")
+        if listed is not None:
+            if listed.is_completed(ts):
+                raise TimelineError(f"instant {ts} is already completed")
+            if not listed.has_file(ts, instant.action, State.INFLIGHT):
+                raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
+            listed = None  # (layout 2: the completion time is chosen from a new listing)
+        elif (ts, instant.action) not in self._inflight:  # (else: see the class docstring)
+            if not self.storage.is_file(self.path_of(inflight)):
+                raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
+            listed = self._listing() if self.layout_version == 2 else None
+            if self._completed(instant, listed):
+                raise TimelineError(f"instant {ts} is already completed")
         action = completed_action(instant.action)
         if self._before_complete is not None:
             # the hook runs first (it may take seconds: MDT catch-up, compaction); its instant
@@ -214,8 +260,13 @@ class TimelineWriter:
                 )
             done = Instant(ts, action, State.COMPLETED, c)
         self.storage.write_atomic(self.path_of(done), content, crash_point_name="commit_write")
+        self._forget(ts)  # (completed: any later transition of it probes, and fails)
         self._wrote(done, content)
         return done
+
+    def _forget(self, requested_time: str) -> None:
+        self._created.discard(requested_time)
+        self._inflight = {k for k in self._inflight if k[0] != requested_time}
 
     def new_completion_time(self, requested_time: str, timeline: Timeline | None = None) -> str:
         """A completion time for the instant ``requested_time`` (layout 2): the clock, but
@@ -273,6 +324,7 @@ class TimelineWriter:
         for i, path in files:
             if i.is_inflight:
                 self.storage.delete(path)
+        self._inflight = {k for k in self._inflight if k[0] != ts}
         self._deleted()
         return Instant(ts, instant.action, State.REQUESTED)
 
@@ -293,5 +345,6 @@ class TimelineWriter:
         for _, path in files:
             if self.storage.delete(path):
                 deleted.append(path)
+        self._forget(ts)
         self._deleted()
         return deleted

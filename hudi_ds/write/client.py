@@ -69,7 +69,7 @@ from hudi_ds.schema.meta import (
     with_meta_fields,
 )
 from hudi_ds.schema.write import WriteSchema, write_schema
-from hudi_ds.storage import Storage
+from hudi_ds.storage import ObjectStorage, Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
 from hudi_ds.table.unsupported import Use, refuse_unsupported
@@ -93,7 +93,7 @@ from hudi_ds.timeline.view import TableState
 from hudi_ds.timeline.writer import TimelineWriter
 from hudi_ds.write.bucket_layout import check_bucket_layout
 from hudi_ds.write.conflict import check_clusterings, resolve_conflicts, retarget_pending_logs
-from hudi_ds.write.markers import delete_markers
+from hudi_ds.write.markers import delete_markers, forget_markers, marker_objects
 from hudi_ds.write.metadata_sync import install_metadata_writer
 from hudi_ds.write.operation import Rows, WriteOperation
 from hudi_ds.write.options import (
@@ -562,7 +562,10 @@ class WriteClient:
         profiled = profile.to_commit_metadata(plan.operation.operation_type, md.extra_metadata)
         req = Instant(instant, plan.action, State.REQUESTED)
         state = self.table_state()
-        state.timeline_writer().transition_to_inflight(req, profiled.to_bytes(state.layout))
+        # (its requested file is this client's: start created it)
+        state.timeline_writer().transition_to_inflight(
+            req, profiled.to_bytes(state.layout), created=True
+        )
         crash_point("after_inflight")
 
     def write_profiled(
@@ -716,7 +719,8 @@ class WriteClient:
         self._listed_views.pop(instant, None)  # (no task took it: Spark tasks list themselves)
         plan = self.plan(instant)
         state = self.table_state()
-        statuses = keep_committed_files(self.storage, plan, list(statuses))
+        markers: list[str] = []
+        statuses = keep_committed_files(self.storage, plan, list(statuses), markers)
         listed = self._task_files.pop(instant, None)
         done: Instant | None = None
         try:
@@ -751,7 +755,7 @@ class WriteClient:
             # only the lock's release runs after the commit point: the commit stands (a lease
             # that could not be released expires)
             log.warning("commit %s stands; releasing the table lock failed: %s", instant, e)
-        self._after_commit(instant, done)
+        self._after_commit(instant, done, markers)
         return done
 
     def _check_locked(
@@ -797,25 +801,38 @@ class WriteClient:
                 statuses = retarget_pending_logs(state, plan, statuses)
         return statuses
 
-    def _after_commit(self, instant: str, done: Instant) -> None:
-        """After the commit point: the markers deleted, the write's heartbeat stopped, the
-        post-commit services run. A storage failure here is logged: the commit stands."""
+    def _after_commit(self, instant: str, done: Instant, listed: list[str]) -> None:
+        """After the commit point: the write's heartbeat stopped, its markers deleted (the
+        objects its commit listed, ``listed``, with those it wrote since), the post-commit
+        services run. A storage failure here is logged: the commit stands."""
         # Hudi deletes the markers quietly too (WriteMarkers.quietDeleteMarkerDir): left-over
         # markers of a completed instant are never read as its files. Only now: a commit
-        # withdrawn by its fence is rolled back by its markers.
-        _after_commit_point(instant, "deleting its markers", delete_markers, self.storage, instant)
+        # withdrawn by its fence is rolled back by its markers. On an object store they go in
+        # the request that ends the write (its heartbeat, a single writer's record): one
+        # request, not three; a file system deletes their folder too
+        markers: list[str] = []
+        if isinstance(self.storage, ObjectStorage):
+            markers = marker_objects(self.storage, instant, listed)
+        else:
+            _after_commit_point(
+                instant, "deleting its markers", delete_markers, self.storage, instant
+            )
         # a single writer stays registered until its post-commit services end: a writer
         # starting meanwhile would run its own against them
         single = self._guard.claimed(instant)
         if not single:
-            _after_commit_point(instant, "stopping its heartbeat", self._guard.stop, instant)
+            _after_commit_point(
+                instant, "stopping its heartbeat", self._guard.stop, instant, markers
+            )
+            forget_markers(self.storage, instant)
         crash_point("after_commit")
         try:
             if self.post_commit is not None:
                 self.post_commit(self, done)
         finally:
             if single:
-                _after_commit_point(instant, "ending its write", self._guard.stop, instant)
+                _after_commit_point(instant, "ending its write", self._guard.stop, instant, markers)
+                forget_markers(self.storage, instant)
 
     def _abort_after_lost_lock(self, instant: str, lost: LockLostError) -> None:
         """Roll back ``instant`` after its commit lost the table lock (waits for the lock like

@@ -133,11 +133,15 @@ class MarkerBatch:
                         _WRITTEN.popitem(last=False)
 
 
-def marked_files(storage: Storage, instant: str) -> list[str]:
-    """Data file paths (relative to the base path) marked by ``instant``, in either form."""
+def marked_files(storage: Storage, instant: str, listed: list[str] | None = None) -> list[str]:
+    """Data file paths (relative to the base path) marked by ``instant``, in either form;
+    the marker objects listed are added to ``listed`` (for :func:`marker_objects`)."""
     root = marker_dir(instant)
     out = set()
-    for f in storage.list_files(root, recursive=True):
+    files = storage.list_files(root, recursive=True)
+    if listed is not None:
+        listed.extend(f.path for f in files)
+    for f in files:
         rel = f.path[len(root) + 1 :]
         names = [rel]
         if "/" not in rel and rel.startswith(MARKERS_PREFIX) and rel != MARKER_TYPE_FILE:
@@ -167,6 +171,28 @@ def _own_list(storage: Storage, path: str, size: int) -> list[str] | None:
 
 def delete_markers(storage: Storage, instant: str) -> None:
     storage.delete_dir(marker_dir(instant))
+    forget_markers(storage, instant)
+
+
+def marker_objects(storage: Storage, instant: str, listed: list[str]) -> list[str]:
+    """The marker objects of ``instant`` a completed write deletes without listing them
+    again: those its commit listed (``listed``, :func:`marked_files`) and those this process
+    wrote since (a commit's own batches, re-homing logs under the lock), with the type file.
+
+    A write's tasks have all ended when its commit lists the markers (they reported their
+    files), so nothing else marks files for the instant afterwards."""
+    root = marker_dir(instant)
+    cache, folder = storage.shared_cache_id, storage.full_path(root) + "/"
+    out = dict.fromkeys(listed)
+    out[f"{root}/{MARKER_TYPE_FILE}"] = None
+    with _WRITTEN_LOCK:
+        mine = [k[1][len(folder) :] for k in _WRITTEN if k[0] == cache and k[1].startswith(folder)]
+    out.update(dict.fromkeys(f"{root}/{name}" for name in mine))
+    return list(out)
+
+
+def forget_markers(storage: Storage, instant: str) -> None:
+    """Drop what this process remembers of ``instant``'s marker objects (deleted)."""
     cache, folder = storage.shared_cache_id, storage.full_path(marker_dir(instant)) + "/"
     with _WRITTEN_LOCK:
         for key in [k for k in _WRITTEN if k[0] == cache and k[1].startswith(folder)]:

@@ -56,11 +56,15 @@ def inflight_metadata(plan: WritePlan, extra_metadata: Mapping[str, str] | None)
 
 
 def keep_committed_files(
-    storage: Storage, plan: WritePlan, statuses: list[WriteStatus]
+    storage: Storage,
+    plan: WritePlan,
+    statuses: list[WriteStatus],
+    markers: list[str] | None = None,
 ) -> list[WriteStatus]:
     """Before the lock: merge the staged rows of a COW write (one merge per file group) and
     delete the files of failed or superseded task attempts (marked, but named by no
-    status). Returns the statuses of the files the commit publishes."""
+    status). Returns the statuses of the files the commit publishes; the marker objects
+    listed are added to ``markers``."""
     crash_point("after_files")
     # the tasks wrote the partition metadata of the files they closed
     # (TaskWriter.close); the commit writes it for the files its merges of staged rows write
@@ -68,7 +72,7 @@ def keep_committed_files(
     if staged:
         statuses = merge_staged(storage, plan, statuses)
     keep = {s.path for s in statuses}
-    for path in marked_files(storage, plan.instant):
+    for path in marked_files(storage, plan.instant, markers):
         if path not in keep:
             storage.delete(path)  # a failed or superseded task attempt's file
     for p in sorted(staged & {s.partition_path for s in statuses}):
@@ -112,6 +116,7 @@ def publish(
         (lambda p: listed.by_file_id(p).values()) if listed is not None else None,
         plan.visibility,
     )
+    # the timeline the commit's checks listed (client._check_locked), after the inflight file
     return state.timeline_writer().complete(
-        Instant(plan.instant, plan.action, State.INFLIGHT), content
+        Instant(plan.instant, plan.action, State.INFLIGHT), content, listed=state.timeline
     )

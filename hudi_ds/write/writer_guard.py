@@ -13,7 +13,7 @@ rolls it back (:meth:`WriterGuard.fence_claim`). See docs/concurrency.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hudi_ds.concurrency.heartbeat import HEARTBEAT_DIR, Heartbeat, beat_once, heartbeat_expired
@@ -131,16 +131,19 @@ class WriterGuard:
         self._heartbeats[instant] = WriterHeartbeat(self.storage, instant, interval)
         return True
 
-    def stop(self, instant: str) -> None:
-        """End the write of ``instant``: its heartbeat (and a single writer's record)."""
+    def stop(self, instant: str, also: Sequence[str] = ()) -> None:
+        """End the write of ``instant``: its heartbeat (and a single writer's record); the
+        objects ``also`` (a completed write's markers) are deleted in the same request."""
         hb = self._heartbeats.pop(instant, None)
-        if hb is not None:
+        if isinstance(hb, Heartbeat):
+            hb.stop(delete=False)  # (deleted below, with the rest)
+        elif hb is not None:
             hb.stop()
         if instant in self._claims:
             self._claims.discard(instant)
-            release(self.storage, instant)
-        elif hb is None:
-            self.storage.delete(f"{HEARTBEAT_DIR}/{instant}")
+            release(self.storage, instant, also)
+        else:
+            self.storage.discard_all([f"{HEARTBEAT_DIR}/{instant}", *also])
 
     def alone_at_start(self, state: TableState, req: Instant, roll_back: bool) -> None:
         """A single writer's check once its instant ``req`` is claimed and requested: no other

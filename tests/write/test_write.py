@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -491,8 +492,9 @@ def test_a_failure_after_the_commit_point_does_not_fail_the_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Once the completed instant is published the commit stands: a storage failure while
-    deleting its markers is logged, and the write returns its instant (a write that raised
-    would be taken as not done, and its rows are visible)."""
+    deleting its markers, or while ending the write (its writer record and heartbeat; on an
+    object store the markers too, in the same request), is logged, and the write returns its
+    instant (a write that raised would be taken as not done, and its rows are visible)."""
     import sys
 
     from hudi_ds.errors import StorageError
@@ -502,14 +504,20 @@ def test_a_failure_after_the_commit_point_does_not_fail_the_write(
     def failing(storage: Storage, instant: str) -> None:
         raise StorageError(f"delete {storage.uri('.hoodie/.temp/' + instant)} failed: 503")
 
+    def failing_all(storage: Storage, rels: Sequence[str]) -> None:
+        raise StorageError(f"delete {storage.uri(rels[0])} failed: 503")
+
     path = str(tmp_path / "t")
     opts = table_options("t", table_type="COPY_ON_WRITE")
     rows = pa.table({"id": ["a", "b"], "ts": [1, 1], "v": ["x", "y"]})
     monkeypatch.setattr(client_module, "delete_markers", failing)
+    monkeypatch.setattr(Storage, "discard_all", failing_all)
     with caplog.at_level("WARNING", logger="hudi_ds.write"):
         instant = hudi_ds.write(path, rows, opts)
     assert instant is not None
     assert "stands; deleting its markers failed" in caplog.text
+    assert "stands; ending its write failed" in caplog.text
+    monkeypatch.undo()
     assert [i.requested_time for i in hudi_ds.HudiTable(path).timeline.commits()] == [instant]
     expected = [("a", 1, "x"), ("b", 1, "y")]
     assert_rows(hudi_ds.read(path), expected, ["id", "ts", "v"])
