@@ -503,9 +503,10 @@ class RecordIndexCache:
         """Keep the ``answer`` of the last lookup of the distinct ``keys`` in the index as it
         was in ``state`` (its files and completed instants): a write looks the keys of its
         batch up to tag them, then its index upkeep looks most of them up again before
-        anything of the index changed -- the keys its log blocks update in place -- as Java
-        knows them from the write's statuses (``HoodieBackedTableMetadataWriter``'s record
-        index updates from each ``WriteStatus``'s written records), without a second search."""
+        anything of the index changed (the keys its log blocks update in place, which Java
+        takes from the write's statuses: ``HoodieBackedTableMetadataWriter.
+        getRecordIndexUpdates``); that second lookup is answered from the first. Nothing is
+        kept with a budget of 0."""
         with self._lock:
             self._last = (state, keys, answer) if self.budget > 0 else None
 

@@ -263,8 +263,8 @@ class RecordIndexWriter:
         and the ones of the previous base file it drops (``changes``, its merge handle's); of
         a log file, the keys of its data blocks and of its delete blocks (``logged``). The
         index's changes of those files are made from them, no file read (Java's metadata
-        writer takes them from the write's statuses: ``HoodieBackedTableMetadataWriter``
-        record index updates from each ``WriteStatus``'s written records); other files are
+        writer takes them from the write's statuses: ``HoodieBackedTableMetadataWriter.
+        getRecordIndexUpdates`` of each ``WriteStatus``'s written records); other files are
         read."""
         self._offered = (instant, changes, logged or {})
 
