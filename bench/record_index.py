@@ -22,7 +22,8 @@ batch on that table -- the files its commit wrote, each with as many rows, and t
 keys in an index held sorted in memory -- what bounds the goals (at least 3x GLOBAL_SIMPLE at
 16M rows, at most 1.3x growth of the batch from 1M to 16M rows). A small batch
 (``SMALL_UPDATES`` keys, not scaled) runs too, with RECORD_INDEX and with GLOBAL_SIMPLE on the
-table without a record index. Prints a table and one JSON line (the last); ``upsert_s`` /
+table without a record index. Prints a table, each goal beside what the floor allows
+(:func:`goals`), and one JSON line (the last); ``upsert_s`` /
 ``cpu_s`` are the warm batches' best (the acceptance rows), ``cold_s`` / ``cold_cpu_s`` the
 first's, ``second_s`` / ``second_cpu_s`` the second's.
 """
