@@ -33,6 +33,7 @@ from hudi_ds.table.table import ReadableTable
 from hudi_ds.timeline.instant import Instant
 from hudi_ds.timeline.view import TableState
 from hudi_ds.write.client import WriteClient
+from hudi_ds.write.metadata_sync import tracks_record_keys
 from hudi_ds.write.operation import (
     DELETE,
     DELETE_PARTITION,
@@ -279,8 +280,12 @@ def _write_with(
     profiled = client.operation.saves_workload_profile
     instant = client.start(schema, inflight=not profiled)
     try:
-        # a state index (the only lookup given here) learns the keys of the new base files
-        task = client.task_writer(instant, lookup=lookup, track_keys=lookup is not None)
+        # a state index (the only lookup given here) learns the keys of the new base files, and
+        # a record index's upkeep takes them (neither base file read again)
+        track = lookup is not None or (
+            client.state is not None and tracks_record_keys(client.state)
+        )
+        task = client.task_writer(instant, lookup=lookup, track_keys=track)
         # input chunks within an eighth of the task's memory budget (write.task.max.size)
         chunk_bytes = min(CHUNK_BYTES, task.options.memory.task_bytes // 8)
         chunks = coalesced(batches, max_bytes=chunk_bytes)

@@ -256,6 +256,12 @@ class Located:
             [loc for p in parts for loc in p.locations],
         )
 
+    def subset(self, wanted: pa.Array) -> Located:
+        """The keys of ``wanted`` among these (the locations shared)."""
+        keep = pc.is_in(self.keys, value_set=wanted)
+        mask = keep.to_numpy(zero_copy_only=False)
+        return Located(self.keys.filter(keep), self.codes[mask], self.locations)
+
     def __len__(self) -> int:
         return len(self.keys)
 
@@ -517,10 +523,22 @@ def locate(
     count = len({s.file_id for s in slices})
     if not count or not len(keys):
         return Located.concat([])
+    # the index as of this lookup: its files, and the MDT instants whose blocks count
+    state = (
+        storage.base_uri,
+        tuple(sorted(stamps.items())),
+        tuple(i.requested_time for i in timeline if keep(i.requested_time)),
+    )
+    memo = record_index_cache.cache()
+    recalled = memo.recalled(state, keys)
+    if recalled is not None:
+        return typing.cast(Located, recalled[1]).subset(keys)
     by_id = {s.file_id: s for s in slices}
-    return Located.concat(
+    found = Located.concat(
         _read_groups(storage, keep, keys, count, lambda i: by_id.get(file_group_id(i)), stamps)
     )
+    memo.remember(state, keys, found)
+    return found
 
 
 def _read_groups(

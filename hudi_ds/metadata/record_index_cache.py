@@ -486,6 +486,7 @@ class RecordIndexCache:
         self.budget = budget
         self._entries: OrderedDict[tuple[str, int, int], _HFileEntry | _LogEntry] = OrderedDict()
         self._lock = threading.Lock()
+        self._last: tuple[object, pa.Array, object] | None = None
 
     def set_budget(self, budget: int) -> None:
         """Hold at most ``budget`` bytes from now on (0: nothing)."""
@@ -496,6 +497,29 @@ class RecordIndexCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._last = None
+
+    def remember(self, state: object, keys: pa.Array, answer: object) -> None:
+        """Keep the ``answer`` of the last lookup of the distinct ``keys`` in the index as it
+        was in ``state`` (its files and completed instants): a write looks the keys of its
+        batch up to tag them, then its index upkeep looks most of them up again before
+        anything of the index changed (the keys its log blocks update in place, which Java
+        takes from the write's statuses: ``HoodieBackedTableMetadataWriter.
+        getRecordIndexUpdates``); that second lookup is answered from the first. Nothing is
+        kept with a budget of 0."""
+        with self._lock:
+            self._last = (state, keys, answer) if self.budget > 0 else None
+
+    def recalled(self, state: object, keys: pa.Array) -> tuple[pa.Array, object] | None:
+        """``(the keys remembered, their answer)`` when the last lookup remembered was made in
+        ``state`` and asked every one of ``keys``; else None."""
+        with self._lock:
+            last = self._last
+        if last is None or last[0] != state:
+            return None
+        if len(keys) and not pc.all(pc.is_in(keys, value_set=last[1])).as_py():
+            return None
+        return last[1], last[2]
 
     @property
     def held(self) -> int:

@@ -29,7 +29,7 @@ import functools
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,6 +106,9 @@ from hudi_ds.timeline.instant import (
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import TableState
+
+#: per ``(partition, file name)`` of a file a write wrote, two key arrays it told
+_Told = Mapping[tuple[str, str], tuple[pa.Array, pa.Array]]
 
 __all__ = [
     "MIN_FILE_GROUPS",
@@ -252,6 +255,24 @@ class RecordIndexWriter:
         self.sizing = RecordIndexSizing()
         #: per data partition, of a new partitioned index and of a partition new to it
         self.partitioned_sizing = PARTITIONED_SIZING
+        self._offered: tuple[str, _Told, _Told] = ("", {}, {})
+
+    def offer(self, instant: str, changes: _Told, logged: _Told | None = None) -> None:
+        """What the writer of data instant ``instant`` knows of the files it wrote, per
+        ``(partition, file name)``: of a base file, the record keys it adds to its file group
+        and the ones of the previous base file it drops (``changes``, its merge handle's); of
+        a log file, the keys of its data blocks and of its delete blocks (``logged``). The
+        index's changes of those files are made from them, no file read (Java's metadata
+        writer takes them from the write's statuses: ``HoodieBackedTableMetadataWriter.
+        getRecordIndexUpdates`` of each ``WriteStatus``'s written records); other files are
+        read."""
+        self._offered = (instant, changes, logged or {})
+
+    def keeps_index(self) -> bool:
+        """Whether this writer keeps a record index (asked, or the table declares one)."""
+        if self.enable is not None:
+            return self.enable
+        return RECORD_INDEX_PARTITION in declared_partitions(self.state.config)
 
     @property
     def partitioned(self) -> bool:
@@ -498,18 +519,30 @@ class RecordIndexWriter:
         tz = self.state.config.timeline_timezone or "LOCAL"
         loc_ms = instant_millis(instant, tz)
         logged: dict[tuple[str, str], tuple[list[pa.Array], list[pa.Array]]] = {}
+        mine = self._offered[0] == instant
+        offered, offered_logs = (self._offered[1], self._offered[2]) if mine else ({}, {})
         for partition, stats in meta.partition_to_write_stats.items():
             for stat in stats:
                 if not stat.path or not stat.file_id:
                     continue
                 name = file_name_of(stat.path)
-                if parse_base_file_name(name) is not None:
+                told = offered.get((partition, name))
+                if told is not None and parse_base_file_name(name) is not None:
+                    loc = RecordLocation(partition, stat.file_id, loc_ms)
+                    out.put(_present(told[0]).to_pylist(), loc)
+                    out.delete(_present(told[1]).to_pylist(), partition)
+                elif parse_base_file_name(name) is not None:
                     self._base_changes(
                         out, partition, stat, RecordLocation(partition, stat.file_id, loc_ms)
                     )
                 elif parse_log_file_name(name) is not None:
                     put, gone = logged.setdefault((partition, stat.file_id), ([], []))
-                    self._log_keys(stat.path, instant.__eq__, put, gone)
+                    told = offered_logs.get((partition, name))
+                    if told is not None:
+                        put.append(_present(told[0]))
+                        gone.append(_present(told[1]))
+                    else:
+                        self._log_keys(stat.path, instant.__eq__, put, gone)
         if logged:
             self._log_changes(out, logged, loc_ms, mdt)
         if meta.is_replace and op in _OVERWRITES:

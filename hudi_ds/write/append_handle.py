@@ -51,7 +51,7 @@ from hudi_ds.write.handles import (
     precombine,
     set_file_name,
 )
-from hudi_ds.write.write_status import WriteStatus
+from hudi_ds.write.write_status import LoggedKeys, WriteStatus
 
 #: the marker kind of a log file (Java ``IOType.APPEND``)
 MARKER_KIND = "APPEND"
@@ -101,6 +101,9 @@ class AppendHandle(BufferedHandle):
         self.blocks = 0
         # the column stats of the rows written so far (HandleContext.stats_columns)
         self._ranges: list[ColumnRange] | None = None
+        # the keys of the blocks written so far (HandleContext.track_keys)
+        tracked = ctx.track_keys and ctx.options.populate_meta_fields and not self.staging
+        self._keys: tuple[list[pa.Array], list[pa.Array]] | None = ([], []) if tracked else None
 
     def flush(self) -> None:
         """Pre-combine the buffer and append it as log blocks."""
@@ -148,6 +151,8 @@ class AppendHandle(BufferedHandle):
             self._written += len(block)
             self.blocks += 1
             self.num_writes += data.num_rows
+            if self._keys is not None:
+                self._keys[0].extend(data.column(RECORD_KEY_METADATA_FIELD).chunks)
             if ranged and ctx.stats_columns is not None:
                 self._add_ranges(data, avro_schema, ctx.stats_columns, footer)
         if dels.num_rows:
@@ -163,6 +168,8 @@ class AppendHandle(BufferedHandle):
             self._written += len(block)
             self.blocks += 1
             self.num_deletes += dels.num_rows
+            if self._keys is not None:
+                self._keys[1].extend(dels.column(RECORD_KEY_METADATA_FIELD).chunks)
         self._release()
 
     def marker(self) -> tuple[str, str]:
@@ -213,7 +220,12 @@ class AppendHandle(BufferedHandle):
             base_file=self.base_file_name,
             log_files=[file_name_of(self.path)],
         )
-        return WriteStatus(stat, "append", self.ctx.token, column_ranges=self._file_ranges())
+        logged = None
+        if self._keys is not None:
+            logged = LoggedKeys(*(_joined(k) for k in self._keys))
+        return WriteStatus(
+            stat, "append", self.ctx.token, column_ranges=self._file_ranges(), logged=logged
+        )
 
     def _add_ranges(
         self,
@@ -279,3 +291,12 @@ def _merged(a: ColumnRange, b: ColumnRange) -> ColumnRange:
     if highs and _is_nan(out.max_value):
         out = replace(out, max_value=max(highs))
     return out
+
+
+def _joined(chunks: list[pa.Array]) -> pa.Array:
+    """``chunks`` of keys as one string array."""
+    return (
+        pa.concat_arrays([c.cast(pa.string()) for c in chunks])
+        if chunks
+        else pa.array([], pa.string())
+    )

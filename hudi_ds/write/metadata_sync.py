@@ -269,6 +269,29 @@ def offer_written(
         slices = {p: slice_files(listed(p)) for p in written}
     content, md = commit
     writer.stats.offer(Written(instant, tuple(columns or ()), ranges, slices, content, md))
+    writer.rli.offer(
+        instant,
+        {
+            (s.partition_path, file_name_of(s.path)): (s.keys.inserted, s.keys.removed)
+            for s in statuses
+            if s.keys is not None and s.path
+        },
+        {
+            (s.partition_path, file_name_of(s.path)): (s.logged.written, s.logged.deleted)
+            for s in statuses
+            if s.logged is not None and s.path
+        },
+    )
+
+
+def tracks_record_keys(state: TableState) -> bool:
+    """Whether a write of ``state`` has its merge handles tell the keys each new base file
+    adds and drops (:attr:`WriteStatus.keys <hudi_ds.write.write_status.WriteStatus.keys>`)
+    and its append handles the keys they wrote (``WriteStatus.logged``): when its metadata
+    table keeps a record index, whose upkeep then reads none of those files
+    (:func:`offer_written`)."""
+    writer = _installed(state)
+    return writer is not None and writer.enable is not False and writer.rli.keeps_index()
 
 
 def install_metadata_writer(state: TableState, options: Options) -> MetadataWriter:

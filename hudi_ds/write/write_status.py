@@ -26,6 +26,16 @@ class KeyChanges:
 
 
 @dataclass(frozen=True)
+class LoggedKeys:
+    """The record keys of the data blocks (``written``) and delete blocks (``deleted``) a log
+    file's handle wrote, when the writer asked for them: the record index's upkeep takes them
+    instead of reading the log file back. In-process only; never in the commit metadata."""
+
+    written: pa.Array
+    deleted: pa.Array
+
+
+@dataclass(frozen=True)
 class WriteStatus:
     """The outcome of one handle (Java ``WriteStatus``): the file it wrote and its counts.
 
@@ -38,6 +48,8 @@ class WriteStatus:
         task: the write token of the task attempt that wrote it.
         keys: the key changes of a ``merge`` / ``create`` when the writer asked for them
             (:attr:`hudi_ds.write.handles.HandleContext.track_keys`) and the merge told them.
+        logged: the keys an ``append`` wrote, when the writer asked for them (a table with
+            meta fields).
         column_ranges: the written file's column stats, computed by the handle from the rows
             it wrote (a log file) or the footer it wrote (a Parquet base file) when the table
             keeps column stats (:attr:`hudi_ds.write.handles.HandleContext.stats_columns`);
@@ -49,6 +61,7 @@ class WriteStatus:
     kind: str
     task: str
     keys: KeyChanges | None = None
+    logged: LoggedKeys | None = None
     column_ranges: tuple[ColumnRange, ...] | None = None
 
     @property

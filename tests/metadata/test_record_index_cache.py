@@ -159,3 +159,70 @@ def test_the_budget_option_is_checked(value: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="hoodie.metadata.record.index.cache.max.bytes"):
         hudi_ds.write(str(tmp_path / "t"), pa.table({"id": ["a"], "ts": [1]}), opts)
     assert not (tmp_path / "t").exists()
+
+
+def test_a_writes_index_upkeep_searches_nothing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upsert tags its keys with one search of the record index; the index's upkeep at its
+    commit takes the keys its log blocks update in place from that search, the keys of its
+    log files from the append handles and those of its new base files from the merge handles
+    (no data file read, no second search), and the index is as a rebuild from the table's
+    files. A lookup after the commit, or after the
+    cache is cleared, searches again."""
+    import hudi_ds
+    from hudi_ds.api import HudiTable
+    from hudi_ds.index.record_level import record_index_locations
+    from hudi_ds.metadata import record_index
+    from hudi_ds.metadata.record_index_writer import RecordIndexWriter
+    from tests.conftest import table_options
+    from tests.metadata.rli_support import key_rows as _rows
+    from tests.metadata.test_record_index import assert_index_true
+
+    root = str(tmp_path / "t")
+    opts = {
+        **table_options("rli", partition="p", table_type="MERGE_ON_READ", buckets=None),
+        "hoodie.metadata.enable": "true",
+        "hoodie.metadata.record.index.enable": "true",
+        "hoodie.index.type": "RECORD_INDEX",
+        "hoodie.clean.automatic": "false",
+        # no small file: updates go to log files, inserts to new file groups
+        "hoodie.parquet.small.file.limit": "0",
+    }
+    hudi_ds.write(root, _rows(list(range(30)), ["p0", "p1", "p2"] * 10, 1), opts)
+    searched: list[int] = []
+    read: list[str] = []
+    groups, base_changes = record_index._read_groups, RecordIndexWriter._base_changes
+    log_keys = RecordIndexWriter._log_keys
+    monkeypatch.setattr(
+        RecordIndexWriter,
+        "_log_keys",
+        lambda self, path, *a: read.append(path) or log_keys(self, path, *a),
+    )
+    monkeypatch.setattr(
+        record_index,
+        "_read_groups",
+        lambda s, keep, keys, *a: searched.append(len(keys)) or groups(s, keep, keys, *a),
+    )
+    monkeypatch.setattr(
+        RecordIndexWriter,
+        "_base_changes",
+        lambda self, out, p, st, loc: read.append(st.path) or base_changes(self, out, p, st, loc),
+    )
+    hudi_ds.write(root, _rows([1, 2, 3, 40, 41], ["p1", "p2", "p0", "p1", "p2"], 2), opts)
+    assert searched == [5] and read == []
+    stored = assert_index_true(Path(root))
+    assert len(stored) == 32 and stored["k40"].partition == "p1"
+    # the keys updated in place stay in their file groups, the new ones are in new ones
+    assert stored["k1"].file_id != stored["k40"].file_id
+    keys = ["k1", "k40"]
+    assert record_index_locations(Storage(root), keys) == {k: stored[k] for k in keys}
+    assert searched == [5, 2]
+    record_index_cache.cache().clear()
+    assert record_index_locations(Storage(root), keys) == {k: stored[k] for k in keys}
+    assert searched == [5, 2, 2]
+    # deletes: log files of delete blocks, the keys gone from the index
+    HudiTable(root, opts).delete(_rows([2, 40], ["p2", "p1"], 3))
+    assert read == []
+    stored = assert_index_true(Path(root))
+    assert len(stored) == 30 and "k2" not in stored and "k40" not in stored
