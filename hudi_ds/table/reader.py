@@ -649,7 +649,7 @@ def _keys_of(t: pa.Table, ctx: SliceReadContext) -> pa.Array:
         RECORD_KEY_METADATA_FIELD in t.column_names
         and t.column(RECORD_KEY_METADATA_FIELD).null_count < t.num_rows
     ):
-        return t.column(RECORD_KEY_METADATA_FIELD).combine_chunks().cast(pa.string())
+        return _as_string(t.column(RECORD_KEY_METADATA_FIELD))
     return record_keys(t, list(ctx.record_key_fields), ctx.complex_key)
 
 
