@@ -34,6 +34,7 @@ from hudi_ds.errors import (
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.lance import LanceBaseFile
+from hudi_ds.layout.parquet import no_true_flag
 from hudi_ds.log.block import BlockType, HeaderKey, LogBlock
 from hudi_ds.log.reader import (
     decode_data_block,
@@ -178,28 +179,6 @@ def read_base_file(
     return promote_table(table, target)
 
 
-def no_true_flag(pf: pq.ParquetFile) -> bool:
-    """Whether the footer's statistics show that no row of ``pf`` has ``_hoodie_is_deleted``
-    true (False when a row group has no statistics for it)."""
-    md = pf.metadata
-    try:
-        j = md.schema.names.index(IS_DELETED_FIELD)
-    except ValueError:
-        return False
-    for i in range(md.num_row_groups):
-        col = md.row_group(i).column(j)
-        if col.path_in_schema != IS_DELETED_FIELD:  # a nested schema: names are not leaves
-            return False
-        st = col.statistics
-        if st is None:
-            return False
-        if st.has_null_count and st.num_values == 0:  # num_values: the non-null values
-            continue
-        if not st.has_min_max or st.max is not False:
-            return False
-    return True
-
-
 def _read_lance(storage: Storage, base: BaseFile, names: list[str]) -> pa.Table:
     """The columns of ``names`` a Lance base file holds (the others are added by
     ``promote_table``)."""
@@ -331,7 +310,7 @@ def read_file_slice(
         return _unmerged(base, schema, ctx, stats, columns, key_changes)
     if base is not None:
         stats.base_files += 1
-    parts = _decode_parts(blocks, schema, ctx, stats)
+    parts = _decode_parts(blocks, schema, ctx, stats, flags_unread)
     if (
         columns is not None
         and schema.get_field_index(RECORD_KEY_METADATA_FIELD) < 0
@@ -342,7 +321,7 @@ def read_file_slice(
         base = _base_or_none(
             storage, fslice.base_file, schema, ctx, ReadStats(), use_threads, flags_unread
         )
-        parts = _decode_parts(blocks, schema, ctx, ReadStats())
+        parts = _decode_parts(blocks, schema, ctx, ReadStats(), flags_unread)
     if keys is not None:
         base, parts = _only_keys(base, parts, keys, ctx)
     out = _merge_slice(
@@ -571,19 +550,27 @@ def _keyed_by_field(base: pa.Table | None, parts: list[Part], ctx: SliceReadCont
 
 
 def _decode_parts(
-    blocks: list[LogBlock], schema: pa.Schema, ctx: SliceReadContext, stats: ReadStats
+    blocks: list[LogBlock],
+    schema: pa.Schema,
+    ctx: SliceReadContext,
+    stats: ReadStats,
+    unread_false_flags: bool = False,
 ) -> list[Part]:
     """The slice's log blocks as merge parts (``schema``'s columns), in application order.
 
     The whole-record data blocks decode together first (:func:`decode_data_blocks`: Avro
     blocks of one schema in one walk); if one of them is corrupt, block by block below.
+    ``unread_false_flags``: as :func:`~hudi_ds.log.reader.decode_data_block`'s.
     """
     whole = [b for b in blocks if b.block_type != BlockType.DELETE and not is_partial_block(b)]
     decoded: dict[int, pa.Table] = {}
     if len(whole) > 1:
         try:
             decoded = {
-                id(b): t for b, t in zip(whole, decode_data_blocks(whole, schema), strict=True)
+                id(b): t
+                for b, t in zip(
+                    whole, decode_data_blocks(whole, schema, unread_false_flags), strict=True
+                )
             }
         except CorruptBlockError:
             decoded = {}  # found again, reported or skipped, one block at a time
@@ -599,7 +586,7 @@ def _decode_parts(
             elif id(b) in decoded:
                 parts.append(decoded[id(b)])
             else:
-                parts.append(decode_data_block(b, schema))
+                parts.append(decode_data_block(b, schema, unread_false_flags))
         except CorruptBlockError as e:
             if not ctx.ignore_corrupt_files:
                 raise  # the message names the log file and the block's offset
