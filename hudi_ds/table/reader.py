@@ -52,6 +52,7 @@ from hudi_ds.merge.engine import (
     resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
+from hudi_ds.merge.single import merge_single_log_versions
 from hudi_ds.schema.avro import cached_arrow_schema
 from hudi_ds.schema.evolution import promote_table
 from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
@@ -406,6 +407,9 @@ def _merge_slice(
     a slice without logs is read. After a compaction the logs hold a
     few keys of the base file, so the merge works on those instead of every base row. The
     rows come out untouched base rows first, in the base file's order, then the merged ones.
+    When the logs name each key once (:func:`~hudi_ds.merge.single.merge_single_log_versions`)
+    the base rows that stay -- untouched or winning over their log version -- come out in the
+    base file's order, then the log versions that win.
     With ``columns`` the untouched base rows come out as those columns only (one filter of
     the columns returned, not of what the merge reads beside them). ``key_changes``: as
     :func:`read_file_slice`'s (on that path only the keys of the merged rows are compared, not
@@ -413,9 +417,25 @@ def _merge_slice(
     """
     key_fn = lambda t: _keys_of(t, ctx)  # noqa: E731
     if base is not None and base.num_rows and spec.builtin is not None:
-        logged = [k for k in (_part_keys(p, ctx) for p in parts) if len(k)]
-        if logged:
-            base_keys = _base_keys(base, ctx)
+        part_keys = [_part_keys(p, ctx) for p in parts]
+        logged = [k for k in part_keys if len(k)]
+        base_keys = _base_keys(base, ctx) if logged else None
+        single = (
+            merge_single_log_versions(base, base_keys, parts, part_keys, spec)
+            if base_keys is not None and key_changes is None
+            else None
+        )
+        if single is not None:
+            # each key has at most its base row and one log version
+            keep, won = single
+            target = schema if columns is None else _project(schema.empty_table(), columns).schema
+            out = [base.filter(pa.array(keep)) if columns is None else _project(base, columns)]
+            if columns is not None:
+                out[0] = out[0].filter(pa.array(keep))
+            out += [w if columns is None else _project(w, columns) for w in won if w.num_rows]
+            out = [t if t.schema == target else t.cast(target) for t in out]
+            return pa.concat_tables(out) if len(out) > 1 else out[0]
+        if base_keys is not None:
             touched = pc.is_in(base_keys, value_set=pa.concat_arrays(logged))
             n_touched = pc.sum(touched).as_py() or 0
             if n_touched < base.num_rows:
