@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_ds.merge.core import default_ordering, ordering_rank
+from hudi_ds.merge.core import default_ordering, ordering_rank, reads_as_java_int
 from hudi_ds.merge.engine import DeleteKeys, Part, _any_true, _cast_or_null, deleted_mask
 from hudi_ds.merge.modes import PARTIAL_NONE, MergeSpec
 from hudi_ds.merge.payloads import (
@@ -143,8 +143,18 @@ def _base_wins(
 ) -> np.ndarray:
     """Event time: per touched base row (base order), whether its ordering value is greater
     than that of its log version (``at``) and that version is no natural delete."""
-    base_ord = whole(base.column(field)).filter(pa.array(touched))
-    log_ord = _log_ordering(parts, field, base.schema.field(field).type)
+    ftype = base.schema.field(field).type
+    base_col = whole(base.column(field))
+    log_ord = _log_ordering(parts, field, ftype)
+    if pa.types.is_integer(ftype) and not base_col.null_count and not log_ord.null_count:
+        # integers without nulls rank as their values (merge.core._offset_rank), and only a
+        # delete's 0 of an int field is Hudi's default ordering value
+        lv = np.asarray(log_ord)
+        win = np.asarray(base_col)[touched] > lv[at]
+        if reads_as_java_int(ftype):
+            win &= ~(is_delete[at] & (lv[at] == 0))
+        return win
+    base_ord = base_col.filter(pa.array(touched))
     # the values the engine compares (a null int field reads as Hudi's default 0)
     both = pa.table({field: pa.concat_arrays([base_ord, log_ord])})
     cols = merger._ordering_columns(cfg, both)

@@ -428,7 +428,7 @@ def _merge_slice(
         if single is not None:
             # each key has at most its base row and one log version
             keep, won = single
-            target = schema if columns is None else _project(schema.empty_table(), columns).schema
+            target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
             out = [base.filter(pa.array(keep)) if columns is None else _project(base, columns)]
             if columns is not None:
                 out[0] = out[0].filter(pa.array(keep))

@@ -35,10 +35,11 @@ def _ctx(schema: pa.Schema, spec: MergeSpec) -> SliceReadContext:
 
 
 def _slice(
-    rng: np.random.Generator, ts_type: pa.DataType, flags: bool
+    rng: np.random.Generator, ts_type: pa.DataType, flags: bool, nulls: bool
 ) -> tuple[pa.Table, list[Part], pa.Schema]:
     """A base file and log parts (1-3 data blocks, maybe a delete block) naming each key once
-    between them: touched and new keys, ties, null and zero ordering values."""
+    between them: touched and new keys, ties, zero ordering values and, with ``nulls``, null
+    ones (a delete without an ordering value whatever ``nulls``)."""
     schema = pa.schema(
         [("id", pa.string()), ("ts", ts_type), ("v", pa.float64()), (IS_DELETED_FIELD, pa.bool_())]
     )
@@ -46,8 +47,8 @@ def _slice(
 
     def ts(k: int) -> pa.Array:
         vals = rng.integers(0, 4, k)  # few values: ties
-        nulls = rng.random(k) < 0.15
-        return pa.array(vals, pa.int64(), mask=nulls).cast(ts_type)
+        mask = rng.random(k) < (0.15 if nulls else 0.0)
+        return pa.array(vals, pa.int64(), mask=mask).cast(ts_type)
 
     def rows(keys: list[str], flagged: np.ndarray | None = None) -> pa.Table:
         k = len(keys)
@@ -66,7 +67,7 @@ def _slice(
         if not len(chunk):
             continue
         if rng.random() < 0.3:
-            o = ts(len(chunk)) if rng.random() < 0.7 else None
+            o = ts(len(chunk)) if rng.random() < (0.7 if nulls else 1.0) else None
             parts.append(DeleteKeys(pa.array(list(chunk), pa.string()), o))
         else:
             parts.append(rows(list(chunk)))
@@ -93,7 +94,7 @@ def test_single_log_versions_merge_as_the_engine(
     rng = np.random.default_rng(zlib.crc32(f"{behaviour} {ts_type}".encode()))
     taken = 0
     for i in range(150):
-        base, parts, schema = _slice(rng, ts_type, flags=i % 3 == 0)
+        base, parts, schema = _slice(rng, ts_type, flags=i % 3 == 0, nulls=i % 2 == 0)
         spec = _spec(behaviour)
         keys = [reader._part_keys(p, _ctx(schema, spec)) for p in parts]
         if merge_single_log_versions(base, base["id"], parts, keys, spec) is not None:
