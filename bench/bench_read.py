@@ -30,7 +30,8 @@ snapshot of the compaction-off one, each against ``spark.read.parquet`` of the s
 of the same base files (COW, read-optimized) or of the reference rows (snapshots).
 
 Usage: ``python -m bench.bench_read [--scale 1] [--repeat 5] [--spark] [--read-table]
-[--keep DIR]`` (``--keep``: write the tables under DIR, or reuse them when already there;
+[--keep DIR] [--phases]`` (``--keep``: write the tables under DIR, or reuse them when already there;
+``--phases``: :func:`phases` of the MOR reads, each step's CPU time on one thread;
 ``--read-table``: only the read_table rows; ``--json FILE``: their results, which
 ``bench.report`` turns into acceptance rows).
 """
@@ -66,6 +67,7 @@ from bench.workload import Workload, insert_batch, reference, upsert_batches
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import scan_log_bytes
+from hudi_ds.table import reader as slice_reader
 from hudi_ds.table.table import ReadableTable
 
 TABLES = {  # name -> (table type, compaction)
@@ -177,6 +179,76 @@ def parquet_floor(table: Path) -> Callable[[], int]:
             return sum(pool.map(one, plan.slices))
 
     return read
+
+
+#: the phases of a projected snapshot read of a file slice (:func:`phases`)
+PHASES = ("log scan", "base file", "log blocks", "merge", "project")
+
+
+def phases(table: Path) -> Callable[[], dict[str, float]]:
+    """The CPU time of each step of ``hudi_ds.read(columns=READ_COLUMNS)``'s slices, on one
+    thread (base files too): the log files read and split into blocks, the base files read,
+    the log blocks decoded, the versions merged (the probe of the base keys, the filter of
+    the untouched rows, the merge engine) and the result projected -- the steps of
+    :func:`hudi_ds.table.reader.read_file_slice` for slices with log blocks, planned once,
+    untimed. Returns per phase the seconds and, under ``rows``, the rows read."""
+    t = ReadableTable(str(table))
+    plan = t.plan_read(columns=READ_COLUMNS)
+    ctx, vis, r = plan.context, plan.visibility, slice_reader
+
+    def read() -> dict[str, float]:
+        out = dict.fromkeys(PHASES, 0.0)
+        rows = 0
+        for s in plan.slices:
+            st = r.ReadStats()
+            c0 = time.thread_time()
+            blocks = r.scan_slice_logs(t.storage, s, vis, st, ctx)
+            c1 = time.thread_time()
+            if not blocks:
+                raise ValueError(f"{table}: a slice without log blocks (not what this times)")
+            schema = r._merge_projection(ctx, READ_COLUMNS, blocks)
+            base = r._base_or_none(t.storage, s.base_file, schema, ctx, st, False, True)
+            c2 = time.thread_time()
+            parts = r._decode_parts(blocks, schema, ctx, st, True)
+            c3 = time.thread_time()
+            merged = r._merge_slice(
+                base, parts, ctx.merge_spec, schema, ctx, base is not None, READ_COLUMNS
+            )
+            c4 = time.thread_time()
+            rows += merged.select(READ_COLUMNS).num_rows
+            c5 = time.thread_time()
+            for k, a, b in zip(PHASES, (c0, c1, c2, c3, c4), (c1, c2, c3, c4, c5), strict=True):
+                out[k] += b - a
+        out["rows"] = rows
+        return out
+
+    return read
+
+
+def run_phases(root: Path, repeat: int) -> None:
+    """:func:`phases` of each MOR table, best of ``repeat`` per phase, beside the CPU time of
+    pyarrow's read of the final rows (its yardstick)."""
+    ref = root / "final-default.parquet"
+    for name in ("mor", "mor_logs"):
+        read = phases(root / name / "table")
+        best: dict[str, float] = {}
+        yard = float("inf")
+        for _ in range(repeat):
+            for k, v in read().items():
+                best[k] = min(best.get(k, v), v)
+            c0 = time.process_time()
+            pq.read_table(ref, columns=READ_COLUMNS)
+            yard = min(yard, time.process_time() - c0)
+        total = sum(best[k] for k in PHASES)
+        print(
+            f"{name}: one thread, best of {repeat} per phase (load {os.getloadavg()[0]:.1f}; "
+            f"pyarrow's read of the final rows: cpu {yard * 1e3:.1f} ms)"
+        )
+        for k in PHASES:
+            print(f"  {k:12s} {best[k] * 1e3:7.1f} ms  {best[k] / yard:5.2f}x")
+        print(
+            f"  {'total':12s} {total * 1e3:7.1f} ms  {total / yard:5.2f}x   rows {best['rows']:,.0f}"
+        )
 
 
 def run_embedded(root: Path, repeat: int) -> None:
@@ -341,6 +413,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--spark", action="store_true", help="also the Spark reads")
     ap.add_argument("--read-table", action="store_true", help="only the Spark read_table rows")
+    ap.add_argument(
+        "--phases", action="store_true", help="also the CPU time of each step of the MOR reads"
+    )
     ap.add_argument("--json", help="write the read_table rows' results to this file")
     ap.add_argument("--keep", help="write the tables under this directory (reused when there)")
     args = ap.parse_args()
@@ -357,6 +432,8 @@ def main() -> None:
                 Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
             return
         run_embedded(root, args.repeat)
+        if args.phases:
+            run_phases(root, args.repeat)
         if args.spark:
             run_spark(root, ref, w, args.repeat)
 

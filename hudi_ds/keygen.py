@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from hudi_ds import joda
 from hudi_ds.config import Options, WriteConfig
 from hudi_ds.errors import ConfigError, SchemaError, UnsupportedError
+from hudi_ds.schema.evolution import whole
 from hudi_ds.schema.meta import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 
 NULL_PLACEHOLDER = "__null__"
@@ -195,8 +196,7 @@ def key_string(
     Raises:
         SchemaError: a type keys are not made of (binary, nested), naming the column.
     """
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+    column = whole(column)
     t = column.type
     if pa.types.is_dictionary(t):
         column = column.cast(t.value_type)

@@ -23,7 +23,7 @@ from hudi_ds.layout.bloom_filter import (
     BloomFilter,
     BloomFilterSpec,
 )
-from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 from hudi_ds.storage_types import OutputStream
 
@@ -88,6 +88,28 @@ def parquet_block_content(
         metadata_collector=metadata_collector,
     )
     return sink.getvalue().to_pybytes()
+
+
+def no_true_flag(pf: pq.ParquetFile) -> bool:
+    """Whether the footer's statistics show that no row of ``pf`` has ``_hoodie_is_deleted``
+    true (False when a row group has no statistics for it)."""
+    md = pf.metadata
+    try:
+        j = md.schema.names.index(IS_DELETED_FIELD)
+    except ValueError:
+        return False
+    for i in range(md.num_row_groups):
+        col = md.row_group(i).column(j)
+        if col.path_in_schema != IS_DELETED_FIELD:  # a nested schema: names are not leaves
+            return False
+        st = col.statistics
+        if st is None:
+            return False
+        if st.has_null_count and st.num_values == 0:  # num_values: the non-null values
+            continue
+        if not st.has_min_max or st.max is not False:
+            return False
+    return True
 
 
 def _base_file_compression(codec: str) -> str | None:

@@ -23,6 +23,7 @@ from fastavro import parse_schema, schemaless_reader
 
 from hudi_ds.errors import CorruptBlockError, CorruptFileError, UnsupportedError
 from hudi_ds.layout.hfile import HFile, read_hfile
+from hudi_ds.layout.parquet import no_true_flag
 from hudi_ds.log.avro_decode import decode_avro_records, decode_avro_runs, vectorisable
 from hudi_ds.log.block import (
     CONTENT_VERSION,
@@ -41,7 +42,11 @@ from hudi_ds.schema.avro import (
     strip_logical_types,
 )
 from hudi_ds.schema.evolution import promote_table
-from hudi_ds.schema.meta import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
+from hudi_ds.schema.meta import (
+    IS_DELETED_FIELD,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
 from hudi_ds.schema.records import raw_avro_records_to_arrow
 
 logger = logging.getLogger("hudi_ds.log")
@@ -255,8 +260,14 @@ def _decode_avro_content(block: LogBlock, columns: list[str] | None = None) -> p
     return table if table is not None else _decode_each(plan, content, count, 8)
 
 
-def _decode_parquet_content(block: LogBlock, columns: list[str] | None = None) -> pa.Table:
-    """Decode a Parquet data block: the content is one complete Parquet file (``PAR1...PAR1``)."""
+def _decode_parquet_content(
+    block: LogBlock, columns: list[str] | None = None, unread_false_flags: bool = False
+) -> pa.Table:
+    """Decode a Parquet data block: the content is one complete Parquet file (``PAR1...PAR1``).
+
+    ``unread_false_flags``: ``_hoodie_is_deleted`` is left out of ``columns`` when the
+    footer's statistics show no true flag (the caller's ``promote_table`` adds it as nulls).
+    """
     try:
         # pages written with a CRC (parquet-mr's default, and ours) are verified. The block is
         # already in memory and small: no pre-buffering (a copy of the column chunks), and
@@ -266,6 +277,9 @@ def _decode_parquet_content(block: LogBlock, columns: list[str] | None = None) -
         pf = pq.ParquetFile(
             pa.BufferReader(block.content), page_checksum_verification=True, pre_buffer=False
         )
+        flags = unread_false_flags and columns is not None and IS_DELETED_FIELD in columns
+        if flags and no_true_flag(pf):
+            columns = [c for c in cast(list[str], columns) if c != IS_DELETED_FIELD]
         # columns the block lacks (an older schema) are left out of the read: the caller's
         # promote_table adds them (no Arrow schema built from the footer to find them)
         return pf.read(columns=columns, use_threads=False)
@@ -273,7 +287,9 @@ def _decode_parquet_content(block: LogBlock, columns: list[str] | None = None) -
         raise CorruptBlockError(f"Parquet data block does not read: {e}") from e
 
 
-def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Table:
+def decode_data_block(
+    block: LogBlock, schema: pa.Schema | None = None, unread_false_flags: bool = False
+) -> pa.Table:
     """Decode the records of an Avro (or CDC) / Parquet data block to an Arrow table.
 
     Avro records come out in the types of the block's ``SCHEMA`` header
@@ -287,6 +303,10 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
         schema: if given, the rows are brought to it with
             :func:`hudi_ds.schema.evolution.promote_table` (Parquet blocks then decode only its
             columns).
+        unread_false_flags: the caller reads ``_hoodie_is_deleted`` only to find deletes (a
+            projected snapshot read): a Parquet block whose footer statistics show no true
+            flag leaves it undecoded, null in the result (which deletes nothing, as false
+            does). Only when ``schema``'s field is nullable.
 
     Raises:
         CorruptBlockError: the content does not decode.
@@ -300,7 +320,13 @@ def decode_data_block(block: LogBlock, schema: pa.Schema | None = None) -> pa.Ta
             table = _decode_avro_content(block, None if schema is None else schema.names)
         elif block.block_type == BlockType.PARQUET_DATA:
             # only the columns the caller asked for (Parquet is columnar)
-            table = _decode_parquet_content(block, None if schema is None else schema.names)
+            unread = (
+                unread_false_flags
+                and schema is not None
+                and schema.get_field_index(IS_DELETED_FIELD) >= 0
+                and schema.field(IS_DELETED_FIELD).nullable
+            )
+            table = _decode_parquet_content(block, None if schema is None else schema.names, unread)
         else:
             raise UnsupportedError(
                 f"{block.block_type.name} blocks are not data blocks hudi_ds reads"
@@ -332,7 +358,9 @@ def _joint_count(block: LogBlock) -> int | None:
     return int(count) if _avro_plan(block.schema).vectorised else None
 
 
-def decode_data_blocks(blocks: list[LogBlock], schema: pa.Schema | None = None) -> list[pa.Table]:
+def decode_data_blocks(
+    blocks: list[LogBlock], schema: pa.Schema | None = None, unread_false_flags: bool = False
+) -> list[pa.Table]:
     """:func:`decode_data_block` of each block, in order.
 
     Small Avro data blocks (:data:`JOINT_BLOCK_BYTES`) of one ``SCHEMA`` header decode
@@ -341,6 +369,7 @@ def decode_data_blocks(blocks: list[LogBlock], schema: pa.Schema | None = None) 
     is paid once, not per block -- most of the cost of blocks of a few thousand records, as
     every upsert appends). When such a run does not decode cleanly its blocks decode one by
     one, which raises for the bad one as :func:`decode_data_block` does.
+    ``unread_false_flags``: as :func:`decode_data_block`'s.
     """
     out: list[pa.Table | None] = [None] * len(blocks)
     runs: dict[str, list[list[tuple[int, int]]]] = {}
@@ -369,7 +398,7 @@ def decode_data_blocks(blocks: list[LogBlock], schema: pa.Schema | None = None) 
             for (i, _), t in zip(group, tables, strict=True):
                 out[i] = t if schema is None else promote_table(t, schema)
     return [
-        t if t is not None else decode_data_block(b, schema)
+        t if t is not None else decode_data_block(b, schema, unread_false_flags)
         for t, b in zip(out, blocks, strict=True)
     ]
 

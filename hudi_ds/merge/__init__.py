@@ -6,6 +6,8 @@
   ``partial_merge``, vectorised ``merge_batches``) and the per-record fallback;
 * :mod:`hudi_ds.merge.payloads` -- the built-in mergers, vectorised;
 * :mod:`hudi_ds.merge.engine` -- :func:`merge_versions`, used wherever versions meet.
+* :mod:`hudi_ds.merge.single` -- a base file's rows against log versions that name each key
+  once (a compacted MOR slice read), without the engine's fold.
 """
 
 from hudi_ds.merge.engine import (

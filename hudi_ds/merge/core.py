@@ -32,12 +32,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_ds.schema.evolution import whole
+
 
 def key_codes(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Dictionary codes of the record keys (int64; nulls -1)."""
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
-    indices = pc.dictionary_encode(keys).indices
+    indices = pc.dictionary_encode(whole(keys)).indices
     if indices.null_count:
         indices = indices.fill_null(-1)
     return np.asarray(indices).astype(np.int64)
@@ -51,8 +51,7 @@ def _rank(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     ``segment * (max rank + 1) + rank``): an O(n) subtraction instead of the sort of a
     dense rank. Other types, and integers of a wider range, get the dense rank.
     """
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    values = whole(values)
     n = len(values)
     if pa.types.is_null(values.type) or values.null_count == n:
         return np.zeros(n, dtype=np.int64)
@@ -77,8 +76,7 @@ def _offset_rank(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     lo, hi, n = lo_hi["min"].as_py(), lo_hi["max"].as_py(), len(values)
     if not (lo > -(1 << 62) and hi < 1 << 62 and (hi - lo + 2) * (n + 1) < 1 << 62):
         return None
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    values = whole(values)
     filled = values.fill_null(lo) if values.null_count else values
     rank = np.asarray(filled, dtype=np.int64) - (lo - 1)
     if values.null_count:
@@ -154,8 +152,7 @@ def default_ordering(columns: Sequence[pa.Array | pa.ChunkedArray], n: int) -> n
         out = np.all([np.asarray(c.is_null(), dtype=bool) for c in columns], axis=0)
     if len(columns) == 1 and reads_as_java_int(columns[0].type):
         zero = pc.fill_null(pc.equal(columns[0], 0), False)
-        if isinstance(zero, pa.ChunkedArray):
-            zero = zero.combine_chunks()
+        zero = whole(zero)
         out = out | np.asarray(zero, dtype=bool)
     return out
 

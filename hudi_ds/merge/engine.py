@@ -35,6 +35,7 @@ from hudi_ds.merge.core import key_codes, ordering_rank, resolve
 from hudi_ds.merge.merger import MergeResult, RecordMerger, Versions
 from hudi_ds.merge.modes import MergeSpec, spec_for_mode
 from hudi_ds.merge.payloads import merger_for
+from hudi_ds.schema.evolution import whole
 from hudi_ds.schema.meta import (
     IS_DELETED_FIELD,
     PARTITION_PATH_METADATA_FIELD,
@@ -142,9 +143,9 @@ class DeleteKeys:
         ``_ordering_value`` columns (a decoded delete block)."""
         names = t.column_names
         return cls(
-            t.column(RECORD_KEY_METADATA_FIELD).combine_chunks(),
-            t.column(ORDERING_VALUE).combine_chunks() if ORDERING_VALUE in names else None,
-            t.column(PARTITION_PATH_METADATA_FIELD).combine_chunks()
+            whole(t.column(RECORD_KEY_METADATA_FIELD)),
+            whole(t.column(ORDERING_VALUE)) if ORDERING_VALUE in names else None,
+            whole(t.column(PARTITION_PATH_METADATA_FIELD))
             if PARTITION_PATH_METADATA_FIELD in names
             else None,
         )
@@ -154,8 +155,7 @@ Part: TypeAlias = "pa.Table | DataPart | DeleteKeys"
 
 
 def _as_string(a: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(a, pa.ChunkedArray):
-        a = a.combine_chunks()
+    a = whole(a)
     if pa.types.is_dictionary(a.type):
         a = a.cast(a.type.value_type)
     return a if pa.types.is_string(a.type) else a.cast(pa.string())
@@ -222,7 +222,7 @@ class VersionsBuilder:
                 RECORD_KEY_METADATA_FIELD in t.column_names
                 and t.column(RECORD_KEY_METADATA_FIELD).null_count < n
             ):
-                keys = t.column(RECORD_KEY_METADATA_FIELD).combine_chunks()
+                keys = whole(t.column(RECORD_KEY_METADATA_FIELD))
             elif self.key_fn is not None:
                 keys = self.key_fn(t)
             else:
@@ -232,7 +232,7 @@ class VersionsBuilder:
         self._tables.append(t)
         self._keys.append(_as_string(keys))
         if IS_DELETED_FIELD in t.column_names and _any_true(t.column(IS_DELETED_FIELD)):
-            flag = t.column(IS_DELETED_FIELD).combine_chunks().fill_null(False)
+            flag = whole(t.column(IS_DELETED_FIELD)).fill_null(False)
             self._deletes.append(np.asarray(flag, dtype=bool))
         else:
             self._deletes.append(np.zeros(n, dtype=bool))
@@ -255,12 +255,7 @@ class VersionsBuilder:
                 and self.ordering_fields
                 and f.name == self.ordering_fields[0]
             ):
-                ov = (
-                    d.ordering.combine_chunks()
-                    if isinstance(d.ordering, pa.ChunkedArray)
-                    else d.ordering
-                )
-                cols.append(_cast_or_null(ov, f.type))
+                cols.append(_cast_or_null(whole(d.ordering), f.type))
             elif f.name == IS_DELETED_FIELD and pa.types.is_boolean(f.type):
                 cols.append(pa.array(np.ones(n, dtype=bool)))
             else:
@@ -274,7 +269,10 @@ class VersionsBuilder:
         """The collected versions (``seq`` = the order they were added in)."""
         n = self._n
         table = pa.concat_tables(self._tables) if self._tables else self.schema.empty_table()
-        keys = pa.concat_arrays(self._keys) if self._keys else pa.array([], pa.string())
+        if len(self._keys) == 1:
+            keys = self._keys[0]  # concat_arrays copies even one array
+        else:
+            keys = pa.concat_arrays(self._keys) if self._keys else pa.array([], pa.string())
         absent: dict[str, np.ndarray] = {}
         for start, end, cols in self._absent:
             for c in cols:
@@ -383,7 +381,7 @@ def deleted_mask(table: pa.Table, spec: MergeSpec | None = None) -> np.ndarray |
     if IS_DELETED_FIELD in table.column_names:
         col = table.column(IS_DELETED_FIELD)
         if col.null_count < n and pc.any(col).as_py():  # no copy of the flags without one
-            flag = np.asarray(col.combine_chunks().fill_null(False), dtype=bool)
+            flag = np.asarray(whole(col).fill_null(False), dtype=bool)
             if flag.any():
                 mask = flag
     b = spec.builtin if spec is not None else None

@@ -82,6 +82,7 @@ from hudi_ds.merge.modes import (
     Behaviour,
     MergeSpec,
 )
+from hudi_ds.schema.evolution import whole
 from hudi_ds.schema.meta import IS_DELETED_FIELD, META_FIELDS
 
 _META = frozenset(META_FIELDS)
@@ -265,10 +266,10 @@ class BuiltinMerger(RecordMerger):
             flag = t.column(IS_DELETED_FIELD)
             # a scan first: the flags are usually all false (no copy of them then)
             if flag.null_count < len(flag) and pc.any(flag).as_py():
-                out |= np.asarray(pc.fill_null(flag, False).combine_chunks(), dtype=bool)
+                out |= np.asarray(whole(pc.fill_null(flag, False)), dtype=bool)
         f = cfg.delete_field
         if f and cfg.delete_marker and f in t.column_names:
-            col = t.column(f).combine_chunks()
+            col = whole(t.column(f))
             if pa.types.is_dictionary(col.type):
                 col = col.cast(col.type.value_type)
             if not pa.types.is_string(col.type):
@@ -286,7 +287,7 @@ class BuiltinMerger(RecordMerger):
             if f not in t.column_names:
                 cols.append(pa.nulls(t.num_rows))
                 continue
-            col = t.column(f).combine_chunks()
+            col = whole(t.column(f))
             if cfg.transform == "mysql_seq":
                 s = col.cast(pa.string())
                 parts = pc.split_pattern(s, ".", max_splits=1)

@@ -12,6 +12,16 @@ import pyarrow as pa
 from hudi_ds.errors import SchemaError
 
 
+def whole(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The values of ``a`` as one array: a chunked array's only chunk as it is (``combine_chunks``
+    copies even a single chunk), several chunks combined."""
+    if not isinstance(a, pa.ChunkedArray):
+        return a
+    if a.num_chunks == 1:
+        return a.chunk(0)
+    return a.combine_chunks()
+
+
 def _is_string(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 

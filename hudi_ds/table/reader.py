@@ -34,6 +34,7 @@ from hudi_ds.errors import (
 from hudi_ds.keygen import record_keys
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.layout.lance import LanceBaseFile
+from hudi_ds.layout.parquet import no_true_flag
 from hudi_ds.log.block import BlockType, HeaderKey, LogBlock
 from hudi_ds.log.reader import (
     decode_data_block,
@@ -51,6 +52,7 @@ from hudi_ds.merge.engine import (
     resolve_spec,
 )
 from hudi_ds.merge.modes import MergeSpec
+from hudi_ds.merge.single import merge_single_log_versions
 from hudi_ds.schema.avro import cached_arrow_schema
 from hudi_ds.schema.evolution import promote_table
 from hudi_ds.schema.meta import IS_DELETED_FIELD, RECORD_KEY_METADATA_FIELD
@@ -176,28 +178,6 @@ def read_base_file(
     except (OSError, ValueError) as e:  # ArrowInvalid; UnicodeDecodeError of a bad footer
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
     return promote_table(table, target)
-
-
-def no_true_flag(pf: pq.ParquetFile) -> bool:
-    """Whether the footer's statistics show that no row of ``pf`` has ``_hoodie_is_deleted``
-    true (False when a row group has no statistics for it)."""
-    md = pf.metadata
-    try:
-        j = md.schema.names.index(IS_DELETED_FIELD)
-    except ValueError:
-        return False
-    for i in range(md.num_row_groups):
-        col = md.row_group(i).column(j)
-        if col.path_in_schema != IS_DELETED_FIELD:  # a nested schema: names are not leaves
-            return False
-        st = col.statistics
-        if st is None:
-            return False
-        if st.has_null_count and st.num_values == 0:  # num_values: the non-null values
-            continue
-        if not st.has_min_max or st.max is not False:
-            return False
-    return True
 
 
 def _read_lance(storage: Storage, base: BaseFile, names: list[str]) -> pa.Table:
@@ -331,7 +311,7 @@ def read_file_slice(
         return _unmerged(base, schema, ctx, stats, columns, key_changes)
     if base is not None:
         stats.base_files += 1
-    parts = _decode_parts(blocks, schema, ctx, stats)
+    parts = _decode_parts(blocks, schema, ctx, stats, flags_unread)
     if (
         columns is not None
         and schema.get_field_index(RECORD_KEY_METADATA_FIELD) < 0
@@ -342,7 +322,7 @@ def read_file_slice(
         base = _base_or_none(
             storage, fslice.base_file, schema, ctx, ReadStats(), use_threads, flags_unread
         )
-        parts = _decode_parts(blocks, schema, ctx, ReadStats())
+        parts = _decode_parts(blocks, schema, ctx, ReadStats(), flags_unread)
     if keys is not None:
         base, parts = _only_keys(base, parts, keys, ctx)
     out = _merge_slice(
@@ -427,6 +407,9 @@ def _merge_slice(
     a slice without logs is read. After a compaction the logs hold a
     few keys of the base file, so the merge works on those instead of every base row. The
     rows come out untouched base rows first, in the base file's order, then the merged ones.
+    When the logs name each key once (:func:`~hudi_ds.merge.single.merge_single_log_versions`)
+    the base rows that stay -- untouched or winning over their log version -- come out in the
+    base file's order, then the log versions that win.
     With ``columns`` the untouched base rows come out as those columns only (one filter of
     the columns returned, not of what the merge reads beside them). ``key_changes``: as
     :func:`read_file_slice`'s (on that path only the keys of the merged rows are compared, not
@@ -434,9 +417,25 @@ def _merge_slice(
     """
     key_fn = lambda t: _keys_of(t, ctx)  # noqa: E731
     if base is not None and base.num_rows and spec.builtin is not None:
-        logged = [k for k in (_part_keys(p, ctx) for p in parts) if len(k)]
-        if logged:
-            base_keys = _base_keys(base, ctx)
+        part_keys = [_part_keys(p, ctx) for p in parts]
+        logged = [k for k in part_keys if len(k)]
+        base_keys = _base_keys(base, ctx) if logged else None
+        single = (
+            merge_single_log_versions(base, base_keys, parts, part_keys, spec)
+            if base_keys is not None and key_changes is None
+            else None
+        )
+        if single is not None:
+            # each key has at most its base row and one log version
+            keep, won = single
+            target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+            out = [base.filter(pa.array(keep)) if columns is None else _project(base, columns)]
+            if columns is not None:
+                out[0] = out[0].filter(pa.array(keep))
+            out += [w if columns is None else _project(w, columns) for w in won if w.num_rows]
+            out = [t if t.schema == target else t.cast(target) for t in out]
+            return pa.concat_tables(out) if len(out) > 1 else out[0]
+        if base_keys is not None:
             touched = pc.is_in(base_keys, value_set=pa.concat_arrays(logged))
             n_touched = pc.sum(touched).as_py() or 0
             if n_touched < base.num_rows:
@@ -571,19 +570,27 @@ def _keyed_by_field(base: pa.Table | None, parts: list[Part], ctx: SliceReadCont
 
 
 def _decode_parts(
-    blocks: list[LogBlock], schema: pa.Schema, ctx: SliceReadContext, stats: ReadStats
+    blocks: list[LogBlock],
+    schema: pa.Schema,
+    ctx: SliceReadContext,
+    stats: ReadStats,
+    unread_false_flags: bool = False,
 ) -> list[Part]:
     """The slice's log blocks as merge parts (``schema``'s columns), in application order.
 
     The whole-record data blocks decode together first (:func:`decode_data_blocks`: Avro
     blocks of one schema in one walk); if one of them is corrupt, block by block below.
+    ``unread_false_flags``: as :func:`~hudi_ds.log.reader.decode_data_block`'s.
     """
     whole = [b for b in blocks if b.block_type != BlockType.DELETE and not is_partial_block(b)]
     decoded: dict[int, pa.Table] = {}
     if len(whole) > 1:
         try:
             decoded = {
-                id(b): t for b, t in zip(whole, decode_data_blocks(whole, schema), strict=True)
+                id(b): t
+                for b, t in zip(
+                    whole, decode_data_blocks(whole, schema, unread_false_flags), strict=True
+                )
             }
         except CorruptBlockError:
             decoded = {}  # found again, reported or skipped, one block at a time
@@ -599,7 +606,7 @@ def _decode_parts(
             elif id(b) in decoded:
                 parts.append(decoded[id(b)])
             else:
-                parts.append(decode_data_block(b, schema))
+                parts.append(decode_data_block(b, schema, unread_false_flags))
         except CorruptBlockError as e:
             if not ctx.ignore_corrupt_files:
                 raise  # the message names the log file and the block's offset
@@ -649,7 +656,7 @@ def _keys_of(t: pa.Table, ctx: SliceReadContext) -> pa.Array:
         RECORD_KEY_METADATA_FIELD in t.column_names
         and t.column(RECORD_KEY_METADATA_FIELD).null_count < t.num_rows
     ):
-        return t.column(RECORD_KEY_METADATA_FIELD).combine_chunks().cast(pa.string())
+        return _as_string(t.column(RECORD_KEY_METADATA_FIELD))
     return record_keys(t, list(ctx.record_key_fields), ctx.complex_key)
 
 

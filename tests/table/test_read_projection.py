@@ -123,3 +123,74 @@ def test_delete_flags_left_unread_only_when_the_footer_shows_none_set(tmp_path: 
             assert read_base_file(storage, base, strict, unread_false_flags=True).equals(
                 rows.cast(strict)
             ), tag
+
+
+def test_log_block_delete_flags_left_unread_only_when_none_is_set() -> None:
+    """A Parquet log block's ``_hoodie_is_deleted`` is left undecoded (null, deleting nothing)
+    only when asked and its footer shows no true flag, as a base file's."""
+    from hudi_ds.layout.parquet import parquet_block_content
+    from hudi_ds.log.block import BlockType, LogBlock
+    from hudi_ds.log.reader import decode_data_block
+
+    schema = pa.schema([("id", pa.string()), ("v", pa.float64()), (IS_DELETED_FIELD, pa.bool_())])
+    cases = {  # flags, write statistics -> left unread
+        "false": ([False, False, False], True, True),
+        "null": ([None, None, None], True, True),
+        "one_true": ([False, True, None], True, False),
+        "no_stats": ([False, False, False], False, False),
+    }
+    for tag, (flags, stats, unread) in cases.items():
+        rows = pa.table({"id": ["a", "b", "c"], "v": [1.0, 2.0, 3.0], IS_DELETED_FIELD: flags})
+        rows = rows.cast(schema)
+        if stats:
+            content = parquet_block_content(rows, "snappy", [])
+        else:
+            sink = pa.BufferOutputStream()
+            pq.write_table(rows, sink, write_statistics=False, write_page_checksum=True)
+            content = sink.getvalue().to_pybytes()
+        block = LogBlock(BlockType.PARQUET_DATA, content=content)
+        got = decode_data_block(block, schema, unread_false_flags=True)
+        assert got.select(["id", "v"]).equals(rows.select(["id", "v"])), tag
+        want = pa.nulls(3, pa.bool_()) if unread else pa.array(flags, pa.bool_())
+        assert got.column(IS_DELETED_FIELD).combine_chunks().equals(want), tag
+        assert decode_data_block(block, schema).equals(rows), tag  # by default: as written
+
+
+def test_projected_reads_of_log_blocks_with_delete_flags(tmp_path: Path) -> None:
+    """Parquet log blocks carrying ``_hoodie_is_deleted`` (all false: left unread by a
+    projected read) beside deleted keys: projected reads equal the full read's rows."""
+    path = str(tmp_path / "t")
+    opts = options(
+        "t",
+        "MERGE_ON_READ",
+        partition="dt",
+        index="BUCKET",
+        buckets=1,
+        **{"hoodie.logfile.data.block.format": "parquet"},
+    )
+
+    def flagged(t: pa.Table, flags: np.ndarray) -> pa.Table:
+        return t.append_column(IS_DELETED_FIELD, pa.array(flags))
+
+    base = flagged(_rows(np.arange(300), np.full(300, 10), 1), np.zeros(300, dtype=bool))
+    hudi_ds.write(path, base, {**opts, "hoodie.datasource.write.operation": "insert"})
+    upd = flagged(_rows(np.arange(0, 300, 2), np.full(150, 20), 2), np.zeros(150, dtype=bool))
+    hudi_ds.write(path, upd, opts)
+    gone = np.arange(1, 300, 3)
+    dels = flagged(_rows(gone, np.full(len(gone), 30), 3), np.arange(len(gone)) % 5 == 0)
+    hudi_ds.write(path, dels, opts)
+
+    full = hudi_ds.read(path)
+    deleted = set(dels.filter(dels[IS_DELETED_FIELD])["id"].to_pylist())
+    assert deleted and not deleted & set(full["id"].to_pylist())
+    assert full.num_rows == 300 - len(deleted)
+    model = _model([base, upd, dels], sorted(deleted))
+    assert {
+        k: (t, v)
+        for k, t, v in zip(
+            full["id"].to_pylist(), full["ts"].to_pylist(), full["v"].to_pylist(), strict=True
+        )
+    } == model
+    for cols in (["id", "v"], ["v", "ts"]):
+        got = hudi_ds.read(path, columns=cols)
+        assert row_set(got) == row_set(full.select(cols)), cols
