@@ -206,9 +206,10 @@ def _key_read_s(path: str) -> float:
 
 @contextlib.contextmanager
 def _timed_simple_lookups(total: list[float]) -> Any:
-    """Adds to ``total[0]`` the seconds spent in SIMPLE lookups (``hudi_ds.index.simple_lookup``,
-    the function every SIMPLE writer task calls through its key cache) while active."""
-    import hudi_ds.index as index
+    """Adds to ``total[0]`` the seconds spent in SIMPLE lookups (``simple_lookup`` as
+    :mod:`hudi_ds.index.core` calls it: every SIMPLE writer task's lookup through its key
+    cache) while active."""
+    import hudi_ds.index.core as index
 
     plain = index.simple_lookup
 
