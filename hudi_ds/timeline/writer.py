@@ -48,7 +48,9 @@ class TimelineWriter:
     table lock, or a single writer's record: :mod:`hudi_ds.write.writer_guard`). So the
     transitions of such an instant probe nothing (on an object store each probe is a
     request), and a caller holding a listing made after the instant's last transition hands
-    it to :meth:`create_requested` and :meth:`complete` instead.
+    it to :meth:`create_requested` and :meth:`complete` instead. On layout 2 the listing that
+    chooses the completion time checks the instant anyway (one a process paused past its
+    heartbeat finds completed or rolled back is refused, as a probe would have).
 
     Args:
         storage: the table's storage.
@@ -228,13 +230,11 @@ class TimelineWriter:
         """
         ts = instant.requested_time
         inflight = Instant(ts, instant.action, State.INFLIGHT)
+        own = listed is None and (ts, instant.action) in self._inflight
         if listed is not None:
-            if listed.is_completed(ts):
-                raise TimelineError(f"instant {ts} is already completed")
-            if not listed.has_file(ts, instant.action, State.INFLIGHT):
-                raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
+            self._check_pending(inflight, listed)
             listed = None  # (layout 2: the completion time is chosen from a new listing)
-        elif (ts, instant.action) not in self._inflight:  # (else: see the class docstring)
+        elif not own:  # (else: see the class docstring)
             if not self.storage.is_file(self.path_of(inflight)):
                 raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
             listed = self._listing() if self.layout_version == 2 else None
@@ -251,6 +251,13 @@ class TimelineWriter:
         if self.layout_version == 1:
             done = Instant(ts, action, State.COMPLETED, ts)
         else:
+            if listed is None:
+                listed = self._listing()
+                if own:
+                    # the listing the completion time needs answers the probes skipped: an
+                    # instant another process completed or rolled back meanwhile (a writer
+                    # paused past its heartbeat) is never completed a second time
+                    self._check_pending(inflight, listed)
             latest = self._latest_time(ts, listed)
             c = completion_time or self._time_after(latest)
             if _full_precision(c) <= _full_precision(latest):
@@ -263,6 +270,13 @@ class TimelineWriter:
         self._forget(ts)  # (completed: any later transition of it probes, and fails)
         self._wrote(done, content)
         return done
+
+    def _check_pending(self, inflight: Instant, listed: Timeline) -> None:
+        ts = inflight.requested_time
+        if listed.is_completed(ts):
+            raise TimelineError(f"instant {ts} is already completed")
+        if not listed.has_file(ts, inflight.action, State.INFLIGHT):
+            raise InstantNotFoundError(f"{self.path_of(inflight)} does not exist")
 
     def _forget(self, requested_time: str) -> None:
         self._created.discard(requested_time)

@@ -24,6 +24,7 @@ from hudi_ds.log.block import BlockType, HeaderKey, encode_block
 from hudi_ds.storage import Storage
 from hudi_ds.timeline import (
     ACTIONS,
+    CLEAN,
     CLUSTERING,
     COMMIT,
     COMPACTION,
@@ -1218,3 +1219,32 @@ def test_completed_instant_files_are_decoded_once_per_process_until_they_change(
         out.write(commit.read_bytes())
     assert [extra(Storage("t", filesystem=mem)) for _ in range(2)] == ["cc", "cc"]
     assert len(decoded) == 5
+
+
+def test_an_own_instant_completed_or_rolled_back_elsewhere_is_not_completed_again(
+    tmp_path: Path,
+) -> None:
+    """A writer's own inflight instant probes nothing at its transitions, but on layout 2 the
+    listing its completion time needs still refuses an instant that another process completed
+    or rolled back meanwhile (a writer paused past its heartbeat): no second completed file,
+    no completion of an instant whose files are gone."""
+    storage = Storage(str(tmp_path))
+    folder = tmp_path / timeline_dir(2)
+    a = TimelineWriter(storage, 2)
+    ts = new_instant_time()
+    req = Instant(ts, CLEAN, State.REQUESTED)
+    assert a.create_requested(req)
+    inflight = a.transition_to_inflight(req)
+    TimelineWriter(storage, 2).complete(inflight, b"{}")  # another process finished it
+    with pytest.raises(TimelineError, match="already completed"):
+        a.complete(inflight, b"{}")
+    assert len([p for p in folder.iterdir() if p.name.endswith(f"{CLEAN}") and "_" in p.name]) == 1
+
+    ts2 = new_instant_time()
+    req2 = Instant(ts2, DELTA_COMMIT, State.REQUESTED)
+    assert a.create_requested(req2)
+    inflight2 = a.transition_to_inflight(req2)
+    TimelineWriter(storage, 2).delete_instant_files(inflight2)  # rolled back elsewhere
+    with pytest.raises(InstantNotFoundError):
+        a.complete(inflight2, b"{}")
+    assert not [p for p in folder.iterdir() if p.name.startswith(ts2)]
