@@ -45,7 +45,13 @@ from hudi_ds.timeline.plans import (
 )
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import Visibility
-from hudi_ds.write.markers import create_marker, delete_markers, marked_files, marker_dir
+from hudi_ds.write.markers import (
+    create_marker,
+    delete_markers,
+    delete_markers_quietly,
+    marked_files,
+    marker_dir,
+)
 from hudi_ds.write.rollback_executor import (
     attempt_rollback_metadata,
     pending_rollback_of,
@@ -490,7 +496,8 @@ def finish_compaction(
         done = ctx.complete(
             Instant(job.instant, COMPACTION, State.INFLIGHT), md.to_bytes(ctx.layout)
         )
-    delete_markers(storage, job.instant)  # after the fence: a withdrawn attempt is rolled back
+    # after the fence (a withdrawn attempt is rolled back) and the commit point
+    delete_markers_quietly(storage, job.instant)
     return done
 
 

@@ -26,12 +26,14 @@ finds every marker.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from hudi_ds.errors import StorageError
 from hudi_ds.storage import Storage
 
 TEMP_DIR = ".hoodie/.temp"
@@ -172,6 +174,22 @@ def _own_list(storage: Storage, path: str, size: int) -> list[str] | None:
 def delete_markers(storage: Storage, instant: str) -> None:
     storage.delete_dir(marker_dir(instant))
     forget_markers(storage, instant)
+
+
+def delete_markers_quietly(storage: Storage, instant: str) -> None:
+    """:func:`delete_markers` of an instant that is completed: a failure is logged, not
+    raised. The commit point is behind: the instant stands and its markers are debris a
+    later clean-up removes (Java deletes them the same way after a commit,
+    ``WriteMarkers.quietDeleteMarkerDir``) -- raising would make the caller treat a
+    completed instant as failed and undo it."""
+    try:
+        delete_markers(storage, instant)
+    except StorageError as e:
+        logging.getLogger(__name__).warning(
+            "instant %s is completed; deleting its markers failed (left for later): %s",
+            instant,
+            e,
+        )
 
 
 def marker_objects(storage: Storage, instant: str, listed: list[str]) -> list[str]:

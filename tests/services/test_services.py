@@ -19,7 +19,13 @@ import pyarrow as pa
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import ConfigError, InstantNotFoundError, TimelineError, UnsupportedError
+from hudi_ds.errors import (
+    ConfigError,
+    InstantNotFoundError,
+    StorageError,
+    TimelineError,
+    UnsupportedError,
+)
 from hudi_ds.log.archive import load_archived
 from hudi_ds.services import (
     ServiceContext,
@@ -262,6 +268,36 @@ def test_failed_compaction_is_rolled_back_and_retried(tmp_path: Path, monkeypatc
     assert res.instant == c and ours(path) == hudi_rs(path) == m.rows()
     with pytest.raises(InstantNotFoundError, match="already completed"):
         compaction.run_compaction(ctx, c)
+
+
+def test_compaction_whose_marker_deletion_fails_after_its_commit_stands(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Deleting the markers fails (a store error) after the compaction's completed file is
+    written: the compaction stands -- it is not treated as failed and rolled back, which
+    deleted the base files of a completed instant -- and every row reads back."""
+    path = str(tmp_path / "t")
+    m = Model()
+    for k in range(3):
+        write(path, trips(range(10), k + 1), m)
+    ctx = ServiceContext.open(path)
+    c = compaction.schedule_compaction(ctx)
+    assert c is not None
+    real = Storage.delete_dir
+
+    def failing(self: Storage, rel: str) -> Any:
+        if ".temp" in rel:
+            raise StorageError(f"delete {rel} failed: injected")
+        return real(self, rel)
+
+    monkeypatch.setattr(Storage, "delete_dir", failing)
+    (res,) = compaction.run_compaction(ctx, c)
+    monkeypatch.setattr(Storage, "delete_dir", real)
+    assert res.instant == c
+    tl = ServiceContext.open(path).timeline()
+    assert tl.get(c).is_completed
+    assert [p for p in data_files(path) if p.name.endswith(f"_{c}.parquet")]
+    assert ours(path) == hudi_rs(path) == m.rows()
 
 
 def test_unschedule_moves_logs_back(tmp_path: Path) -> None:
