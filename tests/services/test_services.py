@@ -248,7 +248,8 @@ def test_schedule_refuses_pending_writes_and_non_mor(tmp_path: Path) -> None:
         compaction.schedule_compaction(ServiceContext.open(cow))
 
 
-def test_failed_compaction_is_rolled_back_and_retried(tmp_path: Path, monkeypatch) -> None:
+def _three_writes_and_a_plan(tmp_path: Path) -> tuple[str, Model, ServiceContext, str]:
+    """A MOR table of three writes of ten keys and its compaction plan (scheduled, not run)."""
     path = str(tmp_path / "t")
     m = Model()
     for k in range(3):
@@ -256,6 +257,11 @@ def test_failed_compaction_is_rolled_back_and_retried(tmp_path: Path, monkeypatc
     ctx = ServiceContext.open(path)
     c = compaction.schedule_compaction(ctx)
     assert c is not None
+    return path, m, ctx, c
+
+
+def test_failed_compaction_is_rolled_back_and_retried(tmp_path: Path, monkeypatch) -> None:
+    path, m, ctx, c = _three_writes_and_a_plan(tmp_path)
     real = fail_second_operation(monkeypatch)
     with pytest.raises(OSError, match="disk full"):
         compaction.run_compaction(ctx, c)
@@ -276,13 +282,7 @@ def test_compaction_whose_marker_deletion_fails_after_its_commit_stands(
     """Deleting the markers fails (a store error) after the compaction's completed file is
     written: the compaction stands -- it is not treated as failed and rolled back, which
     deleted the base files of a completed instant -- and every row reads back."""
-    path = str(tmp_path / "t")
-    m = Model()
-    for k in range(3):
-        write(path, trips(range(10), k + 1), m)
-    ctx = ServiceContext.open(path)
-    c = compaction.schedule_compaction(ctx)
-    assert c is not None
+    path, m, ctx, c = _three_writes_and_a_plan(tmp_path)
     real = Storage.delete_dir
 
     def failing(self: Storage, rel: str) -> Any:
