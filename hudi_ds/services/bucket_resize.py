@@ -30,7 +30,8 @@ Java's ``SparkConsistentBucketClusteringPlanStrategy`` (on
 * **complete**: before the replacecommit, each partition's new ring is written as
   ``<instant>.hashing_meta`` (the ring with the children applied, ``seqNo`` + 1:
   ``HoodieSparkConsistentBucketIndex.updateLocation``); after it, its commit marker. A crash in
-  between leaves a ring whose instant is a completed commit: the next load commits it.
+  between, or a marker that could not be written (logged: the resize stands), leaves a ring
+  whose instant is a completed commit: the next load commits it.
 """
 
 from __future__ import annotations
@@ -296,6 +297,22 @@ def save_resized_rings(
 
 
 def commit_resized_rings(ctx: ServiceContext, instant: str, partitions: Sequence[str]) -> None:
-    """The commit markers of a completed resize's rings."""
+    """The commit markers of a completed resize's rings, written after its replacecommit.
+
+    A marker that cannot be written is logged, not raised: the replacecommit is the commit
+    point, and a ring whose instant is a completed commit is committed by the next load
+    (:func:`~hudi_ds.index.consistent_hashing.load_metadata`, Java's
+    ``ConsistentBucketIndexUtils.loadMetadata`` for a clustering whose post-commit marker
+    creation failed). Raising would make the caller treat the completed resize as failed.
+    """
     for p in partitions:
-        commit_metadata(ctx.storage, p, instant)
+        try:
+            commit_metadata(ctx.storage, p, instant)
+        except OSError as e:  # StorageError too
+            log.warning(
+                "resize %s is completed; the commit marker of partition '%s' could not be "
+                "written (the next load of the ring writes it): %s",
+                instant,
+                p,
+                e,
+            )

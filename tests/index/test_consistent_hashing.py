@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import ConfigError, CorruptFileError
+from hudi_ds.errors import ConfigError, CorruptFileError, StorageError
 from hudi_ds.faults import EXIT_CODE
 from hudi_ds.index.consistent_hashing import (
     HashingMetadata,
@@ -424,6 +424,58 @@ def test_a_killed_resize_resumes(tmp_path: Path, version: str, spec: str) -> Non
     ring_ranges(decode_hashing_meta(ring.to_bytes())["nodes"])
     more = builders.trips(range(50, 130), ts=2, key="k{:04d}", city="sf")
     hudi_ds.write(path, more, _opts(**extra))
+    model |= {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in more.to_pylist()}
+    got = hudi_ds.read(path)
+    assert_rows(got, list(model.values()), COLUMNS)
+    assert_rows(hudi_rs_table(path), list(model.values()), COLUMNS)
+    nodes = [(n.value, n.file_id_prefix) for n in ring.nodes]
+    for key, file_name in zip(
+        got.column("_hoodie_record_key").to_pylist(),
+        got.column("_hoodie_file_name").to_pylist(),
+        strict=True,
+    ):
+        assert file_name.lstrip(".").startswith(node_of(nodes, key, ["id"]) + "-0")
+
+
+def test_a_resize_whose_ring_commit_marker_fails_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit marker of the resized ring cannot be written (a store error) after the
+    resize's replacecommit completed: the resize stands -- ``run_clustering`` returns it,
+    nothing is rolled back, its file groups stay -- and the next load of the ring writes the
+    marker (the replacecommit is completed); every row reads back and the next write follows
+    the new ring."""
+    path = str(tmp_path / "t")
+    opts = {**_opts(), "hoodie.parquet.max.file.size": "2000"}
+    opts |= {"hoodie.bucket.index.max.num.buckets": "5"}
+    rows = builders.trips(range(100), key="k{:04d}", city="sf")
+    hudi_ds.write(path, rows, _opts())
+    model = {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in rows.to_pylist()}
+    instant = clustering.schedule_clustering(ServiceContext.open(path, opts))
+    assert instant is not None
+    marker = f"{META_DIR}/sf/{instant}.commit"
+    real = Storage.create_if_absent
+
+    def failing(self: Storage, rel: str, data: bytes = b"") -> bool:
+        if rel == marker:
+            raise StorageError(f"put {rel} failed: injected")
+        return real(self, rel, data)
+
+    monkeypatch.setattr(Storage, "create_if_absent", failing)
+    (res,) = clustering.run_clustering(ServiceContext.open(path, opts), instant)
+    monkeypatch.setattr(Storage, "create_if_absent", real)
+    storage = Storage(path)
+    assert res.instant == instant and not storage.exists(marker)
+    state = TableState.open(path)
+    assert state.timeline.is_completed(instant)
+    assert not list(state.timeline.filter_actions("rollback"))
+    assert res.stats and all(storage.exists(s.path) for s in res.stats)
+    assert_rows(hudi_ds.read(path), list(model.values()), COLUMNS)
+    ring = load_metadata(storage, "sf", lambda i: i in state.visibility().instants)
+    assert ring is not None and ring.instant == instant and len(ring.nodes) == 5
+    assert storage.exists(marker)
+    more = builders.trips(range(50, 130), ts=2, key="k{:04d}", city="sf")
+    hudi_ds.write(path, more, _opts())
     model |= {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in more.to_pylist()}
     got = hudi_ds.read(path)
     assert_rows(got, list(model.values()), COLUMNS)
