@@ -33,6 +33,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import hudi_ds
+from hudi_ds.errors import StorageError
+from hudi_ds.storage import Storage
 from tests.azurite_server import AzuriteServer, ensure_azurite
 from tests.fixtures import (
     MISSING_REASON,
@@ -135,6 +137,22 @@ def run_forked(fn: Callable[[], Any], crash_at: str | None = None, timeout: floa
             _, status = os.waitpid(pid, 0)
             return os.waitstatus_to_exitcode(status)
         time.sleep(0.005)
+
+
+def lose_response_of_completed_file(monkeypatch: pytest.MonkeyPatch, instant: str) -> Any:
+    """The data table's completed file of ``instant`` is written, then the store reports an
+    error for it (a lost response of a put that landed); returns the real ``write_atomic``."""
+    real = Storage.write_atomic
+
+    def lossy(self: Storage, rel: str, data: bytes, crash_point_name: str | None = None) -> Any:
+        real(self, rel, data, crash_point_name)
+        name = rel.rsplit("/", 1)[-1]  # C.<action> (layout 1) or C_<completion>.<action>
+        completed = name.startswith((f"{instant}.", f"{instant}_")) and name.count(".") == 1
+        if completed and "/metadata/" not in rel:
+            raise StorageError(f"put {rel} failed: injected")
+
+    monkeypatch.setattr(Storage, "write_atomic", lossy)
+    return real
 
 
 def spawn_python(code: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

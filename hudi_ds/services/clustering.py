@@ -20,9 +20,12 @@ Protocol (Hudi's)::
   completes and is rolled back. New inserts never go to file groups under a pending
   clustering (the small-file listing leaves them out, as Java's does).
 * **Failures**: a clustering that raises is rolled back at once (its files deleted, back to
-  requested); one killed mid-way is left inflight and rolled back by the next
-  :func:`run_clustering` (recorded as a rollback instant), then executed again. Writers never
-  roll a pending clustering back (Java's ``ignoreCompactionAndClusteringInstants``).
+  requested) unless the timeline, listed again, shows it completed: after the commit point
+  nothing undoes it (the commit markers of a resize's rings come after it, and the next load
+  of a ring writes one that is missing). One killed mid-way is left inflight and rolled back
+  by the next :func:`run_clustering` (recorded as a rollback instant), then executed again.
+  Writers never roll a pending clustering back (Java's
+  ``ignoreCompactionAndClusteringInstants``).
 * **Tables**: COW and MOR, versions 6, 8 and 9. A consistent-hashing bucket table's
   clusterings are its resizes (:mod:`hudi_ds.services.bucket_resize`). The simple bucket
   engine is refused, as Java refuses clustering for it ("Clustering is not supported for
@@ -232,17 +235,23 @@ def _run_one(ctx: ServiceContext, c: str) -> ClusteringResult | None:
                 ctx.storage.delete(st.path)
         raise
     except BaseException as e:
-        log.error("clustering %s failed; rolling the attempt back", c)
         try:
             with ctx.locked(reload=True):
-                rollback_inflight_clustering(ctx, c)
-                if isinstance(e, CommitConflictError):
-                    # the plan names slices a concurrent write has superseded: executed again
-                    # it would drop that write's records, so it goes (the next schedule plans
-                    # the file groups as they are now)
-                    ctx.writer().delete_instant_files(Instant(c, job.action, State.REQUESTED))
+                tl = ctx.timeline()
+                if tl.is_completed(c):
+                    # past the commit point nothing undoes the clustering
+                    _stop_completed(ctx, c, stats, tl)
+                else:
+                    log.error("clustering %s failed; rolling the attempt back", c)
+                    rollback_inflight_clustering(ctx, c)
+                    if isinstance(e, CommitConflictError):
+                        # the plan names slices a concurrent write has superseded: executed
+                        # again it would drop that write's records, so it goes (the next
+                        # schedule plans the file groups as they are now)
+                        req = Instant(c, job.action, State.REQUESTED)
+                        ctx.writer().delete_instant_files(req)
         except Exception:  # pragma: no cover - the next run retries the rollback
-            log.exception("rolling back clustering %s failed", c)
+            log.exception("cleaning up after the failure of clustering %s failed", c)
         raise
     finally:
         heartbeat.stop(delete=live)
@@ -265,6 +274,26 @@ def _run_one(ctx: ServiceContext, c: str) -> ClusteringResult | None:
         res.seconds,
     )
     return res
+
+
+def _stop_completed(ctx: ServiceContext, c: str, stats: list[WriteStat], tl: Timeline) -> None:
+    """An attempt failed and clustering ``c`` is completed on timeline ``tl`` (listed again):
+    it stands and its new file groups stay. When this attempt completed it, the failure came
+    after the commit point and nothing is deleted; files of this attempt that the completed
+    replacecommit does not name (another attempt completed it) are deleted."""
+    inst = tl.get(c)
+    assert inst is not None
+    md = tl.read_commit_metadata(inst)
+    named = {s.path for sts in md.partition_to_write_stats.values() for s in sts}
+    debris = [s.path for s in stats if s.path and s.path not in named]
+    for path in debris:
+        ctx.storage.delete(path)
+    log.error(
+        "clustering %s failed after it was completed; it stands, nothing of it is rolled back "
+        "(%d file(s) of this attempt that its commit does not name deleted)",
+        c,
+        len(debris),
+    )
 
 
 def _execute(ctx: ServiceContext, job: ClusteringJob) -> list[WriteStat]:

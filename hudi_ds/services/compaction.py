@@ -30,10 +30,12 @@ time, and nothing is ever renamed (not when scheduling, nor when unscheduling).
   with base instant C (``WriteClient`` maps them), and readers merge those logs into the slice
   being compacted until ``C.commit`` exists; base files of C are invisible until then.
 * **Failures**: an execution that raises is rolled back at once (its files deleted, C back to
-  requested). A process killed mid-way leaves ``C.compaction.inflight``; the next
-  :func:`run_compaction` (or the next write with inline compaction) rolls that attempt back --
-  recorded as a rollback instant, as Hudi does -- and executes the plan again; with several
-  writers only once the attempt's heartbeat expired.
+  requested) -- unless the timeline, listed again, shows C completed: a failure after the
+  commit point (a store error for a completed file that was written, a step after it) undoes
+  nothing, the error is raised as it is. A process killed mid-way leaves
+  ``C.compaction.inflight``; the next :func:`run_compaction` (or the next write with inline
+  compaction) rolls that attempt back -- recorded as a rollback instant, as Hudi does -- and
+  executes the plan again; with several writers only once the attempt's heartbeat expired.
 * **Attempts**: the re-run keeps instant time C, so each attempt has an identity
   (:class:`CompactionAttempt`: the rollback instants it knew when it began). An attempt checks
   that it is still the live one before and after writing each base file and, under the table
@@ -307,15 +309,19 @@ def _run_one(
         live = _stop_rolled_back(ctx, job)
         raise
     except BaseException:
-        log.error("compaction %s failed; rolling the attempt back", c)
         try:
             with ctx.locked(reload=True):
-                if attempt.problem(ctx.timeline()) is None:
+                tl = ctx.timeline()
+                if tl.is_completed(c):
+                    # past the commit point nothing undoes C, whichever attempt completed it
+                    _stop_completed(ctx, job, tl)
+                elif attempt.problem(tl) is None:
+                    log.error("compaction %s failed; rolling the attempt back", c)
                     rollback_inflight_compaction(ctx, c)
                 else:  # another process rolled it back meanwhile: not ours to undo any more
                     live = _stop_rolled_back(ctx, job)
         except Exception:  # pragma: no cover - the next run retries the rollback
-            log.exception("rolling back compaction %s failed", c)
+            log.exception("cleaning up after the failure of compaction %s failed", c)
         raise
     finally:
         heartbeat.stop(delete=live)
@@ -355,12 +361,8 @@ def _stop_rolled_back(ctx: ServiceContext, job: CompactionJob) -> bool:
     attempt = job.fence
     assert attempt is not None
     c = attempt.instant
-    storage = ctx.storage
-    found = set(marked_files(storage, c))
-    for partition in sorted({op.partition_path or "" for op in job.operations}):
-        found.update(f.path for f in storage.list_files(partition))
-    own = sorted(f for f in found if attempt.owns(f) and storage.exists(f))
-    _discard(storage, c, own)
+    own = _own_files(ctx, job)
+    _discard(ctx.storage, c, own)
     log.error(
         "compaction %s: this attempt was rolled back by another process; it stopped "
         "(%d file(s) of it deleted)",
@@ -369,6 +371,42 @@ def _stop_rolled_back(ctx: ServiceContext, job: CompactionJob) -> bool:
     )
     inst = ctx.reload_timeline().get(c)
     return inst is None or inst.is_completed
+
+
+def _stop_completed(ctx: ServiceContext, job: CompactionJob, tl: Timeline) -> None:
+    """An attempt failed and C is completed on timeline ``tl`` (listed again): C stands and
+    its base files stay. When this attempt completed it, the failure came after the commit
+    point (the store reported an error for a completed file it had written, or a later step
+    failed) and nothing is deleted; when another attempt did, this one's files -- which the
+    completed commit does not name -- are deleted, as a rolled-back attempt's are."""
+    attempt = job.fence
+    assert attempt is not None
+    c = attempt.instant
+    inst = tl.get(c)
+    assert inst is not None
+    md = tl.read_commit_metadata(inst)
+    named = {s.path for stats in md.partition_to_write_stats.values() for s in stats}
+    debris = [f for f in _own_files(ctx, job) if f not in named]
+    _discard(ctx.storage, c, debris)
+    log.error(
+        "compaction %s failed after it was completed; it stands, nothing of it is rolled back "
+        "(%d file(s) of this attempt that its commit does not name deleted)",
+        c,
+        len(debris),
+    )
+
+
+def _own_files(ctx: ServiceContext, job: CompactionJob) -> list[str]:
+    """The files this attempt wrote that are still there: its write tokens, found by their
+    markers and in the plan's partitions (a file whose marker a rollback deleted may have been
+    finished after it)."""
+    attempt = job.fence
+    assert attempt is not None
+    storage = ctx.storage
+    found = set(marked_files(storage, attempt.instant))
+    for partition in sorted({op.partition_path or "" for op in job.operations}):
+        found.update(f.path for f in storage.list_files(partition))
+    return sorted(f for f in found if attempt.owns(f) and storage.exists(f))
 
 
 def _run_locally(progress: Progress) -> Callable[[CompactionJob], list[WriteStat]]:

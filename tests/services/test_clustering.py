@@ -22,13 +22,24 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_ds
-from hudi_ds.errors import AttemptRolledBackError, CommitConflictError, UnsupportedError
+from hudi_ds.errors import (
+    AttemptRolledBackError,
+    CommitConflictError,
+    StorageError,
+    UnsupportedError,
+)
 from hudi_ds.faults import EXIT_CODE
 from hudi_ds.services import ServiceContext, clustering
 from hudi_ds.storage import Storage
 from hudi_ds.table.fs_view import FileSystemView
 from hudi_ds.table.table import ReadableTable
-from tests.conftest import assert_rows, hudi_rs_table, run_forked, table_options
+from tests.conftest import (
+    assert_rows,
+    hudi_rs_table,
+    lose_response_of_completed_file,
+    run_forked,
+    table_options,
+)
 from tests.fixtures import REFERENCE_AVRO_SCHEMAS
 
 COLS = ["id", "ts", "p", "v", "_hoodie_commit_time"]
@@ -270,6 +281,37 @@ def test_killed_clustering_resumes(
     done = [i for i in tl.commits() if tl.is_clustering(i)]
     assert len(done) == (0 if spec == "service_plan:1" else 1)
     assert not clustering.pending_clusterings(ServiceContext.open(path).reload_timeline())
+    _check(path, model, True, version)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_clustering_failing_after_its_completed_file_is_written_stands(
+    version: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store reports an error for the replacecommit after writing it: the error is raised,
+    but the timeline, listed again, shows the clustering completed, so it is not rolled back
+    -- its new file groups stay, every row reads back, nothing is left pending."""
+    path = str(tmp_path / "t")
+    opts = _opts("MERGE_ON_READ", version, True)
+    model = _build(path, opts)
+    c = clustering.schedule_clustering(ServiceContext.open(path, opts))
+    assert c is not None
+    real = lose_response_of_completed_file(monkeypatch, c)
+    with pytest.raises(StorageError, match="injected"):
+        clustering.run_clustering(ServiceContext.open(path, opts), c)
+    monkeypatch.setattr(Storage, "write_atomic", real)
+    tl = ServiceContext.open(path).reload_timeline()
+    inst = tl.get(c)
+    assert inst is not None and inst.is_completed
+    assert not list(tl.filter_actions("rollback"))
+    named = [
+        s.path
+        for sts in tl.read_commit_metadata(inst).partition_to_write_stats.values()
+        for s in sts
+    ]
+    assert named and all((Path(path) / p).is_file() for p in named)
+    assert sum(_live_groups(path).values()) < 8
+    assert not clustering.pending_clusterings(tl)
     _check(path, model, True, version)
 
 

@@ -41,7 +41,12 @@ from hudi_ds.storage import Storage
 from hudi_ds.timeline.instant import Instant, State
 from hudi_ds.write.client import WriteClient
 from tests.builders import sorted_rows, trips
-from tests.conftest import assert_rows, hudi_rs_table, table_options
+from tests.conftest import (
+    assert_rows,
+    hudi_rs_table,
+    lose_response_of_completed_file,
+    table_options,
+)
 from tests.fixtures import GOLDEN_DIR, fixture_table
 from tests.golden import golden_set, row_set
 
@@ -298,6 +303,40 @@ def test_compaction_whose_marker_deletion_fails_after_its_commit_stands(
     assert tl.get(c).is_completed
     assert [p for p in data_files(path) if p.name.endswith(f"_{c}.parquet")]
     assert ours(path) == hudi_rs(path) == m.rows()
+
+
+@pytest.mark.parametrize("version", ["6", "8"])
+def test_compaction_failing_after_its_completed_file_is_written_stands(
+    version: str, tmp_path: Path, monkeypatch
+) -> None:
+    """The store reports an error for the compaction's completed file after writing it: the
+    error is raised, but the timeline, listed again, shows the compaction completed, so its
+    attempt is not rolled back nor its files deleted as a superseded attempt's -- its base
+    files stay, every row reads back and a later run finds nothing to do."""
+    path = str(tmp_path / "t")
+    opts = {"hoodie.write.table.version": version}
+    m = Model()
+    for k in range(3):
+        write(path, trips(range(10), k + 1), m, opts)
+    ctx = ServiceContext.open(path, {**OPTS, **opts})
+    c = compaction.schedule_compaction(ctx)
+    assert c is not None
+    real = lose_response_of_completed_file(monkeypatch, c)
+    with pytest.raises(StorageError, match="injected"):
+        compaction.run_compaction(ctx, c)
+    monkeypatch.setattr(Storage, "write_atomic", real)
+    tl = ServiceContext.open(path).timeline()
+    inst = tl.get(c)
+    assert inst is not None and inst.is_completed
+    named = {
+        s.path
+        for sts in tl.read_commit_metadata(inst).partition_to_write_stats.values()
+        for s in sts
+    }
+    assert named and all((Path(path) / p).is_file() for p in named)
+    assert not list(tl.filter_actions("rollback"))
+    assert ours(path) == hudi_rs(path) == m.rows()
+    assert compaction.run_compaction(ServiceContext.open(path, {**OPTS, **opts})) == []
 
 
 def test_unschedule_moves_logs_back(tmp_path: Path) -> None:
