@@ -58,6 +58,7 @@ from hudi_ds.layout.base_file import OpenedBaseFile, ParquetBaseFile, open_lance
 from hudi_ds.layout.file_group import BaseFile, FileSlice
 from hudi_ds.log.block import BlockType, LogBlock
 from hudi_ds.log.reader import decode_data_block, scan_log_bytes
+from hudi_ds.schema.evolution import whole
 from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.storage import Storage
 
@@ -85,8 +86,7 @@ def check_input(
 
 
 def _strings(values: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
-    if isinstance(values, pa.ChunkedArray):
-        values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+    values = whole(values)
     t = values.type
     if pa.types.is_dictionary(t):
         values = values.cast(t.value_type)
