@@ -161,13 +161,15 @@ def _as_string(a: pa.Array | pa.ChunkedArray) -> pa.Array:
     return a if pa.types.is_string(a.type) else a.cast(pa.string())
 
 
-def _any_true(flags: pa.Array | pa.ChunkedArray) -> bool:
-    """Whether a ``_hoodie_is_deleted`` column flags a row (a scan; no copy of the flags,
-    which are usually all false or null)."""
+def any_deleted(flags: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether a ``_hoodie_is_deleted`` column flags any row deleted (a scan; no copy of the
+    flags, which are usually all false or null)."""
     return flags.null_count < len(flags) and bool(pc.any(flags).as_py())
 
 
-def _cast_or_null(values: pa.Array, target: pa.DataType) -> pa.Array:
+def cast_or_null(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """``values`` as type ``target`` (the merge schema's): cast, or all null when they do not
+    convert (a value another version of the field's type cannot hold)."""
     if values.type == target:
         return values
     try:
@@ -231,7 +233,7 @@ class VersionsBuilder:
             t = conform_partial(t, self.schema)
         self._tables.append(t)
         self._keys.append(_as_string(keys))
-        if IS_DELETED_FIELD in t.column_names and _any_true(t.column(IS_DELETED_FIELD)):
+        if IS_DELETED_FIELD in t.column_names and any_deleted(t.column(IS_DELETED_FIELD)):
             flag = whole(t.column(IS_DELETED_FIELD)).fill_null(False)
             self._deletes.append(np.asarray(flag, dtype=bool))
         else:
@@ -249,13 +251,13 @@ class VersionsBuilder:
             if f.name == RECORD_KEY_METADATA_FIELD:
                 cols.append(_as_string(d.keys).cast(f.type))
             elif f.name == PARTITION_PATH_METADATA_FIELD and d.partitions is not None:
-                cols.append(_cast_or_null(_as_string(d.partitions), f.type))
+                cols.append(cast_or_null(_as_string(d.partitions), f.type))
             elif (
                 d.ordering is not None
                 and self.ordering_fields
                 and f.name == self.ordering_fields[0]
             ):
-                cols.append(_cast_or_null(whole(d.ordering), f.type))
+                cols.append(cast_or_null(whole(d.ordering), f.type))
             elif f.name == IS_DELETED_FIELD and pa.types.is_boolean(f.type):
                 cols.append(pa.array(np.ones(n, dtype=bool)))
             else:

@@ -89,7 +89,20 @@ _META = frozenset(META_FIELDS)
 
 
 @dataclass(frozen=True)
-class _Cfg:
+class PayloadConfig:
+    """How a built-in merger merges, resolved from its behaviour and the merge properties
+    (Hudi's payload properties: ``hoodie.payload.*``, the merge mode, the partial update mode).
+
+    Attributes:
+        event_time: EVENT_TIME_ORDERING with ordering fields (else commit time ordering).
+        ordering: the ordering fields (``hoodie.table.ordering.fields`` or its aliases).
+        partial: the partial update mode (``PARTIAL_NONE``: whole records).
+        marker: the value marking a column as not updated (partial update, custom marker).
+        delete_field: the column whose value ``delete_marker`` marks a record deleted.
+        delete_marker: see ``delete_field``.
+        transform: how the ordering value is read (``"mysql_seq"``: a binlog position).
+    """
+
     event_time: bool
     ordering: tuple[str, ...]
     partial: str
@@ -100,7 +113,7 @@ class _Cfg:
 
 
 @lru_cache(maxsize=64)
-def _config(b: Behaviour, items: tuple[tuple[str, str], ...]) -> _Cfg:
+def _config(b: Behaviour, items: tuple[tuple[str, str], ...]) -> PayloadConfig:
     props = dict(items)
     ordering = tuple(
         f.strip()
@@ -118,7 +131,7 @@ def _config(b: Behaviour, items: tuple[tuple[str, str], ...]) -> _Cfg:
     transform = props.get(ORDERING_TRANSFORM_PROP)
     if transform is None and b.ordering_transform and ordering == (b.default_ordering,):
         transform = b.ordering_transform
-    return _Cfg(
+    return PayloadConfig(
         event_time=mode == EVENT_TIME_ORDERING and bool(ordering),
         ordering=ordering,
         partial=props.get(PARTIAL_MODE_PROP, b.partial).upper(),
@@ -144,14 +157,15 @@ class BuiltinMerger(RecordMerger):
 
     behaviour: ClassVar[str] = "default"
 
-    def _cfg(self, props: Mapping[str, str]) -> _Cfg:
+    def payload_config(self, props: Mapping[str, str]) -> PayloadConfig:
+        """This behaviour's merge settings under the merge properties ``props`` (cached)."""
         return _config(BEHAVIOURS[self.behaviour], tuple(sorted(props.items())))
 
     # -- per record -----------------------------------------------------------------------
     def is_delete(self, record: Record, props: Mapping[str, str]) -> bool:
         if record.get(IS_DELETED_FIELD) is True:
             return True
-        cfg = self._cfg(props)
+        cfg = self.payload_config(props)
         if cfg.delete_field and cfg.delete_marker:
             v = record.get(cfg.delete_field)
             if isinstance(v, bytes):
@@ -159,7 +173,7 @@ class BuiltinMerger(RecordMerger):
             return v is not None and str(v).lower() == cfg.delete_marker.lower()
         return False
 
-    def _key(self, cfg: _Cfg, record: Record, schema: pa.Schema) -> tuple[Any, ...]:
+    def _key(self, cfg: PayloadConfig, record: Record, schema: pa.Schema) -> tuple[Any, ...]:
         out: list[Any] = []
         for f in cfg.ordering:
             v = record.get(f)
@@ -174,14 +188,14 @@ class BuiltinMerger(RecordMerger):
         return tuple(out)
 
     @staticmethod
-    def _int_ordering(cfg: _Cfg, schema: pa.Schema) -> bool:
+    def _int_ordering(cfg: PayloadConfig, schema: pa.Schema) -> bool:
         """Whether the ordering value is one int field (a null one is Hudi's Integer 0)."""
         if len(cfg.ordering) != 1 or cfg.transform is not None:
             return False
         i = schema.get_field_index(cfg.ordering[0])
         return i >= 0 and reads_as_java_int(schema.field(i).type)
 
-    def _natural(self, cfg: _Cfg, record: Record, schema: pa.Schema) -> bool:
+    def _natural(self, cfg: PayloadConfig, record: Record, schema: pa.Schema) -> bool:
         """Whether a delete ``record`` carries Hudi's default ordering value (a natural,
         commit-time-ordering delete; :func:`~hudi_ds.merge.core.default_ordering`)."""
         values = [record.get(f) for f in cfg.ordering]
@@ -189,7 +203,7 @@ class BuiltinMerger(RecordMerger):
             return True
         return type(values[0]) is int and values[0] == 0 and self._int_ordering(cfg, schema)
 
-    def _level(self, cfg: _Cfg, record: Record, name: str) -> int:
+    def _level(self, cfg: PayloadConfig, record: Record, name: str) -> int:
         if name not in record:
             return 0
         v = record[name]
@@ -205,7 +219,7 @@ class BuiltinMerger(RecordMerger):
         return 2
 
     def _fill(
-        self, cfg: _Cfg, base: Record, other: Record, meta: Record, names: list[str]
+        self, cfg: PayloadConfig, base: Record, other: Record, meta: Record, names: list[str]
     ) -> Record:
         if cfg.partial == PARTIAL_NONE and all(n in base for n in names):
             return base
@@ -224,7 +238,7 @@ class BuiltinMerger(RecordMerger):
     def merge(
         self, older: Record, newer: Record, schema: pa.Schema, props: Mapping[str, str]
     ) -> MergeOutcome:
-        cfg = self._cfg(props)
+        cfg = self.payload_config(props)
         newer_del = self.is_delete(newer, props)
         older_del = self.is_delete(older, props)
         names = schema.names
@@ -259,7 +273,7 @@ class BuiltinMerger(RecordMerger):
         return self.merge(older, newer, schema, props)
 
     # -- vectorised -------------------------------------------------------------------------
-    def _deletes(self, cfg: _Cfg, versions: Versions) -> np.ndarray:
+    def _deletes(self, cfg: PayloadConfig, versions: Versions) -> np.ndarray:
         t = versions.table
         out = np.asarray(versions.deletes, dtype=bool).copy()
         if IS_DELETED_FIELD in t.column_names:
@@ -281,7 +295,14 @@ class BuiltinMerger(RecordMerger):
             out |= hit_np
         return out
 
-    def _ordering_columns(self, cfg: _Cfg, t: pa.Table) -> list[pa.Array]:
+    def ordering_columns(self, cfg: PayloadConfig, t: pa.Table) -> list[pa.Array]:
+        """The ordering values of the rows of ``t``, one column per sort key, compared
+        lexicographically (a missing field reads as nulls, a null of a lone int field as 0 --
+        Hudi's default --, a binlog position as two int64 columns).
+
+        Raises:
+            SchemaError: a binlog position that is not ``<file number>.<position>``.
+        """
         cols: list[pa.Array] = []
         for f in cfg.ordering:
             if f not in t.column_names:
@@ -309,7 +330,7 @@ class BuiltinMerger(RecordMerger):
         return cols
 
     def _levels(
-        self, cfg: _Cfg, versions: Versions, name: str, all_null: bool, starts: np.ndarray
+        self, cfg: PayloadConfig, versions: Versions, name: str, all_null: bool, starts: np.ndarray
     ) -> np.ndarray | None:
         """Per version: 2 = value, 1 = "unchanged", 0 = column absent; None if all 2.
 
@@ -350,7 +371,7 @@ class BuiltinMerger(RecordMerger):
     def merge_batches(
         self, versions: Versions, schema: pa.Schema, props: Mapping[str, str]
     ) -> MergeResult:
-        cfg = self._cfg(props)
+        cfg = self.payload_config(props)
         t = versions.table
         n = t.num_rows
         if n == 0:
@@ -360,7 +381,7 @@ class BuiltinMerger(RecordMerger):
         multi = multi_version(codes)
         rank = natural = None
         if cfg.event_time:
-            cols = self._ordering_columns(cfg, t)
+            cols = self.ordering_columns(cfg, t)
             # only versions that share their key with another one are ever compared
             rank = ordering_rank(cols, n, only=multi)
             natural = deletes & default_ordering(cols, n)

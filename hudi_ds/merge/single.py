@@ -34,14 +34,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.merge.core import default_ordering, ordering_rank, reads_as_java_int
-from hudi_ds.merge.engine import DeleteKeys, Part, _any_true, _cast_or_null, deleted_mask
+from hudi_ds.merge.engine import DeleteKeys, Part, any_deleted, cast_or_null, deleted_mask
 from hudi_ds.merge.modes import PARTIAL_NONE, MergeSpec
 from hudi_ds.merge.payloads import (
     BuiltinMerger,
     DefaultMerger,
     EventTimeMerger,
     OverwriteWithLatestMerger,
-    _Cfg,
+    PayloadConfig,
     merger_for,
 )
 from hudi_ds.schema.evolution import whole
@@ -75,7 +75,7 @@ def merge_single_log_versions(
     merger = merger_for(spec)
     if not isinstance(merger, _WHOLE_ROW):
         return None
-    cfg = merger._cfg(spec.props())
+    cfg = merger.payload_config(spec.props())
     if (
         cfg.partial != PARTIAL_NONE
         or cfg.transform is not None
@@ -93,7 +93,7 @@ def merge_single_log_versions(
         if (
             not isinstance(p, pa.Table)
             or (field is not None and p.schema.get_field_index(field) < 0)
-            or (IS_DELETED_FIELD in p.column_names and _any_true(p.column(IS_DELETED_FIELD)))
+            or (IS_DELETED_FIELD in p.column_names and any_deleted(p.column(IS_DELETED_FIELD)))
         ):
             return None  # partial rows, or data rows that delete
     logged = pa.concat_arrays([whole(k) for k in part_keys]) if len(part_keys) > 1 else part_keys[0]
@@ -139,7 +139,7 @@ def _base_wins(
     field: str,
     is_delete: np.ndarray,
     merger: BuiltinMerger,
-    cfg: _Cfg,
+    cfg: PayloadConfig,
 ) -> np.ndarray:
     """Event time: per touched base row (base order), whether its ordering value is greater
     than that of its log version (``at``) and that version is no natural delete."""
@@ -157,7 +157,7 @@ def _base_wins(
     base_ord = base_col.filter(pa.array(touched))
     # the values the engine compares (a null int field reads as Hudi's default 0)
     both = pa.table({field: pa.concat_arrays([base_ord, log_ord])})
-    cols = merger._ordering_columns(cfg, both)
+    cols = merger.ordering_columns(cfg, both)
     rank = ordering_rank(cols, both.num_rows)
     n_base = len(base_ord)
     natural = default_ordering([c.slice(n_base) for c in cols], len(log_ord)) & is_delete
@@ -172,8 +172,8 @@ def _log_ordering(parts: Sequence[Part], field: str, ftype: pa.DataType) -> pa.A
         if isinstance(p, DeleteKeys):
             ov = p.ordering
             out.append(
-                pa.nulls(len(p.keys), ftype) if ov is None else _cast_or_null(whole(ov), ftype)
+                pa.nulls(len(p.keys), ftype) if ov is None else cast_or_null(whole(ov), ftype)
             )
         elif isinstance(p, pa.Table):
-            out.append(_cast_or_null(whole(p.column(field)), ftype))
+            out.append(cast_or_null(whole(p.column(field)), ftype))
     return pa.concat_arrays(out) if len(out) > 1 else out[0]
