@@ -380,6 +380,36 @@ def test_inline_splits_keep_up_with_a_growing_partition(tmp_path: Path) -> None:
     assert max(sizes.values()) <= 24 << 10, sizes
 
 
+def _resizable_table(path: str, extra: dict[str, str]) -> tuple[dict[str, str], dict[str, tuple]]:
+    """100 rows in partition ``sf`` (4 nodes); returns the options of a resize that splits
+    one node (at most 5) and the rows."""
+    opts = {**_opts(**extra), "hoodie.parquet.max.file.size": "2000"}
+    opts |= {"hoodie.bucket.index.max.num.buckets": "5"}
+    rows = builders.trips(range(100), key="k{:04d}", city="sf")
+    hudi_ds.write(path, rows, _opts(**extra))
+    return opts, {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in rows.to_pylist()}
+
+
+def _next_write_follows(
+    path: str, ring: HashingMetadata, model: dict[str, tuple], extra: dict[str, str]
+) -> None:
+    """An upsert of 80 keys (30 new) into ``sf``: every row reads back (hudi_ds and hudi-rs)
+    and each key sits in the file group of its node on ``ring``."""
+    more = builders.trips(range(50, 130), ts=2, key="k{:04d}", city="sf")
+    hudi_ds.write(path, more, _opts(**extra))
+    model |= {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in more.to_pylist()}
+    got = hudi_ds.read(path)
+    assert_rows(got, list(model.values()), COLUMNS)
+    assert_rows(hudi_rs_table(path), list(model.values()), COLUMNS)
+    nodes = [(n.value, n.file_id_prefix) for n in ring.nodes]
+    for key, file_name in zip(
+        got.column("_hoodie_record_key").to_pylist(),
+        got.column("_hoodie_file_name").to_pylist(),
+        strict=True,
+    ):
+        assert file_name.lstrip(".").startswith(node_of(nodes, key, ["id"]) + "-0")
+
+
 @pytest.mark.parametrize(
     ("version", "spec"),
     [
@@ -397,11 +427,7 @@ def test_a_killed_resize_resumes(tmp_path: Path, version: str, spec: str) -> Non
     are each once in their node's file group, and the next write follows that ring."""
     path = str(tmp_path / "t")
     extra = {"hoodie.write.table.version": version}
-    opts = {**_opts(**extra), "hoodie.parquet.max.file.size": "2000"}
-    opts |= {"hoodie.bucket.index.max.num.buckets": "5"}
-    rows = builders.trips(range(100), key="k{:04d}", city="sf")
-    hudi_ds.write(path, rows, _opts(**extra))
-    model = {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in rows.to_pylist()}
+    opts, model = _resizable_table(path, extra)
 
     def run() -> None:
         ctx = ServiceContext.open(path, opts)
@@ -422,19 +448,7 @@ def test_a_killed_resize_resumes(tmp_path: Path, version: str, spec: str) -> Non
     assert len(ring.nodes) == (4 if spec == "service_plan:1" else 5)
     assert storage.exists(f"{META_DIR}/sf/{ring.instant}.commit")
     ring_ranges(decode_hashing_meta(ring.to_bytes())["nodes"])
-    more = builders.trips(range(50, 130), ts=2, key="k{:04d}", city="sf")
-    hudi_ds.write(path, more, _opts(**extra))
-    model |= {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in more.to_pylist()}
-    got = hudi_ds.read(path)
-    assert_rows(got, list(model.values()), COLUMNS)
-    assert_rows(hudi_rs_table(path), list(model.values()), COLUMNS)
-    nodes = [(n.value, n.file_id_prefix) for n in ring.nodes]
-    for key, file_name in zip(
-        got.column("_hoodie_record_key").to_pylist(),
-        got.column("_hoodie_file_name").to_pylist(),
-        strict=True,
-    ):
-        assert file_name.lstrip(".").startswith(node_of(nodes, key, ["id"]) + "-0")
+    _next_write_follows(path, ring, model, extra)
 
 
 def test_a_resize_whose_ring_commit_marker_fails_stands(
@@ -446,11 +460,7 @@ def test_a_resize_whose_ring_commit_marker_fails_stands(
     marker (the replacecommit is completed); every row reads back and the next write follows
     the new ring."""
     path = str(tmp_path / "t")
-    opts = {**_opts(), "hoodie.parquet.max.file.size": "2000"}
-    opts |= {"hoodie.bucket.index.max.num.buckets": "5"}
-    rows = builders.trips(range(100), key="k{:04d}", city="sf")
-    hudi_ds.write(path, rows, _opts())
-    model = {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in rows.to_pylist()}
+    opts, model = _resizable_table(path, {})
     instant = clustering.schedule_clustering(ServiceContext.open(path, opts))
     assert instant is not None
     marker = f"{META_DIR}/sf/{instant}.commit"
@@ -474,19 +484,7 @@ def test_a_resize_whose_ring_commit_marker_fails_stands(
     ring = load_metadata(storage, "sf", lambda i: i in state.visibility().instants)
     assert ring is not None and ring.instant == instant and len(ring.nodes) == 5
     assert storage.exists(marker)
-    more = builders.trips(range(50, 130), ts=2, key="k{:04d}", city="sf")
-    hudi_ds.write(path, more, _opts())
-    model |= {r["id"]: (r["id"], r["ts"], r["city"], r["fare"]) for r in more.to_pylist()}
-    got = hudi_ds.read(path)
-    assert_rows(got, list(model.values()), COLUMNS)
-    assert_rows(hudi_rs_table(path), list(model.values()), COLUMNS)
-    nodes = [(n.value, n.file_id_prefix) for n in ring.nodes]
-    for key, file_name in zip(
-        got.column("_hoodie_record_key").to_pylist(),
-        got.column("_hoodie_file_name").to_pylist(),
-        strict=True,
-    ):
-        assert file_name.lstrip(".").startswith(node_of(nodes, key, ["id"]) + "-0")
+    _next_write_follows(path, ring, model, {})
 
 
 def test_ring_router_routes_as_the_writer(tmp_path: Path) -> None:
