@@ -27,7 +27,7 @@ WRITTEN_FORMATS = (BaseFileFormat.PARQUET, BaseFileFormat.LANCE)
 class StreamedBaseFileWriter(Protocol):
     """A base file written batch by batch (Parquet row groups, Lance batches)."""
 
-    def write(self, table: pa.Table) -> None: ...
+    def write(self, table: pa.Table, keys_added: bool = False) -> None: ...
 
     def close(self, schema: pa.Schema) -> int: ...
 
@@ -51,12 +51,15 @@ def new_base_file_writer(
     path: str,
     codec: str,
     bloom: BloomFilterSpec | None,
+    bloom_filter: BloomFilter | None = None,
 ) -> StreamedBaseFileWriter:
     """A streamed writer of base file ``path`` in ``fmt`` (``codec``: Parquet's compression;
-    Lance files are written with Lance's own encodings, as Java's writer does)."""
+    Lance files are written with Lance's own encodings, as Java's writer does).
+    ``bloom_filter``: the filter the footer gets, kept by the caller (the writer adds the keys
+    of what it writes to it, unless told they are added)."""
     if _written(fmt) is BaseFileFormat.LANCE:
-        return LanceBaseFileWriter(storage, path, bloom)
-    return BaseFileWriter(storage, path, codec, bloom)
+        return LanceBaseFileWriter(storage, path, bloom, bloom_filter)
+    return BaseFileWriter(storage, path, codec, bloom, bloom_filter)
 
 
 def write_whole_base_file(

@@ -393,6 +393,18 @@ class BloomFilter:
             self.current += rest
         return target
 
+    def reset(self, empty: BloomFilter) -> None:
+        """Become ``empty`` (a filter holding no key), in place: whoever holds this filter
+        sees the keys added from now on only."""
+        self.vector_size, self.num_hashes, self.dynamic = (
+            empty.vector_size,
+            empty.num_hashes,
+            empty.dynamic,
+        )
+        self.nr, self.max_nr, self.current = empty.nr, empty.max_nr, empty.current
+        self.rows = [r.copy() for r in empty.rows]
+        self._saturated, self._cursor = empty._saturated, empty._cursor
+
     def might_contain(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarray:
         """Per key, whether it may be in the filter (any row has all its bits); a bool array."""
         pos = key_positions(keys, self.num_hashes, self.vector_size)

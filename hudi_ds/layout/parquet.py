@@ -283,12 +283,17 @@ class BaseFileWriter:
     """
 
     def __init__(
-        self, storage: Storage, path: str, codec: str, bloom: BloomFilterSpec | None
+        self,
+        storage: Storage,
+        path: str,
+        codec: str,
+        bloom: BloomFilterSpec | None,
+        bloom_filter: BloomFilter | None = None,
     ) -> None:
         self.storage = storage
         self.path = path
         self.codec = codec
-        self._keys = KeyFooters(bloom)
+        self._keys = KeyFooters(bloom, bloom_filter)
         self._out: OutputStream | None = None
         self._sink: _BufferedSink | None = None
         self._writer: pq.ParquetWriter | None = None
@@ -314,13 +319,14 @@ class BaseFileWriter:
         )
         return self._writer
 
-    def write(self, table: pa.Table) -> None:
-        """Append ``table`` (the file's schema) as the next row group(s)."""
+    def write(self, table: pa.Table, keys_added: bool = False) -> None:
+        """Append ``table`` (the file's schema) as the next row group(s) (``keys_added``: its
+        record keys are in the bloom filter the writer was given, or will be by its close)."""
         if table.num_rows == 0:
             return
         writer = self._writer or self._open(table)
         writer.write_table(table)
-        self._keys.add(table)
+        self._keys.add(table, bloom=not keys_added)
 
     def close(self, schema: pa.Schema) -> int:
         """Finish the file (an empty one of ``schema`` if nothing was written); returns its size."""

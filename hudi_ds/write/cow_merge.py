@@ -200,7 +200,23 @@ def carried_bloom_filter(
     Rebuilding hashes every kept key ``num_hashes`` times (measured: a sixth of the CPU of a
     COW MERGE that deletes a few keys of every file group); carrying hashes the added keys.
     """
-    if appended is None or footer is None or n_old < max(1, MIN_CARRIED_KEYS):
+    if appended is None:
+        return None
+    old = _old_filter(footer, spec, n_old)
+    if old is None or not _carry_holds(old, spec, n_old, len(appended), removed):
+        return None
+    bf = old[0]
+    bf.add(appended)
+    return bf
+
+
+def _old_filter(
+    footer: Mapping[bytes, bytes] | None, spec: BloomFilterSpec, n_old: int
+) -> tuple[BloomFilter, int] | None:
+    """The old base file's filter and how many keys it holds (dynamic; SIMPLE: ``n_old``),
+    when it has ``spec``'s shape and can take more keys (:func:`carried_bloom_filter`); its
+    ``max_nr`` set to the spec's."""
+    if footer is None or n_old < max(1, MIN_CARRIED_KEYS):
         return None
     raw = footer.get(BLOOM_FILTER_FOOTER.encode())
     if raw is None:
@@ -217,30 +233,104 @@ def carried_bloom_filter(
         fresh.num_hashes,
     ):
         return None
-    if bf.dynamic:
-        if bf.nr != fresh.nr or bf.current > bf.nr:  # other rows, or saturated
-            return None
-        held = (len(bf.rows) - 1) * bf.nr + bf.current
-        if len(bf.rows) > 1 and (len(bf.rows) - 1) * bf.nr >= fresh.max_nr:
-            return None  # more rows than this spec grows to
-        if removed == 0 and held == n_old:
-            bf.max_nr = fresh.max_nr
-            bf.add(appended)
-            return bf
-        n_new = n_old - removed + len(appended)
-        rows = max(1, -(-n_new // bf.nr))  # the rows of a fresh filter of the new keys
-        stale = held - n_old + removed  # keys it holds that the new file does not
-        if (
-            held < n_old
-            or stale * _MAX_STALE_SHARE > n_new
-            or rows * bf.nr > max(fresh.max_nr, bf.nr)
-            or held + len(appended) > rows * bf.nr
-        ):
-            return None  # not known to hold every key, too many gone, or rows overfilled
-        bf.max_nr = fresh.max_nr
-        bf.add(appended)
-        return bf
-    if removed:
-        return None  # a SIMPLE filter counts no keys: its removed keys could not be bounded
-    bf.add(appended)
-    return bf
+    if not bf.dynamic:
+        return bf, n_old
+    if bf.nr != fresh.nr or bf.current > bf.nr:  # other rows, or saturated
+        return None
+    if len(bf.rows) > 1 and (len(bf.rows) - 1) * bf.nr >= fresh.max_nr:
+        return None  # more rows than this spec grows to
+    bf.max_nr = fresh.max_nr
+    return bf, (len(bf.rows) - 1) * bf.nr + bf.current
+
+
+def _carry_holds(
+    old: tuple[BloomFilter, int], spec: BloomFilterSpec, n_old: int, n_added: int, removed: int
+) -> bool:
+    """Whether the old filter (holding ``old[1]`` keys), with ``n_added`` keys added, is the
+    new file's filter: exact or a bounded superset (:func:`carried_bloom_filter`)."""
+    bf, held = old
+    if not bf.dynamic:
+        return removed == 0  # a SIMPLE filter counts no keys: removed ones cannot be bounded
+    if removed == 0 and held == n_old:
+        return True
+    n_new = n_old - removed + n_added
+    rows = max(1, -(-n_new // bf.nr))  # the rows of a fresh filter of the new keys
+    stale = held - n_old + removed  # keys it holds that the new file does not
+    # not known to hold every key, too many gone, or rows overfilled
+    return not (
+        held < n_old
+        or stale * _MAX_STALE_SHARE > n_new
+        or (rows > 1 and (rows - 1) * bf.nr >= spec.max_entries)  # past the spec's rows
+        or held + n_added > rows * bf.nr
+    )
+
+
+class StreamedBloomFilter:
+    """The bloom filter of a new base file written group by group (a streamed or
+    key-partitioned merge, Java ``HoodieMergeHandle`` over a base file that does not fit):
+    the old file's filter carried as :func:`carried_bloom_filter` carries it, decided once the
+    last group is written.
+
+    While the old filter may still be carried, each group adds its inserted keys to it and
+    the record keys of every written row are kept (up to ``key_budget`` bytes); at
+    :meth:`finish` the carry either holds (exact, or a bounded superset) or the filter is
+    rebuilt from the kept keys, in their written order. Past the budget the filter is rebuilt
+    from the keys kept so far and then takes every written key, as a fresh filter does.
+
+    Args:
+        footer, n_old: the old base file's key-value metadata and row count.
+        spec: the filter spec of new base files.
+        key_budget: bytes of record keys kept at most while the decision waits.
+    """
+
+    def __init__(
+        self,
+        footer: Mapping[bytes, bytes] | None,
+        spec: BloomFilterSpec,
+        n_old: int,
+        key_budget: int,
+    ) -> None:
+        self._spec, self._n_old, self._budget = spec, n_old, key_budget
+        self._old = _old_filter(footer, spec, n_old)
+        #: the filter the file's footer gets (the writer's: it hashes nothing itself)
+        self.filter = self._old[0] if self._old is not None else spec.new_filter()
+        self._carrying = self._old is not None
+        self._kept: list[pa.Array] = []
+        self._kept_bytes = 0
+        self._added = self._removed = 0
+
+    def written(self, keys: pa.Array, inserted: pa.Array | None, removed: int) -> None:
+        """A group's rows are written: ``keys`` their record keys, in order; ``inserted`` the
+        keys they add to the old file's (None: not told), ``removed`` how many of its keys
+        they drop."""
+        if not self._carrying:
+            self.filter.add(keys)
+            return
+        if inserted is None:  # the group does not tell what it added: no carry
+            self._rebuild(keys)
+            return
+        self._kept.append(keys)
+        self._kept_bytes += keys.nbytes
+        if self._kept_bytes > self._budget:
+            self._rebuild()
+            return
+        self.filter.add(inserted)
+        self._added += len(inserted)
+        self._removed += removed
+
+    def finish(self) -> BloomFilter:
+        """The new file's filter, every written key in it."""
+        if self._carrying:
+            assert self._old is not None
+            if not _carry_holds(self._old, self._spec, self._n_old, self._added, self._removed):
+                self._rebuild()
+        self._kept = []
+        return self.filter
+
+    def _rebuild(self, more: pa.Array | None = None) -> None:
+        """Stop carrying: the filter from the kept keys (and ``more``) only."""
+        self._carrying = False
+        self.filter.reset(self._spec.new_filter())
+        for keys in (*self._kept, *(() if more is None else (more,))):
+            self.filter.add(keys)
+        self._kept, self._kept_bytes = [], 0

@@ -51,7 +51,7 @@ from hudi_ds.storage import Storage
 from hudi_ds.table.reader import read_base_file
 from hudi_ds.timeline.metadata import NULL_COMMIT, WriteStat
 from hudi_ds.write.bucket_layout import remember_written
-from hudi_ds.write.cow_merge import carried_bloom_filter, merge_touched
+from hudi_ds.write.cow_merge import StreamedBloomFilter, carried_bloom_filter, merge_touched
 from hudi_ds.write.handles import (
     BufferedHandle,
     HandleContext,
@@ -218,10 +218,12 @@ def _open_base(storage: Storage, base: BaseFile, data: bytes | None) -> pa.Nativ
     return storage.open_input_file(base.path, base.size or None)
 
 
-def _base_file_size(storage: Storage, base: BaseFile, data: bytes | None = None) -> tuple[int, int]:
-    """Estimated in-memory (Arrow) size of a base file's rows and their number, from its
-    Parquet footer or Lance metadata (``(0, 0)`` for other formats); ``data``: its
-    :func:`_prefetched` bytes."""
+def _base_file_size(
+    storage: Storage, base: BaseFile, data: bytes | None = None
+) -> tuple[int, int, dict[bytes, bytes] | None]:
+    """Estimated in-memory (Arrow) size of a base file's rows, their number and the file's
+    key-value footer (its bloom filter), from its Parquet footer or Lance metadata
+    (``(0, 0, None)`` for other formats); ``data``: its :func:`_prefetched` bytes."""
     if base.name.extension == ".lance":
         try:
             lance_file = LanceBaseFile(storage, base.path)
@@ -230,9 +232,9 @@ def _base_file_size(storage: Storage, base: BaseFile, data: bytes | None = None)
                 f"cannot read base file {storage.full_path(base.path)}: {e}"
             ) from e
         # Lance pages are mostly plain values: about their Arrow size
-        return lance_file.data_bytes, lance_file.num_rows
+        return lance_file.data_bytes, lance_file.num_rows, lance_file.footer()
     if base.name.extension != ".parquet":
-        return 0, 0
+        return 0, 0, None
     try:
         with _open_base(storage, base, data) as f:
             md = pq.ParquetFile(f).metadata
@@ -244,7 +246,7 @@ def _base_file_size(storage: Storage, base: BaseFile, data: bytes | None = None)
     # encoded pages (dictionaries, run lengths) are smaller than the decoded Arrow columns:
     # measured 1.6x for hudi_ds base files as a merge reads them (2.3x with the constant
     # _hoodie_file_name, which it does not read: _merged_columns)
-    return 2 * size, md.num_rows
+    return 2 * size, md.num_rows, dict(md.metadata or {})
 
 
 def _merged_columns(schema: pa.Schema) -> list[str]:
@@ -475,6 +477,9 @@ class MergeHandle(BufferedHandle):
         self.read_threads = True
         #: the base file's bytes while close() merges it (_prefetched; None: read from storage)
         self._base_bytes: bytes | None = None
+        #: the base file's key-value footer and rows while close() merges it, streamed
+        self._base_footer: dict[bytes, bytes] | None = None
+        self._base_rows = 0
         #: merges that run at once with this one (write/cow.py closes them on several threads):
         #: they share the merges' part of the task budget
         self.merges_in_flight = 1
@@ -518,11 +523,12 @@ class MergeHandle(BufferedHandle):
             budget = self.merge_budget
             if self._spill_dir is None and budget is None:
                 return self._close_in_memory()
-            old_bytes, old_rows = (
+            old_bytes, old_rows, self._base_footer = (
                 _base_file_size(self.ctx.storage, self.base_file, self._base_bytes)
                 if self.base_file
-                else (0, 0)
+                else (0, 0, None)
             )
+            self._base_rows = old_rows
             # a streamed batch of the base file takes about four copies: a quarter of the share
             row_bytes = max(old_bytes // max(old_rows, 1), 1)
             rows = (budget or 0) // (4 * row_bytes)
@@ -534,7 +540,7 @@ class MergeHandle(BufferedHandle):
                 return self._close_streaming()
             return self._close_partitioned(total, budget or total)
         finally:
-            self._base_bytes = None
+            self._base_bytes = self._base_footer = None
             self._discard_spill()
 
     def _spill_files(self) -> tuple[_KeyPartitions, _KeyPartitions]:
@@ -698,12 +704,15 @@ class MergeHandle(BufferedHandle):
         and write the results as consecutive row groups of the new base file."""
         ctx = self.ctx
         ctx.mark([self.marker()])
+        bloom = ctx.options.bloom
+        carry = self._streamed_bloom_filter()
         writer = new_base_file_writer(
             ctx.options.base_file_format,
             ctx.storage,
             self.path,
             ctx.options.codec,
-            ctx.options.bloom,
+            bloom,
+            bloom_filter=carry.filter if carry is not None else None,
         )
         n_rows = n_updates = n_inserts = n_deleted = 0
         # the key changes of the groups (they share no key): their union is the file's
@@ -732,6 +741,12 @@ class MergeHandle(BufferedHandle):
                         inserted.append(res.inserted)
                         removed.append(res.removed)
                 merged, u, i, d = res.rows, res.updates, res.inserts, res.deletes
+                if carry is not None:
+                    carry.written(
+                        _string_keys(merged.column(RECORD_KEY_METADATA_FIELD)),
+                        res.inserted if res.removed is not None else None,
+                        len(res.removed) if res.removed is not None else 0,
+                    )
                 del old, incoming, dels, res
                 if merged.num_rows:
                     pending.append(self._file_rows(merged))
@@ -740,11 +755,13 @@ class MergeHandle(BufferedHandle):
                 n_updates, n_inserts, n_deleted = n_updates + u, n_inserts + i, n_deleted + d
                 del merged
                 if held >= self._base_batch_rows:
-                    writer.write(_joined(pending))
+                    writer.write(_joined(pending), keys_added=carry is not None)
                     pending, held = [], 0
             if pending:
-                writer.write(_joined(pending))
+                writer.write(_joined(pending), keys_added=carry is not None)
                 pending = []
+            if carry is not None:
+                carry.finish()
             size = writer.close(ctx.schema)
         except BaseException:
             writer.abort()
@@ -754,6 +771,22 @@ class MergeHandle(BufferedHandle):
         if inserted is not None:
             st = dataclasses.replace(st, keys=KeyChanges(_strings(inserted), _strings(removed)))
         return st
+
+    def _streamed_bloom_filter(self) -> StreamedBloomFilter | None:
+        """The new file's bloom filter of a merge written group by group: the old file's
+        carried when it can be (:func:`~hudi_ds.write.cow_merge.carried_bloom_filter`), the
+        written keys kept meanwhile within a quarter of the merge's share (None: no filter,
+        or no old file to carry one from)."""
+        bloom = self.ctx.options.bloom
+        if bloom is None or self.base_file is None:
+            return None
+        budget = self.merge_budget
+        return StreamedBloomFilter(
+            self._base_footer,
+            bloom,
+            self._base_rows,
+            budget // 4 if budget is not None else 1 << 62,
+        )
 
     def _file_rows(self, merged: pa.Table) -> pa.Table:
         """Merged rows as the new base file stores them: its file name set; without meta

@@ -232,6 +232,67 @@ def test_carried_bloom_filter_with_removed_keys_is_a_bounded_superset() -> None:
     assert carried_bloom_filter(sfooter, simple, 60, added) is not None
 
 
+def test_carried_bloom_filter_fills_its_last_row_with_removed_keys() -> None:
+    """A filter in the last row the spec grows to (rows of 60, at most 100 keys: the second
+    row is the last, and takes up to 120) is carried with removed keys as fresh filters of the
+    new file's keys have that many rows too (Hudi's default 60,000 / 100,000 files of 60,000
+    to 120,000 rows)."""
+    spec = BloomFilterSpec(filter_type="DYNAMIC_V0", num_entries=60, fpp=0.01, max_entries=100)
+    old_keys = pa.array([f"key-{i}" for i in range(70)])
+    footer = {k.encode(): v.encode() for k, v in _fresh(spec, old_keys).footer().items()}
+    added = pa.array([f"new-{i}" for i in range(5)])
+    carried = carried_bloom_filter(footer, spec, 70, added, removed=2)
+    assert carried is not None and len(carried.rows) == 2 and carried.current == 15
+    assert carried.might_contain(pa.concat_arrays([old_keys, added])).all()
+    # the keys past the last row's size: rebuilt
+    more = pa.array([f"more-{i}" for i in range(51)])
+    assert carried_bloom_filter(footer, spec, 70, more, removed=2) is None
+
+
+def test_streamed_bloom_filter_carries_or_rebuilds_in_written_order() -> None:
+    """A merge written group by group: the old filter takes each group's inserted keys and the
+    decision waits for the last group (exact, a bounded superset, or rebuilt from the written
+    keys in order when the carry does not hold or the kept keys pass their budget)."""
+    spec = BloomFilterSpec(filter_type="DYNAMIC_V0", num_entries=60, fpp=0.01, max_entries=100)
+    old_keys = pa.array([f"key-{i:03d}" for i in range(70)])
+    footer = {k.encode(): v.encode() for k, v in _fresh(spec, old_keys).footer().items()}
+    new = pa.array([f"new-{i}" for i in range(5)])
+    none = new.slice(0, 0)
+
+    def streamed(groups: list[tuple[pa.Array, pa.Array | None, int]], budget: int = 1 << 30):
+        sbf = cow_merge.StreamedBloomFilter(footer, spec, 70, budget)
+        before = sbf.filter
+        for keys, inserted, removed in groups:
+            sbf.written(keys, inserted, removed)
+        out = sbf.finish()
+        assert out is before  # the writer's filter, changed in place
+        return out
+
+    # nothing removed, inserts after the stored rows: the filter of all keys in order
+    exact = streamed(
+        [(old_keys.slice(0, 40), none, 0), (old_keys.slice(40), none, 0), (new, new, 0)]
+    )
+    assert exact.serialize() == _fresh(spec, pa.concat_arrays([old_keys, new])).serialize()
+    # two stored keys removed: the carried superset (the old filter plus the inserts)
+    kept = pa.concat_arrays([old_keys.slice(0, 30), old_keys.slice(32)])
+    sup = streamed([(kept.slice(0, 30), none, 2), (kept.slice(30), none, 0), (new, new, 0)])
+    carried = carried_bloom_filter(footer, spec, 70, new, removed=2)
+    assert carried is not None and sup.serialize() == carried.serialize()
+    written = pa.concat_arrays([kept, new])
+    rebuilt = _fresh(spec, written).serialize()
+    assert sup.serialize() != rebuilt
+    # too many removed to carry, a group that does not tell its inserts, or more written keys
+    # than the merge keeps: rebuilt from the written keys, in order
+    few = old_keys.slice(0, 50)
+    assert (
+        streamed([(few, none, 20), (new, new, 0)]).serialize()
+        == _fresh(spec, pa.concat_arrays([few, new])).serialize()
+    )
+    assert streamed([(kept, none, 2), (new, None, 0)]).serialize() == rebuilt
+    small = streamed([(kept.slice(0, 30), none, 2), (kept.slice(30), none, 0), (new, new, 0)], 300)
+    assert small.serialize() == rebuilt
+
+
 def _rows(ids: np.ndarray, ts: np.ndarray, rng: np.random.Generator) -> pa.Table:
     return pa.table(
         {
@@ -245,6 +306,8 @@ def _rows(ids: np.ndarray, ts: np.ndarray, rng: np.random.Generator) -> pa.Table
 
 
 COLS = ["id", "ts", "dt", "v", "s"]
+#: a task budget (MB) whose merges keep too few written keys to carry a filter to the end
+TOO_SMALL_TO_CARRY = "0.03"
 
 
 def _check_files(path: str, spec: BloomFilterSpec, exact: bool = True) -> list[BloomFilter]:
@@ -280,14 +343,30 @@ def _check_files(path: str, spec: BloomFilterSpec, exact: bool = True) -> list[B
     return filters
 
 
-@pytest.mark.parametrize("filter_type", ["DYNAMIC_V0", "SIMPLE"])
-@pytest.mark.parametrize("merge", [EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING])
-def test_cow_writes_rows_and_bloom_footers(filter_type: str, merge: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("filter_type", "merge", "budget"),
+    [
+        *(
+            (f, m, None)
+            for f in ("DYNAMIC_V0", "SIMPLE")
+            for m in (EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING)
+        ),
+        # a task budget the base files do not fit: the merges stream them (the filter decided
+        # after the last group; past the budget of kept keys, rebuilt)
+        ("DYNAMIC_V0", EVENT_TIME_ORDERING, "0.6"),
+        ("DYNAMIC_V0", COMMIT_TIME_ORDERING, "0.03"),
+        ("SIMPLE", EVENT_TIME_ORDERING, "0.15"),
+    ],
+)
+def test_cow_writes_rows_and_bloom_footers(
+    filter_type: str, merge: str, budget: str | None, tmp_path: Path
+) -> None:
     path = str(tmp_path / "t")
     # 2 partitions x 2 buckets; rows of 60 keys growing to 180: carried dynamic filters fill
     # rows, open new ones and saturate
     opts = {
         **table_options("cow", partition="dt", table_type="COPY_ON_WRITE", buckets=2),
+        **({} if budget is None else {"write.task.max.size": budget}),
         "hoodie.write.record.merge.mode": merge,
         "hoodie.bloom.index.filter.type": filter_type,
         "hoodie.index.bloom.num_entries": "60",
@@ -308,7 +387,9 @@ def test_cow_writes_rows_and_bloom_footers(filter_type: str, merge: str, tmp_pat
     deleted = False
 
     def check() -> None:
-        _check_files(path, spec, exact=not deleted)
+        # a streamed merge writes the rows of a base file batch by batch (and, split by key,
+        # in another order): its filter holds every key of the file, not in the file's order
+        _check_files(path, spec, exact=not deleted and budget is None)
         want = list(model.values())
         assert_rows(hudi_ds.read(path, columns=COLS), want, COLS)
         assert_rows(hudi_rs_table(path), want, COLS)
@@ -334,7 +415,7 @@ def test_cow_writes_rows_and_bloom_footers(filter_type: str, merge: str, tmp_pat
                 model.pop(k, None)
             deleted = True
             check()
-            if filter_type == "DYNAMIC_V0":
+            if filter_type == "DYNAMIC_V0" and budget != TOO_SMALL_TO_CARRY:
                 # files of the deleted keys kept their filters (the keys still test positive;
                 # fresh filters at fpp 0.001 would hold none), the others were rebuilt
                 held = [bf.might_contain(gone_keys) for bf in _check_files(path, spec, False)]
