@@ -12,7 +12,9 @@ alike):
 * each table: ``hudi_ds.read(path, columns=READ_COLUMNS)``;
 * ``pyarrow floor`` of each MOR table (:func:`parquet_floor`): plain pyarrow reading the same
   columns of the table's base files and Parquet log blocks -- the Parquet work a snapshot read
-  cannot skip, before any merge: what bounds the read's ratio to ``pyarrow``.
+  cannot skip, before any merge: what bounds the read's ratio to ``pyarrow``; ``floor+keys``:
+  that plus the record keys decoded and each hashed once, the least a merge by record key does
+  (the bucket index's log blocks carry no record positions).
 
 With ``--spark``, on ``local[2]`` (the bench's session): ``spark.read.parquet`` of the reference
 rows, ``spark.read.format("hudi_py")`` of a table Spark wrote (defaults: every batch in log
@@ -67,6 +69,7 @@ from bench.workload import Workload, insert_batch, reference, upsert_batches
 from hudi_ds.layout.file_group import FileSlice
 from hudi_ds.log.block import BlockType
 from hudi_ds.log.reader import scan_log_bytes
+from hudi_ds.schema.meta import RECORD_KEY_METADATA_FIELD
 from hudi_ds.table import reader as slice_reader
 from hudi_ds.table.table import ReadableTable
 
@@ -154,24 +157,46 @@ def report(out: Timed, yardstick: str) -> None:
         )
 
 
-def parquet_floor(table: Path) -> Callable[[], int]:
+def parquet_floor(table: Path, keys: bool = False) -> Callable[[], int]:
     """The Parquet work a snapshot read of ``table`` cannot skip, done by plain pyarrow:
     ``READ_COLUMNS`` of every base file and Parquet log block of the latest file slices (one
     slice per thread at a time, as ``hudi_ds.read`` reads them). Planned once, untimed; returns
-    the rows decoded, every version of a key counted (no merge, no delete blocks)."""
+    the rows decoded, every version of a key counted (no merge, no delete blocks).
+
+    ``keys``: plus the least a merge by record key does (the log blocks carry no record
+    positions: Hudi's writers give them from table version 8 on, and only for records whose
+    index lookup read the base file's keys -- not the bucket index, which routes by key hash):
+    the record keys decoded too, and each hashed once -- a slice's log
+    keys grouped (``dictionary_encode``) when it has several blocks, the base keys probed in
+    the log keys (``index_in``). Deletes, ordering values and the output's assembly are left
+    out, so this is below any merge's cost."""
     t = ReadableTable(str(table))
     plan = t.plan_read(columns=READ_COLUMNS)
+    cols = [*READ_COLUMNS, RECORD_KEY_METADATA_FIELD] if keys else READ_COLUMNS
 
     def one(s: FileSlice) -> int:
         n = 0
+        base_keys = None
+        log_keys: list[pa.ChunkedArray] = []
         if s.base_file is not None:
             with t.storage.open_input_file(s.base_file.path) as f:
-                n += pq.ParquetFile(f).read(columns=READ_COLUMNS, use_threads=False).num_rows
+                rows = pq.ParquetFile(f).read(columns=cols, use_threads=False)
+                n += rows.num_rows
+                base_keys = rows.column(RECORD_KEY_METADATA_FIELD) if keys else None
         for lf in s.log_files:
             for b in scan_log_bytes(t.storage.read_bytes(lf.path), lf.path, copy=False).blocks:
                 if b.block_type == BlockType.PARQUET_DATA:
                     pf = pq.ParquetFile(pa.BufferReader(b.content), pre_buffer=False)
-                    n += pf.read(columns=READ_COLUMNS, use_threads=False).num_rows
+                    rows = pf.read(columns=cols, use_threads=False)
+                    n += rows.num_rows
+                    if keys:
+                        log_keys.append(rows.column(RECORD_KEY_METADATA_FIELD))
+        if log_keys:
+            logged = pa.chunked_array([c for k in log_keys for c in k.chunks]).combine_chunks()
+            if len(log_keys) > 1:
+                pc.dictionary_encode(logged)
+            if base_keys is not None:
+                pc.index_in(base_keys, value_set=logged)
         return n
 
     def read() -> int:
@@ -254,6 +279,9 @@ def run_phases(root: Path, repeat: int) -> None:
 def run_embedded(root: Path, repeat: int) -> None:
     out: Timed = {}
     floors = {name: parquet_floor(root / name / "table") for name in TABLES if name != "cow"}
+    key_floors = {
+        name: parquet_floor(root / name / "table", keys=True) for name in TABLES if name != "cow"
+    }
 
     def hudi_read(name: str) -> Callable[[], int]:
         def read() -> int:
@@ -276,10 +304,13 @@ def run_embedded(root: Path, repeat: int) -> None:
             timed(out, f"hudi_ds {name}", hudi_read(name))
         for name, floor in floors.items():
             timed(out, f"pyarrow floor {name}", floor)
+        for name, floor in key_floors.items():
+            timed(out, f"floor+keys {name}", floor)
     # the yardstick: the faster pyarrow setting
     faster = min(("pyarrow (default)", "pyarrow (hudi_ds)"), key=lambda k: min(out[k])[0])
     print("embedded: hudi_ds.read(columns=READ_COLUMNS) vs pq.read_table of the same rows")
-    print("  (pyarrow floor: the same columns of the table's base files and Parquet log blocks)")
+    print("  (pyarrow floor: the same columns of the table's base files and Parquet log blocks;")
+    print("  floor+keys: and their record keys, each hashed once, the least a merge by key does)")
     report(out, faster)
 
 
