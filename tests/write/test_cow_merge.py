@@ -179,12 +179,17 @@ def _fresh(spec: BloomFilterSpec, keys: pa.Array) -> BloomFilter:
     return bf
 
 
+def _footer(bf: BloomFilter) -> dict[bytes, bytes]:
+    """``bf``'s footer entries as a base file's key-value metadata."""
+    return {k.encode(): v.encode() for k, v in bf.footer().items()}
+
+
 @pytest.mark.parametrize("n_old", [1, 30, 40, 41, 79, 80, 119, 120, 121, 200])
 @pytest.mark.parametrize("filter_type", ["DYNAMIC_V0", "SIMPLE"])
 def test_carried_bloom_filter_equals_fresh(n_old: int, filter_type: str) -> None:
     spec = BloomFilterSpec(filter_type=filter_type, num_entries=40, fpp=0.01, max_entries=120)
     old_keys = pa.array([f"key-{i}" for i in range(n_old)])
-    footer = {k.encode(): v.encode() for k, v in _fresh(spec, old_keys).footer().items()}
+    footer = _footer(_fresh(spec, old_keys))
     for n_new in (0, 1, 25, 90):
         new_keys = pa.array([f"new-{i}" for i in range(n_new)], pa.string())
         carried = carried_bloom_filter(footer, spec, n_old, new_keys)
@@ -206,7 +211,7 @@ def test_carried_bloom_filter_equals_fresh(n_old: int, filter_type: str) -> None
 def test_carried_bloom_filter_with_removed_keys_is_a_bounded_superset() -> None:
     spec = BloomFilterSpec(filter_type="DYNAMIC_V0", num_entries=100, fpp=0.01, max_entries=300)
     old_keys = pa.array([f"key-{i}" for i in range(60)])
-    footer = {k.encode(): v.encode() for k, v in _fresh(spec, old_keys).footer().items()}
+    footer = _footer(_fresh(spec, old_keys))
     added = pa.array([f"new-{i}" for i in range(8)])
     # 3 keys removed: 65 keys left; the old filter + 8 added holds 68 -- one row, as fresh
     carried = carried_bloom_filter(footer, spec, 60, added, removed=3)
@@ -214,7 +219,7 @@ def test_carried_bloom_filter_with_removed_keys_is_a_bounded_superset() -> None:
     assert carried.might_contain(pa.concat_arrays([old_keys, added])).all()
     assert len(_fresh(spec, pa.concat_arrays([old_keys.slice(3), added])).rows) == 1
     # carried again: it counts the removed keys (68 held for a file of 65 rows)
-    footer2 = {k.encode(): v.encode() for k, v in carried.footer().items()}
+    footer2 = _footer(carried)
     again = carried_bloom_filter(footer2, spec, 65, pa.array(["more-0"]), removed=1)
     assert again is not None and again.current == 69
     # more than one removed key in 8 of the file's: rebuilt
@@ -227,7 +232,7 @@ def test_carried_bloom_filter_with_removed_keys_is_a_bounded_superset() -> None:
     assert carried_bloom_filter(footer, spec, 61, added, removed=1) is None
     # a SIMPLE filter counts no keys: carried only when nothing is removed
     simple = BloomFilterSpec(filter_type="SIMPLE", num_entries=100, fpp=0.01, max_entries=300)
-    sfooter = {k.encode(): v.encode() for k, v in _fresh(simple, old_keys).footer().items()}
+    sfooter = _footer(_fresh(simple, old_keys))
     assert carried_bloom_filter(sfooter, simple, 60, added, removed=1) is None
     assert carried_bloom_filter(sfooter, simple, 60, added) is not None
 
@@ -239,7 +244,7 @@ def test_carried_bloom_filter_fills_its_last_row_with_removed_keys() -> None:
     to 120,000 rows)."""
     spec = BloomFilterSpec(filter_type="DYNAMIC_V0", num_entries=60, fpp=0.01, max_entries=100)
     old_keys = pa.array([f"key-{i}" for i in range(70)])
-    footer = {k.encode(): v.encode() for k, v in _fresh(spec, old_keys).footer().items()}
+    footer = _footer(_fresh(spec, old_keys))
     added = pa.array([f"new-{i}" for i in range(5)])
     carried = carried_bloom_filter(footer, spec, 70, added, removed=2)
     assert carried is not None and len(carried.rows) == 2 and carried.current == 15
@@ -255,7 +260,7 @@ def test_streamed_bloom_filter_carries_or_rebuilds_in_written_order() -> None:
     keys in order when the carry does not hold or the kept keys pass their budget)."""
     spec = BloomFilterSpec(filter_type="DYNAMIC_V0", num_entries=60, fpp=0.01, max_entries=100)
     old_keys = pa.array([f"key-{i:03d}" for i in range(70)])
-    footer = {k.encode(): v.encode() for k, v in _fresh(spec, old_keys).footer().items()}
+    footer = _footer(_fresh(spec, old_keys))
     new = pa.array([f"new-{i}" for i in range(5)])
     none = new.slice(0, 0)
 
