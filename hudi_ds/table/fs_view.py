@@ -121,27 +121,31 @@ class StorageListing:
     def _list_many(self, folders: list[str]) -> list[tuple[list[FileInfo], list[str]]]:
         if len(folders) <= 1:
             return [self.storage.list_entries(rel) for rel in folders]
-        with ThreadPoolExecutor(min(len(folders), _LIST_THREADS)) as pool:
-            return list(pool.map(self.storage.list_entries, folders))
+        threads = min(len(folders), _LIST_THREADS)
+        # a task lists a run of folders (a task per folder costs this thread more to hand
+        # out and collect than a local listing takes)
+        step = -(-len(folders) // (threads * 4))
+        runs = [folders[i : i + step] for i in range(0, len(folders), step)]
+        with ThreadPoolExecutor(threads) as pool:
+            listed = pool.map(lambda run: [self.storage.list_entries(r) for r in run], runs)
+            return [entries for run in listed for entries in run]
 
     def _take(
         self, rel: str, files: list[FileInfo], dirs: list[str], found: list[str]
     ) -> list[str]:
         """Record the listing of folder ``rel`` (a partition when it holds data files: added
         to ``found``); its sub folders to walk, sorted."""
-        has_data = False
         self._seen[rel] = files
-        for f in files:
-            name = f.name
-            if name == PARTITION_METADATA_FILE:
-                self.marked.add(rel)
-            if not has_data and (
-                name.startswith(PARTITION_METADATA_FILE)
-                or parse_base_file_name(name)
-                or parse_log_file_name(name)
-            ):
-                has_data = True
-        if has_data:
+        marker = file_path(rel, PARTITION_METADATA_FILE)
+        if any(f.path == marker for f in files):
+            self.marked.add(rel)
+            found.append(rel)
+        elif any(
+            name.startswith(PARTITION_METADATA_FILE)
+            or parse_base_file_name(name)
+            or parse_log_file_name(name)
+            for name in (f.name for f in files)
+        ):
             found.append(rel)
         out = []
         for d in sorted(dirs):
