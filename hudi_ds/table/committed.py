@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +125,26 @@ class Committed:
         out = cls((), layout2)
         commits = list(commits)
         out._pending = lambda: _read_written(timeline, commits)
+        return out
+
+    @classmethod
+    def prefetch(cls, timeline: Timeline, commits: Sequence[Instant], layout2: bool) -> Committed:
+        """:meth:`load` started on another thread, for a caller that lists the storage
+        meanwhile: the scan of a large commit's JSON runs mostly outside the interpreter lock
+        (:mod:`hudi_ds.timeline.written`), on another core. :attr:`written` waits for it, and
+        raises what the decode raised."""
+        out = cls((), layout2)
+        commits = list(commits)
+        done: Future[list[tuple[str, str, WrittenFiles]]] = Future()
+
+        def run() -> None:
+            try:
+                done.set_result(_read_written(timeline, commits))
+            except BaseException as e:  # handed to the thread that uses it
+                done.set_exception(e)
+
+        threading.Thread(target=run, name="hudi-commit-decode", daemon=True).start()
+        out._pending = done.result
         return out
 
     @property

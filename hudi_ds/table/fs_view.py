@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from hudi_ds.layout.file_group import BaseFile, FileGroup, FileSlice, LogFile
@@ -49,6 +50,10 @@ class FileListing(Protocol):
         ...
 
 
+#: concurrent listing requests of a walk of the partition folders
+_LIST_THREADS = 8
+
+
 class StorageListing:
     """Partitions and files found by listing the storage (Java ``FileSystemBackedTableMetadata``):
     a partition is a folder holding ``.hoodie_partition_metadata`` or data files; hidden
@@ -71,9 +76,11 @@ class StorageListing:
         costs a few listings, not one per partition of the table)."""
         found: list[str] = []
         self._seen = {}
-        self._walk("", found, limit)
         if limit is None:
+            self._walk_all(found)
             self._walked = {}
+        else:
+            self._walk("", found, limit)
         return sorted(found)
 
     def files(self, partition: str) -> list[FileInfo]:
@@ -86,32 +93,67 @@ class StorageListing:
             self.marked.add(partition)
         return files
 
-    def _walk(self, rel: str, found: list[str], limit: int | None = None) -> None:
-        if limit is not None and len(found) >= limit:
+    def _walk(self, rel: str, found: list[str], limit: int) -> None:
+        if len(found) >= limit:
             return
-        has_data = False
         walked = self._walked.pop(rel, None)
         files, dirs = walked if walked is not None else self.storage.list_entries(rel)
-        if limit is not None:
-            self._walked[rel] = (files, dirs)
+        self._walked[rel] = (files, dirs)
+        # (a sample of the first partitions is the same every time)
+        for d in self._take(rel, files, dirs, found):
+            self._walk(d, found, limit)
+
+    def _walk_all(self, found: list[str]) -> None:
+        """The whole walk, a level of folders at a time: the folders of a level are listed
+        concurrently (a storage's listing requests wait on the file system or the network,
+        outside the interpreter lock; an object store answers each after a round trip)."""
+        level = [""]
+        while level:
+            todo = [rel for rel in level if rel not in self._walked]
+            listed = dict(zip(todo, self._list_many(todo), strict=True))
+            below: list[str] = []
+            for rel in level:
+                walked = self._walked.pop(rel, None)
+                files, dirs = walked if walked is not None else listed[rel]
+                below += self._take(rel, files, dirs, found)
+            level = below
+
+    def _list_many(self, folders: list[str]) -> list[tuple[list[FileInfo], list[str]]]:
+        if len(folders) <= 1:
+            return [self.storage.list_entries(rel) for rel in folders]
+        threads = min(len(folders), _LIST_THREADS)
+        # a task lists a run of folders (a task per folder costs this thread more to hand
+        # out and collect than a local listing takes)
+        step = -(-len(folders) // (threads * 4))
+        runs = [folders[i : i + step] for i in range(0, len(folders), step)]
+        with ThreadPoolExecutor(threads) as pool:
+            listed = pool.map(lambda run: [self.storage.list_entries(r) for r in run], runs)
+            return [entries for run in listed for entries in run]
+
+    def _take(
+        self, rel: str, files: list[FileInfo], dirs: list[str], found: list[str]
+    ) -> list[str]:
+        """Record the listing of folder ``rel`` (a partition when it holds data files: added
+        to ``found``); its sub folders to walk, sorted."""
         self._seen[rel] = files
-        for f in files:
-            name = f.name
-            if name == PARTITION_METADATA_FILE:
-                self.marked.add(rel)
-            if not has_data and (
-                name.startswith(PARTITION_METADATA_FILE)
-                or parse_base_file_name(name)
-                or parse_log_file_name(name)
-            ):
-                has_data = True
-        if has_data:
+        marker = file_path(rel, PARTITION_METADATA_FILE)
+        if any(f.path == marker for f in files):
+            self.marked.add(rel)
             found.append(rel)
-        for d in sorted(dirs):  # (a sample of the first partitions is the same every time)
+        elif any(
+            name.startswith(PARTITION_METADATA_FILE)
+            or parse_base_file_name(name)
+            or parse_log_file_name(name)
+            for name in (f.name for f in files)
+        ):
+            found.append(rel)
+        out = []
+        for d in sorted(dirs):
             leaf = file_name_of(d)
             if leaf.startswith(".") or (rel == "" and leaf in ("__MACOSX",)):
                 continue
-            self._walk(d, found, limit)
+            out.append(d)
+        return out
 
 
 #: a partition's file groups and the size of every file listed in it, by path

@@ -343,6 +343,7 @@ class ReadableTable:
         flt = normalize_filters([] if filters is None else filters, self.schema)
         vis, commit_times, touched = self._read_range(opts, qtype, pinned)
         view = self._view(opts)
+        early = self._prefetch_committed(view, vis)
         keep = SlicePruner(self.config, self.schema, flt, touched, self._key_buckets(flt))
         include_logs = qtype != "read_optimized"
         ctx = dataclasses.replace(
@@ -365,7 +366,7 @@ class ReadableTable:
         ]
         # every committed file of the slices read (not those the statistics ruled out) is whole
         committed, problems = self._committed_problems(
-            view, vis, include_logs, keep, skip, trust_metadata=True
+            view, vis, include_logs, keep, skip, trust_metadata=True, prefetched=early
         )
         skipped_missing: list[str] = []
         skipped_damaged: list[str] = []
@@ -384,6 +385,15 @@ class ReadableTable:
         if si is not None:
             plan.data_skipped_slices += si.skipped_slices
         return plan
+
+    def _prefetch_committed(self, view: FileSystemView, vis: Visibility) -> Committed | None:
+        """The visible commits' decode started on another thread (:meth:`Committed.prefetch`)
+        when the plan will check the committed files against a storage listing: it runs
+        while this thread lists the storage. None through the metadata table (trusted)."""
+        if isinstance(view.listing, MetadataReader):
+            return None
+        layout2 = self.config.timeline_layout_version >= 2
+        return Committed.prefetch(self.timeline, visible_commits(self.timeline, vis), layout2)
 
     def _data_skipping(
         self,
@@ -542,6 +552,7 @@ class ReadableTable:
         skip: DataSkipping | None = None,
         *,
         trust_metadata: bool = False,
+        prefetched: Committed | None = None,
     ) -> tuple[Committed, list[Problem]]:
         """The files the visible commits wrote and those missing or short on storage: those
         of the file groups the pruner ``keep`` covers (None: all) less the ones the
@@ -550,12 +561,17 @@ class ReadableTable:
         ``trust_metadata``: a listing through the metadata table is trusted, as Java's reader
         does (``HoodieBackedTableMetadata``): in step with the timeline it lists exactly the
         files the commits wrote, with their committed sizes, so the check would find nothing;
-        the commits are then decoded only when :attr:`Committed.written` is first used."""
+        the commits are then decoded only when :attr:`Committed.written` is first used.
+        ``prefetched``: what :meth:`Committed.prefetch` started decoding for ``vis``."""
         layout2 = self.config.timeline_layout_version >= 2
         commits = visible_commits(self.timeline, vis)
         if trust_metadata and isinstance(view.listing, MetadataReader):
             return Committed.deferred(self.timeline, commits, layout2), []
-        committed = Committed.load(self.timeline, commits, layout2)
+        committed = (
+            prefetched
+            if prefetched is not None
+            else Committed.load(self.timeline, commits, layout2)
+        )
         if keep is None:
             return committed, find_problems(committed, view, include_logs, vis.replaced)
         part = None if keep.keeps_all else keep.partition

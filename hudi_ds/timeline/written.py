@@ -24,6 +24,10 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from hudi_ds.errors import CorruptFileError
 from hudi_ds.timeline.metadata import CommitMetadata, WriteStat
 
@@ -176,6 +180,10 @@ def _jackson_columns(text: bytes) -> tuple[list[str], array[int], array[int]] | 
     # another partitionToWriteStats member (the last one counts): parsed
     if end < 0 or text.find(_STATS_KEY, end) >= 0:
         return None
+    if end - start >= _VECTOR_MIN_BYTES:
+        found = _vector_columns(text, start, end)
+        if found is not None:
+            return _without_empty_paths(*found)
     members: list[_Member] = _STAT_MEMBER.findall(text, start, end)
     # each stat in Jackson's member order (HoodieWriteStat's, then HoodieDeltaWriteStat's):
     # its opening, its path, its size, then its offset in every stat or in none
@@ -195,6 +203,12 @@ def _jackson_columns(text: bytes) -> tuple[list[str], array[int], array[int]] | 
         raw_paths, sizes, offsets = stats
     # one decode for all (a path holds no newline)
     paths = b"\n".join(raw_paths).decode("utf-8", "surrogatepass").split("\n") if raw_paths else []
+    return _without_empty_paths(paths, sizes, offsets)
+
+
+def _without_empty_paths(
+    paths: list[str], sizes: array[int], offsets: array[int]
+) -> tuple[list[str], array[int], array[int]]:
     if all(paths):
         return paths, sizes, offsets
     # a stat with an empty path is not a file (as from_json skips it)
@@ -257,3 +271,136 @@ def _stats_in_order(
             raw_paths.append(path)
             expect = 2
     return (raw_paths, sizes, offsets) if expect in (0, 3) else None
+
+
+# -- the same scan over whole arrays -----------------------------------------------------------
+# A bulk insert's commit is about 100 MB: the regular expression above walks it in about a
+# quarter of a second holding the interpreter lock. The same members found with numpy and
+# Arrow compute cost about the same CPU time but mostly outside the lock, so a plan can
+# decode its commits on another core while it lists the storage (:meth:`Committed.prefetch`).
+# Each line it cannot decide exactly as the regular expression would leaves the whole text
+# to the regular expression.
+#: commit JSON smaller than this is scanned by the regular expression (the arrays' fixed
+#: costs would outweigh it)
+_VECTOR_MIN_BYTES = 1 << 20
+_VECTOR_CHUNK_BYTES = 1 << 22
+_MEMBER_START = b'\n      "'
+_NEWLINE, _QUOTE, _OPEN = 10, 34, 123
+_MEMBER_WORD = int.from_bytes(_MEMBER_START, "little")
+#: kinds of a member line, as :data:`_STAT_MEMBER`'s alternatives (in its order of preference)
+_K_NONE, _K_OPENS, _K_PATH, _K_SIZE, _K_OFFSET = 0, 1, 2, 3, 4
+#: per kind with a value: (offset of a distinctive byte from the line's newline, that byte, the
+#: line's exact pattern; a line holds its leading newline, and its end is where the regular
+#: expression's lookahead saw a newline)
+_VECTOR_KINDS = (
+    (_K_PATH, 12, ord('"'), r'^\n {6}"path" : "(?P<v>[^"\\\n]*)"(?:,|$)'),
+    (_K_SIZE, 12, ord("S"), r'^\n {6}"fileSizeInBytes" : (?P<v>-?\d+|null)(?:,|$)'),
+    (_K_OFFSET, 11, ord("O"), r'^\n {6}"logOffset" : (?P<v>-?\d+|null)(?:,|$)'),
+)
+_KEY_FIRST = {_K_PATH: ord("p"), _K_SIZE: ord("f"), _K_OFFSET: ord("l")}
+#: the member sequences :func:`_stats_in_order` accepts, as (kind, next kind) pairs
+_NEXT_KINDS = np.array(
+    [
+        _K_OPENS * 8 + _K_PATH,
+        _K_PATH * 8 + _K_SIZE,
+        _K_SIZE * 8 + _K_OFFSET,
+        _K_SIZE * 8 + _K_OPENS,
+        _K_OFFSET * 8 + _K_OPENS,
+    ]
+)
+
+
+def _vector_columns(
+    text: bytes, start: int, end: int
+) -> tuple[list[str], array[int], array[int]] | None:
+    """What :func:`_jackson_columns` finds in ``text[start:end]`` (before dropping empty
+    paths), found with whole-array operations, a few megabytes at a time (their temporary
+    arrays stay small and reused); None when a line is not what they decide (the last line
+    is a member, a path is not UTF-8, a number does not fit 64 bits, the members are out of
+    order), for the regular expression to decide."""
+    n = end - start
+    if n < 8:
+        return None
+    buf = np.frombuffer(text, np.uint8, n, start)
+    # the 8 bytes from each position read as one (unaligned) integer
+    words = np.ndarray((n - 7,), "<u8", text, start, (1,))
+    kinds: list[np.ndarray] = []
+    rows: dict[int, list[np.ndarray]] = {k: [] for k, _, _, _ in _VECTOR_KINDS}
+    values: dict[int, list[pa.Array]] = {k: [] for k, _, _, _ in _VECTOR_KINDS}
+    members = 0
+    lo = 0
+    while lo < n:
+        # a chunk ends where a member line starts (the next chunk's first line)
+        hi = text.find(_MEMBER_START, start + lo + _VECTOR_CHUNK_BYTES, end)
+        hi = n if hi < 0 else hi - start
+        nl = np.flatnonzero(buf[lo:hi] == _NEWLINE)
+        nl += lo
+        # member lines: a newline, six spaces, a quote (all inside the range)
+        cand = nl[: np.searchsorted(nl, n - 8, "right")]
+        member_rows = np.flatnonzero(words[cand] == _MEMBER_WORD)  # rows of ``nl``
+        if hi == n and len(member_rows) and member_rows[-1] == len(nl) - 1:
+            return None  # the last line: its lookahead would be the end of the range
+        at = nl[member_rows]
+        chunk_kinds = np.zeros(len(at), np.int8)
+        # each line of the chunk, its newline first (zero copy)
+        ends = np.append(nl, hi) - lo
+        lines = pa.Array.from_buffers(
+            pa.large_binary(), len(nl), [None, pa.py_buffer(ends), pa.py_buffer(buf[lo:hi])]
+        )
+        # (a member line is not the last line: its key's bytes are inside the range)
+        first = buf[at + 8]
+        for kind, off, byte, pattern in _VECTOR_KINDS:
+            maybe = np.flatnonzero(first == _KEY_FIRST[kind])
+            maybe = maybe[buf[np.minimum(at[maybe] + off, n - 1)] == byte]
+            got = pc.extract_regex(lines.take(_int64_array(member_rows[maybe])), pattern)
+            ok = got.is_valid()
+            found = maybe[_numpy_int64(pc.indices_nonzero(ok).cast(pa.int64()))]
+            chunk_kinds[found] = kind
+            rows[kind].append(found + members)
+            values[kind].append(got.filter(ok).field("v"))
+        opens = chunk_kinds == _K_NONE
+        opens &= buf[at - 1] == _OPEN  # (the range starts with a line that is no member)
+        chunk_kinds[opens] = _K_OPENS
+        kinds.append(chunk_kinds)
+        members += len(at)
+        lo = hi
+    all_kinds = np.concatenate(kinds)
+    seq = all_kinds[all_kinds != _K_NONE].astype(np.int64)
+    if len(seq) == 0 or seq[0] != _K_OPENS or seq[-1] not in (_K_SIZE, _K_OFFSET):
+        return None
+    if not np.isin(seq[:-1] * 8 + seq[1:], _NEXT_KINDS).all():
+        return None
+    try:
+        paths: list[str] = []
+        for raw in values[_K_PATH]:
+            paths += pc.cast(raw, pa.large_string()).to_pylist()
+        sizes = np.concatenate([_vector_longs(v) for v in values[_K_SIZE]])
+        offset_values = np.concatenate([_vector_longs(v) for v in values[_K_OFFSET]])
+    except pa.ArrowInvalid:
+        return None
+    # a stat's offset is its offset member's (0 without one)
+    stat_of = np.cumsum(all_kinds == _K_OPENS) - 1
+    offsets = np.zeros(len(paths), np.int64)
+    offsets[stat_of[np.concatenate(rows[_K_OFFSET])]] = offset_values
+    return paths, array("q", sizes.tobytes()), array("q", offsets.tobytes())
+
+
+def _int64_array(values: np.ndarray) -> pa.Array:
+    """An Arrow view of int64 ``values`` (``pa.array`` would import pandas to look at them)."""
+    values = np.ascontiguousarray(values, np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _numpy_int64(values: pa.Array) -> np.ndarray:
+    """A numpy view of an int64 Arrow array without nulls (``to_numpy`` would import
+    pandas)."""
+    data = values.buffers()[1]
+    if data is None:
+        return np.zeros(0, np.int64)
+    return np.frombuffer(data, np.int64, len(values), values.offset * 8)
+
+
+def _vector_longs(raw: pa.Array) -> np.ndarray:
+    """``-?\\d+`` or ``null`` (0) as int64 (ArrowInvalid: out of range)."""
+    text = pc.replace_substring_regex(pc.cast(raw, pa.large_string()), "^null$", "0")
+    return _numpy_int64(pc.cast(text, pa.int64()))

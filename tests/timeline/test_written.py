@@ -5,6 +5,7 @@ text is parsed) and its ``extraMetadata`` (only that member parsed)."""
 from __future__ import annotations
 
 import json
+import random
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,126 @@ def test_a_commit_of_many_files_is_scanned(monkeypatch: pytest.MonkeyPatch) -> N
     data = _commit(stats)
     got = _scanned(data, monkeypatch)
     assert len(got) == 2000 and got == _parsed(data)
+
+
+def _array_and_regex_scans(
+    data: bytes, chunks: tuple[int, ...] = (1, 97, 1 << 22)
+) -> tuple[Any, Any]:
+    """What the whole-array scan and the regular expression each make of ``data`` (the
+    array scan in chunks of a few lines, so that chunk edges fall everywhere)."""
+    text = data.strip()
+    start = text.find(written._STATS_START)
+    end = text.find(written._STATS_END, start)
+    # (what _jackson_columns refuses before it scans)
+    scanned = (
+        text.startswith(b'{\n  "')
+        and text.endswith(b"\n}")
+        and start >= 0
+        and end >= 0
+        and text.find(written._STATS_KEY, end) < 0
+    )
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(written, "_VECTOR_MIN_BYTES", 1 << 62)
+        try:
+            by_regex: Any = written._jackson_columns(text)
+        except (UnicodeDecodeError, OverflowError) as e:
+            by_regex = type(e)
+    out = []
+    for chunk in chunks:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(written, "_VECTOR_MIN_BYTES", 0)
+            m.setattr(written, "_VECTOR_CHUNK_BYTES", chunk)
+            try:
+                by_arrays: Any = written._jackson_columns(text)
+            except (UnicodeDecodeError, OverflowError) as e:
+                by_arrays = type(e)
+            # when the arrays decide, they decide as the regular expression does
+            found = written._vector_columns(text, start, end) if scanned else None
+            if found is not None:
+                assert written._without_empty_paths(*found) == by_regex
+        out.append(by_arrays)
+    assert all(x == out[0] for x in out)
+    return out[0], by_regex
+
+
+def _odd_commits() -> dict[str, bytes]:
+    """Commits in Jackson's shape and near it, for the two scans to agree on."""
+    log2 = "x/" + log_file_name("f2-0", "001", 1, "1-2-3")
+    mixed = _commit(
+        {
+            "x": [
+                _stat(BASE, 4096),
+                _stat(LOG, 900, logVersion=1, logOffset=100),
+                _stat("", 5, logOffset=7),
+                _stat(log2, None, logOffset=None),
+                _stat(BASE, -1),
+            ],
+            "y": None,
+            "z": [],
+            "ü": [_stat("ü/" + base_file_name("f3-0", "1-2-3", "001"), 12)],
+        }
+    )
+    logs = _commit({"x": [_stat(LOG, 9, logOffset=2), _stat(log2, 10, logOffset=0)]})
+    bases = _commit({"x": [_stat(BASE, 9), _stat("x/" + BASE, 0)]})
+    out = {"mixed": mixed, "logs": logs, "bases": bases, **_other_shapes()}
+    out.update(
+        {
+            "a size past 64 bits": bases.replace(b'Bytes" : 9', b'Bytes" : 99999999999999999999'),
+            "a path not UTF-8": bases.replace(b'"path" : "x/', b'"path" : "\xff/', 1),
+            "a surrogate in a path": bases.replace(b'"path" : "x/', b'"path" : "\xed\xa0\x80/', 1),
+            "a path as the first member": bases.replace(b'"fileId" : "f",\n      ', b"", 1),
+            "a brace before a member": logs.replace(b'"numWrites" : 1,', b'"numWrites" : {,', 1),
+            "text after a path": bases.replace(b'.parquet",', b'.parquet",x', 1),
+            "a size then text": logs.replace(b'Bytes" : 9', b'Bytes" : 9x', 1),
+            "a null size": bases.replace(b'Bytes" : 9', b'Bytes" : null'),
+            "no stats": _commit({"x": []}),
+            "stats of no path": _commit({"x": [_stat(None, 1)]}),
+        }
+    )
+    # the last line of the stats a member (no closing lines): left to the regular expression
+    last = logs.index(b"\n", logs.rindex(b'\n      "logOffset"') + 1)
+    out["the stats end in a member"] = logs[:last] + b"\n  }\n}"
+    return out
+
+
+@pytest.mark.parametrize("shape", sorted(_odd_commits()))
+def test_the_array_scan_decides_as_the_regular_expression(shape: str) -> None:
+    data = _odd_commits()[shape]
+    by_arrays, by_regex = _array_and_regex_scans(data)
+    assert by_arrays == by_regex
+
+
+def test_a_large_commit_is_scanned_by_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit past :data:`written._VECTOR_MIN_BYTES` takes the array scan: base and log
+    stats mixed, empty paths, nulls; the answer is the parsed one."""
+    rng = random.Random(7)
+    stats: dict[str, Any] = {}
+    for p in range(30):
+        part = []
+        for b in range(rng.randrange(0, 120)):
+            fid = f"{b:08d}-{p}"
+            kind = rng.random()
+            if kind < 0.4:
+                part.append(
+                    _stat(f"p{p}/" + base_file_name(fid, "0-1-2", "001"), rng.randrange(9**9))
+                )
+            elif kind < 0.95:
+                size = None if kind > 0.9 else rng.randrange(9**9)
+                off = None if kind > 0.93 else rng.randrange(99)
+                name = log_file_name(fid, "001", rng.randrange(1, 9), "0-1-2")
+                part.append(_stat(f"p{p}/" + name, size, logVersion=1, logOffset=off))
+            else:
+                part.append(_stat("", 3, logOffset=1))
+        stats[f"p{p}"] = part
+    stats["pad"] = [_stat("pad/" + BASE, 1)] * (written._VECTOR_MIN_BYTES // 300)
+    data = _commit(stats)
+    assert len(data) > written._VECTOR_MIN_BYTES
+    regex = written._STAT_MEMBER
+    monkeypatch.setattr(written, "_STAT_MEMBER", None)  # the regular expression is not used
+    assert _scanned(data, monkeypatch) == _parsed(data)
+    monkeypatch.setattr(written, "_STAT_MEMBER", regex)
+    by_arrays, by_regex = _array_and_regex_scans(data, (4096, 1 << 22))
+    assert by_arrays == by_regex
 
 
 def test_scan_of_a_file_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
