@@ -15,12 +15,14 @@ from hudi_ds.config import WriteConfig
 from hudi_ds.errors import (
     AttemptRolledBackError,
     CorruptFileError,
+    HudiError,
     InstantNotFoundError,
     MissingFileError,
 )
 from hudi_ds.faults import crash_point
+from hudi_ds.index.simple import open_base_file
 from hudi_ds.layout.base_file import write_whole_base_file
-from hudi_ds.layout.bloom_filter import BloomFilterSpec
+from hudi_ds.layout.bloom_filter import BLOOM_FILTER_FOOTER, BloomFilter, BloomFilterSpec
 from hudi_ds.layout.file_group import BaseFile, FileSlice, LogFile
 from hudi_ds.layout.naming import (
     base_file_name,
@@ -45,6 +47,8 @@ from hudi_ds.timeline.plans import (
 )
 from hudi_ds.timeline.timeline import Timeline
 from hudi_ds.timeline.view import Visibility
+from hudi_ds.write import cow_merge
+from hudi_ds.write.cow_merge import carried_bloom_filter
 from hudi_ds.write.markers import (
     create_marker,
     delete_markers,
@@ -371,7 +375,11 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     t0 = time.perf_counter()
     fslice = _slice_of(storage, op)
     stats = ReadStats()
-    changes: list[tuple[pa.Array, pa.Array]] | None = [] if job.key_changes is not None else None
+    # the old base file's footer filter, to carry into the new file (None: built anew)
+    footer = _carriable_footer(storage, fslice.base_file) if job.bloom is not None else None
+    changes: list[tuple[pa.Array, pa.Array]] | None = (
+        [] if job.key_changes is not None or footer is not None else None
+    )
     # every column but _hoodie_file_name, which the new file sets anew: neither decoded from
     # the slice nor carried through the merge
     schema = job.context.schema
@@ -391,17 +399,10 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     if not job.context.populate_meta_fields:
         rows = clear_meta_values(rows, file_name=True)  # as HoodieMergeHandle.writeToFile
     fence = job.fence
-    if fence is not None:
-        fence.check_soon(storage)  # rolled back meanwhile: write nothing more
-    try:
-        create_marker(storage, job.instant, rel, "CREATE")
-    except FileNotFoundError:
-        # a rollback of this attempt deleted the marker folder while the marker was made
-        if fence is not None:
-            fence.check(storage)
-        raise
+    _mark(job, rel)
     t1 = time.perf_counter()
-    size = write_whole_base_file(job.base_format, storage, rel, rows, job.codec, job.bloom)
+    carried = _carried(job.bloom, footer, changes)
+    size = write_whole_base_file(job.base_format, storage, rel, rows, job.codec, job.bloom, carried)
     crash_point("compaction")
     if fence is not None:
         # A rollback that began after the check above may have listed the markers before
@@ -418,6 +419,60 @@ def execute_operation(job: CompactionJob, index: int, token: str | None = None) 
     if changes and job.key_changes is not None:
         job.key_changes[rel] = changes[0]
     return _compacted_stat(op, fslice, rel, rows.num_rows, size, stats, t_scan, t_write)
+
+
+def _mark(job: CompactionJob, rel: str) -> None:
+    """The CREATE marker of base file ``rel``, made while the attempt is the live one."""
+    fence = job.fence
+    if fence is not None:
+        fence.check_soon(job.storage)  # rolled back meanwhile: write nothing more
+    try:
+        create_marker(job.storage, job.instant, rel, "CREATE")
+    except FileNotFoundError:
+        # a rollback of this attempt deleted the marker folder while the marker was made
+        if fence is not None:
+            fence.check(job.storage)
+        raise
+
+
+def _carried(
+    bloom: BloomFilterSpec | None,
+    footer: tuple[dict[bytes, bytes], int] | None,
+    changes: list[tuple[pa.Array, pa.Array]] | None,
+) -> BloomFilter | None:
+    """The new base file's filter carried from the old one's ``footer`` (its metadata and row
+    count) given the slice's key ``changes``; None: built anew."""
+    if bloom is None or footer is None or not changes:
+        return None
+    inserted, removed = changes[0]
+    return carried_bloom_filter(footer[0], bloom, footer[1], inserted, len(removed))
+
+
+def _carriable_footer(
+    storage: Storage, base: BaseFile | None
+) -> tuple[dict[bytes, bytes], int] | None:
+    """The key-value footer and row count of a slice's base file, whose bloom filter the new
+    base file may carry (:func:`~hudi_ds.write.cow_merge.carried_bloom_filter`: the keys the
+    compaction adds hashed instead of every key, as the COW merge handle does); None: no base
+    file, too few rows to be worth it, no filter, or a file that does not open (the read of
+    the slice reports that).
+
+    The compaction writes the base rows it keeps first, in the file's order, then the merged
+    and inserted ones (:func:`~hudi_ds.table.reader.read_file_slice`): with nothing removed
+    the carried filter is a fresh one's, but for the updated keys, which stay in the rows
+    they were added to rather than move to the end -- every row still holds as many keys as
+    a fresh filter's. With keys removed it is the bounded superset that function describes.
+    """
+    if base is None:
+        return None
+    try:
+        with open_base_file(storage, base) as f:
+            if f.num_rows < max(1, cow_merge.MIN_CARRIED_KEYS):
+                return None
+            meta = f.footer()
+    except (HudiError, OSError, ValueError):
+        return None
+    return (meta, f.num_rows) if BLOOM_FILTER_FOOTER.encode() in meta else None
 
 
 def _compacted_stat(

@@ -279,11 +279,12 @@ def read_file_slice(
     the delete flags. ``use_threads``: decode the base file on Arrow's thread pool (False when
     the caller already reads one slice per core).
 
-    ``key_changes`` (a compaction whose writer keeps a state index): one ``(inserted, removed)``
-    pair is appended to it, the distinct record keys (``_hoodie_record_key``) the returned rows
-    hold that the base file does not, and those of the base file they no longer hold -- the
-    change a new base file of these rows makes to the file group's keys. Only when the rows
-    carry ``_hoodie_record_key`` (``columns`` None or naming it).
+    ``key_changes`` (a compaction: for a writer's state index, and to carry the base file's
+    bloom filter into the new one): one ``(inserted, removed)`` pair is appended to it, the
+    distinct record keys (``_hoodie_record_key``) the returned rows hold that the base file
+    does not, and those of the base file they no longer hold -- the change a new base file of
+    these rows makes to the file group's keys. Only when the rows carry ``_hoodie_record_key``
+    (``columns`` None or naming it).
 
     ``keys``: only the rows of these record keys (strings, as ``_hoodie_record_key`` holds
     them; ``columns`` must name the record key fields): the base rows and log versions of
@@ -390,6 +391,47 @@ def _key_diff(
     return pc.unique(new), pc.unique(gone)
 
 
+def _single_key_changes(
+    base_keys: pa.Array | pa.ChunkedArray,
+    keep: np.ndarray,
+    won: list[pa.Table],
+    flagged: np.ndarray | None,
+    ctx: SliceReadContext,
+) -> tuple[pa.Array, pa.Array]:
+    """``key_changes`` of a slice merged by :func:`merge_single_log_versions`: a winning log
+    version's base row is never kept, so keys come and go among the dropped base rows and the
+    winners only. A touched key is once in the base file (else that merge does not apply);
+    an untouched dropped row is one flagged deleted, whose key another, kept row may hold."""
+    gone_rows = base_keys.filter(pa.array(~keep))
+    won_keys = [_as_string(_keys_of(w, ctx)) for w in won if w.num_rows]
+    after = pa.concat_arrays(won_keys) if won_keys else _NO_KEYS
+    new, gone = _key_diff(gone_rows, after)
+    if len(gone) and flagged is not None and flagged.any():
+        kept = _as_string(base_keys.filter(pa.array(keep)))
+        held = kept.filter(pc.is_in(kept, value_set=gone))
+        if len(held):
+            gone = gone.filter(pc.invert(pc.is_in(gone, value_set=held)))
+    return new, gone
+
+
+def _single_rows(
+    base: pa.Table,
+    keep: np.ndarray,
+    won: list[pa.Table],
+    schema: pa.Schema,
+    columns: list[str] | None,
+) -> pa.Table:
+    """The rows of a slice merged by :func:`merge_single_log_versions`: the base rows that
+    stay, in the file's order, then the log versions that win."""
+    target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+    out = [base.filter(pa.array(keep)) if columns is None else _project(base, columns)]
+    if columns is not None:
+        out[0] = out[0].filter(pa.array(keep))
+    out += [w if columns is None else _project(w, columns) for w in won if w.num_rows]
+    out = [t if t.schema == target else t.cast(target) for t in out]
+    return pa.concat_tables(out) if len(out) > 1 else out[0]
+
+
 def _merge_slice(
     base: pa.Table | None,
     parts: list[Part],
@@ -412,8 +454,8 @@ def _merge_slice(
     base file's order, then the log versions that win.
     With ``columns`` the untouched base rows come out as those columns only (one filter of
     the columns returned, not of what the merge reads beside them). ``key_changes``: as
-    :func:`read_file_slice`'s (on that path only the keys of the merged rows are compared, not
-    every base row's).
+    :func:`read_file_slice`'s (on both paths only the keys of the merged rows are compared,
+    not every base row's).
     """
     key_fn = lambda t: _keys_of(t, ctx)  # noqa: E731
     if base is not None and base.num_rows and spec.builtin is not None:
@@ -422,19 +464,16 @@ def _merge_slice(
         base_keys = _base_keys(base, ctx) if logged else None
         single = (
             merge_single_log_versions(base, base_keys, parts, part_keys, spec)
-            if base_keys is not None and key_changes is None
+            if base_keys is not None
             else None
         )
         if single is not None:
             # each key has at most its base row and one log version
             keep, won = single
-            target = schema if columns is None else pa.schema([schema.field(c) for c in columns])
-            out = [base.filter(pa.array(keep)) if columns is None else _project(base, columns)]
-            if columns is not None:
-                out[0] = out[0].filter(pa.array(keep))
-            out += [w if columns is None else _project(w, columns) for w in won if w.num_rows]
-            out = [t if t.schema == target else t.cast(target) for t in out]
-            return pa.concat_tables(out) if len(out) > 1 else out[0]
+            if key_changes is not None:
+                flagged = deleted_mask(base, spec)
+                key_changes.append(_single_key_changes(base_keys, keep, won, flagged, ctx))
+            return _single_rows(base, keep, won, schema, columns)
         if base_keys is not None:
             touched = pc.is_in(base_keys, value_set=pa.concat_arrays(logged))
             n_touched = pc.sum(touched).as_py() or 0
