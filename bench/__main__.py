@@ -207,6 +207,9 @@ def write_results(meta: dict, out: Path) -> list[Path]:
 
         lines += ["", *record_index_table(meta["record_index"])]
     lines += ["", *report.acceptance(meta, None)]
+    table = report.write_rows_table(report.write_shares(meta, None))
+    if table:
+        lines += ["", "write rows vs their ceilings", "", *table]
     pngs = charts.write_all(meta, out)
     vers = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
     (out / "latest.md").write_text(

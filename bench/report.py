@@ -159,6 +159,54 @@ class _Ceilings:
             "lookup"
         )
 
+    def _floor_s(self, name: str) -> list[float] | None:
+        """Per batch of system ``name``: :meth:`_protocol_s` plus the least of what else Hudi's
+        protocol has its commits do -- a compaction's rows merged in record-key order with the
+        bloom filter of every key in each new base file (Hudi's defaults), at the ``floor`` rate
+        the compaction measurement takes; a SIMPLE or BLOOM lookup's reading of the record keys
+        (measured inside its batches). The other base files written carry their old file's bloom
+        filter (only new keys hashed), which this floor leaves out: it is a lower bound. None
+        when this run has no floor rate."""
+        floor_rate = self.meta["compaction"].get("floor_rows_per_s")
+        if not floor_rate:
+            return None
+        r = self.res[name]
+        write_rate = self.batch_rows / _mean(self.res["pyarrow"]["upsert_s"])
+        lookup = r["key_read_s"] if ("simple" in name or "bloom" in name) else []
+        out = []
+        for i, (b, g, c) in enumerate(
+            zip(r["base_rows_written"], r["log_rows_written"], r["compacted_rows"], strict=True)
+        ):
+            s = (b - c) / self._rewrite_rate() + c / floor_rate + g / write_rate
+            out.append(s + (lookup[i] if i < len(lookup) else 0.0))
+        return out
+
+    def write_rows(self, streaming: dict[str, Any] | None) -> list[tuple[str, float, float | None]]:
+        """Every write row's throughput as a share of its ceiling's, with the share its floor
+        allows (None: no floor measured): hudi_ds's own writers against plain pyarrow doing
+        the Parquet work of their commits (:meth:`_protocol_s`), the Spark upsert against
+        ``df.write.parquet`` of the same batches, the streaming sink against Spark's parquet
+        sink on the same stream."""
+        out: list[tuple[str, float, float | None]] = []
+        for name, r in self.res.items():
+            if "base_rows_written" not in r or not r.get("upsert_s"):
+                continue
+            ceiling = _mean(self._protocol_s(name))
+            floor = self._floor_s(name)
+            out.append(
+                (
+                    name,
+                    ceiling / _mean(r["upsert_s"]),
+                    None if floor is None else ceiling / _mean(floor),
+                )
+            )
+        sp, hs = self.res.get("spark_parquet"), self.res.get("hudi_ds_spark")
+        if sp and hs and sp.get("upsert_s") and hs.get("upsert_s"):
+            out.append(("hudi_ds_spark", _mean(sp["upsert_s"]) / _mean(hs["upsert_s"]), None))
+        if streaming and streaming.get("stream_ratio"):
+            out.append(("streaming sink (bench_streaming)", 1 / streaming["stream_ratio"], None))
+        return out
+
     def spark_read(self) -> str:
         """The Spark read against the floor of any Python data source (bench/systems.py)."""
         sp = self.res["spark_parquet"]
@@ -302,6 +350,10 @@ def acceptance(
             (state, simple, "pyarrow"),
             partial(ceil.state_vs, simple),
         )
+    try:
+        rows.append(_write_rows_row(ceil.write_rows(streaming)))
+    except (KeyError, TypeError, ZeroDivisionError) as e:
+        rows.append(("every write row vs its ceiling", ">= 80%", f"not measured ({e})", "-"))
     add(
         "snapshot read of the MOR table (defaults: compaction every 5) vs pyarrow, same columns, "
         "same final rows",
@@ -472,6 +524,66 @@ def acceptance(
     return out
 
 
+WRITE_SHARE_GOAL = 0.8
+
+
+def _write_rows_row(shares: list[tuple[str, float, float | None]]) -> tuple[str, ...]:
+    """The acceptance row of every write row's share of its ceiling throughput."""
+    what = "every write row's throughput vs its ceiling's (table 'write rows vs their ceilings')"
+    goal = f">= {WRITE_SHARE_GOAL:.0%} of ceiling"
+    if not shares:
+        return (what, goal, "not measured", "-")
+    name, low, _ = min(shares, key=lambda x: x[1])
+    met = [n for n, v, _ in shares if v >= WRITE_SHARE_GOAL]
+    shown = f"lowest {low:.0%} ({name}); {len(met)} of {len(shares)} rows at the goal"
+    if len(met) == len(shares):
+        return (what, goal, shown, "yes", "-")
+    bounded = [(n, f) for n, v, f in shares if v < WRITE_SHARE_GOAL and f is not None]
+    below = [f"{n} {f:.0%}" for n, f in bounded if f < WRITE_SHARE_GOAL]
+    why = (
+        "at Hudi's defaults the floor (a compaction's rows merged in key order with the bloom "
+        "filter of every key in each new base file; a SIMPLE or BLOOM lookup's key reads) "
+        f"allows at most: {', '.join(below)}"
+        if below
+        else "-"
+    )
+    return (what, goal, shown, "no", why)
+
+
+def write_shares(
+    meta: dict[str, Any], streaming: dict[str, Any] | None
+) -> list[tuple[str, float, float | None]]:
+    """:meth:`_Ceilings.write_rows` of ``meta``'s run."""
+    res = {r["system"]: r for r in meta.get("results", []) if "error" not in r}
+    try:
+        return _Ceilings(meta, res).write_rows(streaming)
+    except (KeyError, TypeError, ZeroDivisionError):
+        return []
+
+
+def write_rows_table(shares: list[tuple[str, float, float | None]]) -> list[str]:
+    """Markdown lines: each write row's throughput as a share of its ceiling's, and the most
+    its floor allows."""
+    if not shares:
+        return []
+    out = [
+        "| write row | throughput / ceiling's | most the floor allows |",
+        "|---|---|---|",
+    ]
+    for name, share, floor in shares:
+        out.append(f"| {name} | {share:.0%} | {'-' if floor is None else f'{floor:.0%}'} |")
+    out += [
+        "",
+        "ceilings: plain pyarrow doing the Parquet work of the row's commits (base-file rows read "
+        "and rewritten, log rows written as Parquet at pyarrow's batch-write rate, Avro blocks "
+        "too); for the Spark upsert df.write.parquet of the same batches, for the streaming sink "
+        "Spark's parquet sink on the same stream. Floor: the ceiling plus a compaction's key-order "
+        "merge and bloom filter of every key (Hudi's defaults) and a SIMPLE or BLOOM lookup's key "
+        "reads, all measured in this run.",
+    ]
+    return out
+
+
 def _cold(rli: dict[str, Any], gs: dict[str, Any]) -> str:
     """The first batch of a process, where the run measured it."""
     if "cold_s" not in rli or "cold_s" not in gs:
@@ -597,6 +709,9 @@ def main() -> None:
         table_scale=table_scale,
         timeline_scale=timeline_scale,
     )
+    table = write_rows_table(write_shares(meta, streaming))
+    if table:
+        lines += ["", "write rows vs their ceilings", "", *table]
     if args.started:
         secs = time.time() - args.started
         lines += ["", f"make bench took {secs / 60:.1f} minutes ({secs:,.0f} s)"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import acceptance
+from bench.report import acceptance, write_rows_table, write_shares
 
 
 def _meta(**results: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +95,58 @@ def test_index_goals_name_their_ceilings() -> None:
     assert "gains at most 1.73x from a free lookup" in state[4]
     cow = _row(lines, "state index vs SIMPLE, COW")
     assert cow[2].startswith("not measured")
+
+
+def test_write_rows_against_their_ceilings_and_floors() -> None:
+    # pyarrow: 1,000 rows/s for a batch, and a read+rewrite; the floor (key-order merge + bloom
+    # filter) 500 rows/s. SIMPLE's Parquet work 0.25 / 1.15 / 0.25 s (ceiling 0.55 s a batch);
+    # its floor adds 900 compacted rows at 500 instead of 1,000 rows/s (0.9 s) and 0.05 s of
+    # key reads a batch: (0.3 + 2.1 + 0.3) / 3 = 0.9 s
+    simple = {
+        "upsert_s": [1.0, 3.0, 1.0],
+        "base_rows_written": [200, 1_100, 200],
+        "log_rows_written": [50, 50, 50],
+        "compacted_rows": [0, 900, 0],
+        "key_read_s": [0.05, 0.05, 0.05],
+        "index_lookup_s": [0.4, 0.4, 0.4],
+    }
+    cow = {
+        **simple,
+        "upsert_s": [0.125, 0.125, 0.125],
+        "base_rows_written": [100, 100, 100],
+        "log_rows_written": [0, 0, 0],
+        "compacted_rows": [0, 0, 0],
+    }
+    meta = _meta(
+        pyarrow={"upsert_s": [0.1, 0.1, 0.1], "read_s": 1.0},
+        hudi_ds_mor_simple=simple,
+        hudi_ds_cow=cow,
+        spark_parquet={"upsert_s": [1.0]},
+        hudi_ds_spark={"upsert_s": [1.25]},
+    )
+    meta["compaction"]["floor_rows_per_s"] = 500.0
+    shares = dict((n, (v, f)) for n, v, f in write_shares(meta, {"stream_ratio": 2.0}))
+    v, f = shares["hudi_ds_mor_simple"]
+    assert round(v, 3) == 0.33 and f is not None and round(f, 3) == round(0.55 / 0.9, 3)
+    # no compaction, no key reads: the floor is the ceiling
+    assert [round(x, 6) for x in shares["hudi_ds_cow"]] == [0.8, 1.0]  # type: ignore[arg-type]
+    assert shares["hudi_ds_spark"] == (0.8, None)
+    assert shares["streaming sink (bench_streaming)"] == (0.5, None)
+    table = write_rows_table(list(write_shares(meta, None)))
+    assert "| hudi_ds_mor_simple | 33% | 61% |" in table and "| hudi_ds_cow | 80% | 100% |" in table
+    stream = {
+        "stream_ratio": 2.0,
+        "stream_hudi_s": 2.0,
+        "stream_parquet_s": 1.0,
+        "stream_files": 8,
+        "stream_rows_per_file": 100,
+    }
+    row = _row(acceptance(meta, stream), "every write row")
+    assert row[2] == "lowest 33% (hudi_ds_mor_simple); 2 of 4 rows at the goal" and row[3] == "no"
+    assert row[4].endswith("allows at most: hudi_ds_mor_simple 61%")
+    del meta["compaction"]["floor_rows_per_s"]  # an older run: no floor, no bound
+    row = _row(acceptance(meta, None), "every write row")
+    assert row[3] == "no" and row[4] == "-"
 
 
 def test_record_index_rows() -> None:
