@@ -163,15 +163,17 @@ class _Ceilings:
         """Per batch of system ``name``: :meth:`_protocol_s` plus the least of what else Hudi's
         protocol has its commits do -- a compaction's rows merged in record-key order with the
         bloom filter of every key in each new base file (Hudi's defaults), at the ``floor`` rate
-        the compaction measurement takes; a SIMPLE or BLOOM lookup's reading of the record keys
-        (measured inside its batches). The other base files written carry their old file's bloom
+        the compaction measurement takes; log rows with their meta columns, grouped by file
+        group and written one file each, at the rate of the ``pyarrow`` row's ``log_floor_s``
+        (:func:`bench.systems._log_floor_write`); a SIMPLE or BLOOM lookup's reading of the
+        record keys (measured inside its batches). The other base files written carry their old file's bloom
         filter (only new keys hashed), which this floor leaves out: it is a lower bound. None
         when this run has no floor rate."""
         floor_rate = self.meta["compaction"].get("floor_rows_per_s")
         if not floor_rate:
             return None
-        r = self.res[name]
-        write_rate = self.batch_rows / _mean(self.res["pyarrow"]["upsert_s"])
+        r, pa_row = self.res[name], self.res["pyarrow"]
+        write_rate = self.batch_rows / _mean(pa_row.get("log_floor_s") or pa_row["upsert_s"])
         lookup = r["key_read_s"] if ("simple" in name or "bloom" in name) else []
         out = []
         for i, (b, g, c) in enumerate(
@@ -542,7 +544,8 @@ def _write_rows_row(shares: list[tuple[str, float, float | None]]) -> tuple[str,
     below = [f"{n} {f:.0%}" for n, f in bounded if f < WRITE_SHARE_GOAL]
     why = (
         "at Hudi's defaults the floor (a compaction's rows merged in key order with the bloom "
-        "filter of every key in each new base file; a SIMPLE or BLOOM lookup's key reads) "
+        "filter of every key in each new base file; log rows with their meta columns, one file "
+        "per file group; a SIMPLE or BLOOM lookup's key reads) "
         f"allows at most: {', '.join(below)}"
         if below
         else "-"
@@ -578,8 +581,9 @@ def write_rows_table(shares: list[tuple[str, float, float | None]]) -> list[str]
         "and rewritten, log rows written as Parquet at pyarrow's batch-write rate, Avro blocks "
         "too); for the Spark upsert df.write.parquet of the same batches, for the streaming sink "
         "Spark's parquet sink on the same stream. Floor: the ceiling plus a compaction's key-order "
-        "merge and bloom filter of every key (Hudi's defaults) and a SIMPLE or BLOOM lookup's key "
-        "reads, all measured in this run.",
+        "merge and bloom filter of every key (Hudi's defaults), log rows with their meta columns "
+        "written one file per file group, and a SIMPLE or BLOOM lookup's key reads, all measured "
+        "in this run.",
     ]
     return out
 

@@ -144,6 +144,10 @@ def test_write_rows_against_their_ceilings_and_floors() -> None:
     row = _row(acceptance(meta, stream), "every write row")
     assert row[2] == "lowest 33% (hudi_ds_mor_simple); 2 of 4 rows at the goal" and row[3] == "no"
     assert row[4].endswith("allows at most: hudi_ds_mor_simple 61%")
+    # log rows grouped by file group with their meta columns: 500 rows/s -> SIMPLE's floor
+    # adds 0.05 s a batch (0.95 s): 58%
+    meta["results"][0]["log_floor_s"] = [0.2, 0.2, 0.2]
+    assert "| hudi_ds_mor_simple | 33% | 58% |" in write_rows_table(write_shares(meta, None))
     del meta["compaction"]["floor_rows_per_s"]  # an older run: no floor, no bound
     row = _row(acceptance(meta, None), "every write row")
     assert row[3] == "no" and row[4] == "-"
