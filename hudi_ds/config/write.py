@@ -631,6 +631,18 @@ class WriteConfig:
         parse_bool,
         "Fill table columns missing from the input with nulls instead of failing.",
     )
+    PARQUET_BLOOM_FILTER_ENABLED = ConfigProperty(
+        "hoodie.parquet.bloom.filter.enabled",
+        True,
+        parse_bool,
+        "Write the bloom filter of every record key (and the min/max key) into each base "
+        "file's footer, as Hudi does by default. false saves its hashing (30 hashes a key at "
+        "the default fpp: about as much CPU as the Parquet encoding of a compaction) where "
+        "nothing reads it; the footers are still written while the index type is BLOOM or "
+        "GLOBAL_BLOOM (as Java) or the metadata table has or is asked for its bloom_filters "
+        "partition (safer than Java, which writes files that partition then has no record "
+        "of). A BLOOM lookup reads the record keys of a file without a filter.",
+    )
     BLOOM_FILTER_TYPE = ConfigProperty(
         "hoodie.bloom.index.filter.type",
         "DYNAMIC_V0",

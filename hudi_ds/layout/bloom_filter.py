@@ -85,6 +85,29 @@ class BloomFilterSpec:
             ) from None
         return spec
 
+    @classmethod
+    def for_base_files(
+        cls, options: Options, populate_meta_fields: bool, index_type: str, mdt_bloom_filters: bool
+    ) -> BloomFilterSpec | None:
+        """The spec of the key footers a write's base files carry, None for none: Java
+        ``HoodieFileWriterFactory.enableBloomFilter`` -- meta fields populated, and
+        ``hoodie.parquet.bloom.filter.enabled`` or a BLOOM ``index_type``; here also whenever
+        the metadata table keeps its bloom_filters partition (``mdt_bloom_filters``, or the
+        option asking for it), whose records are the files' filters.
+
+        Raises:
+            ConfigError: as :meth:`of`.
+        """
+        if not populate_meta_fields:
+            return None
+        wanted = (
+            options.get(WriteConfig.PARQUET_BLOOM_FILTER_ENABLED)
+            or "BLOOM" in index_type
+            or mdt_bloom_filters
+            or bool(options.get(WriteConfig.METADATA_BLOOM_FILTER_ENABLE))
+        )
+        return cls.of(options) if wanted else None
+
     @property
     def vector_size(self) -> int:
         """Bits of one row (``BloomFilterUtils.getBitSize``: double arithmetic, ceil, int)."""

@@ -18,9 +18,12 @@ from typing import Any, TypeVar, cast
 from hudi_ds.concurrency.lock import TableLock
 from hudi_ds.concurrency.providers import table_lock
 from hudi_ds.concurrency.transaction import Transaction
-from hudi_ds.config import ConcurrencyConfig, Options, validated
+from hudi_ds.config import ConcurrencyConfig, Options, WriteConfig, validated
 from hudi_ds.errors import TimelineError, UnsupportedError
 from hudi_ds.faults import crash_point
+from hudi_ds.layout.bloom_filter import BloomFilterSpec
+from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION
+from hudi_ds.metadata.records import declared_partitions
 from hudi_ds.storage import Storage
 from hudi_ds.table.unsupported import Use, refuse_unsupported
 from hudi_ds.table_config import TableConfig
@@ -291,6 +294,22 @@ class ServiceContext:
                 return req
             last = ts
         raise TimelineError(f"could not allocate a unique instant time for a {action}")
+
+    def base_file_bloom(self, config: TableConfig) -> BloomFilterSpec | None:
+        """The key footers of the base files this service writes into a table of ``config``
+        (:meth:`BloomFilterSpec.for_base_files`; the index type the options name, else the one
+        the table records)."""
+        index_type = (
+            self.options.get(WriteConfig.INDEX_TYPE)
+            if self.options.is_set(WriteConfig.INDEX_TYPE)
+            else config.get(TableConfig.INDEX_TYPE) or ""
+        )
+        return BloomFilterSpec.for_base_files(
+            self.options,
+            config.populate_meta_fields,
+            index_type,
+            BLOOM_FILTERS_PARTITION in declared_partitions(config),
+        )
 
     def get(self, prop: Any) -> Any:
         """The value of a :class:`ServiceConfig` option."""

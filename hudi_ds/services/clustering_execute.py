@@ -161,7 +161,7 @@ def prepare_clustering(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
             ClusteringConfig.LAYOUT_STRATEGY.key, ctx.get(ClusteringConfig.LAYOUT_STRATEGY)
         ),
         codec=ctx.options.get(WriteConfig.PARQUET_CODEC),
-        bloom=BloomFilterSpec.of(ctx.options) if table.config.populate_meta_fields else None,
+        bloom=ctx.base_file_bloom(table.config),
         base_format=table.config.base_file_format,
         attempt=attempt,
         known_rollbacks=frozenset(r.requested_time for r in tl.filter_actions(ROLLBACK)),

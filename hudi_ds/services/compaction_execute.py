@@ -312,7 +312,7 @@ def prepare_compaction(ctx: ServiceContext, instant: str, attempt: int = 0) -> C
         visibility=vis,
         context=read_ctx,
         codec=ctx.options.get(WriteConfig.PARQUET_CODEC),
-        bloom=BloomFilterSpec.of(ctx.options) if table.config.populate_meta_fields else None,
+        bloom=ctx.base_file_bloom(table.config),
         attempt=attempt,
         base_format=table.config.base_file_format,
         # the keys a state index holds are the files' _hoodie_record_key values: tracked only

@@ -43,6 +43,7 @@ from hudi_ds.merge.modes import (
     table_spec,
     write_spec,
 )
+from hudi_ds.metadata.bloom_filters import BLOOM_FILTERS_PARTITION
 from hudi_ds.metadata.records import FILES_PARTITION, declared_partitions
 from hudi_ds.schema.meta import (
     COMMIT_TIME_METADATA_FIELD,
@@ -248,11 +249,13 @@ def resolve_options(
             "table. Use simple bucket index or an MOR table."
         )
     index.warn_unused_options(o)
-    # Java HoodieFileWriterFactory.enableBloomFilter: no key footers without meta fields
     meta_fields = (
         config.populate_meta_fields
         if config is not None
         else bool(o.get(WriteConfig.POPULATE_META_FIELDS))
+    )
+    bloom = BloomFilterSpec.for_base_files(
+        o, meta_fields, index.type.value, BLOOM_FILTERS_PARTITION in declared_partitions(config)
     )
     return ResolvedOptions(
         operation=shape.operation,
@@ -264,7 +267,7 @@ def resolve_options(
         codec=o.get(WriteConfig.PARQUET_CODEC),
         memory=MemoryBudget.of(o),
         set_null_for_missing=o.get(WriteConfig.SET_NULL_FOR_MISSING),
-        bloom=BloomFilterSpec.of(o) if meta_fields else None,
+        bloom=bloom,
         index=index,
         sizing=FileSizing.of(o),
         populate_meta_fields=meta_fields,
