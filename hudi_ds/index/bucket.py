@@ -411,6 +411,10 @@ def _record_key_list_hash(arr: pa.Array, hash_fields: Sequence[str]) -> U32:
     """``List.hashCode`` of ``extractRecordKeysByFields(key, hash_fields)`` per key (Hudi 1.0+)."""
     n = len(arr)
     sp = hash_key_spans(arr, hash_fields)
+    if len(sp.whole) == n:
+        # every key is its one value (simple keys: no field:value pairs): the list of one
+        # string hashes to 31 + its hash, without the per-value folding below
+        return np.uint32(31) + _hash_spans(sp.data, sp.key_starts, sp.key_ends)
     data, m_row = sp.data, sp.rows
     elem = _hash_spans(data, sp.starts, sp.ends)
     elem[sp.null | sp.empty] = 0  # null / ""
