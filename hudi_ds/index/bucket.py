@@ -588,3 +588,19 @@ def new_bucket_file_id(partition_path: str, bucket: int, instant_time: str) -> s
         raise ConfigError(f"bucket id {bucket} must be in [0, {MAX_NUM_BUCKETS}]")
     name = f"{partition_path}/{int(bucket)}/{instant_time}"
     return bucket_file_id(int(bucket), str(uuid.uuid5(_FILE_ID_NAMESPACE, name)))
+
+
+def bucket_groups(group: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(group, return_inverse=True)`` and each value's count, for values in
+    ``[0, bound)`` (rows numbered by partition and bucket): counted in a table of ``bound``
+    slots when that is not much larger than ``group`` (linear; the sort ``np.unique`` does
+    took a third of a bucket tagging)."""
+    if bound > 4 * len(group) + 4096:
+        uniq, inverse = np.unique(group, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        return uniq, inverse, np.bincount(inverse, minlength=len(uniq))
+    counts = np.bincount(group, minlength=bound)
+    uniq = np.flatnonzero(counts)
+    dense = np.zeros(len(counts), np.int64)  # (a value past ``bound`` only widens the table)
+    dense[uniq] = np.arange(len(uniq))
+    return uniq, dense[group], counts[uniq]
