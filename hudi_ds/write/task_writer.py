@@ -347,7 +347,10 @@ class TaskWriter:
             plain = delete_keys(self._delete_schema, keys.take(idx_dml), parts.take(idx_dml))
             dels = pa.concat_tables([dels, plain.cast(dels.schema)])
             flagged = flagged | dml
-        return full.take(pa.array(np.flatnonzero(~flagged))), dels
+        # (take_rows: the record key column that is the key field stays one column, taken
+        # once here and once again by route)
+        kept = take_rows(full, np.flatnonzero(~flagged), self.threads, _CONSTANT_COLUMNS)
+        return kept, dels
 
     def _prepare_deletes(self, table: pa.Table) -> tuple[pa.Table, pa.Table]:
         p = self.plan
@@ -628,19 +631,20 @@ def _same_data(col: pa.ChunkedArray) -> tuple[object, ...]:
 def take_rows(
     table: pa.Table, order: np.ndarray, threads: int, constant: Sequence[str] = ()
 ) -> pa.Table:
-    """``table.take(order)`` for a permutation ``order`` of its rows, its columns taken on up to
-    ``threads`` threads (Arrow's take kernel releases the GIL; ``Table.take`` takes one column
-    after the other).
+    """``table.take(order)`` for row indices ``order`` (a permutation or a selection of the
+    rows), its columns taken on up to ``threads`` threads (Arrow's take kernel releases the
+    GIL; ``Table.take`` takes one column after the other).
 
-    Columns over the same buffers are taken once, and the ``constant`` columns (one value in
-    every row, by construction) are kept as they are: a permutation does not change them.
+    Columns over the same buffers are taken once (and stay shared in the result), and the
+    ``constant`` columns (one value in every row, by construction) are sliced to the rows
+    taken instead: any ``len(order)`` of their rows hold the same values.
     """
     idx = pa.array(order)
     cols = table.columns
     todo: dict[tuple[object, ...], pa.ChunkedArray] = {}
     keys: list[tuple[object, ...] | None] = []
     for name, col in zip(table.column_names, cols, strict=True):
-        if name in constant and len(order) == table.num_rows:
+        if name in constant and len(order) <= table.num_rows:
             keys.append(None)
             continue
         k = _same_data(col)
@@ -649,7 +653,8 @@ def take_rows(
     taken = dict(
         zip(todo, parallel_map(lambda c: c.take(idx), list(todo.values()), threads), strict=True)
     )
-    out = [col if k is None else taken[k] for col, k in zip(cols, keys, strict=True)]
+    n = len(order)
+    out = [col.slice(0, n) if k is None else taken[k] for col, k in zip(cols, keys, strict=True)]
     return pa.Table.from_arrays(out, schema=table.schema)
 
 
