@@ -132,8 +132,9 @@ class AppendHandle(BufferedHandle):
             if ctx.options.block_format == "avro":
                 block = encode_avro_data_block(data, ctx.instant, avro_schema, partial=partial)
             else:
+                names = set(data.column_names)  # (a new list at every call)
                 dict_cols = (
-                    [c for c in ctx.dictionary_columns if c in data.column_names]
+                    [c for c in ctx.dictionary_columns if c in names]
                     if ctx.dictionary_columns is not None
                     else None
                 )

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_ds.index import KeyCache
-from hudi_ds.index.bucket import new_bucket_file_id
+from hudi_ds.index.bucket import bucket_groups, new_bucket_file_id
 from hudi_ds.index.consistent_hashing import Rings
 from hudi_ds.index.lookup import KeyLocations, Lookup, LookupSpec
 from hudi_ds.index.pending_resize import ChildRouter
@@ -272,9 +272,7 @@ class Tagger:
             pidx = np.asarray(enc.indices, dtype=np.int64)
             names = enc.dictionary.to_pylist()
             buckets, width = self._buckets_of(keys, pidx, names)
-            group = pidx * width + buckets
-            uniq, inverse = np.unique(group, return_inverse=True)
-            counts = np.bincount(inverse.reshape(-1), minlength=len(uniq))
+            uniq, inverse, counts = bucket_groups(pidx * width + buckets, len(names) * width)
             ids = np.empty(len(uniq), np.int64)
             for i, g in enumerate(uniq.tolist()):
                 partition, bucket = names[g // width], g % width
@@ -288,7 +286,7 @@ class Tagger:
                 else:
                     self.workload.add_inserts(partition, n)
                 ids[i] = self._target(partition, file_id)
-            out.append(ids[inverse.reshape(-1)])
+            out.append(ids[inverse])
         del_t = out[1]
         if len(del_t) and (del_t < 0).any():
             keep = del_t >= 0

@@ -266,10 +266,9 @@ class TaskWriter:
             keys = generated
         else:
             keys = record_keys(table, list(p.record_key_fields), p.complex_key)
-        if not p.complex_key:
-            comma = pc.match_substring(keys, ",")
-            # the ':' scan only when some key holds a ',' (keys seldom do)
-            bad = pc.and_(comma, pc.match_substring(keys, ":")) if pc.any(comma).as_py() else comma
+        # the keys' matching only when some key holds a ',' (keys seldom do)
+        if not p.complex_key and _holds_byte(keys, ","):
+            bad = pc.and_(pc.match_substring(keys, ","), pc.match_substring(keys, ":"))
             if pc.any(bad).as_py():
                 raise SchemaError(
                     f"record key {keys.filter(bad)[0].as_py()!r} in column "
@@ -347,7 +346,10 @@ class TaskWriter:
             plain = delete_keys(self._delete_schema, keys.take(idx_dml), parts.take(idx_dml))
             dels = pa.concat_tables([dels, plain.cast(dels.schema)])
             flagged = flagged | dml
-        return full.take(pa.array(np.flatnonzero(~flagged))), dels
+        # (take_rows: the record key column that is the key field stays one column, taken
+        # once here and once again by route)
+        kept = take_rows(full, np.flatnonzero(~flagged), self.threads, _CONSTANT_COLUMNS)
+        return kept, dels
 
     def _prepare_deletes(self, table: pa.Table) -> tuple[pa.Table, pa.Table]:
         p = self.plan
@@ -600,6 +602,27 @@ def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T], threads: int) -> l
     return in_parallel([functools.partial(fn, x) for x in items], threads)
 
 
+def _holds_byte(values: pa.Array | pa.ChunkedArray, char: str) -> bool:
+    """Whether some string of ``values`` holds the ASCII ``char``: one scan of the strings'
+    UTF-8 bytes (no other character's encoding holds an ASCII byte), several times faster
+    than ``pc.match_substring`` string by string."""
+    for arr in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
+        t = arr.type
+        if arr.null_count or not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            if pc.any(pc.match_substring(arr, char)).as_py():
+                return True
+            continue
+        if len(arr) == 0:
+            continue
+        _, offsets_buf, data = arr.buffers()
+        width = 8 if pa.types.is_large_string(t) else 4
+        offsets = np.frombuffer(offsets_buf, np.int64 if width == 8 else np.int32)
+        lo, hi = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
+        if data is not None and (np.frombuffer(data, np.uint8)[lo:hi] == ord(char)).any():
+            return True
+    return False
+
+
 def release_unused() -> None:
     """Give the memory Arrow's allocator keeps after the buffers a flush frees back to the OS.
 
@@ -628,19 +651,20 @@ def _same_data(col: pa.ChunkedArray) -> tuple[object, ...]:
 def take_rows(
     table: pa.Table, order: np.ndarray, threads: int, constant: Sequence[str] = ()
 ) -> pa.Table:
-    """``table.take(order)`` for a permutation ``order`` of its rows, its columns taken on up to
-    ``threads`` threads (Arrow's take kernel releases the GIL; ``Table.take`` takes one column
-    after the other).
+    """``table.take(order)`` for row indices ``order`` (a permutation or a selection of the
+    rows), its columns taken on up to ``threads`` threads (Arrow's take kernel releases the
+    GIL; ``Table.take`` takes one column after the other).
 
-    Columns over the same buffers are taken once, and the ``constant`` columns (one value in
-    every row, by construction) are kept as they are: a permutation does not change them.
+    Columns over the same buffers are taken once (and stay shared in the result), and the
+    ``constant`` columns (one value in every row, by construction) are sliced to the rows
+    taken instead: any ``len(order)`` of their rows hold the same values.
     """
     idx = pa.array(order)
     cols = table.columns
     todo: dict[tuple[object, ...], pa.ChunkedArray] = {}
     keys: list[tuple[object, ...] | None] = []
     for name, col in zip(table.column_names, cols, strict=True):
-        if name in constant and len(order) == table.num_rows:
+        if name in constant and len(order) <= table.num_rows:
             keys.append(None)
             continue
         k = _same_data(col)
@@ -649,7 +673,8 @@ def take_rows(
     taken = dict(
         zip(todo, parallel_map(lambda c: c.take(idx), list(todo.values()), threads), strict=True)
     )
-    out = [col if k is None else taken[k] for col, k in zip(cols, keys, strict=True)]
+    n = len(order)
+    out = [col.slice(0, n) if k is None else taken[k] for col, k in zip(cols, keys, strict=True)]
     return pa.Table.from_arrays(out, schema=table.schema)
 
 

@@ -31,6 +31,7 @@ from hudi_ds.index import (
     validate_hash_fields,
     validate_num_buckets,
 )
+from hudi_ds.index.bucket import bucket_groups
 
 # ----------------------------------------------------------------------------------------------
 # Reference implementation, written from the Java sources (no shared code with hudi_ds)
@@ -531,3 +532,15 @@ def test_file_id_errors() -> None:
     for bad_bucket in (-1, 100_000_000):
         with pytest.raises(ConfigError):
             new_bucket_file_id("p", bad_bucket, "1")
+
+
+@pytest.mark.parametrize(("n", "bound"), [(0, 8), (1, 1), (10_000, 32), (5, 1_000_000)])
+def test_bucket_groups_equal_numpy_unique(n: int, bound: int) -> None:
+    """Counted in a table (small bounds) or sorted (a bound far past the rows), the groups are
+    ``np.unique``'s: the values ascending, each row's group number and each group's rows."""
+    group = np.random.default_rng(n).integers(0, bound, n).astype(np.int64)
+    uniq, inverse, counts = bucket_groups(group, bound)
+    want, want_inverse = np.unique(group, return_inverse=True)
+    assert uniq.tolist() == want.tolist()
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()
+    assert counts.tolist() == np.bincount(want_inverse.reshape(-1), minlength=len(want)).tolist()
