@@ -259,11 +259,55 @@ def _base_file_size(storage: Storage, base: BaseFile, data: bytes | None = None)
         raise
     except (OSError, pa.ArrowInvalid) as e:
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
-    size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
-    # encoded pages (dictionaries, run lengths) are smaller than the decoded Arrow columns:
-    # measured 1.6x for hudi_ds base files as a merge reads them (2.3x with the constant
-    # _hoodie_file_name, which it does not read: _merged_columns)
-    return _BaseFileInfo(2 * size, md.num_rows, dict(md.metadata or {}), md)
+    return _BaseFileInfo(_arrow_bytes(md), md.num_rows, dict(md.metadata or {}), md)
+
+
+#: Bytes of one value of a fixed-width Parquet type decoded to Arrow (INT96: a timestamp).
+_VALUE_BYTES = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 8, "FLOAT": 4, "DOUBLE": 8}
+
+
+def _arrow_bytes(md: pq.FileMetaData) -> int:
+    """Estimated in-memory (Arrow) size of a Parquet file's rows as a merge reads them (all
+    columns but ``_hoodie_file_name``, :func:`_merged_columns`), from its footer.
+
+    A plain-encoded column chunk holds about its Arrow values (a string's 4-byte length
+    where Arrow has its offset), but none for its nulls, which Arrow gives a slot each; a
+    dictionary-encoded one holds each distinct value once, so it decodes to its values times
+    their width (a string's: the mean of its min and max value's, from the chunk's
+    statistics). A file of constant meta columns and repeated strings decodes to many times
+    its page bytes; one of distinct keys and numbers to about them.
+    """
+    total = 0
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for i in range(rg.num_columns):
+            col = rg.column(i)
+            if col.path_in_schema != FILENAME_METADATA_FIELD:
+                total += _chunk_arrow_bytes(col, md.schema.column(i).length)
+    return total
+
+
+def _chunk_arrow_bytes(col: pq.ColumnChunkMetaData, fixed_length: int | None) -> int:
+    """:func:`_arrow_bytes` of one column chunk; ``fixed_length``: the bytes of a
+    ``FIXED_LEN_BYTE_ARRAY`` value."""
+    stored = col.total_uncompressed_size
+    kind = col.physical_type
+    # Arrow keeps a slot for every value, null ones too: a string's offset, a fixed width
+    if kind == "BYTE_ARRAY":
+        slots = 4 * col.num_values
+    elif kind == "FIXED_LEN_BYTE_ARRAY":
+        slots = (fixed_length or 8) * col.num_values
+    else:
+        slots = _VALUE_BYTES.get(kind, 8) * col.num_values
+    if not col.has_dictionary_page or kind != "BYTE_ARRAY":
+        return max(stored, slots)
+    st = col.statistics
+    ends = (st.min, st.max) if st is not None and st.has_min_max else ()
+    if not ends or not all(isinstance(v, (str, bytes)) for v in ends):
+        # no value lengths known: the factor measured on hudi_ds's files
+        return max(2 * stored, slots)
+    mean = sum(len(v.encode() if isinstance(v, str) else v) for v in ends) / 2
+    return max(stored, slots + int(col.num_values * mean))
 
 
 def _merged_columns(schema: pa.Schema) -> list[str]:
