@@ -134,14 +134,16 @@ _KEY_FOOTERS = frozenset(
 )
 
 
-def file_metadata(pf: pq.ParquetFile) -> dict[bytes, bytes] | None:
+def file_metadata(pf: pq.ParquetFile, arrow: pa.Schema | None = None) -> dict[bytes, bytes] | None:
     """A Parquet file's schema metadata with its key footers (bloom filter, key range).
 
     A file that stores an ``ARROW:schema`` (pyarrow's, so hudi_ds's own) reads with that
     schema's metadata only: its other footer entries, where the key footers are, are not in
     ``schema_arrow.metadata``; a file without one (parquet-mr's) has them all there.
+    ``arrow``: ``pf.schema_arrow`` when the caller has it (pyarrow builds it anew on every
+    access).
     """
-    meta = dict(pf.schema_arrow.metadata or {})
+    meta = dict((arrow if arrow is not None else pf.schema_arrow).metadata or {})
     footer = pf.metadata.metadata or {}
     meta.update({k: v for k, v in footer.items() if k in _KEY_FOOTERS})
     return meta or None

@@ -218,12 +218,29 @@ def _open_base(storage: Storage, base: BaseFile, data: bytes | None) -> pa.Nativ
     return storage.open_input_file(base.path, base.size or None)
 
 
-def _base_file_size(
-    storage: Storage, base: BaseFile, data: bytes | None = None
-) -> tuple[int, int, dict[bytes, bytes] | None]:
-    """Estimated in-memory (Arrow) size of a base file's rows, their number and the file's
-    key-value footer (its bloom filter), from its Parquet footer or Lance metadata
-    (``(0, 0, None)`` for other formats); ``data``: its :func:`_prefetched` bytes."""
+@dataclasses.dataclass(frozen=True)
+class _BaseFileInfo:
+    """What a merge learns of its base file before reading its rows.
+
+    Attributes:
+        arrow_bytes: estimated in-memory (Arrow) size of its rows.
+        rows: their number.
+        footer: its key-value footer (its bloom filter); None for a format without one.
+        parquet: its parsed Parquet footer (None: not Parquet). The reads of the merge reuse
+            it: parsing it again copies the bloom filter (a footer value of up to megabytes)
+            out of the file each time.
+    """
+
+    arrow_bytes: int = 0
+    rows: int = 0
+    footer: dict[bytes, bytes] | None = None
+    parquet: pq.FileMetaData | None = None
+
+
+def _base_file_size(storage: Storage, base: BaseFile, data: bytes | None = None) -> _BaseFileInfo:
+    """The size, rows and footers of a base file (:class:`_BaseFileInfo`), from its Parquet
+    footer or Lance metadata (nothing for other formats); ``data``: its :func:`_prefetched`
+    bytes."""
     if base.name.extension == ".lance":
         try:
             lance_file = LanceBaseFile(storage, base.path)
@@ -232,21 +249,65 @@ def _base_file_size(
                 f"cannot read base file {storage.full_path(base.path)}: {e}"
             ) from e
         # Lance pages are mostly plain values: about their Arrow size
-        return lance_file.data_bytes, lance_file.num_rows, lance_file.footer()
+        return _BaseFileInfo(lance_file.data_bytes, lance_file.num_rows, lance_file.footer())
     if base.name.extension != ".parquet":
-        return 0, 0, None
+        return _BaseFileInfo()
     try:
         with _open_base(storage, base, data) as f:
             md = pq.ParquetFile(f).metadata
-            size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
     except StorageError:  # the store failed (after retries): the file is not damaged
         raise
     except (OSError, pa.ArrowInvalid) as e:
         raise CorruptFileError(f"cannot read base file {storage.full_path(base.path)}: {e}") from e
-    # encoded pages (dictionaries, run lengths) are smaller than the decoded Arrow columns:
-    # measured 1.6x for hudi_ds base files as a merge reads them (2.3x with the constant
-    # _hoodie_file_name, which it does not read: _merged_columns)
-    return 2 * size, md.num_rows, dict(md.metadata or {})
+    return _BaseFileInfo(_arrow_bytes(md), md.num_rows, dict(md.metadata or {}), md)
+
+
+#: Bytes of one value of a fixed-width Parquet type decoded to Arrow (INT96: a timestamp).
+_VALUE_BYTES = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 8, "FLOAT": 4, "DOUBLE": 8}
+
+
+def _arrow_bytes(md: pq.FileMetaData) -> int:
+    """Estimated in-memory (Arrow) size of a Parquet file's rows as a merge reads them (all
+    columns but ``_hoodie_file_name``, :func:`_merged_columns`), from its footer.
+
+    A plain-encoded column chunk holds about its Arrow values (a string's 4-byte length
+    where Arrow has its offset), but none for its nulls, which Arrow gives a slot each; a
+    dictionary-encoded one holds each distinct value once, so it decodes to its values times
+    their width (a string's: the mean of its min and max value's, from the chunk's
+    statistics). A file of constant meta columns and repeated strings decodes to many times
+    its page bytes; one of distinct keys and numbers to about them.
+    """
+    total = 0
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for i in range(rg.num_columns):
+            col = rg.column(i)
+            if col.path_in_schema != FILENAME_METADATA_FIELD:
+                total += _chunk_arrow_bytes(col, md.schema.column(i).length)
+    return total
+
+
+def _chunk_arrow_bytes(col: pq.ColumnChunkMetaData, fixed_length: int | None) -> int:
+    """:func:`_arrow_bytes` of one column chunk; ``fixed_length``: the bytes of a
+    ``FIXED_LEN_BYTE_ARRAY`` value."""
+    stored = col.total_uncompressed_size
+    kind = col.physical_type
+    # Arrow keeps a slot for every value, null ones too: a string's offset, a fixed width
+    if kind == "BYTE_ARRAY":
+        slots = 4 * col.num_values
+    elif kind == "FIXED_LEN_BYTE_ARRAY":
+        slots = (fixed_length or 8) * col.num_values
+    else:
+        slots = _VALUE_BYTES.get(kind, 8) * col.num_values
+    if not col.has_dictionary_page or kind != "BYTE_ARRAY":
+        return max(stored, slots)
+    st = col.statistics
+    ends = (st.min, st.max) if st is not None and st.has_min_max else ()
+    if not ends or not all(isinstance(v, (str, bytes)) for v in ends):
+        # no value lengths known: the factor measured on hudi_ds's files
+        return max(2 * stored, slots)
+    mean = sum(len(v.encode() if isinstance(v, str) else v) for v in ends) / 2
+    return max(stored, slots + int(col.num_values * mean))
 
 
 def _merged_columns(schema: pa.Schema) -> list[str]:
@@ -262,24 +323,24 @@ def _read_for_merge(
     schema: pa.Schema,
     use_threads: bool = True,
     data: bytes | None = None,
+    metadata: pq.FileMetaData | None = None,
 ) -> pa.Table:
     """All rows of a base file in ``schema``, ``_hoodie_file_name`` null
     (:func:`_merged_columns`), its footer as the schema metadata; ``data``: its
-    :func:`_prefetched` bytes."""
+    :func:`_prefetched` bytes, ``metadata`` its parsed Parquet footer (None: parsed here)."""
     if base.name.extension not in (".parquet", ".lance"):
         return read_base_file(storage, base, schema, use_threads=use_threads)
-    parts = list(_iter_base_file(storage, base, schema, None, use_threads, data))
+    parts = list(_iter_base_file(storage, base, schema, None, use_threads, data, metadata))
     meta = parts[0].schema.metadata
     table = _joined(parts)
     return table.replace_schema_metadata(meta)
 
 
-def _dictionary_strings(pf: pq.ParquetFile, columns: list[str]) -> list[str]:
+def _dictionary_strings(pf: pq.ParquetFile, arrow: pa.Schema, columns: list[str]) -> list[str]:
     """The string columns of ``columns`` the file stores dictionary-encoded (a dictionary page
     in every row group): they decode far faster as Arrow dictionaries, then to strings by a
-    take of their few values, than straight to strings."""
+    take of their few values, than straight to strings. ``arrow``: the file's Arrow schema."""
     md = pf.metadata
-    arrow = pf.schema_arrow
     leaf = {md.schema.column(i).path: i for i in range(md.num_columns)}
     out = []
     for c in columns:
@@ -311,11 +372,12 @@ def _iter_base_file(
     batch_rows: int | None,
     use_threads: bool = False,
     data: bytes | None = None,
+    metadata: pq.FileMetaData | None = None,
 ) -> Iterator[pa.Table]:
     """The rows of a base file in ``schema``, ``batch_rows`` at a time (Parquet; None: a row
     group at a time), else all at once; ``_hoodie_file_name`` null (:func:`_merged_columns`),
     the file's footer as the schema metadata of the first table; ``data``: its
-    :func:`_prefetched` bytes."""
+    :func:`_prefetched` bytes, ``metadata`` its parsed Parquet footer (None: parsed here)."""
     if base.name.extension == ".lance":
         yield from _iter_lance_file(storage, base, schema, batch_rows)
         return
@@ -324,13 +386,14 @@ def _iter_base_file(
         return
     try:
         with _open_base(storage, base, data) as f:
-            pf = pq.ParquetFile(f)
-            names = set(pf.schema_arrow.names)
-            present = [c for c in _merged_columns(schema) if c in names]
-            dict_cols = _dictionary_strings(pf, present)
-            if dict_cols:
-                pf = pq.ParquetFile(f, read_dictionary=dict_cols)
-            meta = file_metadata(pf)
+            pf = pq.ParquetFile(f, metadata=metadata)
+            # built anew on every access (it decodes the stored Arrow schema): taken once
+            arrow = pf.schema_arrow
+            present = [c for c in _merged_columns(schema) if c in set(arrow.names)]
+            dict_cols = _dictionary_strings(pf, arrow, present)
+            if dict_cols:  # the footer as parsed: only the Arrow schema read differs
+                pf = pq.ParquetFile(f, metadata=pf.metadata, read_dictionary=dict_cols)
+            meta = file_metadata(pf, arrow)
             rows = batch_rows or max(
                 (pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)),
                 default=1,
@@ -477,9 +540,8 @@ class MergeHandle(BufferedHandle):
         self.read_threads = True
         #: the base file's bytes while close() merges it (_prefetched; None: read from storage)
         self._base_bytes: bytes | None = None
-        #: the base file's key-value footer and rows while close() merges it, streamed
-        self._base_footer: dict[bytes, bytes] | None = None
-        self._base_rows = 0
+        #: the base file's size, rows and footers while close() merges it (_base_file_size)
+        self._base = _BaseFileInfo()
         #: merges that run at once with this one (write/cow.py closes them on several threads):
         #: they share the merges' part of the task budget
         self.merges_in_flight = 1
@@ -523,12 +585,9 @@ class MergeHandle(BufferedHandle):
             budget = self.merge_budget
             if self._spill_dir is None and budget is None:
                 return self._close_in_memory()
-            old_bytes, old_rows, self._base_footer = (
-                _base_file_size(self.ctx.storage, self.base_file, self._base_bytes)
-                if self.base_file
-                else (0, 0, None)
-            )
-            self._base_rows = old_rows
+            if self.base_file is not None:
+                self._base = _base_file_size(self.ctx.storage, self.base_file, self._base_bytes)
+            old_bytes, old_rows = self._base.arrow_bytes, self._base.rows
             # a streamed batch of the base file takes about four copies: a quarter of the share
             row_bytes = max(old_bytes // max(old_rows, 1), 1)
             rows = (budget or 0) // (4 * row_bytes)
@@ -540,7 +599,7 @@ class MergeHandle(BufferedHandle):
                 return self._close_streaming()
             return self._close_partitioned(total, budget or total)
         finally:
-            self._base_bytes = self._base_footer = None
+            self._base_bytes, self._base = None, _BaseFileInfo()
             self._discard_spill()
 
     def _spill_files(self) -> tuple[_KeyPartitions, _KeyPartitions]:
@@ -572,7 +631,12 @@ class MergeHandle(BufferedHandle):
         old = (
             stored_rows(
                 _read_for_merge(
-                    ctx.storage, self.base_file, ctx.schema, self.read_threads, self._base_bytes
+                    ctx.storage,
+                    self.base_file,
+                    ctx.schema,
+                    self.read_threads,
+                    self._base_bytes,
+                    self._base.parquet,
                 ),
                 ctx,
                 self.partition_path,
@@ -654,6 +718,7 @@ class MergeHandle(BufferedHandle):
                 self._base_batch_rows,
                 self.read_threads,
                 self._base_bytes,
+                self._base.parquet,
             ):
                 old = stored_rows(batch, ctx, self.partition_path)
                 keys = _string_keys(old.column(RECORD_KEY_METADATA_FIELD))
@@ -686,6 +751,7 @@ class MergeHandle(BufferedHandle):
                 self._base_batch_rows,
                 self.read_threads,
                 self._base_bytes,
+                self._base.parquet,
             ):
                 old_parts.add(stored_rows(t, ctx, self.partition_path))
         return self._write_merged(
@@ -782,9 +848,9 @@ class MergeHandle(BufferedHandle):
             return None
         budget = self.merge_budget
         return StreamedBloomFilter(
-            self._base_footer,
+            self._base.footer,
             bloom,
-            self._base_rows,
+            self._base.rows,
             budget // 4 if budget is not None else 1 << 62,
         )
 

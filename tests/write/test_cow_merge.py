@@ -440,3 +440,56 @@ def test_in_parallel_keeps_order_and_raises_the_earliest_error() -> None:
     failing = [*calls[:5], lambda: boom(5), *calls[6:9], lambda: boom(9)]
     with pytest.raises(ValueError, match="call 5"):
         cow._in_parallel(failing)
+
+
+# -- the size a merge expects of a base file before it reads it (merge_handle._arrow_bytes) ---
+
+
+def _footer_estimate(tmp_path: Path, table: pa.Table) -> tuple[int, int]:
+    """The merge's estimate of ``table`` written as a Parquet file the way base files are,
+    and the Arrow size of its rows as a merge reads them (all but ``_hoodie_file_name``)."""
+    import importlib
+
+    from hudi_ds.layout.parquet import dictionary_columns_of
+
+    merge_handle = importlib.import_module("hudi_ds.write.merge_handle")
+    path = tmp_path / "base.parquet"
+    pq.write_table(table, path, compression="snappy", use_dictionary=dictionary_columns_of(table))
+    return merge_handle._arrow_bytes(pq.ParquetFile(path).metadata), table.nbytes
+
+
+def test_size_estimate_of_repeated_strings(tmp_path: Path) -> None:
+    """Dictionary pages hold each distinct value once: a column of a few long strings decodes
+    to far more than its page bytes, and the estimate says so (not a fixed factor of them)."""
+    n = 20_000
+    names = pa.array([f"{i:03d}" + "x" * 200 for i in range(8)])
+    table = pa.table(
+        {
+            "c": names.take(pa.array(np.arange(n) % 8)),
+            "ts": pa.array(np.full(n, 7), pa.int64()),
+        }
+    )
+    est, actual = _footer_estimate(tmp_path, table)
+    assert 0.8 * actual <= est <= 1.25 * actual
+
+
+def test_size_estimate_of_a_base_file(tmp_path: Path) -> None:
+    """A base file's constant meta columns, distinct keys and numbers: the estimate is about
+    their Arrow size, not twice their page bytes (a merge that would fit its memory share
+    must not be streamed in pieces for an over-estimate)."""
+    n = 30_000
+    rng = np.random.default_rng(3)
+    keys = pa.array([f"id-{i}" for i in range(n)])
+    table = pa.table(
+        {
+            COMMIT_TIME_METADATA_FIELD: pa.array(["20240101000000000"] * n),
+            RECORD_KEY_METADATA_FIELD: keys,
+            PARTITION_PATH_METADATA_FIELD: pa.array(["2024-01-01"] * n),
+            "id": keys,
+            "d1": rng.random(n),
+            "d2": rng.random(n),
+            "i1": pa.array(rng.integers(0, 1 << 30, n), pa.int32()),
+        }
+    )
+    est, actual = _footer_estimate(tmp_path, table)
+    assert 0.8 * actual <= est <= 1.25 * actual
