@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 from hudi_ds.errors import SchemaError
 from hudi_ds.index.lookup import Lookup
 from hudi_ds.keygen import KeyField, partition_paths, record_keys
+from hudi_ds.layout.bloom_filter import key_buffers
 from hudi_ds.layout.naming import PARTITION_METADATA_FILE
 from hudi_ds.layout.parquet import dictionary_columns_of
 from hudi_ds.schema.evolution import conform_table
@@ -606,21 +607,10 @@ def _holds_byte(values: pa.Array | pa.ChunkedArray, char: str) -> bool:
     """Whether some string of ``values`` holds the ASCII ``char``: one scan of the strings'
     UTF-8 bytes (no other character's encoding holds an ASCII byte), several times faster
     than ``pc.match_substring`` string by string."""
-    for arr in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
-        t = arr.type
-        if arr.null_count or not (pa.types.is_string(t) or pa.types.is_large_string(t)):
-            if pc.any(pc.match_substring(arr, char)).as_py():
-                return True
-            continue
-        if len(arr) == 0:
-            continue
-        _, offsets_buf, data = arr.buffers()
-        width = 8 if pa.types.is_large_string(t) else 4
-        offsets = np.frombuffer(offsets_buf, np.int64 if width == 8 else np.int32)
-        lo, hi = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
-        if data is not None and (np.frombuffer(data, np.uint8)[lo:hi] == ord(char)).any():
-            return True
-    return False
+    if values.null_count:
+        return pc.any(pc.match_substring(values, char)).as_py() is True
+    data, offsets = key_buffers(values)
+    return bool((data[int(offsets[0]) : int(offsets[-1])] == ord(char)).any())
 
 
 def release_unused() -> None:

@@ -62,18 +62,23 @@ def test_met_targets_have_no_bound() -> None:
     assert cow[3] == "yes" and cow[4] == "-"
 
 
+#: a SIMPLE-index MOR row's three batches: 200 / 1,100 (the compaction, 900 rows of it) / 200
+#: base-file rows and 50 log rows each, 0.05 s of key reads and 0.4 s of lookup a batch
+SIMPLE_BATCHES: dict[str, Any] = {
+    "upsert_s": [1.0, 3.0, 1.0],
+    "base_rows_written": [200, 1_100, 200],
+    "log_rows_written": [50, 50, 50],
+    "compacted_rows": [0, 900, 0],
+    "key_read_s": [0.05, 0.05, 0.05],
+    "index_lookup_s": [0.4, 0.4, 0.4],
+}
+
+
 def test_index_goals_name_their_ceilings() -> None:
     # pyarrow writes a 100-row batch in 0.1 s (1,000 rows/s); the read+rewrite rate is 1,000
     # rows/s. SIMPLE's batches: 200 / 1,100 (the compaction) / 200 base-file rows and 50 log
     # rows each -> Parquet work 0.25 / 1.15 / 0.25 s, plus 0.05 s of key reading a batch
-    simple = {
-        "upsert_s": [1.0, 3.0, 1.0],
-        "base_rows_written": [200, 1_100, 200],
-        "log_rows_written": [50, 50, 50],
-        "compacted_rows": [0, 900, 0],
-        "key_read_s": [0.05, 0.05, 0.05],
-        "index_lookup_s": [0.4, 0.4, 0.4],
-    }
+    simple = SIMPLE_BATCHES
     meta = _meta(
         pyarrow={"upsert_s": [0.1, 0.1, 0.1], "read_s": 1.0},
         delta_rs={"upsert_s": [3.0, 3.0, 3.0]},
@@ -102,14 +107,7 @@ def test_write_rows_against_their_ceilings_and_floors() -> None:
     # filter) 500 rows/s. SIMPLE's Parquet work 0.25 / 1.15 / 0.25 s (ceiling 0.55 s a batch);
     # its floor adds 900 compacted rows at 500 instead of 1,000 rows/s (0.9 s) and 0.05 s of
     # key reads a batch: (0.3 + 2.1 + 0.3) / 3 = 0.9 s
-    simple = {
-        "upsert_s": [1.0, 3.0, 1.0],
-        "base_rows_written": [200, 1_100, 200],
-        "log_rows_written": [50, 50, 50],
-        "compacted_rows": [0, 900, 0],
-        "key_read_s": [0.05, 0.05, 0.05],
-        "index_lookup_s": [0.4, 0.4, 0.4],
-    }
+    simple = SIMPLE_BATCHES
     cow = {
         **simple,
         "upsert_s": [0.125, 0.125, 0.125],
